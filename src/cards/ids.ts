@@ -1,0 +1,44 @@
+// Every block_id, action_id and callback_id the bot's surfaces use lives here, so listeners and
+// renderers cannot drift apart.
+
+/** action_id of a choice button is `${CHOICE_ACTION_PREFIX}${index}`; Bolt listens on the pattern. */
+export const CHOICE_ACTION_PREFIX = 'cs_choice_';
+export const CHOICE_ACTION_PATTERN = /^cs_choice_\d+$/;
+
+export const FEEDBACK_VIEW_CALLBACK_ID = 'cs_feedback';
+export const FEEDBACK_BLOCK_ID = 'cs_feedback_block';
+export const FEEDBACK_INPUT_ACTION_ID = 'cs_feedback_input';
+
+/**
+ * What a choice button carries. It is only a hint of which button was pressed: the relay
+ * re-reads the approval from Redis by (channel, ts) and checks the choice is still offered.
+ */
+export interface ChoiceButtonValue {
+  /** sourceIndex of the requirement the button was rendered for */
+  s: number;
+  /** choiceId */
+  c: string;
+}
+
+export function encodeChoiceValue(value: ChoiceButtonValue): string {
+  return JSON.stringify(value);
+}
+
+export function decodeChoiceValue(raw: string | undefined): ChoiceButtonValue | undefined {
+  if (!raw) return undefined;
+  try {
+    const v = JSON.parse(raw) as Partial<ChoiceButtonValue>;
+    if (typeof v.s === 'number' && Number.isInteger(v.s) && typeof v.c === 'string') return { s: v.s, c: v.c };
+  } catch {
+    // fall through: a value we did not write
+  }
+  return undefined;
+}
+
+/** private_metadata of the feedback modal: enough to find the card again. */
+export interface FeedbackModalMetadata {
+  channel: string;
+  ts: string;
+  sourceIndex: number;
+  choiceId: string;
+}

@@ -1,0 +1,194 @@
+import { z } from 'zod';
+
+// Host payloads are parsed leniently: open enums are plain strings, unknown fields are kept
+// (z.looseObject), and only what the bot acts on is required.
+
+export const RequirementRef = z.looseObject({
+  approvalId: z.string(),
+  sourceIndex: z.number().int(),
+});
+export type RequirementRef = z.infer<typeof RequirementRef>;
+
+export const ApprovalChoice = z.looseObject({
+  choiceId: z.string(),
+  label: z.string(),
+  decision: z.string(),
+  scope: z.string(),
+  rulePreview: z.string().optional(),
+  acceptsFeedback: z.boolean().optional(),
+});
+export type ApprovalChoice = z.infer<typeof ApprovalChoice>;
+
+export const StageResolution = z.looseObject({
+  kind: z.string(),
+  diagnostic: z.string().optional(),
+  argvPrefix: z.array(z.string()).optional(),
+});
+
+export const ApprovalStage = z.looseObject({
+  requirementId: RequirementRef,
+  position: z.number().int(),
+  totalStages: z.number().int(),
+  argv: z.array(z.string()),
+  argvComplete: z.boolean().optional(),
+  resolution: StageResolution,
+  suggestedPrefix: z.looseObject({ argvPrefix: z.array(z.string()), label: z.string() }).optional(),
+});
+export type ApprovalStage = z.infer<typeof ApprovalStage>;
+
+export const ApprovalSubject = z.looseObject({
+  kind: z.string(),
+  command: z.string().optional(),
+  workspaceRoot: z.string().optional(),
+  stages: z.array(ApprovalStage).optional(),
+  toolName: z.string().optional(),
+  path: z.string().optional(),
+  access: z.string().optional(),
+  host: z.string().optional(),
+  port: z.number().optional(),
+  protocol: z.string().optional(),
+  origin: z.looseObject({ kind: z.string() }).optional(),
+  target: z.string().optional(),
+  holder: z.unknown().optional(),
+});
+export type ApprovalSubject = z.infer<typeof ApprovalSubject>;
+
+export const SubagentOrigin = z.looseObject({
+  childRunId: z.string().optional(),
+  childSessionId: z.string().optional(),
+  subagentId: z.string().optional(),
+});
+
+export const CuaCardFacts = z.looseObject({
+  windowTitle: z.string().optional(),
+  page: z.looseObject({ host: z.string(), hostAscii: z.string().optional() }).optional(),
+  steps: z.array(z.unknown()).optional(),
+  data: z.array(z.unknown()).optional(),
+});
+export type CuaCardFacts = z.infer<typeof CuaCardFacts>;
+
+/** Body of approval/request, approval/requested, approval/reviewing and listPending entries. */
+export const ApprovalRequestParams = z.looseObject({
+  sessionId: z.string(),
+  approvalId: z.string(),
+  turnId: z.string().optional(),
+  taskId: z.string().optional(),
+  itemId: z.string().optional(),
+  toolCallId: z.string().optional(),
+  toolName: z.string().default(''),
+  rawArgs: z.string().default(''),
+  viewCursor: z.string().optional(),
+  subject: ApprovalSubject,
+  currentRequirementId: RequirementRef,
+  availableChoices: z.array(ApprovalChoice),
+  protectedWrite: z.boolean().default(false),
+  judgeEscalated: z.boolean().default(false),
+  subagentOrigin: SubagentOrigin.optional(),
+  reviewerReason: z.string().optional(),
+  cuaCardFacts: CuaCardFacts.optional(),
+  reason: z.string().optional(),
+});
+export type ApprovalRequestParams = z.infer<typeof ApprovalRequestParams>;
+
+export const ApprovalChange = z.looseObject({
+  kind: z.string(),
+  requirementId: RequirementRef.optional(),
+  choiceId: z.string().optional(),
+  decision: z.string().optional(),
+  status: z.string().optional(),
+  reason: z.string().optional(),
+});
+
+export const ApprovalUpdatedParams = z.looseObject({
+  sessionId: z.string(),
+  approvalId: z.string(),
+  availableChoices: z.array(ApprovalChoice),
+  change: ApprovalChange,
+  currentRequirementId: RequirementRef,
+  subject: ApprovalSubject,
+  viewCursor: z.string().optional(),
+  subagentOrigin: SubagentOrigin.optional(),
+});
+export type ApprovalUpdatedParams = z.infer<typeof ApprovalUpdatedParams>;
+
+export const ApprovalAmendment = z.looseObject({
+  durability: z.string(),
+  rulePreview: z.string(),
+});
+
+export const ApprovalResolvedParams = z.looseObject({
+  sessionId: z.string(),
+  approvalId: z.string(),
+  itemId: z.string().optional(),
+  turnId: z.string().optional(),
+  decision: z.string(),
+  policyResult: z.string().optional(),
+  resolvedBy: z.string(),
+  stageEvidence: z.array(z.unknown()).optional(),
+  amendment: ApprovalAmendment.optional(),
+  decidedByCommandId: z.string().optional(),
+  decidedAt: z.string().optional(),
+  viewCursor: z.string().optional(),
+});
+export type ApprovalResolvedParams = z.infer<typeof ApprovalResolvedParams>;
+
+export const Session = z.looseObject({
+  sessionId: z.string(),
+  status: z.string().optional(),
+  attention: z.array(z.string()).optional(),
+  title: z.string().optional(),
+  name: z.string().optional(),
+  firstUserPrompt: z.string().optional(),
+  workspaceRoot: z.string().nullable().optional(),
+});
+export type Session = z.infer<typeof Session>;
+
+export const SessionListResult = z.looseObject({
+  sessions: z.array(Session),
+  nextCursor: z.string().nullable().optional(),
+});
+
+export const SessionStatusChangedParams = z.looseObject({
+  sessionId: z.string(),
+  status: z.string().optional(),
+  attention: z.array(z.string()).optional(),
+});
+
+export const ListPendingResult = z.looseObject({
+  approvals: z.array(z.unknown()),
+});
+
+export const InitializeResult = z.looseObject({
+  grantedCapabilities: z.array(z.string()).default([]),
+  schema: z.looseObject({ fingerprint: z.string(), version: z.number() }).optional(),
+  serverInfo: z.looseObject({ name: z.string(), version: z.string() }).optional(),
+  sessionDurability: z.string().optional(),
+});
+export type InitializeResult = z.infer<typeof InitializeResult>;
+
+export const DecideResult = z.looseObject({
+  commandId: z.string(),
+  approvalId: z.string().optional(),
+  status: z.string().optional(),
+  terminal: z.boolean().optional(),
+});
+export type DecideResult = z.infer<typeof DecideResult>;
+
+export interface DecideParams {
+  sessionId: string;
+  approvalId: string;
+  commandId: string;
+  requirementId: RequirementRef;
+  choiceId: string;
+  feedback?: string;
+}
+
+/** The schema fingerprint this client was written against; a mismatch is only a warning. */
+export const KNOWN_SCHEMA_FINGERPRINTS = new Set([
+  'sha256:c8d1a2a1866814e220fd396d382a9a75861412feee884b5021b2ee359bd3dc59',
+]);
+
+/** A durable host keeps approvals across restarts; anything unrecognized is treated as not durable. */
+export function isDurable(sessionDurability: string | undefined): boolean {
+  return sessionDurability === undefined || sessionDurability === 'durable';
+}

@@ -1,0 +1,225 @@
+import type { Logger } from 'pino';
+import { HostGoneError, MspError } from '../msp/errors.js';
+import type { ApprovalHost } from '../msp/events.js';
+import type { ApprovalChoice } from '../msp/protocol.js';
+import type { ApprovalStore } from '../store/approvalStore.js';
+import type { ApprovalRecord, Claim } from '../store/record.js';
+import { isTerminal } from '../store/record.js';
+import type { UserNotifier } from './ports.js';
+import { claimed, resolvedElsewhere, unclaimed } from './recordMutations.js';
+import type { Relay } from './relay.js';
+import { type Refusal, refusalText } from './userMessages.js';
+
+export interface Click {
+  channel: string;
+  ts: string;
+  userId: string;
+  /** The requirement the pressed button was rendered for. */
+  sourceIndex: number;
+  choiceId: string;
+  feedback?: string;
+}
+
+export type ClickCheck =
+  | { ok: true; record: ApprovalRecord; choice: ApprovalChoice }
+  | { ok: false; refusal: Refusal; approvalId?: string };
+
+export interface ClickHandlerOptions {
+  store: ApprovalStore;
+  relay: Relay;
+  notifier: UserNotifier;
+  host: (hostId: string) => ApprovalHost | undefined;
+  logger: Logger;
+  newCommandId: () => string;
+  now?: () => Date;
+}
+
+/**
+ * A click becomes at most one approval/decide: find the approval from the message (never from
+ * the button), check the question is still the one shown, claim the stage atomically, then send
+ * the decision with a commandId stored before it leaves.
+ */
+export class ClickHandler {
+  private readonly inFlight = new Map<string, Promise<void>>();
+  private readonly now: () => Date;
+  private accepting = true;
+
+  constructor(private readonly options: ClickHandlerOptions) {
+    this.now = options.now ?? (() => new Date());
+  }
+
+  async check(click: Click): Promise<ClickCheck> {
+    const { store } = this.options;
+    const approvalId = await store.findByMessage(click.channel, click.ts);
+    const record = approvalId ? await store.get(approvalId) : undefined;
+    if (!record) return { ok: false, refusal: { code: 'unknownCard' } };
+    const refusal = refusalFor(record, click);
+    if (refusal) return { ok: false, refusal, approvalId: record.approvalId };
+    const choice = record.availableChoices.find((c) => c.choiceId === click.choiceId)!;
+    return { ok: true, record, choice };
+  }
+
+  async click(click: Click): Promise<void> {
+    if (!this.accepting) return;
+    const { store, relay, logger } = this.options;
+    const checked = await this.check(click);
+    if (!checked.ok) {
+      await this.tell(click.channel, click.userId, checked.refusal);
+      if (checked.refusal.code === 'questionChanged' && checked.approvalId) await relay.resync(checked.approvalId);
+      return;
+    }
+    const { record, choice } = checked;
+    const claim: Claim = {
+      sourceIndex: click.sourceIndex,
+      userId: click.userId,
+      choiceId: choice.choiceId,
+      commandId: this.options.newCommandId(),
+      feedback: choice.acceptsFeedback && click.feedback ? click.feedback : undefined,
+      claimedAt: this.now().toISOString(),
+    };
+    const got = await store.claimStage(record.approvalId, claim);
+    if (!got.ok) {
+      await this.tell(click.channel, click.userId, {
+        code: 'alreadyBeingDecided',
+        userId: got.holder?.userId,
+        self: got.holder?.userId === click.userId,
+      });
+      return;
+    }
+    logger.info(
+      { approvalId: record.approvalId, sessionId: record.sessionId, userId: click.userId, choiceId: choice.choiceId, commandId: claim.commandId },
+      'stage claimed',
+    );
+    const current = await relay.mutateAndSync(record.approvalId, claimed(claim));
+    if (!current || current.claim?.commandId !== claim.commandId) {
+      // The approval ended between the check and the claim.
+      await store.releaseClaim(record.approvalId, claim.sourceIndex, claim.commandId);
+      await this.tell(click.channel, click.userId, current ? refusalFor(current, click) ?? { code: 'unknownCard' } : { code: 'unknownCard' });
+      return;
+    }
+    await this.send(current, claim, click.channel);
+  }
+
+  /**
+   * A record is in `deciding` but nothing here is sending it: the process restarted or the host
+   * died mid-decision. Replaying the same commandId is safe: the host applies it at most once.
+   */
+  replay(record: ApprovalRecord): void {
+    if (!this.accepting || !record.claim || this.inFlight.has(record.approvalId)) return;
+    this.options.logger.info(
+      { approvalId: record.approvalId, sessionId: record.sessionId, commandId: record.claim.commandId },
+      'replaying an interrupted decision',
+    );
+    void this.send(record, record.claim, record.slack.channel);
+  }
+
+  /** Stop taking clicks; resolves when every decision already in flight has finished. */
+  async drain(): Promise<void> {
+    this.accepting = false;
+    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight.values()]);
+  }
+
+  private send(record: ApprovalRecord, claim: Claim, channel: string): Promise<void> {
+    const task = this.decide(record, claim, channel).finally(() => this.inFlight.delete(record.approvalId));
+    this.inFlight.set(record.approvalId, task);
+    return task;
+  }
+
+  private async decide(record: ApprovalRecord, claim: Claim, channel: string): Promise<void> {
+    const { relay, store, logger } = this.options;
+    const log = logger.child({ approvalId: record.approvalId, sessionId: record.sessionId, commandId: claim.commandId });
+    const host = this.options.host(record.hostId);
+    const giveBack = async () => {
+      await store.releaseClaim(record.approvalId, claim.sourceIndex, claim.commandId);
+      await relay.mutateAndSync(record.approvalId, unclaimed(claim.commandId));
+    };
+    try {
+      if (!host) throw new HostGoneError(`no host ${record.hostId}`);
+      const result = await host.decide({
+        sessionId: record.sessionId,
+        approvalId: record.approvalId,
+        commandId: claim.commandId,
+        requirementId: record.currentRequirementId,
+        choiceId: claim.choiceId,
+        ...(claim.feedback ? { feedback: claim.feedback } : {}),
+      });
+      log.info({ terminal: result.terminal, choiceId: claim.choiceId, userId: claim.userId }, 'decision accepted');
+    } catch (err) {
+      if (err instanceof HostGoneError) {
+        // Keep the claim: when the host is back the approval is re-opened and replayed.
+        log.warn({ err: err.message }, 'host gone while deciding; will replay');
+        await this.tell(channel, claim.userId, { code: 'hostUnavailable' });
+        return;
+      }
+      if (!(err instanceof MspError)) {
+        log.error({ err }, 'decide failed');
+        await giveBack();
+        await this.tell(channel, claim.userId, { code: 'decideFailed', kind: 'internal' });
+        return;
+      }
+      log.warn({ kind: err.kind, code: err.code }, 'decide refused');
+      switch (err.kind) {
+        case 'approvalAlreadyResolved': {
+          const winner = (err.data?.resolution ?? {}) as { decision?: string; resolvedBy?: string };
+          const decision = winner.decision ?? 'unknown';
+          const resolvedBy = winner.resolvedBy ?? 'unknown';
+          await store.releaseClaim(record.approvalId, claim.sourceIndex, claim.commandId);
+          const final = await relay.mutateAndSync(record.approvalId, resolvedElsewhere(decision, resolvedBy, this.now()));
+          await this.tell(channel, claim.userId, {
+            code: 'alreadyResolved',
+            decision: final?.resolution?.decision ?? decision,
+            resolvedBy: final?.resolution?.resolvedBy ?? resolvedBy,
+            slackUserId: final?.resolution?.slackUserId,
+          });
+          return;
+        }
+        case 'approvalChoiceInvalid':
+        case 'approvalRequirementStale':
+          await giveBack();
+          await this.tell(channel, claim.userId, { code: 'questionChanged' });
+          return;
+        case 'approvalReviewerUnavailable':
+          await giveBack();
+          await this.tell(channel, claim.userId, { code: 'reviewerUnavailable' });
+          return;
+        default:
+          await giveBack();
+          await this.tell(channel, claim.userId, { code: 'decideFailed', kind: err.kind });
+      }
+    }
+  }
+
+  /** Tells one person, and only them, why their click changed nothing. */
+  refuse(channel: string, userId: string, refusal: Refusal): Promise<void> {
+    return this.tell(channel, userId, refusal);
+  }
+
+  private async tell(channel: string, userId: string, refusal: Refusal): Promise<void> {
+    try {
+      await this.options.notifier.ephemeral(channel, userId, refusalText(refusal));
+    } catch (err) {
+      this.options.logger.warn({ err, userId, refusal: refusal.code }, 'could not send ephemeral message');
+    }
+  }
+}
+
+/** Why a click on this record cannot be honoured, or undefined if it can. */
+function refusalFor(record: ApprovalRecord, click: Click): Refusal | undefined {
+  if (isTerminal(record)) {
+    if (record.phase === 'superseded') return { code: 'superseded' };
+    if (record.phase === 'orphaned') return { code: 'orphaned' };
+    return {
+      code: 'alreadyResolved',
+      decision: record.resolution?.decision ?? 'unknown',
+      resolvedBy: record.resolution?.resolvedBy ?? 'unknown',
+      slackUserId: record.resolution?.slackUserId,
+    };
+  }
+  if (record.phase === 'reviewing') return { code: 'underReview' };
+  if (record.phase === 'deciding' && record.claim?.sourceIndex === click.sourceIndex) {
+    return { code: 'alreadyBeingDecided', userId: record.claim.userId, self: record.claim.userId === click.userId };
+  }
+  const offered = record.availableChoices.some((c) => c.choiceId === click.choiceId);
+  if (click.sourceIndex !== record.currentRequirementId.sourceIndex || !offered) return { code: 'questionChanged' };
+  return undefined;
+}

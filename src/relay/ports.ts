@@ -1,0 +1,16 @@
+/** A rendered Slack message: the fallback text plus Block Kit blocks. */
+export interface RenderedMessage {
+  text: string;
+  blocks: unknown[];
+}
+
+/** Where cards live. slack/ implements it; the relay never sees a Slack client. */
+export interface CardChannel {
+  post(channel: string, message: RenderedMessage): Promise<{ ts: string }>;
+  update(channel: string, ts: string, message: RenderedMessage): Promise<void>;
+}
+
+/** Tells one person something only they see. */
+export interface UserNotifier {
+  ephemeral(channel: string, userId: string, text: string): Promise<void>;
+}

@@ -1,0 +1,194 @@
+import type {
+  ApprovalRequestParams,
+  ApprovalResolvedParams,
+  ApprovalUpdatedParams,
+} from '../msp/protocol.js';
+import type { ApprovalRecord, Phase } from '../store/record.js';
+import { isTerminal } from '../store/record.js';
+import { requiredCapabilities } from './capabilities.js';
+
+// Pure functions from (record, event) to the next record; undefined means "nothing changed".
+// The store applies them under compare-and-set, so they may run more than once.
+
+export interface NewRecordContext {
+  hostId: string;
+  incarnation: string;
+  channel: string;
+  sandboxMode: string;
+  phase: Phase;
+  now: Date;
+}
+
+export function newRecord(params: ApprovalRequestParams, ctx: NewRecordContext): ApprovalRecord {
+  const now = ctx.now.toISOString();
+  return {
+    approvalId: params.approvalId,
+    hostId: ctx.hostId,
+    incarnation: ctx.incarnation,
+    sessionId: params.sessionId,
+    turnId: params.turnId,
+    itemId: params.itemId,
+    toolCallId: params.toolCallId,
+    caller: `session:${params.sessionId}`,
+    tool: params.toolName,
+    title: typeof params.title === 'string' ? params.title : undefined,
+    rawArgs: params.rawArgs,
+    subject: params.subject,
+    requiredCapabilities: requiredCapabilities(params.subject, params.toolName),
+    sandboxMode: ctx.sandboxMode,
+    reason: params.reason,
+    reviewerReason: params.reviewerReason,
+    protectedWrite: params.protectedWrite,
+    judgeEscalated: params.judgeEscalated,
+    subagentOrigin: params.subagentOrigin,
+    cuaCardFacts: params.cuaCardFacts,
+    currentRequirementId: params.currentRequirementId,
+    availableChoices: params.availableChoices,
+    phase: ctx.phase,
+    slack: { channel: ctx.channel },
+    openedAt: now,
+    updatedAt: now,
+    version: 1,
+  };
+}
+
+function sameJson(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+/** A click in flight keeps the card in `deciding` while its stage is still the current one. */
+function phaseAfterRefresh(record: ApprovalRecord, sourceIndex: number): Phase {
+  return record.claim && record.claim.sourceIndex === sourceIndex ? 'deciding' : 'pending';
+}
+
+/**
+ * approval/request, approval/requested or a listPending entry for an approval we may know.
+ * One question per (approvalId, currentRequirementId): a redelivery of the same question changes
+ * nothing, so the card is not touched.
+ */
+export function reopened(
+  params: ApprovalRequestParams,
+  incarnation: string,
+  phase: 'pending' | 'reviewing',
+) {
+  return (record: ApprovalRecord): ApprovalRecord | undefined => {
+    if (record.phase === 'resolved') return undefined;
+    const sourceIndex = params.currentRequirementId.sourceIndex;
+    const nextPhase = phase === 'reviewing' ? 'reviewing' : phaseAfterRefresh(record, sourceIndex);
+    const revived = isTerminal(record);
+    const next: ApprovalRecord = {
+      ...record,
+      incarnation,
+      subject: params.subject,
+      currentRequirementId: params.currentRequirementId,
+      availableChoices: params.availableChoices,
+      judgeEscalated: params.judgeEscalated,
+      protectedWrite: params.protectedWrite,
+      reviewerReason: params.reviewerReason ?? record.reviewerReason,
+      cuaCardFacts: params.cuaCardFacts ?? record.cuaCardFacts,
+      requiredCapabilities: requiredCapabilities(params.subject, record.tool),
+      phase: nextPhase,
+      claim: nextPhase === 'deciding' && !revived ? record.claim : undefined,
+      supersededNote: undefined,
+    };
+    if (
+      !revived &&
+      record.incarnation === incarnation &&
+      record.phase === next.phase &&
+      sameJson(record.currentRequirementId, next.currentRequirementId) &&
+      sameJson(record.availableChoices, next.availableChoices) &&
+      sameJson(record.subject, next.subject) &&
+      record.judgeEscalated === next.judgeEscalated
+    ) {
+      return undefined;
+    }
+    return next;
+  };
+}
+
+export function updated(params: ApprovalUpdatedParams) {
+  return (record: ApprovalRecord): ApprovalRecord | undefined => {
+    if (isTerminal(record)) return undefined;
+    const kind = params.change.kind;
+    const sourceIndex = params.currentRequirementId.sourceIndex;
+    let phase: Phase = phaseAfterRefresh(record, sourceIndex);
+    if (kind === 'reviewStarted') phase = 'reviewing';
+    // A restart recovery under the same approvalId re-derives the question: an earlier click
+    // is evidence, not authority, so it is never carried over.
+    const dropClaim = kind === 'restartRecovered' || phase !== 'deciding';
+    return {
+      ...record,
+      subject: params.subject,
+      currentRequirementId: params.currentRequirementId,
+      availableChoices: params.availableChoices,
+      requiredCapabilities: requiredCapabilities(params.subject, record.tool),
+      phase: kind === 'restartRecovered' && phase === 'deciding' ? 'pending' : phase,
+      claim: dropClaim ? undefined : record.claim,
+    };
+  };
+}
+
+/**
+ * approval/resolved. A host that restarts closes every old pending identity as an `abort` with
+ * no deciding command; when that lands on an approval asked by an earlier host process, it is a
+ * supersession, not somebody's rejection.
+ */
+export function resolved(params: ApprovalResolvedParams, incarnation: string, now: Date) {
+  return (record: ApprovalRecord): ApprovalRecord | undefined => {
+    if (isTerminal(record)) return undefined;
+    const closedByRecovery =
+      params.decision === 'abort' && !params.decidedByCommandId && record.incarnation !== incarnation;
+    if (closedByRecovery) return superseded('The agent host restarted and closed this request.')(record);
+    const ours = record.claim && params.decidedByCommandId === record.claim.commandId ? record.claim : undefined;
+    return {
+      ...record,
+      phase: 'resolved',
+      resolution: {
+        decision: params.decision,
+        resolvedBy: params.resolvedBy,
+        policyResult: params.policyResult,
+        amendment: params.amendment
+          ? { durability: params.amendment.durability, rulePreview: params.amendment.rulePreview }
+          : undefined,
+        decidedAt: params.decidedAt ?? now.toISOString(),
+        slackUserId: ours?.userId,
+        feedback: ours?.feedback,
+      },
+    };
+  };
+}
+
+/** The host answered approvalAlreadyResolved: record the winner it names, if we lack one. */
+export function resolvedElsewhere(decision: string, resolvedBy: string, now: Date) {
+  return (record: ApprovalRecord): ApprovalRecord | undefined => {
+    if (isTerminal(record)) return undefined;
+    return {
+      ...record,
+      phase: 'resolved',
+      claim: undefined,
+      resolution: { decision, resolvedBy, decidedAt: now.toISOString() },
+    };
+  };
+}
+
+export function superseded(note: string) {
+  return (record: ApprovalRecord): ApprovalRecord | undefined =>
+    isTerminal(record) ? undefined : { ...record, phase: 'superseded', claim: undefined, supersededNote: note };
+}
+
+export function orphaned(record: ApprovalRecord): ApprovalRecord | undefined {
+  return isTerminal(record) ? undefined : { ...record, phase: 'orphaned', claim: undefined };
+}
+
+export function claimed(claim: NonNullable<ApprovalRecord['claim']>) {
+  return (record: ApprovalRecord): ApprovalRecord | undefined =>
+    isTerminal(record) ? undefined : { ...record, phase: 'deciding', claim };
+}
+
+/** Our decision was refused or abandoned: give the question back to the humans. */
+export function unclaimed(commandId: string) {
+  return (record: ApprovalRecord): ApprovalRecord | undefined => {
+    if (isTerminal(record) || record.claim?.commandId !== commandId) return undefined;
+    return { ...record, phase: record.phase === 'deciding' ? 'pending' : record.phase, claim: undefined };
+  };
+}

@@ -1,0 +1,214 @@
+import type { Logger } from 'pino';
+import type { HostEvent } from '../msp/events.js';
+import type { ApprovalRequestParams } from '../msp/protocol.js';
+import type { ApprovalStore, Mutation } from '../store/approvalStore.js';
+import type { ApprovalRecord } from '../store/record.js';
+import { isTerminal } from '../store/record.js';
+import { KeyedQueue } from './keyedQueue.js';
+import type { CardChannel, RenderedMessage } from './ports.js';
+import { newRecord, orphaned, reopened, resolved, superseded, updated } from './recordMutations.js';
+
+export interface RelayOptions {
+  store: ApprovalStore;
+  cards: CardChannel;
+  render: (record: ApprovalRecord, now: Date) => RenderedMessage;
+  logger: Logger;
+  channel: string;
+  sandboxMode: string;
+  now?: () => Date;
+  /** How long one worker may hold the right to post a card. */
+  postLeaseMs?: number;
+  /**
+   * Called when a record is (re)opened in `deciding` with nobody here sending its decision: a
+   * crash or a host restart interrupted it, and it must be replayed with the same commandId.
+   */
+  onOrphanedDecision?: (record: ApprovalRecord) => void;
+}
+
+/**
+ * The one place that decides what happens to an approval when the host says something about
+ * it. Every change goes through the store's compare-and-set, then the card is re-rendered from
+ * the stored record.
+ */
+export class Relay {
+  private readonly queue = new KeyedQueue();
+  private readonly now: () => Date;
+  private readonly postLeaseMs: number;
+  private readonly timers = new Set<NodeJS.Timeout>();
+
+  constructor(private readonly options: RelayOptions) {
+    this.now = options.now ?? (() => new Date());
+    this.postLeaseMs = options.postLeaseMs ?? 60_000;
+  }
+
+  handleHostEvent(event: HostEvent): void {
+    switch (event.type) {
+      case 'approvalOpened':
+        this.enqueue(event.params.approvalId, () =>
+          this.opened(event.params, event.hostId, event.incarnation, 'pending'),
+        );
+        return;
+      case 'approvalReviewing':
+        this.enqueue(event.params.approvalId, () =>
+          this.opened(event.params, event.hostId, event.incarnation, 'reviewing'),
+        );
+        return;
+      case 'approvalUpdated':
+        this.enqueue(event.params.approvalId, () => this.mutate(event.params.approvalId, updated(event.params)));
+        return;
+      case 'approvalResolved':
+        this.enqueue(event.params.approvalId, () =>
+          this.mutate(event.params.approvalId, resolved(event.params, event.incarnation, this.now())),
+        );
+        return;
+      case 'sessionReconciled':
+        void this.reconcileSession(event.hostId, event.sessionId, event.pendingApprovalIds, event.incarnation);
+        return;
+      case 'hostDown':
+        if (!event.durable) void this.orphanAll(event.hostId);
+        return;
+      case 'hostUp':
+        return;
+    }
+  }
+
+  /** Applies a mutation in the approval's queue and re-renders its card if anything changed. */
+  mutateAndSync(approvalId: string, mutation: Mutation): Promise<ApprovalRecord | undefined> {
+    return this.queue.run(approvalId, () => this.mutate(approvalId, mutation));
+  }
+
+  /** Re-renders a card from its record, in the approval's queue. */
+  resync(approvalId: string): Promise<void> {
+    return this.queue.run(approvalId, () => this.syncCard(approvalId));
+  }
+
+  /** Resolves when all queued work has settled. */
+  async idle(): Promise<void> {
+    await this.queue.idle();
+  }
+
+  stop(): void {
+    for (const timer of this.timers) clearTimeout(timer);
+    this.timers.clear();
+  }
+
+  private enqueue(approvalId: string, task: () => Promise<unknown>): void {
+    this.queue.run(approvalId, task).catch((err: unknown) => {
+      this.options.logger.error({ err, approvalId }, 'approval event handling failed');
+    });
+  }
+
+  private async mutate(approvalId: string, mutation: Mutation): Promise<ApprovalRecord | undefined> {
+    const result = await this.options.store.update(approvalId, mutation);
+    if (!result) {
+      this.options.logger.warn({ approvalId }, 'event for an approval this bot never saw; skipped');
+      return undefined;
+    }
+    if (result.changed || !result.record.slack.ts) await this.syncCard(approvalId);
+    return result.record;
+  }
+
+  private async opened(
+    params: ApprovalRequestParams,
+    hostId: string,
+    incarnation: string,
+    phase: 'pending' | 'reviewing',
+  ): Promise<void> {
+    const { store, logger } = this.options;
+    const log = logger.child({ approvalId: params.approvalId, sessionId: params.sessionId });
+    const fresh = newRecord(params, {
+      hostId,
+      incarnation,
+      channel: this.options.channel,
+      sandboxMode: this.options.sandboxMode,
+      phase,
+      now: this.now(),
+    });
+    if (await store.createIfAbsent(fresh)) {
+      log.info({ tool: fresh.tool, phase }, 'approval opened');
+      await this.syncCard(params.approvalId);
+      return;
+    }
+    const record = await this.mutate(params.approvalId, reopened(params, incarnation, phase));
+    if (record && isTerminal(record)) await store.forgetOpen(hostId, record.approvalId);
+    if (record?.phase === 'deciding' && record.claim) this.options.onOrphanedDecision?.(record);
+  }
+
+  /**
+   * After a (re)connect the host listed what is still pending in a session. An approval asked by
+   * an earlier host process that is no longer pending was closed or replaced by the host.
+   */
+  private async reconcileSession(
+    hostId: string,
+    sessionId: string,
+    pendingApprovalIds: string[],
+    incarnation: string,
+  ): Promise<void> {
+    const pending = new Set(pendingApprovalIds);
+    const { store } = this.options;
+    const ids = await store.openApprovalIds(hostId);
+    await Promise.all(
+      ids.map((approvalId) =>
+        this.queue.run(approvalId, async () => {
+          const record = await store.get(approvalId);
+          if (!record || isTerminal(record)) {
+            await store.forgetOpen(hostId, approvalId);
+            return;
+          }
+          if (record.sessionId !== sessionId || pending.has(approvalId) || record.incarnation === incarnation) return;
+          await this.mutate(approvalId, superseded('The agent host no longer has this request pending.'));
+        }),
+      ),
+    ).catch((err: unknown) => this.options.logger.error({ err, hostId, sessionId }, 'reconcile failed'));
+  }
+
+  /** A host that keeps nothing died: its pending approvals died with it. */
+  private async orphanAll(hostId: string): Promise<void> {
+    const ids = await this.options.store.openApprovalIds(hostId);
+    await Promise.all(ids.map((approvalId) => this.queue.run(approvalId, () => this.mutate(approvalId, orphaned)))).catch(
+      (err: unknown) => this.options.logger.error({ err, hostId }, 'marking orphaned approvals failed'),
+    );
+  }
+
+  /**
+   * Makes the Slack message match the record. The first sync posts the card (under a lease, so
+   * two workers never post the same approval twice); every later one updates it in place.
+   */
+  private async syncCard(approvalId: string): Promise<void> {
+    const { store, cards, render, logger } = this.options;
+    const record = await store.get(approvalId);
+    if (!record) return;
+    const log = logger.child({ approvalId, sessionId: record.sessionId, channel: record.slack.channel });
+    if (record.slack.ts) {
+      await cards.update(record.slack.channel, record.slack.ts, render(record, this.now()));
+      log.debug({ ts: record.slack.ts, phase: record.phase, version: record.version }, 'card updated');
+      return;
+    }
+    if (!(await store.acquirePostLease(approvalId, this.postLeaseMs))) {
+      this.retryLater(approvalId);
+      return;
+    }
+    try {
+      const { ts } = await cards.post(record.slack.channel, render(record, this.now()));
+      await store.mapMessage(approvalId, record.slack.channel, ts);
+      const saved = await store.update(approvalId, (r) => (r.slack.ts ? undefined : { ...r, slack: { ...r.slack, ts } }));
+      log.info({ ts, phase: record.phase }, 'card posted');
+      // Someone changed the record while we were posting: show them the latest.
+      if (saved && saved.record.version !== record.version + 1) {
+        await cards.update(record.slack.channel, ts, render(saved.record, this.now()));
+      }
+    } finally {
+      await store.releasePostLease(approvalId);
+    }
+  }
+
+  /** Another worker holds the post lease; look again once it must have expired. */
+  private retryLater(approvalId: string): void {
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      this.enqueue(approvalId, () => this.syncCard(approvalId));
+    }, this.postLeaseMs + 1_000);
+    timer.unref();
+    this.timers.add(timer);
+  }
+}

@@ -1,0 +1,72 @@
+import { z } from 'zod';
+import { ApprovalChoice, ApprovalSubject, CuaCardFacts, RequirementRef, SubagentOrigin } from '../msp/protocol.js';
+
+export const Phase = z.enum(['reviewing', 'pending', 'deciding', 'resolved', 'superseded', 'orphaned']);
+export type Phase = z.infer<typeof Phase>;
+
+export const TERMINAL_PHASES: ReadonlySet<Phase> = new Set(['resolved', 'superseded', 'orphaned']);
+
+export const Resolution = z.object({
+  decision: z.string(),
+  /** user | policy | llmJudge | … as the host says it. */
+  resolvedBy: z.string(),
+  policyResult: z.string().optional(),
+  amendment: z.object({ durability: z.string(), rulePreview: z.string() }).optional(),
+  decidedAt: z.string(),
+  /** The Slack user whose click produced the decision, when it was one of ours. */
+  slackUserId: z.string().optional(),
+  feedback: z.string().optional(),
+});
+export type Resolution = z.infer<typeof Resolution>;
+
+/** A click in flight: who is deciding which stage, and the commandId that decision uses. */
+export const Claim = z.object({
+  sourceIndex: z.number().int(),
+  userId: z.string(),
+  choiceId: z.string(),
+  commandId: z.string(),
+  feedback: z.string().optional(),
+  claimedAt: z.string(),
+});
+export type Claim = z.infer<typeof Claim>;
+
+export const ApprovalRecord = z.object({
+  approvalId: z.string(),
+  hostId: z.string(),
+  /** The host process the approval was last (re-)asked by; see HostEvent. */
+  incarnation: z.string(),
+  sessionId: z.string(),
+  sessionTitle: z.string().optional(),
+  turnId: z.string().optional(),
+  itemId: z.string().optional(),
+  toolCallId: z.string().optional(),
+  caller: z.string(),
+  tool: z.string(),
+  title: z.string().optional(),
+  rawArgs: z.string(),
+  subject: ApprovalSubject,
+  requiredCapabilities: z.array(z.string()),
+  sandboxMode: z.string(),
+  reason: z.string().optional(),
+  reviewerReason: z.string().optional(),
+  protectedWrite: z.boolean(),
+  judgeEscalated: z.boolean(),
+  subagentOrigin: SubagentOrigin.optional(),
+  cuaCardFacts: CuaCardFacts.optional(),
+  currentRequirementId: RequirementRef,
+  availableChoices: z.array(ApprovalChoice),
+  phase: Phase,
+  claim: Claim.optional(),
+  resolution: Resolution.optional(),
+  /** For superseded cards: why, in one line. */
+  supersededNote: z.string().optional(),
+  slack: z.object({ channel: z.string(), ts: z.string().optional() }),
+  openedAt: z.string(),
+  updatedAt: z.string(),
+  version: z.number().int(),
+});
+export type ApprovalRecord = z.infer<typeof ApprovalRecord>;
+
+export function isTerminal(record: Pick<ApprovalRecord, 'phase'>): boolean {
+  return TERMINAL_PHASES.has(record.phase);
+}
