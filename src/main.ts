@@ -1,0 +1,142 @@
+import { Redis } from 'ioredis';
+import { v7 as uuidv7 } from 'uuid';
+import { renderCard } from './cards/renderCard.js';
+import { ConfigError, loadConfig } from './config.js';
+import { createLogger } from './log.js';
+import { HostSupervisor } from './msp/hostSupervisor.js';
+import { ClickHandler } from './relay/clickHandler.js';
+import { Relay } from './relay/relay.js';
+import { type BotIdentity, createSlackApp } from './slack/createSlackApp.js';
+import { SlackCardChannel } from './slack/slackCardChannel.js';
+import { classifySlackError } from './slack/slackFailures.js';
+import { createWebClient } from './slack/webClient.js';
+import { ApprovalStore } from './store/approvalStore.js';
+import { VERSION } from './version.js';
+
+function readConfig() {
+  try {
+    return loadConfig(process.env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`countersign: ${err.message}\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+}
+
+async function main(): Promise<void> {
+  const config = readConfig();
+  const logger = createLogger({ level: config.logLevel, pretty: process.stdout.isTTY === true });
+
+  // Commands wait while Redis is away instead of failing: an approval event held in memory for a
+  // while is better than one dropped. /readyz says Redis is down meanwhile.
+  const redis = new Redis(config.redisUrl, {
+    maxRetriesPerRequest: null,
+    retryStrategy: (times) => Math.min(times * 200, 5_000),
+  });
+  let redisErrorLogged = false;
+  redis.on('error', (err) => {
+    if (!redisErrorLogged) logger.error({ err: err.message }, 'redis unreachable; retrying');
+    redisErrorLogged = true;
+  });
+  redis.on('ready', () => {
+    if (redisErrorLogged) logger.info('redis reachable again');
+    redisErrorLogged = false;
+  });
+
+  const store = new ApprovalStore(redis, { resolvedTtlMs: config.resolvedTtlMs });
+  const slackClient = createWebClient({ token: config.slack.botToken, apiUrl: config.slack.apiUrl });
+  const cardChannel = new SlackCardChannel(slackClient, logger);
+
+  let clicks: ClickHandler | undefined;
+  const relay = new Relay({
+    store,
+    cards: cardChannel,
+    render: (record, now) => renderCard(record, { now }),
+    logger,
+    channel: config.slack.channel,
+    sandboxMode: config.msp.sandboxMode,
+    onOrphanedDecision: (record) => clicks?.replay(record),
+  });
+  const host = new HostSupervisor({
+    hostId: config.msp.hostId,
+    command: config.msp.hostCommand,
+    logger: logger.child({ hostId: config.msp.hostId }),
+    clientVersion: VERSION,
+    onEvent: (event) => relay.handleHostEvent(event),
+  });
+  clicks = new ClickHandler({
+    store,
+    relay,
+    notifier: cardChannel,
+    host: (hostId) => (hostId === host.hostId ? host : undefined),
+    logger,
+    newCommandId: () => uuidv7(),
+  });
+
+  const identity: BotIdentity = {};
+  let slackUp = false;
+  const app = createSlackApp({
+    config,
+    logger,
+    clicks,
+    identity: () => identity,
+    health: { redis: () => redis.status === 'ready', slack: () => slackUp, hosts: () => host.isUp() },
+  });
+
+  let stopping = false;
+  const shutdown = async (code: number, reason: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ reason }, 'shutting down');
+    try {
+      await app.stop();
+      await clicks?.drain();
+      await relay.idle();
+      relay.stop();
+      await host.stop();
+      await redis.quit();
+    } catch (err) {
+      logger.error({ err }, 'error while shutting down');
+      code = code || 1;
+    }
+    logger.flush();
+    process.exit(code);
+  };
+  process.on('SIGTERM', () => void shutdown(0, 'SIGTERM'));
+  process.on('SIGINT', () => void shutdown(0, 'SIGINT'));
+
+  await app.start(config.port);
+  logger.info({ mode: config.slack.mode, port: config.port, version: VERSION }, 'countersign listening');
+
+  void checkSlackAuth();
+  await host.start();
+
+  async function checkSlackAuth(): Promise<void> {
+    for (let attempt = 1; !stopping; attempt++) {
+      try {
+        const auth = await slackClient.auth.test();
+        identity.botId = auth.bot_id;
+        identity.botUserId = auth.user_id;
+        slackUp = true;
+        logger.info({ team: auth.team, botUserId: auth.user_id }, 'slack auth ok');
+        return;
+      } catch (err) {
+        const failure = classifySlackError(err);
+        if (failure.kind === 'fatal') {
+          logger.fatal({ error: failure.error }, 'slack refused the bot token');
+          await shutdown(1, `slack auth failed: ${failure.error}`);
+          return;
+        }
+        logger.warn({ failure, attempt }, 'slack auth.test failed; retrying');
+        await new Promise((resolve) => setTimeout(resolve, Math.min(attempt * 1_000, 30_000)));
+      }
+    }
+  }
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`countersign: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(1);
+});

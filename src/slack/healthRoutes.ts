@@ -1,0 +1,42 @@
+import type { CustomRoute } from '@slack/bolt';
+
+/** What readiness is made of: each answers "is this part up right now?". */
+export interface HealthProbe {
+  redis(): boolean;
+  slack(): boolean;
+  hosts(): boolean;
+}
+
+export function healthRoutes(probe: HealthProbe): CustomRoute[] {
+  const parts = () => ({ redis: probe.redis(), slack: probe.slack(), host: probe.hosts() });
+  return [
+    {
+      path: '/healthz',
+      method: ['GET'],
+      handler: (_req, res) => {
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        res.end('ok\n');
+      },
+    },
+    {
+      path: '/readyz',
+      method: ['GET'],
+      handler: (_req, res) => {
+        const status = parts();
+        const ready = status.redis && status.slack && status.host;
+        res.writeHead(ready ? 200 : 503, { 'content-type': 'application/json' });
+        res.end(`${JSON.stringify({ ready, ...status })}\n`);
+      },
+    },
+    {
+      path: '/metrics',
+      method: ['GET'],
+      handler: (_req, res) => {
+        const status = parts();
+        const lines = Object.entries(status).map(([part, up]) => `countersign_up{part="${part}"} ${up ? 1 : 0}`);
+        res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
+        res.end(`# HELP countersign_up Whether a part the bot depends on is up.\n# TYPE countersign_up gauge\n${lines.join('\n')}\n`);
+      },
+    },
+  ];
+}
