@@ -1,0 +1,100 @@
+import { Redis } from 'ioredis';
+import { afterAll, beforeEach, describe, expect, it } from 'vitest';
+import { ApprovalStore } from '../../src/store/approvalStore.js';
+import { keys } from '../../src/store/keys.js';
+import type { ApprovalRecord } from '../../src/store/record.js';
+
+// A Redis database of its own, so this file can run beside the end-to-end tests.
+const redis = new Redis('redis://127.0.0.1:6379/14', { lazyConnect: false });
+const store = new ApprovalStore(redis, { resolvedTtlMs: 60_000 });
+
+function record(approvalId: string, overrides: Partial<ApprovalRecord> = {}): ApprovalRecord {
+  return {
+    approvalId,
+    hostId: 'default',
+    incarnation: 'inc-1',
+    sessionId: 's-1',
+    caller: 'session:s-1',
+    tool: 'write_file',
+    rawArgs: '{}',
+    subject: { kind: 'fileAccess', path: '/srv/app.ts', access: 'write' },
+    requiredCapabilities: ['file-write:/srv/app.ts'],
+    sandboxMode: 'default',
+    protectedWrite: false,
+    judgeEscalated: false,
+    currentRequirementId: { approvalId, sourceIndex: 0 },
+    availableChoices: [{ choiceId: 'allow_once', label: 'Allow once', decision: 'approved', scope: 'once' }],
+    phase: 'pending',
+    slack: { channel: 'C1' },
+    openedAt: '2026-11-30T10:00:00.000Z',
+    updatedAt: '2026-11-30T10:00:00.000Z',
+    version: 1,
+    ...overrides,
+  };
+}
+
+beforeEach(async () => {
+  await redis.flushdb();
+});
+afterAll(async () => {
+  await redis.quit();
+});
+
+describe('ApprovalStore', () => {
+  it('lets exactly one of many racing creators win', async () => {
+    const results = await Promise.all(Array.from({ length: 10 }, () => store.createIfAbsent(record('a-1'))));
+    expect(results.filter(Boolean)).toHaveLength(1);
+    expect(await store.openApprovalIds('default')).toEqual(['a-1']);
+  });
+
+  it('applies concurrent updates without losing one (compare-and-set retries)', async () => {
+    await store.createIfAbsent(record('a-2'));
+    await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        store.update('a-2', (r) => ({ ...r, availableChoices: [...r.availableChoices, { choiceId: `c${i}`, label: `c${i}`, decision: 'approved', scope: 'once' }] })),
+      ),
+    );
+    const final = await store.get('a-2');
+    expect(final?.version).toBe(9);
+    expect(final?.availableChoices.map((c) => c.choiceId).sort()).toEqual(
+      ['allow_once', 'c0', 'c1', 'c2', 'c3', 'c4', 'c5', 'c6', 'c7'].sort(),
+    );
+  });
+
+  it('reports no change and keeps the version when the mutation returns undefined', async () => {
+    await store.createIfAbsent(record('a-3'));
+    const result = await store.update('a-3', () => undefined);
+    expect(result).toMatchObject({ changed: false, record: { version: 1 } });
+  });
+
+  it('expires a final record and drops it from the open set', async () => {
+    await store.createIfAbsent(record('a-4'));
+    await store.mapMessage('a-4', 'C1', '111.222');
+    await store.update('a-4', (r) => ({ ...r, slack: { channel: 'C1', ts: '111.222' } }));
+    await store.update('a-4', (r) => ({ ...r, phase: 'resolved', resolution: { decision: 'approved', resolvedBy: 'user', decidedAt: 'x' } }));
+    expect(await redis.pttl(keys.approval('a-4'))).toBeGreaterThan(50_000);
+    expect(await redis.pttl(keys.message('C1', '111.222'))).toBeGreaterThan(50_000);
+    expect(await store.openApprovalIds('default')).toEqual([]);
+    expect(await store.findByMessage('C1', '111.222')).toBe('a-4');
+  });
+
+  it('claims a stage once; a second claimant learns who holds it; only the holder can release', async () => {
+    const claim = { sourceIndex: 0, userId: 'U1', choiceId: 'allow_once', commandId: 'cmd-1', claimedAt: 'now' };
+    expect(await store.claimStage('a-5', claim)).toEqual({ ok: true });
+    const second = await store.claimStage('a-5', { ...claim, userId: 'U2', commandId: 'cmd-2' });
+    expect(second).toEqual({ ok: false, holder: claim });
+    await store.releaseClaim('a-5', 0, 'cmd-2');
+    expect((await store.claimStage('a-5', { ...claim, commandId: 'cmd-3' })).ok).toBe(false);
+    await store.releaseClaim('a-5', 0, 'cmd-1');
+    expect((await store.claimStage('a-5', { ...claim, commandId: 'cmd-3' })).ok).toBe(true);
+    // A different stage of the same approval is a different question.
+    expect((await store.claimStage('a-5', { ...claim, sourceIndex: 1, commandId: 'cmd-4' })).ok).toBe(true);
+  });
+
+  it('hands the post lease to one worker at a time', async () => {
+    expect(await store.acquirePostLease('a-6', 5_000)).toBe(true);
+    expect(await store.acquirePostLease('a-6', 5_000)).toBe(false);
+    await store.releasePostLease('a-6');
+    expect(await store.acquirePostLease('a-6', 5_000)).toBe(true);
+  });
+});

@@ -1,0 +1,108 @@
+import { describe, expect, it } from 'vitest';
+import { ApprovalRequestParams, ApprovalResolvedParams, ApprovalUpdatedParams } from '../../src/msp/protocol.js';
+import { claimed, newRecord, reopened, resolved, unclaimed, updated } from '../../src/relay/recordMutations.js';
+
+const shell = ApprovalRequestParams.parse({
+  sessionId: 's1',
+  approvalId: 'a1',
+  toolName: 'bash',
+  rawArgs: '{"command":"npm test && git push"}',
+  subject: {
+    kind: 'shell',
+    command: 'npm test && git push',
+    stages: [
+      { requirementId: { approvalId: 'a1', sourceIndex: 0 }, position: 1, totalStages: 2, argv: ['npm', 'test'], resolution: { kind: 'unresolved' } },
+      { requirementId: { approvalId: 'a1', sourceIndex: 1 }, position: 2, totalStages: 2, argv: ['git', 'push'], resolution: { kind: 'unresolved' } },
+    ],
+  },
+  currentRequirementId: { approvalId: 'a1', sourceIndex: 0 },
+  availableChoices: [
+    { choiceId: 'allow_once', label: 'Allow once', decision: 'approved', scope: 'once' },
+    { choiceId: 'abort', label: 'Reject', decision: 'abort', scope: 'once', acceptsFeedback: true },
+  ],
+});
+
+const base = newRecord(shell, {
+  hostId: 'h',
+  incarnation: 'inc-1',
+  channel: 'C1',
+  sandboxMode: 'default',
+  phase: 'pending',
+  now: new Date('2026-11-30T10:00:00Z'),
+});
+const claim = { sourceIndex: 0, userId: 'U1', choiceId: 'allow_once', commandId: 'cmd-1', claimedAt: 'now' };
+
+describe('record mutations', () => {
+  it('derives one exec capability per shell stage', () => {
+    expect(base.requiredCapabilities).toEqual(['exec:npm test', 'exec:git push']);
+    expect(base.caller).toBe('session:s1');
+  });
+
+  it('treats a redelivered question as no change', () => {
+    expect(reopened(shell, 'inc-1', 'pending')(base)).toBeUndefined();
+  });
+
+  it('keeps a claim through a redelivery of the same stage, drops it when the stage advances', () => {
+    const deciding = claimed(claim)(base)!;
+    expect(deciding.phase).toBe('deciding');
+    const advanced = ApprovalUpdatedParams.parse({
+      sessionId: 's1',
+      approvalId: 'a1',
+      change: { kind: 'stageResolved', requirementId: { approvalId: 'a1', sourceIndex: 0 } },
+      currentRequirementId: { approvalId: 'a1', sourceIndex: 1 },
+      availableChoices: shell.availableChoices,
+      subject: shell.subject,
+    });
+    const next = updated(advanced)(deciding)!;
+    expect(next.phase).toBe('pending');
+    expect(next.claim).toBeUndefined();
+    expect(next.currentRequirementId.sourceIndex).toBe(1);
+  });
+
+  it('never carries a claim over a restart recovery under the same id', () => {
+    const deciding = claimed(claim)(base)!;
+    const recovered = updated(
+      ApprovalUpdatedParams.parse({
+        sessionId: 's1',
+        approvalId: 'a1',
+        change: { kind: 'restartRecovered' },
+        currentRequirementId: { approvalId: 'a1', sourceIndex: 0 },
+        availableChoices: shell.availableChoices,
+        subject: shell.subject,
+      }),
+    )(deciding)!;
+    expect(recovered.phase).toBe('pending');
+    expect(recovered.claim).toBeUndefined();
+  });
+
+  it('credits the Slack user whose commandId decided it', () => {
+    const deciding = claimed(claim)(base)!;
+    const params = ApprovalResolvedParams.parse({
+      sessionId: 's1',
+      approvalId: 'a1',
+      decision: 'approved',
+      policyResult: 'allow',
+      resolvedBy: 'user',
+      decidedByCommandId: 'cmd-1',
+      decidedAt: '2026-11-30T10:01:00Z',
+    });
+    expect(resolved(params, 'inc-1', new Date())(deciding)?.resolution).toMatchObject({
+      decision: 'approved',
+      slackUserId: 'U1',
+      decidedAt: '2026-11-30T10:01:00Z',
+    });
+  });
+
+  it('reads a recovery abort of an approval from an earlier host process as superseded', () => {
+    const params = ApprovalResolvedParams.parse({ sessionId: 's1', approvalId: 'a1', decision: 'abort', policyResult: 'deny', resolvedBy: 'user' });
+    expect(resolved(params, 'inc-2', new Date())(base)?.phase).toBe('superseded');
+    // The same frame from the host that asked it is a real rejection.
+    expect(resolved(params, 'inc-1', new Date())(base)?.phase).toBe('resolved');
+  });
+
+  it('gives the question back only for the claim that failed', () => {
+    const deciding = claimed(claim)(base)!;
+    expect(unclaimed('someone-else')(deciding)).toBeUndefined();
+    expect(unclaimed('cmd-1')(deciding)).toMatchObject({ phase: 'pending', claim: undefined });
+  });
+});
