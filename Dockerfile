@@ -1,0 +1,34 @@
+# syntax=docker/dockerfile:1
+# Countersign: multi-stage build on Node 20.
+#
+#   docker build -t countersign .
+#   docker run --rm -e SLACK_BOT_TOKEN -e SLACK_APP_TOKEN -e SLACK_CHANNEL \
+#     -e MSP_HOST_COMMAND -e REDIS_URL=redis://redis:6379 -p 3000:3000 countersign
+#
+# `node` runs as the container's main process, so `docker stop` (SIGTERM) reaches it and
+# Countersign shuts down cleanly. `docker run --init` is optional: it adds a tiny init that
+# reaps the MSP host's grandchildren if any are ever orphaned.
+#
+# MSP_HOST_COMMAND runs inside this container: extend this image with your agent host
+# (for example `FROM countersign` + install `muse`), or mount it in.
+
+FROM node:20-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci
+COPY tsconfig*.json ./
+COPY src ./src
+RUN npm run build
+
+FROM node:20-slim AS runtime
+ENV NODE_ENV=production
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev && npm cache clean --force
+COPY --from=build /app/dist ./dist
+USER node
+ENV PORT=3000
+EXPOSE 3000
+HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/healthz').then(r=>process.exit(r.ok?0:1)).catch(()=>process.exit(1))"]
+CMD ["node", "dist/main.js"]

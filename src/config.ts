@@ -1,0 +1,321 @@
+import { statSync } from 'node:fs';
+import { z } from 'zod';
+
+/** Pino levels accepted by LOG_LEVEL. */
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevelName = (typeof LOG_LEVELS)[number];
+
+export interface Config {
+  slack: {
+    botToken: string;
+    appToken?: string;
+    signingSecret?: string;
+    /** Web API base URL, always ending in `/`. */
+    apiUrl: string;
+    channel: string;
+    mode: 'socket' | 'http';
+  };
+  port: number;
+  redisUrl: string;
+  msp: { hostId: string; hostCommand: string; sandboxMode: string };
+  configPath?: string;
+  grants: { ttlMs: number; maxTtlMs: number };
+  /** How long resolved approval records are kept in Redis. */
+  resolvedTtlMs: number;
+  pagerDuty: { routingKey?: string; apiToken?: string; eventsUrl: string; apiUrl: string };
+  logLevel: LogLevelName;
+}
+
+/** A configuration problem. The message is one line naming the variable and how to fix it. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
+    super(message.replace(/\s*\n\s*/g, ' '));
+  }
+}
+
+export const DEFAULTS = {
+  slackApiUrl: 'https://slack.com/api/',
+  port: 3000,
+  redisUrl: 'redis://127.0.0.1:6379',
+  hostId: 'default',
+  sandboxMode: 'default',
+  grantTtl: '8h',
+  grantMaxTtl: '7d',
+  resolvedTtl: '30d',
+  pagerDutyEventsUrl: 'https://events.pagerduty.com/v2/enqueue',
+  pagerDutyApiUrl: 'https://api.pagerduty.com',
+  logLevel: 'info',
+} as const;
+
+const UNIT_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 } as const;
+const DURATION = /^(?:\d+(?:ms|s|m|h|d|w))+$/;
+
+/**
+ * Parses a duration such as `30s`, `15m`, `8h`, `7d` or `1h30m` into milliseconds.
+ * Returns undefined for anything else (including zero-length input).
+ */
+export function parseDuration(text: string): number | undefined {
+  const trimmed = text.trim();
+  if (!DURATION.test(trimmed)) return undefined;
+  let total = 0;
+  for (const [, amount, unit] of trimmed.matchAll(/(\d+)(ms|s|m|h|d|w)/g)) {
+    total += Number(amount) * UNIT_MS[unit as keyof typeof UNIT_MS];
+  }
+  return Number.isSafeInteger(total) ? total : undefined;
+}
+
+function hasHost(url: string): boolean {
+  try {
+    return new URL(url).hostname !== '';
+  } catch {
+    return false;
+  }
+}
+
+const httpUrl = z.url({ protocol: /^https?$/ }).refine(hasHost, 'missing host');
+const redisUrl = z.url({ protocol: /^rediss?$/ }).refine(hasHost, 'missing host');
+const port = z
+  .string()
+  .regex(/^\d{1,5}$/)
+  .transform(Number)
+  .pipe(z.number().int().min(0).max(65535));
+const duration = z
+  .string()
+  .transform((s) => parseDuration(s))
+  .pipe(z.number().int().positive());
+// A channel ID (public C…, private G…) or a #name, which chat.postMessage also accepts.
+const channel = z.string().regex(/^(?:[CG][A-Z0-9]+|#[a-z0-9][a-z0-9._-]{0,79})$/);
+const logLevel = z
+  .string()
+  .transform((s) => s.toLowerCase())
+  .pipe(z.enum(LOG_LEVELS));
+
+/** Shows a non-secret value in an error message, on one line and shortened. */
+function shown(value: string): string {
+  if (/^(?:xox[a-z]|xapp)-/i.test(value)) return '(a Slack token, not shown)';
+  const json = JSON.stringify(value);
+  return json.length > 60 ? `${json.slice(0, 57)}…"` : json;
+}
+
+/** Reads an env var; empty or whitespace-only counts as unset. */
+function read(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const value = env[name]?.trim();
+  return value ? value : undefined;
+}
+
+function required(env: NodeJS.ProcessEnv, name: string, fix: string): string {
+  const value = read(env, name);
+  if (value === undefined) throw new ConfigError(name, `${name} is required: ${fix}`);
+  return value;
+}
+
+function check<T>(name: string, value: string, schema: z.ZodType<T, string>, problem: string): T {
+  const result = schema.safeParse(value);
+  if (!result.success) throw new ConfigError(name, `${name} ${problem}`);
+  return result.data;
+}
+
+function durationVar(env: NodeJS.ProcessEnv, name: string, fallback: string): number {
+  const value = read(env, name) ?? fallback;
+  return check(
+    name,
+    value,
+    duration,
+    `must be a positive duration such as 30s, 15m, 8h or 7d (got ${shown(value)}): fix or unset it`,
+  );
+}
+
+function urlVar(env: NodeJS.ProcessEnv, name: string, fallback: string): string {
+  // The value is not echoed: a URL can carry credentials.
+  return check(
+    name,
+    read(env, name) ?? fallback,
+    httpUrl,
+    `must be an http(s) URL (default ${fallback}): fix or unset it`,
+  );
+}
+
+function requiredInHttpMode(env: NodeJS.ProcessEnv, name: string): string {
+  const value = read(env, name);
+  if (value === undefined) {
+    throw new ConfigError(
+      name,
+      `${name} is required in HTTP mode (SLACK_APP_TOKEN is unset): copy the Signing Secret from your Slack app's Basic Information page, or set SLACK_APP_TOKEN (xapp-…) to use Socket Mode`,
+    );
+  }
+  return value;
+}
+
+function slackConfig(env: NodeJS.ProcessEnv): Config['slack'] {
+  // Token values are never put into a message.
+  const botToken = check(
+    'SLACK_BOT_TOKEN',
+    required(
+      env,
+      'SLACK_BOT_TOKEN',
+      "set it to the bot token (xoxb-…) from your Slack app's OAuth & Permissions page",
+    ),
+    z.string().startsWith('xoxb-'),
+    "must start with xoxb-: use the Bot User OAuth Token from your Slack app's OAuth & Permissions page (not a user or app-level token)",
+  );
+  const rawAppToken = read(env, 'SLACK_APP_TOKEN');
+  const appToken =
+    rawAppToken === undefined
+      ? undefined
+      : check(
+          'SLACK_APP_TOKEN',
+          rawAppToken,
+          z.string().startsWith('xapp-'),
+          "must start with xapp-: create an app-level token with the connections:write scope on your Slack app's Basic Information page, or unset it to use HTTP mode",
+        );
+  const mode = appToken ? 'socket' : 'http';
+  const signingSecret =
+    mode === 'http' ? requiredInHttpMode(env, 'SLACK_SIGNING_SECRET') : read(env, 'SLACK_SIGNING_SECRET');
+  const apiUrl = urlVar(env, 'SLACK_API_URL', DEFAULTS.slackApiUrl);
+  const rawChannel = required(
+    env,
+    'SLACK_CHANNEL',
+    'set it to the ID of the channel for approval cards (C… or G…; shown at the bottom of the channel details in Slack)',
+  );
+  const slackChannel = check(
+    'SLACK_CHANNEL',
+    rawChannel,
+    channel,
+    `must be a channel ID such as C0123456789 (or #channel-name) (got ${shown(rawChannel)}): copy the ID from the channel details in Slack`,
+  );
+  return {
+    botToken,
+    ...(appToken ? { appToken } : {}),
+    ...(signingSecret ? { signingSecret } : {}),
+    apiUrl: apiUrl.endsWith('/') ? apiUrl : `${apiUrl}/`,
+    channel: slackChannel,
+    mode,
+  };
+}
+
+function configPathVar(env: NodeJS.ProcessEnv): string | undefined {
+  const path = read(env, 'COUNTERSIGN_CONFIG');
+  if (path === undefined) return undefined;
+  let isFile = false;
+  try {
+    isFile = statSync(path).isFile();
+  } catch {
+    isFile = false;
+  }
+  if (!isFile) {
+    throw new ConfigError(
+      'COUNTERSIGN_CONFIG',
+      `COUNTERSIGN_CONFIG points to ${shown(path)}, which is not a readable file: fix the path or unset it`,
+    );
+  }
+  return path;
+}
+
+/**
+ * Parses the environment (DESIGN §8). Throws a ConfigError for the first problem found.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv): Config {
+  const slack = slackConfig(env);
+
+  const hostCommand = required(
+    env,
+    'MSP_HOST_COMMAND',
+    'set it to the command line that starts an MSP host speaking NDJSON on stdio (run through /bin/sh -c)',
+  );
+  const sandboxMode = read(env, 'MSP_SANDBOX_MODE') ?? DEFAULTS.sandboxMode;
+
+  const rawPort = read(env, 'PORT') ?? String(DEFAULTS.port);
+  const portNumber = check(
+    'PORT',
+    rawPort,
+    port,
+    `must be an integer from 0 to 65535 (got ${shown(rawPort)}): fix or unset it (default ${DEFAULTS.port})`,
+  );
+
+  const redis = check(
+    'REDIS_URL',
+    read(env, 'REDIS_URL') ?? DEFAULTS.redisUrl,
+    redisUrl,
+    `must be a redis:// or rediss:// URL such as ${DEFAULTS.redisUrl}: fix or unset it`,
+  );
+
+  const configPath = configPathVar(env);
+
+  const grantTtlMs = durationVar(env, 'COUNTERSIGN_GRANT_TTL', DEFAULTS.grantTtl);
+  const grantMaxTtlMs = durationVar(env, 'COUNTERSIGN_GRANT_MAX_TTL', DEFAULTS.grantMaxTtl);
+  if (grantTtlMs > grantMaxTtlMs) {
+    throw new ConfigError(
+      'COUNTERSIGN_GRANT_TTL',
+      'COUNTERSIGN_GRANT_TTL is longer than COUNTERSIGN_GRANT_MAX_TTL: shorten it or raise the maximum',
+    );
+  }
+  const resolvedTtlMs = durationVar(env, 'COUNTERSIGN_RESOLVED_TTL', DEFAULTS.resolvedTtl);
+
+  const routingKey = read(env, 'PAGERDUTY_ROUTING_KEY');
+  const apiToken = read(env, 'PAGERDUTY_API_TOKEN');
+  const eventsUrl = urlVar(env, 'PAGERDUTY_EVENTS_URL', DEFAULTS.pagerDutyEventsUrl);
+  const pagerDutyApiUrl = urlVar(env, 'PAGERDUTY_API_URL', DEFAULTS.pagerDutyApiUrl);
+
+  const rawLevel = read(env, 'LOG_LEVEL') ?? DEFAULTS.logLevel;
+  const level = check(
+    'LOG_LEVEL',
+    rawLevel,
+    logLevel,
+    `must be one of ${LOG_LEVELS.join(', ')} (got ${shown(rawLevel)}): fix or unset it (default ${DEFAULTS.logLevel})`,
+  );
+
+  return {
+    slack,
+    port: portNumber,
+    redisUrl: redis,
+    msp: { hostId: DEFAULTS.hostId, hostCommand, sandboxMode },
+    ...(configPath ? { configPath } : {}),
+    grants: { ttlMs: grantTtlMs, maxTtlMs: grantMaxTtlMs },
+    resolvedTtlMs,
+    pagerDuty: {
+      ...(routingKey ? { routingKey } : {}),
+      ...(apiToken ? { apiToken } : {}),
+      eventsUrl,
+      apiUrl: pagerDutyApiUrl,
+    },
+    logLevel: level,
+  };
+}
+
+export const REDACTED = '[redacted]';
+
+function redactUrlPassword(url: string): string {
+  try {
+    const { protocol, username, password, host, pathname, search } = new URL(url);
+    if (!password) return url;
+    return `${protocol}//${username}:${REDACTED}@${host}${pathname}${search}`;
+  } catch {
+    return REDACTED;
+  }
+}
+
+/** A copy of the config that is safe to log: tokens, secrets and URL passwords are replaced. */
+export function redactedConfig(config: Config): Config {
+  const hide = (value: string | undefined) => (value === undefined ? undefined : REDACTED);
+  return {
+    ...config,
+    slack: {
+      ...config.slack,
+      botToken: REDACTED,
+      appToken: hide(config.slack.appToken),
+      signingSecret: hide(config.slack.signingSecret),
+    },
+    redisUrl: redactUrlPassword(config.redisUrl),
+    msp: { ...config.msp },
+    grants: { ...config.grants },
+    pagerDuty: {
+      ...config.pagerDuty,
+      routingKey: hide(config.pagerDuty.routingKey),
+      apiToken: hide(config.pagerDuty.apiToken),
+    },
+  };
+}

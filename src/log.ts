@@ -1,0 +1,108 @@
+import type { Logger, LogLevel } from '@slack/bolt';
+import pino from 'pino';
+
+/** Paths whose values never reach a log line. */
+export const REDACT_PATHS: readonly string[] = [
+  'token',
+  '*.token',
+  'botToken',
+  '*.botToken',
+  '*.*.botToken',
+  'appToken',
+  '*.appToken',
+  '*.*.appToken',
+  'signingSecret',
+  '*.signingSecret',
+  '*.*.signingSecret',
+  'secret',
+  '*.secret',
+  'password',
+  '*.password',
+  'routingKey',
+  '*.routingKey',
+  '*.*.routingKey',
+  'apiToken',
+  '*.apiToken',
+  '*.*.apiToken',
+  'authorization',
+  '*.authorization',
+  'Authorization',
+  '*.Authorization',
+  'headers.authorization',
+  '*.headers.authorization',
+  'headers.Authorization',
+  '*.headers.Authorization',
+  // Extra arguments of Bolt / WebClient log calls (see toBoltLogger).
+  'args[*].token',
+  'args[*].authorization',
+  'args[*].headers.authorization',
+  'args[*].headers.Authorization',
+];
+
+export interface LoggerOptions {
+  level: pino.LevelWithSilent;
+  /** Pretty-print through pino-pretty (pass `process.stdout.isTTY`). Ignored when `destination` is set. */
+  pretty?: boolean;
+  /** Where JSON lines go; stdout by default. Tests pass a stream to read them back. */
+  destination?: pino.DestinationStream;
+}
+
+/** The service's root logger: JSON lines on stdout, secrets redacted. */
+export function createLogger({ level, pretty = false, destination }: LoggerOptions): pino.Logger {
+  const options: pino.LoggerOptions = {
+    level,
+    redact: { paths: [...REDACT_PATHS], censor: '[redacted]' },
+  };
+  if (destination) return pino(options, destination);
+  if (pretty) {
+    return pino({
+      ...options,
+      transport: { target: 'pino-pretty', options: { colorize: true, translateTime: 'SYS:standard' } },
+    });
+  }
+  return pino(options);
+}
+
+type LogMethod = 'debug' | 'info' | 'warn' | 'error';
+
+/** Bolt's levels are debug/info/warn/error; pino's extra ones fold onto the nearest. */
+function boltLevel(level: string): LogLevel {
+  switch (level) {
+    case 'trace':
+    case 'debug':
+      return 'debug' as LogLevel;
+    case 'info':
+      return 'info' as LogLevel;
+    case 'warn':
+      return 'warn' as LogLevel;
+    default:
+      return 'error' as LogLevel;
+  }
+}
+
+function forward(p: pino.Logger, method: LogMethod, msg: unknown[]): void {
+  const [first, ...rest] = msg;
+  if (first instanceof Error) {
+    p[method]({ err: first, ...(rest.length ? { args: rest } : {}) }, first.message);
+  } else if (typeof first === 'string') {
+    if (rest.length) p[method]({ args: rest }, first);
+    else p[method](first);
+  } else {
+    p[method]({ args: msg }, 'slack');
+  }
+}
+
+/** Adapts pino to the @slack/logger interface that Bolt and its WebClient take (slack-platform.md §2.7). */
+export function toBoltLogger(p: pino.Logger): Logger {
+  return {
+    debug: (...msg: unknown[]) => forward(p, 'debug', msg),
+    info: (...msg: unknown[]) => forward(p, 'info', msg),
+    warn: (...msg: unknown[]) => forward(p, 'warn', msg),
+    error: (...msg: unknown[]) => forward(p, 'error', msg),
+    setLevel: (level: LogLevel) => {
+      p.level = String(level).toLowerCase();
+    },
+    getLevel: () => boltLevel(p.level),
+    setName: () => {},
+  };
+}

@@ -1,0 +1,282 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig, parseDuration, redactedConfig } from '../../src/config.js';
+
+const BOT_TOKEN = 'xoxb-1111-2222-SUPERSECRETBOT';
+const APP_TOKEN = 'xapp-1-A111-SUPERSECRETAPP';
+const SIGNING_SECRET = 'supersecretsigning0123456789abcdef';
+const ROUTING_KEY = 'R0UTINGKEYSUPERSECRET0000000000';
+const PD_TOKEN = 'u+PDTOKENSUPERSECRET';
+const SECRETS = [BOT_TOKEN, APP_TOKEN, SIGNING_SECRET, ROUTING_KEY, PD_TOKEN, 'redispassword'];
+
+/** A complete Socket Mode environment. */
+function socketEnv(overrides: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
+  return {
+    SLACK_BOT_TOKEN: BOT_TOKEN,
+    SLACK_APP_TOKEN: APP_TOKEN,
+    SLACK_CHANNEL: 'C0123456789',
+    MSP_HOST_COMMAND: 'muse host --stdio',
+    ...overrides,
+  };
+}
+
+/** A complete HTTP-mode environment. */
+function httpEnv(overrides: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
+  return socketEnv({ SLACK_APP_TOKEN: undefined, SLACK_SIGNING_SECRET: SIGNING_SECRET, ...overrides });
+}
+
+function configError(env: NodeJS.ProcessEnv): ConfigError {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    const err = error as ConfigError;
+    expect(err.message).not.toMatch(/\n/);
+    for (const secret of SECRETS) expect(err.message).not.toContain(secret);
+    return err;
+  }
+  throw new Error('expected loadConfig to throw');
+}
+
+describe('loadConfig defaults', () => {
+  it('fills every default in Socket Mode', () => {
+    const config = loadConfig(socketEnv());
+    expect(config).toEqual({
+      slack: {
+        botToken: BOT_TOKEN,
+        appToken: APP_TOKEN,
+        apiUrl: 'https://slack.com/api/',
+        channel: 'C0123456789',
+        mode: 'socket',
+      },
+      port: 3000,
+      redisUrl: 'redis://127.0.0.1:6379',
+      msp: { hostId: 'default', hostCommand: 'muse host --stdio', sandboxMode: 'default' },
+      grants: { ttlMs: 8 * 3_600_000, maxTtlMs: 7 * 86_400_000 },
+      resolvedTtlMs: 30 * 86_400_000,
+      pagerDuty: {
+        eventsUrl: 'https://events.pagerduty.com/v2/enqueue',
+        apiUrl: 'https://api.pagerduty.com',
+      },
+      logLevel: 'info',
+    });
+    expect(config.configPath).toBeUndefined();
+  });
+
+  it('uses HTTP mode without an app token', () => {
+    const config = loadConfig(httpEnv());
+    expect(config.slack.mode).toBe('http');
+    expect(config.slack.signingSecret).toBe(SIGNING_SECRET);
+    expect(config.slack.appToken).toBeUndefined();
+  });
+
+  it('treats empty and blank strings as unset', () => {
+    const config = loadConfig(
+      socketEnv({ PORT: '', REDIS_URL: '  ', LOG_LEVEL: '', SLACK_API_URL: '', MSP_SANDBOX_MODE: '' }),
+    );
+    expect(config.port).toBe(3000);
+    expect(config.redisUrl).toBe('redis://127.0.0.1:6379');
+    expect(config.logLevel).toBe('info');
+    expect(config.slack.apiUrl).toBe('https://slack.com/api/');
+    expect(config.msp.sandboxMode).toBe('default');
+    // An empty app token means HTTP mode, which then needs the signing secret.
+    expect(configError(socketEnv({ SLACK_APP_TOKEN: '' })).variable).toBe('SLACK_SIGNING_SECRET');
+  });
+
+  it('reads every optional variable', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'countersign-config-'));
+    const file = join(dir, 'countersign.yml');
+    writeFileSync(file, 'routes: []\n');
+    const config = loadConfig(
+      socketEnv({
+        SLACK_SIGNING_SECRET: SIGNING_SECRET,
+        SLACK_API_URL: 'http://127.0.0.1:4010/api',
+        SLACK_CHANNEL: '#approvals',
+        PORT: '0',
+        REDIS_URL: 'rediss://:redispassword@redis.internal:6380/2',
+        MSP_SANDBOX_MODE: 'workspace-write',
+        COUNTERSIGN_CONFIG: file,
+        COUNTERSIGN_GRANT_TTL: '15m',
+        COUNTERSIGN_GRANT_MAX_TTL: '1h30m',
+        COUNTERSIGN_RESOLVED_TTL: '7d',
+        PAGERDUTY_ROUTING_KEY: ROUTING_KEY,
+        PAGERDUTY_API_TOKEN: PD_TOKEN,
+        PAGERDUTY_EVENTS_URL: 'http://127.0.0.1:4020/v2/enqueue',
+        PAGERDUTY_API_URL: 'http://127.0.0.1:4020',
+        LOG_LEVEL: 'DEBUG',
+      }),
+    );
+    expect(config.slack).toMatchObject({
+      signingSecret: SIGNING_SECRET,
+      apiUrl: 'http://127.0.0.1:4010/api/',
+      channel: '#approvals',
+      mode: 'socket',
+    });
+    expect(config.port).toBe(0);
+    expect(config.redisUrl).toBe('rediss://:redispassword@redis.internal:6380/2');
+    expect(config.msp.sandboxMode).toBe('workspace-write');
+    expect(config.configPath).toBe(file);
+    expect(config.grants).toEqual({ ttlMs: 15 * 60_000, maxTtlMs: 90 * 60_000 });
+    expect(config.resolvedTtlMs).toBe(7 * 86_400_000);
+    expect(config.pagerDuty).toEqual({
+      routingKey: ROUTING_KEY,
+      apiToken: PD_TOKEN,
+      eventsUrl: 'http://127.0.0.1:4020/v2/enqueue',
+      apiUrl: 'http://127.0.0.1:4020',
+    });
+    expect(config.logLevel).toBe('debug');
+  });
+});
+
+describe('loadConfig errors', () => {
+  it.each([
+    ['SLACK_BOT_TOKEN', socketEnv({ SLACK_BOT_TOKEN: undefined })],
+    ['SLACK_CHANNEL', socketEnv({ SLACK_CHANNEL: undefined })],
+    ['MSP_HOST_COMMAND', socketEnv({ MSP_HOST_COMMAND: '' })],
+    ['SLACK_SIGNING_SECRET', httpEnv({ SLACK_SIGNING_SECRET: undefined })],
+  ])('reports a missing %s on one line', (name, env) => {
+    const err = configError(env);
+    expect(err.variable).toBe(name);
+    expect(err.message.startsWith(`${name} is required`)).toBe(true);
+    expect(err.message).toMatch(/: \S/); // says how to fix it
+  });
+
+  it('explains the bot token with its xoxb prefix', () => {
+    expect(configError(socketEnv({ SLACK_BOT_TOKEN: undefined })).message).toContain('xoxb-');
+  });
+
+  it('reports only the first problem', () => {
+    const err = configError({ PORT: 'nope', SLACK_CHANNEL: 'nope' });
+    expect(err.variable).toBe('SLACK_BOT_TOKEN');
+  });
+
+  it('rejects a bot token without the xoxb- prefix, without echoing it', () => {
+    const err = configError(socketEnv({ SLACK_BOT_TOKEN: 'xoxp-SUPERSECRETUSER' }));
+    expect(err.variable).toBe('SLACK_BOT_TOKEN');
+    expect(err.message).toContain('xoxb-');
+    expect(err.message).not.toContain('SUPERSECRETUSER');
+  });
+
+  it('rejects an app token without the xapp- prefix, without echoing it', () => {
+    const err = configError(socketEnv({ SLACK_APP_TOKEN: BOT_TOKEN }));
+    expect(err.variable).toBe('SLACK_APP_TOKEN');
+    expect(err.message).toContain('xapp-');
+  });
+
+  it('needs the signing secret only in HTTP mode', () => {
+    expect(loadConfig(socketEnv()).slack.signingSecret).toBeUndefined();
+    expect(configError(httpEnv({ SLACK_SIGNING_SECRET: '' })).variable).toBe('SLACK_SIGNING_SECRET');
+  });
+
+  it('does not echo a token put into the wrong variable', () => {
+    const err = configError(socketEnv({ PORT: BOT_TOKEN }));
+    expect(err.variable).toBe('PORT');
+  });
+
+  it.each(['abc', '-1', '65536', '3000.5', '1e3'])('rejects PORT=%s', (value) => {
+    const err = configError(socketEnv({ PORT: value }));
+    expect(err.variable).toBe('PORT');
+    expect(err.message).toContain('0 to 65535');
+  });
+
+  it.each(['http://127.0.0.1:6379', 'localhost:6379', 'redis:', 'not a url'])(
+    'rejects REDIS_URL=%s',
+    (value) => {
+      expect(configError(socketEnv({ REDIS_URL: value })).variable).toBe('REDIS_URL');
+    },
+  );
+
+  it('does not echo a REDIS_URL that may hold a password', () => {
+    const err = configError(socketEnv({ REDIS_URL: 'http://:redispassword@host' }));
+    expect(err.message).not.toContain('redispassword');
+  });
+
+  it.each(['ftp://slack.com/api/', 'slack.com/api'])('rejects SLACK_API_URL=%s', (value) => {
+    expect(configError(socketEnv({ SLACK_API_URL: value })).variable).toBe('SLACK_API_URL');
+  });
+
+  it.each(['general', 'U0123456789', '#Has Spaces'])('rejects SLACK_CHANNEL=%s', (value) => {
+    expect(configError(socketEnv({ SLACK_CHANNEL: value })).variable).toBe('SLACK_CHANNEL');
+  });
+
+  it.each([
+    ['COUNTERSIGN_GRANT_TTL', '8 hours'],
+    ['COUNTERSIGN_GRANT_TTL', '0s'],
+    ['COUNTERSIGN_GRANT_MAX_TTL', '7'],
+    ['COUNTERSIGN_RESOLVED_TTL', '-1d'],
+  ])('rejects %s=%s', (name, value) => {
+    const err = configError(socketEnv({ [name]: value }));
+    expect(err.variable).toBe(name);
+    expect(err.message).toContain('30s, 15m, 8h or 7d');
+  });
+
+  it('rejects a grant TTL above the maximum', () => {
+    const err = configError(socketEnv({ COUNTERSIGN_GRANT_TTL: '8d' }));
+    expect(err.variable).toBe('COUNTERSIGN_GRANT_TTL');
+    expect(err.message).toContain('COUNTERSIGN_GRANT_MAX_TTL');
+  });
+
+  it('rejects a COUNTERSIGN_CONFIG path that does not exist', () => {
+    const err = configError(socketEnv({ COUNTERSIGN_CONFIG: '/nonexistent/countersign.yml' }));
+    expect(err.variable).toBe('COUNTERSIGN_CONFIG');
+    expect(err.message).toContain('/nonexistent/countersign.yml');
+  });
+
+  it('rejects an unknown LOG_LEVEL', () => {
+    expect(configError(socketEnv({ LOG_LEVEL: 'verbose' })).variable).toBe('LOG_LEVEL');
+  });
+
+  it.each(['PAGERDUTY_EVENTS_URL', 'PAGERDUTY_API_URL'])('rejects a malformed %s', (name) => {
+    expect(configError(socketEnv({ [name]: 'events.pagerduty.com' })).variable).toBe(name);
+  });
+});
+
+describe('parseDuration', () => {
+  it.each([
+    ['30s', 30_000],
+    ['15m', 900_000],
+    ['8h', 28_800_000],
+    ['7d', 604_800_000],
+    ['1h30m', 5_400_000],
+    ['500ms', 500],
+  ])('parses %s', (text, ms) => {
+    expect(parseDuration(text)).toBe(ms);
+  });
+
+  it.each(['', '8', 'h', '8 h', '1.5h', '-1h'])('refuses %j', (text) => {
+    expect(parseDuration(text)).toBeUndefined();
+  });
+});
+
+describe('redactedConfig', () => {
+  it('hides every token and secret', () => {
+    const config = loadConfig(
+      socketEnv({
+        SLACK_SIGNING_SECRET: SIGNING_SECRET,
+        REDIS_URL: 'redis://default:redispassword@redis.internal:6379/0',
+        PAGERDUTY_ROUTING_KEY: ROUTING_KEY,
+        PAGERDUTY_API_TOKEN: PD_TOKEN,
+      }),
+    );
+    const redacted = redactedConfig(config);
+    const text = JSON.stringify(redacted);
+    for (const secret of SECRETS) expect(text).not.toContain(secret);
+    expect(redacted.slack.botToken).toBe('[redacted]');
+    expect(redacted.slack.appToken).toBe('[redacted]');
+    expect(redacted.slack.signingSecret).toBe('[redacted]');
+    expect(redacted.pagerDuty.routingKey).toBe('[redacted]');
+    expect(redacted.pagerDuty.apiToken).toBe('[redacted]');
+    expect(redacted.redisUrl).toBe('redis://default:[redacted]@redis.internal:6379/0');
+    expect(redacted.slack.channel).toBe('C0123456789');
+    // The original is untouched.
+    expect(config.slack.botToken).toBe(BOT_TOKEN);
+  });
+
+  it('leaves unset secrets unset', () => {
+    const redacted = redactedConfig(loadConfig(socketEnv()));
+    expect(redacted.pagerDuty.routingKey).toBeUndefined();
+    expect(redacted.slack.signingSecret).toBeUndefined();
+  });
+});

@@ -1,0 +1,105 @@
+import { Writable } from 'node:stream';
+import type { LogLevel } from '@slack/bolt';
+import { describe, expect, it } from 'vitest';
+import { createLogger, toBoltLogger } from '../../src/log.js';
+
+const TOKEN = 'xoxb-9999-SUPERSECRETLOGTOKEN';
+
+/** A pino destination that keeps each JSON line as an object. */
+function capture() {
+  const lines: Record<string, unknown>[] = [];
+  const raw: string[] = [];
+  const destination = new Writable({
+    write(chunk, _encoding, callback) {
+      for (const line of String(chunk).split('\n')) {
+        if (!line) continue;
+        raw.push(line);
+        lines.push(JSON.parse(line) as Record<string, unknown>);
+      }
+      callback();
+    },
+  });
+  return { destination, lines, raw };
+}
+
+describe('createLogger', () => {
+  it('redacts tokens and secrets under known paths', () => {
+    const { destination, lines, raw } = capture();
+    const log = createLogger({ level: 'info', destination });
+    log.info(
+      {
+        token: TOKEN,
+        config: { slack: { botToken: TOKEN, appToken: TOKEN, signingSecret: TOKEN } },
+        slack: { botToken: TOKEN },
+        req: { headers: { authorization: `Bearer ${TOKEN}` } },
+        headers: { authorization: `Bearer ${TOKEN}` },
+        pagerDuty: { routingKey: TOKEN, apiToken: TOKEN },
+      },
+      'started',
+    );
+    expect(lines).toHaveLength(1);
+    expect(raw.join('\n')).not.toContain('SUPERSECRETLOGTOKEN');
+    expect(lines[0]).toMatchObject({
+      msg: 'started',
+      token: '[redacted]',
+      slack: { botToken: '[redacted]' },
+      headers: { authorization: '[redacted]' },
+    });
+  });
+
+  it('keeps ordinary fields and honours the level', () => {
+    const { destination, lines } = capture();
+    const log = createLogger({ level: 'warn', destination });
+    log.info({ approvalId: 'a1' }, 'quiet');
+    log.warn({ approvalId: 'a1', channel: 'C1' }, 'loud');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({ msg: 'loud', approvalId: 'a1', channel: 'C1', level: 40 });
+  });
+
+  it('redacts in child loggers too', () => {
+    const { destination, raw } = capture();
+    const log = createLogger({ level: 'info', destination }).child({ approvalId: 'a1' });
+    log.info({ token: TOKEN }, 'child');
+    expect(raw.join('\n')).not.toContain('SUPERSECRETLOGTOKEN');
+  });
+});
+
+describe('toBoltLogger', () => {
+  it('maps Bolt calls onto pino levels', () => {
+    const { destination, lines } = capture();
+    const bolt = toBoltLogger(createLogger({ level: 'debug', destination }));
+    bolt.debug('d', { a: 1 });
+    bolt.info('i');
+    bolt.warn('w');
+    bolt.error(new Error('boom'));
+    expect(lines.map((l) => [l.level, l.msg])).toEqual([
+      [20, 'd'],
+      [30, 'i'],
+      [40, 'w'],
+      [50, 'boom'],
+    ]);
+    expect(lines[0]?.args).toEqual([{ a: 1 }]);
+    expect(lines[3]?.err).toMatchObject({ message: 'boom' });
+  });
+
+  it('sets and reports levels in Bolt terms', () => {
+    const { destination, lines } = capture();
+    const pinoLogger = createLogger({ level: 'trace', destination });
+    const bolt = toBoltLogger(pinoLogger);
+    expect(bolt.getLevel()).toBe('debug');
+    bolt.setLevel('warn' as LogLevel);
+    expect(pinoLogger.level).toBe('warn');
+    expect(bolt.getLevel()).toBe('warn');
+    bolt.info('dropped');
+    expect(lines).toHaveLength(0);
+    pinoLogger.level = 'fatal';
+    expect(bolt.getLevel()).toBe('error');
+  });
+
+  it('does not leak a token passed in Bolt arguments under a redacted path', () => {
+    const { destination, raw } = capture();
+    const bolt = toBoltLogger(createLogger({ level: 'debug', destination }));
+    bolt.debug('http request', { headers: { authorization: `Bearer ${TOKEN}` }, token: TOKEN });
+    expect(raw.join('\n')).not.toContain('SUPERSECRETLOGTOKEN');
+  });
+});
