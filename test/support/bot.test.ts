@@ -1,0 +1,69 @@
+// Self-test of startBot/freshRedisDb using a stub entry script instead of the real bot.
+
+import { Redis } from 'ioredis';
+import { afterEach, expect, test } from 'vitest';
+import { freshRedisDb, REDIS_BASE_URL, type RunningBot, startBot } from './bot.js';
+import { FakeHost } from './fakeHost.js';
+import { FakeSlack } from './fakeSlack.js';
+
+let bot: RunningBot | undefined;
+let host: FakeHost | undefined;
+let slack: FakeSlack | undefined;
+
+afterEach(async () => {
+  await bot?.kill();
+  await host?.close();
+  await slack?.close();
+  bot = host = slack = undefined;
+});
+
+test('freshRedisDb picks a per-worker db and empties it', async () => {
+  const db = await freshRedisDb();
+  expect(db).toBeGreaterThanOrEqual(1);
+  expect(db).toBeLessThanOrEqual(15);
+  const redis = new Redis(`${REDIS_BASE_URL}/${db}`);
+  await redis.set('leftover', '1');
+  redis.disconnect();
+  expect(await freshRedisDb()).toBe(db);
+  const check = new Redis(`${REDIS_BASE_URL}/${db}`);
+  expect(await check.dbsize()).toBe(0);
+  check.disconnect();
+});
+
+test('startBot wires env, logs, readiness and the fake host; stop() sends SIGTERM', async () => {
+  process.env.SLACK_APP_TOKEN = 'xapp-must-not-leak';
+  try {
+    host = await FakeHost.start();
+    slack = await FakeSlack.start();
+    bot = await startBot({
+      host,
+      slack,
+      redisDb: 7,
+      env: { EXTRA: 'yes' },
+      entry: 'test/support/stub-bot.mjs',
+    });
+  } finally {
+    delete process.env.SLACK_APP_TOKEN;
+  }
+  await bot.waitReady(5000);
+  const listening = await bot.waitForLog((l) => l.msg === 'listening');
+  expect(listening.json?.env).toEqual({
+    token: 'xoxb-test-token',
+    appToken: null,
+    apiUrl: slack.apiUrl,
+    redis: 'redis://127.0.0.1:6379/7',
+    channel: 'C0APPROVALS',
+    level: 'debug',
+    extra: 'yes',
+  });
+  await bot.waitForLog((l) => l.stream === 'stderr' && l.raw === 'plain stderr line');
+  await host.waitForIncarnation(1);
+  await host.waitForMethod('initialized');
+  await host.startSession({ sessionId: 's1' });
+  await bot.waitForLog((l) => l.msg === 'host frame' && l.json?.method === 'session/started');
+  await expect(bot.waitForLog((l) => l.msg === 'never', 100)).rejects.toThrow(/no matching log line/);
+
+  const exit = await bot.stop();
+  expect(exit).toEqual({ code: 0, signal: null });
+  expect(bot.logs.some((l) => l.msg === 'stopping')).toBe(true);
+});

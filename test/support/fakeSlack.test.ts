@@ -1,0 +1,233 @@
+// Self-tests of FakeSlack (through the real @slack/web-api client) and of the signed-request
+// helpers (through a tiny Bolt HTTP app).
+
+import { existsSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { App, LogLevel } from '@slack/bolt';
+import { WebClient, WebClientEvent } from '@slack/web-api';
+import { afterEach, describe, expect, test } from 'vitest';
+import { FakeSlack } from './fakeSlack.js';
+import {
+  blockActionsPayload,
+  postInteraction,
+  postSigned,
+  signRequest,
+  slashCommandBody,
+  viewSubmissionPayload,
+} from './slackRequests.js';
+
+let slack: FakeSlack | undefined;
+const cleanups: Array<() => Promise<unknown>> = [];
+
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+  await slack?.close();
+  slack = undefined;
+});
+
+function client(s: FakeSlack, token = 'xoxb-test-token'): WebClient {
+  return new WebClient(token, {
+    slackApiUrl: s.apiUrl,
+    retryConfig: { retries: 2, minTimeout: 10, maxTimeout: 50 },
+    timeout: 5000,
+    logLevel: LogLevel.ERROR,
+  });
+}
+
+const section = (text: string) => ({ type: 'section', text: { type: 'mrkdwn', text } });
+
+describe('FakeSlack', () => {
+  test('records posts and updates as form data and keeps the latest message state', async () => {
+    slack = await FakeSlack.start({ expectedToken: 'xoxb-test-token' });
+    const web = client(slack);
+
+    const auth = await web.auth.test();
+    expect(auth).toMatchObject({ ok: true, user_id: 'U_BOT', bot_id: 'B_BOT', team_id: 'T1' });
+
+    const posted = await web.chat.postMessage({ channel: 'C1', text: 'card', blocks: [section('*hello*')] });
+    const posted2 = await web.chat.postMessage({ channel: 'C1', text: 'second' });
+    expect(posted.ts).toMatch(/^1700000000\.\d{6}$/);
+    expect(Number(posted2.ts)).toBeGreaterThan(Number(posted.ts));
+    const call = slack.callsOf('chat.postMessage')[0];
+    expect(call?.args.blocks).toEqual([section('*hello*')]);
+    expect(call?.token).toBe('xoxb-test-token');
+
+    const ts = posted.ts as string;
+    await web.chat.update({ channel: 'C1', ts, text: 'card v2', blocks: [section('v2')] });
+    expect(slack.message('C1', ts)).toMatchObject({ text: 'card v2', blocks: [section('v2')] });
+    expect(slack.message('C1', ts)?.versions).toHaveLength(2);
+    await web.chat.postMessage({ channel: 'C1', text: 'audit', thread_ts: ts });
+    expect(slack.messagesIn('C1').map((m) => m.text)).toEqual(['card v2', 'second']);
+    expect(slack.repliesTo('C1', ts).map((m) => m.text)).toEqual(['audit']);
+
+    await expect(web.chat.update({ channel: 'C1', ts: '1.2', text: 'x' })).rejects.toMatchObject({
+      data: { error: 'message_not_found' },
+    });
+    const blocks = Array.from({ length: 51 }, (_, i) => section(`b${i}`));
+    await expect(web.chat.postMessage({ channel: 'C1', text: 'big', blocks })).rejects.toMatchObject({
+      data: { error: 'invalid_blocks' },
+    });
+    expect(slack.messagesIn('C1')).toHaveLength(2);
+
+    await web.chat.postEphemeral({ channel: 'C1', user: 'U2', text: 'only you' });
+    expect(slack.ephemerals[0]).toMatchObject({ channel: 'C1', user: 'U2', text: 'only you' });
+    const dm = await web.conversations.open({ users: 'U9' });
+    expect(dm.channel?.id).toBe('DU9');
+    const user = await web.users.info({ user: 'U9' });
+    expect(user.user).toMatchObject({ id: 'U9', real_name: expect.any(String) });
+    const opened = await web.views.open({
+      trigger_id: 't1',
+      view: { type: 'modal', title: { type: 'plain_text', text: 'Hi' }, blocks: [] },
+    });
+    expect(opened.view).toMatchObject({ id: expect.stringMatching(/^V/), hash: expect.stringMatching(/^h/) });
+    await expect(
+      web.views.update({
+        view_id: opened.view?.id as string,
+        hash: 'stale',
+        view: { type: 'modal', title: { type: 'plain_text', text: 'Hi' }, blocks: [] },
+      }),
+    ).rejects.toMatchObject({ data: { error: 'hash_conflict' } });
+
+    const wrong = client(slack, 'xoxb-wrong');
+    await expect(wrong.auth.test()).rejects.toMatchObject({ data: { error: 'invalid_auth' } });
+  });
+
+  const limitsModule = new URL('../../src/cards/limits.ts', import.meta.url);
+  test.skipIf(!existsSync(limitsModule))('payloads are checked with src/cards/limits.ts', async () => {
+    slack = await FakeSlack.start();
+    const web = client(slack);
+    const header = { type: 'header', text: { type: 'plain_text', text: 'h'.repeat(151) } };
+    const err = await web.chat
+      .postMessage({ channel: 'C1', text: 'x', blocks: [header] })
+      .catch((e: unknown) => e);
+    expect(err).toMatchObject({
+      data: { error: 'invalid_blocks', violations: expect.arrayContaining([expect.any(String)]) },
+    });
+    expect(slack.messagesIn('C1')).toHaveLength(0);
+  });
+
+  test('waitFor resolves on past and future calls and explains a timeout', async () => {
+    slack = await FakeSlack.start();
+    const web = client(slack);
+    await web.chat.postMessage({ channel: 'C1', text: 'one' });
+    const past = await slack.waitFor('chat.postMessage');
+    expect(past.args.text).toBe('one');
+
+    const since = slack.calls.length;
+    const future = slack.waitFor('chat.postMessage', (c) => c.args.text === 'two', 2000, { since });
+    setTimeout(() => void web.chat.postMessage({ channel: 'C1', text: 'two' }), 20);
+    expect((await future).args.text).toBe('two');
+    expect(await slack.waitForCount('chat.postMessage', 2, 1000)).toHaveLength(2);
+
+    await expect(slack.waitFor('chat.update', undefined, 100)).rejects.toThrow(
+      /no matching chat\.update within 100 ms[\s\S]*chat\.postMessage\(channel="C1"/,
+    );
+    await expect(slack.waitForCount('chat.postMessage', 3, 100)).rejects.toThrow(
+      /expected 3 chat\.postMessage/,
+    );
+  });
+
+  test('429 with Retry-After is retried by WebClient and recorded as rate-limited', async () => {
+    slack = await FakeSlack.start();
+    const web = client(slack);
+    let rateLimitedEvents = 0;
+    web.on(WebClientEvent.RATE_LIMITED, () => {
+      rateLimitedEvents += 1;
+    });
+    slack.rateLimit('chat.postMessage', { times: 1, retryAfterSec: 1 });
+    const started = Date.now();
+    const res = await web.chat.postMessage({ channel: 'C1', text: 'eventually' });
+    expect(res.ok).toBe(true);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+    expect(rateLimitedEvents).toBe(1);
+    expect(slack.rateLimited).toHaveLength(1);
+    expect(slack.rateLimited[0]).toMatchObject({ method: 'chat.postMessage', retryAfterSec: 1 });
+    expect(slack.callsOf('chat.postMessage')).toHaveLength(1);
+    expect(slack.messagesIn('C1')).toHaveLength(1);
+
+    slack.failNext('chat.postMessage', 'not_in_channel');
+    await expect(web.chat.postMessage({ channel: 'C1', text: 'x' })).rejects.toMatchObject({
+      data: { error: 'not_in_channel' },
+    });
+  });
+
+  test('signed requests reach a Bolt HTTP app; respond() lands in responses', async () => {
+    slack = await FakeSlack.start();
+    const s = slack;
+    const secret = 'test-signing-secret';
+    const app = new App({
+      token: 'xoxb-test-token',
+      signingSecret: secret,
+      botId: 'B_BOT',
+      botUserId: 'U_BOT',
+      logLevel: LogLevel.ERROR,
+      clientOptions: { slackApiUrl: s.apiUrl, retryConfig: { retries: 0 }, timeout: 2000 },
+    });
+    app.action('decide', async ({ ack, body, client: web, respond, action }) => {
+      await ack();
+      const b = body as unknown as {
+        container: { channel_id: string; message_ts: string };
+        user: { id: string };
+      };
+      const value = (action as { value?: string }).value ?? '';
+      await web.chat.update({
+        channel: b.container.channel_id,
+        ts: b.container.message_ts,
+        text: `${b.user.id}:${value}`,
+      });
+      await respond({ text: 'done', response_type: 'ephemeral' });
+    });
+    app.view('feedback', async ({ ack, view }) => {
+      await ack({ response_action: 'errors', errors: { reason: `got ${view.private_metadata}` } });
+    });
+    app.command('/countersign', async ({ ack, command }) => {
+      await ack(`hi ${command.user_id} ${command.text}`);
+    });
+    const server = (await app.start(0)) as unknown as { address(): AddressInfo };
+    cleanups.push(() => app.stop());
+    const base = `http://127.0.0.1:${server.address().port}`;
+
+    const posted = await client(s).chat.postMessage({ channel: 'C0APPROVALS', text: 'card' });
+    const ts = posted.ts as string;
+    const payload = blockActionsPayload({
+      userId: 'U_ALICE',
+      channel: 'C0APPROVALS',
+      ts,
+      actionId: 'decide',
+      value: 'opaque-1',
+      responseUrl: s.responseUrl('click-1'),
+    });
+    const res = await postInteraction(base, secret, payload);
+    expect(res.status).toBe(200);
+    await s.waitFor('chat.update', (c) => c.args.text === 'U_ALICE:opaque-1');
+    expect(s.message('C0APPROVALS', ts)?.text).toBe('U_ALICE:opaque-1');
+    expect((await s.waitForResponse((r) => r.id === 'click-1')).body).toMatchObject({ text: 'done' });
+
+    expect((await postInteraction(base, 'wrong-secret', payload)).status).toBe(401);
+    const stale = Math.floor(Date.now() / 1000) - 301;
+    expect((await postInteraction(base, secret, payload, { ts: stale })).status).toBe(401);
+    const raw = `payload=${encodeURIComponent(JSON.stringify(payload))}`;
+    expect(
+      (await postSigned(base, secret, raw, 'application/x-www-form-urlencoded; charset=utf-8')).status,
+    ).toBe(400);
+    expect(signRequest(secret, raw)['content-type']).toBe('application/x-www-form-urlencoded');
+
+    const submitted = await postInteraction(
+      base,
+      secret,
+      viewSubmissionPayload({
+        userId: 'U_ALICE',
+        callbackId: 'feedback',
+        privateMetadata: '{"approvalId":"a1"}',
+        values: { reason: { text: { type: 'plain_text_input', value: 'no' } } },
+      }),
+    );
+    expect(await submitted.json()).toEqual({
+      response_action: 'errors',
+      errors: { reason: 'got {"approvalId":"a1"}' },
+    });
+
+    const cmd = await postSigned(base, secret, slashCommandBody({ userId: 'U_BOB', text: 'grants list' }));
+    expect(await cmd.text()).toBe('hi U_BOB grants list');
+  });
+});

@@ -1,0 +1,598 @@
+// A fake Slack Web API on 127.0.0.1: records every call, keeps the current state of each message,
+// rejects payloads over the Block Kit limits, and can answer 429s or errors on demand.
+
+import http from 'node:http';
+
+export interface SlackCall {
+  index: number;
+  method: string;
+  args: Record<string, unknown>;
+  at: number;
+  /** The JSON body the fake answered with. */
+  response: Record<string, unknown>;
+  token: string | null;
+}
+
+export interface RateLimitedCall {
+  method: string;
+  args: Record<string, unknown>;
+  at: number;
+  retryAfterSec: number;
+}
+
+export interface MessageVersion {
+  text: string;
+  blocks: unknown[];
+  at: number;
+}
+
+export interface SlackMessage {
+  channel: string;
+  ts: string;
+  text: string;
+  blocks: unknown[];
+  threadTs?: string;
+  /** Every state of the message, the post first, then each update. */
+  versions: MessageVersion[];
+}
+
+export interface EphemeralMessage {
+  channel: string;
+  user: string;
+  text: string;
+  blocks: unknown[];
+  threadTs?: string;
+  messageTs: string;
+  at: number;
+}
+
+export interface ResponseUrlPost {
+  id: string;
+  body: Record<string, unknown>;
+  at: number;
+}
+
+export interface SlackView {
+  id: string;
+  hash: string;
+  /** The user the view was published for (views.publish) or opened by (trigger). */
+  userId?: string;
+  view: Record<string, unknown>;
+  method: string;
+}
+
+type LimitChecker = (message: { text: string; blocks: unknown[] }) => string[];
+
+// Loaded lazily: src/cards/limits.ts may not exist yet. A variable specifier keeps tsc from
+// resolving it; vitest resolves the `.js` specifier to the `.ts` source.
+const LIMITS_MODULE = '../../src/cards/limits.js';
+let limitsChecker: Promise<LimitChecker | null> | undefined;
+function loadLimitsChecker(): Promise<LimitChecker | null> {
+  limitsChecker ??= import(/* @vite-ignore */ LIMITS_MODULE).then(
+    (mod: { checkMessageLimits?: unknown }) =>
+      typeof mod.checkMessageLimits === 'function' ? (mod.checkMessageLimits as LimitChecker) : null,
+    () => null,
+  );
+  return limitsChecker;
+}
+
+/** Fields the Web API client JSON-encodes inside the form body. */
+const JSON_FIELDS = new Set(['blocks', 'attachments', 'view', 'metadata', 'unfurls', 'user_auth_blocks']);
+const TEXT_FIELDS = new Set([
+  'text',
+  'markdown_text',
+  'token',
+  'channel',
+  'ts',
+  'thread_ts',
+  'user',
+  'users',
+]);
+
+function parseFormValue(key: string, value: string): unknown {
+  const looksJson = value.startsWith('{') || value.startsWith('[');
+  if (JSON_FIELDS.has(key) || (looksJson && !TEXT_FIELDS.has(key))) {
+    try {
+      return JSON.parse(value);
+    } catch {
+      return value;
+    }
+  }
+  return value;
+}
+
+function str(v: unknown): string | undefined {
+  return typeof v === 'string' ? v : typeof v === 'number' ? String(v) : undefined;
+}
+
+function describeCall(c: { method: string; args: Record<string, unknown> }): string {
+  const a = c.args;
+  const bits = ['channel', 'ts', 'thread_ts', 'user', 'text']
+    .filter((k) => a[k] !== undefined)
+    .map((k) => `${k}=${JSON.stringify(String(a[k])).slice(0, 60)}`);
+  return `${c.method}(${bits.join(', ')})`;
+}
+
+interface Waiter {
+  test: (c: SlackCall) => boolean;
+  resolve: (c: SlackCall) => void;
+}
+
+export class FakeSlack {
+  /** Base URL for SLACK_API_URL / slackApiUrl. */
+  readonly apiUrl: string;
+  readonly port: number;
+  /** Calls answered (ok or not), in arrival order; rate-limited attempts are in `rateLimited`. */
+  readonly calls: SlackCall[] = [];
+  readonly rateLimited: RateLimitedCall[] = [];
+  readonly ephemerals: EphemeralMessage[] = [];
+  readonly responses: ResponseUrlPost[] = [];
+  readonly views = new Map<string, SlackView>();
+  /** Bearer token expected on every call; null accepts any non-empty token. */
+  expectedToken: string | null = null;
+
+  private readonly server: http.Server;
+  private readonly messages = new Map<string, SlackMessage>();
+  private readonly rateLimits = new Map<string, { times: number; retryAfterSec: number }>();
+  private readonly failures = new Map<
+    string,
+    Array<{ error: string; times: number; extra?: Record<string, unknown> }>
+  >();
+  private readonly users = new Map<string, Record<string, unknown>>();
+  private readonly usergroups = new Map<string, string[]>();
+  private waiters: Waiter[] = [];
+  private responseWaiters: Array<{
+    test: (r: ResponseUrlPost) => boolean;
+    resolve: (r: ResponseUrlPost) => void;
+  }> = [];
+  private tsCounter = 100;
+  private viewCounter = 0;
+  private limitsEnabled = true;
+
+  private constructor(server: http.Server, port: number) {
+    this.server = server;
+    this.port = port;
+    this.apiUrl = `http://127.0.0.1:${port}/api/`;
+  }
+
+  static async start(opts: { expectedToken?: string; checkLimits?: boolean } = {}): Promise<FakeSlack> {
+    let self: FakeSlack | undefined;
+    const server = http.createServer((req, res) => {
+      if (!self) {
+        res.writeHead(503).end();
+        return;
+      }
+      self.handle(req, res).catch((err: unknown) => {
+        res.writeHead(500, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ ok: false, error: 'fake_slack_crashed', detail: String(err) }));
+      });
+    });
+    server.keepAliveTimeout = 1000;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(0, '127.0.0.1', () => resolve());
+    });
+    const address = server.address();
+    if (!address || typeof address === 'string') throw new Error('FakeSlack: no port');
+    self = new FakeSlack(server, address.port);
+    self.expectedToken = opts.expectedToken ?? null;
+    self.limitsEnabled = opts.checkLimits ?? true;
+    return self;
+  }
+
+  /** A response_url the bot can be handed in a payload; posts to it land in `responses`. */
+  responseUrl(id: string): string {
+    return `http://127.0.0.1:${this.port}/response/${encodeURIComponent(id)}`;
+  }
+
+  // ---- behaviour switches
+
+  /** The next `times` calls to `method` get HTTP 429 with `Retry-After: retryAfterSec`. */
+  rateLimit(method: string, opts: { times: number; retryAfterSec: number }): void {
+    this.rateLimits.set(method, { ...opts });
+  }
+
+  /** The next `times` calls to `method` answer {ok:false, error} (e.g. not_in_channel, invalid_auth). */
+  failNext(method: string, error: string, times = 1, extra?: Record<string, unknown>): void {
+    const list = this.failures.get(method) ?? [];
+    list.push({ error, times, ...(extra ? { extra } : {}) });
+    this.failures.set(method, list);
+  }
+
+  setUser(id: string, info: Record<string, unknown>): void {
+    this.users.set(id, info);
+  }
+
+  setUsergroup(id: string, userIds: string[]): void {
+    this.usergroups.set(id, userIds);
+  }
+
+  // ---- observations
+
+  callsOf(method: string): SlackCall[] {
+    return this.calls.filter((c) => c.method === method);
+  }
+
+  /** Latest state of a message after all updates. */
+  message(channel: string, ts: string): SlackMessage | undefined {
+    return this.messages.get(`${channel}/${ts}`);
+  }
+
+  /** Top-level messages of a channel in posting order (thread replies excluded). */
+  messagesIn(channel: string): SlackMessage[] {
+    return [...this.messages.values()].filter(
+      (m) => m.channel === channel && (!m.threadTs || m.threadTs === m.ts),
+    );
+  }
+
+  /** Thread replies under a message, in posting order. */
+  repliesTo(channel: string, threadTs: string): SlackMessage[] {
+    return [...this.messages.values()].filter(
+      (m) => m.channel === channel && m.threadTs === threadTs && m.ts !== threadTs,
+    );
+  }
+
+  /**
+   * First call to `method` matching `predicate`, already made or still to come. `since` skips
+   * calls with a smaller index (use `slack.calls.length` taken before the action under test).
+   */
+  waitFor(
+    method: string,
+    predicate: (c: SlackCall) => boolean = () => true,
+    timeoutMs = 5000,
+    opts: { since?: number } = {},
+  ): Promise<SlackCall> {
+    const since = opts.since ?? 0;
+    const test = (c: SlackCall) => c.method === method && c.index >= since && predicate(c);
+    const found = this.calls.find(test);
+    if (found) return Promise.resolve(found);
+    return new Promise((resolve, reject) => {
+      const waiter: Waiter = {
+        test,
+        resolve: (c) => {
+          clearTimeout(timer);
+          resolve(c);
+        },
+      };
+      const timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((w) => w !== waiter);
+        reject(new Error(`FakeSlack: no matching ${method} within ${timeoutMs} ms.\n${this.summary()}`));
+      }, timeoutMs);
+      this.waiters.push(waiter);
+    });
+  }
+
+  /** Resolves with the calls once `method` has been answered at least `n` times. */
+  async waitForCount(method: string, n: number, timeoutMs = 5000): Promise<SlackCall[]> {
+    try {
+      await this.waitFor(method, () => this.callsOf(method).length >= n, timeoutMs);
+    } catch {
+      throw new Error(
+        `FakeSlack: expected ${n} ${method} calls within ${timeoutMs} ms, got ${this.callsOf(method).length}.\n${this.summary()}`,
+      );
+    }
+    return this.callsOf(method);
+  }
+
+  /** First response_url post matching `predicate`, past or future. */
+  waitForResponse(
+    predicate: (r: ResponseUrlPost) => boolean = () => true,
+    timeoutMs = 5000,
+  ): Promise<ResponseUrlPost> {
+    const found = this.responses.find(predicate);
+    if (found) return Promise.resolve(found);
+    return new Promise((resolve, reject) => {
+      const waiter = {
+        test: predicate,
+        resolve: (r: ResponseUrlPost) => {
+          clearTimeout(timer);
+          resolve(r);
+        },
+      };
+      const timer = setTimeout(() => {
+        this.responseWaiters = this.responseWaiters.filter((w) => w !== waiter);
+        reject(
+          new Error(
+            `FakeSlack: no matching response_url post within ${timeoutMs} ms; got ${this.responses.length}: ${JSON.stringify(
+              this.responses.map((r) => r.body),
+            ).slice(0, 2000)}`,
+          ),
+        );
+      }, timeoutMs);
+      this.responseWaiters.push(waiter);
+    });
+  }
+
+  /** A readable list of every call so far (for failure messages). */
+  summary(): string {
+    const lines = this.calls.map(
+      (c) =>
+        `  #${c.index} ${describeCall(c)} -> ${c.response.ok ? 'ok' : `error ${String(c.response.error)}`}`,
+    );
+    const limited = this.rateLimited.map((c) => `  429 ${describeCall(c)}`);
+    return `Calls seen (${this.calls.length}):\n${lines.join('\n') || '  (none)'}${
+      limited.length ? `\nRate-limited:\n${limited.join('\n')}` : ''
+    }`;
+  }
+
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  // ---- HTTP
+
+  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const raw = Buffer.concat(chunks).toString('utf8');
+    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+
+    if (req.method === 'POST' && url.pathname.startsWith('/response/')) {
+      let body: Record<string, unknown>;
+      try {
+        body = JSON.parse(raw) as Record<string, unknown>;
+      } catch {
+        body = { raw };
+      }
+      const post = { id: decodeURIComponent(url.pathname.slice('/response/'.length)), body, at: Date.now() };
+      this.responses.push(post);
+      for (const w of [...this.responseWaiters]) {
+        if (w.test(post)) {
+          this.responseWaiters = this.responseWaiters.filter((x) => x !== w);
+          w.resolve(post);
+        }
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{"ok":true}');
+      return;
+    }
+
+    if (req.method !== 'POST' || !url.pathname.startsWith('/api/')) {
+      res.writeHead(404, { 'content-type': 'application/json' });
+      res.end('{"ok":false,"error":"unknown_method"}');
+      return;
+    }
+
+    const method = url.pathname.slice('/api/'.length);
+    const args = this.parseBody(req.headers['content-type'] ?? '', raw, url);
+
+    const limit = this.rateLimits.get(method);
+    if (limit && limit.times > 0) {
+      limit.times -= 1;
+      this.rateLimited.push({ method, args, at: Date.now(), retryAfterSec: limit.retryAfterSec });
+      res.writeHead(429, { 'content-type': 'application/json', 'retry-after': String(limit.retryAfterSec) });
+      res.end('{"ok":false,"error":"ratelimited"}');
+      return;
+    }
+
+    const auth = req.headers.authorization ?? '';
+    const token = auth.startsWith('Bearer ') ? auth.slice('Bearer '.length) : (str(args.token) ?? null);
+    let response: Record<string, unknown>;
+    if (!token) response = { ok: false, error: 'not_authed' };
+    else if (this.expectedToken !== null && token !== this.expectedToken)
+      response = { ok: false, error: 'invalid_auth' };
+    else response = (await this.failure(method)) ?? (await this.dispatch(method, args));
+
+    const call: SlackCall = { index: this.calls.length, method, args, at: Date.now(), response, token };
+    this.calls.push(call);
+    for (const w of [...this.waiters]) {
+      if (w.test(call)) {
+        this.waiters = this.waiters.filter((x) => x !== w);
+        w.resolve(call);
+      }
+    }
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(response));
+  }
+
+  private parseBody(contentType: string, raw: string, url: URL): Record<string, unknown> {
+    const args: Record<string, unknown> = {};
+    for (const [k, v] of url.searchParams) args[k] = parseFormValue(k, v);
+    if (!raw) return args;
+    if (contentType.includes('application/json')) {
+      try {
+        return { ...args, ...(JSON.parse(raw) as Record<string, unknown>) };
+      } catch {
+        return { ...args, _raw: raw };
+      }
+    }
+    for (const [k, v] of new URLSearchParams(raw)) args[k] = parseFormValue(k, v);
+    return args;
+  }
+
+  private async failure(method: string): Promise<Record<string, unknown> | null> {
+    const list = this.failures.get(method);
+    const next = list?.[0];
+    if (!list || !next) return null;
+    next.times -= 1;
+    if (next.times <= 0) list.shift();
+    return { ok: false, error: next.error, ...(next.extra ?? {}) };
+  }
+
+  private nextTs(): string {
+    this.tsCounter += 1;
+    return `1700000000.${String(this.tsCounter).padStart(6, '0')}`;
+  }
+
+  private async limitViolations(text: string, blocks: unknown[], isUpdate: boolean): Promise<string[]> {
+    if (!this.limitsEnabled) return [];
+    const violations: string[] = [];
+    if (blocks.length > 50) violations.push(`message has ${blocks.length} blocks (max 50)`);
+    if (isUpdate && text.length > 4000)
+      violations.push(`chat.update text is ${text.length} chars (max 4000)`);
+    const check = await loadLimitsChecker();
+    if (check) violations.push(...check({ text, blocks }));
+    return violations;
+  }
+
+  private conversationId(channel: string): string {
+    // Posting to a user ID opens (or reuses) the DM with that user.
+    return /^[UW]/.test(channel) ? `D${channel}` : channel;
+  }
+
+  private async dispatch(method: string, args: Record<string, unknown>): Promise<Record<string, unknown>> {
+    switch (method) {
+      case 'auth.test':
+        return {
+          ok: true,
+          url: 'https://test.slack.com/',
+          team: 'test',
+          user: 'countersign',
+          team_id: 'T1',
+          user_id: 'U_BOT',
+          bot_id: 'B_BOT',
+          is_enterprise_install: false,
+        };
+      case 'chat.postMessage':
+        return this.postMessage(args);
+      case 'chat.update':
+        return this.update(args);
+      case 'chat.postEphemeral': {
+        const channel = str(args.channel);
+        const user = str(args.user);
+        if (!channel) return { ok: false, error: 'channel_not_found' };
+        if (!user) return { ok: false, error: 'user_not_found' };
+        const messageTs = this.nextTs();
+        this.ephemerals.push({
+          channel,
+          user,
+          text: str(args.text) ?? '',
+          blocks: Array.isArray(args.blocks) ? args.blocks : [],
+          ...(str(args.thread_ts) ? { threadTs: str(args.thread_ts) } : {}),
+          messageTs,
+          at: Date.now(),
+        });
+        return { ok: true, message_ts: messageTs };
+      }
+      case 'views.open':
+      case 'views.push':
+      case 'views.publish':
+      case 'views.update':
+        return this.view(method, args);
+      case 'conversations.open': {
+        const users = str(args.users) ?? str(args.user) ?? '';
+        const first = users.split(',')[0] ?? '';
+        if (!first && !args.channel) return { ok: false, error: 'users_list_not_supplied' };
+        return { ok: true, channel: { id: str(args.channel) ?? `D${first}` } };
+      }
+      case 'users.info': {
+        const id = str(args.user);
+        if (!id) return { ok: false, error: 'user_not_found' };
+        const name = id.toLowerCase();
+        return {
+          ok: true,
+          user: {
+            id,
+            team_id: 'T1',
+            name,
+            real_name: `User ${id}`,
+            tz: 'UTC',
+            profile: { display_name: name, real_name: `User ${id}` },
+            ...(this.users.get(id) ?? {}),
+          },
+        };
+      }
+      case 'usergroups.users.list': {
+        const group = str(args.usergroup);
+        const users = group ? this.usergroups.get(group) : undefined;
+        if (!users) return { ok: false, error: 'no_such_subteam' };
+        return { ok: true, users };
+      }
+      default:
+        return { ok: true };
+    }
+  }
+
+  private async postMessage(args: Record<string, unknown>): Promise<Record<string, unknown>> {
+    const requested = str(args.channel);
+    if (!requested) return { ok: false, error: 'channel_not_found' };
+    const text = str(args.text) ?? '';
+    const blocks = Array.isArray(args.blocks) ? args.blocks : [];
+    if (!text && blocks.length === 0) return { ok: false, error: 'no_text' };
+    const violations = await this.limitViolations(text, blocks, false);
+    if (violations.length) return { ok: false, error: 'invalid_blocks', violations };
+    const channel = this.conversationId(requested);
+    const ts = this.nextTs();
+    const threadTs = str(args.thread_ts);
+    const msg: SlackMessage = {
+      channel,
+      ts,
+      text,
+      blocks,
+      ...(threadTs ? { threadTs } : {}),
+      versions: [{ text, blocks, at: Date.now() }],
+    };
+    this.messages.set(`${channel}/${ts}`, msg);
+    return {
+      ok: true,
+      channel,
+      ts,
+      message: {
+        type: 'message',
+        user: 'U_BOT',
+        bot_id: 'B_BOT',
+        text,
+        blocks,
+        ts,
+        ...(threadTs ? { thread_ts: threadTs } : {}),
+      },
+    };
+  }
+
+  private async update(args: Record<string, unknown>): Promise<Record<string, unknown>> {
+    const channel = str(args.channel);
+    const ts = str(args.ts);
+    if (!channel) return { ok: false, error: 'channel_not_found' };
+    const msg = ts ? this.messages.get(`${channel}/${ts}`) : undefined;
+    if (!msg || !ts) return { ok: false, error: 'message_not_found' };
+    const hasText = args.text !== undefined;
+    const hasBlocks = args.blocks !== undefined;
+    const text = hasText ? (str(args.text) ?? '') : msg.text;
+    // Slack: blocks omitted are kept only if text is omitted too; text alone wipes them.
+    const blocks = hasBlocks ? (Array.isArray(args.blocks) ? args.blocks : []) : hasText ? [] : msg.blocks;
+    const violations = await this.limitViolations(text, blocks, true);
+    if (violations.length) return { ok: false, error: 'invalid_blocks', violations };
+    msg.text = text;
+    msg.blocks = blocks;
+    msg.versions.push({ text, blocks, at: Date.now() });
+    return { ok: true, channel, ts, text, message: { text, blocks, ts } };
+  }
+
+  private view(method: string, args: Record<string, unknown>): Record<string, unknown> {
+    const view = (typeof args.view === 'object' && args.view !== null ? args.view : {}) as Record<
+      string,
+      unknown
+    >;
+    let existing: SlackView | undefined;
+    if (method === 'views.update') {
+      const id = str(args.view_id);
+      const external = str(args.external_id);
+      existing = id
+        ? this.views.get(id)
+        : [...this.views.values()].find((v) => external && v.view.external_id === external);
+      if (!existing) return { ok: false, error: 'not_found' };
+      const hash = str(args.hash);
+      if (hash && hash !== existing.hash) return { ok: false, error: 'hash_conflict' };
+    } else if (method === 'views.publish') {
+      const userId = str(args.user_id);
+      if (!userId) return { ok: false, error: 'invalid_arguments' };
+      existing = [...this.views.values()].find((v) => v.method === 'views.publish' && v.userId === userId);
+      const hash = str(args.hash);
+      if (existing && hash && hash !== existing.hash) return { ok: false, error: 'hash_conflict' };
+    } else if (!str(args.trigger_id) && !str(args.interactivity_pointer)) {
+      return { ok: false, error: 'invalid_arguments' };
+    }
+    this.viewCounter += 1;
+    const id = existing?.id ?? `V${String(this.viewCounter).padStart(6, '0')}`;
+    const record: SlackView = {
+      id,
+      hash: `h${this.viewCounter}`,
+      view,
+      method: existing?.method ?? method,
+      userId: str(args.user_id) ?? existing?.userId,
+    };
+    this.views.set(id, record);
+    return { ok: true, view: { ...view, id, hash: record.hash, team_id: 'T1' } };
+  }
+}
