@@ -1,0 +1,167 @@
+// One end-to-end world: the real bot process in HTTP mode, a fake MSP host it spawns, a fake
+// Slack Web API, and real Redis. Tests act as the host (through its control socket) and as
+// Slack users (signed interaction requests), and look only at what crosses those edges.
+
+import { Redis } from 'ioredis';
+import { expect } from 'vitest';
+import { keys } from '../../src/store/keys.js';
+import { APPROVALS_CHANNEL, type RunningBot, SIGNING_SECRET, freshRedisDb, startBot } from '../support/bot.js';
+import { FakeHost, type FakeHostSeed } from '../support/fakeHost.js';
+import { FakeSlack, type SlackMessage } from '../support/fakeSlack.js';
+import { blockActionsPayload, postInteraction, viewSubmissionPayload } from '../support/slackRequests.js';
+
+export interface Button {
+  actionId: string;
+  value: string;
+  text: string;
+  style?: string;
+  confirm?: unknown;
+}
+
+export const SESSION = '0198f0aa-1111-7000-8000-0000000000aa';
+
+/** Every button of a message, in order. */
+export function buttonsOf(message: Pick<SlackMessage, 'blocks'>): Button[] {
+  const out: Button[] = [];
+  for (const block of message.blocks as Array<{ type: string; elements?: Array<Record<string, unknown>> }>) {
+    if (block.type !== 'actions') continue;
+    for (const el of block.elements ?? []) {
+      if (el.type !== 'button') continue;
+      out.push({
+        actionId: el.action_id as string,
+        value: el.value as string,
+        text: (el.text as { text: string }).text,
+        style: el.style as string | undefined,
+        confirm: el.confirm,
+      });
+    }
+  }
+  return out;
+}
+
+/** All text of a message (fallback text and every block), for content assertions. */
+export function textOf(message: Pick<SlackMessage, 'text' | 'blocks'>): string {
+  return `${message.text}\n${JSON.stringify(message.blocks)}`;
+}
+
+export class World {
+  private constructor(
+    readonly slack: FakeSlack,
+    readonly host: FakeHost,
+    readonly redis: Redis,
+    readonly redisDb: number,
+    public bot: RunningBot,
+  ) {}
+
+  static async start(seed: FakeHostSeed = {}, env: Record<string, string> = {}): Promise<World> {
+    const slack = await FakeSlack.start();
+    const host = await FakeHost.start({ sessions: [{ sessionId: SESSION, title: 'Bump the version' }], ...seed });
+    const redisDb = await freshRedisDb();
+    const bot = await startBot({ host, slack, redisDb, env });
+    await bot.waitReady(15_000);
+    const redis = new Redis(`redis://127.0.0.1:6379/${redisDb}`);
+    return new World(slack, host, redis, redisDb, bot);
+  }
+
+  readonly channel = APPROVALS_CHANNEL;
+
+  /** Starts the bot again (after a kill or stop) against the same host state, Slack and Redis. */
+  async restartBot(env: Record<string, string> = {}): Promise<void> {
+    this.bot = await startBot({ host: this.host, slack: this.slack, redisDb: this.redisDb, env });
+    await this.bot.waitReady(15_000);
+  }
+
+  /** The Slack ts of an approval's card, once the bot has posted it. */
+  async tsOf(approvalId: string, timeoutMs = 5_000): Promise<string> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const raw = await this.redis.hget(keys.approval(approvalId), 'd');
+      const ts = raw ? (JSON.parse(raw) as { slack?: { ts?: string } }).slack?.ts : undefined;
+      if (ts) return ts;
+      if (Date.now() > deadline) {
+        throw new Error(`no card for ${approvalId} within ${timeoutMs} ms\n${this.slack.summary()}\n${this.bot.tail(30)}`);
+      }
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  /** The current state of an approval's card. */
+  async card(approvalId: string): Promise<SlackMessage> {
+    const ts = await this.tsOf(approvalId);
+    const message = this.slack.message(this.channel, ts);
+    if (!message) throw new Error(`card ${ts} not in the fake Slack`);
+    return message;
+  }
+
+  /** Waits until the approval's card satisfies `predicate` (cards change asynchronously). */
+  async waitForCard(
+    approvalId: string,
+    predicate: (m: SlackMessage) => boolean,
+    timeoutMs = 5_000,
+  ): Promise<SlackMessage> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const message = await this.card(approvalId);
+      if (predicate(message)) return message;
+      if (Date.now() > deadline) {
+        throw new Error(
+          `card of ${approvalId} never matched; last text: ${message.text}\n${JSON.stringify(message.blocks).slice(0, 3000)}\n${this.bot.tail(20)}`,
+        );
+      }
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  /** Presses the card's button whose label is `label`, as user `userId`, with a signed request. */
+  async press(approvalId: string, label: string, userId = 'U0ALICE', message?: SlackMessage): Promise<Response> {
+    const card = message ?? (await this.card(approvalId));
+    const button = buttonsOf(card).find((b) => b.text === label);
+    if (!button) throw new Error(`no button "${label}" on ${approvalId}: ${buttonsOf(card).map((b) => b.text).join(', ')}`);
+    return this.pressButton(card.ts, button, userId);
+  }
+
+  async pressButton(ts: string, button: Button, userId: string): Promise<Response> {
+    const response = await postInteraction(
+      this.bot.url,
+      SIGNING_SECRET,
+      blockActionsPayload({
+        userId,
+        channel: this.channel,
+        ts,
+        actionId: button.actionId,
+        value: button.value,
+        responseUrl: this.slack.responseUrl(`r-${userId}-${Date.now()}`),
+      }),
+    );
+    expect(response.status).toBe(200);
+    return response;
+  }
+
+  /** Submits the feedback modal that the bot opened for `userId`. */
+  async submitModal(userId: string, feedback: string): Promise<void> {
+    const opened = await this.slack.waitFor('views.open', (c) => JSON.stringify(c.args).includes('cs_feedback'));
+    const view = opened.args.view as { callback_id: string; private_metadata: string };
+    const response = await postInteraction(
+      this.bot.url,
+      SIGNING_SECRET,
+      viewSubmissionPayload({
+        userId,
+        callbackId: view.callback_id,
+        privateMetadata: view.private_metadata,
+        values: { cs_feedback_block: { cs_feedback_input: { type: 'plain_text_input', value: feedback } } },
+      }),
+    );
+    expect(response.status).toBe(200);
+  }
+
+  /** The next ephemeral message to `userId`. */
+  async ephemeralTo(userId: string, timeoutMs = 5_000): Promise<string> {
+    const call = await this.slack.waitFor('chat.postEphemeral', (c) => c.args.user === userId, timeoutMs);
+    return String(call.args.text);
+  }
+
+  async close(): Promise<void> {
+    await this.bot.stop(5_000).catch(() => undefined);
+    await Promise.all([this.host.close(), this.slack.close(), this.redis.quit()]);
+  }
+}
