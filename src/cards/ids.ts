@@ -28,7 +28,8 @@ export function decodeChoiceValue(raw: string | undefined): ChoiceButtonValue | 
   if (!raw) return undefined;
   try {
     const v = JSON.parse(raw) as Partial<ChoiceButtonValue>;
-    if (typeof v.s === 'number' && Number.isInteger(v.s) && typeof v.c === 'string') return { s: v.s, c: v.c };
+    if (typeof v.s === 'number' && Number.isInteger(v.s) && typeof v.c === 'string')
+      return { s: v.s, c: v.c };
   } catch {
     // fall through: a value we did not write
   }
@@ -42,3 +43,6 @@ export interface FeedbackModalMetadata {
   sourceIndex: number;
   choiceId: string;
 }
+
+/** block_id of the n-th actions block of choices: `${CHOICE_BLOCK_PREFIX}v${version}_${n}`. */
+export const CHOICE_BLOCK_PREFIX = 'cs_choices_';

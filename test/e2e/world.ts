@@ -90,7 +90,8 @@ export class World {
     const ts = await this.tsOf(approvalId);
     const message = this.slack.message(this.channel, ts);
     if (!message) throw new Error(`card ${ts} not in the fake Slack`);
-    return message;
+    // A snapshot: the fake keeps updating its own copy, and tests keep old versions to click.
+    return structuredClone(message);
   }
 
   /** Waits until the approval's card satisfies `predicate` (cards change asynchronously). */

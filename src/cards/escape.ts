@@ -1,0 +1,163 @@
+// Slack treats only & < > as control characters (docs/slack-platform.md §1.5): escaping them turns
+// `<!channel>`, `<@U…>` and `<https://evil|docs>` into inert text. Whether Slack ever linkifies a
+// bare `@here` in API-posted text is unconfirmed, so a zero-width space after the '@' defuses it.
+//
+// Every helper escapes one character at a time, so a cut never splits an entity (`&amp;`), a
+// surrogate pair or a defused mention, and the "N more characters" note counts characters of the
+// original text, not of its escaped form.
+
+const ZWSP = '\u200B';
+const SPECIAL_MENTION = /@(?:here|channel|everyone)/iy;
+
+type Mode = 'mrkdwn' | 'code' | 'inline';
+
+interface Cut {
+  text: string;
+  /** Code points of the source left out. */
+  omitted: number;
+}
+
+function escapeChar(raw: string, ch: string, offset: number, prev: string, mode: Mode): string {
+  switch (ch) {
+    case '&':
+      return '&amp;';
+    case '<':
+      return '&lt;';
+    case '>':
+      return '&gt;';
+    case '@':
+      SPECIAL_MENTION.lastIndex = offset;
+      return SPECIAL_MENTION.test(raw) ? `@${ZWSP}` : '@';
+    case '`':
+      // A code block ends at the first ```; splitting every run of backticks means none can form.
+      if (mode === 'code') return prev === '`' ? `${ZWSP}\`` : '`';
+      // Inline code cannot hold a backtick at all; a look-alike keeps the text readable.
+      if (mode === 'inline') return 'ˋ';
+      return '`';
+    case '\n':
+    case '\r':
+      // Inline code does not span lines.
+      if (mode === 'inline') return ch === '\n' ? ' ' : '';
+      return ch;
+    default:
+      return ch;
+  }
+}
+
+function countCodePoints(s: string, fromOffset: number): number {
+  let n = 0;
+  for (let i = fromOffset; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    // A high surrogate followed by a low one is one character.
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
+      const d = s.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) i++;
+    }
+    n++;
+  }
+  return n;
+}
+
+/** Escapes `raw` in `mode`, keeping at most `max` output characters. */
+function escapeUpTo(raw: string, max: number, mode: Mode): Cut {
+  let out = '';
+  let offset = 0;
+  let prev = '';
+  for (const ch of raw) {
+    const piece = escapeChar(raw, ch, offset, prev, mode);
+    if (out.length + piece.length > max) return { text: out, omitted: countCodePoints(raw, offset) };
+    out += piece;
+    offset += ch.length;
+    prev = ch;
+  }
+  return { text: out, omitted: 0 };
+}
+
+export function moreCharactersNote(omitted: number): string {
+  return `… ${omitted} more character${omitted === 1 ? '' : 's'}`;
+}
+
+/**
+ * Escapes `raw` and fits it into `room` characters, `overhead` of which the caller spends on
+ * wrapping and `note(N)` on the cut note. Returns the kept text and how much was left out.
+ */
+function fitEscaped(raw: string, room: number, mode: Mode, noteLength: number): Cut {
+  const whole = escapeUpTo(raw, room, mode);
+  if (whole.omitted === 0) return whole;
+  // The note's length depends on N's digits; the source length bounds N from above.
+  return escapeUpTo(raw, Math.max(0, room - noteLength), mode);
+}
+
+/** Escapes & < > (& first, by construction) and defuses bare @here/@channel/@everyone. */
+export function escapeMrkdwn(raw: string): string {
+  return escapeUpTo(raw, Number.POSITIVE_INFINITY, 'mrkdwn').text;
+}
+
+/** Whether `raw`, escaped, is at most `max` characters long (without escaping all of it). */
+export function fitsWithin(raw: string, max: number): boolean {
+  return escapeUpTo(raw, max, 'mrkdwn').omitted === 0;
+}
+
+/**
+ * Escapes `raw` and, if the result is longer than `max`, cuts it and appends a visible
+ * "… N more characters" note (N counts characters of `raw`). The result never exceeds `max`.
+ */
+export function truncate(raw: string, max: number): string {
+  const noteLength = moreCharactersNote(raw.length).length;
+  if (max <= noteLength) return clip(raw, max);
+  const cut = fitEscaped(raw, max, 'mrkdwn', noteLength);
+  return cut.omitted === 0 ? cut.text : `${cut.text}${moreCharactersNote(cut.omitted)}`;
+}
+
+/**
+ * Escapes `raw` and cuts it to `max` with a bare "…": for places too small for a note, such as
+ * button labels and headers.
+ */
+export function clip(raw: string, max: number): string {
+  if (max <= 0) return '';
+  const cut = fitEscaped(raw, max, 'mrkdwn', 1);
+  return cut.omitted === 0 ? cut.text : `${cut.text}…`;
+}
+
+const FENCE = '```';
+
+/**
+ * A mrkdwn code block holding `raw`, escaped and with any ``` inside broken up, no longer than
+ * `max` in total. When cut, the note sits after the block so it is not mistaken for content.
+ */
+export function codeBlock(raw: string, max: number): string {
+  const open = `${FENCE}\n`;
+  const close = `\n${FENCE}`;
+  const noteLength = 1 + moreCharactersNote(raw.length).length;
+  const room = max - open.length - close.length;
+  if (room <= noteLength) return clip(raw, max);
+  // An empty block renders as bare backticks; a space keeps it a block.
+  const cut = fitEscaped(raw === '' ? ' ' : raw, room, 'code', noteLength);
+  const block = `${open}${cut.text}${close}`;
+  return cut.omitted === 0 ? block : `${block}\n${moreCharactersNote(cut.omitted)}`;
+}
+
+/** `raw` as inline code (one line, no backticks inside), escaped; cut with a note after it. */
+export function inlineCode(raw: string, max: number): string {
+  if (raw === '') return '_(empty)_';
+  const noteLength = moreCharactersNote(raw.length).length;
+  const room = max - 2;
+  if (room <= noteLength) return clip(raw, max);
+  const cut = fitEscaped(raw, room, 'inline', noteLength);
+  if (cut.text === '') return clip(raw, max);
+  const code = `\`${cut.text}\``;
+  return cut.omitted === 0 ? code : `${code}${moreCharactersNote(cut.omitted)}`;
+}
+
+/**
+ * `raw` between curly quotes, escaped; when cut, the note sits after the closing quote so text the
+ * page controls cannot pass itself off as our note.
+ */
+export function quote(raw: string, max: number): string {
+  const noteLength = moreCharactersNote(raw.length).length;
+  const room = max - 2;
+  if (room <= noteLength) return clip(raw, max);
+  const cut = fitEscaped(raw, room, 'mrkdwn', noteLength);
+  const quoted = `“${cut.text}”`;
+  return cut.omitted === 0 ? quoted : `${quoted}${moreCharactersNote(cut.omitted)}`;
+}

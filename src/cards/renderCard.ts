@@ -1,0 +1,133 @@
+import type { KnownBlock } from '@slack/types';
+import type { RenderedMessage } from '../relay/ports.js';
+import type { ApprovalRecord } from '../store/record.js';
+import { divider, header, packSections, section } from './blocks.js';
+import { BUDGET_LEVELS, type CardBudget } from './budget.js';
+import { decisionTone } from './describeDecision.js';
+import { clip, codeBlock, inlineCode, truncate } from './escape.js';
+import { countBlockText, MAX_CARD_FALLBACK_TEXT, MAX_HEADER_TEXT, MAX_TOTAL_BLOCK_TEXT } from './limits.js';
+import { MAX_SHOWN_CHOICES, renderChoices } from './renderChoices.js';
+import { renderCuaFacts } from './renderCuaFacts.js';
+import { renderBadges, renderSessionContext } from './renderMeta.js';
+import { renderStatus } from './renderStatus.js';
+import { networkAddress, renderSubject } from './renderSubject.js';
+import { prettyArgs } from './toJson.js';
+
+// A card is a pure function of the record: the Slack message is re-rendered from it on every
+// change, never patched. Everything the agent or host wrote is escaped on the way in.
+
+function headline(record: ApprovalRecord): string {
+  switch (record.phase) {
+    case 'reviewing':
+      return 'Under automated review';
+    case 'pending':
+      return 'Approval needed';
+    case 'deciding':
+      return 'Being decided';
+    case 'resolved': {
+      const decision = record.resolution?.decision;
+      if (decision === undefined) return 'Resolved';
+      if (decision === 'timedOut') return 'Timed out';
+      const tone = decisionTone(decision);
+      return tone === 'approve' ? 'Approved' : tone === 'reject' ? 'Rejected' : 'Decided';
+    }
+    case 'superseded':
+      return 'Superseded';
+    case 'orphaned':
+      return 'Orphaned';
+    default:
+      return 'Approval';
+  }
+}
+
+/** The subject in a few words for the notification text: "npm test && git push". */
+function summary(record: ApprovalRecord): string | undefined {
+  const s = record.subject;
+  switch (s.kind) {
+    case 'shell':
+      return s.command;
+    case 'fileAccess':
+      return s.path === undefined ? undefined : `${s.access ?? 'access'} ${s.path}`;
+    case 'network':
+      return networkAddress(s);
+    case 'process':
+      return s.target;
+    case 'unixSocket':
+      return s.path ?? s.target;
+    case 'tool':
+      return s.toolName;
+    default:
+      return record.title;
+  }
+}
+
+function fallbackText(record: ApprovalRecord): string {
+  const what = summary(record);
+  const raw = `${headline(record)}: ${record.tool}${what ? ` — ${what}` : ''}`;
+  return truncate(raw.replace(/\s+/g, ' '), MAX_CARD_FALLBACK_TEXT);
+}
+
+function renderReasons(record: ApprovalRecord, budget: CardBudget): KnownBlock[] {
+  const lines: string[] = [];
+  if (record.reason) lines.push(`*Reason:* ${truncate(record.reason, budget.reason)}`);
+  if (record.reviewerReason)
+    lines.push(`*Reviewer's reason:* ${truncate(record.reviewerReason, budget.reason)}`);
+  return packSections(lines);
+}
+
+/** The stage a decision would target, while one can still be made. */
+function currentIndex(record: ApprovalRecord): number | undefined {
+  const open = record.phase === 'pending' || record.phase === 'deciding' || record.phase === 'reviewing';
+  return open ? record.currentRequirementId.sourceIndex : undefined;
+}
+
+interface Prepared {
+  record: ApprovalRecord;
+  /** rawArgs pretty-printed once: build() runs per level, and rawArgs may be hundreds of KB. */
+  args: string;
+  now: Date;
+}
+
+function build({ record, args, now }: Prepared, budget: CardBudget, maxChoices: number): RenderedMessage {
+  const subject = renderSubject(record.subject, currentIndex(record), budget);
+  const facts = [`*Tool:* ${inlineCode(record.tool, budget.field)}`];
+  if (record.title) facts.push(`*Title:* ${truncate(record.title, budget.title)}`);
+  facts.push(...subject.facts);
+
+  const blocks: KnownBlock[] = [
+    header(clip(`${headline(record)}: ${record.tool}`, MAX_HEADER_TEXT)),
+    ...packSections(facts),
+    ...subject.blocks,
+  ];
+  if (record.cuaCardFacts) blocks.push(...renderCuaFacts(record.cuaCardFacts, budget));
+  if (args !== '') {
+    blocks.push(section(`*Arguments*\n${codeBlock(args, budget.rawArgs)}`));
+  }
+  blocks.push(...renderReasons(record, budget));
+  blocks.push(...renderBadges(record, budget));
+  blocks.push(...renderSessionContext(record, now, budget));
+  blocks.push(divider());
+  blocks.push(...renderStatus(record, budget));
+  if (record.phase === 'pending') blocks.push(...renderChoices(record, budget, maxChoices));
+  return { text: fallbackText(record), blocks };
+}
+
+/**
+ * The Slack card for an approval in its current phase. Sizes are chosen so the message keeps
+ * every Block Kit limit whatever the host sends: the first budget level whose card fits wins,
+ * and as a last resort fewer buttons are shown (the rest named in a note).
+ */
+export function renderCard(record: ApprovalRecord, opts: { now: Date }): RenderedMessage {
+  const prepared: Prepared = { record, args: prettyArgs(record.rawArgs), now: opts.now };
+  let card: RenderedMessage | undefined;
+  for (const budget of BUDGET_LEVELS) {
+    card = build(prepared, budget, MAX_SHOWN_CHOICES);
+    if (countBlockText(card.blocks) <= MAX_TOTAL_BLOCK_TEXT) return card;
+  }
+  const least = BUDGET_LEVELS[BUDGET_LEVELS.length - 1]!;
+  for (const maxChoices of [50, 25, 10, 0]) {
+    card = build(prepared, least, maxChoices);
+    if (countBlockText(card.blocks) <= MAX_TOTAL_BLOCK_TEXT) return card;
+  }
+  return card!;
+}

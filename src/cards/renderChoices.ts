@@ -1,0 +1,146 @@
+import type { ActionsBlock, Button, ConfirmationDialog, KnownBlock } from '@slack/types';
+import type { ApprovalChoice } from '../msp/protocol.js';
+import type { ApprovalRecord } from '../store/record.js';
+import { context, plainText, section } from './blocks.js';
+import type { CardBudget } from './budget.js';
+import { decisionTone } from './describeDecision.js';
+import { clip, fitsWithin, truncate } from './escape.js';
+import { fitLines } from './fitLines.js';
+import { CHOICE_ACTION_PREFIX, CHOICE_BLOCK_PREFIX, encodeChoiceValue } from './ids.js';
+import { MAX_ACTIONS_ELEMENTS, MAX_BUTTON_TEXT, MAX_BUTTON_VALUE, MAX_CONFIRM_BUTTON } from './limits.js';
+
+/** Choices shown at most: three actions blocks, which keeps a card far below 50 blocks. */
+export const MAX_SHOWN_CHOICES = 75;
+
+const CONFIRM_TITLE = 'Reject this?';
+const CONFIRM_TEXT = 'The agent will not be allowed to do this.';
+const CONFIRM_DENY = 'Cancel';
+/** What a confirm dialog costs besides its confirm button, which repeats the label. */
+const CONFIRM_COST = CONFIRM_TITLE.length + CONFIRM_TEXT.length + CONFIRM_DENY.length;
+const MIN_LABEL = 10;
+
+function labelOf(choice: ApprovalChoice, index: number): string {
+  return choice.label !== ''
+    ? choice.label
+    : choice.choiceId !== ''
+      ? choice.choiceId
+      : `Choice ${index + 1}`;
+}
+
+function confirm(label: string, labelMax: number): ConfirmationDialog {
+  return {
+    title: plainText(CONFIRM_TITLE),
+    text: plainText(CONFIRM_TEXT),
+    confirm: plainText(clip(label, Math.min(MAX_CONFIRM_BUTTON, labelMax))),
+    deny: plainText(CONFIRM_DENY),
+    style: 'danger',
+  };
+}
+
+/**
+ * Button labels share the buttons budget, dialogs included: a few choices get the full 75
+ * characters, dozens of them get less, so the card keeps inside Slack's total text size.
+ */
+function labelAllowance(choices: readonly ApprovalChoice[], budget: CardBudget): number {
+  const rejecting = choices.filter((c) => decisionTone(c.decision) === 'reject').length;
+  const per = Math.floor(
+    (budget.buttons - rejecting * CONFIRM_COST) / Math.max(1, choices.length + rejecting),
+  );
+  return Math.min(MAX_BUTTON_TEXT, Math.max(MIN_LABEL, per));
+}
+
+function button(
+  record: ApprovalRecord,
+  choice: ApprovalChoice,
+  index: number,
+  labelMax: number,
+): Button | undefined {
+  const value = encodeChoiceValue({ s: record.currentRequirementId.sourceIndex, c: choice.choiceId });
+  // A choiceId too long for a button value cannot be carried by a click at all.
+  if (value.length > MAX_BUTTON_VALUE) return undefined;
+  const label = labelOf(choice, index);
+  const b: Button = {
+    type: 'button',
+    action_id: `${CHOICE_ACTION_PREFIX}${index}`,
+    text: plainText(clip(label, labelMax)),
+    value,
+  };
+  const tone = decisionTone(choice.decision);
+  if (tone === 'approve') b.style = 'primary';
+  if (tone === 'reject') {
+    b.style = 'danger';
+    b.confirm = confirm(label, labelMax);
+  }
+  return b;
+}
+
+/**
+ * Each choice's rulePreview, verbatim ("<label>: <rulePreview>"), and the full label of any choice
+ * whose button had to cut it: a reviewer must be able to read what they are about to click.
+ */
+function detailLines(choices: readonly ApprovalChoice[], labelMax: number, budget: CardBudget): string[] {
+  const lines: string[] = [];
+  choices.forEach((choice, i) => {
+    const label = labelOf(choice, i);
+    if (choice.rulePreview !== undefined && choice.rulePreview !== '') {
+      const shown = truncate(label, Math.floor(budget.previewLine / 2));
+      lines.push(
+        `${shown}: ${truncate(choice.rulePreview, Math.max(40, budget.previewLine - shown.length - 2))}`,
+      );
+    } else if (!fitsWithin(label, labelMax)) {
+      lines.push(truncate(label, budget.previewLine));
+    }
+  });
+  return lines;
+}
+
+/**
+ * The pending card's buttons: exactly the offered choices, in order, each action_id carrying its
+ * index and each value the requirement it was rendered for. Block ids carry the record version,
+ * so every update gets fresh ones. Rule previews and cut labels are shown in full just above.
+ */
+export function renderChoices(record: ApprovalRecord, budget: CardBudget, maxChoices: number): KnownBlock[] {
+  const choices = record.availableChoices;
+  if (choices.length === 0) {
+    return [section('The host offered no choices for this step. Decide in the agent itself.')];
+  }
+  const blocks: KnownBlock[] = [];
+  const shown = choices.slice(0, Math.min(maxChoices, MAX_SHOWN_CHOICES));
+
+  const labelMax = labelAllowance(shown, budget);
+  const details = detailLines(shown, labelMax, budget);
+  if (details.length > 0) {
+    const lines = fitLines(details.length, (i) => details[i]!, budget.previews, ['choice', 'choices']);
+    blocks.push(section(`*About these choices*\n${lines.join('\n')}`));
+  }
+
+  const buttons: Button[] = [];
+  shown.forEach((choice, i) => {
+    const b = button(record, choice, i, labelMax);
+    if (b) buttons.push(b);
+  });
+  for (let start = 0; start < buttons.length; start += MAX_ACTIONS_ELEMENTS) {
+    const actions: ActionsBlock = {
+      type: 'actions',
+      block_id: `${CHOICE_BLOCK_PREFIX}v${record.version}_${start / MAX_ACTIONS_ELEMENTS}`,
+      elements: buttons.slice(start, start + MAX_ACTIONS_ELEMENTS),
+    };
+    blocks.push(actions);
+  }
+
+  const notes: string[] = [];
+  const tooMany = choices.length - shown.length;
+  if (tooMany > 0) {
+    notes.push(
+      `${tooMany} more ${tooMany === 1 ? 'choice is' : 'choices are'} not shown here (more than one Slack message can hold). Decide in the agent itself to pick ${tooMany === 1 ? 'it' : 'one of them'}.`,
+    );
+  }
+  const unsendable = shown.length - buttons.length;
+  if (unsendable > 0) {
+    notes.push(
+      `${unsendable} ${unsendable === 1 ? 'choice has' : 'choices have'} an id too long for a Slack button and ${unsendable === 1 ? 'is' : 'are'} not shown. Decide in the agent itself to pick ${unsendable === 1 ? 'it' : 'one of them'}.`,
+    );
+  }
+  if (notes.length > 0) blocks.push(context(notes));
+  return blocks;
+}

@@ -1,0 +1,29 @@
+import type { KnownBlock } from '@slack/types';
+import type { ApprovalRecord } from '../store/record.js';
+import { context } from './blocks.js';
+import type { CardBudget } from './budget.js';
+import { inlineCode, truncate } from './escape.js';
+import { formatAge, slackDate } from './slackDate.js';
+
+/** Badges for facts a reviewer should weigh before clicking. */
+export function renderBadges(record: ApprovalRecord, budget: CardBudget): KnownBlock[] {
+  const badges: string[] = [];
+  if (record.protectedWrite) badges.push(':lock: *Protected write*');
+  if (record.judgeEscalated) badges.push(':scales: *Escalated by the automated judge*');
+  if (record.subagentOrigin) {
+    const id = record.subagentOrigin.subagentId;
+    badges.push(`:robot_face: *From a subagent*${id ? ` ${inlineCode(id, budget.field)}` : ''}`);
+  }
+  return badges.length > 0 ? [context(badges)] : [];
+}
+
+/** Which session asked, how long ago, and the approval id operators search logs by. */
+export function renderSessionContext(record: ApprovalRecord, now: Date, budget: CardBudget): KnownBlock[] {
+  const session = record.sessionTitle || record.sessionId;
+  const elements = [`Session: ${truncate(session, budget.field)}`];
+  const opened = new Date(record.openedAt);
+  const date = slackDate(record.openedAt);
+  if (date) elements.push(`Opened ${formatAge(opened, now)} (${date})`);
+  elements.push(`Approval ${inlineCode(record.approvalId, 80)}`);
+  return [context(elements)];
+}

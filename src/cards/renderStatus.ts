@@ -1,0 +1,85 @@
+import type { KnownBlock } from '@slack/types';
+import type { ApprovalRecord, Resolution } from '../store/record.js';
+import { packSections, section } from './blocks.js';
+import type { CardBudget } from './budget.js';
+import { decisionTone, describeDecision } from './describeDecision.js';
+import { clip, truncate } from './escape.js';
+import { mentionUser } from './mentionUser.js';
+import { slackDate } from './slackDate.js';
+
+const REVIEWING =
+  ':hourglass_flowing_sand: An automated reviewer is looking at this. Buttons appear here if it hands the decision to a person.';
+const SUPERSEDED =
+  ':arrows_counterclockwise: Host restarted — this request was superseded. It was re-asked on a new card; decide there.';
+const ORPHANED =
+  ':ghost: The agent host stopped and could not keep this request (non-durable host). Nothing was decided.';
+
+const RESOLVED_BY: Record<string, string> = {
+  policy: 'policy',
+  llmJudge: 'automated reviewer',
+  user: 'user (another client)',
+};
+
+const DURABILITY: Record<string, string> = {
+  session: 'for this session',
+  localPersistent: 'saved in this workspace',
+};
+
+function decidedBy(resolution: Resolution): string {
+  if (resolution.slackUserId) return mentionUser(resolution.slackUserId);
+  return Object.hasOwn(RESOLVED_BY, resolution.resolvedBy)
+    ? RESOLVED_BY[resolution.resolvedBy]!
+    : clip(resolution.resolvedBy, 60);
+}
+
+function durability(value: string): string {
+  return Object.hasOwn(DURABILITY, value) ? DURABILITY[value]! : clip(value, 60);
+}
+
+function resolvedLines(resolution: Resolution, budget: CardBudget): string[] {
+  const tone = decisionTone(resolution.decision);
+  const icon =
+    tone === 'approve' ? ':white_check_mark:' : tone === 'reject' ? ':no_entry:' : ':grey_question:';
+  const lines = [`${icon} *Decision:* ${describeDecision(resolution.decision)}`];
+  lines.push(`*Decided by:* ${decidedBy(resolution)}`);
+  lines.push(`*When:* ${slackDate(resolution.decidedAt) ?? clip(resolution.decidedAt, 60)}`);
+  if (resolution.policyResult) lines.push(`*Policy result:* ${clip(resolution.policyResult, 40)}`);
+  if (resolution.amendment) {
+    const { rulePreview, durability: d } = resolution.amendment;
+    lines.push(`*Rule saved* (${durability(d)}): ${truncate(rulePreview, budget.reason)}`);
+  }
+  if (resolution.feedback) lines.push(`*Feedback:* ${truncate(resolution.feedback, budget.reason)}`);
+  return lines;
+}
+
+function decidingLine(record: ApprovalRecord): string {
+  const claim = record.claim;
+  if (!claim) return ':hourglass: Being decided…';
+  const choice = record.availableChoices.find((c) => c.choiceId === claim.choiceId);
+  const what = choice ? ` (${clip(choice.label, 75)})` : '';
+  return `:hourglass: Being decided by ${mentionUser(claim.userId)}…${what}`;
+}
+
+/** What the card says about where the approval stands. Pending cards say it with buttons instead. */
+export function renderStatus(record: ApprovalRecord, budget: CardBudget): KnownBlock[] {
+  switch (record.phase) {
+    case 'reviewing':
+      return [section(REVIEWING)];
+    case 'pending':
+      return [];
+    case 'deciding':
+      return [section(decidingLine(record))];
+    case 'resolved':
+      return record.resolution
+        ? packSections(resolvedLines(record.resolution, budget))
+        : [section('Decided. The host did not say how.')];
+    case 'superseded': {
+      const note = record.supersededNote ? `\n${truncate(record.supersededNote, budget.reason)}` : '';
+      return [section(`${SUPERSEDED}${note}`)];
+    }
+    case 'orphaned':
+      return [section(ORPHANED)];
+    default:
+      return [];
+  }
+}

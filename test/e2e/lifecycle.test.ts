@@ -1,0 +1,139 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { approvalFromTranscript, shellApproval } from '../support/fakeHost.js';
+import { SESSION, World, buttonsOf, textOf } from './world.js';
+
+let world: World | undefined;
+afterEach(async () => {
+  await world?.close();
+  world = undefined;
+});
+
+describe('keeping the card true to the approval’s life', () => {
+  it('5. a stale click after a stage advanced decides nothing and says the question changed', async () => {
+    world = await World.start();
+    const approval = shellApproval({ approvalId: 'stale-0001', sessionId: SESSION, stages: [['npm', 'test'], ['git', 'push']] });
+    await world.host.open(approval, { via: 'both' });
+    const stage0Card = await world.waitForCard('stale-0001', (m) => buttonsOf(m).length > 0);
+    const staleButton = buttonsOf(stage0Card)[0]!;
+
+    await world.press('stale-0001', 'Allow once', 'U0ALICE', stage0Card);
+    await world.host.waitForDecide();
+    await world.waitForCard('stale-0001', (m) => buttonsOf(m).some((b) => JSON.parse(b.value).s === 1));
+
+    // Bob still sees the stage-1 card and presses its button.
+    await world.pressButton(stage0Card.ts, staleButton, 'U0BOB');
+    expect(await world.ephemeralTo('U0BOB')).toMatch(/question changed/);
+    expect(world.host.decides()).toHaveLength(1);
+
+    // The host can also be the one to notice (its stage moved before our record did).
+    await world.host.failDecide({
+      code: -32053,
+      message: 'requirement is stale',
+      data: { kind: 'approvalRequirementStale', approvalId: 'stale-0001', currentRequirementId: { approvalId: 'stale-0001', sourceIndex: 1 } },
+    });
+    await world.press('stale-0001', 'Allow once', 'U0CAROL');
+    expect(await world.ephemeralTo('U0CAROL')).toMatch(/question changed/);
+    // The question goes back to people: the buttons of stage 2 are shown again.
+    const card = await world.waitForCard('stale-0001', (m) => buttonsOf(m).length > 0 && textOf(m).includes('git push'));
+    expect(JSON.parse(buttonsOf(card)[0]!.value).s).toBe(1);
+  });
+
+  it('6. resolved elsewhere (policy) while the card is open: final card, and a late click is told who won', async () => {
+    world = await World.start();
+    const approval = approvalFromTranscript('approval-round-trip', { approvalId: 'policy-0001' });
+    await world.host.open(approval, { via: 'both' });
+    const open = await world.waitForCard('policy-0001', (m) => buttonsOf(m).length > 0);
+
+    await world.host.resolve({ approvalId: 'policy-0001', decision: 'denied', resolvedBy: 'policy', policyResult: 'deny' });
+    const final = await world.waitForCard('policy-0001', (m) => buttonsOf(m).length === 0 && textOf(m).includes('Denied'));
+    expect(textOf(final)).toContain('policy');
+
+    await world.pressButton(open.ts, buttonsOf(open)[0]!, 'U0ALICE');
+    expect(await world.ephemeralTo('U0ALICE')).toMatch(/already decided: Denied by policy/);
+    expect(world.host.decides()).toHaveLength(0);
+  });
+
+  it('6b. another client won the race: approvalAlreadyResolved shows the winner', async () => {
+    world = await World.start();
+    const approval = approvalFromTranscript('approval-round-trip', { approvalId: 'race-0001' });
+    await world.host.open(approval, { via: 'both' });
+    await world.waitForCard('race-0001', (m) => buttonsOf(m).length > 0);
+    await world.host.failDecide({
+      code: -32051,
+      message: 'approval already resolved',
+      data: {
+        kind: 'approvalAlreadyResolved',
+        approvalId: 'race-0001',
+        resolution: { decision: 'approvedForSession', resolvedBy: 'llmJudge', viewCursor: 'v:x:9' },
+      },
+    });
+    await world.press('race-0001', 'Reject', 'U0ALICE');
+    await world.submitModal('U0ALICE', 'no');
+    expect(await world.ephemeralTo('U0ALICE')).toMatch(/already decided: Approved for the rest of the session by the automated reviewer/);
+    const final = await world.waitForCard('race-0001', (m) => buttonsOf(m).length === 0 && textOf(m).includes('automated reviewer'));
+    expect(textOf(final)).toContain('Approved for the rest of the session');
+  });
+
+  it('an automated reviewer holds it: no buttons until it hands it to a person', async () => {
+    world = await World.start();
+    const approval = approvalFromTranscript('approval-round-trip', { approvalId: 'review-0001' });
+    await world.host.open(approval, { via: 'reviewing-then-request' });
+    const held = await world.waitForCard('review-0001', (m) => textOf(m).includes('automated reviewer'));
+    expect(buttonsOf(held)).toHaveLength(0);
+
+    await world.host.escalate('review-0001');
+    const asked = await world.waitForCard('review-0001', (m) => buttonsOf(m).length === 3);
+    expect(asked.ts).toBe(held.ts);
+    expect(textOf(asked)).toMatch(/judge/i);
+    expect(world.slack.callsOf('chat.postMessage')).toHaveLength(1);
+  });
+
+  it('9. the host crashes and is respawned: the old card is superseded, the re-asked approval gets a new card', async () => {
+    world = await World.start({ recovery: 'newId' });
+    const approval = approvalFromTranscript('approval-round-trip', { approvalId: 'crash-0001' });
+    await world.host.open(approval, { via: 'both' });
+    const before = await world.waitForCard('crash-0001', (m) => buttonsOf(m).length > 0);
+
+    await world.host.crash(1);
+    await world.host.waitForIncarnation(2, 15_000);
+
+    const superseded = await world.waitForCard('crash-0001', (m) => textOf(m).includes('superseded'), 10_000);
+    expect(buttonsOf(superseded)).toHaveLength(0);
+    const renewed = await world.waitForCard('crash-0001-r2', (m) => buttonsOf(m).length === 3, 10_000);
+    expect(renewed.ts).not.toBe(before.ts);
+
+    // A click on the old card is never carried over to the new approval.
+    await world.pressButton(before.ts, buttonsOf(before)[0]!, 'U0ALICE');
+    expect(await world.ephemeralTo('U0ALICE')).toMatch(/superseded/);
+    expect(world.host.decides()).toHaveLength(0);
+
+    await world.press('crash-0001-r2', 'Allow once', 'U0ALICE');
+    const decide = await world.host.waitForDecide();
+    expect(decide.frame.params.approvalId).toBe('crash-0001-r2');
+    expect(decide.incarnation).toBe(2);
+    await world.waitForCard('crash-0001-r2', (m) => textOf(m).includes('Approved'));
+    expect(world.slack.callsOf('chat.postMessage')).toHaveLength(2);
+  });
+
+  it('10. the bot is killed and restarted: the old card still works and is not posted again', async () => {
+    world = await World.start({ recovery: 'sameId' });
+    const approval = approvalFromTranscript('approval-round-trip', { approvalId: 'restart-0001' });
+    await world.host.open(approval, { via: 'both' });
+    const card = await world.waitForCard('restart-0001', (m) => buttonsOf(m).length > 0);
+
+    const exit = await world.bot.kill();
+    expect(exit.signal).toBe('SIGKILL');
+    await world.restartBot();
+    await world.host.waitForIncarnation(2, 15_000);
+    // The restarted bot has found the approval again (the host re-asked it) before we click.
+    await world.host.waitForMethod('approval/listPending', (f) => f.incarnation === 2);
+
+    await world.pressButton(card.ts, buttonsOf(card)[0]!, 'U0ALICE');
+    const decide = await world.host.waitForDecide();
+    expect(decide.frame.params).toMatchObject({ approvalId: 'restart-0001', choiceId: 'allow_once' });
+    expect(decide.incarnation).toBe(2);
+    const final = await world.waitForCard('restart-0001', (m) => textOf(m).includes('Approved'));
+    expect(final.ts).toBe(card.ts);
+    expect(world.slack.callsOf('chat.postMessage')).toHaveLength(1);
+  });
+});
