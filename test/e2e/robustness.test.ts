@@ -1,0 +1,69 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { approvalFromTranscript } from '../support/fakeHost.js';
+import { World, buttonsOf, textOf } from './world.js';
+
+let world: World | undefined;
+afterEach(async () => {
+  await world?.close();
+  world = undefined;
+});
+
+describe('races, bad input and rate limits', () => {
+  it('11. two users click at once: exactly one approval/decide, the other is told who has it', async () => {
+    world = await World.start();
+    const approval = approvalFromTranscript('approval-round-trip', { approvalId: 'double-0001' });
+    await world.host.open(approval, { via: 'both' });
+    const card = await world.waitForCard('double-0001', (m) => buttonsOf(m).length > 0);
+    const allowOnce = buttonsOf(card)[0]!;
+    const allowSession = buttonsOf(card)[1]!;
+
+    // Alice double-clicks while Bob clicks a different choice: three requests in flight together.
+    await Promise.all([
+      world.pressButton(card.ts, allowOnce, 'U0ALICE'),
+      world.pressButton(card.ts, allowOnce, 'U0ALICE'),
+      world.pressButton(card.ts, allowSession, 'U0BOB'),
+    ]);
+    const decide = await world.host.waitForDecide();
+    const winner = decide.frame.params.choiceId === 'allow_once' ? 'U0ALICE' : 'U0BOB';
+    await world.waitForCard('double-0001', (m) => textOf(m).includes('Approved'));
+    // Wait for the two refusals before counting, so a late second decide would be seen.
+    await world.slack.waitForCount('chat.postEphemeral', 2);
+    expect(world.host.decides()).toHaveLength(1);
+    const refusals = world.slack.callsOf('chat.postEphemeral').map((c) => String(c.args.text));
+    for (const text of refusals) expect(text).toMatch(/already (being decided|decided|being sent)/);
+    expect(textOf(await world.card('double-0001'))).toContain(`<@${winner}>`);
+  });
+
+  it('12. malformed and oversized host frames are logged and skipped; the bot keeps working', async () => {
+    world = await World.start();
+    await world.host.raw('this is not json');
+    await world.host.raw('{"jsonrpc":"2.0","method":"approval/requested","params":{"approvalId":42}}');
+    await world.host.raw('[1,2,3]');
+    await world.host.rawBytes(10 * 1024 * 1024 + 16);
+    await world.bot.waitForLog((l) => /frame/i.test(l.msg ?? '') && /too large|oversized|exceed/i.test(l.raw), 10_000);
+
+    const approval = approvalFromTranscript('approval-round-trip', { approvalId: 'after-junk-0001' });
+    await world.host.open(approval, { via: 'both' });
+    await world.waitForCard('after-junk-0001', (m) => buttonsOf(m).length > 0, 10_000);
+    await world.press('after-junk-0001', 'Allow once');
+    await world.waitForCard('after-junk-0001', (m) => textOf(m).includes('Approved'));
+    expect(world.host.incarnations).toHaveLength(1);
+    const warnings = world.bot.logs.filter((l) => (l.level ?? 0) >= 40).map((l) => l.raw);
+    expect(warnings.some((w) => w.includes('not json') || /parse|malformed/i.test(w))).toBe(true);
+  });
+
+  it('13. a 429 on chat.postMessage is retried after Retry-After and the card is posted once', async () => {
+    world = await World.start();
+    world.slack.rateLimit('chat.postMessage', { times: 2, retryAfterSec: 1 });
+    const approval = approvalFromTranscript('approval-round-trip', { approvalId: 'limited-0001' });
+    await world.host.open(approval, { via: 'both' });
+    const card = await world.waitForCard('limited-0001', (m) => buttonsOf(m).length > 0, 10_000);
+    expect(world.slack.rateLimited.filter((c) => c.method === 'chat.postMessage')).toHaveLength(2);
+    expect(world.slack.callsOf('chat.postMessage')).toHaveLength(1);
+    expect(world.slack.messagesIn(world.channel)).toHaveLength(1);
+    const [first, second] = world.slack.rateLimited;
+    expect(second!.at - first!.at).toBeGreaterThanOrEqual(900);
+    await world.press('limited-0001', 'Allow once', 'U0ALICE', card);
+    await world.waitForCard('limited-0001', (m) => textOf(m).includes('Approved'));
+  });
+});
