@@ -65,7 +65,8 @@ export class ClickHandler {
     const checked = await this.check(click);
     if (!checked.ok) {
       await this.tell(click.channel, click.userId, checked.refusal);
-      if (checked.refusal.code === 'questionChanged' && checked.approvalId) await relay.resync(checked.approvalId);
+      if (checked.refusal.code === 'questionChanged' && checked.approvalId)
+        await relay.resync(checked.approvalId);
       return;
     }
     const { record, choice } = checked;
@@ -87,14 +88,24 @@ export class ClickHandler {
       return;
     }
     logger.info(
-      { approvalId: record.approvalId, sessionId: record.sessionId, userId: click.userId, choiceId: choice.choiceId, commandId: claim.commandId },
+      {
+        approvalId: record.approvalId,
+        sessionId: record.sessionId,
+        userId: click.userId,
+        choiceId: choice.choiceId,
+        commandId: claim.commandId,
+      },
       'stage claimed',
     );
     const current = await relay.mutateAndSync(record.approvalId, claimed(claim));
     if (!current || current.claim?.commandId !== claim.commandId) {
       // The approval ended between the check and the claim.
       await store.releaseClaim(record.approvalId, claim.sourceIndex, claim.commandId);
-      await this.tell(click.channel, click.userId, current ? refusalFor(current, click) ?? { code: 'unknownCard' } : { code: 'unknownCard' });
+      await this.tell(
+        click.channel,
+        click.userId,
+        current ? (refusalFor(current, click) ?? { code: 'unknownCard' }) : { code: 'unknownCard' },
+      );
       return;
     }
     await this.send(current, claim, click.channel);
@@ -127,7 +138,11 @@ export class ClickHandler {
 
   private async decide(record: ApprovalRecord, claim: Claim, channel: string): Promise<void> {
     const { relay, store, logger } = this.options;
-    const log = logger.child({ approvalId: record.approvalId, sessionId: record.sessionId, commandId: claim.commandId });
+    const log = logger.child({
+      approvalId: record.approvalId,
+      sessionId: record.sessionId,
+      commandId: claim.commandId,
+    });
     const host = this.options.host(record.hostId);
     const giveBack = async () => {
       await store.releaseClaim(record.approvalId, claim.sourceIndex, claim.commandId);
@@ -143,7 +158,10 @@ export class ClickHandler {
         choiceId: claim.choiceId,
         ...(claim.feedback ? { feedback: claim.feedback } : {}),
       });
-      log.info({ terminal: result.terminal, choiceId: claim.choiceId, userId: claim.userId }, 'decision accepted');
+      log.info(
+        { terminal: result.terminal, choiceId: claim.choiceId, userId: claim.userId },
+        'decision accepted',
+      );
     } catch (err) {
       if (err instanceof HostGoneError) {
         // Keep the claim: when the host is back the approval is re-opened and replayed.
@@ -164,7 +182,10 @@ export class ClickHandler {
           const decision = winner.decision ?? 'unknown';
           const resolvedBy = winner.resolvedBy ?? 'unknown';
           await store.releaseClaim(record.approvalId, claim.sourceIndex, claim.commandId);
-          const final = await relay.mutateAndSync(record.approvalId, resolvedElsewhere(decision, resolvedBy, this.now()));
+          const final = await relay.mutateAndSync(
+            record.approvalId,
+            resolvedElsewhere(decision, resolvedBy, this.now()),
+          );
           await this.tell(channel, claim.userId, {
             code: 'alreadyResolved',
             decision: final?.resolution?.decision ?? decision,
@@ -217,9 +238,14 @@ function refusalFor(record: ApprovalRecord, click: Click): Refusal | undefined {
   }
   if (record.phase === 'reviewing') return { code: 'underReview' };
   if (record.phase === 'deciding' && record.claim?.sourceIndex === click.sourceIndex) {
-    return { code: 'alreadyBeingDecided', userId: record.claim.userId, self: record.claim.userId === click.userId };
+    return {
+      code: 'alreadyBeingDecided',
+      userId: record.claim.userId,
+      self: record.claim.userId === click.userId,
+    };
   }
   const offered = record.availableChoices.some((c) => c.choiceId === click.choiceId);
-  if (click.sourceIndex !== record.currentRequirementId.sourceIndex || !offered) return { code: 'questionChanged' };
+  if (click.sourceIndex !== record.currentRequirementId.sourceIndex || !offered)
+    return { code: 'questionChanged' };
   return undefined;
 }

@@ -66,11 +66,7 @@ function phaseAfterRefresh(record: ApprovalRecord, sourceIndex: number): Phase {
  * One question per (approvalId, currentRequirementId): a redelivery of the same question changes
  * nothing, so the card is not touched.
  */
-export function reopened(
-  params: ApprovalRequestParams,
-  incarnation: string,
-  phase: 'pending' | 'reviewing',
-) {
+export function reopened(params: ApprovalRequestParams, incarnation: string, phase: 'pending' | 'reviewing') {
   return (record: ApprovalRecord): ApprovalRecord | undefined => {
     if (record.phase === 'resolved') return undefined;
     const sourceIndex = params.currentRequirementId.sourceIndex;
@@ -139,7 +135,8 @@ export function resolved(params: ApprovalResolvedParams, incarnation: string, no
     const closedByRecovery =
       params.decision === 'abort' && !params.decidedByCommandId && record.incarnation !== incarnation;
     if (closedByRecovery) return superseded('The agent host restarted and closed this request.')(record);
-    const ours = record.claim && params.decidedByCommandId === record.claim.commandId ? record.claim : undefined;
+    const ours =
+      record.claim && params.decidedByCommandId === record.claim.commandId ? record.claim : undefined;
     return {
       ...record,
       phase: 'resolved',
@@ -173,7 +170,9 @@ export function resolvedElsewhere(decision: string, resolvedBy: string, now: Dat
 
 export function superseded(note: string) {
   return (record: ApprovalRecord): ApprovalRecord | undefined =>
-    isTerminal(record) ? undefined : { ...record, phase: 'superseded', claim: undefined, supersededNote: note };
+    isTerminal(record)
+      ? undefined
+      : { ...record, phase: 'superseded', claim: undefined, supersededNote: note };
 }
 
 export function orphaned(record: ApprovalRecord): ApprovalRecord | undefined {

@@ -54,7 +54,9 @@ export class Relay {
         );
         return;
       case 'approvalUpdated':
-        this.enqueue(event.params.approvalId, () => this.mutate(event.params.approvalId, updated(event.params)));
+        this.enqueue(event.params.approvalId, () =>
+          this.mutate(event.params.approvalId, updated(event.params)),
+        );
         return;
       case 'approvalResolved':
         this.enqueue(event.params.approvalId, () =>
@@ -62,7 +64,12 @@ export class Relay {
         );
         return;
       case 'sessionReconciled':
-        void this.reconcileSession(event.hostId, event.sessionId, event.pendingApprovalIds, event.incarnation);
+        void this.reconcileSession(
+          event.hostId,
+          event.sessionId,
+          event.pendingApprovalIds,
+          event.incarnation,
+        );
         return;
       case 'hostDown':
         if (!event.durable) void this.orphanAll(event.hostId);
@@ -155,7 +162,8 @@ export class Relay {
             await store.forgetOpen(hostId, approvalId);
             return;
           }
-          if (record.sessionId !== sessionId || pending.has(approvalId) || record.incarnation === incarnation) return;
+          if (record.sessionId !== sessionId || pending.has(approvalId) || record.incarnation === incarnation)
+            return;
           await this.mutate(approvalId, superseded('The agent host no longer has this request pending.'));
         }),
       ),
@@ -165,8 +173,10 @@ export class Relay {
   /** A host that keeps nothing died: its pending approvals died with it. */
   private async orphanAll(hostId: string): Promise<void> {
     const ids = await this.options.store.openApprovalIds(hostId);
-    await Promise.all(ids.map((approvalId) => this.queue.run(approvalId, () => this.mutate(approvalId, orphaned)))).catch(
-      (err: unknown) => this.options.logger.error({ err, hostId }, 'marking orphaned approvals failed'),
+    await Promise.all(
+      ids.map((approvalId) => this.queue.run(approvalId, () => this.mutate(approvalId, orphaned))),
+    ).catch((err: unknown) =>
+      this.options.logger.error({ err, hostId }, 'marking orphaned approvals failed'),
     );
   }
 
@@ -191,7 +201,9 @@ export class Relay {
     try {
       const { ts } = await cards.post(record.slack.channel, render(record, this.now()));
       await store.mapMessage(approvalId, record.slack.channel, ts);
-      const saved = await store.update(approvalId, (r) => (r.slack.ts ? undefined : { ...r, slack: { ...r.slack, ts } }));
+      const saved = await store.update(approvalId, (r) =>
+        r.slack.ts ? undefined : { ...r, slack: { ...r.slack, ts } },
+      );
       log.info({ ts, phase: record.phase }, 'card posted');
       // Someone changed the record while we were posting: show them the latest.
       if (saved && saved.record.version !== record.version + 1) {

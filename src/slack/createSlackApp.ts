@@ -36,7 +36,12 @@ export function createSlackApp({ config, logger, clicks, health, identity }: Sla
   };
   const app =
     config.slack.mode === 'socket'
-      ? new App({ ...common, socketMode: true, appToken: config.slack.appToken!, installerOptions: { port: config.port } })
+      ? new App({
+          ...common,
+          socketMode: true,
+          appToken: config.slack.appToken!,
+          installerOptions: { port: config.port },
+        })
       : new App({ ...common, signingSecret: config.slack.signingSecret! });
   registerChoiceButton(app, clicks, logger);
   registerFeedbackSubmission(app, clicks, logger);

@@ -33,9 +33,13 @@ export function healthRoutes(probe: HealthProbe): CustomRoute[] {
       method: ['GET'],
       handler: (_req, res) => {
         const status = parts();
-        const lines = Object.entries(status).map(([part, up]) => `countersign_up{part="${part}"} ${up ? 1 : 0}`);
+        const lines = Object.entries(status).map(
+          ([part, up]) => `countersign_up{part="${part}"} ${up ? 1 : 0}`,
+        );
         res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
-        res.end(`# HELP countersign_up Whether a part the bot depends on is up.\n# TYPE countersign_up gauge\n${lines.join('\n')}\n`);
+        res.end(
+          `# HELP countersign_up Whether a part the bot depends on is up.\n# TYPE countersign_up gauge\n${lines.join('\n')}\n`,
+        );
       },
     },
   ];

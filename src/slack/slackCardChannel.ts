@@ -20,7 +20,10 @@ export class SlackCardChannel implements CardChannel, UserNotifier {
           unfurl_links: false,
           unfurl_media: false,
         }),
-      { onRateLimited: (ms, attempt) => this.logger.warn({ channel, retryAfterMs: ms, attempt }, 'chat.postMessage rate limited') },
+      {
+        onRateLimited: (ms, attempt) =>
+          this.logger.warn({ channel, retryAfterMs: ms, attempt }, 'chat.postMessage rate limited'),
+      },
     );
     if (!result.ts) throw new Error('chat.postMessage returned no ts');
     return { ts: result.ts };
@@ -29,7 +32,10 @@ export class SlackCardChannel implements CardChannel, UserNotifier {
   async update(channel: string, ts: string, message: RenderedMessage): Promise<void> {
     await withRateLimitRetry(
       () => this.client.chat.update({ channel, ts, text: message.text, blocks: message.blocks as never }),
-      { onRateLimited: (ms, attempt) => this.logger.warn({ channel, ts, retryAfterMs: ms, attempt }, 'chat.update rate limited') },
+      {
+        onRateLimited: (ms, attempt) =>
+          this.logger.warn({ channel, ts, retryAfterMs: ms, attempt }, 'chat.update rate limited'),
+      },
     );
   }
 

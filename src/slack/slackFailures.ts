@@ -20,7 +20,13 @@ const FATAL = new Set([
 const NOT_IN_CHANNEL = new Set(['not_in_channel', 'channel_not_found', 'is_archived']);
 
 export function classifySlackError(err: unknown): SlackFailure {
-  const e = err as { code?: string; retryAfter?: number; data?: { error?: string }; statusCode?: number; message?: string };
+  const e = err as {
+    code?: string;
+    retryAfter?: number;
+    data?: { error?: string };
+    statusCode?: number;
+    message?: string;
+  };
   switch (e?.code) {
     case ErrorCode.RateLimitedError:
       return { kind: 'rateLimited', retryAfterMs: Math.max(1, e.retryAfter ?? 1) * 1000 };

@@ -13,7 +13,10 @@ const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(r
  * Runs one Slack call, and when Slack answers 429 waits the Retry-After it gave and tries again.
  * A 429 means the call did nothing, so a retried post never makes a second message.
  */
-export async function withRateLimitRetry<T>(call: () => Promise<T>, options: RateLimitRetryOptions = {}): Promise<T> {
+export async function withRateLimitRetry<T>(
+  call: () => Promise<T>,
+  options: RateLimitRetryOptions = {},
+): Promise<T> {
   const maxAttempts = options.maxAttempts ?? 8;
   const sleep = options.sleep ?? defaultSleep;
   for (let attempt = 1; ; attempt++) {

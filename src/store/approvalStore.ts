@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { Redis, Result } from 'ioredis';
 import { keys } from './keys.js';
 import { ApprovalRecord, Claim, isTerminal } from './record.js';
 
@@ -90,7 +90,11 @@ export class ApprovalStore {
       if (!current) return undefined;
       const next = mutate(current);
       if (!next) return { record: current, changed: false };
-      const written: ApprovalRecord = { ...next, version: current.version + 1, updatedAt: new Date().toISOString() };
+      const written: ApprovalRecord = {
+        ...next,
+        version: current.version + 1,
+        updatedAt: new Date().toISOString(),
+      };
       const terminal = isTerminal(written);
       const ttl = terminal ? this.options.resolvedTtlMs : 0;
       const result = await this.redis.csCas(
@@ -111,7 +115,8 @@ export class ApprovalStore {
 
   private async onFinal(record: ApprovalRecord): Promise<void> {
     const pipe = this.redis.pipeline().srem(keys.openApprovals(record.hostId), record.approvalId);
-    if (record.slack.ts) pipe.pexpire(keys.message(record.slack.channel, record.slack.ts), this.options.resolvedTtlMs);
+    if (record.slack.ts)
+      pipe.pexpire(keys.message(record.slack.channel, record.slack.ts), this.options.resolvedTtlMs);
     await pipe.exec();
   }
 

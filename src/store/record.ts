@@ -1,5 +1,11 @@
 import { z } from 'zod';
-import { ApprovalChoice, ApprovalSubject, CuaCardFacts, RequirementRef, SubagentOrigin } from '../msp/protocol.js';
+import {
+  ApprovalChoice,
+  ApprovalSubject,
+  CuaCardFacts,
+  RequirementRef,
+  SubagentOrigin,
+} from '../msp/protocol.js';
 
 export const Phase = z.enum(['reviewing', 'pending', 'deciding', 'resolved', 'superseded', 'orphaned']);
 export type Phase = z.infer<typeof Phase>;

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { approvalFromTranscript, shellApproval } from '../support/fakeHost.js';
-import { SESSION, World, buttonsOf, textOf } from './world.js';
+import { buttonsOf, SESSION, textOf, World } from './world.js';
 
 const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
@@ -46,7 +46,10 @@ describe('deciding from Slack', () => {
     expect(decide.frame.params.commandId).toMatch(UUID_V7);
     expect(decide.frame.params).not.toHaveProperty('feedback');
 
-    const final = await world.waitForCard(id, (m) => buttonsOf(m).length === 0 && textOf(m).includes('Approved'));
+    const final = await world.waitForCard(
+      id,
+      (m) => buttonsOf(m).length === 0 && textOf(m).includes('Approved'),
+    );
     expect(textOf(final)).toContain('<@U0ALICE>');
     expect(world.host.decides()).toHaveLength(1);
     expect(world.slack.callsOf('chat.postMessage')).toHaveLength(1);
@@ -79,7 +82,14 @@ describe('deciding from Slack', () => {
   });
 
   it('3. a two-stage shell command is decided stage by stage on one message', async () => {
-    const approval = shellApproval({ approvalId: 'shell-0001', sessionId: SESSION, stages: [['npm', 'test'], ['git', 'push']] });
+    const approval = shellApproval({
+      approvalId: 'shell-0001',
+      sessionId: SESSION,
+      stages: [
+        ['npm', 'test'],
+        ['git', 'push'],
+      ],
+    });
     await world.host.open(approval, { via: 'both' });
     const first = await world.waitForCard('shell-0001', (m) => buttonsOf(m).length > 0);
     expect(textOf(first)).toContain('npm test');
@@ -118,7 +128,8 @@ describe('deciding from Slack', () => {
     // A redelivery of the same question changes nothing either.
     await world.host.notify('approval/requested', approval);
     await world.host.open(approval, { via: 'request' });
-    const receipts = () => world.host.frames.filter((f) => typeof f.frame === 'object' && 'result' in f.frame);
+    const receipts = () =>
+      world.host.frames.filter((f) => typeof f.frame === 'object' && 'result' in f.frame);
     await world.host.waitForFrame(() => receipts().length >= 2);
     // Let the bot handle those frames: a later, unrelated approval is posted after them.
     const marker = approvalFromTranscript('approval-round-trip', { approvalId: 'marker-0001' });
@@ -148,19 +159,29 @@ describe('deciding from Slack', () => {
   });
 
   it('8. a protected write the host cannot take remotely: the clicker is told, nothing else changes', async () => {
-    const approval = approvalFromTranscript('approval-round-trip', { approvalId: 'protected-0001', protectedWrite: true });
+    const approval = approvalFromTranscript('approval-round-trip', {
+      approvalId: 'protected-0001',
+      protectedWrite: true,
+    });
     await world.host.open(approval, { via: 'both' });
     const card = await world.waitForCard('protected-0001', (m) => buttonsOf(m).length > 0);
     expect(textOf(card)).toMatch(/protected write/i);
 
-    await world.host.failDecide({ code: -32054, message: 'no reviewer', data: { kind: 'approvalReviewerUnavailable', approvalId: 'protected-0001' } });
+    await world.host.failDecide({
+      code: -32054,
+      message: 'no reviewer',
+      data: { kind: 'approvalReviewerUnavailable', approvalId: 'protected-0001' },
+    });
     await world.press('protected-0001', 'Allow once', 'U0ALICE');
     const note = await world.ephemeralTo('U0ALICE');
     expect(note).toMatch(/cannot be approved from Slack/);
     expect(world.host.decides()).toHaveLength(1);
 
     // The question is given back: the buttons return and a later click decides.
-    const again = await world.waitForCard('protected-0001', (m) => buttonsOf(m).length > 0 && m.versions.length >= 3);
+    const again = await world.waitForCard(
+      'protected-0001',
+      (m) => buttonsOf(m).length > 0 && m.versions.length >= 3,
+    );
     await world.press('protected-0001', 'Allow once', 'U0ALICE', again);
     await world.waitForCard('protected-0001', (m) => textOf(m).includes('Approved'));
     expect(world.host.decides()).toHaveLength(2);

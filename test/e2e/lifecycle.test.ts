@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { approvalFromTranscript, shellApproval } from '../support/fakeHost.js';
-import { SESSION, World, buttonsOf, textOf } from './world.js';
+import { buttonsOf, SESSION, textOf, World } from './world.js';
 
 let world: World | undefined;
 afterEach(async () => {
@@ -11,7 +11,14 @@ afterEach(async () => {
 describe('keeping the card true to the approval’s life', () => {
   it('5. a stale click after a stage advanced decides nothing and says the question changed', async () => {
     world = await World.start();
-    const approval = shellApproval({ approvalId: 'stale-0001', sessionId: SESSION, stages: [['npm', 'test'], ['git', 'push']] });
+    const approval = shellApproval({
+      approvalId: 'stale-0001',
+      sessionId: SESSION,
+      stages: [
+        ['npm', 'test'],
+        ['git', 'push'],
+      ],
+    });
     await world.host.open(approval, { via: 'both' });
     const stage0Card = await world.waitForCard('stale-0001', (m) => buttonsOf(m).length > 0);
     const staleButton = buttonsOf(stage0Card)[0]!;
@@ -29,12 +36,19 @@ describe('keeping the card true to the approval’s life', () => {
     await world.host.failDecide({
       code: -32053,
       message: 'requirement is stale',
-      data: { kind: 'approvalRequirementStale', approvalId: 'stale-0001', currentRequirementId: { approvalId: 'stale-0001', sourceIndex: 1 } },
+      data: {
+        kind: 'approvalRequirementStale',
+        approvalId: 'stale-0001',
+        currentRequirementId: { approvalId: 'stale-0001', sourceIndex: 1 },
+      },
     });
     await world.press('stale-0001', 'Allow once', 'U0CAROL');
     expect(await world.ephemeralTo('U0CAROL')).toMatch(/question changed/);
     // The question goes back to people: the buttons of stage 2 are shown again.
-    const card = await world.waitForCard('stale-0001', (m) => buttonsOf(m).length > 0 && textOf(m).includes('git push'));
+    const card = await world.waitForCard(
+      'stale-0001',
+      (m) => buttonsOf(m).length > 0 && textOf(m).includes('git push'),
+    );
     expect(JSON.parse(buttonsOf(card)[0]!.value).s).toBe(1);
   });
 
@@ -44,8 +58,16 @@ describe('keeping the card true to the approval’s life', () => {
     await world.host.open(approval, { via: 'both' });
     const open = await world.waitForCard('policy-0001', (m) => buttonsOf(m).length > 0);
 
-    await world.host.resolve({ approvalId: 'policy-0001', decision: 'denied', resolvedBy: 'policy', policyResult: 'deny' });
-    const final = await world.waitForCard('policy-0001', (m) => buttonsOf(m).length === 0 && textOf(m).includes('Denied'));
+    await world.host.resolve({
+      approvalId: 'policy-0001',
+      decision: 'denied',
+      resolvedBy: 'policy',
+      policyResult: 'deny',
+    });
+    const final = await world.waitForCard(
+      'policy-0001',
+      (m) => buttonsOf(m).length === 0 && textOf(m).includes('Denied'),
+    );
     expect(textOf(final)).toContain('policy');
 
     await world.pressButton(open.ts, buttonsOf(open)[0]!, 'U0ALICE');
@@ -69,8 +91,13 @@ describe('keeping the card true to the approval’s life', () => {
     });
     await world.press('race-0001', 'Reject', 'U0ALICE');
     await world.submitModal('U0ALICE', 'no');
-    expect(await world.ephemeralTo('U0ALICE')).toMatch(/already decided: Approved for the rest of the session by the automated reviewer/);
-    const final = await world.waitForCard('race-0001', (m) => buttonsOf(m).length === 0 && textOf(m).includes('automated reviewer'));
+    expect(await world.ephemeralTo('U0ALICE')).toMatch(
+      /already decided: Approved for the rest of the session by the automated reviewer/,
+    );
+    const final = await world.waitForCard(
+      'race-0001',
+      (m) => buttonsOf(m).length === 0 && textOf(m).includes('automated reviewer'),
+    );
     expect(textOf(final)).toContain('Approved for the rest of the session');
   });
 

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { approvalFromTranscript } from '../support/fakeHost.js';
-import { World, buttonsOf, textOf } from './world.js';
+import { buttonsOf, textOf, World } from './world.js';
 
 let world: World | undefined;
 afterEach(async () => {
@@ -40,7 +40,10 @@ describe('races, bad input and rate limits', () => {
     await world.host.raw('{"jsonrpc":"2.0","method":"approval/requested","params":{"approvalId":42}}');
     await world.host.raw('[1,2,3]');
     await world.host.rawBytes(10 * 1024 * 1024 + 16);
-    await world.bot.waitForLog((l) => /frame/i.test(l.msg ?? '') && /too large|oversized|exceed/i.test(l.raw), 10_000);
+    await world.bot.waitForLog(
+      (l) => /frame/i.test(l.msg ?? '') && /too large|oversized|exceed/i.test(l.raw),
+      10_000,
+    );
 
     const approval = approvalFromTranscript('approval-round-trip', { approvalId: 'after-junk-0001' });
     await world.host.open(approval, { via: 'both' });

@@ -5,7 +5,13 @@
 import { Redis } from 'ioredis';
 import { expect } from 'vitest';
 import { keys } from '../../src/store/keys.js';
-import { APPROVALS_CHANNEL, type RunningBot, SIGNING_SECRET, freshRedisDb, startBot } from '../support/bot.js';
+import {
+  APPROVALS_CHANNEL,
+  freshRedisDb,
+  type RunningBot,
+  SIGNING_SECRET,
+  startBot,
+} from '../support/bot.js';
 import { FakeHost, type FakeHostSeed } from '../support/fakeHost.js';
 import { FakeSlack, type SlackMessage } from '../support/fakeSlack.js';
 import { blockActionsPayload, postInteraction, viewSubmissionPayload } from '../support/slackRequests.js';
@@ -55,7 +61,10 @@ export class World {
 
   static async start(seed: FakeHostSeed = {}, env: Record<string, string> = {}): Promise<World> {
     const slack = await FakeSlack.start();
-    const host = await FakeHost.start({ sessions: [{ sessionId: SESSION, title: 'Bump the version' }], ...seed });
+    const host = await FakeHost.start({
+      sessions: [{ sessionId: SESSION, title: 'Bump the version' }],
+      ...seed,
+    });
     const redisDb = await freshRedisDb();
     const bot = await startBot({ host, slack, redisDb, env });
     await bot.waitReady(15_000);
@@ -79,7 +88,9 @@ export class World {
       const ts = raw ? (JSON.parse(raw) as { slack?: { ts?: string } }).slack?.ts : undefined;
       if (ts) return ts;
       if (Date.now() > deadline) {
-        throw new Error(`no card for ${approvalId} within ${timeoutMs} ms\n${this.slack.summary()}\n${this.bot.tail(30)}`);
+        throw new Error(
+          `no card for ${approvalId} within ${timeoutMs} ms\n${this.slack.summary()}\n${this.bot.tail(30)}`,
+        );
       }
       await new Promise((r) => setTimeout(r, 20));
     }
@@ -114,10 +125,20 @@ export class World {
   }
 
   /** Presses the card's button whose label is `label`, as user `userId`, with a signed request. */
-  async press(approvalId: string, label: string, userId = 'U0ALICE', message?: SlackMessage): Promise<Response> {
+  async press(
+    approvalId: string,
+    label: string,
+    userId = 'U0ALICE',
+    message?: SlackMessage,
+  ): Promise<Response> {
     const card = message ?? (await this.card(approvalId));
     const button = buttonsOf(card).find((b) => b.text === label);
-    if (!button) throw new Error(`no button "${label}" on ${approvalId}: ${buttonsOf(card).map((b) => b.text).join(', ')}`);
+    if (!button)
+      throw new Error(
+        `no button "${label}" on ${approvalId}: ${buttonsOf(card)
+          .map((b) => b.text)
+          .join(', ')}`,
+      );
     return this.pressButton(card.ts, button, userId);
   }
 
@@ -140,7 +161,9 @@ export class World {
 
   /** Submits the feedback modal that the bot opened for `userId`. */
   async submitModal(userId: string, feedback: string): Promise<void> {
-    const opened = await this.slack.waitFor('views.open', (c) => JSON.stringify(c.args).includes('cs_feedback'));
+    const opened = await this.slack.waitFor('views.open', (c) =>
+      JSON.stringify(c.args).includes('cs_feedback'),
+    );
     const view = opened.args.view as { callback_id: string; private_metadata: string };
     const response = await postInteraction(
       this.bot.url,

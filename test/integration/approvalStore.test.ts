@@ -51,7 +51,13 @@ describe('ApprovalStore', () => {
     await store.createIfAbsent(record('a-2'));
     await Promise.all(
       Array.from({ length: 8 }, (_, i) =>
-        store.update('a-2', (r) => ({ ...r, availableChoices: [...r.availableChoices, { choiceId: `c${i}`, label: `c${i}`, decision: 'approved', scope: 'once' }] })),
+        store.update('a-2', (r) => ({
+          ...r,
+          availableChoices: [
+            ...r.availableChoices,
+            { choiceId: `c${i}`, label: `c${i}`, decision: 'approved', scope: 'once' },
+          ],
+        })),
       ),
     );
     const final = await store.get('a-2');
@@ -71,7 +77,11 @@ describe('ApprovalStore', () => {
     await store.createIfAbsent(record('a-4'));
     await store.mapMessage('a-4', 'C1', '111.222');
     await store.update('a-4', (r) => ({ ...r, slack: { channel: 'C1', ts: '111.222' } }));
-    await store.update('a-4', (r) => ({ ...r, phase: 'resolved', resolution: { decision: 'approved', resolvedBy: 'user', decidedAt: 'x' } }));
+    await store.update('a-4', (r) => ({
+      ...r,
+      phase: 'resolved',
+      resolution: { decision: 'approved', resolvedBy: 'user', decidedAt: 'x' },
+    }));
     expect(await redis.pttl(keys.approval('a-4'))).toBeGreaterThan(50_000);
     expect(await redis.pttl(keys.message('C1', '111.222'))).toBeGreaterThan(50_000);
     expect(await store.openApprovalIds('default')).toEqual([]);
@@ -79,7 +89,13 @@ describe('ApprovalStore', () => {
   });
 
   it('claims a stage once; a second claimant learns who holds it; only the holder can release', async () => {
-    const claim = { sourceIndex: 0, userId: 'U1', choiceId: 'allow_once', commandId: 'cmd-1', claimedAt: 'now' };
+    const claim = {
+      sourceIndex: 0,
+      userId: 'U1',
+      choiceId: 'allow_once',
+      commandId: 'cmd-1',
+      claimedAt: 'now',
+    };
     expect(await store.claimStage('a-5', claim)).toEqual({ ok: true });
     const second = await store.claimStage('a-5', { ...claim, userId: 'U2', commandId: 'cmd-2' });
     expect(second).toEqual({ ok: false, holder: claim });

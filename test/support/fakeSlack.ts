@@ -2,6 +2,7 @@
 // rejects payloads over the Block Kit limits, and can answer 429s or errors on demand.
 
 import http from 'node:http';
+import { checkMessageLimits } from '../../src/cards/limits.js';
 
 export interface SlackCall {
   index: number;
@@ -59,21 +60,6 @@ export interface SlackView {
   userId?: string;
   view: Record<string, unknown>;
   method: string;
-}
-
-type LimitChecker = (message: { text: string; blocks: unknown[] }) => string[];
-
-// Loaded lazily: src/cards/limits.ts may not exist yet. A variable specifier keeps tsc from
-// resolving it; vitest resolves the `.js` specifier to the `.ts` source.
-const LIMITS_MODULE = '../../src/cards/limits.js';
-let limitsChecker: Promise<LimitChecker | null> | undefined;
-function loadLimitsChecker(): Promise<LimitChecker | null> {
-  limitsChecker ??= import(/* @vite-ignore */ LIMITS_MODULE).then(
-    (mod: { checkMessageLimits?: unknown }) =>
-      typeof mod.checkMessageLimits === 'function' ? (mod.checkMessageLimits as LimitChecker) : null,
-    () => null,
-  );
-  return limitsChecker;
 }
 
 /** Fields the Web API client JSON-encodes inside the form body. */
@@ -421,8 +407,7 @@ export class FakeSlack {
     if (blocks.length > 50) violations.push(`message has ${blocks.length} blocks (max 50)`);
     if (isUpdate && text.length > 4000)
       violations.push(`chat.update text is ${text.length} chars (max 4000)`);
-    const check = await loadLimitsChecker();
-    if (check) violations.push(...check({ text, blocks }));
+    violations.push(...checkMessageLimits({ text, blocks }));
     return violations;
   }
 

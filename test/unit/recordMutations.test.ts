@@ -1,6 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import { ApprovalRequestParams, ApprovalResolvedParams, ApprovalUpdatedParams } from '../../src/msp/protocol.js';
-import { claimed, newRecord, reopened, resolved, unclaimed, updated } from '../../src/relay/recordMutations.js';
+import {
+  ApprovalRequestParams,
+  ApprovalResolvedParams,
+  ApprovalUpdatedParams,
+} from '../../src/msp/protocol.js';
+import {
+  claimed,
+  newRecord,
+  reopened,
+  resolved,
+  unclaimed,
+  updated,
+} from '../../src/relay/recordMutations.js';
 
 const shell = ApprovalRequestParams.parse({
   sessionId: 's1',
@@ -11,8 +22,20 @@ const shell = ApprovalRequestParams.parse({
     kind: 'shell',
     command: 'npm test && git push',
     stages: [
-      { requirementId: { approvalId: 'a1', sourceIndex: 0 }, position: 1, totalStages: 2, argv: ['npm', 'test'], resolution: { kind: 'unresolved' } },
-      { requirementId: { approvalId: 'a1', sourceIndex: 1 }, position: 2, totalStages: 2, argv: ['git', 'push'], resolution: { kind: 'unresolved' } },
+      {
+        requirementId: { approvalId: 'a1', sourceIndex: 0 },
+        position: 1,
+        totalStages: 2,
+        argv: ['npm', 'test'],
+        resolution: { kind: 'unresolved' },
+      },
+      {
+        requirementId: { approvalId: 'a1', sourceIndex: 1 },
+        position: 2,
+        totalStages: 2,
+        argv: ['git', 'push'],
+        resolution: { kind: 'unresolved' },
+      },
     ],
   },
   currentRequirementId: { approvalId: 'a1', sourceIndex: 0 },
@@ -94,7 +117,13 @@ describe('record mutations', () => {
   });
 
   it('reads a recovery abort of an approval from an earlier host process as superseded', () => {
-    const params = ApprovalResolvedParams.parse({ sessionId: 's1', approvalId: 'a1', decision: 'abort', policyResult: 'deny', resolvedBy: 'user' });
+    const params = ApprovalResolvedParams.parse({
+      sessionId: 's1',
+      approvalId: 'a1',
+      decision: 'abort',
+      policyResult: 'deny',
+      resolvedBy: 'user',
+    });
     expect(resolved(params, 'inc-2', new Date())(base)?.phase).toBe('superseded');
     // The same frame from the host that asked it is a real rejection.
     expect(resolved(params, 'inc-1', new Date())(base)?.phase).toBe('resolved');

@@ -8,7 +8,9 @@ import type { ClickHandler } from '../../relay/clickHandler.js';
 const BlockActionBody = z.looseObject({
   user: z.looseObject({ id: z.string() }),
   trigger_id: z.string().optional(),
-  container: z.looseObject({ channel_id: z.string().optional(), message_ts: z.string().optional() }).optional(),
+  container: z
+    .looseObject({ channel_id: z.string().optional(), message_ts: z.string().optional() })
+    .optional(),
   channel: z.looseObject({ id: z.string() }).optional(),
   message: z.looseObject({ ts: z.string() }).optional(),
   actions: z.array(z.looseObject({ action_id: z.string(), value: z.string().optional() })).min(1),
@@ -22,10 +24,15 @@ export function registerChoiceButton(app: App, clicks: ClickHandler, logger: Log
   app.action(CHOICE_ACTION_PATTERN, async ({ ack, body, client }) => {
     await ack();
     const parsed = BlockActionBody.safeParse(body);
-    const channel = parsed.success ? (parsed.data.channel?.id ?? parsed.data.container?.channel_id) : undefined;
+    const channel = parsed.success
+      ? (parsed.data.channel?.id ?? parsed.data.container?.channel_id)
+      : undefined;
     const ts = parsed.success ? (parsed.data.container?.message_ts ?? parsed.data.message?.ts) : undefined;
     if (!parsed.success || !channel || !ts) {
-      logger.warn({ issues: parsed.success ? 'no channel or ts' : parsed.error.issues }, 'unusable block_actions payload');
+      logger.warn(
+        { issues: parsed.success ? 'no channel or ts' : parsed.error.issues },
+        'unusable block_actions payload',
+      );
       return;
     }
     const userId = parsed.data.user.id;

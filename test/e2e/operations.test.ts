@@ -1,0 +1,66 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { BOT_TOKEN, freshRedisDb, startBot } from '../support/bot.js';
+import { approvalFromTranscript, FakeHost } from '../support/fakeHost.js';
+import { FakeSlack } from '../support/fakeSlack.js';
+import { buttonsOf, World } from './world.js';
+
+const cleanups: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
+});
+
+async function peers() {
+  const slack = await FakeSlack.start();
+  const host = await FakeHost.start();
+  cleanups.push(
+    () => slack.close(),
+    () => host.close(),
+  );
+  return { slack, host };
+}
+
+describe('running it', () => {
+  it('a missing setting stops start-up with one line naming it', async () => {
+    const { slack, host } = await peers();
+    const bot = await startBot({ host, slack, redisDb: await freshRedisDb(), env: { SLACK_BOT_TOKEN: '' } });
+    const exit = await bot.exited;
+    expect(exit.code).toBe(1);
+    const stderr = bot.logs.filter((l) => l.stream === 'stderr').map((l) => l.raw);
+    expect(stderr).toHaveLength(1);
+    expect(stderr[0]).toMatch(/SLACK_BOT_TOKEN/);
+    expect(host.incarnations).toHaveLength(0);
+  });
+
+  it('with Redis unreachable it stays alive, says so in the log and in /readyz', async () => {
+    const { slack, host } = await peers();
+    const bot = await startBot({ host, slack, redisDb: 0, env: { REDIS_URL: 'redis://127.0.0.1:1/0' } });
+    cleanups.push(() => bot.kill());
+    await bot.waitForLog((l) => /redis unreachable/.test(l.msg ?? ''), 10_000);
+    expect((await fetch(`${bot.url}/healthz`)).status).toBe(200);
+    await host.waitForIncarnation(1);
+    const ready = await fetch(`${bot.url}/readyz`);
+    expect(ready.status).toBe(503);
+    expect(await ready.json()).toMatchObject({ ready: false, redis: false, slack: true });
+    expect(bot.proc.exitCode).toBeNull();
+  });
+
+  it('never writes the bot token to its logs', async () => {
+    const world = await World.start();
+    cleanups.push(() => world.close());
+    await world.host.open(approvalFromTranscript('approval-round-trip'), { via: 'both' });
+    await world.waitForCard('0198f0ac-7777-7000-8000-0000000000e1', (m) => buttonsOf(m).length > 0);
+    expect(world.bot.logs.length).toBeGreaterThan(5);
+    expect(world.bot.logs.some((l) => l.raw.includes(BOT_TOKEN))).toBe(false);
+  });
+
+  it('SIGTERM drains: the host gets EOF, the process exits 0', async () => {
+    const world = await World.start();
+    cleanups.push(() => world.close());
+    await world.host.waitForIncarnation(1);
+    const exit = await world.bot.stop(10_000);
+    expect(exit).toEqual({ code: 0, signal: null });
+    expect(world.bot.logs.some((l) => l.msg === 'shutting down')).toBe(true);
+    // The host saw its stdin close and ended cleanly rather than being killed.
+    await expect.poll(() => world.host.connected, { timeout: 5_000 }).toBe(false);
+  });
+});
