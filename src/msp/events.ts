@@ -31,7 +31,14 @@ export type HostEvent =
       pendingApprovalIds: string[];
     }
   | { type: 'hostUp'; hostId: string; incarnation: string; durable: boolean }
-  | { type: 'hostDown'; hostId: string; incarnation: string; durable: boolean; exitCode: number | null; signal: string | null };
+  | {
+      type: 'hostDown';
+      hostId: string;
+      incarnation: string;
+      durable: boolean;
+      exitCode: number | null;
+      signal: string | null;
+    };
 
 /** The narrow surface of a running host that the relay needs. */
 export interface ApprovalHost {

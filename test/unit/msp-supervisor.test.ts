@@ -546,13 +546,15 @@ describe('HostSupervisor', () => {
 
   it('stop() closes stdin and resolves when the host exited; no respawn', async () => {
     const host = fakeHost({});
-    const { supervisor, events } = supervise(host.command);
+    const { supervisor, events, logs } = supervise(host.command);
     await supervisor.start();
     await supervisor.stop();
     expect(supervisor.isUp()).toBe(false);
-    expect(events.at(-1)).toMatchObject({ type: 'hostDown', exitCode: 0, signal: null });
     // Exit code 0: the host left on the EOF, not on a signal.
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(events.at(-1)).toMatchObject({ type: 'hostDown', exitCode: 0, signal: null });
+    // A respawn would have been scheduled (and logged) before stop() resolved.
+    expect(logs.some((line) => line.msg === 'respawning host')).toBe(false);
+    expect(logs.some((line) => line.msg === 'host stopped')).toBe(true);
     expect(host.spawns()).toBe(1);
   });
 

@@ -1,0 +1,86 @@
+import type { Logger } from 'pino';
+import type { z } from 'zod';
+import type { HostEvent } from './events.js';
+import { ApprovalRequestParams, ApprovalResolvedParams, ApprovalUpdatedParams } from './protocol.js';
+
+// Turns approval frames into HostEvents. Params are parsed leniently (protocol.ts); a frame that
+// still does not parse is logged, with the ids we could recover, and skipped.
+
+export interface EventOrigin {
+  hostId: string;
+  incarnation: string;
+}
+
+/** approvalId and sessionId of a payload, when present, for log lines about bad frames. */
+export function approvalLogFields(params: unknown): { approvalId?: string; sessionId?: string } {
+  if (typeof params !== 'object' || params === null) return {};
+  const record = params as Record<string, unknown>;
+  const fields: { approvalId?: string; sessionId?: string } = {};
+  if (typeof record.approvalId === 'string') fields.approvalId = record.approvalId;
+  if (typeof record.sessionId === 'string') fields.sessionId = record.sessionId;
+  return fields;
+}
+
+function parse<T extends z.ZodType>(
+  schema: T,
+  params: unknown,
+  method: string,
+  logger: Logger,
+): z.infer<T> | undefined {
+  const result = schema.safeParse(params);
+  if (result.success) return result.data;
+  logger.warn(
+    {
+      ...approvalLogFields(params),
+      method,
+      issues: result.error.issues.slice(0, 5).map((issue) => `${issue.path.join('.')}: ${issue.message}`),
+    },
+    'skipping approval frame that does not parse',
+  );
+  return undefined;
+}
+
+export function parseApprovalRequest(
+  params: unknown,
+  method: string,
+  logger: Logger,
+): ApprovalRequestParams | undefined {
+  return parse(ApprovalRequestParams, params, method, logger);
+}
+
+/** The methods this module maps; anything else is not an approval notification. */
+export const APPROVAL_NOTIFICATIONS: ReadonlySet<string> = new Set([
+  'approval/requested',
+  'approval/reviewing',
+  'approval/updated',
+  'approval/resolved',
+]);
+
+/** Maps one approval notification to its event, or undefined when it does not parse. */
+export function approvalEventFromNotification(
+  method: string,
+  params: unknown,
+  origin: EventOrigin,
+  logger: Logger,
+): HostEvent | undefined {
+  switch (method) {
+    case 'approval/requested': {
+      const parsed = parseApprovalRequest(params, method, logger);
+      return parsed && { type: 'approvalOpened', ...origin, via: 'requested', params: parsed };
+    }
+    case 'approval/reviewing': {
+      const parsed = parseApprovalRequest(params, method, logger);
+      return parsed && { type: 'approvalReviewing', ...origin, params: parsed };
+    }
+    case 'approval/updated': {
+      const parsed = parse(ApprovalUpdatedParams, params, method, logger);
+      return parsed && { type: 'approvalUpdated', ...origin, params: parsed };
+    }
+    case 'approval/resolved': {
+      const parsed = parse(ApprovalResolvedParams, params, method, logger);
+      return parsed && { type: 'approvalResolved', ...origin, params: parsed };
+    }
+    default:
+      return undefined;
+  }
+}

@@ -1,0 +1,426 @@
+import type { Readable, Writable } from 'node:stream';
+import type { Logger } from 'pino';
+import { HostGoneError, MspError, RequestTimeoutError } from './errors.js';
+import { DEFAULT_MAX_FRAME_BYTES, encodeFrame, FrameDecoder } from './framing.js';
+
+// JSON-RPC 2.0 over NDJSON (docs/msp-approvals.md §1.1). Each direction owns its id space: our
+// requests use string ids ("c1", "c2", …); the host's requests use integers and are answered
+// with the id exactly as received (`1` and `"1"` are different ids).
+
+export type JsonRpcId = string | number;
+
+/** A request the host sent us. */
+export interface IncomingRequest {
+  readonly id: JsonRpcId;
+  readonly method: string;
+  readonly params: unknown;
+  /** True once a response went out. */
+  readonly responded: boolean;
+  /**
+   * Writes the result at once, before the handler does anything else (approval/request is
+   * answered with `{}` before the approval is handed on). Later responses are ignored.
+   */
+  respond(result: Record<string, unknown>): void;
+  respondError(error: MspError): void;
+}
+
+/**
+ * Returns the result object (or a promise of it), or throws an MspError for an error response.
+ * If the handler already called `respond`, what it returns is ignored.
+ */
+export type RequestHandler = (request: IncomingRequest) => unknown;
+
+export interface IncomingNotification {
+  readonly method: string;
+  readonly params: unknown;
+}
+
+export type NotificationHandler = (notification: IncomingNotification) => void;
+
+export interface RequestOptions {
+  timeoutMs?: number;
+}
+
+export interface JsonRpcConnectionOptions {
+  /** The host's stdout. */
+  input: Readable;
+  /** The host's stdin. */
+  output: Writable;
+  logger: Logger;
+  maxFrameBytes?: number;
+  /** Applies to requests that pass no timeout of their own; undefined = wait forever. */
+  defaultTimeoutMs?: number;
+}
+
+interface Pending {
+  method: string;
+  resolve: (result: unknown) => void;
+  reject: (error: Error) => void;
+  timer: NodeJS.Timeout | undefined;
+}
+
+/** Past this many decoded-but-unhandled frames we stop reading until we catch up. */
+const INBOX_HIGH_WATER = 1000;
+const FRAME_PREVIEW_CHARS = 200;
+
+type Json = Record<string, unknown>;
+
+function isPlainObject(value: unknown): value is Json {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return isPlainObject(value) && typeof value.then === 'function';
+}
+
+function preview(line: string): string {
+  return line.length > FRAME_PREVIEW_CHARS ? `${line.slice(0, FRAME_PREVIEW_CHARS)}…` : line;
+}
+
+export class JsonRpcConnection {
+  private readonly input: Readable;
+  private readonly output: Writable;
+  private readonly logger: Logger;
+  private readonly maxFrameBytes: number;
+  private readonly defaultTimeoutMs: number | undefined;
+  private readonly decoder: FrameDecoder;
+
+  private nextId = 1;
+  private readonly pending = new Map<JsonRpcId, Pending>();
+  private requestHandler: RequestHandler | undefined;
+  private notificationHandler: NotificationHandler | undefined;
+
+  private readonly outbox: string[] = [];
+  private waitingForDrain = false;
+  /** No more writes: close() was called, the output failed, or the input ended. */
+  private writeClosed = false;
+
+  private readonly inbox: string[] = [];
+  private draining = false;
+  private drainScheduled = false;
+  private inputPaused = false;
+  private inputEnded = false;
+  private finished = false;
+  private resolveEnded!: () => void;
+  /** Resolves once the input has ended and every frame read from it was handled. */
+  readonly ended: Promise<void>;
+
+  constructor(options: JsonRpcConnectionOptions) {
+    this.input = options.input;
+    this.output = options.output;
+    this.logger = options.logger;
+    this.maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
+    this.defaultTimeoutMs = options.defaultTimeoutMs;
+    this.ended = new Promise((resolve) => {
+      this.resolveEnded = resolve;
+    });
+    this.decoder = new FrameDecoder({
+      maxFrameBytes: this.maxFrameBytes,
+      onOversized: ({ bytes, maxFrameBytes }) =>
+        this.logger.warn({ bytes, maxFrameBytes }, 'skipping oversized frame from host'),
+    });
+
+    this.input.on('data', (chunk: Buffer | string) => this.onData(chunk));
+    this.input.on('end', () => this.onInputEnd());
+    // 'close' without 'end' means the stream was destroyed; treat it as the end.
+    this.input.on('close', () => this.onInputEnd());
+    this.input.on('error', (error: Error) => {
+      this.logger.warn({ err: error }, 'host output stream failed');
+      this.onInputEnd();
+    });
+    // Without a listener an EPIPE on the host's stdin would crash the whole process.
+    this.output.on('error', (error: Error) => {
+      this.logger.warn({ err: error }, 'host input stream failed');
+      this.closeWrites(new HostGoneError('MSP host stdin failed'));
+    });
+  }
+
+  get isClosed(): boolean {
+    return this.writeClosed;
+  }
+
+  onRequest(handler: RequestHandler): void {
+    this.requestHandler = handler;
+  }
+
+  onNotification(handler: NotificationHandler): void {
+    this.notificationHandler = handler;
+  }
+
+  request(method: string, params?: unknown, options: RequestOptions = {}): Promise<unknown> {
+    if (this.writeClosed) return Promise.reject(new HostGoneError(undefined, { method }));
+    const id = `c${this.nextId++}`;
+    const timeoutMs = options.timeoutMs ?? this.defaultTimeoutMs;
+    return new Promise((resolve, reject) => {
+      const entry: Pending = { method, resolve, reject, timer: undefined };
+      if (timeoutMs !== undefined) {
+        entry.timer = setTimeout(() => {
+          this.pending.delete(id);
+          reject(new RequestTimeoutError(method, timeoutMs));
+        }, timeoutMs);
+      }
+      this.pending.set(id, entry);
+      try {
+        this.send(
+          params === undefined ? { jsonrpc: '2.0', id, method } : { jsonrpc: '2.0', id, method, params },
+        );
+      } catch (error) {
+        this.settle(id);
+        reject(error as Error);
+      }
+    });
+  }
+
+  /** Throws HostGoneError when the connection is closed. */
+  notify(method: string, params?: unknown): void {
+    if (this.writeClosed) throw new HostGoneError(undefined, { method });
+    this.send(params === undefined ? { jsonrpc: '2.0', method } : { jsonrpc: '2.0', method, params });
+  }
+
+  /**
+   * Ends our side: the host's stdin gets EOF, waiting requests reject with HostGoneError.
+   * Frames the host still writes are read and handled until its stdout ends.
+   */
+  close(): void {
+    if (this.writeClosed) return;
+    this.closeWrites(new HostGoneError());
+    this.output.end();
+  }
+
+  /** Stops reading too (for a host that exited but whose stdout stays open). */
+  destroy(): void {
+    this.close();
+    this.input.destroy();
+  }
+
+  // ── writing ────────────────────────────────────────────────────────────────────────────
+
+  private send(message: Json): void {
+    const line = encodeFrame(message);
+    const bytes = Buffer.byteLength(line) - 1;
+    if (bytes > this.maxFrameBytes) {
+      throw new MspError({
+        code: -32002,
+        message: `frame of ${bytes} bytes exceeds the ${this.maxFrameBytes} byte cap`,
+        data: { kind: 'inputTooLarge', limitBytes: this.maxFrameBytes },
+      });
+    }
+    this.outbox.push(line);
+    this.pump();
+  }
+
+  /**
+   * Each frame is one write() call, so frames never interleave; after write() returns false
+   * we queue in order until 'drain'.
+   */
+  private pump(): void {
+    while (!this.waitingForDrain && this.outbox.length > 0) {
+      if (!this.output.writable) {
+        this.outbox.length = 0;
+        this.closeWrites(new HostGoneError('MSP host stdin closed'));
+        return;
+      }
+      const line = this.outbox.shift()!;
+      if (!this.output.write(line)) {
+        this.waitingForDrain = true;
+        this.output.once('drain', () => {
+          this.waitingForDrain = false;
+          this.pump();
+        });
+      }
+    }
+  }
+
+  private closeWrites(reason: HostGoneError): void {
+    this.writeClosed = true;
+    for (const [id, entry] of [...this.pending]) {
+      this.settle(id);
+      entry.reject(new HostGoneError(reason.message, { method: entry.method }));
+    }
+  }
+
+  private settle(id: JsonRpcId): Pending | undefined {
+    const entry = this.pending.get(id);
+    if (entry === undefined) return undefined;
+    this.pending.delete(id);
+    if (entry.timer !== undefined) clearTimeout(entry.timer);
+    return entry;
+  }
+
+  // ── reading ────────────────────────────────────────────────────────────────────────────
+
+  private onData(chunk: Buffer | string): void {
+    const frames = this.decoder.push(typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk);
+    for (const frame of frames) this.inbox.push(frame);
+    if (this.inbox.length > INBOX_HIGH_WATER && !this.inputPaused) {
+      this.inputPaused = true;
+      this.input.pause();
+    }
+    this.drainInbox();
+  }
+
+  private onInputEnd(): void {
+    if (this.inputEnded) return;
+    this.inputEnded = true;
+    for (const frame of this.decoder.end()) this.inbox.push(frame);
+    this.drainInbox();
+  }
+
+  /**
+   * Handles frames in arrival order. After a response we let the awaiting code run (its
+   * microtasks) before the next frame, so that what it emits lands in the order the host wrote.
+   */
+  private drainInbox(): void {
+    if (this.draining || this.drainScheduled) return;
+    this.draining = true;
+    try {
+      while (this.inbox.length > 0) {
+        const line = this.inbox.shift()!;
+        const wasResponse = this.handleLine(line);
+        if (wasResponse && this.inbox.length > 0) {
+          this.drainScheduled = true;
+          setImmediate(() => {
+            this.drainScheduled = false;
+            this.drainInbox();
+          });
+          return;
+        }
+      }
+    } finally {
+      this.draining = false;
+    }
+    if (this.inputPaused) {
+      this.inputPaused = false;
+      this.input.resume();
+    }
+    if (this.inputEnded && !this.finished) {
+      this.finished = true;
+      this.closeWrites(new HostGoneError());
+      this.resolveEnded();
+    }
+  }
+
+  /** Returns true when the frame was a response to one of our requests. */
+  private handleLine(line: string): boolean {
+    let message: unknown;
+    try {
+      message = JSON.parse(line);
+    } catch {
+      this.logger.warn({ frame: preview(line) }, 'skipping malformed frame: not JSON');
+      return false;
+    }
+    if (!isPlainObject(message)) {
+      this.logger.warn({ frame: preview(line) }, 'skipping malformed frame: not a JSON object');
+      return false;
+    }
+    if (message.jsonrpc !== '2.0') {
+      this.logger.warn({ frame: preview(line) }, 'skipping malformed frame: jsonrpc is not "2.0"');
+      return false;
+    }
+    const hasId = 'id' in message;
+    const id = message.id;
+    if (typeof message.method === 'string') {
+      if (!hasId) {
+        this.handleNotification(message.method, message.params);
+      } else if (typeof id === 'string' || typeof id === 'number') {
+        this.handleRequest(id, message.method, message.params);
+      } else {
+        this.logger.warn({ frame: preview(line) }, 'skipping malformed request: bad id');
+      }
+      return false;
+    }
+    if (hasId && ('result' in message || 'error' in message)) {
+      return this.handleResponse(id, message, line);
+    }
+    this.logger.warn({ frame: preview(line) }, 'skipping malformed frame: neither request nor response');
+    return false;
+  }
+
+  private handleResponse(id: unknown, message: Json, line: string): boolean {
+    if (typeof id !== 'string' && typeof id !== 'number') {
+      // e.g. -32700 with id null: the host could not read one of our frames.
+      this.logger.warn({ error: message.error }, 'host reported an error for a frame it could not identify');
+      return false;
+    }
+    const entry = this.settle(id);
+    if (entry === undefined) {
+      this.logger.warn({ id, frame: preview(line) }, 'skipping response to an unknown request id');
+      return false;
+    }
+    if ('error' in message && message.error !== undefined && message.error !== null) {
+      entry.reject(MspError.fromWire(message.error, { method: entry.method }));
+    } else {
+      entry.resolve(message.result);
+    }
+    return true;
+  }
+
+  private handleNotification(method: string, params: unknown): void {
+    if (this.notificationHandler === undefined) {
+      this.logger.debug({ method }, 'ignoring notification: no handler');
+      return;
+    }
+    try {
+      this.notificationHandler({ method, params });
+    } catch (error) {
+      this.logger.error({ err: error, method }, 'notification handler threw');
+    }
+  }
+
+  private handleRequest(id: JsonRpcId, method: string, params: unknown): void {
+    let responded = false;
+    const write = (message: Json): void => {
+      if (responded) return;
+      responded = true;
+      if (this.writeClosed) {
+        this.logger.debug({ id, method }, 'not answering host request: connection closed');
+        return;
+      }
+      try {
+        this.send(message);
+      } catch (error) {
+        this.logger.warn({ err: error, id, method }, 'could not answer host request');
+      }
+    };
+    const request: IncomingRequest = {
+      id,
+      method,
+      params,
+      get responded() {
+        return responded;
+      },
+      respond: (result) => write({ jsonrpc: '2.0', id, result }),
+      respondError: (error) => write({ jsonrpc: '2.0', id, error: error.toJsonRpcError() }),
+    };
+    const fail = (error: unknown): void => {
+      if (error instanceof MspError) {
+        request.respondError(error);
+        return;
+      }
+      this.logger.error({ err: error, method }, 'request handler threw');
+      request.respondError(
+        new MspError({ code: -32603, message: 'internal error', data: { kind: 'internal' } }),
+      );
+    };
+    const answer = (result: unknown): void => {
+      request.respond(isPlainObject(result) ? result : {});
+    };
+
+    if (this.requestHandler === undefined) {
+      request.respondError(MspError.methodNotFound(method));
+      return;
+    }
+    let result: unknown;
+    try {
+      result = this.requestHandler(request);
+    } catch (error) {
+      fail(error);
+      return;
+    }
+    if (isThenable(result) || result instanceof Promise) {
+      Promise.resolve(result).then(answer, fail);
+    } else {
+      answer(result);
+    }
+  }
+}

@@ -1,0 +1,468 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import {
+  APPROVAL_NOTIFICATIONS,
+  approvalEventFromNotification,
+  parseApprovalRequest,
+} from './approvalEvents.js';
+import { type BackoffPolicy, backoffDelay } from './backoff.js';
+import { type IncomingRequest, JsonRpcConnection } from './connection.js';
+import { decideWithRetry } from './decide.js';
+import { HostGoneError, MspError } from './errors.js';
+import type { ApprovalHost, HostEvent } from './events.js';
+import { performHandshake } from './handshake.js';
+import { pipeHostStderr } from './hostStderr.js';
+import { type ExitInfo, terminate, waitForExit } from './processControl.js';
+import type { DecideParams, DecideResult } from './protocol.js';
+import { SessionFollower } from './sessionFollower.js';
+import { UpGate } from './upGate.js';
+
+// Owns one MSP host process: spawn, handshake, follow sessions, turn approval frames into
+// HostEvents, respawn with backoff when it dies (docs/msp-approvals.md §1, §2, §3, §11).
+
+export interface HostSupervisorOptions {
+  hostId: string;
+  /** Run through `/bin/sh -c`. */
+  command: string;
+  logger: Logger;
+  clientVersion: string;
+  /** Called synchronously, in the order the frames arrived. */
+  onEvent: (event: HostEvent) => void;
+  /** Respawn backoff; default 200 ms doubling to 30 s. */
+  backoff?: BackoffPolicy;
+  /** How long an orderly stop waits after EOF before SIGTERM; default 10 s. */
+  shutdownGraceMs?: number;
+  env?: NodeJS.ProcessEnv;
+  /** Per approval/decide request; default 30 s. */
+  decideTimeoutMs?: number;
+  /** How long decide() waits for a host that is down; default 30 s. */
+  upWaitMs?: number;
+  /** initialize must be answered within this; default 30 s. */
+  handshakeTimeoutMs?: number;
+  /** session/list, listPending, resume; default 60 s. */
+  requestTimeoutMs?: number;
+  /** A host that stayed up this long starts the backoff over; default 60 s. */
+  stableAfterMs?: number;
+  maxFrameBytes?: number;
+  random?: () => number;
+}
+
+const DEFAULT_BACKOFF: BackoffPolicy = { initialMs: 200, maxMs: 30_000 };
+const DEFAULTS = {
+  shutdownGraceMs: 10_000,
+  decideTimeoutMs: 30_000,
+  upWaitMs: 30_000,
+  handshakeTimeoutMs: 30_000,
+  requestTimeoutMs: 60_000,
+  stableAfterMs: 60_000,
+};
+/** After the process exited, how long we wait for the rest of its stdout. */
+const STDOUT_DRAIN_MS = 2_000;
+/** A host whose handshake failed gets this long after EOF before SIGTERM. */
+const FAILED_HANDSHAKE_GRACE_MS = 1_000;
+/** Exit codes after which the host will not start without an operator (§1 exit codes). */
+const OPERATOR_EXIT_CODES: ReadonlyMap<number, string> = new Map([
+  [2, 'usageError'],
+  [5, 'sdkSurfaceUnavailable'],
+]);
+
+/** One spawned host process and everything that lives and dies with it. */
+interface Incarnation {
+  readonly id: string;
+  readonly child: ChildProcess;
+  readonly connection: JsonRpcConnection;
+  readonly logger: Logger;
+  readonly stderrTail: string[];
+  follower: SessionFollower | undefined;
+  durable: boolean;
+  up: boolean;
+  upAt: number | undefined;
+  gone: boolean;
+  /** Settles once the death was handled (hostDown emitted, respawn scheduled). */
+  handled: Promise<void>;
+}
+
+function isLive(incarnation: Incarnation | undefined): incarnation is Incarnation {
+  return incarnation?.up === true && !incarnation.connection.isClosed;
+}
+
+export class HostSupervisor implements ApprovalHost {
+  readonly hostId: string;
+  private readonly command: string;
+  private readonly logger: Logger;
+  private readonly clientVersion: string;
+  private readonly onEvent: (event: HostEvent) => void;
+  private readonly backoff: BackoffPolicy;
+  private readonly env: NodeJS.ProcessEnv | undefined;
+  private readonly maxFrameBytes: number | undefined;
+  private readonly random: () => number;
+  private readonly timing: typeof DEFAULTS;
+
+  private started = false;
+  private stopping = false;
+  private stopPromise: Promise<void> | undefined;
+  private current: Incarnation | undefined;
+  private respawnTimer: NodeJS.Timeout | undefined;
+  /** Failed starts or deaths in a row, for the backoff. */
+  private failures = 0;
+  private readonly upGate = new UpGate<Incarnation>();
+  /** Sessions resumed so far; resumed again on a respawned durable host. */
+  private readonly tracked = new Set<string>();
+
+  constructor(options: HostSupervisorOptions) {
+    this.hostId = options.hostId;
+    this.command = options.command;
+    // Callers often pass a logger already bound to the host; don't bind hostId twice.
+    this.logger =
+      options.logger.bindings().hostId === options.hostId
+        ? options.logger
+        : options.logger.child({ hostId: options.hostId });
+    this.clientVersion = options.clientVersion;
+    this.onEvent = options.onEvent;
+    this.backoff = options.backoff ?? DEFAULT_BACKOFF;
+    this.env = options.env;
+    this.maxFrameBytes = options.maxFrameBytes;
+    this.random = options.random ?? Math.random;
+    this.timing = {
+      shutdownGraceMs: options.shutdownGraceMs ?? DEFAULTS.shutdownGraceMs,
+      decideTimeoutMs: options.decideTimeoutMs ?? DEFAULTS.decideTimeoutMs,
+      upWaitMs: options.upWaitMs ?? DEFAULTS.upWaitMs,
+      handshakeTimeoutMs: options.handshakeTimeoutMs ?? DEFAULTS.handshakeTimeoutMs,
+      requestTimeoutMs: options.requestTimeoutMs ?? DEFAULTS.requestTimeoutMs,
+      stableAfterMs: options.stableAfterMs ?? DEFAULTS.stableAfterMs,
+    };
+  }
+
+  /**
+   * Spawns the host and resolves once the first attempt is over: handshake and session sync
+   * done, or the attempt failed (then it keeps retrying in the background). Never rejects
+   * because of the host.
+   */
+  async start(): Promise<void> {
+    if (this.started) return;
+    this.started = true;
+    await this.launch();
+  }
+
+  /** Handshake done on a live connection. */
+  isUp(): boolean {
+    return isLive(this.current);
+  }
+
+  /** The current incarnation id, if a host process is running. */
+  get incarnation(): string | undefined {
+    return this.current?.id;
+  }
+
+  /**
+   * approval/decide with retries (see decideWithRetry). Waits up to `upWaitMs` for a host that
+   * is down. Throws MspError for the host's answer, HostGoneError when the host is gone (or
+   * died with the request in flight), RequestTimeoutError when it did not answer in time.
+   */
+  async decide(params: DecideParams): Promise<DecideResult> {
+    const log = this.logger.child({
+      approvalId: params.approvalId,
+      sessionId: params.sessionId,
+      commandId: params.commandId,
+    });
+    let first: Incarnation | undefined;
+    const incarnationForAttempt = async (): Promise<Incarnation> => {
+      const incarnation = await this.waitUntilUp();
+      first ??= incarnation;
+      // §7: an ephemeral host's dedupe ledger died with it; never replay a commandId elsewhere.
+      if (incarnation !== first && !first.durable) {
+        throw new HostGoneError('ephemeral MSP host restarted; the decision cannot be replayed');
+      }
+      return incarnation;
+    };
+    const body: DecideParams = {
+      sessionId: params.sessionId,
+      approvalId: params.approvalId,
+      commandId: params.commandId,
+      requirementId: params.requirementId,
+      choiceId: params.choiceId,
+      ...(params.feedback === undefined ? {} : { feedback: params.feedback }),
+    };
+    try {
+      const result = await decideWithRetry(
+        async (decision) => {
+          const incarnation = await incarnationForAttempt();
+          return incarnation.connection.request('approval/decide', decision, {
+            timeoutMs: this.timing.decideTimeoutMs,
+          });
+        },
+        body,
+        {
+          resume: async (sessionId) => {
+            const incarnation = await incarnationForAttempt();
+            if (incarnation.follower === undefined) throw new HostGoneError('MSP host is not ready');
+            await incarnation.follower.resume(sessionId);
+          },
+          random: this.random,
+          logger: this.logger,
+        },
+      );
+      log.info({ status: result.status, terminal: result.terminal }, 'decision admitted by the host');
+      return result;
+    } catch (error) {
+      const fields = error instanceof MspError ? { kind: error.kind, code: error.code } : { err: error };
+      log.warn(fields, 'approval/decide failed');
+      throw error;
+    }
+  }
+
+  /**
+   * No more respawns. EOF on the host's stdin (it drains and exits), SIGTERM after
+   * shutdownGraceMs, SIGKILL 2 s later. Resolves when the process is gone.
+   */
+  stop(): Promise<void> {
+    if (this.stopPromise !== undefined) return this.stopPromise;
+    this.stopping = true;
+    if (this.respawnTimer !== undefined) {
+      clearTimeout(this.respawnTimer);
+      this.respawnTimer = undefined;
+    }
+    this.upGate.fail(new HostGoneError('MSP host supervisor stopped'));
+    const incarnation = this.current;
+    this.stopPromise = (async () => {
+      if (incarnation === undefined || incarnation.gone) return;
+      incarnation.logger.info('stopping host');
+      incarnation.connection.close();
+      await terminate(incarnation.child, this.timing.shutdownGraceMs);
+      await incarnation.handled;
+    })();
+    return this.stopPromise;
+  }
+
+  // ── one incarnation ────────────────────────────────────────────────────────────────────
+
+  private async launch(): Promise<void> {
+    if (this.stopping) return;
+    let incarnation: Incarnation;
+    try {
+      incarnation = this.spawnIncarnation();
+    } catch (error) {
+      this.logger.error({ err: error }, 'could not spawn the MSP host');
+      this.scheduleRespawn(undefined, { code: null, signal: null });
+      return;
+    }
+    try {
+      const { durable } = await performHandshake(incarnation.connection, {
+        clientVersion: this.clientVersion,
+        logger: incarnation.logger,
+        timeoutMs: this.timing.handshakeTimeoutMs,
+      });
+      if (incarnation.gone || this.stopping) return;
+      incarnation.durable = durable;
+      incarnation.follower = new SessionFollower({
+        request: (method, params) =>
+          incarnation.connection.request(method, params, { timeoutMs: this.timing.requestTimeoutMs }),
+        origin: { hostId: this.hostId, incarnation: incarnation.id },
+        durable,
+        logger: incarnation.logger,
+        emit: (event) => this.emit(event),
+        tracked: this.tracked,
+      });
+      incarnation.up = true;
+      incarnation.upAt = Date.now();
+      this.emit({ type: 'hostUp', hostId: this.hostId, incarnation: incarnation.id, durable });
+      this.upGate.open(incarnation);
+      await incarnation.follower.syncAll();
+      if (!incarnation.gone) incarnation.logger.info('session sync done');
+    } catch (error) {
+      if (incarnation.gone || error instanceof HostGoneError) {
+        incarnation.logger.info('host went away during start-up');
+        return;
+      }
+      // The death handler schedules the respawn once the process is gone.
+      incarnation.logger.error({ err: error }, 'MSP handshake failed; restarting the host');
+      incarnation.connection.close();
+      void terminate(incarnation.child, FAILED_HANDSHAKE_GRACE_MS);
+    }
+  }
+
+  private spawnIncarnation(): Incarnation {
+    const id = randomUUID();
+    const logger = this.logger.child({ incarnation: id });
+    const child = spawn('/bin/sh', ['-c', this.command], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+      env: this.env ?? process.env,
+    });
+    // Without this listener a failed spawn or kill would throw from an EventEmitter.
+    child.on('error', (error) => logger.error({ err: error }, 'host process error'));
+    const connection = new JsonRpcConnection({
+      input: child.stdout!,
+      output: child.stdin!,
+      logger,
+      maxFrameBytes: this.maxFrameBytes,
+    });
+    const incarnation: Incarnation = {
+      id,
+      child,
+      connection,
+      logger,
+      stderrTail: [],
+      follower: undefined,
+      durable: false,
+      up: false,
+      upAt: undefined,
+      gone: false,
+      handled: Promise.resolve(),
+    };
+    this.current = incarnation;
+    pipeHostStderr(child.stderr!, logger, incarnation.stderrTail);
+    connection.onRequest((request) => this.handleHostRequest(incarnation, request));
+    connection.onNotification(({ method, params }) => this.handleNotification(incarnation, method, params));
+    incarnation.handled = this.watch(incarnation);
+    // A host that closed its stdout is of no use even if it lives on; make sure it goes.
+    void connection.ended.then(() => {
+      if (incarnation.gone || this.stopping) return;
+      connection.close();
+      void terminate(child, STDOUT_DRAIN_MS);
+    });
+    logger.info({ pid: child.pid, command: this.command }, 'host spawned');
+    return incarnation;
+  }
+
+  private handleHostRequest(incarnation: Incarnation, request: IncomingRequest): unknown {
+    if (request.method === 'approval/request') {
+      // §5.1: the receipt goes out before anything else; it is not a decision.
+      request.respond({});
+      const params = parseApprovalRequest(request.params, request.method, incarnation.logger);
+      if (params === undefined) return undefined;
+      incarnation.logger.info(
+        { approvalId: params.approvalId, sessionId: params.sessionId },
+        'approval requested',
+      );
+      this.emit({
+        type: 'approvalOpened',
+        hostId: this.hostId,
+        incarnation: incarnation.id,
+        via: 'request',
+        params,
+      });
+      return undefined;
+    }
+    // userInput/request cannot come (userInputDialogs: false); if it does, we cannot show it.
+    incarnation.logger.warn(
+      { method: request.method, id: request.id },
+      'refusing host request we do not serve',
+    );
+    throw MspError.methodNotFound(request.method);
+  }
+
+  private handleNotification(incarnation: Incarnation, method: string, params: unknown): void {
+    if (APPROVAL_NOTIFICATIONS.has(method)) {
+      const event = approvalEventFromNotification(
+        method,
+        params,
+        { hostId: this.hostId, incarnation: incarnation.id },
+        incarnation.logger,
+      );
+      if (event === undefined) return;
+      if ('params' in event) {
+        incarnation.logger.info(
+          { approvalId: event.params.approvalId, sessionId: event.params.sessionId, method },
+          'approval event',
+        );
+      }
+      this.emit(event);
+      return;
+    }
+    if (incarnation.follower?.handleNotification(method, params)) return;
+    incarnation.logger.debug({ method }, 'ignoring notification');
+  }
+
+  // ── death and respawn ──────────────────────────────────────────────────────────────────
+
+  private async watch(incarnation: Incarnation): Promise<void> {
+    const exit = await waitForExit(incarnation.child);
+    // Handle what the host wrote before it died; a grandchild holding stdout open must not
+    // keep us waiting for ever.
+    let timer: NodeJS.Timeout | undefined;
+    const drained = await Promise.race([
+      incarnation.connection.ended.then(() => true),
+      new Promise<false>((resolve) => {
+        timer = setTimeout(() => resolve(false), STDOUT_DRAIN_MS);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (!drained) incarnation.connection.destroy();
+    this.onGone(incarnation, exit);
+  }
+
+  private onGone(incarnation: Incarnation, exit: ExitInfo): void {
+    incarnation.gone = true;
+    incarnation.follower?.dispose();
+    incarnation.connection.close();
+    if (this.current === incarnation) this.current = undefined;
+    const wasUp = incarnation.up;
+    incarnation.up = false;
+
+    const fields = { exitCode: exit.code, signal: exit.signal, stderrTail: incarnation.stderrTail };
+    if (this.stopping) incarnation.logger.info(fields, 'host stopped');
+    else if (exit.code === 0) incarnation.logger.info(fields, 'host exited on its own');
+    else incarnation.logger.warn(fields, 'host exited unexpectedly');
+
+    if (wasUp) {
+      this.emit({
+        type: 'hostDown',
+        hostId: this.hostId,
+        incarnation: incarnation.id,
+        durable: incarnation.durable,
+        exitCode: exit.code,
+        signal: exit.signal,
+      });
+    }
+    // Nothing of an ephemeral host survives it, not even its sessions (§11).
+    // (An incarnation that never came up tells us nothing about durability.)
+    if (wasUp && !incarnation.durable) this.tracked.clear();
+    if (!this.stopping) this.scheduleRespawn(incarnation, exit);
+  }
+
+  private scheduleRespawn(incarnation: Incarnation | undefined, exit: ExitInfo): void {
+    if (this.stopping || this.respawnTimer !== undefined) return;
+    const upAt = incarnation?.upAt;
+    if (upAt !== undefined && Date.now() - upAt >= this.timing.stableAfterMs) this.failures = 0;
+    const operatorReason = exit.code === null ? undefined : OPERATOR_EXIT_CODES.get(exit.code);
+    // An operator has to fix these; retrying at the slowest pace keeps us from spinning.
+    const attempt = operatorReason === undefined ? this.failures : Number.POSITIVE_INFINITY;
+    const delayMs = backoffDelay(attempt, this.backoff, this.random);
+    this.failures += 1;
+    if (operatorReason !== undefined) {
+      this.logger.error(
+        { exitCode: exit.code, reason: operatorReason, delayMs, command: this.command },
+        'MSP host refuses to run; check the host command and its installation. Retrying slowly',
+      );
+    } else {
+      this.logger.info({ delayMs, failures: this.failures }, 'respawning host');
+    }
+    this.respawnTimer = setTimeout(() => {
+      this.respawnTimer = undefined;
+      void this.launch();
+    }, delayMs);
+  }
+
+  // ── helpers ────────────────────────────────────────────────────────────────────────────
+
+  private emit(event: HostEvent): void {
+    try {
+      this.onEvent(event);
+    } catch (error) {
+      // A consumer's bug must not break the reader; the event is lost, so say so loudly.
+      this.logger.error({ err: error, eventType: event.type }, 'host event handler threw');
+    }
+  }
+
+  private waitUntilUp(): Promise<Incarnation> {
+    if (this.stopping) return Promise.reject(new HostGoneError('MSP host supervisor stopped'));
+    const incarnation = this.current;
+    if (isLive(incarnation)) return Promise.resolve(incarnation);
+    const waitMs = this.timing.upWaitMs;
+    return this.upGate.wait(
+      waitMs,
+      () => `MSP host ${this.hostId} is down and did not come back within ${waitMs} ms`,
+    );
+  }
+}

@@ -1,0 +1,276 @@
+import type { Logger } from 'pino';
+import { v7 as uuidv7 } from 'uuid';
+import { z } from 'zod';
+import { approvalLogFields, type EventOrigin, parseApprovalRequest } from './approvalEvents.js';
+import { HostGoneError, MspError } from './errors.js';
+import type { HostEvent } from './events.js';
+import { ListPendingResult, Session, SessionStatusChangedParams } from './protocol.js';
+
+// Follows the sessions of one host incarnation (docs/msp-approvals.md §3, §5.6, §11): pull what
+// is pending with approval/listPending, and session/resume the sessions whose approvals we must
+// be able to decide (resume subscribes us; decide needs the session loaded on this host).
+
+export type Requester = (method: string, params: unknown) => Promise<unknown>;
+
+export interface SessionFollowerOptions {
+  request: Requester;
+  origin: EventOrigin;
+  /** Ephemeral hosts have no session/resume (§11). */
+  durable: boolean;
+  logger: Logger;
+  emit: (event: HostEvent) => void;
+  /**
+   * Sessions resumed by this or an earlier incarnation of the host; the supervisor keeps it
+   * across respawns so that a new incarnation resumes them again (§11).
+   */
+  tracked: Set<string>;
+  newCommandId?: () => string;
+}
+
+const SESSION_LIST_PAGE_LIMIT = 200;
+/** A host that keeps returning cursors must not keep us paging forever. */
+const SESSION_LIST_MAX_PAGES = 500;
+
+const SessionListPage = z.looseObject({
+  sessions: z.array(z.unknown()),
+  nextCursor: z.string().nullable().optional(),
+});
+
+const SessionNotification = z.looseObject({ session: Session });
+const SessionClosedParams = z.looseObject({ sessionId: z.string(), reason: z.string().optional() });
+
+function isLoadedHere(status: string | undefined): boolean {
+  return status === 'idle' || status === 'running';
+}
+
+export class SessionFollower {
+  private readonly request: Requester;
+  private readonly origin: EventOrigin;
+  private readonly logger: Logger;
+  private readonly emit: (event: HostEvent) => void;
+  private readonly tracked: Set<string>;
+  private readonly newCommandId: () => string;
+  private resumeSupported: boolean;
+  private disposed = false;
+
+  /** Sessions we have listed (or are listing) in this incarnation. */
+  private readonly known = new Set<string>();
+  /** Sessions this connection is subscribed to. */
+  private readonly resumed = new Set<string>();
+  /** One follow at a time per session, in order. */
+  private readonly chains = new Map<string, Promise<void>>();
+
+  constructor(options: SessionFollowerOptions) {
+    this.request = options.request;
+    this.origin = options.origin;
+    this.logger = options.logger;
+    this.emit = options.emit;
+    this.tracked = options.tracked;
+    this.newCommandId = options.newCommandId ?? uuidv7;
+    this.resumeSupported = options.durable;
+  }
+
+  /** The incarnation is gone: stop starting new work. */
+  dispose(): void {
+    this.disposed = true;
+  }
+
+  isResumed(sessionId: string): boolean {
+    return this.resumed.has(sessionId);
+  }
+
+  /** Lists every session and follows each one (start-up and after every respawn). */
+  async syncAll(): Promise<void> {
+    const listed = await this.listAllSessions();
+    for (const session of listed) {
+      if (this.disposed) return;
+      await this.follow(session.sessionId, isLoadedHere(session.status));
+    }
+    if (!this.resumeSupported) return;
+    const listedIds = new Set(listed.map((session) => session.sessionId));
+    for (const sessionId of [...this.tracked]) {
+      if (this.disposed) return;
+      if (!listedIds.has(sessionId)) await this.follow(sessionId, false);
+    }
+  }
+
+  /** Handles the session/* broadcasts; returns false for methods it does not know. */
+  handleNotification(method: string, params: unknown): boolean {
+    switch (method) {
+      case 'session/started': {
+        const parsed = SessionNotification.safeParse(params);
+        if (!parsed.success) return this.skip(method, params);
+        void this.follow(parsed.data.session.sessionId, true);
+        return true;
+      }
+      case 'session/listChanged': {
+        const parsed = SessionNotification.safeParse(params);
+        if (!parsed.success) return this.skip(method, params);
+        const { sessionId, status } = parsed.data.session;
+        if (!this.known.has(sessionId)) void this.follow(sessionId, isLoadedHere(status));
+        return true;
+      }
+      case 'session/statusChanged': {
+        const parsed = SessionStatusChangedParams.safeParse(params);
+        if (!parsed.success) return this.skip(method, params);
+        const { sessionId, attention } = parsed.data;
+        // Subscribed sessions get their approvals pushed; only unfollowed ones need a pull.
+        if (attention?.includes('approvalPending') && !this.resumed.has(sessionId))
+          void this.follow(sessionId, true);
+        return true;
+      }
+      case 'session/closed': {
+        const parsed = SessionClosedParams.safeParse(params);
+        if (!parsed.success) return this.skip(method, params);
+        // Unloaded: a later session/started or statusChanged follows it again.
+        this.resumed.delete(parsed.data.sessionId);
+        this.known.delete(parsed.data.sessionId);
+        this.logger.debug({ sessionId: parsed.data.sessionId, reason: parsed.data.reason }, 'session closed');
+        return true;
+      }
+      default:
+        return false;
+    }
+  }
+
+  /** session/resume, throwing the host's error (used by decide on sessionNotLoaded). */
+  async resume(sessionId: string): Promise<void> {
+    await this.request('session/resume', { commandId: this.newCommandId(), sessionId, excludeItems: true });
+    this.resumed.add(sessionId);
+    this.tracked.add(sessionId);
+  }
+
+  private skip(method: string, params: unknown): true {
+    this.logger.warn(
+      { method, ...approvalLogFields(params) },
+      'skipping session notification that does not parse',
+    );
+    return true;
+  }
+
+  private follow(sessionId: string, loadedHere: boolean): Promise<void> {
+    this.known.add(sessionId);
+    const previous = this.chains.get(sessionId) ?? Promise.resolve();
+    const next = previous.then(() => this.followNow(sessionId, loadedHere));
+    this.chains.set(sessionId, next);
+    void next.then(() => {
+      if (this.chains.get(sessionId) === next) this.chains.delete(sessionId);
+    });
+    return next;
+  }
+
+  /** Never rejects: one session's trouble must not stop the others. */
+  private async followNow(sessionId: string, loadedHere: boolean): Promise<void> {
+    if (this.disposed || this.resumed.has(sessionId)) return;
+    const log = this.logger.child({ sessionId });
+    try {
+      const pendingCount = await this.reconcile(sessionId, log);
+      if (pendingCount === undefined) return;
+      const wantResume = pendingCount > 0 || loadedHere || this.tracked.has(sessionId);
+      if (!wantResume || !this.resumeSupported || this.disposed) return;
+      await this.tryResume(sessionId, log);
+    } catch (error) {
+      if (error instanceof HostGoneError) {
+        log.debug('host went away while following the session');
+        return;
+      }
+      log.warn({ err: error }, 'following the session failed');
+    }
+  }
+
+  /**
+   * approval/listPending → approvalOpened for each entry, then sessionReconciled, in one go so
+   * that no frame handled later can slip between the snapshot and the events built from it.
+   * Returns how many approvals are pending, or undefined when the host did not tell us.
+   */
+  private async reconcile(sessionId: string, log: Logger): Promise<number | undefined> {
+    let raw: unknown;
+    try {
+      raw = await this.request('approval/listPending', { sessionId });
+    } catch (error) {
+      if (error instanceof MspError) {
+        log.warn({ kind: error.kind, code: error.code }, 'approval/listPending failed');
+        return undefined;
+      }
+      throw error;
+    }
+    const result = ListPendingResult.safeParse(raw);
+    if (!result.success) {
+      log.warn('approval/listPending result does not parse; session not reconciled');
+      return undefined;
+    }
+    const pendingApprovalIds: string[] = [];
+    for (const entry of result.data.approvals) {
+      const fields = { sessionId, ...approvalLogFields(entry) };
+      if (fields.approvalId !== undefined) pendingApprovalIds.push(fields.approvalId);
+      const params = parseApprovalRequest(entry, 'approval/listPending', log);
+      if (params === undefined) continue;
+      log.info({ approvalId: params.approvalId, sessionId: params.sessionId }, 'pending approval found');
+      this.emit({ type: 'approvalOpened', ...this.origin, via: 'listPending', params });
+    }
+    this.emit({ type: 'sessionReconciled', ...this.origin, sessionId, pendingApprovalIds });
+    return pendingApprovalIds.length;
+  }
+
+  private async tryResume(sessionId: string, log: Logger): Promise<void> {
+    try {
+      await this.resume(sessionId);
+      log.info('session resumed');
+    } catch (error) {
+      if (!(error instanceof MspError)) throw error;
+      if (error.kind === 'methodNotFound') {
+        // Ephemeral hosts withhold resume; there is nothing to subscribe to.
+        this.resumeSupported = false;
+        log.info('host has no session/resume (ephemeral); not resuming sessions');
+      } else if (error.kind === 'sessionInUse') {
+        log.warn('session is held by another host; its approvals cannot be decided from here');
+      } else {
+        log.warn({ kind: error.kind, code: error.code }, 'session/resume failed');
+      }
+    }
+  }
+
+  private async listAllSessions(): Promise<Session[]> {
+    const sessions: Session[] = [];
+    const seenCursors = new Set<string>();
+    let cursor: string | undefined;
+    for (let page = 0; page < SESSION_LIST_MAX_PAGES; page++) {
+      let raw: unknown;
+      try {
+        raw = await this.request(
+          'session/list',
+          cursor === undefined
+            ? { limit: SESSION_LIST_PAGE_LIMIT }
+            : { limit: SESSION_LIST_PAGE_LIMIT, cursor },
+        );
+      } catch (error) {
+        if (!(error instanceof MspError)) throw error;
+        this.logger.warn(
+          { kind: error.kind, code: error.code },
+          'session/list failed; following known sessions only',
+        );
+        return sessions;
+      }
+      const parsed = SessionListPage.safeParse(raw);
+      if (!parsed.success) {
+        this.logger.warn('session/list result does not parse; following known sessions only');
+        return sessions;
+      }
+      for (const entry of parsed.data.sessions) {
+        const session = Session.safeParse(entry);
+        if (session.success) sessions.push(session.data);
+        else
+          this.logger.warn(
+            { ...approvalLogFields(entry) },
+            'skipping session/list entry that does not parse',
+          );
+      }
+      const next = parsed.data.nextCursor;
+      if (next === undefined || next === null || next === '' || seenCursors.has(next)) return sessions;
+      seenCursors.add(next);
+      cursor = next;
+    }
+    this.logger.warn({ pages: SESSION_LIST_MAX_PAGES }, 'session/list paging stopped at the page limit');
+    return sessions;
+  }
+}
