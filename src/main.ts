@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import { v7 as uuidv7 } from 'uuid';
 import { renderCard } from './cards/renderCard.js';
 import { ConfigError, loadConfig } from './config.js';
-import { createLogger } from './log.js';
+import { createLogger, toBoltLogger } from './log.js';
 import { HostSupervisor } from './msp/hostSupervisor.js';
 import { ClickHandler } from './relay/clickHandler.js';
 import { Relay } from './relay/relay.js';
@@ -46,8 +46,17 @@ async function main(): Promise<void> {
   });
 
   const store = new ApprovalStore(redis, { resolvedTtlMs: config.resolvedTtlMs });
-  const slackClient = createWebClient({ token: config.slack.botToken, apiUrl: config.slack.apiUrl });
-  const cardChannel = new SlackCardChannel(slackClient, logger);
+  const slackClient = createWebClient({
+    token: config.slack.botToken,
+    apiUrl: config.slack.apiUrl,
+    logger: toBoltLogger(logger.child({ component: 'slack-web-api' })),
+  });
+  let slackUp = false;
+  const cardChannel = new SlackCardChannel(slackClient, logger, {
+    onFatal: () => {
+      slackUp = false;
+    },
+  });
 
   let clicks: ClickHandler | undefined;
   const relay = new Relay({
@@ -76,7 +85,6 @@ async function main(): Promise<void> {
   });
 
   const identity: BotIdentity = {};
-  let slackUp = false;
   const app = createSlackApp({
     config,
     logger,

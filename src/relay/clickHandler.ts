@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { HostGoneError, MspError } from '../msp/errors.js';
+import { HostGoneError, MspError, RequestTimeoutError } from '../msp/errors.js';
 import type { ApprovalHost } from '../msp/events.js';
 import type { ApprovalChoice } from '../msp/protocol.js';
 import type { ApprovalStore } from '../store/approvalStore.js';
@@ -9,6 +9,8 @@ import type { UserNotifier } from './ports.js';
 import { claimed, resolvedElsewhere, unclaimed } from './recordMutations.js';
 import type { Relay } from './relay.js';
 import { type Refusal, refusalText } from './userMessages.js';
+
+const DECIDE_TIMEOUT_ATTEMPTS = 3;
 
 export interface Click {
   channel: string;
@@ -150,20 +152,31 @@ export class ClickHandler {
     };
     try {
       if (!host) throw new HostGoneError(`no host ${record.hostId}`);
-      const result = await host.decide({
+      const params = {
         sessionId: record.sessionId,
         approvalId: record.approvalId,
         commandId: claim.commandId,
         requirementId: record.currentRequirementId,
         choiceId: claim.choiceId,
         ...(claim.feedback ? { feedback: claim.feedback } : {}),
-      });
+      };
+      // A timed-out decide may or may not have been applied; the same commandId makes asking
+      // again safe either way.
+      let result: Awaited<ReturnType<ApprovalHost['decide']>> | undefined;
+      for (let attempt = 1; !result; attempt++) {
+        try {
+          result = await host.decide(params);
+        } catch (err) {
+          if (!(err instanceof RequestTimeoutError) || attempt >= DECIDE_TIMEOUT_ATTEMPTS) throw err;
+          log.warn({ attempt }, 'decide timed out; asking again with the same commandId');
+        }
+      }
       log.info(
         { terminal: result.terminal, choiceId: claim.choiceId, userId: claim.userId },
         'decision accepted',
       );
     } catch (err) {
-      if (err instanceof HostGoneError) {
+      if (err instanceof HostGoneError || err instanceof RequestTimeoutError) {
         // Keep the claim: when the host is back the approval is re-opened and replayed.
         log.warn({ err: err.message }, 'host gone while deciding; will replay');
         await this.tell(channel, claim.userId, { code: 'hostUnavailable' });

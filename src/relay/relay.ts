@@ -199,7 +199,13 @@ export class Relay {
       return;
     }
     try {
-      const { ts } = await cards.post(record.slack.channel, render(record, this.now()));
+      const { ts } = await cards
+        .post(record.slack.channel, render(record, this.now()))
+        .catch((err: unknown) => {
+          // Slack said no (the channel, a scope, an outage): try again later, nothing is lost.
+          this.retryLater(approvalId);
+          throw err;
+        });
       await store.mapMessage(approvalId, record.slack.channel, ts);
       const saved = await store.update(approvalId, (r) =>
         r.slack.ts ? undefined : { ...r, slack: { ...r.slack, ts } },

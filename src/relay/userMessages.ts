@@ -44,7 +44,7 @@ export function refusalText(refusal: Refusal): string {
     case 'reviewerUnavailable':
       return 'This is a protected write, and the agent host has no live reviewer right now, so it cannot be approved from Slack. Approve it at the host, or try again later.';
     case 'hostUnavailable':
-      return 'The agent host is not reachable right now. Your decision was kept and will be sent when it is back.';
+      return 'The agent host is restarting. If it keeps this request, your decision is sent when it is back; if it asks again, a new card says so.';
     case 'decideFailed':
       return `The agent host refused the decision (${refusal.kind.replace(/[&<>]/g, '')}). Nothing was decided; the card shows the current state.`;
   }

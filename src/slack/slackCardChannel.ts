@@ -1,45 +1,75 @@
 import type { WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
 import type { CardChannel, RenderedMessage, UserNotifier } from '../relay/ports.js';
+import { classifySlackError } from './slackFailures.js';
 import { withRateLimitRetry } from './withRateLimitRetry.js';
+
+export interface SlackCardChannelOptions {
+  /** Told when Slack refuses the token itself: health reads it. */
+  onFatal?: (error: string) => void;
+}
 
 /** Cards and ephemeral notes through the Slack Web API. */
 export class SlackCardChannel implements CardChannel, UserNotifier {
   constructor(
     private readonly client: WebClient,
     private readonly logger: Logger,
+    private readonly options: SlackCardChannelOptions = {},
   ) {}
 
   async post(channel: string, message: RenderedMessage): Promise<{ ts: string }> {
-    const result = await withRateLimitRetry(
-      () =>
-        this.client.chat.postMessage({
-          channel,
-          text: message.text,
-          blocks: message.blocks as never,
-          unfurl_links: false,
-          unfurl_media: false,
-        }),
-      {
-        onRateLimited: (ms, attempt) =>
-          this.logger.warn({ channel, retryAfterMs: ms, attempt }, 'chat.postMessage rate limited'),
-      },
+    const result = await this.call('chat.postMessage', channel, () =>
+      this.client.chat.postMessage({
+        channel,
+        text: message.text,
+        blocks: message.blocks as never,
+        unfurl_links: false,
+        unfurl_media: false,
+      }),
     );
     if (!result.ts) throw new Error('chat.postMessage returned no ts');
     return { ts: result.ts };
   }
 
   async update(channel: string, ts: string, message: RenderedMessage): Promise<void> {
-    await withRateLimitRetry(
-      () => this.client.chat.update({ channel, ts, text: message.text, blocks: message.blocks as never }),
-      {
-        onRateLimited: (ms, attempt) =>
-          this.logger.warn({ channel, ts, retryAfterMs: ms, attempt }, 'chat.update rate limited'),
-      },
+    await this.call('chat.update', channel, () =>
+      this.client.chat.update({ channel, ts, text: message.text, blocks: message.blocks as never }),
     );
   }
 
   async ephemeral(channel: string, userId: string, text: string): Promise<void> {
-    await withRateLimitRetry(() => this.client.chat.postEphemeral({ channel, user: userId, text }));
+    await this.call('chat.postEphemeral', channel, () =>
+      this.client.chat.postEphemeral({ channel, user: userId, text }),
+    );
+  }
+
+  /** One Slack call: 429s retried after Retry-After, every other failure named once in the log. */
+  private async call<T>(method: string, channel: string, run: () => Promise<T>): Promise<T> {
+    try {
+      return await withRateLimitRetry(run, {
+        onRateLimited: (retryAfterMs, attempt) =>
+          this.logger.warn(
+            { method, channel, retryAfterMs, attempt },
+            'slack rate limited; retrying after Retry-After',
+          ),
+      });
+    } catch (err) {
+      const failure = classifySlackError(err);
+      if (failure.kind === 'fatal') {
+        this.logger.fatal(
+          { method, channel, error: failure.error },
+          'slack refused the bot token or its scopes',
+        );
+        this.options.onFatal?.(failure.error);
+      } else if (failure.kind === 'notInChannel') {
+        this.logger.error(
+          { method, channel, error: failure.error },
+          'the bot cannot post in this channel: invite it with /invite @countersign, or check SLACK_CHANNEL',
+        );
+      } else {
+        this.logger.error({ method, channel, failure }, 'slack call failed');
+      }
+      throw err;
+    }
   }
 }
