@@ -30,6 +30,14 @@ export type HostEvent =
       /** approvalIds the host reports pending for this session right now (approval/listPending). */
       pendingApprovalIds: string[];
     }
+  | {
+      type: 'sessionSeen';
+      hostId: string;
+      incarnation: string;
+      sessionId: string;
+      /** What people call the session: its title, name or first prompt, as the host gave it. */
+      label?: string;
+    }
   | { type: 'hostUp'; hostId: string; incarnation: string; durable: boolean }
   | {
       type: 'hostDown';

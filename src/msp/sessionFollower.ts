@@ -82,6 +82,7 @@ export class SessionFollower {
   /** Lists every session and follows each one (start-up and after every respawn). */
   async syncAll(): Promise<void> {
     const listed = await this.listAllSessions();
+    for (const session of listed) this.seen(session);
     for (const session of listed) {
       if (this.disposed) return;
       await this.follow(session.sessionId, isLoadedHere(session.status));
@@ -100,6 +101,7 @@ export class SessionFollower {
       case 'session/started': {
         const parsed = SessionNotification.safeParse(params);
         if (!parsed.success) return this.skip(method, params);
+        this.seen(parsed.data.session);
         void this.follow(parsed.data.session.sessionId, true);
         return true;
       }
@@ -107,6 +109,7 @@ export class SessionFollower {
         const parsed = SessionNotification.safeParse(params);
         if (!parsed.success) return this.skip(method, params);
         const { sessionId, status } = parsed.data.session;
+        this.seen(parsed.data.session);
         if (!this.known.has(sessionId)) void this.follow(sessionId, isLoadedHere(status));
         return true;
       }
@@ -138,6 +141,17 @@ export class SessionFollower {
     await this.request('session/resume', { commandId: this.newCommandId(), sessionId, excludeItems: true });
     this.resumed.add(sessionId);
     this.tracked.add(sessionId);
+  }
+
+  /** Tells the relay what the session is called, for the cards. */
+  private seen(session: Session): void {
+    const label = session.title || session.name || session.firstUserPrompt || undefined;
+    this.emit({
+      type: 'sessionSeen',
+      ...this.origin,
+      sessionId: session.sessionId,
+      ...(label ? { label } : {}),
+    });
   }
 
   private skip(method: string, params: unknown): true {

@@ -216,6 +216,10 @@ export class ClickHandler {
           await giveBack();
           await this.tell(channel, claim.userId, { code: 'reviewerUnavailable' });
           return;
+        case 'sessionInUse':
+          await giveBack();
+          await this.tell(channel, claim.userId, { code: 'sessionElsewhere' });
+          return;
         default:
           await giveBack();
           await this.tell(channel, claim.userId, { code: 'decideFailed', kind: err.kind });

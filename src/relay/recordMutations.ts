@@ -17,6 +17,7 @@ export interface NewRecordContext {
   sandboxMode: string;
   phase: Phase;
   now: Date;
+  sessionTitle?: string;
 }
 
 export function newRecord(params: ApprovalRequestParams, ctx: NewRecordContext): ApprovalRecord {
@@ -26,6 +27,7 @@ export function newRecord(params: ApprovalRequestParams, ctx: NewRecordContext):
     hostId: ctx.hostId,
     incarnation: ctx.incarnation,
     sessionId: params.sessionId,
+    sessionTitle: ctx.sessionTitle,
     turnId: params.turnId,
     itemId: params.itemId,
     toolCallId: params.toolCallId,

@@ -35,6 +35,11 @@ export class Relay {
   private readonly now: () => Date;
   private readonly postLeaseMs: number;
   private readonly timers = new Set<NodeJS.Timeout>();
+  /**
+   * Session labels for cards. Display only, so memory is enough: a restarted bot learns them
+   * again from session/list before it sees any approval.
+   */
+  private readonly sessionLabels = new Map<string, string>();
 
   constructor(private readonly options: RelayOptions) {
     this.now = options.now ?? (() => new Date());
@@ -73,6 +78,10 @@ export class Relay {
         return;
       case 'hostDown':
         if (!event.durable) void this.orphanAll(event.hostId);
+        return;
+      case 'sessionSeen':
+        if (event.label) this.sessionLabels.set(event.sessionId, event.label);
+        else this.sessionLabels.delete(event.sessionId);
         return;
       case 'hostUp':
         return;
@@ -130,6 +139,7 @@ export class Relay {
       sandboxMode: this.options.sandboxMode,
       phase,
       now: this.now(),
+      sessionTitle: this.sessionLabels.get(params.sessionId),
     });
     if (await store.createIfAbsent(fresh)) {
       log.info({ tool: fresh.tool, phase }, 'approval opened');

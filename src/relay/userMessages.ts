@@ -13,6 +13,7 @@ export type Refusal =
   | { code: 'alreadyBeingDecided'; userId?: string; self: boolean }
   | { code: 'reviewerUnavailable' }
   | { code: 'hostUnavailable' }
+  | { code: 'sessionElsewhere' }
   | { code: 'decideFailed'; kind: string };
 
 function who(resolvedBy: string, slackUserId?: string): string {
@@ -45,6 +46,8 @@ export function refusalText(refusal: Refusal): string {
       return 'This is a protected write, and the agent host has no live reviewer right now, so it cannot be approved from Slack. Approve it at the host, or try again later.';
     case 'hostUnavailable':
       return 'The agent host is restarting. If it keeps this request, your decision is sent when it is back; if it asks again, a new card says so.';
+    case 'sessionElsewhere':
+      return 'This session is open in another agent host (someone’s terminal, say), which holds it; it can only be decided there.';
     case 'decideFailed':
       return `The agent host refused the decision (${refusal.kind.replace(/[&<>]/g, '')}). Nothing was decided; the card shows the current state.`;
   }

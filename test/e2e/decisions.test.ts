@@ -26,6 +26,7 @@ describe('deciding from Slack', () => {
     expect(buttons[0]?.confirm).toBeUndefined();
     expect(textOf(card)).toContain('/home/me/src/proj/Cargo.toml');
     expect(textOf(card)).toContain('write_file');
+    expect(textOf(card)).toContain('Bump the version'); // the session's title from session/list
     // The rule a session grant would create is shown verbatim.
     expect(textOf(card)).toContain('write /home/me/src/proj/Cargo.toml');
 
