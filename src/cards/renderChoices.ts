@@ -75,14 +75,18 @@ function button(
 }
 
 /**
- * Each choice's rulePreview, verbatim ("<label>: <rulePreview>"), and the full label of any choice
+ * Each choice's rulePreview, verbatim ("<label>: <rulePreview>", or "Rule: <rulePreview>" when the
+ * label already is the preview), and the full label of any choice
  * whose button had to cut it: a reviewer must be able to read what they are about to click.
  */
 function detailLines(choices: readonly ApprovalChoice[], labelMax: number, budget: CardBudget): string[] {
   const lines: string[] = [];
   choices.forEach((choice, i) => {
     const label = labelOf(choice, i);
-    if (choice.rulePreview !== undefined && choice.rulePreview !== '') {
+    if (choice.rulePreview !== undefined && choice.rulePreview === label) {
+      // Hosts often label a rule choice with its own preview: say it once.
+      lines.push(`Rule: ${truncate(choice.rulePreview, budget.previewLine - 6)}`);
+    } else if (choice.rulePreview !== undefined && choice.rulePreview !== '') {
       const shown = truncate(label, Math.floor(budget.previewLine / 2));
       lines.push(
         `${shown}: ${truncate(choice.rulePreview, Math.max(40, budget.previewLine - shown.length - 2))}`,
