@@ -163,4 +163,21 @@ describe('keeping the card true to the approval’s life', () => {
     expect(final.ts).toBe(card.ts);
     expect(world.slack.callsOf('chat.postMessage')).toHaveLength(1);
   });
+
+  it('a non-durable host dies: its open cards say the request died with it', async () => {
+    world = await World.start({ durability: 'ephemeral' });
+    const approval = approvalFromTranscript('approval-round-trip', { approvalId: 'ephemeral-0001' });
+    await world.host.open(approval, { via: 'both' });
+    const open = await world.waitForCard('ephemeral-0001', (m) => buttonsOf(m).length > 0);
+
+    await world.host.crash(1);
+    const orphaned = await world.waitForCard('ephemeral-0001', (m) => textOf(m).includes('could not keep this request'));
+    expect(buttonsOf(orphaned)).toHaveLength(0);
+    expect(orphaned.ts).toBe(open.ts);
+
+    await world.host.waitForIncarnation(2, 15_000);
+    await world.pressButton(open.ts, buttonsOf(open)[0]!, 'U0ALICE');
+    expect(await world.ephemeralTo('U0ALICE')).toMatch(/died with it/);
+    expect(world.host.decides()).toHaveLength(0);
+  });
 });
