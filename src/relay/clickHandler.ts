@@ -11,6 +11,7 @@ import type { Relay } from './relay.js';
 import { type Refusal, refusalText } from './userMessages.js';
 
 const DECIDE_TIMEOUT_ATTEMPTS = 3;
+const SENT_MEMORY_MS = 10 * 60_000;
 
 export interface Click {
   channel: string;
@@ -43,6 +44,8 @@ export interface ClickHandlerOptions {
  */
 export class ClickHandler {
   private readonly inFlight = new Map<string, Promise<void>>();
+  /** commandId → the host incarnation it was last sent to: one send per commandId per host process. */
+  private readonly sentTo = new Map<string, string>();
   private readonly now: () => Date;
   private accepting = true;
 
@@ -119,6 +122,7 @@ export class ClickHandler {
    */
   replay(record: ApprovalRecord): void {
     if (!this.accepting || !record.claim || this.inFlight.has(record.approvalId)) return;
+    if (this.sentTo.get(record.claim.commandId) === record.incarnation) return;
     this.options.logger.info(
       { approvalId: record.approvalId, sessionId: record.sessionId, commandId: record.claim.commandId },
       'replaying an interrupted decision',
@@ -133,7 +137,12 @@ export class ClickHandler {
   }
 
   private send(record: ApprovalRecord, claim: Claim, channel: string): Promise<void> {
-    const task = this.decide(record, claim, channel).finally(() => this.inFlight.delete(record.approvalId));
+    this.sentTo.set(claim.commandId, record.incarnation);
+    const task = this.decide(record, claim, channel).finally(() => {
+      this.inFlight.delete(record.approvalId);
+      // Once the approval has moved on, the entry can only matter to a late redelivery.
+      setTimeout(() => this.sentTo.delete(claim.commandId), SENT_MEMORY_MS).unref();
+    });
     this.inFlight.set(record.approvalId, task);
     return task;
   }

@@ -171,7 +171,9 @@ describe('keeping the card true to the approval’s life', () => {
     const open = await world.waitForCard('ephemeral-0001', (m) => buttonsOf(m).length > 0);
 
     await world.host.crash(1);
-    const orphaned = await world.waitForCard('ephemeral-0001', (m) => textOf(m).includes('could not keep this request'));
+    const orphaned = await world.waitForCard('ephemeral-0001', (m) =>
+      textOf(m).includes('could not keep this request'),
+    );
     expect(buttonsOf(orphaned)).toHaveLength(0);
     expect(orphaned.ts).toBe(open.ts);
 
@@ -179,5 +181,27 @@ describe('keeping the card true to the approval’s life', () => {
     await world.pressButton(open.ts, buttonsOf(open)[0]!, 'U0ALICE');
     expect(await world.ephemeralTo('U0ALICE')).toMatch(/died with it/);
     expect(world.host.decides()).toHaveLength(0);
+  });
+
+  it('10b. the bot is killed mid-decision: the restarted bot replays it with the same commandId', async () => {
+    world = await World.start({ recovery: 'sameId' });
+    const approval = approvalFromTranscript('approval-round-trip', { approvalId: 'midway-0001' });
+    await world.host.open(approval, { via: 'both' });
+    await world.waitForCard('midway-0001', (m) => buttonsOf(m).length > 0);
+
+    await world.host.holdDecide(1);
+    await world.press('midway-0001', 'Allow once', 'U0ALICE');
+    const lost = await world.host.waitForDecide();
+    await world.waitForCard('midway-0001', (m) => textOf(m).includes('Being decided'));
+    await world.bot.kill();
+
+    await world.restartBot();
+    const replayed = await world.host.waitForDecide((d) => d.incarnation === 2, 10_000);
+    expect(replayed.frame.params.commandId).toBe(lost.frame.params.commandId);
+    expect(replayed.frame.params).toMatchObject({ approvalId: 'midway-0001', choiceId: 'allow_once' });
+    const final = await world.waitForCard('midway-0001', (m) => textOf(m).includes('Approved'));
+    expect(textOf(final)).toContain('<@U0ALICE>');
+    expect(world.host.decides()).toHaveLength(2);
+    expect(world.slack.callsOf('chat.postMessage')).toHaveLength(1);
   });
 });

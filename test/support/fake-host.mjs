@@ -108,6 +108,8 @@ const subscribed = new Set();
 const touched = new Set();
 /** @type {{error: any, times: number}[]} */
 const forcedDecideErrors = [];
+/** How many of the next approval/decide requests to read and then leave unanswered. */
+let unansweredDecides = 0;
 
 // ---------------------------------------------------------------------------------------------
 // Control connection
@@ -175,6 +177,9 @@ function applyControl(cmd) {
       return null;
     case 'rawBytes':
       writeLine(hugeLine(Number(cmd.size)));
+      return null;
+    case 'holdDecide':
+      unansweredDecides += Number(cmd.times ?? 1);
       return null;
     case 'failDecide':
       forcedDecideErrors.push({ error: cmd.error, times: Number(cmd.times ?? 1) });
@@ -828,6 +833,11 @@ function handleFrame(line) {
     return;
   }
   if (typeof msg.method === 'string' && msg.id !== undefined && msg.id !== null) {
+    if (msg.method === 'approval/decide' && unansweredDecides > 0) {
+      // A host that dies (or a bot that is killed) before the answer: the decide is read, never applied.
+      unansweredDecides -= 1;
+      return;
+    }
     let out;
     try {
       out = handleRequest(msg);

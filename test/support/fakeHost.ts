@@ -334,6 +334,11 @@ export class FakeHost {
   }
 
   /** Makes the connected host process exit at once with `code`; resolves when it has gone. */
+  /** The next `times` approval/decide requests are read but never applied nor answered. */
+  async holdDecide(times = 1): Promise<void> {
+    await this.send('holdDecide', { times });
+  }
+
   async crash(code = 1): Promise<void> {
     await this.send('crash', { code });
   }

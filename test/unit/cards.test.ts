@@ -131,9 +131,7 @@ describe('renderCard: shell stages', () => {
     expect(text).toContain('▶ 1/2 `npm test` ← *decide this one*');
     expect(text).toContain('○ 2/2 `git push`');
     expect(text).toContain('*Workspace:* `/srv/repo`');
-    expect(text).toContain(
-      'Rule: Always allow in this workspace: npm test ...',
-    );
+    expect(text).toContain('Rule: Always allow in this workspace: npm test ...');
     expect(buttons(card).map((b) => decodeChoiceValue(b.value)?.s)).toEqual([0, 0, 0]);
     expect(card.text).toBe('Approval needed: bash — npm test &amp;&amp; git push');
   });

@@ -182,19 +182,21 @@ function captureLogger() {
 
 function supervise(command: string, options: Partial<HostSupervisorOptions> = {}) {
   const events: HostEvent[] = [];
+  // Session labels are display facts kept apart, so the approval event order stays easy to read.
+  const seen: Array<Extract<HostEvent, { type: 'sessionSeen' }>> = [];
   const { logger, lines } = captureLogger();
   const supervisor = new HostSupervisor({
     hostId: 'host-a',
     command,
     logger,
     clientVersion: '1.2.3',
-    onEvent: (event) => events.push(event),
+    onEvent: (event) => (event.type === 'sessionSeen' ? seen.push(event) : events.push(event)),
     backoff: { initialMs: 10, maxMs: 50 },
     shutdownGraceMs: 1000,
     ...options,
   });
   supervisors.push(supervisor);
-  return { supervisor, events, logs: lines };
+  return { supervisor, events, seen, logs: lines };
 }
 
 async function until(condition: () => boolean, timeoutMs = 1500): Promise<void> {
@@ -220,7 +222,7 @@ describe('HostSupervisor', () => {
         '': {
           sessions: [
             { sessionId: 'sess-pending', status: 'notLoaded' },
-            { sessionId: 'sess-loaded', status: 'idle' },
+            { sessionId: 'sess-loaded', status: 'idle', title: 'Fix the flaky test' },
           ],
           nextCursor: 'page-2',
         },
@@ -256,9 +258,16 @@ describe('HostSupervisor', () => {
         ],
       },
     });
-    const { supervisor, events, logs } = supervise(host.command);
+    const { supervisor, events, seen, logs } = supervise(host.command);
     await supervisor.start();
     expect(supervisor.isUp()).toBe(true);
+    // Every listed session is named to the relay (for its cards) before any of its approvals.
+    expect(seen.map((event) => [event.sessionId, event.label])).toEqual([
+      ['sess-pending', undefined],
+      ['sess-loaded', 'Fix the flaky test'],
+      ['sess-other', undefined],
+      ['sess-busy', undefined],
+    ]);
 
     const log = host.log(1);
     const clientFrames = log.filter((frame) => frame.direction === 'in').map((frame) => frame.message);
@@ -397,7 +406,9 @@ describe('HostSupervisor', () => {
       error: { code: -32601, data: { kind: 'methodNotFound' } },
     });
 
-    const approvalEvents = events.slice(before).filter((event) => event.type !== 'sessionReconciled');
+    const approvalEvents = events
+      .slice(before)
+      .filter((event) => event.type !== 'sessionReconciled' && event.type !== 'sessionSeen');
     expect(approvalEvents.map((event) => [event.type, 'via' in event ? event.via : ''])).toEqual([
       ['approvalOpened', 'requested'],
       ['approvalOpened', 'request'],
