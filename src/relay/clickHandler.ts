@@ -104,13 +104,12 @@ export class ClickHandler {
     );
     const current = await relay.mutateAndSync(record.approvalId, claimed(claim));
     if (!current || current.claim?.commandId !== claim.commandId) {
-      // The approval ended between the check and the claim.
+      // The approval ended or moved on between the check and the claim.
       await store.releaseClaim(record.approvalId, claim.sourceIndex, claim.commandId);
-      await this.tell(
-        click.channel,
-        click.userId,
-        current ? (refusalFor(current, click) ?? { code: 'unknownCard' }) : { code: 'unknownCard' },
-      );
+      const refusal: Refusal = current
+        ? (refusalFor(current, click) ?? { code: 'questionChanged' })
+        : { code: 'unknownCard' };
+      await this.tell(click.channel, click.userId, refusal);
       return;
     }
     await this.send(current, claim, click.channel);
@@ -159,6 +158,12 @@ export class ClickHandler {
       await store.releaseClaim(record.approvalId, claim.sourceIndex, claim.commandId);
       await relay.mutateAndSync(record.approvalId, unclaimed(claim.commandId));
     };
+    if (record.currentRequirementId.sourceIndex !== claim.sourceIndex) {
+      // Never send a choice made for one stage as the answer to another.
+      await giveBack();
+      await this.tell(channel, claim.userId, { code: 'questionChanged' });
+      return;
+    }
     try {
       if (!host) throw new HostGoneError(`no host ${record.hostId}`);
       const params = {

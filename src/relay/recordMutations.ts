@@ -181,9 +181,18 @@ export function orphaned(record: ApprovalRecord): ApprovalRecord | undefined {
   return isTerminal(record) ? undefined : { ...record, phase: 'orphaned', claim: undefined };
 }
 
+/**
+ * A click took the stage. Checked again here, under compare-and-set, because the question may
+ * have moved since the click was checked: a button pressed for one stage must never decide
+ * another.
+ */
 export function claimed(claim: NonNullable<ApprovalRecord['claim']>) {
-  return (record: ApprovalRecord): ApprovalRecord | undefined =>
-    isTerminal(record) ? undefined : { ...record, phase: 'deciding', claim };
+  return (record: ApprovalRecord): ApprovalRecord | undefined => {
+    if (record.phase !== 'pending') return undefined;
+    if (record.currentRequirementId.sourceIndex !== claim.sourceIndex) return undefined;
+    if (!record.availableChoices.some((choice) => choice.choiceId === claim.choiceId)) return undefined;
+    return { ...record, phase: 'deciding', claim };
+  };
 }
 
 /** Our decision was refused or abandoned: give the question back to the humans. */

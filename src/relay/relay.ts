@@ -120,6 +120,12 @@ export class Relay {
       this.options.logger.warn({ approvalId }, 'event for an approval this bot never saw; skipped');
       return undefined;
     }
+    const dropped = result.previous.claim;
+    if (result.changed && dropped && dropped.commandId !== result.record.claim?.commandId) {
+      // The stage's claim key must not outlive the claim: a host that asks that stage again
+      // (a restart recovery under the same id) must find it free.
+      await this.options.store.releaseClaim(approvalId, dropped.sourceIndex, dropped.commandId);
+    }
     if (result.changed || !result.record.slack.ts) await this.syncCard(approvalId);
     return result.record;
   }

@@ -39,6 +39,8 @@ export type Mutation = (record: ApprovalRecord) => ApprovalRecord | undefined;
 export interface UpdateResult {
   record: ApprovalRecord;
   changed: boolean;
+  /** The record the mutation was applied to. */
+  previous: ApprovalRecord;
 }
 
 export type ClaimResult = { ok: true } | { ok: false; holder: Claim | undefined };
@@ -89,7 +91,7 @@ export class ApprovalStore {
       const current = await this.get(approvalId);
       if (!current) return undefined;
       const next = mutate(current);
-      if (!next) return { record: current, changed: false };
+      if (!next) return { record: current, changed: false, previous: current };
       const written: ApprovalRecord = {
         ...next,
         version: current.version + 1,
@@ -106,7 +108,7 @@ export class ApprovalStore {
       );
       if (result === 1) {
         if (terminal && !isTerminal(current)) await this.onFinal(written);
-        return { record: written, changed: true };
+        return { record: written, changed: true, previous: current };
       }
       if (result === -1) return undefined;
     }

@@ -134,4 +134,12 @@ describe('record mutations', () => {
     expect(unclaimed('someone-else')(deciding)).toBeUndefined();
     expect(unclaimed('cmd-1')(deciding)).toMatchObject({ phase: 'pending', claim: undefined });
   });
+
+  it('refuses a claim for a stage that is no longer the current one, or a choice no longer offered', () => {
+    const atStage1 = { ...base, currentRequirementId: { approvalId: 'a1', sourceIndex: 1 } };
+    expect(claimed(claim)(atStage1)).toBeUndefined();
+    expect(claimed({ ...claim, choiceId: 'allow_forever' })(base)).toBeUndefined();
+    const taken = claimed(claim)(base)!;
+    expect(claimed({ ...claim, userId: 'U2', commandId: 'cmd-2' })(taken)).toBeUndefined();
+  });
 });

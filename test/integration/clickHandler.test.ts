@@ -1,0 +1,141 @@
+import { Redis } from 'ioredis';
+import pino from 'pino';
+import { afterAll, beforeEach, describe, expect, it } from 'vitest';
+import { renderCard } from '../../src/cards/renderCard.js';
+import type { ApprovalHost, HostEvent } from '../../src/msp/events.js';
+import { ApprovalRequestParams, ApprovalUpdatedParams, type DecideParams } from '../../src/msp/protocol.js';
+import { ClickHandler } from '../../src/relay/clickHandler.js';
+import type { CardChannel, RenderedMessage, UserNotifier } from '../../src/relay/ports.js';
+import { Relay } from '../../src/relay/relay.js';
+import { ApprovalStore } from '../../src/store/approvalStore.js';
+import { shellApproval } from '../support/fakeHost.js';
+
+// The relay and click handler wired to real Redis, with the two outer edges (Slack and the host)
+// replaced by recorders and the clock in the test's hands.
+
+const redis = new Redis('redis://127.0.0.1:6379/13');
+const store = new ApprovalStore(redis, { resolvedTtlMs: 60_000 });
+const logger = pino({ level: 'silent' });
+
+class Cards implements CardChannel, UserNotifier {
+  posted: Array<{ channel: string; ts: string; message: RenderedMessage }> = [];
+  notes: Array<{ userId: string; text: string }> = [];
+  async post(channel: string, message: RenderedMessage) {
+    const ts = `1700000000.${String(this.posted.length + 1).padStart(6, '0')}`;
+    this.posted.push({ channel, ts, message });
+    return { ts };
+  }
+  async update() {}
+  async ephemeral(_channel: string, userId: string, text: string) {
+    this.notes.push({ userId, text });
+  }
+}
+
+class Host implements ApprovalHost {
+  readonly hostId = 'default';
+  decided: DecideParams[] = [];
+  async decide(params: DecideParams) {
+    this.decided.push(params);
+    return {
+      commandId: params.commandId,
+      approvalId: params.approvalId,
+      status: 'accepted',
+      terminal: false,
+    };
+  }
+}
+
+const clock = new Date('2026-11-30T12:00:00Z');
+let cards: Cards;
+let host: Host;
+let relay: Relay;
+let clicks: ClickHandler;
+let commandIds = 0;
+
+const params = ApprovalRequestParams.parse(
+  shellApproval({
+    approvalId: 'a-click',
+    sessionId: 's1',
+    stages: [
+      ['npm', 'test'],
+      ['git', 'push'],
+    ],
+  }),
+);
+
+function event(e: Omit<Extract<HostEvent, { type: 'approvalOpened' }>, 'hostId' | 'type'>): HostEvent {
+  return { type: 'approvalOpened', hostId: 'default', ...e };
+}
+
+beforeEach(async () => {
+  await redis.flushdb();
+  cards = new Cards();
+  host = new Host();
+  const now = () => clock;
+  relay = new Relay({
+    store,
+    cards,
+    render: (r, n) => renderCard(r, { now: n }),
+    logger,
+    channel: 'C1',
+    sandboxMode: 'default',
+    now,
+  });
+  clicks = new ClickHandler({
+    store,
+    relay,
+    notifier: cards,
+    host: () => host,
+    logger,
+    now,
+    newCommandId: () => `cmd-${++commandIds}`,
+  });
+  relay.handleHostEvent(event({ incarnation: 'inc-1', via: 'request', params }));
+  await relay.idle();
+});
+afterAll(async () => {
+  relay.stop();
+  await redis.quit();
+});
+
+const click = (userId: string, sourceIndex: number) => ({
+  channel: 'C1',
+  ts: cards.posted[0]!.ts,
+  userId,
+  sourceIndex,
+  choiceId: 'allow_once',
+});
+
+describe('ClickHandler against real Redis', () => {
+  it('a host restart that re-asks the same stage under the same id frees the old claim', async () => {
+    await clicks.click(click('U1', 0));
+    expect(host.decided).toHaveLength(1);
+    await clicks.click(click('U2', 0));
+    expect(cards.notes.at(-1)?.text).toMatch(/already being decided by <@U1>/);
+
+    // The host restarts and recovers the approval under the same id, at the same stage: the
+    // earlier answer was evidence, not authority, so the question is open again.
+    relay.handleHostEvent({
+      type: 'approvalUpdated',
+      hostId: 'default',
+      incarnation: 'inc-2',
+      params: ApprovalUpdatedParams.parse({ ...params, change: { kind: 'restartRecovered' } }),
+    });
+    await relay.idle();
+
+    await clicks.click(click('U2', 0));
+    expect(host.decided).toHaveLength(2);
+    expect(host.decided[1]).toMatchObject({ requirementId: { sourceIndex: 0 } });
+    expect(host.decided[1]!.commandId).not.toBe(host.decided[0]!.commandId);
+  });
+
+  it('a click checked against stage 1 never decides stage 2 after the stage moved', async () => {
+    const moved = { ...params, currentRequirementId: { approvalId: 'a-click', sourceIndex: 1 } };
+    // The stage moves between the button being rendered and the click arriving.
+    relay.handleHostEvent(event({ incarnation: 'inc-1', via: 'request', params: moved }));
+    await relay.idle();
+    await clicks.click(click('U1', 0));
+    expect(host.decided).toHaveLength(0);
+    expect(cards.notes.at(-1)?.text).toMatch(/question changed/);
+  });
+});
