@@ -1,7 +1,12 @@
 // A fake Slack Web API on 127.0.0.1: records every call, keeps the current state of each message,
-// rejects payloads over the Block Kit limits, and can answer 429s or errors on demand.
+// rejects payloads over the Block Kit limits, and can answer 429s or errors on demand. It is also
+// Slack's Socket Mode end: apps.connections.open (app token) hands out a ws:// URL on the same
+// server, where the bot is greeted with `hello` and sent envelopes that it must ack.
 
+import { randomUUID } from 'node:crypto';
 import http from 'node:http';
+import type { Duplex } from 'node:stream';
+import { type WebSocket, WebSocketServer } from 'ws';
 import { checkMessageLimits } from '../../src/cards/limits.js';
 
 export interface SlackCall {
@@ -99,6 +104,37 @@ function describeCall(c: { method: string; args: Record<string, unknown> }): str
   return `${c.method}(${bits.join(', ')})`;
 }
 
+/** One WebSocket connection the bot opened with a URL from apps.connections.open. */
+export interface SocketConnection {
+  index: number;
+  ticket: string;
+  openedAt: number;
+  /** Set once the socket has closed. */
+  closedAt?: number;
+  closeCode?: number;
+  /** Every text frame the bot sent on this socket (acks), parsed, in order. */
+  received: Array<Record<string, unknown>>;
+}
+
+/** What the bot answered to an envelope: `{envelope_id, payload?}` (slack-platform.md §2.1). */
+export interface SocketAck {
+  envelope_id: string;
+  payload?: Record<string, unknown>;
+  at: number;
+  /** The connection the ack came back on. */
+  connection: number;
+}
+
+/** The `hello` Slack sends when a Socket Mode connection is ready. */
+export const SOCKET_HELLO = {
+  type: 'hello',
+  num_connections: 1,
+  debug_info: { host: 'fake', approximate_connection_time: 3600 },
+  connection_info: { app_id: 'A_TEST' },
+} as const;
+
+const SOCKET_PATH = '/socket-mode';
+
 interface Waiter {
   test: (c: SlackCall) => boolean;
   resolve: (c: SlackCall) => void;
@@ -116,8 +152,17 @@ export class FakeSlack {
   readonly views = new Map<string, SlackView>();
   /** Bearer token expected on every call; null accepts any non-empty token. */
   expectedToken: string | null = null;
+  /** App-level token expected on apps.connections.open; null accepts any `xapp-` token. */
+  expectedAppToken: string | null = null;
+  /** Socket Mode connections, in the order the bot opened them. */
+  readonly socketConnections: SocketConnection[] = [];
 
   private readonly server: http.Server;
+  private readonly wss = new WebSocketServer({ noServer: true });
+  private readonly tickets = new Set<string>();
+  private readonly sockets = new Map<SocketConnection, WebSocket>();
+  private socketWaiters: Array<(c: SocketConnection) => void> = [];
+  private ackWaiters = new Map<string, (ack: SocketAck) => void>();
   private readonly messages = new Map<string, SlackMessage>();
   private readonly rateLimits = new Map<string, { times: number; retryAfterSec: number }>();
   private readonly failures = new Map<
@@ -154,6 +199,13 @@ export class FakeSlack {
       });
     });
     server.keepAliveTimeout = 1000;
+    server.on('upgrade', (req, socket, head) => {
+      if (!self) {
+        socket.destroy();
+        return;
+      }
+      self.upgrade(req, socket, head);
+    });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(0, '127.0.0.1', () => resolve());
@@ -301,9 +353,132 @@ export class FakeSlack {
     }`;
   }
 
+  // ---- Socket Mode
+
+  /** The open Socket Mode connection, once the bot has connected (it has been sent `hello`). */
+  waitForSocket(timeoutMs = 5000): Promise<SocketConnection> {
+    const open = this.openSocket();
+    if (open) return Promise.resolve(open.connection);
+    return new Promise((resolve, reject) => {
+      const waiter = (c: SocketConnection) => {
+        clearTimeout(timer);
+        resolve(c);
+      };
+      const timer = setTimeout(() => {
+        this.socketWaiters = this.socketWaiters.filter((w) => w !== waiter);
+        reject(
+          new Error(
+            `FakeSlack: no Socket Mode connection within ${timeoutMs} ms (${this.socketConnections.length} seen).\n${this.summary()}`,
+          ),
+        );
+      }, timeoutMs);
+      this.socketWaiters.push(waiter);
+    });
+  }
+
+  /**
+   * Sends an interactive payload (block_actions, view_submission, ...) over the open socket as
+   * Slack does, and resolves with the bot's ack. Rejects when no socket is open or no ack comes
+   * within `timeoutMs`.
+   */
+  sendInteractive(payload: Record<string, unknown>, timeoutMs = 5000): Promise<SocketAck> {
+    return this.sendEnvelope('interactive', payload, timeoutMs);
+  }
+
+  /** Sends any envelope type (`interactive`, `events_api`, `slash_commands`) and awaits its ack. */
+  sendEnvelope(type: string, payload: Record<string, unknown>, timeoutMs = 5000): Promise<SocketAck> {
+    const open = this.openSocket();
+    if (!open) {
+      return Promise.reject(new Error(`FakeSlack: no open Socket Mode connection to send ${type} on`));
+    }
+    const envelopeId = randomUUID();
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.ackWaiters.delete(envelopeId);
+        reject(
+          new Error(
+            `FakeSlack: the bot did not ack ${type} envelope ${envelopeId} within ${timeoutMs} ms; frames received: ${JSON.stringify(
+              open.connection.received,
+            ).slice(0, 2000)}`,
+          ),
+        );
+      }, timeoutMs);
+      this.ackWaiters.set(envelopeId, (ack) => {
+        clearTimeout(timer);
+        resolve(ack);
+      });
+      const envelope = { envelope_id: envelopeId, type, payload, accepts_response_payload: false };
+      open.ws.send(JSON.stringify(envelope), (err) => {
+        if (!err) return;
+        clearTimeout(timer);
+        this.ackWaiters.delete(envelopeId);
+        reject(err);
+      });
+    });
+  }
+
   async close(): Promise<void> {
+    for (const ws of this.sockets.values()) ws.terminate();
+    await new Promise<void>((resolve) => this.wss.close(() => resolve()));
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private openSocket(): { connection: SocketConnection; ws: WebSocket } | undefined {
+    const open = [...this.sockets].filter(([, ws]) => ws.readyState === ws.OPEN);
+    const last = open[open.length - 1];
+    return last ? { connection: last[0], ws: last[1] } : undefined;
+  }
+
+  private upgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): void {
+    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    const ticket = url.searchParams.get('ticket') ?? '';
+    if (url.pathname !== SOCKET_PATH || !this.tickets.delete(ticket)) {
+      // Only a URL handed out by apps.connections.open opens a socket, and only once.
+      socket.end('HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+      return;
+    }
+    this.wss.handleUpgrade(req, socket, head, (ws) => {
+      const connection: SocketConnection = {
+        index: this.socketConnections.length,
+        ticket,
+        openedAt: Date.now(),
+        received: [],
+      };
+      this.socketConnections.push(connection);
+      this.sockets.set(connection, ws);
+      ws.on('message', (data, isBinary) => {
+        if (isBinary) return;
+        let frame: Record<string, unknown>;
+        try {
+          frame = JSON.parse(data.toString()) as Record<string, unknown>;
+        } catch {
+          frame = { raw: data.toString() };
+        }
+        connection.received.push(frame);
+        const envelopeId = str(frame.envelope_id);
+        const waiter = envelopeId ? this.ackWaiters.get(envelopeId) : undefined;
+        if (envelopeId && waiter) {
+          this.ackWaiters.delete(envelopeId);
+          const payload = frame.payload as Record<string, unknown> | undefined;
+          waiter({
+            envelope_id: envelopeId,
+            ...(payload ? { payload } : {}),
+            at: Date.now(),
+            connection: connection.index,
+          });
+        }
+      });
+      ws.on('close', (code) => {
+        connection.closedAt = Date.now();
+        connection.closeCode = code;
+        this.sockets.delete(connection);
+      });
+      ws.on('error', () => undefined);
+      ws.send(JSON.stringify(SOCKET_HELLO), () => {
+        for (const w of this.socketWaiters.splice(0)) w(connection);
+      });
+    });
   }
 
   // ---- HTTP
@@ -354,10 +529,14 @@ export class FakeSlack {
 
     const auth = req.headers.authorization ?? '';
     const token = auth.startsWith('Bearer ') ? auth.slice('Bearer '.length) : (str(args.token) ?? null);
+    // apps.connections.open takes only an app-level token (xapp-), every other method refuses one.
+    const wantsAppToken = method === 'apps.connections.open';
+    const expected = wantsAppToken ? this.expectedAppToken : this.expectedToken;
     let response: Record<string, unknown>;
     if (!token) response = { ok: false, error: 'not_authed' };
-    else if (this.expectedToken !== null && token !== this.expectedToken)
-      response = { ok: false, error: 'invalid_auth' };
+    else if (token.startsWith('xapp-') !== wantsAppToken)
+      response = { ok: false, error: 'not_allowed_token_type' };
+    else if (expected !== null && token !== expected) response = { ok: false, error: 'invalid_auth' };
     else response = (await this.failure(method)) ?? (await this.dispatch(method, args));
 
     const call: SlackCall = { index: this.calls.length, method, args, at: Date.now(), response, token };
@@ -429,6 +608,11 @@ export class FakeSlack {
           bot_id: 'B_BOT',
           is_enterprise_install: false,
         };
+      case 'apps.connections.open': {
+        const ticket = randomUUID();
+        this.tickets.add(ticket);
+        return { ok: true, url: `ws://127.0.0.1:${this.port}${SOCKET_PATH}?ticket=${ticket}` };
+      }
       case 'chat.postMessage':
         return this.postMessage(args);
       case 'chat.update':
