@@ -112,6 +112,12 @@ async function main(): Promise<void> {
     logger.flush();
     process.exit(code);
   };
+  // Nothing may die silently: a stray rejection (for example a Socket Mode reconnect that ran
+  // out of retries) is logged and the process shuts down cleanly for its supervisor to restart.
+  process.on('unhandledRejection', (reason) => {
+    logger.fatal({ err: reason }, 'unhandled rejection');
+    void shutdown(1, 'unhandled rejection');
+  });
   process.on('SIGTERM', () => void shutdown(0, 'SIGTERM'));
   process.on('SIGINT', () => void shutdown(0, 'SIGINT'));
 

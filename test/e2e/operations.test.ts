@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { BOT_TOKEN, freshRedisDb, startBot } from '../support/bot.js';
+import { BOT_TOKEN, freshRedisDb, SIGNING_SECRET, startBot } from '../support/bot.js';
 import { approvalFromTranscript, FakeHost } from '../support/fakeHost.js';
 import { FakeSlack } from '../support/fakeSlack.js';
+import { postEvent, postSlashCommand } from '../support/slackRequests.js';
 import { buttonsOf, World } from './world.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -62,5 +63,33 @@ describe('running it', () => {
     expect(world.bot.logs.some((l) => l.msg === 'shutting down')).toBe(true);
     // The host saw its stdin close and ended cleanly rather than being killed.
     await expect.poll(() => world.host.connected, { timeout: 5_000 }).toBe(false);
+  });
+
+  it('/countersign answers at once and says where the cards are', async () => {
+    const world = await World.start();
+    cleanups.push(() => world.close());
+    const response = await postSlashCommand(world.bot.url, SIGNING_SECRET, { userId: 'U0ALICE' });
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as { response_type: string; text: string };
+    expect(body.response_type).toBe('ephemeral');
+    expect(body.text).toContain(`<#${world.channel}>`);
+  });
+
+  it('App Home shows where the cards are and whether the host is up', async () => {
+    const world = await World.start();
+    cleanups.push(() => world.close());
+    const response = await postEvent(world.bot.url, SIGNING_SECRET, {
+      type: 'app_home_opened',
+      user: 'U0ALICE',
+      channel: 'D0ALICE',
+      tab: 'home',
+      event_ts: '1700000000.000001',
+    });
+    expect(response.status).toBe(200);
+    const published = await world.slack.waitFor('views.publish');
+    expect(published.args.user_id).toBe('U0ALICE');
+    const view = JSON.stringify(published.args.view);
+    expect(view).toContain(`<#${world.channel}>`);
+    expect(view).toContain('Agent host: :large_green_circle: up');
   });
 });
