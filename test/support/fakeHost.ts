@@ -189,7 +189,7 @@ export interface HostState {
 // ---------------------------------------------------------------------------------------------
 
 const HOST_SCRIPT = fileURLToPath(new URL('./fake-host.mjs', import.meta.url));
-const TRANSCRIPTS_DIR = fileURLToPath(new URL('../../../shared/msp-transcripts/', import.meta.url));
+export const TRANSCRIPTS_DIR = fileURLToPath(new URL('../../../shared/msp-transcripts/', import.meta.url));
 
 function shellQuote(s: string): string {
   return `'${s.replace(/'/g, `'\\''`)}'`;
