@@ -104,6 +104,8 @@ async function main(): Promise<void> {
       await relay.idle();
       relay.stop();
       await host.stop();
+      // Stopping a non-durable host orphans its cards; let that reach Slack before Redis goes.
+      await relay.idle();
       await redis.quit();
     } catch (err) {
       logger.error({ err }, 'error while shutting down');

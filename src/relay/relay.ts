@@ -35,6 +35,7 @@ export class Relay {
   private readonly now: () => Date;
   private readonly postLeaseMs: number;
   private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly background = new Set<Promise<void>>();
   /**
    * Session labels for cards. Display only, so memory is enough: a restarted bot learns them
    * again from session/list before it sees any approval.
@@ -98,9 +99,16 @@ export class Relay {
     return this.queue.run(approvalId, () => this.syncCard(approvalId));
   }
 
-  /** Resolves when all queued work has settled. */
+  /** Resolves when all queued and background work has settled. */
   async idle(): Promise<void> {
+    while (this.background.size > 0) await Promise.allSettled([...this.background]);
     await this.queue.idle();
+  }
+
+  /** Work that spans many approvals; idle() waits for it too. */
+  private track(task: Promise<void>): void {
+    this.background.add(task);
+    void task.finally(() => this.background.delete(task));
   }
 
   stop(): void {

@@ -71,4 +71,46 @@ describe('races, bad input and rate limits', () => {
     await world.press('limited-0001', 'Allow once', 'U0ALICE', card);
     await world.waitForCard('limited-0001', (m) => textOf(m).includes('Approved'));
   });
+
+  it('overloaded and backpressured decides are retried with the same commandId', async () => {
+    world = await World.start();
+    const approval = approvalFromTranscript('approval-round-trip', { approvalId: 'busy-0001' });
+    await world.host.open(approval, { via: 'both' });
+    await world.waitForCard('busy-0001', (m) => buttonsOf(m).length > 0);
+    await world.host.failDecide({ code: -32001, message: 'overloaded', data: { kind: 'overloaded' } });
+    await world.host.failDecide({
+      code: -32031,
+      message: 'queue full',
+      data: { kind: 'backpressured', capacity: 8 },
+    });
+
+    await world.press('busy-0001', 'Allow once');
+    await world.waitForCard('busy-0001', (m) => textOf(m).includes('Approved'), 10_000);
+    const decides = world.host.decides();
+    expect(decides).toHaveLength(3);
+    expect(new Set(decides.map((d) => d.frame.params.commandId)).size).toBe(1);
+  });
+
+  it('sessionNotLoaded: the bot resumes the session, then replays the same decision', async () => {
+    world = await World.start({
+      sessions: [{ sessionId: 'cold-session', title: 'Cold', status: 'notLoaded' }],
+      requireResume: true,
+    });
+    const approval = approvalFromTranscript('approval-round-trip', {
+      approvalId: 'cold-0001',
+      sessionId: 'cold-session',
+    });
+    await world.host.open(approval, { via: 'requested' });
+    await world.waitForCard('cold-0001', (m) => buttonsOf(m).length > 0);
+    expect(world.host.framesOf('session/resume')).toHaveLength(0);
+
+    await world.press('cold-0001', 'Allow once');
+    await world.waitForCard('cold-0001', (m) => textOf(m).includes('Approved'), 10_000);
+    const [refused, replayed] = world.host.decides();
+    expect(replayed!.frame.params.commandId).toBe(refused!.frame.params.commandId);
+    const resume = world.host.framesOf('session/resume');
+    expect(resume.map((f) => f.frame.params?.sessionId)).toEqual(['cold-session']);
+    expect(resume[0]!.index).toBeGreaterThan(refused!.index);
+    expect(resume[0]!.index).toBeLessThan(replayed!.index);
+  });
 });
