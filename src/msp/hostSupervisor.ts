@@ -321,7 +321,7 @@ export class HostSupervisor implements ApprovalHost {
       connection.close();
       void terminate(child, STDOUT_DRAIN_MS);
     });
-    logger.info({ pid: child.pid, command: this.command }, 'host spawned');
+    logger.info({ hostPid: child.pid, command: this.command }, 'host spawned');
     return incarnation;
   }
 
