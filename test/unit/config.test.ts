@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, parseDuration, redactedConfig } from '../../src/config.js';
 
-const BOT_TOKEN = 'xoxb-1111-2222-SUPERSECRETBOT';
-const APP_TOKEN = 'xapp-1-A111-SUPERSECRETAPP';
+const BOT_TOKEN = 'xoxb-test-1111-2222-SUPERSECRETBOT';
+const APP_TOKEN = 'xapp-test-SUPERSECRETAPP';
 const SIGNING_SECRET = 'supersecretsigning0123456789abcdef';
 const ROUTING_KEY = 'R0UTINGKEYSUPERSECRET0000000000';
 const PD_TOKEN = 'u+PDTOKENSUPERSECRET';
@@ -153,10 +153,10 @@ describe('loadConfig errors', () => {
   });
 
   it('rejects a bot token without the xoxb- prefix, without echoing it', () => {
-    const err = configError(socketEnv({ SLACK_BOT_TOKEN: 'xoxp-SUPERSECRETUSER' }));
+    const err = configError(socketEnv({ SLACK_BOT_TOKEN: 'xoxp-USER1' }));
     expect(err.variable).toBe('SLACK_BOT_TOKEN');
     expect(err.message).toContain('xoxb-');
-    expect(err.message).not.toContain('SUPERSECRETUSER');
+    expect(err.message).not.toContain('USER1');
   });
 
   it('rejects an app token without the xapp- prefix, without echoing it', () => {

@@ -3,7 +3,7 @@ import type { LogLevel } from '@slack/bolt';
 import { describe, expect, it } from 'vitest';
 import { createLogger, toBoltLogger } from '../../src/log.js';
 
-const TOKEN = 'xoxb-9999-SUPERSECRETLOGTOKEN';
+const TOKEN = 'xoxb-test-9999-SUPERSECRETLOGTOKEN';
 
 /** A pino destination that keeps each JSON line as an object. */
 function capture() {
