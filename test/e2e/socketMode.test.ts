@@ -2,71 +2,34 @@
 // the fake Slack's apps.connections.open (reached through SLACK_API_URL), and a button click that
 // arrives over that socket becomes exactly one approval/decide.
 
-import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { keys } from '../../src/store/keys.js';
-import {
-  APPROVALS_CHANNEL,
-  BOT_TOKEN,
-  freshRedisDb,
-  type RunningBot,
-  SIGNING_SECRET,
-  startBot,
-} from '../support/bot.js';
-import { approvalFromTranscript, FakeHost } from '../support/fakeHost.js';
-import { FakeSlack, type SlackMessage } from '../support/fakeSlack.js';
+import { APPROVALS_CHANNEL, BOT_TOKEN, type RunningBot, SIGNING_SECRET } from '../support/bot.js';
+import { approvalFromTranscript, type FakeHost } from '../support/fakeHost.js';
+import type { FakeSlack } from '../support/fakeSlack.js';
 import { blockActionsPayload, postInteraction } from '../support/slackRequests.js';
-import { buttonsOf, SESSION, textOf } from './world.js';
+import { buttonsOf, SESSION, textOf, World } from './world.js';
 
 const APP_TOKEN = 'xapp-1-A_TEST-123-abc';
 
+let world: World;
 let slack: FakeSlack;
 let host: FakeHost;
-let redis: Redis;
 let bot: RunningBot;
 
 beforeEach(async () => {
-  slack = await FakeSlack.start({ expectedToken: BOT_TOKEN });
-  slack.expectedAppToken = APP_TOKEN;
-  host = await FakeHost.start({ sessions: [{ sessionId: SESSION, title: 'Bump the version' }] });
-  const redisDb = await freshRedisDb();
-  redis = new Redis(`redis://127.0.0.1:6379/${redisDb}`);
   // Socket Mode needs no signing secret: '' removes the variable startBot sets by default.
-  bot = await startBot({
-    host,
-    slack,
-    redisDb,
-    env: { SLACK_APP_TOKEN: APP_TOKEN, SLACK_SIGNING_SECRET: '' },
-  });
-  await bot.waitReady(15_000);
+  world = await World.start(
+    {},
+    { SLACK_APP_TOKEN: APP_TOKEN, SLACK_SIGNING_SECRET: '' },
+    { slack: { expectedToken: BOT_TOKEN }, appToken: APP_TOKEN },
+  );
+  ({ slack, host, bot } = world);
   await slack.waitForSocket(10_000);
 });
 
 afterEach(async () => {
-  await bot.stop(5_000).catch(() => undefined);
-  await Promise.all([host.close(), slack.close(), redis.quit()]);
+  await world.close();
 });
-
-/** The card of an approval once the bot has posted it and it satisfies `predicate`. */
-async function waitForCard(
-  approvalId: string,
-  predicate: (m: SlackMessage) => boolean,
-  timeoutMs = 5_000,
-): Promise<SlackMessage> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const raw = await redis.hget(keys.approval(approvalId), 'd');
-    const ts = raw ? (JSON.parse(raw) as { slack?: { ts?: string } }).slack?.ts : undefined;
-    const card = slack.messagesIn(APPROVALS_CHANNEL).find((m) => m.ts === ts);
-    if (card && predicate(card)) return structuredClone(card);
-    if (Date.now() > deadline) {
-      throw new Error(
-        `card of ${approvalId} never matched; last: ${card ? textOf(card).slice(0, 2000) : '(not posted)'}\n${slack.summary()}\n${bot.tail(30)}`,
-      );
-    }
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 describe('Socket Mode', () => {
   it('connects with the app token through SLACK_API_URL and serves only the health routes on PORT', async () => {
@@ -122,7 +85,7 @@ describe('Socket Mode', () => {
     const id = approval.approvalId;
     await host.open(approval, { via: 'both' });
 
-    const card = await waitForCard(id, (m) => buttonsOf(m).length > 0);
+    const card = await world.waitForCard(id, (m) => buttonsOf(m).length > 0);
     const allowOnce = buttonsOf(card).find((b) => b.text === 'Allow once');
     expect(
       allowOnce,
@@ -156,7 +119,10 @@ describe('Socket Mode', () => {
       choiceId: 'allow_once',
     });
 
-    const final = await waitForCard(id, (m) => buttonsOf(m).length === 0 && textOf(m).includes('Approved'));
+    const final = await world.waitForCard(
+      id,
+      (m) => buttonsOf(m).length === 0 && textOf(m).includes('Approved'),
+    );
     expect(final.ts).toBe(card.ts);
     expect(textOf(final)).toContain('<@U0ALICE>');
     expect(host.decides()).toHaveLength(1);

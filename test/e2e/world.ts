@@ -59,8 +59,13 @@ export class World {
     public bot: RunningBot,
   ) {}
 
-  static async start(seed: FakeHostSeed = {}, env: Record<string, string> = {}): Promise<World> {
-    const slack = await FakeSlack.start();
+  static async start(
+    seed: FakeHostSeed = {},
+    env: Record<string, string> = {},
+    options: { slack?: Parameters<typeof FakeSlack.start>[0]; appToken?: string } = {},
+  ): Promise<World> {
+    const slack = await FakeSlack.start(options.slack);
+    if (options.appToken) slack.expectedAppToken = options.appToken;
     const host = await FakeHost.start({
       sessions: [{ sessionId: SESSION, title: 'Bump the version' }],
       ...seed,
