@@ -13,6 +13,9 @@ import { createWebClient } from './slack/webClient.js';
 import { ApprovalStore } from './store/approvalStore.js';
 import { VERSION } from './version.js';
 
+/** How long SIGTERM waits for decisions in flight (Docker's default stop grace is 10 s). */
+const DRAIN_TIMEOUT_MS = 8_000;
+
 function readConfig() {
   try {
     return loadConfig(process.env);
@@ -100,7 +103,14 @@ async function main(): Promise<void> {
     logger.info({ reason }, 'shutting down');
     try {
       await app.stop();
-      await clicks?.drain();
+      // Decisions in flight get a while to finish; one that does not is still safe: its claim
+      // and commandId are in Redis and the next start replays it.
+      const drained = await Promise.race([
+        clicks?.drain().then(() => true),
+        new Promise<false>((resolve) => setTimeout(() => resolve(false), DRAIN_TIMEOUT_MS).unref()),
+      ]);
+      if (!drained)
+        logger.warn({ timeoutMs: DRAIN_TIMEOUT_MS }, 'decisions still in flight; leaving them to replay');
       await relay.idle();
       relay.stop();
       await host.stop();

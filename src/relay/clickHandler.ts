@@ -44,6 +44,7 @@ export interface ClickHandlerOptions {
  */
 export class ClickHandler {
   private readonly inFlight = new Map<string, Promise<void>>();
+  private readonly clicks = new Set<Promise<void>>();
   /** commandId → the host incarnation it was last sent to: one send per commandId per host process. */
   private readonly sentTo = new Map<string, string>();
   private readonly now: () => Date;
@@ -64,8 +65,15 @@ export class ClickHandler {
     return { ok: true, record, choice };
   }
 
-  async click(click: Click): Promise<void> {
-    if (!this.accepting) return;
+  /** Handles one click; drain() waits for it from the first read to the host's answer. */
+  click(click: Click): Promise<void> {
+    if (!this.accepting) return Promise.resolve();
+    const task = this.handleClick(click);
+    this.clicks.add(task);
+    return task.finally(() => this.clicks.delete(task));
+  }
+
+  private async handleClick(click: Click): Promise<void> {
     const { store, relay, logger } = this.options;
     const checked = await this.check(click);
     if (!checked.ok) {
@@ -132,7 +140,9 @@ export class ClickHandler {
   /** Stop taking clicks; resolves when every decision already in flight has finished. */
   async drain(): Promise<void> {
     this.accepting = false;
-    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight.values()]);
+    while (this.inFlight.size > 0 || this.clicks.size > 0) {
+      await Promise.allSettled([...this.inFlight.values(), ...this.clicks]);
+    }
   }
 
   private send(record: ApprovalRecord, claim: Claim, channel: string): Promise<void> {

@@ -54,6 +54,25 @@ describe('running it', () => {
     expect(world.bot.logs.some((l) => l.raw.includes(BOT_TOKEN))).toBe(false);
   });
 
+  it('SIGTERM finishes the decision in flight before it closes the host', async () => {
+    const world = await World.start();
+    cleanups.push(() => world.close());
+    await world.host.open(approvalFromTranscript('approval-round-trip', { approvalId: 'drain-0001' }), {
+      via: 'both',
+    });
+    await world.waitForCard('drain-0001', (m) => buttonsOf(m).length > 0);
+    await world.host.delayDecide(1_500);
+    await world.press('drain-0001', 'Allow once');
+    await world.host.waitForDecide();
+
+    const exit = await world.bot.stop(15_000);
+    expect(exit).toEqual({ code: 0, signal: null });
+    const accepted = world.bot.logs.findIndex((l) => l.msg === 'decision accepted');
+    const hostStopping = world.bot.logs.findIndex((l) => l.msg === 'stopping host');
+    expect(accepted).toBeGreaterThan(-1);
+    expect(hostStopping).toBeGreaterThan(accepted);
+  });
+
   it('SIGTERM drains: the host gets EOF, the process exits 0', async () => {
     const world = await World.start();
     cleanups.push(() => world.close());

@@ -110,6 +110,8 @@ const touched = new Set();
 const forcedDecideErrors = [];
 /** How many of the next approval/decide requests to read and then leave unanswered. */
 let unansweredDecides = 0;
+/** How long the next approval/decide waits before it is applied and answered (a slow host). */
+let nextDecideDelayMs = 0;
 
 // ---------------------------------------------------------------------------------------------
 // Control connection
@@ -180,6 +182,9 @@ function applyControl(cmd) {
       return null;
     case 'holdDecide':
       unansweredDecides += Number(cmd.times ?? 1);
+      return null;
+    case 'delayDecide':
+      nextDecideDelayMs = Number(cmd.ms ?? 0);
       return null;
     case 'failDecide':
       forcedDecideErrors.push({ error: cmd.error, times: Number(cmd.times ?? 1) });
@@ -838,19 +843,13 @@ function handleFrame(line) {
       unansweredDecides -= 1;
       return;
     }
-    let out;
-    try {
-      out = handleRequest(msg);
-    } catch (err) {
-      if (err instanceof RpcFailure) {
-        respondError(msg.id, err.error);
-        return;
-      }
-      respondError(msg.id, rpcError(-32603, 'internal', err instanceof Error ? err.message : String(err)));
+    if (msg.method === 'approval/decide' && nextDecideDelayMs > 0) {
+      const delay = nextDecideDelayMs;
+      nextDecideDelayMs = 0;
+      setTimeout(() => handleRequestFrame(msg), delay);
       return;
     }
-    respond(msg.id, out.result);
-    out.after();
+    handleRequestFrame(msg);
     return;
   }
   if (msg.method === 'initialized' && initialized && !ready) {
@@ -858,6 +857,22 @@ function handleFrame(line) {
     flushOutbox();
   }
   // Other notifications and responses to our requests need no answer.
+}
+
+function handleRequestFrame(msg) {
+  let out;
+  try {
+    out = handleRequest(msg);
+  } catch (err) {
+    if (err instanceof RpcFailure) {
+      respondError(msg.id, err.error);
+      return;
+    }
+    respondError(msg.id, rpcError(-32603, 'internal', err instanceof Error ? err.message : String(err)));
+    return;
+  }
+  respond(msg.id, out.result);
+  out.after();
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -339,6 +339,11 @@ export class FakeHost {
     await this.send('holdDecide', { times });
   }
 
+  /** The next approval/decide is applied and answered only after `ms` (a slow host). */
+  async delayDecide(ms: number): Promise<void> {
+    await this.send('delayDecide', { ms });
+  }
+
   async crash(code = 1): Promise<void> {
     await this.send('crash', { code });
   }
