@@ -70,15 +70,12 @@ export class Relay {
         );
         return;
       case 'sessionReconciled':
-        void this.reconcileSession(
-          event.hostId,
-          event.sessionId,
-          event.pendingApprovalIds,
-          event.incarnation,
+        this.track(
+          this.reconcileSession(event.hostId, event.sessionId, event.pendingApprovalIds, event.incarnation),
         );
         return;
       case 'hostDown':
-        if (!event.durable) void this.orphanAll(event.hostId);
+        if (!event.durable) this.track(this.orphanAll(event.hostId));
         return;
       case 'sessionSeen':
         if (event.label) this.sessionLabels.set(event.sessionId, event.label);
