@@ -73,6 +73,19 @@ describe('running it', () => {
     expect(hostStopping).toBeGreaterThan(accepted);
   });
 
+  it('stopping the bot with a non-durable host marks its open cards before Redis goes', async () => {
+    const world = await World.start({ durability: 'ephemeral' });
+    cleanups.push(() => world.close());
+    await world.host.open(approvalFromTranscript('approval-round-trip', { approvalId: 'gone-0001' }), {
+      via: 'both',
+    });
+    await world.waitForCard('gone-0001', (m) => buttonsOf(m).length > 0);
+    expect(await world.bot.stop(15_000)).toEqual({ code: 0, signal: null });
+    const card = await world.card('gone-0001');
+    expect(buttonsOf(card)).toHaveLength(0);
+    expect(JSON.stringify(card.blocks)).toContain('could not keep this request');
+  });
+
   it('SIGTERM drains: the host gets EOF, the process exits 0', async () => {
     const world = await World.start();
     cleanups.push(() => world.close());
