@@ -6,7 +6,8 @@ export interface RenderedMessage {
 
 /** Where cards live. slack/ implements it; the relay never sees a Slack client. */
 export interface CardChannel {
-  post(channel: string, message: RenderedMessage): Promise<{ ts: string }>;
+  /** Resolves with the message's ts and the channel's ID (a `#name` comes back as its ID). */
+  post(channel: string, message: RenderedMessage): Promise<{ ts: string; channel: string }>;
   update(channel: string, ts: string, message: RenderedMessage): Promise<void>;
 }
 

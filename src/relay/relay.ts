@@ -220,21 +220,21 @@ export class Relay {
       return;
     }
     try {
-      const { ts } = await cards
+      const { ts, channel } = await cards
         .post(record.slack.channel, render(record, this.now()))
         .catch((err: unknown) => {
           // Slack said no (the channel, a scope, an outage): try again later, nothing is lost.
           this.retryLater(approvalId);
           throw err;
         });
-      await store.mapMessage(approvalId, record.slack.channel, ts);
+      await store.mapMessage(approvalId, channel, ts);
       const saved = await store.update(approvalId, (r) =>
-        r.slack.ts ? undefined : { ...r, slack: { ...r.slack, ts } },
+        r.slack.ts ? undefined : { ...r, slack: { channel, ts } },
       );
-      log.info({ ts, phase: record.phase }, 'card posted');
+      log.info({ ts, channel, phase: record.phase }, 'card posted');
       // Someone changed the record while we were posting: show them the latest.
       if (saved && saved.record.version !== record.version + 1) {
-        await cards.update(record.slack.channel, ts, render(saved.record, this.now()));
+        await cards.update(channel, ts, render(saved.record, this.now()));
       }
     } finally {
       await store.releasePostLease(approvalId);

@@ -17,7 +17,7 @@ export class SlackCardChannel implements CardChannel, UserNotifier {
     private readonly options: SlackCardChannelOptions = {},
   ) {}
 
-  async post(channel: string, message: RenderedMessage): Promise<{ ts: string }> {
+  async post(channel: string, message: RenderedMessage): Promise<{ ts: string; channel: string }> {
     const result = await this.call('chat.postMessage', channel, () =>
       this.client.chat.postMessage({
         channel,
@@ -28,7 +28,8 @@ export class SlackCardChannel implements CardChannel, UserNotifier {
       }),
     );
     if (!result.ts) throw new Error('chat.postMessage returned no ts');
-    return { ts: result.ts };
+    // chat.update and clicks know the channel only by ID, even when it was posted to by name.
+    return { ts: result.ts, channel: result.channel ?? channel };
   }
 
   async update(channel: string, ts: string, message: RenderedMessage): Promise<void> {

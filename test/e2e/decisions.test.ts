@@ -188,3 +188,18 @@ describe('deciding from Slack', () => {
     expect(world.host.decides()).toHaveLength(2);
   });
 });
+
+describe('a channel given by name', () => {
+  it('posts to #name, then updates and finds the card by the channel ID Slack answered with', async () => {
+    await world.close();
+    world = await World.start({}, { SLACK_CHANNEL: '#approvals' });
+    const approval = approvalFromTranscript('approval-round-trip', { approvalId: 'named-0001' });
+    await world.host.open(approval, { via: 'both' });
+    const posted = await world.slack.waitFor('chat.postMessage');
+    expect(posted.args.channel).toBe('#approvals');
+    await world.waitForCard('named-0001', (m) => buttonsOf(m).length > 0);
+    await world.press('named-0001', 'Allow once');
+    await world.waitForCard('named-0001', (m) => textOf(m).includes('Approved'));
+    expect(world.slack.callsOf('chat.update').every((c) => c.args.channel === 'C0APPROVALS')).toBe(true);
+  });
+});

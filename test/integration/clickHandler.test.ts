@@ -23,7 +23,7 @@ class Cards implements CardChannel, UserNotifier {
   async post(channel: string, message: RenderedMessage) {
     const ts = `1700000000.${String(this.posted.length + 1).padStart(6, '0')}`;
     this.posted.push({ channel, ts, message });
-    return { ts };
+    return { ts, channel };
   }
   async update() {}
   async ephemeral(_channel: string, userId: string, text: string) {

@@ -590,9 +590,15 @@ export class FakeSlack {
     return violations;
   }
 
-  private conversationId(channel: string): string {
+  /** Channel names chat.postMessage accepts as `#name`, with the IDs Slack answers with. */
+  readonly channelNames = new Map<string, string>([['approvals', 'C0APPROVALS']]);
+
+  private conversationId(channel: string): string | undefined {
     // Posting to a user ID opens (or reuses) the DM with that user.
-    return /^[UW]/.test(channel) ? `D${channel}` : channel;
+    if (/^[UW]/.test(channel)) return `D${channel}`;
+    // chat.postMessage takes a #name and answers with the channel's ID.
+    if (channel.startsWith('#')) return this.channelNames.get(channel.slice(1));
+    return channel;
   }
 
   private async dispatch(method: string, args: Record<string, unknown>): Promise<Record<string, unknown>> {
@@ -682,6 +688,7 @@ export class FakeSlack {
     const violations = await this.limitViolations(text, blocks, false);
     if (violations.length) return { ok: false, error: 'invalid_blocks', violations };
     const channel = this.conversationId(requested);
+    if (!channel) return { ok: false, error: 'channel_not_found' };
     const ts = this.nextTs();
     const threadTs = str(args.thread_ts);
     const msg: SlackMessage = {
