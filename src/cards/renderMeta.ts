@@ -3,7 +3,7 @@ import type { ApprovalRecord } from '../store/record.js';
 import { context } from './blocks.js';
 import type { CardBudget } from './budget.js';
 import { inlineCode, truncate } from './escape.js';
-import { formatAge, slackDate } from './slackDate.js';
+import { slackAge } from './slackDate.js';
 
 /** Badges for facts a reviewer should weigh before clicking. */
 export function renderBadges(record: ApprovalRecord, budget: CardBudget): KnownBlock[] {
@@ -21,9 +21,8 @@ export function renderBadges(record: ApprovalRecord, budget: CardBudget): KnownB
 export function renderSessionContext(record: ApprovalRecord, now: Date, budget: CardBudget): KnownBlock[] {
   const session = record.sessionTitle || record.sessionId;
   const elements = [`Session: ${truncate(session, budget.field)}`];
-  const opened = new Date(record.openedAt);
-  const date = slackDate(record.openedAt);
-  if (date) elements.push(`Opened ${formatAge(opened, now)} (${date})`);
+  const age = slackAge(record.openedAt, now);
+  if (age) elements.push(`Opened ${age}`);
   elements.push(`Approval ${inlineCode(record.approvalId, 80)}`);
   return [context(elements)];
 }

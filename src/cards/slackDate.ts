@@ -12,6 +12,17 @@ export function slackDate(iso: string): string | undefined {
   return `<!date^${Math.floor(d.getTime() / 1000)}^{date_short_pretty} {time}|${fallback(d)}>`;
 }
 
+/**
+ * "3 minutes ago (Today 11:35)" as a Slack date token: Slack keeps `{ago}` current every time the
+ * card is looked at, while a card is only re-rendered when the approval changes. The fallback
+ * (for clients that cannot render tokens) is the age at render time.
+ */
+export function slackAge(iso: string, now: Date): string | undefined {
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return undefined;
+  return `<!date^${Math.floor(d.getTime() / 1000)}^{ago} ({date_short_pretty} {time})|${formatAge(d, now)} (${fallback(d)})>`;
+}
+
 /** "just now", "3 min ago", "2 h 5 min ago", "4 days ago". */
 export function formatAge(from: Date, now: Date): string {
   const minutes = Math.floor((now.getTime() - from.getTime()) / 60_000);

@@ -366,10 +366,11 @@ describe('renderCard: badges, reasons, session', () => {
     const text = allText(render(fileRecord()));
     expect(text).toContain('Session: 0198f0aa-1111-7000-8000-0000000000aa');
     expect(text).toMatch(
-      /Opened 3 min ago \(<!date\^\d+\^\{date_short_pretty\} \{time\}\|2026-08-07 18:42 UTC>\)/,
+      /Opened <!date\^\d+\^\{ago\} \(\{date_short_pretty\} \{time\}\)\|3 min ago \(2026-08-07 18:42 UTC\)>/,
     );
+    // The fallback (for clients without date tokens) is the age when the card was rendered.
     expect(allText(renderCard(fileRecord(), { now: new Date('2026-08-07T21:00:00Z') }))).toContain(
-      'Opened 2 h 17 min ago',
+      '|2 h 17 min ago (2026-08-07 18:42 UTC)>',
     );
   });
 });

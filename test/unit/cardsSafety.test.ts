@@ -25,7 +25,10 @@ const EVIL =
 const ALL_PHASES: Phase[] = ['reviewing', 'pending', 'deciding', 'resolved', 'superseded', 'orphaned'];
 
 /** Tokens the card itself builds; anything else in angle brackets came from outside. */
-const OUR_DATE_TOKEN = /<!date\^\d+\^\{date_short_pretty\} \{time\}\|\d{4}-\d\d-\d\d \d\d:\d\d UTC>/g;
+// Our two date tokens: a time, and an age Slack keeps current ("{ago}"), each with a fallback
+// built from a Date (never from host text).
+const OUR_DATE_TOKEN =
+  /<!date\^\d+\^(?:\{ago\} \()?\{date_short_pretty\} \{time\}\)?\|(?:[\w ]+ ago \(|just now \()?\d{4}-\d\d-\d\d \d\d:\d\d UTC\)?>/g;
 
 function expectInert(card: RenderedMessage, ownMentions: string[] = []): void {
   for (const text of [card.text, ...texts(card)]) {
