@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { v7 as uuidv7 } from 'uuid';
 import { renderCard } from './cards/renderCard.js';
-import { ConfigError, loadConfig } from './config.js';
+import { ConfigError, loadConfig, redactedConfig } from './config.js';
 import { createLogger, toBoltLogger } from './log.js';
 import { HostSupervisor } from './msp/hostSupervisor.js';
 import { ClickHandler } from './relay/clickHandler.js';
@@ -134,7 +134,7 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => void shutdown(0, 'SIGINT'));
 
   await app.start(config.port);
-  logger.info({ mode: config.slack.mode, port: config.port, version: VERSION }, 'countersign listening');
+  logger.info({ version: VERSION, config: redactedConfig(config) }, 'countersign listening');
 
   void checkSlackAuth();
   await host.start();

@@ -124,7 +124,3 @@ export class RequestTimeoutError extends Error {
     this.timeoutMs = timeoutMs;
   }
 }
-
-export function isMspError(error: unknown): error is MspError {
-  return error instanceof MspError;
-}

@@ -143,11 +143,6 @@ export const Session = z.looseObject({
 });
 export type Session = z.infer<typeof Session>;
 
-export const SessionListResult = z.looseObject({
-  sessions: z.array(Session),
-  nextCursor: z.string().nullable().optional(),
-});
-
 export const SessionStatusChangedParams = z.looseObject({
   sessionId: z.string(),
   status: z.string().optional(),

@@ -131,7 +131,7 @@ export class Relay {
       // (a restart recovery under the same id) must find it free.
       await this.options.store.releaseClaim(approvalId, dropped.sourceIndex, dropped.commandId);
     }
-    if (result.changed || !result.record.slack.ts) await this.syncCard(approvalId);
+    if (result.changed || !result.record.slack.ts) await this.syncCard(approvalId, result.record);
     return result.record;
   }
 
@@ -154,7 +154,7 @@ export class Relay {
     });
     if (await store.createIfAbsent(fresh)) {
       log.info({ tool: fresh.tool, phase }, 'approval opened');
-      await this.syncCard(params.approvalId);
+      await this.syncCard(params.approvalId, fresh);
       return;
     }
     const record = await this.mutate(params.approvalId, reopened(params, incarnation, phase));
@@ -205,9 +205,11 @@ export class Relay {
    * Makes the Slack message match the record. The first sync posts the card (under a lease, so
    * two workers never post the same approval twice); every later one updates it in place.
    */
-  private async syncCard(approvalId: string): Promise<void> {
+  private async syncCard(approvalId: string, known?: ApprovalRecord): Promise<void> {
     const { store, cards, render, logger } = this.options;
-    const record = await store.get(approvalId);
+    // Inside the approval's queue the record just written is the latest; read only when called
+    // from outside (resync, a retry timer).
+    const record = known ?? (await store.get(approvalId));
     if (!record) return;
     const log = logger.child({ approvalId, sessionId: record.sessionId, channel: record.slack.channel });
     if (record.slack.ts) {

@@ -10,7 +10,7 @@ import {
 export const Phase = z.enum(['reviewing', 'pending', 'deciding', 'resolved', 'superseded', 'orphaned']);
 export type Phase = z.infer<typeof Phase>;
 
-export const TERMINAL_PHASES: ReadonlySet<Phase> = new Set(['resolved', 'superseded', 'orphaned']);
+const TERMINAL_PHASES: ReadonlySet<Phase> = new Set(['resolved', 'superseded', 'orphaned']);
 
 export const Resolution = z.object({
   decision: z.string(),
