@@ -6,12 +6,14 @@ import type { ApprovalStore } from '../store/approvalStore.js';
 import type { ApprovalRecord, Claim } from '../store/record.js';
 import { isTerminal } from '../store/record.js';
 import type { UserNotifier } from './ports.js';
-import { claimed, resolvedElsewhere, unclaimed } from './recordMutations.js';
+import { resolvedElsewhere, unclaimed } from './recordMutations.js';
 import type { Relay } from './relay.js';
 import { type Refusal, refusalText } from './userMessages.js';
 
 const DECIDE_TIMEOUT_ATTEMPTS = 3;
 const SENT_MEMORY_MS = 10 * 60_000;
+/** Re-checks after the approval changed under a click, before telling the user it moved. */
+const MAX_CLAIM_ATTEMPTS = 5;
 
 export interface Click {
   channel: string;
@@ -55,9 +57,12 @@ export class ClickHandler {
   }
 
   async check(click: Click): Promise<ClickCheck> {
-    const { store } = this.options;
-    const approvalId = await store.findByMessage(click.channel, click.ts);
-    const record = approvalId ? await store.get(approvalId) : undefined;
+    const approvalId = await this.options.store.findByMessage(click.channel, click.ts);
+    return approvalId ? this.checkRecord(approvalId, click) : { ok: false, refusal: { code: 'unknownCard' } };
+  }
+
+  private async checkRecord(approvalId: string, click: Click): Promise<ClickCheck> {
+    const record = await this.options.store.get(approvalId);
     if (!record) return { ok: false, refusal: { code: 'unknownCard' } };
     const refusal = refusalFor(record, click);
     if (refusal) return { ok: false, refusal, approvalId: record.approvalId };
@@ -74,53 +79,59 @@ export class ClickHandler {
   }
 
   private async handleClick(click: Click): Promise<void> {
-    const { store, relay, logger } = this.options;
-    const checked = await this.check(click);
-    if (!checked.ok) {
-      await this.tell(click.channel, click.userId, checked.refusal);
-      if (checked.refusal.code === 'questionChanged' && checked.approvalId)
-        await relay.resync(checked.approvalId);
-      return;
-    }
-    const { record, choice } = checked;
-    const claim: Claim = {
-      sourceIndex: click.sourceIndex,
-      userId: click.userId,
-      choiceId: choice.choiceId,
-      commandId: this.options.newCommandId(),
-      feedback: choice.acceptsFeedback && click.feedback ? click.feedback : undefined,
-      claimedAt: this.now().toISOString(),
-    };
-    const got = await store.claimStage(record.approvalId, claim);
-    if (!got.ok) {
-      await this.tell(click.channel, click.userId, {
-        code: 'alreadyBeingDecided',
-        userId: got.holder?.userId,
-        self: got.holder?.userId === click.userId,
-      });
-      return;
-    }
-    logger.info(
-      {
-        approvalId: record.approvalId,
-        sessionId: record.sessionId,
+    const { relay, logger } = this.options;
+    const commandId = this.options.newCommandId();
+    let checked = await this.check(click);
+    for (let attempt = 1; ; attempt++) {
+      if (!checked.ok) {
+        await this.tell(click.channel, click.userId, checked.refusal);
+        if (checked.refusal.code === 'questionChanged' && checked.approvalId)
+          await relay.resync(checked.approvalId);
+        return;
+      }
+      const { record, choice } = checked;
+      const claim: Claim = {
+        sourceIndex: click.sourceIndex,
         userId: click.userId,
         choiceId: choice.choiceId,
-        commandId: claim.commandId,
-      },
-      'stage claimed',
-    );
-    const current = await relay.mutateAndSync(record.approvalId, claimed(claim));
-    if (!current || current.claim?.commandId !== claim.commandId) {
-      // The approval ended or moved on between the check and the claim.
-      await store.releaseClaim(record.approvalId, claim.sourceIndex, claim.commandId);
-      const refusal: Refusal = current
-        ? (refusalFor(current, click) ?? { code: 'questionChanged' })
-        : { code: 'unknownCard' };
-      await this.tell(click.channel, click.userId, refusal);
-      return;
+        commandId,
+        feedback: choice.acceptsFeedback && click.feedback ? click.feedback : undefined,
+        claimedAt: this.now().toISOString(),
+      };
+      const outcome = await relay.claim(record, claim);
+      switch (outcome.kind) {
+        case 'claimed':
+          logger.info(
+            {
+              approvalId: record.approvalId,
+              sessionId: record.sessionId,
+              userId: click.userId,
+              choiceId: choice.choiceId,
+              commandId,
+            },
+            'stage claimed',
+          );
+          await this.send(outcome.record, claim, click.channel);
+          return;
+        case 'held':
+          await this.tell(click.channel, click.userId, {
+            code: 'alreadyBeingDecided',
+            userId: outcome.holder?.userId,
+            self: outcome.holder?.userId === click.userId,
+          });
+          return;
+        case 'gone':
+          await this.tell(click.channel, click.userId, { code: 'unknownCard' });
+          return;
+        case 'stale':
+          // The approval moved on between the check and the claim: check the click again
+          // against what it is now.
+          checked =
+            attempt < MAX_CLAIM_ATTEMPTS
+              ? await this.checkRecord(record.approvalId, click)
+              : { ok: false, refusal: { code: 'questionChanged' }, approvalId: record.approvalId };
+      }
     }
-    await this.send(current, claim, click.channel);
   }
 
   /**
@@ -157,17 +168,15 @@ export class ClickHandler {
   }
 
   private async decide(record: ApprovalRecord, claim: Claim, channel: string): Promise<void> {
-    const { relay, store, logger } = this.options;
+    const { relay, logger } = this.options;
     const log = logger.child({
       approvalId: record.approvalId,
       sessionId: record.sessionId,
       commandId: claim.commandId,
     });
     const host = this.options.host(record.hostId);
-    const giveBack = async () => {
-      await store.releaseClaim(record.approvalId, claim.sourceIndex, claim.commandId);
-      await relay.mutateAndSync(record.approvalId, unclaimed(claim.commandId));
-    };
+    // Dropping the claim from the record frees its stage key too (the store does both at once).
+    const giveBack = () => relay.mutateAndSync(record.approvalId, unclaimed(claim.commandId));
     if (record.currentRequirementId.sourceIndex !== claim.sourceIndex) {
       // Never send a choice made for one stage as the answer to another.
       await giveBack();
@@ -218,7 +227,6 @@ export class ClickHandler {
           const winner = (err.data?.resolution ?? {}) as { decision?: string; resolvedBy?: string };
           const decision = winner.decision ?? 'unknown';
           const resolvedBy = winner.resolvedBy ?? 'unknown';
-          await store.releaseClaim(record.approvalId, claim.sourceIndex, claim.commandId);
           const final = await relay.mutateAndSync(
             record.approvalId,
             resolvedElsewhere(decision, resolvedBy, this.now()),

@@ -1,25 +1,58 @@
-import type { Redis, Result } from 'ioredis';
+import { randomUUID } from 'node:crypto';
+import type { ChainableCommander, Redis, Result } from 'ioredis';
 import { keys } from './keys.js';
 import { ApprovalRecord, Claim, isTerminal } from './record.js';
 
-// Compare-and-set on the record's version. Only the version field is compared, so Redis never
-// has to decode the JSON.
+// Every write of a record is a compare-and-set on its version field, done by a Lua script so
+// that Redis never has to decode the JSON. The scripts also carry the small side effects of a
+// write (a lease or claim freed, a claim taken) so that one relayed approval or one click costs
+// a fixed, small number of round trips: see bench/ and README "Performance".
+
+/** Creates the record unless it exists; the creator also takes the post lease. */
 const CREATE_SCRIPT = `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'v', ARGV[1], 'd', ARGV[2])
+if ARGV[3] ~= '' then redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[4]) end
 return 1
 `;
 
+/**
+ * KEYS[1] record, KEYS[2] a claim or lease key to free (optional). ARGV: expected version, next
+ * version, JSON, TTL ms (0 = none), the token the key to free must hold, '1' to free it even when
+ * the write lost. A key is freed only if it still holds our token: a late writer must not free
+ * someone else's claim.
+ */
 const CAS_SCRIPT = `
 local cur = redis.call('HGET', KEYS[1], 'v')
-if not cur then return -1 end
-if cur ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], 'v', ARGV[2], 'd', ARGV[3])
-if ARGV[4] ~= '0' then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
-return 1
+local result = 1
+if not cur then result = -1
+elseif cur ~= ARGV[1] then result = 0
+else
+  redis.call('HSET', KEYS[1], 'v', ARGV[2], 'd', ARGV[3])
+  if ARGV[4] ~= '0' then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
+end
+if KEYS[2] and (result == 1 or ARGV[6] == '1') then
+  local held = redis.call('GET', KEYS[2])
+  if held and string.find(held, ARGV[5], 1, true) then redis.call('DEL', KEYS[2]) end
+end
+return result
 `;
 
-// Delete a claim only if it is still ours: a late failure must not free someone else's claim.
+/**
+ * Takes one stage's claim and moves the record to `deciding` in one step. Returns {2, holder}
+ * when the stage is already claimed, {0} when the record moved on, {-1} when it is gone.
+ */
+const CLAIM_SCRIPT = `
+local held = redis.call('GET', KEYS[2])
+if held then return {2, held} end
+local cur = redis.call('HGET', KEYS[1], 'v')
+if not cur then return {-1} end
+if cur ~= ARGV[1] then return {0} end
+redis.call('SET', KEYS[2], ARGV[4], 'PX', ARGV[5])
+redis.call('HSET', KEYS[1], 'v', ARGV[2], 'd', ARGV[3])
+return {1}
+`;
+
 const RELEASE_SCRIPT = `
 local cur = redis.call('GET', KEYS[1])
 if not cur then return 0 end
@@ -45,6 +78,19 @@ export interface UpdateResult {
 
 export type ClaimResult = { ok: true } | { ok: false; holder: Claim | undefined };
 
+export type ClaimOutcome =
+  | { kind: 'claimed'; record: ApprovalRecord }
+  | { kind: 'held'; holder: Claim | undefined }
+  /** The record changed since it was read: read it again and re-check. */
+  | { kind: 'stale' }
+  | { kind: 'gone' };
+
+/** Held while posting a card; the token proves whose lease it is when it is given back. */
+export interface PostLease {
+  token: string;
+  ttlMs: number;
+}
+
 const MAX_CAS_ATTEMPTS = 20;
 
 export class ApprovalStore {
@@ -55,8 +101,9 @@ export class ApprovalStore {
     private readonly options: ApprovalStoreOptions,
   ) {
     this.claimTtlMs = options.claimTtlMs ?? 24 * 60 * 60 * 1000;
-    redis.defineCommand('csCreate', { numberOfKeys: 1, lua: CREATE_SCRIPT });
-    redis.defineCommand('csCas', { numberOfKeys: 1, lua: CAS_SCRIPT });
+    redis.defineCommand('csCreate', { numberOfKeys: 2, lua: CREATE_SCRIPT });
+    redis.defineCommand('csCas', { lua: CAS_SCRIPT });
+    redis.defineCommand('csClaim', { numberOfKeys: 2, lua: CLAIM_SCRIPT });
     redis.defineCommand('csRelease', { numberOfKeys: 1, lua: RELEASE_SCRIPT });
   }
 
@@ -65,20 +112,31 @@ export class ApprovalStore {
     return raw === null ? undefined : ApprovalRecord.parse(JSON.parse(raw));
   }
 
+  /** A fresh post lease to pass to createIfAbsent or acquirePostLease. */
+  newPostLease(ttlMs: number): PostLease {
+    return { token: randomUUID(), ttlMs };
+  }
+
   /**
    * The dedupe gate: only one of several racing creators wins. Returns false when a record for
-   * this approvalId already exists.
+   * this approvalId already exists. The winner also holds `lease`, when one is given, so it can
+   * post the card at once.
    */
-  async createIfAbsent(record: ApprovalRecord): Promise<boolean> {
+  async createIfAbsent(record: ApprovalRecord, lease?: PostLease): Promise<boolean> {
     // The open-set insert rides in the same round trip; it is harmless when the record existed.
     const results = await this.redis
       .pipeline()
-      .csCreate(keys.approval(record.approvalId), String(record.version), JSON.stringify(record))
+      .csCreate(
+        keys.approval(record.approvalId),
+        keys.postLease(record.approvalId),
+        String(record.version),
+        JSON.stringify(record),
+        lease?.token ?? '',
+        String(lease?.ttlMs ?? 0),
+      )
       .sadd(keys.openApprovals(record.hostId), record.approvalId)
       .exec();
-    const [err, created] = results?.[0] ?? [new Error('no reply'), 0];
-    if (err) throw err;
-    return created === 1;
+    return firstResult(results) === 1;
   }
 
   /**
@@ -92,38 +150,74 @@ export class ApprovalStore {
       if (!current) return undefined;
       const next = mutate(current);
       if (!next) return { record: current, changed: false, previous: current };
-      const written: ApprovalRecord = {
-        ...next,
-        version: current.version + 1,
-        updatedAt: new Date().toISOString(),
-      };
-      const terminal = isTerminal(written);
-      const ttl = terminal ? this.options.resolvedTtlMs : 0;
-      const result = await this.redis.csCas(
-        keys.approval(approvalId),
-        String(current.version),
-        String(written.version),
-        JSON.stringify(written),
-        String(ttl),
-      );
-      if (result === 1) {
-        if (terminal && !isTerminal(current)) await this.onFinal(written);
-        return { record: written, changed: true, previous: current };
-      }
+      const written = this.nextVersion(current, next);
+      const dropped = current.claim && current.claim.commandId !== written.claim?.commandId;
+      const pipe = this.redis.pipeline();
+      // A dropped claim's key must not outlive it: a host that asks that stage again (a restart
+      // recovery under the same id) must find it free.
+      this.cas(pipe, current, written, dropped ? current.claim : undefined);
+      this.whenFinal(pipe, current, written);
+      const result = firstResult(await pipe.exec());
+      if (result === 1) return { record: written, changed: true, previous: current };
       if (result === -1) return undefined;
     }
     throw new Error(`approval ${approvalId}: too many concurrent updates`);
   }
 
-  private async onFinal(record: ApprovalRecord): Promise<void> {
-    const pipe = this.redis.pipeline().srem(keys.openApprovals(record.hostId), record.approvalId);
-    if (record.slack.ts)
-      pipe.pexpire(keys.message(record.slack.channel, record.slack.ts), this.options.resolvedTtlMs);
-    await pipe.exec();
+  /**
+   * Stores where the card was posted, maps the message to the approval and gives the lease back,
+   * in one round trip when nobody changed the record while it was being posted.
+   */
+  async savePost(
+    record: ApprovalRecord,
+    card: { channel: string; ts: string },
+    lease: PostLease,
+  ): Promise<UpdateResult | undefined> {
+    const written = this.nextVersion(record, { ...record, slack: { ...record.slack, ...card } });
+    const messageKey = keys.message(card.channel, card.ts);
+    const pipe = this.redis.pipeline();
+    pipe.csCas(
+      2,
+      keys.approval(record.approvalId),
+      keys.postLease(record.approvalId),
+      String(record.version),
+      String(written.version),
+      JSON.stringify(written),
+      String(isTerminal(written) ? this.options.resolvedTtlMs : 0),
+      lease.token,
+      '1',
+    );
+    if (isTerminal(record)) pipe.set(messageKey, record.approvalId, 'PX', this.options.resolvedTtlMs);
+    else pipe.set(messageKey, record.approvalId);
+    const result = firstResult(await pipe.exec());
+    if (result === 1) return { record: written, changed: true, previous: record };
+    if (result === -1) return undefined;
+    // Changed while we posted: write the card's place into whatever it is now.
+    const saved = await this.update(record.approvalId, (r) =>
+      r.slack.ts ? undefined : { ...r, slack: { ...r.slack, ...card } },
+    );
+    if (saved && isTerminal(saved.record)) await this.redis.pexpire(messageKey, this.options.resolvedTtlMs);
+    return saved;
   }
 
-  async mapMessage(approvalId: string, channel: string, ts: string): Promise<void> {
-    await this.redis.set(keys.message(channel, ts), approvalId);
+  /**
+   * Claims one stage for one click and moves the record it was checked against to `next` (in
+   * `deciding`, holding the claim) in one step.
+   */
+  async claimWith(expected: ApprovalRecord, next: ApprovalRecord & { claim: Claim }): Promise<ClaimOutcome> {
+    const written = this.nextVersion(expected, next);
+    const [code, holder] = (await this.redis.csClaim(
+      keys.approval(expected.approvalId),
+      keys.claim(expected.approvalId, next.claim.sourceIndex),
+      String(expected.version),
+      String(written.version),
+      JSON.stringify(written),
+      JSON.stringify(next.claim),
+      String(this.claimTtlMs),
+    )) as [number, string | undefined];
+    if (code === 1) return { kind: 'claimed', record: written };
+    if (code === 2) return { kind: 'held', holder: parseClaim(holder) };
+    return code === 0 ? { kind: 'stale' } : { kind: 'gone' };
   }
 
   async findByMessage(channel: string, ts: string): Promise<string | undefined> {
@@ -144,34 +238,89 @@ export class ApprovalStore {
     const key = keys.claim(approvalId, claim.sourceIndex);
     const ok = await this.redis.set(key, JSON.stringify(claim), 'PX', this.claimTtlMs, 'NX');
     if (ok === 'OK') return { ok: true };
-    const raw = await this.redis.get(key);
-    return { ok: false, holder: raw ? Claim.parse(JSON.parse(raw)) : undefined };
+    return { ok: false, holder: parseClaim(await this.redis.get(key)) };
   }
 
   async releaseClaim(approvalId: string, sourceIndex: number, commandId: string): Promise<void> {
     await this.redis.csRelease(keys.claim(approvalId, sourceIndex), commandId);
   }
 
-  /** Held while posting a card; false means another worker is posting it right now. */
-  async acquirePostLease(approvalId: string, ttlMs: number): Promise<boolean> {
-    return (await this.redis.set(keys.postLease(approvalId), '1', 'PX', ttlMs, 'NX')) === 'OK';
+  /** Resolves with the lease, or undefined when another worker is posting this card right now. */
+  async acquirePostLease(approvalId: string, ttlMs: number): Promise<PostLease | undefined> {
+    const lease = this.newPostLease(ttlMs);
+    const ok = await this.redis.set(keys.postLease(approvalId), lease.token, 'PX', ttlMs, 'NX');
+    return ok === 'OK' ? lease : undefined;
   }
 
-  async releasePostLease(approvalId: string): Promise<void> {
-    await this.redis.del(keys.postLease(approvalId));
+  async releasePostLease(approvalId: string, lease: PostLease): Promise<void> {
+    await this.redis.csRelease(keys.postLease(approvalId), lease.token);
   }
+
+  private nextVersion(current: ApprovalRecord, next: ApprovalRecord): ApprovalRecord {
+    return { ...next, version: current.version + 1, updatedAt: new Date().toISOString() };
+  }
+
+  private cas(
+    pipe: ChainableCommander,
+    current: ApprovalRecord,
+    written: ApprovalRecord,
+    release: Claim | undefined,
+  ): void {
+    const ttl = String(isTerminal(written) ? this.options.resolvedTtlMs : 0);
+    const args = [String(current.version), String(written.version), JSON.stringify(written), ttl];
+    const approvalKey = keys.approval(current.approvalId);
+    if (release) {
+      const claimKey = keys.claim(current.approvalId, release.sourceIndex);
+      pipe.csCas(2, approvalKey, claimKey, ...args, release.commandId, '0');
+    } else {
+      pipe.csCas(1, approvalKey, ...args);
+    }
+  }
+
+  /**
+   * A record that becomes final leaves its host's open set and its message mapping starts to
+   * expire. Sent in the write's own round trip: a mutation that makes a record final makes it
+   * final on every retry too, so doing this even when the write has to be retried is safe.
+   */
+  private whenFinal(pipe: ChainableCommander, current: ApprovalRecord, written: ApprovalRecord): void {
+    if (!isTerminal(written) || isTerminal(current)) return;
+    pipe.srem(keys.openApprovals(written.hostId), written.approvalId);
+    if (written.slack.ts)
+      pipe.pexpire(keys.message(written.slack.channel, written.slack.ts), this.options.resolvedTtlMs);
+  }
+}
+
+function firstResult(results: Array<[Error | null, unknown]> | null): unknown {
+  const [err, value] = results?.[0] ?? [new Error('no reply from Redis'), undefined];
+  if (err) throw err;
+  return value;
+}
+
+function parseClaim(raw: string | null | undefined): Claim | undefined {
+  return raw ? Claim.parse(JSON.parse(raw)) : undefined;
 }
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
-    csCas(
-      key: string,
+    csCreate(
+      approvalKey: string,
+      leaseKey: string,
+      version: string,
+      json: string,
+      leaseToken: string,
+      leaseTtlMs: string,
+    ): Result<number, Context>;
+    /** numberOfKeys (1 or 2), then the keys, then ARGV as CAS_SCRIPT documents. */
+    csCas(numberOfKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
+    csClaim(
+      approvalKey: string,
+      claimKey: string,
       expectedVersion: string,
       nextVersion: string,
       json: string,
-      ttlMs: string,
-    ): Result<number, Context>;
-    csRelease(key: string, commandId: string): Result<number, Context>;
-    csCreate(key: string, version: string, json: string): Result<number, Context>;
+      claimJson: string,
+      claimTtlMs: string,
+    ): Result<unknown[], Context>;
+    csRelease(key: string, token: string): Result<number, Context>;
   }
 }

@@ -74,9 +74,10 @@ describe('ApprovalStore', () => {
   });
 
   it('expires a final record and drops it from the open set', async () => {
-    await store.createIfAbsent(record('a-4'));
-    await store.mapMessage('a-4', 'C1', '111.222');
-    await store.update('a-4', (r) => ({ ...r, slack: { channel: 'C1', ts: '111.222' } }));
+    const lease = store.newPostLease(5_000);
+    await store.createIfAbsent(record('a-4'), lease);
+    await store.savePost(record('a-4'), { channel: 'C1', ts: '111.222' }, lease);
+    expect(await redis.pttl(keys.message('C1', '111.222'))).toBe(-1);
     await store.update('a-4', (r) => ({
       ...r,
       phase: 'resolved',
@@ -107,10 +108,97 @@ describe('ApprovalStore', () => {
     expect((await store.claimStage('a-5', { ...claim, sourceIndex: 1, commandId: 'cmd-4' })).ok).toBe(true);
   });
 
-  it('hands the post lease to one worker at a time', async () => {
-    expect(await store.acquirePostLease('a-6', 5_000)).toBe(true);
-    expect(await store.acquirePostLease('a-6', 5_000)).toBe(false);
-    await store.releasePostLease('a-6');
-    expect(await store.acquirePostLease('a-6', 5_000)).toBe(true);
+  it('hands the post lease to one worker at a time; only its holder gives it back', async () => {
+    const first = await store.acquirePostLease('a-6', 5_000);
+    expect(first).toBeDefined();
+    expect(await store.acquirePostLease('a-6', 5_000)).toBeUndefined();
+    await store.releasePostLease('a-6', store.newPostLease(5_000));
+    expect(await store.acquirePostLease('a-6', 5_000)).toBeUndefined();
+    await store.releasePostLease('a-6', first!);
+    expect(await store.acquirePostLease('a-6', 5_000)).toBeDefined();
+  });
+
+  it('gives the post lease to the creator only', async () => {
+    const winner = store.newPostLease(5_000);
+    expect(await store.createIfAbsent(record('a-7'), winner)).toBe(true);
+    expect(await store.createIfAbsent(record('a-7'), store.newPostLease(5_000))).toBe(false);
+    expect(await redis.get(keys.postLease('a-7'))).toBe(winner.token);
+  });
+
+  it('saves a posted card, maps its message and frees the lease in one step', async () => {
+    const lease = store.newPostLease(5_000);
+    await store.createIfAbsent(record('a-8'), lease);
+    const saved = await store.savePost(record('a-8'), { channel: 'C9', ts: '1.2' }, lease);
+    expect(saved?.record).toMatchObject({ version: 2, slack: { channel: 'C9', ts: '1.2' } });
+    expect(await store.findByMessage('C9', '1.2')).toBe('a-8');
+    expect(await redis.exists(keys.postLease('a-8'))).toBe(0);
+    expect(await store.get('a-8')).toEqual(saved?.record);
+  });
+
+  it('keeps a change made while the card was being posted', async () => {
+    const lease = store.newPostLease(5_000);
+    await store.createIfAbsent(record('a-9'), lease);
+    await store.update('a-9', (r) => ({ ...r, reason: 'changed meanwhile' }));
+    const saved = await store.savePost(record('a-9'), { channel: 'C1', ts: '3.4' }, lease);
+    expect(saved?.record).toMatchObject({ version: 3, reason: 'changed meanwhile', slack: { ts: '3.4' } });
+    expect(await redis.exists(keys.postLease('a-9'))).toBe(0);
+  });
+
+  it('claims a stage and moves the record to deciding in one step, once', async () => {
+    await store.createIfAbsent(record('a-10'));
+    const checked = (await store.get('a-10'))!;
+    const claim = {
+      sourceIndex: 0,
+      userId: 'U1',
+      choiceId: 'allow_once',
+      commandId: 'cmd-1',
+      claimedAt: 'now',
+    };
+    const first = await store.claimWith(checked, { ...checked, phase: 'deciding', claim });
+    expect(first).toMatchObject({ kind: 'claimed', record: { version: 2, phase: 'deciding', claim } });
+    expect(await store.get('a-10')).toMatchObject({ version: 2, phase: 'deciding' });
+    const second = await store.claimWith(checked, {
+      ...checked,
+      phase: 'deciding',
+      claim: { ...claim, userId: 'U2', commandId: 'cmd-2' },
+    });
+    expect(second).toEqual({ kind: 'held', holder: claim });
+  });
+
+  it('refuses a claim checked against an old version, and leaves the stage free', async () => {
+    await store.createIfAbsent(record('a-11'));
+    const checked = (await store.get('a-11'))!;
+    await store.update('a-11', (r) => ({ ...r, reason: 'moved on' }));
+    const claim = {
+      sourceIndex: 0,
+      userId: 'U1',
+      choiceId: 'allow_once',
+      commandId: 'cmd-1',
+      claimedAt: 'now',
+    };
+    expect(await store.claimWith(checked, { ...checked, phase: 'deciding', claim })).toEqual({
+      kind: 'stale',
+    });
+    expect(await redis.exists(keys.claim('a-11', 0))).toBe(0);
+    expect(await store.claimWith(record('a-none'), { ...checked, approvalId: 'a-none', claim })).toEqual({
+      kind: 'gone',
+    });
+  });
+
+  it('frees the claim key of a claim the record drops, not of one it keeps', async () => {
+    await store.createIfAbsent(record('a-12'));
+    const checked = (await store.get('a-12'))!;
+    const claim = {
+      sourceIndex: 0,
+      userId: 'U1',
+      choiceId: 'allow_once',
+      commandId: 'cmd-1',
+      claimedAt: 'now',
+    };
+    await store.claimWith(checked, { ...checked, phase: 'deciding', claim });
+    await store.update('a-12', (r) => ({ ...r, reason: 'still deciding' }));
+    expect(await redis.exists(keys.claim('a-12', 0))).toBe(1);
+    await store.update('a-12', (r) => ({ ...r, phase: 'pending', claim: undefined }));
+    expect(await redis.exists(keys.claim('a-12', 0))).toBe(0);
   });
 });
