@@ -1,19 +1,21 @@
 import type { Logger } from 'pino';
 import type { HostEvent } from '../msp/events.js';
 import type { ApprovalRequestParams } from '../msp/protocol.js';
-import type { ApprovalStore, Mutation } from '../store/approvalStore.js';
-import type { ApprovalRecord } from '../store/record.js';
+import type { RouteInput } from '../routing/router.js';
+import type { ApprovalStore, ClaimOutcome, Mutation, PostLease } from '../store/approvalStore.js';
+import type { ApprovalRecord, Claim } from '../store/record.js';
 import { isTerminal } from '../store/record.js';
-import { KeyedQueue } from './keyedQueue.js';
+import { KeyedQueue } from '../util/keyedQueue.js';
 import type { CardChannel, RenderedMessage } from './ports.js';
-import { newRecord, orphaned, reopened, resolved, superseded, updated } from './recordMutations.js';
+import { claimed, newRecord, orphaned, reopened, resolved, superseded, updated } from './recordMutations.js';
 
 export interface RelayOptions {
   store: ApprovalStore;
   cards: CardChannel;
   render: (record: ApprovalRecord, now: Date) => RenderedMessage;
   logger: Logger;
-  channel: string;
+  /** Which channel an approval's card goes to (see routing/). */
+  channelFor: (input: RouteInput) => string;
   sandboxMode: string;
   now?: () => Date;
   /** How long one worker may hold the right to post a card. */
@@ -37,10 +39,10 @@ export class Relay {
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly background = new Set<Promise<void>>();
   /**
-   * Session labels for cards. Display only, so memory is enough: a restarted bot learns them
-   * again from session/list before it sees any approval.
+   * What cards show and are routed on about each session. Memory is enough: a restarted bot
+   * learns it again from session/list before it sees any approval.
    */
-  private readonly sessionLabels = new Map<string, string>();
+  private readonly sessions = new Map<string, { label?: string; workspaceRoot?: string }>();
 
   constructor(private readonly options: RelayOptions) {
     this.now = options.now ?? (() => new Date());
@@ -78,8 +80,7 @@ export class Relay {
         if (!event.durable) this.track(this.orphanAll(event.hostId));
         return;
       case 'sessionSeen':
-        if (event.label) this.sessionLabels.set(event.sessionId, event.label);
-        else this.sessionLabels.delete(event.sessionId);
+        this.sessions.set(event.sessionId, { label: event.label, workspaceRoot: event.workspaceRoot });
         return;
       case 'hostUp':
         return;
@@ -89,6 +90,30 @@ export class Relay {
   /** Applies a mutation in the approval's queue and re-renders its card if anything changed. */
   mutateAndSync(approvalId: string, mutation: Mutation): Promise<ApprovalRecord | undefined> {
     return this.queue.run(approvalId, () => this.mutate(approvalId, mutation));
+  }
+
+  /**
+   * Claims a stage for a click on the record the click was checked against. Resolves as soon as
+   * the claim is stored, so the decision can leave at once; the card shows `deciding` right after,
+   * in the approval's queue, so it can never overtake what the host says next.
+   */
+  claim(checked: ApprovalRecord, claim: Claim): Promise<ClaimOutcome> {
+    return new Promise<ClaimOutcome>((resolve, reject) => {
+      this.enqueue(checked.approvalId, async () => {
+        const next = claimed(claim)(checked);
+        let outcome: ClaimOutcome;
+        try {
+          outcome = next
+            ? await this.options.store.claimWith(checked, { ...next, claim })
+            : { kind: 'stale' };
+        } catch (err) {
+          reject(err);
+          return;
+        }
+        resolve(outcome);
+        if (outcome.kind === 'claimed') await this.syncCard(checked.approvalId, outcome.record);
+      });
+    });
   }
 
   /** Re-renders a card from its record, in the approval's queue. */
@@ -125,12 +150,6 @@ export class Relay {
       this.options.logger.warn({ approvalId }, 'event for an approval this bot never saw; skipped');
       return undefined;
     }
-    const dropped = result.previous.claim;
-    if (result.changed && dropped && dropped.commandId !== result.record.claim?.commandId) {
-      // The stage's claim key must not outlive the claim: a host that asks that stage again
-      // (a restart recovery under the same id) must find it free.
-      await this.options.store.releaseClaim(approvalId, dropped.sourceIndex, dropped.commandId);
-    }
     if (result.changed || !result.record.slack.ts) await this.syncCard(approvalId, result.record);
     return result.record;
   }
@@ -143,18 +162,24 @@ export class Relay {
   ): Promise<void> {
     const { store, logger } = this.options;
     const log = logger.child({ approvalId: params.approvalId, sessionId: params.sessionId });
+    const session = this.sessions.get(params.sessionId);
     const fresh = newRecord(params, {
       hostId,
       incarnation,
-      channel: this.options.channel,
+      channel: this.options.channelFor({
+        hostId,
+        tool: params.toolName,
+        workspaceRoot: session?.workspaceRoot,
+      }),
       sandboxMode: this.options.sandboxMode,
       phase,
       now: this.now(),
-      sessionTitle: this.sessionLabels.get(params.sessionId),
+      sessionTitle: session?.label,
     });
-    if (await store.createIfAbsent(fresh)) {
-      log.info({ tool: fresh.tool, phase }, 'approval opened');
-      await this.syncCard(params.approvalId, fresh);
+    const lease = store.newPostLease(this.postLeaseMs);
+    if (await store.createIfAbsent(fresh, lease)) {
+      log.info({ tool: fresh.tool, phase, channel: fresh.slack.channel }, 'approval opened');
+      await this.postCard(fresh, lease);
       return;
     }
     const record = await this.mutate(params.approvalId, reopened(params, incarnation, phase));
@@ -211,35 +236,40 @@ export class Relay {
     // from outside (resync, a retry timer).
     const record = known ?? (await store.get(approvalId));
     if (!record) return;
-    const log = logger.child({ approvalId, sessionId: record.sessionId, channel: record.slack.channel });
     if (record.slack.ts) {
       await cards.update(record.slack.channel, record.slack.ts, render(record, this.now()));
-      log.debug({ ts: record.slack.ts, phase: record.phase, version: record.version }, 'card updated');
+      logger.debug(
+        { approvalId, ts: record.slack.ts, phase: record.phase, version: record.version },
+        'card updated',
+      );
       return;
     }
-    if (!(await store.acquirePostLease(approvalId, this.postLeaseMs))) {
+    const lease = await store.acquirePostLease(approvalId, this.postLeaseMs);
+    if (!lease) {
       this.retryLater(approvalId);
       return;
     }
+    await this.postCard(record, lease);
+  }
+
+  /** Posts the card of a record that has none yet; the caller holds the post lease. */
+  private async postCard(record: ApprovalRecord, lease: PostLease): Promise<void> {
+    const { store, cards, render, logger } = this.options;
+    const { approvalId } = record;
+    let posted: { ts: string; channel: string };
     try {
-      const { ts, channel } = await cards
-        .post(record.slack.channel, render(record, this.now()))
-        .catch((err: unknown) => {
-          // Slack said no (the channel, a scope, an outage): try again later, nothing is lost.
-          this.retryLater(approvalId);
-          throw err;
-        });
-      await store.mapMessage(approvalId, channel, ts);
-      const saved = await store.update(approvalId, (r) =>
-        r.slack.ts ? undefined : { ...r, slack: { channel, ts } },
-      );
-      log.info({ ts, channel, phase: record.phase }, 'card posted');
-      // Someone changed the record while we were posting: show them the latest.
-      if (saved && saved.record.version !== record.version + 1) {
-        await cards.update(channel, ts, render(saved.record, this.now()));
-      }
-    } finally {
-      await store.releasePostLease(approvalId);
+      posted = await cards.post(record.slack.channel, render(record, this.now()));
+    } catch (err) {
+      // Slack said no (the channel, a scope, an outage): try again later, nothing is lost.
+      await store.releasePostLease(approvalId, lease);
+      this.retryLater(approvalId);
+      throw err;
+    }
+    const saved = await store.savePost(record, posted, lease);
+    logger.info({ approvalId, ts: posted.ts, channel: posted.channel, phase: record.phase }, 'card posted');
+    // Someone changed the record while we were posting: show them the latest.
+    if (saved && saved.record.version !== record.version + 1) {
+      await cards.update(posted.channel, posted.ts, render(saved.record, this.now()));
     }
   }
 
