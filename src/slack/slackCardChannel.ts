@@ -1,6 +1,7 @@
 import type { WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
 import type { CardChannel, RenderedMessage, UserNotifier } from '../relay/ports.js';
+import { KeyedQueue } from '../util/keyedQueue.js';
 import { classifySlackError } from './slackFailures.js';
 import { withRateLimitRetry } from './withRateLimitRetry.js';
 
@@ -9,8 +10,17 @@ export interface SlackCardChannelOptions {
   onFatal?: (error: string) => void;
 }
 
-/** Cards and ephemeral notes through the Slack Web API. */
+/**
+ * Cards and ephemeral notes through the Slack Web API.
+ *
+ * Posts go out one at a time per channel, in the order they were asked for: Slack allows about
+ * one message per second per channel, and a card posted out of turn would show a burst of
+ * approvals in the wrong order. A 429 waits out its Retry-After at the head of its own channel's
+ * queue only; other channels keep posting.
+ */
 export class SlackCardChannel implements CardChannel, UserNotifier {
+  private readonly postQueues = new KeyedQueue();
+
   constructor(
     private readonly client: WebClient,
     private readonly logger: Logger,
@@ -18,14 +28,16 @@ export class SlackCardChannel implements CardChannel, UserNotifier {
   ) {}
 
   async post(channel: string, message: RenderedMessage): Promise<{ ts: string; channel: string }> {
-    const result = await this.call('chat.postMessage', channel, () =>
-      this.client.chat.postMessage({
-        channel,
-        text: message.text,
-        blocks: message.blocks as never,
-        unfurl_links: false,
-        unfurl_media: false,
-      }),
+    const result = await this.postQueues.run(channel, () =>
+      this.call('chat.postMessage', channel, () =>
+        this.client.chat.postMessage({
+          channel,
+          text: message.text,
+          blocks: message.blocks as never,
+          unfurl_links: false,
+          unfurl_media: false,
+        }),
+      ),
     );
     if (!result.ts) throw new Error('chat.postMessage returned no ts');
     // chat.update and clicks know the channel only by ID, even when it was posted to by name.
