@@ -127,6 +127,27 @@ describe('FakeSlack', () => {
     );
   });
 
+  test('a per-channel limit answers 429 with Retry-After for that channel and method only', async () => {
+    slack = await FakeSlack.start();
+    const web = new WebClient('xoxb-test-token', { slackApiUrl: slack.apiUrl, rejectRateLimitedCalls: true });
+    slack.rateLimitPerChannel('chat.postMessage', 2);
+    await web.chat.postMessage({ channel: 'C1', text: '1' });
+    await web.chat.postMessage({ channel: 'C1', text: '2' });
+    await expect(web.chat.postMessage({ channel: 'C1', text: '3' })).rejects.toMatchObject({
+      code: 'slack_webapi_rate_limited_error',
+      retryAfter: 1,
+    });
+    // Another channel, and another method in the same channel, are not held back.
+    await web.chat.postMessage({ channel: 'C2', text: 'other channel' });
+    const ts = slack.messagesIn('C1')[0]!.ts;
+    await web.chat.update({ channel: 'C1', ts, text: 'edited' });
+    expect(slack.rateLimited.map((c) => [c.method, c.args.channel])).toEqual([['chat.postMessage', 'C1']]);
+    expect(slack.messagesIn('C1')).toHaveLength(2);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    await web.chat.postMessage({ channel: 'C1', text: '3' });
+    expect(slack.messagesIn('C1')).toHaveLength(3);
+  });
+
   test('429 with Retry-After is retried by WebClient and recorded as rate-limited', async () => {
     slack = await FakeSlack.start();
     const web = client(slack);

@@ -14,6 +14,8 @@ export interface SlackCall {
   method: string;
   args: Record<string, unknown>;
   at: number;
+  /** process.hrtime.bigint() when the request was read: one monotonic clock for every process. */
+  hr: bigint;
   /** The JSON body the fake answered with. */
   response: Record<string, unknown>;
   token: string | null;
@@ -24,6 +26,13 @@ export interface RateLimitedCall {
   args: Record<string, unknown>;
   at: number;
   retryAfterSec: number;
+}
+
+/** Slack's per-channel limits (chat.postMessage: about 1/s per channel), in fixed 1 s windows. */
+interface ChannelRateLimit {
+  perSecond: number;
+  /** channel → [window start ms, calls in it] */
+  windows: Map<string, [number, number]>;
 }
 
 export interface MessageVersion {
@@ -165,6 +174,7 @@ export class FakeSlack {
   private ackWaiters = new Map<string, (ack: SocketAck) => void>();
   private readonly messages = new Map<string, SlackMessage>();
   private readonly rateLimits = new Map<string, { times: number; retryAfterSec: number }>();
+  private readonly channelRateLimits = new Map<string, ChannelRateLimit>();
   private readonly failures = new Map<
     string,
     Array<{ error: string; times: number; extra?: Record<string, unknown> }>
@@ -228,6 +238,14 @@ export class FakeSlack {
   /** The next `times` calls to `method` get HTTP 429 with `Retry-After: retryAfterSec`. */
   rateLimit(method: string, opts: { times: number; retryAfterSec: number }): void {
     this.rateLimits.set(method, { ...opts });
+  }
+
+  /**
+   * From now on at most `perSecond` calls to `method` per channel per second succeed; the rest get
+   * HTTP 429 with the whole seconds left in the window as `Retry-After`, as Slack answers.
+   */
+  rateLimitPerChannel(method: string, perSecond: number): void {
+    this.channelRateLimits.set(method, { perSecond, windows: new Map() });
   }
 
   /** The next `times` calls to `method` answer {ok:false, error} (e.g. not_in_channel, invalid_auth). */
@@ -484,6 +502,7 @@ export class FakeSlack {
   // ---- HTTP
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const receivedHr = process.hrtime.bigint();
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const raw = Buffer.concat(chunks).toString('utf8');
@@ -519,10 +538,16 @@ export class FakeSlack {
     const args = this.parseBody(req.headers['content-type'] ?? '', raw, url);
 
     const limit = this.rateLimits.get(method);
+    let retryAfterSec: number | undefined;
     if (limit && limit.times > 0) {
       limit.times -= 1;
-      this.rateLimited.push({ method, args, at: Date.now(), retryAfterSec: limit.retryAfterSec });
-      res.writeHead(429, { 'content-type': 'application/json', 'retry-after': String(limit.retryAfterSec) });
+      retryAfterSec = limit.retryAfterSec;
+    } else {
+      retryAfterSec = this.channelRetryAfter(method, args);
+    }
+    if (retryAfterSec !== undefined) {
+      this.rateLimited.push({ method, args, at: Date.now(), retryAfterSec });
+      res.writeHead(429, { 'content-type': 'application/json', 'retry-after': String(retryAfterSec) });
       res.end('{"ok":false,"error":"ratelimited"}');
       return;
     }
@@ -539,7 +564,15 @@ export class FakeSlack {
     else if (expected !== null && token !== expected) response = { ok: false, error: 'invalid_auth' };
     else response = (await this.failure(method)) ?? (await this.dispatch(method, args));
 
-    const call: SlackCall = { index: this.calls.length, method, args, at: Date.now(), response, token };
+    const call: SlackCall = {
+      index: this.calls.length,
+      method,
+      args,
+      at: Date.now(),
+      hr: receivedHr,
+      response,
+      token,
+    };
     this.calls.push(call);
     for (const w of [...this.waiters]) {
       if (w.test(call)) {
@@ -549,6 +582,24 @@ export class FakeSlack {
     }
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(JSON.stringify(response));
+  }
+
+  /** Seconds the caller must wait when this call is over its channel's limit, else undefined. */
+  private channelRetryAfter(method: string, args: Record<string, unknown>): number | undefined {
+    const limit = this.channelRateLimits.get(method);
+    const channel = str(args.channel);
+    if (!limit || !channel) return undefined;
+    const now = Date.now();
+    const window = limit.windows.get(channel);
+    if (!window || now - window[0] >= 1000) {
+      limit.windows.set(channel, [now, 1]);
+      return undefined;
+    }
+    if (window[1] < limit.perSecond) {
+      window[1] += 1;
+      return undefined;
+    }
+    return Math.max(1, Math.ceil((window[0] + 1000 - now) / 1000));
   }
 
   private parseBody(contentType: string, raw: string, url: URL): Record<string, unknown> {
