@@ -205,6 +205,10 @@ function applyControl(cmd) {
       return null;
     case 'state':
       return state;
+    case 'openBatch':
+      return openBatch(cmd);
+    case 'batchTimes':
+      return batchTimes(cmd.prefix);
     default:
       throw new Error(`unknown control command ${JSON.stringify(cmd.type)}`);
   }
@@ -420,6 +424,60 @@ function openApproval(approval, via, stageChoices) {
     if (via === 'both' || via === 'request') serverRequest('approval/request', params);
   }
   return params;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Load generation for bench/: many approvals at a steady rate, each stamped with the monotonic
+// clock (process.hrtime, shared by every process on the machine) just before it is written.
+
+/** prefix → approvalId → hrtime (ns, as a string) of the write */
+const batchWrites = new Map();
+
+function openBatch(cmd) {
+  const count = Number(cmd.count);
+  const rate = Number(cmd.ratePerSec ?? 0);
+  const prefix = String(cmd.prefix);
+  const sessions = cmd.sessions?.length ? cmd.sessions : ['s-bench'];
+  const tools = cmd.tools?.length ? cmd.tools : [undefined];
+  const times = new Map();
+  batchWrites.set(prefix, times);
+  let next = 0;
+  const openOne = () => {
+    const i = next++;
+    const approvalId = `${prefix}-${String(i).padStart(6, '0')}`;
+    const toolName = tools[i % tools.length];
+    const approval = {
+      ...(cmd.template ?? {}),
+      approvalId,
+      sessionId: sessions[i % sessions.length],
+      ...(toolName ? { toolName } : {}),
+    };
+    const params = fillApproval(approval);
+    ensureSession(params.sessionId);
+    state.approvals[approvalId] = {
+      params,
+      openedByIncarnation: incarnation,
+      order: ++state.seq,
+      reviewing: false,
+    };
+    const line = JSON.stringify({ jsonrpc: '2.0', method: 'approval/requested', params });
+    times.set(approvalId, process.hrtime.bigint().toString());
+    writeLine(line);
+  };
+  const started = performance.now();
+  const tick = () => {
+    const due =
+      rate > 0 ? Math.min(count, Math.floor(((performance.now() - started) * rate) / 1000) + 1) : count;
+    while (next < due) openOne();
+    if (next < count) setTimeout(tick, Math.max(0, (next * 1000) / rate - (performance.now() - started)));
+    else report({ type: 'batchDone', prefix, count });
+  };
+  tick();
+  return { scheduled: count };
+}
+
+function batchTimes(prefix) {
+  return Object.fromEntries(batchWrites.get(String(prefix)) ?? []);
 }
 
 function escalate(approvalId) {
@@ -823,15 +881,16 @@ function handleRequest(msg) {
 }
 
 function handleFrame(line) {
+  const hr = process.hrtime.bigint().toString();
   let msg;
   try {
     msg = JSON.parse(line);
   } catch {
-    report({ type: 'frame', incarnation, frame: line });
+    report({ type: 'frame', incarnation, frame: line, hr });
     respondError(null, rpcError(-32700, 'parseError', 'parse error'));
     return;
   }
-  report({ type: 'frame', incarnation, frame: msg });
+  report({ type: 'frame', incarnation, frame: msg, hr });
   refreshState();
   if (!msg || typeof msg !== 'object' || Array.isArray(msg)) {
     respondError(null, rpcError(-32600, 'invalidRequest', 'invalid request'));

@@ -130,6 +130,21 @@ export interface HostFrame<F = RpcFrame | string> {
   incarnation: number;
   frame: F;
   at: number;
+  /** process.hrtime.bigint() in the host when it read the frame (one clock for every process). */
+  hr: bigint;
+}
+
+export interface OpenBatchCommand {
+  /** approvalIds are `${prefix}-000000`, `${prefix}-000001`, … in writing order. */
+  prefix: string;
+  count: number;
+  /** Approvals written per second; 0 writes them all at once. */
+  ratePerSec: number;
+  /** Round-robin over these sessions and tool names. */
+  sessions?: string[];
+  tools?: string[];
+  /** Fields every approval of the batch shares (subject, rawArgs, …). */
+  template?: Partial<ApprovalRequestParams>;
 }
 
 export type DecideFrame = HostFrame<
@@ -299,6 +314,20 @@ export class FakeHost {
       via: opts.via ?? 'both',
       stageChoices: opts.stageChoices,
     }) as Promise<ApprovalRequestParams>;
+  }
+
+  /**
+   * Writes `count` approval/requested notifications at a steady rate from inside the host and
+   * resolves once they are scheduled; `batchWritten` resolves when the last one is written.
+   */
+  async openBatch(cmd: OpenBatchCommand): Promise<void> {
+    await this.send('openBatch', { ...cmd });
+  }
+
+  /** When the host wrote each approval of a batch: approvalId → process.hrtime.bigint(). */
+  async batchTimes(prefix: string): Promise<Map<string, bigint>> {
+    const raw = (await this.send('batchTimes', { prefix }, 30_000)) as Record<string, string>;
+    return new Map(Object.entries(raw).map(([id, hr]) => [id, BigInt(hr)]));
   }
 
   /** Ends the automated review of an approval opened with via 'reviewing-then-request'. */
@@ -492,6 +521,7 @@ export class FakeHost {
             incarnation: Number(msg.incarnation),
             frame: msg.frame as RpcFrame | string,
             at: Date.now(),
+            hr: BigInt(String(msg.hr ?? 0)),
           };
           this.push(this.frames, this.frameWaiters, frame);
         } else if (msg.type === 'ack') {
