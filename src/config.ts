@@ -1,9 +1,13 @@
 import { statSync } from 'node:fs';
 import { z } from 'zod';
+import { CHANNEL_ID, ConfigError, shown } from './configCommon.js';
+import { loadRouteConfig, type Route } from './routing/routeConfig.js';
 
 /** Pino levels accepted by LOG_LEVEL. */
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevelName = (typeof LOG_LEVELS)[number];
+
+export { CHANNEL_ID, ConfigError, shown };
 
 export interface Config {
   slack: {
@@ -12,6 +16,7 @@ export interface Config {
     signingSecret?: string;
     /** Web API base URL, always ending in `/`. */
     apiUrl: string;
+    /** Default channel for cards: SLACK_CHANNEL, else the channel of the file's catch-all route. */
     channel: string;
     mode: 'socket' | 'http';
   };
@@ -19,22 +24,13 @@ export interface Config {
   redisUrl: string;
   msp: { hostId: string; hostCommand: string; sandboxMode: string };
   configPath?: string;
+  /** Routes from the COUNTERSIGN_CONFIG file, first match wins; empty without a file. */
+  routes: Route[];
   grants: { ttlMs: number; maxTtlMs: number };
   /** How long resolved approval records are kept in Redis. */
   resolvedTtlMs: number;
   pagerDuty: { routingKey?: string; apiToken?: string; eventsUrl: string; apiUrl: string };
   logLevel: LogLevelName;
-}
-
-/** A configuration problem. The message is one line naming the variable and how to fix it. */
-export class ConfigError extends Error {
-  override readonly name = 'ConfigError';
-  constructor(
-    readonly variable: string,
-    message: string,
-  ) {
-    super(message.replace(/\s*\n\s*/g, ' '));
-  }
 }
 
 export const DEFAULTS = {
@@ -87,19 +83,12 @@ const duration = z
   .string()
   .transform((s) => parseDuration(s))
   .pipe(z.number().int().positive());
-// A channel ID (public C…, private G…) or a #name, which chat.postMessage also accepts.
-const channel = z.string().regex(/^(?:[CG][A-Z0-9]+|#[a-z0-9][a-z0-9._-]{0,79})$/);
+/** A channel ID (public C…, private G…) or a #name, which chat.postMessage also accepts. */
+const channel = z.string().regex(CHANNEL_ID);
 const logLevel = z
   .string()
   .transform((s) => s.toLowerCase())
   .pipe(z.enum(LOG_LEVELS));
-
-/** Shows a non-secret value in an error message, on one line and shortened. */
-function shown(value: string): string {
-  if (/^(?:xox[a-z]|xapp)-/i.test(value)) return '(a Slack token, not shown)';
-  const json = JSON.stringify(value);
-  return json.length > 60 ? `${json.slice(0, 57)}…"` : json;
-}
 
 /** Reads an env var; empty or whitespace-only counts as unset. */
 function read(env: NodeJS.ProcessEnv, name: string): string | undefined {
@@ -150,7 +139,8 @@ function requiredInHttpMode(env: NodeJS.ProcessEnv, name: string): string {
   return value;
 }
 
-function slackConfig(env: NodeJS.ProcessEnv): Config['slack'] {
+/** Slack settings; `channel` is unset when SLACK_CHANNEL is, for the config file to supply it. */
+function slackConfig(env: NodeJS.ProcessEnv): Omit<Config['slack'], 'channel'> & { channel?: string } {
   // Token values are never put into a message.
   const botToken = check(
     'SLACK_BOT_TOKEN',
@@ -176,25 +166,37 @@ function slackConfig(env: NodeJS.ProcessEnv): Config['slack'] {
   const signingSecret =
     mode === 'http' ? requiredInHttpMode(env, 'SLACK_SIGNING_SECRET') : read(env, 'SLACK_SIGNING_SECRET');
   const apiUrl = urlVar(env, 'SLACK_API_URL', DEFAULTS.slackApiUrl);
-  const rawChannel = required(
-    env,
-    'SLACK_CHANNEL',
-    'set it to the ID of the channel for approval cards (C… or G…; shown at the bottom of the channel details in Slack)',
-  );
-  const slackChannel = check(
-    'SLACK_CHANNEL',
-    rawChannel,
-    channel,
-    `must be a channel ID such as C0123456789 (or #channel-name) (got ${shown(rawChannel)}): copy the ID from the channel details in Slack`,
-  );
+  const rawChannel = read(env, 'SLACK_CHANNEL');
+  const slackChannel =
+    rawChannel === undefined
+      ? undefined
+      : check(
+          'SLACK_CHANNEL',
+          rawChannel,
+          channel,
+          `must be a channel ID such as C0123456789 (or #channel-name) (got ${shown(rawChannel)}): copy the ID from the channel details in Slack`,
+        );
   return {
     botToken,
     ...(appToken ? { appToken } : {}),
     ...(signingSecret ? { signingSecret } : {}),
     apiUrl: apiUrl.endsWith('/') ? apiUrl : `${apiUrl}/`,
-    channel: slackChannel,
+    ...(slackChannel ? { channel: slackChannel } : {}),
     mode,
   };
+}
+
+/** SLACK_CHANNEL wins; without it, a catch-all route's channel is where unrouted cards would go anyway. */
+function defaultChannel(env: NodeJS.ProcessEnv, slackChannel: string | undefined, routes: Route[]): string {
+  return (
+    slackChannel ??
+    routes.find((route) => route.match === undefined)?.channel ??
+    required(
+      env,
+      'SLACK_CHANNEL',
+      'set it to the ID of the channel for approval cards (C… or G…; shown at the bottom of the channel details in Slack), or add a route without match to COUNTERSIGN_CONFIG',
+    )
+  );
 }
 
 function configPathVar(env: NodeJS.ProcessEnv): string | undefined {
@@ -219,7 +221,10 @@ function configPathVar(env: NodeJS.ProcessEnv): string | undefined {
  * Parses the environment (DESIGN §8). Throws a ConfigError for the first problem found.
  */
 export function loadConfig(env: NodeJS.ProcessEnv): Config {
-  const slack = slackConfig(env);
+  const { channel: slackChannel, ...slackRest } = slackConfig(env);
+  const configPath = configPathVar(env);
+  const routes = configPath ? loadRouteConfig(configPath) : [];
+  const slack = { ...slackRest, channel: defaultChannel(env, slackChannel, routes) };
 
   const hostCommand = required(
     env,
@@ -242,8 +247,6 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     redisUrl,
     `must be a redis:// or rediss:// URL such as ${DEFAULTS.redisUrl}: fix or unset it`,
   );
-
-  const configPath = configPathVar(env);
 
   const grantTtlMs = durationVar(env, 'COUNTERSIGN_GRANT_TTL', DEFAULTS.grantTtl);
   const grantMaxTtlMs = durationVar(env, 'COUNTERSIGN_GRANT_MAX_TTL', DEFAULTS.grantMaxTtl);
@@ -274,6 +277,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     redisUrl: redis,
     msp: { hostId: DEFAULTS.hostId, hostCommand, sandboxMode },
     ...(configPath ? { configPath } : {}),
+    routes,
     grants: { ttlMs: grantTtlMs, maxTtlMs: grantMaxTtlMs },
     resolvedTtlMs,
     pagerDuty: {

@@ -6,6 +6,7 @@ import { createLogger, toBoltLogger } from './log.js';
 import { HostSupervisor } from './msp/hostSupervisor.js';
 import { ClickHandler } from './relay/clickHandler.js';
 import { Relay } from './relay/relay.js';
+import { Router } from './routing/router.js';
 import { type BotIdentity, createSlackApp } from './slack/createSlackApp.js';
 import { SlackCardChannel } from './slack/slackCardChannel.js';
 import { classifySlackError } from './slack/slackFailures.js';
@@ -61,13 +62,14 @@ async function main(): Promise<void> {
     },
   });
 
+  const router = new Router(config.routes, config.slack.channel);
   let clicks: ClickHandler | undefined;
   const relay = new Relay({
     store,
     cards: cardChannel,
     render: (record, now) => renderCard(record, { now }),
     logger,
-    channel: config.slack.channel,
+    channelFor: (input) => router.channelFor(input),
     sandboxMode: config.msp.sandboxMode,
     onOrphanedDecision: (record) => clicks?.replay(record),
   });

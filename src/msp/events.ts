@@ -37,6 +37,8 @@ export type HostEvent =
       sessionId: string;
       /** What people call the session: its title, name or first prompt, as the host gave it. */
       label?: string;
+      /** The directory the session works in, which cards may be routed on. */
+      workspaceRoot?: string;
     }
   | { type: 'hostUp'; hostId: string; incarnation: string; durable: boolean }
   | {

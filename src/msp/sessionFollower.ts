@@ -151,6 +151,7 @@ export class SessionFollower {
       ...this.origin,
       sessionId: session.sessionId,
       ...(label ? { label } : {}),
+      ...(session.workspaceRoot ? { workspaceRoot: session.workspaceRoot } : {}),
     });
   }
 

@@ -77,7 +77,7 @@ beforeEach(async () => {
     cards,
     render: (r, n) => renderCard(r, { now: n }),
     logger,
-    channel: 'C1',
+    channelFor: () => 'C1',
     sandboxMode: 'default',
     now,
   });

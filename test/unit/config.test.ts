@@ -54,6 +54,7 @@ describe('loadConfig defaults', () => {
       port: 3000,
       redisUrl: 'redis://127.0.0.1:6379',
       msp: { hostId: 'default', hostCommand: 'muse host --stdio', sandboxMode: 'default' },
+      routes: [],
       grants: { ttlMs: 8 * 3_600_000, maxTtlMs: 7 * 86_400_000 },
       resolvedTtlMs: 30 * 86_400_000,
       pagerDuty: {
@@ -230,6 +231,140 @@ describe('loadConfig errors', () => {
 
   it.each(['PAGERDUTY_EVENTS_URL', 'PAGERDUTY_API_URL'])('rejects a malformed %s', (name) => {
     expect(configError(socketEnv({ [name]: 'events.pagerduty.com' })).variable).toBe(name);
+  });
+});
+
+/** Writes a COUNTERSIGN_CONFIG file into a fresh temporary directory and returns its path. */
+function configFile(yaml: string): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'countersign-routes-')), 'countersign.yml');
+  writeFileSync(file, yaml);
+  return file;
+}
+
+const GOOD_ROUTES = `
+routes:              # first match wins
+  - name: payments
+    channel: C0PAYMENTS
+    match:
+      hosts: [ci]
+      tools: ["shell", "write_*"]
+      workspaces: ["/srv/payments/**"]
+  - channel: "#deploys"
+    match:
+      tools: [deploy]
+  - name: everything else
+    channel: G0REST
+    match:
+`;
+
+describe('loadConfig with COUNTERSIGN_CONFIG routes', () => {
+  it('reads the routes in order, dropping an empty match', () => {
+    const file = configFile(GOOD_ROUTES);
+    const config = loadConfig(socketEnv({ COUNTERSIGN_CONFIG: file }));
+    expect(config.configPath).toBe(file);
+    expect(config.routes).toEqual([
+      {
+        name: 'payments',
+        channel: 'C0PAYMENTS',
+        match: { hosts: ['ci'], tools: ['shell', 'write_*'], workspaces: ['/srv/payments/**'] },
+      },
+      { channel: '#deploys', match: { tools: ['deploy'] } },
+      { name: 'everything else', channel: 'G0REST' },
+    ]);
+    // SLACK_CHANNEL stays the default channel even when a route catches everything.
+    expect(config.slack.channel).toBe('C0123456789');
+  });
+
+  it('treats an empty file and `match: {}` as no routes and a catch-all', () => {
+    expect(loadConfig(socketEnv({ COUNTERSIGN_CONFIG: configFile('') })).routes).toEqual([]);
+    const file = configFile('routes:\n  - channel: C0ALL\n    match: {}\n');
+    expect(loadConfig(socketEnv({ COUNTERSIGN_CONFIG: file })).routes).toEqual([{ channel: 'C0ALL' }]);
+  });
+
+  it('takes the default channel from the first catch-all route when SLACK_CHANNEL is unset', () => {
+    const file = configFile(GOOD_ROUTES);
+    const config = loadConfig(socketEnv({ SLACK_CHANNEL: undefined, COUNTERSIGN_CONFIG: file }));
+    expect(config.slack.channel).toBe('G0REST');
+  });
+
+  it('still needs SLACK_CHANNEL when no route catches everything', () => {
+    const file = configFile('routes:\n  - channel: C0CI\n    match: { hosts: [ci] }\n');
+    const err = configError(socketEnv({ SLACK_CHANNEL: undefined, COUNTERSIGN_CONFIG: file }));
+    expect(err.variable).toBe('SLACK_CHANNEL');
+    expect(err.message.startsWith('SLACK_CHANNEL is required: ')).toBe(true);
+    expect(err.message).toContain('or add a route without match to COUNTERSIGN_CONFIG');
+  });
+
+  it('keeps the routes in redactedConfig', () => {
+    const config = loadConfig(socketEnv({ COUNTERSIGN_CONFIG: configFile(GOOD_ROUTES) }));
+    expect(redactedConfig(config).routes).toEqual(config.routes);
+  });
+
+  it.each([
+    [
+      'a misspelt route key',
+      'routes:\n  - chanel: C0PAYMENTS\n',
+      'routes[0]: key "chanel" is not supported (supported: name, channel, match)',
+    ],
+    [
+      'a misspelt match key',
+      'routes:\n  - channel: C0A\n  - channel: C0B\n    match: { tool: [shell] }\n',
+      'routes[1].match: key "tool" is not supported (supported: hosts, tools, workspaces)',
+    ],
+    [
+      'an unknown top-level key',
+      'routes: []\napprovers: [U0123]\nhosts: []\n',
+      'top-level keys "approvers", "hosts" are not supported (supported: routes)',
+    ],
+    [
+      'a channel name without #',
+      'routes:\n  - channel: C0OK\n  - channel: general\n',
+      'routes[1].channel must be a channel ID such as C0123456789 or #name (got "general")',
+    ],
+    ['a missing channel', 'routes:\n  - name: payments\n', 'routes[0].channel is required'],
+    [
+      'an empty channel',
+      'routes:\n  - channel:\n',
+      'routes[0].channel must be a channel ID such as C0123456789 or #name (got nothing)',
+    ],
+    [
+      'an empty pattern list',
+      'routes:\n  - channel: C0A\n    match: { tools: [] }\n',
+      'routes[0].match.tools must list at least one value (or leave the key out to match anything)',
+    ],
+    [
+      'a pattern that is not a string',
+      'routes:\n  - channel: C0A\n    match: { hosts: [ci, 42] }\n',
+      'routes[0].match.hosts[1] must be a non-empty string (got 42)',
+    ],
+    ['a scalar where a list belongs', 'routes: C0A\n', 'routes must be a list (got "C0A")'],
+    [
+      'a list at the top',
+      '- channel: C0A\n',
+      'the file must be a mapping such as "routes: [...]" (got a list)',
+    ],
+  ])('rejects %s on one line naming the file and the path', (_, yaml, problem) => {
+    const file = configFile(yaml);
+    const err = configError(socketEnv({ COUNTERSIGN_CONFIG: file }));
+    expect(err.variable).toBe('COUNTERSIGN_CONFIG');
+    expect(err.message).toBe(`COUNTERSIGN_CONFIG (${file}): ${problem}`);
+  });
+
+  it('rejects invalid YAML on one line with its position', () => {
+    const file = configFile('routes:\n  - channel: [C0A\n');
+    const err = configError(socketEnv({ COUNTERSIGN_CONFIG: file }));
+    expect(err.variable).toBe('COUNTERSIGN_CONFIG');
+    expect(err.message).toMatch(
+      /^COUNTERSIGN_CONFIG \(.+countersign\.yml\): invalid YAML: .+ at line \d+, column \d+$/,
+    );
+    expect(err.message).toContain(file);
+  });
+
+  it('rejects a duplicate key as invalid YAML', () => {
+    const file = configFile('routes: []\nroutes: []\n');
+    expect(configError(socketEnv({ COUNTERSIGN_CONFIG: file })).message).toBe(
+      `COUNTERSIGN_CONFIG (${file}): invalid YAML: Map keys must be unique at line 2, column 1`,
+    );
   });
 });
 

@@ -1,0 +1,78 @@
+import { describe, expect, it } from 'vitest';
+import type { Route } from '../../src/routing/routeConfig.js';
+import { type RouteInput, Router } from '../../src/routing/router.js';
+
+const FALLBACK = 'C0FALLBACK';
+
+function channelFor(routes: Route[], input: Partial<RouteInput>): string {
+  return new Router(routes, FALLBACK).channelFor({ hostId: 'default', tool: 'shell', ...input });
+}
+
+describe('Router', () => {
+  it('uses the fallback without routes', () => {
+    expect(channelFor([], {})).toBe(FALLBACK);
+  });
+
+  it('uses the fallback when no route matches', () => {
+    expect(channelFor([{ channel: 'C0CI', match: { hosts: ['ci'] } }], { hostId: 'laptop' })).toBe(FALLBACK);
+  });
+
+  it('lets a route without match catch everything', () => {
+    expect(channelFor([{ channel: 'C0ALL' }], { hostId: 'any', tool: 'any' })).toBe('C0ALL');
+  });
+
+  it('matches hosts exactly', () => {
+    const routes: Route[] = [{ channel: 'C0CI', match: { hosts: ['ci', 'build'] } }];
+    expect(channelFor(routes, { hostId: 'ci' })).toBe('C0CI');
+    expect(channelFor(routes, { hostId: 'build' })).toBe('C0CI');
+    expect(channelFor(routes, { hostId: 'ci-2' })).toBe(FALLBACK);
+    expect(channelFor(routes, { hostId: 'c*' })).toBe(FALLBACK);
+  });
+
+  it('matches tools by glob', () => {
+    const routes: Route[] = [{ channel: 'C0WRITE', match: { tools: ['shell', 'write_*'] } }];
+    expect(channelFor(routes, { tool: 'shell' })).toBe('C0WRITE');
+    expect(channelFor(routes, { tool: 'write_file' })).toBe('C0WRITE');
+    expect(channelFor(routes, { tool: 'write_' })).toBe('C0WRITE');
+    expect(channelFor(routes, { tool: 'shellx' })).toBe(FALLBACK);
+    expect(channelFor(routes, { tool: 'read_file' })).toBe(FALLBACK);
+  });
+
+  it('matches workspaces by glob, dot directories included', () => {
+    const routes: Route[] = [{ channel: 'C0PAY', match: { workspaces: ['/srv/payments/**'] } }];
+    expect(channelFor(routes, { workspaceRoot: '/srv/payments' })).toBe('C0PAY');
+    expect(channelFor(routes, { workspaceRoot: '/srv/payments/api/v2' })).toBe('C0PAY');
+    expect(channelFor(routes, { workspaceRoot: '/srv/payments/.worktrees/fix' })).toBe('C0PAY');
+    expect(channelFor(routes, { workspaceRoot: '/srv/payments-old' })).toBe(FALLBACK);
+    expect(channelFor(routes, { workspaceRoot: '/srv/web' })).toBe(FALLBACK);
+  });
+
+  it('never matches a workspace route when the workspace is unknown', () => {
+    const routes: Route[] = [{ channel: 'C0ANY', match: { workspaces: ['**'] } }];
+    expect(channelFor(routes, { workspaceRoot: '/anything' })).toBe('C0ANY');
+    expect(channelFor(routes, {})).toBe(FALLBACK);
+  });
+
+  it('needs every listed field to match', () => {
+    const routes: Route[] = [
+      { channel: 'C0BOTH', match: { hosts: ['ci'], tools: ['shell'], workspaces: ['/srv/**'] } },
+    ];
+    expect(channelFor(routes, { hostId: 'ci', tool: 'shell', workspaceRoot: '/srv/a' })).toBe('C0BOTH');
+    expect(channelFor(routes, { hostId: 'dev', tool: 'shell', workspaceRoot: '/srv/a' })).toBe(FALLBACK);
+    expect(channelFor(routes, { hostId: 'ci', tool: 'write', workspaceRoot: '/srv/a' })).toBe(FALLBACK);
+    expect(channelFor(routes, { hostId: 'ci', tool: 'shell', workspaceRoot: '/home/a' })).toBe(FALLBACK);
+    expect(channelFor(routes, { hostId: 'ci', tool: 'shell' })).toBe(FALLBACK);
+  });
+
+  it('takes the first matching route', () => {
+    const routes: Route[] = [
+      { name: 'payments', channel: 'C0PAY', match: { workspaces: ['/srv/payments/**'] } },
+      { name: 'shell', channel: 'C0SHELL', match: { tools: ['shell'] } },
+      { name: 'rest', channel: 'C0REST' },
+      { name: 'unreachable', channel: 'C0NEVER', match: { tools: ['write_*'] } },
+    ];
+    expect(channelFor(routes, { tool: 'shell', workspaceRoot: '/srv/payments/x' })).toBe('C0PAY');
+    expect(channelFor(routes, { tool: 'shell', workspaceRoot: '/srv/web' })).toBe('C0SHELL');
+    expect(channelFor(routes, { tool: 'write_file', workspaceRoot: '/srv/web' })).toBe('C0REST');
+  });
+});
