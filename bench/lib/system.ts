@@ -1,0 +1,82 @@
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import type { Redis } from 'ioredis';
+
+// The machine side of the bench: CPU pinning, a process's memory, Redis's own counters.
+
+const canPin = (() => {
+  if (availableParallelism() < 2) return false;
+  try {
+    execFileSync('taskset', ['-p', String(process.pid)], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+/** The core the measured process (bot or floor) gets to itself; everything else runs on the rest. */
+export const MEASURED_CORE = 0;
+
+/** Pins every thread of `pid` to `cores` (taskset -a -p); false when the machine cannot. */
+export function pin(pid: number, cores: string): boolean {
+  if (!canPin) return false;
+  try {
+    execFileSync('taskset', ['-a', '-p', '-c', cores, String(pid)], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The bench itself, and every child it starts, run off the measured core. */
+export function pinBenchOffMeasuredCore(): boolean {
+  const others = Array.from({ length: availableParallelism() }, (_, i) => i).filter(
+    (i) => i !== MEASURED_CORE,
+  );
+  return pin(process.pid, others.join(','));
+}
+
+/** Resident set size of a process, in MB, from /proc. */
+export function rssMB(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/^VmRSS:\s+(\d+)\s+kB/m.exec(status)?.[1]);
+  return kb / 1024;
+}
+
+/** CPU time (user + system) a process has used, in ms, from /proc. */
+export function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  // utime and stime are fields 14 and 15 of stat; index from the state field (field 3).
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  return (ticks * 1000) / 100;
+}
+
+export interface RedisCounters {
+  /** Read events on client sockets: one per round trip a client makes. */
+  reads: number;
+  /** Commands executed, scripts' inner calls included (INFO commandstats). */
+  commands: number;
+}
+
+/**
+ * Redis's own counters. total_reads_processed counts one read per request a client sends (a
+ * pipeline written at once is one read), which is the round-trip count we are after.
+ */
+export async function redisCounters(redis: Redis): Promise<RedisCounters> {
+  const stats = await redis.info('stats');
+  const commandstats = await redis.info('commandstats');
+  const reads = Number(/total_reads_processed:(\d+)/.exec(stats)?.[1]);
+  let commands = 0;
+  for (const m of commandstats.matchAll(/^cmdstat_(\w+(?:\|\w+)?):calls=(\d+)/gm)) {
+    if (m[1] !== 'info') commands += Number(m[2]);
+  }
+  return { reads, commands };
+}
+
+/** What reading the counters itself costs, so it can be taken off a measured difference. */
+export async function counterOverhead(redis: Redis): Promise<RedisCounters> {
+  const a = await redisCounters(redis);
+  const b = await redisCounters(redis);
+  return { reads: b.reads - a.reads, commands: b.commands - a.commands };
+}

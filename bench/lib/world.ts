@@ -1,0 +1,208 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import {
+  BOT_TOKEN,
+  freePort,
+  PROJECT_ROOT,
+  type RunningBot,
+  SIGNING_SECRET,
+  startBot,
+} from '../../test/support/bot.js';
+import { FakeHost } from '../../test/support/fakeHost.js';
+import { FakeSlack, type SlackCall } from '../../test/support/fakeSlack.js';
+import { MEASURED_CORE, pin } from './system.js';
+
+// One bench run's surroundings: the fake Slack, the fake MSP host's control side, real Redis, and
+// a routes file that sends each bench tool to its own channel. The bot and the floors are started
+// one at a time against it, each pinned to the measured core.
+
+export const CHANNELS = ['C0BENCH0', 'C0BENCH1', 'C0BENCH2', 'C0BENCH3', 'C0BENCH4'] as const;
+export const TOOLS = CHANNELS.map((_, i) => `bench_tool_${i}`);
+export const REDIS_DB = Number(process.env.BENCH_REDIS_DB ?? 15);
+
+/** A subject and arguments like a real agent's write, so cards are of a realistic size. */
+export const TEMPLATE = {
+  rawArgs: JSON.stringify({
+    path: '/srv/repo/src/payments/ledger.ts',
+    content: 'export const x = 1;\n'.repeat(20),
+  }),
+  subject: {
+    kind: 'fileAccess',
+    toolName: 'write_file',
+    path: '/srv/repo/src/payments/ledger.ts',
+    access: 'write',
+  },
+  reason: 'The agent wants to change the ledger module.',
+};
+
+export class World {
+  readonly redis: Redis;
+  private readonly dir: string;
+  readonly routesPath: string;
+
+  private constructor(
+    readonly slack: FakeSlack,
+    readonly host: FakeHost,
+  ) {
+    this.redis = new Redis(`redis://127.0.0.1:6379/${REDIS_DB}`);
+    this.dir = mkdtempSync(join(tmpdir(), 'countersign-bench-'));
+    this.routesPath = join(this.dir, 'routes.yml');
+    const routes = TOOLS.map((tool, i) => `  - channel: ${CHANNELS[i]}\n    match: { tools: [${tool}] }`);
+    writeFileSync(this.routesPath, `routes:\n${routes.join('\n')}\n`);
+  }
+
+  static async start(): Promise<World> {
+    const slack = await FakeSlack.start({ expectedToken: BOT_TOKEN });
+    const host = await FakeHost.start({ sessions: [{ sessionId: 's-bench', title: 'bench' }] });
+    return new World(slack, host);
+  }
+
+  /** The real bot, as production runs it (HTTP mode, LOG_LEVEL info), pinned once it is ready. */
+  async startBot(extraEnv: Record<string, string> = {}): Promise<RunningBot & { pinned: boolean }> {
+    await this.redis.flushdb();
+    const bot = await startBot({
+      host: this.host,
+      slack: this.slack,
+      redisDb: REDIS_DB,
+      env: {
+        LOG_LEVEL: 'info',
+        COUNTERSIGN_CONFIG: this.routesPath,
+        // The host keeps its state in memory: a state file would be rewritten on every change.
+        FAKE_HOST_STATE: '',
+        ...extraEnv,
+      },
+    });
+    await bot.waitReady();
+    // The host was spawned before this, so it stays off the measured core.
+    return Object.assign(bot, { pinned: pin(bot.proc.pid!, String(MEASURED_CORE)) });
+  }
+
+  /** A floor: a minimal relay written plainly in bench/floors, run as its own process. */
+  async startFloor(script: string, env: Record<string, string> = {}): Promise<Floor> {
+    await this.redis.flushdb();
+    const port = await freePort();
+    const proc = spawn(process.execPath, [join('bench', 'floors', script)], {
+      cwd: PROJECT_ROOT,
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: {
+        ...process.env,
+        ...this.host.env,
+        FAKE_HOST_STATE: '',
+        HOST_COMMAND: this.host.command,
+        REDIS_URL: `redis://127.0.0.1:6379/${REDIS_DB}`,
+        SLACK_API_URL: this.slack.apiUrl,
+        SLACK_BOT_TOKEN: BOT_TOKEN,
+        SLACK_SIGNING_SECRET: SIGNING_SECRET,
+        FLOOR_ROUTES: JSON.stringify(Object.fromEntries(TOOLS.map((t, i) => [t, CHANNELS[i]]))),
+        PORT: String(port),
+        ...env,
+      },
+    });
+    await new Promise<void>((resolve, reject) => {
+      let buf = '';
+      proc.stdout!.on('data', (chunk: Buffer) => {
+        buf += chunk.toString('utf8');
+        if (buf.includes('ready\n')) resolve();
+      });
+      proc.once('exit', (code) => reject(new Error(`floor ${script} exited early (code ${code})`)));
+    });
+    return {
+      proc,
+      url: `http://127.0.0.1:${port}`,
+      pinned: pin(proc.pid!, String(MEASURED_CORE)),
+      stop: () => stopChild(proc),
+    };
+  }
+
+  async close(): Promise<void> {
+    await this.redis.quit();
+    await this.slack.close();
+    await this.host.close();
+  }
+}
+
+export interface Floor {
+  proc: ChildProcess;
+  url: string;
+  pinned: boolean;
+  stop(): Promise<void>;
+}
+
+async function stopChild(proc: ChildProcess): Promise<void> {
+  if (proc.exitCode !== null) return;
+  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+  proc.kill('SIGTERM');
+  const timer = setTimeout(() => proc.kill('SIGKILL'), 5_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+export interface Post {
+  approvalId: string;
+  channel: string;
+  ts: string;
+  hr: bigint;
+  index: number;
+}
+
+const APPROVAL_ID = /\b([a-z]+\d*-\d{6})\b/;
+
+/** The approval a card (or a floor's plain message) is for. */
+function approvalIdOf(call: SlackCall): string | undefined {
+  const text = typeof call.args.text === 'string' ? call.args.text : '';
+  return APPROVAL_ID.exec(text)?.[1] ?? APPROVAL_ID.exec(JSON.stringify(call.args.blocks ?? ''))?.[1];
+}
+
+/** Follows the fake Slack's answered calls as they come in, without rescanning old ones. */
+export class PostTracker {
+  readonly posts = new Map<string, Post>();
+  /** approvalIds posted more than once. */
+  readonly duplicates: string[] = [];
+  /** chat.update calls answered with an error (an update that overtook its post would be one). */
+  readonly failedUpdates: SlackCall[] = [];
+  private cursor: number;
+
+  constructor(private readonly slack: FakeSlack) {
+    this.cursor = slack.calls.length;
+  }
+
+  private scan(): void {
+    const calls = this.slack.calls;
+    for (; this.cursor < calls.length; this.cursor++) {
+      const call = calls[this.cursor]!;
+      if (call.method === 'chat.update' && call.response.ok !== true) this.failedUpdates.push(call);
+      if (call.method !== 'chat.postMessage' || call.response.ok !== true) continue;
+      const approvalId = approvalIdOf(call);
+      if (!approvalId) continue;
+      if (this.posts.has(approvalId)) this.duplicates.push(approvalId);
+      else
+        this.posts.set(approvalId, {
+          approvalId,
+          channel: String(call.response.channel),
+          ts: String(call.response.ts),
+          hr: call.hr,
+          index: call.index,
+        });
+    }
+  }
+
+  /** Posts of one batch (approvalIds starting with `prefix-`). */
+  postsOf(prefix: string): Post[] {
+    this.scan();
+    return [...this.posts.values()].filter((p) => p.approvalId.startsWith(`${prefix}-`));
+  }
+
+  async waitForPosts(prefix: string, count: number, timeoutMs: number): Promise<Post[]> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const posts = this.postsOf(prefix);
+      if (posts.length >= count) return posts;
+      if (Date.now() > deadline)
+        throw new Error(`${prefix}: ${posts.length} of ${count} cards posted within ${timeoutMs} ms`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+}

@@ -1,0 +1,203 @@
+// npm run bench: the real bot against the fake MSP host, the fake Slack and real Redis, every
+// figure beside a floor measured in the same run. `--quick` is the few-second smoke variant the
+// test suite runs; `--out FILE` writes the results somewhere other than bench/results.json.
+
+import { writeFileSync } from 'node:fs';
+import { availableParallelism, cpus } from 'node:os';
+import { parseArgs } from 'node:util';
+import { ratio, round, type Summary } from './lib/stats.js';
+import { pinBenchOffMeasuredCore } from './lib/system.js';
+import { type Floor, PostTracker, TOOLS, World } from './lib/world.js';
+import { printTable } from './report.js';
+import { burst } from './scenarios/burst.js';
+import { clickLatency } from './scenarios/clickLatency.js';
+import { memory } from './scenarios/memory.js';
+import { redisCost } from './scenarios/redisCost.js';
+import { relayLatency, runBatch } from './scenarios/relayLatency.js';
+
+const { values: args } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    out: { type: 'string', default: 'bench/results.json' },
+  },
+});
+const quick = args.quick;
+const sizes = quick
+  ? {
+      relay: 40,
+      relayRate: 50,
+      warmup: 20,
+      clicks: 15,
+      clickWarmup: 5,
+      throughput: 200,
+      redis: 20,
+      pending: 300,
+      burst: 50,
+      burstRate: 10,
+    }
+  : {
+      relay: 500,
+      relayRate: 50,
+      warmup: 100,
+      clicks: 200,
+      clickWarmup: 20,
+      throughput: 3000,
+      redis: 200,
+      pending: 10_000,
+      burst: 500,
+      burstRate: 10,
+    };
+
+function log(line: string): void {
+  process.stderr.write(`[bench] ${line}\n`);
+}
+
+async function withFloor<T>(
+  world: World,
+  script: string,
+  env: Record<string, string>,
+  run: (floor: Floor) => Promise<T>,
+): Promise<T> {
+  const floor = await world.startFloor(script, env);
+  try {
+    return await run(floor);
+  } finally {
+    await floor.stop();
+  }
+}
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  const pinned = pinBenchOffMeasuredCore();
+  const world = await World.start();
+  try {
+    // ---- relay latency at a steady rate
+    log(`relay latency: ${sizes.relay} approvals at ${sizes.relayRate}/s`);
+    const relayRaw = await withFloor(world, 'relay-floor.mjs', { FLOOR_MODE: 'raw' }, () =>
+      relayLatency(world, 'rlraw', { count: sizes.relay, ratePerSec: sizes.relayRate, warmup: sizes.warmup }),
+    );
+    const relayFloor = await withFloor(world, 'relay-floor.mjs', { FLOOR_MODE: 'webclient' }, () =>
+      relayLatency(world, 'rlfloor', {
+        count: sizes.relay,
+        ratePerSec: sizes.relayRate,
+        warmup: sizes.warmup,
+      }),
+    );
+    let bot = await world.startBot();
+    const relayBot = await relayLatency(world, 'rlbot', {
+      count: sizes.relay,
+      ratePerSec: sizes.relayRate,
+      warmup: sizes.warmup,
+    });
+
+    // ---- click to decide
+    log(`click to decide: ${sizes.clicks} clicks, one at a time`);
+    const tracker = new PostTracker(world.slack);
+    await runBatch(world, 'ckbot', sizes.clicks, 200);
+    const botCards = tracker.postsOf('ckbot').sort((a, b) => a.index - b.index);
+    const clickBot = await clickLatency(world, bot.url, botCards, sizes.clickWarmup);
+    await bot.stop();
+    const clickFloor = await withFloor(world, 'click-floor.mjs', {}, (floor) =>
+      clickLatency(
+        world,
+        floor.url,
+        botCards.map((c) => ({ ...c, approvalId: c.approvalId.replace('ckbot', 'ckfloor') })),
+        sizes.clickWarmup,
+      ),
+    );
+
+    // ---- throughput, all at once across the channels
+    log(`throughput: ${sizes.throughput} approvals at once over ${TOOLS.length} channels`);
+    const tpRaw = await withFloor(world, 'relay-floor.mjs', { FLOOR_MODE: 'raw' }, async () => {
+      await runBatch(world, 'tprw', sizes.warmup, 500, TOOLS);
+      return runBatch(world, 'tpraw', sizes.throughput, 0, TOOLS);
+    });
+    const tpFloor = await withFloor(world, 'relay-floor.mjs', { FLOOR_MODE: 'webclient' }, async () => {
+      await runBatch(world, 'tpfw', sizes.warmup, 500, TOOLS);
+      return runBatch(world, 'tpfloor', sizes.throughput, 0, TOOLS);
+    });
+    bot = await world.startBot();
+    await runBatch(world, 'tpbw', sizes.warmup, 500, TOOLS);
+    const tpBot = await runBatch(world, 'tpbot', sizes.throughput, 0, TOOLS);
+
+    // ---- Redis cost
+    log(`redis cost: ${sizes.redis} approvals, half resolved by the host, half clicked`);
+    const redis = await redisCost(world, bot, sizes.redis);
+    await bot.stop();
+
+    // ---- memory with many pending
+    log(`memory: ${sizes.pending} pending approvals`);
+    bot = await world.startBot();
+    const mem = await memory(world, bot, sizes.pending);
+    await bot.stop();
+
+    // ---- burst under Slack's per-channel limit
+    log(
+      `burst: ${sizes.burst} approvals over ${TOOLS.length} channels at ${sizes.burstRate} posts/s per channel`,
+    );
+    bot = await world.startBot();
+    const burstResult = await burst(world, sizes.burst, sizes.burstRate);
+    await bot.stop();
+
+    const results = {
+      generatedAt: new Date().toISOString(),
+      quick,
+      machine: {
+        cpus: availableParallelism(),
+        model: cpus()[0]?.model ?? 'unknown',
+        node: process.version,
+        pinned,
+      },
+      relay: {
+        ratePerSec: sizes.relayRate,
+        count: sizes.relay,
+        bot: relayBot,
+        floor: relayFloor,
+        rawFloor: relayRaw,
+        p50Ratio: ratio(relayBot.p50Ms, relayFloor.p50Ms),
+        p99Ratio: ratio(relayBot.p99Ms, relayFloor.p99Ms),
+        maxRatio: ratio(relayBot.maxMs, relayFloor.maxMs),
+        floorVsRawP50Ratio: ratio(relayFloor.p50Ms, relayRaw.p50Ms),
+      },
+      click: {
+        count: sizes.clicks - sizes.clickWarmup,
+        bot: clickBot,
+        floor: clickFloor,
+        p50Ratio: ratio(clickBot.p50Ms, clickFloor.p50Ms),
+        p99Ratio: ratio(clickBot.p99Ms, clickFloor.p99Ms),
+      },
+      throughput: {
+        count: sizes.throughput,
+        perSecond: round(tpBot.perSecond, 0),
+        floorPerSecond: round(tpFloor.perSecond, 0),
+        rawFloorPerSecond: round(tpRaw.perSecond, 0),
+        floorShare: ratio(tpBot.perSecond, tpFloor.perSecond),
+        floorVsRawShare: ratio(tpFloor.perSecond, tpRaw.perSecond),
+      },
+      redis,
+      memory: mem,
+      burst: burstResult,
+      grant: { p99Ms: null, note: 'grants are not built yet' },
+      durationSeconds: round((Date.now() - started) / 1000, 0),
+    };
+    writeFileSync(args.out!, `${JSON.stringify(results, null, 2)}\n`);
+    printTable(results);
+    log(`wrote ${args.out} in ${results.durationSeconds} s`);
+  } finally {
+    await world.close();
+  }
+}
+
+export type Results = {
+  relay: { bot: Summary; floor: Summary; rawFloor: Summary } & Record<string, unknown>;
+} & Record<string, unknown>;
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    process.stderr.write(
+      `[bench] failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+    );
+    process.exit(1);
+  },
+);

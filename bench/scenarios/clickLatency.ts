@@ -1,0 +1,46 @@
+import { encodeChoiceValue } from '../../src/cards/ids.js';
+import { SIGNING_SECRET } from '../../test/support/bot.js';
+import { blockActionsPayload, postInteraction } from '../../test/support/slackRequests.js';
+import { msBetween, type Summary, summarize } from '../lib/stats.js';
+import type { Post, World } from '../lib/world.js';
+
+// From a signed block_actions POST leaving the bench to the host reading approval/decide. Clicks
+// go one at a time, so each one is measured alone.
+
+export async function clickLatency(
+  world: World,
+  url: string,
+  cards: Array<Pick<Post, 'approvalId' | 'channel' | 'ts'>>,
+  warmup: number,
+): Promise<Summary> {
+  const latencies: number[] = [];
+  for (const [i, card] of cards.entries()) {
+    const payload = {
+      ...blockActionsPayload({
+        userId: 'U0BENCH',
+        channel: card.channel,
+        ts: card.ts,
+        actionId: 'cs_choice_0',
+        value: encodeChoiceValue({ s: 0, c: 'allow_once' }),
+        responseUrl: world.slack.responseUrl('bench'),
+      }),
+      // Read only by the click floor, which keeps no message map.
+      bench_approval_id: card.approvalId,
+      bench_session_id: 's-bench',
+    };
+    const sent = process.hrtime.bigint();
+    const res = await postInteraction(url, SIGNING_SECRET, payload);
+    if (res.status !== 200) throw new Error(`click on ${card.approvalId}: HTTP ${res.status}`);
+    const decide = await world.host.waitForFrame(
+      (f) =>
+        typeof f.frame !== 'string' &&
+        f.frame.method === 'approval/decide' &&
+        (f.frame.params as { approvalId?: string }).approvalId === card.approvalId,
+      10_000,
+    );
+    if (i >= warmup) latencies.push(msBetween(sent, decide.hr));
+    // Let what follows a decision (the host's answer, the card's update) settle before the next.
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  return summarize(latencies);
+}
