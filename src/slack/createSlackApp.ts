@@ -8,6 +8,7 @@ import { registerAppHome } from './listeners/appHome.js';
 import { registerChoiceButton } from './listeners/choiceButton.js';
 import { registerFeedbackSubmission } from './listeners/feedbackSubmission.js';
 import { registerSlashCommand } from './listeners/slashCommand.js';
+import { createSlackFetch } from './slackFetch.js';
 
 export interface BotIdentity {
   botId?: string;
@@ -33,6 +34,7 @@ export function createSlackApp({ config, logger, clicks, health, identity }: Sla
     // Listener calls answer a person who is waiting: fail fast rather than retry for minutes.
     clientOptions: {
       slackApiUrl: config.slack.apiUrl,
+      fetch: createSlackFetch(),
       timeout: 10_000,
       rejectRateLimitedCalls: true,
       retryConfig: { retries: 2, factor: 2, minTimeout: 250, maxTimeout: 1_000 },
