@@ -208,7 +208,8 @@ export class FakeSlack {
         res.end(JSON.stringify({ ok: false, error: 'fake_slack_crashed', detail: String(err) }));
       });
     });
-    server.keepAliveTimeout = 1000;
+    // Longer than undici's 2 s keep-alive threshold, or every call would open a new connection.
+    server.keepAliveTimeout = 5_000;
     server.on('upgrade', (req, socket, head) => {
       if (!self) {
         socket.destroy();
