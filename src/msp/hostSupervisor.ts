@@ -362,7 +362,8 @@ export class HostSupervisor implements ApprovalHost {
       );
       if (event === undefined) return;
       if ('params' in event) {
-        incarnation.logger.info(
+        // The relay logs what it does with the event at info; this line is for tracing the wire.
+        incarnation.logger.debug(
           { approvalId: event.params.approvalId, sessionId: event.params.sessionId, method },
           'approval event',
         );
