@@ -70,18 +70,21 @@ export class ClickHandler {
     return { ok: true, record, choice };
   }
 
-  /** Handles one click; drain() waits for it from the first read to the host's answer. */
-  click(click: Click): Promise<void> {
+  /**
+   * Handles one click; drain() waits for it from the first read to the host's answer. `checked`
+   * is a check the caller already made for this click, so it is not read again.
+   */
+  click(click: Click, checked?: ClickCheck): Promise<void> {
     if (!this.accepting) return Promise.resolve();
-    const task = this.handleClick(click);
+    const task = this.handleClick(click, checked);
     this.clicks.add(task);
     return task.finally(() => this.clicks.delete(task));
   }
 
-  private async handleClick(click: Click): Promise<void> {
+  private async handleClick(click: Click, alreadyChecked?: ClickCheck): Promise<void> {
     const { relay, logger } = this.options;
     const commandId = this.options.newCommandId();
-    let checked = await this.check(click);
+    let checked = alreadyChecked ?? (await this.check(click));
     for (let attempt = 1; ; attempt++) {
       if (!checked.ok) {
         await this.tell(click.channel, click.userId, checked.refusal);

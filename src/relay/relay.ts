@@ -161,7 +161,6 @@ export class Relay {
     phase: 'pending' | 'reviewing',
   ): Promise<void> {
     const { store, logger } = this.options;
-    const log = logger.child({ approvalId: params.approvalId, sessionId: params.sessionId });
     const session = this.sessions.get(params.sessionId);
     const fresh = newRecord(params, {
       hostId,
@@ -169,7 +168,9 @@ export class Relay {
       channel: this.options.channelFor({
         hostId,
         tool: params.toolName,
-        workspaceRoot: session?.workspaceRoot,
+        // A shell subject names its own working directory; the session's is known only once
+        // the bot has seen the session listed.
+        workspaceRoot: params.subject.workspaceRoot ?? session?.workspaceRoot,
       }),
       sandboxMode: this.options.sandboxMode,
       phase,
@@ -178,7 +179,16 @@ export class Relay {
     });
     const lease = store.newPostLease(this.postLeaseMs);
     if (await store.createIfAbsent(fresh, lease)) {
-      log.info({ tool: fresh.tool, phase, channel: fresh.slack.channel }, 'approval opened');
+      logger.info(
+        {
+          approvalId: params.approvalId,
+          sessionId: params.sessionId,
+          tool: fresh.tool,
+          phase,
+          channel: fresh.slack.channel,
+        },
+        'approval opened',
+      );
       await this.postCard(fresh, lease);
       return;
     }

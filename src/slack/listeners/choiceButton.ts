@@ -54,6 +54,6 @@ export function registerChoiceButton(app: App, clicks: ClickHandler, logger: Log
       });
       return;
     }
-    await clicks.click(click);
+    await clicks.click(click, checked);
   });
 }
