@@ -55,18 +55,23 @@ export class World {
   }
 
   static async start(): Promise<World> {
-    const slack = await FakeSlack.start({ expectedToken: BOT_TOKEN });
+    // Block Kit limits are checked by the test suite; here they would only slow the fake down.
+    const slack = await FakeSlack.start({ expectedToken: BOT_TOKEN, checkLimits: false });
     const host = await FakeHost.start({ sessions: [{ sessionId: 's-bench', title: 'bench' }] });
     return new World(slack, host);
   }
 
   /** The real bot, as production runs it (HTTP mode, LOG_LEVEL info), pinned once it is ready. */
-  async startBot(extraEnv: Record<string, string> = {}): Promise<RunningBot & { pinned: boolean }> {
+  async startBot(
+    extraEnv: Record<string, string> = {},
+    nodeArgs: string[] = [],
+  ): Promise<RunningBot & { pinned: boolean }> {
     await this.redis.flushdb();
     const bot = await startBot({
       host: this.host,
       slack: this.slack,
       redisDb: REDIS_DB,
+      nodeArgs,
       env: {
         LOG_LEVEL: 'info',
         COUNTERSIGN_CONFIG: this.routesPath,
@@ -84,7 +89,8 @@ export class World {
   async startFloor(script: string, env: Record<string, string> = {}): Promise<Floor> {
     await this.redis.flushdb();
     const port = await freePort();
-    const proc = spawn(process.execPath, [join('bench', 'floors', script)], {
+    const nodeArgs = process.env.FLOOR_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+    const proc = spawn(process.execPath, [...nodeArgs, join('bench', 'floors', script)], {
       cwd: PROJECT_ROOT,
       stdio: ['ignore', 'pipe', 'inherit'],
       env: {

@@ -62,6 +62,8 @@ export interface StartBotOptions {
   echo?: boolean;
   /** Script to run instead of dist/main.js (relative to the project root). */
   entry?: string;
+  /** Node options before the script, e.g. ['--cpu-prof'] (NODE_OPTIONS refuses some). */
+  nodeArgs?: string[];
 }
 
 const running = new Set<ChildProcess>();
@@ -105,7 +107,7 @@ export async function startBot(opts: StartBotOptions): Promise<RunningBot> {
   });
   for (const [k, v] of Object.entries(env)) if (v === '') delete env[k];
 
-  const proc = spawn(process.execPath, [opts.entry ?? 'dist/main.js'], {
+  const proc = spawn(process.execPath, [...(opts.nodeArgs ?? []), opts.entry ?? 'dist/main.js'], {
     cwd: PROJECT_ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
