@@ -112,9 +112,9 @@ export function rows(r: any): Row[] {
       target: '',
     },
     {
-      measure: `memory growth, ${r.memory.pending} pending`,
-      bot: `${r.memory.growthMB} MB`,
-      floor: `idle ${r.memory.idleMB} MB`,
+      measure: `memory growth (RSS), ${r.memory.pending} pending`,
+      bot: `${r.memory.growthMB} MB (heap ${r.memory.heapGrowthMB} MB)`,
+      floor: `idle ${r.memory.idleMB} MB (heap ${r.memory.heapIdleMB} MB)`,
       ratio: '',
       target: '≤ 50 MB',
       met: r.memory.growthMB <= 50,

@@ -82,7 +82,9 @@ export class World {
     });
     await bot.waitReady();
     // The host was spawned before this, so it stays off the measured core.
-    return Object.assign(bot, { pinned: pin(bot.proc.pid!, String(MEASURED_CORE)) });
+    return Object.assign(bot, {
+      pinned: pin(bot.proc.pid!, String(MEASURED_CORE)),
+    });
   }
 
   /** A floor: a minimal relay written plainly in bench/floors, run as its own process. */

@@ -21,7 +21,7 @@ export async function clickLatency(
         channel: card.channel,
         ts: card.ts,
         actionId: 'cs_choice_0',
-        value: encodeChoiceValue({ s: 0, c: 'allow_once' }),
+        value: firstButtonValue(world, card) ?? encodeChoiceValue({ s: 0, c: 'allow_once' }),
         responseUrl: world.slack.responseUrl('bench'),
       }),
       // Read only by the click floor, which keeps no message map.
@@ -43,4 +43,17 @@ export async function clickLatency(
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
   return summarize(latencies);
+}
+
+/** The value of the card's first button, as Slack would send it back (the floors post none). */
+function firstButtonValue(world: World, card: Pick<Post, 'channel' | 'ts'>): string | undefined {
+  const blocks = world.slack.message(card.channel, card.ts)?.blocks ?? [];
+  for (const block of blocks as Array<{
+    type?: string;
+    elements?: Array<{ type?: string; value?: string }>;
+  }>) {
+    const button = block.type === 'actions' ? block.elements?.find((e) => e.type === 'button') : undefined;
+    if (button?.value) return button.value;
+  }
+  return undefined;
 }

@@ -1,12 +1,14 @@
 import type { RunningBot } from '../../test/support/bot.js';
 import { round } from '../lib/stats.js';
 import { counterOverhead, type RedisCounters, redisCounters } from '../lib/system.js';
-import type { World } from '../lib/world.js';
+import { type Post, PostTracker, type World } from '../lib/world.js';
 import { clickLatency } from './clickLatency.js';
 import { runBatch } from './relayLatency.js';
 
 // Round trips and commands per relayed approval, per click and per resolution, from Redis's own
-// counters before and after (nothing else uses Redis while the bench runs).
+// counters before and after (nothing else uses Redis while the bench runs). Clicks and
+// resolutions are measured one at a time: a request a client sends while Redis still holds its
+// previous one can be read in the same read event, which would undercount.
 
 export interface RedisCost {
   roundTripsPerApproval: number;
@@ -28,60 +30,69 @@ async function measured(world: World, work: () => Promise<void>): Promise<RedisC
   };
 }
 
-/** Waits until every card of these approvals has reached `versions` states in the fake Slack. */
-async function cardsReach(world: World, cards: Array<{ channel: string; ts: string }>, versions: number) {
-  const deadline = Date.now() + 30_000;
-  while (!cards.every((c) => (world.slack.message(c.channel, c.ts)?.versions.length ?? 0) >= versions)) {
-    if (Date.now() > deadline) throw new Error(`cards did not reach ${versions} versions`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Waits until a card has reached `versions` states (the post, then each update) in the fake Slack. */
+async function cardReaches(world: World, card: Post, versions: number): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while ((world.slack.message(card.channel, card.ts)?.versions.length ?? 0) < versions) {
+    if (Date.now() > deadline)
+      throw new Error(`card of ${card.approvalId} did not reach ${versions} versions`);
+    await sleep(5);
   }
-  // The last Slack call of a card comes after its last Redis write; give the log line a moment.
-  await new Promise((resolve) => setTimeout(resolve, 200));
+}
+
+function perItem(windows: RedisCounters[]): { reads: number; commands: number } {
+  const sum = windows.reduce((a, w) => ({ reads: a.reads + w.reads, commands: a.commands + w.commands }), {
+    reads: 0,
+    commands: 0,
+  });
+  return { reads: round(sum.reads / windows.length, 2), commands: round(sum.commands / windows.length, 2) };
 }
 
 export async function redisCost(world: World, bot: RunningBot, count: number): Promise<RedisCost> {
-  // Approvals: from the host's frame to the card posted and stored.
-  let cards: Awaited<ReturnType<World['slack']['messagesIn']>> = [];
+  // Approvals, at a pace where each is handled alone: from the host's frame to the card stored.
+  const tracker = new PostTracker(world.slack);
   const approvals = await measured(world, async () => {
-    await runBatch(world, 'rca', count, 200);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await runBatch(world, 'rca', count, 50);
+    await sleep(200);
   });
-  cards = world.slack.messagesIn('C0BENCH0').filter((m) => JSON.stringify(m.blocks).includes('rca-'));
+  const cards = tracker.postsOf('rca').sort((a, b) => a.index - b.index);
+  const half = Math.floor(cards.length / 2);
 
-  // Resolutions the host makes by itself (policy): what a decision costs after it is sent.
-  const policy = await measured(world, async () => {
-    for (const card of cards.slice(0, count / 2)) {
-      await world.host.resolve({ approvalId: approvalIdIn(card.blocks), decision: 'approved' });
-    }
-    await cardsReach(world, cards.slice(0, count / 2), 2);
-  });
-  const perResolution = policy.reads / (count / 2);
-  const perResolutionCommands = policy.commands / (count / 2);
-
-  // Clicks: each is a decision and then the host's resolution; the resolution's share is taken off.
-  const clicked = cards.slice(count / 2);
-  const clicks = await measured(world, async () => {
-    await clickLatency(
-      world,
-      bot.url,
-      clicked.map((c) => ({ approvalId: approvalIdIn(c.blocks), channel: c.channel, ts: c.ts })),
-      0,
+  // A resolution the host makes by itself (policy): the card turns final.
+  const resolutions: RedisCounters[] = [];
+  for (const card of cards.slice(0, half)) {
+    resolutions.push(
+      await measured(world, async () => {
+        await world.host.resolve({ approvalId: card.approvalId, decision: 'approved' });
+        await cardReaches(world, card, 2);
+      }),
     );
-    await cardsReach(world, clicked, 3);
-  });
-  const n = clicked.length;
+  }
+
+  // A click, up to the decision written to the host; the host holds its answer meanwhile, so
+  // the resolution that follows is not counted here.
+  const clicks: RedisCounters[] = [];
+  for (const card of cards.slice(half)) {
+    await world.host.delayDecide(300);
+    clicks.push(
+      await measured(world, async () => {
+        await clickLatency(world, bot.url, [card], 0);
+        await cardReaches(world, card, 2); // the card shows "deciding"
+      }),
+    );
+    await cardReaches(world, card, 3); // resolved, outside the window
+  }
+
+  const perResolution = perItem(resolutions);
+  const perClick = perItem(clicks);
   return {
     roundTripsPerApproval: round(approvals.reads / count, 2),
     commandsPerApproval: round(approvals.commands / count, 2),
-    roundTripsPerClick: round(clicks.reads / n - perResolution, 2),
-    commandsPerClick: round(clicks.commands / n - perResolutionCommands, 2),
-    roundTripsPerResolution: round(perResolution, 2),
-    commandsPerResolution: round(perResolutionCommands, 2),
+    roundTripsPerClick: perClick.reads,
+    commandsPerClick: perClick.commands,
+    roundTripsPerResolution: perResolution.reads,
+    commandsPerResolution: perResolution.commands,
   };
-}
-
-function approvalIdIn(blocks: unknown[]): string {
-  const id = /\b(rca-\d{6})\b/.exec(JSON.stringify(blocks))?.[1];
-  if (!id) throw new Error('card without a bench approvalId');
-  return id;
 }
