@@ -18,6 +18,11 @@ export interface ChoiceButtonValue {
   s: number;
   /** choiceId */
   c: string;
+  /**
+   * approvalId: lets a click read the record in the same round trip as the message mapping,
+   * which it is still checked against. Left out when it would not fit in a button value.
+   */
+  a?: string;
 }
 
 export function encodeChoiceValue(value: ChoiceButtonValue): string {
@@ -29,7 +34,7 @@ export function decodeChoiceValue(raw: string | undefined): ChoiceButtonValue | 
   try {
     const v = JSON.parse(raw) as Partial<ChoiceButtonValue>;
     if (typeof v.s === 'number' && Number.isInteger(v.s) && typeof v.c === 'string')
-      return { s: v.s, c: v.c };
+      return { s: v.s, c: v.c, ...(typeof v.a === 'string' ? { a: v.a } : {}) };
   } catch {
     // fall through: a value we did not write
   }

@@ -55,7 +55,9 @@ function button(
   index: number,
   labelMax: number,
 ): Button | undefined {
-  const value = encodeChoiceValue({ s: record.currentRequirementId.sourceIndex, c: choice.choiceId });
+  const choiceOnly = { s: record.currentRequirementId.sourceIndex, c: choice.choiceId };
+  const withApproval = encodeChoiceValue({ ...choiceOnly, a: record.approvalId });
+  const value = withApproval.length <= MAX_BUTTON_VALUE ? withApproval : encodeChoiceValue(choiceOnly);
   // A choiceId too long for a button value cannot be carried by a click at all.
   if (value.length > MAX_BUTTON_VALUE) return undefined;
   const label = labelOf(choice, index);

@@ -33,11 +33,16 @@ export async function decideWithRetry(
   const random = options.random ?? Math.random;
   const maxAttempts = options.maxAttempts ?? DEFAULT_DECIDE_MAX_ATTEMPTS;
   const backoff = options.backoff ?? DEFAULT_DECIDE_BACKOFF;
-  const log = options.logger?.child({
-    approvalId: params.approvalId,
-    sessionId: params.sessionId,
-    commandId: params.commandId,
-  });
+  // Built on first use: only retries and failures log, and a child logger costs more than a send.
+  let child: Logger | undefined;
+  const log = () =>
+    options.logger
+      ? (child ??= options.logger.child({
+          approvalId: params.approvalId,
+          sessionId: params.sessionId,
+          commandId: params.commandId,
+        }))
+      : undefined;
 
   let failedAttempts = 0;
   let resumed = false;
@@ -48,14 +53,14 @@ export async function decideWithRetry(
       if (!(error instanceof MspError)) throw error;
       if (error.kind === 'sessionNotLoaded' && !resumed) {
         resumed = true;
-        log?.info('session not loaded on the host: resuming, then replaying the decision');
+        log()?.info('session not loaded on the host: resuming, then replaying the decision');
         await options.resume(params.sessionId);
         continue;
       }
       failedAttempts += 1;
       if (!error.retryable || failedAttempts >= maxAttempts) throw error;
       const delayMs = backoffDelay(failedAttempts - 1, backoff, random);
-      log?.warn(
+      log()?.warn(
         { kind: error.kind, attempt: failedAttempts, delayMs },
         'approval/decide refused for now: retrying',
       );

@@ -23,6 +23,8 @@ export interface Click {
   sourceIndex: number;
   choiceId: string;
   feedback?: string;
+  /** The approval the button says it belongs to; checked against the message's own mapping. */
+  approvalHint?: string;
 }
 
 export type ClickCheck =
@@ -57,12 +59,23 @@ export class ClickHandler {
   }
 
   async check(click: Click): Promise<ClickCheck> {
-    const approvalId = await this.options.store.findByMessage(click.channel, click.ts);
+    const { store } = this.options;
+    if (click.approvalHint) {
+      const found = await store.getForMessage(click.channel, click.ts, click.approvalHint);
+      if (found.mappedTo === click.approvalHint) return this.checkFound(found.record, click);
+      if (!found.mappedTo) return { ok: false, refusal: { code: 'unknownCard' } };
+      // The button named another approval than the message is mapped to: trust the mapping.
+      return this.checkRecord(found.mappedTo, click);
+    }
+    const approvalId = await store.findByMessage(click.channel, click.ts);
     return approvalId ? this.checkRecord(approvalId, click) : { ok: false, refusal: { code: 'unknownCard' } };
   }
 
   private async checkRecord(approvalId: string, click: Click): Promise<ClickCheck> {
-    const record = await this.options.store.get(approvalId);
+    return this.checkFound(await this.options.store.get(approvalId), click);
+  }
+
+  private checkFound(record: ApprovalRecord | undefined, click: Click): ClickCheck {
     if (!record) return { ok: false, refusal: { code: 'unknownCard' } };
     const refusal = refusalFor(record, click);
     if (refusal) return { ok: false, refusal, approvalId: record.approvalId };
@@ -172,11 +185,14 @@ export class ClickHandler {
 
   private async decide(record: ApprovalRecord, claim: Claim, channel: string): Promise<void> {
     const { relay, logger } = this.options;
-    const log = logger.child({
-      approvalId: record.approvalId,
-      sessionId: record.sessionId,
-      commandId: claim.commandId,
-    });
+    // Built on first use: a child logger costs more than the write of the decision it would tag.
+    let child: Logger | undefined;
+    const log = () =>
+      (child ??= logger.child({
+        approvalId: record.approvalId,
+        sessionId: record.sessionId,
+        commandId: claim.commandId,
+      }));
     const host = this.options.host(record.hostId);
     // Dropping the claim from the record frees its stage key too (the store does both at once).
     const giveBack = () => relay.mutateAndSync(record.approvalId, unclaimed(claim.commandId));
@@ -204,27 +220,27 @@ export class ClickHandler {
           result = await host.decide(params);
         } catch (err) {
           if (!(err instanceof RequestTimeoutError) || attempt >= DECIDE_TIMEOUT_ATTEMPTS) throw err;
-          log.warn({ attempt }, 'decide timed out; asking again with the same commandId');
+          log().warn({ attempt }, 'decide timed out; asking again with the same commandId');
         }
       }
-      log.info(
+      log().info(
         { terminal: result.terminal, choiceId: claim.choiceId, userId: claim.userId },
         'decision accepted',
       );
     } catch (err) {
       if (err instanceof HostGoneError || err instanceof RequestTimeoutError) {
         // Keep the claim: when the host is back the approval is re-opened and replayed.
-        log.warn({ err: err.message }, 'host gone while deciding; will replay');
+        log().warn({ err: err.message }, 'host gone while deciding; will replay');
         await this.tell(channel, claim.userId, { code: 'hostUnavailable' });
         return;
       }
       if (!(err instanceof MspError)) {
-        log.error({ err }, 'decide failed');
+        log().error({ err }, 'decide failed');
         await giveBack();
         await this.tell(channel, claim.userId, { code: 'decideFailed', kind: 'internal' });
         return;
       }
-      log.warn({ kind: err.kind, code: err.code }, 'decide refused');
+      log().warn({ kind: err.kind, code: err.code }, 'decide refused');
       switch (err.kind) {
         case 'approvalAlreadyResolved': {
           const winner = (err.data?.resolution ?? {}) as { decision?: string; resolvedBy?: string };

@@ -36,9 +36,21 @@ export function healthRoutes(probe: HealthProbe): CustomRoute[] {
         const lines = Object.entries(status).map(
           ([part, up]) => `countersign_up{part="${part}"} ${up ? 1 : 0}`,
         );
+        const memory = process.memoryUsage();
         res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
         res.end(
-          `# HELP countersign_up Whether a part the bot depends on is up.\n# TYPE countersign_up gauge\n${lines.join('\n')}\n`,
+          [
+            '# HELP countersign_up Whether a part the bot depends on is up.',
+            '# TYPE countersign_up gauge',
+            ...lines,
+            '# HELP process_resident_memory_bytes Resident memory size in bytes.',
+            '# TYPE process_resident_memory_bytes gauge',
+            `process_resident_memory_bytes ${memory.rss}`,
+            '# HELP nodejs_heap_size_used_bytes V8 heap in use, in bytes.',
+            '# TYPE nodejs_heap_size_used_bytes gauge',
+            `nodejs_heap_size_used_bytes ${memory.heapUsed}`,
+            '',
+          ].join('\n'),
         );
       },
     },

@@ -27,9 +27,10 @@ export class SlackCardChannel implements CardChannel, UserNotifier {
     private readonly options: SlackCardChannelOptions = {},
   ) {}
 
-  async post(channel: string, message: RenderedMessage): Promise<{ ts: string; channel: string }> {
-    const result = await this.postQueues.run(channel, () =>
-      this.call('chat.postMessage', channel, () =>
+  async post(channel: string, render: () => RenderedMessage): Promise<{ ts: string; channel: string }> {
+    const result = await this.postQueues.run(channel, () => {
+      const message = render();
+      return this.call('chat.postMessage', channel, () =>
         this.client.chat.postMessage({
           channel,
           text: message.text,
@@ -37,8 +38,8 @@ export class SlackCardChannel implements CardChannel, UserNotifier {
           unfurl_links: false,
           unfurl_media: false,
         }),
-      ),
-    );
+      );
+    });
     if (!result.ts) throw new Error('chat.postMessage returned no ts');
     // chat.update and clicks know the channel only by ID, even when it was posted to by name.
     return { ts: result.ts, channel: result.channel ?? channel };

@@ -220,6 +220,29 @@ export class ApprovalStore {
     return code === 0 ? { kind: 'stale' } : { kind: 'gone' };
   }
 
+  /**
+   * The approval a message maps to and, in the same round trip, the record of the approval the
+   * caller expects there; the record is only meaningful when `mappedTo` is that approval.
+   */
+  async getForMessage(
+    channel: string,
+    ts: string,
+    expectedApprovalId: string,
+  ): Promise<{ mappedTo: string | undefined; record: ApprovalRecord | undefined }> {
+    const results = await this.redis
+      .pipeline()
+      .get(keys.message(channel, ts))
+      .hget(keys.approval(expectedApprovalId), 'd')
+      .exec();
+    const [mapErr, mappedTo] = results?.[0] ?? [new Error('no reply from Redis'), null];
+    const [recordErr, raw] = results?.[1] ?? [new Error('no reply from Redis'), null];
+    if (mapErr ?? recordErr) throw mapErr ?? recordErr;
+    return {
+      mappedTo: (mappedTo as string | null) ?? undefined,
+      record: typeof raw === 'string' ? ApprovalRecord.parse(JSON.parse(raw)) : undefined,
+    };
+  }
+
   async findByMessage(channel: string, ts: string): Promise<string | undefined> {
     return (await this.redis.get(keys.message(channel, ts))) ?? undefined;
   }

@@ -20,7 +20,8 @@ const logger = pino({ level: 'silent' });
 class Cards implements CardChannel, UserNotifier {
   posted: Array<{ channel: string; ts: string; message: RenderedMessage }> = [];
   notes: Array<{ userId: string; text: string }> = [];
-  async post(channel: string, message: RenderedMessage) {
+  async post(channel: string, render: () => RenderedMessage) {
+    const message = render();
     const ts = `1700000000.${String(this.posted.length + 1).padStart(6, '0')}`;
     this.posted.push({ channel, ts, message });
     return { ts, channel };
@@ -137,5 +138,29 @@ describe('ClickHandler against real Redis', () => {
     await clicks.click(click('U1', 0));
     expect(host.decided).toHaveLength(0);
     expect(cards.notes.at(-1)?.text).toMatch(/question changed/);
+  });
+
+  it('a button naming its approval is read in one step, and checked against the message', async () => {
+    await clicks.click({ ...click('U1', 0), approvalHint: 'a-click' });
+    expect(host.decided).toHaveLength(1);
+    expect(host.decided[0]).toMatchObject({ approvalId: 'a-click' });
+  });
+
+  it("a button naming another approval than its message decides the message's own", async () => {
+    const other = {
+      ...params,
+      approvalId: 'a-other',
+      currentRequirementId: { approvalId: 'a-other', sourceIndex: 0 },
+    };
+    relay.handleHostEvent(event({ incarnation: 'inc-1', via: 'request', params: other }));
+    await relay.idle();
+    await clicks.click({ ...click('U1', 0), approvalHint: 'a-other' });
+    expect(host.decided.map((d) => d.approvalId)).toEqual(['a-click']);
+  });
+
+  it('a button naming an approval on a message that maps to none is refused', async () => {
+    await clicks.click({ ...click('U1', 0), ts: '1700000000.999999', approvalHint: 'a-click' });
+    expect(host.decided).toHaveLength(0);
+    expect(cards.notes.at(-1)?.text).toMatch(/no approval behind this message/);
   });
 });

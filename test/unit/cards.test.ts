@@ -69,10 +69,11 @@ describe('renderCard: fileAccess (recorded round trip)', () => {
     const bs = buttons(card);
     expect(bs.map((b) => b.text)).toEqual(['Allow once', 'Allow for this session', 'Reject']);
     expect(bs.map((b) => b.actionId)).toEqual(['cs_choice_0', 'cs_choice_1', 'cs_choice_2']);
+    const a = fileRecord().approvalId;
     expect(bs.map((b) => decodeChoiceValue(b.value))).toEqual([
-      { s: 0, c: 'allow_once' },
-      { s: 0, c: 'allow_session' },
-      { s: 0, c: 'abort' },
+      { s: 0, c: 'allow_once', a },
+      { s: 0, c: 'allow_session', a },
+      { s: 0, c: 'abort', a },
     ]);
     expect(bs.map((b) => b.style)).toEqual(['primary', 'primary', 'danger']);
     expect(bs[0]!.confirm).toBeUndefined();
@@ -136,15 +137,28 @@ describe('renderCard: shell stages', () => {
     expect(card.text).toBe('Approval needed: bash — npm test &amp;&amp; git push');
   });
 
+  it('leaves the approvalId out of a button value it would not fit in, keeping the choice', () => {
+    const long = `a-${'x'.repeat(2100)}`;
+    const card = render(
+      fileRecord({ approvalId: long, currentRequirementId: { approvalId: long, sourceIndex: 0 } }),
+    );
+    expect(buttons(card).map((b) => decodeChoiceValue(b.value))).toEqual([
+      { s: 0, c: 'allow_once' },
+      { s: 0, c: 'allow_session' },
+      { s: 0, c: 'abort' },
+    ]);
+  });
+
   it('at stage 2 ticks stage 1 with its resolution and marks stage 2', () => {
-    const card = render(shellRecord(2));
+    const record = shellRecord(2);
+    const card = render(record);
     const text = allText(card);
     expect(text).toContain('✓ 1/2 `npm test` (allowOnce)');
     expect(text).toContain('▶ 2/2 `git push` ← *decide this one*');
     expect(buttons(card).map((b) => b.text)).toEqual(['Allow once', 'Reject']);
     expect(buttons(card).map((b) => decodeChoiceValue(b.value))).toEqual([
-      { s: 1, c: 'allow_once' },
-      { s: 1, c: 'abort' },
+      { s: 1, c: 'allow_once', a: record.approvalId },
+      { s: 1, c: 'abort', a: record.approvalId },
     ]);
   });
 

@@ -150,8 +150,9 @@ describe('injection: host text never becomes live markup', () => {
   });
 
   it('button values still carry the exact choiceId', () => {
-    const card = render(evilRecord(EVIL_SUBJECTS.fileAccess!, '{}'));
-    expect(decodeChoiceValue(buttons(card)[0]!.value)).toEqual({ s: 0, c: EVIL });
+    const record = evilRecord(EVIL_SUBJECTS.fileAccess!, '{}');
+    const card = render(record);
+    expect(decodeChoiceValue(buttons(card)[0]!.value)).toEqual({ s: 0, c: EVIL, a: record.approvalId });
   });
 
   it('a ``` inside a command cannot close the code block', () => {

@@ -41,7 +41,7 @@ export function registerChoiceButton(app: App, clicks: ClickHandler, logger: Log
       await clicks.refuse(channel, userId, { code: 'unknownCard' });
       return;
     }
-    const click = { channel, ts, userId, sourceIndex: value.s, choiceId: value.c };
+    const click = { channel, ts, userId, sourceIndex: value.s, choiceId: value.c, approvalHint: value.a };
     const checked = await clicks.check(click);
     if (checked.ok && checked.choice.acceptsFeedback && parsed.data.trigger_id) {
       await client.views.open({
