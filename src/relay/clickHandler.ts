@@ -116,7 +116,9 @@ export class ClickHandler {
       };
       const outcome = await relay.claim(record, claim);
       switch (outcome.kind) {
-        case 'claimed':
+        case 'claimed': {
+          // The decision is written to the host first; the log line would only delay it.
+          const sending = this.send(outcome.record, claim, click.channel);
           logger.info(
             {
               approvalId: record.approvalId,
@@ -127,8 +129,9 @@ export class ClickHandler {
             },
             'stage claimed',
           );
-          await this.send(outcome.record, claim, click.channel);
+          await sending;
           return;
+        }
         case 'held':
           await this.tell(click.channel, click.userId, {
             code: 'alreadyBeingDecided',

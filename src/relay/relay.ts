@@ -111,7 +111,10 @@ export class Relay {
           return;
         }
         resolve(outcome);
-        if (outcome.kind === 'claimed') await this.syncCard(checked.approvalId, outcome.record);
+        if (outcome.kind !== 'claimed') return;
+        // Let the decision be written first: rendering and encoding the card would delay it.
+        await new Promise((next) => setImmediate(next));
+        await this.syncCard(checked.approvalId, outcome.record);
       });
     });
   }
@@ -179,16 +182,9 @@ export class Relay {
     });
     const lease = store.newPostLease(this.postLeaseMs);
     if (await store.createIfAbsent(fresh, lease)) {
-      logger.info(
-        {
-          approvalId: params.approvalId,
-          sessionId: params.sessionId,
-          tool: fresh.tool,
-          phase,
-          channel: fresh.slack.channel,
-        },
-        'approval opened',
-      );
+      // At debug: it sits between the host's frame and the card's post, where every line shows in
+      // the latency (README "Performance"); "card posted" says the same at info once it is out.
+      logger.debug({ approvalId: params.approvalId, tool: fresh.tool, phase }, 'approval opened');
       await this.postCard(fresh, lease);
       return;
     }
@@ -276,7 +272,17 @@ export class Relay {
       throw err;
     }
     const saved = await store.savePost(record, posted, lease);
-    logger.info({ approvalId, ts: posted.ts, channel: posted.channel, phase: record.phase }, 'card posted');
+    logger.info(
+      {
+        approvalId,
+        sessionId: record.sessionId,
+        tool: record.tool,
+        phase: record.phase,
+        channel: posted.channel,
+        ts: posted.ts,
+      },
+      'card posted',
+    );
     // Someone changed the record while we were posting: show them the latest.
     if (saved && saved.record.version !== record.version + 1) {
       await cards.update(posted.channel, posted.ts, render(saved.record, this.now()));

@@ -22,12 +22,28 @@ const BlockActionBody = z.looseObject({
  */
 export function registerChoiceButton(app: App, clicks: ClickHandler, logger: Logger): void {
   app.action(CHOICE_ACTION_PATTERN, async ({ ack, body, client }) => {
-    await ack();
     const parsed = BlockActionBody.safeParse(body);
     const channel = parsed.success
       ? (parsed.data.channel?.id ?? parsed.data.container?.channel_id)
       : undefined;
     const ts = parsed.success ? (parsed.data.container?.message_ts ?? parsed.data.message?.ts) : undefined;
+    const value = parsed.success ? decodeChoiceValue(parsed.data.actions[0]?.value) : undefined;
+    const click =
+      parsed.success && channel && ts && value
+        ? {
+            channel,
+            ts,
+            userId: parsed.data.user.id,
+            sourceIndex: value.s,
+            choiceId: value.c,
+            approvalHint: value.a,
+          }
+        : undefined;
+    // The lookup leaves before the acknowledgement so that the two overlap (Slack only needs the
+    // ack within 3 s); it is awaited below, the catch only keeps it from counting as unhandled.
+    const checking = click ? clicks.check(click) : undefined;
+    checking?.catch(() => {});
+    await ack();
     if (!parsed.success || !channel || !ts) {
       logger.warn(
         { issues: parsed.success ? 'no channel or ts' : parsed.error.issues },
@@ -35,14 +51,11 @@ export function registerChoiceButton(app: App, clicks: ClickHandler, logger: Log
       );
       return;
     }
-    const userId = parsed.data.user.id;
-    const value = decodeChoiceValue(parsed.data.actions[0]?.value);
-    if (!value) {
-      await clicks.refuse(channel, userId, { code: 'unknownCard' });
+    if (!click || !value || !checking) {
+      await clicks.refuse(channel, parsed.data.user.id, { code: 'unknownCard' });
       return;
     }
-    const click = { channel, ts, userId, sourceIndex: value.s, choiceId: value.c, approvalHint: value.a };
-    const checked = await clicks.check(click);
+    const checked = await checking;
     if (checked.ok && checked.choice.acceptsFeedback && parsed.data.trigger_id) {
       await client.views.open({
         trigger_id: parsed.data.trigger_id,
