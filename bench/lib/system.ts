@@ -30,12 +30,38 @@ export function pin(pid: number, cores: string): boolean {
   }
 }
 
+const otherCores = () =>
+  Array.from({ length: availableParallelism() }, (_, i) => i)
+    .filter((i) => i !== MEASURED_CORE)
+    .join(',');
+
 /** The bench itself, and every child it starts, run off the measured core. */
 export function pinBenchOffMeasuredCore(): boolean {
-  const others = Array.from({ length: availableParallelism() }, (_, i) => i).filter(
-    (i) => i !== MEASURED_CORE,
-  );
-  return pin(process.pid, others.join(','));
+  return pin(process.pid, otherCores());
+}
+
+/** The cores a process may run on now, as taskset prints them (e.g. "0-1"). */
+function coresOf(pid: number): string | undefined {
+  try {
+    return /list:\s*(\S+)/.exec(
+      execFileSync('taskset', ['-c', '-p', String(pid)], { encoding: 'utf8' }),
+    )?.[1];
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Moves Redis off the measured core for the run; the returned function puts it back. Sharing a
+ * core with the process measured, every round trip would wait for the scheduler.
+ */
+export async function pinRedisOffMeasuredCore(redis: Redis): Promise<() => void> {
+  const pid = Number(/process_id:(\d+)/.exec(await redis.info('server'))?.[1]);
+  const before = pid ? coresOf(pid) : undefined;
+  if (!before || !pin(pid, otherCores())) return () => {};
+  return () => {
+    pin(pid, before);
+  };
 }
 
 /** Resident set size of a process, in MB, from /proc. */

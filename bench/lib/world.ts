@@ -13,7 +13,7 @@ import {
 } from '../../test/support/bot.js';
 import { FakeHost } from '../../test/support/fakeHost.js';
 import { FakeSlack, type SlackCall } from '../../test/support/fakeSlack.js';
-import { MEASURED_CORE, pin } from './system.js';
+import { MEASURED_CORE, pin, pinRedisOffMeasuredCore } from './system.js';
 
 // One bench run's surroundings: the fake Slack, the fake MSP host's control side, real Redis, and
 // a routes file that sends each bench tool to its own channel. The bot and the floors are started
@@ -42,6 +42,7 @@ export class World {
   readonly redis: Redis;
   private readonly dir: string;
   readonly routesPath: string;
+  private unpinRedis: () => void = () => {};
 
   private constructor(
     readonly slack: FakeSlack,
@@ -58,7 +59,9 @@ export class World {
     // Block Kit limits are checked by the test suite; here they would only slow the fake down.
     const slack = await FakeSlack.start({ expectedToken: BOT_TOKEN, checkLimits: false });
     const host = await FakeHost.start({ sessions: [{ sessionId: 's-bench', title: 'bench' }] });
-    return new World(slack, host);
+    const world = new World(slack, host);
+    world.unpinRedis = await pinRedisOffMeasuredCore(world.redis);
+    return world;
   }
 
   /** The real bot, as production runs it (HTTP mode, LOG_LEVEL info), pinned once it is ready. */
@@ -126,6 +129,7 @@ export class World {
   }
 
   async close(): Promise<void> {
+    this.unpinRedis();
     await this.redis.quit();
     await this.slack.close();
     await this.host.close();
