@@ -1,13 +1,24 @@
 // Runs the real bot (node dist/main.js, HTTP mode) against the fake host and fake Slack.
 
 import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import type { FakeHost } from './fakeHost.js';
 import type { FakeSlack } from './fakeSlack.js';
 
 export const PROJECT_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/** The Node flags of `npm start` (package.json), so tests and bench/ run the bot as production does. */
+export const PRODUCTION_NODE_ARGS: string[] = (() => {
+  const pkg = JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as {
+    scripts: { start: string };
+  };
+  const words = pkg.scripts.start.split(/\s+/);
+  return words.slice(words.indexOf('node') + 1, words.indexOf('dist/main.js'));
+})();
 export const BOT_TOKEN = 'xoxb-test-token';
 export const SIGNING_SECRET = 'test-signing-secret';
 export const APPROVALS_CHANNEL = 'C0APPROVALS';
@@ -107,7 +118,8 @@ export async function startBot(opts: StartBotOptions): Promise<RunningBot> {
   });
   for (const [k, v] of Object.entries(env)) if (v === '') delete env[k];
 
-  const proc = spawn(process.execPath, [...(opts.nodeArgs ?? []), opts.entry ?? 'dist/main.js'], {
+  const nodeArgs = [...PRODUCTION_NODE_ARGS, ...(opts.nodeArgs ?? [])];
+  const proc = spawn(process.execPath, [...nodeArgs, opts.entry ?? 'dist/main.js'], {
     cwd: PROJECT_ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
