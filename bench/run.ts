@@ -74,6 +74,7 @@ async function withFloor<T>(
 
 async function main(): Promise<void> {
   const started = Date.now();
+  const cores = availableParallelism(); // before pinning, which narrows what this process sees
   const pinned = pinBenchOffMeasuredCore();
   const world = await World.start();
   try {

@@ -6,6 +6,7 @@ import { Redis } from 'ioredis';
 import {
   BOT_TOKEN,
   freePort,
+  PRODUCTION_NODE_ARGS,
   PROJECT_ROOT,
   type RunningBot,
   SIGNING_SECRET,
@@ -94,7 +95,11 @@ export class World {
   async startFloor(script: string, env: Record<string, string> = {}): Promise<Floor> {
     await this.redis.flushdb();
     const port = await freePort();
-    const nodeArgs = process.env.FLOOR_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+    // The bot's own Node flags, so that both run on the same runtime settings.
+    const nodeArgs = [
+      ...PRODUCTION_NODE_ARGS,
+      ...(process.env.FLOOR_NODE_ARGS?.split(' ').filter(Boolean) ?? []),
+    ];
     const proc = spawn(process.execPath, [...nodeArgs, join('bench', 'floors', script)], {
       cwd: PROJECT_ROOT,
       stdio: ['ignore', 'pipe', 'inherit'],
