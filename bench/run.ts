@@ -151,7 +151,7 @@ async function main(): Promise<void> {
       generatedAt: new Date().toISOString(),
       quick,
       machine: {
-        cpus: availableParallelism(),
+        cpus: cores,
         model: cpus()[0]?.model ?? 'unknown',
         node: process.version,
         pinned,

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { lazyChild } from '../util/lazyChild.js';
 import { type BackoffPolicy, backoffDelay, sleep as realSleep } from './backoff.js';
 import { MspError } from './errors.js';
 import { type DecideParams, DecideResult } from './protocol.js';
@@ -33,16 +34,14 @@ export async function decideWithRetry(
   const random = options.random ?? Math.random;
   const maxAttempts = options.maxAttempts ?? DEFAULT_DECIDE_MAX_ATTEMPTS;
   const backoff = options.backoff ?? DEFAULT_DECIDE_BACKOFF;
-  // Built on first use: only retries and failures log, and a child logger costs more than a send.
-  let child: Logger | undefined;
-  const log = () =>
-    options.logger
-      ? (child ??= options.logger.child({
-          approvalId: params.approvalId,
-          sessionId: params.sessionId,
-          commandId: params.commandId,
-        }))
-      : undefined;
+  // Only retries and failures log.
+  const bindings = {
+    approvalId: params.approvalId,
+    sessionId: params.sessionId,
+    commandId: params.commandId,
+  };
+  const child = options.logger ? lazyChild(options.logger, bindings) : undefined;
+  const log = () => child?.();
 
   let failedAttempts = 0;
   let resumed = false;

@@ -5,6 +5,7 @@ import type { ApprovalChoice } from '../msp/protocol.js';
 import type { ApprovalStore } from '../store/approvalStore.js';
 import type { ApprovalRecord, Claim } from '../store/record.js';
 import { isTerminal } from '../store/record.js';
+import { lazyChild } from '../util/lazyChild.js';
 import type { UserNotifier } from './ports.js';
 import { resolvedElsewhere, unclaimed } from './recordMutations.js';
 import type { Relay } from './relay.js';
@@ -188,14 +189,11 @@ export class ClickHandler {
 
   private async decide(record: ApprovalRecord, claim: Claim, channel: string): Promise<void> {
     const { relay, logger } = this.options;
-    // Built on first use: a child logger costs more than the write of the decision it would tag.
-    let child: Logger | undefined;
-    const log = () =>
-      (child ??= logger.child({
-        approvalId: record.approvalId,
-        sessionId: record.sessionId,
-        commandId: claim.commandId,
-      }));
+    const log = lazyChild(logger, {
+      approvalId: record.approvalId,
+      sessionId: record.sessionId,
+      commandId: claim.commandId,
+    });
     const host = this.options.host(record.hostId);
     // Dropping the claim from the record frees its stage key too (the store does both at once).
     const giveBack = () => relay.mutateAndSync(record.approvalId, unclaimed(claim.commandId));
