@@ -11,7 +11,7 @@ import { type Floor, PostTracker, TOOLS, World } from './lib/world.js';
 import { printTable } from './report.js';
 import { burst } from './scenarios/burst.js';
 import { clickLatency } from './scenarios/clickLatency.js';
-import { memory } from './scenarios/memory.js';
+import { MEMORY_NODE_ARGS, memory } from './scenarios/memory.js';
 import { redisCost } from './scenarios/redisCost.js';
 import { relayLatency, runBatch } from './scenarios/relayLatency.js';
 
@@ -36,7 +36,6 @@ const sizes = quick
       pendingRate: 200,
       burst: 25,
       burstRate: 2,
-      settleMs: 300,
     }
   : {
       relay: 500,
@@ -49,7 +48,6 @@ const sizes = quick
       redis: 80,
       pending: 10_000,
       pendingRate: 150,
-      settleMs: 2_000,
       burst: 500,
       burstRate: 10,
     };
@@ -135,8 +133,8 @@ async function main(): Promise<void> {
 
     // ---- memory with many pending
     log(`memory: ${sizes.pending} pending approvals at ${sizes.pendingRate}/s`);
-    bot = await world.startBot();
-    const mem = await memory(world, bot, sizes.pending, sizes.pendingRate, sizes.settleMs);
+    bot = await world.startBot({}, MEMORY_NODE_ARGS);
+    const mem = await memory(world, bot, sizes.pending, sizes.pendingRate);
     await bot.stop();
 
     // ---- burst under Slack's per-channel limit

@@ -5,7 +5,9 @@ import type { World } from '../lib/world.js';
 import { runBatch } from './relayLatency.js';
 
 // The bot's resident memory with many approvals pending, against the same process at idle.
-// State lives in Redis, so pending approvals should cost the heap next to nothing.
+// State lives in Redis, so pending approvals should cost the heap next to nothing. V8 collects
+// old garbage lazily, so a reading at an arbitrary moment holds tens of MB of it: both readings
+// are taken right after a full collection (bench/lib/gc-on-signal.mjs, on SIGUSR2).
 
 export interface MemoryResult {
   pending: number;
@@ -13,14 +15,23 @@ export interface MemoryResult {
   idleMB: number;
   pendingMB: number;
   growthMB: number;
-  /** V8 heap in use (from /metrics): what the pending approvals keep alive, garbage aside. */
+  /** V8 heap in use after the full collection: what the pending approvals keep alive. */
   heapIdleMB: number;
   heapGrowthMB: number;
 }
 
-async function heapMB(bot: RunningBot): Promise<number> {
+/** Node flags memory() needs the bot started with. */
+export const MEMORY_NODE_ARGS = ['--expose-gc', '--import', './bench/lib/gc-on-signal.mjs'];
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function reading(bot: RunningBot): Promise<{ rss: number; heap: number }> {
+  process.kill(bot.proc.pid!, 'SIGUSR2');
+  // The collection runs when the signal is handled; give the allocator a moment to hand pages back.
+  await sleep(1_000);
   const metrics = await (await fetch(`${bot.url}/metrics`)).text();
-  return Number(/^nodejs_heap_size_used_bytes (\d+)/m.exec(metrics)?.[1]) / 1024 / 1024;
+  const heap = Number(/^nodejs_heap_size_used_bytes (\d+)/m.exec(metrics)?.[1]) / 1024 / 1024;
+  return { rss: rssMB(bot.proc.pid!), heap };
 }
 
 export async function memory(
@@ -28,30 +39,19 @@ export async function memory(
   bot: RunningBot,
   pending: number,
   ratePerSec: number,
-  settleMs: number,
 ): Promise<MemoryResult> {
-  const pid = bot.proc.pid!;
   // Idle means started and warmed up: every code path has run once.
   await runBatch(world, 'memw', Math.min(200, pending), 200);
-  await sleep(settleMs);
-  const idleMB = rssMB(pid);
-  const heapIdleMB = await heapMB(bot);
-  // At a pace the bot keeps up with: what is measured is what pending approvals keep, not the
-  // backlog of a burst (a V8 heap that grew for a backlog is not given back to the system).
+  const idle = await reading(bot);
   await runBatch(world, 'mem', pending, ratePerSec);
-  await sleep(settleMs);
-  const pendingMB = rssMB(pid);
+  const loaded = await reading(bot);
   return {
     pending,
     ratePerSec,
-    idleMB: round(idleMB, 1),
-    pendingMB: round(pendingMB, 1),
-    growthMB: round(pendingMB - idleMB, 1),
-    heapIdleMB: round(heapIdleMB, 1),
-    heapGrowthMB: round((await heapMB(bot)) - heapIdleMB, 1),
+    idleMB: round(idle.rss, 1),
+    pendingMB: round(loaded.rss, 1),
+    growthMB: round(loaded.rss - idle.rss, 1),
+    heapIdleMB: round(idle.heap, 1),
+    heapGrowthMB: round(loaded.heap - idle.heap, 1),
   };
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
