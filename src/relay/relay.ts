@@ -113,7 +113,7 @@ export class Relay {
         resolve(outcome);
         if (outcome.kind !== 'claimed') return;
         // Let the decision be written first: rendering and encoding the card would delay it.
-        await new Promise((next) => setImmediate(next));
+        await new Promise((resume) => setImmediate(resume));
         await this.syncCard(checked.approvalId, outcome.record);
       });
     });
