@@ -7,7 +7,6 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { keys } from '../../src/store/keys.js';
 import { freshRedisDb, SIGNING_SECRET, startBot } from '../support/bot.js';
 import {
   type ApprovalRequestParams,
@@ -50,47 +49,6 @@ function fileApproval(approvalId: string, overrides: Partial<ApprovalRequestPara
 /** A one-stage shell approval whose tool is called `toolName`. */
 function toolApproval(approvalId: string, toolName: string, sessionId = SESSION): ApprovalRequestParams {
   return { ...shellApproval({ approvalId, sessionId, stages: [['make', 'deploy']] }), toolName };
-}
-
-/** Where the bot says it posted an approval's card (its Redis record), once it has. */
-async function postedAt(world: World, approvalId: string, timeoutMs = 5_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const raw = await world.redis.hget(keys.approval(approvalId), 'd');
-    const slack = raw ? (JSON.parse(raw) as { slack?: { channel: string; ts?: string } }).slack : undefined;
-    if (slack?.ts) return { channel: slack.channel, ts: slack.ts };
-    if (Date.now() > deadline) {
-      throw new Error(`no card for ${approvalId} within ${timeoutMs} ms\n${world.slack.summary()}`);
-    }
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-/** The approval's card as the fake Slack holds it, wherever it was posted. */
-async function cardOf(world: World, approvalId: string): Promise<SlackMessage> {
-  const { channel, ts } = await postedAt(world, approvalId);
-  const message = world.slack.message(channel, ts);
-  if (!message) throw new Error(`card ${channel}/${ts} of ${approvalId} is not in the fake Slack`);
-  return structuredClone(message);
-}
-
-async function waitForCardOf(
-  world: World,
-  approvalId: string,
-  predicate: (m: SlackMessage) => boolean,
-  timeoutMs = 5_000,
-): Promise<SlackMessage> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const message = await cardOf(world, approvalId);
-    if (predicate(message)) return message;
-    if (Date.now() > deadline) {
-      throw new Error(
-        `card of ${approvalId} never matched; last text: ${message.text}\n${world.bot.tail(20)}`,
-      );
-    }
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 /** Presses a button of `card` as Slack would: a signed block_actions naming the card's own channel and ts. */
@@ -195,7 +153,7 @@ routes:
 
     const ids = Object.keys(expected);
     for (const id of ids) {
-      const card = await waitForCardOf(world, id, (m) => buttonsOf(m).length > 0);
+      const card = await world.waitForCard(id, (m) => buttonsOf(m).length > 0);
       expect({ id, channel: card.channel }).toEqual({ id, channel: expected[id] });
     }
     // Exactly one post per approval, each to its route's channel, and nothing to the unmatched route.
@@ -208,7 +166,7 @@ routes:
     expect(world.slack.messagesIn('C0OTHERHOST')).toHaveLength(0);
 
     // A click on a card in a routed channel decides that approval.
-    const shellCard = await cardOf(world, 'route-shell-repo');
+    const shellCard = await world.card('route-shell-repo');
     await press(world, shellCard, 'Allow once');
     const shellDecide = await world.host.waitForDecide(
       (d) => d.frame.params.approvalId === 'route-shell-repo',
@@ -217,24 +175,24 @@ routes:
       approvalId: 'route-shell-repo',
       choiceId: 'allow_once',
     });
-    const shellFinal = await waitForCardOf(world, 'route-shell-repo', (m) => textOf(m).includes('Approved'));
+    const shellFinal = await world.waitForCard('route-shell-repo', (m) => textOf(m).includes('Approved'));
     expect(shellFinal).toMatchObject({ channel: 'C0SHELL', ts: shellCard.ts });
     expect(buttonsOf(shellFinal)).toHaveLength(0);
 
-    const paymentsCard = await cardOf(world, 'route-file-payments');
+    const paymentsCard = await world.card('route-file-payments');
     await press(world, paymentsCard, 'Allow once', 'U0BOB');
     const paymentsDecide = await world.host.waitForDecide(
       (d) => d.frame.params.approvalId === 'route-file-payments',
     );
     expect(paymentsDecide.frame.params.choiceId).toBe('allow_once');
-    const paymentsFinal = await waitForCardOf(world, 'route-file-payments', (m) =>
+    const paymentsFinal = await world.waitForCard('route-file-payments', (m) =>
       textOf(m).includes('Approved'),
     );
     expect(paymentsFinal).toMatchObject({ channel: 'C0PAYMENTS', ts: paymentsCard.ts });
     expect(textOf(paymentsFinal)).toContain('<@U0BOB>');
 
     // The card is known by its real (channel, ts): the same ts under SLACK_CHANNEL is no card.
-    const ledgerCard = await cardOf(world, 'route-file-ledger');
+    const ledgerCard = await world.card('route-file-ledger');
     await press(world, { ...ledgerCard, channel: world.channel }, 'Allow once', 'U0CAROL');
     expect(await world.ephemeralTo('U0CAROL')).toMatch(/no approval behind this message/);
     expect(world.host.decides().map((d) => d.frame.params.approvalId)).toEqual([
@@ -256,9 +214,9 @@ routes:
     await world.host.open(fileApproval('catchall-file'));
     await world.host.open(toolApproval('catchall-shell', 'shell'));
 
-    const file = await waitForCardOf(world, 'catchall-file', (m) => buttonsOf(m).length > 0);
+    const file = await world.waitForCard('catchall-file', (m) => buttonsOf(m).length > 0);
     expect(file.channel).toBe('C0CATCHALL');
-    const shell = await waitForCardOf(world, 'catchall-shell', (m) => buttonsOf(m).length > 0);
+    const shell = await world.waitForCard('catchall-shell', (m) => buttonsOf(m).length > 0);
     expect(shell.channel).toBe('C0SHELL');
     const channels = world.slack.callsOf('chat.postMessage').map((c) => c.args.channel);
     expect(channels.sort()).toEqual(['C0CATCHALL', 'C0SHELL']);
@@ -367,8 +325,8 @@ routes:
     // Every busy card once, in the order the host opened them.
     expect(postedIds(busy, busyIds)).toEqual(busyIds);
     expect(approvalIdsShown(world.slack.messagesIn('C0BUSY'), busyIds)).toEqual(busyIds);
-    for (const id of busyIds) expect((await postedAt(world, id)).channel).toBe('C0BUSY');
-    expect((await postedAt(world, 'quiet-0001')).channel).toBe('C0QUIET');
+    for (const id of busyIds) expect((await world.postedAt(id)).channel).toBe('C0BUSY');
+    expect((await world.postedAt('quiet-0001')).channel).toBe('C0QUIET');
 
     // Slack pushed back on the busy channel only. Posts waited their turn: one 429 for each card
     // after the first (posts racing each other would collect about twice as many).

@@ -85,13 +85,13 @@ export class World {
     await this.bot.waitReady(15_000);
   }
 
-  /** The Slack ts of an approval's card, once the bot has posted it. */
-  async tsOf(approvalId: string, timeoutMs = 5_000): Promise<string> {
+  /** Where the bot says it posted an approval's card (its Redis record), once it has. */
+  async postedAt(approvalId: string, timeoutMs = 5_000): Promise<{ channel: string; ts: string }> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const raw = await this.redis.hget(keys.approval(approvalId), 'd');
-      const ts = raw ? (JSON.parse(raw) as { slack?: { ts?: string } }).slack?.ts : undefined;
-      if (ts) return ts;
+      const slack = raw ? (JSON.parse(raw) as { slack?: { channel: string; ts?: string } }).slack : undefined;
+      if (slack?.ts) return { channel: slack.channel, ts: slack.ts };
       if (Date.now() > deadline) {
         throw new Error(
           `no card for ${approvalId} within ${timeoutMs} ms\n${this.slack.summary()}\n${this.bot.tail(30)}`,
@@ -101,11 +101,16 @@ export class World {
     }
   }
 
-  /** The current state of an approval's card. */
+  /** The Slack ts of an approval's card, once the bot has posted it. */
+  async tsOf(approvalId: string, timeoutMs = 5_000): Promise<string> {
+    return (await this.postedAt(approvalId, timeoutMs)).ts;
+  }
+
+  /** The current state of an approval's card, in whichever channel it was posted. */
   async card(approvalId: string): Promise<SlackMessage> {
-    const ts = await this.tsOf(approvalId);
-    const message = this.slack.message(this.channel, ts);
-    if (!message) throw new Error(`card ${ts} not in the fake Slack`);
+    const { channel, ts } = await this.postedAt(approvalId);
+    const message = this.slack.message(channel, ts);
+    if (!message) throw new Error(`card ${channel}/${ts} of ${approvalId} is not in the fake Slack`);
     // A snapshot: the fake keeps updating its own copy, and tests keep old versions to click.
     return structuredClone(message);
   }

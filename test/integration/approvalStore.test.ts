@@ -33,6 +33,9 @@ function record(approvalId: string, overrides: Partial<ApprovalRecord> = {}): Ap
   };
 }
 
+/** A click by U1 on stage 0, as the click handler builds it. */
+const claim = { sourceIndex: 0, userId: 'U1', choiceId: 'allow_once', commandId: 'cmd-1', claimedAt: 'now' };
+
 beforeEach(async () => {
   await redis.flushdb();
 });
@@ -90,13 +93,6 @@ describe('ApprovalStore', () => {
   });
 
   it('claims a stage once; a second claimant learns who holds it; only the holder can release', async () => {
-    const claim = {
-      sourceIndex: 0,
-      userId: 'U1',
-      choiceId: 'allow_once',
-      commandId: 'cmd-1',
-      claimedAt: 'now',
-    };
     expect(await store.claimStage('a-5', claim)).toEqual({ ok: true });
     const second = await store.claimStage('a-5', { ...claim, userId: 'U2', commandId: 'cmd-2' });
     expect(second).toEqual({ ok: false, holder: claim });
@@ -147,13 +143,6 @@ describe('ApprovalStore', () => {
   it('claims a stage and moves the record to deciding in one step, once', async () => {
     await store.createIfAbsent(record('a-10'));
     const checked = (await store.get('a-10'))!;
-    const claim = {
-      sourceIndex: 0,
-      userId: 'U1',
-      choiceId: 'allow_once',
-      commandId: 'cmd-1',
-      claimedAt: 'now',
-    };
     const first = await store.claimWith(checked, { ...checked, phase: 'deciding', claim });
     expect(first).toMatchObject({ kind: 'claimed', record: { version: 2, phase: 'deciding', claim } });
     expect(await store.get('a-10')).toMatchObject({ version: 2, phase: 'deciding' });
@@ -169,13 +158,6 @@ describe('ApprovalStore', () => {
     await store.createIfAbsent(record('a-11'));
     const checked = (await store.get('a-11'))!;
     await store.update('a-11', (r) => ({ ...r, reason: 'moved on' }));
-    const claim = {
-      sourceIndex: 0,
-      userId: 'U1',
-      choiceId: 'allow_once',
-      commandId: 'cmd-1',
-      claimedAt: 'now',
-    };
     expect(await store.claimWith(checked, { ...checked, phase: 'deciding', claim })).toEqual({
       kind: 'stale',
     });
@@ -188,13 +170,6 @@ describe('ApprovalStore', () => {
   it('frees the claim key of a claim the record drops, not of one it keeps', async () => {
     await store.createIfAbsent(record('a-12'));
     const checked = (await store.get('a-12'))!;
-    const claim = {
-      sourceIndex: 0,
-      userId: 'U1',
-      choiceId: 'allow_once',
-      commandId: 'cmd-1',
-      claimedAt: 'now',
-    };
     await store.claimWith(checked, { ...checked, phase: 'deciding', claim });
     await store.update('a-12', (r) => ({ ...r, reason: 'still deciding' }));
     expect(await redis.exists(keys.claim('a-12', 0))).toBe(1);
