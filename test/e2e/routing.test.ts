@@ -150,6 +150,10 @@ routes:
     await open(fileApproval('route-file-repo'), world.channel);
     // The session started after start-up is under /srv/payments → the payments route.
     await open(fileApproval('route-file-ledger', { sessionId: LEDGER_SESSION }), 'C0PAYMENTS');
+    // A shell request names its own working directory, which wins over its session's (/srv/repo).
+    const bashInPayments = toolApproval('route-bash-subject', 'bash');
+    bashInPayments.subject = { ...bashInPayments.subject, workspaceRoot: '/srv/payments/tools' };
+    await open(bashInPayments, 'C0PAYMENTS');
 
     const ids = Object.keys(expected);
     for (const id of ids) {
