@@ -53,6 +53,7 @@ redis.call('HSET', KEYS[1], 'v', ARGV[2], 'd', ARGV[3])
 return {1}
 `;
 
+/** Frees a post lease only if it still holds our token: a late worker must not free another's. */
 const RELEASE_SCRIPT = `
 local cur = redis.call('GET', KEYS[1])
 if not cur then return 0 end
@@ -75,8 +76,6 @@ export interface UpdateResult {
   /** The record the mutation was applied to. */
   previous: ApprovalRecord;
 }
-
-export type ClaimResult = { ok: true } | { ok: false; holder: Claim | undefined };
 
 export type ClaimOutcome =
   | { kind: 'claimed'; record: ApprovalRecord }
@@ -254,18 +253,6 @@ export class ApprovalStore {
   /** Drops a final approval from its host's open set (createIfAbsent may have re-added it). */
   async forgetOpen(hostId: string, approvalId: string): Promise<void> {
     await this.redis.srem(keys.openApprovals(hostId), approvalId);
-  }
-
-  /** Atomically claims one stage for one click; a second click gets the holder back. */
-  async claimStage(approvalId: string, claim: Claim): Promise<ClaimResult> {
-    const key = keys.claim(approvalId, claim.sourceIndex);
-    const ok = await this.redis.set(key, JSON.stringify(claim), 'PX', this.claimTtlMs, 'NX');
-    if (ok === 'OK') return { ok: true };
-    return { ok: false, holder: parseClaim(await this.redis.get(key)) };
-  }
-
-  async releaseClaim(approvalId: string, sourceIndex: number, commandId: string): Promise<void> {
-    await this.redis.csRelease(keys.claim(approvalId, sourceIndex), commandId);
   }
 
   /** Resolves with the lease, or undefined when another worker is posting this card right now. */

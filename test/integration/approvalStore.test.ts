@@ -92,18 +92,6 @@ describe('ApprovalStore', () => {
     expect(await store.findByMessage('C1', '111.222')).toBe('a-4');
   });
 
-  it('claims a stage once; a second claimant learns who holds it; only the holder can release', async () => {
-    expect(await store.claimStage('a-5', claim)).toEqual({ ok: true });
-    const second = await store.claimStage('a-5', { ...claim, userId: 'U2', commandId: 'cmd-2' });
-    expect(second).toEqual({ ok: false, holder: claim });
-    await store.releaseClaim('a-5', 0, 'cmd-2');
-    expect((await store.claimStage('a-5', { ...claim, commandId: 'cmd-3' })).ok).toBe(false);
-    await store.releaseClaim('a-5', 0, 'cmd-1');
-    expect((await store.claimStage('a-5', { ...claim, commandId: 'cmd-3' })).ok).toBe(true);
-    // A different stage of the same approval is a different question.
-    expect((await store.claimStage('a-5', { ...claim, sourceIndex: 1, commandId: 'cmd-4' })).ok).toBe(true);
-  });
-
   it('hands the post lease to one worker at a time; only its holder gives it back', async () => {
     const first = await store.acquirePostLease('a-6', 5_000);
     expect(first).toBeDefined();
@@ -152,6 +140,10 @@ describe('ApprovalStore', () => {
       claim: { ...claim, userId: 'U2', commandId: 'cmd-2' },
     });
     expect(second).toEqual({ kind: 'held', holder: claim });
+    // A different stage of the same approval is a different question.
+    const moved = (await store.get('a-10'))!;
+    const stage1 = { ...claim, sourceIndex: 1, commandId: 'cmd-3' };
+    expect(await store.claimWith(moved, { ...moved, claim: stage1 })).toMatchObject({ kind: 'claimed' });
   });
 
   it('refuses a claim checked against an old version, and leaves the stage free', async () => {
