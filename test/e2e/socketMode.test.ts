@@ -61,6 +61,8 @@ describe('Socket Mode', () => {
     }
     const metrics = await (await fetch(`${bot.url}/metrics`)).text();
     expect(metrics).toContain('countersign_up{part="slack"} 1');
+    expect(Number(/^process_resident_memory_bytes (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThan(10 * 2 ** 20);
+    expect(Number(/^nodejs_heap_size_used_bytes (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThan(2 ** 20);
 
     // No HTTP receiver in Socket Mode: even a correctly signed interaction is not served.
     const res = await postInteraction(
