@@ -5,7 +5,7 @@
 import { writeFileSync } from 'node:fs';
 import { availableParallelism, cpus } from 'node:os';
 import { parseArgs } from 'node:util';
-import { ratio, round, type Summary } from './lib/stats.js';
+import { ratio, round } from './lib/stats.js';
 import { pinBenchOffMeasuredCore } from './lib/system.js';
 import { type Floor, PostTracker, TOOLS, World } from './lib/world.js';
 import { printTable } from './report.js';
@@ -193,10 +193,6 @@ async function main(): Promise<void> {
     await world.close();
   }
 }
-
-export type Results = {
-  relay: { bot: Summary; floor: Summary; rawFloor: Summary } & Record<string, unknown>;
-} & Record<string, unknown>;
 
 main().then(
   () => process.exit(0),

@@ -66,10 +66,7 @@ export class World {
   }
 
   /** The real bot, as production runs it (HTTP mode, LOG_LEVEL info), pinned once it is ready. */
-  async startBot(
-    extraEnv: Record<string, string> = {},
-    nodeArgs: string[] = [],
-  ): Promise<RunningBot & { pinned: boolean }> {
+  async startBot(extraEnv: Record<string, string> = {}, nodeArgs: string[] = []): Promise<RunningBot> {
     await this.redis.flushdb();
     const bot = await startBot({
       host: this.host,
@@ -86,9 +83,8 @@ export class World {
     });
     await bot.waitReady();
     // The host was spawned before this, so it stays off the measured core.
-    return Object.assign(bot, {
-      pinned: pin(bot.proc.pid!, String(MEASURED_CORE)),
-    });
+    pin(bot.proc.pid!, String(MEASURED_CORE));
+    return bot;
   }
 
   /** A floor: a minimal relay written plainly in bench/floors, run as its own process. */
@@ -125,12 +121,8 @@ export class World {
       });
       proc.once('exit', (code) => reject(new Error(`floor ${script} exited early (code ${code})`)));
     });
-    return {
-      proc,
-      url: `http://127.0.0.1:${port}`,
-      pinned: pin(proc.pid!, String(MEASURED_CORE)),
-      stop: () => stopChild(proc),
-    };
+    pin(proc.pid!, String(MEASURED_CORE));
+    return { proc, url: `http://127.0.0.1:${port}`, stop: () => stopChild(proc) };
   }
 
   async close(): Promise<void> {
@@ -144,7 +136,6 @@ export class World {
 export interface Floor {
   proc: ChildProcess;
   url: string;
-  pinned: boolean;
   stop(): Promise<void>;
 }
 
