@@ -14,6 +14,7 @@ import {
 } from '../../test/support/bot.js';
 import { FakeHost } from '../../test/support/fakeHost.js';
 import { FakeSlack, type SlackCall } from '../../test/support/fakeSlack.js';
+import { testRedisUrl } from '../../test/support/testRedis.js';
 import { MEASURED_CORE, pin, pinRedisOffMeasuredCore } from './system.js';
 
 // One bench run's surroundings: the fake Slack, the fake MSP host's control side, real Redis, and
@@ -49,7 +50,7 @@ export class World {
     readonly slack: FakeSlack,
     readonly host: FakeHost,
   ) {
-    this.redis = new Redis(`redis://127.0.0.1:6379/${REDIS_DB}`);
+    this.redis = new Redis(testRedisUrl(REDIS_DB));
     this.dir = mkdtempSync(join(tmpdir(), 'countersign-bench-'));
     this.routesPath = join(this.dir, 'routes.yml');
     const routes = TOOLS.map((tool, i) => `  - channel: ${CHANNELS[i]}\n    match: { tools: [${tool}] }`);
@@ -104,7 +105,7 @@ export class World {
         ...this.host.env,
         FAKE_HOST_STATE: '',
         HOST_COMMAND: this.host.command,
-        REDIS_URL: `redis://127.0.0.1:6379/${REDIS_DB}`,
+        REDIS_URL: testRedisUrl(REDIS_DB),
         SLACK_API_URL: this.slack.apiUrl,
         SLACK_BOT_TOKEN: BOT_TOKEN,
         SLACK_SIGNING_SECRET: SIGNING_SECRET,

@@ -1,24 +1,12 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { approvalFromTranscript, TRANSCRIPTS_DIR } from '../support/fakeHost.js';
+import { approvalFromTranscript } from '../support/fakeHost.js';
+import { transcriptLines } from '../support/transcripts.js';
 import { buttonsOf, textOf, World } from './world.js';
 
 // The upstream project's recorded host↔client exchanges, used as test vectors: server frames are
 // replayed to the bot byte for byte, and what the bot sends is compared with the recorded client.
 
-interface Line {
-  dir: 'client' | 'server';
-  raw: string;
-}
 type Frame = { id?: unknown; method?: string; params?: Record<string, unknown> };
-
-function transcript(name: string): Line[] {
-  return readFileSync(join(TRANSCRIPTS_DIR, name, 'transcript.ndjson'), 'utf8')
-    .split('\n')
-    .filter((l) => l.trim())
-    .map((l) => JSON.parse(l) as Line);
-}
 
 let world: World | undefined;
 afterEach(async () => {
@@ -34,7 +22,7 @@ describe('recorded MSP transcripts', () => {
   ]) {
     it(`${name}: the bot tolerates every server notification and keeps deciding`, async () => {
       world = await World.start();
-      const notifications = transcript(name).filter((l) => {
+      const notifications = transcriptLines(name).filter((l) => {
         const frame = JSON.parse(l.raw) as Frame;
         return l.dir === 'server' && frame.method !== undefined && frame.id === undefined;
       });
@@ -53,7 +41,7 @@ describe('recorded MSP transcripts', () => {
 
   it('approval-deny-round-trip: the bot’s receipt and decide match the recorded client frames', async () => {
     world = await World.start();
-    const lines = transcript('approval-deny-round-trip');
+    const lines = transcriptLines('approval-deny-round-trip');
     const recordedDecide = lines
       .filter((l) => l.dir === 'client')
       .map((l) => JSON.parse(l.raw) as Frame)

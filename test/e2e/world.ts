@@ -15,6 +15,7 @@ import {
 import { FakeHost, type FakeHostSeed } from '../support/fakeHost.js';
 import { FakeSlack, type SlackMessage } from '../support/fakeSlack.js';
 import { blockActionsPayload, postInteraction, viewSubmissionPayload } from '../support/slackRequests.js';
+import { testRedisUrl } from '../support/testRedis.js';
 
 export interface Button {
   actionId: string;
@@ -73,7 +74,7 @@ export class World {
     const redisDb = await freshRedisDb();
     const bot = await startBot({ host, slack, redisDb, env });
     await bot.waitReady(15_000);
-    const redis = new Redis(`redis://127.0.0.1:6379/${redisDb}`);
+    const redis = new Redis(testRedisUrl(redisDb));
     return new World(slack, host, redis, redisDb, bot);
   }
 

@@ -3,9 +3,10 @@ import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { ApprovalStore } from '../../src/store/approvalStore.js';
 import { keys } from '../../src/store/keys.js';
 import type { ApprovalRecord } from '../../src/store/record.js';
+import { testRedisUrl } from '../support/testRedis.js';
 
 // A Redis database of its own, so this file can run beside the end-to-end tests.
-const redis = new Redis('redis://127.0.0.1:6379/14', { lazyConnect: false });
+const redis = new Redis(testRedisUrl(14), { lazyConnect: false });
 const store = new ApprovalStore(redis, { resolvedTtlMs: 60_000 });
 
 function record(approvalId: string, overrides: Partial<ApprovalRecord> = {}): ApprovalRecord {

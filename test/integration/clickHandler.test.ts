@@ -9,11 +9,12 @@ import type { CardChannel, RenderedMessage, UserNotifier } from '../../src/relay
 import { Relay } from '../../src/relay/relay.js';
 import { ApprovalStore } from '../../src/store/approvalStore.js';
 import { shellApproval } from '../support/fakeHost.js';
+import { testRedisUrl } from '../support/testRedis.js';
 
 // The relay and click handler wired to real Redis, with the two outer edges (Slack and the host)
 // replaced by recorders and the clock in the test's hands.
 
-const redis = new Redis('redis://127.0.0.1:6379/13');
+const redis = new Redis(testRedisUrl(13));
 const store = new ApprovalStore(redis, { resolvedTtlMs: 60_000 });
 const logger = pino({ level: 'silent' });
 

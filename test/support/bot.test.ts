@@ -2,9 +2,10 @@
 
 import { Redis } from 'ioredis';
 import { afterEach, expect, test } from 'vitest';
-import { freshRedisDb, REDIS_BASE_URL, type RunningBot, startBot } from './bot.js';
+import { freshRedisDb, type RunningBot, startBot } from './bot.js';
 import { FakeHost } from './fakeHost.js';
 import { FakeSlack } from './fakeSlack.js';
+import { testRedisUrl } from './testRedis.js';
 
 let bot: RunningBot | undefined;
 let host: FakeHost | undefined;
@@ -21,11 +22,11 @@ test('freshRedisDb picks a per-worker db and empties it', async () => {
   const db = await freshRedisDb();
   expect(db).toBeGreaterThanOrEqual(1);
   expect(db).toBeLessThanOrEqual(15);
-  const redis = new Redis(`${REDIS_BASE_URL}/${db}`);
+  const redis = new Redis(testRedisUrl(db));
   await redis.set('leftover', '1');
   redis.disconnect();
   expect(await freshRedisDb()).toBe(db);
-  const check = new Redis(`${REDIS_BASE_URL}/${db}`);
+  const check = new Redis(testRedisUrl(db));
   expect(await check.dbsize()).toBe(0);
   check.disconnect();
 });
@@ -51,7 +52,7 @@ test('startBot wires env, logs, readiness and the fake host; stop() sends SIGTER
     token: 'xoxb-test-token',
     appToken: null,
     apiUrl: slack.apiUrl,
-    redis: 'redis://127.0.0.1:6379/7',
+    redis: testRedisUrl(7),
     channel: 'C0APPROVALS',
     level: 'debug',
     extra: 'yes',

@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import type { FakeHost } from './fakeHost.js';
 import type { FakeSlack } from './fakeSlack.js';
+import { testRedisUrl } from './testRedis.js';
 
 export const PROJECT_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -22,7 +23,6 @@ export const PRODUCTION_NODE_ARGS: string[] = (() => {
 export const BOT_TOKEN = 'xoxb-test-token';
 export const SIGNING_SECRET = 'test-signing-secret';
 export const APPROVALS_CHANNEL = 'C0APPROVALS';
-export const REDIS_BASE_URL = 'redis://127.0.0.1:6379';
 
 export interface BotLogLine {
   index: number;
@@ -110,7 +110,7 @@ export async function startBot(opts: StartBotOptions): Promise<RunningBot> {
     SLACK_API_URL: opts.slack.apiUrl,
     SLACK_CHANNEL: APPROVALS_CHANNEL,
     PORT: String(port),
-    REDIS_URL: `${REDIS_BASE_URL}/${opts.redisDb}`,
+    REDIS_URL: testRedisUrl(opts.redisDb),
     MSP_HOST_COMMAND: opts.host.command,
     LOG_LEVEL: 'debug',
     ...opts.host.env,
@@ -260,7 +260,7 @@ export async function startBot(opts: StartBotOptions): Promise<RunningBot> {
 export async function freshRedisDb(): Promise<number> {
   const poolId = Number(process.env.VITEST_POOL_ID ?? process.env.VITEST_WORKER_ID ?? 1) || 1;
   const db = 1 + ((poolId - 1) % 15);
-  const redis = new Redis(`${REDIS_BASE_URL}/${db}`, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  const redis = new Redis(testRedisUrl(db), { lazyConnect: true, maxRetriesPerRequest: 1 });
   try {
     await redis.connect();
     await redis.flushdb();

@@ -6,6 +6,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { transcriptLines } from './transcripts.js';
 
 // ---------------------------------------------------------------------------------------------
 // Wire types (lenient: only what tests read is named)
@@ -204,7 +205,6 @@ export interface HostState {
 // ---------------------------------------------------------------------------------------------
 
 const HOST_SCRIPT = fileURLToPath(new URL('./fake-host.mjs', import.meta.url));
-export const TRANSCRIPTS_DIR = fileURLToPath(new URL('../../../shared/msp-transcripts/', import.meta.url));
 
 function shellQuote(s: string): string {
   return `'${s.replace(/'/g, `'\\''`)}'`;
@@ -638,7 +638,7 @@ function renameApproval<T extends ApprovalInput>(params: T, newId: string): T {
 }
 
 /**
- * The approval/requested params recorded in /work/shared/msp-transcripts/<name>/transcript.ndjson
+ * The approval/requested params recorded in test/fixtures/msp-transcripts/<name>/transcript.ndjson
  * (falls back to the first approval/request). `overrides.approvalId` renames it consistently
  * (currentRequirementId and stage requirementIds follow); other overrides are merged on top.
  */
@@ -646,11 +646,8 @@ export function approvalFromTranscript(
   name: string,
   overrides: Partial<ApprovalRequestParams> = {},
 ): ApprovalRequestParams {
-  const file = join(TRANSCRIPTS_DIR, name, 'transcript.ndjson');
   let found: ApprovalRequestParams | undefined;
-  for (const line of readFileSync(file, 'utf8').split('\n')) {
-    if (!line.trim()) continue;
-    const entry = JSON.parse(line) as { dir: string; raw: string };
+  for (const entry of transcriptLines(name)) {
     if (entry.dir !== 'server') continue;
     const frame = JSON.parse(entry.raw) as RpcFrame;
     if (frame.method === 'approval/requested') {
@@ -659,7 +656,7 @@ export function approvalFromTranscript(
     }
     if (frame.method === 'approval/request' && !found) found = frame.params as ApprovalRequestParams;
   }
-  if (!found) throw new Error(`approvalFromTranscript: no approval in ${file}`);
+  if (!found) throw new Error(`approvalFromTranscript: no approval in transcript ${name}`);
   const { approvalId, ...rest } = overrides;
   const renamed = approvalId ? renameApproval(found, approvalId) : found;
   return { ...renamed, ...rest };

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import {
   DEFAULT_MAX_FRAME_BYTES,
@@ -6,8 +5,7 @@ import {
   FrameDecoder,
   type OversizedFrame,
 } from '../../src/msp/framing.js';
-
-const TRANSCRIPTS = '/work/shared/msp-transcripts';
+import { transcriptLines } from '../support/transcripts.js';
 
 function decodeAll(decoder: FrameDecoder, chunks: Buffer[]): string[] {
   const frames: string[] = [];
@@ -96,10 +94,7 @@ describe('FrameDecoder', () => {
   });
 
   it('decodes the framing-tolerance-cr-input transcript (client lines end in \\r)', () => {
-    const lines = readFileSync(`${TRANSCRIPTS}/framing-tolerance-cr-input/transcript.ndjson`, 'utf8')
-      .split('\n')
-      .filter((line) => line !== '')
-      .map((line) => JSON.parse(line) as { dir: string; raw: string });
+    const lines = transcriptLines('framing-tolerance-cr-input');
     const wire = Buffer.from(lines.map((line) => `${line.raw}\n`).join(''), 'utf8');
     expect(lines.filter((line) => line.raw.endsWith('\r'))).toHaveLength(2);
     // Odd chunk sizes so that some \r\n pairs are split between chunks.

@@ -7,18 +7,14 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { MspError } from '../../src/msp/errors.js';
 import type { HostEvent } from '../../src/msp/events.js';
 import { HostSupervisor, type HostSupervisorOptions } from '../../src/msp/hostSupervisor.js';
+import { transcriptLines } from '../support/transcripts.js';
 
 type Json = Record<string, unknown>;
 
 // ── transcripts ──────────────────────────────────────────────────────────────────────────
 
-const TRANSCRIPTS = '/work/shared/msp-transcripts';
-
 function serverLines(scenario: string): string[] {
-  return readFileSync(`${TRANSCRIPTS}/${scenario}/transcript.ndjson`, 'utf8')
-    .split('\n')
-    .filter((line) => line !== '')
-    .map((line) => JSON.parse(line) as { dir: string; raw: string })
+  return transcriptLines(scenario)
     .filter((line) => line.dir === 'server')
     .map((line) => line.raw);
 }

@@ -1,0 +1,9 @@
+// Where the tests' Redis is. TEST_REDIS_URL lets two checkouts run their suites at once, each
+// against a Redis of its own (the suites flush their databases).
+
+export const TEST_REDIS_URL = (process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379').replace(/\/+$/, '');
+
+/** The URL of one logical database of the tests' Redis. */
+export function testRedisUrl(db: number): string {
+  return `${TEST_REDIS_URL}/${db}`;
+}
