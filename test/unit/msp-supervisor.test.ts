@@ -304,6 +304,7 @@ describe('HostSupervisor', () => {
       ['sessionReconciled', undefined],
       ['approvalOpened', 'listPending'],
       ['sessionReconciled', undefined],
+      ['sessionHeldElsewhere', undefined],
     ]);
     expect(events.every((event) => event.hostId === 'host-a' && event.incarnation === incarnation)).toBe(
       true,
@@ -336,7 +337,7 @@ describe('HostSupervisor', () => {
 
     const broken = logs.find((line) => line.msg === 'skipping approval frame that does not parse');
     expect(broken).toMatchObject({ approvalId: 'appr-broken', sessionId: 'sess-loaded', hostId: 'host-a' });
-    expect(logs.find((line) => String(line.msg).includes('held by another host'))).toMatchObject({
+    expect(logs.find((line) => String(line.msg).includes('held by another client'))).toMatchObject({
       sessionId: 'sess-busy',
     });
   });
