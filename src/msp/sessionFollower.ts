@@ -4,7 +4,12 @@ import { z } from 'zod';
 import { approvalLogFields, type EventOrigin, parseApprovalRequest } from './approvalEvents.js';
 import { HostGoneError, MspError } from './errors.js';
 import type { HostEvent, SessionMemory } from './events.js';
-import { ListPendingResult, Session, SessionStatusChangedParams } from './protocol.js';
+import {
+  type ApprovalRequestParams,
+  ListPendingResult,
+  Session,
+  SessionStatusChangedParams,
+} from './protocol.js';
 
 // Follows the sessions of one host incarnation (docs/msp-approvals.md §3, §5.6, §11): pull what
 // is pending with approval/listPending, and session/resume the sessions whose approvals we must
@@ -219,7 +224,8 @@ export class SessionFollower {
       ...(next.success && next.data.viewCursor ? { viewCursor: next.data.viewCursor } : {}),
     };
     this.tracked.set(sessionId, session.viewCursor ? { viewCursor: session.viewCursor } : {});
-    await this.memory?.remember(this.origin.hostId, session).catch((error: unknown) => {
+    // Not awaited: whoever resumed reports the session's listing right after the host's answer.
+    void this.memory?.remember(this.origin.hostId, session).catch((error: unknown) => {
       this.logger.warn({ err: error, sessionId }, 'could not remember the followed session');
     });
   }
@@ -265,22 +271,26 @@ export class SessionFollower {
     if (this.disposed || this.resumed.has(sessionId)) return;
     const log = this.logger.child({ sessionId });
     try {
-      const pendingCount = await this.reconcile(sessionId, log);
-      if (pendingCount === undefined) return;
+      const listed = await this.listPending(sessionId, log);
+      if (listed === undefined) return;
       // Resume only where a decision may be needed: resuming takes the session's writer lease.
-      const wantResume = pendingCount > 0 || loadedHere;
-      if (!wantResume && this.tracked.has(sessionId) && !this.resumed.has(sessionId)) {
+      const wantResume = listed.ids.length > 0 || loadedHere;
+      if (!wantResume && this.tracked.has(sessionId)) {
         // Nothing pending and not loaded: no need to remember it (a new approval in it is
         // announced with session/statusChanged, which follows it again).
         this.tracked.delete(sessionId);
-        await this.memory?.forget(this.origin.hostId, sessionId).catch(() => undefined);
+        void this.memory?.forget(this.origin.hostId, sessionId).catch(() => undefined);
       }
-      if (!wantResume || !this.resumeSupported || this.disposed) return;
-      const wasHeld = this.heldElsewhere.has(sessionId);
-      if ((await this.tryResume(sessionId, log)) && wasHeld) {
-        // The other client let go: what was listed as held is decidable from here now.
-        await this.reconcile(sessionId, log);
+      if (!wantResume || !this.resumeSupported || this.disposed) {
+        this.report(sessionId, listed);
+        return;
       }
+      // The listing is reported once we know whether another client holds the session, so that
+      // its cards never show buttons that cannot work: nothing of an unresumed session reaches
+      // us meanwhile. A resume, though, may recover the session (closing old ids, re-asking
+      // under new ones) before it answers, which makes that listing stale: list it again.
+      if (await this.tryResume(sessionId, log)) await this.reconcile(sessionId, log);
+      else this.report(sessionId, listed);
     } catch (error) {
       if (error instanceof HostGoneError) {
         log.debug('host went away while following the session');
@@ -291,20 +301,32 @@ export class SessionFollower {
   }
 
   /**
-   * approval/listPending → approvalOpened for each entry, then sessionReconciled, in one go so
-   * that no frame handled later can slip between the snapshot and the events built from it.
-   * Returns how many approvals are pending, or undefined when the host did not tell us.
+   * approval/listPending, reported at once (approvalOpened for each entry, then
+   * sessionReconciled) so that no frame handled later can slip between the snapshot and the
+   * events built from it.
    */
-  private async reconcile(sessionId: string, log: Logger): Promise<number | undefined> {
+  private async reconcile(sessionId: string, log: Logger): Promise<void> {
+    const listed = await this.listPending(sessionId, log);
+    if (listed) this.report(sessionId, listed);
+  }
+
+  /**
+   * What the host lists as pending in a session: the entries that parse, and the ids of all of
+   * them. Undefined when the host did not tell us (a session it does not have is reported as
+   * having nothing pending).
+   */
+  private async listPending(
+    sessionId: string,
+    log: Logger,
+  ): Promise<{ approvals: ApprovalRequestParams[]; ids: string[] } | undefined> {
     let raw: unknown;
     try {
       raw = await this.request('approval/listPending', { sessionId });
     } catch (error) {
       if (error instanceof MspError && error.kind === 'sessionNotFound') {
-        // The host has no such session any more: nothing of it is pending.
         log.info('the host has no such session any more; closing its cards');
         this.tracked.delete(sessionId);
-        await this.memory?.forget(this.origin.hostId, sessionId).catch(() => undefined);
+        void this.memory?.forget(this.origin.hostId, sessionId).catch(() => undefined);
         this.emit({ type: 'sessionReconciled', ...this.origin, sessionId, pendingApprovalIds: [] });
         return undefined;
       }
@@ -319,14 +341,24 @@ export class SessionFollower {
       log.warn('approval/listPending result does not parse; session not reconciled');
       return undefined;
     }
-    const pendingApprovalIds: string[] = [];
+    const approvals: ApprovalRequestParams[] = [];
+    const ids: string[] = [];
     for (const entry of result.data.approvals) {
-      const fields = { sessionId, ...approvalLogFields(entry) };
-      if (fields.approvalId !== undefined) pendingApprovalIds.push(fields.approvalId);
+      const { approvalId } = approvalLogFields(entry);
+      if (approvalId !== undefined) ids.push(approvalId);
       const params = parseApprovalRequest(entry, 'approval/listPending', log);
-      if (params === undefined) continue;
-      log.info({ approvalId: params.approvalId, sessionId: params.sessionId }, 'pending approval found');
-      const heldElsewhere = this.heldElsewhere.has(sessionId);
+      if (params !== undefined) approvals.push(params);
+    }
+    return { approvals, ids };
+  }
+
+  private report(sessionId: string, listed: { approvals: ApprovalRequestParams[]; ids: string[] }): void {
+    const heldElsewhere = this.heldElsewhere.has(sessionId);
+    for (const params of listed.approvals) {
+      this.logger.info(
+        { approvalId: params.approvalId, sessionId: params.sessionId },
+        'pending approval found',
+      );
       this.emit({
         type: 'approvalOpened',
         ...this.origin,
@@ -335,8 +367,7 @@ export class SessionFollower {
         ...(heldElsewhere ? { heldElsewhere } : {}),
       });
     }
-    this.emit({ type: 'sessionReconciled', ...this.origin, sessionId, pendingApprovalIds });
-    return pendingApprovalIds.length;
+    this.emit({ type: 'sessionReconciled', ...this.origin, sessionId, pendingApprovalIds: listed.ids });
   }
 
   /** Resolves with whether the session is now resumed here. */
