@@ -123,15 +123,15 @@ export function reopened(
 export function updated(params: ApprovalUpdatedParams) {
   return (record: ApprovalRecord): ApprovalRecord | undefined => {
     const kind = params.change.kind;
-    if (kind === 'policyPersistence') return persistenceReported(params.change)(record);
-    if (isTerminal(record)) return undefined;
+    const persistence = kind === 'policyPersistence' ? persistenceReported(params.change) : undefined;
+    if (isTerminal(record)) return persistence?.(record);
     const sourceIndex = params.currentRequirementId.sourceIndex;
     let phase: Phase = phaseAfterRefresh(record, sourceIndex);
     if (kind === 'reviewStarted') phase = 'reviewing';
     // A restart recovery under the same approvalId re-derives the question: an earlier click
     // is evidence, not authority, so it is never carried over.
     const dropClaim = kind === 'restartRecovered' || phase !== 'deciding';
-    return {
+    const next: ApprovalRecord = {
       ...record,
       subject: params.subject,
       currentRequirementId: params.currentRequirementId,
@@ -141,6 +141,7 @@ export function updated(params: ApprovalUpdatedParams) {
       claim: dropClaim ? undefined : record.claim,
       unavailable: undefined,
     };
+    return persistence?.(next) ?? next;
   };
 }
 

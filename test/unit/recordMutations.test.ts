@@ -180,6 +180,10 @@ describe('record mutations', () => {
       persistence: 'failed',
       persistenceReason: 'disk full',
     });
+    // Before the resolution the update still refreshes the question it carries.
+    const moved = updated({ ...failed, subject: { ...shell.subject, command: 'npm ci && git push' } })(base)!;
+    expect(moved.subject.command).toBe('npm ci && git push');
+    expect(moved.persistence).toEqual({ status: 'failed', reason: 'disk full' });
     const before = resolved(resolution, 'inc-1', new Date())(updated(failed)(base)!);
     expect(before?.resolution?.amendment).toMatchObject({
       persistence: 'failed',
