@@ -47,6 +47,8 @@ function defaultState() {
     sessions: [],
     approvals: {},
     commands: {},
+    /** @type {{method: string, error: any, times: number}[]} the next requests of a method that fail */
+    forcedRequests: [],
   };
 }
 
@@ -112,8 +114,6 @@ const forcedDecideErrors = [];
 let unansweredDecides = 0;
 /** How long the next approval/decide waits before it is applied and answered (a slow host). */
 let nextDecideDelayMs = 0;
-/** @type {{method: string, error: any, times: number}[]} the next requests of a method that fail */
-const forcedRequestErrors = [];
 
 // ---------------------------------------------------------------------------------------------
 // Control connection
@@ -225,7 +225,9 @@ function applyControl(cmd) {
     case 'advanceSilently':
       return advanceSilently(cmd.approvalId);
     case 'failRequest':
-      forcedRequestErrors.push({ method: cmd.method, error: cmd.error, times: Number(cmd.times ?? 1) });
+      // Kept in the durable state, so that it also hits the next host process (after a crash).
+      state.forcedRequests.push({ method: cmd.method, error: cmd.error, times: Number(cmd.times ?? 1) });
+      saveState();
       return null;
     case 'openBatch':
       return openBatch(cmd);
@@ -926,10 +928,11 @@ function handleRequest(msg) {
     return { result: initializeResult(params), after: () => {} };
   }
   if (!initialized) fail(-32600, 'notInitialized', 'not initialized');
-  const forced = forcedRequestErrors.find((f) => f.method === method);
+  const forced = state.forcedRequests.find((f) => f.method === method);
   if (forced) {
     forced.times -= 1;
-    if (forced.times <= 0) forcedRequestErrors.splice(forcedRequestErrors.indexOf(forced), 1);
+    if (forced.times <= 0) state.forcedRequests.splice(state.forcedRequests.indexOf(forced), 1);
+    saveState();
     const e = forced.error ?? {};
     const code = e.code ?? -32603;
     throw new RpcFailure({

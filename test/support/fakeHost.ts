@@ -405,7 +405,10 @@ export class FakeHost {
     return this.send('advanceSilently', { approvalId }) as Promise<ApprovalRequestParams>;
   }
 
-  /** The next `times` requests of `method` (listPending, resume, …) are answered with `error`. */
+  /**
+   * The next `times` requests of `method` (listPending, resume, …) are answered with `error`,
+   * by this host process or, after a crash, the next one.
+   */
   async failRequest(
     method: string,
     error: { code: number; message?: string; data?: Record<string, unknown> },
