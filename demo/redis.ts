@@ -54,7 +54,7 @@ async function answers(url: string): Promise<boolean> {
 }
 
 /** REDIS_URL with the demo's database when it names none. */
-function withDemoDb(url: string): string {
+export function withDemoDb(url: string): string {
   const parsed = new URL(url);
   if (parsed.pathname === '' || parsed.pathname === '/') parsed.pathname = `/${DEMO_DB}`;
   return parsed.toString();
@@ -72,7 +72,7 @@ async function claimDatabase(url: string): Promise<void> {
     const size = await redis.dbsize();
     if (size > 0 && (await redis.exists(DEMO_MARKER)) === 0) {
       throw new DemoRedisError(
-        `countersign demo: ${url} holds ${size} keys the demo did not write; set REDIS_URL to an empty database (for example redis://127.0.0.1:6379/${DEMO_DB + 1}).`,
+        `countersign demo: ${url} holds ${size} ${size === 1 ? 'key' : 'keys'} the demo did not write; set REDIS_URL to an empty database (for example redis://127.0.0.1:6379/${DEMO_DB + 1}).`,
       );
     }
     await redis.flushdb();

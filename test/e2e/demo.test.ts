@@ -139,6 +139,7 @@ describe.skipIf(!CHROMIUM)('npm run demo, in a real browser', () => {
     await write.waitFor();
     // The agent wrote markup into the file: it is shown as text, never run.
     await write.getByText('<img src=\\"x\\" onerror=', { exact: false }).waitFor();
+    expect(await page.locator('article.message img').count()).toBe(0);
     const writeTs = await write.getAttribute('data-ts');
     expect(writeTs).toBeTruthy();
 
