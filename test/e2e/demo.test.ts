@@ -11,11 +11,12 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { freePort, freshRedisDb, PROJECT_ROOT } from '../support/bot.js';
 import { testRedisUrl } from '../support/testRedis.js';
 
-const CHROMIUM = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].find(
-  (p): p is string => !!p && existsSync(p),
-);
-const MISSING_BROWSER =
-  'Chromium is not installed, so the demo browser test is skipped. Install it with `sudo apt-get install -y chromium` (or set CHROMIUM_PATH to a Chromium or Chrome binary); .ci/run installs it and sets REQUIRE_BROWSER=1.';
+// CHROMIUM_PATH, when set, is the only browser tried.
+const CHROMIUM = (
+  process.env.CHROMIUM_PATH ? [process.env.CHROMIUM_PATH] : ['/usr/bin/chromium', '/usr/bin/chromium-browser']
+).find((p) => existsSync(p));
+const INSTALL_BROWSER =
+  'Install it with `sudo apt-get install -y chromium`, or set CHROMIUM_PATH to a Chromium or Chrome binary (.ci/run installs it and sets REQUIRE_BROWSER=1).';
 // This machine's network is closed: Chromium must not try to reach anything in the background.
 const CHROMIUM_ARGS = [
   '--headless',
@@ -32,10 +33,13 @@ const WAIT_MS = 15_000;
 test.runIf(!CHROMIUM && process.env.REQUIRE_BROWSER === '1')(
   'a browser for the demo test is installed',
   () => {
-    throw new Error(MISSING_BROWSER);
+    throw new Error(`REQUIRE_BROWSER=1, but Chromium is not installed. ${INSTALL_BROWSER}`);
   },
 );
-if (!CHROMIUM && process.env.REQUIRE_BROWSER !== '1') process.stderr.write(`${MISSING_BROWSER}\n`);
+if (!CHROMIUM && process.env.REQUIRE_BROWSER !== '1')
+  process.stderr.write(
+    `Chromium is not installed, so the demo browser test is skipped. ${INSTALL_BROWSER}\n`,
+  );
 
 interface StartedDemo {
   proc: ChildProcess;
