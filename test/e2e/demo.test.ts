@@ -173,7 +173,10 @@ describe.skipIf(!CHROMIUM)('npm run demo, in a real browser', () => {
     // 5. A screenshot of the channel as it stands (DEMO_SCREENSHOT also keeps a copy, for docs/).
     const shotDir = mkdtempSync(join(tmpdir(), 'demo-shot-'));
     const shot = join(shotDir, 'demo.png');
-    await rejected.scrollIntoViewIfNeeded();
+    // Tall enough for the approved card, the rejected one and the next one with its buttons.
+    await page.setViewportSize({ width: 1280, height: 1500 });
+    await decided.evaluate((node) => node.scrollIntoView({ block: 'start' }));
+    await page.mouse.move(0, 0);
     await page.screenshot({ path: shot });
     expect(statSync(shot).size).toBeGreaterThan(20_000);
     if (process.env.DEMO_SCREENSHOT) copyFileSync(shot, resolve(PROJECT_ROOT, process.env.DEMO_SCREENSHOT));
