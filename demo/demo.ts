@@ -56,7 +56,8 @@ export async function startDemo(opts: DemoOptions): Promise<RunningDemo> {
     cleanups.push(() => bot.stop(10_000));
     await bot.waitReady(20_000);
     void bot.exited.then((exit) => {
-      if (cleanups.length > 0) {
+      // Ctrl-C in a terminal reaches the bot too, which then exits 0 on its own: not news.
+      if (cleanups.length > 0 && exit.code !== 0) {
         opts.warn(
           `countersign demo: the bot exited (code ${exit.code}, signal ${exit.signal}):\n${bot.tail(20)}`,
         );
