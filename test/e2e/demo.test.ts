@@ -187,6 +187,7 @@ describe.skipIf(!CHROMIUM)('npm run demo, in a real browser', () => {
   }, 90_000);
 
   test('each user sees only their own ephemeral replies, and their own App Home', async () => {
+    await page.goto(demo.pageUrl);
     await page.getByPlaceholder('Message #approvals').fill('/countersign help');
     await page.keyboard.press('Enter');
     const reply = page.locator('article.message.ephemeral', { hasText: 'Countersign is running' });
