@@ -5,7 +5,7 @@
 import { APPROVALS_CHANNEL, type RunningBot, startBot } from '../test/support/bot.js';
 import { FakeHost } from '../test/support/fakeHost.js';
 import { FakeSlack } from '../test/support/fakeSlack.js';
-import { startPageServer } from './pageServer.js';
+import { checkPortFree, startPageServer } from './pageServer.js';
 import { demoRedis } from './redis.js';
 import { DEMO_SESSIONS, playScenario } from './scenario.js';
 import { DemoWorkspace } from './workspace.js';
@@ -39,6 +39,7 @@ export async function startDemo(opts: DemoOptions): Promise<RunningDemo> {
     for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
   };
   try {
+    await checkPortFree(opts.port);
     const redis = await demoRedis(opts.redisUrl ? { url: opts.redisUrl } : {});
     cleanups.push(() => redis.stop());
     const slack = await FakeSlack.start();

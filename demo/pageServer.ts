@@ -103,6 +103,26 @@ export interface PageServer {
 
 export class PortInUseError extends Error {}
 
+function listen(server: http.Server, port: number): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    server.once('error', (err: NodeJS.ErrnoException) =>
+      reject(
+        err.code === 'EADDRINUSE'
+          ? new PortInUseError(`countersign demo: port ${port} is in use; set DEMO_PORT to a free port`)
+          : err,
+      ),
+    );
+    server.listen(port, '127.0.0.1', () => resolve());
+  });
+}
+
+/** Fails with PortInUseError now rather than after everything else has started. */
+export async function checkPortFree(port: number): Promise<void> {
+  const probe = http.createServer();
+  await listen(probe, port);
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+}
+
 export async function startPageServer(workspace: DemoWorkspace, port: number): Promise<PageServer> {
   const files = new Map<string, string>();
   for (const name of readdirSync(PUBLIC_DIR)) {
@@ -182,16 +202,7 @@ export async function startPageServer(workspace: DemoWorkspace, port: number): P
       else res.end();
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', (err: NodeJS.ErrnoException) =>
-      reject(
-        err.code === 'EADDRINUSE'
-          ? new PortInUseError(`countersign demo: port ${port} is in use; set DEMO_PORT to a free port`)
-          : err,
-      ),
-    );
-    server.listen(port, '127.0.0.1', () => resolve());
-  });
+  await listen(server, port);
   const address = server.address();
   if (!address || typeof address === 'string') throw new Error('page server: no port');
   return {

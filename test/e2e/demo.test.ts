@@ -4,8 +4,10 @@
 
 import { type ChildProcess, spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { Redis } from 'ioredis';
 import { type BrowserContext, chromium, type Locator, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { freePort, freshRedisDb, PROJECT_ROOT } from '../support/bot.js';
@@ -49,36 +51,41 @@ interface StartedDemo {
   exited: Promise<number | null>;
 }
 
-/** Starts demo/run.ts as `npm run demo` does after its build (globalSetup has built dist/). */
-async function startDemo(env: Record<string, string>): Promise<StartedDemo> {
+/** Runs demo/run.ts as `npm run demo` does after its build (globalSetup has built dist/). */
+function spawnDemo(env: Record<string, string>): Omit<StartedDemo, 'pageUrl' | 'botUrl'> {
   const proc = spawn(process.execPath, ['--import', 'tsx', 'demo/run.ts'], {
     cwd: PROJECT_ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const output: string[] = [];
+  proc.stdout?.on('data', (chunk: Buffer) => output.push(chunk.toString()));
+  proc.stderr?.on('data', (chunk: Buffer) => output.push(chunk.toString()));
   const exited = new Promise<number | null>((r) => proc.once('exit', (code) => r(code)));
+  return { proc, output, exited };
+}
+
+/** Starts the demo and waits for the line with its URL. */
+async function startDemo(env: Record<string, string>): Promise<StartedDemo> {
+  const demo = spawnDemo(env);
   const started = new Promise<{ pageUrl: string; botUrl: string }>((resolveStart, reject) => {
     const timer = setTimeout(
-      () => reject(new Error(`the demo printed no URL within 30 s:\n${output.join('')}`)),
+      () => reject(new Error(`the demo printed no URL within 30 s:\n${demo.output.join('')}`)),
       30_000,
     );
-    const onData = (chunk: Buffer) => {
-      output.push(chunk.toString());
-      const m = /open (http:\/\/\S+\/) \(bot (http:\/\/\S+),/.exec(output.join(''));
+    demo.proc.stdout?.on('data', () => {
+      const m = /open (http:\/\/\S+\/) \(bot (http:\/\/\S+),/.exec(demo.output.join(''));
       if (m) {
         clearTimeout(timer);
         resolveStart({ pageUrl: m[1]!, botUrl: m[2]! });
       }
-    };
-    proc.stdout?.on('data', onData);
-    proc.stderr?.on('data', (chunk: Buffer) => output.push(chunk.toString()));
-    void exited.then((code) => {
+    });
+    void demo.exited.then((code) => {
       clearTimeout(timer);
-      reject(new Error(`the demo exited (code ${code}) before it was ready:\n${output.join('')}`));
+      reject(new Error(`the demo exited (code ${code}) before it was ready:\n${demo.output.join('')}`));
     });
   });
-  return { proc, output, exited, ...(await started) };
+  return { ...demo, ...(await started) };
 }
 
 async function answers(url: string): Promise<boolean> {
@@ -209,5 +216,35 @@ describe.skipIf(!CHROMIUM)('npm run demo, in a real browser', () => {
     expect(await demo.exited).toBe(0);
     expect(await answers(demo.pageUrl)).toBe(false);
     expect(await answers(`${demo.botUrl}/healthz`)).toBe(false);
+  }, 30_000);
+});
+
+describe('npm run demo refuses a bad setting with one line', () => {
+  test('a port that is in use, before it starts anything else', async () => {
+    const busy = http.createServer();
+    const port = await freePort();
+    await new Promise<void>((r) => busy.listen(port, '127.0.0.1', () => r()));
+    // A database the demo would refuse: the port must be what it complains about, first.
+    const redisUrl = testRedisUrl(await freshRedisDb());
+    const redis = new Redis(redisUrl);
+    await redis.set('someone-else', 'x');
+    await redis.quit();
+    try {
+      const demo = spawnDemo({ DEMO_PORT: String(port), REDIS_URL: redisUrl });
+      expect(await demo.exited).toBe(1);
+      expect(demo.output.join('')).toBe(
+        `countersign demo: port ${port} is in use; set DEMO_PORT to a free port\n`,
+      );
+    } finally {
+      busy.close();
+    }
+  }, 30_000);
+
+  test('a DEMO_INTERVAL_MS that is not a number of milliseconds', async () => {
+    const demo = spawnDemo({ DEMO_INTERVAL_MS: '4s' });
+    expect(await demo.exited).toBe(1);
+    expect(demo.output.join('')).toBe(
+      'countersign demo: DEMO_INTERVAL_MS must be a whole number from 100 to 600000 (got "4s")\n',
+    );
   }, 30_000);
 });
