@@ -53,10 +53,13 @@ interface StartedDemo {
 
 /** Runs demo/run.ts as `npm run demo` does after its build (globalSetup has built dist/). */
 function spawnDemo(env: Record<string, string>): Omit<StartedDemo, 'pageUrl' | 'botUrl'> {
+  // A process group of its own, as a terminal gives it: what it starts (the bot, the host, a
+  // private Redis) stays in the group, so the test can see that none outlives it.
   const proc = spawn(process.execPath, ['--import', 'tsx', 'demo/run.ts'], {
     cwd: PROJECT_ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
   });
   const output: string[] = [];
   proc.stdout?.on('data', (chunk: Buffer) => output.push(chunk.toString()));
@@ -86,6 +89,26 @@ async function startDemo(env: Record<string, string>): Promise<StartedDemo> {
     });
   });
   return { ...demo, ...(await started) };
+}
+
+/** Whether any process of the demo's group is still alive. */
+function groupAlive(demo: Pick<StartedDemo, 'proc'>): boolean {
+  try {
+    process.kill(-demo.proc.pid!, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Resolves once the demo's whole process group has gone, or after `timeoutMs`. */
+async function groupGone(demo: Pick<StartedDemo, 'proc'>, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (groupAlive(demo)) {
+    if (Date.now() > deadline) return false;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return true;
 }
 
 async function answers(url: string): Promise<boolean> {
@@ -139,7 +162,8 @@ describe.skipIf(!CHROMIUM)('npm run demo, in a real browser', () => {
 
   afterAll(async () => {
     await browser?.close().catch(() => undefined);
-    if (demo && demo.proc.exitCode === null) demo.proc.kill('SIGKILL');
+    // Whatever a failed test left running goes with the group.
+    if (demo && groupAlive(demo)) process.kill(-demo.proc.pid!, 'SIGKILL');
     if (profileDir) rmSync(profileDir, { recursive: true, force: true });
   });
 
@@ -210,12 +234,14 @@ describe.skipIf(!CHROMIUM)('npm run demo, in a real browser', () => {
     expect(pageErrors).toEqual([]);
   }, 60_000);
 
-  test('Ctrl-C stops the bot, the page and everything else', async () => {
+  test('Ctrl-C stops the bot, the host, the page and everything else, leaving no process behind', async () => {
     expect(await answers(`${demo.botUrl}/healthz`)).toBe(true);
+    // Only the demo's own process is signalled: it must stop the rest itself.
     demo.proc.kill('SIGINT');
     expect(await demo.exited).toBe(0);
     expect(await answers(demo.pageUrl)).toBe(false);
     expect(await answers(`${demo.botUrl}/healthz`)).toBe(false);
+    expect(await groupGone(demo, 10_000)).toBe(true);
   }, 30_000);
 });
 
