@@ -14,6 +14,7 @@ import { SlackCardChannel } from './slack/slackCardChannel.js';
 import { classifySlackError } from './slack/slackFailures.js';
 import { createWebClient } from './slack/webClient.js';
 import { ApprovalStore } from './store/approvalStore.js';
+import { RedisHealth } from './store/redisHealth.js';
 import { RedisSessionMemory } from './store/sessionMemory.js';
 import { VERSION } from './version.js';
 
@@ -53,6 +54,7 @@ async function main(): Promise<void> {
   });
 
   const store = new ApprovalStore(redis, { resolvedTtlMs: config.resolvedTtlMs });
+  const redisHealth = new RedisHealth(redis, { logger });
   const slackClient = createWebClient({
     token: config.slack.botToken,
     apiUrl: config.slack.apiUrl,
@@ -90,6 +92,8 @@ async function main(): Promise<void> {
     logger,
     routeFor: (input) => router.routeFor(input),
     sandboxMode: config.msp.sandboxMode,
+    redis: redisHealth,
+    maxBufferedEvents: config.hostEventBuffer,
   });
   const host = new HostSupervisor({
     hostId: config.msp.hostId,
@@ -110,7 +114,11 @@ async function main(): Promise<void> {
     logger,
     clicks,
     identity: () => identity,
-    health: { redis: () => redis.status === 'ready', slack: () => slackUp, hosts: () => host.isUp() },
+    health: {
+      redis: () => redis.status === 'ready' && redisHealth.available(),
+      slack: () => slackUp,
+      hosts: () => host.isUp(),
+    },
   });
 
   let stopping = false;
@@ -133,6 +141,7 @@ async function main(): Promise<void> {
       await host.stop();
       // Stopping a non-durable host orphans its cards; let that reach Slack before Redis goes.
       await relay.idle();
+      redisHealth.stop();
       await redis.quit();
     } catch (err) {
       logger.error({ err }, 'error while shutting down');
@@ -153,6 +162,7 @@ async function main(): Promise<void> {
   await app.start(config.port);
   logger.info({ version: VERSION, config: redactedConfig(config) }, 'countersign listening');
 
+  redisHealth.start();
   void checkSlackAuth();
   await host.start();
 
