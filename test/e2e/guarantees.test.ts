@@ -3,6 +3,7 @@
 // host process, Redis).
 
 import { afterEach, describe, expect, it } from 'vitest';
+import type { ChoiceButtonValue } from '../../src/cards/ids.js';
 import { keys } from '../../src/store/keys.js';
 import { freshRedisDb, SIGNING_SECRET } from '../support/bot.js';
 import { type ApprovalChoice, approvalFromTranscript, shellApproval } from '../support/fakeHost.js';
@@ -26,8 +27,8 @@ afterEach(async () => {
 });
 
 /** The value a choice button carries (cards/ids.ts): stage, choice and the approval it names. */
-function buttonValue(button: { value: string }): { s: number; c: string; a?: string } {
-  return JSON.parse(button.value) as { s: number; c: string; a?: string };
+function buttonValue(button: { value: string }): ChoiceButtonValue {
+  return JSON.parse(button.value) as ChoiceButtonValue;
 }
 
 /** A card whose buttons are all for stage `sourceIndex`. */
@@ -125,7 +126,8 @@ describe('a button naming another approval than its message', () => {
     expect(buttonValue(allowOnce)).toEqual({ s: 0, c: 'allow_once', a: 'mine-0001' });
 
     // A click on my card whose button value says it belongs to the other approval.
-    const relabelled = { ...allowOnce, value: JSON.stringify({ s: 0, c: 'allow_once', a: 'other-0001' }) };
+    const named: ChoiceButtonValue = { s: 0, c: 'allow_once', a: 'other-0001' };
+    const relabelled = { ...allowOnce, value: JSON.stringify(named) };
     await world.pressButton(mine.ts, relabelled, 'U0ALICE');
 
     const decide = await world.host.waitForDecide();
