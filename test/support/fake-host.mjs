@@ -114,6 +114,12 @@ const forcedDecideErrors = [];
 let unansweredDecides = 0;
 /** How long the next approval/decide waits before it is applied and answered (a slow host). */
 let nextDecideDelayMs = 0;
+/**
+ * What the host sends when a decide advances a shell approval to its next stage: approval/updated
+ * and a fresh approval/request (`updatedAndRequest`), or approval/updated alone (`updatedOnly`),
+ * which msp-approvals.md §9 allows.
+ */
+let stageAdvanceFrames = 'updatedAndRequest';
 
 // ---------------------------------------------------------------------------------------------
 // Control connection
@@ -233,6 +239,12 @@ function applyControl(cmd) {
       return openBatch(cmd);
     case 'batchTimes':
       return batchTimes(cmd.prefix);
+    case 'stageAdvance':
+      if (cmd.frames !== 'updatedAndRequest' && cmd.frames !== 'updatedOnly') {
+        throw new Error(`stageAdvance: frames must be updatedAndRequest or updatedOnly`);
+      }
+      stageAdvanceFrames = cmd.frames;
+      return null;
     default:
       throw new Error(`unknown control command ${JSON.stringify(cmd.type)}`);
   }
@@ -888,7 +900,7 @@ function applyDecide(params) {
         p.currentRequirementId = { approvalId, sourceIndex: stages[next].requirementId.sourceIndex };
         p.availableChoices = rec.stageChoices?.[next] ?? defaultStageChoices(stages[next]);
         frames.push(['notify', 'approval/updated', updatedParams(rec, change)]);
-        frames.push(['request', 'approval/request', p]);
+        if (stageAdvanceFrames === 'updatedAndRequest') frames.push(['request', 'approval/request', p]);
       } else {
         frames.push(['notify', 'approval/updated', updatedParams(rec, change)]);
       }

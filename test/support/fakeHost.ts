@@ -378,6 +378,14 @@ export class FakeHost {
     await this.send('delayDecide', { ms });
   }
 
+  /**
+   * What this host process sends when a decide moves a shell approval to its next stage:
+   * approval/updated then a fresh approval/request (the default), or approval/updated alone.
+   */
+  async stageAdvance(frames: 'updatedAndRequest' | 'updatedOnly'): Promise<void> {
+    await this.send('stageAdvance', { frames });
+  }
+
   async crash(code = 1): Promise<void> {
     await this.send('crash', { code });
   }
