@@ -162,7 +162,7 @@ export class HostSupervisor implements ApprovalHost {
   refreshAll(): void {
     const incarnation = this.current;
     if (!isLive(incarnation) || !incarnation.follower) return;
-    incarnation.follower.syncAll().catch((error: unknown) => {
+    incarnation.follower.refreshAll().catch((error: unknown) => {
       if (!(error instanceof HostGoneError)) incarnation.logger.warn({ err: error }, 'session sync failed');
     });
   }

@@ -114,6 +114,18 @@ export class SessionFollower {
     }
   }
 
+  /**
+   * Reads every session's pending approvals again, followed or not (after events were lost):
+   * what is pending gets its card, what is not has its card closed.
+   */
+  async refreshAll(): Promise<void> {
+    await this.syncAll();
+    for (const sessionId of [...this.resumed]) {
+      if (this.disposed) return;
+      await this.refresh(sessionId);
+    }
+  }
+
   /** Reads a session's pending approvals again (listPending), even when it is followed already. */
   refresh(sessionId: string): Promise<void> {
     return this.chain(sessionId, async () => {

@@ -102,6 +102,22 @@ describe('TcpProxy', () => {
     expect(await client.lines(1)).toEqual(['+PONG']);
   });
 
+  test('cuts the connection instead of delivering the reply after the marker; the command ran', async () => {
+    const { proxy, client, direct } = await setup();
+    const cue = proxy.cutAfter(KEY);
+    const closed = new Promise<void>((resolve) => client.socket.once('close', () => resolve()));
+    client.send(`INCR ${KEY}\r\n`);
+    await cue.answered;
+    await closed;
+    expect(client.received).toBe('');
+    expect(await direct.get(KEY)).toBe('1');
+    // New connections pass through as before.
+    const again = await RawClient.connect(proxy.port);
+    clients.push(again);
+    again.send('PING\r\n');
+    expect(await again.lines(1)).toEqual(['+PONG']);
+  });
+
   test('sent() sees a marker split across writes and leaves the traffic alone', async () => {
     const { proxy, client } = await setup();
     const whole = proxy.sent(`ECHO ${KEY}`);

@@ -15,7 +15,7 @@ export interface ProxyCue {
   release(): void;
 }
 
-type Fault = 'hold' | 'drop' | 'none';
+type Fault = 'hold' | 'drop' | 'cut' | 'none';
 
 interface Link {
   client: net.Socket;
@@ -71,6 +71,16 @@ export class TcpProxy {
   /** Like holdRepliesAfter, but what the server sends is thrown away until release(). */
   dropRepliesAfter(marker: string): ProxyCue {
     return this.arm(marker, 'drop');
+  }
+
+  /**
+   * Once a client has sent `marker`, the next thing the server sends on that connection is not
+   * delivered: the connection is closed instead, as a network fault would. The command reached
+   * the server and ran; the client never hears so (ioredis then sends it again on its new
+   * connection).
+   */
+  cutAfter(marker: string): ProxyCue {
+    return this.arm(marker, 'cut');
   }
 
   /** Resolves once a client has sent `marker` (counting from this call), changing nothing. */
@@ -139,6 +149,11 @@ export class TcpProxy {
     server.setNoDelay(true);
     const link: Link = { client, server, fault: 'none', held: [], onAnswer: undefined };
     this.links.add(link);
+    const close = () => {
+      this.links.delete(link);
+      client.destroy();
+      server.destroy();
+    };
     client.on('data', (chunk: Buffer) => {
       // Fire before forwarding: a reply to the marked command must not slip through first.
       this.scan(link, chunk);
@@ -149,13 +164,9 @@ export class TcpProxy {
       link.onAnswer = undefined;
       answer?.();
       if (link.fault === 'hold') link.held.push(chunk);
+      else if (link.fault === 'cut') close();
       else if (link.fault === 'none') client.write(chunk);
     });
-    const close = () => {
-      this.links.delete(link);
-      client.destroy();
-      server.destroy();
-    };
     client.on('close', close);
     server.on('close', close);
     client.on('error', () => {});
