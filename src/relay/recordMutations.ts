@@ -6,6 +6,8 @@ import type {
 import type { ApprovalRecord, Phase } from '../store/record.js';
 import { isTerminal } from '../store/record.js';
 import { requiredCapabilities } from './capabilities.js';
+import { intakeWith, newIntake } from './intake/intakeReport.js';
+import { takeQuestion, takeRequest } from './intake/takeRequest.js';
 
 // Pure functions from (record, event) to the next record; undefined means "nothing changed".
 // The store applies them under compare-and-set, so they may run more than once.
@@ -20,32 +22,37 @@ export interface NewRecordContext {
   sessionTitle?: string;
 }
 
+// Host text reaches a record only through intake (intake/takeRequest.ts): masked and bounded.
+// Identifiers are copied from the params as they are.
+
 export function newRecord(params: ApprovalRequestParams, ctx: NewRecordContext): ApprovalRecord {
   const now = ctx.now.toISOString();
+  const taken = takeRequest(params, ctx.sessionTitle);
   return {
     approvalId: params.approvalId,
     hostId: ctx.hostId,
     incarnation: ctx.incarnation,
     sessionId: params.sessionId,
-    sessionTitle: ctx.sessionTitle,
+    sessionTitle: taken.sessionTitle,
     turnId: params.turnId,
     itemId: params.itemId,
     toolCallId: params.toolCallId,
     caller: `session:${params.sessionId}`,
-    tool: params.toolName,
-    title: typeof params.title === 'string' ? params.title : undefined,
-    rawArgs: params.rawArgs,
-    subject: params.subject,
-    requiredCapabilities: requiredCapabilities(params.subject, params.toolName),
+    tool: taken.tool,
+    title: taken.title,
+    rawArgs: taken.rawArgs,
+    subject: taken.subject,
+    requiredCapabilities: requiredCapabilities(taken.subject, taken.tool),
     sandboxMode: ctx.sandboxMode,
-    reason: params.reason,
-    reviewerReason: params.reviewerReason,
+    reason: taken.reason,
+    reviewerReason: taken.reviewerReason,
     protectedWrite: params.protectedWrite,
     judgeEscalated: params.judgeEscalated,
-    subagentOrigin: params.subagentOrigin,
-    cuaCardFacts: params.cuaCardFacts,
+    subagentOrigin: taken.subagentOrigin,
+    cuaCardFacts: taken.cuaCardFacts,
     currentRequirementId: params.currentRequirementId,
-    availableChoices: params.availableChoices,
+    availableChoices: taken.availableChoices,
+    intake: newIntake(taken.reports),
     phase: ctx.phase,
     slack: { channel: ctx.channel },
     openedAt: now,
@@ -69,6 +76,8 @@ function phaseAfterRefresh(record: ApprovalRecord, sourceIndex: number): Phase {
  * nothing, so the card is not touched.
  */
 export function reopened(params: ApprovalRequestParams, incarnation: string, phase: 'pending' | 'reviewing') {
+  // Taken once, outside the mutation: compare-and-set may run it again.
+  const question = takeQuestion(params);
   return (record: ApprovalRecord): ApprovalRecord | undefined => {
     if (record.phase === 'resolved') return undefined;
     const sourceIndex = params.currentRequirementId.sourceIndex;
@@ -77,14 +86,15 @@ export function reopened(params: ApprovalRequestParams, incarnation: string, pha
     const next: ApprovalRecord = {
       ...record,
       incarnation,
-      subject: params.subject,
+      subject: question.subject,
       currentRequirementId: params.currentRequirementId,
-      availableChoices: params.availableChoices,
+      availableChoices: question.availableChoices,
       judgeEscalated: params.judgeEscalated,
       protectedWrite: params.protectedWrite,
-      reviewerReason: params.reviewerReason ?? record.reviewerReason,
-      cuaCardFacts: params.cuaCardFacts ?? record.cuaCardFacts,
-      requiredCapabilities: requiredCapabilities(params.subject, record.tool),
+      reviewerReason: question.reviewerReason ?? record.reviewerReason,
+      cuaCardFacts: question.cuaCardFacts ?? record.cuaCardFacts,
+      requiredCapabilities: requiredCapabilities(question.subject, record.tool),
+      intake: intakeWith(record.intake, question.reports),
       phase: nextPhase,
       claim: nextPhase === 'deciding' && !revived ? record.claim : undefined,
       supersededNote: undefined,
@@ -105,6 +115,9 @@ export function reopened(params: ApprovalRequestParams, incarnation: string, pha
 }
 
 export function updated(params: ApprovalUpdatedParams) {
+  // An update replaces the subject and the choices only; the reasons stay as they were.
+  const { subject, currentRequirementId, availableChoices } = params;
+  const question = takeQuestion({ subject, currentRequirementId, availableChoices });
   return (record: ApprovalRecord): ApprovalRecord | undefined => {
     if (isTerminal(record)) return undefined;
     const kind = params.change.kind;
@@ -116,10 +129,11 @@ export function updated(params: ApprovalUpdatedParams) {
     const dropClaim = kind === 'restartRecovered' || phase !== 'deciding';
     return {
       ...record,
-      subject: params.subject,
+      subject: question.subject,
       currentRequirementId: params.currentRequirementId,
-      availableChoices: params.availableChoices,
-      requiredCapabilities: requiredCapabilities(params.subject, record.tool),
+      availableChoices: question.availableChoices,
+      requiredCapabilities: requiredCapabilities(question.subject, record.tool),
+      intake: intakeWith(record.intake, question.reports),
       phase: kind === 'restartRecovered' && phase === 'deciding' ? 'pending' : phase,
       claim: dropClaim ? undefined : record.claim,
     };
