@@ -344,11 +344,14 @@ describe('intake: the flags follow what the record holds now', () => {
     expect(updated(dirty)(next)?.intake?.maskedSecrets).toBe(13 - 4 - 2 + 1);
   });
 
-  it('a re-asked question with a new reviewer reason counts that reason anew', () => {
-    const next = reopened(params({ reviewerReason: 'fine now' }), 'inc-2', 'pending')(base)!;
-    expect(next.reviewerReason).toBe('fine now');
-    expect(next.intake?.parts.reviewerReason).toBeUndefined();
-    expect(next.intake?.maskedSecrets).toBe(13 - 1);
+  it('a re-asked question with a new reviewer reason masks and counts that reason anew', () => {
+    const next = reopened(params({ reviewerReason: `now ${SLACK} and ${AWS}` }), 'inc-2', 'pending')(base)!;
+    expect(next.reviewerReason).toBe('now [masked slack-token] and [masked aws-access-key]');
+    expect(next.intake?.parts.reviewerReason).toEqual({ maskedSecrets: 2, truncated: false });
+    expect(next.intake?.maskedSecrets).toBe(13 - 1 + 2);
+    const clean = reopened(params({ reviewerReason: 'fine now' }), 'inc-2', 'pending')(base)!;
+    expect(clean.intake?.parts.reviewerReason).toBeUndefined();
+    expect(clean.intake?.maskedSecrets).toBe(13 - 1);
   });
 
   it('vouches for nothing on a record stored before intake existed', () => {

@@ -1,10 +1,11 @@
 // Agent text and the host command reach log lines in a few places: each masks what it logs.
 import { PassThrough } from 'node:stream';
 import pino from 'pino';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig, redactedConfig } from '../../src/config.js';
 import { JsonRpcConnection } from '../../src/msp/connection.js';
 import { pipeHostStderr } from '../../src/msp/hostStderr.js';
+import { HostSupervisor } from '../../src/msp/hostSupervisor.js';
 
 type Json = Record<string, unknown>;
 
@@ -24,6 +25,11 @@ async function until(condition: () => boolean, timeoutMs = 1000): Promise<void> 
     await new Promise((resolve) => setTimeout(resolve, 2));
   }
 }
+
+const supervisors: HostSupervisor[] = [];
+afterEach(async () => {
+  await Promise.all(supervisors.splice(0).map((supervisor) => supervisor.stop()));
+});
 
 describe('log lines mask secrets', () => {
   it('a malformed frame is logged with its secrets masked', async () => {
@@ -67,5 +73,30 @@ describe('log lines mask secrets', () => {
     );
     // The command itself is untouched: the host still gets its token.
     expect(config.msp.hostCommand).toContain(GITHUB);
+  });
+
+  it('the host supervisor logs its command and the dying host stderr masked', async () => {
+    const { logger, lines } = captureLogger();
+    // Exit code 2 is a usage error: the supervisor names the command and retries slowly.
+    const supervisor = new HostSupervisor({
+      hostId: 'host-a',
+      command: `: --token=${GITHUB}; echo "bad flag --token=${GITHUB}" >&2; exit 2`,
+      logger,
+      clientVersion: '1.2.3',
+      onEvent: () => {},
+      backoff: { initialMs: 1_000, maxMs: 1_000 },
+    });
+    supervisors.push(supervisor);
+    await supervisor.start();
+    await until(() => lines.some((l) => l.msg?.toString().startsWith('MSP host refuses to run')), 5_000);
+    const byMessage = (prefix: string) => lines.find((l) => String(l.msg).startsWith(prefix))!;
+    const masked =
+      ': --token=[masked github-token]; echo "bad flag --token=[masked github-token]" >&2; exit 2';
+    expect(byMessage('host spawned').command).toBe(masked);
+    expect(byMessage('MSP host refuses to run').command).toBe(masked);
+    expect(byMessage('host exited unexpectedly').stderrTail).toEqual([
+      'bad flag --token=[masked github-token]',
+    ]);
+    expect(JSON.stringify(lines)).not.toContain(GITHUB);
   });
 });
