@@ -20,10 +20,15 @@ export function cutNote(totalChars: number): string {
  * `room` characters.
  */
 export function fitText(raw: string, room: number): FittedText {
+  const first = maskPrefix(raw, room);
+  // The common case: short text that fits as it is.
+  if (!first.cut && jsonEscapedLength(first.text) <= room) {
+    return { text: first.text, maskedSecrets: first.count, truncated: false };
+  }
   const note = cutNote(raw.length);
   let limit = room;
   for (;;) {
-    const masked = maskPrefix(raw, limit);
+    const masked = limit === room ? first : maskPrefix(raw, limit);
     const text = masked.cut ? `${masked.text}${note}` : masked.text;
     const cost = jsonEscapedLength(text);
     if (cost <= room) return { text, maskedSecrets: masked.count, truncated: masked.cut };
