@@ -7,7 +7,7 @@ import type { ApprovalRecord, Phase } from '../store/record.js';
 import { isTerminal } from '../store/record.js';
 import { requiredCapabilities } from './capabilities.js';
 import { intakeWith, newIntake } from './intake/intakeReport.js';
-import { takeQuestion, takeRequest } from './intake/takeRequest.js';
+import { takeAmendmentRule, takeQuestion, takeRequest } from './intake/takeRequest.js';
 
 // Pure functions from (record, event) to the next record; undefined means "nothing changed".
 // The store applies them under compare-and-set, so they may run more than once.
@@ -153,16 +153,19 @@ export function resolved(params: ApprovalResolvedParams, incarnation: string, no
     if (closedByRecovery) return superseded('The agent host restarted and closed this request.')(record);
     const ours =
       record.claim && params.decidedByCommandId === record.claim.commandId ? record.claim : undefined;
+    const rule = params.amendment ? takeAmendmentRule(params.amendment.rulePreview) : undefined;
     return {
       ...record,
       phase: 'resolved',
+      intake: rule ? intakeWith(record.intake, { amendment: rule.report }) : record.intake,
       resolution: {
         decision: params.decision,
         resolvedBy: params.resolvedBy,
         policyResult: params.policyResult,
-        amendment: params.amendment
-          ? { durability: params.amendment.durability, rulePreview: params.amendment.rulePreview }
-          : undefined,
+        amendment:
+          params.amendment && rule
+            ? { durability: params.amendment.durability, rulePreview: rule.rulePreview }
+            : undefined,
         decidedAt: params.decidedAt ?? now.toISOString(),
         slackUserId: ours?.userId,
         feedback: ours?.feedback,

@@ -1,12 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import { ApprovalRequestParams, ApprovalUpdatedParams } from '../../src/msp/protocol.js';
+import {
+  ApprovalRequestParams,
+  ApprovalResolvedParams,
+  ApprovalUpdatedParams,
+} from '../../src/msp/protocol.js';
 import {
   MAX_RAW_ARGS_CHARS,
   MAX_RECORD_CHARS,
   MAX_SHELL_STAGES,
   MAX_SUBJECT_CHARS,
 } from '../../src/relay/intake/limits.js';
-import { newRecord, reopened, updated } from '../../src/relay/recordMutations.js';
+import { newRecord, reopened, resolved, updated } from '../../src/relay/recordMutations.js';
 import { ApprovalRecord } from '../../src/store/record.js';
 
 const SLACK = 'xoxb-2408796542-7392011234567-AbCdEfGhIjKlMnOpQrStUvWx';
@@ -352,6 +356,23 @@ describe('intake: the flags follow what the record holds now', () => {
     const clean = reopened(params({ reviewerReason: 'fine now' }), 'inc-2', 'pending')(base)!;
     expect(clean.intake?.parts.reviewerReason).toBeUndefined();
     expect(clean.intake?.maskedSecrets).toBe(13 - 1);
+  });
+
+  it('masks the rule a resolution saved, and counts it', () => {
+    const params = ApprovalResolvedParams.parse({
+      sessionId: SESSION,
+      approvalId: ID,
+      decision: 'approvedPolicyAmendment',
+      resolvedBy: 'user',
+      amendment: { durability: 'localPersistent', rulePreview: `Always allow: deploy --token ${SLACK}` },
+    });
+    const next = resolved(params, 'inc-1', new Date())(base)!;
+    expect(next.resolution?.amendment).toEqual({
+      durability: 'localPersistent',
+      rulePreview: 'Always allow: deploy --token [masked slack-token]',
+    });
+    expect(next.intake?.parts.amendment).toEqual({ maskedSecrets: 1, truncated: false });
+    expect(next.intake?.maskedSecrets).toBe(13 + 1);
   });
 
   it('vouches for nothing on a record stored before intake existed', () => {

@@ -12,7 +12,8 @@ export type IntakePartName =
   | 'cuaCardFacts'
   | 'subagentOrigin'
   | 'availableChoices'
-  | 'sessionTitle';
+  | 'sessionTitle'
+  | 'amendment';
 
 export type PartReports = Partial<Record<IntakePartName, PartReport>>;
 

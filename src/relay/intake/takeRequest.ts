@@ -6,7 +6,13 @@ import type {
   RequirementRef,
 } from '../../msp/protocol.js';
 import type { PartReports } from './intakeReport.js';
-import { MAX_RAW_ARGS_CHARS, MAX_SUBAGENT_ORIGIN_CHARS, MAX_TEXT_CHARS, MAX_TOOL_CHARS } from './limits.js';
+import {
+  MAX_CHOICE_TEXT_CHARS,
+  MAX_RAW_ARGS_CHARS,
+  MAX_SUBAGENT_ORIGIN_CHARS,
+  MAX_TEXT_CHARS,
+  MAX_TOOL_CHARS,
+} from './limits.js';
 import { type FieldTaker, PartIntake, type PartReport } from './partIntake.js';
 import { takeChoices } from './takeChoices.js';
 import { takeCuaFacts } from './takeCuaFacts.js';
@@ -101,4 +107,10 @@ export function takeRequest(params: ApprovalRequestParams, sessionTitle: string 
     taken.reports.subagentOrigin = origin.report;
   }
   return taken;
+}
+
+/** The rule a resolution saved (approval/resolved `amendment.rulePreview`): shown on the final card. */
+export function takeAmendmentRule(rulePreview: string): { rulePreview: string; report: PartReport } {
+  const taken = takeText(rulePreview, MAX_CHOICE_TEXT_CHARS);
+  return { rulePreview: taken.text, report: taken.report };
 }
