@@ -182,6 +182,7 @@ export class FakeSlack {
   private readonly users = new Map<string, Record<string, unknown>>();
   private readonly usergroups = new Map<string, string[]>();
   private waiters: Waiter[] = [];
+  private readonly changeListeners = new Set<() => void>();
   private responseWaiters: Array<{
     test: (r: ResponseUrlPost) => boolean;
     resolve: (r: ResponseUrlPost) => void;
@@ -360,6 +361,16 @@ export class FakeSlack {
     });
   }
 
+  /**
+   * Calls `listener` after every answered Web API call and response_url post, i.e. whenever a
+   * message, view or ephemeral may have changed (the demo page's live updates). Returns an
+   * unsubscribe function.
+   */
+  onChange(listener: () => void): () => void {
+    this.changeListeners.add(listener);
+    return () => this.changeListeners.delete(listener);
+  }
+
   /** A readable list of every call so far (for failure messages). */
   summary(): string {
     const lines = this.calls.map(
@@ -524,6 +535,7 @@ export class FakeSlack {
           w.resolve(post);
         }
       }
+      for (const l of this.changeListeners) l();
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end('{"ok":true}');
       return;
@@ -581,6 +593,7 @@ export class FakeSlack {
         w.resolve(call);
       }
     }
+    for (const l of this.changeListeners) l();
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(JSON.stringify(response));
   }

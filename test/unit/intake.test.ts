@@ -78,6 +78,7 @@ const ctx = (sessionTitle?: string) => ({
   hostId: 'h',
   incarnation: 'inc-1',
   channel: 'C1',
+  route: 'default',
   sandboxMode: 'default',
   phase: 'pending' as const,
   now: new Date('2026-11-30T10:00:00Z'),
@@ -373,6 +374,23 @@ describe('intake: the flags follow what the record holds now', () => {
     });
     expect(next.intake?.parts.amendment).toEqual({ maskedSecrets: 1, truncated: false });
     expect(next.intake?.maskedSecrets).toBe(13 + 1);
+  });
+
+  it('masks why the host could not save a rule, and counts it', () => {
+    const failed = ApprovalUpdatedParams.parse({
+      sessionId: SESSION,
+      approvalId: ID,
+      change: { kind: 'policyPersistence', status: 'failed', reason: `denied writing token=${SLACK}` },
+      currentRequirementId: params().currentRequirementId,
+      availableChoices: CHOICES,
+      subject: params().subject,
+    });
+    const next = updated(failed)(base)!;
+    expect(next.persistence).toEqual({
+      status: 'failed',
+      reason: 'denied writing token=[masked slack-token]',
+    });
+    expect(next.intake?.parts.persistence).toEqual({ maskedSecrets: 1, truncated: false });
   });
 
   it('vouches for nothing on a record stored before intake existed', () => {

@@ -13,7 +13,8 @@ export type IntakePartName =
   | 'subagentOrigin'
   | 'availableChoices'
   | 'sessionTitle'
-  | 'amendment';
+  | 'amendment'
+  | 'persistence';
 
 export type PartReports = Partial<Record<IntakePartName, PartReport>>;
 

@@ -109,8 +109,10 @@ export function takeRequest(params: ApprovalRequestParams, sessionTitle: string 
   return taken;
 }
 
-/** The rule a resolution saved (approval/resolved `amendment.rulePreview`): shown on the final card. */
-export function takeAmendmentRule(rulePreview: string): { rulePreview: string; report: PartReport } {
-  const taken = takeText(rulePreview, MAX_CHOICE_TEXT_CHARS);
-  return { rulePreview: taken.text, report: taken.report };
+/**
+ * A note the host adds later and the card shows: the rule a resolution saved
+ * (`amendment.rulePreview`), why saving it failed (`policyPersistence` reason).
+ */
+export function takeNote(note: string): { text: string; report: PartReport } {
+  return takeText(note, MAX_CHOICE_TEXT_CHARS);
 }
