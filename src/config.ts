@@ -2,6 +2,7 @@ import { statSync } from 'node:fs';
 import { z } from 'zod';
 import { CHANNEL_ID, ConfigError, shown } from './configCommon.js';
 import { loadRouteConfig, type Route } from './routing/routeConfig.js';
+import { maskCommandLine } from './secrets/maskCommandLine.js';
 
 /** Pino levels accepted by LOG_LEVEL. */
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -337,7 +338,7 @@ export function redactedConfig(config: Config): Config {
       signingSecret: hide(config.slack.signingSecret),
     },
     redisUrl: redactUrlPassword(config.redisUrl),
-    msp: { ...config.msp },
+    msp: { ...config.msp, hostCommand: maskCommandLine(config.msp.hostCommand) },
     grants: { ...config.grants },
     pagerDuty: {
       ...config.pagerDuty,

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
+import { maskCommandLine } from '../secrets/maskCommandLine.js';
 import {
   APPROVAL_NOTIFICATIONS,
   approvalEventFromNotification,
@@ -339,7 +340,7 @@ export class HostSupervisor implements ApprovalHost {
       connection.close();
       void terminate(child, STDOUT_DRAIN_MS);
     });
-    logger.info({ hostPid: child.pid, command: this.command }, 'host spawned');
+    logger.info({ hostPid: child.pid, command: maskCommandLine(this.command) }, 'host spawned');
     return incarnation;
   }
 
@@ -451,7 +452,7 @@ export class HostSupervisor implements ApprovalHost {
     this.failures += 1;
     if (operatorReason !== undefined) {
       this.logger.error(
-        { exitCode: exit.code, reason: operatorReason, delayMs, command: this.command },
+        { exitCode: exit.code, reason: operatorReason, delayMs, command: maskCommandLine(this.command) },
         'MSP host refuses to run; check the host command and its installation. Retrying slowly',
       );
     } else {

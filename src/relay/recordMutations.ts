@@ -6,6 +6,8 @@ import type {
 import type { ApprovalRecord, Claim, Phase } from '../store/record.js';
 import { isTerminal } from '../store/record.js';
 import { requiredCapabilities } from './capabilities.js';
+import { intakeWith, newIntake } from './intake/intakeReport.js';
+import { takeNote, takeQuestion, takeRequest } from './intake/takeRequest.js';
 
 // Pure functions from (record, event) to the next record; undefined means "nothing changed".
 // The store applies them under compare-and-set, so they may run more than once.
@@ -24,8 +26,12 @@ export interface NewRecordContext {
   sessionTitle?: string;
 }
 
+// Host text reaches a record only through intake (intake/takeRequest.ts): masked and bounded.
+// Identifiers are copied from the params as they are.
+
 export function newRecord(params: ApprovalRequestParams, ctx: NewRecordContext): ApprovalRecord {
   const now = ctx.now.toISOString();
+  const taken = takeRequest(params, ctx.sessionTitle);
   return {
     approvalId: params.approvalId,
     hostId: ctx.hostId,
@@ -33,25 +39,26 @@ export function newRecord(params: ApprovalRequestParams, ctx: NewRecordContext):
     openedBy: ctx.incarnation,
     route: ctx.route,
     sessionId: params.sessionId,
-    sessionTitle: ctx.sessionTitle,
+    sessionTitle: taken.sessionTitle,
     turnId: params.turnId,
     itemId: params.itemId,
     toolCallId: params.toolCallId,
     caller: `session:${params.sessionId}`,
-    tool: params.toolName,
-    title: typeof params.title === 'string' ? params.title : undefined,
-    rawArgs: params.rawArgs,
-    subject: params.subject,
-    requiredCapabilities: requiredCapabilities(params.subject, params.toolName),
+    tool: taken.tool,
+    title: taken.title,
+    rawArgs: taken.rawArgs,
+    subject: taken.subject,
+    requiredCapabilities: requiredCapabilities(taken.subject, taken.tool),
     sandboxMode: ctx.sandboxMode,
-    reason: params.reason,
-    reviewerReason: params.reviewerReason,
+    reason: taken.reason,
+    reviewerReason: taken.reviewerReason,
     protectedWrite: params.protectedWrite,
     judgeEscalated: params.judgeEscalated,
-    subagentOrigin: params.subagentOrigin,
-    cuaCardFacts: params.cuaCardFacts,
+    subagentOrigin: taken.subagentOrigin,
+    cuaCardFacts: taken.cuaCardFacts,
     currentRequirementId: params.currentRequirementId,
-    availableChoices: params.availableChoices,
+    availableChoices: taken.availableChoices,
+    intake: newIntake(taken.reports),
     phase: ctx.heldElsewhere ? 'unavailable' : ctx.phase,
     unavailable: ctx.heldElsewhere ? 'heldElsewhere' : undefined,
     slack: { channel: ctx.channel },
@@ -82,6 +89,8 @@ export function reopened(
   phase: 'pending' | 'reviewing',
   heldElsewhere = false,
 ) {
+  // Taken once, outside the mutation: compare-and-set may run it again.
+  const question = takeQuestion(params);
   return (record: ApprovalRecord): ApprovalRecord | undefined => {
     if (record.phase === 'resolved') return undefined;
     const sourceIndex = params.currentRequirementId.sourceIndex;
@@ -91,14 +100,15 @@ export function reopened(
     const next: ApprovalRecord = {
       ...record,
       incarnation,
-      subject: params.subject,
+      subject: question.subject,
       currentRequirementId: params.currentRequirementId,
-      availableChoices: params.availableChoices,
+      availableChoices: question.availableChoices,
       judgeEscalated: params.judgeEscalated,
       protectedWrite: params.protectedWrite,
-      reviewerReason: params.reviewerReason ?? record.reviewerReason,
-      cuaCardFacts: params.cuaCardFacts ?? record.cuaCardFacts,
-      requiredCapabilities: requiredCapabilities(params.subject, record.tool),
+      reviewerReason: question.reviewerReason ?? record.reviewerReason,
+      cuaCardFacts: question.cuaCardFacts ?? record.cuaCardFacts,
+      requiredCapabilities: requiredCapabilities(question.subject, record.tool),
+      intake: intakeWith(record.intake, question.reports),
       phase: nextPhase,
       claim: nextPhase === 'deciding' && !revived ? record.claim : undefined,
       unavailable: heldElsewhere ? 'heldElsewhere' : undefined,
@@ -121,6 +131,9 @@ export function reopened(
 }
 
 export function updated(params: ApprovalUpdatedParams) {
+  // An update replaces the subject and the choices only; the reasons stay as they were.
+  const { subject, currentRequirementId, availableChoices } = params;
+  const question = takeQuestion({ subject, currentRequirementId, availableChoices });
   return (record: ApprovalRecord): ApprovalRecord | undefined => {
     const kind = params.change.kind;
     const persistence = kind === 'policyPersistence' ? persistenceReported(params.change) : undefined;
@@ -133,10 +146,11 @@ export function updated(params: ApprovalUpdatedParams) {
     const dropClaim = kind === 'restartRecovered' || phase !== 'deciding';
     const next: ApprovalRecord = {
       ...record,
-      subject: params.subject,
+      subject: question.subject,
       currentRequirementId: params.currentRequirementId,
-      availableChoices: params.availableChoices,
-      requiredCapabilities: requiredCapabilities(params.subject, record.tool),
+      availableChoices: question.availableChoices,
+      requiredCapabilities: requiredCapabilities(question.subject, record.tool),
+      intake: intakeWith(record.intake, question.reports),
       phase: kind === 'restartRecovered' && phase === 'deciding' ? 'pending' : phase,
       claim: dropClaim ? undefined : record.claim,
       unavailable: undefined,
@@ -150,13 +164,17 @@ export function updated(params: ApprovalUpdatedParams) {
  * approval resolves; either way the card must not claim a rule was saved when it was not.
  */
 function persistenceReported(change: ApprovalUpdatedParams['change']) {
-  const report = { status: change.status ?? 'unknown', reason: change.reason };
+  const reason = change.reason === undefined ? undefined : takeNote(change.reason);
+  const report = { status: change.status ?? 'unknown', reason: reason?.text };
+  const intakeOf = (record: ApprovalRecord) =>
+    reason ? intakeWith(record.intake, { persistence: reason.report }) : record.intake;
   return (record: ApprovalRecord): ApprovalRecord | undefined => {
     if (record.phase === 'resolved') {
       const amendment = record.resolution?.amendment;
       if (!amendment || amendment.persistence === report.status) return undefined;
       return {
         ...record,
+        intake: intakeOf(record),
         resolution: {
           ...record.resolution!,
           amendment: { ...amendment, persistence: report.status, persistenceReason: report.reason },
@@ -164,7 +182,7 @@ function persistenceReported(change: ApprovalUpdatedParams['change']) {
       };
     }
     if (isTerminal(record) || sameJson(record.persistence, report)) return undefined;
-    return { ...record, persistence: report };
+    return { ...record, intake: intakeOf(record), persistence: report };
   };
 }
 
@@ -193,17 +211,20 @@ export function resolved(params: ApprovalResolvedParams, incarnation: string, no
           : 'The agent host withdrew this request without a decision (its turn ended).',
       )(record);
     }
-    const amendment = params.amendment && {
-      durability: params.amendment.durability,
-      rulePreview: params.amendment.rulePreview,
-      persistence: record.persistence?.status,
-      persistenceReason: record.persistence?.reason,
-    };
+    const rule = params.amendment ? takeNote(params.amendment.rulePreview) : undefined;
+    const amendment = params.amendment &&
+      rule && {
+        durability: params.amendment.durability,
+        rulePreview: rule.text,
+        persistence: record.persistence?.status,
+        persistenceReason: record.persistence?.reason,
+      };
     return {
       ...record,
       phase: 'resolved',
       claim: undefined,
       unavailable: undefined,
+      intake: rule ? intakeWith(record.intake, { amendment: rule.report }) : record.intake,
       resolution: {
         decision: params.decision,
         resolvedBy: params.resolvedBy,

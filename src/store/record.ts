@@ -62,6 +62,30 @@ export const Claim = z.object({
 });
 export type Claim = z.infer<typeof Claim>;
 
+/** What intake did to one part of a request (relay/intake/): secrets masked, text cut. */
+export const IntakePart = z.object({
+  maskedSecrets: z.number().int(),
+  /** Text was cut. */
+  truncated: z.boolean(),
+  /** Shell stages left out of the subject. */
+  stagesOmitted: z.number().int().optional(),
+});
+export type IntakePart = z.infer<typeof IntakePart>;
+
+/**
+ * What intake did to the request as it is stored now. A record without it was stored before
+ * intake existed: nothing is known about it.
+ */
+export const Intake = z.object({
+  maskedSecrets: z.number().int(),
+  /** Text was cut or stages were left out: the record does not hold the whole request. */
+  truncated: z.boolean(),
+  stagesOmitted: z.number().int().optional(),
+  /** Per record field that was masked or cut, so that a field the host replaces is counted anew. */
+  parts: z.record(z.string(), IntakePart),
+});
+export type Intake = z.infer<typeof Intake>;
+
 export const ApprovalRecord = z.object({
   approvalId: z.string(),
   hostId: z.string(),
@@ -94,6 +118,8 @@ export const ApprovalRecord = z.object({
   phase: Phase,
   claim: Claim.optional(),
   resolution: Resolution.optional(),
+  /** Secrets masked and text cut on the way in; a masked or cut request is never grantable. */
+  intake: Intake.optional(),
   /** For superseded cards: why, in one line. */
   supersededNote: z.string().optional(),
   /** For unavailable cards: why no decision can be made from here right now. */

@@ -188,6 +188,9 @@ function applyControl(cmd) {
     case 'rawBytes':
       writeLine(hugeLine(Number(cmd.size)));
       return null;
+    case 'stderr':
+      process.stderr.write(`${String(cmd.line)}\n`);
+      return null;
     case 'holdDecide':
       unansweredDecides += Number(cmd.times ?? 1);
       return null;

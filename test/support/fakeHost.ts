@@ -359,6 +359,11 @@ export class FakeHost {
     await this.send('rawBytes', { size });
   }
 
+  /** Writes `line` + '\n' to the host's stderr (diagnostics the bot logs). */
+  async stderr(line: string): Promise<void> {
+    await this.send('stderr', { line });
+  }
+
   /** The next `times` approval/decide calls (that pass the ledger and session checks) get `error`. */
   async failDecide(
     error: { code: number; message?: string; data?: Record<string, unknown> },
