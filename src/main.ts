@@ -53,6 +53,7 @@ async function main(): Promise<void> {
   const slackClient = createWebClient({
     token: config.slack.botToken,
     apiUrl: config.slack.apiUrl,
+    timeoutMs: config.slack.apiTimeoutMs,
     logger: toBoltLogger(logger.child({ component: 'slack-web-api' })),
   });
   let slackUp = false;
