@@ -165,7 +165,10 @@ export class ClickHandler {
       { approvalId: record.approvalId, sessionId: record.sessionId, commandId: record.claim.commandId },
       'replaying an interrupted decision',
     );
-    void this.send(record, record.claim, record.slack.channel);
+    // Nobody awaits a replay: a failure (a card update Slack refused, say) must end here, logged.
+    this.send(record, record.claim, record.slack.channel).catch((err: unknown) => {
+      this.options.logger.error({ err, approvalId: record.approvalId }, 'replayed decision failed');
+    });
   }
 
   /** Stop taking clicks; resolves when every decision already in flight has finished. */
