@@ -24,7 +24,13 @@ export interface Config {
   };
   port: number;
   redisUrl: string;
-  msp: { hostId: string; hostCommand: string; sandboxMode: string };
+  msp: {
+    hostId: string;
+    hostCommand: string;
+    sandboxMode: string;
+    /** How long one request to the host may take before it is asked again (decide) or fails. */
+    requestTimeoutMs: number;
+  };
   configPath?: string;
   /** Routes from the COUNTERSIGN_CONFIG file, first match wins; empty without a file. */
   routes: Route[];
@@ -45,6 +51,7 @@ export const DEFAULTS = {
   grantTtl: '8h',
   grantMaxTtl: '7d',
   resolvedTtl: '30d',
+  mspRequestTimeout: '30s',
   pagerDutyEventsUrl: 'https://events.pagerduty.com/v2/enqueue',
   pagerDutyApiUrl: 'https://api.pagerduty.com',
   logLevel: 'info',
@@ -237,6 +244,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     'set it to the command line that starts an MSP host speaking NDJSON on stdio (run through /bin/sh -c)',
   );
   const sandboxMode = read(env, 'MSP_SANDBOX_MODE') ?? DEFAULTS.sandboxMode;
+  const requestTimeoutMs = durationVar(env, 'MSP_REQUEST_TIMEOUT', DEFAULTS.mspRequestTimeout);
 
   const rawPort = read(env, 'PORT') ?? String(DEFAULTS.port);
   const portNumber = check(
@@ -280,7 +288,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     slack,
     port: portNumber,
     redisUrl: redis,
-    msp: { hostId: DEFAULTS.hostId, hostCommand, sandboxMode },
+    msp: { hostId: DEFAULTS.hostId, hostCommand, sandboxMode, requestTimeoutMs },
     ...(configPath ? { configPath } : {}),
     routes,
     grants: { ttlMs: grantTtlMs, maxTtlMs: grantMaxTtlMs },

@@ -5,6 +5,8 @@ import { ConfigError, loadConfig, redactedConfig } from './config.js';
 import { createLogger, toBoltLogger } from './log.js';
 import { HostSupervisor } from './msp/hostSupervisor.js';
 import { ClickHandler } from './relay/clickHandler.js';
+import { Decider } from './relay/decider.js';
+import { RecordKeeper } from './relay/recordKeeper.js';
 import { Relay } from './relay/relay.js';
 import { Router } from './routing/router.js';
 import { type BotIdentity, createSlackApp } from './slack/createSlackApp.js';
@@ -13,6 +15,7 @@ import { classifySlackError } from './slack/slackFailures.js';
 import { createSlackFetch } from './slack/slackFetch.js';
 import { createWebClient } from './slack/webClient.js';
 import { ApprovalStore } from './store/approvalStore.js';
+import { RedisSessionMemory } from './store/sessionMemory.js';
 import { VERSION } from './version.js';
 
 /** How long SIGTERM waits for decisions in flight (Docker's default stop grace is 10 s). */
@@ -68,15 +71,30 @@ async function main(): Promise<void> {
   });
 
   const router = new Router(config.routes, config.slack.channel);
-  let clicks: ClickHandler | undefined;
-  const relay = new Relay({
+  const keeper = new RecordKeeper({
     store,
     cards: cardChannel,
     render: (record, now) => renderCard(record, { now }),
     logger,
-    channelFor: (input) => router.channelFor(input),
+  });
+  // Hosts by id. The Decider and the Relay look a host up when they need it, so nothing here
+  // has to exist before the rest is wired.
+  const hosts = new Map<string, HostSupervisor>();
+  const decider = new Decider({
+    keeper,
+    store,
+    host: (hostId) => hosts.get(hostId),
+    logger,
+    newCommandId: () => uuidv7(),
+  });
+  const relay = new Relay({
+    keeper,
+    store,
+    decider,
+    host: (hostId) => hosts.get(hostId),
+    logger,
+    routeFor: (input) => router.routeFor(input),
     sandboxMode: config.msp.sandboxMode,
-    onOrphanedDecision: (record) => clicks?.replay(record),
   });
   const host = new HostSupervisor({
     hostId: config.msp.hostId,
@@ -84,15 +102,12 @@ async function main(): Promise<void> {
     logger: logger.child({ hostId: config.msp.hostId }),
     clientVersion: VERSION,
     onEvent: (event) => relay.handleHostEvent(event),
+    sessionMemory: new RedisSessionMemory(redis),
+    decideTimeoutMs: config.msp.requestTimeoutMs,
+    requestTimeoutMs: config.msp.requestTimeoutMs,
   });
-  clicks = new ClickHandler({
-    store,
-    relay,
-    notifier: cardChannel,
-    host: (hostId) => (hostId === host.hostId ? host : undefined),
-    logger,
-    newCommandId: () => uuidv7(),
-  });
+  hosts.set(host.hostId, host);
+  const clicks = new ClickHandler({ store, decider, keeper, notifier: cardChannel, logger });
 
   const identity: BotIdentity = {};
   const app = createSlackApp({
@@ -115,13 +130,13 @@ async function main(): Promise<void> {
       // Decisions in flight get a while to finish; one that does not is still safe: its claim
       // and commandId are in Redis and the next start replays it.
       const drained = await Promise.race([
-        clicks?.drain().then(() => true),
+        Promise.all([clicks.drain(), decider.drain()]).then(() => true),
         new Promise<false>((resolve) => setTimeout(() => resolve(false), DRAIN_TIMEOUT_MS).unref()),
       ]);
       if (!drained)
         logger.warn({ timeoutMs: DRAIN_TIMEOUT_MS }, 'decisions still in flight; leaving them to replay');
       await relay.idle();
-      relay.stop();
+      keeper.stop();
       await host.stop();
       // Stopping a non-durable host orphans its cards; let that reach Slack before Redis goes.
       await relay.idle();

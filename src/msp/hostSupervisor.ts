@@ -10,7 +10,7 @@ import { type BackoffPolicy, backoffDelay } from './backoff.js';
 import { type IncomingRequest, JsonRpcConnection } from './connection.js';
 import { decideWithRetry } from './decide.js';
 import { HostGoneError, MspError } from './errors.js';
-import type { ApprovalHost, HostEvent } from './events.js';
+import type { ApprovalHost, HostEvent, SessionMemory } from './events.js';
 import { performHandshake } from './handshake.js';
 import { pipeHostStderr } from './hostStderr.js';
 import { type ExitInfo, terminate, waitForExit } from './processControl.js';
@@ -29,6 +29,8 @@ export interface HostSupervisorOptions {
   clientVersion: string;
   /** Called synchronously, in the order the frames arrived. */
   onEvent: (event: HostEvent) => void;
+  /** Remembers followed sessions across restarts of the bot. */
+  sessionMemory?: SessionMemory;
   /** Respawn backoff; default 200 ms doubling to 30 s. */
   backoff?: BackoffPolicy;
   /** How long an orderly stop waits after EOF before SIGTERM; default 10 s. */
@@ -107,8 +109,9 @@ export class HostSupervisor implements ApprovalHost {
   /** Failed starts or deaths in a row, for the backoff. */
   private failures = 0;
   private readonly upGate = new UpGate<Incarnation>();
-  /** Sessions resumed so far; resumed again on a respawned durable host. */
-  private readonly tracked = new Set<string>();
+  /** Sessions followed so far, with their last view cursor; followed again on a respawned host. */
+  private readonly tracked = new Map<string, { viewCursor?: string }>();
+  private readonly sessionMemory: SessionMemory | undefined;
 
   constructor(options: HostSupervisorOptions) {
     this.hostId = options.hostId;
@@ -120,6 +123,7 @@ export class HostSupervisor implements ApprovalHost {
         : options.logger.child({ hostId: options.hostId });
     this.clientVersion = options.clientVersion;
     this.onEvent = options.onEvent;
+    this.sessionMemory = options.sessionMemory;
     this.backoff = options.backoff ?? DEFAULT_BACKOFF;
     this.env = options.env;
     this.maxFrameBytes = options.maxFrameBytes;
@@ -148,6 +152,19 @@ export class HostSupervisor implements ApprovalHost {
   /** Handshake done on a live connection. */
   isUp(): boolean {
     return isLive(this.current);
+  }
+
+  refreshSession(sessionId: string): void {
+    const follower = this.current?.follower;
+    if (isLive(this.current) && follower) void follower.refresh(sessionId);
+  }
+
+  refreshAll(): void {
+    const incarnation = this.current;
+    if (!isLive(incarnation) || !incarnation.follower) return;
+    incarnation.follower.syncAll().catch((error: unknown) => {
+      if (!(error instanceof HostGoneError)) incarnation.logger.warn({ err: error }, 'session sync failed');
+    });
   }
 
   /** The current incarnation id, if a host process is running. */
@@ -263,6 +280,7 @@ export class HostSupervisor implements ApprovalHost {
         logger: incarnation.logger,
         emit: (event) => this.emit(event),
         tracked: this.tracked,
+        ...(this.sessionMemory ? { memory: this.sessionMemory } : {}),
       });
       incarnation.up = true;
       incarnation.upAt = Date.now();

@@ -3,7 +3,7 @@ import type {
   ApprovalResolvedParams,
   ApprovalUpdatedParams,
 } from '../msp/protocol.js';
-import type { ApprovalRecord, Phase } from '../store/record.js';
+import type { ApprovalRecord, Claim, Phase } from '../store/record.js';
 import { isTerminal } from '../store/record.js';
 import { requiredCapabilities } from './capabilities.js';
 
@@ -14,8 +14,12 @@ export interface NewRecordContext {
   hostId: string;
   incarnation: string;
   channel: string;
+  /** The route that chose the channel. */
+  route: string;
   sandboxMode: string;
-  phase: Phase;
+  phase: 'pending' | 'reviewing';
+  /** Another client holds the session: the card starts without buttons. */
+  heldElsewhere?: boolean;
   now: Date;
   sessionTitle?: string;
 }
@@ -26,6 +30,8 @@ export function newRecord(params: ApprovalRequestParams, ctx: NewRecordContext):
     approvalId: params.approvalId,
     hostId: ctx.hostId,
     incarnation: ctx.incarnation,
+    openedBy: ctx.incarnation,
+    route: ctx.route,
     sessionId: params.sessionId,
     sessionTitle: ctx.sessionTitle,
     turnId: params.turnId,
@@ -46,7 +52,8 @@ export function newRecord(params: ApprovalRequestParams, ctx: NewRecordContext):
     cuaCardFacts: params.cuaCardFacts,
     currentRequirementId: params.currentRequirementId,
     availableChoices: params.availableChoices,
-    phase: ctx.phase,
+    phase: ctx.heldElsewhere ? 'unavailable' : ctx.phase,
+    unavailable: ctx.heldElsewhere ? 'heldElsewhere' : undefined,
     slack: { channel: ctx.channel },
     openedAt: now,
     updatedAt: now,
@@ -66,14 +73,21 @@ function phaseAfterRefresh(record: ApprovalRecord, sourceIndex: number): Phase {
 /**
  * approval/request, approval/requested or a listPending entry for an approval we may know.
  * One question per (approvalId, currentRequirementId): a redelivery of the same question changes
- * nothing, so the card is not touched.
+ * nothing, so the card is not touched. `heldElsewhere` says another client holds the session, so
+ * no decision from here can work until it lets go.
  */
-export function reopened(params: ApprovalRequestParams, incarnation: string, phase: 'pending' | 'reviewing') {
+export function reopened(
+  params: ApprovalRequestParams,
+  incarnation: string,
+  phase: 'pending' | 'reviewing',
+  heldElsewhere = false,
+) {
   return (record: ApprovalRecord): ApprovalRecord | undefined => {
     if (record.phase === 'resolved') return undefined;
     const sourceIndex = params.currentRequirementId.sourceIndex;
-    const nextPhase = phase === 'reviewing' ? 'reviewing' : phaseAfterRefresh(record, sourceIndex);
     const revived = isTerminal(record);
+    let nextPhase: Phase = phase === 'reviewing' ? 'reviewing' : phaseAfterRefresh(record, sourceIndex);
+    if (heldElsewhere) nextPhase = 'unavailable';
     const next: ApprovalRecord = {
       ...record,
       incarnation,
@@ -87,12 +101,14 @@ export function reopened(params: ApprovalRequestParams, incarnation: string, pha
       requiredCapabilities: requiredCapabilities(params.subject, record.tool),
       phase: nextPhase,
       claim: nextPhase === 'deciding' && !revived ? record.claim : undefined,
+      unavailable: heldElsewhere ? 'heldElsewhere' : undefined,
       supersededNote: undefined,
     };
     if (
       !revived &&
       record.incarnation === incarnation &&
       record.phase === next.phase &&
+      record.unavailable === next.unavailable &&
       sameJson(record.currentRequirementId, next.currentRequirementId) &&
       sameJson(record.availableChoices, next.availableChoices) &&
       sameJson(record.subject, next.subject) &&
@@ -106,15 +122,16 @@ export function reopened(params: ApprovalRequestParams, incarnation: string, pha
 
 export function updated(params: ApprovalUpdatedParams) {
   return (record: ApprovalRecord): ApprovalRecord | undefined => {
-    if (isTerminal(record)) return undefined;
     const kind = params.change.kind;
+    const persistence = kind === 'policyPersistence' ? persistenceReported(params.change) : undefined;
+    if (isTerminal(record)) return persistence?.(record);
     const sourceIndex = params.currentRequirementId.sourceIndex;
     let phase: Phase = phaseAfterRefresh(record, sourceIndex);
     if (kind === 'reviewStarted') phase = 'reviewing';
     // A restart recovery under the same approvalId re-derives the question: an earlier click
     // is evidence, not authority, so it is never carried over.
     const dropClaim = kind === 'restartRecovered' || phase !== 'deciding';
-    return {
+    const next: ApprovalRecord = {
       ...record,
       subject: params.subject,
       currentRequirementId: params.currentRequirementId,
@@ -122,33 +139,76 @@ export function updated(params: ApprovalUpdatedParams) {
       requiredCapabilities: requiredCapabilities(params.subject, record.tool),
       phase: kind === 'restartRecovered' && phase === 'deciding' ? 'pending' : phase,
       claim: dropClaim ? undefined : record.claim,
+      unavailable: undefined,
     };
+    return persistence?.(next) ?? next;
   };
 }
 
 /**
- * approval/resolved. A host that restarts closes every old pending identity as an `abort` with
- * no deciding command; when that lands on an approval asked by an earlier host process, it is a
- * supersession, not somebody's rejection.
+ * Whether the host saved the rule a decision asked for. It may say so before or after the
+ * approval resolves; either way the card must not claim a rule was saved when it was not.
+ */
+function persistenceReported(change: ApprovalUpdatedParams['change']) {
+  const report = { status: change.status ?? 'unknown', reason: change.reason };
+  return (record: ApprovalRecord): ApprovalRecord | undefined => {
+    if (record.phase === 'resolved') {
+      const amendment = record.resolution?.amendment;
+      if (!amendment || amendment.persistence === report.status) return undefined;
+      return {
+        ...record,
+        resolution: {
+          ...record.resolution!,
+          amendment: { ...amendment, persistence: report.status, persistenceReason: report.reason },
+        },
+      };
+    }
+    if (isTerminal(record) || sameJson(record.persistence, report)) return undefined;
+    return { ...record, persistence: report };
+  };
+}
+
+/**
+ * approval/resolved. An `abort` that no decide produced (no decidedByCommandId, and not our own
+ * claim's answer) is never somebody's rejection: a restarting host closes every pending identity
+ * it recovers that way (and re-asks under a new id), and a host withdraws a request whose turn
+ * ended the same way.
  */
 export function resolved(params: ApprovalResolvedParams, incarnation: string, now: Date) {
   return (record: ApprovalRecord): ApprovalRecord | undefined => {
     if (isTerminal(record)) return undefined;
-    const closedByRecovery =
-      params.decision === 'abort' && !params.decidedByCommandId && record.incarnation !== incarnation;
-    if (closedByRecovery) return superseded('The agent host restarted and closed this request.')(record);
+    const claim = record.claim;
+    const claimedChoice = claim && record.availableChoices.find((c) => c.choiceId === claim.choiceId);
     const ours =
-      record.claim && params.decidedByCommandId === record.claim.commandId ? record.claim : undefined;
+      claim &&
+      (params.decidedByCommandId === claim.commandId ||
+        (!params.decidedByCommandId && claimedChoice?.decision === params.decision))
+        ? claim
+        : undefined;
+    if (params.decision === 'abort' && !params.decidedByCommandId && !ours && params.resolvedBy === 'user') {
+      const restarted = (record.openedBy ?? record.incarnation) !== incarnation;
+      return superseded(
+        restarted
+          ? 'The agent host restarted and closed this request; if it still needs a decision, it is asked again on a new card.'
+          : 'The agent host withdrew this request without a decision (its turn ended).',
+      )(record);
+    }
+    const amendment = params.amendment && {
+      durability: params.amendment.durability,
+      rulePreview: params.amendment.rulePreview,
+      persistence: record.persistence?.status,
+      persistenceReason: record.persistence?.reason,
+    };
     return {
       ...record,
       phase: 'resolved',
+      claim: undefined,
+      unavailable: undefined,
       resolution: {
         decision: params.decision,
         resolvedBy: params.resolvedBy,
         policyResult: params.policyResult,
-        amendment: params.amendment
-          ? { durability: params.amendment.durability, rulePreview: params.amendment.rulePreview }
-          : undefined,
+        amendment,
         decidedAt: params.decidedAt ?? now.toISOString(),
         slackUserId: ours?.userId,
         feedback: ours?.feedback,
@@ -174,11 +234,53 @@ export function superseded(note: string) {
   return (record: ApprovalRecord): ApprovalRecord | undefined =>
     isTerminal(record)
       ? undefined
-      : { ...record, phase: 'superseded', claim: undefined, supersededNote: note };
+      : { ...record, phase: 'superseded', claim: undefined, unavailable: undefined, supersededNote: note };
 }
 
 export function orphaned(record: ApprovalRecord): ApprovalRecord | undefined {
-  return isTerminal(record) ? undefined : { ...record, phase: 'orphaned', claim: undefined };
+  return isTerminal(record)
+    ? undefined
+    : { ...record, phase: 'orphaned', claim: undefined, unavailable: undefined };
+}
+
+/**
+ * No decision from here can work for now: the buttons go until the host says more (the
+ * session is re-read, or the other client lets go of it). A claim in flight is dropped with them.
+ */
+export function unavailable(reason: NonNullable<ApprovalRecord['unavailable']>) {
+  return (record: ApprovalRecord): ApprovalRecord | undefined => {
+    if (isTerminal(record) || (record.phase === 'unavailable' && record.unavailable === reason))
+      return undefined;
+    return { ...record, phase: 'unavailable', unavailable: reason, claim: undefined };
+  };
+}
+
+/**
+ * The host answered approvalRequirementStale naming the stage it is at now: the question moved
+ * on without our record hearing of it. Point the card at that stage; the session is re-read for
+ * its choices.
+ */
+export function requirementMoved(commandId: string, current: ApprovalRecord['currentRequirementId']) {
+  return (record: ApprovalRecord): ApprovalRecord | undefined => {
+    if (isTerminal(record)) return undefined;
+    const moved = !sameJson(record.currentRequirementId, current);
+    if (!moved && record.claim?.commandId !== commandId) return undefined;
+    return {
+      ...record,
+      currentRequirementId: moved ? current : record.currentRequirementId,
+      phase: record.phase === 'deciding' && record.claim?.commandId === commandId ? 'pending' : record.phase,
+      claim: record.claim?.commandId === commandId ? undefined : record.claim,
+    };
+  };
+}
+
+/** The host left our decide unanswered `count` times: the card says we are still asking. */
+export function unanswered(commandId: string, count: number) {
+  return (record: ApprovalRecord): ApprovalRecord | undefined => {
+    if (record.phase !== 'deciding' || record.claim?.commandId !== commandId) return undefined;
+    if (record.claim.unanswered === count) return undefined;
+    return { ...record, claim: { ...record.claim, unanswered: count } };
+  };
 }
 
 /**
@@ -186,7 +288,7 @@ export function orphaned(record: ApprovalRecord): ApprovalRecord | undefined {
  * have moved since the click was checked: a button pressed for one stage must never decide
  * another.
  */
-export function claimed(claim: NonNullable<ApprovalRecord['claim']>) {
+export function claimed(claim: Claim) {
   return (record: ApprovalRecord): ApprovalRecord | undefined => {
     if (record.phase !== 'pending') return undefined;
     if (record.currentRequirementId.sourceIndex !== claim.sourceIndex) return undefined;

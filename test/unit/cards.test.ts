@@ -336,7 +336,7 @@ describe('renderCard: phases', () => {
   it('superseded: own wording plus the note', () => {
     const text = allText(render(inPhase(base, 'superseded')));
     expect(text).toContain(
-      'Host restarted — this request was superseded. It was re-asked on a new card; decide there.',
+      'Superseded: the agent host closed this request without a decision. Nothing was decided here.',
     );
     expect(text).toContain('Re-asked as approval 0198f0ac-8888 after the host restarted.');
   });

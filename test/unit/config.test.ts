@@ -54,7 +54,12 @@ describe('loadConfig defaults', () => {
       },
       port: 3000,
       redisUrl: 'redis://127.0.0.1:6379',
-      msp: { hostId: 'default', hostCommand: 'muse host --stdio', sandboxMode: 'default' },
+      msp: {
+        hostId: 'default',
+        hostCommand: 'muse host --stdio',
+        sandboxMode: 'default',
+        requestTimeoutMs: 30_000,
+      },
       routes: [],
       grants: { ttlMs: 8 * 3_600_000, maxTtlMs: 7 * 86_400_000 },
       resolvedTtlMs: 30 * 86_400_000,

@@ -59,6 +59,7 @@ it('listeners call Slack through the shared client; Bolt’s own client makes no
       record: { tool: 'shell' },
       choice: { choiceId: 'deny', label: 'Reject', acceptsFeedback: true },
     }),
+    checkInTime: (_click: unknown, checking: Promise<unknown>) => checking,
     click: async () => undefined,
     refuse: async () => undefined,
   } as unknown as ClickHandler;

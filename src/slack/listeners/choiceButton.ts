@@ -28,6 +28,7 @@ export function registerChoiceButton(
   logger: Logger,
 ): void {
   app.action(CHOICE_ACTION_PATTERN, async ({ ack, body }) => {
+    const receivedAt = Date.now();
     const parsed = BlockActionBody.safeParse(body);
     const channel = parsed.success
       ? (parsed.data.channel?.id ?? parsed.data.container?.channel_id)
@@ -43,10 +44,11 @@ export function registerChoiceButton(
             sourceIndex: value.s,
             choiceId: value.c,
             approvalHint: value.a,
+            receivedAt,
           }
         : undefined;
     // The lookup leaves before the acknowledgement so that the two overlap (Slack only needs the
-    // ack within 3 s); it is awaited below, the catch only keeps it from counting as unhandled.
+    // ack within 3 s); it is awaited below, bounded by the click's deadline.
     const checking = click ? clicks.check(click) : undefined;
     checking?.catch(() => {});
     await ack();
@@ -57,16 +59,16 @@ export function registerChoiceButton(
       );
       return;
     }
-    if (!click || !value || !checking) {
-      await clicks.refuse(channel, parsed.data.user.id, { code: 'unknownCard' });
+    if (!click || !checking) {
+      await clicks.refuse({ channel, userId: parsed.data.user.id }, { code: 'unknownCard' });
       return;
     }
-    const checked = await checking;
+    const checked = await clicks.checkInTime(click, checking);
     if (checked.ok && checked.choice.acceptsFeedback && parsed.data.trigger_id) {
       await views.open(
         parsed.data.trigger_id,
         renderFeedbackModal({
-          metadata: { channel, ts, sourceIndex: value.s, choiceId: value.c },
+          metadata: { channel, ts, sourceIndex: click.sourceIndex, choiceId: click.choiceId },
           choiceLabel: checked.choice.label,
           tool: checked.record.tool,
         }) as never,
