@@ -103,6 +103,13 @@ describe('races, bad input and rate limits', () => {
       approvalId: 'cold-0001',
       sessionId: 'cold-session',
     });
+    // Ready does not wait for the bot to follow the session it listed. Opened before that, the
+    // approval would show up in the session's first listing, and the bot resumes a session with
+    // pending approvals at once: wait until it has listed the session empty.
+    await world.host.waitForMethod(
+      'approval/listPending',
+      (f) => f.frame.params?.sessionId === 'cold-session',
+    );
     await world.host.open(approval, { via: 'requested' });
     await world.waitForCard('cold-0001', (m) => buttonsOf(m).length > 0);
     expect(world.host.framesOf('session/resume')).toHaveLength(0);
