@@ -37,6 +37,8 @@ export interface Config {
   grants: { ttlMs: number; maxTtlMs: number };
   /** How long resolved approval records are kept in Redis. */
   resolvedTtlMs: number;
+  /** Host events held while Redis does not answer; past this they are dropped and re-read later. */
+  hostEventBuffer: number;
   pagerDuty: { routingKey?: string; apiToken?: string; eventsUrl: string; apiUrl: string };
   logLevel: LogLevelName;
 }
@@ -52,6 +54,7 @@ export const DEFAULTS = {
   grantMaxTtl: '7d',
   resolvedTtl: '30d',
   mspRequestTimeout: '30s',
+  hostEventBuffer: 10_000,
   pagerDutyEventsUrl: 'https://events.pagerduty.com/v2/enqueue',
   pagerDutyApiUrl: 'https://api.pagerduty.com',
   logLevel: 'info',
@@ -270,6 +273,17 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     );
   }
   const resolvedTtlMs = durationVar(env, 'COUNTERSIGN_RESOLVED_TTL', DEFAULTS.resolvedTtl);
+  const rawBuffer = read(env, 'COUNTERSIGN_HOST_EVENT_BUFFER') ?? String(DEFAULTS.hostEventBuffer);
+  const hostEventBuffer = check(
+    'COUNTERSIGN_HOST_EVENT_BUFFER',
+    rawBuffer,
+    z
+      .string()
+      .regex(/^\d{1,9}$/)
+      .transform(Number)
+      .pipe(z.number().int().positive()),
+    `must be a positive whole number of events (got ${shown(rawBuffer)}): fix or unset it (default ${DEFAULTS.hostEventBuffer})`,
+  );
 
   const routingKey = read(env, 'PAGERDUTY_ROUTING_KEY');
   const apiToken = read(env, 'PAGERDUTY_API_TOKEN');
@@ -293,6 +307,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     routes,
     grants: { ttlMs: grantTtlMs, maxTtlMs: grantMaxTtlMs },
     resolvedTtlMs,
+    hostEventBuffer,
     pagerDuty: {
       ...(routingKey ? { routingKey } : {}),
       ...(apiToken ? { apiToken } : {}),

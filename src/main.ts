@@ -15,6 +15,7 @@ import { classifySlackError } from './slack/slackFailures.js';
 import { createSlackFetch } from './slack/slackFetch.js';
 import { createWebClient } from './slack/webClient.js';
 import { ApprovalStore } from './store/approvalStore.js';
+import { RedisHealth } from './store/redisHealth.js';
 import { RedisSessionMemory } from './store/sessionMemory.js';
 import { VERSION } from './version.js';
 
@@ -54,6 +55,7 @@ async function main(): Promise<void> {
   });
 
   const store = new ApprovalStore(redis, { resolvedTtlMs: config.resolvedTtlMs });
+  const redisHealth = new RedisHealth(redis, { logger });
   // One Web API client and one connection pool for every Slack call: cards, notes, listeners.
   const slackTransport = createSlackFetch();
   const slackClient = createWebClient({
@@ -95,6 +97,8 @@ async function main(): Promise<void> {
     logger,
     routeFor: (input) => router.routeFor(input),
     sandboxMode: config.msp.sandboxMode,
+    redis: redisHealth,
+    maxBufferedEvents: config.hostEventBuffer,
   });
   const host = new HostSupervisor({
     hostId: config.msp.hostId,
@@ -117,7 +121,11 @@ async function main(): Promise<void> {
     identity: () => identity,
     web: slackClient,
     transport: slackTransport,
-    health: { redis: () => redis.status === 'ready', slack: () => slackUp, hosts: () => host.isUp() },
+    health: {
+      redis: () => redis.status === 'ready' && redisHealth.available(),
+      slack: () => slackUp,
+      hosts: () => host.isUp(),
+    },
   });
 
   let stopping = false;
@@ -140,6 +148,7 @@ async function main(): Promise<void> {
       await host.stop();
       // Stopping a non-durable host orphans its cards; let that reach Slack before Redis goes.
       await relay.idle();
+      redisHealth.stop();
       await redis.quit();
     } catch (err) {
       logger.error({ err }, 'error while shutting down');
@@ -160,6 +169,7 @@ async function main(): Promise<void> {
   await app.start(config.port);
   logger.info({ version: VERSION, config: redactedConfig(config) }, 'countersign listening');
 
+  redisHealth.start();
   void checkSlackAuth();
   await host.start();
 

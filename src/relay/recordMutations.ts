@@ -217,10 +217,18 @@ export function resolved(params: ApprovalResolvedParams, incarnation: string, no
   };
 }
 
-/** The host answered approvalAlreadyResolved: record the winner it names, if we lack one. */
+/**
+ * The host answered approvalAlreadyResolved: record the winner it names, if we lack one. An
+ * `abort` by `user` that was not ours is a recovery's or a withdrawal's (see resolved()).
+ */
 export function resolvedElsewhere(decision: string, resolvedBy: string, now: Date) {
   return (record: ApprovalRecord): ApprovalRecord | undefined => {
     if (isTerminal(record)) return undefined;
+    if (decision === 'abort' && resolvedBy === 'user') {
+      return superseded(
+        'The agent host closed this request without a decision (it restarted or withdrew it).',
+      )(record);
+    }
     return {
       ...record,
       phase: 'resolved',

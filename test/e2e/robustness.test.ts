@@ -99,28 +99,27 @@ describe('races, bad input and rate limits', () => {
       sessions: [{ sessionId: 'cold-session', title: 'Cold', status: 'notLoaded' }],
       requireResume: true,
     });
+    // /readyz answers once the host is up, before the bot has listed its sessions. Had that
+    // listing come after the approval was opened, the bot would find the approval pending and
+    // resume the session on its own, and no decide would ever meet sessionNotLoaded.
+    await world.bot.waitForLog((l) => l.msg === 'session sync done', 10_000);
     const approval = approvalFromTranscript('approval-round-trip', {
       approvalId: 'cold-0001',
       sessionId: 'cold-session',
     });
-    // Ready does not wait for the bot to follow the session it listed. Opened before that, the
-    // approval would show up in the session's first listing, and the bot resumes a session with
-    // pending approvals at once: wait until it has listed the session empty.
-    await world.host.waitForMethod(
-      'approval/listPending',
-      (f) => f.frame.params?.sessionId === 'cold-session',
-    );
     await world.host.open(approval, { via: 'requested' });
     await world.waitForCard('cold-0001', (m) => buttonsOf(m).length > 0);
     expect(world.host.framesOf('session/resume')).toHaveLength(0);
 
     await world.press('cold-0001', 'Allow once');
+    const refused = await world.host.waitForDecide();
+    const replayed = await world.host.waitForDecide((d) => d.index > refused.index, 10_000);
+    expect(replayed.frame.params.commandId).toBe(refused.frame.params.commandId);
     await world.waitForCard('cold-0001', (m) => textOf(m).includes('Approved'), 10_000);
-    const [refused, replayed] = world.host.decides();
-    expect(replayed!.frame.params.commandId).toBe(refused!.frame.params.commandId);
+    expect(world.host.decides()).toHaveLength(2);
     const resume = world.host.framesOf('session/resume');
     expect(resume.map((f) => f.frame.params?.sessionId)).toEqual(['cold-session']);
-    expect(resume[0]!.index).toBeGreaterThan(refused!.index);
-    expect(resume[0]!.index).toBeLessThan(replayed!.index);
+    expect(resume[0]!.index).toBeGreaterThan(refused.index);
+    expect(resume[0]!.index).toBeLessThan(replayed.index);
   });
 });

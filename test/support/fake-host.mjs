@@ -47,6 +47,8 @@ function defaultState() {
     sessions: [],
     approvals: {},
     commands: {},
+    /** @type {{method: string, error: any, times: number}[]} the next requests of a method that fail */
+    forcedRequests: [],
   };
 }
 
@@ -112,8 +114,12 @@ const forcedDecideErrors = [];
 let unansweredDecides = 0;
 /** How long the next approval/decide waits before it is applied and answered (a slow host). */
 let nextDecideDelayMs = 0;
-/** @type {{method: string, error: any, times: number}[]} the next requests of a method that fail */
-const forcedRequestErrors = [];
+/**
+ * What the host sends when a decide advances a shell approval to its next stage: approval/updated
+ * and a fresh approval/request (`updatedAndRequest`), or approval/updated alone (`updatedOnly`),
+ * which msp-approvals.md §9 allows.
+ */
+let stageAdvanceFrames = 'updatedAndRequest';
 
 // ---------------------------------------------------------------------------------------------
 // Control connection
@@ -225,12 +231,20 @@ function applyControl(cmd) {
     case 'advanceSilently':
       return advanceSilently(cmd.approvalId);
     case 'failRequest':
-      forcedRequestErrors.push({ method: cmd.method, error: cmd.error, times: Number(cmd.times ?? 1) });
+      // Kept in the durable state, so that it also hits the next host process (after a crash).
+      state.forcedRequests.push({ method: cmd.method, error: cmd.error, times: Number(cmd.times ?? 1) });
+      saveState();
       return null;
     case 'openBatch':
       return openBatch(cmd);
     case 'batchTimes':
       return batchTimes(cmd.prefix);
+    case 'stageAdvance':
+      if (cmd.frames !== 'updatedAndRequest' && cmd.frames !== 'updatedOnly') {
+        throw new Error(`stageAdvance: frames must be updatedAndRequest or updatedOnly`);
+      }
+      stageAdvanceFrames = cmd.frames;
+      return null;
     default:
       throw new Error(`unknown control command ${JSON.stringify(cmd.type)}`);
   }
@@ -886,7 +900,7 @@ function applyDecide(params) {
         p.currentRequirementId = { approvalId, sourceIndex: stages[next].requirementId.sourceIndex };
         p.availableChoices = rec.stageChoices?.[next] ?? defaultStageChoices(stages[next]);
         frames.push(['notify', 'approval/updated', updatedParams(rec, change)]);
-        frames.push(['request', 'approval/request', p]);
+        if (stageAdvanceFrames === 'updatedAndRequest') frames.push(['request', 'approval/request', p]);
       } else {
         frames.push(['notify', 'approval/updated', updatedParams(rec, change)]);
       }
@@ -926,10 +940,11 @@ function handleRequest(msg) {
     return { result: initializeResult(params), after: () => {} };
   }
   if (!initialized) fail(-32600, 'notInitialized', 'not initialized');
-  const forced = forcedRequestErrors.find((f) => f.method === method);
+  const forced = state.forcedRequests.find((f) => f.method === method);
   if (forced) {
     forced.times -= 1;
-    if (forced.times <= 0) forcedRequestErrors.splice(forcedRequestErrors.indexOf(forced), 1);
+    if (forced.times <= 0) state.forcedRequests.splice(state.forcedRequests.indexOf(forced), 1);
+    saveState();
     const e = forced.error ?? {};
     const code = e.code ?? -32603;
     throw new RpcFailure({

@@ -378,6 +378,14 @@ export class FakeHost {
     await this.send('delayDecide', { ms });
   }
 
+  /**
+   * What this host process sends when a decide moves a shell approval to its next stage:
+   * approval/updated then a fresh approval/request (the default), or approval/updated alone.
+   */
+  async stageAdvance(frames: 'updatedAndRequest' | 'updatedOnly'): Promise<void> {
+    await this.send('stageAdvance', { frames });
+  }
+
   async crash(code = 1): Promise<void> {
     await this.send('crash', { code });
   }
@@ -405,7 +413,10 @@ export class FakeHost {
     return this.send('advanceSilently', { approvalId }) as Promise<ApprovalRequestParams>;
   }
 
-  /** The next `times` requests of `method` (listPending, resume, …) are answered with `error`. */
+  /**
+   * The next `times` requests of `method` (listPending, resume, …) are answered with `error`,
+   * by this host process or, after a crash, the next one.
+   */
   async failRequest(
     method: string,
     error: { code: number; message?: string; data?: Record<string, unknown> },

@@ -129,6 +129,20 @@ describe('FakeSlack', () => {
     );
   });
 
+  test('onChange tells a listener after each answered call until it unsubscribes', async () => {
+    slack = await FakeSlack.start();
+    const web = client(slack);
+    const seen: number[] = [];
+    const unsubscribe = slack.onChange(() => seen.push(slack?.calls.length ?? -1));
+    const posted = await web.chat.postMessage({ channel: 'C1', text: 'one' });
+    await web.chat.update({ channel: 'C1', ts: posted.ts!, text: 'two' });
+    // Each listener call comes once the call is recorded, so the state is already current.
+    expect(seen).toEqual([1, 2]);
+    unsubscribe();
+    await web.chat.postMessage({ channel: 'C1', text: 'three' });
+    expect(seen).toEqual([1, 2]);
+  });
+
   test('a per-channel limit answers 429 with Retry-After for that channel and method only', async () => {
     slack = await FakeSlack.start();
     const web = new WebClient('xoxb-test-token', { slackApiUrl: slack.apiUrl, rejectRateLimitedCalls: true });

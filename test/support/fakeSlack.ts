@@ -266,6 +266,7 @@ export class FakeSlack {
   private readonly usergroups = new Map<string, string[]>();
   private waiters: Waiter[] = [];
   private requestWaiters: Array<() => void> = [];
+  private readonly changeListeners = new Set<() => void>();
   private responseWaiters: Array<{
     test: (r: ResponseUrlPost) => boolean;
     resolve: (r: ResponseUrlPost) => void;
@@ -494,6 +495,16 @@ export class FakeSlack {
     });
   }
 
+  /**
+   * Calls `listener` after every answered Web API call and response_url post, i.e. whenever a
+   * message, view or ephemeral may have changed (the demo page's live updates). Returns an
+   * unsubscribe function.
+   */
+  onChange(listener: () => void): () => void {
+    this.changeListeners.add(listener);
+    return () => this.changeListeners.delete(listener);
+  }
+
   /** A readable list of every call so far (for failure messages). */
   summary(): string {
     const lines = this.calls.map(
@@ -661,6 +672,7 @@ export class FakeSlack {
           w.resolve(post);
         }
       }
+      for (const l of this.changeListeners) l();
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end('{"ok":true}');
       return;
@@ -741,6 +753,8 @@ export class FakeSlack {
         w.resolve(call);
       }
     }
+    // The call was carried out, whatever becomes of its answer.
+    for (const l of this.changeListeners) l();
     if (fault && 'reset' in fault) {
       req.socket.destroy();
       return;
