@@ -17,6 +17,8 @@ export interface Config {
     signingSecret?: string;
     /** Web API base URL, always ending in `/`. */
     apiUrl: string;
+    /** How long one Web API call may take before its answer counts as lost. */
+    apiTimeoutMs: number;
     /** Default channel for cards: SLACK_CHANNEL, else the channel of the file's catch-all route. */
     channel: string;
     mode: 'socket' | 'http';
@@ -44,6 +46,7 @@ export interface Config {
 
 export const DEFAULTS = {
   slackApiUrl: 'https://slack.com/api/',
+  slackApiTimeout: '10s',
   port: 3000,
   redisUrl: 'redis://127.0.0.1:6379',
   hostId: 'default',
@@ -177,6 +180,7 @@ function slackConfig(env: NodeJS.ProcessEnv): Omit<Config['slack'], 'channel'> &
   const signingSecret =
     mode === 'http' ? requiredInHttpMode(env, 'SLACK_SIGNING_SECRET') : read(env, 'SLACK_SIGNING_SECRET');
   const apiUrl = urlVar(env, 'SLACK_API_URL', DEFAULTS.slackApiUrl);
+  const apiTimeoutMs = durationVar(env, 'SLACK_API_TIMEOUT', DEFAULTS.slackApiTimeout);
   const rawChannel = read(env, 'SLACK_CHANNEL');
   const slackChannel =
     rawChannel === undefined
@@ -192,6 +196,7 @@ function slackConfig(env: NodeJS.ProcessEnv): Omit<Config['slack'], 'channel'> &
     ...(appToken ? { appToken } : {}),
     ...(signingSecret ? { signingSecret } : {}),
     apiUrl: apiUrl.endsWith('/') ? apiUrl : `${apiUrl}/`,
+    apiTimeoutMs,
     ...(slackChannel ? { channel: slackChannel } : {}),
     mode,
   };

@@ -12,6 +12,7 @@ import { Router } from './routing/router.js';
 import { type BotIdentity, createSlackApp } from './slack/createSlackApp.js';
 import { SlackCardChannel } from './slack/slackCardChannel.js';
 import { classifySlackError } from './slack/slackFailures.js';
+import { createSlackFetch } from './slack/slackFetch.js';
 import { createWebClient } from './slack/webClient.js';
 import { ApprovalStore } from './store/approvalStore.js';
 import { RedisHealth } from './store/redisHealth.js';
@@ -55,9 +56,13 @@ async function main(): Promise<void> {
 
   const store = new ApprovalStore(redis, { resolvedTtlMs: config.resolvedTtlMs });
   const redisHealth = new RedisHealth(redis, { logger });
+  // One Web API client and one connection pool for every Slack call: cards, notes, listeners.
+  const slackTransport = createSlackFetch();
   const slackClient = createWebClient({
     token: config.slack.botToken,
     apiUrl: config.slack.apiUrl,
+    timeoutMs: config.slack.apiTimeoutMs,
+    fetch: slackTransport,
     logger: toBoltLogger(logger.child({ component: 'slack-web-api' })),
   });
   let slackUp = false;
@@ -114,6 +119,8 @@ async function main(): Promise<void> {
     logger,
     clicks,
     identity: () => identity,
+    web: slackClient,
+    transport: slackTransport,
     health: {
       redis: () => redis.status === 'ready' && redisHealth.available(),
       slack: () => slackUp,

@@ -157,7 +157,9 @@ export class RecordKeeper {
     const { approvalId } = record;
     let posted: { ts: string; channel: string };
     try {
-      posted = await cards.post(record.slack.channel, () => render(record, this.now()));
+      posted = await cards.post(record.slack.channel, () => render(record, this.now()), {
+        approvalId,
+      });
     } catch (err) {
       // Slack said no (the channel, a scope, an outage): try again later, nothing is lost.
       await store.releasePostLease(approvalId, lease);

@@ -48,6 +48,7 @@ describe('loadConfig defaults', () => {
         botToken: BOT_TOKEN,
         appToken: APP_TOKEN,
         apiUrl: 'https://slack.com/api/',
+        apiTimeoutMs: 10_000,
         channel: 'C0123456789',
         mode: 'socket',
       },
@@ -100,6 +101,7 @@ describe('loadConfig defaults', () => {
       socketEnv({
         SLACK_SIGNING_SECRET: SIGNING_SECRET,
         SLACK_API_URL: 'http://127.0.0.1:4010/api',
+        SLACK_API_TIMEOUT: '2500ms',
         SLACK_CHANNEL: '#approvals',
         PORT: '0',
         REDIS_URL: 'rediss://:redispassword@redis.internal:6380/2',
@@ -118,6 +120,7 @@ describe('loadConfig defaults', () => {
     expect(config.slack).toMatchObject({
       signingSecret: SIGNING_SECRET,
       apiUrl: 'http://127.0.0.1:4010/api/',
+      apiTimeoutMs: 2_500,
       channel: '#approvals',
       mode: 'socket',
     });
@@ -213,6 +216,7 @@ describe('loadConfig errors', () => {
     ['COUNTERSIGN_GRANT_TTL', '0s'],
     ['COUNTERSIGN_GRANT_MAX_TTL', '7'],
     ['COUNTERSIGN_RESOLVED_TTL', '-1d'],
+    ['SLACK_API_TIMEOUT', '10'],
   ])('rejects %s=%s', (name, value) => {
     const err = configError(socketEnv({ [name]: value }));
     expect(err.variable).toBe(name);

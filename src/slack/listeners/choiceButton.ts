@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { CHOICE_ACTION_PATTERN, decodeChoiceValue } from '../../cards/ids.js';
 import { renderFeedbackModal } from '../../cards/renderFeedbackModal.js';
 import type { ClickHandler } from '../../relay/clickHandler.js';
+import type { SlackViews } from '../slackViews.js';
 
 const BlockActionBody = z.looseObject({
   user: z.looseObject({ id: z.string() }),
@@ -20,8 +21,13 @@ const BlockActionBody = z.looseObject({
  * A press on a choice button. The button's value only says which button it was; the approval
  * and what may be decided come from Redis.
  */
-export function registerChoiceButton(app: App, clicks: ClickHandler, logger: Logger): void {
-  app.action(CHOICE_ACTION_PATTERN, async ({ ack, body, client }) => {
+export function registerChoiceButton(
+  app: App,
+  clicks: ClickHandler,
+  views: SlackViews,
+  logger: Logger,
+): void {
+  app.action(CHOICE_ACTION_PATTERN, async ({ ack, body }) => {
     const receivedAt = Date.now();
     const parsed = BlockActionBody.safeParse(body);
     const channel = parsed.success
@@ -59,14 +65,14 @@ export function registerChoiceButton(app: App, clicks: ClickHandler, logger: Log
     }
     const checked = await clicks.checkInTime(click, checking);
     if (checked.ok && checked.choice.acceptsFeedback && parsed.data.trigger_id) {
-      await client.views.open({
-        trigger_id: parsed.data.trigger_id,
-        view: renderFeedbackModal({
+      await views.open(
+        parsed.data.trigger_id,
+        renderFeedbackModal({
           metadata: { channel, ts, sourceIndex: click.sourceIndex, choiceId: click.choiceId },
           choiceLabel: checked.choice.label,
           tool: checked.record.tool,
         }) as never,
-      });
+      );
       return;
     }
     await clicks.click(click, checked);
