@@ -144,7 +144,8 @@ describe('stopping the host', () => {
 
     const started = Date.now();
     await supervisor.stop(2_500);
-    expect(Date.now() - started).toBeLessThan(3_000);
+    // Within its 2.5 s, give or take timers that fire late on a busy machine.
+    expect(Date.now() - started).toBeLessThan(3_500);
     expect(pids.filter(isRunning)).toEqual([]);
     expect(logs.some((line) => line.msg === 'host stopped')).toBe(true);
   });
