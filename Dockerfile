@@ -31,6 +31,6 @@ ENV PORT=3000
 EXPOSE 3000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/healthz').then(r=>process.exit(r.ok?0:1)).catch(()=>process.exit(1))"]
-# Small young generation: a burst then costs far less resident memory, for some CPU (README
-# "Performance"). Keep in step with the start script in package.json.
+# Small young generation: a burst then costs far less resident memory, for some CPU
+# (docs/performance.md, "Memory"). Keep in step with the start script in package.json.
 CMD ["node", "--max-semi-space-size=2", "dist/main.js"]

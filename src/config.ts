@@ -2,6 +2,7 @@ import { statSync } from 'node:fs';
 import { z } from 'zod';
 import { CHANNEL_ID, ConfigError, shown } from './configCommon.js';
 import { loadRouteConfig, type Route } from './routing/routeConfig.js';
+import { maskCommandLine } from './secrets/maskCommandLine.js';
 
 /** Pino levels accepted by LOG_LEVEL. */
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -16,25 +17,36 @@ export interface Config {
     signingSecret?: string;
     /** Web API base URL, always ending in `/`. */
     apiUrl: string;
+    /** How long one Web API call may take before its answer counts as lost. */
+    apiTimeoutMs: number;
     /** Default channel for cards: SLACK_CHANNEL, else the channel of the file's catch-all route. */
     channel: string;
     mode: 'socket' | 'http';
   };
   port: number;
   redisUrl: string;
-  msp: { hostId: string; hostCommand: string; sandboxMode: string };
+  msp: {
+    hostId: string;
+    hostCommand: string;
+    sandboxMode: string;
+    /** How long one request to the host may take before it is asked again (decide) or fails. */
+    requestTimeoutMs: number;
+  };
   configPath?: string;
   /** Routes from the COUNTERSIGN_CONFIG file, first match wins; empty without a file. */
   routes: Route[];
   grants: { ttlMs: number; maxTtlMs: number };
   /** How long resolved approval records are kept in Redis. */
   resolvedTtlMs: number;
+  /** Host events held while Redis does not answer; past this they are dropped and re-read later. */
+  hostEventBuffer: number;
   pagerDuty: { routingKey?: string; apiToken?: string; eventsUrl: string; apiUrl: string };
   logLevel: LogLevelName;
 }
 
 export const DEFAULTS = {
   slackApiUrl: 'https://slack.com/api/',
+  slackApiTimeout: '10s',
   port: 3000,
   redisUrl: 'redis://127.0.0.1:6379',
   hostId: 'default',
@@ -42,6 +54,8 @@ export const DEFAULTS = {
   grantTtl: '8h',
   grantMaxTtl: '7d',
   resolvedTtl: '30d',
+  mspRequestTimeout: '30s',
+  hostEventBuffer: 10_000,
   pagerDutyEventsUrl: 'https://events.pagerduty.com/v2/enqueue',
   pagerDutyApiUrl: 'https://api.pagerduty.com',
   logLevel: 'info',
@@ -194,6 +208,7 @@ function slackConfig(env: NodeJS.ProcessEnv): Omit<Config['slack'], 'channel'> &
       ? requiredInHttpMode(env, 'SLACK_SIGNING_SECRET')
       : secretVar(env, 'SLACK_SIGNING_SECRET', SIGNING_SECRET_FIX);
   const apiUrl = urlVar(env, 'SLACK_API_URL', DEFAULTS.slackApiUrl);
+  const apiTimeoutMs = durationVar(env, 'SLACK_API_TIMEOUT', DEFAULTS.slackApiTimeout);
   const rawChannel = read(env, 'SLACK_CHANNEL');
   const slackChannel =
     rawChannel === undefined
@@ -209,6 +224,7 @@ function slackConfig(env: NodeJS.ProcessEnv): Omit<Config['slack'], 'channel'> &
     ...(appToken ? { appToken } : {}),
     ...(signingSecret ? { signingSecret } : {}),
     apiUrl: apiUrl.endsWith('/') ? apiUrl : `${apiUrl}/`,
+    apiTimeoutMs,
     ...(slackChannel ? { channel: slackChannel } : {}),
     mode,
   };
@@ -260,6 +276,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     'set it to the command line that starts an MSP host speaking NDJSON on stdio (run through /bin/sh -c)',
   );
   const sandboxMode = read(env, 'MSP_SANDBOX_MODE') ?? DEFAULTS.sandboxMode;
+  const requestTimeoutMs = durationVar(env, 'MSP_REQUEST_TIMEOUT', DEFAULTS.mspRequestTimeout);
 
   const rawPort = read(env, 'PORT') ?? String(DEFAULTS.port);
   const portNumber = check(
@@ -285,6 +302,17 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     );
   }
   const resolvedTtlMs = durationVar(env, 'COUNTERSIGN_RESOLVED_TTL', DEFAULTS.resolvedTtl);
+  const rawBuffer = read(env, 'COUNTERSIGN_HOST_EVENT_BUFFER') ?? String(DEFAULTS.hostEventBuffer);
+  const hostEventBuffer = check(
+    'COUNTERSIGN_HOST_EVENT_BUFFER',
+    rawBuffer,
+    z
+      .string()
+      .regex(/^\d{1,9}$/)
+      .transform(Number)
+      .pipe(z.number().int().positive()),
+    `must be a positive whole number of events (got ${shown(rawBuffer)}): fix or unset it (default ${DEFAULTS.hostEventBuffer})`,
+  );
 
   const routingKey = secretVar(
     env,
@@ -311,11 +339,12 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     slack,
     port: portNumber,
     redisUrl: redis,
-    msp: { hostId: DEFAULTS.hostId, hostCommand, sandboxMode },
+    msp: { hostId: DEFAULTS.hostId, hostCommand, sandboxMode, requestTimeoutMs },
     ...(configPath ? { configPath } : {}),
     routes,
     grants: { ttlMs: grantTtlMs, maxTtlMs: grantMaxTtlMs },
     resolvedTtlMs,
+    hostEventBuffer,
     pagerDuty: {
       ...(routingKey ? { routingKey } : {}),
       ...(apiToken ? { apiToken } : {}),
@@ -364,7 +393,7 @@ export function redactedConfig(config: Config): Config {
       ...secretShown('signingSecret', signingSecret),
     },
     redisUrl: redactUrlPassword(config.redisUrl),
-    msp: { ...config.msp },
+    msp: { ...config.msp, hostCommand: maskCommandLine(config.msp.hostCommand) },
     grants: { ...config.grants },
     pagerDuty: {
       ...pagerDuty,

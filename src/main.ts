@@ -6,15 +6,20 @@ import { createLogger, toBoltLogger } from './log.js';
 import { sleep } from './msp/backoff.js';
 import { HostSupervisor } from './msp/hostSupervisor.js';
 import { ClickHandler } from './relay/clickHandler.js';
+import { Decider } from './relay/decider.js';
+import { RecordKeeper } from './relay/recordKeeper.js';
 import { Relay } from './relay/relay.js';
 import { Router } from './routing/router.js';
 import { createShutdown } from './shutdown.js';
 import { type BotIdentity, createSlackApp } from './slack/createSlackApp.js';
 import { SlackCardChannel } from './slack/slackCardChannel.js';
 import { classifySlackError } from './slack/slackFailures.js';
+import { createSlackFetch } from './slack/slackFetch.js';
 import { describeSlackFailure, SlackReachability } from './slack/slackReachability.js';
 import { createWebClient } from './slack/webClient.js';
 import { ApprovalStore } from './store/approvalStore.js';
+import { RedisHealth } from './store/redisHealth.js';
+import { RedisSessionMemory } from './store/sessionMemory.js';
 import { VERSION } from './version.js';
 
 /** A mistake only the operator can fix: one line on stderr, exit 1. */
@@ -57,9 +62,14 @@ async function main(): Promise<void> {
   });
 
   const store = new ApprovalStore(redis, { resolvedTtlMs: config.resolvedTtlMs });
+  const redisHealth = new RedisHealth(redis, { logger });
+  // One Web API client and one connection pool for every Slack call: cards, notes, listeners.
+  const slackTransport = createSlackFetch();
   const slackClient = createWebClient({
     token: config.slack.botToken,
     apiUrl: config.slack.apiUrl,
+    timeoutMs: config.slack.apiTimeoutMs,
+    fetch: slackTransport,
     logger: toBoltLogger(logger.child({ component: 'slack-web-api' })),
   });
   let slackUp = false;
@@ -70,15 +80,32 @@ async function main(): Promise<void> {
   });
 
   const router = new Router(config.routes, config.slack.channel);
-  let clicks: ClickHandler | undefined;
-  const relay = new Relay({
+  const keeper = new RecordKeeper({
     store,
     cards: cardChannel,
     render: (record, now) => renderCard(record, { now }),
     logger,
-    channelFor: (input) => router.channelFor(input),
+  });
+  // Hosts by id. The Decider and the Relay look a host up when they need it, so nothing here
+  // has to exist before the rest is wired.
+  const hosts = new Map<string, HostSupervisor>();
+  const decider = new Decider({
+    keeper,
+    store,
+    host: (hostId) => hosts.get(hostId),
+    logger,
+    newCommandId: () => uuidv7(),
+  });
+  const relay = new Relay({
+    keeper,
+    store,
+    decider,
+    host: (hostId) => hosts.get(hostId),
+    logger,
+    routeFor: (input) => router.routeFor(input),
     sandboxMode: config.msp.sandboxMode,
-    onOrphanedDecision: (record) => clicks?.replay(record),
+    redis: redisHealth,
+    maxBufferedEvents: config.hostEventBuffer,
   });
   const host = new HostSupervisor({
     hostId: config.msp.hostId,
@@ -86,23 +113,21 @@ async function main(): Promise<void> {
     logger: logger.child({ hostId: config.msp.hostId }),
     clientVersion: VERSION,
     onEvent: (event) => relay.handleHostEvent(event),
+    sessionMemory: new RedisSessionMemory(redis),
+    decideTimeoutMs: config.msp.requestTimeoutMs,
+    requestTimeoutMs: config.msp.requestTimeoutMs,
   });
-  clicks = new ClickHandler({
-    store,
-    relay,
-    notifier: cardChannel,
-    host: (hostId) => (hostId === host.hostId ? host : undefined),
-    logger,
-    newCommandId: () => uuidv7(),
-  });
+  hosts.set(host.hostId, host);
+  const clicks = new ClickHandler({ store, decider, keeper, notifier: cardChannel, logger });
 
   const identity: BotIdentity = {};
   const reachability = new SlackReachability(logger.child({ component: 'slack-reachability' }));
   const whyDown = {
-    redis: () =>
-      redisError === undefined
-        ? `Redis connection is ${redis.status}`
-        : `cannot reach Redis at ${shownConfig.redisUrl}: ${redisError}`,
+    redis: () => {
+      if (redisError !== undefined) return `cannot reach Redis at ${shownConfig.redisUrl}: ${redisError}`;
+      if (redis.status === 'ready') return `Redis at ${shownConfig.redisUrl} does not answer PING in time`;
+      return `Redis connection is ${redis.status}`;
+    },
     slack: () =>
       reachability.problem() ??
       (identity.botUserId === undefined
@@ -115,9 +140,11 @@ async function main(): Promise<void> {
     logger,
     clicks,
     identity: () => identity,
+    web: slackClient,
+    transport: slackTransport,
     reachability,
     health: {
-      redis: () => redis.status === 'ready',
+      redis: () => redis.status === 'ready' && redisHealth.available(),
       slack: () => slackUp,
       hosts: () => host.isUp(),
       whyDown: (part) => whyDown[part](),
@@ -128,11 +155,14 @@ async function main(): Promise<void> {
   const shutdownOnce = createShutdown({
     logger,
     stopSlack: () => app.stop(),
-    drainDecisions: () => clicks?.drain() ?? Promise.resolve(),
+    drainDecisions: () => Promise.all([clicks.drain(), decider.drain()]),
     relayIdle: () => relay.idle(),
-    stopRelay: () => relay.stop(),
+    stopRelay: () => keeper.stop(),
     stopHost: (withinMs) => host.stop(withinMs),
-    quitRedis: () => redis.quit(),
+    quitRedis: () => {
+      redisHealth.stop();
+      return redis.quit();
+    },
     disconnectRedis: () => redis.disconnect(),
     exit: (code) => process.exit(code),
   });
@@ -161,6 +191,7 @@ async function main(): Promise<void> {
   }
   logger.info({ version: VERSION, config: shownConfig }, 'countersign listening');
 
+  redisHealth.start();
   void connected.catch((err: unknown) => {
     const cause = describeSlackFailure(err);
     const kind = classifySlackError(err).kind;

@@ -23,7 +23,7 @@ export interface ShutdownSteps {
   /** Stops taking Slack requests (Bolt's app.stop()). */
   stopSlack(): Promise<void>;
   /** Resolves when the decisions in flight are done. */
-  drainDecisions(): Promise<void>;
+  drainDecisions(): Promise<unknown>;
   /** Resolves when the relay has no work queued. */
   relayIdle(): Promise<void>;
   stopRelay(): void;

@@ -24,6 +24,8 @@ function headline(record: ApprovalRecord): string {
       return 'Approval needed';
     case 'deciding':
       return 'Being decided';
+    case 'unavailable':
+      return 'Cannot be decided from Slack now';
     case 'resolved': {
       const decision = record.resolution?.decision;
       if (decision === undefined) return 'Resolved';
@@ -77,7 +79,11 @@ function renderReasons(record: ApprovalRecord, budget: CardBudget): KnownBlock[]
 
 /** The stage a decision would target, while one can still be made. */
 function currentIndex(record: ApprovalRecord): number | undefined {
-  const open = record.phase === 'pending' || record.phase === 'deciding' || record.phase === 'reviewing';
+  const open =
+    record.phase === 'pending' ||
+    record.phase === 'deciding' ||
+    record.phase === 'reviewing' ||
+    record.phase === 'unavailable';
   return open ? record.currentRequirementId.sourceIndex : undefined;
 }
 

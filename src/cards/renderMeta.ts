@@ -3,6 +3,7 @@ import type { ApprovalRecord } from '../store/record.js';
 import { context } from './blocks.js';
 import type { CardBudget } from './budget.js';
 import { inlineCode, truncate } from './escape.js';
+import { intakeNotes } from './intakeNotes.js';
 import { slackAge } from './slackDate.js';
 
 /** Badges for facts a reviewer should weigh before clicking. */
@@ -14,6 +15,7 @@ export function renderBadges(record: ApprovalRecord, budget: CardBudget): KnownB
     const id = record.subagentOrigin.subagentId;
     badges.push(`:robot_face: *From a subagent*${id ? ` ${inlineCode(id, budget.field)}` : ''}`);
   }
+  badges.push(...intakeNotes(record.intake));
   return badges.length > 0 ? [context(badges)] : [];
 }
 

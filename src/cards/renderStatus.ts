@@ -10,7 +10,11 @@ import { slackDate } from './slackDate.js';
 const REVIEWING =
   ':hourglass_flowing_sand: An automated reviewer is looking at this. Buttons appear here if it hands the decision to a person.';
 const SUPERSEDED =
-  ':arrows_counterclockwise: Host restarted — this request was superseded. It was re-asked on a new card; decide there.';
+  ':arrows_counterclockwise: Superseded: the agent host closed this request without a decision. Nothing was decided here.';
+const HELD_ELSEWHERE =
+  ':no_entry_sign: Another agent client (someone’s terminal, say) holds this session, so it cannot be decided from Slack until that client lets go. Buttons come back when it does.';
+const UNKNOWN_TO_HOST =
+  ':mag: The agent host said it does not know this request. Countersign is asking it what is still pending; buttons come back if it is.';
 const ORPHANED =
   ':ghost: The agent host stopped and could not keep this request (non-durable host). Nothing was decided.';
 
@@ -45,19 +49,35 @@ function resolvedLines(resolution: Resolution, budget: CardBudget): string[] {
   lines.push(`*When:* ${slackDate(resolution.decidedAt) ?? clip(resolution.decidedAt, 60)}`);
   if (resolution.policyResult) lines.push(`*Policy result:* ${clip(resolution.policyResult, 40)}`);
   if (resolution.amendment) {
-    const { rulePreview, durability: d } = resolution.amendment;
-    lines.push(`*Rule saved* (${durability(d)}): ${truncate(rulePreview, budget.reason)}`);
+    const { rulePreview, durability: d, persistence, persistenceReason } = resolution.amendment;
+    if (persistence === 'failed') {
+      const why = persistenceReason ? ` (${truncate(persistenceReason, budget.reason)})` : '';
+      lines.push(
+        `:warning: *Rule not saved*${why}: the host could not save ${truncate(rulePreview, budget.reason)}. The decision itself stands; the agent will ask again next time.`,
+      );
+    } else {
+      lines.push(`*Rule saved* (${durability(d)}): ${truncate(rulePreview, budget.reason)}`);
+    }
   }
   if (resolution.feedback) lines.push(`*Feedback:* ${truncate(resolution.feedback, budget.reason)}`);
   return lines;
 }
+
+const DECIDED_VIA: Record<string, string> = {
+  grant: 'a remembered grant',
+  timeout: 'the escalation timeout',
+};
 
 function decidingLine(record: ApprovalRecord): string {
   const claim = record.claim;
   if (!claim) return ':hourglass: Being decided…';
   const choice = record.availableChoices.find((c) => c.choiceId === claim.choiceId);
   const what = choice ? ` (${clip(choice.label, 75)})` : '';
-  return `:hourglass: Being decided by ${mentionUser(claim.userId)}…${what}`;
+  const by = claim.userId ? mentionUser(claim.userId) : (DECIDED_VIA[claim.via ?? ''] ?? 'Countersign');
+  const line = `:hourglass: Being decided by ${by}…${what}`;
+  if (!claim.unanswered) return line;
+  const times = claim.unanswered === 1 ? 'once' : `${claim.unanswered} times`;
+  return `${line}\n:warning: The agent host has not answered yet; asked again ${times}. The decision is sent as soon as it answers.`;
 }
 
 /** What the card says about where the approval stands. Pending cards say it with buttons instead. */
@@ -69,6 +89,8 @@ export function renderStatus(record: ApprovalRecord, budget: CardBudget): KnownB
       return [];
     case 'deciding':
       return [section(decidingLine(record))];
+    case 'unavailable':
+      return [section(record.unavailable === 'heldElsewhere' ? HELD_ELSEWHERE : UNKNOWN_TO_HOST)];
     case 'resolved':
       return record.resolution
         ? packSections(resolvedLines(record.resolution, budget))

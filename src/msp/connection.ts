@@ -1,5 +1,6 @@
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from 'pino';
+import { maskPrefix } from '../secrets/maskPrefix.js';
 import { HostGoneError, MspError, RequestTimeoutError } from './errors.js';
 import { DEFAULT_MAX_FRAME_BYTES, encodeFrame, FrameDecoder } from './framing.js';
 
@@ -73,8 +74,10 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
   return isPlainObject(value) && typeof value.then === 'function';
 }
 
+/** The start of a frame for the log, with its secrets masked: a malformed frame is agent text too. */
 function preview(line: string): string {
-  return line.length > FRAME_PREVIEW_CHARS ? `${line.slice(0, FRAME_PREVIEW_CHARS)}…` : line;
+  const { text, cut } = maskPrefix(line, FRAME_PREVIEW_CHARS);
+  return cut ? `${text}…` : text;
 }
 
 export class JsonRpcConnection {

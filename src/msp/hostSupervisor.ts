@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { finished } from 'node:stream/promises';
 import type { Logger } from 'pino';
+import { maskCommandLine } from '../secrets/maskCommandLine.js';
 import { settlesWithin } from '../util/settlesWithin.js';
 import {
   APPROVAL_NOTIFICATIONS,
@@ -12,7 +13,7 @@ import { type BackoffPolicy, backoffDelay } from './backoff.js';
 import { type IncomingRequest, JsonRpcConnection } from './connection.js';
 import { decideWithRetry } from './decide.js';
 import { HostGoneError, MspError } from './errors.js';
-import type { ApprovalHost, HostEvent } from './events.js';
+import type { ApprovalHost, HostEvent, SessionMemory } from './events.js';
 import { performHandshake } from './handshake.js';
 import { describeExit, describeHandshakeFailure, failedStartsMessage } from './hostFailure.js';
 import { pipeHostStderr } from './hostStderr.js';
@@ -40,6 +41,8 @@ export interface HostSupervisorOptions {
   clientVersion: string;
   /** Called synchronously, in the order the frames arrived. */
   onEvent: (event: HostEvent) => void;
+  /** Remembers followed sessions across restarts of the bot. */
+  sessionMemory?: SessionMemory;
   /** Respawn backoff; default 200 ms doubling to 30 s. */
   backoff?: BackoffPolicy;
   /** The longest an orderly stop waits after EOF before SIGTERM; default 10 s. */
@@ -136,8 +139,9 @@ export class HostSupervisor implements ApprovalHost {
   /** Why the host is down, once an attempt has ended; cleared when a host comes up. */
   private lastFailure: string | undefined;
   private readonly upGate = new UpGate<Incarnation>();
-  /** Sessions resumed so far; resumed again on a respawned durable host. */
-  private readonly tracked = new Set<string>();
+  /** Sessions followed so far, with their last view cursor; followed again on a respawned host. */
+  private readonly tracked = new Map<string, { viewCursor?: string }>();
+  private readonly sessionMemory: SessionMemory | undefined;
 
   constructor(options: HostSupervisorOptions) {
     this.hostId = options.hostId;
@@ -149,6 +153,7 @@ export class HostSupervisor implements ApprovalHost {
         : options.logger.child({ hostId: options.hostId });
     this.clientVersion = options.clientVersion;
     this.onEvent = options.onEvent;
+    this.sessionMemory = options.sessionMemory;
     this.backoff = options.backoff ?? DEFAULT_BACKOFF;
     this.env = options.env;
     this.maxFrameBytes = options.maxFrameBytes;
@@ -184,6 +189,19 @@ export class HostSupervisor implements ApprovalHost {
     if (this.isUp()) return undefined;
     if (this.stopping) return 'the MSP host was stopped';
     return this.lastFailure ?? 'the MSP host is starting';
+  }
+
+  refreshSession(sessionId: string): void {
+    const follower = this.current?.follower;
+    if (isLive(this.current) && follower) void follower.refresh(sessionId);
+  }
+
+  refreshAll(): void {
+    const incarnation = this.current;
+    if (!isLive(incarnation) || !incarnation.follower) return;
+    incarnation.follower.refreshAll().catch((error: unknown) => {
+      if (!(error instanceof HostGoneError)) incarnation.logger.warn({ err: error }, 'session sync failed');
+    });
   }
 
   /** The current incarnation id, if a host process is running. */
@@ -306,6 +324,7 @@ export class HostSupervisor implements ApprovalHost {
         logger: incarnation.logger,
         emit: (event) => this.emit(event),
         tracked: this.tracked,
+        ...(this.sessionMemory ? { memory: this.sessionMemory } : {}),
       });
       incarnation.up = true;
       incarnation.upAt = Date.now();
@@ -373,7 +392,7 @@ export class HostSupervisor implements ApprovalHost {
       connection.close();
       void terminate(child, STDOUT_DRAIN_MS);
     });
-    logger.info({ hostPid: child.pid, command: this.command }, 'host spawned');
+    logger.info({ hostPid: child.pid, command: maskCommandLine(this.command) }, 'host spawned');
     return incarnation;
   }
 

@@ -3,8 +3,13 @@ import { v7 as uuidv7 } from 'uuid';
 import { z } from 'zod';
 import { approvalLogFields, type EventOrigin, parseApprovalRequest } from './approvalEvents.js';
 import { HostGoneError, MspError } from './errors.js';
-import type { HostEvent } from './events.js';
-import { ListPendingResult, Session, SessionStatusChangedParams } from './protocol.js';
+import type { HostEvent, SessionMemory } from './events.js';
+import {
+  type ApprovalRequestParams,
+  ListPendingResult,
+  Session,
+  SessionStatusChangedParams,
+} from './protocol.js';
 
 // Follows the sessions of one host incarnation (docs/msp-approvals.md §3, §5.6, §11): pull what
 // is pending with approval/listPending, and session/resume the sessions whose approvals we must
@@ -20,10 +25,12 @@ export interface SessionFollowerOptions {
   logger: Logger;
   emit: (event: HostEvent) => void;
   /**
-   * Sessions resumed by this or an earlier incarnation of the host; the supervisor keeps it
-   * across respawns so that a new incarnation resumes them again (§11).
+   * Sessions followed by this or an earlier incarnation of the host, with the last view cursor
+   * of each; the supervisor keeps it across respawns so that a new incarnation resumes them
+   * again (§11), and `memory` keeps it across restarts of the bot.
    */
-  tracked: Set<string>;
+  tracked: Map<string, { viewCursor?: string }>;
+  memory?: SessionMemory;
   newCommandId?: () => string;
 }
 
@@ -38,6 +45,10 @@ const SessionListPage = z.looseObject({
 
 const SessionNotification = z.looseObject({ session: Session });
 const SessionClosedParams = z.looseObject({ sessionId: z.string(), reason: z.string().optional() });
+const ViewGapParams = z.looseObject({ sessionId: z.string() });
+const ResumeResult = z.looseObject({ viewCursor: z.string().optional() });
+/** A cursor the host no longer serves from: resume without one. */
+const CURSOR_ERRORS: ReadonlySet<string> = new Set(['notFound', 'viewTruncated', 'boundaryPruned']);
 
 function isLoadedHere(status: string | undefined): boolean {
   return status === 'idle' || status === 'running';
@@ -48,7 +59,8 @@ export class SessionFollower {
   private readonly origin: EventOrigin;
   private readonly logger: Logger;
   private readonly emit: (event: HostEvent) => void;
-  private readonly tracked: Set<string>;
+  private readonly tracked: Map<string, { viewCursor?: string }>;
+  private readonly memory: SessionMemory | undefined;
   private readonly newCommandId: () => string;
   private resumeSupported: boolean;
   private disposed = false;
@@ -57,6 +69,8 @@ export class SessionFollower {
   private readonly known = new Set<string>();
   /** Sessions this connection is subscribed to. */
   private readonly resumed = new Set<string>();
+  /** Sessions another client holds (session/resume said sessionInUse). */
+  private readonly heldElsewhere = new Set<string>();
   /** One follow at a time per session, in order. */
   private readonly chains = new Map<string, Promise<void>>();
 
@@ -66,6 +80,7 @@ export class SessionFollower {
     this.logger = options.logger;
     this.emit = options.emit;
     this.tracked = options.tracked;
+    this.memory = options.memory;
     this.newCommandId = options.newCommandId ?? uuidv7;
     this.resumeSupported = options.durable;
   }
@@ -79,19 +94,65 @@ export class SessionFollower {
     return this.resumed.has(sessionId);
   }
 
-  /** Lists every session and follows each one (start-up and after every respawn). */
+  /**
+   * Lists every session and follows each one (start-up, every respawn, and after events were
+   * lost). Sessions followed before that the host no longer lists are asked about too: their
+   * cards must not stay open for ever.
+   */
   async syncAll(): Promise<void> {
+    await this.recall();
     const listed = await this.listAllSessions();
     for (const session of listed) this.seen(session);
     for (const session of listed) {
       if (this.disposed) return;
       await this.follow(session.sessionId, isLoadedHere(session.status));
     }
-    if (!this.resumeSupported) return;
     const listedIds = new Set(listed.map((session) => session.sessionId));
-    for (const sessionId of [...this.tracked]) {
+    for (const sessionId of [...this.tracked.keys()]) {
       if (this.disposed) return;
       if (!listedIds.has(sessionId)) await this.follow(sessionId, false);
+    }
+  }
+
+  /**
+   * Reads every session's pending approvals again, followed or not (after events were lost):
+   * what is pending gets its card, what is not has its card closed.
+   */
+  async refreshAll(): Promise<void> {
+    await this.syncAll();
+    for (const sessionId of [...this.resumed]) {
+      if (this.disposed) return;
+      await this.refresh(sessionId);
+    }
+  }
+
+  /** Reads a session's pending approvals again (listPending), even when it is followed already. */
+  refresh(sessionId: string): Promise<void> {
+    return this.chain(sessionId, async () => {
+      if (this.disposed) return;
+      const log = this.logger.child({ sessionId });
+      try {
+        await this.reconcile(sessionId, log);
+      } catch (error) {
+        if (!(error instanceof HostGoneError)) log.warn({ err: error }, 'reading the session again failed');
+      }
+    });
+  }
+
+  /** Adds the sessions remembered across restarts of the bot to those to follow. */
+  private async recall(): Promise<void> {
+    if (!this.memory) return;
+    try {
+      for (const session of await this.memory.recall(this.origin.hostId)) {
+        if (!this.tracked.has(session.sessionId)) {
+          this.tracked.set(session.sessionId, session.viewCursor ? { viewCursor: session.viewCursor } : {});
+        }
+      }
+    } catch (error) {
+      this.logger.warn(
+        { err: error },
+        'could not recall the sessions followed before; following listed ones',
+      );
     }
   }
 
@@ -117,18 +178,32 @@ export class SessionFollower {
         const parsed = SessionStatusChangedParams.safeParse(params);
         if (!parsed.success) return this.skip(method, params);
         const { sessionId, attention } = parsed.data;
-        // Subscribed sessions get their approvals pushed; only unfollowed ones need a pull.
-        if (attention?.includes('approvalPending') && !this.resumed.has(sessionId))
+        // Subscribed sessions get their approvals pushed; only unfollowed ones need a pull. A
+        // session another client held may have been let go: try to take it again.
+        if (
+          this.heldElsewhere.has(sessionId) ||
+          (attention?.includes('approvalPending') && !this.resumed.has(sessionId))
+        )
           void this.follow(sessionId, true);
         return true;
       }
       case 'session/closed': {
         const parsed = SessionClosedParams.safeParse(params);
         if (!parsed.success) return this.skip(method, params);
+        const { sessionId, reason } = parsed.data;
         // Unloaded: a later session/started or statusChanged follows it again.
-        this.resumed.delete(parsed.data.sessionId);
-        this.known.delete(parsed.data.sessionId);
-        this.logger.debug({ sessionId: parsed.data.sessionId, reason: parsed.data.reason }, 'session closed');
+        this.resumed.delete(sessionId);
+        this.known.delete(sessionId);
+        this.logger.debug({ sessionId, reason }, 'session closed');
+        if (this.heldElsewhere.has(sessionId)) void this.follow(sessionId, false);
+        return true;
+      }
+      case 'view/gap': {
+        const parsed = ViewGapParams.safeParse(params);
+        if (!parsed.success) return this.skip(method, params);
+        // Events of the session were lost (§11 Gaps): what is pending is read again instead.
+        this.logger.info({ sessionId: parsed.data.sessionId }, 'view gap; reading the session again');
+        void this.refresh(parsed.data.sessionId);
         return true;
       }
       default:
@@ -136,11 +211,35 @@ export class SessionFollower {
     }
   }
 
-  /** session/resume, throwing the host's error (used by decide on sessionNotLoaded). */
+  /**
+   * session/resume, throwing the host's error (used by decide on sessionNotLoaded). Resumes from
+   * the last view cursor where there is one, so the host serves only what came after it.
+   */
   async resume(sessionId: string): Promise<void> {
-    await this.request('session/resume', { commandId: this.newCommandId(), sessionId, excludeItems: true });
+    const viewCursor = this.tracked.get(sessionId)?.viewCursor;
+    const params = { commandId: this.newCommandId(), sessionId, excludeItems: true };
+    let raw: unknown;
+    try {
+      raw = await this.request('session/resume', viewCursor ? { ...params, cursor: viewCursor } : params);
+    } catch (error) {
+      if (!viewCursor || !(error instanceof MspError) || !CURSOR_ERRORS.has(error.kind)) throw error;
+      this.logger.info(
+        { sessionId, kind: error.kind },
+        'resuming from the last cursor refused; resuming afresh',
+      );
+      raw = await this.request('session/resume', { ...params, commandId: this.newCommandId() });
+    }
     this.resumed.add(sessionId);
-    this.tracked.add(sessionId);
+    const next = ResumeResult.safeParse(raw);
+    const session = {
+      sessionId,
+      ...(next.success && next.data.viewCursor ? { viewCursor: next.data.viewCursor } : {}),
+    };
+    this.tracked.set(sessionId, session.viewCursor ? { viewCursor: session.viewCursor } : {});
+    // Not awaited: whoever resumed reports the session's listing right after the host's answer.
+    void this.memory?.remember(this.origin.hostId, session).catch((error: unknown) => {
+      this.logger.warn({ err: error, sessionId }, 'could not remember the followed session');
+    });
   }
 
   /** Tells the relay what the session is called, for the cards. */
@@ -165,8 +264,13 @@ export class SessionFollower {
 
   private follow(sessionId: string, loadedHere: boolean): Promise<void> {
     this.known.add(sessionId);
+    return this.chain(sessionId, () => this.followNow(sessionId, loadedHere));
+  }
+
+  /** Runs `task` after everything already chained for the session. */
+  private chain(sessionId: string, task: () => Promise<void>): Promise<void> {
     const previous = this.chains.get(sessionId) ?? Promise.resolve();
-    const next = previous.then(() => this.followNow(sessionId, loadedHere));
+    const next = previous.then(task);
     this.chains.set(sessionId, next);
     void next.then(() => {
       if (this.chains.get(sessionId) === next) this.chains.delete(sessionId);
@@ -179,11 +283,26 @@ export class SessionFollower {
     if (this.disposed || this.resumed.has(sessionId)) return;
     const log = this.logger.child({ sessionId });
     try {
-      const pendingCount = await this.reconcile(sessionId, log);
-      if (pendingCount === undefined) return;
-      const wantResume = pendingCount > 0 || loadedHere || this.tracked.has(sessionId);
-      if (!wantResume || !this.resumeSupported || this.disposed) return;
-      await this.tryResume(sessionId, log);
+      const listed = await this.listPending(sessionId, log);
+      if (listed === undefined) return;
+      // Resume only where a decision may be needed: resuming takes the session's writer lease.
+      const wantResume = listed.ids.length > 0 || loadedHere;
+      if (!wantResume && this.tracked.has(sessionId)) {
+        // Nothing pending and not loaded: no need to remember it (a new approval in it is
+        // announced with session/statusChanged, which follows it again).
+        this.tracked.delete(sessionId);
+        void this.memory?.forget(this.origin.hostId, sessionId).catch(() => undefined);
+      }
+      if (!wantResume || !this.resumeSupported || this.disposed) {
+        this.report(sessionId, listed);
+        return;
+      }
+      // The listing is reported once we know whether another client holds the session, so that
+      // its cards never show buttons that cannot work: nothing of an unresumed session reaches
+      // us meanwhile. A resume, though, may recover the session (closing old ids, re-asking
+      // under new ones) before it answers, which makes that listing stale: list it again.
+      if (await this.tryResume(sessionId, log)) await this.reconcile(sessionId, log);
+      else this.report(sessionId, listed);
     } catch (error) {
       if (error instanceof HostGoneError) {
         log.debug('host went away while following the session');
@@ -194,15 +313,35 @@ export class SessionFollower {
   }
 
   /**
-   * approval/listPending → approvalOpened for each entry, then sessionReconciled, in one go so
-   * that no frame handled later can slip between the snapshot and the events built from it.
-   * Returns how many approvals are pending, or undefined when the host did not tell us.
+   * approval/listPending, reported at once (approvalOpened for each entry, then
+   * sessionReconciled) so that no frame handled later can slip between the snapshot and the
+   * events built from it.
    */
-  private async reconcile(sessionId: string, log: Logger): Promise<number | undefined> {
+  private async reconcile(sessionId: string, log: Logger): Promise<void> {
+    const listed = await this.listPending(sessionId, log);
+    if (listed) this.report(sessionId, listed);
+  }
+
+  /**
+   * What the host lists as pending in a session: the entries that parse, and the ids of all of
+   * them. Undefined when the host did not tell us (a session it does not have is reported as
+   * having nothing pending).
+   */
+  private async listPending(
+    sessionId: string,
+    log: Logger,
+  ): Promise<{ approvals: ApprovalRequestParams[]; ids: string[] } | undefined> {
     let raw: unknown;
     try {
       raw = await this.request('approval/listPending', { sessionId });
     } catch (error) {
+      if (error instanceof MspError && error.kind === 'sessionNotFound') {
+        log.info('the host has no such session any more; closing its cards');
+        this.tracked.delete(sessionId);
+        void this.memory?.forget(this.origin.hostId, sessionId).catch(() => undefined);
+        this.emit({ type: 'sessionReconciled', ...this.origin, sessionId, pendingApprovalIds: [] });
+        return undefined;
+      }
       if (error instanceof MspError) {
         log.warn({ kind: error.kind, code: error.code }, 'approval/listPending failed');
         return undefined;
@@ -214,23 +353,42 @@ export class SessionFollower {
       log.warn('approval/listPending result does not parse; session not reconciled');
       return undefined;
     }
-    const pendingApprovalIds: string[] = [];
+    const approvals: ApprovalRequestParams[] = [];
+    const ids: string[] = [];
     for (const entry of result.data.approvals) {
-      const fields = { sessionId, ...approvalLogFields(entry) };
-      if (fields.approvalId !== undefined) pendingApprovalIds.push(fields.approvalId);
+      const { approvalId } = approvalLogFields(entry);
+      if (approvalId !== undefined) ids.push(approvalId);
       const params = parseApprovalRequest(entry, 'approval/listPending', log);
-      if (params === undefined) continue;
-      log.info({ approvalId: params.approvalId, sessionId: params.sessionId }, 'pending approval found');
-      this.emit({ type: 'approvalOpened', ...this.origin, via: 'listPending', params });
+      if (params !== undefined) approvals.push(params);
     }
-    this.emit({ type: 'sessionReconciled', ...this.origin, sessionId, pendingApprovalIds });
-    return pendingApprovalIds.length;
+    return { approvals, ids };
   }
 
-  private async tryResume(sessionId: string, log: Logger): Promise<void> {
+  private report(sessionId: string, listed: { approvals: ApprovalRequestParams[]; ids: string[] }): void {
+    const heldElsewhere = this.heldElsewhere.has(sessionId);
+    for (const params of listed.approvals) {
+      this.logger.info(
+        { approvalId: params.approvalId, sessionId: params.sessionId },
+        'pending approval found',
+      );
+      this.emit({
+        type: 'approvalOpened',
+        ...this.origin,
+        via: 'listPending',
+        params,
+        ...(heldElsewhere ? { heldElsewhere } : {}),
+      });
+    }
+    this.emit({ type: 'sessionReconciled', ...this.origin, sessionId, pendingApprovalIds: listed.ids });
+  }
+
+  /** Resolves with whether the session is now resumed here. */
+  private async tryResume(sessionId: string, log: Logger): Promise<boolean> {
     try {
       await this.resume(sessionId);
+      this.heldElsewhere.delete(sessionId);
       log.info('session resumed');
+      return true;
     } catch (error) {
       if (!(error instanceof MspError)) throw error;
       if (error.kind === 'methodNotFound') {
@@ -238,10 +396,19 @@ export class SessionFollower {
         this.resumeSupported = false;
         log.info('host has no session/resume (ephemeral); not resuming sessions');
       } else if (error.kind === 'sessionInUse') {
-        log.warn('session is held by another host; its approvals cannot be decided from here');
+        // Its cards lose their buttons until the other client lets go (a statusChanged or
+        // session/closed for it makes us try again).
+        if (!this.heldElsewhere.has(sessionId)) {
+          log.warn(
+            'session is held by another client; its approvals cannot be decided from here until it lets go',
+          );
+        }
+        this.heldElsewhere.add(sessionId);
+        this.emit({ type: 'sessionHeldElsewhere', ...this.origin, sessionId });
       } else {
         log.warn({ kind: error.kind, code: error.code }, 'session/resume failed');
       }
+      return false;
     }
   }
 

@@ -4,14 +4,34 @@ export interface RenderedMessage {
   blocks: unknown[];
 }
 
+export interface PostOptions {
+  /** The approval the card shows: the card carries it, so it can be found again. */
+  approvalId: string;
+  /**
+   * Set when an earlier attempt to post this card may have posted it (a lost answer, a crash
+   * mid-post): the channel looks for the card from then on before it posts.
+   */
+  postedSince?: Date;
+}
+
 /** Where cards live. slack/ implements it; the relay never sees a Slack client. */
 export interface CardChannel {
   /**
-   * Resolves with the message's ts and the channel's ID (a `#name` comes back as its ID).
+   * Resolves with the message's ts and the channel's ID (a `#name` comes back as its ID), whether
+   * it was posted now or found posted by an earlier attempt: a card is never posted twice.
    * `render` is called when the card's turn to be posted comes: a card waiting behind a channel's
    * rate limit holds its record, not its rendered blocks.
    */
-  post(channel: string, render: () => RenderedMessage): Promise<{ ts: string; channel: string }>;
+  post(
+    channel: string,
+    render: () => RenderedMessage,
+    options: PostOptions,
+  ): Promise<{ ts: string; channel: string }>;
+  /**
+   * Resolves once this render, or a newer one of the same message, has landed. Slack's passing
+   * troubles (429, 5xx, timeouts) are waited out; rejects only when Slack refuses the update for
+   * good, or the channel is stopped.
+   */
   update(channel: string, ts: string, message: RenderedMessage): Promise<void>;
 }
 

@@ -3,9 +3,11 @@ import type {
   ApprovalResolvedParams,
   ApprovalUpdatedParams,
 } from '../msp/protocol.js';
-import type { ApprovalRecord, Phase } from '../store/record.js';
+import type { ApprovalRecord, Claim, Phase } from '../store/record.js';
 import { isTerminal } from '../store/record.js';
 import { requiredCapabilities } from './capabilities.js';
+import { intakeWith, newIntake } from './intake/intakeReport.js';
+import { takeNote, takeQuestion, takeRequest } from './intake/takeRequest.js';
 
 // Pure functions from (record, event) to the next record; undefined means "nothing changed".
 // The store applies them under compare-and-set, so they may run more than once.
@@ -14,39 +16,51 @@ export interface NewRecordContext {
   hostId: string;
   incarnation: string;
   channel: string;
+  /** The route that chose the channel. */
+  route: string;
   sandboxMode: string;
-  phase: Phase;
+  phase: 'pending' | 'reviewing';
+  /** Another client holds the session: the card starts without buttons. */
+  heldElsewhere?: boolean;
   now: Date;
   sessionTitle?: string;
 }
 
+// Host text reaches a record only through intake (intake/takeRequest.ts): masked and bounded.
+// Identifiers are copied from the params as they are.
+
 export function newRecord(params: ApprovalRequestParams, ctx: NewRecordContext): ApprovalRecord {
   const now = ctx.now.toISOString();
+  const taken = takeRequest(params, ctx.sessionTitle);
   return {
     approvalId: params.approvalId,
     hostId: ctx.hostId,
     incarnation: ctx.incarnation,
+    openedBy: ctx.incarnation,
+    route: ctx.route,
     sessionId: params.sessionId,
-    sessionTitle: ctx.sessionTitle,
+    sessionTitle: taken.sessionTitle,
     turnId: params.turnId,
     itemId: params.itemId,
     toolCallId: params.toolCallId,
     caller: `session:${params.sessionId}`,
-    tool: params.toolName,
-    title: typeof params.title === 'string' ? params.title : undefined,
-    rawArgs: params.rawArgs,
-    subject: params.subject,
-    requiredCapabilities: requiredCapabilities(params.subject, params.toolName),
+    tool: taken.tool,
+    title: taken.title,
+    rawArgs: taken.rawArgs,
+    subject: taken.subject,
+    requiredCapabilities: requiredCapabilities(taken.subject, taken.tool),
     sandboxMode: ctx.sandboxMode,
-    reason: params.reason,
-    reviewerReason: params.reviewerReason,
+    reason: taken.reason,
+    reviewerReason: taken.reviewerReason,
     protectedWrite: params.protectedWrite,
     judgeEscalated: params.judgeEscalated,
-    subagentOrigin: params.subagentOrigin,
-    cuaCardFacts: params.cuaCardFacts,
+    subagentOrigin: taken.subagentOrigin,
+    cuaCardFacts: taken.cuaCardFacts,
     currentRequirementId: params.currentRequirementId,
-    availableChoices: params.availableChoices,
-    phase: ctx.phase,
+    availableChoices: taken.availableChoices,
+    intake: newIntake(taken.reports),
+    phase: ctx.heldElsewhere ? 'unavailable' : ctx.phase,
+    unavailable: ctx.heldElsewhere ? 'heldElsewhere' : undefined,
     slack: { channel: ctx.channel },
     openedAt: now,
     updatedAt: now,
@@ -66,33 +80,45 @@ function phaseAfterRefresh(record: ApprovalRecord, sourceIndex: number): Phase {
 /**
  * approval/request, approval/requested or a listPending entry for an approval we may know.
  * One question per (approvalId, currentRequirementId): a redelivery of the same question changes
- * nothing, so the card is not touched.
+ * nothing, so the card is not touched. `heldElsewhere` says another client holds the session, so
+ * no decision from here can work until it lets go.
  */
-export function reopened(params: ApprovalRequestParams, incarnation: string, phase: 'pending' | 'reviewing') {
+export function reopened(
+  params: ApprovalRequestParams,
+  incarnation: string,
+  phase: 'pending' | 'reviewing',
+  heldElsewhere = false,
+) {
+  // Taken once, outside the mutation: compare-and-set may run it again.
+  const question = takeQuestion(params);
   return (record: ApprovalRecord): ApprovalRecord | undefined => {
     if (record.phase === 'resolved') return undefined;
     const sourceIndex = params.currentRequirementId.sourceIndex;
-    const nextPhase = phase === 'reviewing' ? 'reviewing' : phaseAfterRefresh(record, sourceIndex);
     const revived = isTerminal(record);
+    let nextPhase: Phase = phase === 'reviewing' ? 'reviewing' : phaseAfterRefresh(record, sourceIndex);
+    if (heldElsewhere) nextPhase = 'unavailable';
     const next: ApprovalRecord = {
       ...record,
       incarnation,
-      subject: params.subject,
+      subject: question.subject,
       currentRequirementId: params.currentRequirementId,
-      availableChoices: params.availableChoices,
+      availableChoices: question.availableChoices,
       judgeEscalated: params.judgeEscalated,
       protectedWrite: params.protectedWrite,
-      reviewerReason: params.reviewerReason ?? record.reviewerReason,
-      cuaCardFacts: params.cuaCardFacts ?? record.cuaCardFacts,
-      requiredCapabilities: requiredCapabilities(params.subject, record.tool),
+      reviewerReason: question.reviewerReason ?? record.reviewerReason,
+      cuaCardFacts: question.cuaCardFacts ?? record.cuaCardFacts,
+      requiredCapabilities: requiredCapabilities(question.subject, record.tool),
+      intake: intakeWith(record.intake, question.reports),
       phase: nextPhase,
       claim: nextPhase === 'deciding' && !revived ? record.claim : undefined,
+      unavailable: heldElsewhere ? 'heldElsewhere' : undefined,
       supersededNote: undefined,
     };
     if (
       !revived &&
       record.incarnation === incarnation &&
       record.phase === next.phase &&
+      record.unavailable === next.unavailable &&
       sameJson(record.currentRequirementId, next.currentRequirementId) &&
       sameJson(record.availableChoices, next.availableChoices) &&
       sameJson(record.subject, next.subject) &&
@@ -105,50 +131,105 @@ export function reopened(params: ApprovalRequestParams, incarnation: string, pha
 }
 
 export function updated(params: ApprovalUpdatedParams) {
+  // An update replaces the subject and the choices only; the reasons stay as they were.
+  const { subject, currentRequirementId, availableChoices } = params;
+  const question = takeQuestion({ subject, currentRequirementId, availableChoices });
   return (record: ApprovalRecord): ApprovalRecord | undefined => {
-    if (isTerminal(record)) return undefined;
     const kind = params.change.kind;
+    const persistence = kind === 'policyPersistence' ? persistenceReported(params.change) : undefined;
+    if (isTerminal(record)) return persistence?.(record);
     const sourceIndex = params.currentRequirementId.sourceIndex;
     let phase: Phase = phaseAfterRefresh(record, sourceIndex);
     if (kind === 'reviewStarted') phase = 'reviewing';
     // A restart recovery under the same approvalId re-derives the question: an earlier click
     // is evidence, not authority, so it is never carried over.
     const dropClaim = kind === 'restartRecovered' || phase !== 'deciding';
-    return {
+    const next: ApprovalRecord = {
       ...record,
-      subject: params.subject,
+      subject: question.subject,
       currentRequirementId: params.currentRequirementId,
-      availableChoices: params.availableChoices,
-      requiredCapabilities: requiredCapabilities(params.subject, record.tool),
+      availableChoices: question.availableChoices,
+      requiredCapabilities: requiredCapabilities(question.subject, record.tool),
+      intake: intakeWith(record.intake, question.reports),
       phase: kind === 'restartRecovered' && phase === 'deciding' ? 'pending' : phase,
       claim: dropClaim ? undefined : record.claim,
+      unavailable: undefined,
     };
+    return persistence?.(next) ?? next;
   };
 }
 
 /**
- * approval/resolved. A host that restarts closes every old pending identity as an `abort` with
- * no deciding command; when that lands on an approval asked by an earlier host process, it is a
- * supersession, not somebody's rejection.
+ * Whether the host saved the rule a decision asked for. It may say so before or after the
+ * approval resolves; either way the card must not claim a rule was saved when it was not.
+ */
+function persistenceReported(change: ApprovalUpdatedParams['change']) {
+  const reason = change.reason === undefined ? undefined : takeNote(change.reason);
+  const report = { status: change.status ?? 'unknown', reason: reason?.text };
+  const intakeOf = (record: ApprovalRecord) =>
+    reason ? intakeWith(record.intake, { persistence: reason.report }) : record.intake;
+  return (record: ApprovalRecord): ApprovalRecord | undefined => {
+    if (record.phase === 'resolved') {
+      const amendment = record.resolution?.amendment;
+      if (!amendment || amendment.persistence === report.status) return undefined;
+      return {
+        ...record,
+        intake: intakeOf(record),
+        resolution: {
+          ...record.resolution!,
+          amendment: { ...amendment, persistence: report.status, persistenceReason: report.reason },
+        },
+      };
+    }
+    if (isTerminal(record) || sameJson(record.persistence, report)) return undefined;
+    return { ...record, intake: intakeOf(record), persistence: report };
+  };
+}
+
+/**
+ * approval/resolved. An `abort` that no decide produced (no decidedByCommandId, and not our own
+ * claim's answer) is never somebody's rejection: a restarting host closes every pending identity
+ * it recovers that way (and re-asks under a new id), and a host withdraws a request whose turn
+ * ended the same way.
  */
 export function resolved(params: ApprovalResolvedParams, incarnation: string, now: Date) {
   return (record: ApprovalRecord): ApprovalRecord | undefined => {
     if (isTerminal(record)) return undefined;
-    const closedByRecovery =
-      params.decision === 'abort' && !params.decidedByCommandId && record.incarnation !== incarnation;
-    if (closedByRecovery) return superseded('The agent host restarted and closed this request.')(record);
+    const claim = record.claim;
+    const claimedChoice = claim && record.availableChoices.find((c) => c.choiceId === claim.choiceId);
     const ours =
-      record.claim && params.decidedByCommandId === record.claim.commandId ? record.claim : undefined;
+      claim &&
+      (params.decidedByCommandId === claim.commandId ||
+        (!params.decidedByCommandId && claimedChoice?.decision === params.decision))
+        ? claim
+        : undefined;
+    if (params.decision === 'abort' && !params.decidedByCommandId && !ours && params.resolvedBy === 'user') {
+      const restarted = (record.openedBy ?? record.incarnation) !== incarnation;
+      return superseded(
+        restarted
+          ? 'The agent host restarted and closed this request; if it still needs a decision, it is asked again on a new card.'
+          : 'The agent host withdrew this request without a decision (its turn ended).',
+      )(record);
+    }
+    const rule = params.amendment ? takeNote(params.amendment.rulePreview) : undefined;
+    const amendment = params.amendment &&
+      rule && {
+        durability: params.amendment.durability,
+        rulePreview: rule.text,
+        persistence: record.persistence?.status,
+        persistenceReason: record.persistence?.reason,
+      };
     return {
       ...record,
       phase: 'resolved',
+      claim: undefined,
+      unavailable: undefined,
+      intake: rule ? intakeWith(record.intake, { amendment: rule.report }) : record.intake,
       resolution: {
         decision: params.decision,
         resolvedBy: params.resolvedBy,
         policyResult: params.policyResult,
-        amendment: params.amendment
-          ? { durability: params.amendment.durability, rulePreview: params.amendment.rulePreview }
-          : undefined,
+        amendment,
         decidedAt: params.decidedAt ?? now.toISOString(),
         slackUserId: ours?.userId,
         feedback: ours?.feedback,
@@ -157,10 +238,18 @@ export function resolved(params: ApprovalResolvedParams, incarnation: string, no
   };
 }
 
-/** The host answered approvalAlreadyResolved: record the winner it names, if we lack one. */
+/**
+ * The host answered approvalAlreadyResolved: record the winner it names, if we lack one. An
+ * `abort` by `user` that was not ours is a recovery's or a withdrawal's (see resolved()).
+ */
 export function resolvedElsewhere(decision: string, resolvedBy: string, now: Date) {
   return (record: ApprovalRecord): ApprovalRecord | undefined => {
     if (isTerminal(record)) return undefined;
+    if (decision === 'abort' && resolvedBy === 'user') {
+      return superseded(
+        'The agent host closed this request without a decision (it restarted or withdrew it).',
+      )(record);
+    }
     return {
       ...record,
       phase: 'resolved',
@@ -174,11 +263,53 @@ export function superseded(note: string) {
   return (record: ApprovalRecord): ApprovalRecord | undefined =>
     isTerminal(record)
       ? undefined
-      : { ...record, phase: 'superseded', claim: undefined, supersededNote: note };
+      : { ...record, phase: 'superseded', claim: undefined, unavailable: undefined, supersededNote: note };
 }
 
 export function orphaned(record: ApprovalRecord): ApprovalRecord | undefined {
-  return isTerminal(record) ? undefined : { ...record, phase: 'orphaned', claim: undefined };
+  return isTerminal(record)
+    ? undefined
+    : { ...record, phase: 'orphaned', claim: undefined, unavailable: undefined };
+}
+
+/**
+ * No decision from here can work for now: the buttons go until the host says more (the
+ * session is re-read, or the other client lets go of it). A claim in flight is dropped with them.
+ */
+export function unavailable(reason: NonNullable<ApprovalRecord['unavailable']>) {
+  return (record: ApprovalRecord): ApprovalRecord | undefined => {
+    if (isTerminal(record) || (record.phase === 'unavailable' && record.unavailable === reason))
+      return undefined;
+    return { ...record, phase: 'unavailable', unavailable: reason, claim: undefined };
+  };
+}
+
+/**
+ * The host answered approvalRequirementStale naming the stage it is at now: the question moved
+ * on without our record hearing of it. Point the card at that stage; the session is re-read for
+ * its choices.
+ */
+export function requirementMoved(commandId: string, current: ApprovalRecord['currentRequirementId']) {
+  return (record: ApprovalRecord): ApprovalRecord | undefined => {
+    if (isTerminal(record)) return undefined;
+    const moved = !sameJson(record.currentRequirementId, current);
+    if (!moved && record.claim?.commandId !== commandId) return undefined;
+    return {
+      ...record,
+      currentRequirementId: moved ? current : record.currentRequirementId,
+      phase: record.phase === 'deciding' && record.claim?.commandId === commandId ? 'pending' : record.phase,
+      claim: record.claim?.commandId === commandId ? undefined : record.claim,
+    };
+  };
+}
+
+/** The host left our decide unanswered `count` times: the card says we are still asking. */
+export function unanswered(commandId: string, count: number) {
+  return (record: ApprovalRecord): ApprovalRecord | undefined => {
+    if (record.phase !== 'deciding' || record.claim?.commandId !== commandId) return undefined;
+    if (record.claim.unanswered === count) return undefined;
+    return { ...record, claim: { ...record.claim, unanswered: count } };
+  };
 }
 
 /**
@@ -186,7 +317,7 @@ export function orphaned(record: ApprovalRecord): ApprovalRecord | undefined {
  * have moved since the click was checked: a button pressed for one stage must never decide
  * another.
  */
-export function claimed(claim: NonNullable<ApprovalRecord['claim']>) {
+export function claimed(claim: Claim) {
   return (record: ApprovalRecord): ApprovalRecord | undefined => {
     if (record.phase !== 'pending') return undefined;
     if (record.currentRequirementId.sourceIndex !== claim.sourceIndex) return undefined;

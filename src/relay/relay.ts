@@ -1,160 +1,162 @@
 import type { Logger } from 'pino';
-import type { HostEvent } from '../msp/events.js';
+import type { ApprovalHost, HostEvent } from '../msp/events.js';
 import type { ApprovalRequestParams } from '../msp/protocol.js';
-import type { RouteInput } from '../routing/router.js';
-import type { ApprovalStore, ClaimOutcome, Mutation, PostLease } from '../store/approvalStore.js';
-import type { ApprovalRecord, Claim } from '../store/record.js';
+import type { ChosenRoute, RouteInput } from '../routing/router.js';
+import type { ApprovalStore, Mutation } from '../store/approvalStore.js';
 import { isTerminal } from '../store/record.js';
-import { KeyedQueue } from '../util/keyedQueue.js';
-import type { CardChannel, RenderedMessage } from './ports.js';
-import { claimed, newRecord, orphaned, reopened, resolved, superseded, updated } from './recordMutations.js';
+import type { Decider } from './decider.js';
+import type { RecordKeeper } from './recordKeeper.js';
+import {
+  newRecord,
+  orphaned,
+  reopened,
+  resolved,
+  superseded,
+  unavailable,
+  updated,
+} from './recordMutations.js';
 
-export interface RelayOptions {
-  store: ApprovalStore;
-  cards: CardChannel;
-  render: (record: ApprovalRecord, now: Date) => RenderedMessage;
-  logger: Logger;
-  /** Which channel an approval's card goes to (see routing/). */
-  channelFor: (input: RouteInput) => string;
-  sandboxMode: string;
-  now?: () => Date;
-  /** How long one worker may hold the right to post a card. */
-  postLeaseMs?: number;
-  /**
-   * Called when a record is (re)opened in `deciding` with nobody here sending its decision: a
-   * crash or a host restart interrupted it, and it must be replayed with the same commandId.
-   */
-  onOrphanedDecision?: (record: ApprovalRecord) => void;
+/** Whether Redis answers right now, and a way to hear when it does again. */
+export interface RedisAvailability {
+  available(): boolean;
+  onAvailable(listener: () => void): void;
 }
 
+export interface RelayOptions {
+  keeper: RecordKeeper;
+  store: ApprovalStore;
+  /** Replays decisions a restart interrupted. */
+  decider: Decider;
+  host: (hostId: string) => ApprovalHost | undefined;
+  logger: Logger;
+  /** Which route, and so which channel, an approval's card goes to (see routing/). */
+  routeFor: (input: RouteInput) => ChosenRoute;
+  sandboxMode: string;
+  now?: () => Date;
+  /** Without it, Redis is taken to be always there. */
+  redis?: RedisAvailability;
+  /** Host events held while Redis is away; past this they are dropped and re-read later. */
+  maxBufferedEvents?: number;
+}
+
+const DEFAULT_MAX_BUFFERED_EVENTS = 10_000;
+
 /**
- * The one place that decides what happens to an approval when the host says something about
- * it. Every change goes through the store's compare-and-set, then the card is re-rendered from
- * the stored record.
+ * What happens to an approval when the host says something about it: every event becomes a
+ * record change in the approval's own queue (RecordKeeper), and the card follows.
  */
 export class Relay {
-  private readonly queue = new KeyedQueue();
   private readonly now: () => Date;
-  private readonly postLeaseMs: number;
-  private readonly timers = new Set<NodeJS.Timeout>();
-  private readonly background = new Set<Promise<void>>();
   /**
    * What cards show and are routed on about each session. Memory is enough: a restarted bot
    * learns it again from session/list before it sees any approval.
    */
   private readonly sessions = new Map<string, { label?: string; workspaceRoot?: string }>();
+  /** Events that came while Redis was away, in arrival order. */
+  private readonly buffered: HostEvent[] = [];
+  /** Hosts whose events were dropped from a full buffer: their sessions are read again. */
+  private readonly dropped = new Set<string>();
+  private readonly maxBuffered: number;
 
   constructor(private readonly options: RelayOptions) {
     this.now = options.now ?? (() => new Date());
-    this.postLeaseMs = options.postLeaseMs ?? 60_000;
+    this.maxBuffered = options.maxBufferedEvents ?? DEFAULT_MAX_BUFFERED_EVENTS;
+    options.redis?.onAvailable(() => this.redisBack());
   }
 
   handleHostEvent(event: HostEvent): void {
-    switch (event.type) {
-      case 'approvalOpened':
-        this.enqueue(event.params.approvalId, () =>
-          this.opened(event.params, event.hostId, event.incarnation, 'pending'),
-        );
-        return;
-      case 'approvalReviewing':
-        this.enqueue(event.params.approvalId, () =>
-          this.opened(event.params, event.hostId, event.incarnation, 'reviewing'),
-        );
-        return;
-      case 'approvalUpdated':
-        this.enqueue(event.params.approvalId, () =>
-          this.mutate(event.params.approvalId, updated(event.params)),
-        );
-        return;
-      case 'approvalResolved':
-        this.enqueue(event.params.approvalId, () =>
-          this.mutate(event.params.approvalId, resolved(event.params, event.incarnation, this.now())),
-        );
-        return;
-      case 'sessionReconciled':
-        this.track(
-          this.reconcileSession(event.hostId, event.sessionId, event.pendingApprovalIds, event.incarnation),
-        );
-        return;
-      case 'hostDown':
-        if (!event.durable) this.track(this.orphanAll(event.hostId));
-        return;
-      case 'sessionSeen':
-        this.sessions.set(event.sessionId, { label: event.label, workspaceRoot: event.workspaceRoot });
-        return;
-      case 'hostUp':
-        return;
+    if (event.type === 'sessionSeen') {
+      this.sessions.set(event.sessionId, { label: event.label, workspaceRoot: event.workspaceRoot });
+      return;
     }
-  }
-
-  /** Applies a mutation in the approval's queue and re-renders its card if anything changed. */
-  mutateAndSync(approvalId: string, mutation: Mutation): Promise<ApprovalRecord | undefined> {
-    return this.queue.run(approvalId, () => this.mutate(approvalId, mutation));
-  }
-
-  /**
-   * Claims a stage for a click on the record the click was checked against. Resolves as soon as
-   * the claim is stored, so the decision can leave at once; the card shows `deciding` right after,
-   * in the approval's queue, so it can never overtake what the host says next.
-   */
-  claim(checked: ApprovalRecord, claim: Claim): Promise<ClaimOutcome> {
-    return new Promise<ClaimOutcome>((resolve, reject) => {
-      this.enqueue(checked.approvalId, async () => {
-        const next = claimed(claim)(checked);
-        let outcome: ClaimOutcome;
-        try {
-          outcome = next
-            ? await this.options.store.claimWith(checked, { ...next, claim })
-            : { kind: 'stale' };
-        } catch (err) {
-          reject(err);
-          return;
-        }
-        resolve(outcome);
-        if (outcome.kind !== 'claimed') return;
-        // Let the decision be written first: rendering and encoding the card would delay it.
-        await new Promise((resume) => setImmediate(resume));
-        await this.syncCard(checked.approvalId, outcome.record);
-      });
-    });
-  }
-
-  /** Re-renders a card from its record, in the approval's queue. */
-  resync(approvalId: string): Promise<void> {
-    return this.queue.run(approvalId, () => this.syncCard(approvalId));
+    const redis = this.options.redis;
+    if (redis && (!redis.available() || this.buffered.length > 0)) {
+      this.hold(event);
+      return;
+    }
+    this.dispatch(event);
   }
 
   /** Resolves when all queued and background work has settled. */
-  async idle(): Promise<void> {
-    while (this.background.size > 0) await Promise.allSettled([...this.background]);
-    await this.queue.idle();
+  idle(): Promise<void> {
+    return this.options.keeper.idle();
   }
 
-  /** Work that spans many approvals; idle() waits for it too. */
-  private track(task: Promise<void>): void {
-    this.background.add(task);
-    void task.finally(() => this.background.delete(task));
-  }
-
-  stop(): void {
-    for (const timer of this.timers) clearTimeout(timer);
-    this.timers.clear();
-  }
-
-  private enqueue(approvalId: string, task: () => Promise<unknown>): void {
-    this.queue.run(approvalId, task).catch((err: unknown) => {
-      this.options.logger.error({ err, approvalId }, 'approval event handling failed');
-    });
-  }
-
-  private async mutate(approvalId: string, mutation: Mutation): Promise<ApprovalRecord | undefined> {
-    const result = await this.options.store.update(approvalId, mutation);
-    if (!result) {
-      this.options.logger.warn({ approvalId }, 'event for an approval this bot never saw; skipped');
-      return undefined;
+  /**
+   * Redis is away: keep the event for when it is back. A full buffer drops events, and the
+   * host's sessions are read again instead (listPending): a pending approval is listed there,
+   * and a card whose approval is no longer listed is closed, so nothing is lost or doubled.
+   */
+  private hold(event: HostEvent): void {
+    if (this.buffered.length < this.maxBuffered) {
+      this.buffered.push(event);
+      return;
     }
-    if (result.changed || !result.record.slack.ts) await this.syncCard(approvalId, result.record);
-    return result.record;
+    if (!this.dropped.has(event.hostId)) {
+      this.options.logger.warn(
+        { hostId: event.hostId, buffered: this.buffered.length },
+        'Redis is away and the event buffer is full; dropping host events and re-reading the sessions once Redis is back',
+      );
+    }
+    this.dropped.add(event.hostId);
+  }
+
+  private redisBack(): void {
+    const events = this.buffered.splice(0);
+    if (events.length > 0 || this.dropped.size > 0) {
+      this.options.logger.info(
+        { events: events.length, reread: [...this.dropped] },
+        'Redis is back; handling the host events held meanwhile',
+      );
+    }
+    for (const event of events) this.dispatch(event);
+    for (const hostId of this.dropped) this.options.host(hostId)?.refreshAll();
+    this.dropped.clear();
+  }
+
+  private dispatch(event: HostEvent): void {
+    const { keeper } = this.options;
+    switch (event.type) {
+      case 'approvalOpened':
+        keeper.enqueue(event.params.approvalId, () =>
+          this.opened(event.params, event.hostId, event.incarnation, 'pending', event.heldElsewhere === true),
+        );
+        return;
+      case 'approvalReviewing':
+        keeper.enqueue(event.params.approvalId, () =>
+          this.opened(event.params, event.hostId, event.incarnation, 'reviewing', false),
+        );
+        return;
+      case 'approvalUpdated':
+        this.change(event.params.approvalId, updated(event.params));
+        return;
+      case 'approvalResolved':
+        this.change(event.params.approvalId, resolved(event.params, event.incarnation, this.now()));
+        return;
+      case 'sessionReconciled':
+        keeper.track(
+          this.reconcileSession(event.hostId, event.sessionId, event.pendingApprovalIds, event.incarnation),
+        );
+        return;
+      case 'sessionHeldElsewhere':
+        keeper.track(this.changeSession(event.hostId, event.sessionId, unavailable('heldElsewhere')));
+        return;
+      case 'hostUp':
+        // A host that keeps nothing came up: whatever an earlier process of it asked is gone,
+        // even when this bot was not running to see that process die.
+        if (!event.durable) keeper.track(this.orphanAll(event.hostId, event.incarnation));
+        return;
+      case 'hostDown':
+        if (!event.durable) keeper.track(this.orphanAll(event.hostId));
+        return;
+      case 'sessionSeen':
+        return;
+    }
+  }
+
+  private change(approvalId: string, mutation: Mutation): void {
+    const { keeper } = this.options;
+    keeper.enqueue(approvalId, () => keeper.mutate(approvalId, mutation));
   }
 
   private async opened(
@@ -162,40 +164,45 @@ export class Relay {
     hostId: string,
     incarnation: string,
     phase: 'pending' | 'reviewing',
+    heldElsewhere: boolean,
   ): Promise<void> {
-    const { store, logger } = this.options;
+    const { keeper, store, logger } = this.options;
     const session = this.sessions.get(params.sessionId);
+    const route = this.options.routeFor({
+      hostId,
+      tool: params.toolName,
+      // A shell subject names its own working directory; the session's is known only once
+      // the bot has seen the session listed.
+      workspaceRoot: params.subject.workspaceRoot ?? session?.workspaceRoot,
+    });
     const fresh = newRecord(params, {
       hostId,
       incarnation,
-      channel: this.options.channelFor({
-        hostId,
-        tool: params.toolName,
-        // A shell subject names its own working directory; the session's is known only once
-        // the bot has seen the session listed.
-        workspaceRoot: params.subject.workspaceRoot ?? session?.workspaceRoot,
-      }),
+      channel: route.channel,
+      route: route.name,
       sandboxMode: this.options.sandboxMode,
       phase,
+      heldElsewhere,
       now: this.now(),
       sessionTitle: session?.label,
     });
-    const lease = store.newPostLease(this.postLeaseMs);
-    if (await store.createIfAbsent(fresh, lease)) {
+    if (await keeper.create(fresh)) {
       // At debug: it sits between the host's frame and the card's post, where every line shows in
       // the latency (README "Performance"); "card posted" says the same at info once it is out.
       logger.debug({ approvalId: params.approvalId, tool: fresh.tool, phase }, 'approval opened');
-      await this.postCard(fresh, lease);
       return;
     }
-    const record = await this.mutate(params.approvalId, reopened(params, incarnation, phase));
-    if (record && isTerminal(record)) await store.forgetOpen(hostId, record.approvalId);
-    if (record?.phase === 'deciding' && record.claim) this.options.onOrphanedDecision?.(record);
+    const record = await keeper.mutate(
+      params.approvalId,
+      reopened(params, incarnation, phase, heldElsewhere),
+    );
+    if (record && isTerminal(record)) await store.forgetOpen(record);
+    if (record?.phase === 'deciding' && record.claim) this.options.decider.replay(record);
   }
 
   /**
-   * After a (re)connect the host listed what is still pending in a session. An approval asked by
-   * an earlier host process that is no longer pending was closed or replaced by the host.
+   * The host listed what is still pending in a session. An approval asked by an earlier host
+   * process that is no longer pending was closed or replaced by the host.
    */
   private async reconcileSession(
     hostId: string,
@@ -204,98 +211,54 @@ export class Relay {
     incarnation: string,
   ): Promise<void> {
     const pending = new Set(pendingApprovalIds);
-    const { store } = this.options;
-    const ids = await store.openApprovalIds(hostId);
-    await Promise.all(
-      ids.map((approvalId) =>
-        this.queue.run(approvalId, async () => {
-          const record = await store.get(approvalId);
-          if (!record || isTerminal(record)) {
-            await store.forgetOpen(hostId, approvalId);
-            return;
-          }
-          if (record.sessionId !== sessionId || pending.has(approvalId) || record.incarnation === incarnation)
-            return;
-          await this.mutate(approvalId, superseded('The agent host no longer has this request pending.'));
-        }),
-      ),
-    ).catch((err: unknown) => this.options.logger.error({ err, hostId, sessionId }, 'reconcile failed'));
+    await this.forEachOpen(hostId, sessionId, (record) => {
+      if (pending.has(record.approvalId)) return undefined;
+      // Asked by this very host process and not listed: the listing may predate it.
+      if (record.incarnation === incarnation && record.phase !== 'unavailable') return undefined;
+      return superseded('The agent host no longer has this request pending.');
+    });
   }
 
-  /** A host that keeps nothing died: its pending approvals died with it. */
-  private async orphanAll(hostId: string): Promise<void> {
-    const ids = await this.options.store.openApprovalIds(hostId);
-    await Promise.all(
-      ids.map((approvalId) => this.queue.run(approvalId, () => this.mutate(approvalId, orphaned))),
-    ).catch((err: unknown) =>
-      this.options.logger.error({ err, hostId }, 'marking orphaned approvals failed'),
+  private changeSession(hostId: string, sessionId: string, mutation: Mutation): Promise<void> {
+    return this.forEachOpen(hostId, sessionId, () => mutation);
+  }
+
+  /** A host that keeps nothing died (or a new process of it came up): its approvals died with it. */
+  private orphanAll(hostId: string, survivingIncarnation?: string): Promise<void> {
+    return this.forEachOpen(hostId, undefined, (record) =>
+      record.incarnation === survivingIncarnation ? undefined : orphaned,
     );
   }
 
   /**
-   * Makes the Slack message match the record. The first sync posts the card (under a lease, so
-   * two workers never post the same approval twice); every later one updates it in place.
+   * Applies the mutation `pick` chooses to each open approval of a host (or of one of its
+   * sessions), each in its own queue. Only that session's approvals are read.
    */
-  private async syncCard(approvalId: string, known?: ApprovalRecord): Promise<void> {
-    const { store, cards, render, logger } = this.options;
-    // Inside the approval's queue the record just written is the latest; read only when called
-    // from outside (resync, a retry timer).
-    const record = known ?? (await store.get(approvalId));
-    if (!record) return;
-    if (record.slack.ts) {
-      await cards.update(record.slack.channel, record.slack.ts, render(record, this.now()));
-      logger.debug(
-        { approvalId, ts: record.slack.ts, phase: record.phase, version: record.version },
-        'card updated',
-      );
-      return;
-    }
-    const lease = await store.acquirePostLease(approvalId, this.postLeaseMs);
-    if (!lease) {
-      this.retryLater(approvalId);
-      return;
-    }
-    await this.postCard(record, lease);
-  }
-
-  /** Posts the card of a record that has none yet; the caller holds the post lease. */
-  private async postCard(record: ApprovalRecord, lease: PostLease): Promise<void> {
-    const { store, cards, render, logger } = this.options;
-    const { approvalId } = record;
-    let posted: { ts: string; channel: string };
+  private async forEachOpen(
+    hostId: string,
+    sessionId: string | undefined,
+    pick: (record: NonNullable<Awaited<ReturnType<ApprovalStore['get']>>>) => Mutation | undefined,
+  ): Promise<void> {
+    const { keeper, store, logger } = this.options;
     try {
-      posted = await cards.post(record.slack.channel, () => render(record, this.now()));
+      const ids = await store.openApprovalIds(hostId, sessionId);
+      await Promise.all(
+        ids.map((approvalId) =>
+          keeper.run(approvalId, async () => {
+            const record = await store.get(approvalId);
+            if (!record || isTerminal(record)) {
+              if (record) await store.forgetOpen(record);
+              else await store.forgetOpenId(hostId, approvalId, sessionId);
+              return;
+            }
+            if (sessionId !== undefined && record.sessionId !== sessionId) return;
+            const mutation = pick(record);
+            if (mutation) await keeper.mutate(approvalId, mutation);
+          }),
+        ),
+      );
     } catch (err) {
-      // Slack said no (the channel, a scope, an outage): try again later, nothing is lost.
-      await store.releasePostLease(approvalId, lease);
-      this.retryLater(approvalId);
-      throw err;
+      logger.error({ err, hostId, sessionId }, 'reconciling open approvals failed');
     }
-    const saved = await store.savePost(record, posted, lease);
-    logger.info(
-      {
-        approvalId,
-        sessionId: record.sessionId,
-        tool: record.tool,
-        phase: record.phase,
-        channel: posted.channel,
-        ts: posted.ts,
-      },
-      'card posted',
-    );
-    // Someone changed the record while we were posting: show them the latest.
-    if (saved && saved.record.version !== record.version + 1) {
-      await cards.update(posted.channel, posted.ts, render(saved.record, this.now()));
-    }
-  }
-
-  /** Another worker holds the post lease; look again once it must have expired. */
-  private retryLater(approvalId: string): void {
-    const timer = setTimeout(() => {
-      this.timers.delete(timer);
-      this.enqueue(approvalId, () => this.syncCard(approvalId));
-    }, this.postLeaseMs + 1_000);
-    timer.unref();
-    this.timers.add(timer);
   }
 }

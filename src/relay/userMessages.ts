@@ -1,6 +1,8 @@
 import { describeDecision } from '../cards/describeDecision.js';
+import type { DecisionOutcome } from './decider.js';
+import type { NotDecidable } from './decisionCheck.js';
 
-// The one place where a refusal code becomes the sentence a person reads. Every text here is
+// The one place where an outcome becomes the sentence a person reads. Every text here is
 // ephemeral and goes only to the person who clicked.
 
 export type Refusal =
@@ -14,7 +16,60 @@ export type Refusal =
   | { code: 'reviewerUnavailable' }
   | { code: 'hostUnavailable' }
   | { code: 'sessionElsewhere' }
+  | { code: 'unknownToHost' }
+  | { code: 'notRecorded' }
+  | { code: 'stopping' }
   | { code: 'decideFailed'; kind: string };
+
+/** What to tell the person whose decision ended in `outcome` (anything but `decided`). */
+export function refusalFor(
+  outcome: Exclude<DecisionOutcome, { kind: 'decided' }> | NotDecidable,
+  userId: string,
+): Refusal {
+  switch (outcome.kind) {
+    case 'final': {
+      const { record } = outcome;
+      if (record.phase === 'superseded') return { code: 'superseded' };
+      if (record.phase === 'orphaned') return { code: 'orphaned' };
+      return {
+        code: 'alreadyResolved',
+        decision: record.resolution?.decision ?? 'unknown',
+        resolvedBy: record.resolution?.resolvedBy ?? 'unknown',
+        ...(record.resolution?.slackUserId ? { slackUserId: record.resolution.slackUserId } : {}),
+      };
+    }
+    case 'alreadyResolved': {
+      const { decision, resolvedBy, slackUserId } = outcome;
+      return { code: 'alreadyResolved', decision, resolvedBy, ...(slackUserId ? { slackUserId } : {}) };
+    }
+    case 'alreadyBeingDecided': {
+      const holder = outcome.holder?.userId;
+      return { code: 'alreadyBeingDecided', ...(holder ? { userId: holder } : {}), self: holder === userId };
+    }
+    case 'unavailable':
+      return outcome.reason === 'heldElsewhere' ? { code: 'sessionElsewhere' } : { code: 'unknownToHost' };
+    case 'underReview':
+      return { code: 'underReview' };
+    case 'stale':
+      return { code: 'questionChanged' };
+    case 'gone':
+      return { code: 'unknownCard' };
+    case 'reviewerUnavailable':
+      return { code: 'reviewerUnavailable' };
+    case 'hostUnavailable':
+      return { code: 'hostUnavailable' };
+    case 'sessionElsewhere':
+      return { code: 'sessionElsewhere' };
+    case 'unknownToHost':
+      return { code: 'unknownToHost' };
+    case 'notRecorded':
+      return { code: 'notRecorded' };
+    case 'stopping':
+      return { code: 'stopping' };
+    case 'refused':
+      return { code: 'decideFailed', kind: outcome.errorKind };
+  }
+}
 
 function who(resolvedBy: string, slackUserId?: string): string {
   if (slackUserId) return `<@${slackUserId}>`;
@@ -31,7 +86,7 @@ export function refusalText(refusal: Refusal): string {
     case 'alreadyResolved':
       return `This approval was already decided: ${describeDecision(refusal.decision)} by ${who(refusal.resolvedBy, refusal.slackUserId)}. Your click changed nothing.`;
     case 'superseded':
-      return 'This request was superseded when the agent host restarted. It was asked again on a new card: decide there.';
+      return 'This request was closed by the agent host without a decision (it restarted, or the request was withdrawn). If it still needs one, it is asked again on a new card: decide there.';
     case 'orphaned':
       return 'The agent host stopped and this request died with it. Nothing can be decided here.';
     case 'underReview':
@@ -47,7 +102,13 @@ export function refusalText(refusal: Refusal): string {
     case 'hostUnavailable':
       return 'The agent host is restarting. If it keeps this request, your decision is sent when it is back; if it asks again, a new card says so.';
     case 'sessionElsewhere':
-      return 'This session is open in another agent host (someone’s terminal, say), which holds it; it can only be decided there.';
+      return 'This session is open in another agent client (someone’s terminal, say), which holds it; it can only be decided there until that client lets go of it.';
+    case 'unknownToHost':
+      return 'The agent host does not know this request any more. Countersign is asking it what is still pending; the card will show what it says. Nothing was decided.';
+    case 'notRecorded':
+      return 'Your click could not be recorded: Countersign’s database is not answering. Nothing was decided. Please click again in a minute.';
+    case 'stopping':
+      return 'Countersign is restarting and did not take this click. Nothing was decided. Please click again in a minute.';
     case 'decideFailed':
       return `The agent host refused the decision (${refusal.kind.replace(/[&<>]/g, '')}). Nothing was decided; the card shows the current state.`;
   }

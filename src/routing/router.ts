@@ -30,19 +30,38 @@ function compile(route: Route): Test {
   return (input) => tests.every((test) => test(input));
 }
 
-/** Picks the channel for an approval card from the configured routes. */
-export class Router {
-  private readonly routes: { channel: string; matches: Test }[];
+/** The route an approval's card follows: its name (stored with the record) and its channel. */
+export interface ChosenRoute {
+  name: string;
+  channel: string;
+}
 
-  constructor(
-    routes: Route[],
-    private readonly fallbackChannel: string,
-  ) {
-    this.routes = routes.map((route) => ({ channel: route.channel, matches: compile(route) }));
+/** What the record says when no route of the file matched: the card went to SLACK_CHANNEL. */
+export const FALLBACK_ROUTE_NAME = '(SLACK_CHANNEL)';
+
+/** Picks the route, and so the channel, of an approval card from the configured routes. */
+export class Router {
+  private readonly routes: Array<ChosenRoute & { matches: Test }>;
+  private readonly fallback: ChosenRoute;
+
+  constructor(routes: Route[], fallbackChannel: string) {
+    // An unnamed route is named by its place in the file, which is how errors name it too.
+    this.routes = routes.map((route, i) => ({
+      name: route.name ?? `routes[${i}]`,
+      channel: route.channel,
+      matches: compile(route),
+    }));
+    this.fallback = { name: FALLBACK_ROUTE_NAME, channel: fallbackChannel };
   }
 
-  /** The first matching route's channel, else the fallback. */
+  /** The first matching route, else the fallback. */
+  routeFor(input: RouteInput): ChosenRoute {
+    const route = this.routes.find((r) => r.matches(input));
+    return route ? { name: route.name, channel: route.channel } : this.fallback;
+  }
+
+  /** The channel of routeFor(input). */
   channelFor(input: RouteInput): string {
-    return this.routes.find((route) => route.matches(input))?.channel ?? this.fallbackChannel;
+    return this.routeFor(input).channel;
   }
 }

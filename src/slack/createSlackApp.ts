@@ -1,4 +1,5 @@
 import { App, SocketModeReceiver } from '@slack/bolt';
+import type { FetchFunction, WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { toBoltLogger } from '../log.js';
@@ -9,8 +10,8 @@ import { registerAppHome } from './listeners/appHome.js';
 import { registerChoiceButton } from './listeners/choiceButton.js';
 import { registerFeedbackSubmission } from './listeners/feedbackSubmission.js';
 import { registerSlashCommand } from './listeners/slashCommand.js';
-import { createSlackFetch } from './slackFetch.js';
 import { observedFetch, type SlackReachability } from './slackReachability.js';
+import { slackViews } from './slackViews.js';
 
 export interface BotIdentity {
   botId?: string;
@@ -24,6 +25,10 @@ export interface SlackAppOptions {
   health: HealthProbe;
   /** Filled in once auth.test has answered; until then Bolt runs without it. */
   identity: () => BotIdentity;
+  /** The process's one Web API client (webClient.ts): every listener calls through it. */
+  web: WebClient;
+  /** Its transport, for the few requests Bolt makes that are not Web API calls. */
+  transport: FetchFunction;
   /** Told how the Socket Mode connection's calls to Slack go. */
   reachability: SlackReachability;
 }
@@ -38,27 +43,36 @@ export interface SlackService {
   stop(): Promise<void>;
 }
 
+/**
+ * Bolt always builds a Web API client of its own (app.client). It is given this fetch, so that
+ * it can never make a Web API call beside the shared client, with another pool and other retries;
+ * a response_url request (respond()) still goes out, over the shared pool.
+ */
+function refuseWebApiCalls(apiUrl: string, transport: FetchFunction): FetchFunction {
+  return async (url, init) => {
+    if (String(url).startsWith(apiUrl)) {
+      throw new Error(
+        "Bolt's own Web API client is not used: call Slack through the shared client (src/slack/webClient.ts)",
+      );
+    }
+    return transport(url, init);
+  };
+}
+
 /** The Bolt app: Socket Mode when an app token is set, otherwise HTTP on PORT. */
-export function createSlackApp({
-  config,
-  logger,
-  clicks,
-  health,
-  identity,
-  reachability,
-}: SlackAppOptions): SlackService {
+export function createSlackApp(options: SlackAppOptions): SlackService {
+  const { config, logger, clicks, health, identity, web, transport, reachability } = options;
   const boltLogger = toBoltLogger(logger.child({ component: 'bolt' }));
   const customRoutes = healthRoutes(health);
   const common = {
-    authorize: async () => ({ botToken: config.slack.botToken, ...identity() }),
+    // No bot token in the result: with one, Bolt would build a client per token for the
+    // listeners. They get the shared client instead; the identity lets Bolt ignore our own events.
+    authorize: async () => identity(),
     logger: boltLogger,
-    // Listener calls answer a person who is waiting: fail fast rather than retry for minutes.
     clientOptions: {
       slackApiUrl: config.slack.apiUrl,
-      fetch: createSlackFetch(),
-      timeout: 10_000,
-      rejectRateLimitedCalls: true,
-      retryConfig: { retries: 2, factor: 2, minTimeout: 250, maxTimeout: 1_000 },
+      fetch: refuseWebApiCalls(config.slack.apiUrl, transport),
+      retryConfig: { retries: 0 },
     },
   };
   const socketReceiver =
@@ -67,12 +81,13 @@ export function createSlackApp({
           appToken: config.slack.appToken!,
           logger: boltLogger,
           installerOptions: {
-            // The socket itself is a long-lived connection: ride out a Slack outage (about
-            // half an hour of retries) instead of giving up on the first reconnect.
+            // The app-level token's own client (apps.connections.open only), over the shared pool,
+            // watched: an unreachable Slack is said once, with the cause. The socket is a
+            // long-lived connection: ride out a Slack outage (about half an hour of retries)
+            // instead of giving up on the first reconnect.
             clientOptions: {
               slackApiUrl: config.slack.apiUrl,
-              // Its own transport, watched: an unreachable Slack is said once, with the cause.
-              fetch: observedFetch(createSlackFetch(), reachability),
+              fetch: observedFetch(transport, reachability),
               timeout: 10_000,
               retryConfig: { retries: 10, factor: 1.96821, randomize: true },
             },
@@ -83,10 +98,11 @@ export function createSlackApp({
     socketReceiver === undefined
       ? new App({ ...common, signingSecret: config.slack.signingSecret!, customRoutes })
       : new App({ ...common, receiver: socketReceiver });
-  registerChoiceButton(app, clicks, logger);
+  const views = slackViews(web);
+  registerChoiceButton(app, clicks, views, logger);
   registerFeedbackSubmission(app, clicks, logger);
   registerSlashCommand(app, config.slack.channel);
-  registerAppHome(app, config.slack.channel, health, logger);
+  registerAppHome(app, config.slack.channel, health, views, logger);
   app.error(async (err) => {
     logger.error({ err }, 'slack listener failed');
   });

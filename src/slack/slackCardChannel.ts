@@ -1,13 +1,30 @@
 import type { WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
-import type { CardChannel, RenderedMessage, UserNotifier } from '../relay/ports.js';
+import type { CardChannel, PostOptions, RenderedMessage, UserNotifier } from '../relay/ports.js';
 import { KeyedQueue } from '../util/keyedQueue.js';
+import { cardMetadata } from './cardMetadata.js';
+import { CardUpdates } from './cardUpdates.js';
+import { findPostedCard } from './findPostedCard.js';
+import { type CallFields, SlackCallLog } from './slackCallLog.js';
 import { classifySlackError } from './slackFailures.js';
-import { withRateLimitRetry } from './withRateLimitRetry.js';
+import {
+  RETRY_POLICIES,
+  type RetryTiming,
+  realTiming,
+  retrySlackCall,
+  SlackStoppedError,
+} from './slackRetry.js';
 
 export interface SlackCardChannelOptions {
   /** Told when Slack refuses the token itself: health reads it. */
   onFatal?: (error: string) => void;
+  now?: () => Date;
+  timing?: RetryTiming;
+}
+
+interface Posted {
+  ts: string;
+  channel: string;
 }
 
 /**
@@ -17,73 +34,153 @@ export interface SlackCardChannelOptions {
  * one message per second per channel, and a card posted out of turn would show a burst of
  * approvals in the wrong order. A 429 waits out its Retry-After at the head of its own channel's
  * queue only; other channels keep posting.
+ *
+ * A card is never posted twice: every card carries its approvalId in message metadata, and once
+ * a post's answer is lost (5xx, timeout, reset: Slack may have posted it) the card is looked for
+ * in the channel's history before any further post. Updates are retried until they land
+ * (cardUpdates.ts). stop() ends every wait for a retry.
  */
 export class SlackCardChannel implements CardChannel, UserNotifier {
   private readonly postQueues = new KeyedQueue();
+  private readonly stopping = new AbortController();
+  private readonly log: SlackCallLog;
+  private readonly updates: CardUpdates;
+  private readonly now: () => Date;
+  private readonly timing: RetryTiming;
+  /** approvalId → when a post whose answer was lost was first tried; cleared once it is posted. */
+  private readonly lostPosts = new Map<string, Date>();
+  /** `#name` → channel ID, from post answers: conversations.history takes only IDs. */
+  private readonly channelIds = new Map<string, string>();
 
   constructor(
     private readonly client: WebClient,
     private readonly logger: Logger,
-    private readonly options: SlackCardChannelOptions = {},
-  ) {}
-
-  async post(channel: string, render: () => RenderedMessage): Promise<{ ts: string; channel: string }> {
-    const result = await this.postQueues.run(channel, () => {
-      const message = render();
-      return this.call('chat.postMessage', channel, () =>
-        this.client.chat.postMessage({
-          channel,
-          text: message.text,
-          blocks: message.blocks as never,
-          unfurl_links: false,
-          unfurl_media: false,
-        }),
-      );
-    });
-    if (!result.ts) throw new Error('chat.postMessage returned no ts');
-    // chat.update and clicks know the channel only by ID, even when it was posted to by name.
-    return { ts: result.ts, channel: result.channel ?? channel };
+    options: SlackCardChannelOptions = {},
+  ) {
+    this.log = new SlackCallLog(logger, options.onFatal);
+    this.now = options.now ?? (() => new Date());
+    this.timing = options.timing ?? realTiming;
+    this.updates = new CardUpdates(client, this.log, this.stopping.signal, { timing: this.timing });
   }
 
-  async update(channel: string, ts: string, message: RenderedMessage): Promise<void> {
-    await this.call('chat.update', channel, () =>
-      this.client.chat.update({ channel, ts, text: message.text, blocks: message.blocks as never }),
-    );
+  post(channel: string, render: () => RenderedMessage, options: PostOptions): Promise<Posted> {
+    return this.postQueues.run(channel, () => this.postNow(channel, render(), options));
+  }
+
+  update(channel: string, ts: string, message: RenderedMessage): Promise<void> {
+    return this.updates.update(channel, ts, message);
   }
 
   async ephemeral(channel: string, userId: string, text: string): Promise<void> {
-    await this.call('chat.postEphemeral', channel, () =>
-      this.client.chat.postEphemeral({ channel, user: userId, text }),
-    );
-  }
-
-  /** One Slack call: 429s retried after Retry-After, every other failure named once in the log. */
-  private async call<T>(method: string, channel: string, run: () => Promise<T>): Promise<T> {
+    const fields: CallFields = { method: 'chat.postEphemeral', channel };
     try {
-      return await withRateLimitRetry(run, {
-        onRateLimited: (retryAfterMs, attempt) =>
-          this.logger.warn(
-            { method, channel, retryAfterMs, attempt },
-            'slack rate limited; retrying after Retry-After',
-          ),
-      });
+      await retrySlackCall(
+        () => this.client.chat.postEphemeral({ channel, user: userId, text }),
+        RETRY_POLICIES.interactive,
+        this.retryHooks(fields),
+      );
     } catch (err) {
-      const failure = classifySlackError(err);
-      if (failure.kind === 'fatal') {
-        this.logger.fatal(
-          { method, channel, error: failure.error },
-          'slack refused the bot token or its scopes',
-        );
-        this.options.onFatal?.(failure.error);
-      } else if (failure.kind === 'notInChannel') {
-        this.logger.error(
-          { method, channel, error: failure.error },
-          'the bot cannot post in this channel: invite it with /invite @countersign, or check SLACK_CHANNEL',
-        );
-      } else {
-        this.logger.error({ method, channel, failure }, 'slack call failed');
-      }
+      this.gaveUp(fields, err);
       throw err;
     }
   }
+
+  /** Ends every wait for a retry: what is waiting rejects with SlackStoppedError. */
+  stop(): void {
+    this.stopping.abort();
+  }
+
+  private async postNow(channel: string, message: RenderedMessage, options: PostOptions): Promise<Posted> {
+    const { approvalId } = options;
+    const fields: CallFields = { method: 'chat.postMessage', channel, approvalId };
+    const firstAttempt = this.now();
+    let lookSince = earliest(options.postedSince, this.lostPosts.get(approvalId));
+    let attempts = 0;
+    const attempt = async (): Promise<Posted> => {
+      attempts += 1;
+      if (lookSince) {
+        const found = await this.lookFor(channel, approvalId, lookSince);
+        if (found) return found;
+      }
+      try {
+        const result = await this.client.chat.postMessage({
+          channel,
+          text: message.text,
+          blocks: message.blocks as never,
+          metadata: cardMetadata(approvalId),
+          unfurl_links: false,
+          unfurl_media: false,
+        });
+        if (!result.ts) throw new Error('chat.postMessage returned no ts');
+        // chat.update and clicks know the channel only by ID, even when it was posted to by name.
+        return { ts: result.ts, channel: result.channel ?? channel };
+      } catch (err) {
+        if (classifySlackError(err).kind === 'retry') {
+          lookSince ??= firstAttempt;
+          // Kept past a give-up, so that the relay's next try looks first too.
+          this.lostPosts.set(approvalId, lookSince);
+        }
+        throw err;
+      }
+    };
+    try {
+      const posted = await retrySlackCall(attempt, RETRY_POLICIES.post, this.retryHooks(fields));
+      this.lostPosts.delete(approvalId);
+      if (channel.startsWith('#')) this.channelIds.set(channel, posted.channel);
+      this.log.landed(fields, attempts);
+      return posted;
+    } catch (err) {
+      this.gaveUp(fields, err);
+      throw err;
+    }
+  }
+
+  /**
+   * The card of `approvalId` if an earlier attempt posted it. A lookup Slack may answer later
+   * (429, 5xx) throws, to be retried before anything is posted; one Slack refuses (a missing
+   * history scope, say) is logged and counts as not found: a second card beats none.
+   */
+  private async lookFor(channel: string, approvalId: string, since: Date): Promise<Posted | undefined> {
+    const channelId = channel.startsWith('#') ? this.channelIds.get(channel) : channel;
+    if (!channelId) {
+      throw new Error(
+        `cannot tell whether the lost post to ${channel} landed before its channel ID is known; not posting it again yet`,
+      );
+    }
+    try {
+      const ts = await findPostedCard(this.client, { channel: channelId, approvalId, since });
+      if (!ts) return undefined;
+      this.logger.info(
+        { approvalId, channel: channelId, ts },
+        'found the card of a post whose answer was lost',
+      );
+      return { ts, channel: channelId };
+    } catch (err) {
+      const failure = classifySlackError(err);
+      if (failure.kind === 'rateLimited' || failure.kind === 'retry') throw err;
+      this.logger.error(
+        { method: 'conversations.history', channel: channelId, approvalId, failure },
+        'cannot look for a card whose post answer was lost (the app needs channels:history and groups:history); posting it again',
+      );
+      return undefined;
+    }
+  }
+
+  private retryHooks(fields: CallFields) {
+    return {
+      signal: this.stopping.signal,
+      timing: this.timing,
+      onRetry: this.log.retrying.bind(this.log, fields),
+    };
+  }
+
+  private gaveUp(fields: CallFields, err: unknown): void {
+    if (err instanceof SlackStoppedError) return;
+    this.log.gaveUp(fields, classifySlackError(err), `${fields.method} failed`);
+  }
+}
+
+function earliest(a: Date | undefined, b: Date | undefined): Date | undefined {
+  if (!a || !b) return a ?? b;
+  return a.getTime() <= b.getTime() ? a : b;
 }

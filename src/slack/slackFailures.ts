@@ -1,11 +1,22 @@
 import { ErrorCode } from '@slack/web-api';
 
-/** How the bot treats a failed Slack call. One table, read by retries and by health alike. */
+/**
+ * How the bot treats a failed Slack call. One table, read by retries and by health alike.
+ *
+ * - `fatal`: the token or its scopes are refused; nothing works until a person fixes it.
+ * - `notInChannel`: the channel cannot be used (not invited, gone, archived).
+ * - `rateLimited`: 429; the call did nothing, and may be made again after `retryAfterMs`.
+ * - `retry`: 5xx, a timeout, a dropped connection: the answer is lost, so Slack may or may not
+ *   have applied the call. Retried with backoff; a post looks for its message before posting again.
+ * - `badMessage`: the message itself was refused (too big, malformed); a smaller one may land.
+ * - `refused`: anything else Slack said no to; the same call would be refused again.
+ */
 export type SlackFailure =
   | { kind: 'fatal'; error: string }
   | { kind: 'notInChannel'; error: string }
   | { kind: 'rateLimited'; retryAfterMs: number }
   | { kind: 'retry'; error: string }
+  | { kind: 'badMessage'; error: string }
   | { kind: 'refused'; error: string };
 
 const FATAL = new Set([
@@ -18,6 +29,24 @@ const FATAL = new Set([
   'no_permission',
 ]);
 const NOT_IN_CHANNEL = new Set(['not_in_channel', 'channel_not_found', 'is_archived']);
+/** Slack's own "something broke on our side" answers: the call may or may not have been applied. */
+const SERVER_TROUBLE = new Set(['internal_error', 'fatal_error', 'service_unavailable', 'request_timeout']);
+const BAD_MESSAGE = new Set([
+  'invalid_blocks',
+  'invalid_blocks_format',
+  'msg_too_long',
+  'msg_blocks_too_long',
+]);
+
+/** What went wrong on the wire, for the log: a timeout and a reset call for different fixes. */
+function requestError(original: unknown): string {
+  const e = original as { name?: string; code?: string; cause?: { code?: string } } | undefined;
+  if (e?.name === 'TimeoutError' || e?.name === 'AbortError') return 'timeout';
+  const code = e?.code ?? e?.cause?.code;
+  if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET' || code === 'EPIPE') return 'connection_reset';
+  if (code === 'ECONNREFUSED') return 'connection_refused';
+  return 'request_error';
+}
 
 export function classifySlackError(err: unknown): SlackFailure {
   const e = err as {
@@ -25,6 +54,7 @@ export function classifySlackError(err: unknown): SlackFailure {
     retryAfter?: number;
     data?: { error?: string };
     statusCode?: number;
+    original?: unknown;
     message?: string;
   };
   switch (e?.code) {
@@ -35,9 +65,8 @@ export function classifySlackError(err: unknown): SlackFailure {
       if (FATAL.has(error)) return { kind: 'fatal', error };
       if (NOT_IN_CHANNEL.has(error)) return { kind: 'notInChannel', error };
       if (error === 'ratelimited') return { kind: 'rateLimited', retryAfterMs: 1000 };
-      if (error === 'internal_error' || error === 'fatal_error' || error === 'service_unavailable') {
-        return { kind: 'retry', error };
-      }
+      if (SERVER_TROUBLE.has(error)) return { kind: 'retry', error };
+      if (BAD_MESSAGE.has(error)) return { kind: 'badMessage', error };
       return { kind: 'refused', error };
     }
     case ErrorCode.HTTPError:
@@ -45,7 +74,7 @@ export function classifySlackError(err: unknown): SlackFailure {
         ? { kind: 'retry', error: `http_${e.statusCode}` }
         : { kind: 'refused', error: `http_${e.statusCode}` };
     case ErrorCode.RequestError:
-      return { kind: 'retry', error: 'request_error' };
+      return { kind: 'retry', error: requestError(e.original) };
     default:
       return { kind: 'refused', error: e?.message ?? String(err) };
   }

@@ -1,26 +1,32 @@
 import { type FetchFunction, type Logger as SlackLogger, WebClient } from '@slack/web-api';
 import { createSlackFetch } from './slackFetch.js';
 
+/** How long one Web API call may take before its answer counts as lost. */
+export const DEFAULT_SLACK_TIMEOUT_MS = 10_000;
+
 export interface WebClientSettings {
   token: string;
   apiUrl: string;
   logger?: SlackLogger;
-  /** Shared with other clients so that they share one connection pool. */
+  /** The transport (one keep-alive pool); a fresh one when not given. */
   fetch?: FetchFunction;
+  timeoutMs?: number;
 }
 
 /**
- * Every Slack Web API client is built here. The SDK's defaults (no timeout, ten retries over
- * half an hour, a 429 pausing every call of the client) do not suit interactive paths, so
- * 429s are rejected at once and retried by the caller for that one call only.
+ * The one Slack Web API client of the process: the card channel, ephemeral notes and the Bolt
+ * listeners all call through it, over one connection pool. It never retries by itself and rejects
+ * a 429 at once: the SDK's own retries are blind (a post whose answer was lost would be posted
+ * again, and a 429 would pause every call of the client for its Retry-After). Each caller retries
+ * its own call instead, as slackRetry.ts and the failure table decide.
  */
-export function createWebClient({ token, apiUrl, logger, fetch }: WebClientSettings): WebClient {
+export function createWebClient({ token, apiUrl, logger, fetch, timeoutMs }: WebClientSettings): WebClient {
   return new WebClient(token, {
     slackApiUrl: apiUrl,
     fetch: fetch ?? createSlackFetch(),
-    timeout: 10_000,
+    timeout: timeoutMs ?? DEFAULT_SLACK_TIMEOUT_MS,
     rejectRateLimitedCalls: true,
-    retryConfig: { retries: 3, factor: 2, minTimeout: 250, maxTimeout: 2_000, randomize: true },
+    retryConfig: { retries: 0 },
     ...(logger ? { logger } : {}),
   });
 }

@@ -40,11 +40,16 @@ return result
 
 /**
  * Takes one stage's claim and moves the record to `deciding` in one step. Returns {2, holder}
- * when the stage is already claimed, {0} when the record moved on, {-1} when it is gone.
+ * when the stage is already claimed, {0} when the record moved on, {-1} when it is gone, and {3}
+ * when the stage already holds this very claim: ioredis sends a command again after a reconnect,
+ * and a claim that already ran is ours, not somebody else's.
  */
 const CLAIM_SCRIPT = `
 local held = redis.call('GET', KEYS[2])
-if held then return {2, held} end
+if held then
+  if held == ARGV[4] then return {3} end
+  return {2, held}
+end
 local cur = redis.call('HGET', KEYS[1], 'v')
 if not cur then return {-1} end
 if cur ~= ARGV[1] then return {0} end
@@ -134,6 +139,8 @@ export class ApprovalStore {
         String(lease?.ttlMs ?? 0),
       )
       .sadd(keys.openApprovals(record.hostId), record.approvalId)
+      .sadd(keys.openInSession(record.hostId, record.sessionId), record.approvalId)
+      .hsetnx(keys.sessions(record.hostId), record.sessionId, '{}')
       .exec();
     return firstResult(results) === 1;
   }
@@ -214,7 +221,7 @@ export class ApprovalStore {
       JSON.stringify(next.claim),
       String(this.claimTtlMs),
     )) as [number, string | undefined];
-    if (code === 1) return { kind: 'claimed', record: written };
+    if (code === 1 || code === 3) return { kind: 'claimed', record: written };
     if (code === 2) return { kind: 'held', holder: parseClaim(holder) };
     return code === 0 ? { kind: 'stale' } : { kind: 'gone' };
   }
@@ -246,13 +253,23 @@ export class ApprovalStore {
     return (await this.redis.get(keys.message(channel, ts))) ?? undefined;
   }
 
-  async openApprovalIds(hostId: string): Promise<string[]> {
-    return this.redis.smembers(keys.openApprovals(hostId));
+  /** Approvals not yet final, of a host or of one of its sessions. */
+  async openApprovalIds(hostId: string, sessionId?: string): Promise<string[]> {
+    return this.redis.smembers(
+      sessionId === undefined ? keys.openApprovals(hostId) : keys.openInSession(hostId, sessionId),
+    );
   }
 
-  /** Drops a final approval from its host's open set (createIfAbsent may have re-added it). */
-  async forgetOpen(hostId: string, approvalId: string): Promise<void> {
-    await this.redis.srem(keys.openApprovals(hostId), approvalId);
+  /** Drops a final approval from the open sets (createIfAbsent may have re-added it). */
+  async forgetOpen(record: Pick<ApprovalRecord, 'hostId' | 'sessionId' | 'approvalId'>): Promise<void> {
+    await this.forgetOpenId(record.hostId, record.approvalId, record.sessionId);
+  }
+
+  /** Drops an approval whose record is gone from the open sets it is known to be in. */
+  async forgetOpenId(hostId: string, approvalId: string, sessionId?: string): Promise<void> {
+    const pipe = this.redis.pipeline().srem(keys.openApprovals(hostId), approvalId);
+    if (sessionId !== undefined) pipe.srem(keys.openInSession(hostId, sessionId), approvalId);
+    firstResult(await pipe.exec());
   }
 
   /** Resolves with the lease, or undefined when another worker is posting this card right now. */
@@ -295,6 +312,7 @@ export class ApprovalStore {
   private whenFinal(pipe: ChainableCommander, current: ApprovalRecord, written: ApprovalRecord): void {
     if (!isTerminal(written) || isTerminal(current)) return;
     pipe.srem(keys.openApprovals(written.hostId), written.approvalId);
+    pipe.srem(keys.openInSession(written.hostId, written.sessionId), written.approvalId);
     if (written.slack.ts)
       pipe.pexpire(keys.message(written.slack.channel, written.slack.ts), this.options.resolvedTtlMs);
   }

@@ -12,6 +12,13 @@ export const keys = {
   postLease: (approvalId: string) => `${PREFIX}:post:{${approvalId}}`,
   /** Slack message (channel, ts) → approvalId. */
   message: (channel: string, ts: string) => `${PREFIX}:msg:{${channel}:${ts}}`,
-  /** Set of approvalIds not yet final, per host: what a reconcile has to look at. */
+  /** Set of approvalIds not yet final, per host: what orphaning a dead host's cards looks at. */
   openApprovals: (hostId: string) => `${PREFIX}:open:{${hostId}}`,
+  /** The same per session: what reconciling one session looks at. */
+  openInSession: (hostId: string, sessionId: string) => `${PREFIX}:open:{${hostId}}:s:${sessionId}`,
+  /**
+   * Hash: sessionId → JSON of what a respawned host needs to follow it again (last view cursor).
+   * Every session an approval came from is here, until the host says it has no such session.
+   */
+  sessions: (hostId: string) => `${PREFIX}:sessions:{${hostId}}`,
 } as const;

@@ -7,7 +7,20 @@ import {
   SubagentOrigin,
 } from '../msp/protocol.js';
 
-export const Phase = z.enum(['reviewing', 'pending', 'deciding', 'resolved', 'superseded', 'orphaned']);
+/**
+ * `unavailable`: pending at the host, but no decision from here can work right now (another
+ * client holds the session, or the host said it does not know the approval and is being asked
+ * again); the card shows why, without buttons.
+ */
+export const Phase = z.enum([
+  'reviewing',
+  'pending',
+  'deciding',
+  'unavailable',
+  'resolved',
+  'superseded',
+  'orphaned',
+]);
 export type Phase = z.infer<typeof Phase>;
 
 const TERMINAL_PHASES: ReadonlySet<Phase> = new Set(['resolved', 'superseded', 'orphaned']);
@@ -17,7 +30,15 @@ export const Resolution = z.object({
   /** user | policy | llmJudge | … as the host says it. */
   resolvedBy: z.string(),
   policyResult: z.string().optional(),
-  amendment: z.object({ durability: z.string(), rulePreview: z.string() }).optional(),
+  amendment: z
+    .object({
+      durability: z.string(),
+      rulePreview: z.string(),
+      /** What the host said about saving the rule (policyPersistence), when it said anything. */
+      persistence: z.string().optional(),
+      persistenceReason: z.string().optional(),
+    })
+    .optional(),
   decidedAt: z.string(),
   /** The Slack user whose click produced the decision, when it was one of ours. */
   slackUserId: z.string().optional(),
@@ -25,22 +46,55 @@ export const Resolution = z.object({
 });
 export type Resolution = z.infer<typeof Resolution>;
 
-/** A click in flight: who is deciding which stage, and the commandId that decision uses. */
+/** A decision in flight: who is deciding which stage, and the commandId that decision uses. */
 export const Claim = z.object({
   sourceIndex: z.number().int(),
-  userId: z.string(),
+  /** The Slack user who decided; absent when the bot decided on its own (a grant, a timeout). */
+  userId: z.string().optional(),
+  /** What made the decision; a click when absent. */
+  via: z.enum(['click', 'grant', 'timeout']).optional(),
   choiceId: z.string(),
   commandId: z.string(),
   feedback: z.string().optional(),
   claimedAt: z.string(),
+  /** How many times the host left this decision unanswered and was asked again. */
+  unanswered: z.number().int().optional(),
 });
 export type Claim = z.infer<typeof Claim>;
+
+/** What intake did to one part of a request (relay/intake/): secrets masked, text cut. */
+export const IntakePart = z.object({
+  maskedSecrets: z.number().int(),
+  /** Text was cut. */
+  truncated: z.boolean(),
+  /** Shell stages left out of the subject. */
+  stagesOmitted: z.number().int().optional(),
+});
+export type IntakePart = z.infer<typeof IntakePart>;
+
+/**
+ * What intake did to the request as it is stored now. A record without it was stored before
+ * intake existed: nothing is known about it.
+ */
+export const Intake = z.object({
+  maskedSecrets: z.number().int(),
+  /** Text was cut or stages were left out: the record does not hold the whole request. */
+  truncated: z.boolean(),
+  stagesOmitted: z.number().int().optional(),
+  /** Per record field that was masked or cut, so that a field the host replaces is counted anew. */
+  parts: z.record(z.string(), IntakePart),
+});
+export type Intake = z.infer<typeof Intake>;
 
 export const ApprovalRecord = z.object({
   approvalId: z.string(),
   hostId: z.string(),
   /** The host process the approval was last (re-)asked by; see HostEvent. */
   incarnation: z.string(),
+  /** The host process that first asked it; a restart recovery closes what an earlier one asked. */
+  openedBy: z.string().optional(),
+  /** Name of the route that placed the card: later checks read that route's rules. */
+  route: z.string().optional(),
   sessionId: z.string(),
   sessionTitle: z.string().optional(),
   turnId: z.string().optional(),
@@ -64,8 +118,14 @@ export const ApprovalRecord = z.object({
   phase: Phase,
   claim: Claim.optional(),
   resolution: Resolution.optional(),
+  /** Secrets masked and text cut on the way in; a masked or cut request is never grantable. */
+  intake: Intake.optional(),
   /** For superseded cards: why, in one line. */
   supersededNote: z.string().optional(),
+  /** For unavailable cards: why no decision can be made from here right now. */
+  unavailable: z.enum(['heldElsewhere', 'unknownToHost']).optional(),
+  /** policyPersistence reported before the approval resolved, kept for its resolution. */
+  persistence: z.object({ status: z.string(), reason: z.string().optional() }).optional(),
   slack: z.object({ channel: z.string(), ts: z.string().optional() }),
   openedAt: z.string(),
   updatedAt: z.string(),

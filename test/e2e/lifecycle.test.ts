@@ -124,14 +124,19 @@ describe('keeping the card true to the approval’s life', () => {
     await world.host.crash(1);
     await world.host.waitForIncarnation(2, 15_000);
 
-    const superseded = await world.waitForCard('crash-0001', (m) => textOf(m).includes('superseded'), 10_000);
+    const superseded = await world.waitForCard(
+      'crash-0001',
+      (m) => textOf(m).includes('Superseded') && textOf(m).includes('restarted and closed this request'),
+      10_000,
+    );
+    expect(textOf(superseded)).not.toContain('Rejected');
     expect(buttonsOf(superseded)).toHaveLength(0);
     const renewed = await world.waitForCard('crash-0001-r2', (m) => buttonsOf(m).length === 3, 10_000);
     expect(renewed.ts).not.toBe(before.ts);
 
     // A click on the old card is never carried over to the new approval.
     await world.pressButton(before.ts, buttonsOf(before)[0]!, 'U0ALICE');
-    expect(await world.ephemeralTo('U0ALICE')).toMatch(/superseded/);
+    expect(await world.ephemeralTo('U0ALICE')).toMatch(/closed by the agent host without a decision/);
     expect(world.host.decides()).toHaveLength(0);
 
     await world.press('crash-0001-r2', 'Allow once', 'U0ALICE');

@@ -51,6 +51,17 @@ export function textOf(message: Pick<SlackMessage, 'text' | 'blocks'>): string {
   return `${message.text}\n${JSON.stringify(message.blocks)}`;
 }
 
+export interface WorldOptions {
+  slack?: Parameters<typeof FakeSlack.start>[0];
+  appToken?: string;
+  /** A Redis other than the tests' one (no database): the bot's and the test's own client's. */
+  redisUrl?: string;
+  /** What the bot connects to instead, e.g. a TcpProxy in front of that Redis. */
+  botRedisUrl?: string;
+  /** Wait for the bot's start-up session listing before returning (default true). */
+  waitForSync?: boolean;
+}
+
 export class World {
   private constructor(
     readonly slack: FakeSlack,
@@ -58,12 +69,13 @@ export class World {
     readonly redis: Redis,
     readonly redisDb: number,
     public bot: RunningBot,
+    private readonly botRedisUrl: string | undefined,
   ) {}
 
   static async start(
     seed: FakeHostSeed = {},
     env: Record<string, string> = {},
-    options: { slack?: Parameters<typeof FakeSlack.start>[0]; appToken?: string } = {},
+    options: WorldOptions = {},
   ): Promise<World> {
     const slack = await FakeSlack.start(options.slack);
     if (options.appToken) slack.expectedAppToken = options.appToken;
@@ -71,19 +83,41 @@ export class World {
       sessions: [{ sessionId: SESSION, title: 'Bump the version' }],
       ...seed,
     });
-    const redisDb = await freshRedisDb();
-    const bot = await startBot({ host, slack, redisDb, env });
+    const redisDb = await freshRedisDb(options.redisUrl);
+    const botRedisUrl = options.botRedisUrl ?? options.redisUrl;
+    const bot = await startBot({
+      host,
+      slack,
+      redisDb,
+      env,
+      ...(botRedisUrl ? { redisUrl: botRedisUrl } : {}),
+    });
+    await World.ready(bot, options.waitForSync ?? true);
+    const redis = new Redis(options.redisUrl ? `${options.redisUrl}/${redisDb}` : testRedisUrl(redisDb));
+    return new World(slack, host, redis, redisDb, bot, botRedisUrl);
+  }
+
+  /**
+   * Ready, and (unless told not to wait) done listing the host's sessions: an approval a test
+   * opens after that is news to the bot, not part of its start-up listing.
+   */
+  private static async ready(bot: RunningBot, waitForSync: boolean): Promise<void> {
     await bot.waitReady(15_000);
-    const redis = new Redis(testRedisUrl(redisDb));
-    return new World(slack, host, redis, redisDb, bot);
+    if (waitForSync) await bot.waitForLog((l) => l.msg === 'session sync done', 15_000);
   }
 
   readonly channel = APPROVALS_CHANNEL;
 
   /** Starts the bot again (after a kill or stop) against the same host state, Slack and Redis. */
-  async restartBot(env: Record<string, string> = {}): Promise<void> {
-    this.bot = await startBot({ host: this.host, slack: this.slack, redisDb: this.redisDb, env });
-    await this.bot.waitReady(15_000);
+  async restartBot(env: Record<string, string> = {}, options: { waitForSync?: boolean } = {}): Promise<void> {
+    this.bot = await startBot({
+      host: this.host,
+      slack: this.slack,
+      redisDb: this.redisDb,
+      env,
+      ...(this.botRedisUrl ? { redisUrl: this.botRedisUrl } : {}),
+    });
+    await World.ready(this.bot, options.waitForSync ?? true);
   }
 
   /** Where the bot says it posted an approval's card (its Redis record), once it has. */

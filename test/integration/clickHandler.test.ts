@@ -5,7 +5,9 @@ import { renderCard } from '../../src/cards/renderCard.js';
 import type { ApprovalHost, HostEvent } from '../../src/msp/events.js';
 import { ApprovalRequestParams, ApprovalUpdatedParams, type DecideParams } from '../../src/msp/protocol.js';
 import { ClickHandler } from '../../src/relay/clickHandler.js';
+import { Decider } from '../../src/relay/decider.js';
 import type { CardChannel, RenderedMessage, UserNotifier } from '../../src/relay/ports.js';
+import { RecordKeeper } from '../../src/relay/recordKeeper.js';
 import { Relay } from '../../src/relay/relay.js';
 import { ApprovalStore } from '../../src/store/approvalStore.js';
 import { shellApproval } from '../support/fakeHost.js';
@@ -36,6 +38,14 @@ class Cards implements CardChannel, UserNotifier {
 class Host implements ApprovalHost {
   readonly hostId = 'default';
   decided: DecideParams[] = [];
+  refreshed: string[] = [];
+  isUp() {
+    return true;
+  }
+  refreshSession(sessionId: string) {
+    this.refreshed.push(sessionId);
+  }
+  refreshAll() {}
   async decide(params: DecideParams) {
     this.decided.push(params);
     return {
@@ -51,6 +61,7 @@ const clock = new Date('2026-11-30T12:00:00Z');
 let cards: Cards;
 let host: Host;
 let relay: Relay;
+let keeper: RecordKeeper;
 let clicks: ClickHandler;
 let commandIds = 0;
 
@@ -74,29 +85,31 @@ beforeEach(async () => {
   cards = new Cards();
   host = new Host();
   const now = () => clock;
-  relay = new Relay({
+  keeper = new RecordKeeper({ store, cards, render: (r, n) => renderCard(r, { now: n }), logger, now });
+  const decider = new Decider({
+    keeper,
     store,
-    cards,
-    render: (r, n) => renderCard(r, { now: n }),
-    logger,
-    channelFor: () => 'C1',
-    sandboxMode: 'default',
-    now,
-  });
-  clicks = new ClickHandler({
-    store,
-    relay,
-    notifier: cards,
     host: () => host,
     logger,
     now,
     newCommandId: () => `cmd-${++commandIds}`,
   });
+  relay = new Relay({
+    keeper,
+    store,
+    decider,
+    host: () => host,
+    logger,
+    routeFor: () => ({ name: 'test', channel: 'C1' }),
+    sandboxMode: 'default',
+    now,
+  });
+  clicks = new ClickHandler({ store, decider, keeper, notifier: cards, logger });
   relay.handleHostEvent(event({ incarnation: 'inc-1', via: 'request', params }));
   await relay.idle();
 });
 afterAll(async () => {
-  relay.stop();
+  keeper.stop();
   await redis.quit();
 });
 

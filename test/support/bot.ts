@@ -65,6 +65,8 @@ export interface StartBotOptions {
   host: FakeHost;
   slack: FakeSlack;
   redisDb: number;
+  /** The bot's REDIS_URL base (no database), when not the tests' Redis: a private one, a proxy. */
+  redisUrl?: string;
   /** Extra or overriding environment variables. A value of '' removes the variable. */
   env?: Record<string, string>;
   /** Fixed port (default: a free one). */
@@ -110,7 +112,7 @@ export async function startBot(opts: StartBotOptions): Promise<RunningBot> {
     SLACK_API_URL: opts.slack.apiUrl,
     SLACK_CHANNEL: APPROVALS_CHANNEL,
     PORT: String(port),
-    REDIS_URL: testRedisUrl(opts.redisDb),
+    REDIS_URL: opts.redisUrl ? `${opts.redisUrl}/${opts.redisDb}` : testRedisUrl(opts.redisDb),
     MSP_HOST_COMMAND: opts.host.command,
     LOG_LEVEL: 'debug',
     ...opts.host.env,
@@ -257,10 +259,11 @@ export async function startBot(opts: StartBotOptions): Promise<RunningBot> {
  * A Redis database for this vitest worker (1..15, from VITEST_POOL_ID), flushed. Files in the
  * same worker run one after another, so one database per worker keeps parallel files apart.
  */
-export async function freshRedisDb(): Promise<number> {
+export async function freshRedisDb(baseUrl?: string): Promise<number> {
   const poolId = Number(process.env.VITEST_POOL_ID ?? process.env.VITEST_WORKER_ID ?? 1) || 1;
   const db = 1 + ((poolId - 1) % 15);
-  const redis = new Redis(testRedisUrl(db), { lazyConnect: true, maxRetriesPerRequest: 1 });
+  const url = baseUrl ? `${baseUrl}/${db}` : testRedisUrl(db);
+  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
   try {
     await redis.connect();
     await redis.flushdb();

@@ -47,6 +47,8 @@ function defaultState() {
     sessions: [],
     approvals: {},
     commands: {},
+    /** @type {{method: string, error: any, times: number}[]} the next requests of a method that fail */
+    forcedRequests: [],
   };
 }
 
@@ -112,6 +114,12 @@ const forcedDecideErrors = [];
 let unansweredDecides = 0;
 /** How long the next approval/decide waits before it is applied and answered (a slow host). */
 let nextDecideDelayMs = 0;
+/**
+ * What the host sends when a decide advances a shell approval to its next stage: approval/updated
+ * and a fresh approval/request (`updatedAndRequest`), or approval/updated alone (`updatedOnly`),
+ * which msp-approvals.md §9 allows.
+ */
+let stageAdvanceFrames = 'updatedAndRequest';
 
 // ---------------------------------------------------------------------------------------------
 // Control connection
@@ -180,6 +188,9 @@ function applyControl(cmd) {
     case 'rawBytes':
       writeLine(hugeLine(Number(cmd.size)));
       return null;
+    case 'stderr':
+      process.stderr.write(`${String(cmd.line)}\n`);
+      return null;
     case 'holdDecide':
       unansweredDecides += Number(cmd.times ?? 1);
       return null;
@@ -205,10 +216,38 @@ function applyControl(cmd) {
       return null;
     case 'state':
       return state;
+    case 'forget':
+      // The approval vanishes from the host's state with no frame: a later listPending misses it.
+      delete state.approvals[cmd.approvalId];
+      saveState();
+      return null;
+    case 'dropSession':
+      // The session and its approvals vanish: listPending answers sessionNotFound.
+      state.sessions = state.sessions.filter((x) => x.sessionId !== cmd.sessionId);
+      for (const [id, rec] of Object.entries(state.approvals)) {
+        if (rec.params.sessionId === cmd.sessionId) delete state.approvals[id];
+      }
+      saveState();
+      return null;
+    case 'holdSession':
+      return holdSession(cmd.sessionId, cmd.held !== false);
+    case 'advanceSilently':
+      return advanceSilently(cmd.approvalId);
+    case 'failRequest':
+      // Kept in the durable state, so that it also hits the next host process (after a crash).
+      state.forcedRequests.push({ method: cmd.method, error: cmd.error, times: Number(cmd.times ?? 1) });
+      saveState();
+      return null;
     case 'openBatch':
       return openBatch(cmd);
     case 'batchTimes':
       return batchTimes(cmd.prefix);
+    case 'stageAdvance':
+      if (cmd.frames !== 'updatedAndRequest' && cmd.frames !== 'updatedOnly') {
+        throw new Error(`stageAdvance: frames must be updatedAndRequest or updatedOnly`);
+      }
+      stageAdvanceFrames = cmd.frames;
+      return null;
     default:
       throw new Error(`unknown control command ${JSON.stringify(cmd.type)}`);
   }
@@ -491,6 +530,40 @@ function escalate(approvalId) {
   return rec.params;
 }
 
+/** Another client takes (or lets go of) the session's writer lease; letting go is announced. */
+function holdSession(sessionId, held) {
+  ensureSession(sessionId);
+  const session = findSession(sessionId);
+  session.heldElsewhere = held;
+  if (held) subscribed.delete(sessionId);
+  saveState();
+  if (!held) {
+    notify('session/statusChanged', {
+      sessionId,
+      status: 'notLoaded',
+      viewCursor: `v:${sessionId}:${state.seq}`,
+    });
+  }
+  return sessionRow(session);
+}
+
+/** The current shell stage is satisfied and the next one becomes current, with no frame sent. */
+function advanceSilently(approvalId) {
+  const rec = state.approvals[approvalId];
+  if (!rec || !isShellWithStages(rec.params))
+    throw new Error(`advanceSilently: no shell approval ${approvalId}`);
+  const p = rec.params;
+  const stages = p.subject.stages;
+  const idx = stages.findIndex((x) => x.requirementId.sourceIndex === p.currentRequirementId.sourceIndex);
+  const next = stages.findIndex((x, i) => i > idx && x.resolution?.kind === 'unresolved');
+  if (next < 0) throw new Error(`advanceSilently: ${approvalId} has no later stage`);
+  stages[idx].resolution = { kind: 'allowOnce' };
+  p.currentRequirementId = { approvalId, sourceIndex: stages[next].requirementId.sourceIndex };
+  p.availableChoices = rec.stageChoices?.[next] ?? defaultStageChoices(stages[next]);
+  saveState();
+  return p;
+}
+
 function resolvedParams(rec, fields) {
   const p = rec.params;
   const viewCursor = nextCursor(p.sessionId);
@@ -660,7 +733,9 @@ function listPending(params) {
   if (typeof sessionId !== 'string') fail(-32602, 'invalidParams', 'sessionId is required');
   if (!findSession(sessionId))
     fail(-32020, 'sessionNotFound', `session ${sessionId} not found`, { sessionId });
-  touchSession(sessionId);
+  // A real host recovers a session only when it is loaded again: until session/resume, listPending
+  // still lists what an earlier process asked, under the old ids.
+  if (state.recovery !== 'newIdOnResume') touchSession(sessionId);
   return { approvals: pendingFor(sessionId).map((a) => a.params), userInputs: [] };
 }
 
@@ -672,6 +747,9 @@ function sessionResume(params) {
   if (typeof params.commandId !== 'string') fail(-32602, 'invalidParams', 'commandId is required');
   const session = findSession(sessionId);
   if (!session) fail(-32020, 'sessionNotFound', `session ${sessionId} not found`, { sessionId });
+  if (session.heldElsewhere) {
+    fail(-32021, 'sessionInUse', `session ${sessionId} is held by another host`, { sessionId });
+  }
   touchSession(sessionId);
   subscribed.add(sessionId);
   const pending = pendingFor(sessionId);
@@ -732,7 +810,7 @@ function decide(params) {
       approvalId,
     });
   }
-  if (state.requireResume && !subscribed.has(sessionId)) {
+  if ((state.requireResume || findSession(sessionId)?.heldElsewhere) && !subscribed.has(sessionId)) {
     fail(-32024, 'sessionNotLoaded', `session ${sessionId} is not loaded`, { sessionId, approvalId });
   }
   const forced = forcedDecideErrors[0];
@@ -825,7 +903,7 @@ function applyDecide(params) {
         p.currentRequirementId = { approvalId, sourceIndex: stages[next].requirementId.sourceIndex };
         p.availableChoices = rec.stageChoices?.[next] ?? defaultStageChoices(stages[next]);
         frames.push(['notify', 'approval/updated', updatedParams(rec, change)]);
-        frames.push(['request', 'approval/request', p]);
+        if (stageAdvanceFrames === 'updatedAndRequest') frames.push(['request', 'approval/request', p]);
       } else {
         frames.push(['notify', 'approval/updated', updatedParams(rec, change)]);
       }
@@ -865,6 +943,19 @@ function handleRequest(msg) {
     return { result: initializeResult(params), after: () => {} };
   }
   if (!initialized) fail(-32600, 'notInitialized', 'not initialized');
+  const forced = state.forcedRequests.find((f) => f.method === method);
+  if (forced) {
+    forced.times -= 1;
+    if (forced.times <= 0) state.forcedRequests.splice(state.forcedRequests.indexOf(forced), 1);
+    saveState();
+    const e = forced.error ?? {};
+    const code = e.code ?? -32603;
+    throw new RpcFailure({
+      code,
+      message: e.message ?? `forced ${method} failure`,
+      data: { kind: e.data?.kind ?? KIND_BY_CODE[code] ?? 'internal', retryable: false, ...(e.data ?? {}) },
+    });
+  }
   switch (method) {
     case 'session/list':
       return { result: sessionList(params), after: () => {} };

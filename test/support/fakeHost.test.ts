@@ -521,4 +521,40 @@ describe('fake MSP host', () => {
     const resume = await e.request('session/resume', { commandId: v7(), sessionId: SESSION });
     expect(resume.error).toMatchObject({ code: -32601, data: { kind: 'methodNotFound' } });
   });
+
+  test('stageAdvance updatedOnly: the next stage is announced by approval/updated alone', async () => {
+    host = await FakeHost.start({ sessions: [{ sessionId: SESSION }] });
+    const c = HostClient.spawn(host);
+    await c.handshake();
+    await expect(host.stageAdvance('sometimes' as 'updatedOnly')).rejects.toThrow(/stageAdvance/);
+    await host.stageAdvance('updatedOnly');
+    await host.open(
+      shellApproval({
+        approvalId: 'sh-u',
+        sessionId: SESSION,
+        stages: [
+          ['npm', 'test'],
+          ['git', 'push'],
+        ],
+      }),
+      { via: 'request' },
+    );
+    await c.waitFor((f) => f.method === 'approval/request');
+    const since = c.frames.length;
+    const first = await c.decide({ approvalId: 'sh-u', sourceIndex: 0, choiceId: 'allow_once' });
+    expect(first.result).toMatchObject({ terminal: false });
+    const upd = await c.waitFor((f) => f.method === 'approval/updated', since);
+    expect(params(upd).currentRequirementId).toEqual({ approvalId: 'sh-u', sourceIndex: 1 });
+    const last = await c.decide({ approvalId: 'sh-u', sourceIndex: 1, choiceId: 'allow_once' });
+    expect(last.result).toMatchObject({ terminal: true });
+    await c.waitFor((f) => f.method === 'approval/resolved', since);
+    // Everything the host wrote for the two decides, in order: no approval/request among it.
+    expect(c.frames.slice(since).map((f) => f.method ?? 'response')).toEqual([
+      'response',
+      'approval/updated',
+      'response',
+      'approval/updated',
+      'approval/resolved',
+    ]);
+  });
 });

@@ -92,8 +92,12 @@ export interface FakeHostSeed {
   approvals?: Array<ApprovalInput | SeedApproval>;
   /** `durable` (default), `ephemeral` or anything else (treated as not durable). */
   durability?: string;
-  /** What a restarted host does with an approval opened by an earlier process (default newId). */
-  recovery?: 'newId' | 'sameId';
+  /**
+   * What a restarted host does with an approval opened by an earlier process (default newId):
+   * re-ask it under a new id when a session is first touched, keep its id, or (newIdOnResume)
+   * re-ask under a new id only at session/resume, listPending listing the old id until then.
+   */
+  recovery?: 'newId' | 'sameId' | 'newIdOnResume';
   /** session/list page size (default 2). */
   pageSize?: number;
   /** approval/decide needs a session/resume in this process first (-32024 otherwise). */
@@ -159,7 +163,8 @@ export interface Incarnation {
   closedAt?: number;
 }
 
-export type OpenVia = 'both' | 'request' | 'requested' | 'reviewing-then-request';
+/** `none` stores the approval without a frame: only listPending tells of it. */
+export type OpenVia = 'both' | 'request' | 'requested' | 'reviewing-then-request' | 'none';
 
 export interface ResolveCommand {
   approvalId: string;
@@ -354,6 +359,11 @@ export class FakeHost {
     await this.send('rawBytes', { size });
   }
 
+  /** Writes `line` + '\n' to the host's stderr (diagnostics the bot logs). */
+  async stderr(line: string): Promise<void> {
+    await this.send('stderr', { line });
+  }
+
   /** The next `times` approval/decide calls (that pass the ledger and session checks) get `error`. */
   async failDecide(
     error: { code: number; message?: string; data?: Record<string, unknown> },
@@ -373,8 +383,51 @@ export class FakeHost {
     await this.send('delayDecide', { ms });
   }
 
+  /**
+   * What this host process sends when a decide moves a shell approval to its next stage:
+   * approval/updated then a fresh approval/request (the default), or approval/updated alone.
+   */
+  async stageAdvance(frames: 'updatedAndRequest' | 'updatedOnly'): Promise<void> {
+    await this.send('stageAdvance', { frames });
+  }
+
   async crash(code = 1): Promise<void> {
     await this.send('crash', { code });
+  }
+
+  /** The approval vanishes from the host without a frame (a later listPending misses it). */
+  async forget(approvalId: string): Promise<void> {
+    await this.send('forget', { approvalId });
+  }
+
+  /** The session and its approvals vanish from the host (listPending: sessionNotFound). */
+  async dropSession(sessionId: string): Promise<void> {
+    await this.send('dropSession', { sessionId });
+  }
+
+  /**
+   * Another client takes the session's writer lease (session/resume: sessionInUse), or lets go
+   * of it (announced with session/statusChanged).
+   */
+  async holdSession(sessionId: string, held = true): Promise<void> {
+    await this.send('holdSession', { sessionId, held });
+  }
+
+  /** The current shell stage is satisfied and the next becomes current, with no frame sent. */
+  advanceSilently(approvalId: string): Promise<ApprovalRequestParams> {
+    return this.send('advanceSilently', { approvalId }) as Promise<ApprovalRequestParams>;
+  }
+
+  /**
+   * The next `times` requests of `method` (listPending, resume, …) are answered with `error`,
+   * by this host process or, after a crash, the next one.
+   */
+  async failRequest(
+    method: string,
+    error: { code: number; message?: string; data?: Record<string, unknown> },
+    times = 1,
+  ): Promise<void> {
+    await this.send('failRequest', { method, error, times });
   }
 
   startSession(session: SeedSession): Promise<Record<string, unknown>> {

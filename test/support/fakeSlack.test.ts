@@ -46,7 +46,9 @@ describe('FakeSlack', () => {
 
     const posted = await web.chat.postMessage({ channel: 'C1', text: 'card', blocks: [section('*hello*')] });
     const posted2 = await web.chat.postMessage({ channel: 'C1', text: 'second' });
-    expect(posted.ts).toMatch(/^1700000000\.\d{6}$/);
+    // ts follow the clock, as Slack's do (conversations.history's oldest/latest rely on it).
+    expect(posted.ts).toMatch(/^\d{10}\.\d{6}$/);
+    expect(Math.abs(Number(posted.ts) * 1000 - Date.now())).toBeLessThan(60_000);
     expect(Number(posted2.ts)).toBeGreaterThan(Number(posted.ts));
     const call = slack.callsOf('chat.postMessage')[0];
     expect(call?.args.blocks).toEqual([section('*hello*')]);
@@ -127,6 +129,20 @@ describe('FakeSlack', () => {
     );
   });
 
+  test('onChange tells a listener after each answered call until it unsubscribes', async () => {
+    slack = await FakeSlack.start();
+    const web = client(slack);
+    const seen: number[] = [];
+    const unsubscribe = slack.onChange(() => seen.push(slack?.calls.length ?? -1));
+    const posted = await web.chat.postMessage({ channel: 'C1', text: 'one' });
+    await web.chat.update({ channel: 'C1', ts: posted.ts!, text: 'two' });
+    // Each listener call comes once the call is recorded, so the state is already current.
+    expect(seen).toEqual([1, 2]);
+    unsubscribe();
+    await web.chat.postMessage({ channel: 'C1', text: 'three' });
+    expect(seen).toEqual([1, 2]);
+  });
+
   test('a per-channel limit answers 429 with Retry-After for that channel and method only', async () => {
     slack = await FakeSlack.start();
     const web = new WebClient('xoxb-test-token', { slackApiUrl: slack.apiUrl, rejectRateLimitedCalls: true });
@@ -170,6 +186,156 @@ describe('FakeSlack', () => {
     await expect(web.chat.postMessage({ channel: 'C1', text: 'x' })).rejects.toMatchObject({
       data: { error: 'not_in_channel' },
     });
+  });
+
+  test('faults: HTTP errors before or after carrying a call out, dropped connections, late answers', async () => {
+    slack = await FakeSlack.start();
+    const web = new WebClient('xoxb-test-token', {
+      slackApiUrl: slack.apiUrl,
+      retryConfig: { retries: 0 },
+      timeout: 300,
+      logLevel: LogLevel.ERROR,
+    });
+    const post = (text: string) => web.chat.postMessage({ channel: 'C1', text });
+
+    slack.fault('chat.postMessage', { status: 503 });
+    await expect(post('never')).rejects.toMatchObject({ code: 'slack_webapi_http_error', statusCode: 503 });
+    expect(slack.messagesIn('C1')).toHaveLength(0);
+    expect(slack.httpFailed.map((c) => [c.method, c.status])).toEqual([['chat.postMessage', 503]]);
+
+    slack.fault('chat.postMessage', { status: 500, applied: true });
+    await expect(post('posted, answer lost')).rejects.toMatchObject({ statusCode: 500 });
+    slack.fault('chat.postMessage', { reset: true });
+    await expect(post('posted, connection dropped')).rejects.toMatchObject({
+      code: 'slack_webapi_request_error',
+    });
+    slack.fault('chat.postMessage', { delayMs: 1_000 });
+    const started = Date.now();
+    await expect(post('posted, answered too late')).rejects.toMatchObject({
+      code: 'slack_webapi_request_error',
+    });
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(slack.messagesIn('C1').map((m) => m.text)).toEqual([
+      'posted, answer lost',
+      'posted, connection dropped',
+      'posted, answered too late',
+    ]);
+    expect(slack.callsOf('chat.postMessage').map((c) => c.lost)).toEqual(['status', 'reset', 'late']);
+    await post('fine again');
+    expect(slack.requests.map((r) => r.outcome)).toEqual(['httpFailed', 'lost', 'lost', 'lost', 'answered']);
+
+    // A fault can be limited to matching calls and last until Slack is healed.
+    const ts = slack.messagesIn('C1')[0]!.ts;
+    slack.fault(
+      'chat.update',
+      { status: 502 },
+      { times: Number.POSITIVE_INFINITY, match: (a) => a.text === 'bad' },
+    );
+    await web.chat.update({ channel: 'C1', ts, text: 'good' });
+    await expect(web.chat.update({ channel: 'C1', ts, text: 'bad' })).rejects.toMatchObject({
+      statusCode: 502,
+    });
+    await expect(web.chat.update({ channel: 'C1', ts, text: 'bad' })).rejects.toMatchObject({
+      statusCode: 502,
+    });
+    slack.heal('chat.update');
+    await web.chat.update({ channel: 'C1', ts, text: 'bad' });
+    expect(slack.message('C1', ts)?.versions.map((v) => v.text)).toEqual([
+      'posted, answer lost',
+      'good',
+      'bad',
+    ]);
+    const failedUpdates = await slack.waitForRequests(
+      (r) => r.method === 'chat.update' && r.outcome === 'httpFailed',
+      2,
+      100,
+    );
+    expect(failedUpdates.map((r) => r.args.text)).toEqual(['bad', 'bad']);
+    await expect(slack.waitForRequests((r) => r.method === 'views.open', 1, 50)).rejects.toThrow(
+      /expected 1 matching requests within 50 ms, got 0/,
+    );
+
+    // A held call is carried out only once the test lets it go: a later call overtakes it.
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    slack.fault('chat.update', { until: gate }, { match: (a) => a.text === 'held' });
+    const held = web.chat.update({ channel: 'C1', ts, text: 'held' });
+    await web.chat.update({ channel: 'C1', ts, text: 'after' });
+    release();
+    await held;
+    expect(
+      slack
+        .message('C1', ts)
+        ?.versions.map((v) => v.text)
+        .slice(-2),
+    ).toEqual(['after', 'held']);
+  });
+
+  test('conversations.history pages a channel newest first, with metadata only on request', async () => {
+    slack = await FakeSlack.start();
+    const web = client(slack);
+    const metadata = (n: number) => ({
+      event_type: 'countersign_card',
+      event_payload: { approval_id: `a${n}` },
+    });
+    const ts: string[] = [];
+    for (let n = 1; n <= 5; n++) {
+      const posted = await web.chat.postMessage({ channel: 'C1', text: `m${n}`, metadata: metadata(n) });
+      ts.push(posted.ts as string);
+    }
+    expect(slack.callsOf('chat.postMessage')[0]!.response.message).toMatchObject({ metadata: metadata(1) });
+    await web.chat.postMessage({ channel: 'C2', text: 'elsewhere' });
+    await web.chat.postMessage({ channel: 'C1', text: 'a reply', thread_ts: ts[0] });
+
+    const texts = (r: { messages?: Array<{ text?: string }> }) => r.messages?.map((m) => m.text);
+    const first = await web.conversations.history({ channel: 'C1', limit: 2, include_all_metadata: true });
+    expect(texts(first)).toEqual(['m5', 'm4']);
+    expect(first.messages?.[0]).toMatchObject({ ts: ts[4], metadata: metadata(5), bot_id: 'B_BOT' });
+    expect(first.has_more).toBe(true);
+    const second = await web.conversations.history({
+      channel: 'C1',
+      limit: 2,
+      cursor: first.response_metadata?.next_cursor as string,
+    });
+    expect(texts(second)).toEqual(['m3', 'm2']);
+    expect(second.messages?.[0]).not.toHaveProperty('metadata');
+    const last = await web.conversations.history({
+      channel: 'C1',
+      limit: 2,
+      cursor: second.response_metadata?.next_cursor as string,
+    });
+    expect(texts(last)).toEqual(['m1']);
+    expect(last.has_more).toBe(false);
+    expect(last.response_metadata?.next_cursor).toBe('');
+
+    expect(texts(await web.conversations.history({ channel: 'C1', oldest: ts[2] }))).toEqual(['m5', 'm4']);
+    expect(
+      texts(
+        await web.conversations.history({ channel: 'C1', oldest: ts[2], latest: ts[4], inclusive: true }),
+      ),
+    ).toEqual(['m5', 'm4', 'm3']);
+    expect(texts(await web.conversations.history({ channel: 'C1', latest: ts[1] }))).toEqual(['m1']);
+    await expect(web.conversations.history({ channel: '#approvals' })).rejects.toMatchObject({
+      data: { error: 'channel_not_found' },
+    });
+
+    // An update without metadata keeps the message's own.
+    await web.chat.update({ channel: 'C1', ts: ts[0]!, text: 'm1 edited' });
+    expect(slack.message('C1', ts[0]!)?.metadata).toEqual(metadata(1));
+  });
+
+  test('a list of Retry-After values answers one 429 with each, in order', async () => {
+    slack = await FakeSlack.start();
+    const web = new WebClient('xoxb-test-token', { slackApiUrl: slack.apiUrl, rejectRateLimitedCalls: true });
+    slack.rateLimit('chat.update', { retryAfterSec: [2, 3] });
+    const update = () => web.chat.update({ channel: 'C1', ts: '1.1', text: 'x' });
+    await expect(update()).rejects.toMatchObject({ retryAfter: 2 });
+    await expect(update()).rejects.toMatchObject({ retryAfter: 3 });
+    await expect(update()).rejects.toMatchObject({ data: { error: 'message_not_found' } });
+    expect(slack.rateLimited.map((c) => c.retryAfterSec)).toEqual([2, 3]);
+    expect(slack.requests.map((r) => r.outcome)).toEqual(['rateLimited', 'rateLimited', 'answered']);
   });
 
   test('signed requests reach a Bolt HTTP app; respond() lands in responses', async () => {

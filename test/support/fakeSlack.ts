@@ -1,7 +1,9 @@
-// A fake Slack Web API on 127.0.0.1: records every call, keeps the current state of each message,
-// rejects payloads over the Block Kit limits, and can answer 429s or errors on demand. It is also
-// Slack's Socket Mode end: apps.connections.open (app token) hands out a ws:// URL on the same
-// server, where the bot is greeted with `hello` and sent envelopes that it must ack.
+// A fake Slack Web API on 127.0.0.1: records every call, keeps the current state of each message
+// (with its metadata, readable back through conversations.history), rejects payloads over the
+// Block Kit limits, and can answer 429s, errors, HTTP failures, dropped connections and late
+// answers on demand. It is also Slack's Socket Mode end: apps.connections.open (app token) hands
+// out a ws:// URL on the same server, where the bot is greeted with `hello` and sent envelopes
+// that it must ack.
 
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
@@ -16,16 +18,62 @@ export interface SlackCall {
   at: number;
   /** process.hrtime.bigint() when the request was read: one monotonic clock for every process. */
   hr: bigint;
-  /** The JSON body the fake answered with. */
+  /** The JSON body the fake answered with (or would have, when the answer was lost). */
   response: Record<string, unknown>;
   token: string | null;
+  /** Set when the call was carried out but its answer never arrived as sent (see SlackFault). */
+  lost?: 'status' | 'reset' | 'late';
 }
 
 export interface RateLimitedCall {
   method: string;
   args: Record<string, unknown>;
   at: number;
+  /** process.hrtime.bigint() when the request was read. */
+  hr: bigint;
   retryAfterSec: number;
+}
+
+/** A call answered with an HTTP error status before it was carried out: it did nothing. */
+export interface HttpFailedCall {
+  method: string;
+  args: Record<string, unknown>;
+  at: number;
+  hr: bigint;
+  status: number;
+}
+
+/** Every Web API request that reached the fake, in arrival order, with what became of it. */
+export interface SlackRequest {
+  method: string;
+  args: Record<string, unknown>;
+  hr: bigint;
+  outcome: 'answered' | 'rateLimited' | 'httpFailed' | 'lost';
+}
+
+/**
+ * What a fault does to a call instead of answering it as Slack normally would:
+ * - `{ error }`: answers `{ ok: false, error }`, as Slack refuses a call;
+ * - `{ status }`: answers that HTTP status without carrying the call out; with `applied: true`,
+ *   carries it out first (the answer is lost: Slack may have posted);
+ * - `{ reset: true }`: carries the call out, then drops the connection without answering;
+ * - `{ delayMs }`: carries the call out, then answers only after `delayMs` (past the client's
+ *   timeout, the answer is lost);
+ * - `{ until }`: holds the call until the promise settles, then carries it out and answers as
+ *   usual (a test orders the bot's next step after something of its own).
+ */
+export type SlackFault =
+  | { error: string; extra?: Record<string, unknown> }
+  | { status: number; applied?: boolean }
+  | { reset: true }
+  | { delayMs: number }
+  | { until: Promise<unknown> };
+
+export interface FaultOptions {
+  /** How many matching calls get the fault (default 1; Infinity until heal()). */
+  times?: number;
+  /** Only calls whose arguments match get it; the rest are answered normally. */
+  match?: (args: Record<string, unknown>) => boolean;
 }
 
 /** Slack's per-channel limits (chat.postMessage: about 1/s per channel), in fixed 1 s windows. */
@@ -49,6 +97,8 @@ export interface SlackMessage {
   threadTs?: string;
   /** Every state of the message, the post first, then each update. */
   versions: MessageVersion[];
+  /** Message metadata (`{ event_type, event_payload }`) as posted or last updated. */
+  metadata?: Record<string, unknown>;
 }
 
 export interface EphemeralMessage {
@@ -105,6 +155,38 @@ function str(v: unknown): string | undefined {
   return typeof v === 'string' ? v : typeof v === 'number' ? String(v) : undefined;
 }
 
+/** A form flag as the Web API client sends it ("true"), or a JSON boolean. */
+function flag(v: unknown): boolean {
+  return v === true || v === 'true' || v === '1' || v === 1;
+}
+
+/** A Slack ts in microseconds, for exact comparisons (a double cannot hold 16 digits exactly). */
+function tsMicros(ts: string): bigint {
+  const [seconds = '0', fraction = ''] = ts.split('.');
+  return BigInt(seconds || '0') * 1_000_000n + BigInt(fraction.padEnd(6, '0').slice(0, 6) || '0');
+}
+
+/** The metadata argument of a post or update, or undefined when absent or empty. */
+function metadataOf(v: unknown): Record<string, unknown> | undefined {
+  if (typeof v !== 'object' || v === null || Object.keys(v).length === 0) return undefined;
+  return v as Record<string, unknown>;
+}
+
+/** A stored message as the Web API returns it. */
+function asSlackMessage(m: SlackMessage, withMetadata: boolean): Record<string, unknown> {
+  return {
+    type: 'message',
+    user: 'U_BOT',
+    bot_id: 'B_BOT',
+    app_id: 'A_TEST',
+    text: m.text,
+    blocks: m.blocks,
+    ts: m.ts,
+    ...(m.threadTs ? { thread_ts: m.threadTs } : {}),
+    ...(withMetadata && m.metadata ? { metadata: m.metadata } : {}),
+  };
+}
+
 function describeCall(c: { method: string; args: Record<string, unknown> }): string {
   const a = c.args;
   const bits = ['channel', 'ts', 'thread_ts', 'user', 'text']
@@ -156,6 +238,9 @@ export class FakeSlack {
   /** Calls answered (ok or not), in arrival order; rate-limited attempts are in `rateLimited`. */
   readonly calls: SlackCall[] = [];
   readonly rateLimited: RateLimitedCall[] = [];
+  readonly httpFailed: HttpFailedCall[] = [];
+  /** Every Web API request, in arrival order (calls, rate-limited, failed and lost alike). */
+  readonly requests: SlackRequest[] = [];
   readonly ephemerals: EphemeralMessage[] = [];
   readonly responses: ResponseUrlPost[] = [];
   readonly views = new Map<string, SlackView>();
@@ -173,20 +258,21 @@ export class FakeSlack {
   private socketWaiters: Array<(c: SocketConnection) => void> = [];
   private ackWaiters = new Map<string, (ack: SocketAck) => void>();
   private readonly messages = new Map<string, SlackMessage>();
-  private readonly rateLimits = new Map<string, { times: number; retryAfterSec: number }>();
+  /** method → the Retry-After of each 429 still to answer, in order. */
+  private readonly rateLimits = new Map<string, number[]>();
   private readonly channelRateLimits = new Map<string, ChannelRateLimit>();
-  private readonly failures = new Map<
-    string,
-    Array<{ error: string; times: number; extra?: Record<string, unknown> }>
-  >();
+  private readonly faults = new Map<string, Array<{ fault: SlackFault } & Required<FaultOptions>>>();
   private readonly users = new Map<string, Record<string, unknown>>();
   private readonly usergroups = new Map<string, string[]>();
   private waiters: Waiter[] = [];
+  private requestWaiters: Array<() => void> = [];
+  private readonly changeListeners = new Set<() => void>();
   private responseWaiters: Array<{
     test: (r: ResponseUrlPost) => boolean;
     resolve: (r: ResponseUrlPost) => void;
   }> = [];
-  private tsCounter = 100;
+  /** The last ts handed out, in microseconds: ts follow the clock, as Slack's do. */
+  private lastTsMicros = 0n;
   private viewCounter = 0;
   private limitsEnabled = true;
 
@@ -236,9 +322,18 @@ export class FakeSlack {
 
   // ---- behaviour switches
 
-  /** The next `times` calls to `method` get HTTP 429 with `Retry-After: retryAfterSec`. */
-  rateLimit(method: string, opts: { times: number; retryAfterSec: number }): void {
-    this.rateLimits.set(method, { ...opts });
+  /**
+   * The next `times` calls to `method` get HTTP 429 with `Retry-After: retryAfterSec`; with a list
+   * of seconds, one 429 per entry, each with its own Retry-After.
+   */
+  rateLimit(
+    method: string,
+    opts: { times: number; retryAfterSec: number } | { retryAfterSec: number[] },
+  ): void {
+    const seconds = Array.isArray(opts.retryAfterSec)
+      ? [...opts.retryAfterSec]
+      : Array.from({ length: (opts as { times: number }).times }, () => opts.retryAfterSec as number);
+    this.rateLimits.set(method, seconds);
   }
 
   /**
@@ -251,9 +346,23 @@ export class FakeSlack {
 
   /** The next `times` calls to `method` answer {ok:false, error} (e.g. not_in_channel, invalid_auth). */
   failNext(method: string, error: string, times = 1, extra?: Record<string, unknown>): void {
-    const list = this.failures.get(method) ?? [];
-    list.push({ error, times, ...(extra ? { extra } : {}) });
-    this.failures.set(method, list);
+    this.fault(method, { error, ...(extra ? { extra } : {}) }, { times });
+  }
+
+  /**
+   * Calls to `method` (matching `options.match`) get `fault` instead of Slack's usual answer, the
+   * next `options.times` of them. Faults of one method apply in the order they were added.
+   */
+  fault(method: string, fault: SlackFault, options: FaultOptions = {}): void {
+    const list = this.faults.get(method) ?? [];
+    list.push({ fault, times: options.times ?? 1, match: options.match ?? (() => true) });
+    this.faults.set(method, list);
+  }
+
+  /** Removes every fault still pending for `method` (for all methods without one): Slack is back. */
+  heal(method?: string): void {
+    if (method === undefined) this.faults.clear();
+    else this.faults.delete(method);
   }
 
   setUser(id: string, info: Record<string, unknown>): void {
@@ -331,6 +440,32 @@ export class FakeSlack {
     return this.callsOf(method);
   }
 
+  /** Resolves with the requests matching `predicate` once there are at least `n`, past or future. */
+  async waitForRequests(
+    predicate: (r: SlackRequest) => boolean,
+    n: number,
+    timeoutMs = 5000,
+  ): Promise<SlackRequest[]> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const matching = this.requests.filter(predicate);
+      if (matching.length >= n) return matching;
+      const left = deadline - Date.now();
+      if (left <= 0) {
+        throw new Error(
+          `FakeSlack: expected ${n} matching requests within ${timeoutMs} ms, got ${matching.length}.\n${this.summary()}`,
+        );
+      }
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left);
+        this.requestWaiters.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+  }
+
   /** First response_url post matching `predicate`, past or future. */
   waitForResponse(
     predicate: (r: ResponseUrlPost) => boolean = () => true,
@@ -360,16 +495,29 @@ export class FakeSlack {
     });
   }
 
+  /**
+   * Calls `listener` after every answered Web API call and response_url post, i.e. whenever a
+   * message, view or ephemeral may have changed (the demo page's live updates). Returns an
+   * unsubscribe function.
+   */
+  onChange(listener: () => void): () => void {
+    this.changeListeners.add(listener);
+    return () => this.changeListeners.delete(listener);
+  }
+
   /** A readable list of every call so far (for failure messages). */
   summary(): string {
     const lines = this.calls.map(
       (c) =>
-        `  #${c.index} ${describeCall(c)} -> ${c.response.ok ? 'ok' : `error ${String(c.response.error)}`}`,
+        `  #${c.index} ${describeCall(c)} -> ${c.response.ok ? 'ok' : `error ${String(c.response.error)}`}${
+          c.lost ? ` (answer lost: ${c.lost})` : ''
+        }`,
     );
     const limited = this.rateLimited.map((c) => `  429 ${describeCall(c)}`);
+    const failed = this.httpFailed.map((c) => `  ${c.status} ${describeCall(c)}`);
     return `Calls seen (${this.calls.length}):\n${lines.join('\n') || '  (none)'}${
       limited.length ? `\nRate-limited:\n${limited.join('\n')}` : ''
-    }`;
+    }${failed.length ? `\nHTTP failures (not carried out):\n${failed.join('\n')}` : ''}`;
   }
 
   // ---- Socket Mode
@@ -524,6 +672,7 @@ export class FakeSlack {
           w.resolve(post);
         }
       }
+      for (const l of this.changeListeners) l();
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end('{"ok":true}');
       return;
@@ -537,19 +686,30 @@ export class FakeSlack {
 
     const method = url.pathname.slice('/api/'.length);
     const args = this.parseBody(req.headers['content-type'] ?? '', raw, url);
+    const request = (outcome: SlackRequest['outcome']) => {
+      this.requests.push({ method, args, hr: receivedHr, outcome });
+      for (const notify of this.requestWaiters.splice(0)) notify();
+    };
 
-    const limit = this.rateLimits.get(method);
-    let retryAfterSec: number | undefined;
-    if (limit && limit.times > 0) {
-      limit.times -= 1;
-      retryAfterSec = limit.retryAfterSec;
-    } else {
-      retryAfterSec = this.channelRetryAfter(method, args);
-    }
+    const retryAfterSec = this.rateLimits.get(method)?.shift() ?? this.channelRetryAfter(method, args);
     if (retryAfterSec !== undefined) {
-      this.rateLimited.push({ method, args, at: Date.now(), retryAfterSec });
+      this.rateLimited.push({ method, args, at: Date.now(), hr: receivedHr, retryAfterSec });
+      request('rateLimited');
       res.writeHead(429, { 'content-type': 'application/json', 'retry-after': String(retryAfterSec) });
       res.end('{"ok":false,"error":"ratelimited"}');
+      return;
+    }
+
+    let fault = this.takeFault(method, args);
+    if (fault && 'until' in fault) {
+      await fault.until.catch(() => undefined);
+      fault = undefined;
+    }
+    if (fault && 'status' in fault && !fault.applied) {
+      this.httpFailed.push({ method, args, at: Date.now(), hr: receivedHr, status: fault.status });
+      request('httpFailed');
+      res.writeHead(fault.status, { 'content-type': 'text/html' });
+      res.end(`<html><body>fake Slack: HTTP ${fault.status}</body></html>`);
       return;
     }
 
@@ -563,8 +723,18 @@ export class FakeSlack {
     else if (token.startsWith('xapp-') !== wantsAppToken)
       response = { ok: false, error: 'not_allowed_token_type' };
     else if (expected !== null && token !== expected) response = { ok: false, error: 'invalid_auth' };
-    else response = (await this.failure(method)) ?? (await this.dispatch(method, args));
+    else if (fault && 'error' in fault) response = { ok: false, error: fault.error, ...(fault.extra ?? {}) };
+    else response = await this.dispatch(method, args);
 
+    const lost: SlackCall['lost'] = !fault
+      ? undefined
+      : 'status' in fault
+        ? 'status'
+        : 'reset' in fault
+          ? 'reset'
+          : 'delayMs' in fault
+            ? 'late'
+            : undefined;
     const call: SlackCall = {
       index: this.calls.length,
       method,
@@ -573,16 +743,44 @@ export class FakeSlack {
       hr: receivedHr,
       response,
       token,
+      ...(lost ? { lost } : {}),
     };
     this.calls.push(call);
+    request(lost ? 'lost' : 'answered');
     for (const w of [...this.waiters]) {
       if (w.test(call)) {
         this.waiters = this.waiters.filter((x) => x !== w);
         w.resolve(call);
       }
     }
+    // The call was carried out, whatever becomes of its answer.
+    for (const l of this.changeListeners) l();
+    if (fault && 'reset' in fault) {
+      req.socket.destroy();
+      return;
+    }
+    if (fault && 'status' in fault) {
+      res.writeHead(fault.status, { 'content-type': 'text/html' });
+      res.end(`<html><body>fake Slack: HTTP ${fault.status}</body></html>`);
+      return;
+    }
+    if (fault && 'delayMs' in fault) {
+      await new Promise((resolve) => setTimeout(resolve, fault.delayMs));
+      // The client has usually given up and closed the connection by now.
+      if (res.destroyed || req.socket.destroyed) return;
+    }
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(JSON.stringify(response));
+  }
+
+  /** The first pending fault of `method` that matches these arguments, used up by one. */
+  private takeFault(method: string, args: Record<string, unknown>): SlackFault | undefined {
+    const list = this.faults.get(method);
+    const entry = list?.find((f) => f.times > 0 && f.match(args));
+    if (!list || !entry) return undefined;
+    entry.times -= 1;
+    if (entry.times <= 0) list.splice(list.indexOf(entry), 1);
+    return entry.fault;
   }
 
   /** Seconds the caller must wait when this call is over its channel's limit, else undefined. */
@@ -618,18 +816,11 @@ export class FakeSlack {
     return args;
   }
 
-  private async failure(method: string): Promise<Record<string, unknown> | null> {
-    const list = this.failures.get(method);
-    const next = list?.[0];
-    if (!list || !next) return null;
-    next.times -= 1;
-    if (next.times <= 0) list.shift();
-    return { ok: false, error: next.error, ...(next.extra ?? {}) };
-  }
-
   private nextTs(): string {
-    this.tsCounter += 1;
-    return `1700000000.${String(this.tsCounter).padStart(6, '0')}`;
+    const now = BigInt(Date.now()) * 1000n;
+    this.lastTsMicros = now > this.lastTsMicros ? now : this.lastTsMicros + 1n;
+    const digits = this.lastTsMicros.toString();
+    return `${digits.slice(0, -6)}.${digits.slice(-6)}`;
   }
 
   private async limitViolations(text: string, blocks: unknown[], isUpdate: boolean): Promise<string[]> {
@@ -675,6 +866,8 @@ export class FakeSlack {
         return this.postMessage(args);
       case 'chat.update':
         return this.update(args);
+      case 'conversations.history':
+        return this.history(args);
       case 'chat.postEphemeral': {
         const channel = str(args.channel);
         const user = str(args.user);
@@ -743,6 +936,7 @@ export class FakeSlack {
     if (!channel) return { ok: false, error: 'channel_not_found' };
     const ts = this.nextTs();
     const threadTs = str(args.thread_ts);
+    const metadata = metadataOf(args.metadata);
     const msg: SlackMessage = {
       channel,
       ts,
@@ -750,20 +944,47 @@ export class FakeSlack {
       blocks,
       ...(threadTs ? { threadTs } : {}),
       versions: [{ text, blocks, at: Date.now() }],
+      ...(metadata ? { metadata } : {}),
     };
     this.messages.set(`${channel}/${ts}`, msg);
+    return { ok: true, channel, ts, message: asSlackMessage(msg, true) };
+  }
+
+  /**
+   * A channel's top-level messages, newest first, as Slack pages them: `oldest`/`latest` bound
+   * the ts (exclusive unless `inclusive`), `limit` (default 100, at most 999) sizes a page and
+   * `cursor` continues one; `metadata` is included only with `include_all_metadata`.
+   */
+  private history(args: Record<string, unknown>): Record<string, unknown> {
+    const channel = str(args.channel);
+    if (!channel || channel.startsWith('#')) return { ok: false, error: 'channel_not_found' };
+    const inclusive = flag(args.inclusive);
+    const oldest = str(args.oldest) === undefined ? undefined : tsMicros(str(args.oldest)!);
+    const latest = str(args.latest) === undefined ? undefined : tsMicros(str(args.latest)!);
+    const after = (ts: bigint) => oldest === undefined || ts > oldest || (inclusive && ts === oldest);
+    const before = (ts: bigint) => latest === undefined || ts < latest || (inclusive && ts === latest);
+    const all = this.messagesIn(channel)
+      .filter((m) => after(tsMicros(m.ts)) && before(tsMicros(m.ts)))
+      .sort((a, b) => (tsMicros(b.ts) > tsMicros(a.ts) ? 1 : -1));
+    const limit = Math.min(999, Math.max(1, Number(str(args.limit) ?? 100) || 100));
+    const cursor = str(args.cursor);
+    const offset = cursor
+      ? Number(
+          Buffer.from(cursor, 'base64')
+            .toString('utf8')
+            .replace(/^next:/, ''),
+        )
+      : 0;
+    if (!Number.isInteger(offset) || offset < 0) return { ok: false, error: 'invalid_cursor' };
+    const page = all.slice(offset, offset + limit);
+    const hasMore = offset + limit < all.length;
     return {
       ok: true,
-      channel,
-      ts,
-      message: {
-        type: 'message',
-        user: 'U_BOT',
-        bot_id: 'B_BOT',
-        text,
-        blocks,
-        ts,
-        ...(threadTs ? { thread_ts: threadTs } : {}),
+      messages: page.map((m) => asSlackMessage(m, flag(args.include_all_metadata))),
+      has_more: hasMore,
+      pin_count: 0,
+      response_metadata: {
+        next_cursor: hasMore ? Buffer.from(`next:${offset + limit}`).toString('base64') : '',
       },
     };
   }
@@ -784,6 +1005,12 @@ export class FakeSlack {
     msg.text = text;
     msg.blocks = blocks;
     msg.versions.push({ text, blocks, at: Date.now() });
+    // Slack: metadata omitted keeps the message's own; `{}` clears it.
+    if (args.metadata !== undefined) {
+      const metadata = metadataOf(args.metadata);
+      if (metadata) msg.metadata = metadata;
+      else delete msg.metadata;
+    }
     return { ok: true, channel, ts, text, message: { text, blocks, ts } };
   }
 

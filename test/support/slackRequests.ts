@@ -52,6 +52,23 @@ export function postSigned(
 }
 
 /**
+ * Posts `rawBody` to the bot's events endpoint with exactly `headers` and no signing of its own:
+ * for requests Slack did not sign as they are (a forged or stale signature, a missing header).
+ */
+export function postWithHeaders(
+  baseUrl: string,
+  rawBody: string,
+  headers: Record<string, string>,
+): Promise<Response> {
+  return fetch(eventsUrl(baseUrl), { method: 'POST', headers, body: rawBody });
+}
+
+/** The form body Slack sends an interactive payload in: `payload=<url-encoded JSON>`. */
+export function interactionBody(payload: unknown): string {
+  return `payload=${encodeURIComponent(JSON.stringify(payload))}`;
+}
+
+/**
  * Posts an interactive payload (block_actions, view_submission, ...) the way Slack does:
  * form body `payload=<url-encoded JSON>`. `baseUrl` is the bot's URL (with or without /slack/events).
  */
@@ -61,8 +78,7 @@ export function postInteraction(
   payload: unknown,
   opts: PostOptions = {},
 ): Promise<Response> {
-  const raw = `payload=${encodeURIComponent(JSON.stringify(payload))}`;
-  return postSigned(baseUrl, secret, raw, 'application/x-www-form-urlencoded', opts);
+  return postSigned(baseUrl, secret, interactionBody(payload), 'application/x-www-form-urlencoded', opts);
 }
 
 /** Posts a slash command (plain form fields, not wrapped in payload=). */

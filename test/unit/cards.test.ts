@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { decodeChoiceValue } from '../../src/cards/ids.js';
 import { checkMessageLimits, MAX_CARD_FALLBACK_TEXT } from '../../src/cards/limits.js';
 import { renderCard } from '../../src/cards/renderCard.js';
+import { cutNote } from '../../src/relay/intake/fitText.js';
 import type { ApprovalRecord, Phase } from '../../src/store/record.js';
 import {
   APPROVER,
@@ -336,7 +337,7 @@ describe('renderCard: phases', () => {
   it('superseded: own wording plus the note', () => {
     const text = allText(render(inPhase(base, 'superseded')));
     expect(text).toContain(
-      'Host restarted — this request was superseded. It was re-asked on a new card; decide there.',
+      'Superseded: the agent host closed this request without a decision. Nothing was decided here.',
     );
     expect(text).toContain('Re-asked as approval 0198f0ac-8888 after the host restarted.');
   });
@@ -386,5 +387,62 @@ describe('renderCard: badges, reasons, session', () => {
     expect(allText(renderCard(fileRecord(), { now: new Date('2026-08-07T21:00:00Z') }))).toContain(
       '|2 h 17 min ago (2026-08-07 18:42 UTC)>',
     );
+  });
+});
+
+describe('renderCard: what intake did to the request', () => {
+  const masked = shellRecord(1, {
+    rawArgs: `{"command":"GITHUB_TOKEN=[masked github-token] npm test","note":"${'n'.repeat(40)}${cutNote(5_242_880)}`,
+    reason: 'Authorization: Bearer [masked authorization] is needed',
+    intake: {
+      maskedSecrets: 2,
+      truncated: true,
+      stagesOmitted: 70,
+      parts: {
+        rawArgs: { maskedSecrets: 1, truncated: true },
+        reason: { maskedSecrets: 1, truncated: false },
+        subject: { maskedSecrets: 0, truncated: false, stagesOmitted: 70 },
+      },
+    },
+  });
+
+  it('says how many secrets were masked, that text was cut and that stages were left out', () => {
+    const card = render(masked);
+    expect(checkMessageLimits(card)).toEqual([]);
+    const text = allText(card);
+    expect(text).toContain(':closed_lock_with_key: *2 secrets in this request were masked*');
+    expect(text).toContain(':scissors: *Part of this request was too long to keep and was cut*');
+    expect(text).toContain(':scissors: *70 shell stages were left out*');
+    // The markers read the same after escaping.
+    expect(text).toContain('[masked github-token]');
+    expect(text).toContain('[… cut by Countersign: 5242880 characters in all]');
+    expect(card).toMatchSnapshot();
+  });
+
+  it('names one secret in the singular, and says nothing was cut when nothing was', () => {
+    const text = allText(
+      render(
+        fileRecord({
+          intake: {
+            maskedSecrets: 1,
+            truncated: false,
+            parts: { rawArgs: { maskedSecrets: 1, truncated: false } },
+          },
+        }),
+      ),
+    );
+    expect(text).toContain('*1 secret in this request was masked*');
+    expect(text).not.toContain(':scissors:');
+  });
+
+  it('shows no note for a clean request, nor for a record older than intake', () => {
+    for (const record of [
+      fileRecord({ intake: { maskedSecrets: 0, truncated: false, parts: {} } }),
+      fileRecord(),
+    ]) {
+      const text = allText(render(record));
+      expect(text).not.toContain('masked');
+      expect(text).not.toContain(':scissors:');
+    }
   });
 });

@@ -307,6 +307,12 @@ describe('oversized input stays inside Slack limits', () => {
         feedback: huge,
       },
       supersededNote: huge,
+      intake: {
+        maskedSecrets: 123_456,
+        truncated: true,
+        stagesOmitted: 123_456,
+        parts: { rawArgs: { maskedSecrets: 123_456, truncated: true } },
+      },
     };
     for (const phase of ALL_PHASES) {
       const card = render({ ...record, phase });

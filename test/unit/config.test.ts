@@ -50,15 +50,22 @@ describe('loadConfig defaults', () => {
         botToken: BOT_TOKEN,
         appToken: APP_TOKEN,
         apiUrl: 'https://slack.com/api/',
+        apiTimeoutMs: 10_000,
         channel: 'C0123456789',
         mode: 'socket',
       },
       port: 3000,
       redisUrl: 'redis://127.0.0.1:6379',
-      msp: { hostId: 'default', hostCommand: 'muse host --stdio', sandboxMode: 'default' },
+      msp: {
+        hostId: 'default',
+        hostCommand: 'muse host --stdio',
+        sandboxMode: 'default',
+        requestTimeoutMs: 30_000,
+      },
       routes: [],
       grants: { ttlMs: 8 * 3_600_000, maxTtlMs: 7 * 86_400_000 },
       resolvedTtlMs: 30 * 86_400_000,
+      hostEventBuffer: 10_000,
       pagerDuty: {
         eventsUrl: 'https://events.pagerduty.com/v2/enqueue',
         apiUrl: 'https://api.pagerduty.com',
@@ -96,6 +103,7 @@ describe('loadConfig defaults', () => {
       socketEnv({
         SLACK_SIGNING_SECRET: SIGNING_SECRET,
         SLACK_API_URL: 'http://127.0.0.1:4010/api',
+        SLACK_API_TIMEOUT: '2500ms',
         SLACK_CHANNEL: '#approvals',
         PORT: '0',
         REDIS_URL: 'rediss://:redispassword@redis.internal:6380/2',
@@ -114,6 +122,7 @@ describe('loadConfig defaults', () => {
     expect(config.slack).toMatchObject({
       signingSecret: SIGNING_SECRET,
       apiUrl: 'http://127.0.0.1:4010/api/',
+      apiTimeoutMs: 2_500,
       channel: '#approvals',
       mode: 'socket',
     });
@@ -234,6 +243,7 @@ describe('loadConfig errors', () => {
     ['COUNTERSIGN_GRANT_TTL', '0s'],
     ['COUNTERSIGN_GRANT_MAX_TTL', '7'],
     ['COUNTERSIGN_RESOLVED_TTL', '-1d'],
+    ['SLACK_API_TIMEOUT', '10'],
   ])('rejects %s=%s', (name, value) => {
     const err = configError(socketEnv({ [name]: value }));
     expect(err.variable).toBe(name);

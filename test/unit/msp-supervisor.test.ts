@@ -281,8 +281,11 @@ describe('HostSupervisor', () => {
       { limit: 200 },
       { limit: 200, cursor: 'page-2' },
     ]);
+    // A session resumed here is listed again after the resume: the resume may have recovered it.
     expect(sent(log, 'approval/listPending').map((frame) => (frame.params as Json).sessionId)).toEqual([
       'sess-pending',
+      'sess-pending',
+      'sess-loaded',
       'sess-loaded',
       'sess-other',
       'sess-busy',
@@ -297,11 +300,14 @@ describe('HostSupervisor', () => {
     await until(() => events.some((event) => event.type === 'approvalOpened' && event.via === 'request'));
     expect(events.map((event) => [event.type, 'via' in event ? event.via : undefined])).toEqual([
       ['hostUp', undefined],
+      // sess-pending: resumed (the host re-issues its approval), then listed again.
+      ['approvalOpened', 'request'],
       ['approvalOpened', 'listPending'],
       ['sessionReconciled', undefined],
-      ['approvalOpened', 'request'],
       ['sessionReconciled', undefined],
       ['sessionReconciled', undefined],
+      // The held session's listing is reported once the resume has said who holds it.
+      ['sessionHeldElsewhere', undefined],
       ['approvalOpened', 'listPending'],
       ['sessionReconciled', undefined],
     ]);
@@ -316,13 +322,15 @@ describe('HostSupervisor', () => {
       ['sess-other', []],
       ['sess-busy', ['appr-busy']],
     ]);
-    // The busy session's approval is still reported; it just cannot be resumed here.
+    // The busy session's approval is still reported, marked as held by another client: it
+    // cannot be decided from here, so its card must not show buttons.
     const opened = events.filter((event) => event.type === 'approvalOpened');
     expect(opened.map((event) => event.params.approvalId)).toEqual([
       'appr-listed',
       'appr-listed',
       'appr-busy',
     ]);
+    expect(opened.map((event) => event.heldElsewhere === true)).toEqual([false, false, true]);
 
     // The re-issued request was answered with {} and its own id.
     await until(() => host.log(1).some((frame) => frame.direction === 'in' && frame.message.id === 17));
@@ -336,7 +344,7 @@ describe('HostSupervisor', () => {
 
     const broken = logs.find((line) => line.msg === 'skipping approval frame that does not parse');
     expect(broken).toMatchObject({ approvalId: 'appr-broken', sessionId: 'sess-loaded', hostId: 'host-a' });
-    expect(logs.find((line) => String(line.msg).includes('held by another host'))).toMatchObject({
+    expect(logs.find((line) => String(line.msg).includes('held by another client'))).toMatchObject({
       sessionId: 'sess-busy',
     });
   });

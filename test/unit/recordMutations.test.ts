@@ -49,6 +49,7 @@ const base = newRecord(shell, {
   hostId: 'h',
   incarnation: 'inc-1',
   channel: 'C1',
+  route: 'test',
   sandboxMode: 'default',
   phase: 'pending',
   now: new Date('2026-11-30T10:00:00Z'),
@@ -124,9 +125,70 @@ describe('record mutations', () => {
       policyResult: 'deny',
       resolvedBy: 'user',
     });
-    expect(resolved(params, 'inc-2', new Date())(base)?.phase).toBe('superseded');
-    // The same frame from the host that asked it is a real rejection.
-    expect(resolved(params, 'inc-1', new Date())(base)?.phase).toBe('resolved');
+    const recovered = resolved(params, 'inc-2', new Date())(base);
+    expect(recovered?.phase).toBe('superseded');
+    expect(recovered?.supersededNote).toMatch(/restarted/);
+    // From the host process that asked it, with no deciding command: withdrawn, not rejected.
+    const withdrawn = resolved(params, 'inc-1', new Date())(base);
+    expect(withdrawn?.phase).toBe('superseded');
+    expect(withdrawn?.supersededNote).toMatch(/withdrew/);
+    // Re-listed by the new process before the recovery closed it: still the restart's doing.
+    const relisted = reopened(shell, 'inc-2', 'pending')(base)!;
+    expect(resolved(params, 'inc-2', new Date())(relisted)?.supersededNote).toMatch(/restarted/);
+  });
+
+  it('reads an abort answering our own claim as the rejection it is', () => {
+    const deciding = claimed({ ...claim, choiceId: 'abort', feedback: 'no' })(base)!;
+    const params = ApprovalResolvedParams.parse({
+      sessionId: 's1',
+      approvalId: 'a1',
+      decision: 'abort',
+      policyResult: 'deny',
+      resolvedBy: 'user',
+      decidedByCommandId: 'cmd-1',
+    });
+    expect(resolved(params, 'inc-1', new Date())(deciding)?.resolution).toMatchObject({
+      decision: 'abort',
+      slackUserId: 'U1',
+      feedback: 'no',
+    });
+    // A rejection by another client (its own commandId) is a rejection too.
+    const theirs = resolved({ ...params, decidedByCommandId: 'cmd-other' }, 'inc-1', new Date())(base);
+    expect(theirs?.phase).toBe('resolved');
+  });
+
+  it('keeps a failed rule save on the card whether it comes before or after the resolution', () => {
+    const failed = ApprovalUpdatedParams.parse({
+      sessionId: 's1',
+      approvalId: 'a1',
+      change: { kind: 'policyPersistence', status: 'failed', reason: 'disk full' },
+      currentRequirementId: { approvalId: 'a1', sourceIndex: 0 },
+      availableChoices: shell.availableChoices,
+      subject: shell.subject,
+    });
+    const resolution = ApprovalResolvedParams.parse({
+      sessionId: 's1',
+      approvalId: 'a1',
+      decision: 'approvedPolicyAmendment',
+      policyResult: 'allow',
+      resolvedBy: 'user',
+      decidedByCommandId: 'cmd-9',
+      amendment: { durability: 'localPersistent', rulePreview: 'npm test' },
+    });
+    const after = updated(failed)(resolved(resolution, 'inc-1', new Date())(base)!);
+    expect(after?.resolution?.amendment).toMatchObject({
+      persistence: 'failed',
+      persistenceReason: 'disk full',
+    });
+    // Before the resolution the update still refreshes the question it carries.
+    const moved = updated({ ...failed, subject: { ...shell.subject, command: 'npm ci && git push' } })(base)!;
+    expect(moved.subject.command).toBe('npm ci && git push');
+    expect(moved.persistence).toEqual({ status: 'failed', reason: 'disk full' });
+    const before = resolved(resolution, 'inc-1', new Date())(updated(failed)(base)!);
+    expect(before?.resolution?.amendment).toMatchObject({
+      persistence: 'failed',
+      persistenceReason: 'disk full',
+    });
   });
 
   it('gives the question back only for the claim that failed', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Route } from '../../src/routing/routeConfig.js';
-import { type RouteInput, Router } from '../../src/routing/router.js';
+import { FALLBACK_ROUTE_NAME, type RouteInput, Router } from '../../src/routing/router.js';
 
 const FALLBACK = 'C0FALLBACK';
 
@@ -74,5 +74,24 @@ describe('Router', () => {
     expect(channelFor(routes, { tool: 'shell', workspaceRoot: '/srv/payments/x' })).toBe('C0PAY');
     expect(channelFor(routes, { tool: 'shell', workspaceRoot: '/srv/web' })).toBe('C0SHELL');
     expect(channelFor(routes, { tool: 'write_file', workspaceRoot: '/srv/web' })).toBe('C0REST');
+  });
+});
+
+describe('Router.routeFor', () => {
+  it('names the route that matched, by its name or its place in the file', () => {
+    const routes: Route[] = [
+      { name: 'ci', channel: 'C0CI', match: { hosts: ['ci'] } },
+      { channel: 'C0WRITE', match: { tools: ['write_*'] } },
+    ];
+    const router = new Router(routes, FALLBACK);
+    expect(router.routeFor({ hostId: 'ci', tool: 'shell' })).toEqual({ name: 'ci', channel: 'C0CI' });
+    expect(router.routeFor({ hostId: 'x', tool: 'write_file' })).toEqual({
+      name: 'routes[1]',
+      channel: 'C0WRITE',
+    });
+    expect(router.routeFor({ hostId: 'x', tool: 'shell' })).toEqual({
+      name: FALLBACK_ROUTE_NAME,
+      channel: FALLBACK,
+    });
   });
 });

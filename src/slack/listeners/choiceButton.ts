@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { CHOICE_ACTION_PATTERN, decodeChoiceValue } from '../../cards/ids.js';
 import { renderFeedbackModal } from '../../cards/renderFeedbackModal.js';
 import type { ClickHandler } from '../../relay/clickHandler.js';
+import type { SlackViews } from '../slackViews.js';
 
 const BlockActionBody = z.looseObject({
   user: z.looseObject({ id: z.string() }),
@@ -20,8 +21,14 @@ const BlockActionBody = z.looseObject({
  * A press on a choice button. The button's value only says which button it was; the approval
  * and what may be decided come from Redis.
  */
-export function registerChoiceButton(app: App, clicks: ClickHandler, logger: Logger): void {
-  app.action(CHOICE_ACTION_PATTERN, async ({ ack, body, client }) => {
+export function registerChoiceButton(
+  app: App,
+  clicks: ClickHandler,
+  views: SlackViews,
+  logger: Logger,
+): void {
+  app.action(CHOICE_ACTION_PATTERN, async ({ ack, body }) => {
+    const receivedAt = Date.now();
     const parsed = BlockActionBody.safeParse(body);
     const channel = parsed.success
       ? (parsed.data.channel?.id ?? parsed.data.container?.channel_id)
@@ -37,10 +44,11 @@ export function registerChoiceButton(app: App, clicks: ClickHandler, logger: Log
             sourceIndex: value.s,
             choiceId: value.c,
             approvalHint: value.a,
+            receivedAt,
           }
         : undefined;
     // The lookup leaves before the acknowledgement so that the two overlap (Slack only needs the
-    // ack within 3 s); it is awaited below, the catch only keeps it from counting as unhandled.
+    // ack within 3 s); it is awaited below, bounded by the click's deadline.
     const checking = click ? clicks.check(click) : undefined;
     checking?.catch(() => {});
     await ack();
@@ -51,20 +59,20 @@ export function registerChoiceButton(app: App, clicks: ClickHandler, logger: Log
       );
       return;
     }
-    if (!click || !value || !checking) {
-      await clicks.refuse(channel, parsed.data.user.id, { code: 'unknownCard' });
+    if (!click || !checking) {
+      await clicks.refuse({ channel, userId: parsed.data.user.id }, { code: 'unknownCard' });
       return;
     }
-    const checked = await checking;
+    const checked = await clicks.checkInTime(click, checking);
     if (checked.ok && checked.choice.acceptsFeedback && parsed.data.trigger_id) {
-      await client.views.open({
-        trigger_id: parsed.data.trigger_id,
-        view: renderFeedbackModal({
-          metadata: { channel, ts, sourceIndex: value.s, choiceId: value.c },
+      await views.open(
+        parsed.data.trigger_id,
+        renderFeedbackModal({
+          metadata: { channel, ts, sourceIndex: click.sourceIndex, choiceId: click.choiceId },
           choiceLabel: checked.choice.label,
           tool: checked.record.tool,
         }) as never,
-      });
+      );
       return;
     }
     await clicks.click(click, checked);

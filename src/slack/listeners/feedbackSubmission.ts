@@ -15,6 +15,7 @@ const Metadata = z.object({
 /** The feedback modal was submitted: decide with the chosen choice and the optional reason. */
 export function registerFeedbackSubmission(app: App, clicks: ClickHandler, logger: Logger): void {
   app.view(FEEDBACK_VIEW_CALLBACK_ID, async ({ ack, body, view }) => {
+    const receivedAt = Date.now();
     await ack();
     let metadata: z.infer<typeof Metadata>;
     try {
@@ -24,6 +25,6 @@ export function registerFeedbackSubmission(app: App, clicks: ClickHandler, logge
       return;
     }
     const feedback = readFeedback(view.state.values);
-    await clicks.click({ ...metadata, userId: body.user.id, ...(feedback ? { feedback } : {}) });
+    await clicks.click({ ...metadata, userId: body.user.id, receivedAt, ...(feedback ? { feedback } : {}) });
   });
 }

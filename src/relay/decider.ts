@@ -1,0 +1,353 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from 'pino';
+import { type BackoffPolicy, backoffDelay } from '../msp/backoff.js';
+import { HostGoneError, MspError, RequestTimeoutError } from '../msp/errors.js';
+import type { ApprovalHost } from '../msp/events.js';
+import { RequirementRef } from '../msp/protocol.js';
+import type { ApprovalStore } from '../store/approvalStore.js';
+import type { ApprovalRecord, Claim } from '../store/record.js';
+import { lazyChild } from '../util/lazyChild.js';
+import { type NotDecidable, whyNotDecidable } from './decisionCheck.js';
+import type { RecordKeeper } from './recordKeeper.js';
+import {
+  requirementMoved,
+  resolvedElsewhere,
+  unanswered,
+  unavailable,
+  unclaimed,
+} from './recordMutations.js';
+
+// Deciding, in one place and with no Slack in sight: a click, a remembered grant and an
+// escalation timeout all come here. Claim the stage, mint and store the commandId, send
+// approval/decide (asking again with the same commandId while the host is up but silent), and
+// classify what the host said into an outcome the caller turns into words.
+
+/** Who made a decision. */
+export type DecidedBy = { via: 'click'; userId: string } | { via: 'grant' | 'timeout' };
+
+export interface DecisionRequest {
+  /** The record the decision was checked against; it is checked again under compare-and-set. */
+  record: ApprovalRecord;
+  /** The stage the decision was made for. */
+  sourceIndex: number;
+  choiceId: string;
+  /** Sent only when the choice accepts feedback. */
+  feedback?: string;
+  by: DecidedBy;
+  /**
+   * When the person must hear back (ms since the epoch). If the claim is not stored by then, the
+   * outcome is `notRecorded` and the claim, should Redis store it later, is released unsent.
+   */
+  recordBy?: number;
+}
+
+export type DecisionOutcome =
+  /** The host admitted the decision; the card follows when the host reports the result. */
+  | { kind: 'decided'; terminal: boolean | undefined }
+  | NotDecidable
+  | { kind: 'gone' }
+  /** Someone or something else decided first (the host's own record of the winner). */
+  | { kind: 'alreadyResolved'; decision: string; resolvedBy: string; slackUserId?: string }
+  | { kind: 'reviewerUnavailable' }
+  /** The host is down; the claim is kept and the decision sent when the approval is seen again. */
+  | { kind: 'hostUnavailable' }
+  /** Another client holds the session. */
+  | { kind: 'sessionElsewhere' }
+  /** The host does not know the approval; its session is being re-read. */
+  | { kind: 'unknownToHost' }
+  /** Redis did not store the claim in time: nothing was decided, and nothing will be. */
+  | { kind: 'notRecorded' }
+  | { kind: 'stopping' }
+  | { kind: 'refused'; errorKind: string };
+
+export interface DeciderOptions {
+  keeper: RecordKeeper;
+  store: ApprovalStore;
+  host: (hostId: string) => ApprovalHost | undefined;
+  logger: Logger;
+  newCommandId: () => string;
+  now?: () => Date;
+  random?: () => number;
+  /** Pause between asks of a host that is up but left a decide unanswered. */
+  unansweredBackoff?: BackoffPolicy;
+}
+
+/** Re-checks after the approval changed under a decision, before giving up as stale. */
+const MAX_CLAIM_ATTEMPTS = 5;
+const SENT_MEMORY_MS = 10 * 60_000;
+const DEFAULT_UNANSWERED_BACKOFF: BackoffPolicy = { initialMs: 500, maxMs: 15_000 };
+const LATE = Symbol('late');
+
+export class Decider {
+  private readonly now: () => Date;
+  private readonly random: () => number;
+  private readonly backoff: BackoffPolicy;
+  /** approvalId → the send in flight for it. */
+  private readonly inFlight = new Map<string, Promise<DecisionOutcome>>();
+  /** Decisions between their start and their outcome; drain() waits for them. */
+  private readonly active = new Set<Promise<unknown>>();
+  /** commandId → the host incarnation it was last sent to: one send per commandId per host process. */
+  private readonly sentTo = new Map<string, string>();
+  private readonly stopped = new AbortController();
+
+  constructor(private readonly options: DeciderOptions) {
+    this.now = options.now ?? (() => new Date());
+    this.random = options.random ?? Math.random;
+    this.backoff = options.unansweredBackoff ?? DEFAULT_UNANSWERED_BACKOFF;
+  }
+
+  /** Claims the stage and sends the decision; resolves with what came of it. Never rejects. */
+  decide(request: DecisionRequest): Promise<DecisionOutcome> {
+    if (this.stopped.signal.aborted) return Promise.resolve({ kind: 'stopping' });
+    const task = this.decideNow(request).catch((err: unknown): DecisionOutcome => {
+      this.options.logger.error({ err, approvalId: request.record.approvalId }, 'decision failed');
+      return { kind: 'refused', errorKind: 'internal' };
+    });
+    return this.hold(task);
+  }
+
+  /**
+   * A record is in `deciding` but nothing here is sending it: the process restarted or the host
+   * died mid-decision. Replaying the same commandId is safe: the host applies it at most once.
+   */
+  replay(record: ApprovalRecord): void {
+    const claim = record.claim;
+    if (this.stopped.signal.aborted || !claim || this.inFlight.has(record.approvalId)) return;
+    if (this.sentTo.get(claim.commandId) === record.incarnation) return;
+    this.options.logger.info(
+      { approvalId: record.approvalId, sessionId: record.sessionId, commandId: claim.commandId },
+      'replaying an interrupted decision',
+    );
+    void this.hold(this.send(record, claim));
+  }
+
+  /** Takes no more decisions; resolves once every decision in flight has an outcome. */
+  async drain(): Promise<void> {
+    this.stopped.abort();
+    while (this.active.size > 0) await Promise.allSettled([...this.active]);
+  }
+
+  private hold<T>(task: Promise<T>): Promise<T> {
+    this.active.add(task);
+    void task.finally(() => this.active.delete(task)).catch(() => {});
+    return task;
+  }
+
+  private async decideNow(request: DecisionRequest): Promise<DecisionOutcome> {
+    const { keeper, store } = this.options;
+    const commandId = this.options.newCommandId();
+    let record = request.record;
+    for (let attempt = 1; attempt <= MAX_CLAIM_ATTEMPTS; attempt++) {
+      const why = whyNotDecidable(record, request);
+      if (why) return why;
+      const choice = record.availableChoices.find((c) => c.choiceId === request.choiceId)!;
+      const claim: Claim = {
+        sourceIndex: request.sourceIndex,
+        ...(request.by.via === 'click' ? { userId: request.by.userId } : {}),
+        via: request.by.via,
+        choiceId: choice.choiceId,
+        commandId,
+        feedback: choice.acceptsFeedback && request.feedback ? request.feedback : undefined,
+        claimedAt: this.now().toISOString(),
+      };
+      const claiming = keeper.claim(record, claim);
+      const outcome = await this.inTime(claiming, request.recordBy);
+      if (outcome === LATE) {
+        // The person hears that nothing was recorded, so this claim must never decide. Whatever
+        // Redis does with it once it answers, this release runs after it in the approval's queue.
+        claiming.catch(() => {});
+        keeper.enqueue(record.approvalId, () => keeper.mutate(record.approvalId, unclaimed(commandId)));
+        this.options.logger.warn(
+          { approvalId: record.approvalId, commandId },
+          'Redis did not store the claim in time; nothing was decided',
+        );
+        return { kind: 'notRecorded' };
+      }
+      switch (outcome.kind) {
+        case 'claimed':
+          return this.send(outcome.record, claim);
+        case 'held':
+          return { kind: 'alreadyBeingDecided', ...(outcome.holder ? { holder: outcome.holder } : {}) };
+        case 'gone':
+          return { kind: 'gone' };
+        case 'stale': {
+          // The approval moved on between the check and the claim: check again against what it is now.
+          const fresh = await this.inTime(store.get(record.approvalId), request.recordBy);
+          if (fresh === LATE) return { kind: 'notRecorded' };
+          if (!fresh) return { kind: 'gone' };
+          record = fresh;
+        }
+      }
+    }
+    return { kind: 'stale' };
+  }
+
+  /** Resolves with the value, or LATE once `deadline` (ms since the epoch) has passed. */
+  private async inTime<T>(promise: Promise<T>, deadline: number | undefined): Promise<T | typeof LATE> {
+    if (deadline === undefined) return promise;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<typeof LATE>((resolve) => {
+      timer = setTimeout(() => resolve(LATE), Math.max(0, deadline - Date.now()));
+    });
+    try {
+      return await Promise.race([promise, late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private send(record: ApprovalRecord, claim: Claim): Promise<DecisionOutcome> {
+    this.sentTo.set(claim.commandId, record.incarnation);
+    const task = this.sendNow(record, claim)
+      .catch((err: unknown): DecisionOutcome => {
+        this.options.logger.error({ err, approvalId: record.approvalId }, 'sending the decision failed');
+        return { kind: 'refused', errorKind: 'internal' };
+      })
+      .finally(() => {
+        this.inFlight.delete(record.approvalId);
+        // Once the approval has moved on, the entry can only matter to a late redelivery.
+        setTimeout(() => this.sentTo.delete(claim.commandId), SENT_MEMORY_MS).unref();
+      });
+    this.inFlight.set(record.approvalId, task);
+    return task;
+  }
+
+  private async sendNow(record: ApprovalRecord, claim: Claim): Promise<DecisionOutcome> {
+    const log = lazyChild(this.options.logger, {
+      approvalId: record.approvalId,
+      sessionId: record.sessionId,
+      commandId: claim.commandId,
+    });
+    if (record.currentRequirementId.sourceIndex !== claim.sourceIndex) {
+      // Never send a choice made for one stage as the answer to another.
+      await this.giveBack(record, claim);
+      return { kind: 'stale' };
+    }
+    const host = this.options.host(record.hostId);
+    if (!host) {
+      log().warn({ hostId: record.hostId }, 'no such host; the decision waits for it');
+      return { kind: 'hostUnavailable' };
+    }
+    const params = {
+      sessionId: record.sessionId,
+      approvalId: record.approvalId,
+      commandId: claim.commandId,
+      requirementId: record.currentRequirementId,
+      choiceId: claim.choiceId,
+      ...(claim.feedback ? { feedback: claim.feedback } : {}),
+    };
+    for (let asked = claim.unanswered ?? 0; ; ) {
+      try {
+        const result = await host.decide(params);
+        log().info(
+          { terminal: result.terminal, choiceId: claim.choiceId, userId: claim.userId, via: claim.via },
+          'decision accepted',
+        );
+        return { kind: 'decided', terminal: result.terminal };
+      } catch (err) {
+        // A decide the host left unanswered may or may not have been applied; the same commandId
+        // makes asking again safe, and we keep asking for as long as the host is up.
+        if (!(err instanceof RequestTimeoutError) || !host.isUp() || this.stopped.signal.aborted) {
+          return this.classify(err, record, claim, host, log);
+        }
+        asked += 1;
+        log().warn({ unanswered: asked }, 'the host left the decision unanswered; asking again');
+        await this.noteUnanswered(record.approvalId, claim.commandId, asked);
+        try {
+          await sleep(backoffDelay(asked - 1, this.backoff, this.random), undefined, {
+            signal: this.stopped.signal,
+          });
+        } catch {
+          return { kind: 'stopping' };
+        }
+      }
+    }
+  }
+
+  private async classify(
+    err: unknown,
+    record: ApprovalRecord,
+    claim: Claim,
+    host: ApprovalHost,
+    log: () => Logger,
+  ): Promise<DecisionOutcome> {
+    const { approvalId, sessionId } = record;
+    if (err instanceof HostGoneError || err instanceof RequestTimeoutError) {
+      // Keep the claim: when the host is back the approval is seen again and this is replayed.
+      log().warn({ err: err.message }, 'host gone while deciding; will replay');
+      return { kind: 'hostUnavailable' };
+    }
+    if (!(err instanceof MspError)) {
+      log().error({ err }, 'decide failed');
+      await this.giveBack(record, claim);
+      return { kind: 'refused', errorKind: 'internal' };
+    }
+    log().warn({ kind: err.kind, code: err.code }, 'decide refused');
+    switch (err.kind) {
+      case 'approvalAlreadyResolved': {
+        const winner = (err.data?.resolution ?? {}) as { decision?: string; resolvedBy?: string };
+        const decision = winner.decision ?? 'unknown';
+        const resolvedBy = winner.resolvedBy ?? 'unknown';
+        const final = await this.mutate(approvalId, resolvedElsewhere(decision, resolvedBy, this.now()));
+        return {
+          kind: 'alreadyResolved',
+          decision: final?.resolution?.decision ?? decision,
+          resolvedBy: final?.resolution?.resolvedBy ?? resolvedBy,
+          ...(final?.resolution?.slackUserId ? { slackUserId: final.resolution.slackUserId } : {}),
+        };
+      }
+      case 'approvalRequirementStale': {
+        // The host names the stage it is at; the session's listing brings that stage's choices.
+        const current = RequirementRef.safeParse(err.data?.currentRequirementId);
+        if (current.success && current.data.approvalId === approvalId) {
+          await this.mutate(approvalId, requirementMoved(claim.commandId, current.data));
+        } else {
+          await this.giveBack(record, claim);
+        }
+        host.refreshSession(sessionId);
+        return { kind: 'stale' };
+      }
+      case 'approvalChoiceInvalid':
+        await this.giveBack(record, claim);
+        host.refreshSession(sessionId);
+        return { kind: 'stale' };
+      case 'approvalNotFound':
+        // The buttons go until the host says what it has: re-listed, they come back; missing,
+        // the card is superseded.
+        await this.mutate(approvalId, unavailable('unknownToHost'));
+        host.refreshSession(sessionId);
+        return { kind: 'unknownToHost' };
+      case 'approvalReviewerUnavailable':
+        await this.giveBack(record, claim);
+        return { kind: 'reviewerUnavailable' };
+      case 'sessionInUse':
+        await this.mutate(approvalId, unavailable('heldElsewhere'));
+        return { kind: 'sessionElsewhere' };
+      default:
+        await this.giveBack(record, claim);
+        return { kind: 'refused', errorKind: err.kind };
+    }
+  }
+
+  /** Drops our claim and frees its stage, so the question goes back to people. */
+  private giveBack(record: ApprovalRecord, claim: Claim): Promise<ApprovalRecord | undefined> {
+    return this.mutate(record.approvalId, unclaimed(claim.commandId));
+  }
+
+  private async noteUnanswered(approvalId: string, commandId: string, count: number): Promise<void> {
+    await this.mutate(approvalId, unanswered(commandId, count));
+  }
+
+  /** A record change on the way to an outcome; a Redis failure here must not lose the outcome. */
+  private async mutate(
+    approvalId: string,
+    mutation: Parameters<RecordKeeper['mutateAndSync']>[1],
+  ): Promise<ApprovalRecord | undefined> {
+    try {
+      return await this.options.keeper.mutateAndSync(approvalId, mutation);
+    } catch (err) {
+      this.options.logger.error({ err, approvalId }, 'could not store what the host said about a decision');
+      return undefined;
+    }
+  }
+}

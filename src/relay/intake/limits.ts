@@ -1,0 +1,53 @@
+// What one approval may store of what the agent and host wrote, in characters of the record's
+// JSON. Beyond these the text is cut with a visible note, so that huge frames cannot multiply
+// Redis memory, the CPU of every later record update or the size of every card render: the
+// record is small by construction. An ordinary approval stores a few kilobytes.
+
+/** rawArgs: with the subject, the 64 KiB the issue asks for. */
+export const MAX_RAW_ARGS_CHARS = 32 * 1024;
+/** The whole subject: command, stages, path, host, fields of unknown kinds. */
+export const MAX_SUBJECT_CHARS = 32 * 1024;
+/** One string inside the subject, so that a huge command cannot leave the stages nothing. */
+export const MAX_SUBJECT_STRING_CHARS = 16 * 1024;
+/** Shell stages kept; the stage being decided is always among them. */
+export const MAX_SHELL_STAGES = 64;
+/** title, reason, reviewerReason, the session's title: each. */
+export const MAX_TEXT_CHARS = 4 * 1024;
+export const MAX_TOOL_CHARS = 256;
+/** Choices kept (a card shows at most 75) and all their labels and previews together. */
+export const MAX_CHOICES = 100;
+export const MAX_CHOICES_CHARS = 16 * 1024;
+/** One choice label or rule preview. */
+export const MAX_CHOICE_TEXT_CHARS = 2 * 1024;
+/** Computer-use facts: window title, page, steps and data rows together. */
+export const MAX_CUA_CHARS = 16 * 1024;
+export const MAX_SUBAGENT_ORIGIN_CHARS = 1024;
+/** Host enums such as a stage resolution's kind. */
+export const MAX_LABEL_CHARS = 64;
+/** Values of unknown shape: nesting and keys per object kept. */
+export const MAX_JSON_DEPTH = 8;
+export const MAX_JSON_KEYS = 64;
+
+/** A stage or choice whose text is all cut still keeps its ids, position and flags. */
+const STAGE_SKELETON_CHARS = 256;
+const CHOICE_SKELETON_CHARS = 160;
+/** Timestamps, phase, channel, version, ids at ordinary lengths, the intake tally. */
+const RECORD_FIELDS_CHARS = 4 * 1024;
+
+/**
+ * Upper bound of one approval record's JSON, whatever the agent sent. Identifiers the host must
+ * get back unchanged (approvalId, sessionId, requirement and choice ids) are stored as sent, so
+ * the bound holds for ids of ordinary length. The capabilities derived from the subject repeat
+ * at most the subject's share.
+ */
+export const MAX_RECORD_CHARS =
+  MAX_RAW_ARGS_CHARS +
+  2 * MAX_SUBJECT_CHARS +
+  MAX_SHELL_STAGES * STAGE_SKELETON_CHARS +
+  4 * MAX_TEXT_CHARS +
+  MAX_TOOL_CHARS +
+  MAX_CHOICES_CHARS +
+  MAX_CHOICES * CHOICE_SKELETON_CHARS +
+  MAX_CUA_CHARS +
+  MAX_SUBAGENT_ORIGIN_CHARS +
+  RECORD_FIELDS_CHARS;

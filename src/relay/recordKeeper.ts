@@ -1,0 +1,197 @@
+import type { Logger } from 'pino';
+import type { ApprovalStore, ClaimOutcome, Mutation, PostLease } from '../store/approvalStore.js';
+import type { ApprovalRecord, Claim } from '../store/record.js';
+import { KeyedQueue } from '../util/keyedQueue.js';
+import type { CardChannel, RenderedMessage } from './ports.js';
+import { claimed } from './recordMutations.js';
+
+export interface RecordKeeperOptions {
+  store: ApprovalStore;
+  cards: CardChannel;
+  render: (record: ApprovalRecord, now: Date) => RenderedMessage;
+  logger: Logger;
+  now?: () => Date;
+  /** How long one worker may hold the right to post a card. */
+  postLeaseMs?: number;
+}
+
+/**
+ * The one place where an approval's record changes and its card follows. Work on one approval
+ * runs in order in its own queue; every change is a pure mutation applied with compare-and-set,
+ * then the card is re-rendered from the stored record. Host events (Relay) and decisions
+ * (Decider) both go through here, so neither needs the other to keep a card true.
+ */
+export class RecordKeeper {
+  private readonly queue = new KeyedQueue();
+  private readonly now: () => Date;
+  private readonly postLeaseMs: number;
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly background = new Set<Promise<unknown>>();
+
+  constructor(private readonly options: RecordKeeperOptions) {
+    this.now = options.now ?? (() => new Date());
+    this.postLeaseMs = options.postLeaseMs ?? 60_000;
+  }
+
+  /** Runs `task` in the approval's queue, after everything queued for it before. */
+  run<T>(approvalId: string, task: () => Promise<T>): Promise<T> {
+    return this.queue.run(approvalId, task);
+  }
+
+  /** Like run(), for work nobody awaits: a failure is logged, never left unhandled. */
+  enqueue(approvalId: string, task: () => Promise<unknown>): void {
+    this.run(approvalId, task).catch((err: unknown) => {
+      this.options.logger.error({ err, approvalId }, 'approval work failed');
+    });
+  }
+
+  /** Applies a mutation in the approval's queue and re-renders its card if anything changed. */
+  mutateAndSync(approvalId: string, mutation: Mutation): Promise<ApprovalRecord | undefined> {
+    return this.run(approvalId, () => this.mutate(approvalId, mutation));
+  }
+
+  /**
+   * Applies a mutation and syncs the card. Call it from inside the approval's queue (run,
+   * enqueue); resolves with the stored record, or undefined when there is none.
+   */
+  async mutate(approvalId: string, mutation: Mutation): Promise<ApprovalRecord | undefined> {
+    const result = await this.options.store.update(approvalId, mutation);
+    if (!result) {
+      this.options.logger.warn({ approvalId }, 'event for an approval this bot never saw; skipped');
+      return undefined;
+    }
+    if (result.changed || !result.record.slack.ts) await this.syncCard(approvalId, result.record);
+    return result.record;
+  }
+
+  /**
+   * Creates the record unless it exists and, if this call created it, posts its card. Call it
+   * from inside the approval's queue. Resolves with false when the record already existed.
+   */
+  async create(record: ApprovalRecord): Promise<boolean> {
+    const { store } = this.options;
+    const lease = store.newPostLease(this.postLeaseMs);
+    if (!(await store.createIfAbsent(record, lease))) return false;
+    await this.postCard(record, lease);
+    return true;
+  }
+
+  /**
+   * Claims a stage on the record a decision was checked against. Resolves as soon as the claim
+   * is stored, so the decision can leave at once; the card shows `deciding` right after, in the
+   * approval's queue, so it can never overtake what the host says next.
+   */
+  claim(checked: ApprovalRecord, claim: Claim): Promise<ClaimOutcome> {
+    return new Promise<ClaimOutcome>((resolve, reject) => {
+      this.enqueue(checked.approvalId, async () => {
+        const next = claimed(claim)(checked);
+        let outcome: ClaimOutcome;
+        try {
+          outcome = next
+            ? await this.options.store.claimWith(checked, { ...next, claim })
+            : { kind: 'stale' };
+        } catch (err) {
+          reject(err);
+          return;
+        }
+        resolve(outcome);
+        if (outcome.kind !== 'claimed') return;
+        // Let the decision be written first: rendering and encoding the card would delay it.
+        await new Promise((resume) => setImmediate(resume));
+        await this.syncCard(checked.approvalId, outcome.record);
+      });
+    });
+  }
+
+  /** Re-renders a card from its stored record, in the approval's queue. */
+  resync(approvalId: string): Promise<void> {
+    return this.run(approvalId, () => this.syncCard(approvalId));
+  }
+
+  /** Work that spans many approvals; idle() waits for it too. */
+  track(task: Promise<unknown>): void {
+    this.background.add(task);
+    void task.finally(() => this.background.delete(task));
+  }
+
+  /** Resolves when all queued and background work has settled. */
+  async idle(): Promise<void> {
+    while (this.background.size > 0) await Promise.allSettled([...this.background]);
+    await this.queue.idle();
+  }
+
+  stop(): void {
+    for (const timer of this.timers) clearTimeout(timer);
+    this.timers.clear();
+  }
+
+  /**
+   * Makes the Slack message match the record. The first sync posts the card (under a lease, so
+   * two workers never post the same approval twice); every later one updates it in place.
+   */
+  private async syncCard(approvalId: string, known?: ApprovalRecord): Promise<void> {
+    const { store, cards, render, logger } = this.options;
+    // Inside the approval's queue the record just written is the latest; read only when called
+    // from outside (resync, a retry timer).
+    const record = known ?? (await store.get(approvalId));
+    if (!record) return;
+    if (record.slack.ts) {
+      await cards.update(record.slack.channel, record.slack.ts, render(record, this.now()));
+      logger.debug(
+        { approvalId, ts: record.slack.ts, phase: record.phase, version: record.version },
+        'card updated',
+      );
+      return;
+    }
+    const lease = await store.acquirePostLease(approvalId, this.postLeaseMs);
+    if (!lease) {
+      this.retryLater(approvalId);
+      return;
+    }
+    await this.postCard(record, lease);
+  }
+
+  /** Posts the card of a record that has none yet; the caller holds the post lease. */
+  private async postCard(record: ApprovalRecord, lease: PostLease): Promise<void> {
+    const { store, cards, render, logger } = this.options;
+    const { approvalId } = record;
+    let posted: { ts: string; channel: string };
+    try {
+      posted = await cards.post(record.slack.channel, () => render(record, this.now()), {
+        approvalId,
+      });
+    } catch (err) {
+      // Slack said no (the channel, a scope, an outage): try again later, nothing is lost.
+      await store.releasePostLease(approvalId, lease);
+      this.retryLater(approvalId);
+      throw err;
+    }
+    const saved = await store.savePost(record, posted, lease);
+    logger.info(
+      {
+        approvalId,
+        sessionId: record.sessionId,
+        tool: record.tool,
+        route: record.route,
+        phase: record.phase,
+        channel: posted.channel,
+        ts: posted.ts,
+      },
+      'card posted',
+    );
+    // Someone changed the record while we were posting: show them the latest.
+    if (saved && saved.record.version !== record.version + 1) {
+      await cards.update(posted.channel, posted.ts, render(saved.record, this.now()));
+    }
+  }
+
+  /** Another worker holds the post lease, or Slack refused: look again once it must be over. */
+  private retryLater(approvalId: string): void {
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      this.enqueue(approvalId, () => this.syncCard(approvalId));
+    }, this.postLeaseMs + 1_000);
+    timer.unref();
+    this.timers.add(timer);
+  }
+}

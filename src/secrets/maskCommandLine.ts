@@ -1,0 +1,48 @@
+import { maskSecrets, valueMarker } from './maskSecrets.js';
+
+// MSP_HOST_COMMAND is an operator's shell line and may carry credentials for the host. Besides
+// every shape maskSecrets knows, the values of secret-looking long flags and of secret-looking
+// variable assignments are masked wherever they stand.
+//
+// Short flags are left alone: `-p` is a port for docker and ssh, a profile elsewhere, and a
+// password only for mysql (glued, `-pSECRET`); guessing would hide ports and paths from the log
+// an operator reads to debug the host. A flag naming where a secret lives (`--token-file`,
+// `--password-env`) is left alone too: its value is a path or a name, not the secret.
+
+const SECRET_WORD =
+  'token|secret|passw(?:or)?d|passphrase|api-?key|access-?key|private-?key|credentials?|auth';
+
+/** A shell word: single-quoted, double-quoted (with escapes) or bare. */
+const WORD = `'[^']*'|"(?:[^"\\\\]|\\\\.)*"|[^\\s;&|()<>'"]+`;
+
+const SECRET_FLAG = new RegExp(
+  `(?<![\\w-])(--(?:[a-z0-9]+-)*(?:${SECRET_WORD})(?:-(?!(?:file|path|dir|env|var)\\b)[a-z0-9]+)*)(=|[ \\t]+(?!-))(${WORD})`,
+  'gi',
+);
+
+/** NAME=value at the start of a shell word (`FOO_SECRET=x cmd`, `export API_KEY=x`). */
+const ASSIGNMENT = new RegExp(`(?<![\\w$-])([A-Za-z_][A-Za-z0-9_]*)=(${WORD})`, 'g');
+const SECRET_NAME = /token|secret|passw(?:or)?d|passphrase|key|credential|auth|private|cookie|session/i;
+
+function quoteOf(value: string): string {
+  return value.startsWith("'") || value.startsWith('"') ? value[0]! : '';
+}
+
+/** `value` masked, keeping its quotes so the line still reads as the shell would split it. */
+function masked(value: string): string {
+  const quote = quoteOf(value);
+  const marker = valueMarker(quote ? value.slice(1, -1) : value);
+  return marker === undefined ? value : `${quote}${marker}${quote}`;
+}
+
+/** The command line with its secrets masked, for the log. */
+export function maskCommandLine(command: string): string {
+  const flagsMasked = command.replace(
+    SECRET_FLAG,
+    (_, flag: string, separator: string, value: string) => `${flag}${separator}${masked(value)}`,
+  );
+  const assignmentsMasked = flagsMasked.replace(ASSIGNMENT, (whole, name: string, value: string) =>
+    SECRET_NAME.test(name) ? `${name}=${masked(value)}` : whole,
+  );
+  return maskSecrets(assignmentsMasked).text;
+}

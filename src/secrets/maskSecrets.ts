@@ -1,0 +1,94 @@
+import { SECRET_RULES } from './secretRules.js';
+
+// One pass per string: every rule is an alternative of one expression, so a text is scanned
+// once whatever the number of rules. Matches are rare, so their bookkeeping (group indices, the
+// label of a key's value) costs nothing in the common case.
+
+export interface Masked {
+  text: string;
+  /** How many secrets were replaced. */
+  count: number;
+}
+
+/** Masked text with where each marker sits in it, so a cut can keep markers whole. */
+export interface MaskedSpans {
+  text: string;
+  /** [start, end) of every marker in `text`, in order. */
+  markers: Array<[number, number]>;
+}
+
+/** What replaces a secret: not reversible, and plainly the bot's own words. */
+export function maskMarker(label: string): string {
+  return `[masked ${label}]`;
+}
+
+// Named groups carry the rule (`rule<i>`) and the part to mask (`secret…`); `d` gives their offsets.
+const COMBINED = new RegExp(SECRET_RULES.map((rule, i) => `(?<rule${i}>${rule.source})`).join('|'), 'gd');
+
+/** Rules that match a whole token, to name the value of a `key=value` match by its shape. */
+const WHOLE_TOKEN_RULES = SECRET_RULES.filter((rule) => !rule.source.includes('(?<secret')).map((rule) => ({
+  label: rule.label,
+  pattern: new RegExp(`^(?:${rule.source})$`),
+}));
+
+function labelOfValue(value: string, fallback: string): string {
+  return WHOLE_TOKEN_RULES.find((rule) => rule.pattern.test(value))?.label ?? fallback;
+}
+
+/**
+ * `$TOKEN`, `${API_KEY}` (a reference to a secret, not the secret), JSON's `null`/`true`/`false`
+ * and placeholders such as `xoxb-…`, `sk-...` or `***`.
+ */
+const NOT_A_SECRET = /^(?:\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|null|true|false|\*+|.*(?:…|\.\.\.))$/;
+
+/**
+ * The marker for a value that is secret by where it stands (`--token X`, `password=X`), named by
+ * its shape; undefined when the value only refers to a secret.
+ */
+export function valueMarker(value: string, label = 'secret-value'): string | undefined {
+  return NOT_A_SECRET.test(value) ? undefined : maskMarker(labelOfValue(value, label));
+}
+
+interface Replacement {
+  start: number;
+  end: number;
+  marker: string;
+}
+
+function replacementFor(match: RegExpExecArray): Replacement | undefined {
+  const groups = match.groups!;
+  const rule = SECRET_RULES.find((_, i) => groups[`rule${i}`] !== undefined)!;
+  const secretGroup = Object.keys(groups).find(
+    (name) => name.startsWith('secret') && groups[name] !== undefined,
+  );
+  if (secretGroup === undefined) {
+    return { start: match.index, end: match.index + match[0].length, marker: maskMarker(rule.label) };
+  }
+  const marker = valueMarker(groups[secretGroup]!, rule.label);
+  if (marker === undefined) return undefined;
+  const [start, end] = match.indices!.groups![secretGroup]!;
+  return { start, end, marker };
+}
+
+/** maskSecrets, also saying where the markers are. */
+export function maskSecretSpans(text: string): MaskedSpans {
+  COMBINED.lastIndex = 0;
+  const markers: Array<[number, number]> = [];
+  let out = '';
+  let from = 0;
+  for (let match = COMBINED.exec(text); match !== null; match = COMBINED.exec(text)) {
+    const replacement = replacementFor(match);
+    if (replacement === undefined) continue;
+    out += text.slice(from, replacement.start);
+    markers.push([out.length, out.length + replacement.marker.length]);
+    out += replacement.marker;
+    from = replacement.end;
+  }
+  return markers.length === 0 ? { text, markers } : { text: out + text.slice(from), markers };
+}
+
+/** Replaces every secret shape in `text` by a marker such as `[masked slack-token]`. */
+export function maskSecrets(text: string): Masked {
+  const { text: masked, markers } = maskSecretSpans(text);
+  return { text: masked, count: markers.length };
+}

@@ -1,0 +1,24 @@
+import type { HomeView, ModalView } from '@slack/types';
+import type { WebClient } from '@slack/web-api';
+import { RETRY_POLICIES, retrySlackCall } from './slackRetry.js';
+
+/** The views the listeners open and publish, through the one Web API client. */
+export interface SlackViews {
+  open(triggerId: string, view: ModalView): Promise<void>;
+  publish(userId: string, view: HomeView): Promise<void>;
+}
+
+/** A person is waiting on each of these: a few quick retries, then the caller hears of it. */
+export function slackViews(client: WebClient): SlackViews {
+  return {
+    async open(triggerId, view) {
+      await retrySlackCall(
+        () => client.views.open({ trigger_id: triggerId, view }),
+        RETRY_POLICIES.interactive,
+      );
+    },
+    async publish(userId, view) {
+      await retrySlackCall(() => client.views.publish({ user_id: userId, view }), RETRY_POLICIES.interactive);
+    },
+  };
+}

@@ -1,0 +1,285 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { keys } from '../../src/store/keys.js';
+import { approvalFromTranscript, shellApproval } from '../support/fakeHost.js';
+import { buttonsOf, SESSION, textOf, World } from './world.js';
+
+// What the host does that the happy path never shows: restarts that re-ask under new ids,
+// sessions another client holds, lost events, vanished sessions, slow or forgetful answers.
+
+let world: World | undefined;
+
+/** The view cursor the bot remembered for SESSION, once it has. */
+async function storedCursor(w: World): Promise<string> {
+  const deadline = Date.now() + 5_000;
+  for (;;) {
+    const stored = await w.redis.hget(keys.sessions('default'), SESSION);
+    const cursor = stored ? (JSON.parse(stored) as { viewCursor?: string }).viewCursor : undefined;
+    if (cursor) return cursor;
+    if (Date.now() > deadline) throw new Error(`no view cursor stored for ${SESSION}: ${stored}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+afterEach(async () => {
+  await world?.close();
+  world = undefined;
+});
+
+describe('host restarts and sessions', () => {
+  it('1. a recovery that closes the old id only at resume reads as superseded, never as a rejection', async () => {
+    world = await World.start({ recovery: 'newIdOnResume' });
+    const approval = approvalFromTranscript('approval-round-trip', { approvalId: 'recover-0001' });
+    await world.host.open(approval, { via: 'both' });
+    await world.waitForCard('recover-0001', (m) => buttonsOf(m).length > 0);
+
+    // The next host process cannot resume the session at first: it lists the old id as pending,
+    // and the bot shows that listing (the approval now looks asked by the new process).
+    await world.host.failRequest('session/resume', { code: -32603, message: 'still loading' });
+    await world.host.crash(1);
+    await world.host.waitForIncarnation(2, 15_000);
+    const listed = await world.host.waitForMethod('approval/listPending', (f) => f.incarnation === 2);
+    await world.host.waitForMethod('session/resume', (f) => f.incarnation === 2);
+    expect(world.host.state().approvals['recover-0001']?.resolved).toBeUndefined();
+
+    // The session changes; this time the resume recovers it: the old id is closed with an abort.
+    await world.host.notify('session/statusChanged', {
+      sessionId: SESSION,
+      status: 'idle',
+      attention: ['approvalPending'],
+      viewCursor: null,
+    });
+    const resumed = await world.host.waitForMethod(
+      'session/resume',
+      (f) => f.incarnation === 2 && f.index > listed.index,
+      10_000,
+    );
+    expect(resumed.index).toBeGreaterThan(listed.index);
+    const old = await world.waitForCard(
+      'recover-0001',
+      (m) => buttonsOf(m).length === 0 && textOf(m).includes('restarted and closed this request'),
+      10_000,
+    );
+    expect(old.versions.some((v) => JSON.stringify(v.blocks).includes('Rejected'))).toBe(false);
+    const renewed = await world.waitForCard('recover-0001-r2', (m) => buttonsOf(m).length > 0, 10_000);
+    expect(renewed.ts).not.toBe(old.ts);
+  });
+
+  it('2. a session another client holds: no live buttons until it lets go, then the card can be decided', async () => {
+    world = await World.start({
+      sessions: [
+        { sessionId: SESSION, title: 'Bump the version' },
+        { sessionId: 'held-s', title: 'In a terminal', status: 'notLoaded', heldElsewhere: true },
+      ],
+      approvals: [
+        approvalFromTranscript('approval-round-trip', { approvalId: 'held-0001', sessionId: 'held-s' }),
+      ],
+    });
+    const held = await world.waitForCard('held-0001', (m) => textOf(m).includes('holds this session'));
+    expect(buttonsOf(held)).toHaveLength(0);
+    // Never, not even for a moment, did the card offer buttons that could not work.
+    expect(held.versions.every((v) => buttonsOf(v).length === 0)).toBe(true);
+
+    await world.host.holdSession('held-s', false);
+    const open = await world.waitForCard('held-0001', (m) => buttonsOf(m).length > 0, 10_000);
+    expect(open.ts).toBe(held.ts);
+    await world.press('held-0001', 'Allow once', 'U0ALICE', open);
+    const decide = await world.host.waitForDecide();
+    expect(decide.frame.params.approvalId).toBe('held-0001');
+    await world.waitForCard('held-0001', (m) => textOf(m).includes('Approved'));
+  });
+
+  it('3. view/gap: the session is read again and a card missed in the gap is posted', async () => {
+    world = await World.start();
+    // The host stores an approval but its frames are lost in a gap: only listPending knows it.
+    const approval = approvalFromTranscript('approval-round-trip', { approvalId: 'gap-0001' });
+    await world.host.open(approval, { via: 'none' });
+    await world.host.notify('view/gap', { sessionId: SESSION, after: 'v:a:1', next: 'v:a:9' });
+    const card = await world.waitForCard('gap-0001', (m) => buttonsOf(m).length > 0);
+    expect(card.channel).toBe(world.channel);
+    await world.press('gap-0001', 'Allow once', 'U0ALICE', card);
+    await world.waitForCard('gap-0001', (m) => textOf(m).includes('Approved'));
+  });
+
+  it('4a. the bot crashes with a non-durable host: the old cards end orphaned when the new host is up', async () => {
+    world = await World.start({ durability: 'ephemeral' });
+    const approval = approvalFromTranscript('approval-round-trip', { approvalId: 'lost-0001' });
+    await world.host.open(approval, { via: 'both' });
+    const open = await world.waitForCard('lost-0001', (m) => buttonsOf(m).length > 0);
+
+    // The bot dies first; its host goes with it (end of input), and nobody saw the host die.
+    await world.bot.kill();
+    await world.restartBot();
+    await world.host.waitForIncarnation(2, 15_000);
+    const orphaned = await world.waitForCard('lost-0001', (m) =>
+      textOf(m).includes('could not keep this request'),
+    );
+    expect(buttonsOf(orphaned)).toHaveLength(0);
+    expect(orphaned.ts).toBe(open.ts);
+  });
+
+  it('4b. a session that is no longer on the host has its cards closed after a respawn', async () => {
+    world = await World.start({
+      sessions: [
+        { sessionId: SESSION, title: 'Bump the version' },
+        { sessionId: 'gone-s', title: 'Gone soon' },
+      ],
+    });
+    const approval = approvalFromTranscript('approval-round-trip', {
+      approvalId: 'gone-0001',
+      sessionId: 'gone-s',
+    });
+    await world.host.open(approval, { via: 'both' });
+    await world.waitForCard('gone-0001', (m) => buttonsOf(m).length > 0);
+
+    await world.host.dropSession('gone-s');
+    await world.host.crash(1);
+    await world.host.waitForIncarnation(2, 15_000);
+    await world.host.waitForMethod(
+      'approval/listPending',
+      (f) => f.incarnation === 2 && f.frame.params?.sessionId === 'gone-s',
+    );
+    const closed = await world.waitForCard('gone-0001', (m) =>
+      textOf(m).includes('no longer has this request pending'),
+    );
+    expect(buttonsOf(closed)).toHaveLength(0);
+  });
+
+  it('an approval that vanishes from listPending across a restart loses its buttons, and a click sends nothing', async () => {
+    world = await World.start();
+    const approval = approvalFromTranscript('approval-round-trip', { approvalId: 'vanish-0001' });
+    await world.host.open(approval, { via: 'both' });
+    const open = await world.waitForCard('vanish-0001', (m) => buttonsOf(m).length > 0);
+
+    await world.host.forget('vanish-0001');
+    await world.host.crash(1);
+    await world.host.waitForIncarnation(2, 15_000);
+    const closed = await world.waitForCard('vanish-0001', (m) => buttonsOf(m).length === 0, 10_000);
+    expect(textOf(closed)).toContain('Superseded');
+
+    await world.pressButton(open.ts, buttonsOf(open)[0]!, 'U0ALICE');
+    expect(await world.ephemeralTo('U0ALICE')).toMatch(/closed by the agent host/);
+    expect(world.host.decides()).toHaveLength(0);
+  });
+
+  it('5. followed sessions live in Redis: a restarted bot resumes from the last view cursor', async () => {
+    world = await World.start({
+      sessions: [{ sessionId: SESSION, title: 'Bump', status: 'notLoaded' }],
+      recovery: 'sameId',
+    });
+    const approval = approvalFromTranscript('approval-round-trip', { approvalId: 'cursor-0001' });
+    await world.host.open(approval, { via: 'none' });
+    await world.host.notify('session/statusChanged', {
+      sessionId: SESSION,
+      status: 'idle',
+      attention: ['approvalPending'],
+      viewCursor: null,
+    });
+    await world.waitForCard('cursor-0001', (m) => buttonsOf(m).length > 0);
+    await world.host.waitForMethod('session/resume');
+    const viewCursor = await storedCursor(world);
+    expect(viewCursor).toMatch(/^v:/);
+
+    await world.bot.kill();
+    await world.restartBot();
+    const again = await world.host.waitForMethod('session/resume', (f) => f.incarnation === 2, 10_000);
+    expect(again.frame.params).toMatchObject({ sessionId: SESSION, cursor: viewCursor });
+    await world.press('cursor-0001', 'Allow once');
+    await world.waitForCard('cursor-0001', (m) => textOf(m).includes('Approved'));
+  });
+});
+
+describe('decisions the host answers badly', () => {
+  it('6. an unanswered decide is asked again with the same commandId while the host is up, and the card says so', async () => {
+    world = await World.start({}, { MSP_REQUEST_TIMEOUT: '1s' });
+    const approval = approvalFromTranscript('approval-round-trip', { approvalId: 'silent-0001' });
+    await world.host.open(approval, { via: 'both' });
+    await world.waitForCard('silent-0001', (m) => buttonsOf(m).length > 0);
+
+    await world.host.holdDecide(2);
+    await world.press('silent-0001', 'Allow once', 'U0ALICE');
+    const waiting = await world.waitForCard(
+      'silent-0001',
+      (m) => textOf(m).includes('has not answered yet'),
+      10_000,
+    );
+    expect(buttonsOf(waiting)).toHaveLength(0);
+    await world.waitForCard('silent-0001', (m) => textOf(m).includes('Approved'), 15_000);
+    const decides = world.host.decides();
+    expect(decides).toHaveLength(3);
+    expect(new Set(decides.map((d) => d.frame.params.commandId)).size).toBe(1);
+    expect(world.host.incarnations).toHaveLength(1);
+  });
+
+  it('8a. approvalNotFound: the buttons go, the session is read again, and what the host still has comes back', async () => {
+    world = await World.start();
+    const approval = approvalFromTranscript('approval-round-trip', { approvalId: 'unknown-0001' });
+    await world.host.open(approval, { via: 'both' });
+    await world.waitForCard('unknown-0001', (m) => buttonsOf(m).length > 0);
+    const listsBefore = world.host.framesOf('approval/listPending').length;
+
+    await world.host.failDecide({
+      code: -32050,
+      message: 'approval not found',
+      data: { kind: 'approvalNotFound', approvalId: 'unknown-0001' },
+    });
+    await world.press('unknown-0001', 'Allow once', 'U0ALICE');
+    expect(await world.ephemeralTo('U0ALICE')).toMatch(/does not know this request/);
+    const decide = await world.host.waitForDecide();
+    const reread = await world.host.waitForMethod('approval/listPending', (f) => f.index > decide.index);
+    expect(world.host.framesOf('approval/listPending').length).toBeGreaterThan(listsBefore);
+    expect(reread.frame.params?.sessionId).toBe(SESSION);
+    const card = await world.waitForCard('unknown-0001', (m) => buttonsOf(m).length > 0);
+    expect(card.versions.some((v) => JSON.stringify(v.blocks).includes('does not know this request'))).toBe(
+      true,
+    );
+  });
+
+  it('8b. approvalRequirementStale: the card moves to the stage the host names, even when re-reading fails', async () => {
+    world = await World.start();
+    const approval = shellApproval({
+      approvalId: 'moved-0001',
+      sessionId: SESSION,
+      stages: [
+        ['npm', 'test'],
+        ['git', 'push'],
+      ],
+    });
+    await world.host.open(approval, { via: 'both' });
+    await world.waitForCard('moved-0001', (m) => buttonsOf(m).length > 0);
+
+    // The host moves to stage 2 without telling us, and cannot list the session just now.
+    await world.host.advanceSilently('moved-0001');
+    await world.host.failRequest('approval/listPending', { code: -32603, message: 'busy' });
+    await world.press('moved-0001', 'Allow once', 'U0ALICE');
+    expect(await world.ephemeralTo('U0ALICE')).toMatch(/question changed/);
+    const card = await world.waitForCard('moved-0001', (m) =>
+      buttonsOf(m).some((b) => (JSON.parse(b.value) as { s: number }).s === 1),
+    );
+    expect(world.host.decides()).toHaveLength(1);
+
+    await world.press('moved-0001', 'Allow once', 'U0BOB', card);
+    const second = await world.host.waitForDecide((d) => d.frame.params.requirementId.sourceIndex === 1);
+    expect(second.frame.params.approvalId).toBe('moved-0001');
+    await world.waitForCard('moved-0001', (m) => textOf(m).includes('Approved'));
+  });
+
+  it('9. a failed rule save that arrives after the resolution still reaches the card', async () => {
+    world = await World.start();
+    const approval = approvalFromTranscript('approval-round-trip', { approvalId: 'rule-0001' });
+    await world.host.open(approval, { via: 'both' });
+    await world.waitForCard('rule-0001', (m) => buttonsOf(m).length > 0);
+    await world.host.resolve({
+      approvalId: 'rule-0001',
+      decision: 'approvedPolicyAmendment',
+      resolvedBy: 'user',
+      amendment: { durability: 'localPersistent', rulePreview: 'Always allow writes to README.md' },
+    });
+    await world.waitForCard('rule-0001', (m) => textOf(m).includes('Rule saved'));
+    await world.host.update({
+      approvalId: 'rule-0001',
+      change: { kind: 'policyPersistence', status: 'failed', reason: 'policy store is read-only' },
+    });
+    const final = await world.waitForCard('rule-0001', (m) => textOf(m).includes('Rule not saved'));
+    expect(textOf(final)).toContain('policy store is read-only');
+    expect(textOf(final)).not.toContain('Rule saved');
+  });
+});

@@ -1,0 +1,161 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { keys } from '../../src/store/keys.js';
+import { approvalFromTranscript } from '../support/fakeHost.js';
+import { PrivateRedis } from '../support/privateRedis.js';
+import { TcpProxy } from '../support/tcpProxy.js';
+import { buttonsOf, textOf, World } from './world.js';
+
+// Redis going away under the bot, on a redis-server of the test's own: paused (SIGSTOP) or cut
+// off behind a proxy. A click is either decided exactly once or its clicker is told to click
+// again; host events are held, or dropped and read again, and no approval is lost or doubled.
+
+let world: World | undefined;
+let redis: PrivateRedis | undefined;
+let proxy: TcpProxy | undefined;
+afterEach(async () => {
+  redis?.resume();
+  await world?.close();
+  await proxy?.stop();
+  await redis?.stop();
+  world = undefined;
+  redis = undefined;
+  proxy = undefined;
+});
+
+async function open(w: World, approvalId: string) {
+  await w.host.open(approvalFromTranscript('approval-round-trip', { approvalId }), { via: 'both' });
+  return w.waitForCard(approvalId, (m) => buttonsOf(m).length > 0);
+}
+
+describe('a click while Redis is away', () => {
+  it('13. Redis paused: the clicker hears within 3 s that nothing was recorded, and nothing is sent later', async () => {
+    redis = await PrivateRedis.start();
+    world = await World.start({}, {}, { redisUrl: redis.url });
+    const card = await open(world, 'paused-0001');
+
+    redis.pause();
+    const clickedAt = Date.now();
+    await world.press('paused-0001', 'Allow once', 'U0ALICE', card);
+    const told = await world.ephemeralTo('U0ALICE', 3_000);
+    expect(Date.now() - clickedAt).toBeLessThan(3_000);
+    expect(told).toMatch(/could not be recorded/);
+
+    redis.resume();
+    // Whatever the bot had queued for Redis runs now; none of it may turn into a decision.
+    await world.bot.waitForLog((l) => l.msg === 'Redis answers again', 10_000);
+    await world.press('paused-0001', 'Allow once', 'U0BOB', card);
+    const decide = await world.host.waitForDecide();
+    const final = await world.waitForCard('paused-0001', (m) => textOf(m).includes('Approved'));
+    expect(textOf(final)).toContain('<@U0BOB>');
+    expect(world.host.decides()).toEqual([decide]);
+  });
+
+  it('13. a claim stored after its deadline is released unsent: told to click again, never decided', async () => {
+    redis = await PrivateRedis.start();
+    proxy = await TcpProxy.start(redis.port);
+    world = await World.start(
+      {},
+      {},
+      { redisUrl: redis.url, botRedisUrl: `redis://127.0.0.1:${proxy.port}` },
+    );
+    const card = await open(world, 'late-0001');
+
+    // The lookup answers; the claim reaches Redis, but its answer is held past the deadline.
+    const cue = proxy.holdRepliesAfter(keys.claim('late-0001', 0));
+    await world.press('late-0001', 'Allow once', 'U0ALICE', card);
+    await cue.answered;
+    expect(await world.ephemeralTo('U0ALICE', 3_000)).toMatch(/could not be recorded/);
+    cue.release();
+
+    // The claim ran in Redis, then its release: the stage is free and nothing was sent.
+    const released = await waitForRecord(world, 'late-0001', (r) => r.phase === 'pending' && !r.claim);
+    expect(released.version).toBeGreaterThan(2);
+    expect(await world.redis.exists(keys.claim('late-0001', 0))).toBe(0);
+    await world.press('late-0001', 'Allow once', 'U0BOB', card);
+    await world.waitForCard(
+      'late-0001',
+      (m) => textOf(m).includes('<@U0BOB>') && textOf(m).includes('Approved'),
+    );
+    expect(world.host.decides()).toHaveLength(1);
+    expect(world.host.decides()[0]!.frame.params.approvalId).toBe('late-0001');
+  });
+
+  it('13. Redis back within the deadline: the decision goes out exactly once and nobody is told to click again', async () => {
+    redis = await PrivateRedis.start();
+    world = await World.start({}, {}, { redisUrl: redis.url });
+    const card = await open(world, 'blip-0001');
+
+    redis.pause();
+    const pressed = world.press('blip-0001', 'Allow once', 'U0ALICE', card);
+    setTimeout(() => redis?.resume(), 300);
+    await pressed;
+    await world.waitForCard('blip-0001', (m) => textOf(m).includes('Approved'));
+    expect(world.host.decides()).toHaveLength(1);
+    expect(world.slack.ephemerals.filter((e) => e.user === 'U0ALICE')).toEqual([]);
+  });
+
+  it('7. a claim that ran but whose answer was lost counts as ours when ioredis sends it again', async () => {
+    redis = await PrivateRedis.start();
+    proxy = await TcpProxy.start(redis.port);
+    world = await World.start(
+      {},
+      {},
+      { redisUrl: redis.url, botRedisUrl: `redis://127.0.0.1:${proxy.port}` },
+    );
+    const card = await open(world, 'resent-0001');
+
+    const cue = proxy.cutAfter(keys.claim('resent-0001', 0));
+    await world.press('resent-0001', 'Allow once', 'U0ALICE', card);
+    await cue.answered;
+    const decide = await world.host.waitForDecide();
+    expect(decide.frame.params.approvalId).toBe('resent-0001');
+    const final = await world.waitForCard('resent-0001', (m) => textOf(m).includes('Approved'));
+    expect(textOf(final)).toContain('<@U0ALICE>');
+    expect(world.slack.ephemerals.filter((e) => e.user === 'U0ALICE')).toEqual([]);
+    expect(world.host.decides()).toHaveLength(1);
+  });
+});
+
+describe('host events while Redis is away', () => {
+  it('14. a full buffer drops events and the sessions are read again: every approval gets exactly one card', async () => {
+    redis = await PrivateRedis.start();
+    world = await World.start({}, { COUNTERSIGN_HOST_EVENT_BUFFER: '5' }, { redisUrl: redis.url });
+    await open(world, 'before-0001');
+    const postsBefore = world.slack.callsOf('chat.postMessage').length;
+
+    redis.pause();
+    await world.bot.waitForLog((l) => l.msg?.startsWith('Redis is not answering') === true, 10_000);
+    // The host resolves the approval whose card is up, and asks twelve more (two frames each).
+    await world.host.resolve({ approvalId: 'before-0001', decision: 'approved', resolvedBy: 'policy' });
+    const ids = Array.from({ length: 12 }, (_, i) => `during-${String(i).padStart(4, '0')}`);
+    for (const approvalId of ids) {
+      await world.host.open(approvalFromTranscript('approval-round-trip', { approvalId }), { via: 'both' });
+    }
+    await world.bot.waitForLog((l) => l.msg?.includes('event buffer is full') === true, 10_000);
+    redis.resume();
+
+    for (const approvalId of ids) await world.waitForCard(approvalId, (m) => buttonsOf(m).length > 0, 15_000);
+    const posted = world.slack.callsOf('chat.postMessage').slice(postsBefore);
+    expect(posted).toHaveLength(ids.length);
+    expect(new Set(posted.map((c) => c.response.ts)).size).toBe(ids.length);
+    // The approval whose resolution was dropped does not keep live buttons.
+    const closed = await world.waitForCard('before-0001', (m) => buttonsOf(m).length === 0, 10_000);
+    expect(textOf(closed)).toMatch(/Approved|no longer has this request pending/);
+    expect(world.host.decides()).toHaveLength(0);
+  });
+});
+
+async function waitForRecord(
+  w: World,
+  approvalId: string,
+  predicate: (record: { phase: string; claim?: unknown; version: number }) => boolean,
+): Promise<{ phase: string; claim?: unknown; version: number }> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const raw = await w.redis.hget(keys.approval(approvalId), 'd');
+    const record = raw ? (JSON.parse(raw) as { phase: string; claim?: unknown; version: number }) : undefined;
+    if (record && predicate(record)) return record;
+    if (Date.now() > deadline) throw new Error(`record of ${approvalId} never matched: ${raw}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

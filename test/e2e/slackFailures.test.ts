@@ -1,0 +1,219 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { approvalFromTranscript } from '../support/fakeHost.js';
+import type { SlackFault, SlackRequest } from '../support/fakeSlack.js';
+import { buttonsOf, textOf, World } from './world.js';
+
+// What Slack does wrong, the bot survives: a post whose answer is lost leaves one card, a
+// rate-limited or failing update lands once Slack lets it, a resolved card never keeps live
+// buttons, and no failed Slack call stops the process.
+
+let world: World | undefined;
+afterEach(async () => {
+  await world?.close();
+  world = undefined;
+});
+
+const FOREVER = Number.POSITIVE_INFINITY;
+
+/** Milliseconds from each 429 to the next attempt of the same call. */
+function waitsAfter429(requests: SlackRequest[]): number[] {
+  const waits: number[] = [];
+  requests.forEach((r, i) => {
+    const next = requests[i + 1];
+    if (r.outcome === 'rateLimited' && next) waits.push(Number(next.hr - r.hr) / 1e6);
+  });
+  return waits;
+}
+
+/** The bot is still running and never began to shut down. */
+function expectStillUp(w: World): void {
+  expect(w.bot.proc.exitCode).toBeNull();
+  expect(w.bot.logs.filter((l) => l.msg === 'unhandled rejection' || l.msg === 'shutting down')).toEqual([]);
+}
+
+describe('Slack failures', () => {
+  it.each<[string, SlackFault, Record<string, string>]>([
+    ['HTTP 500 after posting', { status: 500, applied: true }, {}],
+    ['a dropped connection after posting', { reset: true }, {}],
+    ['an answer later than the client waits', { delayMs: 2_500 }, { SLACK_API_TIMEOUT: '1s' }],
+  ])(
+    'a post whose answer was lost (%s) leaves exactly one card, and it decides',
+    async (_name, fault, env) => {
+      world = await World.start({}, env);
+      world.slack.fault('chat.postMessage', fault);
+      const approval = approvalFromTranscript('approval-round-trip', { approvalId: 'lost-post-0001' });
+      await world.host.open(approval, { via: 'both' });
+
+      const { channel, ts } = await world.postedAt('lost-post-0001', 10_000);
+      const cards = world.slack.messagesIn(world.channel);
+      expect(cards.map((m) => m.ts)).toEqual([ts]);
+      expect(channel).toBe(world.channel);
+      expect(world.slack.callsOf('chat.postMessage')).toHaveLength(1);
+      expect(world.slack.callsOf('conversations.history').length).toBeGreaterThanOrEqual(1);
+
+      await world.press('lost-post-0001', 'Allow once');
+      const decide = await world.host.waitForDecide();
+      expect(decide.frame.params).toMatchObject({ approvalId: 'lost-post-0001', choiceId: 'allow_once' });
+      const final = await world.waitForCard('lost-post-0001', (m) => textOf(m).includes('Approved'));
+      expect(final.ts).toBe(ts);
+      expect(world.slack.messagesIn(world.channel)).toHaveLength(1);
+    },
+  );
+
+  it('a post that failed before Slack carried it out is posted again, once', async () => {
+    world = await World.start();
+    world.slack.fault('chat.postMessage', { status: 503 }, { times: 2 });
+    const approval = approvalFromTranscript('approval-round-trip', { approvalId: 'failed-post-0001' });
+    await world.host.open(approval, { via: 'both' });
+    const card = await world.waitForCard('failed-post-0001', (m) => buttonsOf(m).length > 0, 10_000);
+    expect(world.slack.httpFailed.map((c) => c.method)).toEqual(['chat.postMessage', 'chat.postMessage']);
+    expect(world.slack.messagesIn(world.channel).map((m) => m.ts)).toEqual([card.ts]);
+  });
+
+  it('chat.update 429s are waited out for their own Retry-After (2 s, then 3 s), and the card lands', async () => {
+    world = await World.start();
+    const approval = approvalFromTranscript('approval-round-trip', { approvalId: 'limited-update-0001' });
+    await world.host.open(approval, { via: 'both' });
+    const open = await world.waitForCard('limited-update-0001', (m) => buttonsOf(m).length > 0);
+
+    world.slack.rateLimit('chat.update', { retryAfterSec: [2, 3] });
+    await world.host.resolve({
+      approvalId: 'limited-update-0001',
+      decision: 'denied',
+      resolvedBy: 'policy',
+      policyResult: 'deny',
+    });
+    const final = await world.waitForCard(
+      'limited-update-0001',
+      (m) => textOf(m).includes('Denied') && buttonsOf(m).length === 0,
+      15_000,
+    );
+    expect(final.ts).toBe(open.ts);
+    const attempts = world.slack.requests.filter((r) => r.method === 'chat.update' && r.args.ts === open.ts);
+    expect(attempts.map((r) => r.outcome)).toEqual(['rateLimited', 'rateLimited', 'answered']);
+    const [first, second] = waitsAfter429(attempts);
+    expect(first).toBeGreaterThanOrEqual(2_000);
+    expect(second).toBeGreaterThanOrEqual(3_000);
+    // Each wait follows its own Retry-After, not one fixed pause.
+    expect(second! - first!).toBeGreaterThan(500);
+  }, 30_000);
+
+  it('a storm of 5xx on chat.update: the bot keeps trying, and the resolved card lands without buttons', async () => {
+    world = await World.start();
+    const approval = approvalFromTranscript('approval-round-trip', { approvalId: 'storm-0001' });
+    await world.host.open(approval, { via: 'both' });
+    await world.waitForCard('storm-0001', (m) => buttonsOf(m).length > 0);
+
+    world.slack.fault('chat.update', { status: 503 }, { times: FOREVER });
+    await world.host.resolve({ approvalId: 'storm-0001', decision: 'denied', resolvedBy: 'policy' });
+    // Five failed tries: more than the Web API client's own retries ever made (one and three more).
+    await world.slack.waitForRequests(
+      (r) => r.method === 'chat.update' && r.outcome === 'httpFailed',
+      5,
+      15_000,
+    );
+    expectStillUp(world);
+    world.slack.heal();
+    const final = await world.waitForCard(
+      'storm-0001',
+      (m) => textOf(m).includes('Denied') && buttonsOf(m).length === 0,
+      15_000,
+    );
+    expect(final.versions.at(-1)!.text).toMatch(/^Rejected/);
+    expectStillUp(world);
+  }, 40_000);
+
+  it('a resolved card Slack refuses as too big still loses its buttons', async () => {
+    world = await World.start();
+    const approval = approvalFromTranscript('approval-round-trip', { approvalId: 'too-big-0001' });
+    await world.host.open(approval, { via: 'both' });
+    await world.waitForCard('too-big-0001', (m) => buttonsOf(m).length > 0);
+
+    // Slack refuses the final render with any blocks at all: only its text alone gets through.
+    world.slack.fault(
+      'chat.update',
+      { error: 'invalid_blocks' },
+      {
+        times: FOREVER,
+        match: (a) => String(a.text).startsWith('Rejected') && Array.isArray(a.blocks) && a.blocks.length > 0,
+      },
+    );
+    await world.host.resolve({ approvalId: 'too-big-0001', decision: 'denied', resolvedBy: 'policy' });
+    const final = await world.waitForCard('too-big-0001', (m) => m.text.startsWith('Rejected'), 10_000);
+    expect(buttonsOf(final)).toEqual([]);
+    expect(final.blocks).toEqual([]);
+    await world.bot.waitForLog((l) => l.msg === 'slack refused the card; sending its text alone');
+  });
+
+  /**
+   * Kills the bot while a decision is on its way to the host, and restarts it with the replayed
+   * decide refused as already resolved: the card's update to the winner's result is the one under
+   * test. The restarted bot's first card update (the re-opened approval) is held until the host
+   * has been told to refuse, so the replay cannot overtake the test.
+   */
+  async function replayRefusedAsResolved(w: World, approvalId: string, finalUpdateFault: SlackFault) {
+    const approval = approvalFromTranscript('approval-round-trip', { approvalId });
+    await w.host.open(approval, { via: 'both' });
+    await w.waitForCard(approvalId, (m) => buttonsOf(m).length > 0);
+    await w.host.holdDecide(1);
+    await w.press(approvalId, 'Allow once', 'U0ALICE');
+    await w.host.waitForDecide();
+    await w.waitForCard(approvalId, (m) => textOf(m).includes('Being decided'));
+    await w.bot.kill();
+
+    let release: () => void = () => undefined;
+    const refusalSet = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    w.slack.fault('chat.update', { until: refusalSet });
+    w.slack.fault('chat.update', finalUpdateFault, {
+      times: FOREVER,
+      match: (a) => String(a.text).startsWith('Rejected'),
+    });
+    await w.restartBot();
+    await w.host.waitForIncarnation(2, 15_000);
+    await w.host.failDecide({
+      code: -32051,
+      message: 'approval already resolved',
+      data: {
+        kind: 'approvalAlreadyResolved',
+        approvalId,
+        resolution: { decision: 'denied', resolvedBy: 'policy' },
+      },
+    });
+    release();
+    await w.host.waitForDecide((d) => d.incarnation === 2, 10_000);
+  }
+
+  it('a replayed decision whose card update meets a 5xx storm: the bot stays up, the card lands after', async () => {
+    world = await World.start({ recovery: 'sameId' });
+    await replayRefusedAsResolved(world, 'replay-storm-0001', { status: 503 });
+    const failed = (r: SlackRequest) =>
+      r.method === 'chat.update' && r.outcome === 'httpFailed' && String(r.args.text).startsWith('Rejected');
+    await world.slack.waitForRequests(failed, 5, 15_000);
+    expectStillUp(world);
+
+    world.slack.heal();
+    const final = await world.waitForCard(
+      'replay-storm-0001',
+      (m) => textOf(m).includes('Denied') && buttonsOf(m).length === 0,
+      15_000,
+    );
+    expect(textOf(final)).toContain('policy');
+    expectStillUp(world);
+  }, 40_000);
+
+  it('a replayed decision whose card update Slack refuses for good: logged once, and the bot stays up', async () => {
+    world = await World.start({ recovery: 'sameId' });
+    await replayRefusedAsResolved(world, 'replay-refused-0001', { error: 'message_not_found' });
+    const logged = await world.bot.waitForLog((l) => l.msg === 'card update failed', 10_000);
+    expect(logged.json).toMatchObject({ failure: { kind: 'refused', error: 'message_not_found' } });
+
+    // The bot carries on: the next approval gets its card.
+    const next = approvalFromTranscript('approval-round-trip', { approvalId: 'replay-refused-0002' });
+    await world.host.open(next, { via: 'both' });
+    await world.waitForCard('replay-refused-0002', (m) => buttonsOf(m).length > 0);
+    expectStillUp(world);
+    expect(world.bot.logs.filter((l) => l.msg === 'card update failed')).toHaveLength(1);
+  });
+});

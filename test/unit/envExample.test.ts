@@ -1,0 +1,42 @@
+// .env.example: every variable of README's configuration table is in it, and loading it the way
+// README says (set -a; . ./.env; set +a) gives a configuration the bot accepts.
+
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect, test } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { PROJECT_ROOT } from '../support/bot.js';
+
+const example = readFileSync(join(PROJECT_ROOT, '.env.example'), 'utf8');
+
+function readmeVariables(): string[] {
+  const readme = readFileSync(join(PROJECT_ROOT, 'README.md'), 'utf8');
+  const table = readme.slice(readme.indexOf('## Configuration'), readme.indexOf('### Routing cards'));
+  return [...table.matchAll(/^\| `([A-Z0-9_]+)` \|/gm)].map((m) => m[1]!);
+}
+
+test('names every variable of the README configuration table', () => {
+  const variables = readmeVariables();
+  expect(variables.length).toBeGreaterThan(10);
+  const named = new Set([...example.matchAll(/^(?:# )?([A-Z0-9_]+)=/gm)].map((m) => m[1]));
+  expect(variables.filter((v) => !named.has(v))).toEqual([]);
+});
+
+test('sourced by the shell as README says, it is a configuration the bot accepts', () => {
+  const out = execFileSync('/bin/sh', ['-c', 'set -a; . ./.env.example; set +a; env -0'], {
+    cwd: PROJECT_ROOT,
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+    encoding: 'utf8',
+  });
+  const env = Object.fromEntries(
+    out
+      .split('\0')
+      .filter((line) => line.includes('='))
+      .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
+  );
+  expect(env.MSP_HOST_COMMAND).toBe('muse serve');
+  const config = loadConfig(env);
+  expect(config.slack.mode).toBe('socket');
+  expect(config.slack.channel).toBe('C0123456789');
+});
