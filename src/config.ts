@@ -116,6 +116,31 @@ function required(env: NodeJS.ProcessEnv, name: string, fix: string): string {
   return value;
 }
 
+/**
+ * Tokens and secrets are printable ASCII without spaces. Anything else (`…`, a space, `<your
+ * token>`) is a placeholder pasted from the docs; sent as it is, it fails deep inside the HTTP
+ * client and the bot retries for ever.
+ */
+const SECRET_TEXT = /^[\x21-\x7e]+$/;
+
+function secretVar(env: NodeJS.ProcessEnv, name: string, fix: string): string | undefined {
+  const value = read(env, name);
+  if (value !== undefined && !SECRET_TEXT.test(value)) {
+    // Never echoed: it may be a real secret with a stray character.
+    throw new ConfigError(
+      name,
+      `${name} still holds a placeholder (it contains "…", a space or another character a Slack or PagerDuty secret never has): ${fix}`,
+    );
+  }
+  return value;
+}
+
+const BOT_TOKEN_FIX =
+  "paste the Bot User OAuth Token (xoxb-…) from your Slack app's OAuth & Permissions page";
+const APP_TOKEN_FIX =
+  "paste an app-level token (xapp-…) with the connections:write scope from your Slack app's Basic Information page, or unset it to use HTTP mode";
+const SIGNING_SECRET_FIX = "paste the Signing Secret from your Slack app's Basic Information page";
+
 function check<T>(name: string, value: string, schema: z.ZodType<T, string>, problem: string): T {
   const result = schema.safeParse(value);
   if (!result.success) throw new ConfigError(name, `${name} ${problem}`);
@@ -143,7 +168,7 @@ function urlVar(env: NodeJS.ProcessEnv, name: string, fallback: string): string 
 }
 
 function requiredInHttpMode(env: NodeJS.ProcessEnv, name: string): string {
-  const value = read(env, name);
+  const value = secretVar(env, name, SIGNING_SECRET_FIX);
   if (value === undefined) {
     throw new ConfigError(
       name,
@@ -158,15 +183,16 @@ function slackConfig(env: NodeJS.ProcessEnv): Omit<Config['slack'], 'channel'> &
   // Token values are never put into a message.
   const botToken = check(
     'SLACK_BOT_TOKEN',
-    required(
-      env,
-      'SLACK_BOT_TOKEN',
-      "set it to the bot token (xoxb-…) from your Slack app's OAuth & Permissions page",
-    ),
+    secretVar(env, 'SLACK_BOT_TOKEN', BOT_TOKEN_FIX) ??
+      required(
+        env,
+        'SLACK_BOT_TOKEN',
+        "set it to the bot token (xoxb-…) from your Slack app's OAuth & Permissions page",
+      ),
     z.string().startsWith('xoxb-'),
     "must start with xoxb-: use the Bot User OAuth Token from your Slack app's OAuth & Permissions page (not a user or app-level token)",
   );
-  const rawAppToken = read(env, 'SLACK_APP_TOKEN');
+  const rawAppToken = secretVar(env, 'SLACK_APP_TOKEN', APP_TOKEN_FIX);
   const appToken =
     rawAppToken === undefined
       ? undefined
@@ -178,7 +204,9 @@ function slackConfig(env: NodeJS.ProcessEnv): Omit<Config['slack'], 'channel'> &
         );
   const mode = appToken ? 'socket' : 'http';
   const signingSecret =
-    mode === 'http' ? requiredInHttpMode(env, 'SLACK_SIGNING_SECRET') : read(env, 'SLACK_SIGNING_SECRET');
+    mode === 'http'
+      ? requiredInHttpMode(env, 'SLACK_SIGNING_SECRET')
+      : secretVar(env, 'SLACK_SIGNING_SECRET', SIGNING_SECRET_FIX);
   const apiUrl = urlVar(env, 'SLACK_API_URL', DEFAULTS.slackApiUrl);
   const apiTimeoutMs = durationVar(env, 'SLACK_API_TIMEOUT', DEFAULTS.slackApiTimeout);
   const rawChannel = read(env, 'SLACK_CHANNEL');
@@ -286,8 +314,16 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     `must be a positive whole number of events (got ${shown(rawBuffer)}): fix or unset it (default ${DEFAULTS.hostEventBuffer})`,
   );
 
-  const routingKey = read(env, 'PAGERDUTY_ROUTING_KEY');
-  const apiToken = read(env, 'PAGERDUTY_API_TOKEN');
+  const routingKey = secretVar(
+    env,
+    'PAGERDUTY_ROUTING_KEY',
+    'paste the integration key of an Events API v2 integration from PagerDuty, or unset it',
+  );
+  const apiToken = secretVar(
+    env,
+    'PAGERDUTY_API_TOKEN',
+    'paste a REST API key from PagerDuty (Integrations → API Access Keys), or unset it',
+  );
   const eventsUrl = urlVar(env, 'PAGERDUTY_EVENTS_URL', DEFAULTS.pagerDutyEventsUrl);
   const pagerDutyApiUrl = urlVar(env, 'PAGERDUTY_API_URL', DEFAULTS.pagerDutyApiUrl);
 
@@ -320,6 +356,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
 }
 
 export const REDACTED = '[redacted]';
+/** What the start-up log shows for a secret that is set. */
+export const SECRET_SET = '[set]';
 
 function redactUrlPassword(url: string): string {
   try {
@@ -331,24 +369,36 @@ function redactUrlPassword(url: string): string {
   }
 }
 
-/** A copy of the config that is safe to log: tokens, secrets and URL passwords are replaced. */
+/**
+ * `[set]` for a secret that is set; one that is not is left out (not even an undefined key,
+ * which the logger's redaction would fill in).
+ */
+function secretShown<K extends string>(key: K, value: string | undefined): Partial<Record<K, string>> {
+  return value === undefined ? {} : ({ [key]: SECRET_SET } as Record<K, string>);
+}
+
+/**
+ * A copy of the config that is safe to log: each token and secret shows only whether it is set,
+ * URL passwords are replaced.
+ */
 export function redactedConfig(config: Config): Config {
-  const hide = (value: string | undefined) => (value === undefined ? undefined : REDACTED);
+  const { appToken, signingSecret, ...slack } = config.slack;
+  const { routingKey, apiToken, ...pagerDuty } = config.pagerDuty;
   return {
     ...config,
     slack: {
-      ...config.slack,
-      botToken: REDACTED,
-      appToken: hide(config.slack.appToken),
-      signingSecret: hide(config.slack.signingSecret),
+      ...slack,
+      botToken: SECRET_SET,
+      ...secretShown('appToken', appToken),
+      ...secretShown('signingSecret', signingSecret),
     },
     redisUrl: redactUrlPassword(config.redisUrl),
     msp: { ...config.msp, hostCommand: maskCommandLine(config.msp.hostCommand) },
     grants: { ...config.grants },
     pagerDuty: {
-      ...config.pagerDuty,
-      routingKey: hide(config.pagerDuty.routingKey),
-      apiToken: hide(config.pagerDuty.apiToken),
+      ...pagerDuty,
+      ...secretShown('routingKey', routingKey),
+      ...secretShown('apiToken', apiToken),
     },
   };
 }

@@ -1,5 +1,6 @@
 import type { Logger, LogLevel } from '@slack/bolt';
 import pino from 'pino';
+import { REDACTED, SECRET_SET } from './config.js';
 
 /**
  * Paths whose values never reach a log line. Two-level wildcards (`*.*.x`) are spelt out instead:
@@ -54,7 +55,8 @@ export interface LoggerOptions {
 export function createLogger({ level, pretty = false, destination }: LoggerOptions): pino.Logger {
   const options: pino.LoggerOptions = {
     level,
-    redact: { paths: [...REDACT_PATHS], censor: '[redacted]' },
+    // `[set]` is what redactedConfig shows for a secret that is set: it says nothing more.
+    redact: { paths: [...REDACT_PATHS], censor: (value) => (value === SECRET_SET ? value : REDACTED) },
   };
   if (destination) return pino(options, destination);
   if (pretty) {

@@ -3,39 +3,43 @@ import { v7 as uuidv7 } from 'uuid';
 import { renderCard } from './cards/renderCard.js';
 import { ConfigError, loadConfig, redactedConfig } from './config.js';
 import { createLogger, toBoltLogger } from './log.js';
+import { sleep } from './msp/backoff.js';
 import { HostSupervisor } from './msp/hostSupervisor.js';
 import { ClickHandler } from './relay/clickHandler.js';
 import { Decider } from './relay/decider.js';
 import { RecordKeeper } from './relay/recordKeeper.js';
 import { Relay } from './relay/relay.js';
 import { Router } from './routing/router.js';
+import { createShutdown } from './shutdown.js';
 import { type BotIdentity, createSlackApp } from './slack/createSlackApp.js';
 import { SlackCardChannel } from './slack/slackCardChannel.js';
 import { classifySlackError } from './slack/slackFailures.js';
 import { createSlackFetch } from './slack/slackFetch.js';
+import { describeSlackFailure, SlackReachability } from './slack/slackReachability.js';
 import { createWebClient } from './slack/webClient.js';
 import { ApprovalStore } from './store/approvalStore.js';
 import { RedisHealth } from './store/redisHealth.js';
 import { RedisSessionMemory } from './store/sessionMemory.js';
 import { VERSION } from './version.js';
 
-/** How long SIGTERM waits for decisions in flight (Docker's default stop grace is 10 s). */
-const DRAIN_TIMEOUT_MS = 8_000;
+/** A mistake only the operator can fix: one line on stderr, exit 1. */
+function exitWithConfigError(err: ConfigError): never {
+  process.stderr.write(`countersign: ${err.message}\n`);
+  process.exit(1);
+}
 
 function readConfig() {
   try {
     return loadConfig(process.env);
   } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`countersign: ${err.message}\n`);
-      process.exit(1);
-    }
+    if (err instanceof ConfigError) exitWithConfigError(err);
     throw err;
   }
 }
 
 async function main(): Promise<void> {
   const config = readConfig();
+  const shownConfig = redactedConfig(config);
   const logger = createLogger({ level: config.logLevel, pretty: process.stdout.isTTY === true });
 
   // Commands wait while Redis is away instead of failing: an approval event held in memory for a
@@ -45,13 +49,16 @@ async function main(): Promise<void> {
     retryStrategy: (times) => Math.min(times * 200, 5_000),
   });
   let redisErrorLogged = false;
+  let redisError: string | undefined;
   redis.on('error', (err) => {
     if (!redisErrorLogged) logger.error({ err: err.message }, 'redis unreachable; retrying');
     redisErrorLogged = true;
+    redisError = err.message;
   });
   redis.on('ready', () => {
     if (redisErrorLogged) logger.info('redis reachable again');
     redisErrorLogged = false;
+    redisError = undefined;
   });
 
   const store = new ApprovalStore(redis, { resolvedTtlMs: config.resolvedTtlMs });
@@ -114,6 +121,20 @@ async function main(): Promise<void> {
   const clicks = new ClickHandler({ store, decider, keeper, notifier: cardChannel, logger });
 
   const identity: BotIdentity = {};
+  const reachability = new SlackReachability(logger.child({ component: 'slack-reachability' }));
+  const whyDown = {
+    redis: () => {
+      if (redisError !== undefined) return `cannot reach Redis at ${shownConfig.redisUrl}: ${redisError}`;
+      if (redis.status === 'ready') return `Redis at ${shownConfig.redisUrl} does not answer PING in time`;
+      return `Redis connection is ${redis.status}`;
+    },
+    slack: () =>
+      reachability.problem() ??
+      (identity.botUserId === undefined
+        ? 'waiting for Slack to answer auth.test'
+        : 'Slack refused the bot token or its scopes'),
+    host: () => host.downReason(),
+  };
   const app = createSlackApp({
     config,
     logger,
@@ -121,42 +142,36 @@ async function main(): Promise<void> {
     identity: () => identity,
     web: slackClient,
     transport: slackTransport,
+    reachability,
     health: {
       redis: () => redis.status === 'ready' && redisHealth.available(),
       slack: () => slackUp,
       hosts: () => host.isUp(),
+      whyDown: (part) => whyDown[part](),
     },
   });
 
   let stopping = false;
-  const shutdown = async (code: number, reason: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ reason }, 'shutting down');
-    try {
-      await app.stop();
-      // Decisions in flight get a while to finish; one that does not is still safe: its claim
-      // and commandId are in Redis and the next start replays it.
-      const drained = await Promise.race([
-        Promise.all([clicks.drain(), decider.drain()]).then(() => true),
-        new Promise<false>((resolve) => setTimeout(() => resolve(false), DRAIN_TIMEOUT_MS).unref()),
-      ]);
-      if (!drained)
-        logger.warn({ timeoutMs: DRAIN_TIMEOUT_MS }, 'decisions still in flight; leaving them to replay');
-      await relay.idle();
-      keeper.stop();
-      await host.stop();
-      // Stopping a non-durable host orphans its cards; let that reach Slack before Redis goes.
-      await relay.idle();
+  const shutdownOnce = createShutdown({
+    logger,
+    stopSlack: () => app.stop(),
+    drainDecisions: () => Promise.all([clicks.drain(), decider.drain()]),
+    relayIdle: () => relay.idle(),
+    stopRelay: () => keeper.stop(),
+    stopHost: (withinMs) => host.stop(withinMs),
+    quitRedis: () => {
       redisHealth.stop();
-      await redis.quit();
-    } catch (err) {
-      logger.error({ err }, 'error while shutting down');
-      code = code || 1;
-    }
-    logger.flush();
-    process.exit(code);
+      return redis.quit();
+    },
+    disconnectRedis: () => redis.disconnect(),
+    exit: (code) => process.exit(code),
+  });
+  const shutdown = (code: number, reason: string): Promise<void> => {
+    stopping = true;
+    return shutdownOnce(code, reason);
   };
+  // Whatever way the process ends, the host's process group does not outlive it.
+  process.on('exit', () => host.killNow());
   // Nothing may die silently: a stray rejection (for example a Socket Mode reconnect that ran
   // out of retries) is logged and the process shuts down cleanly for its supervisor to restart.
   process.on('unhandledRejection', (reason) => {
@@ -166,19 +181,40 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => void shutdown(0, 'SIGTERM'));
   process.on('SIGINT', () => void shutdown(0, 'SIGINT'));
 
-  await app.start(config.port);
-  logger.info({ version: VERSION, config: redactedConfig(config) }, 'countersign listening');
+  let connected: Promise<void>;
+  try {
+    ({ connected } = await app.start());
+  } catch (err) {
+    // Nothing else runs yet (the host starts below); Redis goes with the process.
+    if (err instanceof ConfigError) exitWithConfigError(err);
+    throw err;
+  }
+  logger.info({ version: VERSION, config: shownConfig }, 'countersign listening');
 
   redisHealth.start();
+  void connected.catch((err: unknown) => {
+    const cause = describeSlackFailure(err);
+    const kind = classifySlackError(err).kind;
+    const refused = kind === 'fatal' || kind === 'refused';
+    logger.fatal(
+      { error: cause },
+      refused
+        ? `Slack refused the Socket Mode connection (${cause}): check SLACK_APP_TOKEN, an app-level token (xapp-…) with the connections:write scope`
+        : `Socket Mode could not connect to Slack after retrying: ${cause}`,
+    );
+    void shutdown(1, 'socket mode connection failed');
+  });
   void checkSlackAuth();
   await host.start();
 
   async function checkSlackAuth(): Promise<void> {
+    const url = `${config.slack.apiUrl}auth.test`;
     for (let attempt = 1; !stopping; attempt++) {
       try {
         const auth = await slackClient.auth.test();
         identity.botId = auth.bot_id;
         identity.botUserId = auth.user_id;
+        reachability.reached(url);
         slackUp = true;
         logger.info({ team: auth.team, botUserId: auth.user_id }, 'slack auth ok');
         return;
@@ -189,8 +225,8 @@ async function main(): Promise<void> {
           await shutdown(1, `slack auth failed: ${failure.error}`);
           return;
         }
-        logger.warn({ failure, attempt }, 'slack auth.test failed; retrying');
-        await new Promise((resolve) => setTimeout(resolve, Math.min(attempt * 1_000, 30_000)));
+        reachability.failed(url, describeSlackFailure(err));
+        await sleep(Math.min(attempt * 1_000, 30_000));
       }
     }
   }

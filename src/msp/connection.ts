@@ -133,7 +133,9 @@ export class JsonRpcConnection {
     });
     // Without a listener an EPIPE on the host's stdin would crash the whole process.
     this.output.on('error', (error: Error) => {
-      this.logger.warn({ err: error }, 'host input stream failed');
+      // EPIPE only means the host has gone; the log line about its death says why.
+      if ((error as NodeJS.ErrnoException).code === 'EPIPE') this.logger.debug('host closed its stdin');
+      else this.logger.warn({ err: error }, 'host input stream failed');
       this.closeWrites(new HostGoneError('MSP host stdin failed'));
     });
   }

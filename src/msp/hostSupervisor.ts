@@ -1,7 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { finished } from 'node:stream/promises';
 import type { Logger } from 'pino';
 import { maskCommandLine } from '../secrets/maskCommandLine.js';
+import { settlesWithin } from '../util/settlesWithin.js';
 import {
   APPROVAL_NOTIFICATIONS,
   approvalEventFromNotification,
@@ -13,8 +15,17 @@ import { decideWithRetry } from './decide.js';
 import { HostGoneError, MspError } from './errors.js';
 import type { ApprovalHost, HostEvent, SessionMemory } from './events.js';
 import { performHandshake } from './handshake.js';
+import { describeExit, describeHandshakeFailure, failedStartsMessage } from './hostFailure.js';
 import { pipeHostStderr } from './hostStderr.js';
-import { type ExitInfo, terminate, waitForExit } from './processControl.js';
+import {
+  type ExitInfo,
+  reapGroup,
+  SIGKILL_AFTER_MS,
+  SIGKILL_WAIT_MS,
+  signalGroup,
+  terminate,
+  waitForExit,
+} from './processControl.js';
 import type { DecideParams, DecideResult } from './protocol.js';
 import { SessionFollower } from './sessionFollower.js';
 import { UpGate } from './upGate.js';
@@ -34,7 +45,7 @@ export interface HostSupervisorOptions {
   sessionMemory?: SessionMemory;
   /** Respawn backoff; default 200 ms doubling to 30 s. */
   backoff?: BackoffPolicy;
-  /** How long an orderly stop waits after EOF before SIGTERM; default 10 s. */
+  /** The longest an orderly stop waits after EOF before SIGTERM; default 10 s. */
   shutdownGraceMs?: number;
   env?: NodeJS.ProcessEnv;
   /** Per approval/decide request; default 30 s. */
@@ -64,11 +75,21 @@ const DEFAULTS = {
 const STDOUT_DRAIN_MS = 2_000;
 /** A host whose handshake failed gets this long after EOF before SIGTERM. */
 const FAILED_HANDSHAKE_GRACE_MS = 1_000;
+/**
+ * In stop(): SIGTERM goes to the group this long before the deadline, SIGKILL this long before;
+ * after SIGKILL we wait up to SIGKILL_WAIT_MS, which leaves a little for the death's handling.
+ */
+const STOP_SIGTERM_BEFORE_END_MS = 1_500;
+const STOP_SIGKILL_BEFORE_END_MS = SIGKILL_WAIT_MS + 250;
+/** Processes a dead host left in its group get this long after SIGTERM before SIGKILL. */
+const LEFTOVER_KILL_AFTER_MS = 1_000;
 /** Exit codes after which the host will not start without an operator (§1 exit codes). */
-const OPERATOR_EXIT_CODES: ReadonlyMap<number, string> = new Map([
-  [2, 'usageError'],
-  [5, 'sdkSurfaceUnavailable'],
-]);
+const OPERATOR_EXIT_CODES: ReadonlySet<number> = new Set([2, 5]);
+const needsOperator = (exit: ExitInfo): boolean => exit.code !== null && OPERATOR_EXIT_CODES.has(exit.code);
+/** Failed starts in a row before one error line says what is wrong (at once for operator codes). */
+const FAILED_STARTS_BEFORE_ERROR = 3;
+/** Stderr lines that go with that error line. */
+const STDERR_LINES_REPORTED = 5;
 
 /** One spawned host process and everything that lives and dies with it. */
 interface Incarnation {
@@ -77,6 +98,8 @@ interface Incarnation {
   readonly connection: JsonRpcConnection;
   readonly logger: Logger;
   readonly stderrTail: string[];
+  /** Why its handshake failed, when it did. */
+  startFailure: string | undefined;
   follower: SessionFollower | undefined;
   durable: boolean;
   up: boolean;
@@ -109,6 +132,12 @@ export class HostSupervisor implements ApprovalHost {
   private respawnTimer: NodeJS.Timeout | undefined;
   /** Failed starts or deaths in a row, for the backoff. */
   private failures = 0;
+  /** Starts in a row that ended before the host came up. */
+  private failedStarts = 0;
+  /** The failed-start reason last logged at error, so the same one is not logged again. */
+  private reportedStartFailure: string | undefined;
+  /** Why the host is down, once an attempt has ended; cleared when a host comes up. */
+  private lastFailure: string | undefined;
   private readonly upGate = new UpGate<Incarnation>();
   /** Sessions followed so far, with their last view cursor; followed again on a respawned host. */
   private readonly tracked = new Map<string, { viewCursor?: string }>();
@@ -153,6 +182,13 @@ export class HostSupervisor implements ApprovalHost {
   /** Handshake done on a live connection. */
   isUp(): boolean {
     return isLive(this.current);
+  }
+
+  /** Why the host is not up, in one sentence (for /readyz); undefined while it is. */
+  downReason(): string | undefined {
+    if (this.isUp()) return undefined;
+    if (this.stopping) return 'the MSP host was stopped';
+    return this.lastFailure ?? 'the MSP host is starting';
   }
 
   refreshSession(sessionId: string): void {
@@ -231,10 +267,11 @@ export class HostSupervisor implements ApprovalHost {
   }
 
   /**
-   * No more respawns. EOF on the host's stdin (it drains and exits), SIGTERM after
-   * shutdownGraceMs, SIGKILL 2 s later. Resolves when the process is gone.
+   * No more respawns. EOF on the host's stdin (it drains and exits); SIGTERM to its process
+   * group 1.5 s before `withinMs` runs out (or after shutdownGraceMs, if sooner), SIGKILL 0.75 s
+   * before. Resolves when the host and its group are gone, within `withinMs`.
    */
-  stop(): Promise<void> {
+  stop(withinMs: number = this.timing.shutdownGraceMs + SIGKILL_AFTER_MS): Promise<void> {
     if (this.stopPromise !== undefined) return this.stopPromise;
     this.stopping = true;
     if (this.respawnTimer !== undefined) {
@@ -247,10 +284,16 @@ export class HostSupervisor implements ApprovalHost {
       if (incarnation === undefined || incarnation.gone) return;
       incarnation.logger.info('stopping host');
       incarnation.connection.close();
-      await terminate(incarnation.child, this.timing.shutdownGraceMs);
+      const graceMs = Math.min(this.timing.shutdownGraceMs, withinMs - STOP_SIGTERM_BEFORE_END_MS);
+      await terminate(incarnation.child, graceMs, STOP_SIGTERM_BEFORE_END_MS - STOP_SIGKILL_BEFORE_END_MS);
       await incarnation.handled;
     })();
     return this.stopPromise;
+  }
+
+  /** SIGKILL to the host's group, synchronously: for a process that is exiting right now. */
+  killNow(): void {
+    if (this.current !== undefined) signalGroup(this.current.child, 'SIGKILL');
   }
 
   // ── one incarnation ────────────────────────────────────────────────────────────────────
@@ -285,6 +328,7 @@ export class HostSupervisor implements ApprovalHost {
       });
       incarnation.up = true;
       incarnation.upAt = Date.now();
+      this.noteUp();
       this.emit({ type: 'hostUp', hostId: this.hostId, incarnation: incarnation.id, durable });
       this.upGate.open(incarnation);
       await incarnation.follower.syncAll();
@@ -295,7 +339,11 @@ export class HostSupervisor implements ApprovalHost {
         return;
       }
       // The death handler schedules the respawn once the process is gone.
-      incarnation.logger.error({ err: error }, 'MSP handshake failed; restarting the host');
+      incarnation.startFailure = describeHandshakeFailure(error);
+      incarnation.logger.warn(
+        { reason: incarnation.startFailure },
+        'MSP handshake failed; restarting the host',
+      );
       incarnation.connection.close();
       void terminate(incarnation.child, FAILED_HANDSHAKE_GRACE_MS);
     }
@@ -304,9 +352,12 @@ export class HostSupervisor implements ApprovalHost {
   private spawnIncarnation(): Incarnation {
     const id = randomUUID();
     const logger = this.logger.child({ incarnation: id });
+    // A process group of its own, so that stopping it reaches everything it started. Not
+    // unref'd: the bot waits for its host.
     const child = spawn('/bin/sh', ['-c', this.command], {
       stdio: ['pipe', 'pipe', 'pipe'],
       env: this.env ?? process.env,
+      detached: true,
     });
     // Without this listener a failed spawn or kill would throw from an EventEmitter.
     child.on('error', (error) => logger.error({ err: error }, 'host process error'));
@@ -322,6 +373,7 @@ export class HostSupervisor implements ApprovalHost {
       connection,
       logger,
       stderrTail: [],
+      startFailure: undefined,
       follower: undefined,
       durable: false,
       up: false,
@@ -397,18 +449,19 @@ export class HostSupervisor implements ApprovalHost {
   // ── death and respawn ──────────────────────────────────────────────────────────────────
 
   private async watch(incarnation: Incarnation): Promise<void> {
-    const exit = await waitForExit(incarnation.child);
-    // Handle what the host wrote before it died; a grandchild holding stdout open must not
-    // keep us waiting for ever.
-    let timer: NodeJS.Timeout | undefined;
-    const drained = await Promise.race([
-      incarnation.connection.ended.then(() => true),
-      new Promise<false>((resolve) => {
-        timer = setTimeout(() => resolve(false), STDOUT_DRAIN_MS);
-      }),
+    const { child, connection } = incarnation;
+    const exit = await waitForExit(child);
+    // What it left in its group goes too, before a new host starts (a leftover may still hold
+    // the session log); in stop(), terminate() does that on its own schedule. Meanwhile handle
+    // what the host wrote before it died, and read the rest of its stderr for the log line about
+    // its death; a process holding a pipe open must not keep us waiting for ever.
+    const stderrEnded = child.stderr === null ? Promise.resolve() : finished(child.stderr);
+    const [drained] = await Promise.all([
+      settlesWithin(connection.ended, STDOUT_DRAIN_MS),
+      settlesWithin(stderrEnded, STDOUT_DRAIN_MS),
+      this.stopping ? undefined : reapGroup(child, LEFTOVER_KILL_AFTER_MS),
     ]);
-    clearTimeout(timer);
-    if (!drained) incarnation.connection.destroy();
+    if (!drained) connection.destroy();
     this.onGone(incarnation, exit);
   }
 
@@ -422,8 +475,12 @@ export class HostSupervisor implements ApprovalHost {
 
     const fields = { exitCode: exit.code, signal: exit.signal, stderrTail: incarnation.stderrTail };
     if (this.stopping) incarnation.logger.info(fields, 'host stopped');
-    else if (exit.code === 0) incarnation.logger.info(fields, 'host exited on its own');
-    else incarnation.logger.warn(fields, 'host exited unexpectedly');
+    else if (!wasUp) this.noteFailedStart(incarnation, exit);
+    else {
+      this.lastFailure = `the MSP host ${describeExit(exit)}; restarting it`;
+      if (exit.code === 0) incarnation.logger.info(fields, 'host exited on its own');
+      else incarnation.logger.warn(fields, 'host exited unexpectedly');
+    }
 
     if (wasUp) {
       this.emit({
@@ -441,23 +498,44 @@ export class HostSupervisor implements ApprovalHost {
     if (!this.stopping) this.scheduleRespawn(incarnation, exit);
   }
 
+  /**
+   * A start that ended before the host came up. A command that is wrong fails every time, so
+   * after a few in a row (at once for the exit codes that need an operator) one error line says
+   * why; the same reason is not logged at error again until a host has come up.
+   */
+  private noteFailedStart(incarnation: Incarnation, exit: ExitInfo): void {
+    this.failedStarts += 1;
+    const reason = incarnation.startFailure ?? describeExit(exit);
+    const stderrTail = incarnation.stderrTail.slice(-STDERR_LINES_REPORTED);
+    this.lastFailure = failedStartsMessage(reason, this.failedStarts, stderrTail);
+    const fields = { exitCode: exit.code, signal: exit.signal, failedStarts: this.failedStarts, stderrTail };
+    const due = this.failedStarts >= FAILED_STARTS_BEFORE_ERROR || needsOperator(exit);
+    if (due && reason !== this.reportedStartFailure) {
+      this.reportedStartFailure = reason;
+      incarnation.logger.error(fields, this.lastFailure);
+    } else {
+      incarnation.logger.info(fields, 'host did not come up');
+    }
+  }
+
+  private noteUp(): void {
+    if (this.reportedStartFailure !== undefined) {
+      this.logger.info({ failedStarts: this.failedStarts }, 'MSP host is up after failed starts');
+    }
+    this.failedStarts = 0;
+    this.reportedStartFailure = undefined;
+    this.lastFailure = undefined;
+  }
+
   private scheduleRespawn(incarnation: Incarnation | undefined, exit: ExitInfo): void {
     if (this.stopping || this.respawnTimer !== undefined) return;
     const upAt = incarnation?.upAt;
     if (upAt !== undefined && Date.now() - upAt >= this.timing.stableAfterMs) this.failures = 0;
-    const operatorReason = exit.code === null ? undefined : OPERATOR_EXIT_CODES.get(exit.code);
     // An operator has to fix these; retrying at the slowest pace keeps us from spinning.
-    const attempt = operatorReason === undefined ? this.failures : Number.POSITIVE_INFINITY;
+    const attempt = needsOperator(exit) ? Number.POSITIVE_INFINITY : this.failures;
     const delayMs = backoffDelay(attempt, this.backoff, this.random);
     this.failures += 1;
-    if (operatorReason !== undefined) {
-      this.logger.error(
-        { exitCode: exit.code, reason: operatorReason, delayMs, command: maskCommandLine(this.command) },
-        'MSP host refuses to run; check the host command and its installation. Retrying slowly',
-      );
-    } else {
-      this.logger.info({ delayMs, failures: this.failures }, 'respawning host');
-    }
+    this.logger.info({ delayMs, failures: this.failures }, 'respawning host');
     this.respawnTimer = setTimeout(() => {
       this.respawnTimer = undefined;
       void this.launch();

@@ -5,10 +5,12 @@ import type { Config } from '../config.js';
 import { toBoltLogger } from '../log.js';
 import type { ClickHandler } from '../relay/clickHandler.js';
 import { type HealthProbe, healthRoutes } from './healthRoutes.js';
+import { close, healthServer, listen, portError } from './healthServer.js';
 import { registerAppHome } from './listeners/appHome.js';
 import { registerChoiceButton } from './listeners/choiceButton.js';
 import { registerFeedbackSubmission } from './listeners/feedbackSubmission.js';
 import { registerSlashCommand } from './listeners/slashCommand.js';
+import { observedFetch, type SlackReachability } from './slackReachability.js';
 import { slackViews } from './slackViews.js';
 
 export interface BotIdentity {
@@ -27,6 +29,18 @@ export interface SlackAppOptions {
   web: WebClient;
   /** Its transport, for the few requests Bolt makes that are not Web API calls. */
   transport: FetchFunction;
+  /** Told how the Socket Mode connection's calls to Slack go. */
+  reachability: SlackReachability;
+}
+
+export interface SlackService {
+  readonly bolt: App;
+  /**
+   * Listens on PORT, and rejects with a ConfigError naming PORT when it cannot. In Socket Mode
+   * the connection to Slack is opened next, in the background: `connected` settles with it.
+   */
+  start(): Promise<{ connected: Promise<void> }>;
+  stop(): Promise<void>;
 }
 
 /**
@@ -46,8 +60,8 @@ function refuseWebApiCalls(apiUrl: string, transport: FetchFunction): FetchFunct
 }
 
 /** The Bolt app: Socket Mode when an app token is set, otherwise HTTP on PORT. */
-export function createSlackApp(options: SlackAppOptions): App {
-  const { config, logger, clicks, health, identity, web, transport } = options;
+export function createSlackApp(options: SlackAppOptions): SlackService {
+  const { config, logger, clicks, health, identity, web, transport, reachability } = options;
   const boltLogger = toBoltLogger(logger.child({ component: 'bolt' }));
   const customRoutes = healthRoutes(health);
   const common = {
@@ -61,29 +75,29 @@ export function createSlackApp(options: SlackAppOptions): App {
       retryConfig: { retries: 0 },
     },
   };
-  const app =
+  const socketReceiver =
     config.slack.mode === 'socket'
-      ? new App({
-          ...common,
-          receiver: new SocketModeReceiver({
-            appToken: config.slack.appToken!,
-            logger: boltLogger,
-            customRoutes,
-            installerOptions: {
-              port: config.port,
-              // The app-level token's own client (apps.connections.open only), over the shared pool.
-              // The socket is a long-lived connection: ride out a Slack outage (about half an hour
-              // of retries) instead of giving up on the first reconnect.
-              clientOptions: {
-                slackApiUrl: config.slack.apiUrl,
-                fetch: transport,
-                timeout: 10_000,
-                retryConfig: { retries: 10, factor: 1.96821, randomize: true },
-              },
+      ? new SocketModeReceiver({
+          appToken: config.slack.appToken!,
+          logger: boltLogger,
+          installerOptions: {
+            // The app-level token's own client (apps.connections.open only), over the shared pool,
+            // watched: an unreachable Slack is said once, with the cause. The socket is a
+            // long-lived connection: ride out a Slack outage (about half an hour of retries)
+            // instead of giving up on the first reconnect.
+            clientOptions: {
+              slackApiUrl: config.slack.apiUrl,
+              fetch: observedFetch(transport, reachability),
+              timeout: 10_000,
+              retryConfig: { retries: 10, factor: 1.96821, randomize: true },
             },
-          }),
+          },
         })
-      : new App({ ...common, signingSecret: config.slack.signingSecret!, customRoutes });
+      : undefined;
+  const app =
+    socketReceiver === undefined
+      ? new App({ ...common, signingSecret: config.slack.signingSecret!, customRoutes })
+      : new App({ ...common, receiver: socketReceiver });
   const views = slackViews(web);
   registerChoiceButton(app, clicks, views, logger);
   registerFeedbackSubmission(app, clicks, logger);
@@ -92,5 +106,34 @@ export function createSlackApp(options: SlackAppOptions): App {
   app.error(async (err) => {
     logger.error({ err }, 'slack listener failed');
   });
-  return app;
+
+  if (socketReceiver === undefined) {
+    return {
+      bolt: app,
+      start: async () => {
+        await Promise.resolve(app.start(config.port)).catch((err: unknown) => {
+          throw portError(err, config.port);
+        });
+        return { connected: Promise.resolve() };
+      },
+      stop: async () => {
+        await app.stop();
+      },
+    };
+  }
+  // Socket Mode has no HTTP receiver to carry the health routes: they get a server of their own.
+  const server = healthServer(customRoutes);
+  return {
+    bolt: app,
+    // PORT first: the socket can take minutes to connect while Slack is away, and a port in use
+    // must stop start-up before anything else runs.
+    start: async () => {
+      await listen(server, config.port);
+      server.on('error', (err) => logger.error({ err }, 'health server failed'));
+      return { connected: app.start().then(() => undefined) };
+    },
+    stop: async () => {
+      await Promise.all([app.stop(), close(server)]);
+    },
+  };
 }

@@ -1,14 +1,29 @@
 import type { CustomRoute } from '@slack/bolt';
 
+export type HealthPart = 'redis' | 'slack' | 'host';
+
 /** What readiness is made of: each answers "is this part up right now?". */
 export interface HealthProbe {
   redis(): boolean;
   slack(): boolean;
   hosts(): boolean;
+  /** Why a part is down, in one sentence an operator can act on; asked only about parts that are. */
+  whyDown(part: HealthPart): string | undefined;
 }
 
 export function healthRoutes(probe: HealthProbe): CustomRoute[] {
-  const parts = () => ({ redis: probe.redis(), slack: probe.slack(), host: probe.hosts() });
+  const parts = (): Record<HealthPart, boolean> => ({
+    redis: probe.redis(),
+    slack: probe.slack(),
+    host: probe.hosts(),
+  });
+  const reasons = (status: Record<HealthPart, boolean>): Partial<Record<HealthPart, string>> => {
+    const out: Partial<Record<HealthPart, string>> = {};
+    for (const [part, up] of Object.entries(status) as Array<[HealthPart, boolean]>) {
+      if (!up) out[part] = probe.whyDown(part) ?? `${part} is down`;
+    }
+    return out;
+  };
   return [
     {
       path: '/healthz',
@@ -25,7 +40,7 @@ export function healthRoutes(probe: HealthProbe): CustomRoute[] {
         const status = parts();
         const ready = status.redis && status.slack && status.host;
         res.writeHead(ready ? 200 : 503, { 'content-type': 'application/json' });
-        res.end(`${JSON.stringify({ ready, ...status })}\n`);
+        res.end(`${JSON.stringify({ ready, ...status, reasons: reasons(status) })}\n`);
       },
     },
     {

@@ -41,7 +41,14 @@ describe('running it', () => {
     await host.waitForIncarnation(1);
     const ready = await fetch(`${bot.url}/readyz`);
     expect(ready.status).toBe(503);
-    expect(await ready.json()).toMatchObject({ ready: false, redis: false, slack: true });
+    expect(await ready.json()).toMatchObject({
+      ready: false,
+      redis: false,
+      slack: true,
+      reasons: {
+        redis: expect.stringMatching(/^cannot reach Redis at redis:\/\/127\.0\.0\.1:1\/0: .*ECONNREFUSED/),
+      },
+    });
     expect(bot.proc.exitCode).toBeNull();
   });
 
@@ -51,9 +58,12 @@ describe('running it', () => {
     await world.host.open(approvalFromTranscript('approval-round-trip'), { via: 'both' });
     await world.waitForCard('0198f0ac-7777-7000-8000-0000000000e1', (m) => buttonsOf(m).length > 0);
     expect(world.bot.logs.length).toBeGreaterThan(5);
-    // The start-up line shows the configuration, with its secrets redacted.
+    // The start-up line shows the configuration; of each secret only whether it is set.
     const started = world.bot.logs.find((l) => l.msg === 'countersign listening');
-    expect(started?.json).toMatchObject({ config: { slack: { botToken: '[redacted]', mode: 'http' } } });
+    expect(started?.json).toMatchObject({
+      config: { slack: { botToken: '[set]', signingSecret: '[set]', mode: 'http' } },
+    });
+    expect(started?.json?.config).not.toHaveProperty('slack.appToken');
     expect(world.bot.logs.some((l) => l.raw.includes(BOT_TOKEN) || l.raw.includes(SIGNING_SECRET))).toBe(
       false,
     );

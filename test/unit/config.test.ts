@@ -1,8 +1,10 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, parseDuration, redactedConfig } from '../../src/config.js';
+import { createLogger } from '../../src/log.js';
 
 const BOT_TOKEN = 'xoxb-test-1111-2222-SUPERSECRETBOT';
 const APP_TOKEN = 'xapp-test-SUPERSECRETAPP';
@@ -173,6 +175,31 @@ describe('loadConfig errors', () => {
     const err = configError(socketEnv({ SLACK_APP_TOKEN: BOT_TOKEN }));
     expect(err.variable).toBe('SLACK_APP_TOKEN');
     expect(err.message).toContain('xapp-');
+  });
+
+  // The README's quick start as pasted, and other placeholders: fail here with the variable's
+  // name, not later as "Cannot convert argument to a ByteString" retried for ever.
+  it.each([
+    ['SLACK_BOT_TOKEN', 'xoxb-…', socketEnv({ SLACK_BOT_TOKEN: 'xoxb-…' })],
+    ['SLACK_BOT_TOKEN', 'your bot', socketEnv({ SLACK_BOT_TOKEN: 'xoxb-your bot token' })],
+    ['SLACK_BOT_TOKEN', '1234-r', socketEnv({ SLACK_BOT_TOKEN: 'xoxb-1234-résumé' })],
+    ['SLACK_APP_TOKEN', 'xapp-…', socketEnv({ SLACK_APP_TOKEN: 'xapp-…' })],
+    ['SLACK_SIGNING_SECRET', '<signing', httpEnv({ SLACK_SIGNING_SECRET: '<signing secret>' })],
+    ['SLACK_SIGNING_SECRET', 'abc', socketEnv({ SLACK_SIGNING_SECRET: 'abc\tdef' })],
+    ['PAGERDUTY_ROUTING_KEY', 'R0UTING', socketEnv({ PAGERDUTY_ROUTING_KEY: 'R0UTING…' })],
+    ['PAGERDUTY_API_TOKEN', 'your token', socketEnv({ PAGERDUTY_API_TOKEN: 'your token' })],
+  ])('says that %s (%j…) still holds a placeholder, without echoing it', (name, part, env) => {
+    const err = configError(env);
+    expect(err.variable).toBe(name);
+    expect(err.message).toMatch(new RegExp(`^${name} still holds a placeholder \\(.*\\): \\S`));
+    // The documentation's own placeholders (xoxb-…) may appear in the advice; nothing else may.
+    if (!part.endsWith('…')) expect(err.message).not.toContain(part);
+  });
+
+  it('takes the real tokens as they are', () => {
+    const config = loadConfig(httpEnv({ SLACK_SIGNING_SECRET: 'a1!~b2#c3' }));
+    expect(config.slack.signingSecret).toBe('a1!~b2#c3');
+    expect(config.slack.botToken).toBe(BOT_TOKEN);
   });
 
   it('needs the signing secret only in HTTP mode', () => {
@@ -408,20 +435,46 @@ describe('redactedConfig', () => {
     const redacted = redactedConfig(config);
     const text = JSON.stringify(redacted);
     for (const secret of SECRETS) expect(text).not.toContain(secret);
-    expect(redacted.slack.botToken).toBe('[redacted]');
-    expect(redacted.slack.appToken).toBe('[redacted]');
-    expect(redacted.slack.signingSecret).toBe('[redacted]');
-    expect(redacted.pagerDuty.routingKey).toBe('[redacted]');
-    expect(redacted.pagerDuty.apiToken).toBe('[redacted]');
+    expect(redacted.slack.botToken).toBe('[set]');
+    expect(redacted.slack.appToken).toBe('[set]');
+    expect(redacted.slack.signingSecret).toBe('[set]');
+    expect(redacted.pagerDuty.routingKey).toBe('[set]');
+    expect(redacted.pagerDuty.apiToken).toBe('[set]');
     expect(redacted.redisUrl).toBe('redis://default:[redacted]@redis.internal:6379/0');
     expect(redacted.slack.channel).toBe('C0123456789');
     // The original is untouched.
     expect(config.slack.botToken).toBe(BOT_TOKEN);
   });
 
-  it('leaves unset secrets unset', () => {
+  it('leaves unset secrets out', () => {
     const redacted = redactedConfig(loadConfig(socketEnv()));
-    expect(redacted.pagerDuty.routingKey).toBeUndefined();
-    expect(redacted.slack.signingSecret).toBeUndefined();
+    expect(redacted.pagerDuty).not.toHaveProperty('routingKey');
+    expect(redacted.pagerDuty).not.toHaveProperty('apiToken');
+    expect(redacted.slack).not.toHaveProperty('signingSecret');
+  });
+
+  it('logs [set] for the secrets that are set and nothing for the others', () => {
+    const lines: Record<string, unknown>[] = [];
+    const destination = new Writable({
+      write(chunk, _encoding, callback) {
+        lines.push(JSON.parse(String(chunk)) as Record<string, unknown>);
+        callback();
+      },
+    });
+    const logger = createLogger({ level: 'info', destination });
+    logger.info(
+      { config: redactedConfig(loadConfig(httpEnv({ PAGERDUTY_API_TOKEN: PD_TOKEN }))) },
+      'listening',
+    );
+    expect(lines[0]?.config).toMatchObject({
+      slack: { botToken: '[set]', signingSecret: '[set]' },
+      pagerDuty: { apiToken: '[set]' },
+    });
+    const config = lines[0]?.config as { slack: object; pagerDuty: object };
+    expect(config.slack).not.toHaveProperty('appToken');
+    expect(config.pagerDuty).not.toHaveProperty('routingKey');
+    // A real secret under the same path is still redacted by the logger.
+    logger.info({ config: { slack: { botToken: BOT_TOKEN } } }, 'raw');
+    expect(lines[1]?.config).toEqual({ slack: { botToken: '[redacted]' } });
   });
 });

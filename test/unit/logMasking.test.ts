@@ -77,7 +77,7 @@ describe('log lines mask secrets', () => {
 
   it('the host supervisor logs its command and the dying host stderr masked', async () => {
     const { logger, lines } = captureLogger();
-    // Exit code 2 is a usage error: the supervisor names the command and retries slowly.
+    // Exit code 2 is a usage error: one error line at once says so, with the stderr tail.
     const supervisor = new HostSupervisor({
       hostId: 'host-a',
       command: `: --token=${GITHUB}; echo "bad flag --token=${GITHUB}" >&2; exit 2`,
@@ -88,15 +88,16 @@ describe('log lines mask secrets', () => {
     });
     supervisors.push(supervisor);
     await supervisor.start();
-    await until(() => lines.some((l) => l.msg?.toString().startsWith('MSP host refuses to run')), 5_000);
+    await until(() => lines.some((l) => l.msg?.toString().startsWith('MSP_HOST_COMMAND exited')), 5_000);
     const byMessage = (prefix: string) => lines.find((l) => String(l.msg).startsWith(prefix))!;
     const masked =
       ': --token=[masked github-token]; echo "bad flag --token=[masked github-token]" >&2; exit 2';
     expect(byMessage('host spawned').command).toBe(masked);
-    expect(byMessage('MSP host refuses to run').command).toBe(masked);
-    expect(byMessage('host exited unexpectedly').stderrTail).toEqual([
-      'bad flag --token=[masked github-token]',
-    ]);
+    const failed = byMessage('MSP_HOST_COMMAND exited');
+    expect(failed.msg).toBe(
+      'MSP_HOST_COMMAND exited with code 2 (usageError): bad flag --token=[masked github-token]',
+    );
+    expect(failed.stderrTail).toEqual(['bad flag --token=[masked github-token]']);
     expect(JSON.stringify(lines)).not.toContain(GITHUB);
   });
 });

@@ -549,13 +549,23 @@ describe('HostSupervisor', () => {
         : 0;
     await until(() => attempts() >= 2);
     expect(events).toEqual([]);
-    expect(logs.find((line) => line.reason === 'usageError')).toMatchObject({ level: 50, exitCode: 2 });
+    // Exit code 2 needs an operator: the line that says so comes at the first failure, once.
+    const errors = logs.filter((line) => line.level === 50);
+    expect(errors).toEqual([
+      expect.objectContaining({
+        msg: 'MSP_HOST_COMMAND exited with code 2 (usageError): bad flag',
+        exitCode: 2,
+        stderrTail: ['bad flag'],
+      }),
+    ]);
     expect(logs.find((line) => line.line === 'bad flag')).toMatchObject({
       hostId: 'host-a',
       stream: 'stderr',
     });
     // The slow pace applies: between 20 and 40 ms here, never the 1 ms initial delay.
-    const delays = logs.filter((line) => line.reason === 'usageError').map((line) => line.delayMs as number);
+    const respawns = () => logs.filter((line) => line.msg === 'respawning host');
+    await until(() => respawns().length >= 2);
+    const delays = respawns().map((line) => line.delayMs as number);
     expect(delays.every((delay) => delay >= 20 && delay <= 40)).toBe(true);
   });
 

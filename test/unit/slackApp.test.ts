@@ -1,13 +1,13 @@
-import type { AddressInfo } from 'node:net';
-import type { App } from '@slack/bolt';
 import type { FetchFunction } from '@slack/web-api';
 import { afterEach, expect, it } from 'vitest';
 import { encodeChoiceValue } from '../../src/cards/ids.js';
 import { loadConfig } from '../../src/config.js';
 import type { ClickHandler } from '../../src/relay/clickHandler.js';
-import { createSlackApp } from '../../src/slack/createSlackApp.js';
+import { createSlackApp, type SlackService } from '../../src/slack/createSlackApp.js';
 import { createSlackFetch } from '../../src/slack/slackFetch.js';
+import { SlackReachability } from '../../src/slack/slackReachability.js';
 import { createWebClient } from '../../src/slack/webClient.js';
+import { freePort } from '../support/bot.js';
 import { FakeSlack } from '../support/fakeSlack.js';
 import { captureLogger } from '../support/logCapture.js';
 import { blockActionsPayload, postEvent, postInteraction } from '../support/slackRequests.js';
@@ -19,7 +19,7 @@ const TOKEN = 'xoxb-test-token';
 const SECRET = 'test-signing-secret';
 
 let slack: FakeSlack | undefined;
-let app: App | undefined;
+let app: SlackService | undefined;
 afterEach(async () => {
   await app?.stop();
   await slack?.close();
@@ -51,7 +51,7 @@ it('listeners call Slack through the shared client; Bolt’s own client makes no
     SLACK_API_URL: fake.apiUrl,
     SLACK_CHANNEL: 'C0APPROVALS',
     MSP_HOST_COMMAND: 'true',
-    PORT: '0',
+    PORT: String(await freePort()),
   });
   const clicks = {
     check: async () => ({
@@ -63,17 +63,20 @@ it('listeners call Slack through the shared client; Bolt’s own client makes no
     click: async () => undefined,
     refuse: async () => undefined,
   } as unknown as ClickHandler;
-  app = createSlackApp({
+  const logger = captureLogger().logger;
+  const service = createSlackApp({
     config,
-    logger: captureLogger().logger,
+    logger,
     clicks,
-    health: { redis: () => true, slack: () => true, hosts: () => true },
+    health: { redis: () => true, slack: () => true, hosts: () => true, whyDown: () => undefined },
     identity: () => ({ botId: 'B_BOT', botUserId: 'U_BOT' }),
     web,
     transport: transport.fetch,
+    reachability: new SlackReachability(logger),
   });
-  const server = (await app.start(0)) as unknown as { address(): AddressInfo };
-  const base = `http://127.0.0.1:${server.address().port}`;
+  app = service;
+  await service.start();
+  const base = `http://127.0.0.1:${config.port}`;
 
   // A card is posted through the shared client, then a click opens a modal and App Home is
   // published: both listener calls come through the same client and pool, with the bot token.
@@ -103,6 +106,6 @@ it('listeners call Slack through the shared client; Bolt’s own client makes no
   expect(transport.urls).toEqual(fake.calls.map((c) => `${fake.apiUrl}${c.method}`));
 
   // Bolt still builds a client of its own; it cannot reach the Web API beside the shared one.
-  await expect(app.client.auth.test({ token: TOKEN })).rejects.toThrow(/shared client/);
+  await expect(service.bolt.client.auth.test({ token: TOKEN })).rejects.toThrow(/shared client/);
   expect(fake.calls).toHaveLength(3);
 });

@@ -1,0 +1,46 @@
+import { MspError, RequestTimeoutError } from './errors.js';
+import type { ExitInfo } from './processControl.js';
+
+// Why a host process did not come up, in words an operator can act on. The supervisor logs
+// these sentences and /readyz shows them.
+
+/** Where the operator set the command; named in every sentence so that they know what to fix. */
+export const COMMAND_SETTING = 'MSP_HOST_COMMAND';
+
+/** Exit codes with a meaning: the MSP host's own (docs/msp-approvals.md §1) and the shell's. */
+const EXIT_MEANINGS: ReadonlyMap<number, string> = new Map([
+  [2, 'usageError'],
+  [3, 'configError'],
+  [4, 'leaseUnavailable'],
+  [5, 'sdkSurfaceUnavailable'],
+  [126, 'not executable'],
+  [127, 'command not found'],
+]);
+
+/** "exited with code 127 (command not found)", "was killed by SIGSEGV". */
+export function describeExit(exit: ExitInfo): string {
+  if (exit.signal !== null) return `was killed by ${exit.signal}`;
+  if (exit.code === null) return 'could not be started';
+  const meaning = EXIT_MEANINGS.get(exit.code);
+  return `exited with code ${exit.code}${meaning === undefined ? '' : ` (${meaning})`}`;
+}
+
+/** What went wrong with `initialize` on a host that was still running. */
+export function describeHandshakeFailure(error: unknown): string {
+  if (error instanceof RequestTimeoutError) {
+    const ms = error.timeoutMs;
+    return `did not answer initialize within ${ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`}`;
+  }
+  if (error instanceof MspError) return `answered initialize with an error (${error.message})`;
+  return `did not answer initialize as an MSP host does (${error instanceof Error ? error.message : String(error)})`;
+}
+
+/**
+ * One line for failed starts in a row: "MSP_HOST_COMMAND exited with code 1 3 times in a row:
+ * <last stderr line>". The stderr tail is shown as the host wrote it.
+ */
+export function failedStartsMessage(reason: string, times: number, stderrTail: readonly string[]): string {
+  const count = times > 1 ? ` ${times} times in a row` : '';
+  const lastLine = stderrTail.findLast((line) => line.trim() !== '');
+  return `${COMMAND_SETTING} ${reason}${count}${lastLine === undefined ? '' : `: ${lastLine.trim()}`}`;
+}

@@ -1,0 +1,64 @@
+import { createServer, type Server } from 'node:http';
+import type { CustomRoute } from '@slack/bolt';
+import { ConfigError } from '../configCommon.js';
+
+// In Socket Mode no HTTP receiver carries the health routes, so they get a server of their own
+// on PORT. Ours rather than the one Bolt's SocketModeReceiver can start: that one listens with
+// no error listener, so a port in use would crash the process with a stack trace.
+
+/** A server for `routes`, matched by exact path and method; anything else is 404. */
+export function healthServer(routes: CustomRoute[]): Server {
+  return createServer((req, res) => {
+    const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+    const route = routes.find((r) => r.path === path && [r.method].flat().includes(req.method ?? ''));
+    if (route === undefined) {
+      res.writeHead(404);
+      res.end();
+      return;
+    }
+    route.handler(Object.assign(req, { params: {} }), res);
+  });
+}
+
+/** The one-line error for a port that cannot be listened on, or the error itself. */
+export function portError(err: unknown, port: number): unknown {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  if (code === 'EADDRINUSE') {
+    return new ConfigError(
+      'PORT',
+      `PORT ${port} is already in use by another process: stop that process, or set PORT to a free port`,
+    );
+  }
+  if (code === 'EACCES') {
+    return new ConfigError(
+      'PORT',
+      `PORT ${port} needs privileges this process does not have: use a port above 1023`,
+    );
+  }
+  return err;
+}
+
+/** Listens on `port`; rejects with portError's answer when it cannot. */
+export function listen(server: Server, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: Error): void => {
+      server.off('listening', onListening);
+      reject(portError(err, port));
+    };
+    const onListening = (): void => {
+      server.off('error', onError);
+      resolve();
+    };
+    server.once('error', onError);
+    server.once('listening', onListening);
+    server.listen(port);
+  });
+}
+
+/** Stops listening and ends idle keep-alive connections; resolves once the server is closed. */
+export function close(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeIdleConnections();
+  });
+}

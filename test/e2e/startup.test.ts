@@ -1,0 +1,213 @@
+// Start-up as an operator meets it, with the real bot: a mistake only the operator can fix
+// stops the process with one line and exit code 1; trouble that may pass keeps the bot running,
+// says what is wrong in one log line, and /readyz says why the bot is not ready.
+
+import { rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type BotLogLine, freePort, freshRedisDb, type RunningBot, startBot } from '../support/bot.js';
+import { FakeHost } from '../support/fakeHost.js';
+import { FakeSlack } from '../support/fakeSlack.js';
+
+const APP_TOKEN = 'xapp-1-A_TEST-123-abc';
+const SOCKET_MODE = { SLACK_APP_TOKEN: APP_TOKEN, SLACK_SIGNING_SECRET: '' };
+
+const cleanups: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
+});
+
+async function peers() {
+  const slack = await FakeSlack.start();
+  slack.expectedAppToken = APP_TOKEN;
+  const host = await FakeHost.start();
+  cleanups.push(
+    () => slack.close(),
+    () => host.close(),
+  );
+  return { slack, host };
+}
+
+async function bot(env: Record<string, string>, port?: number): Promise<RunningBot & { host: FakeHost }> {
+  const { slack, host } = await peers();
+  const running = await startBot({ host, slack, redisDb: await freshRedisDb(), env, port });
+  cleanups.push(() => running.kill());
+  return Object.assign(running, { host });
+}
+
+const stderrLines = (running: RunningBot) =>
+  running.logs.filter((l) => l.stream === 'stderr').map((l) => l.raw);
+const atLeastError = (l: BotLogLine) => (l.level ?? 0) >= 50;
+
+async function readyz(running: RunningBot): Promise<{ status: number; body: Record<string, unknown> }> {
+  const res = await fetch(`${running.url}/readyz`);
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+/** Polls /readyz (what an operator or an orchestrator does) until `test` accepts an answer. */
+async function readyzUntil(
+  running: RunningBot,
+  test: (answer: { status: number; body: Record<string, unknown> }) => boolean,
+  timeoutMs = 10_000,
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const deadline = Date.now() + timeoutMs;
+  let last: { status: number; body: Record<string, unknown> } | undefined;
+  while (Date.now() < deadline) {
+    last = await readyz(running);
+    if (test(last)) return last;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`/readyz never matched; last: ${JSON.stringify(last)}\n${running.tail()}`);
+}
+
+describe('mistakes only the operator can fix stop start-up with one line', () => {
+  it.each([
+    ['SLACK_BOT_TOKEN', { SLACK_BOT_TOKEN: 'xoxb-…' }],
+    ['SLACK_APP_TOKEN', { SLACK_APP_TOKEN: 'xapp-…', SLACK_SIGNING_SECRET: '' }],
+    ['SLACK_SIGNING_SECRET', { SLACK_SIGNING_SECRET: 'paste the signing secret here' }],
+  ])('%s pasted from the quick start as it is', async (variable, env) => {
+    const running = await bot(env);
+    expect(await running.exited).toEqual({ code: 1, signal: null });
+    expect(stderrLines(running)).toEqual([
+      expect.stringMatching(
+        new RegExp(`^countersign: ${variable} still holds a placeholder \\(.*\\): paste `),
+      ),
+    ]);
+    expect(running.host.incarnations).toHaveLength(0);
+  });
+
+  it.each([
+    ['HTTP mode', {}],
+    ['Socket Mode', SOCKET_MODE],
+  ])('PORT already in use (%s): names PORT and the port, starts nothing', async (_mode, env) => {
+    const taken = net.createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '0.0.0.0', () => resolve()));
+    cleanups.push(() => new Promise((resolve) => taken.close(resolve)));
+    const port = (taken.address() as net.AddressInfo).port;
+
+    const running = await bot(env, port);
+    expect(await running.exited).toEqual({ code: 1, signal: null });
+    expect(stderrLines(running)).toEqual([
+      `countersign: PORT ${port} is already in use by another process: stop that process, or set PORT to a free port`,
+    ]);
+    expect(running.logs.some((l) => /"stack"| {4}at /.test(l.raw))).toBe(false);
+    // The host is started only once the port is ours, and the Socket Mode connection too.
+    expect(running.host.incarnations).toHaveLength(0);
+  });
+});
+
+describe('trouble that may pass keeps the bot running and says what is wrong in one line', () => {
+  it('Slack unreachable (auth.test): the URL and the cause, once; /readyz says the same', async () => {
+    const closed = await freePort();
+    const running = await bot({ SLACK_API_URL: `http://127.0.0.1:${closed}/api/` });
+    const url = `http://127.0.0.1:${closed}/api/auth.test`;
+    const cause = `ECONNREFUSED 127.0.0.1:${closed}`;
+    // The second failed attempt is told at debug only.
+    await running.waitForLog((l) => l.msg === 'Slack still unreachable; retrying', 15_000);
+    expect(running.logs.filter(atLeastError).map((l) => l.json)).toEqual([
+      expect.objectContaining({ url, cause, msg: `cannot reach Slack at ${url}: ${cause}; retrying` }),
+    ]);
+    const { status, body } = await readyz(running);
+    expect(status).toBe(503);
+    expect(body).toMatchObject({
+      slack: false,
+      reasons: { slack: `cannot reach Slack at ${url}: ${cause}` },
+    });
+    expect(running.proc.exitCode).toBeNull();
+  });
+
+  it('Slack unreachable (Socket Mode): names apps.connections.open and the cause; the host runs meanwhile', async () => {
+    const closed = await freePort();
+    const running = await bot({ ...SOCKET_MODE, SLACK_API_URL: `http://127.0.0.1:${closed}/api/` });
+    const url = `http://127.0.0.1:${closed}/api/apps.connections.open`;
+    const line = await running.waitForLog((l) => l.json?.url === url && atLeastError(l), 10_000);
+    expect(line.msg).toBe(`cannot reach Slack at ${url}: ECONNREFUSED 127.0.0.1:${closed}; retrying`);
+    await running.host.waitForIncarnation(1);
+    expect((await fetch(`${running.url}/healthz`)).status).toBe(200);
+    expect(running.proc.exitCode).toBeNull();
+  });
+
+  it('a host command that exits at once: one error line with MSP_HOST_COMMAND, its exit code and stderr', async () => {
+    const running = await bot({
+      MSP_HOST_COMMAND: 'echo "starting muse" >&2; echo "muse: unknown flag --frobnicate" >&2; exit 1',
+    });
+    const expected =
+      /^MSP_HOST_COMMAND exited with code 1 3 times in a row: muse: unknown flag --frobnicate$/;
+    const line = await running.waitForLog((l) => expected.test(l.msg ?? ''), 10_000);
+    expect(line.json).toMatchObject({
+      level: 50,
+      exitCode: 1,
+      stderrTail: ['starting muse', 'muse: unknown flag --frobnicate'],
+    });
+    // It keeps trying, without saying the same thing again at error, and without stack traces.
+    await running.waitForLog((l) => l.index > line.index && l.msg === 'host did not come up', 10_000);
+    expect(running.logs.filter((l) => l.json?.hostId !== undefined && atLeastError(l))).toEqual([line]);
+    expect(running.logs.some((l) => l.raw.includes('"stack"'))).toBe(false);
+    const { status, body } = await readyz(running);
+    expect(status).toBe(503);
+    expect(body).toMatchObject({
+      host: false,
+      reasons: {
+        host: expect.stringMatching(
+          /^MSP_HOST_COMMAND exited with code 1 \d+ times in a row: muse: unknown flag/,
+        ),
+      },
+    });
+  });
+});
+
+describe('/readyz', () => {
+  it('is 503 with the reason while the host is down, and 200 again once it is back', async () => {
+    const dir = join(tmpdir(), `readyz-gate-${process.pid}-${Date.now()}`);
+    const gate = `${dir}.locked`;
+    cleanups.push(async () => rmSync(gate, { force: true }));
+    const { slack, host } = await peers();
+    // While the gate file exists the host cannot start, as a host whose workspace is locked.
+    const command = `if [ -f "${gate}" ]; then echo "muse: workspace is locked" >&2; exit 4; fi; ${host.command}`;
+    const running = await startBot({
+      host,
+      slack,
+      redisDb: await freshRedisDb(),
+      env: { MSP_HOST_COMMAND: command },
+    });
+    cleanups.push(() => running.kill());
+    await running.waitReady();
+    expect(await readyz(running)).toEqual({
+      status: 200,
+      body: { ready: true, redis: true, slack: true, host: true, reasons: {} },
+    });
+
+    writeFileSync(gate, '');
+    await host.crash(1);
+    const down = await readyzUntil(running, ({ body }) =>
+      /^MSP_HOST_COMMAND exited with code 4/.test(String((body.reasons as { host?: string }).host)),
+    );
+    expect(down).toEqual({
+      status: 503,
+      body: {
+        ready: false,
+        redis: true,
+        slack: true,
+        host: false,
+        reasons: {
+          host: expect.stringMatching(
+            /^MSP_HOST_COMMAND exited with code 4 \(leaseUnavailable\)( \d+ times in a row)?: muse: workspace is locked$/,
+          ),
+        },
+      },
+    });
+
+    rmSync(gate);
+    await host.waitForIncarnation(2);
+    await running.waitReady();
+    expect((await readyz(running)).body).toEqual({
+      ready: true,
+      redis: true,
+      slack: true,
+      host: true,
+      reasons: {},
+    });
+  });
+});
