@@ -160,6 +160,8 @@ async function main(): Promise<void> {
     stopRelay: () => keeper.stop(),
     stopHost: (withinMs) => host.stop(withinMs),
     quitRedis: () => {
+      // Card updates still retrying (Slack away) end here; what they would have said is in Redis.
+      cardChannel.stop();
       redisHealth.stop();
       return redis.quit();
     },

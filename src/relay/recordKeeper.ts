@@ -130,17 +130,13 @@ export class RecordKeeper {
    * two workers never post the same approval twice); every later one updates it in place.
    */
   private async syncCard(approvalId: string, known?: ApprovalRecord): Promise<void> {
-    const { store, cards, render, logger } = this.options;
+    const { store } = this.options;
     // Inside the approval's queue the record just written is the latest; read only when called
     // from outside (resync, a retry timer).
     const record = known ?? (await store.get(approvalId));
     if (!record) return;
     if (record.slack.ts) {
-      await cards.update(record.slack.channel, record.slack.ts, render(record, this.now()));
-      logger.debug(
-        { approvalId, ts: record.slack.ts, phase: record.phase, version: record.version },
-        'card updated',
-      );
+      this.update(record.slack.channel, record.slack.ts, record);
       return;
     }
     const lease = await store.acquirePostLease(approvalId, this.postLeaseMs);
@@ -148,17 +144,39 @@ export class RecordKeeper {
       this.retryLater(approvalId);
       return;
     }
-    await this.postCard(record, lease);
+    // A record without its card's place: an earlier post (perhaps by a process that died) may
+    // have reached Slack all the same, so the card channel looks for it before posting.
+    await this.postCard(record, lease, new Date(record.openedAt));
   }
 
-  /** Posts the card of a record that has none yet; the caller holds the post lease. */
-  private async postCard(record: ApprovalRecord, lease: PostLease): Promise<void> {
+  /**
+   * Hands the card channel the newest render and does not wait for it to land: the channel
+   * retries until it does, newest render first, and the approval's queue must not stall behind
+   * a Slack outage (a click's claim waits in it).
+   */
+  private update(channel: string, ts: string, record: ApprovalRecord): void {
+    const { cards, render, logger } = this.options;
+    const { approvalId, phase, version } = record;
+    this.track(
+      cards.update(channel, ts, render(record, this.now())).then(
+        () => logger.debug({ approvalId, ts, phase, version }, 'card updated'),
+        (err: unknown) => logger.warn({ err, approvalId, ts, version }, 'card update given up'),
+      ),
+    );
+  }
+
+  /**
+   * Posts the card of a record that has none yet; the caller holds the post lease. `postedSince`
+   * says an earlier attempt may have posted it already.
+   */
+  private async postCard(record: ApprovalRecord, lease: PostLease, postedSince?: Date): Promise<void> {
     const { store, cards, render, logger } = this.options;
     const { approvalId } = record;
     let posted: { ts: string; channel: string };
     try {
       posted = await cards.post(record.slack.channel, () => render(record, this.now()), {
         approvalId,
+        ...(postedSince ? { postedSince } : {}),
       });
     } catch (err) {
       // Slack said no (the channel, a scope, an outage): try again later, nothing is lost.
@@ -180,9 +198,8 @@ export class RecordKeeper {
       'card posted',
     );
     // Someone changed the record while we were posting: show them the latest.
-    if (saved && saved.record.version !== record.version + 1) {
-      await cards.update(posted.channel, posted.ts, render(saved.record, this.now()));
-    }
+    if (saved && saved.record.version !== record.version + 1)
+      this.update(posted.channel, posted.ts, saved.record);
   }
 
   /** Another worker holds the post lease, or Slack refused: look again once it must be over. */

@@ -159,6 +159,17 @@ describe('Slack failures', () => {
     await w.press(approvalId, 'Allow once', 'U0ALICE');
     await w.host.waitForDecide();
     await w.waitForCard(approvalId, (m) => textOf(m).includes('Being decided'));
+    // The next host process answers the replay: policy resolved it meanwhile. Set now, while
+    // this host is up, because the restarted bot replays the decision as soon as it sees it.
+    await w.host.failRequest('approval/decide', {
+      code: -32051,
+      message: 'approval already resolved',
+      data: {
+        kind: 'approvalAlreadyResolved',
+        approvalId,
+        resolution: { decision: 'denied', resolvedBy: 'policy' },
+      },
+    });
     await w.bot.kill();
 
     let release: () => void = () => undefined;
@@ -172,15 +183,6 @@ describe('Slack failures', () => {
     });
     await w.restartBot();
     await w.host.waitForIncarnation(2, 15_000);
-    await w.host.failDecide({
-      code: -32051,
-      message: 'approval already resolved',
-      data: {
-        kind: 'approvalAlreadyResolved',
-        approvalId,
-        resolution: { decision: 'denied', resolvedBy: 'policy' },
-      },
-    });
     release();
     await w.host.waitForDecide((d) => d.incarnation === 2, 10_000);
   }

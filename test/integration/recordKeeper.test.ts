@@ -1,0 +1,104 @@
+import { Redis } from 'ioredis';
+import pino from 'pino';
+import { afterAll, beforeEach, describe, expect, it } from 'vitest';
+import { renderCard } from '../../src/cards/renderCard.js';
+import { ApprovalRequestParams } from '../../src/msp/protocol.js';
+import type { CardChannel, RenderedMessage } from '../../src/relay/ports.js';
+import { RecordKeeper } from '../../src/relay/recordKeeper.js';
+import { newRecord } from '../../src/relay/recordMutations.js';
+import { ApprovalStore } from '../../src/store/approvalStore.js';
+import { approvalFromTranscript } from '../support/fakeHost.js';
+import { testRedisUrl } from '../support/testRedis.js';
+
+// RecordKeeper on real Redis with a recording card channel: what it asks of Slack, and when.
+
+const redis = new Redis(testRedisUrl(12));
+const store = new ApprovalStore(redis, { resolvedTtlMs: 60_000 });
+const logger = pino({ level: 'silent' });
+
+class Cards implements CardChannel {
+  posts: Array<{ channel: string; approvalId: string; postedSince?: Date }> = [];
+  updates: Array<{ ts: string; message: RenderedMessage }> = [];
+  /** While set, updates wait for it: Slack is slow or away. */
+  stall: Promise<void> | undefined;
+  async post(
+    channel: string,
+    render: () => RenderedMessage,
+    opts: { approvalId: string; postedSince?: Date },
+  ) {
+    render();
+    this.posts.push({ channel, ...opts });
+    return { ts: `1700000000.${String(this.posts.length).padStart(6, '0')}`, channel };
+  }
+  async update(_channel: string, ts: string, message: RenderedMessage) {
+    await this.stall;
+    this.updates.push({ ts, message });
+  }
+}
+
+const params = ApprovalRequestParams.parse(
+  approvalFromTranscript('approval-round-trip', { approvalId: 'k-1' }),
+);
+const record = () =>
+  newRecord(params, {
+    hostId: 'default',
+    incarnation: 'inc-1',
+    channel: 'C1',
+    route: 'test',
+    sandboxMode: 'default',
+    phase: 'pending',
+    now: new Date('2026-11-30T12:00:00Z'),
+  });
+
+let cards: Cards;
+let keeper: RecordKeeper;
+beforeEach(async () => {
+  await redis.flushdb();
+  cards = new Cards();
+  keeper = new RecordKeeper({
+    store,
+    cards,
+    render: (r, now) => renderCard(r, { now }),
+    logger,
+    postLeaseMs: 1_000,
+  });
+});
+afterAll(async () => {
+  await redis.quit();
+});
+
+describe('RecordKeeper', () => {
+  it('the creator posts with no look-back; a later post of a card-less record looks for an earlier one', async () => {
+    expect(await keeper.run('k-1', () => keeper.create(record()))).toBe(true);
+    expect(cards.posts).toEqual([{ channel: 'C1', approvalId: 'k-1' }]);
+
+    // A process died between Slack taking its post and Redis storing where: the record has no
+    // card's place, and whoever posts next must look for that card first.
+    await redis.flushdb();
+    await store.createIfAbsent(record());
+    await keeper.resync('k-1');
+    expect(cards.posts[1]).toEqual({
+      channel: 'C1',
+      approvalId: 'k-1',
+      postedSince: new Date('2026-11-30T12:00:00Z'),
+    });
+  });
+
+  it('a card update that Slack holds up does not hold up the approval: its next change is stored at once', async () => {
+    await keeper.run('k-1', () => keeper.create(record()));
+    let unstall: () => void = () => undefined;
+    cards.stall = new Promise((resolve) => {
+      unstall = resolve;
+    });
+    await keeper.mutateAndSync('k-1', (r) => ({ ...r, reason: 'first' }));
+    const second = await keeper.mutateAndSync('k-1', (r) => ({ ...r, reason: 'second' }));
+    expect(second?.reason).toBe('second');
+    expect(cards.updates).toHaveLength(0);
+    unstall();
+    await keeper.idle();
+    expect(cards.updates.map((u) => JSON.stringify(u.message.blocks).includes('second'))).toEqual([
+      false,
+      true,
+    ]);
+  });
+});
