@@ -10,6 +10,7 @@ import { lazyChild } from '../util/lazyChild.js';
 import { type NotDecidable, whyNotDecidable } from './decisionCheck.js';
 import type { RecordKeeper } from './recordKeeper.js';
 import {
+  decidedByClaim,
   requirementMoved,
   resolvedElsewhere,
   unanswered,
@@ -78,6 +79,11 @@ const SENT_MEMORY_MS = 10 * 60_000;
 const DEFAULT_UNANSWERED_BACKOFF: BackoffPolicy = { initialMs: 500, maxMs: 15_000 };
 const LATE = Symbol('late');
 
+interface SendHow {
+  /** Asking about a decision the host no longer lists as pending (see settle()). */
+  settling?: boolean;
+}
+
 export class Decider {
   private readonly now: () => Date;
   private readonly random: () => number;
@@ -119,6 +125,22 @@ export class Decider {
       'replaying an interrupted decision',
     );
     void this.hold(this.send(record, claim));
+  }
+
+  /**
+   * A decision in flight whose approval the host no longer lists (the bot died between the host
+   * applying it and hearing so). Asking again with the same commandId tells which: the host answers
+   * with the original ack if it applied it (then the approval resolved with this choice), or names
+   * whoever decided it first.
+   */
+  settle(record: ApprovalRecord): void {
+    const claim = record.claim;
+    if (this.stopped.signal.aborted || !claim || this.inFlight.has(record.approvalId)) return;
+    this.options.logger.info(
+      { approvalId: record.approvalId, sessionId: record.sessionId, commandId: claim.commandId },
+      'the host no longer lists an approval being decided; asking with its commandId how it ended',
+    );
+    void this.hold(this.send(record, claim, { settling: true }));
   }
 
   /** Takes no more decisions; resolves once every decision in flight has an outcome. */
@@ -196,9 +218,9 @@ export class Decider {
     }
   }
 
-  private send(record: ApprovalRecord, claim: Claim): Promise<DecisionOutcome> {
+  private send(record: ApprovalRecord, claim: Claim, how: SendHow = {}): Promise<DecisionOutcome> {
     this.sentTo.set(claim.commandId, record.incarnation);
-    const task = this.sendNow(record, claim)
+    const task = this.sendNow(record, claim, how)
       .catch((err: unknown): DecisionOutcome => {
         this.options.logger.error({ err, approvalId: record.approvalId }, 'sending the decision failed');
         return { kind: 'refused', errorKind: 'internal' };
@@ -212,7 +234,7 @@ export class Decider {
     return task;
   }
 
-  private async sendNow(record: ApprovalRecord, claim: Claim): Promise<DecisionOutcome> {
+  private async sendNow(record: ApprovalRecord, claim: Claim, how: SendHow): Promise<DecisionOutcome> {
     const log = lazyChild(this.options.logger, {
       approvalId: record.approvalId,
       sessionId: record.sessionId,
@@ -243,6 +265,10 @@ export class Decider {
           { terminal: result.terminal, choiceId: claim.choiceId, userId: claim.userId, via: claim.via },
           'decision accepted',
         );
+        // Settling, the resolution this ack stands for was written before and will not come again.
+        if (how.settling && result.terminal) {
+          await this.mutate(record.approvalId, decidedByClaim(claim.commandId, this.now()));
+        }
         return { kind: 'decided', terminal: result.terminal };
       } catch (err) {
         // A decide the host left unanswered may or may not have been applied; the same commandId

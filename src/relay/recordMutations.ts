@@ -195,14 +195,11 @@ function persistenceReported(change: ApprovalUpdatedParams['change']) {
 export function resolved(params: ApprovalResolvedParams, incarnation: string, now: Date) {
   return (record: ApprovalRecord): ApprovalRecord | undefined => {
     if (isTerminal(record)) return undefined;
+    // Only the deciding command's id says a resolution was ours: a host names it on every
+    // terminal a decide produced, and a restart closing the request while our reject was in
+    // flight has the same decision word without being ours.
     const claim = record.claim;
-    const claimedChoice = claim && record.availableChoices.find((c) => c.choiceId === claim.choiceId);
-    const ours =
-      claim &&
-      (params.decidedByCommandId === claim.commandId ||
-        (!params.decidedByCommandId && claimedChoice?.decision === params.decision))
-        ? claim
-        : undefined;
+    const ours = claim && params.decidedByCommandId === claim.commandId ? claim : undefined;
     if (params.decision === 'abort' && !params.decidedByCommandId && !ours && params.resolvedBy === 'user') {
       const restarted = (record.openedBy ?? record.incarnation) !== incarnation;
       return superseded(
@@ -233,6 +230,32 @@ export function resolved(params: ApprovalResolvedParams, incarnation: string, no
         decidedAt: params.decidedAt ?? now.toISOString(),
         slackUserId: ours?.userId,
         feedback: ours?.feedback,
+      },
+    };
+  };
+}
+
+/**
+ * Our decision's replay was answered with its original terminal ack: the host applied it, and the
+ * approval/resolved it wrote then never reached us (the bot died first). Record it as decided by
+ * the claim it answers.
+ */
+export function decidedByClaim(commandId: string, now: Date) {
+  return (record: ApprovalRecord): ApprovalRecord | undefined => {
+    const claim = record.claim;
+    if (isTerminal(record) || claim?.commandId !== commandId) return undefined;
+    const choice = record.availableChoices.find((c) => c.choiceId === claim.choiceId);
+    return {
+      ...record,
+      phase: 'resolved',
+      claim: undefined,
+      unavailable: undefined,
+      resolution: {
+        decision: choice?.decision ?? 'unknown',
+        resolvedBy: 'user',
+        decidedAt: now.toISOString(),
+        ...(claim.userId ? { slackUserId: claim.userId } : {}),
+        ...(claim.feedback ? { feedback: claim.feedback } : {}),
       },
     };
   };

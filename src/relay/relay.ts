@@ -215,6 +215,11 @@ export class Relay {
       if (pending.has(record.approvalId)) return undefined;
       // Asked by this very host process and not listed: the listing may predate it.
       if (record.incarnation === incarnation && record.phase !== 'unavailable') return undefined;
+      // Ours may have been the decision that closed it: the host says so when asked again.
+      if (record.phase === 'deciding' && record.claim) {
+        this.options.decider.settle(record);
+        return undefined;
+      }
       return superseded('The agent host no longer has this request pending.');
     });
   }

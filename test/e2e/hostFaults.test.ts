@@ -262,6 +262,48 @@ describe('decisions the host answers badly', () => {
     await world.waitForCard('moved-0001', (m) => textOf(m).includes('Approved'));
   });
 
+  it('a reject still in flight when the host restarts and closes the request reads superseded, not rejected', async () => {
+    world = await World.start();
+    const approval = approvalFromTranscript('approval-round-trip', { approvalId: 'inflight-0001' });
+    await world.host.open(approval, { via: 'both' });
+    await world.waitForCard('inflight-0001', (m) => buttonsOf(m).length > 0);
+
+    await world.host.holdDecide(1);
+    await world.press('inflight-0001', 'Reject', 'U0ALICE');
+    await world.submitModal('U0ALICE', 'not now');
+    await world.host.waitForDecide();
+    await world.waitForCard('inflight-0001', (m) => textOf(m).includes('Being decided'));
+    // The host dies with the reject unapplied; its restart closes the old id with an abort.
+    await world.host.crash(1);
+    await world.host.waitForIncarnation(2, 15_000);
+    const closed = await world.waitForCard('inflight-0001', (m) => textOf(m).includes('Superseded'), 10_000);
+    expect(textOf(closed)).not.toMatch(/Rejected|<@U0ALICE>/);
+    await world.waitForCard('inflight-0001-r2', (m) => buttonsOf(m).length > 0, 10_000);
+  });
+
+  it('a decision the host applied just before the bot died is shown as decided after the restart, not superseded', async () => {
+    world = await World.start({ recovery: 'sameId' });
+    const approval = approvalFromTranscript('approval-round-trip', { approvalId: 'applied-0001' });
+    await world.host.open(approval, { via: 'both' });
+    await world.waitForCard('applied-0001', (m) => buttonsOf(m).length > 0);
+
+    await world.host.applySilently(1);
+    await world.press('applied-0001', 'Allow once', 'U0ALICE');
+    const sent = await world.host.waitForDecide();
+    await world.waitForCard('applied-0001', (m) => textOf(m).includes('Being decided'));
+    expect(world.host.state().approvals['applied-0001']?.resolved?.decision).toBe('approved');
+    await world.bot.kill();
+
+    await world.restartBot();
+    // The restarted host no longer lists it; asked again with the same commandId, it answers
+    // with the original acknowledgement, so the card ends as Alice's approval.
+    const asked = await world.host.waitForDecide((d) => d.incarnation === 2, 10_000);
+    expect(asked.frame.params.commandId).toBe(sent.frame.params.commandId);
+    const final = await world.waitForCard('applied-0001', (m) => textOf(m).includes('Approved'), 10_000);
+    expect(textOf(final)).toContain('<@U0ALICE>');
+    expect(textOf(final)).not.toContain('Superseded');
+  });
+
   it('9. a failed rule save that arrives after the resolution still reaches the card', async () => {
     world = await World.start();
     const approval = approvalFromTranscript('approval-round-trip', { approvalId: 'rule-0001' });

@@ -112,6 +112,8 @@ const touched = new Set();
 const forcedDecideErrors = [];
 /** How many of the next approval/decide requests to read and then leave unanswered. */
 let unansweredDecides = 0;
+/** How many of the next approval/decide requests to apply and then say nothing about (no answer, no frames). */
+let silentDecides = 0;
 /** How long the next approval/decide waits before it is applied and answered (a slow host). */
 let nextDecideDelayMs = 0;
 /**
@@ -193,6 +195,9 @@ function applyControl(cmd) {
       return null;
     case 'holdDecide':
       unansweredDecides += Number(cmd.times ?? 1);
+      return null;
+    case 'applySilently':
+      silentDecides += Number(cmd.times ?? 1);
       return null;
     case 'delayDecide':
       nextDecideDelayMs = Number(cmd.ms ?? 0);
@@ -1019,6 +1024,12 @@ function handleRequestFrame(msg) {
       return;
     }
     respondError(msg.id, rpcError(-32603, 'internal', err instanceof Error ? err.message : String(err)));
+    return;
+  }
+  if (msg.method === 'approval/decide' && silentDecides > 0) {
+    // Applied and in the ledger, but the bot hears nothing: as if it died right after sending.
+    silentDecides -= 1;
+    report({ type: 'appliedSilently', id: msg.id });
     return;
   }
   respond(msg.id, out.result);

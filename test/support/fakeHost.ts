@@ -378,6 +378,14 @@ export class FakeHost {
     await this.send('holdDecide', { times });
   }
 
+  /**
+   * The next `times` approval/decide requests are applied (and kept in the host's ledger) but
+   * neither answered nor followed by their frames: the bot never hears how they ended.
+   */
+  async applySilently(times = 1): Promise<void> {
+    await this.send('applySilently', { times });
+  }
+
   /** The next approval/decide is applied and answered only after `ms` (a slow host). */
   async delayDecide(ms: number): Promise<void> {
     await this.send('delayDecide', { ms });
