@@ -77,6 +77,10 @@ async function main(): Promise<void> {
       `${name}: ${run.settled ? `settled ${round(run.settleSeconds, 1)} s after the burst` : 'did NOT settle before the deadline'}; ${run.seconds.toFixed(1)} s in all`,
     );
     log(`  ${run.activity}`);
+    for (const u of run.audit.unseen)
+      log(
+        `  no card, not counted as lost: ${u.approvalId} (${u.outcome}, pending ${u.exposureMs} ms while a host was up)`,
+      );
     for (const finding of run.audit.details.slice(0, 10))
       log(`  ${finding.column} ${finding.approvalId}: ${finding.why}`);
     if (run.findingsFile)

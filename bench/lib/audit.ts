@@ -81,6 +81,8 @@ export interface Finding {
 export interface Audit {
   figures: Figures;
   details: Finding[];
+  /** Approvals without a card that were not counted as lost: too briefly pending to be seen. */
+  unseen: Array<{ approvalId: string; exposureMs: number; outcome: HostOutcome['kind'] }>;
 }
 
 const OPEN_HEADLINES: ReadonlySet<Headline> = new Set([
@@ -180,17 +182,18 @@ function mislabelReason(
 
 export function audit(input: AuditInput): Audit {
   const details: Finding[] = [];
+  const unseen: Audit['unseen'] = [];
   const note = (column: Column, approvalId: string, why: string) => details.push({ column, approvalId, why });
   const cardsOf = groupBy(input.cards, (c) => c.approvalId);
 
   for (const approval of input.approvals) {
     const cards = cardsOf.get(approval.approvalId) ?? [];
     // lost: asked, pending long enough (or still pending) to have been seen, and never a card.
-    if (
-      cards.length === 0 &&
-      (approval.outcome.kind === 'pending' || approval.exposureMs >= input.lostGraceMs)
-    ) {
-      note('lost', approval.approvalId, `no card; pending ${approval.exposureMs} ms while the host was up`);
+    if (cards.length === 0) {
+      const { exposureMs, outcome } = approval;
+      if (outcome.kind === 'pending' || exposureMs >= input.lostGraceMs)
+        note('lost', approval.approvalId, `no card; pending ${exposureMs} ms while the host was up`);
+      else unseen.push({ approvalId: approval.approvalId, exposureMs, outcome: outcome.kind });
     }
     // duplicatedCards: more than one card for one approval.
     if (cards.length > 1) {
@@ -246,5 +249,6 @@ export function audit(input: AuditInput): Audit {
       mislabelled: count('mislabelled'),
     },
     details,
+    unseen,
   };
 }

@@ -55,6 +55,8 @@ export interface Plan {
   stages?: string[][];
   /** Who presses (the first one alone unless two press at once). */
   users: [string, string];
+  /** How long after a card shows a question its users take to press (people read first). */
+  reactMs: number;
   approval: ApprovalInput;
 }
 
@@ -84,6 +86,7 @@ export function planOf(index: number): Plan {
   const fate = FATES[slot]!;
   const sessionId = SESSIONS[index % SESSIONS.length]!.sessionId;
   const users: [string, string] = [USERS[index % USERS.length]!, USERS[(index + 1) % USERS.length]!];
+  const reactMs = 150 + ((index * 379) % 1_200);
   if (SHELL_SLOTS.has(slot)) {
     const stages = [
       ['npm', 'test', '--', `--shard=${index}`],
@@ -96,6 +99,7 @@ export function planOf(index: number): Plan {
       fate,
       stages,
       users,
+      reactMs,
       approval: shellApproval({ approvalId, sessionId, stages }),
     };
   }
@@ -106,6 +110,7 @@ export function planOf(index: number): Plan {
     approvalId,
     fate,
     users,
+    reactMs,
     approval: {
       approvalId,
       sessionId,

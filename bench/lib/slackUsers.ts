@@ -42,6 +42,8 @@ export class SlackUsers {
   /** Requests the bot did not answer with 200 (down, restarting). */
   failedRequests = 0;
   private readonly attempts = new Map<string, Attempt>();
+  /** When each question (approvalId#stage) was first seen on a card. */
+  private readonly shown = new Map<string, number>();
   private unsubscribe: () => void = () => {};
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
@@ -51,7 +53,7 @@ export class SlackUsers {
 
   start(): void {
     this.unsubscribe = this.opts.slack.onChange(() => this.look());
-    this.timer = setInterval(() => this.look(), 250);
+    this.timer = setInterval(() => this.look(), 100);
     this.look();
   }
 
@@ -74,9 +76,13 @@ export class SlackUsers {
         const index = planIndexOf(card.approvalId);
         if (index === undefined) continue;
         const key = `${card.approvalId}#${asked}`;
+        const shown = this.shown.get(key) ?? now;
+        this.shown.set(key, shown);
+        const plan = this.opts.plans(index);
+        if (now - shown < plan.reactMs) continue;
         const attempt = this.attempts.get(key);
         if (attempt && (attempt.busy || now - attempt.at < this.opts.againAfterMs)) continue;
-        const presses = pressesFor(this.opts.plans(index), asked);
+        const presses = pressesFor(plan, asked);
         if (presses.length === 0) continue;
         // Pressed again, it is by the first user alone: the second one saw it was handled.
         const who = attempt ? presses.slice(0, 1) : presses;
