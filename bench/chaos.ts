@@ -29,6 +29,8 @@ const sizes: ChaosSizes = args.quick
       redisPauseMs: 1_500,
       settleMs: 20_000,
       againAfterMs: 2_000,
+      slowestPressMs: 400,
+      quietMs: 500,
       policyAfterMs: 1_000,
       lostGraceMs: 1_000,
     }
@@ -39,6 +41,8 @@ const sizes: ChaosSizes = args.quick
       redisPauseMs: 5_000,
       settleMs: 60_000,
       againAfterMs: 3_000,
+      slowestPressMs: 1_500,
+      quietMs: 1_000,
       policyAfterMs: 2_000,
       lostGraceMs: 1_000,
     };
@@ -68,11 +72,13 @@ async function main(): Promise<void> {
   const started = Date.now();
   const figures: Partial<Record<FaultName, Figures>> = {};
   const seconds: Partial<Record<FaultName, number>> = {};
+  const settledAfterSeconds: Partial<Record<FaultName, number | null>> = {};
   for (const name of chosenFaults()) {
     log(`${name}: ${sizes.approvals} approvals at ${sizes.ratePerSec}/s`);
     const run = await runFault(FAULTS[name], sizes, log);
     figures[name] = run.audit.figures;
     seconds[name] = round(run.seconds, 1);
+    settledAfterSeconds[name] = run.settled ? round(run.settleSeconds, 1) : null;
     log(
       `${name}: ${run.settled ? `settled ${round(run.settleSeconds, 1)} s after the burst` : 'did NOT settle before the deadline'}; ${run.seconds.toFixed(1)} s in all`,
     );
@@ -93,6 +99,7 @@ async function main(): Promise<void> {
     node: process.version,
     sizes,
     seconds,
+    settledAfterSeconds,
     durationSeconds: round((Date.now() - started) / 1000, 0),
     ...figures,
   };

@@ -55,8 +55,11 @@ export interface Plan {
   stages?: string[][];
   /** Who presses (the first one alone unless two press at once). */
   users: [string, string];
-  /** How long after a card shows a question its users take to press (people read first). */
-  reactMs: number;
+  /**
+   * How slow its users are to press, from 0 (at once) to 1 (the slowest): people read a card
+   * before they press, some longer than others.
+   */
+  pace: number;
   approval: ApprovalInput;
 }
 
@@ -86,7 +89,7 @@ export function planOf(index: number): Plan {
   const fate = FATES[slot]!;
   const sessionId = SESSIONS[index % SESSIONS.length]!.sessionId;
   const users: [string, string] = [USERS[index % USERS.length]!, USERS[(index + 1) % USERS.length]!];
-  const reactMs = 150 + ((index * 379) % 1_200);
+  const pace = ((index * 379) % 1_000) / 1_000;
   if (SHELL_SLOTS.has(slot)) {
     const stages = [
       ['npm', 'test', '--', `--shard=${index}`],
@@ -99,7 +102,7 @@ export function planOf(index: number): Plan {
       fate,
       stages,
       users,
-      reactMs,
+      pace,
       approval: shellApproval({ approvalId, sessionId, stages }),
     };
   }
@@ -110,7 +113,7 @@ export function planOf(index: number): Plan {
     approvalId,
     fate,
     users,
-    reactMs,
+    pace,
     approval: {
       approvalId,
       sessionId,

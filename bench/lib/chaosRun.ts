@@ -26,6 +26,10 @@ export interface ChaosSizes {
   settleMs: number;
   /** A card still asking the same question this long after a press is pressed again. */
   againAfterMs: number;
+  /** How long the slowest users take to press a card that asks them. */
+  slowestPressMs: number;
+  /** With no Slack request and no host frame for this long, the bot has nothing left to do. */
+  quietMs: number;
   /** The host's policy settles its share this long after they were asked. */
   policyAfterMs: number;
   /** An approval pending less than this while the host was up may end without a card. */
@@ -45,8 +49,6 @@ export interface FaultRun {
 }
 
 export const CHANNELS = [...new Set([...Object.values(ROUTES), APPROVALS_CHANNEL])];
-/** With no Slack request and no host frame for this long, the bot has nothing left to do. */
-const QUIET_MS = 1_000;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -86,6 +88,7 @@ export async function runFault(
       channels: CHANNELS,
       plans: planAt,
       againAfterMs: sizes.againAfterMs,
+      slowestPressMs: sizes.slowestPressMs,
     });
     const policy = new HostPolicy(w.host, watch, planAt, sizes.policyAfterMs);
     watch.start();
@@ -117,7 +120,7 @@ export async function runFault(
         lostGraceMs: sizes.lostGraceMs,
       });
     const quietFrom = Date.now();
-    const settled = await settle(w, edges, planAt, quietFrom + sizes.settleMs);
+    const settled = await settle(w, edges, planAt, sizes.quietMs, quietFrom + sizes.settleMs);
     const settleSeconds = (Date.now() - quietFrom) / 1000;
     await users.stop();
     policy.stop();
@@ -151,6 +154,7 @@ async function settle(
   world: World,
   edges: () => ReturnType<typeof readEdges>,
   planAt: (i: number) => Plan,
+  quietMs: number,
   deadline: number,
 ): Promise<boolean> {
   let lastActivity = Date.now();
@@ -171,7 +175,7 @@ async function settle(
       open.length === 0 &&
       figures.lost === 0 &&
       figures.stuck === 0 &&
-      Date.now() - lastActivity >= QUIET_MS
+      Date.now() - lastActivity >= quietMs
     )
       return true;
     await sleep(200);

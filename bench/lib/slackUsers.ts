@@ -27,6 +27,8 @@ export interface SlackUsersOptions {
   plans: (index: number) => Plan;
   /** How long a card may keep asking the same question after a press before it is pressed again. */
   againAfterMs: number;
+  /** How long the slowest users (pace 1) take to press once a card asks them. */
+  slowestPressMs: number;
 }
 
 interface Attempt {
@@ -79,7 +81,7 @@ export class SlackUsers {
         const shown = this.shown.get(key) ?? now;
         this.shown.set(key, shown);
         const plan = this.opts.plans(index);
-        if (now - shown < plan.reactMs) continue;
+        if (now - shown < plan.pace * this.opts.slowestPressMs) continue;
         const attempt = this.attempts.get(key);
         if (attempt && (attempt.busy || now - attempt.at < this.opts.againAfterMs)) continue;
         const presses = pressesFor(plan, asked);
