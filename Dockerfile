@@ -2,12 +2,13 @@
 # Countersign: multi-stage build on Node 20.
 #
 #   docker build -t countersign .
-#   docker run --rm -e SLACK_BOT_TOKEN -e SLACK_APP_TOKEN -e SLACK_CHANNEL \
+#   docker run --rm --init -e SLACK_BOT_TOKEN -e SLACK_APP_TOKEN -e SLACK_CHANNEL \
 #     -e MSP_HOST_COMMAND -e REDIS_URL=redis://redis:6379 -p 3000:3000 countersign
 #
 # `node` runs as the container's main process, so `docker stop` (SIGTERM) reaches it and
-# Countersign shuts down cleanly. `docker run --init` is optional: it adds a tiny init that
-# reaps the MSP host's grandchildren if any are ever orphaned.
+# Countersign shuts down cleanly. Run it with `docker run --init` (Compose: `init: true`): the
+# tiny init reaps the MSP host's exited children, which would otherwise stay zombies in the
+# host's process group and make shutdown wait for them until its budget runs out.
 #
 # MSP_HOST_COMMAND runs inside this container: extend this image with your agent host
 # (for example `FROM countersign` + install `muse`), or mount it in.

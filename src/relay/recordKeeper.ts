@@ -52,10 +52,15 @@ export class RecordKeeper {
 
   /**
    * Applies a mutation and syncs the card. Call it from inside the approval's queue (run,
-   * enqueue); resolves with the stored record, or undefined when there is none.
+   * enqueue); resolves with the stored record, or undefined when there is none. `known` is the
+   * record as the caller just read it, if it did.
    */
-  async mutate(approvalId: string, mutation: Mutation): Promise<ApprovalRecord | undefined> {
-    const result = await this.options.store.update(approvalId, mutation);
+  async mutate(
+    approvalId: string,
+    mutation: Mutation,
+    known?: ApprovalRecord,
+  ): Promise<ApprovalRecord | undefined> {
+    const result = await this.options.store.update(approvalId, mutation, known);
     if (!result) {
       this.options.logger.warn({ approvalId }, 'event for an approval this bot never saw; skipped');
       return undefined;

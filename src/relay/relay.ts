@@ -253,7 +253,7 @@ export class Relay {
             }
             if (sessionId !== undefined && record.sessionId !== sessionId) return;
             const mutation = pick(record);
-            if (mutation) await keeper.mutate(approvalId, mutation);
+            if (mutation) await keeper.mutate(approvalId, mutation, record);
           }),
         ),
       );

@@ -149,10 +149,16 @@ export class ApprovalStore {
    * Reads the record, applies a pure mutation and writes it back only if nobody else wrote in
    * between; on a conflict it re-reads and tries again. The mutation returns undefined for "no
    * change". Resolves with the stored record and whether it changed, or undefined if there is none.
+   * `known`, a record just read, saves the first read.
    */
-  async update(approvalId: string, mutate: Mutation): Promise<UpdateResult | undefined> {
+  async update(
+    approvalId: string,
+    mutate: Mutation,
+    known?: ApprovalRecord,
+  ): Promise<UpdateResult | undefined> {
     for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
-      const current = await this.get(approvalId);
+      // A record the caller has just read is tried first; the compare-and-set says if it moved.
+      const current = attempt === 0 && known ? known : await this.get(approvalId);
       if (!current) return undefined;
       const next = mutate(current);
       if (!next) return { record: current, changed: false, previous: current };

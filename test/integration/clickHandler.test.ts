@@ -178,3 +178,41 @@ describe('ClickHandler against real Redis', () => {
     expect(cards.notes.at(-1)?.text).toMatch(/no approval behind this message/);
   });
 });
+
+describe('Relay reconcile against real Redis', () => {
+  it("reading one session's listing touches only that session's open approvals", async () => {
+    // Three sessions with three open approvals each (plus the one from beforeEach in s1).
+    for (const sessionId of ['s1', 's2', 's3']) {
+      for (let i = 0; i < 3; i++) {
+        const approvalId = `${sessionId}-a${i}`;
+        const p = ApprovalRequestParams.parse(
+          shellApproval({ approvalId, sessionId, stages: [['npm', 'test']] }),
+        );
+        relay.handleHostEvent(event({ incarnation: 'inc-1', via: 'request', params: p }));
+      }
+    }
+    await relay.idle();
+    const read: string[] = [];
+    const get = store.get.bind(store);
+    store.get = async (approvalId: string) => {
+      read.push(approvalId);
+      return get(approvalId);
+    };
+    try {
+      // A new host process lists s2: one of its approvals is gone.
+      relay.handleHostEvent({
+        type: 'sessionReconciled',
+        hostId: 'default',
+        incarnation: 'inc-2',
+        sessionId: 's2',
+        pendingApprovalIds: ['s2-a0', 's2-a1'],
+      });
+      await relay.idle();
+    } finally {
+      store.get = get;
+    }
+    expect(read.sort()).toEqual(['s2-a0', 's2-a1', 's2-a2']);
+    expect((await store.get('s2-a2'))?.phase).toBe('superseded');
+    expect((await store.get('s1-a2'))?.phase).toBe('pending');
+  });
+});

@@ -1,10 +1,9 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, parseDuration, redactedConfig } from '../../src/config.js';
-import { createLogger } from '../../src/log.js';
+import { captureLogger } from '../support/logCapture.js';
 
 const BOT_TOKEN = 'xoxb-test-1111-2222-SUPERSECRETBOT';
 const APP_TOKEN = 'xapp-test-SUPERSECRETAPP';
@@ -454,14 +453,7 @@ describe('redactedConfig', () => {
   });
 
   it('logs [set] for the secrets that are set and nothing for the others', () => {
-    const lines: Record<string, unknown>[] = [];
-    const destination = new Writable({
-      write(chunk, _encoding, callback) {
-        lines.push(JSON.parse(String(chunk)) as Record<string, unknown>);
-        callback();
-      },
-    });
-    const logger = createLogger({ level: 'info', destination });
+    const { logger, lines } = captureLogger('info');
     logger.info(
       { config: redactedConfig(loadConfig(httpEnv({ PAGERDUTY_API_TOKEN: PD_TOKEN }))) },
       'listening',

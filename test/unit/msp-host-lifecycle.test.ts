@@ -6,12 +6,11 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { HostSupervisor, type HostSupervisorOptions } from '../../src/msp/hostSupervisor.js';
+import { captureLogger } from '../support/logCapture.js';
 import { isRunning } from '../support/processes.js';
-
-type Json = Record<string, unknown>;
+import { until } from '../support/until.js';
 
 const STUBBORN_HOST = fileURLToPath(new URL('../support/stubborn-host.mjs', import.meta.url));
 const NODE = process.execPath;
@@ -31,8 +30,7 @@ function tempDir(): string {
 }
 
 function supervise(command: string, options: Partial<HostSupervisorOptions> = {}) {
-  const logs: Json[] = [];
-  const logger = pino({ level: 'debug' }, { write: (line: string) => logs.push(JSON.parse(line) as Json) });
+  const { logger, lines: logs } = captureLogger();
   const supervisor = new HostSupervisor({
     hostId: 'host-a',
     command,
@@ -44,14 +42,6 @@ function supervise(command: string, options: Partial<HostSupervisorOptions> = {}
   });
   supervisors.push(supervisor);
   return { supervisor, logs };
-}
-
-async function until(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
 }
 
 /** Appends a line per start to `file`, so that tests can count starts. */

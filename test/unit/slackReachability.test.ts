@@ -1,11 +1,11 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type FetchFunction, LogLevel, WebClient } from '@slack/web-api';
-import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSlackFetch } from '../../src/slack/slackFetch.js';
 import { describeSlackFailure, observedFetch, SlackReachability } from '../../src/slack/slackReachability.js';
 import { freePort } from '../support/bot.js';
+import { captureLogger } from '../support/logCapture.js';
 
 type Json = Record<string, unknown>;
 
@@ -39,14 +39,6 @@ async function authTestError(apiUrl: string, fetch?: FetchFunction): Promise<unk
     },
     (err: unknown) => err,
   );
-}
-
-function captureLogger() {
-  const lines: Json[] = [];
-  return {
-    lines,
-    logger: pino({ level: 'debug' }, { write: (line: string) => lines.push(JSON.parse(line) as Json) }),
-  };
 }
 
 describe('describeSlackFailure', () => {
