@@ -2,7 +2,7 @@
 // figure beside a floor measured in the same run. `--quick` is the few-second smoke variant the
 // test suite runs; `--out FILE` writes the results somewhere other than bench/results.json.
 
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus } from 'node:os';
 import { parseArgs } from 'node:util';
 import { ratio, round } from './lib/stats.js';
@@ -186,7 +186,11 @@ async function main(): Promise<void> {
       grant: { p99Ms: null, note: 'grants are not built yet' },
       durationSeconds: round((Date.now() - started) / 1000, 0),
     };
-    writeFileSync(args.out!, `${JSON.stringify(results, null, 2)}\n`);
+    // The fault figures (npm run chaos) live in the same file: keep them.
+    const faults = existsSync(args.out!)
+      ? (JSON.parse(readFileSync(args.out!, 'utf8')) as { faults?: unknown }).faults
+      : undefined;
+    writeFileSync(args.out!, `${JSON.stringify({ ...results, ...(faults ? { faults } : {}) }, null, 2)}\n`);
     printTable(results);
     log(`wrote ${args.out} in ${results.durationSeconds} s`);
   } finally {
