@@ -1,7 +1,8 @@
 import { statSync } from 'node:fs';
 import { z } from 'zod';
 import { CHANNEL_ID, ConfigError, shown } from './configCommon.js';
-import { loadRouteConfig, type Route } from './routing/routeConfig.js';
+import { loadConfigFile } from './configFile.js';
+import type { HostSpec, Route } from './routing/route.js';
 import { maskCommandLine } from './secrets/maskCommandLine.js';
 
 /** Pino levels accepted by LOG_LEVEL. */
@@ -26,15 +27,16 @@ export interface Config {
   port: number;
   redisUrl: string;
   msp: {
-    hostId: string;
-    hostCommand: string;
-    sandboxMode: string;
+    /** The hosts to run: the file's `hosts`, else MSP_HOST_COMMAND as host "default". */
+    hosts: HostSpec[];
     /** How long one request to the host may take before it is asked again (decide) or fails. */
     requestTimeoutMs: number;
   };
   configPath?: string;
   /** Routes from the COUNTERSIGN_CONFIG file, first match wins; empty without a file. */
   routes: Route[];
+  /** Slack user IDs that may decide on every route. */
+  admins: string[];
   grants: { ttlMs: number; maxTtlMs: number };
   /** How long resolved approval records are kept in Redis. */
   resolvedTtlMs: number;
@@ -261,21 +263,42 @@ function configPathVar(env: NodeJS.ProcessEnv): string | undefined {
   return path;
 }
 
+/** The file's hosts, or MSP_HOST_COMMAND as the one host: never both, never neither. */
+function hostsOf(
+  env: NodeJS.ProcessEnv,
+  configPath: string | undefined,
+  fileHosts: HostSpec[] | undefined,
+  sandboxMode: string,
+): HostSpec[] {
+  const command = read(env, 'MSP_HOST_COMMAND');
+  if (fileHosts) {
+    if (command !== undefined) {
+      throw new ConfigError(
+        'MSP_HOST_COMMAND',
+        `MSP_HOST_COMMAND is set and COUNTERSIGN_CONFIG (${configPath}) lists hosts: unset MSP_HOST_COMMAND, or remove hosts from the file`,
+      );
+    }
+    return fileHosts;
+  }
+  const hostCommand = required(
+    env,
+    'MSP_HOST_COMMAND',
+    'set it to the command line that starts an MSP host speaking NDJSON on stdio (run through /bin/sh -c), or list hosts in COUNTERSIGN_CONFIG',
+  );
+  return [{ id: DEFAULTS.hostId, command: hostCommand, sandboxMode }];
+}
+
 /**
  * Parses the environment (DESIGN §8). Throws a ConfigError for the first problem found.
  */
 export function loadConfig(env: NodeJS.ProcessEnv): Config {
   const { channel: slackChannel, ...slackRest } = slackConfig(env);
   const configPath = configPathVar(env);
-  const routes = configPath ? loadRouteConfig(configPath) : [];
-  const slack = { ...slackRest, channel: defaultChannel(env, slackChannel, routes) };
-
-  const hostCommand = required(
-    env,
-    'MSP_HOST_COMMAND',
-    'set it to the command line that starts an MSP host speaking NDJSON on stdio (run through /bin/sh -c)',
-  );
   const sandboxMode = read(env, 'MSP_SANDBOX_MODE') ?? DEFAULTS.sandboxMode;
+  const file = configPath ? loadConfigFile(configPath, { sandboxMode }) : undefined;
+  const routes = file?.routes ?? [];
+  const slack = { ...slackRest, channel: defaultChannel(env, slackChannel, routes) };
+  const hosts = hostsOf(env, configPath, file?.hosts, sandboxMode);
   const requestTimeoutMs = durationVar(env, 'MSP_REQUEST_TIMEOUT', DEFAULTS.mspRequestTimeout);
 
   const rawPort = read(env, 'PORT') ?? String(DEFAULTS.port);
@@ -339,9 +362,10 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     slack,
     port: portNumber,
     redisUrl: redis,
-    msp: { hostId: DEFAULTS.hostId, hostCommand, sandboxMode, requestTimeoutMs },
+    msp: { hosts, requestTimeoutMs },
     ...(configPath ? { configPath } : {}),
     routes,
+    admins: file?.admins ?? [],
     grants: { ttlMs: grantTtlMs, maxTtlMs: grantMaxTtlMs },
     resolvedTtlMs,
     hostEventBuffer,
@@ -393,7 +417,15 @@ export function redactedConfig(config: Config): Config {
       ...secretShown('signingSecret', signingSecret),
     },
     redisUrl: redactUrlPassword(config.redisUrl),
-    msp: { ...config.msp, hostCommand: maskCommandLine(config.msp.hostCommand) },
+    msp: {
+      ...config.msp,
+      hosts: config.msp.hosts.map((host) => ({
+        ...host,
+        command: maskCommandLine(host.command),
+        // Values of a host's environment are as secret as the bot's own: only the names are shown.
+        ...(host.env ? { env: Object.fromEntries(Object.keys(host.env).map((key) => [key, REDACTED])) } : {}),
+      })),
+    },
     grants: { ...config.grants },
     pagerDuty: {
       ...pagerDuty,

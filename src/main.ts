@@ -4,6 +4,7 @@ import { renderCard } from './cards/renderCard.js';
 import { ConfigError, loadConfig, redactedConfig } from './config.js';
 import { createLogger, toBoltLogger } from './log.js';
 import { sleep } from './msp/backoff.js';
+import { HostFleet } from './msp/hostFleet.js';
 import { HostSupervisor } from './msp/hostSupervisor.js';
 import { ClickHandler } from './relay/clickHandler.js';
 import { Decider } from './relay/decider.js';
@@ -86,9 +87,27 @@ async function main(): Promise<void> {
     render: (record, now) => renderCard(record, { now }),
     logger,
   });
-  // Hosts by id. The Decider and the Relay look a host up when they need it, so nothing here
-  // has to exist before the rest is wired.
-  const hosts = new Map<string, HostSupervisor>();
+  // Each host is supervised on its own. A host's events reach the Relay, which is wired below:
+  // none arrive before hosts.start().
+  const sessionMemory = new RedisSessionMemory(redis);
+  const specs = new Map(config.msp.hosts.map((spec) => [spec.id, spec]));
+  const hosts = new HostFleet(
+    config.msp.hosts.map(
+      (spec) =>
+        new HostSupervisor({
+          hostId: spec.id,
+          command: spec.command,
+          ...(spec.cwd ? { cwd: spec.cwd } : {}),
+          ...(spec.env ? { env: { ...process.env, ...spec.env } } : {}),
+          logger: logger.child({ hostId: spec.id }),
+          clientVersion: VERSION,
+          onEvent: (event) => relay.handleHostEvent(event),
+          sessionMemory,
+          decideTimeoutMs: config.msp.requestTimeoutMs,
+          requestTimeoutMs: config.msp.requestTimeoutMs,
+        }),
+    ),
+  );
   const decider = new Decider({
     keeper,
     store,
@@ -103,21 +122,16 @@ async function main(): Promise<void> {
     host: (hostId) => hosts.get(hostId),
     logger,
     routeFor: (input) => router.routeFor(input),
-    sandboxMode: config.msp.sandboxMode,
+    sandboxModeOf: (hostId) => specs.get(hostId)?.sandboxMode ?? 'default',
     redis: redisHealth,
     maxBufferedEvents: config.hostEventBuffer,
   });
-  const host = new HostSupervisor({
-    hostId: config.msp.hostId,
-    command: config.msp.hostCommand,
-    logger: logger.child({ hostId: config.msp.hostId }),
-    clientVersion: VERSION,
-    onEvent: (event) => relay.handleHostEvent(event),
-    sessionMemory: new RedisSessionMemory(redis),
-    decideTimeoutMs: config.msp.requestTimeoutMs,
-    requestTimeoutMs: config.msp.requestTimeoutMs,
-  });
-  hosts.set(host.hostId, host);
+  for (const name of router.openRoutes()) {
+    logger.warn(
+      { route: name },
+      `route ${JSON.stringify(name)} has no approvers: anyone in its channel may decide its approvals`,
+    );
+  }
   const clicks = new ClickHandler({ store, decider, keeper, notifier: cardChannel, logger });
 
   const identity: BotIdentity = {};
@@ -133,7 +147,7 @@ async function main(): Promise<void> {
       (identity.botUserId === undefined
         ? 'waiting for Slack to answer auth.test'
         : 'Slack refused the bot token or its scopes'),
-    host: () => host.downReason(),
+    host: () => hosts.downReason() ?? 'no MSP host is up',
   };
   const app = createSlackApp({
     config,
@@ -146,7 +160,7 @@ async function main(): Promise<void> {
     health: {
       redis: () => redis.status === 'ready' && redisHealth.available(),
       slack: () => slackUp,
-      hosts: () => host.isUp(),
+      hosts: () => hosts.anyUp(),
       whyDown: (part) => whyDown[part](),
     },
   });
@@ -158,7 +172,7 @@ async function main(): Promise<void> {
     drainDecisions: () => Promise.all([clicks.drain(), decider.drain()]),
     relayIdle: () => relay.idle(),
     stopRelay: () => keeper.stop(),
-    stopHost: (withinMs) => host.stop(withinMs),
+    stopHost: (withinMs) => hosts.stop(withinMs),
     quitRedis: () => {
       // Card updates still retrying (Slack away) end here; what they would have said is in Redis.
       cardChannel.stop();
@@ -173,7 +187,7 @@ async function main(): Promise<void> {
     return shutdownOnce(code, reason);
   };
   // Whatever way the process ends, the host's process group does not outlive it.
-  process.on('exit', () => host.killNow());
+  process.on('exit', () => hosts.killNow());
   // Nothing may die silently: a stray rejection (for example a Socket Mode reconnect that ran
   // out of retries) is logged and the process shuts down cleanly for its supervisor to restart.
   process.on('unhandledRejection', (reason) => {
@@ -207,7 +221,7 @@ async function main(): Promise<void> {
     void shutdown(1, 'socket mode connection failed');
   });
   void checkSlackAuth();
-  await host.start();
+  await hosts.start();
 
   async function checkSlackAuth(): Promise<void> {
     const url = `${config.slack.apiUrl}auth.test`;

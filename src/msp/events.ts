@@ -46,6 +46,8 @@ export type HostEvent =
       sessionId: string;
       /** What people call the session: its title, name or first prompt, as the host gave it. */
       label?: string;
+      /** The session's title, else its name: what routes match `sessionTitles` on. */
+      title?: string;
       /** The directory the session works in, which cards may be routed on. */
       workspaceRoot?: string;
     }

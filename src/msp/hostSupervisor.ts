@@ -48,6 +48,8 @@ export interface HostSupervisorOptions {
   /** The longest an orderly stop waits after EOF before SIGTERM; default 10 s. */
   shutdownGraceMs?: number;
   env?: NodeJS.ProcessEnv;
+  /** The host's working directory; the bot's when absent. */
+  cwd?: string;
   /** Per approval/decide request; default 30 s. */
   decideTimeoutMs?: number;
   /** How long decide() waits for a host that is down; default 30 s. */
@@ -137,6 +139,7 @@ export class HostSupervisor implements ApprovalHost {
   /** The failed-start reason last logged at error, so the same one is not logged again. */
   private reportedStartFailure: string | undefined;
   /** Why the host is down, once an attempt has ended; cleared when a host comes up. */
+  private readonly cwd: string | undefined;
   private lastFailure: string | undefined;
   private readonly upGate = new UpGate<Incarnation>();
   /** Sessions followed so far, with their last view cursor; followed again on a respawned host. */
@@ -156,6 +159,7 @@ export class HostSupervisor implements ApprovalHost {
     this.sessionMemory = options.sessionMemory;
     this.backoff = options.backoff ?? DEFAULT_BACKOFF;
     this.env = options.env;
+    this.cwd = options.cwd;
     this.maxFrameBytes = options.maxFrameBytes;
     this.random = options.random ?? Math.random;
     this.timing = {
@@ -357,6 +361,7 @@ export class HostSupervisor implements ApprovalHost {
     const child = spawn('/bin/sh', ['-c', this.command], {
       stdio: ['pipe', 'pipe', 'pipe'],
       env: this.env ?? process.env,
+      ...(this.cwd ? { cwd: this.cwd } : {}),
       detached: true,
     });
     // Without this listener a failed spawn or kill would throw from an EventEmitter.

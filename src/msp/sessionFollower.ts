@@ -244,12 +244,14 @@ export class SessionFollower {
 
   /** Tells the relay what the session is called, for the cards. */
   private seen(session: Session): void {
-    const label = session.title || session.name || session.firstUserPrompt || undefined;
+    const title = session.title || session.name || undefined;
+    const label = title ?? (session.firstUserPrompt || undefined);
     this.emit({
       type: 'sessionSeen',
       ...this.origin,
       sessionId: session.sessionId,
       ...(label ? { label } : {}),
+      ...(title ? { title } : {}),
       ...(session.workspaceRoot ? { workspaceRoot: session.workspaceRoot } : {}),
     });
   }

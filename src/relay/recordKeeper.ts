@@ -13,6 +13,12 @@ export interface RecordKeeperOptions {
   now?: () => Date;
   /** How long one worker may hold the right to post a card. */
   postLeaseMs?: number;
+  /**
+   * Told of each record this process stored (created, changed, claimed, its card placed), after
+   * the write. Followers (audit notices, App Home) start their own work from here; they must not
+   * throw and must not wait.
+   */
+  onChange?: (record: ApprovalRecord) => void;
 }
 
 /**
@@ -65,6 +71,7 @@ export class RecordKeeper {
       this.options.logger.warn({ approvalId }, 'event for an approval this bot never saw; skipped');
       return undefined;
     }
+    if (result.changed) this.changed(result.record);
     if (result.changed || !result.record.slack.ts) await this.syncCard(approvalId, result.record);
     return result.record;
   }
@@ -77,6 +84,7 @@ export class RecordKeeper {
     const { store } = this.options;
     const lease = store.newPostLease(this.postLeaseMs);
     if (!(await store.createIfAbsent(record, lease))) return false;
+    this.changed(record);
     await this.postCard(record, lease);
     return true;
   }
@@ -101,6 +109,7 @@ export class RecordKeeper {
         }
         resolve(outcome);
         if (outcome.kind !== 'claimed') return;
+        this.changed(outcome.record);
         // Let the decision be written first: rendering and encoding the card would delay it.
         await new Promise((resume) => setImmediate(resume));
         await this.syncCard(checked.approvalId, outcome.record);
@@ -190,6 +199,7 @@ export class RecordKeeper {
       throw err;
     }
     const saved = await store.savePost(record, posted, lease);
+    if (saved) this.changed(saved.record);
     logger.info(
       {
         approvalId,
@@ -205,6 +215,14 @@ export class RecordKeeper {
     // Someone changed the record while we were posting: show them the latest.
     if (saved && saved.record.version !== record.version + 1)
       this.update(posted.channel, posted.ts, saved.record);
+  }
+
+  private changed(record: ApprovalRecord): void {
+    try {
+      this.options.onChange?.(record);
+    } catch (err) {
+      this.options.logger.error({ err, approvalId: record.approvalId }, 'record follower failed');
+    }
   }
 
   /** Another worker holds the post lease, or Slack refused: look again once it must be over. */

@@ -31,7 +31,8 @@ export interface RelayOptions {
   logger: Logger;
   /** Which route, and so which channel, an approval's card goes to (see routing/). */
   routeFor: (input: RouteInput) => ChosenRoute;
-  sandboxMode: string;
+  /** The sandbox mode a host runs its agent in, stored on each of its approvals. */
+  sandboxModeOf: (hostId: string) => string;
   now?: () => Date;
   /** Without it, Redis is taken to be always there. */
   redis?: RedisAvailability;
@@ -51,7 +52,7 @@ export class Relay {
    * What cards show and are routed on about each session. Memory is enough: a restarted bot
    * learns it again from session/list before it sees any approval.
    */
-  private readonly sessions = new Map<string, { label?: string; workspaceRoot?: string }>();
+  private readonly sessions = new Map<string, { label?: string; title?: string; workspaceRoot?: string }>();
   /** Events that came while Redis was away, in arrival order. */
   private readonly buffered: HostEvent[] = [];
   /** Hosts whose events were dropped from a full buffer: their sessions are read again. */
@@ -66,7 +67,11 @@ export class Relay {
 
   handleHostEvent(event: HostEvent): void {
     if (event.type === 'sessionSeen') {
-      this.sessions.set(event.sessionId, { label: event.label, workspaceRoot: event.workspaceRoot });
+      this.sessions.set(event.sessionId, {
+        label: event.label,
+        title: event.title,
+        workspaceRoot: event.workspaceRoot,
+      });
       return;
     }
     const redis = this.options.redis;
@@ -174,13 +179,16 @@ export class Relay {
       // A shell subject names its own working directory; the session's is known only once
       // the bot has seen the session listed.
       workspaceRoot: params.subject.workspaceRoot ?? session?.workspaceRoot,
+      sessionTitle: session?.title,
+      subjectKind: params.subject.kind,
+      protectedWrite: params.protectedWrite === true,
     });
     const fresh = newRecord(params, {
       hostId,
       incarnation,
       channel: route.channel,
       route: route.name,
-      sandboxMode: this.options.sandboxMode,
+      sandboxMode: this.options.sandboxModeOf(hostId),
       phase,
       heldElsewhere,
       now: this.now(),

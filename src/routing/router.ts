@@ -1,11 +1,15 @@
 import picomatch from 'picomatch';
-import type { Route } from './routeConfig.js';
+import { OPEN_RULES, type Route, type RouteRules } from './route.js';
 
 /** What an approval is routed on. */
 export interface RouteInput {
   hostId: string;
   tool: string;
   workspaceRoot?: string;
+  /** The session's title, or its name when it has no title. */
+  sessionTitle?: string;
+  subjectKind: string;
+  protectedWrite: boolean;
 }
 
 type Test = (input: RouteInput) => boolean;
@@ -13,7 +17,7 @@ type Test = (input: RouteInput) => boolean;
 /** All of a route's match fields must hold; a route without any catches everything. */
 function compile(route: Route): Test {
   const tests: Test[] = [];
-  const { hosts, tools, workspaces } = route.match ?? {};
+  const { hosts, tools, workspaces, sessionTitles, subjects, protectedWrite } = route.match ?? {};
   if (hosts) {
     const ids = new Set(hosts);
     tests.push((input) => ids.has(input.hostId));
@@ -27,6 +31,16 @@ function compile(route: Route): Test {
     // Unknown workspace never matches: a route scoped to some workspaces must not catch the rest.
     tests.push((input) => input.workspaceRoot !== undefined && isWorkspace(input.workspaceRoot));
   }
+  if (sessionTitles) {
+    // A title is free text, not a path: `*` must cross "/" too.
+    const isTitle = picomatch(sessionTitles, { dot: true, bash: true, nocase: true });
+    tests.push((input) => input.sessionTitle !== undefined && isTitle(input.sessionTitle));
+  }
+  if (subjects) {
+    const kinds = new Set(subjects);
+    tests.push((input) => kinds.has(input.subjectKind));
+  }
+  if (protectedWrite !== undefined) tests.push((input) => input.protectedWrite === protectedWrite);
   return (input) => tests.every((test) => test(input));
 }
 
@@ -39,9 +53,15 @@ export interface ChosenRoute {
 /** What the record says when no route of the file matched: the card went to SLACK_CHANNEL. */
 export const FALLBACK_ROUTE_NAME = '(SLACK_CHANNEL)';
 
-/** Picks the route, and so the channel, of an approval card from the configured routes. */
+interface CompiledRoute extends ChosenRoute {
+  rules: RouteRules;
+  matches: Test;
+}
+
+/** Picks the route, and so the channel, of an approval card; later, the rules of that route. */
 export class Router {
-  private readonly routes: Array<ChosenRoute & { matches: Test }>;
+  private readonly routes: CompiledRoute[];
+  private readonly byName = new Map<string, CompiledRoute>();
   private readonly fallback: ChosenRoute;
 
   constructor(routes: Route[], fallbackChannel: string) {
@@ -49,8 +69,17 @@ export class Router {
     this.routes = routes.map((route, i) => ({
       name: route.name ?? `routes[${i}]`,
       channel: route.channel,
+      rules: {
+        ...(route.approvers ? { approvers: route.approvers } : {}),
+        ...(route.protectedWriteApprovers ? { protectedWriteApprovers: route.protectedWriteApprovers } : {}),
+        allowSelfApproval: route.allowSelfApproval ?? OPEN_RULES.allowSelfApproval,
+        rejectReason: route.rejectReason ?? OPEN_RULES.rejectReason,
+        quickReasons: route.quickReasons ?? OPEN_RULES.quickReasons,
+      },
       matches: compile(route),
     }));
+    // Two routes of one name: the first is the one a record names (it is also the one that wins).
+    for (const route of this.routes) if (!this.byName.has(route.name)) this.byName.set(route.name, route);
     this.fallback = { name: FALLBACK_ROUTE_NAME, channel: fallbackChannel };
   }
 
@@ -63,5 +92,27 @@ export class Router {
   /** The channel of routeFor(input). */
   channelFor(input: RouteInput): string {
     return this.routeFor(input).channel;
+  }
+
+  /**
+   * The rules of the route a record names; the fallback's (anyone may decide) for a record of no
+   * route. Undefined for a route no longer in the file (it changed across a restart): the caller
+   * fails closed rather than opening a restricted approval to everyone.
+   */
+  rulesOf(routeName: string | undefined): RouteRules | undefined {
+    if (routeName === undefined || routeName === FALLBACK_ROUTE_NAME) return OPEN_RULES;
+    return this.byName.get(routeName)?.rules;
+  }
+
+  /** Names of the routes that let anyone in their channel decide (start-up warns about them). */
+  openRoutes(): string[] {
+    return this.routes
+      .filter((r) => !r.rules.approvers && !r.rules.protectedWriteApprovers)
+      .map((r) => r.name);
+  }
+
+  /** Every configured route, in order, with its rules: for /countersign whoami. */
+  all(): ReadonlyArray<ChosenRoute & { rules: RouteRules }> {
+    return this.routes.map(({ name, channel, rules }) => ({ name, channel, rules }));
   }
 }

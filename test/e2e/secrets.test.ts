@@ -111,7 +111,9 @@ describe('secrets and sizes', () => {
     const masked = `FOO_SECRET=[masked secret-value] ${world.host.command} --token=[masked github-token]`;
 
     const listening = await world.bot.waitForLog((l) => l.msg === 'countersign listening');
-    expect(listening.json).toMatchObject({ config: { msp: { hostCommand: masked } } });
+    expect(listening.json).toMatchObject({
+      config: { msp: { hosts: [{ id: 'default', command: masked }] } },
+    });
     const spawned = await world.bot.waitForLog((l) => l.msg === 'host spawned');
     expect(spawned.json).toMatchObject({ command: masked });
 

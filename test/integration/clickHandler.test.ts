@@ -101,7 +101,7 @@ beforeEach(async () => {
     host: () => host,
     logger,
     routeFor: () => ({ name: 'test', channel: 'C1' }),
-    sandboxMode: 'default',
+    sandboxModeOf: () => 'default',
     now,
   });
   clicks = new ClickHandler({ store, decider, keeper, notifier: cards, logger });

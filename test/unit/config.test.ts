@@ -56,12 +56,11 @@ describe('loadConfig defaults', () => {
       port: 3000,
       redisUrl: 'redis://127.0.0.1:6379',
       msp: {
-        hostId: 'default',
-        hostCommand: 'muse host --stdio',
-        sandboxMode: 'default',
+        hosts: [{ id: 'default', command: 'muse host --stdio', sandboxMode: 'default' }],
         requestTimeoutMs: 30_000,
       },
       routes: [],
+      admins: [],
       grants: { ttlMs: 8 * 3_600_000, maxTtlMs: 7 * 86_400_000 },
       resolvedTtlMs: 30 * 86_400_000,
       hostEventBuffer: 10_000,
@@ -89,7 +88,7 @@ describe('loadConfig defaults', () => {
     expect(config.redisUrl).toBe('redis://127.0.0.1:6379');
     expect(config.logLevel).toBe('info');
     expect(config.slack.apiUrl).toBe('https://slack.com/api/');
-    expect(config.msp.sandboxMode).toBe('default');
+    expect(config.msp.hosts[0]?.sandboxMode).toBe('default');
     // An empty app token means HTTP mode, which then needs the signing secret.
     expect(configError(socketEnv({ SLACK_APP_TOKEN: '' })).variable).toBe('SLACK_SIGNING_SECRET');
   });
@@ -127,7 +126,7 @@ describe('loadConfig defaults', () => {
     });
     expect(config.port).toBe(0);
     expect(config.redisUrl).toBe('rediss://:redispassword@redis.internal:6380/2');
-    expect(config.msp.sandboxMode).toBe('workspace-write');
+    expect(config.msp.hosts[0]?.sandboxMode).toBe('workspace-write');
     expect(config.configPath).toBe(file);
     expect(config.grants).toEqual({ ttlMs: 15 * 60_000, maxTtlMs: 90 * 60_000 });
     expect(config.resolvedTtlMs).toBe(7 * 86_400_000);
@@ -340,17 +339,17 @@ describe('loadConfig with COUNTERSIGN_CONFIG routes', () => {
     [
       'a misspelt route key',
       'routes:\n  - chanel: C0PAYMENTS\n',
-      'routes[0]: key "chanel" is not supported (supported: name, channel, match)',
+      'routes[0]: key "chanel" is not supported (supported: name, channel, match, approvers, protectedWriteApprovers, allowSelfApproval, rejectReason, quickReasons)',
     ],
     [
       'a misspelt match key',
       'routes:\n  - channel: C0A\n  - channel: C0B\n    match: { tool: [shell] }\n',
-      'routes[1].match: key "tool" is not supported (supported: hosts, tools, workspaces)',
+      'routes[1].match: key "tool" is not supported (supported: hosts, tools, workspaces, sessionTitles, subjects, protectedWrite)',
     ],
     [
       'an unknown top-level key',
-      'routes: []\napprovers: [U0123]\nhosts: []\n',
-      'top-level keys "approvers", "hosts" are not supported (supported: routes)',
+      'routes: []\napprovers: [U0123]\nchannels: []\n',
+      'top-level keys "approvers", "channels" are not supported (supported: hosts, routes, admins)',
     ],
     [
       'a channel name without #',

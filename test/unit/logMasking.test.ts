@@ -68,11 +68,11 @@ describe('log lines mask secrets', () => {
       SLACK_CHANNEL: 'C0123456789',
       MSP_HOST_COMMAND: `HOST_SECRET=hunter2 muse serve --token=${GITHUB} --workspace /srv`,
     });
-    expect(redactedConfig(config).msp.hostCommand).toBe(
+    expect(redactedConfig(config).msp.hosts[0]?.command).toBe(
       'HOST_SECRET=[masked secret-value] muse serve --token=[masked github-token] --workspace /srv',
     );
     // The command itself is untouched: the host still gets its token.
-    expect(config.msp.hostCommand).toContain(GITHUB);
+    expect(config.msp.hosts[0]?.command).toContain(GITHUB);
   });
 
   it('the host supervisor logs its command and the dying host stderr masked', async () => {

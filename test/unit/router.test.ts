@@ -1,11 +1,18 @@
 import { describe, expect, it } from 'vitest';
-import type { Route } from '../../src/routing/routeConfig.js';
+import type { Route } from '../../src/routing/route.js';
 import { FALLBACK_ROUTE_NAME, type RouteInput, Router } from '../../src/routing/router.js';
 
 const FALLBACK = 'C0FALLBACK';
+const SHELL: RouteInput = { hostId: 'default', tool: 'shell', subjectKind: 'shell', protectedWrite: false };
 
 function channelFor(routes: Route[], input: Partial<RouteInput>): string {
-  return new Router(routes, FALLBACK).channelFor({ hostId: 'default', tool: 'shell', ...input });
+  return new Router(routes, FALLBACK).channelFor({
+    hostId: 'default',
+    tool: 'shell',
+    subjectKind: 'shell',
+    protectedWrite: false,
+    ...input,
+  });
 }
 
 describe('Router', () => {
@@ -84,14 +91,83 @@ describe('Router.routeFor', () => {
       { channel: 'C0WRITE', match: { tools: ['write_*'] } },
     ];
     const router = new Router(routes, FALLBACK);
-    expect(router.routeFor({ hostId: 'ci', tool: 'shell' })).toEqual({ name: 'ci', channel: 'C0CI' });
-    expect(router.routeFor({ hostId: 'x', tool: 'write_file' })).toEqual({
+    expect(router.routeFor({ ...SHELL, hostId: 'ci' })).toEqual({ name: 'ci', channel: 'C0CI' });
+    expect(router.routeFor({ ...SHELL, hostId: 'x', tool: 'write_file' })).toEqual({
       name: 'routes[1]',
       channel: 'C0WRITE',
     });
-    expect(router.routeFor({ hostId: 'x', tool: 'shell' })).toEqual({
+    expect(router.routeFor({ ...SHELL, hostId: 'x' })).toEqual({
       name: FALLBACK_ROUTE_NAME,
       channel: FALLBACK,
     });
+  });
+});
+
+describe('Router: session titles, subject kinds and protected writes', () => {
+  it('matches session titles by glob, across "/" and ignoring case; no title never matches', () => {
+    const routes: Route[] = [{ channel: 'C0DEPLOYS', match: { sessionTitles: ['*deploy*'] } }];
+    expect(channelFor(routes, { sessionTitle: 'Deploy api/v2 to prod' })).toBe('C0DEPLOYS');
+    expect(channelFor(routes, { sessionTitle: 'fix flaky test' })).toBe(FALLBACK);
+    expect(channelFor(routes, {})).toBe(FALLBACK);
+  });
+
+  it('matches subject kinds exactly', () => {
+    const routes: Route[] = [{ channel: 'C0NET', match: { subjects: ['network', 'unixSocket'] } }];
+    expect(channelFor(routes, { subjectKind: 'network' })).toBe('C0NET');
+    expect(channelFor(routes, { subjectKind: 'unixSocket' })).toBe('C0NET');
+    expect(channelFor(routes, { subjectKind: 'shell' })).toBe(FALLBACK);
+    expect(channelFor(routes, { subjectKind: 'net' })).toBe(FALLBACK);
+  });
+
+  it('matches protectedWrite true and false', () => {
+    const routes: Route[] = [
+      { channel: 'C0PROTECTED', match: { protectedWrite: true } },
+      { channel: 'C0PLAIN', match: { protectedWrite: false, tools: ['write_*'] } },
+    ];
+    expect(channelFor(routes, { tool: 'write_file', protectedWrite: true })).toBe('C0PROTECTED');
+    expect(channelFor(routes, { tool: 'write_file', protectedWrite: false })).toBe('C0PLAIN');
+    expect(channelFor(routes, { tool: 'shell', protectedWrite: false })).toBe(FALLBACK);
+  });
+
+  it('takes the first matching route when several match', () => {
+    const routes: Route[] = [
+      { name: 'deploys', channel: 'C0DEPLOYS', match: { sessionTitles: ['*deploy*'], subjects: ['shell'] } },
+      { name: 'shell', channel: 'C0SHELL', match: { subjects: ['shell'] } },
+      { name: 'default', channel: 'C0ALL' },
+    ];
+    const router = new Router(routes, FALLBACK);
+    expect(router.routeFor({ ...SHELL, sessionTitle: 'deploy web' }).name).toBe('deploys');
+    expect(router.routeFor({ ...SHELL, sessionTitle: 'refactor' }).name).toBe('shell');
+    expect(router.routeFor({ ...SHELL, subjectKind: 'fileAccess', sessionTitle: 'deploy web' }).name).toBe(
+      'default',
+    );
+  });
+
+  it("gives a record's route its rules; the fallback is open; a route no longer configured has none", () => {
+    const router = new Router(
+      [
+        {
+          name: 'deploys',
+          channel: 'C0DEPLOYS',
+          approvers: { users: ['U0ALICE'], usergroups: [] },
+          allowSelfApproval: false,
+        },
+        { name: 'default', channel: 'C0ALL' },
+      ],
+      FALLBACK,
+    );
+    expect(router.rulesOf('deploys')).toMatchObject({
+      approvers: { users: ['U0ALICE'] },
+      allowSelfApproval: false,
+    });
+    expect(router.rulesOf('default')).toEqual({
+      allowSelfApproval: true,
+      rejectReason: 'optional',
+      quickReasons: [],
+    });
+    expect(router.rulesOf(FALLBACK_ROUTE_NAME)?.approvers).toBeUndefined();
+    expect(router.rulesOf(undefined)?.approvers).toBeUndefined();
+    expect(router.rulesOf('renamed')).toBeUndefined();
+    expect(router.openRoutes()).toEqual(['default']);
   });
 });

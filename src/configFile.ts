@@ -1,0 +1,292 @@
+// The COUNTERSIGN_CONFIG file (DESIGN §8; README "Configuration file" shows every key):
+//
+//   hosts:      optional; each host is supervised on its own. Without it MSP_HOST_COMMAND is the
+//               one host, id "default".
+//   routes:     first match wins. All listed match fields must match (AND); within a field any
+//               pattern may match (OR). A route whose `workspaces` is set never matches an
+//               approval whose workspaceRoot is unknown; one whose `sessionTitles` is set never
+//               matches a session without title or name.
+//   admins:     Slack user IDs that may decide anywhere.
+//
+// Strict keys, one-line errors naming the place, read once at start-up.
+
+import { readFileSync } from 'node:fs';
+import { parseDocument } from 'yaml';
+import { z } from 'zod';
+import { CHANNEL_ID, ConfigError, shown } from './configCommon.js';
+import type { Approvers, ConfigFile, HostSpec, Route, RouteMatch } from './routing/route.js';
+
+/** Names a YAML value in an error message without echoing structures. */
+function got(value: unknown): string {
+  if (value === undefined || value === null) return 'nothing';
+  if (Array.isArray(value)) return 'a list';
+  if (typeof value === 'object') return 'a mapping';
+  return typeof value === 'string' ? shown(value) : String(value);
+}
+
+/** A strict mapping: a misspelt key is an error rather than silently ignored. */
+function mapping<T extends z.core.$ZodLooseShape>(shape: T, what: string) {
+  return z.strictObject(shape, {
+    error: (iss) => {
+      if (iss.code !== 'unrecognized_keys') return `must be ${what} (got ${got(iss.input)})`;
+      const keys = iss.keys.map((key) => JSON.stringify(key)).join(', ');
+      const noun = iss.keys.length === 1 ? 'key' : 'keys';
+      const verb = iss.keys.length === 1 ? 'is' : 'are';
+      return `${noun} ${keys} ${verb} not supported (supported: ${Object.keys(shape).join(', ')})`;
+    },
+  });
+}
+
+const nonEmpty = z.string({ error: (iss) => `must be a non-empty string (got ${got(iss.input)})` }).min(1, {
+  error: 'must be a non-empty string',
+});
+
+// An empty list would match nothing, which is never what was meant: leaving the key out matches anything.
+const patterns = z
+  .array(nonEmpty, { error: (iss) => `must be a list (got ${got(iss.input)})` })
+  .min(1, { error: 'must list at least one value (or leave the key out to match anything)' })
+  .optional();
+
+// CHANNEL_ID is read when a value is checked, not when this module loads: config.ts imports this
+// module, so config.ts's own bindings may not be initialised yet at that point.
+const notAChannel = (iss: { input?: unknown }) =>
+  `must be a channel ID such as C0123456789 or #name (got ${got(iss.input)})`;
+const channel = z
+  .string({ error: notAChannel })
+  .refine((value) => CHANNEL_ID.test(value), { error: notAChannel });
+
+const USER_ID = /^[UW][A-Z0-9]{2,}$/;
+const USERGROUP_ID = /^S[A-Z0-9]{2,}$/;
+const HOST_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+const SUBJECT_KIND = /^[A-Za-z][A-Za-z0-9_]*$/;
+
+function idList(pattern: RegExp, example: string) {
+  const notAnId = (iss: { input?: unknown }) => `must be a ${example} (got ${got(iss.input)})`;
+  return z
+    .array(
+      z.string({ error: notAnId }).refine((value) => pattern.test(value), { error: notAnId }),
+      {
+        error: (iss) => `must be a list (got ${got(iss.input)})`,
+      },
+    )
+    .optional();
+}
+
+const userIds = idList(USER_ID, 'Slack user ID such as U0123ABCD (not a name or @mention)');
+const usergroupIds = idList(USERGROUP_ID, 'Slack user group ID such as S0123ABCD (not a @handle)');
+
+const approvers = mapping(
+  { users: userIds, usergroups: usergroupIds },
+  'a mapping with users and/or usergroups',
+)
+  .optional()
+  .superRefine((value, ctx) => {
+    // An empty approvers list would let nobody decide: almost certainly a mistake, never silent.
+    if (value && (value.users ?? []).length + (value.usergroups ?? []).length === 0) {
+      ctx.addIssue({
+        code: 'custom',
+        message:
+          'must name at least one user or user group (or leave the key out to let anyone in the channel decide)',
+      });
+    }
+  })
+  .transform((value): Approvers | undefined =>
+    value ? { users: value.users ?? [], usergroups: value.usergroups ?? [] } : undefined,
+  );
+
+const subjectKinds = z
+  .array(
+    z
+      .string({
+        error: (iss) => `must be a subject kind such as shell, fileAccess or network (got ${got(iss.input)})`,
+      })
+      .regex(SUBJECT_KIND, {
+        error: (iss) => `must be a subject kind such as shell, fileAccess or network (got ${got(iss.input)})`,
+      }),
+    { error: (iss) => `must be a list (got ${got(iss.input)})` },
+  )
+  .min(1, { error: 'must list at least one value (or leave the key out to match anything)' })
+  .optional();
+
+const match = mapping(
+  {
+    hosts: patterns,
+    tools: patterns,
+    workspaces: patterns,
+    sessionTitles: patterns,
+    subjects: subjectKinds,
+    protectedWrite: z.boolean({ error: (iss) => `must be true or false (got ${got(iss.input)})` }).optional(),
+  },
+  'a mapping',
+)
+  .nullish()
+  .transform((m): RouteMatch | undefined => {
+    const fields = Object.entries(m ?? {}).filter(([, value]) => value !== undefined);
+    return fields.length > 0 ? (Object.fromEntries(fields) as RouteMatch) : undefined;
+  });
+
+const route = mapping(
+  {
+    name: nonEmpty.optional(),
+    channel,
+    match,
+    approvers,
+    protectedWriteApprovers: approvers,
+    allowSelfApproval: z
+      .boolean({ error: (iss) => `must be true or false (got ${got(iss.input)})` })
+      .optional(),
+    rejectReason: z
+      .enum(['required', 'optional'], {
+        error: (iss) => `must be required or optional (got ${got(iss.input)})`,
+      })
+      .optional(),
+    quickReasons: z
+      .array(nonEmpty.max(150, { error: 'must be at most 150 characters (a Slack option label)' }), {
+        error: (iss) => `must be a list (got ${got(iss.input)})`,
+      })
+      .max(10, { error: 'must list at most 10 reasons' })
+      .optional(),
+  },
+  'a mapping',
+).transform(
+  (r): Route => ({
+    ...(r.name === undefined ? {} : { name: r.name }),
+    channel: r.channel,
+    ...(r.match === undefined ? {} : { match: r.match }),
+    ...(r.approvers === undefined ? {} : { approvers: r.approvers }),
+    ...(r.protectedWriteApprovers === undefined
+      ? {}
+      : { protectedWriteApprovers: r.protectedWriteApprovers }),
+    ...(r.allowSelfApproval === undefined ? {} : { allowSelfApproval: r.allowSelfApproval }),
+    ...(r.rejectReason === undefined ? {} : { rejectReason: r.rejectReason }),
+    ...(r.quickReasons === undefined ? {} : { quickReasons: r.quickReasons }),
+  }),
+);
+
+const host = mapping(
+  {
+    id: nonEmpty.regex(HOST_ID, {
+      error: (iss) => `must be letters, digits, ".", "_" or "-" (at most 64, got ${got(iss.input)})`,
+    }),
+    command: nonEmpty,
+    sandboxMode: nonEmpty.optional(),
+    cwd: nonEmpty.optional(),
+    env: z
+      .record(
+        z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: 'must be environment variable names' }),
+        z.union([z.string(), z.number(), z.boolean()], {
+          error: (iss) => `must be a string, number or boolean (got ${got(iss.input)})`,
+        }),
+        { error: (iss) => `must be a mapping of variable names to values (got ${got(iss.input)})` },
+      )
+      .optional(),
+    owner: nonEmpty
+      .regex(USER_ID, { error: (iss) => `must be a Slack user ID such as U0123ABCD (got ${got(iss.input)})` })
+      .optional(),
+  },
+  'a mapping with id and command',
+);
+type HostEntry = z.infer<typeof host>;
+
+const file = mapping(
+  {
+    hosts: z
+      .array(host, { error: (iss) => `must be a list (got ${got(iss.input)})` })
+      .min(1, { error: 'must list at least one host (or leave the key out and set MSP_HOST_COMMAND)' })
+      .optional(),
+    routes: z.array(route, { error: (iss) => `must be a list (got ${got(iss.input)})` }).optional(),
+    admins: userIds,
+  },
+  'a mapping such as "routes: [...]"',
+);
+
+/** `routes[1].match.tools[0]`; empty for the top level. */
+function pathText(path: readonly PropertyKey[]): string {
+  return path
+    .map((part, i) => (typeof part === 'number' ? `[${part}]` : i === 0 ? String(part) : `.${String(part)}`))
+    .join('');
+}
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  const at = pathText(issue.path);
+  if (issue.code === 'unrecognized_keys') {
+    return at ? `${at}: ${issue.message}` : `top-level ${issue.message}`;
+  }
+  if (issue.code === 'invalid_type' && issue.input === undefined) return `${at} is required`;
+  return `${at || 'the file'} ${issue.message}`;
+}
+
+function fail(path: string, problem: string): never {
+  throw new ConfigError('COUNTERSIGN_CONFIG', `COUNTERSIGN_CONFIG (${path}): ${problem}`);
+}
+
+/** The defaults a host of the file takes from the environment. */
+export interface HostDefaults {
+  sandboxMode: string;
+}
+
+function hostSpec(entry: HostEntry, defaults: HostDefaults): HostSpec {
+  return {
+    id: entry.id,
+    command: entry.command,
+    sandboxMode: entry.sandboxMode ?? defaults.sandboxMode,
+    ...(entry.cwd === undefined ? {} : { cwd: entry.cwd }),
+    ...(entry.env === undefined
+      ? {}
+      : { env: Object.fromEntries(Object.entries(entry.env).map(([k, v]) => [k, String(v)])) }),
+    ...(entry.owner === undefined ? {} : { owner: entry.owner }),
+  };
+}
+
+/** Checks what one key cannot check alone: unique host ids, routes naming hosts that exist. */
+function crossCheck(path: string, parsed: z.infer<typeof file>): void {
+  const ids = new Set<string>();
+  parsed.hosts?.forEach((entry, i) => {
+    if (ids.has(entry.id))
+      fail(path, `hosts[${i}].id ${shown(entry.id)} is used by an earlier host: host ids must be unique`);
+    ids.add(entry.id);
+  });
+  // Without `hosts` the file keeps today's meaning, where a route may name any host id.
+  if (!parsed.hosts) return;
+  parsed.routes?.forEach((r, i) => {
+    r.match?.hosts?.forEach((id, j) => {
+      if (!ids.has(id)) {
+        fail(
+          path,
+          `routes[${i}].match.hosts[${j}] names host ${shown(id)}, which is not in hosts (${[...ids].join(', ')})`,
+        );
+      }
+    });
+  });
+}
+
+/** Reads and checks a COUNTERSIGN_CONFIG file. Throws a one-line ConfigError. */
+export function loadConfigFile(path: string, defaults: HostDefaults): ConfigFile {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    fail(
+      path,
+      `cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'}): fix the path or unset it`,
+    );
+  }
+  const doc = parseDocument(text);
+  const yamlError = doc.errors[0];
+  // The first line carries the reason and position; the rest is a multi-line excerpt of the file.
+  if (yamlError) fail(path, `invalid YAML: ${yamlError.message.split('\n')[0]?.replace(/:$/, '')}`);
+
+  // An empty file configures nothing, the same as having no file.
+  const result = file.safeParse(doc.toJS() ?? {}, { reportInput: true });
+  if (!result.success) {
+    // A misspelt key also makes the real one look missing, so the typo is the better thing to report.
+    const issue = result.error.issues.find((i) => i.code === 'unrecognized_keys') ?? result.error.issues[0];
+    fail(path, issue ? describeIssue(issue) : 'is not valid');
+  }
+  crossCheck(path, result.data);
+  return {
+    ...(result.data.hosts ? { hosts: result.data.hosts.map((entry) => hostSpec(entry, defaults)) } : {}),
+    routes: result.data.routes ?? [],
+    admins: result.data.admins ?? [],
+  };
+}

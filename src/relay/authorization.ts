@@ -1,0 +1,77 @@
+import type { Approvers, RouteRules } from '../routing/route.js';
+
+// Who may decide an approval: the rules of the route stored on its record, the admins, and the
+// host's owner. Pure; the Authorizer (authorizer.ts) gathers what it reads.
+
+/** Why a user may decide. */
+export type Allowed =
+  | { allowed: true; because: 'admin' }
+  | { allowed: true; because: 'user' }
+  | { allowed: true; because: 'usergroup'; usergroup: string }
+  /** The route names no approvers: anyone in its channel may decide. */
+  | { allowed: true; because: 'anyone' };
+
+/** Why a user may not decide. */
+export type Refused =
+  | { allowed: false; why: 'notApprover'; route: string; approvers: Approvers; protectedWrite: boolean }
+  | { allowed: false; why: 'selfApproval'; route: string }
+  /** The route the card was placed by is no longer configured: only admins may decide. */
+  | { allowed: false; why: 'routeGone'; route: string };
+
+export type Authorization = Allowed | Refused;
+
+/** What an approval's authorization depends on, apart from the user. */
+export interface ApprovalAuthority {
+  /** The route's name as stored on the record. */
+  route: string;
+  /** Undefined when that route is no longer configured. */
+  rules: RouteRules | undefined;
+  protectedWrite: boolean;
+  /** The Slack user whose agent asks (the host's `owner`). */
+  owner?: string;
+}
+
+/**
+ * The approvers that apply: for a protected write the route's protectedWriteApprovers replace
+ * its approvers; undefined means anyone in the channel.
+ */
+export function approversFor(rules: RouteRules, protectedWrite: boolean): Approvers | undefined {
+  return (protectedWrite ? rules.protectedWriteApprovers : undefined) ?? rules.approvers;
+}
+
+/** The user groups whose membership could allow `userId`: ask only for these. */
+export function groupsToAsk(
+  authority: ApprovalAuthority,
+  userId: string,
+  admins: readonly string[],
+): string[] {
+  if (admins.includes(userId) || !authority.rules) return [];
+  const approvers = approversFor(authority.rules, authority.protectedWrite);
+  if (!approvers || approvers.users.includes(userId)) return [];
+  return approvers.usergroups;
+}
+
+/**
+ * Decides whether `userId` may decide. `memberOf` holds the user groups (of those groupsToAsk
+ * named) the user belongs to. The owner rule binds admins too: a four-eyes route means another
+ * person looks, whoever the owner is.
+ */
+export function authorize(
+  authority: ApprovalAuthority,
+  userId: string,
+  admins: readonly string[],
+  memberOf: ReadonlySet<string>,
+): Authorization {
+  const { rules, route } = authority;
+  if (rules && !rules.allowSelfApproval && authority.owner === userId) {
+    return { allowed: false, why: 'selfApproval', route };
+  }
+  if (admins.includes(userId)) return { allowed: true, because: 'admin' };
+  if (!rules) return { allowed: false, why: 'routeGone', route };
+  const approvers = approversFor(rules, authority.protectedWrite);
+  if (!approvers) return { allowed: true, because: 'anyone' };
+  if (approvers.users.includes(userId)) return { allowed: true, because: 'user' };
+  const usergroup = approvers.usergroups.find((group) => memberOf.has(group));
+  if (usergroup) return { allowed: true, because: 'usergroup', usergroup };
+  return { allowed: false, why: 'notApprover', route, approvers, protectedWrite: authority.protectedWrite };
+}

@@ -1,0 +1,91 @@
+import type { Logger } from 'pino';
+import type { RouteRules } from '../routing/route.js';
+import type { ApprovalRecord } from '../store/record.js';
+import {
+  type ApprovalAuthority,
+  type Authorization,
+  approversFor,
+  authorize,
+  groupsToAsk,
+} from './authorization.js';
+
+/** Members of Slack user groups. slack/ implements it (cached in Redis, shared by replicas). */
+export interface GroupDirectory {
+  members(usergroupId: string): Promise<ReadonlySet<string>>;
+}
+
+export interface AuthorizerOptions {
+  /** The rules of a route by the name stored on a record; undefined for a route now gone. */
+  rulesOf: (route: string | undefined) => RouteRules | undefined;
+  admins: readonly string[];
+  /** The Slack user whose agent a host runs. */
+  ownerOf: (hostId: string) => string | undefined;
+  groups: GroupDirectory;
+  logger: Logger;
+}
+
+/** Who may decide on a card, as the card shows it. */
+export interface ShownApprovers {
+  /** Undefined: anyone in the channel. */
+  users?: string[];
+  usergroups?: string[];
+  /** The host's owner may not decide. */
+  notOwner?: string;
+}
+
+/**
+ * Checks a user against the rules of the route stored on an approval's record, before anything
+ * is claimed or sent. The same check serves clicks, modals, the slash command and App Home.
+ */
+export class Authorizer {
+  constructor(private readonly options: AuthorizerOptions) {}
+
+  authority(record: Pick<ApprovalRecord, 'route' | 'protectedWrite' | 'hostId'>): ApprovalAuthority {
+    const owner = this.options.ownerOf(record.hostId);
+    return {
+      route: record.route ?? '(none)',
+      rules: this.options.rulesOf(record.route),
+      protectedWrite: record.protectedWrite,
+      ...(owner ? { owner } : {}),
+    };
+  }
+
+  /**
+   * Whether `userId` may decide `record`. A user group whose members cannot be read (Slack away,
+   * a missing scope) counts as not containing the user: a refusal is safe, a wrong approval not.
+   */
+  async check(
+    userId: string,
+    record: Pick<ApprovalRecord, 'route' | 'protectedWrite' | 'hostId'>,
+  ): Promise<Authorization> {
+    const authority = this.authority(record);
+    const memberOf = new Set<string>();
+    await Promise.all(
+      groupsToAsk(authority, userId, this.options.admins).map(async (group) => {
+        try {
+          if ((await this.options.groups.members(group)).has(userId)) memberOf.add(group);
+        } catch (err) {
+          this.options.logger.warn({ err, usergroup: group }, 'could not read user group members');
+        }
+      }),
+    );
+    return authorize(authority, userId, this.options.admins, memberOf);
+  }
+
+  isAdmin(userId: string): boolean {
+    return this.options.admins.includes(userId);
+  }
+
+  /** Who may decide `record`, for its card. Pure apart from reading the config. */
+  shown(record: Pick<ApprovalRecord, 'route' | 'protectedWrite' | 'hostId'>): ShownApprovers {
+    const authority = this.authority(record);
+    const notOwner =
+      authority.rules && !authority.rules.allowSelfApproval && authority.owner
+        ? { notOwner: authority.owner }
+        : {};
+    if (!authority.rules) return { users: [...this.options.admins], usergroups: [], ...notOwner };
+    const approvers = approversFor(authority.rules, authority.protectedWrite);
+    if (!approvers) return notOwner;
+    return { users: approvers.users, usergroups: approvers.usergroups, ...notOwner };
+  }
+}

@@ -1,0 +1,69 @@
+// What the COUNTERSIGN_CONFIG file says about routes and hosts, once checked (configFile.ts).
+
+/** Who may decide on a route: Slack user IDs (U…/W…) and user group IDs (S…). */
+export interface Approvers {
+  users: string[];
+  usergroups: string[];
+}
+
+export interface RouteMatch {
+  /** hostId, exact. */
+  hosts?: string[];
+  /** Globs on the tool name. */
+  tools?: string[];
+  /** Globs on the workspaceRoot (the subject's own, else the session's). */
+  workspaces?: string[];
+  /** Globs on the session's title (or its name when it has no title). */
+  sessionTitles?: string[];
+  /** Subject kinds, exact: shell, fileAccess, network, … */
+  subjects?: string[];
+  protectedWrite?: boolean;
+}
+
+/** A route's rules for who may decide, and how a rejection is asked for. */
+export interface RouteRules {
+  /** Absent: anyone in the channel may decide. */
+  approvers?: Approvers;
+  /** For approvals with protectedWrite, these replace `approvers`. */
+  protectedWriteApprovers?: Approvers;
+  /** false: the host's owner may not decide their own agent's approvals here. */
+  allowSelfApproval: boolean;
+  rejectReason: 'required' | 'optional';
+  quickReasons: string[];
+}
+
+/** A route of the file; a rule left out takes its default (OPEN_RULES). */
+export interface Route extends Partial<RouteRules> {
+  name?: string;
+  channel: string;
+  /** Absent when the route catches everything (no `match`, or an empty one). */
+  match?: RouteMatch;
+}
+
+/** The rules of a route that says nothing about who may decide: today's behaviour. */
+export const OPEN_RULES: RouteRules = {
+  allowSelfApproval: true,
+  rejectReason: 'optional',
+  quickReasons: [],
+};
+
+/** One MSP host the bot runs and supervises on its own. */
+export interface HostSpec {
+  id: string;
+  /** Run with /bin/sh -c. */
+  command: string;
+  sandboxMode: string;
+  cwd?: string;
+  /** Added to the bot's environment for this host. */
+  env?: Record<string, string>;
+  /** The Slack user whose agent this host runs. */
+  owner?: string;
+}
+
+/** What the file holds, checked. */
+export interface ConfigFile {
+  /** Absent when the file lists no hosts: MSP_HOST_COMMAND is the one host. */
+  hosts?: HostSpec[];
+  routes: Route[];
+  admins: string[];
+}
