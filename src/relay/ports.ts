@@ -39,3 +39,37 @@ export interface CardChannel {
 export interface UserNotifier {
   ephemeral(channel: string, userId: string, text: string): Promise<void>;
 }
+
+/** One line of the audit trail: a decision made through Countersign, or a refused attempt. */
+export type AuditEntry =
+  | {
+      kind: 'decision';
+      approvalId: string;
+      hostId: string;
+      route?: string;
+      tool: string;
+      /** The Slack user who decided; absent when the bot decided (a grant, a timeout). */
+      userId?: string;
+      via: 'click' | 'grant' | 'timeout';
+      choiceId: string;
+      decision: string;
+      feedback?: string;
+      at: string;
+    }
+  | {
+      kind: 'refusal';
+      approvalId?: string;
+      hostId?: string;
+      route?: string;
+      userId: string;
+      /** What was attempted: a click, opening or submitting the reject modal, a command. */
+      action: 'click' | 'modalOpen' | 'modalSubmit' | 'command';
+      /** Why it was refused (authorization: notApprover, selfApproval, routeGone). */
+      reason: string;
+      at: string;
+    };
+
+/** Where audit entries go (a capped Redis stream). Appending never blocks a decision. */
+export interface AuditTrail {
+  append(entry: AuditEntry): Promise<void>;
+}
