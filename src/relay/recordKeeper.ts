@@ -36,7 +36,10 @@ export class RecordKeeper {
 
   constructor(private readonly options: RecordKeeperOptions) {
     this.now = options.now ?? (() => new Date());
-    this.postLeaseMs = options.postLeaseMs ?? 60_000;
+    // Short, and renewed while the post is under way (a post may wait behind a channel's rate
+    // limit for long): when the process holding it dies between Slack's post and savePost, the
+    // next worker takes over within seconds, instead of leaving the approval without a card.
+    this.postLeaseMs = options.postLeaseMs ?? 15_000;
   }
 
   /** Runs `task` in the approval's queue, after everything queued for it before. */
@@ -187,17 +190,28 @@ export class RecordKeeper {
     const { store, cards, render, logger } = this.options;
     const { approvalId } = record;
     let posted: { ts: string; channel: string };
+    const renewing = setInterval(
+      () => {
+        store.renewPostLease(approvalId, lease).catch((err: unknown) => {
+          logger.warn({ err, approvalId }, 'could not renew the post lease');
+        });
+      },
+      Math.max(1, Math.floor(this.postLeaseMs / 3)),
+    );
+    renewing.unref();
     try {
       posted = await cards.post(record.slack.channel, () => render(record, this.now()), {
         approvalId,
         ...(postedSince ? { postedSince } : {}),
       });
     } catch (err) {
+      clearInterval(renewing);
       // Slack said no (the channel, a scope, an outage): try again later, nothing is lost.
       await store.releasePostLease(approvalId, lease);
       this.retryLater(approvalId);
       throw err;
     }
+    clearInterval(renewing);
     const saved = await store.savePost(record, posted, lease);
     if (saved) this.changed(saved.record);
     logger.info(

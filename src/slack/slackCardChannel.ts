@@ -100,7 +100,14 @@ export class SlackCardChannel implements CardChannel, UserNotifier {
       attempts += 1;
       if (lookSince) {
         const found = await this.lookFor(channel, approvalId, lookSince);
-        if (found) return found;
+        if (found) {
+          // It was rendered by that earlier attempt, perhaps from an older record (a process that
+          // died mid-post): it is brought to what the record says now.
+          this.update(found.channel, found.ts, message).catch((err: unknown) => {
+            this.logger.warn({ err, approvalId, ts: found.ts }, 'could not update the card found posted');
+          });
+          return found;
+        }
       }
       try {
         const result = await this.client.chat.postMessage({

@@ -66,6 +66,12 @@ if string.find(cur, ARGV[1], 1, true) then return redis.call('DEL', KEYS[1]) end
 return 0
 `;
 
+/** Extends a post lease only while it still holds our token. */
+const RENEW_SCRIPT = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
+`;
+
 export interface ApprovalStoreOptions {
   /** How long a final record (and its message mapping) is kept. */
   resolvedTtlMs: number;
@@ -109,6 +115,7 @@ export class ApprovalStore {
     redis.defineCommand('csCas', { lua: CAS_SCRIPT });
     redis.defineCommand('csClaim', { numberOfKeys: 2, lua: CLAIM_SCRIPT });
     redis.defineCommand('csRelease', { numberOfKeys: 1, lua: RELEASE_SCRIPT });
+    redis.defineCommand('csRenew', { numberOfKeys: 1, lua: RENEW_SCRIPT });
   }
 
   async get(approvalId: string): Promise<ApprovalRecord | undefined> {
@@ -285,6 +292,11 @@ export class ApprovalStore {
     return ok === 'OK' ? lease : undefined;
   }
 
+  /** Extends our post lease by its ttl; false when it is no longer ours (it ran out). */
+  async renewPostLease(approvalId: string, lease: PostLease): Promise<boolean> {
+    return (await this.redis.csRenew(keys.postLease(approvalId), lease.token, String(lease.ttlMs))) === 1;
+  }
+
   async releasePostLease(approvalId: string, lease: PostLease): Promise<void> {
     await this.redis.csRelease(keys.postLease(approvalId), lease.token);
   }
@@ -356,5 +368,6 @@ declare module 'ioredis' {
       claimTtlMs: string,
     ): Result<unknown[], Context>;
     csRelease(key: string, token: string): Result<number, Context>;
+    csRenew(key: string, token: string, ttlMs: string): Result<number, Context>;
   }
 }

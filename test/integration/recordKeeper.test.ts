@@ -68,6 +68,43 @@ afterAll(async () => {
 });
 
 describe('RecordKeeper', () => {
+  it('renews its post lease while a post waits, so a second worker never posts the card too', async () => {
+    let release: () => void = () => undefined;
+    const slowCards = new Cards();
+    const post = slowCards.post.bind(slowCards);
+    // Slack holds the first post for three lease lengths (a channel's rate limit, say).
+    slowCards.post = async (...args) => {
+      await new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      return post(...args);
+    };
+    const first = new RecordKeeper({
+      store,
+      cards: slowCards,
+      render: (r, now) => renderCard(r, { now }),
+      logger,
+      postLeaseMs: 300,
+    });
+    const creating = first.run('k-1', () => first.create(record()));
+    await new Promise((resolve) => setTimeout(resolve, 900));
+    // Another replica finds a record without its card's place and tries to post it.
+    const second = new RecordKeeper({
+      store,
+      cards,
+      render: (r, now) => renderCard(r, { now }),
+      logger,
+      postLeaseMs: 300,
+    });
+    await second.resync('k-1');
+    expect(cards.posts).toEqual([]);
+    release();
+    await creating;
+    second.stop();
+    expect(slowCards.posts).toHaveLength(1);
+    expect((await store.get('k-1'))?.slack.ts).toBeDefined();
+  });
+
   it('the creator posts with no look-back; a later post of a card-less record looks for an earlier one', async () => {
     expect(await keeper.run('k-1', () => keeper.create(record()))).toBe(true);
     expect(cards.posts).toEqual([{ channel: 'C1', approvalId: 'k-1' }]);

@@ -7,6 +7,7 @@ import { type RetryTiming, realTiming } from '../../src/slack/slackRetry.js';
 import { createWebClient } from '../../src/slack/webClient.js';
 import { FakeSlack, type SlackFault } from '../support/fakeSlack.js';
 import { captureLogger } from '../support/logCapture.js';
+import { until } from '../support/until.js';
 
 // Posting a card against the fake Slack through the real Web API client: whatever becomes of an
 // attempt's answer, the channel ends up with exactly one card per approval.
@@ -84,6 +85,8 @@ describe('SlackCardChannel.post', () => {
     });
     expect(posted).toEqual({ ts: earlier.ts, channel: 'C1' });
     expect(slack.callsOf('chat.postMessage')).toHaveLength(2);
+    // The found card was rendered by the earlier attempt: it is brought up to date.
+    await until(() => slack.message('C1', earlier.ts!)?.text === 'card');
     // Nothing found: it is posted.
     const fresh = await cards.post('C1', () => card('card'), {
       approvalId: 'a-new',
