@@ -39,6 +39,7 @@ function readConfig() {
 }
 
 async function main(): Promise<void> {
+  const startedAt = new Date();
   const config = readConfig();
   const shownConfig = redactedConfig(config);
   const logger = createLogger({ level: config.logLevel, pretty: process.stdout.isTTY === true });
@@ -221,6 +222,12 @@ async function main(): Promise<void> {
     void shutdown(1, 'socket mode connection failed');
   });
   void checkSlackAuth();
+  // Cards an earlier process left behind their records (it died mid-update) are re-rendered.
+  keeper.track(
+    keeper.recoverCards(startedAt).catch((err: unknown) => {
+      logger.warn({ err }, 'could not look for cards left behind');
+    }),
+  );
   await hosts.start();
 
   async function checkSlackAuth(): Promise<void> {

@@ -33,6 +33,12 @@ export class RecordKeeper {
   private readonly postLeaseMs: number;
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly background = new Set<Promise<unknown>>();
+  /** approvalId → the latest card update handed to the channel, by sequence number. */
+  private readonly latestUpdate = new Map<string, number>();
+  private updateSeq = 0;
+  /** Cards that landed their latest update, to be struck off the unsynced set in one call. */
+  private syncedBatch: string[] = [];
+  private syncedFlush: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: RecordKeeperOptions) {
     this.now = options.now ?? (() => new Date());
@@ -140,6 +146,25 @@ export class RecordKeeper {
   stop(): void {
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
+    this.flushSynced();
+  }
+
+  /**
+   * Brings up to date the cards an earlier process may have left behind their records (it died
+   * with an update in flight). Call once at start-up; resolves with how many were re-rendered.
+   */
+  async recoverCards(startedAt: Date = this.now()): Promise<number> {
+    const ids = await this.options.store.unsyncedCards(startedAt);
+    for (const approvalId of ids) {
+      this.enqueue(approvalId, async () => {
+        const record = await this.options.store.get(approvalId);
+        if (record?.slack.ts) this.update(record.slack.channel, record.slack.ts, record);
+        else await this.options.store.cardsSynced([approvalId]);
+      });
+    }
+    if (ids.length > 0)
+      this.options.logger.info({ cards: ids.length }, 'bringing cards left behind up to date');
+    return ids.length;
   }
 
   /**
@@ -174,9 +199,17 @@ export class RecordKeeper {
   private update(channel: string, ts: string, record: ApprovalRecord): void {
     const { cards, render, logger } = this.options;
     const { approvalId, phase, version } = record;
+    const seq = ++this.updateSeq;
+    this.latestUpdate.set(approvalId, seq);
     this.track(
       cards.update(channel, ts, render(record, this.now())).then(
-        () => logger.debug({ approvalId, ts, phase, version }, 'card updated'),
+        () => {
+          logger.debug({ approvalId, ts, phase, version }, 'card updated');
+          // Only the newest update handed out says the card shows every write so far.
+          if (this.latestUpdate.get(approvalId) !== seq) return;
+          this.latestUpdate.delete(approvalId);
+          this.markSynced(approvalId);
+        },
         (err: unknown) => logger.warn({ err, approvalId, ts, version }, 'card update given up'),
       ),
     );
@@ -229,6 +262,28 @@ export class RecordKeeper {
     // Someone changed the record while we were posting: show them the latest.
     if (saved && saved.record.version !== record.version + 1)
       this.update(posted.channel, posted.ts, saved.record);
+  }
+
+  private markSynced(approvalId: string): void {
+    this.syncedBatch.push(approvalId);
+    if (this.syncedFlush) return;
+    // One call for a burst: this bookkeeping must not double the round trips of a resolution.
+    this.syncedFlush = setTimeout(() => this.flushSynced(), 100);
+    this.syncedFlush.unref();
+  }
+
+  private flushSynced(): void {
+    clearTimeout(this.syncedFlush);
+    this.syncedFlush = undefined;
+    const ids = this.syncedBatch;
+    this.syncedBatch = [];
+    if (ids.length === 0) return;
+    this.track(
+      this.options.store.cardsSynced(ids).catch((err: unknown) => {
+        // Left marked: the next start re-renders those cards once more, which is harmless.
+        this.options.logger.warn({ err, cards: ids.length }, 'could not mark cards as up to date');
+      }),
+    );
   }
 
   private changed(record: ApprovalRecord): void {

@@ -176,6 +176,8 @@ export class ApprovalStore {
       // recovery under the same id) must find it free.
       this.cas(pipe, current, written, dropped ? current.claim : undefined);
       this.whenFinal(pipe, current, written);
+      // In the write's own round trip: the card is behind its record until cardsSynced() says not.
+      if (written.slack.ts) pipe.zadd(keys.unsyncedCards(), Date.now(), approvalId);
       const result = firstResult(await pipe.exec());
       if (result === 1) return { record: written, changed: true, previous: current };
       if (result === -1) return undefined;
@@ -290,6 +292,16 @@ export class ApprovalStore {
     const lease = this.newPostLease(ttlMs);
     const ok = await this.redis.set(keys.postLease(approvalId), lease.token, 'PX', ttlMs, 'NX');
     return ok === 'OK' ? lease : undefined;
+  }
+
+  /** These cards show their records' latest writes (see keys.unsyncedCards). */
+  async cardsSynced(approvalIds: readonly string[]): Promise<void> {
+    if (approvalIds.length > 0) await this.redis.zrem(keys.unsyncedCards(), ...approvalIds);
+  }
+
+  /** Approvals whose card may lag their record, written before `before`, oldest first. */
+  async unsyncedCards(before: Date, limit = 1_000): Promise<string[]> {
+    return this.redis.zrangebyscore(keys.unsyncedCards(), '-inf', before.getTime(), 'LIMIT', 0, limit);
   }
 
   /** Extends our post lease by its ttl; false when it is no longer ours (it ran out). */

@@ -21,4 +21,10 @@ export const keys = {
    * Every session an approval came from is here, until the host says it has no such session.
    */
   sessions: (hostId: string) => `${PREFIX}:sessions:{${hostId}}`,
+  /**
+   * Sorted set: approvalIds whose card may not show their record yet (score: when the record was
+   * written). A process that dies with a card update in flight leaves its mark here, and the next
+   * start brings that card up to date.
+   */
+  unsyncedCards: () => `${PREFIX}:cards:unsynced`,
 } as const;

@@ -67,6 +67,34 @@ afterAll(async () => {
   await redis.quit();
 });
 
+describe('RecordKeeper: cards left behind their records', () => {
+  it('a card update in flight when the process died is made by the next start; a landed one is struck off', async () => {
+    await keeper.run('k-1', () => keeper.create(record()));
+    // Slack never answers this process's update: it dies with the update in flight.
+    cards.stall = new Promise(() => undefined);
+    await keeper.mutateAndSync('k-1', (r) => ({ ...r, reason: 'changed before the crash' }));
+    keeper.stop();
+    expect(await store.unsyncedCards(new Date())).toEqual(['k-1']);
+
+    const nextCards = new Cards();
+    const next = new RecordKeeper({
+      store,
+      cards: nextCards,
+      render: (r, now) => renderCard(r, { now }),
+      logger,
+    });
+    expect(await next.recoverCards(new Date())).toBe(1);
+    await next.idle();
+    expect(nextCards.updates).toHaveLength(1);
+    expect(JSON.stringify(nextCards.updates[0]!.message.blocks)).toContain('changed before the crash');
+    next.stop();
+    await next.idle();
+    expect(await store.unsyncedCards(new Date())).toEqual([]);
+    // Nothing left to recover: a later start re-renders nothing.
+    expect(await next.recoverCards(new Date())).toBe(0);
+  });
+});
+
 describe('RecordKeeper', () => {
   it('renews its post lease while a post waits, so a second worker never posts the card too', async () => {
     let release: () => void = () => undefined;
