@@ -191,7 +191,11 @@ export function audit(input: AuditInput): Audit {
     // lost: asked, pending long enough (or still pending) to have been seen, and never a card.
     if (cards.length === 0) {
       const { exposureMs, outcome } = approval;
-      if (outcome.kind === 'pending' || exposureMs >= input.lostGraceMs)
+      // Closed by a restart's recovery and asked again under a new id that got its card: the
+      // person saw the question, under the id it can still be answered by.
+      const reaskedWithCard =
+        outcome.kind === 'closedByRecovery' && (cardsOf.get(outcome.reaskedAs)?.length ?? 0) > 0;
+      if (outcome.kind === 'pending' || (exposureMs >= input.lostGraceMs && !reaskedWithCard))
         note('lost', approval.approvalId, `no card; pending ${exposureMs} ms while the host was up`);
       else unseen.push({ approvalId: approval.approvalId, exposureMs, outcome: outcome.kind });
     }

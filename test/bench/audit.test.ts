@@ -131,6 +131,25 @@ describe('chaos audit', () => {
     expect(result.unseen).toEqual([{ approvalId: 'never-seen', exposureMs: 999, outcome: 'resolved' }]);
   });
 
+  it('lost: closed by a restart recovery without a card counts unless its re-ask got a card', () => {
+    const result = audit(
+      input({
+        approvals: [
+          approval('reasked', { kind: 'closedByRecovery', reaskedAs: 'reasked-r2' }, 5_000),
+          approval('reasked-r2', PENDING, 0),
+          approval('vanished', { kind: 'closedByRecovery', reaskedAs: 'vanished-r2' }, 5_000),
+          approval('vanished-r2', APPROVED, 5_000),
+        ],
+        cards: [card('reasked-r2', 'Approval needed', { buttons: buttons() })],
+      }),
+    );
+    expect(result.details.filter((d) => d.column === 'lost').map((d) => d.approvalId)).toEqual([
+      'vanished',
+      'vanished-r2',
+    ]);
+    expect(result.unseen).toEqual([{ approvalId: 'reasked', exposureMs: 5_000, outcome: 'closedByRecovery' }]);
+  });
+
   it('duplicatedCards: an approval with more than one card', () => {
     const run = cleanRun();
     run.cards.push(card('a-clicked', 'Approved', { decidedBy: { userId: 'U0ALICE' } }));
