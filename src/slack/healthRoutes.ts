@@ -10,7 +10,7 @@ export interface HealthProbe {
   hosts(): boolean;
   /** Why a part is down, in one sentence an operator can act on; asked only about parts that are. */
   whyDown(part: HealthPart): string | undefined;
-  /** Each host on its own: the bot stays ready while one is up, so the others' trouble is shown here. */
+  /** Each host on its own: the bot stays ready while one is up, so /readyz names the others' trouble. */
   hostStatus?(): HostStatus[];
 }
 
@@ -57,7 +57,9 @@ export function healthRoutes(probe: HealthProbe): CustomRoute[] {
       handler: (_req, res) => {
         const status = parts();
         const ready = status.redis && status.slack && status.host;
-        const hosts = probe.hostStatus ? { hosts: hostsShown(probe.hostStatus()) } : {};
+        // With one host, `host` and its reason already say it all.
+        const statuses = probe.hostStatus?.() ?? [];
+        const hosts = statuses.length > 1 ? { hosts: hostsShown(statuses) } : {};
         res.writeHead(ready ? 200 : 503, { 'content-type': 'application/json' });
         res.end(`${JSON.stringify({ ready, ...status, ...hosts, reasons: reasons(status) })}\n`);
       },
