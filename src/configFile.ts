@@ -59,6 +59,7 @@ const USER_ID = /^[UW][A-Z0-9]{2,}$/;
 const USERGROUP_ID = /^S[A-Z0-9]{2,}$/;
 const HOST_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 const SUBJECT_KIND = /^[A-Za-z][A-Za-z0-9_]*$/;
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 function idList(pattern: RegExp, example: string) {
   const notAnId = (iss: { input?: unknown }) => `must be a ${example} (got ${got(iss.input)})`;
@@ -75,24 +76,23 @@ function idList(pattern: RegExp, example: string) {
 const userIds = idList(USER_ID, 'Slack user ID such as U0123ABCD (not a name or @mention)');
 const usergroupIds = idList(USERGROUP_ID, 'Slack user group ID such as S0123ABCD (not a @handle)');
 
-const approvers = mapping(
-  { users: userIds, usergroups: usergroupIds },
-  'a mapping with users and/or usergroups',
-)
-  .optional()
-  .superRefine((value, ctx) => {
-    // An empty approvers list would let nobody decide: almost certainly a mistake, never silent.
-    if (value && (value.users ?? []).length + (value.usergroups ?? []).length === 0) {
-      ctx.addIssue({
-        code: 'custom',
-        message:
-          'must name at least one user or user group (or leave the key out to let anyone in the channel decide)',
-      });
-    }
-  })
-  .transform((value): Approvers | undefined =>
-    value ? { users: value.users ?? [], usergroups: value.usergroups ?? [] } : undefined,
-  );
+/** `leftOut` says what leaving the key out means, so the error points at the real alternative. */
+function approvers(leftOut: string) {
+  return mapping({ users: userIds, usergroups: usergroupIds }, 'a mapping with users and/or usergroups')
+    .optional()
+    .superRefine((value, ctx) => {
+      // An empty approvers list would let nobody decide: almost certainly a mistake, never silent.
+      if (value && (value.users ?? []).length + (value.usergroups ?? []).length === 0) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `must name at least one user or user group (or leave the key out ${leftOut})`,
+        });
+      }
+    })
+    .transform((value): Approvers | undefined =>
+      value ? { users: value.users ?? [], usergroups: value.usergroups ?? [] } : undefined,
+    );
+}
 
 const subjectKinds = z
   .array(
@@ -130,8 +130,8 @@ const route = mapping(
     name: nonEmpty.optional(),
     channel,
     match,
-    approvers,
-    protectedWriteApprovers: approvers,
+    approvers: approvers('to let anyone in the channel decide'),
+    protectedWriteApprovers: approvers('to let the approvers decide protected writes too'),
     allowSelfApproval: z
       .boolean({ error: (iss) => `must be true or false (got ${got(iss.input)})` })
       .optional(),
@@ -173,11 +173,16 @@ const host = mapping(
     cwd: nonEmpty.optional(),
     env: z
       .record(
-        z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: 'must be environment variable names' }),
+        z.string().regex(ENV_NAME),
         z.union([z.string(), z.number(), z.boolean()], {
           error: (iss) => `must be a string, number or boolean (got ${got(iss.input)})`,
         }),
-        { error: (iss) => `must be a mapping of variable names to values (got ${got(iss.input)})` },
+        {
+          error: (iss) =>
+            iss.code === 'invalid_key'
+              ? 'must be an environment variable name (letters, digits and _, not starting with a digit)'
+              : `must be a mapping of variable names to values (got ${got(iss.input)})`,
+        },
       )
       .optional(),
     owner: nonEmpty
@@ -211,6 +216,11 @@ function describeIssue(issue: z.core.$ZodIssue): string {
   const at = pathText(issue.path);
   if (issue.code === 'unrecognized_keys') {
     return at ? `${at}: ${issue.message}` : `top-level ${issue.message}`;
+  }
+  // The path ends in the offending key itself, which reads better quoted after its mapping.
+  if (issue.code === 'invalid_key') {
+    const key = issue.path.at(-1);
+    return `${pathText(issue.path.slice(0, -1))} key ${JSON.stringify(String(key))} ${issue.message}`;
   }
   if (issue.code === 'invalid_type' && issue.input === undefined) return `${at} is required`;
   return `${at || 'the file'} ${issue.message}`;

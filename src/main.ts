@@ -85,19 +85,23 @@ async function main(): Promise<void> {
   const keeper = new RecordKeeper({
     store,
     cards: cardChannel,
-    render: (record, now) => renderCard(record, { now }),
+    render: (record, now) => renderCard(record, { now, showHost: config.msp.hosts.length > 1 }),
     logger,
   });
   // Each host is supervised on its own. A host's events reach the Relay, which is wired below:
   // none arrive before hosts.start().
   const sessionMemory = new RedisSessionMemory(redis);
   const specs = new Map(config.msp.hosts.map((spec) => [spec.id, spec]));
+  // loadConfig refuses MSP_HOST_COMMAND together with the file's hosts: without it, the hosts
+  // come from the file, and a failing one is named by its place there.
+  const hostsFromFile = !process.env.MSP_HOST_COMMAND?.trim();
   const hosts = new HostFleet(
     config.msp.hosts.map(
-      (spec) =>
+      (spec, i) =>
         new HostSupervisor({
           hostId: spec.id,
           command: spec.command,
+          ...(hostsFromFile ? { commandSetting: `COUNTERSIGN_CONFIG hosts[${i}].command` } : {}),
           ...(spec.cwd ? { cwd: spec.cwd } : {}),
           ...(spec.env ? { env: { ...process.env, ...spec.env } } : {}),
           logger: logger.child({ hostId: spec.id }),
@@ -163,6 +167,7 @@ async function main(): Promise<void> {
       slack: () => slackUp,
       hosts: () => hosts.anyUp(),
       whyDown: (part) => whyDown[part](),
+      hostStatus: () => hosts.status(),
     },
   });
 

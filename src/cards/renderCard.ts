@@ -92,9 +92,14 @@ interface Prepared {
   /** rawArgs pretty-printed once: build() runs per level, and rawArgs may be hundreds of KB. */
   args: string;
   now: Date;
+  showHost: boolean;
 }
 
-function build({ record, args, now }: Prepared, budget: CardBudget, maxChoices: number): RenderedMessage {
+function build(
+  { record, args, now, showHost }: Prepared,
+  budget: CardBudget,
+  maxChoices: number,
+): RenderedMessage {
   const subject = renderSubject(record.subject, currentIndex(record), budget);
   const facts = [`*Tool:* ${inlineCode(record.tool, budget.field)}`];
   if (record.title) facts.push(`*Title:* ${truncate(record.title, budget.title)}`);
@@ -111,11 +116,17 @@ function build({ record, args, now }: Prepared, budget: CardBudget, maxChoices: 
   }
   blocks.push(...renderReasons(record, budget));
   blocks.push(...renderBadges(record, budget));
-  blocks.push(...renderSessionContext(record, now, budget));
+  blocks.push(...renderSessionContext(record, now, budget, showHost));
   blocks.push(divider());
   blocks.push(...renderStatus(record, budget));
   if (record.phase === 'pending') blocks.push(...renderChoices(record, budget, maxChoices));
   return { text: fallbackText(record), blocks };
+}
+
+export interface RenderOptions {
+  now: Date;
+  /** Name the host on the card: the bot runs more than one. */
+  showHost?: boolean;
 }
 
 /**
@@ -123,8 +134,13 @@ function build({ record, args, now }: Prepared, budget: CardBudget, maxChoices: 
  * every Block Kit limit whatever the host sends: the first budget level whose card fits wins,
  * and as a last resort fewer buttons are shown (the rest named in a note).
  */
-export function renderCard(record: ApprovalRecord, opts: { now: Date }): RenderedMessage {
-  const prepared: Prepared = { record, args: prettyArgs(record.rawArgs), now: opts.now };
+export function renderCard(record: ApprovalRecord, opts: RenderOptions): RenderedMessage {
+  const prepared: Prepared = {
+    record,
+    args: prettyArgs(record.rawArgs),
+    now: opts.now,
+    showHost: opts.showHost ?? false,
+  };
   let card: RenderedMessage | undefined;
   for (const budget of BUDGET_LEVELS) {
     card = build(prepared, budget, MAX_SHOWN_CHOICES);

@@ -19,10 +19,19 @@ export function renderBadges(record: ApprovalRecord, budget: CardBudget): KnownB
   return badges.length > 0 ? [context(badges)] : [];
 }
 
-/** Which session asked, how long ago, and the approval id operators search logs by. */
-export function renderSessionContext(record: ApprovalRecord, now: Date, budget: CardBudget): KnownBlock[] {
+/**
+ * Which session asked (and on which host, when the bot runs several), how long ago, and the
+ * approval id operators search logs by.
+ */
+export function renderSessionContext(
+  record: ApprovalRecord,
+  now: Date,
+  budget: CardBudget,
+  showHost = false,
+): KnownBlock[] {
   const session = record.sessionTitle || record.sessionId;
   const elements = [`Session: ${truncate(session, budget.field)}`];
+  if (showHost) elements.push(`Host: ${inlineCode(record.hostId, budget.field)}`);
   const age = slackAge(record.openedAt, now);
   if (age) elements.push(`Opened ${age}`);
   elements.push(`Approval ${inlineCode(record.approvalId, 80)}`);

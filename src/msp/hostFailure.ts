@@ -39,8 +39,13 @@ export function describeHandshakeFailure(error: unknown): string {
  * One line for failed starts in a row: "MSP_HOST_COMMAND exited with code 1 3 times in a row:
  * <last stderr line>". The stderr tail is shown as the host wrote it.
  */
-export function failedStartsMessage(reason: string, times: number, stderrTail: readonly string[]): string {
+export function failedStartsMessage(
+  reason: string,
+  times: number,
+  stderrTail: readonly string[],
+  setting: string = COMMAND_SETTING,
+): string {
   const count = times > 1 ? ` ${times} times in a row` : '';
   const lastLine = stderrTail.findLast((line) => line.trim() !== '');
-  return `${COMMAND_SETTING} ${reason}${count}${lastLine === undefined ? '' : `: ${lastLine.trim()}`}`;
+  return `${setting} ${reason}${count}${lastLine === undefined ? '' : `: ${lastLine.trim()}`}`;
 }

@@ -1,5 +1,13 @@
 import type { HostSupervisor } from './hostSupervisor.js';
 
+/** One host's health, as /readyz and /metrics show it. */
+export interface HostStatus {
+  hostId: string;
+  up: boolean;
+  /** Why it is down; absent while it is up. */
+  reason?: string;
+}
+
 /**
  * The hosts the bot runs, each supervised on its own (its own process, backoff and sessions):
  * one crashing or failing its handshake never waits on or disturbs another.
@@ -27,6 +35,14 @@ export class HostFleet {
   /** Ready when at least one host is up: the others' approvals wait for their own host only. */
   anyUp(): boolean {
     return this.all().some((host) => host.isUp());
+  }
+
+  /** Each host's health, in the order of the configuration. */
+  status(): HostStatus[] {
+    return this.all().map((host) => {
+      const reason = host.downReason();
+      return { hostId: host.hostId, up: reason === undefined, ...(reason === undefined ? {} : { reason }) };
+    });
   }
 
   /** Why each host that is down is down, one clause per host; undefined when all are up. */

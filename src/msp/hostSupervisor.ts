@@ -50,6 +50,8 @@ export interface HostSupervisorOptions {
   env?: NodeJS.ProcessEnv;
   /** The host's working directory; the bot's when absent. */
   cwd?: string;
+  /** Where the operator wrote the command, named when it keeps failing; default MSP_HOST_COMMAND. */
+  commandSetting?: string;
   /** Per approval/decide request; default 30 s. */
   decideTimeoutMs?: number;
   /** How long decide() waits for a host that is down; default 30 s. */
@@ -140,6 +142,7 @@ export class HostSupervisor implements ApprovalHost {
   private reportedStartFailure: string | undefined;
   /** Why the host is down, once an attempt has ended; cleared when a host comes up. */
   private readonly cwd: string | undefined;
+  private readonly commandSetting: string | undefined;
   private lastFailure: string | undefined;
   private readonly upGate = new UpGate<Incarnation>();
   /** Sessions followed so far, with their last view cursor; followed again on a respawned host. */
@@ -160,6 +163,7 @@ export class HostSupervisor implements ApprovalHost {
     this.backoff = options.backoff ?? DEFAULT_BACKOFF;
     this.env = options.env;
     this.cwd = options.cwd;
+    this.commandSetting = options.commandSetting;
     this.maxFrameBytes = options.maxFrameBytes;
     this.random = options.random ?? Math.random;
     this.timing = {
@@ -512,7 +516,7 @@ export class HostSupervisor implements ApprovalHost {
     this.failedStarts += 1;
     const reason = incarnation.startFailure ?? describeExit(exit);
     const stderrTail = incarnation.stderrTail.slice(-STDERR_LINES_REPORTED);
-    this.lastFailure = failedStartsMessage(reason, this.failedStarts, stderrTail);
+    this.lastFailure = failedStartsMessage(reason, this.failedStarts, stderrTail, this.commandSetting);
     const fields = { exitCode: exit.code, signal: exit.signal, failedStarts: this.failedStarts, stderrTail };
     const due = this.failedStarts >= FAILED_STARTS_BEFORE_ERROR || needsOperator(exit);
     if (due && reason !== this.reportedStartFailure) {

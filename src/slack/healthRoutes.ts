@@ -1,4 +1,5 @@
 import type { CustomRoute } from '@slack/bolt';
+import type { HostStatus } from '../msp/hostFleet.js';
 
 export type HealthPart = 'redis' | 'slack' | 'host';
 
@@ -9,6 +10,23 @@ export interface HealthProbe {
   hosts(): boolean;
   /** Why a part is down, in one sentence an operator can act on; asked only about parts that are. */
   whyDown(part: HealthPart): string | undefined;
+  /** Each host on its own: the bot stays ready while one is up, so /readyz names the others' trouble. */
+  hostStatus?(): HostStatus[];
+}
+
+/** `{"main": {"up": true}, "ci": {"up": false, "reason": "…"}}`: names the hosts that are down and why. */
+function hostsShown(statuses: HostStatus[]): Record<string, { up: boolean; reason?: string }> {
+  return Object.fromEntries(statuses.map(({ hostId, ...rest }) => [hostId, rest]));
+}
+
+/** One gauge per host. Host ids are letters, digits, ".", "_" and "-" (configFile.ts): safe as label values. */
+function hostGauges(statuses: HostStatus[]): string[] {
+  if (statuses.length === 0) return [];
+  return [
+    '# HELP countersign_host_up Whether an MSP host is up (handshake done on a live connection).',
+    '# TYPE countersign_host_up gauge',
+    ...statuses.map(({ hostId, up }) => `countersign_host_up{host="${hostId}"} ${up ? 1 : 0}`),
+  ];
 }
 
 export function healthRoutes(probe: HealthProbe): CustomRoute[] {
@@ -39,8 +57,11 @@ export function healthRoutes(probe: HealthProbe): CustomRoute[] {
       handler: (_req, res) => {
         const status = parts();
         const ready = status.redis && status.slack && status.host;
+        // With one host, `host` and its reason already say it all.
+        const statuses = probe.hostStatus?.() ?? [];
+        const hosts = statuses.length > 1 ? { hosts: hostsShown(statuses) } : {};
         res.writeHead(ready ? 200 : 503, { 'content-type': 'application/json' });
-        res.end(`${JSON.stringify({ ready, ...status, reasons: reasons(status) })}\n`);
+        res.end(`${JSON.stringify({ ready, ...status, ...hosts, reasons: reasons(status) })}\n`);
       },
     },
     {
@@ -58,6 +79,7 @@ export function healthRoutes(probe: HealthProbe): CustomRoute[] {
             '# HELP countersign_up Whether a part the bot depends on is up.',
             '# TYPE countersign_up gauge',
             ...lines,
+            ...hostGauges(probe.hostStatus?.() ?? []),
             '# HELP process_resident_memory_bytes Resident memory size in bytes.',
             '# TYPE process_resident_memory_bytes gauge',
             `process_resident_memory_bytes ${memory.rss}`,

@@ -1,12 +1,13 @@
 // COUNTERSIGN_CONFIG routes, end to end: the real bot reads a routes file, and each approval's
-// card lands in the channel of the first route that matches it (by host, tool and the session's
-// workspaceRoot), else in SLACK_CHANNEL. Posts are queued per channel, so a channel held back by
+// card lands in the channel of the first route that matches it (by host, tool, the session's
+// workspaceRoot or title, subject kind and protectedWrite), else in SLACK_CHANNEL. Posts are queued per channel, so a channel held back by
 // Slack's rate limit does not hold back another.
 
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { keys } from '../../src/store/keys.js';
 import { freshRedisDb, SIGNING_SECRET, startBot } from '../support/bot.js';
 import {
   type ApprovalRequestParams,
@@ -20,6 +21,8 @@ import { buttonsOf, SESSION, textOf, World } from './world.js';
 
 const PAYMENTS_SESSION = '0198f0aa-2222-7000-8000-0000000000bb';
 const LEDGER_SESSION = '0198f0aa-3333-7000-8000-0000000000cc';
+const DEPLOY_SESSION = '0198f0aa-4444-7000-8000-0000000000dd';
+const NAMED_SESSION = '0198f0aa-5555-7000-8000-0000000000ee';
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
 afterEach(async () => {
@@ -205,6 +208,80 @@ routes:
     ]);
   });
 
+  it('routes by session title (or name), subject kind and protectedWrite, the first matching route winning', async () => {
+    const config = configFile(`
+routes:
+  - name: deploys
+    channel: C0DEPLOYS
+    match:
+      sessionTitles: ["*deploy*"]
+      subjects: [shell]
+  - name: protected
+    channel: C0PROTECTED
+    match:
+      protectedWrite: true
+  - name: files
+    channel: C0FILES
+    match:
+      subjects: [fileAccess]
+  - name: rest
+    channel: C0REST
+`);
+    const world = await startWorld(
+      {
+        sessions: [
+          { sessionId: SESSION, title: 'Bump the version' },
+          { sessionId: DEPLOY_SESSION, title: 'Nightly Deploy / prod' },
+          // No title: the session's name is matched instead.
+          { sessionId: NAMED_SESSION, name: 'deploy-hotfix' },
+        ],
+      },
+      { COUNTERSIGN_CONFIG: config },
+    );
+
+    const expected: Record<string, string> = {};
+    const open = async (approval: ApprovalRequestParams, route: string) => {
+      expected[approval.approvalId] = route;
+      await world.host.open(approval);
+    };
+    // A shell command in a session titled "…Deploy…" (globs ignore case, `*` crosses "/").
+    await open(toolApproval('by-title-shell', 'shell', DEPLOY_SESSION), 'deploys');
+    // The session's name stands in for its missing title.
+    await open(toolApproval('by-name-shell', 'shell', NAMED_SESSION), 'deploys');
+    // The title matches but the subject is a file access: on to the next routes.
+    await open(fileApproval('by-subject-file', { sessionId: DEPLOY_SESSION }), 'files');
+    // A protected write matches both `protected` and `files`: the first one wins.
+    await open(fileApproval('by-protected-file', { protectedWrite: true }), 'protected');
+    // A protected shell command in a deploy session matches `deploys` and `protected`: the first wins.
+    await open(
+      { ...toolApproval('first-wins-shell', 'shell', DEPLOY_SESSION), protectedWrite: true },
+      'deploys',
+    );
+    // A shell command in a session whose title says nothing of deploys: only the catch-all.
+    await open(toolApproval('unmatched-shell', 'shell'), 'rest');
+
+    const channels: Record<string, string> = {
+      deploys: 'C0DEPLOYS',
+      protected: 'C0PROTECTED',
+      files: 'C0FILES',
+      rest: 'C0REST',
+    };
+    for (const [id, route] of Object.entries(expected)) {
+      const card = await world.waitForCard(id, (m) => buttonsOf(m).length > 0);
+      const raw = await world.redis.hget(keys.approval(id), 'd');
+      const stored = JSON.parse(raw!) as { route?: string };
+      expect({ id, channel: card.channel, route: stored.route }).toEqual({
+        id,
+        channel: channels[route],
+        route,
+      });
+      // One host: the card does not name it.
+      expect(textOf(card)).not.toContain('Host:');
+    }
+    expect(world.slack.callsOf('chat.postMessage')).toHaveLength(Object.keys(expected).length);
+    expect(world.slack.messagesIn(world.channel)).toHaveLength(0);
+  });
+
   it('without SLACK_CHANNEL, cards no route matches go to the catch-all route', async () => {
     const config = configFile(`
 routes:
@@ -262,6 +339,11 @@ routes:
         what: 'an empty pattern list',
         yaml: 'routes:\n  - channel: C0SHELL\n    match:\n      tools: []\n',
         line: /COUNTERSIGN_CONFIG .*routes\[0\]\.match\.tools must list at least one value/,
+      },
+      {
+        what: 'hosts in the file while MSP_HOST_COMMAND is set',
+        yaml: 'hosts:\n  - id: main\n    command: muse serve\n',
+        line: /^countersign: MSP_HOST_COMMAND is set and COUNTERSIGN_CONFIG \(.+\) lists hosts: unset MSP_HOST_COMMAND, or remove hosts from the file$/,
       },
       {
         what: 'routes but no SLACK_CHANNEL and no catch-all',

@@ -72,9 +72,10 @@ export class World {
     private readonly botRedisUrl: string | undefined,
   ) {}
 
+  /** `env` may be worked out from the fake host, e.g. a config file that names its command. */
   static async start(
     seed: FakeHostSeed = {},
-    env: Record<string, string> = {},
+    env: Record<string, string> | ((host: FakeHost) => Record<string, string>) = {},
     options: WorldOptions = {},
   ): Promise<World> {
     const slack = await FakeSlack.start(options.slack);
@@ -89,7 +90,7 @@ export class World {
       host,
       slack,
       redisDb,
-      env,
+      env: typeof env === 'function' ? env(host) : env,
       ...(botRedisUrl ? { redisUrl: botRedisUrl } : {}),
     });
     await World.ready(bot, options.waitForSync ?? true);

@@ -145,7 +145,14 @@ if (controlPort) {
       nl = buf.indexOf('\n');
     }
   });
-  report({ type: 'started', incarnation, pid: process.pid });
+  // cwd and FAKE_HOST_MARK let a test see the working directory and environment the bot gave the host.
+  report({
+    type: 'started',
+    incarnation,
+    pid: process.pid,
+    cwd: process.cwd(),
+    mark: process.env.FAKE_HOST_MARK,
+  });
 }
 
 function report(msg) {

@@ -159,6 +159,9 @@ export type DecideFrame = HostFrame<
 export interface Incarnation {
   incarnation: number;
   pid: number;
+  /** The host process's working directory and its FAKE_HOST_MARK variable, as it saw them. */
+  cwd?: string;
+  mark?: string;
   startedAt: number;
   closedAt?: number;
 }
@@ -572,7 +575,13 @@ export class FakeHost {
           continue;
         }
         if (msg.type === 'started') {
-          info = { incarnation: Number(msg.incarnation), pid: Number(msg.pid), startedAt: Date.now() };
+          info = {
+            incarnation: Number(msg.incarnation),
+            pid: Number(msg.pid),
+            ...(typeof msg.cwd === 'string' ? { cwd: msg.cwd } : {}),
+            ...(typeof msg.mark === 'string' ? { mark: msg.mark } : {}),
+            startedAt: Date.now(),
+          };
           this.current = { socket, info };
           this.push(this.incarnations, this.incarnationWaiters, info);
           for (const w of this.connectWaiters.splice(0)) w();

@@ -1,0 +1,130 @@
+// Several hosts from COUNTERSIGN_CONFIG, end to end: the real bot runs a healthy fake host and one
+// whose command exits at once. Each is supervised on its own: the broken one respawns with its own
+// growing backoff and never disturbs the other, which keeps posting cards and deciding. Cards,
+// records, Redis keys, /readyz, /metrics and log lines carry the host id, and each host gets the
+// cwd and env the file gives it.
+
+import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, expect, it } from 'vitest';
+import { keys } from '../../src/store/keys.js';
+import type { BotLogLine } from '../support/bot.js';
+import { type FakeHost, shellApproval } from '../support/fakeHost.js';
+import { until } from '../support/until.js';
+import { buttonsOf, SESSION, textOf, World } from './world.js';
+
+const cleanups: Array<() => Promise<unknown> | unknown> = [];
+afterEach(async () => {
+  while (cleanups.length) await Promise.resolve(cleanups.pop()!()).catch(() => undefined);
+});
+
+function tempDir(): string {
+  const dir = realpathSync(mkdtempSync(join(tmpdir(), 'countersign-hosts-')));
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** Log lines of one host (its logger binds hostId) with message `msg`. */
+function hostLines(logs: BotLogLine[], hostId: string, msg: string): Array<Record<string, unknown>> {
+  return logs.filter((l) => l.json?.hostId === hostId && l.msg === msg).map((l) => l.json!);
+}
+
+/**
+ * A file with the healthy fake host "main" (cwd and env of its own: the fake host finds its
+ * control socket only through that env) and "flaky", whose command exits at once.
+ */
+function twoHostsFile(host: FakeHost, cwd: string): string {
+  const path = join(tempDir(), 'countersign.yml');
+  writeFileSync(
+    path,
+    `hosts:
+  - id: main
+    command: ${JSON.stringify(host.command)}
+    cwd: ${JSON.stringify(cwd)}
+    env:
+      FAKE_HOST_CONTROL: ${host.env.FAKE_HOST_CONTROL}
+      FAKE_HOST_STATE: ${JSON.stringify(host.env.FAKE_HOST_STATE)}
+      FAKE_HOST_MARK: main-only
+  - id: flaky
+    command: "echo flaky host gave up >&2; exit 3"
+routes:
+  - name: flaky-only
+    channel: C0FLAKY
+    match: { hosts: [flaky] }
+`,
+  );
+  return path;
+}
+
+it('runs two hosts: one crashing in a loop with its own backoff, the other posting and deciding normally', async () => {
+  const hostDir = tempDir();
+  // The bot's own environment has no MSP_HOST_COMMAND and none of the fake host's variables.
+  const world = await World.start({}, (host) => ({
+    COUNTERSIGN_CONFIG: twoHostsFile(host, hostDir),
+    MSP_HOST_COMMAND: '',
+    FAKE_HOST_CONTROL: '',
+    FAKE_HOST_STATE: '',
+  }));
+  cleanups.push(() => world.close());
+
+  // The healthy host runs where the file says, with the env the file gives it.
+  const first = await world.host.waitForIncarnation(1);
+  expect({ cwd: first.cwd, mark: first.mark }).toEqual({ cwd: hostDir, mark: 'main-only' });
+
+  // The broken host keeps respawning, each time after a longer wait: its own backoff.
+  await world.bot.waitForLog((l) => l.json?.hostId === 'flaky' && l.json.failures === 3, 10_000);
+  const respawns = hostLines(world.bot.logs, 'flaky', 'respawning host');
+  expect(respawns.slice(0, 3).map((r) => r.failures)).toEqual([1, 2, 3]);
+  expect(respawns[2]!.delayMs as number).toBeGreaterThan(respawns[0]!.delayMs as number);
+  // Its failure is logged once, naming the host and where its command is written.
+  const failed = await world.bot.waitForLog((l) => l.json?.hostId === 'flaky' && l.level === 50, 10_000);
+  expect(failed.msg).toMatch(
+    /^COUNTERSIGN_CONFIG hosts\[1\]\.command exited with code 3 \(configError\) \d+ times in a row: flaky host gave up$/,
+  );
+
+  // Ready while one host is up; /readyz names the host that is down and why.
+  const ready = await fetch(`${world.bot.url}/readyz`);
+  expect(ready.status).toBe(200);
+  const readyBody = (await ready.json()) as Record<string, unknown>;
+  expect(readyBody).toMatchObject({ ready: true, host: true, hosts: { main: { up: true } } });
+  expect(readyBody.hosts).toMatchObject({
+    flaky: { up: false, reason: expect.stringContaining('exited with code 3') },
+  });
+  expect(readyBody.hosts).not.toHaveProperty('main.reason');
+  const metrics = await (await fetch(`${world.bot.url}/metrics`)).text();
+  expect(metrics).toContain('countersign_host_up{host="main"} 1\n');
+  expect(metrics).toContain('countersign_host_up{host="flaky"} 0\n');
+  expect(metrics).toContain('countersign_up{part="host"} 1\n');
+
+  // Meanwhile the healthy host's approvals are posted and decided as usual.
+  const approvalId = 'two-hosts-main-1';
+  await world.host.open(shellApproval({ approvalId, sessionId: SESSION, stages: [['make', 'deploy']] }));
+  const card = await world.waitForCard(approvalId, (m) => buttonsOf(m).length > 0);
+  expect(card.channel).toBe(world.channel);
+  // With more than one host, the card says which one asked.
+  expect(textOf(card)).toContain('Host: `main`');
+
+  const stored = JSON.parse((await world.redis.hget(keys.approval(approvalId), 'd'))!) as { hostId: string };
+  expect(stored.hostId).toBe('main');
+  expect(await world.redis.smembers(keys.openApprovals('main'))).toEqual([approvalId]);
+  expect(await world.redis.exists(keys.openApprovals('flaky'))).toBe(0);
+  const requested = hostLines(world.bot.logs, 'main', 'approval requested');
+  expect(requested.map((l) => l.approvalId)).toEqual([approvalId]);
+
+  await world.press(approvalId, 'Allow once', 'U0ALICE');
+  const decide = await world.host.waitForDecide((d) => d.frame.params.approvalId === approvalId);
+  expect(decide.frame.params.choiceId).toBe('allow_once');
+  const final = await world.waitForCard(approvalId, (m) => textOf(m).includes('Approved'));
+  expect(buttonsOf(final)).toHaveLength(0);
+  expect(textOf(final)).toContain('Host: `main`');
+
+  // The broken host went on failing all along, and never took the healthy one down with it.
+  const respawnsBefore = hostLines(world.bot.logs, 'flaky', 'respawning host').length;
+  await until(() => hostLines(world.bot.logs, 'flaky', 'respawning host').length > respawnsBefore, 10_000);
+  expect(world.host.incarnations.map((i) => i.incarnation)).toEqual([1]);
+  expect(world.host.connected).toBe(true);
+  expect(hostLines(world.bot.logs, 'main', 'respawning host')).toEqual([]);
+  expect(world.slack.messagesIn('C0FLAKY')).toEqual([]);
+  expect(world.host.decides()).toHaveLength(1);
+});
