@@ -104,11 +104,12 @@ export class Router {
     return this.byName.get(routeName)?.rules;
   }
 
-  /** Names of the routes that let anyone in their channel decide (start-up warns about them). */
+  /**
+   * Names of the routes that let anyone in their channel decide (start-up warns about them): no
+   * `approvers`, so at least their approvals that are not protected writes are open.
+   */
   openRoutes(): string[] {
-    return this.routes
-      .filter((r) => !r.rules.approvers && !r.rules.protectedWriteApprovers)
-      .map((r) => r.name);
+    return this.routes.filter((r) => !r.rules.approvers).map((r) => r.name);
   }
 
   /** Every configured route, in order, with its rules: for /countersign whoami. */

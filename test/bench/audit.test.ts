@@ -147,7 +147,9 @@ describe('chaos audit', () => {
       'vanished',
       'vanished-r2',
     ]);
-    expect(result.unseen).toEqual([{ approvalId: 'reasked', exposureMs: 5_000, outcome: 'closedByRecovery' }]);
+    expect(result.unseen).toEqual([
+      { approvalId: 'reasked', exposureMs: 5_000, outcome: 'closedByRecovery' },
+    ]);
   });
 
   it('duplicatedCards: an approval with more than one card', () => {

@@ -169,5 +169,11 @@ describe('Router: session titles, subject kinds and protected writes', () => {
     expect(router.rulesOf(undefined)?.approvers).toBeUndefined();
     expect(router.rulesOf('renamed')).toBeUndefined();
     expect(router.openRoutes()).toEqual(['default']);
+    const protectedOnly = new Router(
+      [{ name: 'pw', channel: 'C0PW', protectedWriteApprovers: { users: ['U0BOB'], usergroups: [] } }],
+      FALLBACK,
+    );
+    // Its approvals that are not protected writes are open to anyone: it is warned about too.
+    expect(protectedOnly.openRoutes()).toEqual(['pw']);
   });
 });
