@@ -21,4 +21,8 @@ export const keys = {
    * Every session an approval came from is here, until the host says it has no such session.
    */
   sessions: (hostId: string) => `${PREFIX}:sessions:{${hostId}}`,
+  /** Stream of audit entries (decisions, refusals), capped with XADD MAXLEN ~. */
+  audit: `${PREFIX}:audit`,
+  /** Whether one notice (thread line, requester DM, stream entry) of an approval was sent. */
+  notice: (approvalId: string, kind: string) => `${PREFIX}:notice:{${approvalId}}:${kind}`,
 } as const;

@@ -913,6 +913,17 @@ export class FakeSlack {
           },
         };
       }
+      case 'chat.getPermalink': {
+        const channel = str(args.channel);
+        const ts = str(args.message_ts);
+        if (!channel || !ts || !this.messages.has(`${channel}/${ts}`))
+          return { ok: false, error: 'message_not_found' };
+        return {
+          ok: true,
+          channel,
+          permalink: `https://test.slack.com/archives/${channel}/p${ts.replace('.', '')}`,
+        };
+      }
       case 'usergroups.users.list': {
         const group = str(args.usergroup);
         const users = group ? this.usergroups.get(group) : undefined;
