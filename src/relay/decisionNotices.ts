@@ -115,7 +115,10 @@ export class DecisionNotices {
     const { ledger, logger } = this.options;
     const { approvalId } = record;
     try {
-      if (!(await ledger.claim(approvalId, kind))) return;
+      if (!(await ledger.claim(approvalId, kind))) {
+        logger.debug({ approvalId, notice: kind }, 'decision notice already claimed; not sent again');
+        return;
+      }
     } catch (err) {
       logger.error({ err, approvalId, notice: kind }, 'notice not sent: its claim could not be stored');
       return;
