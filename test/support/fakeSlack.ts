@@ -379,6 +379,11 @@ export class FakeSlack {
     return this.calls.filter((c) => c.method === method);
   }
 
+  /** chat.postMessage calls that post a message of their own, not a reply in a card's thread. */
+  cardPosts(): SlackCall[] {
+    return this.callsOf('chat.postMessage').filter((c) => c.args.thread_ts === undefined);
+  }
+
   /** Latest state of a message after all updates. */
   message(channel: string, ts: string): SlackMessage | undefined {
     return this.messages.get(`${channel}/${ts}`);
