@@ -42,6 +42,8 @@ export interface Config {
   resolvedTtlMs: number;
   /** Host events held while Redis does not answer; past this they are dropped and re-read later. */
   hostEventBuffer: number;
+  /** About how many entries the audit stream keeps (XADD MAXLEN ~); older ones are trimmed. */
+  auditMaxLen: number;
   pagerDuty: { routingKey?: string; apiToken?: string; eventsUrl: string; apiUrl: string };
   logLevel: LogLevelName;
 }
@@ -58,6 +60,7 @@ export const DEFAULTS = {
   resolvedTtl: '30d',
   mspRequestTimeout: '30s',
   hostEventBuffer: 10_000,
+  auditMaxLen: 100_000,
   pagerDutyEventsUrl: 'https://events.pagerduty.com/v2/enqueue',
   pagerDutyApiUrl: 'https://api.pagerduty.com',
   logLevel: 'info',
@@ -156,6 +159,21 @@ function durationVar(env: NodeJS.ProcessEnv, name: string, fallback: string): nu
     value,
     duration,
     `must be a positive duration such as 30s, 15m, 8h or 7d (got ${shown(value)}): fix or unset it`,
+  );
+}
+
+/** A positive whole number of `unit` (up to 9 digits). */
+function countVar(env: NodeJS.ProcessEnv, name: string, fallback: number, unit: string): number {
+  const value = read(env, name) ?? String(fallback);
+  return check(
+    name,
+    value,
+    z
+      .string()
+      .regex(/^\d{1,9}$/)
+      .transform(Number)
+      .pipe(z.number().int().positive()),
+    `must be a positive whole number of ${unit} (got ${shown(value)}): fix or unset it (default ${fallback})`,
   );
 }
 
@@ -325,17 +343,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     );
   }
   const resolvedTtlMs = durationVar(env, 'COUNTERSIGN_RESOLVED_TTL', DEFAULTS.resolvedTtl);
-  const rawBuffer = read(env, 'COUNTERSIGN_HOST_EVENT_BUFFER') ?? String(DEFAULTS.hostEventBuffer);
-  const hostEventBuffer = check(
-    'COUNTERSIGN_HOST_EVENT_BUFFER',
-    rawBuffer,
-    z
-      .string()
-      .regex(/^\d{1,9}$/)
-      .transform(Number)
-      .pipe(z.number().int().positive()),
-    `must be a positive whole number of events (got ${shown(rawBuffer)}): fix or unset it (default ${DEFAULTS.hostEventBuffer})`,
-  );
+  const hostEventBuffer = countVar(env, 'COUNTERSIGN_HOST_EVENT_BUFFER', DEFAULTS.hostEventBuffer, 'events');
+  const auditMaxLen = countVar(env, 'COUNTERSIGN_AUDIT_MAXLEN', DEFAULTS.auditMaxLen, 'entries');
 
   const routingKey = secretVar(
     env,
@@ -369,6 +378,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     grants: { ttlMs: grantTtlMs, maxTtlMs: grantMaxTtlMs },
     resolvedTtlMs,
     hostEventBuffer,
+    auditMaxLen,
     pagerDuty: {
       ...(routingKey ? { routingKey } : {}),
       ...(apiToken ? { apiToken } : {}),

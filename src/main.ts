@@ -8,6 +8,7 @@ import { HostFleet } from './msp/hostFleet.js';
 import { HostSupervisor } from './msp/hostSupervisor.js';
 import { ClickHandler } from './relay/clickHandler.js';
 import { Decider } from './relay/decider.js';
+import { DecisionNotices } from './relay/decisionNotices.js';
 import { RecordKeeper } from './relay/recordKeeper.js';
 import { Relay } from './relay/relay.js';
 import { Router } from './routing/router.js';
@@ -16,9 +17,12 @@ import { type BotIdentity, createSlackApp } from './slack/createSlackApp.js';
 import { SlackCardChannel } from './slack/slackCardChannel.js';
 import { classifySlackError } from './slack/slackFailures.js';
 import { createSlackFetch } from './slack/slackFetch.js';
+import { SlackNoticeSender } from './slack/slackNotices.js';
 import { describeSlackFailure, SlackReachability } from './slack/slackReachability.js';
 import { createWebClient } from './slack/webClient.js';
 import { ApprovalStore } from './store/approvalStore.js';
+import { RedisAuditTrail } from './store/auditStream.js';
+import { RedisNoticeLedger } from './store/noticeLedger.js';
 import { RedisHealth } from './store/redisHealth.js';
 import { RedisSessionMemory } from './store/sessionMemory.js';
 import { VERSION } from './version.js';
@@ -82,11 +86,24 @@ async function main(): Promise<void> {
   });
 
   const router = new Router(config.routes, config.slack.channel);
+  // Audit: the thread line, the stream entry and the owner's DM of each resolved approval.
+  const auditTrail = new RedisAuditTrail(redis, { maxLen: config.auditMaxLen, logger });
+  const notices = new DecisionNotices({
+    sender: new SlackNoticeSender(slackClient, logger),
+    ledger: new RedisNoticeLedger(redis, { ttlMs: config.resolvedTtlMs }),
+    audit: auditTrail,
+    ownerOf: (hostId) => config.msp.hosts.find((host) => host.id === hostId)?.owner,
+    logger,
+  });
   const keeper = new RecordKeeper({
     store,
     cards: cardChannel,
     render: (record, now) => renderCard(record, { now, showHost: config.msp.hosts.length > 1 }),
     logger,
+    // Followers of stored changes, each one line.
+    onChange: (record) => {
+      notices.follow(record);
+    },
   });
   // Each host is supervised on its own. A host's events reach the Relay, which is wired below:
   // none arrive before hosts.start().
@@ -176,7 +193,10 @@ async function main(): Promise<void> {
     logger,
     stopSlack: () => app.stop(),
     drainDecisions: () => Promise.all([clicks.drain(), decider.drain()]),
-    relayIdle: () => relay.idle(),
+    relayIdle: async () => {
+      await relay.idle();
+      await notices.idle();
+    },
     stopRelay: () => keeper.stop(),
     stopHost: (withinMs) => hosts.stop(withinMs),
     quitRedis: () => {

@@ -29,8 +29,15 @@ const DURABILITY: Record<string, string> = {
   localPersistent: 'saved in this workspace',
 };
 
-function decidedBy(resolution: Resolution): string {
-  if (resolution.slackUserId) return mentionUser(resolution.slackUserId);
+/**
+ * Who decided, safe for mrkdwn. `nameOf` gives a Slack user's name where a mention would ping
+ * them (a thread reply, a DM); without a name the user is mentioned.
+ */
+export function decidedBy(resolution: Resolution, nameOf?: (userId: string) => string | undefined): string {
+  if (resolution.slackUserId) {
+    const name = nameOf?.(resolution.slackUserId);
+    return name ? clip(name, 80) : mentionUser(resolution.slackUserId);
+  }
   return Object.hasOwn(RESOLVED_BY, resolution.resolvedBy)
     ? RESOLVED_BY[resolution.resolvedBy]!
     : clip(resolution.resolvedBy, 60);

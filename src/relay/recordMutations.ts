@@ -229,6 +229,7 @@ export function resolved(params: ApprovalResolvedParams, incarnation: string, no
         amendment,
         decidedAt: params.decidedAt ?? now.toISOString(),
         slackUserId: ours?.userId,
+        choiceId: ours?.choiceId,
         feedback: ours?.feedback,
       },
     };
@@ -255,6 +256,7 @@ export function decidedByClaim(commandId: string, now: Date) {
         resolvedBy: 'user',
         decidedAt: now.toISOString(),
         ...(claim.userId ? { slackUserId: claim.userId } : {}),
+        choiceId: claim.choiceId,
         ...(claim.feedback ? { feedback: claim.feedback } : {}),
       },
     };

@@ -27,4 +27,8 @@ export const keys = {
    * start brings that card up to date.
    */
   unsyncedCards: () => `${PREFIX}:cards:unsynced`,
+  /** Stream of audit entries (decisions, refusals), capped with XADD MAXLEN ~. */
+  audit: `${PREFIX}:audit`,
+  /** Whether one notice (thread line, requester DM, stream entry) of an approval was sent. */
+  notice: (approvalId: string, kind: string) => `${PREFIX}:notice:{${approvalId}}:${kind}`,
 } as const;

@@ -42,6 +42,8 @@ export const Resolution = z.object({
   decidedAt: z.string(),
   /** The Slack user whose click produced the decision, when it was one of ours. */
   slackUserId: z.string().optional(),
+  /** The choice that Slack user pressed: the audit line names it by its label. */
+  choiceId: z.string().optional(),
   feedback: z.string().optional(),
 });
 export type Resolution = z.infer<typeof Resolution>;

@@ -53,7 +53,7 @@ describe('deciding from Slack', () => {
     );
     expect(textOf(final)).toContain('<@U0ALICE>');
     expect(world.host.decides()).toHaveLength(1);
-    expect(world.slack.callsOf('chat.postMessage')).toHaveLength(1);
+    expect(world.slack.cardPosts()).toHaveLength(1);
   });
 
   it('2. reject with feedback through the modal', async () => {
@@ -118,7 +118,7 @@ describe('deciding from Slack', () => {
 
     const final = await world.waitForCard('shell-0001', (m) => textOf(m).includes('Approved'));
     expect(buttonsOf(final)).toHaveLength(0);
-    expect(world.slack.callsOf('chat.postMessage')).toHaveLength(1);
+    expect(world.slack.cardPosts()).toHaveLength(1);
     expect(world.host.decides()).toHaveLength(2);
   });
 
@@ -136,7 +136,7 @@ describe('deciding from Slack', () => {
     const marker = approvalFromTranscript('approval-round-trip', { approvalId: 'marker-0001' });
     await world.host.open(marker, { via: 'requested' });
     await world.tsOf('marker-0001');
-    const posts = world.slack.callsOf('chat.postMessage');
+    const posts = world.slack.cardPosts();
     expect(posts).toHaveLength(2);
   });
 

@@ -112,7 +112,7 @@ describe('keeping the card true to the approval’s life', () => {
     const asked = await world.waitForCard('review-0001', (m) => buttonsOf(m).length === 3);
     expect(asked.ts).toBe(held.ts);
     expect(textOf(asked)).toMatch(/judge/i);
-    expect(world.slack.callsOf('chat.postMessage')).toHaveLength(1);
+    expect(world.slack.cardPosts()).toHaveLength(1);
   });
 
   it('9. the host crashes and is respawned: the old card is superseded, the re-asked approval gets a new card', async () => {
@@ -144,7 +144,7 @@ describe('keeping the card true to the approval’s life', () => {
     expect(decide.frame.params.approvalId).toBe('crash-0001-r2');
     expect(decide.incarnation).toBe(2);
     await world.waitForCard('crash-0001-r2', (m) => textOf(m).includes('Approved'));
-    expect(world.slack.callsOf('chat.postMessage')).toHaveLength(2);
+    expect(world.slack.cardPosts()).toHaveLength(2);
   });
 
   it('10. the bot is killed and restarted: the old card still works and is not posted again', async () => {
@@ -166,7 +166,7 @@ describe('keeping the card true to the approval’s life', () => {
     expect(decide.incarnation).toBe(2);
     const final = await world.waitForCard('restart-0001', (m) => textOf(m).includes('Approved'));
     expect(final.ts).toBe(card.ts);
-    expect(world.slack.callsOf('chat.postMessage')).toHaveLength(1);
+    expect(world.slack.cardPosts()).toHaveLength(1);
   });
 
   it('a non-durable host dies: its open cards say the request died with it', async () => {
@@ -207,6 +207,6 @@ describe('keeping the card true to the approval’s life', () => {
     const final = await world.waitForCard('midway-0001', (m) => textOf(m).includes('Approved'));
     expect(textOf(final)).toContain('<@U0ALICE>');
     expect(world.host.decides()).toHaveLength(2);
-    expect(world.slack.callsOf('chat.postMessage')).toHaveLength(1);
+    expect(world.slack.cardPosts()).toHaveLength(1);
   });
 });

@@ -121,7 +121,7 @@ describe('host events while Redis is away', () => {
     redis = await PrivateRedis.start();
     world = await World.start({}, { COUNTERSIGN_HOST_EVENT_BUFFER: '5' }, { redisUrl: redis.url });
     await open(world, 'before-0001');
-    const postsBefore = world.slack.callsOf('chat.postMessage').length;
+    const postsBefore = world.slack.cardPosts().length;
 
     redis.pause();
     await world.bot.waitForLog((l) => l.msg?.startsWith('Redis is not answering') === true, 10_000);
@@ -135,7 +135,7 @@ describe('host events while Redis is away', () => {
     redis.resume();
 
     for (const approvalId of ids) await world.waitForCard(approvalId, (m) => buttonsOf(m).length > 0, 15_000);
-    const posted = world.slack.callsOf('chat.postMessage').slice(postsBefore);
+    const posted = world.slack.cardPosts().slice(postsBefore);
     expect(posted).toHaveLength(ids.length);
     expect(new Set(posted.map((c) => c.response.ts)).size).toBe(ids.length);
     // The approval whose resolution was dropped does not keep live buttons.

@@ -98,9 +98,7 @@ function postedIds(calls: SlackCall[], ids: string[]): string[] {
 
 /** chat.postMessage calls Slack answered ok, per requested channel. */
 function okPostsTo(slack: FakeSlack, channel: string): SlackCall[] {
-  return slack
-    .callsOf('chat.postMessage')
-    .filter((c) => c.args.channel === channel && c.response.ok === true);
+  return slack.cardPosts().filter((c) => c.args.channel === channel && c.response.ok === true);
 }
 
 describe('routing cards with COUNTERSIGN_CONFIG', () => {
@@ -164,7 +162,7 @@ routes:
       expect({ id, channel: card.channel }).toEqual({ id, channel: expected[id] });
     }
     // Exactly one post per approval, each to its route's channel, and nothing to the unmatched route.
-    const posts = world.slack.callsOf('chat.postMessage');
+    const posts = world.slack.cardPosts();
     expect(posts).toHaveLength(ids.length);
     const postedTo = Object.fromEntries(
       postedIds(posts, ids).map((id, i) => [id, String(posts[i]!.args.channel)]),
@@ -299,7 +297,7 @@ routes:
     expect(file.channel).toBe('C0CATCHALL');
     const shell = await world.waitForCard('catchall-shell', (m) => buttonsOf(m).length > 0);
     expect(shell.channel).toBe('C0SHELL');
-    const channels = world.slack.callsOf('chat.postMessage').map((c) => c.args.channel);
+    const channels = world.slack.cardPosts().map((c) => c.args.channel);
     expect(channels.sort()).toEqual(['C0CATCHALL', 'C0SHELL']);
 
     await press(world, file, 'Allow once');
@@ -424,6 +422,6 @@ routes:
 
     // Nothing more is posted later (no duplicate from a retry).
     await new Promise((r) => setTimeout(r, 1_200));
-    expect(world.slack.callsOf('chat.postMessage')).toHaveLength(busyIds.length + 1);
+    expect(world.slack.cardPosts()).toHaveLength(busyIds.length + 1);
   });
 });

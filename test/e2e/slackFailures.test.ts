@@ -48,7 +48,7 @@ describe('Slack failures', () => {
       const cards = world.slack.messagesIn(world.channel);
       expect(cards.map((m) => m.ts)).toEqual([ts]);
       expect(channel).toBe(world.channel);
-      expect(world.slack.callsOf('chat.postMessage')).toHaveLength(1);
+      expect(world.slack.cardPosts()).toHaveLength(1);
       expect(world.slack.callsOf('conversations.history').length).toBeGreaterThanOrEqual(1);
 
       await world.press('lost-post-0001', 'Allow once');

@@ -128,7 +128,7 @@ describe('Socket Mode', () => {
     expect(final.ts).toBe(card.ts);
     expect(textOf(final)).toContain('<@U0ALICE>');
     expect(host.decides()).toHaveLength(1);
-    expect(slack.callsOf('chat.postMessage')).toHaveLength(1);
+    expect(slack.cardPosts()).toHaveLength(1);
     // Still the one connection: the bot neither dropped nor reopened its socket.
     expect(slack.socketConnections).toHaveLength(1);
     expect(slack.callsOf('apps.connections.open')).toHaveLength(1);

@@ -60,6 +60,8 @@ export interface WorldOptions {
   botRedisUrl?: string;
   /** Wait for the bot's start-up session listing before returning (default true). */
   waitForSync?: boolean;
+  /** A fake host started by the test (its command named in a config file), instead of a new one. */
+  host?: FakeHost;
 }
 
 export class World {
@@ -80,10 +82,12 @@ export class World {
   ): Promise<World> {
     const slack = await FakeSlack.start(options.slack);
     if (options.appToken) slack.expectedAppToken = options.appToken;
-    const host = await FakeHost.start({
-      sessions: [{ sessionId: SESSION, title: 'Bump the version' }],
-      ...seed,
-    });
+    const host =
+      options.host ??
+      (await FakeHost.start({
+        sessions: [{ sessionId: SESSION, title: 'Bump the version' }],
+        ...seed,
+      }));
     const redisDb = await freshRedisDb(options.redisUrl);
     const botRedisUrl = options.botRedisUrl ?? options.redisUrl;
     const bot = await startBot({

@@ -379,6 +379,11 @@ export class FakeSlack {
     return this.calls.filter((c) => c.method === method);
   }
 
+  /** chat.postMessage calls that post a message of their own, not a reply in a card's thread. */
+  cardPosts(): SlackCall[] {
+    return this.callsOf('chat.postMessage').filter((c) => c.args.thread_ts === undefined);
+  }
+
   /** Latest state of a message after all updates. */
   message(channel: string, ts: string): SlackMessage | undefined {
     return this.messages.get(`${channel}/${ts}`);
@@ -911,6 +916,17 @@ export class FakeSlack {
             profile: { display_name: name, real_name: `User ${id}` },
             ...(this.users.get(id) ?? {}),
           },
+        };
+      }
+      case 'chat.getPermalink': {
+        const channel = str(args.channel);
+        const ts = str(args.message_ts);
+        if (!channel || !ts || !this.messages.has(`${channel}/${ts}`))
+          return { ok: false, error: 'message_not_found' };
+        return {
+          ok: true,
+          channel,
+          permalink: `https://test.slack.com/archives/${channel}/p${ts.replace('.', '')}`,
         };
       }
       case 'usergroups.users.list': {

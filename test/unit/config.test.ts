@@ -64,6 +64,7 @@ describe('loadConfig defaults', () => {
       grants: { ttlMs: 8 * 3_600_000, maxTtlMs: 7 * 86_400_000 },
       resolvedTtlMs: 30 * 86_400_000,
       hostEventBuffer: 10_000,
+      auditMaxLen: 100_000,
       pagerDuty: {
         eventsUrl: 'https://events.pagerduty.com/v2/enqueue',
         apiUrl: 'https://api.pagerduty.com',
@@ -110,6 +111,7 @@ describe('loadConfig defaults', () => {
         COUNTERSIGN_GRANT_TTL: '15m',
         COUNTERSIGN_GRANT_MAX_TTL: '1h30m',
         COUNTERSIGN_RESOLVED_TTL: '7d',
+        COUNTERSIGN_AUDIT_MAXLEN: '5000',
         PAGERDUTY_ROUTING_KEY: ROUTING_KEY,
         PAGERDUTY_API_TOKEN: PD_TOKEN,
         PAGERDUTY_EVENTS_URL: 'http://127.0.0.1:4020/v2/enqueue',
@@ -130,6 +132,7 @@ describe('loadConfig defaults', () => {
     expect(config.configPath).toBe(file);
     expect(config.grants).toEqual({ ttlMs: 15 * 60_000, maxTtlMs: 90 * 60_000 });
     expect(config.resolvedTtlMs).toBe(7 * 86_400_000);
+    expect(config.auditMaxLen).toBe(5_000);
     expect(config.pagerDuty).toEqual({
       routingKey: ROUTING_KEY,
       apiToken: PD_TOKEN,
@@ -262,6 +265,14 @@ describe('loadConfig errors', () => {
 
   it('rejects an unknown LOG_LEVEL', () => {
     expect(configError(socketEnv({ LOG_LEVEL: 'verbose' })).variable).toBe('LOG_LEVEL');
+  });
+
+  it.each(['0', '-5', '1e5', 'lots'])('rejects COUNTERSIGN_AUDIT_MAXLEN=%s on one line', (value) => {
+    const err = configError(socketEnv({ COUNTERSIGN_AUDIT_MAXLEN: value }));
+    expect(err.variable).toBe('COUNTERSIGN_AUDIT_MAXLEN');
+    expect(err.message).toBe(
+      `COUNTERSIGN_AUDIT_MAXLEN must be a positive whole number of entries (got "${value}"): fix or unset it (default 100000)`,
+    );
   });
 
   it.each(['PAGERDUTY_EVENTS_URL', 'PAGERDUTY_API_URL'])('rejects a malformed %s', (name) => {

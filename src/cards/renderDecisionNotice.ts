@@ -1,0 +1,77 @@
+import type { ApprovalRecord, Resolution } from '../store/record.js';
+import { decisionTone, describeDecision } from './describeDecision.js';
+import { clip, inlineCode, truncate } from './escape.js';
+import { decidedBy } from './renderStatus.js';
+import { slackDate } from './slackDate.js';
+
+/** A resolved record: the notices are about its resolution. */
+export type ResolvedRecord = ApprovalRecord & { resolution: Resolution };
+
+export interface NoticeNames {
+  /** A Slack user's name, so that a notice names the decider without pinging them. */
+  nameOf?: (userId: string) => string | undefined;
+}
+
+// Feedback is cut well inside Slack's 40,000-character text limit: a notice is a summary, the
+// card holds the rest.
+const MAX_FEEDBACK = 2_000;
+
+function icon(decision: string): string {
+  const tone = decisionTone(decision);
+  return tone === 'approve' ? ':white_check_mark:' : tone === 'reject' ? ':no_entry:' : ':grey_question:';
+}
+
+/** The label of the button that decided, escaped, when a Slack user's click did. */
+function choiceLabel(record: ResolvedRecord): string | undefined {
+  const { choiceId } = record.resolution;
+  const choice = choiceId ? record.availableChoices.find((c) => c.choiceId === choiceId) : undefined;
+  return choice ? clip(choice.label, 75) : undefined;
+}
+
+function when(resolution: Resolution): string {
+  return slackDate(resolution.decidedAt) ?? clip(resolution.decidedAt, 60);
+}
+
+function feedbackLine(resolution: Resolution, title: string): string[] {
+  return resolution.feedback ? [`*${title}:* ${truncate(resolution.feedback, MAX_FEEDBACK)}`] : [];
+}
+
+/**
+ * The audit line posted in a card's thread when its approval is resolved: who decided, with
+ * which choice, the feedback, and when.
+ */
+export function renderThreadLine(record: ResolvedRecord, names: NoticeNames = {}): string {
+  const { resolution } = record;
+  const label = choiceLabel(record);
+  const lines = [
+    `${icon(resolution.decision)} *${describeDecision(resolution.decision)}* by ${decidedBy(resolution, names.nameOf)}${label ? `, choosing *${label}*` : ''}, ${when(resolution)}`,
+    ...feedbackLine(resolution, 'Feedback'),
+  ];
+  return lines.join('\n');
+}
+
+/** Slack's own permalinks only: anything else would be a link text we did not check. */
+const PERMALINK = /^https:\/\/[^\s<>|]+$/;
+
+/**
+ * The DM to a host's owner when one of their agent's approvals is resolved. `permalink` is the
+ * card's, from chat.getPermalink.
+ */
+export function renderRequesterDm(
+  record: ResolvedRecord,
+  hostId: string,
+  permalink: string | undefined,
+  names: NoticeNames = {},
+): string {
+  const { resolution } = record;
+  const label = choiceLabel(record);
+  const link = permalink && PERMALINK.test(permalink) ? `<${permalink}|Open the card>` : undefined;
+  const lines = [
+    `${icon(resolution.decision)} Your agent's request ${inlineCode(record.tool, 100)} on host ${inlineCode(hostId, 100)} was decided: *${describeDecision(resolution.decision)}*`,
+    `*Decided by:* ${decidedBy(resolution, names.nameOf)}${label ? ` (*${label}*)` : ''}`,
+    ...feedbackLine(resolution, 'Reason'),
+    `*When:* ${when(resolution)}`,
+    ...(link ? [link] : []),
+  ];
+  return lines.join('\n');
+}

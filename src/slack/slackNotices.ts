@@ -1,0 +1,79 @@
+import type { WebClient } from '@slack/web-api';
+import type { Logger } from 'pino';
+import type { NoticeSender } from '../relay/decisionNotices.js';
+import { RETRY_POLICIES, type RetryPolicy, retrySlackCall } from './slackRetry.js';
+
+/**
+ * A notice is sent at most once (decisionNotices.ts): a post whose answer was lost may have
+ * reached Slack, so only 429s, which post nothing, are waited out.
+ */
+const AT_MOST_ONCE: RetryPolicy = {
+  maxLost: 0,
+  maxRateLimited: 8,
+  maxRetryAfterMs: 60_000,
+  baseDelayMs: 500,
+  maxDelayMs: 8_000,
+};
+
+/** Thread replies, DMs and the look-ups they need, through the Web API. */
+export class SlackNoticeSender implements NoticeSender {
+  /** userId → display name; names rarely change and a burst of decisions is often one person's. */
+  private readonly names = new Map<string, string>();
+
+  constructor(
+    private readonly client: WebClient,
+    private readonly logger: Logger,
+  ) {}
+
+  async threadReply(channel: string, threadTs: string, text: string): Promise<void> {
+    await retrySlackCall(
+      () => this.client.chat.postMessage({ channel, thread_ts: threadTs, text, unfurl_links: false }),
+      AT_MOST_ONCE,
+    );
+  }
+
+  /** Needs im:write for conversations.open. */
+  async directMessage(userId: string, text: string): Promise<void> {
+    const opened = await retrySlackCall(
+      () => this.client.conversations.open({ users: userId }),
+      RETRY_POLICIES.interactive,
+    );
+    const channel = opened.channel?.id;
+    if (!channel) throw new Error(`conversations.open gave no channel for ${userId}`);
+    await retrySlackCall(
+      () => this.client.chat.postMessage({ channel, text, unfurl_links: false }),
+      AT_MOST_ONCE,
+    );
+  }
+
+  async permalink(channel: string, ts: string): Promise<string | undefined> {
+    try {
+      const answer = await retrySlackCall(
+        () => this.client.chat.getPermalink({ channel, message_ts: ts }),
+        RETRY_POLICIES.interactive,
+      );
+      return answer.permalink;
+    } catch (err) {
+      this.logger.warn({ err, channel, ts }, 'no permalink for the card; the DM goes without it');
+      return undefined;
+    }
+  }
+
+  /** Needs users:read; without it (or any answer) the notice mentions the user instead. */
+  async nameOf(userId: string): Promise<string | undefined> {
+    const known = this.names.get(userId);
+    if (known) return known;
+    try {
+      const { user } = await retrySlackCall(
+        () => this.client.users.info({ user: userId }),
+        RETRY_POLICIES.interactive,
+      );
+      const name = user?.profile?.display_name || user?.real_name || user?.name;
+      if (name) this.names.set(userId, name);
+      return name || undefined;
+    } catch (err) {
+      this.logger.debug({ err, userId }, 'no name for the user; the notice mentions them');
+      return undefined;
+    }
+  }
+}

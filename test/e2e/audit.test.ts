@@ -1,0 +1,251 @@
+// The audit of each resolved approval, end to end: one line in the card's thread, one entry in
+// the audit stream (decisions made through Countersign), and one DM to the host's owner, however
+// often the resolution is seen again (the host repeating it, a re-sync, a change after it, a
+// restart of the bot).
+
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { keys } from '../../src/store/keys.js';
+import { PROJECT_ROOT } from '../support/bot.js';
+import { approvalFromTranscript, FakeHost } from '../support/fakeHost.js';
+import type { SlackCall } from '../support/fakeSlack.js';
+import { testRedisUrl } from '../support/testRedis.js';
+import { buttonsOf, SESSION, textOf, World } from './world.js';
+
+const OWNER = 'U0OWNER';
+const OWNER_DM = `D${OWNER}`;
+
+const cleanups: Array<() => Promise<unknown> | unknown> = [];
+afterEach(async () => {
+  while (cleanups.length) await Promise.resolve(cleanups.pop()!()).catch(() => undefined);
+});
+
+async function startWorld(env: Record<string, string> = {}, host?: FakeHost): Promise<World> {
+  const world = await World.start({}, env, host ? { host } : {});
+  cleanups.push(() => world.close());
+  return world;
+}
+
+/**
+ * A COUNTERSIGN_CONFIG whose one host, `main`, is the fake host with `owner` set. The fake host
+ * is started first, since the file names its command.
+ */
+async function ownedHostEnv(owner: string): Promise<{ env: Record<string, string>; host: FakeHost }> {
+  const host = await FakeHost.start({ sessions: [{ sessionId: SESSION, title: 'Bump the version' }] });
+  const dir = mkdtempSync(join(tmpdir(), 'countersign-audit-'));
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  const path = join(dir, 'countersign.yml');
+  // JSON is YAML, and quotes the host's command line exactly.
+  writeFileSync(path, JSON.stringify({ hosts: [{ id: 'main', command: host.command, owner }] }));
+  return { env: { COUNTERSIGN_CONFIG: path, MSP_HOST_COMMAND: '' }, host };
+}
+
+function dmsTo(world: World, channel: string): SlackCall[] {
+  return world.slack.callsOf('chat.postMessage').filter((c) => c.args.channel === channel);
+}
+
+/** Waits until the bot has logged that `notice` of `approvalId` ended (sent or already claimed) `times` times. */
+async function noticeSettled(world: World, approvalId: string, notice: string, times = 1): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  const matches = () =>
+    world.bot.logs.filter(
+      (l) =>
+        l.json?.approvalId === approvalId &&
+        l.json?.notice === notice &&
+        (l.msg === 'decision notice sent' || l.msg?.startsWith('decision notice already claimed')),
+    ).length;
+  while (matches() < times) {
+    if (Date.now() > deadline)
+      throw new Error(
+        `${notice} notice of ${approvalId} settled ${matches()} of ${times} times\n${world.bot.tail(30)}`,
+      );
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+async function thread(world: World, approvalId: string) {
+  const { channel, ts } = await world.postedAt(approvalId);
+  return world.slack.repliesTo(channel, ts);
+}
+
+async function auditEntries(world: World): Promise<Array<Record<string, string>>> {
+  const entries = await world.redis.xrange(keys.audit, '-', '+');
+  return entries.map(([, fields]) => {
+    const entry: Record<string, string> = {};
+    for (let i = 0; i < fields.length; i += 2) entry[fields[i]!] = fields[i + 1]!;
+    return entry;
+  });
+}
+
+describe('the audit line in the card’s thread and the audit stream', () => {
+  it('a click decision: one thread line naming who, the choice and the feedback, and one stream entry', async () => {
+    const world = await startWorld();
+    world.slack.setUser('U0BOB', { profile: { display_name: 'Bob', real_name: 'Bob Builder' } });
+    const approval = approvalFromTranscript('approval-deny-round-trip');
+    const id = approval.approvalId;
+    await world.host.open(approval, { via: 'both' });
+    await world.waitForCard(id, (m) => buttonsOf(m).length > 0);
+
+    await world.press(id, 'Reject', 'U0BOB');
+    await world.submitModal('U0BOB', 'Not on <!channel> main, see <https://evil.example|docs>');
+    await world.waitForCard(id, (m) => textOf(m).includes('Rejected'));
+    await noticeSettled(world, id, 'thread');
+    await noticeSettled(world, id, 'audit');
+
+    const replies = await thread(world, id);
+    expect(replies).toHaveLength(1);
+    const line = replies[0]!.text;
+    expect(line).toContain('*Rejected* by Bob, choosing *Reject*');
+    expect(line).toMatch(/<!date\^\d+\^/);
+    expect(line).toContain('*Feedback:* Not on &lt;!channel&gt; main, see &lt;https://evil.example|docs&gt;');
+    expect(line).not.toContain('<@U0BOB>');
+    expect(line).not.toContain('<!channel>');
+
+    const entries = await auditEntries(world);
+    expect(entries).toHaveLength(1);
+    expect(entries[0]).toEqual({
+      kind: 'decision',
+      approvalId: id,
+      hostId: 'default',
+      route: '(SLACK_CHANNEL)',
+      tool: approval.toolName,
+      userId: 'U0BOB',
+      via: 'click',
+      choiceId: 'abort',
+      decision: 'abort',
+      feedback: 'Not on <!channel> main, see <https://evil.example|docs>',
+      at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+    });
+    // No owner for the one host of MSP_HOST_COMMAND: no DM.
+    expect(world.slack.callsOf('conversations.open')).toHaveLength(0);
+    expect(
+      world.slack.callsOf('chat.postMessage').filter((c) => String(c.args.channel).startsWith('D')),
+    ).toEqual([]);
+
+    // npm run audit:export writes the same entry as one NDJSON line.
+    const out = execFileSync(process.execPath, ['dist/auditExport.js'], {
+      cwd: PROJECT_ROOT,
+      env: { PATH: process.env.PATH ?? '', REDIS_URL: testRedisUrl(world.redisDb) },
+      encoding: 'utf8',
+    });
+    const lines = out
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, string>);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({ ...entries[0], id: expect.stringMatching(/^\d+-\d+$/) });
+  });
+
+  it('a policy resolution: a thread line saying policy, and no stream entry', async () => {
+    const world = await startWorld();
+    const approval = approvalFromTranscript('approval-round-trip', { approvalId: 'policy-0001' });
+    await world.host.open(approval, { via: 'both' });
+    await world.waitForCard('policy-0001', (m) => buttonsOf(m).length > 0);
+    await world.host.resolve({ approvalId: 'policy-0001', decision: 'denied', resolvedBy: 'policy' });
+    await noticeSettled(world, 'policy-0001', 'thread');
+
+    const replies = await thread(world, 'policy-0001');
+    expect(replies).toHaveLength(1);
+    expect(replies[0]!.text).toMatch(/^:no_entry: \*Denied\* by policy, <!date\^/);
+    expect(replies[0]!.text).not.toContain('choosing');
+    expect(await world.redis.xlen(keys.audit)).toBe(0);
+  });
+
+  it('a refused click is not posted in the thread', async () => {
+    const world = await startWorld();
+    const approval = approvalFromTranscript('approval-round-trip', { approvalId: 'late-0001' });
+    await world.host.open(approval, { via: 'both' });
+    const open = await world.waitForCard('late-0001', (m) => buttonsOf(m).length > 0);
+    await world.press('late-0001', 'Allow once', 'U0ALICE');
+    await noticeSettled(world, 'late-0001', 'thread');
+    // A second click on the old card is refused with an ephemeral note, and the card re-synced.
+    await world.press('late-0001', 'Allow once', 'U0CAROL', open);
+    await world.ephemeralTo('U0CAROL');
+    expect(await thread(world, 'late-0001')).toHaveLength(1);
+    expect(await world.redis.xlen(keys.audit)).toBe(1);
+  });
+});
+
+describe('the requester DM', () => {
+  it('goes to the host’s owner once per approval: not again when the resolution is repeated, re-synced, changed, or replayed after a restart', async () => {
+    const { env, host } = await ownedHostEnv(OWNER);
+    const world = await startWorld(env, host);
+    world.slack.setUser('U0ALICE', { profile: { display_name: 'Alice', real_name: 'Alice A' } });
+
+    // A: decided by a click.
+    const clicked = approvalFromTranscript('approval-round-trip', { approvalId: 'dm-click-0001' });
+    await world.host.open(clicked, { via: 'both' });
+    const open = await world.waitForCard('dm-click-0001', (m) => buttonsOf(m).length > 0);
+    await world.press('dm-click-0001', 'Allow once', 'U0ALICE');
+    const decide = await world.host.waitForDecide();
+    await noticeSettled(world, 'dm-click-0001', 'dm');
+
+    const card = await world.postedAt('dm-click-0001');
+    const [dm] = dmsTo(world, OWNER_DM);
+    expect(world.slack.callsOf('conversations.open').map((c) => c.args.users)).toEqual([OWNER]);
+    const text = String(dm!.args.text);
+    expect(text).toContain(
+      "Your agent's request `write_file` on host `main` was decided: *Approved (this request only)*",
+    );
+    expect(text).toContain('*Decided by:* Alice (*Allow once*)');
+    expect(text).toContain(
+      `<https://test.slack.com/archives/${card.channel}/p${card.ts.replace('.', '')}|Open the card>`,
+    );
+
+    // The host says it again; a stale click re-syncs the card.
+    await world.host.notify('approval/resolved', {
+      sessionId: SESSION,
+      approvalId: 'dm-click-0001',
+      decision: 'approved',
+      resolvedBy: 'user',
+      decidedByCommandId: decide.frame.params.commandId,
+    });
+    await world.press('dm-click-0001', 'Allow once', 'U0CAROL', open);
+    await world.ephemeralTo('U0CAROL');
+
+    // B: settled by the host's policy with a rule, whose save is reported after the resolution:
+    // a second stored change of the resolved record, which must not send a second DM.
+    const ruled = approvalFromTranscript('approval-round-trip', { approvalId: 'dm-rule-0001' });
+    await world.host.open(ruled, { via: 'both' });
+    await world.waitForCard('dm-rule-0001', (m) => buttonsOf(m).length > 0);
+    await world.host.resolve({
+      approvalId: 'dm-rule-0001',
+      decision: 'approvedPolicyAmendment',
+      resolvedBy: 'policy',
+      amendment: { durability: 'localPersistent', rulePreview: 'Always allow writes to Cargo.toml' },
+    });
+    await world.host.update({
+      approvalId: 'dm-rule-0001',
+      change: { kind: 'policyPersistence', status: 'failed', reason: 'policy store is read-only' },
+    });
+    await world.waitForCard('dm-rule-0001', (m) => textOf(m).includes('Rule not saved'));
+    await noticeSettled(world, 'dm-rule-0001', 'dm', 2);
+    expect(dmsTo(world, OWNER_DM)).toHaveLength(2);
+    expect(String(dmsTo(world, OWNER_DM)[1]!.args.text)).toContain('*Decided by:* policy');
+
+    // The bot restarts on the same Redis, and the host replays the resolution.
+    await world.bot.stop(5_000);
+    await world.restartBot(env);
+    await world.host.notify('approval/resolved', {
+      sessionId: SESSION,
+      approvalId: 'dm-click-0001',
+      decision: 'approved',
+      resolvedBy: 'user',
+      decidedByCommandId: decide.frame.params.commandId,
+    });
+    await world.press('dm-click-0001', 'Allow once', 'U0CAROL', open);
+    await world.slack.waitFor('chat.postEphemeral', (c) => c.args.user === 'U0CAROL', 5_000, {
+      since: world.slack.calls.length,
+    });
+    await world.bot.waitForLog((l) => l.msg === 'card updated' && l.json?.approvalId === 'dm-click-0001');
+
+    expect(dmsTo(world, OWNER_DM)).toHaveLength(2);
+    expect(world.slack.callsOf('conversations.open')).toHaveLength(2);
+    expect(await thread(world, 'dm-click-0001')).toHaveLength(1);
+    expect(await thread(world, 'dm-rule-0001')).toHaveLength(1);
+    expect(await world.redis.get(keys.notice('dm-click-0001', 'dm'))).toBe('sent');
+  });
+});
