@@ -40,6 +40,8 @@ export interface Config {
   grants: { ttlMs: number; maxTtlMs: number };
   /** How long resolved approval records are kept in Redis. */
   resolvedTtlMs: number;
+  /** How long a user group's members, read from Slack, are trusted (shared by replicas in Redis). */
+  usergroupCacheTtlMs: number;
   /** Host events held while Redis does not answer; past this they are dropped and re-read later. */
   hostEventBuffer: number;
   pagerDuty: { routingKey?: string; apiToken?: string; eventsUrl: string; apiUrl: string };
@@ -56,6 +58,7 @@ export const DEFAULTS = {
   grantTtl: '8h',
   grantMaxTtl: '7d',
   resolvedTtl: '30d',
+  usergroupCacheTtl: '1m',
   mspRequestTimeout: '30s',
   hostEventBuffer: 10_000,
   pagerDutyEventsUrl: 'https://events.pagerduty.com/v2/enqueue',
@@ -325,6 +328,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     );
   }
   const resolvedTtlMs = durationVar(env, 'COUNTERSIGN_RESOLVED_TTL', DEFAULTS.resolvedTtl);
+  const usergroupCacheTtlMs = durationVar(env, 'COUNTERSIGN_USERGROUP_CACHE_TTL', DEFAULTS.usergroupCacheTtl);
   const rawBuffer = read(env, 'COUNTERSIGN_HOST_EVENT_BUFFER') ?? String(DEFAULTS.hostEventBuffer);
   const hostEventBuffer = check(
     'COUNTERSIGN_HOST_EVENT_BUFFER',
@@ -368,6 +372,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     admins: file?.admins ?? [],
     grants: { ttlMs: grantTtlMs, maxTtlMs: grantMaxTtlMs },
     resolvedTtlMs,
+    usergroupCacheTtlMs,
     hostEventBuffer,
     pagerDuty: {
       ...(routingKey ? { routingKey } : {}),

@@ -6,13 +6,16 @@ import { createLogger, toBoltLogger } from './log.js';
 import { sleep } from './msp/backoff.js';
 import { HostFleet } from './msp/hostFleet.js';
 import { HostSupervisor } from './msp/hostSupervisor.js';
+import { Authorizer } from './relay/authorizer.js';
 import { ClickHandler } from './relay/clickHandler.js';
 import { Decider } from './relay/decider.js';
 import { RecordKeeper } from './relay/recordKeeper.js';
 import { Relay } from './relay/relay.js';
 import { Router } from './routing/router.js';
 import { createShutdown } from './shutdown.js';
+import { ApproverNames, namedInConfig } from './slack/approverNames.js';
 import { type BotIdentity, createSlackApp } from './slack/createSlackApp.js';
+import { SlackGroupDirectory } from './slack/groupDirectory.js';
 import { SlackCardChannel } from './slack/slackCardChannel.js';
 import { classifySlackError } from './slack/slackFailures.js';
 import { createSlackFetch } from './slack/slackFetch.js';
@@ -81,10 +84,27 @@ async function main(): Promise<void> {
   });
 
   const router = new Router(config.routes, config.slack.channel);
+  const owners = new Map(config.msp.hosts.flatMap((spec) => (spec.owner ? [[spec.id, spec.owner]] : [])));
+  const authorizer = new Authorizer({
+    rulesOf: (route) => router.rulesOf(route),
+    admins: config.admins,
+    ownerOf: (hostId) => owners.get(hostId),
+    groups: new SlackGroupDirectory(slackClient, redis, { ttlMs: config.usergroupCacheTtlMs, logger }),
+    logger,
+  });
+  // Names, never mentions, on a card: see renderApprovers.ts.
+  const approverNames = new ApproverNames(slackClient, {
+    ...namedInConfig(
+      router.all().map((route) => route.rules),
+      [...config.admins, ...owners.values()],
+    ),
+    logger,
+  });
   const keeper = new RecordKeeper({
     store,
     cards: cardChannel,
-    render: (record, now) => renderCard(record, { now }),
+    render: (record, now) =>
+      renderCard(record, { now, approvers: approverNames.shown(authorizer.shown(record)) }),
     logger,
   });
   // Each host is supervised on its own. A host's events reach the Relay, which is wired below:
@@ -132,7 +152,7 @@ async function main(): Promise<void> {
       `route ${JSON.stringify(name)} has no approvers: anyone in its channel may decide its approvals`,
     );
   }
-  const clicks = new ClickHandler({ store, decider, keeper, notifier: cardChannel, logger });
+  const clicks = new ClickHandler({ store, decider, keeper, notifier: cardChannel, authorizer, logger });
 
   const identity: BotIdentity = {};
   const reachability = new SlackReachability(logger.child({ component: 'slack-reachability' }));
@@ -174,6 +194,7 @@ async function main(): Promise<void> {
     stopRelay: () => keeper.stop(),
     stopHost: (withinMs) => hosts.stop(withinMs),
     quitRedis: () => {
+      approverNames.stop();
       // Card updates still retrying (Slack away) end here; what they would have said is in Redis.
       cardChannel.stop();
       redisHealth.stop();
@@ -221,6 +242,8 @@ async function main(): Promise<void> {
     void shutdown(1, 'socket mode connection failed');
   });
   void checkSlackAuth();
+  // The first cards should show names: read them before any host can ask, but not for long.
+  await Promise.race([approverNames.start(), sleep(5_000)]);
   await hosts.start();
 
   async function checkSlackAuth(): Promise<void> {

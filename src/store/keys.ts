@@ -21,4 +21,6 @@ export const keys = {
    * Every session an approval came from is here, until the host says it has no such session.
    */
   sessions: (hostId: string) => `${PREFIX}:sessions:{${hostId}}`,
+  /** JSON array of a Slack user group's members, for a short while: every replica reads the same. */
+  usergroup: (usergroupId: string) => `${PREFIX}:usergroup:{${usergroupId}}`,
 } as const;

@@ -4,11 +4,13 @@ import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { renderCard } from '../../src/cards/renderCard.js';
 import type { ApprovalHost, HostEvent } from '../../src/msp/events.js';
 import { ApprovalRequestParams, ApprovalUpdatedParams, type DecideParams } from '../../src/msp/protocol.js';
+import { Authorizer } from '../../src/relay/authorizer.js';
 import { ClickHandler } from '../../src/relay/clickHandler.js';
 import { Decider } from '../../src/relay/decider.js';
 import type { CardChannel, RenderedMessage, UserNotifier } from '../../src/relay/ports.js';
 import { RecordKeeper } from '../../src/relay/recordKeeper.js';
 import { Relay } from '../../src/relay/relay.js';
+import { OPEN_RULES } from '../../src/routing/route.js';
 import { ApprovalStore } from '../../src/store/approvalStore.js';
 import { shellApproval } from '../support/fakeHost.js';
 import { testRedisUrl } from '../support/testRedis.js';
@@ -104,7 +106,15 @@ beforeEach(async () => {
     sandboxModeOf: () => 'default',
     now,
   });
-  clicks = new ClickHandler({ store, decider, keeper, notifier: cards, logger });
+  // Anyone may decide here: who may is test/e2e/authorization.test.ts's subject.
+  const authorizer = new Authorizer({
+    rulesOf: () => OPEN_RULES,
+    admins: [],
+    ownerOf: () => undefined,
+    groups: { members: async () => new Set() },
+    logger,
+  });
+  clicks = new ClickHandler({ store, decider, keeper, notifier: cards, authorizer, logger });
   relay.handleHostEvent(event({ incarnation: 'inc-1', via: 'request', params }));
   await relay.idle();
 });
