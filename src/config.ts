@@ -40,6 +40,8 @@ export interface Config {
   grants: { ttlMs: number; maxTtlMs: number };
   /** How long resolved approval records are kept in Redis. */
   resolvedTtlMs: number;
+  /** How long a user group's members, read from Slack, are trusted (shared by replicas in Redis). */
+  usergroupCacheTtlMs: number;
   /** Host events held while Redis does not answer; past this they are dropped and re-read later. */
   hostEventBuffer: number;
   /** About how many entries the audit stream keeps (XADD MAXLEN ~); older ones are trimmed. */
@@ -58,6 +60,7 @@ export const DEFAULTS = {
   grantTtl: '8h',
   grantMaxTtl: '7d',
   resolvedTtl: '30d',
+  usergroupCacheTtl: '1m',
   mspRequestTimeout: '30s',
   hostEventBuffer: 10_000,
   auditMaxLen: 100_000,
@@ -343,6 +346,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     );
   }
   const resolvedTtlMs = durationVar(env, 'COUNTERSIGN_RESOLVED_TTL', DEFAULTS.resolvedTtl);
+  const usergroupCacheTtlMs = durationVar(env, 'COUNTERSIGN_USERGROUP_CACHE_TTL', DEFAULTS.usergroupCacheTtl);
   const hostEventBuffer = countVar(env, 'COUNTERSIGN_HOST_EVENT_BUFFER', DEFAULTS.hostEventBuffer, 'events');
   const auditMaxLen = countVar(env, 'COUNTERSIGN_AUDIT_MAXLEN', DEFAULTS.auditMaxLen, 'entries');
 
@@ -377,6 +381,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     admins: file?.admins ?? [],
     grants: { ttlMs: grantTtlMs, maxTtlMs: grantMaxTtlMs },
     resolvedTtlMs,
+    usergroupCacheTtlMs,
     hostEventBuffer,
     auditMaxLen,
     pagerDuty: {

@@ -6,6 +6,7 @@ import { createLogger, toBoltLogger } from './log.js';
 import { sleep } from './msp/backoff.js';
 import { HostFleet } from './msp/hostFleet.js';
 import { HostSupervisor } from './msp/hostSupervisor.js';
+import { Authorizer } from './relay/authorizer.js';
 import { ClickHandler } from './relay/clickHandler.js';
 import { Decider } from './relay/decider.js';
 import { DecisionNotices } from './relay/decisionNotices.js';
@@ -13,7 +14,9 @@ import { RecordKeeper } from './relay/recordKeeper.js';
 import { Relay } from './relay/relay.js';
 import { Router } from './routing/router.js';
 import { createShutdown } from './shutdown.js';
+import { ApproverNames, namedInConfig } from './slack/approverNames.js';
 import { type BotIdentity, createSlackApp } from './slack/createSlackApp.js';
+import { SlackGroupDirectory } from './slack/groupDirectory.js';
 import { SlackCardChannel } from './slack/slackCardChannel.js';
 import { classifySlackError } from './slack/slackFailures.js';
 import { createSlackFetch } from './slack/slackFetch.js';
@@ -86,19 +89,40 @@ async function main(): Promise<void> {
   });
 
   const router = new Router(config.routes, config.slack.channel);
+  const owners = new Map(config.msp.hosts.flatMap((spec) => (spec.owner ? [[spec.id, spec.owner]] : [])));
+  const authorizer = new Authorizer({
+    rulesOf: (route) => router.rulesOf(route),
+    admins: config.admins,
+    ownerOf: (hostId) => owners.get(hostId),
+    groups: new SlackGroupDirectory(slackClient, redis, { ttlMs: config.usergroupCacheTtlMs, logger }),
+    logger,
+  });
+  // Names, never mentions, on a card: see renderApprovers.ts.
+  const approverNames = new ApproverNames(slackClient, {
+    ...namedInConfig(
+      router.all().map((route) => route.rules),
+      [...config.admins, ...owners.values()],
+    ),
+    logger,
+  });
   // Audit: the thread line, the stream entry and the owner's DM of each resolved approval.
   const auditTrail = new RedisAuditTrail(redis, { maxLen: config.auditMaxLen, logger });
   const notices = new DecisionNotices({
     sender: new SlackNoticeSender(slackClient, logger),
     ledger: new RedisNoticeLedger(redis, { ttlMs: config.resolvedTtlMs }),
     audit: auditTrail,
-    ownerOf: (hostId) => config.msp.hosts.find((host) => host.id === hostId)?.owner,
+    ownerOf: (hostId) => owners.get(hostId),
     logger,
   });
   const keeper = new RecordKeeper({
     store,
     cards: cardChannel,
-    render: (record, now) => renderCard(record, { now, showHost: config.msp.hosts.length > 1 }),
+    render: (record, now) =>
+      renderCard(record, {
+        now,
+        approvers: approverNames.shown(authorizer.shown(record)),
+        showHost: config.msp.hosts.length > 1,
+      }),
     logger,
     // Followers of stored changes, each one line.
     onChange: (record) => {
@@ -154,7 +178,15 @@ async function main(): Promise<void> {
       `route ${JSON.stringify(name)} has no approvers: anyone in its channel may decide its approvals`,
     );
   }
-  const clicks = new ClickHandler({ store, decider, keeper, notifier: cardChannel, logger });
+  const clicks = new ClickHandler({
+    store,
+    decider,
+    keeper,
+    notifier: cardChannel,
+    authorizer,
+    audit: auditTrail,
+    logger,
+  });
 
   const identity: BotIdentity = {};
   const reachability = new SlackReachability(logger.child({ component: 'slack-reachability' }));
@@ -200,6 +232,7 @@ async function main(): Promise<void> {
     stopRelay: () => keeper.stop(),
     stopHost: (withinMs) => hosts.stop(withinMs),
     quitRedis: () => {
+      approverNames.stop();
       // Card updates still retrying (Slack away) end here; what they would have said is in Redis.
       cardChannel.stop();
       redisHealth.stop();
@@ -247,6 +280,8 @@ async function main(): Promise<void> {
     void shutdown(1, 'socket mode connection failed');
   });
   void checkSlackAuth();
+  // The first cards should show names: read them before any host can ask, but not for long.
+  await Promise.race([approverNames.start(), sleep(5_000)]);
   // Cards an earlier process left behind their records (it died mid-update) are re-rendered.
   keeper.track(
     keeper.recoverCards(startedAt).catch((err: unknown) => {

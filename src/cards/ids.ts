@@ -8,6 +8,9 @@ export const CHOICE_ACTION_PATTERN = /^cs_choice_\d+$/;
 export const FEEDBACK_VIEW_CALLBACK_ID = 'cs_feedback';
 export const FEEDBACK_BLOCK_ID = 'cs_feedback_block';
 export const FEEDBACK_INPUT_ACTION_ID = 'cs_feedback_input';
+/** The route's quick reasons in the reject modal. */
+export const QUICK_REASON_BLOCK_ID = 'cs_quick_reason_block';
+export const QUICK_REASON_ACTION_ID = 'cs_quick_reason';
 
 /**
  * What a choice button carries. It is only a hint of which button was pressed: the relay
@@ -47,6 +50,8 @@ export interface FeedbackModalMetadata {
   ts: string;
   sourceIndex: number;
   choiceId: string;
+  /** The approval the modal was opened for; checked against the message's own mapping on submit. */
+  approvalId?: string;
 }
 
 /** block_id of the n-th actions block of choices: `${CHOICE_BLOCK_PREFIX}v${version}_${n}`. */

@@ -6,6 +6,7 @@ import { BUDGET_LEVELS, type CardBudget } from './budget.js';
 import { decisionTone } from './describeDecision.js';
 import { clip, codeBlock, inlineCode, truncate } from './escape.js';
 import { countBlockText, MAX_CARD_FALLBACK_TEXT, MAX_HEADER_TEXT, MAX_TOTAL_BLOCK_TEXT } from './limits.js';
+import { renderApprovers, type ShownApproverNames } from './renderApprovers.js';
 import { MAX_SHOWN_CHOICES, renderChoices } from './renderChoices.js';
 import { renderCuaFacts } from './renderCuaFacts.js';
 import { renderBadges, renderSessionContext } from './renderMeta.js';
@@ -42,8 +43,8 @@ function headline(record: ApprovalRecord): string {
   }
 }
 
-/** The subject in a few words for the notification text: "npm test && git push". */
-function summary(record: ApprovalRecord): string | undefined {
+/** The subject in a few words, for the notification text and the reject modal: "npm test && git push". */
+export function subjectSummary(record: ApprovalRecord): string | undefined {
   const s = record.subject;
   switch (s.kind) {
     case 'shell':
@@ -64,7 +65,7 @@ function summary(record: ApprovalRecord): string | undefined {
 }
 
 function fallbackText(record: ApprovalRecord): string {
-  const what = summary(record);
+  const what = subjectSummary(record);
   const raw = `${headline(record)}: ${record.tool}${what ? ` — ${what}` : ''}`;
   return truncate(raw.replace(/\s+/g, ' '), MAX_CARD_FALLBACK_TEXT);
 }
@@ -87,8 +88,18 @@ function currentIndex(record: ApprovalRecord): number | undefined {
   return open ? record.currentRequirementId.sourceIndex : undefined;
 }
 
+/** What a card shows besides its record. */
+export interface CardOptions {
+  now: Date;
+  /** Who may decide, by name; left out, the card names no approvers. */
+  approvers?: ShownApproverNames;
+  /** Name the host on the card: the bot runs more than one. */
+  showHost?: boolean;
+}
+
 interface Prepared {
   record: ApprovalRecord;
+  approvers: ShownApproverNames | undefined;
   /** rawArgs pretty-printed once: build() runs per level, and rawArgs may be hundreds of KB. */
   args: string;
   now: Date;
@@ -96,7 +107,7 @@ interface Prepared {
 }
 
 function build(
-  { record, args, now, showHost }: Prepared,
+  { record, args, now, approvers, showHost }: Prepared,
   budget: CardBudget,
   maxChoices: number,
 ): RenderedMessage {
@@ -117,16 +128,12 @@ function build(
   blocks.push(...renderReasons(record, budget));
   blocks.push(...renderBadges(record, budget));
   blocks.push(...renderSessionContext(record, now, budget, showHost));
+  // Only while someone may still decide: on a final card it would read as a pending question.
+  if (currentIndex(record) !== undefined) blocks.push(...renderApprovers(approvers, budget));
   blocks.push(divider());
   blocks.push(...renderStatus(record, budget));
   if (record.phase === 'pending') blocks.push(...renderChoices(record, budget, maxChoices));
   return { text: fallbackText(record), blocks };
-}
-
-export interface RenderOptions {
-  now: Date;
-  /** Name the host on the card: the bot runs more than one. */
-  showHost?: boolean;
 }
 
 /**
@@ -134,12 +141,13 @@ export interface RenderOptions {
  * every Block Kit limit whatever the host sends: the first budget level whose card fits wins,
  * and as a last resort fewer buttons are shown (the rest named in a note).
  */
-export function renderCard(record: ApprovalRecord, opts: RenderOptions): RenderedMessage {
+export function renderCard(record: ApprovalRecord, opts: CardOptions): RenderedMessage {
   const prepared: Prepared = {
     record,
     args: prettyArgs(record.rawArgs),
     now: opts.now,
     showHost: opts.showHost ?? false,
+    approvers: opts.approvers,
   };
   let card: RenderedMessage | undefined;
   for (const budget of BUDGET_LEVELS) {

@@ -1,10 +1,12 @@
 import type { Logger } from 'pino';
 import type { ApprovalChoice } from '../msp/protocol.js';
+import { OPEN_RULES, type RouteRules } from '../routing/route.js';
 import type { ApprovalStore } from '../store/approvalStore.js';
 import type { ApprovalRecord } from '../store/record.js';
+import type { Authorizer } from './authorizer.js';
 import type { Decider, DecisionOutcome } from './decider.js';
 import { whyNotDecidable } from './decisionCheck.js';
-import type { UserNotifier } from './ports.js';
+import type { AuditEntry, AuditTrail, UserNotifier } from './ports.js';
 import type { RecordKeeper } from './recordKeeper.js';
 import { type Refusal, refusalFor, refusalText } from './userMessages.js';
 
@@ -36,10 +38,13 @@ export interface Click {
   approvalHint?: string;
   /** When the click reached us (ms since the epoch); deadlines count from here. */
   receivedAt?: number;
+  /** Where the choice was made: its button (the default), or the submit of the reason modal. */
+  from?: 'button' | 'modal';
 }
 
 export type ClickCheck =
-  | { ok: true; record: ApprovalRecord; choice: ApprovalChoice }
+  /** `rules`: those of the record's route (how a rejection is asked for), defaults when gone. */
+  | { ok: true; record: ApprovalRecord; choice: ApprovalChoice; rules: RouteRules }
   | { ok: false; refusal: Refusal; approvalId?: string };
 
 export interface ClickHandlerOptions {
@@ -47,6 +52,10 @@ export interface ClickHandlerOptions {
   decider: Decider;
   keeper: RecordKeeper;
   notifier: UserNotifier;
+  /** Who may decide: checked on every click and modal submit, before anything is claimed. */
+  authorizer: Authorizer;
+  /** Where refused attempts are recorded, when there is an audit trail. */
+  audit?: AuditTrail;
   logger: Logger;
 }
 
@@ -124,12 +133,40 @@ export class ClickHandler {
     while (this.clicks.size > 0) await Promise.allSettled([...this.clicks]);
   }
 
-  private checkFound(record: ApprovalRecord | undefined, click: Click): ClickCheck {
+  private async checkFound(record: ApprovalRecord | undefined, click: Click): Promise<ClickCheck> {
     if (!record) return { ok: false, refusal: { code: 'unknownCard' } };
     const why = whyNotDecidable(record, click);
     if (why) return { ok: false, refusal: refusalFor(why, click.userId), approvalId: record.approvalId };
     const choice = record.availableChoices.find((c) => c.choiceId === click.choiceId)!;
-    return { ok: true, record, choice };
+    // Asked on every click and again at modal submit: rules and group membership may change
+    // while a modal is open.
+    const authorization = await this.options.authorizer.check(click.userId, record);
+    if (!authorization.allowed) {
+      this.recordRefusal(record, click, choice, authorization.why);
+      return { ok: false, refusal: { code: 'notAuthorized', refused: authorization } };
+    }
+    const rules = this.options.authorizer.authority(record).rules ?? OPEN_RULES;
+    return { ok: true, record, choice, rules };
+  }
+
+  /** A refused attempt is logged and audited, never posted where others would see it. */
+  private recordRefusal(record: ApprovalRecord, click: Click, choice: ApprovalChoice, reason: string): void {
+    const action: Extract<AuditEntry, { kind: 'refusal' }>['action'] =
+      click.from === 'modal' ? 'modalSubmit' : choice.acceptsFeedback ? 'modalOpen' : 'click';
+    const entry: AuditEntry = {
+      kind: 'refusal',
+      approvalId: record.approvalId,
+      hostId: record.hostId,
+      ...(record.route ? { route: record.route } : {}),
+      userId: click.userId,
+      action,
+      reason,
+      at: new Date().toISOString(),
+    };
+    this.options.logger.info(entry, 'decision refused: user may not decide on this route');
+    this.options.audit?.append(entry).catch((err: unknown) => {
+      this.options.logger.warn({ err, approvalId: record.approvalId }, 'could not append to the audit trail');
+    });
   }
 
   private async handle(click: Click, alreadyChecked?: ClickCheck): Promise<void> {

@@ -1,4 +1,8 @@
 import { describeDecision } from '../cards/describeDecision.js';
+import { escapeMrkdwn } from '../cards/escape.js';
+import { mentionUser } from '../cards/mentionUser.js';
+import type { Approvers } from '../routing/route.js';
+import type { Refused } from './authorization.js';
 import type { DecisionOutcome } from './decider.js';
 import type { NotDecidable } from './decisionCheck.js';
 
@@ -19,7 +23,9 @@ export type Refusal =
   | { code: 'unknownToHost' }
   | { code: 'notRecorded' }
   | { code: 'stopping' }
-  | { code: 'decideFailed'; kind: string };
+  | { code: 'decideFailed'; kind: string }
+  /** The route's rules do not let this user decide (authorization.ts says why). */
+  | { code: 'notAuthorized'; refused: Refused };
 
 /** What to tell the person whose decision ended in `outcome` (anything but `decided`). */
 export function refusalFor(
@@ -79,6 +85,63 @@ function who(resolvedBy: string, slackUserId?: string): string {
   return resolvedBy.replace(/[&<>]/g, '');
 }
 
+const USERGROUP_ID = /^S[A-Z0-9]{2,40}$/;
+
+/** `<!subteam^S…>`: the group's handle, as Slack shows it; escaped text for anything else. */
+function mentionUsergroup(usergroupId: string): string {
+  return USERGROUP_ID.test(usergroupId) ? `<!subteam^${usergroupId}>` : escapeMrkdwn(usergroupId);
+}
+
+/** "a", "a or b", "a, b or c". */
+function oneOf(items: readonly string[]): string {
+  if (items.length <= 1) return items.join('');
+  return `${items.slice(0, -1).join(', ')} or ${items[items.length - 1]}`;
+}
+
+/**
+ * "<@U0ALICE> or members of <!subteam^S0SRE>". Mentions are fine here: the text is ephemeral,
+ * seen only by the person refused, and tells them whom to ask.
+ */
+function whoMay(approvers: Approvers): string | undefined {
+  const users = approvers.users.map(mentionUser);
+  const groups = approvers.usergroups.map(mentionUsergroup);
+  const parts = groups.length > 0 ? [...users, `members of ${oneOf(groups)}`] : users;
+  return parts.length > 0 ? oneOf(parts) : undefined;
+}
+
+/** One sentence saying why this user may not decide here. */
+export function notAuthorizedText(refused: Refused): string {
+  const route = escapeMrkdwn(refused.route);
+  switch (refused.why) {
+    case 'selfApproval':
+      return `You cannot approve your own agent's request on ${route}: someone else must decide it.`;
+    case 'routeGone':
+      return `The route this card was posted by (${route}) is no longer configured, so only admins can decide on it.`;
+    case 'notApprover': {
+      const who = whoMay(refused.approvers);
+      if (refused.protectedWrite) {
+        return `This is a protected write: only ${who ?? 'admins'} can decide protected writes on ${route}.`;
+      }
+      return `Only ${who ?? 'admins'} can decide on ${route}.`;
+    }
+  }
+}
+
+/**
+ * The same refusal inside the reject modal, whose error texts are plain (no mentions): the
+ * ephemeral message sent beside it names who may decide.
+ */
+export function notAuthorizedInModalText(refused: Refused): string {
+  if (refused.why !== 'notApprover') return notAuthorizedText(refused);
+  const what = refused.protectedWrite ? `protected writes on ${refused.route}` : refused.route;
+  return `You are not among those who can decide on ${what} (any more): Countersign sent you a message naming them.`;
+}
+
+/** The reject modal was submitted without a reason on a route that requires one. */
+export function reasonRequiredText(route: string | undefined, quickReasons: boolean): string {
+  return `A reason is required to reject on ${route ?? 'this route'}: type one${quickReasons ? ' or pick a quick reason' : ''}.`;
+}
+
 export function refusalText(refusal: Refusal): string {
   switch (refusal.code) {
     case 'unknownCard':
@@ -111,5 +174,7 @@ export function refusalText(refusal: Refusal): string {
       return 'Countersign is restarting and did not take this click. Nothing was decided. Please click again in a minute.';
     case 'decideFailed':
       return `The agent host refused the decision (${refusal.kind.replace(/[&<>]/g, '')}). Nothing was decided; the card shows the current state.`;
+    case 'notAuthorized':
+      return notAuthorizedText(refusal.refused);
   }
 }

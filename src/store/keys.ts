@@ -31,4 +31,6 @@ export const keys = {
   audit: `${PREFIX}:audit`,
   /** Whether one notice (thread line, requester DM, stream entry) of an approval was sent. */
   notice: (approvalId: string, kind: string) => `${PREFIX}:notice:{${approvalId}}:${kind}`,
+  /** JSON array of a Slack user group's members, for a short while: every replica reads the same. */
+  usergroup: (usergroupId: string) => `${PREFIX}:usergroup:{${usergroupId}}`,
 } as const;

@@ -4,11 +4,13 @@ import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { renderCard } from '../../src/cards/renderCard.js';
 import type { ApprovalHost, HostEvent } from '../../src/msp/events.js';
 import { ApprovalRequestParams, ApprovalUpdatedParams, type DecideParams } from '../../src/msp/protocol.js';
+import { Authorizer } from '../../src/relay/authorizer.js';
 import { ClickHandler } from '../../src/relay/clickHandler.js';
 import { Decider } from '../../src/relay/decider.js';
-import type { CardChannel, RenderedMessage, UserNotifier } from '../../src/relay/ports.js';
+import type { AuditEntry, CardChannel, RenderedMessage, UserNotifier } from '../../src/relay/ports.js';
 import { RecordKeeper } from '../../src/relay/recordKeeper.js';
 import { Relay } from '../../src/relay/relay.js';
+import { OPEN_RULES } from '../../src/routing/route.js';
 import { ApprovalStore } from '../../src/store/approvalStore.js';
 import { shellApproval } from '../support/fakeHost.js';
 import { testRedisUrl } from '../support/testRedis.js';
@@ -63,6 +65,7 @@ let host: Host;
 let relay: Relay;
 let keeper: RecordKeeper;
 let clicks: ClickHandler;
+let decider: Decider;
 let commandIds = 0;
 
 const params = ApprovalRequestParams.parse(
@@ -86,7 +89,7 @@ beforeEach(async () => {
   host = new Host();
   const now = () => clock;
   keeper = new RecordKeeper({ store, cards, render: (r, n) => renderCard(r, { now: n }), logger, now });
-  const decider = new Decider({
+  decider = new Decider({
     keeper,
     store,
     host: () => host,
@@ -104,7 +107,15 @@ beforeEach(async () => {
     sandboxModeOf: () => 'default',
     now,
   });
-  clicks = new ClickHandler({ store, decider, keeper, notifier: cards, logger });
+  // Anyone may decide here: who may is test/e2e/authorization.test.ts's subject.
+  const authorizer = new Authorizer({
+    rulesOf: () => OPEN_RULES,
+    admins: [],
+    ownerOf: () => undefined,
+    groups: { members: async () => new Set() },
+    logger,
+  });
+  clicks = new ClickHandler({ store, decider, keeper, notifier: cards, authorizer, logger });
   relay.handleHostEvent(event({ incarnation: 'inc-1', via: 'request', params }));
   await relay.idle();
 });
@@ -122,6 +133,43 @@ const click = (userId: string, sourceIndex: number) => ({
 });
 
 describe('ClickHandler against real Redis', () => {
+  it('a user the route does not list is refused before anything is claimed: told why, audited, nothing decided', async () => {
+    const audited: AuditEntry[] = [];
+    const strict = new ClickHandler({
+      store,
+      decider,
+      keeper,
+      notifier: cards,
+      authorizer: new Authorizer({
+        rulesOf: () => ({ ...OPEN_RULES, approvers: { users: ['U0ALICE'], usergroups: [] } }),
+        admins: [],
+        ownerOf: () => undefined,
+        groups: { members: async () => new Set() },
+        logger,
+      }),
+      audit: { append: async (entry) => void audited.push(entry) },
+      logger,
+    });
+    await strict.click(click('U0EVE', 0));
+    expect(host.decided).toHaveLength(0);
+    expect(cards.notes.at(-1)).toEqual({ userId: 'U0EVE', text: 'Only <@U0ALICE> can decide on test.' });
+    expect(audited).toEqual([
+      expect.objectContaining({
+        kind: 'refusal',
+        approvalId: 'a-click',
+        hostId: 'default',
+        route: 'test',
+        userId: 'U0EVE',
+        action: 'click',
+        reason: 'notApprover',
+      }),
+    ]);
+    // Nothing was claimed: the approver decides next.
+    await strict.click(click('U0ALICE', 0));
+    expect(host.decided).toHaveLength(1);
+    expect(audited).toHaveLength(1);
+  });
+
   it('a host restart that re-asks the same stage under the same id frees the old claim', async () => {
     await clicks.click(click('U1', 0));
     expect(host.decided).toHaveLength(1);

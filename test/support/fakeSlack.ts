@@ -264,6 +264,7 @@ export class FakeSlack {
   private readonly faults = new Map<string, Array<{ fault: SlackFault } & Required<FaultOptions>>>();
   private readonly users = new Map<string, Record<string, unknown>>();
   private readonly usergroups = new Map<string, string[]>();
+  private readonly usergroupHandles = new Map<string, string>();
   private waiters: Waiter[] = [];
   private requestWaiters: Array<() => void> = [];
   private readonly changeListeners = new Set<() => void>();
@@ -369,8 +370,9 @@ export class FakeSlack {
     this.users.set(id, info);
   }
 
-  setUsergroup(id: string, userIds: string[]): void {
+  setUsergroup(id: string, userIds: string[], handle?: string): void {
     this.usergroups.set(id, userIds);
+    if (handle !== undefined) this.usergroupHandles.set(id, handle);
   }
 
   // ---- observations
@@ -935,6 +937,16 @@ export class FakeSlack {
         if (!users) return { ok: false, error: 'no_such_subteam' };
         return { ok: true, users };
       }
+      case 'usergroups.list':
+        return {
+          ok: true,
+          usergroups: [...this.usergroups.keys()].map((id) => ({
+            id,
+            team_id: 'T1',
+            handle: this.usergroupHandles.get(id) ?? id.toLowerCase(),
+            name: this.usergroupHandles.get(id) ?? id,
+          })),
+        };
       default:
         return { ok: true };
     }

@@ -63,6 +63,7 @@ describe('loadConfig defaults', () => {
       admins: [],
       grants: { ttlMs: 8 * 3_600_000, maxTtlMs: 7 * 86_400_000 },
       resolvedTtlMs: 30 * 86_400_000,
+      usergroupCacheTtlMs: 60_000,
       hostEventBuffer: 10_000,
       auditMaxLen: 100_000,
       pagerDuty: {

@@ -3,6 +3,7 @@ import { afterEach, expect, it } from 'vitest';
 import { encodeChoiceValue } from '../../src/cards/ids.js';
 import { loadConfig } from '../../src/config.js';
 import type { ClickHandler } from '../../src/relay/clickHandler.js';
+import { OPEN_RULES } from '../../src/routing/route.js';
 import { createSlackApp, type SlackService } from '../../src/slack/createSlackApp.js';
 import { createSlackFetch } from '../../src/slack/slackFetch.js';
 import { SlackReachability } from '../../src/slack/slackReachability.js';
@@ -56,8 +57,9 @@ it('listeners call Slack through the shared client; Bolt’s own client makes no
   const clicks = {
     check: async () => ({
       ok: true,
-      record: { tool: 'shell' },
+      record: { approvalId: 'appr-1', tool: 'shell', subject: { kind: 'shell', command: 'make deploy' } },
       choice: { choiceId: 'deny', label: 'Reject', acceptsFeedback: true },
+      rules: OPEN_RULES,
     }),
     checkInTime: (_click: unknown, checking: Promise<unknown>) => checking,
     click: async () => undefined,

@@ -2,6 +2,7 @@ import type { App } from '@slack/bolt';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { CHOICE_ACTION_PATTERN, decodeChoiceValue } from '../../cards/ids.js';
+import { subjectSummary } from '../../cards/renderCard.js';
 import { renderFeedbackModal } from '../../cards/renderFeedbackModal.js';
 import type { ClickHandler } from '../../relay/clickHandler.js';
 import type { SlackViews } from '../slackViews.js';
@@ -63,14 +64,26 @@ export function registerChoiceButton(
       await clicks.refuse({ channel, userId: parsed.data.user.id }, { code: 'unknownCard' });
       return;
     }
+    // The check includes who may decide: a modal only opens for someone who may submit it.
     const checked = await clicks.checkInTime(click, checking);
     if (checked.ok && checked.choice.acceptsFeedback && parsed.data.trigger_id) {
+      const { record, rules } = checked;
+      const subject = subjectSummary(record);
       await views.open(
         parsed.data.trigger_id,
         renderFeedbackModal({
-          metadata: { channel, ts, sourceIndex: click.sourceIndex, choiceId: click.choiceId },
+          metadata: {
+            channel,
+            ts,
+            sourceIndex: click.sourceIndex,
+            choiceId: click.choiceId,
+            approvalId: record.approvalId,
+          },
           choiceLabel: checked.choice.label,
-          tool: checked.record.tool,
+          tool: record.tool,
+          ...(subject ? { subject } : {}),
+          rejectReason: rules.rejectReason,
+          quickReasons: rules.quickReasons,
         }) as never,
       );
       return;

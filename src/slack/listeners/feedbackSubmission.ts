@@ -1,30 +1,59 @@
 import type { App } from '@slack/bolt';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { FEEDBACK_VIEW_CALLBACK_ID } from '../../cards/ids.js';
-import { readFeedback } from '../../cards/renderFeedbackModal.js';
-import type { ClickHandler } from '../../relay/clickHandler.js';
+import { FEEDBACK_BLOCK_ID, FEEDBACK_VIEW_CALLBACK_ID } from '../../cards/ids.js';
+import { readReason } from '../../cards/renderFeedbackModal.js';
+import type { Click, ClickHandler } from '../../relay/clickHandler.js';
+import { notAuthorizedInModalText, reasonRequiredText } from '../../relay/userMessages.js';
 
 const Metadata = z.object({
   channel: z.string(),
   ts: z.string(),
   sourceIndex: z.number().int(),
   choiceId: z.string(),
+  approvalId: z.string().optional(),
 });
 
-/** The feedback modal was submitted: decide with the chosen choice and the optional reason. */
+/**
+ * The reject modal was submitted: check the user again (rules or group membership may have
+ * changed since it opened) and the route's reason rule, both before the modal closes, so that a
+ * refusal shows in the modal itself; then decide with the chosen choice and the reason.
+ */
 export function registerFeedbackSubmission(app: App, clicks: ClickHandler, logger: Logger): void {
   app.view(FEEDBACK_VIEW_CALLBACK_ID, async ({ ack, body, view }) => {
     const receivedAt = Date.now();
-    await ack();
     let metadata: z.infer<typeof Metadata>;
     try {
       metadata = Metadata.parse(JSON.parse(view.private_metadata));
     } catch (err) {
+      await ack();
       logger.warn({ err }, 'feedback modal with unusable private_metadata');
       return;
     }
-    const feedback = readFeedback(view.state.values);
-    await clicks.click({ ...metadata, userId: body.user.id, receivedAt, ...(feedback ? { feedback } : {}) });
+    const { approvalId, ...where } = metadata;
+    const feedback = readReason(view.state.values);
+    const click: Click = {
+      ...where,
+      ...(approvalId ? { approvalHint: approvalId } : {}),
+      userId: body.user.id,
+      receivedAt,
+      from: 'modal',
+      ...(feedback ? { feedback } : {}),
+    };
+    // Bounded by the click's deadline, well inside the 3 s Slack gives the acknowledgement.
+    const checked = await clicks.checkInTime(click, clicks.check(click));
+    if (!checked.ok && checked.refusal.code === 'notAuthorized') {
+      const error = notAuthorizedInModalText(checked.refusal.refused);
+      await ack({ response_action: 'errors', errors: { [FEEDBACK_BLOCK_ID]: error } });
+      await clicks.refuse(click, checked.refusal);
+      return;
+    }
+    if (checked.ok && checked.rules.rejectReason === 'required' && !feedback) {
+      const error = reasonRequiredText(checked.record.route, checked.rules.quickReasons.length > 0);
+      await ack({ response_action: 'errors', errors: { [FEEDBACK_BLOCK_ID]: error } });
+      return;
+    }
+    await ack();
+    await clicks.click(click, checked);
   });
 }
