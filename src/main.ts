@@ -6,19 +6,26 @@ import { createLogger, toBoltLogger } from './log.js';
 import { sleep } from './msp/backoff.js';
 import { HostFleet } from './msp/hostFleet.js';
 import { HostSupervisor } from './msp/hostSupervisor.js';
+import { Authorizer } from './relay/authorizer.js';
 import { ClickHandler } from './relay/clickHandler.js';
 import { Decider } from './relay/decider.js';
 import { RecordKeeper } from './relay/recordKeeper.js';
 import { Relay } from './relay/relay.js';
 import { Router } from './routing/router.js';
 import { createShutdown } from './shutdown.js';
+import { AppHome } from './slack/appHome.js';
 import { type BotIdentity, createSlackApp } from './slack/createSlackApp.js';
+import { Permalinks } from './slack/permalinks.js';
 import { SlackCardChannel } from './slack/slackCardChannel.js';
 import { classifySlackError } from './slack/slackFailures.js';
 import { createSlackFetch } from './slack/slackFetch.js';
 import { describeSlackFailure, SlackReachability } from './slack/slackReachability.js';
+import { slackViews } from './slack/slackViews.js';
+import { WaitingApprovals } from './slack/waitingApprovals.js';
 import { createWebClient } from './slack/webClient.js';
 import { ApprovalStore } from './store/approvalStore.js';
+import { HomeViewers } from './store/homeViewers.js';
+import { RecentDecisions } from './store/recentDecisions.js';
 import { RedisHealth } from './store/redisHealth.js';
 import { RedisSessionMemory } from './store/sessionMemory.js';
 import { VERSION } from './version.js';
@@ -86,6 +93,10 @@ async function main(): Promise<void> {
     cards: cardChannel,
     render: (record, now) => renderCard(record, { now }),
     logger,
+    // Called only once hosts have started, when `home` (below) exists.
+    onChange: (record) => {
+      home.follow(record);
+    },
   });
   // Each host is supervised on its own. A host's events reach the Relay, which is wired below:
   // none arrive before hosts.start().
@@ -134,6 +145,37 @@ async function main(): Promise<void> {
   }
   const clicks = new ClickHandler({ store, decider, keeper, notifier: cardChannel, logger });
 
+  // Who may decide (team approvals), and what /countersign and App Home show each user.
+  const authorizer = new Authorizer({
+    rulesOf: (route) => router.rulesOf(route),
+    admins: config.admins,
+    ownerOf: (id) => specs.get(id)?.owner,
+    groups: {
+      members: async (group) =>
+        new Set((await slackClient.usergroups.users.list({ usergroup: group })).users ?? []),
+    },
+    logger,
+  });
+  const permalinks = new Permalinks(slackClient, logger);
+  const waiting = new WaitingApprovals({
+    redis,
+    store,
+    hostIds: config.msp.hosts.map((spec) => spec.id),
+    authorizer,
+    permalinks,
+  });
+  const home = new AppHome({
+    views: slackViews(slackClient),
+    waiting,
+    recent: new RecentDecisions(redis, config.resolvedTtlMs),
+    // Opened in the last half hour: likely still on screen, worth publishing again on changes.
+    viewers: new HomeViewers(redis, 30 * 60_000),
+    permalinks,
+    channel: config.slack.channel,
+    status: () => ({ host: health.hosts(), redis: health.redis() }),
+    logger,
+  });
+
   const identity: BotIdentity = {};
   const reachability = new SlackReachability(logger.child({ component: 'slack-reachability' }));
   const whyDown = {
@@ -149,6 +191,12 @@ async function main(): Promise<void> {
         : 'Slack refused the bot token or its scopes'),
     host: () => hosts.downReason() ?? 'no MSP host is up',
   };
+  const health = {
+    redis: () => redis.status === 'ready' && redisHealth.available(),
+    slack: () => slackUp,
+    hosts: () => hosts.anyUp(),
+    whyDown: (part: keyof typeof whyDown) => whyDown[part](),
+  };
   const app = createSlackApp({
     config,
     logger,
@@ -157,12 +205,8 @@ async function main(): Promise<void> {
     web: slackClient,
     transport: slackTransport,
     reachability,
-    health: {
-      redis: () => redis.status === 'ready' && redisHealth.available(),
-      slack: () => slackUp,
-      hosts: () => hosts.anyUp(),
-      whyDown: (part) => whyDown[part](),
-    },
+    health,
+    team: { authorizer, router, waiting, home },
   });
 
   let stopping = false;
@@ -174,6 +218,7 @@ async function main(): Promise<void> {
     stopRelay: () => keeper.stop(),
     stopHost: (withinMs) => hosts.stop(withinMs),
     quitRedis: () => {
+      home.stop();
       // Card updates still retrying (Slack away) end here; what they would have said is in Redis.
       cardChannel.stop();
       redisHealth.stop();

@@ -42,8 +42,8 @@ function headline(record: ApprovalRecord): string {
   }
 }
 
-/** The subject in a few words for the notification text: "npm test && git push". */
-function summary(record: ApprovalRecord): string | undefined {
+/** The subject in a few words for the notification text: "npm test && git push". Raw, not escaped. */
+export function summary(record: Pick<ApprovalRecord, 'subject' | 'title'>): string | undefined {
   const s = record.subject;
   switch (s.kind) {
     case 'shell':

@@ -21,4 +21,13 @@ export const keys = {
    * Every session an approval came from is here, until the host says it has no such session.
    */
   sessions: (hostId: string) => `${PREFIX}:sessions:{${hostId}}`,
+  /** List, newest first: JSON of the last approvals a Slack user decided (App Home). */
+  recentDecisions: (userId: string) => `${PREFIX}:decided:{${userId}}`,
+  /**
+   * Set once an approval is in its decider's list, so it is listed once however often its final
+   * record is stored. Same hash tag as the list: one script writes both.
+   */
+  recentDecisionNoted: (userId: string, approvalId: string) => `${PREFIX}:decided:{${userId}}:${approvalId}`,
+  /** Sorted set: Slack users whose App Home is shown, scored by when that stops counting (ms). */
+  homeViewers: () => `${PREFIX}:home-viewers`,
 } as const;
