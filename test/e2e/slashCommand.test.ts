@@ -28,7 +28,7 @@ function linesOf(answer: { blocks?: unknown }): string[] {
 }
 
 /** Which approvals an answer links to, in order, by their cards' permalinks. */
-function linkedApprovals(world: World, answer: ResponseUrlPost, cards: Map<string, string>): string[] {
+function linkedApprovals(answer: ResponseUrlPost, cards: Map<string, string>): string[] {
   const text = JSON.stringify(answer.body.blocks);
   return [...cards]
     .map(([id, link]) => ({ id, at: text.indexOf(link) }))
@@ -76,29 +76,27 @@ describe('/countersign', () => {
     const alice = await world.slack.waitForResponse((r) => r.id === acked.responseId);
     expect(alice.body.response_type).toBe('ephemeral');
     // Alice approves deploys, and their protected writes; not shell.
-    expect(linkedApprovals(world, alice, cards)).toEqual(['deploy-a', 'deploy-pw']);
+    expect(linkedApprovals(alice, cards)).toEqual(['deploy-a', 'deploy-pw']);
     const first = linesOf(alice.body).find((l) => l.includes(cards.get('deploy-a')!))!;
     expect(first).toContain(`*<${cards.get('deploy-a')}|deploy>*`);
     expect(first).toContain('kubectl rollout restart web');
     expect(first).toMatch(/asked <!date\^\d+\^\{ago\}.*\|just now/);
 
     // Carol is in @sre: deploys, but not its protected write.
-    expect(linkedApprovals(world, await commandAnswer(world, 'U0CAROL', 'pending'), cards)).toEqual([
-      'deploy-a',
-    ]);
+    expect(linkedApprovals(await commandAnswer(world, 'U0CAROL', 'pending'), cards)).toEqual(['deploy-a']);
     // Bob: shell only; the agent's text is escaped, on one line.
     const bob = await commandAnswer(world, 'U0BOB', 'pending');
-    expect(linkedApprovals(world, bob, cards)).toEqual(['shell-a']);
+    expect(linkedApprovals(bob, cards)).toEqual(['shell-a']);
     const bobLine = linesOf(bob.body).find((l) => l.includes(cards.get('shell-a')!))!;
     expect(bobLine).toContain('echo &lt;!channel&gt; second line');
     expect(JSON.stringify(bob.body)).not.toContain('<!channel>');
     // The admin sees every pending approval, oldest first.
     const ada = await commandAnswer(world, 'U0ADA', 'pending');
-    expect(linkedApprovals(world, ada, cards)).toEqual(['deploy-a', 'deploy-pw', 'shell-a']);
+    expect(linkedApprovals(ada, cards)).toEqual(['deploy-a', 'deploy-pw', 'shell-a']);
     expect(linesOf(ada.body)[0]).toContain('you are an admin');
     // Someone on no route's list sees none.
     const eve = await commandAnswer(world, 'U0EVE', 'pending');
-    expect(linkedApprovals(world, eve, cards)).toEqual([]);
+    expect(linkedApprovals(eve, cards)).toEqual([]);
     expect(linesOf(eve.body)).toEqual(['Nothing is waiting for you to decide.']);
   }, 60_000);
 
