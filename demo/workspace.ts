@@ -126,6 +126,15 @@ export class DemoWorkspace {
         .filter((e) => e.user === user && e.channel === this.channel.id)
         .map((e) => ({ id: e.messageTs, text: e.text, blocks: e.blocks, at: e.at })),
       ...this.commandReplies.filter((r) => r.user === user).map(({ user: _, ...r }) => r),
+      // Answers that came later, through the command's response_url (/countersign pending, whoami).
+      ...this.slack.responses
+        .filter((r) => r.id.startsWith(`cmd-${user}-`))
+        .map((r) => ({
+          id: r.id,
+          text: typeof r.body.text === 'string' ? r.body.text : '',
+          blocks: Array.isArray(r.body.blocks) ? r.body.blocks : [],
+          at: r.at,
+        })),
     ].sort((a, b) => a.at - b.at);
     const modalId = this.modals.get(user);
     const modal = modalId ? this.slack.views.get(modalId) : undefined;
@@ -243,7 +252,7 @@ export class DemoWorkspace {
       user_name: this.nameOf(user),
       channel_id: this.channel.id,
       channel_name: this.channel.name,
-      response_url: this.slack.responseUrl(`${user}-${this.nextId()}`),
+      response_url: this.slack.responseUrl(`cmd-${user}-${this.nextId()}`),
       trigger_id: this.triggerFor(user),
     });
     const body = await res.text();

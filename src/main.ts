@@ -14,18 +14,24 @@ import { RecordKeeper } from './relay/recordKeeper.js';
 import { Relay } from './relay/relay.js';
 import { Router } from './routing/router.js';
 import { createShutdown } from './shutdown.js';
+import { AppHome } from './slack/appHome.js';
 import { ApproverNames, namedInConfig } from './slack/approverNames.js';
 import { type BotIdentity, createSlackApp } from './slack/createSlackApp.js';
 import { SlackGroupDirectory } from './slack/groupDirectory.js';
+import { Permalinks } from './slack/permalinks.js';
 import { SlackCardChannel } from './slack/slackCardChannel.js';
 import { classifySlackError } from './slack/slackFailures.js';
 import { createSlackFetch } from './slack/slackFetch.js';
 import { SlackNoticeSender } from './slack/slackNotices.js';
 import { describeSlackFailure, SlackReachability } from './slack/slackReachability.js';
+import { slackViews } from './slack/slackViews.js';
+import { WaitingApprovals } from './slack/waitingApprovals.js';
 import { createWebClient } from './slack/webClient.js';
 import { ApprovalStore } from './store/approvalStore.js';
 import { RedisAuditTrail } from './store/auditStream.js';
+import { HomeViewers } from './store/homeViewers.js';
 import { RedisNoticeLedger } from './store/noticeLedger.js';
+import { RecentDecisions } from './store/recentDecisions.js';
 import { RedisHealth } from './store/redisHealth.js';
 import { RedisSessionMemory } from './store/sessionMemory.js';
 import { VERSION } from './version.js';
@@ -127,6 +133,7 @@ async function main(): Promise<void> {
     // Followers of stored changes, each one line.
     onChange: (record) => {
       notices.follow(record);
+      home.follow(record);
     },
   });
   // Each host is supervised on its own. A host's events reach the Relay, which is wired below:
@@ -188,6 +195,27 @@ async function main(): Promise<void> {
     logger,
   });
 
+  // What /countersign and App Home show each user.
+  const permalinks = new Permalinks(slackClient, logger);
+  const waiting = new WaitingApprovals({
+    redis,
+    store,
+    hostIds: config.msp.hosts.map((spec) => spec.id),
+    authorizer,
+    permalinks,
+  });
+  const home = new AppHome({
+    views: slackViews(slackClient),
+    waiting,
+    recent: new RecentDecisions(redis, config.resolvedTtlMs),
+    // Opened in the last half hour: likely still on screen, worth publishing again on changes.
+    viewers: new HomeViewers(redis, 30 * 60_000),
+    permalinks,
+    channel: config.slack.channel,
+    status: () => ({ host: health.hosts(), redis: health.redis() }),
+    logger,
+  });
+
   const identity: BotIdentity = {};
   const reachability = new SlackReachability(logger.child({ component: 'slack-reachability' }));
   const whyDown = {
@@ -203,6 +231,13 @@ async function main(): Promise<void> {
         : 'Slack refused the bot token or its scopes'),
     host: () => hosts.downReason() ?? 'no MSP host is up',
   };
+  const health = {
+    redis: () => redis.status === 'ready' && redisHealth.available(),
+    slack: () => slackUp,
+    hosts: () => hosts.anyUp(),
+    whyDown: (part: keyof typeof whyDown) => whyDown[part](),
+    hostStatus: () => hosts.status(),
+  };
   const app = createSlackApp({
     config,
     logger,
@@ -211,13 +246,8 @@ async function main(): Promise<void> {
     web: slackClient,
     transport: slackTransport,
     reachability,
-    health: {
-      redis: () => redis.status === 'ready' && redisHealth.available(),
-      slack: () => slackUp,
-      hosts: () => hosts.anyUp(),
-      whyDown: (part) => whyDown[part](),
-      hostStatus: () => hosts.status(),
-    },
+    health,
+    team: { authorizer, router, waiting, home },
   });
 
   let stopping = false;
@@ -233,6 +263,7 @@ async function main(): Promise<void> {
     stopHost: (withinMs) => hosts.stop(withinMs),
     quitRedis: () => {
       approverNames.stop();
+      home.stop();
       // Card updates still retrying (Slack away) end here; what they would have said is in Redis.
       cardChannel.stop();
       redisHealth.stop();

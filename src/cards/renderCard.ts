@@ -43,8 +43,8 @@ function headline(record: ApprovalRecord): string {
   }
 }
 
-/** The subject in a few words, for the notification text and the reject modal: "npm test && git push". */
-export function subjectSummary(record: ApprovalRecord): string | undefined {
+/** The subject in a few words, for the notification text and the reject modal: "npm test && git push". Raw, not escaped. */
+export function subjectSummary(record: Pick<ApprovalRecord, 'subject' | 'title'>): string | undefined {
   const s = record.subject;
   switch (s.kind) {
     case 'shell':

@@ -3,7 +3,10 @@ import type { FetchFunction, WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { toBoltLogger } from '../log.js';
+import type { Authorizer } from '../relay/authorizer.js';
 import type { ClickHandler } from '../relay/clickHandler.js';
+import type { Router } from '../routing/router.js';
+import type { AppHome } from './appHome.js';
 import { type HealthProbe, healthRoutes } from './healthRoutes.js';
 import { close, healthServer, listen, portError } from './healthServer.js';
 import { registerAppHome } from './listeners/appHome.js';
@@ -12,6 +15,7 @@ import { registerFeedbackSubmission } from './listeners/feedbackSubmission.js';
 import { registerSlashCommand } from './listeners/slashCommand.js';
 import { observedFetch, type SlackReachability } from './slackReachability.js';
 import { slackViews } from './slackViews.js';
+import type { WaitingApprovals } from './waitingApprovals.js';
 
 export interface BotIdentity {
   botId?: string;
@@ -31,6 +35,8 @@ export interface SlackAppOptions {
   transport: FetchFunction;
   /** Told how the Socket Mode connection's calls to Slack go. */
   reachability: SlackReachability;
+  /** What /countersign and App Home show each user: who may decide what, and what waits. */
+  team: { authorizer: Authorizer; router: Router; waiting: WaitingApprovals; home: AppHome };
 }
 
 export interface SlackService {
@@ -61,7 +67,7 @@ function refuseWebApiCalls(apiUrl: string, transport: FetchFunction): FetchFunct
 
 /** The Bolt app: Socket Mode when an app token is set, otherwise HTTP on PORT. */
 export function createSlackApp(options: SlackAppOptions): SlackService {
-  const { config, logger, clicks, health, identity, web, transport, reachability } = options;
+  const { config, logger, clicks, health, identity, web, transport, reachability, team } = options;
   const boltLogger = toBoltLogger(logger.child({ component: 'bolt' }));
   const customRoutes = healthRoutes(health);
   const common = {
@@ -101,8 +107,19 @@ export function createSlackApp(options: SlackAppOptions): SlackService {
   const views = slackViews(web);
   registerChoiceButton(app, clicks, views, logger);
   registerFeedbackSubmission(app, clicks, logger);
-  registerSlashCommand(app, config.slack.channel);
-  registerAppHome(app, config.slack.channel, health, views, logger);
+  registerSlashCommand(app, {
+    channel: config.slack.channel,
+    authorizer: team.authorizer,
+    waiting: team.waiting,
+    standings: {
+      router: team.router,
+      routes: config.routes,
+      fallbackChannel: config.slack.channel,
+      hosts: config.msp.hosts,
+    },
+    logger,
+  });
+  registerAppHome(app, team.home, logger);
   app.error(async (err) => {
     logger.error({ err }, 'slack listener failed');
   });

@@ -33,4 +33,13 @@ export const keys = {
   notice: (approvalId: string, kind: string) => `${PREFIX}:notice:{${approvalId}}:${kind}`,
   /** JSON array of a Slack user group's members, for a short while: every replica reads the same. */
   usergroup: (usergroupId: string) => `${PREFIX}:usergroup:{${usergroupId}}`,
+  /** List, newest first: JSON of the last approvals a Slack user decided (App Home). */
+  recentDecisions: (userId: string) => `${PREFIX}:decided:{${userId}}`,
+  /**
+   * Set once an approval is in its decider's list, so it is listed once however often its final
+   * record is stored. Same hash tag as the list: one script writes both.
+   */
+  recentDecisionNoted: (userId: string, approvalId: string) => `${PREFIX}:decided:{${userId}}:${approvalId}`,
+  /** Sorted set: Slack users whose App Home is shown, scored by when that stops counting (ms). */
+  homeViewers: () => `${PREFIX}:home-viewers`,
 } as const;

@@ -189,16 +189,16 @@ export class World {
           .map((b) => b.text)
           .join(', ')}`,
       );
-    return this.pressButton(card.ts, button, userId);
+    return this.pressButton(card.ts, button, userId, card.channel);
   }
 
-  async pressButton(ts: string, button: Button, userId: string): Promise<Response> {
+  async pressButton(ts: string, button: Button, userId: string, channel = this.channel): Promise<Response> {
     const response = await postInteraction(
       this.bot.url,
       SIGNING_SECRET,
       blockActionsPayload({
         userId,
-        channel: this.channel,
+        channel,
         ts,
         actionId: button.actionId,
         value: button.value,

@@ -370,6 +370,11 @@ export class FakeSlack {
     this.users.set(id, info);
   }
 
+  /** The link chat.getPermalink gives for a message, as Slack builds it. */
+  permalink(channel: string, ts: string): string {
+    return `https://test.slack.com/archives/${channel}/p${ts.replace('.', '')}`;
+  }
+
   setUsergroup(id: string, userIds: string[], handle?: string): void {
     this.usergroups.set(id, userIds);
     if (handle !== undefined) this.usergroupHandles.set(id, handle);
@@ -923,13 +928,9 @@ export class FakeSlack {
       case 'chat.getPermalink': {
         const channel = str(args.channel);
         const ts = str(args.message_ts);
-        if (!channel || !ts || !this.messages.has(`${channel}/${ts}`))
-          return { ok: false, error: 'message_not_found' };
-        return {
-          ok: true,
-          channel,
-          permalink: `https://test.slack.com/archives/${channel}/p${ts.replace('.', '')}`,
-        };
+        if (!channel) return { ok: false, error: 'channel_not_found' };
+        if (!ts || !this.messages.has(`${channel}/${ts}`)) return { ok: false, error: 'message_not_found' };
+        return { ok: true, channel, permalink: this.permalink(channel, ts) };
       }
       case 'usergroups.users.list': {
         const group = str(args.usergroup);

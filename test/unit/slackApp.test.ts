@@ -2,11 +2,16 @@ import type { FetchFunction } from '@slack/web-api';
 import { afterEach, expect, it } from 'vitest';
 import { encodeChoiceValue } from '../../src/cards/ids.js';
 import { loadConfig } from '../../src/config.js';
+import type { Authorizer } from '../../src/relay/authorizer.js';
 import type { ClickHandler } from '../../src/relay/clickHandler.js';
 import { OPEN_RULES } from '../../src/routing/route.js';
+import type { Router } from '../../src/routing/router.js';
+import type { AppHome } from '../../src/slack/appHome.js';
 import { createSlackApp, type SlackService } from '../../src/slack/createSlackApp.js';
 import { createSlackFetch } from '../../src/slack/slackFetch.js';
 import { SlackReachability } from '../../src/slack/slackReachability.js';
+import { slackViews } from '../../src/slack/slackViews.js';
+import type { WaitingApprovals } from '../../src/slack/waitingApprovals.js';
 import { createWebClient } from '../../src/slack/webClient.js';
 import { freePort } from '../support/bot.js';
 import { FakeSlack } from '../support/fakeSlack.js';
@@ -75,6 +80,15 @@ it('listeners call Slack through the shared client; Bolt’s own client makes no
     web,
     transport: transport.fetch,
     reachability: new SlackReachability(logger),
+    // main.ts gives App Home the shared client's views, as here.
+    team: {
+      authorizer: {} as Authorizer,
+      router: {} as Router,
+      waiting: {} as WaitingApprovals,
+      home: {
+        opened: (user: string) => slackViews(web).publish(user, { type: 'home', blocks: [] }),
+      } as AppHome,
+    },
   });
   app = service;
   await service.start();

@@ -1,43 +1,19 @@
 import type { App } from '@slack/bolt';
 import type { Logger } from 'pino';
-import type { HealthProbe } from '../healthRoutes.js';
-import type { SlackViews } from '../slackViews.js';
-import { channelLink } from './slashCommand.js';
+import type { AppHome } from '../appHome.js';
 
-/** App Home: where the cards are and whether the bot's parts are up. Richer views come later. */
-export function registerAppHome(
-  app: App,
-  channel: string,
-  health: HealthProbe,
-  views: SlackViews,
-  logger: Logger,
-): void {
+/**
+ * App Home: published when the user opens the tab (slack/appHome.ts keeps it fresh afterwards).
+ * Its "Open card" buttons are links; Slack still sends their clicks here, and they want an ack.
+ */
+export function registerAppHome(app: App, home: AppHome, logger: Logger): void {
   app.event('app_home_opened', async ({ event }) => {
     if (event.tab !== 'home') return;
-    const status = (up: boolean) => (up ? ':large_green_circle: up' : ':red_circle: down');
-    try {
-      await views.publish(event.user, {
-        type: 'home',
-        blocks: [
-          { type: 'header', text: { type: 'plain_text', text: 'Countersign' } },
-          {
-            type: 'section',
-            text: {
-              type: 'mrkdwn',
-              text: `Approval requests from your agents are posted in ${channelLink(channel)}. Decide on each card with one click.`,
-            },
-          },
-          {
-            type: 'context',
-            elements: [
-              { type: 'mrkdwn', text: `Agent host: ${status(health.hosts())}` },
-              { type: 'mrkdwn', text: `Redis: ${status(health.redis())}` },
-            ],
-          },
-        ],
-      });
-    } catch (err) {
-      logger.warn({ err, userId: event.user }, 'could not publish the App Home');
-    }
+    await home.opened(event.user).catch((err: unknown) => {
+      logger.warn({ err, userId: event.user }, 'could not note who opened the App Home');
+    });
+  });
+  app.action(/^cs_home_open_/, async ({ ack }) => {
+    await ack();
   });
 }

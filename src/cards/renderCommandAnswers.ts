@@ -1,0 +1,106 @@
+import type { Authorization } from '../relay/authorization.js';
+import type { RenderedMessage } from '../relay/ports.js';
+import { packSections } from './blocks.js';
+import { channelLink } from './channelLink.js';
+import { clip } from './escape.js';
+import { mentionUser } from './mentionUser.js';
+import { type WaitingApproval, waitingLine } from './renderWaiting.js';
+
+// The answers of /countersign, each shown only to the user who typed it. Pure: the listener
+// gathers the facts (slack/listeners/slashCommand.ts).
+
+/** At most this many approvals in one answer: beyond, the message would pass Block Kit's limits. */
+export const MAX_LISTED = 25;
+
+const COMMANDS: ReadonlyArray<[string, string]> = [
+  ['pending', 'the approvals waiting for you to decide, with a link to each card'],
+  ['whoami', 'the routes where you may decide, and why'],
+  ['grants', 'remembered approvals (not switched on yet)'],
+  ['help', 'this list'],
+];
+
+/** The first line is the notification text; the blocks carry every line. */
+function answer(lines: string[]): RenderedMessage {
+  return { text: lines[0] ?? '', blocks: packSections(lines) };
+}
+
+/** The commands, one line each; `unknown` (what the user typed) leads with one line saying so. */
+export function renderHelp(channel: string, unknown?: string): RenderedMessage {
+  const lines = unknown === undefined ? [] : [`Unknown command \`${clip(unknown, 40)}\`.`];
+  lines.push(`Countersign is running. Approval cards are posted in ${channelLink(channel)}. Commands:`);
+  for (const [name, what] of COMMANDS) lines.push(`• \`/countersign ${name}\`: ${what}`);
+  return answer(lines);
+}
+
+export function renderGrants(): RenderedMessage {
+  return answer([
+    'Grants ("approve and remember") are not switched on yet: every approval is decided on its card.',
+  ]);
+}
+
+/** The pending approvals a user may decide, oldest first, each linked to its card. */
+export function renderPending(items: readonly WaitingApproval[], now: Date, admin: boolean): RenderedMessage {
+  if (items.length === 0) return answer(['Nothing is waiting for you to decide.']);
+  const who = admin ? 'every approval waiting (you are an admin)' : 'waiting for you to decide';
+  const lines = [`*${items.length} pending*, ${who}:`];
+  for (const item of items.slice(0, MAX_LISTED)) lines.push(`• ${waitingLine(item, now)}`);
+  if (items.length > MAX_LISTED) lines.push(`…and ${items.length - MAX_LISTED} more, newer than these.`);
+  return answer(lines);
+}
+
+/** Where a user stands on one route: for its ordinary approvals and, when they differ, its protected writes. */
+export interface RouteStanding {
+  route: string;
+  channel: string;
+  ordinary: Authorization;
+  /** Present when the route names protectedWriteApprovers. */
+  protectedWrite?: Authorization;
+  /** The route refuses the user their own agents' approvals (allowSelfApproval: false). */
+  notOwnAgents: boolean;
+}
+
+const USERGROUP_ID = /^S[A-Z0-9]{2,40}$/;
+
+function mentionGroup(id: string): string {
+  return USERGROUP_ID.test(id) ? `<!subteam^${id}>` : clip(id, 60);
+}
+
+function why(authorization: Authorization): string {
+  if (!authorization.allowed) {
+    if (authorization.why !== 'notApprover') return 'you may not decide';
+    const { users, usergroups } = authorization.approvers;
+    return `you may not decide: only ${[...users.map(mentionUser), ...usergroups.map(mentionGroup)].join(', ')}`;
+  }
+  switch (authorization.because) {
+    case 'admin':
+      return 'you may decide: you are an admin';
+    case 'user':
+      return 'you may decide: you are listed as an approver';
+    case 'usergroup':
+      return `you may decide: you are a member of ${mentionGroup(authorization.usergroup)}`;
+    case 'anyone':
+      return 'you may decide: the route is open to anyone in its channel';
+  }
+}
+
+/** `whoami`: the routes where the user may decide and why, then the others. */
+export function renderWhoami(
+  userId: string,
+  standings: readonly RouteStanding[],
+  admin: boolean,
+): RenderedMessage {
+  const lines = [
+    admin
+      ? `${mentionUser(userId)}: you are an admin of Countersign, so you may decide on every route.`
+      : `${mentionUser(userId)}: where you may decide.`,
+  ];
+  const allowed = (s: RouteStanding) => s.ordinary.allowed || s.protectedWrite?.allowed === true;
+  for (const s of [...standings.filter(allowed), ...standings.filter((s) => !allowed(s))]) {
+    const parts = [`*${clip(s.route, 80)}* in ${channelLink(s.channel)}: ${why(s.ordinary)}`];
+    if (s.protectedWrite) parts.push(`protected writes: ${why(s.protectedWrite)}`);
+    if (s.notOwnAgents) parts.push("never your own agents' approvals");
+    lines.push(`• ${parts.join('; ')}.`);
+  }
+  if (standings.length === 0) lines.push('No routes are configured.');
+  return answer(lines);
+}

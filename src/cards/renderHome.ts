@@ -1,0 +1,69 @@
+import type { ActionsBlock, HomeView, KnownBlock, SectionBlock } from '@slack/types';
+import type { RecentDecision } from '../store/recentDecisions.js';
+import { context, divider, header, packSections, plainText, section } from './blocks.js';
+import { channelLink } from './channelLink.js';
+import { describeDecision } from './describeDecision.js';
+import { clip } from './escape.js';
+import { oneLineSubject, safeLink, type WaitingApproval, waitingLine } from './renderWaiting.js';
+import { slackDate } from './slackDate.js';
+
+// The app's Home tab for one user: what waits for them, what they decided lately, and whether the
+// bot's parts are up. Pure; slack/appHome.ts gathers the facts and publishes it.
+
+/** A Home view holds 100 blocks; the rest of the page needs about ten. */
+export const MAX_HOME_WAITING = 40;
+
+export interface HomeInput {
+  /** Oldest first. */
+  waiting: readonly WaitingApproval[];
+  /** Newest first, with the link to each card when Slack gave one. */
+  recent: ReadonlyArray<{ decision: RecentDecision; permalink?: string }>;
+  /** Where cards go when no route says otherwise. */
+  channel: string;
+  status: { host: boolean; redis: boolean };
+  now: Date;
+}
+
+function waitingItem(item: WaitingApproval, i: number, now: Date): SectionBlock {
+  const block = section(waitingLine(item, now));
+  const url = safeLink(item.permalink);
+  if (url) {
+    block.accessory = { type: 'button', action_id: `cs_home_open_${i}`, text: plainText('Open card'), url };
+  }
+  return block;
+}
+
+function recentLine({ decision, permalink }: HomeInput['recent'][number]): string {
+  const tool = clip(decision.tool.replace(/\s+/g, ' '), 60);
+  const link = safeLink(permalink);
+  const parts = [describeDecision(decision.decision), link ? `*<${link}|${tool}>*` : `*${tool}*`];
+  const subject = oneLineSubject(decision.summary);
+  if (subject) parts.push(subject);
+  const when = slackDate(decision.decidedAt);
+  if (when) parts.push(when);
+  return parts.join(' — ');
+}
+
+export function renderHome(input: HomeInput): HomeView {
+  const status = (up: boolean) => (up ? ':large_green_circle: up' : ':red_circle: down');
+  const blocks: Array<KnownBlock | ActionsBlock> = [
+    header('Countersign'),
+    section(
+      `Approval requests from your agents are posted in ${channelLink(input.channel)}. Decide on each card with one click.`,
+    ),
+    context([`Agent host: ${status(input.status.host)}`, `Redis: ${status(input.status.redis)}`]),
+    header('Waiting for you'),
+  ];
+  const { waiting, now } = input;
+  if (waiting.length === 0) blocks.push(context(['Nothing is waiting for you to decide.']));
+  waiting.slice(0, MAX_HOME_WAITING).forEach((item, i) => {
+    blocks.push(waitingItem(item, i, now));
+  });
+  if (waiting.length > MAX_HOME_WAITING) {
+    blocks.push(context([`…and ${waiting.length - MAX_HOME_WAITING} more, newer than these.`]));
+  }
+  blocks.push(divider(), header('Recently decided by you'));
+  if (input.recent.length === 0) blocks.push(context(['Nothing yet.']));
+  else blocks.push(...packSections(input.recent.map(recentLine)));
+  return { type: 'home', blocks };
+}

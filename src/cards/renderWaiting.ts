@@ -1,0 +1,40 @@
+import type { ApprovalRecord } from '../store/record.js';
+import { clip } from './escape.js';
+import { subjectSummary } from './renderCard.js';
+import { slackAge } from './slackDate.js';
+
+// One pending approval in a list (/countersign pending, App Home): tool, subject and age on one
+// line. Host text is escaped and cut; the permalink comes from Slack (chat.getPermalink).
+
+/** An approval waiting for a user, with the link to its card when Slack gave one. */
+export interface WaitingApproval {
+  record: Pick<ApprovalRecord, 'approvalId' | 'tool' | 'subject' | 'title' | 'openedAt' | 'slack'>;
+  permalink?: string;
+}
+
+const MAX_TOOL = 60;
+const MAX_SUBJECT = 90;
+
+/** The subject on one line, escaped and cut: newlines in a command must not break the list. */
+export function oneLineSubject(raw: string | undefined): string | undefined {
+  const flat = raw?.replace(/\s+/g, ' ').trim();
+  return flat ? clip(flat, MAX_SUBJECT) : undefined;
+}
+
+/** A URL Slack handed us, safe inside `<url|label>`: it has no `|` or `>` to end the link early. */
+export function safeLink(url: string | undefined): string | undefined {
+  return url && /^https?:\/\/[^\s|<>]+$/.test(url) ? url : undefined;
+}
+
+/** "*bash* — `npm test` … — 3 minutes ago", the tool linked to its card when there is a link. */
+export function waitingLine(item: WaitingApproval, now: Date): string {
+  const { record } = item;
+  const tool = clip(record.tool.replace(/\s+/g, ' '), MAX_TOOL);
+  const link = safeLink(item.permalink);
+  const parts = [link ? `*<${link}|${tool}>*` : `*${tool}*`];
+  const subject = oneLineSubject(subjectSummary(record));
+  if (subject) parts.push(subject);
+  const age = slackAge(record.openedAt, now);
+  if (age) parts.push(`asked ${age}`);
+  return parts.join(' — ');
+}

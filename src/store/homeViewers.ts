@@ -1,0 +1,29 @@
+import type { Redis } from 'ioredis';
+import { keys } from './keys.js';
+
+/**
+ * Slack users who opened the app's Home recently: their Home is worth publishing again when
+ * approvals change. One sorted set scored by when each user stops counting, so that every
+ * replica sees the same viewers and one read lists them all.
+ */
+export class HomeViewers {
+  constructor(
+    private readonly redis: Redis,
+    private readonly forMs: number,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async opened(userId: string): Promise<void> {
+    const now = this.now();
+    await this.redis
+      .multi()
+      .zadd(keys.homeViewers(), now + this.forMs, userId)
+      .zremrangebyscore(keys.homeViewers(), '-inf', now)
+      .pexpire(keys.homeViewers(), this.forMs)
+      .exec();
+  }
+
+  async current(): Promise<string[]> {
+    return this.redis.zrangebyscore(keys.homeViewers(), this.now(), '+inf');
+  }
+}

@@ -1,0 +1,160 @@
+// /countersign end to end: the real bot with a config file of restricted routes, the fake host
+// asking, signed slash commands, and the answers the bot sends back (its ack, or a post to the
+// command's response_url). Each user sees exactly the pending approvals they may decide.
+
+import { afterEach, describe, expect, it } from 'vitest';
+import type { ResponseUrlPost } from '../support/fakeSlack.js';
+import { approvalFor, commandAnswer, configFile, TEAM_CONFIG, typeCommand } from './teamSetup.js';
+import { World } from './world.js';
+
+const cleanups: Array<() => Promise<unknown> | unknown> = [];
+afterEach(async () => {
+  while (cleanups.length) await Promise.resolve(cleanups.pop()!()).catch(() => undefined);
+});
+
+async function teamWorld(): Promise<World> {
+  const config = configFile(TEAM_CONFIG);
+  cleanups.push(config.remove);
+  const world = await World.start({}, { COUNTERSIGN_CONFIG: config.path });
+  cleanups.push(() => world.close());
+  world.slack.setUsergroup('S0SRE', ['U0CAROL']);
+  return world;
+}
+
+/** Every line of an answer's blocks. */
+function linesOf(answer: { blocks?: unknown }): string[] {
+  const blocks = (answer.blocks ?? []) as Array<{ text?: { text: string } }>;
+  return blocks.flatMap((b) => (b.text ? b.text.text.split('\n') : []));
+}
+
+/** Which approvals an answer links to, in order, by their cards' permalinks. */
+function linkedApprovals(answer: ResponseUrlPost, cards: Map<string, string>): string[] {
+  const text = JSON.stringify(answer.body.blocks);
+  return [...cards]
+    .map(([id, link]) => ({ id, at: text.indexOf(link) }))
+    .filter((c) => c.at >= 0)
+    .sort((a, b) => a.at - b.at)
+    .map((c) => c.id);
+}
+
+describe('/countersign', () => {
+  it('pending lists exactly the approvals each user may decide, across routes, with links; it acks before the work', async () => {
+    const world = await teamWorld();
+    const opened = [
+      approvalFor('deploy-a', 'deploy', { command: ['kubectl', 'rollout', 'restart', 'web'] }),
+      approvalFor('deploy-pw', 'deploy', { protectedWrite: true }),
+      approvalFor('shell-a', 'shell', { command: ['echo', '<!channel>', '\n', 'second line'] }),
+      approvalFor('shell-done', 'shell'),
+    ];
+    const cards = new Map<string, string>();
+    for (const approval of opened) {
+      await world.host.open(approval);
+      const { channel, ts } = await world.postedAt(approval.approvalId);
+      cards.set(approval.approvalId, world.slack.permalink(channel, ts));
+    }
+    expect(world.slack.permalink('C0DEPLOYS', (await world.postedAt('deploy-a')).ts)).toBe(
+      cards.get('deploy-a'),
+    );
+    expect((await world.postedAt('shell-a')).channel).toBe('C0SHELL');
+    // A decided approval is pending for nobody.
+    await world.waitForCard('shell-done', (m) => JSON.stringify(m.blocks).includes('Allow once'));
+    await world.press('shell-done', 'Allow once', 'U0BOB');
+    await world.host.waitForDecide((d) => d.frame.params.approvalId === 'shell-done');
+
+    // The command is acked at once, while the lookup behind it still waits for Slack.
+    let releaseLinks = () => {};
+    world.slack.fault(
+      'chat.getPermalink',
+      { until: new Promise<void>((resolve) => (releaseLinks = resolve)) },
+      { times: Number.POSITIVE_INFINITY },
+    );
+    const acked = await typeCommand(world, 'U0ALICE', 'pending');
+    expect({ status: acked.status, body: acked.body }).toEqual({ status: 200, body: '' });
+    expect(world.slack.responses.filter((r) => r.id === acked.responseId)).toEqual([]);
+    releaseLinks();
+    world.slack.heal('chat.getPermalink');
+    const alice = await world.slack.waitForResponse((r) => r.id === acked.responseId);
+    expect(alice.body.response_type).toBe('ephemeral');
+    // Alice approves deploys, and their protected writes; not shell.
+    expect(linkedApprovals(alice, cards)).toEqual(['deploy-a', 'deploy-pw']);
+    const first = linesOf(alice.body).find((l) => l.includes(cards.get('deploy-a')!))!;
+    expect(first).toContain(`*<${cards.get('deploy-a')}|deploy>*`);
+    expect(first).toContain('kubectl rollout restart web');
+    expect(first).toMatch(/asked <!date\^\d+\^\{ago\}.*\|just now/);
+
+    // Carol is in @sre: deploys, but not its protected write.
+    expect(linkedApprovals(await commandAnswer(world, 'U0CAROL', 'pending'), cards)).toEqual(['deploy-a']);
+    // Bob: shell only; the agent's text is escaped, on one line.
+    const bob = await commandAnswer(world, 'U0BOB', 'pending');
+    expect(linkedApprovals(bob, cards)).toEqual(['shell-a']);
+    const bobLine = linesOf(bob.body).find((l) => l.includes(cards.get('shell-a')!))!;
+    expect(bobLine).toContain('echo &lt;!channel&gt; second line');
+    expect(JSON.stringify(bob.body)).not.toContain('<!channel>');
+    // The admin sees every pending approval, oldest first.
+    const ada = await commandAnswer(world, 'U0ADA', 'pending');
+    expect(linkedApprovals(ada, cards)).toEqual(['deploy-a', 'deploy-pw', 'shell-a']);
+    expect(linesOf(ada.body)[0]).toContain('you are an admin');
+    // Someone on no route's list sees none.
+    const eve = await commandAnswer(world, 'U0EVE', 'pending');
+    expect(linkedApprovals(eve, cards)).toEqual([]);
+    expect(linesOf(eve.body)).toEqual(['Nothing is waiting for you to decide.']);
+  }, 60_000);
+
+  it('whoami says where the user may decide and why: listed, group member, admin, open route', async () => {
+    const world = await teamWorld();
+    const route = (lines: string[], name: string) => lines.find((l) => l.startsWith(`• *${name}*`));
+
+    const alice = linesOf((await commandAnswer(world, 'U0ALICE', 'whoami')).body);
+    expect(alice[0]).toBe('<@U0ALICE>: where you may decide.');
+    expect(route(alice, 'deploys')).toBe(
+      '• *deploys* in <#C0DEPLOYS>: you may decide: you are listed as an approver; protected writes: you may decide: you are listed as an approver.',
+    );
+    expect(route(alice, 'shell')).toBe('• *shell* in <#C0SHELL>: you may not decide: only <@U0BOB>.');
+    expect(route(alice, '(SLACK_CHANNEL)')).toBe(
+      `• *(SLACK_CHANNEL)* in <#${world.channel}>: you may decide: the route is open to anyone in its channel.`,
+    );
+    // The routes where she may decide come first.
+    expect(alice.indexOf(route(alice, 'shell')!)).toBeGreaterThan(alice.indexOf(route(alice, 'deploys')!));
+
+    const carol = linesOf((await commandAnswer(world, 'U0CAROL', 'whoami')).body);
+    expect(route(carol, 'deploys')).toBe(
+      '• *deploys* in <#C0DEPLOYS>: you may decide: you are a member of <!subteam^S0SRE>; protected writes: you may not decide: only <@U0ALICE>.',
+    );
+
+    const ada = linesOf((await commandAnswer(world, 'U0ADA', 'whoami')).body);
+    expect(ada[0]).toContain('you are an admin');
+    expect(route(ada, 'shell')).toBe('• *shell* in <#C0SHELL>: you may decide: you are an admin.');
+
+    const eve = linesOf((await commandAnswer(world, 'U0EVE', 'whoami')).body);
+    expect(route(eve, 'deploys')).toBe(
+      '• *deploys* in <#C0DEPLOYS>: you may not decide: only <@U0ALICE>, <!subteam^S0SRE>; protected writes: you may not decide: only <@U0ALICE>.',
+    );
+    expect(route(eve, '(SLACK_CHANNEL)')).toContain('open to anyone in its channel');
+  }, 60_000);
+
+  it('help lists the commands one line each, an unknown command says so first, and grants are not on yet', async () => {
+    const world = await teamWorld();
+    const ackOf = async (text: string) => {
+      const { status, body } = await typeCommand(world, 'U0EVE', text);
+      expect(status).toBe(200);
+      const json = JSON.parse(body) as { response_type: string; text: string; blocks: unknown[] };
+      expect(json.response_type).toBe('ephemeral');
+      return json;
+    };
+    const help = linesOf(await ackOf('help'));
+    expect(help).toEqual([
+      `Countersign is running. Approval cards are posted in <#${world.channel}>. Commands:`,
+      '• `/countersign pending`: the approvals waiting for you to decide, with a link to each card',
+      '• `/countersign whoami`: the routes where you may decide, and why',
+      '• `/countersign grants`: remembered approvals (not switched on yet)',
+      '• `/countersign help`: this list',
+    ]);
+    // No subcommand is help too.
+    expect(linesOf(await ackOf(''))).toEqual(help);
+    const unknown = linesOf(await ackOf('frobnicate <!channel> now'));
+    expect(unknown).toEqual(['Unknown command `frobnicate`.', ...help]);
+    expect(linesOf(await ackOf('<!channel>'))[0]).toBe('Unknown command `&lt;!channel&gt;`.');
+    const grants = await ackOf('grants');
+    expect(grants.text).toMatch(/^Grants \("approve and remember"\) are not switched on yet/);
+  }, 60_000);
+});
