@@ -73,9 +73,9 @@ export class DecisionNotices {
       this.once(record, 'thread', async () =>
         sender.threadReply(channel, ts, renderThreadLine(record, await names)),
       ),
-      // Decisions made through Countersign go to the stream; the host's own (policy, its
-      // automated reviewer, another client) are in the card's thread and the host's records.
-      record.resolution.slackUserId ? this.once(record, 'audit', () => this.appendAudit(record)) : undefined,
+      // Every resolution: an operator exporting the trail sees policy and the automated
+      // reviewer beside the people, as the card's thread does.
+      this.once(record, 'audit', () => this.appendAudit(record)),
       owner
         ? this.once(record, 'dm', async () => {
             const [permalink, known] = await Promise.all([sender.permalink(channel, ts), names]);
@@ -92,7 +92,7 @@ export class DecisionNotices {
     return { nameOf: (id: string) => (id === userId ? name : undefined) };
   }
 
-  /** The stream entry of a decision a Slack user's click made. */
+  /** The stream entry of a resolution: a Slack user's click, or the host's own. */
   private async appendAudit(record: ResolvedRecord): Promise<void> {
     const { resolution } = record;
     await this.options.audit.append({
@@ -102,7 +102,8 @@ export class DecisionNotices {
       ...(record.route !== undefined ? { route: record.route } : {}),
       tool: record.tool,
       ...(resolution.slackUserId !== undefined ? { userId: resolution.slackUserId } : {}),
-      via: 'click',
+      via: resolution.slackUserId !== undefined ? 'click' : 'host',
+      resolvedBy: resolution.resolvedBy,
       choiceId: resolution.choiceId ?? '',
       decision: resolution.decision,
       ...(resolution.feedback !== undefined ? { feedback: resolution.feedback } : {}),

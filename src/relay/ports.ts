@@ -48,9 +48,12 @@ export type AuditEntry =
       hostId: string;
       route?: string;
       tool: string;
-      /** The Slack user who decided; absent when the bot decided (a grant, a timeout). */
+      /** The Slack user who decided; absent when the bot or the host decided. */
       userId?: string;
-      via: 'click' | 'grant' | 'timeout';
+      /** `host`: the host resolved it on its own (policy, its automated reviewer, another client). */
+      via: 'click' | 'grant' | 'timeout' | 'host';
+      /** Who the host says resolved it: user, policy, llmJudge, … */
+      resolvedBy?: string;
       choiceId: string;
       decision: string;
       feedback?: string;

@@ -114,6 +114,7 @@ describe('the audit line in the card’s thread and the audit stream', () => {
       tool: approval.toolName,
       userId: 'U0BOB',
       via: 'click',
+      resolvedBy: 'user',
       choiceId: 'abort',
       decision: 'abort',
       feedback: 'Not on <!channel> main, see <https://evil.example|docs>',
@@ -139,7 +140,7 @@ describe('the audit line in the card’s thread and the audit stream', () => {
     expect(lines[0]).toMatchObject({ ...entries[0], id: expect.stringMatching(/^\d+-\d+$/) });
   });
 
-  it('a policy resolution: a thread line saying policy, and no stream entry', async () => {
+  it('a policy resolution: a thread line saying policy, and a stream entry saying the host resolved it', async () => {
     const world = await startWorld();
     const approval = approvalFromTranscript('approval-round-trip', { approvalId: 'policy-0001' });
     await world.host.open(approval, { via: 'both' });
@@ -151,7 +152,22 @@ describe('the audit line in the card’s thread and the audit stream', () => {
     expect(replies).toHaveLength(1);
     expect(replies[0]!.text).toMatch(/^:no_entry: \*Denied\* by policy, <!date\^/);
     expect(replies[0]!.text).not.toContain('choosing');
-    expect(await world.redis.xlen(keys.audit)).toBe(0);
+    await noticeSettled(world, 'policy-0001', 'audit');
+    expect(await world.redis.xlen(keys.audit)).toBe(1);
+    const [[, fields]] = (await world.redis.xrange(keys.audit, '-', '+')) as [[string, string[]]];
+    expect(fields).toEqual(
+      expect.arrayContaining([
+        'approvalId',
+        'policy-0001',
+        'via',
+        'host',
+        'resolvedBy',
+        'policy',
+        'decision',
+        'denied',
+      ]),
+    );
+    expect(fields).not.toContain('userId');
   });
 
   it('a refused click is not posted in the thread', async () => {
