@@ -7,8 +7,8 @@ import { keys } from '../../src/store/keys.js';
 import { SIGNING_SECRET } from '../support/bot.js';
 import type { SlackCall } from '../support/fakeSlack.js';
 import { blockActionsPayload, postInteraction } from '../support/slackRequests.js';
-import { approvalFor, configFile, openHome, TEAM_CONFIG } from './teamSetup.js';
-import { World } from './world.js';
+import { approvalFor, openHome, startTeamWorld } from './teamSetup.js';
+import type { World } from './world.js';
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
 afterEach(async () => {
@@ -16,10 +16,7 @@ afterEach(async () => {
 });
 
 async function teamWorld(): Promise<World> {
-  const config = configFile(TEAM_CONFIG);
-  cleanups.push(config.remove);
-  const world = await World.start({}, { COUNTERSIGN_CONFIG: config.path });
-  cleanups.push(() => world.close());
+  const world = await startTeamWorld(cleanups);
   return world;
 }
 

@@ -212,13 +212,15 @@ describe('the requester DM', () => {
     );
 
     // The host says it again; a stale click re-syncs the card.
-    await world.host.notify('approval/resolved', {
-      sessionId: SESSION,
-      approvalId: 'dm-click-0001',
-      decision: 'approved',
-      resolvedBy: 'user',
-      decidedByCommandId: decide.frame.params.commandId,
-    });
+    const repeatResolution = () =>
+      world.host.notify('approval/resolved', {
+        sessionId: SESSION,
+        approvalId: 'dm-click-0001',
+        decision: 'approved',
+        resolvedBy: 'user',
+        decidedByCommandId: decide.frame.params.commandId,
+      });
+    await repeatResolution();
     await world.press('dm-click-0001', 'Allow once', 'U0CAROL', open);
     await world.ephemeralTo('U0CAROL');
 
@@ -245,13 +247,7 @@ describe('the requester DM', () => {
     // The bot restarts on the same Redis, and the host replays the resolution.
     await world.bot.stop(5_000);
     await world.restartBot(env);
-    await world.host.notify('approval/resolved', {
-      sessionId: SESSION,
-      approvalId: 'dm-click-0001',
-      decision: 'approved',
-      resolvedBy: 'user',
-      decidedByCommandId: decide.frame.params.commandId,
-    });
+    await repeatResolution();
     await world.press('dm-click-0001', 'Allow once', 'U0CAROL', open);
     await world.slack.waitFor('chat.postEphemeral', (c) => c.args.user === 'U0CAROL', 5_000, {
       since: world.slack.calls.length,

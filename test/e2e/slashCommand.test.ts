@@ -4,8 +4,8 @@
 
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ResponseUrlPost } from '../support/fakeSlack.js';
-import { approvalFor, commandAnswer, configFile, TEAM_CONFIG, typeCommand } from './teamSetup.js';
-import { World } from './world.js';
+import { approvalFor, commandAnswer, startTeamWorld, typeCommand } from './teamSetup.js';
+import type { World } from './world.js';
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
 afterEach(async () => {
@@ -13,10 +13,7 @@ afterEach(async () => {
 });
 
 async function teamWorld(): Promise<World> {
-  const config = configFile(TEAM_CONFIG);
-  cleanups.push(config.remove);
-  const world = await World.start({}, { COUNTERSIGN_CONFIG: config.path });
-  cleanups.push(() => world.close());
+  const world = await startTeamWorld(cleanups);
   world.slack.setUsergroup('S0SRE', ['U0CAROL']);
   return world;
 }

@@ -9,7 +9,7 @@ import { SIGNING_SECRET } from '../support/bot.js';
 import { type ApprovalRequestParams, shellApproval } from '../support/fakeHost.js';
 import type { ResponseUrlPost } from '../support/fakeSlack.js';
 import { postEvent, postSlashCommand } from '../support/slackRequests.js';
-import { SESSION, type World } from './world.js';
+import { SESSION, World } from './world.js';
 
 /**
  * deploys: Alice or the SRE group, protected writes Alice only; shell: Bob only; everything else
@@ -40,6 +40,15 @@ export function configFile(yaml: string): { path: string; remove: () => void } {
 }
 
 /** A one-stage shell approval whose tool is `toolName` (the routes above match on it). */
+/** A world running TEAM_CONFIG; `cleanups` (run after each test) removes both. */
+export async function startTeamWorld(cleanups: Array<() => Promise<unknown> | unknown>): Promise<World> {
+  const config = configFile(TEAM_CONFIG);
+  cleanups.push(config.remove);
+  const world = await World.start({}, { COUNTERSIGN_CONFIG: config.path });
+  cleanups.push(() => world.close());
+  return world;
+}
+
 export function approvalFor(
   approvalId: string,
   toolName: string,
