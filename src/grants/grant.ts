@@ -1,0 +1,70 @@
+// A remembered grant ("don't ask again", DESIGN §4): for this caller, this tool may do what these
+// covered capabilities name, while the host runs in this sandbox mode, until it expires or is
+// revoked. Shared by the store (grantStore.ts), the matcher (relay/) and the Slack side.
+
+/** Who keeps the grant: the bot (it decides matching requests itself) or the host (its own rule). */
+export type GrantHolder = 'bot' | 'host';
+
+/** How a route names the caller a grant is bound to (config `routes[].grants.caller`). */
+export type CallerScope = 'session' | 'owner' | 'host';
+
+/** What a grant is keyed by. `capabilities` is canonical: sorted, de-duplicated. */
+export interface GrantKey {
+  /** `session:<sessionId>`, `user:<slack user id>` or `host:<host id>`. */
+  caller: string;
+  tool: string;
+  capabilities: string[];
+  sandboxMode: string;
+}
+
+export interface Grant extends GrantKey {
+  /** Stable id: what `/countersign revoke <id>` and the Revoke button name. */
+  grantId: string;
+  holder: GrantHolder;
+  /** The Slack user who granted it, and the approval it was granted from. */
+  grantedBy: string;
+  approvalId: string;
+  hostId: string;
+  /** The route and channel of that approval: listing is scoped by channel, revoking by route. */
+  route: string;
+  channel: string;
+  /** ISO times. A host-held grant has no bot-side expiry of its own (the host keeps it). */
+  createdAt: string;
+  expiresAt?: string;
+  lastUsedAt?: string;
+  uses: number;
+  /** Host-held: the host's own words for the rule it keeps (choice.rulePreview / amendment). */
+  rulePreview?: string;
+  /** Host-held: `session` or `localPersistent`, as the host scoped it. */
+  scope?: string;
+  revokedAt?: string;
+  revokedBy?: string;
+}
+
+/** A grant event, for the capped grant audit stream and the log (structured). */
+export type GrantEvent =
+  | { kind: 'created'; grant: Grant; at: string }
+  | { kind: 'used'; grantId: string; approvalId: string; sourceIndex: number; at: string }
+  | { kind: 'expired'; grantId: string; at: string }
+  | { kind: 'revoked'; grantId: string; by: string; at: string };
+
+/**
+ * Grants in Redis. Lookup cost must not depend on how many grants are stored: grants live in
+ * buckets keyed by (caller, tool, sandboxMode), and one approval's lookup reads one bucket in one
+ * round trip. Revocation and expiry take effect at once for every replica (they are in Redis).
+ */
+export interface GrantStore {
+  /** Stores a new grant (or refreshes the expiry of an identical live one) and records `created`. */
+  create(grant: Omit<Grant, 'grantId' | 'uses' | 'createdAt'> & { ttlMs?: number }): Promise<Grant>;
+  /** Live bot-held grants of one bucket (not expired, not revoked), in one round trip. */
+  candidates(caller: string, tool: string, sandboxMode: string, now: Date): Promise<Grant[]>;
+  /** Counts a use (uses, lastUsedAt) and records `used`. */
+  recordUse(grant: Grant, approvalId: string, sourceIndex: number, now: Date): Promise<void>;
+  get(grantId: string): Promise<Grant | undefined>;
+  /** Live grants (bot- and host-held), newest first; `channels` limits them to those channels. */
+  list(filter: { channels?: readonly string[]; grantedBy?: string }, now: Date): Promise<Grant[]>;
+  /** Revokes a live grant; false when it was not live (unknown, expired or already revoked). */
+  revoke(grantId: string, by: string, now: Date): Promise<boolean>;
+  /** Removes expired grants (recording `expired`); resolves with how many were removed. */
+  sweep(now: Date): Promise<number>;
+}
