@@ -199,7 +199,12 @@ describe.skipIf(!CHROMIUM)('npm run demo, in a real browser', () => {
     await modal.waitFor({ state: 'detached' });
     const rejected = page.locator(`article.message[data-ts="${shellTs}"]`);
     await rejected.locator('.bk-header-text', { hasText: 'Rejected: bash' }).waitFor();
-    await rejected.getByText(`Feedback: ${reason}`).waitFor();
+    // The card itself, and under it the audit line in its thread, each with the reason as typed.
+    const rejectedCard = rejected.locator(':scope > .message-body > :not(.thread)');
+    await rejectedCard.getByText(`Feedback: ${reason}`).waitFor();
+    const threadLine = rejected.locator('.thread article.message');
+    await threadLine.getByText(/Rejected by Alice Moreau/).waitFor();
+    await threadLine.getByText(`Feedback: ${reason}`).waitFor();
 
     // 5. A screenshot of the channel as it stands (DEMO_SCREENSHOT also keeps a copy, for docs/).
     const shotDir = mkdtempSync(join(tmpdir(), 'demo-shot-'));
