@@ -80,6 +80,7 @@ const ctx = (sessionTitle?: string) => ({
   channel: 'C1',
   route: 'default',
   sandboxMode: 'default',
+  caller: 'session:s-1',
   phase: 'pending' as const,
   now: new Date('2026-11-30T10:00:00Z'),
   sessionTitle,
@@ -110,7 +111,7 @@ describe('intake: secrets never reach the record', () => {
     expect(record.cuaCardFacts?.steps).toEqual([{ text: 'type [masked aws-access-key]' }]);
     expect(record.availableChoices[1]?.rulePreview).toBe('deploy --token [masked slack-token]');
     // Capabilities are derived from what was stored, so they hold no secret either.
-    expect(record.requiredCapabilities[0]).toBe('exec:env GITHUB_TOKEN=[masked github-token] ./deploy');
+    expect(record.requiredCapabilities[0]).toBe('exec:env "GITHUB_TOKEN=[masked github-token]" ./deploy');
   });
 
   it('leaves every identifier the bot sends back or correlates on as sent', () => {
