@@ -1,6 +1,6 @@
 import { statSync } from 'node:fs';
 import { z } from 'zod';
-import { CHANNEL_ID, ConfigError, shown } from './configCommon.js';
+import { CHANNEL_ID, ConfigError, parseDuration, shown } from './configCommon.js';
 import { loadConfigFile } from './configFile.js';
 import type { HostSpec, Route } from './routing/route.js';
 import { maskCommandLine } from './secrets/maskCommandLine.js';
@@ -9,7 +9,7 @@ import { maskCommandLine } from './secrets/maskCommandLine.js';
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevelName = (typeof LOG_LEVELS)[number];
 
-export { CHANNEL_ID, ConfigError, shown };
+export { CHANNEL_ID, ConfigError, parseDuration, shown };
 
 export interface Config {
   slack: {
@@ -68,23 +68,6 @@ export const DEFAULTS = {
   pagerDutyApiUrl: 'https://api.pagerduty.com',
   logLevel: 'info',
 } as const;
-
-const UNIT_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 } as const;
-const DURATION = /^(?:\d+(?:ms|s|m|h|d|w))+$/;
-
-/**
- * Parses a duration such as `30s`, `15m`, `8h`, `7d` or `1h30m` into milliseconds.
- * Returns undefined for anything else (including zero-length input).
- */
-export function parseDuration(text: string): number | undefined {
-  const trimmed = text.trim();
-  if (!DURATION.test(trimmed)) return undefined;
-  let total = 0;
-  for (const [, amount, unit] of trimmed.matchAll(/(\d+)(ms|s|m|h|d|w)/g)) {
-    total += Number(amount) * UNIT_MS[unit as keyof typeof UNIT_MS];
-  }
-  return Number.isSafeInteger(total) ? total : undefined;
-}
 
 function hasHost(url: string): boolean {
   try {
@@ -284,6 +267,38 @@ function configPathVar(env: NodeJS.ProcessEnv): string | undefined {
   return path;
 }
 
+/**
+ * What a route's grants need of the rest: a TTL within the maximum (a route's own, else the
+ * environment's), and an owner on every host whose grants follow `owner`.
+ */
+function checkRouteGrants(
+  configPath: string | undefined,
+  routes: readonly Route[],
+  hosts: readonly HostSpec[],
+  envMaxTtlMs: number,
+): void {
+  routes.forEach((route, i) => {
+    const grants = route.grants;
+    if (!grants) return;
+    const at = `COUNTERSIGN_CONFIG (${configPath}): routes[${i}].grants`;
+    if (grants.ttlMs !== undefined && grants.ttlMs > (grants.maxTtlMs ?? envMaxTtlMs)) {
+      throw new ConfigError(
+        'COUNTERSIGN_CONFIG',
+        `${at}.ttl is longer than the maximum (${grants.maxTtlMs === undefined ? 'COUNTERSIGN_GRANT_MAX_TTL' : 'maxTtl'}): shorten it or raise the maximum`,
+      );
+    }
+    if (grants.caller !== 'owner') return;
+    const matched = route.match?.hosts;
+    const ownerless = hosts.find((h) => !h.owner && (!matched || matched.includes(h.id)));
+    if (ownerless) {
+      throw new ConfigError(
+        'COUNTERSIGN_CONFIG',
+        `${at}.caller is owner, but host ${shown(ownerless.id)} has no owner: set hosts[].owner, or use caller session or host`,
+      );
+    }
+  });
+}
+
 /** The file's hosts, or MSP_HOST_COMMAND as the one host: never both, never neither. */
 function hostsOf(
   env: NodeJS.ProcessEnv,
@@ -345,6 +360,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
       'COUNTERSIGN_GRANT_TTL is longer than COUNTERSIGN_GRANT_MAX_TTL: shorten it or raise the maximum',
     );
   }
+  checkRouteGrants(configPath, routes, hosts, grantMaxTtlMs);
   const resolvedTtlMs = durationVar(env, 'COUNTERSIGN_RESOLVED_TTL', DEFAULTS.resolvedTtl);
   const usergroupCacheTtlMs = durationVar(env, 'COUNTERSIGN_USERGROUP_CACHE_TTL', DEFAULTS.usergroupCacheTtl);
   const hostEventBuffer = countVar(env, 'COUNTERSIGN_HOST_EVENT_BUFFER', DEFAULTS.hostEventBuffer, 'events');

@@ -13,7 +13,7 @@
 import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import { z } from 'zod';
-import { CHANNEL_ID, ConfigError, shown } from './configCommon.js';
+import { CHANNEL_ID, ConfigError, parseDuration, shown } from './configCommon.js';
 import type { Approvers, ConfigFile, HostSpec, Route, RouteMatch } from './routing/route.js';
 
 /** Names a YAML value in an error message without echoing structures. */
@@ -125,6 +125,47 @@ const match = mapping(
     return fields.length > 0 ? (Object.fromEntries(fields) as RouteMatch) : undefined;
   });
 
+const notADuration = (iss: { input?: unknown }) =>
+  `must be a duration such as 30s, 15m, 8h or 7d (got ${got(iss.input)})`;
+const duration = z.string({ error: notADuration }).transform((text, ctx) => {
+  const ms = parseDuration(text);
+  if (ms === undefined || ms <= 0) {
+    ctx.addIssue({ code: 'custom', message: notADuration({ input: text }) });
+    return z.NEVER;
+  }
+  return ms;
+});
+
+const grants = mapping(
+  {
+    enabled: z.boolean({ error: (iss) => `must be true or false (got ${got(iss.input)})` }).optional(),
+    ttl: duration.optional(),
+    maxTtl: duration.optional(),
+    caller: z
+      .enum(['session', 'owner', 'host'], {
+        error: (iss) => `must be session, owner or host (got ${got(iss.input)})`,
+      })
+      .optional(),
+  },
+  'a mapping with enabled, ttl, maxTtl and/or caller',
+)
+  .optional()
+  .superRefine((value, ctx) => {
+    if (value?.ttl !== undefined && value.maxTtl !== undefined && value.ttl > value.maxTtl) {
+      ctx.addIssue({ code: 'custom', message: 'ttl is longer than maxTtl: shorten ttl or raise maxTtl' });
+    }
+  })
+  .transform((value): Route['grants'] => {
+    if (!value) return undefined;
+    const { ttl, maxTtl, ...rest } = value;
+    const fields = {
+      ...rest,
+      ...(ttl === undefined ? {} : { ttlMs: ttl }),
+      ...(maxTtl === undefined ? {} : { maxTtlMs: maxTtl }),
+    };
+    return Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined));
+  });
+
 const route = mapping(
   {
     name: nonEmpty.optional(),
@@ -146,6 +187,7 @@ const route = mapping(
       })
       .max(10, { error: 'must list at most 10 reasons' })
       .optional(),
+    grants,
   },
   'a mapping',
 ).transform(
@@ -160,6 +202,7 @@ const route = mapping(
     ...(r.allowSelfApproval === undefined ? {} : { allowSelfApproval: r.allowSelfApproval }),
     ...(r.rejectReason === undefined ? {} : { rejectReason: r.rejectReason }),
     ...(r.quickReasons === undefined ? {} : { quickReasons: r.quickReasons }),
+    ...(r.grants === undefined ? {} : { grants: r.grants }),
   }),
 );
 

@@ -1,5 +1,7 @@
 // What the COUNTERSIGN_CONFIG file says about routes and hosts, once checked (configFile.ts).
 
+import type { CallerScope } from '../grants/grant.js';
+
 /** Who may decide on a route: Slack user IDs (U…/W…) and user group IDs (S…). */
 export interface Approvers {
   users: string[];
@@ -32,12 +34,23 @@ export interface RouteRules {
   quickReasons: string[];
 }
 
+/** A route's "don't ask again" grants (`routes[].grants`); left-out keys take the environment's. */
+export interface RouteGrants {
+  enabled: boolean;
+  /** How long a grant made from a card lasts, and the most any may. */
+  ttlMs: number;
+  maxTtlMs: number;
+  /** Whom a grant is bound to: the session, the host's owner, or the host. */
+  caller: CallerScope;
+}
+
 /** A route of the file; a rule left out takes its default (OPEN_RULES). */
 export interface Route extends Partial<RouteRules> {
   name?: string;
   channel: string;
   /** Absent when the route catches everything (no `match`, or an empty one). */
   match?: RouteMatch;
+  grants?: Partial<RouteGrants>;
 }
 
 /** The rules of a route that says nothing about who may decide: today's behaviour. */

@@ -1,5 +1,5 @@
 import picomatch from 'picomatch';
-import { OPEN_RULES, type Route, type RouteRules } from './route.js';
+import { OPEN_RULES, type Route, type RouteGrants, type RouteRules } from './route.js';
 
 /** What an approval is routed on. */
 export interface RouteInput {
@@ -53,8 +53,17 @@ export interface ChosenRoute {
 /** What the record says when no route of the file matched: the card went to SLACK_CHANNEL. */
 export const FALLBACK_ROUTE_NAME = '(SLACK_CHANNEL)';
 
+/** What a route's grants are when neither the file nor the environment says otherwise. */
+export const DEFAULT_ROUTE_GRANTS: RouteGrants = {
+  enabled: true,
+  ttlMs: 8 * 3_600_000,
+  maxTtlMs: 7 * 86_400_000,
+  caller: 'session',
+};
+
 interface CompiledRoute extends ChosenRoute {
   rules: RouteRules;
+  grants: RouteGrants;
   matches: Test;
 }
 
@@ -63,8 +72,11 @@ export class Router {
   private readonly routes: CompiledRoute[];
   private readonly byName = new Map<string, CompiledRoute>();
   private readonly fallback: ChosenRoute;
+  private readonly grantDefaults: RouteGrants;
 
-  constructor(routes: Route[], fallbackChannel: string) {
+  /** `grantDefaults`: the environment's (COUNTERSIGN_GRANT_TTL, …), for every key a route leaves out. */
+  constructor(routes: Route[], fallbackChannel: string, grantDefaults: RouteGrants = DEFAULT_ROUTE_GRANTS) {
+    this.grantDefaults = grantDefaults;
     // An unnamed route is named by its place in the file, which is how errors name it too.
     this.routes = routes.map((route, i) => ({
       name: route.name ?? `routes[${i}]`,
@@ -76,6 +88,7 @@ export class Router {
         rejectReason: route.rejectReason ?? OPEN_RULES.rejectReason,
         quickReasons: route.quickReasons ?? OPEN_RULES.quickReasons,
       },
+      grants: withCappedTtl({ ...grantDefaults, ...route.grants }),
       matches: compile(route),
     }));
     // Two routes of one name: the first is the one a record names (it is also the one that wins).
@@ -105,6 +118,16 @@ export class Router {
   }
 
   /**
+   * The grants of the route a record names; the environment's for a record of no route. Undefined
+   * (no grants) for a route no longer in the file, as rulesOf() fails closed.
+   */
+  grantsOf(routeName: string | undefined): RouteGrants | undefined {
+    if (routeName === undefined || routeName === FALLBACK_ROUTE_NAME)
+      return withCappedTtl(this.grantDefaults);
+    return this.byName.get(routeName)?.grants;
+  }
+
+  /**
    * Names of the routes that let anyone in their channel decide (start-up warns about them): no
    * `approvers`, so at least their approvals that are not protected writes are open.
    */
@@ -116,4 +139,9 @@ export class Router {
   all(): ReadonlyArray<ChosenRoute & { rules: RouteRules }> {
     return this.routes.map(({ name, channel, rules }) => ({ name, channel, rules }));
   }
+}
+
+/** A TTL left to the environment may be longer than the route's own maximum: the maximum wins. */
+function withCappedTtl(grants: RouteGrants): RouteGrants {
+  return { ...grants, ttlMs: Math.min(grants.ttlMs, grants.maxTtlMs) };
 }
