@@ -5,6 +5,11 @@
 export const CHOICE_ACTION_PREFIX = 'cs_choice_';
 export const CHOICE_ACTION_PATTERN = /^cs_choice_\d+$/;
 
+/** The bot's own "approve and don't ask again" button; its value is a ChoiceButtonValue. */
+export const REMEMBER_ACTION_ID = 'cs_remember';
+/** A Revoke button in a grants list (/countersign grants, App Home); its value is the grantId. */
+export const REVOKE_GRANT_ACTION_ID = 'cs_revoke_grant';
+
 export const FEEDBACK_VIEW_CALLBACK_ID = 'cs_feedback';
 export const FEEDBACK_BLOCK_ID = 'cs_feedback_block';
 export const FEEDBACK_INPUT_ACTION_ID = 'cs_feedback_input';

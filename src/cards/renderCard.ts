@@ -1,4 +1,5 @@
 import type { KnownBlock } from '@slack/types';
+import type { RememberOffer } from '../grants/match.js';
 import type { RenderedMessage } from '../relay/ports.js';
 import type { ApprovalRecord } from '../store/record.js';
 import { divider, header, packSections, section } from './blocks.js';
@@ -95,10 +96,13 @@ export interface CardOptions {
   approvers?: ShownApproverNames;
   /** Name the host on the card: the bot runs more than one. */
   showHost?: boolean;
+  /** Offer "don't ask again" beside the host's choices (see RememberOffer). */
+  remember?: RememberOffer;
 }
 
 interface Prepared {
   record: ApprovalRecord;
+  remember: RememberOffer | undefined;
   approvers: ShownApproverNames | undefined;
   /** rawArgs pretty-printed once: build() runs per level, and rawArgs may be hundreds of KB. */
   args: string;
@@ -107,7 +111,7 @@ interface Prepared {
 }
 
 function build(
-  { record, args, now, approvers, showHost }: Prepared,
+  { record, args, now, approvers, showHost, remember }: Prepared,
   budget: CardBudget,
   maxChoices: number,
 ): RenderedMessage {
@@ -132,7 +136,7 @@ function build(
   if (currentIndex(record) !== undefined) blocks.push(...renderApprovers(approvers, budget));
   blocks.push(divider());
   blocks.push(...renderStatus(record, budget));
-  if (record.phase === 'pending') blocks.push(...renderChoices(record, budget, maxChoices));
+  if (record.phase === 'pending') blocks.push(...renderChoices(record, budget, maxChoices, remember));
   return { text: fallbackText(record), blocks };
 }
 
@@ -148,6 +152,7 @@ export function renderCard(record: ApprovalRecord, opts: CardOptions): RenderedM
     now: opts.now,
     showHost: opts.showHost ?? false,
     approvers: opts.approvers,
+    remember: opts.remember,
   };
   let card: RenderedMessage | undefined;
   for (const budget of BUDGET_LEVELS) {

@@ -1,4 +1,5 @@
 import type { ActionsBlock, Button, ConfirmationDialog, KnownBlock } from '@slack/types';
+import type { RememberOffer } from '../grants/match.js';
 import type { ApprovalChoice } from '../msp/protocol.js';
 import type { ApprovalRecord } from '../store/record.js';
 import { context, plainText, section } from './blocks.js';
@@ -6,8 +7,9 @@ import type { CardBudget } from './budget.js';
 import { decisionTone } from './describeDecision.js';
 import { clip, fitsWithin, truncate } from './escape.js';
 import { fitLines } from './fitLines.js';
-import { CHOICE_ACTION_PREFIX, CHOICE_BLOCK_PREFIX, encodeChoiceValue } from './ids.js';
+import { CHOICE_ACTION_PREFIX, CHOICE_BLOCK_PREFIX, encodeChoiceValue, REMEMBER_ACTION_ID } from './ids.js';
 import { MAX_ACTIONS_ELEMENTS, MAX_BUTTON_TEXT, MAX_BUTTON_VALUE, MAX_CONFIRM_BUTTON } from './limits.js';
+import { rememberLabel } from './renderGrant.js';
 
 /** Choices shown at most: three actions blocks, which keeps a card far below 50 blocks. */
 export const MAX_SHOWN_CHOICES = 75;
@@ -100,12 +102,33 @@ function detailLines(choices: readonly ApprovalChoice[], labelMax: number, budge
   return lines;
 }
 
+function rememberButton(record: ApprovalRecord, offer: RememberOffer): Button | undefined {
+  const value = encodeChoiceValue({
+    s: record.currentRequirementId.sourceIndex,
+    c: offer.choiceId,
+    a: record.approvalId,
+  });
+  if (value.length > MAX_BUTTON_VALUE) return undefined;
+  const label = rememberLabel(offer.capabilities, offer.caller, offer.ttlMs);
+  return {
+    type: 'button',
+    action_id: REMEMBER_ACTION_ID,
+    text: plainText(clip(label, MAX_BUTTON_TEXT)),
+    value,
+  };
+}
+
 /**
  * The pending card's buttons: exactly the offered choices, in order, each action_id carrying its
  * index and each value the requirement it was rendered for. Block ids carry the record version,
  * so every update gets fresh ones. Rule previews and cut labels are shown in full just above.
  */
-export function renderChoices(record: ApprovalRecord, budget: CardBudget, maxChoices: number): KnownBlock[] {
+export function renderChoices(
+  record: ApprovalRecord,
+  budget: CardBudget,
+  maxChoices: number,
+  remember?: RememberOffer,
+): KnownBlock[] {
   const choices = record.availableChoices;
   if (choices.length === 0) {
     return [section('The host offered no choices for this step. Decide in the agent itself.')];
@@ -125,6 +148,11 @@ export function renderChoices(record: ApprovalRecord, budget: CardBudget, maxCho
     const b = button(record, choice, i, labelMax);
     if (b) buttons.push(b);
   });
+  const offered =
+    remember && shown.some((c) => c.choiceId === remember.choiceId)
+      ? rememberButton(record, remember)
+      : undefined;
+  if (offered) buttons.push(offered);
   for (let start = 0; start < buttons.length; start += MAX_ACTIONS_ELEMENTS) {
     const actions: ActionsBlock = {
       type: 'actions',

@@ -5,6 +5,7 @@ import type { CardBudget } from './budget.js';
 import { decisionTone, describeDecision } from './describeDecision.js';
 import { clip, truncate } from './escape.js';
 import { mentionUser } from './mentionUser.js';
+import { callerText, capabilityText, grantRefText, revokeHint } from './renderGrant.js';
 import { slackDate } from './slackDate.js';
 
 const REVIEWING =
@@ -38,6 +39,9 @@ export function decidedBy(resolution: Resolution, nameOf?: (userId: string) => s
     const name = nameOf?.(resolution.slackUserId);
     return name ? clip(name, 80) : mentionUser(resolution.slackUserId);
   }
+  if (resolution.via === 'grant') {
+    return resolution.grant ? `a remembered grant, ${grantRefText(resolution.grant)}` : 'a remembered grant';
+  }
   return Object.hasOwn(RESOLVED_BY, resolution.resolvedBy)
     ? RESOLVED_BY[resolution.resolvedBy]!
     : clip(resolution.resolvedBy, 60);
@@ -45,6 +49,28 @@ export function decidedBy(resolution: Resolution, nameOf?: (userId: string) => s
 
 function durability(value: string): string {
   return Object.hasOwn(DURABILITY, value) ? DURABILITY[value]! : clip(value, 60);
+}
+
+const HOST_KEEPS =
+  ':house: The agent host keeps this rule, not Countersign: it is listed in `/countersign grants`, and can only be removed on the host side (MSP has no call to revoke it).';
+
+/** What a person's "don't ask again" left behind. */
+function rememberedLine(record: ApprovalRecord): string[] {
+  const r = record.remembered;
+  if (!r) return [];
+  const what = r.capabilities.map((c) => capabilityText(c, 200)).join(', ');
+  return [
+    `:repeat: *Remembered:* ${what} ${callerText(record.caller, record.sessionId)}, ${r.expiresAt ? `until ${slackDate(r.expiresAt) ?? clip(r.expiresAt, 40)}` : 'for now'}. The same request is approved without asking until then. ${revokeHint(r.grantId)}`,
+  ];
+}
+
+/** Stages a remembered grant decided before this card was shown. */
+function grantUseLines(record: ApprovalRecord): string[] {
+  return (record.grantUses ?? []).map((use) => {
+    const stage = record.subject.stages?.find((s) => s.requirementId.sourceIndex === use.sourceIndex);
+    const which = stage ? `Stage ${stage.position} of ${stage.totalStages}` : 'An earlier stage';
+    return `:repeat: ${which} was approved by a remembered grant, ${grantRefText(use)}.`;
+  });
 }
 
 function resolvedLines(resolution: Resolution, budget: CardBudget): string[] {
@@ -64,6 +90,7 @@ function resolvedLines(resolution: Resolution, budget: CardBudget): string[] {
       );
     } else {
       lines.push(`*Rule saved* (${durability(d)}): ${truncate(rulePreview, budget.reason)}`);
+      if (resolution.slackUserId) lines.push(HOST_KEEPS);
     }
   }
   if (resolution.feedback) lines.push(`*Feedback:* ${truncate(resolution.feedback, budget.reason)}`);
@@ -89,6 +116,12 @@ function decidingLine(record: ApprovalRecord): string {
 
 /** What the card says about where the approval stands. Pending cards say it with buttons instead. */
 export function renderStatus(record: ApprovalRecord, budget: CardBudget): KnownBlock[] {
+  const uses = grantUseLines(record);
+  const phase = phaseStatus(record, budget);
+  return uses.length > 0 ? [...packSections(uses), ...phase] : phase;
+}
+
+function phaseStatus(record: ApprovalRecord, budget: CardBudget): KnownBlock[] {
   switch (record.phase) {
     case 'reviewing':
       return [section(REVIEWING)];
@@ -100,7 +133,7 @@ export function renderStatus(record: ApprovalRecord, budget: CardBudget): KnownB
       return [section(record.unavailable === 'heldElsewhere' ? HELD_ELSEWHERE : UNKNOWN_TO_HOST)];
     case 'resolved':
       return record.resolution
-        ? packSections(resolvedLines(record.resolution, budget))
+        ? packSections([...resolvedLines(record.resolution, budget), ...rememberedLine(record)])
         : [section('Decided. The host did not say how.')];
     case 'superseded': {
       const note = record.supersededNote ? `\n${truncate(record.supersededNote, budget.reason)}` : '';

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { RememberOffer } from '../grants/match.js';
 import type { ApprovalChoice } from '../msp/protocol.js';
 import { OPEN_RULES, type RouteRules } from '../routing/route.js';
 import type { ApprovalStore } from '../store/approvalStore.js';
@@ -18,6 +19,7 @@ export const RECORD_WITHIN_MS = 2_000;
 
 /** Refusals that mean the card showed something no longer true: it is re-rendered. */
 const RESYNC_AFTER: ReadonlySet<Refusal['code']> = new Set([
+  'cannotRemember',
   'questionChanged',
   'alreadyResolved',
   'superseded',
@@ -40,6 +42,14 @@ export interface Click {
   receivedAt?: number;
   /** Where the choice was made: its button (the default), or the submit of the reason modal. */
   from?: 'button' | 'modal';
+  /** The bot's "approve and don't ask again": decide with `choiceId` and remember the request. */
+  remember?: boolean;
+}
+
+/** Where "don't ask again" is offered and kept (GrantMaker). */
+export interface Remembering {
+  offer(record: ApprovalRecord): RememberOffer | undefined;
+  remember(record: ApprovalRecord, userId: string): Promise<unknown>;
 }
 
 export type ClickCheck =
@@ -56,6 +66,8 @@ export interface ClickHandlerOptions {
   authorizer: Authorizer;
   /** Where refused attempts are recorded, when there is an audit trail. */
   audit?: AuditTrail;
+  /** Without it, a "don't ask again" click is refused. */
+  remembering?: Remembering;
   logger: Logger;
 }
 
@@ -145,6 +157,10 @@ export class ClickHandler {
       this.recordRefusal(record, click, choice, authorization.why);
       return { ok: false, refusal: { code: 'notAuthorized', refused: authorization } };
     }
+    // Who may grant is who may decide: checked above. The offer is checked again as it stands now.
+    if (click.remember && this.options.remembering?.offer(record)?.choiceId !== click.choiceId) {
+      return { ok: false, refusal: { code: 'cannotRemember' }, approvalId: record.approvalId };
+    }
     const rules = this.options.authorizer.authority(record).rules ?? OPEN_RULES;
     return { ok: true, record, choice, rules };
   }
@@ -185,7 +201,12 @@ export class ClickHandler {
       by: { via: 'click', userId: click.userId },
       recordBy: deadlineOf(click),
     });
-    if (outcome.kind === 'decided') return;
+    if (outcome.kind === 'decided') {
+      if (click.remember && !(await this.options.remembering?.remember(checked.record, click.userId))) {
+        await this.tell(click, { code: 'grantNotStored' });
+      }
+      return;
+    }
     const refusal = refusalFor(outcome, click.userId);
     await this.tell(click, refusal);
     this.resync(checked.record.approvalId, refusal);

@@ -5,7 +5,7 @@ import { HostGoneError, MspError, RequestTimeoutError } from '../msp/errors.js';
 import type { ApprovalHost } from '../msp/events.js';
 import { RequirementRef } from '../msp/protocol.js';
 import type { ApprovalStore } from '../store/approvalStore.js';
-import type { ApprovalRecord, Claim } from '../store/record.js';
+import type { ApprovalRecord, Claim, GrantRef } from '../store/record.js';
 import { lazyChild } from '../util/lazyChild.js';
 import { type NotDecidable, whyNotDecidable } from './decisionCheck.js';
 import type { RecordKeeper } from './recordKeeper.js';
@@ -24,7 +24,10 @@ import {
 // classify what the host said into an outcome the caller turns into words.
 
 /** Who made a decision. */
-export type DecidedBy = { via: 'click'; userId: string } | { via: 'grant' | 'timeout' };
+export type DecidedBy =
+  | { via: 'click'; userId: string }
+  | { via: 'grant'; grant: GrantRef }
+  | { via: 'timeout' };
 
 export interface DecisionRequest {
   /** The record the decision was checked against; it is checked again under compare-and-set. */
@@ -166,6 +169,7 @@ export class Decider {
       const claim: Claim = {
         sourceIndex: request.sourceIndex,
         ...(request.by.via === 'click' ? { userId: request.by.userId } : {}),
+        ...(request.by.via === 'grant' ? { grant: request.by.grant } : {}),
         via: request.by.via,
         choiceId: choice.choiceId,
         commandId,

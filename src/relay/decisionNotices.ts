@@ -50,11 +50,21 @@ export class DecisionNotices {
   /** Called with every stored record; returns at once (the work runs in the background). */
   follow(record: ApprovalRecord): void {
     const ts = record.slack.ts;
+    if (record.phase !== 'resolved' || !record.resolution) return;
+    const resolved = record as ResolvedRecord;
+    // A grant answered it and no card was ever shown: its line in the channel took the thread's
+    // place, and its owner is not told of every request a grant answers. The trail still is.
+    if (!ts && record.slack.deferred) {
+      this.track(this.once(resolved, 'audit', () => this.appendAudit(resolved)));
+      return;
+    }
     // Before its card is placed a resolved approval has no thread and no link yet; placing the
     // card is itself a stored change, so it comes back here.
-    if (record.phase !== 'resolved' || !record.resolution || !ts) return;
-    const resolved = record as ResolvedRecord;
-    const work = this.notify(resolved, ts);
+    if (!ts) return;
+    this.track(this.notify(resolved, ts));
+  }
+
+  private track(work: Promise<void>): void {
     this.inFlight.add(work);
     void work.finally(() => this.inFlight.delete(work));
   }
@@ -102,7 +112,8 @@ export class DecisionNotices {
       ...(record.route !== undefined ? { route: record.route } : {}),
       tool: record.tool,
       ...(resolution.slackUserId !== undefined ? { userId: resolution.slackUserId } : {}),
-      via: resolution.slackUserId !== undefined ? 'click' : 'host',
+      via: resolution.via === 'grant' ? 'grant' : resolution.slackUserId !== undefined ? 'click' : 'host',
+      ...(resolution.grant ? { grantId: resolution.grant.grantId } : {}),
       resolvedBy: resolution.resolvedBy,
       choiceId: resolution.choiceId ?? '',
       decision: resolution.decision,

@@ -54,6 +54,8 @@ export type AuditEntry =
       via: 'click' | 'grant' | 'timeout' | 'host';
       /** Who the host says resolved it: user, policy, llmJudge, … */
       resolvedBy?: string;
+      /** The remembered grant that decided, when `via` is grant. */
+      grantId?: string;
       choiceId: string;
       decision: string;
       feedback?: string;

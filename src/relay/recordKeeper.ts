@@ -91,10 +91,11 @@ export class RecordKeeper {
    */
   async create(record: ApprovalRecord): Promise<boolean> {
     const { store } = this.options;
-    const lease = store.newPostLease(this.postLeaseMs);
+    // A deferred card is posted later, if at all (slack.deferred): nobody may hold its lease meanwhile.
+    const lease = record.slack.deferred ? undefined : store.newPostLease(this.postLeaseMs);
     if (!(await store.createIfAbsent(record, lease))) return false;
     this.changed(record);
-    await this.postCard(record, lease);
+    if (lease) await this.postCard(record, lease);
     return true;
   }
 
@@ -181,6 +182,7 @@ export class RecordKeeper {
       this.update(record.slack.channel, record.slack.ts, record);
       return;
     }
+    if (record.slack.deferred) return;
     const lease = await store.acquirePostLease(approvalId, this.postLeaseMs);
     if (!lease) {
       this.retryLater(approvalId);

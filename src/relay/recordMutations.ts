@@ -1,3 +1,4 @@
+import { stageCapabilities } from '../grants/capabilities.js';
 import type {
   ApprovalRequestParams,
   ApprovalResolvedParams,
@@ -5,7 +6,6 @@ import type {
 } from '../msp/protocol.js';
 import type { ApprovalRecord, Claim, Phase } from '../store/record.js';
 import { isTerminal } from '../store/record.js';
-import { requiredCapabilities } from './capabilities.js';
 import { intakeWith, newIntake } from './intake/intakeReport.js';
 import { takeNote, takeQuestion, takeRequest } from './intake/takeRequest.js';
 
@@ -19,6 +19,8 @@ export interface NewRecordContext {
   /** The route that chose the channel. */
   route: string;
   sandboxMode: string;
+  /** Whom a remembered grant is bound to (routes[].grants.caller): `session:…`, `user:…`, `host:…`. */
+  caller: string;
   phase: 'pending' | 'reviewing';
   /** Another client holds the session: the card starts without buttons. */
   heldElsewhere?: boolean;
@@ -43,12 +45,17 @@ export function newRecord(params: ApprovalRequestParams, ctx: NewRecordContext):
     turnId: params.turnId,
     itemId: params.itemId,
     toolCallId: params.toolCallId,
-    caller: `session:${params.sessionId}`,
+    caller: ctx.caller,
     tool: taken.tool,
     title: taken.title,
     rawArgs: taken.rawArgs,
     subject: taken.subject,
-    requiredCapabilities: requiredCapabilities(taken.subject, taken.tool),
+    requiredCapabilities: stageCapabilities({
+      tool: taken.tool,
+      subject: taken.subject,
+      currentRequirementId: params.currentRequirementId,
+      protectedWrite: params.protectedWrite,
+    }).capabilities,
     sandboxMode: ctx.sandboxMode,
     reason: taken.reason,
     reviewerReason: taken.reviewerReason,
@@ -107,7 +114,11 @@ export function reopened(
       protectedWrite: params.protectedWrite,
       reviewerReason: question.reviewerReason ?? record.reviewerReason,
       cuaCardFacts: question.cuaCardFacts ?? record.cuaCardFacts,
-      requiredCapabilities: requiredCapabilities(question.subject, record.tool),
+      requiredCapabilities: stageCapabilities({
+        ...record,
+        subject: question.subject,
+        currentRequirementId: params.currentRequirementId,
+      }).capabilities,
       intake: intakeWith(record.intake, question.reports),
       phase: nextPhase,
       claim: nextPhase === 'deciding' && !revived ? record.claim : undefined,
@@ -146,10 +157,15 @@ export function updated(params: ApprovalUpdatedParams) {
     const dropClaim = kind === 'restartRecovered' || phase !== 'deciding';
     const next: ApprovalRecord = {
       ...record,
+      grantUses: withGrantUse(record, params),
       subject: question.subject,
       currentRequirementId: params.currentRequirementId,
       availableChoices: question.availableChoices,
-      requiredCapabilities: requiredCapabilities(question.subject, record.tool),
+      requiredCapabilities: stageCapabilities({
+        ...record,
+        subject: question.subject,
+        currentRequirementId: params.currentRequirementId,
+      }).capabilities,
       intake: intakeWith(record.intake, question.reports),
       phase: kind === 'restartRecovered' && phase === 'deciding' ? 'pending' : phase,
       claim: dropClaim ? undefined : record.claim,
@@ -231,6 +247,8 @@ export function resolved(params: ApprovalResolvedParams, incarnation: string, no
         slackUserId: ours?.userId,
         choiceId: ours?.choiceId,
         feedback: ours?.feedback,
+        via: ours?.via,
+        grant: ours?.grant,
       },
     };
   };
@@ -258,6 +276,8 @@ export function decidedByClaim(commandId: string, now: Date) {
         ...(claim.userId ? { slackUserId: claim.userId } : {}),
         choiceId: claim.choiceId,
         ...(claim.feedback ? { feedback: claim.feedback } : {}),
+        ...(claim.via ? { via: claim.via } : {}),
+        ...(claim.grant ? { grant: claim.grant } : {}),
       },
     };
   };
@@ -357,4 +377,27 @@ export function unclaimed(commandId: string) {
     if (isTerminal(record) || record.claim?.commandId !== commandId) return undefined;
     return { ...record, phase: record.phase === 'deciding' ? 'pending' : record.phase, claim: undefined };
   };
+}
+
+/** A stage our grant decided has resolved: the card, if one is shown later, says so. */
+function withGrantUse(record: ApprovalRecord, params: ApprovalUpdatedParams): ApprovalRecord['grantUses'] {
+  const { claim } = record;
+  const stage = params.change.requirementId?.sourceIndex;
+  if (params.change.kind !== 'stageResolved' || !claim?.grant || stage !== claim.sourceIndex) {
+    return record.grantUses;
+  }
+  return [...(record.grantUses ?? []), { ...claim.grant, sourceIndex: stage }];
+}
+
+/** No remembered grant answers the request (or it could not be used): the card is posted. */
+export function cardRevealed(record: ApprovalRecord): ApprovalRecord | undefined {
+  if (!record.slack.deferred) return undefined;
+  const { deferred: _deferred, ...slack } = record.slack;
+  return { ...record, slack };
+}
+
+/** A person's "don't ask again" was stored as a grant: the card's final state says so. */
+export function rememberedAs(remembered: NonNullable<ApprovalRecord['remembered']>) {
+  return (record: ApprovalRecord): ApprovalRecord | undefined =>
+    record.remembered?.grantId === remembered.grantId ? undefined : { ...record, remembered };
 }

@@ -1,6 +1,8 @@
 import type { Logger } from 'pino';
+import { callerFor, grantQuestion } from '../grants/match.js';
 import type { ApprovalHost, HostEvent } from '../msp/events.js';
 import type { ApprovalRequestParams } from '../msp/protocol.js';
+import type { RouteGrants } from '../routing/route.js';
 import type { ChosenRoute, RouteInput } from '../routing/router.js';
 import type { ApprovalStore, Mutation } from '../store/approvalStore.js';
 import { isTerminal } from '../store/record.js';
@@ -33,6 +35,12 @@ export interface RelayOptions {
   routeFor: (input: RouteInput) => ChosenRoute;
   /** The sandbox mode a host runs its agent in, stored on each of its approvals. */
   sandboxModeOf: (hostId: string) => string;
+  /** A route's grants; without it, no approval waits for a grant. */
+  grantsOf?: (route: string) => RouteGrants | undefined;
+  /** The Slack user whose agent a host runs (a route's grants may follow them). */
+  ownerOf?: (hostId: string) => string | undefined;
+  /** Answers by remembered grant what it can (its RecordKeeper follower sees new records). */
+  grants?: { consider(approvalId: string): void };
   now?: () => Date;
   /** Without it, Redis is taken to be always there. */
   redis?: RedisAvailability;
@@ -183,17 +191,35 @@ export class Relay {
       subjectKind: params.subject.kind,
       protectedWrite: params.protectedWrite === true,
     });
-    const fresh = newRecord(params, {
+    const grants = this.options.grantsOf?.(route.name);
+    const caller = callerFor(grants?.caller ?? 'session', {
+      sessionId: params.sessionId,
+      hostId,
+      owner: this.options.ownerOf?.(hostId),
+    });
+    let fresh = newRecord(params, {
       hostId,
       incarnation,
       channel: route.channel,
       route: route.name,
+      caller: caller ?? `session:${params.sessionId}`,
       sandboxMode: this.options.sandboxModeOf(hostId),
       phase,
       heldElsewhere,
       now: this.now(),
       sessionTitle: session?.label,
     });
+    // Only what a grant could answer waits for the grant lookup; everything else is posted at once.
+    if (
+      phase === 'pending' &&
+      !heldElsewhere &&
+      caller &&
+      grants?.enabled &&
+      this.options.grants &&
+      grantQuestion(fresh)
+    ) {
+      fresh = { ...fresh, slack: { ...fresh.slack, deferred: true } };
+    }
     if (await keeper.create(fresh)) {
       // At debug: it sits between the host's frame and the card's post, where every line shows in
       // the latency (README "Performance"); "card posted" says the same at info once it is out.
@@ -206,6 +232,8 @@ export class Relay {
     );
     if (record && isTerminal(record)) await store.forgetOpen(record);
     if (record?.phase === 'deciding' && record.claim) this.options.decider.replay(record);
+    // A process that stopped between storing the record and answering it left the card waiting.
+    else if (record?.slack.deferred && !isTerminal(record)) this.options.grants?.consider(record.approvalId);
   }
 
   /**

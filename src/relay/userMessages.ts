@@ -25,7 +25,11 @@ export type Refusal =
   | { code: 'stopping' }
   | { code: 'decideFailed'; kind: string }
   /** The route's rules do not let this user decide (authorization.ts says why). */
-  | { code: 'notAuthorized'; refused: Refused };
+  | { code: 'notAuthorized'; refused: Refused }
+  /** "Don't ask again" is not offered for this request (any more): nothing was decided. */
+  | { code: 'cannotRemember' }
+  /** The decision went through, but the grant it asked for could not be stored. */
+  | { code: 'grantNotStored' };
 
 /** What to tell the person whose decision ended in `outcome` (anything but `decided`). */
 export function refusalFor(
@@ -176,5 +180,9 @@ export function refusalText(refusal: Refusal): string {
       return `The agent host refused the decision (${refusal.kind.replace(/[&<>]/g, '')}). Nothing was decided; the card shows the current state.`;
     case 'notAuthorized':
       return notAuthorizedText(refusal.refused);
+    case 'cannotRemember':
+      return 'This request can no longer be remembered (the question changed, or grants are off for this route). Nothing was decided: the card shows the current choices.';
+    case 'grantNotStored':
+      return 'Your approval went through, but Countersign could not store the "don\'t ask again" grant (its database did not answer). The agent will ask again next time.';
   }
 }

@@ -32,6 +32,14 @@ export class SlackNoticeSender implements NoticeSender {
     );
   }
 
+  /** A line in the channel itself (a grant's use, a revocation), sent at most once. */
+  async channelLine(channel: string, text: string): Promise<void> {
+    await retrySlackCall(
+      () => this.client.chat.postMessage({ channel, text, unfurl_links: false, unfurl_media: false }),
+      AT_MOST_ONCE,
+    );
+  }
+
   /** Needs im:write for conversations.open. */
   async directMessage(userId: string, text: string): Promise<void> {
     const opened = await retrySlackCall(

@@ -25,6 +25,14 @@ export type Phase = z.infer<typeof Phase>;
 
 const TERMINAL_PHASES: ReadonlySet<Phase> = new Set(['resolved', 'superseded', 'orphaned']);
 
+/** A remembered grant as a record names it: enough to say whose it is and until when. */
+export const GrantRef = z.object({
+  grantId: z.string(),
+  grantedBy: z.string(),
+  expiresAt: z.string().optional(),
+});
+export type GrantRef = z.infer<typeof GrantRef>;
+
 export const Resolution = z.object({
   decision: z.string(),
   /** user | policy | llmJudge | … as the host says it. */
@@ -45,6 +53,9 @@ export const Resolution = z.object({
   /** The choice that Slack user pressed: the audit line names it by its label. */
   choiceId: z.string().optional(),
   feedback: z.string().optional(),
+  /** Our decision that resolved it came from a remembered grant (Slack user absent), or a timeout. */
+  via: z.enum(['click', 'grant', 'timeout']).optional(),
+  grant: GrantRef.optional(),
 });
 export type Resolution = z.infer<typeof Resolution>;
 
@@ -55,6 +66,8 @@ export const Claim = z.object({
   userId: z.string().optional(),
   /** What made the decision; a click when absent. */
   via: z.enum(['click', 'grant', 'timeout']).optional(),
+  /** The grant that decided, when `via` is grant. */
+  grant: GrantRef.optional(),
   choiceId: z.string(),
   commandId: z.string(),
   feedback: z.string().optional(),
@@ -128,7 +141,15 @@ export const ApprovalRecord = z.object({
   unavailable: z.enum(['heldElsewhere', 'unknownToHost']).optional(),
   /** policyPersistence reported before the approval resolved, kept for its resolution. */
   persistence: z.object({ status: z.string(), reason: z.string().optional() }).optional(),
-  slack: z.object({ channel: z.string(), ts: z.string().optional() }),
+  /**
+   * `deferred`: the card waits while a remembered grant may answer; it is posted only if none
+   * does. A request a grant answered has no card at all, only the grant's line in the channel.
+   */
+  slack: z.object({ channel: z.string(), ts: z.string().optional(), deferred: z.boolean().optional() }),
+  /** Stages a remembered grant decided before the card was shown. */
+  grantUses: z.array(GrantRef.extend({ sourceIndex: z.number().int() })).optional(),
+  /** The grant a person made from this card ("don't ask again"). */
+  remembered: GrantRef.extend({ capabilities: z.array(z.string()) }).optional(),
   openedAt: z.string(),
   updatedAt: z.string(),
   version: z.number().int(),

@@ -46,6 +46,7 @@ const record = () =>
     channel: 'C1',
     route: 'test',
     sandboxMode: 'default',
+    caller: `session:${params.sessionId}`,
     phase: 'pending',
     now: new Date('2026-11-30T12:00:00Z'),
   });

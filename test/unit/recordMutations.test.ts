@@ -27,6 +27,7 @@ const shell = ApprovalRequestParams.parse({
         position: 1,
         totalStages: 2,
         argv: ['npm', 'test'],
+        argvComplete: true,
         resolution: { kind: 'unresolved' },
       },
       {
@@ -34,6 +35,7 @@ const shell = ApprovalRequestParams.parse({
         position: 2,
         totalStages: 2,
         argv: ['git', 'push'],
+        argvComplete: true,
         resolution: { kind: 'unresolved' },
       },
     ],
@@ -48,6 +50,7 @@ const shell = ApprovalRequestParams.parse({
 const base = newRecord(shell, {
   hostId: 'h',
   incarnation: 'inc-1',
+  caller: 'session:s1',
   channel: 'C1',
   route: 'test',
   sandboxMode: 'default',
@@ -57,8 +60,17 @@ const base = newRecord(shell, {
 const claim = { sourceIndex: 0, userId: 'U1', choiceId: 'allow_once', commandId: 'cmd-1', claimedAt: 'now' };
 
 describe('record mutations', () => {
-  it('derives one exec capability per shell stage', () => {
-    expect(base.requiredCapabilities).toEqual(['exec:npm test', 'exec:git push']);
+  it('derives the exec capability of the stage being asked, and follows the stage as it advances', () => {
+    expect(base.requiredCapabilities).toEqual(['exec:npm test']);
+    const advanced = ApprovalUpdatedParams.parse({
+      sessionId: 's1',
+      approvalId: 'a1',
+      change: { kind: 'stageResolved', requirementId: { approvalId: 'a1', sourceIndex: 0 } },
+      currentRequirementId: { approvalId: 'a1', sourceIndex: 1 },
+      availableChoices: shell.availableChoices,
+      subject: shell.subject,
+    });
+    expect(updated(advanced)(base)?.requiredCapabilities).toEqual(['exec:git push']);
     expect(base.caller).toBe('session:s1');
   });
 

@@ -1,7 +1,7 @@
 import type { App } from '@slack/bolt';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { CHOICE_ACTION_PATTERN, decodeChoiceValue } from '../../cards/ids.js';
+import { CHOICE_ACTION_PATTERN, decodeChoiceValue, REMEMBER_ACTION_ID } from '../../cards/ids.js';
 import { subjectSummary } from '../../cards/renderCard.js';
 import { renderFeedbackModal } from '../../cards/renderFeedbackModal.js';
 import type { ClickHandler } from '../../relay/clickHandler.js';
@@ -28,7 +28,15 @@ export function registerChoiceButton(
   views: SlackViews,
   logger: Logger,
 ): void {
+  // "Approve and don't ask again" is a click like any other, with a grant made once it is decided.
+  app.action(REMEMBER_ACTION_ID, async ({ ack, body }) => {
+    await pressed(body, ack, { remember: true });
+  });
   app.action(CHOICE_ACTION_PATTERN, async ({ ack, body }) => {
+    await pressed(body, ack, { remember: false });
+  });
+
+  async function pressed(body: unknown, ack: () => Promise<void>, how: { remember: boolean }): Promise<void> {
     const receivedAt = Date.now();
     const parsed = BlockActionBody.safeParse(body);
     const channel = parsed.success
@@ -46,6 +54,7 @@ export function registerChoiceButton(
             choiceId: value.c,
             approvalHint: value.a,
             receivedAt,
+            ...(how.remember ? { remember: true } : {}),
           }
         : undefined;
     // The lookup leaves before the acknowledgement so that the two overlap (Slack only needs the
@@ -66,7 +75,7 @@ export function registerChoiceButton(
     }
     // The check includes who may decide: a modal only opens for someone who may submit it.
     const checked = await clicks.checkInTime(click, checking);
-    if (checked.ok && checked.choice.acceptsFeedback && parsed.data.trigger_id) {
+    if (checked.ok && !how.remember && checked.choice.acceptsFeedback && parsed.data.trigger_id) {
       const { record, rules } = checked;
       const subject = subjectSummary(record);
       await views.open(
@@ -89,5 +98,5 @@ export function registerChoiceButton(
       return;
     }
     await clicks.click(click, checked);
-  });
+  }
 }

@@ -1,0 +1,122 @@
+import type { Grant } from '../grants/grant.js';
+import type { GrantRef } from '../store/record.js';
+import { clip, inlineCode } from './escape.js';
+import { mentionUser } from './mentionUser.js';
+import { slackDate } from './slackDate.js';
+
+// How grants read wherever they are shown: the card's "don't ask again" button and final state,
+// the line a grant's use leaves in the channel, and the lists of /countersign grants and App Home.
+// Capabilities, paths and commands come from the agent: they are only ever shown as code.
+
+const CAPABILITY_VERBS: ReadonlyArray<[prefix: string, verb: string]> = [
+  ['exec:', ''],
+  ['file-write:', 'write '],
+  ['file-read:', 'read '],
+  ['net-connect:', 'connect to '],
+  ['process:', 'process '],
+  ['unix-socket:', 'socket '],
+  ['tool:', 'tool '],
+];
+
+/** `git push`, write `/srv/a.ts`, connect to `https://api.example.com:443`; escaped mrkdwn. */
+export function capabilityText(capability: string, max = 200): string {
+  const known = CAPABILITY_VERBS.find(([prefix]) => capability.startsWith(prefix));
+  if (!known) return inlineCode(capability, max);
+  return `${known[1]}${inlineCode(capability.slice(known[0].length), max)}`;
+}
+
+/** The same without markup, for a button's plain text. */
+export function capabilityPlain(capability: string, max = 60): string {
+  const known = CAPABILITY_VERBS.find(([prefix]) => capability.startsWith(prefix));
+  return clip(known ? `${known[1]}${capability.slice(known[0].length)}` : capability, max);
+}
+
+/** Whom a grant is bound to, as a phrase: "in this session", "for <@U…>", "on host `ci`". */
+export function callerText(caller: string, thisSession?: string): string {
+  const [kind, ...rest] = caller.split(':');
+  const id = rest.join(':');
+  if (kind === 'session') return thisSession === id ? 'in this session' : `in session ${inlineCode(id, 60)}`;
+  if (kind === 'user') return `for ${mentionUser(id)}’s agents`;
+  if (kind === 'host') return `on host ${inlineCode(id, 60)}`;
+  return inlineCode(caller, 80);
+}
+
+function callerPlain(caller: string): string {
+  if (caller.startsWith('session:')) return 'in this session';
+  if (caller.startsWith('user:')) return 'for this owner';
+  if (caller.startsWith('host:')) return 'on this host';
+  return '';
+}
+
+/** 90 min, 8 h, 7 days: how long a new grant lasts. */
+export function durationText(ms: number): string {
+  const minutes = Math.round(ms / 60_000);
+  if (minutes < 120) return `${Math.max(1, minutes)} min`;
+  const hours = Math.round(minutes / 60);
+  if (hours < 48) return `${hours} h`;
+  const days = Math.round(hours / 24);
+  return `${days} days`;
+}
+
+/** The button: "Don't ask again: git push in this session for 8 h" (plain text, at most 75). */
+export function rememberLabel(capabilities: readonly string[], caller: string, ttlMs: number): string {
+  const what =
+    capabilities.length === 1 ? capabilityPlain(capabilities[0]!, 40) : `${capabilities.length} capabilities`;
+  return clip(
+    `Don't ask again: ${what} ${callerPlain(caller)} for ${durationText(ttlMs)}`.replace(/ +/g, ' '),
+    75,
+  );
+}
+
+function expiryText(expiresAt: string | undefined): string {
+  if (!expiresAt) return 'kept by the host';
+  return `until ${slackDate(expiresAt) ?? clip(expiresAt, 40)}`;
+}
+
+/** How to take a grant back, for every message that names one. */
+export function revokeHint(grantId: string): string {
+  return `Revoke: ${inlineCode(`/countersign revoke ${grantId}`, 120)}`;
+}
+
+/** A grant's one-line identity: `id` by @granter, until <date>. */
+export function grantRefText(ref: GrantRef, grantedByName?: string): string {
+  const by = grantedByName ? clip(grantedByName, 80) : mentionUser(ref.grantedBy);
+  return `${inlineCode(ref.grantId, 60)} (granted by ${by}, ${expiryText(ref.expiresAt)})`;
+}
+
+/**
+ * The compact line a grant's use leaves in the channel instead of a card: what was allowed, by
+ * which grant and whose, until when, and how to revoke it. The granter is named, not pinged.
+ */
+export function renderGrantLine(input: {
+  tool: string;
+  capabilities: readonly string[];
+  stage?: { position: number; total: number };
+  grant: GrantRef;
+  grantedByName?: string;
+  hostId?: string;
+}): string {
+  const what = input.capabilities.map((c) => capabilityText(c, 300)).join(', ');
+  const stage =
+    input.stage && input.stage.total > 1 ? ` (stage ${input.stage.position} of ${input.stage.total})` : '';
+  const host = input.hostId ? ` on ${inlineCode(input.hostId, 60)}` : '';
+  return (
+    `:repeat: Approved by a remembered grant: ${inlineCode(input.tool || '(no tool name)', 80)}${host} — ${what}${stage}. ` +
+    `Grant ${grantRefText(input.grant, input.grantedByName)}. ${revokeHint(input.grant.grantId)}`
+  );
+}
+
+/** One grant in a list (/countersign grants, App Home). */
+export function grantListLine(grant: Grant, nameOf?: (userId: string) => string | undefined): string {
+  const caps = grant.capabilities.map((c) => capabilityText(c, 120)).join(', ');
+  const uses = grant.uses === 1 ? 'used once' : `used ${grant.uses} times`;
+  const holder =
+    grant.holder === 'host'
+      ? `\n:house: Kept by the host (${clip(grant.scope ?? 'rule', 30)}): ${inlineCode(grant.rulePreview ?? '', 200)} — remove it on the host side; MSP cannot revoke it.`
+      : '';
+  const name = nameOf?.(grant.grantedBy);
+  return (
+    `*${inlineCode(grant.tool, 60)}* ${caps} ${callerText(grant.caller)} · sandbox ${inlineCode(grant.sandboxMode, 40)}\n` +
+    `${inlineCode(grant.grantId, 60)} · granted by ${name ? clip(name, 80) : mentionUser(grant.grantedBy)} · ${expiryText(grant.expiresAt)} · ${uses}${holder}`
+  );
+}

@@ -1,0 +1,101 @@
+import type { ApprovalChoice } from '../msp/protocol.js';
+import type { ApprovalRecord } from '../store/record.js';
+import { type CapabilityRequest, covers, stageCapabilities } from './capabilities.js';
+import type { CallerScope, Grant } from './grant.js';
+
+// Whether a remembered grant answers a request (DESIGN §4). Pure: the store only hands in the
+// candidates of one (caller, tool, sandbox mode) bucket, and every rule is checked again here.
+
+/** What a grant must cover for the bot to answer the current stage of an approval. */
+export interface GrantQuestion {
+  caller: string;
+  tool: string;
+  sandboxMode: string;
+  /** Canonical, never empty. */
+  capabilities: string[];
+  /** The offered choice the bot answers with: approved, once. */
+  once: ApprovalChoice;
+  sourceIndex: number;
+}
+
+type Askable = CapabilityRequest & Pick<ApprovalRecord, 'caller' | 'sandboxMode' | 'availableChoices'>;
+
+/**
+ * The question a grant could answer, or undefined when none may: the request is not grantable
+ * (an unknown kind, a protected write, computer-use data, masked or cut text, an unparsed
+ * command), or the host offers no approved-once choice.
+ */
+export function grantQuestion(record: Askable): GrantQuestion | undefined {
+  const once = onceChoice(record.availableChoices);
+  if (!once) return undefined;
+  const { capabilities, notGrantable } = stageCapabilities(record);
+  if (notGrantable || capabilities.length === 0) return undefined;
+  return {
+    caller: record.caller,
+    tool: record.tool,
+    sandboxMode: record.sandboxMode,
+    capabilities,
+    once,
+    sourceIndex: record.currentRequirementId.sourceIndex,
+  };
+}
+
+/**
+ * "Approve and don't ask again", offered by the bot beside the host's own choices when a grant
+ * could answer the same request later. Pressing it decides with `choiceId`, the host's
+ * approved-once choice, and remembers `capabilities` for `caller` for `ttlMs`.
+ */
+export interface RememberOffer {
+  choiceId: string;
+  capabilities: string[];
+  caller: string;
+  ttlMs: number;
+}
+
+/** The offered choice that approves this one request and remembers nothing at the host. */
+export function onceChoice(choices: readonly ApprovalChoice[]): ApprovalChoice | undefined {
+  return choices.find((choice) => choice.decision === 'approved' && choice.scope === 'once');
+}
+
+/** Does this grant answer the question, now? Every part must be equal; capabilities a subset. */
+export function grantMatches(grant: Grant, question: GrantQuestion, now: Date): boolean {
+  return (
+    grant.holder === 'bot' &&
+    grant.revokedAt === undefined &&
+    grant.expiresAt !== undefined &&
+    Date.parse(grant.expiresAt) > now.getTime() &&
+    grant.caller === question.caller &&
+    grant.tool === question.tool &&
+    grant.sandboxMode === question.sandboxMode &&
+    covers(grant.capabilities, question.capabilities)
+  );
+}
+
+/** The grant that answers the question, if any: the one that lasts longest, so the line says most. */
+export function findGrant(grants: readonly Grant[], question: GrantQuestion, now: Date): Grant | undefined {
+  let best: Grant | undefined;
+  for (const grant of grants) {
+    if (!grantMatches(grant, question, now)) continue;
+    if (!best || Date.parse(grant.expiresAt!) > Date.parse(best.expiresAt!)) best = grant;
+  }
+  return best;
+}
+
+/**
+ * Whom a grant is bound to on a route: the session (a subagent's approval is projected into its
+ * parent session, so it is the parent's), the host's owner, or the host itself. Undefined when
+ * the route asks for the owner of a host that has none (start-up refuses such a file).
+ */
+export function callerFor(
+  scope: CallerScope,
+  approval: { sessionId: string; hostId: string; owner?: string },
+): string | undefined {
+  switch (scope) {
+    case 'session':
+      return `session:${approval.sessionId}`;
+    case 'owner':
+      return approval.owner ? `user:${approval.owner}` : undefined;
+    case 'host':
+      return `host:${approval.hostId}`;
+  }
+}

@@ -1,0 +1,148 @@
+import type { Logger } from 'pino';
+import type { Grant, GrantStore } from '../grants/grant.js';
+import { findGrant, type GrantQuestion, grantQuestion } from '../grants/match.js';
+import type { RouteGrants } from '../routing/route.js';
+import type { ApprovalStore } from '../store/approvalStore.js';
+import { type ApprovalRecord, type GrantRef, isTerminal } from '../store/record.js';
+import type { Decider } from './decider.js';
+import type { NoticeLedger } from './decisionNotices.js';
+import type { RecordKeeper } from './recordKeeper.js';
+import { cardRevealed } from './recordMutations.js';
+
+/** The Slack side: the compact line a grant's use leaves in the channel instead of a card. */
+export interface GrantLineSender {
+  grantUsed(record: ApprovalRecord, grant: Grant, question: GrantQuestion): Promise<void>;
+}
+
+export interface GrantAnswererOptions {
+  grants: GrantStore;
+  store: ApprovalStore;
+  keeper: RecordKeeper;
+  decider: Decider;
+  lines: GrantLineSender;
+  /** Each line is sent once per stage, whichever replica or retry gets there. */
+  ledger: NoticeLedger;
+  /** The grants of the route a record names; undefined (none) for a route gone from the file. */
+  grantsOf: (route: string | undefined) => RouteGrants | undefined;
+  logger: Logger;
+  now?: () => Date;
+}
+
+/**
+ * Answers, stage by stage, what a remembered grant covers, before any card is shown. An approval
+ * a grant may answer is stored with its card deferred (slack.deferred); this looks its grants up
+ * (one Redis round trip), decides through the Decider with the offered once-choice, and leaves a
+ * line in the channel. Whatever no grant covers, or a grant could not decide, gets its card.
+ */
+export class GrantAnswerer {
+  private readonly now: () => Date;
+  /** approvalId → the look in progress: one at a time per approval, each on a fresh read. */
+  private readonly looks = new Map<string, Promise<void>>();
+
+  constructor(private readonly options: GrantAnswererOptions) {
+    this.now = options.now ?? (() => new Date());
+  }
+
+  /** RecordKeeper follower: a deferred card of an open approval nobody is deciding is looked at. */
+  follow(record: ApprovalRecord): void {
+    if (!record.slack.deferred || isTerminal(record) || record.claim) return;
+    this.consider(record.approvalId, record);
+  }
+
+  /**
+   * Looks at an approval again (after the one in progress): answers it by grant or shows its
+   * card. `known`, the record just stored, spares a read when no other look is in progress.
+   */
+  consider(approvalId: string, known?: ApprovalRecord): void {
+    const previous = this.looks.get(approvalId);
+    const look = previous ? previous.then(() => this.look(approvalId)) : this.look(approvalId, known);
+    const settled = look.catch((err: unknown) => {
+      this.options.logger.error({ err, approvalId }, 'answering by grant failed; showing the card');
+      return this.reveal(approvalId);
+    });
+    this.looks.set(approvalId, settled);
+    this.options.keeper.track(settled);
+    void settled.finally(() => {
+      if (this.looks.get(approvalId) === settled) this.looks.delete(approvalId);
+    });
+  }
+
+  private async look(approvalId: string, known?: ApprovalRecord): Promise<void> {
+    const { store, grants, decider, logger } = this.options;
+    const record = known ?? (await store.get(approvalId));
+    if (!record?.slack.deferred || isTerminal(record) || record.claim) return;
+    // Under review or out of reach: there is nothing a grant could decide now, and people should see it.
+    if (record.phase !== 'pending') return this.reveal(approvalId);
+    const settings = this.options.grantsOf(record.route);
+    const question = settings?.enabled ? grantQuestion(record) : undefined;
+    if (!question) return this.reveal(approvalId);
+    const now = this.now();
+    const grant = findGrant(
+      await grants.candidates(question.caller, question.tool, question.sandboxMode, now),
+      question,
+      now,
+    );
+    if (!grant) return this.reveal(approvalId);
+
+    const outcome = await decider.decide({
+      record,
+      sourceIndex: question.sourceIndex,
+      choiceId: question.once.choiceId,
+      by: { via: 'grant', grant: grantRef(grant) },
+    });
+    if (outcome.kind === 'decided') {
+      await Promise.all([this.recordUse(record, grant, question), this.leaveLine(record, grant, question)]);
+      return;
+    }
+    // The claim is kept and replayed when the host is back (or the next process starts).
+    if (outcome.kind === 'hostUnavailable' || outcome.kind === 'stopping') return;
+    logger.info(
+      { approvalId, grantId: grant.grantId, outcome: outcome.kind },
+      'a grant matched but could not decide; showing the card',
+    );
+    await this.reveal(approvalId);
+  }
+
+  private async reveal(approvalId: string): Promise<void> {
+    await this.options.keeper.mutateAndSync(approvalId, cardRevealed);
+  }
+
+  private async recordUse(record: ApprovalRecord, grant: Grant, question: GrantQuestion): Promise<void> {
+    try {
+      await this.options.grants.recordUse(grant, record.approvalId, question.sourceIndex, this.now());
+    } catch (err) {
+      this.options.logger.warn(
+        { err, approvalId: record.approvalId, grantId: grant.grantId },
+        'grant use not counted',
+      );
+    }
+  }
+
+  /** At most once per stage (see DecisionNotices for why not at least once). */
+  private async leaveLine(record: ApprovalRecord, grant: Grant, question: GrantQuestion): Promise<void> {
+    const { ledger, lines, logger } = this.options;
+    const kind = `grant-${question.sourceIndex}`;
+    const { approvalId } = record;
+    try {
+      if (!(await ledger.claim(approvalId, kind))) return;
+      let outcome = 'sent';
+      try {
+        await lines.grantUsed(record, grant, question);
+      } catch (err) {
+        outcome = `failed: ${err instanceof Error ? err.message : String(err)}`.slice(0, 200);
+        logger.error({ err, approvalId, grantId: grant.grantId }, 'grant line not posted');
+      }
+      await ledger.settle(approvalId, kind, outcome);
+    } catch (err) {
+      logger.warn({ err, approvalId, grantId: grant.grantId }, 'grant line bookkeeping failed');
+    }
+  }
+}
+
+export function grantRef(grant: Grant): GrantRef {
+  return {
+    grantId: grant.grantId,
+    grantedBy: grant.grantedBy,
+    ...(grant.expiresAt ? { expiresAt: grant.expiresAt } : {}),
+  };
+}
