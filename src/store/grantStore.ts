@@ -18,7 +18,9 @@ import { keys } from './keys.js';
 // Key layout: keys.ts (grant, grantBucket, grantsBy*, grantsExpiring, grantAudit). Matching reads
 // one bucket; listing reads small indexes; sweeping reads the expiry index. Every key carries a
 // Redis TTL up to the end of the latest grant it serves (plus KEEP_AFTER_END_MS), so nothing
-// outlives its grants even when no sweep ever runs.
+// outlives its grants even when no sweep ever runs. The scripts each touch one slot; the index
+// writes are pipelines of one-key commands over several slots, which Redis Cluster would need
+// split per slot (the project runs on one Redis).
 
 export const DEFAULT_LISTED_HOST_GRANT_MS = 7 * 24 * 60 * 60 * 1000;
 
