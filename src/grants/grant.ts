@@ -41,9 +41,23 @@ export interface Grant extends GrantKey {
   revokedBy?: string;
 }
 
+/** Capabilities as a grant key holds them: sorted (plain string order), de-duplicated. */
+export function canonicalCapabilities(capabilities: readonly string[]): string[] {
+  return [...new Set(capabilities)].sort();
+}
+
 /** A grant event, for the capped grant audit stream and the log (structured). */
 export type GrantEvent =
-  | { kind: 'created'; grant: Grant; at: string }
+  | {
+      kind: 'created';
+      grant: Grant;
+      at: string;
+      /**
+       * Set when an identical live grant was granted again from another approval: no new grant,
+       * `grant` is the existing one with its expiry moved; this says who granted it again, where.
+       */
+      refreshed?: { grantedBy: string; approvalId: string };
+    }
   | { kind: 'used'; grantId: string; approvalId: string; sourceIndex: number; at: string }
   | { kind: 'expired'; grantId: string; at: string }
   | { kind: 'revoked'; grantId: string; by: string; at: string };
@@ -54,16 +68,31 @@ export type GrantEvent =
  * round trip. Revocation and expiry take effect at once for every replica (they are in Redis).
  */
 export interface GrantStore {
-  /** Stores a new grant (or refreshes the expiry of an identical live one) and records `created`. */
+  /**
+   * Stores a new grant (or refreshes the expiry of an identical live one) and records `created`.
+   * Capabilities are canonicalized here. Bot-held grants need `ttlMs`; a refresh never shortens.
+   * Host-held grants are kept for listing only, one per approval however often it is recorded.
+   * Given `expiresAt`, `lastUsedAt`, `revokedAt` and `revokedBy` are ignored.
+   */
   create(grant: Omit<Grant, 'grantId' | 'uses' | 'createdAt'> & { ttlMs?: number }): Promise<Grant>;
   /** Live bot-held grants of one bucket (not expired, not revoked), in one round trip. */
   candidates(caller: string, tool: string, sandboxMode: string, now: Date): Promise<Grant[]>;
   /** Counts a use (uses, lastUsedAt) and records `used`. */
   recordUse(grant: Grant, approvalId: string, sourceIndex: number, now: Date): Promise<void>;
+  /**
+   * The grant as stored, revoked ones included (`revokedAt`), until it is swept or its Redis TTL
+   * ends: compare `expiresAt` to tell whether it is still live.
+   */
   get(grantId: string): Promise<Grant | undefined>;
-  /** Live grants (bot- and host-held), newest first; `channels` limits them to those channels. */
+  /**
+   * Live grants (bot- and host-held), newest first, at most the 100 newest; `channels` limits them
+   * to those channels (none when empty), `grantedBy` to that user's.
+   */
   list(filter: { channels?: readonly string[]; grantedBy?: string }, now: Date): Promise<Grant[]>;
-  /** Revokes a live grant; false when it was not live (unknown, expired or already revoked). */
+  /**
+   * Revokes a live grant; false when it was not live (unknown, expired or already revoked). A
+   * host-held grant only leaves the listing: the host keeps its rule (MSP cannot revoke it).
+   */
   revoke(grantId: string, by: string, now: Date): Promise<boolean>;
   /** Removes expired grants (recording `expired`); resolves with how many were removed. */
   sweep(now: Date): Promise<number>;

@@ -42,4 +42,24 @@ export const keys = {
   recentDecisionNoted: (userId: string, approvalId: string) => `${PREFIX}:decided:{${userId}}:${approvalId}`,
   /** Sorted set: Slack users whose App Home is shown, scored by when that stops counting (ms). */
   homeViewers: () => `${PREFIX}:home-viewers`,
+
+  // Remembered grants (grantStore.ts). A grant id starts with its bucket's tag (grantIds.ts), so a
+  // grant and the bucket it lives in share one hash tag: every grant script touches one slot.
+  /**
+   * Hash, one per grant: `d` = the JSON that never changes, `end` = ms when it stops being live
+   * (bot-held) or listed (host-held), `uses`, `last`, `revAt`, `revBy`; `bk`/`cf` = its bucket key
+   * and field, so it can leave the bucket without decoding `d`.
+   */
+  grant: (bucketTag: string, grantId: string) => `${PREFIX}:grant:{${bucketTag}}:${grantId}`,
+  /** Hash, one per (caller, tool, sandboxMode): canonical capabilities JSON → bot-held grantId. */
+  grantBucket: (bucketTag: string, bucketHash: string) =>
+    `${PREFIX}:grants:bucket:{${bucketTag}}:${bucketHash}`,
+  /** Sorted sets of grantIds by createdAt (ms): what listing reads instead of every grant. */
+  grantsByChannel: (channel: string) => `${PREFIX}:grants:channel:{${channel}}`,
+  grantsByGranter: (userId: string) => `${PREFIX}:grants:by:{${userId}}`,
+  grantsAll: () => `${PREFIX}:grants:all`,
+  /** Sorted set of grantIds by `end` (ms): what sweep() looks at. */
+  grantsExpiring: () => `${PREFIX}:grants:expiring`,
+  /** Stream of grant events (created, used, expired, revoked), capped with XADD MAXLEN ~. */
+  grantAudit: `${PREFIX}:grants:audit`,
 } as const;

@@ -1,0 +1,92 @@
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { GrantEvent } from '../grants/grant.js';
+import { keys } from './keys.js';
+
+/** One stream entry: flat fields, the grant of `created` (and `refreshed`) as JSON. */
+function eventFields(event: GrantEvent): string[] {
+  const { kind, at } = event;
+  switch (event.kind) {
+    case 'created': {
+      const fields = [
+        'kind',
+        kind,
+        'grantId',
+        event.grant.grantId,
+        'at',
+        at,
+        'grant',
+        JSON.stringify(event.grant),
+      ];
+      if (event.refreshed) fields.push('refreshed', JSON.stringify(event.refreshed));
+      return fields;
+    }
+    case 'used':
+      return [
+        ...['kind', kind, 'grantId', event.grantId, 'at', at],
+        ...['approvalId', event.approvalId, 'sourceIndex', String(event.sourceIndex)],
+      ];
+    case 'expired':
+      return ['kind', kind, 'grantId', event.grantId, 'at', at];
+    case 'revoked':
+      return ['kind', kind, 'grantId', event.grantId, 'at', at, 'by', event.by];
+  }
+}
+
+/**
+ * Grant events go to a capped stream and to the log, as RedisAuditTrail does for decisions.
+ * `MAXLEN ~` keeps at least `maxLen` entries, trimming whole nodes only.
+ */
+export class GrantAuditTrail {
+  constructor(
+    private readonly redis: Redis,
+    private readonly options: { maxLen: number; logger: Logger },
+  ) {}
+
+  /** Never rejects: a lost entry is logged, and must not fail the grant operation it records. */
+  async record(event: GrantEvent): Promise<void> {
+    this.options.logger.info({ grantEvent: event }, `grant ${event.kind}`);
+    try {
+      await this.redis.xadd(keys.grantAudit, 'MAXLEN', '~', this.options.maxLen, '*', ...eventFields(event));
+    } catch (err) {
+      this.options.logger.error({ err, grantEvent: event }, 'grant audit entry not written');
+    }
+  }
+}
+
+/** The grant audit stream read back, oldest first, each entry with its stream id. */
+export async function readGrantAudit(
+  redis: Redis,
+  count = 10_000,
+): Promise<Array<GrantEvent & { id: string }>> {
+  const entries = await redis.xrange(keys.grantAudit, '-', '+', 'COUNT', count);
+  return entries.map(([id, list]) => {
+    const f: Record<string, string> = {};
+    for (let i = 0; i + 1 < list.length; i += 2) f[list[i]!] = list[i + 1]!;
+    const at = f.at ?? '';
+    const grantId = f.grantId ?? '';
+    switch (f.kind) {
+      case 'created':
+        return {
+          id,
+          kind: 'created',
+          at,
+          grant: JSON.parse(f.grant ?? '{}'),
+          ...(f.refreshed ? { refreshed: JSON.parse(f.refreshed) } : {}),
+        };
+      case 'used':
+        return {
+          id,
+          kind: 'used',
+          at,
+          grantId,
+          approvalId: f.approvalId ?? '',
+          sourceIndex: Number(f.sourceIndex),
+        };
+      case 'revoked':
+        return { id, kind: 'revoked', at, grantId, by: f.by ?? '' };
+      default:
+        return { id, kind: 'expired', at, grantId };
+    }
+  });
+}

@@ -1,0 +1,48 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { keys } from './keys.js';
+
+// A grant id begins with its bucket's tag, so that from the id alone the store finds the grant's
+// key, and the grant shares a hash tag (one Cluster slot) with its bucket: creating, matching,
+// revoking and sweeping a grant are each one script on one slot.
+
+const TAG_LENGTH = 10;
+const ID_PATTERN = /^([0-9a-f]{10})-[^\s]+$/;
+
+export interface Bucket {
+  tag: string;
+  key: string;
+}
+
+/** The bucket of (caller, tool, sandboxMode); JSON keeps the three apart whatever they contain. */
+export function bucketOf(caller: string, tool: string, sandboxMode: string): Bucket {
+  const hash = createHash('sha256')
+    .update(JSON.stringify([caller, tool, sandboxMode]))
+    .digest('hex');
+  const tag = hash.slice(0, TAG_LENGTH);
+  return { tag, key: keys.grantBucket(tag, hash) };
+}
+
+export function grantIdIn(bucket: Bucket, suffix: string): string {
+  return `${bucket.tag}-${suffix}`;
+}
+
+/** The random part of a new grant id: short enough to type in `/countersign revoke <id>`. */
+export function randomGrantSuffix(): string {
+  return randomBytes(6).toString('hex');
+}
+
+/** The same for every replica recording one approval's host-held grant: one grant, not two. */
+export function hostGrantSuffix(approvalId: string): string {
+  return `h${createHash('sha256').update(approvalId).digest('hex').slice(0, 12)}`;
+}
+
+/** The grant's Redis key, or undefined for an id this store never made. */
+export function grantKeyOf(grantId: string): string | undefined {
+  const tag = ID_PATTERN.exec(grantId)?.[1];
+  return tag === undefined ? undefined : keys.grant(tag, grantId);
+}
+
+/** Every grant key of a bucket is this prefix and the grant id (what the scripts build keys from). */
+export function grantKeyPrefix(bucket: Bucket): string {
+  return keys.grant(bucket.tag, '');
+}

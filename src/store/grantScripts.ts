@@ -1,0 +1,154 @@
+import type { Redis, Result } from 'ioredis';
+
+// The grant store's scripts. Each touches one hash tag (a grant and its bucket share it, see
+// grantIds.ts), so each runs on one Cluster slot. Some build keys of that same slot from a prefix
+// instead of receiving them in KEYS (a bucket names its grants by id only); Redis Cluster runs
+// that, though it cannot check it. Times are ms; `end` is when a grant stops being live or listed.
+
+/** Extends a TTL to `ms` unless it is already at least that long: a key's TTL never shrinks. */
+const EXTEND_TTL = `
+local function extend(key, ms)
+  local t = redis.call('PTTL', key)
+  if t == -1 or (t >= 0 and t < tonumber(ms)) then redis.call('PEXPIRE', key, ms) end
+end
+`;
+
+/**
+ * Refreshes the bucket's live grant of these capabilities, or stores a new one in its place.
+ * KEYS: new grant, bucket. ARGV: grant key prefix, capabilities field, new grant id, `d`, end,
+ * now, grant TTL, bucket TTL. Returns {id, 1} when created, {id, 0, fields} when refreshed.
+ */
+const CREATE_BOT = `${EXTEND_TTL}
+local existing = redis.call('HGET', KEYS[2], ARGV[2])
+if existing then
+  local key = ARGV[1] .. existing
+  local f = redis.call('HMGET', key, 'end', 'revAt')
+  if f[1] and not f[2] and tonumber(f[1]) > tonumber(ARGV[6]) then
+    if tonumber(ARGV[5]) > tonumber(f[1]) then redis.call('HSET', key, 'end', ARGV[5]) end
+    extend(key, ARGV[7])
+    extend(KEYS[2], ARGV[8])
+    return {existing, 0, redis.call('HGETALL', key)}
+  end
+end
+redis.call('HSET', KEYS[1], 'd', ARGV[4], 'end', ARGV[5], 'uses', 0, 'bk', KEYS[2], 'cf', ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[7])
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+extend(KEYS[2], ARGV[8])
+return {ARGV[3], 1}
+`;
+
+/**
+ * A host-held grant under its deterministic id, unless a replica stored it first.
+ * KEYS: grant. ARGV: `d`, end, grant TTL. Returns {1} when created, {0, fields} when it existed.
+ */
+const CREATE_HOST = `
+if redis.call('EXISTS', KEYS[1]) == 1 then return {0, redis.call('HGETALL', KEYS[1])} end
+redis.call('HSET', KEYS[1], 'd', ARGV[1], 'end', ARGV[2], 'uses', 0)
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return {1}
+`;
+
+/**
+ * The live grants of one bucket. Reads the bucket and its few grants, never anything else.
+ * KEYS: bucket. ARGV: grant key prefix, now. Returns {id, d, end, uses, last or ''} rows.
+ */
+const CANDIDATES = `
+local fields = redis.call('HGETALL', KEYS[1])
+local out = {}
+for i = 2, #fields, 2 do
+  local id = fields[i]
+  local g = redis.call('HMGET', ARGV[1] .. id, 'd', 'end', 'uses', 'last', 'revAt')
+  if g[1] and not g[5] and tonumber(g[2]) > tonumber(ARGV[2]) then
+    out[#out + 1] = {id, g[1], g[2], g[3], g[4] or ''}
+  end
+end
+return out
+`;
+
+/** KEYS: grant. ARGV: lastUsedAt. Returns the new count, or -1 when the grant is gone. */
+const RECORD_USE = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+redis.call('HSET', KEYS[1], 'last', ARGV[1])
+return redis.call('HINCRBY', KEYS[1], 'uses', 1)
+`;
+
+/**
+ * Revokes a live grant and takes it out of its bucket, so no replica matches it from now on.
+ * KEYS: grant. ARGV: now, by, revokedAt, grant id. Returns {1, d}, or {0} when it was not live.
+ */
+const REVOKE = `
+local f = redis.call('HMGET', KEYS[1], 'end', 'revAt', 'bk', 'cf', 'd')
+if not f[1] or f[2] or tonumber(f[1]) <= tonumber(ARGV[1]) then return {0} end
+redis.call('HSET', KEYS[1], 'revAt', ARGV[3], 'revBy', ARGV[2])
+if f[3] and redis.call('HGET', f[3], f[4]) == ARGV[4] then redis.call('HDEL', f[3], f[4]) end
+return {1, f[5]}
+`;
+
+/**
+ * Claims grants for sweeping: takes each id off the expiry index if it is due. ZREM answers 1 to
+ * one sweeper only, so one replica records each `expired`; a score moved by a refresh is not due.
+ * KEYS: expiry index. ARGV: now, ids. Returns the ids this caller claimed.
+ */
+const CLAIM_EXPIRED = `
+local claimed = {}
+for i = 2, #ARGV do
+  local score = redis.call('ZSCORE', KEYS[1], ARGV[i])
+  if score and tonumber(score) <= tonumber(ARGV[1]) and redis.call('ZREM', KEYS[1], ARGV[i]) == 1 then
+    claimed[#claimed + 1] = ARGV[i]
+  end
+end
+return claimed
+`;
+
+/**
+ * Deletes a claimed grant and its bucket field if it is still due. KEYS: grant. ARGV: now, id.
+ * Returns {1, d} deleted, {2, d} deleted but it was revoked (no `expired`), {0} already gone (its
+ * TTL ran out), {-1, end} refreshed since the claim: the caller puts it back on the index.
+ */
+const REMOVE_EXPIRED = `
+local f = redis.call('HMGET', KEYS[1], 'end', 'revAt', 'bk', 'cf', 'd')
+if not f[1] then return {0} end
+if tonumber(f[1]) > tonumber(ARGV[1]) then return {-1, f[1]} end
+if f[3] and redis.call('HGET', f[3], f[4]) == ARGV[2] then redis.call('HDEL', f[3], f[4]) end
+redis.call('DEL', KEYS[1])
+if f[2] then return {2, f[5]} end
+return {1, f[5]}
+`;
+
+/** KEYS: any key. ARGV: TTL ms. Used for the indexes, which many grants share. */
+const EXTEND = `${EXTEND_TTL}
+extend(KEYS[1], ARGV[1])
+return 1
+`;
+
+export function defineGrantScripts(redis: Redis): void {
+  redis.defineCommand('csGrantCreateBot', { numberOfKeys: 2, lua: CREATE_BOT });
+  redis.defineCommand('csGrantCreateHost', { numberOfKeys: 1, lua: CREATE_HOST });
+  redis.defineCommand('csGrantCandidates', { numberOfKeys: 1, lua: CANDIDATES });
+  redis.defineCommand('csGrantUse', { numberOfKeys: 1, lua: RECORD_USE });
+  redis.defineCommand('csGrantRevoke', { numberOfKeys: 1, lua: REVOKE });
+  redis.defineCommand('csGrantClaimExpired', { numberOfKeys: 1, lua: CLAIM_EXPIRED });
+  redis.defineCommand('csGrantRemoveExpired', { numberOfKeys: 1, lua: REMOVE_EXPIRED });
+  redis.defineCommand('csExtendTtl', { numberOfKeys: 1, lua: EXTEND });
+}
+
+type Str = string | number;
+
+declare module 'ioredis' {
+  interface RedisCommander<Context> {
+    csGrantCreateBot(grantKey: string, bucketKey: string, ...args: Str[]): Result<unknown[], Context>;
+    csGrantCreateHost(grantKey: string, d: string, end: Str, ttlMs: Str): Result<unknown[], Context>;
+    csGrantCandidates(bucketKey: string, prefix: string, nowMs: Str): Result<string[][], Context>;
+    csGrantUse(grantKey: string, lastUsedAt: string): Result<number, Context>;
+    csGrantRevoke(
+      grantKey: string,
+      nowMs: Str,
+      by: string,
+      at: string,
+      grantId: string,
+    ): Result<unknown[], Context>;
+    csGrantClaimExpired(indexKey: string, nowMs: Str, ...grantIds: string[]): Result<string[], Context>;
+    csGrantRemoveExpired(grantKey: string, nowMs: Str, grantId: string): Result<unknown[], Context>;
+    csExtendTtl(key: string, ttlMs: Str): Result<number, Context>;
+  }
+}

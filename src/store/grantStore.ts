@@ -1,0 +1,280 @@
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { canonicalCapabilities, type Grant, type GrantStore } from '../grants/grant.js';
+import { GrantAuditTrail } from './grantAudit.js';
+import {
+  bucketOf,
+  grantIdIn,
+  grantKeyOf,
+  grantKeyPrefix,
+  hostGrantSuffix,
+  randomGrantSuffix,
+} from './grantIds.js';
+import { type ListFilter, listGrants } from './grantListing.js';
+import { fromFields, type GrantData, pairs, parseGrantData, type StoredGrant } from './grantRecord.js';
+import { defineGrantScripts } from './grantScripts.js';
+import { keys } from './keys.js';
+
+// Key layout: keys.ts (grant, grantBucket, grantsBy*, grantsExpiring, grantAudit). Matching reads
+// one bucket; listing reads small indexes; sweeping reads the expiry index. Every key carries a
+// Redis TTL up to the end of the latest grant it serves (plus KEEP_AFTER_END_MS), so nothing
+// outlives its grants even when no sweep ever runs. The scripts each touch one slot; the index
+// writes are pipelines of one-key commands over several slots, which Redis Cluster would need
+// split per slot (the project runs on one Redis).
+
+export const DEFAULT_LISTED_HOST_GRANT_MS = 7 * 24 * 60 * 60 * 1000;
+
+/**
+ * How long a grant's keys outlive its end: long enough for a sweep to still read its channel and
+ * granter and drop it from their indexes (past it, listing drops entries whose grant is gone).
+ */
+const KEEP_AFTER_END_MS = 60 * 60 * 1000;
+const SWEEP_BATCH = 500;
+
+export interface GrantStoreOptions {
+  logger: Logger;
+  /** The grant audit stream keeps at least this many entries (XADD MAXLEN ~). */
+  auditMaxLen: number;
+  now?: () => Date;
+  /** The random part of a new bot-held grant's id (after its bucket tag, grantIds.ts). */
+  newGrantId?: () => string;
+  /** How long a host-held grant is listed: the host keeps it, and MSP can neither list nor revoke. */
+  listedHostGrantMs?: number;
+}
+
+type CreateInput = Parameters<GrantStore['create']>[0];
+
+export class RedisGrantStore implements GrantStore {
+  private readonly audit: GrantAuditTrail;
+  private readonly now: () => Date;
+  private readonly newGrantId: () => string;
+  private readonly listedHostGrantMs: number;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly options: GrantStoreOptions,
+  ) {
+    defineGrantScripts(redis);
+    this.audit = new GrantAuditTrail(redis, { maxLen: options.auditMaxLen, logger: options.logger });
+    this.now = options.now ?? (() => new Date());
+    this.newGrantId = options.newGrantId ?? randomGrantSuffix;
+    this.listedHostGrantMs = options.listedHostGrantMs ?? DEFAULT_LISTED_HOST_GRANT_MS;
+  }
+
+  async create(input: CreateInput): Promise<Grant> {
+    const now = this.now();
+    const data: GrantData = {
+      caller: input.caller,
+      tool: input.tool,
+      capabilities: canonicalCapabilities(input.capabilities),
+      sandboxMode: input.sandboxMode,
+      holder: input.holder,
+      grantedBy: input.grantedBy,
+      approvalId: input.approvalId,
+      hostId: input.hostId,
+      route: input.route,
+      channel: input.channel,
+      createdAt: now.toISOString(),
+      ...(input.rulePreview === undefined ? {} : { rulePreview: input.rulePreview }),
+      ...(input.scope === undefined ? {} : { scope: input.scope }),
+    };
+    return input.holder === 'bot'
+      ? this.createBotHeld(data, input.ttlMs, now)
+      : this.createHostHeld(data, now);
+  }
+
+  private async createBotHeld(data: GrantData, ttlMs: number | undefined, now: Date): Promise<Grant> {
+    if (ttlMs === undefined || !(ttlMs > 0)) throw new Error('a bot-held grant needs a positive ttlMs');
+    const bucket = bucketOf(data.caller, data.tool, data.sandboxMode);
+    const grantId = grantIdIn(bucket, this.newGrantId());
+    const nowMs = now.getTime();
+    const end = nowMs + ttlMs;
+    const [id, created, fields] = (await this.redis.csGrantCreateBot(
+      keys.grant(bucket.tag, grantId),
+      bucket.key,
+      grantKeyPrefix(bucket),
+      JSON.stringify(data.capabilities),
+      grantId,
+      JSON.stringify(data),
+      end,
+      nowMs,
+      ttlMs + KEEP_AFTER_END_MS,
+      ttlMs,
+    )) as [string, number, unknown];
+    if (created === 1) {
+      const grant: Grant = { ...data, grantId, uses: 0, expiresAt: new Date(end).toISOString() };
+      await this.index({ grant, end }, nowMs);
+      await this.audit.record({ kind: 'created', grant, at: data.createdAt });
+      return grant;
+    }
+    const existing = this.stored(id, fields);
+    // Indexed again so that a create retried after a failed indexing leaves the grant listed.
+    await this.index(existing, nowMs);
+    // The same approval recorded twice (two replicas) is one grant: nothing new to tell.
+    if (existing.grant.approvalId !== data.approvalId) {
+      await this.audit.record({
+        kind: 'created',
+        grant: existing.grant,
+        at: data.createdAt,
+        refreshed: { grantedBy: data.grantedBy, approvalId: data.approvalId },
+      });
+    }
+    return existing.grant;
+  }
+
+  private async createHostHeld(data: GrantData, now: Date): Promise<Grant> {
+    const bucket = bucketOf(data.caller, data.tool, data.sandboxMode);
+    const grantId = grantIdIn(bucket, hostGrantSuffix(data.approvalId));
+    const nowMs = now.getTime();
+    const end = nowMs + this.listedHostGrantMs;
+    const [created, fields] = (await this.redis.csGrantCreateHost(
+      keys.grant(bucket.tag, grantId),
+      JSON.stringify(data),
+      end,
+      this.listedHostGrantMs + KEEP_AFTER_END_MS,
+    )) as [number, unknown];
+    if (created === 1) {
+      const grant: Grant = { ...data, grantId, uses: 0 };
+      await this.index({ grant, end }, nowMs);
+      await this.audit.record({ kind: 'created', grant, at: data.createdAt });
+      return grant;
+    }
+    const existing = this.stored(grantId, fields);
+    if (existing.grant.revokedAt === undefined) await this.index(existing, nowMs);
+    return existing.grant;
+  }
+
+  /** One round trip (one script) whatever else is stored: see CANDIDATES in grantScripts.ts. */
+  async candidates(caller: string, tool: string, sandboxMode: string, now: Date): Promise<Grant[]> {
+    const bucket = bucketOf(caller, tool, sandboxMode);
+    const rows = await this.redis.csGrantCandidates(bucket.key, grantKeyPrefix(bucket), now.getTime());
+    return rows.flatMap(([grantId, d, end, uses, last]) => {
+      const stored = fromFields(grantId!, { d: d!, end: end!, uses: uses!, last: last! });
+      // The bucket's key is a hash of its three names: this check only guards against collisions.
+      const g = stored?.grant;
+      return g && g.caller === caller && g.tool === tool && g.sandboxMode === sandboxMode ? [g] : [];
+    });
+  }
+
+  async recordUse(grant: Grant, approvalId: string, sourceIndex: number, now: Date): Promise<void> {
+    const key = grantKeyOf(grant.grantId);
+    const uses = key === undefined ? -1 : await this.redis.csGrantUse(key, now.toISOString());
+    if (uses === -1) {
+      // The approval was still decided by it: the use is recorded all the same.
+      this.options.logger.warn({ grantId: grant.grantId, approvalId }, 'grant used after it was removed');
+    }
+    await this.audit.record({
+      kind: 'used',
+      grantId: grant.grantId,
+      approvalId,
+      sourceIndex,
+      at: now.toISOString(),
+    });
+  }
+
+  async get(grantId: string): Promise<Grant | undefined> {
+    const key = grantKeyOf(grantId);
+    if (key === undefined) return undefined;
+    return fromFields(grantId, await this.redis.hgetall(key))?.grant;
+  }
+
+  list(filter: ListFilter, now: Date): Promise<Grant[]> {
+    return listGrants(this.redis, filter, now.getTime());
+  }
+
+  async revoke(grantId: string, by: string, now: Date): Promise<boolean> {
+    const key = grantKeyOf(grantId);
+    if (key === undefined) return false;
+    const at = now.toISOString();
+    const [revoked, d] = (await this.redis.csGrantRevoke(key, now.getTime(), by, at, grantId)) as [
+      number,
+      string | undefined,
+    ];
+    if (revoked !== 1 || d === undefined) return false;
+    // Done once the script ran: the indexes only decide what is listed, and listing skips it.
+    await this.unindex(grantId, parseGrantData(d), true).catch((err: unknown) => {
+      this.options.logger.warn({ err, grantId }, 'revoked grant left in its indexes');
+    });
+    await this.audit.record({ kind: 'revoked', grantId, by, at });
+    return true;
+  }
+
+  async sweep(now: Date): Promise<number> {
+    const nowMs = now.getTime();
+    const at = now.toISOString();
+    let removed = 0;
+    for (;;) {
+      const due = await this.redis.zrangebyscore(
+        keys.grantsExpiring(),
+        '-inf',
+        nowMs,
+        'LIMIT',
+        0,
+        SWEEP_BATCH,
+      );
+      if (due.length === 0) return removed;
+      const claimed = await this.redis.csGrantClaimExpired(keys.grantsExpiring(), nowMs, ...due);
+      for (const grantId of claimed) {
+        if (await this.removeClaimed(grantId, nowMs, at)) removed++;
+      }
+      if (due.length < SWEEP_BATCH) return removed;
+    }
+  }
+
+  /** Deletes one grant this sweep claimed; true when it was removed. */
+  private async removeClaimed(grantId: string, nowMs: number, at: string): Promise<boolean> {
+    const key = grantKeyOf(grantId);
+    if (key === undefined) return false;
+    const [code, value] = (await this.redis.csGrantRemoveExpired(key, nowMs, grantId)) as [number, unknown];
+    if (code === -1) {
+      // Refreshed since the claim: it goes back on the expiry index at its new end.
+      await this.redis.zadd(keys.grantsExpiring(), 'GT', Number(value), grantId);
+      return false;
+    }
+    if (code === 0) {
+      // Its keys ran out first: its channel and granter are unknown, listing drops those entries.
+      await this.redis.zrem(keys.grantsAll(), grantId);
+    } else {
+      await this.unindex(grantId, parseGrantData(String(value)), false);
+    }
+    // A revoked grant was recorded as such; it is only deleted here.
+    if (code !== 2) await this.audit.record({ kind: 'expired', grantId, at });
+    return true;
+  }
+
+  private stored(grantId: string, fields: unknown): StoredGrant {
+    const stored = fromFields(grantId, pairs(fields));
+    if (!stored) throw new Error(`grant ${grantId}: stored without its data`);
+    return stored;
+  }
+
+  /** Lists the grant and puts it on the expiry index; each index lives as long as its grants. */
+  private async index({ grant, end }: StoredGrant, nowMs: number): Promise<void> {
+    const created = Date.parse(grant.createdAt);
+    const ttl = end - nowMs + KEEP_AFTER_END_MS;
+    const listings = [
+      keys.grantsAll(),
+      keys.grantsByChannel(grant.channel),
+      keys.grantsByGranter(grant.grantedBy),
+    ];
+    const pipe = this.redis.pipeline().zadd(keys.grantsExpiring(), 'GT', end, grant.grantId);
+    for (const index of listings) pipe.zadd(index, created, grant.grantId);
+    for (const index of [keys.grantsExpiring(), ...listings]) pipe.csExtendTtl(index, ttl);
+    throwFirstError(await pipe.exec());
+  }
+
+  private async unindex(grantId: string, data: GrantData, expiryToo: boolean): Promise<void> {
+    const pipe = this.redis
+      .pipeline()
+      .zrem(keys.grantsAll(), grantId)
+      .zrem(keys.grantsByChannel(data.channel), grantId)
+      .zrem(keys.grantsByGranter(data.grantedBy), grantId);
+    if (expiryToo) pipe.zrem(keys.grantsExpiring(), grantId);
+    throwFirstError(await pipe.exec());
+  }
+}
+
+function throwFirstError(results: Array<[Error | null, unknown]> | null): void {
+  if (!results) throw new Error('no reply from Redis');
+  for (const [err] of results) if (err) throw err;
+}
