@@ -10,6 +10,8 @@ import { Authorizer } from './relay/authorizer.js';
 import { ClickHandler } from './relay/clickHandler.js';
 import { Decider } from './relay/decider.js';
 import { DecisionNotices } from './relay/decisionNotices.js';
+import { GrantAnswerer } from './relay/grantAnswerer.js';
+import { GrantMaker } from './relay/grantMaker.js';
 import { RecordKeeper } from './relay/recordKeeper.js';
 import { Relay } from './relay/relay.js';
 import { Router } from './routing/router.js';
@@ -22,6 +24,7 @@ import { Permalinks } from './slack/permalinks.js';
 import { SlackCardChannel } from './slack/slackCardChannel.js';
 import { classifySlackError } from './slack/slackFailures.js';
 import { createSlackFetch } from './slack/slackFetch.js';
+import { SlackGrantLines } from './slack/slackGrantLines.js';
 import { SlackNoticeSender } from './slack/slackNotices.js';
 import { describeSlackFailure, SlackReachability } from './slack/slackReachability.js';
 import { slackViews } from './slack/slackViews.js';
@@ -29,12 +32,16 @@ import { WaitingApprovals } from './slack/waitingApprovals.js';
 import { createWebClient } from './slack/webClient.js';
 import { ApprovalStore } from './store/approvalStore.js';
 import { RedisAuditTrail } from './store/auditStream.js';
+import { RedisGrantStore } from './store/grantStore.js';
 import { HomeViewers } from './store/homeViewers.js';
 import { RedisNoticeLedger } from './store/noticeLedger.js';
 import { RecentDecisions } from './store/recentDecisions.js';
 import { RedisHealth } from './store/redisHealth.js';
 import { RedisSessionMemory } from './store/sessionMemory.js';
 import { VERSION } from './version.js';
+
+/** How often expired grants are taken out of Redis (they stop matching the moment they expire). */
+const GRANT_SWEEP_MS = 60_000;
 
 /** A mistake only the operator can fix: one line on stderr, exit 1. */
 function exitWithConfigError(err: ConfigError): never {
@@ -94,7 +101,13 @@ async function main(): Promise<void> {
     },
   });
 
-  const router = new Router(config.routes, config.slack.channel);
+  const router = new Router(config.routes, config.slack.channel, {
+    enabled: true,
+    caller: 'session',
+    ttlMs: config.grants.ttlMs,
+    maxTtlMs: config.grants.maxTtlMs,
+  });
+  const grantStore = new RedisGrantStore(redis, { logger, auditMaxLen: config.auditMaxLen });
   const owners = new Map(config.msp.hosts.flatMap((spec) => (spec.owner ? [[spec.id, spec.owner]] : [])));
   const authorizer = new Authorizer({
     rulesOf: (route) => router.rulesOf(route),
@@ -113,14 +126,16 @@ async function main(): Promise<void> {
   });
   // Audit: the thread line, the stream entry and the owner's DM of each resolved approval.
   const auditTrail = new RedisAuditTrail(redis, { maxLen: config.auditMaxLen, logger });
+  const noticeSender = new SlackNoticeSender(slackClient, logger);
+  const noticeLedger = new RedisNoticeLedger(redis, { ttlMs: config.resolvedTtlMs });
   const notices = new DecisionNotices({
-    sender: new SlackNoticeSender(slackClient, logger),
-    ledger: new RedisNoticeLedger(redis, { ttlMs: config.resolvedTtlMs }),
+    sender: noticeSender,
+    ledger: noticeLedger,
     audit: auditTrail,
     ownerOf: (hostId) => owners.get(hostId),
     logger,
   });
-  const keeper = new RecordKeeper({
+  const keeper: RecordKeeper = new RecordKeeper({
     store,
     cards: cardChannel,
     render: (record, now) =>
@@ -128,13 +143,22 @@ async function main(): Promise<void> {
         now,
         approvers: approverNames.shown(authorizer.shown(record)),
         showHost: config.msp.hosts.length > 1,
+        remember: grantMaker.offer(record),
       }),
     logger,
     // Followers of stored changes, each one line.
     onChange: (record) => {
+      grantAnswerer.follow(record);
+      grantMaker.follow(record);
       notices.follow(record);
       home.follow(record);
     },
+  });
+  const grantMaker = new GrantMaker({
+    grants: grantStore,
+    keeper,
+    grantsOf: (route) => router.grantsOf(route),
+    logger,
   });
   // Each host is supervised on its own. A host's events reach the Relay, which is wired below:
   // none arrive before hosts.start().
@@ -168,10 +192,23 @@ async function main(): Promise<void> {
     logger,
     newCommandId: () => uuidv7(),
   });
+  const grantAnswerer = new GrantAnswerer({
+    grants: grantStore,
+    store,
+    keeper,
+    decider,
+    lines: new SlackGrantLines(noticeSender, { showHost: config.msp.hosts.length > 1 }),
+    ledger: noticeLedger,
+    grantsOf: (route) => router.grantsOf(route),
+    logger,
+  });
   const relay = new Relay({
     keeper,
     store,
     decider,
+    grants: grantAnswerer,
+    grantsOf: (route) => router.grantsOf(route),
+    ownerOf: (hostId) => owners.get(hostId),
     host: (hostId) => hosts.get(hostId),
     logger,
     routeFor: (input) => router.routeFor(input),
@@ -192,8 +229,14 @@ async function main(): Promise<void> {
     notifier: cardChannel,
     authorizer,
     audit: auditTrail,
+    remembering: grantMaker,
     logger,
   });
+  // Expired grants stop matching at once; this only takes them out of Redis, and audits it.
+  const grantSweep = setInterval(() => {
+    grantStore.sweep(new Date()).catch((err: unknown) => logger.warn({ err }, 'grant sweep failed'));
+  }, GRANT_SWEEP_MS);
+  grantSweep.unref();
 
   // What /countersign and App Home show each user.
   const permalinks = new Permalinks(slackClient, logger);
@@ -264,6 +307,7 @@ async function main(): Promise<void> {
     quitRedis: () => {
       approverNames.stop();
       home.stop();
+      clearInterval(grantSweep);
       // Card updates still retrying (Slack away) end here; what they would have said is in Redis.
       cardChannel.stop();
       redisHealth.stop();

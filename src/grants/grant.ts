@@ -41,11 +41,6 @@ export interface Grant extends GrantKey {
   revokedBy?: string;
 }
 
-/** Capabilities as a grant key holds them: sorted (plain string order), de-duplicated. */
-export function canonicalCapabilities(capabilities: readonly string[]): string[] {
-  return [...new Set(capabilities)].sort();
-}
-
 /** A grant event, for the capped grant audit stream and the log (structured). */
 export type GrantEvent =
   | {

@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { canonicalCapabilities, type Grant, type GrantStore } from '../grants/grant.js';
+import { canonicalCapabilities } from '../grants/capabilities.js';
+import type { Grant, GrantStore } from '../grants/grant.js';
 import { GrantAuditTrail } from './grantAudit.js';
 import {
   bucketOf,
