@@ -7,6 +7,8 @@ export const CHOICE_ACTION_PATTERN = /^cs_choice_\d+$/;
 
 /** The bot's own "approve and don't ask again" button; its value is a ChoiceButtonValue. */
 export const REMEMBER_ACTION_ID = 'cs_remember';
+/** block_id of its actions block, apart from the host's choices: `${REMEMBER_BLOCK_PREFIX}v${version}`. */
+export const REMEMBER_BLOCK_PREFIX = 'cs_remember_';
 /** A Revoke button in a grants list (/countersign grants, App Home); its value is the grantId. */
 export const REVOKE_GRANT_ACTION_ID = 'cs_revoke_grant';
 

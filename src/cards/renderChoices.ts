@@ -7,7 +7,13 @@ import type { CardBudget } from './budget.js';
 import { decisionTone } from './describeDecision.js';
 import { clip, fitsWithin, truncate } from './escape.js';
 import { fitLines } from './fitLines.js';
-import { CHOICE_ACTION_PREFIX, CHOICE_BLOCK_PREFIX, encodeChoiceValue, REMEMBER_ACTION_ID } from './ids.js';
+import {
+  CHOICE_ACTION_PREFIX,
+  CHOICE_BLOCK_PREFIX,
+  encodeChoiceValue,
+  REMEMBER_ACTION_ID,
+  REMEMBER_BLOCK_PREFIX,
+} from './ids.js';
 import { MAX_ACTIONS_ELEMENTS, MAX_BUTTON_TEXT, MAX_BUTTON_VALUE, MAX_CONFIRM_BUTTON } from './limits.js';
 import { rememberLabel } from './renderGrant.js';
 
@@ -148,11 +154,6 @@ export function renderChoices(
     const b = button(record, choice, i, labelMax);
     if (b) buttons.push(b);
   });
-  const offered =
-    remember && shown.some((c) => c.choiceId === remember.choiceId)
-      ? rememberButton(record, remember)
-      : undefined;
-  if (offered) buttons.push(offered);
   for (let start = 0; start < buttons.length; start += MAX_ACTIONS_ELEMENTS) {
     const actions: ActionsBlock = {
       type: 'actions',
@@ -160,6 +161,18 @@ export function renderChoices(
       elements: buttons.slice(start, start + MAX_ACTIONS_ELEMENTS),
     };
     blocks.push(actions);
+  }
+  // The bot's own button, apart from the host's choices: those stay exactly what the host offered.
+  const offered =
+    remember && shown.some((c) => c.choiceId === remember.choiceId)
+      ? rememberButton(record, remember)
+      : undefined;
+  if (offered) {
+    blocks.push({
+      type: 'actions',
+      block_id: `${REMEMBER_BLOCK_PREFIX}v${record.version}`,
+      elements: [offered],
+    });
   }
 
   const notes: string[] = [];

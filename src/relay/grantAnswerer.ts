@@ -7,7 +7,8 @@ import { type ApprovalRecord, type GrantRef, isTerminal } from '../store/record.
 import type { Decider } from './decider.js';
 import type { NoticeLedger } from './decisionNotices.js';
 import type { RecordKeeper } from './recordKeeper.js';
-import { cardRevealed } from './recordMutations.js';
+
+type Next = 'done' | 'showCard';
 
 /** The Slack side: the compact line a grant's use leaves in the channel instead of a card. */
 export interface GrantLineSender {
@@ -55,11 +56,17 @@ export class GrantAnswerer {
    */
   consider(approvalId: string, known?: ApprovalRecord): void {
     const previous = this.looks.get(approvalId);
-    const look = previous ? previous.then(() => this.look(approvalId)) : this.look(approvalId, known);
-    const settled = look.catch((err: unknown) => {
-      this.options.logger.error({ err, approvalId }, 'answering by grant failed; showing the card');
-      return this.reveal(approvalId);
-    });
+    const looked = previous ? previous.then(() => this.look(approvalId)) : this.look(approvalId, known);
+    const settled = looked
+      .catch((err: unknown): Next => {
+        this.options.logger.error({ err, approvalId }, 'answering by grant failed; showing the card');
+        return 'showCard';
+      })
+      .then((next) => (next === 'showCard' ? this.options.keeper.reveal(approvalId) : undefined))
+      .catch((err: unknown) => {
+        // A post Slack refused is tried again later by the keeper; nothing more to do here.
+        this.options.logger.warn({ err, approvalId }, 'could not show the card yet');
+      });
     this.looks.set(approvalId, settled);
     this.options.keeper.track(settled);
     void settled.finally(() => {
@@ -67,22 +74,23 @@ export class GrantAnswerer {
     });
   }
 
-  private async look(approvalId: string, known?: ApprovalRecord): Promise<void> {
+  /** Decides by grant what one covers; says whether the card must be shown instead. */
+  private async look(approvalId: string, known?: ApprovalRecord): Promise<Next> {
     const { store, grants, decider, logger } = this.options;
     const record = known ?? (await store.get(approvalId));
-    if (!record?.slack.deferred || isTerminal(record) || record.claim) return;
+    if (!record?.slack.deferred || isTerminal(record) || record.claim) return 'done';
     // Under review or out of reach: there is nothing a grant could decide now, and people should see it.
-    if (record.phase !== 'pending') return this.reveal(approvalId);
+    if (record.phase !== 'pending') return 'showCard';
     const settings = this.options.grantsOf(record.route);
     const question = settings?.enabled ? grantQuestion(record) : undefined;
-    if (!question) return this.reveal(approvalId);
+    if (!question) return 'showCard';
     const now = this.now();
     const grant = findGrant(
       await grants.candidates(question.caller, question.tool, question.sandboxMode, now),
       question,
       now,
     );
-    if (!grant) return this.reveal(approvalId);
+    if (!grant) return 'showCard';
 
     const outcome = await decider.decide({
       record,
@@ -92,19 +100,15 @@ export class GrantAnswerer {
     });
     if (outcome.kind === 'decided') {
       await Promise.all([this.recordUse(record, grant, question), this.leaveLine(record, grant, question)]);
-      return;
+      return 'done';
     }
     // The claim is kept and replayed when the host is back (or the next process starts).
-    if (outcome.kind === 'hostUnavailable' || outcome.kind === 'stopping') return;
+    if (outcome.kind === 'hostUnavailable' || outcome.kind === 'stopping') return 'done';
     logger.info(
       { approvalId, grantId: grant.grantId, outcome: outcome.kind },
       'a grant matched but could not decide; showing the card',
     );
-    await this.reveal(approvalId);
-  }
-
-  private async reveal(approvalId: string): Promise<void> {
-    await this.options.keeper.mutateAndSync(approvalId, cardRevealed);
+    return 'showCard';
   }
 
   private async recordUse(record: ApprovalRecord, grant: Grant, question: GrantQuestion): Promise<void> {

@@ -3,7 +3,7 @@ import type { ApprovalStore, ClaimOutcome, Mutation, PostLease } from '../store/
 import type { ApprovalRecord, Claim } from '../store/record.js';
 import { KeyedQueue } from '../util/keyedQueue.js';
 import type { CardChannel, RenderedMessage } from './ports.js';
-import { claimed } from './recordMutations.js';
+import { cardRevealed, claimed } from './recordMutations.js';
 
 export interface RecordKeeperOptions {
   store: ApprovalStore;
@@ -124,6 +124,27 @@ export class RecordKeeper {
         await new Promise((resume) => setImmediate(resume));
         await this.syncCard(checked.approvalId, outcome.record);
       });
+    });
+  }
+
+  /**
+   * Posts a deferred card (slack.deferred) now: no remembered grant answers its approval. Nothing
+   * posted it before, so it is posted without first looking for an earlier post; should this post
+   * be lost, the retry looks.
+   */
+  reveal(approvalId: string): Promise<void> {
+    return this.run(approvalId, async () => {
+      const result = await this.options.store.update(approvalId, cardRevealed);
+      if (!result) return;
+      const { record } = result;
+      if (!result.changed) {
+        if (!record.slack.ts) await this.syncCard(approvalId, record);
+        return;
+      }
+      this.changed(record);
+      const lease = await this.options.store.acquirePostLease(approvalId, this.postLeaseMs);
+      if (lease) await this.postCard(record, lease);
+      else this.retryLater(approvalId);
     });
   }
 

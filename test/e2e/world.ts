@@ -27,8 +27,20 @@ export interface Button {
 
 export const SESSION = '0198f0aa-1111-7000-8000-0000000000aa';
 
-/** Every button of a message, in order. */
+/**
+ * Every button of a message, in order, but the bot's own "don't ask again" (rememberButtonOf):
+ * on a card, exactly the host's offered choices.
+ */
 export function buttonsOf(message: Pick<SlackMessage, 'blocks'>): Button[] {
+  return allButtonsOf(message).filter((b) => b.actionId !== 'cs_remember');
+}
+
+/** The card's "Don't ask again" button, when it offers one. */
+export function rememberButtonOf(message: Pick<SlackMessage, 'blocks'>): Button | undefined {
+  return allButtonsOf(message).find((b) => b.actionId === 'cs_remember');
+}
+
+function allButtonsOf(message: Pick<SlackMessage, 'blocks'>): Button[] {
   const out: Button[] = [];
   for (const block of message.blocks as Array<{ type: string; elements?: Array<Record<string, unknown>> }>) {
     if (block.type !== 'actions') continue;

@@ -1,0 +1,292 @@
+// Remembered grants, end to end: the real bot, a fake host, the fake Slack and the tests' Redis.
+// A person presses "Don't ask again" on a card; the same request later is decided by the bot with
+// the host's approved-once choice and no card, only a line in the channel. Anything that is not
+// exactly what was granted (another sandbox mode, caller, command, path, an unknown kind, a
+// protected write, a revoked or expired grant) gets its card.
+
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { readGrantAudit } from '../../src/store/grantAudit.js';
+import { RedisGrantStore } from '../../src/store/grantStore.js';
+import { keys } from '../../src/store/keys.js';
+import { type ApprovalRequestParams, shellApproval } from '../support/fakeHost.js';
+import type { SlackCall } from '../support/fakeSlack.js';
+import { buttonsOf, rememberButtonOf, SESSION, textOf, World } from './world.js';
+
+const OTHER_SESSION = '0198f0aa-2222-7000-8000-0000000000bb';
+const REMEMBER = /^Don't ask again: /;
+
+const cleanups: Array<() => Promise<unknown> | unknown> = [];
+afterEach(async () => {
+  while (cleanups.length) await Promise.resolve(cleanups.pop()!()).catch(() => undefined);
+});
+
+async function startWorld(env: Record<string, string> = {}): Promise<World> {
+  const world = await World.start(
+    {
+      sessions: [
+        { sessionId: SESSION, title: 'Bump the version' },
+        { sessionId: OTHER_SESSION, title: 'Another session' },
+      ],
+    },
+    { MSP_SANDBOX_MODE: 'workspace-write', ...env },
+  );
+  cleanups.push(() => world.close());
+  return world;
+}
+
+function shell(
+  approvalId: string,
+  stages: string[][],
+  opts: { sessionId?: string; protectedWrite?: boolean } = {},
+) {
+  return shellApproval({
+    approvalId,
+    sessionId: opts.sessionId ?? SESSION,
+    stages,
+    ...(opts.protectedWrite ? { protectedWrite: true } : {}),
+  });
+}
+
+function storeOf(world: World): RedisGrantStore {
+  return new RedisGrantStore(world.redis, { logger: pino({ level: 'silent' }), auditMaxLen: 1_000 });
+}
+
+/** Whether the bot ever posted a card (a message with the approval's metadata) for this approval. */
+function cardPostedFor(world: World, approvalId: string): boolean {
+  return world.slack
+    .callsOf('chat.postMessage')
+    .some((c: SlackCall) => JSON.stringify(c.args.metadata ?? {}).includes(approvalId));
+}
+
+/** Opens a request, waits for its card and presses "Don't ask again" on it as `userId`. */
+async function grantFrom(world: World, approval: ApprovalRequestParams, userId = 'U0ALICE'): Promise<string> {
+  await world.host.open(approval);
+  const card = await world.waitForCard(approval.approvalId, (m) => buttonsOf(m).length > 0);
+  const remember = rememberButtonOf(card);
+  expect(remember?.text).toMatch(REMEMBER);
+  await world.pressButton(card.ts, remember!, userId, card.channel);
+  const decide = await world.host.waitForDecide((d) => d.frame.params.approvalId === approval.approvalId);
+  expect(decide.frame.params.choiceId).toBe('allow_once');
+  const done = await world.waitForCard(approval.approvalId, (m) => textOf(m).includes('Remembered:'));
+  const grantId = /revoke ([\w-]+)/.exec(textOf(done))?.[1];
+  expect(grantId).toBeDefined();
+  return grantId!;
+}
+
+/** The line the bot leaves in the channel when a grant decides `approvalId`'s stage. */
+async function grantLine(world: World, command: string): Promise<string> {
+  const line = await world.slack.waitFor(
+    'chat.postMessage',
+    (c) =>
+      String(c.args.text).startsWith(':repeat: Approved by a remembered grant') &&
+      String(c.args.text).includes(command),
+  );
+  return String(line.args.text);
+}
+
+/** The approval's phase once it is final (resolved, superseded, orphaned), waiting for it. */
+async function phaseOf(world: World, approvalId: string, timeoutMs = 5_000): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const raw = await world.redis.hget(keys.approval(approvalId), 'd');
+    const phase = raw ? (JSON.parse(raw) as { phase: string }).phase : undefined;
+    if (phase === 'resolved' || phase === 'superseded' || phase === 'orphaned') return phase;
+    if (Date.now() > deadline) throw new Error(`${approvalId} is still ${phase ?? 'unknown'}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Waits until the approval's card is posted: the bot asked people. */
+async function expectCard(world: World, approvalId: string): Promise<void> {
+  await world.waitForCard(approvalId, (m) => buttonsOf(m).length > 0);
+}
+
+describe('remembered grants', () => {
+  it('1. a grant made on a card decides the same request again with no card, once, and leaves a line naming it', async () => {
+    const world = await startWorld();
+    const grantId = await grantFrom(world, shell('g1-first', [['git', 'push']]));
+    const card = await world.card('g1-first');
+    expect(textOf(card)).toContain('Remembered:');
+    expect(textOf(card)).toContain(`/countersign revoke ${grantId}`);
+
+    await world.host.open(shell('g1-again', [['git', 'push']]));
+    const decide = await world.host.waitForDecide((d) => d.frame.params.approvalId === 'g1-again');
+    expect(decide.frame.params).toMatchObject({ choiceId: 'allow_once', requirementId: { sourceIndex: 0 } });
+    const line = await grantLine(world, 'git push');
+    expect(line).toContain(grantId);
+    expect(line).toContain('/countersign revoke');
+    expect(line).toContain('granted by');
+    // Resolved by the host, and still no card: the line took its place.
+    await world.bot.waitForLog((l) => l.msg === 'grant used');
+    expect(await phaseOf(world, 'g1-again')).toBe('resolved');
+    expect(cardPostedFor(world, 'g1-again')).toBe(false);
+    expect(world.host.decides().filter((d) => d.frame.params.approvalId === 'g1-again')).toHaveLength(1);
+
+    const grant = await storeOf(world).get(grantId);
+    expect(grant).toMatchObject({
+      uses: 1,
+      grantedBy: 'U0ALICE',
+      caller: `session:${SESSION}`,
+      tool: 'bash',
+    });
+    const events = await readGrantAudit(world.redis);
+    expect(events.map((e) => e.kind)).toEqual(['created', 'used']);
+    // The decision's own audit entry says a grant made it.
+    const entries = await world.redis.xrange(keys.audit, '-', '+');
+    const decision = entries.map(([, f]) => f.join(' ')).find((f) => f.includes('g1-again'));
+    expect(decision).toContain('grant');
+    expect(decision).toContain(grantId);
+  });
+
+  it('2. the same request under another sandbox mode gets a card', async () => {
+    const world = await startWorld();
+    await grantFrom(world, shell('g2-first', [['make', 'build']]));
+    await world.restartBot({ MSP_SANDBOX_MODE: 'danger-full-access' });
+    await world.host.open(shell('g2-other-mode', [['make', 'build']]));
+    await expectCard(world, 'g2-other-mode');
+    expect(world.host.decides().some((d) => d.frame.params.approvalId === 'g2-other-mode')).toBe(false);
+  });
+
+  it('3. another caller (another session) gets a card', async () => {
+    const world = await startWorld();
+    await grantFrom(world, shell('g3-first', [['make', 'build']]));
+    await world.host.open(shell('g3-other-session', [['make', 'build']], { sessionId: OTHER_SESSION }));
+    await expectCard(world, 'g3-other-session');
+    expect(world.host.decides().some((d) => d.frame.params.approvalId === 'g3-other-session')).toBe(false);
+  });
+
+  it('4. more than was granted gets a card: a longer command, another stage', async () => {
+    const world = await startWorld();
+    await grantFrom(world, shell('g4-first', [['git', 'push']]));
+    await world.host.open(shell('g4-force', [['git', 'push', '--force']]));
+    await expectCard(world, 'g4-force');
+    expect(world.host.decides().some((d) => d.frame.params.approvalId === 'g4-force')).toBe(false);
+  });
+
+  it('5. after a revoke, the same request gets a card again', async () => {
+    const world = await startWorld();
+    const grantId = await grantFrom(world, shell('g5-first', [['npm', 'publish']]));
+    expect(await storeOf(world).revoke(grantId, 'U0ADA', new Date())).toBe(true);
+    await world.host.open(shell('g5-after-revoke', [['npm', 'publish']]));
+    await expectCard(world, 'g5-after-revoke');
+    expect(world.host.decides().some((d) => d.frame.params.approvalId === 'g5-after-revoke')).toBe(false);
+  });
+
+  it('6. after expiry, the same request gets a card again', async () => {
+    const world = await startWorld({ COUNTERSIGN_GRANT_TTL: '2s' });
+    const grantId = await grantFrom(world, shell('g6-first', [['npm', 'publish']]));
+    const grant = await storeOf(world).get(grantId);
+    const left = Date.parse(grant!.expiresAt!) - Date.now();
+    expect(left).toBeLessThanOrEqual(2_000);
+    await new Promise((r) => setTimeout(r, Math.max(0, left) + 50));
+    await world.host.open(shell('g6-after-expiry', [['npm', 'publish']]));
+    await expectCard(world, 'g6-after-expiry');
+    expect(world.host.decides().some((d) => d.frame.params.approvalId === 'g6-after-expiry')).toBe(false);
+  });
+
+  it('7. a protected write and an unknown subject kind are never decided by a grant, and never offer one', async () => {
+    const world = await startWorld();
+    await grantFrom(world, shell('g7-first', [['make', 'deploy']]));
+    await world.host.open(shell('g7-protected', [['make', 'deploy']], { protectedWrite: true }));
+    const protectedCard = await world.waitForCard('g7-protected', (m) => buttonsOf(m).length > 0);
+    expect(rememberButtonOf(protectedCard)).toBeUndefined();
+
+    // A grant for this very caller and tool, covering anything a takeover could be called.
+    const unknown: ApprovalRequestParams = {
+      ...shell('g7-unknown', [['x']]),
+      toolName: 'computer',
+      subject: { kind: 'computerUseTakeover', toolName: 'computer' },
+    };
+    await storeOf(world).create({
+      caller: `session:${SESSION}`,
+      tool: 'computer',
+      capabilities: ['tool:computer', 'computerUseTakeover', 'computerUseTakeover:computer'],
+      sandboxMode: 'workspace-write',
+      holder: 'bot',
+      grantedBy: 'U0ALICE',
+      approvalId: 'seeded',
+      hostId: 'default',
+      route: '(SLACK_CHANNEL)',
+      channel: world.channel,
+      ttlMs: 3_600_000,
+    });
+    await world.host.open(unknown);
+    const unknownCard = await world.waitForCard('g7-unknown', (m) => buttonsOf(m).length > 0);
+    expect(rememberButtonOf(unknownCard)).toBeUndefined();
+    const decided = world.host.decides().map((d) => d.frame.params.approvalId);
+    expect(decided).not.toContain('g7-protected');
+    expect(decided).not.toContain('g7-unknown');
+  });
+
+  it('8. a two-stage command with one stage covered: that stage is decided by the grant, the other gets a card', async () => {
+    const world = await startWorld();
+    const grantId = await grantFrom(world, shell('g8-first', [['npm', 'test']]));
+    await world.host.open(
+      shell('g8-two', [
+        ['npm', 'test'],
+        ['git', 'push'],
+      ]),
+    );
+    const first = await world.host.waitForDecide((d) => d.frame.params.approvalId === 'g8-two');
+    expect(first.frame.params).toMatchObject({ choiceId: 'allow_once', requirementId: { sourceIndex: 0 } });
+    const card = await world.waitForCard('g8-two', (m) => buttonsOf(m).length > 0);
+    expect(textOf(card)).toContain('Stage 1 of 2 was approved by a remembered grant');
+    expect(textOf(card)).toContain(grantId);
+    expect(world.host.decides().filter((d) => d.frame.params.approvalId === 'g8-two')).toHaveLength(1);
+    // The card asks about the second stage only: pressing it decides stage 2.
+    await world.press('g8-two', 'Allow once', 'U0ALICE', card);
+    const second = await world.host.waitForDecide(
+      (d) => d.frame.params.approvalId === 'g8-two' && d.frame.params.requirementId.sourceIndex === 1,
+    );
+    expect(second.frame.params.choiceId).toBe('allow_once');
+  });
+
+  it('9. a host choice that leaves a rule at the host is listed as host-held, with its rulePreview', async () => {
+    const world = await startWorld();
+    await world.host.open(shell('g9-rule', [['cargo', 'build']]));
+    await world.waitForCard('g9-rule', (m) => buttonsOf(m).length > 0);
+    await world.press('g9-rule', 'Always allow in this workspace: cargo build ...', 'U0ALICE');
+    const card = await world.waitForCard('g9-rule', (m) => textOf(m).includes('Rule saved'));
+    expect(textOf(card)).toContain('can only be removed on the host side');
+    const deadline = Date.now() + 5_000;
+    let listed = await storeOf(world).list({}, new Date());
+    while (listed.length === 0 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 50));
+      listed = await storeOf(world).list({}, new Date());
+    }
+    expect(listed).toHaveLength(1);
+    expect(listed[0]).toMatchObject({
+      holder: 'host',
+      rulePreview: 'Always allow in this workspace: cargo build ...',
+      scope: 'localPersistent',
+      grantedBy: 'U0ALICE',
+      approvalId: 'g9-rule',
+    });
+    // The bot never answers with what the host keeps.
+    expect(
+      await storeOf(world).candidates(`session:${SESSION}`, 'bash', 'workspace-write', new Date()),
+    ).toEqual([]);
+  });
+
+  it('two approvals matching one grant at the same time are both decided, each exactly once', async () => {
+    const world = await startWorld();
+    const grantId = await grantFrom(world, shell('g10-first', [['make', 'lint']]));
+    await Promise.all([
+      world.host.open(shell('g10-a', [['make', 'lint']])),
+      world.host.open(shell('g10-b', [['make', 'lint']])),
+    ]);
+    await world.host.waitForDecide((d) => d.frame.params.approvalId === 'g10-a');
+    await world.host.waitForDecide((d) => d.frame.params.approvalId === 'g10-b');
+    const deadline = Date.now() + 5_000;
+    while ((await storeOf(world).get(grantId))!.uses < 2 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect((await storeOf(world).get(grantId))!.uses).toBe(2);
+    for (const id of ['g10-a', 'g10-b']) {
+      expect(await phaseOf(world, id)).toBe('resolved');
+      expect(world.host.decides().filter((d) => d.frame.params.approvalId === id)).toHaveLength(1);
+      expect(cardPostedFor(world, id)).toBe(false);
+    }
+  });
+});
