@@ -60,8 +60,13 @@ describe('countersign.example.yml', () => {
         allowSelfApproval: false,
         rejectReason: 'required',
         quickReasons: ['Use a PR instead', 'Not during a freeze'],
+        grants: { enabled: false },
       },
-      { name: 'default', channel: 'C0APPROVALS' },
+      {
+        name: 'default',
+        channel: 'C0APPROVALS',
+        grants: { enabled: true, caller: 'session', ttlMs: 8 * 3_600_000, maxTtlMs: 7 * 86_400_000 },
+      },
     ]);
     expect(config.admins).toEqual(['U0ADMIN']);
     // Without SLACK_CHANNEL the catch-all route is the default channel.
@@ -83,6 +88,61 @@ describe('countersign.example.yml', () => {
     const config = loadConfig(fileEnv(file, { MSP_HOST_COMMAND: 'muse serve', SLACK_CHANNEL: 'C0ALL' }));
     expect(config.msp.hosts).toEqual([{ id: 'default', command: 'muse serve', sandboxMode: 'default' }]);
     expect(config.routes).toEqual([{ channel: 'C0CI', match: { hosts: ['ci'] } }]);
+  });
+});
+
+describe('routes[].grants', () => {
+  const hostsWith = (owner: string) =>
+    `hosts:\n  - id: main\n    command: muse serve\n${owner}  - id: ci\n    command: muse ci\n`;
+
+  it('takes enabled, ttl, maxTtl and caller, each optional', () => {
+    const file = configFile('routes:\n  - channel: C0ALL\n    grants: { ttl: 30m, caller: host }\n');
+    const config = loadConfig(fileEnv(file, { MSP_HOST_COMMAND: 'muse serve' }));
+    expect(config.routes[0]?.grants).toEqual({ ttlMs: 30 * 60_000, caller: 'host' });
+  });
+
+  it('rejects a misspelt key, a bad duration, an unknown caller and a ttl beyond the maximum, naming the place', () => {
+    const cases: Array<[string, RegExp]> = [
+      ['grants: { ttl: 8h, expiry: 1d }', /routes\[0\]\.grants: key "expiry" is not supported/],
+      [
+        'grants: { ttl: soon }',
+        /routes\[0\]\.grants\.ttl must be a duration such as 30s, 15m, 8h or 7d \(got "soon"\)/,
+      ],
+      [
+        'grants: { caller: team }',
+        /routes\[0\]\.grants\.caller must be session, owner or host \(got "team"\)/,
+      ],
+      ['grants: { ttl: 2d, maxTtl: 1d }', /routes\[0\]\.grants ttl is longer than maxTtl/],
+      [
+        'grants: { ttl: 8d }',
+        /routes\[0\]\.grants\.ttl is longer than the maximum \(COUNTERSIGN_GRANT_MAX_TTL\)/,
+      ],
+    ];
+    for (const [grants, message] of cases) {
+      const file = configFile(`routes:\n  - channel: C0ALL\n    ${grants}\n`);
+      const err = errorOf(fileEnv(file, { MSP_HOST_COMMAND: 'muse serve' }));
+      expect(err.variable).toBe('COUNTERSIGN_CONFIG');
+      expect(err.message).toMatch(message);
+      expect(err.message).not.toContain('\n');
+    }
+  });
+
+  it('refuses caller owner on a route that may match a host without an owner', () => {
+    const file = configFile(
+      `${hostsWith('    owner: U0ALICE\n')}routes:\n  - channel: C0ALL\n    grants: { caller: owner }\n`,
+    );
+    expect(errorOf(fileEnv(file)).message).toMatch(
+      /routes\[0\]\.grants\.caller is owner, but host "ci" has no owner: set hosts\[\]\.owner/,
+    );
+  });
+
+  it('allows caller owner when every host the route matches has an owner', () => {
+    const file = configFile(
+      `${hostsWith('    owner: U0ALICE\n')}routes:\n  - channel: C0ALL\n    match: { hosts: [main] }\n    grants: { caller: owner }\n`,
+    );
+    expect(loadConfig(fileEnv(file, { SLACK_CHANNEL: 'C0ALL' })).routes[0]?.grants).toEqual({
+      caller: 'owner',
+    });
   });
 });
 

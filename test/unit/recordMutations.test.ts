@@ -5,6 +5,7 @@ import {
   ApprovalUpdatedParams,
 } from '../../src/msp/protocol.js';
 import {
+  cardRevealed,
   claimed,
   newRecord,
   reopened,
@@ -59,18 +60,20 @@ const base = newRecord(shell, {
 });
 const claim = { sourceIndex: 0, userId: 'U1', choiceId: 'allow_once', commandId: 'cmd-1', claimedAt: 'now' };
 
+/** The host resolved stage 1 and asks about stage 2. */
+const stageOneResolved = ApprovalUpdatedParams.parse({
+  sessionId: 's1',
+  approvalId: 'a1',
+  change: { kind: 'stageResolved', requirementId: { approvalId: 'a1', sourceIndex: 0 } },
+  currentRequirementId: { approvalId: 'a1', sourceIndex: 1 },
+  availableChoices: shell.availableChoices,
+  subject: shell.subject,
+});
+
 describe('record mutations', () => {
   it('derives the exec capability of the stage being asked, and follows the stage as it advances', () => {
     expect(base.requiredCapabilities).toEqual(['exec:npm test']);
-    const advanced = ApprovalUpdatedParams.parse({
-      sessionId: 's1',
-      approvalId: 'a1',
-      change: { kind: 'stageResolved', requirementId: { approvalId: 'a1', sourceIndex: 0 } },
-      currentRequirementId: { approvalId: 'a1', sourceIndex: 1 },
-      availableChoices: shell.availableChoices,
-      subject: shell.subject,
-    });
-    expect(updated(advanced)(base)?.requiredCapabilities).toEqual(['exec:git push']);
+    expect(updated(stageOneResolved)(base)?.requiredCapabilities).toEqual(['exec:git push']);
     expect(base.caller).toBe('session:s1');
   });
 
@@ -81,15 +84,7 @@ describe('record mutations', () => {
   it('keeps a claim through a redelivery of the same stage, drops it when the stage advances', () => {
     const deciding = claimed(claim)(base)!;
     expect(deciding.phase).toBe('deciding');
-    const advanced = ApprovalUpdatedParams.parse({
-      sessionId: 's1',
-      approvalId: 'a1',
-      change: { kind: 'stageResolved', requirementId: { approvalId: 'a1', sourceIndex: 0 } },
-      currentRequirementId: { approvalId: 'a1', sourceIndex: 1 },
-      availableChoices: shell.availableChoices,
-      subject: shell.subject,
-    });
-    const next = updated(advanced)(deciding)!;
+    const next = updated(stageOneResolved)(deciding)!;
     expect(next.phase).toBe('pending');
     expect(next.claim).toBeUndefined();
     expect(next.currentRequirementId.sourceIndex).toBe(1);
@@ -215,5 +210,30 @@ describe('record mutations', () => {
     expect(claimed({ ...claim, choiceId: 'allow_forever' })(base)).toBeUndefined();
     const taken = claimed(claim)(base)!;
     expect(claimed({ ...claim, userId: 'U2', commandId: 'cmd-2' })(taken)).toBeUndefined();
+  });
+
+  it('remembers which stage a grant decided, and names the grant on the resolution it made', () => {
+    const grant = { grantId: 'g-1', grantedBy: 'U0ALICE', expiresAt: '2026-12-01T18:00:00Z' };
+    const byGrant = claimed({ ...claim, userId: undefined, via: 'grant' as const, grant })(base)!;
+    const advanced = updated(stageOneResolved)(byGrant)!;
+    expect(advanced.grantUses).toEqual([{ ...grant, sourceIndex: 0 }]);
+    expect(advanced.claim).toBeUndefined();
+    // A person's click on the next stage adds nothing.
+    expect(updated(stageOneResolved)(claimed(claim)(base)!)?.grantUses).toBeUndefined();
+
+    const done = ApprovalResolvedParams.parse({
+      sessionId: 's1',
+      approvalId: 'a1',
+      decision: 'approved',
+      resolvedBy: 'user',
+      decidedByCommandId: 'cmd-1',
+    });
+    expect(resolved(done, 'inc-1', new Date())(byGrant)?.resolution).toMatchObject({ via: 'grant', grant });
+  });
+
+  it('shows a deferred card once, and leaves a shown one alone', () => {
+    const deferred = { ...base, slack: { ...base.slack, deferred: true } };
+    expect(cardRevealed(deferred)?.slack).toEqual(base.slack);
+    expect(cardRevealed(base)).toBeUndefined();
   });
 });

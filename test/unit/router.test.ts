@@ -177,3 +177,34 @@ describe('Router: session titles, subject kinds and protected writes', () => {
     expect(protectedOnly.openRoutes()).toEqual(['pw']);
   });
 });
+
+describe('Router.grantsOf', () => {
+  const env = { enabled: true, caller: 'session' as const, ttlMs: 8 * 3_600_000, maxTtlMs: 7 * 86_400_000 };
+
+  it("fills what a route leaves out from the environment's settings", () => {
+    const router = new Router(
+      [
+        { name: 'deploys', channel: 'C0DEPLOYS', grants: { enabled: false } },
+        { name: 'ci', channel: 'C0CI', grants: { ttlMs: 60_000, caller: 'host' } },
+      ],
+      FALLBACK,
+      env,
+    );
+    expect(router.grantsOf('deploys')).toEqual({ ...env, enabled: false });
+    expect(router.grantsOf('ci')).toEqual({ ...env, ttlMs: 60_000, caller: 'host' });
+    expect(router.grantsOf(FALLBACK_ROUTE_NAME)).toEqual(env);
+  });
+
+  it('caps a ttl left to the environment by the route’s own maximum', () => {
+    const router = new Router(
+      [{ name: 'short', channel: 'C0S', grants: { maxTtlMs: 3_600_000 } }],
+      FALLBACK,
+      env,
+    );
+    expect(router.grantsOf('short')).toMatchObject({ ttlMs: 3_600_000, maxTtlMs: 3_600_000 });
+  });
+
+  it('gives no grants for a route no longer in the file', () => {
+    expect(new Router([], FALLBACK, env).grantsOf('renamed')).toBeUndefined();
+  });
+});
