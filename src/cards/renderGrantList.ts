@@ -6,6 +6,7 @@ import { GRANT_LIST_LIMIT } from '../store/grantListing.js';
 import { context, plainText, section } from './blocks.js';
 import { channelLink } from './channelLink.js';
 import { REVOKE_GRANT_ACTION_ID } from './ids.js';
+import { countBlockText, MAX_TOTAL_BLOCK_TEXT } from './limits.js';
 import { grantListLine } from './renderGrant.js';
 
 // Lists of live grants, each with its Revoke button: /countersign grants (an ephemeral message)
@@ -40,12 +41,25 @@ export function grantBlock(grant: Grant): SectionBlock {
   return block;
 }
 
-/** At most `max` grants, then a line counting the rest. */
-export function grantBlocks(grants: readonly Grant[], max: number): Array<SectionBlock | ContextBlock> {
-  const shown = Math.max(0, max);
-  const blocks: Array<SectionBlock | ContextBlock> = grants.slice(0, shown).map(grantBlock);
-  if (grants.length > shown) {
-    blocks.push(context([`…and ${grants.length - shown} more, older than these.`]));
+/**
+ * At most `max` grants, and no more than `maxChars` characters of text between them (a message's
+ * blocks share one budget), then a line counting the rest.
+ */
+export function grantBlocks(
+  grants: readonly Grant[],
+  max: number,
+  maxChars = Number.POSITIVE_INFINITY,
+): Array<SectionBlock | ContextBlock> {
+  const blocks: Array<SectionBlock | ContextBlock> = [];
+  let chars = 0;
+  for (const grant of grants.slice(0, Math.max(0, max))) {
+    const block = grantBlock(grant);
+    chars += countBlockText(block);
+    if (chars > maxChars) break;
+    blocks.push(block);
+  }
+  if (grants.length > blocks.length) {
+    blocks.push(context([`…and ${grants.length - blocks.length} more, older than these.`]));
   }
   return blocks;
 }
@@ -61,8 +75,10 @@ export function renderChannelGrants(listing: ChannelGrants): RenderedMessage {
   }
   const count = `${grants.length}${grants.length >= GRANT_LIST_LIMIT ? '+' : ''}`;
   const text = `*${count} active grant${grants.length === 1 ? '' : 's'}* ${where}, newest first:`;
+  // What the grants leave of the message's text budget: the lines around them, and a margin.
+  const room = MAX_TOTAL_BLOCK_TEXT - text.length - HOW_TO_REVOKE.length - 200;
   return {
     text: text.replace(/\*/g, ''),
-    blocks: [section(text), ...grantBlocks(grants, MAX_LISTED_GRANTS), context([HOW_TO_REVOKE])],
+    blocks: [section(text), ...grantBlocks(grants, MAX_LISTED_GRANTS, room), context([HOW_TO_REVOKE])],
   };
 }
