@@ -108,13 +108,23 @@ export class AppHome {
     }
   }
 
+  /** A Home without its grants beats no Home: what waits for the user matters more. */
+  private async grantsOf(userId: string): Promise<Grant[]> {
+    try {
+      return (await this.options.grants?.(userId)) ?? [];
+    } catch (err) {
+      this.options.logger.warn({ err, userId }, 'could not list grants for the App Home');
+      return [];
+    }
+  }
+
   private async publish(userId: string): Promise<void> {
     const { views, waiting, recent, permalinks, channel, status, logger } = this.options;
     try {
       const [items, decisions, grants] = await Promise.all([
         waiting.for(userId, MAX_HOME_WAITING),
         recent.list(userId),
-        this.options.grants?.(userId) ?? [],
+        this.grantsOf(userId),
       ]);
       const recentLinked = await Promise.all(
         decisions.map(async (decision) => {
