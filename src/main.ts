@@ -11,10 +11,12 @@ import { ClickHandler } from './relay/clickHandler.js';
 import { Decider } from './relay/decider.js';
 import { DecisionNotices } from './relay/decisionNotices.js';
 import { GrantAnswerer } from './relay/grantAnswerer.js';
+import { GrantLists } from './relay/grantLists.js';
 import { GrantMaker } from './relay/grantMaker.js';
+import { GrantRevoker } from './relay/grantRevoker.js';
 import { RecordKeeper } from './relay/recordKeeper.js';
 import { Relay } from './relay/relay.js';
-import { Router } from './routing/router.js';
+import { FALLBACK_ROUTE_NAME, Router } from './routing/router.js';
 import { createShutdown } from './shutdown.js';
 import { AppHome } from './slack/appHome.js';
 import { ApproverNames, namedInConfig } from './slack/approverNames.js';
@@ -192,12 +194,13 @@ async function main(): Promise<void> {
     logger,
     newCommandId: () => uuidv7(),
   });
+  const grantLines = new SlackGrantLines(noticeSender, { showHost: config.msp.hosts.length > 1 });
   const grantAnswerer = new GrantAnswerer({
     grants: grantStore,
     store,
     keeper,
     decider,
-    lines: new SlackGrantLines(noticeSender, { showHost: config.msp.hosts.length > 1 }),
+    lines: grantLines,
     ledger: noticeLedger,
     grantsOf: (route) => router.grantsOf(route),
     logger,
@@ -247,6 +250,19 @@ async function main(): Promise<void> {
     authorizer,
     permalinks,
   });
+  // Seeing and revoking grants from Slack. The fallback route is a route of its own only when no
+  // route of the file catches everything.
+  const cardRoutes = config.routes.some((route) => route.match === undefined)
+    ? router.all()
+    : [...router.all(), { name: FALLBACK_ROUTE_NAME, channel: config.slack.channel }];
+  const grantLists = new GrantLists({ grants: grantStore, authorizer, routes: () => cardRoutes });
+  const revoker = new GrantRevoker({
+    grants: grantStore,
+    authorizer,
+    notices: grantLines,
+    audit: auditTrail,
+    logger,
+  });
   const home = new AppHome({
     views: slackViews(slackClient),
     waiting,
@@ -256,6 +272,7 @@ async function main(): Promise<void> {
     permalinks,
     channel: config.slack.channel,
     status: () => ({ host: health.hosts(), redis: health.redis() }),
+    grants: (userId) => grantLists.forHome(userId),
     logger,
   });
 
@@ -290,7 +307,7 @@ async function main(): Promise<void> {
     transport: slackTransport,
     reachability,
     health,
-    team: { authorizer, router, waiting, home },
+    team: { authorizer, router, waiting, home, grants: grantLists, revoker },
   });
 
   let stopping = false;

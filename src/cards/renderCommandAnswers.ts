@@ -15,7 +15,8 @@ export const MAX_LISTED = 25;
 const COMMANDS: ReadonlyArray<[string, string]> = [
   ['pending', 'the approvals waiting for you to decide, with a link to each card'],
   ['whoami', 'the routes where you may decide, and why'],
-  ['grants', 'remembered approvals (not switched on yet)'],
+  ['grants', 'the remembered approvals ("don\'t ask again") of this channel, each with a Revoke button'],
+  ['revoke &lt;grant-id&gt;', 'revoke a remembered approval: its requests are asked on their cards again'],
   ['help', 'this list'],
 ];
 
@@ -32,9 +33,10 @@ export function renderHelp(channel: string, unknown?: string): RenderedMessage {
   return answer(lines);
 }
 
-export function renderGrants(): RenderedMessage {
+/** `revoke` without exactly one grant id. */
+export function renderRevokeUsage(): RenderedMessage {
   return answer([
-    'Grants ("approve and remember") are not switched on yet: every approval is decided on its card.',
+    'Say which grant to revoke: `/countersign revoke &lt;grant-id&gt;`. `/countersign grants` lists the grant ids of a channel.',
   ]);
 }
 
@@ -61,7 +63,8 @@ export interface RouteStanding {
 
 const USERGROUP_ID = /^S[A-Z0-9]{2,40}$/;
 
-function mentionGroup(id: string): string {
+/** `<!subteam^S…>` for a user group id; anything else escaped. */
+export function mentionGroup(id: string): string {
   return USERGROUP_ID.test(id) ? `<!subteam^${id}>` : clip(id, 60);
 }
 

@@ -106,9 +106,19 @@ export function renderGrantLine(input: {
   );
 }
 
-/** One grant in a list (/countersign grants, App Home). */
+/** How many capabilities a grant's entry or line names: with the rest, it stays far within a section. */
+const LISTED_CAPABILITIES = 10;
+
+/** A grant's capabilities, the first ten of them, then how many more. */
+export function capabilityList(capabilities: readonly string[]): string {
+  const more = capabilities.length - LISTED_CAPABILITIES;
+  const listed = capabilities.slice(0, LISTED_CAPABILITIES).map((c) => capabilityText(c, 120));
+  return listed.join(', ') + (more > 0 ? ` and ${more} more` : '');
+}
+
+/** One grant in a list (/countersign grants, App Home); under 2,500 characters, whatever it holds. */
 export function grantListLine(grant: Grant, nameOf?: (userId: string) => string | undefined): string {
-  const caps = grant.capabilities.map((c) => capabilityText(c, 120)).join(', ');
+  const caps = capabilityList(grant.capabilities);
   const uses = grant.uses === 1 ? 'used once' : `used ${grant.uses} times`;
   const holder =
     grant.holder === 'host'

@@ -1,9 +1,11 @@
 import type { ActionsBlock, HomeView, KnownBlock, SectionBlock } from '@slack/types';
+import type { Grant } from '../grants/grant.js';
 import type { RecentDecision } from '../store/recentDecisions.js';
 import { context, divider, header, packSections, plainText, section } from './blocks.js';
 import { channelLink } from './channelLink.js';
 import { describeDecision } from './describeDecision.js';
 import { clip } from './escape.js';
+import { grantBlocks } from './renderGrantList.js';
 import { oneLineSubject, safeLink, type WaitingApproval, waitingLine } from './renderWaiting.js';
 import { slackDate } from './slackDate.js';
 
@@ -12,6 +14,10 @@ import { slackDate } from './slackDate.js';
 
 /** A Home view holds 100 blocks; the rest of the page needs about ten. */
 export const MAX_HOME_WAITING = 40;
+/** Slack's limit on a Home view's blocks. */
+export const MAX_HOME_BLOCKS = 100;
+/** At most this many grants, fewer when the rest of the page leaves less room. */
+export const MAX_HOME_GRANTS = 30;
 
 export interface HomeInput {
   /** Oldest first. */
@@ -22,6 +28,10 @@ export interface HomeInput {
   channel: string;
   status: { host: boolean; redis: boolean };
   now: Date;
+  /** The user's own grants and those of their routes' channels (every grant for an admin). */
+  grants?: readonly Grant[];
+  /** What the user just did here (a revocation), shown above their grants. */
+  notice?: string;
 }
 
 function waitingItem(item: WaitingApproval, i: number, now: Date): SectionBlock {
@@ -65,5 +75,11 @@ export function renderHome(input: HomeInput): HomeView {
   blocks.push(divider(), header('Recently decided by you'));
   if (input.recent.length === 0) blocks.push(context(['Nothing yet.']));
   else blocks.push(...packSections(input.recent.map(recentLine)));
+  blocks.push(divider(), header('Grants'));
+  if (input.notice) blocks.push(context([input.notice]));
+  const grants = input.grants ?? [];
+  if (grants.length === 0) blocks.push(context(['No active grants of yours or in your channels.']));
+  // One block is kept for the line that counts the grants left out.
+  else blocks.push(...grantBlocks(grants, Math.min(MAX_HOME_GRANTS, MAX_HOME_BLOCKS - blocks.length - 1)));
   return { type: 'home', blocks };
 }

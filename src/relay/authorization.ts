@@ -75,3 +75,31 @@ export function authorize(
   if (usergroup) return { allowed: true, because: 'usergroup', usergroup };
   return { allowed: false, why: 'notApprover', route, approvers, protectedWrite: authority.protectedWrite };
 }
+
+/** Why a user may revoke a grant: they granted it, or they may decide on its route. */
+export type RevokeAllowed = { allowed: true; because: 'granter' } | Allowed;
+
+/** Why they may not: neither the granter nor one who may decide on the grant's route. */
+export interface RevokeRefused {
+  allowed: false;
+  grantedBy: string;
+  /** Why deciding on the grant's route is refused to them (never selfApproval, see below). */
+  route: Refused;
+}
+
+export type RevokeAuthorization = RevokeAllowed | RevokeRefused;
+
+/**
+ * Who may revoke a grant: its granter, and whoever may decide on its route (`onRoute`, the route's
+ * ordinary rules checked for this user, admins included). Taking a permission back needs no
+ * second pair of eyes, so the Authorizer leaves the owner rule out of `onRoute`.
+ */
+export function authorizeRevoke(
+  grant: { grantedBy: string },
+  userId: string,
+  onRoute: Authorization,
+): RevokeAuthorization {
+  if (grant.grantedBy === userId) return { allowed: true, because: 'granter' };
+  if (onRoute.allowed) return onRoute;
+  return { allowed: false, grantedBy: grant.grantedBy, route: onRoute };
+}

@@ -6,7 +6,9 @@ import {
   type Authorization,
   approversFor,
   authorize,
+  authorizeRevoke,
   groupsToAsk,
+  type RevokeAuthorization,
 } from './authorization.js';
 
 /** Members of Slack user groups. slack/ implements it (cached in Redis, shared by replicas). */
@@ -50,15 +52,44 @@ export class Authorizer {
     };
   }
 
-  /**
-   * Whether `userId` may decide `record`. A user group whose members cannot be read (Slack away,
-   * a missing scope) counts as not containing the user: a refusal is safe, a wrong approval not.
-   */
+  /** Whether `userId` may decide `record`. */
   async check(
     userId: string,
     record: Pick<ApprovalRecord, 'route' | 'protectedWrite' | 'hostId'>,
   ): Promise<Authorization> {
-    const authority = this.authority(record);
+    return this.decide(this.authority(record), userId);
+  }
+
+  /**
+   * Whether `userId` may revoke `grant`: its granter, or one who may decide on its route. Grants
+   * are never made for protected writes, so the route's ordinary approvers apply.
+   */
+  async mayRevoke(userId: string, grant: { grantedBy: string; route: string }): Promise<RevokeAuthorization> {
+    // The granter needs no look-up of user groups.
+    if (grant.grantedBy === userId) return { allowed: true, because: 'granter' };
+    return authorizeRevoke(grant, userId, await this.onRoute(userId, grant.route));
+  }
+
+  /** Whether `userId` may decide the ordinary approvals of a route (and so revoke its grants). */
+  async decidesOn(userId: string, route: string): Promise<boolean> {
+    return (await this.onRoute(userId, route)).allowed;
+  }
+
+  /** A route's ordinary rules for `userId`, without the owner rule (which needs an approval's host). */
+  private onRoute(userId: string, route: string): Promise<Authorization> {
+    // A grant of a record without a route ('') was made under the rules such a record has.
+    const name = route === '' ? undefined : route;
+    return this.decide(
+      { route: route || '(none)', rules: this.options.rulesOf(name), protectedWrite: false },
+      userId,
+    );
+  }
+
+  /**
+   * A user group whose members cannot be read (Slack away, a missing scope) counts as not
+   * containing the user: a refusal is safe, a wrong approval not.
+   */
+  private async decide(authority: ApprovalAuthority, userId: string): Promise<Authorization> {
     const memberOf = new Set<string>();
     await Promise.all(
       groupsToAsk(authority, userId, this.options.admins).map(async (group) => {

@@ -67,8 +67,13 @@ export type AuditEntry =
       hostId?: string;
       route?: string;
       userId: string;
-      /** What was attempted: a click, opening or submitting the reject modal, a command. */
-      action: 'click' | 'modalOpen' | 'modalSubmit' | 'command';
+      /** The grant a refused revocation named (`/countersign revoke` or a Revoke button). */
+      grantId?: string;
+      /**
+       * What was attempted: a click, opening or submitting the reject modal, a command, pressing
+       * a grant's Revoke button.
+       */
+      action: 'click' | 'modalOpen' | 'modalSubmit' | 'command' | 'revokeButton';
       /** Why it was refused (authorization: notApprover, selfApproval, routeGone). */
       reason: string;
       at: string;

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { subjectSummary } from '../cards/renderCard.js';
 import { MAX_HOME_WAITING, renderHome } from '../cards/renderHome.js';
+import type { Grant } from '../grants/grant.js';
 import type { HomeViewers } from '../store/homeViewers.js';
 import type { RecentDecisions } from '../store/recentDecisions.js';
 import type { ApprovalRecord } from '../store/record.js';
@@ -18,6 +19,8 @@ export interface AppHomeOptions {
   /** Where cards go when no route says otherwise. */
   channel: string;
   status: () => { host: boolean; redis: boolean };
+  /** The grants the user is shown (relay/grantLists.ts); without it, the section says none. */
+  grants?: (userId: string) => Promise<Grant[]>;
   logger: Logger;
   /** How long approvals may keep changing before a Home is published again (a burst is one publish). */
   settleMs?: number;
@@ -34,6 +37,8 @@ export class AppHome {
   private readonly publishes: TrailingThrottle;
   /** Changes are gathered for a moment before the viewers are read: one Redis read per burst. */
   private readonly refreshes: TrailingThrottle;
+  /** What each user did on their Home (a revocation), shown on its next publish only. */
+  private readonly notices = new Map<string, string>();
 
   constructor(private readonly options: AppHomeOptions) {
     const settleMs = options.settleMs ?? 500;
@@ -58,6 +63,17 @@ export class AppHome {
     const decidedBy = record.phase === 'resolved' ? record.resolution?.slackUserId : undefined;
     const noted = decidedBy ? this.noteDecision(decidedBy, record) : Promise.resolve();
     void noted.then(() => this.refreshes.request('viewers'));
+  }
+
+  /** The user did something on their Home (revoked a grant): show it at once, with `notice`. */
+  changed(userId: string, notice: string): void {
+    this.notices.set(userId, notice);
+    this.publishes.request(userId, true);
+  }
+
+  /** A grant was revoked: every open Home that may list it is published again. */
+  grantsChanged(): void {
+    this.refreshes.request('viewers');
   }
 
   stop(): void {
@@ -92,12 +108,23 @@ export class AppHome {
     }
   }
 
+  /** A Home without its grants beats no Home: what waits for the user matters more. */
+  private async grantsOf(userId: string): Promise<Grant[]> {
+    try {
+      return (await this.options.grants?.(userId)) ?? [];
+    } catch (err) {
+      this.options.logger.warn({ err, userId }, 'could not list grants for the App Home');
+      return [];
+    }
+  }
+
   private async publish(userId: string): Promise<void> {
     const { views, waiting, recent, permalinks, channel, status, logger } = this.options;
     try {
-      const [items, decisions] = await Promise.all([
+      const [items, decisions, grants] = await Promise.all([
         waiting.for(userId, MAX_HOME_WAITING),
         recent.list(userId),
+        this.grantsOf(userId),
       ]);
       const recentLinked = await Promise.all(
         decisions.map(async (decision) => {
@@ -105,12 +132,16 @@ export class AppHome {
           return permalink ? { decision, permalink } : { decision };
         }),
       );
+      const notice = this.notices.get(userId);
+      this.notices.delete(userId);
       const view = renderHome({
         waiting: items,
         recent: recentLinked,
         channel,
         status: status(),
         now: new Date(),
+        grants,
+        ...(notice ? { notice } : {}),
       });
       await views.publish(userId, view);
     } catch (err) {

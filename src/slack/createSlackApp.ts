@@ -5,6 +5,8 @@ import type { Config } from '../config.js';
 import { toBoltLogger } from '../log.js';
 import type { Authorizer } from '../relay/authorizer.js';
 import type { ClickHandler } from '../relay/clickHandler.js';
+import type { GrantLists } from '../relay/grantLists.js';
+import type { GrantRevoker } from '../relay/grantRevoker.js';
 import type { Router } from '../routing/router.js';
 import type { AppHome } from './appHome.js';
 import { type HealthProbe, healthRoutes } from './healthRoutes.js';
@@ -12,6 +14,7 @@ import { close, healthServer, listen, portError } from './healthServer.js';
 import { registerAppHome } from './listeners/appHome.js';
 import { registerChoiceButton } from './listeners/choiceButton.js';
 import { registerFeedbackSubmission } from './listeners/feedbackSubmission.js';
+import { registerRevokeButton } from './listeners/revokeButton.js';
 import { registerSlashCommand } from './listeners/slashCommand.js';
 import { observedFetch, type SlackReachability } from './slackReachability.js';
 import { slackViews } from './slackViews.js';
@@ -35,8 +38,18 @@ export interface SlackAppOptions {
   transport: FetchFunction;
   /** Told how the Socket Mode connection's calls to Slack go. */
   reachability: SlackReachability;
-  /** What /countersign and App Home show each user: who may decide what, and what waits. */
-  team: { authorizer: Authorizer; router: Router; waiting: WaitingApprovals; home: AppHome };
+  /**
+   * What /countersign and App Home show each user: who may decide what, what waits, which grants
+   * they see; and who revokes grants for them.
+   */
+  team: {
+    authorizer: Authorizer;
+    router: Router;
+    waiting: WaitingApprovals;
+    home: AppHome;
+    grants: GrantLists;
+    revoker: GrantRevoker;
+  };
 }
 
 export interface SlackService {
@@ -117,8 +130,12 @@ export function createSlackApp(options: SlackAppOptions): SlackService {
       fallbackChannel: config.slack.channel,
       hosts: config.msp.hosts,
     },
+    grants: team.grants,
+    revoker: team.revoker,
+    onRevoked: () => team.home.grantsChanged(),
     logger,
   });
+  registerRevokeButton(app, { revoker: team.revoker, home: team.home, logger });
   registerAppHome(app, team.home, logger);
   app.error(async (err) => {
     logger.error({ err }, 'slack listener failed');

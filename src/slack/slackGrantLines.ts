@@ -1,13 +1,18 @@
 import { renderGrantLine } from '../cards/renderGrant.js';
+import { renderRevokedLine } from '../cards/renderRevocation.js';
 import type { Grant } from '../grants/grant.js';
 import type { GrantQuestion } from '../grants/match.js';
 import type { GrantLineSender } from '../relay/grantAnswerer.js';
 import { grantRef } from '../relay/grantAnswerer.js';
+import type { RevocationNotices } from '../relay/grantRevoker.js';
 import type { ApprovalRecord } from '../store/record.js';
 import type { SlackNoticeSender } from './slackNotices.js';
 
-/** Posts the line a grant's use leaves in the approval's channel, naming (not pinging) the granter. */
-export class SlackGrantLines implements GrantLineSender {
+/**
+ * Posts the lines grants leave in their channels (a use, a revocation), naming people rather than
+ * pinging them.
+ */
+export class SlackGrantLines implements GrantLineSender, RevocationNotices {
   constructor(
     private readonly sender: SlackNoticeSender,
     private readonly options: { showHost: boolean },
@@ -25,5 +30,19 @@ export class SlackGrantLines implements GrantLineSender {
       ...(this.options.showHost ? { hostId: record.hostId } : {}),
     });
     await this.sender.channelLine(record.slack.channel, text);
+  }
+
+  async grantRevoked(grant: Grant, by: string): Promise<void> {
+    const [byName, grantedByName] = await Promise.all([
+      this.sender.nameOf(by),
+      this.sender.nameOf(grant.grantedBy),
+    ]);
+    const text = renderRevokedLine({
+      grant,
+      by,
+      ...(byName ? { byName } : {}),
+      ...(grantedByName ? { grantedByName } : {}),
+    });
+    await this.sender.channelLine(grant.channel, text);
   }
 }

@@ -129,7 +129,7 @@ describe('/countersign', () => {
     expect(route(eve, '(SLACK_CHANNEL)')).toContain('open to anyone in its channel');
   }, 60_000);
 
-  it('help lists the commands one line each, an unknown command says so first, and grants are not on yet', async () => {
+  it('help lists the commands one line each, an unknown command says so first, and revoke without an id says how', async () => {
     const world = await teamWorld();
     const ackOf = async (text: string) => {
       const { status, body } = await typeCommand(world, 'U0EVE', text);
@@ -143,7 +143,8 @@ describe('/countersign', () => {
       `Countersign is running. Approval cards are posted in <#${world.channel}>. Commands:`,
       '• `/countersign pending`: the approvals waiting for you to decide, with a link to each card',
       '• `/countersign whoami`: the routes where you may decide, and why',
-      '• `/countersign grants`: remembered approvals (not switched on yet)',
+      '• `/countersign grants`: the remembered approvals ("don\'t ask again") of this channel, each with a Revoke button',
+      '• `/countersign revoke &lt;grant-id&gt;`: revoke a remembered approval: its requests are asked on their cards again',
       '• `/countersign help`: this list',
     ]);
     // No subcommand is help too.
@@ -151,7 +152,10 @@ describe('/countersign', () => {
     const unknown = linesOf(await ackOf('frobnicate <!channel> now'));
     expect(unknown).toEqual(['Unknown command `frobnicate`.', ...help]);
     expect(linesOf(await ackOf('<!channel>'))[0]).toBe('Unknown command `&lt;!channel&gt;`.');
-    const grants = await ackOf('grants');
-    expect(grants.text).toMatch(/^Grants \("approve and remember"\) are not switched on yet/);
+    // revoke without a grant id says how it is used, in the ack.
+    const usage = await ackOf('revoke');
+    expect(usage.text).toBe(
+      'Say which grant to revoke: `/countersign revoke &lt;grant-id&gt;`. `/countersign grants` lists the grant ids of a channel.',
+    );
   }, 60_000);
 });

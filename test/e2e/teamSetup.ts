@@ -67,11 +67,15 @@ export function approvalFor(
 
 let commands = 0;
 
-/** Types `/countersign <text>` as `userId`; resolves with the HTTP answer and the response_url id. */
+/**
+ * Types `/countersign <text>` as `userId` (in `channelId`, else the approvals channel); resolves
+ * with the HTTP answer and the response_url id.
+ */
 export async function typeCommand(
   world: World,
   userId: string,
   text: string,
+  channelId?: string,
 ): Promise<{ status: number; body: string; responseId: string }> {
   commands += 1;
   const responseId = `cmd-${userId}-${commands}`;
@@ -79,13 +83,19 @@ export async function typeCommand(
     userId,
     text,
     responseUrl: world.slack.responseUrl(responseId),
+    ...(channelId ? { channelId } : {}),
   });
   return { status: response.status, body: await response.text(), responseId };
 }
 
 /** The answer of a command that looks something up: an empty ack, then a post to its response_url. */
-export async function commandAnswer(world: World, userId: string, text: string): Promise<ResponseUrlPost> {
-  const { status, body, responseId } = await typeCommand(world, userId, text);
+export async function commandAnswer(
+  world: World,
+  userId: string,
+  text: string,
+  channelId?: string,
+): Promise<ResponseUrlPost> {
+  const { status, body, responseId } = await typeCommand(world, userId, text, channelId);
   expect(status).toBe(200);
   expect(body).toBe('');
   const answer = await world.slack.waitForResponse((r) => r.id === responseId);

@@ -4,6 +4,8 @@ import { encodeChoiceValue } from '../../src/cards/ids.js';
 import { loadConfig } from '../../src/config.js';
 import type { Authorizer } from '../../src/relay/authorizer.js';
 import type { ClickHandler } from '../../src/relay/clickHandler.js';
+import type { GrantLists } from '../../src/relay/grantLists.js';
+import type { GrantRevoker } from '../../src/relay/grantRevoker.js';
 import { OPEN_RULES } from '../../src/routing/route.js';
 import type { Router } from '../../src/routing/router.js';
 import type { AppHome } from '../../src/slack/appHome.js';
@@ -88,6 +90,8 @@ it('listeners call Slack through the shared client; Bolt’s own client makes no
       home: {
         opened: (user: string) => slackViews(web).publish(user, { type: 'home', blocks: [] }),
       } as AppHome,
+      grants: {} as GrantLists,
+      revoker: {} as GrantRevoker,
     },
   });
   app = service;

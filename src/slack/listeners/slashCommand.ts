@@ -1,16 +1,21 @@
 import type { App, RespondArguments } from '@slack/bolt';
 import type { Logger } from 'pino';
+import { section } from '../../cards/blocks.js';
 import {
   MAX_LISTED,
-  renderGrants,
   renderHelp,
   renderPending,
+  renderRevokeUsage,
   renderWhoami,
 } from '../../cards/renderCommandAnswers.js';
+import { renderChannelGrants } from '../../cards/renderGrantList.js';
 import type { Authorizer } from '../../relay/authorizer.js';
+import type { GrantLists } from '../../relay/grantLists.js';
+import type { GrantRevoker } from '../../relay/grantRevoker.js';
 import type { RenderedMessage } from '../../relay/ports.js';
 import { type RouteStandingsOptions, routeStandings } from '../routeStandings.js';
 import type { WaitingApprovals } from '../waitingApprovals.js';
+import { revokeFor } from './revokeButton.js';
 
 export interface SlashCommandOptions {
   /** Where cards go when no route says otherwise. */
@@ -18,7 +23,19 @@ export interface SlashCommandOptions {
   authorizer: Authorizer;
   waiting: WaitingApprovals;
   standings: Omit<RouteStandingsOptions, 'authorizer'>;
+  grants: GrantLists;
+  revoker: GrantRevoker;
+  /** A grant was revoked (Homes that list it are published again). */
+  onRevoked: () => void;
   logger: Logger;
+}
+
+/** What a lookup needs of the command. */
+interface Typed {
+  userId: string;
+  channelId: string;
+  /** The words after the subcommand. */
+  args: string[];
 }
 
 function ephemeral(message: RenderedMessage): RespondArguments {
@@ -26,29 +43,36 @@ function ephemeral(message: RenderedMessage): RespondArguments {
 }
 
 /**
- * /countersign. Answers that need no lookup come back in the ack itself; `pending` and `whoami`
- * read Redis (and Slack for group members and links), so they ack at once, within Slack's 3 s,
- * and answer through the command's response_url when the work is done.
+ * /countersign. Answers that need no lookup come back in the ack itself; `pending`, `whoami`,
+ * `grants` and `revoke <id>` read Redis (and Slack for group members and links), so they ack at
+ * once, within Slack's 3 s, and answer through the command's response_url when the work is done.
  */
 export function registerSlashCommand(app: App, options: SlashCommandOptions): void {
-  const { channel, authorizer, waiting, logger } = options;
-  const lookups: Record<string, (userId: string) => Promise<RenderedMessage>> = {
-    pending: async (userId) =>
+  const { channel, authorizer, waiting, grants, revoker, logger } = options;
+  const lookups: Record<string, (typed: Typed) => Promise<RenderedMessage>> = {
+    pending: async ({ userId }) =>
       renderPending(await waiting.for(userId, MAX_LISTED), new Date(), authorizer.isAdmin(userId)),
-    whoami: async (userId) =>
+    whoami: async ({ userId }) =>
       renderWhoami(
         userId,
         await routeStandings(userId, { ...options.standings, authorizer }),
         authorizer.isAdmin(userId),
       ),
+    grants: async ({ userId, channelId }) => renderChannelGrants(await grants.inChannel(userId, channelId)),
+    revoke: async ({ userId, args }) => {
+      const { text, outcome } = await revokeFor(revoker, args[0]!, userId, 'command', logger);
+      if (outcome?.kind === 'revoked') options.onRevoked();
+      return { text, blocks: [section(text)] };
+    },
   };
   app.command('/countersign', async ({ command, ack, respond }) => {
-    const word = command.text.trim().split(/\s+/)[0]?.toLowerCase() ?? '';
+    const [first = '', ...args] = command.text.trim().split(/\s+/);
+    const word = first.toLowerCase();
     const lookup = Object.hasOwn(lookups, word) ? lookups[word] : undefined;
-    if (!lookup) {
+    if (!lookup || (word === 'revoke' && args.length !== 1)) {
       const answer =
-        word === 'grants'
-          ? renderGrants()
+        word === 'revoke'
+          ? renderRevokeUsage()
           : renderHelp(channel, word === '' || word === 'help' ? undefined : word);
       await ack(ephemeral(answer));
       return;
@@ -56,7 +80,7 @@ export function registerSlashCommand(app: App, options: SlashCommandOptions): vo
     await ack();
     let answer: RenderedMessage;
     try {
-      answer = await lookup(command.user_id);
+      answer = await lookup({ userId: command.user_id, channelId: command.channel_id, args });
     } catch (err) {
       logger.warn({ err, userId: command.user_id, subcommand: word }, '/countersign could not answer');
       answer = {

@@ -1,0 +1,69 @@
+import type { App, RespondArguments } from '@slack/bolt';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import { REVOKE_GRANT_ACTION_ID } from '../../cards/ids.js';
+import { revokeAnswer } from '../../cards/renderRevocation.js';
+import type { GrantRevoker, RevokeOutcome, RevokeVia } from '../../relay/grantRevoker.js';
+import type { AppHome } from '../appHome.js';
+
+const RevokeBody = z.looseObject({
+  user: z.looseObject({ id: z.string() }),
+  /** `view` for App Home; a message (the ephemeral /countersign grants answer) otherwise. */
+  container: z.looseObject({ type: z.string().optional() }).optional(),
+  actions: z.array(z.looseObject({ action_id: z.string(), value: z.string().optional() })).min(1),
+});
+
+export const REVOKE_FAILED_TEXT =
+  'Countersign could not revoke that grant just now (its database did not answer), so it may still be in force. Check `/countersign grants` and try again in a moment.';
+
+/** Revokes for a person and says how it went; a Redis failure becomes a sentence too. */
+export async function revokeFor(
+  revoker: GrantRevoker,
+  grantId: string,
+  userId: string,
+  via: RevokeVia,
+  logger: Logger,
+): Promise<{ text: string; outcome?: RevokeOutcome }> {
+  try {
+    const outcome = await revoker.revoke(grantId, userId, via);
+    return { text: revokeAnswer(outcome), outcome };
+  } catch (err) {
+    logger.warn({ err, grantId, userId, via }, 'could not revoke a grant');
+    return { text: REVOKE_FAILED_TEXT };
+  }
+}
+
+/**
+ * A grant's Revoke button, in the /countersign grants answer or on App Home. The button's value
+ * is only the grant's id: who may revoke it is checked by the GrantRevoker. The answer goes to
+ * the person alone: an ephemeral message through the response_url, or a note on their Home.
+ */
+export function registerRevokeButton(
+  app: App,
+  options: { revoker: GrantRevoker; home: AppHome; logger: Logger },
+): void {
+  const { revoker, home, logger } = options;
+  app.action(REVOKE_GRANT_ACTION_ID, async ({ ack, body, respond }) => {
+    await ack();
+    const parsed = RevokeBody.safeParse(body);
+    const grantId = parsed.success ? parsed.data.actions[0]?.value : undefined;
+    if (!parsed.success || !grantId) {
+      logger.warn(
+        { issues: parsed.success ? 'no grant id' : parsed.error.issues },
+        'unusable revoke payload',
+      );
+      return;
+    }
+    const userId = parsed.data.user.id;
+    const { text, outcome } = await revokeFor(revoker, grantId, userId, 'button', logger);
+    if (outcome?.kind === 'revoked') home.grantsChanged();
+    if (parsed.data.container?.type === 'view') {
+      home.changed(userId, text);
+      return;
+    }
+    const answer = { response_type: 'ephemeral', replace_original: false, text } as RespondArguments;
+    await respond(answer).catch((err: unknown) => {
+      logger.warn({ err, userId, grantId }, 'could not answer a Revoke button through its response_url');
+    });
+  });
+}
