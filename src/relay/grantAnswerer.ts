@@ -39,9 +39,41 @@ export class GrantAnswerer {
   private readonly now: () => Date;
   /** approvalId → the look in progress: one at a time per approval, each on a fresh read. */
   private readonly looks = new Map<string, Promise<void>>();
+  /** approvalId → the grant the relay found for it before creating it (see expect()). */
+  private readonly found = new Map<string, Grant>();
 
   constructor(private readonly options: GrantAnswererOptions) {
     this.now = options.now ?? (() => new Date());
+  }
+
+  /** The live grant that answers the record's current stage, if any: one round trip. Never rejects. */
+  async find(record: ApprovalRecord): Promise<Grant | undefined> {
+    const settings = this.options.grantsOf(record.route);
+    const question = settings?.enabled ? grantQuestion(record) : undefined;
+    if (!question) return undefined;
+    try {
+      const now = this.now();
+      const candidates = await this.options.grants.candidates(
+        question.caller,
+        question.tool,
+        question.sandboxMode,
+        now,
+      );
+      return findGrant(candidates, question, now);
+    } catch (err) {
+      // Not knowing is asking: the card is posted.
+      this.options.logger.warn(
+        { err, approvalId: record.approvalId },
+        'could not look up grants; asking people',
+      );
+      return undefined;
+    }
+  }
+
+  /** The relay found `grant` for an approval it is creating deferred: the first look uses it. */
+  expect(approvalId: string, grant: Grant | undefined): void {
+    if (grant) this.found.set(approvalId, grant);
+    else this.found.delete(approvalId);
   }
 
   /** RecordKeeper follower: a deferred card of an open approval nobody is deciding is looked at. */
@@ -84,12 +116,18 @@ export class GrantAnswerer {
     const settings = this.options.grantsOf(record.route);
     const question = settings?.enabled ? grantQuestion(record) : undefined;
     if (!question) return 'showCard';
+    const expected = this.found.get(approvalId);
+    this.found.delete(approvalId);
     const now = this.now();
-    const grant = findGrant(
-      await grants.candidates(question.caller, question.tool, question.sandboxMode, now),
-      question,
-      now,
-    );
+    // Found just before the record was created; matched again here in case the question moved since.
+    const grant =
+      expected && findGrant([expected], question, now)
+        ? expected
+        : findGrant(
+            await grants.candidates(question.caller, question.tool, question.sandboxMode, now),
+            question,
+            now,
+          );
     if (!grant) return 'showCard';
 
     const outcome = await decider.decide({

@@ -1,11 +1,14 @@
 import type { Logger } from 'pino';
-import { callerFor, grantQuestion } from '../grants/match.js';
+import type { Grant } from '../grants/grant.js';
+import { callerFor } from '../grants/match.js';
 import type { ApprovalHost, HostEvent } from '../msp/events.js';
 import type { ApprovalRequestParams } from '../msp/protocol.js';
 import type { RouteGrants } from '../routing/route.js';
 import type { ChosenRoute, RouteInput } from '../routing/router.js';
 import type { ApprovalStore, Mutation } from '../store/approvalStore.js';
+import type { ApprovalRecord } from '../store/record.js';
 import { isTerminal } from '../store/record.js';
+import { Turns } from '../util/turns.js';
 import type { Decider } from './decider.js';
 import type { RecordKeeper } from './recordKeeper.js';
 import {
@@ -39,13 +42,23 @@ export interface RelayOptions {
   grantsOf?: (route: string) => RouteGrants | undefined;
   /** The Slack user whose agent a host runs (a route's grants may follow them). */
   ownerOf?: (hostId: string) => string | undefined;
-  /** Answers by remembered grant what it can (its RecordKeeper follower sees new records). */
-  grants?: { consider(approvalId: string): void };
+  /** Answers by remembered grant what it can (see GrantAnswerer). */
+  grants?: GrantAnswering;
   now?: () => Date;
   /** Without it, Redis is taken to be always there. */
   redis?: RedisAvailability;
   /** Host events held while Redis is away; past this they are dropped and re-read later. */
   maxBufferedEvents?: number;
+}
+
+/** What the relay asks of the GrantAnswerer. */
+export interface GrantAnswering {
+  /** The live grant that answers the record's current stage, if any: one round trip. Never rejects. */
+  find(record: ApprovalRecord): Promise<Grant | undefined>;
+  /** The record about to be created deferred is answered by `grant` (no second lookup); undefined forgets it. */
+  expect(approvalId: string, grant: Grant | undefined): void;
+  /** Looks at a deferred record again: answers it by grant or shows its card. */
+  consider(approvalId: string): void;
 }
 
 const DEFAULT_MAX_BUFFERED_EVENTS = 10_000;
@@ -66,6 +79,8 @@ export class Relay {
   /** Hosts whose events were dropped from a full buffer: their sessions are read again. */
   private readonly dropped = new Set<string>();
   private readonly maxBuffered: number;
+  /** Per channel, in the order approvals came: see opened(). */
+  private readonly turns = new Turns();
 
   constructor(private readonly options: RelayOptions) {
     this.now = options.now ?? (() => new Date());
@@ -209,22 +224,32 @@ export class Relay {
       now: this.now(),
       sessionTitle: session?.label,
     });
-    // Only what a grant could answer waits for the grant lookup; everything else is posted at once.
-    if (
-      phase === 'pending' &&
-      !heldElsewhere &&
-      caller &&
-      grants?.enabled &&
-      this.options.grants &&
-      grantQuestion(fresh)
-    ) {
-      fresh = { ...fresh, slack: { ...fresh.slack, deferred: true } };
-    }
-    if (await keeper.create(fresh)) {
-      // At debug: it sits between the host's frame and the card's post, where every line shows in
-      // the latency (README "Performance"); "card posted" says the same at info once it is out.
-      logger.debug({ approvalId: params.approvalId, tool: fresh.tool, phase }, 'approval opened');
-      return;
+    // Cards of one channel are posted in the order their approvals came, whether or not a grant
+    // was looked up for them: the turn is taken now and passed on once the record is written.
+    const turn = this.turns.take(route.channel);
+    try {
+      const answerer = this.options.grants;
+      // A grant lookup is one round trip, made only for what a grant could answer. A request it
+      // answers is stored with its card deferred: the answerer decides it, and no card is posted.
+      const grant =
+        answerer && caller && phase === 'pending' && !heldElsewhere ? await answerer.find(fresh) : undefined;
+      if (grant) {
+        fresh = { ...fresh, slack: { ...fresh.slack, deferred: true } };
+        answerer?.expect(fresh.approvalId, grant);
+      }
+      await turn.ready;
+      const creating = keeper.create(fresh);
+      turn.done();
+      const created = await creating;
+      if (grant && !created) answerer?.expect(fresh.approvalId, undefined);
+      if (created) {
+        // At debug: it sits between the host's frame and the card's post, where every line shows in
+        // the latency (README "Performance"); "card posted" says the same at info once it is out.
+        logger.debug({ approvalId: params.approvalId, tool: fresh.tool, phase }, 'approval opened');
+        return;
+      }
+    } finally {
+      turn.done();
     }
     const record = await keeper.mutate(
       params.approvalId,
