@@ -11,6 +11,7 @@ import { RedisGrantStore } from '../../src/store/grantStore.js';
 import { keys } from '../../src/store/keys.js';
 import { type ApprovalRequestParams, shellApproval } from '../support/fakeHost.js';
 import type { SlackCall } from '../support/fakeSlack.js';
+import { configFile } from './teamSetup.js';
 import { buttonsOf, rememberButtonOf, SESSION, textOf, World } from './world.js';
 
 const OTHER_SESSION = '0198f0aa-2222-7000-8000-0000000000bb';
@@ -20,6 +21,19 @@ const cleanups: Array<() => Promise<unknown> | unknown> = [];
 afterEach(async () => {
   while (cleanups.length) await Promise.resolve(cleanups.pop()!()).catch(() => undefined);
 });
+
+/** Alice approves on `guarded`; `nogrants` has grants switched off. Routed by tool. */
+const ROUTES = `
+routes:
+  - name: guarded
+    channel: C0GUARDED
+    match: { tools: ["guarded"] }
+    approvers: { users: [U0ALICE] }
+  - name: nogrants
+    channel: C0NOGRANTS
+    match: { tools: ["nogrants"] }
+    grants: { enabled: false }
+`;
 
 async function startWorld(env: Record<string, string> = {}): Promise<World> {
   const world = await World.start(
@@ -288,5 +302,40 @@ describe('remembered grants', () => {
       expect(world.host.decides().filter((d) => d.frame.params.approvalId === id)).toHaveLength(1);
       expect(cardPostedFor(world, id)).toBe(false);
     }
+  });
+
+  it('only someone who may decide may grant: anyone else is refused, and nothing is decided or remembered', async () => {
+    const config = configFile(ROUTES);
+    cleanups.push(config.remove);
+    const world = await startWorld({ COUNTERSIGN_CONFIG: config.path });
+    await world.host.open({ ...shell('g11-guarded', [['make', 'release']]), toolName: 'guarded' });
+    const card = await world.waitForCard('g11-guarded', (m) => buttonsOf(m).length > 0);
+    await world.pressButton(card.ts, rememberButtonOf(card)!, 'U0EVE', card.channel);
+    expect(await world.ephemeralTo('U0EVE')).toContain('Only <@U0ALICE> can decide on guarded');
+    expect(world.host.decides()).toHaveLength(0);
+    expect(await storeOf(world).list({}, new Date())).toEqual([]);
+  });
+
+  it('a route with grants switched off offers no "don\'t ask again", and a grant never answers there', async () => {
+    const config = configFile(ROUTES);
+    cleanups.push(config.remove);
+    const world = await startWorld({ COUNTERSIGN_CONFIG: config.path });
+    await storeOf(world).create({
+      caller: `session:${SESSION}`,
+      tool: 'nogrants',
+      capabilities: ['exec:make release'],
+      sandboxMode: 'workspace-write',
+      holder: 'bot',
+      grantedBy: 'U0ALICE',
+      approvalId: 'seeded',
+      hostId: 'default',
+      route: 'nogrants',
+      channel: 'C0NOGRANTS',
+      ttlMs: 3_600_000,
+    });
+    await world.host.open({ ...shell('g12-off', [['make', 'release']]), toolName: 'nogrants' });
+    const card = await world.waitForCard('g12-off', (m) => buttonsOf(m).length > 0);
+    expect(rememberButtonOf(card)).toBeUndefined();
+    expect(world.host.decides()).toHaveLength(0);
   });
 });
