@@ -111,9 +111,11 @@ async function phaseOf(world: World, approvalId: string, timeoutMs = 5_000): Pro
   }
 }
 
-/** Waits until the approval's card is posted: the bot asked people. */
-async function expectCard(world: World, approvalId: string): Promise<void> {
-  await world.waitForCard(approvalId, (m) => buttonsOf(m).length > 0);
+/** Opens the request and expects its card, not a decision by grant: the bot asked people. */
+async function expectPeopleAsked(world: World, approval: ApprovalRequestParams): Promise<void> {
+  await world.host.open(approval);
+  await world.waitForCard(approval.approvalId, (m) => buttonsOf(m).length > 0);
+  expect(world.host.decides().some((d) => d.frame.params.approvalId === approval.approvalId)).toBe(false);
 }
 
 describe('remembered grants', () => {
@@ -124,7 +126,7 @@ describe('remembered grants', () => {
     expect(textOf(card)).toContain('Remembered:');
     expect(textOf(card)).toContain(`/countersign revoke ${grantId}`);
 
-    await world.host.open(shell('g1-again', [['git', 'push']]));
+    await expectPeopleAsked(world, shell('g1-again', [['git', 'push']]));
     const decide = await world.host.waitForDecide((d) => d.frame.params.approvalId === 'g1-again');
     expect(decide.frame.params).toMatchObject({ choiceId: 'allow_once', requirementId: { sourceIndex: 0 } });
     const line = await grantLine(world, 'git push');
@@ -158,33 +160,28 @@ describe('remembered grants', () => {
     await grantFrom(world, shell('g2-first', [['make', 'build']]));
     await world.restartBot({ MSP_SANDBOX_MODE: 'danger-full-access' });
     await world.host.open(shell('g2-other-mode', [['make', 'build']]));
-    await expectCard(world, 'g2-other-mode');
-    expect(world.host.decides().some((d) => d.frame.params.approvalId === 'g2-other-mode')).toBe(false);
   });
 
   it('3. another caller (another session) gets a card', async () => {
     const world = await startWorld();
     await grantFrom(world, shell('g3-first', [['make', 'build']]));
-    await world.host.open(shell('g3-other-session', [['make', 'build']], { sessionId: OTHER_SESSION }));
-    await expectCard(world, 'g3-other-session');
-    expect(world.host.decides().some((d) => d.frame.params.approvalId === 'g3-other-session')).toBe(false);
+    await expectPeopleAsked(
+      world,
+      shell('g3-other-session', [['make', 'build']], { sessionId: OTHER_SESSION }),
+    );
   });
 
   it('4. more than was granted gets a card: a longer command, another stage', async () => {
     const world = await startWorld();
     await grantFrom(world, shell('g4-first', [['git', 'push']]));
-    await world.host.open(shell('g4-force', [['git', 'push', '--force']]));
-    await expectCard(world, 'g4-force');
-    expect(world.host.decides().some((d) => d.frame.params.approvalId === 'g4-force')).toBe(false);
+    await expectPeopleAsked(world, shell('g4-force', [['git', 'push', '--force']]));
   });
 
   it('5. after a revoke, the same request gets a card again', async () => {
     const world = await startWorld();
     const grantId = await grantFrom(world, shell('g5-first', [['npm', 'publish']]));
     expect(await storeOf(world).revoke(grantId, 'U0ADA', new Date())).toBe(true);
-    await world.host.open(shell('g5-after-revoke', [['npm', 'publish']]));
-    await expectCard(world, 'g5-after-revoke');
-    expect(world.host.decides().some((d) => d.frame.params.approvalId === 'g5-after-revoke')).toBe(false);
+    await expectPeopleAsked(world, shell('g5-after-revoke', [['npm', 'publish']]));
   });
 
   it('6. after expiry, the same request gets a card again', async () => {
@@ -194,9 +191,7 @@ describe('remembered grants', () => {
     const left = Date.parse(grant!.expiresAt!) - Date.now();
     expect(left).toBeLessThanOrEqual(2_000);
     await new Promise((r) => setTimeout(r, Math.max(0, left) + 50));
-    await world.host.open(shell('g6-after-expiry', [['npm', 'publish']]));
-    await expectCard(world, 'g6-after-expiry');
-    expect(world.host.decides().some((d) => d.frame.params.approvalId === 'g6-after-expiry')).toBe(false);
+    await expectPeopleAsked(world, shell('g6-after-expiry', [['npm', 'publish']]));
   });
 
   it('7. a protected write and an unknown subject kind are never decided by a grant, and never offer one', async () => {
