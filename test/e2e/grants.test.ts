@@ -126,7 +126,7 @@ describe('remembered grants', () => {
     expect(textOf(card)).toContain('Remembered:');
     expect(textOf(card)).toContain(`/countersign revoke ${grantId}`);
 
-    await expectPeopleAsked(world, shell('g1-again', [['git', 'push']]));
+    await world.host.open(shell('g1-again', [['git', 'push']]));
     const decide = await world.host.waitForDecide((d) => d.frame.params.approvalId === 'g1-again');
     expect(decide.frame.params).toMatchObject({ choiceId: 'allow_once', requirementId: { sourceIndex: 0 } });
     const line = await grantLine(world, 'git push');
@@ -159,7 +159,7 @@ describe('remembered grants', () => {
     const world = await startWorld();
     await grantFrom(world, shell('g2-first', [['make', 'build']]));
     await world.restartBot({ MSP_SANDBOX_MODE: 'danger-full-access' });
-    await world.host.open(shell('g2-other-mode', [['make', 'build']]));
+    await expectPeopleAsked(world, shell('g2-other-mode', [['make', 'build']]));
   });
 
   it('3. another caller (another session) gets a card', async () => {
