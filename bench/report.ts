@@ -154,7 +154,7 @@ const count = (n: number) => n.toLocaleString('en-US');
  * Auto-decide by grant: the largest count against the single grant's run (same bot, same run)
  * and against the relay floor (one Redis write and one post per approval, same rate).
  */
-export function grantRows(g: GrantResult, relayFloor: Summary | undefined): Row[] {
+export function grantRows(g: GrantResult, relayFloor: Summary): Row[] {
   const runs = g.runs;
   const base = runs[0]!;
   const counts = runs.map((run) => count(run.grants)).join(' / ');
@@ -167,8 +167,8 @@ export function grantRows(g: GrantResult, relayFloor: Summary | undefined): Row[
     {
       measure: `auto-decide by grant p99 (${g.ratePerSec}/s), ${count(g.grants)} grants stored`,
       bot: ms(g.p99Ms),
-      floor: relayFloor ? `relay floor ${ms(relayFloor.p99Ms)}` : '',
-      ratio: relayFloor ? x(g.p99Ms / relayFloor.p99Ms) : '',
+      floor: `relay floor ${ms(relayFloor.p99Ms)}`,
+      ratio: x(g.vsRelayFloorP99Ratio),
       target: '≤ 5 ms',
       met: g.p99Ms <= 5,
     },
@@ -183,15 +183,22 @@ export function grantRows(g: GrantResult, relayFloor: Summary | undefined): Row[
     {
       measure: `auto-decide p50, ${counts} grants stored`,
       bot: each((run) => ms(run.p50Ms)),
-      floor: relayFloor ? `relay floor ${ms(relayFloor.p50Ms)}` : '',
-      ratio: x(g.p50GrowthRatio),
+      floor: `relay floor ${ms(relayFloor.p50Ms)}`,
+      ratio: x(g.p50Ms / relayFloor.p50Ms),
       target: '',
     },
     {
-      measure: `grant lookup alone p99 (one Redis round trip), ${counts} grants`,
+      measure: `grant lookup alone p99 (one Redis round trip), ${counts} grants; ratio: last over first`,
       bot: each((run) => ms(run.lookup.p99Ms)),
       floor: '',
       ratio: x(g.lookupP99GrowthRatio),
+      target: '',
+    },
+    {
+      measure: `Redis alone: PING p99 at the same pace, same windows, ${counts} grants; ratio: last over first`,
+      bot: each((run) => ms(run.redisPing.p99Ms)),
+      floor: '',
+      ratio: x(g.redisPingP99GrowthRatio),
       target: '',
     },
     {

@@ -6,7 +6,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus } from 'node:os';
 import { parseArgs } from 'node:util';
-import { ratio, round } from './lib/stats.js';
+import { ratio, round, type Summary } from './lib/stats.js';
 import { pinBenchOffMeasuredCore } from './lib/system.js';
 import { type Floor, PostTracker, TOOLS, World } from './lib/world.js';
 import { grantRows, printRows, printTable } from './report.js';
@@ -62,7 +62,8 @@ const sizes = quick
       burstRate: 10,
       grantCounts: [1, 10_000, 1_000_000],
       grantApprovals: 1000,
-      grantWarmup: 200,
+      // As long as the throughput run's: a short warm-up leaves the first count's run in the JIT.
+      grantWarmup: 1000,
       grantLookups: 1000,
     };
 
@@ -84,8 +85,11 @@ async function withFloor<T>(
   }
 }
 
-/** Auto-decide by grant with 1, 10,000 and 1,000,000 grants of other callers stored, on a fresh bot. */
-async function grants(world: World): Promise<GrantResult> {
+/**
+ * Auto-decide by grant with 1, 10,000 and 1,000,000 grants of other callers stored, on a fresh
+ * bot; beside the relay floor of the same run.
+ */
+async function grants(world: World, relayFloor: Summary): Promise<GrantResult> {
   const bot = await world.startBot();
   try {
     return await grantLatency(world, {
@@ -95,6 +99,7 @@ async function grants(world: World): Promise<GrantResult> {
       ratePerSec: sizes.relayRate,
       warmup: sizes.grantWarmup,
       lookups: sizes.grantLookups,
+      relayFloor,
       log,
     });
   } finally {
@@ -104,12 +109,22 @@ async function grants(world: World): Promise<GrantResult> {
   }
 }
 
-/** `--only grant`: the grant section of the results file replaced, every other one kept. */
+const relayFloorRun = (world: World, tag: string) =>
+  withFloor(world, 'relay-floor.mjs', { FLOOR_MODE: 'webclient' }, () =>
+    relayLatency(world, tag, { count: sizes.relay, ratePerSec: sizes.relayRate, warmup: sizes.warmup }),
+  );
+
+/**
+ * `--only grant`: the grant scenario and the relay floor it is quoted against, nothing else; the
+ * grant section of the results file is replaced, every other one kept.
+ */
 async function grantsOnly(world: World, machine: Record<string, unknown>): Promise<void> {
-  const grant = await grants(world);
+  log(`relay floor: ${sizes.relay} approvals at ${sizes.relayRate}/s`);
+  const relayFloor = await relayFloorRun(world, 'rlfloor');
+  const grant = await grants(world, relayFloor);
   const previous = existsSync(args.out!) ? JSON.parse(readFileSync(args.out!, 'utf8')) : { machine };
   writeFileSync(args.out!, `${JSON.stringify({ ...previous, grant }, null, 2)}\n`);
-  printRows(grantRows(grant, undefined));
+  printRows(grantRows(grant, relayFloor));
   log(`wrote the grant section of ${args.out}`);
 }
 
@@ -126,13 +141,7 @@ async function main(): Promise<void> {
     const relayRaw = await withFloor(world, 'relay-floor.mjs', { FLOOR_MODE: 'raw' }, () =>
       relayLatency(world, 'rlraw', { count: sizes.relay, ratePerSec: sizes.relayRate, warmup: sizes.warmup }),
     );
-    const relayFloor = await withFloor(world, 'relay-floor.mjs', { FLOOR_MODE: 'webclient' }, () =>
-      relayLatency(world, 'rlfloor', {
-        count: sizes.relay,
-        ratePerSec: sizes.relayRate,
-        warmup: sizes.warmup,
-      }),
-    );
+    const relayFloor = await relayFloorRun(world, 'rlfloor');
     let bot = await world.startBot();
     const relayBot = await relayLatency(world, 'rlbot', {
       count: sizes.relay,
@@ -191,7 +200,7 @@ async function main(): Promise<void> {
     await bot.stop();
 
     // ---- auto-decide by grant, last: it leaves a million grants to free
-    const grant = await grants(world);
+    const grant = await grants(world, relayFloor);
 
     const results = {
       generatedAt: new Date().toISOString(),
@@ -226,7 +235,7 @@ async function main(): Promise<void> {
       redis,
       memory: mem,
       burst: burstResult,
-      grant: { ...grant, vsRelayFloorP99Ratio: ratio(grant.p99Ms, relayFloor.p99Ms) },
+      grant,
       durationSeconds: round((Date.now() - started) / 1000, 0),
     };
     // The fault figures (npm run chaos) live in the same file: keep them.

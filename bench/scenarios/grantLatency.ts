@@ -29,6 +29,7 @@ const GRANT_TEMPLATE = {
 };
 /** After the last decide: a card posted after all would show up, and each approval's tail (its line, the resolution) is done. */
 const SETTLE_MS = 500;
+const WARMUP_RATE = 200;
 
 export interface GrantRun {
   /** Grants of other callers stored; the bench's own matching grant is one more. */
@@ -49,6 +50,11 @@ export interface GrantRun {
   redisCommandsPerApproval: number;
   /** The lookup alone (RedisGrantStore.candidates from the bench, one at a time). */
   lookup: Summary;
+  /**
+   * Bare Redis round trips (PING) from the bench at the approvals' pace, during the batch: what
+   * Redis itself answers in, whatever the bot does. Its tail is the floor of the bot's.
+   */
+  redisPing: Summary;
   /** Seconds to add this run's grants to the previous run's; Redis's memory afterwards. */
   seedSeconds: number;
   redisMB: number;
@@ -65,6 +71,9 @@ export interface GrantResult {
   p50GrowthRatio: number;
   p99GrowthRatio: number;
   lookupP99GrowthRatio: number;
+  redisPingP99GrowthRatio: number;
+  /** p99 at the largest count over the relay floor's p99 (frame in, one Redis write, one post). */
+  vsRelayFloorP99Ratio: number;
 }
 
 export interface GrantOptions {
@@ -73,6 +82,8 @@ export interface GrantOptions {
   ratePerSec: number;
   warmup: number;
   lookups: number;
+  /** The relay floor of the same run, at the same rate. */
+  relayFloor: Summary;
   log: (line: string) => void;
 }
 
@@ -116,18 +127,22 @@ export async function grantLatency(world: World, opts: GrantOptions): Promise<Gr
     const seedStarted = Date.now();
     await seedOtherGrants(testRedisUrl(REDIS_DB), stored, grants, spec);
     const seedSeconds = round((Date.now() - seedStarted) / 1000, 1);
-    stored = grants;
     await checkSeeded(store, grants, spec);
+    // Redis finishes growing its key table in the background: up to 2 s after a million grants.
+    await sleep(Math.min(2_000, (grants - stored) / 500));
+    stored = grants;
     const redisMB = round(
       Number(/used_memory:(\d+)/.exec(await world.redis.info('memory'))?.[1]) / 2 ** 20,
       0,
     );
 
     opts.log(`grants: ${opts.count} approvals at ${opts.ratePerSec}/s with ${grants} stored`);
-    await decideBatch(world, `gw${i}`, opts.warmup, opts.ratePerSec);
+    await decideBatch(world, `gw${i}`, opts.warmup, WARMUP_RATE);
     const overhead = await counterOverhead(world.redis);
     const before = await redisCounters(world.redis);
+    const pings = pingAtPace(world, opts.ratePerSec);
     const batch = await decideBatch(world, `gr${i}`, opts.count, opts.ratePerSec);
+    const redisPing = await pings.stop();
     const after = await redisCounters(world.redis);
     const commands = after.commands - before.commands - overhead.commands;
     runs.push({
@@ -137,8 +152,10 @@ export async function grantLatency(world: World, opts: GrantOptions): Promise<Gr
       autoDecidedOnce: batch.latencies.length,
       otherDecides: batch.otherDecides,
       cards: batch.cards,
-      redisCommandsPerApproval: round(commands / opts.count, 2),
+      // The pings are Redis commands too.
+      redisCommandsPerApproval: round((commands - redisPing.n) / opts.count, 2),
       lookup: await lookups(store, spec, opts.lookups),
+      redisPing,
       seedSeconds,
       redisMB,
     });
@@ -154,6 +171,8 @@ export async function grantLatency(world: World, opts: GrantOptions): Promise<Gr
     p50GrowthRatio: ratio(top.p50Ms, base.p50Ms),
     p99GrowthRatio: ratio(top.p99Ms, base.p99Ms),
     lookupP99GrowthRatio: ratio(top.lookup.p99Ms, base.lookup.p99Ms),
+    redisPingP99GrowthRatio: ratio(top.redisPing.p99Ms, base.redisPing.p99Ms),
+    vsRelayFloorP99Ratio: ratio(top.p99Ms, opts.relayFloor.p99Ms),
   };
 }
 
@@ -204,4 +223,25 @@ async function lookups(
     if (found.length !== 1) throw new Error(`the bench's own bucket holds ${found.length} grants, not 1`);
   }
   return summarize(times);
+}
+
+/** PINGs Redis every 1/rate seconds until stopped; resolves with their round trips. */
+function pingAtPace(world: World, ratePerSec: number): { stop(): Promise<Summary> } {
+  const times: number[] = [];
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const started = process.hrtime.bigint();
+      await world.redis.ping();
+      times.push(msBetween(started, process.hrtime.bigint()));
+      await sleep(1000 / ratePerSec);
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      return summarize(times);
+    },
+  };
 }
