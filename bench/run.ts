@@ -1,16 +1,18 @@
 // npm run bench: the real bot against the fake MSP host, the fake Slack and real Redis, every
 // figure beside a floor measured in the same run. `--quick` is the few-second smoke variant the
-// test suite runs; `--out FILE` writes the results somewhere other than bench/results.json.
+// test suite runs; `--out FILE` writes the results somewhere other than bench/results.json;
+// `--only grant` runs the grant scenario alone and puts its `grant` section into that file.
 
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus } from 'node:os';
 import { parseArgs } from 'node:util';
-import { ratio, round } from './lib/stats.js';
+import { ratio, round, type Summary } from './lib/stats.js';
 import { pinBenchOffMeasuredCore } from './lib/system.js';
 import { type Floor, PostTracker, TOOLS, World } from './lib/world.js';
-import { printTable } from './report.js';
+import { grantRows, printRows, printTable } from './report.js';
 import { burst } from './scenarios/burst.js';
 import { clickLatency } from './scenarios/clickLatency.js';
+import { type GrantResult, grantLatency } from './scenarios/grantLatency.js';
 import { MEMORY_NODE_ARGS, memory } from './scenarios/memory.js';
 import { redisCost } from './scenarios/redisCost.js';
 import { relayLatency, runBatch } from './scenarios/relayLatency.js';
@@ -19,8 +21,11 @@ const { values: args } = parseArgs({
   options: {
     quick: { type: 'boolean', default: false },
     out: { type: 'string', default: 'bench/results.json' },
+    only: { type: 'string' },
   },
 });
+if (args.only !== undefined && args.only !== 'grant')
+  throw new Error(`--only: unknown scenario ${args.only}`);
 const quick = args.quick;
 const sizes = quick
   ? {
@@ -36,6 +41,11 @@ const sizes = quick
       pendingRate: 200,
       burst: 25,
       burstRate: 2,
+      // 1,000,000 grants take a minute or more to store: the quick run shows the mechanism only.
+      grantCounts: [1, 1_000, 10_000],
+      grantApprovals: 30,
+      grantWarmup: 10,
+      grantLookups: 50,
     }
   : {
       relay: 500,
@@ -50,6 +60,11 @@ const sizes = quick
       pendingRate: 150,
       burst: 500,
       burstRate: 10,
+      grantCounts: [1, 10_000, 1_000_000],
+      grantApprovals: 1000,
+      // As long as the throughput run's: a short warm-up leaves the first count's run in the JIT.
+      grantWarmup: 1000,
+      grantLookups: 1000,
     };
 
 function log(line: string): void {
@@ -70,24 +85,63 @@ async function withFloor<T>(
   }
 }
 
+/**
+ * Auto-decide by grant with 1, 10,000 and 1,000,000 grants of other callers stored, on a fresh
+ * bot; beside the relay floor of the same run.
+ */
+async function grants(world: World, relayFloor: Summary): Promise<GrantResult> {
+  const bot = await world.startBot();
+  try {
+    return await grantLatency(world, {
+      grantCounts: sizes.grantCounts,
+      count: sizes.grantApprovals,
+      // The relay's rate: the grant figures stand beside the relay floor's, taken at the same pace.
+      ratePerSec: sizes.relayRate,
+      warmup: sizes.grantWarmup,
+      lookups: sizes.grantLookups,
+      relayFloor,
+      log,
+    });
+  } finally {
+    await bot.stop();
+    // A million grants are over a gigabyte of Redis: freed in the background, not left behind.
+    await world.redis.flushdb('ASYNC');
+  }
+}
+
+const relayFloorRun = (world: World, tag: string) =>
+  withFloor(world, 'relay-floor.mjs', { FLOOR_MODE: 'webclient' }, () =>
+    relayLatency(world, tag, { count: sizes.relay, ratePerSec: sizes.relayRate, warmup: sizes.warmup }),
+  );
+
+/**
+ * `--only grant`: the grant scenario and the relay floor it is quoted against, nothing else; the
+ * grant section of the results file is replaced, every other one kept.
+ */
+async function grantsOnly(world: World, machine: Record<string, unknown>): Promise<void> {
+  log(`relay floor: ${sizes.relay} approvals at ${sizes.relayRate}/s`);
+  const relayFloor = await relayFloorRun(world, 'rlfloor');
+  const grant = await grants(world, relayFloor);
+  const previous = existsSync(args.out!) ? JSON.parse(readFileSync(args.out!, 'utf8')) : { machine };
+  writeFileSync(args.out!, `${JSON.stringify({ ...previous, grant }, null, 2)}\n`);
+  printRows(grantRows(grant, relayFloor));
+  log(`wrote the grant section of ${args.out}`);
+}
+
 async function main(): Promise<void> {
   const started = Date.now();
   const cores = availableParallelism(); // before pinning, which narrows what this process sees
   const pinned = pinBenchOffMeasuredCore();
+  const machine = { cpus: cores, model: cpus()[0]?.model ?? 'unknown', node: process.version, pinned };
   const world = await World.start();
   try {
+    if (args.only === 'grant') return await grantsOnly(world, machine);
     // ---- relay latency at a steady rate
     log(`relay latency: ${sizes.relay} approvals at ${sizes.relayRate}/s`);
     const relayRaw = await withFloor(world, 'relay-floor.mjs', { FLOOR_MODE: 'raw' }, () =>
       relayLatency(world, 'rlraw', { count: sizes.relay, ratePerSec: sizes.relayRate, warmup: sizes.warmup }),
     );
-    const relayFloor = await withFloor(world, 'relay-floor.mjs', { FLOOR_MODE: 'webclient' }, () =>
-      relayLatency(world, 'rlfloor', {
-        count: sizes.relay,
-        ratePerSec: sizes.relayRate,
-        warmup: sizes.warmup,
-      }),
-    );
+    const relayFloor = await relayFloorRun(world, 'rlfloor');
     let bot = await world.startBot();
     const relayBot = await relayLatency(world, 'rlbot', {
       count: sizes.relay,
@@ -145,15 +199,13 @@ async function main(): Promise<void> {
     const burstResult = await burst(world, sizes.burst, sizes.burstRate);
     await bot.stop();
 
+    // ---- auto-decide by grant, last: it leaves a million grants to free
+    const grant = await grants(world, relayFloor);
+
     const results = {
       generatedAt: new Date().toISOString(),
       quick,
-      machine: {
-        cpus: cores,
-        model: cpus()[0]?.model ?? 'unknown',
-        node: process.version,
-        pinned,
-      },
+      machine,
       relay: {
         ratePerSec: sizes.relayRate,
         count: sizes.relay,
@@ -183,7 +235,7 @@ async function main(): Promise<void> {
       redis,
       memory: mem,
       burst: burstResult,
-      grant: { p99Ms: null, note: 'grants are not built yet' },
+      grant,
       durationSeconds: round((Date.now() - started) / 1000, 0),
     };
     // The fault figures (npm run chaos) live in the same file: keep them.

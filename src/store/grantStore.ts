@@ -29,7 +29,7 @@ export const DEFAULT_LISTED_HOST_GRANT_MS = 7 * 24 * 60 * 60 * 1000;
  * How long a grant's keys outlive its end: long enough for a sweep to still read its channel and
  * granter and drop it from their indexes (past it, listing drops entries whose grant is gone).
  */
-const KEEP_AFTER_END_MS = 60 * 60 * 1000;
+export const KEEP_AFTER_END_MS = 60 * 60 * 1000;
 const SWEEP_BATCH = 500;
 
 export interface GrantStoreOptions {

@@ -1,0 +1,139 @@
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { pino } from 'pino';
+import { bucketOf, grantIdIn } from '../../src/store/grantIds.js';
+import type { GrantData } from '../../src/store/grantRecord.js';
+import { KEEP_AFTER_END_MS, RedisGrantStore } from '../../src/store/grantStore.js';
+import { keys } from '../../src/store/keys.js';
+import { RawPipe } from './rawPipe.js';
+
+// Grants of other callers, written straight into Redis in the store's exact format: what the
+// create script and index() in src/store/grantStore.ts write (the grant hash, its bucket field,
+// the expiry and listing indexes, each with its TTL). Through RedisGrantStore.create every grant
+// costs a script and two more round trips, and a million of them would take many minutes; here
+// they are streamed (rawPipe.ts). The grant audit stream is left out: it is capped, and no lookup
+// reads it. checkSeeded() reads some back through the real store, so a change of format fails
+// the bench instead of measuring grants the bot would not read.
+
+/** What every seeded grant shares: only the caller (and so the bucket) differs from the bench's own. */
+export interface SeedSpec {
+  tool: string;
+  sandboxMode: string;
+  /** Canonical, as the store keeps them. */
+  capabilities: string[];
+  ttlMs: number;
+}
+
+/** Listing indexes are per channel and per granter: spread like a real workspace's, not one huge set. */
+const CHANNELS = 100;
+const GRANTERS = 1_000;
+/** Grants per ZADD of each index. */
+const CHUNK = 5_000;
+
+export const otherCaller = (i: number) => `session:other-${i}`;
+/** Deterministic, so a check can find grant i again; the same length as a random suffix. */
+const suffixOf = (i: number) => i.toString(16).padStart(12, '0');
+const channelOf = (i: number) => `C0OTHER${i % CHANNELS}`;
+const granterOf = (i: number) => `U0OTHER${i % GRANTERS}`;
+
+/** Writes grants [from, to) of callers otherCaller(i) into the Redis database at `redisUrl`. */
+export async function seedOtherGrants(
+  redisUrl: string,
+  from: number,
+  to: number,
+  spec: SeedSpec,
+): Promise<void> {
+  const nowMs = Date.now();
+  const end = nowMs + spec.ttlMs;
+  const pipe = await RawPipe.open(redisUrl);
+  try {
+    for (let start = from; start < to; start += CHUNK) {
+      writeChunk(pipe, start, Math.min(to, start + CHUNK), spec, nowMs, end);
+      await pipe.flushIfFull();
+    }
+    // The indexes live as long as their latest grant (the store only ever extends them).
+    const indexTtl = end - nowMs + KEEP_AFTER_END_MS;
+    pipe.send('PEXPIRE', keys.grantsExpiring(), indexTtl);
+    pipe.send('PEXPIRE', keys.grantsAll(), indexTtl);
+    for (let c = 0; c < Math.min(CHANNELS, to); c++)
+      pipe.send('PEXPIRE', keys.grantsByChannel(channelOf(c)), indexTtl);
+    for (let g = 0; g < Math.min(GRANTERS, to); g++)
+      pipe.send('PEXPIRE', keys.grantsByGranter(granterOf(g)), indexTtl);
+    await pipe.sync();
+  } finally {
+    pipe.close();
+  }
+}
+
+function writeChunk(
+  pipe: RawPipe,
+  from: number,
+  to: number,
+  spec: SeedSpec,
+  nowMs: number,
+  end: number,
+): void {
+  const createdAt = new Date(nowMs).toISOString();
+  const cf = JSON.stringify(spec.capabilities);
+  const expiring: Array<number | string> = [];
+  const all: Array<number | string> = [];
+  const byChannel = new Map<string, Array<number | string>>();
+  const byGranter = new Map<string, Array<number | string>>();
+  for (let i = from; i < to; i++) {
+    const caller = otherCaller(i);
+    const bucket = bucketOf(caller, spec.tool, spec.sandboxMode);
+    const grantId = grantIdIn(bucket, suffixOf(i));
+    const data: GrantData = {
+      caller,
+      tool: spec.tool,
+      capabilities: spec.capabilities,
+      sandboxMode: spec.sandboxMode,
+      holder: 'bot',
+      grantedBy: granterOf(i),
+      approvalId: `seed-${i}`,
+      hostId: 'default',
+      route: 'routes[0]',
+      channel: channelOf(i),
+      createdAt,
+    };
+    const grantKey = keys.grant(bucket.tag, grantId);
+    pipe.send('HSET', grantKey, 'd', JSON.stringify(data), 'end', end, 'uses', 0, 'bk', bucket.key, 'cf', cf);
+    pipe.send('PEXPIRE', grantKey, spec.ttlMs + KEEP_AFTER_END_MS);
+    pipe.send('HSET', bucket.key, cf, grantId);
+    pipe.send('PEXPIRE', bucket.key, spec.ttlMs);
+    expiring.push(end, grantId);
+    all.push(nowMs, grantId);
+    push(byChannel, data.channel, nowMs, grantId);
+    push(byGranter, data.grantedBy, nowMs, grantId);
+  }
+  pipe.send('ZADD', keys.grantsExpiring(), ...expiring);
+  pipe.send('ZADD', keys.grantsAll(), ...all);
+  for (const [channel, entries] of byChannel) pipe.send('ZADD', keys.grantsByChannel(channel), ...entries);
+  for (const [granter, entries] of byGranter) pipe.send('ZADD', keys.grantsByGranter(granter), ...entries);
+}
+
+function push(m: Map<string, Array<number | string>>, key: string, score: number, member: string): void {
+  const entries = m.get(key);
+  if (entries) entries.push(score, member);
+  else m.set(key, [score, member]);
+}
+
+export function benchGrantStore(redis: Redis): RedisGrantStore {
+  const logger: Logger = pino({ level: 'silent' });
+  return new RedisGrantStore(redis, { logger, auditMaxLen: 1_000 });
+}
+
+/** Reads the first and last seeded grants back through the real store: both must match their caller. */
+export async function checkSeeded(store: RedisGrantStore, count: number, spec: SeedSpec): Promise<void> {
+  const now = new Date();
+  for (const i of new Set([0, count - 1])) {
+    const found = await store.candidates(otherCaller(i), spec.tool, spec.sandboxMode, now);
+    const wanted = grantIdIn(bucketOf(otherCaller(i), spec.tool, spec.sandboxMode), suffixOf(i));
+    if (found.length !== 1 || found[0]!.grantId !== wanted || (await store.get(wanted))?.uses !== 0) {
+      throw new Error(`seeded grant ${i} does not read back through RedisGrantStore: the format changed?`);
+    }
+  }
+  if ((await store.list({ grantedBy: granterOf(0) }, now)).length === 0) {
+    throw new Error('seeded grants are not listed by RedisGrantStore: the index format changed?');
+  }
+}

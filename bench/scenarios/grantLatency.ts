@@ -1,0 +1,247 @@
+import { stageCapabilities } from '../../src/grants/capabilities.js';
+import type { ApprovalSubject } from '../../src/msp/protocol.js';
+import { testRedisUrl } from '../../test/support/testRedis.js';
+import { DecideTracker } from '../lib/decideTracker.js';
+import { benchGrantStore, checkSeeded, type SeedSpec, seedOtherGrants } from '../lib/grantSeed.js';
+import { msBetween, ratio, round, type Summary, summarize } from '../lib/stats.js';
+import { counterOverhead, redisCounters } from '../lib/system.js';
+import { CHANNELS, PostTracker, REDIS_DB, TEMPLATE, TOOLS, type World } from '../lib/world.js';
+
+// Auto-decide by a remembered grant, with more and more grants of other callers stored: from the
+// host writing approval/requested to the host reading the bot's approval/decide (no card). The
+// lookup reads one bucket (caller, tool, sandbox mode), so neither figure may grow with the
+// count. The other callers' grants differ from the bench's own only by caller: the closest a
+// grant can come to matching without matching. One bot runs every count, the grants added in
+// between, so the runs differ by the grants stored and nothing else.
+
+const CALLER = 'session:s-bench'; // the fake host's batch session; a route's grants follow the session
+const TOOL = TOOLS[0]!;
+const SANDBOX = 'default';
+const TTL_MS = 8 * 3_600_000;
+const ONCE_CHOICE = 'allow_once';
+/** The host offers approved/once, which is what a grant answers with. */
+const GRANT_TEMPLATE = {
+  ...TEMPLATE,
+  availableChoices: [
+    { choiceId: ONCE_CHOICE, label: 'Allow once', decision: 'approved', scope: 'once' },
+    { choiceId: 'abort', label: 'Reject', decision: 'abort', scope: 'once', acceptsFeedback: true },
+  ],
+};
+/** After the last decide: a card posted after all would show up, and each approval's tail (its line, the resolution) is done. */
+const SETTLE_MS = 500;
+const WARMUP_RATE = 200;
+
+export interface GrantRun {
+  /** Grants of other callers stored; the bench's own matching grant is one more. */
+  grants: number;
+  /** Approvals asked; n of them were auto-decided and timed. */
+  approvals: number;
+  n: number;
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+  /** Approvals the bot decided itself, with the offered approved/once choice. */
+  autoDecidedOnce: number;
+  /** approval/decide with another choice, or a second one for the same approval. */
+  otherDecides: number;
+  /** Cards posted for these approvals: a grant's answer posts none, only a line. */
+  cards: number;
+  /** Redis commands per approval, scripts' inner calls included, its whole life (decide, line, resolution). */
+  redisCommandsPerApproval: number;
+  /** The lookup alone (RedisGrantStore.candidates from the bench, one at a time). */
+  lookup: Summary;
+  /**
+   * Bare Redis round trips (PING) from the bench at the approvals' pace, during the batch: what
+   * Redis itself answers in, whatever the bot does. Its tail is the floor of the bot's.
+   */
+  redisPing: Summary;
+  /** Seconds to add this run's grants to the previous run's; Redis's memory afterwards. */
+  seedSeconds: number;
+  redisMB: number;
+}
+
+export interface GrantResult {
+  ratePerSec: number;
+  runs: GrantRun[];
+  /** The figures at the largest count, with that count beside them. */
+  grants: number;
+  p50Ms: number;
+  p99Ms: number;
+  /** Largest count over the single grant's run (the baseline measured in the same run). */
+  p50GrowthRatio: number;
+  p99GrowthRatio: number;
+  lookupP99GrowthRatio: number;
+  redisPingP99GrowthRatio: number;
+  /** p99 at the largest count over the relay floor's p99 (frame in, one Redis write, one post). */
+  vsRelayFloorP99Ratio: number;
+}
+
+export interface GrantOptions {
+  grantCounts: number[];
+  count: number;
+  ratePerSec: number;
+  warmup: number;
+  lookups: number;
+  /** The relay floor of the same run, at the same rate. */
+  relayFloor: Summary;
+  log: (line: string) => void;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Runs with the bot started on an empty database; leaves every grant it stored behind. */
+export async function grantLatency(world: World, opts: GrantOptions): Promise<GrantResult> {
+  const derived = stageCapabilities({
+    tool: TOOL,
+    subject: TEMPLATE.subject as ApprovalSubject,
+    currentRequirementId: { approvalId: 'bench', sourceIndex: 0 },
+    protectedWrite: false,
+  });
+  if (derived.notGrantable) throw new Error(`the bench's approval is not grantable: ${derived.notGrantable}`);
+  const spec: SeedSpec = {
+    tool: TOOL,
+    sandboxMode: SANDBOX,
+    capabilities: derived.capabilities,
+    ttlMs: TTL_MS,
+  };
+  const store = benchGrantStore(world.redis);
+  // The bench's own grant goes through the real store, as "don't ask again" would store it.
+  await store.create({
+    caller: CALLER,
+    tool: TOOL,
+    capabilities: derived.capabilities,
+    sandboxMode: SANDBOX,
+    holder: 'bot',
+    grantedBy: 'U0BENCH',
+    approvalId: 'bench-grant',
+    hostId: 'default',
+    route: 'routes[0]',
+    channel: CHANNELS[0],
+    ttlMs: TTL_MS,
+  });
+
+  const runs: GrantRun[] = [];
+  let stored = 0;
+  for (const [i, grants] of opts.grantCounts.entries()) {
+    opts.log(`grants: storing ${grants - stored} more grants of other callers (${grants} in all)`);
+    const seedStarted = Date.now();
+    await seedOtherGrants(testRedisUrl(REDIS_DB), stored, grants, spec);
+    const seedSeconds = round((Date.now() - seedStarted) / 1000, 1);
+    await checkSeeded(store, grants, spec);
+    // Redis finishes growing its key table in the background: up to 2 s after a million grants.
+    await sleep(Math.min(2_000, (grants - stored) / 500));
+    stored = grants;
+    const redisMB = round(
+      Number(/used_memory:(\d+)/.exec(await world.redis.info('memory'))?.[1]) / 2 ** 20,
+      0,
+    );
+
+    opts.log(`grants: ${opts.count} approvals at ${opts.ratePerSec}/s with ${grants} stored`);
+    await decideBatch(world, `gw${i}`, opts.warmup, WARMUP_RATE);
+    const overhead = await counterOverhead(world.redis);
+    const before = await redisCounters(world.redis);
+    const pings = pingAtPace(world, opts.ratePerSec);
+    const batch = await decideBatch(world, `gr${i}`, opts.count, opts.ratePerSec);
+    const redisPing = await pings.stop();
+    const after = await redisCounters(world.redis);
+    const commands = after.commands - before.commands - overhead.commands;
+    runs.push({
+      grants,
+      approvals: opts.count,
+      ...summarize(batch.latencies),
+      autoDecidedOnce: batch.latencies.length,
+      otherDecides: batch.otherDecides,
+      cards: batch.cards,
+      // The pings are Redis commands too.
+      redisCommandsPerApproval: round((commands - redisPing.n) / opts.count, 2),
+      lookup: await lookups(store, spec, opts.lookups),
+      redisPing,
+      seedSeconds,
+      redisMB,
+    });
+  }
+  const base = runs[0]!;
+  const top = runs[runs.length - 1]!;
+  return {
+    ratePerSec: opts.ratePerSec,
+    runs,
+    grants: top.grants,
+    p50Ms: top.p50Ms,
+    p99Ms: top.p99Ms,
+    p50GrowthRatio: ratio(top.p50Ms, base.p50Ms),
+    p99GrowthRatio: ratio(top.p99Ms, base.p99Ms),
+    lookupP99GrowthRatio: ratio(top.lookup.p99Ms, base.lookup.p99Ms),
+    redisPingP99GrowthRatio: ratio(top.redisPing.p99Ms, base.redisPing.p99Ms),
+    vsRelayFloorP99Ratio: ratio(top.p99Ms, opts.relayFloor.p99Ms),
+  };
+}
+
+interface DecideBatch {
+  /** Frame written to decide read, in ms, for each approval decided with the once choice. */
+  latencies: number[];
+  otherDecides: number;
+  cards: number;
+}
+
+/** Opens a batch at a steady rate and waits until each approval got a decide or a card. */
+async function decideBatch(
+  world: World,
+  prefix: string,
+  count: number,
+  ratePerSec: number,
+): Promise<DecideBatch> {
+  const posts = new PostTracker(world.slack);
+  const decides = new DecideTracker(world.host);
+  await world.host.openBatch({ prefix, count, ratePerSec, tools: [TOOL], template: GRANT_TEMPLATE as never });
+  const deadline = Date.now() + (count / ratePerSec) * 1000 + 30_000;
+  while (decides.of(prefix).length + posts.postsOf(prefix).length < count && Date.now() < deadline) {
+    await sleep(20);
+  }
+  await sleep(SETTLE_MS);
+  const written = await world.host.batchTimes(prefix);
+  const decided = decides.of(prefix);
+  const once = decided.filter((d) => d.choiceId === ONCE_CHOICE);
+  return {
+    latencies: once.map((d) => msBetween(written.get(d.approvalId)!, d.hr)),
+    otherDecides:
+      decided.length - once.length + decides.duplicates.filter((id) => id.startsWith(`${prefix}-`)).length,
+    cards: posts.postsOf(prefix).length,
+  };
+}
+
+/** The bucket read on its own, from the bench: what a lookup costs Redis, without the bot around it. */
+async function lookups(
+  store: ReturnType<typeof benchGrantStore>,
+  spec: SeedSpec,
+  count: number,
+): Promise<Summary> {
+  const times: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const started = process.hrtime.bigint();
+    const found = await store.candidates(CALLER, spec.tool, spec.sandboxMode, new Date());
+    times.push(msBetween(started, process.hrtime.bigint()));
+    if (found.length !== 1) throw new Error(`the bench's own bucket holds ${found.length} grants, not 1`);
+  }
+  return summarize(times);
+}
+
+/** PINGs Redis every 1/rate seconds until stopped; resolves with their round trips. */
+function pingAtPace(world: World, ratePerSec: number): { stop(): Promise<Summary> } {
+  const times: number[] = [];
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const started = process.hrtime.bigint();
+      await world.redis.ping();
+      times.push(msBetween(started, process.hrtime.bigint()));
+      await sleep(1000 / ratePerSec);
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      return summarize(times);
+    },
+  };
+}
