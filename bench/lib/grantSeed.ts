@@ -51,9 +51,9 @@ export async function seedOtherGrants(
       writeChunk(pipe, start, Math.min(to, start + CHUNK), spec, nowMs, end);
       await pipe.flushIfFull();
     }
-    // The indexes live as long as their latest grant (the store only ever extends them).
+    // The listing indexes live as long as their latest grant (the store only ever extends them);
+    // grants, buckets and the expiry index have no TTL, as the store writes them.
     const indexTtl = end - nowMs + KEEP_AFTER_END_MS;
-    pipe.send('PEXPIRE', keys.grantsExpiring(), indexTtl);
     pipe.send('PEXPIRE', keys.grantsAll(), indexTtl);
     for (let c = 0; c < Math.min(CHANNELS, to); c++)
       pipe.send('PEXPIRE', keys.grantsByChannel(channelOf(c)), indexTtl);
@@ -98,9 +98,7 @@ function writeChunk(
     };
     const grantKey = keys.grant(bucket.tag, grantId);
     pipe.send('HSET', grantKey, 'd', JSON.stringify(data), 'end', end, 'uses', 0, 'bk', bucket.key, 'cf', cf);
-    pipe.send('PEXPIRE', grantKey, spec.ttlMs + KEEP_AFTER_END_MS);
     pipe.send('HSET', bucket.key, cf, grantId);
-    pipe.send('PEXPIRE', bucket.key, spec.ttlMs);
     expiring.push(end, grantId);
     all.push(nowMs, grantId);
     push(byChannel, data.channel, nowMs, grantId);

@@ -17,18 +17,16 @@ import { defineGrantScripts } from './grantScripts.js';
 import { keys } from './keys.js';
 
 // Key layout: keys.ts (grant, grantBucket, grantsBy*, grantsExpiring, grantAudit). Matching reads
-// one bucket; listing reads small indexes; sweeping reads the expiry index. Every key carries a
-// Redis TTL up to the end of the latest grant it serves (plus KEEP_AFTER_END_MS), so nothing
-// outlives its grants even when no sweep ever runs. The scripts each touch one slot; the index
+// one bucket; listing reads small indexes; sweeping reads the expiry index. Grants and buckets
+// have no Redis TTL (see grantScripts.ts): the sweep, which every running bot does each minute,
+// removes what has ended, so nothing grows without bound. The few listing indexes carry a TTL up
+// to the end of the latest grant they list (plus KEEP_AFTER_END_MS). The scripts each touch one slot; the index
 // writes are pipelines of one-key commands over several slots, which Redis Cluster would need
 // split per slot (the project runs on one Redis).
 
 export const DEFAULT_LISTED_HOST_GRANT_MS = 7 * 24 * 60 * 60 * 1000;
 
-/**
- * How long a grant's keys outlive its end: long enough for a sweep to still read its channel and
- * granter and drop it from their indexes (past it, listing drops entries whose grant is gone).
- */
+/** How long a listing index outlives the end of the latest grant it lists. */
 export const KEEP_AFTER_END_MS = 60 * 60 * 1000;
 const SWEEP_BATCH = 500;
 
@@ -99,8 +97,6 @@ export class RedisGrantStore implements GrantStore {
       JSON.stringify(data),
       end,
       nowMs,
-      ttlMs + KEEP_AFTER_END_MS,
-      ttlMs,
     )) as [string, number, unknown];
     if (created === 1) {
       const grant: Grant = { ...data, grantId, uses: 0, expiresAt: new Date(end).toISOString() };
@@ -132,7 +128,6 @@ export class RedisGrantStore implements GrantStore {
       keys.grant(bucket.tag, grantId),
       JSON.stringify(data),
       end,
-      this.listedHostGrantMs + KEEP_AFTER_END_MS,
     )) as [number, unknown];
     if (created === 1) {
       const grant: Grant = { ...data, grantId, uses: 0 };
@@ -249,7 +244,10 @@ export class RedisGrantStore implements GrantStore {
     return stored;
   }
 
-  /** Lists the grant and puts it on the expiry index; each index lives as long as its grants. */
+  /**
+   * Lists the grant and puts it on the expiry index. Each listing index lives as long as its
+   * grants; the expiry index has no TTL: it is what the sweep reads to remove every grant.
+   */
   private async index({ grant, end }: StoredGrant, nowMs: number): Promise<void> {
     const created = Date.parse(grant.createdAt);
     const ttl = end - nowMs + KEEP_AFTER_END_MS;
@@ -260,7 +258,7 @@ export class RedisGrantStore implements GrantStore {
     ];
     const pipe = this.redis.pipeline().zadd(keys.grantsExpiring(), 'GT', end, grant.grantId);
     for (const index of listings) pipe.zadd(index, created, grant.grantId);
-    for (const index of [keys.grantsExpiring(), ...listings]) pipe.csExtendTtl(index, ttl);
+    for (const index of listings) pipe.csExtendTtl(index, ttl);
     throwFirstError(await pipe.exec());
   }
 
