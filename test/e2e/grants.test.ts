@@ -158,6 +158,7 @@ describe('remembered grants', () => {
   it('2. the same request under another sandbox mode gets a card', async () => {
     const world = await startWorld();
     await grantFrom(world, shell('g2-first', [['make', 'build']]));
+    await world.bot.stop(5_000);
     await world.restartBot({ MSP_SANDBOX_MODE: 'danger-full-access' });
     await expectPeopleAsked(world, shell('g2-other-mode', [['make', 'build']]));
   });
