@@ -1,0 +1,196 @@
+// On-call escalation, end to end: the real bot, a fake host, the fake Slack, a fake PagerDuty
+// (the bot is another process, so nock cannot reach it) and the tests' Redis. Ladders of a few
+// seconds; every step is counted where it lands (the fake Slack, the fake PagerDuty, the host).
+
+import { afterEach, describe, expect, it } from 'vitest';
+import { shellApproval } from '../support/fakeHost.js';
+import { FakePagerDuty } from '../support/fakePagerDuty.js';
+import type { SlackMessage } from '../support/fakeSlack.js';
+import { configFile } from './teamSetup.js';
+import { buttonsOf, SESSION, textOf, World } from './world.js';
+
+const cleanups: Array<() => Promise<unknown> | unknown> = [];
+afterEach(async () => {
+  while (cleanups.length) await Promise.resolve(cleanups.pop()!()).catch(() => undefined);
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function startWorld(yaml: string, pd?: FakePagerDuty, before?: (world: World) => void): Promise<World> {
+  const config = configFile(yaml);
+  cleanups.push(config.remove);
+  const world = await World.start({}, { COUNTERSIGN_CONFIG: config.path, ...(pd ? pd.env() : {}) });
+  cleanups.push(() => world.close());
+  before?.(world);
+  return world;
+}
+
+async function startPagerDuty(): Promise<FakePagerDuty> {
+  const pd = await FakePagerDuty.start();
+  cleanups.push(() => pd.close());
+  return pd;
+}
+
+function approval(approvalId: string) {
+  return shellApproval({ approvalId, sessionId: SESSION, stages: [['make', 'deploy']] });
+}
+
+/** Thread replies under a card, in order. */
+function replies(world: World, card: { channel: string; ts: string }): SlackMessage[] {
+  return world.slack.repliesTo(card.channel, card.ts);
+}
+
+async function until<T>(what: string, probe: () => T | undefined, timeoutMs = 8_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = probe();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(25);
+  }
+}
+
+function postsTo(world: World, channel: string) {
+  return world.slack
+    .callsOf('chat.postMessage')
+    .filter((c) => c.args.channel === channel && !c.args.thread_ts);
+}
+
+describe('escalation', () => {
+  it('fires every step once, in order, at its time: remind, mention (a user group, broadcast), DM to its first member, page', async () => {
+    const pd = await startPagerDuty();
+    const world = await startWorld(
+      `
+routes:
+  - name: default
+    channel: C0APPROVALS
+    approvers: { users: [U0ALICE] }
+    oncall: { usergroup: S0ONCALL }
+    escalation:
+      - { after: 1s, action: remind }
+      - { after: 2s, action: mention, target: oncall, broadcast: true }
+      - { after: 3s, action: dm, target: oncall }
+      - { after: 4s, action: page }
+`,
+      pd,
+    );
+    world.slack.setUsergroup('S0ONCALL', ['U0BOB', 'U0CAROL']);
+    await world.host.open(approval('esc-all-1'));
+    const card = await world.postedAt('esc-all-1');
+    const postedAt = Date.now();
+    // The card names the first step before anything fired.
+    await world.waitForCard('esc-all-1', (m) => textOf(m).includes('next: reminder'));
+
+    const dm = await world.slack.waitFor('chat.postMessage', (c) => c.args.channel === 'DU0BOB', 6_000);
+    const page = await pd.waitForEvent('trigger', 'esc-all-1', 6_000);
+    await sleep(1_500);
+
+    const thread = replies(world, card);
+    expect(thread).toHaveLength(2);
+    expect(thread[0]!.text).toMatch(/waited \d+s for a decision/);
+    expect(thread[1]!.text).toContain('<!subteam^S0ONCALL>');
+    const mentionCall = world.slack
+      .callsOf('chat.postMessage')
+      .find((c) => String(c.args.text).includes('subteam'));
+    expect(String(mentionCall?.args.reply_broadcast)).toBe('true');
+    // Only the group's first member is DMed, once, with the card's buttons and a link.
+    expect(postsTo(world, 'DU0BOB')).toHaveLength(1);
+    expect(postsTo(world, 'DU0CAROL')).toHaveLength(0);
+    expect(buttonsOf({ blocks: dm.args.blocks as unknown[] }).map((b) => b.text)).toContain('Allow once');
+    expect(JSON.stringify(dm.args.blocks)).toContain('Open the card');
+    expect(pd.eventsOf('trigger')).toHaveLength(1);
+    expect(page.routing_key).toBe('R0UTINGKEY0000000000000000000000');
+    expect(page.payload?.summary).toContain('make deploy');
+    expect(page.payload?.custom_details).toMatchObject({ sessionId: SESSION });
+
+    // In order, each at its time (within the poll's granularity and some slack).
+    const times = [thread[0]!.versions[0]!.at, thread[1]!.versions[0]!.at, dm.at, page.at].map(
+      (t) => t - postedAt,
+    );
+    expect([...times].sort((a, b) => a - b)).toEqual(times);
+    times.forEach((t, i) => {
+      expect(t).toBeGreaterThanOrEqual((i + 1) * 1_000 - 150);
+      expect(t).toBeLessThan((i + 1) * 1_000 + 1_200);
+    });
+    const shown = textOf(await world.waitForCard('esc-all-1', (m) => textOf(m).includes('paged')));
+    expect(shown).toContain('reminded at 1s');
+    expect(shown).toContain('mentioned @S0ONCALL at 2s');
+    expect(shown).toContain('DMed @u0bob at 3s');
+    expect(shown).toContain('paged PagerDuty at 4s');
+  });
+
+  it('a decision cancels the rest, and resolves the page', async () => {
+    const pd = await startPagerDuty();
+    const world = await startWorld(
+      `
+routes:
+  - name: default
+    channel: C0APPROVALS
+    escalation:
+      - { after: 1s, action: page }
+      - { after: 3s, action: remind }
+      - { after: 4s, action: dm, target: U0BOB }
+`,
+      pd,
+    );
+    await world.host.open(approval('esc-cancel-1'));
+    const card = await world.postedAt('esc-cancel-1');
+    await pd.waitForEvent('trigger', 'esc-cancel-1', 4_000);
+    await world.waitForCard('esc-cancel-1', (m) => textOf(m).includes('paged'));
+    await world.press('esc-cancel-1', 'Allow once', 'U0ALICE');
+    await world.host.waitForDecide((f) => f.frame.params.approvalId === 'esc-cancel-1');
+    const resolve = await pd.waitForEvent('resolve', 'esc-cancel-1', 4_000);
+    expect(resolve.routing_key).toBe('R0UTINGKEY0000000000000000000000');
+    await sleep(4_000);
+    expect(replies(world, card).filter((m) => m.text.includes('waited'))).toHaveLength(0);
+    expect(postsTo(world, 'DU0BOB')).toHaveLength(0);
+    expect(pd.eventsOf('trigger')).toHaveLength(1);
+    expect(pd.eventsOf('resolve')).toHaveLength(1);
+  });
+
+  it('a timeout rejects with its feedback through the Decider, and the card says so', async () => {
+    const world = await startWorld(`
+routes:
+  - name: default
+    channel: C0APPROVALS
+    escalation:
+      - { after: 1s, action: timeout }
+`);
+    await world.host.open(approval('esc-timeout-1'));
+    const decide = await world.host.waitForDecide(
+      (f) => f.frame.params.approvalId === 'esc-timeout-1',
+      5_000,
+    );
+    expect(decide.frame.params.choiceId).toBe('abort');
+    expect(String(decide.frame.params.feedback)).toContain('Nobody answered');
+    const card = await world.waitForCard('esc-timeout-1', (m) => textOf(m).includes('Timed out after'));
+    expect(textOf(card)).toContain('Timed out after 1s — rejected');
+    expect(world.host.decides().filter((d) => d.frame.params.approvalId === 'esc-timeout-1')).toHaveLength(1);
+  });
+
+  it('the DM buttons decide with the card’s authorization', async () => {
+    const world = await startWorld(`
+routes:
+  - name: default
+    channel: C0APPROVALS
+    approvers: { users: [U0ALICE] }
+    oncall: { rotation: { users: [U0ALICE], start: "2026-01-01T00:00:00Z", every: 7d } }
+    escalation:
+      - { after: 1s, action: dm, target: oncall }
+`);
+    await world.host.open(approval('esc-dm-1'));
+    const dm = await world.slack.waitFor('chat.postMessage', (c) => c.args.channel === 'DU0ALICE', 5_000);
+    const ts = String((await until('the DM posted', () => world.slack.messagesIn('DU0ALICE')[0]))?.ts);
+    const allow = buttonsOf({ blocks: dm.args.blocks as unknown[] }).find((b) => b.text === 'Allow once')!;
+    // Someone who may not decide is refused, and nothing reaches the host.
+    await world.pressButton(ts, allow, 'U0EVE', 'DU0ALICE');
+    expect(await world.ephemeralTo('U0EVE')).toBe('Only <@U0ALICE> can decide on default.');
+    await sleep(300);
+    expect(world.host.decides()).toHaveLength(0);
+    // The approver decides from the DM, exactly as from the card.
+    await world.pressButton(ts, allow, 'U0ALICE', 'DU0ALICE');
+    const decide = await world.host.waitForDecide((f) => f.frame.params.approvalId === 'esc-dm-1');
+    expect(decide.frame.params.choiceId).toBe('allow_once');
+    await world.waitForCard('esc-dm-1', (m) => textOf(m).includes('Approved'));
+  });
+});
