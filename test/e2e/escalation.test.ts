@@ -3,7 +3,8 @@
 // seconds; every step is counted where it lands (the fake Slack, the fake PagerDuty, the host).
 
 import { afterEach, describe, expect, it } from 'vitest';
-import { shellApproval } from '../support/fakeHost.js';
+import { startBot } from '../support/bot.js';
+import { FakeHost, shellApproval } from '../support/fakeHost.js';
 import { FakePagerDuty } from '../support/fakePagerDuty.js';
 import type { SlackMessage } from '../support/fakeSlack.js';
 import { configFile } from './teamSetup.js';
@@ -16,12 +17,15 @@ afterEach(async () => {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function startWorld(yaml: string, pd?: FakePagerDuty, before?: (world: World) => void): Promise<World> {
+/** The bot's environment for a ladder, kept for a restart or a second process. */
+let lastEnv: Record<string, string> = {};
+
+async function startWorld(yaml: string, pd?: FakePagerDuty): Promise<World> {
   const config = configFile(yaml);
   cleanups.push(config.remove);
-  const world = await World.start({}, { COUNTERSIGN_CONFIG: config.path, ...(pd ? pd.env() : {}) });
+  lastEnv = { COUNTERSIGN_CONFIG: config.path, ...(pd ? pd.env() : {}) };
+  const world = await World.start({}, lastEnv);
   cleanups.push(() => world.close());
-  before?.(world);
   return world;
 }
 
@@ -192,5 +196,158 @@ routes:
     const decide = await world.host.waitForDecide((f) => f.frame.params.approvalId === 'esc-dm-1');
     expect(decide.frame.params.choiceId).toBe('allow_once');
     await world.waitForCard('esc-dm-1', (m) => textOf(m).includes('Approved'));
+  });
+
+  it('survives a kill between steps: after the restart the next step fires once, late, and the fired ones do not repeat', async () => {
+    const world = await startWorld(`
+routes:
+  - name: default
+    channel: C0APPROVALS
+    escalation:
+      - { after: 1s, action: remind }
+      - { after: 3s, action: mention, target: U0BOB }
+      - { after: 9s, action: remind }
+`);
+    await world.host.open(approval('esc-restart-1'));
+    const card = await world.postedAt('esc-restart-1');
+    await until('the reminder', () => replies(world, card).length === 1 || undefined, 4_000);
+    await world.bot.kill();
+    // The mention falls due while no bot runs.
+    await sleep(3_000);
+    await world.restartBot(lastEnv);
+    // The host restarted with the bot and asks the same tool call again, on a successor card.
+    const all = () => world.slack.callsOf('chat.postMessage').filter((c) => c.args.thread_ts !== undefined);
+    await until('the mention', () => all().find((c) => String(c.args.text).includes('<@U0BOB>')), 5_000);
+    await sleep(1_500);
+    const texts = all().map((c) => (String(c.args.text).includes('<@U0BOB>') ? 'mention' : 'remind'));
+    expect(texts).toEqual(['remind', 'mention']);
+    const successor = await until('the successor card', () =>
+      world.slack.cardPosts().find((c) => !JSON.stringify(c.args.metadata).includes('"esc-restart-1"')),
+    );
+    const successorId = (successor.args.metadata as { event_payload: { approval_id: string } }).event_payload
+      .approval_id;
+    const shown = textOf(await world.waitForCard(successorId, (m) => textOf(m).includes('mentioned')));
+    expect(shown).toContain('reminded at 1s');
+    expect(shown).toContain('mentioned @u0bob at 3s');
+    expect(shown).toMatch(/next: reminder in \d+s/);
+  });
+
+  it('two bot processes on one Redis fire every step exactly once (fake Slack and PagerDuty count)', async () => {
+    const pd = await startPagerDuty();
+    const world = await startWorld(
+      `
+routes:
+  - name: default
+    channel: C0APPROVALS
+    escalation:
+      - { after: 1s, action: remind }
+      - { after: 1500ms, action: mention, target: U0BOB }
+      - { after: 2s, action: page }
+`,
+      pd,
+    );
+    // A second replica with its own host, sharing the Slack, Redis and PagerDuty.
+    const host2 = await FakeHost.start({ sessions: [{ sessionId: SESSION, title: 'Bump the version' }] });
+    cleanups.push(() => host2.close());
+    const bot2 = await startBot({ host: host2, slack: world.slack, redisDb: world.redisDb, env: lastEnv });
+    cleanups.push(() => bot2.stop(5_000).catch(() => undefined));
+    await bot2.waitReady(15_000);
+    const ids = ['esc-two-0001', 'esc-two-0002', 'esc-two-0003', 'esc-two-0004', 'esc-two-0005'];
+    // Both processes are told of each approval (the same request, the same id from both hosts).
+    for (const id of ids) {
+      await world.host.open(approval(id));
+      await host2.open(approval(id));
+    }
+    const cards = await Promise.all(ids.map((id) => world.postedAt(id)));
+    await until(
+      'every page',
+      () => ids.every((id) => pd.eventsOf('trigger', id).length > 0) || undefined,
+      8_000,
+    );
+    await sleep(1_500);
+    for (const [i, id] of ids.entries()) {
+      const thread = replies(world, cards[i]!);
+      expect(thread.filter((m) => m.text.includes('waited') && !m.text.includes('<@'))).toHaveLength(1);
+      expect(thread.filter((m) => m.text.includes('<@U0BOB>'))).toHaveLength(1);
+      expect(pd.eventsOf('trigger', id)).toHaveLength(1);
+    }
+    expect(world.slack.cardPosts()).toHaveLength(ids.length);
+  });
+
+  it('the PagerDuty on-call source names who to mention, and a failing source falls back to the approvers', async () => {
+    const pd = await startPagerDuty();
+    pd.oncalls = [{ escalation_level: 1, user: { id: 'PBOB', summary: 'Bob', email: 'bob@example.com' } }];
+    const world = await startWorld(
+      `
+routes:
+  - name: pd
+    channel: C0APPROVALS
+    match: { tools: ["bash"] }
+    approvers: { users: [U0CAROL] }
+    oncall: { pagerduty: { scheduleId: P123ABC } }
+    escalation:
+      - { after: 1s, action: mention, target: oncall }
+`,
+      pd,
+    );
+    world.slack.setUser('U0BOB', { profile: { email: 'bob@example.com', display_name: 'bob' } });
+    await world.host.open(approval('esc-pd-0001'));
+    const card = await world.postedAt('esc-pd-0001');
+    const mention = await until('the mention', () => replies(world, card)[0], 5_000);
+    expect(mention.text).toContain('<@U0BOB>');
+    expect(pd.oncallRequests[0]).toContain('schedule_ids%5B%5D=P123ABC');
+
+    // PagerDuty fails (and its cached answer has expired): the route's approvers are mentioned.
+    pd.oncalls = 500;
+    await world.redis.flushdb();
+    await world.host.open(approval('esc-pd-0002'));
+    const card2 = await world.postedAt('esc-pd-0002');
+    const fallback = await until('the fallback mention', () => replies(world, card2)[0], 8_000);
+    expect(fallback.text).toContain('<@U0CAROL>');
+    expect(fallback.text).not.toContain('<@U0BOB>');
+    await world.bot.waitForLog(
+      (l) => l.msg === 'on-call source failed; reaching the route approvers instead',
+    );
+  });
+
+  it('a superseded approval carries its clock and fired steps over to its successor card', async () => {
+    const pd = await startPagerDuty();
+    const world = await startWorld(
+      `
+routes:
+  - name: default
+    channel: C0APPROVALS
+    escalation:
+      - { after: 1s, action: page }
+      - { after: 3s, action: mention, target: U0BOB }
+`,
+      pd,
+    );
+    const first = approval('esc-sup-0001');
+    await world.host.open(first);
+    const card1 = await world.postedAt('esc-sup-0001');
+    const openedAt = Date.now();
+    await pd.waitForEvent('trigger', 'esc-sup-0001', 4_000);
+    // The host restarts and closes the request, then asks the same tool call again under a new id.
+    await world.host.resolve({ approvalId: 'esc-sup-0001', decision: 'abort', resolvedBy: 'user' });
+    await world.waitForCard('esc-sup-0001', (m) => textOf(m).includes('Superseded'));
+    const again = { ...approval('esc-sup-0002'), toolCallId: first.toolCallId, itemId: first.itemId };
+    await world.host.open(again);
+    const card2 = await world.postedAt('esc-sup-0002');
+    // The successor's card shows what already fired, and the mention comes at 3s from the first card.
+    await world.waitForCard('esc-sup-0002', (m) => textOf(m).includes('paged PagerDuty at 1s'));
+    const mention = await until(
+      'the mention',
+      () => replies(world, card2).find((m) => m.text.includes('<@U0BOB>')),
+      5_000,
+    );
+    expect(mention.versions[0]!.at - openedAt).toBeLessThan(3_000 + 1_200);
+    await sleep(1_500);
+    expect(pd.eventsOf('trigger')).toHaveLength(1);
+    expect(pd.eventsOf('resolve')).toHaveLength(0);
+    expect(replies(world, card1).filter((m) => m.text.includes('<@U0BOB>'))).toHaveLength(0);
+    // Deciding the successor resolves the one page, under the first card's dedup_key.
+    await world.press('esc-sup-0002', 'Allow once', 'U0ALICE');
+    await pd.waitForEvent('resolve', 'esc-sup-0001', 5_000);
   });
 });
