@@ -333,6 +333,12 @@ async function main(): Promise<void> {
     hosts: () => hosts.anyUp(),
     whyDown: (part: keyof typeof whyDown) => whyDown[part](),
     hostStatus: () => hosts.status(),
+    escalationFailures: () => ({
+      ...escalator.failures,
+      'pagerduty-trigger': pagerDuty.failures.trigger,
+      'pagerduty-resolve': pagerDuty.failures.resolve,
+      'pagerduty-oncalls': pagerDuty.failures.oncalls,
+    }),
   };
   const app = createSlackApp({
     config,
