@@ -350,4 +350,28 @@ routes:
     await world.press('esc-sup-0002', 'Allow once', 'U0ALICE');
     await pd.waitForEvent('resolve', 'esc-sup-0001', 5_000);
   });
+
+  it('a rotation hands over at the boundary: DMs before it go to one person, after it to the next', async () => {
+    // A daily rotation whose next handover is 8 s from now.
+    const boundary = Date.now() + 8_000;
+    const start = new Date(boundary - 86_400_000).toISOString();
+    const world = await startWorld(`
+routes:
+  - name: default
+    channel: C0APPROVALS
+    oncall: { rotation: { users: [U0ANA, U0BEN], start: "${start}", every: 1d, timezone: UTC } }
+    escalation:
+      - { after: 500ms, action: dm, target: oncall }
+`);
+    await world.host.open(approval('esc-rot-0001'));
+    const before = await world.slack.waitFor('chat.postMessage', (c) => c.args.channel === 'DU0ANA', 3_000);
+    expect(JSON.stringify(before.args.blocks)).toContain('esc-rot-0001');
+    expect(Date.now()).toBeLessThan(boundary);
+    await sleep(boundary - Date.now() + 200);
+    await world.host.open(approval('esc-rot-0002'));
+    const after = await world.slack.waitFor('chat.postMessage', (c) => c.args.channel === 'DU0BEN', 3_000);
+    expect(JSON.stringify(after.args.blocks)).toContain('esc-rot-0002');
+    expect(postsTo(world, 'DU0BEN')).toHaveLength(1);
+    expect(postsTo(world, 'DU0ANA')).toHaveLength(1);
+  });
 });
