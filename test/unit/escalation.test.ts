@@ -15,10 +15,15 @@ import {
 } from '../../src/cards/renderEscalation.js';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { PagerDuty } from '../../src/pagerduty/pagerDuty.js';
-import { lineageOf, timeoutChoice } from '../../src/relay/escalator.js';
+import type { Decider } from '../../src/relay/decider.js';
+import type { NoticeLedger } from '../../src/relay/decisionNotices.js';
+import { Escalator, lineageOf, timeoutChoice } from '../../src/relay/escalator.js';
 import { OncallResolver } from '../../src/relay/oncall.js';
+import type { RecordKeeper } from '../../src/relay/recordKeeper.js';
 import { rotationUser } from '../../src/routing/rotation.js';
 import type { EscalationStep } from '../../src/routing/route.js';
+import type { ApprovalStore } from '../../src/store/approvalStore.js';
+import type { EscalationStore } from '../../src/store/escalationStore.js';
 import type { ApprovalRecord } from '../../src/store/record.js';
 
 const silent = pino({ level: 'silent' });
@@ -448,5 +453,60 @@ describe('PagerDuty client', () => {
     const started = Date.now();
     await expect(pd.resolve('R', 'a1')).rejects.toThrow(/unreachable/);
     expect(Date.now() - started).toBeLessThan(2_000);
+  });
+});
+
+describe('Escalator', () => {
+  function world(stored: ApprovalRecord | undefined) {
+    const sent: string[] = [];
+    const marked: number[] = [];
+    const due = { member: 'm', approvalId: 'a1', step: 0, lineage: 'l' };
+    const escalator = new Escalator({
+      schedule: {
+        due: async () => [due],
+        claim: async () => true,
+        fired: async (_l: string, f: { step: number }) => {
+          marked.push(f.step);
+        },
+      } as unknown as EscalationStore,
+      store: { get: async () => stored } as unknown as ApprovalStore,
+      keeper: { mutateAndSync: async () => undefined } as unknown as RecordKeeper,
+      decider: {} as Decider,
+      slack: {
+        threadReply: async (_c: string, _t: string, text: string) => {
+          sent.push(text);
+        },
+        directMessage: async () => ({ channel: 'D1', ts: '1' }),
+        permalink: async () => undefined,
+        nameOf: async () => undefined,
+      },
+      oncall: new OncallResolver({ groups: { members: async () => new Set<string>() }, logger: silent }),
+      ledger: {} as NoticeLedger,
+      ladderOf: () => [{ afterMs: 0, action: 'remind' }],
+      oncallOf: () => undefined,
+      approversOf: () => undefined,
+      dmMappingTtlMs: 1_000,
+      logger: silent,
+    });
+    return { escalator, sent, marked };
+  }
+
+  it('a step claimed as its approval resolves does nothing: the record is read after the claim', async () => {
+    const resolved = world(
+      record({
+        phase: 'resolved',
+        resolution: { decision: 'approved', resolvedBy: 'user', decidedAt: 'now' },
+      }),
+    );
+    await resolved.escalator.poll();
+    await resolved.escalator.stop();
+    expect(resolved.sent).toEqual([]);
+    expect(resolved.marked).toEqual([]);
+    // The same step on an open approval does fire.
+    const open = world(record());
+    await open.escalator.poll();
+    await open.escalator.stop();
+    expect(open.sent).toHaveLength(1);
+    expect(open.marked).toEqual([0]);
   });
 });
