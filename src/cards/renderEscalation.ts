@@ -58,6 +58,7 @@ export function escalationLine(
 ): string | undefined {
   if (ladder.length === 0 && !escalation?.fired.length) return undefined;
   const parts = (escalation?.fired ?? []).map((f) => {
+    if (f.failed) return `${NEXT[f.action]} failed at ${shortDuration(f.afterMs)}`;
     const who = f.who ? ` ${shownName(f.who)}` : '';
     return `${DONE[f.action]}${who} at ${shortDuration(f.afterMs)}`;
   });

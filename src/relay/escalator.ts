@@ -167,10 +167,11 @@ export class Escalator {
         Math.max(steps, record.escalation?.fired.length ?? 0, 10),
       );
     }
-    // A superseded approval hands its page over to its successor; anything else ends it.
-    if (record.phase === 'superseded' || !this.options.pager) return;
+    // A superseded approval hands its clock and its page over to its successor; anything else ends them.
+    if (record.phase === 'superseded') return;
     const routingKey = await this.options.schedule.pagedWith(lineage);
-    if (!routingKey) return;
+    await this.options.schedule.end(lineage);
+    if (!routingKey || !this.options.pager) return;
     const dedupKey = record.escalation?.origin ?? approvalId;
     if (!(await this.options.ledger.claim(dedupKey, 'pd-resolve'))) return;
     let outcome = 'sent';
@@ -213,9 +214,12 @@ export class Escalator {
     const waitedMs = this.now().getTime() - startMs;
     const log = this.options.logger.child({ approvalId, step: due.step, action: step.action });
     let who: string | undefined;
+    let failed = false;
     try {
       who = await this.act(record, step, waitedMs);
+      log.info({ who }, 'escalation step fired');
     } catch (err) {
+      failed = true;
       this.count(step.action);
       log.error(
         { err: err instanceof Error ? err.message : String(err) },
@@ -228,8 +232,8 @@ export class Escalator {
       afterMs: step.afterMs,
       at: this.now().toISOString(),
       ...(who ? { who } : {}),
+      ...(failed ? { failed } : {}),
     };
-    log.info({ who }, 'escalation step fired');
     await this.options.schedule.fired(due.lineage, fired);
     await this.options.keeper.mutateAndSync(
       approvalId,
@@ -313,7 +317,9 @@ export class Escalator {
     const subject =
       record.subject.kind === 'shell' ? record.subject.command : (record.title ?? record.subject.kind);
     // Marked first: a resolution racing the trigger must still resolve it.
-    await this.options.schedule.paged(lineageOf(record), routingKey);
+    if (!(await this.options.schedule.paged(lineageOf(record), routingKey))) {
+      throw new Error('the approval was resolved as the page was due; not paging');
+    }
     await pager.trigger({
       routingKey,
       dedupKey,

@@ -32,6 +32,13 @@ if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then return 0 end
 return redis.call('HSETNX', KEYS[2], 'f' .. ARGV[2], '{}')
 `;
 
+/** Writes a field of a lineage that still exists: one ended meanwhile is not brought back. */
+const SET_IF_LIVE = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return 1
+`;
+
 export interface Lineage {
   /** When the clock started (ms). */
   startMs: number;
@@ -112,17 +119,36 @@ export class EscalationStore {
 
   /** What a claimed step did, for a successor to carry over. */
   async fired(lineage: string, fired: FiredStep): Promise<void> {
-    await this.redis.hset(keys.escalationLineage(lineage), `f${fired.step}`, JSON.stringify(fired));
+    await this.redis.eval(
+      SET_IF_LIVE,
+      1,
+      keys.escalationLineage(lineage),
+      `f${fired.step}`,
+      JSON.stringify(fired),
+    );
   }
 
-  /** The request was paged with this routing key: its resolution must resolve the page. */
-  async paged(lineage: string, routingKey: string): Promise<void> {
-    await this.redis.hset(keys.escalationLineage(lineage), 'paged', routingKey);
+  /**
+   * The request is being paged with this routing key: its resolution must resolve the page. False
+   * when the request already ended (nothing would resolve the page, so it must not be sent).
+   */
+  async paged(lineage: string, routingKey: string): Promise<boolean> {
+    return (
+      (await this.redis.eval(SET_IF_LIVE, 1, keys.escalationLineage(lineage), 'paged', routingKey)) === 1
+    );
   }
 
   /** The routing key the request was paged with, if it was. */
   async pagedWith(lineage: string): Promise<string | undefined> {
     return (await this.redis.hget(keys.escalationLineage(lineage), 'paged')) ?? undefined;
+  }
+
+  /**
+   * The request is over (decided, or its host lost it): a later approval of the same tool call is
+   * a new question, with a clock of its own.
+   */
+  async end(lineage: string): Promise<void> {
+    await this.redis.del(keys.escalationLineage(lineage));
   }
 
   /** Takes an approval's remaining steps out of the schedule. */

@@ -109,6 +109,8 @@ export const FiredStep = z.object({
   afterMs: z.number(),
   at: z.string(),
   who: z.string().optional(),
+  /** It could not reach anyone (Slack or PagerDuty refused, nobody on call): the card says so. */
+  failed: z.boolean().optional(),
 });
 export type FiredStep = z.infer<typeof FiredStep>;
 

@@ -120,4 +120,22 @@ describe('EscalationStore', () => {
     expect(await storeB.cancel('cancel-1', 'line-cancel', 3)).toBe(3);
     expect((await storeA.due(now + 20)).filter((d) => d.approvalId === 'cancel-1')).toHaveLength(0);
   });
+
+  it('an ended request starts afresh: a later approval of the same tool call has its own clock', async () => {
+    const now = 6_000_000;
+    await storeA.schedule('end-1', 'line-end', now, [0]);
+    const [step] = (await storeA.due(now)).filter((d) => d.approvalId === 'end-1');
+    expect(await storeA.claim(step!)).toBe(true);
+    await storeA.paged('line-end', 'RKEY');
+    expect(await storeA.pagedWith('line-end')).toBe('RKEY');
+    await storeB.end('line-end');
+    expect(await storeA.pagedWith('line-end')).toBeUndefined();
+    // A step in flight as the request ended does not bring its lineage back, nor may it page.
+    await storeA.fired('line-end', { step: 0, action: 'remind', afterMs: 0, at: '' });
+    expect(await storeA.paged('line-end', 'RKEY')).toBe(false);
+    expect(await a.exists(keys.escalationLineage('line-end'))).toBe(0);
+    const later = await storeA.schedule('end-2', 'line-end', now + 10_000, [0]);
+    expect(later).toMatchObject({ startMs: now + 10_000, origin: 'end-2', fired: [], scheduled: true });
+    expect((await storeA.due(now + 10_000)).filter((d) => d.approvalId === 'end-2')).toHaveLength(1);
+  });
 });

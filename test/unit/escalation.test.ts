@@ -228,6 +228,25 @@ describe('the escalation line', () => {
     expect(escalationLine(undefined, [], at(0), true)).toBeUndefined();
   });
 
+  it('says so when a step could not reach anyone', () => {
+    const line = escalationLine(
+      {
+        startedAt,
+        origin: 'a1',
+        fired: [
+          { step: 0, action: 'remind', afterMs: 600_000, at: '' },
+          { step: 1, action: 'page', afterMs: 1_800_000, at: '', failed: true },
+        ],
+      },
+      LADDER,
+      at(1_800_000),
+      true,
+    );
+    expect(line).toBe(
+      ':rotating_light: Escalation: reminded at 10 min · page failed at 30 min · next: DM in 15 min',
+    );
+  });
+
   it('escapes a name that would format or mention', () => {
     const line = escalationLine(
       {
