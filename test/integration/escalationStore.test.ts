@@ -6,24 +6,26 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EscalationStore } from '../../src/store/escalationStore.js';
 import { keys } from '../../src/store/keys.js';
-import { freshRedisDb } from '../support/bot.js';
-import { testRedisUrl } from '../support/testRedis.js';
+import { PrivateRedis } from '../support/privateRedis.js';
 
+// A redis-server of its own: a bot of another test polling the same schedule would take steps.
+let server: PrivateRedis;
 let a: Redis;
 let b: Redis;
 let storeA: EscalationStore;
 let storeB: EscalationStore;
 
 beforeAll(async () => {
-  const db = await freshRedisDb();
-  a = new Redis(testRedisUrl(db));
-  b = new Redis(testRedisUrl(db));
+  server = await PrivateRedis.start();
+  a = new Redis(server.url);
+  b = new Redis(server.url);
   storeA = new EscalationStore(a, { lineageTtlMs: 60_000 });
   storeB = new EscalationStore(b, { lineageTtlMs: 60_000 });
 });
 
 afterAll(async () => {
   await Promise.all([a.quit(), b.quit()]);
+  await server.stop();
 });
 
 /** Polls until nothing is due, claiming what it sees; resolves with what it won. */
