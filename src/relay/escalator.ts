@@ -167,13 +167,20 @@ export class Escalator {
         Math.max(steps, record.escalation?.fired.length ?? 0, 10),
       );
     }
-    // A superseded approval hands its clock and its page over to its successor; anything else ends them.
-    if (record.phase === 'superseded') return;
+    // A superseded approval hands its clock and its page over to its successor; anything else
+    // ends them. One that never started its clock (decided before its card) has nothing to end.
+    if (record.phase === 'superseded' || !record.escalation) return;
     const routingKey = await this.options.schedule.pagedWith(lineage);
     await this.options.schedule.end(lineage);
-    if (!routingKey || !this.options.pager) return;
+    if (routingKey) await this.resolvePage(record, routingKey, 'pd-resolve');
+  }
+
+  /** Sends PagerDuty's resolve once per page and `kind`, whichever replica gets here first. */
+  private async resolvePage(record: ApprovalRecord, routingKey: string, kind: string): Promise<void> {
+    const { approvalId } = record;
+    if (!this.options.pager) return;
     const dedupKey = record.escalation?.origin ?? approvalId;
-    if (!(await this.options.ledger.claim(dedupKey, 'pd-resolve'))) return;
+    if (!(await this.options.ledger.claim(dedupKey, kind))) return;
     let outcome = 'sent';
     try {
       await this.options.pager.resolve(routingKey, dedupKey);
@@ -183,10 +190,18 @@ export class Escalator {
       this.count('resolve');
       this.options.logger.error({ approvalId, dedupKey, err: outcome }, 'PagerDuty resolve failed');
     }
-    await this.options.ledger.settle(dedupKey, 'pd-resolve', outcome);
+    await this.options.ledger.settle(dedupKey, kind, outcome);
   }
 
   private async take(due: DueStep): Promise<void> {
+    // A look before the claim: a process whose file has no such step (another route set, a
+    // replica not yet restarted with the new file) leaves it to one that has.
+    const seen = await this.options.store.get(due.approvalId);
+    if (!seen) {
+      await this.options.schedule.drop(due);
+      return;
+    }
+    if (!isTerminal(seen) && !this.options.ladderOf(seen.route)[due.step]) return;
     if (!(await this.options.schedule.claim(due))) return;
     const task = this.fire(due).catch((err: unknown) => {
       this.count('internal');
@@ -335,6 +350,15 @@ export class Escalator {
       },
       ...(permalink ? { links: [{ href: permalink, text: 'Approval card' }] } : {}),
     });
+    // Resolved while the trigger was on its way: its resolve may have reached PagerDuty first.
+    const after = await this.options.store.get(record.approvalId);
+    if (after && isTerminal(after) && after.phase !== 'superseded') {
+      await this.resolvePage(
+        { ...after, escalation: after.escalation ?? record.escalation },
+        routingKey,
+        'pd-resolve-late',
+      );
+    }
     // The card names who was paged when the route's on-call source is PagerDuty's.
     if (this.options.oncallOf(record.route)?.kind !== 'pagerduty') return 'PagerDuty';
     const target = await this.target(record, 'oncall');

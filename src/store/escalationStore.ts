@@ -29,7 +29,9 @@ return {start, redis.call('HGET', KEYS[2], 'origin'), fresh, redis.call('HGETALL
 /** Takes one due step: it is ours only if it was still due and its request has not fired it yet. */
 const CLAIM = `
 if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then return 0 end
-return redis.call('HSETNX', KEYS[2], 'f' .. ARGV[2], '{}')
+local won = redis.call('HSETNX', KEYS[2], 'f' .. ARGV[2], '{}')
+if redis.call('PTTL', KEYS[2]) < 0 then redis.call('PEXPIRE', KEYS[2], ARGV[3]) end
+return won
 `;
 
 /** Writes a field of a lineage that still exists: one ended meanwhile is not brought back. */
@@ -113,6 +115,7 @@ export class EscalationStore {
       keys.escalationLineage(due.lineage),
       due.member,
       String(due.step),
+      String(this.options.lineageTtlMs),
     );
     return won === 1;
   }
@@ -149,6 +152,11 @@ export class EscalationStore {
    */
   async end(lineage: string): Promise<void> {
     await this.redis.del(keys.escalationLineage(lineage));
+  }
+
+  /** Takes one step out of the schedule without firing it (its approval is gone). */
+  async drop(due: DueStep): Promise<void> {
+    await this.redis.zrem(keys.escalationDue(), due.member);
   }
 
   /** Takes an approval's remaining steps out of the schedule. */

@@ -476,14 +476,24 @@ describe('PagerDuty client', () => {
 });
 
 describe('Escalator', () => {
-  function world(stored: ApprovalRecord | undefined) {
+  function world(
+    stored: ApprovalRecord | undefined,
+    ladder: EscalationStep[] = [{ afterMs: 0, action: 'remind' }],
+  ) {
     const sent: string[] = [];
     const marked: number[] = [];
+    const claims: string[] = [];
     const due = { member: 'm', approvalId: 'a1', step: 0, lineage: 'l' };
     const escalator = new Escalator({
       schedule: {
         due: async () => [due],
-        claim: async () => true,
+        claim: async () => {
+          claims.push('claim');
+          return true;
+        },
+        drop: async () => {
+          claims.push('drop');
+        },
         fired: async (_l: string, f: { step: number }) => {
           marked.push(f.step);
         },
@@ -501,13 +511,13 @@ describe('Escalator', () => {
       },
       oncall: new OncallResolver({ groups: { members: async () => new Set<string>() }, logger: silent }),
       ledger: {} as NoticeLedger,
-      ladderOf: () => [{ afterMs: 0, action: 'remind' }],
+      ladderOf: () => ladder,
       oncallOf: () => undefined,
       approversOf: () => undefined,
       dmMappingTtlMs: 1_000,
       logger: silent,
     });
-    return { escalator, sent, marked };
+    return { escalator, sent, marked, claims };
   }
 
   it('a step claimed as its approval resolves does nothing: the record is read after the claim', async () => {
@@ -527,5 +537,17 @@ describe('Escalator', () => {
     await open.escalator.stop();
     expect(open.sent).toHaveLength(1);
     expect(open.marked).toEqual([0]);
+  });
+
+  it('a process whose file has no such step leaves it due for one that has; a step of a gone approval is dropped', async () => {
+    const stranger = world(record(), []);
+    await stranger.escalator.poll();
+    await stranger.escalator.stop();
+    expect(stranger.claims).toEqual([]);
+    expect(stranger.sent).toEqual([]);
+    const gone = world(undefined);
+    await gone.escalator.poll();
+    await gone.escalator.stop();
+    expect(gone.claims).toEqual(['drop']);
   });
 });
