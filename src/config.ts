@@ -324,6 +324,31 @@ function hostsOf(
   return [{ id: DEFAULTS.hostId, command: hostCommand, sandboxMode }];
 }
 
+/** What a route's escalation needs of the environment: a routing key to page, a token to ask PagerDuty. */
+function checkEscalation(
+  configPath: string | undefined,
+  routes: readonly Route[],
+  pagerDuty: { routingKey?: string; apiToken?: string },
+): void {
+  routes.forEach((route, i) => {
+    const at = `COUNTERSIGN_CONFIG (${configPath}): routes[${i}]`;
+    route.escalation?.forEach((step, j) => {
+      if (step.action === 'page' && !step.routingKey && !pagerDuty.routingKey) {
+        throw new ConfigError(
+          'COUNTERSIGN_CONFIG',
+          `${at}.escalation[${j}] pages, but there is no routing key: set PAGERDUTY_ROUTING_KEY or the step's routingKey`,
+        );
+      }
+    });
+    if (route.oncall?.kind === 'pagerduty' && !pagerDuty.apiToken) {
+      throw new ConfigError(
+        'COUNTERSIGN_CONFIG',
+        `${at}.oncall.pagerduty needs PAGERDUTY_API_TOKEN: set it, or use a usergroup or rotation`,
+      );
+    }
+  });
+}
+
 /**
  * Parses the environment (DESIGN §8). Throws a ConfigError for the first problem found.
  */
@@ -378,6 +403,10 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
   );
   const eventsUrl = urlVar(env, 'PAGERDUTY_EVENTS_URL', DEFAULTS.pagerDutyEventsUrl);
   const pagerDutyApiUrl = urlVar(env, 'PAGERDUTY_API_URL', DEFAULTS.pagerDutyApiUrl);
+  checkEscalation(configPath, routes, {
+    ...(routingKey ? { routingKey } : {}),
+    ...(apiToken ? { apiToken } : {}),
+  });
 
   const rawLevel = read(env, 'LOG_LEVEL') ?? DEFAULTS.logLevel;
   const level = check(

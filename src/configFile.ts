@@ -14,7 +14,15 @@ import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import { z } from 'zod';
 import { CHANNEL_ID, ConfigError, parseDuration, shown } from './configCommon.js';
-import type { Approvers, ConfigFile, HostSpec, Route, RouteMatch } from './routing/route.js';
+import type {
+  Approvers,
+  ConfigFile,
+  EscalationStep,
+  HostSpec,
+  OncallSource,
+  Route,
+  RouteMatch,
+} from './routing/route.js';
 
 /** Names a YAML value in an error message without echoing structures. */
 function got(value: unknown): string {
@@ -166,6 +174,144 @@ const grants = mapping(
     return Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined));
   });
 
+const userId = nonEmpty.regex(USER_ID, {
+  error: (iss) => `must be a Slack user ID such as U0123ABCD (got ${got(iss.input)})`,
+});
+const usergroupId = nonEmpty.regex(USERGROUP_ID, {
+  error: (iss) => `must be a Slack user group ID such as S0123ABCD (got ${got(iss.input)})`,
+});
+
+const rotation = mapping(
+  {
+    users: z
+      .array(userId, { error: (iss) => `must be a list (got ${got(iss.input)})` })
+      .min(1, { error: 'must list at least one user' }),
+    start: z
+      .string({
+        error: (iss) => `must be an ISO 8601 time such as 2026-11-30T09:00:00Z (got ${got(iss.input)})`,
+      })
+      .refine((text) => /^\d{4}-\d{2}-\d{2}T/.test(text) && !Number.isNaN(Date.parse(text)), {
+        error: (iss) => `must be an ISO 8601 time such as 2026-11-30T09:00:00Z (got ${got(iss.input)})`,
+      }),
+    every: duration,
+    timezone: nonEmpty
+      .refine(validTimeZone, {
+        error: (iss) => `must be an IANA time zone such as Europe/Berlin or UTC (got ${got(iss.input)})`,
+      })
+      .optional(),
+  },
+  'a mapping with users, start, every and timezone',
+);
+
+const oncall = mapping(
+  {
+    usergroup: usergroupId.optional(),
+    rotation: rotation.optional(),
+    pagerduty: mapping(
+      { scheduleId: nonEmpty.optional(), escalationPolicyId: nonEmpty.optional() },
+      'a mapping with scheduleId or escalationPolicyId',
+    )
+      .refine((pd) => (pd.scheduleId === undefined) !== (pd.escalationPolicyId === undefined), {
+        error: 'must name exactly one of scheduleId and escalationPolicyId',
+      })
+      .optional(),
+  },
+  'a mapping with one of usergroup, rotation and pagerduty',
+)
+  .optional()
+  .superRefine((value, ctx) => {
+    if (!value) return;
+    const given = [value.usergroup, value.rotation, value.pagerduty].filter((v) => v !== undefined).length;
+    if (given !== 1)
+      ctx.addIssue({ code: 'custom', message: 'must name exactly one of usergroup, rotation and pagerduty' });
+  })
+  .transform((value): OncallSource | undefined => {
+    if (!value) return undefined;
+    if (value.usergroup) return { kind: 'usergroup', usergroup: value.usergroup };
+    if (value.rotation) {
+      const r = value.rotation;
+      return {
+        kind: 'rotation',
+        users: r.users,
+        startMs: Date.parse(r.start),
+        everyMs: r.every,
+        timezone: r.timezone ?? 'UTC',
+      };
+    }
+    return {
+      kind: 'pagerduty',
+      ...(value.pagerduty?.scheduleId ? { scheduleId: value.pagerduty.scheduleId } : {}),
+      ...(value.pagerduty?.escalationPolicyId
+        ? { escalationPolicyId: value.pagerduty.escalationPolicyId }
+        : {}),
+    };
+  });
+
+const TARGET = /^(oncall|[UW][A-Z0-9]{2,}|S[A-Z0-9]{2,})$/;
+const step = mapping(
+  {
+    after: duration,
+    action: z.enum(['remind', 'mention', 'dm', 'page', 'timeout'], {
+      error: (iss) => `must be remind, mention, dm, page or timeout (got ${got(iss.input)})`,
+    }),
+    target: z
+      .string({ error: (iss) => `must be oncall, a user ID or a user group ID (got ${got(iss.input)})` })
+      .regex(TARGET, {
+        error: (iss) => `must be oncall, a user ID or a user group ID (got ${got(iss.input)})`,
+      })
+      .optional(),
+    broadcast: z.boolean({ error: (iss) => `must be true or false (got ${got(iss.input)})` }).optional(),
+    routingKey: nonEmpty.optional(),
+  },
+  'a mapping with after and action',
+)
+  .superRefine((s, ctx) => {
+    const needsTarget = s.action === 'mention' || s.action === 'dm';
+    if (needsTarget && s.target === undefined)
+      ctx.addIssue({
+        code: 'custom',
+        message: `needs a target (oncall, a user ID or a user group ID) for ${s.action}`,
+      });
+    if (!needsTarget && s.target !== undefined)
+      ctx.addIssue({ code: 'custom', message: `target is only for mention and dm, not ${s.action}` });
+    if (s.broadcast !== undefined && s.action !== 'mention')
+      ctx.addIssue({ code: 'custom', message: 'broadcast is only for mention' });
+    if (s.routingKey !== undefined && s.action !== 'page')
+      ctx.addIssue({ code: 'custom', message: 'routingKey is only for page' });
+    if (s.action === 'dm' && s.target !== undefined && s.target.startsWith('S'))
+      ctx.addIssue({ code: 'custom', message: 'a dm goes to a person: target oncall or a user ID' });
+  })
+  .transform(
+    (s): EscalationStep => ({
+      afterMs: s.after,
+      action: s.action,
+      ...(s.target === undefined ? {} : { target: s.target }),
+      ...(s.broadcast === undefined ? {} : { broadcast: s.broadcast }),
+      ...(s.routingKey === undefined ? {} : { routingKey: s.routingKey }),
+    }),
+  );
+
+const escalation = z
+  .array(step, { error: (iss) => `must be a list (got ${got(iss.input)})` })
+  .optional()
+  .superRefine((steps, ctx) => {
+    steps?.forEach((s, i) => {
+      const before = steps[i - 1];
+      if (before && s.afterMs < before.afterMs)
+        ctx.addIssue({
+          code: 'custom',
+          path: [i, 'after'],
+          message: 'comes before the step above it: list steps in order',
+        });
+      if (s.action === 'timeout' && i !== steps.length - 1)
+        ctx.addIssue({
+          code: 'custom',
+          path: [i, 'action'],
+          message: 'timeout ends the approval: it must be the last step',
+        });
+    });
+  });
+
 const route = mapping(
   {
     name: nonEmpty.optional(),
@@ -188,6 +334,8 @@ const route = mapping(
       .max(10, { error: 'must list at most 10 reasons' })
       .optional(),
     grants,
+    oncall,
+    escalation,
   },
   'a mapping',
 ).transform(
@@ -203,8 +351,19 @@ const route = mapping(
     ...(r.rejectReason === undefined ? {} : { rejectReason: r.rejectReason }),
     ...(r.quickReasons === undefined ? {} : { quickReasons: r.quickReasons }),
     ...(r.grants === undefined ? {} : { grants: r.grants }),
+    ...(r.oncall === undefined ? {} : { oncall: r.oncall }),
+    ...(r.escalation === undefined || r.escalation.length === 0 ? {} : { escalation: r.escalation }),
   }),
 );
+
+function validTimeZone(zone: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: zone });
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 const host = mapping(
   {
@@ -298,6 +457,12 @@ function crossCheck(path: string, parsed: z.infer<typeof file>): void {
     if (ids.has(entry.id))
       fail(path, `hosts[${i}].id ${shown(entry.id)} is used by an earlier host: host ids must be unique`);
     ids.add(entry.id);
+  });
+  parsed.routes?.forEach((r, i) => {
+    r.escalation?.forEach((s, j) => {
+      if (s.target === 'oncall' && !r.oncall)
+        fail(path, `routes[${i}].escalation[${j}].target is oncall, but routes[${i}] has no oncall: add one`);
+    });
   });
   // Without `hosts` the file keeps today's meaning, where a route may name any host id.
   if (!parsed.hosts) return;

@@ -6,14 +6,17 @@ import { createLogger, toBoltLogger } from './log.js';
 import { sleep } from './msp/backoff.js';
 import { HostFleet } from './msp/hostFleet.js';
 import { HostSupervisor } from './msp/hostSupervisor.js';
+import { PagerDuty } from './pagerduty/pagerDuty.js';
 import { Authorizer } from './relay/authorizer.js';
 import { ClickHandler } from './relay/clickHandler.js';
 import { Decider } from './relay/decider.js';
 import { DecisionNotices } from './relay/decisionNotices.js';
+import { Escalator } from './relay/escalator.js';
 import { GrantAnswerer } from './relay/grantAnswerer.js';
 import { GrantLists } from './relay/grantLists.js';
 import { GrantMaker } from './relay/grantMaker.js';
 import { GrantRevoker } from './relay/grantRevoker.js';
+import { OncallResolver } from './relay/oncall.js';
 import { RecordKeeper } from './relay/recordKeeper.js';
 import { Relay } from './relay/relay.js';
 import { FALLBACK_ROUTE_NAME, Router } from './routing/router.js';
@@ -24,6 +27,7 @@ import { type BotIdentity, createSlackApp } from './slack/createSlackApp.js';
 import { SlackGroupDirectory } from './slack/groupDirectory.js';
 import { Permalinks } from './slack/permalinks.js';
 import { SlackCardChannel } from './slack/slackCardChannel.js';
+import { SlackEscalationSender, SlackPagerDutyOnCall } from './slack/slackEscalation.js';
 import { classifySlackError } from './slack/slackFailures.js';
 import { createSlackFetch } from './slack/slackFetch.js';
 import { SlackGrantLines } from './slack/slackGrantLines.js';
@@ -34,6 +38,7 @@ import { WaitingApprovals } from './slack/waitingApprovals.js';
 import { createWebClient } from './slack/webClient.js';
 import { ApprovalStore } from './store/approvalStore.js';
 import { RedisAuditTrail } from './store/auditStream.js';
+import { EscalationStore } from './store/escalationStore.js';
 import { RedisGrantStore } from './store/grantStore.js';
 import { HomeViewers } from './store/homeViewers.js';
 import { RedisNoticeLedger } from './store/noticeLedger.js';
@@ -118,6 +123,7 @@ async function main(): Promise<void> {
     groups: new SlackGroupDirectory(slackClient, redis, { ttlMs: config.usergroupCacheTtlMs, logger }),
     logger,
   });
+
   // Names, never mentions, on a card: see renderApprovers.ts.
   const approverNames = new ApproverNames(slackClient, {
     ...namedInConfig(
@@ -146,6 +152,7 @@ async function main(): Promise<void> {
         approvers: approverNames.shown(authorizer.shown(record)),
         showHost: config.msp.hosts.length > 1,
         remember: grantMaker.offer(record),
+        escalation: router.escalationOf(record.route),
       }),
     logger,
     // Followers of stored changes, each one line.
@@ -154,6 +161,7 @@ async function main(): Promise<void> {
       grantMaker.follow(record);
       notices.follow(record);
       home.follow(record);
+      escalator.follow(record);
     },
   });
   const grantMaker = new GrantMaker({
@@ -204,6 +212,34 @@ async function main(): Promise<void> {
     ledger: noticeLedger,
     grantsOf: (route) => router.grantsOf(route),
     logger,
+  });
+  // On-call escalation: due steps in Redis, one poll loop, each step fired once (escalator.ts).
+  const pagerDuty = new PagerDuty({
+    eventsUrl: config.pagerDuty.eventsUrl,
+    apiUrl: config.pagerDuty.apiUrl,
+    ...(config.pagerDuty.apiToken ? { apiToken: config.pagerDuty.apiToken } : {}),
+    logger: logger.child({ component: 'pagerduty' }),
+  });
+  const groups = new SlackGroupDirectory(slackClient, redis, { ttlMs: config.usergroupCacheTtlMs, logger });
+  const escalator: Escalator = new Escalator({
+    schedule: new EscalationStore(redis, { lineageTtlMs: 7 * 86_400_000 }),
+    store,
+    keeper,
+    decider,
+    slack: new SlackEscalationSender(slackClient, noticeSender),
+    pager: pagerDuty,
+    oncall: new OncallResolver({
+      groups,
+      pagerDuty: new SlackPagerDutyOnCall(pagerDuty, slackClient, redis, { ttlMs: 60_000, logger }),
+      logger,
+    }),
+    ledger: noticeLedger,
+    ladderOf: (route) => router.escalationOf(route),
+    oncallOf: (route) => router.oncallOf(route),
+    approversOf: (route) => router.rulesOf(route)?.approvers,
+    ...(config.pagerDuty.routingKey ? { defaultRoutingKey: config.pagerDuty.routingKey } : {}),
+    dmMappingTtlMs: Math.max(config.resolvedTtlMs, 7 * 86_400_000),
+    logger: logger.child({ component: 'escalation' }),
   });
   const relay = new Relay({
     keeper,
@@ -297,6 +333,12 @@ async function main(): Promise<void> {
     hosts: () => hosts.anyUp(),
     whyDown: (part: keyof typeof whyDown) => whyDown[part](),
     hostStatus: () => hosts.status(),
+    escalationFailures: () => ({
+      ...escalator.failures,
+      'pagerduty-trigger': pagerDuty.failures.trigger,
+      'pagerduty-resolve': pagerDuty.failures.resolve,
+      'pagerduty-oncalls': pagerDuty.failures.oncalls,
+    }),
   };
   const app = createSlackApp({
     config,
@@ -314,7 +356,7 @@ async function main(): Promise<void> {
   const shutdownOnce = createShutdown({
     logger,
     stopSlack: () => app.stop(),
-    drainDecisions: () => Promise.all([clicks.drain(), decider.drain()]),
+    drainDecisions: () => Promise.all([escalator.stop(), clicks.drain(), decider.drain()]),
     relayIdle: async () => {
       await relay.idle();
       await notices.idle();
@@ -359,6 +401,7 @@ async function main(): Promise<void> {
   logger.info({ version: VERSION, config: shownConfig }, 'countersign listening');
 
   redisHealth.start();
+  escalator.start();
   void connected.catch((err: unknown) => {
     const cause = describeSlackFailure(err);
     const kind = classifySlackError(err).kind;

@@ -1,6 +1,7 @@
 import type { KnownBlock } from '@slack/types';
 import type { RememberOffer } from '../grants/match.js';
 import type { RenderedMessage } from '../relay/ports.js';
+import type { EscalationStep } from '../routing/route.js';
 import type { ApprovalRecord } from '../store/record.js';
 import { divider, header, packSections, section } from './blocks.js';
 import { BUDGET_LEVELS, type CardBudget } from './budget.js';
@@ -10,6 +11,7 @@ import { countBlockText, MAX_CARD_FALLBACK_TEXT, MAX_HEADER_TEXT, MAX_TOTAL_BLOC
 import { renderApprovers, type ShownApproverNames } from './renderApprovers.js';
 import { MAX_SHOWN_CHOICES, renderChoices } from './renderChoices.js';
 import { renderCuaFacts } from './renderCuaFacts.js';
+import { escalationLine } from './renderEscalation.js';
 import { renderBadges, renderSessionContext } from './renderMeta.js';
 import { renderStatus } from './renderStatus.js';
 import { networkAddress, renderSubject } from './renderSubject.js';
@@ -31,7 +33,7 @@ function headline(record: ApprovalRecord): string {
     case 'resolved': {
       const decision = record.resolution?.decision;
       if (decision === undefined) return 'Resolved';
-      if (decision === 'timedOut') return 'Timed out';
+      if (decision === 'timedOut' || record.resolution?.via === 'timeout') return 'Timed out';
       const tone = decisionTone(decision);
       return tone === 'approve' ? 'Approved' : tone === 'reject' ? 'Rejected' : 'Decided';
     }
@@ -98,6 +100,8 @@ export interface CardOptions {
   showHost?: boolean;
   /** Offer "don't ask again" beside the host's choices (see RememberOffer). */
   remember?: RememberOffer;
+  /** The route's escalation ladder: the card says what fired and what comes next. */
+  escalation?: readonly EscalationStep[];
 }
 
 interface Prepared {
@@ -108,10 +112,11 @@ interface Prepared {
   args: string;
   now: Date;
   showHost: boolean;
+  escalation: readonly EscalationStep[];
 }
 
 function build(
-  { record, args, now, approvers, showHost, remember }: Prepared,
+  { record, args, now, approvers, showHost, remember, escalation }: Prepared,
   budget: CardBudget,
   maxChoices: number,
 ): RenderedMessage {
@@ -134,6 +139,8 @@ function build(
   blocks.push(...renderSessionContext(record, now, budget, showHost));
   // Only while someone may still decide: on a final card it would read as a pending question.
   if (currentIndex(record) !== undefined) blocks.push(...renderApprovers(approvers, budget));
+  const ladder = escalationLine(record.escalation, escalation, now, currentIndex(record) !== undefined);
+  if (ladder) blocks.push(section(ladder));
   blocks.push(divider());
   blocks.push(...renderStatus(record, budget));
   if (record.phase === 'pending') blocks.push(...renderChoices(record, budget, maxChoices, remember));
@@ -153,6 +160,7 @@ export function renderCard(record: ApprovalRecord, opts: CardOptions): RenderedM
     showHost: opts.showHost ?? false,
     approvers: opts.approvers,
     remember: opts.remember,
+    escalation: opts.escalation ?? [],
   };
   let card: RenderedMessage | undefined;
   for (const budget of BUDGET_LEVELS) {

@@ -5,6 +5,7 @@ import type { CardBudget } from './budget.js';
 import { decisionTone, describeDecision } from './describeDecision.js';
 import { clip, truncate } from './escape.js';
 import { mentionUser } from './mentionUser.js';
+import { timedOutLine } from './renderEscalation.js';
 import { callerText, capabilityText, grantRefText, revokeHint } from './renderGrant.js';
 import { slackDate } from './slackDate.js';
 
@@ -39,6 +40,7 @@ export function decidedBy(resolution: Resolution, nameOf?: (userId: string) => s
     const name = nameOf?.(resolution.slackUserId);
     return name ? clip(name, 80) : mentionUser(resolution.slackUserId);
   }
+  if (resolution.via === 'timeout') return 'the escalation timeout (nobody answered in time)';
   if (resolution.via === 'grant') {
     return resolution.grant ? `a remembered grant, ${grantRefText(resolution.grant)}` : 'a remembered grant';
   }
@@ -73,11 +75,13 @@ function grantUseLines(record: ApprovalRecord): string[] {
   });
 }
 
-function resolvedLines(resolution: Resolution, budget: CardBudget): string[] {
+function resolvedLines(resolution: Resolution, budget: CardBudget, timedOutAfterMs?: number): string[] {
   const tone = decisionTone(resolution.decision);
   const icon =
     tone === 'approve' ? ':white_check_mark:' : tone === 'reject' ? ':no_entry:' : ':grey_question:';
-  const lines = [`${icon} *Decision:* ${describeDecision(resolution.decision)}`];
+  const lines =
+    resolution.via === 'timeout' && timedOutAfterMs !== undefined ? [timedOutLine(timedOutAfterMs)] : [];
+  lines.push(`${icon} *Decision:* ${describeDecision(resolution.decision)}`);
   lines.push(`*Decided by:* ${decidedBy(resolution)}`);
   lines.push(`*When:* ${slackDate(resolution.decidedAt) ?? clip(resolution.decidedAt, 60)}`);
   if (resolution.policyResult) lines.push(`*Policy result:* ${clip(resolution.policyResult, 40)}`);
@@ -133,7 +137,10 @@ function phaseStatus(record: ApprovalRecord, budget: CardBudget): KnownBlock[] {
       return [section(record.unavailable === 'heldElsewhere' ? HELD_ELSEWHERE : UNKNOWN_TO_HOST)];
     case 'resolved':
       return record.resolution
-        ? packSections([...resolvedLines(record.resolution, budget), ...rememberedLine(record)])
+        ? packSections([
+            ...resolvedLines(record.resolution, budget, record.escalation?.timedOutAfterMs),
+            ...rememberedLine(record),
+          ])
         : [section('Decided. The host did not say how.')];
     case 'superseded': {
       const note = record.supersededNote ? `\n${truncate(record.supersededNote, budget.reason)}` : '';

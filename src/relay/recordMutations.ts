@@ -4,7 +4,7 @@ import type {
   ApprovalResolvedParams,
   ApprovalUpdatedParams,
 } from '../msp/protocol.js';
-import type { ApprovalRecord, Claim, Phase } from '../store/record.js';
+import type { ApprovalRecord, Claim, Escalation, FiredStep, Phase } from '../store/record.js';
 import { isTerminal } from '../store/record.js';
 import { intakeWith, newIntake } from './intake/intakeReport.js';
 import { takeNote, takeQuestion, takeRequest } from './intake/takeRequest.js';
@@ -400,4 +400,26 @@ export function cardRevealed(record: ApprovalRecord): ApprovalRecord | undefined
 export function rememberedAs(remembered: NonNullable<ApprovalRecord['remembered']>) {
   return (record: ApprovalRecord): ApprovalRecord | undefined =>
     record.remembered?.grantId === remembered.grantId ? undefined : { ...record, remembered };
+}
+
+/** The escalation clock of a posted card (its own, or carried over from a superseded one). */
+export function escalationStarted(escalation: Escalation) {
+  return (record: ApprovalRecord): ApprovalRecord | undefined =>
+    record.escalation ? undefined : { ...record, escalation };
+}
+
+/** An escalation step fired; the card's line says so. Once per step. */
+export function escalationFired(fired: FiredStep, start: Omit<Escalation, 'fired'>) {
+  return (record: ApprovalRecord): ApprovalRecord | undefined => {
+    const current = record.escalation ?? { ...start, fired: [] };
+    if (current.fired.some((f) => f.step === fired.step)) return undefined;
+    return {
+      ...record,
+      escalation: {
+        ...current,
+        fired: [...current.fired, fired].sort((a, b) => a.step - b.step),
+        ...(fired.action === 'timeout' ? { timedOutAfterMs: fired.afterMs } : {}),
+      },
+    };
+  };
 }

@@ -44,6 +44,35 @@ export interface RouteGrants {
   caller: CallerScope;
 }
 
+/** Who is on call for a route (`routes[].oncall`): exactly one source. */
+export type OncallSource =
+  | { kind: 'usergroup'; usergroup: string }
+  | {
+      kind: 'rotation';
+      users: string[];
+      /** ms since the epoch of the first handover. */
+      startMs: number;
+      everyMs: number;
+      /** IANA zone: handovers keep the start's wall-clock time across DST changes. */
+      timezone: string;
+    }
+  | { kind: 'pagerduty'; scheduleId?: string; escalationPolicyId?: string };
+
+export type EscalationAction = 'remind' | 'mention' | 'dm' | 'page' | 'timeout';
+
+/** One step of a route's escalation ladder (`routes[].escalation[]`). */
+export interface EscalationStep {
+  /** Since the card was posted. */
+  afterMs: number;
+  action: EscalationAction;
+  /** mention and dm: `oncall`, a user ID (U…/W…) or a user group ID (S…). */
+  target?: string;
+  /** mention: the thread reply is also shown in the channel. */
+  broadcast?: boolean;
+  /** page: overrides PAGERDUTY_ROUTING_KEY. */
+  routingKey?: string;
+}
+
 /** A route of the file; a rule left out takes its default (OPEN_RULES). */
 export interface Route extends Partial<RouteRules> {
   name?: string;
@@ -51,6 +80,9 @@ export interface Route extends Partial<RouteRules> {
   /** Absent when the route catches everything (no `match`, or an empty one). */
   match?: RouteMatch;
   grants?: Partial<RouteGrants>;
+  oncall?: OncallSource;
+  /** Ordered by afterMs; absent or empty: nobody is reminded. */
+  escalation?: EscalationStep[];
 }
 
 /** The rules of a route that says nothing about who may decide: today's behaviour. */

@@ -1,5 +1,12 @@
 import picomatch from 'picomatch';
-import { OPEN_RULES, type Route, type RouteGrants, type RouteRules } from './route.js';
+import {
+  type EscalationStep,
+  type OncallSource,
+  OPEN_RULES,
+  type Route,
+  type RouteGrants,
+  type RouteRules,
+} from './route.js';
 
 /** What an approval is routed on. */
 export interface RouteInput {
@@ -64,6 +71,8 @@ export const DEFAULT_ROUTE_GRANTS: RouteGrants = {
 interface CompiledRoute extends ChosenRoute {
   rules: RouteRules;
   grants: RouteGrants;
+  oncall: OncallSource | undefined;
+  escalation: EscalationStep[];
   matches: Test;
 }
 
@@ -89,6 +98,8 @@ export class Router {
         quickReasons: route.quickReasons ?? OPEN_RULES.quickReasons,
       },
       grants: withCappedTtl({ ...grantDefaults, ...route.grants }),
+      oncall: route.oncall,
+      escalation: route.escalation ?? [],
       matches: compile(route),
     }));
     // Two routes of one name: the first is the one a record names (it is also the one that wins).
@@ -125,6 +136,18 @@ export class Router {
     if (routeName === undefined || routeName === FALLBACK_ROUTE_NAME)
       return withCappedTtl(this.grantDefaults);
     return this.byName.get(routeName)?.grants;
+  }
+
+  /** The escalation ladder of the route a record names; none for the fallback or a route gone from the file. */
+  escalationOf(routeName: string | undefined): readonly EscalationStep[] {
+    if (routeName === undefined) return [];
+    return this.byName.get(routeName)?.escalation ?? [];
+  }
+
+  /** Who is on call for the route a record names, when the route says. */
+  oncallOf(routeName: string | undefined): OncallSource | undefined {
+    if (routeName === undefined) return undefined;
+    return this.byName.get(routeName)?.oncall;
   }
 
   /**

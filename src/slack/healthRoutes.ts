@@ -12,6 +12,20 @@ export interface HealthProbe {
   whyDown(part: HealthPart): string | undefined;
   /** Each host on its own: the bot stays ready while one is up, so /readyz names the others' trouble. */
   hostStatus?(): HostStatus[];
+  /** Escalation steps and PagerDuty calls that failed for good, by kind (trigger, resolve, dm, …). */
+  escalationFailures?(): Record<string, number>;
+}
+
+/** One counter per failure kind. Kinds are fixed words of ours: safe as label values. */
+function escalationCounters(failures: Record<string, number> | undefined): string[] {
+  if (!failures) return [];
+  return [
+    '# HELP countersign_escalation_failures_total Escalation steps and PagerDuty calls that failed, by kind.',
+    '# TYPE countersign_escalation_failures_total counter',
+    ...Object.entries(failures).map(
+      ([kind, n]) => `countersign_escalation_failures_total{kind="${kind}"} ${n}`,
+    ),
+  ];
 }
 
 /** `{"main": {"up": true}, "ci": {"up": false, "reason": "…"}}`: names the hosts that are down and why. */
@@ -80,6 +94,7 @@ export function healthRoutes(probe: HealthProbe): CustomRoute[] {
             '# TYPE countersign_up gauge',
             ...lines,
             ...hostGauges(probe.hostStatus?.() ?? []),
+            ...escalationCounters(probe.escalationFailures?.()),
             '# HELP process_resident_memory_bytes Resident memory size in bytes.',
             '# TYPE process_resident_memory_bytes gauge',
             `process_resident_memory_bytes ${memory.rss}`,

@@ -264,6 +264,11 @@ export class ApprovalStore {
     };
   }
 
+  /** Another message (an escalation DM) whose buttons decide this approval, for `ttlMs`. */
+  async mapMessage(channel: string, ts: string, approvalId: string, ttlMs: number): Promise<void> {
+    await this.redis.set(keys.message(channel, ts), approvalId, 'PX', ttlMs);
+  }
+
   async findByMessage(channel: string, ts: string): Promise<string | undefined> {
     return (await this.redis.get(keys.message(channel, ts))) ?? undefined;
   }

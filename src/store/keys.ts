@@ -40,6 +40,19 @@ export const keys = {
    * record is stored. Same hash tag as the list: one script writes both.
    */
   recentDecisionNoted: (userId: string, approvalId: string) => `${PREFIX}:decided:{${userId}}:${approvalId}`,
+  /**
+   * Sorted set of escalation steps waiting to fire, scored by when they are due (ms). A member is
+   * the JSON of [approvalId, step, lineage]; taking one out (ZREM) is what claims it.
+   */
+  escalationDue: () => `${PREFIX}:esc:due`,
+  /**
+   * Hash, one per request across the approvals that carry it (a superseded one and its successor):
+   * `start` (ms), `origin` (approvalId of the first card), `s:<approvalId>` once that approval is
+   * scheduled, `f<step>` once a step fired (JSON of what it did), `paged` (routing key) once paged.
+   */
+  escalationLineage: (lineage: string) => `${PREFIX}:esc:line:{${lineage}}`,
+  /** JSON array of the Slack users on call for one PagerDuty schedule or policy, for a short while. */
+  oncallPagerDuty: (source: string) => `${PREFIX}:oncall:pd:{${source}}`,
   /** Sorted set: Slack users whose App Home is shown, scored by when that stops counting (ms). */
   homeViewers: () => `${PREFIX}:home-viewers`,
 

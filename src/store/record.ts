@@ -101,6 +101,30 @@ export const Intake = z.object({
 });
 export type Intake = z.infer<typeof Intake>;
 
+/** One escalation step that fired: which, when, and whom it reached (a name, for the card). */
+export const FiredStep = z.object({
+  step: z.number().int(),
+  action: z.enum(['remind', 'mention', 'dm', 'page', 'timeout']),
+  /** Since the clock started: the card says "at 10 min". */
+  afterMs: z.number(),
+  at: z.string(),
+  who: z.string().optional(),
+  /** It could not reach anyone (Slack or PagerDuty refused, nobody on call): the card says so. */
+  failed: z.boolean().optional(),
+});
+export type FiredStep = z.infer<typeof FiredStep>;
+
+export const Escalation = z.object({
+  /** When the clock started: the first card of this request was posted (a superseded one's, carried over). */
+  startedAt: z.string(),
+  /** The approval whose page this one carries (the PagerDuty dedup_key): itself, or a predecessor. */
+  origin: z.string(),
+  fired: z.array(FiredStep),
+  /** The ladder ended in a timeout that decided, after this long. */
+  timedOutAfterMs: z.number().optional(),
+});
+export type Escalation = z.infer<typeof Escalation>;
+
 export const ApprovalRecord = z.object({
   approvalId: z.string(),
   hostId: z.string(),
@@ -150,6 +174,8 @@ export const ApprovalRecord = z.object({
   grantUses: z.array(GrantRef.extend({ sourceIndex: z.number().int() })).optional(),
   /** The grant a person made from this card ("don't ask again"). */
   remembered: GrantRef.extend({ capabilities: z.array(z.string()) }).optional(),
+  /** The escalation ladder so far (relay/escalator.ts): its clock and the steps that fired. */
+  escalation: Escalation.optional(),
   openedAt: z.string(),
   updatedAt: z.string(),
   version: z.number().int(),

@@ -925,6 +925,14 @@ export class FakeSlack {
           },
         };
       }
+      case 'users.lookupByEmail': {
+        const email = str(args.email);
+        for (const [id, info] of this.users) {
+          const profile = info.profile as { email?: string } | undefined;
+          if (email && profile?.email === email) return { ok: true, user: { id, ...info } };
+        }
+        return { ok: false, error: 'users_not_found' };
+      }
       case 'chat.getPermalink': {
         const channel = str(args.channel);
         const ts = str(args.message_ts);

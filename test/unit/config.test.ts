@@ -351,7 +351,7 @@ describe('loadConfig with COUNTERSIGN_CONFIG routes', () => {
     [
       'a misspelt route key',
       'routes:\n  - chanel: C0PAYMENTS\n',
-      'routes[0]: key "chanel" is not supported (supported: name, channel, match, approvers, protectedWriteApprovers, allowSelfApproval, rejectReason, quickReasons, grants)',
+      'routes[0]: key "chanel" is not supported (supported: name, channel, match, approvers, protectedWriteApprovers, allowSelfApproval, rejectReason, quickReasons, grants, oncall, escalation)',
     ],
     [
       'a misspelt match key',

@@ -39,7 +39,9 @@ function errorOf(env: NodeJS.ProcessEnv): ConfigError {
 
 describe('countersign.example.yml', () => {
   it('loads as the complete example of the README', () => {
-    const config = loadConfig(fileEnv(EXAMPLE));
+    const config = loadConfig(
+      fileEnv(EXAMPLE, { PAGERDUTY_ROUTING_KEY: 'R0UTINGKEY0000000000000000000000' }),
+    );
     expect(config.msp.hosts).toEqual([
       {
         id: 'main',
@@ -61,14 +63,35 @@ describe('countersign.example.yml', () => {
         rejectReason: 'required',
         quickReasons: ['Use a PR instead', 'Not during a freeze'],
         grants: { enabled: false },
+        oncall: {
+          kind: 'rotation',
+          users: ['U0ALICE', 'U0BOB'],
+          startMs: Date.parse('2026-11-30T09:00:00Z'),
+          everyMs: 7 * 86_400_000,
+          timezone: 'Europe/Berlin',
+        },
+        escalation: [
+          { afterMs: 15 * 60_000, action: 'mention', target: 'oncall' },
+          { afterMs: 30 * 60_000, action: 'dm', target: 'oncall' },
+          { afterMs: 4 * 3_600_000, action: 'timeout' },
+        ],
       },
       {
         name: 'default',
         channel: 'C0APPROVALS',
         grants: { enabled: true, caller: 'session', ttlMs: 8 * 3_600_000, maxTtlMs: 7 * 86_400_000 },
+        oncall: { kind: 'usergroup', usergroup: 'S0ONCALL' },
+        escalation: [
+          { afterMs: 10 * 60_000, action: 'remind' },
+          { afterMs: 20 * 60_000, action: 'mention', target: 'oncall', broadcast: true },
+          { afterMs: 30 * 60_000, action: 'dm', target: 'oncall' },
+          { afterMs: 45 * 60_000, action: 'page' },
+        ],
       },
     ]);
     expect(config.admins).toEqual(['U0ADMIN']);
+    // Its page step needs a routing key.
+    expect(() => loadConfig(fileEnv(EXAMPLE))).toThrow(/escalation\[3\] pages, but there is no routing key/);
     // Without SLACK_CHANNEL the catch-all route is the default channel.
     expect(config.slack.channel).toBe('C0APPROVALS');
   });

@@ -1,0 +1,110 @@
+import type { KnownBlock } from '@slack/types';
+import type { RenderedMessage } from '../relay/ports.js';
+import type { EscalationStep } from '../routing/route.js';
+import type { ApprovalRecord, Escalation, FiredStep } from '../store/record.js';
+import { packSections } from './blocks.js';
+import { BUDGET_LEVELS } from './budget.js';
+import { clip, inlineCode, truncate } from './escape.js';
+import { subjectSummary } from './renderCard.js';
+import { renderChoices } from './renderChoices.js';
+
+// The card's escalation line, a pure function of the record's escalation and the route's ladder:
+// "Escalation: reminded at 10 min · paged @bob at 30 min · next: DM in 15 min".
+
+/** "45s", "10 min", "2h", "1h 30 min", "3d": how long, in the fewest words. */
+export function shortDuration(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 60) return `${s}s`;
+  const min = Math.round(s / 60);
+  if (min < 60) return `${min} min`;
+  const h = Math.floor(min / 60);
+  const rest = min % 60;
+  if (h < 48) return rest === 0 ? `${h}h` : `${h}h ${rest} min`;
+  const d = Math.floor(h / 24);
+  const hours = h % 24;
+  return hours === 0 ? `${d}d` : `${d}d ${hours}h`;
+}
+
+const DONE: Record<FiredStep['action'], string> = {
+  remind: 'reminded',
+  mention: 'mentioned',
+  dm: 'DMed',
+  page: 'paged',
+  timeout: 'timed out',
+};
+
+const NEXT: Record<EscalationStep['action'], string> = {
+  remind: 'reminder',
+  mention: 'mention',
+  dm: 'DM',
+  page: 'page',
+  timeout: 'timeout',
+};
+
+/** A name (never a mention: a card must not ping) made safe for mrkdwn. */
+function shownName(who: string): string {
+  return clip(who, 60);
+}
+
+/**
+ * The line, or undefined when there is no ladder. `open`: someone may still decide, so the next
+ * step is named, counted from `now`.
+ */
+export function escalationLine(
+  escalation: Escalation | undefined,
+  ladder: readonly EscalationStep[],
+  now: Date,
+  open: boolean,
+): string | undefined {
+  if (ladder.length === 0 && !escalation?.fired.length) return undefined;
+  const parts = (escalation?.fired ?? []).map((f) => {
+    if (f.failed) return `${NEXT[f.action]} failed at ${shortDuration(f.afterMs)}`;
+    const who = f.who ? ` ${shownName(f.who)}` : '';
+    return `${DONE[f.action]}${who} at ${shortDuration(f.afterMs)}`;
+  });
+  if (open && escalation) {
+    const fired = new Set(escalation.fired.map((f) => f.step));
+    const nextIndex = ladder.findIndex((_, i) => !fired.has(i));
+    const next = ladder[nextIndex];
+    if (next) {
+      const dueMs = Date.parse(escalation.startedAt) + next.afterMs - now.getTime();
+      parts.push(`next: ${NEXT[next.action]} in ${shortDuration(Math.max(0, dueMs))}`);
+    }
+  } else if (open && ladder[0]) {
+    parts.push(`next: ${NEXT[ladder[0].action]} at ${shortDuration(ladder[0].afterMs)}`);
+  }
+  if (parts.length === 0) return undefined;
+  return `:rotating_light: Escalation: ${parts.join(' · ')}`;
+}
+
+/** What a timed-out card says plainly. */
+export function timedOutLine(afterMs: number): string {
+  return `:alarm_clock: *Timed out after ${shortDuration(afterMs)} — rejected.* Nobody answered in time.`;
+}
+
+/** Safe link text for mrkdwn: `<url|text>` where neither may break out. */
+function link(url: string, text: string): string {
+  return `<${url.replace(/[<>|]/g, encodeURIComponent)}|${text}>`;
+}
+
+/**
+ * The escalation DM: the card's summary, a link to it, and the card's own buttons (the same
+ * action ids and values, so a press decides exactly as on the card, with the same checks).
+ */
+export function renderEscalationDm(
+  record: ApprovalRecord,
+  opts: { permalink?: string; waitedMs: number },
+): RenderedMessage {
+  const budget = BUDGET_LEVELS[BUDGET_LEVELS.length - 1]!;
+  const what = subjectSummary(record);
+  const summary = `${record.tool}${what ? ` — ${what}` : ''}`.replace(/\s+/g, ' ');
+  const lines = [
+    `:rotating_light: *An approval has waited ${shortDuration(opts.waitedMs)}* and you are on call.`,
+    `*Tool:* ${inlineCode(record.tool, 80)}${what ? `\n*Request:* ${inlineCode(what.replace(/\s+/g, ' '), 500)}` : ''}`,
+  ];
+  if (record.sessionTitle) lines.push(`*Session:* ${clip(record.sessionTitle, 150)}`);
+  if (opts.permalink) lines.push(link(opts.permalink, 'Open the card'));
+  const blocks: KnownBlock[] = [...packSections(lines)];
+  if (record.phase === 'pending') blocks.push(...renderChoices(record, budget, 10));
+  return { text: truncate(`Waiting for a decision: ${summary}`, 300), blocks };
+}

@@ -1,0 +1,108 @@
+import type { WebClient } from '@slack/web-api';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { PagerDuty } from '../pagerduty/pagerDuty.js';
+import type { EscalationSender } from '../relay/escalator.js';
+import type { PagerDutyOnCall } from '../relay/oncall.js';
+import type { RenderedMessage } from '../relay/ports.js';
+import { keys } from '../store/keys.js';
+import type { SlackNoticeSender } from './slackNotices.js';
+import { RETRY_POLICIES, type RetryPolicy, retrySlackCall } from './slackRetry.js';
+
+/** At most once, as notices: only 429s (which post nothing) are waited out. */
+const AT_MOST_ONCE: RetryPolicy = {
+  maxLost: 0,
+  maxRateLimited: 8,
+  maxRetryAfterMs: 60_000,
+  baseDelayMs: 500,
+  maxDelayMs: 8_000,
+};
+
+/** Escalation's thread replies (broadcast when asked) and DMs with buttons. */
+export class SlackEscalationSender implements EscalationSender {
+  constructor(
+    private readonly client: WebClient,
+    private readonly notices: SlackNoticeSender,
+  ) {}
+
+  async threadReply(channel: string, threadTs: string, text: string, broadcast: boolean): Promise<void> {
+    await retrySlackCall(
+      () =>
+        this.client.chat.postMessage(
+          broadcast
+            ? { channel, thread_ts: threadTs, text, unfurl_links: false, reply_broadcast: true }
+            : { channel, thread_ts: threadTs, text, unfurl_links: false },
+        ),
+      AT_MOST_ONCE,
+    );
+  }
+
+  async directMessage(userId: string, message: RenderedMessage): Promise<{ channel: string; ts: string }> {
+    const opened = await retrySlackCall(
+      () => this.client.conversations.open({ users: userId }),
+      RETRY_POLICIES.interactive,
+    );
+    const channel = opened.channel?.id;
+    if (!channel) throw new Error(`conversations.open gave no channel for ${userId}`);
+    const posted = await retrySlackCall(
+      () =>
+        this.client.chat.postMessage({
+          channel,
+          text: message.text,
+          blocks: message.blocks as never,
+          unfurl_links: false,
+        }),
+      AT_MOST_ONCE,
+    );
+    if (!posted.ts) throw new Error('chat.postMessage gave no ts for the DM');
+    return { channel: posted.channel ?? channel, ts: posted.ts };
+  }
+
+  permalink(channel: string, ts: string): Promise<string | undefined> {
+    return this.notices.permalink(channel, ts);
+  }
+
+  nameOf(userId: string): Promise<string | undefined> {
+    return this.notices.nameOf(userId);
+  }
+}
+
+/**
+ * PagerDuty's on-call people as Slack users: found by email (users.lookupByEmail, needs
+ * users:read.email), and kept in Redis for a short while so every replica asks PagerDuty once.
+ */
+export class SlackPagerDutyOnCall implements PagerDutyOnCall {
+  constructor(
+    private readonly pagerDuty: PagerDuty,
+    private readonly client: WebClient,
+    private readonly redis: Redis,
+    private readonly options: { ttlMs: number; logger: Logger },
+  ) {}
+
+  async slackUsers(source: { scheduleId?: string; escalationPolicyId?: string }): Promise<string[]> {
+    const id = source.scheduleId ? `schedule:${source.scheduleId}` : `policy:${source.escalationPolicyId}`;
+    const key = keys.oncallPagerDuty(id);
+    const cached = await this.redis.get(key);
+    if (cached !== null) return JSON.parse(cached) as string[];
+    const people = await this.pagerDuty.onCall(source);
+    const users: string[] = [];
+    for (const person of people) {
+      if (!person.email) continue;
+      try {
+        const found = await retrySlackCall(
+          () => this.client.users.lookupByEmail({ email: person.email! }),
+          RETRY_POLICIES.interactive,
+        );
+        if (found.user?.id && !users.includes(found.user.id)) users.push(found.user.id);
+      } catch (err) {
+        this.options.logger.warn(
+          { err, pagerDutyUser: person.id },
+          'no Slack user for a PagerDuty on-call person',
+        );
+      }
+    }
+    if (users.length === 0) throw new Error(`nobody on call in PagerDuty ${id} has a Slack user`);
+    await this.redis.set(key, JSON.stringify(users), 'PX', this.options.ttlMs);
+    return users;
+  }
+}

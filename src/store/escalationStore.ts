@@ -1,0 +1,180 @@
+import type { Redis } from 'ioredis';
+import { keys } from './keys.js';
+import { FiredStep } from './record.js';
+
+// The escalation schedule (relay/escalator.ts): due steps in one sorted set, claimed with ZREM so
+// that of any number of processes exactly one fires a step; a lineage hash per request, so that a
+// step fires once for the request however many approvals (a superseded one, its successor) carry it.
+
+/** Schedules an approval's steps unless it was scheduled already; returns the lineage as it stands. */
+const SCHEDULE = `
+local start = redis.call('HGET', KEYS[2], 'start')
+if not start then
+  start = ARGV[2]
+  redis.call('HSET', KEYS[2], 'start', start, 'origin', ARGV[1])
+end
+local fresh = redis.call('HSETNX', KEYS[2], 's:' .. ARGV[1], '1')
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
+if fresh == 1 then
+  for i = 4, #ARGV, 2 do
+    local step = (i - 4) / 2
+    if redis.call('HEXISTS', KEYS[2], 'f' .. step) == 0 then
+      redis.call('ZADD', KEYS[1], tonumber(start) + tonumber(ARGV[i]), ARGV[i + 1])
+    end
+  end
+end
+return {start, redis.call('HGET', KEYS[2], 'origin'), fresh, redis.call('HGETALL', KEYS[2])}
+`;
+
+/** Takes one due step: it is ours only if it was still due and its request has not fired it yet. */
+const CLAIM = `
+if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then return 0 end
+local won = redis.call('HSETNX', KEYS[2], 'f' .. ARGV[2], '{}')
+if redis.call('PTTL', KEYS[2]) < 0 then redis.call('PEXPIRE', KEYS[2], ARGV[3]) end
+return won
+`;
+
+/** Writes a field of a lineage that still exists: one ended meanwhile is not brought back. */
+const SET_IF_LIVE = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return 1
+`;
+
+export interface Lineage {
+  /** When the clock started (ms). */
+  startMs: number;
+  /** The approval whose card started it: PagerDuty's dedup_key. */
+  origin: string;
+  /** Steps the request fired already, under any of its approvals. */
+  fired: FiredStep[];
+  /** True when this call scheduled the approval's steps (false: it was scheduled before). */
+  scheduled: boolean;
+}
+
+export interface DueStep {
+  member: string;
+  approvalId: string;
+  step: number;
+  lineage: string;
+}
+
+export class EscalationStore {
+  constructor(
+    private readonly redis: Redis,
+    private readonly options: { lineageTtlMs: number },
+  ) {}
+
+  /** Puts an approval's steps (`afters`, ms after the clock's start) in the schedule, once. */
+  async schedule(
+    approvalId: string,
+    lineage: string,
+    nowMs: number,
+    afters: readonly number[],
+  ): Promise<Lineage> {
+    const reply = (await this.redis.eval(
+      SCHEDULE,
+      2,
+      keys.escalationDue(),
+      keys.escalationLineage(lineage),
+      approvalId,
+      String(nowMs),
+      String(this.options.lineageTtlMs),
+      ...afters.flatMap((after, step) => [String(after), memberOf(approvalId, step, lineage)]),
+    )) as [string, string, number, string[]];
+    const [start, origin, fresh, flat] = reply;
+    const fired: FiredStep[] = [];
+    for (let i = 0; i + 1 < flat.length; i += 2) {
+      if (!/^f\d+$/.test(flat[i]!)) continue;
+      const parsed = FiredStep.safeParse(safeJson(flat[i + 1]!));
+      if (parsed.success) fired.push(parsed.data);
+    }
+    fired.sort((a, b) => a.step - b.step);
+    return { startMs: Number(start), origin, fired, scheduled: fresh === 1 };
+  }
+
+  /** Steps due by `nowMs`, earliest first. Seeing one is not owning it: claim() decides. */
+  async due(nowMs: number, limit = 50): Promise<DueStep[]> {
+    const members = await this.redis.zrangebyscore(keys.escalationDue(), '-inf', nowMs, 'LIMIT', 0, limit);
+    return members.flatMap((member) => {
+      const parsed = safeJson(member);
+      if (!Array.isArray(parsed) || parsed.length !== 3) return [];
+      const [approvalId, step, lineage] = parsed as [unknown, unknown, unknown];
+      if (typeof approvalId !== 'string' || typeof step !== 'number' || typeof lineage !== 'string')
+        return [];
+      return [{ member, approvalId, step, lineage }];
+    });
+  }
+
+  /** True for exactly one caller, and only while the step is due and its request never fired it. */
+  async claim(due: DueStep): Promise<boolean> {
+    const won = await this.redis.eval(
+      CLAIM,
+      2,
+      keys.escalationDue(),
+      keys.escalationLineage(due.lineage),
+      due.member,
+      String(due.step),
+      String(this.options.lineageTtlMs),
+    );
+    return won === 1;
+  }
+
+  /** What a claimed step did, for a successor to carry over. */
+  async fired(lineage: string, fired: FiredStep): Promise<void> {
+    await this.redis.eval(
+      SET_IF_LIVE,
+      1,
+      keys.escalationLineage(lineage),
+      `f${fired.step}`,
+      JSON.stringify(fired),
+    );
+  }
+
+  /**
+   * The request is being paged with this routing key: its resolution must resolve the page. False
+   * when the request already ended (nothing would resolve the page, so it must not be sent).
+   */
+  async paged(lineage: string, routingKey: string): Promise<boolean> {
+    return (
+      (await this.redis.eval(SET_IF_LIVE, 1, keys.escalationLineage(lineage), 'paged', routingKey)) === 1
+    );
+  }
+
+  /** The routing key the request was paged with, if it was. */
+  async pagedWith(lineage: string): Promise<string | undefined> {
+    return (await this.redis.hget(keys.escalationLineage(lineage), 'paged')) ?? undefined;
+  }
+
+  /**
+   * The request is over (decided, or its host lost it): a later approval of the same tool call is
+   * a new question, with a clock of its own.
+   */
+  async end(lineage: string): Promise<void> {
+    await this.redis.del(keys.escalationLineage(lineage));
+  }
+
+  /** Takes one step out of the schedule without firing it (its approval is gone). */
+  async drop(due: DueStep): Promise<void> {
+    await this.redis.zrem(keys.escalationDue(), due.member);
+  }
+
+  /** Takes an approval's remaining steps out of the schedule. */
+  async cancel(approvalId: string, lineage: string, steps: number): Promise<number> {
+    if (steps <= 0) return 0;
+    const members = Array.from({ length: steps }, (_, step) => memberOf(approvalId, step, lineage));
+    return this.redis.zrem(keys.escalationDue(), ...members);
+  }
+}
+
+function memberOf(approvalId: string, step: number, lineage: string): string {
+  return JSON.stringify([approvalId, step, lineage]);
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}

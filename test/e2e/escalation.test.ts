@@ -1,0 +1,377 @@
+// On-call escalation, end to end: the real bot, a fake host, the fake Slack, a fake PagerDuty
+// (the bot is another process, so nock cannot reach it) and the tests' Redis. Ladders of a few
+// seconds; every step is counted where it lands (the fake Slack, the fake PagerDuty, the host).
+
+import { afterEach, describe, expect, it } from 'vitest';
+import { startBot } from '../support/bot.js';
+import { FakeHost, shellApproval } from '../support/fakeHost.js';
+import { FakePagerDuty } from '../support/fakePagerDuty.js';
+import type { SlackMessage } from '../support/fakeSlack.js';
+import { configFile } from './teamSetup.js';
+import { buttonsOf, SESSION, textOf, World } from './world.js';
+
+const cleanups: Array<() => Promise<unknown> | unknown> = [];
+afterEach(async () => {
+  while (cleanups.length) await Promise.resolve(cleanups.pop()!()).catch(() => undefined);
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The bot's environment for a ladder, kept for a restart or a second process. */
+let lastEnv: Record<string, string> = {};
+
+async function startWorld(yaml: string, pd?: FakePagerDuty): Promise<World> {
+  const config = configFile(yaml);
+  cleanups.push(config.remove);
+  lastEnv = { COUNTERSIGN_CONFIG: config.path, ...(pd ? pd.env() : {}) };
+  const world = await World.start({}, lastEnv);
+  cleanups.push(() => world.close());
+  return world;
+}
+
+async function startPagerDuty(): Promise<FakePagerDuty> {
+  const pd = await FakePagerDuty.start();
+  cleanups.push(() => pd.close());
+  return pd;
+}
+
+function approval(approvalId: string) {
+  return shellApproval({ approvalId, sessionId: SESSION, stages: [['make', 'deploy']] });
+}
+
+/** Thread replies under a card, in order. */
+function replies(world: World, card: { channel: string; ts: string }): SlackMessage[] {
+  return world.slack.repliesTo(card.channel, card.ts);
+}
+
+async function until<T>(what: string, probe: () => T | undefined, timeoutMs = 8_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = probe();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(25);
+  }
+}
+
+function postsTo(world: World, channel: string) {
+  return world.slack
+    .callsOf('chat.postMessage')
+    .filter((c) => c.args.channel === channel && !c.args.thread_ts);
+}
+
+describe('escalation', () => {
+  it('fires every step once, in order, at its time: remind, mention (a user group, broadcast), DM to its first member, page', async () => {
+    const pd = await startPagerDuty();
+    const world = await startWorld(
+      `
+routes:
+  - name: default
+    channel: C0APPROVALS
+    approvers: { users: [U0ALICE] }
+    oncall: { usergroup: S0ONCALL }
+    escalation:
+      - { after: 1s, action: remind }
+      - { after: 2s, action: mention, target: oncall, broadcast: true }
+      - { after: 3s, action: dm, target: oncall }
+      - { after: 4s, action: page }
+`,
+      pd,
+    );
+    world.slack.setUsergroup('S0ONCALL', ['U0BOB', 'U0CAROL']);
+    await world.host.open(approval('esc-all-1'));
+    const card = await world.postedAt('esc-all-1');
+    const postedAt = Date.now();
+    // The card names the first step before anything fired.
+    await world.waitForCard('esc-all-1', (m) => textOf(m).includes('next: reminder'));
+
+    const dm = await world.slack.waitFor('chat.postMessage', (c) => c.args.channel === 'DU0BOB', 6_000);
+    const page = await pd.waitForEvent('trigger', 'esc-all-1', 6_000);
+    await sleep(1_500);
+
+    const thread = replies(world, card);
+    expect(thread).toHaveLength(2);
+    expect(thread[0]!.text).toMatch(/waited \d+s for a decision/);
+    expect(thread[1]!.text).toContain('<!subteam^S0ONCALL>');
+    const mentionCall = world.slack
+      .callsOf('chat.postMessage')
+      .find((c) => String(c.args.text).includes('subteam'));
+    expect(String(mentionCall?.args.reply_broadcast)).toBe('true');
+    // Only the group's first member is DMed, once, with the card's buttons and a link.
+    expect(postsTo(world, 'DU0BOB')).toHaveLength(1);
+    expect(postsTo(world, 'DU0CAROL')).toHaveLength(0);
+    expect(buttonsOf({ blocks: dm.args.blocks as unknown[] }).map((b) => b.text)).toContain('Allow once');
+    expect(JSON.stringify(dm.args.blocks)).toContain('Open the card');
+    expect(pd.eventsOf('trigger')).toHaveLength(1);
+    expect(page.routing_key).toBe('R0UTINGKEY0000000000000000000000');
+    expect(page.payload?.summary).toContain('make deploy');
+    expect(page.payload?.custom_details).toMatchObject({ sessionId: SESSION });
+
+    // In order, each at its time (within the poll's granularity and some slack).
+    const times = [thread[0]!.versions[0]!.at, thread[1]!.versions[0]!.at, dm.at, page.at].map(
+      (t) => t - postedAt,
+    );
+    expect([...times].sort((a, b) => a - b)).toEqual(times);
+    times.forEach((t, i) => {
+      expect(t).toBeGreaterThanOrEqual((i + 1) * 1_000 - 150);
+      expect(t).toBeLessThan((i + 1) * 1_000 + 1_200);
+    });
+    const shown = textOf(await world.waitForCard('esc-all-1', (m) => textOf(m).includes('paged')));
+    expect(shown).toContain('reminded at 1s');
+    expect(shown).toContain('mentioned @S0ONCALL at 2s');
+    expect(shown).toContain('DMed @u0bob at 3s');
+    expect(shown).toContain('paged PagerDuty at 4s');
+  });
+
+  it('a decision cancels the rest, and resolves the page', async () => {
+    const pd = await startPagerDuty();
+    const world = await startWorld(
+      `
+routes:
+  - name: default
+    channel: C0APPROVALS
+    escalation:
+      - { after: 1s, action: page }
+      - { after: 3s, action: remind }
+      - { after: 4s, action: dm, target: U0BOB }
+`,
+      pd,
+    );
+    await world.host.open(approval('esc-cancel-1'));
+    const card = await world.postedAt('esc-cancel-1');
+    await pd.waitForEvent('trigger', 'esc-cancel-1', 4_000);
+    await world.waitForCard('esc-cancel-1', (m) => textOf(m).includes('paged'));
+    await world.press('esc-cancel-1', 'Allow once', 'U0ALICE');
+    await world.host.waitForDecide((f) => f.frame.params.approvalId === 'esc-cancel-1');
+    const resolve = await pd.waitForEvent('resolve', 'esc-cancel-1', 4_000);
+    expect(resolve.routing_key).toBe('R0UTINGKEY0000000000000000000000');
+    await sleep(4_000);
+    expect(replies(world, card).filter((m) => m.text.includes('waited'))).toHaveLength(0);
+    expect(postsTo(world, 'DU0BOB')).toHaveLength(0);
+    expect(pd.eventsOf('trigger')).toHaveLength(1);
+    expect(pd.eventsOf('resolve')).toHaveLength(1);
+  });
+
+  it('a timeout rejects with its feedback through the Decider, and the card says so', async () => {
+    const world = await startWorld(`
+routes:
+  - name: default
+    channel: C0APPROVALS
+    escalation:
+      - { after: 1s, action: timeout }
+`);
+    await world.host.open(approval('esc-timeout-1'));
+    const decide = await world.host.waitForDecide(
+      (f) => f.frame.params.approvalId === 'esc-timeout-1',
+      5_000,
+    );
+    expect(decide.frame.params.choiceId).toBe('abort');
+    expect(String(decide.frame.params.feedback)).toContain('Nobody answered');
+    const card = await world.waitForCard('esc-timeout-1', (m) => textOf(m).includes('Timed out after'));
+    expect(textOf(card)).toContain('Timed out after 1s — rejected');
+    expect(world.host.decides().filter((d) => d.frame.params.approvalId === 'esc-timeout-1')).toHaveLength(1);
+  });
+
+  it('the DM buttons decide with the card’s authorization', async () => {
+    const world = await startWorld(`
+routes:
+  - name: default
+    channel: C0APPROVALS
+    approvers: { users: [U0ALICE] }
+    oncall: { rotation: { users: [U0ALICE], start: "2026-01-01T00:00:00Z", every: 7d } }
+    escalation:
+      - { after: 1s, action: dm, target: oncall }
+`);
+    await world.host.open(approval('esc-dm-1'));
+    const dm = await world.slack.waitFor('chat.postMessage', (c) => c.args.channel === 'DU0ALICE', 5_000);
+    const ts = String((await until('the DM posted', () => world.slack.messagesIn('DU0ALICE')[0]))?.ts);
+    const allow = buttonsOf({ blocks: dm.args.blocks as unknown[] }).find((b) => b.text === 'Allow once')!;
+    // Someone who may not decide is refused, and nothing reaches the host.
+    await world.pressButton(ts, allow, 'U0EVE', 'DU0ALICE');
+    expect(await world.ephemeralTo('U0EVE')).toBe('Only <@U0ALICE> can decide on default.');
+    await sleep(300);
+    expect(world.host.decides()).toHaveLength(0);
+    // The approver decides from the DM, exactly as from the card.
+    await world.pressButton(ts, allow, 'U0ALICE', 'DU0ALICE');
+    const decide = await world.host.waitForDecide((f) => f.frame.params.approvalId === 'esc-dm-1');
+    expect(decide.frame.params.choiceId).toBe('allow_once');
+    await world.waitForCard('esc-dm-1', (m) => textOf(m).includes('Approved'));
+  });
+
+  it('survives a kill between steps: after the restart the next step fires once, late, and the fired ones do not repeat', async () => {
+    const world = await startWorld(`
+routes:
+  - name: default
+    channel: C0APPROVALS
+    escalation:
+      - { after: 1s, action: remind }
+      - { after: 3s, action: mention, target: U0BOB }
+      - { after: 9s, action: remind }
+`);
+    await world.host.open(approval('esc-restart-1'));
+    const card = await world.postedAt('esc-restart-1');
+    await until('the reminder', () => replies(world, card).length === 1 || undefined, 4_000);
+    await world.bot.kill();
+    // The mention falls due while no bot runs.
+    await sleep(3_000);
+    await world.restartBot(lastEnv);
+    // The host restarted with the bot and asks the same tool call again, on a successor card.
+    const all = () => world.slack.callsOf('chat.postMessage').filter((c) => c.args.thread_ts !== undefined);
+    await until('the mention', () => all().find((c) => String(c.args.text).includes('<@U0BOB>')), 5_000);
+    await sleep(1_500);
+    const texts = all().map((c) => (String(c.args.text).includes('<@U0BOB>') ? 'mention' : 'remind'));
+    expect(texts).toEqual(['remind', 'mention']);
+    const successor = await until('the successor card', () =>
+      world.slack.cardPosts().find((c) => !JSON.stringify(c.args.metadata).includes('"esc-restart-1"')),
+    );
+    const successorId = (successor.args.metadata as { event_payload: { approval_id: string } }).event_payload
+      .approval_id;
+    const shown = textOf(await world.waitForCard(successorId, (m) => textOf(m).includes('mentioned')));
+    expect(shown).toContain('reminded at 1s');
+    expect(shown).toContain('mentioned @u0bob at 3s');
+    expect(shown).toMatch(/next: reminder in \d+s/);
+  });
+
+  it('two bot processes on one Redis fire every step exactly once (fake Slack and PagerDuty count)', async () => {
+    const pd = await startPagerDuty();
+    const world = await startWorld(
+      `
+routes:
+  - name: default
+    channel: C0APPROVALS
+    escalation:
+      - { after: 1s, action: remind }
+      - { after: 1500ms, action: mention, target: U0BOB }
+      - { after: 2s, action: page }
+`,
+      pd,
+    );
+    // A second replica with its own host, sharing the Slack, Redis and PagerDuty.
+    const host2 = await FakeHost.start({ sessions: [{ sessionId: SESSION, title: 'Bump the version' }] });
+    cleanups.push(() => host2.close());
+    const bot2 = await startBot({ host: host2, slack: world.slack, redisDb: world.redisDb, env: lastEnv });
+    cleanups.push(() => bot2.stop(5_000).catch(() => undefined));
+    await bot2.waitReady(15_000);
+    const ids = ['esc-two-0001', 'esc-two-0002', 'esc-two-0003', 'esc-two-0004', 'esc-two-0005'];
+    // Both processes are told of each approval (the same request, the same id from both hosts).
+    for (const id of ids) {
+      await world.host.open(approval(id));
+      await host2.open(approval(id));
+    }
+    const cards = await Promise.all(ids.map((id) => world.postedAt(id)));
+    await until(
+      'every page',
+      () => ids.every((id) => pd.eventsOf('trigger', id).length > 0) || undefined,
+      8_000,
+    );
+    await sleep(1_500);
+    for (const [i, id] of ids.entries()) {
+      const thread = replies(world, cards[i]!);
+      expect(thread.filter((m) => m.text.includes('waited') && !m.text.includes('<@'))).toHaveLength(1);
+      expect(thread.filter((m) => m.text.includes('<@U0BOB>'))).toHaveLength(1);
+      expect(pd.eventsOf('trigger', id)).toHaveLength(1);
+    }
+    expect(world.slack.cardPosts()).toHaveLength(ids.length);
+  });
+
+  it('the PagerDuty on-call source names who to mention, and a failing source falls back to the approvers', async () => {
+    const pd = await startPagerDuty();
+    pd.oncalls = [{ escalation_level: 1, user: { id: 'PBOB', summary: 'Bob', email: 'bob@example.com' } }];
+    const world = await startWorld(
+      `
+routes:
+  - name: pd
+    channel: C0APPROVALS
+    match: { tools: ["bash"] }
+    approvers: { users: [U0CAROL] }
+    oncall: { pagerduty: { scheduleId: P123ABC } }
+    escalation:
+      - { after: 1s, action: mention, target: oncall }
+`,
+      pd,
+    );
+    world.slack.setUser('U0BOB', { profile: { email: 'bob@example.com', display_name: 'bob' } });
+    await world.host.open(approval('esc-pd-0001'));
+    const card = await world.postedAt('esc-pd-0001');
+    const mention = await until('the mention', () => replies(world, card)[0], 5_000);
+    expect(mention.text).toContain('<@U0BOB>');
+    expect(pd.oncallRequests[0]).toContain('schedule_ids%5B%5D=P123ABC');
+
+    // PagerDuty fails (and its cached answer has expired): the route's approvers are mentioned.
+    pd.oncalls = 500;
+    await world.redis.flushdb();
+    await world.host.open(approval('esc-pd-0002'));
+    const card2 = await world.postedAt('esc-pd-0002');
+    const fallback = await until('the fallback mention', () => replies(world, card2)[0], 8_000);
+    expect(fallback.text).toContain('<@U0CAROL>');
+    expect(fallback.text).not.toContain('<@U0BOB>');
+    await world.bot.waitForLog(
+      (l) => l.msg === 'on-call source failed; reaching the route approvers instead',
+    );
+  });
+
+  it('a superseded approval carries its clock and fired steps over to its successor card', async () => {
+    const pd = await startPagerDuty();
+    const world = await startWorld(
+      `
+routes:
+  - name: default
+    channel: C0APPROVALS
+    escalation:
+      - { after: 1s, action: page }
+      - { after: 3s, action: mention, target: U0BOB }
+`,
+      pd,
+    );
+    const first = approval('esc-sup-0001');
+    await world.host.open(first);
+    const card1 = await world.postedAt('esc-sup-0001');
+    const openedAt = Date.now();
+    await pd.waitForEvent('trigger', 'esc-sup-0001', 4_000);
+    // The host restarts and closes the request, then asks the same tool call again under a new id.
+    await world.host.resolve({ approvalId: 'esc-sup-0001', decision: 'abort', resolvedBy: 'user' });
+    await world.waitForCard('esc-sup-0001', (m) => textOf(m).includes('Superseded'));
+    const again = { ...approval('esc-sup-0002'), toolCallId: first.toolCallId, itemId: first.itemId };
+    await world.host.open(again);
+    const card2 = await world.postedAt('esc-sup-0002');
+    // The successor's card shows what already fired, and the mention comes at 3s from the first card.
+    await world.waitForCard('esc-sup-0002', (m) => textOf(m).includes('paged PagerDuty at 1s'));
+    const mention = await until(
+      'the mention',
+      () => replies(world, card2).find((m) => m.text.includes('<@U0BOB>')),
+      5_000,
+    );
+    expect(mention.versions[0]!.at - openedAt).toBeLessThan(3_000 + 1_200);
+    await sleep(1_500);
+    expect(pd.eventsOf('trigger')).toHaveLength(1);
+    expect(pd.eventsOf('resolve')).toHaveLength(0);
+    expect(replies(world, card1).filter((m) => m.text.includes('<@U0BOB>'))).toHaveLength(0);
+    // Deciding the successor resolves the one page, under the first card's dedup_key.
+    await world.press('esc-sup-0002', 'Allow once', 'U0ALICE');
+    await pd.waitForEvent('resolve', 'esc-sup-0001', 5_000);
+  });
+
+  it('a rotation hands over at the boundary: DMs before it go to one person, after it to the next', async () => {
+    // A daily rotation whose next handover is 8 s from now.
+    const boundary = Date.now() + 8_000;
+    const start = new Date(boundary - 86_400_000).toISOString();
+    const world = await startWorld(`
+routes:
+  - name: default
+    channel: C0APPROVALS
+    oncall: { rotation: { users: [U0ANA, U0BEN], start: "${start}", every: 1d, timezone: UTC } }
+    escalation:
+      - { after: 500ms, action: dm, target: oncall }
+`);
+    await world.host.open(approval('esc-rot-0001'));
+    const before = await world.slack.waitFor('chat.postMessage', (c) => c.args.channel === 'DU0ANA', 3_000);
+    expect(JSON.stringify(before.args.blocks)).toContain('esc-rot-0001');
+    expect(Date.now()).toBeLessThan(boundary);
+    await sleep(boundary - Date.now() + 200);
+    await world.host.open(approval('esc-rot-0002'));
+    const after = await world.slack.waitFor('chat.postMessage', (c) => c.args.channel === 'DU0BEN', 3_000);
+    expect(JSON.stringify(after.args.blocks)).toContain('esc-rot-0002');
+    expect(postsTo(world, 'DU0BEN')).toHaveLength(1);
+    expect(postsTo(world, 'DU0ANA')).toHaveLength(1);
+  });
+});
