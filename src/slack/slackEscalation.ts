@@ -7,16 +7,7 @@ import type { PagerDutyOnCall } from '../relay/oncall.js';
 import type { RenderedMessage } from '../relay/ports.js';
 import { keys } from '../store/keys.js';
 import type { SlackNoticeSender } from './slackNotices.js';
-import { RETRY_POLICIES, type RetryPolicy, retrySlackCall } from './slackRetry.js';
-
-/** At most once, as notices: only 429s (which post nothing) are waited out. */
-const AT_MOST_ONCE: RetryPolicy = {
-  maxLost: 0,
-  maxRateLimited: 8,
-  maxRetryAfterMs: 60_000,
-  baseDelayMs: 500,
-  maxDelayMs: 8_000,
-};
+import { RETRY_POLICIES, retrySlackCall } from './slackRetry.js';
 
 /** Escalation's thread replies (broadcast when asked) and DMs with buttons. */
 export class SlackEscalationSender implements EscalationSender {
@@ -33,7 +24,7 @@ export class SlackEscalationSender implements EscalationSender {
             ? { channel, thread_ts: threadTs, text, unfurl_links: false, reply_broadcast: true }
             : { channel, thread_ts: threadTs, text, unfurl_links: false },
         ),
-      AT_MOST_ONCE,
+      RETRY_POLICIES.atMostOnce,
     );
   }
 
@@ -52,7 +43,7 @@ export class SlackEscalationSender implements EscalationSender {
           blocks: message.blocks as never,
           unfurl_links: false,
         }),
-      AT_MOST_ONCE,
+      RETRY_POLICIES.atMostOnce,
     );
     if (!posted.ts) throw new Error('chat.postMessage gave no ts for the DM');
     return { channel: posted.channel ?? channel, ts: posted.ts };

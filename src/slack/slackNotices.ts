@@ -1,19 +1,7 @@
 import type { WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
 import type { NoticeSender } from '../relay/decisionNotices.js';
-import { RETRY_POLICIES, type RetryPolicy, retrySlackCall } from './slackRetry.js';
-
-/**
- * A notice is sent at most once (decisionNotices.ts): a post whose answer was lost may have
- * reached Slack, so only 429s, which post nothing, are waited out.
- */
-const AT_MOST_ONCE: RetryPolicy = {
-  maxLost: 0,
-  maxRateLimited: 8,
-  maxRetryAfterMs: 60_000,
-  baseDelayMs: 500,
-  maxDelayMs: 8_000,
-};
+import { RETRY_POLICIES, retrySlackCall } from './slackRetry.js';
 
 /** Thread replies, DMs and the look-ups they need, through the Web API. */
 export class SlackNoticeSender implements NoticeSender {
@@ -28,7 +16,7 @@ export class SlackNoticeSender implements NoticeSender {
   async threadReply(channel: string, threadTs: string, text: string): Promise<void> {
     await retrySlackCall(
       () => this.client.chat.postMessage({ channel, thread_ts: threadTs, text, unfurl_links: false }),
-      AT_MOST_ONCE,
+      RETRY_POLICIES.atMostOnce,
     );
   }
 
@@ -36,7 +24,7 @@ export class SlackNoticeSender implements NoticeSender {
   async channelLine(channel: string, text: string): Promise<void> {
     await retrySlackCall(
       () => this.client.chat.postMessage({ channel, text, unfurl_links: false, unfurl_media: false }),
-      AT_MOST_ONCE,
+      RETRY_POLICIES.atMostOnce,
     );
   }
 
@@ -50,7 +38,7 @@ export class SlackNoticeSender implements NoticeSender {
     if (!channel) throw new Error(`conversations.open gave no channel for ${userId}`);
     await retrySlackCall(
       () => this.client.chat.postMessage({ channel, text, unfurl_links: false }),
-      AT_MOST_ONCE,
+      RETRY_POLICIES.atMostOnce,
     );
   }
 

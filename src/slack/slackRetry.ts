@@ -37,6 +37,17 @@ export const RETRY_POLICIES = {
     baseDelayMs: 500,
     maxDelayMs: 8_000,
   },
+  /**
+   * A notice (thread line, DM, grant line, escalation step) is sent at most once: a post whose
+   * answer was lost may have reached Slack, so only 429s, which post nothing, are waited out.
+   */
+  atMostOnce: {
+    maxLost: 0,
+    maxRateLimited: 8,
+    maxRetryAfterMs: 60_000,
+    baseDelayMs: 500,
+    maxDelayMs: 8_000,
+  },
   /** A card update must land: it is tried until it does, or the channel is stopped. */
   update: {
     maxLost: Number.POSITIVE_INFINITY,
