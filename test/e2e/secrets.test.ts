@@ -2,14 +2,15 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { MAX_RAW_ARGS_CHARS, MAX_RECORD_CHARS } from '../../src/relay/intake/limits.js';
 import { keys } from '../../src/store/keys.js';
 import { approvalFromTranscript, shellApproval } from '../support/fakeHost.js';
+import { AWS_EXAMPLE_KEY, FAKE_GITHUB_TOKEN, FAKE_SLACK_BOT_TOKEN } from '../support/fakeSecrets.js';
 import { buttonsOf, SESSION, textOf, World } from './world.js';
 
 // Issue 7, items 15–17: secrets in agent text reach neither Slack, nor Redis, nor the log; what
 // one approval stores is bounded; the host command and host stderr are logged masked.
 
-const SLACK = 'xoxb-2408796542-7392011234567-AbCdEfGhIjKlMnOpQrStUvWx';
-const GITHUB = 'ghp_R2d2C3poBb8Yoda0Luke1Leia2Han3Solo4Chew';
-const AWS = 'AKIAIOSFODNN7EXAMPLE';
+const SLACK = FAKE_SLACK_BOT_TOKEN;
+const GITHUB = FAKE_GITHUB_TOKEN;
+const AWS = AWS_EXAMPLE_KEY;
 const BEARER = '9c1e5f2a7b3d8e4f6a0b';
 const SECRETS = [SLACK, GITHUB, AWS, BEARER];
 

@@ -12,10 +12,11 @@ import {
 } from '../../src/relay/intake/limits.js';
 import { newRecord, reopened, resolved, updated } from '../../src/relay/recordMutations.js';
 import { ApprovalRecord } from '../../src/store/record.js';
+import { AWS_EXAMPLE_KEY, FAKE_GITHUB_TOKEN, FAKE_SLACK_BOT_TOKEN } from '../support/fakeSecrets.js';
 
-const SLACK = 'xoxb-2408796542-7392011234567-AbCdEfGhIjKlMnOpQrStUvWx';
-const GITHUB = 'ghp_R2d2C3poBb8Yoda0Luke1Leia2Han3Solo4Chew';
-const AWS = 'AKIAIOSFODNN7EXAMPLE';
+const SLACK = FAKE_SLACK_BOT_TOKEN;
+const GITHUB = FAKE_GITHUB_TOKEN;
+const AWS = AWS_EXAMPLE_KEY;
 const BEARER = 'Authorization: Bearer 8f2a9c0d41e7b6aa';
 const SECRETS = [SLACK, GITHUB, AWS, '8f2a9c0d41e7b6aa', 'hunter2'];
 

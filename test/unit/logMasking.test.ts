@@ -6,11 +6,12 @@ import { loadConfig, redactedConfig } from '../../src/config.js';
 import { JsonRpcConnection } from '../../src/msp/connection.js';
 import { pipeHostStderr } from '../../src/msp/hostStderr.js';
 import { HostSupervisor } from '../../src/msp/hostSupervisor.js';
+import { FAKE_GITHUB_TOKEN, FAKE_SLACK_BOT_TOKEN } from '../support/fakeSecrets.js';
 
 type Json = Record<string, unknown>;
 
-const GITHUB = 'ghp_R2d2C3poBb8Yoda0Luke1Leia2Han3Solo4Chew';
-const SLACK = 'xoxb-2408796542-7392011234567-AbCdEfGhIjKlMnOpQrStUvWx';
+const GITHUB = FAKE_GITHUB_TOKEN;
+const SLACK = FAKE_SLACK_BOT_TOKEN;
 
 function captureLogger() {
   const lines: Json[] = [];

@@ -2,14 +2,21 @@ import { describe, expect, it } from 'vitest';
 import { maskCommandLine } from '../../src/secrets/maskCommandLine.js';
 import { maskPrefix } from '../../src/secrets/maskPrefix.js';
 import { maskSecrets } from '../../src/secrets/maskSecrets.js';
+import {
+  AWS_EXAMPLE_KEY,
+  FAKE_GITHUB_TOKEN,
+  FAKE_SLACK_APP_TOKEN,
+  FAKE_SLACK_BOT_TOKEN,
+} from '../support/fakeSecrets.js';
 
-// Realistic samples: the shapes vendors document (AWS's own example key, jwt.io's example token)
-// and tokens of the right length and alphabet. None of them is live.
-const SLACK_BOT = 'xoxb-2408796542-7392011234567-AbCdEfGhIjKlMnOpQrStUvWx';
-const SLACK_APP = 'xapp-1-A0123456789-1234567890123-0123456789abcdef0123456789abcdef';
-const GITHUB_CLASSIC = 'ghp_R2d2C3poBb8Yoda0Luke1Leia2Han3Solo4Chew';
+// Samples of the shapes vendors document (AWS's own example key, jwt.io's example token) and
+// tokens of the right length and alphabet, none of them live; the Slack and GitHub ones are
+// assembled at run time (test/support/fakeSecrets.ts) so that no token-shaped string is committed.
+const SLACK_BOT = FAKE_SLACK_BOT_TOKEN;
+const SLACK_APP = FAKE_SLACK_APP_TOKEN;
+const GITHUB_CLASSIC = FAKE_GITHUB_TOKEN;
 const GITHUB_FINE = `github_pat_11ABCDEFG0123456789_${'aB3'.repeat(20)}xy`;
-const AWS_KEY = 'AKIAIOSFODNN7EXAMPLE';
+const AWS_KEY = AWS_EXAMPLE_KEY;
 const OPENAI_KEY = `sk-proj-${'Xy7_'.repeat(12)}T3BlbkFJ${'Ab9-'.repeat(12)}`;
 const ANTHROPIC_KEY = `sk-ant-api03-${'qW3eR5tY7u'.repeat(9)}abcAA`;
 const JWT =
