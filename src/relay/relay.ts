@@ -227,12 +227,13 @@ export class Relay {
     // Cards of one channel are posted in the order their approvals came, whether or not a grant
     // was looked up for them: the turn is taken now and passed on once the record is written.
     const turn = this.turns.take(route.channel);
+    const answerer = this.options.grants;
+    let grant: Grant | undefined;
+    let created = false;
     try {
-      const answerer = this.options.grants;
       // A grant lookup is one round trip, made only for what a grant could answer. A request it
       // answers is stored with its card deferred: the answerer decides it, and no card is posted.
-      const grant =
-        answerer && caller && phase === 'pending' && !heldElsewhere ? await answerer.find(fresh) : undefined;
+      if (answerer && caller && phase === 'pending' && !heldElsewhere) grant = await answerer.find(fresh);
       if (grant) {
         fresh = { ...fresh, slack: { ...fresh.slack, deferred: true } };
         answerer?.expect(fresh.approvalId, grant);
@@ -240,8 +241,7 @@ export class Relay {
       await turn.ready;
       const creating = keeper.create(fresh);
       turn.done();
-      const created = await creating;
-      if (grant && !created) answerer?.expect(fresh.approvalId, undefined);
+      created = await creating;
       if (created) {
         // At debug: it sits between the host's frame and the card's post, where every line shows in
         // the latency (README "Performance"); "card posted" says the same at info once it is out.
@@ -250,6 +250,8 @@ export class Relay {
       }
     } finally {
       turn.done();
+      // The grant found is for this creation only: an existing record is looked at afresh.
+      if (grant && !created) answerer?.expect(fresh.approvalId, undefined);
     }
     const record = await keeper.mutate(
       params.approvalId,
