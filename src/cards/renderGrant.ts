@@ -26,7 +26,7 @@ export function capabilityText(capability: string, max = 200): string {
 }
 
 /** The same without markup, for a button's plain text. */
-export function capabilityPlain(capability: string, max = 60): string {
+function capabilityPlain(capability: string, max = 60): string {
   const known = CAPABILITY_VERBS.find(([prefix]) => capability.startsWith(prefix));
   return clip(known ? `${known[1]}${capability.slice(known[0].length)}` : capability, max);
 }
@@ -49,7 +49,7 @@ function callerPlain(caller: string): string {
 }
 
 /** 90 min, 8 h, 7 days: how long a new grant lasts. */
-export function durationText(ms: number): string {
+function durationText(ms: number): string {
   const minutes = Math.round(ms / 60_000);
   if (minutes < 120) return `${Math.max(1, minutes)} min`;
   const hours = Math.round(minutes / 60);

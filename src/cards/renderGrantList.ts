@@ -35,7 +35,7 @@ export function revokeButton(grantId: string): Button {
 }
 
 /** One grant: its line, and a Revoke button unless the host keeps it. */
-export function grantBlock(grant: Grant): SectionBlock {
+function grantBlock(grant: Grant): SectionBlock {
   const block = section(grantListLine(grant));
   if (grant.holder === 'bot') block.accessory = revokeButton(grant.grantId);
   return block;

@@ -58,7 +58,7 @@ export function onceChoice(choices: readonly ApprovalChoice[]): ApprovalChoice |
 }
 
 /** Does this grant answer the question, now? Every part must be equal; capabilities a subset. */
-export function grantMatches(grant: Grant, question: GrantQuestion, now: Date): boolean {
+function grantMatches(grant: Grant, question: GrantQuestion, now: Date): boolean {
   return (
     grant.holder === 'bot' &&
     grant.revokedAt === undefined &&
