@@ -6,53 +6,82 @@ export interface HostStatus {
   up: boolean;
   /** Why it is down; absent while it is up. */
   reason?: string;
+  /** `standby`: another replica runs it (or will); this one only forwards decisions to it. */
+  role?: 'owner' | 'standby';
+  /** The replica that runs it, when known. */
+  ownerReplica?: string;
+}
+
+export interface HostFleetOptions {
+  /** The configured hosts, in the configuration's order. */
+  hostIds: readonly string[];
+  /** A new supervisor for one term of ownership of the host. */
+  create: (hostId: string) => HostSupervisor;
+  /** Whether this process may act for the host right now (its lease); default always. */
+  mayAct?: (hostId: string) => boolean;
 }
 
 /**
- * The hosts the bot runs, each supervised on its own (its own process, backoff and sessions):
- * one crashing or failing its handshake never waits on or disturbs another.
+ * The hosts this process runs, each supervised on its own (its own process, backoff and sessions):
+ * one crashing or failing its handshake never waits on or disturbs another. With several replicas
+ * a host runs only where its lease is held: run() when the lease is taken, kill() when it is lost.
  */
 export class HostFleet {
-  private readonly byId = new Map<string, HostSupervisor>();
+  private readonly running = new Map<string, HostSupervisor>();
+  private readonly mayAct: (hostId: string) => boolean;
 
-  constructor(hosts: readonly HostSupervisor[]) {
-    for (const host of hosts) this.byId.set(host.hostId, host);
+  constructor(private readonly options: HostFleetOptions) {
+    this.mayAct = options.mayAct ?? (() => true);
   }
 
+  /** The host to act through, only while this process may act for it. */
   get(hostId: string): HostSupervisor | undefined {
-    return this.byId.get(hostId);
+    return this.mayAct(hostId) ? this.running.get(hostId) : undefined;
   }
 
   all(): HostSupervisor[] {
-    return [...this.byId.values()];
+    return [...this.running.values()];
   }
 
-  /** Starts every host at once; resolves when each first attempt is over (see HostSupervisor.start). */
-  async start(): Promise<void> {
-    await Promise.all(this.all().map((host) => host.start()));
+  /** Starts the host; resolves when its first attempt is over (see HostSupervisor.start). */
+  async run(hostId: string): Promise<void> {
+    if (this.running.has(hostId)) return;
+    const host = this.options.create(hostId);
+    this.running.set(hostId, host);
+    await host.start();
+  }
+
+  /** Kills the host's process group at once and forgets it: another process owns it now. */
+  kill(hostId: string): void {
+    const host = this.running.get(hostId);
+    if (!host) return;
+    this.running.delete(hostId);
+    // stop() first: it ends respawns and fails waiting decides; then the group dies at once.
+    void host.stop(0).catch(() => {});
+    host.killNow();
   }
 
   /** Ready when at least one host is up: the others' approvals wait for their own host only. */
   anyUp(): boolean {
-    return this.all().some((host) => host.isUp());
+    return this.all().some((host) => this.mayAct(host.hostId) && host.isUp());
   }
 
-  /** Each host's health, in the order of the configuration. */
+  /** Each running host's health, in the order of the configuration. */
   status(): HostStatus[] {
-    return this.all().map((host) => {
+    return this.options.hostIds.flatMap((hostId): HostStatus[] => {
+      const host = this.running.get(hostId);
+      if (!host) return [];
       const reason = host.downReason();
-      return { hostId: host.hostId, up: reason === undefined, ...(reason === undefined ? {} : { reason }) };
+      return [{ hostId, up: reason === undefined, ...(reason === undefined ? {} : { reason }) }];
     });
   }
 
-  /** Why each host that is down is down, one clause per host; undefined when all are up. */
+  /** Why each running host that is down is down, one clause per host; undefined when all are up. */
   downReason(): string | undefined {
-    const down = this.all()
-      .map((host) => [host.hostId, host.downReason()] as const)
-      .filter((entry): entry is readonly [string, string] => entry[1] !== undefined);
+    const down = this.status().filter((s): s is HostStatus & { reason: string } => s.reason !== undefined);
     if (down.length === 0) return undefined;
-    if (this.byId.size === 1) return down[0]![1];
-    return down.map(([id, why]) => `host ${JSON.stringify(id)}: ${why}`).join('; ');
+    if (this.options.hostIds.length === 1) return down[0]!.reason;
+    return down.map(({ hostId, reason }) => `host ${JSON.stringify(hostId)}: ${reason}`).join('; ');
   }
 
   stop(withinMs?: number): Promise<void> {
