@@ -46,6 +46,10 @@ export interface Config {
   hostEventBuffer: number;
   /** About how many entries the audit stream keeps (XADD MAXLEN ~); older ones are trimmed. */
   auditMaxLen: number;
+  /** How long a host's lease lives unless renewed: how soon a standby replica takes over a host. */
+  leaseTtlMs: number;
+  /** This replica's name in host leases (COUNTERSIGN_REPLICA_ID); default the machine's hostname. */
+  replicaName?: string;
   pagerDuty: { routingKey?: string; apiToken?: string; eventsUrl: string; apiUrl: string };
   logLevel: LogLevelName;
 }
@@ -64,6 +68,7 @@ export const DEFAULTS = {
   mspRequestTimeout: '30s',
   hostEventBuffer: 10_000,
   auditMaxLen: 100_000,
+  leaseTtl: '15s',
   pagerDutyEventsUrl: 'https://events.pagerduty.com/v2/enqueue',
   pagerDutyApiUrl: 'https://api.pagerduty.com',
   logLevel: 'info',
@@ -137,6 +142,9 @@ function check<T>(name: string, value: string, schema: z.ZodType<T, string>, pro
   if (!result.success) throw new ConfigError(name, `${name} ${problem}`);
   return result.data;
 }
+
+/** A lease is renewed every third of its life, with a margin: shorter would renew all the time. */
+const MIN_LEASE_TTL_MS = 2_000;
 
 function durationVar(env: NodeJS.ProcessEnv, name: string, fallback: string): number {
   const value = read(env, name) ?? fallback;
@@ -390,6 +398,13 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
   const usergroupCacheTtlMs = durationVar(env, 'COUNTERSIGN_USERGROUP_CACHE_TTL', DEFAULTS.usergroupCacheTtl);
   const hostEventBuffer = countVar(env, 'COUNTERSIGN_HOST_EVENT_BUFFER', DEFAULTS.hostEventBuffer, 'events');
   const auditMaxLen = countVar(env, 'COUNTERSIGN_AUDIT_MAXLEN', DEFAULTS.auditMaxLen, 'entries');
+  const leaseTtlMs = durationVar(env, 'COUNTERSIGN_LEASE_TTL', DEFAULTS.leaseTtl);
+  if (leaseTtlMs < MIN_LEASE_TTL_MS) {
+    throw new ConfigError(
+      'COUNTERSIGN_LEASE_TTL',
+      `COUNTERSIGN_LEASE_TTL must be at least 2s (got ${shown(read(env, 'COUNTERSIGN_LEASE_TTL') ?? '')}): a lease is renewed every third of it`,
+    );
+  }
 
   const routingKey = secretVar(
     env,
@@ -429,6 +444,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     usergroupCacheTtlMs,
     hostEventBuffer,
     auditMaxLen,
+    leaseTtlMs,
+    ...(read(env, 'COUNTERSIGN_REPLICA_ID') ? { replicaName: read(env, 'COUNTERSIGN_REPLICA_ID') } : {}),
     pagerDuty: {
       ...(routingKey ? { routingKey } : {}),
       ...(apiToken ? { apiToken } : {}),

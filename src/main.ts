@@ -1,15 +1,18 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import { Redis } from 'ioredis';
 import { v7 as uuidv7 } from 'uuid';
 import { renderCard } from './cards/renderCard.js';
 import { ConfigError, loadConfig, redactedConfig } from './config.js';
 import { createLogger, toBoltLogger } from './log.js';
 import { sleep } from './msp/backoff.js';
-import { HostFleet } from './msp/hostFleet.js';
+import { HostFleet, type HostStatus } from './msp/hostFleet.js';
 import { HostSupervisor } from './msp/hostSupervisor.js';
 import { PagerDuty } from './pagerduty/pagerDuty.js';
 import { Authorizer } from './relay/authorizer.js';
 import { ClickHandler } from './relay/clickHandler.js';
 import { Decider } from './relay/decider.js';
+import { DecisionForwarding } from './relay/decisionForwarding.js';
 import { DecisionNotices } from './relay/decisionNotices.js';
 import { Escalator } from './relay/escalator.js';
 import { GrantAnswerer } from './relay/grantAnswerer.js';
@@ -19,6 +22,7 @@ import { GrantRevoker } from './relay/grantRevoker.js';
 import { OncallResolver } from './relay/oncall.js';
 import { RecordKeeper } from './relay/recordKeeper.js';
 import { Relay } from './relay/relay.js';
+import { HostOwnership, type HostStanding } from './replicas/hostOwnership.js';
 import { FALLBACK_ROUTE_NAME, Router } from './routing/router.js';
 import { createShutdown } from './shutdown.js';
 import { AppHome } from './slack/appHome.js';
@@ -38,9 +42,11 @@ import { WaitingApprovals } from './slack/waitingApprovals.js';
 import { createWebClient } from './slack/webClient.js';
 import { ApprovalStore } from './store/approvalStore.js';
 import { RedisAuditTrail } from './store/auditStream.js';
+import { DecisionStream } from './store/decisionStream.js';
 import { EscalationStore } from './store/escalationStore.js';
 import { RedisGrantStore } from './store/grantStore.js';
 import { HomeViewers } from './store/homeViewers.js';
+import { HostLeases, processIdentity } from './store/hostLeases.js';
 import { RedisNoticeLedger } from './store/noticeLedger.js';
 import { RecentDecisions } from './store/recentDecisions.js';
 import { RedisHealth } from './store/redisHealth.js';
@@ -90,7 +96,13 @@ async function main(): Promise<void> {
     redisError = undefined;
   });
 
-  const store = new ApprovalStore(redis, { resolvedTtlMs: config.resolvedTtlMs });
+  // Several replicas may share this Redis: each host is run by the one holding its lease, and
+  // every write for a host carries that lease's fencing token (replicas/hostOwnership.ts).
+  const replicaId = processIdentity(config.replicaName ?? hostname(), randomUUID().slice(0, 8));
+  const store = new ApprovalStore(redis, {
+    resolvedTtlMs: config.resolvedTtlMs,
+    fenceOf: (hostId) => ownership.fenceOf(hostId),
+  });
   const redisHealth = new RedisHealth(redis, { logger });
   // One Web API client and one connection pool for every Slack call: cards, notes, listeners.
   const slackTransport = createSlackFetch();
@@ -177,31 +189,67 @@ async function main(): Promise<void> {
   // loadConfig refuses MSP_HOST_COMMAND together with the file's hosts: without it, the hosts
   // come from the file, and a failing one is named by its place there.
   const hostsFromFile = !process.env.MSP_HOST_COMMAND?.trim();
-  const hosts = new HostFleet(
-    config.msp.hosts.map(
-      (spec, i) =>
-        new HostSupervisor({
-          hostId: spec.id,
-          command: spec.command,
-          ...(hostsFromFile ? { commandSetting: `COUNTERSIGN_CONFIG hosts[${i}].command` } : {}),
-          ...(spec.cwd ? { cwd: spec.cwd } : {}),
-          ...(spec.env ? { env: { ...process.env, ...spec.env } } : {}),
-          logger: logger.child({ hostId: spec.id }),
-          clientVersion: VERSION,
-          onEvent: (event) => relay.handleHostEvent(event),
-          sessionMemory,
-          decideTimeoutMs: config.msp.requestTimeoutMs,
-          requestTimeoutMs: config.msp.requestTimeoutMs,
-        }),
-    ),
-  );
+  const hosts = new HostFleet({
+    hostIds: config.msp.hosts.map((spec) => spec.id),
+    mayAct: (hostId) => ownership.holds(hostId),
+    create: (hostId) => {
+      const i = config.msp.hosts.findIndex((spec) => spec.id === hostId);
+      const spec = config.msp.hosts[i]!;
+      return new HostSupervisor({
+        hostId: spec.id,
+        command: spec.command,
+        ...(hostsFromFile ? { commandSetting: `COUNTERSIGN_CONFIG hosts[${i}].command` } : {}),
+        ...(spec.cwd ? { cwd: spec.cwd } : {}),
+        ...(spec.env ? { env: { ...process.env, ...spec.env } } : {}),
+        logger: logger.child({ hostId: spec.id }),
+        clientVersion: VERSION,
+        onEvent: (event) => relay.handleHostEvent(event),
+        sessionMemory,
+        decideTimeoutMs: config.msp.requestTimeoutMs,
+        requestTimeoutMs: config.msp.requestTimeoutMs,
+      });
+    },
+  });
+  // A decision taken here for a host another replica runs is carried out by that replica.
+  const forwarding = new DecisionForwarding({
+    stream: new DecisionStream(redis),
+    store,
+    readerConnection: () => redis.duplicate(),
+    replicaId,
+    newCommandId: () => uuidv7(),
+    mayAct: (hostId) => ownership.holds(hostId),
+    logger: logger.child({ component: 'forwarding' }),
+    onLateOutcome: (asker, approvalId, outcome) => clicks.answerLate(asker, approvalId, outcome),
+  });
+  const ownership: HostOwnership = new HostOwnership({
+    leases: new HostLeases(redis),
+    replicaId,
+    hostIds: config.msp.hosts.map((spec) => spec.id),
+    ttlMs: config.leaseTtlMs,
+    logger: logger.child({ component: 'leases' }),
+    onGained: async (hostId, token) => {
+      // Before the host runs: from here on, a replica that held it before can change none of its
+      // approvals, even one that wakes from a pause and has not yet noticed it lost the lease.
+      await store.fenceOpen(hostId, token);
+      const running = hosts.run(hostId);
+      await forwarding.serve(hostId);
+      await running;
+    },
+    onLost: (hostId) => {
+      hosts.kill(hostId);
+      forwarding.stopServing(hostId);
+    },
+  });
   const decider = new Decider({
     keeper,
     store,
     host: (hostId) => hosts.get(hostId),
     logger,
     newCommandId: () => uuidv7(),
+    mayAct: (hostId) => ownership.holds(hostId),
+    forward: (request) => forwarding.forward(request),
   });
+  forwarding.decideWith((request) => decider.decide(request));
   const grantLines = new SlackGrantLines(noticeSender, { showHost: config.msp.hosts.length > 1 });
   const grantAnswerer = new GrantAnswerer({
     grants: grantStore,
@@ -254,6 +302,7 @@ async function main(): Promise<void> {
     sandboxModeOf: (hostId) => specs.get(hostId)?.sandboxMode ?? 'default',
     redis: redisHealth,
     maxBufferedEvents: config.hostEventBuffer,
+    mayAct: (hostId) => ownership.holds(hostId),
   });
   for (const name of router.openRoutes()) {
     logger.warn(
@@ -261,7 +310,7 @@ async function main(): Promise<void> {
       `route ${JSON.stringify(name)} has no approvers: anyone in its channel may decide its approvals`,
     );
   }
-  const clicks = new ClickHandler({
+  const clicks: ClickHandler = new ClickHandler({
     store,
     decider,
     keeper,
@@ -325,14 +374,22 @@ async function main(): Promise<void> {
       (identity.botUserId === undefined
         ? 'waiting for Slack to answer auth.test'
         : 'Slack refused the bot token or its scopes'),
-    host: () => hosts.downReason() ?? 'no MSP host is up',
+    host: () =>
+      hosts.downReason() ??
+      (ownership.standings().every((s) => s.role === 'standby' && s.ownerReplica === undefined)
+        ? 'no replica has taken an MSP host yet'
+        : 'no MSP host is up'),
   };
   const health = {
     redis: () => redis.status === 'ready' && redisHealth.available(),
     slack: () => slackUp,
-    hosts: () => hosts.anyUp(),
+    // A standby is ready when the hosts it forwards to are run elsewhere: it takes clicks for them.
+    hosts: () =>
+      hosts.anyUp() ||
+      (hosts.all().length === 0 && ownership.standings().some((s) => s.ownerReplica !== undefined)),
     whyDown: (part: keyof typeof whyDown) => whyDown[part](),
-    hostStatus: () => hosts.status(),
+    hostStatus: () => hostStatus(hosts.status(), ownership.standings()),
+    replica: () => replicaId,
     escalationFailures: () => ({
       ...escalator.failures,
       'pagerduty-trigger': pagerDuty.failures.trigger,
@@ -356,14 +413,16 @@ async function main(): Promise<void> {
   const shutdownOnce = createShutdown({
     logger,
     stopSlack: () => app.stop(),
-    drainDecisions: () => Promise.all([escalator.stop(), clicks.drain(), decider.drain()]),
+    drainDecisions: () => Promise.all([escalator.stop(), clicks.drain(), forwarding.stop(), decider.drain()]),
     relayIdle: async () => {
       await relay.idle();
       await notices.idle();
     },
     stopRelay: () => keeper.stop(),
     stopHost: (withinMs) => hosts.stop(withinMs),
-    quitRedis: () => {
+    quitRedis: async () => {
+      // The hosts are stopped: a standby may take them at once instead of after the lease.
+      await ownership.stop();
       approverNames.stop();
       home.stop();
       clearInterval(grantSweep);
@@ -423,7 +482,7 @@ async function main(): Promise<void> {
       logger.warn({ err }, 'could not look for cards left behind');
     }),
   );
-  await hosts.start();
+  ownership.start();
 
   async function checkSlackAuth(): Promise<void> {
     const url = `${config.slack.apiUrl}auth.test`;
@@ -448,6 +507,22 @@ async function main(): Promise<void> {
       }
     }
   }
+}
+
+/** Each configured host: its health where this replica runs it, else who does. */
+function hostStatus(running: HostStatus[], standings: HostStanding[]): HostStatus[] {
+  return standings.map((standing) => {
+    const here = running.find((s) => s.hostId === standing.hostId);
+    const owner = standing.ownerReplica ? { ownerReplica: standing.ownerReplica } : {};
+    if (here && standing.role === 'owner') return { ...here, role: 'owner', ...owner };
+    return {
+      hostId: standing.hostId,
+      up: false,
+      role: 'standby',
+      reason: standing.ownerReplica ? `run by replica ${standing.ownerReplica}` : 'no replica runs it yet',
+      ...owner,
+    };
+  });
 }
 
 main().catch((err: unknown) => {

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { z } from 'zod';
 import type { RememberOffer } from '../grants/match.js';
 import type { ApprovalChoice } from '../msp/protocol.js';
 import { OPEN_RULES, type RouteRules } from '../routing/route.js';
@@ -200,16 +201,50 @@ export class ClickHandler {
       feedback: click.feedback,
       by: { via: 'click', userId: click.userId },
       recordBy: deadlineOf(click),
+      asker: askerOf(click),
     });
+    await this.answer(click, checked.record, outcome);
+  }
+
+  /**
+   * The outcome of a decision whose asker stopped waiting (it was carried out by the replica that
+   * owns the host, after the one that took the click had told the person it was handed on).
+   */
+  answerLate(asker: Record<string, unknown>, approvalId: string, outcome: DecisionOutcome): void {
+    const parsed = Asker.safeParse(asker);
+    if (!parsed.success) return;
+    const click = parsed.data;
+    const task = (async () => {
+      const record =
+        outcome.kind === 'decided' && click.remember ? await this.options.store.get(approvalId) : undefined;
+      if (outcome.kind === 'decided' && click.remember && !record) {
+        await this.tell(click, { code: 'grantNotStored' });
+        return;
+      }
+      await this.answer(click, record, outcome, approvalId);
+    })().catch((err: unknown) => {
+      this.options.logger.warn({ err, approvalId }, 'could not answer a forwarded decision');
+    });
+    this.clicks.add(task);
+    void task.finally(() => this.clicks.delete(task));
+  }
+
+  /** Tells the person how their decision went: nothing when it went through, else why not. */
+  private async answer(
+    click: Pick<Click, 'channel' | 'userId' | 'remember'>,
+    record: ApprovalRecord | undefined,
+    outcome: DecisionOutcome,
+    approvalId = record?.approvalId,
+  ): Promise<void> {
     if (outcome.kind === 'decided') {
-      if (click.remember && !(await this.options.remembering?.remember(checked.record, click.userId))) {
+      if (click.remember && !(record && (await this.options.remembering?.remember(record, click.userId)))) {
         await this.tell(click, { code: 'grantNotStored' });
       }
       return;
     }
     const refusal = refusalFor(outcome, click.userId);
     await this.tell(click, refusal);
-    this.resync(checked.record.approvalId, refusal);
+    if (approvalId) this.resync(approvalId, refusal);
   }
 
   private resync(approvalId: string, refusal: Refusal): void {
@@ -229,6 +264,13 @@ export class ClickHandler {
       );
     }
   }
+}
+
+/** What the owner of the host needs to answer the person itself (JSON in the decision stream). */
+const Asker = z.object({ channel: z.string(), userId: z.string(), remember: z.boolean().optional() });
+
+function askerOf(click: Click): Record<string, unknown> {
+  return { channel: click.channel, userId: click.userId, ...(click.remember ? { remember: true } : {}) };
 }
 
 function deadlineOf(click: Click): number {

@@ -6,6 +6,7 @@ import type { ApprovalHost } from '../msp/events.js';
 import { RequirementRef } from '../msp/protocol.js';
 import type { ApprovalStore } from '../store/approvalStore.js';
 import type { ApprovalRecord, Claim, GrantRef } from '../store/record.js';
+import { byDeadline, LATE } from '../util/byDeadline.js';
 import { lazyChild } from '../util/lazyChild.js';
 import { type NotDecidable, whyNotDecidable } from './decisionCheck.js';
 import type { RecordKeeper } from './recordKeeper.js';
@@ -43,6 +44,16 @@ export interface DecisionRequest {
    * outcome is `notRecorded` and the claim, should Redis store it later, is released unsent.
    */
   recordBy?: number;
+  /**
+   * The commandId to decide with; minted here when absent. A decision carried out again (a
+   * forwarded one whose first owner died) comes with the same one, and is the same decision.
+   */
+  commandId?: string;
+  /**
+   * Who to tell the outcome should the asker stop waiting for it (JSON; see DecisionForwarding):
+   * a decision forwarded to another replica may end after its asker answered the person.
+   */
+  asker?: Record<string, unknown>;
 }
 
 export type DecisionOutcome =
@@ -62,7 +73,9 @@ export type DecisionOutcome =
   /** Redis did not store the claim in time: nothing was decided, and nothing will be. */
   | { kind: 'notRecorded' }
   | { kind: 'stopping' }
-  | { kind: 'refused'; errorKind: string };
+  | { kind: 'refused'; errorKind: string }
+  /** Handed to the replica that owns the host, which has not answered yet; it tells the asker. */
+  | { kind: 'forwarded' };
 
 export interface DeciderOptions {
   keeper: RecordKeeper;
@@ -74,13 +87,16 @@ export interface DeciderOptions {
   random?: () => number;
   /** Pause between asks of a host that is up but left a decide unanswered. */
   unansweredBackoff?: BackoffPolicy;
+  /** Whether this process may act for the host (holds its lease); default always. */
+  mayAct?: (hostId: string) => boolean;
+  /** Hands a decision for a host another replica owns to that replica (DecisionForwarding). */
+  forward?: (request: DecisionRequest) => Promise<DecisionOutcome>;
 }
 
 /** Re-checks after the approval changed under a decision, before giving up as stale. */
 const MAX_CLAIM_ATTEMPTS = 5;
 const SENT_MEMORY_MS = 10 * 60_000;
 const DEFAULT_UNANSWERED_BACKOFF: BackoffPolicy = { initialMs: 500, maxMs: 15_000 };
-const LATE = Symbol('late');
 
 interface SendHow {
   /** Asking about a decision the host no longer lists as pending (see settle()). */
@@ -108,6 +124,7 @@ export class Decider {
   /** Claims the stage and sends the decision; resolves with what came of it. Never rejects. */
   decide(request: DecisionRequest): Promise<DecisionOutcome> {
     if (this.stopped.signal.aborted) return Promise.resolve({ kind: 'stopping' });
+    if (this.elsewhere(request.record.hostId)) return this.hold(this.forward(request));
     const task = this.decideNow(request).catch((err: unknown): DecisionOutcome => {
       this.options.logger.error({ err, approvalId: request.record.approvalId }, 'decision failed');
       return { kind: 'refused', errorKind: 'internal' };
@@ -152,6 +169,21 @@ export class Decider {
     while (this.active.size > 0) await Promise.allSettled([...this.active]);
   }
 
+  /** Another replica owns the host: only it may claim and send. */
+  private elsewhere(hostId: string): boolean {
+    return this.options.forward !== undefined && this.options.mayAct?.(hostId) === false;
+  }
+
+  private forward(request: DecisionRequest): Promise<DecisionOutcome> {
+    return this.options.forward!(request).catch((err: unknown): DecisionOutcome => {
+      this.options.logger.error(
+        { err, approvalId: request.record.approvalId },
+        'could not forward the decision',
+      );
+      return { kind: 'refused', errorKind: 'internal' };
+    });
+  }
+
   private hold<T>(task: Promise<T>): Promise<T> {
     this.active.add(task);
     void task.finally(() => this.active.delete(task)).catch(() => {});
@@ -160,9 +192,13 @@ export class Decider {
 
   private async decideNow(request: DecisionRequest): Promise<DecisionOutcome> {
     const { keeper, store } = this.options;
-    const commandId = this.options.newCommandId();
+    const commandId = request.commandId ?? this.options.newCommandId();
     let record = request.record;
     for (let attempt = 1; attempt <= MAX_CLAIM_ATTEMPTS; attempt++) {
+      // This very decision was claimed before (carried out again): finish it, never claim anew.
+      if (record.claim?.commandId === commandId) {
+        return this.inFlight.get(record.approvalId) ?? this.send(record, record.claim);
+      }
       const why = whyNotDecidable(record, request);
       if (why) return why;
       const choice = record.availableChoices.find((c) => c.choiceId === request.choiceId)!;
@@ -177,7 +213,7 @@ export class Decider {
         claimedAt: this.now().toISOString(),
       };
       const claiming = keeper.claim(record, claim);
-      const outcome = await this.inTime(claiming, request.recordBy);
+      const outcome = await byDeadline(claiming, request.recordBy);
       if (outcome === LATE) {
         // The person hears that nothing was recorded, so this claim must never decide. Whatever
         // Redis does with it once it answers, this release runs after it in the approval's queue.
@@ -196,9 +232,12 @@ export class Decider {
           return { kind: 'alreadyBeingDecided', ...(outcome.holder ? { holder: outcome.holder } : {}) };
         case 'gone':
           return { kind: 'gone' };
+        case 'fenced':
+          // Another replica took the host since this one checked: it carries the decision out.
+          return this.options.forward ? this.forward({ ...request, commandId }) : { kind: 'hostUnavailable' };
         case 'stale': {
           // The approval moved on between the check and the claim: check again against what it is now.
-          const fresh = await this.inTime(store.get(record.approvalId), request.recordBy);
+          const fresh = await byDeadline(store.get(record.approvalId), request.recordBy);
           if (fresh === LATE) return { kind: 'notRecorded' };
           if (!fresh) return { kind: 'gone' };
           record = fresh;
@@ -206,20 +245,6 @@ export class Decider {
       }
     }
     return { kind: 'stale' };
-  }
-
-  /** Resolves with the value, or LATE once `deadline` (ms since the epoch) has passed. */
-  private async inTime<T>(promise: Promise<T>, deadline: number | undefined): Promise<T | typeof LATE> {
-    if (deadline === undefined) return promise;
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<typeof LATE>((resolve) => {
-      timer = setTimeout(() => resolve(LATE), Math.max(0, deadline - Date.now()));
-    });
-    try {
-      return await Promise.race([promise, late]);
-    } finally {
-      clearTimeout(timer);
-    }
   }
 
   private send(record: ApprovalRecord, claim: Claim, how: SendHow = {}): Promise<DecisionOutcome> {

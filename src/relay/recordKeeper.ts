@@ -1,5 +1,11 @@
 import type { Logger } from 'pino';
-import type { ApprovalStore, ClaimOutcome, Mutation, PostLease } from '../store/approvalStore.js';
+import {
+  type ApprovalStore,
+  type ClaimOutcome,
+  FencedError,
+  type Mutation,
+  type PostLease,
+} from '../store/approvalStore.js';
 import type { ApprovalRecord, Claim } from '../store/record.js';
 import { KeyedQueue } from '../util/keyedQueue.js';
 import type { CardChannel, RenderedMessage } from './ports.js';
@@ -56,6 +62,10 @@ export class RecordKeeper {
   /** Like run(), for work nobody awaits: a failure is logged, never left unhandled. */
   enqueue(approvalId: string, task: () => Promise<unknown>): void {
     this.run(approvalId, task).catch((err: unknown) => {
+      if (err instanceof FencedError) {
+        this.options.logger.warn({ approvalId, hostId: err.hostId }, err.message);
+        return;
+      }
       this.options.logger.error({ err, approvalId }, 'approval work failed');
     });
   }
@@ -142,7 +152,7 @@ export class RecordKeeper {
         return;
       }
       this.changed(record);
-      const lease = await this.options.store.acquirePostLease(approvalId, this.postLeaseMs);
+      const lease = await this.options.store.acquirePostLease(record, this.postLeaseMs);
       if (lease) await this.postCard(record, lease);
       else this.retryLater(approvalId);
     });
@@ -204,7 +214,7 @@ export class RecordKeeper {
       return;
     }
     if (record.slack.deferred) return;
-    const lease = await store.acquirePostLease(approvalId, this.postLeaseMs);
+    const lease = await store.acquirePostLease(record, this.postLeaseMs);
     if (!lease) {
       this.retryLater(approvalId);
       return;

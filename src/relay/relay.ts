@@ -49,6 +49,11 @@ export interface RelayOptions {
   redis?: RedisAvailability;
   /** Host events held while Redis is away; past this they are dropped and re-read later. */
   maxBufferedEvents?: number;
+  /**
+   * Whether this process may act for the host now (it holds the host's lease); default always.
+   * Events of a host it lost are dropped: the new owner's own host process reports them again.
+   */
+  mayAct?: (hostId: string) => boolean;
 }
 
 /** What the relay asks of the GrantAnswerer. */
@@ -144,6 +149,13 @@ export class Relay {
 
   private dispatch(event: HostEvent): void {
     const { keeper } = this.options;
+    if (this.options.mayAct && !this.options.mayAct(event.hostId)) {
+      this.options.logger.warn(
+        { hostId: event.hostId, event: event.type },
+        'event of a host this replica no longer owns; dropped',
+      );
+      return;
+    }
     switch (event.type) {
       case 'approvalOpened':
         keeper.enqueue(event.params.approvalId, () =>

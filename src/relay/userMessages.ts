@@ -22,6 +22,8 @@ export type Refusal =
   | { code: 'sessionElsewhere' }
   | { code: 'unknownToHost' }
   | { code: 'notRecorded' }
+  /** Handed to the replica that runs the host; it answers later. */
+  | { code: 'forwarded' }
   | { code: 'stopping' }
   | { code: 'decideFailed'; kind: string }
   /** The route's rules do not let this user decide (authorization.ts says why). */
@@ -74,6 +76,8 @@ export function refusalFor(
       return { code: 'unknownToHost' };
     case 'notRecorded':
       return { code: 'notRecorded' };
+    case 'forwarded':
+      return { code: 'forwarded' };
     case 'stopping':
       return { code: 'stopping' };
     case 'refused':
@@ -174,6 +178,8 @@ export function refusalText(refusal: Refusal): string {
       return 'The agent host does not know this request any more. Countersign is asking it what is still pending; the card will show what it says. Nothing was decided.';
     case 'notRecorded':
       return 'Your click could not be recorded: Countersign’s database is not answering. Nothing was decided. Please click again in a minute.';
+    case 'forwarded':
+      return 'Your choice was recorded and handed to the Countersign replica that runs this agent host, which has not answered yet. It tells you here how it went; the card shows the outcome.';
     case 'stopping':
       return 'Countersign is restarting and did not take this click. Nothing was decided. Please click again in a minute.';
     case 'decideFailed':

@@ -14,6 +14,31 @@ export interface HealthProbe {
   hostStatus?(): HostStatus[];
   /** Escalation steps and PagerDuty calls that failed for good, by kind (trigger, resolve, dm, …). */
   escalationFailures?(): Record<string, number>;
+  /** This process's identity among the replicas (`<replica>#<nonce>`). */
+  replica?(): string;
+}
+
+/** Which hosts this replica runs and which it stands by for (their owner runs them). */
+function replicaShown(id: string | undefined, statuses: HostStatus[]) {
+  if (id === undefined) return {};
+  return {
+    replica: {
+      id,
+      owns: statuses.filter((s) => s.role !== 'standby').map((s) => s.hostId),
+      standby: statuses.filter((s) => s.role === 'standby').map((s) => s.hostId),
+    },
+  };
+}
+
+function ownershipGauges(statuses: HostStatus[]): string[] {
+  if (statuses.length === 0) return [];
+  return [
+    '# HELP countersign_host_owned Whether this replica runs the MSP host (1) or stands by for it (0).',
+    '# TYPE countersign_host_owned gauge',
+    ...statuses.map(
+      ({ hostId, role }) => `countersign_host_owned{host="${hostId}"} ${role === 'standby' ? 0 : 1}`,
+    ),
+  ];
 }
 
 /** One counter per failure kind. Kinds are fixed words of ours: safe as label values. */
@@ -34,7 +59,9 @@ function hostsShown(statuses: HostStatus[]): Record<string, { up: boolean; reaso
 }
 
 /** One gauge per host. Host ids are letters, digits, ".", "_" and "-" (configFile.ts): safe as label values. */
-function hostGauges(statuses: HostStatus[]): string[] {
+function hostGauges(all: HostStatus[]): string[] {
+  // A standby's view of a host it does not run says nothing of the host: its owner reports it.
+  const statuses = all.filter((s) => s.role !== 'standby');
   if (statuses.length === 0) return [];
   return [
     '# HELP countersign_host_up Whether an MSP host is up (handshake done on a live connection).',
@@ -74,8 +101,9 @@ export function healthRoutes(probe: HealthProbe): CustomRoute[] {
         // With one host, `host` and its reason already say it all.
         const statuses = probe.hostStatus?.() ?? [];
         const hosts = statuses.length > 1 ? { hosts: hostsShown(statuses) } : {};
+        const replica = replicaShown(probe.replica?.(), statuses);
         res.writeHead(ready ? 200 : 503, { 'content-type': 'application/json' });
-        res.end(`${JSON.stringify({ ready, ...status, ...hosts, reasons: reasons(status) })}\n`);
+        res.end(`${JSON.stringify({ ready, ...status, ...hosts, ...replica, reasons: reasons(status) })}\n`);
       },
     },
     {
@@ -94,6 +122,7 @@ export function healthRoutes(probe: HealthProbe): CustomRoute[] {
             '# TYPE countersign_up gauge',
             ...lines,
             ...hostGauges(probe.hostStatus?.() ?? []),
+            ...ownershipGauges(probe.hostStatus?.() ?? []),
             ...escalationCounters(probe.escalationFailures?.()),
             '# HELP process_resident_memory_bytes Resident memory size in bytes.',
             '# TYPE process_resident_memory_bytes gauge',

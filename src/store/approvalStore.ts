@@ -12,14 +12,39 @@ import { ApprovalRecord, Claim, isTerminal } from './record.js';
 const CREATE_SCRIPT = `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'v', ARGV[1], 'd', ARGV[2])
+if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'f', ARGV[5]) end
 if ARGV[3] ~= '' then redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[4]) end
 return 1
+`;
+
+// Fencing (several replicas): a write made for a host carries the fencing token of the lease its
+// writer holds. The record keeps the highest token that wrote it (field `f`) and refuses a lower
+// one (-2), so a replica that lost the host's lease and wakes up late cannot change the record,
+// post its card or claim a stage. A write that does not act for the host (an escalation note) carries
+// none. fenceCheck(n) and fenceStamp(n) are spliced into the scripts, n being the fence argument.
+const fenceCheck = (n: number) =>
+  `ARGV[${n}] ~= '' and tonumber(ARGV[${n}]) < tonumber(redis.call('HGET', KEYS[1], 'f') or '0')`;
+const fenceStamp = (n: number) => `if ARGV[${n}] ~= '' then redis.call('HSET', KEYS[1], 'f', ARGV[${n}]) end`;
+
+/** A new owner raises the fence of every open approval of its host before it runs the host. */
+const STAMP_SCRIPT = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if tonumber(redis.call('HGET', KEYS[1], 'f') or '0') >= tonumber(ARGV[1]) then return 0 end
+redis.call('HSET', KEYS[1], 'f', ARGV[1])
+return 1
+`;
+
+/** KEYS[1] record, KEYS[2] post lease. ARGV: token, TTL ms, fence. -2 when fenced, else 1 or 0. */
+const POST_LEASE_SCRIPT = `
+if ${fenceCheck(3)} then return -2 end
+if redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2], 'NX') then return 1 end
+return 0
 `;
 
 /**
  * KEYS[1] record, KEYS[2] a claim or lease key to free (optional). ARGV: expected version, next
  * version, JSON, TTL ms (0 = none), the token the key to free must hold, '1' to free it even when
- * the write lost. A key is freed only if it still holds our token: a late writer must not free
+ * the write lost, the fence ('' for none). A key is freed only if it still holds our token: a late writer must not free
  * someone else's claim.
  */
 const CAS_SCRIPT = `
@@ -27,8 +52,10 @@ local cur = redis.call('HGET', KEYS[1], 'v')
 local result = 1
 if not cur then result = -1
 elseif cur ~= ARGV[1] then result = 0
+elseif ${fenceCheck(7)} then result = -2
 else
   redis.call('HSET', KEYS[1], 'v', ARGV[2], 'd', ARGV[3])
+  ${fenceStamp(7)}
   if ARGV[4] ~= '0' then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
 end
 if KEYS[2] and (result == 1 or ARGV[6] == '1') then
@@ -42,7 +69,7 @@ return result
  * Takes one stage's claim and moves the record to `deciding` in one step. Returns {2, holder}
  * when the stage is already claimed, {0} when the record moved on, {-1} when it is gone, and {3}
  * when the stage already holds this very claim: ioredis sends a command again after a reconnect,
- * and a claim that already ran is ours, not somebody else's.
+ * and a claim that already ran is ours, not somebody else's; {-2} when fenced (ARGV[6]).
  */
 const CLAIM_SCRIPT = `
 local held = redis.call('GET', KEYS[2])
@@ -53,8 +80,10 @@ end
 local cur = redis.call('HGET', KEYS[1], 'v')
 if not cur then return {-1} end
 if cur ~= ARGV[1] then return {0} end
+if ${fenceCheck(6)} then return {-2} end
 redis.call('SET', KEYS[2], ARGV[4], 'PX', ARGV[5])
 redis.call('HSET', KEYS[1], 'v', ARGV[2], 'd', ARGV[3])
+${fenceStamp(6)}
 return {1}
 `;
 
@@ -77,6 +106,19 @@ export interface ApprovalStoreOptions {
   resolvedTtlMs: number;
   /** How long an unanswered claim blocks other clicks on the same stage. */
   claimTtlMs?: number;
+  /**
+   * The fencing token of the host's lease while this process holds it (hostOwnership.ts): every
+   * write for a record of that host carries it. Without it, writes are not fenced.
+   */
+  fenceOf?: (hostId: string) => number | undefined;
+}
+
+/** A write for a host was refused: another replica has owned the host since (its token is higher). */
+export class FencedError extends Error {
+  constructor(readonly hostId: string) {
+    super(`host ${hostId} belongs to another replica now; the write was refused`);
+    this.name = 'FencedError';
+  }
 }
 
 export type Mutation = (record: ApprovalRecord) => ApprovalRecord | undefined;
@@ -93,7 +135,9 @@ export type ClaimOutcome =
   | { kind: 'held'; holder: Claim | undefined }
   /** The record changed since it was read: read it again and re-check. */
   | { kind: 'stale' }
-  | { kind: 'gone' };
+  | { kind: 'gone' }
+  /** Another replica owns the host now. */
+  | { kind: 'fenced' };
 
 /** Held while posting a card; the token proves whose lease it is when it is given back. */
 export interface PostLease {
@@ -116,6 +160,24 @@ export class ApprovalStore {
     redis.defineCommand('csClaim', { numberOfKeys: 2, lua: CLAIM_SCRIPT });
     redis.defineCommand('csRelease', { numberOfKeys: 1, lua: RELEASE_SCRIPT });
     redis.defineCommand('csRenew', { numberOfKeys: 1, lua: RENEW_SCRIPT });
+    redis.defineCommand('csStamp', { numberOfKeys: 1, lua: STAMP_SCRIPT });
+    redis.defineCommand('csPostLease', { numberOfKeys: 2, lua: POST_LEASE_SCRIPT });
+  }
+
+  /** The fence argument of a write for a record of this host: '' when not fenced. */
+  private fence(hostId: string): string {
+    const token = this.options.fenceOf?.(hostId);
+    return token === undefined ? '' : String(token);
+  }
+
+  /**
+   * Raises the fence of every open approval of the host to `token`: from now on a replica with an
+   * older lease of this host can change none of them. Resolves with how many were raised.
+   */
+  async fenceOpen(hostId: string, token: number): Promise<number> {
+    const ids = await this.redis.smembers(keys.openApprovals(hostId));
+    const raised = await Promise.all(ids.map((id) => this.redis.csStamp(keys.approval(id), String(token))));
+    return raised.filter((n) => n === 1).length;
   }
 
   async get(approvalId: string): Promise<ApprovalRecord | undefined> {
@@ -144,6 +206,7 @@ export class ApprovalStore {
         JSON.stringify(record),
         lease?.token ?? '',
         String(lease?.ttlMs ?? 0),
+        this.fence(record.hostId),
       )
       .sadd(keys.openApprovals(record.hostId), record.approvalId)
       .sadd(keys.openInSession(record.hostId, record.sessionId), record.approvalId)
@@ -181,6 +244,7 @@ export class ApprovalStore {
       const result = firstResult(await pipe.exec());
       if (result === 1) return { record: written, changed: true, previous: current };
       if (result === -1) return undefined;
+      if (result === -2) throw new FencedError(current.hostId);
     }
     throw new Error(`approval ${approvalId}: too many concurrent updates`);
   }
@@ -207,12 +271,14 @@ export class ApprovalStore {
       String(isTerminal(written) ? this.options.resolvedTtlMs : 0),
       lease.token,
       '1',
+      this.fence(record.hostId),
     );
     if (isTerminal(record)) pipe.set(messageKey, record.approvalId, 'PX', this.options.resolvedTtlMs);
     else pipe.set(messageKey, record.approvalId);
     const result = firstResult(await pipe.exec());
     if (result === 1) return { record: written, changed: true, previous: record };
     if (result === -1) return undefined;
+    if (result === -2) throw new FencedError(record.hostId);
     // Changed while we posted: write the card's place into whatever it is now.
     const saved = await this.update(record.approvalId, (r) =>
       r.slack.ts ? undefined : { ...r, slack: { ...r.slack, ...card } },
@@ -235,8 +301,10 @@ export class ApprovalStore {
       JSON.stringify(written),
       JSON.stringify(next.claim),
       String(this.claimTtlMs),
+      this.fence(expected.hostId),
     )) as [number, string | undefined];
     if (code === 1 || code === 3) return { kind: 'claimed', record: written };
+    if (code === -2) return { kind: 'fenced' };
     if (code === 2) return { kind: 'held', holder: parseClaim(holder) };
     return code === 0 ? { kind: 'stale' } : { kind: 'gone' };
   }
@@ -293,10 +361,20 @@ export class ApprovalStore {
   }
 
   /** Resolves with the lease, or undefined when another worker is posting this card right now. */
-  async acquirePostLease(approvalId: string, ttlMs: number): Promise<PostLease | undefined> {
+  async acquirePostLease(
+    record: Pick<ApprovalRecord, 'approvalId' | 'hostId'>,
+    ttlMs: number,
+  ): Promise<PostLease | undefined> {
     const lease = this.newPostLease(ttlMs);
-    const ok = await this.redis.set(keys.postLease(approvalId), lease.token, 'PX', ttlMs, 'NX');
-    return ok === 'OK' ? lease : undefined;
+    const code = await this.redis.csPostLease(
+      keys.approval(record.approvalId),
+      keys.postLease(record.approvalId),
+      lease.token,
+      String(ttlMs),
+      this.fence(record.hostId),
+    );
+    if (code === -2) throw new FencedError(record.hostId);
+    return code === 1 ? lease : undefined;
   }
 
   /** These cards show their records' latest writes (see keys.unsyncedCards). */
@@ -331,11 +409,12 @@ export class ApprovalStore {
     const ttl = String(isTerminal(written) ? this.options.resolvedTtlMs : 0);
     const args = [String(current.version), String(written.version), JSON.stringify(written), ttl];
     const approvalKey = keys.approval(current.approvalId);
+    const fence = this.fence(current.hostId);
     if (release) {
       const claimKey = keys.claim(current.approvalId, release.sourceIndex);
-      pipe.csCas(2, approvalKey, claimKey, ...args, release.commandId, '0');
+      pipe.csCas(2, approvalKey, claimKey, ...args, release.commandId, '0', fence);
     } else {
-      pipe.csCas(1, approvalKey, ...args);
+      pipe.csCas(1, approvalKey, ...args, '', '0', fence);
     }
   }
 
@@ -372,6 +451,7 @@ declare module 'ioredis' {
       json: string,
       leaseToken: string,
       leaseTtlMs: string,
+      fence: string,
     ): Result<number, Context>;
     /** numberOfKeys (1 or 2), then the keys, then ARGV as CAS_SCRIPT documents. */
     csCas(numberOfKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
@@ -383,7 +463,16 @@ declare module 'ioredis' {
       json: string,
       claimJson: string,
       claimTtlMs: string,
+      fence: string,
     ): Result<unknown[], Context>;
+    csStamp(approvalKey: string, token: string): Result<number, Context>;
+    csPostLease(
+      approvalKey: string,
+      leaseKey: string,
+      token: string,
+      ttlMs: string,
+      fence: string,
+    ): Result<number, Context>;
     csRelease(key: string, token: string): Result<number, Context>;
     csRenew(key: string, token: string, ttlMs: string): Result<number, Context>;
   }

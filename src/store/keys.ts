@@ -27,6 +27,19 @@ export const keys = {
    * start brings that card up to date.
    */
   unsyncedCards: () => `${PREFIX}:cards:unsynced`,
+  /**
+   * `<replicaId> <token>`, with a TTL: which replica owns the host (runs its process and acts for
+   * it) and with which fencing token. Taken only when absent (hostLeases.ts).
+   */
+  hostLease: (hostId: string) => `${PREFIX}:lease:{${hostId}}`,
+  /** The host's fencing counter: each new lease gets the next value, so tokens only ever grow. */
+  hostFence: (hostId: string) => `${PREFIX}:fence:{${hostId}}`,
+  /** Stream of decisions taken at a replica that does not own the host, for its owner to carry out. */
+  decisions: (hostId: string) => `${PREFIX}:decisions:{${hostId}}`,
+  /** How one forwarded decision stands between its asker and the owner (decisionStream.ts). */
+  decisionReply: (hostId: string, commandId: string) => `${PREFIX}:decisions:{${hostId}}:reply:${commandId}`,
+  /** Sorted set of live replicas, scored by when each stops counting (ms): what a fair share is of. */
+  replicas: () => `${PREFIX}:{replicas}`,
   /** Stream of audit entries (decisions, refusals), capped with XADD MAXLEN ~. */
   audit: `${PREFIX}:audit`,
   /** Whether one notice (thread line, requester DM, stream entry) of an approval was sent. */

@@ -94,13 +94,13 @@ describe('ApprovalStore', () => {
   });
 
   it('hands the post lease to one worker at a time; only its holder gives it back', async () => {
-    const first = await store.acquirePostLease('a-6', 5_000);
+    const first = await store.acquirePostLease({ approvalId: 'a-6', hostId: 'h' }, 5_000);
     expect(first).toBeDefined();
-    expect(await store.acquirePostLease('a-6', 5_000)).toBeUndefined();
+    expect(await store.acquirePostLease({ approvalId: 'a-6', hostId: 'h' }, 5_000)).toBeUndefined();
     await store.releasePostLease('a-6', store.newPostLease(5_000));
-    expect(await store.acquirePostLease('a-6', 5_000)).toBeUndefined();
+    expect(await store.acquirePostLease({ approvalId: 'a-6', hostId: 'h' }, 5_000)).toBeUndefined();
     await store.releasePostLease('a-6', first!);
-    expect(await store.acquirePostLease('a-6', 5_000)).toBeDefined();
+    expect(await store.acquirePostLease({ approvalId: 'a-6', hostId: 'h' }, 5_000)).toBeDefined();
   });
 
   it('gives the post lease to the creator only', async () => {
