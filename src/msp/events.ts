@@ -64,6 +64,8 @@ export type HostEvent =
 /** The narrow surface of a running host that the relay needs. */
 export interface ApprovalHost {
   readonly hostId: string;
+  /** The host process running now, if one is (see HostEvent.incarnation). */
+  readonly incarnation?: string | undefined;
   /**
    * Sends approval/decide. Retries overloaded/backpressured with the same commandId, and on
    * sessionNotLoaded resumes the session and replays. Throws MspError for every other error,

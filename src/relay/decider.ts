@@ -197,7 +197,12 @@ export class Decider {
     for (let attempt = 1; attempt <= MAX_CLAIM_ATTEMPTS; attempt++) {
       // This very decision was claimed before (carried out again): finish it, never claim anew.
       if (record.claim?.commandId === commandId) {
-        return this.inFlight.get(record.approvalId) ?? this.send(record, record.claim);
+        const sending = this.inFlight.get(record.approvalId);
+        if (sending) return sending;
+        // Sent to this very host process already (a replay): the host's answer comes as events.
+        if (this.sentTo.get(commandId) === record.incarnation)
+          return { kind: 'decided', terminal: undefined };
+        return this.send(record, record.claim);
       }
       const why = whyNotDecidable(record, request);
       if (why) return why;
@@ -248,7 +253,8 @@ export class Decider {
   }
 
   private send(record: ApprovalRecord, claim: Claim, how: SendHow = {}): Promise<DecisionOutcome> {
-    this.sentTo.set(claim.commandId, record.incarnation);
+    // The process it goes to: the record may still name an earlier one the host has not re-listed from.
+    this.sentTo.set(claim.commandId, this.options.host(record.hostId)?.incarnation ?? record.incarnation);
     const task = this.sendNow(record, claim, how)
       .catch((err: unknown): DecisionOutcome => {
         this.options.logger.error({ err, approvalId: record.approvalId }, 'sending the decision failed');

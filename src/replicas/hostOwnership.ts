@@ -39,6 +39,9 @@ interface Held {
   expiry: NodeJS.Timeout;
 }
 
+/** A replica silent for this many ticks no longer counts as alive. */
+const LIVE_TICKS = 3;
+
 export interface HostStanding {
   hostId: string;
   /** `owner`: this replica runs it; `standby`: another does, or nobody yet. */
@@ -52,8 +55,8 @@ export class HostOwnership {
   private readonly held = new Map<string, Held>();
   private readonly gaining = new Set<string>();
   private others = new Map<string, LeaseHolder>();
-  /** Hosts nobody owned at the last tick. */
-  private leftUnowned = new Set<string>();
+  /** Host → how many ticks in a row nobody owned it. */
+  private unownedFor = new Map<string, number>();
   /** Processes that said they are alive within the last few ticks. */
   private live = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
@@ -73,11 +76,12 @@ export class HostOwnership {
   }
 
   /**
-   * Starts taking and renewing leases. With several hosts the first round waits one tick, so that
-   * replicas started together see each other before taking their share.
+   * Starts taking and renewing leases. With several hosts the first round waits as long as a
+   * replica counts as alive without a word, so that replicas started together see each other
+   * before each takes its share.
    */
   start(): void {
-    const first = this.options.hostIds.length > 1 ? this.tickMs : 0;
+    const first = this.options.hostIds.length > 1 ? LIVE_TICKS * this.tickMs : 0;
     void this.register().finally(() => this.schedule(first));
   }
 
@@ -130,7 +134,7 @@ export class HostOwnership {
       const live = await this.options.leases.heartbeat(
         this.options.replicaId,
         Date.now(),
-        3 * this.tickMs,
+        LIVE_TICKS * this.tickMs,
         this.options.ttlMs * 4,
       );
       this.live = new Set(live);
@@ -217,14 +221,14 @@ export class HostOwnership {
       return mine && !this.live.has(holder.replicaId) ? holder : undefined;
     };
     const unowned = hostIds.filter((id) => !this.held.has(id) && !this.gaining.has(id) && takeable(id));
+    this.unownedFor = new Map(unowned.map((id) => [id, (this.unownedFor.get(id) ?? 0) + 1]));
     for (const hostId of unowned) {
       const overShare = this.held.size + this.gaining.size >= share;
-      if (overShare && !this.leftUnowned.has(hostId)) continue;
+      // Over the share, a host is taken only once nobody else took it for a while.
+      if (overShare && (this.unownedFor.get(hostId) ?? 0) <= LIVE_TICKS) continue;
       const from = takeable(hostId);
       await this.take(hostId, from === 'free' ? undefined : from);
     }
-    // Remembered for the next tick: still unowned then, it is taken regardless of share.
-    this.leftUnowned = new Set(unowned.filter((id) => !this.held.has(id)));
   }
 
   private async take(hostId: string, replacing?: LeaseHolder): Promise<void> {

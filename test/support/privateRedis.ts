@@ -2,13 +2,18 @@
 // other test: the shared Redis is never the one a fault test breaks.
 
 import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { freePort } from './bot.js';
 
 export class PrivateRedis {
   private constructor(
-    private readonly proc: ChildProcess,
+    private proc: ChildProcess,
     readonly port: number,
+    /** Where a persistent server keeps its append-only file; none keeps nothing. */
+    private readonly dir?: string,
   ) {}
 
   /** redis://127.0.0.1:PORT (no database). */
@@ -16,15 +21,26 @@ export class PrivateRedis {
     return `redis://127.0.0.1:${this.port}`;
   }
 
-  static async start(): Promise<PrivateRedis> {
+  /** `persist`: an append-only file, fsynced on every write, so a restart keeps everything. */
+  static async start(options: { persist?: boolean } = {}): Promise<PrivateRedis> {
     const port = await freePort();
-    const proc = spawn(
-      'redis-server',
-      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-      { stdio: 'ignore' },
-    );
-    const redis = new PrivateRedis(proc, port);
-    const probe = new Redis(redis.url, {
+    const dir = options.persist ? mkdtempSync(join(tmpdir(), 'cs-redis-')) : undefined;
+    const redis = new PrivateRedis(PrivateRedis.spawn(port, dir), port, dir);
+    await redis.waitUp();
+    return redis;
+  }
+
+  private static spawn(port: number, dir: string | undefined): ChildProcess {
+    const persistence = dir
+      ? ['--dir', dir, '--appendonly', 'yes', '--appendfsync', 'always', '--save', '']
+      : ['--save', '', '--appendonly', 'no'];
+    return spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', ...persistence], {
+      stdio: 'ignore',
+    });
+  }
+
+  private async waitUp(): Promise<void> {
+    const probe = new Redis(this.url, {
       lazyConnect: true,
       maxRetriesPerRequest: 0,
       retryStrategy: () => null,
@@ -37,11 +53,11 @@ export class PrivateRedis {
         try {
           await probe.connect();
           await probe.ping();
-          return redis;
+          return;
         } catch (err) {
-          if (Date.now() > deadline || proc.exitCode !== null) {
-            proc.kill('SIGKILL');
-            throw new Error(`redis-server on ${port} did not start: ${(err as Error).message}`);
+          if (Date.now() > deadline || this.proc.exitCode !== null) {
+            this.proc.kill('SIGKILL');
+            throw new Error(`redis-server on ${this.port} did not start: ${(err as Error).message}`);
           }
           await new Promise((r) => setTimeout(r, 50));
         }
@@ -49,6 +65,17 @@ export class PrivateRedis {
     } finally {
       probe.disconnect();
     }
+  }
+
+  /**
+   * Stops the server (SIGKILL: only what is fsynced survives), runs `whileDown`, and starts it
+   * again on the same port and files.
+   */
+  async restart(whileDown: () => Promise<void> = async () => {}): Promise<void> {
+    await this.stop();
+    await whileDown();
+    this.proc = PrivateRedis.spawn(this.port, this.dir);
+    await this.waitUp();
   }
 
   /** Freezes the server: connections stay open, nothing is answered. */
@@ -66,5 +93,11 @@ export class PrivateRedis {
     this.proc.kill('SIGCONT');
     this.proc.kill('SIGKILL');
     await exited;
+  }
+
+  /** Stops the server and removes its files. */
+  async remove(): Promise<void> {
+    await this.stop();
+    if (this.dir) rmSync(this.dir, { recursive: true, force: true });
   }
 }

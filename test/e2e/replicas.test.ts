@@ -1,0 +1,420 @@
+// Several replicas on one Redis: real bot processes sharing one fake Slack, one fake host command
+// and one Redis database. Only the replica holding a host's lease runs the host; a click may land
+// at any replica; an owner that dies or stalls hands the host over without losing or doubling.
+
+import { Redis } from 'ioredis';
+import { afterEach, describe, expect, it } from 'vitest';
+import { keys } from '../../src/store/keys.js';
+import { freshRedisDb, type RunningBot, SIGNING_SECRET, startBot } from '../support/bot.js';
+import { FakeHost, type FakeHostSeed, shellApproval } from '../support/fakeHost.js';
+import { FakeSlack } from '../support/fakeSlack.js';
+import { PrivateRedis } from '../support/privateRedis.js';
+import { blockActionsPayload, postInteraction } from '../support/slackRequests.js';
+import { testRedisUrl } from '../support/testRedis.js';
+import { buttonsOf, SESSION, textOf } from './world.js';
+
+const LEASE_TTL_MS = 3_000;
+
+/** Resolves with what `probe` gives once it gives something; polls. */
+async function until<T>(
+  what: string,
+  probe: () => T | undefined | Promise<T | undefined>,
+  timeoutMs = 10_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+function shell(approvalId: string, argv: string[]) {
+  return shellApproval({ approvalId, sessionId: SESSION, stages: [argv] });
+}
+
+interface Replicas {
+  slack: FakeSlack;
+  host: FakeHost;
+  redis: Redis;
+  redisDb: number;
+  bots: RunningBot[];
+  /** The bot URL base when not the shared test Redis. */
+  redisUrl?: string;
+}
+
+const cleanups: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
+});
+
+function envOf(name: string, extra: Record<string, string> = {}): Record<string, string> {
+  return { COUNTERSIGN_REPLICA_ID: name, COUNTERSIGN_LEASE_TTL: `${LEASE_TTL_MS / 1000}s`, ...extra };
+}
+
+async function startReplicas(
+  count: number,
+  options: { seed?: FakeHostSeed; env?: Record<string, string>; redis?: PrivateRedis } = {},
+): Promise<Replicas> {
+  const slack = await FakeSlack.start();
+  cleanups.push(() => slack.close());
+  const host = await FakeHost.start({
+    sessions: [{ sessionId: SESSION, title: 'Bump the version' }],
+    recovery: 'sameId',
+    ...options.seed,
+  });
+  cleanups.push(() => host.close());
+  const redisUrl = options.redis?.url;
+  const redisDb = await freshRedisDb(redisUrl);
+  const redis = new Redis(redisUrl ? `${redisUrl}/${redisDb}` : testRedisUrl(redisDb));
+  const world: Replicas = { slack, host, redis, redisDb, bots: [], ...(redisUrl ? { redisUrl } : {}) };
+  // The test may replace its client (after restarting Redis): the one in use then is closed.
+  cleanups.push(() => world.redis.quit());
+  for (let i = 0; i < count; i++) await addReplica(world, `r${i + 1}`, options.env);
+  return world;
+}
+
+async function addReplica(
+  world: Replicas,
+  name: string,
+  env: Record<string, string> = {},
+): Promise<RunningBot> {
+  const bot = await startBot({
+    host: world.host,
+    slack: world.slack,
+    redisDb: world.redisDb,
+    env: envOf(name, env),
+    ...(world.redisUrl ? { redisUrl: world.redisUrl } : {}),
+  });
+  cleanups.push(() => bot.stop(5_000));
+  world.bots.push(bot);
+  await bot.waitReady(20_000);
+  return bot;
+}
+
+/** What GET /readyz says of this replica's part. */
+async function standingOf(bot: RunningBot): Promise<{ id: string; owns: string[]; standby: string[] }> {
+  // A paused replica answers nothing: it must not hold the test up.
+  const response = await fetch(`${bot.url}/readyz`, { signal: AbortSignal.timeout(1_000) });
+  return ((await response.json()) as { replica: { id: string; owns: string[]; standby: string[] } }).replica;
+}
+
+/** The replica that runs host `hostId` now, by its /readyz. */
+async function ownerOf(world: Replicas, hostId = 'default', timeoutMs = 10_000): Promise<RunningBot> {
+  return until(
+    `an owner of ${hostId}`,
+    async () => {
+      for (const bot of world.bots) {
+        if (bot.proc.exitCode !== null || bot.proc.signalCode !== null) continue;
+        const standing = await standingOf(bot).catch(() => undefined);
+        if (standing?.owns.includes(hostId)) return bot;
+      }
+      return undefined;
+    },
+    timeoutMs,
+  );
+}
+
+async function postedAt(world: Replicas, approvalId: string, timeoutMs = 10_000) {
+  return until(
+    `the card of ${approvalId}`,
+    async () => {
+      const raw = await world.redis.hget(keys.approval(approvalId), 'd');
+      const slack = raw ? (JSON.parse(raw) as { slack: { channel: string; ts?: string } }).slack : undefined;
+      return slack?.ts ? { channel: slack.channel, ts: slack.ts } : undefined;
+    },
+    timeoutMs,
+  );
+}
+
+/** Presses the card's button labelled `label` at `bot`, as a signed interaction. */
+async function press(
+  world: Replicas,
+  bot: RunningBot,
+  approvalId: string,
+  label: string,
+  userId = 'U0ALICE',
+  at?: { channel: string; ts: string },
+) {
+  const { channel, ts } = at ?? (await postedAt(world, approvalId));
+  const card = world.slack.message(channel, ts);
+  const button = card && buttonsOf(card).find((b) => b.text === label);
+  if (!button) throw new Error(`no button ${label} on ${approvalId}`);
+  const response = await postInteraction(
+    bot.url,
+    SIGNING_SECRET,
+    blockActionsPayload({
+      userId,
+      channel,
+      ts,
+      actionId: button.actionId,
+      value: button.value,
+      responseUrl: world.slack.responseUrl(`r-${userId}-${Date.now()}`),
+    }),
+  );
+  expect(response.status).toBe(200);
+}
+
+function decidesFor(host: FakeHost, approvalId: string) {
+  return host.decides().filter((d) => d.frame.params.approvalId === approvalId);
+}
+
+async function resolvedCard(world: Replicas, approvalId: string, timeoutMs = 10_000) {
+  const { channel, ts } = await postedAt(world, approvalId);
+  return until(
+    `${approvalId} resolved on its card`,
+    () => {
+      const card = world.slack.message(channel, ts);
+      return card && buttonsOf(card).length === 0 && textOf(card).includes('Approved') ? card : undefined;
+    },
+    timeoutMs,
+  );
+}
+
+describe('several replicas on one Redis', { timeout: 90_000 }, () => {
+  it('1. two replicas, one host process, one card; a click at the non-owner decides once', async () => {
+    const world = await startReplicas(2);
+    const owner = await ownerOf(world);
+    const standby = world.bots.find((b) => b !== owner)!;
+    expect((await standingOf(standby)).standby).toEqual(['default']);
+    await world.host.waitForIncarnation(1);
+
+    await world.host.open(shell('rep-one-0001', ['git', 'status']));
+    await postedAt(world, 'rep-one-0001');
+    await press(world, standby, 'rep-one-0001', 'Allow once');
+    await world.host.waitForDecide();
+    await resolvedCard(world, 'rep-one-0001');
+
+    expect(world.host.incarnations).toHaveLength(1);
+    expect(decidesFor(world.host, 'rep-one-0001')).toHaveLength(1);
+    expect(world.slack.cardPosts()).toHaveLength(1);
+    // The standby forwarded it: the owner carried it out.
+    expect(standby.logs.some((l) => l.msg === 'decision accepted')).toBe(false);
+    expect(owner.logs.some((l) => l.msg === 'decision accepted')).toBe(true);
+    // Both say on /metrics which host they run and which they stand by for.
+    const metrics = await (await fetch(`${standby.url}/metrics`)).text();
+    expect(metrics).toContain('countersign_host_owned{host="default"} 0');
+    expect(await (await fetch(`${owner.url}/metrics`)).text()).toContain(
+      'countersign_host_owned{host="default"} 1',
+    );
+  });
+
+  it('2. SIGKILL the owner: the standby takes over within about the lease, and old cards still decide', async () => {
+    const world = await startReplicas(2);
+    const owner = await ownerOf(world);
+    await world.host.waitForIncarnation(1);
+    await world.host.open(shell('rep-kill-0001', ['make', 'deploy']));
+    await postedAt(world, 'rep-kill-0001');
+
+    const killedAt = Date.now();
+    await owner.kill();
+    const next = await world.host.waitForIncarnation(2, LEASE_TTL_MS + 7_000);
+    const takeoverMs = Date.now() - killedAt;
+    expect(takeoverMs).toBeLessThan(LEASE_TTL_MS + 5_000);
+    const successor = await ownerOf(world);
+    expect(successor).not.toBe(owner);
+    expect(next.incarnation).toBe(2);
+
+    // The card the dead owner posted decides through the new owner's host process.
+    await press(world, successor, 'rep-kill-0001', 'Allow once');
+    await resolvedCard(world, 'rep-kill-0001');
+    const decides = decidesFor(world.host, 'rep-kill-0001');
+    expect(
+      decides,
+      JSON.stringify(decides.map((d) => [d.incarnation, d.frame.params.commandId])),
+    ).toHaveLength(1);
+    expect(decides[0]!.incarnation).toBe(2);
+    expect(world.slack.cardPosts()).toHaveLength(1);
+  });
+
+  it('3. SIGSTOP the owner past its lease, then SIGCONT: it sends nothing for the host it lost', async () => {
+    const world = await startReplicas(2);
+    const owner = await ownerOf(world);
+    const standby = world.bots.find((b) => b !== owner)!;
+    await world.host.waitForIncarnation(1);
+    await world.host.open(shell('rep-stop-0001', ['rm', '-rf', 'build']));
+    await postedAt(world, 'rep-stop-0001');
+
+    owner.proc.kill('SIGSTOP');
+    cleanups.push(async () => owner.proc.kill('SIGCONT'));
+    await world.host.waitForIncarnation(2, LEASE_TTL_MS + 7_000);
+    await ownerOf(world).then((b) => expect(b).toBe(standby));
+    // While the old owner sleeps, a click reaches it: it is read only once it wakes up.
+    const stoppedClick = press(world, owner, 'rep-stop-0001', 'Allow once');
+    await new Promise((r) => setTimeout(r, 300));
+    const wokeAt = world.host.frames.length;
+    owner.proc.kill('SIGCONT');
+    await stoppedClick;
+    await owner.waitForLog((l) => typeof l.msg === 'string' && l.msg.startsWith('lost host default'), 10_000);
+
+    // The click is carried out once, by the new owner's host process.
+    await resolvedCard(world, 'rep-stop-0001');
+    const decides = decidesFor(world.host, 'rep-stop-0001');
+    expect(decides).toHaveLength(1);
+    expect(decides[0]!.incarnation).toBe(2);
+    // Nothing reached the host process the old owner ran once it woke up.
+    expect(world.host.frames.slice(wokeAt).filter((f) => f.incarnation === 1 && isRequest(f.frame))).toEqual(
+      [],
+    );
+    // And it posted, updated and decided nothing for the host after waking.
+    const woke = owner.logs.findIndex(
+      (l) => typeof l.msg === 'string' && l.msg.startsWith('lost host default'),
+    );
+    const after = owner.logs.slice(woke).map((l) => l.msg);
+    expect(after).not.toContain('card posted');
+    expect(after).not.toContain('decision accepted');
+    expect(world.slack.cardPosts()).toHaveLength(1);
+  });
+
+  it('4. three replicas and a burst of 150 approvals clicked at random replicas, some twice: one card and one decision each', async () => {
+    const world = await startReplicas(3);
+    await ownerOf(world);
+    await world.host.waitForIncarnation(1);
+    const ids = Array.from({ length: 150 }, (_, i) => `rep-burst-${String(i).padStart(4, '0')}`);
+    for (const id of ids) await world.host.open(shell(id, ['echo', id]));
+    await Promise.all(ids.map((id) => postedAt(world, id, 30_000)));
+    let seed = 7;
+    const random = () => {
+      seed = (seed * 48271) % 2147483647;
+      return seed / 2147483647;
+    };
+    const clicks: Promise<void>[] = [];
+    for (const [i, id] of ids.entries()) {
+      const times = i % 5 === 0 ? 2 : 1;
+      for (let t = 0; t < times; t++) {
+        const bot = world.bots[Math.floor(random() * world.bots.length)]!;
+        clicks.push(press(world, bot, id, 'Allow once', t === 0 ? 'U0ALICE' : 'U0BOB'));
+      }
+    }
+    await Promise.all(clicks);
+    await until(
+      'every approval decided',
+      () => ids.every((id) => decidesFor(world.host, id).length > 0) || undefined,
+      60_000,
+    );
+    await Promise.all(ids.map((id) => resolvedCard(world, id, 30_000)));
+    for (const id of ids) expect(decidesFor(world.host, id), id).toHaveLength(1);
+    expect(world.slack.cardPosts()).toHaveLength(ids.length);
+    expect(world.host.incarnations).toHaveLength(1);
+  });
+
+  it('5. a decision in the owner’s stream when the owner dies is carried out once by the next owner', async () => {
+    const world = await startReplicas(2);
+    const owner = await ownerOf(world);
+    const standby = world.bots.find((b) => b !== owner)!;
+    await world.host.waitForIncarnation(1);
+    await world.host.open(shell('rep-stream-0001', ['terraform', 'apply']));
+    await postedAt(world, 'rep-stream-0001');
+
+    // The owner reads the forwarded click and sends it, but its host never answers.
+    await world.host.holdDecide(1);
+    await press(world, standby, 'rep-stream-0001', 'Allow once');
+    const held = await world.host.waitForDecide();
+    expect(held.incarnation).toBe(1);
+    expect(await world.redis.xlen(keys.decisions('default'))).toBe(1);
+    await owner.kill();
+
+    await world.host.waitForIncarnation(2, LEASE_TTL_MS + 7_000);
+    await resolvedCard(world, 'rep-stream-0001', 15_000);
+    const decides = decidesFor(world.host, 'rep-stream-0001');
+    // Sent again to the new host process with the same commandId: the same decision, once applied.
+    expect(decides.filter((d) => d.incarnation === 2)).toHaveLength(1);
+    expect(new Set(decides.map((d) => d.frame.params.commandId)).size).toBe(1);
+    await until(
+      'the entry acknowledged',
+      async () => (await world.redis.xlen(keys.decisions('default'))) === 0 || undefined,
+      5_000,
+    );
+    // It went through: as for any click that counted, the clicker is told nothing (the card says it).
+    expect(world.slack.callsOf('chat.postEphemeral').filter((c) => c.args.user === 'U0ALICE')).toEqual([]);
+  });
+
+  it('6. Redis restarted under the replicas: nothing lost, nothing doubled', async () => {
+    const redis = await PrivateRedis.start({ persist: true });
+    cleanups.push(() => redis.remove());
+    const world = await startReplicas(2, { redis, env: { COUNTERSIGN_LEASE_TTL: '6s' } });
+    const owner = await ownerOf(world);
+    const standby = world.bots.find((b) => b !== owner)!;
+    await world.host.waitForIncarnation(1);
+    const before = ['rep-redis-0001', 'rep-redis-0002'];
+    for (const id of before) await world.host.open(shell(id, ['echo', id]));
+    const cards = await Promise.all(before.map((id) => postedAt(world, id)));
+
+    await world.redis.quit();
+    await redis.restart(async () => {
+      // While Redis is down: a new approval at the host and a click at the standby.
+      await world.host.open(shell('rep-redis-0003', ['echo', 'three']));
+      await press(world, standby, 'rep-redis-0001', 'Allow once', 'U0ALICE', cards[0]);
+    });
+    world.redis = new Redis(`${redis.url}/${world.redisDb}`);
+    await postedAt(world, 'rep-redis-0003', 15_000);
+    // The click taken while Redis was away either counted or told the clicker it did not.
+    await press(world, standby, 'rep-redis-0002', 'Allow once');
+    await resolvedCard(world, 'rep-redis-0002', 15_000);
+    await until(
+      'the first click settled',
+      () =>
+        decidesFor(world.host, 'rep-redis-0001').length > 0 ||
+        world.slack.callsOf('chat.postEphemeral').length > 0 ||
+        undefined,
+      15_000,
+    );
+    for (const id of [...before, 'rep-redis-0003'])
+      expect(decidesFor(world.host, id).length).toBeLessThanOrEqual(1);
+    expect(decidesFor(world.host, 'rep-redis-0002')).toHaveLength(1);
+    expect(world.slack.cardPosts()).toHaveLength(3);
+    expect(world.host.incarnations).toHaveLength(1);
+  });
+
+  it('spreads hosts: three replicas and six hosts do not end with one replica running them all', {
+    timeout: 60_000,
+  }, async () => {
+    const slack = await FakeSlack.start();
+    cleanups.push(() => slack.close());
+    const hosts = await Promise.all(
+      Array.from({ length: 6 }, () => FakeHost.start({ sessions: [{ sessionId: SESSION, title: 'x' }] })),
+    );
+    for (const h of hosts) cleanups.push(() => h.close());
+    const { writeFileSync, mkdtempSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const { tmpdir } = await import('node:os');
+    const dir = mkdtempSync(join(tmpdir(), 'cs-spread-'));
+    const file = join(dir, 'countersign.yml');
+    writeFileSync(
+      file,
+      `hosts:\n${hosts.map((h, i) => `  - id: h${i}\n    command: ${JSON.stringify(h.command)}\n    env: ${JSON.stringify(h.env)}\n`).join('')}routes:\n  - name: all\n    channel: C0APPROVALS\n`,
+    );
+    const redisDb = await freshRedisDb();
+    const bots = await Promise.all(
+      ['r1', 'r2', 'r3'].map((name) =>
+        startBot({
+          host: hosts[0]!,
+          slack,
+          redisDb,
+          env: { ...envOf(name), COUNTERSIGN_CONFIG: file, MSP_HOST_COMMAND: '' },
+        }),
+      ),
+    );
+    for (const bot of bots) cleanups.push(() => bot.stop(5_000));
+    const owned = await until(
+      'all six hosts owned',
+      async () => {
+        const standings = await Promise.all(bots.map((b) => standingOf(b).catch(() => undefined)));
+        const counts = standings.map((s) => s?.owns.length ?? 0);
+        return counts.reduce((a, b) => a + b, 0) === 6 ? counts : undefined;
+      },
+      20_000,
+    );
+    expect(Math.max(...owned)).toBeLessThanOrEqual(3);
+    expect(owned.filter((n) => n > 0).length).toBeGreaterThanOrEqual(2);
+    // Each host process runs once, at its one owner.
+    for (const h of hosts) await h.waitForIncarnation(1);
+    await new Promise((r) => setTimeout(r, 1_000));
+    for (const h of hosts) expect(h.incarnations).toHaveLength(1);
+  });
+});
+
+function isRequest(frame: unknown): boolean {
+  return typeof frame === 'object' && frame !== null && 'method' in frame && 'id' in frame;
+}
