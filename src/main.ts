@@ -231,6 +231,12 @@ async function main(): Promise<void> {
       // Before the host runs: from here on, a replica that held it before can change none of its
       // approvals, even one that wakes from a pause and has not yet noticed it lost the lease.
       await store.fenceOpen(hostId, token);
+      // Cards the previous owner left behind their records (it died mid-update) are re-rendered.
+      keeper.track(
+        keeper
+          .recoverCards(new Date())
+          .catch((err: unknown) => logger.warn({ err }, 'could not look for cards left behind')),
+      );
       const running = hosts.run(hostId);
       await forwarding.serve(hostId);
       await running;

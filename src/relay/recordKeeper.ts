@@ -183,12 +183,14 @@ export class RecordKeeper {
 
   /**
    * Brings up to date the cards an earlier process may have left behind their records (it died
-   * with an update in flight). Call once at start-up; resolves with how many were re-rendered.
+   * with an update in flight). Call at start-up and on taking a host over; each card is brought up
+   * to date by one replica. Resolves with how many were looked at.
    */
   async recoverCards(startedAt: Date = this.now()): Promise<number> {
     const ids = await this.options.store.unsyncedCards(startedAt);
     for (const approvalId of ids) {
       this.enqueue(approvalId, async () => {
+        if (!(await this.options.store.claimCardSync(approvalId, this.postLeaseMs))) return;
         const record = await this.options.store.get(approvalId);
         if (record?.slack.ts) this.update(record.slack.channel, record.slack.ts, record);
         else await this.options.store.cardsSynced([approvalId]);

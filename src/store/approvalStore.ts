@@ -377,6 +377,14 @@ export class ApprovalStore {
     return code === 1 ? lease : undefined;
   }
 
+  /**
+   * True for the one caller that may bring this card up to date for the next `ttlMs`: replicas
+   * starting or taking a host over together each look at the cards left behind.
+   */
+  async claimCardSync(approvalId: string, ttlMs: number): Promise<boolean> {
+    return (await this.redis.set(keys.cardSync(approvalId), '1', 'PX', ttlMs, 'NX')) === 'OK';
+  }
+
   /** These cards show their records' latest writes (see keys.unsyncedCards). */
   async cardsSynced(approvalIds: readonly string[]): Promise<void> {
     if (approvalIds.length > 0) await this.redis.zrem(keys.unsyncedCards(), ...approvalIds);

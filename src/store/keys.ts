@@ -40,6 +40,8 @@ export const keys = {
   decisionReply: (hostId: string, commandId: string) => `${PREFIX}:decisions:{${hostId}}:reply:${commandId}`,
   /** Sorted set of live replicas, scored by when each stops counting (ms): what a fair share is of. */
   replicas: () => `${PREFIX}:{replicas}`,
+  /** Held by the one replica bringing a card left behind up to date (recoverCards), briefly. */
+  cardSync: (approvalId: string) => `${PREFIX}:cardsync:{${approvalId}}`,
   /** Stream of audit entries (decisions, refusals), capped with XADD MAXLEN ~. */
   audit: `${PREFIX}:audit`,
   /** Whether one notice (thread line, requester DM, stream entry) of an approval was sent. */

@@ -174,9 +174,11 @@ describe('/readyz', () => {
     });
     cleanups.push(() => running.kill());
     await running.waitReady();
+    // The one replica runs the one host, whether it is up or not.
+    const replica = { id: expect.stringMatching(/#/), owns: ['default'], standby: [] };
     expect(await readyz(running)).toEqual({
       status: 200,
-      body: { ready: true, redis: true, slack: true, host: true, reasons: {} },
+      body: { ready: true, redis: true, slack: true, host: true, replica, reasons: {} },
     });
 
     writeFileSync(gate, '');
@@ -191,6 +193,7 @@ describe('/readyz', () => {
         redis: true,
         slack: true,
         host: false,
+        replica,
         reasons: {
           host: expect.stringMatching(
             /^MSP_HOST_COMMAND exited with code 4 \(leaseUnavailable\)( \d+ times in a row)?: muse: workspace is locked$/,
@@ -207,6 +210,7 @@ describe('/readyz', () => {
       redis: true,
       slack: true,
       host: true,
+      replica,
       reasons: {},
     });
   });

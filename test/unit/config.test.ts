@@ -66,6 +66,7 @@ describe('loadConfig defaults', () => {
       usergroupCacheTtlMs: 60_000,
       hostEventBuffer: 10_000,
       auditMaxLen: 100_000,
+      leaseTtlMs: 15_000,
       pagerDuty: {
         eventsUrl: 'https://events.pagerduty.com/v2/enqueue',
         apiUrl: 'https://api.pagerduty.com',
@@ -113,6 +114,8 @@ describe('loadConfig defaults', () => {
         COUNTERSIGN_GRANT_MAX_TTL: '1h30m',
         COUNTERSIGN_RESOLVED_TTL: '7d',
         COUNTERSIGN_AUDIT_MAXLEN: '5000',
+        COUNTERSIGN_LEASE_TTL: '5s',
+        COUNTERSIGN_REPLICA_ID: 'blue-1',
         PAGERDUTY_ROUTING_KEY: ROUTING_KEY,
         PAGERDUTY_API_TOKEN: PD_TOKEN,
         PAGERDUTY_EVENTS_URL: 'http://127.0.0.1:4020/v2/enqueue',
@@ -134,6 +137,8 @@ describe('loadConfig defaults', () => {
     expect(config.grants).toEqual({ ttlMs: 15 * 60_000, maxTtlMs: 90 * 60_000 });
     expect(config.resolvedTtlMs).toBe(7 * 86_400_000);
     expect(config.auditMaxLen).toBe(5_000);
+    expect(config.leaseTtlMs).toBe(5_000);
+    expect(config.replicaName).toBe('blue-1');
     expect(config.pagerDuty).toEqual({
       routingKey: ROUTING_KEY,
       apiToken: PD_TOKEN,
@@ -218,6 +223,12 @@ describe('loadConfig errors', () => {
     const err = configError(socketEnv({ PORT: value }));
     expect(err.variable).toBe('PORT');
     expect(err.message).toContain('0 to 65535');
+  });
+
+  it.each(['1s', '500ms', 'soon'])('rejects COUNTERSIGN_LEASE_TTL=%s on one line', (value) => {
+    const err = configError(socketEnv({ COUNTERSIGN_LEASE_TTL: value }));
+    expect(err.variable).toBe('COUNTERSIGN_LEASE_TTL');
+    expect(err.message).not.toContain('\n');
   });
 
   it.each(['http://127.0.0.1:6379', 'localhost:6379', 'redis:', 'not a url'])(

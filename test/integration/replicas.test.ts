@@ -1,0 +1,229 @@
+// The pieces several replicas rely on, against a real Redis: leases and their fencing tokens,
+// fenced record writes, the ownership loop when Redis stalls, and the forwarded decisions' reply
+// protocol between an asker and a host's owner.
+
+import { Redis } from 'ioredis';
+import pino from 'pino';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { HostOwnership } from '../../src/replicas/hostOwnership.js';
+import { ApprovalStore, FencedError } from '../../src/store/approvalStore.js';
+import { DecisionStream } from '../../src/store/decisionStream.js';
+import { HostLeases } from '../../src/store/hostLeases.js';
+import { keys } from '../../src/store/keys.js';
+import type { ApprovalRecord } from '../../src/store/record.js';
+import { PrivateRedis } from '../support/privateRedis.js';
+import { testRedisUrl } from '../support/testRedis.js';
+
+const redis = new Redis(testRedisUrl(13));
+const quiet = pino({ level: 'silent' });
+
+function record(approvalId: string): ApprovalRecord {
+  return {
+    approvalId,
+    hostId: 'h1',
+    incarnation: 'inc-1',
+    sessionId: 's-1',
+    caller: 'session:s-1',
+    tool: 'bash',
+    rawArgs: '{}',
+    subject: { kind: 'fileAccess', path: '/srv/app.ts', access: 'write' },
+    requiredCapabilities: [],
+    sandboxMode: 'default',
+    protectedWrite: false,
+    judgeEscalated: false,
+    currentRequirementId: { approvalId, sourceIndex: 0 },
+    availableChoices: [{ choiceId: 'allow_once', label: 'Allow once', decision: 'approved', scope: 'once' }],
+    phase: 'pending',
+    slack: { channel: 'C1' },
+    openedAt: '2026-11-30T10:00:00.000Z',
+    updatedAt: '2026-11-30T10:00:00.000Z',
+    version: 1,
+  };
+}
+
+beforeEach(async () => {
+  await redis.flushdb();
+});
+afterAll(async () => {
+  await redis.quit();
+});
+
+describe('host leases', () => {
+  const leases = new HostLeases(redis);
+
+  it('one holder at a time, and every new lease has a higher fencing token', async () => {
+    const tokens = await Promise.all(['a#1', 'b#1', 'c#1'].map((p) => leases.acquire('h1', p, 5_000)));
+    const taken = tokens.filter((t) => t !== undefined);
+    expect(taken).toEqual([1]);
+    const holder = (await leases.holders(['h1'])).get('h1')!;
+    expect(holder.token).toBe(1);
+    // Only the holder renews or releases it.
+    expect(await leases.renew('h1', { replicaId: 'b#1', token: 1 }, 5_000)).toBe(false);
+    expect(await leases.renew('h1', holder, 5_000)).toBe(true);
+    await leases.release('h1', { replicaId: 'b#1', token: 1 });
+    expect((await leases.holders(['h1'])).get('h1')).toEqual(holder);
+    await leases.release('h1', holder);
+    expect(await leases.acquire('h1', 'b#1', 5_000)).toBe(2);
+  });
+
+  it('a lease runs out on its own, and the next one gets a higher token', async () => {
+    expect(await leases.acquire('h1', 'a#1', 200)).toBe(1);
+    expect(await leases.acquire('h1', 'b#1', 5_000)).toBeUndefined();
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await leases.acquire('h1', 'b#1', 5_000)).toBe(2);
+  });
+
+  it('a restarted process of the same replica takes back exactly the lease its predecessor held', async () => {
+    await leases.acquire('h1', 'a#old', 5_000);
+    // Not some other holder's: the replacement names the exact holder it replaces.
+    expect(await leases.acquire('h1', 'a#new', 5_000, { replicaId: 'a#older', token: 1 })).toBeUndefined();
+    expect(await leases.acquire('h1', 'a#new', 5_000, { replicaId: 'a#old', token: 1 })).toBe(2);
+  });
+});
+
+describe('fenced record writes', () => {
+  it('a write carrying an older fencing token than the record has seen is refused', async () => {
+    let fence: number | undefined = 1;
+    const deposed = new ApprovalStore(redis, { resolvedTtlMs: 60_000, fenceOf: () => fence });
+    const owner = new ApprovalStore(redis, { resolvedTtlMs: 60_000, fenceOf: () => 2 });
+    const unfenced = new ApprovalStore(redis, { resolvedTtlMs: 60_000 });
+    expect(await deposed.createIfAbsent(record('f-1'))).toBe(true);
+    expect(await redis.hget(keys.approval('f-1'), 'f')).toBe('1');
+    // The new owner takes over: it raises the fence of every open approval of the host first.
+    expect(await owner.fenceOpen('h1', 2)).toBe(1);
+
+    await expect(deposed.update('f-1', (r) => ({ ...r, phase: 'reviewing' }))).rejects.toBeInstanceOf(
+      FencedError,
+    );
+    const current = (await deposed.get('f-1'))!;
+    expect(current.phase).toBe('pending');
+    const claim = {
+      sourceIndex: 0,
+      userId: 'U1',
+      choiceId: 'allow_once',
+      commandId: 'c-1',
+      claimedAt: 'now',
+    };
+    expect(await deposed.claimWith(current, { ...current, phase: 'deciding', claim })).toEqual({
+      kind: 'fenced',
+    });
+    expect(await redis.exists(keys.claim('f-1', 0))).toBe(0);
+    await expect(deposed.acquirePostLease(current, 5_000)).rejects.toBeInstanceOf(FencedError);
+    expect(await redis.exists(keys.postLease('f-1'))).toBe(0);
+
+    // The owner writes; a write that does not act for the host (no token) is not fenced.
+    expect((await owner.update('f-1', (r) => ({ ...r, phase: 'reviewing' })))?.changed).toBe(true);
+    expect((await unfenced.update('f-1', (r) => ({ ...r, route: 'ops' })))?.record.route).toBe('ops');
+    expect(await redis.hget(keys.approval('f-1'), 'f')).toBe('2');
+    // Learning the new token is what lets a replica write again.
+    fence = 3;
+    expect((await deposed.update('f-1', (r) => ({ ...r, phase: 'pending' })))?.changed).toBe(true);
+  });
+});
+
+describe('the ownership loop', () => {
+  let privateRedis: PrivateRedis | undefined;
+  let client: Redis | undefined;
+  afterEach(async () => {
+    client?.disconnect();
+    await privateRedis?.stop();
+  });
+
+  it('stops the host once Redis stalls past the lease, and a standby takes over with a higher token', async () => {
+    privateRedis = await PrivateRedis.start();
+    client = new Redis(privateRedis.url, { maxRetriesPerRequest: null });
+    const other = new Redis(privateRedis.url, { maxRetriesPerRequest: null });
+    const events: string[] = [];
+    const ownership = (name: string, connection: Redis) =>
+      new HostOwnership({
+        leases: new HostLeases(connection),
+        replicaId: `${name}#1`,
+        hostIds: ['h1'],
+        ttlMs: 2_000,
+        logger: quiet,
+        onGained: async (hostId, token) => {
+          events.push(`${name} gained ${hostId} ${token}`);
+        },
+        onLost: (hostId) => {
+          events.push(`${name} lost ${hostId}`);
+        },
+      });
+    const first = ownership('a', client);
+    first.start();
+    await waitFor(() => first.holds('h1'));
+    expect(first.fenceOf('h1')).toBe(1);
+    const second = ownership('b', other);
+    second.start();
+    await new Promise((r) => setTimeout(r, 500));
+    expect(second.holds('h1')).toBe(false);
+    expect(second.standings()).toEqual([{ hostId: 'h1', role: 'standby', ownerReplica: 'a#1' }]);
+
+    // Redis freezes: nothing renews, and the owner gives the host up on its own clock.
+    privateRedis.pause();
+    const pausedAt = Date.now();
+    await waitFor(() => !first.holds('h1'), 4_000);
+    expect(Date.now() - pausedAt).toBeLessThan(2_500);
+    expect(events).toContain('a lost h1');
+    expect(first.fenceOf('h1')).toBeUndefined();
+    privateRedis.resume();
+    // Its lease ran out in Redis too: whoever takes it gets token 2, and only one of them does.
+    await waitFor(() => first.holds('h1') || second.holds('h1'), 6_000);
+    expect([first.fenceOf('h1'), second.fenceOf('h1')].filter((t) => t !== undefined)).toEqual([2]);
+    await Promise.all([first.stop(), second.stop()]);
+    other.disconnect();
+  }, 20_000);
+});
+
+describe('forwarded decisions', () => {
+  const stream = new DecisionStream(redis);
+
+  it('an asker that withdraws first wins over the owner, and an owner that took it first wins over the asker', async () => {
+    expect(await stream.withdraw('h1', 'cmd-1')).toBe(true);
+    expect(await stream.take('h1', 'cmd-1')).toBe('withdrawn');
+    expect(await stream.take('h1', 'cmd-2')).toBe('taken');
+    expect(await stream.withdraw('h1', 'cmd-2')).toBe(false);
+  });
+
+  it('the owner finishes, and tells the person itself only when the asker stopped waiting', async () => {
+    await stream.ensureGroup('h1');
+    const waited = await stream.append('h1', '{}');
+    const abandoned = await stream.append('h1', '{}');
+    const read = await stream.claimPending('h1', 'owner#1');
+    expect(read).toEqual([]);
+    const reader = redis.duplicate();
+    const entries = await stream.read(reader, 'h1', 'owner#1', 100);
+    reader.disconnect();
+    expect(entries.map((e) => e.id)).toEqual([waited, abandoned]);
+
+    await stream.take('h1', 'cmd-w');
+    expect(await stream.finish('h1', waited, 'cmd-w', '{"kind":"decided"}')).toBe(true);
+    expect(await stream.outcome('h1', 'cmd-w')).toBe('{"kind":"decided"}');
+    // Giving up after the outcome came returns the outcome instead.
+    expect(await stream.giveUp('h1', 'cmd-w')).toBe('{"kind":"decided"}');
+
+    await stream.take('h1', 'cmd-a');
+    expect(await stream.giveUp('h1', 'cmd-a')).toBeUndefined();
+    expect(await stream.finish('h1', abandoned, 'cmd-a', '{"kind":"stale"}')).toBe(false);
+    // Both carried out: acknowledged and gone from the stream.
+    expect(await redis.xlen(keys.decisions('h1'))).toBe(0);
+  });
+
+  it('a new owner claims what an owner that died left pending', async () => {
+    await stream.ensureGroup('h1');
+    const id = await stream.append('h1', '{"x":1}');
+    const reader = redis.duplicate();
+    expect((await stream.read(reader, 'h1', 'dead#1', 100)).map((e) => e.id)).toEqual([id]);
+    reader.disconnect();
+    const claimed = await stream.claimPending('h1', 'next#1');
+    expect(claimed).toEqual([{ id, body: '{"x":1}' }]);
+    expect(await stream.claimPending('h1', 'next#1')).toEqual([{ id, body: '{"x":1}' }]);
+  });
+});
+
+async function waitFor(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
