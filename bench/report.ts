@@ -228,7 +228,7 @@ export function grantRows(g: GrantResult, relayFloor: Summary): Row[] {
  */
 export function replicaRows(r: ReplicasResult): Row[] {
   const { one, three } = r;
-  const takeovers = r.takeovers.map((t) => `${t.hostMs} / ${t.decideMs}`).join(', ');
+  const takeovers = r.takeovers.map((t) => `${t.leaseLeftMs} / ${t.hostMs} / ${t.decideMs}`).join(', ');
   return [
     {
       measure: 'replicas: throughput (approvals/s, one host), 3 replicas vs 1',
@@ -259,7 +259,7 @@ export function replicaRows(r: ReplicasResult): Row[] {
       target: '',
     },
     {
-      measure: `replicas: takeover after SIGKILL of the owner, to its new host process (median of ${r.takeovers.length}; host / decide ms each: ${takeovers})`,
+      measure: `replicas: takeover after SIGKILL of the owner, to its new host process (median of ${r.takeovers.length}; lease left at the kill / new host / decide, ms: ${takeovers})`,
       bot: `${r.takeoverMs} ms`,
       floor: `lease ${r.leaseTtlMs} ms`,
       ratio: x(r.takeoverOverLease),
@@ -271,6 +271,13 @@ export function replicaRows(r: ReplicasResult): Row[] {
       bot: `${r.takeoverDecideMs} ms`,
       floor: `lease ${r.leaseTtlMs} ms`,
       ratio: x(r.takeoverDecideOverLease),
+      target: '',
+    },
+    {
+      measure: 'replicas: takeover, from the lease running out to the new host process',
+      bot: `${r.takeoverAfterLeaseMs} ms`,
+      floor: `lease ${r.leaseTtlMs} ms`,
+      ratio: x(r.takeoverAfterLeaseMs / r.leaseTtlMs),
       target: '',
     },
     {

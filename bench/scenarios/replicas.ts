@@ -1,3 +1,4 @@
+import { keys } from '../../src/store/keys.js';
 import type { RunningBot } from '../../test/support/bot.js';
 import { DecideTracker } from '../lib/decideTracker.js';
 import { percentile, ratio, round, summarize } from '../lib/stats.js';
@@ -45,8 +46,15 @@ export interface ReplicaRun {
 }
 
 export interface Takeover {
+  /**
+   * What was left of the owner's lease at the kill (PTTL). The owner renews every third of the
+   * lease, so this is between about two thirds of it and all of it, and sets most of the wait.
+   */
+  leaseLeftMs: number;
   /** SIGKILL of the owner to the next host process connecting (its new incarnation). */
   hostMs: number;
+  /** From the lease running out to that host process: a standby's look, its lease, the spawn. */
+  afterLeaseMs: number;
   /** SIGKILL to the host reading the approval/decide of a click sent right after the kill. */
   decideMs: number;
 }
@@ -65,6 +73,7 @@ export interface ReplicasResult {
   /** Medians over the takeovers. */
   takeoverMs: number;
   takeoverDecideMs: number;
+  takeoverAfterLeaseMs: number;
   takeoverOverLease: number;
   takeoverDecideOverLease: number;
 }
@@ -97,6 +106,7 @@ export async function replicas(world: World, opts: ReplicasOptions): Promise<Rep
     );
   const takeoverMs = round(median(takeovers.map((t) => t.hostMs)), 0);
   const takeoverDecideMs = round(median(takeovers.map((t) => t.decideMs)), 0);
+  const takeoverAfterLeaseMs = round(median(takeovers.map((t) => t.afterLeaseMs)), 0);
   return {
     leaseTtlMs: LEASE_TTL_MS,
     one,
@@ -109,6 +119,7 @@ export async function replicas(world: World, opts: ReplicasOptions): Promise<Rep
     takeovers,
     takeoverMs,
     takeoverDecideMs,
+    takeoverAfterLeaseMs,
     takeoverOverLease: ratio(takeoverMs, LEASE_TTL_MS),
     takeoverDecideOverLease: ratio(takeoverDecideMs, LEASE_TTL_MS),
   };
@@ -241,6 +252,7 @@ async function takeoverRuns(world: World, rounds: number): Promise<Takeover[]> {
       const standby = bots.find((b) => b !== owner)!;
       const before = world.host.incarnation ?? 0;
 
+      const leaseLeftMs = await world.redis.pttl(keys.hostLease(HOST_ID));
       const killedAt = Date.now();
       await owner.kill();
       await sendClick(world, standby.url, card!);
@@ -256,7 +268,8 @@ async function takeoverRuns(world: World, rounds: number): Promise<Takeover[]> {
         throw new Error(
           `takeover: ${approvalId} decided by host process ${decide.incarnation}, not ${next.incarnation}`,
         );
-      out.push({ hostMs: next.startedAt - killedAt, decideMs: decide.at - killedAt });
+      const hostMs = next.startedAt - killedAt;
+      out.push({ leaseLeftMs, hostMs, afterLeaseMs: hostMs - leaseLeftMs, decideMs: decide.at - killedAt });
 
       const name = names.get(owner)!;
       const restarted = await world.startReplica(name, replicaEnv(stateEnv));
