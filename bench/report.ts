@@ -1,5 +1,6 @@
 import type { Summary } from './lib/stats.js';
 import type { GrantResult } from './scenarios/grantLatency.js';
+import type { ReplicasResult } from './scenarios/replicas.js';
 
 // The table `npm run bench` prints (Markdown, so README's Performance section can quote it).
 
@@ -145,6 +146,7 @@ export function rows(r: any): Row[] {
       met: b.seconds < (b.idealSeconds + b.serialSeconds) / 2,
     },
     ...grantRows(r.grant, relayFloor),
+    ...replicaRows(r.replicas),
   ];
 }
 
@@ -216,6 +218,77 @@ export function grantRows(g: GrantResult, relayFloor: Summary): Row[] {
       ratio: '',
       target: `${approvals} / 0`,
       met: once === approvals && cards === 0,
+    },
+  ];
+}
+
+/**
+ * Three replicas against one (same host, same run, same core). The figure in the bot column is
+ * three replicas', the floor column one replica's.
+ */
+export function replicaRows(r: ReplicasResult): Row[] {
+  const { one, three } = r;
+  const takeovers = r.takeovers.map((t) => `${t.leaseLeftMs} / ${t.hostMs} / ${t.decideMs}`).join(', ');
+  return [
+    {
+      measure: 'replicas: throughput (approvals/s, one host), 3 replicas vs 1',
+      bot: String(three.throughputPerSec),
+      floor: `1 replica: ${one.throughputPerSec}`,
+      ratio: x(r.ratios.throughput),
+      target: 'one owner relays: ≈ 1×',
+    },
+    {
+      measure: `replicas: click → decide p50, clicks round-robin (${three.forwardedClicks} of ${three.n} forwarded)`,
+      bot: ms(three.clickP50Ms),
+      floor: `1 replica: ${ms(one.clickP50Ms)}`,
+      ratio: x(r.ratios.clickP50),
+      target: '',
+    },
+    {
+      measure: 'replicas: click → decide p99, clicks round-robin',
+      bot: ms(three.clickP99Ms),
+      floor: `1 replica: ${ms(one.clickP99Ms)}`,
+      ratio: x(r.ratios.clickP99),
+      target: '',
+    },
+    {
+      measure: 'replicas: click → decide p50, forwarded / at the owner',
+      bot: `${ms(three.forwardedClickP50Ms ?? Number.NaN)} / ${ms(three.ownerClickP50Ms ?? Number.NaN)}`,
+      floor: '',
+      ratio: x((three.forwardedClickP50Ms ?? Number.NaN) / (three.ownerClickP50Ms ?? Number.NaN)),
+      target: '',
+    },
+    {
+      measure: `replicas: takeover after SIGKILL of the owner, to its new host process (median of ${r.takeovers.length}; lease left at the kill / new host / decide, ms: ${takeovers})`,
+      bot: `${r.takeoverMs} ms`,
+      floor: `lease ${r.leaseTtlMs} ms`,
+      ratio: x(r.takeoverOverLease),
+      target: '≤ 1.3× the lease',
+      met: r.takeoverOverLease <= 1.3,
+    },
+    {
+      measure: 'replicas: takeover, to the first decide through the new host (a click sent at the kill)',
+      bot: `${r.takeoverDecideMs} ms`,
+      floor: `lease ${r.leaseTtlMs} ms`,
+      ratio: x(r.takeoverDecideOverLease),
+      target: '',
+    },
+    {
+      measure: 'replicas: takeover, from the lease running out to the new host process',
+      bot: `${r.takeoverAfterLeaseMs} ms`,
+      floor: `lease ${r.leaseTtlMs} ms`,
+      ratio: x(r.takeoverAfterLeaseMs / r.leaseTtlMs),
+      target: '',
+    },
+    {
+      measure: 'replicas: cards / decides, 1 and 3 replicas (duplicates)',
+      bot: `${three.cards} of ${three.approvals} / ${three.decides} of ${three.clicks} (${three.duplicateCards + three.duplicateDecides})`,
+      floor: `${one.cards} of ${one.approvals} / ${one.decides} of ${one.clicks} (${one.duplicateCards + one.duplicateDecides})`,
+      ratio: '',
+      target: 'every one once',
+      met:
+        [one, three].every((run) => run.cards === run.approvals && run.decides === run.clicks) &&
+        one.duplicateCards + one.duplicateDecides + three.duplicateCards + three.duplicateDecides === 0,
     },
   ];
 }

@@ -1,7 +1,8 @@
 // npm run bench: the real bot against the fake MSP host, the fake Slack and real Redis, every
 // figure beside a floor measured in the same run. `--quick` is the few-second smoke variant the
 // test suite runs; `--out FILE` writes the results somewhere other than bench/results.json;
-// `--only grant` runs the grant scenario alone and puts its `grant` section into that file.
+// `--only grant` (or `--only replicas`) runs that scenario alone and puts its section into that
+// file, keeping the others.
 
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus } from 'node:os';
@@ -9,13 +10,14 @@ import { parseArgs } from 'node:util';
 import { ratio, round, type Summary } from './lib/stats.js';
 import { pinBenchOffMeasuredCore } from './lib/system.js';
 import { type Floor, PostTracker, TOOLS, World } from './lib/world.js';
-import { grantRows, printRows, printTable } from './report.js';
+import { grantRows, printRows, printTable, replicaRows } from './report.js';
 import { burst } from './scenarios/burst.js';
 import { clickLatency } from './scenarios/clickLatency.js';
 import { type GrantResult, grantLatency } from './scenarios/grantLatency.js';
 import { MEMORY_NODE_ARGS, memory } from './scenarios/memory.js';
 import { redisCost } from './scenarios/redisCost.js';
 import { relayLatency, runBatch } from './scenarios/relayLatency.js';
+import { type ReplicasResult, replicas } from './scenarios/replicas.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -24,8 +26,9 @@ const { values: args } = parseArgs({
     only: { type: 'string' },
   },
 });
-if (args.only !== undefined && args.only !== 'grant')
-  throw new Error(`--only: unknown scenario ${args.only}`);
+const ONLY = ['grant', 'replicas'];
+if (args.only !== undefined && !ONLY.includes(args.only))
+  throw new Error(`--only: unknown scenario ${args.only} (one of ${ONLY.join(', ')})`);
 const quick = args.quick;
 const sizes = quick
   ? {
@@ -46,6 +49,11 @@ const sizes = quick
       grantApprovals: 30,
       grantWarmup: 10,
       grantLookups: 50,
+      replicaWarmup: 20,
+      replicaThroughput: 60,
+      replicaClicks: 12,
+      replicaClickWarmup: 2,
+      takeovers: 1,
     }
   : {
       relay: 500,
@@ -65,6 +73,12 @@ const sizes = quick
       // As long as the throughput run's: a short warm-up leaves the first count's run in the JIT.
       grantWarmup: 1000,
       grantLookups: 1000,
+      replicaWarmup: 1000,
+      replicaThroughput: 2000,
+      replicaClicks: 200,
+      replicaClickWarmup: 20,
+      // The lease's phase at the kill moves a takeover by up to a third of the lease: a median.
+      takeovers: 3,
     };
 
 function log(line: string): void {
@@ -128,6 +142,27 @@ async function grantsOnly(world: World, machine: Record<string, unknown>): Promi
   log(`wrote the grant section of ${args.out}`);
 }
 
+/** One replica and three against the same host, and a takeover; a baseline of its own (one replica). */
+function replicaScenario(world: World): Promise<ReplicasResult> {
+  return replicas(world, {
+    warmup: sizes.replicaWarmup,
+    throughput: sizes.replicaThroughput,
+    clicks: sizes.replicaClicks,
+    clickWarmupPerReplica: sizes.replicaClickWarmup,
+    takeovers: sizes.takeovers,
+    log,
+  });
+}
+
+/** `--only replicas`: the replicas scenario alone; the other sections of the results file are kept. */
+async function replicasOnly(world: World, machine: Record<string, unknown>): Promise<void> {
+  const result = await replicaScenario(world);
+  const previous = existsSync(args.out!) ? JSON.parse(readFileSync(args.out!, 'utf8')) : { machine };
+  writeFileSync(args.out!, `${JSON.stringify({ ...previous, replicas: result }, null, 2)}\n`);
+  printRows(replicaRows(result));
+  log(`wrote the replicas section of ${args.out}`);
+}
+
 async function main(): Promise<void> {
   const started = Date.now();
   const cores = availableParallelism(); // before pinning, which narrows what this process sees
@@ -136,6 +171,7 @@ async function main(): Promise<void> {
   const world = await World.start();
   try {
     if (args.only === 'grant') return await grantsOnly(world, machine);
+    if (args.only === 'replicas') return await replicasOnly(world, machine);
     // ---- relay latency at a steady rate
     log(`relay latency: ${sizes.relay} approvals at ${sizes.relayRate}/s`);
     const relayRaw = await withFloor(world, 'relay-floor.mjs', { FLOOR_MODE: 'raw' }, () =>
@@ -199,6 +235,9 @@ async function main(): Promise<void> {
     const burstResult = await burst(world, sizes.burst, sizes.burstRate);
     await bot.stop();
 
+    // ---- one replica and three, and a takeover; before the grants, which leave Redis busy freeing
+    const replicaResult = await replicaScenario(world);
+
     // ---- auto-decide by grant, last: it leaves a million grants to free
     const grant = await grants(world, relayFloor);
 
@@ -236,6 +275,7 @@ async function main(): Promise<void> {
       memory: mem,
       burst: burstResult,
       grant,
+      replicas: replicaResult,
       durationSeconds: round((Date.now() - started) / 1000, 0),
     };
     // The fault figures (npm run chaos) live in the same file: keep them.

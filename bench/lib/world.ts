@@ -69,6 +69,19 @@ export class World {
   /** The real bot, as production runs it (HTTP mode, LOG_LEVEL info), pinned once it is ready. */
   async startBot(extraEnv: Record<string, string> = {}, nodeArgs: string[] = []): Promise<RunningBot> {
     await this.redis.flushdb();
+    return this.launchBot(extraEnv, nodeArgs);
+  }
+
+  /**
+   * One more bot beside those already running, as another replica: the database is kept, since
+   * the replicas share it. Every replica goes to the measured core, so that one replica and three
+   * are given the same CPU.
+   */
+  startReplica(replicaId: string, extraEnv: Record<string, string> = {}): Promise<RunningBot> {
+    return this.launchBot({ COUNTERSIGN_REPLICA_ID: replicaId, ...extraEnv }, []);
+  }
+
+  private async launchBot(extraEnv: Record<string, string>, nodeArgs: string[]): Promise<RunningBot> {
     const bot = await startBot({
       host: this.host,
       slack: this.slack,
