@@ -158,6 +158,7 @@ async function main(): Promise<void> {
   const keeper: RecordKeeper = new RecordKeeper({
     store,
     cards: cardChannel,
+    fenceOf: (hostId) => ownership.fenceOf(hostId),
     render: (record, now) =>
       renderCard(record, {
         now,

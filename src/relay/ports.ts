@@ -12,6 +12,19 @@ export interface PostOptions {
    * mid-post): the channel looks for the card from then on before it posts.
    */
   postedSince?: Date;
+  /**
+   * Asked right before each attempt: false when this process may no longer act for the card's host
+   * (another replica holds its lease now), and the post ends with HostLostError.
+   */
+  mayAct?: () => boolean;
+}
+
+/** A card call for a host this process no longer owns: its new owner brings the card up to date. */
+export class HostLostError extends Error {
+  constructor() {
+    super('this replica lost the host; the card is left to its new owner');
+    this.name = 'HostLostError';
+  }
 }
 
 /** Where cards live. slack/ implements it; the relay never sees a Slack client. */
@@ -32,7 +45,7 @@ export interface CardChannel {
    * troubles (429, 5xx, timeouts) are waited out; rejects only when Slack refuses the update for
    * good, or the channel is stopped.
    */
-  update(channel: string, ts: string, message: RenderedMessage): Promise<void>;
+  update(channel: string, ts: string, message: RenderedMessage, mayAct?: () => boolean): Promise<void>;
 }
 
 /** Tells one person something only they see. */

@@ -8,7 +8,7 @@ import {
 } from '../store/approvalStore.js';
 import type { ApprovalRecord, Claim } from '../store/record.js';
 import { KeyedQueue } from '../util/keyedQueue.js';
-import type { CardChannel, RenderedMessage } from './ports.js';
+import { type CardChannel, HostLostError, type RenderedMessage } from './ports.js';
 import { cardRevealed, claimed } from './recordMutations.js';
 
 export interface RecordKeeperOptions {
@@ -19,6 +19,11 @@ export interface RecordKeeperOptions {
   now?: () => Date;
   /** How long one worker may hold the right to post a card. */
   postLeaseMs?: number;
+  /**
+   * The fencing token of the host's lease while this process holds it (as ApprovalStore's): a card
+   * post or update that follows a write made under a token is sent only while that token is ours.
+   */
+  fenceOf?: (hostId: string) => number | undefined;
   /**
    * Told of each record this process stored (created, changed, claimed, its card placed), after
    * the write. Followers (audit notices, App Home) start their own work from here; they must not
@@ -62,8 +67,8 @@ export class RecordKeeper {
   /** Like run(), for work nobody awaits: a failure is logged, never left unhandled. */
   enqueue(approvalId: string, task: () => Promise<unknown>): void {
     this.run(approvalId, task).catch((err: unknown) => {
-      if (err instanceof FencedError) {
-        this.options.logger.warn({ approvalId, hostId: err.hostId }, err.message);
+      if (err instanceof FencedError || err instanceof HostLostError) {
+        this.options.logger.warn({ approvalId }, err.message);
         return;
       }
       this.options.logger.error({ err, approvalId }, 'approval work failed');
@@ -237,7 +242,7 @@ export class RecordKeeper {
     const seq = ++this.updateSeq;
     this.latestUpdate.set(approvalId, seq);
     this.track(
-      cards.update(channel, ts, render(record, this.now())).then(
+      cards.update(channel, ts, render(record, this.now()), this.actingFor(record.hostId)).then(
         () => {
           logger.debug({ approvalId, ts, phase, version }, 'card updated');
           // Only the newest update handed out says the card shows every write so far.
@@ -268,9 +273,11 @@ export class RecordKeeper {
     );
     renewing.unref();
     try {
+      const mayAct = this.actingFor(record.hostId);
       posted = await cards.post(record.slack.channel, () => render(record, this.now()), {
         approvalId,
         ...(postedSince ? { postedSince } : {}),
+        ...(mayAct ? { mayAct } : {}),
       });
     } catch (err) {
       clearInterval(renewing);
@@ -297,6 +304,16 @@ export class RecordKeeper {
     // Someone changed the record while we were posting: show them the latest.
     if (saved && saved.record.version !== record.version + 1)
       this.update(posted.channel, posted.ts, saved.record);
+  }
+
+  /**
+   * While this process holds the host's lease, a card call acts for the host: it is made only as
+   * long as the same lease is held. Otherwise (a standby's own note on a card) it is not checked.
+   */
+  private actingFor(hostId: string): (() => boolean) | undefined {
+    const token = this.options.fenceOf?.(hostId);
+    if (token === undefined) return undefined;
+    return () => this.options.fenceOf?.(hostId) === token;
   }
 
   private markSynced(approvalId: string): void {

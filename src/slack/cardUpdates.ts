@@ -1,5 +1,5 @@
 import type { WebClient } from '@slack/web-api';
-import type { RenderedMessage } from '../relay/ports.js';
+import { HostLostError, type RenderedMessage } from '../relay/ports.js';
 import type { CallFields, SlackCallLog } from './slackCallLog.js';
 import { classifySlackError } from './slackFailures.js';
 import {
@@ -28,6 +28,8 @@ interface PendingUpdates {
   /** Bumped by every update() of this message; the waiters remember the one they asked for. */
   version: number;
   waiters: Waiter[];
+  /** Whether this process may still act for the card's host (the latest update's check). */
+  mayAct?: (() => boolean) | undefined;
 }
 
 export interface CardUpdatesOptions {
@@ -62,12 +64,13 @@ export class CardUpdates {
     this.timing = options.timing ?? realTiming;
   }
 
-  update(channel: string, ts: string, message: RenderedMessage): Promise<void> {
+  update(channel: string, ts: string, message: RenderedMessage, mayAct?: () => boolean): Promise<void> {
     const key = `${channel}/${ts}`;
     const running = this.pending.get(key);
     const entry: PendingUpdates = running ?? { channel, ts, latest: message, version: 0, waiters: [] };
     entry.version += 1;
     entry.latest = message;
+    entry.mayAct = mayAct;
     const landed = new Promise<void>((resolve, reject) => {
       entry.waiters.push({ version: entry.version, resolve, reject });
     });
@@ -104,6 +107,11 @@ export class CardUpdates {
           fallback = 0;
         }
         const message = fallback === 0 ? entry.latest : fallbacks[fallback - 1]!;
+        // A replica that lost the card's host (its lease) sends nothing more for it.
+        if (entry.mayAct && !entry.mayAct()) {
+          finished(entry.version, new HostLostError());
+          continue;
+        }
         attempts += 1;
         try {
           await this.client.chat.update({

@@ -1,6 +1,12 @@
 import type { WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
-import type { CardChannel, PostOptions, RenderedMessage, UserNotifier } from '../relay/ports.js';
+import {
+  type CardChannel,
+  HostLostError,
+  type PostOptions,
+  type RenderedMessage,
+  type UserNotifier,
+} from '../relay/ports.js';
 import { KeyedQueue } from '../util/keyedQueue.js';
 import { cardMetadata } from './cardMetadata.js';
 import { CardUpdates } from './cardUpdates.js';
@@ -67,8 +73,8 @@ export class SlackCardChannel implements CardChannel, UserNotifier {
     return this.postQueues.run(channel, () => this.postNow(channel, render(), options));
   }
 
-  update(channel: string, ts: string, message: RenderedMessage): Promise<void> {
-    return this.updates.update(channel, ts, message);
+  update(channel: string, ts: string, message: RenderedMessage, mayAct?: () => boolean): Promise<void> {
+    return this.updates.update(channel, ts, message, mayAct);
   }
 
   async ephemeral(channel: string, userId: string, text: string): Promise<void> {
@@ -98,6 +104,7 @@ export class SlackCardChannel implements CardChannel, UserNotifier {
     let attempts = 0;
     const attempt = async (): Promise<Posted> => {
       attempts += 1;
+      if (options.mayAct && !options.mayAct()) throw new HostLostError();
       if (lookSince) {
         const found = await this.lookFor(channel, approvalId, lookSince);
         if (found) {

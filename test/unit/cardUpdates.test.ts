@@ -1,6 +1,6 @@
 import { ErrorCode, type WebClient } from '@slack/web-api';
 import { describe, expect, it } from 'vitest';
-import type { RenderedMessage } from '../../src/relay/ports.js';
+import { HostLostError, type RenderedMessage } from '../../src/relay/ports.js';
 import { CardUpdates } from '../../src/slack/cardUpdates.js';
 import { SlackCallLog } from '../../src/slack/slackCallLog.js';
 import { type RetryTiming, SlackStoppedError } from '../../src/slack/slackRetry.js';
@@ -108,6 +108,22 @@ async function settled(p: Promise<unknown>): Promise<boolean> {
 }
 
 describe('CardUpdates', () => {
+  it('sends nothing more once this process lost the card’s host: a retry waiting then is dropped', async () => {
+    const { slack, timing, updates } = setup();
+    let owner = true;
+    const first = updates.update('C1', '1.1', card('v1'), () => owner);
+    (await slack.call(1)).answer(http(503));
+    await timing.waitStarted(1);
+    owner = false;
+    timing.release();
+    await expect(first).rejects.toBeInstanceOf(HostLostError);
+    expect(slack.sent.map((s) => s.args.text)).toEqual(['v1']);
+    // An update that does not act for a host (no check) is sent as always.
+    const plain = updates.update('C1', '1.1', card('v2'));
+    (await slack.call(2)).answer();
+    await plain;
+  });
+
   it('a newer render replaces one waiting to be retried; every caller settles when the newest lands', async () => {
     const { slack, timing, updates } = setup();
     const first = updates.update('C1', '1.1', card('v1'));
