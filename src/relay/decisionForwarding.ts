@@ -111,10 +111,11 @@ export class DecisionForwarding {
     const { stream, replicaId, logger } = this.options;
     const reader = this.options.readerConnection();
     let stopped = false;
-    this.serving.set(hostId, () => {
+    const stop = () => {
       stopped = true;
       reader.disconnect();
-    });
+    };
+    this.serving.set(hostId, stop);
     await stream.ensureGroup(hostId);
     const pending = await stream.claimPending(hostId, replicaId);
     if (pending.length > 0)
@@ -130,6 +131,11 @@ export class DecisionForwarding {
           logger.warn({ err, hostId }, 'could not read forwarded decisions; trying again');
           await sleep(500);
         }
+      }
+      // Ended by losing the host: serving it again (taking it back) starts afresh.
+      if (this.serving.get(hostId) === stop) {
+        this.serving.delete(hostId);
+        stop();
       }
     })();
   }

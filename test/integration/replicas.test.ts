@@ -5,6 +5,7 @@
 import { Redis } from 'ioredis';
 import pino from 'pino';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { DecisionForwarding } from '../../src/relay/decisionForwarding.js';
 import { HostOwnership } from '../../src/replicas/hostOwnership.js';
 import { ApprovalStore, FencedError } from '../../src/store/approvalStore.js';
 import { DecisionStream } from '../../src/store/decisionStream.js';
@@ -220,9 +221,90 @@ describe('forwarded decisions', () => {
   });
 });
 
-async function waitFor(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
+describe('decision forwarding', () => {
+  const store = new ApprovalStore(redis, { resolvedTtlMs: 60_000 });
+  let owns = true;
+  const forwarding = (waitMs: number, late: unknown[], decideAfterMs: number) => {
+    const f = new DecisionForwarding({
+      stream: new DecisionStream(redis),
+      store,
+      readerConnection: () => redis.duplicate(),
+      replicaId: 'owner#1',
+      newCommandId: () => `cmd-${Math.random()}`,
+      mayAct: () => owns,
+      logger: quiet,
+      waitMs,
+      onLateOutcome: (asker, approvalId, outcome) => late.push({ asker, approvalId, outcome }),
+    });
+    f.decideWith(async (request) => {
+      await new Promise((r) => setTimeout(r, decideAfterMs));
+      return request.commandId
+        ? { kind: 'decided', terminal: true }
+        : { kind: 'refused', errorKind: 'no id' };
+    });
+    return f;
+  };
+  afterEach(() => {
+    owns = true;
+  });
+
+  it('the asker hears the owner’s outcome; one that stopped waiting is answered by the owner', async () => {
+    await store.createIfAbsent(record('fw-1'));
+    const late: unknown[] = [];
+    const quick = forwarding(5_000, late, 0);
+    await quick.serve('h1');
+    const request = {
+      record: (await store.get('fw-1'))!,
+      sourceIndex: 0,
+      choiceId: 'allow_once',
+      by: { via: 'click' as const, userId: 'U1' },
+      asker: { channel: 'C1', userId: 'U1' },
+    };
+    expect(await quick.forward(request)).toEqual({ kind: 'decided', terminal: true });
+    expect(late).toEqual([]);
+    await quick.stop();
+
+    const slow = forwarding(200, late, 800);
+    await slow.serve('h1');
+    expect(await slow.forward(request)).toEqual({ kind: 'forwarded' });
+    await waitFor(() => late.length === 1, 3_000);
+    expect(late[0]).toEqual({
+      asker: { channel: 'C1', userId: 'U1' },
+      approvalId: 'fw-1',
+      outcome: { kind: 'decided', terminal: true },
+    });
+    await slow.stop();
+    expect(await redis.xlen(keys.decisions('h1'))).toBe(0);
+  });
+
+  it('an entry the owner could not finish (it lost the host) stays pending for the next owner', async () => {
+    await store.createIfAbsent(record('fw-2'));
+    const late: unknown[] = [];
+    const first = forwarding(300, late, 200);
+    await first.serve('h1');
+    const asking = first.forward({
+      record: (await store.get('fw-2'))!,
+      sourceIndex: 0,
+      choiceId: 'allow_once',
+      by: { via: 'timeout' as const },
+    });
+    await new Promise((r) => setTimeout(r, 100));
+    owns = false;
+    expect(await asking).toEqual({ kind: 'forwarded' });
+    first.stopServing('h1');
+    await first.stop();
+    expect(await redis.xlen(keys.decisions('h1'))).toBe(1);
+    owns = true;
+    const next = forwarding(300, late, 0);
+    await next.serve('h1');
+    await waitFor(async () => (await redis.xlen(keys.decisions('h1'))) === 0, 3_000);
+    await next.stop();
+  });
+});
+
+async function waitFor(condition: () => boolean | Promise<boolean>, timeoutMs = 5_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
+  while (!(await condition())) {
     if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 20));
   }
