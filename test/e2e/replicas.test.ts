@@ -5,13 +5,12 @@
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { keys } from '../../src/store/keys.js';
-import { freshRedisDb, type RunningBot, SIGNING_SECRET, startBot } from '../support/bot.js';
+import { freshRedisDb, type RunningBot, startBot } from '../support/bot.js';
 import { FakeHost, type FakeHostSeed, shellApproval } from '../support/fakeHost.js';
 import { FakeSlack } from '../support/fakeSlack.js';
 import { PrivateRedis } from '../support/privateRedis.js';
-import { blockActionsPayload, postInteraction } from '../support/slackRequests.js';
 import { testRedisUrl } from '../support/testRedis.js';
-import { buttonsOf, SESSION, textOf } from './world.js';
+import { buttonsOf, pressButtonAt, SESSION, textOf } from './world.js';
 
 const LEASE_TTL_MS = 3_000;
 
@@ -141,19 +140,7 @@ async function press(
   const card = world.slack.message(channel, ts);
   const button = card && buttonsOf(card).find((b) => b.text === label);
   if (!button) throw new Error(`no button ${label} on ${approvalId}`);
-  const response = await postInteraction(
-    bot.url,
-    SIGNING_SECRET,
-    blockActionsPayload({
-      userId,
-      channel,
-      ts,
-      actionId: button.actionId,
-      value: button.value,
-      responseUrl: world.slack.responseUrl(`r-${userId}-${Date.now()}`),
-    }),
-  );
-  expect(response.status).toBe(200);
+  await pressButtonAt(bot.url, world.slack, { channel, ts }, button, userId);
 }
 
 function decidesFor(host: FakeHost, approvalId: string) {

@@ -63,6 +63,30 @@ export function textOf(message: Pick<SlackMessage, 'text' | 'blocks'>): string {
   return `${message.text}\n${JSON.stringify(message.blocks)}`;
 }
 
+/** Presses `button` of the message at `at` as `userId`: a signed interaction posted to `botUrl`. */
+export async function pressButtonAt(
+  botUrl: string,
+  slack: FakeSlack,
+  at: { channel: string; ts: string },
+  button: Button,
+  userId: string,
+): Promise<Response> {
+  const response = await postInteraction(
+    botUrl,
+    SIGNING_SECRET,
+    blockActionsPayload({
+      userId,
+      channel: at.channel,
+      ts: at.ts,
+      actionId: button.actionId,
+      value: button.value,
+      responseUrl: slack.responseUrl(`r-${userId}-${Date.now()}`),
+    }),
+  );
+  expect(response.status).toBe(200);
+  return response;
+}
+
 export interface WorldOptions {
   slack?: Parameters<typeof FakeSlack.start>[0];
   appToken?: string;
@@ -205,20 +229,7 @@ export class World {
   }
 
   async pressButton(ts: string, button: Button, userId: string, channel = this.channel): Promise<Response> {
-    const response = await postInteraction(
-      this.bot.url,
-      SIGNING_SECRET,
-      blockActionsPayload({
-        userId,
-        channel,
-        ts,
-        actionId: button.actionId,
-        value: button.value,
-        responseUrl: this.slack.responseUrl(`r-${userId}-${Date.now()}`),
-      }),
-    );
-    expect(response.status).toBe(200);
-    return response;
+    return pressButtonAt(this.bot.url, this.slack, { channel, ts }, button, userId);
   }
 
   /** Submits the feedback modal that the bot opened for `userId`. */
