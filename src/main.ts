@@ -98,7 +98,7 @@ async function main(): Promise<void> {
 
   // Several replicas may share this Redis: each host is run by the one holding its lease, and
   // every write for a host carries that lease's fencing token (replicas/hostOwnership.ts).
-  const replicaId = processIdentity(config.replicaName ?? hostname(), randomUUID().slice(0, 8));
+  const replicaId = processIdentity(config.replicaName ?? hostname(), process.pid, randomUUID().slice(0, 8));
   const store = new ApprovalStore(redis, {
     resolvedTtlMs: config.resolvedTtlMs,
     fenceOf: (hostId) => ownership.fenceOf(hostId),

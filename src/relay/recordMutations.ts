@@ -404,8 +404,25 @@ export function rememberedAs(remembered: NonNullable<ApprovalRecord['remembered'
 
 /** The escalation clock of a posted card (its own, or carried over from a superseded one). */
 export function escalationStarted(escalation: Escalation) {
-  return (record: ApprovalRecord): ApprovalRecord | undefined =>
-    record.escalation ? undefined : { ...record, escalation };
+  return (record: ApprovalRecord): ApprovalRecord | undefined => {
+    const current = record.escalation;
+    if (!current) return { ...record, escalation };
+    // A step that fired first (due before this start was stored: a successor card of a request
+    // whose clock ran on) must not hide the steps fired before it on the superseded card.
+    const known = new Set(current.fired.map((f) => f.step));
+    const missing = escalation.fired.filter((f) => !known.has(f.step));
+    const sameStart = current.startedAt === escalation.startedAt && current.origin === escalation.origin;
+    if (missing.length === 0 && sameStart) return undefined;
+    return {
+      ...record,
+      escalation: {
+        ...current,
+        startedAt: escalation.startedAt,
+        origin: escalation.origin,
+        fired: [...current.fired, ...missing].sort((a, b) => a.step - b.step),
+      },
+    };
+  };
 }
 
 /** An escalation step fired; the card's line says so. Once per step. */

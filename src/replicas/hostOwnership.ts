@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
-import { type HostLeases, type LeaseHolder, replicaOf } from '../store/hostLeases.js';
+import { type HostLeases, type LeaseHolder, pidOf, replicaOf } from '../store/hostLeases.js';
 
 // Which hosts this replica runs. Each host has one owner at a time, through its lease in Redis;
 // the owner renews it well before it runs out and, should it fail to renew in time, stops the
@@ -28,6 +28,23 @@ export interface HostOwnershipOptions {
   onLost(hostId: string, why: string): void;
   /** Monotonic milliseconds. */
   clock?: () => number;
+  /**
+   * Whether an earlier process of this replica, by its pid, is surely gone: its leases are then
+   * taken back at once rather than once it has been silent for a few ticks. Default: this very
+   * pid (a restarted container's), or no process by that pid on this machine.
+   */
+  isGone?: (pid: number) => boolean;
+}
+
+/** A replica's processes share its name and, by contract, its machine: a pid is checked there. */
+function pidIsGone(pid: number): boolean {
+  if (pid === process.pid) return true;
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ESRCH';
+  }
 }
 
 interface Held {
@@ -218,7 +235,9 @@ export class HostOwnership {
       const holder = holders.get(hostId);
       if (!holder) return 'free';
       const mine = replicaOf(holder.replicaId) === replicaOf(replicaId) && holder.replicaId !== replicaId;
-      return mine && !this.live.has(holder.replicaId) ? holder : undefined;
+      return mine && (!this.live.has(holder.replicaId) || this.earlierProcessGone(holder.replicaId))
+        ? holder
+        : undefined;
     };
     const unowned = hostIds.filter((id) => !this.held.has(id) && !this.gaining.has(id) && takeable(id));
     this.unownedFor = new Map(unowned.map((id) => [id, (this.unownedFor.get(id) ?? 0) + 1]));
@@ -229,6 +248,11 @@ export class HostOwnership {
       const from = takeable(hostId);
       await this.take(hostId, from === 'free' ? undefined : from);
     }
+  }
+
+  private earlierProcessGone(process: string): boolean {
+    const pid = pidOf(process);
+    return pid !== undefined && (this.options.isGone ?? pidIsGone)(pid);
   }
 
   private async take(hostId: string, replacing?: LeaseHolder): Promise<void> {

@@ -35,9 +35,18 @@ export interface LeaseHolder {
   token: number;
 }
 
-/** A process's identity in leases: its replica's name, which survives restarts, and a nonce. */
-export function processIdentity(replica: string, nonce: string): string {
-  return `${replica}#${nonce}`;
+/**
+ * A process's identity in leases: its replica's name, which survives restarts, then its pid and a
+ * nonce (`<replica>#<pid>.<nonce>`).
+ */
+export function processIdentity(replica: string, pid: number, nonce: string): string {
+  return `${replica}#${pid}.${nonce}`;
+}
+
+/** The pid in a process identity, when it has one. */
+export function pidOf(process: string): number | undefined {
+  const match = /#(\d+)\.[^#]*$/.exec(process);
+  return match ? Number(match[1]) : undefined;
 }
 
 /** The replica a process identity belongs to. */

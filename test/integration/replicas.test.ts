@@ -175,6 +175,37 @@ describe('the ownership loop', () => {
   }, 20_000);
 });
 
+describe('a restarted replica', () => {
+  it('takes its hosts back at once from an earlier process of its own that is gone, never from a live one', async () => {
+    const leases = new HostLeases(redis);
+    // The earlier process (pid 999999) holds the lease and said it is alive a moment ago.
+    await leases.acquire('h1', 'a#999999.old', 15_000);
+    await leases.heartbeat('a#999999.old', Date.now(), 3_000, 60_000);
+    const start = (gone: boolean) => {
+      const ownership = new HostOwnership({
+        leases,
+        replicaId: `a#${process.pid}.new`,
+        hostIds: ['h1'],
+        ttlMs: 15_000,
+        logger: quiet,
+        onGained: async () => {},
+        onLost: () => {},
+        isGone: (pid) => gone && pid === 999999,
+      });
+      ownership.start();
+      return ownership;
+    };
+    const waiting = start(false);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(waiting.holds('h1')).toBe(false);
+    await waiting.stop();
+    const back = start(true);
+    await waitFor(() => back.holds('h1'), 3_000);
+    expect(back.fenceOf('h1')).toBe(2);
+    await back.stop();
+  });
+});
+
 describe('forwarded decisions', () => {
   const stream = new DecisionStream(redis);
 

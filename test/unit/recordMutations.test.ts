@@ -7,6 +7,8 @@ import {
 import {
   cardRevealed,
   claimed,
+  escalationFired,
+  escalationStarted,
   newRecord,
   reopened,
   resolved,
@@ -71,6 +73,21 @@ const stageOneResolved = ApprovalUpdatedParams.parse({
 });
 
 describe('record mutations', () => {
+  it('a successor card keeps the steps fired before it, even when its next step is stored first', () => {
+    const start = { startedAt: '2026-12-01T10:00:00.000Z', origin: 'a0' };
+    const remind = { step: 0, action: 'remind' as const, afterMs: 1_000, at: '2026-12-01T10:00:01.000Z' };
+    const mention = { step: 1, action: 'mention' as const, afterMs: 3_000, at: '2026-12-01T10:00:05.000Z' };
+    // The mention fires on the successor before the carried-over start is stored.
+    const firedFirst = escalationFired(mention, start)(base)!;
+    const merged = escalationStarted({ ...start, fired: [remind] })(firedFirst)!;
+    expect(merged.escalation?.fired.map((f) => f.action)).toEqual(['remind', 'mention']);
+    expect(merged.escalation?.origin).toBe('a0');
+    // In the usual order, and stored again, nothing changes.
+    const usual = escalationFired(mention, start)(escalationStarted({ ...start, fired: [remind] })(base)!)!;
+    expect(usual.escalation).toEqual(merged.escalation);
+    expect(escalationStarted({ ...start, fired: [remind] })(usual)).toBeUndefined();
+  });
+
   it('derives the exec capability of the stage being asked, and follows the stage as it advances', () => {
     expect(base.requiredCapabilities).toEqual(['exec:npm test']);
     expect(updated(stageOneResolved)(base)?.requiredCapabilities).toEqual(['exec:git push']);
