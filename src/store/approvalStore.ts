@@ -208,23 +208,29 @@ export class ApprovalStore {
   ): Promise<UpdateResult | undefined> {
     const written = this.nextVersion(record, { ...record, slack: { ...record.slack, ...card } });
     const messageKey = keys.message(card.channel, card.ts);
-    const [result] = await Promise.all([
-      this.redis.csCas(
-        2,
-        keys.approval(record.approvalId),
-        keys.postLease(record.approvalId),
-        String(record.version),
-        String(written.version),
-        JSON.stringify(written),
-        String(isTerminal(written) ? this.options.resolvedTtlMs : 0),
-        lease.token,
-        '1',
-      ),
+    const [results] = await Promise.all([
+      // In a pipeline of its own, as cas() sends it: csCas takes its key count first, and
+      // auto-pipelining on a Cluster would route the command by that count instead of its keys.
+      this.redis
+        .pipeline()
+        .csCas(
+          2,
+          keys.approval(record.approvalId),
+          keys.postLease(record.approvalId),
+          String(record.version),
+          String(written.version),
+          JSON.stringify(written),
+          String(isTerminal(written) ? this.options.resolvedTtlMs : 0),
+          lease.token,
+          '1',
+        )
+        .exec(),
       // The message's own slot: mapped whether or not the write won, as it always was.
       isTerminal(record)
         ? this.redis.set(messageKey, record.approvalId, 'PX', this.options.resolvedTtlMs)
         : this.redis.set(messageKey, record.approvalId),
     ]);
+    const result = firstResult(results);
     if (result === 1) return { record: written, changed: true, previous: record };
     if (result === -1) return undefined;
     // Changed while we posted: write the card's place into whatever it is now.

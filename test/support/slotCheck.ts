@@ -2,6 +2,8 @@
 // not all of one hash tag. Stricter than Cluster itself: ioredis only refuses a pipeline whose
 // keys sit on different nodes, and two slots may share a node; Redis refuses a script's keys
 // in two slots, not two tags that happen to hash alike. On one Redis nothing refuses them at all.
+// The batches auto-pipelining makes of unrelated commands are not the store's round trips: only
+// each of their commands is checked.
 
 import type { RedisClient } from '../../src/store/redisConnection.js';
 
@@ -28,6 +30,11 @@ function spread(commands: QueuedCommand[]): string | undefined {
   return byTag.size > 1 ? [...byTag.values()].join(', ') : undefined;
 }
 
+/** ioredis marks the pipelines it batches commands in with symbols of its own. */
+function autoPipelined(pipeline: object): boolean {
+  return Object.getOwnPropertySymbols(pipeline).some((s) => s.description === 'callbacks');
+}
+
 /** Returns the same client, patched: a violation rejects with an error naming the keys. */
 export function refuseCrossSlot<T extends RedisClient>(client: T): T {
   const patched = client as unknown as Record<string, (...args: unknown[]) => unknown>;
@@ -47,7 +54,7 @@ export function refuseCrossSlot<T extends RedisClient>(client: T): T {
       const pipeline = original(...args) as { _queue: QueuedCommand[]; exec: (...a: unknown[]) => unknown };
       const exec = pipeline.exec.bind(pipeline);
       pipeline.exec = (...a: unknown[]) => {
-        const keys = spread(pipeline._queue);
+        const keys = autoPipelined(pipeline) ? undefined : spread(pipeline._queue);
         if (keys) return Promise.reject(new Error(`cross-slot ${method}: ${keys}`));
         return exec(...a);
       };
