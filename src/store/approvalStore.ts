@@ -11,8 +11,10 @@ import type { RedisClient } from './redisConnection.js';
 //
 // Each script touches the keys of one approval only (one hash tag, one Cluster slot). What else an
 // operation writes (a host's open sets, a message mapping, the unsynced set) lives in other slots:
-// it goes in single-slot commands issued alongside, which auto-pipelining (redisConnection.ts)
-// still sends to one Redis in one write.
+// it goes in single-slot commands issued alongside, so the operation still waits for one round
+// trip. One Redis runs them in the order issued (the record before its open-set entry); a Cluster
+// may not, and readers of the open sets look up the record in the approval's queue, after its
+// creation.
 
 /** Creates the record unless it exists; the creator also takes the post lease. */
 const CREATE_SCRIPT = `

@@ -5,8 +5,8 @@ import type { RedisClient } from './redisConnection.js';
 
 /**
  * The records of every approval not yet final on these hosts: the open set of each host, then
- * a read of each record, all issued at once (each record is in a slot of its own; on one Redis
- * auto-pipelining sends them in one write). A record gone meanwhile (expired, cleaned up) is left
+ * a read of each record, all issued at once (each record is in a slot of its own, so no one
+ * pipeline may read them all on a Cluster). A record gone meanwhile (expired, cleaned up) is left
  * out, and so is one that no longer parses or could not be read: a listing must not fail on one
  * bad record.
  */

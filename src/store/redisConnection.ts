@@ -15,23 +15,28 @@ export interface ConnectionOptions {
   retryStrategy?: (times: number) => number | null;
   lazyConnect?: boolean;
   /**
-   * Commands issued in the same tick go out in one write (per Cluster node): the store issues
-   * the single-slot steps of one operation concurrently, and on one Redis they still cost one
-   * round trip, as the one pipeline they replaced did.
+   * Commands issued in the same tick go out in one write per node. On by default on a Cluster
+   * only, where the single-slot steps of one operation (issued together, see approvalStore.ts)
+   * go to several nodes anyway. On one Redis (direct or through Sentinel) it stays off: ioredis
+   * defers an auto-pipelined command to the next turn of the event loop, and holds it while an
+   * earlier batch awaits its replies, whereas a pipeline is written at once. Commands would then
+   * leave in another order than they were issued (a record's open-set entry ahead of the record),
+   * and one slow reply would hold back every command after it. Without it, commands issued
+   * together still leave at once, in order, and cost one round trip of waiting.
    */
   enableAutoPipelining?: boolean;
 }
 
-const DEFAULTS: Required<ConnectionOptions> = {
+const DEFAULTS: Required<Omit<ConnectionOptions, 'enableAutoPipelining'>> = {
   maxRetriesPerRequest: null,
   retryStrategy: (times) => Math.min(times * 200, 5_000),
   lazyConnect: false,
-  enableAutoPipelining: true,
 };
 
 export function createRedisClient(target: RedisTarget, options: ConnectionOptions = {}): RedisClient {
   const { maxRetriesPerRequest, retryStrategy, lazyConnect, enableAutoPipelining } = {
     ...DEFAULTS,
+    enableAutoPipelining: target.kind === 'cluster',
     ...options,
   };
   switch (target.kind) {

@@ -38,8 +38,8 @@ export async function openBackend(
   const closeClients = async () => {
     await Promise.all(clients.splice(0).map((c) => c.quit().catch(() => c.disconnect())));
   };
-  // The tests' own commands fail rather than wait for ever on a server that went away; commands
-  // are auto-pipelined as the bot's are, which on a Cluster routes each batch by its first key.
+  // The tests' own commands fail rather than wait for ever on a server that went away. Otherwise
+  // as the bot's: auto-pipelined on a Cluster, where ioredis routes each batch by its first key.
   const options = { maxRetriesPerRequest: 3 } as const;
   if (kind === 'cluster') {
     const cluster = await RedisCluster.start();
