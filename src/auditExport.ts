@@ -1,13 +1,15 @@
 // `npm run audit:export`: the audit stream as NDJSON on stdout, oldest first, one entry a line.
-// It reads REDIS_URL only, so an operator can run it without the bot's Slack settings.
-import { Redis } from 'ioredis';
-import { DEFAULTS } from './config.js';
+// It reads the Redis variables only (REDIS_URL, or the Sentinel or Cluster ones), so an operator
+// can run it without the bot's Slack settings.
+import { ConfigError, redisTargetOf } from './config.js';
 import { exportAudit } from './store/auditStream.js';
+import { createRedisClient } from './store/redisConnection.js';
 
 async function run(): Promise<void> {
-  const redis = new Redis(process.env.REDIS_URL?.trim() || DEFAULTS.redisUrl, {
+  const redis = createRedisClient(redisTargetOf(process.env).target, {
     maxRetriesPerRequest: 1,
     lazyConnect: true,
+    enableAutoPipelining: false,
   });
   try {
     await redis.connect();
@@ -21,6 +23,10 @@ async function run(): Promise<void> {
 }
 
 run().catch((err: unknown) => {
+  if (err instanceof ConfigError) {
+    process.stderr.write(`countersign: ${err.message}\n`);
+    process.exit(1);
+  }
   process.stderr.write(
     `countersign: audit export failed: ${err instanceof Error ? err.message : String(err)}\n`,
   );

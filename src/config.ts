@@ -2,6 +2,7 @@ import { statSync } from 'node:fs';
 import { z } from 'zod';
 import { CHANNEL_ID, ConfigError, parseDuration, shown } from './configCommon.js';
 import { loadConfigFile } from './configFile.js';
+import { DEFAULT_REDIS_URL, type RedisTarget, redactedTarget, redisTargetOf } from './configRedis.js';
 import type { HostSpec, Route } from './routing/route.js';
 import { maskCommandLine } from './secrets/maskCommandLine.js';
 
@@ -9,7 +10,8 @@ import { maskCommandLine } from './secrets/maskCommandLine.js';
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevelName = (typeof LOG_LEVELS)[number];
 
-export { CHANNEL_ID, ConfigError, parseDuration, shown };
+export type { HostPort, RedisTarget } from './configRedis.js';
+export { CHANNEL_ID, ConfigError, parseDuration, redisTargetOf, shown };
 
 export interface Config {
   slack: {
@@ -25,7 +27,10 @@ export interface Config {
     mode: 'socket' | 'http';
   };
   port: number;
+  /** Where Redis is, for messages: REDIS_URL for one server, the same without passwords otherwise. */
   redisUrl: string;
+  /** What store/redisConnection.ts connects to: one Redis, a Sentinel set or a Cluster. */
+  redis: RedisTarget;
   msp: {
     /** The hosts to run: the file's `hosts`, else MSP_HOST_COMMAND as host "default". */
     hosts: HostSpec[];
@@ -58,7 +63,7 @@ export const DEFAULTS = {
   slackApiUrl: 'https://slack.com/api/',
   slackApiTimeout: '10s',
   port: 3000,
-  redisUrl: 'redis://127.0.0.1:6379',
+  redisUrl: DEFAULT_REDIS_URL,
   hostId: 'default',
   sandboxMode: 'default',
   grantTtl: '8h',
@@ -83,7 +88,6 @@ function hasHost(url: string): boolean {
 }
 
 const httpUrl = z.url({ protocol: /^https?$/ }).refine(hasHost, 'missing host');
-const redisUrl = z.url({ protocol: /^rediss?$/ }).refine(hasHost, 'missing host');
 const port = z
   .string()
   .regex(/^\d{1,5}$/)
@@ -378,12 +382,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     `must be an integer from 0 to 65535 (got ${shown(rawPort)}): fix or unset it (default ${DEFAULTS.port})`,
   );
 
-  const redis = check(
-    'REDIS_URL',
-    read(env, 'REDIS_URL') ?? DEFAULTS.redisUrl,
-    redisUrl,
-    `must be a redis:// or rediss:// URL such as ${DEFAULTS.redisUrl}: fix or unset it`,
-  );
+  const redis = redisTargetOf(env);
 
   const grantTtlMs = durationVar(env, 'COUNTERSIGN_GRANT_TTL', DEFAULTS.grantTtl);
   const grantMaxTtlMs = durationVar(env, 'COUNTERSIGN_GRANT_MAX_TTL', DEFAULTS.grantMaxTtl);
@@ -434,7 +433,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
   return {
     slack,
     port: portNumber,
-    redisUrl: redis,
+    redisUrl: redis.where,
+    redis: redis.target,
     msp: { hosts, requestTimeoutMs },
     ...(configPath ? { configPath } : {}),
     routes,
@@ -493,7 +493,8 @@ export function redactedConfig(config: Config): Config {
       ...secretShown('appToken', appToken),
       ...secretShown('signingSecret', signingSecret),
     },
-    redisUrl: redactUrlPassword(config.redisUrl),
+    redisUrl: config.redis.kind === 'single' ? redactUrlPassword(config.redisUrl) : config.redisUrl,
+    redis: redactedTarget(config.redis, SECRET_SET, redactUrlPassword),
     msp: {
       ...config.msp,
       hosts: config.msp.hosts.map((host) => ({

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { Redis } from 'ioredis';
 import { v7 as uuidv7 } from 'uuid';
 import { renderCard } from './cards/renderCard.js';
 import { ConfigError, loadConfig, redactedConfig } from './config.js';
@@ -49,6 +48,7 @@ import { HomeViewers } from './store/homeViewers.js';
 import { HostLeases, processIdentity } from './store/hostLeases.js';
 import { RedisNoticeLedger } from './store/noticeLedger.js';
 import { RecentDecisions } from './store/recentDecisions.js';
+import { createRedisClient } from './store/redisConnection.js';
 import { RedisHealth } from './store/redisHealth.js';
 import { RedisSessionMemory } from './store/sessionMemory.js';
 import { VERSION } from './version.js';
@@ -77,12 +77,10 @@ async function main(): Promise<void> {
   const shownConfig = redactedConfig(config);
   const logger = createLogger({ level: config.logLevel, pretty: process.stdout.isTTY === true });
 
-  // Commands wait while Redis is away instead of failing: an approval event held in memory for a
-  // while is better than one dropped. /readyz says Redis is down meanwhile.
-  const redis = new Redis(config.redisUrl, {
-    maxRetriesPerRequest: null,
-    retryStrategy: (times) => Math.min(times * 200, 5_000),
-  });
+  // Commands wait while Redis is away instead of failing (createRedisClient's defaults): an
+  // approval event held in memory for a while is better than one dropped. /readyz says Redis is
+  // down meanwhile.
+  const redis = createRedisClient(config.redis);
   let redisErrorLogged = false;
   let redisError: string | undefined;
   redis.on('error', (err) => {

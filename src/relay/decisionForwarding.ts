@@ -1,10 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { ApprovalStore } from '../store/approvalStore.js';
 import type { DecisionStream, StreamEntry } from '../store/decisionStream.js';
 import { GrantRef } from '../store/record.js';
+import type { RedisClient } from '../store/redisConnection.js';
 import { byDeadline, LATE } from '../util/byDeadline.js';
 import type { DecisionOutcome, DecisionRequest } from './decider.js';
 
@@ -38,7 +38,7 @@ export interface DecisionForwardingOptions {
   stream: DecisionStream;
   store: ApprovalStore;
   /** A connection for blocking reads, one per host served (ioredis's duplicate()). */
-  readerConnection: () => Redis;
+  readerConnection: () => RedisClient;
   replicaId: string;
   newCommandId: () => string;
   mayAct: (hostId: string) => boolean;

@@ -201,7 +201,13 @@ export class Escalator {
       await this.options.schedule.drop(due);
       return;
     }
-    if (!isTerminal(seen) && !this.options.ladderOf(seen.route)[due.step]) return;
+    // A step of an approval that is over is dropped, not claimed: a claim marks the step fired for
+    // the whole request, and a superseded approval's successor must still fire it.
+    if (isTerminal(seen)) {
+      await this.options.schedule.drop(due);
+      return;
+    }
+    if (!this.options.ladderOf(seen.route)[due.step]) return;
     if (!(await this.options.schedule.claim(due))) return;
     const task = this.fire(due).catch((err: unknown) => {
       this.count('internal');

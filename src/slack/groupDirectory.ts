@@ -1,8 +1,8 @@
 import type { WebClient } from '@slack/web-api';
-import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { GroupDirectory } from '../relay/authorizer.js';
 import { keys } from '../store/keys.js';
+import type { RedisClient } from '../store/redisConnection.js';
 import { RETRY_POLICIES, retrySlackCall } from './slackRetry.js';
 
 export interface SlackGroupDirectoryOptions {
@@ -21,7 +21,7 @@ export class SlackGroupDirectory implements GroupDirectory {
 
   constructor(
     private readonly web: WebClient,
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly options: SlackGroupDirectoryOptions,
   ) {}
 

@@ -1,11 +1,11 @@
 import type { WebClient } from '@slack/web-api';
-import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { PagerDuty } from '../pagerduty/pagerDuty.js';
 import type { EscalationSender } from '../relay/escalator.js';
 import type { PagerDutyOnCall } from '../relay/oncall.js';
 import type { RenderedMessage } from '../relay/ports.js';
 import { keys } from '../store/keys.js';
+import type { RedisClient } from '../store/redisConnection.js';
 import type { SlackNoticeSender } from './slackNotices.js';
 import { RETRY_POLICIES, retrySlackCall } from './slackRetry.js';
 
@@ -66,7 +66,7 @@ export class SlackPagerDutyOnCall implements PagerDutyOnCall {
   constructor(
     private readonly pagerDuty: PagerDuty,
     private readonly client: WebClient,
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly options: { ttlMs: number; logger: Logger },
   ) {}
 

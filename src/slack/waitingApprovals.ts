@@ -1,12 +1,12 @@
-import type { Redis } from 'ioredis';
 import type { WaitingApproval } from '../cards/renderWaiting.js';
 import type { Authorizer } from '../relay/authorizer.js';
 import type { ApprovalStore } from '../store/approvalStore.js';
 import { readOpenRecords } from '../store/openRecords.js';
+import type { RedisClient } from '../store/redisConnection.js';
 import type { Permalinks } from './permalinks.js';
 
 export interface WaitingApprovalsOptions {
-  redis: Redis;
+  redis: RedisClient;
   store: ApprovalStore;
   /** Every configured host: a user's approvals may come from any of them. */
   hostIds: readonly string[];

@@ -1,12 +1,20 @@
 import { randomUUID } from 'node:crypto';
-import type { ChainableCommander, Redis, Result } from 'ioredis';
+import type { ChainableCommander, Result } from 'ioredis';
 import { keys } from './keys.js';
 import { ApprovalRecord, Claim, isTerminal } from './record.js';
+import type { RedisClient } from './redisConnection.js';
 
 // Every write of a record is a compare-and-set on its version field, done by a Lua script so
 // that Redis never has to decode the JSON. The scripts also carry the small side effects of a
 // write (a lease or claim freed, a claim taken) so that one relayed approval or one click costs
 // a fixed, small number of round trips: see bench/ and README "Performance".
+//
+// Each script touches the keys of one approval only (one hash tag, one Cluster slot). What else an
+// operation writes (a host's open sets, a message mapping, the unsynced set) lives in other slots:
+// it goes in single-slot commands issued alongside, so the operation still waits for one round
+// trip. One Redis runs them in the order issued (the record before its open-set entry); a Cluster
+// may not, and readers of the open sets look up the record in the approval's queue, after its
+// creation.
 
 /** Creates the record unless it exists; the creator also takes the post lease. */
 const CREATE_SCRIPT = `
@@ -151,7 +159,7 @@ export class ApprovalStore {
   private readonly claimTtlMs: number;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly options: ApprovalStoreOptions,
   ) {
     this.claimTtlMs = options.claimTtlMs ?? 24 * 60 * 60 * 1000;
@@ -196,10 +204,9 @@ export class ApprovalStore {
    * post the card at once.
    */
   async createIfAbsent(record: ApprovalRecord, lease?: PostLease): Promise<boolean> {
-    // The open-set insert rides in the same round trip; it is harmless when the record existed.
-    const results = await this.redis
-      .pipeline()
-      .csCreate(
+    // The open-set insert rides along (the host's slot); it is harmless when the record existed.
+    const [created] = await Promise.all([
+      this.redis.csCreate(
         keys.approval(record.approvalId),
         keys.postLease(record.approvalId),
         String(record.version),
@@ -207,12 +214,16 @@ export class ApprovalStore {
         lease?.token ?? '',
         String(lease?.ttlMs ?? 0),
         this.fence(record.hostId),
-      )
-      .sadd(keys.openApprovals(record.hostId), record.approvalId)
-      .sadd(keys.openInSession(record.hostId, record.sessionId), record.approvalId)
-      .hsetnx(keys.sessions(record.hostId), record.sessionId, '{}')
-      .exec();
-    return firstResult(results) === 1;
+      ),
+      this.redis
+        .pipeline()
+        .sadd(keys.openApprovals(record.hostId), record.approvalId)
+        .sadd(keys.openInSession(record.hostId, record.sessionId), record.approvalId)
+        .hsetnx(keys.sessions(record.hostId), record.sessionId, '{}')
+        .exec()
+        .then(throwFirstError),
+    ]);
+    return created === 1;
   }
 
   /**
@@ -234,14 +245,17 @@ export class ApprovalStore {
       if (!next) return { record: current, changed: false, previous: current };
       const written = this.nextVersion(current, next);
       const dropped = current.claim && current.claim.commandId !== written.claim?.commandId;
+      // Sent with the write, ahead of it: the card is behind its record until cardsSynced() says
+      // not, and a process that dies as it writes must leave that mark for the next start.
+      const unsynced = written.slack.ts
+        ? this.redis.zadd(keys.unsyncedCards(), Date.now(), approvalId)
+        : undefined;
       const pipe = this.redis.pipeline();
       // A dropped claim's key must not outlive it: a host that asks that stage again (a restart
       // recovery under the same id) must find it free.
       this.cas(pipe, current, written, dropped ? current.claim : undefined);
-      this.whenFinal(pipe, current, written);
-      // In the write's own round trip: the card is behind its record until cardsSynced() says not.
-      if (written.slack.ts) pipe.zadd(keys.unsyncedCards(), Date.now(), approvalId);
-      const result = firstResult(await pipe.exec());
+      const [results] = await Promise.all([pipe.exec(), unsynced, this.whenFinal(current, written)]);
+      const result = firstResult(results);
       if (result === 1) return { record: written, changed: true, previous: current };
       if (result === -1) return undefined;
       if (result === -2) throw new FencedError(current.hostId);
@@ -260,22 +274,30 @@ export class ApprovalStore {
   ): Promise<UpdateResult | undefined> {
     const written = this.nextVersion(record, { ...record, slack: { ...record.slack, ...card } });
     const messageKey = keys.message(card.channel, card.ts);
-    const pipe = this.redis.pipeline();
-    pipe.csCas(
-      2,
-      keys.approval(record.approvalId),
-      keys.postLease(record.approvalId),
-      String(record.version),
-      String(written.version),
-      JSON.stringify(written),
-      String(isTerminal(written) ? this.options.resolvedTtlMs : 0),
-      lease.token,
-      '1',
-      this.fence(record.hostId),
-    );
-    if (isTerminal(record)) pipe.set(messageKey, record.approvalId, 'PX', this.options.resolvedTtlMs);
-    else pipe.set(messageKey, record.approvalId);
-    const result = firstResult(await pipe.exec());
+    const [results] = await Promise.all([
+      // In a pipeline of its own, as cas() sends it: csCas takes its key count first, and
+      // auto-pipelining on a Cluster would route the command by that count instead of its keys.
+      this.redis
+        .pipeline()
+        .csCas(
+          2,
+          keys.approval(record.approvalId),
+          keys.postLease(record.approvalId),
+          String(record.version),
+          String(written.version),
+          JSON.stringify(written),
+          String(isTerminal(written) ? this.options.resolvedTtlMs : 0),
+          lease.token,
+          '1',
+          this.fence(record.hostId),
+        )
+        .exec(),
+      // The message's own slot: mapped whether or not the write won, as it always was.
+      isTerminal(record)
+        ? this.redis.set(messageKey, record.approvalId, 'PX', this.options.resolvedTtlMs)
+        : this.redis.set(messageKey, record.approvalId),
+    ]);
+    const result = firstResult(results);
     if (result === 1) return { record: written, changed: true, previous: record };
     if (result === -1) return undefined;
     if (result === -2) throw new FencedError(record.hostId);
@@ -310,25 +332,22 @@ export class ApprovalStore {
   }
 
   /**
-   * The approval a message maps to and, in the same round trip, the record of the approval the
-   * caller expects there; the record is only meaningful when `mappedTo` is that approval.
+   * The approval a message maps to and, read at the same time (two slots, one round trip on one
+   * Redis), the record of the approval the caller expects there; the record is only meaningful
+   * when `mappedTo` is that approval.
    */
   async getForMessage(
     channel: string,
     ts: string,
     expectedApprovalId: string,
   ): Promise<{ mappedTo: string | undefined; record: ApprovalRecord | undefined }> {
-    const results = await this.redis
-      .pipeline()
-      .get(keys.message(channel, ts))
-      .hget(keys.approval(expectedApprovalId), 'd')
-      .exec();
-    const [mapErr, mappedTo] = results?.[0] ?? [new Error('no reply from Redis'), null];
-    const [recordErr, raw] = results?.[1] ?? [new Error('no reply from Redis'), null];
-    if (mapErr ?? recordErr) throw mapErr ?? recordErr;
+    const [mappedTo, raw] = await Promise.all([
+      this.redis.get(keys.message(channel, ts)),
+      this.redis.hget(keys.approval(expectedApprovalId), 'd'),
+    ]);
     return {
-      mappedTo: (mappedTo as string | null) ?? undefined,
-      record: typeof raw === 'string' ? ApprovalRecord.parse(JSON.parse(raw)) : undefined,
+      mappedTo: mappedTo ?? undefined,
+      record: raw === null ? undefined : ApprovalRecord.parse(JSON.parse(raw)),
     };
   }
 
@@ -427,16 +446,23 @@ export class ApprovalStore {
   }
 
   /**
-   * A record that becomes final leaves its host's open set and its message mapping starts to
-   * expire. Sent in the write's own round trip: a mutation that makes a record final makes it
-   * final on every retry too, so doing this even when the write has to be retried is safe.
+   * A record that becomes final leaves its host's open sets and its message mapping starts to
+   * expire. Sent with the write (the host's slot, the message's slot): a mutation that makes a
+   * record final makes it final on every retry too, so doing this even when the write has to be
+   * retried is safe.
    */
-  private whenFinal(pipe: ChainableCommander, current: ApprovalRecord, written: ApprovalRecord): void {
+  private async whenFinal(current: ApprovalRecord, written: ApprovalRecord): Promise<void> {
     if (!isTerminal(written) || isTerminal(current)) return;
-    pipe.srem(keys.openApprovals(written.hostId), written.approvalId);
-    pipe.srem(keys.openInSession(written.hostId, written.sessionId), written.approvalId);
-    if (written.slack.ts)
-      pipe.pexpire(keys.message(written.slack.channel, written.slack.ts), this.options.resolvedTtlMs);
+    const open = this.redis
+      .pipeline()
+      .srem(keys.openApprovals(written.hostId), written.approvalId)
+      .srem(keys.openInSession(written.hostId, written.sessionId), written.approvalId)
+      .exec()
+      .then(throwFirstError);
+    const mapping = written.slack.ts
+      ? this.redis.pexpire(keys.message(written.slack.channel, written.slack.ts), this.options.resolvedTtlMs)
+      : undefined;
+    await Promise.all([open, mapping]);
   }
 }
 
@@ -444,6 +470,11 @@ function firstResult(results: Array<[Error | null, unknown]> | null): unknown {
   const [err, value] = results?.[0] ?? [new Error('no reply from Redis'), undefined];
   if (err) throw err;
   return value;
+}
+
+function throwFirstError(results: Array<[Error | null, unknown]> | null): void {
+  if (!results) throw new Error('no reply from Redis');
+  for (const [err] of results) if (err) throw err;
 }
 
 function parseClaim(raw: string | null | undefined): Claim | undefined {

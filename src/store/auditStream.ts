@@ -1,7 +1,7 @@
-import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { AuditEntry, AuditTrail } from '../relay/ports.js';
 import { keys } from './keys.js';
+import type { RedisClient } from './redisConnection.js';
 
 /** An entry as XADD takes it: field, value, field, value… (absent fields are left out). */
 export function auditFields(entry: AuditEntry): string[] {
@@ -24,7 +24,7 @@ export interface ExportedAuditEntry {
  */
 export class RedisAuditTrail implements AuditTrail {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly options: { maxLen: number; logger: Logger },
   ) {}
 
@@ -40,7 +40,7 @@ export class RedisAuditTrail implements AuditTrail {
 
 /** Reads the whole stream, oldest first, a page at a time, handing each entry to `write`. */
 export async function exportAudit(
-  redis: Redis,
+  redis: RedisClient,
   write: (entry: ExportedAuditEntry) => void,
   pageSize = 1_000,
 ): Promise<number> {

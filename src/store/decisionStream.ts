@@ -1,5 +1,6 @@
-import type { Redis, Result } from 'ioredis';
+import type { Result } from 'ioredis';
 import { keys } from './keys.js';
+import type { RedisClient } from './redisConnection.js';
 
 // Decisions taken at a replica that does not own the host travel to the owner through a Redis
 // Stream per host, read with a consumer group: an entry left pending by an owner that died is
@@ -62,7 +63,7 @@ export interface StreamEntry {
 export type TakeState = 'taken' | 'gaveUp' | 'withdrawn' | { outcome: string };
 
 export class DecisionStream {
-  constructor(private readonly redis: Redis) {
+  constructor(private readonly redis: RedisClient) {
     redis.defineCommand('csStreamTake', { numberOfKeys: 1, lua: TAKE_SCRIPT });
     redis.defineCommand('csStreamFinish', { numberOfKeys: 2, lua: FINISH_SCRIPT });
     redis.defineCommand('csStreamWithdraw', { numberOfKeys: 1, lua: WITHDRAW_SCRIPT });
@@ -89,7 +90,7 @@ export class DecisionStream {
    * New entries for `consumer`, waiting up to `blockMs` on `reader`: a connection of its own,
    * since a blocking read holds it.
    */
-  async read(reader: Redis, hostId: string, consumer: string, blockMs: number): Promise<StreamEntry[]> {
+  async read(reader: RedisClient, hostId: string, consumer: string, blockMs: number): Promise<StreamEntry[]> {
     const reply = (await reader.xreadgroup(
       'GROUP',
       GROUP,

@@ -1,36 +1,36 @@
-import type { Redis } from 'ioredis';
 import { keys } from './keys.js';
 import { FiredStep } from './record.js';
+import type { RedisClient } from './redisConnection.js';
 
 // The escalation schedule (relay/escalator.ts): due steps in one sorted set, claimed with ZREM so
 // that of any number of processes exactly one fires a step; a lineage hash per request, so that a
 // step fires once for the request however many approvals (a superseded one, its successor) carry it.
+// The schedule and a lineage live in different Cluster slots, so no script touches both: each
+// step below is atomic on one key, and the order of the steps keeps the guarantees (see claim()).
 
-/** Schedules an approval's steps unless it was scheduled already; returns the lineage as it stands. */
-const SCHEDULE = `
-local start = redis.call('HGET', KEYS[2], 'start')
+/**
+ * Starts the request's clock unless it runs already and notes the approval as scheduled; returns
+ * the lineage as it stands. KEYS: lineage. ARGV: approvalId, now, lineage TTL.
+ */
+const START = `
+local start = redis.call('HGET', KEYS[1], 'start')
 if not start then
   start = ARGV[2]
-  redis.call('HSET', KEYS[2], 'start', start, 'origin', ARGV[1])
+  redis.call('HSET', KEYS[1], 'start', start, 'origin', ARGV[1])
 end
-local fresh = redis.call('HSETNX', KEYS[2], 's:' .. ARGV[1], '1')
-redis.call('PEXPIRE', KEYS[2], ARGV[3])
-if fresh == 1 then
-  for i = 4, #ARGV, 2 do
-    local step = (i - 4) / 2
-    if redis.call('HEXISTS', KEYS[2], 'f' .. step) == 0 then
-      redis.call('ZADD', KEYS[1], tonumber(start) + tonumber(ARGV[i]), ARGV[i + 1])
-    end
-  end
-end
-return {start, redis.call('HGET', KEYS[2], 'origin'), fresh, redis.call('HGETALL', KEYS[2])}
+local fresh = redis.call('HSETNX', KEYS[1], 's:' .. ARGV[1], '1')
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return {start, redis.call('HGET', KEYS[1], 'origin'), fresh, redis.call('HGETALL', KEYS[1])}
 `;
 
-/** Takes one due step: it is ours only if it was still due and its request has not fired it yet. */
-const CLAIM = `
-if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then return 0 end
-local won = redis.call('HSETNX', KEYS[2], 'f' .. ARGV[2], '{}')
-if redis.call('PTTL', KEYS[2]) < 0 then redis.call('PEXPIRE', KEYS[2], ARGV[3]) end
+/**
+ * Marks a step of the request fired: true for the first of the request's approvals only. The
+ * lineage keeps a TTL even when the request ended meanwhile and this brought it back.
+ * KEYS: lineage. ARGV: step, lineage TTL.
+ */
+const MARK_FIRED = `
+local won = redis.call('HSETNX', KEYS[1], 'f' .. ARGV[1], '{}')
+if redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return won
 `;
 
@@ -61,11 +61,18 @@ export interface DueStep {
 
 export class EscalationStore {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly options: { lineageTtlMs: number },
   ) {}
 
-  /** Puts an approval's steps (`afters`, ms after the clock's start) in the schedule, once. */
+  /**
+   * Puts an approval's steps (`afters`, ms after the clock's start) in the schedule, once. The
+   * lineage is written first, then the steps the request has not fired go into the schedule. Steps
+   * are added on every call, not only the first: a process that died between the two leaves the
+   * approval without its escalation recorded, so the next one to see it calls this again, and
+   * adding a step already there changes nothing. One added after it fired elsewhere is refused by
+   * claim().
+   */
   async schedule(
     approvalId: string,
     lineage: string,
@@ -73,20 +80,24 @@ export class EscalationStore {
     afters: readonly number[],
   ): Promise<Lineage> {
     const reply = (await this.redis.eval(
-      SCHEDULE,
-      2,
-      keys.escalationDue(),
+      START,
+      1,
       keys.escalationLineage(lineage),
       approvalId,
       String(nowMs),
       String(this.options.lineageTtlMs),
-      ...afters.flatMap((after, step) => [String(after), memberOf(approvalId, step, lineage)]),
     )) as [string, string, number, string[]];
     const [start, origin, fresh, flat] = reply;
+    const fields = new Map<string, string>();
+    for (let i = 0; i + 1 < flat.length; i += 2) fields.set(flat[i]!, flat[i + 1]!);
+    const scoresAndMembers = afters.flatMap((after, step) =>
+      fields.has(`f${step}`) ? [] : [Number(start) + after, memberOf(approvalId, step, lineage)],
+    );
+    if (scoresAndMembers.length > 0) await this.redis.zadd(keys.escalationDue(), ...scoresAndMembers);
     const fired: FiredStep[] = [];
-    for (let i = 0; i + 1 < flat.length; i += 2) {
-      if (!/^f\d+$/.test(flat[i]!)) continue;
-      const parsed = FiredStep.safeParse(safeJson(flat[i + 1]!));
+    for (const [field, value] of fields) {
+      if (!/^f\d+$/.test(field)) continue;
+      const parsed = FiredStep.safeParse(safeJson(value));
       if (parsed.success) fired.push(parsed.data);
     }
     fired.sort((a, b) => a.step - b.step);
@@ -106,14 +117,19 @@ export class EscalationStore {
     });
   }
 
-  /** True for exactly one caller, and only while the step is due and its request never fired it. */
+  /**
+   * True for exactly one caller, and only while the step is due and its request never fired it.
+   * Taking the step out of the schedule (ZREM) picks one of the processes polling it, and only a
+   * step still due can be taken: a cancelled one is not. The winner then marks the step fired on
+   * the lineage (HSETNX), which picks one of the approvals carrying the request. A process that
+   * dies between the two loses the step, as one dying between the claim and firing it always did.
+   */
   async claim(due: DueStep): Promise<boolean> {
+    if ((await this.redis.zrem(keys.escalationDue(), due.member)) !== 1) return false;
     const won = await this.redis.eval(
-      CLAIM,
-      2,
-      keys.escalationDue(),
+      MARK_FIRED,
+      1,
       keys.escalationLineage(due.lineage),
-      due.member,
       String(due.step),
       String(this.options.lineageTtlMs),
     );

@@ -1,7 +1,7 @@
-import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { GrantEvent } from '../grants/grant.js';
 import { keys } from './keys.js';
+import type { RedisClient } from './redisConnection.js';
 
 /** One stream entry: flat fields, the grant of `created` (and `refreshed`) as JSON. */
 function eventFields(event: GrantEvent): string[] {
@@ -39,7 +39,7 @@ function eventFields(event: GrantEvent): string[] {
  */
 export class GrantAuditTrail {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly options: { maxLen: number; logger: Logger },
   ) {}
 
@@ -56,7 +56,7 @@ export class GrantAuditTrail {
 
 /** The grant audit stream read back, oldest first, each entry with its stream id. */
 export async function readGrantAudit(
-  redis: Redis,
+  redis: RedisClient,
   count = 10_000,
 ): Promise<Array<GrantEvent & { id: string }>> {
   const entries = await redis.xrange(keys.grantAudit, '-', '+', 'COUNT', count);

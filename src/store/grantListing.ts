@@ -1,8 +1,8 @@
-import type { Redis } from 'ioredis';
 import type { Grant } from '../grants/grant.js';
 import { grantKeyOf } from './grantIds.js';
 import { fromFields, isLive, type StoredGrant } from './grantRecord.js';
 import { keys } from './keys.js';
+import type { RedisClient } from './redisConnection.js';
 
 /** What one listing returns at most: the newest live grants. Older ones are not listed. */
 export const GRANT_LIST_LIMIT = 100;
@@ -17,7 +17,7 @@ export interface ListFilter {
  * Live grants, newest first, at most GRANT_LIST_LIMIT, read from the smallest index that answers
  * the filter (a granter's, each channel's, or the index of all grants) rather than every grant.
  */
-export async function listGrants(redis: Redis, filter: ListFilter, nowMs: number): Promise<Grant[]> {
+export async function listGrants(redis: RedisClient, filter: ListFilter, nowMs: number): Promise<Grant[]> {
   const { channels, grantedBy } = filter;
   if (channels?.length === 0) return [];
   const inChannels = channels ? new Set(channels) : undefined;
@@ -50,7 +50,7 @@ function cmp(a: string, b: string): number {
  * newest of several indexes. Entries of grants that are gone leave the index on the way.
  */
 async function liveFromIndex(
-  redis: Redis,
+  redis: RedisClient,
   indexKey: string,
   nowMs: number,
   accept: (grant: Grant) => boolean,
@@ -59,20 +59,20 @@ async function liveFromIndex(
   const gone: string[] = [];
   for (let offset = 0; out.length < GRANT_LIST_LIMIT; offset += PAGE) {
     const ids = await redis.zrevrange(indexKey, offset, offset + PAGE - 1);
-    const pipe = redis.pipeline();
     const read: string[] = [];
+    const keysToRead: string[] = [];
     for (const id of ids) {
       const key = grantKeyOf(id);
       if (key === undefined) gone.push(id);
       else {
         read.push(id);
-        pipe.hgetall(key);
+        keysToRead.push(key);
       }
     }
-    const results = read.length > 0 ? ((await pipe.exec()) ?? []) : [];
-    results.forEach(([err, fields], i) => {
-      if (err) throw err;
-      const stored = fromFields(read[i]!, fields as Record<string, string>);
+    // Grants of different buckets are in different slots: one read each, all issued at once.
+    const results = await Promise.all(keysToRead.map((key) => redis.hgetall(key)));
+    results.forEach((fields, i) => {
+      const stored = fromFields(read[i]!, fields);
       if (!stored) gone.push(read[i]!);
       else if (isLive(stored, nowMs) && accept(stored.grant)) out.push(stored);
     });

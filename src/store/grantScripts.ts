@@ -1,4 +1,5 @@
-import type { Redis, Result } from 'ioredis';
+import type { Result } from 'ioredis';
+import type { RedisClient } from './redisConnection.js';
 
 // The grant store's scripts. Each touches one hash tag (a grant and its bucket share it, see
 // grantIds.ts), so each runs on one Cluster slot. Some build keys of that same slot from a prefix
@@ -119,7 +120,7 @@ extend(KEYS[1], ARGV[1])
 return 1
 `;
 
-export function defineGrantScripts(redis: Redis): void {
+export function defineGrantScripts(redis: RedisClient): void {
   redis.defineCommand('csGrantCreateBot', { numberOfKeys: 2, lua: CREATE_BOT });
   redis.defineCommand('csGrantCreateHost', { numberOfKeys: 1, lua: CREATE_HOST });
   redis.defineCommand('csGrantCandidates', { numberOfKeys: 1, lua: CANDIDATES });

@@ -1,4 +1,3 @@
-import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { canonicalCapabilities } from '../grants/capabilities.js';
 import type { Grant, GrantStore } from '../grants/grant.js';
@@ -15,14 +14,15 @@ import { type ListFilter, listGrants } from './grantListing.js';
 import { fromFields, type GrantData, pairs, parseGrantData, type StoredGrant } from './grantRecord.js';
 import { defineGrantScripts } from './grantScripts.js';
 import { keys } from './keys.js';
+import type { RedisClient } from './redisConnection.js';
 
 // Key layout: keys.ts (grant, grantBucket, grantsBy*, grantsExpiring, grantAudit). Matching reads
 // one bucket; listing reads small indexes; sweeping reads the expiry index. Grants and buckets
 // have no Redis TTL (see grantScripts.ts): the sweep, which every running bot does each minute,
 // removes what has ended, so nothing grows without bound. The few listing indexes carry a TTL up
 // to the end of the latest grant they list (plus KEEP_AFTER_END_MS). The scripts each touch one slot; the index
-// writes are pipelines of one-key commands over several slots, which Redis Cluster would need
-// split per slot (the project runs on one Redis).
+// writes are one pipeline per slot (the `{grants}` indexes, a channel's, a granter's), issued at
+// once. An index entry may outlive its grant: listing drops such entries as it meets them.
 
 export const DEFAULT_LISTED_HOST_GRANT_MS = 7 * 24 * 60 * 60 * 1000;
 
@@ -50,7 +50,7 @@ export class RedisGrantStore implements GrantStore {
   private readonly listedHostGrantMs: number;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly options: GrantStoreOptions,
   ) {
     defineGrantScripts(redis);
@@ -251,25 +251,25 @@ export class RedisGrantStore implements GrantStore {
   private async index({ grant, end }: StoredGrant, nowMs: number): Promise<void> {
     const created = Date.parse(grant.createdAt);
     const ttl = end - nowMs + KEEP_AFTER_END_MS;
-    const listings = [
-      keys.grantsAll(),
-      keys.grantsByChannel(grant.channel),
-      keys.grantsByGranter(grant.grantedBy),
-    ];
-    const pipe = this.redis.pipeline().zadd(keys.grantsExpiring(), 'GT', end, grant.grantId);
-    for (const index of listings) pipe.zadd(index, created, grant.grantId);
-    for (const index of listings) pipe.csExtendTtl(index, ttl);
-    throwFirstError(await pipe.exec());
+    const listed = (index: string) =>
+      this.redis.pipeline().zadd(index, created, grant.grantId).csExtendTtl(index, ttl);
+    await Promise.all(
+      [
+        listed(keys.grantsAll()).zadd(keys.grantsExpiring(), 'GT', end, grant.grantId),
+        listed(keys.grantsByChannel(grant.channel)),
+        listed(keys.grantsByGranter(grant.grantedBy)),
+      ].map(async (pipe) => throwFirstError(await pipe.exec())),
+    );
   }
 
   private async unindex(grantId: string, data: GrantData, expiryToo: boolean): Promise<void> {
-    const pipe = this.redis
-      .pipeline()
-      .zrem(keys.grantsAll(), grantId)
-      .zrem(keys.grantsByChannel(data.channel), grantId)
-      .zrem(keys.grantsByGranter(data.grantedBy), grantId);
-    if (expiryToo) pipe.zrem(keys.grantsExpiring(), grantId);
-    throwFirstError(await pipe.exec());
+    const global = this.redis.pipeline().zrem(keys.grantsAll(), grantId);
+    if (expiryToo) global.zrem(keys.grantsExpiring(), grantId);
+    await Promise.all([
+      global.exec().then(throwFirstError),
+      this.redis.zrem(keys.grantsByChannel(data.channel), grantId),
+      this.redis.zrem(keys.grantsByGranter(data.grantedBy), grantId),
+    ]);
   }
 }
 

@@ -1,5 +1,5 @@
-import type { Redis } from 'ioredis';
 import { keys } from './keys.js';
+import type { RedisClient } from './redisConnection.js';
 
 /**
  * Slack users who opened the app's Home recently: their Home is worth publishing again when
@@ -8,7 +8,7 @@ import { keys } from './keys.js';
  */
 export class HomeViewers {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly forMs: number,
     private readonly now: () => number = Date.now,
   ) {}

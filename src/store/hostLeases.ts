@@ -1,5 +1,6 @@
-import type { Redis, Result } from 'ioredis';
+import type { Result } from 'ioredis';
 import { keys } from './keys.js';
+import type { RedisClient } from './redisConnection.js';
 
 // A host's lease: one key per host, taken only when absent (SET NX PX) and renewed by its holder,
 // carrying a fencing token from the host's own counter. Lease and counter share the host's hash
@@ -56,7 +57,7 @@ export function replicaOf(process: string): string {
 }
 
 export class HostLeases {
-  constructor(private readonly redis: Redis) {
+  constructor(private readonly redis: RedisClient) {
     redis.defineCommand('csLeaseAcquire', { numberOfKeys: 2, lua: ACQUIRE_SCRIPT });
     redis.defineCommand('csLeaseRenew', { numberOfKeys: 1, lua: RENEW_SCRIPT });
     redis.defineCommand('csLeaseRelease', { numberOfKeys: 1, lua: RELEASE_SCRIPT });

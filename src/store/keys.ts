@@ -1,5 +1,9 @@
-// Every Redis key the bot uses comes from here. Keys of one approval share the hash tag
-// `{approvalId}` so a Lua script may touch them together on Redis Cluster.
+// Every Redis key the bot uses comes from here, and each carries exactly one hash tag `{…}`: on
+// Redis Cluster the tag alone picks the key's slot, and a script or pipeline may only touch keys of
+// one slot. Keys of one approval share `{approvalId}`, a host's open sets and sessions `{hostId}`,
+// a grant and its bucket the bucket's tag, a Slack user's lists `{userId}`; the few keys every
+// approval or grant shares (the unsynced cards, the audit streams, the escalation schedule, the
+// grant indexes) each have a tag of their own, so no round trip has to span two of them.
 
 const PREFIX = 'cs';
 
@@ -26,7 +30,7 @@ export const keys = {
    * written). A process that dies with a card update in flight leaves its mark here, and the next
    * start brings that card up to date.
    */
-  unsyncedCards: () => `${PREFIX}:cards:unsynced`,
+  unsyncedCards: () => `${PREFIX}:{cards}:unsynced`,
   /**
    * `<replicaId> <token>`, with a TTL: which replica owns the host (runs its process and acts for
    * it) and with which fencing token. Taken only when absent (hostLeases.ts).
@@ -43,7 +47,7 @@ export const keys = {
   /** Held by the one replica bringing a card left behind up to date (recoverCards), briefly. */
   cardSync: (approvalId: string) => `${PREFIX}:cardsync:{${approvalId}}`,
   /** Stream of audit entries (decisions, refusals), capped with XADD MAXLEN ~. */
-  audit: `${PREFIX}:audit`,
+  audit: `${PREFIX}:{audit}`,
   /** Whether one notice (thread line, requester DM, stream entry) of an approval was sent. */
   notice: (approvalId: string, kind: string) => `${PREFIX}:notice:{${approvalId}}:${kind}`,
   /** JSON array of a Slack user group's members, for a short while: every replica reads the same. */
@@ -59,7 +63,7 @@ export const keys = {
    * Sorted set of escalation steps waiting to fire, scored by when they are due (ms). A member is
    * the JSON of [approvalId, step, lineage]; taking one out (ZREM) is what claims it.
    */
-  escalationDue: () => `${PREFIX}:esc:due`,
+  escalationDue: () => `${PREFIX}:{esc}:due`,
   /**
    * Hash, one per request across the approvals that carry it (a superseded one and its successor):
    * `start` (ms), `origin` (approvalId of the first card), `s:<approvalId>` once that approval is
@@ -69,7 +73,7 @@ export const keys = {
   /** JSON array of the Slack users on call for one PagerDuty schedule or policy, for a short while. */
   oncallPagerDuty: (source: string) => `${PREFIX}:oncall:pd:{${source}}`,
   /** Sorted set: Slack users whose App Home is shown, scored by when that stops counting (ms). */
-  homeViewers: () => `${PREFIX}:home-viewers`,
+  homeViewers: () => `${PREFIX}:{home-viewers}`,
 
   // Remembered grants (grantStore.ts). A grant id starts with its bucket's tag (grantIds.ts), so a
   // grant and the bucket it lives in share one hash tag: every grant script touches one slot.
@@ -85,9 +89,9 @@ export const keys = {
   /** Sorted sets of grantIds by createdAt (ms): what listing reads instead of every grant. */
   grantsByChannel: (channel: string) => `${PREFIX}:grants:channel:{${channel}}`,
   grantsByGranter: (userId: string) => `${PREFIX}:grants:by:{${userId}}`,
-  grantsAll: () => `${PREFIX}:grants:all`,
+  grantsAll: () => `${PREFIX}:{grants}:all`,
   /** Sorted set of grantIds by `end` (ms): what sweep() looks at. */
-  grantsExpiring: () => `${PREFIX}:grants:expiring`,
+  grantsExpiring: () => `${PREFIX}:{grants}:expiring`,
   /** Stream of grant events (created, used, expired, revoked), capped with XADD MAXLEN ~. */
-  grantAudit: `${PREFIX}:grants:audit`,
+  grantAudit: `${PREFIX}:{grants}:audit`,
 } as const;

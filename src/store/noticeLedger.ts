@@ -1,5 +1,5 @@
-import type { Redis } from 'ioredis';
 import { keys } from './keys.js';
+import type { RedisClient } from './redisConnection.js';
 
 /**
  * Which notices of an approval were sent, shared by every replica and kept across restarts.
@@ -7,7 +7,7 @@ import { keys } from './keys.js';
  */
 export class RedisNoticeLedger {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     /** As long as the resolved record itself: a notice can only be due while the record is. */
     private readonly options: { ttlMs: number },
   ) {}

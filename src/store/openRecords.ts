@@ -1,25 +1,25 @@
-import type { Redis } from 'ioredis';
 import type { ApprovalStore } from './approvalStore.js';
 import { keys } from './keys.js';
 import { ApprovalRecord } from './record.js';
+import type { RedisClient } from './redisConnection.js';
 
 /**
  * The records of every approval not yet final on these hosts: the open set of each host, then
- * one pipelined read of all their records. A record gone meanwhile (expired, cleaned up) is
- * left out, and so is one that no longer parses: a listing must not fail on one bad record.
+ * a read of each record, all issued at once (each record is in a slot of its own, so no one
+ * pipeline may read them all on a Cluster). A record gone meanwhile (expired, cleaned up) is left
+ * out, and so is one that no longer parses or could not be read: a listing must not fail on one
+ * bad record.
  */
 export async function readOpenRecords(
-  redis: Redis,
+  redis: RedisClient,
   store: ApprovalStore,
   hostIds: readonly string[],
 ): Promise<ApprovalRecord[]> {
   const ids = (await Promise.all(hostIds.map((hostId) => store.openApprovalIds(hostId)))).flat();
   if (ids.length === 0) return [];
-  const pipe = redis.pipeline();
-  for (const id of ids) pipe.hget(keys.approval(id), 'd');
-  const results = (await pipe.exec()) ?? [];
-  return results.flatMap(([err, raw]) => {
-    if (err || typeof raw !== 'string') return [];
+  const results = await Promise.all(ids.map((id) => redis.hget(keys.approval(id), 'd').catch(() => null)));
+  return results.flatMap((raw) => {
+    if (typeof raw !== 'string') return [];
     const parsed = ApprovalRecord.safeParse(JSON.parse(raw));
     return parsed.success ? [parsed.data] : [];
   });

@@ -1,6 +1,6 @@
-import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { keys } from './keys.js';
+import type { RedisClient } from './redisConnection.js';
 
 /** What App Home shows of one approval a user decided; kept apart from the record, which expires. */
 export const RecentDecision = z.object({
@@ -33,7 +33,7 @@ return 1
 /** The last approvals each Slack user decided, newest first, capped per user. */
 export class RecentDecisions {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     /** How long a user's list outlives their last decision; the records themselves last as long. */
     private readonly ttlMs: number,
   ) {}

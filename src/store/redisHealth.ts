@@ -1,5 +1,5 @@
-import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import type { RedisClient } from './redisConnection.js';
 
 export interface RedisHealthOptions {
   logger: Logger;
@@ -25,7 +25,7 @@ export class RedisHealth {
   private readonly timeoutMs: number;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly options: RedisHealthOptions,
   ) {
     this.intervalMs = options.intervalMs ?? 500;

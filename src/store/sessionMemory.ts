@@ -1,13 +1,13 @@
-import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import type { FollowedSession, SessionMemory } from '../msp/events.js';
 import { keys } from './keys.js';
+import type { RedisClient } from './redisConnection.js';
 
 const Stored = z.looseObject({ viewCursor: z.string().optional() });
 
 /** The sessions each host follows, in one Redis hash per host (keys.sessions). */
 export class RedisSessionMemory implements SessionMemory {
-  constructor(private readonly redis: Redis) {}
+  constructor(private readonly redis: RedisClient) {}
 
   async recall(hostId: string): Promise<FollowedSession[]> {
     const all = await this.redis.hgetall(keys.sessions(hostId));

@@ -5,6 +5,7 @@
 import { Redis } from 'ioredis';
 import { expect } from 'vitest';
 import { keys } from '../../src/store/keys.js';
+import type { RedisClient } from '../../src/store/redisConnection.js';
 import {
   APPROVALS_CHANNEL,
   freshRedisDb,
@@ -14,6 +15,7 @@ import {
 } from '../support/bot.js';
 import { FakeHost, type FakeHostSeed } from '../support/fakeHost.js';
 import { FakeSlack, type SlackMessage } from '../support/fakeSlack.js';
+import type { RedisCluster } from '../support/redisCluster.js';
 import { blockActionsPayload, postInteraction, viewSubmissionPayload } from '../support/slackRequests.js';
 import { testRedisUrl } from '../support/testRedis.js';
 
@@ -98,16 +100,23 @@ export interface WorldOptions {
   waitForSync?: boolean;
   /** A fake host started by the test (its command named in a config file), instead of a new one. */
   host?: FakeHost;
+  /**
+   * A Redis Cluster instead (REDIS_CLUSTER_NODES), flushed first: it has database 0 only, so the
+   * file that started it has it to itself.
+   */
+  cluster?: RedisCluster;
 }
 
 export class World {
   private constructor(
     readonly slack: FakeSlack,
     readonly host: FakeHost,
-    readonly redis: Redis,
+    readonly redis: RedisClient,
     readonly redisDb: number,
     public bot: RunningBot,
     private readonly botRedisUrl: string | undefined,
+    /** What names the bot's Redis besides REDIS_URL, on every start. */
+    private readonly redisEnv: Record<string, string>,
   ) {}
 
   /** `env` may be worked out from the fake host, e.g. a config file that names its command. */
@@ -124,18 +133,25 @@ export class World {
         sessions: [{ sessionId: SESSION, title: 'Bump the version' }],
         ...seed,
       }));
-    const redisDb = await freshRedisDb(options.redisUrl);
+    const { cluster } = options;
+    if (cluster) await cluster.flush();
+    const redisDb = cluster ? 0 : await freshRedisDb(options.redisUrl);
     const botRedisUrl = options.botRedisUrl ?? options.redisUrl;
+    const redisEnv: Record<string, string> = cluster
+      ? { REDIS_URL: '', REDIS_CLUSTER_NODES: cluster.nodesVar }
+      : {};
     const bot = await startBot({
       host,
       slack,
       redisDb,
-      env: typeof env === 'function' ? env(host) : env,
+      env: { ...redisEnv, ...(typeof env === 'function' ? env(host) : env) },
       ...(botRedisUrl ? { redisUrl: botRedisUrl } : {}),
     });
     await World.ready(bot, options.waitForSync ?? true);
-    const redis = new Redis(options.redisUrl ? `${options.redisUrl}/${redisDb}` : testRedisUrl(redisDb));
-    return new World(slack, host, redis, redisDb, bot, botRedisUrl);
+    const redis = cluster
+      ? cluster.client()
+      : new Redis(options.redisUrl ? `${options.redisUrl}/${redisDb}` : testRedisUrl(redisDb));
+    return new World(slack, host, redis, redisDb, bot, botRedisUrl, redisEnv);
   }
 
   /**
@@ -155,7 +171,7 @@ export class World {
       host: this.host,
       slack: this.slack,
       redisDb: this.redisDb,
-      env,
+      env: { ...this.redisEnv, ...env },
       ...(this.botRedisUrl ? { redisUrl: this.botRedisUrl } : {}),
     });
     await World.ready(this.bot, options.waitForSync ?? true);

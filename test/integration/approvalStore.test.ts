@@ -1,13 +1,10 @@
-import { Redis } from 'ioredis';
-import { afterAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ApprovalStore } from '../../src/store/approvalStore.js';
 import { keys } from '../../src/store/keys.js';
 import type { ApprovalRecord } from '../../src/store/record.js';
+import type { RedisClient } from '../../src/store/redisConnection.js';
+import { BACKENDS, openBackend, type StoreBackend } from '../support/storeBackends.js';
 import { testRedisUrl } from '../support/testRedis.js';
-
-// A Redis database of its own, so this file can run beside the end-to-end tests.
-const redis = new Redis(testRedisUrl(14), { lazyConnect: false });
-const store = new ApprovalStore(redis, { resolvedTtlMs: 60_000 });
 
 function record(approvalId: string, overrides: Partial<ApprovalRecord> = {}): ApprovalRecord {
   return {
@@ -37,14 +34,23 @@ function record(approvalId: string, overrides: Partial<ApprovalRecord> = {}): Ap
 /** A click by U1 on stage 0, as the click handler builds it. */
 const claim = { sourceIndex: 0, userId: 'U1', choiceId: 'allow_once', commandId: 'cmd-1', claimedAt: 'now' };
 
-beforeEach(async () => {
-  await redis.flushdb();
-});
-afterAll(async () => {
-  await redis.quit();
-});
+describe.each(BACKENDS)('ApprovalStore on %s Redis', (kind) => {
+  let backend: StoreBackend;
+  let redis: RedisClient;
+  let store: ApprovalStore;
+  beforeAll(async () => {
+    // One Redis: a database of its own, so this file can run beside the end-to-end tests.
+    backend = await openBackend(kind, async () => ({ url: testRedisUrl(14) }));
+    redis = backend.connect();
+    store = new ApprovalStore(redis, { resolvedTtlMs: 60_000 });
+  });
+  beforeEach(async () => {
+    await backend.flush();
+  });
+  afterAll(async () => {
+    await backend.close();
+  });
 
-describe('ApprovalStore', () => {
   it('lets exactly one of many racing creators win', async () => {
     const results = await Promise.all(Array.from({ length: 10 }, () => store.createIfAbsent(record('a-1'))));
     expect(results.filter(Boolean)).toHaveLength(1);

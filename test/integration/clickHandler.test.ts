@@ -1,6 +1,5 @@
-import { Redis } from 'ioredis';
 import pino from 'pino';
-import { afterAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { renderCard } from '../../src/cards/renderCard.js';
 import type { ApprovalHost, HostEvent } from '../../src/msp/events.js';
 import { ApprovalRequestParams, ApprovalUpdatedParams, type DecideParams } from '../../src/msp/protocol.js';
@@ -13,13 +12,12 @@ import { Relay } from '../../src/relay/relay.js';
 import { OPEN_RULES } from '../../src/routing/route.js';
 import { ApprovalStore } from '../../src/store/approvalStore.js';
 import { shellApproval } from '../support/fakeHost.js';
+import { BACKENDS, openBackend, type StoreBackend } from '../support/storeBackends.js';
 import { testRedisUrl } from '../support/testRedis.js';
 
 // The relay and click handler wired to real Redis, with the two outer edges (Slack and the host)
 // replaced by recorders and the clock in the test's hands.
 
-const redis = new Redis(testRedisUrl(13));
-const store = new ApprovalStore(redis, { resolvedTtlMs: 60_000 });
 const logger = pino({ level: 'silent' });
 
 class Cards implements CardChannel, UserNotifier {
@@ -59,208 +57,224 @@ class Host implements ApprovalHost {
   }
 }
 
-const clock = new Date('2026-11-30T12:00:00Z');
-let cards: Cards;
-let host: Host;
-let relay: Relay;
-let keeper: RecordKeeper;
-let clicks: ClickHandler;
-let decider: Decider;
-let commandIds = 0;
+describe.each(BACKENDS)('on %s Redis', (kind) => {
+  let backend: StoreBackend;
+  let store: ApprovalStore;
+  const clock = new Date('2026-11-30T12:00:00Z');
+  let cards: Cards;
+  let host: Host;
+  let relay: Relay;
+  let keeper: RecordKeeper;
+  let clicks: ClickHandler;
+  let decider: Decider;
+  let commandIds = 0;
 
-const params = ApprovalRequestParams.parse(
-  shellApproval({
-    approvalId: 'a-click',
-    sessionId: 's1',
-    stages: [
-      ['npm', 'test'],
-      ['git', 'push'],
-    ],
-  }),
-);
+  const params = ApprovalRequestParams.parse(
+    shellApproval({
+      approvalId: 'a-click',
+      sessionId: 's1',
+      stages: [
+        ['npm', 'test'],
+        ['git', 'push'],
+      ],
+    }),
+  );
 
-function event(e: Omit<Extract<HostEvent, { type: 'approvalOpened' }>, 'hostId' | 'type'>): HostEvent {
-  return { type: 'approvalOpened', hostId: 'default', ...e };
-}
+  function event(e: Omit<Extract<HostEvent, { type: 'approvalOpened' }>, 'hostId' | 'type'>): HostEvent {
+    return { type: 'approvalOpened', hostId: 'default', ...e };
+  }
 
-beforeEach(async () => {
-  await redis.flushdb();
-  cards = new Cards();
-  host = new Host();
-  const now = () => clock;
-  keeper = new RecordKeeper({ store, cards, render: (r, n) => renderCard(r, { now: n }), logger, now });
-  decider = new Decider({
-    keeper,
-    store,
-    host: () => host,
-    logger,
-    now,
-    newCommandId: () => `cmd-${++commandIds}`,
+  beforeAll(async () => {
+    backend = await openBackend(kind, async () => ({ url: testRedisUrl(13) }));
+    store = new ApprovalStore(backend.connect(), { resolvedTtlMs: 60_000 });
   });
-  relay = new Relay({
-    keeper,
-    store,
-    decider,
-    host: () => host,
-    logger,
-    routeFor: () => ({ name: 'test', channel: 'C1' }),
-    sandboxModeOf: () => 'default',
-    now,
-  });
-  // Anyone may decide here: who may is test/e2e/authorization.test.ts's subject.
-  const authorizer = new Authorizer({
-    rulesOf: () => OPEN_RULES,
-    admins: [],
-    ownerOf: () => undefined,
-    groups: { members: async () => new Set() },
-    logger,
-  });
-  clicks = new ClickHandler({ store, decider, keeper, notifier: cards, authorizer, logger });
-  relay.handleHostEvent(event({ incarnation: 'inc-1', via: 'request', params }));
-  await relay.idle();
-});
-afterAll(async () => {
-  keeper.stop();
-  await redis.quit();
-});
-
-const click = (userId: string, sourceIndex: number) => ({
-  channel: 'C1',
-  ts: cards.posted[0]!.ts,
-  userId,
-  sourceIndex,
-  choiceId: 'allow_once',
-});
-
-describe('ClickHandler against real Redis', () => {
-  it('a user the route does not list is refused before anything is claimed: told why, audited, nothing decided', async () => {
-    const audited: AuditEntry[] = [];
-    const strict = new ClickHandler({
+  beforeEach(async () => {
+    // The last test's keeper may still hold a batch of synced cards to strike off.
+    if (keeper) {
+      keeper.stop();
+      await keeper.idle();
+    }
+    await backend.flush();
+    cards = new Cards();
+    host = new Host();
+    const now = () => clock;
+    keeper = new RecordKeeper({ store, cards, render: (r, n) => renderCard(r, { now: n }), logger, now });
+    decider = new Decider({
+      keeper,
+      store,
+      host: () => host,
+      logger,
+      now,
+      newCommandId: () => `cmd-${++commandIds}`,
+    });
+    relay = new Relay({
+      keeper,
       store,
       decider,
-      keeper,
-      notifier: cards,
-      authorizer: new Authorizer({
-        rulesOf: () => ({ ...OPEN_RULES, approvers: { users: ['U0ALICE'], usergroups: [] } }),
-        admins: [],
-        ownerOf: () => undefined,
-        groups: { members: async () => new Set() },
-        logger,
-      }),
-      audit: { append: async (entry) => void audited.push(entry) },
+      host: () => host,
+      logger,
+      routeFor: () => ({ name: 'test', channel: 'C1' }),
+      sandboxModeOf: () => 'default',
+      now,
+    });
+    // Anyone may decide here: who may is test/e2e/authorization.test.ts's subject.
+    const authorizer = new Authorizer({
+      rulesOf: () => OPEN_RULES,
+      admins: [],
+      ownerOf: () => undefined,
+      groups: { members: async () => new Set() },
       logger,
     });
-    await strict.click(click('U0EVE', 0));
-    expect(host.decided).toHaveLength(0);
-    expect(cards.notes.at(-1)).toEqual({ userId: 'U0EVE', text: 'Only <@U0ALICE> can decide on test.' });
-    expect(audited).toEqual([
-      expect.objectContaining({
-        kind: 'refusal',
-        approvalId: 'a-click',
-        hostId: 'default',
-        route: 'test',
-        userId: 'U0EVE',
-        action: 'click',
-        reason: 'notApprover',
-      }),
-    ]);
-    // Nothing was claimed: the approver decides next.
-    await strict.click(click('U0ALICE', 0));
-    expect(host.decided).toHaveLength(1);
-    expect(audited).toHaveLength(1);
+    clicks = new ClickHandler({ store, decider, keeper, notifier: cards, authorizer, logger });
+    relay.handleHostEvent(event({ incarnation: 'inc-1', via: 'request', params }));
+    await relay.idle();
+  });
+  afterAll(async () => {
+    // Nothing of this backend's may still be writing when its clients quit.
+    await relay.idle();
+    keeper.stop();
+    await keeper.idle();
+    await backend.close();
   });
 
-  it('a host restart that re-asks the same stage under the same id frees the old claim', async () => {
-    await clicks.click(click('U1', 0));
-    expect(host.decided).toHaveLength(1);
-    await clicks.click(click('U2', 0));
-    expect(cards.notes.at(-1)?.text).toMatch(/already being decided by <@U1>/);
+  const click = (userId: string, sourceIndex: number) => ({
+    channel: 'C1',
+    ts: cards.posted[0]!.ts,
+    userId,
+    sourceIndex,
+    choiceId: 'allow_once',
+  });
 
-    // The host restarts and recovers the approval under the same id, at the same stage: the
-    // earlier answer was evidence, not authority, so the question is open again.
-    relay.handleHostEvent({
-      type: 'approvalUpdated',
-      hostId: 'default',
-      incarnation: 'inc-2',
-      params: ApprovalUpdatedParams.parse({ ...params, change: { kind: 'restartRecovered' } }),
+  describe('ClickHandler against real Redis', () => {
+    it('a user the route does not list is refused before anything is claimed: told why, audited, nothing decided', async () => {
+      const audited: AuditEntry[] = [];
+      const strict = new ClickHandler({
+        store,
+        decider,
+        keeper,
+        notifier: cards,
+        authorizer: new Authorizer({
+          rulesOf: () => ({ ...OPEN_RULES, approvers: { users: ['U0ALICE'], usergroups: [] } }),
+          admins: [],
+          ownerOf: () => undefined,
+          groups: { members: async () => new Set() },
+          logger,
+        }),
+        audit: { append: async (entry) => void audited.push(entry) },
+        logger,
+      });
+      await strict.click(click('U0EVE', 0));
+      expect(host.decided).toHaveLength(0);
+      expect(cards.notes.at(-1)).toEqual({ userId: 'U0EVE', text: 'Only <@U0ALICE> can decide on test.' });
+      expect(audited).toEqual([
+        expect.objectContaining({
+          kind: 'refusal',
+          approvalId: 'a-click',
+          hostId: 'default',
+          route: 'test',
+          userId: 'U0EVE',
+          action: 'click',
+          reason: 'notApprover',
+        }),
+      ]);
+      // Nothing was claimed: the approver decides next.
+      await strict.click(click('U0ALICE', 0));
+      expect(host.decided).toHaveLength(1);
+      expect(audited).toHaveLength(1);
     });
-    await relay.idle();
 
-    await clicks.click(click('U2', 0));
-    expect(host.decided).toHaveLength(2);
-    expect(host.decided[1]).toMatchObject({ requirementId: { sourceIndex: 0 } });
-    expect(host.decided[1]!.commandId).not.toBe(host.decided[0]!.commandId);
-  });
+    it('a host restart that re-asks the same stage under the same id frees the old claim', async () => {
+      await clicks.click(click('U1', 0));
+      expect(host.decided).toHaveLength(1);
+      await clicks.click(click('U2', 0));
+      expect(cards.notes.at(-1)?.text).toMatch(/already being decided by <@U1>/);
 
-  it('a click checked against stage 1 never decides stage 2 after the stage moved', async () => {
-    const moved = { ...params, currentRequirementId: { approvalId: 'a-click', sourceIndex: 1 } };
-    // The stage moves between the button being rendered and the click arriving.
-    relay.handleHostEvent(event({ incarnation: 'inc-1', via: 'request', params: moved }));
-    await relay.idle();
-    await clicks.click(click('U1', 0));
-    expect(host.decided).toHaveLength(0);
-    expect(cards.notes.at(-1)?.text).toMatch(/question changed/);
-  });
-
-  it('a button naming its approval is read in one step, and checked against the message', async () => {
-    await clicks.click({ ...click('U1', 0), approvalHint: 'a-click' });
-    expect(host.decided).toHaveLength(1);
-    expect(host.decided[0]).toMatchObject({ approvalId: 'a-click' });
-  });
-
-  it("a button naming another approval than its message decides the message's own", async () => {
-    const other = {
-      ...params,
-      approvalId: 'a-other',
-      currentRequirementId: { approvalId: 'a-other', sourceIndex: 0 },
-    };
-    relay.handleHostEvent(event({ incarnation: 'inc-1', via: 'request', params: other }));
-    await relay.idle();
-    await clicks.click({ ...click('U1', 0), approvalHint: 'a-other' });
-    expect(host.decided.map((d) => d.approvalId)).toEqual(['a-click']);
-  });
-
-  it('a button naming an approval on a message that maps to none is refused', async () => {
-    await clicks.click({ ...click('U1', 0), ts: '1700000000.999999', approvalHint: 'a-click' });
-    expect(host.decided).toHaveLength(0);
-    expect(cards.notes.at(-1)?.text).toMatch(/no approval behind this message/);
-  });
-});
-
-describe('Relay reconcile against real Redis', () => {
-  it("reading one session's listing touches only that session's open approvals", async () => {
-    // Three sessions with three open approvals each (plus the one from beforeEach in s1).
-    for (const sessionId of ['s1', 's2', 's3']) {
-      for (let i = 0; i < 3; i++) {
-        const approvalId = `${sessionId}-a${i}`;
-        const p = ApprovalRequestParams.parse(
-          shellApproval({ approvalId, sessionId, stages: [['npm', 'test']] }),
-        );
-        relay.handleHostEvent(event({ incarnation: 'inc-1', via: 'request', params: p }));
-      }
-    }
-    await relay.idle();
-    const read: string[] = [];
-    const get = store.get.bind(store);
-    store.get = async (approvalId: string) => {
-      read.push(approvalId);
-      return get(approvalId);
-    };
-    try {
-      // A new host process lists s2: one of its approvals is gone.
+      // The host restarts and recovers the approval under the same id, at the same stage: the
+      // earlier answer was evidence, not authority, so the question is open again.
       relay.handleHostEvent({
-        type: 'sessionReconciled',
+        type: 'approvalUpdated',
         hostId: 'default',
         incarnation: 'inc-2',
-        sessionId: 's2',
-        pendingApprovalIds: ['s2-a0', 's2-a1'],
+        params: ApprovalUpdatedParams.parse({ ...params, change: { kind: 'restartRecovered' } }),
       });
       await relay.idle();
-    } finally {
-      store.get = get;
-    }
-    expect(read.sort()).toEqual(['s2-a0', 's2-a1', 's2-a2']);
-    expect((await store.get('s2-a2'))?.phase).toBe('superseded');
-    expect((await store.get('s1-a2'))?.phase).toBe('pending');
+
+      await clicks.click(click('U2', 0));
+      expect(host.decided).toHaveLength(2);
+      expect(host.decided[1]).toMatchObject({ requirementId: { sourceIndex: 0 } });
+      expect(host.decided[1]!.commandId).not.toBe(host.decided[0]!.commandId);
+    });
+
+    it('a click checked against stage 1 never decides stage 2 after the stage moved', async () => {
+      const moved = { ...params, currentRequirementId: { approvalId: 'a-click', sourceIndex: 1 } };
+      // The stage moves between the button being rendered and the click arriving.
+      relay.handleHostEvent(event({ incarnation: 'inc-1', via: 'request', params: moved }));
+      await relay.idle();
+      await clicks.click(click('U1', 0));
+      expect(host.decided).toHaveLength(0);
+      expect(cards.notes.at(-1)?.text).toMatch(/question changed/);
+    });
+
+    it('a button naming its approval is read in one step, and checked against the message', async () => {
+      await clicks.click({ ...click('U1', 0), approvalHint: 'a-click' });
+      expect(host.decided).toHaveLength(1);
+      expect(host.decided[0]).toMatchObject({ approvalId: 'a-click' });
+    });
+
+    it("a button naming another approval than its message decides the message's own", async () => {
+      const other = {
+        ...params,
+        approvalId: 'a-other',
+        currentRequirementId: { approvalId: 'a-other', sourceIndex: 0 },
+      };
+      relay.handleHostEvent(event({ incarnation: 'inc-1', via: 'request', params: other }));
+      await relay.idle();
+      await clicks.click({ ...click('U1', 0), approvalHint: 'a-other' });
+      expect(host.decided.map((d) => d.approvalId)).toEqual(['a-click']);
+    });
+
+    it('a button naming an approval on a message that maps to none is refused', async () => {
+      await clicks.click({ ...click('U1', 0), ts: '1700000000.999999', approvalHint: 'a-click' });
+      expect(host.decided).toHaveLength(0);
+      expect(cards.notes.at(-1)?.text).toMatch(/no approval behind this message/);
+    });
+  });
+
+  describe('Relay reconcile against real Redis', () => {
+    it("reading one session's listing touches only that session's open approvals", async () => {
+      // Three sessions with three open approvals each (plus the one from beforeEach in s1).
+      for (const sessionId of ['s1', 's2', 's3']) {
+        for (let i = 0; i < 3; i++) {
+          const approvalId = `${sessionId}-a${i}`;
+          const p = ApprovalRequestParams.parse(
+            shellApproval({ approvalId, sessionId, stages: [['npm', 'test']] }),
+          );
+          relay.handleHostEvent(event({ incarnation: 'inc-1', via: 'request', params: p }));
+        }
+      }
+      await relay.idle();
+      const read: string[] = [];
+      const get = store.get.bind(store);
+      store.get = async (approvalId: string) => {
+        read.push(approvalId);
+        return get(approvalId);
+      };
+      try {
+        // A new host process lists s2: one of its approvals is gone.
+        relay.handleHostEvent({
+          type: 'sessionReconciled',
+          hostId: 'default',
+          incarnation: 'inc-2',
+          sessionId: 's2',
+          pendingApprovalIds: ['s2-a0', 's2-a1'],
+        });
+        await relay.idle();
+      } finally {
+        store.get = get;
+      }
+      expect(read.sort()).toEqual(['s2-a0', 's2-a1', 's2-a2']);
+      expect((await store.get('s2-a2'))?.phase).toBe('superseded');
+      expect((await store.get('s1-a2'))?.phase).toBe('pending');
+    });
   });
 });

@@ -2,142 +2,165 @@
 // due steps claim each exactly once; a request's steps fire once across the approvals that carry
 // it; scheduling twice adds nothing; cancelling takes the rest out.
 
-import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EscalationStore } from '../../src/store/escalationStore.js';
 import { keys } from '../../src/store/keys.js';
+import type { RedisClient } from '../../src/store/redisConnection.js';
 import { PrivateRedis } from '../support/privateRedis.js';
+import { BACKENDS, openBackend, type StoreBackend } from '../support/storeBackends.js';
 
-// A redis-server of its own: a bot of another test polling the same schedule would take steps.
-let server: PrivateRedis;
-let a: Redis;
-let b: Redis;
-let storeA: EscalationStore;
-let storeB: EscalationStore;
+describe.each(BACKENDS)('EscalationStore on %s Redis', (kind) => {
+  let backend: StoreBackend;
+  let a: RedisClient;
+  let b: RedisClient;
+  let storeA: EscalationStore;
+  let storeB: EscalationStore;
 
-beforeAll(async () => {
-  server = await PrivateRedis.start();
-  a = new Redis(server.url);
-  b = new Redis(server.url);
-  storeA = new EscalationStore(a, { lineageTtlMs: 60_000 });
-  storeB = new EscalationStore(b, { lineageTtlMs: 60_000 });
-});
+  beforeAll(async () => {
+    // One Redis: a redis-server of its own, as a bot of another test polling the same schedule
+    // would take steps.
+    backend = await openBackend(kind, async () => {
+      const server = await PrivateRedis.start();
+      return { url: server.url, stop: () => server.stop() };
+    });
+    a = backend.connect();
+    b = backend.connect();
+    storeA = new EscalationStore(a, { lineageTtlMs: 60_000 });
+    storeB = new EscalationStore(b, { lineageTtlMs: 60_000 });
+  });
 
-afterAll(async () => {
-  await Promise.all([a.quit(), b.quit()]);
-  await server.stop();
-});
+  afterAll(async () => {
+    await backend.close();
+  });
 
-/** Polls until nothing is due, claiming what it sees; resolves with what it won. */
-async function drain(store: EscalationStore, nowMs: number): Promise<string[]> {
-  const won: string[] = [];
-  for (;;) {
-    const due = await store.due(nowMs, 7);
-    if (due.length === 0) return won;
-    for (const step of due) if (await store.claim(step)) won.push(`${step.approvalId}#${step.step}`);
+  /** Polls until nothing is due, claiming what it sees; resolves with what it won. */
+  async function drain(store: EscalationStore, nowMs: number): Promise<string[]> {
+    const won: string[] = [];
+    for (;;) {
+      const due = await store.due(nowMs, 7);
+      if (due.length === 0) return won;
+      for (const step of due) if (await store.claim(step)) won.push(`${step.approvalId}#${step.step}`);
+    }
   }
-}
 
-describe('EscalationStore', () => {
-  it('two processes polling the same schedule claim every due step exactly once', async () => {
-    const now = 1_000_000;
-    const ids = Array.from({ length: 60 }, (_, i) => `race-${i}`);
-    await Promise.all(ids.map((id) => storeA.schedule(id, `line-${id}`, now, [0, 10, 20])));
-    const [wonA, wonB] = await Promise.all([drain(storeA, now + 20), drain(storeB, now + 20)]);
-    const all = [...wonA, ...wonB];
-    expect(all).toHaveLength(ids.length * 3);
-    expect(new Set(all).size).toBe(all.length);
-    expect(await a.zcard(keys.escalationDue())).toBe(0);
-  });
-
-  it('both processes claiming the very same due steps at once: one wins each', async () => {
-    const now = 1_500_000;
-    const ids = Array.from({ length: 40 }, (_, i) => `same-${i}`);
-    await Promise.all(ids.map((id) => storeA.schedule(id, `line-${id}`, now, [0, 5])));
-    const due = await storeA.due(now + 5, 1_000);
-    expect(due).toHaveLength(ids.length * 2);
-    const [byA, byB] = await Promise.all([
-      Promise.all(due.map((d) => storeA.claim(d))),
-      Promise.all(due.map((d) => storeB.claim(d))),
-    ]);
-    due.forEach((_, i) => {
-      expect(Number(byA[i]) + Number(byB[i])).toBe(1);
+  describe('the schedule', () => {
+    it('two processes polling the same schedule claim every due step exactly once', async () => {
+      const now = 1_000_000;
+      const ids = Array.from({ length: 60 }, (_, i) => `race-${i}`);
+      await Promise.all(ids.map((id) => storeA.schedule(id, `line-${id}`, now, [0, 10, 20])));
+      const [wonA, wonB] = await Promise.all([drain(storeA, now + 20), drain(storeB, now + 20)]);
+      const all = [...wonA, ...wonB];
+      expect(all).toHaveLength(ids.length * 3);
+      expect(new Set(all).size).toBe(all.length);
+      expect(await a.zcard(keys.escalationDue())).toBe(0);
     });
-  });
 
-  it('a step is due only at its time, counted from the clock start', async () => {
-    const now = 2_000_000;
-    await storeA.schedule('timed-1', 'line-timed-1', now, [1_000, 5_000]);
-    expect((await storeA.due(now + 999)).filter((d) => d.approvalId === 'timed-1')).toHaveLength(0);
-    expect(
-      (await storeA.due(now + 1_000)).filter((d) => d.approvalId === 'timed-1').map((d) => d.step),
-    ).toEqual([0]);
-    expect(
-      (await storeA.due(now + 5_000)).filter((d) => d.approvalId === 'timed-1').map((d) => d.step),
-    ).toEqual([0, 1]);
-    await storeA.cancel('timed-1', 'line-timed-1', 2);
-  });
-
-  it('scheduling the same approval again adds nothing, even after a step fired', async () => {
-    const now = 3_000_000;
-    const first = await storeA.schedule('again-1', 'line-again', now, [0, 100]);
-    expect(first).toMatchObject({ startMs: now, origin: 'again-1', scheduled: true, fired: [] });
-    const [step0] = await storeA.due(now);
-    expect(await storeA.claim(step0!)).toBe(true);
-    const second = await storeB.schedule('again-1', 'line-again', now + 50, [0, 100]);
-    expect(second.scheduled).toBe(false);
-    expect(second.startMs).toBe(now);
-    expect(
-      (await storeA.due(now + 100)).filter((d) => d.approvalId === 'again-1').map((d) => d.step),
-    ).toEqual([1]);
-    await storeA.cancel('again-1', 'line-again', 2);
-  });
-
-  it('a successor keeps the clock and fires only what its predecessor did not', async () => {
-    const now = 4_000_000;
-    await storeA.schedule('pred-1', 'line-shared', now, [0, 1_000, 2_000]);
-    const [step0] = (await storeA.due(now)).filter((d) => d.approvalId === 'pred-1');
-    expect(await storeA.claim(step0!)).toBe(true);
-    await storeA.fired('line-shared', {
-      step: 0,
-      action: 'remind',
-      afterMs: 0,
-      at: new Date(now).toISOString(),
+    it('both processes claiming the very same due steps at once: one wins each', async () => {
+      const now = 1_500_000;
+      const ids = Array.from({ length: 40 }, (_, i) => `same-${i}`);
+      await Promise.all(ids.map((id) => storeA.schedule(id, `line-${id}`, now, [0, 5])));
+      const due = await storeA.due(now + 5, 1_000);
+      expect(due).toHaveLength(ids.length * 2);
+      const [byA, byB] = await Promise.all([
+        Promise.all(due.map((d) => storeA.claim(d))),
+        Promise.all(due.map((d) => storeB.claim(d))),
+      ]);
+      due.forEach((_, i) => {
+        expect(Number(byA[i]) + Number(byB[i])).toBe(1);
+      });
     });
-    // The host asks the same tool call again under a new id, later.
-    const successor = await storeB.schedule('succ-1', 'line-shared', now + 500, [0, 1_000, 2_000]);
-    expect(successor).toMatchObject({ startMs: now, origin: 'pred-1', scheduled: true });
-    expect(successor.fired.map((f) => f.step)).toEqual([0]);
-    // Both carry steps 1 and 2 while the predecessor is not yet cancelled: each fires once in all.
-    const due = await storeA.due(now + 2_000);
-    expect(due.filter((d) => d.approvalId === 'succ-1').map((d) => d.step)).toEqual([1, 2]);
-    const results = await Promise.all(due.map((d) => (d.approvalId === 'pred-1' ? storeA : storeB).claim(d)));
-    const won = due.filter((_, i) => results[i]).map((d) => d.step);
-    expect(won.sort()).toEqual([1, 2]);
-  });
 
-  it('cancelling takes an approval’s remaining steps out', async () => {
-    const now = 5_000_000;
-    await storeA.schedule('cancel-1', 'line-cancel', now, [0, 10, 20]);
-    expect(await storeB.cancel('cancel-1', 'line-cancel', 3)).toBe(3);
-    expect((await storeA.due(now + 20)).filter((d) => d.approvalId === 'cancel-1')).toHaveLength(0);
-  });
+    it('a step is due only at its time, counted from the clock start', async () => {
+      const now = 2_000_000;
+      await storeA.schedule('timed-1', 'line-timed-1', now, [1_000, 5_000]);
+      expect((await storeA.due(now + 999)).filter((d) => d.approvalId === 'timed-1')).toHaveLength(0);
+      expect(
+        (await storeA.due(now + 1_000)).filter((d) => d.approvalId === 'timed-1').map((d) => d.step),
+      ).toEqual([0]);
+      expect(
+        (await storeA.due(now + 5_000)).filter((d) => d.approvalId === 'timed-1').map((d) => d.step),
+      ).toEqual([0, 1]);
+      await storeA.cancel('timed-1', 'line-timed-1', 2);
+    });
 
-  it('an ended request starts afresh: a later approval of the same tool call has its own clock', async () => {
-    const now = 6_000_000;
-    await storeA.schedule('end-1', 'line-end', now, [0]);
-    const [step] = (await storeA.due(now)).filter((d) => d.approvalId === 'end-1');
-    expect(await storeA.claim(step!)).toBe(true);
-    await storeA.paged('line-end', 'RKEY');
-    expect(await storeA.pagedWith('line-end')).toBe('RKEY');
-    await storeB.end('line-end');
-    expect(await storeA.pagedWith('line-end')).toBeUndefined();
-    // A step in flight as the request ended does not bring its lineage back, nor may it page.
-    await storeA.fired('line-end', { step: 0, action: 'remind', afterMs: 0, at: '' });
-    expect(await storeA.paged('line-end', 'RKEY')).toBe(false);
-    expect(await a.exists(keys.escalationLineage('line-end'))).toBe(0);
-    const later = await storeA.schedule('end-2', 'line-end', now + 10_000, [0]);
-    expect(later).toMatchObject({ startMs: now + 10_000, origin: 'end-2', fired: [], scheduled: true });
-    expect((await storeA.due(now + 10_000)).filter((d) => d.approvalId === 'end-2')).toHaveLength(1);
+    it('scheduling the same approval again adds nothing, even after a step fired', async () => {
+      const now = 3_000_000;
+      const first = await storeA.schedule('again-1', 'line-again', now, [0, 100]);
+      expect(first).toMatchObject({ startMs: now, origin: 'again-1', scheduled: true, fired: [] });
+      const [step0] = await storeA.due(now);
+      expect(await storeA.claim(step0!)).toBe(true);
+      const second = await storeB.schedule('again-1', 'line-again', now + 50, [0, 100]);
+      expect(second.scheduled).toBe(false);
+      expect(second.startMs).toBe(now);
+      expect(
+        (await storeA.due(now + 100)).filter((d) => d.approvalId === 'again-1').map((d) => d.step),
+      ).toEqual([1]);
+      await storeA.cancel('again-1', 'line-again', 2);
+    });
+
+    it('a successor keeps the clock and fires only what its predecessor did not', async () => {
+      const now = 4_000_000;
+      await storeA.schedule('pred-1', 'line-shared', now, [0, 1_000, 2_000]);
+      const [step0] = (await storeA.due(now)).filter((d) => d.approvalId === 'pred-1');
+      expect(await storeA.claim(step0!)).toBe(true);
+      await storeA.fired('line-shared', {
+        step: 0,
+        action: 'remind',
+        afterMs: 0,
+        at: new Date(now).toISOString(),
+      });
+      // The host asks the same tool call again under a new id, later.
+      const successor = await storeB.schedule('succ-1', 'line-shared', now + 500, [0, 1_000, 2_000]);
+      expect(successor).toMatchObject({ startMs: now, origin: 'pred-1', scheduled: true });
+      expect(successor.fired.map((f) => f.step)).toEqual([0]);
+      // Both carry steps 1 and 2 while the predecessor is not yet cancelled: each fires once in all.
+      const due = await storeA.due(now + 2_000);
+      expect(due.filter((d) => d.approvalId === 'succ-1').map((d) => d.step)).toEqual([1, 2]);
+      const results = await Promise.all(
+        due.map((d) => (d.approvalId === 'pred-1' ? storeA : storeB).claim(d)),
+      );
+      const won = due.filter((_, i) => results[i]).map((d) => d.step);
+      expect(won.sort()).toEqual([1, 2]);
+    });
+
+    it('cancelling takes an approval’s remaining steps out', async () => {
+      const now = 5_000_000;
+      await storeA.schedule('cancel-1', 'line-cancel', now, [0, 10, 20]);
+      expect(await storeB.cancel('cancel-1', 'line-cancel', 3)).toBe(3);
+      expect((await storeA.due(now + 20)).filter((d) => d.approvalId === 'cancel-1')).toHaveLength(0);
+    });
+
+    it('an ended request starts afresh: a later approval of the same tool call has its own clock', async () => {
+      const now = 6_000_000;
+      await storeA.schedule('end-1', 'line-end', now, [0]);
+      const [step] = (await storeA.due(now)).filter((d) => d.approvalId === 'end-1');
+      expect(await storeA.claim(step!)).toBe(true);
+      await storeA.paged('line-end', 'RKEY');
+      expect(await storeA.pagedWith('line-end')).toBe('RKEY');
+      await storeB.end('line-end');
+      expect(await storeA.pagedWith('line-end')).toBeUndefined();
+      // A step in flight as the request ended does not bring its lineage back, nor may it page.
+      await storeA.fired('line-end', { step: 0, action: 'remind', afterMs: 0, at: '' });
+      expect(await storeA.paged('line-end', 'RKEY')).toBe(false);
+      expect(await a.exists(keys.escalationLineage('line-end'))).toBe(0);
+      const later = await storeA.schedule('end-2', 'line-end', now + 10_000, [0]);
+      expect(later).toMatchObject({ startMs: now + 10_000, origin: 'end-2', fired: [], scheduled: true });
+      expect((await storeA.due(now + 10_000)).filter((d) => d.approvalId === 'end-2')).toHaveLength(1);
+    });
+
+    it('scheduling again puts back the steps a process that died half-way never added, not those fired', async () => {
+      const now = 7_000_000;
+      await storeA.schedule('heal-1', 'line-heal', now, [0, 10]);
+      const [step0] = (await storeA.due(now)).filter((d) => d.approvalId === 'heal-1');
+      expect(await storeA.claim(step0!)).toBe(true);
+      // As if the process had died after writing the lineage, before adding the steps.
+      const left = (await storeA.due(now + 10)).filter((d) => d.approvalId === 'heal-1');
+      await a.zrem(keys.escalationDue(), ...left.map((d) => d.member));
+      const again = await storeB.schedule('heal-1', 'line-heal', now + 5, [0, 10]);
+      expect(again).toMatchObject({ startMs: now, scheduled: false });
+      const due = (await storeA.due(now + 10)).filter((d) => d.approvalId === 'heal-1');
+      expect(due.map((d) => d.step)).toEqual([1]);
+      expect(await storeB.claim(due[0]!)).toBe(true);
+    });
   });
 });

@@ -10,483 +10,506 @@ import { bucketOf, grantKeyOf } from '../../src/store/grantIds.js';
 import { GRANT_LIST_LIMIT } from '../../src/store/grantListing.js';
 import { RedisGrantStore } from '../../src/store/grantStore.js';
 import { keys } from '../../src/store/keys.js';
+import type { RedisClient } from '../../src/store/redisConnection.js';
 import { freshRedisDb } from '../support/bot.js';
 import { captureLogger } from '../support/logCapture.js';
+import { BACKENDS, openBackend, type StoreBackend } from '../support/storeBackends.js';
 import { testRedisUrl } from '../support/testRedis.js';
 import { until } from '../support/until.js';
 
 const HOUR = 60 * 60 * 1000;
 const T0 = Date.parse('2026-12-01T10:00:00.000Z');
 
-let db: number;
-let redis: Redis;
-let redisB: Redis;
-let clock: number;
-const now = () => new Date(clock);
-const at = (ms: number) => new Date(ms);
+describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
+  let db: number;
+  let backend: StoreBackend;
+  let redis: RedisClient;
+  let redisB: RedisClient;
+  let clock: number;
+  const now = () => new Date(clock);
+  const at = (ms: number) => new Date(ms);
 
-beforeAll(async () => {
-  db = await freshRedisDb();
-  redis = new Redis(testRedisUrl(db));
-  redisB = new Redis(testRedisUrl(db));
-});
-beforeEach(async () => {
-  await redis.flushdb();
-  clock = T0;
-});
-afterAll(async () => {
-  await redis.quit();
-  await redisB.quit();
-});
-
-function newStore(on: Redis = redis, extra: { auditMaxLen?: number; listedHostGrantMs?: number } = {}) {
-  const { logger, lines } = captureLogger();
-  const store = new RedisGrantStore(on, { logger, auditMaxLen: extra.auditMaxLen ?? 10_000, now, ...extra });
-  return { store, lines };
-}
-
-type Input = Parameters<GrantStore['create']>[0];
-
-function botGrant(extra: Partial<Input> = {}): Input {
-  return {
-    caller: 'session:s-1',
-    tool: 'shell',
-    capabilities: ['exec:npm test'],
-    sandboxMode: 'workspace-write',
-    holder: 'bot',
-    grantedBy: 'U0ALICE',
-    approvalId: 'a-1',
-    hostId: 'main',
-    route: 'default',
-    channel: 'C0DEPLOY',
-    ttlMs: HOUR,
-    ...extra,
-  };
-}
-
-function hostGrant(extra: Partial<Input> = {}): Input {
-  const { ttlMs: _ttl, ...rest } = botGrant({
-    holder: 'host',
-    rulePreview: 'allow `npm test` in this workspace',
-    scope: 'session',
-    approvalId: 'a-host',
-    ...extra,
+  beforeAll(async () => {
+    backend = await openBackend(kind, async () => {
+      db = await freshRedisDb();
+      return { url: testRedisUrl(db) };
+    });
+    redis = backend.connect();
+    redisB = backend.connect();
   });
-  return rest;
-}
+  beforeEach(async () => {
+    await backend.flush();
+    clock = T0;
+  });
+  afterAll(async () => {
+    await backend.close();
+  });
 
-async function events(kind?: string) {
-  const all = await readGrantAudit(redis);
-  return kind ? all.filter((e) => e.kind === kind) : all;
-}
+  function newStore(
+    on: RedisClient = redis,
+    extra: { auditMaxLen?: number; listedHostGrantMs?: number } = {},
+  ) {
+    const { logger, lines } = captureLogger();
+    const store = new RedisGrantStore(on, {
+      logger,
+      auditMaxLen: extra.auditMaxLen ?? 10_000,
+      now,
+      ...extra,
+    });
+    return { store, lines };
+  }
 
-describe('create, get, candidates', () => {
-  it('stores a bot-held grant with canonical capabilities, and matches it in its bucket only', async () => {
-    const { store, lines } = newStore();
-    const grant = await store.create(botGrant({ capabilities: ['exec:b', 'exec:a', 'exec:b', 'exec:a'] }));
-    expect(grant).toMatchObject({
-      capabilities: ['exec:a', 'exec:b'],
+  type Input = Parameters<GrantStore['create']>[0];
+
+  function botGrant(extra: Partial<Input> = {}): Input {
+    return {
+      caller: 'session:s-1',
+      tool: 'shell',
+      capabilities: ['exec:npm test'],
+      sandboxMode: 'workspace-write',
       holder: 'bot',
-      uses: 0,
-      createdAt: at(T0).toISOString(),
-      expiresAt: at(T0 + HOUR).toISOString(),
-    });
-    expect(grant.grantId).toMatch(/^[0-9a-f]{10}-[0-9a-f]{12}$/);
-    expect(await store.get(grant.grantId)).toEqual(grant);
-    expect(await store.candidates('session:s-1', 'shell', 'workspace-write', now())).toEqual([grant]);
-    expect(await store.candidates('session:s-1', 'shell', 'danger-full-access', now())).toEqual([]);
-    expect(await store.candidates('session:s-1', 'apply_patch', 'workspace-write', now())).toEqual([]);
-    expect(await store.candidates('session:s-2', 'shell', 'workspace-write', now())).toEqual([]);
-    expect(await store.get('nope')).toBeUndefined();
-    expect(await store.get('0123456789-000000000000')).toBeUndefined();
-
-    const [created] = await events();
-    expect(created).toMatchObject({ kind: 'created', grant, at: at(T0).toISOString() });
-    expect(lines.find((l) => l.msg === 'grant created')).toMatchObject({
-      level: 30,
-      grantEvent: { kind: 'created', grant: { grantId: grant.grantId } },
-    });
-  });
-
-  it('refuses a bot-held grant without a ttl', async () => {
-    const { store } = newStore();
-    await expect(store.create(botGrant({ ttlMs: undefined }))).rejects.toThrow(/ttlMs/);
-    await expect(store.create(botGrant({ ttlMs: 0 }))).rejects.toThrow(/ttlMs/);
-  });
-
-  it('never returns host-held grants as candidates', async () => {
-    const { store } = newStore();
-    const host = await store.create(hostGrant());
-    expect(host.expiresAt).toBeUndefined();
-    expect(await store.candidates('session:s-1', 'shell', 'workspace-write', now())).toEqual([]);
-    expect(await store.get(host.grantId)).toMatchObject({ holder: 'host', rulePreview: host.rulePreview });
-  });
-
-  it('puts no Redis TTL on grants, buckets or the expiry index (the sweep removes them); listings live as long as their grants', async () => {
-    const { store } = newStore();
-    const long = await store.create(botGrant({ ttlMs: 10 * HOUR }));
-    await store.create(botGrant({ capabilities: ['exec:ls'], ttlMs: HOUR }));
-    const bucket = bucketOf('session:s-1', 'shell', 'workspace-write');
-    // Many keys with a TTL stall Redis's active expiry for every client: none per grant.
-    expect(await redis.pttl(bucket.key)).toBe(-1);
-    expect(await redis.pttl(grantKeyOf(long.grantId)!)).toBe(-1);
-    expect(await redis.pttl(keys.grantsExpiring())).toBe(-1);
-    for (const key of [keys.grantsAll(), keys.grantsByChannel('C0DEPLOY')])
-      expect(await redis.pttl(key)).toBeGreaterThan(10 * HOUR);
-  });
-});
-
-describe('identical grants', () => {
-  it('refreshes the live one instead of storing a second, and records who granted it again', async () => {
-    const { store } = newStore();
-    const first = await store.create(botGrant({ capabilities: ['exec:a', 'exec:b'] }));
-    clock = T0 + 10 * 60 * 1000;
-    const again = await store.create(
-      botGrant({ capabilities: ['exec:b', 'exec:a', 'exec:a'], approvalId: 'a-2', grantedBy: 'U0BOB' }),
-    );
-    expect(again.grantId).toBe(first.grantId);
-    expect(again.expiresAt).toBe(at(clock + HOUR).toISOString());
-    expect(again.grantedBy).toBe('U0ALICE');
-    const candidates = await store.candidates('session:s-1', 'shell', 'workspace-write', now());
-    expect(candidates.map((g) => g.grantId)).toEqual([first.grantId]);
-    expect(candidates[0]!.expiresAt).toBe(again.expiresAt);
-    // Past the first expiry, the refreshed grant still matches.
-    expect(await store.candidates('session:s-1', 'shell', 'workspace-write', at(T0 + HOUR + 1))).toHaveLength(
-      1,
-    );
-    expect(await store.list({}, now())).toHaveLength(1);
-    const created = await events('created');
-    expect(created).toHaveLength(2);
-    expect(created[1]).toMatchObject({
-      grant: { grantId: first.grantId, expiresAt: again.expiresAt },
-      refreshed: { grantedBy: 'U0BOB', approvalId: 'a-2' },
-    });
-  });
-
-  it('never shortens a live grant, and one approval recorded twice is one event', async () => {
-    const { store } = newStore();
-    const first = await store.create(botGrant({ ttlMs: 5 * HOUR }));
-    const again = await store.create(botGrant({ ttlMs: HOUR }));
-    expect(again.grantId).toBe(first.grantId);
-    expect(again.expiresAt).toBe(first.expiresAt);
-    expect(await events('created')).toHaveLength(1);
-  });
-
-  it('stores a new grant once the identical one expired or was revoked', async () => {
-    const { store } = newStore();
-    const first = await store.create(botGrant());
-    clock = T0 + HOUR;
-    const second = await store.create(botGrant({ approvalId: 'a-2' }));
-    expect(second.grantId).not.toBe(first.grantId);
-    expect(await store.revoke(second.grantId, 'U0ALICE', now())).toBe(true);
-    const third = await store.create(botGrant({ approvalId: 'a-3' }));
-    expect(new Set([first.grantId, second.grantId, third.grantId]).size).toBe(3);
-    const live = await store.candidates('session:s-1', 'shell', 'workspace-write', now());
-    expect(live.map((g) => g.grantId)).toEqual([third.grantId]);
-  });
-
-  it('keeps one host-held grant per approval when two replicas record it at once', async () => {
-    const a = newStore(redis).store;
-    const b = newStore(redisB).store;
-    const [one, two] = await Promise.all([a.create(hostGrant()), b.create(hostGrant())]);
-    expect(one.grantId).toBe(two.grantId);
-    expect(await a.create(hostGrant())).toMatchObject({ grantId: one.grantId });
-    expect(await events('created')).toHaveLength(1);
-    expect(await a.list({}, now())).toHaveLength(1);
-    const other = await a.create(hostGrant({ approvalId: 'a-host-2' }));
-    expect(other.grantId).not.toBe(one.grantId);
-  });
-});
-
-describe('expiry', () => {
-  it('stops matching and listing at once, before any sweep', async () => {
-    const { store } = newStore();
-    const grant = await store.create(botGrant({ ttlMs: 1_000 }));
-    expect(await store.candidates('session:s-1', 'shell', 'workspace-write', at(T0 + 999))).toHaveLength(1);
-    expect(await store.candidates('session:s-1', 'shell', 'workspace-write', at(T0 + 1_000))).toEqual([]);
-    expect(await store.list({}, at(T0 + 1_000))).toEqual([]);
-    expect(await store.revoke(grant.grantId, 'U0ALICE', at(T0 + 1_000))).toBe(false);
-    expect(await store.get(grant.grantId)).toMatchObject({ grantId: grant.grantId });
-  });
-
-  it('is swept once: two replicas sweeping at once record one `expired` per grant', async () => {
-    const a = newStore(redis).store;
-    const b = newStore(redisB).store;
-    const expiring: Grant[] = [];
-    for (let i = 0; i < 60; i++)
-      expiring.push(
-        await a.create(botGrant({ caller: `session:s-${i % 7}`, capabilities: [`exec:${i}`], ttlMs: 1_000 })),
-      );
-    const live = await a.create(botGrant({ capabilities: ['exec:live'], ttlMs: HOUR }));
-    const host = await a.create(hostGrant());
-
-    const swept = await Promise.all([a.sweep(at(T0 + 1_000)), b.sweep(at(T0 + 1_000))]);
-    expect(swept[0] + swept[1]).toBe(60);
-    const expired = await events('expired');
-    expect(expired).toHaveLength(60);
-    expect(new Set(expired.map((e) => (e.kind === 'expired' ? e.grantId : ''))).size).toBe(60);
-    expect(expired[0]!.at).toBe(at(T0 + 1_000).toISOString());
-
-    for (const g of expiring) {
-      expect(await redis.exists(grantKeyOf(g.grantId)!)).toBe(0);
-      expect(await redis.zscore(keys.grantsAll(), g.grantId)).toBeNull();
-      expect(await redis.zscore(keys.grantsByChannel(g.channel), g.grantId)).toBeNull();
-      expect(await redis.zscore(keys.grantsByGranter(g.grantedBy), g.grantId)).toBeNull();
-      expect(await redis.zscore(keys.grantsExpiring(), g.grantId)).toBeNull();
-    }
-    const bucket = bucketOf('session:s-1', 'shell', 'workspace-write');
-    expect(Object.values(await redis.hgetall(bucket.key))).toEqual([live.grantId]);
-    expect((await a.list({}, at(T0 + 1_000))).map((g) => g.grantId).sort()).toEqual(
-      [live.grantId, host.grantId].sort(),
-    );
-    expect(await a.sweep(at(T0 + 1_000))).toBe(0);
-  });
-
-  it('does not sweep a grant refreshed after it was found due', async () => {
-    const { store } = newStore();
-    const grant = await store.create(botGrant({ ttlMs: 1_000 }));
-    clock = T0 + 500;
-    await store.create(botGrant({ approvalId: 'a-2', ttlMs: HOUR }));
-    expect(await store.sweep(at(T0 + 1_000))).toBe(0);
-    expect(await store.candidates('session:s-1', 'shell', 'workspace-write', at(T0 + 1_000))).toEqual([
-      expect.objectContaining({ grantId: grant.grantId }),
-    ]);
-    expect(await events('expired')).toEqual([]);
-  });
-
-  it('lists a host-held grant for listedHostGrantMs, then sweeps it', async () => {
-    const { store } = newStore(redis, { listedHostGrantMs: 10_000 });
-    const host = await store.create(hostGrant());
-    expect((await store.list({}, at(T0 + 9_999))).map((g) => g.grantId)).toEqual([host.grantId]);
-    expect(await store.list({}, at(T0 + 10_000))).toEqual([]);
-    expect(await store.sweep(at(T0 + 10_000))).toBe(1);
-    expect(await store.get(host.grantId)).toBeUndefined();
-  });
-});
-
-describe('revoke', () => {
-  it('revokes once however many replicas try at once, and stops matching everywhere', async () => {
-    const a = newStore(redis).store;
-    const b = newStore(redisB).store;
-    const grant = await a.create(botGrant());
-    const results = await Promise.all(
-      Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).revoke(grant.grantId, `U0USER${i}`, now())),
-    );
-    expect(results.filter(Boolean)).toHaveLength(1);
-    const revoked = await events('revoked');
-    expect(revoked).toHaveLength(1);
-    const by = `U0USER${results.indexOf(true)}`;
-    expect(revoked[0]).toMatchObject({ grantId: grant.grantId, by, at: now().toISOString() });
-    expect(await b.candidates('session:s-1', 'shell', 'workspace-write', now())).toEqual([]);
-    expect(await a.get(grant.grantId)).toMatchObject({ revokedAt: now().toISOString(), revokedBy: by });
-    expect(await a.list({}, now())).toEqual([]);
-    expect(await a.revoke(grant.grantId, 'U0ALICE', now())).toBe(false);
-  });
-
-  it('answers false for unknown ids', async () => {
-    const { store } = newStore();
-    expect(await store.revoke('nope', 'U0ALICE', now())).toBe(false);
-    expect(await store.revoke('0123456789-000000000000', 'U0ALICE', now())).toBe(false);
-    expect(await events()).toEqual([]);
-  });
-
-  it('unlists a host-held grant', async () => {
-    const { store } = newStore();
-    const host = await store.create(hostGrant());
-    expect(await store.revoke(host.grantId, 'U0BOB', now())).toBe(true);
-    expect(await store.list({}, now())).toEqual([]);
-    expect(await store.create(hostGrant())).toMatchObject({ grantId: host.grantId, revokedBy: 'U0BOB' });
-    expect(await store.list({}, now())).toEqual([]);
-  });
-});
-
-describe('recordUse', () => {
-  it('counts every one of many concurrent uses and records each', async () => {
-    const a = newStore(redis).store;
-    const b = newStore(redisB).store;
-    const grant = await a.create(botGrant());
-    clock = T0 + 5_000;
-    await Promise.all(
-      Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).recordUse(grant, `a-use-${i}`, i % 3, now())),
-    );
-    expect(await a.get(grant.grantId)).toMatchObject({ uses: 40, lastUsedAt: now().toISOString() });
-    const [candidate] = await a.candidates('session:s-1', 'shell', 'workspace-write', now());
-    expect(candidate).toMatchObject({ uses: 40, lastUsedAt: now().toISOString() });
-    const used = await events('used');
-    expect(used).toHaveLength(40);
-    expect(used).toContainEqual(
-      expect.objectContaining({ grantId: grant.grantId, approvalId: 'a-use-7', sourceIndex: 1 }),
-    );
-  });
-});
-
-describe('list', () => {
-  it('filters by channel and granter, newest first, live grants only', async () => {
-    const { store } = newStore();
-    const make = async (extra: Partial<Input>, holder: 'bot' | 'host' = 'bot') => {
-      clock += 1_000;
-      return store.create(holder === 'bot' ? botGrant(extra) : hostGrant(extra));
+      grantedBy: 'U0ALICE',
+      approvalId: 'a-1',
+      hostId: 'main',
+      route: 'default',
+      channel: 'C0DEPLOY',
+      ttlMs: HOUR,
+      ...extra,
     };
-    const a1 = await make({ channel: 'C1', grantedBy: 'U1', capabilities: ['exec:1'] });
-    const b2 = await make({ channel: 'C2', grantedBy: 'U2', capabilities: ['exec:2'] });
-    const h1 = await make({ channel: 'C1', grantedBy: 'U2', approvalId: 'a-h1' }, 'host');
-    const c3 = await make({ channel: 'C3', grantedBy: 'U1', capabilities: ['exec:3'] });
-    const revoked = await make({ channel: 'C1', grantedBy: 'U1', capabilities: ['exec:4'] });
-    const short = await make({ channel: 'C2', grantedBy: 'U2', capabilities: ['exec:5'], ttlMs: 2_000 });
-    await store.revoke(revoked.grantId, 'U1', now());
-    clock += 2_000; // `short` has expired, unswept
+  }
 
-    const ids = async (filter: Parameters<GrantStore['list']>[0]) =>
-      (await store.list(filter, now())).map((g) => g.grantId);
-    expect(await ids({})).toEqual([c3.grantId, h1.grantId, b2.grantId, a1.grantId]);
-    expect(await ids({ channels: ['C1'] })).toEqual([h1.grantId, a1.grantId]);
-    expect(await ids({ channels: ['C2', 'C1', 'C2'] })).toEqual([h1.grantId, b2.grantId, a1.grantId]);
-    expect(await ids({ grantedBy: 'U1' })).toEqual([c3.grantId, a1.grantId]);
-    expect(await ids({ grantedBy: 'U2', channels: ['C1'] })).toEqual([h1.grantId]);
-    expect(await ids({ channels: [] })).toEqual([]);
-    expect(await ids({ grantedBy: 'U9' })).toEqual([]);
-    const [host] = await store.list({ channels: ['C1'], grantedBy: 'U2' }, now());
-    expect(host).toMatchObject({
+  function hostGrant(extra: Partial<Input> = {}): Input {
+    const { ttlMs: _ttl, ...rest } = botGrant({
       holder: 'host',
       rulePreview: 'allow `npm test` in this workspace',
       scope: 'session',
+      approvalId: 'a-host',
+      ...extra,
     });
-    expect(await store.get(short.grantId)).toMatchObject({ grantId: short.grantId }); // stored, not listed
-  });
-
-  it('returns at most the newest GRANT_LIST_LIMIT', async () => {
-    const { store } = newStore();
-    const made: string[] = [];
-    for (let i = 0; i < GRANT_LIST_LIMIT + 20; i++) {
-      clock += 1;
-      made.push((await store.create(botGrant({ capabilities: [`exec:${i}`] }))).grantId);
-    }
-    const listed = await store.list({ channels: ['C0DEPLOY'] }, now());
-    expect(listed.map((g) => g.grantId)).toEqual(made.slice(-GRANT_LIST_LIMIT).reverse());
-  });
-
-  it('drops index entries of grants that are gone', async () => {
-    const { store } = newStore();
-    const gone = await store.create(botGrant({ capabilities: ['exec:gone'] }));
-    const kept = await store.create(botGrant({ capabilities: ['exec:kept'] }));
-    await redis.del(grantKeyOf(gone.grantId)!); // as if its Redis TTL ran out
-    expect((await store.list({ channels: ['C0DEPLOY'] }, now())).map((g) => g.grantId)).toEqual([
-      kept.grantId,
-    ]);
-    expect(await redis.zscore(keys.grantsByChannel('C0DEPLOY'), gone.grantId)).toBeNull();
-    await store.list({ grantedBy: 'U0ALICE' }, now());
-    await store.list({}, now());
-    expect(await redis.zscore(keys.grantsByGranter('U0ALICE'), gone.grantId)).toBeNull();
-    expect(await redis.zscore(keys.grantsAll(), gone.grantId)).toBeNull();
-  });
-});
-
-describe('candidates is one round trip', () => {
-  /** What the store's connection sent while `run` ran, and what its scripts ran inside Redis. */
-  async function commandsDuring(
-    run: () => Promise<unknown>,
-  ): Promise<{ sent: string[]; inScripts: string[] }> {
-    const info = String(await redis.call('CLIENT', 'INFO'));
-    const addr = /addr=(\S+)/.exec(info)![1]!;
-    const monitor = await new Redis(testRedisUrl(db)).monitor();
-    const seen: Array<{ args: string[]; source: string; database: string }> = [];
-    monitor.on('monitor', (_time: string, args: string[], source: string, database: string) =>
-      seen.push({ args, source, database }),
-    );
-    const marker = `end-${Math.random()}`;
-    await run();
-    await redis.echo(marker);
-    await until(() => seen.some((s) => s.args[0]?.toLowerCase() === 'echo' && s.args[1] === marker));
-    monitor.disconnect();
-    const mine = seen.filter((s) => s.database === String(db));
-    const endAt = mine.findIndex((s) => s.args[1] === marker);
-    const during = mine.slice(0, endAt);
-    return {
-      sent: during.filter((s) => s.source === addr).map((s) => s.args[0]!.toLowerCase()),
-      inScripts: during.filter((s) => s.source === 'lua').map((s) => s.args[0]!.toLowerCase()),
-    };
+    return rest;
   }
 
-  /**
-   * What create() leaves of a bot-held grant (its hash, its bucket field, an index entry), for
-   * `count` other callers, written through pipelines: create() one by one would take seconds.
-   */
-  async function seedOthers(count: number): Promise<void> {
-    const caps = JSON.stringify(['exec:npm test']);
-    for (let i = 0; i < count; i += 5_000) {
-      const pipe = redisB.pipeline();
-      for (let n = i; n < Math.min(i + 5_000, count); n++) {
-        const { ttlMs: _ttl, ...data } = botGrant({ caller: `session:other-${n}`, approvalId: `a-o-${n}` });
-        const bucket = bucketOf(data.caller, data.tool, data.sandboxMode);
-        const grantId = `${bucket.tag}-${n.toString(16).padStart(12, '0')}`;
-        const fields = {
-          d: JSON.stringify({ ...data, createdAt: now().toISOString() }),
-          end: T0 + HOUR,
-          uses: 0,
-        };
-        pipe.hset(keys.grant(bucket.tag, grantId), { ...fields, bk: bucket.key, cf: caps });
-        pipe.hset(bucket.key, caps, grantId);
-        pipe.zadd(keys.grantsAll(), T0, grantId);
+  async function events(kind?: string) {
+    const all = await readGrantAudit(redis);
+    return kind ? all.filter((e) => e.kind === kind) : all;
+  }
+
+  describe('create, get, candidates', () => {
+    it('stores a bot-held grant with canonical capabilities, and matches it in its bucket only', async () => {
+      const { store, lines } = newStore();
+      const grant = await store.create(botGrant({ capabilities: ['exec:b', 'exec:a', 'exec:b', 'exec:a'] }));
+      expect(grant).toMatchObject({
+        capabilities: ['exec:a', 'exec:b'],
+        holder: 'bot',
+        uses: 0,
+        createdAt: at(T0).toISOString(),
+        expiresAt: at(T0 + HOUR).toISOString(),
+      });
+      expect(grant.grantId).toMatch(/^[0-9a-f]{10}-[0-9a-f]{12}$/);
+      expect(await store.get(grant.grantId)).toEqual(grant);
+      expect(await store.candidates('session:s-1', 'shell', 'workspace-write', now())).toEqual([grant]);
+      expect(await store.candidates('session:s-1', 'shell', 'danger-full-access', now())).toEqual([]);
+      expect(await store.candidates('session:s-1', 'apply_patch', 'workspace-write', now())).toEqual([]);
+      expect(await store.candidates('session:s-2', 'shell', 'workspace-write', now())).toEqual([]);
+      expect(await store.get('nope')).toBeUndefined();
+      expect(await store.get('0123456789-000000000000')).toBeUndefined();
+
+      const [created] = await events();
+      expect(created).toMatchObject({ kind: 'created', grant, at: at(T0).toISOString() });
+      expect(lines.find((l) => l.msg === 'grant created')).toMatchObject({
+        level: 30,
+        grantEvent: { kind: 'created', grant: { grantId: grant.grantId } },
+      });
+    });
+
+    it('refuses a bot-held grant without a ttl', async () => {
+      const { store } = newStore();
+      await expect(store.create(botGrant({ ttlMs: undefined }))).rejects.toThrow(/ttlMs/);
+      await expect(store.create(botGrant({ ttlMs: 0 }))).rejects.toThrow(/ttlMs/);
+    });
+
+    it('never returns host-held grants as candidates', async () => {
+      const { store } = newStore();
+      const host = await store.create(hostGrant());
+      expect(host.expiresAt).toBeUndefined();
+      expect(await store.candidates('session:s-1', 'shell', 'workspace-write', now())).toEqual([]);
+      expect(await store.get(host.grantId)).toMatchObject({ holder: 'host', rulePreview: host.rulePreview });
+    });
+
+    it('puts no Redis TTL on grants, buckets or the expiry index (the sweep removes them); listings live as long as their grants', async () => {
+      const { store } = newStore();
+      const long = await store.create(botGrant({ ttlMs: 10 * HOUR }));
+      await store.create(botGrant({ capabilities: ['exec:ls'], ttlMs: HOUR }));
+      const bucket = bucketOf('session:s-1', 'shell', 'workspace-write');
+      // Many keys with a TTL stall Redis's active expiry for every client: none per grant.
+      expect(await redis.pttl(bucket.key)).toBe(-1);
+      expect(await redis.pttl(grantKeyOf(long.grantId)!)).toBe(-1);
+      expect(await redis.pttl(keys.grantsExpiring())).toBe(-1);
+      for (const key of [keys.grantsAll(), keys.grantsByChannel('C0DEPLOY')])
+        expect(await redis.pttl(key)).toBeGreaterThan(10 * HOUR);
+    });
+  });
+
+  describe('identical grants', () => {
+    it('refreshes the live one instead of storing a second, and records who granted it again', async () => {
+      const { store } = newStore();
+      const first = await store.create(botGrant({ capabilities: ['exec:a', 'exec:b'] }));
+      clock = T0 + 10 * 60 * 1000;
+      const again = await store.create(
+        botGrant({ capabilities: ['exec:b', 'exec:a', 'exec:a'], approvalId: 'a-2', grantedBy: 'U0BOB' }),
+      );
+      expect(again.grantId).toBe(first.grantId);
+      expect(again.expiresAt).toBe(at(clock + HOUR).toISOString());
+      expect(again.grantedBy).toBe('U0ALICE');
+      const candidates = await store.candidates('session:s-1', 'shell', 'workspace-write', now());
+      expect(candidates.map((g) => g.grantId)).toEqual([first.grantId]);
+      expect(candidates[0]!.expiresAt).toBe(again.expiresAt);
+      // Past the first expiry, the refreshed grant still matches.
+      expect(
+        await store.candidates('session:s-1', 'shell', 'workspace-write', at(T0 + HOUR + 1)),
+      ).toHaveLength(1);
+      expect(await store.list({}, now())).toHaveLength(1);
+      const created = await events('created');
+      expect(created).toHaveLength(2);
+      expect(created[1]).toMatchObject({
+        grant: { grantId: first.grantId, expiresAt: again.expiresAt },
+        refreshed: { grantedBy: 'U0BOB', approvalId: 'a-2' },
+      });
+    });
+
+    it('never shortens a live grant, and one approval recorded twice is one event', async () => {
+      const { store } = newStore();
+      const first = await store.create(botGrant({ ttlMs: 5 * HOUR }));
+      const again = await store.create(botGrant({ ttlMs: HOUR }));
+      expect(again.grantId).toBe(first.grantId);
+      expect(again.expiresAt).toBe(first.expiresAt);
+      expect(await events('created')).toHaveLength(1);
+    });
+
+    it('stores a new grant once the identical one expired or was revoked', async () => {
+      const { store } = newStore();
+      const first = await store.create(botGrant());
+      clock = T0 + HOUR;
+      const second = await store.create(botGrant({ approvalId: 'a-2' }));
+      expect(second.grantId).not.toBe(first.grantId);
+      expect(await store.revoke(second.grantId, 'U0ALICE', now())).toBe(true);
+      const third = await store.create(botGrant({ approvalId: 'a-3' }));
+      expect(new Set([first.grantId, second.grantId, third.grantId]).size).toBe(3);
+      const live = await store.candidates('session:s-1', 'shell', 'workspace-write', now());
+      expect(live.map((g) => g.grantId)).toEqual([third.grantId]);
+    });
+
+    it('keeps one host-held grant per approval when two replicas record it at once', async () => {
+      const a = newStore(redis).store;
+      const b = newStore(redisB).store;
+      const [one, two] = await Promise.all([a.create(hostGrant()), b.create(hostGrant())]);
+      expect(one.grantId).toBe(two.grantId);
+      expect(await a.create(hostGrant())).toMatchObject({ grantId: one.grantId });
+      expect(await events('created')).toHaveLength(1);
+      expect(await a.list({}, now())).toHaveLength(1);
+      const other = await a.create(hostGrant({ approvalId: 'a-host-2' }));
+      expect(other.grantId).not.toBe(one.grantId);
+    });
+  });
+
+  describe('expiry', () => {
+    it('stops matching and listing at once, before any sweep', async () => {
+      const { store } = newStore();
+      const grant = await store.create(botGrant({ ttlMs: 1_000 }));
+      expect(await store.candidates('session:s-1', 'shell', 'workspace-write', at(T0 + 999))).toHaveLength(1);
+      expect(await store.candidates('session:s-1', 'shell', 'workspace-write', at(T0 + 1_000))).toEqual([]);
+      expect(await store.list({}, at(T0 + 1_000))).toEqual([]);
+      expect(await store.revoke(grant.grantId, 'U0ALICE', at(T0 + 1_000))).toBe(false);
+      expect(await store.get(grant.grantId)).toMatchObject({ grantId: grant.grantId });
+    });
+
+    it('is swept once: two replicas sweeping at once record one `expired` per grant', async () => {
+      const a = newStore(redis).store;
+      const b = newStore(redisB).store;
+      const expiring: Grant[] = [];
+      for (let i = 0; i < 60; i++)
+        expiring.push(
+          await a.create(
+            botGrant({ caller: `session:s-${i % 7}`, capabilities: [`exec:${i}`], ttlMs: 1_000 }),
+          ),
+        );
+      const live = await a.create(botGrant({ capabilities: ['exec:live'], ttlMs: HOUR }));
+      const host = await a.create(hostGrant());
+
+      const swept = await Promise.all([a.sweep(at(T0 + 1_000)), b.sweep(at(T0 + 1_000))]);
+      expect(swept[0] + swept[1]).toBe(60);
+      const expired = await events('expired');
+      expect(expired).toHaveLength(60);
+      expect(new Set(expired.map((e) => (e.kind === 'expired' ? e.grantId : ''))).size).toBe(60);
+      expect(expired[0]!.at).toBe(at(T0 + 1_000).toISOString());
+
+      for (const g of expiring) {
+        expect(await redis.exists(grantKeyOf(g.grantId)!)).toBe(0);
+        expect(await redis.zscore(keys.grantsAll(), g.grantId)).toBeNull();
+        expect(await redis.zscore(keys.grantsByChannel(g.channel), g.grantId)).toBeNull();
+        expect(await redis.zscore(keys.grantsByGranter(g.grantedBy), g.grantId)).toBeNull();
+        expect(await redis.zscore(keys.grantsExpiring(), g.grantId)).toBeNull();
       }
-      await pipe.exec();
+      const bucket = bucketOf('session:s-1', 'shell', 'workspace-write');
+      expect(Object.values(await redis.hgetall(bucket.key))).toEqual([live.grantId]);
+      expect((await a.list({}, at(T0 + 1_000))).map((g) => g.grantId).sort()).toEqual(
+        [live.grantId, host.grantId].sort(),
+      );
+      expect(await a.sweep(at(T0 + 1_000))).toBe(0);
+    });
+
+    it('does not sweep a grant refreshed after it was found due', async () => {
+      const { store } = newStore();
+      const grant = await store.create(botGrant({ ttlMs: 1_000 }));
+      clock = T0 + 500;
+      await store.create(botGrant({ approvalId: 'a-2', ttlMs: HOUR }));
+      expect(await store.sweep(at(T0 + 1_000))).toBe(0);
+      expect(await store.candidates('session:s-1', 'shell', 'workspace-write', at(T0 + 1_000))).toEqual([
+        expect.objectContaining({ grantId: grant.grantId }),
+      ]);
+      expect(await events('expired')).toEqual([]);
+    });
+
+    it('lists a host-held grant for listedHostGrantMs, then sweeps it', async () => {
+      const { store } = newStore(redis, { listedHostGrantMs: 10_000 });
+      const host = await store.create(hostGrant());
+      expect((await store.list({}, at(T0 + 9_999))).map((g) => g.grantId)).toEqual([host.grantId]);
+      expect(await store.list({}, at(T0 + 10_000))).toEqual([]);
+      expect(await store.sweep(at(T0 + 10_000))).toBe(1);
+      expect(await store.get(host.grantId)).toBeUndefined();
+    });
+  });
+
+  describe('revoke', () => {
+    it('revokes once however many replicas try at once, and stops matching everywhere', async () => {
+      const a = newStore(redis).store;
+      const b = newStore(redisB).store;
+      const grant = await a.create(botGrant());
+      const results = await Promise.all(
+        Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).revoke(grant.grantId, `U0USER${i}`, now())),
+      );
+      expect(results.filter(Boolean)).toHaveLength(1);
+      const revoked = await events('revoked');
+      expect(revoked).toHaveLength(1);
+      const by = `U0USER${results.indexOf(true)}`;
+      expect(revoked[0]).toMatchObject({ grantId: grant.grantId, by, at: now().toISOString() });
+      expect(await b.candidates('session:s-1', 'shell', 'workspace-write', now())).toEqual([]);
+      expect(await a.get(grant.grantId)).toMatchObject({ revokedAt: now().toISOString(), revokedBy: by });
+      expect(await a.list({}, now())).toEqual([]);
+      expect(await a.revoke(grant.grantId, 'U0ALICE', now())).toBe(false);
+    });
+
+    it('answers false for unknown ids', async () => {
+      const { store } = newStore();
+      expect(await store.revoke('nope', 'U0ALICE', now())).toBe(false);
+      expect(await store.revoke('0123456789-000000000000', 'U0ALICE', now())).toBe(false);
+      expect(await events()).toEqual([]);
+    });
+
+    it('unlists a host-held grant', async () => {
+      const { store } = newStore();
+      const host = await store.create(hostGrant());
+      expect(await store.revoke(host.grantId, 'U0BOB', now())).toBe(true);
+      expect(await store.list({}, now())).toEqual([]);
+      expect(await store.create(hostGrant())).toMatchObject({ grantId: host.grantId, revokedBy: 'U0BOB' });
+      expect(await store.list({}, now())).toEqual([]);
+    });
+  });
+
+  describe('recordUse', () => {
+    it('counts every one of many concurrent uses and records each', async () => {
+      const a = newStore(redis).store;
+      const b = newStore(redisB).store;
+      const grant = await a.create(botGrant());
+      clock = T0 + 5_000;
+      await Promise.all(
+        Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).recordUse(grant, `a-use-${i}`, i % 3, now())),
+      );
+      expect(await a.get(grant.grantId)).toMatchObject({ uses: 40, lastUsedAt: now().toISOString() });
+      const [candidate] = await a.candidates('session:s-1', 'shell', 'workspace-write', now());
+      expect(candidate).toMatchObject({ uses: 40, lastUsedAt: now().toISOString() });
+      const used = await events('used');
+      expect(used).toHaveLength(40);
+      expect(used).toContainEqual(
+        expect.objectContaining({ grantId: grant.grantId, approvalId: 'a-use-7', sourceIndex: 1 }),
+      );
+    });
+  });
+
+  describe('list', () => {
+    it('filters by channel and granter, newest first, live grants only', async () => {
+      const { store } = newStore();
+      const make = async (extra: Partial<Input>, holder: 'bot' | 'host' = 'bot') => {
+        clock += 1_000;
+        return store.create(holder === 'bot' ? botGrant(extra) : hostGrant(extra));
+      };
+      const a1 = await make({ channel: 'C1', grantedBy: 'U1', capabilities: ['exec:1'] });
+      const b2 = await make({ channel: 'C2', grantedBy: 'U2', capabilities: ['exec:2'] });
+      const h1 = await make({ channel: 'C1', grantedBy: 'U2', approvalId: 'a-h1' }, 'host');
+      const c3 = await make({ channel: 'C3', grantedBy: 'U1', capabilities: ['exec:3'] });
+      const revoked = await make({ channel: 'C1', grantedBy: 'U1', capabilities: ['exec:4'] });
+      const short = await make({ channel: 'C2', grantedBy: 'U2', capabilities: ['exec:5'], ttlMs: 2_000 });
+      await store.revoke(revoked.grantId, 'U1', now());
+      clock += 2_000; // `short` has expired, unswept
+
+      const ids = async (filter: Parameters<GrantStore['list']>[0]) =>
+        (await store.list(filter, now())).map((g) => g.grantId);
+      expect(await ids({})).toEqual([c3.grantId, h1.grantId, b2.grantId, a1.grantId]);
+      expect(await ids({ channels: ['C1'] })).toEqual([h1.grantId, a1.grantId]);
+      expect(await ids({ channels: ['C2', 'C1', 'C2'] })).toEqual([h1.grantId, b2.grantId, a1.grantId]);
+      expect(await ids({ grantedBy: 'U1' })).toEqual([c3.grantId, a1.grantId]);
+      expect(await ids({ grantedBy: 'U2', channels: ['C1'] })).toEqual([h1.grantId]);
+      expect(await ids({ channels: [] })).toEqual([]);
+      expect(await ids({ grantedBy: 'U9' })).toEqual([]);
+      const [host] = await store.list({ channels: ['C1'], grantedBy: 'U2' }, now());
+      expect(host).toMatchObject({
+        holder: 'host',
+        rulePreview: 'allow `npm test` in this workspace',
+        scope: 'session',
+      });
+      expect(await store.get(short.grantId)).toMatchObject({ grantId: short.grantId }); // stored, not listed
+    });
+
+    it('returns at most the newest GRANT_LIST_LIMIT', async () => {
+      const { store } = newStore();
+      const made: string[] = [];
+      for (let i = 0; i < GRANT_LIST_LIMIT + 20; i++) {
+        clock += 1;
+        made.push((await store.create(botGrant({ capabilities: [`exec:${i}`] }))).grantId);
+      }
+      const listed = await store.list({ channels: ['C0DEPLOY'] }, now());
+      expect(listed.map((g) => g.grantId)).toEqual(made.slice(-GRANT_LIST_LIMIT).reverse());
+    });
+
+    it('drops index entries of grants that are gone', async () => {
+      const { store } = newStore();
+      const gone = await store.create(botGrant({ capabilities: ['exec:gone'] }));
+      const kept = await store.create(botGrant({ capabilities: ['exec:kept'] }));
+      await redis.del(grantKeyOf(gone.grantId)!); // as if its Redis TTL ran out
+      expect((await store.list({ channels: ['C0DEPLOY'] }, now())).map((g) => g.grantId)).toEqual([
+        kept.grantId,
+      ]);
+      expect(await redis.zscore(keys.grantsByChannel('C0DEPLOY'), gone.grantId)).toBeNull();
+      await store.list({ grantedBy: 'U0ALICE' }, now());
+      await store.list({}, now());
+      expect(await redis.zscore(keys.grantsByGranter('U0ALICE'), gone.grantId)).toBeNull();
+      expect(await redis.zscore(keys.grantsAll(), gone.grantId)).toBeNull();
+    });
+  });
+
+  // MONITOR shows one server's commands, and seeding writes across slots: one Redis only.
+  describe.skipIf(kind === 'cluster')('candidates is one round trip', () => {
+    /** What the store's connection sent while `run` ran, and what its scripts ran inside Redis. */
+    async function commandsDuring(
+      run: () => Promise<unknown>,
+    ): Promise<{ sent: string[]; inScripts: string[] }> {
+      const info = String(await redis.call('CLIENT', 'INFO'));
+      const addr = /addr=(\S+)/.exec(info)![1]!;
+      const monitor = await new Redis(testRedisUrl(db)).monitor();
+      const seen: Array<{ args: string[]; source: string; database: string }> = [];
+      monitor.on('monitor', (_time: string, args: string[], source: string, database: string) =>
+        seen.push({ args, source, database }),
+      );
+      const marker = `end-${Math.random()}`;
+      await run();
+      await redis.echo(marker);
+      await until(() => seen.some((s) => s.args[0]?.toLowerCase() === 'echo' && s.args[1] === marker));
+      monitor.disconnect();
+      const mine = seen.filter((s) => s.database === String(db));
+      const endAt = mine.findIndex((s) => s.args[1] === marker);
+      const during = mine.slice(0, endAt);
+      return {
+        sent: during.filter((s) => s.source === addr).map((s) => s.args[0]!.toLowerCase()),
+        inScripts: during.filter((s) => s.source === 'lua').map((s) => s.args[0]!.toLowerCase()),
+      };
     }
-  }
 
-  it('with one grant and with 20,000 grants of other callers stored', async () => {
-    const { store } = newStore();
-    const mine = await store.create(botGrant());
-    await store.create(botGrant({ tool: 'apply_patch' })); // the same caller, another bucket
-    const match = () => store.candidates('session:s-1', 'shell', 'workspace-write', now());
-    await match(); // the script is now cached on this connection
+    /**
+     * What create() leaves of a bot-held grant (its hash, its bucket field, an index entry), for
+     * `count` other callers, written through pipelines: create() one by one would take seconds.
+     */
+    async function seedOthers(count: number): Promise<void> {
+      // One pipeline over many grants' slots, which the store itself never sends.
+      const seeder = backend.connect({ slotCheck: false });
+      const caps = JSON.stringify(['exec:npm test']);
+      for (let i = 0; i < count; i += 5_000) {
+        const pipe = seeder.pipeline();
+        for (let n = i; n < Math.min(i + 5_000, count); n++) {
+          const { ttlMs: _ttl, ...data } = botGrant({ caller: `session:other-${n}`, approvalId: `a-o-${n}` });
+          const bucket = bucketOf(data.caller, data.tool, data.sandboxMode);
+          const grantId = `${bucket.tag}-${n.toString(16).padStart(12, '0')}`;
+          const fields = {
+            d: JSON.stringify({ ...data, createdAt: now().toISOString() }),
+            end: T0 + HOUR,
+            uses: 0,
+          };
+          pipe.hset(keys.grant(bucket.tag, grantId), { ...fields, bk: bucket.key, cf: caps });
+          pipe.hset(bucket.key, caps, grantId);
+          pipe.zadd(keys.grantsAll(), T0, grantId);
+        }
+        await pipe.exec();
+      }
+    }
 
-    const small = await commandsDuring(match);
-    expect(small.sent).toHaveLength(1);
-    expect(small.sent[0]).toMatch(/^eval(sha)?$/);
-    expect(small.inScripts).toEqual(['hgetall', 'hmget']);
+    it('with one grant and with 20,000 grants of other callers stored', async () => {
+      const { store } = newStore();
+      const mine = await store.create(botGrant());
+      await store.create(botGrant({ tool: 'apply_patch' })); // the same caller, another bucket
+      const match = () => store.candidates('session:s-1', 'shell', 'workspace-write', now());
+      await match(); // the script is now cached on this connection
 
-    await seedOthers(20_000);
-    expect(await redis.zcard(keys.grantsAll())).toBe(20_002);
-    // The seeded grants are grants as the store reads them.
-    const [other] = await store.candidates('session:other-19999', 'shell', 'workspace-write', now());
-    expect(other).toMatchObject({
-      caller: 'session:other-19999',
-      uses: 0,
-      expiresAt: at(T0 + HOUR).toISOString(),
+      const small = await commandsDuring(match);
+      expect(small.sent).toHaveLength(1);
+      expect(small.sent[0]).toMatch(/^eval(sha)?$/);
+      expect(small.inScripts).toEqual(['hgetall', 'hmget']);
+
+      await seedOthers(20_000);
+      expect(await redis.zcard(keys.grantsAll())).toBe(20_002);
+      // The seeded grants are grants as the store reads them.
+      const [other] = await store.candidates('session:other-19999', 'shell', 'workspace-write', now());
+      expect(other).toMatchObject({
+        caller: 'session:other-19999',
+        uses: 0,
+        expiresAt: at(T0 + HOUR).toISOString(),
+      });
+      expect(await store.get(other!.grantId)).toEqual(other);
+      let found: Grant[] = [];
+      const large = await commandsDuring(async () => {
+        found = await match();
+      });
+      expect(found.map((g) => g.grantId)).toEqual([mine.grantId]);
+      expect(large).toEqual(small);
     });
-    expect(await store.get(other!.grantId)).toEqual(other);
-    let found: Grant[] = [];
-    const large = await commandsDuring(async () => {
-      found = await match();
+  });
+
+  describe('the grant audit stream', () => {
+    it('is capped at about auditMaxLen, keeping the newest', async () => {
+      const maxLen = 10;
+      const { store } = newStore(redis, { auditMaxLen: maxLen });
+      const grant = await store.create(botGrant());
+      for (let i = 0; i < 500; i++) await store.recordUse(grant, `a-use-${i}`, 0, now());
+      const [, nodeEntries] = (await redis.config('GET', 'stream-node-max-entries')) as [string, string];
+      const length = await redis.xlen(keys.grantAudit);
+      expect(length).toBeGreaterThanOrEqual(maxLen);
+      expect(length).toBeLessThanOrEqual(maxLen + Number(nodeEntries));
+      const all = await events();
+      expect(all.at(-1)).toMatchObject({ kind: 'used', approvalId: 'a-use-499' });
     });
-    expect(found.map((g) => g.grantId)).toEqual([mine.grantId]);
-    expect(large).toEqual(small);
-  });
-});
 
-describe('the grant audit stream', () => {
-  it('is capped at about auditMaxLen, keeping the newest', async () => {
-    const maxLen = 10;
-    const { store } = newStore(redis, { auditMaxLen: maxLen });
-    const grant = await store.create(botGrant());
-    for (let i = 0; i < 500; i++) await store.recordUse(grant, `a-use-${i}`, 0, now());
-    const [, nodeEntries] = (await redis.config('GET', 'stream-node-max-entries')) as [string, string];
-    const length = await redis.xlen(keys.grantAudit);
-    expect(length).toBeGreaterThanOrEqual(maxLen);
-    expect(length).toBeLessThanOrEqual(maxLen + Number(nodeEntries));
-    const all = await events();
-    expect(all.at(-1)).toMatchObject({ kind: 'used', approvalId: 'a-use-499' });
-  });
-
-  it('never fails the operation it records, and logs what it could not write', async () => {
-    const { store, lines } = newStore();
-    await redis.set(keys.grantAudit, 'not a stream'); // every XADD now fails (WRONGTYPE)
-    const grant = await store.create(botGrant());
-    expect(await store.revoke(grant.grantId, 'U0ALICE', now())).toBe(true);
-    const failures = lines.filter((l) => l.msg === 'grant audit entry not written');
-    expect(failures).toHaveLength(2);
-    expect(failures[1]).toMatchObject({ level: 50, grantEvent: { kind: 'revoked', grantId: grant.grantId } });
-    expect(lines.find((l) => l.msg === 'grant revoked')).toMatchObject({
-      grantEvent: { kind: 'revoked', by: 'U0ALICE' },
+    it('never fails the operation it records, and logs what it could not write', async () => {
+      const { store, lines } = newStore();
+      await redis.set(keys.grantAudit, 'not a stream'); // every XADD now fails (WRONGTYPE)
+      const grant = await store.create(botGrant());
+      expect(await store.revoke(grant.grantId, 'U0ALICE', now())).toBe(true);
+      const failures = lines.filter((l) => l.msg === 'grant audit entry not written');
+      expect(failures).toHaveLength(2);
+      expect(failures[1]).toMatchObject({
+        level: 50,
+        grantEvent: { kind: 'revoked', grantId: grant.grantId },
+      });
+      expect(lines.find((l) => l.msg === 'grant revoked')).toMatchObject({
+        grantEvent: { kind: 'revoked', by: 'U0ALICE' },
+      });
     });
   });
 });

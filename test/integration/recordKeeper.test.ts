@@ -1,6 +1,5 @@
-import { Redis } from 'ioredis';
 import pino from 'pino';
-import { afterAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { renderCard } from '../../src/cards/renderCard.js';
 import { ApprovalRequestParams } from '../../src/msp/protocol.js';
 import type { CardChannel, RenderedMessage } from '../../src/relay/ports.js';
@@ -8,12 +7,11 @@ import { RecordKeeper } from '../../src/relay/recordKeeper.js';
 import { newRecord } from '../../src/relay/recordMutations.js';
 import { ApprovalStore } from '../../src/store/approvalStore.js';
 import { approvalFromTranscript } from '../support/fakeHost.js';
+import { BACKENDS, openBackend, type StoreBackend } from '../support/storeBackends.js';
 import { testRedisUrl } from '../support/testRedis.js';
 
 // RecordKeeper on real Redis with a recording card channel: what it asks of Slack, and when.
 
-const redis = new Redis(testRedisUrl(12));
-const store = new ApprovalStore(redis, { resolvedTtlMs: 60_000 });
 const logger = pino({ level: 'silent' });
 
 class Cards implements CardChannel {
@@ -51,120 +49,128 @@ const record = () =>
     now: new Date('2026-11-30T12:00:00Z'),
   });
 
-let cards: Cards;
-let keeper: RecordKeeper;
-beforeEach(async () => {
-  await redis.flushdb();
-  cards = new Cards();
-  keeper = new RecordKeeper({
-    store,
-    cards,
-    render: (r, now) => renderCard(r, { now }),
-    logger,
-    postLeaseMs: 1_000,
+describe.each(BACKENDS)('on %s Redis', (kind) => {
+  let backend: StoreBackend;
+  let store: ApprovalStore;
+  let cards: Cards;
+  let keeper: RecordKeeper;
+  beforeAll(async () => {
+    backend = await openBackend(kind, async () => ({ url: testRedisUrl(12) }));
+    store = new ApprovalStore(backend.connect(), { resolvedTtlMs: 60_000 });
   });
-});
-afterAll(async () => {
-  await redis.quit();
-});
-
-describe('RecordKeeper: cards left behind their records', () => {
-  it('a card update in flight when the process died is made by the next start; a landed one is struck off', async () => {
-    await keeper.run('k-1', () => keeper.create(record()));
-    // Slack never answers this process's update: it dies with the update in flight.
-    cards.stall = new Promise(() => undefined);
-    await keeper.mutateAndSync('k-1', (r) => ({ ...r, reason: 'changed before the crash' }));
-    keeper.stop();
-    expect(await store.unsyncedCards(new Date())).toEqual(['k-1']);
-
-    const nextCards = new Cards();
-    const next = new RecordKeeper({
-      store,
-      cards: nextCards,
-      render: (r, now) => renderCard(r, { now }),
-      logger,
-    });
-    expect(await next.recoverCards(new Date())).toBe(1);
-    await next.idle();
-    expect(nextCards.updates).toHaveLength(1);
-    expect(JSON.stringify(nextCards.updates[0]!.message.blocks)).toContain('changed before the crash');
-    next.stop();
-    await next.idle();
-    expect(await store.unsyncedCards(new Date())).toEqual([]);
-    // Nothing left to recover: a later start re-renders nothing.
-    expect(await next.recoverCards(new Date())).toBe(0);
-  });
-});
-
-describe('RecordKeeper', () => {
-  it('renews its post lease while a post waits, so a second worker never posts the card too', async () => {
-    let release: () => void = () => undefined;
-    const slowCards = new Cards();
-    const post = slowCards.post.bind(slowCards);
-    // Slack holds the first post for three lease lengths (a channel's rate limit, say).
-    slowCards.post = async (...args) => {
-      await new Promise<void>((resolve) => {
-        release = resolve;
-      });
-      return post(...args);
-    };
-    const first = new RecordKeeper({
-      store,
-      cards: slowCards,
-      render: (r, now) => renderCard(r, { now }),
-      logger,
-      postLeaseMs: 300,
-    });
-    const creating = first.run('k-1', () => first.create(record()));
-    await new Promise((resolve) => setTimeout(resolve, 900));
-    // Another replica finds a record without its card's place and tries to post it.
-    const second = new RecordKeeper({
+  beforeEach(async () => {
+    await backend.flush();
+    cards = new Cards();
+    keeper = new RecordKeeper({
       store,
       cards,
       render: (r, now) => renderCard(r, { now }),
       logger,
-      postLeaseMs: 300,
-    });
-    await second.resync('k-1');
-    expect(cards.posts).toEqual([]);
-    release();
-    await creating;
-    second.stop();
-    expect(slowCards.posts).toHaveLength(1);
-    expect((await store.get('k-1'))?.slack.ts).toBeDefined();
-  });
-
-  it('the creator posts with no look-back; a later post of a card-less record looks for an earlier one', async () => {
-    expect(await keeper.run('k-1', () => keeper.create(record()))).toBe(true);
-    expect(cards.posts).toEqual([{ channel: 'C1', approvalId: 'k-1' }]);
-
-    // A process died between Slack taking its post and Redis storing where: the record has no
-    // card's place, and whoever posts next must look for that card first.
-    await redis.flushdb();
-    await store.createIfAbsent(record());
-    await keeper.resync('k-1');
-    expect(cards.posts[1]).toEqual({
-      channel: 'C1',
-      approvalId: 'k-1',
-      postedSince: new Date('2026-11-30T12:00:00Z'),
+      postLeaseMs: 1_000,
     });
   });
+  afterAll(async () => {
+    await backend.close();
+  });
 
-  it('a card update that Slack holds up does not hold up the approval: its next change is stored at once', async () => {
-    await keeper.run('k-1', () => keeper.create(record()));
-    let unstall: () => void = () => undefined;
-    cards.stall = new Promise((resolve) => {
-      unstall = resolve;
+  describe('RecordKeeper: cards left behind their records', () => {
+    it('a card update in flight when the process died is made by the next start; a landed one is struck off', async () => {
+      await keeper.run('k-1', () => keeper.create(record()));
+      // Slack never answers this process's update: it dies with the update in flight.
+      cards.stall = new Promise(() => undefined);
+      await keeper.mutateAndSync('k-1', (r) => ({ ...r, reason: 'changed before the crash' }));
+      keeper.stop();
+      expect(await store.unsyncedCards(new Date())).toEqual(['k-1']);
+
+      const nextCards = new Cards();
+      const next = new RecordKeeper({
+        store,
+        cards: nextCards,
+        render: (r, now) => renderCard(r, { now }),
+        logger,
+      });
+      expect(await next.recoverCards(new Date())).toBe(1);
+      await next.idle();
+      expect(nextCards.updates).toHaveLength(1);
+      expect(JSON.stringify(nextCards.updates[0]!.message.blocks)).toContain('changed before the crash');
+      next.stop();
+      await next.idle();
+      expect(await store.unsyncedCards(new Date())).toEqual([]);
+      // Nothing left to recover: a later start re-renders nothing.
+      expect(await next.recoverCards(new Date())).toBe(0);
     });
-    await keeper.mutateAndSync('k-1', (r) => ({ ...r, reason: 'first' }));
-    const second = await keeper.mutateAndSync('k-1', (r) => ({ ...r, reason: 'second' }));
-    expect(second?.reason).toBe('second');
-    expect(cards.updates).toHaveLength(0);
-    unstall();
-    await keeper.idle();
-    expect(cards.updates.map((u) => JSON.stringify(u.message.blocks).includes('second'))).toEqual([
-      false,
-      true,
-    ]);
+  });
+
+  describe('RecordKeeper', () => {
+    it('renews its post lease while a post waits, so a second worker never posts the card too', async () => {
+      let release: () => void = () => undefined;
+      const slowCards = new Cards();
+      const post = slowCards.post.bind(slowCards);
+      // Slack holds the first post for three lease lengths (a channel's rate limit, say).
+      slowCards.post = async (...args) => {
+        await new Promise<void>((resolve) => {
+          release = resolve;
+        });
+        return post(...args);
+      };
+      const first = new RecordKeeper({
+        store,
+        cards: slowCards,
+        render: (r, now) => renderCard(r, { now }),
+        logger,
+        postLeaseMs: 300,
+      });
+      const creating = first.run('k-1', () => first.create(record()));
+      await new Promise((resolve) => setTimeout(resolve, 900));
+      // Another replica finds a record without its card's place and tries to post it.
+      const second = new RecordKeeper({
+        store,
+        cards,
+        render: (r, now) => renderCard(r, { now }),
+        logger,
+        postLeaseMs: 300,
+      });
+      await second.resync('k-1');
+      expect(cards.posts).toEqual([]);
+      release();
+      await creating;
+      second.stop();
+      expect(slowCards.posts).toHaveLength(1);
+      expect((await store.get('k-1'))?.slack.ts).toBeDefined();
+    });
+
+    it('the creator posts with no look-back; a later post of a card-less record looks for an earlier one', async () => {
+      expect(await keeper.run('k-1', () => keeper.create(record()))).toBe(true);
+      expect(cards.posts).toEqual([{ channel: 'C1', approvalId: 'k-1' }]);
+
+      // A process died between Slack taking its post and Redis storing where: the record has no
+      // card's place, and whoever posts next must look for that card first.
+      await backend.flush();
+      await store.createIfAbsent(record());
+      await keeper.resync('k-1');
+      expect(cards.posts[1]).toEqual({
+        channel: 'C1',
+        approvalId: 'k-1',
+        postedSince: new Date('2026-11-30T12:00:00Z'),
+      });
+    });
+
+    it('a card update that Slack holds up does not hold up the approval: its next change is stored at once', async () => {
+      await keeper.run('k-1', () => keeper.create(record()));
+      let unstall: () => void = () => undefined;
+      cards.stall = new Promise((resolve) => {
+        unstall = resolve;
+      });
+      await keeper.mutateAndSync('k-1', (r) => ({ ...r, reason: 'first' }));
+      const second = await keeper.mutateAndSync('k-1', (r) => ({ ...r, reason: 'second' }));
+      expect(second?.reason).toBe('second');
+      expect(cards.updates).toHaveLength(0);
+      unstall();
+      await keeper.idle();
+      expect(cards.updates.map((u) => JSON.stringify(u.message.blocks).includes('second'))).toEqual([
+        false,
+        true,
+      ]);
+    });
   });
 });

@@ -98,7 +98,7 @@ export async function freePort(): Promise<number> {
 }
 
 /** Variables the test environment must not leak into the bot. */
-const SCRUB = /^(SLACK_|COUNTERSIGN_|MSP_|PAGERDUTY_|FAKE_HOST_)|^(REDIS_URL|PORT|LOG_LEVEL)$/;
+const SCRUB = /^(SLACK_|COUNTERSIGN_|MSP_|PAGERDUTY_|FAKE_HOST_|REDIS_)|^(PORT|LOG_LEVEL)$/;
 
 export async function startBot(opts: StartBotOptions): Promise<RunningBot> {
   const port = opts.port ?? (await freePort());

@@ -55,6 +55,7 @@ describe('loadConfig defaults', () => {
       },
       port: 3000,
       redisUrl: 'redis://127.0.0.1:6379',
+      redis: { kind: 'single', url: 'redis://127.0.0.1:6379' },
       msp: {
         hosts: [{ id: 'default', command: 'muse host --stdio', sandboxMode: 'default' }],
         requestTimeoutMs: 30_000,
@@ -443,6 +444,163 @@ describe('parseDuration', () => {
   });
 });
 
+describe('where Redis is', () => {
+  it('takes one Redis from REDIS_URL', () => {
+    const config = loadConfig(socketEnv({ REDIS_URL: 'redis://:redispassword@redis.internal:6379/3' }));
+    expect(config.redis).toEqual({ kind: 'single', url: 'redis://:redispassword@redis.internal:6379/3' });
+    expect(config.redisUrl).toBe('redis://:redispassword@redis.internal:6379/3');
+  });
+
+  it('takes a Sentinel set from a redis+sentinel:// REDIS_URL, with its password and db', () => {
+    const config = loadConfig(
+      socketEnv({
+        REDIS_URL:
+          'redis+sentinel://:redis%40password@sentinel-a:26379,10.0.0.2:26380,[::1]:26381/my-master?db=4',
+        REDIS_SENTINEL_PASSWORD: 'sentinelsecret',
+      }),
+    );
+    expect(config.redis).toEqual({
+      kind: 'sentinel',
+      sentinels: [
+        { host: 'sentinel-a', port: 26379 },
+        { host: '10.0.0.2', port: 26380 },
+        { host: '::1', port: 26381 },
+      ],
+      name: 'my-master',
+      db: 4,
+      password: 'redis@password',
+      sentinelPassword: 'sentinelsecret',
+    });
+    expect(config.redisUrl).toBe(
+      'redis+sentinel://sentinel-a:26379,10.0.0.2:26380,[::1]:26381/my-master?db=4',
+    );
+  });
+
+  it('takes a user, the default sentinel port and db 0 when the URL leaves them out', () => {
+    const config = loadConfig(
+      socketEnv({ REDIS_URL: 'redis+sentinel://app:pw@sentinel-a,sentinel-b/mymaster' }),
+    );
+    expect(config.redis).toEqual({
+      kind: 'sentinel',
+      sentinels: [
+        { host: 'sentinel-a', port: 26379 },
+        { host: 'sentinel-b', port: 26379 },
+      ],
+      name: 'mymaster',
+      db: 0,
+      username: 'app',
+      password: 'pw',
+    });
+  });
+
+  it.each([
+    'redis+sentinel://sentinel-a:26379',
+    'redis+sentinel://sentinel-a:26379/',
+    'redis+sentinel://sentinel-a:99999/mymaster',
+    'redis+sentinel://sentinel-a:26379,/mymaster',
+    'redis+sentinel://:redispassword@sentinel-a/mymaster?db=x',
+    'redis+sentinel://:redispassword@sentinel-a/mymaster?tls=1',
+  ])('refuses REDIS_URL=%s without echoing it', (value) => {
+    const err = configError(socketEnv({ REDIS_URL: value }));
+    expect(err.variable).toBe('REDIS_URL');
+    expect(err.message).toContain('redis+sentinel://[[user]:password@]host:port,host:port/masterName');
+    expect(err.message).not.toContain('sentinel-a');
+  });
+
+  it('takes a Sentinel set from REDIS_SENTINELS and REDIS_SENTINEL_NAME, with both passwords', () => {
+    const config = loadConfig(
+      socketEnv({
+        REDIS_SENTINELS: ' s1.internal:26379, s2.internal ,s3.internal:26400 ',
+        REDIS_SENTINEL_NAME: 'countersign',
+        REDIS_PASSWORD: 'redispassword',
+        REDIS_SENTINEL_PASSWORD: 'sentinelsecret',
+      }),
+    );
+    expect(config.redis).toEqual({
+      kind: 'sentinel',
+      sentinels: [
+        { host: 's1.internal', port: 26379 },
+        { host: 's2.internal', port: 26379 },
+        { host: 's3.internal', port: 26400 },
+      ],
+      name: 'countersign',
+      db: 0,
+      password: 'redispassword',
+      sentinelPassword: 'sentinelsecret',
+    });
+    expect(config.redisUrl).toBe(
+      'redis+sentinel://s1.internal:26379,s2.internal:26379,s3.internal:26400/countersign',
+    );
+  });
+
+  it('needs REDIS_SENTINELS and REDIS_SENTINEL_NAME together, naming the one missing', () => {
+    const noName = configError(socketEnv({ REDIS_SENTINELS: 's1:26379' }));
+    expect(noName.variable).toBe('REDIS_SENTINEL_NAME');
+    expect(noName.message).toMatch(/^REDIS_SENTINEL_NAME is required with REDIS_SENTINELS/);
+    const noSentinels = configError(socketEnv({ REDIS_SENTINEL_NAME: 'mymaster' }));
+    expect(noSentinels.variable).toBe('REDIS_SENTINEL_NAME');
+    expect(noSentinels.message).toMatch(/^REDIS_SENTINEL_NAME is set without REDIS_SENTINELS/);
+  });
+
+  it('takes a Cluster from REDIS_CLUSTER_NODES, with REDIS_PASSWORD', () => {
+    const config = loadConfig(
+      socketEnv({
+        REDIS_CLUSTER_NODES: '10.0.0.1:7000,10.0.0.2:7001,redis-c',
+        REDIS_PASSWORD: 'redispassword',
+      }),
+    );
+    expect(config.redis).toEqual({
+      kind: 'cluster',
+      nodes: [
+        { host: '10.0.0.1', port: 7000 },
+        { host: '10.0.0.2', port: 7001 },
+        { host: 'redis-c', port: 6379 },
+      ],
+      password: 'redispassword',
+    });
+    expect(config.redisUrl).toBe('cluster 10.0.0.1:7000,10.0.0.2:7001,redis-c:6379');
+  });
+
+  it.each([
+    ['REDIS_SENTINELS', 's1:26379;s2:26379'],
+    ['REDIS_SENTINELS', 's1:0'],
+    ['REDIS_CLUSTER_NODES', '10.0.0.1:7000,,10.0.0.2:7001'],
+    ['REDIS_CLUSTER_NODES', 'redis://10.0.0.1:7000'],
+  ])('refuses a malformed %s=%s', (name, value) => {
+    const err = configError(
+      socketEnv({ [name]: value, REDIS_SENTINEL_NAME: name === 'REDIS_SENTINELS' ? 'm' : '' }),
+    );
+    expect(err.variable).toBe(name);
+    expect(err.message).toContain('host:port,host:port');
+  });
+
+  it.each([
+    ['REDIS_URL', 'REDIS_SENTINELS'],
+    ['REDIS_URL', 'REDIS_CLUSTER_NODES'],
+    ['REDIS_SENTINELS', 'REDIS_CLUSTER_NODES'],
+  ])('refuses %s together with %s, naming both on one line', (first, second) => {
+    const values: Record<string, string> = {
+      REDIS_URL: 'redis://127.0.0.1:6379',
+      REDIS_SENTINELS: 's1:26379',
+      REDIS_CLUSTER_NODES: '10.0.0.1:7000',
+    };
+    const err = configError(
+      socketEnv({ [first]: values[first], [second]: values[second], REDIS_SENTINEL_NAME: 'mymaster' }),
+    );
+    expect(err.message).toMatch(new RegExp(`^${first} and ${second} are both set`));
+  });
+
+  it('refuses a password variable that nothing would use', () => {
+    expect(configError(socketEnv({ REDIS_PASSWORD: 'redispassword' })).variable).toBe('REDIS_PASSWORD');
+    const withUrl = configError(socketEnv({ REDIS_URL: 'redis://h:6379', REDIS_PASSWORD: 'redispassword' }));
+    expect(withUrl.message).toMatch(/^REDIS_PASSWORD is set, but .* put the password in REDIS_URL/);
+    expect(configError(socketEnv({ REDIS_SENTINEL_PASSWORD: 'x' })).variable).toBe('REDIS_SENTINEL_PASSWORD');
+    expect(
+      configError(socketEnv({ REDIS_CLUSTER_NODES: 'h:7000', REDIS_SENTINEL_PASSWORD: 'x' })).variable,
+    ).toBe('REDIS_SENTINEL_PASSWORD');
+  });
+});
+
 describe('redactedConfig', () => {
   it('hides every token and secret', () => {
     const config = loadConfig(
@@ -465,6 +623,26 @@ describe('redactedConfig', () => {
     expect(redacted.slack.channel).toBe('C0123456789');
     // The original is untouched.
     expect(config.slack.botToken).toBe(BOT_TOKEN);
+  });
+
+  it('hides the Sentinel and Cluster passwords', () => {
+    const sentinel = redactedConfig(
+      loadConfig(
+        socketEnv({
+          REDIS_URL: 'redis+sentinel://:redispassword@s1:26379/mymaster',
+          REDIS_SENTINEL_PASSWORD: 'sentinelsecret',
+        }),
+      ),
+    );
+    expect(JSON.stringify(sentinel)).not.toMatch(/redispassword|sentinelsecret/);
+    expect(sentinel.redis).toMatchObject({ kind: 'sentinel', password: '[set]', sentinelPassword: '[set]' });
+    const cluster = redactedConfig(
+      loadConfig(socketEnv({ REDIS_CLUSTER_NODES: 'h:7000', REDIS_PASSWORD: 'redispassword' })),
+    );
+    expect(JSON.stringify(cluster)).not.toContain('redispassword');
+    expect(cluster.redis).toEqual({ kind: 'cluster', nodes: [{ host: 'h', port: 7000 }], password: '[set]' });
+    const single = redactedConfig(loadConfig(socketEnv({ REDIS_URL: 'redis://:redispassword@h:6379' })));
+    expect(single.redis).toEqual({ kind: 'single', url: 'redis://:[redacted]@h:6379' });
   });
 
   it('leaves unset secrets out', () => {

@@ -1,0 +1,132 @@
+// A real Redis Cluster of three masters on loopback, for one test file: three redis-server
+// processes in cluster mode in a temp dir, joined with `redis-cli --cluster create`. Every port
+// (client and cluster bus) comes free from the OS, so clusters of files running in parallel, and
+// the tests' Redis on 6379, never meet.
+
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { Cluster, Redis } from 'ioredis';
+import type { HostPort } from '../../src/config.js';
+import { freePort } from './bot.js';
+
+const run = promisify(execFile);
+const MASTERS = 3;
+
+export class RedisCluster {
+  private constructor(
+    private readonly procs: ChildProcess[],
+    readonly nodes: HostPort[],
+    private readonly dir: string,
+  ) {}
+
+  /** REDIS_CLUSTER_NODES for a bot on this cluster. */
+  get nodesVar(): string {
+    return this.nodes.map((n) => `${n.host}:${n.port}`).join(',');
+  }
+
+  static async start(): Promise<RedisCluster> {
+    const dir = mkdtempSync(join(tmpdir(), 'countersign-cluster-'));
+    const procs: ChildProcess[] = [];
+    const nodes: HostPort[] = [];
+    const cluster = new RedisCluster(procs, nodes, dir);
+    try {
+      for (let i = 0; i < MASTERS; i++) {
+        const [port, busPort] = [await freePort(), await freePort()];
+        nodes.push({ host: '127.0.0.1', port });
+        procs.push(
+          spawn(
+            'redis-server',
+            [
+              ...['--port', String(port), '--cluster-port', String(busPort), '--bind', '127.0.0.1'],
+              ...['--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${port}.conf`)],
+              ...['--dir', dir, '--save', '', '--appendonly', 'no', '--cluster-node-timeout', '5000'],
+            ],
+            { stdio: 'ignore' },
+          ),
+        );
+      }
+      await Promise.all(nodes.map((n) => untilAnswers(n.port)));
+      await run('redis-cli', [
+        '--cluster',
+        'create',
+        ...nodes.map((n) => `${n.host}:${n.port}`),
+        '--cluster-replicas',
+        '0',
+        '--cluster-yes',
+      ]);
+      await cluster.untilOk();
+      return cluster;
+    } catch (err) {
+      await cluster.stop();
+      throw err;
+    }
+  }
+
+  /** A client of the whole cluster (tests' own; the store's come from createRedisClient). */
+  client(): Cluster {
+    return new Cluster(this.nodes);
+  }
+
+  /** Empties every master: FLUSHDB through a Cluster client reaches one node only. */
+  async flush(): Promise<void> {
+    await Promise.all(this.nodes.map((n) => onNode(n.port, (r) => r.flushall())));
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(
+      this.procs.map(async (proc) => {
+        if (proc.exitCode !== null || proc.signalCode !== null) return;
+        const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+        proc.kill('SIGKILL');
+        await exited;
+      }),
+    );
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  /** Every node knows every slot is served: what clients need before the first command. */
+  private async untilOk(): Promise<void> {
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const infos = await Promise.all(this.nodes.map((n) => onNode(n.port, (r) => r.cluster('INFO'))));
+      if (infos.every((info) => /cluster_state:ok/.test(String(info)))) return;
+      if (Date.now() > deadline) throw new Error(`cluster not ok within 20 s: ${infos.join(' | ')}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
+async function onNode<T>(port: number, use: (redis: Redis) => Promise<T>): Promise<T> {
+  const redis = new Redis({
+    port,
+    host: '127.0.0.1',
+    lazyConnect: true,
+    maxRetriesPerRequest: 1,
+    retryStrategy: () => null,
+  });
+  // A node still starting refuses connections: connect() reports that, the event need not.
+  redis.on('error', () => {});
+  try {
+    await redis.connect();
+    return await use(redis);
+  } finally {
+    redis.disconnect();
+  }
+}
+
+async function untilAnswers(port: number): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    try {
+      await onNode(port, (r) => r.ping());
+      return;
+    } catch (err) {
+      if (Date.now() > deadline)
+        throw new Error(`redis-server on ${port} did not start: ${(err as Error).message}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+}
