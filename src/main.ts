@@ -46,6 +46,7 @@ import { EscalationStore } from './store/escalationStore.js';
 import { RedisGrantStore } from './store/grantStore.js';
 import { HomeViewers } from './store/homeViewers.js';
 import { HostLeases, processIdentity } from './store/hostLeases.js';
+import { renameLegacyKeys } from './store/legacyKeys.js';
 import { RedisNoticeLedger } from './store/noticeLedger.js';
 import { RecentDecisions } from './store/recentDecisions.js';
 import { createRedisClient } from './store/redisConnection.js';
@@ -93,6 +94,15 @@ async function main(): Promise<void> {
     redisErrorLogged = false;
     redisError = undefined;
   });
+  // Keys of an earlier release under their names without a hash tag (one Redis only: a cluster
+  // never held them), moved before the work that reads them starts (see below).
+  const legacyKeysMoved =
+    config.redis.kind === 'cluster'
+      ? Promise.resolve()
+      : renameLegacyKeys(redis, logger).then(
+          () => undefined,
+          (err: unknown) => logger.warn({ err }, 'could not move the old keys'),
+        );
 
   // Several replicas may share this Redis: each host is run by the one holding its lease, and
   // every write for a host carries that lease's fencing token (replicas/hostOwnership.ts).
@@ -464,6 +474,8 @@ async function main(): Promise<void> {
   }
   logger.info({ version: VERSION, config: shownConfig }, 'countersign listening');
 
+  // Redis away at start-up must not hold the rest back for long: /readyz says it is down.
+  await Promise.race([legacyKeysMoved, sleep(5_000)]);
   redisHealth.start();
   escalator.start();
   void connected.catch((err: unknown) => {

@@ -207,8 +207,15 @@ export class Escalator {
       await this.options.schedule.drop(due);
       return;
     }
-    if (!this.options.ladderOf(seen.route)[due.step]) return;
-    if (!(await this.options.schedule.claim(due))) return;
+    const step = this.options.ladderOf(seen.route)[due.step];
+    if (!step) return;
+    const firing: FiredStep = {
+      step: due.step,
+      action: step.action,
+      afterMs: step.afterMs,
+      at: this.now().toISOString(),
+    };
+    if (!(await this.options.schedule.claim(due, firing))) return;
     const task = this.fire(due).catch((err: unknown) => {
       this.count('internal');
       this.options.logger.error(

@@ -29,7 +29,7 @@ return {start, redis.call('HGET', KEYS[1], 'origin'), fresh, redis.call('HGETALL
  * KEYS: lineage. ARGV: step, lineage TTL.
  */
 const MARK_FIRED = `
-local won = redis.call('HSETNX', KEYS[1], 'f' .. ARGV[1], '{}')
+local won = redis.call('HSETNX', KEYS[1], 'f' .. ARGV[1], ARGV[3])
 if redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return won
 `;
@@ -124,14 +124,17 @@ export class EscalationStore {
    * the lineage (HSETNX), which picks one of the approvals carrying the request. A process that
    * dies between the two loses the step, as one dying between the claim and firing it always did.
    */
-  async claim(due: DueStep): Promise<boolean> {
+  async claim(due: DueStep, firing: FiredStep): Promise<boolean> {
     if ((await this.redis.zrem(keys.escalationDue(), due.member)) !== 1) return false;
+    // The mark says what is about to fire: should this process die once it acted but before
+    // fired() says how it went, a successor card still shows the step.
     const won = await this.redis.eval(
       MARK_FIRED,
       1,
       keys.escalationLineage(due.lineage),
       String(due.step),
       String(this.options.lineageTtlMs),
+      JSON.stringify(firing),
     );
     return won === 1;
   }

@@ -3,7 +3,7 @@
 // it; scheduling twice adds nothing; cancelling takes the rest out.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EscalationStore } from '../../src/store/escalationStore.js';
+import { type DueStep, EscalationStore } from '../../src/store/escalationStore.js';
 import { keys } from '../../src/store/keys.js';
 import type { RedisClient } from '../../src/store/redisConnection.js';
 import { PrivateRedis } from '../support/privateRedis.js';
@@ -33,13 +33,22 @@ describe.each(BACKENDS)('EscalationStore on %s Redis', (kind) => {
     await backend.close();
   });
 
+  /** What a claim says is about to fire. */
+  const firing = (due: DueStep) => ({
+    step: due.step,
+    action: 'remind' as const,
+    afterMs: 1_000,
+    at: new Date(0).toISOString(),
+  });
+
   /** Polls until nothing is due, claiming what it sees; resolves with what it won. */
   async function drain(store: EscalationStore, nowMs: number): Promise<string[]> {
     const won: string[] = [];
     for (;;) {
       const due = await store.due(nowMs, 7);
       if (due.length === 0) return won;
-      for (const step of due) if (await store.claim(step)) won.push(`${step.approvalId}#${step.step}`);
+      for (const step of due)
+        if (await store.claim(step, firing(step))) won.push(`${step.approvalId}#${step.step}`);
     }
   }
 
@@ -62,8 +71,8 @@ describe.each(BACKENDS)('EscalationStore on %s Redis', (kind) => {
       const due = await storeA.due(now + 5, 1_000);
       expect(due).toHaveLength(ids.length * 2);
       const [byA, byB] = await Promise.all([
-        Promise.all(due.map((d) => storeA.claim(d))),
-        Promise.all(due.map((d) => storeB.claim(d))),
+        Promise.all(due.map((d) => storeA.claim(d, firing(d)))),
+        Promise.all(due.map((d) => storeB.claim(d, firing(d)))),
       ]);
       due.forEach((_, i) => {
         expect(Number(byA[i]) + Number(byB[i])).toBe(1);
@@ -88,7 +97,7 @@ describe.each(BACKENDS)('EscalationStore on %s Redis', (kind) => {
       const first = await storeA.schedule('again-1', 'line-again', now, [0, 100]);
       expect(first).toMatchObject({ startMs: now, origin: 'again-1', scheduled: true, fired: [] });
       const [step0] = await storeA.due(now);
-      expect(await storeA.claim(step0!)).toBe(true);
+      expect(await storeA.claim(step0!, firing(step0!))).toBe(true);
       const second = await storeB.schedule('again-1', 'line-again', now + 50, [0, 100]);
       expect(second.scheduled).toBe(false);
       expect(second.startMs).toBe(now);
@@ -98,11 +107,23 @@ describe.each(BACKENDS)('EscalationStore on %s Redis', (kind) => {
       await storeA.cancel('again-1', 'line-again', 2);
     });
 
+    it('a step claimed by a process that died before saying how it went still shows on a successor', async () => {
+      const now = 5_000_000;
+      await storeA.schedule('dead-1', 'line-dead', now, [0, 1_000]);
+      const [step0] = (await storeA.due(now)).filter((d) => d.approvalId === 'dead-1');
+      expect(await storeA.claim(step0!, firing(step0!))).toBe(true);
+      // No fired() call: the process died right after acting.
+      const successor = await storeB.schedule('dead-2', 'line-dead', now + 500, [0, 1_000]);
+      expect(successor.fired).toEqual([firing(step0!)]);
+      await storeA.cancel('dead-1', 'line-dead', 2);
+      await storeB.cancel('dead-2', 'line-dead', 2);
+    });
+
     it('a successor keeps the clock and fires only what its predecessor did not', async () => {
       const now = 4_000_000;
       await storeA.schedule('pred-1', 'line-shared', now, [0, 1_000, 2_000]);
       const [step0] = (await storeA.due(now)).filter((d) => d.approvalId === 'pred-1');
-      expect(await storeA.claim(step0!)).toBe(true);
+      expect(await storeA.claim(step0!, firing(step0!))).toBe(true);
       await storeA.fired('line-shared', {
         step: 0,
         action: 'remind',
@@ -117,7 +138,7 @@ describe.each(BACKENDS)('EscalationStore on %s Redis', (kind) => {
       const due = await storeA.due(now + 2_000);
       expect(due.filter((d) => d.approvalId === 'succ-1').map((d) => d.step)).toEqual([1, 2]);
       const results = await Promise.all(
-        due.map((d) => (d.approvalId === 'pred-1' ? storeA : storeB).claim(d)),
+        due.map((d) => (d.approvalId === 'pred-1' ? storeA : storeB).claim(d, firing(d))),
       );
       const won = due.filter((_, i) => results[i]).map((d) => d.step);
       expect(won.sort()).toEqual([1, 2]);
@@ -134,7 +155,7 @@ describe.each(BACKENDS)('EscalationStore on %s Redis', (kind) => {
       const now = 6_000_000;
       await storeA.schedule('end-1', 'line-end', now, [0]);
       const [step] = (await storeA.due(now)).filter((d) => d.approvalId === 'end-1');
-      expect(await storeA.claim(step!)).toBe(true);
+      expect(await storeA.claim(step!, firing(step!))).toBe(true);
       await storeA.paged('line-end', 'RKEY');
       expect(await storeA.pagedWith('line-end')).toBe('RKEY');
       await storeB.end('line-end');
@@ -152,7 +173,7 @@ describe.each(BACKENDS)('EscalationStore on %s Redis', (kind) => {
       const now = 7_000_000;
       await storeA.schedule('heal-1', 'line-heal', now, [0, 10]);
       const [step0] = (await storeA.due(now)).filter((d) => d.approvalId === 'heal-1');
-      expect(await storeA.claim(step0!)).toBe(true);
+      expect(await storeA.claim(step0!, firing(step0!))).toBe(true);
       // As if the process had died after writing the lineage, before adding the steps.
       const left = (await storeA.due(now + 10)).filter((d) => d.approvalId === 'heal-1');
       await a.zrem(keys.escalationDue(), ...left.map((d) => d.member));
@@ -160,7 +181,7 @@ describe.each(BACKENDS)('EscalationStore on %s Redis', (kind) => {
       expect(again).toMatchObject({ startMs: now, scheduled: false });
       const due = (await storeA.due(now + 10)).filter((d) => d.approvalId === 'heal-1');
       expect(due.map((d) => d.step)).toEqual([1]);
-      expect(await storeB.claim(due[0]!)).toBe(true);
+      expect(await storeB.claim(due[0]!, firing(due[0]!))).toBe(true);
     });
   });
 });

@@ -11,6 +11,7 @@ import { ApprovalStore, FencedError } from '../../src/store/approvalStore.js';
 import { DecisionStream } from '../../src/store/decisionStream.js';
 import { HostLeases } from '../../src/store/hostLeases.js';
 import { keys } from '../../src/store/keys.js';
+import { renameLegacyKeys } from '../../src/store/legacyKeys.js';
 import type { ApprovalRecord } from '../../src/store/record.js';
 import { PrivateRedis } from '../support/privateRedis.js';
 import { testRedisUrl } from '../support/testRedis.js';
@@ -340,3 +341,20 @@ async function waitFor(condition: () => boolean | Promise<boolean>, timeoutMs = 
     await new Promise((r) => setTimeout(r, 20));
   }
 }
+
+describe('keys of an earlier release', () => {
+  it('are moved to their names with a hash tag once, and a key under both names is left alone', async () => {
+    await redis.xadd('cs:audit', '*', 'e', '{}');
+    await redis.zadd('cs:grants:expiring', 1, 'g-1');
+    await redis.zadd('cs:esc:due', 1, 'm-old');
+    await redis.zadd(keys.escalationDue(), 2, 'm-new');
+    const moved = await Promise.all([renameLegacyKeys(redis, quiet), renameLegacyKeys(redis, quiet)]);
+    expect(moved.flat().sort()).toEqual(['cs:audit', 'cs:grants:expiring']);
+    expect(await redis.xlen(keys.audit)).toBe(1);
+    expect(await redis.zrange(keys.grantsExpiring(), 0, -1)).toEqual(['g-1']);
+    expect(await redis.exists('cs:audit', 'cs:grants:expiring')).toBe(0);
+    // Both names hold data: nothing is overwritten.
+    expect(await redis.zrange(keys.escalationDue(), 0, -1)).toEqual(['m-new']);
+    expect(await redis.zrange('cs:esc:due', 0, -1)).toEqual(['m-old']);
+  });
+});
