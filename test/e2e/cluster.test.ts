@@ -6,9 +6,10 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { readGrantAudit } from '../../src/store/grantAudit.js';
 import { keys } from '../../src/store/keys.js';
+import { startBot } from '../support/bot.js';
 import { approvalFromTranscript, shellApproval } from '../support/fakeHost.js';
 import { RedisCluster } from '../support/redisCluster.js';
-import { buttonsOf, rememberButtonOf, SESSION, textOf, World } from './world.js';
+import { buttonsOf, pressButtonAt, rememberButtonOf, SESSION, textOf, World } from './world.js';
 
 const SLOT_ERRORS = /CROSSSLOT|same slot|slots allocation group|non local key|MOVED|ASK /;
 
@@ -170,5 +171,41 @@ describe('on a Redis Cluster', () => {
     const events = await readGrantAudit(world.redis);
     expect(events.map((e) => e.kind)).toEqual(['created', 'used']);
     expect(await world.redis.zscore(keys.grantsAll(), grantId!)).not.toBeNull();
+  });
+
+  it('two replicas: the host runs at one, a click at the other is forwarded through the stream and decides once', async () => {
+    world = await World.start({}, { COUNTERSIGN_REPLICA_ID: 'first' }, { cluster });
+    const second = await startBot({
+      host: world.host,
+      slack: world.slack,
+      redisDb: 0,
+      env: { REDIS_URL: '', REDIS_CLUSTER_NODES: cluster.nodesVar, COUNTERSIGN_REPLICA_ID: 'second' },
+    });
+    try {
+      await second.waitReady(20_000);
+      const standing = (await (await fetch(`${second.url}/readyz`)).json()) as {
+        replica: { standby: string[] };
+      };
+      expect(standing.replica.standby).toEqual(['default']);
+      await world.host.open(
+        shellApproval({ approvalId: 'cluster-rep-1', sessionId: SESSION, stages: [['make', 'ship']] }),
+      );
+      const card = await world.waitForCard('cluster-rep-1', (m) => buttonsOf(m).length > 0);
+      await pressButtonAt(second.url, world.slack, card, buttonsOf(card)[0]!, 'U0ALICE');
+      await world.waitForCard(
+        'cluster-rep-1',
+        (m) => buttonsOf(m).length === 0 && textOf(m).includes('Approved'),
+      );
+      expect(world.host.decides()).toHaveLength(1);
+      expect(world.host.incarnations).toHaveLength(1);
+      // The lease, the fence and the stream share the host's slot; the record lives on its own.
+      expect(
+        (await mastersOf(keys.hostLease('default'), keys.decisions('default'), keys.hostFence('default')))
+          .size,
+      ).toBe(1);
+      expect(second.logs.filter((l) => SLOT_ERRORS.test(l.raw)).map((l) => l.raw)).toEqual([]);
+    } finally {
+      await second.stop(5_000);
+    }
   });
 });
