@@ -38,6 +38,7 @@ describe('running it', () => {
     cleanups.push(() => bot.kill());
     await bot.waitForLog((l) => /redis unreachable/.test(l.msg ?? ''), 10_000);
     expect((await fetch(`${bot.url}/healthz`)).status).toBe(200);
+    await bot.waitForLog((l) => l.msg === 'slack auth ok', 10_000);
     const ready = await fetch(`${bot.url}/readyz`);
     expect(ready.status).toBe(503);
     expect(await ready.json()).toMatchObject({
