@@ -1,35 +1,10 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ApprovalStore } from '../../src/store/approvalStore.js';
 import { keys } from '../../src/store/keys.js';
-import type { ApprovalRecord } from '../../src/store/record.js';
 import type { RedisClient } from '../../src/store/redisConnection.js';
+import { sampleRecord } from '../support/sampleRecord.js';
 import { BACKENDS, openBackend, type StoreBackend } from '../support/storeBackends.js';
 import { testRedisUrl } from '../support/testRedis.js';
-
-function record(approvalId: string, overrides: Partial<ApprovalRecord> = {}): ApprovalRecord {
-  return {
-    approvalId,
-    hostId: 'default',
-    incarnation: 'inc-1',
-    sessionId: 's-1',
-    caller: 'session:s-1',
-    tool: 'write_file',
-    rawArgs: '{}',
-    subject: { kind: 'fileAccess', path: '/srv/app.ts', access: 'write' },
-    requiredCapabilities: ['file-write:/srv/app.ts'],
-    sandboxMode: 'default',
-    protectedWrite: false,
-    judgeEscalated: false,
-    currentRequirementId: { approvalId, sourceIndex: 0 },
-    availableChoices: [{ choiceId: 'allow_once', label: 'Allow once', decision: 'approved', scope: 'once' }],
-    phase: 'pending',
-    slack: { channel: 'C1' },
-    openedAt: '2026-11-30T10:00:00.000Z',
-    updatedAt: '2026-11-30T10:00:00.000Z',
-    version: 1,
-    ...overrides,
-  };
-}
 
 /** A click by U1 on stage 0, as the click handler builds it. */
 const claim = { sourceIndex: 0, userId: 'U1', choiceId: 'allow_once', commandId: 'cmd-1', claimedAt: 'now' };
@@ -52,13 +27,15 @@ describe.each(BACKENDS)('ApprovalStore on %s Redis', (kind) => {
   });
 
   it('lets exactly one of many racing creators win', async () => {
-    const results = await Promise.all(Array.from({ length: 10 }, () => store.createIfAbsent(record('a-1'))));
+    const results = await Promise.all(
+      Array.from({ length: 10 }, () => store.createIfAbsent(sampleRecord('a-1'))),
+    );
     expect(results.filter(Boolean)).toHaveLength(1);
     expect(await store.openApprovalIds('default')).toEqual(['a-1']);
   });
 
   it('applies concurrent updates without losing one (compare-and-set retries)', async () => {
-    await store.createIfAbsent(record('a-2'));
+    await store.createIfAbsent(sampleRecord('a-2'));
     await Promise.all(
       Array.from({ length: 8 }, (_, i) =>
         store.update('a-2', (r) => ({
@@ -78,15 +55,15 @@ describe.each(BACKENDS)('ApprovalStore on %s Redis', (kind) => {
   });
 
   it('reports no change and keeps the version when the mutation returns undefined', async () => {
-    await store.createIfAbsent(record('a-3'));
+    await store.createIfAbsent(sampleRecord('a-3'));
     const result = await store.update('a-3', () => undefined);
     expect(result).toMatchObject({ changed: false, record: { version: 1 } });
   });
 
   it('expires a final record and drops it from the open set', async () => {
     const lease = store.newPostLease(5_000);
-    await store.createIfAbsent(record('a-4'), lease);
-    await store.savePost(record('a-4'), { channel: 'C1', ts: '111.222' }, lease);
+    await store.createIfAbsent(sampleRecord('a-4'), lease);
+    await store.savePost(sampleRecord('a-4'), { channel: 'C1', ts: '111.222' }, lease);
     expect(await redis.pttl(keys.message('C1', '111.222'))).toBe(-1);
     await store.update('a-4', (r) => ({
       ...r,
@@ -111,15 +88,15 @@ describe.each(BACKENDS)('ApprovalStore on %s Redis', (kind) => {
 
   it('gives the post lease to the creator only', async () => {
     const winner = store.newPostLease(5_000);
-    expect(await store.createIfAbsent(record('a-7'), winner)).toBe(true);
-    expect(await store.createIfAbsent(record('a-7'), store.newPostLease(5_000))).toBe(false);
+    expect(await store.createIfAbsent(sampleRecord('a-7'), winner)).toBe(true);
+    expect(await store.createIfAbsent(sampleRecord('a-7'), store.newPostLease(5_000))).toBe(false);
     expect(await redis.get(keys.postLease('a-7'))).toBe(winner.token);
   });
 
   it('saves a posted card, maps its message and frees the lease in one step', async () => {
     const lease = store.newPostLease(5_000);
-    await store.createIfAbsent(record('a-8'), lease);
-    const saved = await store.savePost(record('a-8'), { channel: 'C9', ts: '1.2' }, lease);
+    await store.createIfAbsent(sampleRecord('a-8'), lease);
+    const saved = await store.savePost(sampleRecord('a-8'), { channel: 'C9', ts: '1.2' }, lease);
     expect(saved?.record).toMatchObject({ version: 2, slack: { channel: 'C9', ts: '1.2' } });
     expect(await store.findByMessage('C9', '1.2')).toBe('a-8');
     expect(await redis.exists(keys.postLease('a-8'))).toBe(0);
@@ -128,15 +105,15 @@ describe.each(BACKENDS)('ApprovalStore on %s Redis', (kind) => {
 
   it('keeps a change made while the card was being posted', async () => {
     const lease = store.newPostLease(5_000);
-    await store.createIfAbsent(record('a-9'), lease);
+    await store.createIfAbsent(sampleRecord('a-9'), lease);
     await store.update('a-9', (r) => ({ ...r, reason: 'changed meanwhile' }));
-    const saved = await store.savePost(record('a-9'), { channel: 'C1', ts: '3.4' }, lease);
+    const saved = await store.savePost(sampleRecord('a-9'), { channel: 'C1', ts: '3.4' }, lease);
     expect(saved?.record).toMatchObject({ version: 3, reason: 'changed meanwhile', slack: { ts: '3.4' } });
     expect(await redis.exists(keys.postLease('a-9'))).toBe(0);
   });
 
   it('claims a stage and moves the record to deciding in one step, once', async () => {
-    await store.createIfAbsent(record('a-10'));
+    await store.createIfAbsent(sampleRecord('a-10'));
     const checked = (await store.get('a-10'))!;
     const first = await store.claimWith(checked, { ...checked, phase: 'deciding', claim });
     expect(first).toMatchObject({ kind: 'claimed', record: { version: 2, phase: 'deciding', claim } });
@@ -154,20 +131,22 @@ describe.each(BACKENDS)('ApprovalStore on %s Redis', (kind) => {
   });
 
   it('refuses a claim checked against an old version, and leaves the stage free', async () => {
-    await store.createIfAbsent(record('a-11'));
+    await store.createIfAbsent(sampleRecord('a-11'));
     const checked = (await store.get('a-11'))!;
     await store.update('a-11', (r) => ({ ...r, reason: 'moved on' }));
     expect(await store.claimWith(checked, { ...checked, phase: 'deciding', claim })).toEqual({
       kind: 'stale',
     });
     expect(await redis.exists(keys.claim('a-11', 0))).toBe(0);
-    expect(await store.claimWith(record('a-none'), { ...checked, approvalId: 'a-none', claim })).toEqual({
+    expect(
+      await store.claimWith(sampleRecord('a-none'), { ...checked, approvalId: 'a-none', claim }),
+    ).toEqual({
       kind: 'gone',
     });
   });
 
   it('frees the claim key of a claim the record drops, not of one it keeps', async () => {
-    await store.createIfAbsent(record('a-12'));
+    await store.createIfAbsent(sampleRecord('a-12'));
     const checked = (await store.get('a-12'))!;
     await store.claimWith(checked, { ...checked, phase: 'deciding', claim });
     await store.update('a-12', (r) => ({ ...r, reason: 'still deciding' }));

@@ -14,33 +14,14 @@ import { keys } from '../../src/store/keys.js';
 import { renameLegacyKeys } from '../../src/store/legacyKeys.js';
 import type { ApprovalRecord } from '../../src/store/record.js';
 import { PrivateRedis } from '../support/privateRedis.js';
+import { sampleRecord } from '../support/sampleRecord.js';
 import { testRedisUrl } from '../support/testRedis.js';
 
 const redis = new Redis(testRedisUrl(13));
 const quiet = pino({ level: 'silent' });
 
 function record(approvalId: string): ApprovalRecord {
-  return {
-    approvalId,
-    hostId: 'h1',
-    incarnation: 'inc-1',
-    sessionId: 's-1',
-    caller: 'session:s-1',
-    tool: 'bash',
-    rawArgs: '{}',
-    subject: { kind: 'fileAccess', path: '/srv/app.ts', access: 'write' },
-    requiredCapabilities: [],
-    sandboxMode: 'default',
-    protectedWrite: false,
-    judgeEscalated: false,
-    currentRequirementId: { approvalId, sourceIndex: 0 },
-    availableChoices: [{ choiceId: 'allow_once', label: 'Allow once', decision: 'approved', scope: 'once' }],
-    phase: 'pending',
-    slack: { channel: 'C1' },
-    openedAt: '2026-11-30T10:00:00.000Z',
-    updatedAt: '2026-11-30T10:00:00.000Z',
-    version: 1,
-  };
+  return sampleRecord(approvalId, { hostId: 'h1' });
 }
 
 beforeEach(async () => {
