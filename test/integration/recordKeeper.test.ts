@@ -89,12 +89,24 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
         render: (r, now) => renderCard(r, { now }),
         logger,
       });
-      expect(await next.recoverCards(new Date())).toBe(1);
-      await next.idle();
-      expect(nextCards.updates).toHaveLength(1);
-      expect(JSON.stringify(nextCards.updates[0]!.message.blocks)).toContain('changed before the crash');
+      // Two replicas start together: each looks at the card, one brings it up to date.
+      const otherCards = new Cards();
+      const other = new RecordKeeper({
+        store,
+        cards: otherCards,
+        render: (r, now) => renderCard(r, { now }),
+        logger,
+      });
+      expect(await Promise.all([next.recoverCards(new Date()), other.recoverCards(new Date())])).toEqual([
+        1, 1,
+      ]);
+      await Promise.all([next.idle(), other.idle()]);
+      const updates = [...nextCards.updates, ...otherCards.updates];
+      expect(updates).toHaveLength(1);
+      expect(JSON.stringify(updates[0]!.message.blocks)).toContain('changed before the crash');
       next.stop();
-      await next.idle();
+      other.stop();
+      await Promise.all([next.idle(), other.idle()]);
       expect(await store.unsyncedCards(new Date())).toEqual([]);
       // Nothing left to recover: a later start re-renders nothing.
       expect(await next.recoverCards(new Date())).toBe(0);

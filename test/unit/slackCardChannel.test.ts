@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { toBoltLogger } from '../../src/log.js';
-import type { RenderedMessage } from '../../src/relay/ports.js';
+import { HostLostError, type RenderedMessage } from '../../src/relay/ports.js';
 import { cardMetadata } from '../../src/slack/cardMetadata.js';
 import { SlackCardChannel } from '../../src/slack/slackCardChannel.js';
 import { type RetryTiming, realTiming } from '../../src/slack/slackRetry.js';
@@ -60,6 +60,14 @@ describe('SlackCardChannel.post', () => {
       channel: 'C1',
       include_all_metadata: 'true',
     });
+  });
+
+  it('a post for a host this replica no longer owns is not sent', async () => {
+    const { slack, cards } = await setup();
+    await expect(
+      cards.post('C1', () => card('card'), { approvalId: 'a-lost-host', mayAct: () => false }),
+    ).rejects.toBeInstanceOf(HostLostError);
+    expect(slack.callsOf('chat.postMessage')).toEqual([]);
   });
 
   it('a post that failed before Slack carried it out is posted once, after looking', async () => {
