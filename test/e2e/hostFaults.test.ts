@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { keys } from '../../src/store/keys.js';
 import { approvalFromTranscript, shellApproval } from '../support/fakeHost.js';
+import { until } from '../support/until.js';
 import { buttonsOf, SESSION, textOf, World } from './world.js';
 
 // What the host does that the happy path never shows: restarts that re-ask under new ids,
@@ -291,6 +292,9 @@ describe('decisions the host answers badly', () => {
     await world.press('applied-0001', 'Allow once', 'U0ALICE');
     const sent = await world.host.waitForDecide();
     await world.waitForCard('applied-0001', (m) => textOf(m).includes('Being decided'));
+    // The host writes its state file after it read the decide: give the write its moment.
+    const host = world.host;
+    await until(() => host.state().approvals['applied-0001']?.resolved !== undefined, 5_000);
     expect(world.host.state().approvals['applied-0001']?.resolved?.decision).toBe('approved');
     await world.bot.kill();
 
