@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { CHANNEL_ID, ConfigError, parseDuration, shown } from './configCommon.js';
 import { loadConfigFile } from './configFile.js';
 import { DEFAULT_REDIS_URL, type RedisTarget, redactedTarget, redisTargetOf } from './configRedis.js';
-import type { HostSpec, Route } from './routing/route.js';
+import type { HostSpec, RiskRule, Route } from './routing/route.js';
 import { maskCommandLine } from './secrets/maskCommandLine.js';
 
 /** Pino levels accepted by LOG_LEVEL. */
@@ -42,6 +42,8 @@ export interface Config {
   routes: Route[];
   /** Slack user IDs that may decide on every route. */
   admins: string[];
+  /** Risk rules from the COUNTERSIGN_CONFIG file (`risks`); empty without a file. */
+  risks: RiskRule[];
   grants: { ttlMs: number; maxTtlMs: number };
   /** How long resolved approval records are kept in Redis. */
   resolvedTtlMs: number;
@@ -439,6 +441,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     ...(configPath ? { configPath } : {}),
     routes,
     admins: file?.admins ?? [],
+    risks: file?.risks ?? [],
     grants: { ttlMs: grantTtlMs, maxTtlMs: grantMaxTtlMs },
     resolvedTtlMs,
     usergroupCacheTtlMs,

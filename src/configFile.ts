@@ -20,6 +20,7 @@ import type {
   EscalationStep,
   HostSpec,
   OncallSource,
+  RiskRule,
   Route,
   RouteMatch,
 } from './routing/route.js';
@@ -312,6 +313,15 @@ const escalation = z
     });
   });
 
+const notAQuorum = (iss: { input?: unknown }) =>
+  `must be a whole number from 1 to 10 (got ${got(iss.input)})`;
+const quorum = z
+  .number({ error: notAQuorum })
+  .int({ error: notAQuorum })
+  .min(1, { error: notAQuorum })
+  .max(10, { error: notAQuorum })
+  .optional();
+
 const route = mapping(
   {
     name: nonEmpty.optional(),
@@ -333,6 +343,7 @@ const route = mapping(
       })
       .max(10, { error: 'must list at most 10 reasons' })
       .optional(),
+    quorum,
     grants,
     oncall,
     escalation,
@@ -350,9 +361,34 @@ const route = mapping(
     ...(r.allowSelfApproval === undefined ? {} : { allowSelfApproval: r.allowSelfApproval }),
     ...(r.rejectReason === undefined ? {} : { rejectReason: r.rejectReason }),
     ...(r.quickReasons === undefined ? {} : { quickReasons: r.quickReasons }),
+    ...(r.quorum === undefined ? {} : { quorum: r.quorum }),
     ...(r.grants === undefined ? {} : { grants: r.grants }),
     ...(r.oncall === undefined ? {} : { oncall: r.oncall }),
     ...(r.escalation === undefined || r.escalation.length === 0 ? {} : { escalation: r.escalation }),
+  }),
+);
+
+const risk = mapping(
+  {
+    name: nonEmpty.max(80, { error: 'must be at most 80 characters' }),
+    match: mapping(
+      { commands: patterns, paths: patterns, targets: patterns, tools: patterns },
+      'a mapping with commands, paths, targets and/or tools',
+    ).refine((m) => Object.values(m).some((value) => value !== undefined), {
+      error: 'must list at least one of commands, paths, targets and tools',
+    }),
+    warning: nonEmpty.max(150, { error: 'must be at most 150 characters' }),
+    quorum,
+    approvers: approvers('to let the route’s approvers decide'),
+  },
+  'a mapping with name, match and warning',
+).transform(
+  (r): RiskRule => ({
+    name: r.name,
+    match: Object.fromEntries(Object.entries(r.match).filter(([, v]) => v !== undefined)),
+    warning: r.warning,
+    ...(r.quorum === undefined ? {} : { quorum: r.quorum }),
+    ...(r.approvers === undefined ? {} : { approvers: r.approvers }),
   }),
 );
 
@@ -403,6 +439,7 @@ const file = mapping(
       .optional(),
     routes: z.array(route, { error: (iss) => `must be a list (got ${got(iss.input)})` }).optional(),
     admins: userIds,
+    risks: z.array(risk, { error: (iss) => `must be a list (got ${got(iss.input)})` }).optional(),
   },
   'a mapping such as "routes: [...]"',
 );
@@ -452,6 +489,13 @@ function hostSpec(entry: HostEntry, defaults: HostDefaults): HostSpec {
 
 /** Checks what one key cannot check alone: unique host ids, routes naming hosts that exist. */
 function crossCheck(path: string, parsed: z.infer<typeof file>): void {
+  const riskNames = new Set<string>();
+  parsed.risks?.forEach((r, i) => {
+    // The audit stream and the card name a rule: two of one name could not be told apart.
+    if (riskNames.has(r.name))
+      fail(path, `risks[${i}].name ${shown(r.name)} is used by an earlier rule: names must be unique`);
+    riskNames.add(r.name);
+  });
   const ids = new Set<string>();
   parsed.hosts?.forEach((entry, i) => {
     if (ids.has(entry.id))
@@ -506,5 +550,6 @@ export function loadConfigFile(path: string, defaults: HostDefaults): ConfigFile
     ...(result.data.hosts ? { hosts: result.data.hosts.map((entry) => hostSpec(entry, defaults)) } : {}),
     routes: result.data.routes ?? [],
     admins: result.data.admins ?? [],
+    risks: result.data.risks ?? [],
   };
 }

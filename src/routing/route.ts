@@ -32,6 +32,8 @@ export interface RouteRules {
   allowSelfApproval: boolean;
   rejectReason: 'required' | 'optional';
   quickReasons: string[];
+  /** Distinct approvers who must pick the same approving choice before it is sent (1: any one). */
+  quorum: number;
 }
 
 /** A route's "don't ask again" grants (`routes[].grants`); left-out keys take the environment's. */
@@ -90,7 +92,32 @@ export const OPEN_RULES: RouteRules = {
   allowSelfApproval: true,
   rejectReason: 'optional',
   quickReasons: [],
+  quorum: 1,
 };
+
+/** What a risk rule matches (`risks[].match`): globs, any one per field, every listed field. */
+export interface RiskMatch {
+  /** On a shell stage's argv joined by spaces (the command when the host sent no stages). */
+  commands?: string[];
+  /** On a file path, normalized. */
+  paths?: string[];
+  /** On a network target's host. */
+  targets?: string[];
+  /** On the tool name. */
+  tools?: string[];
+}
+
+/** A top-level `risks` entry: requests that need more care than their route gives. */
+export interface RiskRule {
+  name: string;
+  match: RiskMatch;
+  /** Shown on the card: "⚠ <warning>". */
+  warning: string;
+  /** Raises the route's quorum for a matching request. */
+  quorum?: number;
+  /** Replace the route's approvers for a matching request: only they may decide. */
+  approvers?: Approvers;
+}
 
 /** One MSP host the bot runs and supervises on its own. */
 export interface HostSpec {
@@ -111,4 +138,5 @@ export interface ConfigFile {
   hosts?: HostSpec[];
   routes: Route[];
   admins: string[];
+  risks: RiskRule[];
 }

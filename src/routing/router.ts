@@ -96,8 +96,9 @@ export class Router {
         allowSelfApproval: route.allowSelfApproval ?? OPEN_RULES.allowSelfApproval,
         rejectReason: route.rejectReason ?? OPEN_RULES.rejectReason,
         quickReasons: route.quickReasons ?? OPEN_RULES.quickReasons,
+        quorum: route.quorum ?? OPEN_RULES.quorum,
       },
-      grants: withCappedTtl({ ...grantDefaults, ...route.grants }),
+      grants: withQuorum(withCappedTtl({ ...grantDefaults, ...route.grants }), route.quorum),
       oncall: route.oncall,
       escalation: route.escalation ?? [],
       matches: compile(route),
@@ -162,6 +163,14 @@ export class Router {
   all(): ReadonlyArray<ChosenRoute & { rules: RouteRules }> {
     return this.routes.map(({ name, channel, rules }) => ({ name, channel, rules }));
   }
+}
+
+/**
+ * A route that needs several approvers remembers no grants: one person's "don't ask again" would
+ * let later requests through that two people are meant to look at.
+ */
+function withQuorum(grants: RouteGrants, quorum: number | undefined): RouteGrants {
+  return quorum !== undefined && quorum > 1 ? { ...grants, enabled: false } : grants;
 }
 
 /** A TTL left to the environment may be longer than the route's own maximum: the maximum wins. */

@@ -17,6 +17,7 @@ const DEPLOYS: RouteRules = {
   allowSelfApproval: false,
   rejectReason: 'required',
   quickReasons: [],
+  quorum: 1,
 };
 const ADMINS = ['U0ADMIN'];
 

@@ -13,6 +13,7 @@ const DEPLOYS: RouteRules = {
   allowSelfApproval: false,
   rejectReason: 'optional',
   quickReasons: [],
+  quorum: 1,
 };
 
 describe('authorizeRevoke', () => {
