@@ -18,14 +18,18 @@ export interface GrantQuestion {
   sourceIndex: number;
 }
 
-type Askable = CapabilityRequest & Pick<ApprovalRecord, 'caller' | 'sandboxMode' | 'availableChoices'>;
+type Askable = CapabilityRequest &
+  Pick<ApprovalRecord, 'caller' | 'sandboxMode' | 'availableChoices'> &
+  Partial<Pick<ApprovalRecord, 'risks'>>;
 
 /**
  * The question a grant could answer, or undefined when none may: the request is not grantable
  * (an unknown kind, a protected write, computer-use data, masked or cut text, an unparsed
- * command), or the host offers no approved-once choice.
+ * command, a risk rule matched), or the host offers no approved-once choice.
  */
 export function grantQuestion(record: Askable): GrantQuestion | undefined {
+  // A risk rule marks what people must look at every time.
+  if (record.risks?.length) return undefined;
   const once = onceChoice(record.availableChoices);
   if (!once) return undefined;
   const { capabilities, notGrantable } = stageCapabilities(record);

@@ -63,6 +63,8 @@ export type AuditEntry =
       tool: string;
       /** The Slack user who decided; absent when the bot or the host decided. */
       userId?: string;
+      /** Every approver a quorum counted, userId (the last) among them. */
+      voters?: string[];
       /** `host`: the host resolved it on its own (policy, its automated reviewer, another client). */
       via: 'click' | 'grant' | 'timeout' | 'host';
       /** Who the host says resolved it: user, policy, llmJudge, … */
@@ -89,6 +91,36 @@ export type AuditEntry =
       action: 'click' | 'modalOpen' | 'modalSubmit' | 'command' | 'revokeButton';
       /** Why it was refused (authorization: notApprover, selfApproval, routeGone). */
       reason: string;
+      at: string;
+    }
+  /** A risk rule matched a request: what it changed (a warning, the quorum, the approvers, no grants). */
+  | {
+      kind: 'risk';
+      approvalId: string;
+      hostId: string;
+      route?: string;
+      tool: string;
+      rule: string;
+      warning: string;
+      quorum?: number;
+      approvers?: { users: string[]; usergroups: string[] };
+      /** A matching request is never decided by a remembered grant, nor offers one. */
+      grantsOff: true;
+      at: string;
+    }
+  /** An approving pick counted toward a quorum that it did not complete. */
+  | {
+      kind: 'vote';
+      approvalId: string;
+      hostId: string;
+      route?: string;
+      userId: string;
+      choiceId: string;
+      sourceIndex: number;
+      votes: number;
+      quorum: number;
+      /** The risk rules that raised the quorum above the route's, by name. */
+      risks?: string[];
       at: string;
     };
 

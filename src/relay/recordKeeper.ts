@@ -9,7 +9,7 @@ import {
 import type { ApprovalRecord, Claim } from '../store/record.js';
 import { KeyedQueue } from '../util/keyedQueue.js';
 import { type CardChannel, HostLostError, type RenderedMessage } from './ports.js';
-import { cardRevealed, claimed } from './recordMutations.js';
+import { cardRevealed, claimed, withCurrentVotes } from './recordMutations.js';
 
 export interface RecordKeeperOptions {
   store: ApprovalStore;
@@ -90,7 +90,7 @@ export class RecordKeeper {
     mutation: Mutation,
     known?: ApprovalRecord,
   ): Promise<ApprovalRecord | undefined> {
-    const result = await this.options.store.update(approvalId, mutation, known);
+    const result = await this.options.store.update(approvalId, keepingCurrentVotes(mutation), known);
     if (!result) {
       this.options.logger.warn({ approvalId }, 'event for an approval this bot never saw; skipped');
       return undefined;
@@ -355,4 +355,12 @@ export class RecordKeeper {
     timer.unref();
     this.timers.add(timer);
   }
+}
+
+/** Every stored change leaves only the votes that still count (see withCurrentVotes). */
+function keepingCurrentVotes(mutation: Mutation): Mutation {
+  return (record) => {
+    const next = mutation(record);
+    return next && withCurrentVotes(next);
+  };
 }

@@ -4,7 +4,7 @@ import type {
   ApprovalResolvedParams,
   ApprovalUpdatedParams,
 } from '../msp/protocol.js';
-import type { ApprovalRecord, Claim, Escalation, FiredStep, Phase } from '../store/record.js';
+import type { ApprovalRecord, Claim, Escalation, FiredStep, Phase, RiskMark, Vote } from '../store/record.js';
 import { isTerminal } from '../store/record.js';
 import { intakeWith, newIntake } from './intake/intakeReport.js';
 import { takeNote, takeQuestion, takeRequest } from './intake/takeRequest.js';
@@ -26,6 +26,8 @@ export interface NewRecordContext {
   heldElsewhere?: boolean;
   now: Date;
   sessionTitle?: string;
+  /** Risk rules the request matched. */
+  risks?: RiskMark[];
 }
 
 // Host text reaches a record only through intake (intake/takeRequest.ts): masked and bounded.
@@ -69,6 +71,7 @@ export function newRecord(params: ApprovalRequestParams, ctx: NewRecordContext):
     phase: ctx.heldElsewhere ? 'unavailable' : ctx.phase,
     unavailable: ctx.heldElsewhere ? 'heldElsewhere' : undefined,
     slack: { channel: ctx.channel },
+    ...(ctx.risks && ctx.risks.length > 0 ? { risks: ctx.risks } : {}),
     openedAt: now,
     updatedAt: now,
     version: 1,
@@ -245,6 +248,7 @@ export function resolved(params: ApprovalResolvedParams, incarnation: string, no
         amendment,
         decidedAt: params.decidedAt ?? now.toISOString(),
         slackUserId: ours?.userId,
+        voters: ours?.voters,
         choiceId: ours?.choiceId,
         feedback: ours?.feedback,
         via: ours?.via,
@@ -274,6 +278,7 @@ export function decidedByClaim(commandId: string, now: Date) {
         resolvedBy: 'user',
         decidedAt: now.toISOString(),
         ...(claim.userId ? { slackUserId: claim.userId } : {}),
+        ...(claim.voters ? { voters: claim.voters } : {}),
         choiceId: claim.choiceId,
         ...(claim.feedback ? { feedback: claim.feedback } : {}),
         ...(claim.via ? { via: claim.via } : {}),
@@ -438,5 +443,62 @@ export function escalationFired(fired: FiredStep, start: Omit<Escalation, 'fired
         ...(fired.action === 'timeout' ? { timedOutAfterMs: fired.afterMs } : {}),
       },
     };
+  };
+}
+
+/**
+ * A person's approving pick toward the current stage's quorum: one per person and stage (a new
+ * pick replaces theirs), none once the stage is no longer open to people.
+ */
+export function voted(vote: Vote) {
+  return (record: ApprovalRecord): ApprovalRecord | undefined => {
+    if (record.phase !== 'pending' || record.currentRequirementId.sourceIndex !== vote.sourceIndex)
+      return undefined;
+    if (!record.availableChoices.some((c) => c.choiceId === vote.choiceId)) return undefined;
+    if (record.votes?.some((v) => sameVote(v, vote))) return undefined;
+    const others = (record.votes ?? []).filter((v) => v.userId !== vote.userId);
+    return { ...record, votes: [...others, vote] };
+  };
+}
+
+/** Takes back a vote whose click was answered "not recorded" (Redis stored it too late). */
+export function unvoted(vote: Vote) {
+  return (record: ApprovalRecord): ApprovalRecord | undefined => {
+    if (!record.votes?.some((v) => sameVote(v, vote) && v.at === vote.at)) return undefined;
+    const votes = record.votes.filter((v) => !(sameVote(v, vote) && v.at === vote.at));
+    return { ...record, votes: votes.length > 0 ? votes : undefined };
+  };
+}
+
+function sameVote(a: Vote, b: Vote): boolean {
+  return a.userId === b.userId && a.choiceId === b.choiceId && a.sourceIndex === b.sourceIndex;
+}
+
+/**
+ * Votes count for the stage and choices they were cast on, while the approval is open: a stage
+ * advance, a resolution or a supersede clears them (applied to every stored change).
+ */
+export function withCurrentVotes(record: ApprovalRecord): ApprovalRecord {
+  const votes = record.votes;
+  if (!votes) return record;
+  const index = record.currentRequirementId.sourceIndex;
+  const kept = isTerminal(record)
+    ? []
+    : votes.filter(
+        (v) => v.sourceIndex === index && record.availableChoices.some((c) => c.choiceId === v.choiceId),
+      );
+  if (kept.length === votes.length) return record;
+  return { ...record, votes: kept.length > 0 ? kept : undefined };
+}
+
+/**
+ * Risk rules a later question of the same approval matched (`marksOf` is given the record's tool)
+ * join those it had: a request never becomes less risky on the way.
+ */
+export function riskMarked(marksOf: (tool: string) => readonly RiskMark[]) {
+  return (record: ApprovalRecord): ApprovalRecord | undefined => {
+    const added = marksOf(record.tool).filter((mark) => !record.risks?.some((m) => m.name === mark.name));
+    if (added.length === 0 || isTerminal(record)) return undefined;
+    return { ...record, risks: [...(record.risks ?? []), ...added] };
   };
 }

@@ -3,19 +3,22 @@ import type { Grant } from '../grants/grant.js';
 import { callerFor } from '../grants/match.js';
 import type { ApprovalHost, HostEvent } from '../msp/events.js';
 import type { ApprovalRequestParams } from '../msp/protocol.js';
+import type { RiskInput } from '../routing/risks.js';
 import type { RouteGrants } from '../routing/route.js';
 import type { ChosenRoute, RouteInput } from '../routing/router.js';
 import type { ApprovalStore, Mutation } from '../store/approvalStore.js';
-import type { ApprovalRecord } from '../store/record.js';
+import type { ApprovalRecord, RiskMark } from '../store/record.js';
 import { isTerminal } from '../store/record.js';
 import { Turns } from '../util/turns.js';
 import type { Decider } from './decider.js';
+import type { AuditTrail } from './ports.js';
 import type { RecordKeeper } from './recordKeeper.js';
 import {
   newRecord,
   orphaned,
   reopened,
   resolved,
+  riskMarked,
   superseded,
   unavailable,
   updated,
@@ -44,6 +47,10 @@ export interface RelayOptions {
   ownerOf?: (hostId: string) => string | undefined;
   /** Answers by remembered grant what it can (see GrantAnswerer). */
   grants?: GrantAnswering;
+  /** The risk rules a request matches (routing/risks.ts); without it, none. */
+  risksFor?: (input: RiskInput) => RiskMark[];
+  /** Where what a risk rule changed about an approval is recorded. */
+  audit?: AuditTrail;
   now?: () => Date;
   /** Without it, Redis is taken to be always there. */
   redis?: RedisAvailability;
@@ -168,7 +175,9 @@ export class Relay {
         );
         return;
       case 'approvalUpdated':
-        this.change(event.params.approvalId, updated(event.params));
+        keeper.enqueue(event.params.approvalId, () =>
+          this.mutateMarkingRisks(event.params.approvalId, updated(event.params), event.params.subject),
+        );
         return;
       case 'approvalResolved':
         this.change(event.params.approvalId, resolved(event.params, event.incarnation, this.now()));
@@ -224,6 +233,7 @@ export class Relay {
       hostId,
       owner: this.options.ownerOf?.(hostId),
     });
+    const risks = this.options.risksFor?.({ tool: params.toolName, subject: params.subject }) ?? [];
     let fresh = newRecord(params, {
       hostId,
       incarnation,
@@ -235,6 +245,7 @@ export class Relay {
       heldElsewhere,
       now: this.now(),
       sessionTitle: session?.label,
+      ...(risks.length > 0 ? { risks } : {}),
     });
     // Cards of one channel are posted in the order their approvals came, whether or not a grant
     // was looked up for them: the turn is taken now and passed on once the record is written.
@@ -255,6 +266,7 @@ export class Relay {
       turn.done();
       created = await creating;
       if (created) {
+        if (risks.length > 0) this.auditRisks(fresh, risks);
         // At debug: it sits between the host's frame and the card's post, where every line shows in
         // the latency (README "Performance"); "card posted" says the same at info once it is out.
         logger.debug({ approvalId: params.approvalId, tool: fresh.tool, phase }, 'approval opened');
@@ -265,14 +277,66 @@ export class Relay {
       // The grant found is for this creation only: an existing record is looked at afresh.
       if (grant && !created) answerer?.expect(fresh.approvalId, undefined);
     }
-    const record = await keeper.mutate(
+    const record = await this.mutateMarkingRisks(
       params.approvalId,
       reopened(params, incarnation, phase, heldElsewhere),
+      params.subject,
     );
     if (record && isTerminal(record)) await store.forgetOpen(record);
     if (record?.phase === 'deciding' && record.claim) this.options.decider.replay(record);
     // A process that stopped between storing the record and answering it left the card waiting.
     else if (record?.slack.deferred && !isTerminal(record)) this.options.grants?.consider(record.approvalId);
+  }
+
+  /**
+   * `mutation`, with the risk rules the new question matches (on the subject as the host sent it)
+   * added to the record's: a later stage or a re-asked question may match a rule the first did
+   * not. Resolves with the stored record; the rules it added are audited.
+   */
+  private async mutateMarkingRisks(
+    approvalId: string,
+    mutation: Mutation,
+    subject: RiskInput['subject'],
+  ): Promise<ApprovalRecord | undefined> {
+    const { keeper } = this.options;
+    const risksFor = this.options.risksFor;
+    if (!risksFor) return keeper.mutate(approvalId, mutation);
+    // Compare-and-set may run the mutation more than once: what its last run added was stored.
+    let added: RiskMark[] = [];
+    const stored = await keeper.mutate(approvalId, (record) => {
+      const next = mutation(record);
+      const marked = riskMarked((tool) => risksFor({ tool, subject }))(next ?? record);
+      added = marked ? (marked.risks ?? []).filter((m) => !record.risks?.some((r) => r.name === m.name)) : [];
+      return marked ?? next;
+    });
+    if (stored) this.auditRisks(stored, added);
+    return stored;
+  }
+
+  /** Everything a risk rule changes about an approval is in the audit stream, by the rule's name. */
+  private auditRisks(record: ApprovalRecord, marks: readonly RiskMark[]): void {
+    const { audit, logger } = this.options;
+    if (!audit || marks.length === 0) return;
+    const at = this.now().toISOString();
+    for (const mark of marks) {
+      audit
+        .append({
+          kind: 'risk',
+          approvalId: record.approvalId,
+          hostId: record.hostId,
+          ...(record.route ? { route: record.route } : {}),
+          tool: record.tool,
+          rule: mark.name,
+          warning: mark.warning,
+          ...(mark.quorum === undefined ? {} : { quorum: mark.quorum }),
+          ...(mark.approvers ? { approvers: mark.approvers } : {}),
+          grantsOff: true,
+          at,
+        })
+        .catch((err: unknown) => {
+          logger.warn({ err, approvalId: record.approvalId }, 'could not append to the audit trail');
+        });
+    }
   }
 
   /**

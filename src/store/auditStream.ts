@@ -7,7 +7,9 @@ import type { RedisClient } from './redisConnection.js';
 export function auditFields(entry: AuditEntry): string[] {
   const fields: string[] = [];
   for (const [field, value] of Object.entries(entry)) {
-    if (value !== undefined) fields.push(field, String(value));
+    // Lists and mappings (a quorum's voters, a risk rule's approvers) as JSON, not "[object Object]".
+    if (value !== undefined)
+      fields.push(field, typeof value === 'object' ? JSON.stringify(value) : String(value));
   }
   return fields;
 }

@@ -53,6 +53,8 @@ export const Resolution = z.object({
   /** The choice that Slack user pressed: the audit line names it by its label. */
   choiceId: z.string().optional(),
   feedback: z.string().optional(),
+  /** The approvers whose picks made a quorum (the decider, slackUserId, among them). */
+  voters: z.array(z.string()).optional(),
   /** Our decision that resolved it came from a remembered grant (Slack user absent), or a timeout. */
   via: z.enum(['click', 'grant', 'timeout']).optional(),
   grant: GrantRef.optional(),
@@ -64,6 +66,8 @@ export const Claim = z.object({
   sourceIndex: z.number().int(),
   /** The Slack user who decided; absent when the bot decided on its own (a grant, a timeout). */
   userId: z.string().optional(),
+  /** A quorum's approvers, when the decision needed more than one. */
+  voters: z.array(z.string()).optional(),
   /** What made the decision; a click when absent. */
   via: z.enum(['click', 'grant', 'timeout']).optional(),
   /** The grant that decided, when `via` is grant. */
@@ -113,6 +117,27 @@ export const FiredStep = z.object({
   failed: z.boolean().optional(),
 });
 export type FiredStep = z.infer<typeof FiredStep>;
+
+/**
+ * A risk rule a request matched, with what the rule asked of it, kept on the record: an open
+ * approval keeps the care it was opened with whatever the file says after a restart.
+ */
+export const RiskMark = z.object({
+  name: z.string(),
+  warning: z.string(),
+  quorum: z.number().int().optional(),
+  approvers: z.object({ users: z.array(z.string()), usergroups: z.array(z.string()) }).optional(),
+});
+export type RiskMark = z.infer<typeof RiskMark>;
+
+/** One person's approving pick for a stage, counted toward its quorum. */
+export const Vote = z.object({
+  sourceIndex: z.number().int(),
+  choiceId: z.string(),
+  userId: z.string(),
+  at: z.string(),
+});
+export type Vote = z.infer<typeof Vote>;
 
 export const Escalation = z.object({
   /** When the clock started: the first card of this request was posted (a superseded one's, carried over). */
@@ -174,6 +199,10 @@ export const ApprovalRecord = z.object({
   grantUses: z.array(GrantRef.extend({ sourceIndex: z.number().int() })).optional(),
   /** The grant a person made from this card ("don't ask again"). */
   remembered: GrantRef.extend({ capabilities: z.array(z.string()) }).optional(),
+  /** Risk rules the request matched (routing/risks.ts); absent when none did. */
+  risks: z.array(RiskMark).optional(),
+  /** Approving picks of the current stage while a quorum is not yet reached; cleared when it moves. */
+  votes: z.array(Vote).optional(),
   /** The escalation ladder so far (relay/escalator.ts): its clock and the steps that fired. */
   escalation: Escalation.optional(),
   openedAt: z.string(),
