@@ -22,6 +22,7 @@ import { OncallResolver } from './relay/oncall.js';
 import { RecordKeeper } from './relay/recordKeeper.js';
 import { Relay } from './relay/relay.js';
 import { HostOwnership, type HostStanding } from './replicas/hostOwnership.js';
+import { type RiskInput, RiskRules } from './routing/risks.js';
 import { FALLBACK_ROUTE_NAME, Router } from './routing/router.js';
 import { createShutdown } from './shutdown.js';
 import { AppHome } from './slack/appHome.js';
@@ -144,10 +145,11 @@ async function main(): Promise<void> {
     logger,
   });
 
+  const risks = new RiskRules(config.risks);
   // Names, never mentions, on a card: see renderApprovers.ts.
   const approverNames = new ApproverNames(slackClient, {
     ...namedInConfig(
-      router.all().map((route) => route.rules),
+      [...router.all().map((route) => route.rules), risks.approvers()],
       [...config.admins, ...owners.values()],
     ),
     logger,
@@ -174,6 +176,7 @@ async function main(): Promise<void> {
         showHost: config.msp.hosts.length > 1,
         remember: grantMaker.offer(record),
         escalation: router.escalationOf(record.route),
+        quorum: authorizer.quorum(record),
       }),
     logger,
     // Followers of stored changes, each one line.
@@ -318,6 +321,7 @@ async function main(): Promise<void> {
     redis: redisHealth,
     maxBufferedEvents: config.hostEventBuffer,
     mayAct: (hostId) => ownership.holds(hostId),
+    ...(risks.size > 0 ? { risksFor: (input: RiskInput) => risks.marksFor(input), audit: auditTrail } : {}),
   });
   for (const name of router.openRoutes()) {
     logger.warn(

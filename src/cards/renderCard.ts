@@ -13,6 +13,7 @@ import { MAX_SHOWN_CHOICES, renderChoices } from './renderChoices.js';
 import { renderCuaFacts } from './renderCuaFacts.js';
 import { escalationLine } from './renderEscalation.js';
 import { renderBadges, renderSessionContext } from './renderMeta.js';
+import { renderSafeguards } from './renderSafeguards.js';
 import { renderStatus } from './renderStatus.js';
 import { networkAddress, renderSubject } from './renderSubject.js';
 import { prettyArgs } from './toJson.js';
@@ -102,6 +103,8 @@ export interface CardOptions {
   remember?: RememberOffer;
   /** The route's escalation ladder: the card says what fired and what comes next. */
   escalation?: readonly EscalationStep[];
+  /** Distinct approvers an approving choice needs (the route's, raised by risk rules); 1 when absent. */
+  quorum?: number;
 }
 
 interface Prepared {
@@ -113,10 +116,11 @@ interface Prepared {
   now: Date;
   showHost: boolean;
   escalation: readonly EscalationStep[];
+  quorum: number;
 }
 
 function build(
-  { record, args, now, approvers, showHost, remember, escalation }: Prepared,
+  { record, args, now, approvers, showHost, remember, escalation, quorum }: Prepared,
   budget: CardBudget,
   maxChoices: number,
 ): RenderedMessage {
@@ -143,6 +147,7 @@ function build(
   if (ladder) blocks.push(section(ladder));
   blocks.push(divider());
   blocks.push(...renderStatus(record, budget));
+  blocks.push(...renderSafeguards(record, quorum));
   if (record.phase === 'pending') blocks.push(...renderChoices(record, budget, maxChoices, remember));
   return { text: fallbackText(record), blocks };
 }
@@ -161,6 +166,7 @@ export function renderCard(record: ApprovalRecord, opts: CardOptions): RenderedM
     approvers: opts.approvers,
     remember: opts.remember,
     escalation: opts.escalation ?? [],
+    quorum: opts.quorum ?? 1,
   };
   let card: RenderedMessage | undefined;
   for (const budget of BUDGET_LEVELS) {

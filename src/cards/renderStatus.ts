@@ -36,6 +36,15 @@ const DURABILITY: Record<string, string> = {
  * them (a thread reply, a DM); without a name the user is mentioned.
  */
 export function decidedBy(resolution: Resolution, nameOf?: (userId: string) => string | undefined): string {
+  // A quorum: every approver it counted, the last (who completed it) among them.
+  if (resolution.voters && resolution.voters.length > 1) {
+    return resolution.voters
+      .map((id) => {
+        const name = nameOf?.(id);
+        return name ? clip(name, 80) : mentionUser(id);
+      })
+      .join(' and ');
+  }
   if (resolution.slackUserId) {
     const name = nameOf?.(resolution.slackUserId);
     return name ? clip(name, 80) : mentionUser(resolution.slackUserId);

@@ -16,7 +16,9 @@ export type Refused =
   | { allowed: false; why: 'notApprover'; route: string; approvers: Approvers; protectedWrite: boolean }
   | { allowed: false; why: 'selfApproval'; route: string }
   /** The route the card was placed by is no longer configured: only admins may decide. */
-  | { allowed: false; why: 'routeGone'; route: string };
+  | { allowed: false; why: 'routeGone'; route: string }
+  /** A risk rule the request matched names who may decide it, and not this user. */
+  | { allowed: false; why: 'notRiskApprover'; route: string; risk: string; approvers: Approvers };
 
 export type Authorization = Allowed | Refused;
 
@@ -29,6 +31,8 @@ export interface ApprovalAuthority {
   protectedWrite: boolean;
   /** The Slack user whose agent asks (the host's `owner`). */
   owner?: string;
+  /** Risk rules of the request that name approvers: these replace the route's, admins' too. */
+  riskApprovers?: { risk: string; approvers: Approvers }[];
 }
 
 /**
@@ -45,6 +49,10 @@ export function groupsToAsk(
   userId: string,
   admins: readonly string[],
 ): string[] {
+  if (authority.riskApprovers?.length) {
+    const asked = authority.riskApprovers.filter(({ approvers }) => !approvers.users.includes(userId));
+    return [...new Set(asked.flatMap(({ approvers }) => approvers.usergroups))];
+  }
   if (admins.includes(userId) || !authority.rules) return [];
   const approvers = approversFor(authority.rules, authority.protectedWrite);
   if (!approvers || approvers.users.includes(userId)) return [];
@@ -65,6 +73,18 @@ export function authorize(
   const { rules, route } = authority;
   if (rules && !rules.allowSelfApproval && authority.owner === userId) {
     return { allowed: false, why: 'selfApproval', route };
+  }
+  // "Only they may decide": a rule that names approvers for a dangerous request is not widened
+  // by the route, its protected-write approvers or the admins. Several such rules: all must allow.
+  if (authority.riskApprovers?.length) {
+    let allowed: Allowed = { allowed: true, because: 'user' };
+    for (const { risk, approvers } of authority.riskApprovers) {
+      if (approvers.users.includes(userId)) continue;
+      const usergroup = approvers.usergroups.find((group) => memberOf.has(group));
+      if (!usergroup) return { allowed: false, why: 'notRiskApprover', route, risk, approvers };
+      allowed = { allowed: true, because: 'usergroup', usergroup };
+    }
+    return allowed;
   }
   if (admins.includes(userId)) return { allowed: true, because: 'admin' };
   if (!rules) return { allowed: false, why: 'routeGone', route };

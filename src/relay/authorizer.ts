@@ -26,6 +26,9 @@ export interface AuthorizerOptions {
   logger: Logger;
 }
 
+/** What of a record says who may decide it. */
+type Decidable = Pick<ApprovalRecord, 'route' | 'protectedWrite' | 'hostId' | 'risks'>;
+
 /** Who may decide on a card, as the card shows it. */
 export interface ShownApprovers {
   /** Undefined: anyone in the channel. */
@@ -42,21 +45,36 @@ export interface ShownApprovers {
 export class Authorizer {
   constructor(private readonly options: AuthorizerOptions) {}
 
-  authority(record: Pick<ApprovalRecord, 'route' | 'protectedWrite' | 'hostId'>): ApprovalAuthority {
+  authority(record: Decidable): ApprovalAuthority {
     const owner = this.options.ownerOf(record.hostId);
+    const riskApprovers = record.risks?.flatMap(({ name, approvers }) =>
+      approvers ? [{ risk: name, approvers }] : [],
+    );
     return {
       route: record.route ?? '(none)',
       rules: this.options.rulesOf(record.route),
       protectedWrite: record.protectedWrite,
       ...(owner ? { owner } : {}),
+      ...(riskApprovers?.length ? { riskApprovers } : {}),
     };
   }
 
+  /**
+   * How many distinct approvers must pick the same approving choice: the route's quorum, raised
+   * by the risk rules the request matched.
+   */
+  quorum(record: Decidable): number {
+    const route = this.options.rulesOf(record.route)?.quorum ?? 1;
+    return Math.max(route, ...(record.risks ?? []).map((risk) => risk.quorum ?? 1));
+  }
+
+  /** The Slack user whose agent asks, if the host names one. */
+  ownerOf(record: Pick<ApprovalRecord, 'hostId'>): string | undefined {
+    return this.options.ownerOf(record.hostId);
+  }
+
   /** Whether `userId` may decide `record`. */
-  async check(
-    userId: string,
-    record: Pick<ApprovalRecord, 'route' | 'protectedWrite' | 'hostId'>,
-  ): Promise<Authorization> {
+  async check(userId: string, record: Decidable): Promise<Authorization> {
     return this.decide(this.authority(record), userId);
   }
 
@@ -108,12 +126,18 @@ export class Authorizer {
   }
 
   /** Who may decide `record`, for its card. Pure apart from reading the config. */
-  shown(record: Pick<ApprovalRecord, 'route' | 'protectedWrite' | 'hostId'>): ShownApprovers {
+  shown(record: Decidable): ShownApprovers {
     const authority = this.authority(record);
     const notOwner =
       authority.rules && !authority.rules.allowSelfApproval && authority.owner
         ? { notOwner: authority.owner }
         : {};
+    if (authority.riskApprovers) {
+      // Several rules naming approvers: each must allow, so every one of their lists is shown.
+      const users = [...new Set(authority.riskApprovers.flatMap((r) => r.approvers.users))];
+      const usergroups = [...new Set(authority.riskApprovers.flatMap((r) => r.approvers.usergroups))];
+      return { users, usergroups, ...notOwner };
+    }
     if (!authority.rules) return { users: [...this.options.admins], usergroups: [], ...notOwner };
     const approvers = approversFor(authority.rules, authority.protectedWrite);
     if (!approvers) return notOwner;

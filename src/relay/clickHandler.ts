@@ -1,15 +1,18 @@
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import { decisionTone } from '../cards/describeDecision.js';
 import type { RememberOffer } from '../grants/match.js';
 import type { ApprovalChoice } from '../msp/protocol.js';
 import { OPEN_RULES, type RouteRules } from '../routing/route.js';
 import type { ApprovalStore } from '../store/approvalStore.js';
-import type { ApprovalRecord } from '../store/record.js';
+import type { ApprovalRecord, Vote } from '../store/record.js';
+import { byDeadline, LATE } from '../util/byDeadline.js';
 import type { Authorizer } from './authorizer.js';
 import type { Decider, DecisionOutcome } from './decider.js';
 import { whyNotDecidable } from './decisionCheck.js';
 import type { AuditEntry, AuditTrail, UserNotifier } from './ports.js';
 import type { RecordKeeper } from './recordKeeper.js';
+import { unvoted, voted } from './recordMutations.js';
 import { type Refusal, refusalFor, refusalText } from './userMessages.js';
 
 /**
@@ -194,16 +197,94 @@ export class ClickHandler {
       if (checked.approvalId) this.resync(checked.approvalId, checked.refusal);
       return;
     }
+    let record = checked.record;
+    let voters: string[] | undefined;
+    const quorum = this.options.authorizer.quorum(record);
+    // Stopping the agent needs one person; letting it go ahead may need several.
+    if (quorum > 1 && decisionTone(checked.choice.decision) === 'approve') {
+      const counted = await this.vote(click, record, quorum);
+      if (!counted) return;
+      ({ record, voters } = counted);
+    }
     const outcome = await this.options.decider.decide({
-      record: checked.record,
+      record,
       sourceIndex: click.sourceIndex,
       choiceId: checked.choice.choiceId,
       feedback: click.feedback,
-      by: { via: 'click', userId: click.userId },
+      by: { via: 'click', userId: click.userId, ...(voters ? { voters } : {}) },
       recordBy: deadlineOf(click),
       asker: askerOf(click),
     });
-    await this.answer(click, checked.record, outcome);
+    await this.answer(click, record, outcome);
+  }
+
+  /**
+   * Counts an approving pick toward the stage's quorum. Resolves with the record and everyone who
+   * picked that choice once this pick completes the quorum; else tells the person where it stands
+   * and resolves with undefined. Several picks completing it together each go on to decide: the
+   * stage's claim lets only one decision through.
+   */
+  private async vote(
+    click: Click,
+    record: ApprovalRecord,
+    quorum: number,
+  ): Promise<{ record: ApprovalRecord; voters: string[] } | undefined> {
+    const { keeper, authorizer } = this.options;
+    if (authorizer.ownerOf(record) === click.userId) {
+      await this.tell(click, { code: 'ownerNoVote', quorum });
+      return undefined;
+    }
+    const vote: Vote = {
+      sourceIndex: click.sourceIndex,
+      choiceId: click.choiceId,
+      userId: click.userId,
+      at: new Date().toISOString(),
+    };
+    const voting = keeper.mutateAndSync(record.approvalId, voted(vote));
+    const stored = await byDeadline(voting, deadlineOf(click));
+    if (stored === LATE) {
+      // The person hears that nothing counted, so the vote must not count once Redis stores it.
+      voting.catch(() => {});
+      keeper.enqueue(record.approvalId, () => keeper.mutate(record.approvalId, unvoted(vote)));
+      await this.tell(click, { code: 'notRecorded' });
+      return undefined;
+    }
+    if (!stored) {
+      await this.tell(click, { code: 'unknownCard' });
+      return undefined;
+    }
+    const why = whyNotDecidable(stored, click);
+    const voters = votersFor(stored, click.sourceIndex, click.choiceId);
+    if (why || !voters.includes(click.userId)) {
+      const refusal = why ? refusalFor(why, click.userId) : ({ code: 'questionChanged' } as const);
+      await this.tell(click, refusal);
+      this.resync(record.approvalId, refusal);
+      return undefined;
+    }
+    if (voters.length >= quorum) return { record: stored, voters };
+    this.recordVote(stored, vote, voters.length, quorum);
+    await this.tell(click, { code: 'voteCounted', votes: voters.length, quorum });
+    return undefined;
+  }
+
+  private recordVote(record: ApprovalRecord, vote: Vote, votes: number, quorum: number): void {
+    const raisedBy = (record.risks ?? []).filter((risk) => (risk.quorum ?? 1) >= quorum).map((r) => r.name);
+    const entry: AuditEntry = {
+      kind: 'vote',
+      approvalId: record.approvalId,
+      hostId: record.hostId,
+      ...(record.route ? { route: record.route } : {}),
+      userId: vote.userId,
+      choiceId: vote.choiceId,
+      sourceIndex: vote.sourceIndex,
+      votes,
+      quorum,
+      ...(raisedBy.length > 0 ? { risks: raisedBy } : {}),
+      at: vote.at,
+    };
+    this.options.audit?.append(entry).catch((err: unknown) => {
+      this.options.logger.warn({ err, approvalId: record.approvalId }, 'could not append to the audit trail');
+    });
   }
 
   /**
@@ -271,6 +352,13 @@ const Asker = z.object({ channel: z.string(), userId: z.string(), remember: z.bo
 
 function askerOf(click: Click): Record<string, unknown> {
   return { channel: click.channel, userId: click.userId, ...(click.remember ? { remember: true } : {}) };
+}
+
+/** Who picked `choiceId` for the stage, in the order they picked it. */
+export function votersFor(record: ApprovalRecord, sourceIndex: number, choiceId: string): string[] {
+  return (record.votes ?? [])
+    .filter((v) => v.sourceIndex === sourceIndex && v.choiceId === choiceId)
+    .map((v) => v.userId);
 }
 
 function deadlineOf(click: Click): number {

@@ -26,7 +26,8 @@ import {
 
 /** Who made a decision. */
 export type DecidedBy =
-  | { via: 'click'; userId: string }
+  /** `voters`: everyone whose approving pick made the quorum, the last of them `userId`. */
+  | { via: 'click'; userId: string; voters?: string[] }
   | { via: 'grant'; grant: GrantRef }
   | { via: 'timeout' };
 
@@ -210,6 +211,7 @@ export class Decider {
       const claim: Claim = {
         sourceIndex: request.sourceIndex,
         ...(request.by.via === 'click' ? { userId: request.by.userId } : {}),
+        ...(request.by.via === 'click' && request.by.voters ? { voters: request.by.voters } : {}),
         ...(request.by.via === 'grant' ? { grant: request.by.grant } : {}),
         via: request.by.via,
         choiceId: choice.choiceId,

@@ -95,11 +95,16 @@ export class DecisionNotices {
     ]);
   }
 
-  /** The decider's name, looked up once for both notices. */
+  /** The deciders' names (a quorum's approvers, else the one who decided), looked up once for both notices. */
   private async names(record: ResolvedRecord) {
-    const userId = record.resolution.slackUserId;
-    const name = userId ? await this.options.sender.nameOf(userId).catch(() => undefined) : undefined;
-    return { nameOf: (id: string) => (id === userId ? name : undefined) };
+    const { slackUserId, voters } = record.resolution;
+    const ids = voters ?? (slackUserId ? [slackUserId] : []);
+    const names = new Map(
+      await Promise.all(
+        ids.map(async (id) => [id, await this.options.sender.nameOf(id).catch(() => undefined)] as const),
+      ),
+    );
+    return { nameOf: (id: string) => names.get(id) };
   }
 
   /** The stream entry of a resolution: a Slack user's click, or the host's own. */
@@ -112,6 +117,7 @@ export class DecisionNotices {
       ...(record.route !== undefined ? { route: record.route } : {}),
       tool: record.tool,
       ...(resolution.slackUserId !== undefined ? { userId: resolution.slackUserId } : {}),
+      ...(resolution.voters ? { voters: resolution.voters } : {}),
       via: resolution.via === 'grant' ? 'grant' : resolution.slackUserId !== undefined ? 'click' : 'host',
       ...(resolution.grant ? { grantId: resolution.grant.grantId } : {}),
       resolvedBy: resolution.resolvedBy,

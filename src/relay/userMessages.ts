@@ -31,7 +31,11 @@ export type Refusal =
   /** "Don't ask again" is not offered for this request (any more): nothing was decided. */
   | { code: 'cannotRemember' }
   /** The decision went through, but the grant it asked for could not be stored. */
-  | { code: 'grantNotStored' };
+  | { code: 'grantNotStored' }
+  /** An approving pick was counted; the quorum is not reached yet, so nothing was sent. */
+  | { code: 'voteCounted'; votes: number; quorum: number }
+  /** The host's owner picked an approving choice on a request that needs a quorum. */
+  | { code: 'ownerNoVote'; quorum: number };
 
 /** What to tell the person whose decision ended in `outcome` (anything but `decided`). */
 export function refusalFor(
@@ -56,7 +60,8 @@ export function refusalFor(
     }
     case 'alreadyBeingDecided': {
       const holder = outcome.holder?.userId;
-      return { code: 'alreadyBeingDecided', ...(holder ? { userId: holder } : {}), self: holder === userId };
+      const self = holder === userId || outcome.holder?.voters?.includes(userId) === true;
+      return { code: 'alreadyBeingDecided', ...(holder ? { userId: holder } : {}), self };
     }
     case 'unavailable':
       return outcome.reason === 'heldElsewhere' ? { code: 'sessionElsewhere' } : { code: 'unknownToHost' };
@@ -132,6 +137,8 @@ export function notAuthorizedText(refused: Refused): string {
       }
       return `Only ${who ?? 'admins'} can decide on ${route}.`;
     }
+    case 'notRiskApprover':
+      return `This request matches the risk rule ${escapeMrkdwn(refused.risk)}: only ${whoMay(refused.approvers) ?? 'its approvers'} can decide it.`;
   }
 }
 
@@ -140,6 +147,9 @@ export function notAuthorizedText(refused: Refused): string {
  * ephemeral message sent beside it names who may decide.
  */
 export function notAuthorizedInModalText(refused: Refused): string {
+  if (refused.why === 'notRiskApprover') {
+    return `This request matches the risk rule ${refused.risk}, and you are not among its approvers: Countersign sent you a message naming them.`;
+  }
   if (refused.why !== 'notApprover') return notAuthorizedText(refused);
   const what = refused.protectedWrite ? `protected writes on ${refused.route}` : refused.route;
   return `You are not among those who can decide on ${what} (any more): Countersign sent you a message naming them.`;
@@ -188,6 +198,12 @@ export function refusalText(refusal: Refusal): string {
       return notAuthorizedText(refusal.refused);
     case 'cannotRemember':
       return 'This request can no longer be remembered (the question changed, or grants are off for this route). Nothing was decided: the card shows the current choices.';
+    case 'voteCounted': {
+      const more = refusal.quorum - refusal.votes;
+      return `Your approval is counted: ${refusal.votes} of ${refusal.quorum}. Nothing is sent to the agent until ${more} more ${more === 1 ? 'approver picks' : 'approvers pick'} the same choice; one rejection stops it.`;
+    }
+    case 'ownerNoVote':
+      return `This request needs ${refusal.quorum} approvers other than the one whose agent asks, so your approval does not count toward it. Nothing was sent; you can still reject it.`;
     case 'grantNotStored':
       return 'Your approval went through, but Countersign could not store the "don\'t ask again" grant (its database did not answer). The agent will ask again next time.';
   }

@@ -98,7 +98,7 @@ export class ApproverNames {
 
 /** Every user and user group a card may name: the routes' approvers, the admins, the owners. */
 export function namedInConfig(
-  rules: readonly RouteRules[],
+  rules: readonly Pick<RouteRules, 'approvers' | 'protectedWriteApprovers'>[],
   people: readonly string[],
 ): { users: string[]; usergroups: string[] } {
   const users = new Set(people);

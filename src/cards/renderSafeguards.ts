@@ -1,0 +1,44 @@
+import type { KnownBlock } from '@slack/types';
+import type { ApprovalRecord } from '../store/record.js';
+import { packSections } from './blocks.js';
+import { decisionTone } from './describeDecision.js';
+import { clip, inlineCode } from './escape.js';
+import { mentionUser } from './mentionUser.js';
+
+// What makes a card ask for more care than one click: the risk rules the request matched, and
+// how far a quorum has come. Shown just above the buttons, where the decision is made.
+
+/** "⚠ Rewrites shared history (risk rule `force-push`)", one line per rule matched. */
+export function riskLines(record: Pick<ApprovalRecord, 'risks'>): string[] {
+  return (record.risks ?? []).map(
+    (risk) => `:warning: *${clip(risk.warning, 150)}* (risk rule ${inlineCode(risk.name, 80)})`,
+  );
+}
+
+/**
+ * "1 of 2 approvals: @alice" for each approving choice someone picked at the current stage; with
+ * nobody yet, how many it takes. The voters are mentioned: they clicked, and a card edit pings no one.
+ */
+export function quorumLines(record: ApprovalRecord, quorum: number): string[] {
+  if (quorum <= 1 || record.phase !== 'pending') return [];
+  const stage = record.currentRequirementId.sourceIndex;
+  const approving = record.availableChoices.filter((c) => decisionTone(c.decision) === 'approve');
+  const lines: string[] = [];
+  for (const choice of approving) {
+    const voters = (record.votes ?? [])
+      .filter((v) => v.sourceIndex === stage && v.choiceId === choice.choiceId)
+      .map((v) => mentionUser(v.userId));
+    if (voters.length === 0) continue;
+    const which = approving.length > 1 ? ` for ${clip(choice.label || choice.choiceId, 75)}` : '';
+    lines.push(`*${voters.length} of ${quorum} approvals*${which}: ${voters.join(', ')}`);
+  }
+  if (lines.length === 0) {
+    lines.push(`*Needs ${quorum} approvals:* ${quorum} different approvers must pick the same choice.`);
+  }
+  return lines;
+}
+
+/** The risk warnings and the quorum's progress, or nothing when neither applies. */
+export function renderSafeguards(record: ApprovalRecord, quorum: number): KnownBlock[] {
+  return packSections([...riskLines(record), ...quorumLines(record, quorum)]);
+}
