@@ -62,6 +62,7 @@ describe('loadConfig defaults', () => {
       },
       routes: [],
       admins: [],
+      risks: [],
       grants: { ttlMs: 8 * 3_600_000, maxTtlMs: 7 * 86_400_000 },
       resolvedTtlMs: 30 * 86_400_000,
       usergroupCacheTtlMs: 60_000,
@@ -363,7 +364,7 @@ describe('loadConfig with COUNTERSIGN_CONFIG routes', () => {
     [
       'a misspelt route key',
       'routes:\n  - chanel: C0PAYMENTS\n',
-      'routes[0]: key "chanel" is not supported (supported: name, channel, match, approvers, protectedWriteApprovers, allowSelfApproval, rejectReason, quickReasons, grants, oncall, escalation)',
+      'routes[0]: key "chanel" is not supported (supported: name, channel, match, approvers, protectedWriteApprovers, allowSelfApproval, rejectReason, quickReasons, quorum, grants, oncall, escalation)',
     ],
     [
       'a misspelt match key',
@@ -373,7 +374,7 @@ describe('loadConfig with COUNTERSIGN_CONFIG routes', () => {
     [
       'an unknown top-level key',
       'routes: []\napprovers: [U0123]\nchannels: []\n',
-      'top-level keys "approvers", "channels" are not supported (supported: hosts, routes, admins)',
+      'top-level keys "approvers", "channels" are not supported (supported: hosts, routes, admins, risks)',
     ],
     [
       'a channel name without #',

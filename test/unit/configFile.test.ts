@@ -62,6 +62,7 @@ describe('countersign.example.yml', () => {
         allowSelfApproval: false,
         rejectReason: 'required',
         quickReasons: ['Use a PR instead', 'Not during a freeze'],
+        quorum: 2,
         grants: { enabled: false },
         oncall: {
           kind: 'rotation',
@@ -90,6 +91,7 @@ describe('countersign.example.yml', () => {
       },
     ]);
     expect(config.admins).toEqual(['U0ADMIN']);
+    expect(config.risks.map((r) => r.name)).toEqual(['force-push', 'secrets']);
     // Its page step needs a routing key.
     expect(() => loadConfig(fileEnv(EXAMPLE))).toThrow(/escalation\[3\] pages, but there is no routing key/);
     // Without SLACK_CHANNEL the catch-all route is the default channel.
