@@ -164,6 +164,7 @@ describe('Router: session titles, subject kinds and protected writes', () => {
       allowSelfApproval: true,
       rejectReason: 'optional',
       quickReasons: [],
+      quorum: 1,
     });
     expect(router.rulesOf(FALLBACK_ROUTE_NAME)?.approvers).toBeUndefined();
     expect(router.rulesOf(undefined)?.approvers).toBeUndefined();
