@@ -30,6 +30,8 @@ export const GrantRef = z.object({
   grantId: z.string(),
   grantedBy: z.string(),
   expiresAt: z.string().optional(),
+  /** A grant by uses: how many it had left once this was decided (or granted). */
+  usesLeft: z.number().optional(),
 });
 export type GrantRef = z.infer<typeof GrantRef>;
 
@@ -173,7 +175,11 @@ export const ApprovalRecord = z.object({
   /** Stages a remembered grant decided before the card was shown. */
   grantUses: z.array(GrantRef.extend({ sourceIndex: z.number().int() })).optional(),
   /** The grant a person made from this card ("don't ask again"). */
-  remembered: GrantRef.extend({ capabilities: z.array(z.string()) }).optional(),
+  remembered: GrantRef.extend({
+    capabilities: z.array(z.string()),
+    /** Whom it is bound to, when not the record's caller (a grant for the session). */
+    caller: z.string().optional(),
+  }).optional(),
   /** The escalation ladder so far (relay/escalator.ts): its clock and the steps that fired. */
   escalation: Escalation.optional(),
   openedAt: z.string(),
