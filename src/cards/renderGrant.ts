@@ -43,12 +43,12 @@ function callerPlain(caller: string): string {
   return '';
 }
 
-/** 90 min, 8 h, 7 days: how long a new grant lasts. */
+/** 30 min, 1 h 30 min, 8 h, 7 days: how long a new grant lasts. */
 function durationText(ms: number): string {
   const minutes = Math.round(ms / 60_000);
-  if (minutes < 120) return `${Math.max(1, minutes)} min`;
-  const hours = Math.round(minutes / 60);
-  if (hours < 48) return `${hours} h`;
+  if (minutes < 60) return `${Math.max(1, minutes)} min`;
+  const hours = Math.floor(minutes / 60);
+  if (hours < 48) return minutes % 60 === 0 ? `${hours} h` : `${hours} h ${minutes % 60} min`;
   const days = Math.round(hours / 24);
   return `${days} days`;
 }
