@@ -43,8 +43,9 @@ function callerPlain(caller: string): string {
   return '';
 }
 
-/** 30 min, 1 h 30 min, 8 h, 7 days: how long a new grant lasts. */
+/** 30 s, 30 min, 1 h 30 min, 8 h, 7 days: how long a new grant lasts. */
 function durationText(ms: number): string {
+  if (ms < 60_000) return `${Math.max(1, Math.round(ms / 1_000))} s`;
   const minutes = Math.round(ms / 60_000);
   if (minutes < 60) return `${Math.max(1, minutes)} min`;
   const hours = Math.floor(minutes / 60);
