@@ -187,7 +187,7 @@ export function refusalText(refusal: Refusal): string {
     case 'notAuthorized':
       return notAuthorizedText(refusal.refused);
     case 'cannotRemember':
-      return 'This request can no longer be remembered (the question changed, or grants are off for this route). Nothing was decided: the card shows the current choices.';
+      return 'This request can no longer be remembered (the question changed, grants are off for this route, or the route no longer offers that scope). Nothing was decided: the card shows the current choices.';
     case 'grantNotStored':
       return 'Your approval went through, but Countersign could not store the "don\'t ask again" grant (its database did not answer). The agent will ask again next time.';
   }

@@ -79,7 +79,17 @@ describe('countersign.example.yml', () => {
       {
         name: 'default',
         channel: 'C0APPROVALS',
-        grants: { enabled: true, caller: 'session', ttlMs: 8 * 3_600_000, maxTtlMs: 7 * 86_400_000 },
+        grants: {
+          enabled: true,
+          caller: 'session',
+          ttlMs: 8 * 3_600_000,
+          maxTtlMs: 7 * 86_400_000,
+          choices: [
+            { kind: 'time', ms: 3_600_000 },
+            { kind: 'time', ms: 8 * 3_600_000 },
+            { kind: 'session' },
+          ],
+        },
         oncall: { kind: 'usergroup', usergroup: 'S0ONCALL' },
         escalation: [
           { afterMs: 10 * 60_000, action: 'remind' },
