@@ -295,10 +295,18 @@ function checkRouteGrants(
     const grants = route.grants;
     if (!grants) return;
     const at = `COUNTERSIGN_CONFIG (${configPath}): routes[${i}].grants`;
+    const maxTtlMs = grants.maxTtlMs ?? envMaxTtlMs;
     if (grants.ttlMs !== undefined && grants.ttlMs > (grants.maxTtlMs ?? envMaxTtlMs)) {
       throw new ConfigError(
         'COUNTERSIGN_CONFIG',
         `${at}.ttl is longer than the maximum (${grants.maxTtlMs === undefined ? 'COUNTERSIGN_GRANT_MAX_TTL' : 'maxTtl'}): shorten it or raise the maximum`,
+      );
+    }
+    const longChoice = (grants.choices ?? []).findIndex((c) => c.kind === 'time' && c.ms > maxTtlMs);
+    if (grants.maxTtlMs === undefined && longChoice >= 0) {
+      throw new ConfigError(
+        'COUNTERSIGN_CONFIG',
+        `${at}.choices[${longChoice}] is longer than the maximum (COUNTERSIGN_GRANT_MAX_TTL): shorten it or raise the maximum`,
       );
     }
     if (grants.caller !== 'owner') return;

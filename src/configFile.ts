@@ -14,6 +14,7 @@ import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import { z } from 'zod';
 import { CHANNEL_ID, ConfigError, parseDuration, shown } from './configCommon.js';
+import { type GrantScope, MAX_GRANT_CHOICES, parseScope, scopeToken } from './grants/scope.js';
 import type {
   Approvers,
   ConfigFile,
@@ -145,6 +146,28 @@ const duration = z.string({ error: notADuration }).transform((text, ctx) => {
   return ms;
 });
 
+const notAScope = (iss: { input?: unknown }) =>
+  `must be a duration such as 1h or 8h, session, or a count such as 10 uses (got ${got(iss.input)})`;
+const scope = z.string({ error: notAScope }).transform((text, ctx): GrantScope => {
+  const parsed = parseScope(text);
+  if (typeof parsed === 'string') {
+    ctx.addIssue({ code: 'custom', message: `${parsed} (got ${got(text)})` });
+    return z.NEVER;
+  }
+  return parsed;
+});
+const choices = z
+  .array(scope, { error: (iss) => `must be a list such as [1h, 8h, session] (got ${got(iss.input)})` })
+  .min(1, { error: 'must list at least one scope (or set enabled: false to offer none)' })
+  .max(MAX_GRANT_CHOICES, { error: `must list at most ${MAX_GRANT_CHOICES} scopes` })
+  .superRefine((list, ctx) => {
+    const tokens = list.map(scopeToken);
+    if (new Set(tokens).size !== tokens.length) {
+      ctx.addIssue({ code: 'custom', message: 'lists the same scope twice' });
+    }
+  })
+  .optional();
+
 const grants = mapping(
   {
     enabled: z.boolean({ error: (iss) => `must be true or false (got ${got(iss.input)})` }).optional(),
@@ -155,14 +178,25 @@ const grants = mapping(
         error: (iss) => `must be session, owner or host (got ${got(iss.input)})`,
       })
       .optional(),
+    choices,
   },
-  'a mapping with enabled, ttl, maxTtl and/or caller',
+  'a mapping with enabled, ttl, maxTtl, caller and/or choices',
 )
   .optional()
   .superRefine((value, ctx) => {
     if (value?.ttl !== undefined && value.maxTtl !== undefined && value.ttl > value.maxTtl) {
       ctx.addIssue({ code: 'custom', message: 'ttl is longer than maxTtl: shorten ttl or raise maxTtl' });
     }
+    const maxTtl = value?.maxTtl;
+    (value?.choices ?? []).forEach((choice, i) => {
+      if (maxTtl !== undefined && choice.kind === 'time' && choice.ms > maxTtl) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['choices', i],
+          message: 'is longer than maxTtl: shorten it or raise maxTtl',
+        });
+      }
+    });
   })
   .transform((value): Route['grants'] => {
     if (!value) return undefined;

@@ -5,8 +5,14 @@
 export const CHOICE_ACTION_PREFIX = 'cs_choice_';
 export const CHOICE_ACTION_PATTERN = /^cs_choice_\d+$/;
 
-/** The bot's own "approve and don't ask again" button; its value is a ChoiceButtonValue. */
+/**
+ * The bot's own "approve and don't ask again": one button per scope the route offers, action_id
+ * `${REMEMBER_ACTION_PREFIX}${index}`, its value a ChoiceButtonValue naming the scope (`k`).
+ */
+export const REMEMBER_ACTION_PREFIX = 'cs_remember_';
+/** The single button of cards posted before scopes existed (no `k`: the route's ttl). */
 export const REMEMBER_ACTION_ID = 'cs_remember';
+export const REMEMBER_ACTION_PATTERN = /^cs_remember(?:_\d+)?$/;
 /** block_id of its actions block, apart from the host's choices: `${REMEMBER_BLOCK_PREFIX}v${version}`. */
 export const REMEMBER_BLOCK_PREFIX = 'cs_remember_';
 /** A Revoke button in a grants list (/countersign grants, App Home); its value is the grantId. */
@@ -33,6 +39,8 @@ export interface ChoiceButtonValue {
    * which it is still checked against. Left out when it would not fit in a button value.
    */
   a?: string;
+  /** A "don't ask again" button: the scope it grants (scopeToken). */
+  k?: string;
 }
 
 export function encodeChoiceValue(value: ChoiceButtonValue): string {
@@ -44,7 +52,12 @@ export function decodeChoiceValue(raw: string | undefined): ChoiceButtonValue | 
   try {
     const v = JSON.parse(raw) as Partial<ChoiceButtonValue>;
     if (typeof v.s === 'number' && Number.isInteger(v.s) && typeof v.c === 'string')
-      return { s: v.s, c: v.c, ...(typeof v.a === 'string' ? { a: v.a } : {}) };
+      return {
+        s: v.s,
+        c: v.c,
+        ...(typeof v.a === 'string' ? { a: v.a } : {}),
+        ...(typeof v.k === 'string' ? { k: v.k } : {}),
+      };
   } catch {
     // fall through: a value we did not write
   }

@@ -1,5 +1,6 @@
 import type { ActionsBlock, Button, ConfirmationDialog, KnownBlock } from '@slack/types';
 import type { RememberOffer } from '../grants/match.js';
+import { scopeToken } from '../grants/scope.js';
 import type { ApprovalChoice } from '../msp/protocol.js';
 import type { ApprovalRecord } from '../store/record.js';
 import { context, plainText, section } from './blocks.js';
@@ -11,11 +12,11 @@ import {
   CHOICE_ACTION_PREFIX,
   CHOICE_BLOCK_PREFIX,
   encodeChoiceValue,
-  REMEMBER_ACTION_ID,
+  REMEMBER_ACTION_PREFIX,
   REMEMBER_BLOCK_PREFIX,
 } from './ids.js';
 import { MAX_ACTIONS_ELEMENTS, MAX_BUTTON_TEXT, MAX_BUTTON_VALUE, MAX_CONFIRM_BUTTON } from './limits.js';
-import { rememberLabel } from './renderGrant.js';
+import { rememberHeading, scopeLabel } from './renderGrant.js';
 
 /** Choices shown at most: three actions blocks, which keeps a card far below 50 blocks. */
 export const MAX_SHOWN_CHOICES = 75;
@@ -108,20 +109,25 @@ function detailLines(choices: readonly ApprovalChoice[], labelMax: number, budge
   return lines;
 }
 
-function rememberButton(record: ApprovalRecord, offer: RememberOffer): Button | undefined {
-  const value = encodeChoiceValue({
-    s: record.currentRequirementId.sourceIndex,
-    c: offer.choiceId,
-    a: record.approvalId,
+/** One button per scope of the offer, each carrying the once-choice of this stage and its scope. */
+function rememberButtons(record: ApprovalRecord, offer: RememberOffer): Button[] {
+  return offer.scopes.flatMap((scope, i): Button[] => {
+    const value = encodeChoiceValue({
+      s: record.currentRequirementId.sourceIndex,
+      c: offer.choiceId,
+      a: record.approvalId,
+      k: scopeToken(scope),
+    });
+    if (value.length > MAX_BUTTON_VALUE) return [];
+    return [
+      {
+        type: 'button',
+        action_id: `${REMEMBER_ACTION_PREFIX}${i}`,
+        text: plainText(clip(scopeLabel(scope), MAX_BUTTON_TEXT)),
+        value,
+      },
+    ];
   });
-  if (value.length > MAX_BUTTON_VALUE) return undefined;
-  const label = rememberLabel(offer.capabilities, offer.caller, offer.ttlMs);
-  return {
-    type: 'button',
-    action_id: REMEMBER_ACTION_ID,
-    text: plainText(clip(label, MAX_BUTTON_TEXT)),
-    value,
-  };
 }
 
 /**
@@ -162,16 +168,14 @@ export function renderChoices(
     };
     blocks.push(actions);
   }
-  // The bot's own button, apart from the host's choices: those stay exactly what the host offered.
+  // The bot's own buttons, apart from the host's choices: those stay exactly what the host offered.
   const offered =
-    remember && shown.some((c) => c.choiceId === remember.choiceId)
-      ? rememberButton(record, remember)
-      : undefined;
-  if (offered) {
-    blocks.push({
+    remember && shown.some((c) => c.choiceId === remember.choiceId) ? rememberButtons(record, remember) : [];
+  if (remember && offered.length > 0) {
+    blocks.push(context([rememberHeading(remember.capabilities, remember.caller)]), {
       type: 'actions',
       block_id: `${REMEMBER_BLOCK_PREFIX}v${record.version}`,
-      elements: [offered],
+      elements: offered,
     });
   }
 

@@ -1,8 +1,9 @@
 import type { Grant } from '../grants/grant.js';
+import type { GrantScope } from '../grants/scope.js';
 import type { GrantRef } from '../store/record.js';
 import { clip, inlineCode } from './escape.js';
 import { mentionUser } from './mentionUser.js';
-import { slackDate } from './slackDate.js';
+import { formatTimeLeft, slackDate } from './slackDate.js';
 
 // How grants read wherever they are shown: the card's "don't ask again" button and final state,
 // the line a grant's use leaves in the channel, and the lists of /countersign grants and App Home.
@@ -25,12 +26,6 @@ export function capabilityText(capability: string, max = 200): string {
   return `${known[1]}${inlineCode(capability.slice(known[0].length), max)}`;
 }
 
-/** The same without markup, for a button's plain text. */
-function capabilityPlain(capability: string, max = 60): string {
-  const known = CAPABILITY_VERBS.find(([prefix]) => capability.startsWith(prefix));
-  return clip(known ? `${known[1]}${capability.slice(known[0].length)}` : capability, max);
-}
-
 /** Whom a grant is bound to, as a phrase: "in this session", "for <@U…>", "on host `ci`". */
 export function callerText(caller: string, thisSession?: string): string {
   const [kind, ...rest] = caller.split(':');
@@ -48,24 +43,40 @@ function callerPlain(caller: string): string {
   return '';
 }
 
-/** 90 min, 8 h, 7 days: how long a new grant lasts. */
+/** 30 s, 30 min, 1 h 30 min, 8 h, 7 days: how long a new grant lasts. */
 function durationText(ms: number): string {
+  if (ms < 60_000) return `${Math.max(1, Math.round(ms / 1_000))} s`;
   const minutes = Math.round(ms / 60_000);
-  if (minutes < 120) return `${Math.max(1, minutes)} min`;
-  const hours = Math.round(minutes / 60);
-  if (hours < 48) return `${hours} h`;
+  if (minutes < 60) return `${Math.max(1, minutes)} min`;
+  const hours = Math.floor(minutes / 60);
+  if (hours < 48) return minutes % 60 === 0 ? `${hours} h` : `${hours} h ${minutes % 60} min`;
   const days = Math.round(hours / 24);
   return `${days} days`;
 }
 
-/** The button: "Don't ask again: git push in this session for 8 h" (plain text, at most 75). */
-export function rememberLabel(capabilities: readonly string[], caller: string, ttlMs: number): string {
+/** Above the scope buttons: "*Approve and don't ask again:* `git push` in this session" (mrkdwn). */
+export function rememberHeading(capabilities: readonly string[], caller: string): string {
   const what =
-    capabilities.length === 1 ? capabilityPlain(capabilities[0]!, 40) : `${capabilities.length} capabilities`;
-  return clip(
-    `Don't ask again: ${what} ${callerPlain(caller)} for ${durationText(ttlMs)}`.replace(/ +/g, ' '),
-    75,
-  );
+    capabilities.length === 1 ? capabilityText(capabilities[0]!, 60) : `${capabilities.length} capabilities`;
+  return `*Approve and don't ask again:* ${what} ${callerPlain(caller)}`.trimEnd();
+}
+
+/** A scope button: "For 1 h", "For this session", "For the next 10 uses". */
+export function scopeLabel(scope: GrantScope): string {
+  switch (scope.kind) {
+    case 'time':
+      return `For ${durationText(scope.ms)}`;
+    case 'session':
+      return 'For this session';
+    case 'uses':
+      return scope.uses === 1 ? 'For the next use' : `For the next ${scope.uses} uses`;
+  }
+}
+
+/** "2 uses left of 3" for a grant by uses. */
+export function usesLeftText(usesLeft: number, maxUses?: number): string {
+  const left = usesLeft === 1 ? '1 use left' : `${usesLeft} uses left`;
+  return maxUses === undefined ? left : `${left} of ${maxUses}`;
 }
 
 function expiryText(expiresAt: string | undefined): string {
@@ -78,10 +89,11 @@ export function revokeHint(grantId: string): string {
   return `Revoke: ${inlineCode(`/countersign revoke ${grantId}`, 120)}`;
 }
 
-/** A grant's one-line identity: `id` by @granter, until <date>. */
+/** A grant's one-line identity: `id` by @granter, [n uses left,] until <date>. */
 export function grantRefText(ref: GrantRef, grantedByName?: string): string {
   const by = grantedByName ? clip(grantedByName, 80) : mentionUser(ref.grantedBy);
-  return `${inlineCode(ref.grantId, 60)} (granted by ${by}, ${expiryText(ref.expiresAt)})`;
+  const uses = ref.usesLeft === undefined ? '' : `${usesLeftText(ref.usesLeft)}, `;
+  return `${inlineCode(ref.grantId, 60)} (granted by ${by}, ${uses}${expiryText(ref.expiresAt)})`;
 }
 
 /**
@@ -117,7 +129,11 @@ export function capabilityList(capabilities: readonly string[]): string {
 }
 
 /** One grant in a list (/countersign grants, App Home); under 2,500 characters, whatever it holds. */
-export function grantListLine(grant: Grant, nameOf?: (userId: string) => string | undefined): string {
+export function grantListLine(
+  grant: Grant,
+  nameOf?: (userId: string) => string | undefined,
+  now = new Date(),
+): string {
   const caps = capabilityList(grant.capabilities);
   const uses = grant.uses === 1 ? 'used once' : `used ${grant.uses} times`;
   const holder =
@@ -127,6 +143,16 @@ export function grantListLine(grant: Grant, nameOf?: (userId: string) => string 
   const name = nameOf?.(grant.grantedBy);
   return (
     `*${inlineCode(grant.tool, 60)}* ${caps} ${callerText(grant.caller)} · sandbox ${inlineCode(grant.sandboxMode, 40)}\n` +
-    `${inlineCode(grant.grantId, 60)} · granted by ${name ? clip(name, 80) : mentionUser(grant.grantedBy)} · ${expiryText(grant.expiresAt)} · ${uses}${holder}`
+    `${inlineCode(grant.grantId, 60)} · granted by ${name ? clip(name, 80) : mentionUser(grant.grantedBy)} · ${leftText(grant, now)} · ${uses}${holder}`
   );
+}
+
+/** What is left of a grant, in a list: its uses left, and the time left as of the listing. */
+function leftText(grant: Grant, now: Date): string {
+  if (!grant.expiresAt) return expiryText(grant.expiresAt);
+  const expires = `expires ${formatTimeLeft(new Date(grant.expiresAt), now)} (${expiryText(grant.expiresAt)})`;
+  const session = grant.lasts?.kind === 'session' ? 'for the session, ' : '';
+  return grant.usesLeft === undefined
+    ? `${session}${expires}`
+    : `${usesLeftText(grant.usesLeft, grant.maxUses)} · ${expires}`;
 }

@@ -35,8 +35,8 @@ export function revokeButton(grantId: string): Button {
 }
 
 /** One grant: its line, and a Revoke button unless the host keeps it. */
-function grantBlock(grant: Grant): SectionBlock {
-  const block = section(grantListLine(grant));
+function grantBlock(grant: Grant, now: Date): SectionBlock {
+  const block = section(grantListLine(grant, undefined, now));
   if (grant.holder === 'bot') block.accessory = revokeButton(grant.grantId);
   return block;
 }
@@ -49,11 +49,13 @@ export function grantBlocks(
   grants: readonly Grant[],
   max: number,
   maxChars = Number.POSITIVE_INFINITY,
+  /** What "expires in …" counts from. */
+  now = new Date(),
 ): Array<SectionBlock | ContextBlock> {
   const blocks: Array<SectionBlock | ContextBlock> = [];
   let chars = 0;
   for (const grant of grants.slice(0, Math.max(0, max))) {
-    const block = grantBlock(grant);
+    const block = grantBlock(grant, now);
     chars += countBlockText(block);
     if (chars > maxChars) break;
     blocks.push(block);
@@ -65,7 +67,7 @@ export function grantBlocks(
 }
 
 /** `/countersign grants`: the live grants of the channel it was typed in, or all for an admin. */
-export function renderChannelGrants(listing: ChannelGrants): RenderedMessage {
+export function renderChannelGrants(listing: ChannelGrants, now = new Date()): RenderedMessage {
   const { grants, scope } = listing;
   const where =
     scope.kind === 'all' ? 'in every channel (you are an admin)' : `in ${channelLink(scope.channel)}`;
@@ -79,6 +81,6 @@ export function renderChannelGrants(listing: ChannelGrants): RenderedMessage {
   const room = MAX_TOTAL_BLOCK_TEXT - text.length - HOW_TO_REVOKE.length - 200;
   return {
     text: text.replace(/\*/g, ''),
-    blocks: [section(text), ...grantBlocks(grants, MAX_LISTED_GRANTS, room), context([HOW_TO_REVOKE])],
+    blocks: [section(text), ...grantBlocks(grants, MAX_LISTED_GRANTS, room, now), context([HOW_TO_REVOKE])],
   };
 }

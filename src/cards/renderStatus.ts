@@ -70,8 +70,16 @@ function rememberedLine(record: ApprovalRecord): string[] {
   const r = record.remembered;
   if (!r) return [];
   const what = r.capabilities.map((c) => capabilityText(c, 200)).join(', ');
+  const until = r.expiresAt ? `until ${slackDate(r.expiresAt) ?? clip(r.expiresAt, 40)}` : 'for now';
+  const caller = callerText(r.caller ?? record.caller, record.sessionId);
+  if (r.usesLeft !== undefined) {
+    const uses = r.usesLeft === 1 ? 'the next use' : `the next ${r.usesLeft} uses`;
+    return [
+      `:repeat: *Remembered:* ${what} ${caller}, for ${uses}, ${until}. The same request is approved without asking that many times. ${revokeHint(r.grantId)}`,
+    ];
+  }
   return [
-    `:repeat: *Remembered:* ${what} ${callerText(record.caller, record.sessionId)}, ${r.expiresAt ? `until ${slackDate(r.expiresAt) ?? clip(r.expiresAt, 40)}` : 'for now'}. The same request is approved without asking until then. ${revokeHint(r.grantId)}`,
+    `:repeat: *Remembered:* ${what} ${caller}, ${until}. The same request is approved without asking until then. ${revokeHint(r.grantId)}`,
   ];
 }
 

@@ -33,3 +33,14 @@ export function formatAge(from: Date, now: Date): string {
   const days = Math.floor(hours / 24);
   return `${days} day${days === 1 ? '' : 's'} ago`;
 }
+
+/** "in 45 min", "in 3 h 5 min", "in 4 days": how long until `to`, at render time. */
+export function formatTimeLeft(to: Date, now: Date): string {
+  const minutes = Math.ceil((to.getTime() - now.getTime()) / 60_000);
+  if (!(minutes >= 1)) return 'in under a minute';
+  if (minutes < 60) return `in ${minutes} min`;
+  const hours = Math.floor(minutes / 60);
+  if (hours < 48) return minutes % 60 === 0 ? `in ${hours} h` : `in ${hours} h ${minutes % 60} min`;
+  const days = Math.floor(hours / 24);
+  return `in ${days} days`;
+}

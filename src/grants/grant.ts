@@ -2,6 +2,8 @@
 // covered capabilities name, while the host runs in this sandbox mode, until it expires or is
 // revoked. Shared by the store (grantStore.ts), the matcher (relay/) and the Slack side.
 
+import type { GrantScope } from './scope.js';
+
 /** Who keeps the grant: the bot (it decides matching requests itself) or the host (its own rule). */
 export type GrantHolder = 'bot' | 'host';
 
@@ -33,6 +35,11 @@ export interface Grant extends GrantKey {
   expiresAt?: string;
   lastUsedAt?: string;
   uses: number;
+  /** Bot-held: the scope picked on the card (absent on grants made before scopes existed). */
+  lasts?: GrantScope;
+  /** A grant by uses: how many it was granted, and how many it may still decide. */
+  maxUses?: number;
+  usesLeft?: number;
   /** Host-held: the host's own words for the rule it keeps (choice.rulePreview / amendment). */
   rulePreview?: string;
   /** Host-held: `session` or `localPersistent`, as the host scoped it. */
@@ -54,6 +61,8 @@ export type GrantEvent =
       refreshed?: { grantedBy: string; approvalId: string };
     }
   | { kind: 'used'; grantId: string; approvalId: string; sourceIndex: number; at: string }
+  /** Its last use was spent: it decides nothing more. */
+  | { kind: 'exhausted'; grantId: string; at: string }
   | { kind: 'expired'; grantId: string; at: string }
   | { kind: 'revoked'; grantId: string; by: string; at: string };
 
@@ -67,12 +76,24 @@ export interface GrantStore {
    * Stores a new grant (or refreshes the expiry of an identical live one) and records `created`.
    * Capabilities are canonicalized here. Bot-held grants need `ttlMs`; a refresh never shortens.
    * Host-held grants are kept for listing only, one per approval however often it is recorded.
-   * Given `expiresAt`, `lastUsedAt`, `revokedAt` and `revokedBy` are ignored.
+   * Given `expiresAt`, `lastUsedAt`, `revokedAt`, `revokedBy` and `usesLeft` are ignored. A grant
+   * by uses (`maxUses`) refreshes only an identical live grant by uses, to at least that many left.
    */
   create(grant: Omit<Grant, 'grantId' | 'uses' | 'createdAt'> & { ttlMs?: number }): Promise<Grant>;
   /** Live bot-held grants of one bucket (not expired, not revoked), in one round trip. */
   candidates(caller: string, tool: string, sandboxMode: string, now: Date): Promise<Grant[]>;
-  /** Counts a use (uses, lastUsedAt) and records `used`. */
+  /**
+   * A grant by uses: takes one of its uses, atomically, before it decides. Resolves with the uses
+   * left after this one, or undefined when none was left (or it is no longer live): then it must
+   * not decide. Two callers never both take the last one.
+   */
+  reserveUse(grant: Grant, now: Date): Promise<number | undefined>;
+  /** Gives back a use reserved for a decision that did not go through. */
+  returnUse(grant: Grant): Promise<void>;
+  /**
+   * Counts a use (uses, lastUsedAt) and records `used`; a grant by uses whose last use this was
+   * leaves its bucket and the listings, and `exhausted` is recorded.
+   */
   recordUse(grant: Grant, approvalId: string, sourceIndex: number, now: Date): Promise<void>;
   /**
    * The grant as stored, revoked ones included (`revokedAt`), until it is swept or its Redis TTL

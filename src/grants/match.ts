@@ -2,6 +2,7 @@ import type { ApprovalChoice } from '../msp/protocol.js';
 import type { ApprovalRecord } from '../store/record.js';
 import { type CapabilityRequest, covers, stageCapabilities } from './capabilities.js';
 import type { CallerScope, Grant } from './grant.js';
+import type { GrantScope } from './scope.js';
 
 // Whether a remembered grant answers a request (DESIGN §4). Pure: the store only hands in the
 // candidates of one (caller, tool, sandbox mode) bucket, and every rule is checked again here.
@@ -46,14 +47,16 @@ export function grantQuestion(record: Askable): GrantQuestion | undefined {
 
 /**
  * "Approve and don't ask again", offered by the bot beside the host's own choices when a grant
- * could answer the same request later. Pressing it decides with `choiceId`, the host's
- * approved-once choice, and remembers `capabilities` for `caller` for `ttlMs`.
+ * could answer the same request later. Pressing one of its scopes decides with `choiceId`, the
+ * host's approved-once choice, and remembers `capabilities` for `caller` (for the session
+ * itself when the scope is `session`) for as long as that scope says.
  */
 export interface RememberOffer {
   choiceId: string;
   capabilities: string[];
   caller: string;
-  ttlMs: number;
+  /** The route's `grants.choices`, in order: never empty. */
+  scopes: GrantScope[];
 }
 
 /** The offered choice that approves this one request and remembers nothing at the host. */
@@ -61,28 +64,56 @@ export function onceChoice(choices: readonly ApprovalChoice[]): ApprovalChoice |
   return choices.find((choice) => choice.decision === 'approved' && choice.scope === 'once');
 }
 
-/** Does this grant answer the question, now? Every part must be equal; capabilities a subset. */
-function grantMatches(grant: Grant, question: GrantQuestion, now: Date): boolean {
+/**
+ * Does this grant answer the question, now? Every part must be equal; capabilities a subset. The
+ * caller is the question's, or `sessionCaller` for a grant bound to the session by its scope.
+ */
+function grantMatches(grant: Grant, question: GrantQuestion, now: Date, sessionCaller?: string): boolean {
   return (
     grant.holder === 'bot' &&
     grant.revokedAt === undefined &&
     grant.expiresAt !== undefined &&
     Date.parse(grant.expiresAt) > now.getTime() &&
-    grant.caller === question.caller &&
+    grant.usesLeft !== 0 &&
+    (grant.caller === question.caller || (sessionCaller !== undefined && grant.caller === sessionCaller)) &&
     grant.tool === question.tool &&
     grant.sandboxMode === question.sandboxMode &&
     covers(grant.capabilities, question.capabilities)
   );
 }
 
-/** The grant that answers the question, if any: the one that lasts longest, so the line says most. */
-export function findGrant(grants: readonly Grant[], question: GrantQuestion, now: Date): Grant | undefined {
+/**
+ * The grant that answers the question, if any: a time-bound one before one by uses (no use is
+ * spent when time covers it), then the one that lasts longest, so the line says most.
+ */
+export function findGrant(
+  grants: readonly Grant[],
+  question: GrantQuestion,
+  now: Date,
+  sessionCaller?: string,
+): Grant | undefined {
   let best: Grant | undefined;
   for (const grant of grants) {
-    if (!grantMatches(grant, question, now)) continue;
-    if (!best || Date.parse(grant.expiresAt!) > Date.parse(best.expiresAt!)) best = grant;
+    if (!grantMatches(grant, question, now, sessionCaller)) continue;
+    if (!best || rank(grant) > rank(best)) best = grant;
   }
   return best;
+}
+
+function rank(grant: Grant): number {
+  return (grant.usesLeft === undefined ? Number.MAX_SAFE_INTEGER / 2 : 0) + Date.parse(grant.expiresAt!);
+}
+
+/**
+ * The other caller a route's grants may be bound to: `session:<id>` when the route offers the
+ * `session` scope but binds its other grants to the owner or the host. Its bucket is read too.
+ */
+export function sessionCallerOf(
+  record: Pick<ApprovalRecord, 'caller' | 'sessionId'>,
+  scopes: readonly GrantScope[],
+): string | undefined {
+  const caller = `session:${record.sessionId}`;
+  return caller !== record.caller && scopes.some((s) => s.kind === 'session') ? caller : undefined;
 }
 
 /**

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { decisionTone } from '../cards/describeDecision.js';
 import type { RememberOffer } from '../grants/match.js';
+import { offeredScope } from '../grants/scope.js';
 import type { ApprovalChoice } from '../msp/protocol.js';
 import { OPEN_RULES, type RouteRules } from '../routing/route.js';
 import type { ApprovalStore } from '../store/approvalStore.js';
@@ -48,12 +49,15 @@ export interface Click {
   from?: 'button' | 'modal';
   /** The bot's "approve and don't ask again": decide with `choiceId` and remember the request. */
   remember?: boolean;
+  /** The scope pressed (scopeToken); absent on a card posted before scopes: the route's ttl. */
+  rememberScope?: string;
 }
 
 /** Where "don't ask again" is offered and kept (GrantMaker). */
 export interface Remembering {
   offer(record: ApprovalRecord): RememberOffer | undefined;
-  remember(record: ApprovalRecord, userId: string): Promise<unknown>;
+  /** `scope`: a scopeToken of the route's choices; none: the route's ttl. */
+  remember(record: ApprovalRecord, userId: string, scope?: string): Promise<unknown>;
 }
 
 export type ClickCheck =
@@ -161,9 +165,15 @@ export class ClickHandler {
       this.recordRefusal(record, click, choice, authorization.why);
       return { ok: false, refusal: { code: 'notAuthorized', refused: authorization } };
     }
-    // Who may grant is who may decide: checked above. The offer is checked again as it stands now.
-    if (click.remember && this.options.remembering?.offer(record)?.choiceId !== click.choiceId) {
-      return { ok: false, refusal: { code: 'cannotRemember' }, approvalId: record.approvalId };
+    // Who may grant is who may decide: checked above. The offer, and the scope pressed among the
+    // route's choices, are checked again as they stand now.
+    if (click.remember) {
+      const offer = this.options.remembering?.offer(record);
+      const scopeOffered =
+        click.rememberScope === undefined || (offer && offeredScope(offer.scopes, click.rememberScope));
+      if (offer?.choiceId !== click.choiceId || !scopeOffered) {
+        return { ok: false, refusal: { code: 'cannotRemember' }, approvalId: record.approvalId };
+      }
     }
     const rules = this.options.authorizer.authority(record).rules ?? OPEN_RULES;
     return { ok: true, record, choice, rules };
@@ -312,13 +322,17 @@ export class ClickHandler {
 
   /** Tells the person how their decision went: nothing when it went through, else why not. */
   private async answer(
-    click: Pick<Click, 'channel' | 'userId' | 'remember'>,
+    click: Pick<Click, 'channel' | 'userId' | 'remember' | 'rememberScope'>,
     record: ApprovalRecord | undefined,
     outcome: DecisionOutcome,
     approvalId = record?.approvalId,
   ): Promise<void> {
     if (outcome.kind === 'decided') {
-      if (click.remember && !(record && (await this.options.remembering?.remember(record, click.userId)))) {
+      const remembering = this.options.remembering;
+      if (
+        click.remember &&
+        !(record && (await remembering?.remember(record, click.userId, click.rememberScope)))
+      ) {
         await this.tell(click, { code: 'grantNotStored' });
       }
       return;
@@ -348,10 +362,20 @@ export class ClickHandler {
 }
 
 /** What the owner of the host needs to answer the person itself (JSON in the decision stream). */
-const Asker = z.object({ channel: z.string(), userId: z.string(), remember: z.boolean().optional() });
+const Asker = z.object({
+  channel: z.string(),
+  userId: z.string(),
+  remember: z.boolean().optional(),
+  rememberScope: z.string().optional(),
+});
 
 function askerOf(click: Click): Record<string, unknown> {
-  return { channel: click.channel, userId: click.userId, ...(click.remember ? { remember: true } : {}) };
+  return {
+    channel: click.channel,
+    userId: click.userId,
+    ...(click.remember ? { remember: true } : {}),
+    ...(click.remember && click.rememberScope !== undefined ? { rememberScope: click.rememberScope } : {}),
+  };
 }
 
 /** Who picked `choiceId` for the stage, in the order they picked it. */

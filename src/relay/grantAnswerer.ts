@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Grant, GrantStore } from '../grants/grant.js';
-import { findGrant, type GrantQuestion, grantQuestion } from '../grants/match.js';
+import { findGrant, type GrantQuestion, grantQuestion, sessionCallerOf } from '../grants/match.js';
 import type { RouteGrants } from '../routing/route.js';
 import type { ApprovalStore } from '../store/approvalStore.js';
 import { type ApprovalRecord, type GrantRef, isTerminal } from '../store/record.js';
@@ -53,13 +53,8 @@ export class GrantAnswerer {
     if (!question) return undefined;
     try {
       const now = this.now();
-      const candidates = await this.options.grants.candidates(
-        question.caller,
-        question.tool,
-        question.sandboxMode,
-        now,
-      );
-      return findGrant(candidates, question, now);
+      const sessionCaller = sessionCallerOf(record, settings!.choices);
+      return findGrant(await this.candidates(question, sessionCaller, now), question, now, sessionCaller);
     } catch (err) {
       // Not knowing is asking: the card is posted.
       this.options.logger.warn(
@@ -108,7 +103,7 @@ export class GrantAnswerer {
 
   /** Decides by grant what one covers; says whether the card must be shown instead. */
   private async look(approvalId: string, known?: ApprovalRecord): Promise<Next> {
-    const { store, grants, decider, logger } = this.options;
+    const { store, decider, logger } = this.options;
     const record = known ?? (await store.get(approvalId));
     if (!record?.slack.deferred || isTerminal(record) || record.claim) return 'done';
     // Under review or out of reach: there is nothing a grant could decide now, and people should see it.
@@ -119,34 +114,83 @@ export class GrantAnswerer {
     const expected = this.found.get(approvalId);
     this.found.delete(approvalId);
     const now = this.now();
+    const sessionCaller = sessionCallerOf(record, settings!.choices);
     // Found just before the record was created; matched again here in case the question moved since.
     const grant =
-      expected && findGrant([expected], question, now)
-        ? expected
-        : findGrant(
-            await grants.candidates(question.caller, question.tool, question.sandboxMode, now),
-            question,
-            now,
-          );
+      (expected && findGrant([expected], question, now, sessionCaller)
+        ? await this.take([expected], question, now, sessionCaller)
+        : undefined) ??
+      (await this.take(await this.candidates(question, sessionCaller, now), question, now, sessionCaller));
     if (!grant) return 'showCard';
 
-    const outcome = await decider.decide({
-      record,
-      sourceIndex: question.sourceIndex,
-      choiceId: question.once.choiceId,
-      by: { via: 'grant', grant: grantRef(grant) },
-    });
+    let outcome: Awaited<ReturnType<Decider['decide']>>;
+    try {
+      outcome = await decider.decide({
+        record,
+        sourceIndex: question.sourceIndex,
+        choiceId: question.once.choiceId,
+        by: { via: 'grant', grant: grantRef(grant) },
+      });
+    } catch (err) {
+      await this.giveBack(grant);
+      throw err;
+    }
     if (outcome.kind === 'decided') {
       await Promise.all([this.recordUse(record, grant, question), this.leaveLine(record, grant, question)]);
       return 'done';
     }
-    // The claim is kept and replayed when the host is back (or the next process starts).
+    // The claim is kept and replayed when the host is back (or the next process starts): the use
+    // it took stays taken, so a grant by uses is never spent twice over.
     if (outcome.kind === 'hostUnavailable' || outcome.kind === 'stopping') return 'done';
+    await this.giveBack(grant);
     logger.info(
       { approvalId, grantId: grant.grantId, outcome: outcome.kind },
       'a grant matched but could not decide; showing the card',
     );
     return 'showCard';
+  }
+
+  /** The candidates of the question's bucket, and of the session's when the route binds some grants there. */
+  private async candidates(question: GrantQuestion, sessionCaller: string | undefined, now: Date) {
+    const { grants } = this.options;
+    const { caller, tool, sandboxMode } = question;
+    if (sessionCaller === undefined) return grants.candidates(caller, tool, sandboxMode, now);
+    const both = await Promise.all([
+      grants.candidates(caller, tool, sandboxMode, now),
+      grants.candidates(sessionCaller, tool, sandboxMode, now),
+    ]);
+    return both.flat();
+  }
+
+  /**
+   * The grant that answers, with its use taken when it is a grant by uses (before it decides, so
+   * two requests never both spend the last one). A grant whose uses another request took first
+   * is passed over for the next best. Time-bound grants cost nothing here.
+   */
+  private async take(
+    candidates: readonly Grant[],
+    question: GrantQuestion,
+    now: Date,
+    sessionCaller: string | undefined,
+  ): Promise<Grant | undefined> {
+    let left = candidates;
+    for (;;) {
+      const grant = findGrant(left, question, now, sessionCaller);
+      if (!grant || grant.usesLeft === undefined) return grant;
+      const usesLeft = await this.options.grants.reserveUse(grant, now);
+      if (usesLeft !== undefined) return { ...grant, usesLeft };
+      left = left.filter((g) => g.grantId !== grant.grantId);
+    }
+  }
+
+  /** A use taken for a decision that did not go through is given back. Never rejects. */
+  private async giveBack(grant: Grant): Promise<void> {
+    if (grant.usesLeft === undefined) return;
+    try {
+      await this.options.grants.returnUse(grant);
+    } catch (err) {
+      this.options.logger.warn({ err, grantId: grant.grantId }, 'a reserved grant use was not given back');
+    }
   }
 
   private async recordUse(record: ApprovalRecord, grant: Grant, question: GrantQuestion): Promise<void> {
@@ -186,5 +230,6 @@ export function grantRef(grant: Grant): GrantRef {
     grantId: grant.grantId,
     grantedBy: grant.grantedBy,
     ...(grant.expiresAt ? { expiresAt: grant.expiresAt } : {}),
+    ...(grant.usesLeft === undefined ? {} : { usesLeft: grant.usesLeft }),
   };
 }

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Grant, GrantStore } from '../grants/grant.js';
 import { grantQuestion, type RememberOffer } from '../grants/match.js';
+import { type GrantScope, offeredScope, scopeTtlMs } from '../grants/scope.js';
 import type { RouteGrants } from '../routing/route.js';
 import type { ApprovalRecord } from '../store/record.js';
 import type { RecordKeeper } from './recordKeeper.js';
@@ -41,22 +42,30 @@ export class GrantMaker {
       choiceId: question.once.choiceId,
       capabilities: question.capabilities,
       caller: question.caller,
-      ttlMs: Math.min(settings.ttlMs, settings.maxTtlMs),
+      scopes: settings.choices,
     };
   }
 
   /**
    * Records the grant a person's "don't ask again" asked for, once their decision was admitted,
    * and shows it on the card. Resolves with the grant, or undefined if it could not be stored.
+   * `scope` is a scopeToken, of a scope the route offers now; none (a button of a card posted
+   * before scopes existed): the route's ttl.
    */
-  async remember(record: ApprovalRecord, userId: string): Promise<Grant | undefined> {
+  async remember(record: ApprovalRecord, userId: string, scope?: string): Promise<Grant | undefined> {
     const { grants, keeper, logger } = this.options;
     const settings = this.options.grantsOf(record.route);
     const question = grantQuestion(record);
     if (!settings?.enabled || !question) return undefined;
+    const lasts: GrantScope | undefined =
+      scope === undefined ? { kind: 'time', ms: settings.ttlMs } : offeredScope(settings.choices, scope);
+    if (!lasts) {
+      logger.warn({ approvalId: record.approvalId, scope }, 'the scope asked for is no longer offered');
+      return undefined;
+    }
     try {
       const grant = await grants.create({
-        caller: question.caller,
+        caller: lasts.kind === 'session' ? `session:${record.sessionId}` : question.caller,
         tool: question.tool,
         capabilities: question.capabilities,
         sandboxMode: question.sandboxMode,
@@ -66,7 +75,9 @@ export class GrantMaker {
         hostId: record.hostId,
         route: record.route ?? '',
         channel: record.slack.channel,
-        ttlMs: Math.min(settings.ttlMs, settings.maxTtlMs),
+        lasts,
+        ttlMs: scopeTtlMs(lasts, settings),
+        ...(lasts.kind === 'uses' ? { maxUses: lasts.uses } : {}),
       });
       await keeper.mutateAndSync(
         record.approvalId,
@@ -75,6 +86,8 @@ export class GrantMaker {
           grantedBy: userId,
           capabilities: grant.capabilities,
           ...(grant.expiresAt ? { expiresAt: grant.expiresAt } : {}),
+          ...(grant.usesLeft === undefined ? {} : { usesLeft: grant.usesLeft }),
+          ...(grant.caller === record.caller ? {} : { caller: grant.caller }),
         }),
       );
       return grant;

@@ -197,7 +197,7 @@ export function refusalText(refusal: Refusal): string {
     case 'notAuthorized':
       return notAuthorizedText(refusal.refused);
     case 'cannotRemember':
-      return 'This request can no longer be remembered (the question changed, or grants are off for this route). Nothing was decided: the card shows the current choices.';
+      return 'This request can no longer be remembered (the question changed, grants are off for this route, or the route no longer offers that scope). Nothing was decided: the card shows the current choices.';
     case 'voteCounted': {
       const more = refusal.quorum - refusal.votes;
       return `Your approval is counted: ${refusal.votes} of ${refusal.quorum}. Nothing is sent to the agent until ${more} more ${more === 1 ? 'approver picks' : 'approvers pick'} the same choice; one rejection stops it.`;

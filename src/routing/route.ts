@@ -1,6 +1,7 @@
 // What the COUNTERSIGN_CONFIG file says about routes and hosts, once checked (configFile.ts).
 
 import type { CallerScope } from '../grants/grant.js';
+import type { GrantScope } from '../grants/scope.js';
 
 /** Who may decide on a route: Slack user IDs (U…/W…) and user group IDs (S…). */
 export interface Approvers {
@@ -44,6 +45,8 @@ export interface RouteGrants {
   maxTtlMs: number;
   /** Whom a grant is bound to: the session, the host's owner, or the host. */
   caller: CallerScope;
+  /** The scopes "don't ask again" offers, in order (`choices`); left out: see defaultChoices. */
+  choices: GrantScope[];
 }
 
 /** Who is on call for a route (`routes[].oncall`): exactly one source. */

@@ -1,4 +1,5 @@
 import picomatch from 'picomatch';
+import { defaultChoices } from '../grants/scope.js';
 import {
   type EscalationStep,
   type OncallSource,
@@ -60,13 +61,18 @@ export interface ChosenRoute {
 /** What the record says when no route of the file matched: the card went to SLACK_CHANNEL. */
 export const FALLBACK_ROUTE_NAME = '(SLACK_CHANNEL)';
 
-/** What a route's grants are when neither the file nor the environment says otherwise. */
-export const DEFAULT_ROUTE_GRANTS: RouteGrants = {
+/**
+ * What a route's grants are when neither the file nor the environment says otherwise. Choices
+ * left out are derived from the route's ttl and maxTtl (defaultChoices): 1 h, 8 h, session.
+ */
+export const DEFAULT_ROUTE_GRANTS: Omit<RouteGrants, 'choices'> & Partial<Pick<RouteGrants, 'choices'>> = {
   enabled: true,
   ttlMs: 8 * 3_600_000,
   maxTtlMs: 7 * 86_400_000,
   caller: 'session',
 };
+
+type GrantDefaults = typeof DEFAULT_ROUTE_GRANTS;
 
 interface CompiledRoute extends ChosenRoute {
   rules: RouteRules;
@@ -81,10 +87,10 @@ export class Router {
   private readonly routes: CompiledRoute[];
   private readonly byName = new Map<string, CompiledRoute>();
   private readonly fallback: ChosenRoute;
-  private readonly grantDefaults: RouteGrants;
+  private readonly grantDefaults: GrantDefaults;
 
   /** `grantDefaults`: the environment's (COUNTERSIGN_GRANT_TTL, …), for every key a route leaves out. */
-  constructor(routes: Route[], fallbackChannel: string, grantDefaults: RouteGrants = DEFAULT_ROUTE_GRANTS) {
+  constructor(routes: Route[], fallbackChannel: string, grantDefaults: GrantDefaults = DEFAULT_ROUTE_GRANTS) {
     this.grantDefaults = grantDefaults;
     // An unnamed route is named by its place in the file, which is how errors name it too.
     this.routes = routes.map((route, i) => ({
@@ -173,7 +179,11 @@ function withQuorum(grants: RouteGrants, quorum: number | undefined): RouteGrant
   return quorum !== undefined && quorum > 1 ? { ...grants, enabled: false } : grants;
 }
 
-/** A TTL left to the environment may be longer than the route's own maximum: the maximum wins. */
-function withCappedTtl(grants: RouteGrants): RouteGrants {
-  return { ...grants, ttlMs: Math.min(grants.ttlMs, grants.maxTtlMs) };
+/**
+ * A TTL left to the environment may be longer than the route's own maximum: the maximum wins.
+ * Choices left out follow the route's TTL (start-up checked the ones given against the maximum).
+ */
+function withCappedTtl(grants: GrantDefaults): RouteGrants {
+  const ttlMs = Math.min(grants.ttlMs, grants.maxTtlMs);
+  return { ...grants, ttlMs, choices: grants.choices ?? defaultChoices(ttlMs, grants.maxTtlMs) };
 }

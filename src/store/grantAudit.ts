@@ -27,6 +27,7 @@ function eventFields(event: GrantEvent): string[] {
         ...['approvalId', event.approvalId, 'sourceIndex', String(event.sourceIndex)],
       ];
     case 'expired':
+    case 'exhausted':
       return ['kind', kind, 'grantId', event.grantId, 'at', at];
     case 'revoked':
       return ['kind', kind, 'grantId', event.grantId, 'at', at, 'by', event.by];
@@ -85,6 +86,8 @@ export async function readGrantAudit(
         };
       case 'revoked':
         return { id, kind: 'revoked', at, grantId, by: f.by ?? '' };
+      case 'exhausted':
+        return { id, kind: 'exhausted', at, grantId };
       default:
         return { id, kind: 'expired', at, grantId };
     }

@@ -16,6 +16,13 @@ export const GrantData = z.object({
   createdAt: z.string(),
   rulePreview: z.string().optional(),
   scope: z.string().optional(),
+  lasts: z
+    .discriminatedUnion('kind', [
+      z.object({ kind: z.literal('time'), ms: z.number() }),
+      z.object({ kind: z.literal('session') }),
+      z.object({ kind: z.literal('uses'), uses: z.number() }),
+    ])
+    .optional(),
 });
 export type GrantData = z.infer<typeof GrantData>;
 
@@ -37,6 +44,11 @@ export function fromFields(grantId: string, f: Record<string, string>): StoredGr
   const grant: Grant = { ...data, grantId, uses: Number(f.uses ?? 0) };
   if (data.holder === 'bot') grant.expiresAt = new Date(end).toISOString();
   if (f.last) grant.lastUsedAt = f.last;
+  // A grant by uses carries both; a time-bound grant neither.
+  if (f.max !== undefined && f.max !== '' && f.left !== undefined && f.left !== '') {
+    grant.maxUses = Number(f.max);
+    grant.usesLeft = Math.max(0, Number(f.left));
+  }
   if (f.revAt) grant.revokedAt = f.revAt;
   if (f.revBy) grant.revokedBy = f.revBy;
   return { grant, end };
@@ -50,6 +62,7 @@ export function pairs(flat: unknown): Record<string, string> {
   return out;
 }
 
+/** Not revoked, not ended, and, for a grant by uses, not exhausted. */
 export function isLive(stored: StoredGrant, nowMs: number): boolean {
-  return stored.grant.revokedAt === undefined && stored.end > nowMs;
+  return stored.grant.revokedAt === undefined && stored.end > nowMs && stored.grant.usesLeft !== 0;
 }

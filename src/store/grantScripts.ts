@@ -19,21 +19,31 @@ end
 // would make the lookup's latency grow with the number of grants. The sweep removes them.
 
 /**
- * Refreshes the bucket's live grant of these capabilities, or stores a new one in its place.
+ * Refreshes the bucket's live grant of these capabilities, or stores a new one in its place. A
+ * grant by uses has a field of its own in the bucket (the caller suffixes it), so it never
+ * refreshes a time-bound one, nor the reverse; refreshed by another approval, it keeps at least
+ * the uses granted now. A grant whose uses are spent is not live.
  * KEYS: new grant, bucket. ARGV: grant key prefix, capabilities field, new grant id, `d`, end,
- * now. Returns {id, 1} when created, {id, 0, fields} when refreshed.
+ * now, uses ('' when time-bound), approval id. Returns {id, 1} when created, {id, 0, fields}
+ * when refreshed.
  */
 const CREATE_BOT = `
 local existing = redis.call('HGET', KEYS[2], ARGV[2])
 if existing then
   local key = ARGV[1] .. existing
-  local f = redis.call('HMGET', key, 'end', 'revAt')
-  if f[1] and not f[2] and tonumber(f[1]) > tonumber(ARGV[6]) then
+  local f = redis.call('HMGET', key, 'end', 'revAt', 'left', 'max', 'd')
+  if f[1] and not f[2] and tonumber(f[1]) > tonumber(ARGV[6]) and (not f[3] or tonumber(f[3]) > 0) then
     if tonumber(ARGV[5]) > tonumber(f[1]) then redis.call('HSET', key, 'end', ARGV[5]) end
+    if ARGV[7] ~= '' and f[3] and cjson.decode(f[5]).approvalId ~= ARGV[8] then
+      local n = tonumber(ARGV[7])
+      if n > tonumber(f[3]) then redis.call('HSET', key, 'left', n) end
+      if n > tonumber(f[4]) then redis.call('HSET', key, 'max', n) end
+    end
     return {existing, 0, redis.call('HGETALL', key)}
   end
 end
 redis.call('HSET', KEYS[1], 'd', ARGV[4], 'end', ARGV[5], 'uses', 0, 'bk', KEYS[2], 'cf', ARGV[2])
+if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'left', ARGV[7], 'max', ARGV[7]) end
 redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
 return {ARGV[3], 1}
 `;
@@ -50,26 +60,63 @@ return {1}
 
 /**
  * The live grants of one bucket. Reads the bucket and its few grants, never anything else.
- * KEYS: bucket. ARGV: grant key prefix, now. Returns {id, d, end, uses, last or ''} rows.
+ * KEYS: bucket. ARGV: grant key prefix, now. Returns {id, d, end, uses, last, left, max} rows
+ * ('' for what a grant lacks); a grant by uses with none left is not live.
  */
 const CANDIDATES = `
 local fields = redis.call('HGETALL', KEYS[1])
 local out = {}
 for i = 2, #fields, 2 do
   local id = fields[i]
-  local g = redis.call('HMGET', ARGV[1] .. id, 'd', 'end', 'uses', 'last', 'revAt')
-  if g[1] and not g[5] and tonumber(g[2]) > tonumber(ARGV[2]) then
-    out[#out + 1] = {id, g[1], g[2], g[3], g[4] or ''}
+  local g = redis.call('HMGET', ARGV[1] .. id, 'd', 'end', 'uses', 'last', 'revAt', 'left', 'max')
+  if g[1] and not g[5] and tonumber(g[2]) > tonumber(ARGV[2]) and (not g[6] or tonumber(g[6]) > 0) then
+    out[#out + 1] = {id, g[1], g[2], g[3], g[4] or '', g[6] or '', g[7] or ''}
   end
 end
 return out
 `;
 
-/** KEYS: grant. ARGV: lastUsedAt. Returns the new count, or -1 when the grant is gone. */
+/**
+ * Takes one use of a live grant by uses: the check and the decrement are one step, so two
+ * requests never both take the last one. KEYS: grant. ARGV: now. Returns the uses left after
+ * this one, or -1 when there was none to take.
+ */
+const RESERVE_USE = `
+local f = redis.call('HMGET', KEYS[1], 'end', 'revAt', 'left')
+if not f[1] or f[2] or not f[3] or tonumber(f[1]) <= tonumber(ARGV[1]) or tonumber(f[3]) <= 0 then
+  return -1
+end
+return redis.call('HINCRBY', KEYS[1], 'left', -1)
+`;
+
+/**
+ * Gives a reserved use back. A grant its last use had taken out of its bucket goes back in,
+ * unless another grant took its place. KEYS: grant. ARGV: grant id. Returns the uses left, or -1.
+ */
+const RETURN_USE = `
+local f = redis.call('HMGET', KEYS[1], 'left', 'bk', 'cf', 'revAt')
+if not f[1] then return -1 end
+local left = redis.call('HINCRBY', KEYS[1], 'left', 1)
+redis.call('HDEL', KEYS[1], 'exh')
+if not f[4] and f[2] and not redis.call('HGET', f[2], f[3]) then redis.call('HSET', f[2], f[3], ARGV[1]) end
+return left
+`;
+
+/**
+ * Counts a use. A grant by uses with none left leaves its bucket, once: the first count that
+ * finds it spent says so. KEYS: grant. ARGV: lastUsedAt, grant id. Returns {uses} (or {-1} when
+ * the grant is gone), {uses, 1, d} when this count found it newly spent.
+ */
 const RECORD_USE = `
-if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+if redis.call('EXISTS', KEYS[1]) == 0 then return {-1} end
 redis.call('HSET', KEYS[1], 'last', ARGV[1])
-return redis.call('HINCRBY', KEYS[1], 'uses', 1)
+local uses = redis.call('HINCRBY', KEYS[1], 'uses', 1)
+local f = redis.call('HMGET', KEYS[1], 'left', 'bk', 'cf', 'd')
+if f[1] and tonumber(f[1]) <= 0 and redis.call('HSETNX', KEYS[1], 'exh', ARGV[1]) == 1 then
+  if f[2] and redis.call('HGET', f[2], f[3]) == ARGV[2] then redis.call('HDEL', f[2], f[3]) end
+  return {uses, 1, f[4]}
+end
+return {uses}
 `;
 
 /**
@@ -77,8 +124,9 @@ return redis.call('HINCRBY', KEYS[1], 'uses', 1)
  * KEYS: grant. ARGV: now, by, revokedAt, grant id. Returns {1, d}, or {0} when it was not live.
  */
 const REVOKE = `
-local f = redis.call('HMGET', KEYS[1], 'end', 'revAt', 'bk', 'cf', 'd')
+local f = redis.call('HMGET', KEYS[1], 'end', 'revAt', 'bk', 'cf', 'd', 'left')
 if not f[1] or f[2] or tonumber(f[1]) <= tonumber(ARGV[1]) then return {0} end
+if f[6] and tonumber(f[6]) <= 0 then return {0} end
 redis.call('HSET', KEYS[1], 'revAt', ARGV[3], 'revBy', ARGV[2])
 if f[3] and redis.call('HGET', f[3], f[4]) == ARGV[4] then redis.call('HDEL', f[3], f[4]) end
 return {1, f[5]}
@@ -102,15 +150,17 @@ return claimed
 
 /**
  * Deletes a claimed grant and its bucket field if it is still due. KEYS: grant. ARGV: now, id.
- * Returns {1, d} deleted, {2, d} deleted but it was revoked (no `expired`), {0} already gone, {-1, end} refreshed since the claim: the caller puts it back on the index.
+ * Returns {1, d} deleted, {2, d} deleted but it was revoked or its uses were spent (it was recorded
+ * as such: no `expired`), {0} already gone, {-1, end} refreshed since the claim: the caller puts it
+ * back on the index.
  */
 const REMOVE_EXPIRED = `
-local f = redis.call('HMGET', KEYS[1], 'end', 'revAt', 'bk', 'cf', 'd')
+local f = redis.call('HMGET', KEYS[1], 'end', 'revAt', 'bk', 'cf', 'd', 'left')
 if not f[1] then return {0} end
 if tonumber(f[1]) > tonumber(ARGV[1]) then return {-1, f[1]} end
 if f[3] and redis.call('HGET', f[3], f[4]) == ARGV[2] then redis.call('HDEL', f[3], f[4]) end
 redis.call('DEL', KEYS[1])
-if f[2] then return {2, f[5]} end
+if f[2] or (f[6] and tonumber(f[6]) <= 0) then return {2, f[5]} end
 return {1, f[5]}
 `;
 
@@ -125,6 +175,8 @@ export function defineGrantScripts(redis: RedisClient): void {
   redis.defineCommand('csGrantCreateHost', { numberOfKeys: 1, lua: CREATE_HOST });
   redis.defineCommand('csGrantCandidates', { numberOfKeys: 1, lua: CANDIDATES });
   redis.defineCommand('csGrantUse', { numberOfKeys: 1, lua: RECORD_USE });
+  redis.defineCommand('csGrantReserveUse', { numberOfKeys: 1, lua: RESERVE_USE });
+  redis.defineCommand('csGrantReturnUse', { numberOfKeys: 1, lua: RETURN_USE });
   redis.defineCommand('csGrantRevoke', { numberOfKeys: 1, lua: REVOKE });
   redis.defineCommand('csGrantClaimExpired', { numberOfKeys: 1, lua: CLAIM_EXPIRED });
   redis.defineCommand('csGrantRemoveExpired', { numberOfKeys: 1, lua: REMOVE_EXPIRED });
@@ -138,7 +190,9 @@ declare module 'ioredis' {
     csGrantCreateBot(grantKey: string, bucketKey: string, ...args: Str[]): Result<unknown[], Context>;
     csGrantCreateHost(grantKey: string, d: string, end: Str): Result<unknown[], Context>;
     csGrantCandidates(bucketKey: string, prefix: string, nowMs: Str): Result<string[][], Context>;
-    csGrantUse(grantKey: string, lastUsedAt: string): Result<number, Context>;
+    csGrantUse(grantKey: string, lastUsedAt: string, grantId: string): Result<unknown[], Context>;
+    csGrantReserveUse(grantKey: string, nowMs: Str): Result<number, Context>;
+    csGrantReturnUse(grantKey: string, grantId: string): Result<number, Context>;
     csGrantRevoke(
       grantKey: string,
       nowMs: Str,

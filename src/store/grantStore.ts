@@ -76,30 +76,48 @@ export class RedisGrantStore implements GrantStore {
       createdAt: now.toISOString(),
       ...(input.rulePreview === undefined ? {} : { rulePreview: input.rulePreview }),
       ...(input.scope === undefined ? {} : { scope: input.scope }),
+      ...(input.lasts === undefined ? {} : { lasts: input.lasts }),
     };
     return input.holder === 'bot'
-      ? this.createBotHeld(data, input.ttlMs, now)
+      ? this.createBotHeld(data, input.ttlMs, input.maxUses, now)
       : this.createHostHeld(data, now);
   }
 
-  private async createBotHeld(data: GrantData, ttlMs: number | undefined, now: Date): Promise<Grant> {
+  private async createBotHeld(
+    data: GrantData,
+    ttlMs: number | undefined,
+    maxUses: number | undefined,
+    now: Date,
+  ): Promise<Grant> {
     if (ttlMs === undefined || !(ttlMs > 0)) throw new Error('a bot-held grant needs a positive ttlMs');
+    if (maxUses !== undefined && !(Number.isSafeInteger(maxUses) && maxUses >= 1)) {
+      throw new Error('a grant by uses needs at least one use');
+    }
     const bucket = bucketOf(data.caller, data.tool, data.sandboxMode);
     const grantId = grantIdIn(bucket, this.newGrantId());
     const nowMs = now.getTime();
     const end = nowMs + ttlMs;
+    const capabilities = JSON.stringify(data.capabilities);
     const [id, created, fields] = (await this.redis.csGrantCreateBot(
       keys.grant(bucket.tag, grantId),
       bucket.key,
       grantKeyPrefix(bucket),
-      JSON.stringify(data.capabilities),
+      maxUses === undefined ? capabilities : `${capabilities}#uses`,
       grantId,
       JSON.stringify(data),
       end,
       nowMs,
+      maxUses ?? '',
+      data.approvalId,
     )) as [string, number, unknown];
     if (created === 1) {
-      const grant: Grant = { ...data, grantId, uses: 0, expiresAt: new Date(end).toISOString() };
+      const grant: Grant = {
+        ...data,
+        grantId,
+        uses: 0,
+        expiresAt: new Date(end).toISOString(),
+        ...(maxUses === undefined ? {} : { maxUses, usesLeft: maxUses }),
+      };
       await this.index({ grant, end }, nowMs);
       await this.audit.record({ kind: 'created', grant, at: data.createdAt });
       return grant;
@@ -144,28 +162,54 @@ export class RedisGrantStore implements GrantStore {
   async candidates(caller: string, tool: string, sandboxMode: string, now: Date): Promise<Grant[]> {
     const bucket = bucketOf(caller, tool, sandboxMode);
     const rows = await this.redis.csGrantCandidates(bucket.key, grantKeyPrefix(bucket), now.getTime());
-    return rows.flatMap(([grantId, d, end, uses, last]) => {
-      const stored = fromFields(grantId!, { d: d!, end: end!, uses: uses!, last: last! });
+    return rows.flatMap(([grantId, d, end, uses, last, left, max]) => {
+      const stored = fromFields(grantId!, {
+        d: d!,
+        end: end!,
+        uses: uses!,
+        last: last!,
+        left: left ?? '',
+        max: max ?? '',
+      });
       // The bucket's key is a hash of its three names: this check only guards against collisions.
       const g = stored?.grant;
       return g && g.caller === caller && g.tool === tool && g.sandboxMode === sandboxMode ? [g] : [];
     });
   }
 
+  async reserveUse(grant: Grant, now: Date): Promise<number | undefined> {
+    const key = grantKeyOf(grant.grantId);
+    if (key === undefined) return undefined;
+    const left = await this.redis.csGrantReserveUse(key, now.getTime());
+    return left < 0 ? undefined : left;
+  }
+
+  async returnUse(grant: Grant): Promise<void> {
+    const key = grantKeyOf(grant.grantId);
+    if (key === undefined) return;
+    if ((await this.redis.csGrantReturnUse(key, grant.grantId)) < 0) {
+      this.options.logger.warn({ grantId: grant.grantId }, 'a reserved use could not be given back');
+    }
+  }
+
   async recordUse(grant: Grant, approvalId: string, sourceIndex: number, now: Date): Promise<void> {
     const key = grantKeyOf(grant.grantId);
-    const uses = key === undefined ? -1 : await this.redis.csGrantUse(key, now.toISOString());
+    const at = now.toISOString();
+    const [uses, spent, d] =
+      key === undefined
+        ? [-1]
+        : ((await this.redis.csGrantUse(key, at, grant.grantId)) as [number, number?, string?]);
     if (uses === -1) {
       // The approval was still decided by it: the use is recorded all the same.
       this.options.logger.warn({ grantId: grant.grantId, approvalId }, 'grant used after it was removed');
     }
-    await this.audit.record({
-      kind: 'used',
-      grantId: grant.grantId,
-      approvalId,
-      sourceIndex,
-      at: now.toISOString(),
+    await this.audit.record({ kind: 'used', grantId: grant.grantId, approvalId, sourceIndex, at });
+    if (spent !== 1 || d === undefined) return;
+    // Its bucket no longer holds it; the listings would skip it, and now no longer list it.
+    await this.unindex(grant.grantId, parseGrantData(d), false).catch((err: unknown) => {
+      this.options.logger.warn({ err, grantId: grant.grantId }, 'spent grant left in its indexes');
     });
+    await this.audit.record({ kind: 'exhausted', grantId: grant.grantId, at });
   }
 
   async get(grantId: string): Promise<Grant | undefined> {

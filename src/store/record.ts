@@ -30,6 +30,8 @@ export const GrantRef = z.object({
   grantId: z.string(),
   grantedBy: z.string(),
   expiresAt: z.string().optional(),
+  /** A grant by uses: how many it had left once this was decided (or granted). */
+  usesLeft: z.number().optional(),
 });
 export type GrantRef = z.infer<typeof GrantRef>;
 
@@ -198,7 +200,11 @@ export const ApprovalRecord = z.object({
   /** Stages a remembered grant decided before the card was shown. */
   grantUses: z.array(GrantRef.extend({ sourceIndex: z.number().int() })).optional(),
   /** The grant a person made from this card ("don't ask again"). */
-  remembered: GrantRef.extend({ capabilities: z.array(z.string()) }).optional(),
+  remembered: GrantRef.extend({
+    capabilities: z.array(z.string()),
+    /** Whom it is bound to, when not the record's caller (a grant for the session). */
+    caller: z.string().optional(),
+  }).optional(),
   /** Risk rules the request matched (routing/risks.ts); absent when none did. */
   risks: z.array(RiskMark).optional(),
   /** Approving picks of the current stage while a quorum is not yet reached; cleared when it moves. */

@@ -15,7 +15,8 @@ import { configFile } from './teamSetup.js';
 import { buttonsOf, rememberButtonOf, SESSION, textOf, World } from './world.js';
 
 const OTHER_SESSION = '0198f0aa-2222-7000-8000-0000000000bb';
-const REMEMBER = /^Don't ask again: /;
+/** The first scope a route offers by default: an hour, or a shorter COUNTERSIGN_GRANT_TTL. */
+const REMEMBER = /^For (1 h|\d+ min|\d+ s)$/;
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
 afterEach(async () => {

@@ -34,12 +34,21 @@ export const SESSION = '0198f0aa-1111-7000-8000-0000000000aa';
  * on a card, exactly the host's offered choices.
  */
 export function buttonsOf(message: Pick<SlackMessage, 'blocks'>): Button[] {
-  return allButtonsOf(message).filter((b) => b.actionId !== 'cs_remember');
+  return allButtonsOf(message).filter((b) => !isRemember(b));
 }
 
-/** The card's "Don't ask again" button, when it offers one. */
+/** The card's first "Don't ask again" button (its first scope), when it offers one. */
 export function rememberButtonOf(message: Pick<SlackMessage, 'blocks'>): Button | undefined {
-  return allButtonsOf(message).find((b) => b.actionId === 'cs_remember');
+  return rememberButtonsOf(message)[0];
+}
+
+/** The card's "Don't ask again" buttons, one per scope the route offers, in order. */
+export function rememberButtonsOf(message: Pick<SlackMessage, 'blocks'>): Button[] {
+  return allButtonsOf(message).filter(isRemember);
+}
+
+function isRemember(button: Button): boolean {
+  return /^cs_remember(?:_\d+)?$/.test(button.actionId);
 }
 
 function allButtonsOf(message: Pick<SlackMessage, 'blocks'>): Button[] {

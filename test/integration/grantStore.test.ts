@@ -512,4 +512,92 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
       });
     });
   });
+
+  describe('grants by uses', () => {
+    const byUses = (uses: number, extra: Partial<Input> = {}) =>
+      botGrant({ maxUses: uses, lasts: { kind: 'uses', uses }, ...extra });
+
+    it('records its scope, and takes its uses one at a time until none is left', async () => {
+      const { store } = newStore();
+      const grant = await store.create(byUses(2));
+      expect(grant).toMatchObject({ maxUses: 2, usesLeft: 2, lasts: { kind: 'uses', uses: 2 } });
+      const [created] = await events('created');
+      expect(created).toMatchObject({ grant: { maxUses: 2, usesLeft: 2, lasts: { kind: 'uses', uses: 2 } } });
+
+      expect(await store.reserveUse(grant, now())).toBe(1);
+      await store.recordUse(grant, 'a-u1', 0, now());
+      expect(await store.candidates('session:s-1', 'shell', 'workspace-write', now())).toMatchObject([
+        { grantId: grant.grantId, usesLeft: 1, maxUses: 2, uses: 1 },
+      ]);
+      expect(await store.list({}, now())).toMatchObject([{ grantId: grant.grantId, usesLeft: 1 }]);
+
+      expect(await store.reserveUse(grant, now())).toBe(0);
+      await store.recordUse(grant, 'a-u2', 0, now());
+      expect(await store.reserveUse(grant, now())).toBeUndefined();
+      // Spent: no longer matched, listed or revocable; its last use is followed by `exhausted`.
+      expect(await store.candidates('session:s-1', 'shell', 'workspace-write', now())).toEqual([]);
+      expect(await store.list({}, now())).toEqual([]);
+      expect(await store.revoke(grant.grantId, 'U0ALICE', now())).toBe(false);
+      expect((await events()).map((e) => e.kind)).toEqual(['created', 'used', 'used', 'exhausted']);
+      expect(await redis.hlen(bucketOf('session:s-1', 'shell', 'workspace-write').key)).toBe(0);
+
+      // Swept at its end without an `expired`: it was recorded as exhausted.
+      clock = T0 + HOUR + 1;
+      expect(await store.sweep(now())).toBe(1);
+      expect(await events('expired')).toEqual([]);
+      expect(await redis.exists(grantKeyOf(grant.grantId)!)).toBe(0);
+    });
+
+    it('never gives the last use to two callers at once, on two connections', async () => {
+      const a = newStore(redis).store;
+      const b = newStore(redisB).store;
+      const grant = await a.create(byUses(3));
+      const taken = await Promise.all(
+        Array.from({ length: 12 }, (_, i) => (i % 2 ? a : b).reserveUse(grant, now())),
+      );
+      expect(taken.filter((left) => left !== undefined).sort()).toEqual([0, 1, 2]);
+      expect(taken.filter((left) => left === undefined)).toHaveLength(9);
+    });
+
+    it('gives a use back for a decision that did not go through, even its last one', async () => {
+      const { store } = newStore();
+      const grant = await store.create(byUses(1));
+      expect(await store.reserveUse(grant, now())).toBe(0);
+      expect(await store.candidates('session:s-1', 'shell', 'workspace-write', now())).toEqual([]);
+      await store.returnUse(grant);
+      expect(await store.candidates('session:s-1', 'shell', 'workspace-write', now())).toMatchObject([
+        { grantId: grant.grantId, usesLeft: 1 },
+      ]);
+      expect(await store.reserveUse(grant, now())).toBe(0);
+    });
+
+    it('is not taken once expired or revoked', async () => {
+      const { store } = newStore();
+      const revoked = await store.create(byUses(5));
+      expect(await store.revoke(revoked.grantId, 'U0ALICE', now())).toBe(true);
+      expect(await store.reserveUse(revoked, now())).toBeUndefined();
+      const ending = await store.create(byUses(5, { capabilities: ['exec:ls'] }));
+      expect(await store.reserveUse(ending, at(T0 + HOUR))).toBeUndefined();
+    });
+
+    it('keeps apart from a time-bound grant of the same request; granted again it keeps at least the uses granted now', async () => {
+      const { store } = newStore();
+      const timed = await store.create(botGrant());
+      const counted = await store.create(byUses(3, { approvalId: 'a-2' }));
+      expect(counted.grantId).not.toBe(timed.grantId);
+      expect(await store.reserveUse(counted, now())).toBe(2);
+      await store.recordUse(counted, 'a-u1', 0, now());
+      // The same approval recorded twice (two replicas) gives no use back.
+      expect((await store.create(byUses(3, { approvalId: 'a-2' }))).usesLeft).toBe(2);
+      const again = await store.create(byUses(5, { approvalId: 'a-3' }));
+      expect(again).toMatchObject({ grantId: counted.grantId, usesLeft: 5, maxUses: 5 });
+      const found = await store.candidates('session:s-1', 'shell', 'workspace-write', now());
+      expect(found.map((g) => g.grantId).sort()).toEqual([timed.grantId, counted.grantId].sort());
+    });
+
+    it('refuses fewer than one use', async () => {
+      const { store } = newStore();
+      await expect(store.create(byUses(0))).rejects.toThrow(/at least one use/);
+    });
+  });
 });

@@ -80,7 +80,17 @@ describe('countersign.example.yml', () => {
       {
         name: 'default',
         channel: 'C0APPROVALS',
-        grants: { enabled: true, caller: 'session', ttlMs: 8 * 3_600_000, maxTtlMs: 7 * 86_400_000 },
+        grants: {
+          enabled: true,
+          caller: 'session',
+          ttlMs: 8 * 3_600_000,
+          maxTtlMs: 7 * 86_400_000,
+          choices: [
+            { kind: 'time', ms: 3_600_000 },
+            { kind: 'time', ms: 8 * 3_600_000 },
+            { kind: 'session' },
+          ],
+        },
         oncall: { kind: 'usergroup', usergroup: 'S0ONCALL' },
         escalation: [
           { afterMs: 10 * 60_000, action: 'remind' },
@@ -141,6 +151,55 @@ describe('routes[].grants', () => {
       [
         'grants: { ttl: 8d }',
         /routes\[0\]\.grants\.ttl is longer than the maximum \(COUNTERSIGN_GRANT_MAX_TTL\)/,
+      ],
+    ];
+    for (const [grants, message] of cases) {
+      const file = configFile(`routes:\n  - channel: C0ALL\n    ${grants}\n`);
+      const err = errorOf(fileEnv(file, { MSP_HOST_COMMAND: 'muse serve' }));
+      expect(err.variable).toBe('COUNTERSIGN_CONFIG');
+      expect(err.message).toMatch(message);
+      expect(err.message).not.toContain('\n');
+    }
+  });
+
+  it('takes choices: durations, session and counts of uses, in order', () => {
+    const file = configFile(
+      'routes:\n  - channel: C0ALL\n    grants: { maxTtl: 2d, choices: [30m, 1d, session, 10 uses, 1 use] }\n',
+    );
+    const config = loadConfig(fileEnv(file, { MSP_HOST_COMMAND: 'muse serve' }));
+    expect(config.routes[0]?.grants?.choices).toEqual([
+      { kind: 'time', ms: 30 * 60_000 },
+      { kind: 'time', ms: 86_400_000 },
+      { kind: 'session' },
+      { kind: 'uses', uses: 10 },
+      { kind: 'uses', uses: 1 },
+    ]);
+  });
+
+  it('rejects bad choices with one line naming the place', () => {
+    const cases: Array<[string, RegExp]> = [
+      [
+        'grants: { choices: [1h, forever] }',
+        /routes\[0\]\.grants\.choices\[1\] must be a duration such as 1h or 8h, session, or a count such as 10 uses \(got "forever"\)/,
+      ],
+      [
+        'grants: { choices: [0 uses] }',
+        /routes\[0\]\.grants\.choices\[0\] a count of uses must be at least 1 \(got "0 uses"\)/,
+      ],
+      ['grants: { choices: [] }', /routes\[0\]\.grants\.choices must list at least one scope/],
+      [
+        'grants: { choices: [1h, 2h, 3h, 4h, 5h, 6h] }',
+        /routes\[0\]\.grants\.choices must list at most 5 scopes/,
+      ],
+      ['grants: { choices: [1h, session, 60m] }', /routes\[0\]\.grants\.choices lists the same scope twice/],
+      ['grants: { choices: 8h }', /routes\[0\]\.grants\.choices must be a list such as \[1h, 8h, session\]/],
+      [
+        'grants: { maxTtl: 1d, choices: [1h, 2d] }',
+        /routes\[0\]\.grants\.choices\[1\] is longer than maxTtl: shorten it or raise maxTtl/,
+      ],
+      [
+        'grants: { choices: [1h, 8d] }',
+        /routes\[0\]\.grants\.choices\[1\] is longer than the maximum \(COUNTERSIGN_GRANT_MAX_TTL\)/,
       ],
     ];
     for (const [grants, message] of cases) {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { decodeChoiceValue, REMEMBER_ACTION_ID } from '../../src/cards/ids.js';
+import { decodeChoiceValue } from '../../src/cards/ids.js';
 import { renderCard } from '../../src/cards/renderCard.js';
-import { grantListLine, rememberLabel, renderGrantLine } from '../../src/cards/renderGrant.js';
+import { grantListLine, rememberHeading, renderGrantLine, scopeLabel } from '../../src/cards/renderGrant.js';
 import type { Grant } from '../../src/grants/grant.js';
 import {
   allText,
@@ -21,46 +21,67 @@ const offer = {
   choiceId: 'allow_once',
   capabilities: ['exec:npm test'],
   caller: 'session:s1',
-  ttlMs: 8 * 3_600_000,
+  scopes: [
+    { kind: 'time' as const, ms: 3_600_000 },
+    { kind: 'time' as const, ms: 8 * 3_600_000 },
+    { kind: 'session' as const },
+    { kind: 'uses' as const, uses: 10 },
+  ],
 };
 
-describe('the "don\'t ask again" button', () => {
-  it('says what it covers and for how long, in at most 75 characters', () => {
-    expect(rememberLabel(['exec:git push'], 'session:s1', 8 * 3_600_000)).toBe(
-      "Don't ask again: git push in this session for 8 h",
+const isRemember = (b: { actionId: string }) => /^cs_remember/.test(b.actionId);
+
+describe('the "don\'t ask again" buttons', () => {
+  it('say what is remembered once, and each scope on its own button', () => {
+    expect(rememberHeading(['exec:git push'], 'session:s1')).toBe(
+      "*Approve and don't ask again:* `git push` in this session",
     );
-    expect(rememberLabel(['file-write:/srv/a.ts'], 'host:ci', 7 * 86_400_000)).toBe(
-      "Don't ask again: write /srv/a.ts on this host for 7 days",
+    expect(rememberHeading(['file-write:/srv/a.ts', 'exec:ls'], 'host:ci')).toBe(
+      "*Approve and don't ask again:* 2 capabilities on this host",
     );
-    expect(
-      rememberLabel([`exec:${'x'.repeat(200)}`], 'user:U0ALICE', 30 * 60_000).length,
-    ).toBeLessThanOrEqual(75);
+    expect(rememberHeading([`exec:${EVIL}`], 'user:U0ALICE')).not.toContain('<!channel>');
+    expect(offer.scopes.map(scopeLabel)).toEqual([
+      'For 1 h',
+      'For 8 h',
+      'For this session',
+      'For the next 10 uses',
+    ]);
+    expect(scopeLabel({ kind: 'time', ms: 7 * 86_400_000 })).toBe('For 7 days');
+    expect(scopeLabel({ kind: 'uses', uses: 1 })).toBe('For the next use');
   });
 
-  it('sits in its own actions block after the host’s choices, and carries the once-choice of this stage', () => {
+  it('sit in their own actions block after the host’s choices, each carrying the once-choice of this stage and its scope', () => {
     const card = renderCard(shellRecord(1), { now: NOW, remember: offer });
     const actions = blocksOfType(card, 'actions');
     const last = actions.at(-1) as Json;
     expect(String(last.block_id)).toMatch(/^cs_remember_v\d+$/);
     const all = buttons(card);
-    expect(all.slice(0, -1).map((b) => b.actionId)).toEqual(
+    expect(all.filter((b) => !isRemember(b)).map((b) => b.actionId)).toEqual(
       shellRecord(1).availableChoices.map((_, i) => `cs_choice_${i}`),
     );
-    const remember = all.at(-1)!;
-    expect(remember.actionId).toBe(REMEMBER_ACTION_ID);
-    expect(decodeChoiceValue(remember.value)).toEqual({
-      s: 0,
-      c: 'allow_once',
-      a: shellRecord(1).approvalId,
-    });
+    const remember = all.filter(isRemember);
+    expect(remember.map((b) => b.actionId)).toEqual([
+      'cs_remember_0',
+      'cs_remember_1',
+      'cs_remember_2',
+      'cs_remember_3',
+    ]);
+    expect(remember.map((b) => decodeChoiceValue(b.value))).toEqual(
+      ['t3600000', 't28800000', 's', 'u10'].map((k) => ({
+        s: 0,
+        c: 'allow_once',
+        a: shellRecord(1).approvalId,
+        k,
+      })),
+    );
+    expect(allText(card)).toContain("*Approve and don't ask again:* `npm test` in this session");
   });
 
-  it('is not shown without an offer, nor when the offered choice is not on the card', () => {
-    expect(
-      buttons(renderCard(shellRecord(1), { now: NOW })).some((b) => b.actionId === REMEMBER_ACTION_ID),
-    ).toBe(false);
+  it('are not shown without an offer, nor when the offered choice is not on the card', () => {
+    expect(buttons(renderCard(shellRecord(1), { now: NOW })).some(isRemember)).toBe(false);
     const elsewhere = renderCard(shellRecord(1), { now: NOW, remember: { ...offer, choiceId: 'gone' } });
-    expect(buttons(elsewhere).some((b) => b.actionId === REMEMBER_ACTION_ID)).toBe(false);
+    expect(buttons(elsewhere).some(isRemember)).toBe(false);
+    expect(allText(elsewhere)).not.toContain("don't ask again");
   });
 });
 
@@ -136,6 +157,26 @@ describe('grant lines are inert whatever the agent sent', () => {
     expect(line).toContain('used 3 times');
     expect(line).toContain('granted by <@U0ALICE>');
     expect(line).toContain('until <!date^');
+  });
+
+  it('a listed grant says the time left as of the listing, and a grant by uses its uses left', () => {
+    const at = new Date('2026-12-01T15:00:00Z');
+    expect(grantListLine(grant, undefined, at)).toContain('expires in 3 h (until <!date^');
+    const counted = grantListLine({ ...grant, maxUses: 3, usesLeft: 2, uses: 1 }, undefined, at);
+    expect(counted).toContain('2 uses left of 3 · expires in 3 h');
+    expect(grantListLine({ ...grant, maxUses: 3, usesLeft: 1 }, undefined, at)).toContain('1 use left of 3');
+    expect(grantListLine({ ...grant, lasts: { kind: 'session' } }, undefined, at)).toContain(
+      'for the session, expires in 3 h',
+    );
+  });
+
+  it('the line of a use by a grant by uses says how many are left', () => {
+    const line = renderGrantLine({
+      tool: 'bash',
+      capabilities: ['exec:npm test'],
+      grant: { grantId: 'ab12-cd34', grantedBy: 'U0ALICE', expiresAt: grant.expiresAt!, usesLeft: 2 },
+    });
+    expect(line).toContain('(granted by <@U0ALICE>, 2 uses left, until <!date^');
   });
 
   it('a host-held grant is listed with its rule, kept by the host', () => {

@@ -181,6 +181,11 @@ describe('Router: session titles, subject kinds and protected writes', () => {
 
 describe('Router.grantsOf', () => {
   const env = { enabled: true, caller: 'session' as const, ttlMs: 8 * 3_600_000, maxTtlMs: 7 * 86_400_000 };
+  const DEFAULT_CHOICES = [
+    { kind: 'time', ms: 3_600_000 },
+    { kind: 'time', ms: 8 * 3_600_000 },
+    { kind: 'session' },
+  ];
 
   it("fills what a route leaves out from the environment's settings", () => {
     const router = new Router(
@@ -191,9 +196,29 @@ describe('Router.grantsOf', () => {
       FALLBACK,
       env,
     );
-    expect(router.grantsOf('deploys')).toEqual({ ...env, enabled: false });
-    expect(router.grantsOf('ci')).toEqual({ ...env, ttlMs: 60_000, caller: 'host' });
-    expect(router.grantsOf(FALLBACK_ROUTE_NAME)).toEqual(env);
+    expect(router.grantsOf('deploys')).toEqual({ ...env, choices: DEFAULT_CHOICES, enabled: false });
+    // Choices left out follow the route's ttl: an hour, that ttl, and the session.
+    expect(router.grantsOf('ci')).toEqual({
+      ...env,
+      ttlMs: 60_000,
+      caller: 'host',
+      choices: [{ kind: 'time', ms: 60_000 }, { kind: 'time', ms: 3_600_000 }, { kind: 'session' }],
+    });
+    expect(router.grantsOf(FALLBACK_ROUTE_NAME)).toEqual({ ...env, choices: DEFAULT_CHOICES });
+  });
+
+  it('offers 1 h, 8 h and the session by default, and a route’s own choices as given', () => {
+    const choices = [{ kind: 'uses' as const, uses: 10 }, { kind: 'session' as const }];
+    const router = new Router([{ name: 'counted', channel: 'C0C', grants: { choices } }], FALLBACK, env);
+    expect(router.grantsOf(FALLBACK_ROUTE_NAME)?.choices).toEqual([
+      { kind: 'time', ms: 3_600_000 },
+      { kind: 'time', ms: 8 * 3_600_000 },
+      { kind: 'session' },
+    ]);
+    expect(router.grantsOf('counted')?.choices).toEqual(choices);
+    // A default duration beyond the route's maximum is left out.
+    const short = new Router([{ name: 's', channel: 'C0S', grants: { maxTtlMs: 1_800_000 } }], FALLBACK, env);
+    expect(short.grantsOf('s')?.choices).toEqual([{ kind: 'time', ms: 1_800_000 }, { kind: 'session' }]);
   });
 
   it('caps a ttl left to the environment by the route’s own maximum', () => {

@@ -1,7 +1,7 @@
 import type { App } from '@slack/bolt';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { CHOICE_ACTION_PATTERN, decodeChoiceValue, REMEMBER_ACTION_ID } from '../../cards/ids.js';
+import { CHOICE_ACTION_PATTERN, decodeChoiceValue, REMEMBER_ACTION_PATTERN } from '../../cards/ids.js';
 import { subjectSummary } from '../../cards/renderCard.js';
 import { renderFeedbackModal } from '../../cards/renderFeedbackModal.js';
 import type { ClickHandler } from '../../relay/clickHandler.js';
@@ -29,7 +29,7 @@ export function registerChoiceButton(
   logger: Logger,
 ): void {
   // "Approve and don't ask again" is a click like any other, with a grant made once it is decided.
-  app.action(REMEMBER_ACTION_ID, async ({ ack, body }) => {
+  app.action(REMEMBER_ACTION_PATTERN, async ({ ack, body }) => {
     await pressed(body, ack, { remember: true });
   });
   app.action(CHOICE_ACTION_PATTERN, async ({ ack, body }) => {
@@ -55,6 +55,7 @@ export function registerChoiceButton(
             approvalHint: value.a,
             receivedAt,
             ...(how.remember ? { remember: true } : {}),
+            ...(how.remember && value.k !== undefined ? { rememberScope: value.k } : {}),
           }
         : undefined;
     // The lookup leaves before the acknowledgement so that the two overlap (Slack only needs the
