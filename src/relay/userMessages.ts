@@ -31,7 +31,9 @@ export type Refusal =
   /** "Don't ask again" is not offered for this request (any more): nothing was decided. */
   | { code: 'cannotRemember' }
   /** The decision went through, but the grant it asked for could not be stored. */
-  | { code: 'grantNotStored' };
+  | { code: 'grantNotStored' }
+  /** "View full" found no approval behind the card (`gone`), or could not read it now. */
+  | { code: 'cannotShowFull'; why: 'gone' | 'unreadable' };
 
 /** What to tell the person whose decision ended in `outcome` (anything but `decided`). */
 export function refusalFor(
@@ -190,5 +192,9 @@ export function refusalText(refusal: Refusal): string {
       return 'This request can no longer be remembered (the question changed, or grants are off for this route). Nothing was decided: the card shows the current choices.';
     case 'grantNotStored':
       return 'Your approval went through, but Countersign could not store the "don\'t ask again" grant (its database did not answer). The agent will ask again next time.';
+    case 'cannotShowFull':
+      return refusal.why === 'gone'
+        ? 'Countersign no longer keeps this request, so its full text cannot be shown.'
+        : 'The full text could not be read: Countersign’s database is not answering. Please try again in a minute.';
   }
 }
