@@ -179,7 +179,11 @@ export function inlineCodeFits(raw: string, max: number): boolean {
  * contents joined (unescaped) are `raw` from its start. `omitted` counts the characters of `raw`
  * left out past the last block.
  */
-export function codeBlocks(raw: string, max: number, maxBlocks: number): { blocks: string[]; omitted: number } {
+export function codeBlocks(
+  raw: string,
+  max: number,
+  maxBlocks: number,
+): { blocks: string[]; omitted: number } {
   const open = `${FENCE}\n`;
   const close = `\n${FENCE}`;
   const room = max - open.length - close.length;

@@ -11,8 +11,8 @@ import { countBlockText, MAX_CARD_FALLBACK_TEXT, MAX_HEADER_TEXT, MAX_TOTAL_BLOC
 import { renderApprovers, type ShownApproverNames } from './renderApprovers.js';
 import { MAX_SHOWN_CHOICES, renderChoices } from './renderChoices.js';
 import { renderCuaFacts } from './renderCuaFacts.js';
-import { intakeCut, viewFullBlock } from './renderFullView.js';
 import { escalationLine } from './renderEscalation.js';
+import { intakeCut, viewFullBlock } from './renderFullView.js';
 import { renderBadges, renderSessionContext } from './renderMeta.js';
 import { renderStatus } from './renderStatus.js';
 import { networkAddress, renderSubject } from './renderSubject.js';

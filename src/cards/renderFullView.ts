@@ -5,7 +5,12 @@ import { context, divider, plainText, section } from './blocks.js';
 import { BUDGET_LEVELS } from './budget.js';
 import { clip, codeBlocks, inlineCode } from './escape.js';
 import { argsParts, subjectParts } from './fullParts.js';
-import { FULL_VIEW_CALLBACK_ID, type FullViewMetadata, VIEW_FULL_ACTION_ID, VIEW_FULL_BLOCK_PREFIX } from './ids.js';
+import {
+  FULL_VIEW_CALLBACK_ID,
+  type FullViewMetadata,
+  VIEW_FULL_ACTION_ID,
+  VIEW_FULL_BLOCK_PREFIX,
+} from './ids.js';
 import { MAX_BLOCKS_PER_VIEW, MAX_BUTTON_VALUE, MAX_PRIVATE_METADATA, MAX_SECTION_TEXT } from './limits.js';
 import { MAX_SHOWN_CHOICES, renderChoices } from './renderChoices.js';
 import { prettyArgs } from './toJson.js';
@@ -65,7 +70,10 @@ function partsOf(record: ApprovalRecord, full: FullTextOf): { parts: FullPart[];
 }
 
 /** Each part as code blocks, as many as `maxBlocks` allows; what is left is counted. */
-function partBlocks(parts: readonly FullPart[], maxBlocks: number): { blocks: KnownBlock[]; omitted: number } {
+function partBlocks(
+  parts: readonly FullPart[],
+  maxBlocks: number,
+): { blocks: KnownBlock[]; omitted: number } {
   const blocks: KnownBlock[] = [];
   let omitted = 0;
   parts.forEach((part, p) => {

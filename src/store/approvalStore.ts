@@ -212,7 +212,9 @@ export class ApprovalStore {
   /** Replaces the full text kept for one record field; false when the record is gone. */
   async saveFullText(approvalId: string, fields: Record<string, string>): Promise<boolean> {
     const saved = await Promise.all(
-      Object.entries(fields).map(([field, json]) => this.redis.csSaveFull(keys.approval(approvalId), field, json)),
+      Object.entries(fields).map(([field, json]) =>
+        this.redis.csSaveFull(keys.approval(approvalId), field, json),
+      ),
     );
     return saved.every((n) => n === 1);
   }
