@@ -239,12 +239,14 @@ describe('full text kept at intake', () => {
   it('keeps at most what a modal can show, and counts the rest', () => {
     const command = 'b'.repeat(MAX_FULL_TEXT_CHARS + 5000);
     const full = takeFullSubject({ kind: 'shell', command });
-    // The budget is the subject's, its few other strings included.
-    const kept = full.parts[0]!.text;
-    expect(kept.length).toBeLessThanOrEqual(MAX_FULL_TEXT_CHARS);
-    expect(kept.length).toBeGreaterThan(MAX_FULL_TEXT_CHARS - 100);
-    expect(command.startsWith(kept)).toBe(true);
-    expect(full.omitted).toBe(command.length - kept.length);
+    expect(full.parts).toEqual([{ label: 'Command', text: 'b'.repeat(MAX_FULL_TEXT_CHARS) }]);
+    expect(full.omitted).toBe(5000);
+    // The bound is the subject's: what the command left, the stages share; the rest is counted.
+    const withStages = takeFullSubject({ ...shellSubject('c'.repeat(MAX_FULL_TEXT_CHARS - 10)) });
+    expect(withStages.parts.map((p) => p.label)).toEqual(['Command', 'Stages']);
+    expect(withStages.parts[1]!.text).toBe('1/1  echo ');
+    const stageLine = `1/1  echo ${'c'.repeat(100)} --token=[masked github-token]`;
+    expect(withStages.omitted).toBe(stageLine.length - '1/1  echo '.length);
     const args = takeFullArgs(`{"x":"${secret}"}`);
     expect(args).toEqual({
       parts: [{ label: 'Arguments', text: '{\n  "x": "[masked github-token]"\n}' }],

@@ -2,63 +2,68 @@ import { argsParts, subjectParts } from '../../cards/fullParts.js';
 import { prettyArgs } from '../../cards/toJson.js';
 import type { ApprovalSubject } from '../../msp/protocol.js';
 import { maskPrefix } from '../../secrets/maskPrefix.js';
-import { FULL_TEXT_FIELDS, type FullText } from '../../store/fullText.js';
+import { FULL_TEXT_FIELDS, type FullPart, type FullText } from '../../store/fullText.js';
 import type { ApprovalRecord, IntakePart } from '../../store/record.js';
 import { MAX_FULL_TEXT_CHARS } from './limits.js';
 
 // The text intake cut, kept whole (within what a modal shows) for "View full". Masked the way
 // intake masks, one string at a time, so it never shows what the record would have masked.
 
-/** Deeper than any subject a host sends; what lies below is left out and counted. */
+/** Deeper than any subject a host sends; what lies below is left out. */
 const MAX_DEPTH = 32;
 
-class FullTaker {
-  omitted = 0;
-
-  constructor(private left: number) {}
-
-  text(raw: string): string {
-    const masked = maskPrefix(raw, Math.max(0, this.left));
-    this.left -= masked.text.length;
-    this.omitted += masked.left;
+/** Every string of a value masked on its own, as intake masks it; what is cut is counted. */
+function maskStrings(value: unknown, tally: { omitted: number }, depth = 0): unknown {
+  if (typeof value === 'string') {
+    const masked = maskPrefix(value, MAX_FULL_TEXT_CHARS);
+    tally.omitted += masked.left;
     return masked.text;
   }
-
-  /** Every string of a value of any shape, masked within the budget. */
-  value(value: unknown, depth = 0): unknown {
-    if (typeof value === 'string') return this.text(value);
-    if (typeof value !== 'object' || value === null) return value;
-    if (depth >= MAX_DEPTH) {
-      this.omitted += 1;
-      return null;
-    }
-    if (Array.isArray(value)) return value.map((item) => this.value(item, depth + 1));
-    const out: Record<string, unknown> = {};
-    for (const [key, inner] of Object.entries(value)) {
-      Object.defineProperty(out, this.text(key), {
-        value: this.value(inner, depth + 1),
-        enumerable: true,
-        writable: true,
-        configurable: true,
-      });
-    }
-    return out;
+  if (typeof value !== 'object' || value === null || depth >= MAX_DEPTH) {
+    return typeof value === 'object' ? null : value;
   }
+  if (Array.isArray(value)) return value.map((item) => maskStrings(item, tally, depth + 1));
+  const out: Record<string, unknown> = {};
+  for (const [key, inner] of Object.entries(value)) {
+    // Keys show too (a subject of unknown kind is shown as JSON); their length is not the text's.
+    Object.defineProperty(out, maskPrefix(key, MAX_FULL_TEXT_CHARS).text, {
+      value: maskStrings(inner, tally, depth + 1),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  }
+  return out;
+}
+
+/** The parts in order, together at most MAX_FULL_TEXT_CHARS long; the rest counted. */
+function bounded(parts: readonly FullPart[], omitted: number): FullText {
+  let left = MAX_FULL_TEXT_CHARS;
+  const kept: FullPart[] = [];
+  for (const part of parts) {
+    let keep = Math.min(part.text.length, left);
+    // Never half a surrogate pair.
+    if (keep < part.text.length && keep > 0 && /[\uD800-\uDBFF]/.test(part.text[keep - 1]!)) keep -= 1;
+    if (keep > 0 || part.text === '') kept.push({ label: part.label, text: part.text.slice(0, keep) });
+    omitted += part.text.length - keep;
+    left -= keep;
+  }
+  return { parts: kept, omitted };
 }
 
 /** The subject's full text: the command, every stage, the path… as the modal shows them. */
 export function takeFullSubject(subject: ApprovalSubject): FullText {
-  const taker = new FullTaker(MAX_FULL_TEXT_CHARS);
+  const tally = { omitted: 0 };
   // The kind chooses the parts: kept as sent, as intake keeps it.
-  const masked = { ...(taker.value(subject) as ApprovalSubject), kind: subject.kind };
-  return { parts: subjectParts(masked), omitted: taker.omitted };
+  const masked = { ...(maskStrings(subject, tally) as ApprovalSubject), kind: subject.kind };
+  return bounded(subjectParts(masked), tally.omitted);
 }
 
 /** The arguments' full text, pretty-printed when they are whole JSON. */
 export function takeFullArgs(rawArgs: string): FullText {
   const masked = maskPrefix(rawArgs, MAX_FULL_TEXT_CHARS);
   const text = masked.cut ? masked.text : prettyArgs(masked.text);
-  return { parts: argsParts(text), omitted: masked.left };
+  return bounded(argsParts(text), masked.left);
 }
 
 function wasCut(part: IntakePart | undefined): boolean {
