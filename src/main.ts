@@ -420,6 +420,7 @@ async function main(): Promise<void> {
     config,
     logger,
     clicks,
+    fullText: store,
     identity: () => identity,
     web: slackClient,
     transport: slackTransport,

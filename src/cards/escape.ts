@@ -161,3 +161,50 @@ export function quote(raw: string, max: number): string {
   const quoted = `“${cut.text}”`;
   return cut.omitted === 0 ? quoted : `${quoted}${moreCharactersNote(cut.omitted)}`;
 }
+
+/** Whether codeBlock(raw, max) shows all of `raw`. */
+export function codeBlockFits(raw: string, max: number): boolean {
+  const room = max - `${FENCE}\n`.length - `\n${FENCE}`.length;
+  return escapeUpTo(raw === '' ? ' ' : raw, room, 'code').omitted === 0;
+}
+
+/** Whether inlineCode(raw, max) shows all of `raw`. */
+export function inlineCodeFits(raw: string, max: number): boolean {
+  return raw === '' || escapeUpTo(raw, max - 2, 'inline').omitted === 0;
+}
+
+/**
+ * `raw` as consecutive code blocks of at most `max` characters each, at most `maxBlocks` of them,
+ * escaped as codeBlock escapes: no block splits an entity or a defused mention, and their
+ * contents joined (unescaped) are `raw` from its start. `omitted` counts the characters of `raw`
+ * left out past the last block.
+ */
+export function codeBlocks(
+  raw: string,
+  max: number,
+  maxBlocks: number,
+): { blocks: string[]; omitted: number } {
+  const open = `${FENCE}\n`;
+  const close = `\n${FENCE}`;
+  const room = max - open.length - close.length;
+  const blocks: string[] = [];
+  if (maxBlocks <= 0) return { blocks, omitted: countCodePoints(raw, 0) };
+  // An empty block renders as bare backticks; a space keeps it a block.
+  if (raw === '') return { blocks: [`${open} ${close}`], omitted: 0 };
+  let out = '';
+  let offset = 0;
+  let prev = '';
+  for (const ch of raw) {
+    const piece = escapeChar(raw, ch, offset, prev, 'code');
+    if (out.length + piece.length > room) {
+      blocks.push(`${open}${out}${close}`);
+      out = '';
+      if (blocks.length >= maxBlocks) return { blocks, omitted: countCodePoints(raw, offset) };
+    }
+    out += piece;
+    offset += ch.length;
+    prev = ch;
+  }
+  if (out !== '') blocks.push(`${open}${out}${close}`);
+  return { blocks, omitted: 0 };
+}

@@ -18,6 +18,23 @@ export const REMEMBER_BLOCK_PREFIX = 'cs_remember_';
 /** A Revoke button in a grants list (/countersign grants, App Home); its value is the grantId. */
 export const REVOKE_GRANT_ACTION_ID = 'cs_revoke_grant';
 
+/** "View full" on a card whose text was shortened; its value is the approvalId. */
+export const VIEW_FULL_ACTION_ID = 'cs_view_full';
+/** block_id of its actions block: `${VIEW_FULL_BLOCK_PREFIX}v${version}`. */
+export const VIEW_FULL_BLOCK_PREFIX = 'cs_view_full_';
+/** The modal it opens; its choice buttons are the card's (CHOICE_ACTION_PREFIX). */
+export const FULL_VIEW_CALLBACK_ID = 'cs_full_view';
+
+/**
+ * private_metadata of the full view: the card it was opened from. A choice pressed in the modal
+ * has no message of its own; it is the card's click, found again from here.
+ */
+export interface FullViewMetadata {
+  channel: string;
+  ts: string;
+  approvalId: string;
+}
+
 export const FEEDBACK_VIEW_CALLBACK_ID = 'cs_feedback';
 export const FEEDBACK_BLOCK_ID = 'cs_feedback_block';
 export const FEEDBACK_INPUT_ACTION_ID = 'cs_feedback_input';

@@ -6,12 +6,13 @@ import type { ApprovalRecord } from '../store/record.js';
 import { divider, header, packSections, section } from './blocks.js';
 import { BUDGET_LEVELS, type CardBudget } from './budget.js';
 import { decisionTone } from './describeDecision.js';
-import { clip, codeBlock, inlineCode, truncate } from './escape.js';
+import { clip, codeBlock, codeBlockFits, inlineCode, truncate } from './escape.js';
 import { countBlockText, MAX_CARD_FALLBACK_TEXT, MAX_HEADER_TEXT, MAX_TOTAL_BLOCK_TEXT } from './limits.js';
 import { renderApprovers, type ShownApproverNames } from './renderApprovers.js';
 import { MAX_SHOWN_CHOICES, renderChoices } from './renderChoices.js';
 import { renderCuaFacts } from './renderCuaFacts.js';
 import { escalationLine } from './renderEscalation.js';
+import { intakeCut, viewFullBlock } from './renderFullView.js';
 import { renderBadges, renderSessionContext } from './renderMeta.js';
 import { renderSafeguards } from './renderSafeguards.js';
 import { renderStatus } from './renderStatus.js';
@@ -137,6 +138,10 @@ function build(
   if (record.cuaCardFacts) blocks.push(...renderCuaFacts(record.cuaCardFacts, budget));
   if (args !== '') {
     blocks.push(section(`*Arguments*\n${codeBlock(args, budget.rawArgs)}`));
+  }
+  // Whatever was shortened, here or at intake, can be read whole (and decided) in a modal.
+  if (subject.shortened || intakeCut(record) || (args !== '' && !codeBlockFits(args, budget.rawArgs))) {
+    blocks.push(viewFullBlock(record));
   }
   blocks.push(...renderReasons(record, budget));
   blocks.push(...renderBadges(record, budget));

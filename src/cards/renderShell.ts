@@ -2,7 +2,7 @@ import type { KnownBlock } from '@slack/types';
 import type { ApprovalStage, ApprovalSubject } from '../msp/protocol.js';
 import { section } from './blocks.js';
 import type { CardBudget } from './budget.js';
-import { clip, codeBlock, inlineCode } from './escape.js';
+import { clip, codeBlock, codeBlockFits, inlineCode, inlineCodeFits } from './escape.js';
 import { fitLines } from './fitLines.js';
 
 type StageResolution = ApprovalStage['resolution'];
@@ -20,7 +20,7 @@ function describeResolution(resolution: StageResolution, max: number): string {
   return kind;
 }
 
-function stageLine(stage: ApprovalStage, isCurrent: boolean, max: number): string {
+function stageLine(stage: ApprovalStage, isCurrent: boolean, max: number): { line: string; cut: boolean } {
   const mark = isCurrent ? '▶' : stage.resolution.kind === 'unresolved' ? '○' : '✓';
   const lead = `${mark} ${stage.position}/${stage.totalStages} `;
   let tail = '';
@@ -30,7 +30,14 @@ function stageLine(stage: ApprovalStage, isCurrent: boolean, max: number): strin
   }
   if (stage.argvComplete === false) tail += ' _(not fully parsed)_';
   const room = Math.max(24, max - lead.length - tail.length);
-  return `${lead}${inlineCode(stage.argv.join(' '), room)}${tail}`;
+  const argv = stage.argv.join(' ');
+  return { line: `${lead}${inlineCode(argv, room)}${tail}`, cut: !inlineCodeFits(argv, room) };
+}
+
+export interface RenderedShell {
+  blocks: KnownBlock[];
+  /** The command or a stage shows less than the subject holds. */
+  shortened: boolean;
 }
 
 /**
@@ -41,18 +48,28 @@ export function renderShell(
   subject: ApprovalSubject,
   currentIndex: number | undefined,
   budget: CardBudget,
-): KnownBlock[] {
+): RenderedShell {
   const blocks: KnownBlock[] = [];
+  let shortened = false;
   if (subject.command !== undefined) {
     blocks.push(section(`*Command*\n${codeBlock(subject.command, budget.command)}`));
+    shortened = !codeBlockFits(subject.command, budget.command);
   }
   const stages = subject.stages ?? [];
   if (stages.length > 0) {
     const current = stages.findIndex((s) => s.requirementId.sourceIndex === currentIndex);
-    const line = (i: number) => stageLine(stages[i]!, i === current, budget.stageLine);
+    const lines = new Map<number, string>();
+    const line = (i: number) => {
+      const rendered = stageLine(stages[i]!, i === current, budget.stageLine);
+      if (rendered.cut) shortened = true;
+      lines.set(i, rendered.line);
+      return rendered.line;
+    };
     const keep = current >= 0 ? current : undefined;
     const shown = fitLines(stages.length, line, budget.stages, ['stage', 'stages'], keep);
+    // Stages left out are named in a note line in their place.
+    if (shown.length !== stages.length || shown.some((l, i) => l !== lines.get(i))) shortened = true;
     blocks.push(section(`*Stages* (${stages.length})\n${shown.join('\n')}`));
   }
-  return blocks;
+  return { blocks, shortened };
 }

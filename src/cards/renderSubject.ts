@@ -2,7 +2,7 @@ import type { KnownBlock } from '@slack/types';
 import type { ApprovalSubject } from '../msp/protocol.js';
 import { section } from './blocks.js';
 import type { CardBudget } from './budget.js';
-import { clip, codeBlock, inlineCode } from './escape.js';
+import { clip, codeBlock, codeBlockFits, inlineCode, inlineCodeFits } from './escape.js';
 import { renderShell } from './renderShell.js';
 import { toJson } from './toJson.js';
 
@@ -10,6 +10,8 @@ import { toJson } from './toJson.js';
 export interface RenderedSubject {
   facts: string[];
   blocks: KnownBlock[];
+  /** Something of the subject (command, stages, path, target) shows cut: "View full" shows it. */
+  shortened: boolean;
 }
 
 const NOT_GIVEN = '_(not given)_';
@@ -46,48 +48,69 @@ export function renderSubject(
 ): RenderedSubject {
   const facts: string[] = [];
   const blocks: KnownBlock[] = [];
+  let shortened = false;
+  // The texts the full view shows (fullParts.ts), checked against the room they have here.
+  const field = (value: string | undefined) => {
+    if (value !== undefined && !inlineCodeFits(value, budget.field)) shortened = true;
+  };
+  const json = (value: string) => {
+    if (!codeBlockFits(value, budget.subjectJson)) shortened = true;
+  };
   switch (subject.kind) {
-    case 'shell':
+    case 'shell': {
       if (subject.workspaceRoot) facts.push(`*Workspace:* ${code(subject.workspaceRoot, budget)}`);
-      blocks.push(...renderShell(subject, currentIndex, budget));
+      field(subject.workspaceRoot);
+      const shell = renderShell(subject, currentIndex, budget);
+      blocks.push(...shell.blocks);
+      shortened ||= shell.shortened;
       break;
+    }
     case 'fileAccess':
       facts.push(`*File:* ${code(subject.path, budget)}`);
+      field(subject.path);
       facts.push(`*Access:* ${subject.access === undefined ? NOT_GIVEN : clip(subject.access, 60)}`);
       break;
     case 'network': {
       facts.push(`*Connects to:* ${code(networkAddress(subject), budget)}`);
+      field(networkAddress(subject));
       const from = origin(subject, budget);
       if (from) facts.push(from);
       break;
     }
     case 'process':
       facts.push(`*Process:* ${code(subject.target, budget)}`);
+      field(subject.target);
       break;
     case 'unixSocket':
       facts.push(`*Unix socket:* ${code(subject.path ?? subject.target, budget)}`);
+      field(subject.path);
+      field(subject.target);
       if (subject.path !== undefined && subject.target !== undefined && subject.target !== subject.path) {
         facts.push(`*Target:* ${code(subject.target, budget)}`);
       }
       break;
     case 'tool':
       facts.push(`*Tool call:* ${code(subject.toolName, budget)}`);
+      field(subject.toolName);
       break;
     case 'computerUseTakeover':
       facts.push('*Computer use:* the agent wants to take over the screen');
       if (subject.holder !== undefined) {
-        blocks.push(
-          section(`*Current lock holder*\n${codeBlock(toJson(subject.holder, 2), budget.subjectJson)}`),
-        );
+        const holder = toJson(subject.holder, 2);
+        blocks.push(section(`*Current lock holder*\n${codeBlock(holder, budget.subjectJson)}`));
+        json(holder);
       }
       break;
-    default:
+    default: {
       facts.push(
         `*Kind:* ${inlineCode(subject.kind, 80)} — not a kind this bot knows. It is shown as the host sent it and is never approved automatically.`,
       );
       if (subject.toolName !== undefined) facts.push(`*Tool name:* ${code(subject.toolName, budget)}`);
-      blocks.push(section(`*Subject as sent*\n${codeBlock(toJson(subject, 2), budget.subjectJson)}`));
+      const sent = toJson(subject, 2);
+      blocks.push(section(`*Subject as sent*\n${codeBlock(sent, budget.subjectJson)}`));
+      json(sent);
       break;
+    }
   }
-  return { facts, blocks };
+  return { facts, blocks, shortened };
 }

@@ -103,12 +103,13 @@ export class RecordKeeper {
   /**
    * Creates the record unless it exists and, if this call created it, posts its card. Call it
    * from inside the approval's queue. Resolves with false when the record already existed.
+   * `extra`: fields stored with the record (the full text of a request intake cut).
    */
-  async create(record: ApprovalRecord): Promise<boolean> {
+  async create(record: ApprovalRecord, extra?: Record<string, string>): Promise<boolean> {
     const { store } = this.options;
     // A deferred card is posted later, if at all (slack.deferred): nobody may hold its lease meanwhile.
     const lease = record.slack.deferred ? undefined : store.newPostLease(this.postLeaseMs);
-    if (!(await store.createIfAbsent(record, lease))) return false;
+    if (!(await store.createIfAbsent(record, lease, extra))) return false;
     this.changed(record);
     if (lease) await this.postCard(record, lease);
     return true;

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Grant } from '../grants/grant.js';
 import { callerFor } from '../grants/match.js';
 import type { ApprovalHost, HostEvent } from '../msp/events.js';
-import type { ApprovalRequestParams } from '../msp/protocol.js';
+import type { ApprovalRequestParams, ApprovalSubject } from '../msp/protocol.js';
 import type { RiskInput } from '../routing/risks.js';
 import type { RouteGrants } from '../routing/route.js';
 import type { ChosenRoute, RouteInput } from '../routing/router.js';
@@ -11,6 +11,7 @@ import type { ApprovalRecord, RiskMark } from '../store/record.js';
 import { isTerminal } from '../store/record.js';
 import { Turns } from '../util/turns.js';
 import type { Decider } from './decider.js';
+import { fullTextFields } from './intake/takeFullText.js';
 import type { AuditTrail } from './ports.js';
 import type { RecordKeeper } from './recordKeeper.js';
 import {
@@ -174,11 +175,14 @@ export class Relay {
           this.opened(event.params, event.hostId, event.incarnation, 'reviewing', false),
         );
         return;
-      case 'approvalUpdated':
-        keeper.enqueue(event.params.approvalId, () =>
-          this.mutateMarkingRisks(event.params.approvalId, updated(event.params), event.params.subject),
-        );
+      case 'approvalUpdated': {
+        const { approvalId, subject } = event.params;
+        keeper.enqueue(approvalId, async () => {
+          const record = await this.mutateMarkingRisks(approvalId, updated(event.params), subject);
+          if (record) await this.keepFullSubject(record, subject);
+        });
         return;
+      }
       case 'approvalResolved':
         this.change(event.params.approvalId, resolved(event.params, event.incarnation, this.now()));
         return;
@@ -206,6 +210,16 @@ export class Relay {
   private change(approvalId: string, mutation: Mutation): void {
     const { keeper } = this.options;
     keeper.enqueue(approvalId, () => keeper.mutate(approvalId, mutation));
+  }
+
+  /**
+   * A new subject that intake cut: its full text replaces the one kept for "View full". Written
+   * right after the record, while the card update is still on its way to Slack.
+   */
+  private async keepFullSubject(record: ApprovalRecord, subject: ApprovalSubject): Promise<void> {
+    if (isTerminal(record)) return;
+    const fields = fullTextFields(record, { subject });
+    if (fields) await this.options.store.saveFullText(record.approvalId, fields);
   }
 
   private async opened(
@@ -262,7 +276,7 @@ export class Relay {
         answerer?.expect(fresh.approvalId, grant);
       }
       await turn.ready;
-      const creating = keeper.create(fresh);
+      const creating = keeper.create(fresh, fullTextFields(fresh, params));
       turn.done();
       created = await creating;
       if (created) {
@@ -283,6 +297,7 @@ export class Relay {
       params.subject,
     );
     if (record && isTerminal(record)) await store.forgetOpen(record);
+    else if (record) await this.keepFullSubject(record, params.subject);
     if (record?.phase === 'deciding' && record.claim) this.options.decider.replay(record);
     // A process that stopped between storing the record and answering it left the card waiting.
     else if (record?.slack.deferred && !isTerminal(record)) this.options.grants?.consider(record.approvalId);

@@ -35,7 +35,9 @@ export type Refusal =
   /** An approving pick was counted; the quorum is not reached yet, so nothing was sent. */
   | { code: 'voteCounted'; votes: number; quorum: number }
   /** The host's owner picked an approving choice on a request that needs a quorum. */
-  | { code: 'ownerNoVote'; quorum: number };
+  | { code: 'ownerNoVote'; quorum: number }
+  /** "View full" found no approval behind the card (`gone`), or could not read it now. */
+  | { code: 'cannotShowFull'; why: 'gone' | 'unreadable' };
 
 /** What to tell the person whose decision ended in `outcome` (anything but `decided`). */
 export function refusalFor(
@@ -206,5 +208,9 @@ export function refusalText(refusal: Refusal): string {
       return `This request needs ${refusal.quorum} approvers other than the one whose agent asks, so your approval does not count toward it. Nothing was sent; you can still reject it.`;
     case 'grantNotStored':
       return 'Your approval went through, but Countersign could not store the "don\'t ask again" grant (its database did not answer). The agent will ask again next time.';
+    case 'cannotShowFull':
+      return refusal.why === 'gone'
+        ? 'Countersign no longer keeps this request, so its full text cannot be shown.'
+        : 'The full text could not be read: Countersign’s database is not answering. Please try again in a minute.';
   }
 }

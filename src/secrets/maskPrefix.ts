@@ -14,6 +14,11 @@ const WINDOW_GUARD_CHARS = 4 * 1024;
 export interface MaskedPrefix extends Masked {
   /** Whether anything of `text` was left out. */
   cut: boolean;
+  /**
+   * Characters left out: of the masked text inside the scanned window, and of the raw text past
+   * it (not scanned, so not masked, but about as long).
+   */
+  left: number;
 }
 
 function isHighSurrogate(code: number): boolean {
@@ -30,10 +35,12 @@ export function maskPrefix(text: string, maxChars: number): MaskedPrefix {
     windowed ? text.slice(0, maxChars + LOOKAHEAD_CHARS) : text,
   );
   let keep = Math.max(0, Math.min(maxChars, windowed ? masked.length - WINDOW_GUARD_CHARS : masked.length));
-  if (!windowed && keep === masked.length) return { text: masked, count: markers.length, cut: false };
+  if (!windowed && keep === masked.length)
+    return { text: masked, count: markers.length, cut: false, left: 0 };
   const split = markers.find(([start, end]) => start < keep && keep < end);
   if (split) keep = split[0];
   if (keep > 0 && isHighSurrogate(masked.charCodeAt(keep - 1))) keep -= 1;
   const count = markers.filter(([, end]) => end <= keep).length;
-  return { text: masked.slice(0, keep), count, cut: true };
+  const unscanned = windowed ? text.length - (maxChars + LOOKAHEAD_CHARS) : 0;
+  return { text: masked.slice(0, keep), count, cut: true, left: masked.length - keep + unscanned };
 }

@@ -16,6 +16,7 @@ import { registerChoiceButton } from './listeners/choiceButton.js';
 import { registerFeedbackSubmission } from './listeners/feedbackSubmission.js';
 import { registerRevokeButton } from './listeners/revokeButton.js';
 import { registerSlashCommand } from './listeners/slashCommand.js';
+import { type FullTextReader, registerViewFullButton } from './listeners/viewFullButton.js';
 import { observedFetch, type SlackReachability } from './slackReachability.js';
 import { slackViews } from './slackViews.js';
 import type { WaitingApprovals } from './waitingApprovals.js';
@@ -29,6 +30,8 @@ export interface SlackAppOptions {
   config: Config;
   logger: Logger;
   clicks: ClickHandler;
+  /** What "View full" reads: a card's record and the full text kept for it. */
+  fullText: FullTextReader;
   health: HealthProbe;
   /** Filled in once auth.test has answered; until then Bolt runs without it. */
   identity: () => BotIdentity;
@@ -80,7 +83,7 @@ function refuseWebApiCalls(apiUrl: string, transport: FetchFunction): FetchFunct
 
 /** The Bolt app: Socket Mode when an app token is set, otherwise HTTP on PORT. */
 export function createSlackApp(options: SlackAppOptions): SlackService {
-  const { config, logger, clicks, health, identity, web, transport, reachability, team } = options;
+  const { config, logger, clicks, fullText, health, identity, web, transport, reachability, team } = options;
   const boltLogger = toBoltLogger(logger.child({ component: 'bolt' }));
   const customRoutes = healthRoutes(health);
   const common = {
@@ -120,6 +123,7 @@ export function createSlackApp(options: SlackAppOptions): SlackService {
   const views = slackViews(web);
   registerChoiceButton(app, clicks, views, logger);
   registerFeedbackSubmission(app, clicks, logger);
+  registerViewFullButton(app, { reader: fullText, views, clicks, logger });
   registerSlashCommand(app, {
     channel: config.slack.channel,
     authorizer: team.authorizer,

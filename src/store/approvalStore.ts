@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { ChainableCommander, Result } from 'ioredis';
+import { FULL_TEXT_FIELDS, FullText, type FullTextOf } from './fullText.js';
 import { keys } from './keys.js';
 import { ApprovalRecord, Claim, isTerminal } from './record.js';
 import type { RedisClient } from './redisConnection.js';
@@ -16,12 +17,26 @@ import type { RedisClient } from './redisConnection.js';
 // may not, and readers of the open sets look up the record in the approval's queue, after its
 // creation.
 
-/** Creates the record unless it exists; the creator also takes the post lease. */
+/**
+ * Creates the record unless it exists; the creator also takes the post lease. ARGV past the fifth
+ * are field/value pairs stored with it (the full text of a request intake cut).
+ */
 const CREATE_SCRIPT = `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'v', ARGV[1], 'd', ARGV[2])
 if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'f', ARGV[5]) end
+for i = 6, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
 if ARGV[3] ~= '' then redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[4]) end
+return 1
+`;
+
+/**
+ * Replaces one full-text field of an existing record (an update brought a subject intake cut):
+ * never creates the hash, so it cannot outlive a record that expired.
+ */
+const SAVE_FULL_SCRIPT = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 return 1
 `;
 
@@ -164,6 +179,7 @@ export class ApprovalStore {
   ) {
     this.claimTtlMs = options.claimTtlMs ?? 24 * 60 * 60 * 1000;
     redis.defineCommand('csCreate', { numberOfKeys: 2, lua: CREATE_SCRIPT });
+    redis.defineCommand('csSaveFull', { numberOfKeys: 1, lua: SAVE_FULL_SCRIPT });
     redis.defineCommand('csCas', { lua: CAS_SCRIPT });
     redis.defineCommand('csClaim', { numberOfKeys: 2, lua: CLAIM_SCRIPT });
     redis.defineCommand('csRelease', { numberOfKeys: 1, lua: RELEASE_SCRIPT });
@@ -193,6 +209,41 @@ export class ApprovalStore {
     return raw === null ? undefined : ApprovalRecord.parse(JSON.parse(raw));
   }
 
+  /** Replaces the full text kept for one record field; false when the record is gone. */
+  async saveFullText(approvalId: string, fields: Record<string, string>): Promise<boolean> {
+    const saved = await Promise.all(
+      Object.entries(fields).map(([field, json]) =>
+        this.redis.csSaveFull(keys.approval(approvalId), field, json),
+      ),
+    );
+    return saved.every((n) => n === 1);
+  }
+
+  /**
+   * The record a message maps to, with the full text kept for it (FULL_TEXT_FIELDS) read in the
+   * same command: what "View full" shows. `hint`, the approval the button names, is read at the
+   * same time as the mapping (one round trip) and used only when the mapping agrees.
+   */
+  async getWithFullText(
+    channel: string,
+    ts: string,
+    hint: string | undefined,
+  ): Promise<{ record: ApprovalRecord; full: FullTextOf } | undefined> {
+    const read = (approvalId: string) =>
+      this.redis.hmget(keys.approval(approvalId), 'd', FULL_TEXT_FIELDS.subject, FULL_TEXT_FIELDS.rawArgs);
+    const [mapped, hinted] = await Promise.all([
+      this.redis.get(keys.message(channel, ts)),
+      hint ? read(hint) : undefined,
+    ]);
+    if (!mapped) return undefined;
+    const [raw, subject, rawArgs] = mapped === hint && hinted ? hinted : await read(mapped);
+    if (!raw) return undefined;
+    const full: FullTextOf = {};
+    if (subject) full.subject = FullText.parse(JSON.parse(subject));
+    if (rawArgs) full.rawArgs = FullText.parse(JSON.parse(rawArgs));
+    return { record: ApprovalRecord.parse(JSON.parse(raw)), full };
+  }
+
   /** A fresh post lease to pass to createIfAbsent or acquirePostLease. */
   newPostLease(ttlMs: number): PostLease {
     return { token: randomUUID(), ttlMs };
@@ -201,9 +252,14 @@ export class ApprovalStore {
   /**
    * The dedupe gate: only one of several racing creators wins. Returns false when a record for
    * this approvalId already exists. The winner also holds `lease`, when one is given, so it can
-   * post the card at once.
+   * post the card at once. `extra` fields are stored in the record's hash with it (FULL_TEXT_FIELDS):
+   * they share its key, so they expire with it.
    */
-  async createIfAbsent(record: ApprovalRecord, lease?: PostLease): Promise<boolean> {
+  async createIfAbsent(
+    record: ApprovalRecord,
+    lease?: PostLease,
+    extra?: Record<string, string>,
+  ): Promise<boolean> {
     // The open-set insert rides along (the host's slot); it is harmless when the record existed.
     const [created] = await Promise.all([
       this.redis.csCreate(
@@ -214,6 +270,7 @@ export class ApprovalStore {
         lease?.token ?? '',
         String(lease?.ttlMs ?? 0),
         this.fence(record.hostId),
+        ...(extra ? Object.entries(extra).flat() : []),
       ),
       this.redis
         .pipeline()
@@ -491,6 +548,7 @@ declare module 'ioredis' {
       leaseToken: string,
       leaseTtlMs: string,
       fence: string,
+      ...fullTextFields: string[]
     ): Result<number, Context>;
     /** numberOfKeys (1 or 2), then the keys, then ARGV as CAS_SCRIPT documents. */
     csCas(numberOfKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
@@ -505,6 +563,7 @@ declare module 'ioredis' {
       fence: string,
     ): Result<unknown[], Context>;
     csStamp(approvalKey: string, token: string): Result<number, Context>;
+    csSaveFull(approvalKey: string, field: string, json: string): Result<number, Context>;
     csPostLease(
       approvalKey: string,
       leaseKey: string,

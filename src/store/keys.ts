@@ -8,7 +8,10 @@
 const PREFIX = 'cs';
 
 export const keys = {
-  /** Hash: `v` = version, `d` = record JSON. */
+  /**
+   * Hash: `v` = version, `d` = record JSON, `f` = fence; `xs`/`xa` = the full text of a subject or
+   * arguments intake cut (fullText.ts), only for such requests.
+   */
   approval: (approvalId: string) => `${PREFIX}:approval:{${approvalId}}`,
   /** Who is deciding one stage (requirement sourceIndex) of an approval, with its commandId. */
   claim: (approvalId: string, sourceIndex: number) => `${PREFIX}:claim:{${approvalId}}:${sourceIndex}`,

@@ -30,11 +30,16 @@ export interface Button {
 export const SESSION = '0198f0aa-1111-7000-8000-0000000000aa';
 
 /**
- * Every button of a message, in order, but the bot's own "don't ask again" (rememberButtonOf):
- * on a card, exactly the host's offered choices.
+ * Every button of a message, in order, but the bot's own "don't ask again" (rememberButtonOf)
+ * and "View full" (viewFullButtonOf): on a card, exactly the host's offered choices.
  */
 export function buttonsOf(message: Pick<SlackMessage, 'blocks'>): Button[] {
-  return allButtonsOf(message).filter((b) => !isRemember(b));
+  return allButtonsOf(message).filter((b) => !isRemember(b) && b.actionId !== 'cs_view_full');
+}
+
+/** The card's "View full" button, when it has one (something on it was shortened). */
+export function viewFullButtonOf(message: Pick<SlackMessage, 'blocks'>): Button | undefined {
+  return allButtonsOf(message).find((b) => b.actionId === 'cs_view_full');
 }
 
 /** The card's first "Don't ask again" button (its first scope), when it offers one. */

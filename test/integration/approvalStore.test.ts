@@ -154,4 +154,32 @@ describe.each(BACKENDS)('ApprovalStore on %s Redis', (kind) => {
     await store.update('a-12', (r) => ({ ...r, phase: 'pending', claim: undefined }));
     expect(await redis.exists(keys.claim('a-12', 0))).toBe(0);
   });
+
+  it("keeps the full text of a cut request in the record's hash: read with it, replaced, gone with it", async () => {
+    const record = sampleRecord('a-full');
+    const full = (text: string) => JSON.stringify({ parts: [{ label: 'Command', text }], omitted: 7 });
+    expect(await store.createIfAbsent(record, undefined, { xs: full('first') })).toBe(true);
+    await store.savePost(record, { channel: 'C1', ts: '1.000001' }, store.newPostLease(1000));
+
+    const read = await store.getWithFullText('C1', '1.000001', 'a-full');
+    expect(read?.record.approvalId).toBe('a-full');
+    expect(read?.full).toEqual({ subject: { parts: [{ label: 'Command', text: 'first' }], omitted: 7 } });
+    // The button's hint is only a hint: the message mapping decides.
+    expect((await store.getWithFullText('C1', '1.000001', 'other'))?.record.approvalId).toBe('a-full');
+    expect(await store.getWithFullText('C1', '9.000009', 'a-full')).toBeUndefined();
+
+    expect(await store.saveFullText('a-full', { xs: full('second') })).toBe(true);
+    expect((await store.getWithFullText('C1', '1.000001', undefined))?.full.subject?.parts[0]?.text).toBe(
+      'second',
+    );
+
+    // Final: the one key, full text and all, starts to expire.
+    await store.update('a-full', (r) => ({ ...r, phase: 'resolved' }));
+    expect(await redis.pttl(keys.approval('a-full'))).toBeGreaterThan(0);
+    expect(await redis.hexists(keys.approval('a-full'), 'xs')).toBe(1);
+
+    // A record that is gone gets no stray hash.
+    expect(await store.saveFullText('a-gone', { xs: full('late') })).toBe(false);
+    expect(await redis.exists(keys.approval('a-gone'))).toBe(0);
+  });
 });

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { Duplex } from 'node:stream';
 import { type WebSocket, WebSocketServer } from 'ws';
-import { checkMessageLimits } from '../../src/cards/limits.js';
+import { checkMessageLimits, checkViewLimits } from '../../src/cards/limits.js';
 
 export interface SlackCall {
   index: number;
@@ -1056,6 +1056,11 @@ export class FakeSlack {
       string,
       unknown
     >;
+    // A modal Slack would refuse (over 100 blocks, a section over 3,000 characters, …) fails here.
+    if (this.limitsEnabled && view.type === 'modal') {
+      const violations = checkViewLimits(view);
+      if (violations.length) return { ok: false, error: 'invalid_arguments', violations };
+    }
     let existing: SlackView | undefined;
     if (method === 'views.update') {
       const id = str(args.view_id);

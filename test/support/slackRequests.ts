@@ -179,6 +179,64 @@ export function blockActionsPayload(input: BlockActionsInput): Record<string, un
   };
 }
 
+export interface ViewBlockActionsInput {
+  userId: string;
+  /** The modal the button is in, as views.open answered: its id, callback_id and private_metadata. */
+  viewId: string;
+  callbackId: string;
+  privateMetadata: string;
+  actionId: string;
+  value: string;
+  blockId?: string;
+  triggerId?: string;
+  teamId?: string;
+}
+
+/**
+ * A block_actions payload for a button pressed inside a modal (slack-platform.md §3.1): the
+ * container is the view, and there is no channel, message or response_url.
+ */
+export function viewBlockActionsPayload(input: ViewBlockActionsInput): Record<string, unknown> {
+  const teamId = input.teamId ?? 'T1';
+  const name = input.userId.toLowerCase();
+  return {
+    type: 'block_actions',
+    api_app_id: 'A_TEST',
+    token: 'legacy-verification-token',
+    trigger_id: input.triggerId ?? `${Date.now()}.4321.${name}`,
+    team: { id: teamId, domain: 'test' },
+    enterprise: null,
+    is_enterprise_install: false,
+    user: { id: input.userId, username: name, name, team_id: teamId },
+    container: { type: 'view', view_id: input.viewId },
+    view: {
+      id: input.viewId,
+      team_id: teamId,
+      type: 'modal',
+      callback_id: input.callbackId,
+      private_metadata: input.privateMetadata,
+      hash: 'h1',
+      root_view_id: input.viewId,
+      previous_view_id: null,
+      app_id: 'A_TEST',
+      bot_id: 'B_BOT',
+      title: { type: 'plain_text', text: 'Full request' },
+      blocks: [],
+      state: { values: {} },
+    },
+    actions: [
+      {
+        type: 'button',
+        action_id: input.actionId,
+        block_id: input.blockId ?? 'actions',
+        value: input.value,
+        text: { type: 'plain_text', text: input.actionId, emoji: true },
+        action_ts: actionTs(),
+      },
+    ],
+  };
+}
+
 export interface ViewSubmissionInput {
   userId: string;
   callbackId: string;

@@ -199,6 +199,7 @@ describe('maskPrefix', () => {
       text: 't [masked aws-access-key]',
       count: 1,
       cut: false,
+      left: 0,
     });
   });
 
@@ -208,6 +209,8 @@ describe('maskPrefix', () => {
     expect(cut.cut).toBe(true);
     expect(cut.text).toBe(`${'x'.repeat(90)} `);
     expect(cut.count).toBe(0);
+    // What was left out, counted in masked characters: the marker and the tail.
+    expect(cut.left).toBe('[masked aws-access-key] tail'.length);
   });
 
   it('never keeps part of a secret that crosses the cut', () => {

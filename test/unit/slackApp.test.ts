@@ -77,6 +77,7 @@ it('listeners call Slack through the shared client; Bolt’s own client makes no
     config,
     logger,
     clicks,
+    fullText: { getWithFullText: async () => undefined },
     health: { redis: () => true, slack: () => true, hosts: () => true, whyDown: () => undefined },
     identity: () => ({ botId: 'B_BOT', botUserId: 'U_BOT' }),
     web,

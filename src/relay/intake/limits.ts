@@ -51,3 +51,10 @@ export const MAX_RECORD_CHARS =
   MAX_CUA_CHARS +
   MAX_SUBAGENT_ORIGIN_CHARS +
   RECORD_FIELDS_CHARS;
+
+/**
+ * The full text kept beside a record whose subject or arguments intake cut, for "View full": each
+ * of the two at most what one modal can show (about 90 sections of 3,000 characters), so that
+ * either alone can fill it. Kept only for requests that were cut.
+ */
+export const MAX_FULL_TEXT_CHARS = 256 * 1024;

@@ -1,9 +1,15 @@
 import type { App } from '@slack/bolt';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { CHOICE_ACTION_PATTERN, decodeChoiceValue, REMEMBER_ACTION_PATTERN } from '../../cards/ids.js';
+import {
+  CHOICE_ACTION_PATTERN,
+  decodeChoiceValue,
+  FULL_VIEW_CALLBACK_ID,
+  REMEMBER_ACTION_PATTERN,
+} from '../../cards/ids.js';
 import { subjectSummary } from '../../cards/renderCard.js';
 import { renderFeedbackModal } from '../../cards/renderFeedbackModal.js';
+import { renderFullViewSent } from '../../cards/renderFullView.js';
 import type { ClickHandler } from '../../relay/clickHandler.js';
 import type { SlackViews } from '../slackViews.js';
 
@@ -16,7 +22,37 @@ const BlockActionBody = z.looseObject({
   channel: z.looseObject({ id: z.string() }).optional(),
   message: z.looseObject({ ts: z.string() }).optional(),
   actions: z.array(z.looseObject({ action_id: z.string(), value: z.string().optional() })).min(1),
+  /** Set when the button is in a modal (the full view) rather than on the card. */
+  view: z
+    .looseObject({
+      id: z.string(),
+      callback_id: z.string().optional(),
+      private_metadata: z.string().optional(),
+    })
+    .optional(),
 });
+type BlockActionBody = z.infer<typeof BlockActionBody>;
+
+const FullViewMetadata = z.object({ channel: z.string(), ts: z.string(), approvalId: z.string() });
+
+/**
+ * The card a press is for: the message it is on, or, for a press in the full view, the card that
+ * view was opened from (its private_metadata), with the view to update.
+ */
+function cardOf(body: BlockActionBody): { channel?: string; ts?: string; viewId?: string } {
+  if (body.view?.callback_id === FULL_VIEW_CALLBACK_ID) {
+    try {
+      const { channel, ts } = FullViewMetadata.parse(JSON.parse(body.view.private_metadata ?? ''));
+      return { channel, ts, viewId: body.view.id };
+    } catch {
+      return {};
+    }
+  }
+  return {
+    channel: body.channel?.id ?? body.container?.channel_id,
+    ts: body.container?.message_ts ?? body.message?.ts,
+  };
+}
 
 /**
  * A press on a choice button. The button's value only says which button it was; the approval
@@ -39,10 +75,7 @@ export function registerChoiceButton(
   async function pressed(body: unknown, ack: () => Promise<void>, how: { remember: boolean }): Promise<void> {
     const receivedAt = Date.now();
     const parsed = BlockActionBody.safeParse(body);
-    const channel = parsed.success
-      ? (parsed.data.channel?.id ?? parsed.data.container?.channel_id)
-      : undefined;
-    const ts = parsed.success ? (parsed.data.container?.message_ts ?? parsed.data.message?.ts) : undefined;
+    const { channel, ts, viewId } = parsed.success ? cardOf(parsed.data) : {};
     const value = parsed.success ? decodeChoiceValue(parsed.data.actions[0]?.value) : undefined;
     const click =
       parsed.success && channel && ts && value
@@ -79,25 +112,34 @@ export function registerChoiceButton(
     if (checked.ok && !how.remember && checked.choice.acceptsFeedback && parsed.data.trigger_id) {
       const { record, rules } = checked;
       const subject = subjectSummary(record);
-      await views.open(
-        parsed.data.trigger_id,
-        renderFeedbackModal({
-          metadata: {
-            channel,
-            ts,
-            sourceIndex: click.sourceIndex,
-            choiceId: click.choiceId,
-            approvalId: record.approvalId,
-          },
-          choiceLabel: checked.choice.label,
-          tool: record.tool,
-          ...(subject ? { subject } : {}),
-          rejectReason: rules.rejectReason,
-          quickReasons: rules.quickReasons,
-        }) as never,
-      );
+      // From the full view the reason modal goes on top of it; Slack takes it back on submit.
+      const modal = renderFeedbackModal({
+        metadata: {
+          channel,
+          ts,
+          sourceIndex: click.sourceIndex,
+          choiceId: click.choiceId,
+          approvalId: record.approvalId,
+        },
+        choiceLabel: checked.choice.label,
+        tool: record.tool,
+        ...(subject ? { subject } : {}),
+        rejectReason: rules.rejectReason,
+        quickReasons: rules.quickReasons,
+      }) as never;
+      if (viewId) await views.push(parsed.data.trigger_id, modal);
+      else await views.open(parsed.data.trigger_id, modal);
       return;
     }
-    await clicks.click(click, checked);
+    // The full view gives up its buttons once one counted: the card shows what comes of it.
+    const sent =
+      viewId && checked.ok
+        ? views
+            .update(viewId, renderFullViewSent(checked.choice.label || checked.choice.choiceId))
+            .catch((err: unknown) => {
+              logger.warn({ err, viewId }, 'could not update the full view');
+            })
+        : undefined;
+    await Promise.all([clicks.click(click, checked), sent]);
   }
 }

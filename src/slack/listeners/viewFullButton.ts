@@ -1,0 +1,83 @@
+import type { App } from '@slack/bolt';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import { VIEW_FULL_ACTION_ID } from '../../cards/ids.js';
+import { renderFullView } from '../../cards/renderFullView.js';
+import type { ClickHandler } from '../../relay/clickHandler.js';
+import type { FullTextOf } from '../../store/fullText.js';
+import type { ApprovalRecord } from '../../store/record.js';
+import type { SlackViews } from '../slackViews.js';
+
+/** Reads a card's record with the full text kept for it (ApprovalStore). */
+export interface FullTextReader {
+  getWithFullText(
+    channel: string,
+    ts: string,
+    hint: string | undefined,
+  ): Promise<{ record: ApprovalRecord; full: FullTextOf } | undefined>;
+}
+
+const ViewFullBody = z.looseObject({
+  user: z.looseObject({ id: z.string() }),
+  trigger_id: z.string(),
+  container: z
+    .looseObject({ channel_id: z.string().optional(), message_ts: z.string().optional() })
+    .optional(),
+  channel: z.looseObject({ id: z.string() }).optional(),
+  message: z.looseObject({ ts: z.string() }).optional(),
+  actions: z.array(z.looseObject({ value: z.string().optional() })).min(1),
+});
+
+/**
+ * "View full" on a card: the whole request in a modal. Reading is open to anyone who sees the
+ * card, as the card itself is; a choice pressed in the modal is checked like one on the card.
+ */
+export function registerViewFullButton(
+  app: App,
+  deps: { reader: FullTextReader; views: SlackViews; clicks: ClickHandler; logger: Logger },
+): void {
+  const { reader, views, clicks, logger } = deps;
+  app.action(VIEW_FULL_ACTION_ID, async ({ ack, body }) => {
+    const parsed = ViewFullBody.safeParse(body);
+    const channel = parsed.success
+      ? (parsed.data.channel?.id ?? parsed.data.container?.channel_id)
+      : undefined;
+    const ts = parsed.success ? (parsed.data.container?.message_ts ?? parsed.data.message?.ts) : undefined;
+    // Read while Slack gets its acknowledgement: the trigger to open the modal lasts 3 s.
+    const reading =
+      parsed.success && channel && ts
+        ? reader.getWithFullText(channel, ts, parsed.data.actions[0]?.value || undefined)
+        : undefined;
+    reading?.catch(() => {});
+    await ack();
+    if (!parsed.success || !channel || !ts || !reading) {
+      logger.warn(
+        { issues: parsed.success ? 'no channel or ts' : parsed.error.issues },
+        'unusable View full payload',
+      );
+      return;
+    }
+    const userId = parsed.data.user.id;
+    let found: Awaited<typeof reading>;
+    try {
+      found = await reading;
+    } catch (err) {
+      logger.error({ err, channel, ts }, 'could not read the full text of a card');
+      await clicks.refuse({ channel, userId }, { code: 'cannotShowFull', why: 'unreadable' });
+      return;
+    }
+    if (!found) {
+      await clicks.refuse({ channel, userId }, { code: 'cannotShowFull', why: 'gone' });
+      return;
+    }
+    const { record, full } = found;
+    try {
+      await views.open(
+        parsed.data.trigger_id,
+        renderFullView({ record, full, metadata: { channel, ts, approvalId: record.approvalId } }),
+      );
+    } catch (err) {
+      logger.warn({ err, approvalId: record.approvalId }, 'could not open the full view');
+    }
+  });
+}

@@ -1,0 +1,213 @@
+// "View full" end to end: a request whose text the card (or intake) had to shorten can be read
+// whole in a modal, secrets masked, within Slack's modal limits; its choices decide from there
+// with the same checks as on the card.
+
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { checkViewLimits } from '../../src/cards/limits.js';
+import { SIGNING_SECRET } from '../support/bot.js';
+import { approvalFromTranscript, FakeHost, shellApproval } from '../support/fakeHost.js';
+import { FAKE_GITHUB_TOKEN } from '../support/fakeSecrets.js';
+import type { SlackCall } from '../support/fakeSlack.js';
+import { postInteraction, viewBlockActionsPayload } from '../support/slackRequests.js';
+import { buttonsOf, pressButtonAt, SESSION, textOf, viewFullButtonOf, World } from './world.js';
+
+type Block = {
+  type: string;
+  block_id?: string;
+  text?: { text: string };
+  elements?: Array<Record<string, unknown>>;
+};
+interface View {
+  callback_id: string;
+  private_metadata: string;
+  blocks: Block[];
+}
+
+const cleanups: Array<() => Promise<unknown> | unknown> = [];
+afterEach(async () => {
+  while (cleanups.length) await Promise.resolve(cleanups.pop()!()).catch(() => undefined);
+});
+
+/** One route in the tests' channel on which only alice decides. */
+async function startWorld(): Promise<World> {
+  const probe = await FakeHost.start({ sessions: [{ sessionId: SESSION, title: 'Deploy' }] });
+  const command = probe.command;
+  await probe.close();
+  const dir = mkdtempSync(join(tmpdir(), 'countersign-viewfull-'));
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  const path = join(dir, 'countersign.yml');
+  writeFileSync(
+    path,
+    `
+hosts:
+  - id: main
+    command: ${JSON.stringify(command)}
+routes:
+  - name: deploys
+    channel: C0APPROVALS
+    approvers: { users: [U0ALICE] }
+`,
+  );
+  const world = await World.start(
+    { sessions: [{ sessionId: SESSION, title: 'Deploy' }] },
+    { COUNTERSIGN_CONFIG: path, MSP_HOST_COMMAND: '' },
+  );
+  cleanups.push(() => world.close());
+  return world;
+}
+
+/** Presses the card's View full as `userId` and returns the modal the bot opened, as Slack took it. */
+async function openFullView(world: World, approvalId: string, userId: string): Promise<SlackCall> {
+  const card = await world.card(approvalId);
+  const button = viewFullButtonOf(card);
+  if (!button) throw new Error(`no View full on ${approvalId}: ${textOf(card).slice(0, 500)}`);
+  const since = world.slack.calls.length;
+  await pressButtonAt(world.bot.url, world.slack, { channel: card.channel, ts: card.ts }, button, userId);
+  const call = await world.slack.waitFor(
+    'views.open',
+    (c) => (c.args.view as View).callback_id === 'cs_full_view',
+    5_000,
+    { since },
+  );
+  // The fake Slack refuses a modal over Slack's limits: this one was taken.
+  expect(call.response).toMatchObject({ ok: true });
+  expect(checkViewLimits(call.args.view)).toEqual([]);
+  return call;
+}
+
+/** The code of the view's n-th part (its sections `cs_full_<n>_<i>`), fences taken off, joined. */
+function partCode(view: View, n: number): string {
+  return view.blocks
+    .filter((b) => b.block_id?.startsWith(`cs_full_${n}_`))
+    .map((b) => {
+      const text = b.text!.text;
+      const code = text.slice(text.indexOf('```\n') + 4);
+      return code.slice(0, code.lastIndexOf('\n```'));
+    })
+    .join('');
+}
+
+function labelOf(view: View, n: number): string | undefined {
+  return view.blocks.find((b) => b.block_id === `cs_full_${n}_0`)?.text?.text.split('\n')[0];
+}
+
+/** Presses the button labelled `label` inside the modal, as `userId`: a signed block_actions from a view. */
+async function pressInModal(world: World, opened: SlackCall, label: string, userId: string): Promise<void> {
+  const view = opened.args.view as View;
+  const button = view.blocks
+    .filter((b) => b.type === 'actions')
+    .flatMap((b) => b.elements ?? [])
+    .find((e) => (e.text as { text: string }).text === label);
+  if (!button) throw new Error(`no "${label}" in the full view`);
+  const response = await postInteraction(
+    world.bot.url,
+    SIGNING_SECRET,
+    viewBlockActionsPayload({
+      userId,
+      viewId: (opened.response.view as { id: string }).id,
+      callbackId: view.callback_id,
+      privateMetadata: view.private_metadata,
+      actionId: button.action_id as string,
+      value: button.value as string,
+    }),
+  );
+  expect(response.status).toBe(200);
+}
+
+describe('View full', () => {
+  it('a 50,000-character command opens whole in a modal, secret masked, and decides from there', async () => {
+    const world = await startWorld();
+    const filler = Array.from({ length: 6000 }, (_, i) => `--opt${i}`).join(' ');
+    const head = `deploy --token ${FAKE_GITHUB_TOKEN} `;
+    const argv = ['deploy', '--token', FAKE_GITHUB_TOKEN, filler.slice(0, 50_000 - head.length)];
+    const approval = shellApproval({ approvalId: 'full-0001', sessionId: SESSION, stages: [argv] });
+    const command = approval.subject.command!;
+    expect(command.length).toBe(50_000);
+    const masked = command.replace(FAKE_GITHUB_TOKEN, '[masked github-token]');
+    await world.host.open(approval, { via: 'both' });
+    await world.waitForCard('full-0001', (m) => buttonsOf(m).length > 0);
+
+    // Anyone who sees the card may read it: eve is no approver.
+    const opened = await openFullView(world, 'full-0001', 'U0EVE');
+    const view = opened.args.view as View;
+    expect(labelOf(view, 0)).toBe('*Command*');
+    expect(partCode(view, 0)).toBe(masked);
+    expect(JSON.stringify(view)).not.toContain(FAKE_GITHUB_TOKEN);
+    // The stage and the arguments hold it too, as masked; none of it left out.
+    expect(labelOf(view, 1)).toBe('*Stages*');
+    expect(partCode(view, 1)).toBe(`1/1  ${masked}`);
+    expect(labelOf(view, 3)).toBe('*Arguments*');
+    expect(partCode(view, 3)).toBe(JSON.stringify({ command: masked }, null, 2));
+    expect(JSON.stringify(view)).not.toContain('not shown');
+
+    // From the modal, an outsider's press is refused in the card's channel and decides nothing.
+    await pressInModal(world, opened, 'Allow once', 'U0EVE');
+    expect(await world.ephemeralTo('U0EVE')).toBe('Only <@U0ALICE> can decide on deploys.');
+    expect(world.host.decides()).toHaveLength(0);
+
+    // A choice that asks for a reason opens the reason modal on top of this one.
+    const before = world.slack.calls.length;
+    await pressInModal(world, opened, 'Reject', 'U0ALICE');
+    const pushed = await world.slack.waitFor('views.push', () => true, 5_000, { since: before });
+    expect(pushed.response).toMatchObject({ ok: true });
+    expect((pushed.args.view as View).callback_id).toBe('cs_feedback');
+    expect(world.host.decides()).toHaveLength(0);
+
+    // An approver's press is the card's click: exactly one decision reaches the host.
+    const since = world.slack.calls.length;
+    await pressInModal(world, opened, 'Allow once', 'U0ALICE');
+    const decide = await world.host.waitForDecide();
+    expect(decide.frame.params).toMatchObject({
+      approvalId: 'full-0001',
+      requirementId: { approvalId: 'full-0001', sourceIndex: 0 },
+      choiceId: 'allow_once',
+    });
+    const sent = await world.slack.waitFor('views.update', () => true, 5_000, { since });
+    expect(sent.args.view_id).toBe((opened.response.view as { id: string }).id);
+    expect(JSON.stringify(sent.args.view)).toContain('You chose *Allow once*');
+    await world.waitForCard('full-0001', (m) => textOf(m).includes('Approved'));
+    expect(world.host.decides()).toHaveLength(1);
+  });
+
+  it('a card that shows everything has no View full button', async () => {
+    const world = await startWorld();
+    await world.host.open(
+      shellApproval({ approvalId: 'full-0002', sessionId: SESSION, stages: [['make', 'deploy']] }),
+      { via: 'both' },
+    );
+    const card = await world.waitForCard('full-0002', (m) => buttonsOf(m).length > 0);
+    expect(buttonsOf(card).map((b) => b.text)).toContain('Allow once');
+    expect(viewFullButtonOf(card)).toBeUndefined();
+  });
+
+  it('text beyond what a modal holds: the modal says how many characters it left out', async () => {
+    const world = await startWorld();
+    const path = `/srv/data/${'p'.repeat(400_000)}`;
+    const approval = approvalFromTranscript('approval-round-trip', {
+      approvalId: 'full-0003',
+      sessionId: SESSION,
+      rawArgs: '',
+    });
+    approval.subject = { ...approval.subject, path };
+    approval.currentRequirementId = { ...approval.currentRequirementId, approvalId: 'full-0003' };
+    await world.host.open(approval, { via: 'both' });
+    await world.waitForCard('full-0003', (m) => buttonsOf(m).length > 0, 15_000);
+
+    const opened = await openFullView(world, 'full-0003', 'U0ALICE');
+    const view = opened.args.view as View;
+    expect(labelOf(view, 0)).toBe('*File*');
+    const shown = partCode(view, 0);
+    expect(shown.length).toBeGreaterThan(200_000);
+    expect(path.startsWith(shown)).toBe(true);
+    const note = view.blocks
+      .filter((b) => b.type === 'context')
+      .flatMap((b) => (b.elements ?? []).map((e) => String(e.text)))
+      .find((t) => t.includes('not shown'));
+    expect(note).toBe(
+      `${path.length - shown.length} characters not shown: more than one Slack view can hold.`,
+    );
+  });
+});
