@@ -144,9 +144,10 @@ describe('the ownership loop', () => {
     // Redis freezes: nothing renews, and the owner gives the host up on its own clock.
     privateRedis.pause();
     const pausedAt = Date.now();
-    await waitFor(() => !first.holds('h1'), 4_000);
+    // holds() turns false on the clock at the deadline; the timer that stops the host fires right
+    // after, a little later on a loaded machine: wait for both.
+    await waitFor(() => !first.holds('h1') && events.includes('a lost h1'), 4_000);
     expect(Date.now() - pausedAt).toBeLessThan(2_500);
-    expect(events).toContain('a lost h1');
     expect(first.fenceOf('h1')).toBeUndefined();
     privateRedis.resume();
     // Its lease ran out in Redis too: whoever takes it gets token 2, and only one of them does.
