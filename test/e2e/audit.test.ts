@@ -71,15 +71,6 @@ async function thread(world: World, approvalId: string) {
   return world.slack.repliesTo(channel, ts);
 }
 
-async function auditEntries(world: World): Promise<Array<Record<string, string>>> {
-  const entries = await world.redis.xrange(keys.audit, '-', '+');
-  return entries.map(([, fields]) => {
-    const entry: Record<string, string> = {};
-    for (let i = 0; i < fields.length; i += 2) entry[fields[i]!] = fields[i + 1]!;
-    return entry;
-  });
-}
-
 describe('the audit line in the card’s thread and the audit stream', () => {
   it('a click decision: one thread line naming who, the choice and the feedback, and one stream entry', async () => {
     const world = await startWorld();
@@ -104,7 +95,7 @@ describe('the audit line in the card’s thread and the audit stream', () => {
     expect(line).not.toContain('<@U0BOB>');
     expect(line).not.toContain('<!channel>');
 
-    const entries = await auditEntries(world);
+    const entries = await world.auditEntries();
     expect(entries).toHaveLength(1);
     expect(entries[0]).toEqual({
       kind: 'decision',

@@ -10,6 +10,7 @@ import { keys } from '../../src/store/keys.js';
 import type { ApprovalRecord } from '../../src/store/record.js';
 import { type ApprovalRequestParams, shellApproval } from '../support/fakeHost.js';
 import type { SlackMessage } from '../support/fakeSlack.js';
+import { ISSUE_RISKS } from '../support/issueRisks.js';
 import { configFile } from './teamSetup.js';
 import { buttonsOf, rememberButtonOf, SESSION, textOf, World } from './world.js';
 
@@ -40,23 +41,7 @@ routes:
     channel: C0APPROVALS
     approvers: ${APPROVERS}
 admins: [U0ADMIN]
-risks:
-  - name: force-push
-    match:
-      commands: ["git push --force*", "git push -f*", "kubectl delete *"]
-    warning: Rewrites shared history
-    quorum: 2
-  - name: secrets
-    match:
-      paths: ["**/.env", "/etc/**", "**/*.pem"]
-    warning: Touches secrets
-    approvers: { usergroups: [S0SECURITY] }
-  - name: production
-    match:
-      targets: ["*.prod.example.com"]
-      tools: ["deploy_*"]
-    warning: Production
-`;
+${ISSUE_RISKS}`;
 }
 
 async function startWorld(): Promise<World> {
@@ -122,15 +107,6 @@ async function recordOf(world: World, approvalId: string): Promise<ApprovalRecor
   return JSON.parse(raw) as ApprovalRecord;
 }
 
-async function auditEntries(world: World): Promise<Array<Record<string, string>>> {
-  const entries = await world.redis.xrange(keys.audit, '-', '+');
-  return entries.map(([, fields]) => {
-    const entry: Record<string, string> = {};
-    for (let i = 0; i < fields.length; i += 2) entry[fields[i]!] = fields[i + 1]!;
-    return entry;
-  });
-}
-
 /** Long enough for a decide that should not happen to have reached the host. */
 const settle = () => new Promise((r) => setTimeout(r, 400));
 
@@ -162,7 +138,7 @@ describe('quorum', () => {
     await settle();
     expect(decidesOf(world, id)).toHaveLength(1);
 
-    const audit = await auditEntries(world);
+    const audit = await world.auditEntries();
     expect(audit).toContainEqual(
       expect.objectContaining({ kind: 'vote', approvalId: id, userId: 'U0ALICE', votes: '1', quorum: '2' }),
     );
@@ -287,7 +263,7 @@ describe('risk rules', () => {
     await world.press(id, 'Allow once', 'U0BOB');
     await world.host.waitForDecide((d) => d.frame.params.approvalId === id);
 
-    expect(await auditEntries(world)).toContainEqual(
+    expect(await world.auditEntries()).toContainEqual(
       expect.objectContaining({
         kind: 'risk',
         approvalId: id,
@@ -296,7 +272,7 @@ describe('risk rules', () => {
         grantsOff: 'true',
       }),
     );
-    expect(await auditEntries(world)).toContainEqual(
+    expect(await world.auditEntries()).toContainEqual(
       expect.objectContaining({ kind: 'vote', approvalId: id, risks: '["force-push"]' }),
     );
   });
@@ -323,7 +299,7 @@ describe('risk rules', () => {
     await world.press(id, 'Allow once', 'U0SEC', card);
     const decide = await world.host.waitForDecide((d) => d.frame.params.approvalId === id);
     expect(decide.frame.params.choiceId).toBe('allow_once');
-    expect(await auditEntries(world)).toContainEqual(
+    expect(await world.auditEntries()).toContainEqual(
       expect.objectContaining({
         kind: 'risk',
         approvalId: id,

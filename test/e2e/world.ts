@@ -281,6 +281,16 @@ export class World {
     expect(response.status).toBe(200);
   }
 
+  /** The audit stream as it is now, oldest first, each entry's fields as a mapping. */
+  async auditEntries(): Promise<Array<Record<string, string>>> {
+    const entries = await this.redis.xrange(keys.audit, '-', '+');
+    return entries.map(([, fields]) => {
+      const entry: Record<string, string> = {};
+      for (let i = 0; i < fields.length; i += 2) entry[fields[i]!] = fields[i + 1]!;
+      return entry;
+    });
+  }
+
   /** The next ephemeral message to `userId`. */
   async ephemeralTo(userId: string, timeoutMs = 5_000): Promise<string> {
     const call = await this.slack.waitFor('chat.postEphemeral', (c) => c.args.user === userId, timeoutMs);

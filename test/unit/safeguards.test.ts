@@ -17,6 +17,7 @@ import { normalizedPath, RiskRules } from '../../src/routing/risks.js';
 import { OPEN_RULES } from '../../src/routing/route.js';
 import { Router } from '../../src/routing/router.js';
 import type { ApprovalRecord, Vote } from '../../src/store/record.js';
+import { ISSUE_RISKS } from '../support/issueRisks.js';
 import { inPhase, NOW, shellRecord } from './cardFixtures.js';
 
 function configFile(yaml: string): string {
@@ -45,26 +46,6 @@ function errorOf(yaml: string): string {
   }
   throw new Error('expected the file to be refused');
 }
-
-/** The issue's example, as the file says it. */
-const ISSUE_RISKS = `
-risks:
-  - name: force-push
-    match:
-      commands: ["git push --force*", "git push -f*", "kubectl delete *"]
-    warning: Rewrites shared history
-    quorum: 2
-  - name: secrets
-    match:
-      paths: ["**/.env", "/etc/**", "**/*.pem"]
-    warning: Touches secrets
-    approvers: { usergroups: [S0SECURITY] }
-  - name: production
-    match:
-      targets: ["*.prod.example.com"]
-      tools: ["deploy_*"]
-    warning: Production
-`;
 
 function shell(...stages: string[][]): ApprovalSubject {
   return {
