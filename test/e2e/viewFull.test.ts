@@ -2,16 +2,14 @@
 // whole in a modal, secrets masked, within Slack's modal limits; its choices decide from there
 // with the same checks as on the card.
 
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { checkViewLimits } from '../../src/cards/limits.js';
 import { SIGNING_SECRET } from '../support/bot.js';
-import { approvalFromTranscript, FakeHost, shellApproval } from '../support/fakeHost.js';
+import { approvalFromTranscript, shellApproval } from '../support/fakeHost.js';
 import { FAKE_GITHUB_TOKEN } from '../support/fakeSecrets.js';
 import type { SlackCall } from '../support/fakeSlack.js';
 import { postInteraction, viewBlockActionsPayload } from '../support/slackRequests.js';
+import { configFile } from './teamSetup.js';
 import { buttonsOf, pressButtonAt, SESSION, textOf, viewFullButtonOf, World } from './world.js';
 
 type Block = {
@@ -33,27 +31,13 @@ afterEach(async () => {
 
 /** One route in the tests' channel on which only alice decides. */
 async function startWorld(): Promise<World> {
-  const probe = await FakeHost.start({ sessions: [{ sessionId: SESSION, title: 'Deploy' }] });
-  const command = probe.command;
-  await probe.close();
-  const dir = mkdtempSync(join(tmpdir(), 'countersign-viewfull-'));
-  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-  const path = join(dir, 'countersign.yml');
-  writeFileSync(
-    path,
-    `
-hosts:
-  - id: main
-    command: ${JSON.stringify(command)}
-routes:
-  - name: deploys
-    channel: C0APPROVALS
-    approvers: { users: [U0ALICE] }
-`,
+  const config = configFile(
+    'routes:\n  - { name: deploys, channel: C0APPROVALS, approvers: { users: [U0ALICE] } }\n',
   );
+  cleanups.push(config.remove);
   const world = await World.start(
     { sessions: [{ sessionId: SESSION, title: 'Deploy' }] },
-    { COUNTERSIGN_CONFIG: path, MSP_HOST_COMMAND: '' },
+    { COUNTERSIGN_CONFIG: config.path },
   );
   cleanups.push(() => world.close());
   return world;
