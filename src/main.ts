@@ -53,6 +53,7 @@ import { RecentDecisions } from './store/recentDecisions.js';
 import { createRedisClient } from './store/redisConnection.js';
 import { RedisHealth } from './store/redisHealth.js';
 import { RedisSessionMemory } from './store/sessionMemory.js';
+import { Activity } from './util/activity.js';
 import { VERSION } from './version.js';
 
 /** How often expired grants are taken out of Redis (they stop matching the moment they expire). */
@@ -146,6 +147,7 @@ async function main(): Promise<void> {
   });
 
   const risks = new RiskRules(config.risks);
+  const activity = new Activity();
   // Names, never mentions, on a card: see renderApprovers.ts.
   const approverNames = new ApproverNames(slackClient, {
     ...namedInConfig(
@@ -159,6 +161,7 @@ async function main(): Promise<void> {
   const noticeSender = new SlackNoticeSender(slackClient, logger);
   const noticeLedger = new RedisNoticeLedger(redis, { ttlMs: config.resolvedTtlMs });
   const notices = new DecisionNotices({
+    activity,
     sender: noticeSender,
     ledger: noticeLedger,
     audit: auditTrail,
@@ -167,6 +170,7 @@ async function main(): Promise<void> {
   });
   const keeper: RecordKeeper = new RecordKeeper({
     store,
+    activity,
     cards: cardChannel,
     fenceOf: (hostId) => ownership.fenceOf(hostId),
     render: (record, now) =>
@@ -266,6 +270,7 @@ async function main(): Promise<void> {
     newCommandId: () => uuidv7(),
     mayAct: (hostId) => ownership.holds(hostId),
     forward: (request) => forwarding.forward(request),
+    activity,
   });
   forwarding.decideWith((request) => decider.decide(request));
   const grantLines = new SlackGrantLines(noticeSender, { showHost: config.msp.hosts.length > 1 });
@@ -409,6 +414,7 @@ async function main(): Promise<void> {
     whyDown: (part: keyof typeof whyDown) => whyDown[part](),
     hostStatus: () => hostStatus(hosts.status(), ownership.standings()),
     replica: () => replicaId,
+    activity: () => activity.counts,
     escalationFailures: () => ({
       ...escalator.failures,
       'pagerduty-trigger': pagerDuty.failures.trigger,

@@ -265,7 +265,7 @@ export class HostSupervisor implements ApprovalHost {
           logger: this.logger,
         },
       );
-      log.info({ status: result.status, terminal: result.terminal }, 'decision admitted by the host');
+      log.debug({ status: result.status, terminal: result.terminal }, 'decision admitted by the host');
       return result;
     } catch (error) {
       const fields = error instanceof MspError ? { kind: error.kind, code: error.code } : { err: error };

@@ -6,6 +6,7 @@ import type { ApprovalHost } from '../msp/events.js';
 import { RequirementRef } from '../msp/protocol.js';
 import type { ApprovalStore } from '../store/approvalStore.js';
 import type { ApprovalRecord, Claim, GrantRef } from '../store/record.js';
+import type { Activity } from '../util/activity.js';
 import { byDeadline, LATE } from '../util/byDeadline.js';
 import { lazyChild } from '../util/lazyChild.js';
 import { type NotDecidable, whyNotDecidable } from './decisionCheck.js';
@@ -92,6 +93,8 @@ export interface DeciderOptions {
   mayAct?: (hostId: string) => boolean;
   /** Hands a decision for a host another replica owns to that replica (DecisionForwarding). */
   forward?: (request: DecisionRequest) => Promise<DecisionOutcome>;
+  /** Counts for /metrics (decisions the host accepted). */
+  activity?: Activity;
 }
 
 /** Re-checks after the approval changed under a decision, before giving up as stale. */
@@ -298,7 +301,8 @@ export class Decider {
     for (let asked = claim.unanswered ?? 0; ; ) {
       try {
         const result = await host.decide(params);
-        log().info(
+        this.options.activity?.count('decisionsSent');
+        log().debug(
           { terminal: result.terminal, choiceId: claim.choiceId, userId: claim.userId, via: claim.via },
           'decision accepted',
         );

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { type ResolvedRecord, renderRequesterDm, renderThreadLine } from '../cards/renderDecisionNotice.js';
 import type { ApprovalRecord } from '../store/record.js';
+import type { Activity } from '../util/activity.js';
 import type { AuditTrail } from './ports.js';
 
 /** The Slack side of the notices (slack/slackNotices.ts). */
@@ -28,6 +29,8 @@ export interface DecisionNoticesOptions {
   /** The Slack user whose agent a host runs (config hosts[].owner). */
   ownerOf: (hostId: string) => string | undefined;
   logger: Logger;
+  /** Counts for /metrics (notices sent). */
+  activity?: Activity;
 }
 
 /**
@@ -144,7 +147,8 @@ export class DecisionNotices {
     let outcome = 'sent';
     try {
       await send();
-      logger.info({ approvalId, notice: kind }, 'decision notice sent');
+      this.options.activity?.count('noticesSent');
+      logger.debug({ approvalId, notice: kind }, 'decision notice sent');
     } catch (err) {
       outcome = `failed: ${err instanceof Error ? err.message : String(err)}`.slice(0, 200);
       logger.error({ err, approvalId, notice: kind }, 'decision notice not sent');

@@ -7,6 +7,7 @@ import {
   type PostLease,
 } from '../store/approvalStore.js';
 import type { ApprovalRecord, Claim } from '../store/record.js';
+import type { Activity } from '../util/activity.js';
 import { KeyedQueue } from '../util/keyedQueue.js';
 import { type CardChannel, HostLostError, type RenderedMessage } from './ports.js';
 import { cardRevealed, claimed, withCurrentVotes } from './recordMutations.js';
@@ -30,6 +31,8 @@ export interface RecordKeeperOptions {
    * throw and must not wait.
    */
   onChange?: (record: ApprovalRecord) => void;
+  /** Counts for /metrics (cards posted). */
+  activity?: Activity;
 }
 
 /**
@@ -290,7 +293,8 @@ export class RecordKeeper {
     clearInterval(renewing);
     const saved = await store.savePost(record, posted, lease);
     if (saved) this.changed(saved.record);
-    logger.info(
+    this.options.activity?.count('cardsPosted');
+    logger.debug(
       {
         approvalId,
         sessionId: record.sessionId,

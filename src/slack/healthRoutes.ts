@@ -1,5 +1,6 @@
 import type { CustomRoute } from '@slack/bolt';
 import type { HostStatus } from '../msp/hostFleet.js';
+import type { ActivityKind } from '../util/activity.js';
 
 export type HealthPart = 'redis' | 'slack' | 'host';
 
@@ -16,6 +17,29 @@ export interface HealthProbe {
   escalationFailures?(): Record<string, number>;
   /** This process's identity among the replicas (`<replica>#<nonce>`). */
   replica?(): string;
+  /** What the bot did since it started (cards posted, decisions sent, notices sent). */
+  activity?(): Record<ActivityKind, number>;
+}
+
+const ACTIVITY_METRICS: Record<ActivityKind, { name: string; help: string }> = {
+  cardsPosted: { name: 'countersign_cards_posted_total', help: 'Approval cards posted to Slack.' },
+  decisionsSent: {
+    name: 'countersign_decisions_sent_total',
+    help: 'Decisions the MSP host accepted (approval/decide), whoever made them.',
+  },
+  noticesSent: {
+    name: 'countersign_notices_sent_total',
+    help: 'Decision notices sent: thread lines, audit entries and requester DMs.',
+  },
+};
+
+/** One counter per kind of activity: per-approval work is counted here, not logged at info. */
+function activityCounters(counts: Record<ActivityKind, number> | undefined): string[] {
+  if (!counts) return [];
+  return (Object.entries(counts) as Array<[ActivityKind, number]>).flatMap(([kind, n]) => {
+    const { name, help } = ACTIVITY_METRICS[kind];
+    return [`# HELP ${name} ${help}`, `# TYPE ${name} counter`, `${name} ${n}`];
+  });
 }
 
 /** Which hosts this replica runs and which it stands by for (their owner runs them). */
@@ -124,6 +148,7 @@ export function healthRoutes(probe: HealthProbe): CustomRoute[] {
             ...hostGauges(probe.hostStatus?.() ?? []),
             ...ownershipGauges(probe.hostStatus?.() ?? []),
             ...escalationCounters(probe.escalationFailures?.()),
+            ...activityCounters(probe.activity?.()),
             '# HELP process_resident_memory_bytes Resident memory size in bytes.',
             '# TYPE process_resident_memory_bytes gauge',
             `process_resident_memory_bytes ${memory.rss}`,

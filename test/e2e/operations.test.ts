@@ -73,6 +73,32 @@ describe('running it', () => {
     );
   });
 
+  it('/metrics counts cards posted, decisions sent and notices sent, which are logged at debug only', async () => {
+    const world = await World.start();
+    cleanups.push(() => world.close());
+    const metric = async (name: string) => {
+      const text = await (await fetch(`${world.bot.url}/metrics`)).text();
+      const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+      return Number(line?.split(' ')[1]);
+    };
+    expect(await metric('countersign_cards_posted_total')).toBe(0);
+    await world.host.open(approvalFromTranscript('approval-round-trip', { approvalId: 'count-0001' }), {
+      via: 'both',
+    });
+    await world.waitForCard('count-0001', (m) => buttonsOf(m).length > 0);
+    expect(await metric('countersign_cards_posted_total')).toBe(1);
+    expect(await metric('countersign_decisions_sent_total')).toBe(0);
+    await world.press('count-0001', 'Allow once');
+    await world.host.waitForDecide();
+    await world.bot.waitForLog((l) => l.msg === 'decision notice sent');
+    expect(await metric('countersign_decisions_sent_total')).toBe(1);
+    expect(await metric('countersign_notices_sent_total')).toBeGreaterThanOrEqual(1);
+    const perApproval = ['card posted', 'decision accepted', 'decision notice sent'];
+    const lines = world.bot.logs.filter((l) => perApproval.includes(l.msg ?? ''));
+    expect(lines.length).toBeGreaterThanOrEqual(3);
+    expect(lines.every((l) => l.level === 20)).toBe(true);
+  });
+
   it('SIGTERM finishes the decision in flight before it closes the host', async () => {
     const world = await World.start();
     cleanups.push(() => world.close());
