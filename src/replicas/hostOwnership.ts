@@ -196,11 +196,13 @@ export class HostOwnership {
     clearTimeout(held.expiry);
     held.expiry = setTimeout(
       () => {
-        if (this.held.get(hostId) === held && this.clock() >= held.validUntil) {
-          this.lose(hostId, 'its lease could not be renewed in time');
-        }
+        if (this.held.get(hostId) !== held) return;
+        // A timer may fire a little before the monotonic clock reaches its deadline (libuv counts
+        // whole milliseconds from the loop's cached time): wait out the rest, never skip the stop.
+        if (this.clock() < held.validUntil) this.extend(hostId, held, held.validUntil);
+        else this.lose(hostId, 'its lease could not be renewed in time');
       },
-      Math.max(0, validUntil - this.clock()),
+      Math.max(0, Math.ceil(validUntil - this.clock())),
     );
     held.expiry.unref();
   }

@@ -158,6 +158,37 @@ describe('the ownership loop', () => {
   }, 20_000);
 });
 
+describe('the lease deadline', () => {
+  it('stops the host at its deadline even when the expiry timer fires before the clock gets there', async () => {
+    // Renewals never come back (Redis stalled), and the clock the lease is counted on runs 1%
+    // slower than timers: each timer fires "early", as libuv's whole milliseconds can.
+    const leases = new HostLeases(redis);
+    const unanswered: Array<() => void> = [];
+    const stalled = Object.assign(Object.create(leases) as HostLeases, {
+      renew: () => new Promise<boolean>((_, reject) => unanswered.push(() => reject(new Error('stalled')))),
+    });
+    const lost: string[] = [];
+    const ownership = new HostOwnership({
+      leases: stalled,
+      replicaId: 'slow#1',
+      hostIds: ['h1'],
+      ttlMs: 2_000,
+      logger: quiet,
+      clock: () => performance.now() * 0.99,
+      onGained: async () => {},
+      onLost: (hostId) => {
+        lost.push(hostId);
+      },
+    });
+    ownership.start();
+    await waitFor(() => ownership.holds('h1'));
+    await waitFor(() => lost.includes('h1'), 4_000);
+    expect(ownership.holds('h1')).toBe(false);
+    for (const fail of unanswered) fail();
+    await ownership.stop();
+  }, 10_000);
+});
+
 describe('a restarted replica', () => {
   it('takes its hosts back at once from an earlier process of its own that is gone, never from a live one', async () => {
     const leases = new HostLeases(redis);
