@@ -27,13 +27,14 @@ import { FALLBACK_ROUTE_NAME, Router } from './routing/router.js';
 import { createShutdown } from './shutdown.js';
 import { AppHome } from './slack/appHome.js';
 import { ApproverNames, namedInConfig } from './slack/approverNames.js';
+import { directCardCalls } from './slack/cardCalls.js';
 import { type BotIdentity, createSlackApp } from './slack/createSlackApp.js';
 import { SlackGroupDirectory } from './slack/groupDirectory.js';
 import { Permalinks } from './slack/permalinks.js';
 import { SlackCardChannel } from './slack/slackCardChannel.js';
 import { SlackEscalationSender, SlackPagerDutyOnCall } from './slack/slackEscalation.js';
 import { classifySlackError } from './slack/slackFailures.js';
-import { createSlackFetch } from './slack/slackFetch.js';
+import { createSlackFetch, createSlackPool } from './slack/slackFetch.js';
 import { SlackGrantLines } from './slack/slackGrantLines.js';
 import { SlackNoticeSender } from './slack/slackNotices.js';
 import { describeSlackFailure, SlackReachability } from './slack/slackReachability.js';
@@ -115,7 +116,8 @@ async function main(): Promise<void> {
   });
   const redisHealth = new RedisHealth(redis, { logger });
   // One Web API client and one connection pool for every Slack call: cards, notes, listeners.
-  const slackTransport = createSlackFetch();
+  const slackPool = createSlackPool();
+  const slackTransport = createSlackFetch(slackPool);
   const slackClient = createWebClient({
     token: config.slack.botToken,
     apiUrl: config.slack.apiUrl,
@@ -125,6 +127,12 @@ async function main(): Promise<void> {
   });
   let slackUp = false;
   const cardChannel = new SlackCardChannel(slackClient, logger, {
+    calls: directCardCalls({
+      token: config.slack.botToken,
+      apiUrl: config.slack.apiUrl,
+      dispatcher: slackPool,
+      timeoutMs: config.slack.apiTimeoutMs,
+    }),
     onFatal: () => {
       slackUp = false;
     },

@@ -1,5 +1,5 @@
-import type { WebClient } from '@slack/web-api';
 import { HostLostError, type RenderedMessage } from '../relay/ports.js';
+import type { CardCalls } from './cardCalls.js';
 import type { CallFields, SlackCallLog } from './slackCallLog.js';
 import { classifySlackError } from './slackFailures.js';
 import {
@@ -55,7 +55,7 @@ export class CardUpdates {
   private readonly timing: RetryTiming;
 
   constructor(
-    private readonly client: WebClient,
+    private readonly calls: CardCalls,
     private readonly log: SlackCallLog,
     private readonly signal: AbortSignal,
     options: CardUpdatesOptions = {},
@@ -114,7 +114,7 @@ export class CardUpdates {
         }
         attempts += 1;
         try {
-          await this.client.chat.update({
+          await this.calls.update({
             channel: entry.channel,
             ts: entry.ts,
             text: message.text,

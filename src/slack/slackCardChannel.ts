@@ -8,6 +8,7 @@ import {
   type UserNotifier,
 } from '../relay/ports.js';
 import { KeyedQueue } from '../util/keyedQueue.js';
+import { type CardCalls, webClientCardCalls } from './cardCalls.js';
 import { cardMetadata } from './cardMetadata.js';
 import { CardUpdates } from './cardUpdates.js';
 import { findPostedCard } from './findPostedCard.js';
@@ -26,6 +27,8 @@ export interface SlackCardChannelOptions {
   onFatal?: (error: string) => void;
   now?: () => Date;
   timing?: RetryTiming;
+  /** How cards are posted and updated; through `client` when not given (see cardCalls.ts). */
+  calls?: CardCalls;
 }
 
 interface Posted {
@@ -57,6 +60,7 @@ export class SlackCardChannel implements CardChannel, UserNotifier {
   private readonly lostPosts = new Map<string, Date>();
   /** `#name` → channel ID, from post answers: conversations.history takes only IDs. */
   private readonly channelIds = new Map<string, string>();
+  private readonly calls: CardCalls;
 
   constructor(
     private readonly client: WebClient,
@@ -66,7 +70,8 @@ export class SlackCardChannel implements CardChannel, UserNotifier {
     this.log = new SlackCallLog(logger, options.onFatal);
     this.now = options.now ?? (() => new Date());
     this.timing = options.timing ?? realTiming;
-    this.updates = new CardUpdates(client, this.log, this.stopping.signal, { timing: this.timing });
+    this.calls = options.calls ?? webClientCardCalls(client);
+    this.updates = new CardUpdates(this.calls, this.log, this.stopping.signal, { timing: this.timing });
   }
 
   post(channel: string, render: () => RenderedMessage, options: PostOptions): Promise<Posted> {
@@ -117,7 +122,7 @@ export class SlackCardChannel implements CardChannel, UserNotifier {
         }
       }
       try {
-        const result = await this.client.chat.postMessage({
+        const result = await this.calls.postMessage({
           channel,
           text: message.text,
           blocks: message.blocks as never,

@@ -1,5 +1,14 @@
 import type { FetchFunction } from '@slack/web-api';
-import { Agent, request } from 'undici';
+import { Agent, type Dispatcher, request } from 'undici';
+
+/** The one keep-alive pool of the process's Slack calls (the client's and cardCalls.ts's). */
+export function createSlackPool(): Dispatcher {
+  return new Agent({
+    keepAliveTimeout: 30_000,
+    keepAliveMaxTimeout: 60_000,
+    keepAliveTimeoutThreshold: 500,
+  });
+}
 
 /**
  * The transport every Slack Web API client uses: undici's request() over one keep-alive pool,
@@ -10,12 +19,7 @@ import { Agent, request } from 'undici';
  * spec machinery (Request, Response, streams) costs more CPU per call than the call's I/O. The
  * numbers are in README "Performance" (bench/).
  */
-export function createSlackFetch(): FetchFunction {
-  const dispatcher = new Agent({
-    keepAliveTimeout: 30_000,
-    keepAliveMaxTimeout: 60_000,
-    keepAliveTimeoutThreshold: 500,
-  });
+export function createSlackFetch(dispatcher: Dispatcher = createSlackPool()): FetchFunction {
   return async (url, init = {}) => {
     const res = await request(url, {
       method: (init.method ?? 'GET') as 'POST',

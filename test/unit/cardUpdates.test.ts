@@ -1,6 +1,7 @@
 import { ErrorCode, type WebClient } from '@slack/web-api';
 import { describe, expect, it } from 'vitest';
 import { HostLostError, type RenderedMessage } from '../../src/relay/ports.js';
+import { webClientCardCalls } from '../../src/slack/cardCalls.js';
 import { CardUpdates } from '../../src/slack/cardUpdates.js';
 import { SlackCallLog } from '../../src/slack/slackCallLog.js';
 import { type RetryTiming, SlackStoppedError } from '../../src/slack/slackRetry.js';
@@ -88,7 +89,9 @@ function setup() {
   const timing = new ManualTiming();
   const { logger, lines } = captureLogger();
   const stop = new AbortController();
-  const updates = new CardUpdates(slack.client, new SlackCallLog(logger), stop.signal, { timing });
+  const updates = new CardUpdates(webClientCardCalls(slack.client), new SlackCallLog(logger), stop.signal, {
+    timing,
+  });
   return { slack, timing, lines, stop, updates };
 }
 

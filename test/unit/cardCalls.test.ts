@@ -1,0 +1,107 @@
+// The card's own two calls, sent as JSON over the shared pool: what Slack receives, and each
+// failure thrown as the Web API client's error, so the failure table reads them as before.
+
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { directCardCalls } from '../../src/slack/cardCalls.js';
+import { classifySlackError } from '../../src/slack/slackFailures.js';
+import { createSlackPool } from '../../src/slack/slackFetch.js';
+
+interface Seen {
+  url: string;
+  headers: http.IncomingHttpHeaders;
+  body: unknown;
+}
+
+const servers: http.Server[] = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((s) => new Promise((r) => s.close(r))));
+});
+
+/** A Slack stand-in answering every call with `reply`; resolves with its API URL and what it saw. */
+async function slack(reply: (res: http.ServerResponse) => void): Promise<{ apiUrl: string; seen: Seen[] }> {
+  const seen: Seen[] = [];
+  const server = http.createServer((req, res) => {
+    let raw = '';
+    req.on('data', (chunk) => {
+      raw += chunk;
+    });
+    req.on('end', () => {
+      seen.push({ url: req.url ?? '', headers: req.headers, body: JSON.parse(raw) });
+      reply(res);
+    });
+  });
+  servers.push(server);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { apiUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/`, seen };
+}
+
+const json =
+  (status: number, body: object, headers: Record<string, string> = {}) =>
+  (res: http.ServerResponse) => {
+    res.writeHead(status, { 'content-type': 'application/json', ...headers });
+    res.end(JSON.stringify(body));
+  };
+
+function calls(apiUrl: string, timeoutMs = 2_000) {
+  return directCardCalls({ token: 'xoxb-card', apiUrl, dispatcher: createSlackPool(), timeoutMs });
+}
+
+const CARD = { channel: 'C0CARDS', text: 'Approval needed', blocks: [{ type: 'divider' }] };
+
+describe('chat.postMessage and chat.update as JSON', () => {
+  it('posts the card as JSON with the bot token and answers with its place', async () => {
+    const { apiUrl, seen } = await slack(json(200, { ok: true, ts: '1.0001', channel: 'C0CARDS' }));
+    expect(await calls(apiUrl).postMessage(CARD)).toEqual({ ts: '1.0001', channel: 'C0CARDS' });
+    await calls(apiUrl).update({ ...CARD, ts: '1.0001' });
+    expect(seen.map((s) => s.url)).toEqual(['/api/chat.postMessage', '/api/chat.update']);
+    expect(seen[0]!.headers.authorization).toBe('Bearer xoxb-card');
+    expect(seen[0]!.headers['content-type']).toMatch(/^application\/json/);
+    // Blocks travel as JSON, not as a JSON string inside a form.
+    expect(seen[0]!.body).toEqual(CARD);
+  });
+
+  it.each([
+    [
+      'a 429',
+      json(429, { ok: false, error: 'ratelimited' }, { 'retry-after': '7' }),
+      { kind: 'rateLimited', retryAfterMs: 7_000 },
+    ],
+    ['a 503', json(503, {}), { kind: 'retry', error: 'http_503' }],
+    ['a 400', json(400, {}), { kind: 'refused', error: 'http_400' }],
+    [
+      'ok: false',
+      json(200, { ok: false, error: 'channel_not_found' }),
+      { kind: 'notInChannel', error: 'channel_not_found' },
+    ],
+    [
+      'a revoked token',
+      json(200, { ok: false, error: 'token_revoked' }),
+      { kind: 'fatal', error: 'token_revoked' },
+    ],
+    [
+      'a refused card',
+      json(200, { ok: false, error: 'invalid_blocks' }),
+      { kind: 'badMessage', error: 'invalid_blocks' },
+    ],
+  ])('%s is the Web API client’s error, classified as before', async (_what, reply, failure) => {
+    const { apiUrl } = await slack(reply);
+    const err = await calls(apiUrl)
+      .postMessage(CARD)
+      .catch((e: unknown) => e);
+    expect(classifySlackError(err)).toEqual(failure);
+  });
+
+  it('no answer in time, or nobody listening, is a lost answer: retried', async () => {
+    const { apiUrl } = await slack(() => {});
+    const late = await calls(apiUrl, 200)
+      .postMessage(CARD)
+      .catch((e: unknown) => e);
+    expect(classifySlackError(late)).toEqual({ kind: 'retry', error: 'timeout' });
+    const closed = await calls('http://127.0.0.1:1/api/')
+      .postMessage(CARD)
+      .catch((e: unknown) => e);
+    expect(classifySlackError(closed)).toEqual({ kind: 'retry', error: 'connection_refused' });
+  });
+});
