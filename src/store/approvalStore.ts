@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { ChainableCommander, Result } from 'ioredis';
+import type { Result } from 'ioredis';
 import { FULL_TEXT_FIELDS, FullText, type FullTextOf } from './fullText.js';
 import { keys } from './keys.js';
 import { ApprovalRecord, Claim, isTerminal } from './record.js';
@@ -27,6 +27,14 @@ redis.call('HSET', KEYS[1], 'v', ARGV[1], 'd', ARGV[2])
 if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'f', ARGV[5]) end
 for i = 6, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
 if ARGV[3] ~= '' then redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[4]) end
+return 1
+`;
+
+/** An approval joins its host's and session's open sets; its session is known to the host. */
+const OPEN_SCRIPT = `
+redis.call('SADD', KEYS[1], ARGV[1])
+redis.call('SADD', KEYS[2], ARGV[1])
+redis.call('HSETNX', KEYS[3], ARGV[2], '{}')
 return 1
 `;
 
@@ -180,7 +188,11 @@ export class ApprovalStore {
     this.claimTtlMs = options.claimTtlMs ?? 24 * 60 * 60 * 1000;
     redis.defineCommand('csCreate', { numberOfKeys: 2, lua: CREATE_SCRIPT });
     redis.defineCommand('csSaveFull', { numberOfKeys: 1, lua: SAVE_FULL_SCRIPT });
-    redis.defineCommand('csCas', { lua: CAS_SCRIPT });
+    // Two fixed key counts rather than one command taking its count first: a Cluster routes a
+    // command by its keys, so each is sent on its own, never wrapped in a pipeline to be routed.
+    redis.defineCommand('csCas', { numberOfKeys: 1, lua: CAS_SCRIPT });
+    redis.defineCommand('csCasReleasing', { numberOfKeys: 2, lua: CAS_SCRIPT });
+    redis.defineCommand('csOpen', { numberOfKeys: 3, lua: OPEN_SCRIPT });
     redis.defineCommand('csClaim', { numberOfKeys: 2, lua: CLAIM_SCRIPT });
     redis.defineCommand('csRelease', { numberOfKeys: 1, lua: RELEASE_SCRIPT });
     redis.defineCommand('csRenew', { numberOfKeys: 1, lua: RENEW_SCRIPT });
@@ -272,13 +284,13 @@ export class ApprovalStore {
         this.fence(record.hostId),
         ...(extra ? Object.entries(extra).flat() : []),
       ),
-      this.redis
-        .pipeline()
-        .sadd(keys.openApprovals(record.hostId), record.approvalId)
-        .sadd(keys.openInSession(record.hostId, record.sessionId), record.approvalId)
-        .hsetnx(keys.sessions(record.hostId), record.sessionId, '{}')
-        .exec()
-        .then(throwFirstError),
+      this.redis.csOpen(
+        keys.openApprovals(record.hostId),
+        keys.openInSession(record.hostId, record.sessionId),
+        keys.sessions(record.hostId),
+        record.approvalId,
+        record.sessionId,
+      ),
     ]);
     return created === 1;
   }
@@ -307,12 +319,13 @@ export class ApprovalStore {
       const unsynced = written.slack.ts
         ? this.redis.zadd(keys.unsyncedCards(), Date.now(), approvalId)
         : undefined;
-      const pipe = this.redis.pipeline();
       // A dropped claim's key must not outlive it: a host that asks that stage again (a restart
       // recovery under the same id) must find it free.
-      this.cas(pipe, current, written, dropped ? current.claim : undefined);
-      const [results] = await Promise.all([pipe.exec(), unsynced, this.whenFinal(current, written)]);
-      const result = firstResult(results);
+      const [result] = await Promise.all([
+        this.cas(current, written, dropped ? current.claim : undefined),
+        unsynced,
+        this.whenFinal(current, written),
+      ]);
       if (result === 1) return { record: written, changed: true, previous: current };
       if (result === -1) return undefined;
       if (result === -2) throw new FencedError(current.hostId);
@@ -331,30 +344,23 @@ export class ApprovalStore {
   ): Promise<UpdateResult | undefined> {
     const written = this.nextVersion(record, { ...record, slack: { ...record.slack, ...card } });
     const messageKey = keys.message(card.channel, card.ts);
-    const [results] = await Promise.all([
-      // In a pipeline of its own, as cas() sends it: csCas takes its key count first, and
-      // auto-pipelining on a Cluster would route the command by that count instead of its keys.
-      this.redis
-        .pipeline()
-        .csCas(
-          2,
-          keys.approval(record.approvalId),
-          keys.postLease(record.approvalId),
-          String(record.version),
-          String(written.version),
-          JSON.stringify(written),
-          String(isTerminal(written) ? this.options.resolvedTtlMs : 0),
-          lease.token,
-          '1',
-          this.fence(record.hostId),
-        )
-        .exec(),
+    const [result] = await Promise.all([
+      this.redis.csCasReleasing(
+        keys.approval(record.approvalId),
+        keys.postLease(record.approvalId),
+        String(record.version),
+        String(written.version),
+        JSON.stringify(written),
+        String(isTerminal(written) ? this.options.resolvedTtlMs : 0),
+        lease.token,
+        '1',
+        this.fence(record.hostId),
+      ),
       // The message's own slot: mapped whether or not the write won, as it always was.
       isTerminal(record)
         ? this.redis.set(messageKey, record.approvalId, 'PX', this.options.resolvedTtlMs)
         : this.redis.set(messageKey, record.approvalId),
     ]);
-    const result = firstResult(results);
     if (result === 1) return { record: written, changed: true, previous: record };
     if (result === -1) return undefined;
     if (result === -2) throw new FencedError(record.hostId);
@@ -484,22 +490,14 @@ export class ApprovalStore {
     return { ...next, version: current.version + 1, updatedAt: new Date().toISOString() };
   }
 
-  private cas(
-    pipe: ChainableCommander,
-    current: ApprovalRecord,
-    written: ApprovalRecord,
-    release: Claim | undefined,
-  ): void {
+  private cas(current: ApprovalRecord, written: ApprovalRecord, release: Claim | undefined): Promise<number> {
     const ttl = String(isTerminal(written) ? this.options.resolvedTtlMs : 0);
-    const args = [String(current.version), String(written.version), JSON.stringify(written), ttl];
+    const args = [String(current.version), String(written.version), JSON.stringify(written), ttl] as const;
     const approvalKey = keys.approval(current.approvalId);
     const fence = this.fence(current.hostId);
-    if (release) {
-      const claimKey = keys.claim(current.approvalId, release.sourceIndex);
-      pipe.csCas(2, approvalKey, claimKey, ...args, release.commandId, '0', fence);
-    } else {
-      pipe.csCas(1, approvalKey, ...args, '', '0', fence);
-    }
+    if (!release) return this.redis.csCas(approvalKey, ...args, '', '0', fence);
+    const claimKey = keys.claim(current.approvalId, release.sourceIndex);
+    return this.redis.csCasReleasing(approvalKey, claimKey, ...args, release.commandId, '0', fence);
   }
 
   /**
@@ -550,8 +548,36 @@ declare module 'ioredis' {
       fence: string,
       ...fullTextFields: string[]
     ): Result<number, Context>;
-    /** numberOfKeys (1 or 2), then the keys, then ARGV as CAS_SCRIPT documents. */
-    csCas(numberOfKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
+    /** ARGV as CAS_SCRIPT documents. */
+    csCas(
+      approvalKey: string,
+      expectedVersion: string,
+      nextVersion: string,
+      json: string,
+      ttlMs: string,
+      leaseToken: string,
+      releaseAlways: string,
+      fence: string,
+    ): Result<number, Context>;
+    /** csCas that also releases KEYS[2] (a claim or the post lease) when it holds ARGV[5]. */
+    csCasReleasing(
+      approvalKey: string,
+      releaseKey: string,
+      expectedVersion: string,
+      nextVersion: string,
+      json: string,
+      ttlMs: string,
+      token: string,
+      releaseAlways: string,
+      fence: string,
+    ): Result<number, Context>;
+    csOpen(
+      openKey: string,
+      sessionOpenKey: string,
+      sessionsKey: string,
+      approvalId: string,
+      sessionId: string,
+    ): Result<number, Context>;
     csClaim(
       approvalKey: string,
       claimKey: string,
