@@ -57,6 +57,44 @@ const fenceCheck = (n: number) =>
   `ARGV[${n}] ~= '' and tonumber(ARGV[${n}]) < tonumber(redis.call('HGET', KEYS[1], 'f') or '0')`;
 const fenceStamp = (n: number) => `if ARGV[${n}] ~= '' then redis.call('HSET', KEYS[1], 'f', ARGV[${n}]) end`;
 
+/**
+ * Stores where a card was posted by patching the record's JSON in place: only the slack object
+ * and the version (with updatedAt) change, so the record is not sent again. Each is replaced at
+ * its last occurrence (the record's own fields follow whatever the agent sent; agent text is
+ * inside JSON strings, where a quote is escaped, so it cannot spell them). 0 when the version
+ * moved or the JSON is not as expected: the caller then writes the whole record. The post lease
+ * (KEYS[2]) is given back whatever the outcome.
+ * ARGV: expected version, next version, old slack, new slack, old tail, new tail, lease token, fence.
+ */
+const SAVE_POST_SCRIPT = `
+local function last(text, part)
+  local at, from = nil, 1
+  while true do
+    local found = string.find(text, part, from, true)
+    if not found then return at end
+    at, from = found, found + 1
+  end
+end
+local cur = redis.call('HGET', KEYS[1], 'v')
+local result = 1
+if not cur then result = -1
+elseif cur ~= ARGV[1] then result = 0
+elseif ${fenceCheck(8)} then result = -2
+else
+  local d = redis.call('HGET', KEYS[1], 'd')
+  local s, t = last(d, ARGV[3]), last(d, ARGV[5])
+  if not s or not t or s > t then result = 0
+  else
+    d = string.sub(d, 1, s - 1) .. ARGV[4] .. string.sub(d, s + #ARGV[3], t - 1) .. ARGV[6] .. string.sub(d, t + #ARGV[5])
+    redis.call('HSET', KEYS[1], 'v', ARGV[2], 'd', d)
+    ${fenceStamp(8)}
+  end
+end
+local held = redis.call('GET', KEYS[2])
+if held and string.find(held, ARGV[7], 1, true) then redis.call('DEL', KEYS[2]) end
+return result
+`;
+
 /** A new owner raises the fence of every open approval of its host before it runs the host. */
 const STAMP_SCRIPT = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
@@ -193,6 +231,7 @@ export class ApprovalStore {
     redis.defineCommand('csCas', { numberOfKeys: 1, lua: CAS_SCRIPT });
     redis.defineCommand('csCasReleasing', { numberOfKeys: 2, lua: CAS_SCRIPT });
     redis.defineCommand('csOpen', { numberOfKeys: 3, lua: OPEN_SCRIPT });
+    redis.defineCommand('csSavePost', { numberOfKeys: 2, lua: SAVE_POST_SCRIPT });
     redis.defineCommand('csClaim', { numberOfKeys: 2, lua: CLAIM_SCRIPT });
     redis.defineCommand('csRelease', { numberOfKeys: 1, lua: RELEASE_SCRIPT });
     redis.defineCommand('csRenew', { numberOfKeys: 1, lua: RENEW_SCRIPT });
@@ -345,17 +384,31 @@ export class ApprovalStore {
     const written = this.nextVersion(record, { ...record, slack: { ...record.slack, ...card } });
     const messageKey = keys.message(card.channel, card.ts);
     const [result] = await Promise.all([
-      this.redis.csCasReleasing(
-        keys.approval(record.approvalId),
-        keys.postLease(record.approvalId),
-        String(record.version),
-        String(written.version),
-        JSON.stringify(written),
-        String(isTerminal(written) ? this.options.resolvedTtlMs : 0),
-        lease.token,
-        '1',
-        this.fence(record.hostId),
-      ),
+      // A record being posted is open: no expiry to set, so a patch says all that changed.
+      isTerminal(written)
+        ? this.redis.csCasReleasing(
+            keys.approval(record.approvalId),
+            keys.postLease(record.approvalId),
+            String(record.version),
+            String(written.version),
+            JSON.stringify(written),
+            String(this.options.resolvedTtlMs),
+            lease.token,
+            '1',
+            this.fence(record.hostId),
+          )
+        : this.redis.csSavePost(
+            keys.approval(record.approvalId),
+            keys.postLease(record.approvalId),
+            String(record.version),
+            String(written.version),
+            `"slack":${JSON.stringify(record.slack)}`,
+            `"slack":${JSON.stringify(written.slack)}`,
+            versionTail(record),
+            versionTail(written),
+            lease.token,
+            this.fence(record.hostId),
+          ),
       // The message's own slot: mapped whether or not the write won, as it always was.
       isTerminal(record)
         ? this.redis.set(messageKey, record.approvalId, 'PX', this.options.resolvedTtlMs)
@@ -521,6 +574,11 @@ export class ApprovalStore {
   }
 }
 
+/** The record's last two fields as JSON.stringify writes them: nextVersion() keeps their place. */
+function versionTail(record: ApprovalRecord): string {
+  return `"updatedAt":${JSON.stringify(record.updatedAt)},"version":${record.version}`;
+}
+
 function firstResult(results: Array<[Error | null, unknown]> | null): unknown {
   const [err, value] = results?.[0] ?? [new Error('no reply from Redis'), undefined];
   if (err) throw err;
@@ -569,6 +627,18 @@ declare module 'ioredis' {
       ttlMs: string,
       token: string,
       releaseAlways: string,
+      fence: string,
+    ): Result<number, Context>;
+    csSavePost(
+      approvalKey: string,
+      leaseKey: string,
+      expectedVersion: string,
+      nextVersion: string,
+      oldSlack: string,
+      newSlack: string,
+      oldTail: string,
+      newTail: string,
+      leaseToken: string,
       fence: string,
     ): Result<number, Context>;
     csOpen(

@@ -1,6 +1,7 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ApprovalStore } from '../../src/store/approvalStore.js';
 import { keys } from '../../src/store/keys.js';
+import type { ApprovalRecord } from '../../src/store/record.js';
 import type { RedisClient } from '../../src/store/redisConnection.js';
 import { sampleRecord } from '../support/sampleRecord.js';
 import { BACKENDS, openBackend, type StoreBackend } from '../support/storeBackends.js';
@@ -101,6 +102,44 @@ describe.each(BACKENDS)('ApprovalStore on %s Redis', (kind) => {
     expect(await store.findByMessage('C9', '1.2')).toBe('a-8');
     expect(await redis.exists(keys.postLease('a-8'))).toBe(0);
     expect(await store.get('a-8')).toEqual(saved?.record);
+  });
+
+  it('patches the posted card into the stored JSON, whatever the agent wrote that looks like it', async () => {
+    const lease = store.newPostLease(5_000);
+    const slackLike = '"slack":{"channel":"C9"},"updatedAt":"x","version":1';
+    const record: ApprovalRecord = {
+      ...sampleRecord('a-patch'),
+      // Text that spells the fields being patched, and an object of the host's with a slack key.
+      rawArgs: JSON.stringify({ note: slackLike }),
+      reason: slackLike,
+      subject: { kind: 'custom', slack: { channel: 'C9' }, version: 1 },
+      slack: { channel: 'C9' },
+    };
+    await store.createIfAbsent(record, lease);
+    const wholeWrites = vi.spyOn(store, 'update');
+    const saved = await store.savePost(record, { channel: 'C9', ts: '5.6' }, lease);
+    // Patched in the one script: no read and whole write after it.
+    expect(wholeWrites).not.toHaveBeenCalled();
+    wholeWrites.mockRestore();
+    expect(saved?.record).toMatchObject({ version: 2, slack: { channel: 'C9', ts: '5.6' } });
+    // What Redis holds is exactly the record a whole write would have stored.
+    expect(JSON.parse((await redis.hget(keys.approval('a-patch'), 'd'))!)).toEqual(saved?.record);
+    expect(await redis.hget(keys.approval('a-patch'), 'v')).toBe('2');
+    expect(await redis.exists(keys.postLease('a-patch'))).toBe(0);
+  });
+
+  it('writes the whole record when the stored JSON is not the one it expects', async () => {
+    const lease = store.newPostLease(5_000);
+    await store.createIfAbsent(sampleRecord('a-respaced'), lease);
+    // Same record, same version, another spelling (as another writer might have stored it).
+    const stored = JSON.parse((await redis.hget(keys.approval('a-respaced'), 'd'))!);
+    await redis.hset(keys.approval('a-respaced'), 'd', JSON.stringify(stored, null, 1));
+    const wholeWrites = vi.spyOn(store, 'update');
+    const saved = await store.savePost(sampleRecord('a-respaced'), { channel: 'C1', ts: '7.8' }, lease);
+    expect(wholeWrites).toHaveBeenCalledTimes(1);
+    wholeWrites.mockRestore();
+    expect(saved?.record).toMatchObject({ slack: { channel: 'C1', ts: '7.8' } });
+    expect(await store.get('a-respaced')).toMatchObject({ slack: { ts: '7.8' } });
   });
 
   it('keeps a change made while the card was being posted', async () => {
