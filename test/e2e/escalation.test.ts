@@ -206,8 +206,9 @@ routes:
     escalation:
       - { after: 1s, action: remind }
       - { after: 3s, action: mention, target: U0BOB }
-      - { after: 9s, action: remind }
+      - { after: 30s, action: remind }
 `);
+    // The last step is only there to be "next": far enough out that a slow restart cannot reach it.
     await world.host.open(approval('esc-restart-1'));
     const card = await world.postedAt('esc-restart-1');
     await until('the reminder', () => replies(world, card).length === 1 || undefined, 4_000);
