@@ -146,11 +146,13 @@ async function main(): Promise<void> {
   });
   const grantStore = new RedisGrantStore(redis, { logger, auditMaxLen: config.auditMaxLen });
   const owners = new Map(config.msp.hosts.flatMap((spec) => (spec.owner ? [[spec.id, spec.owner]] : [])));
+  // One directory for who may decide and who is on call: one lookup per group, wherever it is asked.
+  const groups = new SlackGroupDirectory(slackClient, redis, { ttlMs: config.usergroupCacheTtlMs, logger });
   const authorizer = new Authorizer({
     rulesOf: (route) => router.rulesOf(route),
     admins: config.admins,
     ownerOf: (hostId) => owners.get(hostId),
-    groups: new SlackGroupDirectory(slackClient, redis, { ttlMs: config.usergroupCacheTtlMs, logger }),
+    groups,
     logger,
   });
 
@@ -299,7 +301,6 @@ async function main(): Promise<void> {
     ...(config.pagerDuty.apiToken ? { apiToken: config.pagerDuty.apiToken } : {}),
     logger: logger.child({ component: 'pagerduty' }),
   });
-  const groups = new SlackGroupDirectory(slackClient, redis, { ttlMs: config.usergroupCacheTtlMs, logger });
   const escalator: Escalator = new Escalator({
     schedule: new EscalationStore(redis, { lineageTtlMs: 7 * 86_400_000 }),
     store,

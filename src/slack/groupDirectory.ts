@@ -14,10 +14,14 @@ export interface SlackGroupDirectoryOptions {
 /**
  * Members of Slack user groups, from `usergroups.users.list`. The answer is kept in Redis for a
  * short while, so every replica decides on the same membership, and reads of one group in this
- * process share one lookup, so a burst of clicks costs one Web API call.
+ * process share one lookup, so a burst of clicks costs one Web API call. This process also keeps
+ * the answer until the Redis copy expires: no replica trusts it longer than the others, and a
+ * click on a route with user groups costs no Redis round trip of its own.
  */
 export class SlackGroupDirectory implements GroupDirectory {
   private readonly inFlight = new Map<string, Promise<ReadonlySet<string>>>();
+  /** usergroupId → its members and when the Redis copy they came from expires (ms since the epoch). */
+  private readonly known = new Map<string, { members: ReadonlySet<string>; until: number }>();
 
   constructor(
     private readonly web: WebClient,
@@ -27,6 +31,8 @@ export class SlackGroupDirectory implements GroupDirectory {
 
   /** Rejects when neither Redis nor Slack can say: the Authorizer then counts the user out. */
   members(usergroupId: string): Promise<ReadonlySet<string>> {
+    const known = this.known.get(usergroupId);
+    if (known && Date.now() < known.until) return Promise.resolve(known.members);
     const pending = this.inFlight.get(usergroupId);
     if (pending) return pending;
     const lookup = this.lookUp(usergroupId).finally(() => this.inFlight.delete(usergroupId));
@@ -36,8 +42,9 @@ export class SlackGroupDirectory implements GroupDirectory {
 
   private async lookUp(usergroupId: string): Promise<ReadonlySet<string>> {
     const key = keys.usergroup(usergroupId);
-    const cached = await this.redis.get(key);
-    if (cached !== null) return new Set(JSON.parse(cached) as string[]);
+    const askedAt = Date.now();
+    const [cached, ttl] = await Promise.all([this.redis.get(key), this.redis.pttl(key)]);
+    if (cached !== null) return this.keep(usergroupId, new Set(JSON.parse(cached) as string[]), askedAt + ttl);
     // A person waits on the click behind this: a few quick tries, as for a modal.
     const answer = await retrySlackCall(
       () => this.web.usergroups.users.list({ usergroup: usergroupId }),
@@ -49,6 +56,12 @@ export class SlackGroupDirectory implements GroupDirectory {
       { usergroup: usergroupId, members: users.length },
       'user group read from Slack',
     );
-    return new Set(users);
+    return this.keep(usergroupId, new Set(users), askedAt + this.options.ttlMs);
+  }
+
+  private keep(usergroupId: string, members: ReadonlySet<string>, until: number): ReadonlySet<string> {
+    // A copy without an expiry (PTTL -1, never written so by us) is not kept in memory.
+    if (until > Date.now()) this.known.set(usergroupId, { members, until });
+    return members;
   }
 }
