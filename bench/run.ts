@@ -178,7 +178,7 @@ function throughputScenario(world: World) {
   });
 }
 
-/** 1,000, 10,000 and 100,000 pending approvals on one bot, started for the readings after a collection. */
+/** 1,000, 10,000 and 100,000 pending approvals on one bot, started so that it collects garbage on a signal. */
 async function scaleScenario(world: World): Promise<ScaleResult> {
   const bot = await world.startBot({}, MEMORY_NODE_ARGS);
   try {
