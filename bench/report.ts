@@ -1,6 +1,9 @@
+import { GOAL, type Goals, youngGeneration } from './lib/goals.js';
 import type { Summary } from './lib/stats.js';
 import type { GrantResult } from './scenarios/grantLatency.js';
 import type { ReplicasResult } from './scenarios/replicas.js';
+import { SCALE_LIMIT, type ScaleCheck, type ScaleRow } from './scenarios/scale.js';
+import type { ThroughputResult } from './scenarios/throughput.js';
 
 // The table `npm run bench` prints (Markdown, so README's Performance section can quote it).
 
@@ -28,8 +31,8 @@ export function rows(r: any): Row[] {
       bot: ms(relayBot.p50Ms),
       floor: ms(relayFloor.p50Ms),
       ratio: x(r.relay.p50Ratio),
-      target: '≤ 1.5×',
-      met: r.relay.p50Ratio <= 1.5,
+      target: `≤ ${GOAL.relayP50Ratio}×`,
+      met: r.relay.p50Ratio <= GOAL.relayP50Ratio,
     },
     {
       measure: 'relay p99',
@@ -58,8 +61,8 @@ export function rows(r: any): Row[] {
       bot: ms(r.click.bot.p50Ms),
       floor: ms(r.click.floor.p50Ms),
       ratio: x(r.click.p50Ratio),
-      target: '≤ 1.5×',
-      met: r.click.p50Ratio <= 1.5,
+      target: `≤ ${GOAL.clickP50Ratio}×`,
+      met: r.click.p50Ratio <= GOAL.clickP50Ratio,
     },
     {
       measure: 'click → decide p99',
@@ -68,21 +71,7 @@ export function rows(r: any): Row[] {
       ratio: x(r.click.p99Ratio),
       target: '',
     },
-    {
-      measure: 'throughput (approvals/s, one core)',
-      bot: String(r.throughput.perSecond),
-      floor: String(r.throughput.floorPerSecond),
-      ratio: x(r.throughput.floorShare),
-      target: '≥ 0.70×',
-      met: r.throughput.floorShare >= 0.7,
-    },
-    {
-      measure: 'floor throughput: Web API client vs raw http',
-      bot: String(r.throughput.floorPerSecond),
-      floor: String(r.throughput.rawFloorPerSecond),
-      ratio: x(r.throughput.floorVsRawShare),
-      target: '',
-    },
+    ...throughputRows(r.throughput),
     {
       measure: 'Redis round trips per approval',
       bot: String(r.redis.roundTripsPerApproval),
@@ -114,13 +103,14 @@ export function rows(r: any): Row[] {
       target: '',
     },
     {
-      measure: `memory growth (RSS), ${r.memory.pending} pending`,
+      measure: `memory growth (RSS), ${r.memory.pending} pending; young generation: ${youngGeneration()}`,
       bot: `${r.memory.growthMB} MB (heap ${r.memory.heapGrowthMB} MB)`,
       floor: `idle ${r.memory.idleMB} MB (heap ${r.memory.heapIdleMB} MB)`,
       ratio: '',
-      target: '≤ 50 MB',
-      met: r.memory.growthMB <= 50,
+      target: `≤ ${GOAL.rssGrowthMB} MB`,
+      met: r.memory.growthMB <= GOAL.rssGrowthMB,
     },
+    ...(r.scale ? scaleRows(r.scale, r.scaleCheck) : []),
     {
       measure: `burst: ${b.approvals} over ${b.channels} channels at ${b.perChannelPerSecond}/s each — lost / duplicated / out of order`,
       bot: `${b.lost} / ${b.duplicated} / ${b.outOfOrder}`,
@@ -151,6 +141,133 @@ export function rows(r: any): Row[] {
 }
 
 const count = (n: number) => n.toLocaleString('en-US');
+
+/** Bot against the same-client floor, the medians of the interleaved rounds and each round. */
+export function throughputRows(
+  t: ThroughputResult & { rawFloorPerSecond: number; floorVsRawShare: number },
+): Row[] {
+  const each = (f: (round: ThroughputResult['rounds'][number]) => number | string) =>
+    t.rounds.map(f).join(' / ');
+  return [
+    {
+      measure: `throughput (approvals/s, one core), median of ${t.rounds.length} rounds`,
+      bot: String(t.perSecond),
+      floor: String(t.floorPerSecond),
+      ratio: x(t.floorShare),
+      target: `≥ ${GOAL.throughputShare.toFixed(2)}×`,
+      met: t.floorShare >= GOAL.throughputShare,
+    },
+    {
+      measure: 'throughput, each round (floor, then bot)',
+      bot: each((round) => round.botPerSecond),
+      floor: each((round) => round.floorPerSecond),
+      ratio: each((round) => x(round.share)),
+      target: '',
+    },
+    {
+      measure: `CPU per approval (user + system, measured batch), median of ${t.rounds.length} rounds; ratio: floor / bot`,
+      bot: ms(t.cpuMsPerApproval.bot),
+      floor: ms(t.cpuMsPerApproval.floor),
+      ratio: x(t.cpuShare),
+      target: `≥ ${GOAL.cpuShare.toFixed(2)}×`,
+      met: t.cpuShare >= GOAL.cpuShare,
+    },
+    {
+      measure: 'CPU per approval, each round',
+      bot: each((round) => ms(round.cpuMsPerApproval.bot)),
+      floor: each((round) => ms(round.cpuMsPerApproval.floor)),
+      ratio: '',
+      target: '',
+    },
+    {
+      measure: 'floor throughput: Web API client vs raw http',
+      bot: String(t.floorPerSecond),
+      floor: String(t.rawFloorPerSecond),
+      ratio: x(t.floorVsRawShare),
+      target: '',
+    },
+  ];
+}
+
+/** One row per pending count, then the largest count against the smallest. */
+export function scaleRows(scale: ScaleRow[], check: ScaleCheck): Row[] {
+  const first = scale[0]!;
+  const last = scale[scale.length - 1]!;
+  const versus = `${count(last.pending)} vs ${count(first.pending)} pending`;
+  return [
+    ...scale.map((row) => ({
+      measure: `${count(row.pending)} pending: relay p50 (p99) · bot RSS after GC · Redis per pending (filled at ${count(row.fillPerSecond)}/s)`,
+      bot: `${ms(row.relayP50Ms)} (${ms(row.relayP99Ms)}) · ${row.rssMB} MB · ${count(row.redisBytesPerPending)} B`,
+      floor: '',
+      ratio: '',
+      target: '',
+    })),
+    {
+      measure: `relay p50, ${versus}`,
+      bot: ms(last.relayP50Ms),
+      floor: ms(first.relayP50Ms),
+      ratio: x(check.relayP50Ratio),
+      target: `no growth (≤ ${SCALE_LIMIT}×)`,
+      met: check.relayP50Ratio <= SCALE_LIMIT,
+    },
+    {
+      measure: `Redis bytes per pending approval, ${versus}`,
+      bot: `${count(last.redisBytesPerPending)} B`,
+      floor: `${count(first.redisBytesPerPending)} B`,
+      ratio: x(check.redisBytesPerPendingRatio),
+      target: `no growth (≤ ${SCALE_LIMIT}×)`,
+      met: check.redisBytesPerPendingRatio <= SCALE_LIMIT,
+    },
+  ];
+}
+
+/** One line per goal of issue 14: the run's figure, the goal, met or not. */
+// biome-ignore lint/suspicious/noExplicitAny: see rows()
+export function printGoals(results: any): void {
+  const g: Goals = results.goals;
+  const line = (name: string, figure: string, goal: string, met: boolean) =>
+    `- ${name}: ${figure} (goal ${goal}): ${met ? 'met' : '**not met**'}`;
+  const lines = [
+    '',
+    `Goals${g.met ? '' : ' (not all met)'}:`,
+    line(
+      'throughput, bot / same-client floor',
+      x(g.throughputShare),
+      `≥ ${GOAL.throughputShare}×`,
+      g.throughputShare >= GOAL.throughputShare,
+    ),
+    line('CPU per approval, floor / bot', x(g.cpuShare), `≥ ${GOAL.cpuShare}×`, g.cpuShare >= GOAL.cpuShare),
+    line(
+      'relay p50, bot / floor',
+      x(g.relayP50Ratio),
+      `≤ ${GOAL.relayP50Ratio}×`,
+      g.relayP50Ratio <= GOAL.relayP50Ratio,
+    ),
+    line(
+      'click → decide p50, bot / floor',
+      x(g.clickP50Ratio),
+      `≤ ${GOAL.clickP50Ratio}×`,
+      g.clickP50Ratio <= GOAL.clickP50Ratio,
+    ),
+    line(
+      `RSS growth with ${count(results.memory?.pending ?? Number.NaN)} pending, young generation ${g.youngGeneration}`,
+      `${g.rssGrowthMB} MB`,
+      `≤ ${GOAL.rssGrowthMB} MB`,
+      g.rssGrowthMB <= GOAL.rssGrowthMB,
+    ),
+  ];
+  const check: ScaleCheck | undefined = results.scaleCheck;
+  if (check)
+    lines.push(
+      line(
+        'how cost grows: relay p50 and Redis bytes per pending, largest count / smallest',
+        `${x(check.relayP50Ratio)} and ${x(check.redisBytesPerPendingRatio)}`,
+        `≤ ${SCALE_LIMIT}× each`,
+        check.met,
+      ),
+    );
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
 
 /**
  * Auto-decide by grant: the largest count against the single grant's run (same bot, same run)

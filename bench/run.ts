@@ -1,16 +1,27 @@
 // npm run bench: the real bot against the fake MSP host, the fake Slack and real Redis, every
 // figure beside a floor measured in the same run. `--quick` is the few-second smoke variant the
 // test suite runs; `--out FILE` writes the results somewhere other than bench/results.json;
-// `--only grant` (or `--only replicas`) runs that scenario alone and puts its section into that
-// file, keeping the others.
+// `--only grant` (or `replicas`, `scale`, `throughput`) runs that scenario alone and puts its
+// section into that file, keeping the others. The bot runs in the configuration a team would use
+// (bench/lib/world.ts: approvers, grants with grants of other callers stored, masking); the floors
+// do the least any relay must.
 
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus } from 'node:os';
 import { parseArgs } from 'node:util';
+import { type GoalFigures, goalsOf } from './lib/goals.js';
 import { ratio, round, type Summary } from './lib/stats.js';
 import { pinBenchOffMeasuredCore } from './lib/system.js';
 import { type Floor, PostTracker, TOOLS, World } from './lib/world.js';
-import { grantRows, printRows, printTable, replicaRows } from './report.js';
+import {
+  grantRows,
+  printGoals,
+  printRows,
+  printTable,
+  replicaRows,
+  scaleRows,
+  throughputRows,
+} from './report.js';
 import { burst } from './scenarios/burst.js';
 import { clickLatency } from './scenarios/clickLatency.js';
 import { type GrantResult, grantLatency } from './scenarios/grantLatency.js';
@@ -18,6 +29,8 @@ import { MEMORY_NODE_ARGS, memory } from './scenarios/memory.js';
 import { redisCost } from './scenarios/redisCost.js';
 import { relayLatency, runBatch } from './scenarios/relayLatency.js';
 import { type ReplicasResult, replicas } from './scenarios/replicas.js';
+import { type ScaleResult, scale } from './scenarios/scale.js';
+import { type ThroughputResult, throughput } from './scenarios/throughput.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -26,7 +39,7 @@ const { values: args } = parseArgs({
     only: { type: 'string' },
   },
 });
-const ONLY = ['grant', 'replicas'];
+const ONLY = ['grant', 'replicas', 'scale', 'throughput'];
 if (args.only !== undefined && !ONLY.includes(args.only))
   throw new Error(`--only: unknown scenario ${args.only} (one of ${ONLY.join(', ')})`);
 const quick = args.quick;
@@ -39,6 +52,7 @@ const sizes = quick
       clicks: 8,
       clickWarmup: 2,
       throughput: 100,
+      throughputRounds: 3,
       redis: 6,
       pending: 100,
       pendingRate: 200,
@@ -54,6 +68,10 @@ const sizes = quick
       replicaClicks: 12,
       replicaClickWarmup: 2,
       takeovers: 1,
+      otherGrants: 1_000,
+      scaleLevels: [100, 300, 1_000],
+      scaleRelay: 20,
+      scaleChunk: 250,
     }
   : {
       relay: 500,
@@ -63,6 +81,7 @@ const sizes = quick
       clicks: 200,
       clickWarmup: 20,
       throughput: 3000,
+      throughputRounds: 3,
       redis: 80,
       pending: 10_000,
       pendingRate: 150,
@@ -79,6 +98,12 @@ const sizes = quick
       replicaClickWarmup: 20,
       // The lease's phase at the kill moves a takeover by up to a third of the lease: a median.
       takeovers: 3,
+      otherGrants: 10_000,
+      scaleLevels: [1_000, 10_000, 100_000],
+      // The relay scenario's rate; fewer approvals, since there are three counts to measure at.
+      scaleRelay: 200,
+      // Opened at once: the bot takes them as fast as it can, its queue never holding more.
+      scaleChunk: 2_000,
     };
 
 function log(line: string): void {
@@ -104,7 +129,8 @@ async function withFloor<T>(
  * bot; beside the relay floor of the same run.
  */
 async function grants(world: World, relayFloor: Summary): Promise<GrantResult> {
-  const bot = await world.startBot();
+  // The scenario stores its own grants of other callers, from one up.
+  const bot = await world.startBot({}, [], { otherGrants: 0 });
   try {
     return await grantLatency(world, {
       grantCounts: sizes.grantCounts,
@@ -142,6 +168,92 @@ async function grantsOnly(world: World, machine: Record<string, unknown>): Promi
   log(`wrote the grant section of ${args.out}`);
 }
 
+/** Interleaved rounds of the floor and the bot; the last bot is handed back running. */
+function throughputScenario(world: World) {
+  return throughput(world, {
+    rounds: sizes.throughputRounds,
+    warmup: sizes.tpWarmup,
+    count: sizes.throughput,
+    log,
+  });
+}
+
+/** 1,000, 10,000 and 100,000 pending approvals on one bot, started so that it collects garbage on a signal. */
+async function scaleScenario(world: World): Promise<ScaleResult> {
+  const bot = await world.startBot({}, MEMORY_NODE_ARGS);
+  try {
+    return await scale(world, bot, {
+      levels: sizes.scaleLevels,
+      relayCount: sizes.scaleRelay,
+      ratePerSec: sizes.relayRate,
+      chunk: sizes.scaleChunk,
+      log,
+    });
+  } finally {
+    await bot.stop();
+    // A hundred thousand records are hundreds of MB of Redis: freed in the background.
+    await world.redis.flushdb('ASYNC');
+  }
+}
+
+const readResults = (machine: Record<string, unknown>): Record<string, unknown> =>
+  existsSync(args.out!) ? JSON.parse(readFileSync(args.out!, 'utf8')) : { machine };
+
+/**
+ * Writes `sections` into the results file, keeping the others. The goals are recomputed from
+ * what the file then holds, so they mix this run's figures with an earlier run's: `goalsFrom`
+ * says so.
+ */
+function mergeResults(machine: Record<string, unknown>, sections: Record<string, unknown>): void {
+  const merged = { ...readResults(machine), ...sections };
+  const figures = merged as unknown as Partial<GoalFigures>;
+  const complete =
+    figures.relay && figures.click && figures.throughput?.cpuShare !== undefined && figures.memory;
+  const goals = complete ? { ...goalsOf(figures as GoalFigures), goalsFrom: 'merged' } : undefined;
+  writeFileSync(args.out!, `${JSON.stringify({ ...merged, ...(goals ? { goals } : {}) }, null, 2)}\n`);
+  if (goals) printGoals({ ...merged, goals });
+  log(`wrote the ${Object.keys(sections).join(', ')} section(s) of ${args.out}`);
+}
+
+/** `--only throughput`: the raw floor once, then the interleaved rounds. */
+async function throughputOnly(world: World, machine: Record<string, unknown>): Promise<void> {
+  const { rawPerSecond, result, bot } = await throughputSection(world);
+  await bot.stop();
+  const section = throughputFigures(result, rawPerSecond);
+  printRows(throughputRows(section));
+  mergeResults(machine, { config: world.config, throughput: section });
+}
+
+/** `--only scale`: the pending counts alone. */
+async function scaleOnly(world: World, machine: Record<string, unknown>): Promise<void> {
+  const result = await scaleScenario(world);
+  printRows(scaleRows(result.rows, result.check));
+  mergeResults(machine, { config: world.config, scale: result.rows, scaleCheck: result.check });
+}
+
+/**
+ * The raw floor once (what the client library costs; a figure for the record, not a goal), then
+ * the rounds. Resolves with the last round's bot still running.
+ */
+async function throughputSection(world: World) {
+  log(`throughput: raw floor, ${sizes.throughput} approvals at once over ${TOOLS.length} channels`);
+  const raw = await withFloor(world, 'relay-floor.mjs', { FLOOR_MODE: 'raw' }, async () => {
+    await runBatch(world, 'tprw', sizes.tpWarmup, 0, TOOLS);
+    return runBatch(world, 'tpraw', sizes.throughput, 0, TOOLS);
+  });
+  log(`throughput: ${sizes.throughputRounds} rounds of floor and bot, ${sizes.throughput} approvals each`);
+  const { result, bot } = await throughputScenario(world);
+  return { rawPerSecond: raw.perSecond, result, bot };
+}
+
+function throughputFigures(t: ThroughputResult, rawPerSecond: number) {
+  return {
+    ...t,
+    rawFloorPerSecond: round(rawPerSecond, 0),
+    floorVsRawShare: ratio(t.floorPerSecond, rawPerSecond),
+  };
+}
+
 /** One replica and three against the same host, and a takeover; a baseline of its own (one replica). */
 function replicaScenario(world: World): Promise<ReplicasResult> {
   return replicas(world, {
@@ -168,10 +280,12 @@ async function main(): Promise<void> {
   const cores = availableParallelism(); // before pinning, which narrows what this process sees
   const pinned = pinBenchOffMeasuredCore();
   const machine = { cpus: cores, model: cpus()[0]?.model ?? 'unknown', node: process.version, pinned };
-  const world = await World.start();
+  const world = await World.start({ otherGrants: sizes.otherGrants });
   try {
     if (args.only === 'grant') return await grantsOnly(world, machine);
     if (args.only === 'replicas') return await replicasOnly(world, machine);
+    if (args.only === 'throughput') return await throughputOnly(world, machine);
+    if (args.only === 'scale') return await scaleOnly(world, machine);
     // ---- relay latency at a steady rate
     log(`relay latency: ${sizes.relay} approvals at ${sizes.relayRate}/s`);
     const relayRaw = await withFloor(world, 'relay-floor.mjs', { FLOOR_MODE: 'raw' }, () =>
@@ -184,6 +298,7 @@ async function main(): Promise<void> {
       ratePerSec: sizes.relayRate,
       warmup: sizes.warmup,
     });
+    world.expectApproversOnCards();
 
     // ---- click to decide
     log(`click to decide: ${sizes.clicks} clicks, one at a time`);
@@ -201,22 +316,11 @@ async function main(): Promise<void> {
       ),
     );
 
-    // ---- throughput, all at once across the channels, after a warm-up long enough for the JIT
-    // to settle (a short one leaves a fifth of the bot's CPU in the optimizing compiler)
-    log(`throughput: ${sizes.throughput} approvals at once over ${TOOLS.length} channels`);
-    const tpRaw = await withFloor(world, 'relay-floor.mjs', { FLOOR_MODE: 'raw' }, async () => {
-      await runBatch(world, 'tprw', sizes.tpWarmup, 0, TOOLS);
-      return runBatch(world, 'tpraw', sizes.throughput, 0, TOOLS);
-    });
-    const tpFloor = await withFloor(world, 'relay-floor.mjs', { FLOOR_MODE: 'webclient' }, async () => {
-      await runBatch(world, 'tpfw', sizes.tpWarmup, 0, TOOLS);
-      return runBatch(world, 'tpfloor', sizes.throughput, 0, TOOLS);
-    });
-    bot = await world.startBot();
-    await runBatch(world, 'tpbw', sizes.tpWarmup, 0, TOOLS);
-    const tpBot = await runBatch(world, 'tpbot', sizes.throughput, 0, TOOLS);
+    // ---- throughput, all at once across the channels: interleaved rounds of floor and bot
+    const tp = await throughputSection(world);
+    bot = tp.bot;
 
-    // ---- Redis cost
+    // ---- Redis cost, on the last throughput round's bot (warm)
     log(`redis cost: ${sizes.redis} approvals, half resolved by the host, half clicked`);
     const redis = await redisCost(world, bot, sizes.redis);
     await bot.stop();
@@ -226,6 +330,9 @@ async function main(): Promise<void> {
     bot = await world.startBot({}, MEMORY_NODE_ARGS);
     const mem = await memory(world, bot, sizes.pending, sizes.pendingRate);
     await bot.stop();
+
+    // ---- how cost grows with 1,000, 10,000 and 100,000 pending
+    const scaleResult = await scaleScenario(world);
 
     // ---- burst under Slack's per-channel limit
     log(
@@ -245,6 +352,7 @@ async function main(): Promise<void> {
       generatedAt: new Date().toISOString(),
       quick,
       machine,
+      config: world.config,
       relay: {
         ratePerSec: sizes.relayRate,
         count: sizes.relay,
@@ -263,27 +371,27 @@ async function main(): Promise<void> {
         p50Ratio: ratio(clickBot.p50Ms, clickFloor.p50Ms),
         p99Ratio: ratio(clickBot.p99Ms, clickFloor.p99Ms),
       },
-      throughput: {
-        count: sizes.throughput,
-        perSecond: round(tpBot.perSecond, 0),
-        floorPerSecond: round(tpFloor.perSecond, 0),
-        rawFloorPerSecond: round(tpRaw.perSecond, 0),
-        floorShare: ratio(tpBot.perSecond, tpFloor.perSecond),
-        floorVsRawShare: ratio(tpFloor.perSecond, tpRaw.perSecond),
-      },
+      throughput: throughputFigures(tp.result, tp.rawPerSecond),
       redis,
       memory: mem,
+      scale: scaleResult.rows,
+      scaleCheck: scaleResult.check,
       burst: burstResult,
       grant,
       replicas: replicaResult,
       durationSeconds: round((Date.now() - started) / 1000, 0),
     };
+    const goals = goalsOf(results);
     // The fault figures (npm run chaos) live in the same file: keep them.
     const faults = existsSync(args.out!)
       ? (JSON.parse(readFileSync(args.out!, 'utf8')) as { faults?: unknown }).faults
       : undefined;
-    writeFileSync(args.out!, `${JSON.stringify({ ...results, ...(faults ? { faults } : {}) }, null, 2)}\n`);
+    writeFileSync(
+      args.out!,
+      `${JSON.stringify({ ...results, goals, ...(faults ? { faults } : {}) }, null, 2)}\n`,
+    );
     printTable(results);
+    printGoals({ ...results, goals });
     log(`wrote ${args.out} in ${results.durationSeconds} s`);
   } finally {
     await world.close();

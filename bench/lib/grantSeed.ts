@@ -1,6 +1,8 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { pino } from 'pino';
+import { stageCapabilities } from '../../src/grants/capabilities.js';
+import type { ApprovalSubject } from '../../src/msp/protocol.js';
 import { bucketOf, grantIdIn } from '../../src/store/grantIds.js';
 import type { GrantData } from '../../src/store/grantRecord.js';
 import { KEEP_AFTER_END_MS, RedisGrantStore } from '../../src/store/grantStore.js';
@@ -22,6 +24,21 @@ export interface SeedSpec {
   /** Canonical, as the store keeps them. */
   capabilities: string[];
   ttlMs: number;
+}
+
+/**
+ * The spec of grants that would answer an approval of `tool` about `subject`, but for their caller:
+ * the capabilities as the bot derives them. Throws if such an approval cannot be granted at all.
+ */
+export function seedSpecFor(tool: string, subject: unknown, sandboxMode: string, ttlMs: number): SeedSpec {
+  const derived = stageCapabilities({
+    tool,
+    subject: subject as ApprovalSubject,
+    currentRequirementId: { approvalId: 'bench', sourceIndex: 0 },
+    protectedWrite: false,
+  });
+  if (derived.notGrantable) throw new Error(`the bench's approval is not grantable: ${derived.notGrantable}`);
+  return { tool, sandboxMode, capabilities: derived.capabilities, ttlMs };
 }
 
 /** Listing indexes are per channel and per granter: spread like a real workspace's, not one huge set. */

@@ -71,12 +71,27 @@ export function rssMB(pid: number): number {
   return kb / 1024;
 }
 
-/** CPU time (user + system) a process has used, in ms, from /proc. */
+/** Clock ticks per second, the unit of /proc/<pid>/stat's CPU times (almost always 100). */
+const CLOCK_TICKS = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/**
+ * CPU time (user + system) a process has used, in ms, from /proc: its own threads only, not its
+ * children's (the host a bot or floor spawns is not counted). One tick is 10 ms: a figure meant to
+ * be read per approval needs a batch of thousands.
+ */
 export function cpuMs(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  // utime and stime are fields 14 and 15 of stat; index from the state field (field 3).
+  // The command name (field 2) may hold spaces: count from the field after its closing bracket.
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // utime and stime are fields 14 and 15 of stat; index 0 here is the state field (field 3).
   const ticks = Number(fields[11]) + Number(fields[12]);
-  return (ticks * 1000) / 100;
+  return (ticks * 1000) / CLOCK_TICKS;
 }
 
 export interface RedisCounters {
@@ -106,4 +121,24 @@ export async function counterOverhead(redis: Redis): Promise<RedisCounters> {
   const a = await redisCounters(redis);
   const b = await redisCounters(redis);
   return { reads: b.reads - a.reads, commands: b.commands - a.commands };
+}
+
+/**
+ * Resolves once `pid` has used no CPU for `quietMs` (what it had in flight is done), or after
+ * `maxMs` at the latest: a CPU reading taken then leaves nothing of a batch out.
+ */
+export async function untilIdle(pid: number, quietMs = 200, maxMs = 5_000): Promise<void> {
+  const deadline = Date.now() + maxMs;
+  let last = cpuMs(pid);
+  while (Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, quietMs));
+    const now = cpuMs(pid);
+    if (now === last) return;
+    last = now;
+  }
+}
+
+/** Bytes Redis holds for data and its own structures (INFO memory used_memory), every database. */
+export async function redisUsedBytes(redis: Redis): Promise<number> {
+  return Number(/used_memory:(\d+)/.exec(await redis.info('memory'))?.[1]);
 }

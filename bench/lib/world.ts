@@ -15,15 +15,41 @@ import {
 import { FakeHost } from '../../test/support/fakeHost.js';
 import { FakeSlack, type SlackCall } from '../../test/support/fakeSlack.js';
 import { testRedisUrl } from '../../test/support/testRedis.js';
+import { type SeedSpec, seedOtherGrants, seedSpecFor } from './grantSeed.js';
 import { MEASURED_CORE, pin, pinRedisOffMeasuredCore } from './system.js';
 
 // One bench run's surroundings: the fake Slack, the fake MSP host's control side, real Redis, and
 // a routes file that sends each bench tool to its own channel. The bot and the floors are started
 // one at a time against it, each pinned to the measured core.
+//
+// The bot runs as a team would configure it: each route has approvers (a user group, whose
+// members the fake Slack knows), grants are on (the default) with grants of other callers stored,
+// and secrets are masked (src/relay/intake masks every string of every request: there is no
+// switch to turn it off). The floors are left as they are: they do the least any relay must.
 
 export const CHANNELS = ['C0BENCH0', 'C0BENCH1', 'C0BENCH2', 'C0BENCH3', 'C0BENCH4'] as const;
 export const TOOLS = CHANNELS.map((_, i) => `bench_tool_${i}`);
 export const REDIS_DB = Number(process.env.BENCH_REDIS_DB ?? 15);
+/** The user group every bench route names as its approvers. */
+export const APPROVERS_GROUP = 'S0BENCH';
+const APPROVERS_HANDLE = 'bench-approvers';
+/** The bench's clicking user: a member of the approvers, so that a click is a decided click. */
+export const BENCH_USER = 'U0BENCH';
+/** A team's worth of approvers: membership is looked up in a list, not taken as the only member. */
+const APPROVERS = [BENCH_USER, ...Array.from({ length: 11 }, (_, i) => `U0APPROVER${i}`)];
+/** Grants of other callers stored in production configuration (the full bench's count). */
+export const OTHER_GRANTS = 10_000;
+const GRANT_SANDBOX = 'default';
+const GRANT_TTL_MS = 8 * 3_600_000;
+
+/** The configuration the bot is measured in, as results.json records it. */
+export interface BenchConfig {
+  approvers: 'usergroup';
+  approverCount: number;
+  grants: boolean;
+  grantsStored: number;
+  masking: boolean;
+}
 
 /** A subject and arguments like a real agent's write, so cards are of a realistic size. */
 export const TEMPLATE = {
@@ -49,27 +75,80 @@ export class World {
   private constructor(
     readonly slack: FakeSlack,
     readonly host: FakeHost,
+    /** Grants of other callers stored before the bot starts. */
+    readonly otherGrants: number,
   ) {
     this.redis = new Redis(testRedisUrl(REDIS_DB));
     this.dir = mkdtempSync(join(tmpdir(), 'countersign-bench-'));
     this.routesPath = join(this.dir, 'routes.yml');
-    const routes = TOOLS.map((tool, i) => `  - channel: ${CHANNELS[i]}\n    match: { tools: [${tool}] }`);
+    const routes = TOOLS.map(
+      (tool, i) =>
+        `  - channel: ${CHANNELS[i]}\n    match: { tools: [${tool}] }\n    approvers: { usergroups: [${APPROVERS_GROUP}] }`,
+    );
     writeFileSync(this.routesPath, `routes:\n${routes.join('\n')}\n`);
   }
 
-  static async start(): Promise<World> {
+  static async start(opts: { otherGrants?: number } = {}): Promise<World> {
     // Block Kit limits are checked by the test suite; here they would only slow the fake down.
     const slack = await FakeSlack.start({ expectedToken: BOT_TOKEN, checkLimits: false });
+    slack.setUsergroup(APPROVERS_GROUP, APPROVERS, APPROVERS_HANDLE);
     const host = await FakeHost.start({ sessions: [{ sessionId: 's-bench', title: 'bench' }] });
-    const world = new World(slack, host);
+    const world = new World(slack, host, opts.otherGrants ?? OTHER_GRANTS);
     world.unpinRedis = await pinRedisOffMeasuredCore(world.redis);
     return world;
   }
 
-  /** The real bot, as production runs it (HTTP mode, LOG_LEVEL info), pinned once it is ready. */
-  async startBot(extraEnv: Record<string, string> = {}, nodeArgs: string[] = []): Promise<RunningBot> {
-    await this.redis.flushdb();
+  get config(): BenchConfig {
+    return {
+      approvers: 'usergroup',
+      approverCount: APPROVERS.length,
+      grants: true,
+      grantsStored: this.otherGrants,
+      masking: true,
+    };
+  }
+
+  /**
+   * The real bot, as production runs it (HTTP mode, LOG_LEVEL info), pinned once it is ready, on
+   * a database holding only `otherGrants` grants of other callers (the world's count by default).
+   */
+  async startBot(
+    extraEnv: Record<string, string> = {},
+    nodeArgs: string[] = [],
+    opts: { otherGrants?: number } = {},
+  ): Promise<RunningBot> {
+    await this.resetDb(opts.otherGrants);
     return this.launchBot(extraEnv, nodeArgs);
+  }
+
+  /**
+   * Throws unless the latest card names the approvers' group: the bot is measured in the
+   * configuration results.json says, not one the routes file silently fell back from.
+   */
+  expectApproversOnCards(): void {
+    const blocks = JSON.stringify(this.slack.cardPosts().at(-1)?.args.blocks ?? []);
+    if (!new RegExp(`Approvers: [^"]*${APPROVERS_HANDLE}`).test(blocks))
+      throw new Error(
+        `the bench's cards do not name the approvers (${APPROVERS_HANDLE}): ${blocks.slice(0, 500)}`,
+      );
+  }
+
+  /**
+   * Empties the bench database and stores `otherGrants` grants of other callers, spread over the
+   * bench tools: each approval's grant lookup then reads a bucket among thousands and finds none.
+   */
+  async resetDb(otherGrants = this.otherGrants): Promise<void> {
+    await this.redis.flushdb();
+    const perTool = Math.ceil(otherGrants / TOOLS.length);
+    for (const [i, tool] of TOOLS.entries()) {
+      const from = i * perTool;
+      const to = Math.min(otherGrants, from + perTool);
+      if (from < to) await seedOtherGrants(testRedisUrl(REDIS_DB), from, to, this.seedSpec(tool));
+    }
+  }
+
+  private seedSpec(tool: string): SeedSpec {
+    return seedSpecFor(tool, TEMPLATE.subject, GRANT_SANDBOX, GRANT_TTL_MS);
   }
 
   /**

@@ -2,7 +2,7 @@ import { encodeChoiceValue } from '../../src/cards/ids.js';
 import { SIGNING_SECRET } from '../../test/support/bot.js';
 import { blockActionsPayload, postInteraction } from '../../test/support/slackRequests.js';
 import { msBetween, type Summary, summarize } from '../lib/stats.js';
-import type { Post, World } from '../lib/world.js';
+import { BENCH_USER, type Post, type World } from '../lib/world.js';
 
 // From a signed block_actions POST leaving the bench to the host reading approval/decide. Clicks
 // go one at a time, so each one is measured alone.
@@ -48,7 +48,7 @@ export async function sendClick(
 ): Promise<bigint> {
   const payload = {
     ...blockActionsPayload({
-      userId: 'U0BENCH',
+      userId: BENCH_USER,
       channel: card.channel,
       ts: card.ts,
       actionId: 'cs_choice_0',

@@ -1,8 +1,12 @@
-import { stageCapabilities } from '../../src/grants/capabilities.js';
-import type { ApprovalSubject } from '../../src/msp/protocol.js';
 import { testRedisUrl } from '../../test/support/testRedis.js';
 import { DecideTracker } from '../lib/decideTracker.js';
-import { benchGrantStore, checkSeeded, type SeedSpec, seedOtherGrants } from '../lib/grantSeed.js';
+import {
+  benchGrantStore,
+  checkSeeded,
+  type SeedSpec,
+  seedOtherGrants,
+  seedSpecFor,
+} from '../lib/grantSeed.js';
 import { msBetween, ratio, round, type Summary, summarize } from '../lib/stats.js';
 import { counterOverhead, redisCounters } from '../lib/system.js';
 import { CHANNELS, PostTracker, REDIS_DB, TEMPLATE, TOOLS, type World } from '../lib/world.js';
@@ -91,25 +95,13 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Runs with the bot started on an empty database; leaves every grant it stored behind. */
 export async function grantLatency(world: World, opts: GrantOptions): Promise<GrantResult> {
-  const derived = stageCapabilities({
-    tool: TOOL,
-    subject: TEMPLATE.subject as ApprovalSubject,
-    currentRequirementId: { approvalId: 'bench', sourceIndex: 0 },
-    protectedWrite: false,
-  });
-  if (derived.notGrantable) throw new Error(`the bench's approval is not grantable: ${derived.notGrantable}`);
-  const spec: SeedSpec = {
-    tool: TOOL,
-    sandboxMode: SANDBOX,
-    capabilities: derived.capabilities,
-    ttlMs: TTL_MS,
-  };
+  const spec = seedSpecFor(TOOL, TEMPLATE.subject, SANDBOX, TTL_MS);
   const store = benchGrantStore(world.redis);
   // The bench's own grant goes through the real store, as "don't ask again" would store it.
   await store.create({
     caller: CALLER,
     tool: TOOL,
-    capabilities: derived.capabilities,
+    capabilities: spec.capabilities,
     sandboxMode: SANDBOX,
     holder: 'bot',
     grantedBy: 'U0BENCH',

@@ -25,7 +25,8 @@ export const MEMORY_NODE_ARGS = ['--expose-gc', '--import', './bench/lib/gc-on-s
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function reading(bot: RunningBot): Promise<{ rss: number; heap: number }> {
+/** RSS and V8 heap in use, in MB, right after a full collection; the bot needs MEMORY_NODE_ARGS. */
+export async function gcReading(bot: RunningBot): Promise<{ rss: number; heap: number }> {
   process.kill(bot.proc.pid!, 'SIGUSR2');
   // The collection runs when the signal is handled; give the allocator a moment to hand pages back.
   await sleep(1_000);
@@ -42,9 +43,9 @@ export async function memory(
 ): Promise<MemoryResult> {
   // Idle means started and warmed up: every code path has run once.
   await runBatch(world, 'memw', Math.min(200, pending), 200);
-  const idle = await reading(bot);
+  const idle = await gcReading(bot);
   await runBatch(world, 'mem', pending, ratePerSec);
-  const loaded = await reading(bot);
+  const loaded = await gcReading(bot);
   return {
     pending,
     ratePerSec,

@@ -131,13 +131,16 @@ const replicaEnv = (extra: Record<string, string> = {}) => ({
   ...extra,
 });
 
-/** Starts `count` replicas on an empty database, the first alone until it owns the host. */
+/**
+ * Starts `count` replicas on a database holding only the grants of other callers, the first
+ * alone until it owns the host.
+ */
 async function startReplicas(
   world: World,
   count: number,
   extraEnv: Record<string, string> = {},
 ): Promise<RunningBot[]> {
-  await world.redis.flushdb();
+  await world.resetDb();
   const bots: RunningBot[] = [];
   try {
     // Ready means running the host: the others then find it owned and stand by.

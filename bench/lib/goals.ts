@@ -1,0 +1,67 @@
+import { PRODUCTION_NODE_ARGS } from '../../test/support/bot.js';
+
+// The performance goals of issue 14, each a figure of one run of npm run bench beside the floor
+// measured in that same run.
+
+export interface Goals {
+  /** Throughput, bot over the same-client floor (median of the interleaved rounds): ≥ 0.8. */
+  throughputShare: number;
+  /** CPU per approval, floor over bot (medians of the rounds): ≥ 0.8. */
+  cpuShare: number;
+  /** Relay p50, bot over floor: ≤ 1.25. */
+  relayP50Ratio: number;
+  /** Click → decide p50, bot over floor: ≤ 1.25. */
+  clickP50Ratio: number;
+  /** RSS growth with 10,000 pending (full collections before both readings): ≤ 50 MB. */
+  rssGrowthMB: number;
+  /** The young generation the bot runs with (`npm start`'s flag), which the RSS figure depends on. */
+  youngGeneration: string;
+  met: boolean;
+}
+
+export const GOAL = {
+  throughputShare: 0.8,
+  cpuShare: 0.8,
+  relayP50Ratio: 1.25,
+  clickP50Ratio: 1.25,
+  rssGrowthMB: 50,
+} as const;
+
+/** `npm start`'s --max-semi-space-size, or V8's default when it sets none. */
+export function youngGeneration(nodeArgs: string[] = PRODUCTION_NODE_ARGS): string {
+  const flag = nodeArgs.find((a) => a.startsWith('--max-semi-space-size='));
+  if (!flag) return 'V8 default semi-spaces (16 MB each on 64-bit)';
+  return `${flag.split('=')[1]} MB semi-spaces (${flag})`;
+}
+
+/** What each goal's figure is in one run's results: only those figures, nothing carried over. */
+export interface GoalFigures {
+  relay: { p50Ratio: number };
+  click: { p50Ratio: number };
+  throughput: { floorShare: number; cpuShare: number };
+  memory: { growthMB: number };
+}
+
+export function goalsOf(r: GoalFigures): Goals {
+  const figures = {
+    throughputShare: r.throughput.floorShare,
+    cpuShare: r.throughput.cpuShare,
+    relayP50Ratio: r.relay.p50Ratio,
+    clickP50Ratio: r.click.p50Ratio,
+    rssGrowthMB: r.memory.growthMB,
+  };
+  return { ...figures, youngGeneration: youngGeneration(), met: goalMet(figures) };
+}
+
+type Figures = Omit<Goals, 'youngGeneration' | 'met'>;
+
+/** Every goal met; a figure missing (NaN) is not met. */
+export function goalMet(f: Figures): boolean {
+  return (
+    f.throughputShare >= GOAL.throughputShare &&
+    f.cpuShare >= GOAL.cpuShare &&
+    f.relayP50Ratio <= GOAL.relayP50Ratio &&
+    f.clickP50Ratio <= GOAL.clickP50Ratio &&
+    f.rssGrowthMB <= GOAL.rssGrowthMB
+  );
+}
