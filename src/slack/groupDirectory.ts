@@ -44,7 +44,8 @@ export class SlackGroupDirectory implements GroupDirectory {
     const key = keys.usergroup(usergroupId);
     const askedAt = Date.now();
     const [cached, ttl] = await Promise.all([this.redis.get(key), this.redis.pttl(key)]);
-    if (cached !== null) return this.keep(usergroupId, new Set(JSON.parse(cached) as string[]), askedAt + ttl);
+    if (cached !== null)
+      return this.keep(usergroupId, new Set(JSON.parse(cached) as string[]), askedAt + ttl);
     // A person waits on the click behind this: a few quick tries, as for a modal.
     const answer = await retrySlackCall(
       () => this.web.usergroups.users.list({ usergroup: usergroupId }),
