@@ -417,9 +417,13 @@ async function main(): Promise<void> {
     redis: () => redis.status === 'ready' && redisHealth.available(),
     slack: () => slackUp,
     // A standby is ready when the hosts it forwards to are run elsewhere: it takes clicks for them.
+    // A host this replica has just taken but not started yet does not count: it is not up.
     hosts: () =>
       hosts.anyUp() ||
-      (hosts.all().length === 0 && ownership.standings().some((s) => s.ownerReplica !== undefined)),
+      (hosts.all().length === 0 &&
+        ownership
+          .standings()
+          .some((s) => s.role === 'standby' && s.ownerReplica !== undefined && s.ownerReplica !== replicaId)),
     whyDown: (part: keyof typeof whyDown) => whyDown[part](),
     hostStatus: () => hostStatus(hosts.status(), ownership.standings()),
     replica: () => replicaId,
