@@ -58,6 +58,20 @@ const fenceCheck = (n: number) =>
 const fenceStamp = (n: number) => `if ARGV[${n}] ~= '' then redis.call('HSET', KEYS[1], 'f', ARGV[${n}]) end`;
 
 /**
+ * Sets `result` for a write expecting version ARGV[1] of KEYS[1]: -1 gone, 0 moved on, -2 fenced
+ * (fence argument n), 1 when the write may go ahead (the `else` branch the caller opens next).
+ */
+const versionGate = (n: number) => `local cur = redis.call('HGET', KEYS[1], 'v')
+local result = 1
+if not cur then result = -1
+elseif cur ~= ARGV[1] then result = 0
+elseif ${fenceCheck(n)} then result = -2`;
+
+/** Frees KEYS[2] only while it holds the token ARGV[n]: a late writer must not free someone else's. */
+const releaseIfHeld = (n: number) => `local held = redis.call('GET', KEYS[2])
+  if held and string.find(held, ARGV[${n}], 1, true) then redis.call('DEL', KEYS[2]) end`;
+
+/**
  * Stores where a card was posted by patching the record's JSON in place: only the slack object
  * and the version (with updatedAt) change, so the record is not sent again. Each is replaced at
  * its last occurrence (the record's own fields follow whatever the agent sent; agent text is
@@ -75,11 +89,7 @@ local function last(text, part)
     at, from = found, found + 1
   end
 end
-local cur = redis.call('HGET', KEYS[1], 'v')
-local result = 1
-if not cur then result = -1
-elseif cur ~= ARGV[1] then result = 0
-elseif ${fenceCheck(8)} then result = -2
+${versionGate(8)}
 else
   local d = redis.call('HGET', KEYS[1], 'd')
   local s, t = last(d, ARGV[3]), last(d, ARGV[5])
@@ -90,8 +100,9 @@ else
     ${fenceStamp(8)}
   end
 end
-local held = redis.call('GET', KEYS[2])
-if held and string.find(held, ARGV[7], 1, true) then redis.call('DEL', KEYS[2]) end
+do
+  ${releaseIfHeld(7)}
+end
 return result
 `;
 
@@ -117,19 +128,14 @@ return 0
  * someone else's claim.
  */
 const CAS_SCRIPT = `
-local cur = redis.call('HGET', KEYS[1], 'v')
-local result = 1
-if not cur then result = -1
-elseif cur ~= ARGV[1] then result = 0
-elseif ${fenceCheck(7)} then result = -2
+${versionGate(7)}
 else
   redis.call('HSET', KEYS[1], 'v', ARGV[2], 'd', ARGV[3])
   ${fenceStamp(7)}
   if ARGV[4] ~= '0' then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
 end
 if KEYS[2] and (result == 1 or ARGV[6] == '1') then
-  local held = redis.call('GET', KEYS[2])
-  if held and string.find(held, ARGV[5], 1, true) then redis.call('DEL', KEYS[2]) end
+  ${releaseIfHeld(5)}
 end
 return result
 `;
