@@ -1,5 +1,5 @@
 import type { KnownBlock } from '@slack/types';
-import type { ApprovalRecord } from '../store/record.js';
+import { type ApprovalRecord, votersFor } from '../store/record.js';
 import { packSections } from './blocks.js';
 import { decisionTone } from './describeDecision.js';
 import { clip, inlineCode } from './escape.js';
@@ -25,9 +25,7 @@ export function quorumLines(record: ApprovalRecord, quorum: number): string[] {
   const approving = record.availableChoices.filter((c) => decisionTone(c.decision) === 'approve');
   const lines: string[] = [];
   for (const choice of approving) {
-    const voters = (record.votes ?? [])
-      .filter((v) => v.sourceIndex === stage && v.choiceId === choice.choiceId)
-      .map((v) => mentionUser(v.userId));
+    const voters = votersFor(record, stage, choice.choiceId).map(mentionUser);
     if (voters.length === 0) continue;
     const which = approving.length > 1 ? ` for ${clip(choice.label || choice.choiceId, 75)}` : '';
     lines.push(`*${voters.length} of ${quorum} approvals*${which}: ${voters.join(', ')}`);

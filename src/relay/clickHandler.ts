@@ -6,7 +6,7 @@ import { offeredScope } from '../grants/scope.js';
 import type { ApprovalChoice } from '../msp/protocol.js';
 import { OPEN_RULES, type RouteRules } from '../routing/route.js';
 import type { ApprovalStore } from '../store/approvalStore.js';
-import type { ApprovalRecord, Vote } from '../store/record.js';
+import { type ApprovalRecord, type Vote, votersFor } from '../store/record.js';
 import { byDeadline, LATE } from '../util/byDeadline.js';
 import type { Authorizer } from './authorizer.js';
 import type { Decider, DecisionOutcome } from './decider.js';
@@ -376,13 +376,6 @@ function askerOf(click: Click): Record<string, unknown> {
     ...(click.remember ? { remember: true } : {}),
     ...(click.remember && click.rememberScope !== undefined ? { rememberScope: click.rememberScope } : {}),
   };
-}
-
-/** Who picked `choiceId` for the stage, in the order they picked it. */
-export function votersFor(record: ApprovalRecord, sourceIndex: number, choiceId: string): string[] {
-  return (record.votes ?? [])
-    .filter((v) => v.sourceIndex === sourceIndex && v.choiceId === choiceId)
-    .map((v) => v.userId);
 }
 
 function deadlineOf(click: Click): number {

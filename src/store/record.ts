@@ -217,6 +217,17 @@ export const ApprovalRecord = z.object({
 });
 export type ApprovalRecord = z.infer<typeof ApprovalRecord>;
 
+/** Who picked `choiceId` for the stage, in the order they picked it (a quorum's count). */
+export function votersFor(
+  record: Pick<ApprovalRecord, 'votes'>,
+  sourceIndex: number,
+  choiceId: string,
+): string[] {
+  return (record.votes ?? [])
+    .filter((v) => v.sourceIndex === sourceIndex && v.choiceId === choiceId)
+    .map((v) => v.userId);
+}
+
 export function isTerminal(record: Pick<ApprovalRecord, 'phase'>): boolean {
   return TERMINAL_PHASES.has(record.phase);
 }

@@ -11,7 +11,7 @@ import { ConfigError, loadConfig } from '../../src/config.js';
 import { grantQuestion } from '../../src/grants/match.js';
 import type { ApprovalSubject } from '../../src/msp/protocol.js';
 import { authorize } from '../../src/relay/authorization.js';
-import { unvoted, voted, withCurrentVotes } from '../../src/relay/recordMutations.js';
+import { riskMarked, unvoted, voted, withCurrentVotes } from '../../src/relay/recordMutations.js';
 import { notAuthorizedText } from '../../src/relay/userMessages.js';
 import { normalizedPath, RiskRules } from '../../src/routing/risks.js';
 import { OPEN_RULES } from '../../src/routing/route.js';
@@ -178,6 +178,29 @@ describe('what a risk rule matches', () => {
       { name: 'push', warning: 'Pushes' },
       { name: 'git', warning: 'Git', quorum: 3 },
     ]);
+  });
+});
+
+describe('risk rules on a later question of the same approval', () => {
+  const push = { name: 'push', warning: 'Pushes' };
+  const git = { name: 'git', warning: 'Git', quorum: 3 };
+
+  it('adds the rules it matches now to those it had, never removes one, and reads the record’s tool', () => {
+    const record = { ...shellRecord(2), risks: [push] };
+    const tools: string[] = [];
+    const next = riskMarked((tool) => {
+      tools.push(tool);
+      return [git];
+    })(record);
+    expect(next?.risks).toEqual([push, git]);
+    expect(tools).toEqual(['bash']);
+    // Matching nothing now does not loosen it, and matching what it had changes nothing.
+    expect(riskMarked(() => [])(record)).toBeUndefined();
+    expect(riskMarked(() => [push])(record)).toBeUndefined();
+  });
+
+  it('leaves a final approval alone', () => {
+    expect(riskMarked(() => [git])(inPhase(shellRecord(2), 'resolved'))).toBeUndefined();
   });
 });
 
