@@ -1,5 +1,6 @@
 import { Cluster, Redis } from 'ioredis';
 import type { RedisTarget } from '../configRedis.js';
+import { coalesceWrites } from './coalescedWrites.js';
 
 /**
  * What every store module talks to: one Redis (directly or found through Sentinel) or a Redis
@@ -22,7 +23,8 @@ export interface ConnectionOptions {
    * earlier batch awaits its replies, whereas a pipeline is written at once. Commands would then
    * leave in another order than they were issued (a record's open-set entry ahead of the record),
    * and one slow reply would hold back every command after it. Without it, commands issued
-   * together still leave at once, in order, and cost one round trip of waiting.
+   * together still leave at once, in order, in one socket write (coalescedWrites.ts), and cost
+   * one round trip of waiting.
    */
   enableAutoPipelining?: boolean;
 }
@@ -41,27 +43,31 @@ export function createRedisClient(target: RedisTarget, options: ConnectionOption
   };
   switch (target.kind) {
     case 'single':
-      return new Redis(target.url, {
-        maxRetriesPerRequest,
-        retryStrategy,
-        lazyConnect,
-        enableAutoPipelining,
-      });
+      return coalesced(
+        new Redis(target.url, {
+          maxRetriesPerRequest,
+          retryStrategy,
+          lazyConnect,
+          enableAutoPipelining,
+        }),
+      );
     case 'sentinel':
-      return new Redis({
-        sentinels: target.sentinels,
-        name: target.name,
-        db: target.db,
-        ...(target.username ? { username: target.username } : {}),
-        ...(target.password ? { password: target.password } : {}),
-        ...(target.sentinelPassword ? { sentinelPassword: target.sentinelPassword } : {}),
-        maxRetriesPerRequest,
-        retryStrategy,
-        // Sentinel itself unreachable: keep asking at the same pace as for Redis.
-        sentinelRetryStrategy: retryStrategy,
-        lazyConnect,
-        enableAutoPipelining,
-      });
+      return coalesced(
+        new Redis({
+          sentinels: target.sentinels,
+          name: target.name,
+          db: target.db,
+          ...(target.username ? { username: target.username } : {}),
+          ...(target.password ? { password: target.password } : {}),
+          ...(target.sentinelPassword ? { sentinelPassword: target.sentinelPassword } : {}),
+          maxRetriesPerRequest,
+          retryStrategy,
+          // Sentinel itself unreachable: keep asking at the same pace as for Redis.
+          sentinelRetryStrategy: retryStrategy,
+          lazyConnect,
+          enableAutoPipelining,
+        }),
+      );
     case 'cluster':
       return new Cluster(target.nodes, {
         clusterRetryStrategy: retryStrategy,
@@ -73,4 +79,9 @@ export function createRedisClient(target: RedisTarget, options: ConnectionOption
         },
       });
   }
+}
+
+/** Auto-pipelining already writes a turn's commands together; otherwise the socket is corked. */
+function coalesced(redis: Redis): Redis {
+  return redis.options.enableAutoPipelining ? redis : coalesceWrites(redis);
 }
