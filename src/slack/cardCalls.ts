@@ -46,11 +46,24 @@ export interface DirectCardCallSettings {
   timeoutMs?: number;
 }
 
-interface SlackAnswer {
+export interface SlackAnswer {
   ok?: boolean;
   error?: string;
   ts?: string;
   channel?: string;
+}
+
+/**
+ * Slack answers a card call with the whole message echoed back (every block, several KB). Only
+ * `ok`, `channel` and `ts` are read, and Slack writes them first: an answer that starts as
+ * expected is read from its first bytes; any other (an error, another shape) is parsed whole.
+ */
+const ANSWER_HEAD = /^\{"ok":true,"channel":"([\w.-]+)","ts":"([\w.-]+)"[,}]/;
+
+export function readAnswer(body: Buffer): SlackAnswer {
+  const head = ANSWER_HEAD.exec(body.toString('latin1', 0, Math.min(body.length, 128)));
+  if (!head) return JSON.parse(body.toString('utf8')) as SlackAnswer;
+  return { ok: true, channel: head[1], ts: head[2] };
 }
 
 export function directCardCalls(settings: DirectCardCallSettings): CardCalls {
@@ -60,7 +73,13 @@ export function directCardCalls(settings: DirectCardCallSettings): CardCalls {
     'content-type': 'application/json; charset=utf-8',
   };
 
-  async function call(method: string, body: object): Promise<SlackAnswer> {
+  // Parsed once: undici parses a URL given as a string on every call.
+  const urls = {
+    'chat.postMessage': new URL(`${settings.apiUrl}chat.postMessage`),
+    'chat.update': new URL(`${settings.apiUrl}chat.update`),
+  };
+
+  async function call(method: keyof typeof urls, body: object): Promise<SlackAnswer> {
     let answer: SlackAnswer;
     let status: number;
     let retryAfter: string | string[] | undefined;
@@ -72,7 +91,7 @@ export function directCardCalls(settings: DirectCardCallSettings): CardCalls {
       timeoutMs,
     );
     try {
-      const res = await request(`${settings.apiUrl}${method}`, {
+      const res = await request(urls[method], {
         method: 'POST',
         headers,
         body: JSON.stringify(body),
@@ -85,7 +104,7 @@ export function directCardCalls(settings: DirectCardCallSettings): CardCalls {
         await res.body.dump();
         answer = {};
       } else {
-        answer = (await res.body.json()) as SlackAnswer;
+        answer = readAnswer(Buffer.from(await res.body.arrayBuffer()));
       }
     } catch (err) {
       // No answer, or one cut off: Slack may or may not have applied the call.

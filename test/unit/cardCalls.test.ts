@@ -4,7 +4,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { directCardCalls } from '../../src/slack/cardCalls.js';
+import { directCardCalls, readAnswer } from '../../src/slack/cardCalls.js';
 import { classifySlackError } from '../../src/slack/slackFailures.js';
 import { createSlackPool } from '../../src/slack/slackFetch.js';
 
@@ -103,5 +103,43 @@ describe('chat.postMessage and chat.update as JSON', () => {
       .postMessage(CARD)
       .catch((e: unknown) => e);
     expect(classifySlackError(closed)).toEqual({ kind: 'retry', error: 'connection_refused' });
+  });
+});
+
+describe("reading Slack's answer", () => {
+  const answers = [
+    // Slack's own order: read from the head, the echoed message left unparsed.
+    {
+      ok: true,
+      channel: 'C0CARDS',
+      ts: '1712345678.000200',
+      message: { text: 'é ✓', blocks: [{ type: 'divider' }] },
+    },
+    { ok: true, channel: 'C0CARDS', ts: '1.0001' },
+    // Any other shape is parsed whole.
+    { ok: true, ts: '1.0001', channel: 'C0CARDS' },
+    { ok: true, channel: 'C0CARDS' },
+    { ok: true, channel: 'C "quoted"', ts: '1.0001' },
+    { ok: true, channel: 'C0CARDS', ts: '1.0001', ok2: false, nested: { ok: false } },
+    { ok: false, error: 'channel_not_found' },
+  ];
+  it.each(answers)('reads $ok, $channel, $ts as a full parse would (%#)', (answer) => {
+    const { ok, channel, ts, error } = answer as {
+      ok: boolean;
+      channel?: string;
+      ts?: string;
+      error?: string;
+    };
+    const read = readAnswer(Buffer.from(JSON.stringify(answer)));
+    expect({ ok: read.ok, channel: read.channel, ts: read.ts, error: read.error }).toEqual({
+      ok,
+      channel,
+      ts,
+      error,
+    });
+  });
+
+  it('a head that only looks right still needs the rest to be JSON to be parsed whole', () => {
+    expect(() => readAnswer(Buffer.from('{"ok":true,"channel":"C1"'))).toThrow(SyntaxError);
   });
 });
