@@ -46,6 +46,8 @@ export interface CardChannel {
    * good, or the channel is stopped.
    */
   update(channel: string, ts: string, message: RenderedMessage, mayAct?: () => boolean): Promise<void>;
+  /** Whether posts are waiting or under way in the channel: a card posted now would wait its turn. */
+  busy?(channel: string): boolean;
 }
 
 /** Tells one person something only they see. */

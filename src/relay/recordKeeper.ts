@@ -10,7 +10,7 @@ import type { ApprovalRecord, Claim } from '../store/record.js';
 import type { Activity } from '../util/activity.js';
 import { KeyedQueue } from '../util/keyedQueue.js';
 import { type CardChannel, HostLostError, type RenderedMessage } from './ports.js';
-import { cardRevealed, claimed, withCurrentVotes } from './recordMutations.js';
+import { cardDeferred, cardRevealed, claimed, withCurrentVotes } from './recordMutations.js';
 
 export interface RecordKeeperOptions {
   store: ApprovalStore;
@@ -107,14 +107,42 @@ export class RecordKeeper {
    * Creates the record unless it exists and, if this call created it, posts its card. Call it
    * from inside the approval's queue. Resolves with false when the record already existed.
    * `extra`: fields stored with the record (the full text of a request intake cut).
+   *
+   * `deferIf`: a question asked in the same round trip as the create (whether a remembered grant
+   * answers it). Redis answers in order, so it is settled by the time the record is stored; when
+   * it says yes, the card is deferred instead of posted (slack.deferred) and the post lease given
+   * back. Nothing else is told of the record before that. Should the process die in between, the
+   * record is an ordinary one without its card: the next start posts the card, and people decide.
    */
-  async create(record: ApprovalRecord, extra?: Record<string, string>): Promise<boolean> {
+  async create(
+    record: ApprovalRecord,
+    extra?: Record<string, string>,
+    deferIf?: Promise<boolean>,
+  ): Promise<boolean> {
     const { store } = this.options;
     // A deferred card is posted later, if at all (slack.deferred): nobody may hold its lease meanwhile.
     const lease = record.slack.deferred ? undefined : store.newPostLease(this.postLeaseMs);
-    if (!(await store.createIfAbsent(record, lease, extra))) return false;
+    const creating = store.createIfAbsent(record, lease, extra);
+    // Rendered while Redis stores the record, so the card is ready to go when the record is: on the
+    // next tick, after the write has left (commands issued together go out at the end of the
+    // tick, see coalescedWrites.ts). Not when the channel has posts waiting: it would sit
+    // rendered in the queue.
+    const card =
+      lease && !this.options.cards.busy?.(record.slack.channel)
+        ? new Promise<RenderedMessage>((resolve) => {
+            process.nextTick(() => resolve(this.options.render(record, this.now())));
+          })
+        : undefined;
+    if (!(await creating)) return false;
+    if (lease && (await deferIf)) {
+      await Promise.all([
+        this.mutate(record.approvalId, cardDeferred, record),
+        store.releasePostLease(record.approvalId, lease),
+      ]);
+      return true;
+    }
     this.changed(record);
-    if (lease) await this.postCard(record, lease);
+    if (lease) await this.postCard(record, lease, undefined, await card);
     return true;
   }
 
@@ -261,9 +289,15 @@ export class RecordKeeper {
 
   /**
    * Posts the card of a record that has none yet; the caller holds the post lease. `postedSince`
-   * says an earlier attempt may have posted it already.
+   * says an earlier attempt may have posted it already; `rendered`, the record's card if the
+   * caller has it already.
    */
-  private async postCard(record: ApprovalRecord, lease: PostLease, postedSince?: Date): Promise<void> {
+  private async postCard(
+    record: ApprovalRecord,
+    lease: PostLease,
+    postedSince?: Date,
+    rendered?: RenderedMessage,
+  ): Promise<void> {
     const { store, cards, render, logger } = this.options;
     const { approvalId } = record;
     let posted: { ts: string; channel: string };
@@ -278,7 +312,7 @@ export class RecordKeeper {
     renewing.unref();
     try {
       const mayAct = this.actingFor(record.hostId);
-      posted = await cards.post(record.slack.channel, () => render(record, this.now()), {
+      posted = await cards.post(record.slack.channel, () => rendered ?? render(record, this.now()), {
         approvalId,
         ...(postedSince ? { postedSince } : {}),
         ...(mayAct ? { mayAct } : {}),

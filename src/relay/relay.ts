@@ -248,7 +248,7 @@ export class Relay {
       owner: this.options.ownerOf?.(hostId),
     });
     const risks = this.options.risksFor?.({ tool: params.toolName, subject: params.subject }) ?? [];
-    let fresh = newRecord(params, {
+    const fresh = newRecord(params, {
       hostId,
       incarnation,
       channel: route.channel,
@@ -261,22 +261,25 @@ export class Relay {
       sessionTitle: session?.label,
       ...(risks.length > 0 ? { risks } : {}),
     });
-    // Cards of one channel are posted in the order their approvals came, whether or not a grant
-    // was looked up for them: the turn is taken now and passed on once the record is written.
+    // Cards of one channel are posted in the order their approvals came: the turn is taken now
+    // and passed on once the record's write has left.
     const turn = this.turns.take(route.channel);
     const answerer = this.options.grants;
     let grant: Grant | undefined;
     let created = false;
     try {
-      // A grant lookup is one round trip, made only for what a grant could answer. A request it
-      // answers is stored with its card deferred: the answerer decides it, and no card is posted.
-      if (answerer && caller && phase === 'pending' && !heldElsewhere) grant = await answerer.find(fresh);
-      if (grant) {
-        fresh = { ...fresh, slack: { ...fresh.slack, deferred: true } };
-        answerer?.expect(fresh.approvalId, grant);
-      }
       await turn.ready;
-      const creating = keeper.create(fresh, fullTextFields(fresh, params));
+      // A grant lookup, made only for what a grant could answer, goes out with the create: one
+      // round trip for both. A request a grant answers gets no card: the answerer decides it.
+      const answered =
+        answerer && caller && phase === 'pending' && !heldElsewhere
+          ? answerer.find(fresh).then((found) => {
+              grant = found;
+              if (found) answerer.expect(fresh.approvalId, found);
+              return found !== undefined;
+            })
+          : undefined;
+      const creating = keeper.create(fresh, fullTextFields(fresh, params), answered);
       turn.done();
       created = await creating;
       if (created) {

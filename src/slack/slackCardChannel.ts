@@ -78,6 +78,10 @@ export class SlackCardChannel implements CardChannel, UserNotifier {
     return this.postQueues.run(channel, () => this.postNow(channel, render(), options));
   }
 
+  busy(channel: string): boolean {
+    return this.postQueues.busy(channel);
+  }
+
   update(channel: string, ts: string, message: RenderedMessage, mayAct?: () => boolean): Promise<void> {
     return this.updates.update(channel, ts, message, mayAct);
   }

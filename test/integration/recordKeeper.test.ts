@@ -184,5 +184,34 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
         true,
       ]);
     });
+
+    it('a grant that answers (asked with the create) defers the card: no post, and the lease is free to reveal it', async () => {
+      const seen: Array<{ deferred?: boolean; version: number }> = [];
+      const answered = new RecordKeeper({
+        store,
+        cards,
+        render: (r, now) => renderCard(r, { now }),
+        logger,
+        postLeaseMs: 60_000,
+        onChange: (r) => seen.push({ deferred: r.slack.deferred, version: r.version }),
+      });
+      expect(
+        await answered.run('k-1', () => answered.create(record(), undefined, Promise.resolve(true))),
+      ).toBe(true);
+      expect(cards.posts).toEqual([]);
+      expect((await store.get('k-1'))?.slack.deferred).toBe(true);
+      // Followers are told of the deferred record only, never of one whose card seemed on its way.
+      expect(seen).toEqual([{ deferred: true, version: 2 }]);
+      // The lease went back with the change: showing the card after all does not wait it out.
+      await answered.reveal('k-1');
+      expect(cards.posts).toEqual([{ channel: 'C1', approvalId: 'k-1' }]);
+
+      await backend.flush();
+      expect(await keeper.run('k-1', () => keeper.create(record(), undefined, Promise.resolve(false)))).toBe(
+        true,
+      );
+      expect(cards.posts).toHaveLength(2);
+      expect((await store.get('k-1'))?.slack.deferred).toBeUndefined();
+    });
   });
 });
