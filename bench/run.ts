@@ -37,6 +37,8 @@ const { values: args } = parseArgs({
     quick: { type: 'boolean', default: false },
     out: { type: 'string', default: 'bench/results.json' },
     only: { type: 'string' },
+    // More interleaved throughput rounds: a steadier median when trying a change on a noisy machine.
+    rounds: { type: 'string' },
   },
 });
 const ONLY = ['grant', 'replicas', 'scale', 'throughput'];
@@ -105,6 +107,7 @@ const sizes = quick
       // Opened at once: the bot takes them as fast as it can, its queue never holding more.
       scaleChunk: 2_000,
     };
+if (args.rounds !== undefined) sizes.throughputRounds = Number(args.rounds);
 
 function log(line: string): void {
   process.stderr.write(`[bench] ${line}\n`);
