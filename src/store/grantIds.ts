@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash as digest, randomBytes } from 'node:crypto';
 import { keys } from './keys.js';
 
 // A grant id begins with its bucket's tag, so that from the id alone the store finds the grant's
@@ -15,9 +15,8 @@ export interface Bucket {
 
 /** The bucket of (caller, tool, sandboxMode); JSON keeps the three apart whatever they contain. */
 export function bucketOf(caller: string, tool: string, sandboxMode: string): Bucket {
-  const hash = createHash('sha256')
-    .update(JSON.stringify([caller, tool, sandboxMode]))
-    .digest('hex');
+  // One-shot: a Hash object per lookup costs several times the digest itself.
+  const hash = digest('sha256', JSON.stringify([caller, tool, sandboxMode]), 'hex');
   const tag = hash.slice(0, TAG_LENGTH);
   return { tag, key: keys.grantBucket(tag, hash) };
 }
@@ -33,7 +32,7 @@ export function randomGrantSuffix(): string {
 
 /** The same for every replica recording one approval's host-held grant: one grant, not two. */
 export function hostGrantSuffix(approvalId: string): string {
-  return `h${createHash('sha256').update(approvalId).digest('hex').slice(0, 12)}`;
+  return `h${digest('sha256', approvalId, 'hex').slice(0, 12)}`;
 }
 
 /** The grant's Redis key, or undefined for an id this store never made. */
