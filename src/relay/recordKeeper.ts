@@ -123,15 +123,12 @@ export class RecordKeeper {
     // A deferred card is posted later, if at all (slack.deferred): nobody may hold its lease meanwhile.
     const lease = record.slack.deferred ? undefined : store.newPostLease(this.postLeaseMs);
     const creating = store.createIfAbsent(record, lease, extra);
-    // Rendered while Redis stores the record, so the card is ready to go when the record is: on the
-    // next tick, after the write has left (commands issued together go out at the end of the
-    // tick, see coalescedWrites.ts). Not when the channel has posts waiting: it would sit
-    // rendered in the queue.
+    // Rendered while Redis stores the record, so the card is ready to go when the record is: after
+    // a microtask, once the write has left (commands issued together go out then, see
+    // coalescedWrites.ts). Not when the channel has posts waiting: it would sit rendered in the queue.
     const card =
       lease && !this.options.cards.busy?.(record.slack.channel)
-        ? new Promise<RenderedMessage>((resolve) => {
-            process.nextTick(() => resolve(this.options.render(record, this.now())));
-          })
+        ? Promise.resolve().then(() => this.options.render(record, this.now()))
         : undefined;
     if (!(await creating)) return false;
     if (lease && (await deferIf)) {

@@ -95,6 +95,8 @@ export function registerChoiceButton(
     // ack within 3 s); it is awaited below, bounded by the click's deadline.
     const checking = click ? clicks.check(click) : undefined;
     checking?.catch(() => {});
+    // One microtask, so that the lookup's write leaves first (see coalescedWrites.ts).
+    await undefined;
     await ack();
     if (!parsed.success || !channel || !ts) {
       logger.warn(
