@@ -125,10 +125,13 @@ export class RecordKeeper {
     const creating = store.createIfAbsent(record, lease, extra);
     // Rendered while Redis stores the record, so the card is ready to go when the record is: after
     // a microtask, once the write has left (commands issued together go out then, see
-    // coalescedWrites.ts). Not when the channel has posts waiting: it would sit rendered in the queue.
+    // coalescedWrites.ts). Not when the channel has posts waiting: it would sit rendered in the
+    // queue. A render that throws is made again at the post, where its error is handled.
     const card =
       lease && !this.options.cards.busy?.(record.slack.channel)
-        ? Promise.resolve().then(() => this.options.render(record, this.now()))
+        ? Promise.resolve()
+            .then(() => this.options.render(record, this.now()))
+            .catch(() => undefined)
         : undefined;
     if (!(await creating)) return false;
     if (lease && (await deferIf)) {
