@@ -10,7 +10,7 @@ import type { ApprovalRecord, Claim } from '../store/record.js';
 import type { Activity } from '../util/activity.js';
 import { KeyedQueue } from '../util/keyedQueue.js';
 import { type CardChannel, HostLostError, type RenderedMessage } from './ports.js';
-import { cardDeferred, cardRevealed, claimed, withCurrentVotes } from './recordMutations.js';
+import { cardRevealed, claimed, withCurrentVotes } from './recordMutations.js';
 
 export interface RecordKeeperOptions {
   store: ApprovalStore;
@@ -135,10 +135,8 @@ export class RecordKeeper {
         : undefined;
     if (!(await creating)) return false;
     if (lease && (await deferIf)) {
-      await Promise.all([
-        this.mutate(record.approvalId, cardDeferred, record),
-        store.releasePostLease(record.approvalId, lease),
-      ]);
+      const deferred = await store.deferPost(record, lease);
+      if (deferred?.changed) this.changed(deferred.record);
       return true;
     }
     this.changed(record);

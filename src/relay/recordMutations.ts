@@ -394,15 +394,6 @@ function withGrantUse(record: ApprovalRecord, params: ApprovalUpdatedParams): Ap
   return [...(record.grantUses ?? []), { ...claim.grant, sourceIndex: stage }];
 }
 
-/**
- * A remembered grant answers the request just stored, before its card went out: the card waits
- * (slack.deferred) while the grant decides.
- */
-export function cardDeferred(record: ApprovalRecord): ApprovalRecord | undefined {
-  if (record.slack.deferred || record.slack.ts || isTerminal(record)) return undefined;
-  return { ...record, slack: { ...record.slack, deferred: true } };
-}
-
 /** No remembered grant answers the request (or it could not be used): the card is posted. */
 export function cardRevealed(record: ApprovalRecord): ApprovalRecord | undefined {
   if (!record.slack.deferred) return undefined;

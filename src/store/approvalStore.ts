@@ -387,48 +387,77 @@ export class ApprovalStore {
     card: { channel: string; ts: string },
     lease: PostLease,
   ): Promise<UpdateResult | undefined> {
-    const written = this.nextVersion(record, { ...record, slack: { ...record.slack, ...card } });
     const messageKey = keys.message(card.channel, card.ts);
     const [result] = await Promise.all([
-      // A record being posted is open: no expiry to set, so a patch says all that changed.
-      isTerminal(written)
-        ? this.redis.csCasReleasing(
-            keys.approval(record.approvalId),
-            keys.postLease(record.approvalId),
-            String(record.version),
-            String(written.version),
-            JSON.stringify(written),
-            String(this.options.resolvedTtlMs),
-            lease.token,
-            '1',
-            this.fence(record.hostId),
-          )
-        : this.redis.csSavePost(
-            keys.approval(record.approvalId),
-            keys.postLease(record.approvalId),
-            String(record.version),
-            String(written.version),
-            `"slack":${JSON.stringify(record.slack)}`,
-            `"slack":${JSON.stringify(written.slack)}`,
-            versionTail(record),
-            versionTail(written),
-            lease.token,
-            this.fence(record.hostId),
-          ),
+      this.patchSlack(record, { ...record.slack, ...card }, lease),
       // The message's own slot: mapped whether or not the write won, as it always was.
       isTerminal(record)
         ? this.redis.set(messageKey, record.approvalId, 'PX', this.options.resolvedTtlMs)
         : this.redis.set(messageKey, record.approvalId),
     ]);
-    if (result === 1) return { record: written, changed: true, previous: record };
-    if (result === -1) return undefined;
-    if (result === -2) throw new FencedError(record.hostId);
+    if (result !== 'moved') return result;
     // Changed while we posted: write the card's place into whatever it is now.
     const saved = await this.update(record.approvalId, (r) =>
       r.slack.ts ? undefined : { ...r, slack: { ...r.slack, ...card } },
     );
     if (saved && isTerminal(saved.record)) await this.redis.pexpire(messageKey, this.options.resolvedTtlMs);
     return saved;
+  }
+
+  /**
+   * A card its creator will not post after all (a remembered grant answers the approval): the
+   * record says so (slack.deferred) and the lease is given back, in one round trip when nobody
+   * changed the record since `record` was written.
+   */
+  async deferPost(record: ApprovalRecord, lease: PostLease): Promise<UpdateResult | undefined> {
+    const result = await this.patchSlack(record, { ...record.slack, deferred: true }, lease);
+    if (result !== 'moved') return result;
+    return this.update(record.approvalId, (r) =>
+      r.slack.ts || r.slack.deferred || isTerminal(r)
+        ? undefined
+        : { ...r, slack: { ...r.slack, deferred: true } },
+    );
+  }
+
+  /**
+   * Writes `slack` into the record it was changed from and gives the post lease back. 'moved' when
+   * the record changed meanwhile (the lease is given back all the same).
+   */
+  private async patchSlack(
+    record: ApprovalRecord,
+    slack: ApprovalRecord['slack'],
+    lease: PostLease,
+  ): Promise<UpdateResult | undefined | 'moved'> {
+    const written = this.nextVersion(record, { ...record, slack });
+    // A record being posted is open: no expiry to set, so a patch says all that changed.
+    const result = await (isTerminal(written)
+      ? this.redis.csCasReleasing(
+          keys.approval(record.approvalId),
+          keys.postLease(record.approvalId),
+          String(record.version),
+          String(written.version),
+          JSON.stringify(written),
+          String(this.options.resolvedTtlMs),
+          lease.token,
+          '1',
+          this.fence(record.hostId),
+        )
+      : this.redis.csSavePost(
+          keys.approval(record.approvalId),
+          keys.postLease(record.approvalId),
+          String(record.version),
+          String(written.version),
+          `"slack":${JSON.stringify(record.slack)}`,
+          `"slack":${JSON.stringify(written.slack)}`,
+          versionTail(record),
+          versionTail(written),
+          lease.token,
+          this.fence(record.hostId),
+        ));
+    if (result === 1) return { record: written, changed: true, previous: record };
+    if (result === -1) return undefined;
+    if (result === -2) throw new FencedError(record.hostId);
+    return 'moved';
   }
 
   /**

@@ -151,6 +151,29 @@ describe.each(BACKENDS)('ApprovalStore on %s Redis', (kind) => {
     expect(await redis.exists(keys.postLease('a-9'))).toBe(0);
   });
 
+  it('defers a card its creator will not post: patched in one step, or onto a change made meanwhile', async () => {
+    const lease = store.newPostLease(5_000);
+    await store.createIfAbsent(sampleRecord('a-defer'), lease);
+    const wholeWrites = vi.spyOn(store, 'update');
+    const deferred = await store.deferPost(sampleRecord('a-defer'), lease);
+    expect(wholeWrites).not.toHaveBeenCalled();
+    wholeWrites.mockRestore();
+    expect(deferred?.record).toMatchObject({ version: 2, slack: { channel: 'C1', deferred: true } });
+    expect(JSON.parse((await redis.hget(keys.approval('a-defer'), 'd'))!)).toEqual(deferred?.record);
+    expect(await redis.exists(keys.postLease('a-defer'))).toBe(0);
+
+    const again = store.newPostLease(5_000);
+    await store.createIfAbsent(sampleRecord('a-defer2'), again);
+    await store.update('a-defer2', (r) => ({ ...r, reason: 'changed meanwhile' }));
+    const onto = await store.deferPost(sampleRecord('a-defer2'), again);
+    expect(onto?.record).toMatchObject({
+      version: 3,
+      reason: 'changed meanwhile',
+      slack: { deferred: true },
+    });
+    expect(await redis.exists(keys.postLease('a-defer2'))).toBe(0);
+  });
+
   it('claims a stage and moves the record to deciding in one step, once', async () => {
     await store.createIfAbsent(sampleRecord('a-10'));
     const checked = (await store.get('a-10'))!;
