@@ -213,5 +213,41 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
       expect(cards.posts).toHaveLength(2);
       expect((await store.get('k-1'))?.slack.deferred).toBeUndefined();
     });
+
+    it('renders the card while the record is stored, unless its channel is busy; a render that throws is made again at the post', async () => {
+      let renders = 0;
+      // How many renders were made before each post was handed to the channel.
+      const before: number[] = [];
+      const post = cards.post.bind(cards);
+      cards.post = async (...args) => {
+        before.push(renders);
+        return post(...args);
+      };
+      const flaky = (busy: boolean) =>
+        new RecordKeeper({
+          store,
+          cards: Object.assign(cards, { busy: () => busy }),
+          render: (r, now) => {
+            renders += 1;
+            if (renders === 1 && !busy) throw new Error('first render fails');
+            return renderCard(r, { now });
+          },
+          logger,
+        });
+      const early = flaky(false);
+      expect(await early.run('k-1', () => early.create(record()))).toBe(true);
+      // The early render threw; the post rendered again and went out.
+      expect(renders).toBe(2);
+      expect(cards.posts).toHaveLength(1);
+
+      await backend.flush();
+      renders = 0;
+      const waiting = flaky(true);
+      expect(await waiting.run('k-1', () => waiting.create(record()))).toBe(true);
+      // A busy channel: rendered once, when the post's turn came.
+      expect(renders).toBe(1);
+      expect(cards.posts).toHaveLength(2);
+      expect(before).toEqual([1, 0]);
+    });
   });
 });
