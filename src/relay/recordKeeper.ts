@@ -53,6 +53,8 @@ export class RecordKeeper {
   /** Cards that landed their latest update, to be struck off the unsynced set in one call. */
   private syncedBatch: string[] = [];
   private syncedFlush: NodeJS.Timeout | undefined;
+  /** channel → records being created for it whose post is not yet queued. */
+  private readonly creatingIn = new Map<string, number>();
 
   constructor(private readonly options: RecordKeeperOptions) {
     this.now = options.now ?? (() => new Date());
@@ -119,29 +121,62 @@ export class RecordKeeper {
     extra?: Record<string, string>,
     deferIf?: Promise<boolean>,
   ): Promise<boolean> {
+    const stored = await this.store(record, extra, deferIf);
+    if (!stored) return false;
+    await stored.posted;
+    return true;
+  }
+
+  /**
+   * create(), resolving as soon as the record is stored (false: it already existed); `posted`
+   * settles once the card is out (or deferred). The approval's queue must still wait for
+   * `posted`: return it from the queued task. A caller that awaits only this lets go of its own
+   * state meanwhile; in a burst, the approvals waiting for their channel hold little (see
+   * docs/performance.md).
+   */
+  async store(
+    record: ApprovalRecord,
+    extra?: Record<string, string>,
+    deferIf?: Promise<boolean>,
+  ): Promise<false | { posted: Promise<void> }> {
     const { store } = this.options;
     // A deferred card is posted later, if at all (slack.deferred): nobody may hold its lease meanwhile.
     const lease = record.slack.deferred ? undefined : store.newPostLease(this.postLeaseMs);
+    const { channel } = record.slack;
     const creating = store.createIfAbsent(record, lease, extra);
     // Rendered while Redis stores the record, so the card is ready to go when the record is: after
     // a microtask, once the write has left (commands issued together go out then, see
-    // coalescedWrites.ts). Not when the channel has posts waiting: it would sit rendered in the
-    // queue. A render that throws is made again at the post, where its error is handled.
+    // coalescedWrites.ts). Only when nothing is ahead of it in its channel (no post waiting, no
+    // other card being created): in a burst a card rendered early would sit in the queue, and what
+    // lives that long is what the garbage collector copies. A render that throws is made again at
+    // the post, where its error is handled.
     const card =
-      lease && !this.options.cards.busy?.(record.slack.channel)
+      lease && !this.options.cards.busy?.(channel) && !this.creatingIn.has(channel)
         ? Promise.resolve()
             .then(() => this.options.render(record, this.now()))
             .catch(() => undefined)
         : undefined;
-    if (!(await creating)) return false;
-    if (lease && (await deferIf)) {
+    this.creatingIn.set(channel, (this.creatingIn.get(channel) ?? 0) + 1);
+    let created: boolean;
+    try {
+      created = await creating;
+    } finally {
+      const left = this.creatingIn.get(channel)! - 1;
+      if (left === 0) this.creatingIn.delete(channel);
+      else this.creatingIn.set(channel, left);
+    }
+    if (!created) return false;
+    if (!lease) {
+      this.changed(record);
+      return { posted: Promise.resolve() };
+    }
+    if (await deferIf) {
       const deferred = await store.deferPost(record, lease);
       if (deferred?.changed) this.changed(deferred.record);
-      return true;
+      return { posted: Promise.resolve() };
     }
     this.changed(record);
-    if (lease) await this.postCard(record, lease, undefined, await card);
-    return true;
+    return { posted: this.postCard(record, lease, undefined, await card) };
   }
 
   /**

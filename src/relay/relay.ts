@@ -279,15 +279,17 @@ export class Relay {
               return found !== undefined;
             })
           : undefined;
-      const creating = keeper.create(fresh, fullTextFields(fresh, params), answered);
+      const storing = keeper.store(fresh, fullTextFields(fresh, params), answered);
       turn.done();
-      created = await creating;
-      if (created) {
+      const stored = await storing;
+      created = stored !== false;
+      if (stored) {
         if (risks.length > 0) this.auditRisks(fresh, risks);
         // At debug: it sits between the host's frame and the card's post, where every line shows in
         // the latency (README "Performance"); "card posted" says the same at info once it is out.
         logger.debug({ approvalId: params.approvalId, tool: fresh.tool, phase }, 'approval opened');
-        return;
+        // The approval's queue waits for the card; this function's state need not.
+        return stored.posted;
       }
     } finally {
       turn.done();

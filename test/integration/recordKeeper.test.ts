@@ -9,6 +9,7 @@ import { ApprovalStore } from '../../src/store/approvalStore.js';
 import { approvalFromTranscript } from '../support/fakeHost.js';
 import { BACKENDS, openBackend, type StoreBackend } from '../support/storeBackends.js';
 import { testRedisUrl } from '../support/testRedis.js';
+import { until } from '../support/until.js';
 
 // RecordKeeper on real Redis with a recording card channel: what it asks of Slack, and when.
 
@@ -248,6 +249,65 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
       expect(renders).toBe(1);
       expect(cards.posts).toHaveLength(2);
       expect(before).toEqual([1, 0]);
+    });
+
+    it('in a burst, only the first card of a channel is rendered while its record is stored', async () => {
+      const rendered: string[] = [];
+      const posted: Array<{ approvalId: string; renderedBefore: string[] }> = [];
+      const post = cards.post.bind(cards);
+      cards.post = async (channel, render, opts) => {
+        posted.push({ approvalId: opts.approvalId, renderedBefore: [...rendered] });
+        return post(channel, render, opts);
+      };
+      const burst = new RecordKeeper({
+        store,
+        cards: Object.assign(cards, { busy: () => false }),
+        render: (r, now) => {
+          rendered.push(r.approvalId);
+          return renderCard(r, { now });
+        },
+        logger,
+      });
+      const ids = ['k-1', 'k-2', 'k-3'];
+      await Promise.all(ids.map((id) => burst.run(id, () => burst.create({ ...record(), approvalId: id }))));
+      expect(cards.posts.map((p) => p.approvalId).sort()).toEqual(ids);
+      // Each card rendered once: one while its record was stored, the others at their posts, not
+      // while they waited for it.
+      expect([...rendered].sort()).toEqual(ids);
+      expect(posted.filter((p) => p.renderedBefore.includes(p.approvalId))).toHaveLength(1);
+      expect(posted[0]?.renderedBefore).toHaveLength(1);
+    });
+
+    it("store() resolves once the record is stored; the approval's queue still waits for the card", async () => {
+      let unblock!: () => void;
+      const blocked = new Promise<void>((resolve) => {
+        unblock = resolve;
+      });
+      const post = cards.post.bind(cards);
+      cards.post = async (...args) => {
+        await blocked;
+        return post(...args);
+      };
+      const order: string[] = [];
+      let storedWhilePosting = false;
+      const opened = keeper.run('k-1', async () => {
+        const stored = await keeper.store(record());
+        storedWhilePosting = stored !== false && cards.posts.length === 0;
+        order.push('stored');
+        if (stored) return stored.posted;
+      });
+      const next = keeper.run('k-1', async () => {
+        order.push(`next, ${cards.posts.length} posted`);
+      });
+      await until(() => storedWhilePosting);
+      expect((await store.get('k-1'))?.slack.ts).toBeUndefined();
+      expect(order).toEqual(['stored']);
+      unblock();
+      await Promise.all([opened, next]);
+      expect(order).toEqual(['stored', 'next, 1 posted']);
+      expect((await store.get('k-1'))?.slack.ts).toBe('1700000000.000001');
+      // An existing record: nothing stored, nothing to wait for.
+      expect(await keeper.run('k-1', () => keeper.store(record()))).toBe(false);
     });
   });
 });
