@@ -389,7 +389,7 @@ export class ApprovalStore {
   ): Promise<UpdateResult | undefined> {
     const messageKey = keys.message(card.channel, card.ts);
     const [result] = await Promise.all([
-      this.patchSlack(record, { ...record.slack, ...card }, lease),
+      this.patchSlack(record, Object.assign({}, record.slack, card), lease),
       // The message's own slot: mapped whether or not the write won, as it always was.
       isTerminal(record)
         ? this.redis.set(messageKey, record.approvalId, 'PX', this.options.resolvedTtlMs)

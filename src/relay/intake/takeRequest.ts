@@ -90,7 +90,9 @@ export interface TakenRequest extends TakenQuestion {
  * params as they are.
  */
 export function takeRequest(params: ApprovalRequestParams, sessionTitle: string | undefined): TakenRequest {
-  const taken: TakenRequest = { ...takeQuestion(params), tool: '', rawArgs: '' };
+  // takeQuestion's object, grown: `{ ...question, tool }` would make V8 build new hidden classes
+  // for every request (docs/performance.md, "Object shapes").
+  const taken: TakenRequest = Object.assign(takeQuestion(params), { tool: '', rawArgs: '' });
   const text = (name: 'tool' | 'title' | 'rawArgs' | 'reason' | 'sessionTitle', raw: string, max: number) => {
     const fitted = takeText(raw, max);
     taken.reports[name] = fitted.report;
