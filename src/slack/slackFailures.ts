@@ -43,6 +43,7 @@ function requestError(original: unknown): string {
   const e = original as { name?: string; code?: string; cause?: { code?: string } } | undefined;
   if (e?.name === 'TimeoutError' || e?.name === 'AbortError') return 'timeout';
   const code = e?.code ?? e?.cause?.code;
+  if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') return 'timeout';
   if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET' || code === 'EPIPE') return 'connection_reset';
   if (code === 'ECONNREFUSED') return 'connection_refused';
   return 'request_error';
