@@ -165,7 +165,7 @@ export class World {
       host: this.host,
       slack: this.slack,
       redisDb: REDIS_DB,
-      nodeArgs,
+      nodeArgs: [...nodeArgs, ...(process.env.BOT_NODE_ARGS?.split(' ').filter(Boolean) ?? [])],
       env: {
         LOG_LEVEL: 'info',
         COUNTERSIGN_CONFIG: this.routesPath,
