@@ -11,6 +11,7 @@ import { RedisGrantStore } from '../../src/store/grantStore.js';
 import { keys } from '../../src/store/keys.js';
 import { type ApprovalRequestParams, shellApproval } from '../support/fakeHost.js';
 import type { SlackCall } from '../support/fakeSlack.js';
+import { until } from '../support/until.js';
 import { configFile } from './teamSetup.js';
 import { buttonsOf, rememberButtonOf, SESSION, textOf, World } from './world.js';
 
@@ -147,6 +148,8 @@ describe('remembered grants', () => {
       caller: `session:${SESSION}`,
       tool: 'bash',
     });
+    // The "grant used" line is logged as its audit entry is sent, not once it is stored.
+    await until(async () => (await readGrantAudit(world.redis)).length >= 2);
     const events = await readGrantAudit(world.redis);
     expect(events.map((e) => e.kind)).toEqual(['created', 'used']);
     // The decision's own audit entry says a grant made it.
