@@ -1,7 +1,7 @@
 // npm run bench: the real bot against the fake MSP host, the fake Slack and real Redis, every
 // figure beside a floor measured in the same run. `--quick` is the few-second smoke variant the
 // test suite runs; `--out FILE` writes the results somewhere other than bench/results.json;
-// `--only grant` (or `replicas`, `scale`, `throughput`) runs that scenario alone and puts its
+// `--only grant` (or `replicas`, `scale`, `throughput`, `latency`) runs that scenario alone and puts its
 // section into that file, keeping the others. The bot runs in the configuration a team would use
 // (bench/lib/world.ts: approvers, grants with grants of other callers stored, masking); the floors
 // do the least any relay must.
@@ -41,7 +41,7 @@ const { values: args } = parseArgs({
     rounds: { type: 'string' },
   },
 });
-const ONLY = ['grant', 'replicas', 'scale', 'throughput'];
+const ONLY = ['grant', 'replicas', 'scale', 'throughput', 'latency'];
 if (args.only !== undefined && !ONLY.includes(args.only))
   throw new Error(`--only: unknown scenario ${args.only} (one of ${ONLY.join(', ')})`);
 const quick = args.quick;
@@ -218,6 +218,76 @@ function mergeResults(machine: Record<string, unknown>, sections: Record<string,
   log(`wrote the ${Object.keys(sections).join(', ')} section(s) of ${args.out}`);
 }
 
+/**
+ * Relay latency at a steady rate (raw floor, same-client floor, bot), then click to decide (bot,
+ * then the click floor on the same cards' ids).
+ */
+async function latencySection(world: World) {
+  log(`relay latency: ${sizes.relay} approvals at ${sizes.relayRate}/s`);
+  const relayRaw = await withFloor(world, 'relay-floor.mjs', { FLOOR_MODE: 'raw' }, () =>
+    relayLatency(world, 'rlraw', { count: sizes.relay, ratePerSec: sizes.relayRate, warmup: sizes.warmup }),
+  );
+  const relayFloor = await relayFloorRun(world, 'rlfloor');
+  const bot = await world.startBot();
+  let relayBot: Summary;
+  let clickBot: Summary;
+  let botCards: ReturnType<PostTracker['postsOf']>;
+  try {
+    relayBot = await relayLatency(world, 'rlbot', {
+      count: sizes.relay,
+      ratePerSec: sizes.relayRate,
+      warmup: sizes.warmup,
+    });
+    world.expectApproversOnCards();
+
+    log(`click to decide: ${sizes.clicks} clicks, one at a time`);
+    const tracker = new PostTracker(world.slack);
+    await runBatch(world, 'ckbot', sizes.clicks, 200);
+    botCards = tracker.postsOf('ckbot').sort((a, b) => a.index - b.index);
+    clickBot = await clickLatency(world, bot.url, botCards, sizes.clickWarmup);
+  } finally {
+    await bot.stop();
+  }
+  const clickFloor = await withFloor(world, 'click-floor.mjs', {}, (floor) =>
+    clickLatency(
+      world,
+      floor.url,
+      botCards.map((c) => ({ ...c, approvalId: c.approvalId.replace('ckbot', 'ckfloor') })),
+      sizes.clickWarmup,
+    ),
+  );
+  return {
+    relay: {
+      ratePerSec: sizes.relayRate,
+      count: sizes.relay,
+      bot: relayBot,
+      floor: relayFloor,
+      rawFloor: relayRaw,
+      p50Ratio: ratio(relayBot.p50Ms, relayFloor.p50Ms),
+      p99Ratio: ratio(relayBot.p99Ms, relayFloor.p99Ms),
+      maxRatio: ratio(relayBot.maxMs, relayFloor.maxMs),
+      floorVsRawP50Ratio: ratio(relayFloor.p50Ms, relayRaw.p50Ms),
+    },
+    click: {
+      count: sizes.clicks - sizes.clickWarmup,
+      bot: clickBot,
+      floor: clickFloor,
+      p50Ratio: ratio(clickBot.p50Ms, clickFloor.p50Ms),
+      p99Ratio: ratio(clickBot.p99Ms, clickFloor.p99Ms),
+    },
+  };
+}
+
+/** `--only latency`: relay and click latency beside their floors. */
+async function latencyOnly(world: World, machine: Record<string, unknown>): Promise<void> {
+  const { relay, click } = await latencySection(world);
+  log(
+    `relay p50 ${relay.bot.p50Ms} ms vs floor ${relay.floor.p50Ms} ms (${relay.p50Ratio}×); ` +
+      `click p50 ${click.bot.p50Ms} ms vs floor ${click.floor.p50Ms} ms (${click.p50Ratio}×)`,
+  );
+  mergeResults(machine, { config: world.config, relay, click });
+}
+
 /** `--only throughput`: the raw floor once, then the interleaved rounds. */
 async function throughputOnly(world: World, machine: Record<string, unknown>): Promise<void> {
   const { rawPerSecond, result, bot } = await throughputSection(world);
@@ -289,39 +359,12 @@ async function main(): Promise<void> {
     if (args.only === 'replicas') return await replicasOnly(world, machine);
     if (args.only === 'throughput') return await throughputOnly(world, machine);
     if (args.only === 'scale') return await scaleOnly(world, machine);
-    // ---- relay latency at a steady rate
-    log(`relay latency: ${sizes.relay} approvals at ${sizes.relayRate}/s`);
-    const relayRaw = await withFloor(world, 'relay-floor.mjs', { FLOOR_MODE: 'raw' }, () =>
-      relayLatency(world, 'rlraw', { count: sizes.relay, ratePerSec: sizes.relayRate, warmup: sizes.warmup }),
-    );
-    const relayFloor = await relayFloorRun(world, 'rlfloor');
-    let bot = await world.startBot();
-    const relayBot = await relayLatency(world, 'rlbot', {
-      count: sizes.relay,
-      ratePerSec: sizes.relayRate,
-      warmup: sizes.warmup,
-    });
-    world.expectApproversOnCards();
-
-    // ---- click to decide
-    log(`click to decide: ${sizes.clicks} clicks, one at a time`);
-    const tracker = new PostTracker(world.slack);
-    await runBatch(world, 'ckbot', sizes.clicks, 200);
-    const botCards = tracker.postsOf('ckbot').sort((a, b) => a.index - b.index);
-    const clickBot = await clickLatency(world, bot.url, botCards, sizes.clickWarmup);
-    await bot.stop();
-    const clickFloor = await withFloor(world, 'click-floor.mjs', {}, (floor) =>
-      clickLatency(
-        world,
-        floor.url,
-        botCards.map((c) => ({ ...c, approvalId: c.approvalId.replace('ckbot', 'ckfloor') })),
-        sizes.clickWarmup,
-      ),
-    );
+    if (args.only === 'latency') return await latencyOnly(world, machine);
+    const { relay, click } = await latencySection(world);
 
     // ---- throughput, all at once across the channels: interleaved rounds of floor and bot
     const tp = await throughputSection(world);
-    bot = tp.bot;
+    let bot = tp.bot;
 
     // ---- Redis cost, on the last throughput round's bot (warm)
     log(`redis cost: ${sizes.redis} approvals, half resolved by the host, half clicked`);
@@ -349,31 +392,15 @@ async function main(): Promise<void> {
     const replicaResult = await replicaScenario(world);
 
     // ---- auto-decide by grant, last: it leaves a million grants to free
-    const grant = await grants(world, relayFloor);
+    const grant = await grants(world, relay.floor);
 
     const results = {
       generatedAt: new Date().toISOString(),
       quick,
       machine,
       config: world.config,
-      relay: {
-        ratePerSec: sizes.relayRate,
-        count: sizes.relay,
-        bot: relayBot,
-        floor: relayFloor,
-        rawFloor: relayRaw,
-        p50Ratio: ratio(relayBot.p50Ms, relayFloor.p50Ms),
-        p99Ratio: ratio(relayBot.p99Ms, relayFloor.p99Ms),
-        maxRatio: ratio(relayBot.maxMs, relayFloor.maxMs),
-        floorVsRawP50Ratio: ratio(relayFloor.p50Ms, relayRaw.p50Ms),
-      },
-      click: {
-        count: sizes.clicks - sizes.clickWarmup,
-        bot: clickBot,
-        floor: clickFloor,
-        p50Ratio: ratio(clickBot.p50Ms, clickFloor.p50Ms),
-        p99Ratio: ratio(clickBot.p99Ms, clickFloor.p99Ms),
-      },
+      relay,
+      click,
       throughput: throughputFigures(tp.result, tp.rawPerSecond),
       redis,
       memory: mem,
