@@ -90,6 +90,8 @@ export function createSlackApp(options: SlackAppOptions): SlackService {
     // No bot token in the result: with one, Bolt would build a client per token for the
     // listeners. They get the shared client instead; the identity lets Bolt ignore our own events.
     authorize: async () => identity(),
+    // No conversation context is read: without a store Bolt skips a lookup on every click.
+    convoStore: false as const,
     logger: boltLogger,
     clientOptions: {
       slackApiUrl: config.slack.apiUrl,
