@@ -50,8 +50,8 @@ export class RecordKeeper {
   /** approvalId → the latest card update handed to the channel, by sequence number. */
   private readonly latestUpdate = new Map<string, number>();
   private updateSeq = 0;
-  /** Cards that landed their latest update, to be struck off the unsynced set in one call. */
-  private syncedBatch: string[] = [];
+  /** Cards that landed their latest update (→ when it was handed out), struck off in one call. */
+  private syncedBatch = new Map<string, number>();
   private syncedFlush: NodeJS.Timeout | undefined;
   /** channel → records being created for it whose post is not yet queued. */
   private readonly creatingIn = new Map<string, number>();
@@ -261,9 +261,10 @@ export class RecordKeeper {
     for (const approvalId of ids) {
       this.enqueue(approvalId, async () => {
         if (!(await this.options.store.claimCardSync(approvalId, this.postLeaseMs))) return;
+        const readAt = this.options.store.syncStamp();
         const record = await this.options.store.get(approvalId);
         if (record?.slack.ts) this.update(record.slack.channel, record.slack.ts, record);
-        else await this.options.store.cardsSynced([approvalId]);
+        else await this.options.store.cardsSynced(new Map([[approvalId, readAt]]));
       });
     }
     if (ids.length > 0)
@@ -306,6 +307,8 @@ export class RecordKeeper {
     const { approvalId, phase, version } = record;
     const seq = ++this.updateSeq;
     this.latestUpdate.set(approvalId, seq);
+    // After the write this render shows: a later write marks the card again, and keeps its mark.
+    const handedAt = this.options.store.syncStamp();
     this.track(
       cards.update(channel, ts, render(record, this.now()), this.actingFor(record.hostId)).then(
         () => {
@@ -313,7 +316,7 @@ export class RecordKeeper {
           // Only the newest update handed out says the card shows every write so far.
           if (this.latestUpdate.get(approvalId) !== seq) return;
           this.latestUpdate.delete(approvalId);
-          this.markSynced(approvalId);
+          this.markSynced(approvalId, handedAt);
         },
         (err: unknown) => logger.warn({ err, approvalId, ts, version }, 'card update given up'),
       ),
@@ -388,8 +391,8 @@ export class RecordKeeper {
     return () => this.options.fenceOf?.(hostId) === token;
   }
 
-  private markSynced(approvalId: string): void {
-    this.syncedBatch.push(approvalId);
+  private markSynced(approvalId: string, handedAt: number): void {
+    this.syncedBatch.set(approvalId, handedAt);
     if (this.syncedFlush) return;
     // One call for a burst: this bookkeeping must not double the round trips of a resolution.
     this.syncedFlush = setTimeout(() => this.flushSynced(), 100);
@@ -399,13 +402,13 @@ export class RecordKeeper {
   private flushSynced(): void {
     clearTimeout(this.syncedFlush);
     this.syncedFlush = undefined;
-    const ids = this.syncedBatch;
-    this.syncedBatch = [];
-    if (ids.length === 0) return;
+    const handedAt = this.syncedBatch;
+    this.syncedBatch = new Map();
+    if (handedAt.size === 0) return;
     this.track(
-      this.options.store.cardsSynced(ids).catch((err: unknown) => {
+      this.options.store.cardsSynced(handedAt).catch((err: unknown) => {
         // Left marked: the next start re-renders those cards once more, which is harmless.
-        this.options.logger.warn({ err, cards: ids.length }, 'could not mark cards as up to date');
+        this.options.logger.warn({ err, cards: handedAt.size }, 'could not mark cards as up to date');
       }),
     );
   }

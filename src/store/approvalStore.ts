@@ -114,6 +114,18 @@ redis.call('HSET', KEYS[1], 'f', ARGV[1])
 return 1
 `;
 
+/**
+ * KEYS[1] the unsynced set. ARGV: approvalId, stamp, approvalId, stamp, … Strikes each approval off
+ * unless a write marked it again after `stamp` (when its card update was handed out).
+ */
+const SYNCED_SCRIPT = `
+for i = 1, #ARGV, 2 do
+  local marked = redis.call('ZSCORE', KEYS[1], ARGV[i])
+  if marked and tonumber(marked) <= tonumber(ARGV[i + 1]) then redis.call('ZREM', KEYS[1], ARGV[i]) end
+end
+return 0
+`;
+
 /** KEYS[1] record, KEYS[2] post lease. ARGV: token, TTL ms, fence. -2 when fenced, else 1 or 0. */
 const POST_LEASE_SCRIPT = `
 if ${fenceCheck(3)} then return -2 end
@@ -224,6 +236,7 @@ const MAX_CAS_ATTEMPTS = 20;
 
 export class ApprovalStore {
   private readonly claimTtlMs: number;
+  private lastStamp = 0;
 
   constructor(
     private readonly redis: RedisClient,
@@ -243,6 +256,7 @@ export class ApprovalStore {
     redis.defineCommand('csRenew', { numberOfKeys: 1, lua: RENEW_SCRIPT });
     redis.defineCommand('csStamp', { numberOfKeys: 1, lua: STAMP_SCRIPT });
     redis.defineCommand('csPostLease', { numberOfKeys: 2, lua: POST_LEASE_SCRIPT });
+    redis.defineCommand('csSynced', { numberOfKeys: 1, lua: SYNCED_SCRIPT });
   }
 
   /** The fence argument of a write for a record of this host: '' when not fenced. */
@@ -362,7 +376,7 @@ export class ApprovalStore {
       // Sent with the write, ahead of it: the card is behind its record until cardsSynced() says
       // not, and a process that dies as it writes must leave that mark for the next start.
       const unsynced = written.slack.ts
-        ? this.redis.zadd(keys.unsyncedCards(), Date.now(), approvalId)
+        ? this.redis.zadd(keys.unsyncedCards(), this.syncStamp(), approvalId)
         : undefined;
       // A dropped claim's key must not outlive it: a host that asks that stage again (a restart
       // recovery under the same id) must find it free.
@@ -555,9 +569,27 @@ export class ApprovalStore {
     return (await this.redis.set(keys.cardSync(approvalId), '1', 'PX', ttlMs, 'NX')) === 'OK';
   }
 
-  /** These cards show their records' latest writes (see keys.unsyncedCards). */
-  async cardsSynced(approvalIds: readonly string[]): Promise<void> {
-    if (approvalIds.length > 0) await this.redis.zrem(keys.unsyncedCards(), ...approvalIds);
+  /**
+   * When, for the unsynced set: milliseconds, strictly increasing within this process (a fraction
+   * tells apart two writes of one millisecond), so that a card update handed out after a write
+   * carries a later stamp than that write's mark.
+   */
+  syncStamp(): number {
+    this.lastStamp = Math.max(Date.now(), this.lastStamp + 0.001);
+    return this.lastStamp;
+  }
+
+  /**
+   * These cards show what their records held when each update was handed out (`approvalId →
+   * syncStamp()` taken then): struck off the unsynced set, unless a write marked one again since.
+   * A process that dies with that later write's update in flight must leave its mark.
+   */
+  async cardsSynced(handedAt: ReadonlyMap<string, number>): Promise<void> {
+    if (handedAt.size === 0) return;
+    await this.redis.csSynced(
+      keys.unsyncedCards(),
+      ...[...handedAt].flatMap(([approvalId, stamp]) => [approvalId, String(stamp)]),
+    );
   }
 
   /** Approvals whose card may lag their record, written before `before`, oldest first. */
@@ -704,5 +736,6 @@ declare module 'ioredis' {
     ): Result<number, Context>;
     csRelease(key: string, token: string): Result<number, Context>;
     csRenew(key: string, token: string, ttlMs: string): Result<number, Context>;
+    csSynced(unsyncedKey: string, ...idsAndStamps: string[]): Result<number, Context>;
   }
 }

@@ -112,6 +112,20 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
       // Nothing left to recover: a later start re-renders nothing.
       expect(await next.recoverCards(new Date())).toBe(0);
     });
+
+    it("an update that lands just before a later write does not take that write's mark off", async () => {
+      await keeper.run('k-1', () => keeper.create(record()));
+      // This update lands: the card is up to date, to be struck off with the next batch.
+      await keeper.mutateAndSync('k-1', (r) => ({ ...r, reason: 'landed' }));
+      await keeper.idle();
+      // Before the batch goes out, a later write whose update never lands (the process dies).
+      cards.stall = new Promise(() => undefined);
+      await keeper.mutateAndSync('k-1', (r) => ({ ...r, reason: 'in flight at the crash' }));
+      // stop() sends the batch; the read below follows it on the same connection.
+      keeper.stop();
+      expect(await store.unsyncedCards(new Date())).toEqual(['k-1']);
+      expect(cards.updates.map((u) => JSON.stringify(u.message.blocks).includes('landed'))).toEqual([true]);
+    });
   });
 
   describe('RecordKeeper', () => {
