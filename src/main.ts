@@ -126,13 +126,15 @@ async function main(): Promise<void> {
     logger: toBoltLogger(logger.child({ component: 'slack-web-api' })),
   });
   let slackUp = false;
+  // Cards, and the notices that follow their decisions, go to Slack as JSON over the pool.
+  const cardCalls = directCardCalls({
+    token: config.slack.botToken,
+    apiUrl: config.slack.apiUrl,
+    dispatcher: slackPool,
+    timeoutMs: config.slack.apiTimeoutMs,
+  });
   const cardChannel = new SlackCardChannel(slackClient, logger, {
-    calls: directCardCalls({
-      token: config.slack.botToken,
-      apiUrl: config.slack.apiUrl,
-      dispatcher: slackPool,
-      timeoutMs: config.slack.apiTimeoutMs,
-    }),
+    calls: cardCalls,
     onFatal: () => {
       slackUp = false;
     },
@@ -168,7 +170,7 @@ async function main(): Promise<void> {
   });
   // Audit: the thread line, the stream entry and the owner's DM of each resolved approval.
   const auditTrail = new RedisAuditTrail(redis, { maxLen: config.auditMaxLen, logger });
-  const noticeSender = new SlackNoticeSender(slackClient, logger);
+  const noticeSender = new SlackNoticeSender(slackClient, logger, cardCalls);
   const noticeLedger = new RedisNoticeLedger(redis, { ttlMs: config.resolvedTtlMs });
   const notices = new DecisionNotices({
     activity,

@@ -1,9 +1,14 @@
 import type { WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
 import type { NoticeSender } from '../relay/decisionNotices.js';
+import { type CardCalls, webClientCardCalls } from './cardCalls.js';
 import { RETRY_POLICIES, retrySlackCall } from './slackRetry.js';
 
-/** Thread replies, DMs and the look-ups they need, through the Web API. */
+/**
+ * Thread replies, DMs and the look-ups they need, through the Web API. Messages go out through
+ * `calls` (in the bot, the cards' own direct JSON calls: a decision's thread reply is one more
+ * post per decision, and the client would serialize it as a form and build two debug lines).
+ */
 export class SlackNoticeSender implements NoticeSender {
   /** userId → display name; names rarely change and a burst of decisions is often one person's. */
   private readonly names = new Map<string, string>();
@@ -11,11 +16,12 @@ export class SlackNoticeSender implements NoticeSender {
   constructor(
     private readonly client: WebClient,
     private readonly logger: Logger,
+    private readonly calls: CardCalls = webClientCardCalls(client),
   ) {}
 
   async threadReply(channel: string, threadTs: string, text: string): Promise<void> {
     await retrySlackCall(
-      () => this.client.chat.postMessage({ channel, thread_ts: threadTs, text, unfurl_links: false }),
+      () => this.calls.postMessage({ channel, thread_ts: threadTs, text, unfurl_links: false }),
       RETRY_POLICIES.atMostOnce,
     );
   }
@@ -23,7 +29,7 @@ export class SlackNoticeSender implements NoticeSender {
   /** A line in the channel itself (a grant's use, a revocation), sent at most once. */
   async channelLine(channel: string, text: string): Promise<void> {
     await retrySlackCall(
-      () => this.client.chat.postMessage({ channel, text, unfurl_links: false, unfurl_media: false }),
+      () => this.calls.postMessage({ channel, text, unfurl_links: false, unfurl_media: false }),
       RETRY_POLICIES.atMostOnce,
     );
   }
@@ -37,7 +43,7 @@ export class SlackNoticeSender implements NoticeSender {
     const channel = opened.channel?.id;
     if (!channel) throw new Error(`conversations.open gave no channel for ${userId}`);
     await retrySlackCall(
-      () => this.client.chat.postMessage({ channel, text, unfurl_links: false }),
+      () => this.calls.postMessage({ channel, text, unfurl_links: false }),
       RETRY_POLICIES.atMostOnce,
     );
   }

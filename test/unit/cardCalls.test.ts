@@ -3,10 +3,13 @@
 
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { WebClient } from '@slack/web-api';
+import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { directCardCalls, readAnswer } from '../../src/slack/cardCalls.js';
 import { classifySlackError } from '../../src/slack/slackFailures.js';
 import { createSlackPool } from '../../src/slack/slackFetch.js';
+import { SlackNoticeSender } from '../../src/slack/slackNotices.js';
 
 interface Seen {
   url: string;
@@ -141,5 +144,35 @@ describe("reading Slack's answer", () => {
 
   it('a head that only looks right still needs the rest to be JSON to be parsed whole', () => {
     expect(() => readAnswer(Buffer.from('{"ok":true,"channel":"C1"'))).toThrow(SyntaxError);
+  });
+});
+
+describe('decision notices over the same calls', () => {
+  it("a thread reply and a channel line go as JSON through the cards' calls, never through the client", async () => {
+    const { apiUrl, seen } = await slack(json(200, { ok: true, ts: '1.0002', channel: 'C0CARDS' }));
+    // A client that must not be used for posts: every method throws.
+    const client = new Proxy({} as WebClient, {
+      get: () => {
+        throw new Error('the Web API client was used');
+      },
+    });
+    const sender = new SlackNoticeSender(client, pino({ level: 'silent' }), calls(apiUrl));
+    await sender.threadReply('C0CARDS', '1.0001', 'Approved by Alice');
+    await sender.channelLine('C0CARDS', 'A grant answered it');
+    expect(seen.map((s) => s.url)).toEqual(['/api/chat.postMessage', '/api/chat.postMessage']);
+    expect(seen[0]!.headers['content-type']).toMatch(/^application\/json/);
+    expect(seen.map((s) => s.body)).toEqual([
+      { channel: 'C0CARDS', thread_ts: '1.0001', text: 'Approved by Alice', unfurl_links: false },
+      { channel: 'C0CARDS', text: 'A grant answered it', unfurl_links: false, unfurl_media: false },
+    ]);
+  });
+
+  it('a notice Slack refuses is not sent again', async () => {
+    const { apiUrl, seen } = await slack(json(200, { ok: false, error: 'channel_not_found' }));
+    const sender = new SlackNoticeSender({} as WebClient, pino({ level: 'silent' }), calls(apiUrl));
+    await expect(sender.threadReply('C0GONE', '1.0001', 'Approved')).rejects.toMatchObject({
+      data: { error: 'channel_not_found' },
+    });
+    expect(seen).toHaveLength(1);
   });
 });
