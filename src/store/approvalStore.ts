@@ -234,6 +234,8 @@ export interface PostLease {
 
 const MAX_CAS_ATTEMPTS = 20;
 
+const DEFERRED = { deferred: true } as const;
+
 export class ApprovalStore {
   private readonly claimTtlMs: number;
   private lastStamp = 0;
@@ -403,6 +405,7 @@ export class ApprovalStore {
   ): Promise<UpdateResult | undefined> {
     const messageKey = keys.message(card.channel, card.ts);
     const [result] = await Promise.all([
+      // Object.assign, not a spread followed by more: see docs/performance.md, "Object shapes".
       this.patchSlack(record, Object.assign({}, record.slack, card), lease),
       // The message's own slot: mapped whether or not the write won, as it always was.
       isTerminal(record)
@@ -424,7 +427,7 @@ export class ApprovalStore {
    * changed the record since `record` was written.
    */
   async deferPost(record: ApprovalRecord, lease: PostLease): Promise<UpdateResult | undefined> {
-    const result = await this.patchSlack(record, { ...record.slack, deferred: true }, lease);
+    const result = await this.patchSlack(record, Object.assign({}, record.slack, DEFERRED), lease);
     if (result !== 'moved') return result;
     return this.update(record.approvalId, (r) =>
       r.slack.ts || r.slack.deferred || isTerminal(r)

@@ -151,6 +151,23 @@ describe.each(BACKENDS)('ApprovalStore on %s Redis', (kind) => {
     expect(await redis.exists(keys.postLease('a-9'))).toBe(0);
   });
 
+  it("a card's unsynced mark is struck off only by an update handed out after the write that made it", async () => {
+    const stamps = Array.from({ length: 50 }, () => store.syncStamp());
+    // Strictly increasing, even within one millisecond.
+    expect(stamps.every((s, i) => i === 0 || s > stamps[i - 1]!)).toBe(true);
+
+    const lease = store.newPostLease(5_000);
+    await store.createIfAbsent(sampleRecord('a-sync'), lease);
+    await store.savePost(sampleRecord('a-sync'), { channel: 'C1', ts: '1.1' }, lease);
+    const before = store.syncStamp();
+    await store.update('a-sync', (r) => ({ ...r, reason: 'marked' }));
+    // An update handed out before that write says nothing about it: the mark stays.
+    await store.cardsSynced(new Map([['a-sync', before]]));
+    expect(await store.unsyncedCards(new Date(Date.now() + 1_000))).toEqual(['a-sync']);
+    await store.cardsSynced(new Map([['a-sync', store.syncStamp()]]));
+    expect(await store.unsyncedCards(new Date(Date.now() + 1_000))).toEqual([]);
+  });
+
   it('defers a card its creator will not post: patched in one step, or onto a change made meanwhile', async () => {
     const lease = store.newPostLease(5_000);
     await store.createIfAbsent(sampleRecord('a-defer'), lease);
