@@ -222,6 +222,9 @@ describe('several replicas on one Redis', { timeout: 90_000 }, () => {
     await world.host.waitForIncarnation(1);
     await world.host.open(shell('rep-stop-0001', ['rm', '-rf', 'build']));
     await postedAt(world, 'rep-stop-0001');
+    // Slack has the card; the owner must also have stored its place, or it would do so on waking
+    // (rightly: the post was made before it slept) and read below as a post made after.
+    await owner.waitForLog((l) => l.msg === 'card posted' && l.json?.approvalId === 'rep-stop-0001');
 
     owner.proc.kill('SIGSTOP');
     cleanups.push(async () => owner.proc.kill('SIGCONT'));
