@@ -218,7 +218,8 @@ routes:
     await world.restartBot(lastEnv);
     // The host restarted with the bot and asks the same tool call again, on a successor card.
     const all = () => world.slack.callsOf('chat.postMessage').filter((c) => c.args.thread_ts !== undefined);
-    await until('the mention', () => all().find((c) => String(c.args.text).includes('<@U0BOB>')), 5_000);
+    // A restart under a loaded test run can take seconds; the 30 s step stays out of reach.
+    await until('the mention', () => all().find((c) => String(c.args.text).includes('<@U0BOB>')), 10_000);
     await sleep(1_500);
     const texts = all().map((c) => (String(c.args.text).includes('<@U0BOB>') ? 'mention' : 'remind'));
     expect(texts).toEqual(['remind', 'mention']);
