@@ -12,7 +12,7 @@ import type { AppHome } from './appHome.js';
 import { type HealthProbe, healthRoutes } from './healthRoutes.js';
 import { close, healthServer, listen, portError } from './healthServer.js';
 import { registerAppHome } from './listeners/appHome.js';
-import { registerChoiceButton } from './listeners/choiceButton.js';
+import { choicePresses, registerChoiceButton } from './listeners/choiceButton.js';
 import { registerFeedbackSubmission } from './listeners/feedbackSubmission.js';
 import { registerRevokeButton } from './listeners/revokeButton.js';
 import { registerSlashCommand } from './listeners/slashCommand.js';
@@ -123,7 +123,7 @@ export function createSlackApp(options: SlackAppOptions): SlackService {
       ? new App({ ...common, signingSecret: config.slack.signingSecret!, customRoutes })
       : new App({ ...common, receiver: socketReceiver });
   const views = slackViews(web);
-  registerChoiceButton(app, clicks, views, logger);
+  registerChoiceButton(app, choicePresses(clicks, views, logger));
   registerFeedbackSubmission(app, clicks, logger);
   registerViewFullButton(app, { reader: fullText, views, clicks, logger });
   registerSlashCommand(app, {

@@ -54,25 +54,20 @@ function cardOf(body: BlockActionBody): { channel?: string; ts?: string; viewId?
   };
 }
 
+/** What a choice press needs: its block_actions body, the acknowledgement, and which kind it was. */
+export type ChoicePress = (
+  body: unknown,
+  ack: () => Promise<void>,
+  how: { remember: boolean },
+) => Promise<void>;
+
 /**
  * A press on a choice button. The button's value only says which button it was; the approval
- * and what may be decided come from Redis.
+ * and what may be decided come from Redis. Bolt's listeners call it, and in HTTP mode so does
+ * the route that takes presses before Bolt (choicePressRoute.ts).
  */
-export function registerChoiceButton(
-  app: App,
-  clicks: ClickHandler,
-  views: SlackViews,
-  logger: Logger,
-): void {
-  // "Approve and don't ask again" is a click like any other, with a grant made once it is decided.
-  app.action(REMEMBER_ACTION_PATTERN, async ({ ack, body }) => {
-    await pressed(body, ack, { remember: true });
-  });
-  app.action(CHOICE_ACTION_PATTERN, async ({ ack, body }) => {
-    await pressed(body, ack, { remember: false });
-  });
-
-  async function pressed(body: unknown, ack: () => Promise<void>, how: { remember: boolean }): Promise<void> {
+export function choicePresses(clicks: ClickHandler, views: SlackViews, logger: Logger): ChoicePress {
+  return async function pressed(body, ack, how) {
     const receivedAt = Date.now();
     const parsed = BlockActionBody.safeParse(body);
     const { channel, ts, viewId } = parsed.success ? cardOf(parsed.data) : {};
@@ -143,5 +138,15 @@ export function registerChoiceButton(
             })
         : undefined;
     await Promise.all([clicks.click(click, checked), sent]);
-  }
+  };
+}
+
+export function registerChoiceButton(app: App, pressed: ChoicePress): void {
+  // "Approve and don't ask again" is a click like any other, with a grant made once it is decided.
+  app.action(REMEMBER_ACTION_PATTERN, async ({ ack, body }) => {
+    await pressed(body, ack, { remember: true });
+  });
+  app.action(CHOICE_ACTION_PATTERN, async ({ ack, body }) => {
+    await pressed(body, ack, { remember: false });
+  });
 }
