@@ -1,4 +1,11 @@
-import { App, SocketModeReceiver } from '@slack/bolt';
+import { createServer, type RequestListener } from 'node:http';
+import {
+  App,
+  type Logger as BoltLogger,
+  HTTPModuleFunctions,
+  HTTPReceiver,
+  SocketModeReceiver,
+} from '@slack/bolt';
 import type { FetchFunction, WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
@@ -9,6 +16,7 @@ import type { GrantLists } from '../relay/grantLists.js';
 import type { GrantRevoker } from '../relay/grantRevoker.js';
 import type { Router } from '../routing/router.js';
 import type { AppHome } from './appHome.js';
+import { choicePressRoute } from './choicePressRoute.js';
 import { type HealthProbe, healthRoutes } from './healthRoutes.js';
 import { close, healthServer, listen, portError } from './healthServer.js';
 import { registerAppHome } from './listeners/appHome.js';
@@ -81,6 +89,25 @@ function refuseWebApiCalls(apiUrl: string, transport: FetchFunction): FetchFunct
   };
 }
 
+/** Where Slack sends events and interactions in HTTP mode (Bolt's default; manifest.yml). */
+const SLACK_EVENTS_PATH = '/slack/events';
+
+/** Bolt's receiver as a request listener, answering what it does not serve as Bolt's own server would. */
+function boltListener(receiver: HTTPReceiver, logger: BoltLogger): RequestListener {
+  return (req, res) => {
+    try {
+      receiver.requestListener(req, res);
+    } catch (error) {
+      HTTPModuleFunctions.defaultDispatchErrorHandler({
+        error: error as Error,
+        logger,
+        request: req,
+        response: res,
+      });
+    }
+  };
+}
+
 /** The Bolt app: Socket Mode when an app token is set, otherwise HTTP on PORT. */
 export function createSlackApp(options: SlackAppOptions): SlackService {
   const { config, logger, clicks, fullText, health, identity, web, transport, reachability, team } = options;
@@ -118,12 +145,15 @@ export function createSlackApp(options: SlackAppOptions): SlackService {
           },
         })
       : undefined;
-  const app =
+  // In HTTP mode the server is ours (see below); Bolt's receiver serves what it passes on.
+  const httpReceiver =
     socketReceiver === undefined
-      ? new App({ ...common, signingSecret: config.slack.signingSecret!, customRoutes })
-      : new App({ ...common, receiver: socketReceiver });
+      ? new HTTPReceiver({ signingSecret: config.slack.signingSecret!, customRoutes, logger: boltLogger })
+      : undefined;
+  const app = new App({ ...common, receiver: socketReceiver ?? httpReceiver! });
   const views = slackViews(web);
-  registerChoiceButton(app, choicePresses(clicks, views, logger));
+  const press = choicePresses(clicks, views, logger);
+  registerChoiceButton(app, press);
   registerFeedbackSubmission(app, clicks, logger);
   registerViewFullButton(app, { reader: fullText, views, clicks, logger });
   registerSlashCommand(app, {
@@ -147,18 +177,25 @@ export function createSlackApp(options: SlackAppOptions): SlackService {
     logger.error({ err }, 'slack listener failed');
   });
 
-  if (socketReceiver === undefined) {
+  if (httpReceiver !== undefined) {
+    // Choice presses are taken before Bolt's dispatch (choicePressRoute.ts).
+    const server = createServer(
+      choicePressRoute({
+        signingSecret: config.slack.signingSecret!,
+        path: SLACK_EVENTS_PATH,
+        press,
+        bolt: boltListener(httpReceiver, boltLogger),
+        logger,
+      }),
+    );
     return {
       bolt: app,
       start: async () => {
-        await Promise.resolve(app.start(config.port)).catch((err: unknown) => {
-          throw portError(err, config.port);
-        });
+        await listen(server, config.port);
+        server.on('error', (err) => logger.error({ err }, 'HTTP server failed'));
         return { connected: Promise.resolve() };
       },
-      stop: async () => {
-        await app.stop();
-      },
+      stop: () => close(server),
     };
   }
   // Socket Mode has no HTTP receiver to carry the health routes: they get a server of their own.

@@ -61,6 +61,13 @@ export type ChoicePress = (
   how: { remember: boolean },
 ) => Promise<void>;
 
+/** The kind of press an action_id is, or undefined when it is not a choice button. */
+export function choiceActionKind(actionId: string): { remember: boolean } | undefined {
+  if (REMEMBER_ACTION_PATTERN.test(actionId)) return { remember: true };
+  if (CHOICE_ACTION_PATTERN.test(actionId)) return { remember: false };
+  return undefined;
+}
+
 /**
  * A press on a choice button. The button's value only says which button it was; the approval
  * and what may be decided come from Redis. Bolt's listeners call it, and in HTTP mode so does

@@ -1,0 +1,105 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, expect, it } from 'vitest';
+import { encodeChoiceValue } from '../../src/cards/ids.js';
+import { choicePressRoute } from '../../src/slack/choicePressRoute.js';
+import { captureLogger } from '../support/logCapture.js';
+import { blockActionsPayload, postEvent, postInteraction, postSigned } from '../support/slackRequests.js';
+
+// In HTTP mode a choice press is taken before Bolt's dispatch; everything else, and anything not
+// signed right, reaches Bolt's receiver with its body intact.
+
+const SECRET = 'route-signing-secret';
+
+let server: Server | undefined;
+afterEach(async () => {
+  await new Promise((resolve) => server?.close(resolve) ?? resolve(undefined));
+  server = undefined;
+});
+
+interface Seen {
+  presses: Array<{ body: { actions: Array<{ action_id: string }> }; remember: boolean }>;
+  /** What Bolt's receiver was handed: the request's body as read before it. */
+  bolt: Array<{ method: string; url: string; rawBody: string | undefined }>;
+}
+
+async function start(pressFails = false): Promise<{ base: string; seen: Seen; logs: unknown[] }> {
+  const seen: Seen = { presses: [], bolt: [] };
+  const { logger, lines } = captureLogger();
+  server = createServer(
+    choicePressRoute({
+      signingSecret: SECRET,
+      path: '/slack/events',
+      press: async (body, ack, how) => {
+        seen.presses.push({ body: body as Seen['presses'][number]['body'], remember: how.remember });
+        if (pressFails) throw new Error('press blew up');
+        await ack();
+      },
+      bolt: (req, res) => {
+        const rawBody = (req as { rawBody?: Buffer }).rawBody?.toString();
+        seen.bolt.push({ method: req.method!, url: req.url!, rawBody });
+        res.writeHead(299);
+        res.end();
+      },
+      logger,
+    }),
+  );
+  await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return { base: `http://127.0.0.1:${port}`, seen, logs: lines };
+}
+
+function press(actionId: string) {
+  return blockActionsPayload({
+    userId: 'U0ALICE',
+    channel: 'C0APPROVALS',
+    ts: '1700000000.000100',
+    actionId,
+    value: encodeChoiceValue({ s: 0, c: 'allow_once' }),
+    responseUrl: 'http://127.0.0.1:1/response',
+  });
+}
+
+it('a signed press on a choice or remember button goes to the press handler, acknowledged with 200', async () => {
+  const { base, seen } = await start();
+  expect((await postInteraction(base, SECRET, press('cs_choice_0'))).status).toBe(200);
+  expect((await postInteraction(base, SECRET, press('cs_remember_1'))).status).toBe(200);
+  expect(seen.presses.map((p) => [p.body.actions[0]!.action_id, p.remember])).toEqual([
+    ['cs_choice_0', false],
+    ['cs_remember_1', true],
+  ]);
+  expect(seen.bolt).toEqual([]);
+});
+
+it('other interactions, events, other paths and unsigned presses go to Bolt with the body already read', async () => {
+  const { base, seen } = await start();
+  const other = press('cs_view_full');
+  expect((await postInteraction(base, SECRET, other)).status).toBe(299);
+  expect((await postEvent(base, SECRET, { type: 'app_home_opened', user: 'U0ALICE' })).status).toBe(299);
+  expect((await fetch(`${base}/healthz`)).status).toBe(299);
+  // Signed with another secret: Bolt verifies it again, and refuses it.
+  expect((await postInteraction(base, 'not-the-secret', press('cs_choice_0'))).status).toBe(299);
+  // Signed five minutes and more ago.
+  const stale = Math.floor(Date.now() / 1000) - 600;
+  const stalePress = `payload=${encodeURIComponent(JSON.stringify(press('cs_choice_0')))}`;
+  expect((await postSigned(base, SECRET, stalePress, undefined, { ts: stale })).status).toBe(299);
+
+  expect(seen.presses).toEqual([]);
+  expect(seen.bolt.map((b) => [b.method, b.url])).toEqual([
+    ['POST', '/slack/events'],
+    ['POST', '/slack/events'],
+    ['GET', '/healthz'],
+    ['POST', '/slack/events'],
+    ['POST', '/slack/events'],
+  ]);
+  expect(seen.bolt[0]!.rawBody).toContain('cs_view_full');
+  expect(seen.bolt[3]!.rawBody).toContain('cs_choice_0');
+  expect(seen.bolt[2]!.rawBody).toBeUndefined();
+});
+
+it('a press handler that fails before acknowledging is logged and answered 500', async () => {
+  const { base, seen, logs } = await start(true);
+  expect((await postInteraction(base, SECRET, press('cs_choice_0'))).status).toBe(500);
+  expect(seen.presses).toHaveLength(1);
+  expect(logs).toContainEqual(expect.objectContaining({ level: 50, msg: 'slack listener failed' }));
+});
