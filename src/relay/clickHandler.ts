@@ -22,6 +22,9 @@ import { type Refusal, refusalFor, refusalText } from './userMessages.js';
  */
 export const RECORD_WITHIN_MS = 2_000;
 
+/** Checks of one click against an approval that keeps changing under it, before giving up. */
+const MAX_CHECKS = 5;
+
 /** Refusals that mean the card showed something no longer true: it is re-rendered. */
 const RESYNC_AFTER: ReadonlySet<Refusal['code']> = new Set([
   'cannotRemember',
@@ -200,20 +203,39 @@ export class ClickHandler {
   }
 
   private async handle(click: Click, alreadyChecked?: ClickCheck): Promise<void> {
-    const checked = alreadyChecked ?? (await this.checkInTime(click, this.check(click)));
-    if (!checked.ok) {
-      await this.tell(click, checked.refusal);
-      // A card that showed a question no longer open gets the current state back.
-      if (checked.approvalId) this.resync(checked.approvalId, checked.refusal);
-      return;
+    let checked = alreadyChecked ?? (await this.checkInTime(click, this.check(click)));
+    for (let attempt = 1; ; attempt++) {
+      if (!checked.ok) {
+        await this.tell(click, checked.refusal);
+        // A card that showed a question no longer open gets the current state back.
+        if (checked.approvalId) this.resync(checked.approvalId, checked.refusal);
+        return;
+      }
+      const decided = await this.decideChecked(click, checked);
+      if (!decided) return;
+      const { record, outcome } = decided;
+      if (outcome.kind !== 'changed' || attempt === MAX_CHECKS) {
+        await this.answer(click, record, outcome);
+        return;
+      }
+      // The approval changed between the check and the claim: everything is checked again against
+      // what it is now, who may decide included (a new stage may carry other risks).
+      checked = await this.checkInTime(click, this.check(click));
     }
+  }
+
+  /** Counts the pick toward a quorum when one is needed, then decides; undefined when the vote ended it. */
+  private async decideChecked(
+    click: Click,
+    checked: Extract<ClickCheck, { ok: true }>,
+  ): Promise<{ record: ApprovalRecord; outcome: DecisionOutcome } | undefined> {
     let record = checked.record;
     let voters: string[] | undefined;
     const quorum = this.options.authorizer.quorum(record);
     // Stopping the agent needs one person; letting it go ahead may need several.
     if (quorum > 1 && decisionTone(checked.choice.decision) === 'approve') {
       const counted = await this.vote(click, record, quorum);
-      if (!counted) return;
+      if (!counted) return undefined;
       ({ record, voters } = counted);
     }
     const outcome = await this.options.decider.decide({
@@ -224,8 +246,9 @@ export class ClickHandler {
       by: { via: 'click', userId: click.userId, ...(voters ? { voters } : {}) },
       recordBy: deadlineOf(click),
       asker: askerOf(click),
+      onChange: 'return',
     });
-    await this.answer(click, record, outcome);
+    return { record, outcome };
   }
 
   /**

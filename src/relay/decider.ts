@@ -56,6 +56,12 @@ export interface DecisionRequest {
    * a decision forwarded to another replica may end after its asker answered the person.
    */
   asker?: Record<string, unknown>;
+  /**
+   * What to do when the record changed between the check and the claim. `recheck` (the default):
+   * read it again and check only whether it can still be decided. `return`: claim nothing and
+   * resolve `changed`, for a caller that checks more than that (a click: who may decide).
+   */
+  onChange?: 'recheck' | 'return';
 }
 
 export type DecisionOutcome =
@@ -63,6 +69,8 @@ export type DecisionOutcome =
   | { kind: 'decided'; terminal: boolean | undefined }
   | NotDecidable
   | { kind: 'gone' }
+  /** The record changed since it was checked; nothing was claimed (onChange: 'return'). */
+  | { kind: 'changed' }
   /** Someone or something else decided first (the host's own record of the winner). */
   | { kind: 'alreadyResolved'; decision: string; resolvedBy: string; slackUserId?: string }
   | { kind: 'reviewerUnavailable' }
@@ -246,6 +254,7 @@ export class Decider {
           // Another replica took the host since this one checked: it carries the decision out.
           return this.options.forward ? this.forward({ ...request, commandId }) : { kind: 'hostUnavailable' };
         case 'stale': {
+          if (request.onChange === 'return') return { kind: 'changed' };
           // The approval moved on between the check and the claim: check again against what it is now.
           const fresh = await byDeadline(store.get(record.approvalId), request.recordBy);
           if (fresh === LATE) return { kind: 'notRecorded' };

@@ -70,6 +70,7 @@ export function refusalFor(
     case 'underReview':
       return { code: 'underReview' };
     case 'stale':
+    case 'changed':
       return { code: 'questionChanged' };
     case 'gone':
       return { code: 'unknownCard' };

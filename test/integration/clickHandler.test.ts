@@ -9,7 +9,7 @@ import { Decider } from '../../src/relay/decider.js';
 import type { AuditEntry, CardChannel, RenderedMessage, UserNotifier } from '../../src/relay/ports.js';
 import { RecordKeeper } from '../../src/relay/recordKeeper.js';
 import { Relay } from '../../src/relay/relay.js';
-import { OPEN_RULES } from '../../src/routing/route.js';
+import { OPEN_RULES, type RouteRules } from '../../src/routing/route.js';
 import { ApprovalStore } from '../../src/store/approvalStore.js';
 import { shellApproval } from '../support/fakeHost.js';
 import { BACKENDS, openBackend, type StoreBackend } from '../support/storeBackends.js';
@@ -181,6 +181,38 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
       await strict.click(click('U0ALICE', 0));
       expect(host.decided).toHaveLength(1);
       expect(audited).toHaveLength(1);
+    });
+
+    it('an approval that changes between the check and the claim is checked again in full, who may decide included', async () => {
+      let rules: RouteRules = OPEN_RULES;
+      const changing = new ClickHandler({
+        store,
+        decider,
+        keeper,
+        notifier: cards,
+        authorizer: new Authorizer({
+          rulesOf: () => rules,
+          admins: [],
+          ownerOf: () => undefined,
+          groups: { members: async () => new Set() },
+          logger,
+        }),
+        logger,
+      });
+      const checked = await changing.check(click('U0BOB', 0));
+      expect(checked.ok).toBe(true);
+      // Then the route is narrowed to Alice, and the approval changes before Bob's claim is stored.
+      rules = { ...OPEN_RULES, approvers: { users: ['U0ALICE'], usergroups: [] } };
+      await store.update('a-click', (r) => ({ ...r, reason: 'asked again with more detail' }));
+      await changing.click(click('U0BOB', 0), checked);
+      expect(host.decided).toHaveLength(0);
+      expect(cards.notes.at(-1)).toEqual({ userId: 'U0BOB', text: 'Only <@U0ALICE> can decide on test.' });
+      expect((await store.get('a-click'))?.claim).toBeUndefined();
+
+      // Unchanged since its check, a click goes through.
+      const alice = await changing.check(click('U0ALICE', 0));
+      await changing.click(click('U0ALICE', 0), alice);
+      expect(host.decided).toHaveLength(1);
     });
 
     it('a host restart that re-asks the same stage under the same id frees the old claim', async () => {
