@@ -96,6 +96,14 @@ export class ClickHandler {
   /** Looks the click's approval up and checks the click against it. Rejects when Redis does. */
   async check(click: Click): Promise<ClickCheck> {
     const { store } = this.options;
+    // A card this process read or wrote lately is checked without a read. Only a check that lets
+    // the click through is taken from it: the claim is refused if the record changed since (then
+    // everything is checked again, see handle()); a refusal is only ever said from Redis.
+    const recent = click.approvalHint && store.recentCard(click.channel, click.ts, click.approvalHint);
+    if (recent) {
+      const checked = await this.checkFound(recent, click, { quiet: true });
+      if (checked.ok) return checked;
+    }
     if (click.approvalHint) {
       const found = await store.getForMessage(click.channel, click.ts, click.approvalHint);
       if (found.mappedTo === click.approvalHint) return this.checkFound(found.record, click);
@@ -156,7 +164,12 @@ export class ClickHandler {
     while (this.clicks.size > 0) await Promise.allSettled([...this.clicks]);
   }
 
-  private async checkFound(record: ApprovalRecord | undefined, click: Click): Promise<ClickCheck> {
+  /** `quiet`: a refusal is neither logged nor audited (a check against a record held in memory). */
+  private async checkFound(
+    record: ApprovalRecord | undefined,
+    click: Click,
+    how: { quiet?: boolean } = {},
+  ): Promise<ClickCheck> {
     if (!record) return { ok: false, refusal: { code: 'unknownCard' } };
     const why = whyNotDecidable(record, click);
     if (why) return { ok: false, refusal: refusalFor(why, click.userId), approvalId: record.approvalId };
@@ -165,7 +178,7 @@ export class ClickHandler {
     // while a modal is open.
     const authorization = await this.options.authorizer.check(click.userId, record);
     if (!authorization.allowed) {
-      this.recordRefusal(record, click, choice, authorization.why);
+      if (!how.quiet) this.recordRefusal(record, click, choice, authorization.why);
       return { ok: false, refusal: { code: 'notAuthorized', refused: authorization } };
     }
     // Who may grant is who may decide: checked above. The offer, and the scope pressed among the

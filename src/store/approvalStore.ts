@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Result } from 'ioredis';
 import { FULL_TEXT_FIELDS, FullText, type FullTextOf } from './fullText.js';
 import { keys } from './keys.js';
+import { RecentRecords } from './recentRecords.js';
 import { ApprovalRecord, Claim, isTerminal } from './record.js';
 import type { RedisClient } from './redisConnection.js';
 
@@ -156,7 +157,9 @@ return result
  * Takes one stage's claim and moves the record to `deciding` in one step. Returns {2, holder}
  * when the stage is already claimed, {0} when the record moved on, {-1} when it is gone, and {3}
  * when the stage already holds this very claim: ioredis sends a command again after a reconnect,
- * and a claim that already ran is ours, not somebody else's; {-2} when fenced (ARGV[6]).
+ * and a claim that already ran is ours, not somebody else's; {-2} when fenced (ARGV[6]). The
+ * record must still hold the checked one's version and time (ARGV[7], versionTail): a record checked from memory
+ * (RecentRecords) could otherwise meet one of the same version written again after Redis lost it.
  */
 const CLAIM_SCRIPT = `
 local held = redis.call('GET', KEYS[2])
@@ -167,6 +170,8 @@ end
 local cur = redis.call('HGET', KEYS[1], 'v')
 if not cur then return {-1} end
 if cur ~= ARGV[1] then return {0} end
+local d = redis.call('HGET', KEYS[1], 'd')
+if not string.find(d, ARGV[7], 1, true) then return {0} end
 if ${fenceCheck(6)} then return {-2} end
 redis.call('SET', KEYS[2], ARGV[4], 'PX', ARGV[5])
 redis.call('HSET', KEYS[1], 'v', ARGV[2], 'd', ARGV[3])
@@ -198,6 +203,8 @@ export interface ApprovalStoreOptions {
    * write for a record of that host carries it. Without it, writes are not fenced.
    */
   fenceOf?: (hostId: string) => number | undefined;
+  /** How many of the records last read or written are kept for clicks (RecentRecords); default 512. */
+  recentRecords?: number;
 }
 
 /** A write for a host was refused: another replica has owned the host since (its token is higher). */
@@ -239,12 +246,14 @@ const DEFERRED = { deferred: true } as const;
 export class ApprovalStore {
   private readonly claimTtlMs: number;
   private lastStamp = 0;
+  private readonly recent: RecentRecords;
 
   constructor(
     private readonly redis: RedisClient,
     private readonly options: ApprovalStoreOptions,
   ) {
     this.claimTtlMs = options.claimTtlMs ?? 24 * 60 * 60 * 1000;
+    this.recent = new RecentRecords(options.recentRecords ?? 512);
     redis.defineCommand('csCreate', { numberOfKeys: 2, lua: CREATE_SCRIPT });
     redis.defineCommand('csSaveFull', { numberOfKeys: 1, lua: SAVE_FULL_SCRIPT });
     // Two fixed key counts rather than one command taking its count first: a Cluster routes a
@@ -278,8 +287,28 @@ export class ApprovalStore {
   }
 
   async get(approvalId: string): Promise<ApprovalRecord | undefined> {
-    const raw = await this.redis.hget(keys.approval(approvalId), 'd');
-    return raw === null ? undefined : ApprovalRecord.parse(JSON.parse(raw));
+    return this.parsed(approvalId, await this.redis.hget(keys.approval(approvalId), 'd'));
+  }
+
+  /**
+   * The record of the card at `channel`/`ts`, as this process last read or wrote it, when it is
+   * one of the recent ones and the approval named: no read. It may have changed since; a claim
+   * made on it is refused if so (claimWith).
+   */
+  recentCard(channel: string, ts: string, approvalId: string): ApprovalRecord | undefined {
+    const record = this.recent.get(approvalId);
+    return record?.slack.channel === channel && record.slack.ts === ts ? record : undefined;
+  }
+
+  /** A record as read from Redis, remembered as the latest seen. */
+  private parsed(approvalId: string, raw: string | null): ApprovalRecord | undefined {
+    if (raw === null) {
+      this.recent.forget(approvalId);
+      return undefined;
+    }
+    const record = ApprovalRecord.parse(JSON.parse(raw));
+    this.recent.seen(record);
+    return record;
   }
 
   /** Replaces the full text kept for one record field; false when the record is gone. */
@@ -314,7 +343,7 @@ export class ApprovalStore {
     const full: FullTextOf = {};
     if (subject) full.subject = FullText.parse(JSON.parse(subject));
     if (rawArgs) full.rawArgs = FullText.parse(JSON.parse(rawArgs));
-    return { record: ApprovalRecord.parse(JSON.parse(raw)), full };
+    return { record: this.parsed(mapped, raw)!, full };
   }
 
   /** A fresh post lease to pass to createIfAbsent or acquirePostLease. */
@@ -353,6 +382,7 @@ export class ApprovalStore {
         record.sessionId,
       ),
     ]);
+    if (created === 1) this.recent.seen(record);
     return created === 1;
   }
 
@@ -387,7 +417,11 @@ export class ApprovalStore {
         unsynced,
         this.whenFinal(current, written),
       ]);
-      if (result === 1) return { record: written, changed: true, previous: current };
+      if (result === 1) {
+        this.recent.seen(written);
+        return { record: written, changed: true, previous: current };
+      }
+      this.recent.forget(approvalId);
       if (result === -1) return undefined;
       if (result === -2) throw new FencedError(current.hostId);
     }
@@ -471,7 +505,11 @@ export class ApprovalStore {
           lease.token,
           this.fence(record.hostId),
         ));
-    if (result === 1) return { record: written, changed: true, previous: record };
+    if (result === 1) {
+      this.recent.seen(written);
+      return { record: written, changed: true, previous: record };
+    }
+    this.recent.forget(record.approvalId);
     if (result === -1) return undefined;
     if (result === -2) throw new FencedError(record.hostId);
     return 'moved';
@@ -492,8 +530,14 @@ export class ApprovalStore {
       JSON.stringify(next.claim),
       String(this.claimTtlMs),
       this.fence(expected.hostId),
+      versionTail(expected),
     )) as [number, string | undefined];
-    if (code === 1 || code === 3) return { kind: 'claimed', record: written };
+    if (code === 1 || code === 3) {
+      this.recent.seen(written);
+      return { kind: 'claimed', record: written };
+    }
+    // Not as expected: whoever checks next reads what it is now.
+    this.recent.forget(expected.approvalId);
     if (code === -2) return { kind: 'fenced' };
     if (code === 2) return { kind: 'held', holder: parseClaim(holder) };
     return code === 0 ? { kind: 'stale' } : { kind: 'gone' };
@@ -513,10 +557,7 @@ export class ApprovalStore {
       this.redis.get(keys.message(channel, ts)),
       this.redis.hget(keys.approval(expectedApprovalId), 'd'),
     ]);
-    return {
-      mappedTo: mappedTo ?? undefined,
-      record: raw === null ? undefined : ApprovalRecord.parse(JSON.parse(raw)),
-    };
+    return { mappedTo: mappedTo ?? undefined, record: this.parsed(expectedApprovalId, raw) };
   }
 
   /** Another message (an escalation DM) whose buttons decide this approval, for `ttlMs`. */
@@ -727,6 +768,8 @@ declare module 'ioredis' {
       claimJson: string,
       claimTtlMs: string,
       fence: string,
+      /** versionTail() of the record checked: its version and updatedAt, as the stored JSON ends. */
+      expectedTail: string,
     ): Result<unknown[], Context>;
     csStamp(approvalKey: string, token: string): Result<number, Context>;
     csSaveFull(approvalKey: string, field: string, json: string): Result<number, Context>;

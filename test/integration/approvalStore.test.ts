@@ -191,6 +191,36 @@ describe.each(BACKENDS)('ApprovalStore on %s Redis', (kind) => {
     expect(await redis.exists(keys.postLease('a-defer2'))).toBe(0);
   });
 
+  it('a claim on a record of the same version written again (Redis lost it meanwhile) is refused', async () => {
+    await store.createIfAbsent(sampleRecord('a-aba'));
+    const checked = (await store.get('a-aba'))!;
+    // Redis loses the record and the host asks again: same id, same version, another write.
+    await redis.del(keys.approval('a-aba'));
+    await store.createIfAbsent({ ...sampleRecord('a-aba'), updatedAt: '2026-12-01T00:00:00.001Z' });
+    expect(await store.claimWith(checked, { ...checked, phase: 'deciding', claim })).toEqual({
+      kind: 'stale',
+    });
+    expect(await redis.exists(keys.claim('a-aba', 0))).toBe(0);
+  });
+
+  it('remembers the card of a record it wrote, for that message only, until it is changed elsewhere', async () => {
+    const record = sampleRecord('a-recent');
+    const lease = store.newPostLease(60_000);
+    await store.createIfAbsent(record, lease);
+    await store.savePost(record, { channel: 'C1', ts: '1700000000.000001' }, lease);
+    expect(store.recentCard('C1', '1700000000.000001', 'a-recent')).toMatchObject({ version: 2 });
+    expect(store.recentCard('C1', '1700000000.000002', 'a-recent')).toBeUndefined();
+    expect(store.recentCard('C2', '1700000000.000001', 'a-recent')).toBeUndefined();
+    // Another process changes it: a claim on the remembered one is refused, and it is forgotten.
+    const other = new ApprovalStore(redis, { resolvedTtlMs: 60_000 });
+    await other.update('a-recent', (r) => ({ ...r, reason: 'changed elsewhere' }));
+    const remembered = store.recentCard('C1', '1700000000.000001', 'a-recent')!;
+    expect(await store.claimWith(remembered, { ...remembered, phase: 'deciding', claim })).toEqual({
+      kind: 'stale',
+    });
+    expect(store.recentCard('C1', '1700000000.000001', 'a-recent')).toBeUndefined();
+  });
+
   it('claims a stage and moves the record to deciding in one step, once', async () => {
     await store.createIfAbsent(sampleRecord('a-10'));
     const checked = (await store.get('a-10'))!;

@@ -1,5 +1,5 @@
 import pino from 'pino';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { renderCard } from '../../src/cards/renderCard.js';
 import type { ApprovalHost, HostEvent } from '../../src/msp/events.js';
 import { ApprovalRequestParams, ApprovalUpdatedParams, type DecideParams } from '../../src/msp/protocol.js';
@@ -245,6 +245,22 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
       await clicks.click(click('U1', 0));
       expect(host.decided).toHaveLength(0);
       expect(cards.notes.at(-1)?.text).toMatch(/question changed/);
+    });
+
+    it('a click on a card this process posted is checked without reading Redis, then decided', async () => {
+      const getForMessage = vi.spyOn(store, 'getForMessage');
+      const get = vi.spyOn(store, 'get');
+      try {
+        const checked = await clicks.check({ ...click('U1', 0), approvalHint: 'a-click' });
+        expect(checked).toMatchObject({ ok: true, record: { approvalId: 'a-click', version: 2 } });
+        expect(getForMessage).not.toHaveBeenCalled();
+        expect(get).not.toHaveBeenCalled();
+        await clicks.click({ ...click('U1', 0), approvalHint: 'a-click' }, checked);
+        expect(host.decided).toEqual([expect.objectContaining({ approvalId: 'a-click' })]);
+      } finally {
+        getForMessage.mockRestore();
+        get.mockRestore();
+      }
     });
 
     it('a button naming its approval is read in one step, and checked against the message', async () => {
