@@ -96,10 +96,13 @@ export class ClickHandler {
   /** Looks the click's approval up and checks the click against it. Rejects when Redis does. */
   async check(click: Click): Promise<ClickCheck> {
     const { store } = this.options;
-    // A card this process read or wrote lately is checked without a read. Only a check that lets
-    // the click through is taken from it: the claim is refused if the record changed since (then
-    // everything is checked again, see handle()); a refusal is only ever said from Redis.
-    const recent = click.approvalHint && store.recentCard(click.channel, click.ts, click.approvalHint);
+    // A card this process read or wrote lately is checked without a read, unless this process is
+    // changing it right now. Only a check that lets the click through is taken from it: the claim
+    // is refused if the record changed since (then everything is checked again, see handle()); a
+    // refusal is only ever said from Redis.
+    const hint = click.approvalHint;
+    const recent =
+      hint && !this.options.keeper.busy(hint) ? store.recentCard(click.channel, click.ts, hint) : undefined;
     if (recent) {
       const checked = await this.checkFound(recent, click, { quiet: true });
       if (checked.ok) return checked;

@@ -69,6 +69,11 @@ export class RecordKeeper {
     return this.queue.run(approvalId, task);
   }
 
+  /** Whether work for the approval is queued or under way in this process. */
+  busy(approvalId: string): boolean {
+    return this.queue.busy(approvalId);
+  }
+
   /** Like run(), for work nobody awaits: a failure is logged, never left unhandled. */
   enqueue(approvalId: string, task: () => Promise<unknown>): void {
     this.run(approvalId, task).catch((err: unknown) => {
