@@ -18,7 +18,7 @@ import type { Router } from '../routing/router.js';
 import type { AppHome } from './appHome.js';
 import { choicePressRoute } from './choicePressRoute.js';
 import { type HealthProbe, healthRoutes } from './healthRoutes.js';
-import { close, healthServer, listen, portError } from './healthServer.js';
+import { close, healthServer, listen } from './healthServer.js';
 import { registerAppHome } from './listeners/appHome.js';
 import { choicePresses, registerChoiceButton } from './listeners/choiceButton.js';
 import { registerFeedbackSubmission } from './listeners/feedbackSubmission.js';
