@@ -1,10 +1,17 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { defaultBodyLimit } from '@slack/bolt';
 import { afterEach, expect, it } from 'vitest';
 import { encodeChoiceValue } from '../../src/cards/ids.js';
-import { choicePressRoute } from '../../src/slack/choicePressRoute.js';
+import { choicePressRoute, signedBySlack } from '../../src/slack/choicePressRoute.js';
 import { captureLogger } from '../support/logCapture.js';
-import { blockActionsPayload, postEvent, postInteraction, postSigned } from '../support/slackRequests.js';
+import {
+  blockActionsPayload,
+  postEvent,
+  postInteraction,
+  postSigned,
+  signRequest,
+} from '../support/slackRequests.js';
 
 // In HTTP mode a choice press is taken before Bolt's dispatch; everything else, and anything not
 // signed right, reaches Bolt's receiver with its body intact.
@@ -102,4 +109,33 @@ it('a press handler that fails before acknowledging is logged and answered 500',
   expect((await postInteraction(base, SECRET, press('cs_choice_0'))).status).toBe(500);
   expect(seen.presses).toHaveLength(1);
   expect(logs).toContainEqual(expect.objectContaining({ level: 50, msg: 'slack listener failed' }));
+});
+
+it('checks the signature as Slack makes it: the secret, the body and a timestamp at most five minutes old', () => {
+  const body = Buffer.from(`payload=${encodeURIComponent(JSON.stringify(press('cs_choice_0')))}`);
+  const now = Date.now();
+  const request = (headers: Record<string, string>) => ({ headers }) as unknown as IncomingMessage;
+  const signed = (secret: string, ts: number, signedBody = body) =>
+    request(signRequest(secret, signedBody.toString(), ts));
+  const ts = Math.floor(now / 1000);
+  expect(signedBySlack(SECRET, signed(SECRET, ts), body, now)).toBe(true);
+  expect(signedBySlack(SECRET, signed(SECRET, ts - 299), body, now)).toBe(true);
+  expect(signedBySlack(SECRET, signed(SECRET, ts - 301), body, now)).toBe(false);
+  expect(signedBySlack(SECRET, signed('another-secret', ts), body, now)).toBe(false);
+  expect(signedBySlack(SECRET, signed(SECRET, ts, Buffer.from('payload=%7B%7D')), body, now)).toBe(false);
+  const { 'x-slack-signature': _dropped, ...unsigned } = signRequest(SECRET, body.toString(), ts);
+  expect(signedBySlack(SECRET, request(unsigned), body, now)).toBe(false);
+  const withOddTimestamp = {
+    ...signRequest(SECRET, body.toString(), ts),
+    'x-slack-request-timestamp': 'soon',
+  };
+  expect(signedBySlack(SECRET, request(withOddTimestamp), body, now)).toBe(false);
+});
+
+it('a body larger than Bolt takes is answered 413, and reaches neither the handler nor Bolt', async () => {
+  const { base, seen } = await start();
+  const huge = `payload=${'x'.repeat(defaultBodyLimit + 1)}`;
+  expect((await postSigned(base, SECRET, huge)).status).toBe(413);
+  expect(seen.presses).toEqual([]);
+  expect(seen.bolt).toEqual([]);
 });
