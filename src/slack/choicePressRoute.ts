@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import type { IncomingMessage, RequestListener } from 'node:http';
 import { type BufferedIncomingMessage, defaultBodyLimit, HTTPModuleFunctions } from '@slack/bolt';
 import type { Logger } from 'pino';
 import { type ChoicePress, choiceActionKind } from './listeners/choiceButton.js';
