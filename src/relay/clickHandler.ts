@@ -99,11 +99,12 @@ export class ClickHandler {
     // A card this process read or wrote lately is checked without a read, unless this process is
     // changing it right now. Only a check that lets the click through is taken from it: the claim
     // is refused if the record changed since (then everything is checked again, see handle()); a
-    // refusal is only ever said from Redis.
+    // refusal is only ever said from Redis. A decision another replica carries out is claimed
+    // there, without that guard: it is checked against what Redis holds.
     const hint = click.approvalHint;
     const recent =
       hint && !this.options.keeper.busy(hint) ? store.recentCard(click.channel, click.ts, hint) : undefined;
-    if (recent) {
+    if (recent && this.options.decider.decidesHere(recent.hostId)) {
       const checked = await this.checkFound(recent, click, { quiet: true });
       if (checked.ok) return checked;
     }

@@ -181,6 +181,11 @@ export class Decider {
     while (this.active.size > 0) await Promise.allSettled([...this.active]);
   }
 
+  /** Whether a decision for the host is claimed and sent by this process (not forwarded). */
+  decidesHere(hostId: string): boolean {
+    return !this.elsewhere(hostId);
+  }
+
   /** Another replica owns the host: only it may claim and send. */
   private elsewhere(hostId: string): boolean {
     return this.options.forward !== undefined && this.options.mayAct?.(hostId) === false;

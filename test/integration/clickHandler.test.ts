@@ -263,6 +263,45 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
       }
     });
 
+    it('a click on a host another replica owns is checked against what Redis holds, then handed on', async () => {
+      const forwarded: string[] = [];
+      const elsewhere = new Decider({
+        keeper,
+        store,
+        host: () => host,
+        logger,
+        newCommandId: () => `cmd-${++commandIds}`,
+        mayAct: () => false,
+        forward: async (request) => {
+          forwarded.push(request.record.approvalId);
+          return { kind: 'forwarded' };
+        },
+      });
+      const handing = new ClickHandler({
+        store,
+        decider: elsewhere,
+        keeper,
+        notifier: cards,
+        authorizer: new Authorizer({
+          rulesOf: () => OPEN_RULES,
+          admins: [],
+          ownerOf: () => undefined,
+          groups: { members: async () => new Set() },
+          logger,
+        }),
+        logger,
+      });
+      const getForMessage = vi.spyOn(store, 'getForMessage');
+      try {
+        await handing.click({ ...click('U1', 0), approvalHint: 'a-click' });
+        expect(getForMessage).toHaveBeenCalledTimes(1);
+        expect(forwarded).toEqual(['a-click']);
+        expect(host.decided).toHaveLength(0);
+      } finally {
+        getForMessage.mockRestore();
+      }
+    });
+
     it('a button naming its approval is read in one step, and checked against the message', async () => {
       await clicks.click({ ...click('U1', 0), approvalHint: 'a-click' });
       expect(host.decided).toHaveLength(1);
