@@ -20,6 +20,17 @@ import { testRedisUrl } from '../support/testRedis.js';
 
 const logger = pino({ level: 'silent' });
 
+/** Who may decide comes from the route's rules alone: no admins, owners or group members. */
+function routeAuthorizer(rulesOf: () => RouteRules): Authorizer {
+  return new Authorizer({
+    rulesOf,
+    admins: [],
+    ownerOf: () => undefined,
+    groups: { members: async () => new Set() },
+    logger,
+  });
+}
+
 class Cards implements CardChannel, UserNotifier {
   posted: Array<{ channel: string; ts: string; message: RenderedMessage }> = [];
   notes: Array<{ userId: string; text: string }> = [];
@@ -118,13 +129,7 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
       now,
     });
     // Anyone may decide here: who may is test/e2e/authorization.test.ts's subject.
-    const authorizer = new Authorizer({
-      rulesOf: () => OPEN_RULES,
-      admins: [],
-      ownerOf: () => undefined,
-      groups: { members: async () => new Set() },
-      logger,
-    });
+    const authorizer = routeAuthorizer(() => OPEN_RULES);
     clicks = new ClickHandler({ store, decider, keeper, notifier: cards, authorizer, logger });
     relay.handleHostEvent(event({ incarnation: 'inc-1', via: 'request', params }));
     await relay.idle();
@@ -153,13 +158,10 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
         decider,
         keeper,
         notifier: cards,
-        authorizer: new Authorizer({
-          rulesOf: () => ({ ...OPEN_RULES, approvers: { users: ['U0ALICE'], usergroups: [] } }),
-          admins: [],
-          ownerOf: () => undefined,
-          groups: { members: async () => new Set() },
-          logger,
-        }),
+        authorizer: routeAuthorizer(() => ({
+          ...OPEN_RULES,
+          approvers: { users: ['U0ALICE'], usergroups: [] },
+        })),
         audit: { append: async (entry) => void audited.push(entry) },
         logger,
       });
@@ -190,13 +192,7 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
         decider,
         keeper,
         notifier: cards,
-        authorizer: new Authorizer({
-          rulesOf: () => rules,
-          admins: [],
-          ownerOf: () => undefined,
-          groups: { members: async () => new Set() },
-          logger,
-        }),
+        authorizer: routeAuthorizer(() => rules),
         logger,
       });
       const checked = await changing.check(click('U0BOB', 0));
@@ -282,13 +278,7 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
         decider: elsewhere,
         keeper,
         notifier: cards,
-        authorizer: new Authorizer({
-          rulesOf: () => OPEN_RULES,
-          admins: [],
-          ownerOf: () => undefined,
-          groups: { members: async () => new Set() },
-          logger,
-        }),
+        authorizer: routeAuthorizer(() => OPEN_RULES),
         logger,
       });
       const getForMessage = vi.spyOn(store, 'getForMessage');
