@@ -89,7 +89,7 @@ function refuseWebApiCalls(apiUrl: string, transport: FetchFunction): FetchFunct
   };
 }
 
-/** Where Slack sends events and interactions in HTTP mode (Bolt's default; manifest.yml). */
+/** Where Slack sends events and interactions in HTTP mode (manifest.yml): Bolt's and the press route's. */
 const SLACK_EVENTS_PATH = '/slack/events';
 
 /** Bolt's receiver as a request listener, answering what it does not serve as Bolt's own server would. */
@@ -148,7 +148,12 @@ export function createSlackApp(options: SlackAppOptions): SlackService {
   // In HTTP mode the server is ours (see below); Bolt's receiver serves what it passes on.
   const httpReceiver =
     socketReceiver === undefined
-      ? new HTTPReceiver({ signingSecret: config.slack.signingSecret!, customRoutes, logger: boltLogger })
+      ? new HTTPReceiver({
+          signingSecret: config.slack.signingSecret!,
+          endpoints: [SLACK_EVENTS_PATH],
+          customRoutes,
+          logger: boltLogger,
+        })
       : undefined;
   const app = new App({ ...common, receiver: socketReceiver ?? httpReceiver! });
   const views = slackViews(web);

@@ -158,8 +158,9 @@ return result
  * when the stage is already claimed, {0} when the record moved on, {-1} when it is gone, and {3}
  * when the stage already holds this very claim: ioredis sends a command again after a reconnect,
  * and a claim that already ran is ours, not somebody else's; {-2} when fenced (ARGV[6]). The
- * record must still hold the checked one's version and time (ARGV[7], versionTail): a record checked from memory
- * (RecentRecords) could otherwise meet one of the same version written again after Redis lost it.
+ * record must still hold the checked one's version and time (ARGV[7], versionTail): a record
+ * checked from memory (RecentRecords) could otherwise meet one of the same version written again
+ * after Redis lost it.
  */
 const CLAIM_SCRIPT = `
 local held = redis.call('GET', KEYS[2])
@@ -768,7 +769,7 @@ declare module 'ioredis' {
       claimJson: string,
       claimTtlMs: string,
       fence: string,
-      /** versionTail() of the record checked: its version and updatedAt, as the stored JSON ends. */
+      /** versionTail() of the record checked: its updatedAt and version, as its stored JSON holds them. */
       expectedTail: string,
     ): Result<unknown[], Context>;
     csStamp(approvalKey: string, token: string): Result<number, Context>;
