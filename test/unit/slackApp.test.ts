@@ -98,6 +98,8 @@ it('listeners call Slack through the shared client; Bolt’s own client makes no
   app = service;
   await service.start();
   const base = `http://127.0.0.1:${config.port}`;
+  // What neither the press route nor Bolt serves is answered as Bolt's own server answers it.
+  expect((await fetch(`${base}/no-such-path`)).status).toBe(404);
 
   // A card is posted through the shared client, then a click opens a modal and App Home is
   // published: both listener calls come through the same client and pool, with the bot token.
