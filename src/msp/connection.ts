@@ -62,6 +62,15 @@ interface Pending {
 
 /** Past this many decoded-but-unhandled frames we stop reading until we catch up. */
 const INBOX_HIGH_WATER = 1000;
+/**
+ * How long frames are handled in one go before the event loop gets a turn. libuv reads a pipe up
+ * to 32 times per wake-up, so a host that sends a burst hands us thousands of frames at once;
+ * handled in one stretch, they would hold back everything else that is ready meanwhile (Slack's
+ * answers, Redis replies, clicks, lease renewals) for as long as the burst takes.
+ */
+const FRAME_SLICE_MS = 2;
+/** Also a cap in frames: most of a frame's work runs in the microtasks after its slice. */
+const FRAME_SLICE_COUNT = 8;
 const FRAME_PREVIEW_CHARS = 200;
 
 type Json = Record<string, unknown>;
@@ -274,15 +283,23 @@ export class JsonRpcConnection {
   /**
    * Handles frames in arrival order. After a response we let the awaiting code run (its
    * microtasks) before the next frame, so that what it emits lands in the order the host wrote.
+   * A burst is handled in slices (FRAME_SLICE_COUNT frames or FRAME_SLICE_MS, whichever comes
+   * first), the event loop getting a turn between them.
    */
   private drainInbox(): void {
     if (this.draining || this.drainScheduled) return;
     this.draining = true;
+    const sliceEnds = performance.now() + FRAME_SLICE_MS;
+    let handled = 0;
     try {
       while (this.inbox.length > 0) {
         const line = this.inbox.shift()!;
         const wasResponse = this.handleLine(line);
-        if (wasResponse && this.inbox.length > 0) {
+        handled += 1;
+        if (
+          this.inbox.length > 0 &&
+          (wasResponse || handled >= FRAME_SLICE_COUNT || performance.now() >= sliceEnds)
+        ) {
           this.drainScheduled = true;
           setImmediate(() => {
             this.drainScheduled = false;

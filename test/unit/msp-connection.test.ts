@@ -210,6 +210,45 @@ describe('JsonRpcConnection', () => {
     expect(order).toEqual(['after response', 'approval/resolved']);
   });
 
+  it('handles a burst in slices, in order, letting what else is ready run between them', async () => {
+    const { connection, send } = setup();
+    const order: string[] = [];
+    connection.onNotification((notification) => {
+      const n = (notification.params as { n: number }).n;
+      order.push(`frame ${n}`);
+      // Stands for anything else the event loop has ready (a Slack answer, a Redis reply).
+      if (n === 0) setImmediate(() => order.push('other work'));
+    });
+    const burst = Array.from({ length: 100 }, (_, n) => ({
+      jsonrpc: '2.0',
+      method: 'approval/updated',
+      params: { n },
+    }));
+    send(...burst);
+    await until(() => order.length === 101);
+    const frames = order.filter((entry) => entry !== 'other work');
+    expect(frames).toEqual(burst.map((_, n) => `frame ${n}`));
+    // Handled in one stretch, the burst would keep it waiting until after frame 99.
+    expect(order.indexOf('other work')).toBeLessThan(20);
+  });
+
+  it('gives the event loop a turn once frames have taken a couple of milliseconds', async () => {
+    const { connection, send } = setup();
+    const order: string[] = [];
+    connection.onNotification((notification) => {
+      const n = (notification.params as { n: number }).n;
+      order.push(`frame ${n}`);
+      if (n === 0) setImmediate(() => order.push('other work'));
+      const busyUntil = performance.now() + 3;
+      while (performance.now() < busyUntil) {
+        // A slow frame: the slice's time runs out after the first.
+      }
+    });
+    send(...[0, 1, 2].map((n) => ({ jsonrpc: '2.0', method: 'approval/updated', params: { n } })));
+    await until(() => order.length === 4);
+    expect(order).toEqual(['frame 0', 'other work', 'frame 1', 'frame 2']);
+  });
+
   it('rejects pending requests with HostGoneError when the input ends, and later ones at once', async () => {
     const { connection, written, hostStdout } = setup();
     const pending = connection.request('session/resume', { sessionId: 's' });
