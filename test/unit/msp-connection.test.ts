@@ -210,41 +210,44 @@ describe('JsonRpcConnection', () => {
     expect(order).toEqual(['after response', 'approval/resolved']);
   });
 
-  it('handles a burst in slices, in order, letting what else is ready run between them', async () => {
-    const { connection, send } = setup();
+  /**
+   * Notes each `approval/updated` frame it handles, by its params' `n`; the first one also queues
+   * "other work" (anything else the event loop has ready: a Slack answer, a Redis reply). Each
+   * frame keeps the thread busy for `busyMs`.
+   */
+  function noteFrames(connection: JsonRpcConnection, busyMs = 0): string[] {
     const order: string[] = [];
     connection.onNotification((notification) => {
       const n = (notification.params as { n: number }).n;
       order.push(`frame ${n}`);
-      // Stands for anything else the event loop has ready (a Slack answer, a Redis reply).
       if (n === 0) setImmediate(() => order.push('other work'));
+      const busyUntil = performance.now() + busyMs;
+      while (performance.now() < busyUntil) {
+        // A slow frame.
+      }
     });
-    const burst = Array.from({ length: 100 }, (_, n) => ({
-      jsonrpc: '2.0',
-      method: 'approval/updated',
-      params: { n },
-    }));
-    send(...burst);
+    return order;
+  }
+
+  const updates = (count: number) =>
+    Array.from({ length: count }, (_, n) => ({ jsonrpc: '2.0', method: 'approval/updated', params: { n } }));
+
+  it('handles a burst in slices, in order, letting what else is ready run between them', async () => {
+    const { connection, send } = setup();
+    const order = noteFrames(connection);
+    send(...updates(100));
     await until(() => order.length === 101);
     const frames = order.filter((entry) => entry !== 'other work');
-    expect(frames).toEqual(burst.map((_, n) => `frame ${n}`));
+    expect(frames).toEqual(updates(100).map((_, n) => `frame ${n}`));
     // Handled in one stretch, the burst would keep it waiting until after frame 99.
     expect(order.indexOf('other work')).toBeLessThan(20);
   });
 
   it('gives the event loop a turn once frames have taken a couple of milliseconds', async () => {
     const { connection, send } = setup();
-    const order: string[] = [];
-    connection.onNotification((notification) => {
-      const n = (notification.params as { n: number }).n;
-      order.push(`frame ${n}`);
-      if (n === 0) setImmediate(() => order.push('other work'));
-      const busyUntil = performance.now() + 3;
-      while (performance.now() < busyUntil) {
-        // A slow frame: the slice's time runs out after the first.
-      }
-    });
-    send(...[0, 1, 2].map((n) => ({ jsonrpc: '2.0', method: 'approval/updated', params: { n } })));
+    // Each frame outlasts a slice's time: the turn comes after the first.
+    const order = noteFrames(connection, 3);
+    send(...updates(3));
     await until(() => order.length === 4);
     expect(order).toEqual(['frame 0', 'other work', 'frame 1', 'frame 2']);
   });
