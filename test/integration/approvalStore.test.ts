@@ -221,6 +221,19 @@ describe.each(BACKENDS)('ApprovalStore on %s Redis', (kind) => {
     expect(store.recentCard('C1', '1700000000.000001', 'a-recent')).toBeUndefined();
   });
 
+  it('forgets the card of a record whose update found it gone', async () => {
+    const record = sampleRecord('a-lost');
+    const lease = store.newPostLease(60_000);
+    await store.createIfAbsent(record, lease);
+    const saved = (await store.savePost(record, { channel: 'C1', ts: '1700000000.000003' }, lease))!;
+    expect(store.recentCard('C1', '1700000000.000003', 'a-lost')).toBeDefined();
+    // Redis lost it (a flush, a failover): the compare-and-set finds nothing to change.
+    await redis.del(keys.approval('a-lost'));
+    expect(await store.update('a-lost', (r) => ({ ...r, reason: 'too late' }), saved.record)).toBeUndefined();
+    // A click on its card is then read from Redis, not checked against the lost record.
+    expect(store.recentCard('C1', '1700000000.000003', 'a-lost')).toBeUndefined();
+  });
+
   it('claims a stage and moves the record to deciding in one step, once', async () => {
     await store.createIfAbsent(sampleRecord('a-10'));
     const checked = (await store.get('a-10'))!;

@@ -211,6 +211,29 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
       expect(host.decided).toHaveLength(1);
     });
 
+    it('a click on an approval that changes before every claim gives up after five checks: told, nothing claimed', async () => {
+      const decide = decider.decide.bind(decider);
+      let changes = 0;
+      // Whatever the click checked, the approval has moved on by the time its claim is tried.
+      const decideSpy = vi.spyOn(decider, 'decide').mockImplementation(async (request) => {
+        changes += 1;
+        await store.update('a-click', (r) => ({ ...r, reason: `asked again (${changes})` }));
+        return decide(request);
+      });
+      try {
+        await clicks.click(click('U1', 0));
+      } finally {
+        decideSpy.mockRestore();
+      }
+      expect(changes).toBe(5);
+      expect(host.decided).toHaveLength(0);
+      expect(cards.notes.at(-1)?.text).toMatch(/question changed/);
+      expect((await store.get('a-click'))?.claim).toBeUndefined();
+      // Once it holds still, the same click decides.
+      await clicks.click(click('U1', 0));
+      expect(host.decided).toHaveLength(1);
+    });
+
     it('a host restart that re-asks the same stage under the same id frees the old claim', async () => {
       await clicks.click(click('U1', 0));
       expect(host.decided).toHaveLength(1);
