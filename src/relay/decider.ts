@@ -235,11 +235,14 @@ export class Decider {
         feedback: choice.acceptsFeedback && request.feedback ? request.feedback : undefined,
         claimedAt: this.now().toISOString(),
       };
-      const claiming = keeper.claim(record, claim);
+      let abandoned = false;
+      const claiming = keeper.claim(record, claim, () => abandoned);
       const outcome = await byDeadline(claiming, request.recordBy);
       if (outcome === LATE) {
-        // The person hears that nothing was recorded, so this claim must never decide. Whatever
-        // Redis does with it once it answers, this release runs after it in the approval's queue.
+        // The person hears that nothing was recorded, so this claim must never decide: should
+        // Redis store it, the claim's own task releases it. This release runs after that task in
+        // the approval's queue, for a claim whose answer was lost on the way (a dropped link).
+        abandoned = true;
         claiming.catch(() => {});
         keeper.enqueue(record.approvalId, () => keeper.mutate(record.approvalId, unclaimed(commandId)));
         this.options.logger.warn(

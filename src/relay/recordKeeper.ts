@@ -10,7 +10,7 @@ import type { ApprovalRecord, Claim } from '../store/record.js';
 import type { Activity } from '../util/activity.js';
 import { KeyedQueue } from '../util/keyedQueue.js';
 import { type CardChannel, HostLostError, type RenderedMessage } from './ports.js';
-import { cardRevealed, claimed, withCurrentVotes } from './recordMutations.js';
+import { cardRevealed, claimed, unclaimed, withCurrentVotes } from './recordMutations.js';
 
 export interface RecordKeeperOptions {
   store: ApprovalStore;
@@ -187,9 +187,11 @@ export class RecordKeeper {
   /**
    * Claims a stage on the record a decision was checked against. Resolves as soon as the claim
    * is stored, so the decision can leave at once; the card shows `deciding` right after, in the
-   * approval's queue, so it can never overtake what the host says next.
+   * approval's queue, so it can never overtake what the host says next. `abandoned` says the
+   * caller stopped waiting and told the person nothing was recorded: a claim Redis stores after
+   * that is released at once, before anything else of the approval's runs or its card shows it.
    */
-  claim(checked: ApprovalRecord, claim: Claim): Promise<ClaimOutcome> {
+  claim(checked: ApprovalRecord, claim: Claim, abandoned?: () => boolean): Promise<ClaimOutcome> {
     return new Promise<ClaimOutcome>((resolve, reject) => {
       this.enqueue(checked.approvalId, async () => {
         const next = claimed(claim)(checked);
@@ -204,6 +206,12 @@ export class RecordKeeper {
         }
         resolve(outcome);
         if (outcome.kind !== 'claimed') return;
+        if (abandoned?.()) {
+          // Written from the claimed record, without a read first: a click that comes in now
+          // reads Redis after this write has left, and finds the stage free.
+          await this.mutate(checked.approvalId, unclaimed(claim.commandId), outcome.record);
+          return;
+        }
         this.changed(outcome.record);
         // Let the decision be written first: rendering and encoding the card would delay it.
         await new Promise((resume) => setImmediate(resume));

@@ -33,6 +33,7 @@ function routeAuthorizer(rulesOf: () => RouteRules): Authorizer {
 
 class Cards implements CardChannel, UserNotifier {
   posted: Array<{ channel: string; ts: string; message: RenderedMessage }> = [];
+  updated: RenderedMessage[] = [];
   notes: Array<{ userId: string; text: string }> = [];
   async post(channel: string, render: () => RenderedMessage) {
     const message = render();
@@ -40,7 +41,9 @@ class Cards implements CardChannel, UserNotifier {
     this.posted.push({ channel, ts, message });
     return { ts, channel };
   }
-  async update() {}
+  async update(_channel: string, _ts: string, message: RenderedMessage) {
+    this.updated.push(message);
+  }
   async ephemeral(_channel: string, userId: string, text: string) {
     this.notes.push({ userId, text });
   }
@@ -232,6 +235,42 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
       // Once it holds still, the same click decides.
       await clicks.click(click('U1', 0));
       expect(host.decided).toHaveLength(1);
+    });
+
+    it('a claim Redis stores after its deadline is released by its own task: the card never shows it, the next click decides', async () => {
+      const claimWith = store.claimWith.bind(store);
+      let answer!: () => void;
+      const held = new Promise<void>((resolve) => {
+        answer = resolve;
+      });
+      // Redis stores the claim at once; its answer reaches the bot only after the deadline.
+      const claimSpy = vi.spyOn(store, 'claimWith').mockImplementation(async (...args) => {
+        const outcome = await claimWith(...args);
+        await held;
+        return outcome;
+      });
+      const record = (await store.get('a-click'))!;
+      try {
+        const outcome = await decider.decide({
+          record,
+          sourceIndex: 0,
+          choiceId: 'allow_once',
+          by: { via: 'click', userId: 'U1' },
+          recordBy: Date.now() + 50,
+        });
+        expect(outcome).toEqual({ kind: 'notRecorded' });
+        expect((await store.get('a-click'))?.claim?.userId).toBe('U1');
+        answer();
+        await keeper.idle();
+      } finally {
+        claimSpy.mockRestore();
+      }
+      expect(host.decided).toHaveLength(0);
+      expect((await store.get('a-click'))?.claim).toBeUndefined();
+      // Whatever the card was redrawn as, it never named U1 as deciding.
+      expect(JSON.stringify(cards.updated)).not.toContain('U1');
+      await clicks.click(click('U2', 0));
+      expect(host.decided).toEqual([expect.objectContaining({ approvalId: 'a-click' })]);
     });
 
     it('a host restart that re-asks the same stage under the same id frees the old claim', async () => {
