@@ -240,11 +240,9 @@ export class Decider {
       const outcome = await byDeadline(claiming, request.recordBy);
       if (outcome === LATE) {
         // The person hears that nothing was recorded, so this claim must never decide: should
-        // Redis store it, the claim's own task releases it. This release runs after that task in
-        // the approval's queue, for a claim whose answer was lost on the way (a dropped link).
+        // Redis store it, the claim's own task releases it.
         abandoned = true;
         claiming.catch(() => {});
-        keeper.enqueue(record.approvalId, () => keeper.mutate(record.approvalId, unclaimed(commandId)));
         this.options.logger.warn(
           { approvalId: record.approvalId, commandId },
           'Redis did not store the claim in time; nothing was decided',

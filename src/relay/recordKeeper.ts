@@ -189,7 +189,8 @@ export class RecordKeeper {
    * is stored, so the decision can leave at once; the card shows `deciding` right after, in the
    * approval's queue, so it can never overtake what the host says next. `abandoned` says the
    * caller stopped waiting and told the person nothing was recorded: a claim Redis stores after
-   * that is released at once, before anything else of the approval's runs or its card shows it.
+   * that is released at once, before anything else of the approval's runs or its card shows it;
+   * one whose answer was lost (it may have been stored) is released from what Redis holds.
    */
   claim(checked: ApprovalRecord, claim: Claim, abandoned?: () => boolean): Promise<ClaimOutcome> {
     return new Promise<ClaimOutcome>((resolve, reject) => {
@@ -202,6 +203,7 @@ export class RecordKeeper {
             : { kind: 'stale' };
         } catch (err) {
           reject(err);
+          if (abandoned?.()) await this.mutate(checked.approvalId, unclaimed(claim.commandId));
           return;
         }
         resolve(outcome);

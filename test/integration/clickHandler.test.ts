@@ -237,41 +237,48 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
       expect(host.decided).toHaveLength(1);
     });
 
-    it('a claim Redis stores after its deadline is released by its own task: the card never shows it, the next click decides', async () => {
-      const claimWith = store.claimWith.bind(store);
-      let answer!: () => void;
-      const held = new Promise<void>((resolve) => {
-        answer = resolve;
-      });
-      // Redis stores the claim at once; its answer reaches the bot only after the deadline.
-      const claimSpy = vi.spyOn(store, 'claimWith').mockImplementation(async (...args) => {
-        const outcome = await claimWith(...args);
-        await held;
-        return outcome;
-      });
-      const record = (await store.get('a-click'))!;
-      try {
-        const outcome = await decider.decide({
-          record,
-          sourceIndex: 0,
-          choiceId: 'allow_once',
-          by: { via: 'click', userId: 'U1' },
-          recordBy: Date.now() + 50,
+    it.each([
+      ['answered late', 'answered'],
+      ['whose answer is lost', 'lost'],
+    ] as const)(
+      'a claim Redis stores after its deadline, %s, is released: the card never shows it, the next click decides',
+      async (_, then) => {
+        const claimWith = store.claimWith.bind(store);
+        let answer!: () => void;
+        const held = new Promise<void>((resolve) => {
+          answer = resolve;
         });
-        expect(outcome).toEqual({ kind: 'notRecorded' });
-        expect((await store.get('a-click'))?.claim?.userId).toBe('U1');
-        answer();
-        await keeper.idle();
-      } finally {
-        claimSpy.mockRestore();
-      }
-      expect(host.decided).toHaveLength(0);
-      expect((await store.get('a-click'))?.claim).toBeUndefined();
-      // Whatever the card was redrawn as, it never named U1 as deciding.
-      expect(JSON.stringify(cards.updated)).not.toContain('U1');
-      await clicks.click(click('U2', 0));
-      expect(host.decided).toEqual([expect.objectContaining({ approvalId: 'a-click' })]);
-    });
+        // Redis stores the claim at once; its answer reaches the bot only after the deadline, or never.
+        const claimSpy = vi.spyOn(store, 'claimWith').mockImplementation(async (...args) => {
+          const outcome = await claimWith(...args);
+          await held;
+          if (then === 'lost') throw new Error('Connection is closed.');
+          return outcome;
+        });
+        const record = (await store.get('a-click'))!;
+        try {
+          const outcome = await decider.decide({
+            record,
+            sourceIndex: 0,
+            choiceId: 'allow_once',
+            by: { via: 'click', userId: 'U1' },
+            recordBy: Date.now() + 50,
+          });
+          expect(outcome).toEqual({ kind: 'notRecorded' });
+          expect((await store.get('a-click'))?.claim?.userId).toBe('U1');
+          answer();
+          await keeper.idle();
+        } finally {
+          claimSpy.mockRestore();
+        }
+        expect(host.decided).toHaveLength(0);
+        expect((await store.get('a-click'))?.claim).toBeUndefined();
+        // Whatever the card was redrawn as, it never named U1 as deciding.
+        expect(JSON.stringify(cards.updated)).not.toContain('U1');
+        await clicks.click(click('U2', 0));
+        expect(host.decided).toEqual([expect.objectContaining({ approvalId: 'a-click' })]);
+      },
+    );
 
     it('a host restart that re-asks the same stage under the same id frees the old claim', async () => {
       await clicks.click(click('U1', 0));
