@@ -50,3 +50,46 @@ describe('commands issued in one turn', () => {
     expect(await reads()).toBe(before + 5 + 1);
   });
 });
+
+/** Counts the writes the client's socket hands to the system, from here on. */
+function socketWrites(): () => number {
+  const socket = (client as Redis).stream as unknown as {
+    _write: (...args: unknown[]) => void;
+    _writev: (...args: unknown[]) => void;
+  };
+  let count = 0;
+  for (const name of ['_write', '_writev'] as const) {
+    const original = socket[name];
+    socket[name] = function (this: unknown, ...args: unknown[]) {
+      count += 1;
+      return original.apply(this, args);
+    };
+  }
+  return () => count;
+}
+
+describe('while Redis is still answering earlier commands', () => {
+  // Keeps Redis busy while the commands below are sent, so that their replies are outstanding.
+  const BUSY = 'local i = 0 while i < 20000000 do i = i + 1 end return 1';
+
+  it('commands issued at separate moments of one turn share a write, in order', async () => {
+    const writes = socketWrites();
+    // Nothing outstanding: the script leaves at once, in a write of its own.
+    const busy = client.eval(BUSY, 0);
+    await Promise.resolve();
+    await Promise.resolve();
+    expect(writes()).toBe(1);
+    // Its reply is outstanding: each of these used to leave at its own microtask.
+    const first = client.rpush('nagle', 'a');
+    await Promise.resolve();
+    await Promise.resolve();
+    const second = client.rpush('nagle', 'b');
+    await Promise.resolve();
+    await Promise.resolve();
+    const third = client.lrange('nagle', 0, -1);
+    expect(writes()).toBe(1);
+    expect(await Promise.all([busy, first, second, third])).toEqual([1, 1, 2, ['a', 'b']]);
+    expect(writes()).toBe(2);
+    await client.del('nagle');
+  });
+});
