@@ -66,6 +66,47 @@ export function readAnswer(body: Buffer): SlackAnswer {
   return { ok: true, channel: head[1], ts: head[2] };
 }
 
+/** What came back for one request: the status, Retry-After, and the body of a 200. */
+interface Exchanged {
+  status: number;
+  retryAfter: string | undefined;
+  body: Buffer;
+}
+
+/**
+ * One request over the pool, its answer gathered whole. undici's request() wraps every answer in
+ * a Readable stream and an async resource, read back through a promise per chunk; a card call
+ * only ever wants a few KB at once, so the pool's own handler interface collects them directly.
+ */
+function exchange(dispatcher: Dispatcher, options: Dispatcher.DispatchOptions): Promise<Exchanged> {
+  return new Promise((resolve, reject) => {
+    let status = 0;
+    let retryAfter: string | undefined;
+    const chunks: Buffer[] = [];
+    dispatcher.dispatch(options, {
+      // Its presence tells the pool this handler speaks undici's current handler interface.
+      onRequestStart() {},
+      onResponseStart(_controller, statusCode, answerHeaders) {
+        // An informational answer (1xx) is not the answer.
+        if (statusCode < 200) return;
+        status = statusCode;
+        const value = answerHeaders['retry-after'];
+        retryAfter = Array.isArray(value) ? value[0] : value;
+      },
+      onResponseData(_controller, chunk) {
+        // Only a 200's body is read; any other answer is told by its status alone.
+        if (status === 200) chunks.push(chunk);
+      },
+      onResponseEnd() {
+        resolve({ status, retryAfter, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks) });
+      },
+      onResponseError(_controller, err) {
+        reject(err);
+      },
+    });
+  });
+}
+
 export function directCardCalls(settings: DirectCardCallSettings): CardCalls {
   const timeoutMs = settings.timeoutMs ?? DEFAULT_SLACK_TIMEOUT_MS;
   const headers = {
@@ -73,9 +114,9 @@ export function directCardCalls(settings: DirectCardCallSettings): CardCalls {
     'content-type': 'application/json; charset=utf-8',
   };
 
-  // Given to the pool as they are: undici's request(url, options) parses the URL and copies the
-  // options into a new object (`{ ...options, origin, path }`), and V8 builds new hidden classes
-  // for such an object on every call (docs/performance.md, "Object shapes").
+  // Given to the pool as origin and path: undici's request(url, options) parses the URL and copies
+  // the options into a new object (`{ ...options, origin, path }`), and V8 builds new hidden
+  // classes for such an object on every call (docs/performance.md, "Object shapes").
   const api = new URL(settings.apiUrl);
   const paths = {
     'chat.postMessage': `${api.pathname}chat.postMessage`,
@@ -83,14 +124,14 @@ export function directCardCalls(settings: DirectCardCallSettings): CardCalls {
   };
 
   async function call(method: keyof typeof paths, body: object): Promise<SlackAnswer> {
-    let answer: SlackAnswer;
     let status: number;
-    let retryAfter: string | string[] | undefined;
+    let retryAfter: string | undefined;
+    let answer: SlackAnswer;
     try {
       // The pool's own timeouts, not an AbortSignal: each AbortController costs Node three new
       // hidden classes. No answer within timeoutMs, or a body stalled for as long, fails the call
       // (undici checks its timeouts on a half-second tick: a little later, never sooner).
-      const res = await settings.dispatcher.request({
+      const exchanged = await exchange(settings.dispatcher, {
         origin: api.origin,
         path: paths[method],
         method: 'POST',
@@ -99,20 +140,14 @@ export function directCardCalls(settings: DirectCardCallSettings): CardCalls {
         headersTimeout: timeoutMs,
         bodyTimeout: timeoutMs,
       });
-      status = res.statusCode;
-      retryAfter = res.headers['retry-after'];
-      if (status !== 200) {
-        await res.body.dump();
-        answer = {};
-      } else {
-        answer = readAnswer(Buffer.from(await res.body.arrayBuffer()));
-      }
+      ({ status, retryAfter } = exchanged);
+      answer = status === 200 ? readAnswer(exchanged.body) : {};
     } catch (err) {
       // No answer, or one cut off: Slack may or may not have applied the call.
       throw new WebAPIRequestError(err instanceof Error ? err : new Error(String(err)));
     }
     if (status === 429) {
-      const seconds = Number(Array.isArray(retryAfter) ? retryAfter[0] : retryAfter);
+      const seconds = Number(retryAfter);
       throw new WebAPIRateLimitedError(Number.isFinite(seconds) ? seconds : 1);
     }
     if (status !== 200) throw new WebAPIHTTPError(status, `HTTP ${status}`, {});

@@ -109,6 +109,40 @@ describe('chat.postMessage and chat.update as JSON', () => {
   });
 });
 
+describe('an answer that arrives in pieces', () => {
+  it('is read whole once its last piece is in', async () => {
+    const answer = JSON.stringify({
+      ok: true,
+      channel: 'C0CARDS',
+      ts: '2.0002',
+      message: { text: 'x'.repeat(4000) },
+    });
+    const { apiUrl } = await slack((res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write(answer.slice(0, 10));
+      setTimeout(() => res.end(answer.slice(10)), 20);
+    });
+    expect(await calls(apiUrl).postMessage(CARD)).toEqual({ ts: '2.0002', channel: 'C0CARDS' });
+  });
+
+  it('cut off before its end is a lost answer: retried', async () => {
+    const { apiUrl, seen } = await slack((res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '500' });
+      res.write('{"ok":true,"channel":"C0CARDS","ts":"3.0003"');
+      setTimeout(() => res.socket?.destroy(), 20);
+    });
+    const err = await calls(apiUrl)
+      .postMessage(CARD)
+      .catch((e: unknown) => e);
+    // Slack had the call: what was lost is its answer.
+    expect(seen).toHaveLength(1);
+    expect(classifySlackError(err)).toMatchObject({ kind: 'retry' });
+    expect(String((err as Error & { original?: Error }).original)).toMatch(
+      /closed|terminated|aborted|socket/i,
+    );
+  });
+});
+
 describe("reading Slack's answer", () => {
   const answers = [
     // Slack's own order: read from the head, the echoed message left unparsed.
