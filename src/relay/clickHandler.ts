@@ -54,6 +54,8 @@ export interface Click {
   remember?: boolean;
   /** The scope pressed (scopeToken); absent on a card posted before scopes: the route's ttl. */
   rememberScope?: string;
+  /** Told when the click's decision is handed to the host (DecisionRequest.onSent). */
+  onSent?: () => void;
 }
 
 /** Where "don't ask again" is offered and kept (GrantMaker). */
@@ -264,6 +266,7 @@ export class ClickHandler {
       recordBy: deadlineOf(click),
       asker: askerOf(click),
       onChange: 'return',
+      ...(click.onSent ? { onSent: click.onSent } : {}),
     });
     return { record, outcome };
   }

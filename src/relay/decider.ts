@@ -62,6 +62,12 @@ export interface DecisionRequest {
    * resolve `changed`, for a caller that checks more than that (a click: who may decide).
    */
   onChange?: 'recheck' | 'return';
+  /**
+   * Told when this process hands the decision to its host (written before the current turn of
+   * the event loop ends when the host is up), before the host answers; not for a decision
+   * forwarded to another replica. A click's acknowledgement waits for it (choiceButton.ts).
+   */
+  onSent?: () => void;
 }
 
 export type DecisionOutcome =
@@ -113,6 +119,8 @@ const DEFAULT_UNANSWERED_BACKOFF: BackoffPolicy = { initialMs: 500, maxMs: 15_00
 interface SendHow {
   /** Asking about a decision the host no longer lists as pending (see settle()). */
   settling?: boolean;
+  /** DecisionRequest.onSent. */
+  onSent?: () => void;
 }
 
 export class Decider {
@@ -251,7 +259,7 @@ export class Decider {
       }
       switch (outcome.kind) {
         case 'claimed':
-          return this.send(outcome.record, claim);
+          return this.send(outcome.record, claim, { onSent: request.onSent });
         case 'held':
           return { kind: 'alreadyBeingDecided', ...(outcome.holder ? { holder: outcome.holder } : {}) };
         case 'gone':
@@ -315,7 +323,9 @@ export class Decider {
     };
     for (let asked = claim.unanswered ?? 0; ; ) {
       try {
-        const result = await host.decide(params);
+        const answer = host.decide(params);
+        how.onSent?.();
+        const result = await answer;
         this.options.activity?.count('decisionsSent');
         log().debug(
           { terminal: result.terminal, choiceId: claim.choiceId, userId: claim.userId, via: claim.via },

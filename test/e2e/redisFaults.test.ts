@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { ACK_WAIT_MS } from '../../src/slack/listeners/choiceButton.js';
 import { keys } from '../../src/store/keys.js';
 import { approvalFromTranscript } from '../support/fakeHost.js';
 import { PrivateRedis } from '../support/privateRedis.js';
@@ -113,6 +114,51 @@ describe('a click while Redis is away', () => {
     expect(textOf(final)).toContain('<@U0ALICE>');
     expect(world.slack.ephemerals.filter((e) => e.user === 'U0ALICE')).toEqual([]);
     expect(world.host.decides()).toHaveLength(1);
+  });
+});
+
+describe("Slack's answer to a press", () => {
+  async function withProxy(approvalId: string) {
+    redis = await PrivateRedis.start();
+    proxy = await TcpProxy.start(redis.port);
+    world = await World.start(
+      {},
+      {},
+      { redisUrl: redis.url, botRedisUrl: `redis://127.0.0.1:${proxy.port}` },
+    );
+    return { w: world, p: proxy, card: await open(world, approvalId) };
+  }
+
+  it('follows the decide to the host: the press is answered once the agent has the decision', async () => {
+    const { w, p, card } = await withProxy('ack-0001');
+    // The claim's answer is held a moment, so that the decide leaves well after the press arrived.
+    const cue = p.holdRepliesAfter(keys.claim('ack-0001', 0));
+    const pressing = w.press('ack-0001', 'Allow once', 'U0ALICE', card);
+    await cue.fired;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    cue.release();
+    expect((await pressing).status).toBe(200);
+    const answeredAt = process.hrtime.bigint();
+    const decide = await w.host.waitForDecide();
+    expect(decide.hr).toBeLessThan(answeredAt);
+    expect(w.host.decides()).toHaveLength(1);
+  });
+
+  it(`is not held past ${ACK_WAIT_MS} ms by a claim Redis is slow to answer, which still decides once`, async () => {
+    const { w, p, card } = await withProxy('ack-0002');
+    const cue = p.holdRepliesAfter(keys.claim('ack-0002', 0));
+    const pressedAt = Date.now();
+    const response = await w.press('ack-0002', 'Allow once', 'U0ALICE', card);
+    const waited = Date.now() - pressedAt;
+    expect(response.status).toBe(200);
+    expect(waited).toBeGreaterThanOrEqual(ACK_WAIT_MS - 20);
+    expect(waited).toBeLessThan(ACK_WAIT_MS + 500);
+    // Answered while the decision still waits on Redis; it goes out once Redis answers.
+    expect(w.host.decides()).toHaveLength(0);
+    cue.release();
+    await w.host.waitForDecide();
+    await w.waitForCard('ack-0002', (m) => textOf(m).includes('Approved'));
+    expect(w.host.decides()).toHaveLength(1);
   });
 });
 

@@ -54,6 +54,9 @@ function cardOf(body: BlockActionBody): { channel?: string; ts?: string; viewId?
   };
 }
 
+/** The longest a press waits for its decision to leave before Slack is answered anyway. */
+export const ACK_WAIT_MS = 250;
+
 /** What a choice press needs: its block_actions body, the acknowledgement, and which kind it was. */
 export type ChoicePress = (
   body: unknown,
@@ -79,6 +82,18 @@ export function choicePresses(clicks: ClickHandler, views: SlackViews, logger: L
     const parsed = BlockActionBody.safeParse(body);
     const { channel, ts, viewId } = parsed.success ? cardOf(parsed.data) : {};
     const value = parsed.success ? decodeChoiceValue(parsed.data.actions[0]?.value) : undefined;
+    // Slack is answered once the decision is on its way to the agent, so that neither the answer's
+    // write nor the wake-up of whoever reads it stands between the click and the decide; at
+    // once when nothing will be decided, and never later than ACK_WAIT_MS after the press (Slack
+    // wants it within 3 s, while a claim may wait for Redis longer than that).
+    let acknowledged: Promise<void> | undefined;
+    const acknowledge = (): Promise<void> => {
+      acknowledged ??= ack();
+      return acknowledged;
+    };
+    const ackBy = setTimeout(() => {
+      acknowledge().catch((err: unknown) => logger.warn({ err }, 'could not acknowledge a press'));
+    }, ACK_WAIT_MS);
     const click =
       parsed.success && channel && ts && value
         ? {
@@ -91,60 +106,66 @@ export function choicePresses(clicks: ClickHandler, views: SlackViews, logger: L
             receivedAt,
             ...(how.remember ? { remember: true } : {}),
             ...(how.remember && value.k !== undefined ? { rememberScope: value.k } : {}),
+            // Handed to the host within this turn of the event loop: answered right after it.
+            onSent: () => setImmediate(() => void acknowledge().catch(() => {})),
           }
         : undefined;
-    // The lookup leaves before the acknowledgement so that the two overlap (Slack only needs the
-    // ack within 3 s); it is awaited below, bounded by the click's deadline.
-    const checking = click ? clicks.check(click) : undefined;
-    checking?.catch(() => {});
-    // One microtask, so that the lookup's write leaves first (see coalescedWrites.ts).
-    await undefined;
-    await ack();
-    if (!parsed.success || !channel || !ts) {
-      logger.warn(
-        { issues: parsed.success ? 'no channel or ts' : parsed.error.issues },
-        'unusable block_actions payload',
-      );
-      return;
+    try {
+      const checking = click ? clicks.check(click) : undefined;
+      checking?.catch(() => {});
+      if (!parsed.success || !channel || !ts) {
+        await acknowledge();
+        logger.warn(
+          { issues: parsed.success ? 'no channel or ts' : parsed.error.issues },
+          'unusable block_actions payload',
+        );
+        return;
+      }
+      if (!click || !checking) {
+        await acknowledge();
+        await clicks.refuse({ channel, userId: parsed.data.user.id }, { code: 'unknownCard' });
+        return;
+      }
+      // The check includes who may decide: a modal only opens for someone who may submit it.
+      const checked = await clicks.checkInTime(click, checking);
+      if (!checked.ok) await acknowledge();
+      if (checked.ok && !how.remember && checked.choice.acceptsFeedback && parsed.data.trigger_id) {
+        await acknowledge();
+        const { record, rules } = checked;
+        const subject = subjectSummary(record);
+        // From the full view the reason modal goes on top of it; Slack takes it back on submit.
+        const modal = renderFeedbackModal({
+          metadata: {
+            channel,
+            ts,
+            sourceIndex: click.sourceIndex,
+            choiceId: click.choiceId,
+            approvalId: record.approvalId,
+          },
+          choiceLabel: checked.choice.label,
+          tool: record.tool,
+          ...(subject ? { subject } : {}),
+          rejectReason: rules.rejectReason,
+          quickReasons: rules.quickReasons,
+        }) as never;
+        if (viewId) await views.push(parsed.data.trigger_id, modal);
+        else await views.open(parsed.data.trigger_id, modal);
+        return;
+      }
+      // The full view gives up its buttons once one counted: the card shows what comes of it.
+      const sent =
+        viewId && checked.ok
+          ? views
+              .update(viewId, renderFullViewSent(checked.choice.label || checked.choice.choiceId))
+              .catch((err: unknown) => {
+                logger.warn({ err, viewId }, 'could not update the full view');
+              })
+          : undefined;
+      await Promise.all([clicks.click(click, checked), sent]);
+    } finally {
+      clearTimeout(ackBy);
+      await acknowledge();
     }
-    if (!click || !checking) {
-      await clicks.refuse({ channel, userId: parsed.data.user.id }, { code: 'unknownCard' });
-      return;
-    }
-    // The check includes who may decide: a modal only opens for someone who may submit it.
-    const checked = await clicks.checkInTime(click, checking);
-    if (checked.ok && !how.remember && checked.choice.acceptsFeedback && parsed.data.trigger_id) {
-      const { record, rules } = checked;
-      const subject = subjectSummary(record);
-      // From the full view the reason modal goes on top of it; Slack takes it back on submit.
-      const modal = renderFeedbackModal({
-        metadata: {
-          channel,
-          ts,
-          sourceIndex: click.sourceIndex,
-          choiceId: click.choiceId,
-          approvalId: record.approvalId,
-        },
-        choiceLabel: checked.choice.label,
-        tool: record.tool,
-        ...(subject ? { subject } : {}),
-        rejectReason: rules.rejectReason,
-        quickReasons: rules.quickReasons,
-      }) as never;
-      if (viewId) await views.push(parsed.data.trigger_id, modal);
-      else await views.open(parsed.data.trigger_id, modal);
-      return;
-    }
-    // The full view gives up its buttons once one counted: the card shows what comes of it.
-    const sent =
-      viewId && checked.ok
-        ? views
-            .update(viewId, renderFullViewSent(checked.choice.label || checked.choice.choiceId))
-            .catch((err: unknown) => {
-              logger.warn({ err, viewId }, 'could not update the full view');
-            })
-        : undefined;
-    await Promise.all([clicks.click(click, checked), sent]);
   };
 }
 
