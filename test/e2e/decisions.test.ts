@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ACK_WAIT_MS } from '../../src/slack/listeners/choiceButton.js';
 import { approvalFromTranscript, shellApproval } from '../support/fakeHost.js';
 import { buttonsOf, SESSION, textOf, World } from './world.js';
 
@@ -186,6 +187,27 @@ describe('deciding from Slack', () => {
     await world.press('protected-0001', 'Allow once', 'U0ALICE', again);
     await world.waitForCard('protected-0001', (m) => textOf(m).includes('Approved'));
     expect(world.host.decides()).toHaveLength(2);
+  });
+});
+
+describe("Slack's answer to a press that decides nothing", () => {
+  it('comes at once, before the ephemeral that says why, not at the press timeout', async () => {
+    const approval = approvalFromTranscript('approval-round-trip');
+    const id = approval.approvalId;
+    await world.host.open(approval, { via: 'both' });
+    const card = await world.waitForCard(id, (m) => buttonsOf(m).length > 0);
+    await world.press(id, 'Allow once', 'U0ALICE', card);
+    await world.waitForCard(id, (m) => textOf(m).includes('Approved'));
+
+    // A second press on the old buttons: nothing to decide; the note why is held at Slack.
+    let releaseNote!: () => void;
+    world.slack.fault('chat.postEphemeral', { until: new Promise<void>((r) => (releaseNote = r)) });
+    const pressedAt = Date.now();
+    expect((await world.press(id, 'Allow once', 'U0BOB', card)).status).toBe(200);
+    expect(Date.now() - pressedAt).toBeLessThan(ACK_WAIT_MS - 50);
+    releaseNote();
+    expect(await world.ephemeralTo('U0BOB', 3_000)).toBeTruthy();
+    expect(world.host.decides()).toHaveLength(1);
   });
 });
 

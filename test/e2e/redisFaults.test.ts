@@ -28,6 +28,14 @@ async function open(w: World, approvalId: string) {
   return w.waitForCard(approvalId, (m) => buttonsOf(m).length > 0);
 }
 
+/** A bot that reaches its own Redis through a proxy the test steers, and a card of `approvalId`. */
+async function withProxy(approvalId: string) {
+  redis = await PrivateRedis.start();
+  proxy = await TcpProxy.start(redis.port);
+  world = await World.start({}, {}, { redisUrl: redis.url, botRedisUrl: `redis://127.0.0.1:${proxy.port}` });
+  return { w: world, p: proxy, card: await open(world, approvalId) };
+}
+
 describe('a click while Redis is away', () => {
   it('13. Redis paused: the clicker hears within 3 s that nothing was recorded, and nothing is sent later', async () => {
     redis = await PrivateRedis.start();
@@ -52,33 +60,23 @@ describe('a click while Redis is away', () => {
   });
 
   it('13. a claim stored after its deadline is released unsent: told to click again, never decided', async () => {
-    redis = await PrivateRedis.start();
-    proxy = await TcpProxy.start(redis.port);
-    world = await World.start(
-      {},
-      {},
-      { redisUrl: redis.url, botRedisUrl: `redis://127.0.0.1:${proxy.port}` },
-    );
-    const card = await open(world, 'late-0001');
+    const { w, p, card } = await withProxy('late-0001');
 
     // The lookup answers; the claim reaches Redis, but its answer is held past the deadline.
-    const cue = proxy.holdRepliesAfter(keys.claim('late-0001', 0));
-    await world.press('late-0001', 'Allow once', 'U0ALICE', card);
+    const cue = p.holdRepliesAfter(keys.claim('late-0001', 0));
+    await w.press('late-0001', 'Allow once', 'U0ALICE', card);
     await cue.answered;
-    expect(await world.ephemeralTo('U0ALICE', 3_000)).toMatch(/could not be recorded/);
+    expect(await w.ephemeralTo('U0ALICE', 3_000)).toMatch(/could not be recorded/);
     cue.release();
 
     // The claim ran in Redis, then its release: the stage is free and nothing was sent.
-    const released = await waitForRecord(world, 'late-0001', (r) => r.phase === 'pending' && !r.claim);
+    const released = await waitForRecord(w, 'late-0001', (r) => r.phase === 'pending' && !r.claim);
     expect(released.version).toBeGreaterThan(2);
-    expect(await world.redis.exists(keys.claim('late-0001', 0))).toBe(0);
-    await world.press('late-0001', 'Allow once', 'U0BOB', card);
-    await world.waitForCard(
-      'late-0001',
-      (m) => textOf(m).includes('<@U0BOB>') && textOf(m).includes('Approved'),
-    );
-    expect(world.host.decides()).toHaveLength(1);
-    expect(world.host.decides()[0]!.frame.params.approvalId).toBe('late-0001');
+    expect(await w.redis.exists(keys.claim('late-0001', 0))).toBe(0);
+    await w.press('late-0001', 'Allow once', 'U0BOB', card);
+    await w.waitForCard('late-0001', (m) => textOf(m).includes('<@U0BOB>') && textOf(m).includes('Approved'));
+    expect(w.host.decides()).toHaveLength(1);
+    expect(w.host.decides()[0]!.frame.params.approvalId).toBe('late-0001');
   });
 
   it('13. Redis back within the deadline: the decision goes out exactly once and nobody is told to click again', async () => {
@@ -96,39 +94,21 @@ describe('a click while Redis is away', () => {
   });
 
   it('7. a claim that ran but whose answer was lost counts as ours when ioredis sends it again', async () => {
-    redis = await PrivateRedis.start();
-    proxy = await TcpProxy.start(redis.port);
-    world = await World.start(
-      {},
-      {},
-      { redisUrl: redis.url, botRedisUrl: `redis://127.0.0.1:${proxy.port}` },
-    );
-    const card = await open(world, 'resent-0001');
+    const { w, p, card } = await withProxy('resent-0001');
 
-    const cue = proxy.cutAfter(keys.claim('resent-0001', 0));
-    await world.press('resent-0001', 'Allow once', 'U0ALICE', card);
+    const cue = p.cutAfter(keys.claim('resent-0001', 0));
+    await w.press('resent-0001', 'Allow once', 'U0ALICE', card);
     await cue.answered;
-    const decide = await world.host.waitForDecide();
+    const decide = await w.host.waitForDecide();
     expect(decide.frame.params.approvalId).toBe('resent-0001');
-    const final = await world.waitForCard('resent-0001', (m) => textOf(m).includes('Approved'));
+    const final = await w.waitForCard('resent-0001', (m) => textOf(m).includes('Approved'));
     expect(textOf(final)).toContain('<@U0ALICE>');
-    expect(world.slack.ephemerals.filter((e) => e.user === 'U0ALICE')).toEqual([]);
-    expect(world.host.decides()).toHaveLength(1);
+    expect(w.slack.ephemerals.filter((e) => e.user === 'U0ALICE')).toEqual([]);
+    expect(w.host.decides()).toHaveLength(1);
   });
 });
 
 describe("Slack's answer to a press", () => {
-  async function withProxy(approvalId: string) {
-    redis = await PrivateRedis.start();
-    proxy = await TcpProxy.start(redis.port);
-    world = await World.start(
-      {},
-      {},
-      { redisUrl: redis.url, botRedisUrl: `redis://127.0.0.1:${proxy.port}` },
-    );
-    return { w: world, p: proxy, card: await open(world, approvalId) };
-  }
-
   it('follows the decide to the host: the press is answered once the agent has the decision', async () => {
     const { w, p, card } = await withProxy('ack-0001');
     // The claim's answer is held a moment, so that the decide leaves well after the press arrived.
