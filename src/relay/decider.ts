@@ -64,8 +64,9 @@ export interface DecisionRequest {
   onChange?: 'recheck' | 'return';
   /**
    * Told when this process hands the decision to its host (written before the current turn of
-   * the event loop ends when the host is up), before the host answers; not for a decision
-   * forwarded to another replica. A click's acknowledgement waits for it (choiceButton.ts).
+   * the event loop ends when the host is up), before the host answers, and again each time an
+   * unanswered decide is asked again; not for a decision forwarded to another replica. A click's
+   * acknowledgement waits for it (choiceButton.ts).
    */
   onSent?: () => void;
 }
