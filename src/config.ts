@@ -49,6 +49,11 @@ export interface Config {
   resolvedTtlMs: number;
   /** How long a user group's members, read from Slack, are trusted (shared by replicas in Redis). */
   usergroupCacheTtlMs: number;
+  /**
+   * How long a channel's members and a user's team and guest status, read from Slack, are
+   * trusted (shared by replicas in Redis); at most five minutes.
+   */
+  membershipCacheTtlMs: number;
   /** Host events held while Redis does not answer; past this they are dropped and re-read later. */
   hostEventBuffer: number;
   /** About how many entries the audit stream keeps (XADD MAXLEN ~); older ones are trimmed. */
@@ -72,6 +77,7 @@ export const DEFAULTS = {
   grantMaxTtl: '7d',
   resolvedTtl: '30d',
   usergroupCacheTtl: '1m',
+  membershipCacheTtl: '2m',
   mspRequestTimeout: '30s',
   hostEventBuffer: 10_000,
   auditMaxLen: 100_000,
@@ -151,6 +157,8 @@ function check<T>(name: string, value: string, schema: z.ZodType<T, string>, pro
 
 /** A lease is renewed every third of its life, with a margin: shorter would renew all the time. */
 const MIN_LEASE_TTL_MS = 2_000;
+/** What Slack says of channel members, guests and teams is trusted for at most this long. */
+const MAX_MEMBERSHIP_CACHE_TTL_MS = 5 * 60_000;
 
 function durationVar(env: NodeJS.ProcessEnv, name: string, fallback: string): number {
   const value = read(env, name) ?? fallback;
@@ -405,6 +413,17 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
   checkRouteGrants(configPath, routes, hosts, grantMaxTtlMs);
   const resolvedTtlMs = durationVar(env, 'COUNTERSIGN_RESOLVED_TTL', DEFAULTS.resolvedTtl);
   const usergroupCacheTtlMs = durationVar(env, 'COUNTERSIGN_USERGROUP_CACHE_TTL', DEFAULTS.usergroupCacheTtl);
+  const membershipCacheTtlMs = durationVar(
+    env,
+    'COUNTERSIGN_MEMBERSHIP_CACHE_TTL',
+    DEFAULTS.membershipCacheTtl,
+  );
+  if (membershipCacheTtlMs > MAX_MEMBERSHIP_CACHE_TTL_MS) {
+    throw new ConfigError(
+      'COUNTERSIGN_MEMBERSHIP_CACHE_TTL',
+      `COUNTERSIGN_MEMBERSHIP_CACHE_TTL must be at most 5m (got ${shown(read(env, 'COUNTERSIGN_MEMBERSHIP_CACHE_TTL') ?? '')}): who is in a channel, a guest or another team must not be trusted longer`,
+    );
+  }
   const hostEventBuffer = countVar(env, 'COUNTERSIGN_HOST_EVENT_BUFFER', DEFAULTS.hostEventBuffer, 'events');
   const auditMaxLen = countVar(env, 'COUNTERSIGN_AUDIT_MAXLEN', DEFAULTS.auditMaxLen, 'entries');
   const leaseTtlMs = durationVar(env, 'COUNTERSIGN_LEASE_TTL', DEFAULTS.leaseTtl);
@@ -453,6 +472,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     grants: { ttlMs: grantTtlMs, maxTtlMs: grantMaxTtlMs },
     resolvedTtlMs,
     usergroupCacheTtlMs,
+    membershipCacheTtlMs,
     hostEventBuffer,
     auditMaxLen,
     leaseTtlMs,

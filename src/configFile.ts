@@ -356,16 +356,18 @@ const quorum = z
   .max(10, { error: notAQuorum })
   .optional();
 
+const trueOrFalse = z.boolean({ error: (iss) => `must be true or false (got ${got(iss.input)})` }).optional();
+
 const route = mapping(
   {
     name: nonEmpty.optional(),
     channel,
     match,
-    approvers: approvers('to let anyone in the channel decide'),
+    approvers: approvers('to let the members of the channel decide'),
     protectedWriteApprovers: approvers('to let the approvers decide protected writes too'),
-    allowSelfApproval: z
-      .boolean({ error: (iss) => `must be true or false (got ${got(iss.input)})` })
-      .optional(),
+    allowSelfApproval: trueOrFalse,
+    allowExternal: trueOrFalse,
+    allowGuests: trueOrFalse,
     rejectReason: z
       .enum(['required', 'optional'], {
         error: (iss) => `must be required or optional (got ${got(iss.input)})`,
@@ -393,6 +395,8 @@ const route = mapping(
       ? {}
       : { protectedWriteApprovers: r.protectedWriteApprovers }),
     ...(r.allowSelfApproval === undefined ? {} : { allowSelfApproval: r.allowSelfApproval }),
+    ...(r.allowExternal === undefined ? {} : { allowExternal: r.allowExternal }),
+    ...(r.allowGuests === undefined ? {} : { allowGuests: r.allowGuests }),
     ...(r.rejectReason === undefined ? {} : { rejectReason: r.rejectReason }),
     ...(r.quickReasons === undefined ? {} : { quickReasons: r.quickReasons }),
     ...(r.quorum === undefined ? {} : { quorum: r.quorum }),

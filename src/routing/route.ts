@@ -25,7 +25,7 @@ export interface RouteMatch {
 
 /** A route's rules for who may decide, and how a rejection is asked for. */
 export interface RouteRules {
-  /** Absent: anyone in the channel may decide. */
+  /** Absent: the members of the route's channel may decide. */
   approvers?: Approvers;
   /** For approvals with protectedWrite, these replace `approvers`. */
   protectedWriteApprovers?: Approvers;
@@ -35,6 +35,13 @@ export interface RouteRules {
   quickReasons: string[];
   /** Distinct approvers who must pick the same approving choice before it is sent (1: any one). */
   quorum: number;
+  /**
+   * Users of another Slack team or enterprise (Slack Connect) may decide, see and revoke here, as
+   * any other user the route lets. Off by default: strangers get nothing unless a route says so.
+   */
+  allowExternal: boolean;
+  /** Guests (multi- and single-channel) may decide, see and revoke here. Off by default. */
+  allowGuests: boolean;
 }
 
 /** A route's "don't ask again" grants (`routes[].grants`); left-out keys take the environment's. */
@@ -90,12 +97,17 @@ export interface Route extends Partial<RouteRules> {
   escalation?: EscalationStep[];
 }
 
-/** The rules of a route that says nothing about who may decide: today's behaviour. */
+/**
+ * The rules of a route that says nothing about who may decide: the members of its channel, but
+ * never users of another team or guests.
+ */
 export const OPEN_RULES: RouteRules = {
   allowSelfApproval: true,
   rejectReason: 'optional',
   quickReasons: [],
   quorum: 1,
+  allowExternal: false,
+  allowGuests: false,
 };
 
 /** What a risk rule matches (`risks[].match`): globs, any one per field, every listed field. */

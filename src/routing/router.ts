@@ -58,6 +58,11 @@ export interface ChosenRoute {
   channel: string;
 }
 
+/** A route with its rules, as the Authorizer reads it. */
+export interface RouteView extends ChosenRoute {
+  rules: RouteRules;
+}
+
 /** What the record says when no route of the file matched: the card went to SLACK_CHANNEL. */
 export const FALLBACK_ROUTE_NAME = '(SLACK_CHANNEL)';
 
@@ -80,6 +85,8 @@ interface CompiledRoute extends ChosenRoute {
   oncall: OncallSource | undefined;
   escalation: EscalationStep[];
   matches: Test;
+  /** No `match`: every approval stops here, and the fallback is never used. */
+  catchesAll: boolean;
 }
 
 /** Picks the route, and so the channel, of an approval card; later, the rules of that route. */
@@ -103,11 +110,14 @@ export class Router {
         rejectReason: route.rejectReason ?? OPEN_RULES.rejectReason,
         quickReasons: route.quickReasons ?? OPEN_RULES.quickReasons,
         quorum: route.quorum ?? OPEN_RULES.quorum,
+        allowExternal: route.allowExternal ?? OPEN_RULES.allowExternal,
+        allowGuests: route.allowGuests ?? OPEN_RULES.allowGuests,
       },
       grants: withQuorum(withCappedTtl({ ...grantDefaults, ...route.grants }), route.quorum),
       oncall: route.oncall,
       escalation: route.escalation ?? [],
       matches: compile(route),
+      catchesAll: route.match === undefined,
     }));
     // Two routes of one name: the first is the one a record names (it is also the one that wins).
     for (const route of this.routes) if (!this.byName.has(route.name)) this.byName.set(route.name, route);
@@ -123,6 +133,26 @@ export class Router {
   /** The channel of routeFor(input). */
   channelFor(input: RouteInput): string {
     return this.routeFor(input).channel;
+  }
+
+  /** routeFor(input), with the route's rules. */
+  placeNow(input: RouteInput): RouteView {
+    const route = this.routes.find((r) => r.matches(input));
+    return route ? { name: route.name, channel: route.channel, rules: route.rules } : this.fallbackView();
+  }
+
+  /**
+   * The route a record names, with its rules and channel; the fallback for a record of no route.
+   * Undefined for a route no longer in the file: the caller fails closed (see rulesOf).
+   */
+  named(routeName: string | undefined): RouteView | undefined {
+    if (routeName === undefined || routeName === FALLBACK_ROUTE_NAME) return this.fallbackView();
+    const route = this.byName.get(routeName);
+    return route && { name: route.name, channel: route.channel, rules: route.rules };
+  }
+
+  private fallbackView(): RouteView {
+    return { ...this.fallback, rules: OPEN_RULES };
   }
 
   /**
@@ -158,11 +188,18 @@ export class Router {
   }
 
   /**
-   * Names of the routes that let anyone in their channel decide (start-up warns about them): no
-   * `approvers`, so at least their approvals that are not protected writes are open.
+   * Names of the routes whose channel's members decide (start-up warns about them): no
+   * `approvers`, so at least their approvals that are not protected writes are open to the
+   * channel. The fallback too, when a card can reach it (no route of the file catches everything).
    */
   openRoutes(): string[] {
-    return this.routes.filter((r) => !r.rules.approvers).map((r) => r.name);
+    const open = this.routes.filter((r) => !r.rules.approvers).map((r) => r.name);
+    return this.routes.some((r) => r.catchesAll) ? open : [...open, FALLBACK_ROUTE_NAME];
+  }
+
+  /** Whether any route names who may decide (else every route is its channel members'). */
+  namesApprovers(): boolean {
+    return this.routes.some((r) => r.rules.approvers || r.rules.protectedWriteApprovers);
   }
 
   /** Every configured route, in order, with its rules: for /countersign whoami. */

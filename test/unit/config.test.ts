@@ -66,6 +66,7 @@ describe('loadConfig defaults', () => {
       grants: { ttlMs: 8 * 3_600_000, maxTtlMs: 7 * 86_400_000 },
       resolvedTtlMs: 30 * 86_400_000,
       usergroupCacheTtlMs: 60_000,
+      membershipCacheTtlMs: 120_000,
       hostEventBuffer: 10_000,
       auditMaxLen: 100_000,
       leaseTtlMs: 15_000,
@@ -364,7 +365,7 @@ describe('loadConfig with COUNTERSIGN_CONFIG routes', () => {
     [
       'a misspelt route key',
       'routes:\n  - chanel: C0PAYMENTS\n',
-      'routes[0]: key "chanel" is not supported (supported: name, channel, match, approvers, protectedWriteApprovers, allowSelfApproval, rejectReason, quickReasons, quorum, grants, oncall, escalation)',
+      'routes[0]: key "chanel" is not supported (supported: name, channel, match, approvers, protectedWriteApprovers, allowSelfApproval, allowExternal, allowGuests, rejectReason, quickReasons, quorum, grants, oncall, escalation)',
     ],
     [
       'a misspelt match key',

@@ -320,7 +320,7 @@ describe('a mistake in the file stops start-up with one line naming its place', 
     [
       'empty approvers',
       'routes:\n  - channel: C0B\n    approvers: { users: [], usergroups: [] }\n',
-      'routes[0].approvers must name at least one user or user group (or leave the key out to let anyone in the channel decide)',
+      'routes[0].approvers must name at least one user or user group (or leave the key out to let the members of the channel decide)',
     ],
     [
       'approvers as a list',

@@ -165,6 +165,8 @@ describe('Router: session titles, subject kinds and protected writes', () => {
       rejectReason: 'optional',
       quickReasons: [],
       quorum: 1,
+      allowExternal: false,
+      allowGuests: false,
     });
     expect(router.rulesOf(FALLBACK_ROUTE_NAME)?.approvers).toBeUndefined();
     expect(router.rulesOf(undefined)?.approvers).toBeUndefined();
@@ -176,6 +178,22 @@ describe('Router: session titles, subject kinds and protected writes', () => {
     );
     // Its approvals that are not protected writes are open to anyone: it is warned about too.
     expect(protectedOnly.openRoutes()).toEqual(['pw']);
+    expect(protectedOnly.namesApprovers()).toBe(true);
+    // Without a catch-all route, a card may go to the fallback (SLACK_CHANNEL), whose members decide.
+    const scoped = new Router(
+      [
+        {
+          name: 'ci',
+          channel: 'C0CI',
+          match: { hosts: ['ci'] },
+          approvers: { users: ['U0ALICE'], usergroups: [] },
+        },
+      ],
+      FALLBACK,
+    );
+    expect(scoped.openRoutes()).toEqual([FALLBACK_ROUTE_NAME]);
+    expect(scoped.namesApprovers()).toBe(true);
+    expect(new Router([{ name: 'all', channel: 'C0ALL' }], FALLBACK).namesApprovers()).toBe(false);
   });
 });
 
