@@ -8,7 +8,7 @@ import { sleep } from './msp/backoff.js';
 import { HostFleet, type HostStatus } from './msp/hostFleet.js';
 import { HostSupervisor } from './msp/hostSupervisor.js';
 import { PagerDuty } from './pagerduty/pagerDuty.js';
-import { Authorizer } from './relay/authorizer.js';
+import { Authorizer, routeInputOf } from './relay/authorizer.js';
 import { ClickHandler } from './relay/clickHandler.js';
 import { Decider } from './relay/decider.js';
 import { DecisionForwarding } from './relay/decisionForwarding.js';
@@ -28,8 +28,10 @@ import { createShutdown } from './shutdown.js';
 import { AppHome } from './slack/appHome.js';
 import { ApproverNames, namedInConfig } from './slack/approverNames.js';
 import { directCardCalls } from './slack/cardCalls.js';
+import { SlackChannelMembers } from './slack/channelMembers.js';
 import { type BotIdentity, createSlackApp } from './slack/createSlackApp.js';
 import { SlackGroupDirectory } from './slack/groupDirectory.js';
+import { SlackPeopleDirectory } from './slack/peopleDirectory.js';
 import { Permalinks } from './slack/permalinks.js';
 import { SlackCardChannel } from './slack/slackCardChannel.js';
 import { SlackEscalationSender, SlackPagerDutyOnCall } from './slack/slackEscalation.js';
@@ -150,11 +152,23 @@ async function main(): Promise<void> {
   const owners = new Map(config.msp.hosts.flatMap((spec) => (spec.owner ? [[spec.id, spec.owner]] : [])));
   // One directory for who may decide and who is on call: one lookup per group, wherever it is asked.
   const groups = new SlackGroupDirectory(slackClient, redis, { ttlMs: config.usergroupCacheTtlMs, logger });
+  // Who the bot is in Slack (auth.test): until Slack has said, nobody may decide (see checkSlackAuth).
+  const identity: BotIdentity = {};
   const authorizer = new Authorizer({
-    rulesOf: (route) => router.rulesOf(route),
+    routeOf: (route) => router.named(route),
+    placeNow: (record) => router.placeNow(routeInputOf(record)),
     admins: config.admins,
     ownerOf: (hostId) => owners.get(hostId),
     groups,
+    people: new SlackPeopleDirectory(slackClient, redis, { ttlMs: config.membershipCacheTtlMs }),
+    channels: new SlackChannelMembers(slackClient, redis, { ttlMs: config.membershipCacheTtlMs }),
+    workspace: () =>
+      identity.teamId === undefined
+        ? undefined
+        : {
+            teamId: identity.teamId,
+            ...(identity.enterpriseId ? { enterpriseId: identity.enterpriseId } : {}),
+          },
     logger,
   });
 
@@ -332,18 +346,29 @@ async function main(): Promise<void> {
     ownerOf: (hostId) => owners.get(hostId),
     host: (hostId) => hosts.get(hostId),
     logger,
-    routeFor: (input) => router.routeFor(input),
+    routeFor: (input) => {
+      const route = router.placeNow(input);
+      return { name: route.name, channel: route.channel, quorum: route.rules.quorum };
+    },
     sandboxModeOf: (hostId) => specs.get(hostId)?.sandboxMode ?? 'default',
     redis: redisHealth,
     maxBufferedEvents: config.hostEventBuffer,
     mayAct: (hostId) => ownership.holds(hostId),
     ...(risks.size > 0 ? { risksFor: (input: RiskInput) => risks.marksFor(input), audit: auditTrail } : {}),
   });
-  for (const name of router.openRoutes()) {
+  const approversNamed =
+    router.namesApprovers() || config.admins.length > 0 || config.risks.some((risk) => risk.approvers);
+  if (!approversNamed) {
     logger.warn(
-      { route: name },
-      `route ${JSON.stringify(name)} has no approvers: anyone in its channel may decide its approvals`,
+      "no route names approvers: the members of each route's channel may decide its approvals (never guests or users of another Slack team); name routes[].approvers in COUNTERSIGN_CONFIG to restrict who may decide",
     );
+  } else {
+    for (const name of router.openRoutes()) {
+      logger.warn(
+        { route: name },
+        `route ${JSON.stringify(name)} has no approvers: the members of its channel may decide its approvals`,
+      );
+    }
   }
   const clicks: ClickHandler = new ClickHandler({
     store,
@@ -396,7 +421,6 @@ async function main(): Promise<void> {
     logger,
   });
 
-  const identity: BotIdentity = {};
   const reachability = new SlackReachability(logger.child({ component: 'slack-reachability' }));
   const whyDown = {
     redis: () => {
@@ -534,6 +558,8 @@ async function main(): Promise<void> {
         const auth = await slackClient.auth.test();
         identity.botId = auth.bot_id;
         identity.botUserId = auth.user_id;
+        identity.teamId = auth.team_id;
+        identity.enterpriseId = auth.enterprise_id || undefined;
         reachability.reached(url);
         slackUp = true;
         logger.info({ team: auth.team, botUserId: auth.user_id }, 'slack auth ok');

@@ -70,9 +70,22 @@ export function mentionGroup(id: string): string {
 
 function why(authorization: Authorization): string {
   if (!authorization.allowed) {
-    if (authorization.why !== 'notApprover') return 'you may not decide';
-    const { users, usergroups } = authorization.approvers;
-    return `you may not decide: only ${[...users.map(mentionUser), ...usergroups.map(mentionGroup)].join(', ')}`;
+    switch (authorization.why) {
+      case 'notApprover': {
+        const { users, usergroups } = authorization.approvers;
+        return `you may not decide: only ${[...users.map(mentionUser), ...usergroups.map(mentionGroup)].join(', ')}`;
+      }
+      case 'notChannelMember':
+        return `you may not decide: only members of ${channelLink(authorization.channel)} may`;
+      case 'external':
+        return 'you may not decide: you belong to another Slack workspace or organization';
+      case 'guest':
+        return 'you may not decide: guests may not';
+      case 'unverified':
+        return 'not known now: Slack did not confirm who you are or who is in the channel';
+      default:
+        return 'you may not decide';
+    }
   }
   switch (authorization.because) {
     case 'admin':
@@ -81,8 +94,8 @@ function why(authorization: Authorization): string {
       return 'you may decide: you are listed as an approver';
     case 'usergroup':
       return `you may decide: you are a member of ${mentionGroup(authorization.usergroup)}`;
-    case 'anyone':
-      return 'you may decide: the route is open to anyone in its channel';
+    case 'channelMember':
+      return 'you may decide: you are a member of its channel';
   }
 }
 

@@ -1,6 +1,7 @@
 import type { Grant } from '../grants/grant.js';
 import type { RevokeRefused } from '../relay/authorization.js';
 import type { RevokeOutcome } from '../relay/grantRevoker.js';
+import { channelLink } from './channelLink.js';
 import { clip, inlineCode } from './escape.js';
 import { mentionUser } from './mentionUser.js';
 import { mentionGroup } from './renderCommandAnswers.js';
@@ -39,20 +40,33 @@ export function renderRevokedLine(input: {
   );
 }
 
-/** "the person who granted it (<@U…>), those who may decide on deploys (…) or an admin". */
+/** "those who may decide on route deploys (…) or an admin": who may revoke what this person may not. */
 function whoMayRevoke(refused: RevokeRefused): string {
-  const granter = `the person who granted it (${mentionUser(refused.grantedBy)})`;
   const { route } = refused;
-  if (route.why === 'routeGone') {
-    return `${granter} or an admin (its route ${inlineCode(route.route, 80)} is no longer configured)`;
+  const name = `*${clip(route.route, 80)}*`;
+  switch (route.why) {
+    case 'routeGone':
+      return `an admin (its route ${inlineCode(route.route, 80)} is no longer configured)`;
+    case 'notApprover':
+    case 'notRiskApprover': {
+      const approvers = [
+        ...route.approvers.users.map(mentionUser),
+        ...route.approvers.usergroups.map(mentionGroup),
+      ];
+      return `those who may decide on route ${name} (${approvers.join(', ')}) or an admin`;
+    }
+    case 'notChannelMember':
+      return `the members of ${channelLink(route.channel)}, whose members decide on route ${name}, or an admin`;
+    case 'external':
+      return `members of this Slack workspace who may decide on route ${name}`;
+    case 'guest':
+      return `those who may decide on route ${name}, which guests may not`;
+    case 'unverified':
+      return `those Slack confirms may decide on route ${name} (it did not answer just now: try again in a minute)`;
+    // The owner rule is left out of revoking (authorizeRevoke): this is only for the type's sake.
+    case 'selfApproval':
+      return 'an admin';
   }
-  // The owner rule is left out of revoking (authorizeRevoke): this is only for the type's sake.
-  if (route.why === 'selfApproval') return `${granter} or an admin`;
-  const approvers = [
-    ...route.approvers.users.map(mentionUser),
-    ...route.approvers.usergroups.map(mentionGroup),
-  ];
-  return `${granter}, those who may decide on route *${clip(route.route, 80)}* (${approvers.join(', ')}) or an admin`;
 }
 
 /** The answer only the person who tried to revoke sees. */

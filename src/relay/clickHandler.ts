@@ -36,6 +36,9 @@ const RESYNC_AFTER: ReadonlySet<Refusal['code']> = new Set([
   'sessionElsewhere',
 ]);
 
+/** What a refused person tried to do (an audit entry's `action`). */
+type RefusedAction = Extract<AuditEntry, { kind: 'refusal' }>['action'];
+
 export interface Click {
   channel: string;
   ts: string;
@@ -203,14 +206,19 @@ export class ClickHandler {
 
   /** A refused attempt is logged and audited, never posted where others would see it. */
   private recordRefusal(record: ApprovalRecord, click: Click, choice: ApprovalChoice, reason: string): void {
-    const action: Extract<AuditEntry, { kind: 'refusal' }>['action'] =
+    const action: RefusedAction =
       click.from === 'modal' ? 'modalSubmit' : choice.acceptsFeedback ? 'modalOpen' : 'click';
+    this.audited(record, click.userId, action, reason);
+  }
+
+  /** Logs and audits an attempt on `record` the Authorizer refused (here, or at "View full"). */
+  audited(record: ApprovalRecord, userId: string, action: RefusedAction, reason: string): void {
     const entry: AuditEntry = {
       kind: 'refusal',
       approvalId: record.approvalId,
       hostId: record.hostId,
       ...(record.route ? { route: record.route } : {}),
-      userId: click.userId,
+      userId,
       action,
       reason,
       at: new Date().toISOString(),

@@ -88,10 +88,10 @@ export type AuditEntry =
       grantId?: string;
       /**
        * What was attempted: a click, opening or submitting the reject modal, a command, pressing
-       * a grant's Revoke button.
+       * a grant's Revoke button, opening a card's full text.
        */
-      action: 'click' | 'modalOpen' | 'modalSubmit' | 'command' | 'revokeButton';
-      /** Why it was refused (authorization: notApprover, selfApproval, routeGone). */
+      action: 'click' | 'modalOpen' | 'modalSubmit' | 'command' | 'revokeButton' | 'viewFull';
+      /** Why it was refused (authorization: notApprover, selfApproval, routeGone, external, …). */
       reason: string;
       at: string;
     }

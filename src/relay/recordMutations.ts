@@ -18,6 +18,8 @@ export interface NewRecordContext {
   channel: string;
   /** The route that chose the channel. */
   route: string;
+  /** That route's quorum, when more than 1. */
+  quorum?: number;
   sandboxMode: string;
   /** Whom a remembered grant is bound to (routes[].grants.caller): `session:…`, `user:…`, `host:…`. */
   caller: string;
@@ -42,6 +44,7 @@ export function newRecord(params: ApprovalRequestParams, ctx: NewRecordContext):
     incarnation: ctx.incarnation,
     openedBy: ctx.incarnation,
     route: ctx.route,
+    ...(ctx.quorum === undefined ? {} : { quorum: ctx.quorum }),
     sessionId: params.sessionId,
     sessionTitle: taken.sessionTitle,
     turnId: params.turnId,

@@ -39,7 +39,7 @@ export interface RelayOptions {
   host: (hostId: string) => ApprovalHost | undefined;
   logger: Logger;
   /** Which route, and so which channel, an approval's card goes to (see routing/). */
-  routeFor: (input: RouteInput) => ChosenRoute;
+  routeFor: (input: RouteInput) => ChosenRoute & { quorum?: number };
   /** The sandbox mode a host runs its agent in, stored on each of its approvals. */
   sandboxModeOf: (hostId: string) => string;
   /** A route's grants; without it, no approval waits for a grant. */
@@ -253,6 +253,7 @@ export class Relay {
       incarnation,
       channel: route.channel,
       route: route.name,
+      ...(route.quorum !== undefined && route.quorum > 1 ? { quorum: route.quorum } : {}),
       caller: caller ?? `session:${params.sessionId}`,
       sandboxMode: this.options.sandboxModeOf(hostId),
       phase,

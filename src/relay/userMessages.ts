@@ -2,7 +2,7 @@ import { describeDecision } from '../cards/describeDecision.js';
 import { escapeMrkdwn } from '../cards/escape.js';
 import { mentionUser } from '../cards/mentionUser.js';
 import type { Approvers } from '../routing/route.js';
-import type { Refused } from './authorization.js';
+import type { Refused, Unverified } from './authorization.js';
 import type { DecisionOutcome } from './decider.js';
 import type { NotDecidable } from './decisionCheck.js';
 
@@ -142,6 +142,31 @@ export function notAuthorizedText(refused: Refused): string {
     }
     case 'notRiskApprover':
       return `This request matches the risk rule ${escapeMrkdwn(refused.risk)}: only ${whoMay(refused.approvers) ?? 'its approvers'} can decide it.`;
+    case 'external':
+      return `You belong to another Slack workspace or organization, and ${route} does not let its users decide or see its approvals.`;
+    case 'guest':
+      return `Guests cannot decide or see approvals on ${route}.`;
+    case 'notChannelMember':
+      return `Only members of ${channelMention(refused.channel)} can decide on ${route}: join the channel, or ask one of its members.`;
+    case 'unverified':
+      return unverifiedText(refused.what);
+  }
+}
+
+/** `<#C…>` for a channel ID; a `#name` as escaped text. */
+function channelMention(channel: string): string {
+  return /^[CG][A-Z0-9]{2,40}$/.test(channel) ? `<#${channel}>` : escapeMrkdwn(channel);
+}
+
+/** Slack did not confirm something the decision depends on: nothing was allowed on a guess. */
+function unverifiedText(what: Unverified): string {
+  switch (what) {
+    case 'workspace':
+      return 'Countersign has not heard from Slack which workspace it is in yet, so it cannot tell who may decide. Nothing was done: please try again in a minute.';
+    case 'user':
+      return 'Countersign could not confirm with Slack who you are (your workspace, whether you are a guest), so nothing was done. Please try again in a minute.';
+    case 'channel':
+      return 'Countersign could not read who is in the channel whose members decide here, so nothing was done. Please try again in a minute.';
   }
 }
 
@@ -152,6 +177,9 @@ export function notAuthorizedText(refused: Refused): string {
 export function notAuthorizedInModalText(refused: Refused): string {
   if (refused.why === 'notRiskApprover') {
     return `This request matches the risk rule ${refused.risk}, and you are not among its approvers: Countersign sent you a message naming them.`;
+  }
+  if (refused.why === 'notChannelMember') {
+    return `Only members of the channel of ${refused.route} can decide on it: Countersign sent you a message naming it.`;
   }
   if (refused.why !== 'notApprover') return notAuthorizedText(refused);
   const what = refused.protectedWrite ? `protected writes on ${refused.route}` : refused.route;

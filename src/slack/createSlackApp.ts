@@ -32,6 +32,9 @@ import type { WaitingApprovals } from './waitingApprovals.js';
 export interface BotIdentity {
   botId?: string;
   botUserId?: string;
+  /** The bot's own Slack team and enterprise: a user of any other is a stranger. */
+  teamId?: string;
+  enterpriseId?: string;
 }
 
 export interface SlackAppOptions {
@@ -160,7 +163,7 @@ export function createSlackApp(options: SlackAppOptions): SlackService {
   const press = choicePresses(clicks, views, logger);
   registerChoiceButton(app, press);
   registerFeedbackSubmission(app, clicks, logger);
-  registerViewFullButton(app, { reader: fullText, views, clicks, logger });
+  registerViewFullButton(app, { reader: fullText, views, clicks, authorizer: team.authorizer, logger });
   registerSlashCommand(app, {
     channel: config.slack.channel,
     authorizer: team.authorizer,

@@ -55,6 +55,10 @@ export const keys = {
   notice: (approvalId: string, kind: string) => `${PREFIX}:notice:{${approvalId}}:${kind}`,
   /** JSON array of a Slack user group's members, for a short while: every replica reads the same. */
   usergroup: (usergroupId: string) => `${PREFIX}:usergroup:{${usergroupId}}`,
+  /** JSON of a Slack user's team, enterprise and guest status (users.info), for a short while. */
+  person: (userId: string) => `${PREFIX}:person:{${userId}}`,
+  /** JSON array of a Slack channel's members (conversations.members), for at most five minutes. */
+  channelMembers: (channel: string) => `${PREFIX}:members:{${channel}}`,
   /** List, newest first: JSON of the last approvals a Slack user decided (App Home). */
   recentDecisions: (userId: string) => `${PREFIX}:decided:{${userId}}`,
   /**

@@ -161,6 +161,11 @@ export const ApprovalRecord = z.object({
   openedBy: z.string().optional(),
   /** Name of the route that placed the card: later checks read that route's rules. */
   route: z.string().optional(),
+  /**
+   * The route's quorum when it placed the card, when more than 1: kept so that a route taken out
+   * of the file (or lowered) never drops an open approval's quorum.
+   */
+  quorum: z.number().int().optional(),
   sessionId: z.string(),
   sessionTitle: z.string().optional(),
   turnId: z.string().optional(),

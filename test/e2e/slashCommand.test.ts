@@ -97,8 +97,10 @@ describe('/countersign', () => {
     expect(linesOf(eve.body)).toEqual(['Nothing is waiting for you to decide.']);
   }, 60_000);
 
-  it('whoami says where the user may decide and why: listed, group member, admin, open route', async () => {
+  it('whoami says where the user may decide and why: listed, group member, admin, channel member', async () => {
     const world = await teamWorld();
+    // Frank is not in the fallback's channel; the others are.
+    world.slack.setChannelMembers(world.channel, ['U0ALICE', 'U0CAROL', 'U0ADA', 'U0EVE']);
     const route = (lines: string[], name: string) => lines.find((l) => l.startsWith(`• *${name}*`));
 
     const alice = linesOf((await commandAnswer(world, 'U0ALICE', 'whoami')).body);
@@ -108,7 +110,7 @@ describe('/countersign', () => {
     );
     expect(route(alice, 'shell')).toBe('• *shell* in <#C0SHELL>: you may not decide: only <@U0BOB>.');
     expect(route(alice, '(SLACK_CHANNEL)')).toBe(
-      `• *(SLACK_CHANNEL)* in <#${world.channel}>: you may decide: the route is open to anyone in its channel.`,
+      `• *(SLACK_CHANNEL)* in <#${world.channel}>: you may decide: you are a member of its channel.`,
     );
     // The routes where she may decide come first.
     expect(alice.indexOf(route(alice, 'shell')!)).toBeGreaterThan(alice.indexOf(route(alice, 'deploys')!));
@@ -126,7 +128,12 @@ describe('/countersign', () => {
     expect(route(eve, 'deploys')).toBe(
       '• *deploys* in <#C0DEPLOYS>: you may not decide: only <@U0ALICE>, <!subteam^S0SRE>; protected writes: you may not decide: only <@U0ALICE>.',
     );
-    expect(route(eve, '(SLACK_CHANNEL)')).toContain('open to anyone in its channel');
+    expect(route(eve, '(SLACK_CHANNEL)')).toContain('you are a member of its channel');
+    // Someone the channel does not have may not decide there.
+    const frank = linesOf((await commandAnswer(world, 'U0FRANK', 'whoami')).body);
+    expect(route(frank, '(SLACK_CHANNEL)')).toBe(
+      `• *(SLACK_CHANNEL)* in <#${world.channel}>: you may not decide: only members of <#${world.channel}> may.`,
+    );
   }, 60_000);
 
   it('help lists the commands one line each, an unknown command says so first, and revoke without an id says how', async () => {

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vites
 import { renderCard } from '../../src/cards/renderCard.js';
 import type { ApprovalHost, HostEvent } from '../../src/msp/events.js';
 import { ApprovalRequestParams, ApprovalUpdatedParams, type DecideParams } from '../../src/msp/protocol.js';
-import { Authorizer } from '../../src/relay/authorizer.js';
+import type { Authorizer } from '../../src/relay/authorizer.js';
 import { ClickHandler } from '../../src/relay/clickHandler.js';
 import { Decider } from '../../src/relay/decider.js';
 import type { AuditEntry, CardChannel, RenderedMessage, UserNotifier } from '../../src/relay/ports.js';
@@ -13,6 +13,7 @@ import { OPEN_RULES, type RouteRules } from '../../src/routing/route.js';
 import { ApprovalStore } from '../../src/store/approvalStore.js';
 import { shellApproval } from '../support/fakeHost.js';
 import { BACKENDS, openBackend, type StoreBackend } from '../support/storeBackends.js';
+import { testAuthorizer } from '../support/testAuthorizer.js';
 import { testRedisUrl } from '../support/testRedis.js';
 
 // The relay and click handler wired to real Redis, with the two outer edges (Slack and the host)
@@ -22,13 +23,7 @@ const logger = pino({ level: 'silent' });
 
 /** Who may decide comes from the route's rules alone: no admins, owners or group members. */
 function routeAuthorizer(rulesOf: () => RouteRules): Authorizer {
-  return new Authorizer({
-    rulesOf,
-    admins: [],
-    ownerOf: () => undefined,
-    groups: { members: async () => new Set() },
-    logger,
-  });
+  return testAuthorizer({ rulesOf, logger });
 }
 
 class Cards implements CardChannel, UserNotifier {

@@ -231,6 +231,29 @@ interface Waiter {
   resolve: (c: SlackCall) => void;
 }
 
+/**
+ * The people of the fake workspace (team T1): the personas tests and the bench click as. Every
+ * channel no test set members for has them as members (conversations.members), so a route
+ * without approvers lets them decide; U0MALLORY and U0OUTSIDER are in no channel.
+ */
+export const WORKSPACE_PEOPLE: readonly string[] = [
+  'U0ALICE',
+  'U0BOB',
+  'U0CAROL',
+  'U0DAVE',
+  'U0EVE',
+  'U0FRANK',
+  'U0ADA',
+  'U0ADMIN',
+  'U0OWNER',
+  'U0SEC',
+  'U0BENCH',
+  'U_ALICE',
+  'U_BOB',
+  ...Array.from({ length: 9 }, (_, i) => `U${i + 1}`),
+  ...Array.from({ length: 6 }, (_, i) => `U0M${i + 1}`),
+];
+
 export class FakeSlack {
   /** Base URL for SLACK_API_URL / slackApiUrl. */
   readonly apiUrl: string;
@@ -263,6 +286,8 @@ export class FakeSlack {
   private readonly channelRateLimits = new Map<string, ChannelRateLimit>();
   private readonly faults = new Map<string, Array<{ fault: SlackFault } & Required<FaultOptions>>>();
   private readonly users = new Map<string, Record<string, unknown>>();
+  /** channel → its members, for the channels a test set; every other channel has the roster's. */
+  private readonly channelMembers = new Map<string, string[]>();
   private readonly usergroups = new Map<string, string[]>();
   private readonly usergroupHandles = new Map<string, string>();
   private waiters: Waiter[] = [];
@@ -368,6 +393,18 @@ export class FakeSlack {
 
   setUser(id: string, info: Record<string, unknown>): void {
     this.users.set(id, info);
+  }
+
+  /**
+   * The members conversations.members answers for `channel`. A channel no test set has the
+   * workspace's people as members: WORKSPACE_PEOPLE and every user given to setUser().
+   */
+  setChannelMembers(channel: string, userIds: string[]): void {
+    this.channelMembers.set(channel, userIds);
+  }
+
+  private membersOf(channel: string): string[] {
+    return this.channelMembers.get(channel) ?? [...new Set([...WORKSPACE_PEOPLE, ...this.users.keys()])];
   }
 
   /** The link chat.getPermalink gives for a message, as Slack builds it. */
@@ -939,6 +976,16 @@ export class FakeSlack {
         if (!channel) return { ok: false, error: 'channel_not_found' };
         if (!ts || !this.messages.has(`${channel}/${ts}`)) return { ok: false, error: 'message_not_found' };
         return { ok: true, channel, permalink: this.permalink(channel, ts) };
+      }
+      case 'conversations.members': {
+        const channel = str(args.channel);
+        if (!channel || channel.startsWith('#')) return { ok: false, error: 'channel_not_found' };
+        const members = this.membersOf(channel);
+        const limit = Math.max(1, Number(args.limit ?? 100) || 100);
+        const start = Number(str(args.cursor) ?? 0) || 0;
+        const page = members.slice(start, start + limit);
+        const next = start + limit < members.length ? String(start + limit) : '';
+        return { ok: true, members: page, response_metadata: { next_cursor: next } };
       }
       case 'usergroups.users.list': {
         const group = str(args.usergroup);

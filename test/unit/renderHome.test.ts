@@ -97,14 +97,14 @@ describe('/countersign answers', () => {
         {
           route: '<!channel>',
           channel: 'C0X',
-          ordinary: { allowed: true, because: 'anyone' },
+          ordinary: { allowed: true, because: 'channelMember', channel: 'C0X' },
           notOwnAgents: true,
         },
       ],
       false,
     );
     expect(JSON.stringify(answer.blocks)).toContain(
-      "• *&lt;!channel&gt;* in <#C0X>: you may decide: the route is open to anyone in its channel; never your own agents' approvals.",
+      "• *&lt;!channel&gt;* in <#C0X>: you may decide: you are a member of its channel; never your own agents' approvals.",
     );
   });
 });

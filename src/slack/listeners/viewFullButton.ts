@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { VIEW_FULL_ACTION_ID } from '../../cards/ids.js';
 import { renderFullView } from '../../cards/renderFullView.js';
+import type { Authorizer } from '../../relay/authorizer.js';
 import type { ClickHandler } from '../../relay/clickHandler.js';
 import type { FullTextOf } from '../../store/fullText.js';
 import type { ApprovalRecord } from '../../store/record.js';
@@ -29,14 +30,21 @@ const ViewFullBody = z.looseObject({
 });
 
 /**
- * "View full" on a card: the whole request in a modal. Reading is open to anyone who sees the
- * card, as the card itself is; a choice pressed in the modal is checked like one on the card.
+ * "View full" on a card: the whole request in a modal, for those who may read it (its channel's
+ * members and whoever may decide it; never a stranger the route does not let in). A choice
+ * pressed in the modal is checked like one on the card.
  */
 export function registerViewFullButton(
   app: App,
-  deps: { reader: FullTextReader; views: SlackViews; clicks: ClickHandler; logger: Logger },
+  deps: {
+    reader: FullTextReader;
+    views: SlackViews;
+    clicks: ClickHandler;
+    authorizer: Pick<Authorizer, 'mayRead'>;
+    logger: Logger;
+  },
 ): void {
-  const { reader, views, clicks, logger } = deps;
+  const { reader, views, clicks, authorizer, logger } = deps;
   app.action(VIEW_FULL_ACTION_ID, async ({ ack, body }) => {
     const parsed = ViewFullBody.safeParse(body);
     const channel = parsed.success
@@ -71,6 +79,19 @@ export function registerViewFullButton(
       return;
     }
     const { record, full } = found;
+    let seeing: Awaited<ReturnType<Authorizer['mayRead']>>;
+    try {
+      seeing = await authorizer.mayRead(userId, record);
+    } catch (err) {
+      logger.error({ err, approvalId: record.approvalId }, 'could not check who may see a card');
+      await clicks.refuse({ channel, userId }, { code: 'cannotShowFull', why: 'unreadable' });
+      return;
+    }
+    if (!seeing.allowed) {
+      clicks.audited(record, userId, 'viewFull', seeing.why);
+      await clicks.refuse({ channel, userId }, { code: 'notAuthorized', refused: seeing });
+      return;
+    }
     try {
       await views.open(
         parsed.data.trigger_id,

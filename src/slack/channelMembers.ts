@@ -1,0 +1,48 @@
+import type { WebClient } from '@slack/web-api';
+import type { ChannelDirectory } from '../relay/authorizer.js';
+import { keys } from '../store/keys.js';
+import type { RedisClient } from '../store/redisConnection.js';
+import { SharedLookups } from './sharedLookups.js';
+import { RETRY_POLICIES, retrySlackCall } from './slackRetry.js';
+
+/** Slack's page size for conversations.members (its maximum), and how many pages are read. */
+const PAGE = 1_000;
+const MAX_PAGES = 100;
+
+/**
+ * Members of Slack channels, from `conversations.members`, shared by replicas and kept for at
+ * most five minutes (SharedLookups): on a route without approvers, they are who may decide.
+ */
+export class SlackChannelMembers implements ChannelDirectory {
+  private readonly lookups: SharedLookups<ReadonlySet<string>>;
+
+  constructor(web: WebClient, redis: RedisClient, options: { ttlMs: number }) {
+    this.lookups = new SharedLookups<ReadonlySet<string>>({
+      redis,
+      keyOf: keys.channelMembers,
+      ttlMs: options.ttlMs,
+      ask: async (channel) => {
+        const members = new Set<string>();
+        let cursor: string | undefined;
+        for (let page = 0; page < MAX_PAGES; page++) {
+          const answer = await retrySlackCall(
+            () => web.conversations.members({ channel, limit: PAGE, ...(cursor ? { cursor } : {}) }),
+            RETRY_POLICIES.interactive,
+          );
+          for (const member of answer.members ?? []) members.add(member);
+          cursor = answer.response_metadata?.next_cursor || undefined;
+          if (!cursor) return members;
+        }
+        // Past a hundred thousand members, what was read is not the whole channel: refuse all.
+        throw new Error(`channel ${channel} has more than ${PAGE * MAX_PAGES} members`);
+      },
+      encode: (members) => [...members],
+      decode: (json) => new Set(json as string[]),
+    });
+  }
+
+  /** Rejects when neither Redis nor Slack can say: the Authorizer then refuses the user. */
+  members(channel: string): Promise<ReadonlySet<string>> {
+    return this.lookups.get(channel);
+  }
+}

@@ -1,0 +1,179 @@
+// Strangers get nothing by default, end to end: the real bot, the fake host, the fake Slack (whose
+// users.info says who is of another team or a guest, and whose conversations.members says who is
+// in a channel), real Redis. Users of another Slack team and guests are refused everywhere unless
+// the route lets them in; on a route without approvers only the channel's members decide, from
+// the card or from an escalation DM.
+
+import { afterEach, describe, expect, it } from 'vitest';
+import { shellApproval } from '../support/fakeHost.js';
+import { WORKSPACE_PEOPLE } from '../support/fakeSlack.js';
+import { commandAnswer, configFile, openHome } from './teamSetup.js';
+import { buttonsOf, SESSION, textOf, World } from './world.js';
+
+const cleanups: Array<() => Promise<unknown> | unknown> = [];
+afterEach(async () => {
+  while (cleanups.length) await Promise.resolve(cleanups.pop()!()).catch(() => undefined);
+});
+
+/** Slack Connect: a user whose home team is another organisation's. */
+const PARTNER = 'U0PARTNER';
+/** A single-channel guest of the bot's own team. */
+const GUEST = 'U0GUEST';
+
+async function startWorld(yaml?: string): Promise<World> {
+  const env: Record<string, string> = {};
+  if (yaml !== undefined) {
+    const config = configFile(yaml);
+    cleanups.push(config.remove);
+    env.COUNTERSIGN_CONFIG = config.path;
+  }
+  const world = await World.start({}, env);
+  cleanups.push(() => world.close());
+  world.slack.setUser(PARTNER, { team_id: 'T0PARTNER', real_name: 'Partner' });
+  world.slack.setUser(GUEST, {
+    team_id: 'T1',
+    is_restricted: true,
+    is_ultra_restricted: true,
+    real_name: 'Guest',
+  });
+  return world;
+}
+
+async function openShell(world: World, approvalId: string): Promise<void> {
+  await world.host.open(shellApproval({ approvalId, sessionId: SESSION, stages: [['make', approvalId]] }), {
+    via: 'both',
+  });
+  await world.waitForCard(approvalId, (m) => buttonsOf(m).length > 0);
+}
+
+function ephemeralsTo(world: World, userId: string): string[] {
+  return world.slack
+    .callsOf('chat.postEphemeral')
+    .filter((c) => c.args.user === userId)
+    .map((c) => String(c.args.text));
+}
+
+async function refusalsOf(world: World, userId: string): Promise<string[]> {
+  return (await world.auditEntries())
+    .filter((e) => e.kind === 'refusal' && e.userId === userId)
+    .map((e) => e.reason!);
+}
+
+describe('strangers', () => {
+  it('with no configuration file, a user of another team and a guest are refused; a member decides', async () => {
+    const world = await startWorld();
+    await openShell(world, 'str-0001');
+
+    await world.press('str-0001', 'Allow once', PARTNER);
+    expect(await world.ephemeralTo(PARTNER)).toBe(
+      'You belong to another Slack workspace or organization, and (SLACK_CHANNEL) does not let its users decide or see its approvals.',
+    );
+    await world.press('str-0001', 'Allow once', GUEST);
+    expect(await world.ephemeralTo(GUEST)).toBe('Guests cannot decide or see approvals on (SLACK_CHANNEL).');
+    // Pressing Reject opens no reason modal for them either.
+    await world.press('str-0001', 'Reject', GUEST);
+    await expect.poll(() => ephemeralsTo(world, GUEST)).toHaveLength(2);
+    expect(world.slack.callsOf('views.open')).toHaveLength(0);
+    expect(world.host.decides()).toHaveLength(0);
+    await expect.poll(() => refusalsOf(world, PARTNER)).toEqual(['external']);
+    await expect.poll(() => refusalsOf(world, GUEST)).toEqual(['guest', 'guest']);
+
+    await world.press('str-0001', 'Allow once', 'U0ALICE');
+    await world.host.waitForDecide((f) => f.frame.params.approvalId === 'str-0001');
+    expect(world.host.decides()).toHaveLength(1);
+  });
+
+  it('a route that allows them lets them decide; allowGuests does not let in another team', async () => {
+    const world = await startWorld(`
+routes:
+  - name: partners
+    channel: C0APPROVALS
+    match: { tools: [bash] }
+    allowExternal: true
+  - name: guests
+    channel: C0APPROVALS
+    allowGuests: true
+`);
+    world.slack.setChannelMembers('C0APPROVALS', [...WORKSPACE_PEOPLE, PARTNER, GUEST]);
+    await openShell(world, 'str-0002');
+    // allowExternal alone: the guest is still refused, the partner decides.
+    await world.press('str-0002', 'Allow once', GUEST);
+    expect(await world.ephemeralTo(GUEST)).toBe('Guests cannot decide or see approvals on partners.');
+    expect(world.host.decides()).toHaveLength(0);
+    await world.press('str-0002', 'Allow once', PARTNER);
+    await world.host.waitForDecide((f) => f.frame.params.approvalId === 'str-0002');
+
+    // A request of another tool goes to the guests route: the guest decides, the partner may not.
+    await world.host.open(
+      {
+        ...shellApproval({ approvalId: 'str-0003', sessionId: SESSION, stages: [['ls']] }),
+        toolName: 'list',
+      },
+      { via: 'both' },
+    );
+    await world.waitForCard('str-0003', (m) => buttonsOf(m).length > 0);
+    await world.press('str-0003', 'Allow once', PARTNER);
+    expect(await world.ephemeralTo(PARTNER)).toContain('guests does not let its users decide');
+    await world.press('str-0003', 'Allow once', GUEST);
+    await world.host.waitForDecide((f) => f.frame.params.approvalId === 'str-0003');
+    expect(world.host.decides().map((d) => d.frame.params.approvalId)).toEqual(['str-0002', 'str-0003']);
+  });
+
+  it('on a route without approvers only the channel’s members decide, from the card and from a DM', async () => {
+    const world = await startWorld(`
+routes:
+  - name: open
+    channel: C0APPROVALS
+    oncall: { rotation: { users: [U0FRANK], start: "2026-01-01T00:00:00Z", every: 7d } }
+    escalation:
+      - { after: 1s, action: dm, target: oncall }
+`);
+    // Frank is on call but not in the approvals channel.
+    world.slack.setChannelMembers('C0APPROVALS', ['U0ALICE', 'U0BOB']);
+    await openShell(world, 'str-0004');
+    await world.press('str-0004', 'Allow once', 'U0FRANK');
+    expect(await world.ephemeralTo('U0FRANK')).toBe(
+      'Only members of <#C0APPROVALS> can decide on open: join the channel, or ask one of its members.',
+    );
+    // The DM the escalation sends him does not let him decide either.
+    const dm = await world.slack.waitFor('chat.postMessage', (c) => c.args.channel === 'DU0FRANK', 5_000);
+    const dmTs = String((dm.response as { ts: string }).ts);
+    const allow = buttonsOf({ blocks: dm.args.blocks as unknown[] }).find((b) => b.text === 'Allow once')!;
+    await world.pressButton(dmTs, allow, 'U0FRANK', 'DU0FRANK');
+    await expect.poll(() => ephemeralsTo(world, 'U0FRANK')).toHaveLength(2);
+    expect(world.host.decides()).toHaveLength(0);
+    await expect.poll(() => refusalsOf(world, 'U0FRANK')).toEqual(['notChannelMember', 'notChannelMember']);
+
+    // A member decides from the same DM button.
+    await world.pressButton(dmTs, allow, 'U0BOB', 'DU0FRANK');
+    await world.host.waitForDecide((f) => f.frame.params.approvalId === 'str-0004');
+    await world.waitForCard('str-0004', (m) => textOf(m).includes('Approved'));
+    expect(world.host.decides()).toHaveLength(1);
+  });
+
+  it('commands and App Home show a stranger nothing of an open route', async () => {
+    const world = await startWorld();
+    await openShell(world, 'str-0005');
+
+    const mine = await commandAnswer(world, 'U0ALICE', 'pending');
+    expect(JSON.stringify(mine.body)).toContain('make str-0005');
+    for (const stranger of [PARTNER, GUEST]) {
+      const answer = await commandAnswer(world, stranger, 'pending');
+      expect(JSON.stringify(answer.body)).not.toContain('str-0005');
+      expect(JSON.stringify(answer.body)).not.toContain('make str');
+      await openHome(world, stranger);
+      const home = await world.slack.waitFor('views.publish', (c) => c.args.user_id === stranger);
+      expect(JSON.stringify(home.args.view)).not.toContain('make str');
+    }
+    const whoami = await commandAnswer(world, GUEST, 'whoami');
+    expect(JSON.stringify(whoami.body)).toContain('you may not decide: guests may not');
+  });
+
+  it('with no approvers anywhere, start-up says once who may decide and how to restrict it', async () => {
+    const world = await startWorld();
+    const warnings = world.bot.logs.filter((l) => l.level === 40).map((l) => String(l.msg));
+    expect(warnings.filter((w) => w.includes('approvers'))).toEqual([
+      "no route names approvers: the members of each route's channel may decide its approvals (never guests or users of another Slack team); name routes[].approvers in COUNTERSIGN_CONFIG to restrict who may decide",
+    ]);
+  });
+});
