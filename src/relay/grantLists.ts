@@ -1,4 +1,5 @@
 import type { Grant, GrantStore } from '../grants/grant.js';
+import type { RevokeAuthorization } from './authorization.js';
 
 /** One channel's grants, or every grant (an admin asking). */
 export interface ChannelGrants {
@@ -11,6 +12,7 @@ export interface GrantListsOptions {
   authorizer: {
     isAdmin(userId: string): boolean;
     decidesOn(userId: string, route: string): Promise<boolean>;
+    mayRevoke(userId: string, grant: Grant): Promise<RevokeAuthorization>;
   };
   /** Every route a card may follow (the fallback too, when it can be used), with its channel. */
   routes: () => ReadonlyArray<{ name: string; channel: string }>;
@@ -20,7 +22,9 @@ export interface GrantListsOptions {
 /**
  * Which live grants a person is shown: in `/countersign grants`, those of the channel they typed
  * it in; in App Home, their own and those of the channels of routes where they may decide. Admins
- * see every grant in both. Showing is not revoking: GrantRevoker checks each revocation itself.
+ * see every grant in both. Of these, only the grants the person may revoke are shown (who may see
+ * a grant is who may revoke it: its route's deciders, in its channel); GrantRevoker checks each
+ * revocation again.
  */
 export class GrantLists {
   private readonly now: () => Date;
@@ -32,9 +36,12 @@ export class GrantLists {
   async inChannel(userId: string, channel: string): Promise<ChannelGrants> {
     const { grants, authorizer } = this.options;
     if (authorizer.isAdmin(userId))
-      return { grants: await grants.list({}, this.now()), scope: { kind: 'all' } };
+      return {
+        grants: await this.visible(userId, await grants.list({}, this.now())),
+        scope: { kind: 'all' },
+      };
     return {
-      grants: await grants.list({ channels: [channel] }, this.now()),
+      grants: await this.visible(userId, await grants.list({ channels: [channel] }, this.now())),
       scope: { kind: 'channel', channel },
     };
   }
@@ -43,14 +50,23 @@ export class GrantLists {
   async forHome(userId: string): Promise<Grant[]> {
     const { grants, authorizer } = this.options;
     const now = this.now();
-    if (authorizer.isAdmin(userId)) return grants.list({}, now);
+    if (authorizer.isAdmin(userId)) return this.visible(userId, await grants.list({}, now));
     const channels = await this.channelsOf(userId);
     const [own, theirs] = await Promise.all([
       grants.list({ grantedBy: userId }, now),
       grants.list({ channels }, now),
     ]);
     const byId = new Map([...own, ...theirs].map((g) => [g.grantId, g]));
-    return [...byId.values()].sort((a, b) => cmp(b.createdAt, a.createdAt) || cmp(b.grantId, a.grantId));
+    const listed = [...byId.values()].sort(
+      (a, b) => cmp(b.createdAt, a.createdAt) || cmp(b.grantId, a.grantId),
+    );
+    return this.visible(userId, listed);
+  }
+
+  /** The grants `userId` may see: one check each, against the rules of the grant's own route. */
+  private async visible(userId: string, listed: Grant[]): Promise<Grant[]> {
+    const checks = await Promise.all(listed.map((grant) => this.options.authorizer.mayRevoke(userId, grant)));
+    return listed.filter((_, i) => checks[i]!.allowed);
   }
 
   /** The channels of the routes where `userId` may decide their ordinary approvals. */

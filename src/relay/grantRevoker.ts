@@ -32,9 +32,9 @@ export interface GrantRevokerOptions {
 }
 
 /**
- * Revokes a grant for a person: finds it, checks they may (authorization.ts, authorizeRevoke),
- * revokes it in the store (at once for every replica) and announces it in its channel. Never
- * rejects for what a person did; rejects only when Redis does.
+ * Revokes a grant for a person: finds it, checks they may (authorization.ts, authorizeRevoke)
+ * before saying anything more of it, revokes it in the store (at once for every replica) and
+ * announces it in its channel. Never rejects for what a person did; rejects only when Redis does.
  */
 export class GrantRevoker {
   private readonly now: () => Date;
@@ -45,16 +45,17 @@ export class GrantRevoker {
 
   async revoke(grantId: string, userId: string, via: RevokeVia): Promise<RevokeOutcome> {
     const { grants, authorizer, logger } = this.options;
-    const found = await grants.get(grantId);
-    const notLive = this.whyNotLive(grantId, found);
-    if (notLive) return notLive;
-    const grant = found!;
-    if (grant.holder === 'host') return { kind: 'hostHeld', grant };
+    const grant = await grants.get(grantId);
+    if (!grant) return { kind: 'unknown', grantId };
+    // Whoever may not revoke it learns nothing more of it: not whether it still holds, nor its rule.
     const may = await authorizer.mayRevoke(userId, grant);
     if (!may.allowed) {
       this.recordRefusal(grant, userId, via, may);
       return { kind: 'refused', grant, refused: may };
     }
+    const notLive = this.whyNotLive(grantId, grant);
+    if (notLive) return notLive;
+    if (grant.holder === 'host') return { kind: 'hostHeld', grant };
     if (!(await grants.revoke(grant.grantId, userId, this.now()))) {
       // Revoked by someone else, or expired, since it was read.
       return this.whyNotLive(grantId, await grants.get(grantId)) ?? { kind: 'alreadyRevoked', grant };
