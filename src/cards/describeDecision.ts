@@ -28,3 +28,12 @@ export function decisionTone(decision: string): DecisionTone {
   if (decision === 'abort' || decision.startsWith('denied')) return 'reject';
   return 'other';
 }
+
+/**
+ * Whether picking this decision counts toward a quorum rather than deciding at once: only what
+ * plainly stops the agent needs one person. A word this bot does not know may let the agent go
+ * ahead, so it is counted like an approval.
+ */
+export function needsQuorum(decision: string): boolean {
+  return decisionTone(decision) !== 'reject';
+}

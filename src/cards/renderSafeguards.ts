@@ -1,7 +1,7 @@
 import type { KnownBlock } from '@slack/types';
 import { type ApprovalRecord, votersFor } from '../store/record.js';
 import { packSections } from './blocks.js';
-import { decisionTone } from './describeDecision.js';
+import { needsQuorum } from './describeDecision.js';
 import { clip, inlineCode } from './escape.js';
 import { mentionUser } from './mentionUser.js';
 
@@ -22,7 +22,7 @@ export function riskLines(record: Pick<ApprovalRecord, 'risks'>): string[] {
 export function quorumLines(record: ApprovalRecord, quorum: number): string[] {
   if (quorum <= 1 || record.phase !== 'pending') return [];
   const stage = record.currentRequirementId.sourceIndex;
-  const approving = record.availableChoices.filter((c) => decisionTone(c.decision) === 'approve');
+  const approving = record.availableChoices.filter((c) => needsQuorum(c.decision));
   const lines: string[] = [];
   for (const choice of approving) {
     const voters = votersFor(record, stage, choice.choiceId).map(mentionUser);

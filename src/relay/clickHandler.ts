@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { decisionTone } from '../cards/describeDecision.js';
+import { needsQuorum } from '../cards/describeDecision.js';
 import type { RememberOffer } from '../grants/match.js';
 import { offeredScope } from '../grants/scope.js';
 import type { ApprovalChoice } from '../msp/protocol.js';
@@ -259,8 +259,9 @@ export class ClickHandler {
     let record = checked.record;
     let voters: string[] | undefined;
     const quorum = this.options.authorizer.quorum(record);
-    // Stopping the agent needs one person; letting it go ahead may need several.
-    if (quorum > 1 && decisionTone(checked.choice.decision) === 'approve') {
+    // Stopping the agent needs one person; letting it go ahead, or anything not known to stop it,
+    // may need several.
+    if (quorum > 1 && needsQuorum(checked.choice.decision)) {
       const counted = await this.vote(click, record, quorum);
       if (!counted) return undefined;
       ({ record, voters } = counted);
