@@ -58,6 +58,8 @@ export interface Config {
   hostEventBuffer: number;
   /** About how many entries the audit stream keeps (XADD MAXLEN ~); older ones are trimmed. */
   auditMaxLen: number;
+  /** About how many entries the refusal stream keeps (XADD MAXLEN ~), apart from the decisions. */
+  refusalMaxLen: number;
   /** How long a host's lease lives unless renewed: how soon a standby replica takes over a host. */
   leaseTtlMs: number;
   /** This replica's name in host leases (COUNTERSIGN_REPLICA_ID); default the machine's hostname. */
@@ -81,6 +83,7 @@ export const DEFAULTS = {
   mspRequestTimeout: '30s',
   hostEventBuffer: 10_000,
   auditMaxLen: 100_000,
+  refusalMaxLen: 100_000,
   leaseTtl: '15s',
   pagerDutyEventsUrl: 'https://events.pagerduty.com/v2/enqueue',
   pagerDutyApiUrl: 'https://api.pagerduty.com',
@@ -426,6 +429,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
   }
   const hostEventBuffer = countVar(env, 'COUNTERSIGN_HOST_EVENT_BUFFER', DEFAULTS.hostEventBuffer, 'events');
   const auditMaxLen = countVar(env, 'COUNTERSIGN_AUDIT_MAXLEN', DEFAULTS.auditMaxLen, 'entries');
+  const refusalMaxLen = countVar(env, 'COUNTERSIGN_REFUSAL_MAXLEN', DEFAULTS.refusalMaxLen, 'entries');
   const leaseTtlMs = durationVar(env, 'COUNTERSIGN_LEASE_TTL', DEFAULTS.leaseTtl);
   if (leaseTtlMs < MIN_LEASE_TTL_MS) {
     throw new ConfigError(
@@ -475,6 +479,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     membershipCacheTtlMs,
     hostEventBuffer,
     auditMaxLen,
+    refusalMaxLen,
     leaseTtlMs,
     ...(read(env, 'COUNTERSIGN_REPLICA_ID') ? { replicaName: read(env, 'COUNTERSIGN_REPLICA_ID') } : {}),
     pagerDuty: {

@@ -183,7 +183,11 @@ async function main(): Promise<void> {
     logger,
   });
   // Audit: the thread line, the stream entry and the owner's DM of each resolved approval.
-  const auditTrail = new RedisAuditTrail(redis, { maxLen: config.auditMaxLen, logger });
+  const auditTrail = new RedisAuditTrail(redis, {
+    maxLen: config.auditMaxLen,
+    refusalMaxLen: config.refusalMaxLen,
+    logger,
+  });
   const noticeSender = new SlackNoticeSender(slackClient, logger, cardCalls);
   const noticeLedger = new RedisNoticeLedger(redis, { ttlMs: config.resolvedTtlMs });
   const notices = new DecisionNotices({
@@ -454,6 +458,7 @@ async function main(): Promise<void> {
     hostStatus: () => hostStatus(hosts.status(), ownership.standings()),
     replica: () => replicaId,
     activity: () => activity.counts,
+    refusals: () => auditTrail.refusals,
     escalationFailures: () => ({
       ...escalator.failures,
       'pagerduty-trigger': pagerDuty.failures.trigger,

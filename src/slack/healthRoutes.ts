@@ -1,6 +1,7 @@
 import type { CustomRoute } from '@slack/bolt';
 import type { HostStatus } from '../msp/hostFleet.js';
 import type { ActivityKind } from '../util/activity.js';
+import type { RefusalCounts } from '../util/refusalCounts.js';
 
 export type HealthPart = 'redis' | 'slack' | 'host';
 
@@ -19,6 +20,8 @@ export interface HealthProbe {
   replica?(): string;
   /** What the bot did since it started (cards posted, decisions sent, notices sent). */
   activity?(): Record<ActivityKind, number>;
+  /** Refused attempts since the bot started, by reason. */
+  refusals?(): RefusalCounts;
 }
 
 const ACTIVITY_METRICS: Record<ActivityKind, { name: string; help: string }> = {
@@ -40,6 +43,21 @@ function activityCounters(counts: Record<ActivityKind, number> | undefined): str
     const { name, help } = ACTIVITY_METRICS[kind];
     return [`# HELP ${name} ${help}`, `# TYPE ${name} counter`, `${name} ${n}`];
   });
+}
+
+/** Reasons are a closed set of our own words (refusalCounts.ts): safe as label values. */
+function refusalCounters(counts: RefusalCounts | undefined): string[] {
+  if (!counts) return [];
+  const series = (name: string, byReason: Record<string, number>) =>
+    Object.entries(byReason).map(([reason, n]) => `${name}{reason="${reason}"} ${n}`);
+  return [
+    '# HELP countersign_refusals_total Refused attempts (clicks, modals, commands, revocations), by reason.',
+    '# TYPE countersign_refusals_total counter',
+    ...series('countersign_refusals_total', counts.total),
+    '# HELP countersign_refusals_over_limit_total Refusals past the limit per user and minute: counted, not written to the audit trail.',
+    '# TYPE countersign_refusals_over_limit_total counter',
+    ...series('countersign_refusals_over_limit_total', counts.overLimit),
+  ];
 }
 
 /** Which hosts this replica runs and which it stands by for (their owner runs them). */
@@ -149,6 +167,7 @@ export function healthRoutes(probe: HealthProbe): CustomRoute[] {
             ...ownershipGauges(probe.hostStatus?.() ?? []),
             ...escalationCounters(probe.escalationFailures?.()),
             ...activityCounters(probe.activity?.()),
+            ...refusalCounters(probe.refusals?.()),
             '# HELP process_resident_memory_bytes Resident memory size in bytes.',
             '# TYPE process_resident_memory_bytes gauge',
             `process_resident_memory_bytes ${memory.rss}`,

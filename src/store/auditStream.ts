@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { AuditEntry, AuditTrail } from '../relay/ports.js';
+import { RefusalCounts } from '../util/refusalCounts.js';
 import { keys } from './keys.js';
 import type { RedisClient } from './redisConnection.js';
 
@@ -20,44 +21,150 @@ export interface ExportedAuditEntry {
   [field: string]: string;
 }
 
+/** How many of one user's refusals a minute are written; past it they are only counted. */
+export const REFUSALS_PER_USER_PER_MINUTE = 20;
+
 /**
- * The audit trail in a capped Redis stream. `MAXLEN ~` lets Redis trim whole nodes only, so the
- * stream holds at least `maxLen` entries and a little more, at no cost to the append.
+ * Counts one user's refusal in the current window and returns the count; the first starts the
+ * window. A counter found without a TTL gets one, so no user is ever limited for good.
+ * KEYS: the user's counter. ARGV: window (ms).
+ */
+const COUNT_REFUSAL = `
+local n = redis.call('INCR', KEYS[1])
+if redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return n
+`;
+
+const REFUSAL_WINDOW_MS = 60_000;
+
+export interface AuditTrailOptions {
+  /** About how many entries `cs:{audit}` keeps: decisions, risk rules, votes. */
+  maxLen: number;
+  /** About how many entries the refusal stream keeps (default: maxLen). */
+  refusalMaxLen?: number;
+  /** How many of one user's refusals a minute are written (default REFUSALS_PER_USER_PER_MINUTE). */
+  refusalsPerUserPerMinute?: number;
+  logger: Logger;
+}
+
+/**
+ * The audit trail in capped Redis streams. `MAXLEN ~` lets Redis trim whole nodes only, so a
+ * stream holds at least its cap and a little more, at no cost to the append.
+ *
+ * Refusals go to a stream of their own, whoever appends them: anyone in the channel can be
+ * refused as often as they can click, and in the decisions' stream they would push decisions out
+ * of its cap. Each user gets a number of written refusals a minute, counted in Redis so that
+ * every replica shares it, so that one person clicking away cannot push everyone else's refusals
+ * out either; every refusal, written or not, is counted for /metrics.
  */
 export class RedisAuditTrail implements AuditTrail {
+  readonly refusals = new RefusalCounts();
+
   constructor(
     private readonly redis: RedisClient,
-    private readonly options: { maxLen: number; logger: Logger },
+    private readonly options: AuditTrailOptions,
   ) {}
 
   /** Never rejects: a lost audit entry is logged, and must not fail the decision it records. */
   async append(entry: AuditEntry): Promise<void> {
     try {
-      await this.redis.xadd(keys.audit, 'MAXLEN', '~', this.options.maxLen, '*', ...auditFields(entry));
+      if (entry.kind === 'refusal') await this.appendRefusal(entry);
+      else await this.redis.xadd(keys.audit, 'MAXLEN', '~', this.options.maxLen, '*', ...auditFields(entry));
     } catch (err) {
       this.options.logger.error({ err, audit: entry }, 'audit entry not written');
     }
   }
+
+  private async appendRefusal(entry: Extract<AuditEntry, { kind: 'refusal' }>): Promise<void> {
+    this.refusals.count(entry.reason);
+    const limit = this.options.refusalsPerUserPerMinute ?? REFUSALS_PER_USER_PER_MINUTE;
+    const counter = keys.refusalCount(entry.userId);
+    const n = Number(await this.redis.eval(COUNT_REFUSAL, 1, counter, REFUSAL_WINDOW_MS));
+    if (n > limit) {
+      this.refusals.countOverLimit(entry.reason);
+      // Said once a minute, by whichever replica counted past the limit.
+      if (n === limit + 1) {
+        this.options.logger.warn(
+          { userId: entry.userId, limit },
+          'refusals of one user over the limit: the rest of this minute are counted on /metrics, not written to the audit trail',
+        );
+      }
+      return;
+    }
+    const maxLen = this.options.refusalMaxLen ?? this.options.maxLen;
+    await this.redis.xadd(keys.refusals, 'MAXLEN', '~', maxLen, '*', ...auditFields(entry));
+  }
 }
 
-/** Reads the whole stream, oldest first, a page at a time, handing each entry to `write`. */
+/** Which streams an export reads: both, merged oldest first, or one of them. */
+export type AuditStreams = 'all' | 'decisions' | 'refusals';
+
+/**
+ * Reads the whole trail, oldest first, a page at a time, handing each entry to `write`. `all`
+ * merges the refusal stream into the decisions' by id, as the one stream held them before: an
+ * entry of each written in the same millisecond may share an id, the decisions' then first.
+ */
 export async function exportAudit(
   redis: RedisClient,
   write: (entry: ExportedAuditEntry) => void,
-  pageSize = 1_000,
+  options: { pageSize?: number; streams?: AuditStreams } = {},
 ): Promise<number> {
-  let start = '-';
+  const pageSize = options.pageSize ?? 1_000;
+  const streams = options.streams ?? 'all';
+  const decisions = streams === 'refusals' ? undefined : readStream(redis, keys.audit, pageSize);
+  const refusals = streams === 'decisions' ? undefined : readStream(redis, keys.refusals, pageSize);
   let count = 0;
+  for await (const entry of mergeById(decisions, refusals)) {
+    write(entry);
+    count++;
+  }
+  return count;
+}
+
+/** One stream's entries, oldest first, read a page at a time. */
+async function* readStream(
+  redis: RedisClient,
+  key: string,
+  pageSize: number,
+): AsyncGenerator<ExportedAuditEntry> {
+  let start = '-';
   for (;;) {
-    const page = await redis.xrange(keys.audit, start, '+', 'COUNT', pageSize);
+    const page = await redis.xrange(key, start, '+', 'COUNT', pageSize);
     for (const [id, fields] of page) {
       const entry: ExportedAuditEntry = { id };
       for (let i = 0; i + 1 < fields.length; i += 2) entry[fields[i]!] = fields[i + 1]!;
-      write(entry);
-      count++;
+      yield entry;
     }
-    if (page.length < pageSize) return count;
+    if (page.length < pageSize) return;
     // An exclusive start (Redis 6.2+) continues after the last entry read.
     start = `(${page[page.length - 1]![0]}`;
   }
+}
+
+/** Two streams' entries in one order by id; `first`'s entry goes first on a tie. */
+async function* mergeById(
+  first: AsyncGenerator<ExportedAuditEntry> | undefined,
+  second: AsyncGenerator<ExportedAuditEntry> | undefined,
+): AsyncGenerator<ExportedAuditEntry> {
+  let a = await first?.next();
+  let b = await second?.next();
+  for (;;) {
+    const left = a && !a.done ? a.value : undefined;
+    const right = b && !b.done ? b.value : undefined;
+    if (!left && !right) return;
+    if (left && (!right || compareIds(left.id, right.id) <= 0)) {
+      yield left;
+      a = await first!.next();
+    } else {
+      yield right!;
+      b = await second!.next();
+    }
+  }
+}
+
+/** Stream ids (`<ms>-<seq>`) in the order Redis gives them. */
+function compareIds(x: string, y: string): number {
+  const [xMs, xSeq] = x.split('-').map(Number) as [number, number];
+  const [yMs, ySeq] = y.split('-').map(Number) as [number, number];
+  return xMs - yMs || xSeq - ySeq;
 }

@@ -49,8 +49,15 @@ export const keys = {
   replicas: () => `${PREFIX}:{replicas}`,
   /** Held by the one replica bringing a card left behind up to date (recoverCards), briefly. */
   cardSync: (approvalId: string) => `${PREFIX}:cardsync:{${approvalId}}`,
-  /** Stream of audit entries (decisions, refusals), capped with XADD MAXLEN ~. */
+  /** Stream of audit entries (decisions, risk rules, votes), capped with XADD MAXLEN ~. */
   audit: `${PREFIX}:{audit}`,
+  /**
+   * Stream of refused attempts, capped on its own: anyone may be refused as often as they click,
+   * so refusals never share a cap with the decisions they would push out.
+   */
+  refusals: `${PREFIX}:{audit}:refusals`,
+  /** How many times one Slack user was refused in the current minute: a counter with a TTL. */
+  refusalCount: (userId: string) => `${PREFIX}:refused:{${userId}}`,
   /** Whether one notice (thread line, requester DM, stream entry) of an approval was sent. */
   notice: (approvalId: string, kind: string) => `${PREFIX}:notice:{${approvalId}}:${kind}`,
   /** JSON array of a Slack user group's members, for a short while: every replica reads the same. */

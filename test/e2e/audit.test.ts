@@ -3,14 +3,15 @@
 // often the resolution is seen again (the host repeating it, a re-sync, a change after it, a
 // restart of the bot).
 
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { REFUSALS_PER_USER_PER_MINUTE } from '../../src/store/auditStream.js';
 import { keys } from '../../src/store/keys.js';
 import { PROJECT_ROOT } from '../support/bot.js';
-import { approvalFromTranscript, FakeHost } from '../support/fakeHost.js';
+import { approvalFromTranscript, FakeHost, shellApproval } from '../support/fakeHost.js';
 import type { SlackCall } from '../support/fakeSlack.js';
 import { testRedisUrl } from '../support/testRedis.js';
 import { buttonsOf, SESSION, textOf, World } from './world.js';
@@ -174,6 +175,124 @@ describe('the audit line in the card’s thread and the audit stream', () => {
     expect(await thread(world, 'late-0001')).toHaveLength(1);
     expect(await world.redis.xlen(keys.audit)).toBe(1);
   });
+});
+
+/**
+ * A COUNTERSIGN_CONFIG whose route in the tests' channel only U0ALICE may decide, and whose one
+ * host, `main`, is the fake host (started first, since the file names its command).
+ */
+async function guardedRouteEnv(): Promise<{ env: Record<string, string>; host: FakeHost }> {
+  const host = await FakeHost.start({ sessions: [{ sessionId: SESSION, title: 'Deploy' }] });
+  const dir = mkdtempSync(join(tmpdir(), 'countersign-refusals-'));
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  const path = join(dir, 'countersign.yml');
+  writeFileSync(
+    path,
+    JSON.stringify({
+      hosts: [{ id: 'main', command: host.command }],
+      routes: [{ name: 'deploys', channel: 'C0APPROVALS', approvers: { users: ['U0ALICE'] } }],
+    }),
+  );
+  return { env: { COUNTERSIGN_CONFIG: path, MSP_HOST_COMMAND: '' }, host };
+}
+
+/** A counter of GET /metrics by its whole series name (labels included); NaN when absent. */
+async function metric(world: World, series: string): Promise<number> {
+  const text = await (await fetch(`${world.bot.url}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  return Number(line?.split(' ')[1]);
+}
+
+/** `npm run audit:export` with `args`, against the world's Redis: its lines as objects. */
+function exportedLines(world: World, args: string[] = []): Array<Record<string, string>> {
+  const out = execFileSync(process.execPath, ['dist/auditExport.js', ...args], {
+    cwd: PROJECT_ROOT,
+    env: { PATH: process.env.PATH ?? '', REDIS_URL: testRedisUrl(world.redisDb) },
+    encoding: 'utf8',
+  });
+  return out
+    .trim()
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as Record<string, string>);
+}
+
+describe('refused attempts', () => {
+  it('a refused user clicking on and on trims no decision from the audit stream, and /metrics counts every refusal', async () => {
+    const { env, host } = await guardedRouteEnv();
+    // The smallest cap the configuration allows: Redis then trims as soon as a node (100 entries)
+    // fills up, so about a hundred refusals in the same stream would push the decision out.
+    const world = await startWorld({ ...env, COUNTERSIGN_AUDIT_MAXLEN: '1' }, host);
+    const clicks = 150;
+
+    await world.host.open(
+      shellApproval({ approvalId: 'kept-0001', sessionId: SESSION, stages: [['make']] }),
+      {
+        via: 'both',
+      },
+    );
+    await world.waitForCard('kept-0001', (m) => buttonsOf(m).length > 0);
+    await world.press('kept-0001', 'Allow once', 'U0ALICE');
+    await world.host.waitForDecide();
+    await noticeSettled(world, 'kept-0001', 'audit');
+    const decision = (await world.auditEntries()).find((e) => e.approvalId === 'kept-0001');
+    expect(decision).toMatchObject({ kind: 'decision', userId: 'U0ALICE', via: 'click' });
+
+    await world.host.open(shellApproval({ approvalId: 'spam-0001', sessionId: SESSION, stages: [['ls']] }), {
+      via: 'both',
+    });
+    const card = await world.waitForCard('spam-0001', (m) => buttonsOf(m).length > 0);
+    const allow = buttonsOf(card).find((b) => b.text === 'Allow once')!;
+    // U0EVE may not decide on deploys, and clicks away, ten at a time.
+    for (let sent = 0; sent < clicks; sent += 10) {
+      await Promise.all(
+        Array.from({ length: 10 }, () => world.pressButton(card.ts, allow, 'U0EVE', card.channel)),
+      );
+    }
+    await expect
+      .poll(() => metric(world, 'countersign_refusals_total{reason="notApprover"}'), { timeout: 15_000 })
+      .toBe(clicks);
+    // The first of the minute are written to the refusal stream; the rest are counted only.
+    const limit = REFUSALS_PER_USER_PER_MINUTE;
+    await expect.poll(() => world.redis.xlen(keys.refusals), { timeout: 5_000 }).toBe(limit);
+    expect(await metric(world, 'countersign_refusals_over_limit_total{reason="notApprover"}')).toBe(
+      clicks - limit,
+    );
+    expect(await metric(world, 'countersign_refusals_total{reason="selfApproval"}')).toBe(0);
+    expect(world.host.decides()).toHaveLength(1);
+
+    // The decision is still in the audit stream, which holds no refusal.
+    const entries = await world.auditEntries();
+    expect(entries).toContainEqual(decision);
+    expect(entries.filter((e) => e.kind === 'refusal')).toEqual([]);
+
+    // The export still has both, merged by time; or the refusals alone.
+    const all = exportedLines(world);
+    expect(all.filter((e) => e.kind === 'decision')).toEqual([{ ...decision, id: expect.any(String) }]);
+    const refusals = exportedLines(world, ['--refusals']);
+    expect(refusals).toHaveLength(limit);
+    expect(refusals[0]).toMatchObject({
+      kind: 'refusal',
+      approvalId: 'spam-0001',
+      userId: 'U0EVE',
+      action: 'click',
+      reason: 'notApprover',
+      route: 'deploys',
+    });
+    expect(all.filter((e) => e.kind === 'refusal')).toEqual(refusals);
+    expect(exportedLines(world, ['--no-refusals'])).toEqual(all.filter((e) => e.kind !== 'refusal'));
+    // A misspelt flag is refused in one line, not taken for the whole trail.
+    const wrong = spawnSync(process.execPath, ['dist/auditExport.js', '--refusal'], {
+      cwd: PROJECT_ROOT,
+      env: { PATH: process.env.PATH ?? '', REDIS_URL: testRedisUrl(world.redisDb) },
+      encoding: 'utf8',
+    });
+    expect(wrong.status).toBe(1);
+    expect(wrong.stdout).toBe('');
+    expect(wrong.stderr).toBe(
+      'countersign: unknown arguments "--refusal": give --refusals, --no-refusals or none\n',
+    );
+  }, 60_000);
 });
 
 describe('the requester DM', () => {

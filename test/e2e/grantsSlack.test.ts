@@ -141,7 +141,7 @@ async function channelLine(world: World, channel: string, includes: string): Pro
 }
 
 async function refusals(world: World): Promise<Array<Record<string, string>>> {
-  const entries = await world.redis.xrange(keys.audit, '-', '+');
+  const entries = await world.redis.xrange(keys.refusals, '-', '+');
   return entries
     .map(([, fields]) => {
       const entry: Record<string, string> = {};
@@ -272,6 +272,8 @@ describe('grants in Slack', () => {
         }),
         expect.objectContaining({ userId: 'U0BOB', action: 'revokeButton', grantId: deploy.grantId }),
       ]);
+    // In their own stream: none in the decisions' audit stream.
+    expect((await world.auditEntries()).filter((e) => e.kind === 'refusal')).toEqual([]);
     expect(world.bot.logs.some((l) => String(l.msg).startsWith('grant revoke refused'))).toBe(true);
     // Nothing was said in the channel.
     expect(

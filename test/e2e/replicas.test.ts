@@ -9,6 +9,7 @@ import { freshRedisDb, type RunningBot, startBot } from '../support/bot.js';
 import { FakeHost, type FakeHostSeed, shellApproval } from '../support/fakeHost.js';
 import { FakeSlack } from '../support/fakeSlack.js';
 import { PrivateRedis } from '../support/privateRedis.js';
+import { TcpProxy } from '../support/tcpProxy.js';
 import { testRedisUrl } from '../support/testRedis.js';
 import { buttonsOf, pressButtonAt, SESSION, textOf } from './world.js';
 
@@ -78,13 +79,15 @@ async function addReplica(
   world: Replicas,
   name: string,
   env: Record<string, string> = {},
+  /** Where this replica reaches Redis, when not where the others do (a proxy in front of it). */
+  redisUrl = world.redisUrl,
 ): Promise<RunningBot> {
   const bot = await startBot({
     host: world.host,
     slack: world.slack,
     redisDb: world.redisDb,
     env: envOf(name, env),
-    ...(world.redisUrl ? { redisUrl: world.redisUrl } : {}),
+    ...(redisUrl ? { redisUrl } : {}),
   });
   cleanups.push(() => bot.stop(5_000));
   world.bots.push(bot);
@@ -361,6 +364,75 @@ describe('several replicas on one Redis', { timeout: 90_000 }, () => {
     expect(decidesFor(world.host, 'rep-redis-0002')).toHaveLength(1);
     expect(world.slack.cardPosts()).toHaveLength(3);
     expect(world.host.incarnations).toHaveLength(1);
+  });
+
+  it('7. right after a takeover the open approvals carry the new owner’s token: a write the paused owner sent before it slept is refused', async () => {
+    const redis = await PrivateRedis.start();
+    cleanups.push(() => redis.stop());
+    // The first replica reaches Redis through a proxy that can keep a command of its in flight.
+    const proxy = await TcpProxy.start(redis.port);
+    cleanups.push(() => proxy.stop());
+    const world = await startReplicas(0, { redis });
+    const first = await addReplica(world, 'r1', {}, `redis://127.0.0.1:${proxy.port}`);
+    expect(await ownerOf(world)).toBe(first);
+    await world.host.waitForIncarnation(1);
+    // The second replica's host says nothing when it takes over (a host slow to start): nothing
+    // it does for the host can touch the approval, so only the takeover itself can fence it.
+    await addReplica(world, 'r2', { MSP_HOST_COMMAND: 'exec sleep 600' });
+
+    const id = 'rep-fence-0001';
+    await world.host.open(shell(id, ['kubectl', 'delete', 'ns', 'prod']));
+    const at = await postedAt(world, id);
+    // Posted and in sync: no card for the next owner to bring up to date.
+    await until(
+      'the card in sync',
+      async () => (await world.redis.zscore(keys.unsyncedCards(), id)) === null,
+    );
+    const leaseOf = async () => {
+      const [replica, token] = ((await world.redis.get(keys.hostLease('default'))) ?? '').split(' ');
+      return { replica: replica ?? '', token: Number(token) };
+    };
+    const firstLease = await leaseOf();
+    expect(firstLease.replica.startsWith('r1#')).toBe(true);
+    const before = await world.redis.hgetall(keys.approval(id));
+    expect(before.f).toBe(String(firstLease.token));
+
+    // A click at the owner: its claim leaves the process, carrying its token, and is held on the way.
+    const inFlight = proxy.holdRequestsFrom(keys.claim(id, 0));
+    const pressed = press(world, first, id, 'Allow once', 'U0ALICE', at);
+    await inFlight.fired;
+    first.proc.kill('SIGSTOP');
+    cleanups.push(async () => first.proc.kill('SIGCONT'));
+
+    // The lease runs out; the other replica takes the host.
+    const secondLease = await until(
+      'the other replica holding the lease',
+      async () => {
+        const lease = await leaseOf();
+        return lease.replica.startsWith('r2#') ? lease : undefined;
+      },
+      LEASE_TTL_MS + 7_000,
+    );
+    expect(secondLease.token).toBeGreaterThan(firstLease.token);
+    // Right after the takeover, before its host has said a word, the approval carries its token.
+    await until(
+      'the open approval fenced with the new token',
+      async () => (await world.redis.hget(keys.approval(id), 'f')) === String(secondLease.token),
+      2_000,
+    );
+
+    // The former owner wakes, and sees it lost the host; the claim it sent before it slept arrives.
+    first.proc.kill('SIGCONT');
+    await pressed;
+    await first.waitForLog((l) => typeof l.msg === 'string' && l.msg.startsWith('lost host default'), 10_000);
+    inFlight.release();
+    await inFlight.answered;
+    // Refused: the stage is not claimed, and the record is as it was but for the new fence.
+    expect(await world.redis.exists(keys.claim(id, 0))).toBe(0);
+    const after = await world.redis.hgetall(keys.approval(id));
+    expect({ v: after.v, d: after.d }).toEqual({ v: before.v, d: before.d });
+    expect(after).toEqual({ ...before, f: String(secondLease.token) });
+    expect(decidesFor(world.host, id)).toEqual([]);
   });
 
   it('spreads hosts: three replicas and six hosts do not end with one replica running them all', {

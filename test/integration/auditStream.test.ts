@@ -1,10 +1,18 @@
 // The audit stream on a real Redis: flat entries, capped with MAXLEN ~, exported in order, and
-// an append that can never fail the decision it records.
+// an append that can never fail the decision it records. Refusals go to a stream of their own,
+// within a limit per user and minute, so that no number of them trims a decision.
 
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { AuditEntry } from '../../src/relay/ports.js';
-import { type ExportedAuditEntry, exportAudit, RedisAuditTrail } from '../../src/store/auditStream.js';
+import {
+  type AuditStreams,
+  auditFields,
+  type ExportedAuditEntry,
+  exportAudit,
+  REFUSALS_PER_USER_PER_MINUTE,
+  RedisAuditTrail,
+} from '../../src/store/auditStream.js';
 import { keys } from '../../src/store/keys.js';
 import { freshRedisDb } from '../support/bot.js';
 import { captureLogger } from '../support/logCapture.js';
@@ -15,7 +23,7 @@ beforeAll(async () => {
   redis = new Redis(testRedisUrl(await freshRedisDb()));
 });
 beforeEach(async () => {
-  await redis.del(keys.audit);
+  await redis.flushdb();
 });
 afterAll(async () => {
   await redis.quit();
@@ -36,10 +44,59 @@ function decision(n: number, extra: Partial<AuditEntry> = {}): AuditEntry {
   } as AuditEntry;
 }
 
-async function exported(pageSize?: number): Promise<ExportedAuditEntry[]> {
+/** A client of a Redis that is not there: every command fails at once. */
+function unreachableRedis(): Redis {
+  const dead = new Redis('redis://127.0.0.1:1', {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
+  dead.on('error', () => undefined);
+  return dead;
+}
+
+/**
+ * How many entries one radix-tree node of a stream holds: `~` trims whole nodes only, so at most
+ * one node's worth above the cap stays.
+ */
+async function nodeEntries(): Promise<number> {
+  const [, value] = (await redis.config('GET', 'stream-node-max-entries')) as [string, string];
+  return Number(value);
+}
+
+function refusal(userId: string, n: number, reason = 'notApprover'): AuditEntry {
+  return {
+    kind: 'refusal',
+    approvalId: `a-${n}`,
+    hostId: 'main',
+    route: 'deploys',
+    userId,
+    action: 'click',
+    reason,
+    at: '2026-12-01T10:00:00.000Z',
+  };
+}
+
+async function exported(pageSize?: number, streams?: AuditStreams): Promise<ExportedAuditEntry[]> {
   const out: ExportedAuditEntry[] = [];
-  await exportAudit(redis, (entry) => out.push(entry), pageSize);
+  await exportAudit(redis, (entry) => out.push(entry), {
+    ...(pageSize ? { pageSize } : {}),
+    ...(streams ? { streams } : {}),
+  });
   return out;
+}
+
+/** The user's refusal counter runs out within a minute. */
+async function expectWindowEnds(userId: string): Promise<void> {
+  const ttl = await redis.pttl(keys.refusalCount(userId));
+  expect(ttl).toBeGreaterThan(0);
+  expect(ttl).toBeLessThanOrEqual(60_000);
+}
+
+/** The approvalIds of a stream's entries, oldest first. */
+async function approvalIdsIn(key: string): Promise<string[]> {
+  const entries = await redis.xrange(key, '-', '+');
+  return entries.map(([, fields]) => fields[fields.indexOf('approvalId') + 1]!);
 }
 
 describe('RedisAuditTrail', () => {
@@ -83,28 +140,106 @@ describe('RedisAuditTrail', () => {
     const maxLen = 10;
     const trail = new RedisAuditTrail(redis, { maxLen, logger });
     for (let n = 0; n < 1_000; n++) await trail.append(decision(n));
-    // `~` trims whole radix-tree nodes only: at most one node's worth above maxLen stays.
-    const [, nodeEntries] = (await redis.config('GET', 'stream-node-max-entries')) as [string, string];
     const length = await redis.xlen(keys.audit);
     expect(length).toBeGreaterThanOrEqual(maxLen);
-    expect(length).toBeLessThanOrEqual(maxLen + Number(nodeEntries));
+    expect(length).toBeLessThanOrEqual(maxLen + (await nodeEntries()));
     const newest = await redis.xrevrange(keys.audit, '+', '-', 'COUNT', 1);
     expect(newest[0]![1]).toContain('a-999');
   });
 
   it('never rejects when Redis cannot take the entry, and logs it', async () => {
     const { logger, lines } = captureLogger();
-    const dead = new Redis('redis://127.0.0.1:1', {
-      lazyConnect: true,
-      maxRetriesPerRequest: 0,
-      retryStrategy: () => null,
-    });
-    dead.on('error', () => undefined);
+    const dead = unreachableRedis();
     const trail = new RedisAuditTrail(dead, { maxLen: 10, logger });
     await expect(trail.append(decision(1))).resolves.toBeUndefined();
     expect(lines.find((l) => l.msg === 'audit entry not written')).toMatchObject({
       level: 50,
       audit: { approvalId: 'a-1' },
+    });
+    dead.disconnect();
+  });
+});
+
+describe('refusals', () => {
+  it('thousands of refusals trim no decision: they have a stream and a cap of their own', async () => {
+    const { logger } = captureLogger();
+    const maxLen = 10;
+    const trail = new RedisAuditTrail(redis, { maxLen, refusalMaxLen: maxLen, logger });
+    const users = Array.from({ length: 250 }, (_, i) => `U0USER${i}`);
+    // Decisions between bursts of refusals: 250 users, each under the limit per minute, so that
+    // every refusal is written and the refusal stream itself is trimmed many times over.
+    for (let round = 0; round < 5; round++) {
+      await trail.append(decision(round));
+      await Promise.all(users.map((user, i) => trail.append(refusal(user, round * 1_000 + i))));
+    }
+    expect(await approvalIdsIn(keys.audit)).toEqual(['a-0', 'a-1', 'a-2', 'a-3', 'a-4']);
+    const refusals = await redis.xlen(keys.refusals);
+    expect(refusals).toBeGreaterThanOrEqual(maxLen);
+    expect(refusals).toBeLessThanOrEqual(maxLen + (await nodeEntries()));
+    expect(trail.refusals.total.notApprover).toBe(1_250);
+    expect(trail.refusals.overLimit.notApprover).toBe(0);
+  });
+
+  it('writes a user’s first refusals of a minute, counts the rest, shared by every replica', async () => {
+    const { logger, lines } = captureLogger();
+    // Two replicas' trails: the limit is counted in Redis, not in either process.
+    const a = new RedisAuditTrail(redis, { maxLen: 1_000, logger });
+    const b = new RedisAuditTrail(redis, { maxLen: 1_000, logger });
+    const limit = REFUSALS_PER_USER_PER_MINUTE;
+    for (let n = 0; n < limit * 3; n++) await (n % 2 === 0 ? a : b).append(refusal('U0EVE', n));
+    // Someone else refused meanwhile is written all the same.
+    await b.append(refusal('U0MALLORY', 999, 'selfApproval'));
+    const written = await redis.xrange(keys.refusals, '-', '+');
+    expect(written.filter(([, f]) => f.includes('U0EVE'))).toHaveLength(limit);
+    expect(written.filter(([, f]) => f.includes('U0MALLORY'))).toHaveLength(1);
+    // The ones written are the first of the minute.
+    expect((await approvalIdsIn(keys.refusals)).slice(0, limit)).toEqual(
+      Array.from({ length: limit }, (_, n) => `a-${n}`),
+    );
+    expect(a.refusals.total.notApprover + b.refusals.total.notApprover).toBe(limit * 3);
+    expect(a.refusals.overLimit.notApprover + b.refusals.overLimit.notApprover).toBe(limit * 2);
+    expect(b.refusals.total.selfApproval).toBe(1);
+    // Said once, naming the user, not once per refusal.
+    const over = lines.filter((l) => String(l.msg).startsWith('refusals of one user over the limit'));
+    expect(over).toEqual([expect.objectContaining({ level: 40, userId: 'U0EVE', limit })]);
+    // The window ends: the counter has a TTL of a minute.
+    await expectWindowEnds('U0EVE');
+  });
+
+  it('gives a counter left without a TTL one: nobody is limited for good', async () => {
+    const { logger } = captureLogger();
+    const trail = new RedisAuditTrail(redis, { maxLen: 100, logger });
+    await redis.set(keys.refusalCount('U0STUCK'), '500');
+    await trail.append(refusal('U0STUCK', 1));
+    expect(await redis.xlen(keys.refusals)).toBe(0);
+    await expectWindowEnds('U0STUCK');
+  });
+
+  it('counts a reason it does not know as other: label values stay a closed set', async () => {
+    const { logger } = captureLogger();
+    const trail = new RedisAuditTrail(redis, { maxLen: 100, logger });
+    await trail.append(refusal('U0EVE', 1, 'U0EVE said so'));
+    expect(trail.refusals.total).toEqual({
+      notApprover: 0,
+      selfApproval: 0,
+      routeGone: 0,
+      notRiskApprover: 0,
+      other: 1,
+    });
+    // The entry itself keeps the reason as given.
+    const [[, fields]] = (await redis.xrange(keys.refusals, '-', '+')) as [[string, string[]]];
+    expect(fields).toEqual(expect.arrayContaining(['reason', 'U0EVE said so']));
+  });
+
+  it('counts a refusal Redis cannot take, and logs it without rejecting', async () => {
+    const { logger, lines } = captureLogger();
+    const dead = unreachableRedis();
+    const trail = new RedisAuditTrail(dead, { maxLen: 10, logger });
+    await expect(trail.append(refusal('U0EVE', 1))).resolves.toBeUndefined();
+    expect(trail.refusals.total.notApprover).toBe(1);
+    expect(lines.find((l) => l.msg === 'audit entry not written')).toMatchObject({
+      level: 50,
+      audit: { kind: 'refusal', userId: 'U0EVE' },
     });
     dead.disconnect();
   });
@@ -119,6 +254,35 @@ describe('exportAudit', () => {
     expect(all.map((e) => e.approvalId)).toEqual(Array.from({ length: 20 }, (_, n) => `a-${n}`));
     expect(all[0]).toMatchObject({ kind: 'decision', via: 'click', choiceId: 'allow_once' });
     expect(all[0]!.id).toMatch(/^\d+-\d+$/);
+  });
+
+  it('merges decisions and refusals by time; either alone on request, the decisions’ lines as before', async () => {
+    // Ids chosen by hand: the two streams number their entries apart, so the same millisecond
+    // may start both (the decisions' entry goes first then).
+    const at = (ms: number, seq = 0) => `${1_764_583_200_000 + ms}-${seq}`;
+    const written: Array<[string, string, AuditEntry]> = [
+      [keys.audit, at(1), decision(1)],
+      [keys.refusals, at(1), refusal('U0USER0', 0)],
+      [keys.audit, at(2), decision(2)],
+      [keys.refusals, at(3), refusal('U0USER3', 3)],
+      [keys.refusals, at(3, 1), refusal('U0USER6', 6)],
+      [keys.audit, at(4), decision(4)],
+      [keys.audit, at(4, 1), decision(5)],
+      [keys.refusals, at(5), refusal('U0USER9', 9)],
+      [keys.audit, at(6), decision(7)],
+    ];
+    for (const [key, id, entry] of written) await redis.xadd(key, id, ...auditFields(entry));
+    const order = ['a-1', 'a-0', 'a-2', 'a-3', 'a-6', 'a-4', 'a-5', 'a-9', 'a-7'];
+    const all = await exported(2);
+    expect(all.map((e) => e.approvalId)).toEqual(order);
+    expect(all.map((e) => e.id)).toEqual([...written.map(([, id]) => id)].sort());
+    const refusals = await exported(2, 'refusals');
+    expect(refusals.map((e) => e.approvalId)).toEqual(['a-0', 'a-3', 'a-6', 'a-9']);
+    // Flat, every field a string, as the entry was appended.
+    expect(refusals[0]).toEqual({ id: expect.stringMatching(/^\d+-\d+$/), ...refusal('U0USER0', 0) });
+    const decisions = await exported(2, 'decisions');
+    expect(decisions).toEqual(all.filter((e) => e.kind === 'decision'));
+    expect(decisions[0]).toEqual({ id: expect.stringMatching(/^\d+-\d+$/), ...decision(1) });
   });
 
   it('exports nothing from an empty stream', async () => {

@@ -169,6 +169,23 @@ describe.each(BACKENDS)('EscalationStore on %s Redis', (kind) => {
       expect((await storeA.due(now + 10_000)).filter((d) => d.approvalId === 'end-2')).toHaveLength(1);
     });
 
+    it('a late claim of a step already taken, after its request ended, loses and brings no lineage back', async () => {
+      const now = 8_000_000;
+      await storeA.schedule('late-1', 'line-late', now, [0]);
+      const [step] = (await storeA.due(now)).filter((d) => d.approvalId === 'late-1');
+      // Process B saw the same step due, but is slow to claim it.
+      expect(await storeA.claim(step!, firing(step!))).toBe(true);
+      await storeA.end('line-late');
+      expect(await storeB.claim(step!, firing(step!))).toBe(false);
+      expect(await b.exists(keys.escalationLineage('line-late'))).toBe(0);
+      // The next approval of the same tool call is a new request: its first step fires.
+      const later = await storeB.schedule('late-2', 'line-late', now + 10_000, [0]);
+      expect(later).toMatchObject({ startMs: now + 10_000, origin: 'late-2', fired: [], scheduled: true });
+      const [next] = (await storeB.due(now + 10_000)).filter((d) => d.approvalId === 'late-2');
+      expect(next).toBeDefined();
+      expect(await storeB.claim(next!, firing(next!))).toBe(true);
+    });
+
     it('scheduling again puts back the steps a process that died half-way never added, not those fired', async () => {
       const now = 7_000_000;
       await storeA.schedule('heal-1', 'line-heal', now, [0, 10]);

@@ -118,6 +118,24 @@ describe('TcpProxy', () => {
     expect(await again.lines(1)).toEqual(['+PONG']);
   });
 
+  test('holds what the client sends from the marker on until release, then passes it on in order', async () => {
+    const { proxy, client, direct } = await setup();
+    client.send(`SET ${KEY} before\r\n`);
+    expect(await client.lines(1)).toEqual(['+OK']);
+    const cue = proxy.holdRequestsFrom(KEY);
+    client.send(`SET ${KEY} held\r\n`);
+    await cue.fired;
+    client.send(`APPEND ${KEY} -after\r\n`);
+    // One round trip later, whatever the proxy had let through would have run.
+    await direct.ping();
+    expect(await direct.get(KEY)).toBe('before');
+    expect(client.received).toBe('+OK\r\n');
+    cue.release();
+    await cue.answered;
+    expect(await client.lines(3)).toEqual(['+OK', '+OK', ':10']);
+    expect(await direct.get(KEY)).toBe('held-after');
+  });
+
   test('sent() sees a marker split across writes and leaves the traffic alone', async () => {
     const { proxy, client } = await setup();
     const whole = proxy.sent(`ECHO ${KEY}`);

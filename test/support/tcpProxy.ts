@@ -1,5 +1,6 @@
 // A TCP proxy to put between the bot and a server (Redis) and misbehave on cue: hold or drop
-// what the server sends back once a client has sent a given marker. It knows nothing of the
+// what the server sends back once a client has sent a given marker, or hold back what the client
+// sends from that marker on. It knows nothing of the
 // protocol: a marker is a byte string matched in what a client sends (e.g. a Redis key, which
 // appears verbatim in the RESP encoding of every command that names it).
 
@@ -15,13 +16,16 @@ export interface ProxyCue {
   release(): void;
 }
 
-type Fault = 'hold' | 'drop' | 'cut' | 'none';
+type Fault = 'hold' | 'drop' | 'cut' | 'none' | 'holdRequests';
 
 interface Link {
   client: net.Socket;
   server: net.Socket;
-  fault: Fault;
+  /** What happens to what the server sends (holdRequests acts on `requests` instead). */
+  fault: Exclude<Fault, 'holdRequests'>;
   held: Buffer[];
+  /** What the client sent and the server has not been given yet, while requests are held. */
+  requests: Buffer[] | undefined;
   /** Called on the next bytes from the server, once. */
   onAnswer: (() => void) | undefined;
 }
@@ -83,6 +87,16 @@ export class TcpProxy {
     return this.arm(marker, 'cut');
   }
 
+  /**
+   * From the chunk in which a client sends `marker`, nothing it sends on that connection reaches
+   * the server until release(): the command carrying the marker is as good as in flight, sent but
+   * not yet arrived. `fired` resolves once it is held; `answered` once the server answers after
+   * release() has passed on what was held, in order.
+   */
+  holdRequestsFrom(marker: string): ProxyCue {
+    return this.arm(marker, 'holdRequests');
+  }
+
   /** Resolves once a client has sent `marker` (counting from this call), changing nothing. */
   sent(marker: string): Promise<void> {
     const cue = this.arm(marker, 'none');
@@ -121,8 +135,11 @@ export class TcpProxy {
         this.armed.delete(armed);
         firedLink = link;
         if (released) return;
-        if (fault !== 'none') link.fault = fault;
-        link.onAnswer = resolveAnswered;
+        if (fault === 'holdRequests') link.requests ??= [];
+        else {
+          if (fault !== 'none') link.fault = fault;
+          link.onAnswer = resolveAnswered;
+        }
         resolveFired();
       },
     };
@@ -133,7 +150,8 @@ export class TcpProxy {
       release: () => {
         released = true;
         this.armed.delete(armed);
-        if (firedLink && firedLink.fault === fault) this.unblock(firedLink);
+        if (firedLink && fault === 'holdRequests') this.passOnRequests(firedLink, resolveAnswered);
+        else if (firedLink && firedLink.fault === fault) this.unblock(firedLink);
       },
     };
   }
@@ -143,11 +161,18 @@ export class TcpProxy {
     for (const chunk of link.held.splice(0)) link.client.write(chunk);
   }
 
+  private passOnRequests(link: Link, onAnswer: () => void): void {
+    const held = link.requests ?? [];
+    link.requests = undefined;
+    link.onAnswer = onAnswer;
+    for (const chunk of held) link.server.write(chunk);
+  }
+
   private connect(client: net.Socket, targetPort: number, targetHost: string): void {
     const server = net.connect({ port: targetPort, host: targetHost });
     client.setNoDelay(true);
     server.setNoDelay(true);
-    const link: Link = { client, server, fault: 'none', held: [], onAnswer: undefined };
+    const link: Link = { client, server, fault: 'none', held: [], requests: undefined, onAnswer: undefined };
     this.links.add(link);
     const close = () => {
       this.links.delete(link);
@@ -157,7 +182,8 @@ export class TcpProxy {
     client.on('data', (chunk: Buffer) => {
       // Fire before forwarding: a reply to the marked command must not slip through first.
       this.scan(link, chunk);
-      server.write(chunk);
+      if (link.requests) link.requests.push(chunk);
+      else server.write(chunk);
     });
     server.on('data', (chunk: Buffer) => {
       const answer = link.onAnswer;

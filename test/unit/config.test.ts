@@ -69,6 +69,7 @@ describe('loadConfig defaults', () => {
       membershipCacheTtlMs: 120_000,
       hostEventBuffer: 10_000,
       auditMaxLen: 100_000,
+      refusalMaxLen: 100_000,
       leaseTtlMs: 15_000,
       pagerDuty: {
         eventsUrl: 'https://events.pagerduty.com/v2/enqueue',
@@ -117,6 +118,7 @@ describe('loadConfig defaults', () => {
         COUNTERSIGN_GRANT_MAX_TTL: '1h30m',
         COUNTERSIGN_RESOLVED_TTL: '7d',
         COUNTERSIGN_AUDIT_MAXLEN: '5000',
+        COUNTERSIGN_REFUSAL_MAXLEN: '2000',
         COUNTERSIGN_LEASE_TTL: '5s',
         COUNTERSIGN_REPLICA_ID: 'blue-1',
         PAGERDUTY_ROUTING_KEY: ROUTING_KEY,
@@ -140,6 +142,7 @@ describe('loadConfig defaults', () => {
     expect(config.grants).toEqual({ ttlMs: 15 * 60_000, maxTtlMs: 90 * 60_000 });
     expect(config.resolvedTtlMs).toBe(7 * 86_400_000);
     expect(config.auditMaxLen).toBe(5_000);
+    expect(config.refusalMaxLen).toBe(2_000);
     expect(config.leaseTtlMs).toBe(5_000);
     expect(config.replicaName).toBe('blue-1');
     expect(config.pagerDuty).toEqual({
@@ -282,11 +285,15 @@ describe('loadConfig errors', () => {
     expect(configError(socketEnv({ LOG_LEVEL: 'verbose' })).variable).toBe('LOG_LEVEL');
   });
 
-  it.each(['0', '-5', '1e5', 'lots'])('rejects COUNTERSIGN_AUDIT_MAXLEN=%s on one line', (value) => {
-    const err = configError(socketEnv({ COUNTERSIGN_AUDIT_MAXLEN: value }));
-    expect(err.variable).toBe('COUNTERSIGN_AUDIT_MAXLEN');
+  it.each(
+    ['COUNTERSIGN_AUDIT_MAXLEN', 'COUNTERSIGN_REFUSAL_MAXLEN'].flatMap((name) =>
+      ['0', '-5', '1e5', 'lots'].map((value) => [name, value]),
+    ),
+  )('rejects %s=%s on one line', (name, value) => {
+    const err = configError(socketEnv({ [name]: value }));
+    expect(err.variable).toBe(name);
     expect(err.message).toBe(
-      `COUNTERSIGN_AUDIT_MAXLEN must be a positive whole number of entries (got "${value}"): fix or unset it (default 100000)`,
+      `${name} must be a positive whole number of entries (got "${value}"): fix or unset it (default 100000)`,
     );
   });
 
