@@ -9,6 +9,10 @@ const KNOWN: Record<Refused['why'], true> = {
   selfApproval: true,
   routeGone: true,
   notRiskApprover: true,
+  external: true,
+  guest: true,
+  notChannelMember: true,
+  unverified: true,
 };
 
 export type RefusalReasonLabel = Refused['why'] | 'other';

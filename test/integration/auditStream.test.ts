@@ -224,6 +224,10 @@ describe('refusals', () => {
       selfApproval: 0,
       routeGone: 0,
       notRiskApprover: 0,
+      external: 0,
+      guest: 0,
+      notChannelMember: 0,
+      unverified: 0,
       other: 1,
     });
     // The entry itself keeps the reason as given.
