@@ -1,6 +1,6 @@
 // A remembered grant ("don't ask again", DESIGN §4): for this caller, this tool may do what these
-// covered capabilities name, while the host runs in this sandbox mode, until it expires or is
-// revoked. Shared by the store (grantStore.ts), the matcher (relay/) and the Slack side.
+// covered capabilities name, while the host runs in this sandbox mode, for requests placed on the
+// route it was made on, until it expires or is revoked. Shared by the store (grantStore.ts), the matcher (relay/) and the Slack side.
 
 import type { GrantScope } from './scope.js';
 
@@ -17,7 +17,16 @@ export interface GrantKey {
   tool: string;
   capabilities: string[];
   sandboxMode: string;
+  /**
+   * The name of the route that placed the card it was granted on (`''` for a record without
+   * one). A grant answers only requests that route places: a lenient route's grant must never
+   * decide what a stricter route would show to other people.
+   */
+  route: string;
 }
+
+/** What a grant's bucket is keyed by: all of its key but the capabilities (see grantIds.ts). */
+export type GrantBucketKey = Pick<GrantKey, 'caller' | 'tool' | 'sandboxMode' | 'route'>;
 
 export interface Grant extends GrantKey {
   /** Stable id: what `/countersign revoke <id>` and the Revoke button name. */
@@ -27,8 +36,7 @@ export interface Grant extends GrantKey {
   grantedBy: string;
   approvalId: string;
   hostId: string;
-  /** The route and channel of that approval: listing is scoped by channel, revoking by route. */
-  route: string;
+  /** The channel of that approval (listing is scoped by channel; revoking by the key's route). */
   channel: string;
   /** ISO times. A host-held grant has no bot-side expiry of its own (the host keeps it). */
   createdAt: string;
@@ -68,8 +76,8 @@ export type GrantEvent =
 
 /**
  * Grants in Redis. Lookup cost must not depend on how many grants are stored: grants live in
- * buckets keyed by (caller, tool, sandboxMode), and one approval's lookup reads one bucket in one
- * round trip. Revocation and expiry take effect at once for every replica (they are in Redis).
+ * buckets keyed by (caller, tool, sandboxMode, route), and one approval's lookup reads one bucket
+ * in one round trip. Revocation and expiry take effect at once for every replica (they are in Redis).
  */
 export interface GrantStore {
   /**
@@ -81,7 +89,7 @@ export interface GrantStore {
    */
   create(grant: Omit<Grant, 'grantId' | 'uses' | 'createdAt'> & { ttlMs?: number }): Promise<Grant>;
   /** Live bot-held grants of one bucket (not expired, not revoked), in one round trip. */
-  candidates(caller: string, tool: string, sandboxMode: string, now: Date): Promise<Grant[]>;
+  candidates(bucket: GrantBucketKey, now: Date): Promise<Grant[]>;
   /**
    * A grant by uses: takes one of its uses, atomically, before it decides. Resolves with the uses
    * left after this one, or undefined when none was left (or it is no longer live): then it must

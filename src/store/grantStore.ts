@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { canonicalCapabilities } from '../grants/capabilities.js';
-import type { Grant, GrantStore } from '../grants/grant.js';
+import type { Grant, GrantBucketKey, GrantStore } from '../grants/grant.js';
 import { GrantAuditTrail } from './grantAudit.js';
 import {
   bucketOf,
@@ -93,7 +93,7 @@ export class RedisGrantStore implements GrantStore {
     if (maxUses !== undefined && !(Number.isSafeInteger(maxUses) && maxUses >= 1)) {
       throw new Error('a grant by uses needs at least one use');
     }
-    const bucket = bucketOf(data.caller, data.tool, data.sandboxMode);
+    const bucket = bucketOf(data);
     const grantId = grantIdIn(bucket, this.newGrantId());
     const nowMs = now.getTime();
     const end = nowMs + ttlMs;
@@ -138,7 +138,7 @@ export class RedisGrantStore implements GrantStore {
   }
 
   private async createHostHeld(data: GrantData, now: Date): Promise<Grant> {
-    const bucket = bucketOf(data.caller, data.tool, data.sandboxMode);
+    const bucket = bucketOf(data);
     const grantId = grantIdIn(bucket, hostGrantSuffix(data.approvalId));
     const nowMs = now.getTime();
     const end = nowMs + this.listedHostGrantMs;
@@ -159,8 +159,8 @@ export class RedisGrantStore implements GrantStore {
   }
 
   /** One round trip (one script) whatever else is stored: see CANDIDATES in grantScripts.ts. */
-  async candidates(caller: string, tool: string, sandboxMode: string, now: Date): Promise<Grant[]> {
-    const bucket = bucketOf(caller, tool, sandboxMode);
+  async candidates(key: GrantBucketKey, now: Date): Promise<Grant[]> {
+    const bucket = bucketOf(key);
     const rows = await this.redis.csGrantCandidates(bucket.key, grantKeyPrefix(bucket), now.getTime());
     return rows.flatMap(([grantId, d, end, uses, last, left, max]) => {
       const stored = fromFields(grantId!, {
@@ -171,9 +171,9 @@ export class RedisGrantStore implements GrantStore {
         left: left ?? '',
         max: max ?? '',
       });
-      // The bucket's key is a hash of its three names: this check only guards against collisions.
+      // The bucket's key is a hash of its four names: this check only guards against collisions.
       const g = stored?.grant;
-      return g && g.caller === caller && g.tool === tool && g.sandboxMode === sandboxMode ? [g] : [];
+      return g && sameBucket(g, key) ? [g] : [];
     });
   }
 
@@ -315,6 +315,10 @@ export class RedisGrantStore implements GrantStore {
       this.redis.zrem(keys.grantsByGranter(data.grantedBy), grantId),
     ]);
   }
+}
+
+function sameBucket(a: GrantBucketKey, b: GrantBucketKey): boolean {
+  return a.caller === b.caller && a.tool === b.tool && a.sandboxMode === b.sandboxMode && a.route === b.route;
 }
 
 function throwFirstError(results: Array<[Error | null, unknown]> | null): void {

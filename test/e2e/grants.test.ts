@@ -279,7 +279,15 @@ describe('remembered grants', () => {
     });
     // The bot never answers with what the host keeps.
     expect(
-      await storeOf(world).candidates(`session:${SESSION}`, 'bash', 'workspace-write', new Date()),
+      await storeOf(world).candidates(
+        {
+          caller: `session:${SESSION}`,
+          tool: 'bash',
+          sandboxMode: 'workspace-write',
+          route: '(SLACK_CHANNEL)',
+        },
+        new Date(),
+      ),
     ).toEqual([]);
   });
 

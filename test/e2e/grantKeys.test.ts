@@ -1,0 +1,132 @@
+// What a remembered grant belongs to, end to end: the real bot reading a config file with two
+// routes, a fake host owned by Bob, the fake Slack and the tests' Redis. A grant answers only
+// requests placed on the route it was made on: a lenient route's grant never decides what a
+// stricter route would show to its own approvers.
+
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { RedisGrantStore } from '../../src/store/grantStore.js';
+import { FakeHost, shellApproval } from '../support/fakeHost.js';
+import type { SlackCall } from '../support/fakeSlack.js';
+import { until } from '../support/until.js';
+import { configFile } from './teamSetup.js';
+import { buttonsOf, rememberButtonsOf, SESSION, textOf, World } from './world.js';
+
+const cleanups: Array<() => Promise<unknown> | unknown> = [];
+afterEach(async () => {
+  while (cleanups.length) await Promise.resolve(cleanups.pop()!()).catch(() => undefined);
+});
+
+/**
+ * Bob owns the host's agent. `prod` places what runs in /srv/prod: only the SRE group decides,
+ * and never the owner. `dev` places what runs in /srv/dev: Alice or Bob decide. Both bind their
+ * grants to the host, so a grant's caller is the same on either route.
+ */
+function routes(hostCommand: string): string {
+  return `
+hosts:
+  - id: main
+    command: ${JSON.stringify(hostCommand)}
+    owner: U0BOB
+routes:
+  - name: prod
+    channel: C0PROD
+    match: { workspaces: ["/srv/prod/**"] }
+    approvers: { usergroups: [S0SRE] }
+    allowSelfApproval: false
+    grants: { caller: host }
+  - name: dev
+    channel: C0DEV
+    match: { workspaces: ["/srv/dev/**"] }
+    approvers: { users: [U0ALICE, U0BOB] }
+    grants: { caller: host, ttl: 8h, maxTtl: 1d, choices: [8h, 1h] }
+`;
+}
+
+async function startWorld(): Promise<World> {
+  const seed = { sessions: [{ sessionId: SESSION, title: 'Ship it' }] };
+  // The host is started first so that the file can name its command; World gets it via its seed.
+  const probe = await FakeHost.start(seed);
+  const command = probe.command;
+  await probe.close();
+  const config = configFile(routes(command));
+  cleanups.push(config.remove);
+  const world = await World.start(seed, { COUNTERSIGN_CONFIG: config.path, MSP_HOST_COMMAND: '' });
+  cleanups.push(() => world.close());
+  world.slack.setUsergroup('S0SRE', ['U0CAROL']);
+  return world;
+}
+
+/** `argv` run in the workspace `workspaceRoot`, which picks its route. */
+function inWorkspace(approvalId: string, workspaceRoot: string, argv: string[]) {
+  return shellApproval({ approvalId, sessionId: SESSION, stages: [argv], workspaceRoot });
+}
+
+function storeOf(world: World): RedisGrantStore {
+  return new RedisGrantStore(world.redis, { logger: pino({ level: 'silent' }), auditMaxLen: 1_000 });
+}
+
+function cardPostedFor(world: World, approvalId: string): boolean {
+  return world.slack
+    .callsOf('chat.postMessage')
+    .some((c: SlackCall) => JSON.stringify(c.args.metadata ?? {}).includes(approvalId));
+}
+
+function decidesOf(world: World, approvalId: string) {
+  return world.host.decides().filter((d) => d.frame.params.approvalId === approvalId);
+}
+
+/** Opens a request, waits for its card and presses its "don't ask again" labelled `label` as `userId`. */
+async function grantFrom(
+  world: World,
+  approval: ReturnType<typeof inWorkspace>,
+  label: string,
+  userId: string,
+): Promise<string> {
+  await world.host.open(approval);
+  const card = await world.waitForCard(approval.approvalId, (m) => buttonsOf(m).length > 0);
+  const button = rememberButtonsOf(card).find((b) => b.text === label);
+  expect(button, `no "${label}" among ${rememberButtonsOf(card).map((b) => b.text)}`).toBeDefined();
+  await world.pressButton(card.ts, button!, userId, card.channel);
+  const decide = await world.host.waitForDecide((d) => d.frame.params.approvalId === approval.approvalId);
+  expect(decide.frame.params.choiceId).toBe('allow_once');
+  const done = await world.waitForCard(approval.approvalId, (m) => textOf(m).includes('Remembered:'));
+  const grantId = /revoke ([\w-]+)/.exec(textOf(done))?.[1];
+  expect(grantId).toBeDefined();
+  return grantId!;
+}
+
+describe('a grant answers only its own route', () => {
+  it('a grant made on the lenient route never decides the same request placed by the strict one', async () => {
+    const world = await startWorld();
+    const grantId = await grantFrom(
+      world,
+      inWorkspace('r-dev-grant', '/srv/dev/app', ['make', 'migrate']),
+      'For 8 h',
+      'U0BOB',
+    );
+    expect(await storeOf(world).get(grantId)).toMatchObject({ caller: 'host:main', route: 'dev' });
+
+    // On its own route it answers: the grant works, and the caller is the same on both routes.
+    await world.host.open(inWorkspace('r-dev-again', '/srv/dev/app', ['make', 'migrate']));
+    await world.host.waitForDecide((d) => d.frame.params.approvalId === 'r-dev-again');
+    await until(async () => (await storeOf(world).get(grantId))?.uses === 1);
+    expect(cardPostedFor(world, 'r-dev-again')).toBe(false);
+
+    // The same command from a production workspace: the SREs are asked, on their own channel.
+    await world.host.open(inWorkspace('r-prod', '/srv/prod/app', ['make', 'migrate']));
+    const card = await world.waitForCard('r-prod', (m) => buttonsOf(m).length > 0);
+    expect(card.channel).toBe('C0PROD');
+    expect(decidesOf(world, 'r-prod')).toHaveLength(0);
+    // Nor does the owner's grant let their own request through there (allowSelfApproval: false).
+    await world.press('r-prod', 'Allow once', 'U0BOB', card);
+    expect(await world.ephemeralTo('U0BOB')).toContain('own agent');
+    expect(decidesOf(world, 'r-prod')).toHaveLength(0);
+    expect((await storeOf(world).get(grantId))?.uses).toBe(1);
+
+    // Its approvers still decide it.
+    await world.press('r-prod', 'Allow once', 'U0CAROL', card);
+    await world.host.waitForDecide((d) => d.frame.params.approvalId === 'r-prod');
+    expect(decidesOf(world, 'r-prod')).toHaveLength(1);
+  });
+});
