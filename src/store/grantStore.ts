@@ -206,7 +206,7 @@ export class RedisGrantStore implements GrantStore {
     await this.audit.record({ kind: 'used', grantId: grant.grantId, approvalId, sourceIndex, at });
     if (spent !== 1 || d === undefined) return;
     // Its bucket no longer holds it; the listings would skip it, and now no longer list it.
-    await this.unindex(grant.grantId, parseGrantData(d), false).catch((err: unknown) => {
+    await this.unindex(grant.grantId, parseGrantData(d)).catch((err: unknown) => {
       this.options.logger.warn({ err, grantId: grant.grantId }, 'spent grant left in its indexes');
     });
     await this.audit.record({ kind: 'exhausted', grantId: grant.grantId, at });
@@ -231,8 +231,9 @@ export class RedisGrantStore implements GrantStore {
       string | undefined,
     ];
     if (revoked !== 1 || d === undefined) return false;
-    // Done once the script ran: the indexes only decide what is listed, and listing skips it.
-    await this.unindex(grantId, parseGrantData(d), true).catch((err: unknown) => {
+    // Done once the script ran: the indexes only decide what is listed, and listing skips it. It
+    // stays on the expiry index: the sweep deletes it at its end, as it does every grant.
+    await this.unindex(grantId, parseGrantData(d)).catch((err: unknown) => {
       this.options.logger.warn({ err, grantId }, 'revoked grant left in its indexes');
     });
     await this.audit.record({ kind: 'revoked', grantId, by, at });
@@ -275,7 +276,7 @@ export class RedisGrantStore implements GrantStore {
       // Its keys ran out first: its channel and granter are unknown, listing drops those entries.
       await this.redis.zrem(keys.grantsAll(), grantId);
     } else {
-      await this.unindex(grantId, parseGrantData(String(value)), false);
+      await this.unindex(grantId, parseGrantData(String(value)));
     }
     // A revoked grant was recorded as such; it is only deleted here.
     if (code !== 2) await this.audit.record({ kind: 'expired', grantId, at });
@@ -306,11 +307,10 @@ export class RedisGrantStore implements GrantStore {
     );
   }
 
-  private async unindex(grantId: string, data: GrantData, expiryToo: boolean): Promise<void> {
-    const global = this.redis.pipeline().zrem(keys.grantsAll(), grantId);
-    if (expiryToo) global.zrem(keys.grantsExpiring(), grantId);
+  /** Takes the grant out of the listings; the expiry index is the sweep's, which removes it there. */
+  private async unindex(grantId: string, data: GrantData): Promise<void> {
     await Promise.all([
-      global.exec().then(throwFirstError),
+      this.redis.zrem(keys.grantsAll(), grantId),
       this.redis.zrem(keys.grantsByChannel(data.channel), grantId),
       this.redis.zrem(keys.grantsByGranter(data.grantedBy), grantId),
     ]);

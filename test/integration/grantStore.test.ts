@@ -205,6 +205,7 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
       expect(await store.get(revocable)).toMatchObject({ revokedBy: 'U0ALICE' });
       await store.sweep(at(T0 + HOUR));
       expect(await store.get(old)).toBeUndefined();
+      expect(await store.get(revocable)).toBeUndefined();
       expect(await events('expired')).toContainEqual(expect.objectContaining({ grantId: old }));
     });
   });
@@ -354,6 +355,18 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
       expect(await a.get(grant.grantId)).toMatchObject({ revokedAt: now().toISOString(), revokedBy: by });
       expect(await a.list({}, now())).toEqual([]);
       expect(await a.revoke(grant.grantId, 'U0ALICE', now())).toBe(false);
+    });
+
+    it('leaves a revoked grant to the sweep, which deletes it at its end without an `expired`', async () => {
+      const { store } = newStore();
+      const grant = await store.create(botGrant());
+      expect(await store.revoke(grant.grantId, 'U0ALICE', now())).toBe(true);
+      expect(await store.sweep(at(T0 + HOUR - 1))).toBe(0);
+      expect(await store.get(grant.grantId)).toMatchObject({ revokedBy: 'U0ALICE' });
+      expect(await store.sweep(at(T0 + HOUR))).toBe(1);
+      expect(await store.get(grant.grantId)).toBeUndefined();
+      expect(await redis.zscore(keys.grantsExpiring(), grant.grantId)).toBeNull();
+      expect((await events()).map((e) => e.kind)).toEqual(['created', 'revoked']);
     });
 
     it('answers false for unknown ids', async () => {
