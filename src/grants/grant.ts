@@ -54,6 +54,11 @@ export interface Grant extends GrantKey {
   scope?: string;
   revokedAt?: string;
   revokedBy?: string;
+  /**
+   * Bot-held: the grant that took its place when someone pressed "don't ask again" for its key
+   * again. It ended then, as if revoked by them (`revokedAt`, `revokedBy`).
+   */
+  replacedBy?: string;
 }
 
 /** A grant event, for the capped grant audit stream and the log (structured). */
@@ -62,17 +67,19 @@ export type GrantEvent =
       kind: 'created';
       grant: Grant;
       at: string;
-      /**
-       * Set when an identical live grant was granted again from another approval: no new grant,
-       * `grant` is the existing one with its expiry moved; this says who granted it again, where.
-       */
-      refreshed?: { grantedBy: string; approvalId: string };
+      /** The live grant of the same key this one took the place of (see `replaced`). */
+      replaces?: { grantId: string; grantedBy: string };
     }
   | { kind: 'used'; grantId: string; approvalId: string; sourceIndex: number; at: string }
   /** Its last use was spent: it decides nothing more. */
   | { kind: 'exhausted'; grantId: string; at: string }
   | { kind: 'expired'; grantId: string; at: string }
-  | { kind: 'revoked'; grantId: string; by: string; at: string };
+  | { kind: 'revoked'; grantId: string; by: string; at: string }
+  /**
+   * `by` pressed "don't ask again" for its key again, on `approvalId`: it ended, and the grant
+   * `replacedBy` (theirs, with their scope and limits) answers from now on.
+   */
+  | { kind: 'replaced'; grantId: string; by: string; replacedBy: string; approvalId: string; at: string };
 
 /**
  * Grants in Redis. Lookup cost must not depend on how many grants are stored: grants live in
@@ -81,11 +88,15 @@ export type GrantEvent =
  */
 export interface GrantStore {
   /**
-   * Stores a new grant (or refreshes the expiry of an identical live one) and records `created`.
-   * Capabilities are canonicalized here. Bot-held grants need `ttlMs`; a refresh never shortens.
-   * Host-held grants are kept for listing only, one per approval however often it is recorded.
-   * Given `expiresAt`, `lastUsedAt`, `revokedAt`, `revokedBy` and `usesLeft` are ignored. A grant
-   * by uses (`maxUses`) refreshes only an identical live grant by uses, to at least that many left.
+   * Stores a new grant and records `created`. Capabilities are canonicalized here. A bot-held
+   * grant (it needs `ttlMs`) replaces the live bot-held grant of the same key, whoever granted it
+   * and for however long or many uses: the grant is then the new granter's, with their approval,
+   * channel, scope, expiry (shorter, maybe) and uses, and the old one ends at once (out of its
+   * bucket and the listings, `replacedBy` the new one); `created` names the grant it replaces and
+   * `replaced` is recorded for the old one. The same approval recorded again by the same person
+   * (two replicas, a retry) changes nothing and resolves with the grant it made. Host-held grants
+   * are kept for listing only, one per approval however often it is recorded. Given `expiresAt`,
+   * `lastUsedAt`, `revokedAt`, `revokedBy`, `replacedBy` and `usesLeft` are ignored.
    */
   create(grant: Omit<Grant, 'grantId' | 'uses' | 'createdAt'> & { ttlMs?: number }): Promise<Grant>;
   /** Live bot-held grants of one bucket (not expired, not revoked), in one round trip. */

@@ -97,44 +97,56 @@ export class RedisGrantStore implements GrantStore {
     const grantId = grantIdIn(bucket, this.newGrantId());
     const nowMs = now.getTime();
     const end = nowMs + ttlMs;
-    const capabilities = JSON.stringify(data.capabilities);
-    const [id, created, fields] = (await this.redis.csGrantCreateBot(
+    const [id, created, third, fourth] = (await this.redis.csGrantCreateBot(
       keys.grant(bucket.tag, grantId),
       bucket.key,
       grantKeyPrefix(bucket),
-      maxUses === undefined ? capabilities : `${capabilities}#uses`,
+      JSON.stringify(data.capabilities),
       grantId,
       JSON.stringify(data),
       end,
       nowMs,
       maxUses ?? '',
       data.approvalId,
-    )) as [string, number, unknown];
-    if (created === 1) {
-      const grant: Grant = {
-        ...data,
-        grantId,
-        uses: 0,
-        expiresAt: new Date(end).toISOString(),
-        ...(maxUses === undefined ? {} : { maxUses, usesLeft: maxUses }),
-      };
-      await this.index({ grant, end }, nowMs);
+      data.grantedBy,
+      data.createdAt,
+    )) as [string, number, unknown?, unknown?];
+    if (created !== 1) {
+      // This approval's grant by this person, recorded again (two replicas, a retry): one grant.
+      const existing = this.stored(id, third);
+      // Indexed again so that a create retried after a failed indexing leaves the grant listed.
+      await this.index(existing, nowMs);
+      return existing.grant;
+    }
+    const grant: Grant = {
+      ...data,
+      grantId,
+      uses: 0,
+      expiresAt: new Date(end).toISOString(),
+      ...(maxUses === undefined ? {} : { maxUses, usesLeft: maxUses }),
+    };
+    await this.index({ grant, end }, nowMs);
+    const replaced =
+      typeof third === 'string' ? { grantId: third, data: parseGrantData(String(fourth)) } : undefined;
+    if (!replaced) {
       await this.audit.record({ kind: 'created', grant, at: data.createdAt });
       return grant;
     }
-    const existing = this.stored(id, fields);
-    // Indexed again so that a create retried after a failed indexing leaves the grant listed.
-    await this.index(existing, nowMs);
-    // The same approval recorded twice (two replicas) is one grant: nothing new to tell.
-    if (existing.grant.approvalId !== data.approvalId) {
-      await this.audit.record({
-        kind: 'created',
-        grant: existing.grant,
-        at: data.createdAt,
-        refreshed: { grantedBy: data.grantedBy, approvalId: data.approvalId },
-      });
-    }
-    return existing.grant;
+    // It ended in the script; it leaves the listings now, and the sweep deletes it at its end.
+    await this.unindex(replaced.grantId, replaced.data).catch((err: unknown) => {
+      this.options.logger.warn({ err, grantId: replaced.grantId }, 'replaced grant left in its indexes');
+    });
+    const replaces = { grantId: replaced.grantId, grantedBy: replaced.data.grantedBy };
+    await this.audit.record({ kind: 'created', grant, at: data.createdAt, replaces });
+    await this.audit.record({
+      kind: 'replaced',
+      grantId: replaced.grantId,
+      by: data.grantedBy,
+      replacedBy: grantId,
+      approvalId: data.approvalId,
+      at: data.createdAt,
+    });
+    return grant;
   }
 
   private async createHostHeld(data: GrantData, now: Date): Promise<Grant> {

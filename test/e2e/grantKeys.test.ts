@@ -1,15 +1,17 @@
 // What a remembered grant belongs to, end to end: the real bot reading a config file with two
 // routes, a fake host owned by Bob, the fake Slack and the tests' Redis. A grant answers only
 // requests placed on the route it was made on: a lenient route's grant never decides what a
-// stricter route would show to its own approvers.
+// stricter route would show to its own approvers. And it is the last presser's: "don't ask again"
+// pressed for a key that has a grant replaces it with theirs, scope and all, and says so.
 
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
+import { readGrantAudit } from '../../src/store/grantAudit.js';
 import { RedisGrantStore } from '../../src/store/grantStore.js';
 import { FakeHost, shellApproval } from '../support/fakeHost.js';
 import type { SlackCall } from '../support/fakeSlack.js';
 import { until } from '../support/until.js';
-import { configFile } from './teamSetup.js';
+import { commandAnswer, configFile } from './teamSetup.js';
 import { buttonsOf, rememberButtonsOf, SESSION, textOf, World } from './world.js';
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
@@ -128,5 +130,69 @@ describe('a grant answers only its own route', () => {
     await world.press('r-prod', 'Allow once', 'U0CAROL', card);
     await world.host.waitForDecide((d) => d.frame.params.approvalId === 'r-prod');
     expect(decidesOf(world, 'r-prod')).toHaveLength(1);
+  });
+});
+
+describe('granting the same request again', () => {
+  it('a new "don\'t ask again" replaces the live grant: the presser\'s, with their shorter scope; the audit has both', async () => {
+    const world = await startWorld();
+    const store = storeOf(world);
+    // Bob's card for the request is shown before Alice grants it from hers.
+    const make = (id: string) => inWorkspace(id, '/srv/dev/app', ['make', 'seed']);
+    await world.host.open(make('re-bob'));
+    const bobCard = await world.waitForCard('re-bob', (m) => buttonsOf(m).length > 0);
+
+    const alices = await grantFrom(world, make('re-alice'), 'For 8 h', 'U0ALICE');
+    const before = Date.now();
+    const button = rememberButtonsOf(bobCard).find((b) => b.text === 'For 1 h');
+    await world.pressButton(bobCard.ts, button!, 'U0BOB', bobCard.channel);
+    const done = await world.waitForCard('re-bob', (m) => textOf(m).includes('Remembered:'));
+    const bobs = /revoke ([\w-]+)/.exec(textOf(done))?.[1];
+    expect(bobs).toBeDefined();
+    expect(bobs).not.toBe(alices);
+
+    // Bob's, for an hour from his press, on his route and channel; Alice's ended then.
+    const bobGrant = await store.get(bobs!);
+    expect(bobGrant).toMatchObject({
+      grantedBy: 'U0BOB',
+      approvalId: 're-bob',
+      route: 'dev',
+      channel: 'C0DEV',
+      lasts: { kind: 'time', ms: 3_600_000 },
+    });
+    expect(Date.parse(bobGrant!.expiresAt!)).toBeGreaterThanOrEqual(before + 3_600_000 - 1_000);
+    expect(Date.parse(bobGrant!.expiresAt!)).toBeLessThanOrEqual(Date.now() + 3_600_000);
+    expect(await store.get(alices)).toMatchObject({ revokedBy: 'U0BOB', replacedBy: bobs });
+
+    // The channel's list shows Bob's grant, to expire within the hour, and not Alice's.
+    const listing = JSON.stringify((await commandAnswer(world, 'U0BOB', 'grants', 'C0DEV')).body.blocks);
+    expect(listing).toContain(bobs);
+    expect(listing).not.toContain(alices);
+    expect(listing).toMatch(/expires in (59 min|1 h)/);
+    expect(listing).toMatch(/granted by (u0bob|<@U0BOB>)/);
+
+    // The next such request is answered by Bob's grant.
+    await world.host.open(make('re-next'));
+    await world.host.waitForDecide((d) => d.frame.params.approvalId === 're-next');
+    await until(async () => (await store.get(bobs!))?.uses === 1);
+    expect((await store.get(alices))?.uses).toBe(0);
+    expect(cardPostedFor(world, 're-next')).toBe(false);
+
+    // Alice's id now says what took its place.
+    const revoke = await commandAnswer(world, 'U0ALICE', `revoke ${alices}`, 'C0DEV');
+    expect(String(revoke.body.text)).toContain(`was replaced by grant \`${bobs}\` of <@U0BOB>`);
+
+    // The "used" entry is written just after the use is counted.
+    await until(async () => (await readGrantAudit(world.redis)).length >= 4);
+    const audit = await readGrantAudit(world.redis);
+    expect(audit.map((e) => e.kind)).toEqual(['created', 'created', 'replaced', 'used']);
+    expect(audit[0]).toMatchObject({ kind: 'created', grant: { grantId: alices, grantedBy: 'U0ALICE' } });
+    expect(audit[1]).toMatchObject({
+      kind: 'created',
+      grant: { grantId: bobs, grantedBy: 'U0BOB', expiresAt: bobGrant!.expiresAt },
+      replaces: { grantId: alices, grantedBy: 'U0ALICE' },
+    });
+    expect(audit[2]).toMatchObject({ kind: 'replaced', grantId: alices, by: 'U0BOB', replacedBy: bobs });
+    expect(audit[3]).toMatchObject({ kind: 'used', grantId: bobs, approvalId: 're-next' });
   });
 });

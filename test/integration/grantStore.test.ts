@@ -1,6 +1,7 @@
 // The grant store on a real Redis: matching reads one bucket in one round trip however many
-// grants there are, refresh instead of duplicates, expiry and revocation at once, exactly-once
-// events under concurrent replicas (two store instances on two connections), listing by index.
+// grants there are, a new press replacing the live grant of its key, expiry and revocation at
+// once, exactly-once events under concurrent replicas (two store instances on two connections),
+// listing by index.
 
 import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
@@ -210,38 +211,100 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
     });
   });
 
-  describe('identical grants', () => {
-    it('refreshes the live one instead of storing a second, and records who granted it again', async () => {
+  describe('granting the same key again', () => {
+    it("replaces the live grant: the new one is the new granter's, the old one ends at once, both are recorded", async () => {
       const { store } = newStore();
-      const first = await store.create(botGrant({ capabilities: ['exec:a', 'exec:b'] }));
+      const first = await store.create(
+        botGrant({
+          capabilities: ['exec:a', 'exec:b'],
+          ttlMs: 8 * HOUR,
+          lasts: { kind: 'time', ms: 8 * HOUR },
+        }),
+      );
       clock = T0 + 10 * 60 * 1000;
       const again = await store.create(
-        botGrant({ capabilities: ['exec:b', 'exec:a', 'exec:a'], approvalId: 'a-2', grantedBy: 'U0BOB' }),
+        botGrant({
+          capabilities: ['exec:b', 'exec:a', 'exec:a'],
+          approvalId: 'a-2',
+          grantedBy: 'U0BOB',
+          channel: 'C0OTHER',
+          lasts: { kind: 'time', ms: HOUR },
+        }),
       );
-      expect(again.grantId).toBe(first.grantId);
-      expect(again.expiresAt).toBe(at(clock + HOUR).toISOString());
-      expect(again.grantedBy).toBe('U0ALICE');
-      const candidates = await store.candidates(S1, now());
-      expect(candidates.map((g) => g.grantId)).toEqual([first.grantId]);
-      expect(candidates[0]!.expiresAt).toBe(again.expiresAt);
-      // Past the first expiry, the refreshed grant still matches.
-      expect(await store.candidates(S1, at(T0 + HOUR + 1))).toHaveLength(1);
-      expect(await store.list({}, now())).toHaveLength(1);
-      const created = await events('created');
-      expect(created).toHaveLength(2);
-      expect(created[1]).toMatchObject({
-        grant: { grantId: first.grantId, expiresAt: again.expiresAt },
-        refreshed: { grantedBy: 'U0BOB', approvalId: 'a-2' },
+      expect(again.grantId).not.toBe(first.grantId);
+      // Bob's, with his scope: shorter than Alice's was.
+      expect(again).toMatchObject({
+        grantedBy: 'U0BOB',
+        approvalId: 'a-2',
+        channel: 'C0OTHER',
+        lasts: { kind: 'time', ms: HOUR },
+        expiresAt: at(clock + HOUR).toISOString(),
       });
+      expect(Date.parse(again.expiresAt!)).toBeLessThan(Date.parse(first.expiresAt!));
+      expect((await store.candidates(S1, now())).map((g) => g.grantId)).toEqual([again.grantId]);
+      expect(await store.candidates(S1, at(clock + HOUR))).toEqual([]);
+      // Alice's ended as if Bob revoked it, naming what took its place; it is listed nowhere.
+      expect(await store.get(first.grantId)).toMatchObject({
+        revokedBy: 'U0BOB',
+        revokedAt: now().toISOString(),
+        replacedBy: again.grantId,
+      });
+      expect((await store.list({}, now())).map((g) => g.grantId)).toEqual([again.grantId]);
+      expect(await store.list({ grantedBy: 'U0ALICE' }, now())).toEqual([]);
+      expect(await store.list({ channels: ['C0DEPLOY'] }, now())).toEqual([]);
+      expect((await store.list({ grantedBy: 'U0BOB' }, now())).map((g) => g.grantId)).toEqual([
+        again.grantId,
+      ]);
+      expect(await redis.zscore(keys.grantsByGranter('U0ALICE'), first.grantId)).toBeNull();
+      expect(await store.revoke(first.grantId, 'U0ALICE', now())).toBe(false);
+
+      expect(await events()).toEqual([
+        expect.objectContaining({ kind: 'created', grant: first }),
+        expect.objectContaining({
+          kind: 'created',
+          grant: again,
+          replaces: { grantId: first.grantId, grantedBy: 'U0ALICE' },
+        }),
+        expect.objectContaining({
+          kind: 'replaced',
+          grantId: first.grantId,
+          by: 'U0BOB',
+          replacedBy: again.grantId,
+          approvalId: 'a-2',
+          at: now().toISOString(),
+        }),
+      ]);
     });
 
-    it('never shortens a live grant, and one approval recorded twice is one event', async () => {
+    it('one approval recorded again by the same person is one grant and one event', async () => {
       const { store } = newStore();
       const first = await store.create(botGrant({ ttlMs: 5 * HOUR }));
+      clock = T0 + 1_000;
       const again = await store.create(botGrant({ ttlMs: HOUR }));
-      expect(again.grantId).toBe(first.grantId);
-      expect(again.expiresAt).toBe(first.expiresAt);
-      expect(await events('created')).toHaveLength(1);
+      expect(again).toEqual(first);
+      expect(await events()).toHaveLength(1);
+    });
+
+    it('two replicas recording one press at once store one grant; two presses at once leave one live', async () => {
+      const a = newStore(redis).store;
+      const b = newStore(redisB).store;
+      const [one, two] = await Promise.all([a.create(botGrant()), b.create(botGrant())]);
+      expect(two.grantId).toBe(one.grantId);
+      expect(await events()).toHaveLength(1);
+
+      const presses = await Promise.all(
+        ['U0BOB', 'U0CAROL', 'U0DAVE', 'U0ERIN'].map((grantedBy, i) =>
+          (i % 2 ? a : b).create(botGrant({ grantedBy, approvalId: `a-${grantedBy}` })),
+        ),
+      );
+      const live = await a.candidates(S1, now());
+      expect(live).toHaveLength(1);
+      expect(presses.map((g) => g.grantId)).toContain(live[0]!.grantId);
+      expect((await a.list({}, now())).map((g) => g.grantId)).toEqual([live[0]!.grantId]);
+      // Each press ended the one before it, whatever order they ran in: four in all.
+      const replaced = await events('replaced');
+      expect(replaced).toHaveLength(4);
+      expect(new Set(replaced.map((e) => (e.kind === 'replaced' ? e.grantId : ''))).size).toBe(4);
     });
 
     it('stores a new grant once the identical one expired or was revoked', async () => {
@@ -316,14 +379,15 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
       expect(await a.sweep(at(T0 + 1_000))).toBe(0);
     });
 
-    it('does not sweep a grant refreshed after it was found due', async () => {
+    it('deletes a replaced grant at its own end without an `expired`; the grant that replaced it lives on', async () => {
       const { store } = newStore();
-      const grant = await store.create(botGrant({ ttlMs: 1_000 }));
+      const replaced = await store.create(botGrant({ ttlMs: 1_000 }));
       clock = T0 + 500;
-      await store.create(botGrant({ approvalId: 'a-2', ttlMs: HOUR }));
-      expect(await store.sweep(at(T0 + 1_000))).toBe(0);
+      const successor = await store.create(botGrant({ approvalId: 'a-2', ttlMs: HOUR }));
+      expect(await store.sweep(at(T0 + 1_000))).toBe(1);
+      expect(await store.get(replaced.grantId)).toBeUndefined();
       expect(await store.candidates(S1, at(T0 + 1_000))).toEqual([
-        expect.objectContaining({ grantId: grant.grantId }),
+        expect.objectContaining({ grantId: successor.grantId }),
       ]);
       expect(await events('expired')).toEqual([]);
     });
@@ -648,19 +712,25 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
       expect(await store.reserveUse(ending, at(T0 + HOUR))).toBeUndefined();
     });
 
-    it('keeps apart from a time-bound grant of the same request; granted again it keeps at least the uses granted now', async () => {
+    it('replaces a time-bound grant of the same request, and is replaced by one; recorded twice, it gives no use back', async () => {
       const { store } = newStore();
       const timed = await store.create(botGrant());
-      const counted = await store.create(byUses(3, { approvalId: 'a-2' }));
+      const counted = await store.create(byUses(3, { approvalId: 'a-2', grantedBy: 'U0BOB' }));
       expect(counted.grantId).not.toBe(timed.grantId);
+      expect(await store.get(timed.grantId)).toMatchObject({ replacedBy: counted.grantId });
       expect(await store.reserveUse(counted, now())).toBe(2);
       await store.recordUse(counted, 'a-u1', 0, now());
       // The same approval recorded twice (two replicas) gives no use back.
-      expect((await store.create(byUses(3, { approvalId: 'a-2' }))).usesLeft).toBe(2);
+      expect((await store.create(byUses(3, { approvalId: 'a-2', grantedBy: 'U0BOB' }))).usesLeft).toBe(2);
+      // Pressed again, it is a new grant of the uses pressed now, not the old one topped up.
       const again = await store.create(byUses(5, { approvalId: 'a-3' }));
-      expect(again).toMatchObject({ grantId: counted.grantId, usesLeft: 5, maxUses: 5 });
+      expect(again).toMatchObject({ maxUses: 5, usesLeft: 5, uses: 0, grantedBy: 'U0ALICE' });
+      expect(again.grantId).not.toBe(counted.grantId);
+      expect(await store.reserveUse(counted, now())).toBeUndefined();
+      const timedAgain = await store.create(botGrant({ approvalId: 'a-4' }));
       const found = await store.candidates(S1, now());
-      expect(found.map((g) => g.grantId).sort()).toEqual([timed.grantId, counted.grantId].sort());
+      expect(found.map((g) => g.grantId)).toEqual([timedAgain.grantId]);
+      expect(found[0]!.usesLeft).toBeUndefined();
     });
 
     it('refuses fewer than one use', async () => {
