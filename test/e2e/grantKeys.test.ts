@@ -4,13 +4,11 @@
 // stricter route would show to its own approvers. And it is the last presser's: "don't ask again"
 // pressed for a key that has a grant replaces it with theirs, scope and all, and says so.
 
-import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readGrantAudit } from '../../src/store/grantAudit.js';
-import { RedisGrantStore } from '../../src/store/grantStore.js';
 import { FakeHost, shellApproval } from '../support/fakeHost.js';
-import type { SlackCall } from '../support/fakeSlack.js';
 import { until } from '../support/until.js';
+import { cardPostedFor, grantFrom, storeOf } from './grantSteps.js';
 import { commandAnswer, configFile } from './teamSetup.js';
 import { buttonsOf, rememberButtonsOf, SESSION, textOf, World } from './world.js';
 
@@ -64,38 +62,8 @@ function inWorkspace(approvalId: string, workspaceRoot: string, argv: string[]) 
   return shellApproval({ approvalId, sessionId: SESSION, stages: [argv], workspaceRoot });
 }
 
-function storeOf(world: World): RedisGrantStore {
-  return new RedisGrantStore(world.redis, { logger: pino({ level: 'silent' }), auditMaxLen: 1_000 });
-}
-
-function cardPostedFor(world: World, approvalId: string): boolean {
-  return world.slack
-    .callsOf('chat.postMessage')
-    .some((c: SlackCall) => JSON.stringify(c.args.metadata ?? {}).includes(approvalId));
-}
-
 function decidesOf(world: World, approvalId: string) {
   return world.host.decides().filter((d) => d.frame.params.approvalId === approvalId);
-}
-
-/** Opens a request, waits for its card and presses its "don't ask again" labelled `label` as `userId`. */
-async function grantFrom(
-  world: World,
-  approval: ReturnType<typeof inWorkspace>,
-  label: string,
-  userId: string,
-): Promise<string> {
-  await world.host.open(approval);
-  const card = await world.waitForCard(approval.approvalId, (m) => buttonsOf(m).length > 0);
-  const button = rememberButtonsOf(card).find((b) => b.text === label);
-  expect(button, `no "${label}" among ${rememberButtonsOf(card).map((b) => b.text)}`).toBeDefined();
-  await world.pressButton(card.ts, button!, userId, card.channel);
-  const decide = await world.host.waitForDecide((d) => d.frame.params.approvalId === approval.approvalId);
-  expect(decide.frame.params.choiceId).toBe('allow_once');
-  const done = await world.waitForCard(approval.approvalId, (m) => textOf(m).includes('Remembered:'));
-  const grantId = /revoke ([\w-]+)/.exec(textOf(done))?.[1];
-  expect(grantId).toBeDefined();
-  return grantId!;
 }
 
 describe('a grant answers only its own route', () => {
