@@ -20,6 +20,8 @@ import { RawPipe } from './rawPipe.js';
 /** What every seeded grant shares: only the caller (and so the bucket) differs from the bench's own. */
 export interface SeedSpec {
   tool: string;
+  /** The route that places the bench's approvals of `tool`: a grant answers only its own route's. */
+  route: string;
   sandboxMode: string;
   /** Canonical, as the store keeps them. */
   capabilities: string[];
@@ -27,10 +29,17 @@ export interface SeedSpec {
 }
 
 /**
- * The spec of grants that would answer an approval of `tool` about `subject`, but for their caller:
- * the capabilities as the bot derives them. Throws if such an approval cannot be granted at all.
+ * The spec of grants that would answer an approval of `tool` about `subject` placed by `route`, but
+ * for their caller: the capabilities as the bot derives them. Throws if such an approval cannot be
+ * granted at all.
  */
-export function seedSpecFor(tool: string, subject: unknown, sandboxMode: string, ttlMs: number): SeedSpec {
+export function seedSpecFor(
+  tool: string,
+  route: string,
+  subject: unknown,
+  sandboxMode: string,
+  ttlMs: number,
+): SeedSpec {
   const derived = stageCapabilities({
     tool,
     subject: subject as ApprovalSubject,
@@ -38,7 +47,7 @@ export function seedSpecFor(tool: string, subject: unknown, sandboxMode: string,
     protectedWrite: false,
   });
   if (derived.notGrantable) throw new Error(`the bench's approval is not grantable: ${derived.notGrantable}`);
-  return { tool, sandboxMode, capabilities: derived.capabilities, ttlMs };
+  return { tool, route, sandboxMode, capabilities: derived.capabilities, ttlMs };
 }
 
 /** Listing indexes are per channel and per granter: spread like a real workspace's, not one huge set. */
@@ -98,7 +107,7 @@ function writeChunk(
   const byGranter = new Map<string, Array<number | string>>();
   for (let i = from; i < to; i++) {
     const caller = otherCaller(i);
-    const bucket = bucketOf(caller, spec.tool, spec.sandboxMode);
+    const bucket = bucketOf({ caller, tool: spec.tool, sandboxMode: spec.sandboxMode, route: spec.route });
     const grantId = grantIdIn(bucket, suffixOf(i));
     const data: GrantData = {
       caller,
@@ -109,7 +118,7 @@ function writeChunk(
       grantedBy: granterOf(i),
       approvalId: `seed-${i}`,
       hostId: 'default',
-      route: 'routes[0]',
+      route: spec.route,
       channel: channelOf(i),
       createdAt,
     };
@@ -142,8 +151,9 @@ export function benchGrantStore(redis: Redis): RedisGrantStore {
 export async function checkSeeded(store: RedisGrantStore, count: number, spec: SeedSpec): Promise<void> {
   const now = new Date();
   for (const i of new Set([0, count - 1])) {
-    const found = await store.candidates(otherCaller(i), spec.tool, spec.sandboxMode, now);
-    const wanted = grantIdIn(bucketOf(otherCaller(i), spec.tool, spec.sandboxMode), suffixOf(i));
+    const key = { caller: otherCaller(i), tool: spec.tool, sandboxMode: spec.sandboxMode, route: spec.route };
+    const found = await store.candidates(key, now);
+    const wanted = grantIdIn(bucketOf(key), suffixOf(i));
     if (found.length !== 1 || found[0]!.grantId !== wanted || (await store.get(wanted))?.uses !== 0) {
       throw new Error(`seeded grant ${i} does not read back through RedisGrantStore: the format changed?`);
     }

@@ -29,6 +29,8 @@ import { MEASURED_CORE, pin, pinRedisOffMeasuredCore } from './system.js';
 
 export const CHANNELS = ['C0BENCH0', 'C0BENCH1', 'C0BENCH2', 'C0BENCH3', 'C0BENCH4'] as const;
 export const TOOLS = CHANNELS.map((_, i) => `bench_tool_${i}`);
+/** The route of each bench tool, as the bot names the routes file's unnamed routes (router.ts). */
+export const ROUTES = TOOLS.map((_, i) => `routes[${i}]`);
 export const REDIS_DB = Number(process.env.BENCH_REDIS_DB ?? 15);
 /** The user group every bench route names as its approvers. */
 export const APPROVERS_GROUP = 'S0BENCH';
@@ -143,12 +145,12 @@ export class World {
     for (const [i, tool] of TOOLS.entries()) {
       const from = i * perTool;
       const to = Math.min(otherGrants, from + perTool);
-      if (from < to) await seedOtherGrants(testRedisUrl(REDIS_DB), from, to, this.seedSpec(tool));
+      if (from < to) await seedOtherGrants(testRedisUrl(REDIS_DB), from, to, this.seedSpec(tool, ROUTES[i]!));
     }
   }
 
-  private seedSpec(tool: string): SeedSpec {
-    return seedSpecFor(tool, TEMPLATE.subject, GRANT_SANDBOX, GRANT_TTL_MS);
+  private seedSpec(tool: string, route: string): SeedSpec {
+    return seedSpecFor(tool, route, TEMPLATE.subject, GRANT_SANDBOX, GRANT_TTL_MS);
   }
 
   /**

@@ -9,17 +9,19 @@ import {
 } from '../lib/grantSeed.js';
 import { msBetween, ratio, round, type Summary, summarize } from '../lib/stats.js';
 import { counterOverhead, redisCounters } from '../lib/system.js';
-import { CHANNELS, PostTracker, REDIS_DB, TEMPLATE, TOOLS, type World } from '../lib/world.js';
+import { CHANNELS, PostTracker, REDIS_DB, ROUTES, TEMPLATE, TOOLS, type World } from '../lib/world.js';
 
 // Auto-decide by a remembered grant, with more and more grants of other callers stored: from the
 // host writing approval/requested to the host reading the bot's approval/decide (no card). The
-// lookup reads one bucket (caller, tool, sandbox mode), so neither figure may grow with the
+// lookup reads one bucket (caller, tool, sandbox mode, route), so neither figure may grow with the
 // count. The other callers' grants differ from the bench's own only by caller: the closest a
 // grant can come to matching without matching. One bot runs every count, the grants added in
 // between, so the runs differ by the grants stored and nothing else.
 
 const CALLER = 'session:s-bench'; // the fake host's batch session; a route's grants follow the session
 const TOOL = TOOLS[0]!;
+/** The route that places TOOL's approvals: the bench's grant must be of it to answer them. */
+const ROUTE = ROUTES[0]!;
 const SANDBOX = 'default';
 const TTL_MS = 8 * 3_600_000;
 const ONCE_CHOICE = 'allow_once';
@@ -95,7 +97,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Runs with the bot started on an empty database; leaves every grant it stored behind. */
 export async function grantLatency(world: World, opts: GrantOptions): Promise<GrantResult> {
-  const spec = seedSpecFor(TOOL, TEMPLATE.subject, SANDBOX, TTL_MS);
+  const spec = seedSpecFor(TOOL, ROUTE, TEMPLATE.subject, SANDBOX, TTL_MS);
   const store = benchGrantStore(world.redis);
   // The bench's own grant goes through the real store, as "don't ask again" would store it.
   await store.create({
@@ -107,7 +109,7 @@ export async function grantLatency(world: World, opts: GrantOptions): Promise<Gr
     grantedBy: 'U0BENCH',
     approvalId: 'bench-grant',
     hostId: 'default',
-    route: 'routes[0]',
+    route: ROUTE,
     channel: CHANNELS[0],
     ttlMs: TTL_MS,
   });
@@ -210,7 +212,8 @@ async function lookups(
   const times: number[] = [];
   for (let i = 0; i < count; i++) {
     const started = process.hrtime.bigint();
-    const found = await store.candidates(CALLER, spec.tool, spec.sandboxMode, new Date());
+    const key = { caller: CALLER, tool: spec.tool, sandboxMode: spec.sandboxMode, route: spec.route };
+    const found = await store.candidates(key, new Date());
     times.push(msBetween(started, process.hrtime.bigint()));
     if (found.length !== 1) throw new Error(`the bench's own bucket holds ${found.length} grants, not 1`);
   }

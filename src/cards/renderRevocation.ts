@@ -82,6 +82,10 @@ export function revokeAnswer(outcome: RevokeOutcome): string {
     case 'expired':
       return `Grant ${id} already expired ${when(grant.expiresAt)}: there is nothing to revoke.`;
     case 'alreadyRevoked':
+      if (grant.replacedBy) {
+        const next = inlineCode(grant.replacedBy, 60);
+        return `Grant ${id} was replaced by grant ${next}${grant.revokedBy ? ` of ${mentionUser(grant.revokedBy)}` : ''} ${when(grant.revokedAt)}, who pressed "don't ask again" for the same request: it answers nothing any more. To stop that request being answered, revoke ${next}.`;
+      }
       return `Grant ${id} was already revoked${grant.revokedBy ? ` by ${mentionUser(grant.revokedBy)}` : ''} ${when(grant.revokedAt)}: there is nothing more to do.`;
     case 'hostHeld':
       return `Grant ${id} is kept by the agent host (its own rule: ${inlineCode(grant.rulePreview ?? '', 200)}). Countersign cannot revoke it, since MSP has no call for that: remove the rule on the host side. Nothing was changed.`;

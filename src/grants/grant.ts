@@ -1,6 +1,6 @@
 // A remembered grant ("don't ask again", DESIGN §4): for this caller, this tool may do what these
-// covered capabilities name, while the host runs in this sandbox mode, until it expires or is
-// revoked. Shared by the store (grantStore.ts), the matcher (relay/) and the Slack side.
+// covered capabilities name, while the host runs in this sandbox mode, for requests placed on the
+// route it was made on, until it expires or is revoked. Shared by the store (grantStore.ts), the matcher (relay/) and the Slack side.
 
 import type { GrantScope } from './scope.js';
 
@@ -17,7 +17,16 @@ export interface GrantKey {
   tool: string;
   capabilities: string[];
   sandboxMode: string;
+  /**
+   * The name of the route that placed the card it was granted on (`''` for a record without
+   * one). A grant answers only requests that route places: a lenient route's grant must never
+   * decide what a stricter route would show to other people.
+   */
+  route: string;
 }
+
+/** What a grant's bucket is keyed by: all of its key but the capabilities (see grantIds.ts). */
+export type GrantBucketKey = Pick<GrantKey, 'caller' | 'tool' | 'sandboxMode' | 'route'>;
 
 export interface Grant extends GrantKey {
   /** Stable id: what `/countersign revoke <id>` and the Revoke button name. */
@@ -27,8 +36,7 @@ export interface Grant extends GrantKey {
   grantedBy: string;
   approvalId: string;
   hostId: string;
-  /** The route and channel of that approval: listing is scoped by channel, revoking by route. */
-  route: string;
+  /** The channel of that approval (listing is scoped by channel; revoking by the key's route). */
   channel: string;
   /** ISO times. A host-held grant has no bot-side expiry of its own (the host keeps it). */
   createdAt: string;
@@ -46,6 +54,11 @@ export interface Grant extends GrantKey {
   scope?: string;
   revokedAt?: string;
   revokedBy?: string;
+  /**
+   * Bot-held: the grant that took its place when someone pressed "don't ask again" for its key
+   * again. It ended then, as if revoked by them (`revokedAt`, `revokedBy`).
+   */
+  replacedBy?: string;
 }
 
 /** A grant event, for the capped grant audit stream and the log (structured). */
@@ -54,34 +67,40 @@ export type GrantEvent =
       kind: 'created';
       grant: Grant;
       at: string;
-      /**
-       * Set when an identical live grant was granted again from another approval: no new grant,
-       * `grant` is the existing one with its expiry moved; this says who granted it again, where.
-       */
-      refreshed?: { grantedBy: string; approvalId: string };
+      /** The live grant of the same key this one took the place of (see `replaced`). */
+      replaces?: { grantId: string; grantedBy: string };
     }
   | { kind: 'used'; grantId: string; approvalId: string; sourceIndex: number; at: string }
   /** Its last use was spent: it decides nothing more. */
   | { kind: 'exhausted'; grantId: string; at: string }
   | { kind: 'expired'; grantId: string; at: string }
-  | { kind: 'revoked'; grantId: string; by: string; at: string };
+  | { kind: 'revoked'; grantId: string; by: string; at: string }
+  /**
+   * `by` pressed "don't ask again" for its key again, on `approvalId`: it ended, and the grant
+   * `replacedBy` (theirs, with their scope and limits) answers from now on.
+   */
+  | { kind: 'replaced'; grantId: string; by: string; replacedBy: string; approvalId: string; at: string };
 
 /**
  * Grants in Redis. Lookup cost must not depend on how many grants are stored: grants live in
- * buckets keyed by (caller, tool, sandboxMode), and one approval's lookup reads one bucket in one
- * round trip. Revocation and expiry take effect at once for every replica (they are in Redis).
+ * buckets keyed by (caller, tool, sandboxMode, route), and one approval's lookup reads one bucket
+ * in one round trip. Revocation and expiry take effect at once for every replica (they are in Redis).
  */
 export interface GrantStore {
   /**
-   * Stores a new grant (or refreshes the expiry of an identical live one) and records `created`.
-   * Capabilities are canonicalized here. Bot-held grants need `ttlMs`; a refresh never shortens.
-   * Host-held grants are kept for listing only, one per approval however often it is recorded.
-   * Given `expiresAt`, `lastUsedAt`, `revokedAt`, `revokedBy` and `usesLeft` are ignored. A grant
-   * by uses (`maxUses`) refreshes only an identical live grant by uses, to at least that many left.
+   * Stores a new grant and records `created`. Capabilities are canonicalized here. A bot-held
+   * grant (it needs `ttlMs`) replaces the live bot-held grant of the same key, whoever granted it
+   * and for however long or many uses: the grant is then the new granter's, with their approval,
+   * channel, scope, expiry (shorter, maybe) and uses, and the old one ends at once (out of its
+   * bucket and the listings, `replacedBy` the new one); `created` names the grant it replaces and
+   * `replaced` is recorded for the old one. The same approval recorded again by the same person
+   * (two replicas, a retry) changes nothing and resolves with the grant it made. Host-held grants
+   * are kept for listing only, one per approval however often it is recorded. Given `expiresAt`,
+   * `lastUsedAt`, `revokedAt`, `revokedBy`, `replacedBy` and `usesLeft` are ignored.
    */
   create(grant: Omit<Grant, 'grantId' | 'uses' | 'createdAt'> & { ttlMs?: number }): Promise<Grant>;
   /** Live bot-held grants of one bucket (not expired, not revoked), in one round trip. */
-  candidates(caller: string, tool: string, sandboxMode: string, now: Date): Promise<Grant[]>;
+  candidates(bucket: GrantBucketKey, now: Date): Promise<Grant[]>;
   /**
    * A grant by uses: takes one of its uses, atomically, before it decides. Resolves with the uses
    * left after this one, or undefined when none was left (or it is no longer live): then it must

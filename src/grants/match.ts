@@ -5,13 +5,15 @@ import type { CallerScope, Grant } from './grant.js';
 import type { GrantScope } from './scope.js';
 
 // Whether a remembered grant answers a request (DESIGN §4). Pure: the store only hands in the
-// candidates of one (caller, tool, sandbox mode) bucket, and every rule is checked again here.
+// candidates of one (caller, tool, sandbox mode, route) bucket, and every rule is checked again here.
 
 /** What a grant must cover for the bot to answer the current stage of an approval. */
 export interface GrantQuestion {
   caller: string;
   tool: string;
   sandboxMode: string;
+  /** The route that placed the record (`''` when it names none): only its grants may answer. */
+  route: string;
   /** Canonical, never empty. */
   capabilities: string[];
   /** The offered choice the bot answers with: approved, once. */
@@ -21,7 +23,7 @@ export interface GrantQuestion {
 
 type Askable = CapabilityRequest &
   Pick<ApprovalRecord, 'caller' | 'sandboxMode' | 'availableChoices'> &
-  Partial<Pick<ApprovalRecord, 'risks'>>;
+  Partial<Pick<ApprovalRecord, 'risks' | 'route'>>;
 
 /**
  * The question a grant could answer, or undefined when none may: the request is not grantable
@@ -39,6 +41,7 @@ export function grantQuestion(record: Askable): GrantQuestion | undefined {
     caller: record.caller,
     tool: record.tool,
     sandboxMode: record.sandboxMode,
+    route: record.route ?? '',
     capabilities,
     once,
     sourceIndex: record.currentRequirementId.sourceIndex,
@@ -78,6 +81,7 @@ function grantMatches(grant: Grant, question: GrantQuestion, now: Date, sessionC
     (grant.caller === question.caller || (sessionCaller !== undefined && grant.caller === sessionCaller)) &&
     grant.tool === question.tool &&
     grant.sandboxMode === question.sandboxMode &&
+    grant.route === question.route &&
     covers(grant.capabilities, question.capabilities)
   );
 }

@@ -153,11 +153,12 @@ export class GrantAnswerer {
   /** The candidates of the question's bucket, and of the session's when the route binds some grants there. */
   private async candidates(question: GrantQuestion, sessionCaller: string | undefined, now: Date) {
     const { grants } = this.options;
-    const { caller, tool, sandboxMode } = question;
-    if (sessionCaller === undefined) return grants.candidates(caller, tool, sandboxMode, now);
+    // Only the bucket of the record's own route: a grant of another route never answers it.
+    const { caller, tool, sandboxMode, route } = question;
+    if (sessionCaller === undefined) return grants.candidates({ caller, tool, sandboxMode, route }, now);
     const both = await Promise.all([
-      grants.candidates(caller, tool, sandboxMode, now),
-      grants.candidates(sessionCaller, tool, sandboxMode, now),
+      grants.candidates({ caller, tool, sandboxMode, route }, now),
+      grants.candidates({ caller: sessionCaller, tool, sandboxMode, route }, now),
     ]);
     return both.flat();
   }

@@ -73,7 +73,7 @@ export class GrantMaker {
         grantedBy: userId,
         approvalId: record.approvalId,
         hostId: record.hostId,
-        route: record.route ?? '',
+        route: question.route,
         channel: record.slack.channel,
         lasts,
         ttlMs: scopeTtlMs(lasts, settings),

@@ -3,7 +3,7 @@ import type { GrantEvent } from '../grants/grant.js';
 import { keys } from './keys.js';
 import type { RedisClient } from './redisConnection.js';
 
-/** One stream entry: flat fields, the grant of `created` (and `refreshed`) as JSON. */
+/** One stream entry: flat fields, the grant of `created` (and the one it `replaces`) as JSON. */
 function eventFields(event: GrantEvent): string[] {
   const { kind, at } = event;
   switch (event.kind) {
@@ -18,7 +18,7 @@ function eventFields(event: GrantEvent): string[] {
         'grant',
         JSON.stringify(event.grant),
       ];
-      if (event.refreshed) fields.push('refreshed', JSON.stringify(event.refreshed));
+      if (event.replaces) fields.push('replaces', JSON.stringify(event.replaces));
       return fields;
     }
     case 'used':
@@ -31,6 +31,11 @@ function eventFields(event: GrantEvent): string[] {
       return ['kind', kind, 'grantId', event.grantId, 'at', at];
     case 'revoked':
       return ['kind', kind, 'grantId', event.grantId, 'at', at, 'by', event.by];
+    case 'replaced':
+      return [
+        ...['kind', kind, 'grantId', event.grantId, 'at', at, 'by', event.by],
+        ...['replacedBy', event.replacedBy, 'approvalId', event.approvalId],
+      ];
   }
 }
 
@@ -73,7 +78,7 @@ export async function readGrantAudit(
           kind: 'created',
           at,
           grant: JSON.parse(f.grant ?? '{}'),
-          ...(f.refreshed ? { refreshed: JSON.parse(f.refreshed) } : {}),
+          ...(f.replaces ? { replaces: JSON.parse(f.replaces) } : {}),
         };
       case 'used':
         return {
@@ -86,6 +91,16 @@ export async function readGrantAudit(
         };
       case 'revoked':
         return { id, kind: 'revoked', at, grantId, by: f.by ?? '' };
+      case 'replaced':
+        return {
+          id,
+          kind: 'replaced',
+          at,
+          grantId,
+          by: f.by ?? '',
+          replacedBy: f.replacedBy ?? '',
+          approvalId: f.approvalId ?? '',
+        };
       case 'exhausted':
         return { id, kind: 'exhausted', at, grantId };
       default:

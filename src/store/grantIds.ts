@@ -1,4 +1,5 @@
 import { hash as digest, randomBytes } from 'node:crypto';
+import type { GrantBucketKey } from '../grants/grant.js';
 import { keys } from './keys.js';
 
 // A grant id begins with its bucket's tag, so that from the id alone the store finds the grant's
@@ -13,10 +14,15 @@ export interface Bucket {
   key: string;
 }
 
-/** The bucket of (caller, tool, sandboxMode); JSON keeps the three apart whatever they contain. */
-export function bucketOf(caller: string, tool: string, sandboxMode: string): Bucket {
+/**
+ * The bucket of (caller, tool, sandboxMode, route); JSON keeps the four apart whatever they
+ * contain. Releases before the route was part of the key hashed the first three only: their
+ * buckets are never read again, so their grants answer nothing (they are still listed, revocable
+ * and swept through their own keys until they end).
+ */
+export function bucketOf({ caller, tool, sandboxMode, route }: GrantBucketKey): Bucket {
   // One-shot: a Hash object per lookup costs several times the digest itself.
-  const hash = digest('sha256', JSON.stringify([caller, tool, sandboxMode]), 'hex');
+  const hash = digest('sha256', JSON.stringify([caller, tool, sandboxMode, route]), 'hex');
   const tag = hash.slice(0, TAG_LENGTH);
   return { tag, key: keys.grantBucket(tag, hash) };
 }

@@ -51,6 +51,7 @@ export function fromFields(grantId: string, f: Record<string, string>): StoredGr
   }
   if (f.revAt) grant.revokedAt = f.revAt;
   if (f.revBy) grant.revokedBy = f.revBy;
+  if (f.rep) grant.replacedBy = f.rep;
   return { grant, end };
 }
 

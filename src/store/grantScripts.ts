@@ -19,32 +19,36 @@ end
 // would make the lookup's latency grow with the number of grants. The sweep removes them.
 
 /**
- * Refreshes the bucket's live grant of these capabilities, or stores a new one in its place. A
- * grant by uses has a field of its own in the bucket (the caller suffixes it), so it never
- * refreshes a time-bound one, nor the reverse; refreshed by another approval, it keeps at least
- * the uses granted now. A grant whose uses are spent is not live.
- * KEYS: new grant, bucket. ARGV: grant key prefix, capabilities field, new grant id, `d`, end,
- * now, uses ('' when time-bound), approval id. Returns {id, 1} when created, {id, 0, fields}
- * when refreshed.
+ * Stores a new bot-held grant in its bucket, in place of the bucket's live grant of these
+ * capabilities if there is one: a new "don't ask again" makes the grant the presser's, whatever
+ * the old one's scope (one field per capabilities: a grant by uses and a time-bound one replace
+ * each other). The old grant ends in the same step, revoked by the presser and `rep` naming the
+ * new one, so no replica matches it after this. The same approval recorded again by the same
+ * person (two replicas, a retry) finds its own grant and changes nothing. A grant whose uses are
+ * spent is not live. KEYS: new grant, bucket. ARGV: grant key prefix, capabilities field, new
+ * grant id, `d`, end, now, uses ('' when time-bound), approval id, granter, now as ISO. Returns
+ * {id, 1} when created, {id, 1, old id, old d} when created in the old one's place, {id, 0,
+ * fields} when this approval's grant by this granter was there already.
  */
 const CREATE_BOT = `
 local existing = redis.call('HGET', KEYS[2], ARGV[2])
+local replaced = nil
 if existing then
   local key = ARGV[1] .. existing
-  local f = redis.call('HMGET', key, 'end', 'revAt', 'left', 'max', 'd')
+  local f = redis.call('HMGET', key, 'end', 'revAt', 'left', 'd')
   if f[1] and not f[2] and tonumber(f[1]) > tonumber(ARGV[6]) and (not f[3] or tonumber(f[3]) > 0) then
-    if tonumber(ARGV[5]) > tonumber(f[1]) then redis.call('HSET', key, 'end', ARGV[5]) end
-    if ARGV[7] ~= '' and f[3] and cjson.decode(f[5]).approvalId ~= ARGV[8] then
-      local n = tonumber(ARGV[7])
-      if n > tonumber(f[3]) then redis.call('HSET', key, 'left', n) end
-      if n > tonumber(f[4]) then redis.call('HSET', key, 'max', n) end
+    local held = cjson.decode(f[4])
+    if held.approvalId == ARGV[8] and held.grantedBy == ARGV[9] then
+      return {existing, 0, redis.call('HGETALL', key)}
     end
-    return {existing, 0, redis.call('HGETALL', key)}
+    redis.call('HSET', key, 'revAt', ARGV[10], 'revBy', ARGV[9], 'rep', ARGV[3])
+    replaced = {existing, f[4]}
   end
 end
 redis.call('HSET', KEYS[1], 'd', ARGV[4], 'end', ARGV[5], 'uses', 0, 'bk', KEYS[2], 'cf', ARGV[2])
 if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'left', ARGV[7], 'max', ARGV[7]) end
 redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+if replaced then return {ARGV[3], 1, replaced[1], replaced[2]} end
 return {ARGV[3], 1}
 `;
 
@@ -134,8 +138,8 @@ return {1, f[5]}
 
 /**
  * Claims grants for sweeping: takes each id off the expiry index if it is due. ZREM answers 1 to
- * one sweeper only, so one replica records each `expired`; a score moved by a refresh is not due.
- * KEYS: expiry index. ARGV: now, ids. Returns the ids this caller claimed.
+ * one sweeper only, so one replica records each `expired`; a score moved since it was read is not
+ * due. KEYS: expiry index. ARGV: now, ids. Returns the ids this caller claimed.
  */
 const CLAIM_EXPIRED = `
 local claimed = {}
@@ -150,9 +154,9 @@ return claimed
 
 /**
  * Deletes a claimed grant and its bucket field if it is still due. KEYS: grant. ARGV: now, id.
- * Returns {1, d} deleted, {2, d} deleted but it was revoked or its uses were spent (it was recorded
- * as such: no `expired`), {0} already gone, {-1, end} refreshed since the claim: the caller puts it
- * back on the index.
+ * Returns {1, d} deleted, {2, d} deleted but it was revoked, replaced or its uses were spent (it
+ * was recorded as such: no `expired`), {0} already gone, {-1, end} its end moved since the claim
+ * (a replica of a release that refreshed grants in place): the caller puts it back on the index.
  */
 const REMOVE_EXPIRED = `
 local f = redis.call('HMGET', KEYS[1], 'end', 'revAt', 'bk', 'cf', 'd', 'left')

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { canonicalCapabilities } from '../grants/capabilities.js';
-import type { Grant, GrantStore } from '../grants/grant.js';
+import type { Grant, GrantBucketKey, GrantStore } from '../grants/grant.js';
 import { GrantAuditTrail } from './grantAudit.js';
 import {
   bucketOf,
@@ -93,52 +93,64 @@ export class RedisGrantStore implements GrantStore {
     if (maxUses !== undefined && !(Number.isSafeInteger(maxUses) && maxUses >= 1)) {
       throw new Error('a grant by uses needs at least one use');
     }
-    const bucket = bucketOf(data.caller, data.tool, data.sandboxMode);
+    const bucket = bucketOf(data);
     const grantId = grantIdIn(bucket, this.newGrantId());
     const nowMs = now.getTime();
     const end = nowMs + ttlMs;
-    const capabilities = JSON.stringify(data.capabilities);
-    const [id, created, fields] = (await this.redis.csGrantCreateBot(
+    const [id, created, third, fourth] = (await this.redis.csGrantCreateBot(
       keys.grant(bucket.tag, grantId),
       bucket.key,
       grantKeyPrefix(bucket),
-      maxUses === undefined ? capabilities : `${capabilities}#uses`,
+      JSON.stringify(data.capabilities),
       grantId,
       JSON.stringify(data),
       end,
       nowMs,
       maxUses ?? '',
       data.approvalId,
-    )) as [string, number, unknown];
-    if (created === 1) {
-      const grant: Grant = {
-        ...data,
-        grantId,
-        uses: 0,
-        expiresAt: new Date(end).toISOString(),
-        ...(maxUses === undefined ? {} : { maxUses, usesLeft: maxUses }),
-      };
-      await this.index({ grant, end }, nowMs);
+      data.grantedBy,
+      data.createdAt,
+    )) as [string, number, unknown?, unknown?];
+    if (created !== 1) {
+      // This approval's grant by this person, recorded again (two replicas, a retry): one grant.
+      const existing = this.stored(id, third);
+      // Indexed again so that a create retried after a failed indexing leaves the grant listed.
+      await this.index(existing, nowMs);
+      return existing.grant;
+    }
+    const grant: Grant = {
+      ...data,
+      grantId,
+      uses: 0,
+      expiresAt: new Date(end).toISOString(),
+      ...(maxUses === undefined ? {} : { maxUses, usesLeft: maxUses }),
+    };
+    await this.index({ grant, end }, nowMs);
+    const replaced =
+      typeof third === 'string' ? { grantId: third, data: parseGrantData(String(fourth)) } : undefined;
+    if (!replaced) {
       await this.audit.record({ kind: 'created', grant, at: data.createdAt });
       return grant;
     }
-    const existing = this.stored(id, fields);
-    // Indexed again so that a create retried after a failed indexing leaves the grant listed.
-    await this.index(existing, nowMs);
-    // The same approval recorded twice (two replicas) is one grant: nothing new to tell.
-    if (existing.grant.approvalId !== data.approvalId) {
-      await this.audit.record({
-        kind: 'created',
-        grant: existing.grant,
-        at: data.createdAt,
-        refreshed: { grantedBy: data.grantedBy, approvalId: data.approvalId },
-      });
-    }
-    return existing.grant;
+    // It ended in the script; it leaves the listings now, and the sweep deletes it at its end.
+    await this.unindex(replaced.grantId, replaced.data).catch((err: unknown) => {
+      this.options.logger.warn({ err, grantId: replaced.grantId }, 'replaced grant left in its indexes');
+    });
+    const replaces = { grantId: replaced.grantId, grantedBy: replaced.data.grantedBy };
+    await this.audit.record({ kind: 'created', grant, at: data.createdAt, replaces });
+    await this.audit.record({
+      kind: 'replaced',
+      grantId: replaced.grantId,
+      by: data.grantedBy,
+      replacedBy: grantId,
+      approvalId: data.approvalId,
+      at: data.createdAt,
+    });
+    return grant;
   }
 
   private async createHostHeld(data: GrantData, now: Date): Promise<Grant> {
-    const bucket = bucketOf(data.caller, data.tool, data.sandboxMode);
+    const bucket = bucketOf(data);
     const grantId = grantIdIn(bucket, hostGrantSuffix(data.approvalId));
     const nowMs = now.getTime();
     const end = nowMs + this.listedHostGrantMs;
@@ -159,8 +171,8 @@ export class RedisGrantStore implements GrantStore {
   }
 
   /** One round trip (one script) whatever else is stored: see CANDIDATES in grantScripts.ts. */
-  async candidates(caller: string, tool: string, sandboxMode: string, now: Date): Promise<Grant[]> {
-    const bucket = bucketOf(caller, tool, sandboxMode);
+  async candidates(key: GrantBucketKey, now: Date): Promise<Grant[]> {
+    const bucket = bucketOf(key);
     const rows = await this.redis.csGrantCandidates(bucket.key, grantKeyPrefix(bucket), now.getTime());
     return rows.flatMap(([grantId, d, end, uses, last, left, max]) => {
       const stored = fromFields(grantId!, {
@@ -171,9 +183,9 @@ export class RedisGrantStore implements GrantStore {
         left: left ?? '',
         max: max ?? '',
       });
-      // The bucket's key is a hash of its three names: this check only guards against collisions.
+      // The bucket's key is a hash of its four names: this check only guards against collisions.
       const g = stored?.grant;
-      return g && g.caller === caller && g.tool === tool && g.sandboxMode === sandboxMode ? [g] : [];
+      return g && sameBucket(g, key) ? [g] : [];
     });
   }
 
@@ -206,7 +218,7 @@ export class RedisGrantStore implements GrantStore {
     await this.audit.record({ kind: 'used', grantId: grant.grantId, approvalId, sourceIndex, at });
     if (spent !== 1 || d === undefined) return;
     // Its bucket no longer holds it; the listings would skip it, and now no longer list it.
-    await this.unindex(grant.grantId, parseGrantData(d), false).catch((err: unknown) => {
+    await this.unindex(grant.grantId, parseGrantData(d)).catch((err: unknown) => {
       this.options.logger.warn({ err, grantId: grant.grantId }, 'spent grant left in its indexes');
     });
     await this.audit.record({ kind: 'exhausted', grantId: grant.grantId, at });
@@ -231,8 +243,9 @@ export class RedisGrantStore implements GrantStore {
       string | undefined,
     ];
     if (revoked !== 1 || d === undefined) return false;
-    // Done once the script ran: the indexes only decide what is listed, and listing skips it.
-    await this.unindex(grantId, parseGrantData(d), true).catch((err: unknown) => {
+    // Done once the script ran: the indexes only decide what is listed, and listing skips it. It
+    // stays on the expiry index: the sweep deletes it at its end, as it does every grant.
+    await this.unindex(grantId, parseGrantData(d)).catch((err: unknown) => {
       this.options.logger.warn({ err, grantId }, 'revoked grant left in its indexes');
     });
     await this.audit.record({ kind: 'revoked', grantId, by, at });
@@ -275,7 +288,7 @@ export class RedisGrantStore implements GrantStore {
       // Its keys ran out first: its channel and granter are unknown, listing drops those entries.
       await this.redis.zrem(keys.grantsAll(), grantId);
     } else {
-      await this.unindex(grantId, parseGrantData(String(value)), false);
+      await this.unindex(grantId, parseGrantData(String(value)));
     }
     // A revoked grant was recorded as such; it is only deleted here.
     if (code !== 2) await this.audit.record({ kind: 'expired', grantId, at });
@@ -306,15 +319,18 @@ export class RedisGrantStore implements GrantStore {
     );
   }
 
-  private async unindex(grantId: string, data: GrantData, expiryToo: boolean): Promise<void> {
-    const global = this.redis.pipeline().zrem(keys.grantsAll(), grantId);
-    if (expiryToo) global.zrem(keys.grantsExpiring(), grantId);
+  /** Takes the grant out of the listings; the expiry index is the sweep's, which removes it there. */
+  private async unindex(grantId: string, data: GrantData): Promise<void> {
     await Promise.all([
-      global.exec().then(throwFirstError),
+      this.redis.zrem(keys.grantsAll(), grantId),
       this.redis.zrem(keys.grantsByChannel(data.channel), grantId),
       this.redis.zrem(keys.grantsByGranter(data.grantedBy), grantId),
     ]);
   }
+}
+
+function sameBucket(a: GrantBucketKey, b: GrantBucketKey): boolean {
+  return a.caller === b.caller && a.tool === b.tool && a.sandboxMode === b.sandboxMode && a.route === b.route;
 }
 
 function throwFirstError(results: Array<[Error | null, unknown]> | null): void {

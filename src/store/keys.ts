@@ -93,11 +93,15 @@ export const keys = {
   // grant and the bucket it lives in share one hash tag: every grant script touches one slot.
   /**
    * Hash, one per grant: `d` = the JSON that never changes, `end` = ms when it stops being live
-   * (bot-held) or listed (host-held), `uses`, `last`, `revAt`, `revBy`; `bk`/`cf` = its bucket key
-   * and field, so it can leave the bucket without decoding `d`.
+   * (bot-held) or listed (host-held), `uses`, `last`, `revAt`, `revBy`, `rep` (the grant that
+   * replaced it); `left`/`max`/`exh` for a grant by uses; `bk`/`cf` = its bucket key and field,
+   * so it can leave the bucket without decoding `d`.
    */
   grant: (bucketTag: string, grantId: string) => `${PREFIX}:grant:{${bucketTag}}:${grantId}`,
-  /** Hash, one per (caller, tool, sandboxMode): canonical capabilities JSON → bot-held grantId. */
+  /**
+   * Hash, one per (caller, tool, sandboxMode, route): canonical capabilities JSON → the bot-held
+   * grantId of that key (one at a time: a new grant of the key replaces the old one).
+   */
   grantBucket: (bucketTag: string, bucketHash: string) =>
     `${PREFIX}:grants:bucket:{${bucketTag}}:${bucketHash}`,
   /** Sorted sets of grantIds by createdAt (ms): what listing reads instead of every grant. */
@@ -106,6 +110,9 @@ export const keys = {
   grantsAll: () => `${PREFIX}:{grants}:all`,
   /** Sorted set of grantIds by `end` (ms): what sweep() looks at. */
   grantsExpiring: () => `${PREFIX}:{grants}:expiring`,
-  /** Stream of grant events (created, used, expired, revoked), capped with XADD MAXLEN ~. */
+  /**
+   * Stream of grant events (created, used, exhausted, expired, revoked, replaced), capped with
+   * XADD MAXLEN ~.
+   */
   grantAudit: `${PREFIX}:{grants}:audit`,
 } as const;

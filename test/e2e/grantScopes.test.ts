@@ -3,13 +3,11 @@
 // is the grant's. A grant by uses decides that many requests and the next one gets a card, even
 // when requests arrive together; /countersign grants shows the uses left.
 
-import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { decodeChoiceValue, encodeChoiceValue } from '../../src/cards/ids.js';
 import { readGrantAudit } from '../../src/store/grantAudit.js';
-import { RedisGrantStore } from '../../src/store/grantStore.js';
 import { type ApprovalRequestParams, shellApproval } from '../support/fakeHost.js';
-import type { SlackCall } from '../support/fakeSlack.js';
+import { cardPostedFor, grantFrom, storeOf } from './grantSteps.js';
 import { commandAnswer, configFile } from './teamSetup.js';
 import { buttonsOf, rememberButtonsOf, SESSION, textOf, World } from './world.js';
 
@@ -62,16 +60,6 @@ function request(
   return { ...shellApproval({ approvalId, sessionId, stages: [argv] }), toolName: tool };
 }
 
-function storeOf(world: World): RedisGrantStore {
-  return new RedisGrantStore(world.redis, { logger: pino({ level: 'silent' }), auditMaxLen: 1_000 });
-}
-
-function cardPostedFor(world: World, approvalId: string): boolean {
-  return world.slack
-    .callsOf('chat.postMessage')
-    .some((c: SlackCall) => JSON.stringify(c.args.metadata ?? {}).includes(approvalId));
-}
-
 function decidesOf(world: World, approvalIds: readonly string[]) {
   return world.host.decides().filter((d) => approvalIds.includes(d.frame.params.approvalId));
 }
@@ -81,21 +69,6 @@ function grantLines(world: World, command: string): string[] {
     .callsOf('chat.postMessage')
     .map((c) => String(c.args.text))
     .filter((t) => t.startsWith(':repeat: Approved by a remembered grant') && t.includes(command));
-}
-
-/** Opens a request, waits for its card and presses its "don't ask again" button labelled `label`. */
-async function grantFrom(world: World, approval: ApprovalRequestParams, label: string): Promise<string> {
-  await world.host.open(approval);
-  const card = await world.waitForCard(approval.approvalId, (m) => buttonsOf(m).length > 0);
-  const button = rememberButtonsOf(card).find((b) => b.text === label);
-  expect(button, `no "${label}" among ${rememberButtonsOf(card).map((b) => b.text)}`).toBeDefined();
-  await world.pressButton(card.ts, button!, 'U0ALICE', card.channel);
-  const decide = await world.host.waitForDecide((d) => d.frame.params.approvalId === approval.approvalId);
-  expect(decide.frame.params.choiceId).toBe('allow_once');
-  const done = await world.waitForCard(approval.approvalId, (m) => textOf(m).includes('Remembered:'));
-  const grantId = /revoke ([\w-]+)/.exec(textOf(done))?.[1];
-  expect(grantId).toBeDefined();
-  return grantId!;
 }
 
 async function until(check: () => Promise<boolean> | boolean, what: string, timeoutMs = 5_000) {

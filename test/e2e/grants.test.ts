@@ -4,14 +4,12 @@
 // exactly what was granted (another sandbox mode, caller, command, path, an unknown kind, a
 // protected write, a revoked or expired grant) gets its card.
 
-import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readGrantAudit } from '../../src/store/grantAudit.js';
-import { RedisGrantStore } from '../../src/store/grantStore.js';
 import { keys } from '../../src/store/keys.js';
 import { type ApprovalRequestParams, shellApproval } from '../support/fakeHost.js';
-import type { SlackCall } from '../support/fakeSlack.js';
 import { until } from '../support/until.js';
+import { cardPostedFor, storeOf } from './grantSteps.js';
 import { configFile } from './teamSetup.js';
 import { buttonsOf, rememberButtonOf, SESSION, textOf, World } from './world.js';
 
@@ -62,17 +60,6 @@ function shell(
     stages,
     ...(opts.protectedWrite ? { protectedWrite: true } : {}),
   });
-}
-
-function storeOf(world: World): RedisGrantStore {
-  return new RedisGrantStore(world.redis, { logger: pino({ level: 'silent' }), auditMaxLen: 1_000 });
-}
-
-/** Whether the bot ever posted a card (a message with the approval's metadata) for this approval. */
-function cardPostedFor(world: World, approvalId: string): boolean {
-  return world.slack
-    .callsOf('chat.postMessage')
-    .some((c: SlackCall) => JSON.stringify(c.args.metadata ?? {}).includes(approvalId));
 }
 
 /** Opens a request, waits for its card and presses "Don't ask again" on it as `userId`. */
@@ -279,7 +266,15 @@ describe('remembered grants', () => {
     });
     // The bot never answers with what the host keeps.
     expect(
-      await storeOf(world).candidates(`session:${SESSION}`, 'bash', 'workspace-write', new Date()),
+      await storeOf(world).candidates(
+        {
+          caller: `session:${SESSION}`,
+          tool: 'bash',
+          sandboxMode: 'workspace-write',
+          route: '(SLACK_CHANNEL)',
+        },
+        new Date(),
+      ),
     ).toEqual([]);
   });
 

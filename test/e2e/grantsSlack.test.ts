@@ -103,7 +103,7 @@ function entries(blocks: unknown, grants: readonly Grant[]): Map<string, Entry> 
 }
 
 async function live(store: GrantStore, grant: Grant): Promise<boolean> {
-  const found = await store.candidates(grant.caller, grant.tool, grant.sandboxMode, new Date());
+  const found = await store.candidates(grant, new Date());
   return found.some((g) => g.grantId === grant.grantId);
 }
 

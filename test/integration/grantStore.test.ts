@@ -1,7 +1,9 @@
 // The grant store on a real Redis: matching reads one bucket in one round trip however many
-// grants there are, refresh instead of duplicates, expiry and revocation at once, exactly-once
-// events under concurrent replicas (two store instances on two connections), listing by index.
+// grants there are, a new press replacing the live grant of its key, expiry and revocation at
+// once, exactly-once events under concurrent replicas (two store instances on two connections),
+// listing by index.
 
+import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Grant, GrantStore } from '../../src/grants/grant.js';
@@ -19,6 +21,8 @@ import { until } from '../support/until.js';
 
 const HOUR = 60 * 60 * 1000;
 const T0 = Date.parse('2026-12-01T10:00:00.000Z');
+/** The bucket of botGrant()'s grants. */
+const S1 = { caller: 'session:s-1', tool: 'shell', sandboxMode: 'workspace-write', route: 'default' };
 
 describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
   let db: number;
@@ -107,10 +111,14 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
       });
       expect(grant.grantId).toMatch(/^[0-9a-f]{10}-[0-9a-f]{12}$/);
       expect(await store.get(grant.grantId)).toEqual(grant);
-      expect(await store.candidates('session:s-1', 'shell', 'workspace-write', now())).toEqual([grant]);
-      expect(await store.candidates('session:s-1', 'shell', 'danger-full-access', now())).toEqual([]);
-      expect(await store.candidates('session:s-1', 'apply_patch', 'workspace-write', now())).toEqual([]);
-      expect(await store.candidates('session:s-2', 'shell', 'workspace-write', now())).toEqual([]);
+      expect(await store.candidates(S1, now())).toEqual([grant]);
+      expect(await store.candidates({ ...S1, sandboxMode: 'danger-full-access' }, now())).toEqual([]);
+      expect(await store.candidates({ ...S1, tool: 'apply_patch' }, now())).toEqual([]);
+      expect(await store.candidates({ ...S1, caller: 'session:s-2' }, now())).toEqual([]);
+      // The route is part of the key: another route's approval never reads this bucket.
+      expect(await store.candidates({ ...S1, route: 'prod' }, now())).toEqual([]);
+      expect(await store.candidates({ ...S1, route: '' }, now())).toEqual([]);
+      expect(bucketOf({ ...S1, route: 'prod' }).key).not.toBe(bucketOf(S1).key);
       expect(await store.get('nope')).toBeUndefined();
       expect(await store.get('0123456789-000000000000')).toBeUndefined();
 
@@ -132,7 +140,7 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
       const { store } = newStore();
       const host = await store.create(hostGrant());
       expect(host.expiresAt).toBeUndefined();
-      expect(await store.candidates('session:s-1', 'shell', 'workspace-write', now())).toEqual([]);
+      expect(await store.candidates(S1, now())).toEqual([]);
       expect(await store.get(host.grantId)).toMatchObject({ holder: 'host', rulePreview: host.rulePreview });
     });
 
@@ -140,7 +148,7 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
       const { store } = newStore();
       const long = await store.create(botGrant({ ttlMs: 10 * HOUR }));
       await store.create(botGrant({ capabilities: ['exec:ls'], ttlMs: HOUR }));
-      const bucket = bucketOf('session:s-1', 'shell', 'workspace-write');
+      const bucket = bucketOf(S1);
       // Many keys with a TTL stall Redis's active expiry for every client: none per grant.
       expect(await redis.pttl(bucket.key)).toBe(-1);
       expect(await redis.pttl(grantKeyOf(long.grantId)!)).toBe(-1);
@@ -150,40 +158,153 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
     });
   });
 
-  describe('identical grants', () => {
-    it('refreshes the live one instead of storing a second, and records who granted it again', async () => {
+  describe('grants stored by a release before the route was part of the key', () => {
+    /** What that release's create and index wrote: the bucket a hash of (caller, tool, sandboxMode). */
+    async function storeAsOlderRelease(input: Input): Promise<string> {
+      const { ttlMs, ...data } = input;
+      const hash = createHash('sha256')
+        .update(JSON.stringify([data.caller, data.tool, data.sandboxMode]))
+        .digest('hex');
+      const tag = hash.slice(0, 10);
+      const bucketKey = keys.grantBucket(tag, hash);
+      const grantId = `${tag}-0123456789ab`;
+      const cf = JSON.stringify(data.capabilities);
+      const end = clock + ttlMs!;
+      await redis.hset(keys.grant(tag, grantId), {
+        d: JSON.stringify({ ...data, createdAt: now().toISOString() }),
+        end,
+        uses: 0,
+        bk: bucketKey,
+        cf,
+      });
+      await redis.hset(bucketKey, cf, grantId);
+      await redis.zadd(keys.grantsExpiring(), end, grantId);
+      for (const index of [
+        keys.grantsAll(),
+        keys.grantsByChannel(data.channel),
+        keys.grantsByGranter(data.grantedBy),
+      ])
+        await redis.zadd(index, clock, grantId);
+      return grantId;
+    }
+
+    it('answer nothing (fail closed), yet are listed, revocable and swept until they end', async () => {
       const { store } = newStore();
-      const first = await store.create(botGrant({ capabilities: ['exec:a', 'exec:b'] }));
+      const old = await storeAsOlderRelease(botGrant());
+      const revocable = await storeAsOlderRelease(botGrant({ tool: 'apply_patch' }));
+      expect(await store.candidates(S1, now())).toEqual([]);
+      expect(await store.candidates({ ...S1, route: '' }, now())).toEqual([]);
+      expect((await store.list({}, now())).map((g) => g.grantId).sort()).toEqual([old, revocable].sort());
+      expect(await store.get(old)).toMatchObject({ grantId: old, route: 'default', grantedBy: 'U0ALICE' });
+
+      // The same press now stores a grant of the new kind beside it, which does answer.
+      const fresh = await store.create(botGrant({ approvalId: 'a-2' }));
+      expect((await store.candidates(S1, now())).map((g) => g.grantId)).toEqual([fresh.grantId]);
+
+      expect(await store.revoke(revocable, 'U0ALICE', now())).toBe(true);
+      expect((await store.list({}, now())).map((g) => g.grantId).sort()).toEqual([old, fresh.grantId].sort());
+      expect(await store.get(revocable)).toMatchObject({ revokedBy: 'U0ALICE' });
+      await store.sweep(at(T0 + HOUR));
+      expect(await store.get(old)).toBeUndefined();
+      expect(await store.get(revocable)).toBeUndefined();
+      expect(await events('expired')).toContainEqual(expect.objectContaining({ grantId: old }));
+    });
+  });
+
+  describe('granting the same key again', () => {
+    it("replaces the live grant: the new one is the new granter's, the old one ends at once, both are recorded", async () => {
+      const { store } = newStore();
+      const first = await store.create(
+        botGrant({
+          capabilities: ['exec:a', 'exec:b'],
+          ttlMs: 8 * HOUR,
+          lasts: { kind: 'time', ms: 8 * HOUR },
+        }),
+      );
       clock = T0 + 10 * 60 * 1000;
       const again = await store.create(
-        botGrant({ capabilities: ['exec:b', 'exec:a', 'exec:a'], approvalId: 'a-2', grantedBy: 'U0BOB' }),
+        botGrant({
+          capabilities: ['exec:b', 'exec:a', 'exec:a'],
+          approvalId: 'a-2',
+          grantedBy: 'U0BOB',
+          channel: 'C0OTHER',
+          lasts: { kind: 'time', ms: HOUR },
+        }),
       );
-      expect(again.grantId).toBe(first.grantId);
-      expect(again.expiresAt).toBe(at(clock + HOUR).toISOString());
-      expect(again.grantedBy).toBe('U0ALICE');
-      const candidates = await store.candidates('session:s-1', 'shell', 'workspace-write', now());
-      expect(candidates.map((g) => g.grantId)).toEqual([first.grantId]);
-      expect(candidates[0]!.expiresAt).toBe(again.expiresAt);
-      // Past the first expiry, the refreshed grant still matches.
-      expect(
-        await store.candidates('session:s-1', 'shell', 'workspace-write', at(T0 + HOUR + 1)),
-      ).toHaveLength(1);
-      expect(await store.list({}, now())).toHaveLength(1);
-      const created = await events('created');
-      expect(created).toHaveLength(2);
-      expect(created[1]).toMatchObject({
-        grant: { grantId: first.grantId, expiresAt: again.expiresAt },
-        refreshed: { grantedBy: 'U0BOB', approvalId: 'a-2' },
+      expect(again.grantId).not.toBe(first.grantId);
+      // Bob's, with his scope: shorter than Alice's was.
+      expect(again).toMatchObject({
+        grantedBy: 'U0BOB',
+        approvalId: 'a-2',
+        channel: 'C0OTHER',
+        lasts: { kind: 'time', ms: HOUR },
+        expiresAt: at(clock + HOUR).toISOString(),
       });
+      expect(Date.parse(again.expiresAt!)).toBeLessThan(Date.parse(first.expiresAt!));
+      expect((await store.candidates(S1, now())).map((g) => g.grantId)).toEqual([again.grantId]);
+      expect(await store.candidates(S1, at(clock + HOUR))).toEqual([]);
+      // Alice's ended as if Bob revoked it, naming what took its place; it is listed nowhere.
+      expect(await store.get(first.grantId)).toMatchObject({
+        revokedBy: 'U0BOB',
+        revokedAt: now().toISOString(),
+        replacedBy: again.grantId,
+      });
+      expect((await store.list({}, now())).map((g) => g.grantId)).toEqual([again.grantId]);
+      expect(await store.list({ grantedBy: 'U0ALICE' }, now())).toEqual([]);
+      expect(await store.list({ channels: ['C0DEPLOY'] }, now())).toEqual([]);
+      expect((await store.list({ grantedBy: 'U0BOB' }, now())).map((g) => g.grantId)).toEqual([
+        again.grantId,
+      ]);
+      expect(await redis.zscore(keys.grantsByGranter('U0ALICE'), first.grantId)).toBeNull();
+      expect(await store.revoke(first.grantId, 'U0ALICE', now())).toBe(false);
+
+      expect(await events()).toEqual([
+        expect.objectContaining({ kind: 'created', grant: first }),
+        expect.objectContaining({
+          kind: 'created',
+          grant: again,
+          replaces: { grantId: first.grantId, grantedBy: 'U0ALICE' },
+        }),
+        expect.objectContaining({
+          kind: 'replaced',
+          grantId: first.grantId,
+          by: 'U0BOB',
+          replacedBy: again.grantId,
+          approvalId: 'a-2',
+          at: now().toISOString(),
+        }),
+      ]);
     });
 
-    it('never shortens a live grant, and one approval recorded twice is one event', async () => {
+    it('one approval recorded again by the same person is one grant and one event', async () => {
       const { store } = newStore();
       const first = await store.create(botGrant({ ttlMs: 5 * HOUR }));
+      clock = T0 + 1_000;
       const again = await store.create(botGrant({ ttlMs: HOUR }));
-      expect(again.grantId).toBe(first.grantId);
-      expect(again.expiresAt).toBe(first.expiresAt);
-      expect(await events('created')).toHaveLength(1);
+      expect(again).toEqual(first);
+      expect(await events()).toHaveLength(1);
+    });
+
+    it('two replicas recording one press at once store one grant; two presses at once leave one live', async () => {
+      const a = newStore(redis).store;
+      const b = newStore(redisB).store;
+      const [one, two] = await Promise.all([a.create(botGrant()), b.create(botGrant())]);
+      expect(two.grantId).toBe(one.grantId);
+      expect(await events()).toHaveLength(1);
+
+      const presses = await Promise.all(
+        ['U0BOB', 'U0CAROL', 'U0DAVE', 'U0ERIN'].map((grantedBy, i) =>
+          (i % 2 ? a : b).create(botGrant({ grantedBy, approvalId: `a-${grantedBy}` })),
+        ),
+      );
+      const live = await a.candidates(S1, now());
+      expect(live).toHaveLength(1);
+      expect(presses.map((g) => g.grantId)).toContain(live[0]!.grantId);
+      expect((await a.list({}, now())).map((g) => g.grantId)).toEqual([live[0]!.grantId]);
+      // Each press ended the one before it, whatever order they ran in: four in all.
+      const replaced = await events('replaced');
+      expect(replaced).toHaveLength(4);
+      expect(new Set(replaced.map((e) => (e.kind === 'replaced' ? e.grantId : ''))).size).toBe(4);
     });
 
     it('stores a new grant once the identical one expired or was revoked', async () => {
@@ -195,7 +316,7 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
       expect(await store.revoke(second.grantId, 'U0ALICE', now())).toBe(true);
       const third = await store.create(botGrant({ approvalId: 'a-3' }));
       expect(new Set([first.grantId, second.grantId, third.grantId]).size).toBe(3);
-      const live = await store.candidates('session:s-1', 'shell', 'workspace-write', now());
+      const live = await store.candidates(S1, now());
       expect(live.map((g) => g.grantId)).toEqual([third.grantId]);
     });
 
@@ -216,8 +337,8 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
     it('stops matching and listing at once, before any sweep', async () => {
       const { store } = newStore();
       const grant = await store.create(botGrant({ ttlMs: 1_000 }));
-      expect(await store.candidates('session:s-1', 'shell', 'workspace-write', at(T0 + 999))).toHaveLength(1);
-      expect(await store.candidates('session:s-1', 'shell', 'workspace-write', at(T0 + 1_000))).toEqual([]);
+      expect(await store.candidates(S1, at(T0 + 999))).toHaveLength(1);
+      expect(await store.candidates(S1, at(T0 + 1_000))).toEqual([]);
       expect(await store.list({}, at(T0 + 1_000))).toEqual([]);
       expect(await store.revoke(grant.grantId, 'U0ALICE', at(T0 + 1_000))).toBe(false);
       expect(await store.get(grant.grantId)).toMatchObject({ grantId: grant.grantId });
@@ -250,7 +371,7 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
         expect(await redis.zscore(keys.grantsByGranter(g.grantedBy), g.grantId)).toBeNull();
         expect(await redis.zscore(keys.grantsExpiring(), g.grantId)).toBeNull();
       }
-      const bucket = bucketOf('session:s-1', 'shell', 'workspace-write');
+      const bucket = bucketOf(S1);
       expect(Object.values(await redis.hgetall(bucket.key))).toEqual([live.grantId]);
       expect((await a.list({}, at(T0 + 1_000))).map((g) => g.grantId).sort()).toEqual(
         [live.grantId, host.grantId].sort(),
@@ -258,14 +379,15 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
       expect(await a.sweep(at(T0 + 1_000))).toBe(0);
     });
 
-    it('does not sweep a grant refreshed after it was found due', async () => {
+    it('deletes a replaced grant at its own end without an `expired`; the grant that replaced it lives on', async () => {
       const { store } = newStore();
-      const grant = await store.create(botGrant({ ttlMs: 1_000 }));
+      const replaced = await store.create(botGrant({ ttlMs: 1_000 }));
       clock = T0 + 500;
-      await store.create(botGrant({ approvalId: 'a-2', ttlMs: HOUR }));
-      expect(await store.sweep(at(T0 + 1_000))).toBe(0);
-      expect(await store.candidates('session:s-1', 'shell', 'workspace-write', at(T0 + 1_000))).toEqual([
-        expect.objectContaining({ grantId: grant.grantId }),
+      const successor = await store.create(botGrant({ approvalId: 'a-2', ttlMs: HOUR }));
+      expect(await store.sweep(at(T0 + 1_000))).toBe(1);
+      expect(await store.get(replaced.grantId)).toBeUndefined();
+      expect(await store.candidates(S1, at(T0 + 1_000))).toEqual([
+        expect.objectContaining({ grantId: successor.grantId }),
       ]);
       expect(await events('expired')).toEqual([]);
     });
@@ -293,10 +415,22 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
       expect(revoked).toHaveLength(1);
       const by = `U0USER${results.indexOf(true)}`;
       expect(revoked[0]).toMatchObject({ grantId: grant.grantId, by, at: now().toISOString() });
-      expect(await b.candidates('session:s-1', 'shell', 'workspace-write', now())).toEqual([]);
+      expect(await b.candidates(S1, now())).toEqual([]);
       expect(await a.get(grant.grantId)).toMatchObject({ revokedAt: now().toISOString(), revokedBy: by });
       expect(await a.list({}, now())).toEqual([]);
       expect(await a.revoke(grant.grantId, 'U0ALICE', now())).toBe(false);
+    });
+
+    it('leaves a revoked grant to the sweep, which deletes it at its end without an `expired`', async () => {
+      const { store } = newStore();
+      const grant = await store.create(botGrant());
+      expect(await store.revoke(grant.grantId, 'U0ALICE', now())).toBe(true);
+      expect(await store.sweep(at(T0 + HOUR - 1))).toBe(0);
+      expect(await store.get(grant.grantId)).toMatchObject({ revokedBy: 'U0ALICE' });
+      expect(await store.sweep(at(T0 + HOUR))).toBe(1);
+      expect(await store.get(grant.grantId)).toBeUndefined();
+      expect(await redis.zscore(keys.grantsExpiring(), grant.grantId)).toBeNull();
+      expect((await events()).map((e) => e.kind)).toEqual(['created', 'revoked']);
     });
 
     it('answers false for unknown ids', async () => {
@@ -326,7 +460,7 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
         Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).recordUse(grant, `a-use-${i}`, i % 3, now())),
       );
       expect(await a.get(grant.grantId)).toMatchObject({ uses: 40, lastUsedAt: now().toISOString() });
-      const [candidate] = await a.candidates('session:s-1', 'shell', 'workspace-write', now());
+      const [candidate] = await a.candidates(S1, now());
       expect(candidate).toMatchObject({ uses: 40, lastUsedAt: now().toISOString() });
       const used = await events('used');
       expect(used).toHaveLength(40);
@@ -436,7 +570,7 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
         const pipe = seeder.pipeline();
         for (let n = i; n < Math.min(i + 5_000, count); n++) {
           const { ttlMs: _ttl, ...data } = botGrant({ caller: `session:other-${n}`, approvalId: `a-o-${n}` });
-          const bucket = bucketOf(data.caller, data.tool, data.sandboxMode);
+          const bucket = bucketOf(data);
           const grantId = `${bucket.tag}-${n.toString(16).padStart(12, '0')}`;
           const fields = {
             d: JSON.stringify({ ...data, createdAt: now().toISOString() }),
@@ -455,7 +589,7 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
       const { store } = newStore();
       const mine = await store.create(botGrant());
       await store.create(botGrant({ tool: 'apply_patch' })); // the same caller, another bucket
-      const match = () => store.candidates('session:s-1', 'shell', 'workspace-write', now());
+      const match = () => store.candidates(S1, now());
       await match(); // the script is now cached on this connection
 
       const small = await commandsDuring(match);
@@ -466,7 +600,7 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
       await seedOthers(20_000);
       expect(await redis.zcard(keys.grantsAll())).toBe(20_002);
       // The seeded grants are grants as the store reads them.
-      const [other] = await store.candidates('session:other-19999', 'shell', 'workspace-write', now());
+      const [other] = await store.candidates({ ...S1, caller: 'session:other-19999' }, now());
       expect(other).toMatchObject({
         caller: 'session:other-19999',
         uses: 0,
@@ -526,7 +660,7 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
 
       expect(await store.reserveUse(grant, now())).toBe(1);
       await store.recordUse(grant, 'a-u1', 0, now());
-      expect(await store.candidates('session:s-1', 'shell', 'workspace-write', now())).toMatchObject([
+      expect(await store.candidates(S1, now())).toMatchObject([
         { grantId: grant.grantId, usesLeft: 1, maxUses: 2, uses: 1 },
       ]);
       expect(await store.list({}, now())).toMatchObject([{ grantId: grant.grantId, usesLeft: 1 }]);
@@ -535,11 +669,11 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
       await store.recordUse(grant, 'a-u2', 0, now());
       expect(await store.reserveUse(grant, now())).toBeUndefined();
       // Spent: no longer matched, listed or revocable; its last use is followed by `exhausted`.
-      expect(await store.candidates('session:s-1', 'shell', 'workspace-write', now())).toEqual([]);
+      expect(await store.candidates(S1, now())).toEqual([]);
       expect(await store.list({}, now())).toEqual([]);
       expect(await store.revoke(grant.grantId, 'U0ALICE', now())).toBe(false);
       expect((await events()).map((e) => e.kind)).toEqual(['created', 'used', 'used', 'exhausted']);
-      expect(await redis.hlen(bucketOf('session:s-1', 'shell', 'workspace-write').key)).toBe(0);
+      expect(await redis.hlen(bucketOf(S1).key)).toBe(0);
 
       // Swept at its end without an `expired`: it was recorded as exhausted.
       clock = T0 + HOUR + 1;
@@ -563,11 +697,9 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
       const { store } = newStore();
       const grant = await store.create(byUses(1));
       expect(await store.reserveUse(grant, now())).toBe(0);
-      expect(await store.candidates('session:s-1', 'shell', 'workspace-write', now())).toEqual([]);
+      expect(await store.candidates(S1, now())).toEqual([]);
       await store.returnUse(grant);
-      expect(await store.candidates('session:s-1', 'shell', 'workspace-write', now())).toMatchObject([
-        { grantId: grant.grantId, usesLeft: 1 },
-      ]);
+      expect(await store.candidates(S1, now())).toMatchObject([{ grantId: grant.grantId, usesLeft: 1 }]);
       expect(await store.reserveUse(grant, now())).toBe(0);
     });
 
@@ -580,19 +712,25 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
       expect(await store.reserveUse(ending, at(T0 + HOUR))).toBeUndefined();
     });
 
-    it('keeps apart from a time-bound grant of the same request; granted again it keeps at least the uses granted now', async () => {
+    it('replaces a time-bound grant of the same request, and is replaced by one; recorded twice, it gives no use back', async () => {
       const { store } = newStore();
       const timed = await store.create(botGrant());
-      const counted = await store.create(byUses(3, { approvalId: 'a-2' }));
+      const counted = await store.create(byUses(3, { approvalId: 'a-2', grantedBy: 'U0BOB' }));
       expect(counted.grantId).not.toBe(timed.grantId);
+      expect(await store.get(timed.grantId)).toMatchObject({ replacedBy: counted.grantId });
       expect(await store.reserveUse(counted, now())).toBe(2);
       await store.recordUse(counted, 'a-u1', 0, now());
       // The same approval recorded twice (two replicas) gives no use back.
-      expect((await store.create(byUses(3, { approvalId: 'a-2' }))).usesLeft).toBe(2);
+      expect((await store.create(byUses(3, { approvalId: 'a-2', grantedBy: 'U0BOB' }))).usesLeft).toBe(2);
+      // Pressed again, it is a new grant of the uses pressed now, not the old one topped up.
       const again = await store.create(byUses(5, { approvalId: 'a-3' }));
-      expect(again).toMatchObject({ grantId: counted.grantId, usesLeft: 5, maxUses: 5 });
-      const found = await store.candidates('session:s-1', 'shell', 'workspace-write', now());
-      expect(found.map((g) => g.grantId).sort()).toEqual([timed.grantId, counted.grantId].sort());
+      expect(again).toMatchObject({ maxUses: 5, usesLeft: 5, uses: 0, grantedBy: 'U0ALICE' });
+      expect(again.grantId).not.toBe(counted.grantId);
+      expect(await store.reserveUse(counted, now())).toBeUndefined();
+      const timedAgain = await store.create(botGrant({ approvalId: 'a-4' }));
+      const found = await store.candidates(S1, now());
+      expect(found.map((g) => g.grantId)).toEqual([timedAgain.grantId]);
+      expect(found[0]!.usesLeft).toBeUndefined();
     });
 
     it('refuses fewer than one use', async () => {

@@ -218,6 +218,7 @@ const question: GrantQuestion = {
   caller: 'session:s1',
   tool: 'bash',
   sandboxMode: 'workspace-write',
+  route: 'default',
   capabilities: ['exec:git push'],
   once: ONCE,
   sourceIndex: 0,
@@ -228,11 +229,17 @@ describe('grantQuestion and findGrant: every part equal, capabilities a subset',
     ...request(shell()),
     caller: 'session:s1',
     sandboxMode: 'workspace-write',
+    route: 'default',
     availableChoices: [ONCE, SESSION, REJECT],
   };
 
-  it('asks with the caller, tool, sandbox mode, the stage capability and the approved-once choice', () => {
+  it('asks with the caller, tool, sandbox mode, route, the stage capability and the approved-once choice', () => {
     expect(grantQuestion(record)).toEqual(question);
+  });
+
+  it('asks for the route a record names, and for the route-less grants of a record that names none', () => {
+    expect(grantQuestion({ ...record, route: 'prod' })?.route).toBe('prod');
+    expect(grantQuestion({ ...record, route: undefined })?.route).toBe('');
   });
 
   it('asks nothing when the host offers no approved-once choice, or the request is not grantable', () => {
@@ -246,10 +253,18 @@ describe('grantQuestion and findGrant: every part equal, capabilities a subset',
     expect(findGrant([grant()], question, NOW)?.grantId).toBe('g1');
   });
 
-  it('finds none for another sandbox mode, caller or tool', () => {
+  it('finds none for another sandbox mode, caller, tool or route', () => {
     expect(findGrant([grant({ sandboxMode: 'danger-full-access' })], question, NOW)).toBeUndefined();
     expect(findGrant([grant({ caller: 'session:s2' })], question, NOW)).toBeUndefined();
     expect(findGrant([grant({ tool: 'sh' })], question, NOW)).toBeUndefined();
+    // A grant made where the rules are lenient never answers what a stricter route placed.
+    expect(findGrant([grant({ route: 'prod' })], question, NOW)).toBeUndefined();
+    expect(findGrant([grant({ route: '' })], question, NOW)).toBeUndefined();
+    // Nor does the session's grant of another route.
+    expect(
+      findGrant([grant({ caller: 'session:s9', route: 'prod' })], question, NOW, 'session:s9'),
+    ).toBeUndefined();
+    expect(findGrant([grant({ caller: 'session:s9' })], question, NOW, 'session:s9')?.grantId).toBe('g1');
   });
 
   it('finds none for a superset of what the grant covers', () => {

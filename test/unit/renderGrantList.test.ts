@@ -245,4 +245,20 @@ describe('revocations', () => {
       expect(liveMarkup(text.replace(/<!subteam\^S0SRE>/g, ''))).toEqual([]);
     }
   });
+
+  it('a grant replaced by a new "don\'t ask again" names the grant that took its place, and who pressed', () => {
+    const replaced = revokeAnswer({
+      kind: 'alreadyRevoked',
+      grant: {
+        ...hostile(),
+        revokedBy: 'U0BOB',
+        revokedAt: NOW.toISOString(),
+        replacedBy: `0123456789-${HOSTILE}`,
+      },
+    });
+    expect(replaced).toContain('was replaced by grant `0123456789-&lt;!channel&gt;');
+    expect(replaced).toContain('of <@U0BOB>');
+    expect(replaced).not.toContain('already revoked');
+    expect(liveMarkup(replaced)).toEqual([]);
+  });
 });
