@@ -78,7 +78,7 @@ function revokerWith(setup: Setup) {
     authorizer: {
       async mayRevoke(userId, g) {
         calls.mayRevoke.push({ userId, grant: g });
-        return setup.may ?? { allowed: true, because: 'granter' };
+        return setup.may ?? { allowed: true, because: 'user' };
       },
     },
     notices: {
@@ -121,7 +121,7 @@ describe('GrantRevoker', () => {
       const ended = grant({ expiresAt });
       const { revoker, calls } = revokerWith({ reads: [ended] });
       expect(await revoker.revoke(GRANT_ID, 'U0ALICE', 'command')).toEqual({ kind: 'expired', grant: ended });
-      expect(calls.mayRevoke).toEqual([]);
+      expect(calls.mayRevoke).toHaveLength(1);
       expect(calls.revoke).toEqual([]);
     }
     // A millisecond before its end it is still live, and revoked.
@@ -140,7 +140,7 @@ describe('GrantRevoker', () => {
         kind: 'alreadyRevoked',
         grant: revoked,
       });
-      expect(calls.mayRevoke).toEqual([]);
+      expect(calls.mayRevoke).toHaveLength(1);
       expect(calls.revoke).toEqual([]);
       expect(calls.notices).toEqual([]);
     }
@@ -235,13 +235,20 @@ describe('GrantRevoker', () => {
     });
   });
 
-  it('revoked by its granter: because granter', async () => {
-    const { revoker } = revokerWith({ reads: [grant()] });
-    expect(await revoker.revoke(GRANT_ID, 'U0ALICE', 'command')).toMatchObject({
-      kind: 'revoked',
-      by: 'U0ALICE',
-      because: 'granter',
-    });
+  it('refused: one who may not revoke it learns nothing of whether it expired, was revoked or what the host keeps', async () => {
+    for (const target of [
+      grant({ expiresAt: NOW.toISOString() }),
+      grant({ revokedAt: '2026-12-01T11:00:00.000Z', revokedBy: 'U0CAROL' }),
+      grant({ holder: 'host', expiresAt: undefined, rulePreview: 'allow make deploy' }),
+    ]) {
+      const { revoker, calls } = revokerWith({ reads: [target], may: REFUSED });
+      expect(await revoker.revoke(GRANT_ID, 'U0EVE', 'command')).toEqual({
+        kind: 'refused',
+        grant: target,
+        refused: REFUSED,
+      });
+      expect(calls.revoke).toEqual([]);
+    }
   });
 
   it('a notice that fails still leaves it revoked, and is logged', async () => {

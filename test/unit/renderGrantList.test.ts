@@ -239,7 +239,7 @@ describe('revocations', () => {
     expect(answers[3]).toContain('was already revoked by <@U0ADA>');
     expect(answers[4]).toContain('Countersign cannot revoke it');
     expect(answers[5]).toContain(
-      'only the person who granted it (<@U0ALICE>), those who may decide on route *deploys* (<@U0ALICE>, <!subteam^S0SRE>) or an admin may',
+      'only those who may decide on route *deploys* (<@U0ALICE>, <!subteam^S0SRE>) or an admin may',
     );
     for (const text of answers) {
       expect(liveMarkup(text.replace(/<!subteam\^S0SRE>/g, ''))).toEqual([]);
