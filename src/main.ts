@@ -13,6 +13,7 @@ import { ClickHandler } from './relay/clickHandler.js';
 import { Decider } from './relay/decider.js';
 import { DecisionForwarding } from './relay/decisionForwarding.js';
 import { DecisionNotices } from './relay/decisionNotices.js';
+import { DecisionWarrant } from './relay/decisionWarrant.js';
 import { Escalator } from './relay/escalator.js';
 import { GrantAnswerer } from './relay/grantAnswerer.js';
 import { GrantLists } from './relay/grantLists.js';
@@ -282,6 +283,13 @@ async function main(): Promise<void> {
     newCommandId: () => uuidv7(),
     mayAct: (hostId) => ownership.holds(hostId),
     forward: (request) => forwarding.forward(request),
+    // What this process did not check itself (a decision forwarded here) is checked on the record claimed.
+    warrant: new DecisionWarrant({
+      authorizer,
+      grants: grantStore,
+      grantsOf: (route) => router.grantsOf(route),
+      ladderOf: (route) => router.escalationOf(route),
+    }),
     activity,
   });
   forwarding.decideWith((request) => decider.decide(request));

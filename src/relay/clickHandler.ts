@@ -184,7 +184,8 @@ export class ClickHandler {
     // while a modal is open.
     const authorization = await this.options.authorizer.check(click.userId, record);
     if (!authorization.allowed) {
-      if (!how.quiet) this.recordRefusal(record, click, choice, authorization.why);
+      const action = click.from === 'modal' ? 'modalSubmit' : choice.acceptsFeedback ? 'modalOpen' : 'click';
+      if (!how.quiet) this.recordRefusal(record, click.userId, action, authorization.why);
       return { ok: false, refusal: { code: 'notAuthorized', refused: authorization } };
     }
     // Who may grant is who may decide: checked above. The offer, and the scope pressed among the
@@ -202,15 +203,18 @@ export class ClickHandler {
   }
 
   /** A refused attempt is logged and audited, never posted where others would see it. */
-  private recordRefusal(record: ApprovalRecord, click: Click, choice: ApprovalChoice, reason: string): void {
-    const action: Extract<AuditEntry, { kind: 'refusal' }>['action'] =
-      click.from === 'modal' ? 'modalSubmit' : choice.acceptsFeedback ? 'modalOpen' : 'click';
+  private recordRefusal(
+    record: Pick<ApprovalRecord, 'approvalId' | 'hostId' | 'route'>,
+    userId: string,
+    action: RefusedAction,
+    reason: string,
+  ): void {
     const entry: AuditEntry = {
       kind: 'refusal',
       approvalId: record.approvalId,
       hostId: record.hostId,
       ...(record.route ? { route: record.route } : {}),
-      userId: click.userId,
+      userId,
       action,
       reason,
       at: new Date().toISOString(),
@@ -266,6 +270,8 @@ export class ClickHandler {
       recordBy: deadlineOf(click),
       asker: askerOf(click),
       onChange: 'return',
+      // Checked just now against this record (checkFound, and whyNotDecidable after the vote).
+      warranted: true,
       ...(click.onSent ? { onSent: click.onSent } : {}),
     });
     return { record, outcome };
@@ -349,8 +355,9 @@ export class ClickHandler {
     if (!parsed.success) return;
     const click = parsed.data;
     const task = (async () => {
-      const record =
-        outcome.kind === 'decided' && click.remember ? await this.options.store.get(approvalId) : undefined;
+      // A grant is made from the record as it is now, and a refusal audited with its route.
+      const needsRecord = (outcome.kind === 'decided' && click.remember) || outcome.kind === 'notAuthorized';
+      const record = needsRecord ? await this.options.store.get(approvalId) : undefined;
       if (outcome.kind === 'decided' && click.remember && !record) {
         await this.tell(click, { code: 'grantNotStored' });
         return;
@@ -363,9 +370,13 @@ export class ClickHandler {
     void task.finally(() => this.clicks.delete(task));
   }
 
-  /** Tells the person how their decision went: nothing when it went through, else why not. */
+  /**
+   * Tells the person how their decision went: nothing when it went through, else why not. A
+   * refusal of who may decide found where the decision was claimed (another replica) is audited
+   * here, as one found by the click's own check is.
+   */
   private async answer(
-    click: Pick<Click, 'channel' | 'userId' | 'remember' | 'rememberScope'>,
+    click: Answerable,
     record: ApprovalRecord | undefined,
     outcome: DecisionOutcome,
     approvalId = record?.approvalId,
@@ -379,6 +390,14 @@ export class ClickHandler {
         await this.tell(click, { code: 'grantNotStored' });
       }
       return;
+    }
+    if (outcome.kind === 'notAuthorized' && record) {
+      this.recordRefusal(
+        record,
+        click.userId,
+        click.from === 'modal' ? 'modalSubmit' : 'click',
+        outcome.refused.why,
+      );
     }
     const refusal = refusalFor(outcome, click.userId);
     await this.tell(click, refusal);
@@ -404,10 +423,16 @@ export class ClickHandler {
   }
 }
 
+type RefusedAction = Extract<AuditEntry, { kind: 'refusal' }>['action'];
+
+/** What answering a person about their decision needs of their click. */
+type Answerable = Pick<Click, 'channel' | 'userId' | 'remember' | 'rememberScope' | 'from'>;
+
 /** What the owner of the host needs to answer the person itself (JSON in the decision stream). */
 const Asker = z.object({
   channel: z.string(),
   userId: z.string(),
+  from: z.enum(['button', 'modal']).optional(),
   remember: z.boolean().optional(),
   rememberScope: z.string().optional(),
 });
@@ -416,6 +441,7 @@ function askerOf(click: Click): Record<string, unknown> {
   return {
     channel: click.channel,
     userId: click.userId,
+    ...(click.from ? { from: click.from } : {}),
     ...(click.remember ? { remember: true } : {}),
     ...(click.remember && click.rememberScope !== undefined ? { rememberScope: click.rememberScope } : {}),
   };

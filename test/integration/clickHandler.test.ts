@@ -5,7 +5,8 @@ import type { ApprovalHost, HostEvent } from '../../src/msp/events.js';
 import { ApprovalRequestParams, ApprovalUpdatedParams, type DecideParams } from '../../src/msp/protocol.js';
 import { Authorizer } from '../../src/relay/authorizer.js';
 import { ClickHandler } from '../../src/relay/clickHandler.js';
-import { Decider } from '../../src/relay/decider.js';
+import { Decider, type DecisionRequest } from '../../src/relay/decider.js';
+import { DecisionWarrant } from '../../src/relay/decisionWarrant.js';
 import type { AuditEntry, CardChannel, RenderedMessage, UserNotifier } from '../../src/relay/ports.js';
 import { RecordKeeper } from '../../src/relay/recordKeeper.js';
 import { Relay } from '../../src/relay/relay.js';
@@ -383,6 +384,146 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
       await clicks.click({ ...click('U1', 0), ts: '1700000000.999999', approvalHint: 'a-click' });
       expect(host.decided).toHaveLength(0);
       expect(cards.notes.at(-1)?.text).toMatch(/no approval behind this message/);
+    });
+  });
+
+  describe('who may decide, where the decision is claimed', () => {
+    /** Only Alice (and Bob, when named) may decide; `quorum` approving picks are needed. */
+    const strict = (users = ['U0ALICE'], quorum = 1) =>
+      routeAuthorizer(() => ({ ...OPEN_RULES, approvers: { users, usergroups: [] }, quorum }));
+    /** A Decider that checks again what its caller did not (as the host's owner does). */
+    const checkingDecider = (authorizer: Authorizer) => {
+      const warrant = new DecisionWarrant({
+        authorizer,
+        grants: { get: async () => undefined },
+        grantsOf: () => undefined,
+        ladderOf: () => [],
+      });
+      const checker = new Decider({
+        keeper,
+        store,
+        host: () => host,
+        logger,
+        newCommandId: () => `cmd-${++commandIds}`,
+        warrant,
+      });
+      return { checker, warrant };
+    };
+    const byClick = (userId: string, voters?: string[]) => ({
+      via: 'click' as const,
+      userId,
+      ...(voters ? { voters } : {}),
+    });
+
+    it("an outsider's click at a replica that does not own the host is refused there: told why, audited, nothing handed on", async () => {
+      const forwarded: DecisionRequest[] = [];
+      const elsewhere = new Decider({
+        keeper,
+        store,
+        host: () => host,
+        logger,
+        newCommandId: () => `cmd-${++commandIds}`,
+        mayAct: () => false,
+        forward: async (request) => {
+          forwarded.push(request);
+          return { kind: 'forwarded' };
+        },
+      });
+      const audited: AuditEntry[] = [];
+      const standby = new ClickHandler({
+        store,
+        decider: elsewhere,
+        keeper,
+        notifier: cards,
+        authorizer: strict(),
+        audit: { append: async (entry) => void audited.push(entry) },
+        logger,
+      });
+      await standby.click({ ...click('U0EVE', 0), approvalHint: 'a-click' });
+      expect(forwarded).toEqual([]);
+      expect(host.decided).toHaveLength(0);
+      expect(cards.notes).toEqual([{ userId: 'U0EVE', text: 'Only <@U0ALICE> can decide on test.' }]);
+      expect(audited).toEqual([
+        expect.objectContaining({ kind: 'refusal', userId: 'U0EVE', reason: 'notApprover' }),
+      ]);
+      // The approver's click at the same replica is handed on.
+      await standby.click({ ...click('U0ALICE', 0), approvalHint: 'a-click' });
+      expect(forwarded.map((r) => r.by)).toEqual([byClick('U0ALICE')]);
+    });
+
+    it('a click its caller did not check (a forwarded one) is checked on the record claimed: refused, nothing claimed', async () => {
+      const { checker } = checkingDecider(strict());
+      const record = (await store.get('a-click'))!;
+      const outcome = await checker.decide({
+        record,
+        sourceIndex: 0,
+        choiceId: 'allow_once',
+        by: byClick('U0EVE'),
+        onChange: 'return',
+      });
+      expect(outcome).toEqual({
+        kind: 'notAuthorized',
+        refused: expect.objectContaining({ allowed: false, why: 'notApprover', route: 'test' }),
+      });
+      expect(host.decided).toHaveLength(0);
+      expect((await store.get('a-click'))?.claim).toBeUndefined();
+    });
+
+    it('a record that changed after its caller checked it is checked again in full before its claim', async () => {
+      const { checker } = checkingDecider(strict());
+      const checked = (await store.get('a-click'))!;
+      await store.update('a-click', (r) => ({ ...r, reason: 'asked again with more detail' }));
+      const outcome = await checker.decide({
+        record: checked,
+        sourceIndex: 0,
+        choiceId: 'allow_once',
+        by: byClick('U0EVE'),
+        warranted: true,
+      });
+      expect(outcome).toMatchObject({ kind: 'notAuthorized', refused: { why: 'notApprover' } });
+      expect(host.decided).toHaveLength(0);
+    });
+
+    it('the very record its caller checked is claimed without a second check', async () => {
+      const { checker, warrant } = checkingDecider(strict());
+      const check = vi.spyOn(warrant, 'check');
+      const record = (await store.get('a-click'))!;
+      const outcome = await checker.decide({
+        record,
+        sourceIndex: 0,
+        choiceId: 'allow_once',
+        by: byClick('U0ALICE'),
+        warranted: true,
+      });
+      expect(outcome).toEqual({ kind: 'decided', terminal: false });
+      expect(check).not.toHaveBeenCalled();
+    });
+
+    it('a quorum is counted again where it is claimed: only votes of people who may decide count', async () => {
+      const { checker } = checkingDecider(strict(['U0ALICE', 'U0BOB'], 2));
+      const vote = (userId: string) => ({
+        sourceIndex: 0,
+        choiceId: 'allow_once',
+        userId,
+        at: clock.toISOString(),
+      });
+      await store.update('a-click', (r) => ({ ...r, votes: [vote('U0MALLORY'), vote('U0ALICE')] }));
+      const outcome = await checker.decide({
+        record: (await store.get('a-click'))!,
+        sourceIndex: 0,
+        choiceId: 'allow_once',
+        by: byClick('U0ALICE', ['U0MALLORY', 'U0ALICE']),
+      });
+      expect(outcome).toEqual({ kind: 'quorumNotMet', votes: 1, quorum: 2 });
+      expect(host.decided).toHaveLength(0);
+      await store.update('a-click', (r) => ({ ...r, votes: [...(r.votes ?? []), vote('U0BOB')] }));
+      const second = await checker.decide({
+        record: (await store.get('a-click'))!,
+        sourceIndex: 0,
+        choiceId: 'allow_once',
+        by: byClick('U0BOB', ['U0ALICE', 'U0BOB']),
+      });
+      expect(second).toEqual({ kind: 'decided', terminal: false });
     });
   });
 
