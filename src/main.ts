@@ -23,6 +23,7 @@ import { OncallResolver } from './relay/oncall.js';
 import { RecordKeeper } from './relay/recordKeeper.js';
 import { Relay } from './relay/relay.js';
 import { HostOwnership, type HostStanding } from './replicas/hostOwnership.js';
+import { ReplicaSeal } from './replicas/replicaSeal.js';
 import { type RiskInput, RiskRules } from './routing/risks.js';
 import { FALLBACK_ROUTE_NAME, Router } from './routing/router.js';
 import { createShutdown } from './shutdown.js';
@@ -242,6 +243,9 @@ async function main(): Promise<void> {
   // A decision taken here for a host another replica runs is carried out by that replica.
   const forwarding = new DecisionForwarding({
     stream: new DecisionStream(redis),
+    // Every replica of one app has the bot token; a secret of their own keeps working across
+    // a token rotation and lets the token alone not open the stream.
+    seal: new ReplicaSeal(config.replicaSecret ?? config.slack.botToken),
     store,
     readerConnection: () => redis.duplicate(),
     replicaId,
