@@ -61,8 +61,11 @@ export interface Click {
 /** Where "don't ask again" is offered and kept (GrantMaker). */
 export interface Remembering {
   offer(record: ApprovalRecord): RememberOffer | undefined;
-  /** `scope`: a scopeToken of the route's choices; none: the route's ttl. */
-  remember(record: ApprovalRecord, userId: string, scope?: string): Promise<unknown>;
+  /**
+   * `stage`: the sourceIndex pressed; nothing is remembered unless it is still the record's
+   * current stage. `scope`: a scopeToken of the route's choices; none: the route's ttl.
+   */
+  remember(record: ApprovalRecord, userId: string, stage: number, scope?: string): Promise<unknown>;
 }
 
 export type ClickCheck =
@@ -382,13 +385,7 @@ export class ClickHandler {
     approvalId = record?.approvalId,
   ): Promise<void> {
     if (outcome.kind === 'decided') {
-      const remembering = this.options.remembering;
-      if (
-        click.remember &&
-        !(record && (await remembering?.remember(record, click.userId, click.rememberScope)))
-      ) {
-        await this.tell(click, { code: 'grantNotStored' });
-      }
+      if (click.remember) await this.rememberPressed(click, record);
       return;
     }
     if (outcome.kind === 'notAuthorized' && record) {
@@ -402,6 +399,21 @@ export class ClickHandler {
     const refusal = refusalFor(outcome, click.userId);
     await this.tell(click, refusal);
     if (approvalId) this.resync(approvalId, refusal);
+  }
+
+  /**
+   * The "don't ask again" of a decision that went through, for the stage pressed only: when the
+   * approval has moved on since (a forwarded press answered late), nothing is remembered.
+   */
+  private async rememberPressed(click: Answerable, record: ApprovalRecord | undefined): Promise<void> {
+    const stage = click.sourceIndex;
+    const grant =
+      record && stage !== undefined
+        ? await this.options.remembering?.remember(record, click.userId, stage, click.rememberScope)
+        : undefined;
+    if (grant) return;
+    const moved = !record || stage !== record.currentRequirementId.sourceIndex;
+    await this.tell(click, { code: 'grantNotStored', ...(record && moved ? { why: 'stageMoved' } : {}) });
   }
 
   private resync(approvalId: string, refusal: Refusal): void {
@@ -426,12 +438,20 @@ export class ClickHandler {
 type RefusedAction = Extract<AuditEntry, { kind: 'refusal' }>['action'];
 
 /** What answering a person about their decision needs of their click. */
-type Answerable = Pick<Click, 'channel' | 'userId' | 'remember' | 'rememberScope' | 'from'>;
+type Answerable = Pick<Click, 'channel' | 'userId' | 'remember' | 'rememberScope' | 'from'> & {
+  /** The stage pressed; a "don't ask again" is only ever remembered for it. */
+  sourceIndex?: number;
+};
 
-/** What the owner of the host needs to answer the person itself (JSON in the decision stream). */
+/**
+ * What the owner of the host needs to answer the person itself (JSON in the decision stream).
+ * `sourceIndex`, the stage pressed, is absent only in entries of an earlier release: then a
+ * "don't ask again" is not remembered.
+ */
 const Asker = z.object({
   channel: z.string(),
   userId: z.string(),
+  sourceIndex: z.number().int().optional(),
   from: z.enum(['button', 'modal']).optional(),
   remember: z.boolean().optional(),
   rememberScope: z.string().optional(),
@@ -441,6 +461,7 @@ function askerOf(click: Click): Record<string, unknown> {
   return {
     channel: click.channel,
     userId: click.userId,
+    sourceIndex: click.sourceIndex,
     ...(click.from ? { from: click.from } : {}),
     ...(click.remember ? { remember: true } : {}),
     ...(click.remember && click.rememberScope !== undefined ? { rememberScope: click.rememberScope } : {}),

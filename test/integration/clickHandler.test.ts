@@ -1,12 +1,14 @@
 import pino from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { renderCard } from '../../src/cards/renderCard.js';
+import type { Grant, GrantStore } from '../../src/grants/grant.js';
 import type { ApprovalHost, HostEvent } from '../../src/msp/events.js';
 import { ApprovalRequestParams, ApprovalUpdatedParams, type DecideParams } from '../../src/msp/protocol.js';
 import { Authorizer } from '../../src/relay/authorizer.js';
 import { ClickHandler } from '../../src/relay/clickHandler.js';
 import { Decider, type DecisionRequest } from '../../src/relay/decider.js';
 import { DecisionWarrant } from '../../src/relay/decisionWarrant.js';
+import { GrantMaker } from '../../src/relay/grantMaker.js';
 import type { AuditEntry, CardChannel, RenderedMessage, UserNotifier } from '../../src/relay/ports.js';
 import { RecordKeeper } from '../../src/relay/recordKeeper.js';
 import { Relay } from '../../src/relay/relay.js';
@@ -524,6 +526,58 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
         by: byClick('U0BOB', ['U0ALICE', 'U0BOB']),
       });
       expect(second).toEqual({ kind: 'decided', terminal: false });
+    });
+  });
+
+  describe('a "don\'t ask again" answered late', () => {
+    it('remembers nothing when the approval moved on from the stage pressed, and says why', async () => {
+      const created: unknown[] = [];
+      const grants = {
+        create: async (grant: Omit<Grant, 'grantId' | 'uses' | 'createdAt'>) => {
+          created.push(grant);
+          return { ...grant, grantId: `g-${created.length}`, uses: 0, createdAt: clock.toISOString() };
+        },
+      } as unknown as GrantStore;
+      const remembering = new GrantMaker({
+        grants,
+        keeper,
+        grantsOf: () => ({
+          enabled: true,
+          ttlMs: 3_600_000,
+          maxTtlMs: 86_400_000,
+          caller: 'session',
+          choices: [{ kind: 'time', ms: 3_600_000 }],
+        }),
+        logger,
+      });
+      const owner = new ClickHandler({
+        store,
+        decider,
+        keeper,
+        notifier: cards,
+        authorizer: routeAuthorizer(() => OPEN_RULES),
+        remembering,
+        logger,
+      });
+      // "Don't ask again" was pressed on stage 0 (npm test) at another replica, which stopped
+      // waiting; by the time this owner answers, the host has moved on to stage 1 (git push).
+      const moved = { ...params, currentRequirementId: { approvalId: 'a-click', sourceIndex: 1 } };
+      relay.handleHostEvent(event({ incarnation: 'inc-1', via: 'request', params: moved }));
+      await relay.idle();
+      const asker = { channel: 'C1', userId: 'U1', sourceIndex: 0, remember: true };
+      owner.answerLate(asker, 'a-click', { kind: 'decided', terminal: false });
+      await owner.drain();
+      expect(created).toEqual([]);
+      expect(cards.notes.at(-1)).toEqual({
+        userId: 'U1',
+        text: expect.stringContaining('the request had moved on to another step'),
+      });
+      expect((await store.get('a-click'))?.remembered).toBeUndefined();
+
+      // Pressed on the stage being decided, the same late answer remembers it.
+      owner.answerLate({ ...asker, sourceIndex: 1 }, 'a-click', { kind: 'decided', terminal: false });
+      await owner.drain();
+      expect(created).toEqual([expect.objectContaining({ grantedBy: 'U1', approvalId: 'a-click' })]);
     });
   });
 
