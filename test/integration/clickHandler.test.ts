@@ -148,6 +148,21 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
     await backend.close();
   });
 
+  /** A Decider at a replica that does not own the host: it hands every decision on, to `forwarded`. */
+  const standbyDecider = (forwarded: DecisionRequest[]) =>
+    new Decider({
+      keeper,
+      store,
+      host: () => host,
+      logger,
+      newCommandId: () => `cmd-${++commandIds}`,
+      mayAct: () => false,
+      forward: async (request) => {
+        forwarded.push(request);
+        return { kind: 'forwarded' };
+      },
+    });
+
   const click = (userId: string, sourceIndex: number) => ({
     channel: 'C1',
     ts: cards.posted[0]!.ts,
@@ -332,19 +347,8 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
     });
 
     it('a click on a host another replica owns is checked against what Redis holds, then handed on', async () => {
-      const forwarded: string[] = [];
-      const elsewhere = new Decider({
-        keeper,
-        store,
-        host: () => host,
-        logger,
-        newCommandId: () => `cmd-${++commandIds}`,
-        mayAct: () => false,
-        forward: async (request) => {
-          forwarded.push(request.record.approvalId);
-          return { kind: 'forwarded' };
-        },
-      });
+      const forwarded: DecisionRequest[] = [];
+      const elsewhere = standbyDecider(forwarded);
       const handing = new ClickHandler({
         store,
         decider: elsewhere,
@@ -357,7 +361,7 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
       try {
         await handing.click({ ...click('U1', 0), approvalHint: 'a-click' });
         expect(getForMessage).toHaveBeenCalledTimes(1);
-        expect(forwarded).toEqual(['a-click']);
+        expect(forwarded.map((request) => request.record.approvalId)).toEqual(['a-click']);
         expect(host.decided).toHaveLength(0);
       } finally {
         getForMessage.mockRestore();
@@ -419,18 +423,7 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
 
     it("an outsider's click at a replica that does not own the host is refused there: told why, audited, nothing handed on", async () => {
       const forwarded: DecisionRequest[] = [];
-      const elsewhere = new Decider({
-        keeper,
-        store,
-        host: () => host,
-        logger,
-        newCommandId: () => `cmd-${++commandIds}`,
-        mayAct: () => false,
-        forward: async (request) => {
-          forwarded.push(request);
-          return { kind: 'forwarded' };
-        },
-      });
+      const elsewhere = standbyDecider(forwarded);
       const audited: AuditEntry[] = [];
       const standby = new ClickHandler({
         store,
