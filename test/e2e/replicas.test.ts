@@ -497,7 +497,7 @@ describe('several replicas on one Redis', { timeout: 90_000 }, () => {
   }, async () => {
     // The owner's decide goes unanswered past the 20 s the standby waits (MSP_REQUEST_TIMEOUT), so
     // the owner answers the clicker itself, late.
-    const world = await startReplicas(2, { env: { MSP_REQUEST_TIMEOUT: '26s' } });
+    const world = await startReplicas(2, { env: { MSP_REQUEST_TIMEOUT: '30s' } });
     const owner = await ownerOf(world);
     const standby = world.bots.find((b) => b !== owner)!;
     await world.host.waitForIncarnation(1);
