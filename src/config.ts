@@ -64,6 +64,11 @@ export interface Config {
   leaseTtlMs: number;
   /** This replica's name in host leases (COUNTERSIGN_REPLICA_ID); default the machine's hostname. */
   replicaName?: string;
+  /**
+   * The secret replicas seal what they hand each other with (COUNTERSIGN_REPLICA_SECRET); unset:
+   * the bot token, which every replica of one app has.
+   */
+  replicaSecret?: string;
   pagerDuty: { routingKey?: string; apiToken?: string; eventsUrl: string; apiUrl: string };
   logLevel: LogLevelName;
 }
@@ -156,6 +161,23 @@ function check<T>(name: string, value: string, schema: z.ZodType<T, string>, pro
   const result = schema.safeParse(value);
   if (!result.success) throw new ConfigError(name, `${name} ${problem}`);
   return result.data;
+}
+
+/** Shortest COUNTERSIGN_REPLICA_SECRET: 32 characters, as many bytes as the keys derived from it. */
+const MIN_REPLICA_SECRET_LENGTH = 32;
+
+function replicaSecretVar(env: NodeJS.ProcessEnv): string | undefined {
+  const fix =
+    'set it to the same random string of at least 32 characters on every replica (e.g. `openssl rand -base64 48`), or unset it to use SLACK_BOT_TOKEN';
+  const secret = secretVar(env, 'COUNTERSIGN_REPLICA_SECRET', fix);
+  if (secret !== undefined && secret.length < MIN_REPLICA_SECRET_LENGTH) {
+    // Never echoed, not even its length.
+    throw new ConfigError(
+      'COUNTERSIGN_REPLICA_SECRET',
+      `COUNTERSIGN_REPLICA_SECRET is shorter than ${MIN_REPLICA_SECRET_LENGTH} characters: ${fix}`,
+    );
+  }
+  return secret;
 }
 
 /** A lease is renewed every third of its life, with a margin: shorter would renew all the time. */
@@ -437,6 +459,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
       `COUNTERSIGN_LEASE_TTL must be at least 2s (got ${shown(read(env, 'COUNTERSIGN_LEASE_TTL') ?? '')}): a lease is renewed every third of it`,
     );
   }
+  const replicaSecret = replicaSecretVar(env);
 
   const routingKey = secretVar(
     env,
@@ -482,6 +505,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     refusalMaxLen,
     leaseTtlMs,
     ...(read(env, 'COUNTERSIGN_REPLICA_ID') ? { replicaName: read(env, 'COUNTERSIGN_REPLICA_ID') } : {}),
+    ...(replicaSecret ? { replicaSecret } : {}),
     pagerDuty: {
       ...(routingKey ? { routingKey } : {}),
       ...(apiToken ? { apiToken } : {}),
@@ -521,8 +545,10 @@ function secretShown<K extends string>(key: K, value: string | undefined): Parti
 export function redactedConfig(config: Config): Config {
   const { appToken, signingSecret, ...slack } = config.slack;
   const { routingKey, apiToken, ...pagerDuty } = config.pagerDuty;
+  const { replicaSecret, ...rest } = config;
   return {
-    ...config,
+    ...rest,
+    ...secretShown('replicaSecret', replicaSecret),
     slack: {
       ...slack,
       botToken: SECRET_SET,

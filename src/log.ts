@@ -20,6 +20,8 @@ export const REDACT_PATHS: readonly string[] = [
   'config.slack.signingSecret',
   'secret',
   '*.secret',
+  'replicaSecret',
+  'config.replicaSecret',
   'password',
   '*.password',
   'routingKey',

@@ -13,6 +13,7 @@ import { ClickHandler } from './relay/clickHandler.js';
 import { Decider } from './relay/decider.js';
 import { DecisionForwarding } from './relay/decisionForwarding.js';
 import { DecisionNotices } from './relay/decisionNotices.js';
+import { DecisionWarrant } from './relay/decisionWarrant.js';
 import { Escalator } from './relay/escalator.js';
 import { GrantAnswerer } from './relay/grantAnswerer.js';
 import { GrantLists } from './relay/grantLists.js';
@@ -22,6 +23,7 @@ import { OncallResolver } from './relay/oncall.js';
 import { RecordKeeper } from './relay/recordKeeper.js';
 import { Relay } from './relay/relay.js';
 import { HostOwnership, type HostStanding } from './replicas/hostOwnership.js';
+import { ReplicaSeal } from './replicas/replicaSeal.js';
 import { type RiskInput, RiskRules } from './routing/risks.js';
 import { FALLBACK_ROUTE_NAME, Router } from './routing/router.js';
 import { createShutdown } from './shutdown.js';
@@ -259,6 +261,9 @@ async function main(): Promise<void> {
   // A decision taken here for a host another replica runs is carried out by that replica.
   const forwarding = new DecisionForwarding({
     stream: new DecisionStream(redis),
+    // Every replica of one app has the bot token; a secret of their own keeps working across
+    // a token rotation and lets the token alone not open the stream.
+    seal: new ReplicaSeal(config.replicaSecret ?? config.slack.botToken),
     store,
     readerConnection: () => redis.duplicate(),
     replicaId,
@@ -300,6 +305,13 @@ async function main(): Promise<void> {
     newCommandId: () => uuidv7(),
     mayAct: (hostId) => ownership.holds(hostId),
     forward: (request) => forwarding.forward(request),
+    // What this process did not check itself (a decision forwarded here) is checked on the record claimed.
+    warrant: new DecisionWarrant({
+      authorizer,
+      grants: grantStore,
+      grantsOf: (route) => router.grantsOf(route),
+      ladderOf: (route) => router.escalationOf(route),
+    }),
     activity,
   });
   forwarding.decideWith((request) => decider.decide(request));

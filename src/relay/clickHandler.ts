@@ -36,9 +36,6 @@ const RESYNC_AFTER: ReadonlySet<Refusal['code']> = new Set([
   'sessionElsewhere',
 ]);
 
-/** What a refused person tried to do (an audit entry's `action`). */
-type RefusedAction = Extract<AuditEntry, { kind: 'refusal' }>['action'];
-
 export interface Click {
   channel: string;
   ts: string;
@@ -64,8 +61,11 @@ export interface Click {
 /** Where "don't ask again" is offered and kept (GrantMaker). */
 export interface Remembering {
   offer(record: ApprovalRecord): RememberOffer | undefined;
-  /** `scope`: a scopeToken of the route's choices; none: the route's ttl. */
-  remember(record: ApprovalRecord, userId: string, scope?: string): Promise<unknown>;
+  /**
+   * `stage`: the sourceIndex pressed; nothing is remembered unless it is still the record's
+   * current stage. `scope`: a scopeToken of the route's choices; none: the route's ttl.
+   */
+  remember(record: ApprovalRecord, userId: string, stage: number, scope?: string): Promise<unknown>;
 }
 
 export type ClickCheck =
@@ -187,7 +187,8 @@ export class ClickHandler {
     // while a modal is open.
     const authorization = await this.options.authorizer.check(click.userId, record);
     if (!authorization.allowed) {
-      if (!how.quiet) this.recordRefusal(record, click, choice, authorization.why);
+      const action = click.from === 'modal' ? 'modalSubmit' : choice.acceptsFeedback ? 'modalOpen' : 'click';
+      if (!how.quiet) this.audited(record, click.userId, action, authorization.why);
       return { ok: false, refusal: { code: 'notAuthorized', refused: authorization } };
     }
     // Who may grant is who may decide: checked above. The offer, and the scope pressed among the
@@ -204,15 +205,16 @@ export class ClickHandler {
     return { ok: true, record, choice, rules };
   }
 
-  /** A refused attempt is logged and audited, never posted where others would see it. */
-  private recordRefusal(record: ApprovalRecord, click: Click, choice: ApprovalChoice, reason: string): void {
-    const action: RefusedAction =
-      click.from === 'modal' ? 'modalSubmit' : choice.acceptsFeedback ? 'modalOpen' : 'click';
-    this.audited(record, click.userId, action, reason);
-  }
-
-  /** Logs and audits an attempt on `record` the Authorizer refused (here, or at "View full"). */
-  audited(record: ApprovalRecord, userId: string, action: RefusedAction, reason: string): void {
+  /**
+   * A refused attempt is logged and audited, never posted where others would see it: a click, a
+   * modal, a decision refused where it was claimed, or "View full".
+   */
+  audited(
+    record: Pick<ApprovalRecord, 'approvalId' | 'hostId' | 'route'>,
+    userId: string,
+    action: RefusedAction,
+    reason: string,
+  ): void {
     const entry: AuditEntry = {
       kind: 'refusal',
       approvalId: record.approvalId,
@@ -275,6 +277,8 @@ export class ClickHandler {
       recordBy: deadlineOf(click),
       asker: askerOf(click),
       onChange: 'return',
+      // Checked just now against this record (checkFound, and whyNotDecidable after the vote).
+      warranted: true,
       ...(click.onSent ? { onSent: click.onSent } : {}),
     });
     return { record, outcome };
@@ -358,8 +362,9 @@ export class ClickHandler {
     if (!parsed.success) return;
     const click = parsed.data;
     const task = (async () => {
-      const record =
-        outcome.kind === 'decided' && click.remember ? await this.options.store.get(approvalId) : undefined;
+      // A grant is made from the record as it is now, and a refusal audited with its route.
+      const needsRecord = (outcome.kind === 'decided' && click.remember) || outcome.kind === 'notAuthorized';
+      const record = needsRecord ? await this.options.store.get(approvalId) : undefined;
       if (outcome.kind === 'decided' && click.remember && !record) {
         await this.tell(click, { code: 'grantNotStored' });
         return;
@@ -372,26 +377,47 @@ export class ClickHandler {
     void task.finally(() => this.clicks.delete(task));
   }
 
-  /** Tells the person how their decision went: nothing when it went through, else why not. */
+  /**
+   * Tells the person how their decision went: nothing when it went through, else why not. A
+   * refusal of who may decide found where the decision was claimed (another replica) is audited
+   * here, as one found by the click's own check is.
+   */
   private async answer(
-    click: Pick<Click, 'channel' | 'userId' | 'remember' | 'rememberScope'>,
+    click: Answerable,
     record: ApprovalRecord | undefined,
     outcome: DecisionOutcome,
     approvalId = record?.approvalId,
   ): Promise<void> {
     if (outcome.kind === 'decided') {
-      const remembering = this.options.remembering;
-      if (
-        click.remember &&
-        !(record && (await remembering?.remember(record, click.userId, click.rememberScope)))
-      ) {
-        await this.tell(click, { code: 'grantNotStored' });
-      }
+      if (click.remember) await this.rememberPressed(click, record);
       return;
+    }
+    if (outcome.kind === 'notAuthorized' && record) {
+      this.audited(
+        record,
+        click.userId,
+        click.from === 'modal' ? 'modalSubmit' : 'click',
+        outcome.refused.why,
+      );
     }
     const refusal = refusalFor(outcome, click.userId);
     await this.tell(click, refusal);
     if (approvalId) this.resync(approvalId, refusal);
+  }
+
+  /**
+   * The "don't ask again" of a decision that went through, for the stage pressed only: when the
+   * approval has moved on since (a forwarded press answered late), nothing is remembered.
+   */
+  private async rememberPressed(click: Answerable, record: ApprovalRecord | undefined): Promise<void> {
+    const stage = click.sourceIndex;
+    const grant =
+      record && stage !== undefined
+        ? await this.options.remembering?.remember(record, click.userId, stage, click.rememberScope)
+        : undefined;
+    if (grant) return;
+    const moved = !record || stage !== record.currentRequirementId.sourceIndex;
+    await this.tell(click, { code: 'grantNotStored', ...(record && moved ? { why: 'stageMoved' } : {}) });
   }
 
   private resync(approvalId: string, refusal: Refusal): void {
@@ -413,10 +439,24 @@ export class ClickHandler {
   }
 }
 
-/** What the owner of the host needs to answer the person itself (JSON in the decision stream). */
+type RefusedAction = Extract<AuditEntry, { kind: 'refusal' }>['action'];
+
+/** What answering a person about their decision needs of their click. */
+type Answerable = Pick<Click, 'channel' | 'userId' | 'remember' | 'rememberScope' | 'from'> & {
+  /** The stage pressed; a "don't ask again" is only ever remembered for it. */
+  sourceIndex?: number;
+};
+
+/**
+ * What the owner of the host needs to answer the person itself (JSON in the decision stream).
+ * `sourceIndex`, the stage pressed, is absent only in entries of an earlier release: then a
+ * "don't ask again" is not remembered.
+ */
 const Asker = z.object({
   channel: z.string(),
   userId: z.string(),
+  sourceIndex: z.number().int().optional(),
+  from: z.enum(['button', 'modal']).optional(),
   remember: z.boolean().optional(),
   rememberScope: z.string().optional(),
 });
@@ -425,6 +465,8 @@ function askerOf(click: Click): Record<string, unknown> {
   return {
     channel: click.channel,
     userId: click.userId,
+    sourceIndex: click.sourceIndex,
+    ...(click.from ? { from: click.from } : {}),
     ...(click.remember ? { remember: true } : {}),
     ...(click.remember && click.rememberScope !== undefined ? { rememberScope: click.rememberScope } : {}),
   };

@@ -10,6 +10,7 @@ import type { Activity } from '../util/activity.js';
 import { byDeadline, LATE } from '../util/byDeadline.js';
 import { lazyChild } from '../util/lazyChild.js';
 import { type NotDecidable, whyNotDecidable } from './decisionCheck.js';
+import type { Unwarranted, WarrantAsk } from './decisionWarrant.js';
 import type { RecordKeeper } from './recordKeeper.js';
 import {
   decidedByClaim,
@@ -58,10 +59,19 @@ export interface DecisionRequest {
   asker?: Record<string, unknown>;
   /**
    * What to do when the record changed between the check and the claim. `recheck` (the default):
-   * read it again and check only whether it can still be decided. `return`: claim nothing and
-   * resolve `changed`, for a caller that checks more than that (a click: who may decide).
+   * read it again and check it again in full (who may decide included, see `warranted`).
+   * `return`: claim nothing and resolve `changed`, for a caller that checks more than that (a
+   * click: whether its "don't ask again" is still offered).
    */
   onChange?: 'recheck' | 'return';
+  /**
+   * The caller itself checked, against `record`, that this decision may be made (a click checked
+   * by the ClickHandler, a grant the GrantAnswerer found, a timeout step the Escalator fired).
+   * Claiming that very record needs no second check; any other record is checked in full before
+   * it is claimed (DeciderOptions.warrant). Never carried to another replica: a forwarded
+   * decision is checked again by the owner, on the record it holds.
+   */
+  warranted?: boolean;
   /**
    * Told when this process hands the decision to its host (written before the current turn of
    * the event loop ends when the host is up), before the host answers, and again each time an
@@ -75,6 +85,8 @@ export type DecisionOutcome =
   /** The host admitted the decision; the card follows when the host reports the result. */
   | { kind: 'decided'; terminal: boolean | undefined }
   | NotDecidable
+  /** Checked again before the claim: this decision may not be made on the record as it stands. */
+  | Unwarranted
   | { kind: 'gone' }
   /** The record changed since it was checked; nothing was claimed (onChange: 'return'). */
   | { kind: 'changed' }
@@ -110,6 +122,11 @@ export interface DeciderOptions {
   forward?: (request: DecisionRequest) => Promise<DecisionOutcome>;
   /** Counts for /metrics (decisions the host accepted). */
   activity?: Activity;
+  /**
+   * Whether a decision may be made on a record the caller did not check (DecisionWarrant): who
+   * may decide, the quorum, the grant or the timeout. Without it, nothing is checked again.
+   */
+  warrant?: { check(record: ApprovalRecord, ask: WarrantAsk): Promise<Unwarranted | undefined> };
 }
 
 /** Re-checks after the approval changed under a decision, before giving up as stale. */
@@ -232,6 +249,18 @@ export class Decider {
       }
       const why = whyNotDecidable(record, request);
       if (why) return why;
+      // The record claimed is the record checked: the caller's own check holds only for the
+      // record it was made on, so a forwarded decision or a changed record is checked again.
+      if (!(request.warranted && record === request.record)) {
+        const unwarranted = await this.options.warrant?.check(record, request);
+        if (unwarranted) {
+          this.options.logger.info(
+            { approvalId: record.approvalId, via: request.by.via, refused: unwarranted.kind },
+            'decision refused where it is claimed: it may not be made on the approval as it stands',
+          );
+          return unwarranted;
+        }
+      }
       const choice = record.availableChoices.find((c) => c.choiceId === request.choiceId)!;
       const claim: Claim = {
         sourceIndex: request.sourceIndex,

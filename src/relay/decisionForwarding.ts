@@ -1,8 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import type { ReplicaSeal } from '../replicas/replicaSeal.js';
 import type { ApprovalStore } from '../store/approvalStore.js';
-import type { DecisionStream, StreamEntry } from '../store/decisionStream.js';
+import { type DecisionStream, REPLY_TTL_MS, type StreamEntry } from '../store/decisionStream.js';
 import { GrantRef } from '../store/record.js';
 import type { RedisClient } from '../store/redisConnection.js';
 import { byDeadline, LATE } from '../util/byDeadline.js';
@@ -13,6 +14,13 @@ import type { DecisionOutcome, DecisionRequest } from './decider.js';
 // stream and waits for the outcome; the owner reads the stream and decides through its own Decider,
 // with the commandId minted by the asker, so that carrying an entry out again (its first owner died
 // before acknowledging it) is the same decision, never a second one.
+//
+// Nothing in the stream is taken on trust. Each entry carries a MAC over its exact body, and the
+// outcome the owner writes back carries one over the host, the commandId and the outcome (keys
+// derived from the replicas' shared secret, replicas/replicaSeal.ts): an entry without a valid
+// one is dropped and logged, an outcome without one is not believed. And the owner decides
+// through its own Decider with nothing the asker checked carried over: who may decide is checked
+// again there, on the record the owner holds when it claims (DecisionRequest.warranted).
 
 const Forwarded = z.object({
   approvalId: z.string(),
@@ -26,16 +34,25 @@ const Forwarded = z.object({
     z.object({ via: z.literal('timeout') }),
   ]),
   commandId: z.string(),
+  /** DecisionRequest.onChange: a click's decision is checked again in full by its asker. */
+  onChange: z.enum(['recheck', 'return']).optional(),
+  /** When the asker appended it (ms since the epoch): an entry past REPLY_TTL_MS is dropped. */
+  at: z.number(),
   /** What the asker needs to answer the person should it stop waiting (see DecisionRequest.asker). */
   asker: z.record(z.string(), z.unknown()).optional(),
 });
 type Forwarded = z.infer<typeof Forwarded>;
+
+/** What the owner writes back: the outcome (JSON, as a string) and its MAC. */
+const Sealed = z.object({ o: z.string(), m: z.string() });
 
 /** How the owner carries a forwarded decision out: its own Decider, for a request it may act on. */
 export type DecideLocally = (request: DecisionRequest) => Promise<DecisionOutcome>;
 
 export interface DecisionForwardingOptions {
   stream: DecisionStream;
+  /** Seals entries and outcomes, and checks those read back. */
+  seal: ReplicaSeal;
   store: ApprovalStore;
   /** A connection for blocking reads, one per host served (ioredis's duplicate()). */
   readerConnection: () => RedisClient;
@@ -83,9 +100,12 @@ export class DecisionForwarding {
       ...(request.feedback ? { feedback: request.feedback } : {}),
       by: request.by,
       commandId,
+      ...(request.onChange ? { onChange: request.onChange } : {}),
+      at: Date.now(),
       ...(request.asker ? { asker: request.asker } : {}),
     };
-    const appending = stream.append(hostId, JSON.stringify(entry));
+    const body = JSON.stringify(entry);
+    const appending = stream.append(hostId, body, this.options.seal.mac('decision', body));
     const appended = await byDeadline(appending, request.recordBy);
     if (appended === LATE) {
       appending.catch(() => {});
@@ -93,13 +113,21 @@ export class DecisionForwarding {
     }
     logger.debug({ approvalId: record.approvalId, hostId, commandId }, 'decision handed to the host owner');
     const waitUntil = Date.now() + (this.options.waitMs ?? DEFAULT_WAIT_MS);
+    let forged = false;
+    const believed = (stored: string | undefined): DecisionOutcome | undefined => {
+      const outcome = stored === undefined ? undefined : this.unsealed(hostId, commandId, stored);
+      if (stored !== undefined && !outcome && !forged) {
+        forged = true;
+        logger.warn({ hostId, commandId }, 'outcome of a forwarded decision without a valid MAC; ignored');
+      }
+      return outcome;
+    };
     for (let pause = 5; Date.now() < waitUntil; pause = Math.min(pause * 2, 100)) {
-      const outcome = await stream.outcome(hostId, commandId);
-      if (outcome) return JSON.parse(outcome) as DecisionOutcome;
+      const outcome = believed(await stream.outcome(hostId, commandId));
+      if (outcome) return outcome;
       await sleep(pause);
     }
-    const last = await stream.giveUp(hostId, commandId);
-    return last ? (JSON.parse(last) as DecisionOutcome) : { kind: 'forwarded' };
+    return believed(await stream.giveUp(hostId, commandId)) ?? { kind: 'forwarded' };
   }
 
   /**
@@ -160,7 +188,16 @@ export class DecisionForwarding {
   }
 
   private async carryOut(hostId: string, entry: StreamEntry): Promise<void> {
-    const { stream, store, logger } = this.options;
+    const { stream, store, seal, logger } = this.options;
+    // Never the body in the log: it is not known to come from a replica.
+    if (!seal.verifies('decision', entry.body, entry.mac)) {
+      logger.warn(
+        { hostId, entryId: entry.id, mac: entry.mac === undefined ? 'missing' : 'wrong' },
+        'forwarded decision without a valid MAC; dropped',
+      );
+      await stream.drop(hostId, entry.id);
+      return;
+    }
     const parsed = Forwarded.safeParse(safeJson(entry.body));
     if (!parsed.success || parsed.data.hostId !== hostId) {
       logger.warn({ hostId, entryId: entry.id }, 'malformed forwarded decision; dropped');
@@ -168,6 +205,15 @@ export class DecisionForwarding {
       return;
     }
     const forwarded = parsed.data;
+    if (Date.now() - forwarded.at > REPLY_TTL_MS) {
+      // Its reply key may be gone, so a replay of an entry carried out long ago looks new.
+      logger.warn(
+        { hostId, entryId: entry.id, commandId: forwarded.commandId },
+        'forwarded decision too old; dropped',
+      );
+      await stream.drop(hostId, entry.id);
+      return;
+    }
     const state = await stream.take(hostId, forwarded.commandId);
     if (state === 'withdrawn' || typeof state === 'object') {
       // Withdrawn by its asker, or carried out by an earlier owner that died before removing it.
@@ -184,14 +230,41 @@ export class DecisionForwarding {
           ...(forwarded.feedback ? { feedback: forwarded.feedback } : {}),
           by: forwarded.by,
           commandId: forwarded.commandId,
+          ...(forwarded.onChange ? { onChange: forwarded.onChange } : {}),
         })
       : { kind: 'gone' };
     // Lost the host on the way: the entry stays pending for the next owner, who carries it out.
     if (!this.options.mayAct(hostId)) return;
-    const heard = await stream.finish(hostId, entry.id, forwarded.commandId, JSON.stringify(outcome));
+    const heard = await stream.finish(
+      hostId,
+      entry.id,
+      forwarded.commandId,
+      this.sealed(hostId, forwarded.commandId, JSON.stringify(outcome)),
+    );
     if (!heard && forwarded.asker)
       this.options.onLateOutcome?.(forwarded.asker, forwarded.approvalId, outcome);
   }
+
+  /** The outcome as stored for the asker: bound to the host and the commandId it answers. */
+  private sealed(hostId: string, commandId: string, outcome: string): string {
+    const mac = this.options.seal.mac('outcome', outcomeText(hostId, commandId, outcome));
+    return JSON.stringify({ o: outcome, m: mac });
+  }
+
+  /** The outcome read back, if the owner sealed it for this very decision; else undefined. */
+  private unsealed(hostId: string, commandId: string, stored: string): DecisionOutcome | undefined {
+    const parsed = Sealed.safeParse(safeJson(stored));
+    if (!parsed.success) return undefined;
+    const { o: outcome, m: mac } = parsed.data;
+    if (!this.options.seal.verifies('outcome', outcomeText(hostId, commandId, outcome), mac))
+      return undefined;
+    return JSON.parse(outcome) as DecisionOutcome;
+  }
+}
+
+/** What an outcome's MAC covers: the outcome, for this host and this commandId only. */
+function outcomeText(hostId: string, commandId: string, outcome: string): string {
+  return JSON.stringify([hostId, commandId, outcome]);
 }
 
 function safeJson(text: string): unknown {

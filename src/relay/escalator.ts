@@ -389,6 +389,8 @@ export class Escalator {
       choiceId: choice.choiceId,
       feedback: `${TIMEOUT_FEEDBACK} (waited ${shortDuration(step.afterMs)})`,
       by: { via: 'timeout' },
+      // A timeout step of this record's route fired for it.
+      warranted: true,
     });
     this.options.logger.info(
       { approvalId: record.approvalId, outcome: outcome.kind },

@@ -130,6 +130,8 @@ export class GrantAnswerer {
         sourceIndex: question.sourceIndex,
         choiceId: question.once.choiceId,
         by: { via: 'grant', grant: grantRef(grant) },
+        // Found for this very record just now.
+        warranted: true,
       });
     } catch (err) {
       await this.giveBack(grant);

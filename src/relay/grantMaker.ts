@@ -49,11 +49,25 @@ export class GrantMaker {
   /**
    * Records the grant a person's "don't ask again" asked for, once their decision was admitted,
    * and shows it on the card. Resolves with the grant, or undefined if it could not be stored.
-   * `scope` is a scopeToken, of a scope the route offers now; none (a button of a card posted
-   * before scopes existed): the route's ttl.
+   * `stage` is the sourceIndex the person pressed on: the grant is derived from the record's
+   * current stage, so when that is no longer the one pressed (a later, maybe more dangerous
+   * command) nothing is remembered. `scope` is a scopeToken, of a scope the route offers now;
+   * none (a button of a card posted before scopes existed): the route's ttl.
    */
-  async remember(record: ApprovalRecord, userId: string, scope?: string): Promise<Grant | undefined> {
+  async remember(
+    record: ApprovalRecord,
+    userId: string,
+    stage: number,
+    scope?: string,
+  ): Promise<Grant | undefined> {
     const { grants, keeper, logger } = this.options;
+    if (record.currentRequirementId.sourceIndex !== stage) {
+      logger.info(
+        { approvalId: record.approvalId, pressed: stage, current: record.currentRequirementId.sourceIndex },
+        'the stage "don\'t ask again" was pressed on is no longer the one being decided; nothing remembered',
+      );
+      return undefined;
+    }
     const settings = this.options.grantsOf(record.route);
     const question = grantQuestion(record);
     if (!settings?.enabled || !question) return undefined;

@@ -30,8 +30,13 @@ export type Refusal =
   | { code: 'notAuthorized'; refused: Refused }
   /** "Don't ask again" is not offered for this request (any more): nothing was decided. */
   | { code: 'cannotRemember' }
-  /** The decision went through, but the grant it asked for could not be stored. */
-  | { code: 'grantNotStored' }
+  /**
+   * The decision went through, but the grant it asked for was not stored: Redis did not take it,
+   * or (`stageMoved`) the approval had moved on from the stage pressed by the time it went through.
+   */
+  | { code: 'grantNotStored'; why?: 'stageMoved' }
+  /** Checked again where it was claimed: fewer people who may decide picked it than it needs. */
+  | { code: 'quorumNotMet'; votes: number; quorum: number }
   /** An approving pick was counted; the quorum is not reached yet, so nothing was sent. */
   | { code: 'voteCounted'; votes: number; quorum: number }
   /** The host's owner picked an approving choice on a request that needs a quorum. */
@@ -90,6 +95,13 @@ export function refusalFor(
       return { code: 'stopping' };
     case 'refused':
       return { code: 'decideFailed', kind: outcome.errorKind };
+    case 'notAuthorized':
+      return { code: 'notAuthorized', refused: outcome.refused };
+    case 'quorumNotMet':
+      return { code: 'quorumNotMet', votes: outcome.votes, quorum: outcome.quorum };
+    case 'unwarranted':
+      // A grant or a timeout, never a person's click: the card shows the question as it stands.
+      return { code: 'questionChanged' };
   }
 }
 
@@ -236,7 +248,11 @@ export function refusalText(refusal: Refusal): string {
     case 'ownerNoVote':
       return `This request needs ${refusal.quorum} approvers other than the one whose agent asks, so your approval does not count toward it. Nothing was sent; you can still reject it.`;
     case 'grantNotStored':
-      return 'Your approval went through, but Countersign could not store the "don\'t ask again" grant (its database did not answer). The agent will ask again next time.';
+      return refusal.why === 'stageMoved'
+        ? 'Your approval went through, but by then the request had moved on to another step, so Countersign did not remember it: "don\'t ask again" is only stored for the step you pressed it on. The agent will ask again next time.'
+        : 'Your approval went through, but Countersign could not store the "don\'t ask again" grant (its database did not answer). The agent will ask again next time.';
+    case 'quorumNotMet':
+      return `This request needs ${refusal.quorum} approvers to pick the same choice, and only ${refusal.votes} of those who picked it may decide it now. Nothing was sent to the agent.`;
     case 'cannotShowFull':
       return refusal.why === 'gone'
         ? 'Countersign no longer keeps this request, so its full text cannot be shown.'

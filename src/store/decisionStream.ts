@@ -14,10 +14,15 @@ import type { RedisClient } from './redisConnection.js';
 //   {…}          the outcome (JSON)
 //
 // Each move is one script, so the asker and the owner never both believe they speak last.
+// Entries and outcomes are sealed by DecisionForwarding (replicas/replicaSeal.ts): an entry's MAC
+// is stored beside its body (field `m`); an outcome carries its own inside the JSON.
 
 const GROUP = 'owners';
-/** Long enough for an owner to die and the next to carry the entry out. */
-const REPLY_TTL_MS = 60 * 60_000;
+/**
+ * Long enough for an owner to die and the next to carry the entry out. An entry older than this
+ * is no longer carried out: its reply key, which tells a replay from a new entry, may be gone.
+ */
+export const REPLY_TTL_MS = 60 * 60_000;
 /** Entries are deleted once carried out; this only bounds a stream nobody reads for long. */
 const MAX_ENTRIES = 100_000;
 
@@ -58,6 +63,8 @@ export interface StreamEntry {
   id: string;
   /** The entry's payload, as appended (JSON, parsed by the reader). */
   body: string;
+  /** The MAC appended beside it; absent on an entry written without one. */
+  mac?: string;
 }
 
 export type TakeState = 'taken' | 'gaveUp' | 'withdrawn' | { outcome: string };
@@ -70,9 +77,19 @@ export class DecisionStream {
     redis.defineCommand('csStreamGiveUp', { numberOfKeys: 1, lua: GIVE_UP_SCRIPT });
   }
 
-  /** Appends one decision for the host's owner; resolves once Redis stored it. */
-  async append(hostId: string, body: string): Promise<string> {
-    const id = await this.redis.xadd(keys.decisions(hostId), 'MAXLEN', '~', MAX_ENTRIES, '*', 'd', body);
+  /** Appends one decision for the host's owner, with its MAC; resolves once Redis stored it. */
+  async append(hostId: string, body: string, mac: string): Promise<string> {
+    const id = await this.redis.xadd(
+      keys.decisions(hostId),
+      'MAXLEN',
+      '~',
+      MAX_ENTRIES,
+      '*',
+      'd',
+      body,
+      'm',
+      mac,
+    );
     if (!id) throw new Error('XADD stored nothing');
     return id;
   }
@@ -177,9 +194,17 @@ export class DecisionStream {
 
 function entriesOf(raw: Array<[string, string[]]>): StreamEntry[] {
   return raw.flatMap(([id, fields]) => {
-    const at = fields.indexOf('d');
-    return at >= 0 && fields[at + 1] !== undefined ? [{ id, body: fields[at + 1]! }] : [];
+    const body = fieldOf(fields, 'd');
+    const mac = fieldOf(fields, 'm');
+    // An entry without a body is still returned (empty): the owner drops it, it is not left pending.
+    return [{ id, body: body ?? '', ...(mac !== undefined ? { mac } : {}) }];
   });
+}
+
+/** A field's value in XREAD's flat [name, value, …] list (names at even places only). */
+function fieldOf(fields: readonly string[], name: string): string | undefined {
+  for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === name) return fields[i + 1];
+  return undefined;
 }
 
 declare module 'ioredis' {

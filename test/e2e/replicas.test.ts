@@ -3,15 +3,19 @@
 // at any replica; an owner that dies or stalls hands the host over without losing or doubling.
 
 import { Redis } from 'ioredis';
+import { v7 as uuidv7 } from 'uuid';
 import { afterEach, describe, expect, it } from 'vitest';
+import { ReplicaSeal } from '../../src/replicas/replicaSeal.js';
+import { readGrantAudit } from '../../src/store/grantAudit.js';
 import { keys } from '../../src/store/keys.js';
-import { freshRedisDb, type RunningBot, startBot } from '../support/bot.js';
+import { BOT_TOKEN, freshRedisDb, type RunningBot, startBot } from '../support/bot.js';
 import { FakeHost, type FakeHostSeed, shellApproval } from '../support/fakeHost.js';
 import { FakeSlack } from '../support/fakeSlack.js';
 import { PrivateRedis } from '../support/privateRedis.js';
 import { TcpProxy } from '../support/tcpProxy.js';
 import { testRedisUrl } from '../support/testRedis.js';
-import { buttonsOf, pressButtonAt, SESSION, textOf } from './world.js';
+import { configFile } from './teamSetup.js';
+import { buttonsOf, pressButtonAt, rememberButtonOf, SESSION, textOf } from './world.js';
 
 const LEASE_TTL_MS = 3_000;
 
@@ -144,6 +148,27 @@ async function press(
   const button = card && buttonsOf(card).find((b) => b.text === label);
   if (!button) throw new Error(`no button ${label} on ${approvalId}`);
   await pressButtonAt(bot.url, world.slack, { channel, ts }, button, userId);
+}
+
+/** A config file whose one route (every card, in the tests' channel) lets only `approvers` decide. */
+function approversFile(approvers: string[]): string {
+  const file = configFile(
+    `routes:\n  - name: deploys\n    channel: C0APPROVALS\n    approvers: { users: [${approvers.join(', ')}] }\n`,
+  );
+  cleanups.push(async () => file.remove());
+  return file.path;
+}
+
+/** The next ephemeral message Slack was asked to show `userId`. */
+async function ephemeralTo(world: Replicas, userId: string, timeoutMs = 10_000): Promise<string> {
+  const call = await world.slack.waitFor('chat.postEphemeral', (c) => c.args.user === userId, timeoutMs);
+  return String(call.args.text);
+}
+
+/** Whether anything was ever appended to the host's decision stream (its last id is still 0-0). */
+async function streamUntouched(world: Replicas, hostId = 'default'): Promise<boolean> {
+  const info = (await world.redis.xinfo('STREAM', keys.decisions(hostId))) as unknown[];
+  return info[info.indexOf('last-generated-id') + 1] === '0-0';
 }
 
 function decidesFor(host: FakeHost, approvalId: string) {
@@ -366,7 +391,172 @@ describe('several replicas on one Redis', { timeout: 90_000 }, () => {
     expect(world.host.incarnations).toHaveLength(1);
   });
 
-  it('7. right after a takeover the open approvals carry the new owner’s token: a write the paused owner sent before it slept is refused', async () => {
+  it('7. an outsider clicking at the standby is refused there: nothing handed on, nothing decided', async () => {
+    const world = await startReplicas(2, { env: { COUNTERSIGN_CONFIG: approversFile(['U0ALICE']) } });
+    const owner = await ownerOf(world);
+    const standby = world.bots.find((b) => b !== owner)!;
+    await world.host.waitForIncarnation(1);
+    await world.host.open(shell('rep-outsider-1', ['terraform', 'destroy']));
+    await postedAt(world, 'rep-outsider-1');
+
+    await press(world, standby, 'rep-outsider-1', 'Allow once', 'U0EVE');
+    expect(await ephemeralTo(world, 'U0EVE')).toBe('Only <@U0ALICE> can decide on deploys.');
+    expect(decidesFor(world.host, 'rep-outsider-1')).toEqual([]);
+    // Refused where it landed: nothing was ever handed to the owner.
+    expect(await streamUntouched(world)).toBe(true);
+    const { channel, ts } = await postedAt(world, 'rep-outsider-1');
+    expect(buttonsOf(world.slack.message(channel, ts)!).length).toBeGreaterThan(0);
+
+    // The approver's click at the same standby goes through the owner.
+    await press(world, standby, 'rep-outsider-1', 'Allow once', 'U0ALICE');
+    await resolvedCard(world, 'rep-outsider-1');
+    expect(decidesFor(world.host, 'rep-outsider-1')).toHaveLength(1);
+  });
+
+  it('8. the owner checks who may decide on the record it claims: a click the standby let through is refused there', async () => {
+    // The owner's file lets only Alice decide; the standby's (out of date) lets Eve too.
+    const world = await startReplicas(1, { env: { COUNTERSIGN_CONFIG: approversFile(['U0ALICE']) } });
+    const owner = await ownerOf(world);
+    const standby = await addReplica(world, 'r2', {
+      COUNTERSIGN_CONFIG: approversFile(['U0ALICE', 'U0EVE']),
+    });
+    expect((await standingOf(standby)).standby).toEqual(['default']);
+    await world.host.waitForIncarnation(1);
+    await world.host.open(shell('rep-recheck-1', ['kubectl', 'delete', 'ns', 'prod']));
+    await postedAt(world, 'rep-recheck-1');
+
+    await press(world, standby, 'rep-recheck-1', 'Allow once', 'U0EVE');
+    expect(await ephemeralTo(world, 'U0EVE')).toBe('Only <@U0ALICE> can decide on deploys.');
+    expect(decidesFor(world.host, 'rep-recheck-1')).toEqual([]);
+    // Handed on by the standby, refused by the owner.
+    await standby.waitForLog((l) => l.msg === 'decision handed to the host owner');
+    await owner.waitForLog(
+      (l) =>
+        l.msg === 'decision refused where it is claimed: it may not be made on the approval as it stands' &&
+        l.json?.approvalId === 'rep-recheck-1',
+    );
+    // Audited as a refusal, as one found by the click's own check is.
+    const audit = await world.redis.xrange(keys.audit, '-', '+');
+    expect(audit.map(([, fields]) => fields.join(' ')).filter((f) => f.includes('refusal'))).toEqual([
+      expect.stringMatching(/U0EVE.*notApprover|notApprover.*U0EVE/),
+    ]);
+    const { channel, ts } = await postedAt(world, 'rep-recheck-1');
+    expect(buttonsOf(world.slack.message(channel, ts)!).length).toBeGreaterThan(0);
+  });
+
+  it('9. a forged entry in the stream (no MAC, a wrong one) is dropped and logged; nothing is decided', async () => {
+    const world = await startReplicas(1);
+    const owner = await ownerOf(world);
+    await world.host.waitForIncarnation(1);
+    await world.host.open(shell('rep-forged-1', ['rm', '-rf', '/srv']));
+    await postedAt(world, 'rep-forged-1');
+    const entry = (commandId: string) =>
+      JSON.stringify({
+        approvalId: 'rep-forged-1',
+        hostId: 'default',
+        sourceIndex: 0,
+        choiceId: 'allow_once',
+        by: { via: 'click', userId: 'U0ALICE' },
+        commandId,
+        at: Date.now(),
+      });
+    // Written straight into Redis by someone who does not hold the replicas' secret.
+    const forged = [uuidv7(), uuidv7()];
+    const stream = keys.decisions('default');
+    const unsealed = await world.redis.xadd(stream, '*', 'd', entry(forged[0]!));
+    const guessed = new ReplicaSeal('a guess at the secret, 32 characters or more');
+    const body = entry(forged[1]!);
+    const missealed = await world.redis.xadd(stream, '*', 'd', body, 'm', guessed.mac('decision', body));
+
+    for (const [entryId, mac] of [
+      [unsealed, 'missing'],
+      [missealed, 'wrong'],
+    ] as const) {
+      const line = await owner.waitForLog(
+        (l) => l.msg === 'forwarded decision without a valid MAC; dropped' && l.json?.entryId === entryId,
+        10_000,
+      );
+      expect(line.level).toBe(40);
+      expect(line.json).toMatchObject({ hostId: 'default', mac });
+    }
+    await until(
+      'the forged entries removed',
+      async () => (await world.redis.xlen(stream)) === 0 || undefined,
+    );
+    expect(decidesFor(world.host, 'rep-forged-1')).toEqual([]);
+    // Never the body in the log.
+    for (const commandId of forged) expect(owner.logs.some((l) => l.raw.includes(commandId))).toBe(false);
+
+    // The same entry sealed with the replicas' secret (here the bot token, every replica's) is carried out.
+    const real = uuidv7();
+    const sealed = entry(real);
+    await world.redis.xadd(stream, '*', 'd', sealed, 'm', new ReplicaSeal(BOT_TOKEN).mac('decision', sealed));
+    await resolvedCard(world, 'rep-forged-1');
+    expect(decidesFor(world.host, 'rep-forged-1').map((d) => d.frame.params.commandId)).toEqual([real]);
+  });
+
+  it('10. a forwarded "don\'t ask again" answered after the host moved on to a later stage remembers nothing', {
+    timeout: 90_000,
+  }, async () => {
+    // The owner's decide goes unanswered past the 20 s the standby waits (MSP_REQUEST_TIMEOUT), so
+    // the owner answers the clicker itself, late.
+    const world = await startReplicas(2, { env: { MSP_REQUEST_TIMEOUT: '30s' } });
+    const owner = await ownerOf(world);
+    const standby = world.bots.find((b) => b !== owner)!;
+    await world.host.waitForIncarnation(1);
+    const approvalId = 'rep-late-grant-1';
+    await world.host.open(
+      shellApproval({
+        approvalId,
+        sessionId: SESSION,
+        stages: [
+          ['npm', 'test'],
+          ['npm', 'publish'],
+        ],
+      }),
+    );
+    const at = await postedAt(world, approvalId);
+    const card = world.slack.message(at.channel, at.ts)!;
+    const remember = rememberButtonOf(card);
+    expect(remember).toBeDefined();
+
+    // Stage 0 (npm test) is applied at the host, which says nothing yet.
+    await world.host.applySilently(1);
+    await pressButtonAt(standby.url, world.slack, at, remember!, 'U0ALICE');
+    await world.host.waitForDecide((d) => d.frame.params.approvalId === approvalId);
+    // The standby stops waiting and tells Alice it was handed on.
+    expect(await ephemeralTo(world, 'U0ALICE', 25_000)).toMatch(/handed to the Countersign replica/);
+    // The host moves on to stage 1 (npm publish), and says so, before the owner hears the decide went through.
+    await world.host.update({
+      approvalId,
+      change: {
+        kind: 'stageResolved',
+        requirementId: { approvalId, sourceIndex: 0 },
+        choiceId: 'allow_once',
+        decision: 'approved',
+      },
+    });
+    await until('the approval at stage 1', async () => {
+      const raw = await world.redis.hget(keys.approval(approvalId), 'd');
+      return (raw && JSON.parse(raw).currentRequirementId.sourceIndex === 1) || undefined;
+    });
+
+    // The owner asks again, hears the decide went through, and answers Alice itself: with a grant
+    // made, or with a sentence saying why none was.
+    const toAlice = () => world.slack.callsOf('chat.postEphemeral').filter((c) => c.args.user === 'U0ALICE');
+    const created = async () => (await readGrantAudit(world.redis)).filter((e) => e.kind === 'created');
+    await until(
+      'the owner answered the press',
+      async () => toAlice().length === 2 || (await created()).length > 0 || undefined,
+      20_000,
+    );
+    expect(await created()).toEqual([]);
+    expect(String(toAlice()[1]!.args.text)).toMatch(/moved on to another step.*did not remember it/);
+    const raw = await world.redis.hget(keys.approval(approvalId), 'd');
+    expect(JSON.parse(raw!).remembered).toBeUndefined();
+  });
+
+  it('11. right after a takeover the open approvals carry the new owner’s token: a write the paused owner sent before it slept is refused', async () => {
     const redis = await PrivateRedis.start();
     cleanups.push(() => redis.stop());
     // The first replica reaches Redis through a proxy that can keep a command of its in flight.

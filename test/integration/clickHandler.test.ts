@@ -1,11 +1,14 @@
 import pino from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { renderCard } from '../../src/cards/renderCard.js';
+import type { Grant, GrantStore } from '../../src/grants/grant.js';
 import type { ApprovalHost, HostEvent } from '../../src/msp/events.js';
 import { ApprovalRequestParams, ApprovalUpdatedParams, type DecideParams } from '../../src/msp/protocol.js';
 import type { Authorizer } from '../../src/relay/authorizer.js';
 import { ClickHandler } from '../../src/relay/clickHandler.js';
-import { Decider } from '../../src/relay/decider.js';
+import { Decider, type DecisionRequest } from '../../src/relay/decider.js';
+import { DecisionWarrant } from '../../src/relay/decisionWarrant.js';
+import { GrantMaker } from '../../src/relay/grantMaker.js';
 import type { AuditEntry, CardChannel, RenderedMessage, UserNotifier } from '../../src/relay/ports.js';
 import { RecordKeeper } from '../../src/relay/recordKeeper.js';
 import { Relay } from '../../src/relay/relay.js';
@@ -139,6 +142,21 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
     await keeper.idle();
     await backend.close();
   });
+
+  /** A Decider at a replica that does not own the host: it hands every decision on, to `forwarded`. */
+  const standbyDecider = (forwarded: DecisionRequest[]) =>
+    new Decider({
+      keeper,
+      store,
+      host: () => host,
+      logger,
+      newCommandId: () => `cmd-${++commandIds}`,
+      mayAct: () => false,
+      forward: async (request) => {
+        forwarded.push(request);
+        return { kind: 'forwarded' };
+      },
+    });
 
   const click = (userId: string, sourceIndex: number) => ({
     channel: 'C1',
@@ -324,19 +342,8 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
     });
 
     it('a click on a host another replica owns is checked against what Redis holds, then handed on', async () => {
-      const forwarded: string[] = [];
-      const elsewhere = new Decider({
-        keeper,
-        store,
-        host: () => host,
-        logger,
-        newCommandId: () => `cmd-${++commandIds}`,
-        mayAct: () => false,
-        forward: async (request) => {
-          forwarded.push(request.record.approvalId);
-          return { kind: 'forwarded' };
-        },
-      });
+      const forwarded: DecisionRequest[] = [];
+      const elsewhere = standbyDecider(forwarded);
       const handing = new ClickHandler({
         store,
         decider: elsewhere,
@@ -349,7 +356,7 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
       try {
         await handing.click({ ...click('U1', 0), approvalHint: 'a-click' });
         expect(getForMessage).toHaveBeenCalledTimes(1);
-        expect(forwarded).toEqual(['a-click']);
+        expect(forwarded.map((request) => request.record.approvalId)).toEqual(['a-click']);
         expect(host.decided).toHaveLength(0);
       } finally {
         getForMessage.mockRestore();
@@ -378,6 +385,187 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
       await clicks.click({ ...click('U1', 0), ts: '1700000000.999999', approvalHint: 'a-click' });
       expect(host.decided).toHaveLength(0);
       expect(cards.notes.at(-1)?.text).toMatch(/no approval behind this message/);
+    });
+  });
+
+  describe('who may decide, where the decision is claimed', () => {
+    /** Only Alice (and Bob, when named) may decide; `quorum` approving picks are needed. */
+    const strict = (users = ['U0ALICE'], quorum = 1) =>
+      routeAuthorizer(() => ({ ...OPEN_RULES, approvers: { users, usergroups: [] }, quorum }));
+    /** A Decider that checks again what its caller did not (as the host's owner does). */
+    const checkingDecider = (authorizer: Authorizer) => {
+      const warrant = new DecisionWarrant({
+        authorizer,
+        grants: { get: async () => undefined },
+        grantsOf: () => undefined,
+        ladderOf: () => [],
+      });
+      const checker = new Decider({
+        keeper,
+        store,
+        host: () => host,
+        logger,
+        newCommandId: () => `cmd-${++commandIds}`,
+        warrant,
+      });
+      return { checker, warrant };
+    };
+    const byClick = (userId: string, voters?: string[]) => ({
+      via: 'click' as const,
+      userId,
+      ...(voters ? { voters } : {}),
+    });
+
+    it("an outsider's click at a replica that does not own the host is refused there: told why, audited, nothing handed on", async () => {
+      const forwarded: DecisionRequest[] = [];
+      const elsewhere = standbyDecider(forwarded);
+      const audited: AuditEntry[] = [];
+      const standby = new ClickHandler({
+        store,
+        decider: elsewhere,
+        keeper,
+        notifier: cards,
+        authorizer: strict(),
+        audit: { append: async (entry) => void audited.push(entry) },
+        logger,
+      });
+      await standby.click({ ...click('U0EVE', 0), approvalHint: 'a-click' });
+      expect(forwarded).toEqual([]);
+      expect(host.decided).toHaveLength(0);
+      expect(cards.notes).toEqual([{ userId: 'U0EVE', text: 'Only <@U0ALICE> can decide on test.' }]);
+      expect(audited).toEqual([
+        expect.objectContaining({ kind: 'refusal', userId: 'U0EVE', reason: 'notApprover' }),
+      ]);
+      // The approver's click at the same replica is handed on.
+      await standby.click({ ...click('U0ALICE', 0), approvalHint: 'a-click' });
+      expect(forwarded.map((r) => r.by)).toEqual([byClick('U0ALICE')]);
+    });
+
+    it('a click its caller did not check (a forwarded one) is checked on the record claimed: refused, nothing claimed', async () => {
+      const { checker } = checkingDecider(strict());
+      const record = (await store.get('a-click'))!;
+      const outcome = await checker.decide({
+        record,
+        sourceIndex: 0,
+        choiceId: 'allow_once',
+        by: byClick('U0EVE'),
+        onChange: 'return',
+      });
+      expect(outcome).toEqual({
+        kind: 'notAuthorized',
+        refused: expect.objectContaining({ allowed: false, why: 'notApprover', route: 'test' }),
+      });
+      expect(host.decided).toHaveLength(0);
+      expect((await store.get('a-click'))?.claim).toBeUndefined();
+    });
+
+    it('a record that changed after its caller checked it is checked again in full before its claim', async () => {
+      const { checker } = checkingDecider(strict());
+      const checked = (await store.get('a-click'))!;
+      await store.update('a-click', (r) => ({ ...r, reason: 'asked again with more detail' }));
+      const outcome = await checker.decide({
+        record: checked,
+        sourceIndex: 0,
+        choiceId: 'allow_once',
+        by: byClick('U0EVE'),
+        warranted: true,
+      });
+      expect(outcome).toMatchObject({ kind: 'notAuthorized', refused: { why: 'notApprover' } });
+      expect(host.decided).toHaveLength(0);
+    });
+
+    it('the very record its caller checked is claimed without a second check', async () => {
+      const { checker, warrant } = checkingDecider(strict());
+      const check = vi.spyOn(warrant, 'check');
+      const record = (await store.get('a-click'))!;
+      const outcome = await checker.decide({
+        record,
+        sourceIndex: 0,
+        choiceId: 'allow_once',
+        by: byClick('U0ALICE'),
+        warranted: true,
+      });
+      expect(outcome).toEqual({ kind: 'decided', terminal: false });
+      expect(check).not.toHaveBeenCalled();
+    });
+
+    it('a quorum is counted again where it is claimed: only votes of people who may decide count', async () => {
+      const { checker } = checkingDecider(strict(['U0ALICE', 'U0BOB'], 2));
+      const vote = (userId: string) => ({
+        sourceIndex: 0,
+        choiceId: 'allow_once',
+        userId,
+        at: clock.toISOString(),
+      });
+      await store.update('a-click', (r) => ({ ...r, votes: [vote('U0MALLORY'), vote('U0ALICE')] }));
+      const outcome = await checker.decide({
+        record: (await store.get('a-click'))!,
+        sourceIndex: 0,
+        choiceId: 'allow_once',
+        by: byClick('U0ALICE', ['U0MALLORY', 'U0ALICE']),
+      });
+      expect(outcome).toEqual({ kind: 'quorumNotMet', votes: 1, quorum: 2 });
+      expect(host.decided).toHaveLength(0);
+      await store.update('a-click', (r) => ({ ...r, votes: [...(r.votes ?? []), vote('U0BOB')] }));
+      const second = await checker.decide({
+        record: (await store.get('a-click'))!,
+        sourceIndex: 0,
+        choiceId: 'allow_once',
+        by: byClick('U0BOB', ['U0ALICE', 'U0BOB']),
+      });
+      expect(second).toEqual({ kind: 'decided', terminal: false });
+    });
+  });
+
+  describe('a "don\'t ask again" answered late', () => {
+    it('remembers nothing when the approval moved on from the stage pressed, and says why', async () => {
+      const created: unknown[] = [];
+      const grants = {
+        create: async (grant: Omit<Grant, 'grantId' | 'uses' | 'createdAt'>) => {
+          created.push(grant);
+          return { ...grant, grantId: `g-${created.length}`, uses: 0, createdAt: clock.toISOString() };
+        },
+      } as unknown as GrantStore;
+      const remembering = new GrantMaker({
+        grants,
+        keeper,
+        grantsOf: () => ({
+          enabled: true,
+          ttlMs: 3_600_000,
+          maxTtlMs: 86_400_000,
+          caller: 'session',
+          choices: [{ kind: 'time', ms: 3_600_000 }],
+        }),
+        logger,
+      });
+      const owner = new ClickHandler({
+        store,
+        decider,
+        keeper,
+        notifier: cards,
+        authorizer: routeAuthorizer(() => OPEN_RULES),
+        remembering,
+        logger,
+      });
+      // "Don't ask again" was pressed on stage 0 (npm test) at another replica, which stopped
+      // waiting; by the time this owner answers, the host has moved on to stage 1 (git push).
+      const moved = { ...params, currentRequirementId: { approvalId: 'a-click', sourceIndex: 1 } };
+      relay.handleHostEvent(event({ incarnation: 'inc-1', via: 'request', params: moved }));
+      await relay.idle();
+      const asker = { channel: 'C1', userId: 'U1', sourceIndex: 0, remember: true };
+      owner.answerLate(asker, 'a-click', { kind: 'decided', terminal: false });
+      await owner.drain();
+      expect(created).toEqual([]);
+      expect(cards.notes.at(-1)).toEqual({
+        userId: 'U1',
+        text: expect.stringContaining('the request had moved on to another step'),
+      });
+      expect((await store.get('a-click'))?.remembered).toBeUndefined();
+
+      // Pressed on the stage being decided, the same late answer remembers it.
+      owner.answerLate({ ...asker, sourceIndex: 1 }, 'a-click', { kind: 'decided', terminal: false });
+      await owner.drain();
+      expect(created).toEqual([expect.objectContaining({ grantedBy: 'U1', approvalId: 'a-click' })]);
     });
   });
 

@@ -7,6 +7,7 @@ import pino from 'pino';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DecisionForwarding } from '../../src/relay/decisionForwarding.js';
 import { HostOwnership } from '../../src/replicas/hostOwnership.js';
+import { ReplicaSeal } from '../../src/replicas/replicaSeal.js';
 import { ApprovalStore, FencedError } from '../../src/store/approvalStore.js';
 import { DecisionStream } from '../../src/store/decisionStream.js';
 import { HostLeases } from '../../src/store/hostLeases.js';
@@ -232,8 +233,8 @@ describe('forwarded decisions', () => {
 
   it('the owner finishes, and tells the person itself only when the asker stopped waiting', async () => {
     await stream.ensureGroup('h1');
-    const waited = await stream.append('h1', '{}');
-    const abandoned = await stream.append('h1', '{}');
+    const waited = await stream.append('h1', '{}', 'mac-w');
+    const abandoned = await stream.append('h1', '{}', 'mac-a');
     const read = await stream.claimPending('h1', 'owner#1');
     expect(read).toEqual([]);
     const reader = redis.duplicate();
@@ -256,13 +257,13 @@ describe('forwarded decisions', () => {
 
   it('a new owner claims what an owner that died left pending', async () => {
     await stream.ensureGroup('h1');
-    const id = await stream.append('h1', '{"x":1}');
+    const id = await stream.append('h1', '{"x":1}', 'mac-x');
     const reader = redis.duplicate();
     expect((await stream.read(reader, 'h1', 'dead#1', 100)).map((e) => e.id)).toEqual([id]);
     reader.disconnect();
     const claimed = await stream.claimPending('h1', 'next#1');
-    expect(claimed).toEqual([{ id, body: '{"x":1}' }]);
-    expect(await stream.claimPending('h1', 'next#1')).toEqual([{ id, body: '{"x":1}' }]);
+    expect(claimed).toEqual([{ id, body: '{"x":1}', mac: 'mac-x' }]);
+    expect(await stream.claimPending('h1', 'next#1')).toEqual([{ id, body: '{"x":1}', mac: 'mac-x' }]);
   });
 });
 
@@ -272,6 +273,7 @@ describe('decision forwarding', () => {
   const forwarding = (waitMs: number, late: unknown[], decideAfterMs: number) => {
     const f = new DecisionForwarding({
       stream: new DecisionStream(redis),
+      seal: new ReplicaSeal('the replicas share this secret, 32+ characters'),
       store,
       readerConnection: () => redis.duplicate(),
       replicaId: 'owner#1',

@@ -10,7 +10,18 @@ const APP_TOKEN = 'xapp-test-SUPERSECRETAPP';
 const SIGNING_SECRET = 'supersecretsigning0123456789abcdef';
 const ROUTING_KEY = 'R0UTINGKEYSUPERSECRET0000000000';
 const PD_TOKEN = 'u+PDTOKENSUPERSECRET';
-const SECRETS = [BOT_TOKEN, APP_TOKEN, SIGNING_SECRET, ROUTING_KEY, PD_TOKEN, 'redispassword'];
+const REPLICA_SECRET = 'REPLICASECRET-0123456789abcdefghijklmnop';
+const SHORT_REPLICA_SECRET = 'REPLICASECRET-tooshort';
+const SECRETS = [
+  BOT_TOKEN,
+  APP_TOKEN,
+  SIGNING_SECRET,
+  ROUTING_KEY,
+  PD_TOKEN,
+  'redispassword',
+  REPLICA_SECRET,
+  SHORT_REPLICA_SECRET,
+];
 
 /** A complete Socket Mode environment. */
 function socketEnv(overrides: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
@@ -166,6 +177,19 @@ describe('loadConfig errors', () => {
     expect(err.variable).toBe(name);
     expect(err.message.startsWith(`${name} is required`)).toBe(true);
     expect(err.message).toMatch(/: \S/); // says how to fix it
+  });
+
+  it('refuses a COUNTERSIGN_REPLICA_SECRET shorter than 32 characters or with a space, naming it and never showing it', () => {
+    for (const value of [SHORT_REPLICA_SECRET, `${REPLICA_SECRET} x`]) {
+      const err = configError(socketEnv({ COUNTERSIGN_REPLICA_SECRET: value }));
+      expect(err.variable).toBe('COUNTERSIGN_REPLICA_SECRET');
+      expect(err.message).toMatch(/^COUNTERSIGN_REPLICA_SECRET .*: \S/);
+      expect(err.message).not.toContain('REPLICASECRET');
+    }
+    expect(loadConfig(socketEnv({ COUNTERSIGN_REPLICA_SECRET: REPLICA_SECRET })).replicaSecret).toBe(
+      REPLICA_SECRET,
+    );
+    expect(loadConfig(socketEnv({ COUNTERSIGN_REPLICA_SECRET: ' ' }))).not.toHaveProperty('replicaSecret');
   });
 
   it('explains the bot token with its xoxb prefix', () => {
@@ -618,6 +642,7 @@ describe('redactedConfig', () => {
         REDIS_URL: 'redis://default:redispassword@redis.internal:6379/0',
         PAGERDUTY_ROUTING_KEY: ROUTING_KEY,
         PAGERDUTY_API_TOKEN: PD_TOKEN,
+        COUNTERSIGN_REPLICA_SECRET: REPLICA_SECRET,
       }),
     );
     const redacted = redactedConfig(config);
@@ -628,6 +653,7 @@ describe('redactedConfig', () => {
     expect(redacted.slack.signingSecret).toBe('[set]');
     expect(redacted.pagerDuty.routingKey).toBe('[set]');
     expect(redacted.pagerDuty.apiToken).toBe('[set]');
+    expect(redacted.replicaSecret).toBe('[set]');
     expect(redacted.redisUrl).toBe('redis://default:[redacted]@redis.internal:6379/0');
     expect(redacted.slack.channel).toBe('C0123456789');
     // The original is untouched.
@@ -659,6 +685,7 @@ describe('redactedConfig', () => {
     expect(redacted.pagerDuty).not.toHaveProperty('routingKey');
     expect(redacted.pagerDuty).not.toHaveProperty('apiToken');
     expect(redacted.slack).not.toHaveProperty('signingSecret');
+    expect(redacted).not.toHaveProperty('replicaSecret');
   });
 
   it('logs [set] for the secrets that are set and nothing for the others', () => {

@@ -55,3 +55,11 @@ test('filled in with the Slack tokens, it is a configuration the bot accepts', (
   expect(config.slack.mode).toBe('socket');
   expect(config.slack.channel).toBe('C0123456789');
 });
+
+test('names COUNTERSIGN_REPLICA_SECRET, left unset: replicas then seal with the bot token', () => {
+  expect(example).toMatch(/^# COUNTERSIGN_REPLICA_SECRET=/m);
+  const config = loadConfig(
+    sourced({ SLACK_BOT_TOKEN: FAKE_SLACK_BOT_TOKEN, SLACK_APP_TOKEN: FAKE_SLACK_APP_TOKEN }),
+  );
+  expect(config.replicaSecret).toBeUndefined();
+});
