@@ -29,6 +29,8 @@ const PD_URL_PASSWORD = 'pd/URL+logsecret@0004';
 // Characters a URL must encode, so the encoded form differs from the password itself.
 const REDIS_PASSWORD = 'redis/URL+logsecret@0005';
 const AGENT_API_KEY = 'sk-agent-logsecret-0006-abcdefghij';
+// No shape the masker knows: only the logger's list of the configuration's secrets catches it.
+const AGENT_LICENSE = 'museLicense-logsecret-0011';
 const HOST_COMMAND_TOKEN = 'hostcmd-logsecret-0007';
 const APP_TOKEN = 'xapp-1-A_LOGSECRET-0008-abc';
 const SENTINEL_MASTER_PASSWORD = 'sentinel-master-logsecret-0009';
@@ -68,7 +70,7 @@ describe('secrets of the configuration never reach the log', () => {
 hosts:
   - id: main
     command: ${JSON.stringify(`FOO_TOKEN=${HOST_COMMAND_TOKEN} ${host.command}`)}
-    env: { AGENT_API_KEY: ${AGENT_API_KEY} }
+    env: { AGENT_API_KEY: ${AGENT_API_KEY}, MUSE_LICENSE: ${AGENT_LICENSE} }
 routes:
   - name: everything
     channel: C0APPROVALS
@@ -89,6 +91,10 @@ routes:
       { host, redisUrl: redis.url },
     );
     cleanups.push(() => world.close());
+    // A host that tells its own environment on stderr (logged at debug): a line nobody foresaw.
+    await world.host.stderr(`muse: licensed with ${AGENT_LICENSE}`);
+    const told = await world.bot.waitForLog((l) => l.msg === 'host stderr' && /licensed/.test(l.raw));
+    expect(told.json?.line).toBe('muse: licensed with [redacted]');
     // The secrets are in use: the bot talks to a Redis that asks for its password, the host
     // runs, and the page goes out with the step's own routing key.
     await world.host.open(
@@ -114,12 +120,13 @@ routes:
       PD_URL_PASSWORD,
       REDIS_PASSWORD,
       AGENT_API_KEY,
+      AGENT_LICENSE,
       HOST_COMMAND_TOKEN,
     ]);
     // Hidden by what they are: a secret set shows as [set], a host's environment as [redacted].
     expect(world.bot.logs.find((l) => l.msg === 'countersign listening')?.json?.config).toMatchObject({
       routes: [{ escalation: [{ action: 'page', routingKey: '[set]' }] }],
-      msp: { hosts: [{ id: 'main', env: { AGENT_API_KEY: '[redacted]' } }] },
+      msp: { hosts: [{ id: 'main', env: { AGENT_API_KEY: '[redacted]', MUSE_LICENSE: '[redacted]' } }] },
       redisUrl: expect.stringContaining(':[redacted]@127.0.0.1:'),
     });
   });
