@@ -1,4 +1,4 @@
-import type { IncomingMessage, RequestListener } from 'node:http';
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import {
   type BufferedIncomingMessage,
   defaultBodyLimit,
@@ -15,6 +15,10 @@ import { type ChoicePress, choiceActionKind } from './listeners/choiceButton.js'
 // verifySlackRequest (one signature check to audit, Bolt's) and hands a press straight to the
 // press handler. Anything else, or anything not signed right, goes on to Bolt's receiver with
 // the body already read (Bolt reuses it, verifies again and answers).
+//
+// A body past Bolt's limit is answered 413 as soon as it is known to be, by its declared length
+// or by the bytes read: nothing more is read or kept, and the connection is closed once the
+// answer is written, so a sender that keeps sending holds neither memory nor the socket.
 
 export interface ChoicePressRouteOptions {
   signingSecret: string;
@@ -35,7 +39,7 @@ export function choicePressRoute(options: ChoicePressRouteOptions): RequestListe
       return;
     }
     void (async () => {
-      let body: Buffer | undefined;
+      let body: Buffer | typeof TOO_LARGE;
       try {
         body = await readBody(req, defaultBodyLimit);
       } catch (err) {
@@ -44,11 +48,9 @@ export function choicePressRoute(options: ChoicePressRouteOptions): RequestListe
         res.end();
         return;
       }
-      if (body === undefined) {
-        // As Bolt's receiver answers a body over its limit.
+      if (body === TOO_LARGE) {
         logger.warn({ limit: defaultBodyLimit }, 'request body too large');
-        res.writeHead(413);
-        res.end();
+        refuseTooLarge(res);
         return;
       }
       const buffered = Object.assign(req, { rawBody: body }) as BufferedIncomingMessage;
@@ -100,18 +102,40 @@ function pathOf(req: IncomingMessage): string {
   return query === -1 ? url : url.slice(0, query);
 }
 
-/** The request's body, whole; undefined when it is larger than `limit` (the rest is dropped). */
-function readBody(req: IncomingMessage, limit: number): Promise<Buffer | undefined> {
+const TOO_LARGE = Symbol('too large');
+
+/**
+ * The request's body, whole; TOO_LARGE as soon as it is known to pass `limit` (declared so, or
+ * more bytes arrived): from then on nothing more is read or kept.
+ */
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer | typeof TOO_LARGE> {
+  if (Number(req.headers['content-length']) > limit) return Promise.resolve(TOO_LARGE);
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    req.on('data', (chunk: Buffer) => {
+    const onData = (chunk: Buffer) => {
       size += chunk.length;
-      if (size <= limit) chunks.push(chunk);
-    });
-    req.once('end', () => resolve(size <= limit ? Buffer.concat(chunks, size) : undefined));
+      if (size <= limit) {
+        chunks.push(chunk);
+        return;
+      }
+      req.off('data', onData);
+      req.pause();
+      resolve(TOO_LARGE);
+    };
+    req.on('data', onData);
+    req.once('end', () => resolve(Buffer.concat(chunks, size)));
     req.once('error', reject);
   });
+}
+
+/**
+ * 413, as Bolt's receiver answers a body over its limit, and the connection closed once the
+ * answer is written (Node closes it for `connection: close`) rather than read to its end.
+ */
+function refuseTooLarge(res: ServerResponse): void {
+  res.writeHead(413, { connection: 'close' });
+  res.end();
 }
 
 /**

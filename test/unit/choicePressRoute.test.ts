@@ -1,10 +1,11 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { defaultBodyLimit, isValidSlackRequest } from '@slack/bolt';
 import { afterEach, expect, it, vi } from 'vitest';
 import { encodeChoiceValue } from '../../src/cards/ids.js';
 import { choicePressRoute, signedBySlack } from '../../src/slack/choicePressRoute.js';
 import { captureLogger } from '../support/logCapture.js';
+import { openRawRequest, sendChunks, within } from '../support/rawRequest.js';
 import {
   blockActionsPayload,
   postEvent,
@@ -26,6 +27,8 @@ vi.mock('@slack/bolt', async (importOriginal) => {
 
 let server: Server | undefined;
 afterEach(async () => {
+  // A connection a test left open (a body that never ended) would hold close() for ever.
+  server?.closeAllConnections();
   await new Promise((resolve) => server?.close(resolve) ?? resolve(undefined));
   server = undefined;
 });
@@ -164,4 +167,39 @@ it('verifies with Bolt’s isValidSlackRequest over the body as read, and takes 
   expect((await postSigned(base, SECRET, body)).status).toBe(299);
   expect(seen.presses).toHaveLength(1);
   expect(seen.bolt.map((b) => b.rawBody)).toEqual([body]);
+});
+
+it('a body past the limit with no declared length is answered 413 at once: read no further, its connection closed', async () => {
+  const { base, seen } = await start();
+  const connections: Socket[] = [];
+  server!.on('connection', (socket) => connections.push(socket));
+  const request = await openRawRequest(`${base}/slack/events`, 'POST', {
+    'content-type': 'application/x-www-form-urlencoded',
+    'transfer-encoding': 'chunked',
+  });
+  // Past the limit, and on: the body never ends of itself.
+  const endless = defaultBodyLimit + 256 * 1024 * 1024;
+  const sending = sendChunks(request, endless);
+  expect(await within(request.statusLine, 5_000, 'the answer')).toBe('HTTP/1.1 413 Payload Too Large');
+  await within(request.closed, 5_000, 'the server closing the connection');
+  const sent = await sending;
+  expect(sent).toBeGreaterThan(defaultBodyLimit);
+  expect(sent).toBeLessThan(endless);
+  // The server read the limit and what was on its way when it stopped, not what followed.
+  expect(connections).toHaveLength(1);
+  expect(connections[0]!.bytesRead).toBeLessThan(defaultBodyLimit + 1024 * 1024);
+  expect(seen.presses).toEqual([]);
+  expect(seen.bolt).toEqual([]);
+});
+
+it('a body declared past the limit is answered 413 before any of it is sent, and its connection closed', async () => {
+  const { base, seen } = await start();
+  const request = await openRawRequest(`${base}/slack/events`, 'POST', {
+    'content-type': 'application/x-www-form-urlencoded',
+    'content-length': String(defaultBodyLimit + 1),
+  });
+  expect(await within(request.statusLine, 5_000, 'the answer')).toBe('HTTP/1.1 413 Payload Too Large');
+  await within(request.closed, 5_000, 'the server closing the connection');
+  expect(seen.presses).toEqual([]);
+  expect(seen.bolt).toEqual([]);
 });
