@@ -2,15 +2,15 @@ import { statSync } from 'node:fs';
 import { z } from 'zod';
 import { CHANNEL_ID, ConfigError, parseDuration, shown } from './configCommon.js';
 import { loadConfigFile } from './configFile.js';
-import { DEFAULT_REDIS_URL, type RedisTarget, redactedTarget, redisTargetOf } from './configRedis.js';
+import { DEFAULT_REDIS_URL, type RedisTarget, redisTargetOf } from './configRedis.js';
 import type { HostSpec, RiskRule, Route } from './routing/route.js';
-import { maskCommandLine } from './secrets/maskCommandLine.js';
 
 /** Pino levels accepted by LOG_LEVEL. */
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevelName = (typeof LOG_LEVELS)[number];
 
 export type { HostPort, RedisTarget } from './configRedis.js';
+export { configSecrets, REDACTED, redactedConfig, SECRET_SET } from './configSecrets.js';
 export { CHANNEL_ID, ConfigError, parseDuration, redisTargetOf, shown };
 
 export interface Config {
@@ -513,64 +513,5 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
       apiUrl: pagerDutyApiUrl,
     },
     logLevel: level,
-  };
-}
-
-export const REDACTED = '[redacted]';
-/** What the start-up log shows for a secret that is set. */
-export const SECRET_SET = '[set]';
-
-function redactUrlPassword(url: string): string {
-  try {
-    const { protocol, username, password, host, pathname, search } = new URL(url);
-    if (!password) return url;
-    return `${protocol}//${username}:${REDACTED}@${host}${pathname}${search}`;
-  } catch {
-    return REDACTED;
-  }
-}
-
-/**
- * `[set]` for a secret that is set; one that is not is left out (not even an undefined key,
- * which the logger's redaction would fill in).
- */
-function secretShown<K extends string>(key: K, value: string | undefined): Partial<Record<K, string>> {
-  return value === undefined ? {} : ({ [key]: SECRET_SET } as Record<K, string>);
-}
-
-/**
- * A copy of the config that is safe to log: each token and secret shows only whether it is set,
- * URL passwords are replaced.
- */
-export function redactedConfig(config: Config): Config {
-  const { appToken, signingSecret, ...slack } = config.slack;
-  const { routingKey, apiToken, ...pagerDuty } = config.pagerDuty;
-  const { replicaSecret, ...rest } = config;
-  return {
-    ...rest,
-    ...secretShown('replicaSecret', replicaSecret),
-    slack: {
-      ...slack,
-      botToken: SECRET_SET,
-      ...secretShown('appToken', appToken),
-      ...secretShown('signingSecret', signingSecret),
-    },
-    redisUrl: config.redis.kind === 'single' ? redactUrlPassword(config.redisUrl) : config.redisUrl,
-    redis: redactedTarget(config.redis, SECRET_SET, redactUrlPassword),
-    msp: {
-      ...config.msp,
-      hosts: config.msp.hosts.map((host) => ({
-        ...host,
-        command: maskCommandLine(host.command),
-        // Values of a host's environment are as secret as the bot's own: only the names are shown.
-        ...(host.env ? { env: Object.fromEntries(Object.keys(host.env).map((key) => [key, REDACTED])) } : {}),
-      })),
-    },
-    grants: { ...config.grants },
-    pagerDuty: {
-      ...pagerDuty,
-      ...secretShown('routingKey', routingKey),
-      ...secretShown('apiToken', apiToken),
-    },
   };
 }

@@ -202,24 +202,3 @@ function hostPort({ host, port }: HostPort): string {
 function sentinelWhere(sentinels: HostPort[], name: string, db: number): string {
   return `redis+sentinel://${sentinels.map(hostPort).join(',')}/${encodeURIComponent(name)}${db ? `?db=${db}` : ''}`;
 }
-
-/** The target with its passwords shown as `[set]`. */
-export function redactedTarget(
-  target: RedisTarget,
-  secretSet: string,
-  redactUrl: (url: string) => string,
-): RedisTarget {
-  switch (target.kind) {
-    case 'single':
-      return { kind: 'single', url: redactUrl(target.url) };
-    case 'cluster':
-      return { ...target, nodes: [...target.nodes], ...(target.password ? { password: secretSet } : {}) };
-    case 'sentinel':
-      return {
-        ...target,
-        sentinels: [...target.sentinels],
-        ...(target.password ? { password: secretSet } : {}),
-        ...(target.sentinelPassword ? { sentinelPassword: secretSet } : {}),
-      };
-  }
-}

@@ -1,6 +1,6 @@
 import type { Logger, LogLevel } from '@slack/bolt';
 import pino from 'pino';
-import { REDACTED, SECRET_SET } from './config.js';
+import { REDACTED, SECRET_SET } from './configSecrets.js';
 
 /**
  * Paths whose values never reach a log line. Two-level wildcards (`*.*.x`) are spelt out instead:
@@ -51,14 +51,54 @@ export interface LoggerOptions {
   pretty?: boolean;
   /** Where JSON lines go; stdout by default. Tests pass a stream to read them back. */
   destination?: pino.DestinationStream;
+  /** Values no line may show, wherever they stand in it (the configuration's: configSecrets). */
+  secrets?: Iterable<string>;
+}
+
+/**
+ * Shorter values are not scrubbed: they turn up inside ordinary words, numbers and times, and
+ * replacing them would garble every line. The start-up line still hides them (redactedConfig).
+ */
+export const MIN_SCRUBBED_LENGTH = 8;
+
+/**
+ * The last line of defence: a line's text with every one of `secrets` replaced, as written, as
+ * a JSON string spells it and as a URL does. Redaction by path and masking by shape come first;
+ * this catches what they miss (a secret in an error message, under a key nobody foresaw).
+ * Undefined when there is nothing to scrub.
+ */
+export function secretScrubber(secrets: Iterable<string>): ((line: string) => string) | undefined {
+  const forms = new Set<string>();
+  for (const secret of secrets) {
+    if (secret.length < MIN_SCRUBBED_LENGTH) continue;
+    forms.add(secret);
+    forms.add(JSON.stringify(secret).slice(1, -1));
+    forms.add(encodeURIComponent(secret));
+  }
+  if (forms.size === 0) return undefined;
+  // Longest first: a secret that holds another is replaced whole.
+  const ordered = [...forms].sort((a, b) => b.length - a.length);
+  return (line) => {
+    let out = line;
+    for (const form of ordered) if (out.includes(form)) out = out.replaceAll(form, REDACTED);
+    return out;
+  };
 }
 
 /** The service's root logger: JSON lines on stdout, secrets redacted. */
-export function createLogger({ level, pretty = false, destination }: LoggerOptions): pino.Logger {
+export function createLogger({
+  level,
+  pretty = false,
+  destination,
+  secrets = [],
+}: LoggerOptions): pino.Logger {
+  const scrub = secretScrubber(secrets);
   const options: pino.LoggerOptions = {
     level,
     // `[set]` is what redactedConfig shows for a secret that is set: it says nothing more.
     redact: { paths: [...REDACT_PATHS], censor: (value) => (value === SECRET_SET ? value : REDACTED) },
+    // Before any destination or transport: pretty-printed lines are scrubbed too.
+    ...(scrub ? { hooks: { streamWrite: scrub } } : {}),
   };
   if (destination) return pino(options, destination);
   if (pretty) {

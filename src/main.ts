@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { v7 as uuidv7 } from 'uuid';
 import { renderCard } from './cards/renderCard.js';
-import { ConfigError, loadConfig, redactedConfig } from './config.js';
+import { ConfigError, configSecrets, loadConfig, redactedConfig } from './config.js';
 import { createLogger, toBoltLogger } from './log.js';
 import { sleep } from './msp/backoff.js';
 import { HostFleet, type HostStatus } from './msp/hostFleet.js';
@@ -83,7 +83,11 @@ async function main(): Promise<void> {
   const startedAt = new Date();
   const config = readConfig();
   const shownConfig = redactedConfig(config);
-  const logger = createLogger({ level: config.logLevel, pretty: process.stdout.isTTY === true });
+  const logger = createLogger({
+    level: config.logLevel,
+    pretty: process.stdout.isTTY === true,
+    secrets: configSecrets(config),
+  });
 
   // Commands wait while Redis is away instead of failing (createRedisClient's defaults): an
   // approval event held in memory for a while is better than one dropped. /readyz says Redis is

@@ -2,11 +2,13 @@
 // here against the built bot, at the edges a real deployment has (signed HTTP requests, the MSP
 // host process, Redis).
 
+import { defaultBodyLimit } from '@slack/bolt';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ChoiceButtonValue } from '../../src/cards/ids.js';
 import { keys } from '../../src/store/keys.js';
 import { freshRedisDb, SIGNING_SECRET } from '../support/bot.js';
 import { type ApprovalChoice, approvalFromTranscript, shellApproval } from '../support/fakeHost.js';
+import { openRawRequest, sendChunks, within } from '../support/rawRequest.js';
 import {
   blockActionsPayload,
   interactionBody,
@@ -107,6 +109,49 @@ describe('Slack signatures in HTTP mode', () => {
     expect(textOf(final)).not.toContain('U0MALLORY');
     expect(world.host.decides()).toHaveLength(1);
     expect(world.slack.callsOf('chat.postEphemeral')).toHaveLength(0);
+  });
+});
+
+describe('a request body past Bolt’s limit (4 MB) in HTTP mode', () => {
+  it('is answered 413 at once, declared or not, while the sender still sends; the connection is closed and clicks go on', async () => {
+    world = await World.start();
+    const id = 'huge-body-0001';
+    await world.host.open(approvalFromTranscript('approval-round-trip', { approvalId: id }), { via: 'both' });
+    const card = await world.waitForCard(id, (m) => buttonsOf(m).length > 0);
+    const form = { 'content-type': 'application/x-www-form-urlencoded' };
+    const events = `${world.bot.url}/slack/events`;
+
+    // No declared length: the bytes read pass the limit, and the body never ends of itself.
+    const endless = await openRawRequest(events, 'POST', { ...form, 'transfer-encoding': 'chunked' });
+    const endlessBytes = defaultBodyLimit + 256 * 1024 * 1024;
+    const sending = sendChunks(endless, endlessBytes);
+    expect(await within(endless.statusLine, 5_000, '413 to a body that goes on')).toBe(
+      'HTTP/1.1 413 Payload Too Large',
+    );
+    await within(endless.closed, 5_000, 'the bot closing the connection');
+    const sent = await sending;
+    expect(sent).toBeGreaterThan(defaultBodyLimit);
+    expect(sent).toBeLessThan(endlessBytes);
+
+    // A declared length past the limit: refused before a byte of the body is sent.
+    const declared = await openRawRequest(events, 'POST', {
+      ...form,
+      'content-length': String(defaultBodyLimit + 1),
+    });
+    expect(await within(declared.statusLine, 5_000, '413 to a declared length')).toBe(
+      'HTTP/1.1 413 Payload Too Large',
+    );
+    await within(declared.closed, 5_000, 'the bot closing the connection');
+
+    const refusals = world.bot.logs.filter((l) => l.msg === 'request body too large');
+    expect(refusals.map((l) => l.json)).toEqual([
+      expect.objectContaining({ level: 40, limit: defaultBodyLimit }),
+      expect.objectContaining({ level: 40, limit: defaultBodyLimit }),
+    ]);
+    expect(world.host.decides()).toHaveLength(0);
+    await world.press(id, 'Allow once', 'U0ALICE', card);
+    await world.waitForCard(id, (m) => textOf(m).includes('Approved'));
+    expect(world.host.decides()).toHaveLength(1);
   });
 });
 

@@ -14,27 +14,39 @@ export class PrivateRedis {
     readonly port: number,
     /** Where a persistent server keeps its append-only file; none keeps nothing. */
     private readonly dir?: string,
+    /** What the server asks of every client (requirepass); none asks nothing. */
+    private readonly password?: string,
   ) {}
 
-  /** redis://127.0.0.1:PORT (no database). */
+  /** redis://127.0.0.1:PORT (no database), with the password when the server asks for one. */
   get url(): string {
-    return `redis://127.0.0.1:${this.port}`;
+    const auth = this.password === undefined ? '' : `:${encodeURIComponent(this.password)}@`;
+    return `redis://${auth}127.0.0.1:${this.port}`;
   }
 
-  /** `persist`: an append-only file, fsynced on every write, so a restart keeps everything. */
-  static async start(options: { persist?: boolean } = {}): Promise<PrivateRedis> {
+  /**
+   * `persist`: an append-only file, fsynced on every write, so a restart keeps everything.
+   * `password`: every client must give it (AUTH), as a production Redis asks.
+   */
+  static async start(options: { persist?: boolean; password?: string } = {}): Promise<PrivateRedis> {
     const port = await freePort();
     const dir = options.persist ? mkdtempSync(join(tmpdir(), 'cs-redis-')) : undefined;
-    const redis = new PrivateRedis(PrivateRedis.spawn(port, dir), port, dir);
+    const redis = new PrivateRedis(
+      PrivateRedis.spawn(port, dir, options.password),
+      port,
+      dir,
+      options.password,
+    );
     await redis.waitUp();
     return redis;
   }
 
-  private static spawn(port: number, dir: string | undefined): ChildProcess {
+  private static spawn(port: number, dir: string | undefined, password: string | undefined): ChildProcess {
     const persistence = dir
       ? ['--dir', dir, '--appendonly', 'yes', '--appendfsync', 'always', '--save', '']
       : ['--save', '', '--appendonly', 'no'];
-    return spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', ...persistence], {
+    const auth = password === undefined ? [] : ['--requirepass', password];
+    return spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', ...persistence, ...auth], {
       stdio: 'ignore',
     });
   }
@@ -74,7 +86,7 @@ export class PrivateRedis {
   async restart(whileDown: () => Promise<void> = async () => {}): Promise<void> {
     await this.stop();
     await whileDown();
-    this.proc = PrivateRedis.spawn(this.port, this.dir);
+    this.proc = PrivateRedis.spawn(this.port, this.dir, this.password);
     await this.waitUp();
   }
 

@@ -1,10 +1,11 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { defaultBodyLimit } from '@slack/bolt';
-import { afterEach, expect, it } from 'vitest';
+import type { AddressInfo, Socket } from 'node:net';
+import { defaultBodyLimit, isValidSlackRequest } from '@slack/bolt';
+import { afterEach, expect, it, vi } from 'vitest';
 import { encodeChoiceValue } from '../../src/cards/ids.js';
 import { choicePressRoute, signedBySlack } from '../../src/slack/choicePressRoute.js';
 import { captureLogger } from '../support/logCapture.js';
+import { openRawRequest, sendChunks, within } from '../support/rawRequest.js';
 import {
   blockActionsPayload,
   postEvent,
@@ -18,8 +19,16 @@ import {
 
 const SECRET = 'route-signing-secret';
 
+// Bolt's own check, watched: the route must decide by it, over the body it read.
+vi.mock('@slack/bolt', async (importOriginal) => {
+  const bolt = await importOriginal<typeof import('@slack/bolt')>();
+  return { ...bolt, isValidSlackRequest: vi.fn(bolt.isValidSlackRequest) };
+});
+
 let server: Server | undefined;
 afterEach(async () => {
+  // A connection a test left open (a body that never ended) would hold close() for ever.
+  server?.closeAllConnections();
   await new Promise((resolve) => server?.close(resolve) ?? resolve(undefined));
   server = undefined;
 });
@@ -112,21 +121,21 @@ it('a press handler that fails before acknowledging is logged and answered 500',
 });
 
 it('checks the signature as Slack makes it: the secret, the body and a timestamp at most five minutes old', () => {
-  const body = Buffer.from(`payload=${encodeURIComponent(JSON.stringify(press('cs_choice_0')))}`);
+  const body = `payload=${encodeURIComponent(JSON.stringify(press('cs_choice_0')))}`;
   const now = Date.now();
   const request = (headers: Record<string, string>) => ({ headers }) as unknown as IncomingMessage;
   const signed = (secret: string, ts: number, signedBody = body) =>
-    request(signRequest(secret, signedBody.toString(), ts));
+    request(signRequest(secret, signedBody, ts));
   const ts = Math.floor(now / 1000);
   expect(signedBySlack(SECRET, signed(SECRET, ts), body, now)).toBe(true);
   expect(signedBySlack(SECRET, signed(SECRET, ts - 299), body, now)).toBe(true);
   expect(signedBySlack(SECRET, signed(SECRET, ts - 301), body, now)).toBe(false);
   expect(signedBySlack(SECRET, signed('another-secret', ts), body, now)).toBe(false);
-  expect(signedBySlack(SECRET, signed(SECRET, ts, Buffer.from('payload=%7B%7D')), body, now)).toBe(false);
-  const { 'x-slack-signature': _dropped, ...unsigned } = signRequest(SECRET, body.toString(), ts);
+  expect(signedBySlack(SECRET, signed(SECRET, ts, 'payload=%7B%7D'), body, now)).toBe(false);
+  const { 'x-slack-signature': _dropped, ...unsigned } = signRequest(SECRET, body, ts);
   expect(signedBySlack(SECRET, request(unsigned), body, now)).toBe(false);
   const withOddTimestamp = {
-    ...signRequest(SECRET, body.toString(), ts),
+    ...signRequest(SECRET, body, ts),
     'x-slack-request-timestamp': 'soon',
   };
   expect(signedBySlack(SECRET, request(withOddTimestamp), body, now)).toBe(false);
@@ -136,6 +145,61 @@ it('a body larger than Bolt takes is answered 413, and reaches neither the handl
   const { base, seen } = await start();
   const huge = `payload=${'x'.repeat(defaultBodyLimit + 1)}`;
   expect((await postSigned(base, SECRET, huge)).status).toBe(413);
+  expect(seen.presses).toEqual([]);
+  expect(seen.bolt).toEqual([]);
+});
+
+it('verifies with Bolt’s isValidSlackRequest over the body as read, and takes a press only when it says so', async () => {
+  const { base, seen } = await start();
+  const verify = vi.mocked(isValidSlackRequest);
+  verify.mockClear();
+  const body = `payload=${encodeURIComponent(JSON.stringify(press('cs_choice_0')))}`;
+  expect((await postSigned(base, SECRET, body)).status).toBe(200);
+  expect(verify).toHaveBeenCalledTimes(1);
+  expect(verify.mock.calls[0]![0]).toMatchObject({
+    signingSecret: SECRET,
+    body,
+    headers: { 'x-slack-signature': expect.stringMatching(/^v0=[0-9a-f]{64}$/) },
+  });
+  expect(verify.mock.results[0]).toEqual({ type: 'return', value: true });
+  // The same press, rightly signed, when Bolt's check says no: it goes to Bolt, not the handler.
+  verify.mockReturnValueOnce(false);
+  expect((await postSigned(base, SECRET, body)).status).toBe(299);
+  expect(seen.presses).toHaveLength(1);
+  expect(seen.bolt.map((b) => b.rawBody)).toEqual([body]);
+});
+
+it('a body past the limit with no declared length is answered 413 at once: read no further, its connection closed', async () => {
+  const { base, seen } = await start();
+  const connections: Socket[] = [];
+  server!.on('connection', (socket) => connections.push(socket));
+  const request = await openRawRequest(`${base}/slack/events`, 'POST', {
+    'content-type': 'application/x-www-form-urlencoded',
+    'transfer-encoding': 'chunked',
+  });
+  // Past the limit, and on: the body never ends of itself.
+  const endless = defaultBodyLimit + 256 * 1024 * 1024;
+  const sending = sendChunks(request, endless);
+  expect(await within(request.statusLine, 5_000, 'the answer')).toBe('HTTP/1.1 413 Payload Too Large');
+  await within(request.closed, 5_000, 'the server closing the connection');
+  const sent = await sending;
+  expect(sent).toBeGreaterThan(defaultBodyLimit);
+  expect(sent).toBeLessThan(endless);
+  // The server read the limit and what was on its way when it stopped, not what followed.
+  expect(connections).toHaveLength(1);
+  expect(connections[0]!.bytesRead).toBeLessThan(defaultBodyLimit + 1024 * 1024);
+  expect(seen.presses).toEqual([]);
+  expect(seen.bolt).toEqual([]);
+});
+
+it('a body declared past the limit is answered 413 before any of it is sent, and its connection closed', async () => {
+  const { base, seen } = await start();
+  const request = await openRawRequest(`${base}/slack/events`, 'POST', {
+    'content-type': 'application/x-www-form-urlencoded',
+    'content-length': String(defaultBodyLimit + 1),
+  });
+  expect(await within(request.statusLine, 5_000, 'the answer')).toBe('HTTP/1.1 413 Payload Too Large');
+  await within(request.closed, 5_000, 'the server closing the connection');
   expect(seen.presses).toEqual([]);
   expect(seen.bolt).toEqual([]);
 });

@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, parseDuration, redactedConfig } from '../../src/config.js';
+import { ConfigError, configSecrets, loadConfig, parseDuration, redactedConfig } from '../../src/config.js';
 import { captureLogger } from '../support/logCapture.js';
 
 const BOT_TOKEN = 'xoxb-test-1111-2222-SUPERSECRETBOT';
@@ -678,6 +678,67 @@ describe('redactedConfig', () => {
     expect(cluster.redis).toEqual({ kind: 'cluster', nodes: [{ host: 'h', port: 7000 }], password: '[set]' });
     const single = redactedConfig(loadConfig(socketEnv({ REDIS_URL: 'redis://:redispassword@h:6379' })));
     expect(single.redis).toEqual({ kind: 'single', url: 'redis://:[redacted]@h:6379' });
+  });
+
+  it('hides a secret by what it means, at any depth: a step’s routing key, host env values, any URL’s password', () => {
+    const stepKey = 'STEPROUTINGKEYSUPERSECRET000000';
+    const agentKey = 'sk-ant-agentkey-SUPERSECRET-0123456789';
+    const file = configFile(`
+hosts:
+  - id: main
+    command: "HOST_TOKEN=hosttokenSUPERSECRET muse serve --api-key agentflagSUPERSECRET"
+    env: { ANTHROPIC_API_KEY: ${agentKey}, MUSE_PROFILE: quiet }
+routes:
+  - name: deploys
+    channel: C0DEPLOYS
+    escalation:
+      - { after: 5m, action: page, routingKey: ${stepKey} }
+  - channel: C0REST
+`);
+    const config = loadConfig(
+      socketEnv({
+        MSP_HOST_COMMAND: undefined,
+        COUNTERSIGN_CONFIG: file,
+        PAGERDUTY_ROUTING_KEY: ROUTING_KEY,
+        PAGERDUTY_API_URL: 'https://pd-proxy:pdproxy%2FSUPERSECRET@pd.internal/api',
+        SLACK_API_URL: 'https://slack-proxy:slackproxySUPERSECRET@slack.internal/api/',
+      }),
+    );
+    const redacted = redactedConfig(config);
+    expect(JSON.stringify(redacted)).not.toMatch(/SUPERSECRET/);
+    expect(redacted.routes[0]?.escalation).toEqual([
+      { afterMs: 300_000, action: 'page', routingKey: '[set]' },
+    ]);
+    expect(redacted.msp.hosts[0]).toEqual({
+      id: 'main',
+      command: 'HOST_TOKEN=[masked secret-value] muse serve --api-key [masked secret-value]',
+      sandboxMode: 'default',
+      env: { ANTHROPIC_API_KEY: '[redacted]', MUSE_PROFILE: '[redacted]' },
+    });
+    expect(redacted.pagerDuty.apiUrl).toBe('https://pd-proxy:[redacted]@pd.internal/api');
+    expect(redacted.slack.apiUrl).toBe('https://slack-proxy:[redacted]@slack.internal/api/');
+    // What is not secret reads as it was.
+    expect(redacted.routes[1]).toEqual({ channel: 'C0REST' });
+    expect(redacted.routes[0]?.name).toBe('deploys');
+    expect(redacted.pagerDuty.eventsUrl).toBe('https://events.pagerduty.com/v2/enqueue');
+
+    // The logger is told each hidden value, and a URL's password also as it is written there.
+    expect(configSecrets(config)).toEqual(
+      expect.arrayContaining([
+        BOT_TOKEN,
+        APP_TOKEN,
+        ROUTING_KEY,
+        stepKey,
+        agentKey,
+        'quiet',
+        'hosttokenSUPERSECRET',
+        'agentflagSUPERSECRET',
+        'pdproxy%2FSUPERSECRET',
+        'pdproxy/SUPERSECRET',
+        'slackproxySUPERSECRET',
+      ]),
+    );
+    expect(configSecrets(config)).not.toContain('muse');
   });
 
   it('leaves unset secrets out', () => {

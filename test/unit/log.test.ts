@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import type { LogLevel } from '@slack/bolt';
 import { describe, expect, it } from 'vitest';
-import { createLogger, toBoltLogger } from '../../src/log.js';
+import { createLogger, MIN_SCRUBBED_LENGTH, toBoltLogger } from '../../src/log.js';
 
 const TOKEN = 'xoxb-test-9999-SUPERSECRETLOGTOKEN';
 
@@ -61,6 +61,34 @@ describe('createLogger', () => {
     const log = createLogger({ level: 'info', destination }).child({ approvalId: 'a1' });
     log.info({ token: TOKEN }, 'child');
     expect(raw.join('\n')).not.toContain('SUPERSECRETLOGTOKEN');
+  });
+});
+
+describe('createLogger with the configuration’s secrets', () => {
+  const ROUTING_KEY = 'R0UTINGKEY-LOGSECRET-000000000000';
+  const PASSWORD = 'pa"ss\\wo rd/LOGSECRET';
+
+  it('writes no line that holds one, wherever it stands, as written, JSON-escaped or URL-encoded', () => {
+    const { destination, raw, lines } = capture();
+    const log = createLogger({ level: 'debug', destination, secrets: [ROUTING_KEY, PASSWORD] });
+    log.info({ route: { escalation: [{ page: { routingKey: ROUTING_KEY } }] } }, 'deep');
+    log.error({ err: new Error(`PagerDuty refused ${ROUTING_KEY}`) }, 'page failed');
+    log.child({ hostId: 'main' }).debug({ url: `redis://:${encodeURIComponent(PASSWORD)}@h:6379` }, 'child');
+    log.warn(`password was ${PASSWORD}`);
+    expect(lines).toHaveLength(4);
+    expect(raw.join('\n')).not.toContain('LOGSECRET');
+    expect(lines[0]).toMatchObject({ route: { escalation: [{ page: { routingKey: '[redacted]' } }] } });
+    expect(lines[1]?.err).toMatchObject({ message: 'PagerDuty refused [redacted]' });
+    expect(lines[2]).toMatchObject({ hostId: 'main', url: 'redis://:[redacted]@h:6379' });
+    expect(lines[3]?.msg).toBe('password was [redacted]');
+  });
+
+  it('leaves values too short to scrub without garbling: the start-up line hides those', () => {
+    const { destination, lines } = capture();
+    const short = 'x'.repeat(MIN_SCRUBBED_LENGTH - 1);
+    const log = createLogger({ level: 'info', destination, secrets: [short, '1'] });
+    log.info({ n: 1, text: `${short}x` }, 'plain');
+    expect(lines[0]).toMatchObject({ n: 1, text: `${short}x`, msg: 'plain' });
   });
 });
 
