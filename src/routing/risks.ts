@@ -2,6 +2,7 @@ import { posix } from 'node:path';
 import picomatch from 'picomatch';
 import type { ApprovalSubject } from '../msp/protocol.js';
 import type { RiskMark } from '../store/record.js';
+import { hostForms, hostPattern } from './hostNames.js';
 import type { Approvers, RiskRule } from './route.js';
 
 // Risk rules (COUNTERSIGN_CONFIG `risks`): requests that need more care than their route gives.
@@ -38,7 +39,7 @@ function pathsOf(subject: ApprovalSubject): string[] {
 }
 
 function targetsOf(subject: ApprovalSubject): string[] {
-  return subject.kind === 'network' && subject.host !== undefined ? [subject.host] : [];
+  return subject.kind === 'network' && subject.host !== undefined ? hostForms(subject.host) : [];
 }
 
 /** Any of `values` matches any of `patterns`. */
@@ -55,9 +56,8 @@ function compile(rule: RiskRule): Test {
     tests.push(anyOf((i) => commandsOf(i.subject), picomatch(commands, { bash: true, dot: true })));
   // `**/.env` must also match `.env` at the root and `/home/me/.env`.
   if (paths) tests.push(anyOf((i) => pathsOf(i.subject), picomatch(paths, { dot: true })));
-  // Host names are case-insensitive.
   if (targets)
-    tests.push(anyOf((i) => targetsOf(i.subject), picomatch(targets, { dot: true, nocase: true })));
+    tests.push(anyOf((i) => targetsOf(i.subject), picomatch(targets.map(hostPattern), { dot: true })));
   if (tools) tests.push(anyOf((i) => [i.tool], picomatch(tools, { dot: true })));
   return (input) => tests.length > 0 && tests.every((test) => test(input));
 }

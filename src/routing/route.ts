@@ -104,7 +104,7 @@ export interface RiskMatch {
   commands?: string[];
   /** On a file path, normalized. */
   paths?: string[];
-  /** On a network target's host. */
+  /** On a network target's host, in lower case without a trailing dot (hostNames.ts). */
   targets?: string[];
   /** On the tool name. */
   tools?: string[];
