@@ -1,8 +1,8 @@
-import { posix } from 'node:path';
 import picomatch from 'picomatch';
 import type { ApprovalSubject } from '../msp/protocol.js';
 import type { RiskMark } from '../store/record.js';
 import { hostForms, hostPattern } from './hostNames.js';
+import { pathMatcher } from './riskPaths.js';
 import type { Approvers, RiskRule } from './route.js';
 
 // Risk rules (COUNTERSIGN_CONFIG `risks`): requests that need more care than their route gives.
@@ -13,6 +13,8 @@ import type { Approvers, RiskRule } from './route.js';
 export interface RiskInput {
   tool: string;
   subject: ApprovalSubject;
+  /** What relative paths are relative to: the subject's own, else the session's; often unknown. */
+  workspaceRoot?: string;
 }
 
 type Test = (input: RiskInput) => boolean;
@@ -25,17 +27,8 @@ function commandsOf(subject: ApprovalSubject): string[] {
   return subject.command === undefined ? [] : [subject.command];
 }
 
-/** A file path as the rule sees it: `..`, `.` and doubled slashes resolved, no trailing slash. */
-export function normalizedPath(path: string): string {
-  const normal = posix.normalize(path);
-  return normal.length > 1 && normal.endsWith('/') ? normal.slice(0, -1) : normal;
-}
-
-function pathsOf(subject: ApprovalSubject): string[] {
-  if ((subject.kind === 'fileAccess' || subject.kind === 'unixSocket') && subject.path !== undefined) {
-    return [normalizedPath(subject.path)];
-  }
-  return [];
+function pathOf(subject: ApprovalSubject): string | undefined {
+  return subject.kind === 'fileAccess' || subject.kind === 'unixSocket' ? subject.path : undefined;
 }
 
 function targetsOf(subject: ApprovalSubject): string[] {
@@ -54,8 +47,13 @@ function compile(rule: RiskRule): Test {
   // A command is text, not a path: `*` crosses "/" (`git push --force*` matches any remote).
   if (commands)
     tests.push(anyOf((i) => commandsOf(i.subject), picomatch(commands, { bash: true, dot: true })));
-  // `**/.env` must also match `.env` at the root and `/home/me/.env`.
-  if (paths) tests.push(anyOf((i) => pathsOf(i.subject), picomatch(paths, { dot: true })));
+  if (paths) {
+    const matches = pathMatcher(paths);
+    tests.push((i) => {
+      const path = pathOf(i.subject);
+      return path !== undefined && matches(path, i.workspaceRoot);
+    });
+  }
   if (targets)
     tests.push(anyOf((i) => targetsOf(i.subject), picomatch(targets.map(hostPattern), { dot: true })));
   if (tools) tests.push(anyOf((i) => [i.tool], picomatch(tools, { dot: true })));

@@ -102,7 +102,7 @@ export const OPEN_RULES: RouteRules = {
 export interface RiskMatch {
   /** On a shell stage's argv joined by spaces (the command when the host sent no stages). */
   commands?: string[];
-  /** On a file path, normalized. */
+  /** On a file path, normalized and resolved against the workspace root (riskPaths.ts). */
   paths?: string[];
   /** On a network target's host, in lower case without a trailing dot (hostNames.ts). */
   targets?: string[];

@@ -1,6 +1,7 @@
 // Risk rules and the many spellings of one request, end to end: the real bot with the shipped
 // example's risk rules (countersign.example.yml), a fake host, the fake Slack and the tests' Redis.
-// A host in capitals with its root dot: the card must carry the rule's warning.
+// A host in capitals with its root dot, a path relative to the workspace: each card must carry the
+// rule's warning.
 
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -17,7 +18,10 @@ afterEach(async () => {
   while (cleanups.length) await Promise.resolve(cleanups.pop()!()).catch(() => undefined);
 });
 
-/** The risk rules as the example ships them, and one more for hosts. */
+/** A session whose workspace is elsewhere: a subject's own root must win over it. */
+const OTHER_SESSION = '0198f0aa-2222-7000-8000-0000000000bb';
+
+/** The risk rules as the example ships them, and two more for hosts and relative paths. */
 function config(hostCommand: string): string {
   const example = parse(readFileSync(join(PROJECT_ROOT, 'countersign.example.yml'), 'utf8')) as {
     risks: unknown[];
@@ -25,6 +29,7 @@ function config(hostCommand: string): string {
   const risks = [
     ...example.risks,
     { name: 'production', match: { targets: ['*.prod.example.com'] }, warning: 'Production' },
+    { name: 'app-config', match: { paths: ['/srv/app/config/**'] }, warning: 'App config' },
   ];
   return stringify({
     hosts: [{ id: 'main', command: hostCommand, owner: 'U0OWNER' }],
@@ -35,7 +40,12 @@ function config(hostCommand: string): string {
 
 async function startWorld(): Promise<World> {
   const world = await World.start(
-    { sessions: [{ sessionId: SESSION, title: 'Release', workspaceRoot: '/srv/app' }] },
+    {
+      sessions: [
+        { sessionId: SESSION, title: 'Release', workspaceRoot: '/srv/app' },
+        { sessionId: OTHER_SESSION, title: 'Docs', workspaceRoot: '/srv/other' },
+      ],
+    },
     (host) => {
       const file = configFile(config(host.command));
       cleanups.push(file.remove);
@@ -48,6 +58,15 @@ async function startWorld(): Promise<World> {
 
 function shell(approvalId: string, argv: string[]): ApprovalRequestParams {
   return shellApproval({ approvalId, sessionId: SESSION, stages: [argv], workspaceRoot: '/srv/app' });
+}
+
+function fileWrite(approvalId: string, path: string, sessionId = SESSION, workspaceRoot?: string) {
+  return {
+    ...shellApproval({ approvalId, sessionId, stages: [['true']] }),
+    toolName: 'write_file',
+    rawArgs: JSON.stringify({ path }),
+    subject: { kind: 'fileAccess', path, access: 'write', ...(workspaceRoot ? { workspaceRoot } : {}) },
+  };
 }
 
 async function openCard(world: World, approval: ApprovalRequestParams): Promise<SlackMessage> {
@@ -72,5 +91,42 @@ describe('targets', () => {
       subject: { kind: 'network', host: 'api.staging.example.com.', port: 443, protocol: 'https' },
     };
     expect(textOf(await openCard(world, staging))).not.toContain('risk rule');
+  });
+});
+
+describe('paths', () => {
+  const APP_CONFIG = ':warning: *App config* (risk rule `app-config`)';
+
+  it('a relative path is resolved against the workspace root: the subject’s own, else the session’s', async () => {
+    const world = await startWorld();
+    expect(textOf(await openCard(world, fileWrite('rel-session', 'config/prod.yml')))).toContain(APP_CONFIG);
+    expect(textOf(await openCard(world, fileWrite('rel-dots', './docs/../config/prod.yml')))).toContain(
+      APP_CONFIG,
+    );
+    expect(textOf(await openCard(world, fileWrite('rel-docs', 'docs/readme.md')))).not.toContain('risk rule');
+    // The subject names its own root, which wins over the session's.
+    const own = fileWrite('rel-own', 'config/prod.yml', OTHER_SESSION, '/srv/app');
+    expect(textOf(await openCard(world, own))).toContain(APP_CONFIG);
+    const elsewhere = fileWrite('rel-elsewhere', 'config/prod.yml', SESSION, '/srv/other');
+    expect(textOf(await openCard(world, elsewhere))).not.toContain('risk rule');
+  });
+
+  it('a later question with a relative path is resolved against the session’s root too', async () => {
+    const world = await startWorld();
+    const id = 'rel-update';
+    const first = await openCard(world, fileWrite(id, '/srv/app/README.md'));
+    expect(textOf(first)).not.toContain('risk rule');
+    const ask = (path: string) =>
+      world.host.update({
+        approvalId: id,
+        patch: { subject: { kind: 'fileAccess', path, access: 'write' } },
+        change: { kind: 'subjectChanged' },
+      });
+    // Read with no root, a relative path could lie below /srv/app/config; with the session's, not.
+    await ask('docs/readme.md');
+    const docs = await world.waitForCard(id, (m) => textOf(m).includes('docs/readme.md'));
+    expect(textOf(docs)).not.toContain('risk rule');
+    await ask('config/prod.yml');
+    await world.waitForCard(id, (m) => textOf(m).includes(APP_CONFIG));
   });
 });
