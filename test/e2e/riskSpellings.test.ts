@@ -1,7 +1,7 @@
 // Risk rules and the many spellings of one request, end to end: the real bot with the shipped
 // example's risk rules (countersign.example.yml), a fake host, the fake Slack and the tests' Redis.
-// A host in capitals with its root dot, a path relative to the workspace: each card must carry the
-// rule's warning.
+// Each spelling of a force push, a host in capitals with its root dot, a path relative to the
+// workspace: each card must carry the rule's warning and its effect.
 
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -11,7 +11,7 @@ import { PROJECT_ROOT } from '../support/bot.js';
 import { type ApprovalRequestParams, shellApproval } from '../support/fakeHost.js';
 import type { SlackMessage } from '../support/fakeSlack.js';
 import { configFile } from './teamSetup.js';
-import { buttonsOf, SESSION, textOf, World } from './world.js';
+import { buttonsOf, rememberButtonOf, SESSION, textOf, World } from './world.js';
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
 afterEach(async () => {
@@ -73,6 +73,47 @@ async function openCard(world: World, approval: ApprovalRequestParams): Promise<
   await world.host.open(approval);
   return world.waitForCard(approval.approvalId, (m) => buttonsOf(m).length > 0);
 }
+
+const FORCE_PUSH = ':warning: *Rewrites shared history* (risk rule `force-push`)';
+
+describe('the shipped force-push rule', () => {
+  it('every spelling of a force push gets the warning, two approvers and no "don\'t ask again"', async () => {
+    const world = await startWorld();
+    const spellings: Array<[string, string[]]> = [
+      ['fp-plain', ['git', 'push', '--force']],
+      ['fp-last', ['git', 'push', 'origin', 'main', '--force']],
+      ['fp-short', ['git', 'push', '-f']],
+      ['fp-refspec', ['git', 'push', 'origin', '+main']],
+      ['fp-path', ['/usr/bin/git', 'push', '--force']],
+    ];
+    for (const [id, argv] of spellings) {
+      const card = await openCard(world, shell(id, argv));
+      expect(textOf(card), argv.join(' ')).toContain(FORCE_PUSH);
+      expect(textOf(card), argv.join(' ')).toContain('Needs 2 approvals');
+      expect(rememberButtonOf(card), argv.join(' ')).toBeUndefined();
+    }
+    const audit = await world.auditEntries();
+    for (const [id] of spellings) {
+      expect(audit).toContainEqual(
+        expect.objectContaining({ kind: 'risk', approvalId: id, rule: 'force-push', quorum: '2' }),
+      );
+    }
+
+    // A host that sends only the command text: it is split as the shell would, wrappers and all.
+    const textOnly = shell('fp-text', ['true']);
+    textOnly.subject = {
+      kind: 'shell',
+      command: 'cd /srv/app && sudo -u deploy git push origin main --force',
+      workspaceRoot: '/srv/app',
+    };
+    expect(textOf(await openCard(world, textOnly))).toContain(FORCE_PUSH);
+
+    // A push that rewrites nothing is left alone, and keeps its "don't ask again".
+    const plain = await openCard(world, shell('fp-none', ['git', 'push', 'origin', 'main']));
+    expect(textOf(plain)).not.toContain('risk rule');
+    expect(rememberButtonOf(plain)).toBeDefined();
+  });
+});
 
 describe('targets', () => {
   it('a host in capitals with its root dot is the host the rule names', async () => {

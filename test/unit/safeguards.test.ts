@@ -106,7 +106,7 @@ describe('the risks key of COUNTERSIGN_CONFIG', () => {
     ['risks:\n  - { name: x, warning: w }\n', 'risks[0].match is required'],
     [
       'risks:\n  - { name: x, warning: w, match: {} }\n',
-      'risks[0].match must list at least one of commands, paths, targets and tools',
+      'risks[0].match must list at least one of commands, paths, programs, targets and tools',
     ],
     [
       'risks:\n  - { name: x, warning: w, match: { command: [a] } }\n',
