@@ -12,6 +12,7 @@ import { RiskRules } from '../../src/routing/risks.js';
 import type { ProgramMatch, RiskRule } from '../../src/routing/route.js';
 import { shellCommands } from '../../src/routing/shellWords.js';
 import { PROJECT_ROOT } from '../support/bot.js';
+import { shellSubject } from '../support/shellSubject.js';
 
 const EXAMPLE = loadConfig({
   SLACK_BOT_TOKEN: 'xoxb-test-token',
@@ -21,19 +22,7 @@ const EXAMPLE = loadConfig({
 });
 
 /** A shell subject as a host that splits commands sends it: one stage per argv. */
-function stages(...argvs: string[][]): ApprovalSubject {
-  return {
-    kind: 'shell',
-    command: argvs.map((argv) => argv.join(' ')).join(' && '),
-    stages: argvs.map((argv, i) => ({
-      requirementId: { approvalId: 'a', sourceIndex: i },
-      position: i + 1,
-      totalStages: argvs.length,
-      argv,
-      resolution: { kind: 'unresolved' },
-    })),
-  };
-}
+const stages = shellSubject;
 
 /** A shell subject as a host that sends only the command text. */
 const text = (command: string): ApprovalSubject => ({ kind: 'shell', command });

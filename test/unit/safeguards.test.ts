@@ -19,6 +19,7 @@ import { OPEN_RULES } from '../../src/routing/route.js';
 import { Router } from '../../src/routing/router.js';
 import type { ApprovalRecord, Vote } from '../../src/store/record.js';
 import { ISSUE_RISKS } from '../support/issueRisks.js';
+import { shellSubject } from '../support/shellSubject.js';
 import { inPhase, NOW, shellRecord } from './cardFixtures.js';
 
 function configFile(yaml: string): string {
@@ -48,19 +49,7 @@ function errorOf(yaml: string): string {
   throw new Error('expected the file to be refused');
 }
 
-function shell(...stages: string[][]): ApprovalSubject {
-  return {
-    kind: 'shell',
-    command: stages.map((argv) => argv.join(' ')).join(' && '),
-    stages: stages.map((argv, i) => ({
-      requirementId: { approvalId: 'a', sourceIndex: i },
-      position: i + 1,
-      totalStages: stages.length,
-      argv,
-      resolution: { kind: 'unresolved' },
-    })),
-  };
-}
+const shell = shellSubject;
 
 const file = (path: string): ApprovalSubject => ({ kind: 'fileAccess', path, access: 'write' });
 const network = (host: string): ApprovalSubject => ({ kind: 'network', host, port: 443, protocol: 'https' });
