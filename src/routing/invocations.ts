@@ -1,5 +1,5 @@
 import { isAssignment, isOption, type OperandReading, operandStarts, programName } from './argv.js';
-import { shellCommands, shellWords } from './shellWords.js';
+import { shellCommands, shellWords, UnreadableCommand } from './shellWords.js';
 
 // The programs one argv runs: itself, and what it runs through a wrapper (`sudo git push -f`
 // runs git too). A `programs` risk rule is matched on each of them, so putting a wrapper in front
@@ -13,8 +13,9 @@ import { shellCommands, shellWords } from './shellWords.js';
 // aliases and shell functions, git aliases, a variable in the program's place (`$GIT push`),
 // scripts read from a file or standard input, and command substitution in backquotes or inside
 // double quotes (`$(…)` outside quotes is split as a command of its own).
-// A command line built to be too costly to unwrap (MAX_STEPS) is reported `tangled`, and then
-// matches every `programs` rule: what cannot be read is not let through as harmless.
+// A command line built to be too costly to unwrap (MAX_STEPS), or a script in it that cannot be
+// split, is reported `tangled`, and then matches every `programs` rule: what cannot be read is not
+// let through as harmless.
 
 interface Wrapper {
   /** Its options that take the next word as their value (`-u root`). */
@@ -196,7 +197,7 @@ const MAX_DEPTH = 8;
  */
 const MAX_STEPS = 100_000;
 
-/** What an argv runs; `tangled` when it was too costly to read to the end (MAX_STEPS). */
+/** What an argv runs; `tangled` when it could not be read to the end. */
 export interface Invocations {
   runs: Invocation[];
   tangled: boolean;
@@ -222,7 +223,15 @@ export function invocations(argv: readonly string[]): Invocations {
     const next: Invocation[] = [];
     for (const invocation of level) {
       if (budget.steps > MAX_STEPS) return { runs, tangled: true };
-      for (const inner of innerCommands(invocation, budget)) if (isNew(inner)) next.push(inner);
+      let inner: Invocation[];
+      try {
+        inner = innerCommands(invocation, budget);
+      } catch (error) {
+        // A script or `eval` string that cannot be split could run anything.
+        if (error instanceof UnreadableCommand) return { runs, tangled: true };
+        throw error;
+      }
+      for (const run of inner) if (isNew(run)) next.push(run);
     }
     runs.push(...next);
     level = next;

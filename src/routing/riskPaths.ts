@@ -40,7 +40,10 @@ function tailsOfPattern(pattern: string): string[] {
   const scan = picomatch.scan(pattern, { parts: true });
   const parts = scan.parts ?? [];
   if (scan.negated || parts[0] !== '') return [];
-  return parts.slice(1).map((_, i) => parts.slice(i + 1).join('/'));
+  return parts
+    .slice(1)
+    .map((_, i) => parts.slice(i + 1).join('/'))
+    .filter((tail) => tail !== '');
 }
 
 /** A test of a path, with the workspace root it is relative to when known. */

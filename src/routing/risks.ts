@@ -6,7 +6,7 @@ import { type Invocations, invocations } from './invocations.js';
 import { programMatcher } from './programs.js';
 import { pathMatcher } from './riskPaths.js';
 import type { Approvers, RiskRule } from './route.js';
-import { shellCommands } from './shellWords.js';
+import { shellCommands, UnreadableCommand } from './shellWords.js';
 
 // Risk rules (COUNTERSIGN_CONFIG `risks`): requests that need more care than their route gives.
 // They are matched on what the host sent, before intake masks or cuts anything, so a command too
@@ -67,12 +67,22 @@ function commandTextsOf(subject: ApprovalSubject): string[] {
  */
 function programRunsOf(subject: ApprovalSubject): Invocations {
   if (subject.kind !== 'shell') return { runs: [], tangled: false };
-  const argvs = [
-    ...(subject.stages?.map((stage) => stage.argv) ?? []),
-    ...(subject.command === undefined ? [] : shellCommands(subject.command)),
-  ];
-  const each = argvs.map((argv) => invocations(argv));
-  return { runs: each.flatMap((read) => read.runs), tangled: each.some((read) => read.tangled) };
+  let unreadable = false;
+  let commands: string[][] = [];
+  try {
+    commands = subject.command === undefined ? [] : shellCommands(subject.command);
+  } catch (error) {
+    // Text that cannot be split could run anything: it is read as matching (see invocations.ts).
+    if (!(error instanceof UnreadableCommand)) throw error;
+    unreadable = true;
+  }
+  const each = [...(subject.stages?.map((stage) => stage.argv) ?? []), ...commands].map((argv) =>
+    invocations(argv),
+  );
+  return {
+    runs: each.flatMap((read) => read.runs),
+    tangled: unreadable || each.some((read) => read.tangled),
+  };
 }
 
 type Test = (view: RiskView) => boolean;

@@ -8,6 +8,17 @@ import { type ParseEntry, parse } from 'shell-quote';
 /** `$NAME` is kept as written: the bot does not know the agent's environment. */
 const keepVariable = (name: string) => `$${name}`;
 
+/** Text shell-quote cannot split (such as a `${` left open): no one can say what it runs. */
+export class UnreadableCommand extends Error {}
+
+function tokensOf(text: string): ParseEntry[] {
+  try {
+    return parse(text, keepVariable);
+  } catch (error) {
+    throw new UnreadableCommand(error instanceof Error ? error.message : String(error));
+  }
+}
+
 /** Operators whose next word names a file or a descriptor, not an argument of the command. */
 const REDIRECTIONS = new Set(['>', '>>', '<', '>&', '<&', '<<', '<<<', '<>', '>|', '&>', '&>>']);
 
@@ -46,13 +57,14 @@ function commandsOfTokens(tokens: readonly ParseEntry[]): string[][] {
  * unexpanded). A newline also ends a command, and shell-quote reads a `#` comment to the end of
  * the text, so each line is split on its own as well: a command that spans lines inside quotes
  * may then also be read as pieces. That can only add commands to look at, never hide one.
+ * Throws UnreadableCommand when the text cannot be split.
  */
 export function shellCommands(text: string): string[][] {
   const lines = text.includes('\n') ? [text, ...text.split('\n')] : [text];
-  return lines.flatMap((line) => commandsOfTokens(parse(line, keepVariable)));
+  return lines.flatMap((line) => commandsOfTokens(tokensOf(line)));
 }
 
 /** The words of a string such as `env -S`'s: its operators, if any, are dropped. */
 export function shellWords(text: string): string[] {
-  return commandsOfTokens(parse(text, keepVariable)).flat();
+  return commandsOfTokens(tokensOf(text)).flat();
 }

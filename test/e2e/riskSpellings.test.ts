@@ -108,6 +108,11 @@ describe('the shipped force-push rule', () => {
     };
     expect(textOf(await openCard(world, textOnly))).toContain(FORCE_PUSH);
 
+    // Text that cannot be split as a shell would could run anything: it is treated as matching.
+    const unreadable = shell('fp-unreadable', ['true']);
+    unreadable.subject = { kind: 'shell', command: 'git push origin ${', workspaceRoot: '/srv/app' };
+    expect(textOf(await openCard(world, unreadable))).toContain(FORCE_PUSH);
+
     // A push that rewrites nothing is left alone, and keeps its "don't ask again".
     const plain = await openCard(world, shell('fp-none', ['git', 'push', 'origin', 'main']));
     expect(textOf(plain)).not.toContain('risk rule');

@@ -154,6 +154,14 @@ describe('a programs entry', () => {
     expect(names(stages(tangle))).toEqual(['rm', 'dd']);
     expect(names(stages(['sudo', 'rm', '-rf', '/']))).toEqual(['rm']);
   });
+
+  it('a command text or script the shell splitter cannot read matches every programs rule', () => {
+    const names = namesOf([{ name: 'rm', match: { programs: [{ program: 'rm' }] }, warning: 'Deletes' }]);
+    expect(names(text('ls ${'))).toEqual(['rm']);
+    expect(names(stages(['bash', '-c', 'ls ${']))).toEqual(['rm']);
+    // A word of a host's stage is already split: only its command text is read as a shell's.
+    expect(names({ kind: 'shell', stages: stages(['ls', '${']).stages })).toEqual([]);
+  });
 });
 
 describe('a command line split as the shell would', () => {
@@ -240,5 +248,12 @@ describe('a file path', () => {
     // An absolute path, root unknown: the root could be any of its directories.
     expect(names(file('/home/me/deploy/prod.yml'))).toEqual(['yaml']);
     expect(names(file('/home/me/README.md'))).toEqual([]);
+  });
+
+  it('the root itself as a pattern', () => {
+    const root = namesOf([{ name: 'root', match: { paths: ['/'] }, warning: 'Root' }]);
+    expect(root(file('/'))).toEqual(['root']);
+    expect(root(file('/srv/..'))).toEqual(['root']);
+    expect(root(file('x'))).toEqual([]);
   });
 });
