@@ -187,13 +187,11 @@ function innerCommands({ words, at }: Invocation, budget: Budget): Invocation[] 
   return split && split.length > 0 ? [{ words: split, at: 0 }, ...wrapped] : wrapped;
 }
 
-/** Deep enough for `sudo env A=1 nice -n 5 sh -c '…'`; a deeper nest is not followed. */
-const MAX_DEPTH = 8;
-
 /**
  * More words than this looked at while unwrapping one argv: far beyond any real command line,
  * reached only by one built to be costly to read (`sudo -h sudo -h …`, where each word may be the
- * command, and each such command may wrap the rest).
+ * command, and each such command may wrap the rest). There is no limit on depth: each level is a
+ * later start in the same words or a shorter script, so the unwrapping ends, and this bounds it.
  */
 const MAX_STEPS = 100_000;
 
@@ -219,7 +217,7 @@ export function invocations(argv: readonly string[]): Invocations {
   const runs: Invocation[] = [first];
   const budget: Budget = { steps: 0 };
   let level = [first];
-  for (let depth = 1; depth <= MAX_DEPTH && level.length > 0; depth++) {
+  while (level.length > 0) {
     const next: Invocation[] = [];
     for (const invocation of level) {
       if (budget.steps > MAX_STEPS) return { runs, tangled: true };

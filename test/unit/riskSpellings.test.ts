@@ -3,6 +3,7 @@
 // path relative to the workspace. The shipped example's force-push rule is checked as it ships.
 
 import { join } from 'node:path';
+import { quote } from 'shell-quote';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import type { ApprovalSubject } from '../../src/msp/protocol.js';
@@ -136,6 +137,22 @@ describe('a programs entry', () => {
     const findDelete = { program: 'find', flags: ['-delete'] };
     expect(run(findDelete, ['find', '.', '-name', '*.log', '-delete'])).toBe(true);
     expect(run(findDelete, ['find', '.', '-name', '*.log', '-print'])).toBe(false);
+  });
+
+  it('wrappers are looked through however deep they nest', () => {
+    const deep = [
+      ...Array.from({ length: 40 }, () => ['sudo', 'nice', 'env', 'A=1']).flat(),
+      'git',
+      'push',
+      '-f',
+    ];
+    expect(invocations(deep).tangled).toBe(false);
+    expect(run({ program: 'git', subcommand: 'push', flags: ['-f'] }, deep)).toBe(true);
+    const nested = Array.from({ length: 12 }).reduce<string>(
+      (script) => `bash -c ${quote([script])}`,
+      'git push -f',
+    );
+    expect(run({ program: 'git', subcommand: 'push', flags: ['-f'] }, ['sh', '-c', nested])).toBe(true);
   });
 
   it('a few wrappers with options that may take values are read to the end', () => {
