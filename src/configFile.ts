@@ -21,6 +21,7 @@ import type {
   EscalationStep,
   HostSpec,
   OncallSource,
+  ProgramMatch,
   RiskRule,
   Route,
   RouteMatch,
@@ -406,14 +407,51 @@ const route = mapping(
   }),
 );
 
+// A `programs` entry names a program as a rule compares it (programs.ts): a base name, one
+// subcommand word, and flags as they are spelt on a command line, without a value.
+const notAProgram = (iss: { input?: unknown }) =>
+  `must be a program's name such as git, without a directory: argv[0]'s base name is compared (got ${got(iss.input)})`;
+const notASubcommand = (iss: { input?: unknown }) =>
+  `must be one word such as push, not an option (got ${got(iss.input)})`;
+const notAFlag = (iss: { input?: unknown }) =>
+  `must be an option such as -f or --force, without a value (got ${got(iss.input)})`;
+const programEntry = mapping(
+  {
+    program: z.string({ error: notAProgram }).regex(/^[^/\s]+$/, { error: notAProgram }),
+    subcommand: z
+      .string({ error: notASubcommand })
+      .regex(/^[^-\s]\S*$/, { error: notASubcommand })
+      .optional(),
+    flags: z
+      .array(z.string({ error: notAFlag }).regex(/^--?[^-=\s][^=\s]*$/, { error: notAFlag }), {
+        error: (iss) => `must be a list such as [--force, -f] (got ${got(iss.input)})`,
+      })
+      .min(1, { error: 'must list at least one flag (or leave the key out to match without one)' })
+      .optional(),
+    args: patterns,
+  },
+  'a mapping with program, and optionally subcommand, flags and args',
+).transform(
+  (p): ProgramMatch => ({
+    program: p.program,
+    ...(p.subcommand === undefined ? {} : { subcommand: p.subcommand }),
+    ...(p.flags === undefined ? {} : { flags: p.flags }),
+    ...(p.args === undefined ? {} : { args: p.args }),
+  }),
+);
+const programs = z
+  .array(programEntry, { error: (iss) => `must be a list (got ${got(iss.input)})` })
+  .min(1, { error: 'must list at least one program (or leave the key out)' })
+  .optional();
+
 const risk = mapping(
   {
     name: nonEmpty.max(80, { error: 'must be at most 80 characters' }),
     match: mapping(
-      { commands: patterns, paths: patterns, targets: patterns, tools: patterns },
-      'a mapping with commands, paths, targets and/or tools',
+      { commands: patterns, paths: patterns, programs, targets: patterns, tools: patterns },
+      'a mapping with commands, paths, programs, targets and/or tools',
     ).refine((m) => Object.values(m).some((value) => value !== undefined), {
-      error: 'must list at least one of commands, paths, targets and tools',
+      error: 'must list at least one of commands, paths, programs, targets and tools',
     }),
     warning: nonEmpty.max(150, { error: 'must be at most 150 characters' }),
     quorum,

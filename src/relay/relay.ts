@@ -231,12 +231,11 @@ export class Relay {
   ): Promise<void> {
     const { keeper, store, logger } = this.options;
     const session = this.sessions.get(params.sessionId);
+    const workspaceRoot = this.workspaceRootOf(params.subject, params.sessionId);
     const route = this.options.routeFor({
       hostId,
       tool: params.toolName,
-      // A shell subject names its own working directory; the session's is known only once
-      // the bot has seen the session listed.
-      workspaceRoot: params.subject.workspaceRoot ?? session?.workspaceRoot,
+      workspaceRoot,
       sessionTitle: session?.title,
       subjectKind: params.subject.kind,
       protectedWrite: params.protectedWrite === true,
@@ -247,7 +246,8 @@ export class Relay {
       hostId,
       owner: this.options.ownerOf?.(hostId),
     });
-    const risks = this.options.risksFor?.({ tool: params.toolName, subject: params.subject }) ?? [];
+    const risks =
+      this.options.risksFor?.({ tool: params.toolName, subject: params.subject, workspaceRoot }) ?? [];
     const fresh = newRecord(params, {
       hostId,
       incarnation,
@@ -326,12 +326,22 @@ export class Relay {
     let added: RiskMark[] = [];
     const stored = await keeper.mutate(approvalId, (record) => {
       const next = mutation(record);
-      const marked = riskMarked((tool) => risksFor({ tool, subject }))(next ?? record);
+      const workspaceRoot = this.workspaceRootOf(subject, record.sessionId);
+      const marked = riskMarked((tool) => risksFor({ tool, subject, workspaceRoot }))(next ?? record);
       added = marked ? (marked.risks ?? []).filter((m) => !record.risks?.some((r) => r.name === m.name)) : [];
       return marked ?? next;
     });
     if (stored) this.auditRisks(stored, added);
     return stored;
+  }
+
+  /**
+   * What the request's relative paths are relative to, for routes and risk rules alike. A shell
+   * subject names its own working directory; the session's is known only once the bot has seen
+   * the session listed.
+   */
+  private workspaceRootOf(subject: ApprovalSubject, sessionId: string): string | undefined {
+    return subject.workspaceRoot ?? this.sessions.get(sessionId)?.workspaceRoot;
   }
 
   /** Everything a risk rule changes about an approval is in the audit stream, by the rule's name. */

@@ -110,15 +110,29 @@ export const OPEN_RULES: RouteRules = {
   allowGuests: false,
 };
 
-/** What a risk rule matches (`risks[].match`): globs, any one per field, every listed field. */
+/** A `risks[].match.programs` entry: a program run with a subcommand and flags (programs.ts). */
+export interface ProgramMatch {
+  /** Compared with the base name of argv[0], ignoring case: `/usr/bin/git` is `git`. */
+  program: string;
+  /** The program's first operand (`push`), ignoring case. */
+  subcommand?: string;
+  /** Any one anywhere after the program: `--force` (also `--force=…`, `--forc`), `-f` (also `-uf`). */
+  flags?: string[];
+  /** Globs, any one on any operand after the subcommand: `+*` is a force-pushed refspec. */
+  args?: string[];
+}
+
+/** What a risk rule matches (`risks[].match`): any one per field, every listed field. */
 export interface RiskMatch {
-  /** On a shell stage's argv joined by spaces (the command when the host sent no stages). */
+  /** Globs on a shell stage's argv joined by spaces (the command when the host sent no stages). */
   commands?: string[];
-  /** On a file path, normalized. */
+  /** Globs on a file path, normalized and resolved against the workspace root (riskPaths.ts). */
   paths?: string[];
-  /** On a network target's host. */
+  /** On the programs a shell subject runs, wrappers looked through (invocations.ts). */
+  programs?: ProgramMatch[];
+  /** Globs on a network target's host, in lower case without a trailing dot (hostNames.ts). */
   targets?: string[];
-  /** On the tool name. */
+  /** Globs on the tool name. */
   tools?: string[];
 }
 

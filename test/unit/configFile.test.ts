@@ -101,7 +101,13 @@ describe('countersign.example.yml', () => {
       },
     ]);
     expect(config.admins).toEqual(['U0ADMIN']);
-    expect(config.risks.map((r) => r.name)).toEqual(['force-push', 'secrets']);
+    expect(config.risks.map((r) => r.name)).toEqual(['force-push', 'kubectl-delete', 'secrets']);
+    expect(config.risks[0]?.match).toEqual({
+      programs: [
+        { program: 'git', subcommand: 'push', flags: ['--force', '--force-with-lease', '-f', '--mirror'] },
+        { program: 'git', subcommand: 'push', args: ['+*'] },
+      ],
+    });
     // Its page step needs a routing key.
     expect(() => loadConfig(fileEnv(EXAMPLE))).toThrow(/escalation\[3\] pages, but there is no routing key/);
     // Without SLACK_CHANNEL the catch-all route is the default channel.
@@ -227,6 +233,67 @@ describe('routes[].grants', () => {
     expect(loadConfig(fileEnv(file, { SLACK_CHANNEL: 'C0ALL' })).routes[0]?.grants).toEqual({
       caller: 'owner',
     });
+  });
+});
+
+describe('risks[].match.programs', () => {
+  const withRisk = (match: string) =>
+    configFile(`routes:\n  - channel: C0ALL\nrisks:\n  - name: r\n    warning: w\n    match: ${match}\n`);
+
+  it('takes program, subcommand, flags and args, each but program optional', () => {
+    const file = withRisk(
+      '{ programs: [{ program: git, subcommand: push, flags: [--force, -f], args: ["+*"] }, { program: dd }] }',
+    );
+    const config = loadConfig(fileEnv(file, { MSP_HOST_COMMAND: 'muse serve' }));
+    expect(config.risks[0]?.match).toEqual({
+      programs: [
+        { program: 'git', subcommand: 'push', flags: ['--force', '-f'], args: ['+*'] },
+        { program: 'dd' },
+      ],
+    });
+  });
+
+  it.each([
+    ['{ programs: [] }', 'risks[0].match.programs must list at least one program'],
+    ['{ programs: git }', 'risks[0].match.programs must be a list (got "git")'],
+    ['{ programs: [git] }', 'risks[0].match.programs[0] must be a mapping with program'],
+    ['{ programs: [{ subcommand: push }] }', 'risks[0].match.programs[0].program is required'],
+    [
+      '{ programs: [{ program: /usr/bin/git }] }',
+      "risks[0].match.programs[0].program must be a program's name such as git, without a directory",
+    ],
+    [
+      '{ programs: [{ program: git, subcommand: --force }] }',
+      'risks[0].match.programs[0].subcommand must be one word such as push, not an option (got "--force")',
+    ],
+    [
+      '{ programs: [{ program: git, flags: [force] }] }',
+      'risks[0].match.programs[0].flags[0] must be an option such as -f or --force, without a value (got "force")',
+    ],
+    [
+      '{ programs: [{ program: git, flags: [--force=yes] }] }',
+      'risks[0].match.programs[0].flags[0] must be an option such as -f or --force, without a value',
+    ],
+    [
+      '{ programs: [{ program: git, flags: [--] }] }',
+      'risks[0].match.programs[0].flags[0] must be an option',
+    ],
+    [
+      '{ programs: [{ program: git, flags: [] }] }',
+      'risks[0].match.programs[0].flags must list at least one flag',
+    ],
+    [
+      '{ programs: [{ program: git, args: [] }] }',
+      'risks[0].match.programs[0].args must list at least one value',
+    ],
+    [
+      '{ programs: [{ program: git, subcommands: [push] }] }',
+      'risks[0].match.programs[0]: key "subcommands" is not supported (supported: program, subcommand, flags, args)',
+    ],
+  ])('%s is refused in one line naming its place', (match, message) => {
+    const err = errorOf(fileEnv(withRisk(match), { MSP_HOST_COMMAND: 'muse serve' }));
+    expect(err.variable).toBe('COUNTERSIGN_CONFIG');
+    expect(err.message).toContain(message);
   });
 });
 

@@ -13,11 +13,13 @@ import type { ApprovalSubject } from '../../src/msp/protocol.js';
 import { authorize } from '../../src/relay/authorization.js';
 import { riskMarked, unvoted, voted, withCurrentVotes } from '../../src/relay/recordMutations.js';
 import { notAuthorizedText } from '../../src/relay/userMessages.js';
-import { normalizedPath, RiskRules } from '../../src/routing/risks.js';
+import { normalizedPath } from '../../src/routing/riskPaths.js';
+import { RiskRules } from '../../src/routing/risks.js';
 import { OPEN_RULES } from '../../src/routing/route.js';
 import { Router } from '../../src/routing/router.js';
 import type { ApprovalRecord, Vote } from '../../src/store/record.js';
 import { ISSUE_RISKS } from '../support/issueRisks.js';
+import { shellSubject } from '../support/shellSubject.js';
 import { inPhase, NOW, shellRecord } from './cardFixtures.js';
 
 function configFile(yaml: string): string {
@@ -47,19 +49,7 @@ function errorOf(yaml: string): string {
   throw new Error('expected the file to be refused');
 }
 
-function shell(...stages: string[][]): ApprovalSubject {
-  return {
-    kind: 'shell',
-    command: stages.map((argv) => argv.join(' ')).join(' && '),
-    stages: stages.map((argv, i) => ({
-      requirementId: { approvalId: 'a', sourceIndex: i },
-      position: i + 1,
-      totalStages: stages.length,
-      argv,
-      resolution: { kind: 'unresolved' },
-    })),
-  };
-}
+const shell = shellSubject;
 
 const file = (path: string): ApprovalSubject => ({ kind: 'fileAccess', path, access: 'write' });
 const network = (host: string): ApprovalSubject => ({ kind: 'network', host, port: 443, protocol: 'https' });
@@ -105,7 +95,7 @@ describe('the risks key of COUNTERSIGN_CONFIG', () => {
     ['risks:\n  - { name: x, warning: w }\n', 'risks[0].match is required'],
     [
       'risks:\n  - { name: x, warning: w, match: {} }\n',
-      'risks[0].match must list at least one of commands, paths, targets and tools',
+      'risks[0].match must list at least one of commands, paths, programs, targets and tools',
     ],
     [
       'risks:\n  - { name: x, warning: w, match: { command: [a] } }\n',
@@ -146,8 +136,9 @@ describe('what a risk rule matches', () => {
     expect(names('bash', shell(['git', 'push', 'origin', 'main']))).toEqual([]);
     // The command itself when the host sent no stages.
     expect(names('bash', { kind: 'shell', command: 'git push --force-with-lease' })).toEqual(['force-push']);
-    // A command is only looked for in shell subjects.
-    expect(names('bash', file('git push --force'))).toEqual([]);
+    // A command is only looked for in shell subjects. (The path is absolute: a relative one
+    // with no known root could lie below /etc, which the secrets rule covers.)
+    expect(names('bash', file('/srv/git push --force'))).toEqual([]);
   });
 
   it('paths: a glob on the file path, normalized first', () => {

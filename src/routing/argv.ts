@@ -1,0 +1,70 @@
+import { posix } from 'node:path';
+
+// How a program's argv is read by the risk rules that look at programs (programs.ts) and at the
+// wrappers that run them (invocations.ts).
+
+/**
+ * The name a rule compares: the base name of argv[0] (`/usr/bin/git` is `git`), in lower case,
+ * since a case-insensitive file system (macOS's default) runs `/usr/bin/GIT` as git.
+ */
+export function programName(word: string): string {
+  return posix.basename(word).toLowerCase();
+}
+
+/** An option of the program before it: `-f`, `--force`, `-uf`; not `-` (stdin) nor a word. */
+export function isOption(word: string): boolean {
+  return word.length > 1 && word.startsWith('-');
+}
+
+/** `NAME=value`, which the shell, `env` and `sudo` read as a variable for the command. */
+export function isAssignment(word: string): boolean {
+  return /^[A-Za-z_][A-Za-z0-9_]*=/.test(word);
+}
+
+/** How a program reads its words before its first operand (a subcommand, a wrapped command). */
+export interface OperandReading {
+  /** Whether this option takes the next word as its value (`sudo -u root`). */
+  takesValue: (option: string) => boolean;
+  /** Operands read before the one looked for: `timeout 10s git …` has one. */
+  skipOperands?: number;
+  /** `NAME=value` words before it are variables, not operands (`env A=1 git …`). */
+  assignments?: boolean;
+}
+
+/**
+ * Where the first operand of `words` may be, from `from` on: every word that is not an option
+ * up to the first one that cannot be an option's value or a skipped operand. No table of options
+ * is sure which take a value (`sudo -h` is help, or a host), so a word that may be a value is a
+ * candidate too: a rule then looks at a word too many, never one too few.
+ */
+export function operandStarts(
+  words: readonly string[],
+  from: number,
+  reading: OperandReading,
+  /** Counts the words looked at, for a caller that bounds its work. */
+  counter?: { steps: number },
+): number[] {
+  const starts: number[] = [];
+  let skip = reading.skipOperands ?? 0;
+  let maybeValue = false;
+  let optionsEnded = false;
+  for (let i = from; i < words.length; i++) {
+    if (counter) counter.steps++;
+    const word = words[i] as string;
+    if (!optionsEnded && word === '--') {
+      optionsEnded = true;
+      maybeValue = false;
+      continue;
+    }
+    if (!optionsEnded && isOption(word)) {
+      maybeValue = reading.takesValue(word);
+      continue;
+    }
+    if (!maybeValue && reading.assignments && isAssignment(word)) continue;
+    starts.push(i);
+    if (maybeValue) maybeValue = false;
+    else if (skip > 0) skip--;
+    else break;
+  }
+  return starts;
+}

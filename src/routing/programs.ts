@@ -1,0 +1,89 @@
+import picomatch from 'picomatch';
+import { isOption, operandStarts, programName } from './argv.js';
+import type { Invocation } from './invocations.js';
+import type { ProgramMatch } from './route.js';
+
+// A `programs` entry of a risk rule (`risks[].match.programs`): "this program, with this
+// subcommand, and any of these flags anywhere", matched on a program's argv rather than on text,
+// so that `/usr/bin/git push origin main --force`, `git push -f` and `git push --force` are one
+// request to the rule. Every key the entry lists must match; within `flags` and `args`, any one.
+
+/**
+ * The subcommand is the first operand, but which words are option values is known only to the
+ * program itself (`git -C dir push`): any option without "=" may take the next word, so each word
+ * up to the first that cannot be a value is a candidate (argv.ts).
+ */
+const ANY_OPTION_MAY_TAKE_A_VALUE = { takesValue: (option: string) => !option.includes('=') };
+
+/** How one listed flag shows in an argv. */
+function flagTest(flag: string): (word: string) => boolean {
+  if (flag.startsWith('--')) {
+    // GNU getopt_long and git take any unambiguous prefix of a long option (`--force-w` is
+    // --force-with-lease), and a value after "=". A prefix that is ambiguous to the program
+    // fails there, so counting it here costs nothing.
+    return (word) => {
+      if (!word.startsWith('--')) return false;
+      const name = word.split('=', 1)[0] as string;
+      return name.length > 2 && flag.startsWith(name);
+    };
+  }
+  if (flag.length === 2) {
+    // A short option alone or in a bundle (`-uf`, `-fu`). A bundle's letters after one that takes
+    // a value are that value (`-ofoo`), which may count a flag that is not there: never one less.
+    const letter = flag[1] as string;
+    return (word) => !word.startsWith('--') && word.slice(1).includes(letter);
+  }
+  // One dash and a long name (`find -delete`): as written, or with a value after "=".
+  return (word) => word === flag || word.startsWith(`${flag}=`);
+}
+
+function hasFlag(
+  words: readonly string[],
+  from: number,
+  flags: readonly ((word: string) => boolean)[],
+): boolean {
+  for (let i = from; i < words.length; i++) {
+    const word = words[i] as string;
+    if (isOption(word) && flags.some((test) => test(word))) return true;
+  }
+  return false;
+}
+
+/** The operands after `from`: words that are no option, and every word after `--`. */
+function operandsFrom(words: readonly string[], from: number): string[] {
+  const operands: string[] = [];
+  let optionsEnded = false;
+  for (let i = from; i < words.length; i++) {
+    const word = words[i] as string;
+    if (!optionsEnded && word === '--') optionsEnded = true;
+    else if (optionsEnded || !isOption(word)) operands.push(word);
+  }
+  return operands;
+}
+
+/**
+ * Whether an invocation is one the entry names. Names (program, subcommand) are compared in lower
+ * case, as programName() reads them. Flags count anywhere after the program, before the
+ * subcommand too and after `--` too (many programs take options anywhere). `args` are globs, on
+ * which `*` crosses "/" as in `commands`, on the operands after the subcommand.
+ */
+export function programMatcher(entry: ProgramMatch): (invocation: Invocation) => boolean {
+  const program = entry.program.toLowerCase();
+  const subcommand = entry.subcommand?.toLowerCase();
+  const flags = entry.flags?.map(flagTest);
+  const argMatcher = entry.args ? picomatch(entry.args, { bash: true, dot: true }) : undefined;
+  const argMatches = argMatcher && ((arg: string) => argMatcher(arg));
+  return ({ words, at }) => {
+    if (programName(words[at] as string) !== program) return false;
+    if (flags && !hasFlag(words, at + 1, flags)) return false;
+    // Where the operands `args` looks at begin: after the subcommand, else after the program.
+    const from =
+      subcommand === undefined
+        ? [at + 1]
+        : operandStarts(words, at + 1, ANY_OPTION_MAY_TAKE_A_VALUE)
+            .filter((i) => (words[i] as string).toLowerCase() === subcommand)
+            .map((i) => i + 1);
+    if (from.length === 0) return false;
+    return argMatches === undefined || from.some((start) => operandsFrom(words, start).some(argMatches));
+  };
+}

@@ -1,0 +1,76 @@
+import { posix } from 'node:path';
+import picomatch from 'picomatch';
+
+// How a `paths` risk rule reads a file path. One file has many spellings: `.env`, `./.env`,
+// `/srv/app/.env`, `/srv/app/config/../.env`. The path is resolved against the workspace root
+// (the subject's own, else the session's) and normalized, and then matched in each spelling a
+// pattern may be written for:
+//
+// - a pattern starting with "/" is matched on the absolute path;
+// - any other pattern (`config/*.yml`, `**/.env`) also on the path relative to the workspace
+//   root, when the file lies inside it.
+//
+// When no root is known, a relative path could be anywhere, and a rule that could cover it is
+// taken to cover it (a risk rule had better ask once too often than once too few): the path as
+// written is matched, and also as if below any directory at all. So `/srv/prod/secrets.yml`
+// covers `secrets.yml`, `**/.env` covers `../.env`, and `/etc/**` covers every such path. Likewise
+// an absolute path, when no root is known, is matched by a relative pattern that any of its tails
+// matches (the root could be any of its directories). A pattern's tails are cut at the "/" outside
+// `{…}` and `[…]`, so a tail that starts inside `{a/b,c}` is not tried.
+
+/** A file path as the rule sees it: `..`, `.` and doubled slashes resolved, no trailing slash. */
+export function normalizedPath(path: string): string {
+  const normal = posix.normalize(path);
+  return normal.length > 1 && normal.endsWith('/') ? normal.slice(0, -1) : normal;
+}
+
+/** `../../etc/passwd` below an unknown directory is `etc/passwd` below another one. */
+function belowAnyDirectory(relative: string): string {
+  return relative.replace(/^(?:\.\.(?:\/|$))+/, '');
+}
+
+/** `/srv/app/.env`: `srv/app/.env`, `app/.env`, `.env`. */
+function tailsOfPath(absolute: string): string[] {
+  const segments = absolute.split('/').filter((segment) => segment !== '');
+  return segments.map((_, i) => segments.slice(i).join('/'));
+}
+
+/** `/etc/ssh/*`: `etc/ssh/*`, `ssh/*`, `*`; none for a negated pattern. */
+function tailsOfPattern(pattern: string): string[] {
+  const scan = picomatch.scan(pattern, { parts: true });
+  const parts = scan.parts ?? [];
+  if (scan.negated || parts[0] !== '') return [];
+  return parts
+    .slice(1)
+    .map((_, i) => parts.slice(i + 1).join('/'))
+    .filter((tail) => tail !== '');
+}
+
+/** A test of a path, with the workspace root it is relative to when known. */
+export type PathTest = (path: string, workspaceRoot: string | undefined) => boolean;
+
+export function pathMatcher(patterns: readonly string[]): PathTest {
+  // `**/.env` must also match `.env` at the root and `/home/me/.env`.
+  const any = picomatch([...patterns], { dot: true });
+  const relative = patterns.filter((pattern) => !pattern.startsWith('/'));
+  const relativeMatcher = relative.length > 0 ? picomatch(relative, { dot: true }) : undefined;
+  const anyRelative = (path: string) => relativeMatcher?.(path) === true;
+  const tails = patterns.flatMap(tailsOfPattern);
+  const anyTail = tails.length > 0 ? picomatch(tails, { dot: true }) : () => false;
+  return (path, workspaceRoot) => {
+    const root =
+      workspaceRoot !== undefined && posix.isAbsolute(workspaceRoot)
+        ? normalizedPath(workspaceRoot)
+        : undefined;
+    if (posix.isAbsolute(path) || root !== undefined) {
+      const absolute = normalizedPath(root === undefined ? path : posix.resolve(root, path));
+      if (any(absolute)) return true;
+      if (root === undefined) return tailsOfPath(absolute).some(anyRelative);
+      const inside = posix.relative(root, absolute);
+      return inside !== '' && inside !== '..' && !inside.startsWith('../') && anyRelative(inside);
+    }
+    const written = normalizedPath(path);
+    const below = belowAnyDirectory(written);
+    return any(written) || any(below) || anyTail(below);
+  };
+}
