@@ -436,7 +436,7 @@ describe('several replicas on one Redis', { timeout: 90_000 }, () => {
         l.json?.approvalId === 'rep-recheck-1',
     );
     // Audited as a refusal, as one found by the click's own check is.
-    const audit = await world.redis.xrange(keys.audit, '-', '+');
+    const audit = await world.redis.xrange(keys.refusals, '-', '+');
     expect(audit.map(([, fields]) => fields.join(' ')).filter((f) => f.includes('refusal'))).toEqual([
       expect.stringMatching(/U0EVE.*notApprover|notApprover.*U0EVE/),
     ]);

@@ -54,7 +54,7 @@ function ephemeralsTo(world: World, userId: string): string[] {
 }
 
 async function refusalsOf(world: World, userId: string): Promise<string[]> {
-  return (await world.auditEntries())
+  return (await world.refusalEntries())
     .filter((e) => e.kind === 'refusal' && e.userId === userId)
     .map((e) => e.reason!);
 }

@@ -282,8 +282,17 @@ export class World {
   }
 
   /** The audit stream as it is now, oldest first, each entry's fields as a mapping. */
-  async auditEntries(): Promise<Array<Record<string, string>>> {
-    const entries = await this.redis.xrange(keys.audit, '-', '+');
+  auditEntries(): Promise<Array<Record<string, string>>> {
+    return this.streamEntries(keys.audit);
+  }
+
+  /** The refused attempts' stream (`cs:{audit}:refusals`) as it is now, oldest first. */
+  refusalEntries(): Promise<Array<Record<string, string>>> {
+    return this.streamEntries(keys.refusals);
+  }
+
+  private async streamEntries(key: string): Promise<Array<Record<string, string>>> {
+    const entries = await this.redis.xrange(key, '-', '+');
     return entries.map(([, fields]) => {
       const entry: Record<string, string> = {};
       for (let i = 0; i < fields.length; i += 2) entry[fields[i]!] = fields[i + 1]!;
