@@ -165,6 +165,19 @@ describe('secrets and sizes', () => {
     expectNone(world.bot.logs.map((l) => l.raw).join('\n'));
   });
 
+  it('a subject kind the bot does not know, shown on its card, is masked when it holds a secret', async () => {
+    world = await World.start();
+    const approval = shellApproval({ approvalId: 'kind-0009', sessionId: SESSION, stages: [['x']] });
+    approval.subject = { kind: FAKE_NPM_TOKEN, target: 'db' };
+    approval.rawArgs = '{}';
+    await world.host.open(approval);
+    const card = await world.waitForCard('kind-0009', (m) => buttonsOf(m).length > 0);
+    expect(textOf(card)).toContain('*Kind:* `[masked npm-token]` — not a kind this bot knows');
+    expect(textOf(card)).not.toContain(FAKE_NPM_TOKEN);
+    expect(await storedRecord('kind-0009')).not.toContain(FAKE_NPM_TOKEN);
+    expect(world.bot.logs.map((l) => l.raw).join('\n')).not.toContain(FAKE_NPM_TOKEN);
+  });
+
   it('a 5 MB rawArgs: the card is posted and says it was cut, the record stays small', async () => {
     world = await World.start();
     const rawArgs = JSON.stringify({

@@ -59,8 +59,8 @@ function bounded(parts: readonly FullPart[], omitted: number): FullText {
 /** The subject's full text: the command, every stage, the path… as the modal shows them. */
 export function takeFullSubject(subject: ApprovalSubject): FullText {
   const tally = { omitted: 0 };
-  // The kind chooses the parts: kept as sent, as intake keeps it.
-  const masked = { ...(maskStrings(subject, tally) as ApprovalSubject), kind: subject.kind };
+  // The kind chooses the parts: masked as intake masks it (a kind this bot knows stays as sent).
+  const masked = maskStrings(subject, tally) as ApprovalSubject;
   return bounded(subjectParts(masked), tally.omitted);
 }
 
