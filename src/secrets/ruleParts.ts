@@ -30,14 +30,24 @@ export function atNameStart(literal: string): string {
 /** A value that is already a marker is not masked again: masking is idempotent. */
 export const NOT_A_MARKER = '(?!\\[masked [a-z-]{1,40}\\])';
 
+/** Inside `"…"`: a backslash escapes the next character, as in the shell and in JSON. */
+const IN_QUOTES = String.raw`(?:\\[^\r\n]|[^"\\\r\n])`;
+
+/**
+ * Inside `\"…\"`, a quoted string within a JSON string: JSON's escape pairs, but `\"` ends it,
+ * unless it is the shell's escaped quote (`\\\"`).
+ */
+const IN_ESCAPED_QUOTES = String.raw`(?:\\\\\\"|\\[^"\r\n]|[^"\\\r\n])`;
+
 /**
  * A value after `key=` / `key: `, quoted (also with JSON-escaped quotes, as inside rawArgs) or
- * bare. Quoted values may hold spaces; an empty value is no secret. Its groups are named
- * `secret<name>…`: every name must be unique in the combined expression.
+ * bare. Quoted values may hold spaces and escaped quotes; an empty value is no secret. Its groups
+ * are named `secret<name>…`: every name must be unique in the combined expression.
  */
 export function keyValue(name: string): string {
   return (
-    `(?:\\\\?"${NOT_A_MARKER}(?<secret${name}Dq>[^"\\r\\n]{1,1024}?)\\\\?"` +
+    `(?:\\\\"${NOT_A_MARKER}(?<secret${name}Eq>${IN_ESCAPED_QUOTES}{1,1024})\\\\"` +
+    `|"${NOT_A_MARKER}(?<secret${name}Dq>${IN_QUOTES}{1,1024})"` +
     `|\\\\?'${NOT_A_MARKER}(?<secret${name}Sq>[^'\\r\\n]{1,1024}?)\\\\?'` +
     `|${NOT_A_MARKER}(?<secret${name}Bare>[^\\s"'\\\\,;&<>\\]}]{1,1024}))`
   );
@@ -58,8 +68,8 @@ export const NOT_A_FLAG = `(?![-=:]|\\$\\(|\`)${NOT_A_MARKER}`;
 export function quotedOrBare(name: string, lead = ''): string {
   return (
     `(?:'${lead}${NOT_A_FLAG}(?<secret${name}Sq>[^'\\r\\n]{1,1024})'` +
-    `|\\\\"${lead}${NOT_A_FLAG}(?<secret${name}Eq>[^"\\r\\n]{1,1024}?)\\\\"` +
-    `|"${lead}${NOT_A_FLAG}(?<secret${name}Dq>(?:[^"\\\\\\r\\n]|\\\\[^\\r\\n]){1,1024})"` +
+    `|\\\\"${lead}${NOT_A_FLAG}(?<secret${name}Eq>${IN_ESCAPED_QUOTES}{1,1024})\\\\"` +
+    `|"${lead}${NOT_A_FLAG}(?<secret${name}Dq>${IN_QUOTES}{1,1024})"` +
     `|${lead}${NOT_A_FLAG}(?<secret${name}Bare>[^\\s"'\\\\;&|()<>\`]{1,1024}))`
   );
 }

@@ -176,6 +176,17 @@ describe('maskSecrets: every shape the issue lists', () => {
     expect(() => JSON.parse(masked.text)).not.toThrow();
   });
 
+  it('masks a quoted value whole, escaped quotes included, and JSON still parses', () => {
+    const json = JSON.stringify({ password: 'ab"cd', command: 'mysql --password="ef\\"gh" x' });
+    const masked = masks(json);
+    expect(masked.count).toBe(2);
+    expect(JSON.parse(masked.text)).toEqual({
+      password: '[masked secret-value]',
+      command: 'mysql --password="[masked secret-value]" x',
+    });
+    expect(masks('PASSWORD="ab\\"cd" ./run').text).toBe('PASSWORD="[masked secret-value]" ./run');
+  });
+
   it('masks a private key block cut off before its END line, to the end of the text', () => {
     const half = PRIVATE_KEY.slice(0, 120);
     expect(masks(`key: ${half}`).text).toBe('key: [masked private-key]');
@@ -250,6 +261,9 @@ describe('maskSecrets: cost', () => {
     '\\n'.repeat(32_000),
     'glpat-'.repeat(10_000),
     'hooks.slack.com/services/'.repeat(2_600),
+    'password=\\"'.repeat(7_000),
+    `password=\\"${'\\\\\\"'.repeat(15_000)}`,
+    `password="${'\\'.repeat(60_000)}`,
   ];
   it('scans 64 KiB of adversarial text quickly', () => {
     for (const text of shapes) {
