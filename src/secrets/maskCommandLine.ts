@@ -1,13 +1,14 @@
 import { maskSecrets, valueMarker } from './maskSecrets.js';
 
 // MSP_HOST_COMMAND is an operator's shell line and may carry credentials for the host. Besides
-// every shape maskSecrets knows, the values of secret-looking long flags and of secret-looking
-// variable assignments are masked wherever they stand.
+// every shape maskSecrets knows (flags such as `--token X`, and `mysql -pSECRET` or
+// `curl -u user:SECRET` after those programs' names), the values of long flags and variable
+// assignments named more loosely (`--auth X`, `--credentials=X`, `GH_AUTH=X`) are masked.
 //
-// Short flags are left alone: `-p` is a port for docker and ssh, a profile elsewhere, and a
-// password only for mysql (glued, `-pSECRET`); guessing would hide ports and paths from the log
-// an operator reads to debug the host. A flag naming where a secret lives (`--token-file`,
-// `--password-env`) is left alone too: its value is a path or a name, not the secret.
+// Other short flags are left alone: `-p` is a port for docker and ssh, a profile elsewhere;
+// guessing would hide ports and paths from the log an operator reads to debug the host. A flag
+// naming where a secret lives (`--token-file`, `--password-env`) is left alone too: its value is
+// a path or a name, not the secret.
 
 const SECRET_WORD =
   'token|secret|passw(?:or)?d|passphrase|api-?key|access-?key|private-?key|credentials?|auth';

@@ -1,8 +1,11 @@
+import { programFlagSecrets } from './commandLineRules.js';
 import { SECRET_RULES } from './secretRules.js';
 
 // One pass per string: every rule is an alternative of one expression, so a text is scanned
 // once whatever the number of rules. Matches are rare, so their bookkeeping (group indices, the
-// label of a key's value) costs nothing in the common case.
+// label of a key's value) costs nothing in the common case. Flags that are secret only after a
+// program's name (`mysql -p…`, `curl -u …`) need what came before them in the command: a second
+// pass reads those, only in a text that names such a program.
 
 export interface Masked {
   text: string;
@@ -70,21 +73,55 @@ function replacementFor(match: RegExpExecArray): Replacement | undefined {
   return { start, end, marker };
 }
 
+function ruleReplacements(text: string): Replacement[] {
+  const found: Replacement[] = [];
+  COMBINED.lastIndex = 0;
+  for (let match = COMBINED.exec(text); match !== null; match = COMBINED.exec(text)) {
+    const replacement = replacementFor(match);
+    if (replacement !== undefined) found.push(replacement);
+  }
+  return found;
+}
+
+function programFlagReplacements(text: string): Replacement[] {
+  const found: Replacement[] = [];
+  for (const { start, end, value } of programFlagSecrets(text)) {
+    const marker = valueMarker(value);
+    if (marker !== undefined) found.push({ start, end, marker });
+  }
+  return found;
+}
+
+/**
+ * Both passes' replacements in order. Two that overlap become one, over both spans, with the
+ * marker of the one that starts first: nothing either would mask is left.
+ */
+function merged(first: Replacement[], second: Replacement[]): Replacement[] {
+  if (second.length === 0) return first;
+  const all = [...first, ...second].sort((a, b) => a.start - b.start);
+  const kept: Replacement[] = [];
+  for (const replacement of all) {
+    const last = kept.at(-1);
+    if (last !== undefined && replacement.start < last.end) last.end = Math.max(last.end, replacement.end);
+    else kept.push({ ...replacement });
+  }
+  return kept;
+}
+
 /** maskSecrets, also saying where the markers are. */
 export function maskSecretSpans(text: string): MaskedSpans {
-  COMBINED.lastIndex = 0;
+  const replacements = merged(ruleReplacements(text), programFlagReplacements(text));
+  if (replacements.length === 0) return { text, markers: [] };
   const markers: Array<[number, number]> = [];
   let out = '';
   let from = 0;
-  for (let match = COMBINED.exec(text); match !== null; match = COMBINED.exec(text)) {
-    const replacement = replacementFor(match);
-    if (replacement === undefined) continue;
+  for (const replacement of replacements) {
     out += text.slice(from, replacement.start);
     markers.push([out.length, out.length + replacement.marker.length]);
     out += replacement.marker;
     from = replacement.end;
   }
-  return markers.length === 0 ? { text, markers } : { text: out + text.slice(from), markers };
+  return { text: out + text.slice(from), markers };
 }
 
 /** Replaces every secret shape in `text` by a marker such as `[masked slack-token]`. */

@@ -1,25 +1,30 @@
 // The secret shapes masked in agent text before it is stored, shown or logged.
 //
-// Written here rather than taken from a rule set: secretlint's recommended preset (the best kept
-// one on npm) only runs inside its asynchronous lint engine, which costs about 0.1 ms per string
-// (a dozen strings per approval would double the bot's CPU per approval) and cannot run inside
-// the record mutations, which are synchronous and pure; it also has no JWT, Authorization header
-// or `password=` rules. gitleaks' rules come with a Go binary. The token shapes below follow
-// those two projects' rules.
+// Written here rather than taken from a rule set, checked again against secretlint 13.0.7, the
+// best kept set on npm. Its recommended preset still runs only inside the asynchronous lint
+// engine (lintSource returns a promise), which the record mutations, synchronous and pure, cannot
+// wait for. One short string costs about 86 µs there against 2 µs here (a dozen strings per
+// approval would double the bot's CPU per approval), and the engine's profiler leaves a
+// performance mark per rule and string in the process-wide buffer, which grows without end in a
+// long-running bot. Its patterns are not exported to be combined, and it has no rule for a Google
+// API key, a JWT, an Authorization or Cookie header, `password=`, or a secret given as a flag's
+// value. gitleaks' rules come with a Go binary and are written for Go's regexp (inline `(?i)`,
+// which JavaScript cannot take). The token shapes below follow those two projects' rules; the
+// command-line ones are in commandLineRules.ts.
 //
-// Every rule starts with a literal or a word boundary and every repeat is bounded, so scanning is
-// linear in the text: no rule can be made to backtrack across a long run of similar characters.
+// Every rule starts with literal characters and every repeat is bounded, so scanning is linear in
+// the text: no rule can be made to backtrack across a long run of similar characters. A
+// look-behind comes after the literal it guards (ruleParts.atStart), never first: one first would
+// be tried at every character, twenty times the cost of the whole scan.
+
+import { SECRET_FLAG_RULE } from './commandLineRules.js';
+import { anyCase, atNameStart, atWordStart, keyValue, NOT_A_MARKER } from './ruleParts.js';
 
 export interface SecretRule {
   /** Shown in the marker: `[masked <label>]`. */
   label: string;
   /** Regex source. Groups named `secret…` hold the part to mask; without one the whole match is. */
   source: string;
-}
-
-/** `[Pp][Aa]…`: the combined expression cannot take the `i` flag without loosening token shapes. */
-function anyCase(word: string): string {
-  return word.replace(/[a-z]/g, (c) => `[${c.toUpperCase()}${c}]`);
 }
 
 const SECRET_KEYS = [
@@ -34,19 +39,13 @@ const SECRET_KEYS = [
   .map(anyCase)
   .join('|');
 
-/** A value that is already a marker is not masked again: masking is idempotent. */
-const NOT_A_MARKER = '(?!\\[masked [a-z-]{1,40}\\])';
-
-/**
- * A value after `key=` / `key: `, quoted (also with JSON-escaped quotes, as inside rawArgs) or
- * bare. Quoted values may hold spaces; an empty value is no secret.
- */
-const VALUE =
-  `(?:\\\\?"${NOT_A_MARKER}(?<secretDq>[^"\\r\\n]{1,1024}?)\\\\?"` +
-  `|\\\\?'${NOT_A_MARKER}(?<secretSq>[^'\\r\\n]{1,1024}?)\\\\?'` +
-  `|${NOT_A_MARKER}(?<secretBare>[^\\s"'\\\\,;&<>\\]}]{1,1024}))`;
-
 const AUTH_SCHEMES = ['bearer', 'basic', 'token', 'bot', 'digest', 'negotiate'].map(anyCase).join('|');
+
+/** One cookie: its name and `=value`, or a bare value. */
+const COOKIE = `[^\\s;=,"'\\\\]{1,256}(?:=[^\\s;,"'\\\\]{0,4096})?`;
+
+/** What separates a key from its value: `=`, `: `, `"key": ` in JSON. */
+const KEY_SEPARATOR = `\\\\?["']?[ \\t]{0,8}[:=][ \\t]{0,8}`;
 
 export const SECRET_RULES: readonly SecretRule[] = [
   {
@@ -55,45 +54,71 @@ export const SECRET_RULES: readonly SecretRule[] = [
     source:
       '-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----[\\s\\S]*?(?:-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|$)',
   },
-  { label: 'slack-token', source: '\\b(?:xox[abposre]|xapp)-[0-9A-Za-z-]{10,250}' },
+  { label: 'slack-token', source: `${atWordStart('(?:xox[abposre]|xapp)')}-[0-9A-Za-z-]{10,250}` },
   {
+    // Also with JSON's escaped slashes (`hooks.slack.com\/services\/T…`).
     label: 'slack-webhook',
-    source: 'hooks\\.slack\\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]{20,250}',
+    source: 'hooks\\.slack\\.com\\\\?/(?:services|workflows|triggers)\\\\?/(?:\\\\/|[A-Za-z0-9_/-]){20,250}',
   },
   {
     label: 'github-token',
-    source: '\\b(?:gh[pousr]_[A-Za-z0-9]{36,251}|github_pat_[A-Za-z0-9_]{22,255})\\b',
+    source: `(?:${atWordStart('gh[pousr]_')}[A-Za-z0-9]{36,251}|${atWordStart('github_pat_')}[A-Za-z0-9_]{22,255})\\b`,
   },
   {
+    // Personal, deploy, runner, CI job, trigger, feed, SCIM, OAuth and agent tokens; the routable
+    // ones end in `.<9 characters>`.
+    label: 'gitlab-token',
+    source: `${atWordStart('gl(?:pat|dt|rt|cbt|ptt|ft|imt|soat|oas|agent|ffct)-')}[0-9A-Za-z_-]{20,300}(?:\\.[0-9a-z]{9})?`,
+  },
+  { label: 'npm-token', source: `${atWordStart('npm_')}[A-Za-z0-9]{36}(?![A-Za-z0-9_])` },
+  { label: 'google-api-key', source: `${atWordStart('AIza')}[0-9A-Za-z_-]{35}` },
+  { label: 'stripe-key', source: `${atWordStart('[rs]k_')}(?:live|test|prod)_[A-Za-z0-9]{10,247}` },
+  {
     label: 'aws-access-key',
-    source: '\\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA)[A-Z0-9]{16}\\b',
+    source: `${atWordStart('(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA)')}[A-Z0-9]{16}\\b`,
   },
   {
     // OpenAI (sk-…, sk-proj-…), Anthropic (sk-ant-…) and alike: at least 20 characters with a
     // digit among them, so `sk-` inside a word or a kebab-case name is left alone.
     label: 'api-key',
-    source:
-      '(?<![A-Za-z0-9_-])sk-(?=[A-Za-z0-9_-]{20})(?=[A-Za-z_-]{0,400}[0-9])[A-Za-z0-9_-]{20,400}|\\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,247}',
+    source: `${atNameStart('sk-')}(?=[A-Za-z0-9_-]{20})(?=[A-Za-z_-]{0,400}[0-9])[A-Za-z0-9_-]{20,400}`,
   },
-  { label: 'jwt', source: '\\beyJ[A-Za-z0-9_-]{5,4096}\\.eyJ[A-Za-z0-9_-]{5,8192}\\.[A-Za-z0-9_-]{0,4096}' },
+  {
+    label: 'jwt',
+    source: `${atWordStart('eyJ')}[A-Za-z0-9_-]{5,4096}\\.eyJ[A-Za-z0-9_-]{5,8192}\\.[A-Za-z0-9_-]{0,4096}`,
+  },
   {
     // `Authorization: Bearer x`, `"authorization": "Basic x"`, `-H 'Proxy-Authorization: x'`:
     // the header name and scheme stay readable, the credential goes.
     label: 'authorization',
-    source: `(?<![A-Za-z0-9_-])(?:${anyCase('proxy-')})?${anyCase('authorization')}\\\\?["']?[ \\t]{0,8}[:=][ \\t]{0,8}\\\\?["']?(?:(?:${AUTH_SCHEMES})[ \\t]{1,8}|(?!(?:${AUTH_SCHEMES})[ \\t]))${NOT_A_MARKER}(?<secretAuth>[^\\s"'\\\\,;]{1,4096})`,
+    source: `${atNameStart(`(?:${anyCase('proxy-')})?${anyCase('authorization')}`)}\\\\?["']?[ \\t]{0,8}[:=][ \\t]{0,8}\\\\?["']?(?:(?:${AUTH_SCHEMES})[ \\t]{1,8}|(?!(?:${AUTH_SCHEMES})[ \\t]))${NOT_A_MARKER}(?<secretAuth>[^\\s"'\\\\,;]{1,4096})`,
   },
   {
     label: 'bearer-token',
-    source: `\\b${anyCase('bearer')}[ \\t]{1,8}(?<secretBearer>[A-Za-z0-9._~+/-]{16,4096}=*)`,
+    source: `${atWordStart(anyCase('bearer'))}[ \\t]{1,8}(?<secretBearer>[A-Za-z0-9._~+/-]{16,4096}=*)`,
   },
+  {
+    // `Cookie: a=1; b=2`, `Set-Cookie: id=…; Path=/`, `"cookie": "…"`, `--cookie=…`: the
+    // name=value list goes, up to what cannot be in it (a blank, a quote), so the rest of an
+    // unquoted command line stays readable.
+    label: 'cookie',
+    source: `${atWordStart(anyCase('cookie'))}${KEY_SEPARATOR}\\\\?["']?${NOT_A_MARKER}(?<secretCookie>${COOKIE}(?:;[ \\t]{0,8}${COOKIE}){0,64})`,
+  },
+  SECRET_FLAG_RULE,
   {
     // `password=x`, `DB_PASSWORD=x`, `"api_key": "x"`, `token: x`, `?access_token=x&`: the key
     // stays, its value goes. The match starts at the keyword, so any prefix may come before it.
     label: 'secret-value',
-    source: `(?:${SECRET_KEYS})\\\\?["']?[ \\t]{0,8}[:=][ \\t]{0,8}${VALUE}`,
+    source: `(?:${SECRET_KEYS})${KEY_SEPARATOR}${keyValue('')}`,
+  },
+  {
+    // `FOO_PASS=x`, `AWS_KEY=x`, `MYSQL_PWD=x`, `smtp_pass: x`: names that end so. `_KEY` only
+    // upper-case, as environment variables are: `sort_key=name` is no secret.
+    label: 'secret-value',
+    source: `_(?:(?:KEY|PASS|PWD)(?<=[A-Z0-9]_[A-Z]{3,4})|pass(?<=[a-z0-9]_pass))${KEY_SEPARATOR}${keyValue('Suffix')}`,
   },
   {
     label: 'url-password',
-    source: `(?<=://)[^\\s/@:"'\\\\]{1,256}:(?<secretUrl>[^\\s/@"'\\\\]{1,256})(?=@)`,
+    source: `://[^\\s/@:"'\\\\]{1,256}:(?<secretUrl>[^\\s/@"'\\\\]{1,256})(?=@)`,
   },
 ];

@@ -2,8 +2,17 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { MAX_RAW_ARGS_CHARS, MAX_RECORD_CHARS } from '../../src/relay/intake/limits.js';
 import { keys } from '../../src/store/keys.js';
 import { approvalFromTranscript, shellApproval } from '../support/fakeHost.js';
-import { AWS_EXAMPLE_KEY, FAKE_GITHUB_TOKEN, FAKE_SLACK_BOT_TOKEN } from '../support/fakeSecrets.js';
-import { buttonsOf, SESSION, textOf, World } from './world.js';
+import {
+  AWS_EXAMPLE_KEY,
+  FAKE_GITHUB_TOKEN,
+  FAKE_GITLAB_TOKEN,
+  FAKE_GOOGLE_API_KEY,
+  FAKE_NPM_TOKEN,
+  FAKE_SLACK_BOT_TOKEN,
+  FAKE_SLACK_WEBHOOK,
+  FAKE_STRIPE_LIVE_KEY,
+} from '../support/fakeSecrets.js';
+import { buttonsOf, rememberButtonOf, SESSION, textOf, World } from './world.js';
 
 // Issue 7, items 15–17: secrets in agent text reach neither Slack, nor Redis, nor the log; what
 // one approval stores is bounded; the host command and host stderr are logged masked.
@@ -73,6 +82,100 @@ describe('secrets and sizes', () => {
     expectNoSecretIn(await storedRecord('secret-0001'));
     expect(world.bot.logs.length).toBeGreaterThan(5);
     expectNoSecretIn(world.bot.logs.map((l) => l.raw).join('\n'));
+  });
+
+  it('issue 26, item 9: secrets after their flag, in a header or an assignment, and the tokens it lists reach neither Slack, Redis nor the log; no grant is offered', async () => {
+    world = await World.start({}, { MSP_SANDBOX_MODE: 'workspace-write' });
+    // The same kind of request without secrets offers "Don't ask again": masking is what takes it away.
+    await world.host.open(
+      shellApproval({ approvalId: 'plain-0009', sessionId: SESSION, stages: [['mysql', 'shop']] }),
+    );
+    const plain = await world.waitForCard('plain-0009', (m) => buttonsOf(m).length > 0);
+    expect(rememberButtonOf(plain)).toBeDefined();
+
+    const secret = {
+      mysql: 'Hunter2mysql7f3a',
+      curl: 'Hunter2curl8e4b',
+      cookie: 'sess9c5d0e1f',
+      flag: 'Hunter2flag1a6c',
+      token: 'tok2b7d9e3f',
+      aws: 'awsSecret3c8e0f4a/b',
+      pass: 'Hunter2pass4d9f',
+      key: 'key5e0a1b2c',
+      clientSecret: 'client6f1b2c3d',
+    };
+    const tokens = [
+      FAKE_GITLAB_TOKEN,
+      FAKE_NPM_TOKEN,
+      FAKE_GOOGLE_API_KEY,
+      FAKE_STRIPE_LIVE_KEY,
+      FAKE_SLACK_WEBHOOK,
+    ];
+    const approval = shellApproval({
+      approvalId: 'secret-0009',
+      sessionId: SESSION,
+      stages: [
+        ['mysql', '-uroot', `-p${secret.mysql}`, 'shop'],
+        [
+          'curl',
+          '-u',
+          `admin:${secret.curl}`,
+          '-H',
+          `Cookie: session=${secret.cookie}`,
+          'https://api.example.com',
+        ],
+        ['deploy', '--password', secret.flag, '--token', secret.token],
+        ['aws', 'configure', 'set', 'aws_secret_access_key', secret.aws],
+        ['env', `FOO_PASS=${secret.pass}`, `AWS_KEY=${secret.key}`, './run'],
+      ],
+    });
+    approval.rawArgs = JSON.stringify({
+      command: approval.subject.command,
+      argv: ['oauth', 'login', '--client-secret', secret.clientSecret],
+      // In rawArgs a line break is `\\n`: the token after it still starts a word.
+      notes: `published\n${FAKE_NPM_TOKEN}`,
+    });
+    approval.reason = `Publish with ${tokens.slice(0, 4).join(' ')}, then post to\n${tokens[4]}`;
+    await world.host.open(approval, { via: 'both' });
+
+    const card = await world.waitForCard('secret-0009', (m) => buttonsOf(m).length > 0);
+    const values = [...Object.values(secret), ...tokens];
+    const expectNone = (text: string) => {
+      for (const value of values) expect(text).not.toContain(value);
+    };
+    expectNone(textOf(card));
+    // The flags and names stay, so the card still reads.
+    expect(textOf(card)).toContain('mysql -uroot -p[masked secret-value] shop');
+    expect(textOf(card)).toContain('curl -u admin:[masked secret-value] -H Cookie: [masked cookie] https://');
+    expect(textOf(card)).toContain('deploy --password [masked secret-value] --token [masked secret-value]');
+    expect(textOf(card)).toContain('[masked gitlab-token]');
+    expect(rememberButtonOf(card)).toBeUndefined();
+    const stored = await storedRecord('secret-0009');
+    expectNone(stored);
+    expect(JSON.parse(stored).intake.maskedSecrets).toBeGreaterThanOrEqual(values.length);
+
+    // A click still decides it, with the ids the host sent.
+    await world.press('secret-0009', 'Allow once', 'U0ALICE', card);
+    const decide = await world.host.waitForDecide((d) => d.frame.params.approvalId === 'secret-0009');
+    expect(decide.frame.params).toMatchObject({ approvalId: 'secret-0009', choiceId: 'allow_once' });
+    // The host moves on to stage 2: its card is drawn from the same masked record.
+    await world.waitForCard('secret-0009', (m) => textOf(m).includes('▶ 2/5'));
+    // Every Web API call the bot made: cards, updates, thread replies, ephemerals.
+    expectNone(JSON.stringify(world.slack.calls, (_, v) => (typeof v === 'bigint' ? String(v) : v)));
+    expectNone(world.bot.logs.map((l) => l.raw).join('\n'));
+  });
+
+  it('a subject kind the bot does not know, shown on its card, is masked when it holds a secret', async () => {
+    world = await World.start();
+    const approval = shellApproval({ approvalId: 'kind-0009', sessionId: SESSION, stages: [['x']] });
+    approval.subject = { kind: FAKE_NPM_TOKEN, target: 'db' };
+    approval.rawArgs = '{}';
+    await world.host.open(approval);
+    const card = await world.waitForCard('kind-0009', (m) => buttonsOf(m).length > 0);
+    expect(textOf(card)).toContain('*Kind:* `[masked npm-token]` — not a kind this bot knows');
+    expect(textOf(card)).not.toContain(FAKE_NPM_TOKEN);
+    expect(await storedRecord('kind-0009')).not.toContain(FAKE_NPM_TOKEN);
+    expect(world.bot.logs.map((l) => l.raw).join('\n')).not.toContain(FAKE_NPM_TOKEN);
   });
 
   it('a 5 MB rawArgs: the card is posted and says it was cut, the record stays small', async () => {

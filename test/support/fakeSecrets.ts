@@ -28,3 +28,25 @@ export const FAKE_GITHUB_TOKEN = fromEnv(
 
 /** AWS's own documented example access key id (not a live key; every scanner knows it). */
 export const AWS_EXAMPLE_KEY = 'AKIAIOSFODNN7EXAMPLE';
+
+/** A GitLab personal access token's shape: glpat- and 20 letters, digits, `_` or `-`. */
+export const FAKE_GITLAB_TOKEN = ['glpat', 'Fake0'.repeat(4)].join('-');
+
+/** An npm access token's shape: npm_ and 36 letters and digits. */
+export const FAKE_NPM_TOKEN = ['npm', 'Fake0'.repeat(8).slice(0, 36)].join('_');
+
+/** A Google API key's shape: AIza and 35 letters, digits, `_` or `-`. */
+export const FAKE_GOOGLE_API_KEY = ['AI', 'za', 'Fake0'.repeat(7)].join('');
+
+/** Stripe secret and restricted keys' shapes: sk_live_ / rk_live_ / sk_test_ and 24 letters and digits. */
+export const FAKE_STRIPE_LIVE_KEY = ['sk', 'live', 'Fake0'.repeat(5).slice(0, 24)].join('_');
+export const FAKE_STRIPE_RESTRICTED_KEY = ['rk', 'live', 'Fake0'.repeat(5).slice(0, 24)].join('_');
+export const FAKE_STRIPE_TEST_KEY = ['sk', 'test', 'Fake0'.repeat(5).slice(0, 24)].join('_');
+
+/** A Slack incoming webhook URL's shape: services/T<team>/B<hook>/<24 letters>. */
+export const FAKE_SLACK_WEBHOOK = [
+  'https://hooks.slack.com/services',
+  `T${'0'.repeat(8)}`,
+  `B${'0'.repeat(8)}`,
+  'FAKE'.repeat(6),
+].join('/');

@@ -17,7 +17,7 @@ import { fullTextFields, takeFullArgs, takeFullSubject } from '../../src/relay/i
 import { takeRequest } from '../../src/relay/intake/takeRequest.js';
 import type { FullTextOf } from '../../src/store/fullText.js';
 import type { ApprovalRecord } from '../../src/store/record.js';
-import { FAKE_GITHUB_TOKEN } from '../support/fakeSecrets.js';
+import { FAKE_GITHUB_TOKEN, FAKE_SLACK_BOT_TOKEN } from '../support/fakeSecrets.js';
 import { buttons, fileRecord, inPhase, type Json, NOW, shellRecord } from './cardFixtures.js';
 
 const METADATA = { channel: 'C0APPROVALS', ts: '1700000000.000100', approvalId: 'appr-1' };
@@ -252,6 +252,35 @@ describe('full text kept at intake', () => {
       parts: [{ label: 'Arguments', text: '{\n  "x": "[masked github-token]"\n}' }],
       omitted: 0,
     });
+  });
+
+  it('masks the keys of a cut subject of unknown kind, not only its values', () => {
+    // Issue 26: keys show in "Subject as sent" as much as values do.
+    const subject = {
+      kind: 'futureKind',
+      env: { [FAKE_SLACK_BOT_TOKEN]: 1, nested: [{ [secret]: 'value' }] },
+      padding: 'p'.repeat(40_000),
+    } as unknown as ApprovalSubject;
+    const params = {
+      approvalId: 'a',
+      sessionId: 's',
+      toolName: 'tool',
+      rawArgs: '{}',
+      subject,
+      currentRequirementId: { approvalId: 'a', sourceIndex: 0 },
+      availableChoices: [],
+      protectedWrite: false,
+      judgeEscalated: false,
+    };
+    const taken = takeRequest(params, undefined);
+    const fields = fullTextFields({ intake: newIntake(taken.reports) }, params);
+    const stored = fields!.xs!;
+    expect(stored).not.toContain(FAKE_SLACK_BOT_TOKEN);
+    expect(stored).not.toContain(secret);
+    const shown = JSON.parse(stored).parts[0];
+    expect(shown.label).toBe('Subject as sent');
+    expect(shown.text).toContain('"[masked slack-token]": 1');
+    expect(shown.text).toContain('"[masked github-token]": "value"');
   });
 
   it('is kept only for the parts intake cut: nothing for an ordinary request', () => {

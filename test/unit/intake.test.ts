@@ -202,6 +202,19 @@ describe('intake: secrets never reach the record', () => {
   });
 });
 
+describe('intake: the subject kind', () => {
+  it('masks an unknown kind that holds a secret (the card shows it), and keeps a known kind as sent', () => {
+    const unknown = newRecord(params({ subject: { kind: GITHUB, target: 'x' } }), ctx());
+    expect(unknown.subject.kind).toBe('[masked github-token]');
+    expect(JSON.stringify(unknown)).not.toContain(GITHUB);
+    expect(unknown.intake?.parts.subject).toEqual({ maskedSecrets: 1, truncated: false });
+
+    const known = newRecord(params({ subject: { kind: 'process', target: 'x' } }), ctx());
+    expect(known.subject.kind).toBe('process');
+    expect(known.intake?.parts.subject).toBeUndefined();
+  });
+});
+
 describe('intake: what one approval stores is bounded', () => {
   it('cuts a 5 MB rawArgs with a note, and the record stays small', () => {
     const rawArgs = JSON.stringify({ content: `${SLACK} ${'x'.repeat(5 * 1024 * 1024)}` });

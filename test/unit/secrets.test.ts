@@ -5,8 +5,15 @@ import { maskSecrets } from '../../src/secrets/maskSecrets.js';
 import {
   AWS_EXAMPLE_KEY,
   FAKE_GITHUB_TOKEN,
+  FAKE_GITLAB_TOKEN,
+  FAKE_GOOGLE_API_KEY,
+  FAKE_NPM_TOKEN,
   FAKE_SLACK_APP_TOKEN,
   FAKE_SLACK_BOT_TOKEN,
+  FAKE_SLACK_WEBHOOK,
+  FAKE_STRIPE_LIVE_KEY,
+  FAKE_STRIPE_RESTRICTED_KEY,
+  FAKE_STRIPE_TEST_KEY,
 } from '../support/fakeSecrets.js';
 
 // Samples of the shapes vendors document (AWS's own example key, jwt.io's example token) and
@@ -87,6 +94,51 @@ describe('maskSecrets: every shape the issue lists', () => {
     ],
     ['JSON key and value', '{"api_key": "a1b2c3d4e5", "user": "me"}', 'a1b2c3d4e5', 'secret-value'],
     ['password in a URL', 'postgres://app:s3cretpw@db.internal:5432/shop', 's3cretpw', 'url-password'],
+    // Issue 26, item 9: shapes that were missed.
+    ['GitLab token', `glab auth login --stdin <<< ${FAKE_GITLAB_TOKEN}`, FAKE_GITLAB_TOKEN, 'gitlab-token'],
+    [
+      'npm token',
+      `echo //registry.npmjs.org/:_auth ${FAKE_NPM_TOKEN} >> .npmrc`,
+      FAKE_NPM_TOKEN,
+      'npm-token',
+    ],
+    [
+      'Google API key',
+      `curl "https://maps.googleapis.com/x?key2=${FAKE_GOOGLE_API_KEY}"`,
+      FAKE_GOOGLE_API_KEY,
+      'google-api-key',
+    ],
+    [
+      'Stripe live key',
+      `curl https://api.stripe.com/v1/charges -u ${FAKE_STRIPE_LIVE_KEY}:`,
+      FAKE_STRIPE_LIVE_KEY,
+      'stripe-key',
+    ],
+    [
+      'Stripe restricted key',
+      `use ${FAKE_STRIPE_RESTRICTED_KEY} here`,
+      FAKE_STRIPE_RESTRICTED_KEY,
+      'stripe-key',
+    ],
+    ['Stripe test key', `use ${FAKE_STRIPE_TEST_KEY} here`, FAKE_STRIPE_TEST_KEY, 'stripe-key'],
+    [
+      'Slack webhook URL',
+      `curl -X POST -d '{"text":"hi"}' ${FAKE_SLACK_WEBHOOK}`,
+      FAKE_SLACK_WEBHOOK.slice('https://'.length),
+      'slack-webhook',
+    ],
+    [
+      'Slack webhook URL with JSON-escaped slashes',
+      JSON.stringify({ url: FAKE_SLACK_WEBHOOK }).replaceAll('/', '\\/'),
+      FAKE_SLACK_WEBHOOK.split('/').at(-1)!,
+      'slack-webhook',
+    ],
+    [
+      'token right after a JSON-escaped newline',
+      JSON.stringify({ content: `first line\n${GITHUB_CLASSIC}` }),
+      GITHUB_CLASSIC,
+      'github-token',
+    ],
   ];
 
   for (const [what, input, secret, label] of cases) {
@@ -122,6 +174,17 @@ describe('maskSecrets: every shape the issue lists', () => {
     expect(masked.count).toBe(3);
     // Still JSON: markers hold no quote or backslash.
     expect(() => JSON.parse(masked.text)).not.toThrow();
+  });
+
+  it('masks a quoted value whole, escaped quotes included, and JSON still parses', () => {
+    const json = JSON.stringify({ password: 'ab"cd', command: 'mysql --password="ef\\"gh" x' });
+    const masked = masks(json);
+    expect(masked.count).toBe(2);
+    expect(JSON.parse(masked.text)).toEqual({
+      password: '[masked secret-value]',
+      command: 'mysql --password="[masked secret-value]" x',
+    });
+    expect(masks('PASSWORD="ab\\"cd" ./run').text).toBe('PASSWORD="[masked secret-value]" ./run');
   });
 
   it('masks a private key block cut off before its END line, to the end of the text', () => {
@@ -183,6 +246,24 @@ describe('maskSecrets: cost', () => {
     '-----BEGIN RSA PRIVATE KEY-----'.repeat(2_100),
     `${'://a'.repeat(10_000)}${'b'.repeat(24_000)}`,
     JSON.stringify({ command: `${'npm test && '.repeat(5_000)}git push` }),
+    // Flags read after a program's name, and rules guarded by a look-behind: each would cost the
+    // length of its window at every flag if that look-behind came first.
+    `mysql${' -p'.repeat(21_000)}`,
+    `curl${' -u'.repeat(21_000)}`,
+    `curl -u ${'a:'.repeat(32_000)}`,
+    `redis-cli${' -a -'.repeat(16_000)}`,
+    '--token '.repeat(8_000),
+    `--${'a-'.repeat(32_000)}`,
+    '"--token",'.repeat(6_500),
+    'aws_secret_access_key '.repeat(3_000),
+    'Cookie:'.repeat(9_000),
+    'A_KEY='.repeat(10_000),
+    '\\n'.repeat(32_000),
+    'glpat-'.repeat(10_000),
+    'hooks.slack.com/services/'.repeat(2_600),
+    'password=\\"'.repeat(7_000),
+    `password=\\"${'\\\\\\"'.repeat(15_000)}`,
+    `password="${'\\'.repeat(60_000)}`,
   ];
   it('scans 64 KiB of adversarial text quickly', () => {
     for (const text of shapes) {

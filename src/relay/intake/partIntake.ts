@@ -1,3 +1,4 @@
+import { argvSecrets } from '../../secrets/argvSecrets.js';
 import type { IntakePart } from '../../store/record.js';
 import { fitText } from './fitText.js';
 import { jsonEscapedLength } from './jsonLength.js';
@@ -35,18 +36,29 @@ export class PartIntake {
     return fitted.text;
   }
 
-  /** Strings such as argv: each one taken as text; those past the budget are left out. */
+  /**
+   * Strings such as argv: each one taken as text, a word that is secret for where it stands
+   * (after `--password`) masked whole; those past the budget are left out.
+   */
   strings(values: readonly string[], maxEach: number): string[] {
+    const secret = argvSecrets(values);
     const out: string[] = [];
-    for (const value of values) {
+    for (const [i, value] of values.entries()) {
       if (this.left <= 0) {
         this.truncated = true;
         break;
       }
-      out.push(this.text(value, maxEach));
+      const masked = secret[i];
+      out.push(masked === undefined ? this.text(value, maxEach) : this.maskedWord(masked, maxEach));
       this.left -= 1;
     }
     return out;
+  }
+
+  /** A word argvSecrets masked: taken as text, and counted as one secret. */
+  private maskedWord(masked: string, maxChars: number): string {
+    this.maskedSecrets += 1;
+    return this.text(masked, maxChars);
   }
 
   /** An identifier or flag the bot must keep as sent: only counted. */
@@ -93,13 +105,20 @@ export class PartIntake {
       return null;
     }
     if (Array.isArray(value)) {
+      // An array of strings may be an argv: its words are masked for where they stand too.
+      const secret = argvSecrets(value);
       const out: unknown[] = [];
-      for (const item of value) {
+      for (const [i, item] of value.entries()) {
         if (this.left <= 0) {
           this.truncated = true;
           break;
         }
-        out.push(this.json(item, depth + 1) ?? null);
+        const masked = secret[i];
+        out.push(
+          masked === undefined
+            ? (this.json(item, depth + 1) ?? null)
+            : this.maskedWord(masked, MAX_SUBJECT_STRING_CHARS),
+        );
         this.left -= 1;
       }
       return out;

@@ -1,6 +1,7 @@
 import { argsParts, subjectParts } from '../../cards/fullParts.js';
 import { prettyArgs } from '../../cards/toJson.js';
 import type { ApprovalSubject } from '../../msp/protocol.js';
+import { argvSecrets } from '../../secrets/argvSecrets.js';
 import { maskPrefix } from '../../secrets/maskPrefix.js';
 import { FULL_TEXT_FIELDS, type FullPart, type FullText } from '../../store/fullText.js';
 import type { ApprovalRecord, IntakePart } from '../../store/record.js';
@@ -22,7 +23,11 @@ function maskStrings(value: unknown, tally: { omitted: number }, depth = 0): unk
   if (typeof value !== 'object' || value === null || depth >= MAX_DEPTH) {
     return typeof value === 'object' ? null : value;
   }
-  if (Array.isArray(value)) return value.map((item) => maskStrings(item, tally, depth + 1));
+  if (Array.isArray(value)) {
+    // As intake takes an argv: a word secret for where it stands (after `--password`) goes whole.
+    const secret = argvSecrets(value);
+    return value.map((item, i) => maskStrings(secret[i] ?? item, tally, depth + 1));
+  }
   const out: Record<string, unknown> = {};
   for (const [key, inner] of Object.entries(value)) {
     // Keys show too (a subject of unknown kind is shown as JSON); their length is not the text's.
@@ -54,8 +59,8 @@ function bounded(parts: readonly FullPart[], omitted: number): FullText {
 /** The subject's full text: the command, every stage, the path… as the modal shows them. */
 export function takeFullSubject(subject: ApprovalSubject): FullText {
   const tally = { omitted: 0 };
-  // The kind chooses the parts: kept as sent, as intake keeps it.
-  const masked = { ...(maskStrings(subject, tally) as ApprovalSubject), kind: subject.kind };
+  // The kind chooses the parts: masked as intake masks it (a kind this bot knows stays as sent).
+  const masked = maskStrings(subject, tally) as ApprovalSubject;
   return bounded(subjectParts(masked), tally.omitted);
 }
 

@@ -48,9 +48,11 @@ function takeStages(
 }
 
 /**
- * The subject with every string masked and the whole cut to MAX_SUBJECT_CHARS. Its `kind` and
- * the stages' requirement ids, positions and flags are kept as sent. `currentIndex` is the
- * sourceIndex being decided.
+ * The subject with every string masked and the whole cut to MAX_SUBJECT_CHARS. The stages'
+ * requirement ids, positions and flags are kept as sent. Its `kind` is taken as a label: a kind
+ * this bot knows is a short word that holds no secret, so it stays as sent; an unknown one is
+ * shown on the card, so it is masked like any text. `currentIndex` is the sourceIndex being
+ * decided.
  */
 export function takeSubject(
   subject: ApprovalSubject,
@@ -59,8 +61,9 @@ export function takeSubject(
   const part = new PartIntake(MAX_SUBJECT_CHARS);
   const text: FieldTaker = (value) => part.text(value as string, MAX_SUBJECT_STRING_CHARS);
   const keep: FieldTaker = (value) => part.verbatim(value);
+  const label: FieldTaker = (value) => part.text(value as string, MAX_LABEL_CHARS);
   const taken = part.shaped(subject, {
-    kind: keep,
+    kind: label,
     stages: (value) => takeStages(value as ApprovalStage[], currentIndex, part),
     command: text,
     workspaceRoot: text,
@@ -71,10 +74,7 @@ export function takeSubject(
     port: keep,
     protocol: text,
     target: text,
-    origin: (value) =>
-      part.shaped(value as Record<string, unknown>, {
-        kind: (kind) => part.text(kind as string, MAX_LABEL_CHARS),
-      }),
+    origin: (value) => part.shaped(value as Record<string, unknown>, { kind: label }),
     holder: (value) => part.json(value),
   });
   return { subject: taken as ApprovalSubject, report: part.report() };

@@ -1,0 +1,95 @@
+import { isLongFlag, PROGRAM_FLAGS, type ProgramFlag, SECRET_FLAG_WORD } from './commandLineRules.js';
+import { maskMarker, valueMarker } from './maskSecrets.js';
+
+// In an argv a flag and its value are two words, each masked on its own by maskSecrets: neither
+// `--password` nor `hunter2` looks secret alone. Here a word is masked for where it stands: after
+// a secret flag (`--password`, `aws_secret_access_key`), or as the value of a program's flag
+// once that program was named (`mysql … -phunter2`, `curl … -u admin:hunter2`).
+
+// The words are raw (intake cuts them afterwards), so whatever is read of them is bounded: an
+// agent may send ten thousand words of megabytes each.
+
+/** Longer than any program path or flag this reads. */
+const MAX_NAME_CHARS = 256;
+/** Longer than any token shape the marker is named by. */
+const MAX_SHAPED_CHARS = 16 * 1024;
+
+/** The program a word names: its file name (`/usr/bin/curl` names curl). */
+function programOf(word: string): string | undefined {
+  return word.length > MAX_NAME_CHARS ? undefined : word.slice(word.lastIndexOf('/') + 1);
+}
+
+/** The marker for a whole word, named by its shape when the word is short enough to have one. */
+function wordMarker(word: string): string | undefined {
+  return word.length > MAX_SHAPED_CHARS ? maskMarker('secret-value') : valueMarker(word);
+}
+
+/** Where a user name or a cookie's name ends, if anywhere. */
+function head(value: string): string {
+  return value.slice(0, MAX_NAME_CHARS + 1);
+}
+
+function isSecretFlag(word: string): boolean {
+  return word.length <= MAX_NAME_CHARS && SECRET_FLAG_WORD.test(word);
+}
+
+function isValueWord(word: string): boolean {
+  return word !== '' && !word.startsWith('-');
+}
+
+/** `value` with its secret part masked, as `entry` reads it; undefined when nothing is secret. */
+function maskedValue(entry: ProgramFlag, value: string): string | undefined {
+  switch (entry.secret) {
+    case 'whole':
+      return wordMarker(value);
+    case 'cookie':
+      return head(value).includes('=') ? wordMarker(value) : undefined;
+    case 'afterColon': {
+      const colon = head(value).indexOf(':');
+      const password = value.slice(colon + 1);
+      const marker = colon < 0 || password === '' ? undefined : wordMarker(password);
+      return marker === undefined ? undefined : `${value.slice(0, colon + 1)}${marker}`;
+    }
+  }
+}
+
+/**
+ * `word` masked as the value of one of `entry`'s flags: glued to a short flag (`-phunter2`),
+ * after a long one's `=`, or as the word after the flag (`previous`).
+ */
+function maskedFlagValue(entry: ProgramFlag, previous: string | undefined, word: string): string | undefined {
+  for (const flag of entry.flags) {
+    const long = isLongFlag(flag);
+    if (previous === flag && (long || entry.nextWord) && isValueWord(word)) return maskedValue(entry, word);
+    const glued = long ? `${flag}=` : flag;
+    if (word.length > glued.length && word.startsWith(glued)) {
+      const masked = maskedValue(entry, word.slice(glued.length));
+      if (masked !== undefined) return `${glued}${masked}`;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * For each word of `argv`, the word masked when it is secret for where it stands, else
+ * undefined. Items that are not strings (an array of unknown shape) are skipped.
+ */
+export function argvSecrets(argv: readonly unknown[]): Array<string | undefined> {
+  const out: Array<string | undefined> = new Array(argv.length).fill(undefined);
+  const named = new Set<ProgramFlag>();
+  let previous: string | undefined;
+  for (const [i, word] of argv.entries()) {
+    if (typeof word !== 'string') {
+      previous = undefined;
+      continue;
+    }
+    if (previous !== undefined && isSecretFlag(previous) && isValueWord(word)) out[i] = wordMarker(word);
+    for (const entry of named) out[i] ??= maskedFlagValue(entry, previous, word);
+    const program = programOf(word);
+    if (program !== undefined) {
+      for (const entry of PROGRAM_FLAGS) if (entry.programs.includes(program)) named.add(entry);
+    }
+    previous = word;
+  }
+  return out;
+}

@@ -1,0 +1,86 @@
+// Pieces the secret rules are built of (secretRules.ts, commandLineRules.ts). Every repeat is
+// bounded, so no rule built of them can be made to backtrack across a long text.
+
+/** `[Pp][Aa]…`: the combined expression cannot take the `i` flag without loosening token shapes. */
+export function anyCase(word: string): string {
+  return word.replace(/[a-z]/g, (c) => `[${c.toUpperCase()}${c}]`);
+}
+
+/**
+ * `literal` where none of `inside` (a character class's body) comes before it, or right after a
+ * JSON escape (`\n`, `\t`): in rawArgs a token often starts a line, and `\b` sees no boundary
+ * between `\n` and `ghp_`. The literal comes first and the look-behind after it, so the scan still
+ * skips ahead to where the literal is: a leading look-behind would be tried at every character.
+ * The literal must hold no capturing group: it is written twice.
+ */
+export function atStart(literal: string, inside: string): string {
+  return `${literal}(?<=(?:^|[^${inside}]|\\\\[nrt])${literal})`;
+}
+
+/** `literal` where a word starts. */
+export function atWordStart(literal: string): string {
+  return atStart(literal, 'A-Za-z0-9_');
+}
+
+/** `literal` where a word starts, not inside a kebab-case name either. */
+export function atNameStart(literal: string): string {
+  return atStart(literal, 'A-Za-z0-9_-');
+}
+
+/** A value that is already a marker is not masked again: masking is idempotent. */
+export const NOT_A_MARKER = '(?!\\[masked [a-z-]{1,40}\\])';
+
+/** Inside `"…"`: a backslash escapes the next character, as in the shell and in JSON. */
+const IN_QUOTES = String.raw`(?:\\[^\r\n]|[^"\\\r\n])`;
+
+/**
+ * Inside `\"…\"`, a quoted string within a JSON string: JSON's escape pairs, but `\"` ends it,
+ * unless it is the shell's escaped quote (`\\\"`).
+ */
+const IN_ESCAPED_QUOTES = String.raw`(?:\\\\\\"|\\[^"\r\n]|[^"\\\r\n])`;
+
+/**
+ * A value after `key=` / `key: `, quoted (also with JSON-escaped quotes, as inside rawArgs) or
+ * bare. Quoted values may hold spaces and escaped quotes; an empty value is no secret. Its groups
+ * are named `secret<name>…`: every name must be unique in the combined expression.
+ */
+export function keyValue(name: string): string {
+  return (
+    `(?:\\\\"${NOT_A_MARKER}(?<secret${name}Eq>${IN_ESCAPED_QUOTES}{1,1024})\\\\"` +
+    `|"${NOT_A_MARKER}(?<secret${name}Dq>${IN_QUOTES}{1,1024})"` +
+    `|\\\\?'${NOT_A_MARKER}(?<secret${name}Sq>[^'\\r\\n]{1,1024}?)\\\\?'` +
+    `|${NOT_A_MARKER}(?<secret${name}Bare>[^\\s"'\\\\,;&<>\\]}]{1,1024}))`
+  );
+}
+
+/**
+ * What a flag's value never starts with: another flag, a command substitution, a marker, or the
+ * `=`/`:` of a `key = value` another rule masks.
+ */
+export const NOT_A_FLAG = `(?![-=:]|\\$\\(|\`)${NOT_A_MARKER}`;
+
+/**
+ * A shell word, its secret in the group `secret<name>…`: single-quoted; double-quoted with
+ * escaped quotes, as inside a JSON string; double-quoted, a backslash escaping the next
+ * character, as in the shell and in JSON; bare. `lead` is a pattern for what the word starts with
+ * and keeps (`admin:` of `admin:hunter2`).
+ */
+export function quotedOrBare(name: string, lead = ''): string {
+  return (
+    `(?:'${lead}${NOT_A_FLAG}(?<secret${name}Sq>[^'\\r\\n]{1,1024})'` +
+    `|\\\\"${lead}${NOT_A_FLAG}(?<secret${name}Eq>${IN_ESCAPED_QUOTES}{1,1024})\\\\"` +
+    `|"${lead}${NOT_A_FLAG}(?<secret${name}Dq>${IN_QUOTES}{1,1024})"` +
+    `|${lead}${NOT_A_FLAG}(?<secret${name}Bare>[^\\s"'\\\\;&|()<>\`]{1,1024}))`
+  );
+}
+
+/** From the closing quote of one JSON array item to the opening quote of the next. */
+export const JSON_ITEM_GAP = '"[ \\t]{0,8},[ \\t\\r\\n]{0,64}(?=")';
+
+/**
+ * A flag's value after blanks on a command line, or as the next item of a JSON array (an argv
+ * inside rawArgs): then the whole JSON string.
+ */
+export function flagGap(name: string): string {
+  return `(?:[ \\t]{1,8}|${JSON_ITEM_GAP})${quotedOrBare(name)}`;
+}
