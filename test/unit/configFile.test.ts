@@ -60,6 +60,8 @@ describe('countersign.example.yml', () => {
         approvers: { users: ['U0ALICE'], usergroups: ['S0SRE'] },
         protectedWriteApprovers: { users: ['U0ALICE'], usergroups: [] },
         allowSelfApproval: false,
+        allowExternal: false,
+        allowGuests: false,
         rejectReason: 'required',
         quickReasons: ['Use a PR instead', 'Not during a freeze'],
         quorum: 2,
