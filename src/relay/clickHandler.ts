@@ -328,7 +328,10 @@ export class ClickHandler {
       return undefined;
     }
     if (voters.length >= quorum) return { record: stored, voters };
-    this.recordVote(stored, vote, voters.length, quorum);
+    // A vote the stage already held (the same person pressing again) changed nothing: audited once,
+    // so that pressing on and on cannot fill the audit stream and trim its decisions.
+    const counted = stored.votes?.find((v) => v.userId === vote.userId && v.choiceId === vote.choiceId);
+    if (counted?.at === vote.at) this.recordVote(stored, vote, voters.length, quorum);
     await this.tell(click, { code: 'voteCounted', votes: voters.length, quorum });
     return undefined;
   }

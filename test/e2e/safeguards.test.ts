@@ -139,9 +139,10 @@ describe('quorum', () => {
     expect(decidesOf(world, id)).toHaveLength(1);
 
     const audit = await world.auditEntries();
-    expect(audit).toContainEqual(
+    // Alice's second press changed nothing, and is not audited again.
+    expect(audit.filter((e) => e.kind === 'vote')).toEqual([
       expect.objectContaining({ kind: 'vote', approvalId: id, userId: 'U0ALICE', votes: '1', quorum: '2' }),
-    );
+    ]);
     expect(audit).toContainEqual(
       expect.objectContaining({
         kind: 'decision',
