@@ -9,7 +9,7 @@ import { readGrantAudit } from '../../src/store/grantAudit.js';
 import { keys } from '../../src/store/keys.js';
 import { type ApprovalRequestParams, shellApproval } from '../support/fakeHost.js';
 import { until } from '../support/until.js';
-import { cardPostedFor, storeOf } from './grantSteps.js';
+import { cardPostedFor, grantFrom, storeOf } from './grantSteps.js';
 import { configFile } from './teamSetup.js';
 import { buttonsOf, rememberButtonOf, SESSION, textOf, World } from './world.js';
 
@@ -62,21 +62,6 @@ function shell(
   });
 }
 
-/** Opens a request, waits for its card and presses "Don't ask again" on it as `userId`. */
-async function grantFrom(world: World, approval: ApprovalRequestParams, userId = 'U0ALICE'): Promise<string> {
-  await world.host.open(approval);
-  const card = await world.waitForCard(approval.approvalId, (m) => buttonsOf(m).length > 0);
-  const remember = rememberButtonOf(card);
-  expect(remember?.text).toMatch(REMEMBER);
-  await world.pressButton(card.ts, remember!, userId, card.channel);
-  const decide = await world.host.waitForDecide((d) => d.frame.params.approvalId === approval.approvalId);
-  expect(decide.frame.params.choiceId).toBe('allow_once');
-  const done = await world.waitForCard(approval.approvalId, (m) => textOf(m).includes('Remembered:'));
-  const grantId = /revoke ([\w-]+)/.exec(textOf(done))?.[1];
-  expect(grantId).toBeDefined();
-  return grantId!;
-}
-
 /** The line the bot leaves in the channel when a grant decides `approvalId`'s stage. */
 async function grantLine(world: World, command: string): Promise<string> {
   const line = await world.slack.waitFor(
@@ -110,7 +95,7 @@ async function expectPeopleAsked(world: World, approval: ApprovalRequestParams):
 describe('remembered grants', () => {
   it('1. a grant made on a card decides the same request again with no card, once, and leaves a line naming it', async () => {
     const world = await startWorld();
-    const grantId = await grantFrom(world, shell('g1-first', [['git', 'push']]));
+    const grantId = await grantFrom(world, shell('g1-first', [['git', 'push']]), REMEMBER);
     const card = await world.card('g1-first');
     expect(textOf(card)).toContain('Remembered:');
     expect(textOf(card)).toContain(`/countersign revoke ${grantId}`);
@@ -148,7 +133,7 @@ describe('remembered grants', () => {
 
   it('2. the same request under another sandbox mode gets a card', async () => {
     const world = await startWorld();
-    await grantFrom(world, shell('g2-first', [['make', 'build']]));
+    await grantFrom(world, shell('g2-first', [['make', 'build']]), REMEMBER);
     await world.bot.stop(5_000);
     await world.restartBot({ MSP_SANDBOX_MODE: 'danger-full-access' });
     await expectPeopleAsked(world, shell('g2-other-mode', [['make', 'build']]));
@@ -156,7 +141,7 @@ describe('remembered grants', () => {
 
   it('3. another caller (another session) gets a card', async () => {
     const world = await startWorld();
-    await grantFrom(world, shell('g3-first', [['make', 'build']]));
+    await grantFrom(world, shell('g3-first', [['make', 'build']]), REMEMBER);
     await expectPeopleAsked(
       world,
       shell('g3-other-session', [['make', 'build']], { sessionId: OTHER_SESSION }),
@@ -165,20 +150,20 @@ describe('remembered grants', () => {
 
   it('4. more than was granted gets a card: a longer command, another stage', async () => {
     const world = await startWorld();
-    await grantFrom(world, shell('g4-first', [['git', 'push']]));
+    await grantFrom(world, shell('g4-first', [['git', 'push']]), REMEMBER);
     await expectPeopleAsked(world, shell('g4-force', [['git', 'push', '--force']]));
   });
 
   it('5. after a revoke, the same request gets a card again', async () => {
     const world = await startWorld();
-    const grantId = await grantFrom(world, shell('g5-first', [['npm', 'publish']]));
+    const grantId = await grantFrom(world, shell('g5-first', [['npm', 'publish']]), REMEMBER);
     expect(await storeOf(world).revoke(grantId, 'U0ADA', new Date())).toBe(true);
     await expectPeopleAsked(world, shell('g5-after-revoke', [['npm', 'publish']]));
   });
 
   it('6. after expiry, the same request gets a card again', async () => {
     const world = await startWorld({ COUNTERSIGN_GRANT_TTL: '2s' });
-    const grantId = await grantFrom(world, shell('g6-first', [['npm', 'publish']]));
+    const grantId = await grantFrom(world, shell('g6-first', [['npm', 'publish']]), REMEMBER);
     const grant = await storeOf(world).get(grantId);
     const left = Date.parse(grant!.expiresAt!) - Date.now();
     expect(left).toBeLessThanOrEqual(2_000);
@@ -188,7 +173,7 @@ describe('remembered grants', () => {
 
   it('7. a protected write and an unknown subject kind are never decided by a grant, and never offer one', async () => {
     const world = await startWorld();
-    await grantFrom(world, shell('g7-first', [['make', 'deploy']]));
+    await grantFrom(world, shell('g7-first', [['make', 'deploy']]), REMEMBER);
     await world.host.open(shell('g7-protected', [['make', 'deploy']], { protectedWrite: true }));
     const protectedCard = await world.waitForCard('g7-protected', (m) => buttonsOf(m).length > 0);
     expect(rememberButtonOf(protectedCard)).toBeUndefined();
@@ -222,7 +207,7 @@ describe('remembered grants', () => {
 
   it('8. a two-stage command with one stage covered: that stage is decided by the grant, the other gets a card', async () => {
     const world = await startWorld();
-    const grantId = await grantFrom(world, shell('g8-first', [['npm', 'test']]));
+    const grantId = await grantFrom(world, shell('g8-first', [['npm', 'test']]), REMEMBER);
     await world.host.open(
       shell('g8-two', [
         ['npm', 'test'],
@@ -280,7 +265,7 @@ describe('remembered grants', () => {
 
   it('two approvals matching one grant at the same time are both decided, each exactly once', async () => {
     const world = await startWorld();
-    const grantId = await grantFrom(world, shell('g10-first', [['make', 'lint']]));
+    const grantId = await grantFrom(world, shell('g10-first', [['make', 'lint']]), REMEMBER);
     await Promise.all([
       world.host.open(shell('g10-a', [['make', 'lint']])),
       world.host.open(shell('g10-b', [['make', 'lint']])),
