@@ -1,3 +1,4 @@
+import { channelLink } from '../cards/channelLink.js';
 import { describeDecision } from '../cards/describeDecision.js';
 import { escapeMrkdwn } from '../cards/escape.js';
 import { mentionUser } from '../cards/mentionUser.js';
@@ -159,15 +160,10 @@ export function notAuthorizedText(refused: Refused): string {
     case 'guest':
       return `Guests cannot decide or see approvals on ${route}.`;
     case 'notChannelMember':
-      return `Only members of ${channelMention(refused.channel)} can decide on ${route}: join the channel, or ask one of its members.`;
+      return `Only members of ${channelLink(refused.channel)} can decide on ${route}: join the channel, or ask one of its members.`;
     case 'unverified':
       return unverifiedText(refused.what);
   }
-}
-
-/** `<#C…>` for a channel ID; a `#name` as escaped text. */
-function channelMention(channel: string): string {
-  return /^[CG][A-Z0-9]{2,40}$/.test(channel) ? `<#${channel}>` : escapeMrkdwn(channel);
 }
 
 /** Slack did not confirm something the decision depends on: nothing was allowed on a guess. */
