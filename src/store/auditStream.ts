@@ -1,3 +1,4 @@
+import type { Result } from 'ioredis';
 import type { Logger } from 'pino';
 import type { AuditEntry, AuditTrail } from '../relay/ports.js';
 import { RefusalCounts } from '../util/refusalCounts.js';
@@ -63,7 +64,9 @@ export class RedisAuditTrail implements AuditTrail {
   constructor(
     private readonly redis: RedisClient,
     private readonly options: AuditTrailOptions,
-  ) {}
+  ) {
+    redis.defineCommand('csCountRefusal', { numberOfKeys: 1, lua: COUNT_REFUSAL });
+  }
 
   /** Never rejects: a lost audit entry is logged, and must not fail the decision it records. */
   async append(entry: AuditEntry): Promise<void> {
@@ -79,7 +82,7 @@ export class RedisAuditTrail implements AuditTrail {
     this.refusals.count(entry.reason);
     const limit = this.options.refusalsPerUserPerMinute ?? REFUSALS_PER_USER_PER_MINUTE;
     const counter = keys.refusalCount(entry.userId);
-    const n = Number(await this.redis.eval(COUNT_REFUSAL, 1, counter, REFUSAL_WINDOW_MS));
+    const n = await this.redis.csCountRefusal(counter, REFUSAL_WINDOW_MS);
     if (n > limit) {
       this.refusals.countOverLimit(entry.reason);
       // Said once a minute, by whichever replica counted past the limit.
@@ -167,4 +170,10 @@ function compareIds(x: string, y: string): number {
   const [xMs, xSeq] = x.split('-').map(Number) as [number, number];
   const [yMs, ySeq] = y.split('-').map(Number) as [number, number];
   return xMs - yMs || xSeq - ySeq;
+}
+
+declare module 'ioredis' {
+  interface RedisCommander<Context> {
+    csCountRefusal(counterKey: string, windowMs: number): Result<number, Context>;
+  }
 }
