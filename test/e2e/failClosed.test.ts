@@ -71,8 +71,12 @@ hosts:
 routes:
   - name: deploys-v2
     channel: C0APPROVALS
+    match: { tools: [bash], workspaces: ["/srv/**"] }
     approvers: { users: [U0ALICE, U0DAVE, U0FRANK] }
     allowSelfApproval: true
+  - name: everything-else
+    channel: C0APPROVALS
+    approvers: { users: [U0CAROL] }
 `,
     );
     // Dave owns the agent: the route that would place it now lets owners decide, the gone one may not have.
@@ -80,7 +84,8 @@ routes:
     expect(await world.ephemeralTo('U0DAVE')).toBe(
       "You cannot approve your own agent's request on deploys: someone else must decide it.",
     );
-    // Carol was an approver of the route that is gone, not of the one that would place it now.
+    // Carol was an approver of the route that is gone, not of the one that would place it now
+    // (matched on the record's tool and workspace; she decides everything else).
     await world.press('gone-0001', 'Allow once', 'U0CAROL');
     expect(await world.ephemeralTo('U0CAROL')).toContain('can decide on deploys');
     // The quorum the card was placed with holds, though the new route has none.
