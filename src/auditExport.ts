@@ -3,7 +3,7 @@
 // `-- --refusals` for the refusals alone, `-- --no-refusals` for the rest alone.
 // It reads the Redis variables only (REDIS_URL, or the Sentinel or Cluster ones), so an operator
 // can run it without the bot's Slack settings.
-import { ConfigError, redisTargetOf } from './config.js';
+import { ConfigError, redisTargetOf } from './config/config.js';
 import { type AuditStreams, exportAudit } from './store/auditStream.js';
 import { createRedisClient } from './store/redisConnection.js';
 

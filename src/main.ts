@@ -2,37 +2,37 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { v7 as uuidv7 } from 'uuid';
 import { renderCard } from './cards/renderCard.js';
-import { ConfigError, configSecrets, loadConfig, redactedConfig } from './config.js';
+import { ConfigError, configSecrets, loadConfig, redactedConfig } from './config/config.js';
 import { createLogger, toBoltLogger } from './log.js';
 import { sleep } from './msp/backoff.js';
 import { HostFleet, type HostStatus } from './msp/hostFleet.js';
 import { HostSupervisor } from './msp/hostSupervisor.js';
 import { PagerDuty } from './pagerduty/pagerDuty.js';
-import { Authorizer, routeInputOf } from './relay/authorizer.js';
-import { ClickHandler } from './relay/clickHandler.js';
-import { Decider } from './relay/decider.js';
-import { DecisionForwarding } from './relay/decisionForwarding.js';
-import { DecisionNotices } from './relay/decisionNotices.js';
-import { DecisionWarrant } from './relay/decisionWarrant.js';
-import { Escalator } from './relay/escalator.js';
-import { GrantAnswerer } from './relay/grantAnswerer.js';
-import { GrantLists } from './relay/grantLists.js';
-import { GrantMaker } from './relay/grantMaker.js';
-import { GrantRevoker } from './relay/grantRevoker.js';
-import { OncallResolver } from './relay/oncall.js';
-import { RecordKeeper } from './relay/recordKeeper.js';
-import { Relay } from './relay/relay.js';
+import { Authorizer, routeInputOf } from './relay/deciding/authorizer.js';
+import { ClickHandler } from './relay/deciding/clickHandler.js';
+import { Decider } from './relay/deciding/decider.js';
+import { DecisionNotices } from './relay/deciding/decisionNotices.js';
+import { DecisionWarrant } from './relay/deciding/decisionWarrant.js';
+import { Escalator } from './relay/escalation/escalator.js';
+import { OncallResolver } from './relay/escalation/oncall.js';
+import { GrantAnswerer } from './relay/grants/grantAnswerer.js';
+import { GrantLists } from './relay/grants/grantLists.js';
+import { GrantMaker } from './relay/grants/grantMaker.js';
+import { GrantRevoker } from './relay/grants/grantRevoker.js';
+import { HostEventHandler } from './relay/hostEvents/hostEventHandler.js';
+import { RecordKeeper } from './relay/records/recordKeeper.js';
+import { DecisionForwarding } from './replicas/decisionForwarding.js';
 import { HostOwnership, type HostStanding } from './replicas/hostOwnership.js';
 import { ReplicaSeal } from './replicas/replicaSeal.js';
 import { type RiskInput, RiskRules } from './routing/risks.js';
 import { FALLBACK_ROUTE_NAME, Router } from './routing/router.js';
 import { createShutdown } from './shutdown.js';
-import { AppHome } from './slack/appHome.js';
 import { ApproverNames, namedInConfig } from './slack/approverNames.js';
 import { directCardCalls } from './slack/cardCalls.js';
 import { SlackChannelMembers } from './slack/channelMembers.js';
 import { type BotIdentity, createSlackApp } from './slack/createSlackApp.js';
 import { SlackGroupDirectory } from './slack/groupDirectory.js';
+import { HomeTab } from './slack/homeTab.js';
 import { SlackPeopleDirectory } from './slack/peopleDirectory.js';
 import { Permalinks } from './slack/permalinks.js';
 import { SlackCardChannel } from './slack/slackCardChannel.js';
@@ -357,7 +357,7 @@ async function main(): Promise<void> {
     dmMappingTtlMs: Math.max(config.resolvedTtlMs, 7 * 86_400_000),
     logger: logger.child({ component: 'escalation' }),
   });
-  const relay = new Relay({
+  const relay = new HostEventHandler({
     keeper,
     store,
     decider,
@@ -428,7 +428,7 @@ async function main(): Promise<void> {
     audit: auditTrail,
     logger,
   });
-  const home = new AppHome({
+  const home = new HomeTab({
     views: slackViews(slackClient),
     waiting,
     recent: new RecentDecisions(redis, config.resolvedTtlMs),

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { pino } from 'pino';
-import { stageCapabilities } from '../../src/grants/capabilities.js';
+import { stageCapabilities } from '../../src/domain/grants/capabilities.js';
 import type { ApprovalSubject } from '../../src/msp/protocol.js';
 import { bucketOf, grantIdIn } from '../../src/store/grantIds.js';
 import type { GrantData } from '../../src/store/grantRecord.js';

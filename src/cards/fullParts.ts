@@ -1,5 +1,5 @@
+import type { FullPart } from '../domain/fullText.js';
 import type { ApprovalSubject } from '../msp/protocol.js';
-import type { FullPart } from '../store/fullText.js';
 import { networkAddress } from './renderSubject.js';
 import { toJson } from './toJson.js';
 

@@ -1,4 +1,4 @@
-import type { Intake } from '../store/record.js';
+import type { Intake } from '../domain/record.js';
 
 function plural(n: number, one: string, many: string): string {
   return `${n} ${n === 1 ? one : many}`;

@@ -1,8 +1,8 @@
 import type { KnownBlock } from '@slack/types';
-import type { RememberOffer } from '../grants/match.js';
+import type { RememberOffer } from '../domain/grants/match.js';
+import type { ApprovalRecord } from '../domain/record.js';
+import type { EscalationStep } from '../domain/route.js';
 import type { RenderedMessage } from '../relay/ports.js';
-import type { EscalationStep } from '../routing/route.js';
-import type { ApprovalRecord } from '../store/record.js';
 import { divider, header, packSections, section } from './blocks.js';
 import { BUDGET_LEVELS, type CardBudget } from './budget.js';
 import { decisionTone } from './describeDecision.js';

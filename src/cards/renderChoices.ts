@@ -1,8 +1,8 @@
 import type { ActionsBlock, Button, ConfirmationDialog, KnownBlock } from '@slack/types';
-import type { RememberOffer } from '../grants/match.js';
-import { scopeToken } from '../grants/scope.js';
+import type { RememberOffer } from '../domain/grants/match.js';
+import { scopeToken } from '../domain/grants/scope.js';
+import type { ApprovalRecord } from '../domain/record.js';
 import type { ApprovalChoice } from '../msp/protocol.js';
-import type { ApprovalRecord } from '../store/record.js';
 import { context, plainText, section } from './blocks.js';
 import type { CardBudget } from './budget.js';
 import { decisionTone } from './describeDecision.js';

@@ -1,4 +1,4 @@
-import type { Authorization } from '../relay/authorization.js';
+import type { Authorization } from '../domain/authorization.js';
 import type { RenderedMessage } from '../relay/ports.js';
 import { packSections } from './blocks.js';
 import { channelLink } from './channelLink.js';

@@ -1,4 +1,4 @@
-import type { ApprovalRecord, Resolution } from '../store/record.js';
+import type { ApprovalRecord, Resolution } from '../domain/record.js';
 import { decisionTone, describeDecision } from './describeDecision.js';
 import { clip, inlineCode, truncate } from './escape.js';
 import { decidedBy } from './renderStatus.js';

@@ -1,7 +1,7 @@
 import type { KnownBlock } from '@slack/types';
+import type { ApprovalRecord, Escalation, FiredStep } from '../domain/record.js';
+import type { EscalationStep } from '../domain/route.js';
 import type { RenderedMessage } from '../relay/ports.js';
-import type { EscalationStep } from '../routing/route.js';
-import type { ApprovalRecord, Escalation, FiredStep } from '../store/record.js';
 import { packSections } from './blocks.js';
 import { BUDGET_LEVELS } from './budget.js';
 import { clip, inlineCode, truncate } from './escape.js';

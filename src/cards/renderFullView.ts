@@ -1,6 +1,6 @@
 import type { ActionsBlock, KnownBlock, ModalView } from '@slack/types';
-import type { FullPart, FullTextOf } from '../store/fullText.js';
-import type { ApprovalRecord, IntakePart } from '../store/record.js';
+import type { FullPart, FullTextOf } from '../domain/fullText.js';
+import type { ApprovalRecord, IntakePart } from '../domain/record.js';
 import { context, divider, plainText, section } from './blocks.js';
 import { BUDGET_LEVELS } from './budget.js';
 import { clip, codeBlocks, inlineCode } from './escape.js';

@@ -1,6 +1,6 @@
-import type { Grant } from '../grants/grant.js';
-import type { GrantScope } from '../grants/scope.js';
-import type { GrantRef } from '../store/record.js';
+import type { Grant } from '../domain/grants/grant.js';
+import type { GrantScope } from '../domain/grants/scope.js';
+import type { GrantRef } from '../domain/record.js';
 import { clip, inlineCode } from './escape.js';
 import { mentionUser } from './mentionUser.js';
 import { formatTimeLeft, slackDate } from './slackDate.js';

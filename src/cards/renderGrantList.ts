@@ -1,6 +1,6 @@
 import type { Button, ContextBlock, SectionBlock } from '@slack/types';
-import type { Grant } from '../grants/grant.js';
-import type { ChannelGrants } from '../relay/grantLists.js';
+import type { Grant } from '../domain/grants/grant.js';
+import type { ChannelGrants } from '../relay/grants/grantLists.js';
 import type { RenderedMessage } from '../relay/ports.js';
 import { GRANT_LIST_LIMIT } from '../store/grantListing.js';
 import { context, plainText, section } from './blocks.js';

@@ -1,5 +1,5 @@
 import type { ActionsBlock, HomeView, KnownBlock, SectionBlock } from '@slack/types';
-import type { Grant } from '../grants/grant.js';
+import type { Grant } from '../domain/grants/grant.js';
 import type { RecentDecision } from '../store/recentDecisions.js';
 import { context, divider, header, packSections, plainText, section } from './blocks.js';
 import { channelLink } from './channelLink.js';

@@ -1,5 +1,5 @@
 import type { KnownBlock } from '@slack/types';
-import type { ApprovalRecord } from '../store/record.js';
+import type { ApprovalRecord } from '../domain/record.js';
 import { context } from './blocks.js';
 import type { CardBudget } from './budget.js';
 import { inlineCode, truncate } from './escape.js';

@@ -1,6 +1,6 @@
-import type { Grant } from '../grants/grant.js';
-import type { RevokeRefused } from '../relay/authorization.js';
-import type { RevokeOutcome } from '../relay/grantRevoker.js';
+import type { RevokeRefused } from '../domain/authorization.js';
+import type { Grant } from '../domain/grants/grant.js';
+import type { RevokeOutcome } from '../relay/grants/grantRevoker.js';
 import { channelLink } from './channelLink.js';
 import { clip, inlineCode } from './escape.js';
 import { mentionUser } from './mentionUser.js';

@@ -1,5 +1,5 @@
 import type { KnownBlock } from '@slack/types';
-import { type ApprovalRecord, votersFor } from '../store/record.js';
+import { type ApprovalRecord, votersFor } from '../domain/record.js';
 import { packSections } from './blocks.js';
 import { needsQuorum } from './describeDecision.js';
 import { clip, inlineCode } from './escape.js';

@@ -1,5 +1,5 @@
 import type { KnownBlock } from '@slack/types';
-import type { ApprovalRecord, Resolution } from '../store/record.js';
+import type { ApprovalRecord, Resolution } from '../domain/record.js';
 import { packSections, section } from './blocks.js';
 import type { CardBudget } from './budget.js';
 import { decisionTone, describeDecision } from './describeDecision.js';

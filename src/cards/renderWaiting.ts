@@ -1,4 +1,4 @@
-import type { ApprovalRecord } from '../store/record.js';
+import type { ApprovalRecord } from '../domain/record.js';
 import { clip } from './escape.js';
 import { subjectSummary } from './renderCard.js';
 import { slackAge } from './slackDate.js';

@@ -1,7 +1,7 @@
 import picomatch from 'picomatch';
+import type { ProgramMatch } from '../domain/route.js';
 import { isOption, operandStarts, programName } from './argv.js';
 import type { Invocation } from './invocations.js';
-import type { ProgramMatch } from './route.js';
 
 // A `programs` entry of a risk rule (`risks[].match.programs`): "this program, with this
 // subcommand, and any of these flags anywhere", matched on a program's argv rather than on text,

@@ -1,11 +1,11 @@
 import picomatch from 'picomatch';
+import type { RiskMark } from '../domain/record.js';
+import type { Approvers, RiskRule } from '../domain/route.js';
 import type { ApprovalSubject } from '../msp/protocol.js';
-import type { RiskMark } from '../store/record.js';
 import { hostForms, hostPattern } from './hostNames.js';
 import { type Invocations, invocations } from './invocations.js';
 import { programMatcher } from './programs.js';
 import { pathMatcher } from './riskPaths.js';
-import type { Approvers, RiskRule } from './route.js';
 import { shellCommands, UnreadableCommand } from './shellWords.js';
 
 // Risk rules (COUNTERSIGN_CONFIG `risks`): requests that need more care than their route gives.

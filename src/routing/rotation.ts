@@ -1,4 +1,4 @@
-import type { OncallSource } from './route.js';
+import type { OncallSource } from '../domain/route.js';
 
 type Rotation = Extract<OncallSource, { kind: 'rotation' }>;
 

@@ -1,5 +1,5 @@
 import picomatch from 'picomatch';
-import { defaultChoices } from '../grants/scope.js';
+import { defaultChoices } from '../domain/grants/scope.js';
 import {
   type EscalationStep,
   type OncallSource,
@@ -7,7 +7,7 @@ import {
   type Route,
   type RouteGrants,
   type RouteRules,
-} from './route.js';
+} from '../domain/route.js';
 
 /** What an approval is routed on. */
 export interface RouteInput {

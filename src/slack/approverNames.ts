@@ -1,8 +1,8 @@
 import type { WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
 import type { ShownApproverNames } from '../cards/renderApprovers.js';
-import type { ShownApprovers } from '../relay/authorizer.js';
-import type { RouteRules } from '../routing/route.js';
+import type { RouteRules } from '../domain/route.js';
+import type { ShownApprovers } from '../relay/deciding/authorizer.js';
 import { RETRY_POLICIES, retrySlackCall } from './slackRetry.js';
 
 /** How often the names are read again: people rename themselves, groups change handles. */

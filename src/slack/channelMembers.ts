@@ -1,5 +1,5 @@
 import type { WebClient } from '@slack/web-api';
-import type { ChannelDirectory } from '../relay/authorizer.js';
+import type { ChannelDirectory } from '../relay/deciding/authorizer.js';
 import { keys } from '../store/keys.js';
 import type { RedisClient } from '../store/redisConnection.js';
 import { SharedLookups } from './sharedLookups.js';

@@ -8,20 +8,20 @@ import {
 } from '@slack/bolt';
 import type { FetchFunction, WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import { toBoltLogger } from '../log.js';
-import type { Authorizer } from '../relay/authorizer.js';
-import type { ClickHandler } from '../relay/clickHandler.js';
-import type { GrantLists } from '../relay/grantLists.js';
-import type { GrantRevoker } from '../relay/grantRevoker.js';
+import type { Authorizer } from '../relay/deciding/authorizer.js';
+import type { ClickHandler } from '../relay/deciding/clickHandler.js';
+import type { GrantLists } from '../relay/grants/grantLists.js';
+import type { GrantRevoker } from '../relay/grants/grantRevoker.js';
 import type { Router } from '../routing/router.js';
-import type { AppHome } from './appHome.js';
 import { choicePressRoute } from './choicePressRoute.js';
 import { type HealthProbe, healthRoutes } from './healthRoutes.js';
 import { close, healthServer, listen } from './healthServer.js';
-import { registerAppHome } from './listeners/appHome.js';
+import type { HomeTab } from './homeTab.js';
 import { choicePresses, registerChoiceButton } from './listeners/choiceButton.js';
 import { registerFeedbackSubmission } from './listeners/feedbackSubmission.js';
+import { registerHomeOpened } from './listeners/homeOpened.js';
 import { registerRevokeButton } from './listeners/revokeButton.js';
 import { registerSlashCommand } from './listeners/slashCommand.js';
 import { type FullTextReader, registerViewFullButton } from './listeners/viewFullButton.js';
@@ -60,7 +60,7 @@ export interface SlackAppOptions {
     authorizer: Authorizer;
     router: Router;
     waiting: WaitingApprovals;
-    home: AppHome;
+    home: HomeTab;
     grants: GrantLists;
     revoker: GrantRevoker;
   };
@@ -180,7 +180,7 @@ export function createSlackApp(options: SlackAppOptions): SlackService {
     logger,
   });
   registerRevokeButton(app, { revoker: team.revoker, home: team.home, logger });
-  registerAppHome(app, team.home, logger);
+  registerHomeOpened(app, team.home, logger);
   app.error(async (err) => {
     logger.error({ err }, 'slack listener failed');
   });

@@ -1,6 +1,6 @@
 import type { WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
-import type { GroupDirectory } from '../relay/authorizer.js';
+import type { GroupDirectory } from '../relay/deciding/authorizer.js';
 import { keys } from '../store/keys.js';
 import type { RedisClient } from '../store/redisConnection.js';
 import { SharedLookups } from './sharedLookups.js';

@@ -1,7 +1,7 @@
 import type { CustomRoute } from '@slack/bolt';
 import type { HostStatus } from '../msp/hostFleet.js';
+import type { RefusalCounts } from '../store/refusalCounts.js';
 import type { ActivityKind } from '../util/activity.js';
-import type { RefusalCounts } from '../util/refusalCounts.js';
 
 export type HealthPart = 'redis' | 'slack' | 'host';
 

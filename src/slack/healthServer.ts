@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { CustomRoute } from '@slack/bolt';
-import { ConfigError } from '../configCommon.js';
+import { ConfigError } from '../config/common.js';
 
 // In Socket Mode no HTTP receiver carries the health routes, so they get a server of their own
 // on PORT. Ours rather than the one Bolt's SocketModeReceiver can start: that one listens with

@@ -1,6 +1,6 @@
 import type { WebClient } from '@slack/web-api';
-import type { Person } from '../relay/authorization.js';
-import type { PeopleDirectory } from '../relay/authorizer.js';
+import type { Person } from '../domain/authorization.js';
+import type { PeopleDirectory } from '../relay/deciding/authorizer.js';
 import { keys } from '../store/keys.js';
 import type { RedisClient } from '../store/redisConnection.js';
 import { SharedLookups } from './sharedLookups.js';

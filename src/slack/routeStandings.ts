@@ -1,6 +1,6 @@
 import type { RouteStanding } from '../cards/renderCommandAnswers.js';
-import type { Authorizer } from '../relay/authorizer.js';
-import type { HostSpec, Route } from '../routing/route.js';
+import type { HostSpec, Route } from '../domain/route.js';
+import type { Authorizer } from '../relay/deciding/authorizer.js';
 import { FALLBACK_ROUTE_NAME, type Router } from '../routing/router.js';
 
 export interface RouteStandingsOptions {

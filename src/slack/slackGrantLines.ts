@@ -1,11 +1,11 @@
 import { renderGrantLine } from '../cards/renderGrant.js';
 import { renderRevokedLine } from '../cards/renderRevocation.js';
-import type { Grant } from '../grants/grant.js';
-import type { GrantQuestion } from '../grants/match.js';
-import type { GrantLineSender } from '../relay/grantAnswerer.js';
-import { grantRef } from '../relay/grantAnswerer.js';
-import type { RevocationNotices } from '../relay/grantRevoker.js';
-import type { ApprovalRecord } from '../store/record.js';
+import type { Grant } from '../domain/grants/grant.js';
+import type { GrantQuestion } from '../domain/grants/match.js';
+import type { ApprovalRecord } from '../domain/record.js';
+import type { GrantLineSender } from '../relay/grants/grantAnswerer.js';
+import { grantRef } from '../relay/grants/grantAnswerer.js';
+import type { RevocationNotices } from '../relay/grants/grantRevoker.js';
 import type { SlackNoticeSender } from './slackNotices.js';
 
 /**

@@ -1,6 +1,6 @@
 import type { WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
-import type { NoticeSender } from '../relay/decisionNotices.js';
+import type { NoticeSender } from '../relay/deciding/decisionNotices.js';
 import { type CardCalls, webClientCardCalls } from './cardCalls.js';
 import { RETRY_POLICIES, retrySlackCall } from './slackRetry.js';
 

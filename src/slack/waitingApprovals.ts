@@ -1,5 +1,5 @@
 import type { WaitingApproval } from '../cards/renderWaiting.js';
-import type { Authorizer } from '../relay/authorizer.js';
+import type { Authorizer } from '../relay/deciding/authorizer.js';
 import type { ApprovalStore } from '../store/approvalStore.js';
 import { readOpenRecords } from '../store/openRecords.js';
 import type { RedisClient } from '../store/redisConnection.js';

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Result } from 'ioredis';
-import { FULL_TEXT_FIELDS, FullText, type FullTextOf } from './fullText.js';
+import { FULL_TEXT_FIELDS, FullText, type FullTextOf } from '../domain/fullText.js';
+import { ApprovalRecord, Claim, isTerminal } from '../domain/record.js';
 import { keys } from './keys.js';
 import { RecentRecords } from './recentRecords.js';
-import { ApprovalRecord, Claim, isTerminal } from './record.js';
 import type { RedisClient } from './redisConnection.js';
 
 // Every write of a record is a compare-and-set on its version field, done by a Lua script so

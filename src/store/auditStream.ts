@@ -1,9 +1,9 @@
 import type { Result } from 'ioredis';
 import type { Logger } from 'pino';
 import type { AuditEntry, AuditTrail } from '../relay/ports.js';
-import { RefusalCounts } from '../util/refusalCounts.js';
 import { keys } from './keys.js';
 import type { RedisClient } from './redisConnection.js';
+import { RefusalCounts } from './refusalCounts.js';
 
 /** An entry as XADD takes it: field, value, field, value… (absent fields are left out). */
 export function auditFields(entry: AuditEntry): string[] {

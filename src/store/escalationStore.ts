@@ -1,5 +1,5 @@
+import { FiredStep } from '../domain/record.js';
 import { keys } from './keys.js';
-import { FiredStep } from './record.js';
 import type { RedisClient } from './redisConnection.js';
 
 // The escalation schedule (relay/escalator.ts): due steps in one sorted set, claimed with ZREM so

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { GrantEvent } from '../grants/grant.js';
+import type { GrantEvent } from '../domain/grants/grant.js';
 import { keys } from './keys.js';
 import type { RedisClient } from './redisConnection.js';
 

@@ -1,5 +1,5 @@
 import { hash as digest, randomBytes } from 'node:crypto';
-import type { GrantBucketKey } from '../grants/grant.js';
+import type { GrantBucketKey } from '../domain/grants/grant.js';
 import { keys } from './keys.js';
 
 // A grant id begins with its bucket's tag, so that from the id alone the store finds the grant's

@@ -1,4 +1,4 @@
-import type { Grant } from '../grants/grant.js';
+import type { Grant } from '../domain/grants/grant.js';
 import { grantKeyOf } from './grantIds.js';
 import { fromFields, isLive, type StoredGrant } from './grantRecord.js';
 import { keys } from './keys.js';

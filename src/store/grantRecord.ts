@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Grant } from '../grants/grant.js';
+import type { Grant } from '../domain/grants/grant.js';
 
 /** What of a grant never changes: its `d` field, written once. */
 export const GrantData = z.object({

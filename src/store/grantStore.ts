@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
-import { canonicalCapabilities } from '../grants/capabilities.js';
-import type { Grant, GrantBucketKey, GrantStore } from '../grants/grant.js';
+import { canonicalCapabilities } from '../domain/grants/capabilities.js';
+import type { Grant, GrantBucketKey, GrantStore } from '../domain/grants/grant.js';
 import { GrantAuditTrail } from './grantAudit.js';
 import {
   bucketOf,

@@ -1,6 +1,6 @@
+import { ApprovalRecord } from '../domain/record.js';
 import type { ApprovalStore } from './approvalStore.js';
 import { keys } from './keys.js';
-import { ApprovalRecord } from './record.js';
 import type { RedisClient } from './redisConnection.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { ApprovalRecord } from './record.js';
+import type { ApprovalRecord } from '../domain/record.js';
 
 /**
  * The records this process read or wrote last, at most `limit` of them (the least recently seen

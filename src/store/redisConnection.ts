@@ -1,5 +1,5 @@
 import { Cluster, Redis } from 'ioredis';
-import type { RedisTarget } from '../configRedis.js';
+import type { RedisTarget } from '../config/redisConfig.js';
 import { coalesceWrites } from './coalescedWrites.js';
 
 /**

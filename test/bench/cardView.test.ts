@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { cardView } from '../../bench/lib/cardView.js';
 import { renderCard } from '../../src/cards/renderCard.js';
+import type { ApprovalRecord } from '../../src/domain/record.js';
 import { cardMetadata } from '../../src/slack/cardMetadata.js';
-import type { ApprovalRecord } from '../../src/store/record.js';
+import { APPROVER, fileRecord, inPhase, NOW, shellRecord } from '../support/cardFixtures.js';
 import type { SlackMessage } from '../support/fakeSlack.js';
-import { APPROVER, fileRecord, inPhase, NOW, shellRecord } from '../unit/cardFixtures.js';
 
 // The chaos audit reads cards the way the bot renders them: these are the bot's own renders.
 

@@ -5,7 +5,7 @@
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { REVOKE_GRANT_ACTION_ID } from '../../src/cards/ids.js';
-import type { Grant, GrantStore } from '../../src/grants/grant.js';
+import type { Grant, GrantStore } from '../../src/domain/grants/grant.js';
 import { RedisGrantStore } from '../../src/store/grantStore.js';
 import { keys } from '../../src/store/keys.js';
 import { SIGNING_SECRET } from '../support/bot.js';

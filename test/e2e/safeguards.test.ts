@@ -4,10 +4,10 @@
 
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { findGrant, grantQuestion } from '../../src/grants/match.js';
+import { findGrant, grantQuestion } from '../../src/domain/grants/match.js';
+import type { ApprovalRecord } from '../../src/domain/record.js';
 import { RedisGrantStore } from '../../src/store/grantStore.js';
 import { keys } from '../../src/store/keys.js';
-import type { ApprovalRecord } from '../../src/store/record.js';
 import { type ApprovalRequestParams, shellApproval } from '../support/fakeHost.js';
 import type { SlackMessage } from '../support/fakeSlack.js';
 import { ISSUE_RISKS } from '../support/issueRisks.js';

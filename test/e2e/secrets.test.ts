@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { MAX_RAW_ARGS_CHARS, MAX_RECORD_CHARS } from '../../src/relay/intake/limits.js';
+import { MAX_RAW_ARGS_CHARS, MAX_RECORD_CHARS } from '../../src/relay/hostEvents/intake/limits.js';
 import { keys } from '../../src/store/keys.js';
 import { approvalFromTranscript, shellApproval } from '../support/fakeHost.js';
 import {

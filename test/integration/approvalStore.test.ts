@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { ApprovalRecord } from '../../src/domain/record.js';
 import { ApprovalStore } from '../../src/store/approvalStore.js';
 import { keys } from '../../src/store/keys.js';
-import type { ApprovalRecord } from '../../src/store/record.js';
 import type { RedisClient } from '../../src/store/redisConnection.js';
 import { sampleRecord } from '../support/sampleRecord.js';
 import { BACKENDS, openBackend, type StoreBackend } from '../support/storeBackends.js';

@@ -1,18 +1,18 @@
 import pino from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { renderCard } from '../../src/cards/renderCard.js';
-import type { Grant, GrantStore } from '../../src/grants/grant.js';
+import type { Grant, GrantStore } from '../../src/domain/grants/grant.js';
+import { OPEN_RULES, type RouteRules } from '../../src/domain/route.js';
 import type { ApprovalHost, HostEvent } from '../../src/msp/events.js';
 import { ApprovalRequestParams, ApprovalUpdatedParams, type DecideParams } from '../../src/msp/protocol.js';
-import type { Authorizer } from '../../src/relay/authorizer.js';
-import { ClickHandler } from '../../src/relay/clickHandler.js';
-import { Decider, type DecisionRequest } from '../../src/relay/decider.js';
-import { DecisionWarrant } from '../../src/relay/decisionWarrant.js';
-import { GrantMaker } from '../../src/relay/grantMaker.js';
+import type { Authorizer } from '../../src/relay/deciding/authorizer.js';
+import { ClickHandler } from '../../src/relay/deciding/clickHandler.js';
+import { Decider, type DecisionRequest } from '../../src/relay/deciding/decider.js';
+import { DecisionWarrant } from '../../src/relay/deciding/decisionWarrant.js';
+import { GrantMaker } from '../../src/relay/grants/grantMaker.js';
+import { HostEventHandler } from '../../src/relay/hostEvents/hostEventHandler.js';
 import type { AuditEntry, CardChannel, RenderedMessage, UserNotifier } from '../../src/relay/ports.js';
-import { RecordKeeper } from '../../src/relay/recordKeeper.js';
-import { Relay } from '../../src/relay/relay.js';
-import { OPEN_RULES, type RouteRules } from '../../src/routing/route.js';
+import { RecordKeeper } from '../../src/relay/records/recordKeeper.js';
 import { ApprovalStore } from '../../src/store/approvalStore.js';
 import { shellApproval } from '../support/fakeHost.js';
 import { BACKENDS, openBackend, type StoreBackend } from '../support/storeBackends.js';
@@ -75,7 +75,7 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
   const clock = new Date('2026-11-30T12:00:00Z');
   let cards: Cards;
   let host: Host;
-  let relay: Relay;
+  let relay: HostEventHandler;
   let keeper: RecordKeeper;
   let clicks: ClickHandler;
   let decider: Decider;
@@ -119,7 +119,7 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
       now,
       newCommandId: () => `cmd-${++commandIds}`,
     });
-    relay = new Relay({
+    relay = new HostEventHandler({
       keeper,
       store,
       decider,

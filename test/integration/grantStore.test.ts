@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { Grant, GrantStore } from '../../src/grants/grant.js';
+import type { Grant, GrantStore } from '../../src/domain/grants/grant.js';
 import { readGrantAudit } from '../../src/store/grantAudit.js';
 import { bucketOf, grantKeyOf } from '../../src/store/grantIds.js';
 import { GRANT_LIST_LIMIT } from '../../src/store/grantListing.js';

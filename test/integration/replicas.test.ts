@@ -5,7 +5,8 @@
 import { Redis } from 'ioredis';
 import pino from 'pino';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { DecisionForwarding } from '../../src/relay/decisionForwarding.js';
+import type { ApprovalRecord } from '../../src/domain/record.js';
+import { DecisionForwarding } from '../../src/replicas/decisionForwarding.js';
 import { HostOwnership } from '../../src/replicas/hostOwnership.js';
 import { ReplicaSeal } from '../../src/replicas/replicaSeal.js';
 import { ApprovalStore, FencedError } from '../../src/store/approvalStore.js';
@@ -13,7 +14,6 @@ import { DecisionStream } from '../../src/store/decisionStream.js';
 import { HostLeases } from '../../src/store/hostLeases.js';
 import { keys } from '../../src/store/keys.js';
 import { renameLegacyKeys } from '../../src/store/legacyKeys.js';
-import type { ApprovalRecord } from '../../src/store/record.js';
 import { PrivateRedis } from '../support/privateRedis.js';
 import { sampleRecord } from '../support/sampleRecord.js';
 import { testRedisUrl } from '../support/testRedis.js';

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { redisTargetOf } from '../../src/config.js';
+import { redisTargetOf } from '../../src/config/config.js';
 import { keys } from '../../src/store/keys.js';
 import { RecentDecisions } from '../../src/store/recentDecisions.js';
 import { createRedisClient, type RedisClient } from '../../src/store/redisConnection.js';

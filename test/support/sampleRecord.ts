@@ -1,4 +1,4 @@
-import type { ApprovalRecord } from '../../src/store/record.js';
+import type { ApprovalRecord } from '../../src/domain/record.js';
 
 /** A pending file-write approval of host `default`, as the store holds it; tests override fields. */
 export function sampleRecord(approvalId: string, overrides: Partial<ApprovalRecord> = {}): ApprovalRecord {

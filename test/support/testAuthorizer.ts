@@ -4,9 +4,9 @@
 
 import type { Logger } from 'pino';
 import pino from 'pino';
-import type { Person, Workspace } from '../../src/relay/authorization.js';
-import { Authorizer, type Decidable, type RouteView } from '../../src/relay/authorizer.js';
-import { OPEN_RULES, type RouteRules } from '../../src/routing/route.js';
+import type { Person, Workspace } from '../../src/domain/authorization.js';
+import { OPEN_RULES, type RouteRules } from '../../src/domain/route.js';
+import { Authorizer, type Decidable, type RouteView } from '../../src/relay/deciding/authorizer.js';
 import { WORKSPACE_PEOPLE } from './fakeSlack.js';
 
 export const TEST_WORKSPACE: Workspace = { teamId: 'T1' };

@@ -2,7 +2,7 @@
 import { PassThrough } from 'node:stream';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig, redactedConfig } from '../../src/config.js';
+import { loadConfig, redactedConfig } from '../../src/config/config.js';
 import { JsonRpcConnection } from '../../src/msp/connection.js';
 import { pipeHostStderr } from '../../src/msp/hostStderr.js';
 import { HostSupervisor } from '../../src/msp/hostSupervisor.js';

@@ -7,20 +7,20 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { renderCard } from '../../src/cards/renderCard.js';
 import { quorumLines, riskLines } from '../../src/cards/renderSafeguards.js';
-import { ConfigError, loadConfig } from '../../src/config.js';
-import { grantQuestion } from '../../src/grants/match.js';
+import { ConfigError, loadConfig } from '../../src/config/config.js';
+import { authorize } from '../../src/domain/authorization.js';
+import { grantQuestion } from '../../src/domain/grants/match.js';
+import type { ApprovalRecord, Vote } from '../../src/domain/record.js';
+import { OPEN_RULES } from '../../src/domain/route.js';
 import type { ApprovalSubject } from '../../src/msp/protocol.js';
-import { authorize } from '../../src/relay/authorization.js';
-import { riskMarked, unvoted, voted, withCurrentVotes } from '../../src/relay/recordMutations.js';
-import { notAuthorizedText } from '../../src/relay/userMessages.js';
+import { notAuthorizedText } from '../../src/relay/deciding/userMessages.js';
+import { riskMarked, unvoted, voted, withCurrentVotes } from '../../src/relay/records/recordMutations.js';
 import { normalizedPath } from '../../src/routing/riskPaths.js';
 import { RiskRules } from '../../src/routing/risks.js';
-import { OPEN_RULES } from '../../src/routing/route.js';
 import { Router } from '../../src/routing/router.js';
-import type { ApprovalRecord, Vote } from '../../src/store/record.js';
+import { inPhase, NOW, shellRecord } from '../support/cardFixtures.js';
 import { ISSUE_RISKS } from '../support/issueRisks.js';
 import { shellSubject } from '../support/shellSubject.js';
-import { inPhase, NOW, shellRecord } from './cardFixtures.js';
 
 function configFile(yaml: string): string {
   const file = join(mkdtempSync(join(tmpdir(), 'countersign-risks-')), 'countersign.yml');

@@ -10,7 +10,7 @@ import {
 import { subjectSummary } from '../../cards/renderCard.js';
 import { renderFeedbackModal } from '../../cards/renderFeedbackModal.js';
 import { renderFullViewSent } from '../../cards/renderFullView.js';
-import type { ClickHandler } from '../../relay/clickHandler.js';
+import type { ClickHandler } from '../../relay/deciding/clickHandler.js';
 import type { SlackViews } from '../slackViews.js';
 
 const BlockActionBody = z.looseObject({

@@ -3,8 +3,8 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { REVOKE_GRANT_ACTION_ID } from '../../cards/ids.js';
 import { revokeAnswer } from '../../cards/renderRevocation.js';
-import type { GrantRevoker, RevokeOutcome, RevokeVia } from '../../relay/grantRevoker.js';
-import type { AppHome } from '../appHome.js';
+import type { GrantRevoker, RevokeOutcome, RevokeVia } from '../../relay/grants/grantRevoker.js';
+import type { HomeTab } from '../homeTab.js';
 
 const RevokeBody = z.looseObject({
   user: z.looseObject({ id: z.string() }),
@@ -40,7 +40,7 @@ export async function revokeFor(
  */
 export function registerRevokeButton(
   app: App,
-  options: { revoker: GrantRevoker; home: AppHome; logger: Logger },
+  options: { revoker: GrantRevoker; home: HomeTab; logger: Logger },
 ): void {
   const { revoker, home, logger } = options;
   app.action(REVOKE_GRANT_ACTION_ID, async ({ ack, body, respond }) => {

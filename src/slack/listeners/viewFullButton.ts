@@ -3,10 +3,10 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { VIEW_FULL_ACTION_ID } from '../../cards/ids.js';
 import { renderFullView } from '../../cards/renderFullView.js';
-import type { Authorizer } from '../../relay/authorizer.js';
-import type { ClickHandler } from '../../relay/clickHandler.js';
-import type { FullTextOf } from '../../store/fullText.js';
-import type { ApprovalRecord } from '../../store/record.js';
+import type { FullTextOf } from '../../domain/fullText.js';
+import type { ApprovalRecord } from '../../domain/record.js';
+import type { Authorizer } from '../../relay/deciding/authorizer.js';
+import type { ClickHandler } from '../../relay/deciding/clickHandler.js';
 import type { SlackViews } from '../slackViews.js';
 
 /** Reads a card's record with the full text kept for it (ApprovalStore). */

@@ -1,0 +1,204 @@
+// Where Redis is: one server (REDIS_URL), a Sentinel set (a redis+sentinel:// REDIS_URL, or
+// REDIS_SENTINELS with REDIS_SENTINEL_NAME) or a Redis Cluster (REDIS_CLUSTER_NODES). README
+// "Configuration" documents each variable; store/redisConnection.ts builds the client.
+
+import { z } from 'zod';
+import { ConfigError, shown } from './common.js';
+
+export interface HostPort {
+  host: string;
+  port: number;
+}
+
+export type RedisTarget =
+  | { kind: 'single'; url: string }
+  | {
+      kind: 'sentinel';
+      sentinels: HostPort[];
+      /** The master's name, as the sentinels monitor it. */
+      name: string;
+      db: number;
+      /** For the master and its replicas. */
+      username?: string;
+      password?: string;
+      /** For the sentinels themselves. */
+      sentinelPassword?: string;
+    }
+  | { kind: 'cluster'; nodes: HostPort[]; password?: string };
+
+export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
+const DEFAULT_SENTINEL_PORT = 26379;
+const DEFAULT_CLUSTER_PORT = 6379;
+
+/** The variables that each name a whole Redis deployment: at most one may be set. */
+const KINDS = ['REDIS_URL', 'REDIS_SENTINELS', 'REDIS_CLUSTER_NODES'] as const;
+
+function hasHost(url: string): boolean {
+  try {
+    return new URL(url).hostname !== '';
+  } catch {
+    return false;
+  }
+}
+
+const redisUrl = z.url({ protocol: /^rediss?$/ }).refine(hasHost, 'missing host');
+
+function read(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const value = env[name]?.trim();
+  return value ? value : undefined;
+}
+
+/** `host:port,host:port`; `[v6]:port` for IPv6; the port may be left out. Undefined if malformed. */
+function hostPorts(text: string, defaultPort: number): HostPort[] | undefined {
+  const out: HostPort[] = [];
+  for (const part of text.split(',').map((p) => p.trim())) {
+    const match = /^(?:\[([0-9a-fA-F:.]+)\]|([^\s:[\]/@?#]+))(?::(\d{1,5}))?$/.exec(part);
+    if (!match) return undefined;
+    const port = match[3] === undefined ? defaultPort : Number(match[3]);
+    if (port < 1 || port > 65535) return undefined;
+    out.push({ host: match[1] ?? match[2]!, port });
+  }
+  return out;
+}
+
+function listVar(env: NodeJS.ProcessEnv, name: string, defaultPort: number, what: string): HostPort[] {
+  const value = read(env, name)!;
+  const list = hostPorts(value, defaultPort);
+  if (!list) {
+    throw new ConfigError(
+      name,
+      `${name} must list ${what} as host:port,host:port (got ${shown(value)}): fix or unset it`,
+    );
+  }
+  return list;
+}
+
+const SENTINEL_URL_FORM = 'redis+sentinel://[[user]:password@]host:port,host:port/masterName[?db=N]';
+
+/** A redis+sentinel:// REDIS_URL. Its value is never echoed: it may carry a password. */
+function sentinelUrl(value: string): Omit<Extract<RedisTarget, { kind: 'sentinel' }>, 'sentinelPassword'> {
+  const bad = (why: string) =>
+    new ConfigError('REDIS_URL', `REDIS_URL ${why}: write it as ${SENTINEL_URL_FORM}, or fix or unset it`);
+  const match = /^redis\+sentinel:\/\/(?:([^@/]*)@)?([^/?#@]+)\/([^/?#]+)\/?(?:\?([^#]*))?$/.exec(value);
+  if (!match) throw bad('is not a valid redis+sentinel:// URL');
+  const [, userinfo, hosts, name, query] = match;
+  const sentinels = hostPorts(hosts!, DEFAULT_SENTINEL_PORT);
+  if (!sentinels) throw bad('lists its sentinels wrongly');
+  let db = 0;
+  for (const pair of (query ?? '').split('&').filter(Boolean)) {
+    const [key, val] = pair.split('=');
+    if (key !== 'db' || val === undefined || !/^\d{1,5}$/.test(val))
+      throw bad('has a query other than ?db=N');
+    db = Number(val);
+  }
+  const colon = userinfo?.indexOf(':') ?? -1;
+  const username =
+    userinfo === undefined ? '' : decodeURIComponent(colon < 0 ? userinfo : userinfo.slice(0, colon));
+  const password = colon < 0 ? '' : decodeURIComponent(userinfo!.slice(colon + 1));
+  return {
+    kind: 'sentinel',
+    sentinels,
+    name: decodeURIComponent(name!),
+    db,
+    ...(username ? { username } : {}),
+    ...(password ? { password } : {}),
+  };
+}
+
+function notWith(env: NodeJS.ProcessEnv, name: string, fix: string): void {
+  if (read(env, name) !== undefined) throw new ConfigError(name, `${name} is set, but ${fix}`);
+}
+
+/**
+ * Where Redis is, and `where`: the same without passwords, for messages and the start-up log
+ * (REDIS_URL itself for one server, so that what was logged before stays as it was).
+ */
+export function redisTargetOf(env: NodeJS.ProcessEnv): { target: RedisTarget; where: string } {
+  const set = KINDS.filter((name) => read(env, name) !== undefined);
+  if (set.length > 1) {
+    throw new ConfigError(
+      set[1]!,
+      `${set[0]} and ${set[1]} are both set: set only one of ${KINDS.join(', ')} (one Redis, a Sentinel set or a Cluster)`,
+    );
+  }
+  const kind = set[0] ?? 'REDIS_URL';
+  const sentinelNamed = read(env, 'REDIS_SENTINEL_NAME') !== undefined;
+  if (kind !== 'REDIS_SENTINELS' && sentinelNamed) {
+    throw new ConfigError(
+      'REDIS_SENTINEL_NAME',
+      'REDIS_SENTINEL_NAME is set without REDIS_SENTINELS: set REDIS_SENTINELS to the sentinels (host:port,host:port), or unset REDIS_SENTINEL_NAME',
+    );
+  }
+  const password = read(env, 'REDIS_PASSWORD');
+  const sentinelPassword = read(env, 'REDIS_SENTINEL_PASSWORD');
+
+  if (kind === 'REDIS_CLUSTER_NODES') {
+    notWith(
+      env,
+      'REDIS_SENTINEL_PASSWORD',
+      'no Sentinel is configured (REDIS_CLUSTER_NODES names a Cluster): unset it',
+    );
+    const nodes = listVar(env, 'REDIS_CLUSTER_NODES', DEFAULT_CLUSTER_PORT, 'seed nodes of the Cluster');
+    return {
+      target: { kind: 'cluster', nodes, ...(password ? { password } : {}) },
+      where: `cluster ${nodes.map(hostPort).join(',')}`,
+    };
+  }
+
+  if (kind === 'REDIS_SENTINELS') {
+    if (!sentinelNamed) {
+      throw new ConfigError(
+        'REDIS_SENTINEL_NAME',
+        'REDIS_SENTINEL_NAME is required with REDIS_SENTINELS: set it to the name of the master the sentinels monitor',
+      );
+    }
+    const sentinels = listVar(env, 'REDIS_SENTINELS', DEFAULT_SENTINEL_PORT, 'the sentinels');
+    const name = read(env, 'REDIS_SENTINEL_NAME')!;
+    return {
+      target: {
+        kind: 'sentinel',
+        sentinels,
+        name,
+        db: 0,
+        ...(password ? { password } : {}),
+        ...(sentinelPassword ? { sentinelPassword } : {}),
+      },
+      where: sentinelWhere(sentinels, name, 0),
+    };
+  }
+
+  const url = read(env, 'REDIS_URL') ?? DEFAULT_REDIS_URL;
+  notWith(
+    env,
+    'REDIS_PASSWORD',
+    'it only applies to REDIS_SENTINELS and REDIS_CLUSTER_NODES: put the password in REDIS_URL (redis://:password@host:6379) and unset REDIS_PASSWORD',
+  );
+  if (url.startsWith('redis+sentinel:')) {
+    const target = sentinelUrl(url);
+    return {
+      target: { ...target, ...(sentinelPassword ? { sentinelPassword } : {}) },
+      where: sentinelWhere(target.sentinels, target.name, target.db),
+    };
+  }
+  notWith(
+    env,
+    'REDIS_SENTINEL_PASSWORD',
+    'no Sentinel is configured: unset it, or name the sentinels in REDIS_URL or REDIS_SENTINELS',
+  );
+  const result = redisUrl.safeParse(url);
+  if (!result.success) {
+    throw new ConfigError(
+      'REDIS_URL',
+      `REDIS_URL must be a redis:// or rediss:// URL such as ${DEFAULT_REDIS_URL}, or a Sentinel set as ${SENTINEL_URL_FORM}: fix or unset it`,
+    );
+  }
+  return { target: { kind: 'single', url: result.data }, where: result.data };
+}
+
+function hostPort({ host, port }: HostPort): string {
+  return `${host.includes(':') ? `[${host}]` : host}:${port}`;
+}
+
+function sentinelWhere(sentinels: HostPort[], name: string, db: number): string {
+  return `redis+sentinel://${sentinels.map(hostPort).join(',')}/${encodeURIComponent(name)}${db ? `?db=${db}` : ''}`;
+}

@@ -1,0 +1,133 @@
+import { posix } from 'node:path';
+import type { ApprovalSubject, CuaCardFacts, RequirementRef } from '../../msp/protocol.js';
+import type { Intake } from '../record.js';
+
+// What a request asks to do, as canonical capability strings (DESIGN §4), and whether a
+// remembered grant may ever answer it. Whatever is not fully understood is not grantable: a
+// grant must never cover something nobody saw.
+
+/** The parts of an approval that decide what it asks for. */
+export interface CapabilityRequest {
+  tool: string;
+  subject: ApprovalSubject;
+  currentRequirementId: RequirementRef;
+  protectedWrite: boolean;
+  cuaCardFacts?: CuaCardFacts;
+  intake?: Intake;
+}
+
+/**
+ * The capabilities the current stage requires, canonical (sorted, de-duplicated). `notGrantable`
+ * says why no grant may answer it; `capabilities` is then still what could be understood, for
+ * showing, and may be empty.
+ */
+export interface StageCapabilities {
+  capabilities: string[];
+  notGrantable?: string;
+}
+
+export function stageCapabilities(request: CapabilityRequest): StageCapabilities {
+  const derived = subjectCapabilities(request);
+  if ('notGrantable' in derived) return { capabilities: [], notGrantable: derived.notGrantable };
+  const capabilities = canonicalCapabilities(derived.capabilities);
+  const why = whyNotGrantable(request);
+  return why ? { capabilities, notGrantable: why } : { capabilities };
+}
+
+/** Sorted and de-duplicated: the one form a covered set is stored and compared in. */
+export function canonicalCapabilities(capabilities: readonly string[]): string[] {
+  return [...new Set(capabilities)].sort();
+}
+
+/** Exact membership only: a prefix, a parent directory or a wildcard never covers anything. */
+export function covers(covered: readonly string[], required: readonly string[]): boolean {
+  if (required.length === 0) return false;
+  const set = new Set(covered);
+  return required.every((capability) => set.has(capability));
+}
+
+/**
+ * An absolute path with `.`, `..` and duplicate slashes resolved, without a trailing slash; a
+ * relative or empty path (or one holding a NUL) is not understood.
+ */
+export function normalizePath(path: string | undefined): string | undefined {
+  if (!path?.startsWith('/') || path.includes('\0')) return undefined;
+  const normalized = posix.normalize(path);
+  return normalized.length > 1 && normalized.endsWith('/') ? normalized.slice(0, -1) : normalized;
+}
+
+function whyNotGrantable(request: CapabilityRequest): string | undefined {
+  if (request.protectedWrite) return 'a protected write';
+  if ((request.cuaCardFacts?.data?.length ?? 0) > 0) return 'computer-use data';
+  // What was stored is not what the agent sent: a grant on it would cover an unseen request.
+  if ((request.intake?.maskedSecrets ?? 0) > 0) return 'secrets were masked';
+  if (request.intake?.truncated) return 'the request was cut';
+  return undefined;
+}
+
+type Derived = { capabilities: string[] } | { notGrantable: string };
+
+function subjectCapabilities({ subject, tool, currentRequirementId }: CapabilityRequest): Derived {
+  switch (subject.kind) {
+    case 'shell':
+      return shellStage(subject, currentRequirementId);
+    case 'fileAccess': {
+      if (subject.access !== 'read' && subject.access !== 'write') {
+        return { notGrantable: `an unknown file access (${String(subject.access)})` };
+      }
+      const path = normalizePath(subject.path);
+      return path
+        ? { capabilities: [`file-${subject.access}:${path}`] }
+        : { notGrantable: 'a path that is not absolute' };
+    }
+    case 'network':
+      return network(subject);
+    case 'process':
+      return subject.target
+        ? { capabilities: [`process:${subject.target}`] }
+        : { notGrantable: 'no process target' };
+    case 'unixSocket': {
+      const path = normalizePath(subject.path);
+      return path
+        ? { capabilities: [`unix-socket:${path}`] }
+        : { notGrantable: 'a socket path that is not absolute' };
+    }
+    case 'tool': {
+      const name = subject.toolName ?? tool;
+      return name ? { capabilities: [`tool:${name}`] } : { notGrantable: 'no tool name' };
+    }
+    default:
+      return { notGrantable: `an unknown subject kind (${subject.kind})` };
+  }
+}
+
+/** One stage is decided at a time: the capability is that of the stage the host asks about now. */
+function shellStage(subject: ApprovalSubject, current: RequirementRef): Derived {
+  const stage = subject.stages?.find((s) => s.requirementId.sourceIndex === current.sourceIndex);
+  if (!stage) return { notGrantable: 'no stage for the current requirement' };
+  // argvComplete false: the words are a fragment the host could not parse (a substitution, …).
+  if (stage.argvComplete !== true) return { notGrantable: 'a command that could not be parsed' };
+  if (stage.argv.length === 0 || stage.argv[0] === '') return { notGrantable: 'an empty command' };
+  return { capabilities: [`exec:${stage.argv.map(argvWord).join(' ')}`] };
+}
+
+/**
+ * Words joined by single spaces, as DESIGN §4 writes them; a word that holds whitespace, a quote
+ * or a backslash, or is empty, is JSON-quoted so that `["rm", "-rf /"]` and `["rm", "-rf", "/"]`
+ * never read the same.
+ */
+function argvWord(word: string): string {
+  return word === '' || /[\s"'\\]/.test(word) ? JSON.stringify(word) : word;
+}
+
+function network(subject: ApprovalSubject): Derived {
+  const protocol = subject.protocol?.toLowerCase();
+  const host = subject.host?.toLowerCase().replace(/\.$/, '');
+  const port = subject.port;
+  if (!protocol || !/^[a-z][a-z0-9+.-]*$/.test(protocol)) return { notGrantable: 'no protocol' };
+  if (!host || /[\s/@]/.test(host)) return { notGrantable: 'no host' };
+  if (port === undefined || !Number.isInteger(port) || port < 0 || port > 65_535)
+    return { notGrantable: 'no port' };
+  const shownHost = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+  return { capabilities: [`net-connect:${protocol}://${shownHost}:${port}`] };
+}

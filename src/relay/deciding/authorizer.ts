@@ -1,0 +1,259 @@
+import type { Logger } from 'pino';
+import {
+  type ApprovalAuthority,
+  type Authorization,
+  approversFor,
+  authorize,
+  authorizeRevoke,
+  groupsToAsk,
+  inChannel,
+  type Person,
+  type RevokeAuthorization,
+  strangerRefusal,
+  type Workspace,
+} from '../../domain/authorization.js';
+import type { ApprovalRecord } from '../../domain/record.js';
+import type { RouteRules } from '../../domain/route.js';
+import type { RouteInput } from '../../routing/router.js';
+
+/** Members of Slack user groups. slack/ implements it (cached in Redis, shared by replicas). */
+export interface GroupDirectory {
+  members(usergroupId: string): Promise<ReadonlySet<string>>;
+}
+
+/** Who a Slack user is: their team and whether they are a guest. slack/ implements it (cached). */
+export interface PeopleDirectory {
+  person(userId: string): Promise<Person>;
+}
+
+/** Members of Slack channels. slack/ implements it (cached for at most five minutes). */
+export interface ChannelDirectory {
+  members(channel: string): Promise<ReadonlySet<string>>;
+}
+
+/** A configured route as the Authorizer reads it. */
+export interface RouteView {
+  name: string;
+  channel: string;
+  rules: RouteRules;
+}
+
+/** What of a record says who may decide it. */
+export type Decidable = Pick<ApprovalRecord, 'route' | 'protectedWrite' | 'hostId' | 'risks'> &
+  Partial<Pick<ApprovalRecord, 'quorum' | 'slack' | 'tool' | 'subject' | 'sessionTitle'>>;
+
+export interface AuthorizerOptions {
+  /** The route a record names, with its rules and channel; undefined for a route now gone. */
+  routeOf: (route: string | undefined) => RouteView | undefined;
+  /** The route that would place the record now: its rules stand in for a route gone, with no admins. */
+  placeNow: (record: Decidable) => RouteView;
+  admins: readonly string[];
+  /** The Slack user whose agent a host runs. */
+  ownerOf: (hostId: string) => string | undefined;
+  groups: GroupDirectory;
+  people: PeopleDirectory;
+  channels: ChannelDirectory;
+  /** The bot's own team (auth.test); undefined until Slack has said, and then nobody may act. */
+  workspace: () => Workspace | undefined;
+  logger: Logger;
+}
+
+/** Refusals that say only that the user is not among the deciders (not a stranger, not unknown). */
+const NOT_A_DECIDER: ReadonlySet<string> = new Set(['notApprover', 'notRiskApprover', 'routeGone']);
+
+/** Who may decide on a card, as the card shows it. */
+export interface ShownApprovers {
+  /** Undefined: the members of the card's channel. */
+  users?: string[];
+  usergroups?: string[];
+  /** The host's owner may not decide. */
+  notOwner?: string;
+}
+
+/**
+ * Checks a user against the rules of the route stored on an approval's record, before anything
+ * is claimed or sent. The same check serves clicks, modals, the slash command, App Home, and who
+ * sees and revokes grants. Strangers (another team, guests) are refused unless the route lets
+ * them in; a route without approvers is its channel's members'; what Slack cannot confirm
+ * refuses.
+ */
+export class Authorizer {
+  constructor(private readonly options: AuthorizerOptions) {}
+
+  authority(record: Decidable): ApprovalAuthority {
+    const owner = this.options.ownerOf(record.hostId);
+    const riskApprovers = record.risks?.flatMap(({ name, approvers }) =>
+      approvers ? [{ risk: name, approvers }] : [],
+    );
+    const route = record.route ?? '(none)';
+    const common = {
+      route,
+      protectedWrite: record.protectedWrite,
+      ...(owner ? { owner } : {}),
+      ...(riskApprovers?.length ? { riskApprovers } : {}),
+    };
+    const named = this.options.routeOf(record.route);
+    if (named) return { ...common, rules: named.rules, channel: record.slack?.channel ?? named.channel };
+    // The route is gone from the file: admins decide, and without admins the approvers of the
+    // route that would place the record now. The host's owner never does (routeGone).
+    if (this.options.admins.length > 0) return { ...common, rules: undefined, routeGone: true };
+    const now = this.options.placeNow(record);
+    return { ...common, rules: now.rules, routeGone: true, channel: now.channel };
+  }
+
+  /**
+   * How many distinct approvers must pick the same approving choice: the route's quorum as the
+   * record was placed with it, or as the route says now if that is more, raised by the risk
+   * rules the request matched. A route gone keeps the record's, and the new route's if higher.
+   */
+  quorum(record: Decidable): number {
+    const named = this.options.routeOf(record.route);
+    const now = named ?? this.options.placeNow(record);
+    return Math.max(
+      record.quorum ?? 1,
+      now.rules.quorum,
+      ...(record.risks ?? []).map((risk) => risk.quorum ?? 1),
+    );
+  }
+
+  /** The Slack user whose agent asks, if the host names one. */
+  ownerOf(record: Pick<ApprovalRecord, 'hostId'>): string | undefined {
+    return this.options.ownerOf(record.hostId);
+  }
+
+  /** Whether `userId` may decide `record`. */
+  check(userId: string, record: Decidable): Promise<Authorization> {
+    return this.decide(this.authority(record), userId);
+  }
+
+  /**
+   * Whether `userId` may see `record` (its full text, a listing of it): as deciding, but the
+   * host's owner is not barred from what their own agent asks.
+   */
+  maySee(userId: string, record: Decidable): Promise<Authorization> {
+    const { owner: _owner, ...authority } = this.authority(record);
+    return this.decide(authority, userId);
+  }
+
+  /**
+   * Whether `userId` may read `record`'s card in full ("View full"): whoever may see it, and the
+   * members of the card's channel, who have the card in front of them anyway. Never a stranger
+   * the route does not let in.
+   */
+  async mayRead(userId: string, record: Decidable): Promise<Authorization> {
+    const seeing = await this.maySee(userId, record);
+    if (seeing.allowed || !NOT_A_DECIDER.has(seeing.why)) return seeing;
+    const channel = record.slack?.channel;
+    const members = await this.channelMembers(channel);
+    return channel !== undefined && members?.has(userId)
+      ? { allowed: true, because: 'channelMember', channel }
+      : seeing;
+  }
+
+  /**
+   * Whether `userId` may see and revoke `grant`: one who may decide on its route, in its channel.
+   * Grants are never made for protected writes, so the route's ordinary approvers apply.
+   */
+  async mayRevoke(
+    userId: string,
+    grant: { grantedBy: string; route: string; channel: string },
+  ): Promise<RevokeAuthorization> {
+    return authorizeRevoke(grant, await this.onRoute(userId, grant.route, grant.channel));
+  }
+
+  /** Whether `userId` may decide the ordinary approvals of a route, in its configured channel. */
+  async decidesOn(userId: string, route: string): Promise<boolean> {
+    return (await this.onRoute(userId, route)).allowed;
+  }
+
+  /**
+   * A route's ordinary rules for `userId`, without the owner rule (which needs an approval's host).
+   * `channel`: where the route's cards are (a grant's), else the route's configured channel.
+   */
+  private onRoute(userId: string, route: string, channel?: string): Promise<Authorization> {
+    // A grant of a record without a route ('') was made under the rules such a record has.
+    const name = route === '' ? undefined : route;
+    const named = this.options.routeOf(name);
+    const authority: ApprovalAuthority = named
+      ? {
+          route: route || '(none)',
+          rules: named.rules,
+          protectedWrite: false,
+          channel: channel ?? named.channel,
+        }
+      : { route, rules: undefined, routeGone: true, protectedWrite: false };
+    return this.decide(authority, userId);
+  }
+
+  /**
+   * A user group, a user or a channel whose members cannot be read (Slack away, a missing scope)
+   * counts as not allowing the user: a refusal is safe, a wrong approval not.
+   */
+  private async decide(authority: ApprovalAuthority, userId: string): Promise<Authorization> {
+    const { groups, people, logger } = this.options;
+    const memberOf = new Set<string>();
+    const [person] = await Promise.all([
+      people.person(userId).catch((err: unknown) => {
+        logger.warn({ err, userId }, 'could not read who a Slack user is');
+        return undefined;
+      }),
+      ...groupsToAsk(authority, userId, this.options.admins).map(async (group) => {
+        try {
+          if ((await groups.members(group)).has(userId)) memberOf.add(group);
+        } catch (err) {
+          logger.warn({ err, usergroup: group }, 'could not read user group members');
+        }
+      }),
+    ]);
+    const stranger = strangerRefusal(authority, person, this.options.workspace());
+    if (stranger) return stranger;
+    const verdict = authorize(authority, userId, this.options.admins, memberOf);
+    if (!verdict.allowed || verdict.because !== 'anyone')
+      return inChannel(verdict, authority, userId, undefined);
+    return inChannel(verdict, authority, userId, await this.channelMembers(authority.channel));
+  }
+
+  private async channelMembers(channel: string | undefined): Promise<ReadonlySet<string> | undefined> {
+    if (channel === undefined) return undefined;
+    try {
+      return await this.options.channels.members(channel);
+    } catch (err) {
+      this.options.logger.warn({ err, channel }, 'could not read channel members');
+      return undefined;
+    }
+  }
+
+  isAdmin(userId: string): boolean {
+    return this.options.admins.includes(userId);
+  }
+
+  /** Who may decide `record`, for its card. Pure apart from reading the config. */
+  shown(record: Decidable): ShownApprovers {
+    const authority = this.authority(record);
+    const selfBarred = !authority.rules || authority.routeGone || !authority.rules.allowSelfApproval;
+    const notOwner = selfBarred && authority.owner ? { notOwner: authority.owner } : {};
+    if (authority.riskApprovers) {
+      // Several rules naming approvers: each must allow, so every one of their lists is shown.
+      const users = [...new Set(authority.riskApprovers.flatMap((r) => r.approvers.users))];
+      const usergroups = [...new Set(authority.riskApprovers.flatMap((r) => r.approvers.usergroups))];
+      return { users, usergroups, ...notOwner };
+    }
+    if (!authority.rules) return { users: [...this.options.admins], usergroups: [], ...notOwner };
+    const approvers = approversFor(authority.rules, authority.protectedWrite);
+    if (!approvers) return notOwner;
+    return { users: approvers.users, usergroups: approvers.usergroups, ...notOwner };
+  }
+}
+
+/** What a record is routed on, for the route that would place it now (a route gone from the file). */
+export function routeInputOf(record: Decidable): RouteInput {
+  const workspaceRoot = record.subject?.workspaceRoot;
+  return {
+    hostId: record.hostId,
+    tool: record.tool ?? '',
+    ...(workspaceRoot ? { workspaceRoot } : {}),
+    ...(record.sessionTitle ? { sessionTitle: record.sessionTitle } : {}),
+    subjectKind: record.subject?.kind ?? '',
+    protectedWrite: record.protectedWrite,
+  };
+}

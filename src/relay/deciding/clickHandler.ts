@@ -1,0 +1,482 @@
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import { needsQuorum } from '../../cards/describeDecision.js';
+import type { RememberOffer } from '../../domain/grants/match.js';
+import { offeredScope } from '../../domain/grants/scope.js';
+import { type ApprovalRecord, type Vote, votersFor } from '../../domain/record.js';
+import { OPEN_RULES, type RouteRules } from '../../domain/route.js';
+import type { ApprovalChoice } from '../../msp/protocol.js';
+import type { ApprovalStore } from '../../store/approvalStore.js';
+import { byDeadline, LATE } from '../../util/byDeadline.js';
+import type { AuditEntry, AuditTrail, UserNotifier } from '../ports.js';
+import type { RecordKeeper } from '../records/recordKeeper.js';
+import { unvoted, voted } from '../records/recordMutations.js';
+import type { Authorizer } from './authorizer.js';
+import type { Decider, DecisionOutcome } from './decider.js';
+import { whyNotDecidable } from './decisionCheck.js';
+import { type Refusal, refusalFor, refusalText } from './userMessages.js';
+
+/**
+ * How long a click may take to be recorded in Redis. The person must hear within 3 s (Slack's
+ * own patience) whether their click counted, and the ephemeral answer needs its own moment.
+ */
+export const RECORD_WITHIN_MS = 2_000;
+
+/** Checks of one click against an approval that keeps changing under it, before giving up. */
+const MAX_CHECKS = 5;
+
+/** Refusals that mean the card showed something no longer true: it is re-rendered. */
+const RESYNC_AFTER: ReadonlySet<Refusal['code']> = new Set([
+  'cannotRemember',
+  'questionChanged',
+  'alreadyResolved',
+  'superseded',
+  'orphaned',
+  'underReview',
+  'sessionElsewhere',
+]);
+
+export interface Click {
+  channel: string;
+  ts: string;
+  userId: string;
+  /** The requirement the pressed button was rendered for. */
+  sourceIndex: number;
+  choiceId: string;
+  feedback?: string;
+  /** The approval the button says it belongs to; checked against the message's own mapping. */
+  approvalHint?: string;
+  /** When the click reached us (ms since the epoch); deadlines count from here. */
+  receivedAt?: number;
+  /** Where the choice was made: its button (the default), or the submit of the reason modal. */
+  from?: 'button' | 'modal';
+  /** The bot's "approve and don't ask again": decide with `choiceId` and remember the request. */
+  remember?: boolean;
+  /** The scope pressed (scopeToken); absent on a card posted before scopes: the route's ttl. */
+  rememberScope?: string;
+  /** Told when the click's decision is handed to the host (DecisionRequest.onSent). */
+  onSent?: () => void;
+}
+
+/** Where "don't ask again" is offered and kept (GrantMaker). */
+export interface Remembering {
+  offer(record: ApprovalRecord): RememberOffer | undefined;
+  /**
+   * `stage`: the sourceIndex pressed; nothing is remembered unless it is still the record's
+   * current stage. `scope`: a scopeToken of the route's choices; none: the route's ttl.
+   */
+  remember(record: ApprovalRecord, userId: string, stage: number, scope?: string): Promise<unknown>;
+}
+
+export type ClickCheck =
+  /** `rules`: those of the record's route (how a rejection is asked for), defaults when gone. */
+  | { ok: true; record: ApprovalRecord; choice: ApprovalChoice; rules: RouteRules }
+  | { ok: false; refusal: Refusal; approvalId?: string };
+
+export interface ClickHandlerOptions {
+  store: ApprovalStore;
+  decider: Decider;
+  keeper: RecordKeeper;
+  notifier: UserNotifier;
+  /** Who may decide: checked on every click and modal submit, before anything is claimed. */
+  authorizer: Authorizer;
+  /** Where refused attempts are recorded, when there is an audit trail. */
+  audit?: AuditTrail;
+  /** Without it, a "don't ask again" click is refused. */
+  remembering?: Remembering;
+  logger: Logger;
+}
+
+/**
+ * A click becomes at most one decision: find the approval from the message (never from the
+ * button alone), check that the question is still the one shown, hand it to the Decider, and
+ * tell the person, and only them, whatever they need to know.
+ */
+export class ClickHandler {
+  private readonly clicks = new Set<Promise<void>>();
+  private accepting = true;
+
+  constructor(private readonly options: ClickHandlerOptions) {}
+
+  /** Looks the click's approval up and checks the click against it. Rejects when Redis does. */
+  async check(click: Click): Promise<ClickCheck> {
+    const { store } = this.options;
+    // A card this process read or wrote lately is checked without a read, unless this process is
+    // changing it right now. Only a check that lets the click through is taken from it: the claim
+    // is refused if the record changed since (then everything is checked again, see handle()); a
+    // refusal is only ever said from Redis. A decision another replica carries out is claimed
+    // there, without that guard: it is checked against what Redis holds.
+    const hint = click.approvalHint;
+    const recent =
+      hint && !this.options.keeper.busy(hint) ? store.recentCard(click.channel, click.ts, hint) : undefined;
+    if (recent && this.options.decider.decidesHere(recent.hostId)) {
+      const checked = await this.checkFound(recent, click, { quiet: true });
+      if (checked.ok) return checked;
+    }
+    if (click.approvalHint) {
+      const found = await store.getForMessage(click.channel, click.ts, click.approvalHint);
+      if (found.mappedTo === click.approvalHint) return this.checkFound(found.record, click);
+      if (!found.mappedTo) return { ok: false, refusal: { code: 'unknownCard' } };
+      // The button named another approval than the message is mapped to: trust the mapping.
+      return this.checkFound(await store.get(found.mappedTo), click);
+    }
+    const approvalId = await store.findByMessage(click.channel, click.ts);
+    return approvalId
+      ? this.checkFound(await store.get(approvalId), click)
+      : { ok: false, refusal: { code: 'unknownCard' } };
+  }
+
+  /**
+   * A check already under way, bounded by the click's deadline: when Redis does not answer in
+   * time the click cannot count, and the person is told so at once.
+   */
+  async checkInTime(click: Click, checking: Promise<ClickCheck>): Promise<ClickCheck> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<ClickCheck>((resolve) => {
+      timer = setTimeout(
+        () => resolve({ ok: false, refusal: { code: 'notRecorded' } }),
+        Math.max(0, deadlineOf(click) - Date.now()),
+      );
+    });
+    const answered = checking.catch((err: unknown): ClickCheck => {
+      this.options.logger.error({ err, channel: click.channel, ts: click.ts }, 'click lookup failed');
+      return { ok: false, refusal: { code: 'notRecorded' } };
+    });
+    try {
+      return await Promise.race([answered, late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * Handles one click; drain() waits for it from the first read to the host's answer. `checked`
+   * is the caller's check of this click (see checkInTime), so it is not made again.
+   */
+  click(click: Click, checked?: ClickCheck): Promise<void> {
+    if (!this.accepting) return this.tell(click, { code: 'stopping' });
+    const task = this.handle(click, checked).catch((err: unknown) => {
+      this.options.logger.error({ err, channel: click.channel, ts: click.ts }, 'click failed');
+    });
+    this.clicks.add(task);
+    return task.finally(() => this.clicks.delete(task));
+  }
+
+  /** Tells one person, and only them, why their click changed nothing. */
+  refuse(click: Pick<Click, 'channel' | 'userId'>, refusal: Refusal): Promise<void> {
+    return this.tell(click, refusal);
+  }
+
+  /** Stop taking clicks; resolves when every click already taken has been answered. */
+  async drain(): Promise<void> {
+    this.accepting = false;
+    while (this.clicks.size > 0) await Promise.allSettled([...this.clicks]);
+  }
+
+  /** `quiet`: a refusal is neither logged nor audited (a check against a record held in memory). */
+  private async checkFound(
+    record: ApprovalRecord | undefined,
+    click: Click,
+    how: { quiet?: boolean } = {},
+  ): Promise<ClickCheck> {
+    if (!record) return { ok: false, refusal: { code: 'unknownCard' } };
+    const why = whyNotDecidable(record, click);
+    if (why) return { ok: false, refusal: refusalFor(why, click.userId), approvalId: record.approvalId };
+    const choice = record.availableChoices.find((c) => c.choiceId === click.choiceId)!;
+    // Asked on every click and again at modal submit: rules and group membership may change
+    // while a modal is open.
+    const authorization = await this.options.authorizer.check(click.userId, record);
+    if (!authorization.allowed) {
+      const action = click.from === 'modal' ? 'modalSubmit' : choice.acceptsFeedback ? 'modalOpen' : 'click';
+      if (!how.quiet) this.audited(record, click.userId, action, authorization.why);
+      return { ok: false, refusal: { code: 'notAuthorized', refused: authorization } };
+    }
+    // Who may grant is who may decide: checked above. The offer, and the scope pressed among the
+    // route's choices, are checked again as they stand now.
+    if (click.remember) {
+      const offer = this.options.remembering?.offer(record);
+      const scopeOffered =
+        click.rememberScope === undefined || (offer && offeredScope(offer.scopes, click.rememberScope));
+      if (offer?.choiceId !== click.choiceId || !scopeOffered) {
+        return { ok: false, refusal: { code: 'cannotRemember' }, approvalId: record.approvalId };
+      }
+    }
+    const rules = this.options.authorizer.authority(record).rules ?? OPEN_RULES;
+    return { ok: true, record, choice, rules };
+  }
+
+  /**
+   * A refused attempt is logged and audited, never posted where others would see it: a click, a
+   * modal, a decision refused where it was claimed, or "View full".
+   */
+  audited(
+    record: Pick<ApprovalRecord, 'approvalId' | 'hostId' | 'route'>,
+    userId: string,
+    action: RefusedAction,
+    reason: string,
+  ): void {
+    const entry: AuditEntry = {
+      kind: 'refusal',
+      approvalId: record.approvalId,
+      hostId: record.hostId,
+      ...(record.route ? { route: record.route } : {}),
+      userId,
+      action,
+      reason,
+      at: new Date().toISOString(),
+    };
+    this.options.logger.info(entry, 'decision refused: user may not decide on this route');
+    this.options.audit?.append(entry).catch((err: unknown) => {
+      this.options.logger.warn({ err, approvalId: record.approvalId }, 'could not append to the audit trail');
+    });
+  }
+
+  private async handle(click: Click, alreadyChecked?: ClickCheck): Promise<void> {
+    let checked = alreadyChecked ?? (await this.checkInTime(click, this.check(click)));
+    for (let attempt = 1; ; attempt++) {
+      if (!checked.ok) {
+        await this.tell(click, checked.refusal);
+        // A card that showed a question no longer open gets the current state back.
+        if (checked.approvalId) this.resync(checked.approvalId, checked.refusal);
+        return;
+      }
+      const decided = await this.decideChecked(click, checked);
+      if (!decided) return;
+      const { record, outcome } = decided;
+      if (outcome.kind !== 'changed' || attempt === MAX_CHECKS) {
+        await this.answer(click, record, outcome);
+        return;
+      }
+      // The approval changed between the check and the claim: everything is checked again against
+      // what it is now, who may decide included (a new stage may carry other risks).
+      checked = await this.checkInTime(click, this.check(click));
+    }
+  }
+
+  /** Counts the pick toward a quorum when one is needed, then decides; undefined when the vote ended it. */
+  private async decideChecked(
+    click: Click,
+    checked: Extract<ClickCheck, { ok: true }>,
+  ): Promise<{ record: ApprovalRecord; outcome: DecisionOutcome } | undefined> {
+    let record = checked.record;
+    let voters: string[] | undefined;
+    const quorum = this.options.authorizer.quorum(record);
+    // Stopping the agent needs one person; letting it go ahead, or anything not known to stop it,
+    // may need several.
+    if (quorum > 1 && needsQuorum(checked.choice.decision)) {
+      const counted = await this.vote(click, record, quorum);
+      if (!counted) return undefined;
+      ({ record, voters } = counted);
+    }
+    const outcome = await this.options.decider.decide({
+      record,
+      sourceIndex: click.sourceIndex,
+      choiceId: checked.choice.choiceId,
+      feedback: click.feedback,
+      by: { via: 'click', userId: click.userId, ...(voters ? { voters } : {}) },
+      recordBy: deadlineOf(click),
+      asker: askerOf(click),
+      onChange: 'return',
+      // Checked just now against this record (checkFound, and whyNotDecidable after the vote).
+      warranted: true,
+      ...(click.onSent ? { onSent: click.onSent } : {}),
+    });
+    return { record, outcome };
+  }
+
+  /**
+   * Counts an approving pick toward the stage's quorum. Resolves with the record and everyone who
+   * picked that choice once this pick completes the quorum; else tells the person where it stands
+   * and resolves with undefined. Several picks completing it together each go on to decide: the
+   * stage's claim lets only one decision through.
+   */
+  private async vote(
+    click: Click,
+    record: ApprovalRecord,
+    quorum: number,
+  ): Promise<{ record: ApprovalRecord; voters: string[] } | undefined> {
+    const { keeper, authorizer } = this.options;
+    if (authorizer.ownerOf(record) === click.userId) {
+      await this.tell(click, { code: 'ownerNoVote', quorum });
+      return undefined;
+    }
+    const vote: Vote = {
+      sourceIndex: click.sourceIndex,
+      choiceId: click.choiceId,
+      userId: click.userId,
+      at: new Date().toISOString(),
+    };
+    const voting = keeper.mutateAndSync(record.approvalId, voted(vote));
+    const stored = await byDeadline(voting, deadlineOf(click));
+    if (stored === LATE) {
+      // The person hears that nothing counted, so the vote must not count once Redis stores it.
+      voting.catch(() => {});
+      keeper.enqueue(record.approvalId, () => keeper.mutate(record.approvalId, unvoted(vote)));
+      await this.tell(click, { code: 'notRecorded' });
+      return undefined;
+    }
+    if (!stored) {
+      await this.tell(click, { code: 'unknownCard' });
+      return undefined;
+    }
+    const why = whyNotDecidable(stored, click);
+    const voters = votersFor(stored, click.sourceIndex, click.choiceId);
+    if (why || !voters.includes(click.userId)) {
+      const refusal = why ? refusalFor(why, click.userId) : ({ code: 'questionChanged' } as const);
+      await this.tell(click, refusal);
+      this.resync(record.approvalId, refusal);
+      return undefined;
+    }
+    if (voters.length >= quorum) return { record: stored, voters };
+    // A vote the stage already held (the same person pressing again) changed nothing: audited once,
+    // so that pressing on and on cannot fill the audit stream and trim its decisions.
+    const counted = stored.votes?.find((v) => v.userId === vote.userId && v.choiceId === vote.choiceId);
+    if (counted?.at === vote.at) this.recordVote(stored, vote, voters.length, quorum);
+    await this.tell(click, { code: 'voteCounted', votes: voters.length, quorum });
+    return undefined;
+  }
+
+  private recordVote(record: ApprovalRecord, vote: Vote, votes: number, quorum: number): void {
+    const raisedBy = (record.risks ?? []).filter((risk) => (risk.quorum ?? 1) >= quorum).map((r) => r.name);
+    const entry: AuditEntry = {
+      kind: 'vote',
+      approvalId: record.approvalId,
+      hostId: record.hostId,
+      ...(record.route ? { route: record.route } : {}),
+      userId: vote.userId,
+      choiceId: vote.choiceId,
+      sourceIndex: vote.sourceIndex,
+      votes,
+      quorum,
+      ...(raisedBy.length > 0 ? { risks: raisedBy } : {}),
+      at: vote.at,
+    };
+    this.options.audit?.append(entry).catch((err: unknown) => {
+      this.options.logger.warn({ err, approvalId: record.approvalId }, 'could not append to the audit trail');
+    });
+  }
+
+  /**
+   * The outcome of a decision whose asker stopped waiting (it was carried out by the replica that
+   * owns the host, after the one that took the click had told the person it was handed on).
+   */
+  answerLate(asker: Record<string, unknown>, approvalId: string, outcome: DecisionOutcome): void {
+    const parsed = Asker.safeParse(asker);
+    if (!parsed.success) return;
+    const click = parsed.data;
+    const task = (async () => {
+      // A grant is made from the record as it is now, and a refusal audited with its route.
+      const needsRecord = (outcome.kind === 'decided' && click.remember) || outcome.kind === 'notAuthorized';
+      const record = needsRecord ? await this.options.store.get(approvalId) : undefined;
+      if (outcome.kind === 'decided' && click.remember && !record) {
+        await this.tell(click, { code: 'grantNotStored' });
+        return;
+      }
+      await this.answer(click, record, outcome, approvalId);
+    })().catch((err: unknown) => {
+      this.options.logger.warn({ err, approvalId }, 'could not answer a forwarded decision');
+    });
+    this.clicks.add(task);
+    void task.finally(() => this.clicks.delete(task));
+  }
+
+  /**
+   * Tells the person how their decision went: nothing when it went through, else why not. A
+   * refusal of who may decide found where the decision was claimed (another replica) is audited
+   * here, as one found by the click's own check is.
+   */
+  private async answer(
+    click: Answerable,
+    record: ApprovalRecord | undefined,
+    outcome: DecisionOutcome,
+    approvalId = record?.approvalId,
+  ): Promise<void> {
+    if (outcome.kind === 'decided') {
+      if (click.remember) await this.rememberPressed(click, record);
+      return;
+    }
+    if (outcome.kind === 'notAuthorized' && record) {
+      this.audited(
+        record,
+        click.userId,
+        click.from === 'modal' ? 'modalSubmit' : 'click',
+        outcome.refused.why,
+      );
+    }
+    const refusal = refusalFor(outcome, click.userId);
+    await this.tell(click, refusal);
+    if (approvalId) this.resync(approvalId, refusal);
+  }
+
+  /**
+   * The "don't ask again" of a decision that went through, for the stage pressed only: when the
+   * approval has moved on since (a forwarded press answered late), nothing is remembered.
+   */
+  private async rememberPressed(click: Answerable, record: ApprovalRecord | undefined): Promise<void> {
+    const stage = click.sourceIndex;
+    const grant =
+      record && stage !== undefined
+        ? await this.options.remembering?.remember(record, click.userId, stage, click.rememberScope)
+        : undefined;
+    if (grant) return;
+    const moved = !record || stage !== record.currentRequirementId.sourceIndex;
+    await this.tell(click, { code: 'grantNotStored', ...(record && moved ? { why: 'stageMoved' } : {}) });
+  }
+
+  private resync(approvalId: string, refusal: Refusal): void {
+    if (!RESYNC_AFTER.has(refusal.code)) return;
+    this.options.keeper.resync(approvalId).catch((err: unknown) => {
+      this.options.logger.warn({ err, approvalId }, 'could not refresh the card');
+    });
+  }
+
+  private async tell(click: Pick<Click, 'channel' | 'userId'>, refusal: Refusal): Promise<void> {
+    try {
+      await this.options.notifier.ephemeral(click.channel, click.userId, refusalText(refusal));
+    } catch (err) {
+      this.options.logger.warn(
+        { err, userId: click.userId, refusal: refusal.code },
+        'could not send ephemeral message',
+      );
+    }
+  }
+}
+
+type RefusedAction = Extract<AuditEntry, { kind: 'refusal' }>['action'];
+
+/** What answering a person about their decision needs of their click. */
+type Answerable = Pick<Click, 'channel' | 'userId' | 'remember' | 'rememberScope' | 'from'> & {
+  /** The stage pressed; a "don't ask again" is only ever remembered for it. */
+  sourceIndex?: number;
+};
+
+/**
+ * What the owner of the host needs to answer the person itself (JSON in the decision stream).
+ * `sourceIndex`, the stage pressed, is absent only in entries of an earlier release: then a
+ * "don't ask again" is not remembered.
+ */
+const Asker = z.object({
+  channel: z.string(),
+  userId: z.string(),
+  sourceIndex: z.number().int().optional(),
+  from: z.enum(['button', 'modal']).optional(),
+  remember: z.boolean().optional(),
+  rememberScope: z.string().optional(),
+});
+
+function askerOf(click: Click): Record<string, unknown> {
+  return {
+    channel: click.channel,
+    userId: click.userId,
+    sourceIndex: click.sourceIndex,
+    ...(click.from ? { from: click.from } : {}),
+    ...(click.remember ? { remember: true } : {}),
+    ...(click.remember && click.rememberScope !== undefined ? { rememberScope: click.rememberScope } : {}),
+  };
+}
+
+function deadlineOf(click: Click): number {
+  return (click.receivedAt ?? Date.now()) + RECORD_WITHIN_MS;
+}
+
+export type { DecisionOutcome };

@@ -1,0 +1,475 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from 'pino';
+import type { ApprovalRecord, Claim, GrantRef } from '../../domain/record.js';
+import { type BackoffPolicy, backoffDelay } from '../../msp/backoff.js';
+import { HostGoneError, MspError, RequestTimeoutError } from '../../msp/errors.js';
+import type { ApprovalHost } from '../../msp/events.js';
+import { RequirementRef } from '../../msp/protocol.js';
+import type { ApprovalStore } from '../../store/approvalStore.js';
+import type { Activity } from '../../util/activity.js';
+import { byDeadline, LATE } from '../../util/byDeadline.js';
+import { lazyChild } from '../../util/lazyChild.js';
+import type { RecordKeeper } from '../records/recordKeeper.js';
+import {
+  decidedByClaim,
+  requirementMoved,
+  resolvedElsewhere,
+  unanswered,
+  unavailable,
+  unclaimed,
+} from '../records/recordMutations.js';
+import { type NotDecidable, whyNotDecidable } from './decisionCheck.js';
+import type { Unwarranted, WarrantAsk } from './decisionWarrant.js';
+
+// Deciding, in one place and with no Slack in sight: a click, a remembered grant and an
+// escalation timeout all come here. Claim the stage, mint and store the commandId, send
+// approval/decide (asking again with the same commandId while the host is up but silent), and
+// classify what the host said into an outcome the caller turns into words.
+
+/** Who made a decision. */
+export type DecidedBy =
+  /** `voters`: everyone whose approving pick made the quorum, the last of them `userId`. */
+  | { via: 'click'; userId: string; voters?: string[] }
+  | { via: 'grant'; grant: GrantRef }
+  | { via: 'timeout' };
+
+export interface DecisionRequest {
+  /** The record the decision was checked against; it is checked again under compare-and-set. */
+  record: ApprovalRecord;
+  /** The stage the decision was made for. */
+  sourceIndex: number;
+  choiceId: string;
+  /** Sent only when the choice accepts feedback. */
+  feedback?: string;
+  by: DecidedBy;
+  /**
+   * When the person must hear back (ms since the epoch). If the claim is not stored by then, the
+   * outcome is `notRecorded` and the claim, should Redis store it later, is released unsent.
+   */
+  recordBy?: number;
+  /**
+   * The commandId to decide with; minted here when absent. A decision carried out again (a
+   * forwarded one whose first owner died) comes with the same one, and is the same decision.
+   */
+  commandId?: string;
+  /**
+   * Who to tell the outcome should the asker stop waiting for it (JSON; see DecisionForwarding):
+   * a decision forwarded to another replica may end after its asker answered the person.
+   */
+  asker?: Record<string, unknown>;
+  /**
+   * What to do when the record changed between the check and the claim. `recheck` (the default):
+   * read it again and check it again in full (who may decide included, see `warranted`).
+   * `return`: claim nothing and resolve `changed`, for a caller that checks more than that (a
+   * click: whether its "don't ask again" is still offered).
+   */
+  onChange?: 'recheck' | 'return';
+  /**
+   * The caller itself checked, against `record`, that this decision may be made (a click checked
+   * by the ClickHandler, a grant the GrantAnswerer found, a timeout step the Escalator fired).
+   * Claiming that very record needs no second check; any other record is checked in full before
+   * it is claimed (DeciderOptions.warrant). Never carried to another replica: a forwarded
+   * decision is checked again by the owner, on the record it holds.
+   */
+  warranted?: boolean;
+  /**
+   * Told when this process hands the decision to its host (written before the current turn of
+   * the event loop ends when the host is up), before the host answers, and again each time an
+   * unanswered decide is asked again; not for a decision forwarded to another replica. A click's
+   * acknowledgement waits for it (choiceButton.ts).
+   */
+  onSent?: () => void;
+}
+
+export type DecisionOutcome =
+  /** The host admitted the decision; the card follows when the host reports the result. */
+  | { kind: 'decided'; terminal: boolean | undefined }
+  | NotDecidable
+  /** Checked again before the claim: this decision may not be made on the record as it stands. */
+  | Unwarranted
+  | { kind: 'gone' }
+  /** The record changed since it was checked; nothing was claimed (onChange: 'return'). */
+  | { kind: 'changed' }
+  /** Someone or something else decided first (the host's own record of the winner). */
+  | { kind: 'alreadyResolved'; decision: string; resolvedBy: string; slackUserId?: string }
+  | { kind: 'reviewerUnavailable' }
+  /** The host is down; the claim is kept and the decision sent when the approval is seen again. */
+  | { kind: 'hostUnavailable' }
+  /** Another client holds the session. */
+  | { kind: 'sessionElsewhere' }
+  /** The host does not know the approval; its session is being re-read. */
+  | { kind: 'unknownToHost' }
+  /** Redis did not store the claim in time: nothing was decided, and nothing will be. */
+  | { kind: 'notRecorded' }
+  | { kind: 'stopping' }
+  | { kind: 'refused'; errorKind: string }
+  /** Handed to the replica that owns the host, which has not answered yet; it tells the asker. */
+  | { kind: 'forwarded' };
+
+export interface DeciderOptions {
+  keeper: RecordKeeper;
+  store: ApprovalStore;
+  host: (hostId: string) => ApprovalHost | undefined;
+  logger: Logger;
+  newCommandId: () => string;
+  now?: () => Date;
+  random?: () => number;
+  /** Pause between asks of a host that is up but left a decide unanswered. */
+  unansweredBackoff?: BackoffPolicy;
+  /** Whether this process may act for the host (holds its lease); default always. */
+  mayAct?: (hostId: string) => boolean;
+  /** Hands a decision for a host another replica owns to that replica (DecisionForwarding). */
+  forward?: (request: DecisionRequest) => Promise<DecisionOutcome>;
+  /** Counts for /metrics (decisions the host accepted). */
+  activity?: Activity;
+  /**
+   * Whether a decision may be made on a record the caller did not check (DecisionWarrant): who
+   * may decide, the quorum, the grant or the timeout. Without it, nothing is checked again.
+   */
+  warrant?: { check(record: ApprovalRecord, ask: WarrantAsk): Promise<Unwarranted | undefined> };
+}
+
+/** Re-checks after the approval changed under a decision, before giving up as stale. */
+const MAX_CLAIM_ATTEMPTS = 5;
+const SENT_MEMORY_MS = 10 * 60_000;
+const DEFAULT_UNANSWERED_BACKOFF: BackoffPolicy = { initialMs: 500, maxMs: 15_000 };
+
+interface SendHow {
+  /** Asking about a decision the host no longer lists as pending (see settle()). */
+  settling?: boolean;
+  /** DecisionRequest.onSent. */
+  onSent?: () => void;
+}
+
+export class Decider {
+  private readonly now: () => Date;
+  private readonly random: () => number;
+  private readonly backoff: BackoffPolicy;
+  /** approvalId → the send in flight for it. */
+  private readonly inFlight = new Map<string, Promise<DecisionOutcome>>();
+  /** Decisions between their start and their outcome; drain() waits for them. */
+  private readonly active = new Set<Promise<unknown>>();
+  /** commandId → the host incarnation it was last sent to: one send per commandId per host process. */
+  private readonly sentTo = new Map<string, string>();
+  private readonly stopped = new AbortController();
+
+  constructor(private readonly options: DeciderOptions) {
+    this.now = options.now ?? (() => new Date());
+    this.random = options.random ?? Math.random;
+    this.backoff = options.unansweredBackoff ?? DEFAULT_UNANSWERED_BACKOFF;
+  }
+
+  /** Claims the stage and sends the decision; resolves with what came of it. Never rejects. */
+  decide(request: DecisionRequest): Promise<DecisionOutcome> {
+    if (this.stopped.signal.aborted) return Promise.resolve({ kind: 'stopping' });
+    if (this.elsewhere(request.record.hostId)) return this.hold(this.forward(request));
+    const task = this.decideNow(request).catch((err: unknown): DecisionOutcome => {
+      this.options.logger.error({ err, approvalId: request.record.approvalId }, 'decision failed');
+      return { kind: 'refused', errorKind: 'internal' };
+    });
+    return this.hold(task);
+  }
+
+  /**
+   * A record is in `deciding` but nothing here is sending it: the process restarted or the host
+   * died mid-decision. Replaying the same commandId is safe: the host applies it at most once.
+   */
+  replay(record: ApprovalRecord): void {
+    const claim = record.claim;
+    if (this.stopped.signal.aborted || !claim || this.inFlight.has(record.approvalId)) return;
+    if (this.sentTo.get(claim.commandId) === record.incarnation) return;
+    this.options.logger.info(
+      { approvalId: record.approvalId, sessionId: record.sessionId, commandId: claim.commandId },
+      'replaying an interrupted decision',
+    );
+    void this.hold(this.send(record, claim));
+  }
+
+  /**
+   * A decision in flight whose approval the host no longer lists (the bot died between the host
+   * applying it and hearing so). Asking again with the same commandId tells which: the host answers
+   * with the original ack if it applied it (then the approval resolved with this choice), or names
+   * whoever decided it first.
+   */
+  settle(record: ApprovalRecord): void {
+    const claim = record.claim;
+    if (this.stopped.signal.aborted || !claim || this.inFlight.has(record.approvalId)) return;
+    this.options.logger.info(
+      { approvalId: record.approvalId, sessionId: record.sessionId, commandId: claim.commandId },
+      'the host no longer lists an approval being decided; asking with its commandId how it ended',
+    );
+    void this.hold(this.send(record, claim, { settling: true }));
+  }
+
+  /** Takes no more decisions; resolves once every decision in flight has an outcome. */
+  async drain(): Promise<void> {
+    this.stopped.abort();
+    while (this.active.size > 0) await Promise.allSettled([...this.active]);
+  }
+
+  /** Whether a decision for the host is claimed and sent by this process (not forwarded). */
+  decidesHere(hostId: string): boolean {
+    return !this.elsewhere(hostId);
+  }
+
+  /** Another replica owns the host: only it may claim and send. */
+  private elsewhere(hostId: string): boolean {
+    return this.options.forward !== undefined && this.options.mayAct?.(hostId) === false;
+  }
+
+  private forward(request: DecisionRequest): Promise<DecisionOutcome> {
+    return this.options.forward!(request).catch((err: unknown): DecisionOutcome => {
+      this.options.logger.error(
+        { err, approvalId: request.record.approvalId },
+        'could not forward the decision',
+      );
+      return { kind: 'refused', errorKind: 'internal' };
+    });
+  }
+
+  private hold<T>(task: Promise<T>): Promise<T> {
+    this.active.add(task);
+    void task.finally(() => this.active.delete(task)).catch(() => {});
+    return task;
+  }
+
+  private async decideNow(request: DecisionRequest): Promise<DecisionOutcome> {
+    const { keeper, store } = this.options;
+    const commandId = request.commandId ?? this.options.newCommandId();
+    let record = request.record;
+    for (let attempt = 1; attempt <= MAX_CLAIM_ATTEMPTS; attempt++) {
+      // This very decision was claimed before (carried out again): finish it, never claim anew.
+      if (record.claim?.commandId === commandId) {
+        const sending = this.inFlight.get(record.approvalId);
+        if (sending) return sending;
+        // Sent to this very host process already (a replay): the host's answer comes as events.
+        if (this.sentTo.get(commandId) === record.incarnation)
+          return { kind: 'decided', terminal: undefined };
+        return this.send(record, record.claim);
+      }
+      const why = whyNotDecidable(record, request);
+      if (why) return why;
+      // The record claimed is the record checked: the caller's own check holds only for the
+      // record it was made on, so a forwarded decision or a changed record is checked again.
+      if (!(request.warranted && record === request.record)) {
+        const unwarranted = await this.options.warrant?.check(record, request);
+        if (unwarranted) {
+          this.options.logger.info(
+            { approvalId: record.approvalId, via: request.by.via, refused: unwarranted.kind },
+            'decision refused where it is claimed: it may not be made on the approval as it stands',
+          );
+          return unwarranted;
+        }
+      }
+      const choice = record.availableChoices.find((c) => c.choiceId === request.choiceId)!;
+      const claim: Claim = {
+        sourceIndex: request.sourceIndex,
+        ...(request.by.via === 'click' ? { userId: request.by.userId } : {}),
+        ...(request.by.via === 'click' && request.by.voters ? { voters: request.by.voters } : {}),
+        ...(request.by.via === 'grant' ? { grant: request.by.grant } : {}),
+        via: request.by.via,
+        choiceId: choice.choiceId,
+        commandId,
+        feedback: choice.acceptsFeedback && request.feedback ? request.feedback : undefined,
+        claimedAt: this.now().toISOString(),
+      };
+      let abandoned = false;
+      const claiming = keeper.claim(record, claim, () => abandoned);
+      const outcome = await byDeadline(claiming, request.recordBy);
+      if (outcome === LATE) {
+        // The person hears that nothing was recorded, so this claim must never decide: should
+        // Redis store it, the claim's own task releases it.
+        abandoned = true;
+        claiming.catch(() => {});
+        this.options.logger.warn(
+          { approvalId: record.approvalId, commandId },
+          'Redis did not store the claim in time; nothing was decided',
+        );
+        return { kind: 'notRecorded' };
+      }
+      switch (outcome.kind) {
+        case 'claimed':
+          return this.send(outcome.record, claim, { onSent: request.onSent });
+        case 'held':
+          return { kind: 'alreadyBeingDecided', ...(outcome.holder ? { holder: outcome.holder } : {}) };
+        case 'gone':
+          return { kind: 'gone' };
+        case 'fenced':
+          // Another replica took the host since this one checked: it carries the decision out.
+          return this.options.forward ? this.forward({ ...request, commandId }) : { kind: 'hostUnavailable' };
+        case 'stale': {
+          if (request.onChange === 'return') return { kind: 'changed' };
+          // The approval moved on between the check and the claim: check again against what it is now.
+          const fresh = await byDeadline(store.get(record.approvalId), request.recordBy);
+          if (fresh === LATE) return { kind: 'notRecorded' };
+          if (!fresh) return { kind: 'gone' };
+          record = fresh;
+        }
+      }
+    }
+    return { kind: 'stale' };
+  }
+
+  private send(record: ApprovalRecord, claim: Claim, how: SendHow = {}): Promise<DecisionOutcome> {
+    // The process it goes to: the record may still name an earlier one the host has not re-listed from.
+    this.sentTo.set(claim.commandId, this.options.host(record.hostId)?.incarnation ?? record.incarnation);
+    const task = this.sendNow(record, claim, how)
+      .catch((err: unknown): DecisionOutcome => {
+        this.options.logger.error({ err, approvalId: record.approvalId }, 'sending the decision failed');
+        return { kind: 'refused', errorKind: 'internal' };
+      })
+      .finally(() => {
+        this.inFlight.delete(record.approvalId);
+        // Once the approval has moved on, the entry can only matter to a late redelivery.
+        setTimeout(() => this.sentTo.delete(claim.commandId), SENT_MEMORY_MS).unref();
+      });
+    this.inFlight.set(record.approvalId, task);
+    return task;
+  }
+
+  private async sendNow(record: ApprovalRecord, claim: Claim, how: SendHow): Promise<DecisionOutcome> {
+    const log = lazyChild(this.options.logger, {
+      approvalId: record.approvalId,
+      sessionId: record.sessionId,
+      commandId: claim.commandId,
+    });
+    if (record.currentRequirementId.sourceIndex !== claim.sourceIndex) {
+      // Never send a choice made for one stage as the answer to another.
+      await this.giveBack(record, claim);
+      return { kind: 'stale' };
+    }
+    const host = this.options.host(record.hostId);
+    if (!host) {
+      log().warn({ hostId: record.hostId }, 'no such host; the decision waits for it');
+      return { kind: 'hostUnavailable' };
+    }
+    const params = {
+      sessionId: record.sessionId,
+      approvalId: record.approvalId,
+      commandId: claim.commandId,
+      requirementId: record.currentRequirementId,
+      choiceId: claim.choiceId,
+      ...(claim.feedback ? { feedback: claim.feedback } : {}),
+    };
+    for (let asked = claim.unanswered ?? 0; ; ) {
+      try {
+        const answer = host.decide(params);
+        how.onSent?.();
+        const result = await answer;
+        this.options.activity?.count('decisionsSent');
+        log().debug(
+          { terminal: result.terminal, choiceId: claim.choiceId, userId: claim.userId, via: claim.via },
+          'decision accepted',
+        );
+        // Settling, the resolution this ack stands for was written before and will not come again.
+        if (how.settling && result.terminal) {
+          await this.mutate(record.approvalId, decidedByClaim(claim.commandId, this.now()));
+        }
+        return { kind: 'decided', terminal: result.terminal };
+      } catch (err) {
+        // A decide the host left unanswered may or may not have been applied; the same commandId
+        // makes asking again safe, and we keep asking for as long as the host is up.
+        if (!(err instanceof RequestTimeoutError) || !host.isUp() || this.stopped.signal.aborted) {
+          return this.classify(err, record, claim, host, log);
+        }
+        asked += 1;
+        log().warn({ unanswered: asked }, 'the host left the decision unanswered; asking again');
+        await this.noteUnanswered(record.approvalId, claim.commandId, asked);
+        try {
+          await sleep(backoffDelay(asked - 1, this.backoff, this.random), undefined, {
+            signal: this.stopped.signal,
+          });
+        } catch {
+          return { kind: 'stopping' };
+        }
+      }
+    }
+  }
+
+  private async classify(
+    err: unknown,
+    record: ApprovalRecord,
+    claim: Claim,
+    host: ApprovalHost,
+    log: () => Logger,
+  ): Promise<DecisionOutcome> {
+    const { approvalId, sessionId } = record;
+    if (err instanceof HostGoneError || err instanceof RequestTimeoutError) {
+      // Keep the claim: when the host is back the approval is seen again and this is replayed.
+      log().warn({ err: err.message }, 'host gone while deciding; will replay');
+      return { kind: 'hostUnavailable' };
+    }
+    if (!(err instanceof MspError)) {
+      log().error({ err }, 'decide failed');
+      await this.giveBack(record, claim);
+      return { kind: 'refused', errorKind: 'internal' };
+    }
+    log().warn({ kind: err.kind, code: err.code }, 'decide refused');
+    switch (err.kind) {
+      case 'approvalAlreadyResolved': {
+        const winner = (err.data?.resolution ?? {}) as { decision?: string; resolvedBy?: string };
+        const decision = winner.decision ?? 'unknown';
+        const resolvedBy = winner.resolvedBy ?? 'unknown';
+        const final = await this.mutate(approvalId, resolvedElsewhere(decision, resolvedBy, this.now()));
+        return {
+          kind: 'alreadyResolved',
+          decision: final?.resolution?.decision ?? decision,
+          resolvedBy: final?.resolution?.resolvedBy ?? resolvedBy,
+          ...(final?.resolution?.slackUserId ? { slackUserId: final.resolution.slackUserId } : {}),
+        };
+      }
+      case 'approvalRequirementStale': {
+        // The host names the stage it is at; the session's listing brings that stage's choices.
+        const current = RequirementRef.safeParse(err.data?.currentRequirementId);
+        if (current.success && current.data.approvalId === approvalId) {
+          await this.mutate(approvalId, requirementMoved(claim.commandId, current.data));
+        } else {
+          await this.giveBack(record, claim);
+        }
+        host.refreshSession(sessionId);
+        return { kind: 'stale' };
+      }
+      case 'approvalChoiceInvalid':
+        await this.giveBack(record, claim);
+        host.refreshSession(sessionId);
+        return { kind: 'stale' };
+      case 'approvalNotFound':
+        // The buttons go until the host says what it has: re-listed, they come back; missing,
+        // the card is superseded.
+        await this.mutate(approvalId, unavailable('unknownToHost'));
+        host.refreshSession(sessionId);
+        return { kind: 'unknownToHost' };
+      case 'approvalReviewerUnavailable':
+        await this.giveBack(record, claim);
+        return { kind: 'reviewerUnavailable' };
+      case 'sessionInUse':
+        await this.mutate(approvalId, unavailable('heldElsewhere'));
+        return { kind: 'sessionElsewhere' };
+      default:
+        await this.giveBack(record, claim);
+        return { kind: 'refused', errorKind: err.kind };
+    }
+  }
+
+  /** Drops our claim and frees its stage, so the question goes back to people. */
+  private giveBack(record: ApprovalRecord, claim: Claim): Promise<ApprovalRecord | undefined> {
+    return this.mutate(record.approvalId, unclaimed(claim.commandId));
+  }
+
+  private async noteUnanswered(approvalId: string, commandId: string, count: number): Promise<void> {
+    await this.mutate(approvalId, unanswered(commandId, count));
+  }
+
+  /** A record change on the way to an outcome; a Redis failure here must not lose the outcome. */
+  private async mutate(
+    approvalId: string,
+    mutation: Parameters<RecordKeeper['mutateAndSync']>[1],
+  ): Promise<ApprovalRecord | undefined> {
+    try {
+      return await this.options.keeper.mutateAndSync(approvalId, mutation);
+    } catch (err) {
+      this.options.logger.error({ err, approvalId }, 'could not store what the host said about a decision');
+      return undefined;
+    }
+  }
+}

@@ -1,0 +1,164 @@
+import type { Logger } from 'pino';
+import {
+  type ResolvedRecord,
+  renderRequesterDm,
+  renderThreadLine,
+} from '../../cards/renderDecisionNotice.js';
+import type { ApprovalRecord } from '../../domain/record.js';
+import type { Activity } from '../../util/activity.js';
+import type { AuditTrail } from '../ports.js';
+
+/** The Slack side of the notices (slack/slackNotices.ts). */
+export interface NoticeSender {
+  threadReply(channel: string, threadTs: string, text: string): Promise<void>;
+  directMessage(userId: string, text: string): Promise<void>;
+  /** The card's permalink, or undefined when Slack would not give one. */
+  permalink(channel: string, ts: string): Promise<string | undefined>;
+  /** A user's display name, or undefined when it is not known. */
+  nameOf(userId: string): Promise<string | undefined>;
+}
+
+/** Which notices were sent, across replicas and restarts (store/noticeLedger.ts). */
+export interface NoticeLedger {
+  claim(approvalId: string, kind: string): Promise<boolean>;
+  settle(approvalId: string, kind: string, outcome: string): Promise<void>;
+}
+
+export type NoticeKind = 'thread' | 'audit' | 'dm';
+
+export interface DecisionNoticesOptions {
+  sender: NoticeSender;
+  ledger: NoticeLedger;
+  audit: AuditTrail;
+  /** The Slack user whose agent a host runs (config hosts[].owner). */
+  ownerOf: (hostId: string) => string | undefined;
+  logger: Logger;
+  /** Counts for /metrics (notices sent). */
+  activity?: Activity;
+}
+
+/**
+ * Follows stored records (RecordKeeper's onChange) and, once an approval is resolved and its
+ * card is in place, sends its notices: the audit line in the card's thread, the audit stream
+ * entry, and the DM to the host's owner.
+ *
+ * Each notice is sent at most once per approval, whichever replica sees the resolution and
+ * however often it is seen again (the host repeating it, a re-sync, a restart): a Redis claim
+ * (SET NX) is taken before sending and settled after. We chose at most once over at least once:
+ * a process that dies between the claim and Slack's answer leaves the notice claimed and it is
+ * not sent again, because Slack may already have posted it and a second DM is worse than none.
+ * For the same reason a post whose answer is lost is not retried; only 429s (nothing posted) are.
+ */
+export class DecisionNotices {
+  private readonly inFlight = new Set<Promise<void>>();
+
+  constructor(private readonly options: DecisionNoticesOptions) {}
+
+  /** Called with every stored record; returns at once (the work runs in the background). */
+  follow(record: ApprovalRecord): void {
+    const ts = record.slack.ts;
+    if (record.phase !== 'resolved' || !record.resolution) return;
+    const resolved = record as ResolvedRecord;
+    // A grant answered it and no card was ever shown: its line in the channel took the thread's
+    // place, and its owner is not told of every request a grant answers. The trail still is.
+    if (!ts && record.slack.deferred) {
+      this.track(this.once(resolved, 'audit', () => this.appendAudit(resolved)));
+      return;
+    }
+    // Before its card is placed a resolved approval has no thread and no link yet; placing the
+    // card is itself a stored change, so it comes back here.
+    if (!ts) return;
+    this.track(this.notify(resolved, ts));
+  }
+
+  private track(work: Promise<void>): void {
+    this.inFlight.add(work);
+    void work.finally(() => this.inFlight.delete(work));
+  }
+
+  /** Resolves when every notice started so far has been sent or given up. */
+  async idle(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+  }
+
+  private async notify(record: ResolvedRecord, ts: string): Promise<void> {
+    const { sender, ownerOf } = this.options;
+    const { channel } = record.slack;
+    const owner = ownerOf(record.hostId);
+    const names = this.names(record);
+    await Promise.all([
+      this.once(record, 'thread', async () =>
+        sender.threadReply(channel, ts, renderThreadLine(record, await names)),
+      ),
+      // Every resolution: an operator exporting the trail sees policy and the automated
+      // reviewer beside the people, as the card's thread does.
+      this.once(record, 'audit', () => this.appendAudit(record)),
+      owner
+        ? this.once(record, 'dm', async () => {
+            const [permalink, known] = await Promise.all([sender.permalink(channel, ts), names]);
+            await sender.directMessage(owner, renderRequesterDm(record, record.hostId, permalink, known));
+          })
+        : undefined,
+    ]);
+  }
+
+  /** The deciders' names (a quorum's approvers, else the one who decided), looked up once for both notices. */
+  private async names(record: ResolvedRecord) {
+    const { slackUserId, voters } = record.resolution;
+    const ids = voters ?? (slackUserId ? [slackUserId] : []);
+    const names = new Map(
+      await Promise.all(
+        ids.map(async (id) => [id, await this.options.sender.nameOf(id).catch(() => undefined)] as const),
+      ),
+    );
+    return { nameOf: (id: string) => names.get(id) };
+  }
+
+  /** The stream entry of a resolution: a Slack user's click, or the host's own. */
+  private async appendAudit(record: ResolvedRecord): Promise<void> {
+    const { resolution } = record;
+    await this.options.audit.append({
+      kind: 'decision',
+      approvalId: record.approvalId,
+      hostId: record.hostId,
+      ...(record.route !== undefined ? { route: record.route } : {}),
+      tool: record.tool,
+      ...(resolution.slackUserId !== undefined ? { userId: resolution.slackUserId } : {}),
+      ...(resolution.voters ? { voters: resolution.voters } : {}),
+      via: resolution.via === 'grant' ? 'grant' : resolution.slackUserId !== undefined ? 'click' : 'host',
+      ...(resolution.grant ? { grantId: resolution.grant.grantId } : {}),
+      resolvedBy: resolution.resolvedBy,
+      choiceId: resolution.choiceId ?? '',
+      decision: resolution.decision,
+      ...(resolution.feedback !== undefined ? { feedback: resolution.feedback } : {}),
+      at: resolution.decidedAt,
+    });
+  }
+
+  /** Runs `send` if this process wins the notice's claim; never rejects. */
+  private async once(record: ResolvedRecord, kind: NoticeKind, send: () => Promise<void>): Promise<void> {
+    const { ledger, logger } = this.options;
+    const { approvalId } = record;
+    try {
+      if (!(await ledger.claim(approvalId, kind))) {
+        logger.debug({ approvalId, notice: kind }, 'decision notice already claimed; not sent again');
+        return;
+      }
+    } catch (err) {
+      logger.error({ err, approvalId, notice: kind }, 'notice not sent: its claim could not be stored');
+      return;
+    }
+    let outcome = 'sent';
+    try {
+      await send();
+      this.options.activity?.count('noticesSent');
+      logger.debug({ approvalId, notice: kind }, 'decision notice sent');
+    } catch (err) {
+      outcome = `failed: ${err instanceof Error ? err.message : String(err)}`.slice(0, 200);
+      logger.error({ err, approvalId, notice: kind }, 'decision notice not sent');
+    }
+    await ledger.settle(approvalId, kind, outcome).catch((err: unknown) => {
+      logger.warn({ err, approvalId, notice: kind }, 'notice outcome not stored');
+    });
+  }
+}

@@ -1,0 +1,119 @@
+import { needsQuorum } from '../../cards/describeDecision.js';
+import type { Refused } from '../../domain/authorization.js';
+import type { GrantStore } from '../../domain/grants/grant.js';
+import { findGrant, grantQuestion, sessionCallerOf } from '../../domain/grants/match.js';
+import { type ApprovalRecord, votersFor } from '../../domain/record.js';
+import type { EscalationStep, RouteGrants } from '../../domain/route.js';
+import { timeoutChoice } from '../escalation/escalator.js';
+import type { Authorizer } from './authorizer.js';
+import type { DecidedBy } from './decider.js';
+
+// Whether a decision may be made on a record as it stands, by whoever or whatever made it: the
+// same rules a click, a grant and a timeout pass where they start, checked again by the Decider
+// on the record it is about to claim whenever that is not the record the caller checked (a
+// decision forwarded from another replica, or one whose record changed before its claim).
+
+/** Why a decision may not be made on the record as it stands. */
+export type Unwarranted =
+  /** The person may not decide this approval (authorization.ts says why). */
+  | { kind: 'notAuthorized'; refused: Refused }
+  /** An approving pick that needs a quorum has fewer votes than it, from people who may decide. */
+  | { kind: 'quorumNotMet'; votes: number; quorum: number }
+  /** No live grant answers this stage with this choice; or the route's ladder ends in no timeout. */
+  | { kind: 'unwarranted'; via: 'grant' | 'timeout' };
+
+/** What of a decision the check needs. */
+export interface WarrantAsk {
+  sourceIndex: number;
+  choiceId: string;
+  by: DecidedBy;
+}
+
+export interface DecisionWarrantOptions {
+  authorizer: Pick<Authorizer, 'check' | 'quorum' | 'ownerOf'>;
+  grants: Pick<GrantStore, 'get'>;
+  /** The grants of the route a record names (undefined: none). */
+  grantsOf: (route: string | undefined) => RouteGrants | undefined;
+  /** The escalation ladder of the route a record names. */
+  ladderOf: (route: string | undefined) => readonly EscalationStep[];
+  now?: () => Date;
+}
+
+export class DecisionWarrant {
+  private readonly now: () => Date;
+
+  constructor(private readonly options: DecisionWarrantOptions) {
+    this.now = options.now ?? (() => new Date());
+  }
+
+  /**
+   * Why `ask` may not be made on `record`, or undefined when it may. `record` has passed
+   * whyNotDecidable for it: its stage is the one asked about and the choice is offered.
+   */
+  async check(record: ApprovalRecord, ask: WarrantAsk): Promise<Unwarranted | undefined> {
+    switch (ask.by.via) {
+      case 'click':
+        return this.click(record, ask, ask.by);
+      case 'grant':
+        return (await this.grantAnswers(record, ask, ask.by))
+          ? undefined
+          : { kind: 'unwarranted', via: 'grant' };
+      case 'timeout':
+        return this.timeoutEnds(record, ask) ? undefined : { kind: 'unwarranted', via: 'timeout' };
+    }
+  }
+
+  /** The person may decide, and an approval needing a quorum has it from people who may decide. */
+  private async click(
+    record: ApprovalRecord,
+    ask: WarrantAsk,
+    by: Extract<DecidedBy, { via: 'click' }>,
+  ): Promise<Unwarranted | undefined> {
+    const { authorizer } = this.options;
+    const authorization = await authorizer.check(by.userId, record);
+    if (!authorization.allowed) return { kind: 'notAuthorized', refused: authorization };
+    const quorum = authorizer.quorum(record);
+    const choice = record.availableChoices.find((c) => c.choiceId === ask.choiceId);
+    if (quorum <= 1 || !choice || !needsQuorum(choice.decision)) return undefined;
+    // As ClickHandler.vote counts them: the host's owner has no vote, and each voter must still
+    // be one who may decide (rules and group membership may have changed since they voted).
+    const owner = authorizer.ownerOf(record);
+    const voters = votersFor(record, ask.sourceIndex, ask.choiceId).filter((userId) => userId !== owner);
+    const allowed = await Promise.all(voters.map((userId) => authorizer.check(userId, record)));
+    const counted = voters.filter((_, i) => allowed[i]!.allowed);
+    const named = by.voters ?? [by.userId];
+    if (counted.length < quorum || !named.every((userId) => counted.includes(userId))) {
+      return { kind: 'quorumNotMet', votes: counted.length, quorum };
+    }
+    return undefined;
+  }
+
+  /** A live grant, as stored now, answers this stage of the record with this choice. */
+  private async grantAnswers(
+    record: ApprovalRecord,
+    ask: WarrantAsk,
+    by: Extract<DecidedBy, { via: 'grant' }>,
+  ): Promise<boolean> {
+    const settings = this.options.grantsOf(record.route);
+    const question = settings?.enabled ? grantQuestion(record) : undefined;
+    if (!question || question.once.choiceId !== ask.choiceId || question.sourceIndex !== ask.sourceIndex) {
+      return false;
+    }
+    const grant = await this.options.grants.get(by.grant.grantId);
+    if (!grant || grant.grantedBy !== by.grant.grantedBy) return false;
+    // A grant by uses had this decision's use taken, atomically, by whoever found it: what is
+    // left is not counted again here; everything else must still match.
+    const { usesLeft: _taken, ...unspent } = grant;
+    return (
+      findGrant([unspent], question, this.now(), sessionCallerOf(record, settings!.choices)) !== undefined
+    );
+  }
+
+  /** The route's ladder ends in a timeout step, and this is the choice a timeout decides with. */
+  private timeoutEnds(record: ApprovalRecord, ask: WarrantAsk): boolean {
+    const ladder = this.options.ladderOf(record.route);
+    return (
+      ladder.at(-1)?.action === 'timeout' && timeoutChoice(record.availableChoices)?.choiceId === ask.choiceId
+    );
+  }
+}

@@ -1,0 +1,257 @@
+import { channelLink } from '../../cards/channelLink.js';
+import { describeDecision } from '../../cards/describeDecision.js';
+import { escapeMrkdwn } from '../../cards/escape.js';
+import { mentionUser } from '../../cards/mentionUser.js';
+import type { Refused, Unverified } from '../../domain/authorization.js';
+import type { Approvers } from '../../domain/route.js';
+import type { DecisionOutcome } from './decider.js';
+import type { NotDecidable } from './decisionCheck.js';
+
+// The one place where an outcome becomes the sentence a person reads. Every text here is
+// ephemeral and goes only to the person who clicked.
+
+export type Refusal =
+  | { code: 'unknownCard' }
+  | { code: 'alreadyResolved'; decision: string; resolvedBy: string; slackUserId?: string }
+  | { code: 'superseded' }
+  | { code: 'orphaned' }
+  | { code: 'underReview' }
+  | { code: 'questionChanged' }
+  | { code: 'alreadyBeingDecided'; userId?: string; self: boolean }
+  | { code: 'reviewerUnavailable' }
+  | { code: 'hostUnavailable' }
+  | { code: 'sessionElsewhere' }
+  | { code: 'unknownToHost' }
+  | { code: 'notRecorded' }
+  /** Handed to the replica that runs the host; it answers later. */
+  | { code: 'forwarded' }
+  | { code: 'stopping' }
+  | { code: 'decideFailed'; kind: string }
+  /** The route's rules do not let this user decide (authorization.ts says why). */
+  | { code: 'notAuthorized'; refused: Refused }
+  /** "Don't ask again" is not offered for this request (any more): nothing was decided. */
+  | { code: 'cannotRemember' }
+  /**
+   * The decision went through, but the grant it asked for was not stored: Redis did not take it,
+   * or (`stageMoved`) the approval had moved on from the stage pressed by the time it went through.
+   */
+  | { code: 'grantNotStored'; why?: 'stageMoved' }
+  /** Checked again where it was claimed: fewer people who may decide picked it than it needs. */
+  | { code: 'quorumNotMet'; votes: number; quorum: number }
+  /** An approving pick was counted; the quorum is not reached yet, so nothing was sent. */
+  | { code: 'voteCounted'; votes: number; quorum: number }
+  /** The host's owner picked an approving choice on a request that needs a quorum. */
+  | { code: 'ownerNoVote'; quorum: number }
+  /** "View full" found no approval behind the card (`gone`), or could not read it now. */
+  | { code: 'cannotShowFull'; why: 'gone' | 'unreadable' };
+
+/** What to tell the person whose decision ended in `outcome` (anything but `decided`). */
+export function refusalFor(
+  outcome: Exclude<DecisionOutcome, { kind: 'decided' }> | NotDecidable,
+  userId: string,
+): Refusal {
+  switch (outcome.kind) {
+    case 'final': {
+      const { record } = outcome;
+      if (record.phase === 'superseded') return { code: 'superseded' };
+      if (record.phase === 'orphaned') return { code: 'orphaned' };
+      return {
+        code: 'alreadyResolved',
+        decision: record.resolution?.decision ?? 'unknown',
+        resolvedBy: record.resolution?.resolvedBy ?? 'unknown',
+        ...(record.resolution?.slackUserId ? { slackUserId: record.resolution.slackUserId } : {}),
+      };
+    }
+    case 'alreadyResolved': {
+      const { decision, resolvedBy, slackUserId } = outcome;
+      return { code: 'alreadyResolved', decision, resolvedBy, ...(slackUserId ? { slackUserId } : {}) };
+    }
+    case 'alreadyBeingDecided': {
+      const holder = outcome.holder?.userId;
+      const self = holder === userId || outcome.holder?.voters?.includes(userId) === true;
+      return { code: 'alreadyBeingDecided', ...(holder ? { userId: holder } : {}), self };
+    }
+    case 'unavailable':
+      return outcome.reason === 'heldElsewhere' ? { code: 'sessionElsewhere' } : { code: 'unknownToHost' };
+    case 'underReview':
+      return { code: 'underReview' };
+    case 'stale':
+    case 'changed':
+      return { code: 'questionChanged' };
+    case 'gone':
+      return { code: 'unknownCard' };
+    case 'reviewerUnavailable':
+      return { code: 'reviewerUnavailable' };
+    case 'hostUnavailable':
+      return { code: 'hostUnavailable' };
+    case 'sessionElsewhere':
+      return { code: 'sessionElsewhere' };
+    case 'unknownToHost':
+      return { code: 'unknownToHost' };
+    case 'notRecorded':
+      return { code: 'notRecorded' };
+    case 'forwarded':
+      return { code: 'forwarded' };
+    case 'stopping':
+      return { code: 'stopping' };
+    case 'refused':
+      return { code: 'decideFailed', kind: outcome.errorKind };
+    case 'notAuthorized':
+      return { code: 'notAuthorized', refused: outcome.refused };
+    case 'quorumNotMet':
+      return { code: 'quorumNotMet', votes: outcome.votes, quorum: outcome.quorum };
+    case 'unwarranted':
+      // A grant or a timeout, never a person's click: the card shows the question as it stands.
+      return { code: 'questionChanged' };
+  }
+}
+
+function who(resolvedBy: string, slackUserId?: string): string {
+  if (slackUserId) return `<@${slackUserId}>`;
+  if (resolvedBy === 'policy') return 'policy';
+  if (resolvedBy === 'llmJudge') return 'the automated reviewer';
+  if (resolvedBy === 'user') return 'someone outside Slack';
+  return resolvedBy.replace(/[&<>]/g, '');
+}
+
+const USERGROUP_ID = /^S[A-Z0-9]{2,40}$/;
+
+/** `<!subteam^S…>`: the group's handle, as Slack shows it; escaped text for anything else. */
+function mentionUsergroup(usergroupId: string): string {
+  return USERGROUP_ID.test(usergroupId) ? `<!subteam^${usergroupId}>` : escapeMrkdwn(usergroupId);
+}
+
+/** "a", "a or b", "a, b or c". */
+function oneOf(items: readonly string[]): string {
+  if (items.length <= 1) return items.join('');
+  return `${items.slice(0, -1).join(', ')} or ${items[items.length - 1]}`;
+}
+
+/**
+ * "<@U0ALICE> or members of <!subteam^S0SRE>". Mentions are fine here: the text is ephemeral,
+ * seen only by the person refused, and tells them whom to ask.
+ */
+function whoMay(approvers: Approvers): string | undefined {
+  const users = approvers.users.map(mentionUser);
+  const groups = approvers.usergroups.map(mentionUsergroup);
+  const parts = groups.length > 0 ? [...users, `members of ${oneOf(groups)}`] : users;
+  return parts.length > 0 ? oneOf(parts) : undefined;
+}
+
+/** One sentence saying why this user may not decide here. */
+export function notAuthorizedText(refused: Refused): string {
+  const route = escapeMrkdwn(refused.route);
+  switch (refused.why) {
+    case 'selfApproval':
+      return `You cannot approve your own agent's request on ${route}: someone else must decide it.`;
+    case 'routeGone':
+      return `The route this card was posted by (${route}) is no longer configured, so only admins can decide on it.`;
+    case 'notApprover': {
+      const who = whoMay(refused.approvers);
+      if (refused.protectedWrite) {
+        return `This is a protected write: only ${who ?? 'admins'} can decide protected writes on ${route}.`;
+      }
+      return `Only ${who ?? 'admins'} can decide on ${route}.`;
+    }
+    case 'notRiskApprover':
+      return `This request matches the risk rule ${escapeMrkdwn(refused.risk)}: only ${whoMay(refused.approvers) ?? 'its approvers'} can decide it.`;
+    case 'external':
+      return `You belong to another Slack workspace or organization, and ${route} does not let its users decide or see its approvals.`;
+    case 'guest':
+      return `Guests cannot decide or see approvals on ${route}.`;
+    case 'notChannelMember':
+      return `Only members of ${channelLink(refused.channel)} can decide on ${route}: join the channel, or ask one of its members.`;
+    case 'unverified':
+      return unverifiedText(refused.what);
+  }
+}
+
+/** Slack did not confirm something the decision depends on: nothing was allowed on a guess. */
+function unverifiedText(what: Unverified): string {
+  switch (what) {
+    case 'workspace':
+      return 'Countersign has not heard from Slack which workspace it is in yet, so it cannot tell who may decide. Nothing was done: please try again in a minute.';
+    case 'user':
+      return 'Countersign could not confirm with Slack who you are (your workspace, whether you are a guest), so nothing was done. Please try again in a minute.';
+    case 'channel':
+      return 'Countersign could not read who is in the channel whose members decide here, so nothing was done. Please try again in a minute.';
+  }
+}
+
+/**
+ * The same refusal inside the reject modal, whose error texts are plain (no mentions): the
+ * ephemeral message sent beside it names who may decide.
+ */
+export function notAuthorizedInModalText(refused: Refused): string {
+  if (refused.why === 'notRiskApprover') {
+    return `This request matches the risk rule ${refused.risk}, and you are not among its approvers: Countersign sent you a message naming them.`;
+  }
+  if (refused.why === 'notChannelMember') {
+    return `Only members of the channel of ${refused.route} can decide on it: Countersign sent you a message naming it.`;
+  }
+  if (refused.why !== 'notApprover') return notAuthorizedText(refused);
+  const what = refused.protectedWrite ? `protected writes on ${refused.route}` : refused.route;
+  return `You are not among those who can decide on ${what} (any more): Countersign sent you a message naming them.`;
+}
+
+/** The reject modal was submitted without a reason on a route that requires one. */
+export function reasonRequiredText(route: string | undefined, quickReasons: boolean): string {
+  return `A reason is required to reject on ${route ?? 'this route'}: type one${quickReasons ? ' or pick a quick reason' : ''}.`;
+}
+
+export function refusalText(refusal: Refusal): string {
+  switch (refusal.code) {
+    case 'unknownCard':
+      return 'Countersign has no approval behind this message any more, so this click changed nothing.';
+    case 'alreadyResolved':
+      return `This approval was already decided: ${describeDecision(refusal.decision)} by ${who(refusal.resolvedBy, refusal.slackUserId)}. Your click changed nothing.`;
+    case 'superseded':
+      return 'This request was closed by the agent host without a decision (it restarted, or the request was withdrawn). If it still needs one, it is asked again on a new card: decide there.';
+    case 'orphaned':
+      return 'The agent host stopped and this request died with it. Nothing can be decided here.';
+    case 'underReview':
+      return 'An automated reviewer holds this request right now. If it hands it to a person, the buttons come back.';
+    case 'questionChanged':
+      return 'The question changed while you were looking (a stage advanced or the choices changed). The card now shows the current question: please decide again.';
+    case 'alreadyBeingDecided':
+      return refusal.self
+        ? 'Your decision on this step is already being sent.'
+        : `This step is already being decided by ${refusal.userId ? `<@${refusal.userId}>` : 'someone else'}.`;
+    case 'reviewerUnavailable':
+      return 'This is a protected write, and the agent host has no live reviewer right now, so it cannot be approved from Slack. Approve it at the host, or try again later.';
+    case 'hostUnavailable':
+      return 'The agent host is restarting. If it keeps this request, your decision is sent when it is back; if it asks again, a new card says so.';
+    case 'sessionElsewhere':
+      return 'This session is open in another agent client (someone’s terminal, say), which holds it; it can only be decided there until that client lets go of it.';
+    case 'unknownToHost':
+      return 'The agent host does not know this request any more. Countersign is asking it what is still pending; the card will show what it says. Nothing was decided.';
+    case 'notRecorded':
+      return 'Your click could not be recorded: Countersign’s database is not answering. Nothing was decided. Please click again in a minute.';
+    case 'forwarded':
+      return 'Your choice was recorded and handed to the Countersign replica that runs this agent host, which has not answered yet. It tells you here how it went; the card shows the outcome.';
+    case 'stopping':
+      return 'Countersign is restarting and did not take this click. Nothing was decided. Please click again in a minute.';
+    case 'decideFailed':
+      return `The agent host refused the decision (${refusal.kind.replace(/[&<>]/g, '')}). Nothing was decided; the card shows the current state.`;
+    case 'notAuthorized':
+      return notAuthorizedText(refusal.refused);
+    case 'cannotRemember':
+      return 'This request can no longer be remembered (the question changed, grants are off for this route, or the route no longer offers that scope). Nothing was decided: the card shows the current choices.';
+    case 'voteCounted': {
+      const more = refusal.quorum - refusal.votes;
+      return `Your approval is counted: ${refusal.votes} of ${refusal.quorum}. Nothing is sent to the agent until ${more} more ${more === 1 ? 'approver picks' : 'approvers pick'} the same choice; one rejection stops it.`;
+    }
+    case 'ownerNoVote':
+      return `This request needs ${refusal.quorum} approvers other than the one whose agent asks, so your approval does not count toward it. Nothing was sent; you can still reject it.`;
+    case 'grantNotStored':
+      return refusal.why === 'stageMoved'
+        ? 'Your approval went through, but by then the request had moved on to another step, so Countersign did not remember it: "don\'t ask again" is only stored for the step you pressed it on. The agent will ask again next time.'
+        : 'Your approval went through, but Countersign could not store the "don\'t ask again" grant (its database did not answer). The agent will ask again next time.';
+    case 'quorumNotMet':
+      return `This request needs ${refusal.quorum} approvers to pick the same choice, and only ${refusal.votes} of those who picked it may decide it now. Nothing was sent to the agent.`;
+    case 'cannotShowFull':
+      return refusal.why === 'gone'
+        ? 'Countersign no longer keeps this request, so its full text cannot be shown.'
+        : 'The full text could not be read: Countersign’s database is not answering. Please try again in a minute.';
+  }
+}

@@ -1,0 +1,84 @@
+import type { RevokeAuthorization } from '../../domain/authorization.js';
+import type { Grant, GrantStore } from '../../domain/grants/grant.js';
+
+/** One channel's grants, or every grant (an admin asking). */
+export interface ChannelGrants {
+  grants: Grant[];
+  scope: { kind: 'channel'; channel: string } | { kind: 'all' };
+}
+
+export interface GrantListsOptions {
+  grants: Pick<GrantStore, 'list'>;
+  authorizer: {
+    isAdmin(userId: string): boolean;
+    decidesOn(userId: string, route: string): Promise<boolean>;
+    mayRevoke(userId: string, grant: Grant): Promise<RevokeAuthorization>;
+  };
+  /** Every route a card may follow (the fallback too, when it can be used), with its channel. */
+  routes: () => ReadonlyArray<{ name: string; channel: string }>;
+  now?: () => Date;
+}
+
+/**
+ * Which live grants a person is shown: in `/countersign grants`, those of the channel they typed
+ * it in; in App Home, their own and those of the channels of routes where they may decide. Admins
+ * see every grant in both. Of these, only the grants the person may revoke are shown (who may see
+ * a grant is who may revoke it: its route's deciders, in its channel); GrantRevoker checks each
+ * revocation again.
+ */
+export class GrantLists {
+  private readonly now: () => Date;
+
+  constructor(private readonly options: GrantListsOptions) {
+    this.now = options.now ?? (() => new Date());
+  }
+
+  async inChannel(userId: string, channel: string): Promise<ChannelGrants> {
+    const { grants, authorizer } = this.options;
+    if (authorizer.isAdmin(userId))
+      return {
+        grants: await this.visible(userId, await grants.list({}, this.now())),
+        scope: { kind: 'all' },
+      };
+    return {
+      grants: await this.visible(userId, await grants.list({ channels: [channel] }, this.now())),
+      scope: { kind: 'channel', channel },
+    };
+  }
+
+  /** Newest first; the store caps each listing at its newest 100. */
+  async forHome(userId: string): Promise<Grant[]> {
+    const { grants, authorizer } = this.options;
+    const now = this.now();
+    if (authorizer.isAdmin(userId)) return this.visible(userId, await grants.list({}, now));
+    const channels = await this.channelsOf(userId);
+    const [own, theirs] = await Promise.all([
+      grants.list({ grantedBy: userId }, now),
+      grants.list({ channels }, now),
+    ]);
+    const byId = new Map([...own, ...theirs].map((g) => [g.grantId, g]));
+    const listed = [...byId.values()].sort(
+      (a, b) => cmp(b.createdAt, a.createdAt) || cmp(b.grantId, a.grantId),
+    );
+    return this.visible(userId, listed);
+  }
+
+  /** The grants `userId` may see: one check each, against the rules of the grant's own route. */
+  private async visible(userId: string, listed: Grant[]): Promise<Grant[]> {
+    const checks = await Promise.all(listed.map((grant) => this.options.authorizer.mayRevoke(userId, grant)));
+    return listed.filter((_, i) => checks[i]!.allowed);
+  }
+
+  /** The channels of the routes where `userId` may decide their ordinary approvals. */
+  private async channelsOf(userId: string): Promise<string[]> {
+    const routes = this.options.routes();
+    const decides = await Promise.all(
+      routes.map((route) => this.options.authorizer.decidesOn(userId, route.name)),
+    );
+    return [...new Set(routes.filter((_, i) => decides[i]).map((route) => route.channel))];
+  }
+}
+
+function cmp(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

@@ -1,0 +1,439 @@
+import type { Logger } from 'pino';
+import type { Grant } from '../../domain/grants/grant.js';
+import { callerFor } from '../../domain/grants/match.js';
+import type { ApprovalRecord, RiskMark } from '../../domain/record.js';
+import { isTerminal } from '../../domain/record.js';
+import type { RouteGrants } from '../../domain/route.js';
+import type { ApprovalHost, HostEvent } from '../../msp/events.js';
+import type { ApprovalRequestParams, ApprovalSubject } from '../../msp/protocol.js';
+import type { RiskInput } from '../../routing/risks.js';
+import type { ChosenRoute, RouteInput } from '../../routing/router.js';
+import type { ApprovalStore, Mutation } from '../../store/approvalStore.js';
+import { Turns } from '../../util/turns.js';
+import type { Decider } from '../deciding/decider.js';
+import type { AuditTrail } from '../ports.js';
+import type { RecordKeeper } from '../records/recordKeeper.js';
+import {
+  newRecord,
+  orphaned,
+  reopened,
+  resolved,
+  riskMarked,
+  superseded,
+  unavailable,
+  updated,
+} from '../records/recordMutations.js';
+import { fullTextFields } from './intake/takeFullText.js';
+
+/** Whether Redis answers right now, and a way to hear when it does again. */
+export interface RedisAvailability {
+  available(): boolean;
+  onAvailable(listener: () => void): void;
+}
+
+export interface HostEventHandlerOptions {
+  keeper: RecordKeeper;
+  store: ApprovalStore;
+  /** Replays decisions a restart interrupted. */
+  decider: Decider;
+  host: (hostId: string) => ApprovalHost | undefined;
+  logger: Logger;
+  /** Which route, and so which channel, an approval's card goes to (see routing/). */
+  routeFor: (input: RouteInput) => ChosenRoute & { quorum?: number };
+  /** The sandbox mode a host runs its agent in, stored on each of its approvals. */
+  sandboxModeOf: (hostId: string) => string;
+  /** A route's grants; without it, no approval waits for a grant. */
+  grantsOf?: (route: string) => RouteGrants | undefined;
+  /** The Slack user whose agent a host runs (a route's grants may follow them). */
+  ownerOf?: (hostId: string) => string | undefined;
+  /** Answers by remembered grant what it can (see GrantAnswerer). */
+  grants?: GrantAnswering;
+  /** The risk rules a request matches (routing/risks.ts); without it, none. */
+  risksFor?: (input: RiskInput) => RiskMark[];
+  /** Where what a risk rule changed about an approval is recorded. */
+  audit?: AuditTrail;
+  now?: () => Date;
+  /** Without it, Redis is taken to be always there. */
+  redis?: RedisAvailability;
+  /** Host events held while Redis is away; past this they are dropped and re-read later. */
+  maxBufferedEvents?: number;
+  /**
+   * Whether this process may act for the host now (it holds the host's lease); default always.
+   * Events of a host it lost are dropped: the new owner's own host process reports them again.
+   */
+  mayAct?: (hostId: string) => boolean;
+}
+
+/** What the relay asks of the GrantAnswerer. */
+export interface GrantAnswering {
+  /** The live grant that answers the record's current stage, if any: one round trip. Never rejects. */
+  find(record: ApprovalRecord): Promise<Grant | undefined>;
+  /** The record about to be created deferred is answered by `grant` (no second lookup); undefined forgets it. */
+  expect(approvalId: string, grant: Grant | undefined): void;
+  /** Looks at a deferred record again: answers it by grant or shows its card. */
+  consider(approvalId: string): void;
+}
+
+const DEFAULT_MAX_BUFFERED_EVENTS = 10_000;
+
+/**
+ * What happens to an approval when the host says something about it: every event becomes a
+ * record change in the approval's own queue (RecordKeeper), and the card follows.
+ */
+export class HostEventHandler {
+  private readonly now: () => Date;
+  /**
+   * What cards show and are routed on about each session. Memory is enough: a restarted bot
+   * learns it again from session/list before it sees any approval.
+   */
+  private readonly sessions = new Map<string, { label?: string; title?: string; workspaceRoot?: string }>();
+  /** Events that came while Redis was away, in arrival order. */
+  private readonly buffered: HostEvent[] = [];
+  /** Hosts whose events were dropped from a full buffer: their sessions are read again. */
+  private readonly dropped = new Set<string>();
+  private readonly maxBuffered: number;
+  /** Per channel, in the order approvals came: see opened(). */
+  private readonly turns = new Turns();
+
+  constructor(private readonly options: HostEventHandlerOptions) {
+    this.now = options.now ?? (() => new Date());
+    this.maxBuffered = options.maxBufferedEvents ?? DEFAULT_MAX_BUFFERED_EVENTS;
+    options.redis?.onAvailable(() => this.redisBack());
+  }
+
+  handleHostEvent(event: HostEvent): void {
+    if (event.type === 'sessionSeen') {
+      this.sessions.set(event.sessionId, {
+        label: event.label,
+        title: event.title,
+        workspaceRoot: event.workspaceRoot,
+      });
+      return;
+    }
+    const redis = this.options.redis;
+    if (redis && (!redis.available() || this.buffered.length > 0)) {
+      this.hold(event);
+      return;
+    }
+    this.dispatch(event);
+  }
+
+  /** Resolves when all queued and background work has settled. */
+  idle(): Promise<void> {
+    return this.options.keeper.idle();
+  }
+
+  /**
+   * Redis is away: keep the event for when it is back. A full buffer drops events, and the
+   * host's sessions are read again instead (listPending): a pending approval is listed there,
+   * and a card whose approval is no longer listed is closed, so nothing is lost or doubled.
+   */
+  private hold(event: HostEvent): void {
+    if (this.buffered.length < this.maxBuffered) {
+      this.buffered.push(event);
+      return;
+    }
+    if (!this.dropped.has(event.hostId)) {
+      this.options.logger.warn(
+        { hostId: event.hostId, buffered: this.buffered.length },
+        'Redis is away and the event buffer is full; dropping host events and re-reading the sessions once Redis is back',
+      );
+    }
+    this.dropped.add(event.hostId);
+  }
+
+  private redisBack(): void {
+    const events = this.buffered.splice(0);
+    if (events.length > 0 || this.dropped.size > 0) {
+      this.options.logger.info(
+        { events: events.length, reread: [...this.dropped] },
+        'Redis is back; handling the host events held meanwhile',
+      );
+    }
+    for (const event of events) this.dispatch(event);
+    for (const hostId of this.dropped) this.options.host(hostId)?.refreshAll();
+    this.dropped.clear();
+  }
+
+  private dispatch(event: HostEvent): void {
+    const { keeper } = this.options;
+    if (this.options.mayAct && !this.options.mayAct(event.hostId)) {
+      this.options.logger.warn(
+        { hostId: event.hostId, event: event.type },
+        'event of a host this replica no longer owns; dropped',
+      );
+      return;
+    }
+    switch (event.type) {
+      case 'approvalOpened':
+        keeper.enqueue(event.params.approvalId, () =>
+          this.opened(event.params, event.hostId, event.incarnation, 'pending', event.heldElsewhere === true),
+        );
+        return;
+      case 'approvalReviewing':
+        keeper.enqueue(event.params.approvalId, () =>
+          this.opened(event.params, event.hostId, event.incarnation, 'reviewing', false),
+        );
+        return;
+      case 'approvalUpdated': {
+        const { approvalId, subject } = event.params;
+        keeper.enqueue(approvalId, async () => {
+          const record = await this.mutateMarkingRisks(approvalId, updated(event.params), subject);
+          if (record) await this.keepFullSubject(record, subject);
+        });
+        return;
+      }
+      case 'approvalResolved':
+        this.change(event.params.approvalId, resolved(event.params, event.incarnation, this.now()));
+        return;
+      case 'sessionReconciled':
+        keeper.track(
+          this.reconcileSession(event.hostId, event.sessionId, event.pendingApprovalIds, event.incarnation),
+        );
+        return;
+      case 'sessionHeldElsewhere':
+        keeper.track(this.changeSession(event.hostId, event.sessionId, unavailable('heldElsewhere')));
+        return;
+      case 'hostUp':
+        // A host that keeps nothing came up: whatever an earlier process of it asked is gone,
+        // even when this bot was not running to see that process die.
+        if (!event.durable) keeper.track(this.orphanAll(event.hostId, event.incarnation));
+        return;
+      case 'hostDown':
+        if (!event.durable) keeper.track(this.orphanAll(event.hostId));
+        return;
+      case 'sessionSeen':
+        return;
+    }
+  }
+
+  private change(approvalId: string, mutation: Mutation): void {
+    const { keeper } = this.options;
+    keeper.enqueue(approvalId, () => keeper.mutate(approvalId, mutation));
+  }
+
+  /**
+   * A new subject that intake cut: its full text replaces the one kept for "View full". Written
+   * right after the record, while the card update is still on its way to Slack.
+   */
+  private async keepFullSubject(record: ApprovalRecord, subject: ApprovalSubject): Promise<void> {
+    if (isTerminal(record)) return;
+    const fields = fullTextFields(record, { subject });
+    if (fields) await this.options.store.saveFullText(record.approvalId, fields);
+  }
+
+  private async opened(
+    params: ApprovalRequestParams,
+    hostId: string,
+    incarnation: string,
+    phase: 'pending' | 'reviewing',
+    heldElsewhere: boolean,
+  ): Promise<void> {
+    const { keeper, store, logger } = this.options;
+    const session = this.sessions.get(params.sessionId);
+    const workspaceRoot = this.workspaceRootOf(params.subject, params.sessionId);
+    const route = this.options.routeFor({
+      hostId,
+      tool: params.toolName,
+      workspaceRoot,
+      sessionTitle: session?.title,
+      subjectKind: params.subject.kind,
+      protectedWrite: params.protectedWrite === true,
+    });
+    const grants = this.options.grantsOf?.(route.name);
+    const caller = callerFor(grants?.caller ?? 'session', {
+      sessionId: params.sessionId,
+      hostId,
+      owner: this.options.ownerOf?.(hostId),
+    });
+    const risks =
+      this.options.risksFor?.({ tool: params.toolName, subject: params.subject, workspaceRoot }) ?? [];
+    const fresh = newRecord(params, {
+      hostId,
+      incarnation,
+      channel: route.channel,
+      route: route.name,
+      ...(route.quorum !== undefined && route.quorum > 1 ? { quorum: route.quorum } : {}),
+      caller: caller ?? `session:${params.sessionId}`,
+      sandboxMode: this.options.sandboxModeOf(hostId),
+      phase,
+      heldElsewhere,
+      now: this.now(),
+      sessionTitle: session?.label,
+      ...(risks.length > 0 ? { risks } : {}),
+    });
+    // Cards of one channel are posted in the order their approvals came: the turn is taken now
+    // and passed on once the record's write has left.
+    const turn = this.turns.take(route.channel);
+    const answerer = this.options.grants;
+    let grant: Grant | undefined;
+    let created = false;
+    try {
+      await turn.ready;
+      // A grant lookup, made only for what a grant could answer, goes out with the create: one
+      // round trip for both. A request a grant answers gets no card: the answerer decides it.
+      const answered =
+        answerer && caller && phase === 'pending' && !heldElsewhere
+          ? answerer.find(fresh).then((found) => {
+              grant = found;
+              if (found) answerer.expect(fresh.approvalId, found);
+              return found !== undefined;
+            })
+          : undefined;
+      const storing = keeper.store(fresh, fullTextFields(fresh, params), answered);
+      turn.done();
+      const stored = await storing;
+      created = stored !== false;
+      if (stored) {
+        if (risks.length > 0) this.auditRisks(fresh, risks);
+        // At debug: it sits between the host's frame and the card's post, where every line shows in
+        // the latency (README "Performance"); "card posted" says the same at info once it is out.
+        logger.debug({ approvalId: params.approvalId, tool: fresh.tool, phase }, 'approval opened');
+        // The approval's queue waits for the card; this function's state need not.
+        return stored.posted;
+      }
+    } finally {
+      turn.done();
+      // The grant found is for this creation only: an existing record is looked at afresh.
+      if (grant && !created) answerer?.expect(fresh.approvalId, undefined);
+    }
+    const record = await this.mutateMarkingRisks(
+      params.approvalId,
+      reopened(params, incarnation, phase, heldElsewhere),
+      params.subject,
+    );
+    if (record && isTerminal(record)) await store.forgetOpen(record);
+    else if (record) await this.keepFullSubject(record, params.subject);
+    if (record?.phase === 'deciding' && record.claim) this.options.decider.replay(record);
+    // A process that stopped between storing the record and answering it left the card waiting.
+    else if (record?.slack.deferred && !isTerminal(record)) this.options.grants?.consider(record.approvalId);
+  }
+
+  /**
+   * `mutation`, with the risk rules the new question matches (on the subject as the host sent it)
+   * added to the record's: a later stage or a re-asked question may match a rule the first did
+   * not. Resolves with the stored record; the rules it added are audited.
+   */
+  private async mutateMarkingRisks(
+    approvalId: string,
+    mutation: Mutation,
+    subject: RiskInput['subject'],
+  ): Promise<ApprovalRecord | undefined> {
+    const { keeper } = this.options;
+    const risksFor = this.options.risksFor;
+    if (!risksFor) return keeper.mutate(approvalId, mutation);
+    // Compare-and-set may run the mutation more than once: what its last run added was stored.
+    let added: RiskMark[] = [];
+    const stored = await keeper.mutate(approvalId, (record) => {
+      const next = mutation(record);
+      const workspaceRoot = this.workspaceRootOf(subject, record.sessionId);
+      const marked = riskMarked((tool) => risksFor({ tool, subject, workspaceRoot }))(next ?? record);
+      added = marked ? (marked.risks ?? []).filter((m) => !record.risks?.some((r) => r.name === m.name)) : [];
+      return marked ?? next;
+    });
+    if (stored) this.auditRisks(stored, added);
+    return stored;
+  }
+
+  /**
+   * What the request's relative paths are relative to, for routes and risk rules alike. A shell
+   * subject names its own working directory; the session's is known only once the bot has seen
+   * the session listed.
+   */
+  private workspaceRootOf(subject: ApprovalSubject, sessionId: string): string | undefined {
+    return subject.workspaceRoot ?? this.sessions.get(sessionId)?.workspaceRoot;
+  }
+
+  /** Everything a risk rule changes about an approval is in the audit stream, by the rule's name. */
+  private auditRisks(record: ApprovalRecord, marks: readonly RiskMark[]): void {
+    const { audit, logger } = this.options;
+    if (!audit || marks.length === 0) return;
+    const at = this.now().toISOString();
+    for (const mark of marks) {
+      audit
+        .append({
+          kind: 'risk',
+          approvalId: record.approvalId,
+          hostId: record.hostId,
+          ...(record.route ? { route: record.route } : {}),
+          tool: record.tool,
+          rule: mark.name,
+          warning: mark.warning,
+          ...(mark.quorum === undefined ? {} : { quorum: mark.quorum }),
+          ...(mark.approvers ? { approvers: mark.approvers } : {}),
+          grantsOff: true,
+          at,
+        })
+        .catch((err: unknown) => {
+          logger.warn({ err, approvalId: record.approvalId }, 'could not append to the audit trail');
+        });
+    }
+  }
+
+  /**
+   * The host listed what is still pending in a session. An approval asked by an earlier host
+   * process that is no longer pending was closed or replaced by the host.
+   */
+  private async reconcileSession(
+    hostId: string,
+    sessionId: string,
+    pendingApprovalIds: string[],
+    incarnation: string,
+  ): Promise<void> {
+    const pending = new Set(pendingApprovalIds);
+    await this.forEachOpen(hostId, sessionId, (record) => {
+      if (pending.has(record.approvalId)) return undefined;
+      // Asked by this very host process and not listed: the listing may predate it.
+      if (record.incarnation === incarnation && record.phase !== 'unavailable') return undefined;
+      // Ours may have been the decision that closed it: the host says so when asked again.
+      if (record.phase === 'deciding' && record.claim) {
+        this.options.decider.settle(record);
+        return undefined;
+      }
+      return superseded('The agent host no longer has this request pending.');
+    });
+  }
+
+  private changeSession(hostId: string, sessionId: string, mutation: Mutation): Promise<void> {
+    return this.forEachOpen(hostId, sessionId, () => mutation);
+  }
+
+  /** A host that keeps nothing died (or a new process of it came up): its approvals died with it. */
+  private orphanAll(hostId: string, survivingIncarnation?: string): Promise<void> {
+    return this.forEachOpen(hostId, undefined, (record) =>
+      record.incarnation === survivingIncarnation ? undefined : orphaned,
+    );
+  }
+
+  /**
+   * Applies the mutation `pick` chooses to each open approval of a host (or of one of its
+   * sessions), each in its own queue. Only that session's approvals are read.
+   */
+  private async forEachOpen(
+    hostId: string,
+    sessionId: string | undefined,
+    pick: (record: NonNullable<Awaited<ReturnType<ApprovalStore['get']>>>) => Mutation | undefined,
+  ): Promise<void> {
+    const { keeper, store, logger } = this.options;
+    try {
+      const ids = await store.openApprovalIds(hostId, sessionId);
+      await Promise.all(
+        ids.map((approvalId) =>
+          keeper.run(approvalId, async () => {
+            const record = await store.get(approvalId);
+            if (!record || isTerminal(record)) {
+              if (record) await store.forgetOpen(record);
+              else await store.forgetOpenId(hostId, approvalId, sessionId);
+              return;
+            }
+            if (sessionId !== undefined && record.sessionId !== sessionId) return;
+            const mutation = pick(record);
+            if (mutation) await keeper.mutate(approvalId, mutation, record);
+          }),
+        ),
+      );
+    } catch (err) {
+      logger.error({ err, hostId, sessionId }, 'reconciling open approvals failed');
+    }
+  }
+}

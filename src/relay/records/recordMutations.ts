@@ -1,0 +1,515 @@
+import { stageCapabilities } from '../../domain/grants/capabilities.js';
+import type {
+  ApprovalRecord,
+  Claim,
+  Escalation,
+  FiredStep,
+  Phase,
+  RiskMark,
+  Vote,
+} from '../../domain/record.js';
+import { isTerminal } from '../../domain/record.js';
+import type {
+  ApprovalRequestParams,
+  ApprovalResolvedParams,
+  ApprovalUpdatedParams,
+} from '../../msp/protocol.js';
+import { intakeWith, newIntake } from '../hostEvents/intake/intakeReport.js';
+import { takeNote, takeQuestion, takeRequest } from '../hostEvents/intake/takeRequest.js';
+
+// Pure functions from (record, event) to the next record; undefined means "nothing changed".
+// The store applies them under compare-and-set, so they may run more than once.
+
+export interface NewRecordContext {
+  hostId: string;
+  incarnation: string;
+  channel: string;
+  /** The route that chose the channel. */
+  route: string;
+  /** That route's quorum, when more than 1. */
+  quorum?: number;
+  sandboxMode: string;
+  /** Whom a remembered grant is bound to (routes[].grants.caller): `session:…`, `user:…`, `host:…`. */
+  caller: string;
+  phase: 'pending' | 'reviewing';
+  /** Another client holds the session: the card starts without buttons. */
+  heldElsewhere?: boolean;
+  now: Date;
+  sessionTitle?: string;
+  /** Risk rules the request matched. */
+  risks?: RiskMark[];
+}
+
+// Host text reaches a record only through intake (intake/takeRequest.ts): masked and bounded.
+// Identifiers are copied from the params as they are.
+
+export function newRecord(params: ApprovalRequestParams, ctx: NewRecordContext): ApprovalRecord {
+  const now = ctx.now.toISOString();
+  const taken = takeRequest(params, ctx.sessionTitle);
+  return {
+    approvalId: params.approvalId,
+    hostId: ctx.hostId,
+    incarnation: ctx.incarnation,
+    openedBy: ctx.incarnation,
+    route: ctx.route,
+    ...(ctx.quorum === undefined ? {} : { quorum: ctx.quorum }),
+    sessionId: params.sessionId,
+    sessionTitle: taken.sessionTitle,
+    turnId: params.turnId,
+    itemId: params.itemId,
+    toolCallId: params.toolCallId,
+    caller: ctx.caller,
+    tool: taken.tool,
+    title: taken.title,
+    rawArgs: taken.rawArgs,
+    subject: taken.subject,
+    requiredCapabilities: stageCapabilities({
+      tool: taken.tool,
+      subject: taken.subject,
+      currentRequirementId: params.currentRequirementId,
+      protectedWrite: params.protectedWrite,
+    }).capabilities,
+    sandboxMode: ctx.sandboxMode,
+    reason: taken.reason,
+    reviewerReason: taken.reviewerReason,
+    protectedWrite: params.protectedWrite,
+    judgeEscalated: params.judgeEscalated,
+    subagentOrigin: taken.subagentOrigin,
+    cuaCardFacts: taken.cuaCardFacts,
+    currentRequirementId: params.currentRequirementId,
+    availableChoices: taken.availableChoices,
+    intake: newIntake(taken.reports),
+    phase: ctx.heldElsewhere ? 'unavailable' : ctx.phase,
+    unavailable: ctx.heldElsewhere ? 'heldElsewhere' : undefined,
+    slack: { channel: ctx.channel },
+    ...(ctx.risks && ctx.risks.length > 0 ? { risks: ctx.risks } : {}),
+    openedAt: now,
+    updatedAt: now,
+    version: 1,
+  };
+}
+
+function sameJson(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+/** A click in flight keeps the card in `deciding` while its stage is still the current one. */
+function phaseAfterRefresh(record: ApprovalRecord, sourceIndex: number): Phase {
+  return record.claim && record.claim.sourceIndex === sourceIndex ? 'deciding' : 'pending';
+}
+
+/**
+ * approval/request, approval/requested or a listPending entry for an approval we may know.
+ * One question per (approvalId, currentRequirementId): a redelivery of the same question changes
+ * nothing, so the card is not touched. `heldElsewhere` says another client holds the session, so
+ * no decision from here can work until it lets go.
+ */
+export function reopened(
+  params: ApprovalRequestParams,
+  incarnation: string,
+  phase: 'pending' | 'reviewing',
+  heldElsewhere = false,
+) {
+  // Taken once, outside the mutation: compare-and-set may run it again.
+  const question = takeQuestion(params);
+  return (record: ApprovalRecord): ApprovalRecord | undefined => {
+    if (record.phase === 'resolved') return undefined;
+    const sourceIndex = params.currentRequirementId.sourceIndex;
+    const revived = isTerminal(record);
+    let nextPhase: Phase = phase === 'reviewing' ? 'reviewing' : phaseAfterRefresh(record, sourceIndex);
+    if (heldElsewhere) nextPhase = 'unavailable';
+    const next: ApprovalRecord = {
+      ...record,
+      incarnation,
+      subject: question.subject,
+      currentRequirementId: params.currentRequirementId,
+      availableChoices: question.availableChoices,
+      judgeEscalated: params.judgeEscalated,
+      protectedWrite: params.protectedWrite,
+      reviewerReason: question.reviewerReason ?? record.reviewerReason,
+      cuaCardFacts: question.cuaCardFacts ?? record.cuaCardFacts,
+      requiredCapabilities: stageCapabilities({
+        ...record,
+        subject: question.subject,
+        currentRequirementId: params.currentRequirementId,
+      }).capabilities,
+      intake: intakeWith(record.intake, question.reports),
+      phase: nextPhase,
+      claim: nextPhase === 'deciding' && !revived ? record.claim : undefined,
+      unavailable: heldElsewhere ? 'heldElsewhere' : undefined,
+      supersededNote: undefined,
+    };
+    if (
+      !revived &&
+      record.incarnation === incarnation &&
+      record.phase === next.phase &&
+      record.unavailable === next.unavailable &&
+      sameJson(record.currentRequirementId, next.currentRequirementId) &&
+      sameJson(record.availableChoices, next.availableChoices) &&
+      sameJson(record.subject, next.subject) &&
+      record.judgeEscalated === next.judgeEscalated
+    ) {
+      return undefined;
+    }
+    return next;
+  };
+}
+
+export function updated(params: ApprovalUpdatedParams) {
+  // An update replaces the subject and the choices only; the reasons stay as they were.
+  const { subject, currentRequirementId, availableChoices } = params;
+  const question = takeQuestion({ subject, currentRequirementId, availableChoices });
+  return (record: ApprovalRecord): ApprovalRecord | undefined => {
+    const kind = params.change.kind;
+    const persistence = kind === 'policyPersistence' ? persistenceReported(params.change) : undefined;
+    if (isTerminal(record)) return persistence?.(record);
+    const sourceIndex = params.currentRequirementId.sourceIndex;
+    let phase: Phase = phaseAfterRefresh(record, sourceIndex);
+    if (kind === 'reviewStarted') phase = 'reviewing';
+    // A restart recovery under the same approvalId re-derives the question: an earlier click
+    // is evidence, not authority, so it is never carried over.
+    const dropClaim = kind === 'restartRecovered' || phase !== 'deciding';
+    const next: ApprovalRecord = {
+      ...record,
+      grantUses: withGrantUse(record, params),
+      subject: question.subject,
+      currentRequirementId: params.currentRequirementId,
+      availableChoices: question.availableChoices,
+      requiredCapabilities: stageCapabilities({
+        ...record,
+        subject: question.subject,
+        currentRequirementId: params.currentRequirementId,
+      }).capabilities,
+      intake: intakeWith(record.intake, question.reports),
+      phase: kind === 'restartRecovered' && phase === 'deciding' ? 'pending' : phase,
+      claim: dropClaim ? undefined : record.claim,
+      unavailable: undefined,
+    };
+    return persistence?.(next) ?? next;
+  };
+}
+
+/**
+ * Whether the host saved the rule a decision asked for. It may say so before or after the
+ * approval resolves; either way the card must not claim a rule was saved when it was not.
+ */
+function persistenceReported(change: ApprovalUpdatedParams['change']) {
+  const reason = change.reason === undefined ? undefined : takeNote(change.reason);
+  const report = { status: change.status ?? 'unknown', reason: reason?.text };
+  const intakeOf = (record: ApprovalRecord) =>
+    reason ? intakeWith(record.intake, { persistence: reason.report }) : record.intake;
+  return (record: ApprovalRecord): ApprovalRecord | undefined => {
+    if (record.phase === 'resolved') {
+      const amendment = record.resolution?.amendment;
+      if (!amendment || amendment.persistence === report.status) return undefined;
+      return {
+        ...record,
+        intake: intakeOf(record),
+        resolution: {
+          ...record.resolution!,
+          amendment: { ...amendment, persistence: report.status, persistenceReason: report.reason },
+        },
+      };
+    }
+    if (isTerminal(record) || sameJson(record.persistence, report)) return undefined;
+    return { ...record, intake: intakeOf(record), persistence: report };
+  };
+}
+
+/**
+ * approval/resolved. An `abort` that no decide produced (no decidedByCommandId, and not our own
+ * claim's answer) is never somebody's rejection: a restarting host closes every pending identity
+ * it recovers that way (and re-asks under a new id), and a host withdraws a request whose turn
+ * ended the same way.
+ */
+export function resolved(params: ApprovalResolvedParams, incarnation: string, now: Date) {
+  return (record: ApprovalRecord): ApprovalRecord | undefined => {
+    if (isTerminal(record)) return undefined;
+    // Only the deciding command's id says a resolution was ours: a host names it on every
+    // terminal a decide produced, and a restart closing the request while our reject was in
+    // flight has the same decision word without being ours.
+    const claim = record.claim;
+    const ours = claim && params.decidedByCommandId === claim.commandId ? claim : undefined;
+    if (params.decision === 'abort' && !params.decidedByCommandId && !ours && params.resolvedBy === 'user') {
+      const restarted = (record.openedBy ?? record.incarnation) !== incarnation;
+      return superseded(
+        restarted
+          ? 'The agent host restarted and closed this request; if it still needs a decision, it is asked again on a new card.'
+          : 'The agent host withdrew this request without a decision (its turn ended).',
+      )(record);
+    }
+    const rule = params.amendment ? takeNote(params.amendment.rulePreview) : undefined;
+    const amendment = params.amendment &&
+      rule && {
+        durability: params.amendment.durability,
+        rulePreview: rule.text,
+        persistence: record.persistence?.status,
+        persistenceReason: record.persistence?.reason,
+      };
+    return {
+      ...record,
+      phase: 'resolved',
+      claim: undefined,
+      unavailable: undefined,
+      intake: rule ? intakeWith(record.intake, { amendment: rule.report }) : record.intake,
+      resolution: {
+        decision: params.decision,
+        resolvedBy: params.resolvedBy,
+        policyResult: params.policyResult,
+        amendment,
+        decidedAt: params.decidedAt ?? now.toISOString(),
+        slackUserId: ours?.userId,
+        voters: ours?.voters,
+        choiceId: ours?.choiceId,
+        feedback: ours?.feedback,
+        via: ours?.via,
+        grant: ours?.grant,
+      },
+    };
+  };
+}
+
+/**
+ * Our decision's replay was answered with its original terminal ack: the host applied it, and the
+ * approval/resolved it wrote then never reached us (the bot died first). Record it as decided by
+ * the claim it answers.
+ */
+export function decidedByClaim(commandId: string, now: Date) {
+  return (record: ApprovalRecord): ApprovalRecord | undefined => {
+    const claim = record.claim;
+    if (isTerminal(record) || claim?.commandId !== commandId) return undefined;
+    const choice = record.availableChoices.find((c) => c.choiceId === claim.choiceId);
+    return {
+      ...record,
+      phase: 'resolved',
+      claim: undefined,
+      unavailable: undefined,
+      resolution: {
+        decision: choice?.decision ?? 'unknown',
+        resolvedBy: 'user',
+        decidedAt: now.toISOString(),
+        ...(claim.userId ? { slackUserId: claim.userId } : {}),
+        ...(claim.voters ? { voters: claim.voters } : {}),
+        choiceId: claim.choiceId,
+        ...(claim.feedback ? { feedback: claim.feedback } : {}),
+        ...(claim.via ? { via: claim.via } : {}),
+        ...(claim.grant ? { grant: claim.grant } : {}),
+      },
+    };
+  };
+}
+
+/**
+ * The host answered approvalAlreadyResolved: record the winner it names, if we lack one. An
+ * `abort` by `user` that was not ours is a recovery's or a withdrawal's (see resolved()).
+ */
+export function resolvedElsewhere(decision: string, resolvedBy: string, now: Date) {
+  return (record: ApprovalRecord): ApprovalRecord | undefined => {
+    if (isTerminal(record)) return undefined;
+    if (decision === 'abort' && resolvedBy === 'user') {
+      return superseded(
+        'The agent host closed this request without a decision (it restarted or withdrew it).',
+      )(record);
+    }
+    return {
+      ...record,
+      phase: 'resolved',
+      claim: undefined,
+      resolution: { decision, resolvedBy, decidedAt: now.toISOString() },
+    };
+  };
+}
+
+export function superseded(note: string) {
+  return (record: ApprovalRecord): ApprovalRecord | undefined =>
+    isTerminal(record)
+      ? undefined
+      : { ...record, phase: 'superseded', claim: undefined, unavailable: undefined, supersededNote: note };
+}
+
+export function orphaned(record: ApprovalRecord): ApprovalRecord | undefined {
+  return isTerminal(record)
+    ? undefined
+    : { ...record, phase: 'orphaned', claim: undefined, unavailable: undefined };
+}
+
+/**
+ * No decision from here can work for now: the buttons go until the host says more (the
+ * session is re-read, or the other client lets go of it). A claim in flight is dropped with them.
+ */
+export function unavailable(reason: NonNullable<ApprovalRecord['unavailable']>) {
+  return (record: ApprovalRecord): ApprovalRecord | undefined => {
+    if (isTerminal(record) || (record.phase === 'unavailable' && record.unavailable === reason))
+      return undefined;
+    return { ...record, phase: 'unavailable', unavailable: reason, claim: undefined };
+  };
+}
+
+/**
+ * The host answered approvalRequirementStale naming the stage it is at now: the question moved
+ * on without our record hearing of it. Point the card at that stage; the session is re-read for
+ * its choices.
+ */
+export function requirementMoved(commandId: string, current: ApprovalRecord['currentRequirementId']) {
+  return (record: ApprovalRecord): ApprovalRecord | undefined => {
+    if (isTerminal(record)) return undefined;
+    const moved = !sameJson(record.currentRequirementId, current);
+    if (!moved && record.claim?.commandId !== commandId) return undefined;
+    return {
+      ...record,
+      currentRequirementId: moved ? current : record.currentRequirementId,
+      phase: record.phase === 'deciding' && record.claim?.commandId === commandId ? 'pending' : record.phase,
+      claim: record.claim?.commandId === commandId ? undefined : record.claim,
+    };
+  };
+}
+
+/** The host left our decide unanswered `count` times: the card says we are still asking. */
+export function unanswered(commandId: string, count: number) {
+  return (record: ApprovalRecord): ApprovalRecord | undefined => {
+    if (record.phase !== 'deciding' || record.claim?.commandId !== commandId) return undefined;
+    if (record.claim.unanswered === count) return undefined;
+    return { ...record, claim: { ...record.claim, unanswered: count } };
+  };
+}
+
+/**
+ * A click took the stage. Checked again here, under compare-and-set, because the question may
+ * have moved since the click was checked: a button pressed for one stage must never decide
+ * another.
+ */
+export function claimed(claim: Claim) {
+  return (record: ApprovalRecord): ApprovalRecord | undefined => {
+    if (record.phase !== 'pending') return undefined;
+    if (record.currentRequirementId.sourceIndex !== claim.sourceIndex) return undefined;
+    if (!record.availableChoices.some((choice) => choice.choiceId === claim.choiceId)) return undefined;
+    return { ...record, phase: 'deciding', claim };
+  };
+}
+
+/** Our decision was refused or abandoned: give the question back to the humans. */
+export function unclaimed(commandId: string) {
+  return (record: ApprovalRecord): ApprovalRecord | undefined => {
+    if (isTerminal(record) || record.claim?.commandId !== commandId) return undefined;
+    return { ...record, phase: record.phase === 'deciding' ? 'pending' : record.phase, claim: undefined };
+  };
+}
+
+/** A stage our grant decided has resolved: the card, if one is shown later, says so. */
+function withGrantUse(record: ApprovalRecord, params: ApprovalUpdatedParams): ApprovalRecord['grantUses'] {
+  const { claim } = record;
+  const stage = params.change.requirementId?.sourceIndex;
+  if (params.change.kind !== 'stageResolved' || !claim?.grant || stage !== claim.sourceIndex) {
+    return record.grantUses;
+  }
+  return [...(record.grantUses ?? []), { ...claim.grant, sourceIndex: stage }];
+}
+
+/** No remembered grant answers the request (or it could not be used): the card is posted. */
+export function cardRevealed(record: ApprovalRecord): ApprovalRecord | undefined {
+  if (!record.slack.deferred) return undefined;
+  const { deferred: _deferred, ...slack } = record.slack;
+  return { ...record, slack };
+}
+
+/** A person's "don't ask again" was stored as a grant: the card's final state says so. */
+export function rememberedAs(remembered: NonNullable<ApprovalRecord['remembered']>) {
+  return (record: ApprovalRecord): ApprovalRecord | undefined =>
+    record.remembered?.grantId === remembered.grantId ? undefined : { ...record, remembered };
+}
+
+/** The escalation clock of a posted card (its own, or carried over from a superseded one). */
+export function escalationStarted(escalation: Escalation) {
+  return (record: ApprovalRecord): ApprovalRecord | undefined => {
+    const current = record.escalation;
+    if (!current) return { ...record, escalation };
+    // A step that fired first (due before this start was stored: a successor card of a request
+    // whose clock ran on) must not hide the steps fired before it on the superseded card.
+    const known = new Set(current.fired.map((f) => f.step));
+    const missing = escalation.fired.filter((f) => !known.has(f.step));
+    const sameStart = current.startedAt === escalation.startedAt && current.origin === escalation.origin;
+    if (missing.length === 0 && sameStart) return undefined;
+    return {
+      ...record,
+      escalation: {
+        ...current,
+        startedAt: escalation.startedAt,
+        origin: escalation.origin,
+        fired: [...current.fired, ...missing].sort((a, b) => a.step - b.step),
+      },
+    };
+  };
+}
+
+/** An escalation step fired; the card's line says so. Once per step. */
+export function escalationFired(fired: FiredStep, start: Omit<Escalation, 'fired'>) {
+  return (record: ApprovalRecord): ApprovalRecord | undefined => {
+    const current = record.escalation ?? { ...start, fired: [] };
+    if (current.fired.some((f) => f.step === fired.step)) return undefined;
+    return {
+      ...record,
+      escalation: {
+        ...current,
+        fired: [...current.fired, fired].sort((a, b) => a.step - b.step),
+        ...(fired.action === 'timeout' ? { timedOutAfterMs: fired.afterMs } : {}),
+      },
+    };
+  };
+}
+
+/**
+ * A person's approving pick toward the current stage's quorum: one per person and stage (a new
+ * pick replaces theirs), none once the stage is no longer open to people.
+ */
+export function voted(vote: Vote) {
+  return (record: ApprovalRecord): ApprovalRecord | undefined => {
+    if (record.phase !== 'pending' || record.currentRequirementId.sourceIndex !== vote.sourceIndex)
+      return undefined;
+    if (!record.availableChoices.some((c) => c.choiceId === vote.choiceId)) return undefined;
+    if (record.votes?.some((v) => sameVote(v, vote))) return undefined;
+    const others = (record.votes ?? []).filter((v) => v.userId !== vote.userId);
+    return { ...record, votes: [...others, vote] };
+  };
+}
+
+/** Takes back a vote whose click was answered "not recorded" (Redis stored it too late). */
+export function unvoted(vote: Vote) {
+  return (record: ApprovalRecord): ApprovalRecord | undefined => {
+    if (!record.votes?.some((v) => sameVote(v, vote) && v.at === vote.at)) return undefined;
+    const votes = record.votes.filter((v) => !(sameVote(v, vote) && v.at === vote.at));
+    return { ...record, votes: votes.length > 0 ? votes : undefined };
+  };
+}
+
+function sameVote(a: Vote, b: Vote): boolean {
+  return a.userId === b.userId && a.choiceId === b.choiceId && a.sourceIndex === b.sourceIndex;
+}
+
+/**
+ * Votes count for the stage and choices they were cast on, while the approval is open: a stage
+ * advance, a resolution or a supersede clears them (applied to every stored change).
+ */
+export function withCurrentVotes(record: ApprovalRecord): ApprovalRecord {
+  const votes = record.votes;
+  if (!votes) return record;
+  const index = record.currentRequirementId.sourceIndex;
+  const kept = isTerminal(record)
+    ? []
+    : votes.filter(
+        (v) => v.sourceIndex === index && record.availableChoices.some((c) => c.choiceId === v.choiceId),
+      );
+  if (kept.length === votes.length) return record;
+  return { ...record, votes: kept.length > 0 ? kept : undefined };
+}
+
+/**
+ * Risk rules a later question of the same approval matched (`marksOf` is given the record's tool)
+ * join those it had: a request never becomes less risky on the way.
+ */
+export function riskMarked(marksOf: (tool: string) => readonly RiskMark[]) {
+  return (record: ApprovalRecord): ApprovalRecord | undefined => {
+    const added = marksOf(record.tool).filter((mark) => !record.risks?.some((m) => m.name === mark.name));
+    if (added.length === 0 || isTerminal(record)) return undefined;
+    return { ...record, risks: [...(record.risks ?? []), ...added] };
+  };
+}

@@ -1,0 +1,276 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import { GrantRef } from '../domain/record.js';
+import type { DecisionOutcome, DecisionRequest } from '../relay/deciding/decider.js';
+import type { ApprovalStore } from '../store/approvalStore.js';
+import { type DecisionStream, REPLY_TTL_MS, type StreamEntry } from '../store/decisionStream.js';
+import type { RedisClient } from '../store/redisConnection.js';
+import { byDeadline, LATE } from '../util/byDeadline.js';
+import type { ReplicaSeal } from './replicaSeal.js';
+
+// A decision taken at a replica that does not own the approval's host (a click that landed there,
+// an escalation timeout it fired) is carried out by the owner: the asker appends it to the host's
+// stream and waits for the outcome; the owner reads the stream and decides through its own Decider,
+// with the commandId minted by the asker, so that carrying an entry out again (its first owner died
+// before acknowledging it) is the same decision, never a second one.
+//
+// Nothing in the stream is taken on trust. Each entry carries a MAC over its exact body, and the
+// outcome the owner writes back carries one over the host, the commandId and the outcome (keys
+// derived from the replicas' shared secret, replicas/replicaSeal.ts): an entry without a valid
+// one is dropped and logged, an outcome without one is not believed. And the owner decides
+// through its own Decider with nothing the asker checked carried over: who may decide is checked
+// again there, on the record the owner holds when it claims (DecisionRequest.warranted).
+
+const Forwarded = z.object({
+  approvalId: z.string(),
+  hostId: z.string(),
+  sourceIndex: z.number().int(),
+  choiceId: z.string(),
+  feedback: z.string().optional(),
+  by: z.discriminatedUnion('via', [
+    z.object({ via: z.literal('click'), userId: z.string(), voters: z.array(z.string()).optional() }),
+    z.object({ via: z.literal('grant'), grant: GrantRef }),
+    z.object({ via: z.literal('timeout') }),
+  ]),
+  commandId: z.string(),
+  /** DecisionRequest.onChange: a click's decision is checked again in full by its asker. */
+  onChange: z.enum(['recheck', 'return']).optional(),
+  /** When the asker appended it (ms since the epoch): an entry past REPLY_TTL_MS is dropped. */
+  at: z.number(),
+  /** What the asker needs to answer the person should it stop waiting (see DecisionRequest.asker). */
+  asker: z.record(z.string(), z.unknown()).optional(),
+});
+type Forwarded = z.infer<typeof Forwarded>;
+
+/** What the owner writes back: the outcome (JSON, as a string) and its MAC. */
+const Sealed = z.object({ o: z.string(), m: z.string() });
+
+/** How the owner carries a forwarded decision out: its own Decider, for a request it may act on. */
+export type DecideLocally = (request: DecisionRequest) => Promise<DecisionOutcome>;
+
+export interface DecisionForwardingOptions {
+  stream: DecisionStream;
+  /** Seals entries and outcomes, and checks those read back. */
+  seal: ReplicaSeal;
+  store: ApprovalStore;
+  /** A connection for blocking reads, one per host served (ioredis's duplicate()). */
+  readerConnection: () => RedisClient;
+  replicaId: string;
+  newCommandId: () => string;
+  mayAct: (hostId: string) => boolean;
+  logger: Logger;
+  /** How long an asker waits for the owner before answering the person itself. */
+  waitMs?: number;
+  /** The asker stopped waiting: the owner answers the person (ClickHandler.answerLate). */
+  onLateOutcome?: (asker: Record<string, unknown>, approvalId: string, outcome: DecisionOutcome) => void;
+}
+
+const DEFAULT_WAIT_MS = 20_000;
+const BLOCK_MS = 2_000;
+
+export class DecisionForwarding {
+  private decideLocally: DecideLocally | undefined;
+  /** hostId → how to stop serving it. */
+  private readonly serving = new Map<string, () => void>();
+  private readonly active = new Set<Promise<unknown>>();
+
+  constructor(private readonly options: DecisionForwardingOptions) {}
+
+  /** The owner's side decides through this (the Decider, once it is built). */
+  decideWith(decide: DecideLocally): void {
+    this.decideLocally = decide;
+  }
+
+  /**
+   * The asker's side: hands the decision to the host's owner and resolves with its outcome.
+   * Recorded means appended to the stream: if that does not happen by `recordBy`, the entry is
+   * withdrawn (unless the owner already took it) and the outcome is `notRecorded`.
+   */
+  async forward(request: DecisionRequest): Promise<DecisionOutcome> {
+    const { stream, logger } = this.options;
+    const { record } = request;
+    const hostId = record.hostId;
+    const commandId = request.commandId ?? this.options.newCommandId();
+    const entry: Forwarded = {
+      approvalId: record.approvalId,
+      hostId,
+      sourceIndex: request.sourceIndex,
+      choiceId: request.choiceId,
+      ...(request.feedback ? { feedback: request.feedback } : {}),
+      by: request.by,
+      commandId,
+      ...(request.onChange ? { onChange: request.onChange } : {}),
+      at: Date.now(),
+      ...(request.asker ? { asker: request.asker } : {}),
+    };
+    const body = JSON.stringify(entry);
+    const appending = stream.append(hostId, body, this.options.seal.mac('decision', body));
+    const appended = await byDeadline(appending, request.recordBy);
+    if (appended === LATE) {
+      appending.catch(() => {});
+      if (await stream.withdraw(hostId, commandId)) return { kind: 'notRecorded' };
+    }
+    logger.debug({ approvalId: record.approvalId, hostId, commandId }, 'decision handed to the host owner');
+    const waitUntil = Date.now() + (this.options.waitMs ?? DEFAULT_WAIT_MS);
+    let forged = false;
+    const believed = (stored: string | undefined): DecisionOutcome | undefined => {
+      const outcome = stored === undefined ? undefined : this.unsealed(hostId, commandId, stored);
+      if (stored !== undefined && !outcome && !forged) {
+        forged = true;
+        logger.warn({ hostId, commandId }, 'outcome of a forwarded decision without a valid MAC; ignored');
+      }
+      return outcome;
+    };
+    for (let pause = 5; Date.now() < waitUntil; pause = Math.min(pause * 2, 100)) {
+      const outcome = believed(await stream.outcome(hostId, commandId));
+      if (outcome) return outcome;
+      await sleep(pause);
+    }
+    return believed(await stream.giveUp(hostId, commandId)) ?? { kind: 'forwarded' };
+  }
+
+  /**
+   * The owner's side: carries out what is pending for the host (left by an earlier owner too),
+   * then what comes, until stopServing(). Call when this replica takes the host.
+   */
+  async serve(hostId: string): Promise<void> {
+    if (this.serving.has(hostId)) return;
+    const { stream, replicaId, logger } = this.options;
+    const reader = this.options.readerConnection();
+    let stopped = false;
+    const stop = () => {
+      stopped = true;
+      reader.disconnect();
+    };
+    this.serving.set(hostId, stop);
+    await stream.ensureGroup(hostId);
+    const pending = await stream.claimPending(hostId, replicaId);
+    if (pending.length > 0)
+      logger.info({ hostId, entries: pending.length }, 'carrying out decisions left pending');
+    for (const entry of pending) this.track(this.carryOut(hostId, entry));
+    void (async () => {
+      while (!stopped && this.options.mayAct(hostId)) {
+        try {
+          const entries = await stream.read(reader, hostId, replicaId, BLOCK_MS);
+          for (const entry of entries) this.track(this.carryOut(hostId, entry));
+        } catch (err) {
+          if (stopped) return;
+          logger.warn({ err, hostId }, 'could not read forwarded decisions; trying again');
+          await sleep(500);
+        }
+      }
+      // Ended by losing the host: serving it again (taking it back) starts afresh.
+      if (this.serving.get(hostId) === stop) {
+        this.serving.delete(hostId);
+        stop();
+      }
+    })();
+  }
+
+  stopServing(hostId: string): void {
+    this.serving.get(hostId)?.();
+    this.serving.delete(hostId);
+  }
+
+  /** Stops serving every host; resolves once the entries being carried out have their outcome. */
+  async stop(): Promise<void> {
+    for (const hostId of [...this.serving.keys()]) this.stopServing(hostId);
+    while (this.active.size > 0) await Promise.allSettled([...this.active]);
+  }
+
+  private track(task: Promise<void>): void {
+    const held = task.catch((err: unknown) => {
+      this.options.logger.error({ err }, 'could not carry out a forwarded decision');
+    });
+    this.active.add(held);
+    void held.finally(() => this.active.delete(held));
+  }
+
+  private async carryOut(hostId: string, entry: StreamEntry): Promise<void> {
+    const { stream, store, seal, logger } = this.options;
+    // Never the body in the log: it is not known to come from a replica.
+    if (!seal.verifies('decision', entry.body, entry.mac)) {
+      logger.warn(
+        { hostId, entryId: entry.id, mac: entry.mac === undefined ? 'missing' : 'wrong' },
+        'forwarded decision without a valid MAC; dropped',
+      );
+      await stream.drop(hostId, entry.id);
+      return;
+    }
+    const parsed = Forwarded.safeParse(safeJson(entry.body));
+    if (!parsed.success || parsed.data.hostId !== hostId) {
+      logger.warn({ hostId, entryId: entry.id }, 'malformed forwarded decision; dropped');
+      await stream.drop(hostId, entry.id);
+      return;
+    }
+    const forwarded = parsed.data;
+    if (Date.now() - forwarded.at > REPLY_TTL_MS) {
+      // Its reply key may be gone, so a replay of an entry carried out long ago looks new.
+      logger.warn(
+        { hostId, entryId: entry.id, commandId: forwarded.commandId },
+        'forwarded decision too old; dropped',
+      );
+      await stream.drop(hostId, entry.id);
+      return;
+    }
+    const state = await stream.take(hostId, forwarded.commandId);
+    if (state === 'withdrawn' || typeof state === 'object') {
+      // Withdrawn by its asker, or carried out by an earlier owner that died before removing it.
+      await stream.drop(hostId, entry.id);
+      return;
+    }
+    if (!this.options.mayAct(hostId) || !this.decideLocally) return;
+    const record = await store.get(forwarded.approvalId);
+    const outcome: DecisionOutcome = record
+      ? await this.decideLocally({
+          record,
+          sourceIndex: forwarded.sourceIndex,
+          choiceId: forwarded.choiceId,
+          ...(forwarded.feedback ? { feedback: forwarded.feedback } : {}),
+          by: forwarded.by,
+          commandId: forwarded.commandId,
+          ...(forwarded.onChange ? { onChange: forwarded.onChange } : {}),
+        })
+      : { kind: 'gone' };
+    // Lost the host on the way: the entry stays pending for the next owner, who carries it out.
+    if (!this.options.mayAct(hostId)) return;
+    const heard = await stream.finish(
+      hostId,
+      entry.id,
+      forwarded.commandId,
+      this.sealed(hostId, forwarded.commandId, JSON.stringify(outcome)),
+    );
+    if (!heard && forwarded.asker)
+      this.options.onLateOutcome?.(forwarded.asker, forwarded.approvalId, outcome);
+  }
+
+  /** The outcome as stored for the asker: bound to the host and the commandId it answers. */
+  private sealed(hostId: string, commandId: string, outcome: string): string {
+    const mac = this.options.seal.mac('outcome', outcomeText(hostId, commandId, outcome));
+    return JSON.stringify({ o: outcome, m: mac });
+  }
+
+  /** The outcome read back, if the owner sealed it for this very decision; else undefined. */
+  private unsealed(hostId: string, commandId: string, stored: string): DecisionOutcome | undefined {
+    const parsed = Sealed.safeParse(safeJson(stored));
+    if (!parsed.success) return undefined;
+    const { o: outcome, m: mac } = parsed.data;
+    if (!this.options.seal.verifies('outcome', outcomeText(hostId, commandId, outcome), mac))
+      return undefined;
+    return JSON.parse(outcome) as DecisionOutcome;
+  }
+}
+
+/** What an outcome's MAC covers: the outcome, for this host and this commandId only. */
+function outcomeText(hostId: string, commandId: string, outcome: string): string {
+  return JSON.stringify([hostId, commandId, outcome]);
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,151 @@
+import type { Logger } from 'pino';
+import { subjectSummary } from '../cards/renderCard.js';
+import { MAX_HOME_WAITING, renderHome } from '../cards/renderHome.js';
+import type { Grant } from '../domain/grants/grant.js';
+import type { ApprovalRecord } from '../domain/record.js';
+import type { HomeViewers } from '../store/homeViewers.js';
+import type { RecentDecisions } from '../store/recentDecisions.js';
+import { TrailingThrottle } from '../util/trailingThrottle.js';
+import type { Permalinks } from './permalinks.js';
+import type { SlackViews } from './slackViews.js';
+import type { WaitingApprovals } from './waitingApprovals.js';
+
+export interface HomeTabOptions {
+  views: SlackViews;
+  waiting: WaitingApprovals;
+  recent: RecentDecisions;
+  viewers: HomeViewers;
+  permalinks: Permalinks;
+  /** Where cards go when no route says otherwise. */
+  channel: string;
+  status: () => { host: boolean; redis: boolean };
+  /** The grants the user is shown (relay/grantLists.ts); without it, the section says none. */
+  grants?: (userId: string) => Promise<Grant[]>;
+  logger: Logger;
+  /** How long approvals may keep changing before a Home is published again (a burst is one publish). */
+  settleMs?: number;
+  /** One user's Home is published at most once per this; views.publish is rate-limited. */
+  intervalMs?: number;
+}
+
+/**
+ * Each user's Home tab: published when they open it, and again when approvals change while they
+ * count as viewers (they opened it lately). Publishes are throttled per user, on the trailing
+ * edge, so a burst of approvals costs a user's Home a few publishes and the last shows them all.
+ */
+export class HomeTab {
+  private readonly publishes: TrailingThrottle;
+  /** Changes are gathered for a moment before the viewers are read: one Redis read per burst. */
+  private readonly refreshes: TrailingThrottle;
+  /** What each user did on their Home (a revocation), shown on its next publish only. */
+  private readonly notices = new Map<string, string>();
+
+  constructor(private readonly options: HomeTabOptions) {
+    const settleMs = options.settleMs ?? 500;
+    this.publishes = new TrailingThrottle((userId) => this.publish(userId), {
+      settleMs,
+      intervalMs: options.intervalMs ?? 3_000,
+    });
+    this.refreshes = new TrailingThrottle(() => this.refreshViewers(), { settleMs, intervalMs: settleMs });
+  }
+
+  /** The user opened the tab: remember them as a viewer, and show it now. */
+  async opened(userId: string): Promise<void> {
+    this.publishes.request(userId, true);
+    await this.options.viewers.opened(userId);
+  }
+
+  /**
+   * RecordKeeper's follower: must not throw or wait. A record resolved by a click goes into its
+   * decider's recent list (once) before the viewers' Homes are refreshed.
+   */
+  follow(record: ApprovalRecord): void {
+    const decidedBy = record.phase === 'resolved' ? record.resolution?.slackUserId : undefined;
+    const noted = decidedBy ? this.noteDecision(decidedBy, record) : Promise.resolve();
+    void noted.then(() => this.refreshes.request('viewers'));
+  }
+
+  /** The user did something on their Home (revoked a grant): show it at once, with `notice`. */
+  changed(userId: string, notice: string): void {
+    this.notices.set(userId, notice);
+    this.publishes.request(userId, true);
+  }
+
+  /** A grant was revoked: every open Home that may list it is published again. */
+  grantsChanged(): void {
+    this.refreshes.request('viewers');
+  }
+
+  stop(): void {
+    this.publishes.stop();
+    this.refreshes.stop();
+  }
+
+  private async noteDecision(userId: string, record: ApprovalRecord): Promise<void> {
+    const { resolution, slack } = record;
+    if (!resolution) return;
+    const what = subjectSummary(record);
+    try {
+      await this.options.recent.add(userId, {
+        approvalId: record.approvalId,
+        tool: record.tool,
+        ...(what ? { summary: what } : {}),
+        decision: resolution.decision,
+        decidedAt: resolution.decidedAt,
+        channel: slack.channel,
+        ...(slack.ts ? { ts: slack.ts } : {}),
+      });
+    } catch (err) {
+      this.options.logger.warn({ err, approvalId: record.approvalId }, 'could not note a recent decision');
+    }
+  }
+
+  private async refreshViewers(): Promise<void> {
+    try {
+      for (const userId of await this.options.viewers.current()) this.publishes.request(userId);
+    } catch (err) {
+      this.options.logger.warn({ err }, 'could not read who has App Home open');
+    }
+  }
+
+  /** A Home without its grants beats no Home: what waits for the user matters more. */
+  private async grantsOf(userId: string): Promise<Grant[]> {
+    try {
+      return (await this.options.grants?.(userId)) ?? [];
+    } catch (err) {
+      this.options.logger.warn({ err, userId }, 'could not list grants for the App Home');
+      return [];
+    }
+  }
+
+  private async publish(userId: string): Promise<void> {
+    const { views, waiting, recent, permalinks, channel, status, logger } = this.options;
+    try {
+      const [items, decisions, grants] = await Promise.all([
+        waiting.for(userId, MAX_HOME_WAITING),
+        recent.list(userId),
+        this.grantsOf(userId),
+      ]);
+      const recentLinked = await Promise.all(
+        decisions.map(async (decision) => {
+          const permalink = decision.ts ? await permalinks.of(decision.channel, decision.ts) : undefined;
+          return permalink ? { decision, permalink } : { decision };
+        }),
+      );
+      const notice = this.notices.get(userId);
+      this.notices.delete(userId);
+      const view = renderHome({
+        waiting: items,
+        recent: recentLinked,
+        channel,
+        status: status(),
+        now: new Date(),
+        grants,
+        ...(notice ? { notice } : {}),
+      });
+      await views.publish(userId, view);
+    } catch (err) {
+      logger.warn({ err, userId }, 'could not publish the App Home');
+    }
+  }
+}

@@ -1,0 +1,340 @@
+// What the host or agent writes must never become live Slack markup, and no input size may push a
+// card over Slack's limits.
+import { describe, expect, it } from 'vitest';
+import { decodeChoiceValue } from '../../../src/cards/ids.js';
+import { checkMessageLimits, MAX_BUTTON_TEXT, MAX_CARD_FALLBACK_TEXT } from '../../../src/cards/limits.js';
+import { renderCard } from '../../../src/cards/renderCard.js';
+import type { ApprovalRecord, Phase } from '../../../src/domain/record.js';
+import type { ApprovalChoice, ApprovalStage } from '../../../src/msp/protocol.js';
+import type { RenderedMessage } from '../../../src/relay/ports.js';
+import {
+  allText,
+  blocksOfType,
+  buttons,
+  fileRecord,
+  inPhase,
+  NOW,
+  shellRecord,
+  texts,
+} from '../../support/cardFixtures.js';
+
+const render = (record: ApprovalRecord) => renderCard(record, { now: NOW });
+
+const EVIL =
+  '<!channel> <!here> <@U123> <https://evil|docs> @channel @here @everyone &amp; <!subteam^S1> <#C1>';
+const ALL_PHASES: Phase[] = ['reviewing', 'pending', 'deciding', 'resolved', 'superseded', 'orphaned'];
+
+/** Tokens the card itself builds; anything else in angle brackets came from outside. */
+// Our two date tokens: a time, and an age Slack keeps current ("{ago}"), each with a fallback
+// built from a Date (never from host text).
+const OUR_DATE_TOKEN =
+  /<!date\^\d+\^(?:\{ago\} \()?\{date_short_pretty\} \{time\}\)?\|(?:[\w ]+ ago \(|just now \()?\d{4}-\d\d-\d\d \d\d:\d\d UTC\)?>/g;
+
+function expectInert(card: RenderedMessage, ownMentions: string[] = []): void {
+  for (const text of [card.text, ...texts(card)]) {
+    let rest = text.replace(OUR_DATE_TOKEN, '');
+    for (const mention of ownMentions) rest = rest.replaceAll(mention, '');
+    expect(rest).not.toContain('<');
+    expect(rest).not.toContain('>');
+    expect(rest).not.toMatch(/&(?!amp;|lt;|gt;)/);
+    expect(rest).not.toMatch(/@(?:here|channel|everyone)/i);
+  }
+  const json = JSON.stringify({ text: card.text, texts: texts(card) });
+  for (const live of ['<!channel>', '<!here>', '<@U123>', '<https://evil', '<!subteam', '<#C1>']) {
+    expect(json).not.toContain(live);
+  }
+}
+
+function evilChoices(): ApprovalChoice[] {
+  return [
+    { choiceId: EVIL, label: EVIL, decision: 'approved', scope: 'once', rulePreview: EVIL },
+    { choiceId: 'abort', label: EVIL, decision: 'abort', scope: 'once', rulePreview: EVIL },
+    { choiceId: 'x', label: EVIL, decision: EVIL, scope: EVIL },
+  ];
+}
+
+function evilRecord(subject: ApprovalRecord['subject'], rawArgs: string): ApprovalRecord {
+  return fileRecord({
+    approvalId: EVIL,
+    sessionId: EVIL,
+    sessionTitle: EVIL,
+    tool: EVIL,
+    title: EVIL,
+    rawArgs,
+    subject,
+    reason: EVIL,
+    reviewerReason: EVIL,
+    subagentOrigin: { subagentId: EVIL },
+    protectedWrite: true,
+    judgeEscalated: true,
+    cuaCardFacts: {
+      windowTitle: EVIL,
+      page: { host: EVIL, hostAscii: `${EVIL}-ascii` },
+      steps: [EVIL, { summary: EVIL }, { other: EVIL }],
+      data: [{ kind: EVIL, value: EVIL }, EVIL],
+    },
+    availableChoices: evilChoices(),
+    claim: { sourceIndex: 0, userId: EVIL, choiceId: 'abort', commandId: 'c1', claimedAt: NOW.toISOString() },
+    resolution: {
+      decision: EVIL,
+      resolvedBy: EVIL,
+      policyResult: EVIL,
+      amendment: { durability: EVIL, rulePreview: EVIL },
+      decidedAt: EVIL,
+      slackUserId: EVIL,
+      feedback: EVIL,
+    },
+    supersededNote: EVIL,
+  });
+}
+
+function evilStage(index: number, kind: string): ApprovalStage {
+  return {
+    requirementId: { approvalId: 'a', sourceIndex: index },
+    position: index + 1,
+    totalStages: 3,
+    argv: [EVIL, EVIL],
+    argvComplete: false,
+    resolution: { kind, diagnostic: EVIL, argvPrefix: [EVIL] },
+  };
+}
+
+const EVIL_SUBJECTS: Record<string, ApprovalRecord['subject']> = {
+  shell: {
+    kind: 'shell',
+    command: `${EVIL} \`\`\` ${EVIL}`,
+    workspaceRoot: EVIL,
+    stages: [evilStage(0, 'policyAllow'), evilStage(1, 'policyAmendment'), evilStage(2, EVIL)],
+  },
+  fileAccess: { kind: 'fileAccess', path: EVIL, access: EVIL, toolName: EVIL },
+  network: {
+    kind: 'network',
+    host: EVIL,
+    port: 443,
+    protocol: EVIL,
+    origin: { kind: EVIL, command: EVIL, url: EVIL },
+  },
+  process: { kind: 'process', target: EVIL },
+  unixSocket: { kind: 'unixSocket', path: EVIL, target: `${EVIL}!` },
+  tool: { kind: 'tool', toolName: EVIL },
+  computerUseTakeover: { kind: 'computerUseTakeover', holder: { name: EVIL } },
+  unknown: { kind: EVIL, toolName: EVIL, extra: EVIL },
+};
+
+describe('injection: host text never becomes live markup', () => {
+  for (const [kind, subject] of Object.entries(EVIL_SUBJECTS)) {
+    for (const phase of ALL_PHASES) {
+      for (const [argsName, rawArgs] of [
+        ['JSON', JSON.stringify({ command: EVIL })],
+        ['not JSON', EVIL],
+      ]) {
+        it(`${kind} / ${phase} / rawArgs ${argsName}`, () => {
+          const card = render({ ...evilRecord(subject, rawArgs!), phase });
+          expectInert(card);
+          expect(checkMessageLimits(card)).toEqual([]);
+        });
+      }
+    }
+  }
+
+  it('escapes & so an entity in host text shows as typed', () => {
+    const card = render(fileRecord({ title: 'a &amp; b', subject: { kind: 'fileAccess', path: '/x&y' } }));
+    expect(allText(card)).toContain('*Title:* a &amp;amp; b');
+    expect(allText(card)).toContain('`/x&amp;y`');
+  });
+
+  it('keeps our own mention of the deciding Slack user live, and only that', () => {
+    const card = render(inPhase(fileRecord({ title: EVIL }), 'deciding'));
+    expect(allText(card)).toContain('Being decided by <@U0APPROVER>…');
+    expectInert(card, ['<@U0APPROVER>']);
+  });
+
+  it('button values still carry the exact choiceId', () => {
+    const record = evilRecord(EVIL_SUBJECTS.fileAccess!, '{}');
+    const card = render(record);
+    expect(decodeChoiceValue(buttons(card)[0]!.value)).toEqual({ s: 0, c: EVIL, a: record.approvalId });
+  });
+
+  it('a ``` inside a command cannot close the code block', () => {
+    const card = render(shellRecord(1, { subject: { kind: 'shell', command: 'echo ```\n<!channel>\n```' } }));
+    const command = allText(card).split('*Command*\n')[1]!.split('\n*')[0]!;
+    expect(command.match(/```/g)).toHaveLength(2);
+    expect(command).toContain('&lt;!channel&gt;');
+  });
+});
+
+function expectFits(card: RenderedMessage): void {
+  expect(checkMessageLimits(card)).toEqual([]);
+  expect(card.text.length).toBeLessThanOrEqual(MAX_CARD_FALLBACK_TEXT);
+}
+
+function manyStages(n: number, current: number) {
+  const stages: ApprovalStage[] = Array.from({ length: n }, (_, i) => ({
+    requirementId: { approvalId: 'big', sourceIndex: i },
+    position: i + 1,
+    totalStages: n,
+    argv: ['echo', `step-${i}`, 'x'.repeat(30)],
+    argvComplete: true,
+    resolution: { kind: i < current ? 'allowOnce' : 'unresolved' },
+  }));
+  return shellRecord(1, {
+    subject: {
+      kind: 'shell',
+      command: stages.map((s) => s.argv.join(' ')).join(' && '),
+      stages,
+    },
+    currentRequirementId: { approvalId: 'big', sourceIndex: current },
+  });
+}
+
+describe('oversized input stays inside Slack limits', () => {
+  it('200 KB rawArgs, JSON or not', () => {
+    for (const rawArgs of [JSON.stringify({ content: 'x'.repeat(200_000) }), 'y'.repeat(200_000)]) {
+      const card = render(fileRecord({ rawArgs }));
+      expectFits(card);
+      expect(allText(card)).toMatch(/\*Arguments\*\n```\n[\s\S]*\n```\n… \d+ more characters/);
+    }
+  });
+
+  for (const current of [0, 250, 499]) {
+    it(`500-stage shell command, deciding stage ${current + 1}`, () => {
+      for (const phase of ALL_PHASES) {
+        const card = render(inPhase(manyStages(500, current), phase));
+        expectFits(card);
+        const text = allText(card);
+        expect(text).toMatch(/… and \d+ more stages/);
+        expect(text).toMatch(/```\n… \d+ more characters/);
+        if (phase === 'pending' || phase === 'deciding' || phase === 'reviewing') {
+          expect(text).toContain(`▶ ${current + 1}/500 \`echo step-${current} `);
+        }
+      }
+    });
+  }
+
+  it('60 choices with 200-character labels: split across actions blocks, labels cut', () => {
+    const choices: ApprovalChoice[] = Array.from({ length: 60 }, (_, i) => ({
+      choiceId: `choice_${i}`,
+      label: `${i}: ${'L'.repeat(200)}`,
+      decision: i % 3 === 0 ? 'abort' : 'approved',
+      scope: 'once',
+    }));
+    const card = render(fileRecord({ availableChoices: choices }));
+    expectFits(card);
+    const actions = blocksOfType(card, 'actions');
+    expect(actions.map((b) => (b.elements as unknown[]).length)).toEqual([25, 25, 10]);
+    expect(new Set(actions.map((b) => b.block_id)).size).toBe(3);
+    const bs = buttons(card);
+    expect(bs.map((b) => b.actionId)).toEqual(choices.map((_, i) => `cs_choice_${i}`));
+    expect(bs.map((b) => decodeChoiceValue(b.value)?.c)).toEqual(choices.map((c) => c.choiceId));
+    for (const b of bs) {
+      expect(b.text.length).toBeLessThanOrEqual(MAX_BUTTON_TEXT);
+      expect(b.text.endsWith('…')).toBe(true);
+    }
+    expect(allText(card)).toContain('*About these choices*');
+  });
+
+  it('60 choices with long labels and 1 KB rule previews', () => {
+    const choices: ApprovalChoice[] = Array.from({ length: 60 }, (_, i) => ({
+      choiceId: `choice_${i}`,
+      label: `${i}: ${'L'.repeat(200)}`,
+      decision: 'approvedForSession',
+      scope: 'session',
+      rulePreview: `allow ${'r'.repeat(1000)}`,
+    }));
+    const card = render(fileRecord({ availableChoices: choices }));
+    expectFits(card);
+    expect(buttons(card)).toHaveLength(60);
+    expect(allText(card)).toMatch(/more characters/);
+    expect(allText(card)).toMatch(/… and \d+ more choices/);
+  });
+
+  it('5 KB reason and reviewer reason', () => {
+    const card = render(fileRecord({ reason: 'r'.repeat(5000), reviewerReason: 'v'.repeat(5000) }));
+    expectFits(card);
+    expect(allText(card)).toMatch(/\*Reason:\* r+… \d+ more characters/);
+    expect(allText(card)).toMatch(/\*Reviewer's reason:\* v+… \d+ more characters/);
+  });
+
+  it('10 KB window title: cut, with the note outside the quotes', () => {
+    const card = render(fileRecord({ cuaCardFacts: { windowTitle: 'w'.repeat(10_000) } }));
+    expectFits(card);
+    expect(allText(card)).toMatch(/Window title: “w+”… \d+ more characters/);
+  });
+
+  it('everything oversized at once, in every phase', () => {
+    const huge = 'z'.repeat(20_000);
+    const choices: ApprovalChoice[] = Array.from({ length: 120 }, (_, i) => ({
+      choiceId: `reject_${i}`,
+      label: `${i} ${huge}`,
+      decision: 'abort',
+      scope: 'once',
+      rulePreview: huge,
+    }));
+    const base = manyStages(500, 499);
+    const record: ApprovalRecord = {
+      ...base,
+      tool: huge,
+      title: huge,
+      rawArgs: huge,
+      sessionTitle: huge,
+      approvalId: huge,
+      reason: huge,
+      reviewerReason: huge,
+      protectedWrite: true,
+      judgeEscalated: true,
+      subagentOrigin: { subagentId: huge },
+      subject: { ...base.subject, workspaceRoot: huge },
+      cuaCardFacts: {
+        windowTitle: huge,
+        page: { host: huge, hostAscii: `${huge}a` },
+        steps: Array.from({ length: 1000 }, () => huge),
+        data: Array.from({ length: 1000 }, () => ({ kind: huge, v: huge })),
+      },
+      availableChoices: choices,
+      claim: {
+        sourceIndex: 499,
+        userId: 'U1',
+        choiceId: 'reject_1',
+        commandId: 'c',
+        claimedAt: NOW.toISOString(),
+      },
+      resolution: {
+        decision: huge,
+        resolvedBy: huge,
+        policyResult: huge,
+        amendment: { durability: huge, rulePreview: huge },
+        decidedAt: huge,
+        feedback: huge,
+      },
+      supersededNote: huge,
+      intake: {
+        maskedSecrets: 123_456,
+        truncated: true,
+        stagesOmitted: 123_456,
+        parts: { rawArgs: { maskedSecrets: 123_456, truncated: true } },
+      },
+    };
+    for (const phase of ALL_PHASES) {
+      const card = render({ ...record, phase });
+      expectFits(card);
+      if (phase === 'pending') {
+        expect(buttons(card).length).toBeGreaterThan(0);
+        expect(allText(card)).toMatch(/\d+ more choices are not shown here/);
+      }
+    }
+  });
+
+  it('a choiceId too long for a button value is named, not sent', () => {
+    const card = render(
+      fileRecord({
+        availableChoices: [
+          { choiceId: 'ok', label: 'Allow once', decision: 'approved', scope: 'once' },
+          { choiceId: 'c'.repeat(3000), label: 'Odd', decision: 'approved', scope: 'once' },
+        ],
+      }),
+    );
+    expectFits(card);
+    expect(buttons(card).map((b) => b.text)).toEqual(['Allow once']);
+    expect(allText(card)).toContain('1 choice has an id too long for a Slack button and is not shown');
+  });
+});

@@ -1,0 +1,98 @@
+// The thread audit line and the requester DM: pure renders of a resolved record.
+
+import { describe, expect, it } from 'vitest';
+import {
+  type ResolvedRecord,
+  renderRequesterDm,
+  renderThreadLine,
+} from '../../../src/cards/renderDecisionNotice.js';
+import type { Resolution } from '../../../src/domain/record.js';
+import { APPROVER, DECIDED_AT, fileRecord } from '../../support/cardFixtures.js';
+
+const DATE_TOKEN = `<!date^${Math.floor(Date.parse(DECIDED_AT) / 1000)}^`;
+
+function resolved(resolution: Partial<Resolution>): ResolvedRecord {
+  return fileRecord({
+    phase: 'resolved',
+    resolution: { decision: 'approved', resolvedBy: 'user', decidedAt: DECIDED_AT, ...resolution },
+  }) as ResolvedRecord;
+}
+
+const names = { nameOf: (id: string) => (id === APPROVER ? 'Alice Approver' : undefined) };
+
+describe('renderThreadLine', () => {
+  it('names the clicking user without a mention, the choice’s label, and when', () => {
+    const line = renderThreadLine(
+      resolved({ slackUserId: APPROVER, choiceId: 'allow_session', decision: 'approvedForSession' }),
+      names,
+    );
+    expect(line).toContain('*Approved for the rest of the session* by Alice Approver');
+    expect(line).toContain('choosing *Allow for this session*');
+    expect(line).toContain(DATE_TOKEN);
+    expect(line).not.toContain('<@');
+  });
+
+  it('falls back to a mention when no name is known', () => {
+    const line = renderThreadLine(resolved({ slackUserId: APPROVER, choiceId: 'allow_once' }));
+    expect(line).toContain(`by <@${APPROVER}>`);
+  });
+
+  it('shows the feedback, escaped: it cannot ping the channel or fake a link', () => {
+    const line = renderThreadLine(
+      resolved({
+        slackUserId: APPROVER,
+        choiceId: 'abort',
+        decision: 'abort',
+        feedback: 'no <!channel> see <https://evil.example|docs> @here',
+      }),
+      names,
+    );
+    expect(line).toContain(':no_entry: *Rejected* by Alice Approver, choosing *Reject*');
+    expect(line).toContain(
+      '*Feedback:* no &lt;!channel&gt; see &lt;https://evil.example|docs&gt; @\u200Bhere',
+    );
+    expect(line).not.toContain('<!channel>');
+    expect(line).not.toContain('<https://evil');
+  });
+
+  it('escapes a display name, which its owner chooses', () => {
+    const line = renderThreadLine(resolved({ slackUserId: APPROVER, choiceId: 'allow_once' }), {
+      nameOf: () => '<!here> Mallory',
+    });
+    expect(line).toContain('by &lt;!here&gt; Mallory');
+  });
+
+  it.each([
+    ['policy', 'by policy'],
+    ['llmJudge', 'by automated reviewer'],
+    ['user', 'by user (another client)'],
+  ])('says who decided when it was not a click: %s', (resolvedBy, said) => {
+    const line = renderThreadLine(resolved({ resolvedBy, decision: 'denied' }), names);
+    expect(line).toContain(`*Denied* ${said}, ${DATE_TOKEN}`);
+    expect(line).not.toContain('choosing');
+  });
+});
+
+describe('renderRequesterDm', () => {
+  const PERMALINK = 'https://test.slack.com/archives/C0APPROVALS/p1754590943000100';
+
+  it('says what was decided, by whom, why, when, and links the card', () => {
+    const dm = renderRequesterDm(
+      resolved({ slackUserId: APPROVER, choiceId: 'abort', decision: 'abort', feedback: 'Use a PR' }),
+      'main',
+      PERMALINK,
+      names,
+    );
+    expect(dm).toContain("Your agent's request `write_file` on host `main` was decided: *Rejected*");
+    expect(dm).toContain('*Decided by:* Alice Approver (*Reject*)');
+    expect(dm).toContain('*Reason:* Use a PR');
+    expect(dm).toContain(`*When:* ${DATE_TOKEN}`);
+    expect(dm).toContain(`<${PERMALINK}|Open the card>`);
+  });
+
+  it('leaves out a link that is not a plain https URL', () => {
+    const dm = renderRequesterDm(resolved({ resolvedBy: 'policy' }), 'main', 'https://x|fake>', names);
+    expect(dm).not.toContain('Open the card');
+    expect(dm).toContain('*Decided by:* policy');
+  });
+});

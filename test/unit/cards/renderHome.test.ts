@@ -1,0 +1,110 @@
+// App Home and /countersign answers as data: Block Kit limits hold for long lists and long host
+// text, agent text is escaped, and links are only ever the ones Slack gave.
+
+import { describe, expect, it } from 'vitest';
+import { checkMessageLimits, checkViewLimits } from '../../../src/cards/limits.js';
+import { MAX_LISTED, renderPending, renderWhoami } from '../../../src/cards/renderCommandAnswers.js';
+import { MAX_HOME_WAITING, renderHome } from '../../../src/cards/renderHome.js';
+import type { WaitingApproval } from '../../../src/cards/renderWaiting.js';
+import type { RecentDecision } from '../../../src/store/recentDecisions.js';
+import { fileRecord, NOW, OPENED_AT } from '../../support/cardFixtures.js';
+
+const HOSTILE = `<!channel> @here <https://evil.example|docs> ${'x'.repeat(5_000)}\nrm -rf /`;
+
+function waiting(n: number, tool = 'write_file'): WaitingApproval[] {
+  return Array.from({ length: n }, (_, i) => ({
+    record: fileRecord({
+      approvalId: `a-${i}`,
+      tool,
+      title: HOSTILE,
+      subject: { kind: 'shell', command: HOSTILE } as never,
+      slack: { channel: 'C0APPROVALS', ts: `1700000000.${String(i).padStart(6, '0')}` },
+    }),
+    permalink: `https://test.slack.com/archives/C0APPROVALS/p1700000000${String(i).padStart(6, '0')}`,
+  }));
+}
+
+const recent: RecentDecision[] = Array.from({ length: 10 }, (_, i) => ({
+  approvalId: `r-${i}`,
+  tool: HOSTILE,
+  summary: HOSTILE,
+  decision: i % 2 ? 'approved' : '<!channel>',
+  decidedAt: OPENED_AT,
+  channel: 'C0APPROVALS',
+}));
+
+describe('renderHome', () => {
+  const home = (items: WaitingApproval[]) =>
+    renderHome({
+      waiting: items,
+      recent: recent.map((decision) => ({ decision })),
+      channel: 'C0APPROVALS',
+      status: { host: true, redis: false },
+      now: NOW,
+    });
+
+  it('keeps the view within Slack limits with a long list of hostile text, and says how many are left out', () => {
+    const view = home(waiting(MAX_HOME_WAITING + 7, HOSTILE));
+    expect(checkViewLimits(view)).toEqual([]);
+    const json = JSON.stringify(view);
+    expect(json).not.toMatch(/<!channel>|<https:\/\/evil/);
+    expect(json).toContain('@\u200Bhere');
+    expect(json).toContain('…and 7 more, newer than these.');
+    const buttons = view.blocks.flatMap((b) => ('accessory' in b && b.accessory ? [b.accessory] : []));
+    expect(buttons).toHaveLength(MAX_HOME_WAITING);
+    expect(json).toContain('Redis: :red_circle: down');
+  });
+
+  it('a subject stays on one line, and a link Slack did not give (or that could break out) is not made a link', () => {
+    const [item] = waiting(1);
+    const multiLine = {
+      ...item!.record,
+      subject: { kind: 'shell', command: 'make test\n<!channel>\n  && deploy' },
+    };
+    const view = home([{ record: multiLine as never, permalink: 'https://x.example/a|<!channel>' }]);
+    expect(view.blocks.some((b) => 'accessory' in b)).toBe(false);
+    const json = JSON.stringify(view.blocks);
+    expect(json).not.toContain('x.example');
+    expect(json).toContain('make test &lt;!channel&gt; &amp;&amp; deploy');
+  });
+
+  it('an empty Home says nothing waits and nothing was decided yet', () => {
+    const view = renderHome({
+      waiting: [],
+      recent: [],
+      channel: 'C0APPROVALS',
+      status: { host: true, redis: true },
+      now: NOW,
+    });
+    const json = JSON.stringify(view);
+    expect(json).toContain('Nothing is waiting for you to decide.');
+    expect(json).toContain('Nothing yet.');
+  });
+});
+
+describe('/countersign answers', () => {
+  it('pending stays within message limits for a long list and says how many more there are', () => {
+    const answer = renderPending(waiting(MAX_LISTED + 5, HOSTILE), NOW, false);
+    expect(checkMessageLimits(answer)).toEqual([]);
+    expect(JSON.stringify(answer)).toContain('…and 5 more, newer than these.');
+    expect(JSON.stringify(answer)).not.toContain('<!channel>');
+  });
+
+  it('whoami names the owner rule and an escaped route name', () => {
+    const answer = renderWhoami(
+      'U0ALICE',
+      [
+        {
+          route: '<!channel>',
+          channel: 'C0X',
+          ordinary: { allowed: true, because: 'channelMember', channel: 'C0X' },
+          notOwnAgents: true,
+        },
+      ],
+      false,
+    );
+    expect(JSON.stringify(answer.blocks)).toContain(
+      "• *&lt;!channel&gt;* in <#C0X>: you may decide: you are a member of its channel; never your own agents' approvals.",
+    );
+  });
+});

@@ -1,0 +1,305 @@
+import { describe, expect, it } from 'vitest';
+import {
+  type CapabilityRequest,
+  canonicalCapabilities,
+  covers,
+  normalizePath,
+  stageCapabilities,
+} from '../../../../src/domain/grants/capabilities.js';
+import type { Grant } from '../../../../src/domain/grants/grant.js';
+import {
+  callerFor,
+  findGrant,
+  type GrantQuestion,
+  grantQuestion,
+  onceChoice,
+} from '../../../../src/domain/grants/match.js';
+import type { ApprovalChoice, ApprovalSubject } from '../../../../src/msp/protocol.js';
+
+const REQ = { approvalId: 'a1', sourceIndex: 0 };
+
+function request(subject: ApprovalSubject, extra: Partial<CapabilityRequest> = {}): CapabilityRequest {
+  return { tool: 'bash', subject, currentRequirementId: REQ, protectedWrite: false, ...extra };
+}
+
+function stage(sourceIndex: number, argv: string[], argvComplete: boolean | 'absent' = true) {
+  return {
+    requirementId: { approvalId: 'a1', sourceIndex },
+    position: sourceIndex + 1,
+    totalStages: 2,
+    argv,
+    ...(argvComplete === 'absent' ? {} : { argvComplete }),
+    resolution: { kind: 'unresolved' },
+  };
+}
+
+const shell = (stages = [stage(0, ['git', 'push']), stage(1, ['npm', 'test'])]): ApprovalSubject => ({
+  kind: 'shell',
+  command: 'git push && npm test',
+  stages,
+});
+
+const caps = (subject: ApprovalSubject, extra: Partial<CapabilityRequest> = {}) =>
+  stageCapabilities(request(subject, extra));
+
+describe('stageCapabilities: one canonical capability per subject kind (DESIGN §4)', () => {
+  it('takes the exec capability of the stage being asked, words joined by single spaces', () => {
+    expect(caps(shell())).toEqual({ capabilities: ['exec:git push'] });
+    expect(caps(shell(), { currentRequirementId: { approvalId: 'a1', sourceIndex: 1 } })).toEqual({
+      capabilities: ['exec:npm test'],
+    });
+  });
+
+  it('quotes a word with a space or quote, so that different argv never read the same', () => {
+    const oneWord = caps(shell([stage(0, ['rm', '-rf /'])])).capabilities;
+    const twoWords = caps(shell([stage(0, ['rm', '-rf', '/'])])).capabilities;
+    expect(oneWord).toEqual(['exec:rm "-rf /"']);
+    expect(twoWords).toEqual(['exec:rm -rf /']);
+    expect(oneWord).not.toEqual(twoWords);
+  });
+
+  it('never makes an exec capability of a stage the host could not parse (argvComplete false or absent)', () => {
+    expect(caps(shell([stage(0, ['echo $(cat /etc/passwd)'], false)]))).toEqual({
+      capabilities: [],
+      notGrantable: 'a command that could not be parsed',
+    });
+    expect(caps(shell([stage(0, ['ls'], 'absent')])).notGrantable).toBeDefined();
+  });
+
+  it('is not grantable when no stage is the current requirement', () => {
+    expect(caps(shell(), { currentRequirementId: { approvalId: 'a1', sourceIndex: 7 } }).notGrantable).toBe(
+      'no stage for the current requirement',
+    );
+  });
+
+  it('derives file capabilities from normalized absolute paths, read and write apart', () => {
+    expect(caps({ kind: 'fileAccess', access: 'write', path: '/srv/repo//src/./app.ts' })).toEqual({
+      capabilities: ['file-write:/srv/repo/src/app.ts'],
+    });
+    expect(caps({ kind: 'fileAccess', access: 'read', path: '/srv/repo/' })).toEqual({
+      capabilities: ['file-read:/srv/repo'],
+    });
+  });
+
+  it('never guesses an unknown file access (today it is not turned into a write)', () => {
+    const result = caps({ kind: 'fileAccess', access: 'append', path: '/srv/a' });
+    expect(result.notGrantable).toMatch(/unknown file access/);
+    expect(result.capabilities).toEqual([]);
+    expect(caps({ kind: 'fileAccess', path: '/srv/a' }).notGrantable).toMatch(/unknown file access/);
+  });
+
+  it('resolves traversal before comparing: /srv/repo/../../etc/passwd is /etc/passwd', () => {
+    const traversal = caps({ kind: 'fileAccess', access: 'write', path: '/srv/repo/../../etc/passwd' });
+    expect(traversal.capabilities).toEqual(['file-write:/etc/passwd']);
+    expect(covers(['file-write:/srv/repo'], traversal.capabilities)).toBe(false);
+    // A grant made from a request inside the repo never covers a path that climbs out of it.
+    const inside = caps({ kind: 'fileAccess', access: 'write', path: '/srv/repo/etc/passwd' }).capabilities;
+    const climbing = caps({
+      kind: 'fileAccess',
+      access: 'write',
+      path: '/srv/repo/../etc/passwd',
+    }).capabilities;
+    expect(climbing).toEqual(['file-write:/srv/etc/passwd']);
+    expect(covers(inside, climbing)).toBe(false);
+  });
+
+  it('is not grantable for a relative path or one holding a NUL', () => {
+    expect(caps({ kind: 'fileAccess', access: 'write', path: 'src/app.ts' }).notGrantable).toBeDefined();
+    expect(caps({ kind: 'fileAccess', access: 'write', path: '/srv/a\0b' }).notGrantable).toBeDefined();
+    expect(normalizePath('../x')).toBeUndefined();
+  });
+
+  it('derives net-connect only with protocol, host and port, host in lower case', () => {
+    expect(caps({ kind: 'network', protocol: 'HTTPS', host: 'API.example.com.', port: 443 })).toEqual({
+      capabilities: ['net-connect:https://api.example.com:443'],
+    });
+    expect(caps({ kind: 'network', protocol: 'tcp', host: '::1', port: 5432 }).capabilities).toEqual([
+      'net-connect:tcp://[::1]:5432',
+    ]);
+    expect(caps({ kind: 'network', host: 'example.com', port: 443 }).notGrantable).toBe('no protocol');
+    expect(caps({ kind: 'network', protocol: 'https', host: 'example.com' }).notGrantable).toBe('no port');
+    expect(caps({ kind: 'network', protocol: 'https', host: 'a@b', port: 1 }).notGrantable).toBe('no host');
+  });
+
+  it('derives process, unix-socket and tool capabilities', () => {
+    expect(caps({ kind: 'process', target: 'postgres' }).capabilities).toEqual(['process:postgres']);
+    expect(caps({ kind: 'unixSocket', path: '/run//docker.sock' }).capabilities).toEqual([
+      'unix-socket:/run/docker.sock',
+    ]);
+    expect(caps({ kind: 'tool', toolName: 'mcp__github__create_pr' }).capabilities).toEqual([
+      'tool:mcp__github__create_pr',
+    ]);
+  });
+
+  it('never grants an unknown subject kind', () => {
+    expect(caps({ kind: 'computerUseTakeover' })).toEqual({
+      capabilities: [],
+      notGrantable: 'an unknown subject kind (computerUseTakeover)',
+    });
+  });
+
+  it('keeps the capabilities but refuses a grant for a protected write, computer-use data, masked or cut text', () => {
+    const write: ApprovalSubject = { kind: 'fileAccess', access: 'write', path: '/srv/a' };
+    expect(caps(write, { protectedWrite: true })).toEqual({
+      capabilities: ['file-write:/srv/a'],
+      notGrantable: 'a protected write',
+    });
+    expect(caps(write, { cuaCardFacts: { data: [{ kind: 'clipboard' }] } }).notGrantable).toBe(
+      'computer-use data',
+    );
+    expect(caps(write, { intake: { maskedSecrets: 1, truncated: false, parts: {} } }).notGrantable).toBe(
+      'secrets were masked',
+    );
+    expect(caps(write, { intake: { maskedSecrets: 0, truncated: true, parts: {} } }).notGrantable).toBe(
+      'the request was cut',
+    );
+  });
+});
+
+describe('covers: exact members only', () => {
+  it('needs every required capability in the covered set, in any order', () => {
+    expect(covers(['exec:npm test', 'exec:git push'], ['exec:git push'])).toBe(true);
+    expect(covers(canonicalCapabilities(['b', 'a', 'b']), ['a', 'b'])).toBe(true);
+    expect(canonicalCapabilities(['b', 'a', 'b'])).toEqual(['a', 'b']);
+  });
+
+  it('does not let an argv prefix cover a longer command, nor the reverse', () => {
+    expect(covers(['exec:git push'], ['exec:git push --force'])).toBe(false);
+    expect(covers(['exec:git push --force'], ['exec:git push'])).toBe(false);
+    expect(covers(['exec:git push origin main'], ['exec:git main push origin'])).toBe(false);
+  });
+
+  it('does not let a directory cover what is inside it', () => {
+    expect(covers(['file-write:/srv/repo'], ['file-write:/srv/repo/app.ts'])).toBe(false);
+  });
+
+  it('never covers an empty request (nothing understood means nothing granted)', () => {
+    expect(covers(['exec:ls'], [])).toBe(false);
+  });
+});
+
+const ONCE: ApprovalChoice = {
+  choiceId: 'allow_once',
+  label: 'Allow once',
+  decision: 'approved',
+  scope: 'once',
+};
+const SESSION: ApprovalChoice = {
+  choiceId: 'allow_session',
+  label: 'Allow for session',
+  decision: 'approvedForSession',
+  scope: 'session',
+};
+const REJECT: ApprovalChoice = { choiceId: 'abort', label: 'Reject', decision: 'abort', scope: 'once' };
+
+const NOW = new Date('2026-12-01T12:00:00Z');
+
+function grant(overrides: Partial<Grant> = {}): Grant {
+  return {
+    grantId: 'g1',
+    holder: 'bot',
+    caller: 'session:s1',
+    tool: 'bash',
+    capabilities: ['exec:git push', 'exec:npm test'],
+    sandboxMode: 'workspace-write',
+    grantedBy: 'U0ALICE',
+    approvalId: 'a0',
+    hostId: 'main',
+    route: 'default',
+    channel: 'C0APPROVALS',
+    createdAt: '2026-12-01T11:00:00Z',
+    expiresAt: '2026-12-01T19:00:00Z',
+    uses: 0,
+    ...overrides,
+  };
+}
+
+const question: GrantQuestion = {
+  caller: 'session:s1',
+  tool: 'bash',
+  sandboxMode: 'workspace-write',
+  route: 'default',
+  capabilities: ['exec:git push'],
+  once: ONCE,
+  sourceIndex: 0,
+};
+
+describe('grantQuestion and findGrant: every part equal, capabilities a subset', () => {
+  const record = {
+    ...request(shell()),
+    caller: 'session:s1',
+    sandboxMode: 'workspace-write',
+    route: 'default',
+    availableChoices: [ONCE, SESSION, REJECT],
+  };
+
+  it('asks with the caller, tool, sandbox mode, route, the stage capability and the approved-once choice', () => {
+    expect(grantQuestion(record)).toEqual(question);
+  });
+
+  it('asks for the route a record names, and for the route-less grants of a record that names none', () => {
+    expect(grantQuestion({ ...record, route: 'prod' })?.route).toBe('prod');
+    expect(grantQuestion({ ...record, route: undefined })?.route).toBe('');
+  });
+
+  it('asks nothing when the host offers no approved-once choice, or the request is not grantable', () => {
+    expect(grantQuestion({ ...record, availableChoices: [SESSION, REJECT] })).toBeUndefined();
+    expect(grantQuestion({ ...record, protectedWrite: true })).toBeUndefined();
+    expect(grantQuestion({ ...record, subject: { kind: 'computerUseTakeover' } })).toBeUndefined();
+    expect(onceChoice([REJECT, ONCE])).toBe(ONCE);
+  });
+
+  it('finds a live grant whose covered set holds the request', () => {
+    expect(findGrant([grant()], question, NOW)?.grantId).toBe('g1');
+  });
+
+  it('finds none for another sandbox mode, caller, tool or route', () => {
+    expect(findGrant([grant({ sandboxMode: 'danger-full-access' })], question, NOW)).toBeUndefined();
+    expect(findGrant([grant({ caller: 'session:s2' })], question, NOW)).toBeUndefined();
+    expect(findGrant([grant({ tool: 'sh' })], question, NOW)).toBeUndefined();
+    // A grant made where the rules are lenient never answers what a stricter route placed.
+    expect(findGrant([grant({ route: 'prod' })], question, NOW)).toBeUndefined();
+    expect(findGrant([grant({ route: '' })], question, NOW)).toBeUndefined();
+    // Nor does the session's grant of another route.
+    expect(
+      findGrant([grant({ caller: 'session:s9', route: 'prod' })], question, NOW, 'session:s9'),
+    ).toBeUndefined();
+    expect(findGrant([grant({ caller: 'session:s9' })], question, NOW, 'session:s9')?.grantId).toBe('g1');
+  });
+
+  it('finds none for a superset of what the grant covers', () => {
+    const wider = { ...question, capabilities: ['exec:git push', 'exec:rm -rf /'] };
+    expect(findGrant([grant()], wider, NOW)).toBeUndefined();
+  });
+
+  it('finds none that expired (even a millisecond ago) or was revoked', () => {
+    expect(findGrant([grant({ expiresAt: '2026-12-01T11:59:59.999Z' })], question, NOW)).toBeUndefined();
+    expect(findGrant([grant({ expiresAt: NOW.toISOString() })], question, NOW)).toBeUndefined();
+    expect(findGrant([grant({ revokedAt: '2026-12-01T11:30:00Z' })], question, NOW)).toBeUndefined();
+  });
+
+  it('never answers with a host-held grant: the host keeps those', () => {
+    expect(findGrant([grant({ holder: 'host', rulePreview: 'git push' })], question, NOW)).toBeUndefined();
+  });
+
+  it('prefers the grant that lasts longest', () => {
+    const found = findGrant(
+      [grant({ grantId: 'short' }), grant({ grantId: 'long', expiresAt: '2026-12-02T00:00:00Z' })],
+      question,
+      NOW,
+    );
+    expect(found?.grantId).toBe('long');
+  });
+});
+
+describe('callerFor: whom a route binds grants to', () => {
+  const approval = { sessionId: 's1', hostId: 'ci', owner: 'U0ALICE' };
+  it('is the session by default, the owner or the host when the route says so', () => {
+    expect(callerFor('session', approval)).toBe('session:s1');
+    expect(callerFor('owner', approval)).toBe('user:U0ALICE');
+    expect(callerFor('host', approval)).toBe('host:ci');
+  });
+  it('is undefined for the owner of a host that has none', () => {
+    expect(callerFor('owner', { sessionId: 's1', hostId: 'ci' })).toBeUndefined();
+  });
+});

@@ -1,0 +1,96 @@
+// The Authorizer gathers what the pure rules need (route rules, user groups, who the user is,
+// who is in the channel) and refuses whenever Slack cannot say: these pin that it does.
+
+import { describe, expect, it } from 'vitest';
+import { OPEN_RULES, type RouteRules } from '../../../../src/domain/route.js';
+import { captureLogger } from '../../../support/logCapture.js';
+import { testAuthorizer } from '../../../support/testAuthorizer.js';
+
+const SRE: RouteRules = { ...OPEN_RULES, approvers: { users: [], usergroups: ['S0SRE'] } };
+const record = (route: string, extra: Record<string, unknown> = {}) => ({
+  route,
+  protectedWrite: false,
+  hostId: 'main',
+  slack: { channel: 'C0APPROVALS' },
+  ...extra,
+});
+
+describe('Authorizer', () => {
+  it('counts a user group it cannot read as not holding the user, and says so in the log', async () => {
+    const { logger, lines } = captureLogger();
+    const authorizer = testAuthorizer({
+      rulesOf: () => SRE,
+      groups: async () => {
+        throw new Error('missing_scope');
+      },
+      logger,
+    });
+    expect(await authorizer.check('U0CAROL', record('sre'))).toEqual({
+      allowed: false,
+      why: 'notApprover',
+      route: 'sre',
+      approvers: SRE.approvers,
+      protectedWrite: false,
+    });
+    expect(lines.some((l) => l.msg === 'could not read user group members' && l.usergroup === 'S0SRE')).toBe(
+      true,
+    );
+  });
+
+  it('refuses when Slack does not say who the user is, who is in the channel, or which workspace it is', async () => {
+    const fails = async (): Promise<never> => {
+      throw new Error('Slack is away');
+    };
+    const noPerson = testAuthorizer({ people: fails });
+    expect(await noPerson.check('U0ALICE', record('open'))).toMatchObject({
+      why: 'unverified',
+      what: 'user',
+    });
+    const noChannel = testAuthorizer({ channels: fails });
+    expect(await noChannel.check('U0ALICE', record('open'))).toMatchObject({
+      why: 'unverified',
+      what: 'channel',
+    });
+    const noWorkspace = testAuthorizer({ workspace: undefined });
+    expect(await noWorkspace.check('U0ALICE', record('open'))).toMatchObject({
+      why: 'unverified',
+      what: 'workspace',
+    });
+    // The same user, when Slack answers, decides as a member of the card's channel.
+    expect(await testAuthorizer().check('U0ALICE', record('open'))).toEqual({
+      allowed: true,
+      because: 'channelMember',
+      channel: 'C0APPROVALS',
+    });
+  });
+
+  it('never lowers a quorum: the one a record was placed with, the route’s now, the risk rules’', () => {
+    const quorumOf = (route: number, place = 1) =>
+      testAuthorizer({
+        rulesOf: (name) => (name === 'gone' ? undefined : { ...OPEN_RULES, quorum: route }),
+        placeNow: () => ({ name: 'now', channel: 'C0', rules: { ...OPEN_RULES, quorum: place } }),
+      });
+    expect(quorumOf(1).quorum(record('r', { quorum: 3 }))).toBe(3);
+    expect(quorumOf(2).quorum(record('r'))).toBe(2);
+    expect(quorumOf(1).quorum(record('r', { risks: [{ name: 'x', warning: 'w', quorum: 4 }] }))).toBe(4);
+    // A route gone: the record's, or the route that would place it now if that asks more.
+    expect(quorumOf(1).quorum(record('gone', { quorum: 2 }))).toBe(2);
+    expect(quorumOf(1, 3).quorum(record('gone', { quorum: 2 }))).toBe(3);
+  });
+
+  it('lets a channel member read a card in full, but never a stranger', async () => {
+    const authorizer = testAuthorizer({
+      rulesOf: () => ({ ...OPEN_RULES, approvers: { users: ['U0ALICE'], usergroups: [] } }),
+      people: { U0GUEST: { teamId: 'T1', guest: true } },
+      channels: { C0APPROVALS: ['U0EVE', 'U0GUEST'] },
+    });
+    expect(await authorizer.check('U0EVE', record('deploys'))).toMatchObject({ why: 'notApprover' });
+    expect(await authorizer.mayRead('U0EVE', record('deploys'))).toEqual({
+      allowed: true,
+      because: 'channelMember',
+      channel: 'C0APPROVALS',
+    });
+    expect(await authorizer.mayRead('U0FRANK', record('deploys'))).toMatchObject({ why: 'notApprover' });
+    expect(await authorizer.mayRead('U0GUEST', record('deploys'))).toMatchObject({ why: 'guest' });
+  });
+});

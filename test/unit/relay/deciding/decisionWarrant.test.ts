@@ -1,0 +1,117 @@
+// What the Decider checks again on a record its caller did not check (a decision forwarded from
+// another replica): a grant's and a timeout's warrant. Clicks and quorums are pinned against real
+// Redis in test/integration/clickHandler.test.ts.
+
+import { describe, expect, it } from 'vitest';
+import type { Grant } from '../../../../src/domain/grants/grant.js';
+import type { ApprovalRecord } from '../../../../src/domain/record.js';
+import type { EscalationStep, RouteGrants } from '../../../../src/domain/route.js';
+import { DecisionWarrant } from '../../../../src/relay/deciding/decisionWarrant.js';
+import { sampleRecord } from '../../../support/sampleRecord.js';
+import { testAuthorizer } from '../../../support/testAuthorizer.js';
+
+const NOW = new Date('2026-11-30T12:00:00Z');
+const GRANTS: RouteGrants = {
+  enabled: true,
+  ttlMs: 3_600_000,
+  maxTtlMs: 86_400_000,
+  caller: 'session',
+  choices: [{ kind: 'time', ms: 3_600_000 }],
+};
+
+const record: ApprovalRecord = sampleRecord('w-1', {
+  route: 'ops',
+  availableChoices: [
+    { choiceId: 'allow_once', label: 'Allow once', decision: 'approved', scope: 'once' },
+    { choiceId: 'abort', label: 'Reject', decision: 'abort', scope: 'once', acceptsFeedback: true },
+  ],
+});
+
+function liveGrant(overrides: Partial<Grant> = {}): Grant {
+  return {
+    grantId: 'g-1',
+    caller: record.caller,
+    tool: record.tool,
+    capabilities: [...record.requiredCapabilities],
+    sandboxMode: record.sandboxMode,
+    holder: 'bot',
+    grantedBy: 'U0ALICE',
+    approvalId: 'w-0',
+    hostId: 'default',
+    route: 'ops',
+    channel: 'C1',
+    createdAt: '2026-11-30T11:00:00Z',
+    expiresAt: '2026-11-30T13:00:00Z',
+    uses: 0,
+    ...overrides,
+  };
+}
+
+function warrant(options: { grant?: Grant; ladder?: EscalationStep[]; grants?: RouteGrants } = {}) {
+  return new DecisionWarrant({
+    authorizer: testAuthorizer(),
+    grants: { get: async (grantId) => (options.grant?.grantId === grantId ? options.grant : undefined) },
+    grantsOf: () => options.grants ?? GRANTS,
+    ladderOf: () => options.ladder ?? [],
+    now: () => NOW,
+  });
+}
+
+const byGrant = (grant: Grant) => ({
+  sourceIndex: 0,
+  choiceId: 'allow_once',
+  by: { via: 'grant' as const, grant: { grantId: grant.grantId, grantedBy: grant.grantedBy } },
+});
+const UNWARRANTED_GRANT = { kind: 'unwarranted', via: 'grant' };
+
+describe('DecisionWarrant', () => {
+  it('lets a grant decide only what a live grant, as stored now, answers', async () => {
+    const grant = liveGrant();
+    expect(await warrant({ grant }).check(record, byGrant(grant))).toBeUndefined();
+    // A grant by uses whose last use was taken for this very decision still answers it.
+    const lastUse = liveGrant({ maxUses: 3, usesLeft: 0 });
+    expect(await warrant({ grant: lastUse }).check(record, byGrant(lastUse))).toBeUndefined();
+
+    for (const stored of [
+      undefined,
+      liveGrant({ revokedAt: '2026-11-30T11:30:00Z' }),
+      liveGrant({ expiresAt: '2026-11-30T11:59:59Z' }),
+      liveGrant({ capabilities: ['file-write:/srv/other.ts'] }),
+      liveGrant({ caller: 'session:another' }),
+      liveGrant({ holder: 'host' }),
+    ]) {
+      expect(await warrant(stored ? { grant: stored } : {}).check(record, byGrant(grant))).toEqual(
+        UNWARRANTED_GRANT,
+      );
+    }
+    // Named by someone else than its granter, for another choice or stage, or where grants are off.
+    const named = byGrant(grant);
+    expect(
+      await warrant({ grant }).check(record, {
+        ...named,
+        by: { via: 'grant', grant: { grantId: 'g-1', grantedBy: 'U0EVE' } },
+      }),
+    ).toEqual(UNWARRANTED_GRANT);
+    expect(await warrant({ grant }).check(record, { ...named, choiceId: 'abort' })).toEqual(
+      UNWARRANTED_GRANT,
+    );
+    expect(await warrant({ grant }).check(record, { ...named, sourceIndex: 1 })).toEqual(UNWARRANTED_GRANT);
+    expect(await warrant({ grant, grants: { ...GRANTS, enabled: false } }).check(record, named)).toEqual(
+      UNWARRANTED_GRANT,
+    );
+  });
+
+  it('lets a timeout decide only on a route whose ladder ends in one, with the choice a timeout takes', async () => {
+    const timeout = { sourceIndex: 0, choiceId: 'abort', by: { via: 'timeout' as const } };
+    const ladder: EscalationStep[] = [
+      { afterMs: 60_000, action: 'remind' },
+      { afterMs: 600_000, action: 'timeout' },
+    ];
+    expect(await warrant({ ladder }).check(record, timeout)).toBeUndefined();
+    const refused = { kind: 'unwarranted', via: 'timeout' };
+    expect(await warrant({ ladder: ladder.slice(0, 1) }).check(record, timeout)).toEqual(refused);
+    expect(await warrant().check(record, timeout)).toEqual(refused);
+    // A timeout never approves.
+    expect(await warrant({ ladder }).check(record, { ...timeout, choiceId: 'allow_once' })).toEqual(refused);
+  });
+});

@@ -1,0 +1,553 @@
+// Escalation's pure parts: the rotation's handover, the ladder's config keys, the card's line,
+// the timeout's reject choice, the DM's buttons, and the PagerDuty client's retries.
+
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { renderCard } from '../../../../src/cards/renderCard.js';
+import {
+  escalationLine,
+  renderEscalationDm,
+  shortDuration,
+  timedOutLine,
+} from '../../../../src/cards/renderEscalation.js';
+import { ConfigError, loadConfig } from '../../../../src/config/config.js';
+import type { ApprovalRecord } from '../../../../src/domain/record.js';
+import type { EscalationStep } from '../../../../src/domain/route.js';
+import { PagerDuty } from '../../../../src/pagerduty/pagerDuty.js';
+import type { Decider } from '../../../../src/relay/deciding/decider.js';
+import type { NoticeLedger } from '../../../../src/relay/deciding/decisionNotices.js';
+import { Escalator, lineageOf, timeoutChoice } from '../../../../src/relay/escalation/escalator.js';
+import { OncallResolver } from '../../../../src/relay/escalation/oncall.js';
+import type { RecordKeeper } from '../../../../src/relay/records/recordKeeper.js';
+import { rotationUser } from '../../../../src/routing/rotation.js';
+import type { ApprovalStore } from '../../../../src/store/approvalStore.js';
+import type { EscalationStore } from '../../../../src/store/escalationStore.js';
+
+const silent = pino({ level: 'silent' });
+
+function configFile(yaml: string): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'countersign-esc-')), 'countersign.yml');
+  writeFileSync(file, yaml);
+  return file;
+}
+
+function load(yaml: string, env: Record<string, string> = {}) {
+  return loadConfig({
+    SLACK_BOT_TOKEN: 'xoxb-test-token',
+    SLACK_APP_TOKEN: 'xapp-test-token',
+    MSP_HOST_COMMAND: 'muse serve',
+    COUNTERSIGN_CONFIG: configFile(yaml),
+    ...env,
+  });
+}
+
+function errorOf(yaml: string, env: Record<string, string> = {}): string {
+  try {
+    load(yaml, env);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as Error).message).not.toMatch(/\n/);
+    return (err as Error).message;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+const route = (extra: string) => `
+routes:
+  - name: default
+    channel: C0APPROVALS
+${extra}`;
+
+describe('rotation', () => {
+  const weekly = {
+    users: ['U0ANA', 'U0BEN', 'U0CID'],
+    startMs: Date.parse('2026-11-30T09:00:00Z'),
+    everyMs: 7 * 86_400_000,
+    timezone: 'UTC',
+  };
+
+  it('hands over exactly at the boundary, and wraps around', () => {
+    expect(rotationUser(weekly, new Date('2026-11-30T09:00:00Z'))).toBe('U0ANA');
+    expect(rotationUser(weekly, new Date('2026-12-07T08:59:59.999Z'))).toBe('U0ANA');
+    expect(rotationUser(weekly, new Date('2026-12-07T09:00:00Z'))).toBe('U0BEN');
+    expect(rotationUser(weekly, new Date('2026-12-14T09:00:00Z'))).toBe('U0CID');
+    expect(rotationUser(weekly, new Date('2026-12-21T09:00:00Z'))).toBe('U0ANA');
+  });
+
+  it('before the start, the first person is on call', () => {
+    expect(rotationUser(weekly, new Date('2026-11-01T00:00:00Z'))).toBe('U0ANA');
+  });
+
+  it('keeps the local handover time across a DST change in its time zone', () => {
+    // 09:00 in Berlin is 07:00Z in summer time and 08:00Z in winter time.
+    const berlin = {
+      users: ['U0ANA', 'U0BEN'],
+      startMs: Date.parse('2026-10-19T07:00:00Z'), // Monday 09:00 CEST
+      everyMs: 7 * 86_400_000,
+      timezone: 'Europe/Berlin',
+    };
+    // The clocks go back on 25 October: the next handover is Monday 26 October, 09:00 CET = 08:00Z.
+    expect(rotationUser(berlin, new Date('2026-10-26T07:30:00Z'))).toBe('U0ANA');
+    expect(rotationUser(berlin, new Date('2026-10-26T08:00:00Z'))).toBe('U0BEN');
+    // In UTC the same rotation would have handed over an hour earlier.
+    expect(rotationUser({ ...berlin, timezone: 'UTC' }, new Date('2026-10-26T07:30:00Z'))).toBe('U0BEN');
+  });
+
+  it('short shifts, as tests use them', () => {
+    const quick = { users: ['U0ANA', 'U0BEN'], startMs: 0, everyMs: 2_000, timezone: 'UTC' };
+    expect(rotationUser(quick, new Date(1_999))).toBe('U0ANA');
+    expect(rotationUser(quick, new Date(2_000))).toBe('U0BEN');
+    expect(rotationUser(quick, new Date(4_000))).toBe('U0ANA');
+  });
+});
+
+describe('routes[].escalation and routes[].oncall', () => {
+  it('parse into steps and a source', () => {
+    const config = load(
+      route(`    oncall:
+      rotation: { users: [U0ANA, U0BEN], start: "2026-11-30T09:00:00Z", every: 7d, timezone: Europe/Berlin }
+    escalation:
+      - { after: 10m, action: remind }
+      - { after: 20m, action: mention, target: oncall, broadcast: true }
+      - { after: 30m, action: dm, target: U0ANA }
+      - { after: 45m, action: page, routingKey: RKEY }
+      - { after: 2h, action: timeout }`),
+    );
+    expect(config.routes[0]?.oncall).toEqual({
+      kind: 'rotation',
+      users: ['U0ANA', 'U0BEN'],
+      startMs: Date.parse('2026-11-30T09:00:00Z'),
+      everyMs: 7 * 86_400_000,
+      timezone: 'Europe/Berlin',
+    });
+    expect(config.routes[0]?.escalation).toEqual([
+      { afterMs: 600_000, action: 'remind' },
+      { afterMs: 1_200_000, action: 'mention', target: 'oncall', broadcast: true },
+      { afterMs: 1_800_000, action: 'dm', target: 'U0ANA' },
+      { afterMs: 2_700_000, action: 'page', routingKey: 'RKEY' },
+      { afterMs: 7_200_000, action: 'timeout' },
+    ]);
+  });
+
+  it('usergroup and pagerduty sources', () => {
+    expect(load(route('    oncall: { usergroup: S0ONCALL }')).routes[0]?.oncall).toEqual({
+      kind: 'usergroup',
+      usergroup: 'S0ONCALL',
+    });
+    expect(
+      load(route('    oncall: { pagerduty: { scheduleId: P123ABC } }'), {
+        PAGERDUTY_API_TOKEN: 'pdtoken0000000000000',
+      }).routes[0]?.oncall,
+    ).toEqual({ kind: 'pagerduty', scheduleId: 'P123ABC' });
+  });
+
+  it.each([
+    [
+      '    escalation: [{ after: 10m, action: shout }]',
+      'routes[0].escalation[0].action must be remind, mention, dm, page or timeout (got "shout")',
+    ],
+    ['    escalation: [{ after: soon, action: remind }]', 'routes[0].escalation[0].after must be a duration'],
+    ['    escalation: [{ after: 10m, action: remind, when: now }]', 'key "when" is not supported'],
+    ['    escalation: [{ after: 10m, action: mention }]', 'needs a target'],
+    ['    escalation: [{ after: 10m, action: remind, target: U0ANA }]', 'target is only for mention and dm'],
+    ['    escalation: [{ after: 10m, action: dm, target: S0GROUP }]', 'a dm goes to a person'],
+    [
+      '    escalation: [{ after: 20m, action: remind }, { after: 10m, action: remind }]',
+      'routes[0].escalation[1].after comes before the step above it',
+    ],
+    [
+      '    escalation: [{ after: 20m, action: timeout }, { after: 30m, action: remind }]',
+      'routes[0].escalation[0].action timeout ends the approval',
+    ],
+    [
+      '    escalation: [{ after: 20m, action: mention, target: oncall }]',
+      'routes[0].escalation[0].target is oncall, but routes[0] has no oncall',
+    ],
+    [
+      '    oncall: { usergroup: S0A, rotation: { users: [U0A], start: "2026-11-30T09:00:00Z", every: 1d } }',
+      'routes[0].oncall must name exactly one of usergroup, rotation and pagerduty',
+    ],
+    [
+      '    oncall: { rotation: { users: [U0A], start: "2026-11-30T09:00:00Z", every: 1d, timezone: Mars/Olympus } }',
+      'must be an IANA time zone',
+    ],
+    [
+      '    escalation: [{ after: 1m, action: page }]',
+      'routes[0].escalation[0] pages, but there is no routing key',
+    ],
+    ['    oncall: { pagerduty: { scheduleId: P1 } }', 'routes[0].oncall.pagerduty needs PAGERDUTY_API_TOKEN'],
+  ])('refuses %s', (yaml, message) => {
+    expect(errorOf(route(yaml))).toContain(message);
+  });
+});
+
+const LADDER: EscalationStep[] = [
+  { afterMs: 600_000, action: 'remind' },
+  { afterMs: 1_800_000, action: 'page' },
+  { afterMs: 2_700_000, action: 'dm', target: 'oncall' },
+];
+
+describe('the escalation line', () => {
+  const startedAt = '2026-11-30T10:00:00.000Z';
+  const at = (ms: number) => new Date(Date.parse(startedAt) + ms);
+
+  it('says what fired, by whom, and what comes next', () => {
+    const line = escalationLine(
+      {
+        startedAt,
+        origin: 'a1',
+        fired: [
+          { step: 0, action: 'remind', afterMs: 600_000, at: '' },
+          { step: 1, action: 'page', afterMs: 1_800_000, at: '', who: '@bob' },
+        ],
+      },
+      LADDER,
+      at(1_800_000),
+      true,
+    );
+    expect(line).toBe(
+      ':rotating_light: Escalation: reminded at 10 min · paged @bob at 30 min · next: DM in 15 min',
+    );
+  });
+
+  it('names the first step before the clock starts, nothing next once final, nothing without a ladder', () => {
+    expect(escalationLine(undefined, LADDER, at(0), true)).toBe(
+      ':rotating_light: Escalation: next: reminder at 10 min',
+    );
+    expect(
+      escalationLine(
+        { startedAt, origin: 'a1', fired: [{ step: 0, action: 'remind', afterMs: 600_000, at: '' }] },
+        LADDER,
+        at(900_000),
+        false,
+      ),
+    ).toBe(':rotating_light: Escalation: reminded at 10 min');
+    expect(escalationLine(undefined, [], at(0), true)).toBeUndefined();
+  });
+
+  it('says so when a step could not reach anyone', () => {
+    const line = escalationLine(
+      {
+        startedAt,
+        origin: 'a1',
+        fired: [
+          { step: 0, action: 'remind', afterMs: 600_000, at: '' },
+          { step: 1, action: 'page', afterMs: 1_800_000, at: '', failed: true },
+        ],
+      },
+      LADDER,
+      at(1_800_000),
+      true,
+    );
+    expect(line).toBe(
+      ':rotating_light: Escalation: reminded at 10 min · page failed at 30 min · next: DM in 15 min',
+    );
+  });
+
+  it('escapes a name that would format or mention', () => {
+    const line = escalationLine(
+      {
+        startedAt,
+        origin: 'a1',
+        fired: [{ step: 1, action: 'page', afterMs: 1_000, at: '', who: '<!channel> *x*' }],
+      },
+      LADDER,
+      at(1_000),
+      false,
+    );
+    expect(line).not.toContain('<!channel>');
+  });
+
+  it('durations in the fewest words', () => {
+    expect(
+      [1_000, 59_000, 600_000, 3_600_000, 5_400_000, 7_200_000, 3 * 86_400_000].map(shortDuration),
+    ).toEqual(['1s', '59s', '10 min', '1h', '1h 30 min', '2h', '3d']);
+    expect(timedOutLine(7_200_000)).toContain('Timed out after 2h — rejected');
+  });
+});
+
+function record(overrides: Partial<ApprovalRecord> = {}): ApprovalRecord {
+  return {
+    approvalId: 'a1',
+    hostId: 'default',
+    incarnation: 'inc-1',
+    sessionId: 's-1',
+    toolCallId: 'call_1',
+    caller: 'session:s-1',
+    tool: 'bash',
+    rawArgs: '{}',
+    subject: { kind: 'shell', command: 'make deploy' },
+    requiredCapabilities: [],
+    sandboxMode: 'default',
+    protectedWrite: false,
+    judgeEscalated: false,
+    currentRequirementId: { approvalId: 'a1', sourceIndex: 0 },
+    availableChoices: [
+      { choiceId: 'allow_once', label: 'Allow once', decision: 'approved', scope: 'once' },
+      { choiceId: 'deny', label: 'Deny', decision: 'denied', scope: 'once' },
+      { choiceId: 'abort', label: 'Reject', decision: 'abort', scope: 'once', acceptsFeedback: true },
+    ],
+    phase: 'pending',
+    slack: { channel: 'C1', ts: '1.1' },
+    openedAt: '2026-11-30T10:00:00.000Z',
+    updatedAt: '2026-11-30T10:00:00.000Z',
+    version: 1,
+    ...overrides,
+  };
+}
+
+describe('the timeout and the DM', () => {
+  it('rejects with a choice that is not an approval, preferring one that takes feedback', () => {
+    expect(timeoutChoice(record().availableChoices)?.choiceId).toBe('abort');
+    expect(timeoutChoice(record().availableChoices.slice(0, 2))?.choiceId).toBe('deny');
+    expect(timeoutChoice(record().availableChoices.slice(0, 1))).toBeUndefined();
+  });
+
+  it('a timed-out card says so plainly', () => {
+    const card = renderCard(
+      record({
+        phase: 'resolved',
+        resolution: {
+          decision: 'abort',
+          resolvedBy: 'user',
+          decidedAt: '2026-11-30T12:00:00Z',
+          via: 'timeout',
+        },
+        escalation: {
+          startedAt: '2026-11-30T10:00:00Z',
+          origin: 'a1',
+          fired: [{ step: 0, action: 'timeout', afterMs: 7_200_000, at: '' }],
+          timedOutAfterMs: 7_200_000,
+        },
+      }),
+      { now: new Date('2026-11-30T12:00:00Z') },
+    );
+    const text = JSON.stringify(card.blocks);
+    expect(card.text).toMatch(/^Timed out: bash/);
+    expect(text).toContain('Timed out after 2h — rejected');
+    expect(text).toContain('the escalation timeout');
+  });
+
+  it('the DM carries the summary, the link and the card’s own buttons', () => {
+    const dm = renderEscalationDm(record(), {
+      permalink: 'https://x.slack.com/archives/C1/p11',
+      waitedMs: 1_800_000,
+    });
+    const card = renderCard(record(), { now: new Date() });
+    const buttons = (blocks: unknown[]) =>
+      JSON.stringify(
+        blocks
+          .filter((b) => (b as { type: string }).type === 'actions')
+          .flatMap((b) => (b as { elements: unknown[] }).elements),
+      );
+    expect(buttons(dm.blocks)).toBe(
+      buttons(card.blocks.filter((b) => (b as { block_id?: string }).block_id?.startsWith('cs_choices'))),
+    );
+    const text = JSON.stringify(dm.blocks);
+    expect(text).toContain('make deploy');
+    expect(text).toContain('<https://x.slack.com/archives/C1/p11|Open the card>');
+    expect(text).toContain('waited 30 min');
+  });
+
+  it('a successor is the same request: same host, session and tool call', () => {
+    expect(lineageOf(record())).toBe(lineageOf(record({ approvalId: 'a2' })));
+    expect(lineageOf(record())).not.toBe(lineageOf(record({ toolCallId: 'call_2' })));
+  });
+});
+
+describe('on-call sources', () => {
+  const groups = {
+    members: async (id: string) => new Set(id === 'S0ONCALL' ? ['U0BOB', 'U0CAROL'] : ['U0ZED']),
+  };
+
+  it('a user group is mentioned as such, its members in order', async () => {
+    const resolver = new OncallResolver({ groups, logger: silent });
+    expect(await resolver.resolve({ kind: 'usergroup', usergroup: 'S0ONCALL' }, undefined, 'a1')).toEqual({
+      users: ['U0BOB', 'U0CAROL'],
+      usergroup: 'S0ONCALL',
+      source: 'usergroup',
+    });
+  });
+
+  it('a failing source falls back to the approvers, and says so in the log', async () => {
+    const lines: string[] = [];
+    const logger = pino({ level: 'warn' }, { write: (line: string) => lines.push(line) });
+    const resolver = new OncallResolver({
+      groups,
+      pagerDuty: {
+        slackUsers: async () => {
+          throw new Error('PagerDuty answered 500');
+        },
+      },
+      logger,
+    });
+    const found = await resolver.resolve(
+      { kind: 'pagerduty', scheduleId: 'P1' },
+      { users: ['U0ANA'], usergroups: ['S0SRE'] },
+      'a1',
+    );
+    expect(found).toEqual({ users: ['U0ANA', 'U0ZED'], source: 'approvers' });
+    expect(lines.join('')).toContain('on-call source failed');
+    expect(lines.join('')).toContain('"approvalId":"a1"');
+  });
+});
+
+describe('PagerDuty client', () => {
+  function fakeFetch(statuses: number[]) {
+    const calls: Array<{ url: string; body: unknown }> = [];
+    const fetch = (async (url: string, init: RequestInit) => {
+      calls.push({ url, body: init.body ? JSON.parse(String(init.body)) : undefined });
+      const status = statuses.shift() ?? 202;
+      return new Response(status < 300 ? '{"status":"success"}' : '{"status":"error"}', { status });
+    }) as unknown as typeof globalThis.fetch;
+    return { fetch, calls };
+  }
+
+  it('retries 429 and 5xx with backoff, then succeeds', async () => {
+    const { fetch, calls } = fakeFetch([429, 503]);
+    const pd = new PagerDuty({
+      eventsUrl: 'http://pd/v2/enqueue',
+      apiUrl: 'http://pd/',
+      logger: silent,
+      fetch,
+      baseDelayMs: 1,
+    });
+    await pd.trigger({
+      routingKey: 'R',
+      dedupKey: 'a1',
+      summary: 'bash — make',
+      source: 'countersign',
+      customDetails: {},
+    });
+    expect(calls).toHaveLength(3);
+    expect(calls[2]!.body).toMatchObject({ routing_key: 'R', event_action: 'trigger', dedup_key: 'a1' });
+    expect(pd.failures.trigger).toBe(0);
+  });
+
+  it('does not retry a 400, and counts the failure', async () => {
+    const { fetch, calls } = fakeFetch([400]);
+    const pd = new PagerDuty({
+      eventsUrl: 'http://pd/v2/enqueue',
+      apiUrl: 'http://pd/',
+      logger: silent,
+      fetch,
+      baseDelayMs: 1,
+    });
+    await expect(pd.resolve('R', 'a1')).rejects.toThrow(/400/);
+    expect(calls).toHaveLength(1);
+    expect(pd.failures.resolve).toBe(1);
+  });
+
+  it('gives up after its attempts, counting one failure', async () => {
+    const { fetch, calls } = fakeFetch([500, 500, 500, 500]);
+    const pd = new PagerDuty({
+      eventsUrl: 'http://pd/v2/enqueue',
+      apiUrl: 'http://pd/',
+      logger: silent,
+      fetch,
+      baseDelayMs: 1,
+    });
+    await expect(pd.resolve('R', 'a1')).rejects.toThrow(/500/);
+    expect(calls).toHaveLength(4);
+    expect(pd.failures.resolve).toBe(1);
+  });
+
+  it('times out a call that never answers', async () => {
+    const fetch = ((_url: string, init: RequestInit) =>
+      new Promise((_resolve, reject) => {
+        init.signal?.addEventListener('abort', () => reject(init.signal?.reason));
+      })) as unknown as typeof globalThis.fetch;
+    const pd = new PagerDuty({
+      eventsUrl: 'http://pd/v2/enqueue',
+      apiUrl: 'http://pd/',
+      logger: silent,
+      fetch,
+      timeoutMs: 50,
+      attempts: 2,
+      baseDelayMs: 1,
+    });
+    const started = Date.now();
+    await expect(pd.resolve('R', 'a1')).rejects.toThrow(/unreachable/);
+    expect(Date.now() - started).toBeLessThan(2_000);
+  });
+});
+
+describe('Escalator', () => {
+  function world(
+    stored: ApprovalRecord | undefined,
+    ladder: EscalationStep[] = [{ afterMs: 0, action: 'remind' }],
+  ) {
+    const sent: string[] = [];
+    const marked: number[] = [];
+    const claims: string[] = [];
+    const due = { member: 'm', approvalId: 'a1', step: 0, lineage: 'l' };
+    const escalator = new Escalator({
+      schedule: {
+        due: async () => [due],
+        claim: async () => {
+          claims.push('claim');
+          return true;
+        },
+        drop: async () => {
+          claims.push('drop');
+        },
+        fired: async (_l: string, f: { step: number }) => {
+          marked.push(f.step);
+        },
+      } as unknown as EscalationStore,
+      store: { get: async () => stored } as unknown as ApprovalStore,
+      keeper: { mutateAndSync: async () => undefined } as unknown as RecordKeeper,
+      decider: {} as Decider,
+      slack: {
+        threadReply: async (_c: string, _t: string, text: string) => {
+          sent.push(text);
+        },
+        directMessage: async () => ({ channel: 'D1', ts: '1' }),
+        permalink: async () => undefined,
+        nameOf: async () => undefined,
+      },
+      oncall: new OncallResolver({ groups: { members: async () => new Set<string>() }, logger: silent }),
+      ledger: {} as NoticeLedger,
+      ladderOf: () => ladder,
+      oncallOf: () => undefined,
+      approversOf: () => undefined,
+      dmMappingTtlMs: 1_000,
+      logger: silent,
+    });
+    return { escalator, sent, marked, claims };
+  }
+
+  it('a step claimed as its approval resolves does nothing: the record is read after the claim', async () => {
+    const resolved = world(
+      record({
+        phase: 'resolved',
+        resolution: { decision: 'approved', resolvedBy: 'user', decidedAt: 'now' },
+      }),
+    );
+    await resolved.escalator.poll();
+    await resolved.escalator.stop();
+    expect(resolved.sent).toEqual([]);
+    expect(resolved.marked).toEqual([]);
+    // The same step on an open approval does fire.
+    const open = world(record());
+    await open.escalator.poll();
+    await open.escalator.stop();
+    expect(open.sent).toHaveLength(1);
+    expect(open.marked).toEqual([0]);
+  });
+
+  it('a process whose file has no such step leaves it due for one that has; a step of a gone approval is dropped', async () => {
+    const stranger = world(record(), []);
+    await stranger.escalator.poll();
+    await stranger.escalator.stop();
+    expect(stranger.claims).toEqual([]);
+    expect(stranger.sent).toEqual([]);
+    const gone = world(undefined);
+    await gone.escalator.poll();
+    await gone.escalator.stop();
+    expect(gone.claims).toEqual(['drop']);
+  });
+});

@@ -1,0 +1,256 @@
+import { describe, expect, it } from 'vitest';
+import {
+  ApprovalRequestParams,
+  ApprovalResolvedParams,
+  ApprovalUpdatedParams,
+} from '../../../../src/msp/protocol.js';
+import {
+  cardRevealed,
+  claimed,
+  escalationFired,
+  escalationStarted,
+  newRecord,
+  reopened,
+  resolved,
+  unclaimed,
+  updated,
+} from '../../../../src/relay/records/recordMutations.js';
+
+const shell = ApprovalRequestParams.parse({
+  sessionId: 's1',
+  approvalId: 'a1',
+  toolName: 'bash',
+  rawArgs: '{"command":"npm test && git push"}',
+  subject: {
+    kind: 'shell',
+    command: 'npm test && git push',
+    stages: [
+      {
+        requirementId: { approvalId: 'a1', sourceIndex: 0 },
+        position: 1,
+        totalStages: 2,
+        argv: ['npm', 'test'],
+        argvComplete: true,
+        resolution: { kind: 'unresolved' },
+      },
+      {
+        requirementId: { approvalId: 'a1', sourceIndex: 1 },
+        position: 2,
+        totalStages: 2,
+        argv: ['git', 'push'],
+        argvComplete: true,
+        resolution: { kind: 'unresolved' },
+      },
+    ],
+  },
+  currentRequirementId: { approvalId: 'a1', sourceIndex: 0 },
+  availableChoices: [
+    { choiceId: 'allow_once', label: 'Allow once', decision: 'approved', scope: 'once' },
+    { choiceId: 'abort', label: 'Reject', decision: 'abort', scope: 'once', acceptsFeedback: true },
+  ],
+});
+
+const base = newRecord(shell, {
+  hostId: 'h',
+  incarnation: 'inc-1',
+  caller: 'session:s1',
+  channel: 'C1',
+  route: 'test',
+  sandboxMode: 'default',
+  phase: 'pending',
+  now: new Date('2026-11-30T10:00:00Z'),
+});
+const claim = { sourceIndex: 0, userId: 'U1', choiceId: 'allow_once', commandId: 'cmd-1', claimedAt: 'now' };
+
+/** The host resolved stage 1 and asks about stage 2. */
+const stageOneResolved = ApprovalUpdatedParams.parse({
+  sessionId: 's1',
+  approvalId: 'a1',
+  change: { kind: 'stageResolved', requirementId: { approvalId: 'a1', sourceIndex: 0 } },
+  currentRequirementId: { approvalId: 'a1', sourceIndex: 1 },
+  availableChoices: shell.availableChoices,
+  subject: shell.subject,
+});
+
+describe('record mutations', () => {
+  it('a successor card keeps the steps fired before it, even when its next step is stored first', () => {
+    const start = { startedAt: '2026-12-01T10:00:00.000Z', origin: 'a0' };
+    const remind = { step: 0, action: 'remind' as const, afterMs: 1_000, at: '2026-12-01T10:00:01.000Z' };
+    const mention = { step: 1, action: 'mention' as const, afterMs: 3_000, at: '2026-12-01T10:00:05.000Z' };
+    // The mention fires on the successor before the carried-over start is stored.
+    const firedFirst = escalationFired(mention, start)(base)!;
+    const merged = escalationStarted({ ...start, fired: [remind] })(firedFirst)!;
+    expect(merged.escalation?.fired.map((f) => f.action)).toEqual(['remind', 'mention']);
+    expect(merged.escalation?.origin).toBe('a0');
+    // In the usual order, and stored again, nothing changes.
+    const usual = escalationFired(mention, start)(escalationStarted({ ...start, fired: [remind] })(base)!)!;
+    expect(usual.escalation).toEqual(merged.escalation);
+    expect(escalationStarted({ ...start, fired: [remind] })(usual)).toBeUndefined();
+  });
+
+  it('derives the exec capability of the stage being asked, and follows the stage as it advances', () => {
+    expect(base.requiredCapabilities).toEqual(['exec:npm test']);
+    expect(updated(stageOneResolved)(base)?.requiredCapabilities).toEqual(['exec:git push']);
+    expect(base.caller).toBe('session:s1');
+  });
+
+  it('treats a redelivered question as no change', () => {
+    expect(reopened(shell, 'inc-1', 'pending')(base)).toBeUndefined();
+  });
+
+  it('keeps a claim through a redelivery of the same stage, drops it when the stage advances', () => {
+    const deciding = claimed(claim)(base)!;
+    expect(deciding.phase).toBe('deciding');
+    const next = updated(stageOneResolved)(deciding)!;
+    expect(next.phase).toBe('pending');
+    expect(next.claim).toBeUndefined();
+    expect(next.currentRequirementId.sourceIndex).toBe(1);
+  });
+
+  it('never carries a claim over a restart recovery under the same id', () => {
+    const deciding = claimed(claim)(base)!;
+    const recovered = updated(
+      ApprovalUpdatedParams.parse({
+        sessionId: 's1',
+        approvalId: 'a1',
+        change: { kind: 'restartRecovered' },
+        currentRequirementId: { approvalId: 'a1', sourceIndex: 0 },
+        availableChoices: shell.availableChoices,
+        subject: shell.subject,
+      }),
+    )(deciding)!;
+    expect(recovered.phase).toBe('pending');
+    expect(recovered.claim).toBeUndefined();
+  });
+
+  it('credits the Slack user whose commandId decided it', () => {
+    const deciding = claimed(claim)(base)!;
+    const params = ApprovalResolvedParams.parse({
+      sessionId: 's1',
+      approvalId: 'a1',
+      decision: 'approved',
+      policyResult: 'allow',
+      resolvedBy: 'user',
+      decidedByCommandId: 'cmd-1',
+      decidedAt: '2026-11-30T10:01:00Z',
+    });
+    expect(resolved(params, 'inc-1', new Date())(deciding)?.resolution).toMatchObject({
+      decision: 'approved',
+      slackUserId: 'U1',
+      decidedAt: '2026-11-30T10:01:00Z',
+    });
+  });
+
+  it('reads a recovery abort of an approval from an earlier host process as superseded', () => {
+    const params = ApprovalResolvedParams.parse({
+      sessionId: 's1',
+      approvalId: 'a1',
+      decision: 'abort',
+      policyResult: 'deny',
+      resolvedBy: 'user',
+    });
+    const recovered = resolved(params, 'inc-2', new Date())(base);
+    expect(recovered?.phase).toBe('superseded');
+    expect(recovered?.supersededNote).toMatch(/restarted/);
+    // From the host process that asked it, with no deciding command: withdrawn, not rejected.
+    const withdrawn = resolved(params, 'inc-1', new Date())(base);
+    expect(withdrawn?.phase).toBe('superseded');
+    expect(withdrawn?.supersededNote).toMatch(/withdrew/);
+    // Re-listed by the new process before the recovery closed it: still the restart's doing.
+    const relisted = reopened(shell, 'inc-2', 'pending')(base)!;
+    expect(resolved(params, 'inc-2', new Date())(relisted)?.supersededNote).toMatch(/restarted/);
+  });
+
+  it('reads an abort answering our own claim as the rejection it is', () => {
+    const deciding = claimed({ ...claim, choiceId: 'abort', feedback: 'no' })(base)!;
+    const params = ApprovalResolvedParams.parse({
+      sessionId: 's1',
+      approvalId: 'a1',
+      decision: 'abort',
+      policyResult: 'deny',
+      resolvedBy: 'user',
+      decidedByCommandId: 'cmd-1',
+    });
+    expect(resolved(params, 'inc-1', new Date())(deciding)?.resolution).toMatchObject({
+      decision: 'abort',
+      slackUserId: 'U1',
+      feedback: 'no',
+    });
+    // A rejection by another client (its own commandId) is a rejection too.
+    const theirs = resolved({ ...params, decidedByCommandId: 'cmd-other' }, 'inc-1', new Date())(base);
+    expect(theirs?.phase).toBe('resolved');
+  });
+
+  it('keeps a failed rule save on the card whether it comes before or after the resolution', () => {
+    const failed = ApprovalUpdatedParams.parse({
+      sessionId: 's1',
+      approvalId: 'a1',
+      change: { kind: 'policyPersistence', status: 'failed', reason: 'disk full' },
+      currentRequirementId: { approvalId: 'a1', sourceIndex: 0 },
+      availableChoices: shell.availableChoices,
+      subject: shell.subject,
+    });
+    const resolution = ApprovalResolvedParams.parse({
+      sessionId: 's1',
+      approvalId: 'a1',
+      decision: 'approvedPolicyAmendment',
+      policyResult: 'allow',
+      resolvedBy: 'user',
+      decidedByCommandId: 'cmd-9',
+      amendment: { durability: 'localPersistent', rulePreview: 'npm test' },
+    });
+    const after = updated(failed)(resolved(resolution, 'inc-1', new Date())(base)!);
+    expect(after?.resolution?.amendment).toMatchObject({
+      persistence: 'failed',
+      persistenceReason: 'disk full',
+    });
+    // Before the resolution the update still refreshes the question it carries.
+    const moved = updated({ ...failed, subject: { ...shell.subject, command: 'npm ci && git push' } })(base)!;
+    expect(moved.subject.command).toBe('npm ci && git push');
+    expect(moved.persistence).toEqual({ status: 'failed', reason: 'disk full' });
+    const before = resolved(resolution, 'inc-1', new Date())(updated(failed)(base)!);
+    expect(before?.resolution?.amendment).toMatchObject({
+      persistence: 'failed',
+      persistenceReason: 'disk full',
+    });
+  });
+
+  it('gives the question back only for the claim that failed', () => {
+    const deciding = claimed(claim)(base)!;
+    expect(unclaimed('someone-else')(deciding)).toBeUndefined();
+    expect(unclaimed('cmd-1')(deciding)).toMatchObject({ phase: 'pending', claim: undefined });
+  });
+
+  it('refuses a claim for a stage that is no longer the current one, or a choice no longer offered', () => {
+    const atStage1 = { ...base, currentRequirementId: { approvalId: 'a1', sourceIndex: 1 } };
+    expect(claimed(claim)(atStage1)).toBeUndefined();
+    expect(claimed({ ...claim, choiceId: 'allow_forever' })(base)).toBeUndefined();
+    const taken = claimed(claim)(base)!;
+    expect(claimed({ ...claim, userId: 'U2', commandId: 'cmd-2' })(taken)).toBeUndefined();
+  });
+
+  it('remembers which stage a grant decided, and names the grant on the resolution it made', () => {
+    const grant = { grantId: 'g-1', grantedBy: 'U0ALICE', expiresAt: '2026-12-01T18:00:00Z' };
+    const byGrant = claimed({ ...claim, userId: undefined, via: 'grant' as const, grant })(base)!;
+    const advanced = updated(stageOneResolved)(byGrant)!;
+    expect(advanced.grantUses).toEqual([{ ...grant, sourceIndex: 0 }]);
+    expect(advanced.claim).toBeUndefined();
+    // A person's click on the next stage adds nothing.
+    expect(updated(stageOneResolved)(claimed(claim)(base)!)?.grantUses).toBeUndefined();
+
+    const done = ApprovalResolvedParams.parse({
+      sessionId: 's1',
+      approvalId: 'a1',
+      decision: 'approved',
+      resolvedBy: 'user',
+      decidedByCommandId: 'cmd-1',
+    });
+    expect(resolved(done, 'inc-1', new Date())(byGrant)?.resolution).toMatchObject({ via: 'grant', grant });
+  });
+
+  it('shows a deferred card once, and leaves a shown one alone', () => {
+    const deferred = { ...base, slack: { ...base.slack, deferred: true } };
+    expect(cardRevealed(deferred)?.slack).toEqual(base.slack);
+    expect(cardRevealed(base)).toBeUndefined();
+  });
+});

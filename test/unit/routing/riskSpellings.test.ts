@@ -1,0 +1,276 @@
+// One request, many spellings: a risk rule that covers one covers them all. A program by its path,
+// behind a wrapper, with its flags anywhere or bundled; a host in capitals or with its root dot; a
+// path relative to the workspace. The shipped example's force-push rule is checked as it ships.
+
+import { join } from 'node:path';
+import { quote } from 'shell-quote';
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../../src/config/config.js';
+import type { ProgramMatch, RiskRule } from '../../../src/domain/route.js';
+import type { ApprovalSubject } from '../../../src/msp/protocol.js';
+import { invocations } from '../../../src/routing/invocations.js';
+import { programMatcher } from '../../../src/routing/programs.js';
+import { RiskRules } from '../../../src/routing/risks.js';
+import { shellCommands } from '../../../src/routing/shellWords.js';
+import { PROJECT_ROOT } from '../../support/bot.js';
+import { shellSubject } from '../../support/shellSubject.js';
+
+const EXAMPLE = loadConfig({
+  SLACK_BOT_TOKEN: 'xoxb-test-token',
+  SLACK_APP_TOKEN: 'xapp-test-token',
+  COUNTERSIGN_CONFIG: join(PROJECT_ROOT, 'countersign.example.yml'),
+  PAGERDUTY_ROUTING_KEY: 'R0UTINGKEY0000000000000000000000',
+});
+
+/** A shell subject as a host that splits commands sends it: one stage per argv. */
+const stages = shellSubject;
+
+/** A shell subject as a host that sends only the command text. */
+const text = (command: string): ApprovalSubject => ({ kind: 'shell', command });
+
+function namesOf(rules: RiskRule[]) {
+  const compiled = new RiskRules(rules);
+  return (subject: ApprovalSubject, workspaceRoot?: string, tool = 'bash') =>
+    compiled
+      .marksFor({ tool, subject, ...(workspaceRoot === undefined ? {} : { workspaceRoot }) })
+      .map((mark) => mark.name);
+}
+
+describe('the shipped force-push rule (countersign.example.yml)', () => {
+  const names = namesOf(EXAMPLE.risks);
+  // Each spelling the issue named, and the plain one.
+  const forcePushes = [
+    ['git', 'push', '--force'],
+    ['git', 'push', 'origin', 'main', '--force'],
+    ['git', 'push', '-f'],
+    ['git', 'push', 'origin', '+main'],
+    ['/usr/bin/git', 'push', '--force'],
+  ];
+
+  it.each(forcePushes)('catches %s … whether the host split it into stages or not', (...argv) => {
+    expect(names(stages(['npm', 'test'], argv))).toEqual(['force-push']);
+    expect(names(text(`npm test && ${argv.join(' ')}`))).toEqual(['force-push']);
+  });
+
+  it.each([
+    'git push origin main --force-with-lease',
+    'git push --force-with-lease=main:abc123 origin main',
+    'git push --force-w origin main',
+    'git push -uf origin main',
+    'git push --mirror backup',
+    'git push origin +refs/heads/main:refs/heads/main',
+    'git -C /srv/repo push -f',
+    'git -c push.default=current --no-pager push --force',
+    'GIT push --force',
+    '"git" \'push\' "--force"',
+    'sudo -u deploy git push --force',
+    'sudo -Eu deploy /usr/bin/git push -f',
+    'env GIT_TRACE=1 git push -f',
+    'GIT_SSH_COMMAND="ssh -i key" git push -f',
+    'command git push -f',
+    'nice -n 10 git push -f',
+    'time git push -f',
+    'nohup git push -f &',
+    'timeout 30s git push -f',
+    "env -S 'git push' -f",
+    "bash -lc 'cd /srv/repo && git push --force'",
+    "sh -c 'git push -f'",
+    "eval 'git push -f'",
+    "su deploy -c 'git push -f'",
+    'echo ok; git push -f',
+    'echo $(git push -f)',
+    'git push >/tmp/push.log 2>&1 --force',
+    'git status\ngit push -f',
+    'git status # why not\ngit push -f',
+    'if true; then git push -f; fi',
+  ])('catches %j', (command) => {
+    expect(names(text(command))).toEqual(['force-push']);
+  });
+
+  it.each([
+    'git push',
+    'git push origin main',
+    'git push --follow-tags origin main',
+    'git push origin main:main',
+    'git pushx --force',
+    'legit push --force',
+    'git fetch --force',
+    'git log --grep push -f',
+    'git commit -m "git push --force"',
+    'echo git-push --force',
+  ])('leaves %j alone', (command) => {
+    expect(names(text(command))).toEqual([]);
+  });
+});
+
+describe('a programs entry', () => {
+  const run = (entry: ProgramMatch, argv: string[]) => invocations(argv).runs.some(programMatcher(entry));
+
+  it('without a subcommand: the program with any of the flags, bundled or not', () => {
+    const rmRecursive = { program: 'rm', flags: ['-r', '--recursive'] };
+    expect(run(rmRecursive, ['rm', '-rf', '/srv/data'])).toBe(true);
+    expect(run(rmRecursive, ['rm', '-fr', '/srv/data'])).toBe(true);
+    expect(run(rmRecursive, ['/bin/rm', '--recursive', 'x'])).toBe(true);
+    expect(run(rmRecursive, ['/bin/rm', '--rec', 'x'])).toBe(true);
+    expect(run(rmRecursive, ['rm', 'x'])).toBe(false);
+    expect(run(rmRecursive, ['rm', '--', '-rfile'])).toBe(true);
+    expect(run(rmRecursive, ['farm', '-r'])).toBe(false);
+  });
+
+  it('a program alone: any run of it, behind any wrapper', () => {
+    const dd = { program: 'dd' };
+    expect(run(dd, ['sudo', 'dd', 'if=/dev/zero', 'of=/dev/sda'])).toBe(true);
+    expect(run(dd, ['xargs', '-n', '1', 'dd'])).toBe(true);
+    expect(run(dd, ['ionice', '-c', '3', 'nice', '-n', '19', 'dd'])).toBe(true);
+    expect(run(dd, ['echo', 'dd'])).toBe(false);
+  });
+
+  it('args: globs on the operands after the subcommand, "*" across "/"', () => {
+    const deleteProd = { program: 'kubectl', subcommand: 'delete', args: ['*prod*'] };
+    expect(run(deleteProd, ['kubectl', '--context', 'prod', 'delete', 'pod', 'web-1'])).toBe(false);
+    expect(run(deleteProd, ['kubectl', 'delete', 'ns/prod-eu'])).toBe(true);
+    expect(run(deleteProd, ['kubectl', '-n', 'x', 'delete', 'deploy', 'api-prod'])).toBe(true);
+    expect(run(deleteProd, ['kubectl', 'get', 'pods', 'prod'])).toBe(false);
+  });
+
+  it('a single-dash long flag is matched as written', () => {
+    const findDelete = { program: 'find', flags: ['-delete'] };
+    expect(run(findDelete, ['find', '.', '-name', '*.log', '-delete'])).toBe(true);
+    expect(run(findDelete, ['find', '.', '-name', '*.log', '-print'])).toBe(false);
+  });
+
+  it('wrappers are looked through however deep they nest', () => {
+    const deep = [
+      ...Array.from({ length: 40 }, () => ['sudo', 'nice', 'env', 'A=1']).flat(),
+      'git',
+      'push',
+      '-f',
+    ];
+    expect(invocations(deep).tangled).toBe(false);
+    expect(run({ program: 'git', subcommand: 'push', flags: ['-f'] }, deep)).toBe(true);
+    const nested = Array.from({ length: 12 }).reduce<string>(
+      (script) => `bash -c ${quote([script])}`,
+      'git push -f',
+    );
+    expect(run({ program: 'git', subcommand: 'push', flags: ['-f'] }, ['sh', '-c', nested])).toBe(true);
+  });
+
+  it('a few wrappers with options that may take values are read to the end', () => {
+    const argv = [...Array.from({ length: 20 }, () => ['sudo', '-h']).flat(), 'git', 'push', '-f'];
+    expect(invocations(argv).tangled).toBe(false);
+    expect(run({ program: 'git', subcommand: 'push', flags: ['-f'] }, argv)).toBe(true);
+  });
+
+  it('a line built to be costly to unwrap is read no further, and then matches every programs rule', () => {
+    const tangle = [...Array.from({ length: 5_000 }, () => ['sudo', '-h']).flat(), 'rm', '-rf', '/'];
+    expect(invocations(tangle).tangled).toBe(true);
+    const names = namesOf([
+      { name: 'rm', match: { programs: [{ program: 'rm', flags: ['-r'] }] }, warning: 'Deletes' },
+      { name: 'dd', match: { programs: [{ program: 'dd' }] }, warning: 'Disk' },
+    ]);
+    expect(names(stages(tangle))).toEqual(['rm', 'dd']);
+    expect(names(stages(['sudo', 'rm', '-rf', '/']))).toEqual(['rm']);
+  });
+
+  it('a command text or script the shell splitter cannot read matches every programs rule', () => {
+    const names = namesOf([{ name: 'rm', match: { programs: [{ program: 'rm' }] }, warning: 'Deletes' }]);
+    expect(names(text('ls ${'))).toEqual(['rm']);
+    expect(names(stages(['bash', '-c', 'ls ${']))).toEqual(['rm']);
+    // A word of a host's stage is already split: only its command text is read as a shell's.
+    expect(names({ kind: 'shell', stages: stages(['ls', '${']).stages })).toEqual([]);
+  });
+});
+
+describe('a command line split as the shell would', () => {
+  it('at its operators, redirections left out, quotes and variables kept', () => {
+    expect(shellCommands('A=1 git push "$REMOTE" \'a b\' >log 2>&1 | tee x && (cd y; ls)')).toEqual([
+      ['A=1', 'git', 'push', '$REMOTE', 'a b', '2'],
+      ['tee', 'x'],
+      ['cd', 'y'],
+      ['ls'],
+    ]);
+  });
+});
+
+describe('a target host', () => {
+  const names = namesOf([
+    { name: 'production', match: { targets: ['*.prod.example.com'] }, warning: 'Prod' },
+  ]);
+  const network = (host: string): ApprovalSubject => ({
+    kind: 'network',
+    host,
+    port: 443,
+    protocol: 'https',
+  });
+
+  it('in any case, with or without its root dot', () => {
+    expect(names(network('db.prod.example.com'))).toEqual(['production']);
+    expect(names(network('db.prod.example.com.'))).toEqual(['production']);
+    expect(names(network('DB.PROD.Example.COM.'))).toEqual(['production']);
+    expect(names(network('db.prod.example.com.evil.net'))).toEqual([]);
+    expect(names(network('db.staging.example.com.'))).toEqual([]);
+  });
+
+  it('a pattern in capitals or with the root dot means the same', () => {
+    const dotted = namesOf([{ name: 'p', match: { targets: ['*.PROD.Example.com.'] }, warning: 'Prod' }]);
+    expect(dotted(network('db.prod.example.com'))).toEqual(['p']);
+    expect(dotted(network('db.prod.example.com.'))).toEqual(['p']);
+  });
+
+  it('as a URL parser reads it: internationalized names and IPv4 forms', () => {
+    const idn = namesOf([
+      { name: 'idn', match: { targets: ['*.bücher.example'] }, warning: 'Books' },
+      { name: 'loopback', match: { targets: ['127.0.0.*'] }, warning: 'Local' },
+    ]);
+    expect(idn(network('shop.xn--bcher-kva.example'))).toEqual(['idn']);
+    expect(idn(network('shop.BÜCHER.example.'))).toEqual(['idn']);
+    expect(idn(network('0x7f.1'))).toEqual(['loopback']);
+  });
+});
+
+describe('a file path', () => {
+  const names = namesOf([
+    { name: 'prod-config', match: { paths: ['/srv/app/config/**'] }, warning: 'Prod config' },
+    { name: 'yaml', match: { paths: ['deploy/*.yml'] }, warning: 'Deploy file' },
+    { name: 'passwords', match: { paths: ['/etc/passwd'] }, warning: 'Passwords' },
+  ]);
+  const file = (path: string): ApprovalSubject => ({ kind: 'fileAccess', path, access: 'write' });
+
+  it('relative: resolved against the workspace root first', () => {
+    expect(names(file('config/db.yml'), '/srv/app')).toEqual(['prod-config']);
+    expect(names(file('./config/../config/db.yml'), '/srv/app/')).toEqual(['prod-config']);
+    expect(names(file('../app/config/db.yml'), '/srv/other')).toEqual(['prod-config']);
+    expect(names(file('config/db.yml'), '/srv/other')).toEqual([]);
+    expect(names({ kind: 'unixSocket', path: 'config/run.sock' }, '/srv/app')).toEqual(['prod-config']);
+  });
+
+  it('a pattern without a leading "/" is relative to the workspace root, however the path is spelt', () => {
+    expect(names(file('deploy/prod.yml'), '/srv/app')).toEqual(['yaml']);
+    expect(names(file('/srv/app/deploy/prod.yml'), '/srv/app')).toEqual(['yaml']);
+    expect(names(file('/srv/other/deploy/prod.yml'), '/srv/app')).toEqual([]);
+    expect(names(file('/srv/app/deploy/prod.yml'), '/srv/other')).toEqual([]);
+  });
+
+  it('relative with no known root: as written, and as if below any directory', () => {
+    // The root could be /srv/app/config: `/srv/app/config/**` then covers any relative path.
+    expect(names(file('README.md'))).toEqual(['prod-config']);
+    expect(names(file('deploy/prod.yml'))).toEqual(['prod-config', 'yaml']);
+    expect(names(file('../../etc/passwd'))).toEqual(['prod-config', 'passwords']);
+    expect(names(file('passwd'))).toEqual(['prod-config', 'passwords']);
+    const exact = namesOf([{ name: 'k', match: { paths: ['/srv/tls/server.key'] }, warning: 'Key' }]);
+    expect(exact(file('server.key'))).toEqual(['k']);
+    expect(exact(file('../tls/server.key'))).toEqual(['k']);
+    expect(exact(file('server.pem'))).toEqual([]);
+    expect(exact(file('other/server.key'))).toEqual([]);
+    // An absolute path, root unknown: the root could be any of its directories.
+    expect(names(file('/home/me/deploy/prod.yml'))).toEqual(['yaml']);
+    expect(names(file('/home/me/README.md'))).toEqual([]);
+  });
+
+  it('the root itself as a pattern', () => {
+    const root = namesOf([{ name: 'root', match: { paths: ['/'] }, warning: 'Root' }]);
+    expect(root(file('/'))).toEqual(['root']);
+    expect(root(file('/srv/..'))).toEqual(['root']);
+    expect(root(file('x'))).toEqual([]);
+  });
+});

@@ -1,0 +1,276 @@
+// Issue 26, item 9: secrets given on a command line as a flag's value, a header or an
+// assignment, masked in command text (maskSecrets) and in an argv whose words come apart
+// (argvSecrets, and intake through it). The flag, key or header name stays, so a card still reads.
+
+import { describe, expect, it } from 'vitest';
+import { takeFullSubject } from '../../../src/relay/hostEvents/intake/takeFullText.js';
+import { takeSubject } from '../../../src/relay/hostEvents/intake/takeSubject.js';
+import { argvSecrets } from '../../../src/secrets/argvSecrets.js';
+import { maskCommandLine } from '../../../src/secrets/maskCommandLine.js';
+import { maskSecrets } from '../../../src/secrets/maskSecrets.js';
+import { FAKE_GITHUB_TOKEN } from '../../support/fakeSecrets.js';
+
+const S = '[masked secret-value]';
+
+describe('maskSecrets: a secret after its flag, header or name', () => {
+  const cases: Array<[string, string, string]> = [
+    // [what, input, masked]
+    ['--password and a space', 'deploy --password hunter2 --env prod', `deploy --password ${S} --env prod`],
+    ['--token', 'gh-sync --token c0ffee42 repo', `gh-sync --token ${S} repo`],
+    [
+      '--client-secret',
+      'oauth login --client-secret s3cr3t --client-id app',
+      `oauth login --client-secret ${S} --client-id app`,
+    ],
+    ['--auth-token quoted', `fly deploy --auth-token "two words"`, `fly deploy --auth-token "${S}"`],
+    ['--db-password single-quoted', `migrate --db-password 'p w'`, `migrate --db-password '${S}'`],
+    ['--secret-access-key', 'tool --secret-access-key abc/def+ghi', `tool --secret-access-key ${S}`],
+    [
+      'a flag and its value in a JSON argv',
+      '{"argv":["deploy","--token", "c0ffee42"]}',
+      `{"argv":["deploy","--token", "${S}"]}`,
+    ],
+    [
+      'a flag and its value in a command inside JSON',
+      '{"command":"deploy --password hunter2\\nls"}',
+      `{"command":"deploy --password ${S}\\nls"}`,
+    ],
+    ['--password=', 'mysql --password=hunter2 shop', `mysql --password=${S} shop`],
+    ['mysql -p glued', 'mysql -h db -uroot -phunter2 shop', `mysql -h db -uroot -p${S} shop`],
+    ['mysql by its path', '/usr/bin/mysql -phunter2 shop', `/usr/bin/mysql -p${S} shop`],
+    [
+      'mysqldump -p quoted',
+      `mysqldump -u app -p'p w' shop > dump.sql`,
+      `mysqldump -u app -p'${S}' shop > dump.sql`,
+    ],
+    ['mariadb-dump -p', 'mariadb-dump -phunter2 shop', `mariadb-dump -p${S} shop`],
+    [
+      'mysql run in a container',
+      'docker exec -i db mysql -uroot -phunter2 < seed.sql',
+      `docker exec -i db mysql -uroot -p${S} < seed.sql`,
+    ],
+    [
+      'curl -u user:password',
+      'curl -s -u admin:hunter2 https://api.example.com',
+      `curl -s -u admin:${S} https://api.example.com`,
+    ],
+    ['curl --user', 'curl --user admin:hunter2 https://x', `curl --user admin:${S} https://x`],
+    ['curl --user=', 'curl --user=admin:hunter2 https://x', `curl --user=admin:${S} https://x`],
+    ['curl -u glued', 'curl -uadmin:hunter2 https://x', `curl -uadmin:${S} https://x`],
+    ['curl -u quoted', 'curl -u "admin:two words" https://x', `curl -u "admin:${S}" https://x`],
+    ['curl --proxy-user', 'curl --proxy-user p:hunter2 https://x', `curl --proxy-user p:${S} https://x`],
+    [
+      'curl -u in a JSON argv',
+      '["curl","-u","admin:hunter2","https://x"]',
+      `["curl","-u","admin:${S}","https://x"]`,
+    ],
+    ['curl -b cookie', `curl -b 'session=abc123' https://x`, `curl -b '${S}' https://x`],
+    ['redis-cli -a', 'redis-cli -a hunter2 ping', `redis-cli -a ${S} ping`],
+    ['sshpass -p', 'sshpass -p hunter2 ssh deploy@host', `sshpass -p ${S} ssh deploy@host`],
+    [
+      'aws_secret_access_key and a space',
+      'aws configure set aws_secret_access_key abc/def+ghi',
+      `aws configure set aws_secret_access_key ${S}`,
+    ],
+    [
+      'aws_session_token and a space',
+      'aws configure set aws_session_token IQoJb3JpZ2lu',
+      `aws configure set aws_session_token ${S}`,
+    ],
+    [
+      'aws_secret_access_key in a credentials file',
+      'aws_secret_access_key = abc/def+ghi',
+      `aws_secret_access_key = ${S}`,
+    ],
+    [
+      'a Cookie header',
+      `curl -H 'Cookie: session=abc123; theme=dark' https://x`,
+      `curl -H 'Cookie: [masked cookie]' https://x`,
+    ],
+    [
+      'a Cookie header unquoted, the rest of the line kept',
+      'curl -H Cookie:session=abc123 https://x && deploy',
+      'curl -H Cookie:[masked cookie] https://x && deploy',
+    ],
+    ['a Set-Cookie header', 'Set-Cookie: id=a3fWa; Path=/; HttpOnly', 'Set-Cookie: [masked cookie]'],
+    [
+      'a cookie in JSON',
+      '{"headers":{"Cookie":"session=abc123"}}',
+      '{"headers":{"Cookie":"[masked cookie]"}}',
+    ],
+    ['*_PASS', 'FOO_PASS=hunter2 ./run', `FOO_PASS=${S} ./run`],
+    ['*_PASSWORD', 'DB_PASSWORD=hunter2 ./run', `DB_PASSWORD=${S} ./run`],
+    ['*_TOKEN', 'export GITLAB_TOKEN=c0ffee42', `export GITLAB_TOKEN=${S}`],
+    ['*_SECRET', 'APP_SECRET=c0ffee42 ./run', `APP_SECRET=${S} ./run`],
+    ['*_KEY', 'AWS_KEY=c0ffee42 STRIPE_KEY="a b" ./run', `AWS_KEY=${S} STRIPE_KEY="${S}" ./run`],
+    ['*_PWD', 'MYSQL_PWD=hunter2 mysql shop', `MYSQL_PWD=${S} mysql shop`],
+    ['*_pass in YAML', 'smtp_pass: hunter2', `smtp_pass: ${S}`],
+  ];
+  for (const [what, input, masked] of cases) {
+    it(`masks ${what}`, () => {
+      const result = maskSecrets(input);
+      expect(result.text).toBe(masked);
+      expect(result.count).toBeGreaterThan(0);
+    });
+  }
+
+  it('names a value after a flag by its shape', () => {
+    expect(maskSecrets(`deploy --token ${FAKE_GITHUB_TOKEN}`).text).toBe(
+      'deploy --token [masked github-token]',
+    );
+  });
+
+  it('keeps JSON whole: a masked argv in rawArgs still parses', () => {
+    const rawArgs = JSON.stringify({ argv: ['curl', '-u', 'a:b"c', '--password', 'x\\"y', 'https://x'] });
+    const masked = maskSecrets(rawArgs).text;
+    expect(JSON.parse(masked)).toEqual({ argv: ['curl', '-u', `a:${S}`, '--password', S, 'https://x'] });
+  });
+
+  it('masks once where the value of a program flag holds what another rule masks', () => {
+    expect(maskSecrets(`curl -u 'admin:x password=y' https://h`)).toEqual({
+      text: `curl -u 'admin:${S}' https://h`,
+      count: 1,
+    });
+  });
+
+  it('is idempotent', () => {
+    const once = maskSecrets('mysql -phunter2; curl -u a:b x; deploy --token t FOO_PASS=p');
+    expect(once.count).toBe(4);
+    expect(maskSecrets(once.text)).toEqual({ text: once.text, count: 0 });
+  });
+});
+
+describe('maskSecrets: flags that hold no secret', () => {
+  const negatives: Array<[string, string]> = [
+    ['a path to a password file', 'psql --password-file /run/secrets/db shop'],
+    ['a path to a token file', 'muse --token-file /run/token --token-env TOKEN'],
+    ['a boolean flag', 'psql --no-password shop && gh auth login --with-token < token.txt'],
+    ['a flag before another flag', 'deploy --password --verbose'],
+    [
+      'a reference to a secret',
+      'deploy --password "$DB_PASSWORD" --token $(cat /run/token) -u admin:$PASSWORD',
+    ],
+    ['-p as a port', 'docker run -p 8080:80 nginx && ssh -p 2222 host && ssh -p2222 host'],
+    ['-p of mysql alone, which prompts', 'mysql -u root -p shop'],
+    ['-P of mysql, its port', 'mysql -P 3306 shop'],
+    ['-p after mysql, in the next command', 'mysql shop < seed.sql; ssh -p2222 host'],
+    ['-u as a user', 'docker run -u 1000:1000 img && curl -u admin https://x'],
+    ['-b as a cookie jar', 'curl -b jar.txt -c jar.txt https://x'],
+    ['a long flag that only starts like curl’s', 'curl --user-agent a:b https://x'],
+    ['max tokens', 'llm --max-tokens 100'],
+    ['a lower-case *_key', 'sort_key=name primary_key: id'],
+    ['a name ending in _KEY_ID', 'KMS_KEY_ID=alias/x'],
+  ];
+  for (const [what, text] of negatives) {
+    it(`leaves ${what} alone`, () => {
+      expect(maskSecrets(text)).toEqual({ text, count: 0 });
+    });
+  }
+});
+
+describe('argvSecrets: a word secret for where it stands', () => {
+  const cases: Array<[string, string[], Array<string | undefined>]> = [
+    ['after --password', ['deploy', '--password', 'hunter2'], [undefined, undefined, S]],
+    ['after --client-secret', ['x', '--client-secret', 's'], [undefined, undefined, S]],
+    [
+      'after aws_secret_access_key',
+      ['aws', 'configure', 'set', 'aws_secret_access_key', 'k'],
+      [undefined, undefined, undefined, undefined, S],
+    ],
+    ['mysql -p glued', ['mysql', '-uroot', '-phunter2', 'shop'], [undefined, undefined, `-p${S}`, undefined]],
+    [
+      'curl -u user:password',
+      ['/usr/bin/curl', '-u', 'admin:hunter2', 'https://x'],
+      [undefined, undefined, `admin:${S}`, undefined],
+    ],
+    ['curl --user=', ['curl', '--user=admin:hunter2'], [undefined, `--user=admin:${S}`]],
+    ['curl -b cookie', ['curl', '-b', 'session=abc'], [undefined, undefined, S]],
+    [
+      'sshpass -p',
+      ['sshpass', '-p', 'hunter2', 'ssh', 'host'],
+      [undefined, undefined, S, undefined, undefined],
+    ],
+    ['redis-cli -a', ['redis-cli', '-a', 'hunter2'], [undefined, undefined, S]],
+    [
+      'a token after a flag, by its shape',
+      ['deploy', '--token', FAKE_GITHUB_TOKEN],
+      [undefined, undefined, '[masked github-token]'],
+    ],
+  ];
+  for (const [what, argv, expected] of cases) {
+    it(`masks ${what}`, () => {
+      expect(argvSecrets(argv)).toEqual(expected);
+    });
+  }
+
+  const negatives: Array<[string, unknown[]]> = [
+    ['a password file', ['psql', '--password-file', '/run/x']],
+    ['a flag after a secret flag', ['deploy', '--password', '--verbose']],
+    ['a reference', ['deploy', '--token', '$TOKEN']],
+    ['-p as a port', ['ssh', '-p', '2222', 'host']],
+    ['-p of mysql alone', ['mysql', '-p', 'shop']],
+    ['-u of docker', ['docker', 'run', '-u', '1000:1000', 'img']],
+    ['curl -u without a password', ['curl', '-u', 'admin', 'https://x']],
+    ['items that are not strings', ['--password', 42, null, { x: 1 }]],
+  ];
+  for (const [what, argv] of negatives) {
+    it(`leaves ${what} alone`, () => {
+      expect(argvSecrets(argv)).toEqual(argv.map(() => undefined));
+    });
+  }
+
+  it('reads only a bounded part of each word, however long', () => {
+    const huge = `admin:${'x'.repeat(4_000_000)}`;
+    const argv = ['curl', ...Array.from({ length: 2_000 }, () => ['-u', huge]).flat()];
+    const started = performance.now();
+    const masked = argvSecrets(argv);
+    expect(performance.now() - started).toBeLessThan(1_000);
+    expect(masked[2]).toBe(`admin:${S}`);
+  });
+});
+
+describe('intake: an argv whose words come apart', () => {
+  const stage = (argv: string[]) => ({
+    requirementId: { approvalId: 'a', sourceIndex: 0 },
+    position: 1,
+    totalStages: 1,
+    argv,
+    resolution: { kind: 'unresolved' as const },
+    suggestedPrefix: { argvPrefix: argv, label: 'prefix' },
+  });
+
+  it('masks and counts each secret word of a stage, its suggested prefix and an array of unknown shape', () => {
+    const argv = ['mysql', '--password', 'hunter2', '-phunter3', 'shop'];
+    const { subject, report } = takeSubject(
+      { kind: 'shell', command: 'x', stages: [stage(argv)], other: { argv: ['curl', '-u', 'a:hunter4'] } },
+      0,
+    );
+    const masked = ['mysql', '--password', S, `-p${S}`, 'shop'];
+    expect(subject.stages![0]!.argv).toEqual(masked);
+    expect(subject.stages![0]!.suggestedPrefix!.argvPrefix).toEqual(masked);
+    expect((subject as unknown as { other: { argv: string[] } }).other.argv).toEqual([
+      'curl',
+      '-u',
+      `a:${S}`,
+    ]);
+    expect(JSON.stringify(subject)).not.toMatch(/hunter[234]/);
+    expect(report.maskedSecrets).toBe(5);
+  });
+
+  it('masks them the same in the full text kept for "View full"', () => {
+    const full = takeFullSubject({
+      kind: 'shell',
+      command: 'x',
+      stages: [stage(['deploy', '--token', 'hunter2'])],
+    });
+    expect(full.parts.find((p) => p.label === 'Stages')?.text).toBe(`1/1  deploy --token ${S}`);
+  });
+});
+
+describe('maskCommandLine: MSP_HOST_COMMAND', () => {
+  it('masks a program flag it did not know before, and still leaves ports alone', () => {
+    expect(maskCommandLine('mysql -phunter2 -P 3306 && ssh -p 2222 host')).toBe(
+      `mysql -p${S} -P 3306 && ssh -p 2222 host`,
+    );
+  });
+});

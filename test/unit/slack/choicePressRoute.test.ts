@@ -1,0 +1,205 @@
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { defaultBodyLimit, isValidSlackRequest } from '@slack/bolt';
+import { afterEach, expect, it, vi } from 'vitest';
+import { encodeChoiceValue } from '../../../src/cards/ids.js';
+import { choicePressRoute, signedBySlack } from '../../../src/slack/choicePressRoute.js';
+import { captureLogger } from '../../support/logCapture.js';
+import { openRawRequest, sendChunks, within } from '../../support/rawRequest.js';
+import {
+  blockActionsPayload,
+  postEvent,
+  postInteraction,
+  postSigned,
+  signRequest,
+} from '../../support/slackRequests.js';
+
+// In HTTP mode a choice press is taken before Bolt's dispatch; everything else, and anything not
+// signed right, reaches Bolt's receiver with its body intact.
+
+const SECRET = 'route-signing-secret';
+
+// Bolt's own check, watched: the route must decide by it, over the body it read.
+vi.mock('@slack/bolt', async (importOriginal) => {
+  const bolt = await importOriginal<typeof import('@slack/bolt')>();
+  return { ...bolt, isValidSlackRequest: vi.fn(bolt.isValidSlackRequest) };
+});
+
+let server: Server | undefined;
+afterEach(async () => {
+  // A connection a test left open (a body that never ended) would hold close() for ever.
+  server?.closeAllConnections();
+  await new Promise((resolve) => server?.close(resolve) ?? resolve(undefined));
+  server = undefined;
+});
+
+interface Seen {
+  presses: Array<{ body: { actions: Array<{ action_id: string }> }; remember: boolean }>;
+  /** What Bolt's receiver was handed: the request's body as read before it. */
+  bolt: Array<{ method: string; url: string; rawBody: string | undefined }>;
+}
+
+async function start(pressFails = false): Promise<{ base: string; seen: Seen; logs: unknown[] }> {
+  const seen: Seen = { presses: [], bolt: [] };
+  const { logger, lines } = captureLogger();
+  server = createServer(
+    choicePressRoute({
+      signingSecret: SECRET,
+      path: '/slack/events',
+      press: async (body, ack, how) => {
+        seen.presses.push({ body: body as Seen['presses'][number]['body'], remember: how.remember });
+        if (pressFails) throw new Error('press blew up');
+        await ack();
+      },
+      bolt: (req, res) => {
+        const rawBody = (req as { rawBody?: Buffer }).rawBody?.toString();
+        seen.bolt.push({ method: req.method!, url: req.url!, rawBody });
+        res.writeHead(299);
+        res.end();
+      },
+      logger,
+    }),
+  );
+  await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return { base: `http://127.0.0.1:${port}`, seen, logs: lines };
+}
+
+function press(actionId: string) {
+  return blockActionsPayload({
+    userId: 'U0ALICE',
+    channel: 'C0APPROVALS',
+    ts: '1700000000.000100',
+    actionId,
+    value: encodeChoiceValue({ s: 0, c: 'allow_once' }),
+    responseUrl: 'http://127.0.0.1:1/response',
+  });
+}
+
+it('a signed press on a choice or remember button goes to the press handler, acknowledged with 200', async () => {
+  const { base, seen } = await start();
+  expect((await postInteraction(base, SECRET, press('cs_choice_0'))).status).toBe(200);
+  expect((await postInteraction(base, SECRET, press('cs_remember_1'))).status).toBe(200);
+  expect(seen.presses.map((p) => [p.body.actions[0]!.action_id, p.remember])).toEqual([
+    ['cs_choice_0', false],
+    ['cs_remember_1', true],
+  ]);
+  expect(seen.bolt).toEqual([]);
+});
+
+it('other interactions, events, other paths and unsigned presses go to Bolt with the body already read', async () => {
+  const { base, seen } = await start();
+  const other = press('cs_view_full');
+  expect((await postInteraction(base, SECRET, other)).status).toBe(299);
+  expect((await postEvent(base, SECRET, { type: 'app_home_opened', user: 'U0ALICE' })).status).toBe(299);
+  expect((await fetch(`${base}/healthz`)).status).toBe(299);
+  // Signed with another secret: Bolt verifies it again, and refuses it.
+  expect((await postInteraction(base, 'not-the-secret', press('cs_choice_0'))).status).toBe(299);
+  // Signed five minutes and more ago.
+  const stale = Math.floor(Date.now() / 1000) - 600;
+  const stalePress = `payload=${encodeURIComponent(JSON.stringify(press('cs_choice_0')))}`;
+  expect((await postSigned(base, SECRET, stalePress, undefined, { ts: stale })).status).toBe(299);
+
+  expect(seen.presses).toEqual([]);
+  expect(seen.bolt.map((b) => [b.method, b.url])).toEqual([
+    ['POST', '/slack/events'],
+    ['POST', '/slack/events'],
+    ['GET', '/healthz'],
+    ['POST', '/slack/events'],
+    ['POST', '/slack/events'],
+  ]);
+  expect(seen.bolt[0]!.rawBody).toContain('cs_view_full');
+  expect(seen.bolt[3]!.rawBody).toContain('cs_choice_0');
+  expect(seen.bolt[2]!.rawBody).toBeUndefined();
+});
+
+it('a press handler that fails before acknowledging is logged and answered 500', async () => {
+  const { base, seen, logs } = await start(true);
+  expect((await postInteraction(base, SECRET, press('cs_choice_0'))).status).toBe(500);
+  expect(seen.presses).toHaveLength(1);
+  expect(logs).toContainEqual(expect.objectContaining({ level: 50, msg: 'slack listener failed' }));
+});
+
+it('checks the signature as Slack makes it: the secret, the body and a timestamp at most five minutes old', () => {
+  const body = `payload=${encodeURIComponent(JSON.stringify(press('cs_choice_0')))}`;
+  const now = Date.now();
+  const request = (headers: Record<string, string>) => ({ headers }) as unknown as IncomingMessage;
+  const signed = (secret: string, ts: number, signedBody = body) =>
+    request(signRequest(secret, signedBody, ts));
+  const ts = Math.floor(now / 1000);
+  expect(signedBySlack(SECRET, signed(SECRET, ts), body, now)).toBe(true);
+  expect(signedBySlack(SECRET, signed(SECRET, ts - 299), body, now)).toBe(true);
+  expect(signedBySlack(SECRET, signed(SECRET, ts - 301), body, now)).toBe(false);
+  expect(signedBySlack(SECRET, signed('another-secret', ts), body, now)).toBe(false);
+  expect(signedBySlack(SECRET, signed(SECRET, ts, 'payload=%7B%7D'), body, now)).toBe(false);
+  const { 'x-slack-signature': _dropped, ...unsigned } = signRequest(SECRET, body, ts);
+  expect(signedBySlack(SECRET, request(unsigned), body, now)).toBe(false);
+  const withOddTimestamp = {
+    ...signRequest(SECRET, body, ts),
+    'x-slack-request-timestamp': 'soon',
+  };
+  expect(signedBySlack(SECRET, request(withOddTimestamp), body, now)).toBe(false);
+});
+
+it('a body larger than Bolt takes is answered 413, and reaches neither the handler nor Bolt', async () => {
+  const { base, seen } = await start();
+  const huge = `payload=${'x'.repeat(defaultBodyLimit + 1)}`;
+  expect((await postSigned(base, SECRET, huge)).status).toBe(413);
+  expect(seen.presses).toEqual([]);
+  expect(seen.bolt).toEqual([]);
+});
+
+it('verifies with Bolt’s isValidSlackRequest over the body as read, and takes a press only when it says so', async () => {
+  const { base, seen } = await start();
+  const verify = vi.mocked(isValidSlackRequest);
+  verify.mockClear();
+  const body = `payload=${encodeURIComponent(JSON.stringify(press('cs_choice_0')))}`;
+  expect((await postSigned(base, SECRET, body)).status).toBe(200);
+  expect(verify).toHaveBeenCalledTimes(1);
+  expect(verify.mock.calls[0]![0]).toMatchObject({
+    signingSecret: SECRET,
+    body,
+    headers: { 'x-slack-signature': expect.stringMatching(/^v0=[0-9a-f]{64}$/) },
+  });
+  expect(verify.mock.results[0]).toEqual({ type: 'return', value: true });
+  // The same press, rightly signed, when Bolt's check says no: it goes to Bolt, not the handler.
+  verify.mockReturnValueOnce(false);
+  expect((await postSigned(base, SECRET, body)).status).toBe(299);
+  expect(seen.presses).toHaveLength(1);
+  expect(seen.bolt.map((b) => b.rawBody)).toEqual([body]);
+});
+
+it('a body past the limit with no declared length is answered 413 at once: read no further, its connection closed', async () => {
+  const { base, seen } = await start();
+  const connections: Socket[] = [];
+  server!.on('connection', (socket) => connections.push(socket));
+  const request = await openRawRequest(`${base}/slack/events`, 'POST', {
+    'content-type': 'application/x-www-form-urlencoded',
+    'transfer-encoding': 'chunked',
+  });
+  // Past the limit, and on: the body never ends of itself.
+  const endless = defaultBodyLimit + 256 * 1024 * 1024;
+  const sending = sendChunks(request, endless);
+  expect(await within(request.statusLine, 5_000, 'the answer')).toBe('HTTP/1.1 413 Payload Too Large');
+  await within(request.closed, 5_000, 'the server closing the connection');
+  const sent = await sending;
+  expect(sent).toBeGreaterThan(defaultBodyLimit);
+  expect(sent).toBeLessThan(endless);
+  // The server read the limit and what was on its way when it stopped, not what followed.
+  expect(connections).toHaveLength(1);
+  expect(connections[0]!.bytesRead).toBeLessThan(defaultBodyLimit + 1024 * 1024);
+  expect(seen.presses).toEqual([]);
+  expect(seen.bolt).toEqual([]);
+});
+
+it('a body declared past the limit is answered 413 before any of it is sent, and its connection closed', async () => {
+  const { base, seen } = await start();
+  const request = await openRawRequest(`${base}/slack/events`, 'POST', {
+    'content-type': 'application/x-www-form-urlencoded',
+    'content-length': String(defaultBodyLimit + 1),
+  });
+  expect(await within(request.statusLine, 5_000, 'the answer')).toBe('HTTP/1.1 413 Payload Too Large');
+  await within(request.closed, 5_000, 'the server closing the connection');
+  expect(seen.presses).toEqual([]);
+  expect(seen.bolt).toEqual([]);
+});

@@ -1,0 +1,160 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { toBoltLogger } from '../../../src/log.js';
+import { HostLostError, type RenderedMessage } from '../../../src/relay/ports.js';
+import { cardMetadata } from '../../../src/slack/cardMetadata.js';
+import { SlackCardChannel } from '../../../src/slack/slackCardChannel.js';
+import { type RetryTiming, realTiming } from '../../../src/slack/slackRetry.js';
+import { createWebClient } from '../../../src/slack/webClient.js';
+import { FakeSlack, type SlackFault } from '../../support/fakeSlack.js';
+import { captureLogger } from '../../support/logCapture.js';
+import { until } from '../../support/until.js';
+
+// Posting a card against the fake Slack through the real Web API client: whatever becomes of an
+// attempt's answer, the channel ends up with exactly one card per approval.
+
+let slack: FakeSlack | undefined;
+afterEach(async () => {
+  await slack?.close();
+  slack = undefined;
+});
+
+/** Backoff waits cut short (Retry-After too): these tests are about what is sent, not when. */
+const quick: RetryTiming = {
+  sleep: (ms, signal) => realTiming.sleep(Math.min(ms, 20), signal),
+  random: Math.random,
+};
+
+async function setup() {
+  slack = await FakeSlack.start();
+  const { logger, lines } = captureLogger();
+  const web = createWebClient({
+    token: 'xoxb-test-token',
+    apiUrl: slack.apiUrl,
+    timeoutMs: 300,
+    logger: toBoltLogger(logger.child({ component: 'slack-web-api' })),
+  });
+  const cards = new SlackCardChannel(web, logger, { timing: quick });
+  return { slack, web, cards, lines };
+}
+
+const card = (text: string): RenderedMessage => ({
+  text,
+  blocks: [{ type: 'section', text: { type: 'mrkdwn', text } }],
+});
+
+describe('SlackCardChannel.post', () => {
+  it.each<[string, SlackFault]>([
+    ['HTTP 500 after posting', { status: 500, applied: true }],
+    ['a dropped connection', { reset: true }],
+    ['an answer past the timeout', { delayMs: 1_000 }],
+  ])('a post whose answer was lost (%s) is found in the history, not posted again', async (_name, fault) => {
+    const { slack, cards } = await setup();
+    slack.fault('chat.postMessage', fault);
+    const posted = await cards.post('C1', () => card('card'), { approvalId: 'a-lost' });
+    const messages = slack.messagesIn('C1');
+    expect(messages).toHaveLength(1);
+    expect(posted).toEqual({ ts: messages[0]!.ts, channel: 'C1' });
+    expect(messages[0]!.metadata).toEqual(cardMetadata('a-lost'));
+    expect(slack.callsOf('chat.postMessage')).toHaveLength(1);
+    expect(slack.callsOf('conversations.history')[0]!.args).toMatchObject({
+      channel: 'C1',
+      include_all_metadata: 'true',
+    });
+  });
+
+  it('a post for a host this replica no longer owns is not sent', async () => {
+    const { slack, cards } = await setup();
+    await expect(
+      cards.post('C1', () => card('card'), { approvalId: 'a-lost-host', mayAct: () => false }),
+    ).rejects.toBeInstanceOf(HostLostError);
+    expect(slack.callsOf('chat.postMessage')).toEqual([]);
+  });
+
+  it('a post that failed before Slack carried it out is posted once, after looking', async () => {
+    const { slack, cards } = await setup();
+    slack.fault('chat.postMessage', { status: 503 }, { times: 2 });
+    const posted = await cards.post('C1', () => card('card'), { approvalId: 'a-failed' });
+    expect(slack.messagesIn('C1').map((m) => m.ts)).toEqual([posted.ts]);
+    expect(slack.httpFailed).toHaveLength(2);
+    expect(slack.callsOf('conversations.history')).toHaveLength(2);
+  });
+
+  it('with postedSince, a card an earlier attempt posted is found before anything is posted', async () => {
+    const { slack, web, cards } = await setup();
+    const earlier = await web.chat.postMessage({
+      channel: 'C1',
+      text: 'old',
+      metadata: cardMetadata('a-crash'),
+    });
+    await web.chat.postMessage({ channel: 'C1', text: 'other', metadata: cardMetadata('a-other') });
+    const posted = await cards.post('C1', () => card('card'), {
+      approvalId: 'a-crash',
+      postedSince: new Date(Date.now() - 5_000),
+    });
+    expect(posted).toEqual({ ts: earlier.ts, channel: 'C1' });
+    expect(slack.callsOf('chat.postMessage')).toHaveLength(2);
+    // The found card was rendered by the earlier attempt: it is brought up to date.
+    await until(() => slack.message('C1', earlier.ts!)?.text === 'card');
+    // Nothing found: it is posted.
+    const fresh = await cards.post('C1', () => card('card'), {
+      approvalId: 'a-new',
+      postedSince: new Date(),
+    });
+    expect(slack.message('C1', fresh.ts)?.metadata).toEqual(cardMetadata('a-new'));
+  });
+
+  it('a post given up on after a lost answer looks first when it is tried again', async () => {
+    const { slack, cards } = await setup();
+    slack.fault('chat.postMessage', { status: 502, applied: true });
+    slack.fault('conversations.history', { status: 503 }, { times: Number.POSITIVE_INFINITY });
+    await expect(cards.post('C1', () => card('card'), { approvalId: 'a-later' })).rejects.toMatchObject({
+      statusCode: 503,
+    });
+    slack.heal();
+    const posted = await cards.post('C1', () => card('card'), { approvalId: 'a-later' });
+    expect(slack.messagesIn('C1').map((m) => m.ts)).toEqual([posted.ts]);
+  });
+
+  it('to a #name, a lost post waits until the channel ID is known, then finds its card', async () => {
+    const { slack, cards, lines } = await setup();
+    slack.fault('chat.postMessage', { reset: true });
+    await expect(cards.post('#approvals', () => card('first'), { approvalId: 'a-name' })).rejects.toThrow(
+      /channel ID is known/,
+    );
+    expect(lines.some((l) => l.msg === 'chat.postMessage failed' && l.approvalId === 'a-name')).toBe(true);
+    const second = await cards.post('#approvals', () => card('second'), { approvalId: 'a-name-2' });
+    expect(second.channel).toBe('C0APPROVALS');
+    const first = await cards.post('#approvals', () => card('first'), { approvalId: 'a-name' });
+    expect(slack.messagesIn('C0APPROVALS').map((m) => [m.text, m.ts])).toEqual([
+      ['first', first.ts],
+      ['second', second.ts],
+    ]);
+  });
+
+  it('when Slack refuses the lookup (a missing scope), it says so and posts again', async () => {
+    const { slack, cards, lines } = await setup();
+    slack.fault('chat.postMessage', { status: 500, applied: true });
+    slack.fault('conversations.history', { error: 'missing_scope' });
+    await cards.post('C1', () => card('card'), { approvalId: 'a-scope' });
+    expect(slack.messagesIn('C1')).toHaveLength(2);
+    const said = lines.find((l) => l.method === 'conversations.history');
+    expect(said?.msg).toMatch(/channels:history and groups:history/);
+    expect(said).toMatchObject({ failure: { kind: 'fatal', error: 'missing_scope' } });
+  });
+
+  it('a refused post is logged once with its classification and rejects', async () => {
+    const { slack, cards, lines } = await setup();
+    slack.failNext('chat.postMessage', 'not_in_channel');
+    await expect(cards.post('C1', () => card('card'), { approvalId: 'a-refused' })).rejects.toMatchObject({
+      data: { error: 'not_in_channel' },
+    });
+    const errors = lines.filter((l) => (l.level as number) >= 50);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toMatchObject({
+      method: 'chat.postMessage',
+      error: 'not_in_channel',
+      approvalId: 'a-refused',
+    });
+    expect(slack.callsOf('chat.postMessage')).toHaveLength(1);
+  });
+});
