@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { v7 as uuidv7 } from 'uuid';
 import { renderCard } from './cards/renderCard.js';
-import { ConfigError, configSecrets, loadConfig, redactedConfig } from './config/config.js';
-import { createLogger, toBoltLogger } from './log.js';
+import { ConfigError, loadConfig } from './config/config.js';
+import { configSecrets, redactedConfig } from './config/configSecrets.js';
 import { sleep } from './msp/backoff.js';
 import { HostFleet, type HostStatus } from './msp/hostFleet.js';
 import { HostSupervisor } from './msp/hostSupervisor.js';
@@ -59,6 +59,7 @@ import { createRedisClient } from './store/redisConnection.js';
 import { RedisHealth } from './store/redisHealth.js';
 import { RedisSessionMemory } from './store/sessionMemory.js';
 import { Activity } from './util/activity.js';
+import { createLogger, toBoltLogger } from './util/log.js';
 import { VERSION } from './version.js';
 
 /** How often expired grants are taken out of Redis (they stop matching the moment they expire). */

@@ -19,21 +19,3 @@ const WORDS: Record<string, string> = {
 export function describeDecision(decision: string): string {
   return Object.hasOwn(WORDS, decision) ? WORDS[decision]! : clip(decision, 100);
 }
-
-export type DecisionTone = 'approve' | 'reject' | 'other';
-
-/** Whether a decision lets the agent go ahead, stops it, or neither (e.g. timedOut, unknown). */
-export function decisionTone(decision: string): DecisionTone {
-  if (decision.startsWith('approved')) return 'approve';
-  if (decision === 'abort' || decision.startsWith('denied')) return 'reject';
-  return 'other';
-}
-
-/**
- * Whether picking this decision counts toward a quorum rather than deciding at once: only what
- * plainly stops the agent needs one person. A word this bot does not know may let the agent go
- * ahead, so it is counted like an approval.
- */
-export function needsQuorum(decision: string): boolean {
-  return decisionTone(decision) !== 'reject';
-}

@@ -1,11 +1,12 @@
 import type { KnownBlock } from '@slack/types';
+import { decisionTone } from '../domain/decisionWords.js';
 import type { RememberOffer } from '../domain/grants/match.js';
+import type { RenderedMessage } from '../domain/messages.js';
 import type { ApprovalRecord } from '../domain/record.js';
 import type { EscalationStep } from '../domain/route.js';
-import type { RenderedMessage } from '../relay/ports.js';
+import { prettyArgs } from '../util/toJson.js';
 import { divider, header, packSections, section } from './blocks.js';
 import { BUDGET_LEVELS, type CardBudget } from './budget.js';
-import { decisionTone } from './describeDecision.js';
 import { clip, codeBlock, codeBlockFits, inlineCode, truncate } from './escape.js';
 import { countBlockText, MAX_CARD_FALLBACK_TEXT, MAX_HEADER_TEXT, MAX_TOTAL_BLOCK_TEXT } from './limits.js';
 import { renderApprovers, type ShownApproverNames } from './renderApprovers.js';
@@ -16,8 +17,8 @@ import { intakeCut, viewFullBlock } from './renderFullView.js';
 import { renderBadges, renderSessionContext } from './renderMeta.js';
 import { renderSafeguards } from './renderSafeguards.js';
 import { renderStatus } from './renderStatus.js';
-import { networkAddress, renderSubject } from './renderSubject.js';
-import { prettyArgs } from './toJson.js';
+import { renderSubject } from './renderSubject.js';
+import { subjectSummary } from './subjectSummary.js';
 
 // A card is a pure function of the record: the Slack message is re-rendered from it on every
 // change, never patched. Everything the agent or host wrote is escaped on the way in.
@@ -45,27 +46,6 @@ function headline(record: ApprovalRecord): string {
       return 'Orphaned';
     default:
       return 'Approval';
-  }
-}
-
-/** The subject in a few words, for the notification text and the reject modal: "npm test && git push". Raw, not escaped. */
-export function subjectSummary(record: Pick<ApprovalRecord, 'subject' | 'title'>): string | undefined {
-  const s = record.subject;
-  switch (s.kind) {
-    case 'shell':
-      return s.command;
-    case 'fileAccess':
-      return s.path === undefined ? undefined : `${s.access ?? 'access'} ${s.path}`;
-    case 'network':
-      return networkAddress(s);
-    case 'process':
-      return s.target;
-    case 'unixSocket':
-      return s.path ?? s.target;
-    case 'tool':
-      return s.toolName;
-    default:
-      return record.title;
   }
 }
 

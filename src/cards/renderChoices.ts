@@ -1,11 +1,11 @@
 import type { ActionsBlock, Button, ConfirmationDialog, KnownBlock } from '@slack/types';
+import { decisionTone } from '../domain/decisionWords.js';
 import type { RememberOffer } from '../domain/grants/match.js';
 import { scopeToken } from '../domain/grants/scope.js';
 import type { ApprovalRecord } from '../domain/record.js';
 import type { ApprovalChoice } from '../msp/protocol.js';
 import { context, plainText, section } from './blocks.js';
 import type { CardBudget } from './budget.js';
-import { decisionTone } from './describeDecision.js';
 import { clip, fitsWithin, truncate } from './escape.js';
 import { fitLines } from './fitLines.js';
 import {

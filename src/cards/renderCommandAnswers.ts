@@ -1,5 +1,5 @@
 import type { Authorization } from '../domain/authorization.js';
-import type { RenderedMessage } from '../relay/ports.js';
+import type { RenderedMessage } from '../domain/messages.js';
 import { packSections } from './blocks.js';
 import { channelLink } from './channelLink.js';
 import { clip } from './escape.js';

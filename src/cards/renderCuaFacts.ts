@@ -1,10 +1,10 @@
 import type { KnownBlock } from '@slack/types';
 import type { CuaCardFacts } from '../msp/protocol.js';
+import { toJson } from '../util/toJson.js';
 import { plainSection, section } from './blocks.js';
 import type { CardBudget } from './budget.js';
 import { clip, inlineCode, quote, truncate } from './escape.js';
 import { fitLines } from './fitLines.js';
-import { toJson } from './toJson.js';
 
 // Step and data-row fields are not documented (msp-approvals.md §6.12): show a step's own words
 // when it has them, else the whole value as JSON; never guess at meaning.

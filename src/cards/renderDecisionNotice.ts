@@ -1,5 +1,6 @@
+import { decisionTone } from '../domain/decisionWords.js';
 import type { ApprovalRecord, Resolution } from '../domain/record.js';
-import { decisionTone, describeDecision } from './describeDecision.js';
+import { describeDecision } from './describeDecision.js';
 import { clip, inlineCode, truncate } from './escape.js';
 import { decidedBy } from './renderStatus.js';
 import { slackDate } from './slackDate.js';

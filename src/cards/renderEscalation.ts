@@ -1,12 +1,12 @@
 import type { KnownBlock } from '@slack/types';
+import type { RenderedMessage } from '../domain/messages.js';
 import type { ApprovalRecord, Escalation, FiredStep } from '../domain/record.js';
 import type { EscalationStep } from '../domain/route.js';
-import type { RenderedMessage } from '../relay/ports.js';
 import { packSections } from './blocks.js';
 import { BUDGET_LEVELS } from './budget.js';
 import { clip, inlineCode, truncate } from './escape.js';
-import { subjectSummary } from './renderCard.js';
 import { renderChoices } from './renderChoices.js';
+import { subjectSummary } from './subjectSummary.js';
 
 // The card's escalation line, a pure function of the record's escalation and the route's ladder:
 // "Escalation: reminded at 10 min · paged @bob at 30 min · next: DM in 15 min".

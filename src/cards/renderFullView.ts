@@ -1,6 +1,7 @@
 import type { ActionsBlock, KnownBlock, ModalView } from '@slack/types';
 import type { FullPart, FullTextOf } from '../domain/fullText.js';
 import type { ApprovalRecord, IntakePart } from '../domain/record.js';
+import { prettyArgs } from '../util/toJson.js';
 import { context, divider, plainText, section } from './blocks.js';
 import { BUDGET_LEVELS } from './budget.js';
 import { clip, codeBlocks, inlineCode } from './escape.js';
@@ -13,7 +14,6 @@ import {
 } from './ids.js';
 import { MAX_BLOCKS_PER_VIEW, MAX_BUTTON_VALUE, MAX_PRIVATE_METADATA, MAX_SECTION_TEXT } from './limits.js';
 import { MAX_SHOWN_CHOICES, renderChoices } from './renderChoices.js';
-import { prettyArgs } from './toJson.js';
 
 // "View full": the whole command, stages, path or arguments of a request whose card had to
 // shorten them, over as many sections as a modal holds, with the card's own choice buttons.

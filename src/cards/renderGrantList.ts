@@ -1,8 +1,8 @@
 import type { Button, ContextBlock, SectionBlock } from '@slack/types';
 import type { Grant } from '../domain/grants/grant.js';
-import type { ChannelGrants } from '../relay/grants/grantLists.js';
-import type { RenderedMessage } from '../relay/ports.js';
-import { GRANT_LIST_LIMIT } from '../store/grantListing.js';
+import type { ChannelGrants } from '../domain/grants/listing.js';
+import { GRANT_LIST_LIMIT } from '../domain/grants/listing.js';
+import type { RenderedMessage } from '../domain/messages.js';
 import { context, plainText, section } from './blocks.js';
 import { channelLink } from './channelLink.js';
 import { REVOKE_GRANT_ACTION_ID } from './ids.js';

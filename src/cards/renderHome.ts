@@ -1,6 +1,6 @@
 import type { ActionsBlock, HomeView, KnownBlock, SectionBlock } from '@slack/types';
 import type { Grant } from '../domain/grants/grant.js';
-import type { RecentDecision } from '../store/recentDecisions.js';
+import type { RecentDecision } from '../domain/recentDecision.js';
 import { context, divider, header, packSections, plainText, section } from './blocks.js';
 import { channelLink } from './channelLink.js';
 import { describeDecision } from './describeDecision.js';

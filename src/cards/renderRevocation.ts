@@ -1,6 +1,6 @@
 import type { RevokeRefused } from '../domain/authorization.js';
 import type { Grant } from '../domain/grants/grant.js';
-import type { RevokeOutcome } from '../relay/grants/grantRevoker.js';
+import type { RevokeOutcome } from '../domain/grants/revocation.js';
 import { channelLink } from './channelLink.js';
 import { clip, inlineCode } from './escape.js';
 import { mentionUser } from './mentionUser.js';

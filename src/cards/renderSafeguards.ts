@@ -1,7 +1,7 @@
 import type { KnownBlock } from '@slack/types';
+import { needsQuorum } from '../domain/decisionWords.js';
 import { type ApprovalRecord, votersFor } from '../domain/record.js';
 import { packSections } from './blocks.js';
-import { needsQuorum } from './describeDecision.js';
 import { clip, inlineCode } from './escape.js';
 import { mentionUser } from './mentionUser.js';
 

@@ -1,8 +1,9 @@
 import type { KnownBlock } from '@slack/types';
+import { decisionTone } from '../domain/decisionWords.js';
 import type { ApprovalRecord, Resolution } from '../domain/record.js';
 import { packSections, section } from './blocks.js';
 import type { CardBudget } from './budget.js';
-import { decisionTone, describeDecision } from './describeDecision.js';
+import { describeDecision } from './describeDecision.js';
 import { clip, truncate } from './escape.js';
 import { mentionUser } from './mentionUser.js';
 import { timedOutLine } from './renderEscalation.js';

@@ -1,10 +1,10 @@
 import type { KnownBlock } from '@slack/types';
 import type { ApprovalSubject } from '../msp/protocol.js';
+import { toJson } from '../util/toJson.js';
 import { section } from './blocks.js';
 import type { CardBudget } from './budget.js';
 import { clip, codeBlock, codeBlockFits, inlineCode, inlineCodeFits } from './escape.js';
 import { renderShell } from './renderShell.js';
-import { toJson } from './toJson.js';
 
 /** One-line facts go in the card's fact list; bigger things come back as their own blocks. */
 export interface RenderedSubject {

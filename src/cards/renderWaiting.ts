@@ -1,7 +1,7 @@
 import type { ApprovalRecord } from '../domain/record.js';
 import { clip } from './escape.js';
-import { subjectSummary } from './renderCard.js';
 import { slackAge } from './slackDate.js';
+import { subjectSummary } from './subjectSummary.js';
 
 // One pending approval in a list (/countersign pending, App Home): tool, subject and age on one
 // line. Host text is escaped and cut; the permalink comes from Slack (chat.getPermalink).

@@ -1,17 +1,17 @@
 import { statSync } from 'node:fs';
 import { z } from 'zod';
 import type { HostSpec, RiskRule, Route } from '../domain/route.js';
-import { CHANNEL_ID, ConfigError, parseDuration, shown } from './common.js';
+import type { RedisTarget } from '../store/redisTarget.js';
+import { parseDuration } from '../util/duration.js';
+import { CHANNEL_ID, ConfigError, shown } from './common.js';
 import { loadConfigFile } from './configFile.js';
-import { DEFAULT_REDIS_URL, type RedisTarget, redisTargetOf } from './redisConfig.js';
+import { DEFAULT_REDIS_URL, redisTargetOf } from './redisConfig.js';
 
 /** Pino levels accepted by LOG_LEVEL. */
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevelName = (typeof LOG_LEVELS)[number];
 
-export { configSecrets, REDACTED, redactedConfig, SECRET_SET } from './configSecrets.js';
-export type { HostPort, RedisTarget } from './redisConfig.js';
-export { CHANNEL_ID, ConfigError, parseDuration, redisTargetOf, shown };
+export { CHANNEL_ID, ConfigError, redisTargetOf, shown };
 
 export interface Config {
   slack: {

@@ -25,7 +25,8 @@ import type {
   Route,
   RouteMatch,
 } from '../domain/route.js';
-import { CHANNEL_ID, ConfigError, parseDuration, shown } from './common.js';
+import { parseDuration } from '../util/duration.js';
+import { CHANNEL_ID, ConfigError, shown } from './common.js';
 
 /** Names a YAML value in an error message without echoing structures. */
 function got(value: unknown): string {

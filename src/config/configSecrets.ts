@@ -11,11 +11,8 @@
 
 import { maskCommandLine } from '../secrets/maskCommandLine.js';
 import { maskSecrets } from '../secrets/maskSecrets.js';
+import { REDACTED, SECRET_SET } from '../util/redacted.js';
 import type { Config } from './config.js';
-
-export const REDACTED = '[redacted]';
-/** What the start-up log shows for a secret that is set. */
-export const SECRET_SET = '[set]';
 
 /** A key whose value is a secret wherever it stands. */
 const SECRET_KEY = /token|secret|passw(?:or)?d|passphrase|routingkey|api_?key|credential|authorization/i;

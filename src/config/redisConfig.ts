@@ -3,28 +3,8 @@
 // "Configuration" documents each variable; store/redisConnection.ts builds the client.
 
 import { z } from 'zod';
+import type { HostPort, RedisTarget } from '../store/redisTarget.js';
 import { ConfigError, shown } from './common.js';
-
-export interface HostPort {
-  host: string;
-  port: number;
-}
-
-export type RedisTarget =
-  | { kind: 'single'; url: string }
-  | {
-      kind: 'sentinel';
-      sentinels: HostPort[];
-      /** The master's name, as the sentinels monitor it. */
-      name: string;
-      db: number;
-      /** For the master and its replicas. */
-      username?: string;
-      password?: string;
-      /** For the sentinels themselves. */
-      sentinelPassword?: string;
-    }
-  | { kind: 'cluster'; nodes: HostPort[]; password?: string };
 
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 const DEFAULT_SENTINEL_PORT = 26379;

@@ -1,4 +1,5 @@
-import { HostLostError, type RenderedMessage } from '../relay/ports.js';
+import type { RenderedMessage } from '../domain/messages.js';
+import { HostLostError } from '../relay/ports.js';
 import type { CardCalls } from './cardCalls.js';
 import type { CallFields, SlackCallLog } from './slackCallLog.js';
 import { classifySlackError } from './slackFailures.js';

@@ -9,12 +9,12 @@ import {
 import type { FetchFunction, WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
-import { toBoltLogger } from '../log.js';
 import type { Authorizer } from '../relay/deciding/authorizer.js';
 import type { ClickHandler } from '../relay/deciding/clickHandler.js';
 import type { GrantLists } from '../relay/grants/grantLists.js';
 import type { GrantRevoker } from '../relay/grants/grantRevoker.js';
 import type { Router } from '../routing/router.js';
+import { toBoltLogger } from '../util/log.js';
 import { choicePressRoute } from './choicePressRoute.js';
 import { type HealthProbe, healthRoutes } from './healthRoutes.js';
 import { close, healthServer, listen } from './healthServer.js';

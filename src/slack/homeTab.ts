@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
-import { subjectSummary } from '../cards/renderCard.js';
 import { MAX_HOME_WAITING, renderHome } from '../cards/renderHome.js';
+import { subjectSummary } from '../cards/subjectSummary.js';
 import type { Grant } from '../domain/grants/grant.js';
 import type { ApprovalRecord } from '../domain/record.js';
 import type { HomeViewers } from '../store/homeViewers.js';

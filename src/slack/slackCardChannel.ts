@@ -1,12 +1,7 @@
 import type { WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
-import {
-  type CardChannel,
-  HostLostError,
-  type PostOptions,
-  type RenderedMessage,
-  type UserNotifier,
-} from '../relay/ports.js';
+import type { RenderedMessage } from '../domain/messages.js';
+import { type CardChannel, HostLostError, type PostOptions, type UserNotifier } from '../relay/ports.js';
 import { KeyedQueue } from '../util/keyedQueue.js';
 import { type CardCalls, webClientCardCalls } from './cardCalls.js';
 import { cardMetadata } from './cardMetadata.js';

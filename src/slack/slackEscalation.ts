@@ -1,9 +1,9 @@
 import type { WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
+import type { RenderedMessage } from '../domain/messages.js';
 import type { PagerDuty } from '../pagerduty/pagerDuty.js';
 import type { EscalationSender } from '../relay/escalation/escalator.js';
 import type { PagerDutyOnCall } from '../relay/escalation/oncall.js';
-import type { RenderedMessage } from '../relay/ports.js';
 import { keys } from '../store/keys.js';
 import type { RedisClient } from '../store/redisConnection.js';
 import type { SlackNoticeSender } from './slackNotices.js';

@@ -1,4 +1,4 @@
-import type { RenderedMessage } from '../relay/ports.js';
+import type { RenderedMessage } from '../domain/messages.js';
 
 /**
  * What to send instead when Slack refuses a card as too big or malformed, smallest change first:

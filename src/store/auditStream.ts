@@ -1,6 +1,6 @@
 import type { Result } from 'ioredis';
 import type { Logger } from 'pino';
-import type { AuditEntry, AuditTrail } from '../relay/ports.js';
+import type { AuditEntry, AuditTrail } from '../domain/audit.js';
 import { keys } from './keys.js';
 import type { RedisClient } from './redisConnection.js';
 import { RefusalCounts } from './refusalCounts.js';

@@ -1,11 +1,10 @@
 import type { Grant } from '../domain/grants/grant.js';
+import { GRANT_LIST_LIMIT } from '../domain/grants/listing.js';
 import { grantKeyOf } from './grantIds.js';
 import { fromFields, isLive, type StoredGrant } from './grantRecord.js';
 import { keys } from './keys.js';
 import type { RedisClient } from './redisConnection.js';
 
-/** What one listing returns at most: the newest live grants. Older ones are not listed. */
-export const GRANT_LIST_LIMIT = 100;
 const PAGE = 200;
 
 export interface ListFilter {

@@ -1,6 +1,6 @@
 import { Cluster, Redis } from 'ioredis';
-import type { RedisTarget } from '../config/redisConfig.js';
 import { coalesceWrites } from './coalescedWrites.js';
+import type { RedisTarget } from './redisTarget.js';
 
 /**
  * What every store module talks to: one Redis (directly or found through Sentinel) or a Redis

@@ -4,7 +4,7 @@
 
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { AuditEntry } from '../../src/relay/ports.js';
+import type { AuditEntry } from '../../src/domain/audit.js';
 import {
   type AuditStreams,
   auditFields,

@@ -1,7 +1,9 @@
 import pino from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { renderCard } from '../../src/cards/renderCard.js';
+import type { AuditEntry } from '../../src/domain/audit.js';
 import type { Grant, GrantStore } from '../../src/domain/grants/grant.js';
+import type { RenderedMessage } from '../../src/domain/messages.js';
 import { OPEN_RULES, type RouteRules } from '../../src/domain/route.js';
 import type { ApprovalHost, HostEvent } from '../../src/msp/events.js';
 import { ApprovalRequestParams, ApprovalUpdatedParams, type DecideParams } from '../../src/msp/protocol.js';
@@ -11,7 +13,7 @@ import { Decider, type DecisionRequest } from '../../src/relay/deciding/decider.
 import { DecisionWarrant } from '../../src/relay/deciding/decisionWarrant.js';
 import { GrantMaker } from '../../src/relay/grants/grantMaker.js';
 import { HostEventHandler } from '../../src/relay/hostEvents/hostEventHandler.js';
-import type { AuditEntry, CardChannel, RenderedMessage, UserNotifier } from '../../src/relay/ports.js';
+import type { CardChannel, UserNotifier } from '../../src/relay/ports.js';
 import { RecordKeeper } from '../../src/relay/records/recordKeeper.js';
 import { ApprovalStore } from '../../src/store/approvalStore.js';
 import { shellApproval } from '../support/fakeHost.js';

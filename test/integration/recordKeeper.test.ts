@@ -1,8 +1,9 @@
 import pino from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { renderCard } from '../../src/cards/renderCard.js';
+import type { RenderedMessage } from '../../src/domain/messages.js';
 import { ApprovalRequestParams } from '../../src/msp/protocol.js';
-import type { CardChannel, RenderedMessage } from '../../src/relay/ports.js';
+import type { CardChannel } from '../../src/relay/ports.js';
 import { RecordKeeper } from '../../src/relay/records/recordKeeper.js';
 import { newRecord } from '../../src/relay/records/recordMutations.js';
 import { ApprovalStore } from '../../src/store/approvalStore.js';

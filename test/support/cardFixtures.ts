@@ -2,9 +2,9 @@
 // (msp-transcripts/approval-round-trip: a fileAccess write of Cargo.toml) and the two-stage shell
 // example in docs/msp-approvals.md §5.2–5.3.
 
+import type { RenderedMessage } from '../../src/domain/messages.js';
 import type { ApprovalRecord, Phase } from '../../src/domain/record.js';
 import type { ApprovalChoice, ApprovalSubject } from '../../src/msp/protocol.js';
-import type { RenderedMessage } from '../../src/relay/ports.js';
 
 export const NOW = new Date('2026-08-07T18:45:40.000Z');
 export const OPENED_AT = '2026-08-07T18:42:23.100Z';

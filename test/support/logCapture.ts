@@ -2,7 +2,7 @@
 
 import { Writable } from 'node:stream';
 import type pino from 'pino';
-import { createLogger } from '../../src/log.js';
+import { createLogger } from '../../src/util/log.js';
 
 export function captureLogger(level: pino.LevelWithSilent = 'debug'): {
   logger: pino.Logger;

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Cluster, Redis } from 'ioredis';
-import type { HostPort } from '../../src/config/config.js';
+import type { HostPort } from '../../src/store/redisTarget.js';
 import { freePort } from './bot.js';
 
 const run = promisify(execFile);

@@ -2,7 +2,8 @@
 import { PassThrough } from 'node:stream';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig, redactedConfig } from '../../src/config/config.js';
+import { loadConfig } from '../../src/config/config.js';
+import { redactedConfig } from '../../src/config/configSecrets.js';
 import { JsonRpcConnection } from '../../src/msp/connection.js';
 import { pipeHostStderr } from '../../src/msp/hostStderr.js';
 import { HostSupervisor } from '../../src/msp/hostSupervisor.js';

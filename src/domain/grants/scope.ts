@@ -1,4 +1,4 @@
-import { parseDuration } from '../../config/common.js';
+import { parseDuration } from '../../util/duration.js';
 
 // How long a bot-held grant lasts, as a person picks it on the card from the route's
 // `grants.choices`: a while, the agent's session, or a number of uses.

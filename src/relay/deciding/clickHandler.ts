@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { needsQuorum } from '../../cards/describeDecision.js';
+import type { AuditEntry, AuditTrail } from '../../domain/audit.js';
+import { needsQuorum } from '../../domain/decisionWords.js';
 import type { RememberOffer } from '../../domain/grants/match.js';
 import { offeredScope } from '../../domain/grants/scope.js';
 import { type ApprovalRecord, type Vote, votersFor } from '../../domain/record.js';
@@ -8,7 +9,7 @@ import { OPEN_RULES, type RouteRules } from '../../domain/route.js';
 import type { ApprovalChoice } from '../../msp/protocol.js';
 import type { ApprovalStore } from '../../store/approvalStore.js';
 import { byDeadline, LATE } from '../../util/byDeadline.js';
-import type { AuditEntry, AuditTrail, UserNotifier } from '../ports.js';
+import type { UserNotifier } from '../ports.js';
 import type { RecordKeeper } from '../records/recordKeeper.js';
 import { unvoted, voted } from '../records/recordMutations.js';
 import type { Authorizer } from './authorizer.js';

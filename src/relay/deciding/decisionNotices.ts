@@ -4,9 +4,9 @@ import {
   renderRequesterDm,
   renderThreadLine,
 } from '../../cards/renderDecisionNotice.js';
+import type { AuditTrail } from '../../domain/audit.js';
 import type { ApprovalRecord } from '../../domain/record.js';
 import type { Activity } from '../../util/activity.js';
-import type { AuditTrail } from '../ports.js';
 
 /** The Slack side of the notices (slack/slackNotices.ts). */
 export interface NoticeSender {

@@ -1,10 +1,9 @@
-import { needsQuorum } from '../../cards/describeDecision.js';
 import type { Refused } from '../../domain/authorization.js';
+import { needsQuorum, timeoutChoice } from '../../domain/decisionWords.js';
 import type { GrantStore } from '../../domain/grants/grant.js';
 import { findGrant, grantQuestion, sessionCallerOf } from '../../domain/grants/match.js';
 import { type ApprovalRecord, votersFor } from '../../domain/record.js';
 import type { EscalationStep, RouteGrants } from '../../domain/route.js';
-import { timeoutChoice } from '../escalation/escalator.js';
 import type { Authorizer } from './authorizer.js';
 import type { DecidedBy } from './decider.js';
 

@@ -1,5 +1,7 @@
 import type { Logger } from 'pino';
 import { renderEscalationDm, shortDuration } from '../../cards/renderEscalation.js';
+import { timeoutChoice } from '../../domain/decisionWords.js';
+import type { RenderedMessage } from '../../domain/messages.js';
 import { type ApprovalRecord, type FiredStep, isTerminal } from '../../domain/record.js';
 import type { Approvers, EscalationStep, OncallSource } from '../../domain/route.js';
 import type { TriggerEvent } from '../../pagerduty/pagerDuty.js';
@@ -7,7 +9,6 @@ import type { ApprovalStore } from '../../store/approvalStore.js';
 import type { DueStep, EscalationStore } from '../../store/escalationStore.js';
 import type { Decider } from '../deciding/decider.js';
 import type { NoticeLedger } from '../deciding/decisionNotices.js';
-import type { RenderedMessage } from '../ports.js';
 import type { RecordKeeper } from '../records/recordKeeper.js';
 import { escalationFired, escalationStarted } from '../records/recordMutations.js';
 import type { OncallResolver } from './oncall.js';
@@ -60,14 +61,6 @@ export function lineageOf(
 ): string {
   const call = record.toolCallId ?? record.itemId;
   return call ? `${record.hostId}:${record.sessionId}:${call}` : `${record.hostId}:${record.approvalId}`;
-}
-
-/** The reject choice a timeout decides with: not an approval, preferring one that takes feedback. */
-export function timeoutChoice(
-  choices: ApprovalRecord['availableChoices'],
-): ApprovalRecord['availableChoices'][number] | undefined {
-  const rejecting = choices.filter((c) => c.decision === 'abort' || c.decision.startsWith('denied'));
-  return rejecting.find((c) => c.acceptsFeedback) ?? rejecting[0];
 }
 
 export class Escalator {

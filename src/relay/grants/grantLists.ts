@@ -1,11 +1,6 @@
 import type { RevokeAuthorization } from '../../domain/authorization.js';
 import type { Grant, GrantStore } from '../../domain/grants/grant.js';
-
-/** One channel's grants, or every grant (an admin asking). */
-export interface ChannelGrants {
-  grants: Grant[];
-  scope: { kind: 'channel'; channel: string } | { kind: 'all' };
-}
+import type { ChannelGrants } from '../../domain/grants/listing.js';
 
 export interface GrantListsOptions {
   grants: Pick<GrantStore, 'list'>;

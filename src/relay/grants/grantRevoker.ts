@@ -1,21 +1,8 @@
 import type { Logger } from 'pino';
-import type { RevokeAllowed, RevokeAuthorization, RevokeRefused } from '../../domain/authorization.js';
+import type { AuditEntry, AuditTrail } from '../../domain/audit.js';
+import type { RevokeAuthorization, RevokeRefused } from '../../domain/authorization.js';
 import type { Grant, GrantStore } from '../../domain/grants/grant.js';
-import type { AuditEntry, AuditTrail } from '../ports.js';
-
-/** Where a revocation came from: `/countersign revoke <id>`, or a Revoke button in a list. */
-export type RevokeVia = 'command' | 'button';
-
-/** What became of one attempt to revoke a grant; the Slack side says it to the person. */
-export type RevokeOutcome =
-  | { kind: 'revoked'; grant: Grant; by: string; because: RevokeAllowed['because'] }
-  /** No such grant, or it is gone from Redis (expired long enough ago to be swept). */
-  | { kind: 'unknown'; grantId: string }
-  | { kind: 'expired'; grant: Grant }
-  | { kind: 'alreadyRevoked'; grant: Grant }
-  /** The host keeps its own rule; MSP has no call to revoke it, so nothing was changed. */
-  | { kind: 'hostHeld'; grant: Grant }
-  | { kind: 'refused'; grant: Grant; refused: RevokeRefused };
+import type { RevokeOutcome, RevokeVia } from '../../domain/grants/revocation.js';
 
 /** Says in the grant's channel who revoked it, so everyone there knows it no longer answers. */
 export interface RevocationNotices {

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { AuditTrail } from '../../domain/audit.js';
 import type { Grant } from '../../domain/grants/grant.js';
 import { callerFor } from '../../domain/grants/match.js';
 import type { ApprovalRecord, RiskMark } from '../../domain/record.js';
@@ -11,7 +12,6 @@ import type { ChosenRoute, RouteInput } from '../../routing/router.js';
 import type { ApprovalStore, Mutation } from '../../store/approvalStore.js';
 import { Turns } from '../../util/turns.js';
 import type { Decider } from '../deciding/decider.js';
-import type { AuditTrail } from '../ports.js';
 import type { RecordKeeper } from '../records/recordKeeper.js';
 import {
   newRecord,

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { RenderedMessage } from '../../domain/messages.js';
 import type { ApprovalRecord, Claim } from '../../domain/record.js';
 import {
   type ApprovalStore,
@@ -9,7 +10,7 @@ import {
 } from '../../store/approvalStore.js';
 import type { Activity } from '../../util/activity.js';
 import { KeyedQueue } from '../../util/keyedQueue.js';
-import { type CardChannel, HostLostError, type RenderedMessage } from '../ports.js';
+import { type CardChannel, HostLostError } from '../ports.js';
 import { cardRevealed, claimed, unclaimed, withCurrentVotes } from './recordMutations.js';
 
 export interface RecordKeeperOptions {

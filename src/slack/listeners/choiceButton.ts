@@ -7,9 +7,9 @@ import {
   FULL_VIEW_CALLBACK_ID,
   REMEMBER_ACTION_PATTERN,
 } from '../../cards/ids.js';
-import { subjectSummary } from '../../cards/renderCard.js';
 import { renderFeedbackModal } from '../../cards/renderFeedbackModal.js';
 import { renderFullViewSent } from '../../cards/renderFullView.js';
+import { subjectSummary } from '../../cards/subjectSummary.js';
 import type { ClickHandler } from '../../relay/deciding/clickHandler.js';
 import type { SlackViews } from '../slackViews.js';
 

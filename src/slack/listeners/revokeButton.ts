@@ -3,7 +3,8 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { REVOKE_GRANT_ACTION_ID } from '../../cards/ids.js';
 import { revokeAnswer } from '../../cards/renderRevocation.js';
-import type { GrantRevoker, RevokeOutcome, RevokeVia } from '../../relay/grants/grantRevoker.js';
+import type { RevokeOutcome, RevokeVia } from '../../domain/grants/revocation.js';
+import type { GrantRevoker } from '../../relay/grants/grantRevoker.js';
 import type { HomeTab } from '../homeTab.js';
 
 const RevokeBody = z.looseObject({

@@ -9,10 +9,10 @@ import {
   renderWhoami,
 } from '../../cards/renderCommandAnswers.js';
 import { renderChannelGrants } from '../../cards/renderGrantList.js';
+import type { RenderedMessage } from '../../domain/messages.js';
 import type { Authorizer } from '../../relay/deciding/authorizer.js';
 import type { GrantLists } from '../../relay/grants/grantLists.js';
 import type { GrantRevoker } from '../../relay/grants/grantRevoker.js';
-import type { RenderedMessage } from '../../relay/ports.js';
 import { type RouteStandingsOptions, routeStandings } from '../routeStandings.js';
 import type { WaitingApprovals } from '../waitingApprovals.js';
 import { revokeFor } from './revokeButton.js';

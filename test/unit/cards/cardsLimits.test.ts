@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decisionTone, describeDecision } from '../../../src/cards/describeDecision.js';
+import { describeDecision } from '../../../src/cards/describeDecision.js';
 import { clip, codeBlock, escapeMrkdwn, inlineCode, quote, truncate } from '../../../src/cards/escape.js';
 import {
   FEEDBACK_BLOCK_ID,
@@ -8,6 +8,7 @@ import {
 } from '../../../src/cards/ids.js';
 import { checkMessageLimits, checkViewLimits, countBlockText } from '../../../src/cards/limits.js';
 import { readFeedback, renderFeedbackModal } from '../../../src/cards/renderFeedbackModal.js';
+import { decisionTone } from '../../../src/domain/decisionWords.js';
 
 const section = (text: string) => ({ type: 'section', text: { type: 'mrkdwn', text } });
 let nextActionId = 0;

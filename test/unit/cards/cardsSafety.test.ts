@@ -4,9 +4,9 @@ import { describe, expect, it } from 'vitest';
 import { decodeChoiceValue } from '../../../src/cards/ids.js';
 import { checkMessageLimits, MAX_BUTTON_TEXT, MAX_CARD_FALLBACK_TEXT } from '../../../src/cards/limits.js';
 import { renderCard } from '../../../src/cards/renderCard.js';
+import type { RenderedMessage } from '../../../src/domain/messages.js';
 import type { ApprovalRecord, Phase } from '../../../src/domain/record.js';
 import type { ApprovalChoice, ApprovalStage } from '../../../src/msp/protocol.js';
-import type { RenderedMessage } from '../../../src/relay/ports.js';
 import {
   allText,
   blocksOfType,

@@ -6,7 +6,7 @@ import { checkMessageLimits, checkViewLimits } from '../../../src/cards/limits.j
 import { MAX_LISTED, renderPending, renderWhoami } from '../../../src/cards/renderCommandAnswers.js';
 import { MAX_HOME_WAITING, renderHome } from '../../../src/cards/renderHome.js';
 import type { WaitingApproval } from '../../../src/cards/renderWaiting.js';
-import type { RecentDecision } from '../../../src/store/recentDecisions.js';
+import type { RecentDecision } from '../../../src/domain/recentDecision.js';
 import { fileRecord, NOW, OPENED_AT } from '../../support/cardFixtures.js';
 
 const HOSTILE = `<!channel> @here <https://evil.example|docs> ${'x'.repeat(5_000)}\nrm -rf /`;

@@ -2,13 +2,9 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import {
-  ConfigError,
-  configSecrets,
-  loadConfig,
-  parseDuration,
-  redactedConfig,
-} from '../../../src/config/config.js';
+import { ConfigError, loadConfig } from '../../../src/config/config.js';
+import { configSecrets, redactedConfig } from '../../../src/config/configSecrets.js';
+import { parseDuration } from '../../../src/util/duration.js';
 import { captureLogger } from '../../support/logCapture.js';
 
 const BOT_TOKEN = 'xoxb-test-1111-2222-SUPERSECRETBOT';

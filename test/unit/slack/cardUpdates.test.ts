@@ -1,6 +1,7 @@
 import { ErrorCode, type WebClient } from '@slack/web-api';
 import { describe, expect, it } from 'vitest';
-import { HostLostError, type RenderedMessage } from '../../../src/relay/ports.js';
+import type { RenderedMessage } from '../../../src/domain/messages.js';
+import { HostLostError } from '../../../src/relay/ports.js';
 import { webClientCardCalls } from '../../../src/slack/cardCalls.js';
 import { CardUpdates } from '../../../src/slack/cardUpdates.js';
 import { SlackCallLog } from '../../../src/slack/slackCallLog.js';

@@ -1,10 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { toBoltLogger } from '../../../src/log.js';
-import { HostLostError, type RenderedMessage } from '../../../src/relay/ports.js';
+import type { RenderedMessage } from '../../../src/domain/messages.js';
+import { HostLostError } from '../../../src/relay/ports.js';
 import { cardMetadata } from '../../../src/slack/cardMetadata.js';
 import { SlackCardChannel } from '../../../src/slack/slackCardChannel.js';
 import { type RetryTiming, realTiming } from '../../../src/slack/slackRetry.js';
 import { createWebClient } from '../../../src/slack/webClient.js';
+import { toBoltLogger } from '../../../src/util/log.js';
 import { FakeSlack, type SlackFault } from '../../support/fakeSlack.js';
 import { captureLogger } from '../../support/logCapture.js';
 import { until } from '../../support/until.js';

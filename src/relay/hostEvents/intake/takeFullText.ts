@@ -1,10 +1,10 @@
 import { argsParts, subjectParts } from '../../../cards/fullParts.js';
-import { prettyArgs } from '../../../cards/toJson.js';
 import { FULL_TEXT_FIELDS, type FullPart, type FullText } from '../../../domain/fullText.js';
 import type { ApprovalRecord, IntakePart } from '../../../domain/record.js';
 import type { ApprovalSubject } from '../../../msp/protocol.js';
 import { argvSecrets } from '../../../secrets/argvSecrets.js';
 import { maskPrefix } from '../../../secrets/maskPrefix.js';
+import { prettyArgs } from '../../../util/toJson.js';
 import { MAX_FULL_TEXT_CHARS } from './limits.js';
 
 // The text intake cut, kept whole (within what a modal shows) for "View full". Masked the way

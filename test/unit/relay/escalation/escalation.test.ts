@@ -14,12 +14,13 @@ import {
   timedOutLine,
 } from '../../../../src/cards/renderEscalation.js';
 import { ConfigError, loadConfig } from '../../../../src/config/config.js';
+import { timeoutChoice } from '../../../../src/domain/decisionWords.js';
 import type { ApprovalRecord } from '../../../../src/domain/record.js';
 import type { EscalationStep } from '../../../../src/domain/route.js';
 import { PagerDuty } from '../../../../src/pagerduty/pagerDuty.js';
 import type { Decider } from '../../../../src/relay/deciding/decider.js';
 import type { NoticeLedger } from '../../../../src/relay/deciding/decisionNotices.js';
-import { Escalator, lineageOf, timeoutChoice } from '../../../../src/relay/escalation/escalator.js';
+import { Escalator, lineageOf } from '../../../../src/relay/escalation/escalator.js';
 import { OncallResolver } from '../../../../src/relay/escalation/oncall.js';
 import type { RecordKeeper } from '../../../../src/relay/records/recordKeeper.js';
 import { rotationUser } from '../../../../src/routing/rotation.js';

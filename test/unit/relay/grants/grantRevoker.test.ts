@@ -3,10 +3,11 @@
 // Who may revoke is authorizeRevoke's (mayRevoke.test.ts); here, what the revoker does with it.
 
 import { describe, expect, it } from 'vitest';
+import type { AuditEntry } from '../../../../src/domain/audit.js';
 import type { RevokeAuthorization, RevokeRefused } from '../../../../src/domain/authorization.js';
 import type { Grant } from '../../../../src/domain/grants/grant.js';
-import { GrantRevoker, type RevokeVia } from '../../../../src/relay/grants/grantRevoker.js';
-import type { AuditEntry } from '../../../../src/relay/ports.js';
+import type { RevokeVia } from '../../../../src/domain/grants/revocation.js';
+import { GrantRevoker } from '../../../../src/relay/grants/grantRevoker.js';
 import { captureLogger } from '../../../support/logCapture.js';
 
 const NOW = new Date('2026-12-01T12:00:00.000Z');

@@ -1,6 +1,6 @@
 import type { Logger, LogLevel } from '@slack/bolt';
 import pino from 'pino';
-import { REDACTED, SECRET_SET } from './config/configSecrets.js';
+import { REDACTED, SECRET_SET } from './redacted.js';
 
 /**
  * Paths whose values never reach a log line. Two-level wildcards (`*.*.x`) are spelt out instead:

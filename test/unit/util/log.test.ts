@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import type { LogLevel } from '@slack/bolt';
 import { describe, expect, it } from 'vitest';
-import { createLogger, MIN_SCRUBBED_LENGTH, toBoltLogger } from '../../src/log.js';
+import { createLogger, MIN_SCRUBBED_LENGTH, toBoltLogger } from '../../../src/util/log.js';
 
 const TOKEN = 'xoxb-test-9999-SUPERSECRETLOGTOKEN';
 

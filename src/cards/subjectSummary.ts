@@ -1,0 +1,23 @@
+import type { ApprovalRecord } from '../domain/record.js';
+import { networkAddress } from './renderSubject.js';
+
+/** The subject in a few words, for the notification text and the reject modal: "npm test && git push". Raw, not escaped. */
+export function subjectSummary(record: Pick<ApprovalRecord, 'subject' | 'title'>): string | undefined {
+  const s = record.subject;
+  switch (s.kind) {
+    case 'shell':
+      return s.command;
+    case 'fileAccess':
+      return s.path === undefined ? undefined : `${s.access ?? 'access'} ${s.path}`;
+    case 'network':
+      return networkAddress(s);
+    case 'process':
+      return s.target;
+    case 'unixSocket':
+      return s.path ?? s.target;
+    case 'tool':
+      return s.toolName;
+    default:
+      return record.title;
+  }
+}

@@ -1,0 +1,75 @@
+/** One line of the audit trail: a decision made through Countersign, or a refused attempt. */
+export type AuditEntry =
+  | {
+      kind: 'decision';
+      approvalId: string;
+      hostId: string;
+      route?: string;
+      tool: string;
+      /** The Slack user who decided; absent when the bot or the host decided. */
+      userId?: string;
+      /** Every approver a quorum counted, userId (the last) among them. */
+      voters?: string[];
+      /** `host`: the host resolved it on its own (policy, its automated reviewer, another client). */
+      via: 'click' | 'grant' | 'timeout' | 'host';
+      /** Who the host says resolved it: user, policy, llmJudge, … */
+      resolvedBy?: string;
+      /** The remembered grant that decided, when `via` is grant. */
+      grantId?: string;
+      choiceId: string;
+      decision: string;
+      feedback?: string;
+      at: string;
+    }
+  | {
+      kind: 'refusal';
+      approvalId?: string;
+      hostId?: string;
+      route?: string;
+      userId: string;
+      /** The grant a refused revocation named (`/countersign revoke` or a Revoke button). */
+      grantId?: string;
+      /**
+       * What was attempted: a click, opening or submitting the reject modal, a command, pressing
+       * a grant's Revoke button, opening a card's full text.
+       */
+      action: 'click' | 'modalOpen' | 'modalSubmit' | 'command' | 'revokeButton' | 'viewFull';
+      /** Why it was refused (authorization: notApprover, selfApproval, routeGone, external, …). */
+      reason: string;
+      at: string;
+    }
+  /** A risk rule matched a request: what it changed (a warning, the quorum, the approvers, no grants). */
+  | {
+      kind: 'risk';
+      approvalId: string;
+      hostId: string;
+      route?: string;
+      tool: string;
+      rule: string;
+      warning: string;
+      quorum?: number;
+      approvers?: { users: string[]; usergroups: string[] };
+      /** A matching request is never decided by a remembered grant, nor offers one. */
+      grantsOff: true;
+      at: string;
+    }
+  /** An approving pick counted toward a quorum that it did not complete. */
+  | {
+      kind: 'vote';
+      approvalId: string;
+      hostId: string;
+      route?: string;
+      userId: string;
+      choiceId: string;
+      sourceIndex: number;
+      votes: number;
+      quorum: number;
+      /** The risk rules that raised the quorum above the route's, by name. */
+      risks?: string[];
+      at: string;
+    };
+
+/** Where audit entries go (a capped Redis stream). Appending never blocks a decision. */
+export interface AuditTrail {
+  append(entry: AuditEntry): Promise<void>;
+}
