@@ -1,12 +1,12 @@
 import type { Logger } from 'pino';
-import { renderEscalationDm, shortDuration } from '../../cards/renderEscalation.js';
 import { timeoutChoice } from '../../domain/decisionWords.js';
-import type { RenderedMessage } from '../../domain/messages.js';
+import type { EscalationDm, EscalationReply } from '../../domain/escalationNotice.js';
 import { type ApprovalRecord, type FiredStep, isTerminal } from '../../domain/record.js';
 import type { Approvers, EscalationStep, OncallSource } from '../../domain/route.js';
 import type { TriggerEvent } from '../../pagerduty/pagerDuty.js';
 import type { ApprovalStore } from '../../store/approvalStore.js';
 import type { DueStep, EscalationStore } from '../../store/escalationStore.js';
+import { shortDuration } from '../../util/shortDuration.js';
 import type { Decider } from '../deciding/decider.js';
 import type { NoticeLedger } from '../deciding/decisionNotices.js';
 import type { RecordKeeper } from '../records/recordKeeper.js';
@@ -18,11 +18,19 @@ import type { OncallResolver } from './oncall.js';
 // one poll loop per process takes what is due with an atomic claim, and reads the record again
 // after the claim, so a step claimed as the approval resolves does nothing.
 
-/** The Slack side of escalation. */
+/**
+ * The Slack side of escalation. The relay says what happened (the step, how long the approval
+ * has waited, whom it reaches) and the sender words it (cards/renderEscalation.ts).
+ */
 export interface EscalationSender {
-  threadReply(channel: string, threadTs: string, text: string, broadcast: boolean): Promise<void>;
-  /** Opens the DM and posts; resolves with where the message landed. */
-  directMessage(userId: string, message: RenderedMessage): Promise<{ channel: string; ts: string }>;
+  /** A step's reply in the card's thread, shown in the channel too when `broadcast`. */
+  threadReply(
+    card: { channel: string; ts: string },
+    reply: EscalationReply,
+    broadcast: boolean,
+  ): Promise<void>;
+  /** Opens the DM and posts the escalation DM; resolves with where the message landed. */
+  directMessage(userId: string, dm: EscalationDm): Promise<{ channel: string; ts: string }>;
   permalink(channel: string, ts: string): Promise<string | undefined>;
   nameOf(userId: string): Promise<string | undefined>;
 }
@@ -273,27 +281,20 @@ export class Escalator {
   ): Promise<string | undefined> {
     const { slack } = this.options;
     const { channel, ts } = record.slack as { channel: string; ts: string };
-    const waited = shortDuration(waitedMs);
     switch (step.action) {
       case 'remind':
-        await slack.threadReply(
-          channel,
-          ts,
-          `:alarm_clock: This approval has waited ${waited} for a decision.`,
-          false,
-        );
+        await slack.threadReply({ channel, ts }, { kind: 'remind', waitedMs }, false);
         return undefined;
       case 'mention': {
         const target = await this.target(record, step.target ?? 'oncall');
-        const mention = target.usergroup
-          ? `<!subteam^${target.usergroup}>`
-          : target.users.map((u) => `<@${u}>`).join(' ');
         await slack.threadReply(
-          channel,
-          ts,
-          mention
-            ? `:mega: ${mention}: this approval has waited ${waited} for a decision.`
-            : `:mega: This approval has waited ${waited}, and nobody on call could be found to ask.`,
+          { channel, ts },
+          {
+            kind: 'mention',
+            waitedMs,
+            users: target.users,
+            ...(target.usergroup ? { usergroup: target.usergroup } : {}),
+          },
           step.broadcast === true,
         );
         return target.usergroup ? `@${target.usergroup}` : await this.names(target.users);
@@ -303,10 +304,11 @@ export class Escalator {
         const userId = target.users[0];
         if (!userId) throw new Error('nobody to DM: the on-call source and the approvers name nobody');
         const permalink = await slack.permalink(channel, ts);
-        const posted = await slack.directMessage(
-          userId,
-          renderEscalationDm(record, { waitedMs, ...(permalink ? { permalink } : {}) }),
-        );
+        const posted = await slack.directMessage(userId, {
+          record,
+          waitedMs,
+          ...(permalink ? { permalink } : {}),
+        });
         // A press in the DM finds its approval the way a press on the card does.
         await this.options.store.mapMessage(
           posted.channel,
