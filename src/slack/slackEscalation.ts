@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { renderEscalationDm, renderEscalationReply } from '../cards/renderEscalation.js';
 import type { EscalationDm, EscalationReply } from '../domain/escalationNotice.js';
 import type { PagerDuty } from '../pagerduty/pagerDuty.js';
-import type { EscalationSender } from '../relay/escalation/escalator.js';
+import type { EscalationSender } from '../relay/escalation/escalationSteps.js';
 import type { PagerDutyOnCall } from '../relay/escalation/oncall.js';
 import { keys } from '../store/keys.js';
 import type { RedisClient } from '../store/redisConnection.js';
