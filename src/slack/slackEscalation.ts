@@ -1,8 +1,9 @@
 import type { WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
-import type { RenderedMessage } from '../domain/messages.js';
+import { renderEscalationDm, renderEscalationReply } from '../cards/renderEscalation.js';
+import type { EscalationDm, EscalationReply } from '../domain/escalationNotice.js';
 import type { PagerDuty } from '../pagerduty/pagerDuty.js';
-import type { EscalationSender } from '../relay/escalation/escalator.js';
+import type { EscalationSender } from '../relay/escalation/escalationSteps.js';
 import type { PagerDutyOnCall } from '../relay/escalation/oncall.js';
 import { keys } from '../store/keys.js';
 import type { RedisClient } from '../store/redisConnection.js';
@@ -16,7 +17,13 @@ export class SlackEscalationSender implements EscalationSender {
     private readonly notices: SlackNoticeSender,
   ) {}
 
-  async threadReply(channel: string, threadTs: string, text: string, broadcast: boolean): Promise<void> {
+  async threadReply(
+    card: { channel: string; ts: string },
+    reply: EscalationReply,
+    broadcast: boolean,
+  ): Promise<void> {
+    const { channel, ts: threadTs } = card;
+    const text = renderEscalationReply(reply);
     await retrySlackCall(
       () =>
         this.client.chat.postMessage(
@@ -28,7 +35,11 @@ export class SlackEscalationSender implements EscalationSender {
     );
   }
 
-  async directMessage(userId: string, message: RenderedMessage): Promise<{ channel: string; ts: string }> {
+  async directMessage(userId: string, dm: EscalationDm): Promise<{ channel: string; ts: string }> {
+    const message = renderEscalationDm(dm.record, {
+      waitedMs: dm.waitedMs,
+      ...(dm.permalink ? { permalink: dm.permalink } : {}),
+    });
     const opened = await retrySlackCall(
       () => this.client.conversations.open({ users: userId }),
       RETRY_POLICIES.interactive,
