@@ -8,7 +8,7 @@ import type { ClaimOutcome, Mutation } from '../../store/approvalStore.js';
 import type { Activity } from '../../util/activity.js';
 import { byDeadline, LATE } from '../../util/byDeadline.js';
 import { lazyChild } from '../../util/lazyChild.js';
-import { decidedByClaim, unanswered, unclaimed } from '../records/recordMutations.js';
+import { decidedByClaim, unanswered, unclaimed } from '../records/decisionMutations.js';
 import type { DecisionOutcome, DecisionRequest, Unwarranted, WarrantAsk } from './decision.js';
 import { whyNotDecidable } from './decisionCheck.js';
 import { outcomeOfFailure } from './hostRefusal.js';

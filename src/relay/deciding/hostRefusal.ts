@@ -4,7 +4,8 @@ import { HostGoneError, MspError, RequestTimeoutError } from '../../msp/errors.j
 import type { ApprovalHost } from '../../msp/events.js';
 import { RequirementRef } from '../../msp/protocol.js';
 import type { Mutation } from '../../store/approvalStore.js';
-import { requirementMoved, resolvedElsewhere, unavailable, unclaimed } from '../records/recordMutations.js';
+import { requirementMoved, resolvedElsewhere, unclaimed } from '../records/decisionMutations.js';
+import { unavailable } from '../records/recordMutations.js';
 import type { DecisionOutcome } from './decision.js';
 
 // What a decide the host did not accept comes to: the record is brought in line with what the

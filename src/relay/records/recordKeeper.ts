@@ -11,7 +11,8 @@ import {
 import type { Activity } from '../../util/activity.js';
 import { KeyedQueue } from '../../util/keyedQueue.js';
 import { type CardChannel, HostLostError } from '../ports.js';
-import { cardRevealed, claimed, unclaimed, withCurrentVotes } from './recordMutations.js';
+import { cardRevealed, withCurrentVotes } from './cardMutations.js';
+import { claimed, unclaimed } from './decisionMutations.js';
 
 export interface RecordKeeperOptions {
   store: ApprovalStore;
