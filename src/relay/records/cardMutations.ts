@@ -1,5 +1,6 @@
 import type { ApprovalRecord, Vote } from '../../domain/record.js';
 import { isTerminal } from '../../domain/record.js';
+import type { Mutation } from '../../store/approvalStore.js';
 
 // Pure mutations of what people do on a card: its post once no grant answers it, a "don't ask
 // again" remembered on it, and the votes toward a quorum; undefined means "nothing changed".
@@ -60,4 +61,12 @@ export function withCurrentVotes(record: ApprovalRecord): ApprovalRecord {
       );
   if (kept.length === votes.length) return record;
   return { ...record, votes: kept.length > 0 ? kept : undefined };
+}
+
+/** Every stored change leaves only the votes that still count (see withCurrentVotes). */
+export function keepingCurrentVotes(mutation: Mutation): Mutation {
+  return (record) => {
+    const next = mutation(record);
+    return next && withCurrentVotes(next);
+  };
 }
