@@ -6,8 +6,6 @@ import type { NotDecidable } from './decisionCheck.js';
 // themselves are cards/renderUserMessages.ts's. Every such note is ephemeral and goes only to
 // the person who clicked.
 
-export type { Refusal };
-
 /** What to tell the person whose decision ended in `outcome` (anything but `decided`). */
 export function refusalFor(
   outcome: Exclude<DecisionOutcome, { kind: 'decided' }> | NotDecidable,
