@@ -53,6 +53,7 @@ import { RedisGrantStore } from './store/grantStore.js';
 import { HomeViewers } from './store/homeViewers.js';
 import { HostLeases, processIdentity } from './store/hostLeases.js';
 import { renameLegacyKeys } from './store/legacyKeys.js';
+import { RedisLookupCache } from './store/lookupCache.js';
 import { RedisNoticeLedger } from './store/noticeLedger.js';
 import { RecentDecisions } from './store/recentDecisions.js';
 import { createRedisClient } from './store/redisConnection.js';
@@ -158,7 +159,10 @@ async function main(): Promise<void> {
   const grantStore = new RedisGrantStore(redis, { logger, auditMaxLen: config.auditMaxLen });
   const owners = new Map(config.msp.hosts.flatMap((spec) => (spec.owner ? [[spec.id, spec.owner]] : [])));
   // One directory for who may decide and who is on call: one lookup per group, wherever it is asked.
-  const groups = new SlackGroupDirectory(slackClient, redis, { ttlMs: config.usergroupCacheTtlMs, logger });
+  const groups = new SlackGroupDirectory(slackClient, new RedisLookupCache(redis, 'usergroup'), {
+    ttlMs: config.usergroupCacheTtlMs,
+    logger,
+  });
   // Who the bot is in Slack (auth.test): until Slack has said, nobody may decide (see checkSlackAuth).
   const identity: BotIdentity = {};
   const authorizer = new Authorizer({
@@ -167,8 +171,12 @@ async function main(): Promise<void> {
     admins: config.admins,
     ownerOf: (hostId) => owners.get(hostId),
     groups,
-    people: new SlackPeopleDirectory(slackClient, redis, { ttlMs: config.membershipCacheTtlMs }),
-    channels: new SlackChannelMembers(slackClient, redis, { ttlMs: config.membershipCacheTtlMs }),
+    people: new SlackPeopleDirectory(slackClient, new RedisLookupCache(redis, 'person'), {
+      ttlMs: config.membershipCacheTtlMs,
+    }),
+    channels: new SlackChannelMembers(slackClient, new RedisLookupCache(redis, 'channelMembers'), {
+      ttlMs: config.membershipCacheTtlMs,
+    }),
     workspace: () =>
       identity.teamId === undefined
         ? undefined
@@ -347,7 +355,12 @@ async function main(): Promise<void> {
     pager: pagerDuty,
     oncall: new OncallResolver({
       groups,
-      pagerDuty: new SlackPagerDutyOnCall(pagerDuty, slackClient, redis, { ttlMs: 60_000, logger }),
+      pagerDuty: new SlackPagerDutyOnCall(
+        pagerDuty,
+        slackClient,
+        new RedisLookupCache(redis, 'oncallPagerDuty'),
+        { ttlMs: 60_000, logger },
+      ),
       logger,
     }),
     ledger: noticeLedger,
