@@ -264,12 +264,13 @@ async function main(): Promise<void> {
     },
   });
   // A decision taken here for a host another replica runs is carried out by that replica.
-  const forwarding = new DecisionForwarding({
+  const forwarding: DecisionForwarding = new DecisionForwarding({
     stream: new DecisionStream(redis),
     // Every replica of one app has the bot token; a secret of their own keeps working across
     // a token rotation and lets the token alone not open the stream.
     seal: new ReplicaSeal(config.replicaSecret ?? config.slack.botToken),
     store,
+    decide: (request) => decider.decide(request),
     readerConnection: () => redis.duplicate(),
     replicaId,
     newCommandId: () => uuidv7(),
@@ -319,7 +320,6 @@ async function main(): Promise<void> {
     }),
     activity,
   });
-  forwarding.decideWith((request) => decider.decide(request));
   const grantLines = new SlackGrantLines(noticeSender, { showHost: config.msp.hosts.length > 1 });
   const grantAnswerer = new GrantAnswerer({
     grants: grantStore,

@@ -89,10 +89,10 @@ function owner(options: { waitMs?: number } = {}): Owner {
     mayAct: () => owns.now,
     logger,
     waitMs: options.waitMs ?? 2_000,
-  });
-  forwarding.decideWith(async (request): Promise<DecisionOutcome> => {
-    decided.push(request);
-    return { kind: 'decided', terminal: true };
+    decide: async (request): Promise<DecisionOutcome> => {
+      decided.push(request);
+      return { kind: 'decided', terminal: true };
+    },
   });
   return { forwarding, stream, decided, lines, owns };
 }
