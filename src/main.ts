@@ -26,7 +26,6 @@ import { HostOwnership, type HostStanding } from './replicas/hostOwnership.js';
 import { ReplicaSeal } from './replicas/replicaSeal.js';
 import { type RiskInput, RiskRules } from './routing/risks.js';
 import { FALLBACK_ROUTE_NAME, Router } from './routing/router.js';
-import { createShutdown } from './shutdown.js';
 import { ApproverNames, namedInConfig } from './slack/approverNames.js';
 import { directCardCalls } from './slack/cardCalls.js';
 import { SlackChannelMembers } from './slack/channelMembers.js';
@@ -61,6 +60,7 @@ import { RedisSessionMemory } from './store/sessionMemory.js';
 import { Activity } from './util/activity.js';
 import { createLogger, toBoltLogger } from './util/log.js';
 import { VERSION } from './version.js';
+import { createShutdown } from './wiring/shutdown.js';
 
 /** How often expired grants are taken out of Redis (they stop matching the moment they expire). */
 const GRANT_SWEEP_MS = 60_000;
