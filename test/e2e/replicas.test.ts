@@ -14,7 +14,7 @@ import { FakeSlack } from '../support/fakeSlack.js';
 import { PrivateRedis } from '../support/privateRedis.js';
 import { TcpProxy } from '../support/tcpProxy.js';
 import { testRedisUrl } from '../support/testRedis.js';
-import { configFile } from './teamSetup.js';
+import { configFile, route, users } from './fixtures/config.js';
 import { buttonsOf, pressButtonAt, rememberButtonOf, SESSION, textOf } from './world.js';
 
 const LEASE_TTL_MS = 3_000;
@@ -152,9 +152,7 @@ async function press(
 
 /** A config file whose one route (every card, in the tests' channel) lets only `approvers` decide. */
 function approversFile(approvers: string[]): string {
-  const file = configFile(
-    `routes:\n  - name: deploys\n    channel: C0APPROVALS\n    approvers: { users: [${approvers.join(', ')}] }\n`,
-  );
+  const file = configFile({ routes: [route('deploys', { approvers: users(...approvers) })] });
   cleanups.push(async () => file.remove());
   return file.path;
 }
@@ -634,15 +632,12 @@ describe('several replicas on one Redis', { timeout: 90_000 }, () => {
       Array.from({ length: 6 }, () => FakeHost.start({ sessions: [{ sessionId: SESSION, title: 'x' }] })),
     );
     for (const h of hosts) cleanups.push(() => h.close());
-    const { writeFileSync, mkdtempSync } = await import('node:fs');
-    const { join } = await import('node:path');
-    const { tmpdir } = await import('node:os');
-    const dir = mkdtempSync(join(tmpdir(), 'cs-spread-'));
-    const file = join(dir, 'countersign.yml');
-    writeFileSync(
-      file,
-      `hosts:\n${hosts.map((h, i) => `  - id: h${i}\n    command: ${JSON.stringify(h.command)}\n    env: ${JSON.stringify(h.env)}\n`).join('')}routes:\n  - name: all\n    channel: C0APPROVALS\n`,
-    );
+    const config = configFile({
+      hosts: hosts.map((h, i) => ({ id: `h${i}`, command: h.command, env: h.env })),
+      routes: [route('all')],
+    });
+    cleanups.push(async () => config.remove());
+    const file = config.path;
     const redisDb = await freshRedisDb();
     const bots = await Promise.all(
       ['r1', 'r2', 'r3'].map((name) =>
