@@ -4,7 +4,7 @@
 
 import { Redis } from 'ioredis';
 import { v7 as uuidv7 } from 'uuid';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ReplicaSeal } from '../../src/replicas/replicaSeal.js';
 import { readGrantAudit } from '../../src/store/grantAudit.js';
 import { keys } from '../../src/store/keys.js';
@@ -433,11 +433,15 @@ describe('several replicas on one Redis', { timeout: 90_000 }, () => {
         l.msg === 'decision refused where it is claimed: it may not be made on the approval as it stands' &&
         l.json?.approvalId === 'rep-recheck-1',
     );
-    // Audited as a refusal, as one found by the click's own check is.
-    const audit = await world.redis.xrange(keys.refusals, '-', '+');
-    expect(audit.map(([, fields]) => fields.join(' ')).filter((f) => f.includes('refusal'))).toEqual([
-      expect.stringMatching(/U0EVE.*notApprover|notApprover.*U0EVE/),
-    ]);
+    // Audited as a refusal, as one found by the click's own check is. The audit append does not
+    // hold the decision up, so it may land just after the log line: wait for it, then check that
+    // it is the only one.
+    const refusals = async () =>
+      (await world.redis.xrange(keys.refusals, '-', '+'))
+        .map(([, fields]) => fields.join(' '))
+        .filter((f) => f.includes('refusal'));
+    await vi.waitFor(async () => expect(await refusals()).not.toEqual([]), { timeout: 5_000 });
+    expect(await refusals()).toEqual([expect.stringMatching(/U0EVE.*notApprover|notApprover.*U0EVE/)]);
     const { channel, ts } = await postedAt(world, 'rep-recheck-1');
     expect(buttonsOf(world.slack.message(channel, ts)!).length).toBeGreaterThan(0);
   });
