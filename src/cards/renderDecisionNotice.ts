@@ -1,17 +1,10 @@
+import type { NoticeNames, ResolvedRecord } from '../domain/decisionNotice.js';
 import { decisionTone } from '../domain/decisionWords.js';
-import type { ApprovalRecord, Resolution } from '../domain/record.js';
+import type { Resolution } from '../domain/record.js';
 import { describeDecision } from './describeDecision.js';
 import { clip, inlineCode, truncate } from './escape.js';
 import { decidedBy } from './renderStatus.js';
 import { slackDate } from './slackDate.js';
-
-/** A resolved record: the notices are about its resolution. */
-export type ResolvedRecord = ApprovalRecord & { resolution: Resolution };
-
-export interface NoticeNames {
-  /** A Slack user's name, so that a notice names the decider without pinging them. */
-  nameOf?: (userId: string) => string | undefined;
-}
 
 // Feedback is cut well inside Slack's 40,000-character text limit: a notice is a summary, the
 // card holds the rest.

@@ -1,7 +1,9 @@
 import type { KnownBlock } from '@slack/types';
+import type { EscalationReply } from '../domain/escalationNotice.js';
 import type { RenderedMessage } from '../domain/messages.js';
 import type { ApprovalRecord, Escalation, FiredStep } from '../domain/record.js';
 import type { EscalationStep } from '../domain/route.js';
+import { shortDuration } from '../util/shortDuration.js';
 import { packSections } from './blocks.js';
 import { BUDGET_LEVELS } from './budget.js';
 import { clip, inlineCode, truncate } from './escape.js';
@@ -10,20 +12,6 @@ import { subjectSummary } from './subjectSummary.js';
 
 // The card's escalation line, a pure function of the record's escalation and the route's ladder:
 // "Escalation: reminded at 10 min · paged @bob at 30 min · next: DM in 15 min".
-
-/** "45s", "10 min", "2h", "1h 30 min", "3d": how long, in the fewest words. */
-export function shortDuration(ms: number): string {
-  const s = Math.max(0, Math.round(ms / 1000));
-  if (s < 60) return `${s}s`;
-  const min = Math.round(s / 60);
-  if (min < 60) return `${min} min`;
-  const h = Math.floor(min / 60);
-  const rest = min % 60;
-  if (h < 48) return rest === 0 ? `${h}h` : `${h}h ${rest} min`;
-  const d = Math.floor(h / 24);
-  const hours = h % 24;
-  return hours === 0 ? `${d}d` : `${d}d ${hours}h`;
-}
 
 const DONE: Record<FiredStep['action'], string> = {
   remind: 'reminded',
@@ -80,6 +68,18 @@ export function escalationLine(
 /** What a timed-out card says plainly. */
 export function timedOutLine(afterMs: number): string {
   return `:alarm_clock: *Timed out after ${shortDuration(afterMs)} — rejected.* Nobody answered in time.`;
+}
+
+/** What a reminder or a mention says in the card's thread. */
+export function renderEscalationReply(reply: EscalationReply): string {
+  const waited = shortDuration(reply.waitedMs);
+  if (reply.kind === 'remind') return `:alarm_clock: This approval has waited ${waited} for a decision.`;
+  const mention = reply.usergroup
+    ? `<!subteam^${reply.usergroup}>`
+    : reply.users.map((u) => `<@${u}>`).join(' ');
+  return mention
+    ? `:mega: ${mention}: this approval has waited ${waited} for a decision.`
+    : `:mega: This approval has waited ${waited}, and nobody on call could be found to ask.`;
 }
 
 /** Safe link text for mrkdwn: `<url|text>` where neither may break out. */

@@ -1,11 +1,11 @@
 import type { ActionsBlock, KnownBlock, ModalView } from '@slack/types';
+import { argsParts, subjectParts } from '../domain/fullParts.js';
 import type { FullPart, FullTextOf } from '../domain/fullText.js';
 import type { ApprovalRecord, IntakePart } from '../domain/record.js';
 import { prettyArgs } from '../util/toJson.js';
 import { context, divider, plainText, section } from './blocks.js';
 import { BUDGET_LEVELS } from './budget.js';
 import { clip, codeBlocks, inlineCode } from './escape.js';
-import { argsParts, subjectParts } from './fullParts.js';
 import {
   FULL_VIEW_CALLBACK_ID,
   type FullViewMetadata,

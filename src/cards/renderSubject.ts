@@ -1,4 +1,5 @@
 import type { KnownBlock } from '@slack/types';
+import { networkAddress } from '../domain/networkAddress.js';
 import type { ApprovalSubject } from '../msp/protocol.js';
 import { toJson } from '../util/toJson.js';
 import { section } from './blocks.js';
@@ -18,14 +19,6 @@ const NOT_GIVEN = '_(not given)_';
 
 function code(value: string | undefined, budget: CardBudget): string {
   return value === undefined ? NOT_GIVEN : inlineCode(value, budget.field);
-}
-
-/** protocol://host:port, as hosts themselves render a network subject. */
-export function networkAddress(subject: ApprovalSubject): string | undefined {
-  if (subject.host === undefined) return undefined;
-  const scheme = subject.protocol ? `${subject.protocol}://` : '';
-  const port = subject.port !== undefined ? `:${subject.port}` : '';
-  return `${scheme}${subject.host}${port}`;
 }
 
 function origin(subject: ApprovalSubject, budget: CardBudget): string | undefined {

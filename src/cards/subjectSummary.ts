@@ -1,5 +1,5 @@
+import { networkAddress } from '../domain/networkAddress.js';
 import type { ApprovalRecord } from '../domain/record.js';
-import { networkAddress } from './renderSubject.js';
 
 /** The subject in a few words, for the notification text and the reject modal: "npm test && git push". Raw, not escaped. */
 export function subjectSummary(record: Pick<ApprovalRecord, 'subject' | 'title'>): string | undefined {

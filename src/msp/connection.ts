@@ -1,35 +1,21 @@
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from 'pino';
-import { maskPrefix } from '../secrets/maskPrefix.js';
-import { HostGoneError, MspError, RequestTimeoutError } from './errors.js';
+import { HostGoneError, MspError } from './errors.js';
 import { DEFAULT_MAX_FRAME_BYTES, encodeFrame, FrameDecoder } from './framing.js';
+import {
+  type IncomingRequest,
+  type RequestHandler,
+  type Responder,
+  serveRequest,
+} from './incomingRequest.js';
+import { isPlainObject, type Json, type JsonRpcId, preview } from './jsonRpc.js';
+import { PendingRequests } from './pendingRequests.js';
 
 // JSON-RPC 2.0 over NDJSON (docs/msp-approvals.md §1.1). Each direction owns its id space: our
 // requests use string ids ("c1", "c2", …); the host's requests use integers and are answered
 // with the id exactly as received (`1` and `"1"` are different ids).
 
-export type JsonRpcId = string | number;
-
-/** A request the host sent us. */
-export interface IncomingRequest {
-  readonly id: JsonRpcId;
-  readonly method: string;
-  readonly params: unknown;
-  /** True once a response went out. */
-  readonly responded: boolean;
-  /**
-   * Writes the result at once, before the handler does anything else (approval/request is
-   * answered with `{}` before the approval is handed on). Later responses are ignored.
-   */
-  respond(result: Record<string, unknown>): void;
-  respondError(error: MspError): void;
-}
-
-/**
- * Returns the result object (or a promise of it), or throws an MspError for an error response.
- * If the handler already called `respond`, what it returns is ignored.
- */
-export type RequestHandler = (request: IncomingRequest) => unknown;
+export type { IncomingRequest, JsonRpcId, RequestHandler };
 
 export interface IncomingNotification {
   readonly method: string;
@@ -53,13 +39,6 @@ export interface JsonRpcConnectionOptions {
   defaultTimeoutMs?: number;
 }
 
-interface Pending {
-  method: string;
-  resolve: (result: unknown) => void;
-  reject: (error: Error) => void;
-  timer: NodeJS.Timeout | undefined;
-}
-
 /** Past this many decoded-but-unhandled frames we stop reading until we catch up. */
 const INBOX_HIGH_WATER = 1000;
 /**
@@ -71,23 +50,6 @@ const INBOX_HIGH_WATER = 1000;
 const FRAME_SLICE_MS = 2;
 /** Also a cap in frames: most of a frame's work runs in the microtasks after its slice. */
 const FRAME_SLICE_COUNT = 8;
-const FRAME_PREVIEW_CHARS = 200;
-
-type Json = Record<string, unknown>;
-
-function isPlainObject(value: unknown): value is Json {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return isPlainObject(value) && typeof value.then === 'function';
-}
-
-/** The start of a frame for the log, with its secrets masked: a malformed frame is agent text too. */
-function preview(line: string): string {
-  const { text, cut } = maskPrefix(line, FRAME_PREVIEW_CHARS);
-  return cut ? `${text}…` : text;
-}
 
 export class JsonRpcConnection {
   private readonly input: Readable;
@@ -97,10 +59,10 @@ export class JsonRpcConnection {
   private readonly defaultTimeoutMs: number | undefined;
   private readonly decoder: FrameDecoder;
 
-  private nextId = 1;
-  private readonly pending = new Map<JsonRpcId, Pending>();
+  private readonly pending = new PendingRequests();
   private requestHandler: RequestHandler | undefined;
   private notificationHandler: NotificationHandler | undefined;
+  private readonly responder: Responder;
 
   private readonly outbox: string[] = [];
   private waitingForDrain = false;
@@ -123,6 +85,11 @@ export class JsonRpcConnection {
     this.logger = options.logger;
     this.maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
     this.defaultTimeoutMs = options.defaultTimeoutMs;
+    this.responder = {
+      logger: this.logger,
+      isClosed: () => this.writeClosed,
+      send: (message) => this.send(message),
+    };
     this.ended = new Promise((resolve) => {
       this.resolveEnded = resolve;
     });
@@ -163,23 +130,16 @@ export class JsonRpcConnection {
 
   request(method: string, params?: unknown, options: RequestOptions = {}): Promise<unknown> {
     if (this.writeClosed) return Promise.reject(new HostGoneError(undefined, { method }));
-    const id = `c${this.nextId++}`;
+    const id = this.pending.newId();
     const timeoutMs = options.timeoutMs ?? this.defaultTimeoutMs;
     return new Promise((resolve, reject) => {
-      const entry: Pending = { method, resolve, reject, timer: undefined };
-      if (timeoutMs !== undefined) {
-        entry.timer = setTimeout(() => {
-          this.pending.delete(id);
-          reject(new RequestTimeoutError(method, timeoutMs));
-        }, timeoutMs);
-      }
-      this.pending.set(id, entry);
+      this.pending.add(id, method, timeoutMs, resolve, reject);
       try {
         this.send(
           params === undefined ? { jsonrpc: '2.0', id, method } : { jsonrpc: '2.0', id, method, params },
         );
       } catch (error) {
-        this.settle(id);
+        this.pending.settle(id);
         reject(error as Error);
       }
     });
@@ -247,18 +207,7 @@ export class JsonRpcConnection {
 
   private closeWrites(reason: HostGoneError): void {
     this.writeClosed = true;
-    for (const [id, entry] of [...this.pending]) {
-      this.settle(id);
-      entry.reject(new HostGoneError(reason.message, { method: entry.method }));
-    }
-  }
-
-  private settle(id: JsonRpcId): Pending | undefined {
-    const entry = this.pending.get(id);
-    if (entry === undefined) return undefined;
-    this.pending.delete(id);
-    if (entry.timer !== undefined) clearTimeout(entry.timer);
-    return entry;
+    this.pending.rejectAll(reason);
   }
 
   // ── reading ────────────────────────────────────────────────────────────────────────────
@@ -364,7 +313,7 @@ export class JsonRpcConnection {
       this.logger.warn({ error: message.error }, 'host reported an error for a frame it could not identify');
       return false;
     }
-    const entry = this.settle(id);
+    const entry = this.pending.settle(id);
     if (entry === undefined) {
       this.logger.warn({ id, frame: preview(line) }, 'skipping response to an unknown request id');
       return false;
@@ -390,59 +339,6 @@ export class JsonRpcConnection {
   }
 
   private handleRequest(id: JsonRpcId, method: string, params: unknown): void {
-    let responded = false;
-    const write = (message: Json): void => {
-      if (responded) return;
-      responded = true;
-      if (this.writeClosed) {
-        this.logger.debug({ id, method }, 'not answering host request: connection closed');
-        return;
-      }
-      try {
-        this.send(message);
-      } catch (error) {
-        this.logger.warn({ err: error, id, method }, 'could not answer host request');
-      }
-    };
-    const request: IncomingRequest = {
-      id,
-      method,
-      params,
-      get responded() {
-        return responded;
-      },
-      respond: (result) => write({ jsonrpc: '2.0', id, result }),
-      respondError: (error) => write({ jsonrpc: '2.0', id, error: error.toJsonRpcError() }),
-    };
-    const fail = (error: unknown): void => {
-      if (error instanceof MspError) {
-        request.respondError(error);
-        return;
-      }
-      this.logger.error({ err: error, method }, 'request handler threw');
-      request.respondError(
-        new MspError({ code: -32603, message: 'internal error', data: { kind: 'internal' } }),
-      );
-    };
-    const answer = (result: unknown): void => {
-      request.respond(isPlainObject(result) ? result : {});
-    };
-
-    if (this.requestHandler === undefined) {
-      request.respondError(MspError.methodNotFound(method));
-      return;
-    }
-    let result: unknown;
-    try {
-      result = this.requestHandler(request);
-    } catch (error) {
-      fail(error);
-      return;
-    }
-    if (isThenable(result) || result instanceof Promise) {
-      Promise.resolve(result).then(answer, fail);
-    } else {
-      answer(result);
-    }
+    serveRequest(id, method, params, this.requestHandler, this.responder);
   }
 }

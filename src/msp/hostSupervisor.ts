@@ -1,30 +1,19 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
-import { finished } from 'node:stream/promises';
 import type { Logger } from 'pino';
-import { maskCommandLine } from '../secrets/maskCommandLine.js';
-import { settlesWithin } from '../util/settlesWithin.js';
-import {
-  APPROVAL_NOTIFICATIONS,
-  approvalEventFromNotification,
-  parseApprovalRequest,
-} from './approvalEvents.js';
-import { type BackoffPolicy, backoffDelay } from './backoff.js';
-import { type IncomingRequest, JsonRpcConnection } from './connection.js';
+import type { BackoffPolicy } from './backoff.js';
 import { decideWithRetry } from './decide.js';
 import { HostGoneError, MspError } from './errors.js';
 import type { ApprovalHost, HostEvent, SessionMemory } from './events.js';
 import { performHandshake } from './handshake.js';
-import { describeExit, describeHandshakeFailure, failedStartsMessage } from './hostFailure.js';
-import { pipeHostStderr } from './hostStderr.js';
+import { describeHandshakeFailure } from './hostFailure.js';
+import { handleHostNotification, handleHostRequest } from './hostMessages.js';
+import { RespawnSchedule, StartFailures } from './hostRestarts.js';
+import { type Incarnation, isLive, spawnIncarnation } from './incarnation.js';
 import {
   type ExitInfo,
-  reapGroup,
   SIGKILL_AFTER_MS,
   SIGKILL_WAIT_MS,
   signalGroup,
   terminate,
-  waitForExit,
 } from './processControl.js';
 import type { DecideParams, DecideResult } from './protocol.js';
 import { SessionFollower } from './sessionFollower.js';
@@ -75,8 +64,6 @@ const DEFAULTS = {
   requestTimeoutMs: 60_000,
   stableAfterMs: 60_000,
 };
-/** After the process exited, how long we wait for the rest of its stdout. */
-const STDOUT_DRAIN_MS = 2_000;
 /** A host whose handshake failed gets this long after EOF before SIGTERM. */
 const FAILED_HANDSHAKE_GRACE_MS = 1_000;
 /**
@@ -85,37 +72,6 @@ const FAILED_HANDSHAKE_GRACE_MS = 1_000;
  */
 const STOP_SIGTERM_BEFORE_END_MS = 1_500;
 const STOP_SIGKILL_BEFORE_END_MS = SIGKILL_WAIT_MS + 250;
-/** Processes a dead host left in its group get this long after SIGTERM before SIGKILL. */
-const LEFTOVER_KILL_AFTER_MS = 1_000;
-/** Exit codes after which the host will not start without an operator (§1 exit codes). */
-const OPERATOR_EXIT_CODES: ReadonlySet<number> = new Set([2, 5]);
-const needsOperator = (exit: ExitInfo): boolean => exit.code !== null && OPERATOR_EXIT_CODES.has(exit.code);
-/** Failed starts in a row before one error line says what is wrong (at once for operator codes). */
-const FAILED_STARTS_BEFORE_ERROR = 3;
-/** Stderr lines that go with that error line. */
-const STDERR_LINES_REPORTED = 5;
-
-/** One spawned host process and everything that lives and dies with it. */
-interface Incarnation {
-  readonly id: string;
-  readonly child: ChildProcess;
-  readonly connection: JsonRpcConnection;
-  readonly logger: Logger;
-  readonly stderrTail: string[];
-  /** Why its handshake failed, when it did. */
-  startFailure: string | undefined;
-  follower: SessionFollower | undefined;
-  durable: boolean;
-  up: boolean;
-  upAt: number | undefined;
-  gone: boolean;
-  /** Settles once the death was handled (hostDown emitted, respawn scheduled). */
-  handled: Promise<void>;
-}
-
-function isLive(incarnation: Incarnation | undefined): incarnation is Incarnation {
-  return incarnation?.up === true && !incarnation.connection.isClosed;
-}
 
 export class HostSupervisor implements ApprovalHost {
   readonly hostId: string;
@@ -123,7 +79,6 @@ export class HostSupervisor implements ApprovalHost {
   private readonly logger: Logger;
   private readonly clientVersion: string;
   private readonly onEvent: (event: HostEvent) => void;
-  private readonly backoff: BackoffPolicy;
   private readonly env: NodeJS.ProcessEnv | undefined;
   private readonly maxFrameBytes: number | undefined;
   private readonly random: () => number;
@@ -133,17 +88,9 @@ export class HostSupervisor implements ApprovalHost {
   private stopping = false;
   private stopPromise: Promise<void> | undefined;
   private current: Incarnation | undefined;
-  private respawnTimer: NodeJS.Timeout | undefined;
-  /** Failed starts or deaths in a row, for the backoff. */
-  private failures = 0;
-  /** Starts in a row that ended before the host came up. */
-  private failedStarts = 0;
-  /** The failed-start reason last logged at error, so the same one is not logged again. */
-  private reportedStartFailure: string | undefined;
-  /** Why the host is down, once an attempt has ended; cleared when a host comes up. */
+  private readonly respawns: RespawnSchedule;
+  private readonly startFailures: StartFailures;
   private readonly cwd: string | undefined;
-  private readonly commandSetting: string | undefined;
-  private lastFailure: string | undefined;
   private readonly upGate = new UpGate<Incarnation>();
   /** Sessions followed so far, with their last view cursor; followed again on a respawned host. */
   private readonly tracked = new Map<string, { viewCursor?: string }>();
@@ -160,10 +107,8 @@ export class HostSupervisor implements ApprovalHost {
     this.clientVersion = options.clientVersion;
     this.onEvent = options.onEvent;
     this.sessionMemory = options.sessionMemory;
-    this.backoff = options.backoff ?? DEFAULT_BACKOFF;
     this.env = options.env;
     this.cwd = options.cwd;
-    this.commandSetting = options.commandSetting;
     this.maxFrameBytes = options.maxFrameBytes;
     this.random = options.random ?? Math.random;
     this.timing = {
@@ -174,6 +119,13 @@ export class HostSupervisor implements ApprovalHost {
       requestTimeoutMs: options.requestTimeoutMs ?? DEFAULTS.requestTimeoutMs,
       stableAfterMs: options.stableAfterMs ?? DEFAULTS.stableAfterMs,
     };
+    this.respawns = new RespawnSchedule(
+      options.backoff ?? DEFAULT_BACKOFF,
+      this.random,
+      this.timing.stableAfterMs,
+      this.logger,
+    );
+    this.startFailures = new StartFailures(this.logger, options.commandSetting);
   }
 
   /**
@@ -196,7 +148,7 @@ export class HostSupervisor implements ApprovalHost {
   downReason(): string | undefined {
     if (this.isUp()) return undefined;
     if (this.stopping) return 'the MSP host was stopped';
-    return this.lastFailure ?? 'the MSP host is starting';
+    return this.startFailures.reason ?? 'the MSP host is starting';
   }
 
   refreshSession(sessionId: string): void {
@@ -282,10 +234,7 @@ export class HostSupervisor implements ApprovalHost {
   stop(withinMs: number = this.timing.shutdownGraceMs + SIGKILL_AFTER_MS): Promise<void> {
     if (this.stopPromise !== undefined) return this.stopPromise;
     this.stopping = true;
-    if (this.respawnTimer !== undefined) {
-      clearTimeout(this.respawnTimer);
-      this.respawnTimer = undefined;
-    }
+    this.respawns.cancel();
     this.upGate.fail(new HostGoneError('MSP host supervisor stopped'));
     const incarnation = this.current;
     this.stopPromise = (async () => {
@@ -336,7 +285,7 @@ export class HostSupervisor implements ApprovalHost {
       });
       incarnation.up = true;
       incarnation.upAt = Date.now();
-      this.noteUp();
+      this.startFailures.noteUp();
       this.emit({ type: 'hostUp', hostId: this.hostId, incarnation: incarnation.id, durable });
       this.upGate.open(incarnation);
       await incarnation.follower.syncAll();
@@ -358,121 +307,25 @@ export class HostSupervisor implements ApprovalHost {
   }
 
   private spawnIncarnation(): Incarnation {
-    const id = randomUUID();
-    const logger = this.logger.child({ incarnation: id });
-    // A process group of its own, so that stopping it reaches everything it started. Not
-    // unref'd: the bot waits for its host.
-    const child = spawn('/bin/sh', ['-c', this.command], {
-      stdio: ['pipe', 'pipe', 'pipe'],
-      env: this.env ?? process.env,
-      ...(this.cwd ? { cwd: this.cwd } : {}),
-      detached: true,
-    });
-    // Without this listener a failed spawn or kill would throw from an EventEmitter.
-    child.on('error', (error) => logger.error({ err: error }, 'host process error'));
-    const connection = new JsonRpcConnection({
-      input: child.stdout!,
-      output: child.stdin!,
-      logger,
+    const spec = {
+      command: this.command,
+      env: this.env,
+      cwd: this.cwd,
       maxFrameBytes: this.maxFrameBytes,
-    });
-    const incarnation: Incarnation = {
-      id,
-      child,
-      connection,
-      logger,
-      stderrTail: [],
-      startFailure: undefined,
-      follower: undefined,
-      durable: false,
-      up: false,
-      upAt: undefined,
-      gone: false,
-      handled: Promise.resolve(),
+      logger: this.logger,
     };
-    this.current = incarnation;
-    pipeHostStderr(child.stderr!, logger, incarnation.stderrTail);
-    connection.onRequest((request) => this.handleHostRequest(incarnation, request));
-    connection.onNotification(({ method, params }) => this.handleNotification(incarnation, method, params));
-    incarnation.handled = this.watch(incarnation);
-    // A host that closed its stdout is of no use even if it lives on; make sure it goes.
-    void connection.ended.then(() => {
-      if (incarnation.gone || this.stopping) return;
-      connection.close();
-      void terminate(child, STDOUT_DRAIN_MS);
+    const incarnation = spawnIncarnation(spec, {
+      onRequest: (from, request) => handleHostRequest(this.hostId, from, request, this.emitter),
+      onNotification: (from, method, params) =>
+        handleHostNotification(this.hostId, from, method, params, this.emitter),
+      onGone: (from, exit) => this.onGone(from, exit),
+      isStopping: () => this.stopping,
     });
-    logger.info({ hostPid: child.pid, command: maskCommandLine(this.command) }, 'host spawned');
+    this.current = incarnation;
     return incarnation;
   }
 
-  private handleHostRequest(incarnation: Incarnation, request: IncomingRequest): unknown {
-    if (request.method === 'approval/request') {
-      // §5.1: the receipt goes out before anything else; it is not a decision.
-      request.respond({});
-      const params = parseApprovalRequest(request.params, request.method, incarnation.logger);
-      if (params === undefined) return undefined;
-      incarnation.logger.info(
-        { approvalId: params.approvalId, sessionId: params.sessionId },
-        'approval requested',
-      );
-      this.emit({
-        type: 'approvalOpened',
-        hostId: this.hostId,
-        incarnation: incarnation.id,
-        via: 'request',
-        params,
-      });
-      return undefined;
-    }
-    // userInput/request cannot come (userInputDialogs: false); if it does, we cannot show it.
-    incarnation.logger.warn(
-      { method: request.method, id: request.id },
-      'refusing host request we do not serve',
-    );
-    throw MspError.methodNotFound(request.method);
-  }
-
-  private handleNotification(incarnation: Incarnation, method: string, params: unknown): void {
-    if (APPROVAL_NOTIFICATIONS.has(method)) {
-      const event = approvalEventFromNotification(
-        method,
-        params,
-        { hostId: this.hostId, incarnation: incarnation.id },
-        incarnation.logger,
-      );
-      if (event === undefined) return;
-      if ('params' in event) {
-        // The relay logs what it does with the event at info; this line is for tracing the wire.
-        incarnation.logger.debug(
-          { approvalId: event.params.approvalId, sessionId: event.params.sessionId, method },
-          'approval event',
-        );
-      }
-      this.emit(event);
-      return;
-    }
-    if (incarnation.follower?.handleNotification(method, params)) return;
-    incarnation.logger.debug({ method }, 'ignoring notification');
-  }
-
   // ── death and respawn ──────────────────────────────────────────────────────────────────
-
-  private async watch(incarnation: Incarnation): Promise<void> {
-    const { child, connection } = incarnation;
-    const exit = await waitForExit(child);
-    // What it left in its group goes too, before a new host starts (a leftover may still hold
-    // the session log); in stop(), terminate() does that on its own schedule. Meanwhile handle
-    // what the host wrote before it died, and read the rest of its stderr for the log line about
-    // its death; a process holding a pipe open must not keep us waiting for ever.
-    const stderrEnded = child.stderr === null ? Promise.resolve() : finished(child.stderr);
-    const [drained] = await Promise.all([
-      settlesWithin(connection.ended, STDOUT_DRAIN_MS),
-      settlesWithin(stderrEnded, STDOUT_DRAIN_MS),
-      this.stopping ? undefined : reapGroup(child, LEFTOVER_KILL_AFTER_MS),
-    ]);
-    if (!drained) connection.destroy();
-    this.onGone(incarnation, exit);
-  }
 
   private onGone(incarnation: Incarnation, exit: ExitInfo): void {
     incarnation.gone = true;
@@ -484,9 +337,9 @@ export class HostSupervisor implements ApprovalHost {
 
     const fields = { exitCode: exit.code, signal: exit.signal, stderrTail: incarnation.stderrTail };
     if (this.stopping) incarnation.logger.info(fields, 'host stopped');
-    else if (!wasUp) this.noteFailedStart(incarnation, exit);
+    else if (!wasUp) this.startFailures.noteFailedStart(incarnation, exit);
     else {
-      this.lastFailure = `the MSP host ${describeExit(exit)}; restarting it`;
+      this.startFailures.noteExit(exit);
       if (exit.code === 0) incarnation.logger.info(fields, 'host exited on its own');
       else incarnation.logger.warn(fields, 'host exited unexpectedly');
     }
@@ -507,51 +360,14 @@ export class HostSupervisor implements ApprovalHost {
     if (!this.stopping) this.scheduleRespawn(incarnation, exit);
   }
 
-  /**
-   * A start that ended before the host came up. A command that is wrong fails every time, so
-   * after a few in a row (at once for the exit codes that need an operator) one error line says
-   * why; the same reason is not logged at error again until a host has come up.
-   */
-  private noteFailedStart(incarnation: Incarnation, exit: ExitInfo): void {
-    this.failedStarts += 1;
-    const reason = incarnation.startFailure ?? describeExit(exit);
-    const stderrTail = incarnation.stderrTail.slice(-STDERR_LINES_REPORTED);
-    this.lastFailure = failedStartsMessage(reason, this.failedStarts, stderrTail, this.commandSetting);
-    const fields = { exitCode: exit.code, signal: exit.signal, failedStarts: this.failedStarts, stderrTail };
-    const due = this.failedStarts >= FAILED_STARTS_BEFORE_ERROR || needsOperator(exit);
-    if (due && reason !== this.reportedStartFailure) {
-      this.reportedStartFailure = reason;
-      incarnation.logger.error(fields, this.lastFailure);
-    } else {
-      incarnation.logger.info(fields, 'host did not come up');
-    }
-  }
-
-  private noteUp(): void {
-    if (this.reportedStartFailure !== undefined) {
-      this.logger.info({ failedStarts: this.failedStarts }, 'MSP host is up after failed starts');
-    }
-    this.failedStarts = 0;
-    this.reportedStartFailure = undefined;
-    this.lastFailure = undefined;
-  }
-
   private scheduleRespawn(incarnation: Incarnation | undefined, exit: ExitInfo): void {
-    if (this.stopping || this.respawnTimer !== undefined) return;
-    const upAt = incarnation?.upAt;
-    if (upAt !== undefined && Date.now() - upAt >= this.timing.stableAfterMs) this.failures = 0;
-    // An operator has to fix these; retrying at the slowest pace keeps us from spinning.
-    const attempt = needsOperator(exit) ? Number.POSITIVE_INFINITY : this.failures;
-    const delayMs = backoffDelay(attempt, this.backoff, this.random);
-    this.failures += 1;
-    this.logger.info({ delayMs, failures: this.failures }, 'respawning host');
-    this.respawnTimer = setTimeout(() => {
-      this.respawnTimer = undefined;
-      void this.launch();
-    }, delayMs);
+    if (this.stopping) return;
+    this.respawns.schedule(incarnation?.upAt, exit, () => void this.launch());
   }
 
   // ── helpers ────────────────────────────────────────────────────────────────────────────
+
+  private readonly emitter = (event: HostEvent): void => this.emit(event);
 
   private emit(event: HostEvent): void {
     try {

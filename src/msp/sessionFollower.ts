@@ -1,21 +1,23 @@
 import type { Logger } from 'pino';
 import { v7 as uuidv7 } from 'uuid';
 import { z } from 'zod';
-import { approvalLogFields, type EventOrigin, parseApprovalRequest } from './approvalEvents.js';
+import { approvalLogFields, type EventOrigin } from './approvalEvents.js';
 import { HostGoneError, MspError } from './errors.js';
 import type { HostEvent, SessionMemory } from './events.js';
+import { Session, SessionStatusChangedParams } from './protocol.js';
 import {
-  type ApprovalRequestParams,
-  ListPendingResult,
-  Session,
-  SessionStatusChangedParams,
-} from './protocol.js';
+  listAllSessions,
+  type PendingListing,
+  parsePendingListing,
+  type Requester,
+} from './sessionListing.js';
+import { resumeSession } from './sessionResume.js';
 
 // Follows the sessions of one host incarnation (docs/msp-approvals.md §3, §5.6, §11): pull what
 // is pending with approval/listPending, and session/resume the sessions whose approvals we must
 // be able to decide (resume subscribes us; decide needs the session loaded on this host).
 
-export type Requester = (method: string, params: unknown) => Promise<unknown>;
+export type { Requester };
 
 export interface SessionFollowerOptions {
   request: Requester;
@@ -34,21 +36,9 @@ export interface SessionFollowerOptions {
   newCommandId?: () => string;
 }
 
-const SESSION_LIST_PAGE_LIMIT = 200;
-/** A host that keeps returning cursors must not keep us paging forever. */
-const SESSION_LIST_MAX_PAGES = 500;
-
-const SessionListPage = z.looseObject({
-  sessions: z.array(z.unknown()),
-  nextCursor: z.string().nullable().optional(),
-});
-
 const SessionNotification = z.looseObject({ session: Session });
 const SessionClosedParams = z.looseObject({ sessionId: z.string(), reason: z.string().optional() });
 const ViewGapParams = z.looseObject({ sessionId: z.string() });
-const ResumeResult = z.looseObject({ viewCursor: z.string().optional() });
-/** A cursor the host no longer serves from: resume without one. */
-const CURSOR_ERRORS: ReadonlySet<string> = new Set(['notFound', 'viewTruncated', 'boundaryPruned']);
 
 function isLoadedHere(status: string | undefined): boolean {
   return status === 'idle' || status === 'running';
@@ -101,7 +91,7 @@ export class SessionFollower {
    */
   async syncAll(): Promise<void> {
     await this.recall();
-    const listed = await this.listAllSessions();
+    const listed = await listAllSessions(this.request, this.logger);
     for (const session of listed) this.seen(session);
     for (const session of listed) {
       if (this.disposed) return;
@@ -216,25 +206,15 @@ export class SessionFollower {
    * the last view cursor where there is one, so the host serves only what came after it.
    */
   async resume(sessionId: string): Promise<void> {
-    const viewCursor = this.tracked.get(sessionId)?.viewCursor;
-    const params = { commandId: this.newCommandId(), sessionId, excludeItems: true };
-    let raw: unknown;
-    try {
-      raw = await this.request('session/resume', viewCursor ? { ...params, cursor: viewCursor } : params);
-    } catch (error) {
-      if (!viewCursor || !(error instanceof MspError) || !CURSOR_ERRORS.has(error.kind)) throw error;
-      this.logger.info(
-        { sessionId, kind: error.kind },
-        'resuming from the last cursor refused; resuming afresh',
-      );
-      raw = await this.request('session/resume', { ...params, commandId: this.newCommandId() });
-    }
-    this.resumed.add(sessionId);
-    const next = ResumeResult.safeParse(raw);
-    const session = {
+    const viewCursor = await resumeSession(
+      this.request,
+      this.newCommandId,
+      this.logger,
       sessionId,
-      ...(next.success && next.data.viewCursor ? { viewCursor: next.data.viewCursor } : {}),
-    };
+      this.tracked.get(sessionId)?.viewCursor,
+    );
+    this.resumed.add(sessionId);
+    const session = { sessionId, ...(viewCursor ? { viewCursor } : {}) };
     this.tracked.set(sessionId, session.viewCursor ? { viewCursor: session.viewCursor } : {});
     // Not awaited: whoever resumed reports the session's listing right after the host's answer.
     void this.memory?.remember(this.origin.hostId, session).catch((error: unknown) => {
@@ -329,10 +309,7 @@ export class SessionFollower {
    * them. Undefined when the host did not tell us (a session it does not have is reported as
    * having nothing pending).
    */
-  private async listPending(
-    sessionId: string,
-    log: Logger,
-  ): Promise<{ approvals: ApprovalRequestParams[]; ids: string[] } | undefined> {
+  private async listPending(sessionId: string, log: Logger): Promise<PendingListing | undefined> {
     let raw: unknown;
     try {
       raw = await this.request('approval/listPending', { sessionId });
@@ -350,23 +327,10 @@ export class SessionFollower {
       }
       throw error;
     }
-    const result = ListPendingResult.safeParse(raw);
-    if (!result.success) {
-      log.warn('approval/listPending result does not parse; session not reconciled');
-      return undefined;
-    }
-    const approvals: ApprovalRequestParams[] = [];
-    const ids: string[] = [];
-    for (const entry of result.data.approvals) {
-      const { approvalId } = approvalLogFields(entry);
-      if (approvalId !== undefined) ids.push(approvalId);
-      const params = parseApprovalRequest(entry, 'approval/listPending', log);
-      if (params !== undefined) approvals.push(params);
-    }
-    return { approvals, ids };
+    return parsePendingListing(raw, log);
   }
 
-  private report(sessionId: string, listed: { approvals: ApprovalRequestParams[]; ids: string[] }): void {
+  private report(sessionId: string, listed: PendingListing): void {
     const heldElsewhere = this.heldElsewhere.has(sessionId);
     for (const params of listed.approvals) {
       this.logger.info(
@@ -412,49 +376,5 @@ export class SessionFollower {
       }
       return false;
     }
-  }
-
-  private async listAllSessions(): Promise<Session[]> {
-    const sessions: Session[] = [];
-    const seenCursors = new Set<string>();
-    let cursor: string | undefined;
-    for (let page = 0; page < SESSION_LIST_MAX_PAGES; page++) {
-      let raw: unknown;
-      try {
-        raw = await this.request(
-          'session/list',
-          cursor === undefined
-            ? { limit: SESSION_LIST_PAGE_LIMIT }
-            : { limit: SESSION_LIST_PAGE_LIMIT, cursor },
-        );
-      } catch (error) {
-        if (!(error instanceof MspError)) throw error;
-        this.logger.warn(
-          { kind: error.kind, code: error.code },
-          'session/list failed; following known sessions only',
-        );
-        return sessions;
-      }
-      const parsed = SessionListPage.safeParse(raw);
-      if (!parsed.success) {
-        this.logger.warn('session/list result does not parse; following known sessions only');
-        return sessions;
-      }
-      for (const entry of parsed.data.sessions) {
-        const session = Session.safeParse(entry);
-        if (session.success) sessions.push(session.data);
-        else
-          this.logger.warn(
-            { ...approvalLogFields(entry) },
-            'skipping session/list entry that does not parse',
-          );
-      }
-      const next = parsed.data.nextCursor;
-      if (next === undefined || next === null || next === '' || seenCursors.has(next)) return sessions;
-      seenCursors.add(next);
-      cursor = next;
-    }
-    this.logger.warn({ pages: SESSION_LIST_MAX_PAGES }, 'session/list paging stopped at the page limit');
-    return sessions;
   }
 }

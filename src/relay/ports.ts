@@ -1,4 +1,5 @@
 import type { RenderedMessage } from '../domain/messages.js';
+import type { Refusal } from '../domain/refusal.js';
 
 export interface PostOptions {
   /** The approval the card shows: the card carries it, so it can be found again. */
@@ -46,7 +47,10 @@ export interface CardChannel {
   busy?(channel: string): boolean;
 }
 
-/** Tells one person something only they see. */
-export interface UserNotifier {
-  ephemeral(channel: string, userId: string, text: string): Promise<void>;
+/**
+ * Tells one person, and only them, what came of their click. The relay hands over the outcome;
+ * slack/ turns it into the sentence (cards/renderUserMessages.ts) and sends it, ephemeral.
+ */
+export interface RefusalNotifier {
+  refuse(channel: string, userId: string, refusal: Refusal): Promise<void>;
 }

@@ -1,9 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { GrantRef } from '../domain/record.js';
+import { type ApprovalRecord, GrantRef } from '../domain/record.js';
 import type { DecisionOutcome, DecisionRequest } from '../relay/deciding/decider.js';
-import type { ApprovalStore } from '../store/approvalStore.js';
 import { type DecisionStream, REPLY_TTL_MS, type StreamEntry } from '../store/decisionStream.js';
 import type { RedisClient } from '../store/redisConnection.js';
 import { byDeadline, LATE } from '../util/byDeadline.js';
@@ -49,11 +48,18 @@ const Sealed = z.object({ o: z.string(), m: z.string() });
 /** How the owner carries a forwarded decision out: its own Decider, for a request it may act on. */
 export type DecideLocally = (request: DecisionRequest) => Promise<DecisionOutcome>;
 
+/** Where the owner reads the record a forwarded decision is about (the ApprovalStore). */
+export interface RecordReader {
+  get(approvalId: string): Promise<ApprovalRecord | undefined>;
+}
+
 export interface DecisionForwardingOptions {
   stream: DecisionStream;
   /** Seals entries and outcomes, and checks those read back. */
   seal: ReplicaSeal;
-  store: ApprovalStore;
+  store: RecordReader;
+  /** The owner's side decides through this (its Decider). */
+  decide: DecideLocally;
   /** A connection for blocking reads, one per host served (ioredis's duplicate()). */
   readerConnection: () => RedisClient;
   replicaId: string;
@@ -70,17 +76,11 @@ const DEFAULT_WAIT_MS = 20_000;
 const BLOCK_MS = 2_000;
 
 export class DecisionForwarding {
-  private decideLocally: DecideLocally | undefined;
   /** hostId → how to stop serving it. */
   private readonly serving = new Map<string, () => void>();
   private readonly active = new Set<Promise<unknown>>();
 
   constructor(private readonly options: DecisionForwardingOptions) {}
-
-  /** The owner's side decides through this (the Decider, once it is built). */
-  decideWith(decide: DecideLocally): void {
-    this.decideLocally = decide;
-  }
 
   /**
    * The asker's side: hands the decision to the host's owner and resolves with its outcome.
@@ -188,7 +188,7 @@ export class DecisionForwarding {
   }
 
   private async carryOut(hostId: string, entry: StreamEntry): Promise<void> {
-    const { stream, store, seal, logger } = this.options;
+    const { stream, store, seal, decide, logger } = this.options;
     // Never the body in the log: it is not known to come from a replica.
     if (!seal.verifies('decision', entry.body, entry.mac)) {
       logger.warn(
@@ -220,10 +220,10 @@ export class DecisionForwarding {
       await stream.drop(hostId, entry.id);
       return;
     }
-    if (!this.options.mayAct(hostId) || !this.decideLocally) return;
+    if (!this.options.mayAct(hostId)) return;
     const record = await store.get(forwarded.approvalId);
     const outcome: DecisionOutcome = record
-      ? await this.decideLocally({
+      ? await decide({
           record,
           sourceIndex: forwarded.sourceIndex,
           choiceId: forwarded.choiceId,

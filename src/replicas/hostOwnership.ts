@@ -1,6 +1,6 @@
-import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { type HostLeases, type LeaseHolder, pidOf, replicaOf } from '../store/hostLeases.js';
+import { FenceBook } from './fenceBook.js';
 
 // Which hosts this replica runs. Each host has one owner at a time, through its lease in Redis;
 // the owner renews it well before it runs out and, should it fail to renew in time, stops the
@@ -26,7 +26,13 @@ export interface HostOwnershipOptions {
   onGained(hostId: string, token: number): Promise<void>;
   /** The lease is gone (or about to be): stop the host at once. Must not throw or wait. */
   onLost(hostId: string, why: string): void;
-  /** Monotonic milliseconds. */
+  /**
+   * Where this replica's leases are written for the parts that act on them (store, keeper, hosts),
+   * which are built before it. Its clock is the one leases are counted on. Default: a book of its
+   * own, on `clock`.
+   */
+  fences?: FenceBook;
+  /** Monotonic milliseconds, for a book made here (ignored with `fences`). */
   clock?: () => number;
   /**
    * Whether an earlier process of this replica, by its pid, is surely gone: its leases are then
@@ -69,6 +75,7 @@ export interface HostStanding {
 
 export class HostOwnership {
   private readonly clock: () => number;
+  private readonly fences: FenceBook;
   private readonly held = new Map<string, Held>();
   private readonly gaining = new Set<string>();
   private others = new Map<string, LeaseHolder>();
@@ -85,7 +92,8 @@ export class HostOwnership {
   readonly renewEveryMs: number;
 
   constructor(private readonly options: HostOwnershipOptions) {
-    this.clock = options.clock ?? (() => performance.now());
+    this.fences = options.fences ?? new FenceBook(options.clock);
+    this.clock = this.fences.clock;
     this.marginMs = Math.min(1_000, Math.floor(options.ttlMs / 10));
     this.renewEveryMs = Math.floor(options.ttlMs / 3);
     // A standby looks several times per lease, so a host is taken over soon after its lease ends.
@@ -104,13 +112,12 @@ export class HostOwnership {
 
   /** Whether this replica may act for the host right now. */
   holds(hostId: string): boolean {
-    const held = this.held.get(hostId);
-    return held !== undefined && this.clock() < held.validUntil;
+    return this.fences.holds(hostId);
   }
 
   /** The fencing token every write for the host carries, while this replica holds its lease. */
   fenceOf(hostId: string): number | undefined {
-    return this.holds(hostId) ? this.held.get(hostId)?.holder.token : undefined;
+    return this.fences.fenceOf(hostId);
   }
 
   /** Each configured host and this replica's part in it. */
@@ -132,6 +139,7 @@ export class HostOwnership {
     await this.ticking;
     const releases = [...this.held].map(([hostId, held]) => {
       clearTimeout(held.expiry);
+      this.fences.drop(hostId);
       return this.options.leases.release(hostId, held.holder);
     });
     this.held.clear();
@@ -193,6 +201,7 @@ export class HostOwnership {
 
   private extend(hostId: string, held: Held, validUntil: number): void {
     held.validUntil = validUntil;
+    this.fences.hold(hostId, held.holder.token, validUntil);
     clearTimeout(held.expiry);
     held.expiry = setTimeout(
       () => {
@@ -212,6 +221,7 @@ export class HostOwnership {
     if (!held) return;
     clearTimeout(held.expiry);
     this.held.delete(hostId);
+    this.fences.drop(hostId);
     this.options.logger.error(
       { hostId, token: held.holder.token },
       `lost host ${hostId}: ${why}; stopping it`,
@@ -285,6 +295,7 @@ export class HostOwnership {
       if (this.held.get(hostId) === held) {
         clearTimeout(held.expiry);
         this.held.delete(hostId);
+        this.fences.drop(hostId);
         this.options.onLost(hostId, 'it could not be started');
         await leases.release(hostId, held.holder).catch(() => {});
       }

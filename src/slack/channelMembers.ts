@@ -1,7 +1,6 @@
 import type { WebClient } from '@slack/web-api';
 import type { ChannelDirectory } from '../relay/deciding/authorizer.js';
-import { keys } from '../store/keys.js';
-import type { RedisClient } from '../store/redisConnection.js';
+import type { LookupCache } from '../store/lookupCache.js';
 import { SharedLookups } from './sharedLookups.js';
 import { RETRY_POLICIES, retrySlackCall } from './slackRetry.js';
 
@@ -16,10 +15,9 @@ const MAX_PAGES = 100;
 export class SlackChannelMembers implements ChannelDirectory {
   private readonly lookups: SharedLookups<ReadonlySet<string>>;
 
-  constructor(web: WebClient, redis: RedisClient, options: { ttlMs: number }) {
+  constructor(web: WebClient, cache: LookupCache, options: { ttlMs: number }) {
     this.lookups = new SharedLookups<ReadonlySet<string>>({
-      redis,
-      keyOf: keys.channelMembers,
+      cache,
       ttlMs: options.ttlMs,
       ask: async (channel) => {
         const members = new Set<string>();

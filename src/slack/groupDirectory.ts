@@ -1,8 +1,7 @@
 import type { WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
 import type { GroupDirectory } from '../relay/deciding/authorizer.js';
-import { keys } from '../store/keys.js';
-import type { RedisClient } from '../store/redisConnection.js';
+import type { LookupCache } from '../store/lookupCache.js';
 import { SharedLookups } from './sharedLookups.js';
 import { RETRY_POLICIES, retrySlackCall } from './slackRetry.js';
 
@@ -16,10 +15,9 @@ export interface SlackGroupDirectoryOptions {
 export class SlackGroupDirectory implements GroupDirectory {
   private readonly lookups: SharedLookups<ReadonlySet<string>>;
 
-  constructor(web: WebClient, redis: RedisClient, options: SlackGroupDirectoryOptions) {
+  constructor(web: WebClient, cache: LookupCache, options: SlackGroupDirectoryOptions) {
     this.lookups = new SharedLookups<ReadonlySet<string>>({
-      redis,
-      keyOf: keys.usergroup,
+      cache,
       ttlMs: options.ttlMs,
       ask: async (usergroupId) => {
         // A person waits on the click behind this: a few quick tries, as for a modal.

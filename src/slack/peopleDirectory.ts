@@ -1,8 +1,7 @@
 import type { WebClient } from '@slack/web-api';
 import type { Person } from '../domain/authorization.js';
 import type { PeopleDirectory } from '../relay/deciding/authorizer.js';
-import { keys } from '../store/keys.js';
-import type { RedisClient } from '../store/redisConnection.js';
+import type { LookupCache } from '../store/lookupCache.js';
 import { SharedLookups } from './sharedLookups.js';
 import { RETRY_POLICIES, retrySlackCall } from './slackRetry.js';
 
@@ -32,10 +31,9 @@ export function personOf(user: SlackUser | undefined): Person {
 export class SlackPeopleDirectory implements PeopleDirectory {
   private readonly lookups: SharedLookups<Person>;
 
-  constructor(web: WebClient, redis: RedisClient, options: { ttlMs: number }) {
+  constructor(web: WebClient, cache: LookupCache, options: { ttlMs: number }) {
     this.lookups = new SharedLookups({
-      redis,
-      keyOf: keys.person,
+      cache,
       ttlMs: options.ttlMs,
       ask: async (userId) => {
         const answer = await retrySlackCall(

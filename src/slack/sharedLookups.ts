@@ -1,9 +1,8 @@
-import type { RedisClient } from '../store/redisConnection.js';
+import type { LookupCache } from '../store/lookupCache.js';
 
 export interface SharedLookupsOptions<T> {
-  redis: RedisClient;
-  /** The Redis key an answer is kept under, for every replica to read. */
-  keyOf: (id: string) => string;
+  /** Where an answer is kept, for every replica to read (RedisLookupCache). */
+  cache: LookupCache;
   /** How long an answer read from Slack is trusted. */
   ttlMs: number;
   /** Asks Slack. */
@@ -39,13 +38,12 @@ export class SharedLookups<T> {
   }
 
   private async lookUp(id: string): Promise<T> {
-    const { redis, keyOf, ttlMs, ask, encode, decode } = this.options;
-    const key = keyOf(id);
+    const { cache, ttlMs, ask, encode, decode } = this.options;
     const askedAt = Date.now();
-    const [cached, ttl] = await Promise.all([redis.get(key), redis.pttl(key)]);
-    if (cached !== null) return this.keep(id, decode(JSON.parse(cached)), askedAt + ttl);
+    const cached = await cache.readWithTtl(id);
+    if (cached) return this.keep(id, decode(cached.value), askedAt + cached.ttlMs);
     const value = await ask(id);
-    await redis.set(key, JSON.stringify(encode(value)), 'PX', ttlMs);
+    await cache.write(id, encode(value), ttlMs);
     return this.keep(id, value, askedAt + ttlMs);
   }
 

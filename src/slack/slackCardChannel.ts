@@ -1,7 +1,9 @@
 import type { WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
+import { refusalText } from '../cards/renderUserMessages.js';
 import type { RenderedMessage } from '../domain/messages.js';
-import { type CardChannel, HostLostError, type PostOptions, type UserNotifier } from '../relay/ports.js';
+import type { Refusal } from '../domain/refusal.js';
+import { type CardChannel, HostLostError, type PostOptions, type RefusalNotifier } from '../relay/ports.js';
 import { KeyedQueue } from '../util/keyedQueue.js';
 import { type CardCalls, webClientCardCalls } from './cardCalls.js';
 import { cardMetadata } from './cardMetadata.js';
@@ -44,7 +46,7 @@ interface Posted {
  * in the channel's history before any further post. Updates are retried until they land
  * (cardUpdates.ts). stop() ends every wait for a retry.
  */
-export class SlackCardChannel implements CardChannel, UserNotifier {
+export class SlackCardChannel implements CardChannel, RefusalNotifier {
   private readonly postQueues = new KeyedQueue();
   private readonly stopping = new AbortController();
   private readonly log: SlackCallLog;
@@ -79,6 +81,11 @@ export class SlackCardChannel implements CardChannel, UserNotifier {
 
   update(channel: string, ts: string, message: RenderedMessage, mayAct?: () => boolean): Promise<void> {
     return this.updates.update(channel, ts, message, mayAct);
+  }
+
+  /** What came of a click, in the words cards/ gives it, to the person who clicked only. */
+  refuse(channel: string, userId: string, refusal: Refusal): Promise<void> {
+    return this.ephemeral(channel, userId, refusalText(refusal));
   }
 
   async ephemeral(channel: string, userId: string, text: string): Promise<void> {

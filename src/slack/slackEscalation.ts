@@ -1,11 +1,11 @@
 import type { WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
-import type { RenderedMessage } from '../domain/messages.js';
+import { renderEscalationDm, renderEscalationReply } from '../cards/renderEscalation.js';
+import type { EscalationDm, EscalationReply } from '../domain/escalationNotice.js';
 import type { PagerDuty } from '../pagerduty/pagerDuty.js';
-import type { EscalationSender } from '../relay/escalation/escalator.js';
+import type { EscalationSender } from '../relay/escalation/escalationSteps.js';
 import type { PagerDutyOnCall } from '../relay/escalation/oncall.js';
-import { keys } from '../store/keys.js';
-import type { RedisClient } from '../store/redisConnection.js';
+import type { LookupCache } from '../store/lookupCache.js';
 import type { SlackNoticeSender } from './slackNotices.js';
 import { RETRY_POLICIES, retrySlackCall } from './slackRetry.js';
 
@@ -16,7 +16,13 @@ export class SlackEscalationSender implements EscalationSender {
     private readonly notices: SlackNoticeSender,
   ) {}
 
-  async threadReply(channel: string, threadTs: string, text: string, broadcast: boolean): Promise<void> {
+  async threadReply(
+    card: { channel: string; ts: string },
+    reply: EscalationReply,
+    broadcast: boolean,
+  ): Promise<void> {
+    const { channel, ts: threadTs } = card;
+    const text = renderEscalationReply(reply);
     await retrySlackCall(
       () =>
         this.client.chat.postMessage(
@@ -28,7 +34,11 @@ export class SlackEscalationSender implements EscalationSender {
     );
   }
 
-  async directMessage(userId: string, message: RenderedMessage): Promise<{ channel: string; ts: string }> {
+  async directMessage(userId: string, dm: EscalationDm): Promise<{ channel: string; ts: string }> {
+    const message = renderEscalationDm(dm.record, {
+      waitedMs: dm.waitedMs,
+      ...(dm.permalink ? { permalink: dm.permalink } : {}),
+    });
     const opened = await retrySlackCall(
       () => this.client.conversations.open({ users: userId }),
       RETRY_POLICIES.interactive,
@@ -66,15 +76,14 @@ export class SlackPagerDutyOnCall implements PagerDutyOnCall {
   constructor(
     private readonly pagerDuty: PagerDuty,
     private readonly client: WebClient,
-    private readonly redis: RedisClient,
+    private readonly cache: LookupCache,
     private readonly options: { ttlMs: number; logger: Logger },
   ) {}
 
   async slackUsers(source: { scheduleId?: string; escalationPolicyId?: string }): Promise<string[]> {
     const id = source.scheduleId ? `schedule:${source.scheduleId}` : `policy:${source.escalationPolicyId}`;
-    const key = keys.oncallPagerDuty(id);
-    const cached = await this.redis.get(key);
-    if (cached !== null) return JSON.parse(cached) as string[];
+    const cached = await this.cache.read(id);
+    if (cached) return cached.value as string[];
     const people = await this.pagerDuty.onCall(source);
     const users: string[] = [];
     for (const person of people) {
@@ -93,7 +102,7 @@ export class SlackPagerDutyOnCall implements PagerDutyOnCall {
       }
     }
     if (users.length === 0) throw new Error(`nobody on call in PagerDuty ${id} has a Slack user`);
-    await this.redis.set(key, JSON.stringify(users), 'PX', this.options.ttlMs);
+    await this.cache.write(id, users, this.options.ttlMs);
     return users;
   }
 }

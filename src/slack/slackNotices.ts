@@ -1,5 +1,7 @@
 import type { WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
+import { renderRequesterDm, renderThreadLine } from '../cards/renderDecisionNotice.js';
+import type { NoticeNames, ResolvedRecord } from '../domain/decisionNotice.js';
 import type { NoticeSender } from '../relay/deciding/decisionNotices.js';
 import { type CardCalls, webClientCardCalls } from './cardCalls.js';
 import { RETRY_POLICIES, retrySlackCall } from './slackRetry.js';
@@ -24,6 +26,23 @@ export class SlackNoticeSender implements NoticeSender {
       () => this.calls.postMessage({ channel, thread_ts: threadTs, text, unfurl_links: false }),
       RETRY_POLICIES.atMostOnce,
     );
+  }
+
+  async decisionLine(
+    card: { channel: string; ts: string },
+    record: ResolvedRecord,
+    names: NoticeNames,
+  ): Promise<void> {
+    await this.threadReply(card.channel, card.ts, renderThreadLine(record, names));
+  }
+
+  async requesterDm(
+    userId: string,
+    record: ResolvedRecord,
+    permalink: string | undefined,
+    names: NoticeNames,
+  ): Promise<void> {
+    await this.directMessage(userId, renderRequesterDm(record, record.hostId, permalink, names));
   }
 
   /** A line in the channel itself (a grant's use, a revocation), sent at most once. */

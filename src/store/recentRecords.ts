@@ -3,7 +3,7 @@ import type { ApprovalRecord } from '../domain/record.js';
 /**
  * The records this process read or wrote last, at most `limit` of them (the least recently seen
  * goes first). A click on a card held here is checked against it without a read: the claim's
- * compare-and-set (version and updatedAt, approvalStore.ts) says whether Redis still holds it.
+ * compare-and-set (version and updatedAt, approvalRecords.ts) says whether Redis still holds it.
  * A record here may be out of date, never wrong about what it was: records are never changed in
  * place, and a newer one replaces it whenever this process reads or writes one.
  */

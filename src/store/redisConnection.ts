@@ -17,7 +17,7 @@ export interface ConnectionOptions {
   lazyConnect?: boolean;
   /**
    * Commands issued in the same tick go out in one write per node. On by default on a Cluster
-   * only, where the single-slot steps of one operation (issued together, see approvalStore.ts)
+   * only, where the single-slot steps of one operation (issued together, see approvalScripts.ts)
    * go to several nodes anyway. On one Redis (direct or through Sentinel) it stays off: ioredis
    * defers an auto-pipelined command to the next turn of the event loop, and holds it while an
    * earlier batch awaits its replies, whereas a pipeline is written at once. Commands would then

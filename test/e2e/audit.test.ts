@@ -4,9 +4,6 @@
 // restart of the bot).
 
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { REFUSALS_PER_USER_PER_MINUTE } from '../../src/store/auditStream.js';
 import { keys } from '../../src/store/keys.js';
@@ -14,6 +11,7 @@ import { PROJECT_ROOT } from '../support/bot.js';
 import { approvalFromTranscript, FakeHost, shellApproval } from '../support/fakeHost.js';
 import type { SlackCall } from '../support/fakeSlack.js';
 import { testRedisUrl } from '../support/testRedis.js';
+import { mainHost, route, tempConfig, users } from './fixtures/config.js';
 import { buttonsOf, SESSION, textOf, World } from './world.js';
 
 const OWNER = 'U0OWNER';
@@ -36,11 +34,7 @@ async function startWorld(env: Record<string, string> = {}, host?: FakeHost): Pr
  */
 async function ownedHostEnv(owner: string): Promise<{ env: Record<string, string>; host: FakeHost }> {
   const host = await FakeHost.start({ sessions: [{ sessionId: SESSION, title: 'Bump the version' }] });
-  const dir = mkdtempSync(join(tmpdir(), 'countersign-audit-'));
-  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-  const path = join(dir, 'countersign.yml');
-  // JSON is YAML, and quotes the host's command line exactly.
-  writeFileSync(path, JSON.stringify({ hosts: [{ id: 'main', command: host.command, owner }] }));
+  const path = tempConfig(cleanups, { hosts: [mainHost(host.command, { owner })] });
   return { env: { COUNTERSIGN_CONFIG: path, MSP_HOST_COMMAND: '' }, host };
 }
 
@@ -183,16 +177,10 @@ describe('the audit line in the card’s thread and the audit stream', () => {
  */
 async function guardedRouteEnv(): Promise<{ env: Record<string, string>; host: FakeHost }> {
   const host = await FakeHost.start({ sessions: [{ sessionId: SESSION, title: 'Deploy' }] });
-  const dir = mkdtempSync(join(tmpdir(), 'countersign-refusals-'));
-  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-  const path = join(dir, 'countersign.yml');
-  writeFileSync(
-    path,
-    JSON.stringify({
-      hosts: [{ id: 'main', command: host.command }],
-      routes: [{ name: 'deploys', channel: 'C0APPROVALS', approvers: { users: ['U0ALICE'] } }],
-    }),
-  );
+  const path = tempConfig(cleanups, {
+    hosts: [mainHost(host.command)],
+    routes: [route('deploys', { approvers: users('U0ALICE') })],
+  });
   return { env: { COUNTERSIGN_CONFIG: path, MSP_HOST_COMMAND: '' }, host };
 }
 

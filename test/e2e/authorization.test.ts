@@ -3,14 +3,12 @@
 // the approval's record, before anything is claimed or sent to the host. A refusal is an
 // ephemeral sentence naming who may decide (or, at modal submit, an error in the modal itself).
 
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SIGNING_SECRET } from '../support/bot.js';
 import { FakeHost, shellApproval } from '../support/fakeHost.js';
 import type { SlackCall } from '../support/fakeSlack.js';
 import { postInteraction, viewSubmissionPayload } from '../support/slackRequests.js';
+import { mainHost, route, tempConfig, users } from './fixtures/config.js';
 import { buttonsOf, SESSION, textOf, World } from './world.js';
 
 const REFUSED_LOG = 'decision refused: user may not decide on this route';
@@ -27,28 +25,19 @@ afterEach(async () => {
  * its requests; U0ADMIN is an admin.
  */
 function configFile(hostCommand: string): string {
-  const dir = mkdtempSync(join(tmpdir(), 'countersign-authz-'));
-  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-  const path = join(dir, 'countersign.yml');
-  writeFileSync(
-    path,
-    `
-hosts:
-  - id: main
-    command: ${JSON.stringify(hostCommand)}
-    owner: U0BOB
-routes:
-  - name: deploys
-    channel: C0APPROVALS
-    approvers: { users: [U0ALICE, U0BOB], usergroups: [S0SRE] }
-    protectedWriteApprovers: { users: [U0CAROL] }
-    allowSelfApproval: false
-    rejectReason: required
-    quickReasons: ${JSON.stringify(QUICK_REASONS)}
-admins: [U0ADMIN]
-`,
-  );
-  return path;
+  return tempConfig(cleanups, {
+    hosts: [mainHost(hostCommand, { owner: 'U0BOB' })],
+    routes: [
+      route('deploys', {
+        approvers: { users: ['U0ALICE', 'U0BOB'], usergroups: ['S0SRE'] },
+        protectedWriteApprovers: users('U0CAROL'),
+        allowSelfApproval: false,
+        rejectReason: 'required',
+        quickReasons: QUICK_REASONS,
+      }),
+    ],
+    admins: ['U0ADMIN'],
+  });
 }
 
 interface AuthzWorld {

@@ -7,7 +7,7 @@ import { startBot } from '../support/bot.js';
 import { shellApproval } from '../support/fakeHost.js';
 import { FakePagerDuty } from '../support/fakePagerDuty.js';
 import type { SlackMessage } from '../support/fakeSlack.js';
-import { configFile } from './teamSetup.js';
+import { type ConfigSpec, configFile, ladder, rotation, route, users } from './fixtures/config.js';
 import { buttonsOf, SESSION, textOf, World } from './world.js';
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
@@ -20,8 +20,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** The bot's environment for a ladder, kept for a restart or a second process. */
 let lastEnv: Record<string, string> = {};
 
-async function startWorld(yaml: string, pd?: FakePagerDuty): Promise<World> {
-  const config = configFile(yaml);
+async function startWorld(spec: ConfigSpec, pd?: FakePagerDuty): Promise<World> {
+  const config = configFile(spec);
   cleanups.push(config.remove);
   lastEnv = { COUNTERSIGN_CONFIG: config.path, ...(pd ? pd.env() : {}) };
   const world = await World.start({}, lastEnv);
@@ -64,18 +64,20 @@ describe('escalation', () => {
   it('fires every step once, in order, at its time: remind, mention (a user group, broadcast), DM to its first member, page', async () => {
     const pd = await startPagerDuty();
     const world = await startWorld(
-      `
-routes:
-  - name: default
-    channel: C0APPROVALS
-    approvers: { users: [U0ALICE] }
-    oncall: { usergroup: S0ONCALL }
-    escalation:
-      - { after: 1s, action: remind }
-      - { after: 2s, action: mention, target: oncall, broadcast: true }
-      - { after: 3s, action: dm, target: oncall }
-      - { after: 4s, action: page }
-`,
+      {
+        routes: [
+          route('default', {
+            approvers: users('U0ALICE'),
+            oncall: { usergroup: 'S0ONCALL' },
+            escalation: ladder(
+              ['1s', 'remind'],
+              ['2s', 'mention', 'oncall', { broadcast: true }],
+              ['3s', 'dm', 'oncall'],
+              ['4s', 'page'],
+            ),
+          }),
+        ],
+      },
       pd,
     );
     world.slack.setUsergroup('S0ONCALL', ['U0BOB', 'U0CAROL']);
@@ -126,15 +128,11 @@ routes:
   it('a decision cancels the rest, and resolves the page', async () => {
     const pd = await startPagerDuty();
     const world = await startWorld(
-      `
-routes:
-  - name: default
-    channel: C0APPROVALS
-    escalation:
-      - { after: 1s, action: page }
-      - { after: 3s, action: remind }
-      - { after: 4s, action: dm, target: U0BOB }
-`,
+      {
+        routes: [
+          route('default', { escalation: ladder(['1s', 'page'], ['3s', 'remind'], ['4s', 'dm', 'U0BOB']) }),
+        ],
+      },
       pd,
     );
     await world.host.open(approval('esc-cancel-1'));
@@ -153,13 +151,7 @@ routes:
   });
 
   it('a timeout rejects with its feedback through the Decider, and the card says so', async () => {
-    const world = await startWorld(`
-routes:
-  - name: default
-    channel: C0APPROVALS
-    escalation:
-      - { after: 1s, action: timeout }
-`);
+    const world = await startWorld({ routes: [route('default', { escalation: ladder(['1s', 'timeout']) })] });
     await world.host.open(approval('esc-timeout-1'));
     const decide = await world.host.waitForDecide(
       (f) => f.frame.params.approvalId === 'esc-timeout-1',
@@ -173,15 +165,15 @@ routes:
   });
 
   it('the DM buttons decide with the card’s authorization', async () => {
-    const world = await startWorld(`
-routes:
-  - name: default
-    channel: C0APPROVALS
-    approvers: { users: [U0ALICE] }
-    oncall: { rotation: { users: [U0ALICE], start: "2026-01-01T00:00:00Z", every: 7d } }
-    escalation:
-      - { after: 1s, action: dm, target: oncall }
-`);
+    const world = await startWorld({
+      routes: [
+        route('default', {
+          approvers: users('U0ALICE'),
+          oncall: rotation(['U0ALICE'], '2026-01-01T00:00:00Z', '7d'),
+          escalation: ladder(['1s', 'dm', 'oncall']),
+        }),
+      ],
+    });
     await world.host.open(approval('esc-dm-1'));
     const dm = await world.slack.waitFor('chat.postMessage', (c) => c.args.channel === 'DU0ALICE', 5_000);
     const ts = String((await until('the DM posted', () => world.slack.messagesIn('DU0ALICE')[0]))?.ts);
@@ -199,15 +191,13 @@ routes:
   });
 
   it('survives a kill between steps: after the restart the next step fires once, late, and the fired ones do not repeat', async () => {
-    const world = await startWorld(`
-routes:
-  - name: default
-    channel: C0APPROVALS
-    escalation:
-      - { after: 1s, action: remind }
-      - { after: 3s, action: mention, target: U0BOB }
-      - { after: 30s, action: remind }
-`);
+    const world = await startWorld({
+      routes: [
+        route('default', {
+          escalation: ladder(['1s', 'remind'], ['3s', 'mention', 'U0BOB'], ['30s', 'remind']),
+        }),
+      ],
+    });
     // The last step is only there to be "next": far enough out that a slow restart cannot reach it.
     await world.host.open(approval('esc-restart-1'));
     const card = await world.postedAt('esc-restart-1');
@@ -237,15 +227,13 @@ routes:
   it('two bot processes on one Redis fire every step exactly once (fake Slack and PagerDuty count)', async () => {
     const pd = await startPagerDuty();
     const world = await startWorld(
-      `
-routes:
-  - name: default
-    channel: C0APPROVALS
-    escalation:
-      - { after: 1s, action: remind }
-      - { after: 1500ms, action: mention, target: U0BOB }
-      - { after: 2s, action: page }
-`,
+      {
+        routes: [
+          route('default', {
+            escalation: ladder(['1s', 'remind'], ['1500ms', 'mention', 'U0BOB'], ['2s', 'page']),
+          }),
+        ],
+      },
       pd,
     );
     // A second replica sharing the Slack, Redis, host command and PagerDuty: it stands by for the
@@ -280,16 +268,16 @@ routes:
     const pd = await startPagerDuty();
     pd.oncalls = [{ escalation_level: 1, user: { id: 'PBOB', summary: 'Bob', email: 'bob@example.com' } }];
     const world = await startWorld(
-      `
-routes:
-  - name: pd
-    channel: C0APPROVALS
-    match: { tools: ["bash"] }
-    approvers: { users: [U0CAROL] }
-    oncall: { pagerduty: { scheduleId: P123ABC } }
-    escalation:
-      - { after: 1s, action: mention, target: oncall }
-`,
+      {
+        routes: [
+          route('pd', {
+            match: { tools: ['bash'] },
+            approvers: users('U0CAROL'),
+            oncall: { pagerduty: { scheduleId: 'P123ABC' } },
+            escalation: ladder(['1s', 'mention', 'oncall']),
+          }),
+        ],
+      },
       pd,
     );
     world.slack.setUser('U0BOB', { profile: { email: 'bob@example.com', display_name: 'bob' } });
@@ -318,14 +306,7 @@ routes:
   it('a superseded approval carries its clock and fired steps over to its successor card', async () => {
     const pd = await startPagerDuty();
     const world = await startWorld(
-      `
-routes:
-  - name: default
-    channel: C0APPROVALS
-    escalation:
-      - { after: 1s, action: page }
-      - { after: 3s, action: mention, target: U0BOB }
-`,
+      { routes: [route('default', { escalation: ladder(['1s', 'page'], ['3s', 'mention', 'U0BOB']) })] },
       pd,
     );
     const first = approval('esc-sup-0001');
@@ -360,14 +341,14 @@ routes:
     // A daily rotation whose next handover is 8 s from now.
     const boundary = Date.now() + 8_000;
     const start = new Date(boundary - 86_400_000).toISOString();
-    const world = await startWorld(`
-routes:
-  - name: default
-    channel: C0APPROVALS
-    oncall: { rotation: { users: [U0ANA, U0BEN], start: "${start}", every: 1d, timezone: UTC } }
-    escalation:
-      - { after: 500ms, action: dm, target: oncall }
-`);
+    const world = await startWorld({
+      routes: [
+        route('default', {
+          oncall: rotation(['U0ANA', 'U0BEN'], start, '1d', 'UTC'),
+          escalation: ladder(['500ms', 'dm', 'oncall']),
+        }),
+      ],
+    });
     await world.host.open(approval('esc-rot-0001'));
     const before = await world.slack.waitFor('chat.postMessage', (c) => c.args.channel === 'DU0ANA', 3_000);
     expect(JSON.stringify(before.args.blocks)).toContain('esc-rot-0001');

@@ -4,7 +4,7 @@
 
 import { afterEach, describe, expect, it } from 'vitest';
 import { type ApprovalRequestParams, shellApproval } from '../support/fakeHost.js';
-import { configFile } from './teamSetup.js';
+import { type ConfigSpec, configFile, mainHost, route, users } from './fixtures/config.js';
 import { buttonsOf, SESSION, textOf, World } from './world.js';
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
@@ -12,17 +12,17 @@ afterEach(async () => {
   while (cleanups.length) await Promise.resolve(cleanups.pop()!()).catch(() => undefined);
 });
 
-/** A config file whose hosts list names the fake host's command (`host` is the YAML after `hosts:`'s command). */
-function file(yaml: string): string {
-  const config = configFile(yaml);
+/** A config file whose hosts list names the fake host's command (`spec` is given that command). */
+function file(spec: ConfigSpec): string {
+  const config = configFile(spec);
   cleanups.push(config.remove);
   return config.path;
 }
 
-async function startWorld(yaml: (command: string) => string): Promise<World> {
+async function startWorld(spec: (command: string) => ConfigSpec): Promise<World> {
   // A host that, respawned, asks again what was pending under the same ids (as a durable one does).
   const world = await World.start({ recovery: 'sameId' }, (host) => ({
-    COUNTERSIGN_CONFIG: file(yaml(host.command)),
+    COUNTERSIGN_CONFIG: file(spec(host.command)),
     MSP_HOST_COMMAND: '',
   }));
   cleanups.push(() => world.close());
@@ -33,9 +33,9 @@ async function startWorld(yaml: (command: string) => string): Promise<World> {
  * Kills the bot and starts it again with another file; resolves once the host, respawned, has
  * listed its pending approvals to it (they come back to the same cards).
  */
-async function restartWith(world: World, yaml: (command: string) => string): Promise<void> {
+async function restartWith(world: World, spec: (command: string) => ConfigSpec): Promise<void> {
   await world.bot.kill();
-  await world.restartBot({ COUNTERSIGN_CONFIG: file(yaml(world.host.command)), MSP_HOST_COMMAND: '' });
+  await world.restartBot({ COUNTERSIGN_CONFIG: file(spec(world.host.command)), MSP_HOST_COMMAND: '' });
   await world.host.waitForIncarnation(2, 15_000);
   await world.host.waitForMethod('approval/listPending', (f) => f.incarnation === 2);
 }
@@ -51,34 +51,22 @@ function shell(approvalId: string): ApprovalRequestParams {
 
 describe('fail closed', () => {
   it('a route taken out of the file, no admins: the new route’s approvers decide, with the old quorum, never the owner', async () => {
-    const world = await startWorld(
-      (command) => `
-hosts:
-  - { id: main, command: ${JSON.stringify(command)}, owner: U0DAVE }
-routes:
-  - name: deploys
-    channel: C0APPROVALS
-    approvers: { users: [U0ALICE, U0CAROL] }
-    quorum: 2
-`,
-    );
+    const world = await startWorld((command) => ({
+      hosts: [mainHost(command, { owner: 'U0DAVE' })],
+      routes: [route('deploys', { approvers: users('U0ALICE', 'U0CAROL'), quorum: 2 })],
+    }));
     await open(world, shell('gone-0001'));
-    await restartWith(
-      world,
-      (command) => `
-hosts:
-  - { id: main, command: ${JSON.stringify(command)}, owner: U0DAVE }
-routes:
-  - name: deploys-v2
-    channel: C0APPROVALS
-    match: { tools: [bash], workspaces: ["/srv/**"] }
-    approvers: { users: [U0ALICE, U0DAVE, U0FRANK] }
-    allowSelfApproval: true
-  - name: everything-else
-    channel: C0APPROVALS
-    approvers: { users: [U0CAROL] }
-`,
-    );
+    await restartWith(world, (command) => ({
+      hosts: [mainHost(command, { owner: 'U0DAVE' })],
+      routes: [
+        route('deploys-v2', {
+          match: { tools: ['bash'], workspaces: ['/srv/**'] },
+          approvers: users('U0ALICE', 'U0DAVE', 'U0FRANK'),
+          allowSelfApproval: true,
+        }),
+        route('everything-else', { approvers: users('U0CAROL') }),
+      ],
+    }));
     // Dave owns the agent: the route that would place it now lets owners decide, the gone one may not have.
     await world.press('gone-0001', 'Allow once', 'U0DAVE');
     expect(await world.ephemeralTo('U0DAVE')).toBe(
@@ -99,26 +87,17 @@ routes:
   });
 
   it('a route taken out of the file, with admins: only they decide, and the owner rule binds them', async () => {
-    const world = await startWorld(
-      (command) => `
-hosts:
-  - { id: main, command: ${JSON.stringify(command)}, owner: U0ADA }
-routes:
-  - { name: deploys, channel: C0APPROVALS, approvers: { users: [U0ALICE] }, allowSelfApproval: true }
-admins: [U0ADA, U0ADMIN]
-`,
-    );
+    const world = await startWorld((command) => ({
+      hosts: [mainHost(command, { owner: 'U0ADA' })],
+      routes: [route('deploys', { approvers: users('U0ALICE'), allowSelfApproval: true })],
+      admins: ['U0ADA', 'U0ADMIN'],
+    }));
     await open(world, shell('gone-0002'));
-    await restartWith(
-      world,
-      (command) => `
-hosts:
-  - { id: main, command: ${JSON.stringify(command)}, owner: U0ADA }
-routes:
-  - { name: renamed, channel: C0APPROVALS, approvers: { users: [U0ALICE] }, allowSelfApproval: true }
-admins: [U0ADA, U0ADMIN]
-`,
-    );
+    await restartWith(world, (command) => ({
+      hosts: [mainHost(command, { owner: 'U0ADA' })],
+      routes: [route('renamed', { approvers: users('U0ALICE'), allowSelfApproval: true })],
+      admins: ['U0ADA', 'U0ADMIN'],
+    }));
     await world.press('gone-0002', 'Allow once', 'U0ALICE');
     expect(await world.ephemeralTo('U0ALICE')).toBe(
       'The route this card was posted by (deploys) is no longer configured, so only admins can decide on it.',
@@ -134,14 +113,10 @@ admins: [U0ADA, U0ADMIN]
   });
 
   it('a decision word the bot does not know needs the quorum, like an approval', async () => {
-    const world = await startWorld(
-      (command) => `
-hosts:
-  - { id: main, command: ${JSON.stringify(command)} }
-routes:
-  - { name: pairs, channel: C0APPROVALS, approvers: { users: [U0ALICE, U0BOB] }, quorum: 2 }
-`,
-    );
+    const world = await startWorld((command) => ({
+      hosts: [mainHost(command)],
+      routes: [route('pairs', { approvers: users('U0ALICE', 'U0BOB'), quorum: 2 })],
+    }));
     const approval = shell('word-0001');
     approval.availableChoices = [
       { choiceId: 'go_ahead', label: 'Go ahead', decision: 'proceedUnchecked', scope: 'once' },
@@ -158,14 +133,10 @@ routes:
   });
 
   it('a user group Slack will not list lets none of its members decide', async () => {
-    const world = await startWorld(
-      (command) => `
-hosts:
-  - { id: main, command: ${JSON.stringify(command)} }
-routes:
-  - { name: sre, channel: C0APPROVALS, approvers: { usergroups: [S0SRE] } }
-`,
-    );
+    const world = await startWorld((command) => ({
+      hosts: [mainHost(command)],
+      routes: [route('sre', { approvers: { usergroups: ['S0SRE'] } })],
+    }));
     world.slack.setUsergroup('S0SRE', ['U0CAROL']);
     world.slack.failNext('usergroups.users.list', 'missing_scope', Number.POSITIVE_INFINITY);
     await open(world, shell('grp-0001'));

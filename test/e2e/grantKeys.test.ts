@@ -8,8 +8,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { readGrantAudit } from '../../src/store/grantAudit.js';
 import { FakeHost, shellApproval } from '../support/fakeHost.js';
 import { until } from '../support/until.js';
+import { type ConfigSpec, configFile, mainHost, route, users } from './fixtures/config.js';
 import { cardPostedFor, grantFrom, storeOf } from './grantSteps.js';
-import { commandAnswer, configFile } from './teamSetup.js';
+import { commandAnswer } from './teamSetup.js';
 import { buttonsOf, rememberButtonsOf, SESSION, textOf, World } from './world.js';
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
@@ -22,25 +23,25 @@ afterEach(async () => {
  * and never the owner. `dev` places what runs in /srv/dev: Alice or Bob decide. Both bind their
  * grants to the host, so a grant's caller is the same on either route.
  */
-function routes(hostCommand: string): string {
-  return `
-hosts:
-  - id: main
-    command: ${JSON.stringify(hostCommand)}
-    owner: U0BOB
-routes:
-  - name: prod
-    channel: C0PROD
-    match: { workspaces: ["/srv/prod/**"] }
-    approvers: { usergroups: [S0SRE] }
-    allowSelfApproval: false
-    grants: { caller: host }
-  - name: dev
-    channel: C0DEV
-    match: { workspaces: ["/srv/dev/**"] }
-    approvers: { users: [U0ALICE, U0BOB] }
-    grants: { caller: host, ttl: 8h, maxTtl: 1d, choices: [8h, 1h] }
-`;
+function routes(hostCommand: string): ConfigSpec {
+  return {
+    hosts: [mainHost(hostCommand, { owner: 'U0BOB' })],
+    routes: [
+      route('prod', {
+        channel: 'C0PROD',
+        match: { workspaces: ['/srv/prod/**'] },
+        approvers: { usergroups: ['S0SRE'] },
+        allowSelfApproval: false,
+        grants: { caller: 'host' },
+      }),
+      route('dev', {
+        channel: 'C0DEV',
+        match: { workspaces: ['/srv/dev/**'] },
+        approvers: users('U0ALICE', 'U0BOB'),
+        grants: { caller: 'host', ttl: '8h', maxTtl: '1d', choices: ['8h', '1h'] },
+      }),
+    ],
+  };
 }
 
 async function startWorld(): Promise<World> {

@@ -7,8 +7,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { decodeChoiceValue, encodeChoiceValue } from '../../src/cards/ids.js';
 import { readGrantAudit } from '../../src/store/grantAudit.js';
 import { type ApprovalRequestParams, shellApproval } from '../support/fakeHost.js';
+import { configFile, configYaml, route } from './fixtures/config.js';
 import { cardPostedFor, grantFrom, storeOf } from './grantSteps.js';
-import { commandAnswer, configFile } from './teamSetup.js';
+import { commandAnswer } from './teamSetup.js';
 import { buttonsOf, rememberButtonsOf, SESSION, textOf, World } from './world.js';
 
 const OTHER_SESSION = '0198f0aa-2222-7000-8000-0000000000bb';
@@ -23,17 +24,16 @@ afterEach(async () => {
  * `scoped` offers an hour, three uses and the session, and binds its other grants to the host,
  * so a session grant is bound apart from them. `pairs` offers two uses. Routed by tool.
  */
-const ROUTES = `
-routes:
-  - name: scoped
-    channel: C0SCOPED
-    match: { tools: ["scoped"] }
-    grants: { caller: host, ttl: 2h, maxTtl: 1d, choices: [1h, 3 uses, session] }
-  - name: pairs
-    channel: C0PAIRS
-    match: { tools: ["pairs"] }
-    grants: { choices: [2 uses] }
-`;
+const ROUTES = configYaml({
+  routes: [
+    route('scoped', {
+      channel: 'C0SCOPED',
+      match: { tools: ['scoped'] },
+      grants: { caller: 'host', ttl: '2h', maxTtl: '1d', choices: ['1h', '3 uses', 'session'] },
+    }),
+    route('pairs', { channel: 'C0PAIRS', match: { tools: ['pairs'] }, grants: { choices: ['2 uses'] } }),
+  ],
+});
 
 async function startWorld(): Promise<World> {
   const config = configFile(ROUTES);

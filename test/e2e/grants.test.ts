@@ -9,8 +9,8 @@ import { readGrantAudit } from '../../src/store/grantAudit.js';
 import { keys } from '../../src/store/keys.js';
 import { type ApprovalRequestParams, shellApproval } from '../support/fakeHost.js';
 import { until } from '../support/until.js';
+import { configFile, configYaml, route, users } from './fixtures/config.js';
 import { cardPostedFor, grantFrom, storeOf } from './grantSteps.js';
-import { configFile } from './teamSetup.js';
 import { buttonsOf, rememberButtonOf, SESSION, textOf, World } from './world.js';
 
 const OTHER_SESSION = '0198f0aa-2222-7000-8000-0000000000bb';
@@ -23,17 +23,12 @@ afterEach(async () => {
 });
 
 /** Alice approves on `guarded`; `nogrants` has grants switched off. Routed by tool. */
-const ROUTES = `
-routes:
-  - name: guarded
-    channel: C0GUARDED
-    match: { tools: ["guarded"] }
-    approvers: { users: [U0ALICE] }
-  - name: nogrants
-    channel: C0NOGRANTS
-    match: { tools: ["nogrants"] }
-    grants: { enabled: false }
-`;
+const ROUTES = configYaml({
+  routes: [
+    route('guarded', { channel: 'C0GUARDED', match: { tools: ['guarded'] }, approvers: users('U0ALICE') }),
+    route('nogrants', { channel: 'C0NOGRANTS', match: { tools: ['nogrants'] }, grants: { enabled: false } }),
+  ],
+});
 
 async function startWorld(env: Record<string, string> = {}): Promise<World> {
   const world = await World.start(

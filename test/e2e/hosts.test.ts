@@ -12,6 +12,7 @@ import { keys } from '../../src/store/keys.js';
 import type { BotLogLine } from '../support/bot.js';
 import { type FakeHost, shellApproval } from '../support/fakeHost.js';
 import { until } from '../support/until.js';
+import { configYaml, mainHost, route } from './fixtures/config.js';
 import { buttonsOf, SESSION, textOf, World } from './world.js';
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
@@ -38,21 +39,20 @@ function twoHostsFile(host: FakeHost, cwd: string): string {
   const path = join(tempDir(), 'countersign.yml');
   writeFileSync(
     path,
-    `hosts:
-  - id: main
-    command: ${JSON.stringify(host.command)}
-    cwd: ${JSON.stringify(cwd)}
-    env:
-      FAKE_HOST_CONTROL: ${host.env.FAKE_HOST_CONTROL}
-      FAKE_HOST_STATE: ${JSON.stringify(host.env.FAKE_HOST_STATE)}
-      FAKE_HOST_MARK: main-only
-  - id: flaky
-    command: "echo flaky host gave up >&2; exit 3"
-routes:
-  - name: flaky-only
-    channel: C0FLAKY
-    match: { hosts: [flaky] }
-`,
+    configYaml({
+      hosts: [
+        mainHost(host.command, {
+          cwd,
+          env: {
+            FAKE_HOST_CONTROL: host.env.FAKE_HOST_CONTROL!,
+            FAKE_HOST_STATE: host.env.FAKE_HOST_STATE!,
+            FAKE_HOST_MARK: 'main-only',
+          },
+        }),
+        { id: 'flaky', command: 'echo flaky host gave up >&2; exit 3' },
+      ],
+      routes: [route('flaky-only', { channel: 'C0FLAKY', match: { hosts: ['flaky'] } })],
+    }),
   );
   return path;
 }

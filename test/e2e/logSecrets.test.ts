@@ -19,7 +19,7 @@ import { FakeHost, shellApproval } from '../support/fakeHost.js';
 import { FakePagerDuty } from '../support/fakePagerDuty.js';
 import { FakeSlack } from '../support/fakeSlack.js';
 import { PrivateRedis } from '../support/privateRedis.js';
-import { configFile } from './teamSetup.js';
+import { configFile, ladder, mainHost, route } from './fixtures/config.js';
 import { buttonsOf, SESSION, textOf, World } from './world.js';
 
 const STEP_ROUTING_KEY = 'STEPKEYlogsecret0000000000000001';
@@ -66,17 +66,18 @@ describe('secrets of the configuration never reach the log', () => {
     const pd = await FakePagerDuty.start();
     cleanups.push(() => pd.close());
     const host = await FakeHost.start({ sessions: [{ sessionId: SESSION, title: 'Bump the version' }] });
-    const file = configFile(`
-hosts:
-  - id: main
-    command: ${JSON.stringify(`FOO_TOKEN=${HOST_COMMAND_TOKEN} ${host.command}`)}
-    env: { AGENT_API_KEY: ${AGENT_API_KEY}, MUSE_LICENSE: ${AGENT_LICENSE} }
-routes:
-  - name: everything
-    channel: C0APPROVALS
-    escalation:
-      - { after: 1s, action: page, routingKey: ${STEP_ROUTING_KEY} }
-`);
+    const file = configFile({
+      hosts: [
+        mainHost(`FOO_TOKEN=${HOST_COMMAND_TOKEN} ${host.command}`, {
+          env: { AGENT_API_KEY, MUSE_LICENSE: AGENT_LICENSE },
+        }),
+      ],
+      routes: [
+        route('everything', {
+          escalation: ladder(['1s', 'page', undefined, { routingKey: STEP_ROUTING_KEY }]),
+        }),
+      ],
+    });
     cleanups.push(file.remove);
     const world = await World.start(
       {},

@@ -4,7 +4,7 @@
 
 import { Redis } from 'ioredis';
 import { v7 as uuidv7 } from 'uuid';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ReplicaSeal } from '../../src/replicas/replicaSeal.js';
 import { readGrantAudit } from '../../src/store/grantAudit.js';
 import { keys } from '../../src/store/keys.js';
@@ -14,7 +14,7 @@ import { FakeSlack } from '../support/fakeSlack.js';
 import { PrivateRedis } from '../support/privateRedis.js';
 import { TcpProxy } from '../support/tcpProxy.js';
 import { testRedisUrl } from '../support/testRedis.js';
-import { configFile } from './teamSetup.js';
+import { configFile, route, users } from './fixtures/config.js';
 import { buttonsOf, pressButtonAt, rememberButtonOf, SESSION, textOf } from './world.js';
 
 const LEASE_TTL_MS = 3_000;
@@ -152,9 +152,7 @@ async function press(
 
 /** A config file whose one route (every card, in the tests' channel) lets only `approvers` decide. */
 function approversFile(approvers: string[]): string {
-  const file = configFile(
-    `routes:\n  - name: deploys\n    channel: C0APPROVALS\n    approvers: { users: [${approvers.join(', ')}] }\n`,
-  );
+  const file = configFile({ routes: [route('deploys', { approvers: users(...approvers) })] });
   cleanups.push(async () => file.remove());
   return file.path;
 }
@@ -435,11 +433,15 @@ describe('several replicas on one Redis', { timeout: 90_000 }, () => {
         l.msg === 'decision refused where it is claimed: it may not be made on the approval as it stands' &&
         l.json?.approvalId === 'rep-recheck-1',
     );
-    // Audited as a refusal, as one found by the click's own check is.
-    const audit = await world.redis.xrange(keys.refusals, '-', '+');
-    expect(audit.map(([, fields]) => fields.join(' ')).filter((f) => f.includes('refusal'))).toEqual([
-      expect.stringMatching(/U0EVE.*notApprover|notApprover.*U0EVE/),
-    ]);
+    // Audited as a refusal, as one found by the click's own check is. The audit append does not
+    // hold the decision up, so it may land just after the log line: wait for it, then check that
+    // it is the only one.
+    const refusals = async () =>
+      (await world.redis.xrange(keys.refusals, '-', '+'))
+        .map(([, fields]) => fields.join(' '))
+        .filter((f) => f.includes('refusal'));
+    await vi.waitFor(async () => expect(await refusals()).not.toEqual([]), { timeout: 5_000 });
+    expect(await refusals()).toEqual([expect.stringMatching(/U0EVE.*notApprover|notApprover.*U0EVE/)]);
     const { channel, ts } = await postedAt(world, 'rep-recheck-1');
     expect(buttonsOf(world.slack.message(channel, ts)!).length).toBeGreaterThan(0);
   });
@@ -634,15 +636,12 @@ describe('several replicas on one Redis', { timeout: 90_000 }, () => {
       Array.from({ length: 6 }, () => FakeHost.start({ sessions: [{ sessionId: SESSION, title: 'x' }] })),
     );
     for (const h of hosts) cleanups.push(() => h.close());
-    const { writeFileSync, mkdtempSync } = await import('node:fs');
-    const { join } = await import('node:path');
-    const { tmpdir } = await import('node:os');
-    const dir = mkdtempSync(join(tmpdir(), 'cs-spread-'));
-    const file = join(dir, 'countersign.yml');
-    writeFileSync(
-      file,
-      `hosts:\n${hosts.map((h, i) => `  - id: h${i}\n    command: ${JSON.stringify(h.command)}\n    env: ${JSON.stringify(h.env)}\n`).join('')}routes:\n  - name: all\n    channel: C0APPROVALS\n`,
-    );
+    const config = configFile({
+      hosts: hosts.map((h, i) => ({ id: `h${i}`, command: h.command, env: h.env })),
+      routes: [route('all')],
+    });
+    cleanups.push(async () => config.remove());
+    const file = config.path;
     const redisDb = await freshRedisDb();
     const bots = await Promise.all(
       ['r1', 'r2', 'r3'].map((name) =>

@@ -6,11 +6,11 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { parse, stringify } from 'yaml';
+import { parse } from 'yaml';
 import { PROJECT_ROOT } from '../support/bot.js';
 import { type ApprovalRequestParams, shellApproval } from '../support/fakeHost.js';
 import type { SlackMessage } from '../support/fakeSlack.js';
-import { configFile } from './teamSetup.js';
+import { configFile, configYaml, mainHost, route, users } from './fixtures/config.js';
 import { buttonsOf, rememberButtonOf, SESSION, textOf, World } from './world.js';
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
@@ -31,9 +31,9 @@ function config(hostCommand: string): string {
     { name: 'production', match: { targets: ['*.prod.example.com'] }, warning: 'Production' },
     { name: 'app-config', match: { paths: ['/srv/app/config/**'] }, warning: 'App config' },
   ];
-  return stringify({
-    hosts: [{ id: 'main', command: hostCommand, owner: 'U0OWNER' }],
-    routes: [{ name: 'everyday', channel: 'C0APPROVALS', approvers: { users: ['U0ALICE', 'U0BOB'] } }],
+  return configYaml({
+    hosts: [mainHost(hostCommand, { owner: 'U0OWNER' })],
+    routes: [route('everyday', { approvers: users('U0ALICE', 'U0BOB') })],
     risks,
   });
 }

@@ -3,9 +3,6 @@
 // workspaceRoot or title, subject kind and protectedWrite), else in SLACK_CHANNEL. Posts are queued per channel, so a channel held back by
 // Slack's rate limit does not hold back another.
 
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { keys } from '../../src/store/keys.js';
 import { freshRedisDb, SIGNING_SECRET, startBot } from '../support/bot.js';
@@ -17,6 +14,7 @@ import {
 } from '../support/fakeHost.js';
 import { FakeSlack, type SlackCall, type SlackMessage } from '../support/fakeSlack.js';
 import { blockActionsPayload, postInteraction } from '../support/slackRequests.js';
+import { type ConfigSpec, route, tempConfig } from './fixtures/config.js';
 import { buttonsOf, SESSION, textOf, World } from './world.js';
 
 const PAYMENTS_SESSION = '0198f0aa-2222-7000-8000-0000000000bb';
@@ -30,12 +28,8 @@ afterEach(async () => {
 });
 
 /** Writes a COUNTERSIGN_CONFIG file into a fresh temp dir (removed after the test). */
-function configFile(yaml: string, name = 'countersign.yml'): string {
-  const dir = mkdtempSync(join(tmpdir(), 'countersign-routes-'));
-  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-  const path = join(dir, name);
-  writeFileSync(path, yaml);
-  return path;
+function configFile(config: ConfigSpec | string): string {
+  return tempConfig(cleanups, config);
 }
 
 async function startWorld(...args: Parameters<typeof World.start>): Promise<World> {
@@ -103,21 +97,13 @@ function okPostsTo(slack: FakeSlack, channel: string): SlackCall[] {
 
 describe('routing cards with COUNTERSIGN_CONFIG', () => {
   it('posts each card to the first matching route (tool, then workspace), the rest to SLACK_CHANNEL, and routed cards still decide', async () => {
-    const config = configFile(`
-routes:
-  - name: shell
-    channel: C0SHELL
-    match:
-      tools: ["shell"]
-  - name: payments
-    channel: C0PAYMENTS
-    match:
-      workspaces: ["/srv/payments/**"]
-  - name: other-host
-    channel: C0OTHERHOST
-    match:
-      hosts: [ci]
-`);
+    const config = configFile({
+      routes: [
+        route('shell', { channel: 'C0SHELL', match: { tools: ['shell'] } }),
+        route('payments', { channel: 'C0PAYMENTS', match: { workspaces: ['/srv/payments/**'] } }),
+        route('other-host', { channel: 'C0OTHERHOST', match: { hosts: ['ci'] } }),
+      ],
+    });
     const world = await startWorld(
       {
         sessions: [
@@ -207,24 +193,17 @@ routes:
   });
 
   it('routes by session title (or name), subject kind and protectedWrite, the first matching route winning', async () => {
-    const config = configFile(`
-routes:
-  - name: deploys
-    channel: C0DEPLOYS
-    match:
-      sessionTitles: ["*deploy*"]
-      subjects: [shell]
-  - name: protected
-    channel: C0PROTECTED
-    match:
-      protectedWrite: true
-  - name: files
-    channel: C0FILES
-    match:
-      subjects: [fileAccess]
-  - name: rest
-    channel: C0REST
-`);
+    const config = configFile({
+      routes: [
+        route('deploys', {
+          channel: 'C0DEPLOYS',
+          match: { sessionTitles: ['*deploy*'], subjects: ['shell'] },
+        }),
+        route('protected', { channel: 'C0PROTECTED', match: { protectedWrite: true } }),
+        route('files', { channel: 'C0FILES', match: { subjects: ['fileAccess'] } }),
+        route('rest', { channel: 'C0REST' }),
+      ],
+    });
     const world = await startWorld(
       {
         sessions: [
@@ -281,14 +260,12 @@ routes:
   });
 
   it('without SLACK_CHANNEL, cards no route matches go to the catch-all route', async () => {
-    const config = configFile(`
-routes:
-  - channel: C0SHELL
-    match:
-      tools: ["shell"]
-  - name: everything-else
-    channel: C0CATCHALL
-`);
+    const config = configFile({
+      routes: [
+        route(undefined, { channel: 'C0SHELL', match: { tools: ['shell'] } }),
+        route('everything-else', { channel: 'C0CATCHALL' }),
+      ],
+    });
     const world = await startWorld({}, { COUNTERSIGN_CONFIG: config, SLACK_CHANNEL: '' });
     await world.host.open(fileApproval('catchall-file'));
     await world.host.open(toolApproval('catchall-shell', 'shell'));
@@ -379,15 +356,12 @@ routes:
   });
 
   it('a rate-limited channel does not hold back another, and its own cards arrive once each, in order', async () => {
-    const config = configFile(`
-routes:
-  - channel: C0BUSY
-    match:
-      tools: ["shell"]
-  - channel: C0QUIET
-    match:
-      tools: ["write_*"]
-`);
+    const config = configFile({
+      routes: [
+        route(undefined, { channel: 'C0BUSY', match: { tools: ['shell'] } }),
+        route(undefined, { channel: 'C0QUIET', match: { tools: ['write_*'] } }),
+      ],
+    });
     const world = await startWorld({}, { COUNTERSIGN_CONFIG: config });
     world.slack.rateLimitPerChannel('chat.postMessage', 1);
 

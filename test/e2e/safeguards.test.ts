@@ -10,8 +10,7 @@ import { RedisGrantStore } from '../../src/store/grantStore.js';
 import { keys } from '../../src/store/keys.js';
 import { type ApprovalRequestParams, shellApproval } from '../support/fakeHost.js';
 import type { SlackMessage } from '../support/fakeSlack.js';
-import { ISSUE_RISKS } from '../support/issueRisks.js';
-import { configFile } from './teamSetup.js';
+import { type ConfigSpec, configFile, issueRisks, mainHost, route, users } from './fixtures/config.js';
 import { buttonsOf, rememberButtonOf, SESSION, textOf, World } from './world.js';
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
@@ -19,29 +18,22 @@ afterEach(async () => {
   while (cleanups.length) await Promise.resolve(cleanups.pop()!()).catch(() => undefined);
 });
 
-const APPROVERS = '{ users: [U0ALICE, U0BOB, U0CAROL, U0OWNER] }';
+const APPROVERS = users('U0ALICE', 'U0BOB', 'U0CAROL', 'U0OWNER');
 
 /**
  * U0OWNER's agent asks. `two-person` (tool "twoperson") needs two approvers; `everyday` one, with
  * grants on. The risk rules are the issue's example.
  */
-function config(hostCommand: string): string {
-  return `
-hosts:
-  - id: main
-    command: ${JSON.stringify(hostCommand)}
-    owner: U0OWNER
-routes:
-  - name: two-person
-    channel: C0APPROVALS
-    match: { tools: ["twoperson"] }
-    approvers: ${APPROVERS}
-    quorum: 2
-  - name: everyday
-    channel: C0APPROVALS
-    approvers: ${APPROVERS}
-admins: [U0ADMIN]
-${ISSUE_RISKS}`;
+function config(hostCommand: string): ConfigSpec {
+  return {
+    hosts: [mainHost(hostCommand, { owner: 'U0OWNER' })],
+    routes: [
+      route('two-person', { match: { tools: ['twoperson'] }, approvers: APPROVERS, quorum: 2 }),
+      route('everyday', { approvers: APPROVERS }),
+    ],
+    admins: ['U0ADMIN'],
+    risks: issueRisks(),
+  };
 }
 
 async function startWorld(): Promise<World> {

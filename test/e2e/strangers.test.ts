@@ -7,7 +7,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { shellApproval } from '../support/fakeHost.js';
 import { WORKSPACE_PEOPLE } from '../support/fakeSlack.js';
-import { commandAnswer, configFile, openHome } from './teamSetup.js';
+import { type ConfigSpec, configFile, ladder, rotation, route } from './fixtures/config.js';
+import { commandAnswer, openHome } from './teamSetup.js';
 import { buttonsOf, SESSION, textOf, World } from './world.js';
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
@@ -20,10 +21,10 @@ const PARTNER = 'U0PARTNER';
 /** A single-channel guest of the bot's own team. */
 const GUEST = 'U0GUEST';
 
-async function startWorld(yaml?: string): Promise<World> {
+async function startWorld(spec?: ConfigSpec): Promise<World> {
   const env: Record<string, string> = {};
-  if (yaml !== undefined) {
-    const config = configFile(yaml);
+  if (spec !== undefined) {
+    const config = configFile(spec);
     cleanups.push(config.remove);
     env.COUNTERSIGN_CONFIG = config.path;
   }
@@ -84,16 +85,12 @@ describe('strangers', () => {
   });
 
   it('a route that allows them lets them decide; allowGuests does not let in another team', async () => {
-    const world = await startWorld(`
-routes:
-  - name: partners
-    channel: C0APPROVALS
-    match: { tools: [bash] }
-    allowExternal: true
-  - name: guests
-    channel: C0APPROVALS
-    allowGuests: true
-`);
+    const world = await startWorld({
+      routes: [
+        route('partners', { match: { tools: ['bash'] }, allowExternal: true }),
+        route('guests', { allowGuests: true }),
+      ],
+    });
     world.slack.setChannelMembers('C0APPROVALS', [...WORKSPACE_PEOPLE, PARTNER, GUEST]);
     await openShell(world, 'str-0002');
     // allowExternal alone: the guest is still refused, the partner decides.
@@ -120,14 +117,14 @@ routes:
   });
 
   it('on a route without approvers only the channel’s members decide, from the card and from a DM', async () => {
-    const world = await startWorld(`
-routes:
-  - name: open
-    channel: C0APPROVALS
-    oncall: { rotation: { users: [U0FRANK], start: "2026-01-01T00:00:00Z", every: 7d } }
-    escalation:
-      - { after: 1s, action: dm, target: oncall }
-`);
+    const world = await startWorld({
+      routes: [
+        route('open', {
+          oncall: rotation(['U0FRANK'], '2026-01-01T00:00:00Z', '7d'),
+          escalation: ladder(['1s', 'dm', 'oncall']),
+        }),
+      ],
+    });
     // Frank is on call but not in the approvals channel.
     world.slack.setChannelMembers('C0APPROVALS', ['U0ALICE', 'U0BOB']);
     await openShell(world, 'str-0004');

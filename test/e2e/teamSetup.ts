@@ -1,43 +1,30 @@
 // What the /countersign and App Home tests share: a COUNTERSIGN_CONFIG with restricted routes,
 // approvals routed by tool, and the signed requests a user sends (a command, opening the Home).
 
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { expect } from 'vitest';
 import { SIGNING_SECRET } from '../support/bot.js';
 import { type ApprovalRequestParams, shellApproval } from '../support/fakeHost.js';
 import type { ResponseUrlPost } from '../support/fakeSlack.js';
 import { postEvent, postSlashCommand } from '../support/slackRequests.js';
+import { configFile, configYaml, route, users } from './fixtures/config.js';
 import { SESSION, World } from './world.js';
 
 /**
  * deploys: Alice or the SRE group, protected writes Alice only; shell: Bob only; everything else
  * goes to SLACK_CHANNEL, where anyone may decide. Ada is an admin; Eve is nobody in particular.
  */
-export const TEAM_CONFIG = `
-routes:
-  - name: deploys
-    channel: C0DEPLOYS
-    match:
-      tools: ["deploy"]
-    approvers: { users: [U0ALICE], usergroups: [S0SRE] }
-    protectedWriteApprovers: { users: [U0ALICE] }
-  - name: shell
-    channel: C0SHELL
-    match:
-      tools: ["shell"]
-    approvers: { users: [U0BOB] }
-admins: [U0ADA]
-`;
-
-/** Writes `yaml` to a fresh temp file; returns its path and how to remove it. */
-export function configFile(yaml: string): { path: string; remove: () => void } {
-  const dir = mkdtempSync(join(tmpdir(), 'countersign-team-'));
-  const path = join(dir, 'countersign.yml');
-  writeFileSync(path, yaml);
-  return { path, remove: () => rmSync(dir, { recursive: true, force: true }) };
-}
+export const TEAM_CONFIG = configYaml({
+  routes: [
+    route('deploys', {
+      channel: 'C0DEPLOYS',
+      match: { tools: ['deploy'] },
+      approvers: { users: ['U0ALICE'], usergroups: ['S0SRE'] },
+      protectedWriteApprovers: users('U0ALICE'),
+    }),
+    route('shell', { channel: 'C0SHELL', match: { tools: ['shell'] }, approvers: users('U0BOB') }),
+  ],
+  admins: ['U0ADA'],
+});
 
 /** A one-stage shell approval whose tool is `toolName` (the routes above match on it). */
 /** A world running TEAM_CONFIG; `cleanups` (run after each test) removes both. */

@@ -9,7 +9,7 @@ import { approvalFromTranscript, shellApproval } from '../support/fakeHost.js';
 import { FAKE_GITHUB_TOKEN } from '../support/fakeSecrets.js';
 import type { SlackCall } from '../support/fakeSlack.js';
 import { postInteraction, viewBlockActionsPayload } from '../support/slackRequests.js';
-import { configFile } from './teamSetup.js';
+import { configFile, route, users } from './fixtures/config.js';
 import { buttonsOf, pressButtonAt, SESSION, textOf, viewFullButtonOf, World } from './world.js';
 
 type Block = {
@@ -31,9 +31,7 @@ afterEach(async () => {
 
 /** One route in the tests' channel on which only alice decides. */
 async function startWorld(): Promise<World> {
-  const config = configFile(
-    'routes:\n  - { name: deploys, channel: C0APPROVALS, approvers: { users: [U0ALICE] } }\n',
-  );
+  const config = configFile({ routes: [route('deploys', { approvers: users('U0ALICE') })] });
   cleanups.push(config.remove);
   const world = await World.start(
     { sessions: [{ sessionId: SESSION, title: 'Deploy' }] },

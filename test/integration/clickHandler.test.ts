@@ -1,9 +1,11 @@
 import pino from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { renderCard } from '../../src/cards/renderCard.js';
+import { refusalText } from '../../src/cards/renderUserMessages.js';
 import type { AuditEntry } from '../../src/domain/audit.js';
 import type { Grant, GrantStore } from '../../src/domain/grants/grant.js';
 import type { RenderedMessage } from '../../src/domain/messages.js';
+import type { Refusal } from '../../src/domain/refusal.js';
 import { OPEN_RULES, type RouteRules } from '../../src/domain/route.js';
 import type { ApprovalHost, HostEvent } from '../../src/msp/events.js';
 import { ApprovalRequestParams, ApprovalUpdatedParams, type DecideParams } from '../../src/msp/protocol.js';
@@ -13,7 +15,7 @@ import { Decider, type DecisionRequest } from '../../src/relay/deciding/decider.
 import { DecisionWarrant } from '../../src/relay/deciding/decisionWarrant.js';
 import { GrantMaker } from '../../src/relay/grants/grantMaker.js';
 import { HostEventHandler } from '../../src/relay/hostEvents/hostEventHandler.js';
-import type { CardChannel, UserNotifier } from '../../src/relay/ports.js';
+import type { CardChannel, RefusalNotifier } from '../../src/relay/ports.js';
 import { RecordKeeper } from '../../src/relay/records/recordKeeper.js';
 import { ApprovalStore } from '../../src/store/approvalStore.js';
 import { shellApproval } from '../support/fakeHost.js';
@@ -31,7 +33,7 @@ function routeAuthorizer(rulesOf: () => RouteRules): Authorizer {
   return testAuthorizer({ rulesOf, logger });
 }
 
-class Cards implements CardChannel, UserNotifier {
+class Cards implements CardChannel, RefusalNotifier {
   posted: Array<{ channel: string; ts: string; message: RenderedMessage }> = [];
   updated: RenderedMessage[] = [];
   notes: Array<{ userId: string; text: string }> = [];
@@ -44,8 +46,9 @@ class Cards implements CardChannel, UserNotifier {
   async update(_channel: string, _ts: string, message: RenderedMessage) {
     this.updated.push(message);
   }
-  async ephemeral(_channel: string, userId: string, text: string) {
-    this.notes.push({ userId, text });
+  /** Worded as slack/ words it (SlackCardChannel.refuse), so the notes are the texts people read. */
+  async refuse(_channel: string, userId: string, refusal: Refusal) {
+    this.notes.push({ userId, text: refusalText(refusal) });
   }
 }
 

@@ -7,6 +7,7 @@ import pino from 'pino';
 import { afterAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { SlackGroupDirectory } from '../../src/slack/groupDirectory.js';
 import { keys } from '../../src/store/keys.js';
+import { RedisLookupCache } from '../../src/store/lookupCache.js';
 import { testRedisUrl } from '../support/testRedis.js';
 
 const redis = new Redis(testRedisUrl(11));
@@ -24,7 +25,10 @@ function slackWith(members: Record<string, string[]>) {
 describe('SlackGroupDirectory', () => {
   it('asks Slack once, then answers from memory without Redis until the Redis copy expires', async () => {
     const { web, list } = slackWith({ S0SRE: ['U0ALICE'] });
-    const directory = new SlackGroupDirectory(web, redis, { ttlMs: 400, logger: pino({ level: 'silent' }) });
+    const directory = new SlackGroupDirectory(web, new RedisLookupCache(redis, 'usergroup'), {
+      ttlMs: 400,
+      logger: pino({ level: 'silent' }),
+    });
     expect([...(await directory.members('S0SRE'))]).toEqual(['U0ALICE']);
     const reads = vi.spyOn(redis, 'get');
     expect([...(await directory.members('S0SRE'))]).toEqual(['U0ALICE']);
@@ -40,7 +44,7 @@ describe('SlackGroupDirectory', () => {
   it('another replica’s copy in Redis is trusted here for as long as it lives there, no longer', async () => {
     await redis.set(keys.usergroup('S0SRE'), JSON.stringify(['U0BOB']), 'PX', 300);
     const { web, list } = slackWith({ S0SRE: ['U0CAROL'] });
-    const directory = new SlackGroupDirectory(web, redis, {
+    const directory = new SlackGroupDirectory(web, new RedisLookupCache(redis, 'usergroup'), {
       ttlMs: 60_000,
       logger: pino({ level: 'silent' }),
     });

@@ -282,12 +282,12 @@ describe('decision forwarding', () => {
       logger: quiet,
       waitMs,
       onLateOutcome: (asker, approvalId, outcome) => late.push({ asker, approvalId, outcome }),
-    });
-    f.decideWith(async (request) => {
-      await new Promise((r) => setTimeout(r, decideAfterMs));
-      return request.commandId
-        ? { kind: 'decided', terminal: true }
-        : { kind: 'refused', errorKind: 'no id' };
+      decide: async (request) => {
+        await new Promise((r) => setTimeout(r, decideAfterMs));
+        return request.commandId
+          ? { kind: 'decided', terminal: true }
+          : { kind: 'refused', errorKind: 'no id' };
+      },
     });
     return f;
   };

@@ -1,27 +1,28 @@
 import type { Logger } from 'pino';
-import { z } from 'zod';
 import type { AuditEntry, AuditTrail } from '../../domain/audit.js';
 import { needsQuorum } from '../../domain/decisionWords.js';
 import type { RememberOffer } from '../../domain/grants/match.js';
 import { offeredScope } from '../../domain/grants/scope.js';
-import { type ApprovalRecord, type Vote, votersFor } from '../../domain/record.js';
-import { OPEN_RULES, type RouteRules } from '../../domain/route.js';
-import type { ApprovalChoice } from '../../msp/protocol.js';
+import type { ApprovalRecord } from '../../domain/record.js';
+import type { Refusal } from '../../domain/refusal.js';
+import { OPEN_RULES } from '../../domain/route.js';
 import type { ApprovalStore } from '../../store/approvalStore.js';
-import { byDeadline, LATE } from '../../util/byDeadline.js';
-import type { UserNotifier } from '../ports.js';
+import type { RefusalNotifier } from '../ports.js';
 import type { RecordKeeper } from '../records/recordKeeper.js';
-import { unvoted, voted } from '../records/recordMutations.js';
 import type { Authorizer } from './authorizer.js';
+import { type Answerable, Asker, askerOf, type Click, type ClickCheck, deadlineOf } from './click.js';
+import { countVote } from './clickVotes.js';
 import type { Decider, DecisionOutcome } from './decider.js';
 import { whyNotDecidable } from './decisionCheck.js';
-import { type Refusal, refusalFor, refusalText } from './userMessages.js';
+import { refusalFor } from './refusals.js';
+
+export { type Click, type ClickCheck, RECORD_WITHIN_MS } from './click.js';
 
 /**
- * How long a click may take to be recorded in Redis. The person must hear within 3 s (Slack's
- * own patience) whether their click counted, and the ephemeral answer needs its own moment.
+ * Where the ClickHandler finds a click's approval: it only ever reads it (changes go through the
+ * RecordKeeper and the Decider).
  */
-export const RECORD_WITHIN_MS = 2_000;
+export type ClickRecords = Pick<ApprovalStore, 'recentCard' | 'getForMessage' | 'get' | 'findByMessage'>;
 
 /** Checks of one click against an approval that keeps changing under it, before giving up. */
 const MAX_CHECKS = 5;
@@ -37,28 +38,6 @@ const RESYNC_AFTER: ReadonlySet<Refusal['code']> = new Set([
   'sessionElsewhere',
 ]);
 
-export interface Click {
-  channel: string;
-  ts: string;
-  userId: string;
-  /** The requirement the pressed button was rendered for. */
-  sourceIndex: number;
-  choiceId: string;
-  feedback?: string;
-  /** The approval the button says it belongs to; checked against the message's own mapping. */
-  approvalHint?: string;
-  /** When the click reached us (ms since the epoch); deadlines count from here. */
-  receivedAt?: number;
-  /** Where the choice was made: its button (the default), or the submit of the reason modal. */
-  from?: 'button' | 'modal';
-  /** The bot's "approve and don't ask again": decide with `choiceId` and remember the request. */
-  remember?: boolean;
-  /** The scope pressed (scopeToken); absent on a card posted before scopes: the route's ttl. */
-  rememberScope?: string;
-  /** Told when the click's decision is handed to the host (DecisionRequest.onSent). */
-  onSent?: () => void;
-}
-
 /** Where "don't ask again" is offered and kept (GrantMaker). */
 export interface Remembering {
   offer(record: ApprovalRecord): RememberOffer | undefined;
@@ -69,16 +48,12 @@ export interface Remembering {
   remember(record: ApprovalRecord, userId: string, stage: number, scope?: string): Promise<unknown>;
 }
 
-export type ClickCheck =
-  /** `rules`: those of the record's route (how a rejection is asked for), defaults when gone. */
-  | { ok: true; record: ApprovalRecord; choice: ApprovalChoice; rules: RouteRules }
-  | { ok: false; refusal: Refusal; approvalId?: string };
-
 export interface ClickHandlerOptions {
-  store: ApprovalStore;
+  store: ClickRecords;
   decider: Decider;
   keeper: RecordKeeper;
-  notifier: UserNotifier;
+  /** Tells the person who clicked, and only them, what came of it (slack/ words it). */
+  notifier: RefusalNotifier;
   /** Who may decide: checked on every click and modal submit, before anything is claimed. */
   authorizer: Authorizer;
   /** Where refused attempts are recorded, when there is an audit trail. */
@@ -265,8 +240,12 @@ export class ClickHandler {
     // Stopping the agent needs one person; letting it go ahead, or anything not known to stop it,
     // may need several.
     if (quorum > 1 && needsQuorum(checked.choice.decision)) {
-      const counted = await this.vote(click, record, quorum);
-      if (!counted) return undefined;
+      const counted = await countVote(click, record, quorum, this.options);
+      if (!counted.complete) {
+        await this.tell(click, counted.refusal);
+        if (counted.approvalId) this.resync(counted.approvalId, counted.refusal);
+        return undefined;
+      }
       ({ record, voters } = counted);
     }
     const outcome = await this.options.decider.decide({
@@ -283,78 +262,6 @@ export class ClickHandler {
       ...(click.onSent ? { onSent: click.onSent } : {}),
     });
     return { record, outcome };
-  }
-
-  /**
-   * Counts an approving pick toward the stage's quorum. Resolves with the record and everyone who
-   * picked that choice once this pick completes the quorum; else tells the person where it stands
-   * and resolves with undefined. Several picks completing it together each go on to decide: the
-   * stage's claim lets only one decision through.
-   */
-  private async vote(
-    click: Click,
-    record: ApprovalRecord,
-    quorum: number,
-  ): Promise<{ record: ApprovalRecord; voters: string[] } | undefined> {
-    const { keeper, authorizer } = this.options;
-    if (authorizer.ownerOf(record) === click.userId) {
-      await this.tell(click, { code: 'ownerNoVote', quorum });
-      return undefined;
-    }
-    const vote: Vote = {
-      sourceIndex: click.sourceIndex,
-      choiceId: click.choiceId,
-      userId: click.userId,
-      at: new Date().toISOString(),
-    };
-    const voting = keeper.mutateAndSync(record.approvalId, voted(vote));
-    const stored = await byDeadline(voting, deadlineOf(click));
-    if (stored === LATE) {
-      // The person hears that nothing counted, so the vote must not count once Redis stores it.
-      voting.catch(() => {});
-      keeper.enqueue(record.approvalId, () => keeper.mutate(record.approvalId, unvoted(vote)));
-      await this.tell(click, { code: 'notRecorded' });
-      return undefined;
-    }
-    if (!stored) {
-      await this.tell(click, { code: 'unknownCard' });
-      return undefined;
-    }
-    const why = whyNotDecidable(stored, click);
-    const voters = votersFor(stored, click.sourceIndex, click.choiceId);
-    if (why || !voters.includes(click.userId)) {
-      const refusal = why ? refusalFor(why, click.userId) : ({ code: 'questionChanged' } as const);
-      await this.tell(click, refusal);
-      this.resync(record.approvalId, refusal);
-      return undefined;
-    }
-    if (voters.length >= quorum) return { record: stored, voters };
-    // A vote the stage already held (the same person pressing again) changed nothing: audited once,
-    // so that pressing on and on cannot fill the audit stream and trim its decisions.
-    const counted = stored.votes?.find((v) => v.userId === vote.userId && v.choiceId === vote.choiceId);
-    if (counted?.at === vote.at) this.recordVote(stored, vote, voters.length, quorum);
-    await this.tell(click, { code: 'voteCounted', votes: voters.length, quorum });
-    return undefined;
-  }
-
-  private recordVote(record: ApprovalRecord, vote: Vote, votes: number, quorum: number): void {
-    const raisedBy = (record.risks ?? []).filter((risk) => (risk.quorum ?? 1) >= quorum).map((r) => r.name);
-    const entry: AuditEntry = {
-      kind: 'vote',
-      approvalId: record.approvalId,
-      hostId: record.hostId,
-      ...(record.route ? { route: record.route } : {}),
-      userId: vote.userId,
-      choiceId: vote.choiceId,
-      sourceIndex: vote.sourceIndex,
-      votes,
-      quorum,
-      ...(raisedBy.length > 0 ? { risks: raisedBy } : {}),
-      at: vote.at,
-    };
-    this.options.audit?.append(entry).catch((err: unknown) => {
-      this.options.logger.warn({ err, approvalId: record.approvalId }, 'could not append to the audit trail');
-    });
   }
 
   /**
@@ -433,7 +340,7 @@ export class ClickHandler {
 
   private async tell(click: Pick<Click, 'channel' | 'userId'>, refusal: Refusal): Promise<void> {
     try {
-      await this.options.notifier.ephemeral(click.channel, click.userId, refusalText(refusal));
+      await this.options.notifier.refuse(click.channel, click.userId, refusal);
     } catch (err) {
       this.options.logger.warn(
         { err, userId: click.userId, refusal: refusal.code },
@@ -444,40 +351,5 @@ export class ClickHandler {
 }
 
 type RefusedAction = Extract<AuditEntry, { kind: 'refusal' }>['action'];
-
-/** What answering a person about their decision needs of their click. */
-type Answerable = Pick<Click, 'channel' | 'userId' | 'remember' | 'rememberScope' | 'from'> & {
-  /** The stage pressed; a "don't ask again" is only ever remembered for it. */
-  sourceIndex?: number;
-};
-
-/**
- * What the owner of the host needs to answer the person itself (JSON in the decision stream).
- * `sourceIndex`, the stage pressed, is absent only in entries of an earlier release: then a
- * "don't ask again" is not remembered.
- */
-const Asker = z.object({
-  channel: z.string(),
-  userId: z.string(),
-  sourceIndex: z.number().int().optional(),
-  from: z.enum(['button', 'modal']).optional(),
-  remember: z.boolean().optional(),
-  rememberScope: z.string().optional(),
-});
-
-function askerOf(click: Click): Record<string, unknown> {
-  return {
-    channel: click.channel,
-    userId: click.userId,
-    sourceIndex: click.sourceIndex,
-    ...(click.from ? { from: click.from } : {}),
-    ...(click.remember ? { remember: true } : {}),
-    ...(click.remember && click.rememberScope !== undefined ? { rememberScope: click.rememberScope } : {}),
-  };
-}
-
-function deadlineOf(click: Click): number {
-  return (click.receivedAt ?? Date.now()) + RECORD_WITHIN_MS;
-}
 
 export type { DecisionOutcome };

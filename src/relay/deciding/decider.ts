@@ -1,114 +1,39 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import type { ApprovalRecord, Claim, GrantRef } from '../../domain/record.js';
+import type { ApprovalRecord, Claim } from '../../domain/record.js';
 import { type BackoffPolicy, backoffDelay } from '../../msp/backoff.js';
-import { HostGoneError, MspError, RequestTimeoutError } from '../../msp/errors.js';
+import { RequestTimeoutError } from '../../msp/errors.js';
 import type { ApprovalHost } from '../../msp/events.js';
-import { RequirementRef } from '../../msp/protocol.js';
-import type { ApprovalStore } from '../../store/approvalStore.js';
+import type { ClaimOutcome, Mutation } from '../../store/approvalStore.js';
 import type { Activity } from '../../util/activity.js';
 import { byDeadline, LATE } from '../../util/byDeadline.js';
 import { lazyChild } from '../../util/lazyChild.js';
-import type { RecordKeeper } from '../records/recordKeeper.js';
-import {
-  decidedByClaim,
-  requirementMoved,
-  resolvedElsewhere,
-  unanswered,
-  unavailable,
-  unclaimed,
-} from '../records/recordMutations.js';
-import { type NotDecidable, whyNotDecidable } from './decisionCheck.js';
-import type { Unwarranted, WarrantAsk } from './decisionWarrant.js';
+import { decidedByClaim, unanswered, unclaimed } from '../records/decisionMutations.js';
+import type { DecisionOutcome, DecisionRequest, Unwarranted, WarrantAsk } from './decision.js';
+import { whyNotDecidable } from './decisionCheck.js';
+import { outcomeOfFailure } from './hostRefusal.js';
+
+export type { DecidedBy, DecisionOutcome, DecisionRequest } from './decision.js';
 
 // Deciding, in one place and with no Slack in sight: a click, a remembered grant and an
 // escalation timeout all come here. Claim the stage, mint and store the commandId, send
 // approval/decide (asking again with the same commandId while the host is up but silent), and
 // classify what the host said into an outcome the caller turns into words.
 
-/** Who made a decision. */
-export type DecidedBy =
-  /** `voters`: everyone whose approving pick made the quorum, the last of them `userId`. */
-  | { via: 'click'; userId: string; voters?: string[] }
-  | { via: 'grant'; grant: GrantRef }
-  | { via: 'timeout' };
-
-export interface DecisionRequest {
-  /** The record the decision was checked against; it is checked again under compare-and-set. */
-  record: ApprovalRecord;
-  /** The stage the decision was made for. */
-  sourceIndex: number;
-  choiceId: string;
-  /** Sent only when the choice accepts feedback. */
-  feedback?: string;
-  by: DecidedBy;
-  /**
-   * When the person must hear back (ms since the epoch). If the claim is not stored by then, the
-   * outcome is `notRecorded` and the claim, should Redis store it later, is released unsent.
-   */
-  recordBy?: number;
-  /**
-   * The commandId to decide with; minted here when absent. A decision carried out again (a
-   * forwarded one whose first owner died) comes with the same one, and is the same decision.
-   */
-  commandId?: string;
-  /**
-   * Who to tell the outcome should the asker stop waiting for it (JSON; see DecisionForwarding):
-   * a decision forwarded to another replica may end after its asker answered the person.
-   */
-  asker?: Record<string, unknown>;
-  /**
-   * What to do when the record changed between the check and the claim. `recheck` (the default):
-   * read it again and check it again in full (who may decide included, see `warranted`).
-   * `return`: claim nothing and resolve `changed`, for a caller that checks more than that (a
-   * click: whether its "don't ask again" is still offered).
-   */
-  onChange?: 'recheck' | 'return';
-  /**
-   * The caller itself checked, against `record`, that this decision may be made (a click checked
-   * by the ClickHandler, a grant the GrantAnswerer found, a timeout step the Escalator fired).
-   * Claiming that very record needs no second check; any other record is checked in full before
-   * it is claimed (DeciderOptions.warrant). Never carried to another replica: a forwarded
-   * decision is checked again by the owner, on the record it holds.
-   */
-  warranted?: boolean;
-  /**
-   * Told when this process hands the decision to its host (written before the current turn of
-   * the event loop ends when the host is up), before the host answers, and again each time an
-   * unanswered decide is asked again; not for a decision forwarded to another replica. A click's
-   * acknowledgement waits for it (choiceButton.ts).
-   */
-  onSent?: () => void;
+/** What the Decider needs of the RecordKeeper: a stage claimed, and the record changed after. */
+export interface DecisionKeeper {
+  claim(checked: ApprovalRecord, claim: Claim, abandoned?: () => boolean): Promise<ClaimOutcome>;
+  mutateAndSync(approvalId: string, mutation: Mutation): Promise<ApprovalRecord | undefined>;
 }
 
-export type DecisionOutcome =
-  /** The host admitted the decision; the card follows when the host reports the result. */
-  | { kind: 'decided'; terminal: boolean | undefined }
-  | NotDecidable
-  /** Checked again before the claim: this decision may not be made on the record as it stands. */
-  | Unwarranted
-  | { kind: 'gone' }
-  /** The record changed since it was checked; nothing was claimed (onChange: 'return'). */
-  | { kind: 'changed' }
-  /** Someone or something else decided first (the host's own record of the winner). */
-  | { kind: 'alreadyResolved'; decision: string; resolvedBy: string; slackUserId?: string }
-  | { kind: 'reviewerUnavailable' }
-  /** The host is down; the claim is kept and the decision sent when the approval is seen again. */
-  | { kind: 'hostUnavailable' }
-  /** Another client holds the session. */
-  | { kind: 'sessionElsewhere' }
-  /** The host does not know the approval; its session is being re-read. */
-  | { kind: 'unknownToHost' }
-  /** Redis did not store the claim in time: nothing was decided, and nothing will be. */
-  | { kind: 'notRecorded' }
-  | { kind: 'stopping' }
-  | { kind: 'refused'; errorKind: string }
-  /** Handed to the replica that owns the host, which has not answered yet; it tells the asker. */
-  | { kind: 'forwarded' };
+/** Where the Decider reads an approval again when it changed under a decision. */
+export interface RecordReader {
+  get(approvalId: string): Promise<ApprovalRecord | undefined>;
+}
 
 export interface DeciderOptions {
-  keeper: RecordKeeper;
-  store: ApprovalStore;
+  keeper: DecisionKeeper;
+  store: RecordReader;
   host: (hostId: string) => ApprovalHost | undefined;
   logger: Logger;
   newCommandId: () => string;
@@ -370,7 +295,14 @@ export class Decider {
         // A decide the host left unanswered may or may not have been applied; the same commandId
         // makes asking again safe, and we keep asking for as long as the host is up.
         if (!(err instanceof RequestTimeoutError) || !host.isUp() || this.stopped.signal.aborted) {
-          return this.classify(err, record, claim, host, log);
+          return outcomeOfFailure(err, {
+            record,
+            claim,
+            host,
+            log,
+            now: this.now,
+            mutate: (approvalId, mutation) => this.mutate(approvalId, mutation),
+          });
         }
         asked += 1;
         log().warn({ unanswered: asked }, 'the host left the decision unanswered; asking again');
@@ -386,71 +318,6 @@ export class Decider {
     }
   }
 
-  private async classify(
-    err: unknown,
-    record: ApprovalRecord,
-    claim: Claim,
-    host: ApprovalHost,
-    log: () => Logger,
-  ): Promise<DecisionOutcome> {
-    const { approvalId, sessionId } = record;
-    if (err instanceof HostGoneError || err instanceof RequestTimeoutError) {
-      // Keep the claim: when the host is back the approval is seen again and this is replayed.
-      log().warn({ err: err.message }, 'host gone while deciding; will replay');
-      return { kind: 'hostUnavailable' };
-    }
-    if (!(err instanceof MspError)) {
-      log().error({ err }, 'decide failed');
-      await this.giveBack(record, claim);
-      return { kind: 'refused', errorKind: 'internal' };
-    }
-    log().warn({ kind: err.kind, code: err.code }, 'decide refused');
-    switch (err.kind) {
-      case 'approvalAlreadyResolved': {
-        const winner = (err.data?.resolution ?? {}) as { decision?: string; resolvedBy?: string };
-        const decision = winner.decision ?? 'unknown';
-        const resolvedBy = winner.resolvedBy ?? 'unknown';
-        const final = await this.mutate(approvalId, resolvedElsewhere(decision, resolvedBy, this.now()));
-        return {
-          kind: 'alreadyResolved',
-          decision: final?.resolution?.decision ?? decision,
-          resolvedBy: final?.resolution?.resolvedBy ?? resolvedBy,
-          ...(final?.resolution?.slackUserId ? { slackUserId: final.resolution.slackUserId } : {}),
-        };
-      }
-      case 'approvalRequirementStale': {
-        // The host names the stage it is at; the session's listing brings that stage's choices.
-        const current = RequirementRef.safeParse(err.data?.currentRequirementId);
-        if (current.success && current.data.approvalId === approvalId) {
-          await this.mutate(approvalId, requirementMoved(claim.commandId, current.data));
-        } else {
-          await this.giveBack(record, claim);
-        }
-        host.refreshSession(sessionId);
-        return { kind: 'stale' };
-      }
-      case 'approvalChoiceInvalid':
-        await this.giveBack(record, claim);
-        host.refreshSession(sessionId);
-        return { kind: 'stale' };
-      case 'approvalNotFound':
-        // The buttons go until the host says what it has: re-listed, they come back; missing,
-        // the card is superseded.
-        await this.mutate(approvalId, unavailable('unknownToHost'));
-        host.refreshSession(sessionId);
-        return { kind: 'unknownToHost' };
-      case 'approvalReviewerUnavailable':
-        await this.giveBack(record, claim);
-        return { kind: 'reviewerUnavailable' };
-      case 'sessionInUse':
-        await this.mutate(approvalId, unavailable('heldElsewhere'));
-        return { kind: 'sessionElsewhere' };
-      default:
-        await this.giveBack(record, claim);
-        return { kind: 'refused', errorKind: err.kind };
-    }
-  }
-
   /** Drops our claim and frees its stage, so the question goes back to people. */
   private giveBack(record: ApprovalRecord, claim: Claim): Promise<ApprovalRecord | undefined> {
     return this.mutate(record.approvalId, unclaimed(claim.commandId));
@@ -461,10 +328,7 @@ export class Decider {
   }
 
   /** A record change on the way to an outcome; a Redis failure here must not lose the outcome. */
-  private async mutate(
-    approvalId: string,
-    mutation: Parameters<RecordKeeper['mutateAndSync']>[1],
-  ): Promise<ApprovalRecord | undefined> {
+  private async mutate(approvalId: string, mutation: Mutation): Promise<ApprovalRecord | undefined> {
     try {
       return await this.options.keeper.mutateAndSync(approvalId, mutation);
     } catch (err) {

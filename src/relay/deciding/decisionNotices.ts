@@ -1,17 +1,27 @@
 import type { Logger } from 'pino';
-import {
-  type ResolvedRecord,
-  renderRequesterDm,
-  renderThreadLine,
-} from '../../cards/renderDecisionNotice.js';
 import type { AuditTrail } from '../../domain/audit.js';
+import type { NoticeNames, ResolvedRecord } from '../../domain/decisionNotice.js';
 import type { ApprovalRecord } from '../../domain/record.js';
 import type { Activity } from '../../util/activity.js';
 
-/** The Slack side of the notices (slack/slackNotices.ts). */
+/**
+ * The Slack side of the notices (slack/slackNotices.ts): the relay hands over the resolved record
+ * and the deciders' names, and the sender words them (cards/renderDecisionNotice.ts).
+ */
 export interface NoticeSender {
-  threadReply(channel: string, threadTs: string, text: string): Promise<void>;
-  directMessage(userId: string, text: string): Promise<void>;
+  /** The audit line in the card's thread: who decided, with which choice, the feedback, when. */
+  decisionLine(
+    card: { channel: string; ts: string },
+    record: ResolvedRecord,
+    names: NoticeNames,
+  ): Promise<void>;
+  /** The DM to a host's owner; `permalink` is the card's, when Slack gave one. */
+  requesterDm(
+    userId: string,
+    record: ResolvedRecord,
+    permalink: string | undefined,
+    names: NoticeNames,
+  ): Promise<void>;
   /** The card's permalink, or undefined when Slack would not give one. */
   permalink(channel: string, ts: string): Promise<string | undefined>;
   /** A user's display name, or undefined when it is not known. */
@@ -87,23 +97,21 @@ export class DecisionNotices {
     const owner = ownerOf(record.hostId);
     const names = this.names(record);
     await Promise.all([
-      this.once(record, 'thread', async () =>
-        sender.threadReply(channel, ts, renderThreadLine(record, await names)),
-      ),
+      this.once(record, 'thread', async () => sender.decisionLine({ channel, ts }, record, await names)),
       // Every resolution: an operator exporting the trail sees policy and the automated
       // reviewer beside the people, as the card's thread does.
       this.once(record, 'audit', () => this.appendAudit(record)),
       owner
         ? this.once(record, 'dm', async () => {
             const [permalink, known] = await Promise.all([sender.permalink(channel, ts), names]);
-            await sender.directMessage(owner, renderRequesterDm(record, record.hostId, permalink, known));
+            await sender.requesterDm(owner, record, permalink, known);
           })
         : undefined,
     ]);
   }
 
   /** The deciders' names (a quorum's approvers, else the one who decided), looked up once for both notices. */
-  private async names(record: ResolvedRecord) {
+  private async names(record: ResolvedRecord): Promise<NoticeNames> {
     const { slackUserId, voters } = record.resolution;
     const ids = voters ?? (slackUserId ? [slackUserId] : []);
     const names = new Map(

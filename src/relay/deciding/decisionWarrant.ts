@@ -1,32 +1,17 @@
-import type { Refused } from '../../domain/authorization.js';
 import { needsQuorum, timeoutChoice } from '../../domain/decisionWords.js';
 import type { GrantStore } from '../../domain/grants/grant.js';
 import { findGrant, grantQuestion, sessionCallerOf } from '../../domain/grants/match.js';
 import { type ApprovalRecord, votersFor } from '../../domain/record.js';
 import type { EscalationStep, RouteGrants } from '../../domain/route.js';
 import type { Authorizer } from './authorizer.js';
-import type { DecidedBy } from './decider.js';
+import type { DecidedBy, Unwarranted, WarrantAsk } from './decision.js';
+
+export type { Unwarranted, WarrantAsk };
 
 // Whether a decision may be made on a record as it stands, by whoever or whatever made it: the
 // same rules a click, a grant and a timeout pass where they start, checked again by the Decider
 // on the record it is about to claim whenever that is not the record the caller checked (a
 // decision forwarded from another replica, or one whose record changed before its claim).
-
-/** Why a decision may not be made on the record as it stands. */
-export type Unwarranted =
-  /** The person may not decide this approval (authorization.ts says why). */
-  | { kind: 'notAuthorized'; refused: Refused }
-  /** An approving pick that needs a quorum has fewer votes than it, from people who may decide. */
-  | { kind: 'quorumNotMet'; votes: number; quorum: number }
-  /** No live grant answers this stage with this choice; or the route's ladder ends in no timeout. */
-  | { kind: 'unwarranted'; via: 'grant' | 'timeout' };
-
-/** What of a decision the check needs. */
-export interface WarrantAsk {
-  sourceIndex: number;
-  choiceId: string;
-  by: DecidedBy;
-}
 
 export interface DecisionWarrantOptions {
   authorizer: Pick<Authorizer, 'check' | 'quorum' | 'ownerOf'>;

@@ -1,66 +1,21 @@
-import type { Logger } from 'pino';
-import { renderEscalationDm, shortDuration } from '../../cards/renderEscalation.js';
-import { timeoutChoice } from '../../domain/decisionWords.js';
-import type { RenderedMessage } from '../../domain/messages.js';
 import { type ApprovalRecord, type FiredStep, isTerminal } from '../../domain/record.js';
-import type { Approvers, EscalationStep, OncallSource } from '../../domain/route.js';
-import type { TriggerEvent } from '../../pagerduty/pagerDuty.js';
-import type { ApprovalStore } from '../../store/approvalStore.js';
-import type { DueStep, EscalationStore } from '../../store/escalationStore.js';
-import type { Decider } from '../deciding/decider.js';
-import type { NoticeLedger } from '../deciding/decisionNotices.js';
+import type { EscalationStep } from '../../domain/route.js';
+import type { DueStep } from '../../store/escalationStore.js';
 import type { RecordKeeper } from '../records/recordKeeper.js';
 import { escalationFired, escalationStarted } from '../records/recordMutations.js';
-import type { OncallResolver } from './oncall.js';
+import { EscalationSteps, type EscalationStepsOptions } from './escalationSteps.js';
+import { lineageOf } from './lineage.js';
 
 // On-call escalation (routes[].escalation): reminders, mentions, DMs, pages and a timeout, each
 // fired once per request. Nothing is timed in memory: due steps sit in Redis (EscalationStore),
 // one poll loop per process takes what is due with an atomic claim, and reads the record again
 // after the claim, so a step claimed as the approval resolves does nothing.
 
-/** The Slack side of escalation. */
-export interface EscalationSender {
-  threadReply(channel: string, threadTs: string, text: string, broadcast: boolean): Promise<void>;
-  /** Opens the DM and posts; resolves with where the message landed. */
-  directMessage(userId: string, message: RenderedMessage): Promise<{ channel: string; ts: string }>;
-  permalink(channel: string, ts: string): Promise<string | undefined>;
-  nameOf(userId: string): Promise<string | undefined>;
-}
-
-export interface Pager {
-  trigger(event: TriggerEvent): Promise<void>;
-  resolve(routingKey: string, dedupKey: string): Promise<void>;
-}
-
-export interface EscalatorOptions {
-  schedule: EscalationStore;
-  store: ApprovalStore;
+export interface EscalatorOptions extends EscalationStepsOptions {
   keeper: RecordKeeper;
-  decider: Decider;
-  slack: EscalationSender;
-  pager?: Pager;
-  oncall: OncallResolver;
-  /** PagerDuty's resolve is sent once per page, whichever replica sees the resolution. */
-  ledger: NoticeLedger;
   ladderOf: (route: string | undefined) => readonly EscalationStep[];
-  oncallOf: (route: string | undefined) => OncallSource | undefined;
-  approversOf: (route: string | undefined) => Approvers | undefined;
-  defaultRoutingKey?: string;
-  /** How long a DM's buttons stay mapped to their approval. */
-  dmMappingTtlMs: number;
-  logger: Logger;
   pollMs?: number;
   now?: () => Date;
-}
-
-export const TIMEOUT_FEEDBACK = 'Nobody answered this approval in time; Countersign rejected it on timeout.';
-
-/** The request a record asks: the same for a superseded approval and the one a restarted host asks again. */
-export function lineageOf(
-  record: Pick<ApprovalRecord, 'hostId' | 'sessionId' | 'toolCallId' | 'itemId' | 'approvalId'>,
-): string {
-  const call = record.toolCallId ?? record.itemId;
-  return call ? `${record.hostId}:${record.sessionId}:${call}` : `${record.hostId}:${record.approvalId}`;
 }
 
 export class Escalator {
@@ -73,8 +28,11 @@ export class Escalator {
   /** Steps that failed to reach anyone, by action: /metrics shows them. */
   readonly failures: Record<string, number> = {};
 
+  private readonly steps: EscalationSteps;
+
   constructor(private readonly options: EscalatorOptions) {
     this.now = options.now ?? (() => new Date());
+    this.steps = new EscalationSteps(options, (kind) => this.count(kind));
   }
 
   start(): void {
@@ -165,25 +123,7 @@ export class Escalator {
     if (record.phase === 'superseded' || !record.escalation) return;
     const routingKey = await this.options.schedule.pagedWith(lineage);
     await this.options.schedule.end(lineage);
-    if (routingKey) await this.resolvePage(record, routingKey, 'pd-resolve');
-  }
-
-  /** Sends PagerDuty's resolve once per page and `kind`, whichever replica gets here first. */
-  private async resolvePage(record: ApprovalRecord, routingKey: string, kind: string): Promise<void> {
-    const { approvalId } = record;
-    if (!this.options.pager) return;
-    const dedupKey = record.escalation?.origin ?? approvalId;
-    if (!(await this.options.ledger.claim(dedupKey, kind))) return;
-    let outcome = 'sent';
-    try {
-      await this.options.pager.resolve(routingKey, dedupKey);
-      this.options.logger.info({ approvalId, dedupKey }, 'PagerDuty page resolved');
-    } catch (err) {
-      outcome = `failed: ${err instanceof Error ? err.message : String(err)}`.slice(0, 200);
-      this.count('resolve');
-      this.options.logger.error({ approvalId, dedupKey, err: outcome }, 'PagerDuty resolve failed');
-    }
-    await this.options.ledger.settle(dedupKey, kind, outcome);
+    if (routingKey) await this.steps.resolvePage(record, routingKey, 'pd-resolve');
   }
 
   private async take(due: DueStep): Promise<void> {
@@ -237,7 +177,7 @@ export class Escalator {
     let who: string | undefined;
     let failed = false;
     try {
-      who = await this.act(record, step, waitedMs);
+      who = await this.steps.act(record, step, waitedMs);
       log.info({ who }, 'escalation step fired');
     } catch (err) {
       failed = true;
@@ -263,157 +203,5 @@ export class Escalator {
         origin: record.escalation?.origin ?? approvalId,
       }),
     );
-  }
-
-  /** Does what the step says; resolves with whom it reached, for the card. */
-  private async act(
-    record: ApprovalRecord,
-    step: EscalationStep,
-    waitedMs: number,
-  ): Promise<string | undefined> {
-    const { slack } = this.options;
-    const { channel, ts } = record.slack as { channel: string; ts: string };
-    const waited = shortDuration(waitedMs);
-    switch (step.action) {
-      case 'remind':
-        await slack.threadReply(
-          channel,
-          ts,
-          `:alarm_clock: This approval has waited ${waited} for a decision.`,
-          false,
-        );
-        return undefined;
-      case 'mention': {
-        const target = await this.target(record, step.target ?? 'oncall');
-        const mention = target.usergroup
-          ? `<!subteam^${target.usergroup}>`
-          : target.users.map((u) => `<@${u}>`).join(' ');
-        await slack.threadReply(
-          channel,
-          ts,
-          mention
-            ? `:mega: ${mention}: this approval has waited ${waited} for a decision.`
-            : `:mega: This approval has waited ${waited}, and nobody on call could be found to ask.`,
-          step.broadcast === true,
-        );
-        return target.usergroup ? `@${target.usergroup}` : await this.names(target.users);
-      }
-      case 'dm': {
-        const target = await this.target(record, step.target ?? 'oncall');
-        const userId = target.users[0];
-        if (!userId) throw new Error('nobody to DM: the on-call source and the approvers name nobody');
-        const permalink = await slack.permalink(channel, ts);
-        const posted = await slack.directMessage(
-          userId,
-          renderEscalationDm(record, { waitedMs, ...(permalink ? { permalink } : {}) }),
-        );
-        // A press in the DM finds its approval the way a press on the card does.
-        await this.options.store.mapMessage(
-          posted.channel,
-          posted.ts,
-          record.approvalId,
-          this.options.dmMappingTtlMs,
-        );
-        return this.names([userId]);
-      }
-      case 'page':
-        return this.page(record, step, waitedMs);
-      case 'timeout':
-        await this.timeout(record, step);
-        return undefined;
-    }
-  }
-
-  private async page(
-    record: ApprovalRecord,
-    step: EscalationStep,
-    waitedMs: number,
-  ): Promise<string | undefined> {
-    const { pager, slack } = this.options;
-    const routingKey = step.routingKey ?? this.options.defaultRoutingKey;
-    if (!pager || !routingKey) throw new Error('no PagerDuty routing key');
-    const { channel, ts } = record.slack as { channel: string; ts: string };
-    const dedupKey = record.escalation?.origin ?? record.approvalId;
-    const permalink = await slack.permalink(channel, ts);
-    const subject =
-      record.subject.kind === 'shell' ? record.subject.command : (record.title ?? record.subject.kind);
-    // Marked first: a resolution racing the trigger must still resolve it.
-    if (!(await this.options.schedule.paged(lineageOf(record), routingKey))) {
-      throw new Error('the approval was resolved as the page was due; not paging');
-    }
-    await pager.trigger({
-      routingKey,
-      dedupKey,
-      summary: `Approval waiting: ${record.tool} — ${String(subject ?? '')}`.replace(/\s+/g, ' '),
-      source: `countersign:${record.hostId}`,
-      customDetails: {
-        approvalId: record.approvalId,
-        sessionId: record.sessionId,
-        ...(record.sessionTitle ? { sessionTitle: record.sessionTitle } : {}),
-        card: permalink ?? `${channel}/${ts}`,
-        age: shortDuration(waitedMs),
-        ageSeconds: Math.round(waitedMs / 1000),
-      },
-      ...(permalink ? { links: [{ href: permalink, text: 'Approval card' }] } : {}),
-    });
-    // Resolved while the trigger was on its way: its resolve may have reached PagerDuty first.
-    const after = await this.options.store.get(record.approvalId);
-    if (after && isTerminal(after) && after.phase !== 'superseded') {
-      await this.resolvePage(
-        { ...after, escalation: after.escalation ?? record.escalation },
-        routingKey,
-        'pd-resolve-late',
-      );
-    }
-    // The card names who was paged when the route's on-call source is PagerDuty's.
-    if (this.options.oncallOf(record.route)?.kind !== 'pagerduty') return 'PagerDuty';
-    const target = await this.target(record, 'oncall');
-    return target.source === 'pagerduty' ? await this.names(target.users) : 'PagerDuty';
-  }
-
-  private async timeout(record: ApprovalRecord, step: EscalationStep): Promise<void> {
-    const choice = timeoutChoice(record.availableChoices);
-    if (!choice) throw new Error('no reject choice offered: the timeout cannot decide');
-    if (record.phase !== 'pending')
-      throw new Error(`the approval is ${record.phase}: the timeout cannot decide`);
-    const outcome = await this.options.decider.decide({
-      record,
-      sourceIndex: record.currentRequirementId.sourceIndex,
-      choiceId: choice.choiceId,
-      feedback: `${TIMEOUT_FEEDBACK} (waited ${shortDuration(step.afterMs)})`,
-      by: { via: 'timeout' },
-      // A timeout step of this record's route fired for it.
-      warranted: true,
-    });
-    this.options.logger.info(
-      { approvalId: record.approvalId, outcome: outcome.kind },
-      'escalation timeout decided',
-    );
-    if (outcome.kind !== 'decided' && outcome.kind !== 'hostUnavailable') {
-      throw new Error(`the timeout could not decide: ${outcome.kind}`);
-    }
-  }
-
-  private async target(record: ApprovalRecord, target: string) {
-    if (target === 'oncall') {
-      return this.options.oncall.resolve(
-        this.options.oncallOf(record.route),
-        this.options.approversOf(record.route),
-        record.approvalId,
-      );
-    }
-    return target.startsWith('S')
-      ? { users: [] as string[], usergroup: target, source: 'approvers' as const }
-      : { users: [target], source: 'approvers' as const };
-  }
-
-  private async names(users: readonly string[]): Promise<string | undefined> {
-    if (users.length === 0) return undefined;
-    const shown = await Promise.all(
-      users
-        .slice(0, 3)
-        .map(async (u) => `@${(await this.options.slack.nameOf(u).catch(() => undefined)) ?? u}`),
-    );
-    return users.length > 3 ? `${shown.join(', ')} and ${users.length - 3} more` : shown.join(', ');
   }
 }

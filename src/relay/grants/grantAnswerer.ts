@@ -3,7 +3,6 @@ import type { Grant, GrantStore } from '../../domain/grants/grant.js';
 import { findGrant, type GrantQuestion, grantQuestion, sessionCallerOf } from '../../domain/grants/match.js';
 import { type ApprovalRecord, type GrantRef, isTerminal } from '../../domain/record.js';
 import type { RouteGrants } from '../../domain/route.js';
-import type { ApprovalStore } from '../../store/approvalStore.js';
 import type { Decider } from '../deciding/decider.js';
 import type { NoticeLedger } from '../deciding/decisionNotices.js';
 import type { RecordKeeper } from '../records/recordKeeper.js';
@@ -15,11 +14,18 @@ export interface GrantLineSender {
   grantUsed(record: ApprovalRecord, grant: Grant, question: GrantQuestion): Promise<void>;
 }
 
+/** Where the answerer reads an approval afresh: it never writes one itself. */
+export interface RecordReader {
+  get(approvalId: string): Promise<ApprovalRecord | undefined>;
+}
+
 export interface GrantAnswererOptions {
-  grants: GrantStore;
-  store: ApprovalStore;
-  keeper: RecordKeeper;
-  decider: Decider;
+  /** Grants are looked up, a use taken and given back, and a use counted. */
+  grants: Pick<GrantStore, 'candidates' | 'reserveUse' | 'returnUse' | 'recordUse'>;
+  store: RecordReader;
+  /** Shows a card no grant answered (reveal), and tracks the work so idle() waits for it. */
+  keeper: Pick<RecordKeeper, 'reveal' | 'track'>;
+  decider: Pick<Decider, 'decide'>;
   lines: GrantLineSender;
   /** Each line is sent once per stage, whichever replica or retry gets there. */
   ledger: NoticeLedger;

@@ -4,8 +4,8 @@ import { grantQuestion, type RememberOffer } from '../../domain/grants/match.js'
 import { type GrantScope, offeredScope, scopeTtlMs } from '../../domain/grants/scope.js';
 import type { ApprovalRecord } from '../../domain/record.js';
 import type { RouteGrants } from '../../domain/route.js';
+import { rememberedAs } from '../records/cardMutations.js';
 import type { RecordKeeper } from '../records/recordKeeper.js';
-import { rememberedAs } from '../records/recordMutations.js';
 
 export interface GrantMakerOptions {
   grants: GrantStore;

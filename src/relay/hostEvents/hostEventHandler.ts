@@ -15,21 +15,15 @@ import type { Decider } from '../deciding/decider.js';
 import type { RecordKeeper } from '../records/recordKeeper.js';
 import {
   newRecord,
-  orphaned,
   reopened,
   resolved,
   riskMarked,
-  superseded,
   unavailable,
   updated,
 } from '../records/recordMutations.js';
+import { HeldEvents, type RedisAvailability } from './heldEvents.js';
 import { fullTextFields } from './intake/takeFullText.js';
-
-/** Whether Redis answers right now, and a way to hear when it does again. */
-export interface RedisAvailability {
-  available(): boolean;
-  onAvailable(listener: () => void): void;
-}
+import { OpenApprovals } from './openApprovals.js';
 
 export interface HostEventHandlerOptions {
   keeper: RecordKeeper;
@@ -87,18 +81,25 @@ export class HostEventHandler {
    * learns it again from session/list before it sees any approval.
    */
   private readonly sessions = new Map<string, { label?: string; title?: string; workspaceRoot?: string }>();
-  /** Events that came while Redis was away, in arrival order. */
-  private readonly buffered: HostEvent[] = [];
-  /** Hosts whose events were dropped from a full buffer: their sessions are read again. */
-  private readonly dropped = new Set<string>();
-  private readonly maxBuffered: number;
+  /** Events held while Redis is away; none without `redis`. */
+  private readonly held: HeldEvents | undefined;
+  /** Reconciles a host's (or a session's) open approvals with what the host says is left. */
+  private readonly sweep: OpenApprovals;
   /** Per channel, in the order approvals came: see opened(). */
   private readonly turns = new Turns();
 
   constructor(private readonly options: HostEventHandlerOptions) {
     this.now = options.now ?? (() => new Date());
-    this.maxBuffered = options.maxBufferedEvents ?? DEFAULT_MAX_BUFFERED_EVENTS;
-    options.redis?.onAvailable(() => this.redisBack());
+    this.held = options.redis
+      ? new HeldEvents({
+          redis: options.redis,
+          logger: options.logger,
+          max: options.maxBufferedEvents ?? DEFAULT_MAX_BUFFERED_EVENTS,
+          dispatch: (event) => this.dispatch(event),
+          reread: (hostId) => options.host(hostId)?.refreshAll(),
+        })
+      : undefined;
+    this.sweep = new OpenApprovals(options);
   }
 
   handleHostEvent(event: HostEvent): void {
@@ -110,9 +111,8 @@ export class HostEventHandler {
       });
       return;
     }
-    const redis = this.options.redis;
-    if (redis && (!redis.available() || this.buffered.length > 0)) {
-      this.hold(event);
+    if (this.held?.mustWait()) {
+      this.held.hold(event);
       return;
     }
     this.dispatch(event);
@@ -121,38 +121,6 @@ export class HostEventHandler {
   /** Resolves when all queued and background work has settled. */
   idle(): Promise<void> {
     return this.options.keeper.idle();
-  }
-
-  /**
-   * Redis is away: keep the event for when it is back. A full buffer drops events, and the
-   * host's sessions are read again instead (listPending): a pending approval is listed there,
-   * and a card whose approval is no longer listed is closed, so nothing is lost or doubled.
-   */
-  private hold(event: HostEvent): void {
-    if (this.buffered.length < this.maxBuffered) {
-      this.buffered.push(event);
-      return;
-    }
-    if (!this.dropped.has(event.hostId)) {
-      this.options.logger.warn(
-        { hostId: event.hostId, buffered: this.buffered.length },
-        'Redis is away and the event buffer is full; dropping host events and re-reading the sessions once Redis is back',
-      );
-    }
-    this.dropped.add(event.hostId);
-  }
-
-  private redisBack(): void {
-    const events = this.buffered.splice(0);
-    if (events.length > 0 || this.dropped.size > 0) {
-      this.options.logger.info(
-        { events: events.length, reread: [...this.dropped] },
-        'Redis is back; handling the host events held meanwhile',
-      );
-    }
-    for (const event of events) this.dispatch(event);
-    for (const hostId of this.dropped) this.options.host(hostId)?.refreshAll();
-    this.dropped.clear();
   }
 
   private dispatch(event: HostEvent): void {
@@ -188,19 +156,24 @@ export class HostEventHandler {
         return;
       case 'sessionReconciled':
         keeper.track(
-          this.reconcileSession(event.hostId, event.sessionId, event.pendingApprovalIds, event.incarnation),
+          this.sweep.reconcileSession(
+            event.hostId,
+            event.sessionId,
+            event.pendingApprovalIds,
+            event.incarnation,
+          ),
         );
         return;
       case 'sessionHeldElsewhere':
-        keeper.track(this.changeSession(event.hostId, event.sessionId, unavailable('heldElsewhere')));
+        keeper.track(this.sweep.changeSession(event.hostId, event.sessionId, unavailable('heldElsewhere')));
         return;
       case 'hostUp':
         // A host that keeps nothing came up: whatever an earlier process of it asked is gone,
         // even when this bot was not running to see that process die.
-        if (!event.durable) keeper.track(this.orphanAll(event.hostId, event.incarnation));
+        if (!event.durable) keeper.track(this.sweep.orphanAll(event.hostId, event.incarnation));
         return;
       case 'hostDown':
-        if (!event.durable) keeper.track(this.orphanAll(event.hostId));
+        if (!event.durable) keeper.track(this.sweep.orphanAll(event.hostId));
         return;
       case 'sessionSeen':
         return;
@@ -367,73 +340,6 @@ export class HostEventHandler {
         .catch((err: unknown) => {
           logger.warn({ err, approvalId: record.approvalId }, 'could not append to the audit trail');
         });
-    }
-  }
-
-  /**
-   * The host listed what is still pending in a session. An approval asked by an earlier host
-   * process that is no longer pending was closed or replaced by the host.
-   */
-  private async reconcileSession(
-    hostId: string,
-    sessionId: string,
-    pendingApprovalIds: string[],
-    incarnation: string,
-  ): Promise<void> {
-    const pending = new Set(pendingApprovalIds);
-    await this.forEachOpen(hostId, sessionId, (record) => {
-      if (pending.has(record.approvalId)) return undefined;
-      // Asked by this very host process and not listed: the listing may predate it.
-      if (record.incarnation === incarnation && record.phase !== 'unavailable') return undefined;
-      // Ours may have been the decision that closed it: the host says so when asked again.
-      if (record.phase === 'deciding' && record.claim) {
-        this.options.decider.settle(record);
-        return undefined;
-      }
-      return superseded('The agent host no longer has this request pending.');
-    });
-  }
-
-  private changeSession(hostId: string, sessionId: string, mutation: Mutation): Promise<void> {
-    return this.forEachOpen(hostId, sessionId, () => mutation);
-  }
-
-  /** A host that keeps nothing died (or a new process of it came up): its approvals died with it. */
-  private orphanAll(hostId: string, survivingIncarnation?: string): Promise<void> {
-    return this.forEachOpen(hostId, undefined, (record) =>
-      record.incarnation === survivingIncarnation ? undefined : orphaned,
-    );
-  }
-
-  /**
-   * Applies the mutation `pick` chooses to each open approval of a host (or of one of its
-   * sessions), each in its own queue. Only that session's approvals are read.
-   */
-  private async forEachOpen(
-    hostId: string,
-    sessionId: string | undefined,
-    pick: (record: NonNullable<Awaited<ReturnType<ApprovalStore['get']>>>) => Mutation | undefined,
-  ): Promise<void> {
-    const { keeper, store, logger } = this.options;
-    try {
-      const ids = await store.openApprovalIds(hostId, sessionId);
-      await Promise.all(
-        ids.map((approvalId) =>
-          keeper.run(approvalId, async () => {
-            const record = await store.get(approvalId);
-            if (!record || isTerminal(record)) {
-              if (record) await store.forgetOpen(record);
-              else await store.forgetOpenId(hostId, approvalId, sessionId);
-              return;
-            }
-            if (sessionId !== undefined && record.sessionId !== sessionId) return;
-            const mutation = pick(record);
-            if (mutation) await keeper.mutate(approvalId, mutation, record);
-          }),
-        ),
-      );
-    } catch (err) {
-      logger.error({ err, hostId, sessionId }, 'reconciling open approvals failed');
     }
   }
 }

@@ -11,7 +11,10 @@ import {
 import type { Activity } from '../../util/activity.js';
 import { KeyedQueue } from '../../util/keyedQueue.js';
 import { type CardChannel, HostLostError } from '../ports.js';
-import { cardRevealed, claimed, unclaimed, withCurrentVotes } from './recordMutations.js';
+import { cardRevealed, keepingCurrentVotes } from './cardMutations.js';
+import { postUnderLease } from './cardPost.js';
+import { claimed, unclaimed } from './decisionMutations.js';
+import { SyncMarks } from './syncMarks.js';
 
 export interface RecordKeeperOptions {
   store: ApprovalStore;
@@ -48,12 +51,7 @@ export class RecordKeeper {
   private readonly postLeaseMs: number;
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly background = new Set<Promise<unknown>>();
-  /** approvalId → the latest card update handed to the channel, by sequence number. */
-  private readonly latestUpdate = new Map<string, number>();
-  private updateSeq = 0;
-  /** Cards that landed their latest update (→ when it was handed out), struck off in one call. */
-  private syncedBatch = new Map<string, number>();
-  private syncedFlush: NodeJS.Timeout | undefined;
+  private readonly syncMarks: SyncMarks;
   /** channel → records being created for it whose post is not yet queued. */
   private readonly creatingIn = new Map<string, number>();
 
@@ -63,6 +61,7 @@ export class RecordKeeper {
     // limit for long): when the process holding it dies between Slack's post and savePost, the
     // next worker takes over within seconds, instead of leaving the approval without a card.
     this.postLeaseMs = options.postLeaseMs ?? 15_000;
+    this.syncMarks = new SyncMarks(options.store, (task) => this.track(task), options.logger);
   }
 
   /** Runs `task` in the approval's queue, after everything queued for it before. */
@@ -264,7 +263,7 @@ export class RecordKeeper {
   stop(): void {
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
-    this.flushSynced();
+    this.syncMarks.flush();
   }
 
   /**
@@ -272,20 +271,11 @@ export class RecordKeeper {
    * with an update in flight). Call at start-up and on taking a host over; each card is brought up
    * to date by one replica. Resolves with how many were looked at.
    */
-  async recoverCards(startedAt: Date = this.now()): Promise<number> {
-    const ids = await this.options.store.unsyncedCards(startedAt);
-    for (const approvalId of ids) {
-      this.enqueue(approvalId, async () => {
-        if (!(await this.options.store.claimCardSync(approvalId, this.postLeaseMs))) return;
-        const readAt = this.options.store.syncStamp();
-        const record = await this.options.store.get(approvalId);
-        if (record?.slack.ts) this.update(record.slack.channel, record.slack.ts, record);
-        else await this.options.store.cardsSynced(new Map([[approvalId, readAt]]));
-      });
-    }
-    if (ids.length > 0)
-      this.options.logger.info({ cards: ids.length }, 'bringing cards left behind up to date');
-    return ids.length;
+  recoverCards(startedAt: Date = this.now()): Promise<number> {
+    return this.syncMarks.recover(startedAt, this.postLeaseMs, {
+      enqueue: (approvalId, task) => this.enqueue(approvalId, task),
+      update: (record, ts) => this.update(record.slack.channel, ts, record),
+    });
   }
 
   /**
@@ -321,18 +311,14 @@ export class RecordKeeper {
   private update(channel: string, ts: string, record: ApprovalRecord): void {
     const { cards, render, logger } = this.options;
     const { approvalId, phase, version } = record;
-    const seq = ++this.updateSeq;
-    this.latestUpdate.set(approvalId, seq);
+    const seq = this.syncMarks.handOut(approvalId);
     // After the write this render shows: a later write marks the card again, and keeps its mark.
     const handedAt = this.options.store.syncStamp();
     this.track(
       cards.update(channel, ts, render(record, this.now()), this.actingFor(record.hostId)).then(
         () => {
           logger.debug({ approvalId, ts, phase, version }, 'card updated');
-          // Only the newest update handed out says the card shows every write so far.
-          if (this.latestUpdate.get(approvalId) !== seq) return;
-          this.latestUpdate.delete(approvalId);
-          this.markSynced(approvalId, handedAt);
+          this.syncMarks.landed(approvalId, seq, handedAt);
         },
         (err: unknown) => logger.warn({ err, approvalId, ts, version }, 'card update given up'),
       ),
@@ -351,47 +337,25 @@ export class RecordKeeper {
     rendered?: RenderedMessage,
   ): Promise<void> {
     const { store, cards, render, logger } = this.options;
-    const { approvalId } = record;
-    let posted: { ts: string; channel: string };
-    const renewing = setInterval(
-      () => {
-        store.renewPostLease(approvalId, lease).catch((err: unknown) => {
-          logger.warn({ err, approvalId }, 'could not renew the post lease');
-        });
-      },
-      Math.max(1, Math.floor(this.postLeaseMs / 3)),
-    );
-    renewing.unref();
+    const mayAct = this.actingFor(record.hostId);
+    let landed: Awaited<ReturnType<typeof postUnderLease>>;
     try {
-      const mayAct = this.actingFor(record.hostId);
-      posted = await cards.post(record.slack.channel, () => rendered ?? render(record, this.now()), {
-        approvalId,
+      landed = await postUnderLease(record, lease, {
+        store,
+        cards,
+        render: () => rendered ?? render(record, this.now()),
+        logger,
+        postLeaseMs: this.postLeaseMs,
         ...(postedSince ? { postedSince } : {}),
         ...(mayAct ? { mayAct } : {}),
       });
     } catch (err) {
-      clearInterval(renewing);
-      // Slack said no (the channel, a scope, an outage): try again later, nothing is lost.
-      await store.releasePostLease(approvalId, lease);
-      this.retryLater(approvalId);
+      this.retryLater(record.approvalId);
       throw err;
     }
-    clearInterval(renewing);
-    const saved = await store.savePost(record, posted, lease);
+    const { posted, saved } = landed;
     if (saved) this.changed(saved.record);
     this.options.activity?.count('cardsPosted');
-    logger.debug(
-      {
-        approvalId,
-        sessionId: record.sessionId,
-        tool: record.tool,
-        route: record.route,
-        phase: record.phase,
-        channel: posted.channel,
-        ts: posted.ts,
-      },
-      'card posted',
-    );
     // Someone changed the record while we were posting: show them the latest.
     if (saved && saved.record.version !== record.version + 1)
       this.update(posted.channel, posted.ts, saved.record);
@@ -405,28 +369,6 @@ export class RecordKeeper {
     const token = this.options.fenceOf?.(hostId);
     if (token === undefined) return undefined;
     return () => this.options.fenceOf?.(hostId) === token;
-  }
-
-  private markSynced(approvalId: string, handedAt: number): void {
-    this.syncedBatch.set(approvalId, handedAt);
-    if (this.syncedFlush) return;
-    // One call for a burst: this bookkeeping must not double the round trips of a resolution.
-    this.syncedFlush = setTimeout(() => this.flushSynced(), 100);
-    this.syncedFlush.unref();
-  }
-
-  private flushSynced(): void {
-    clearTimeout(this.syncedFlush);
-    this.syncedFlush = undefined;
-    const handedAt = this.syncedBatch;
-    this.syncedBatch = new Map();
-    if (handedAt.size === 0) return;
-    this.track(
-      this.options.store.cardsSynced(handedAt).catch((err: unknown) => {
-        // Left marked: the next start re-renders those cards once more, which is harmless.
-        this.options.logger.warn({ err, cards: handedAt.size }, 'could not mark cards as up to date');
-      }),
-    );
   }
 
   private changed(record: ApprovalRecord): void {
@@ -446,12 +388,4 @@ export class RecordKeeper {
     timer.unref();
     this.timers.add(timer);
   }
-}
-
-/** Every stored change leaves only the votes that still count (see withCurrentVotes). */
-function keepingCurrentVotes(mutation: Mutation): Mutation {
-  return (record) => {
-    const next = mutation(record);
-    return next && withCurrentVotes(next);
-  };
 }

@@ -1,13 +1,5 @@
 import { stageCapabilities } from '../../domain/grants/capabilities.js';
-import type {
-  ApprovalRecord,
-  Claim,
-  Escalation,
-  FiredStep,
-  Phase,
-  RiskMark,
-  Vote,
-} from '../../domain/record.js';
+import type { ApprovalRecord, Escalation, FiredStep, Phase, RiskMark } from '../../domain/record.js';
 import { isTerminal } from '../../domain/record.js';
 import type {
   ApprovalRequestParams,
@@ -269,57 +261,6 @@ export function resolved(params: ApprovalResolvedParams, incarnation: string, no
   };
 }
 
-/**
- * Our decision's replay was answered with its original terminal ack: the host applied it, and the
- * approval/resolved it wrote then never reached us (the bot died first). Record it as decided by
- * the claim it answers.
- */
-export function decidedByClaim(commandId: string, now: Date) {
-  return (record: ApprovalRecord): ApprovalRecord | undefined => {
-    const claim = record.claim;
-    if (isTerminal(record) || claim?.commandId !== commandId) return undefined;
-    const choice = record.availableChoices.find((c) => c.choiceId === claim.choiceId);
-    return {
-      ...record,
-      phase: 'resolved',
-      claim: undefined,
-      unavailable: undefined,
-      resolution: {
-        decision: choice?.decision ?? 'unknown',
-        resolvedBy: 'user',
-        decidedAt: now.toISOString(),
-        ...(claim.userId ? { slackUserId: claim.userId } : {}),
-        ...(claim.voters ? { voters: claim.voters } : {}),
-        choiceId: claim.choiceId,
-        ...(claim.feedback ? { feedback: claim.feedback } : {}),
-        ...(claim.via ? { via: claim.via } : {}),
-        ...(claim.grant ? { grant: claim.grant } : {}),
-      },
-    };
-  };
-}
-
-/**
- * The host answered approvalAlreadyResolved: record the winner it names, if we lack one. An
- * `abort` by `user` that was not ours is a recovery's or a withdrawal's (see resolved()).
- */
-export function resolvedElsewhere(decision: string, resolvedBy: string, now: Date) {
-  return (record: ApprovalRecord): ApprovalRecord | undefined => {
-    if (isTerminal(record)) return undefined;
-    if (decision === 'abort' && resolvedBy === 'user') {
-      return superseded(
-        'The agent host closed this request without a decision (it restarted or withdrew it).',
-      )(record);
-    }
-    return {
-      ...record,
-      phase: 'resolved',
-      claim: undefined,
-      resolution: { decision, resolvedBy, decidedAt: now.toISOString() },
-    };
-  };
-}
-
 export function superseded(note: string) {
   return (record: ApprovalRecord): ApprovalRecord | undefined =>
     isTerminal(record)
@@ -345,56 +286,6 @@ export function unavailable(reason: NonNullable<ApprovalRecord['unavailable']>) 
   };
 }
 
-/**
- * The host answered approvalRequirementStale naming the stage it is at now: the question moved
- * on without our record hearing of it. Point the card at that stage; the session is re-read for
- * its choices.
- */
-export function requirementMoved(commandId: string, current: ApprovalRecord['currentRequirementId']) {
-  return (record: ApprovalRecord): ApprovalRecord | undefined => {
-    if (isTerminal(record)) return undefined;
-    const moved = !sameJson(record.currentRequirementId, current);
-    if (!moved && record.claim?.commandId !== commandId) return undefined;
-    return {
-      ...record,
-      currentRequirementId: moved ? current : record.currentRequirementId,
-      phase: record.phase === 'deciding' && record.claim?.commandId === commandId ? 'pending' : record.phase,
-      claim: record.claim?.commandId === commandId ? undefined : record.claim,
-    };
-  };
-}
-
-/** The host left our decide unanswered `count` times: the card says we are still asking. */
-export function unanswered(commandId: string, count: number) {
-  return (record: ApprovalRecord): ApprovalRecord | undefined => {
-    if (record.phase !== 'deciding' || record.claim?.commandId !== commandId) return undefined;
-    if (record.claim.unanswered === count) return undefined;
-    return { ...record, claim: { ...record.claim, unanswered: count } };
-  };
-}
-
-/**
- * A click took the stage. Checked again here, under compare-and-set, because the question may
- * have moved since the click was checked: a button pressed for one stage must never decide
- * another.
- */
-export function claimed(claim: Claim) {
-  return (record: ApprovalRecord): ApprovalRecord | undefined => {
-    if (record.phase !== 'pending') return undefined;
-    if (record.currentRequirementId.sourceIndex !== claim.sourceIndex) return undefined;
-    if (!record.availableChoices.some((choice) => choice.choiceId === claim.choiceId)) return undefined;
-    return { ...record, phase: 'deciding', claim };
-  };
-}
-
-/** Our decision was refused or abandoned: give the question back to the humans. */
-export function unclaimed(commandId: string) {
-  return (record: ApprovalRecord): ApprovalRecord | undefined => {
-    if (isTerminal(record) || record.claim?.commandId !== commandId) return undefined;
-    return { ...record, phase: record.phase === 'deciding' ? 'pending' : record.phase, claim: undefined };
-  };
-}
-
 /** A stage our grant decided has resolved: the card, if one is shown later, says so. */
 function withGrantUse(record: ApprovalRecord, params: ApprovalUpdatedParams): ApprovalRecord['grantUses'] {
   const { claim } = record;
@@ -403,19 +294,6 @@ function withGrantUse(record: ApprovalRecord, params: ApprovalUpdatedParams): Ap
     return record.grantUses;
   }
   return [...(record.grantUses ?? []), { ...claim.grant, sourceIndex: stage }];
-}
-
-/** No remembered grant answers the request (or it could not be used): the card is posted. */
-export function cardRevealed(record: ApprovalRecord): ApprovalRecord | undefined {
-  if (!record.slack.deferred) return undefined;
-  const { deferred: _deferred, ...slack } = record.slack;
-  return { ...record, slack };
-}
-
-/** A person's "don't ask again" was stored as a grant: the card's final state says so. */
-export function rememberedAs(remembered: NonNullable<ApprovalRecord['remembered']>) {
-  return (record: ApprovalRecord): ApprovalRecord | undefined =>
-    record.remembered?.grantId === remembered.grantId ? undefined : { ...record, remembered };
 }
 
 /** The escalation clock of a posted card (its own, or carried over from a superseded one). */
@@ -455,51 +333,6 @@ export function escalationFired(fired: FiredStep, start: Omit<Escalation, 'fired
       },
     };
   };
-}
-
-/**
- * A person's approving pick toward the current stage's quorum: one per person and stage (a new
- * pick replaces theirs), none once the stage is no longer open to people.
- */
-export function voted(vote: Vote) {
-  return (record: ApprovalRecord): ApprovalRecord | undefined => {
-    if (record.phase !== 'pending' || record.currentRequirementId.sourceIndex !== vote.sourceIndex)
-      return undefined;
-    if (!record.availableChoices.some((c) => c.choiceId === vote.choiceId)) return undefined;
-    if (record.votes?.some((v) => sameVote(v, vote))) return undefined;
-    const others = (record.votes ?? []).filter((v) => v.userId !== vote.userId);
-    return { ...record, votes: [...others, vote] };
-  };
-}
-
-/** Takes back a vote whose click was answered "not recorded" (Redis stored it too late). */
-export function unvoted(vote: Vote) {
-  return (record: ApprovalRecord): ApprovalRecord | undefined => {
-    if (!record.votes?.some((v) => sameVote(v, vote) && v.at === vote.at)) return undefined;
-    const votes = record.votes.filter((v) => !(sameVote(v, vote) && v.at === vote.at));
-    return { ...record, votes: votes.length > 0 ? votes : undefined };
-  };
-}
-
-function sameVote(a: Vote, b: Vote): boolean {
-  return a.userId === b.userId && a.choiceId === b.choiceId && a.sourceIndex === b.sourceIndex;
-}
-
-/**
- * Votes count for the stage and choices they were cast on, while the approval is open: a stage
- * advance, a resolution or a supersede clears them (applied to every stored change).
- */
-export function withCurrentVotes(record: ApprovalRecord): ApprovalRecord {
-  const votes = record.votes;
-  if (!votes) return record;
-  const index = record.currentRequirementId.sourceIndex;
-  const kept = isTerminal(record)
-    ? []
-    : votes.filter(
-        (v) => v.sourceIndex === index && record.availableChoices.some((c) => c.choiceId === v.choiceId),
-      );
-  if (kept.length === votes.length) return record;
-  return { ...record, votes: kept.length > 0 ? kept : undefined };
 }
 
 /**

@@ -3,8 +3,8 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { FEEDBACK_BLOCK_ID, FEEDBACK_VIEW_CALLBACK_ID } from '../../cards/ids.js';
 import { readReason } from '../../cards/renderFeedbackModal.js';
+import { notAuthorizedInModalText, reasonRequiredText } from '../../cards/renderUserMessages.js';
 import type { Click, ClickHandler } from '../../relay/deciding/clickHandler.js';
-import { notAuthorizedInModalText, reasonRequiredText } from '../../relay/deciding/userMessages.js';
 
 const Metadata = z.object({
   channel: z.string(),

@@ -1,11 +1,8 @@
 // The thread audit line and the requester DM: pure renders of a resolved record.
 
 import { describe, expect, it } from 'vitest';
-import {
-  type ResolvedRecord,
-  renderRequesterDm,
-  renderThreadLine,
-} from '../../../src/cards/renderDecisionNotice.js';
+import { renderRequesterDm, renderThreadLine } from '../../../src/cards/renderDecisionNotice.js';
+import type { ResolvedRecord } from '../../../src/domain/decisionNotice.js';
 import type { Resolution } from '../../../src/domain/record.js';
 import { APPROVER, DECIDED_AT, fileRecord } from '../../support/cardFixtures.js';
 

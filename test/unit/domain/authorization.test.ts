@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { notAuthorizedInModalText, notAuthorizedText } from '../../../src/cards/renderUserMessages.js';
 import {
   type ApprovalAuthority,
   authorize,
@@ -10,7 +11,6 @@ import {
   type Verdict,
 } from '../../../src/domain/authorization.js';
 import { OPEN_RULES, type RouteRules } from '../../../src/domain/route.js';
-import { notAuthorizedInModalText, notAuthorizedText } from '../../../src/relay/deciding/userMessages.js';
 
 // The rules table of who may decide, and the one sentence each refusal becomes.
 

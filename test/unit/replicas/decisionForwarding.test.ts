@@ -5,7 +5,6 @@ import { describe, expect, it } from 'vitest';
 import type { DecisionOutcome, DecisionRequest } from '../../../src/relay/deciding/decider.js';
 import { DecisionForwarding } from '../../../src/replicas/decisionForwarding.js';
 import { ReplicaSeal } from '../../../src/replicas/replicaSeal.js';
-import type { ApprovalStore } from '../../../src/store/approvalStore.js';
 import type { DecisionStream, StreamEntry, TakeState } from '../../../src/store/decisionStream.js';
 import type { RedisClient } from '../../../src/store/redisConnection.js';
 import { captureLogger } from '../../support/logCapture.js';
@@ -82,17 +81,17 @@ function owner(options: { waitMs?: number } = {}): Owner {
     seal: new ReplicaSeal(SECRET),
     store: {
       get: async (approvalId: string) => (approvalId === record.approvalId ? record : undefined),
-    } as ApprovalStore,
+    },
     readerConnection: () => ({ disconnect: () => {} }) as unknown as RedisClient,
     replicaId: 'owner#1',
     newCommandId: () => `cmd-${decided.length}-${Math.random()}`,
     mayAct: () => owns.now,
     logger,
     waitMs: options.waitMs ?? 2_000,
-  });
-  forwarding.decideWith(async (request): Promise<DecisionOutcome> => {
-    decided.push(request);
-    return { kind: 'decided', terminal: true };
+    decide: async (request): Promise<DecisionOutcome> => {
+      decided.push(request);
+      return { kind: 'decided', terminal: true };
+    },
   });
   return { forwarding, stream, decided, lines, owns };
 }

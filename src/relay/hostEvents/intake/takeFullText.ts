@@ -1,4 +1,4 @@
-import { argsParts, subjectParts } from '../../../cards/fullParts.js';
+import { argsParts, subjectParts } from '../../../domain/fullParts.js';
 import { FULL_TEXT_FIELDS, type FullPart, type FullText } from '../../../domain/fullText.js';
 import type { ApprovalRecord, IntakePart } from '../../../domain/record.js';
 import type { ApprovalSubject } from '../../../msp/protocol.js';

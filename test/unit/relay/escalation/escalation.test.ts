@@ -10,7 +10,7 @@ import { renderCard } from '../../../../src/cards/renderCard.js';
 import {
   escalationLine,
   renderEscalationDm,
-  shortDuration,
+  renderEscalationReply,
   timedOutLine,
 } from '../../../../src/cards/renderEscalation.js';
 import { ConfigError, loadConfig } from '../../../../src/config/config.js';
@@ -20,12 +20,14 @@ import type { EscalationStep } from '../../../../src/domain/route.js';
 import { PagerDuty } from '../../../../src/pagerduty/pagerDuty.js';
 import type { Decider } from '../../../../src/relay/deciding/decider.js';
 import type { NoticeLedger } from '../../../../src/relay/deciding/decisionNotices.js';
-import { Escalator, lineageOf } from '../../../../src/relay/escalation/escalator.js';
+import { Escalator } from '../../../../src/relay/escalation/escalator.js';
+import { lineageOf } from '../../../../src/relay/escalation/lineage.js';
 import { OncallResolver } from '../../../../src/relay/escalation/oncall.js';
 import type { RecordKeeper } from '../../../../src/relay/records/recordKeeper.js';
 import { rotationUser } from '../../../../src/routing/rotation.js';
 import type { ApprovalStore } from '../../../../src/store/approvalStore.js';
 import type { EscalationStore } from '../../../../src/store/escalationStore.js';
+import { shortDuration } from '../../../../src/util/shortDuration.js';
 
 const silent = pino({ level: 'silent' });
 
@@ -503,8 +505,8 @@ describe('Escalator', () => {
       keeper: { mutateAndSync: async () => undefined } as unknown as RecordKeeper,
       decider: {} as Decider,
       slack: {
-        threadReply: async (_c: string, _t: string, text: string) => {
-          sent.push(text);
+        threadReply: async (_card, reply) => {
+          sent.push(renderEscalationReply(reply));
         },
         directMessage: async () => ({ channel: 'D1', ts: '1' }),
         permalink: async () => undefined,

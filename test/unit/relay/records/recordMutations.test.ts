@@ -4,15 +4,14 @@ import {
   ApprovalResolvedParams,
   ApprovalUpdatedParams,
 } from '../../../../src/msp/protocol.js';
+import { cardRevealed } from '../../../../src/relay/records/cardMutations.js';
+import { claimed, unclaimed } from '../../../../src/relay/records/decisionMutations.js';
 import {
-  cardRevealed,
-  claimed,
   escalationFired,
   escalationStarted,
   newRecord,
   reopened,
   resolved,
-  unclaimed,
   updated,
 } from '../../../../src/relay/records/recordMutations.js';
 

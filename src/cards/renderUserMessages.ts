@@ -1,110 +1,13 @@
-import { channelLink } from '../../cards/channelLink.js';
-import { describeDecision } from '../../cards/describeDecision.js';
-import { escapeMrkdwn } from '../../cards/escape.js';
-import { mentionUser } from '../../cards/mentionUser.js';
-import type { Refused, Unverified } from '../../domain/authorization.js';
-import type { Approvers } from '../../domain/route.js';
-import type { DecisionOutcome } from './decider.js';
-import type { NotDecidable } from './decisionCheck.js';
+import type { Refused, Unverified } from '../domain/authorization.js';
+import type { Refusal } from '../domain/refusal.js';
+import type { Approvers } from '../domain/route.js';
+import { channelLink } from './channelLink.js';
+import { describeDecision } from './describeDecision.js';
+import { escapeMrkdwn } from './escape.js';
+import { mentionUser } from './mentionUser.js';
 
 // The one place where an outcome becomes the sentence a person reads. Every text here is
 // ephemeral and goes only to the person who clicked.
-
-export type Refusal =
-  | { code: 'unknownCard' }
-  | { code: 'alreadyResolved'; decision: string; resolvedBy: string; slackUserId?: string }
-  | { code: 'superseded' }
-  | { code: 'orphaned' }
-  | { code: 'underReview' }
-  | { code: 'questionChanged' }
-  | { code: 'alreadyBeingDecided'; userId?: string; self: boolean }
-  | { code: 'reviewerUnavailable' }
-  | { code: 'hostUnavailable' }
-  | { code: 'sessionElsewhere' }
-  | { code: 'unknownToHost' }
-  | { code: 'notRecorded' }
-  /** Handed to the replica that runs the host; it answers later. */
-  | { code: 'forwarded' }
-  | { code: 'stopping' }
-  | { code: 'decideFailed'; kind: string }
-  /** The route's rules do not let this user decide (authorization.ts says why). */
-  | { code: 'notAuthorized'; refused: Refused }
-  /** "Don't ask again" is not offered for this request (any more): nothing was decided. */
-  | { code: 'cannotRemember' }
-  /**
-   * The decision went through, but the grant it asked for was not stored: Redis did not take it,
-   * or (`stageMoved`) the approval had moved on from the stage pressed by the time it went through.
-   */
-  | { code: 'grantNotStored'; why?: 'stageMoved' }
-  /** Checked again where it was claimed: fewer people who may decide picked it than it needs. */
-  | { code: 'quorumNotMet'; votes: number; quorum: number }
-  /** An approving pick was counted; the quorum is not reached yet, so nothing was sent. */
-  | { code: 'voteCounted'; votes: number; quorum: number }
-  /** The host's owner picked an approving choice on a request that needs a quorum. */
-  | { code: 'ownerNoVote'; quorum: number }
-  /** "View full" found no approval behind the card (`gone`), or could not read it now. */
-  | { code: 'cannotShowFull'; why: 'gone' | 'unreadable' };
-
-/** What to tell the person whose decision ended in `outcome` (anything but `decided`). */
-export function refusalFor(
-  outcome: Exclude<DecisionOutcome, { kind: 'decided' }> | NotDecidable,
-  userId: string,
-): Refusal {
-  switch (outcome.kind) {
-    case 'final': {
-      const { record } = outcome;
-      if (record.phase === 'superseded') return { code: 'superseded' };
-      if (record.phase === 'orphaned') return { code: 'orphaned' };
-      return {
-        code: 'alreadyResolved',
-        decision: record.resolution?.decision ?? 'unknown',
-        resolvedBy: record.resolution?.resolvedBy ?? 'unknown',
-        ...(record.resolution?.slackUserId ? { slackUserId: record.resolution.slackUserId } : {}),
-      };
-    }
-    case 'alreadyResolved': {
-      const { decision, resolvedBy, slackUserId } = outcome;
-      return { code: 'alreadyResolved', decision, resolvedBy, ...(slackUserId ? { slackUserId } : {}) };
-    }
-    case 'alreadyBeingDecided': {
-      const holder = outcome.holder?.userId;
-      const self = holder === userId || outcome.holder?.voters?.includes(userId) === true;
-      return { code: 'alreadyBeingDecided', ...(holder ? { userId: holder } : {}), self };
-    }
-    case 'unavailable':
-      return outcome.reason === 'heldElsewhere' ? { code: 'sessionElsewhere' } : { code: 'unknownToHost' };
-    case 'underReview':
-      return { code: 'underReview' };
-    case 'stale':
-    case 'changed':
-      return { code: 'questionChanged' };
-    case 'gone':
-      return { code: 'unknownCard' };
-    case 'reviewerUnavailable':
-      return { code: 'reviewerUnavailable' };
-    case 'hostUnavailable':
-      return { code: 'hostUnavailable' };
-    case 'sessionElsewhere':
-      return { code: 'sessionElsewhere' };
-    case 'unknownToHost':
-      return { code: 'unknownToHost' };
-    case 'notRecorded':
-      return { code: 'notRecorded' };
-    case 'forwarded':
-      return { code: 'forwarded' };
-    case 'stopping':
-      return { code: 'stopping' };
-    case 'refused':
-      return { code: 'decideFailed', kind: outcome.errorKind };
-    case 'notAuthorized':
-      return { code: 'notAuthorized', refused: outcome.refused };
-    case 'quorumNotMet':
-      return { code: 'quorumNotMet', votes: outcome.votes, quorum: outcome.quorum };
-    case 'unwarranted':
-      // A grant or a timeout, never a person's click: the card shows the question as it stands.
-      return { code: 'questionChanged' };
-  }
-}
 
 function who(resolvedBy: string, slackUserId?: string): string {
   if (slackUserId) return `<@${slackUserId}>`;

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { settlesWithin } from './util/settlesWithin.js';
+import { settlesWithin } from '../util/settlesWithin.js';
 
 // The orderly stop on SIGTERM, inside Docker's 10 s stop grace. Every step gets its share of one
 // deadline instead of a timeout of its own, so a slow step eats into the steps after it and the

@@ -1,6 +1,6 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { createShutdown, type ShutdownSteps } from '../../src/shutdown.js';
+import { createShutdown, type ShutdownSteps } from '../../../src/wiring/shutdown.js';
 
 type Json = Record<string, unknown>;
 const never = () => new Promise<void>(() => undefined);

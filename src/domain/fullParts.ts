@@ -1,7 +1,7 @@
-import type { FullPart } from '../domain/fullText.js';
 import type { ApprovalSubject } from '../msp/protocol.js';
 import { toJson } from '../util/toJson.js';
-import { networkAddress } from './renderSubject.js';
+import type { FullPart } from './fullText.js';
+import { networkAddress } from './networkAddress.js';
 
 // What the "View full" modal shows of a request, as labelled texts. The same functions read a
 // record (whose text intake may have cut) and the masked full text kept when it did, so both

@@ -1,0 +1,47 @@
+// How long things are kept and trusted, and how much is held: resolved records, Slack caches,
+// the host event buffer, the audit and refusal streams, and host leases.
+
+import { ConfigError, shown } from '../common.js';
+import { DEFAULTS } from '../defaults.js';
+import { countVar, durationVar, read } from './read.js';
+
+/** A lease is renewed every third of its life, with a margin: shorter would renew all the time. */
+const MIN_LEASE_TTL_MS = 2_000;
+/** What Slack says of channel members, guests and teams is trusted for at most this long. */
+const MAX_MEMBERSHIP_CACHE_TTL_MS = 5 * 60_000;
+
+/** The COUNTERSIGN_* retention, cache and lease settings, each checked against its bounds. */
+export function limitsConfig(env: NodeJS.ProcessEnv) {
+  const resolvedTtlMs = durationVar(env, 'COUNTERSIGN_RESOLVED_TTL', DEFAULTS.resolvedTtl);
+  const usergroupCacheTtlMs = durationVar(env, 'COUNTERSIGN_USERGROUP_CACHE_TTL', DEFAULTS.usergroupCacheTtl);
+  const membershipCacheTtlMs = durationVar(
+    env,
+    'COUNTERSIGN_MEMBERSHIP_CACHE_TTL',
+    DEFAULTS.membershipCacheTtl,
+  );
+  if (membershipCacheTtlMs > MAX_MEMBERSHIP_CACHE_TTL_MS) {
+    throw new ConfigError(
+      'COUNTERSIGN_MEMBERSHIP_CACHE_TTL',
+      `COUNTERSIGN_MEMBERSHIP_CACHE_TTL must be at most 5m (got ${shown(read(env, 'COUNTERSIGN_MEMBERSHIP_CACHE_TTL') ?? '')}): who is in a channel, a guest or another team must not be trusted longer`,
+    );
+  }
+  const hostEventBuffer = countVar(env, 'COUNTERSIGN_HOST_EVENT_BUFFER', DEFAULTS.hostEventBuffer, 'events');
+  const auditMaxLen = countVar(env, 'COUNTERSIGN_AUDIT_MAXLEN', DEFAULTS.auditMaxLen, 'entries');
+  const refusalMaxLen = countVar(env, 'COUNTERSIGN_REFUSAL_MAXLEN', DEFAULTS.refusalMaxLen, 'entries');
+  const leaseTtlMs = durationVar(env, 'COUNTERSIGN_LEASE_TTL', DEFAULTS.leaseTtl);
+  if (leaseTtlMs < MIN_LEASE_TTL_MS) {
+    throw new ConfigError(
+      'COUNTERSIGN_LEASE_TTL',
+      `COUNTERSIGN_LEASE_TTL must be at least 2s (got ${shown(read(env, 'COUNTERSIGN_LEASE_TTL') ?? '')}): a lease is renewed every third of it`,
+    );
+  }
+  return {
+    resolvedTtlMs,
+    usergroupCacheTtlMs,
+    membershipCacheTtlMs,
+    hostEventBuffer,
+    auditMaxLen,
+    refusalMaxLen,
+    leaseTtlMs,
+  };
+}

@@ -1,0 +1,57 @@
+// `hosts`: the MSP hosts to supervise, each on its own. Without the key MSP_HOST_COMMAND is the
+// one host (config.ts).
+
+import { z } from 'zod';
+import type { HostSpec } from '../../domain/route.js';
+import { got, mapping, nonEmpty, USER_ID } from './fields.js';
+
+const HOST_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+export const host = mapping(
+  {
+    id: nonEmpty.regex(HOST_ID, {
+      error: (iss) => `must be letters, digits, ".", "_" or "-" (at most 64, got ${got(iss.input)})`,
+    }),
+    command: nonEmpty,
+    sandboxMode: nonEmpty.optional(),
+    cwd: nonEmpty.optional(),
+    env: z
+      .record(
+        z.string().regex(ENV_NAME),
+        z.union([z.string(), z.number(), z.boolean()], {
+          error: (iss) => `must be a string, number or boolean (got ${got(iss.input)})`,
+        }),
+        {
+          error: (iss) =>
+            iss.code === 'invalid_key'
+              ? 'must be an environment variable name (letters, digits and _, not starting with a digit)'
+              : `must be a mapping of variable names to values (got ${got(iss.input)})`,
+        },
+      )
+      .optional(),
+    owner: nonEmpty
+      .regex(USER_ID, { error: (iss) => `must be a Slack user ID such as U0123ABCD (got ${got(iss.input)})` })
+      .optional(),
+  },
+  'a mapping with id and command',
+);
+type HostEntry = z.infer<typeof host>;
+
+/** The defaults a host of the file takes from the environment. */
+export interface HostDefaults {
+  sandboxMode: string;
+}
+
+export function hostSpec(entry: HostEntry, defaults: HostDefaults): HostSpec {
+  return {
+    id: entry.id,
+    command: entry.command,
+    sandboxMode: entry.sandboxMode ?? defaults.sandboxMode,
+    ...(entry.cwd === undefined ? {} : { cwd: entry.cwd }),
+    ...(entry.env === undefined
+      ? {}
+      : { env: Object.fromEntries(Object.entries(entry.env).map(([k, v]) => [k, String(v)])) }),
+    ...(entry.owner === undefined ? {} : { owner: entry.owner }),
+  };
+}

@@ -1,0 +1,40 @@
+import type { Refused } from './authorization.js';
+
+/**
+ * Why a person's click changed nothing, or what they need to know about it: what relay/ hands
+ * back, and cards/renderUserMessages.ts turns into the sentence only that person reads.
+ */
+export type Refusal =
+  | { code: 'unknownCard' }
+  | { code: 'alreadyResolved'; decision: string; resolvedBy: string; slackUserId?: string }
+  | { code: 'superseded' }
+  | { code: 'orphaned' }
+  | { code: 'underReview' }
+  | { code: 'questionChanged' }
+  | { code: 'alreadyBeingDecided'; userId?: string; self: boolean }
+  | { code: 'reviewerUnavailable' }
+  | { code: 'hostUnavailable' }
+  | { code: 'sessionElsewhere' }
+  | { code: 'unknownToHost' }
+  | { code: 'notRecorded' }
+  /** Handed to the replica that runs the host; it answers later. */
+  | { code: 'forwarded' }
+  | { code: 'stopping' }
+  | { code: 'decideFailed'; kind: string }
+  /** The route's rules do not let this user decide (authorization.ts says why). */
+  | { code: 'notAuthorized'; refused: Refused }
+  /** "Don't ask again" is not offered for this request (any more): nothing was decided. */
+  | { code: 'cannotRemember' }
+  /**
+   * The decision went through, but the grant it asked for was not stored: Redis did not take it,
+   * or (`stageMoved`) the approval had moved on from the stage pressed by the time it went through.
+   */
+  | { code: 'grantNotStored'; why?: 'stageMoved' }
+  /** Checked again where it was claimed: fewer people who may decide picked it than it needs. */
+  | { code: 'quorumNotMet'; votes: number; quorum: number }
+  /** An approving pick was counted; the quorum is not reached yet, so nothing was sent. */
+  | { code: 'voteCounted'; votes: number; quorum: number }
+  /** The host's owner picked an approving choice on a request that needs a quorum. */
+  | { code: 'ownerNoVote'; quorum: number }
+  /** "View full" found no approval behind the card (`gone`), or could not read it now. */
+  | { code: 'cannotShowFull'; why: 'gone' | 'unreadable' };

@@ -1,0 +1,75 @@
+import { z } from 'zod';
+import type { ApprovalRecord } from '../../domain/record.js';
+import type { Refusal } from '../../domain/refusal.js';
+import type { RouteRules } from '../../domain/route.js';
+import type { ApprovalChoice } from '../../msp/protocol.js';
+
+// A click as the ClickHandler takes it, and what of it travels with a decision (the asker).
+
+/**
+ * How long a click may take to be recorded in Redis. The person must hear within 3 s (Slack's
+ * own patience) whether their click counted, and the ephemeral answer needs its own moment.
+ */
+export const RECORD_WITHIN_MS = 2_000;
+
+export interface Click {
+  channel: string;
+  ts: string;
+  userId: string;
+  /** The requirement the pressed button was rendered for. */
+  sourceIndex: number;
+  choiceId: string;
+  feedback?: string;
+  /** The approval the button says it belongs to; checked against the message's own mapping. */
+  approvalHint?: string;
+  /** When the click reached us (ms since the epoch); deadlines count from here. */
+  receivedAt?: number;
+  /** Where the choice was made: its button (the default), or the submit of the reason modal. */
+  from?: 'button' | 'modal';
+  /** The bot's "approve and don't ask again": decide with `choiceId` and remember the request. */
+  remember?: boolean;
+  /** The scope pressed (scopeToken); absent on a card posted before scopes: the route's ttl. */
+  rememberScope?: string;
+  /** Told when the click's decision is handed to the host (DecisionRequest.onSent). */
+  onSent?: () => void;
+}
+
+export type ClickCheck =
+  /** `rules`: those of the record's route (how a rejection is asked for), defaults when gone. */
+  | { ok: true; record: ApprovalRecord; choice: ApprovalChoice; rules: RouteRules }
+  | { ok: false; refusal: Refusal; approvalId?: string };
+
+/** What answering a person about their decision needs of their click. */
+export type Answerable = Pick<Click, 'channel' | 'userId' | 'remember' | 'rememberScope' | 'from'> & {
+  /** The stage pressed; a "don't ask again" is only ever remembered for it. */
+  sourceIndex?: number;
+};
+
+/**
+ * What the owner of the host needs to answer the person itself (JSON in the decision stream).
+ * `sourceIndex`, the stage pressed, is absent only in entries of an earlier release: then a
+ * "don't ask again" is not remembered.
+ */
+export const Asker = z.object({
+  channel: z.string(),
+  userId: z.string(),
+  sourceIndex: z.number().int().optional(),
+  from: z.enum(['button', 'modal']).optional(),
+  remember: z.boolean().optional(),
+  rememberScope: z.string().optional(),
+});
+
+export function askerOf(click: Click): Record<string, unknown> {
+  return {
+    channel: click.channel,
+    userId: click.userId,
+    sourceIndex: click.sourceIndex,
+    ...(click.from ? { from: click.from } : {}),
+    ...(click.remember ? { remember: true } : {}),
+    ...(click.remember && click.rememberScope !== undefined ? { rememberScope: click.rememberScope } : {}),
+  };
+}
+
+export function deadlineOf(click: Click): number {
+  return (click.receivedAt ?? Date.now()) + RECORD_WITHIN_MS;
+}

@@ -1,0 +1,100 @@
+import type { Logger } from 'pino';
+import type { AuditEntry, AuditTrail } from '../../domain/audit.js';
+import { type ApprovalRecord, type Vote, votersFor } from '../../domain/record.js';
+import type { Refusal } from '../../domain/refusal.js';
+import { byDeadline, LATE } from '../../util/byDeadline.js';
+import { unvoted, voted } from '../records/cardMutations.js';
+import type { RecordKeeper } from '../records/recordKeeper.js';
+import type { Authorizer } from './authorizer.js';
+import { type Click, deadlineOf } from './click.js';
+import { whyNotDecidable } from './decisionCheck.js';
+import { refusalFor } from './refusals.js';
+
+// A pick that needs a quorum is counted before anything is decided: the quorum path of a click.
+
+export interface VoteCounting {
+  keeper: Pick<RecordKeeper, 'mutateAndSync' | 'enqueue' | 'mutate'>;
+  authorizer: Pick<Authorizer, 'ownerOf'>;
+  audit?: AuditTrail;
+  logger: Logger;
+}
+
+export type VoteResult =
+  /** This pick completed the quorum: `voters`, everyone who picked the choice, go on to decide. */
+  | { complete: true; record: ApprovalRecord; voters: string[] }
+  /**
+   * Nothing is decided now: `refusal` tells the person where it stands; with `approvalId`, the
+   * card may show something no longer true (ClickHandler re-renders it).
+   */
+  | { complete: false; refusal: Refusal; approvalId?: string };
+
+/**
+ * Counts an approving pick toward the stage's quorum. Resolves with the record and everyone who
+ * picked that choice once this pick completes the quorum; else with what the person is told of
+ * where it stands. Several picks completing it together each go on to decide: the stage's claim
+ * lets only one decision through.
+ */
+export async function countVote(
+  click: Click,
+  record: ApprovalRecord,
+  quorum: number,
+  counting: VoteCounting,
+): Promise<VoteResult> {
+  const { keeper, authorizer } = counting;
+  if (authorizer.ownerOf(record) === click.userId) {
+    return { complete: false, refusal: { code: 'ownerNoVote', quorum } };
+  }
+  const vote: Vote = {
+    sourceIndex: click.sourceIndex,
+    choiceId: click.choiceId,
+    userId: click.userId,
+    at: new Date().toISOString(),
+  };
+  const voting = keeper.mutateAndSync(record.approvalId, voted(vote));
+  const stored = await byDeadline(voting, deadlineOf(click));
+  if (stored === LATE) {
+    // The person hears that nothing counted, so the vote must not count once Redis stores it.
+    voting.catch(() => {});
+    keeper.enqueue(record.approvalId, () => keeper.mutate(record.approvalId, unvoted(vote)));
+    return { complete: false, refusal: { code: 'notRecorded' } };
+  }
+  if (!stored) return { complete: false, refusal: { code: 'unknownCard' } };
+  const why = whyNotDecidable(stored, click);
+  const voters = votersFor(stored, click.sourceIndex, click.choiceId);
+  if (why || !voters.includes(click.userId)) {
+    const refusal = why ? refusalFor(why, click.userId) : ({ code: 'questionChanged' } as const);
+    return { complete: false, refusal, approvalId: record.approvalId };
+  }
+  if (voters.length >= quorum) return { complete: true, record: stored, voters };
+  // A vote the stage already held (the same person pressing again) changed nothing: audited once,
+  // so that pressing on and on cannot fill the audit stream and trim its decisions.
+  const counted = stored.votes?.find((v) => v.userId === vote.userId && v.choiceId === vote.choiceId);
+  if (counted?.at === vote.at) recordVote(stored, vote, voters.length, quorum, counting);
+  return { complete: false, refusal: { code: 'voteCounted', votes: voters.length, quorum } };
+}
+
+function recordVote(
+  record: ApprovalRecord,
+  vote: Vote,
+  votes: number,
+  quorum: number,
+  { audit, logger }: VoteCounting,
+): void {
+  const raisedBy = (record.risks ?? []).filter((risk) => (risk.quorum ?? 1) >= quorum).map((r) => r.name);
+  const entry: AuditEntry = {
+    kind: 'vote',
+    approvalId: record.approvalId,
+    hostId: record.hostId,
+    ...(record.route ? { route: record.route } : {}),
+    userId: vote.userId,
+    choiceId: vote.choiceId,
+    sourceIndex: vote.sourceIndex,
+    votes,
+    quorum,
+    ...(raisedBy.length > 0 ? { risks: raisedBy } : {}),
+    at: vote.at,
+  };
+  audit?.append(entry).catch((err: unknown) => {
+    logger.warn({ err, approvalId: record.approvalId }, 'could not append to the audit trail');
+  });
+}

@@ -1,0 +1,102 @@
+import type { Refused } from '../../domain/authorization.js';
+import type { ApprovalRecord, GrantRef } from '../../domain/record.js';
+import type { NotDecidable } from './decisionCheck.js';
+
+// What a decision is and what can come of it: the words the Decider, the DecisionWarrant and
+// their callers share, in a file of their own so that neither of the two needs the other.
+
+/** Who made a decision. */
+export type DecidedBy =
+  /** `voters`: everyone whose approving pick made the quorum, the last of them `userId`. */
+  | { via: 'click'; userId: string; voters?: string[] }
+  | { via: 'grant'; grant: GrantRef }
+  | { via: 'timeout' };
+
+export interface DecisionRequest {
+  /** The record the decision was checked against; it is checked again under compare-and-set. */
+  record: ApprovalRecord;
+  /** The stage the decision was made for. */
+  sourceIndex: number;
+  choiceId: string;
+  /** Sent only when the choice accepts feedback. */
+  feedback?: string;
+  by: DecidedBy;
+  /**
+   * When the person must hear back (ms since the epoch). If the claim is not stored by then, the
+   * outcome is `notRecorded` and the claim, should Redis store it later, is released unsent.
+   */
+  recordBy?: number;
+  /**
+   * The commandId to decide with; minted here when absent. A decision carried out again (a
+   * forwarded one whose first owner died) comes with the same one, and is the same decision.
+   */
+  commandId?: string;
+  /**
+   * Who to tell the outcome should the asker stop waiting for it (JSON; see DecisionForwarding):
+   * a decision forwarded to another replica may end after its asker answered the person.
+   */
+  asker?: Record<string, unknown>;
+  /**
+   * What to do when the record changed between the check and the claim. `recheck` (the default):
+   * read it again and check it again in full (who may decide included, see `warranted`).
+   * `return`: claim nothing and resolve `changed`, for a caller that checks more than that (a
+   * click: whether its "don't ask again" is still offered).
+   */
+  onChange?: 'recheck' | 'return';
+  /**
+   * The caller itself checked, against `record`, that this decision may be made (a click checked
+   * by the ClickHandler, a grant the GrantAnswerer found, a timeout step the Escalator fired).
+   * Claiming that very record needs no second check; any other record is checked in full before
+   * it is claimed (DeciderOptions.warrant). Never carried to another replica: a forwarded
+   * decision is checked again by the owner, on the record it holds.
+   */
+  warranted?: boolean;
+  /**
+   * Told when this process hands the decision to its host (written before the current turn of
+   * the event loop ends when the host is up), before the host answers, and again each time an
+   * unanswered decide is asked again; not for a decision forwarded to another replica. A click's
+   * acknowledgement waits for it (choiceButton.ts).
+   */
+  onSent?: () => void;
+}
+
+export type DecisionOutcome =
+  /** The host admitted the decision; the card follows when the host reports the result. */
+  | { kind: 'decided'; terminal: boolean | undefined }
+  | NotDecidable
+  /** Checked again before the claim: this decision may not be made on the record as it stands. */
+  | Unwarranted
+  | { kind: 'gone' }
+  /** The record changed since it was checked; nothing was claimed (onChange: 'return'). */
+  | { kind: 'changed' }
+  /** Someone or something else decided first (the host's own record of the winner). */
+  | { kind: 'alreadyResolved'; decision: string; resolvedBy: string; slackUserId?: string }
+  | { kind: 'reviewerUnavailable' }
+  /** The host is down; the claim is kept and the decision sent when the approval is seen again. */
+  | { kind: 'hostUnavailable' }
+  /** Another client holds the session. */
+  | { kind: 'sessionElsewhere' }
+  /** The host does not know the approval; its session is being re-read. */
+  | { kind: 'unknownToHost' }
+  /** Redis did not store the claim in time: nothing was decided, and nothing will be. */
+  | { kind: 'notRecorded' }
+  | { kind: 'stopping' }
+  | { kind: 'refused'; errorKind: string }
+  /** Handed to the replica that owns the host, which has not answered yet; it tells the asker. */
+  | { kind: 'forwarded' };
+
+/** Why a decision may not be made on the record as it stands. */
+export type Unwarranted =
+  /** The person may not decide this approval (authorization.ts says why). */
+  | { kind: 'notAuthorized'; refused: Refused }
+  /** An approving pick that needs a quorum has fewer votes than it, from people who may decide. */
+  | { kind: 'quorumNotMet'; votes: number; quorum: number }
+  /** No live grant answers this stage with this choice; or the route's ladder ends in no timeout. */
+  | { kind: 'unwarranted'; via: 'grant' | 'timeout' };
+
+/** What of a decision the check needs. */
+export interface WarrantAsk {
+  sourceIndex: number;
+  choiceId: string;
+  by: DecidedBy;
+}

@@ -1,0 +1,87 @@
+import type { Logger } from 'pino';
+import type { ApprovalRecord, Claim } from '../../domain/record.js';
+import { HostGoneError, MspError, RequestTimeoutError } from '../../msp/errors.js';
+import type { ApprovalHost } from '../../msp/events.js';
+import { RequirementRef } from '../../msp/protocol.js';
+import type { Mutation } from '../../store/approvalStore.js';
+import { requirementMoved, resolvedElsewhere, unclaimed } from '../records/decisionMutations.js';
+import { unavailable } from '../records/recordMutations.js';
+import type { DecisionOutcome } from './decision.js';
+
+// What a decide the host did not accept comes to: the record is brought in line with what the
+// host said (the claim kept, given back, or the approval marked), and the caller gets the outcome.
+
+/** A failed decide, and what the Decider lends to record what it means. */
+export interface Failure {
+  record: ApprovalRecord;
+  claim: Claim;
+  host: ApprovalHost;
+  log: () => Logger;
+  now: () => Date;
+  /** A record change on the way to an outcome; resolves with undefined when Redis failed. */
+  mutate(approvalId: string, mutation: Mutation): Promise<ApprovalRecord | undefined>;
+}
+
+/** Classifies what the host said (or failed to say) about a decide, after any retries. */
+export async function outcomeOfFailure(err: unknown, failure: Failure): Promise<DecisionOutcome> {
+  const { record, claim, host, log, now, mutate } = failure;
+  /** Drops our claim and frees its stage, so the question goes back to people. */
+  const giveBack = () => mutate(record.approvalId, unclaimed(claim.commandId));
+
+  const { approvalId, sessionId } = record;
+  if (err instanceof HostGoneError || err instanceof RequestTimeoutError) {
+    // Keep the claim: when the host is back the approval is seen again and this is replayed.
+    log().warn({ err: err.message }, 'host gone while deciding; will replay');
+    return { kind: 'hostUnavailable' };
+  }
+  if (!(err instanceof MspError)) {
+    log().error({ err }, 'decide failed');
+    await giveBack();
+    return { kind: 'refused', errorKind: 'internal' };
+  }
+  log().warn({ kind: err.kind, code: err.code }, 'decide refused');
+  switch (err.kind) {
+    case 'approvalAlreadyResolved': {
+      const winner = (err.data?.resolution ?? {}) as { decision?: string; resolvedBy?: string };
+      const decision = winner.decision ?? 'unknown';
+      const resolvedBy = winner.resolvedBy ?? 'unknown';
+      const final = await mutate(approvalId, resolvedElsewhere(decision, resolvedBy, now()));
+      return {
+        kind: 'alreadyResolved',
+        decision: final?.resolution?.decision ?? decision,
+        resolvedBy: final?.resolution?.resolvedBy ?? resolvedBy,
+        ...(final?.resolution?.slackUserId ? { slackUserId: final.resolution.slackUserId } : {}),
+      };
+    }
+    case 'approvalRequirementStale': {
+      // The host names the stage it is at; the session's listing brings that stage's choices.
+      const current = RequirementRef.safeParse(err.data?.currentRequirementId);
+      if (current.success && current.data.approvalId === approvalId) {
+        await mutate(approvalId, requirementMoved(claim.commandId, current.data));
+      } else {
+        await giveBack();
+      }
+      host.refreshSession(sessionId);
+      return { kind: 'stale' };
+    }
+    case 'approvalChoiceInvalid':
+      await giveBack();
+      host.refreshSession(sessionId);
+      return { kind: 'stale' };
+    case 'approvalNotFound':
+      // The buttons go until the host says what it has: re-listed, they come back; missing,
+      // the card is superseded.
+      await mutate(approvalId, unavailable('unknownToHost'));
+      host.refreshSession(sessionId);
+      return { kind: 'unknownToHost' };
+    case 'approvalReviewerUnavailable':
+      await giveBack();
+      return { kind: 'reviewerUnavailable' };
+    case 'sessionInUse':
+      await mutate(approvalId, unavailable('heldElsewhere'));
+      return { kind: 'sessionElsewhere' };
+    default:
+      await giveBack();
+      return { kind: 'refused', errorKind: err.kind };
+  }
+}

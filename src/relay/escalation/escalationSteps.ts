@@ -1,0 +1,226 @@
+import type { Logger } from 'pino';
+import { timeoutChoice } from '../../domain/decisionWords.js';
+import type { EscalationDm, EscalationReply } from '../../domain/escalationNotice.js';
+import { type ApprovalRecord, isTerminal } from '../../domain/record.js';
+import type { Approvers, EscalationStep, OncallSource } from '../../domain/route.js';
+import type { TriggerEvent } from '../../pagerduty/pagerDuty.js';
+import type { ApprovalStore } from '../../store/approvalStore.js';
+import type { EscalationStore } from '../../store/escalationStore.js';
+import { shortDuration } from '../../util/shortDuration.js';
+import type { Decider } from '../deciding/decider.js';
+import type { NoticeLedger } from '../deciding/decisionNotices.js';
+import { lineageOf } from './lineage.js';
+import type { OncallResolver } from './oncall.js';
+
+// What each escalation step does once the escalator (escalator.ts) has claimed it: a reminder or
+// a mention in the card's thread, a DM with the card's buttons, a PagerDuty page, the timeout's
+// reject. Each resolves with whom it reached, for the card's escalation line.
+
+/**
+ * The Slack side of escalation. The relay says what happened (the step, how long the approval
+ * has waited, whom it reaches) and the sender words it (cards/renderEscalation.ts).
+ */
+export interface EscalationSender {
+  /** A step's reply in the card's thread, shown in the channel too when `broadcast`. */
+  threadReply(
+    card: { channel: string; ts: string },
+    reply: EscalationReply,
+    broadcast: boolean,
+  ): Promise<void>;
+  /** Opens the DM and posts the escalation DM; resolves with where the message landed. */
+  directMessage(userId: string, dm: EscalationDm): Promise<{ channel: string; ts: string }>;
+  permalink(channel: string, ts: string): Promise<string | undefined>;
+  nameOf(userId: string): Promise<string | undefined>;
+}
+
+export interface Pager {
+  trigger(event: TriggerEvent): Promise<void>;
+  resolve(routingKey: string, dedupKey: string): Promise<void>;
+}
+
+export interface EscalationStepsOptions {
+  schedule: EscalationStore;
+  store: ApprovalStore;
+  decider: Decider;
+  slack: EscalationSender;
+  pager?: Pager;
+  oncall: OncallResolver;
+  /** PagerDuty's resolve is sent once per page, whichever replica sees the resolution. */
+  ledger: NoticeLedger;
+  oncallOf: (route: string | undefined) => OncallSource | undefined;
+  approversOf: (route: string | undefined) => Approvers | undefined;
+  defaultRoutingKey?: string;
+  /** How long a DM's buttons stay mapped to their approval. */
+  dmMappingTtlMs: number;
+  logger: Logger;
+}
+
+export const TIMEOUT_FEEDBACK = 'Nobody answered this approval in time; Countersign rejected it on timeout.';
+
+export class EscalationSteps {
+  constructor(
+    private readonly options: EscalationStepsOptions,
+    /** Counts a step that failed to reach anyone, by action (Escalator.failures). */
+    private readonly count: (kind: string) => void,
+  ) {}
+
+  /** Does what the step says; resolves with whom it reached, for the card. */
+  async act(record: ApprovalRecord, step: EscalationStep, waitedMs: number): Promise<string | undefined> {
+    const { slack } = this.options;
+    const { channel, ts } = record.slack as { channel: string; ts: string };
+    switch (step.action) {
+      case 'remind':
+        await slack.threadReply({ channel, ts }, { kind: 'remind', waitedMs }, false);
+        return undefined;
+      case 'mention': {
+        const target = await this.target(record, step.target ?? 'oncall');
+        await slack.threadReply(
+          { channel, ts },
+          {
+            kind: 'mention',
+            waitedMs,
+            users: target.users,
+            ...(target.usergroup ? { usergroup: target.usergroup } : {}),
+          },
+          step.broadcast === true,
+        );
+        return target.usergroup ? `@${target.usergroup}` : await this.names(target.users);
+      }
+      case 'dm': {
+        const target = await this.target(record, step.target ?? 'oncall');
+        const userId = target.users[0];
+        if (!userId) throw new Error('nobody to DM: the on-call source and the approvers name nobody');
+        const permalink = await slack.permalink(channel, ts);
+        const posted = await slack.directMessage(userId, {
+          record,
+          waitedMs,
+          ...(permalink ? { permalink } : {}),
+        });
+        // A press in the DM finds its approval the way a press on the card does.
+        await this.options.store.mapMessage(
+          posted.channel,
+          posted.ts,
+          record.approvalId,
+          this.options.dmMappingTtlMs,
+        );
+        return this.names([userId]);
+      }
+      case 'page':
+        return this.page(record, step, waitedMs);
+      case 'timeout':
+        await this.timeout(record, step);
+        return undefined;
+    }
+  }
+
+  private async page(
+    record: ApprovalRecord,
+    step: EscalationStep,
+    waitedMs: number,
+  ): Promise<string | undefined> {
+    const { pager, slack } = this.options;
+    const routingKey = step.routingKey ?? this.options.defaultRoutingKey;
+    if (!pager || !routingKey) throw new Error('no PagerDuty routing key');
+    const { channel, ts } = record.slack as { channel: string; ts: string };
+    const dedupKey = record.escalation?.origin ?? record.approvalId;
+    const permalink = await slack.permalink(channel, ts);
+    const subject =
+      record.subject.kind === 'shell' ? record.subject.command : (record.title ?? record.subject.kind);
+    // Marked first: a resolution racing the trigger must still resolve it.
+    if (!(await this.options.schedule.paged(lineageOf(record), routingKey))) {
+      throw new Error('the approval was resolved as the page was due; not paging');
+    }
+    await pager.trigger({
+      routingKey,
+      dedupKey,
+      summary: `Approval waiting: ${record.tool} — ${String(subject ?? '')}`.replace(/\s+/g, ' '),
+      source: `countersign:${record.hostId}`,
+      customDetails: {
+        approvalId: record.approvalId,
+        sessionId: record.sessionId,
+        ...(record.sessionTitle ? { sessionTitle: record.sessionTitle } : {}),
+        card: permalink ?? `${channel}/${ts}`,
+        age: shortDuration(waitedMs),
+        ageSeconds: Math.round(waitedMs / 1000),
+      },
+      ...(permalink ? { links: [{ href: permalink, text: 'Approval card' }] } : {}),
+    });
+    // Resolved while the trigger was on its way: its resolve may have reached PagerDuty first.
+    const after = await this.options.store.get(record.approvalId);
+    if (after && isTerminal(after) && after.phase !== 'superseded') {
+      await this.resolvePage(
+        { ...after, escalation: after.escalation ?? record.escalation },
+        routingKey,
+        'pd-resolve-late',
+      );
+    }
+    // The card names who was paged when the route's on-call source is PagerDuty's.
+    if (this.options.oncallOf(record.route)?.kind !== 'pagerduty') return 'PagerDuty';
+    const target = await this.target(record, 'oncall');
+    return target.source === 'pagerduty' ? await this.names(target.users) : 'PagerDuty';
+  }
+
+  private async timeout(record: ApprovalRecord, step: EscalationStep): Promise<void> {
+    const choice = timeoutChoice(record.availableChoices);
+    if (!choice) throw new Error('no reject choice offered: the timeout cannot decide');
+    if (record.phase !== 'pending')
+      throw new Error(`the approval is ${record.phase}: the timeout cannot decide`);
+    const outcome = await this.options.decider.decide({
+      record,
+      sourceIndex: record.currentRequirementId.sourceIndex,
+      choiceId: choice.choiceId,
+      feedback: `${TIMEOUT_FEEDBACK} (waited ${shortDuration(step.afterMs)})`,
+      by: { via: 'timeout' },
+      // A timeout step of this record's route fired for it.
+      warranted: true,
+    });
+    this.options.logger.info(
+      { approvalId: record.approvalId, outcome: outcome.kind },
+      'escalation timeout decided',
+    );
+    if (outcome.kind !== 'decided' && outcome.kind !== 'hostUnavailable') {
+      throw new Error(`the timeout could not decide: ${outcome.kind}`);
+    }
+  }
+
+  private async target(record: ApprovalRecord, target: string) {
+    if (target === 'oncall') {
+      return this.options.oncall.resolve(
+        this.options.oncallOf(record.route),
+        this.options.approversOf(record.route),
+        record.approvalId,
+      );
+    }
+    return target.startsWith('S')
+      ? { users: [] as string[], usergroup: target, source: 'approvers' as const }
+      : { users: [target], source: 'approvers' as const };
+  }
+
+  private async names(users: readonly string[]): Promise<string | undefined> {
+    if (users.length === 0) return undefined;
+    const shown = await Promise.all(
+      users
+        .slice(0, 3)
+        .map(async (u) => `@${(await this.options.slack.nameOf(u).catch(() => undefined)) ?? u}`),
+    );
+    return users.length > 3 ? `${shown.join(', ')} and ${users.length - 3} more` : shown.join(', ');
+  }
+
+  /** Sends PagerDuty's resolve once per page and `kind`, whichever replica gets here first. */
+  async resolvePage(record: ApprovalRecord, routingKey: string, kind: string): Promise<void> {
+    const { approvalId } = record;
+    if (!this.options.pager) return;
+    const dedupKey = record.escalation?.origin ?? approvalId;
+    if (!(await this.options.ledger.claim(dedupKey, kind))) return;
+    let outcome = 'sent';
+    try {
+      await this.options.pager.resolve(routingKey, dedupKey);
+      this.options.logger.info({ approvalId, dedupKey }, 'PagerDuty page resolved');
+    } catch (err) {
+      outcome = `failed: ${err instanceof Error ? err.message : String(err)}`.slice(0, 200);
+      this.count('resolve');
+      this.options.logger.error({ approvalId, dedupKey, err: outcome }, 'PagerDuty resolve failed');
+    }
+    await this.options.ledger.settle(dedupKey, kind, outcome);
+  }
+}

@@ -1,0 +1,89 @@
+import type { Logger } from 'pino';
+import { isTerminal } from '../../domain/record.js';
+import type { ApprovalStore, Mutation } from '../../store/approvalStore.js';
+import type { Decider } from '../deciding/decider.js';
+import type { RecordKeeper } from '../records/recordKeeper.js';
+import { orphaned, superseded } from '../records/recordMutations.js';
+
+export interface OpenApprovalsOptions {
+  keeper: RecordKeeper;
+  store: ApprovalStore;
+  /** Settles a decision of ours that may have closed an approval the host no longer lists. */
+  decider: Decider;
+  logger: Logger;
+}
+
+/**
+ * A host's open approvals against what the host says of them: a session's listing, a session
+ * held elsewhere, a host that keeps nothing going down or coming up again.
+ */
+export class OpenApprovals {
+  constructor(private readonly options: OpenApprovalsOptions) {}
+
+  /**
+   * The host listed what is still pending in a session. An approval asked by an earlier host
+   * process that is no longer pending was closed or replaced by the host.
+   */
+  async reconcileSession(
+    hostId: string,
+    sessionId: string,
+    pendingApprovalIds: string[],
+    incarnation: string,
+  ): Promise<void> {
+    const pending = new Set(pendingApprovalIds);
+    await this.forEachOpen(hostId, sessionId, (record) => {
+      if (pending.has(record.approvalId)) return undefined;
+      // Asked by this very host process and not listed: the listing may predate it.
+      if (record.incarnation === incarnation && record.phase !== 'unavailable') return undefined;
+      // Ours may have been the decision that closed it: the host says so when asked again.
+      if (record.phase === 'deciding' && record.claim) {
+        this.options.decider.settle(record);
+        return undefined;
+      }
+      return superseded('The agent host no longer has this request pending.');
+    });
+  }
+
+  changeSession(hostId: string, sessionId: string, mutation: Mutation): Promise<void> {
+    return this.forEachOpen(hostId, sessionId, () => mutation);
+  }
+
+  /** A host that keeps nothing died (or a new process of it came up): its approvals died with it. */
+  orphanAll(hostId: string, survivingIncarnation?: string): Promise<void> {
+    return this.forEachOpen(hostId, undefined, (record) =>
+      record.incarnation === survivingIncarnation ? undefined : orphaned,
+    );
+  }
+
+  /**
+   * Applies the mutation `pick` chooses to each open approval of a host (or of one of its
+   * sessions), each in its own queue. Only that session's approvals are read.
+   */
+  private async forEachOpen(
+    hostId: string,
+    sessionId: string | undefined,
+    pick: (record: NonNullable<Awaited<ReturnType<ApprovalStore['get']>>>) => Mutation | undefined,
+  ): Promise<void> {
+    const { keeper, store, logger } = this.options;
+    try {
+      const ids = await store.openApprovalIds(hostId, sessionId);
+      await Promise.all(
+        ids.map((approvalId) =>
+          keeper.run(approvalId, async () => {
+            const record = await store.get(approvalId);
+            if (!record || isTerminal(record)) {
+              if (record) await store.forgetOpen(record);
+              else await store.forgetOpenId(hostId, approvalId, sessionId);
+              return;
+            }
+            if (sessionId !== undefined && record.sessionId !== sessionId) return;
+            const mutation = pick(record);
+            if (mutation) await keeper.mutate(approvalId, mutation, record);
+          }),
+        ),
+      );
+    } catch (err) {
+      logger.error({ err, hostId, sessionId }, 'reconciling open approvals failed');
+    }
+  }
+}

@@ -1,0 +1,111 @@
+import type { ApprovalRecord, Claim } from '../../domain/record.js';
+import { isTerminal } from '../../domain/record.js';
+import { superseded } from './recordMutations.js';
+
+// Pure mutations of a decision under way, from the claim of a stage to what the host said of the
+// decide; undefined means "nothing changed". As every mutation, they may run more than once.
+
+/**
+ * Our decision's replay was answered with its original terminal ack: the host applied it, and the
+ * approval/resolved it wrote then never reached us (the bot died first). Record it as decided by
+ * the claim it answers.
+ */
+export function decidedByClaim(commandId: string, now: Date) {
+  return (record: ApprovalRecord): ApprovalRecord | undefined => {
+    const claim = record.claim;
+    if (isTerminal(record) || claim?.commandId !== commandId) return undefined;
+    const choice = record.availableChoices.find((c) => c.choiceId === claim.choiceId);
+    return {
+      ...record,
+      phase: 'resolved',
+      claim: undefined,
+      unavailable: undefined,
+      resolution: {
+        decision: choice?.decision ?? 'unknown',
+        resolvedBy: 'user',
+        decidedAt: now.toISOString(),
+        ...(claim.userId ? { slackUserId: claim.userId } : {}),
+        ...(claim.voters ? { voters: claim.voters } : {}),
+        choiceId: claim.choiceId,
+        ...(claim.feedback ? { feedback: claim.feedback } : {}),
+        ...(claim.via ? { via: claim.via } : {}),
+        ...(claim.grant ? { grant: claim.grant } : {}),
+      },
+    };
+  };
+}
+
+/**
+ * The host answered approvalAlreadyResolved: record the winner it names, if we lack one. An
+ * `abort` by `user` that was not ours is a recovery's or a withdrawal's (see resolved()).
+ */
+export function resolvedElsewhere(decision: string, resolvedBy: string, now: Date) {
+  return (record: ApprovalRecord): ApprovalRecord | undefined => {
+    if (isTerminal(record)) return undefined;
+    if (decision === 'abort' && resolvedBy === 'user') {
+      return superseded(
+        'The agent host closed this request without a decision (it restarted or withdrew it).',
+      )(record);
+    }
+    return {
+      ...record,
+      phase: 'resolved',
+      claim: undefined,
+      resolution: { decision, resolvedBy, decidedAt: now.toISOString() },
+    };
+  };
+}
+
+/**
+ * The host answered approvalRequirementStale naming the stage it is at now: the question moved
+ * on without our record hearing of it. Point the card at that stage; the session is re-read for
+ * its choices.
+ */
+export function requirementMoved(commandId: string, current: ApprovalRecord['currentRequirementId']) {
+  return (record: ApprovalRecord): ApprovalRecord | undefined => {
+    if (isTerminal(record)) return undefined;
+    const moved = !sameJson(record.currentRequirementId, current);
+    if (!moved && record.claim?.commandId !== commandId) return undefined;
+    return {
+      ...record,
+      currentRequirementId: moved ? current : record.currentRequirementId,
+      phase: record.phase === 'deciding' && record.claim?.commandId === commandId ? 'pending' : record.phase,
+      claim: record.claim?.commandId === commandId ? undefined : record.claim,
+    };
+  };
+}
+
+/** The host left our decide unanswered `count` times: the card says we are still asking. */
+export function unanswered(commandId: string, count: number) {
+  return (record: ApprovalRecord): ApprovalRecord | undefined => {
+    if (record.phase !== 'deciding' || record.claim?.commandId !== commandId) return undefined;
+    if (record.claim.unanswered === count) return undefined;
+    return { ...record, claim: { ...record.claim, unanswered: count } };
+  };
+}
+
+/**
+ * A click took the stage. Checked again here, under compare-and-set, because the question may
+ * have moved since the click was checked: a button pressed for one stage must never decide
+ * another.
+ */
+export function claimed(claim: Claim) {
+  return (record: ApprovalRecord): ApprovalRecord | undefined => {
+    if (record.phase !== 'pending') return undefined;
+    if (record.currentRequirementId.sourceIndex !== claim.sourceIndex) return undefined;
+    if (!record.availableChoices.some((choice) => choice.choiceId === claim.choiceId)) return undefined;
+    return { ...record, phase: 'deciding', claim };
+  };
+}
+
+/** Our decision was refused or abandoned: give the question back to the humans. */
+export function unclaimed(commandId: string) {
+  return (record: ApprovalRecord): ApprovalRecord | undefined => {
+    if (isTerminal(record) || record.claim?.commandId !== commandId) return undefined;
+    return { ...record, phase: record.phase === 'deciding' ? 'pending' : record.phase, claim: undefined };
+  };
+}
+
+function sameJson(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}

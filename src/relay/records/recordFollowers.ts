@@ -1,0 +1,22 @@
+import type { ApprovalRecord } from '../../domain/record.js';
+
+/** A part that follows the records' stored changes. */
+export interface RecordFollower {
+  follow(record: ApprovalRecord): void;
+}
+
+// The RecordKeeper tells its followers of every stored change (its onChange), but most of them
+// are built after it and on top of it (they take the keeper). They add themselves here once built,
+// and are told in the order they were added.
+export class RecordFollowers {
+  private readonly followers: RecordFollower[] = [];
+
+  add(follower: RecordFollower): void {
+    this.followers.push(follower);
+  }
+
+  /** RecordKeeper's onChange: each follower in turn. */
+  notify(record: ApprovalRecord): void {
+    for (const follower of this.followers) follower.follow(record);
+  }
+}

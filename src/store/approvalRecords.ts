@@ -1,0 +1,303 @@
+import { ApprovalRecord, Claim, isTerminal } from '../domain/record.js';
+import { defineApprovalScripts } from './approvalScripts.js';
+import type { CardSync } from './cardSync.js';
+import { keys } from './keys.js';
+import { RecentRecords } from './recentRecords.js';
+import type { RedisClient } from './redisConnection.js';
+
+// The compare-and-set core of the approval store: reading records, creating them, writing them
+// only over the version read (update, claimWith), fencing, and the host's open sets a record
+// joins and leaves. The scripts are in approvalScripts.ts; where a card is posted is
+// cardPlacement.ts, which cards lag their record is cardSync.ts; approvalStore.ts composes them.
+
+export interface ApprovalStoreOptions {
+  /** How long a final record (and its message mapping) is kept. */
+  resolvedTtlMs: number;
+  /** How long an unanswered claim blocks other clicks on the same stage. */
+  claimTtlMs?: number;
+  /**
+   * The fencing token of the host's lease while this process holds it (hostOwnership.ts): every
+   * write for a record of that host carries it. Without it, writes are not fenced.
+   */
+  fenceOf?: (hostId: string) => number | undefined;
+  /** How many of the records last read or written are kept for clicks (RecentRecords); default 512. */
+  recentRecords?: number;
+}
+
+/** A write for a host was refused: another replica has owned the host since (its token is higher). */
+export class FencedError extends Error {
+  constructor(readonly hostId: string) {
+    super(`host ${hostId} belongs to another replica now; the write was refused`);
+    this.name = 'FencedError';
+  }
+}
+
+export type Mutation = (record: ApprovalRecord) => ApprovalRecord | undefined;
+
+export interface UpdateResult {
+  record: ApprovalRecord;
+  changed: boolean;
+  /** The record the mutation was applied to. */
+  previous: ApprovalRecord;
+}
+
+export type ClaimOutcome =
+  | { kind: 'claimed'; record: ApprovalRecord }
+  | { kind: 'held'; holder: Claim | undefined }
+  /** The record changed since it was read: read it again and re-check. */
+  | { kind: 'stale' }
+  | { kind: 'gone' }
+  /** Another replica owns the host now. */
+  | { kind: 'fenced' };
+
+/** Held while posting a card; the token proves whose lease it is when it is given back. */
+export interface PostLease {
+  token: string;
+  ttlMs: number;
+}
+
+const MAX_CAS_ATTEMPTS = 20;
+
+/** Records read and written by compare-and-set; see the scripts' notes in approvalScripts.ts. */
+export class ApprovalRecords {
+  private readonly claimTtlMs: number;
+  /** The records last read or written here: CardPlacement keeps it up to date too. */
+  readonly recent: RecentRecords;
+
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly options: ApprovalStoreOptions,
+    private readonly sync: CardSync,
+  ) {
+    this.claimTtlMs = options.claimTtlMs ?? 24 * 60 * 60 * 1000;
+    this.recent = new RecentRecords(options.recentRecords ?? 512);
+    defineApprovalScripts(redis);
+  }
+
+  /** The fence argument of a write for a record of this host: '' when not fenced. */
+  fence(hostId: string): string {
+    const token = this.options.fenceOf?.(hostId);
+    return token === undefined ? '' : String(token);
+  }
+
+  /**
+   * Raises the fence of every open approval of the host to `token`: from now on a replica with an
+   * older lease of this host can change none of them. Resolves with how many were raised.
+   */
+  async fenceOpen(hostId: string, token: number): Promise<number> {
+    const ids = await this.redis.smembers(keys.openApprovals(hostId));
+    const raised = await Promise.all(ids.map((id) => this.redis.csStamp(keys.approval(id), String(token))));
+    return raised.filter((n) => n === 1).length;
+  }
+
+  async get(approvalId: string): Promise<ApprovalRecord | undefined> {
+    return this.parsed(approvalId, await this.redis.hget(keys.approval(approvalId), 'd'));
+  }
+
+  /**
+   * The record of the card at `channel`/`ts`, as this process last read or wrote it, when it is
+   * one of the recent ones and the approval named: no read. It may have changed since; a claim
+   * made on it is refused if so (claimWith).
+   */
+  recentCard(channel: string, ts: string, approvalId: string): ApprovalRecord | undefined {
+    const record = this.recent.get(approvalId);
+    return record?.slack.channel === channel && record.slack.ts === ts ? record : undefined;
+  }
+
+  /** A record as read from Redis, remembered as the latest seen. */
+  parsed(approvalId: string, raw: string | null): ApprovalRecord | undefined {
+    if (raw === null) {
+      this.recent.forget(approvalId);
+      return undefined;
+    }
+    const record = ApprovalRecord.parse(JSON.parse(raw));
+    this.recent.seen(record);
+    return record;
+  }
+
+  /** Replaces the full text kept for one record field; false when the record is gone. */
+  async saveFullText(approvalId: string, fields: Record<string, string>): Promise<boolean> {
+    const saved = await Promise.all(
+      Object.entries(fields).map(([field, json]) =>
+        this.redis.csSaveFull(keys.approval(approvalId), field, json),
+      ),
+    );
+    return saved.every((n) => n === 1);
+  }
+
+  /**
+   * The dedupe gate: only one of several racing creators wins. Returns false when a record for
+   * this approvalId already exists. The winner also holds `lease`, when one is given, so it can
+   * post the card at once. `extra` fields are stored in the record's hash with it (FULL_TEXT_FIELDS):
+   * they share its key, so they expire with it.
+   */
+  async createIfAbsent(
+    record: ApprovalRecord,
+    lease?: PostLease,
+    extra?: Record<string, string>,
+  ): Promise<boolean> {
+    // The open-set insert rides along (the host's slot); it is harmless when the record existed.
+    const [created] = await Promise.all([
+      this.redis.csCreate(
+        keys.approval(record.approvalId),
+        keys.postLease(record.approvalId),
+        String(record.version),
+        JSON.stringify(record),
+        lease?.token ?? '',
+        String(lease?.ttlMs ?? 0),
+        this.fence(record.hostId),
+        ...(extra ? Object.entries(extra).flat() : []),
+      ),
+      this.redis.csOpen(
+        keys.openApprovals(record.hostId),
+        keys.openInSession(record.hostId, record.sessionId),
+        keys.sessions(record.hostId),
+        record.approvalId,
+        record.sessionId,
+      ),
+    ]);
+    if (created === 1) this.recent.seen(record);
+    return created === 1;
+  }
+
+  /**
+   * Reads the record, applies a pure mutation and writes it back only if nobody else wrote in
+   * between; on a conflict it re-reads and tries again. The mutation returns undefined for "no
+   * change". Resolves with the stored record and whether it changed, or undefined if there is none.
+   * `known`, a record just read, saves the first read.
+   */
+  async update(
+    approvalId: string,
+    mutate: Mutation,
+    known?: ApprovalRecord,
+  ): Promise<UpdateResult | undefined> {
+    for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
+      // A record the caller has just read is tried first; the compare-and-set says if it moved.
+      const current = attempt === 0 && known ? known : await this.get(approvalId);
+      if (!current) return undefined;
+      const next = mutate(current);
+      if (!next) return { record: current, changed: false, previous: current };
+      const written = this.nextVersion(current, next);
+      const dropped = current.claim && current.claim.commandId !== written.claim?.commandId;
+      // Sent with the write, ahead of it: the card is behind its record until cardsSynced() says
+      // not, and a process that dies as it writes must leave that mark for the next start.
+      const unsynced = written.slack.ts ? this.sync.markUnsynced(approvalId) : undefined;
+      // A dropped claim's key must not outlive it: a host that asks that stage again (a restart
+      // recovery under the same id) must find it free.
+      const [result] = await Promise.all([
+        this.cas(current, written, dropped ? current.claim : undefined),
+        unsynced,
+        this.whenFinal(current, written),
+      ]);
+      if (result === 1) {
+        this.recent.seen(written);
+        return { record: written, changed: true, previous: current };
+      }
+      this.recent.forget(approvalId);
+      if (result === -1) return undefined;
+      if (result === -2) throw new FencedError(current.hostId);
+    }
+    throw new Error(`approval ${approvalId}: too many concurrent updates`);
+  }
+
+  /**
+   * Claims one stage for one click and moves the record it was checked against to `next` (in
+   * `deciding`, holding the claim) in one step.
+   */
+  async claimWith(expected: ApprovalRecord, next: ApprovalRecord & { claim: Claim }): Promise<ClaimOutcome> {
+    const written = this.nextVersion(expected, next);
+    const [code, holder] = (await this.redis.csClaim(
+      keys.approval(expected.approvalId),
+      keys.claim(expected.approvalId, next.claim.sourceIndex),
+      String(expected.version),
+      String(written.version),
+      JSON.stringify(written),
+      JSON.stringify(next.claim),
+      String(this.claimTtlMs),
+      this.fence(expected.hostId),
+      versionTail(expected),
+    )) as [number, string | undefined];
+    if (code === 1 || code === 3) {
+      this.recent.seen(written);
+      return { kind: 'claimed', record: written };
+    }
+    // Not as expected: whoever checks next reads what it is now.
+    this.recent.forget(expected.approvalId);
+    if (code === -2) return { kind: 'fenced' };
+    if (code === 2) return { kind: 'held', holder: parseClaim(holder) };
+    return code === 0 ? { kind: 'stale' } : { kind: 'gone' };
+  }
+
+  /** Approvals not yet final, of a host or of one of its sessions. */
+  async openApprovalIds(hostId: string, sessionId?: string): Promise<string[]> {
+    return this.redis.smembers(
+      sessionId === undefined ? keys.openApprovals(hostId) : keys.openInSession(hostId, sessionId),
+    );
+  }
+
+  /** Drops a final approval from the open sets (createIfAbsent may have re-added it). */
+  async forgetOpen(record: Pick<ApprovalRecord, 'hostId' | 'sessionId' | 'approvalId'>): Promise<void> {
+    await this.forgetOpenId(record.hostId, record.approvalId, record.sessionId);
+  }
+
+  /** Drops an approval whose record is gone from the open sets it is known to be in. */
+  async forgetOpenId(hostId: string, approvalId: string, sessionId?: string): Promise<void> {
+    const pipe = this.redis.pipeline().srem(keys.openApprovals(hostId), approvalId);
+    if (sessionId !== undefined) pipe.srem(keys.openInSession(hostId, sessionId), approvalId);
+    firstResult(await pipe.exec());
+  }
+
+  nextVersion(current: ApprovalRecord, next: ApprovalRecord): ApprovalRecord {
+    return { ...next, version: current.version + 1, updatedAt: new Date().toISOString() };
+  }
+
+  private cas(current: ApprovalRecord, written: ApprovalRecord, release: Claim | undefined): Promise<number> {
+    const ttl = String(isTerminal(written) ? this.options.resolvedTtlMs : 0);
+    const args = [String(current.version), String(written.version), JSON.stringify(written), ttl] as const;
+    const approvalKey = keys.approval(current.approvalId);
+    const fence = this.fence(current.hostId);
+    if (!release) return this.redis.csCas(approvalKey, ...args, '', '0', fence);
+    const claimKey = keys.claim(current.approvalId, release.sourceIndex);
+    return this.redis.csCasReleasing(approvalKey, claimKey, ...args, release.commandId, '0', fence);
+  }
+
+  /**
+   * A record that becomes final leaves its host's open sets and its message mapping starts to
+   * expire. Sent with the write (the host's slot, the message's slot): a mutation that makes a
+   * record final makes it final on every retry too, so doing this even when the write has to be
+   * retried is safe.
+   */
+  private async whenFinal(current: ApprovalRecord, written: ApprovalRecord): Promise<void> {
+    if (!isTerminal(written) || isTerminal(current)) return;
+    const open = this.redis
+      .pipeline()
+      .srem(keys.openApprovals(written.hostId), written.approvalId)
+      .srem(keys.openInSession(written.hostId, written.sessionId), written.approvalId)
+      .exec()
+      .then(throwFirstError);
+    const mapping = written.slack.ts
+      ? this.redis.pexpire(keys.message(written.slack.channel, written.slack.ts), this.options.resolvedTtlMs)
+      : undefined;
+    await Promise.all([open, mapping]);
+  }
+}
+
+/** The record's last two fields as JSON.stringify writes them: nextVersion() keeps their place. */
+export function versionTail(record: ApprovalRecord): string {
+  return `"updatedAt":${JSON.stringify(record.updatedAt)},"version":${record.version}`;
+}
+
+function firstResult(results: Array<[Error | null, unknown]> | null): unknown {
+  const [err, value] = results?.[0] ?? [new Error('no reply from Redis'), undefined];
+  if (err) throw err;
+  return value;
+}
+
+function throwFirstError(results: Array<[Error | null, unknown]> | null): void {
+  if (!results) throw new Error('no reply from Redis');
+  for (const [err] of results) if (err) throw err;
+}
+
+function parseClaim(raw: string | null | undefined): Claim | undefined {
+  return raw ? Claim.parse(JSON.parse(raw)) : undefined;
+}

@@ -1,0 +1,292 @@
+import type { Result } from 'ioredis';
+import type { RedisClient } from './redisConnection.js';
+
+// The approval store's Lua scripts and their ioredis typings; approvalRecords.ts (the
+// compare-and-set core), cardPlacement.ts and cardSync.ts send them.
+//
+// Every write of a record is a compare-and-set on its version field, done by a Lua script so
+// that Redis never has to decode the JSON. The scripts also carry the small side effects of a
+// write (a lease or claim freed, a claim taken) so that one relayed approval or one click costs
+// a fixed, small number of round trips: see bench/ and README "Performance".
+//
+// Each script touches the keys of one approval only (one hash tag, one Cluster slot). What else an
+// operation writes (a host's open sets, a message mapping, the unsynced set) lives in other slots:
+// it goes in single-slot commands issued alongside, so the operation still waits for one round
+// trip. One Redis runs them in the order issued (the record before its open-set entry); a Cluster
+// may not, and readers of the open sets look up the record in the approval's queue, after its
+// creation.
+
+/**
+ * Creates the record unless it exists; the creator also takes the post lease. ARGV past the fifth
+ * are field/value pairs stored with it (the full text of a request intake cut).
+ */
+const CREATE_SCRIPT = `
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'v', ARGV[1], 'd', ARGV[2])
+if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'f', ARGV[5]) end
+for i = 6, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+if ARGV[3] ~= '' then redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[4]) end
+return 1
+`;
+
+/** An approval joins its host's and session's open sets; its session is known to the host. */
+const OPEN_SCRIPT = `
+redis.call('SADD', KEYS[1], ARGV[1])
+redis.call('SADD', KEYS[2], ARGV[1])
+redis.call('HSETNX', KEYS[3], ARGV[2], '{}')
+return 1
+`;
+
+/**
+ * Replaces one full-text field of an existing record (an update brought a subject intake cut):
+ * never creates the hash, so it cannot outlive a record that expired.
+ */
+const SAVE_FULL_SCRIPT = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return 1
+`;
+
+// Fencing (several replicas): a write made for a host carries the fencing token of the lease its
+// writer holds. The record keeps the highest token that wrote it (field `f`) and refuses a lower
+// one (-2), so a replica that lost the host's lease and wakes up late cannot change the record,
+// post its card or claim a stage. A write that does not act for the host (an escalation note) carries
+// none. fenceCheck(n) and fenceStamp(n) are spliced into the scripts, n being the fence argument.
+const fenceCheck = (n: number) =>
+  `ARGV[${n}] ~= '' and tonumber(ARGV[${n}]) < tonumber(redis.call('HGET', KEYS[1], 'f') or '0')`;
+const fenceStamp = (n: number) => `if ARGV[${n}] ~= '' then redis.call('HSET', KEYS[1], 'f', ARGV[${n}]) end`;
+
+/**
+ * Sets `result` for a write expecting version ARGV[1] of KEYS[1]: -1 gone, 0 moved on, -2 fenced
+ * (fence argument n), 1 when the write may go ahead (the `else` branch the caller opens next).
+ */
+const versionGate = (n: number) => `local cur = redis.call('HGET', KEYS[1], 'v')
+local result = 1
+if not cur then result = -1
+elseif cur ~= ARGV[1] then result = 0
+elseif ${fenceCheck(n)} then result = -2`;
+
+/** Frees KEYS[2] only while it holds the token ARGV[n]: a late writer must not free someone else's. */
+const releaseIfHeld = (n: number) => `local held = redis.call('GET', KEYS[2])
+  if held and string.find(held, ARGV[${n}], 1, true) then redis.call('DEL', KEYS[2]) end`;
+
+/**
+ * Stores where a card was posted by patching the record's JSON in place: only the slack object
+ * and the version (with updatedAt) change, so the record is not sent again. Each is replaced at
+ * its last occurrence (the record's own fields follow whatever the agent sent; agent text is
+ * inside JSON strings, where a quote is escaped, so it cannot spell them). 0 when the version
+ * moved or the JSON is not as expected: the caller then writes the whole record. The post lease
+ * (KEYS[2]) is given back whatever the outcome.
+ * ARGV: expected version, next version, old slack, new slack, old tail, new tail, lease token, fence.
+ */
+const SAVE_POST_SCRIPT = `
+local function last(text, part)
+  local at, from = nil, 1
+  while true do
+    local found = string.find(text, part, from, true)
+    if not found then return at end
+    at, from = found, found + 1
+  end
+end
+${versionGate(8)}
+else
+  local d = redis.call('HGET', KEYS[1], 'd')
+  local s, t = last(d, ARGV[3]), last(d, ARGV[5])
+  if not s or not t or s > t then result = 0
+  else
+    d = string.sub(d, 1, s - 1) .. ARGV[4] .. string.sub(d, s + #ARGV[3], t - 1) .. ARGV[6] .. string.sub(d, t + #ARGV[5])
+    redis.call('HSET', KEYS[1], 'v', ARGV[2], 'd', d)
+    ${fenceStamp(8)}
+  end
+end
+do
+  ${releaseIfHeld(7)}
+end
+return result
+`;
+
+/** A new owner raises the fence of every open approval of its host before it runs the host. */
+const STAMP_SCRIPT = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if tonumber(redis.call('HGET', KEYS[1], 'f') or '0') >= tonumber(ARGV[1]) then return 0 end
+redis.call('HSET', KEYS[1], 'f', ARGV[1])
+return 1
+`;
+
+/**
+ * KEYS[1] the unsynced set. ARGV: approvalId, stamp, approvalId, stamp, … Strikes each approval off
+ * unless a write marked it again after `stamp` (when its card update was handed out).
+ */
+const SYNCED_SCRIPT = `
+for i = 1, #ARGV, 2 do
+  local marked = redis.call('ZSCORE', KEYS[1], ARGV[i])
+  if marked and tonumber(marked) <= tonumber(ARGV[i + 1]) then redis.call('ZREM', KEYS[1], ARGV[i]) end
+end
+return 0
+`;
+
+/** KEYS[1] record, KEYS[2] post lease. ARGV: token, TTL ms, fence. -2 when fenced, else 1 or 0. */
+const POST_LEASE_SCRIPT = `
+if ${fenceCheck(3)} then return -2 end
+if redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2], 'NX') then return 1 end
+return 0
+`;
+
+/**
+ * KEYS[1] record, KEYS[2] a claim or lease key to free (optional). ARGV: expected version, next
+ * version, JSON, TTL ms (0 = none), the token the key to free must hold, '1' to free it even when
+ * the write lost, the fence ('' for none). A key is freed only if it still holds our token: a late writer must not free
+ * someone else's claim.
+ */
+const CAS_SCRIPT = `
+${versionGate(7)}
+else
+  redis.call('HSET', KEYS[1], 'v', ARGV[2], 'd', ARGV[3])
+  ${fenceStamp(7)}
+  if ARGV[4] ~= '0' then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
+end
+if KEYS[2] and (result == 1 or ARGV[6] == '1') then
+  ${releaseIfHeld(5)}
+end
+return result
+`;
+
+/**
+ * Takes one stage's claim and moves the record to `deciding` in one step. Returns {2, holder}
+ * when the stage is already claimed, {0} when the record moved on, {-1} when it is gone, and {3}
+ * when the stage already holds this very claim: ioredis sends a command again after a reconnect,
+ * and a claim that already ran is ours, not somebody else's; {-2} when fenced (ARGV[6]). The
+ * record must still hold the checked one's version and time (ARGV[7], versionTail): a record
+ * checked from memory (RecentRecords) could otherwise meet one of the same version written again
+ * after Redis lost it.
+ */
+const CLAIM_SCRIPT = `
+local held = redis.call('GET', KEYS[2])
+if held then
+  if held == ARGV[4] then return {3} end
+  return {2, held}
+end
+local cur = redis.call('HGET', KEYS[1], 'v')
+if not cur then return {-1} end
+if cur ~= ARGV[1] then return {0} end
+local d = redis.call('HGET', KEYS[1], 'd')
+if not string.find(d, ARGV[7], 1, true) then return {0} end
+if ${fenceCheck(6)} then return {-2} end
+redis.call('SET', KEYS[2], ARGV[4], 'PX', ARGV[5])
+redis.call('HSET', KEYS[1], 'v', ARGV[2], 'd', ARGV[3])
+${fenceStamp(6)}
+return {1}
+`;
+
+/** Frees a post lease only if it still holds our token: a late worker must not free another's. */
+const RELEASE_SCRIPT = `
+local cur = redis.call('GET', KEYS[1])
+if not cur then return 0 end
+if string.find(cur, ARGV[1], 1, true) then return redis.call('DEL', KEYS[1]) end
+return 0
+`;
+
+/** Extends a post lease only while it still holds our token. */
+const RENEW_SCRIPT = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
+`;
+
+/** Registers the scripts on this connection: once, by the store that owns it (ApprovalRecords). */
+export function defineApprovalScripts(redis: RedisClient): void {
+  redis.defineCommand('csCreate', { numberOfKeys: 2, lua: CREATE_SCRIPT });
+  redis.defineCommand('csSaveFull', { numberOfKeys: 1, lua: SAVE_FULL_SCRIPT });
+  // Two fixed key counts rather than one command taking its count first: a Cluster routes a
+  // command by its keys, so each is sent on its own, never wrapped in a pipeline to be routed.
+  redis.defineCommand('csCas', { numberOfKeys: 1, lua: CAS_SCRIPT });
+  redis.defineCommand('csCasReleasing', { numberOfKeys: 2, lua: CAS_SCRIPT });
+  redis.defineCommand('csOpen', { numberOfKeys: 3, lua: OPEN_SCRIPT });
+  redis.defineCommand('csSavePost', { numberOfKeys: 2, lua: SAVE_POST_SCRIPT });
+  redis.defineCommand('csClaim', { numberOfKeys: 2, lua: CLAIM_SCRIPT });
+  redis.defineCommand('csRelease', { numberOfKeys: 1, lua: RELEASE_SCRIPT });
+  redis.defineCommand('csRenew', { numberOfKeys: 1, lua: RENEW_SCRIPT });
+  redis.defineCommand('csStamp', { numberOfKeys: 1, lua: STAMP_SCRIPT });
+  redis.defineCommand('csPostLease', { numberOfKeys: 2, lua: POST_LEASE_SCRIPT });
+  redis.defineCommand('csSynced', { numberOfKeys: 1, lua: SYNCED_SCRIPT });
+}
+
+declare module 'ioredis' {
+  interface RedisCommander<Context> {
+    csCreate(
+      approvalKey: string,
+      leaseKey: string,
+      version: string,
+      json: string,
+      leaseToken: string,
+      leaseTtlMs: string,
+      fence: string,
+      ...fullTextFields: string[]
+    ): Result<number, Context>;
+    /** ARGV as CAS_SCRIPT documents. */
+    csCas(
+      approvalKey: string,
+      expectedVersion: string,
+      nextVersion: string,
+      json: string,
+      ttlMs: string,
+      leaseToken: string,
+      releaseAlways: string,
+      fence: string,
+    ): Result<number, Context>;
+    /** csCas that also releases KEYS[2] (a claim or the post lease) when it holds ARGV[5]. */
+    csCasReleasing(
+      approvalKey: string,
+      releaseKey: string,
+      expectedVersion: string,
+      nextVersion: string,
+      json: string,
+      ttlMs: string,
+      token: string,
+      releaseAlways: string,
+      fence: string,
+    ): Result<number, Context>;
+    csSavePost(
+      approvalKey: string,
+      leaseKey: string,
+      expectedVersion: string,
+      nextVersion: string,
+      oldSlack: string,
+      newSlack: string,
+      oldTail: string,
+      newTail: string,
+      leaseToken: string,
+      fence: string,
+    ): Result<number, Context>;
+    csOpen(
+      openKey: string,
+      sessionOpenKey: string,
+      sessionsKey: string,
+      approvalId: string,
+      sessionId: string,
+    ): Result<number, Context>;
+    csClaim(
+      approvalKey: string,
+      claimKey: string,
+      expectedVersion: string,
+      nextVersion: string,
+      json: string,
+      claimJson: string,
+      claimTtlMs: string,
+      fence: string,
+      /** versionTail() of the record checked: its updatedAt and version, as its stored JSON holds them. */
+      expectedTail: string,
+    ): Result<unknown[], Context>;
+    csStamp(approvalKey: string, token: string): Result<number, Context>;
+    csSaveFull(approvalKey: string, field: string, json: string): Result<number, Context>;
+    csPostLease(
+      approvalKey: string,
+      leaseKey: string,
+      token: string,
+      ttlMs: string,
+      fence: string,
+    ): Result<number, Context>;
+    csRelease(key: string, token: string): Result<number, Context>;
+    csRenew(key: string, token: string, ttlMs: string): Result<number, Context>;
+    csSynced(unsyncedKey: string, ...idsAndStamps: string[]): Result<number, Context>;
+  }
+}

@@ -1,0 +1,202 @@
+import { randomUUID } from 'node:crypto';
+import { FULL_TEXT_FIELDS, FullText, type FullTextOf } from '../domain/fullText.js';
+import { type ApprovalRecord, isTerminal } from '../domain/record.js';
+import {
+  type ApprovalRecords,
+  type ApprovalStoreOptions,
+  FencedError,
+  type Mutation,
+  type PostLease,
+  type UpdateResult,
+  versionTail,
+} from './approvalRecords.js';
+import { keys } from './keys.js';
+import type { RedisClient } from './redisConnection.js';
+
+// Card placement: the post lease (one worker posts an approval's card), where the card was
+// posted (written into the record, patched in place when nobody wrote meanwhile), and the message
+// map from a Slack message to the approval its buttons decide.
+
+const DEFERRED = { deferred: true } as const;
+
+export class CardPlacement {
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly records: ApprovalRecords,
+    private readonly options: Pick<ApprovalStoreOptions, 'resolvedTtlMs'>,
+    /** The whole-record write a patch falls back on (ApprovalStore passes its own update). */
+    private readonly update: (approvalId: string, mutate: Mutation) => Promise<UpdateResult | undefined> = (
+      approvalId,
+      mutate,
+    ) => records.update(approvalId, mutate),
+  ) {}
+
+  /** A fresh post lease to pass to createIfAbsent or acquirePostLease. */
+  newPostLease(ttlMs: number): PostLease {
+    return { token: randomUUID(), ttlMs };
+  }
+
+  /** Resolves with the lease, or undefined when another worker is posting this card right now. */
+  async acquirePostLease(
+    record: Pick<ApprovalRecord, 'approvalId' | 'hostId'>,
+    ttlMs: number,
+  ): Promise<PostLease | undefined> {
+    const lease = this.newPostLease(ttlMs);
+    const code = await this.redis.csPostLease(
+      keys.approval(record.approvalId),
+      keys.postLease(record.approvalId),
+      lease.token,
+      String(ttlMs),
+      this.records.fence(record.hostId),
+    );
+    if (code === -2) throw new FencedError(record.hostId);
+    return code === 1 ? lease : undefined;
+  }
+
+  /** Extends our post lease by its ttl; false when it is no longer ours (it ran out). */
+  async renewPostLease(approvalId: string, lease: PostLease): Promise<boolean> {
+    return (await this.redis.csRenew(keys.postLease(approvalId), lease.token, String(lease.ttlMs))) === 1;
+  }
+
+  async releasePostLease(approvalId: string, lease: PostLease): Promise<void> {
+    await this.redis.csRelease(keys.postLease(approvalId), lease.token);
+  }
+
+  /**
+   * Stores where the card was posted, maps the message to the approval and gives the lease back,
+   * in one round trip when nobody changed the record while it was being posted.
+   */
+  async savePost(
+    record: ApprovalRecord,
+    card: { channel: string; ts: string },
+    lease: PostLease,
+  ): Promise<UpdateResult | undefined> {
+    const messageKey = keys.message(card.channel, card.ts);
+    const [result] = await Promise.all([
+      // Object.assign, not a spread followed by more: see docs/performance.md, "Object shapes".
+      this.patchSlack(record, Object.assign({}, record.slack, card), lease),
+      // The message's own slot: mapped whether or not the write won, as it always was.
+      isTerminal(record)
+        ? this.redis.set(messageKey, record.approvalId, 'PX', this.options.resolvedTtlMs)
+        : this.redis.set(messageKey, record.approvalId),
+    ]);
+    if (result !== 'moved') return result;
+    // Changed while we posted: write the card's place into whatever it is now.
+    const saved = await this.update(record.approvalId, (r) =>
+      r.slack.ts ? undefined : { ...r, slack: { ...r.slack, ...card } },
+    );
+    if (saved && isTerminal(saved.record)) await this.redis.pexpire(messageKey, this.options.resolvedTtlMs);
+    return saved;
+  }
+
+  /**
+   * A card its creator will not post after all (a remembered grant answers the approval): the
+   * record says so (slack.deferred) and the lease is given back, in one round trip when nobody
+   * changed the record since `record` was written.
+   */
+  async deferPost(record: ApprovalRecord, lease: PostLease): Promise<UpdateResult | undefined> {
+    const result = await this.patchSlack(record, Object.assign({}, record.slack, DEFERRED), lease);
+    if (result !== 'moved') return result;
+    return this.update(record.approvalId, (r) =>
+      r.slack.ts || r.slack.deferred || isTerminal(r)
+        ? undefined
+        : { ...r, slack: { ...r.slack, deferred: true } },
+    );
+  }
+
+  /**
+   * Writes `slack` into the record it was changed from and gives the post lease back. 'moved' when
+   * the record changed meanwhile (the lease is given back all the same).
+   */
+  private async patchSlack(
+    record: ApprovalRecord,
+    slack: ApprovalRecord['slack'],
+    lease: PostLease,
+  ): Promise<UpdateResult | undefined | 'moved'> {
+    const written = this.records.nextVersion(record, { ...record, slack });
+    // A record being posted is open: no expiry to set, so a patch says all that changed.
+    const result = await (isTerminal(written)
+      ? this.redis.csCasReleasing(
+          keys.approval(record.approvalId),
+          keys.postLease(record.approvalId),
+          String(record.version),
+          String(written.version),
+          JSON.stringify(written),
+          String(this.options.resolvedTtlMs),
+          lease.token,
+          '1',
+          this.records.fence(record.hostId),
+        )
+      : this.redis.csSavePost(
+          keys.approval(record.approvalId),
+          keys.postLease(record.approvalId),
+          String(record.version),
+          String(written.version),
+          `"slack":${JSON.stringify(record.slack)}`,
+          `"slack":${JSON.stringify(written.slack)}`,
+          versionTail(record),
+          versionTail(written),
+          lease.token,
+          this.records.fence(record.hostId),
+        ));
+    if (result === 1) {
+      this.records.recent.seen(written);
+      return { record: written, changed: true, previous: record };
+    }
+    this.records.recent.forget(record.approvalId);
+    if (result === -1) return undefined;
+    if (result === -2) throw new FencedError(record.hostId);
+    return 'moved';
+  }
+
+  /**
+   * The record a message maps to, with the full text kept for it (FULL_TEXT_FIELDS) read in the
+   * same command: what "View full" shows. `hint`, the approval the button names, is read at the
+   * same time as the mapping (one round trip) and used only when the mapping agrees.
+   */
+  async getWithFullText(
+    channel: string,
+    ts: string,
+    hint: string | undefined,
+  ): Promise<{ record: ApprovalRecord; full: FullTextOf } | undefined> {
+    const read = (approvalId: string) =>
+      this.redis.hmget(keys.approval(approvalId), 'd', FULL_TEXT_FIELDS.subject, FULL_TEXT_FIELDS.rawArgs);
+    const [mapped, hinted] = await Promise.all([
+      this.redis.get(keys.message(channel, ts)),
+      hint ? read(hint) : undefined,
+    ]);
+    if (!mapped) return undefined;
+    const [raw, subject, rawArgs] = mapped === hint && hinted ? hinted : await read(mapped);
+    if (!raw) return undefined;
+    const full: FullTextOf = {};
+    if (subject) full.subject = FullText.parse(JSON.parse(subject));
+    if (rawArgs) full.rawArgs = FullText.parse(JSON.parse(rawArgs));
+    return { record: this.records.parsed(mapped, raw)!, full };
+  }
+
+  /**
+   * The approval a message maps to and, read at the same time (two slots, one round trip on one
+   * Redis), the record of the approval the caller expects there; the record is only meaningful
+   * when `mappedTo` is that approval.
+   */
+  async getForMessage(
+    channel: string,
+    ts: string,
+    expectedApprovalId: string,
+  ): Promise<{ mappedTo: string | undefined; record: ApprovalRecord | undefined }> {
+    const [mappedTo, raw] = await Promise.all([
+      this.redis.get(keys.message(channel, ts)),
+      this.redis.hget(keys.approval(expectedApprovalId), 'd'),
+    ]);
+    return { mappedTo: mappedTo ?? undefined, record: this.records.parsed(expectedApprovalId, raw) };
+  }
+
+  /** Another message (an escalation DM) whose buttons decide this approval, for `ttlMs`. */
+  async mapMessage(channel: string, ts: string, approvalId: string, ttlMs: number): Promise<void> {
+    await this.redis.set(keys.message(channel, ts), approvalId, 'PX', ttlMs);
+  }
+
+  async findByMessage(channel: string, ts: string): Promise<string | undefined> {
+    return (await this.redis.get(keys.message(channel, ts))) ?? undefined;
+  }
+}

@@ -1,0 +1,259 @@
+import type { Logger } from 'pino';
+import type { Config } from '../config/config.js';
+import { redactedConfig } from '../config/configSecrets.js';
+import { sleep } from '../msp/backoff.js';
+import type { ClickHandler } from '../relay/deciding/clickHandler.js';
+import type { Decider } from '../relay/deciding/decider.js';
+import type { GrantMaker } from '../relay/grants/grantMaker.js';
+import type { HostEventHandler } from '../relay/hostEvents/hostEventHandler.js';
+import { FenceBook } from '../replicas/fenceBook.js';
+import { createSlackApp } from '../slack/createSlackApp.js';
+import { classifySlackError } from '../slack/slackFailures.js';
+import { describeSlackFailure } from '../slack/slackReachability.js';
+import { VERSION } from '../version.js';
+import { wireDeciding } from './deciding.js';
+import { wireEscalation } from './escalation.js';
+import { wireGrants } from './grants.js';
+import { wireHealth } from './health.js';
+import { wireHome } from './home.js';
+import { wireHostEvents } from './hostEvents.js';
+import { wireHosts } from './hosts.js';
+import { Late } from './late.js';
+import { wireNotices } from './notices.js';
+import { wireRecords } from './records.js';
+import { wireRedis } from './redis.js';
+import { wireReplicas } from './replicas.js';
+import { wireRouting } from './routing.js';
+import type { ShutdownSteps } from './shutdown.js';
+import { wireSlack } from './slack.js';
+
+/** How the running process is ended: shutdown(code, reason), once (wiring/shutdown.ts). */
+export type Shutdown = (code: number, reason: string) => Promise<void>;
+
+export interface StartOptions {
+  /** When the process started: cards an earlier process left behind are those before it. */
+  startedAt: Date;
+  /** Whether shutdown has begun. */
+  stopping: () => boolean;
+  shutdown: Shutdown;
+}
+
+/** Countersign, built and not yet started. */
+export interface Countersign {
+  /** Starts the parts in order; rejects with a ConfigError when Slack's settings are wrong. */
+  start(options: StartOptions): Promise<void>;
+  /** The shutdown stages, each over the parts it stops, in createShutdown's order. */
+  stages: Omit<ShutdownSteps, 'logger' | 'exit' | 'budget'>;
+  /** Whatever way the process ends, the hosts' process groups do not outlive it. */
+  killHosts(): void;
+}
+
+/** Builds every part, capability by capability (each wiring file), and nothing runs yet. */
+export function assemble(config: Config, logger: Logger): Countersign {
+  const shownConfig = redactedConfig(config);
+  const { redis, redisHealth, ...redisPart } = wireRedis(config, logger, shownConfig.redisUrl);
+  const slack = wireSlack(config, logger);
+  const { slackClient, cardChannel } = slack;
+  // Which hosts this replica holds, and with which fencing token: the lease owner (replicas.ts)
+  // writes it; the store, the keeper, the hosts and the deciders built before it read it.
+  const fences = new FenceBook();
+  // The circles (late.ts): each of these parts is built on top of one that needs it back.
+  const later = {
+    grantMaker: new Late<GrantMaker>('the grant maker'),
+    relay: new Late<HostEventHandler>('the host event handler'),
+    decider: new Late<Decider>('the decider'),
+    clicks: new Late<ClickHandler>('the click handler'),
+  };
+
+  const { router, owners, groups, authorizer, risks, approverNames } = wireRouting({
+    config,
+    logger,
+    redis,
+    slackClient,
+    identity: slack.identity,
+  });
+  const { store, activity, auditTrail, followers, keeper } = wireRecords({
+    config,
+    logger,
+    redis,
+    fences,
+    cardChannel,
+    router,
+    authorizer,
+    approverNames,
+    grantMaker: later.grantMaker,
+  });
+  const { noticeSender, noticeLedger, notices } = wireNotices({
+    config,
+    logger,
+    redis,
+    slackClient,
+    cardCalls: slack.cardCalls,
+    activity,
+    auditTrail,
+    owners,
+  });
+  const grants = wireGrants({ config, logger, redis, keeper, router, authorizer, noticeSender, auditTrail });
+  later.grantMaker.set(grants.grantMaker);
+  const hosts = wireHosts({ config, logger, redis, fences, relay: later.relay });
+  const { replicaId, forwarding, ownership } = wireReplicas({
+    config,
+    logger,
+    redis,
+    fences,
+    store,
+    keeper,
+    hosts,
+    decider: later.decider,
+    clicks: later.clicks,
+  });
+  const { decider, grantAnswerer, clicks } = wireDeciding({
+    logger,
+    store,
+    keeper,
+    activity,
+    auditTrail,
+    hosts,
+    fences,
+    forwarding,
+    router,
+    authorizer,
+    grantStore: grants.grantStore,
+    grantMaker: grants.grantMaker,
+    grantLines: grants.grantLines,
+    noticeLedger,
+    cardChannel,
+  });
+  later.decider.set(decider);
+  later.clicks.set(clicks);
+  const escalation = wireEscalation({
+    config,
+    logger,
+    redis,
+    slackClient,
+    store,
+    keeper,
+    decider,
+    router,
+    groups,
+    noticeSender,
+    noticeLedger,
+  });
+  const { escalator } = escalation;
+  const relay = later.relay.set(
+    wireHostEvents({
+      config,
+      logger,
+      store,
+      keeper,
+      auditTrail,
+      redisHealth,
+      hosts,
+      fences,
+      decider,
+      grantAnswerer,
+      router,
+      risks,
+      owners,
+    }),
+  );
+  const health = wireHealth({
+    redis: redisPart,
+    slack,
+    hosts,
+    ownership,
+    replicaId,
+    activity,
+    auditTrail,
+    escalationFailures: escalation.failures,
+  });
+  const { waiting, home } = wireHome({
+    config,
+    logger,
+    redis,
+    slackClient,
+    store,
+    authorizer,
+    grantLists: grants.grantLists,
+    health,
+  });
+  // Followers of the records' stored changes, told in this order.
+  followers.add(grantAnswerer);
+  followers.add(grants.grantMaker);
+  followers.add(notices);
+  followers.add(home);
+  followers.add(escalator);
+
+  const app = createSlackApp({
+    config,
+    logger,
+    clicks,
+    fullText: store,
+    identity: () => slack.identity,
+    web: slackClient,
+    transport: slack.slackTransport,
+    reachability: slack.reachability,
+    health,
+    team: { authorizer, router, waiting, home, grants: grants.grantLists, revoker: grants.revoker },
+  });
+
+  return {
+    async start({ startedAt, stopping, shutdown }) {
+      const { connected } = await app.start();
+      logger.info({ version: VERSION, config: shownConfig }, 'countersign listening');
+
+      // Redis away at start-up must not hold the rest back for long: /readyz says it is down.
+      await Promise.race([redisPart.legacyKeysMoved, sleep(5_000)]);
+      redisHealth.start();
+      escalator.start();
+      void connected.catch((err: unknown) => {
+        const cause = describeSlackFailure(err);
+        const kind = classifySlackError(err).kind;
+        const refused = kind === 'fatal' || kind === 'refused';
+        logger.fatal(
+          { error: cause },
+          refused
+            ? `Slack refused the Socket Mode connection (${cause}): check SLACK_APP_TOKEN, an app-level token (xapp-…) with the connections:write scope`
+            : `Socket Mode could not connect to Slack after retrying: ${cause}`,
+        );
+        void shutdown(1, 'socket mode connection failed');
+      });
+      void slack.checkAuth(stopping, shutdown);
+      // The first cards should show names: read them before any host can ask, but not for long.
+      await Promise.race([approverNames.start(), sleep(5_000)]);
+      // Cards an earlier process left behind their records (it died mid-update) are re-rendered.
+      keeper.track(
+        keeper.recoverCards(startedAt).catch((err: unknown) => {
+          logger.warn({ err }, 'could not look for cards left behind');
+        }),
+      );
+      ownership.start();
+    },
+
+    stages: {
+      stopSlack: () => app.stop(),
+      drainDecisions: () =>
+        Promise.all([escalator.stop(), clicks.drain(), forwarding.stop(), decider.drain()]),
+      relayIdle: async () => {
+        await relay.idle();
+        await notices.idle();
+      },
+      stopRelay: () => keeper.stop(),
+      stopHost: (withinMs) => hosts.stop(withinMs),
+      quitRedis: async () => {
+        // The hosts are stopped: a standby may take them at once instead of after the lease.
+        await ownership.stop();
+        approverNames.stop();
+        home.stop();
+        grants.stop();
+        // Card updates still retrying (Slack away) end here; what they would have said is in Redis.
+        cardChannel.stop();
+        redisHealth.stop();
+        return redis.quit();
+      },
+      disconnectRedis: () => redis.disconnect(),
+    },
+
+    killHosts: () => hosts.killNow(),
+  };
+}

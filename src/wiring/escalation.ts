@@ -1,0 +1,78 @@
+import type { WebClient } from '@slack/web-api';
+import type { Logger } from 'pino';
+import type { Config } from '../config/config.js';
+import { PagerDuty } from '../pagerduty/pagerDuty.js';
+import type { Decider } from '../relay/deciding/decider.js';
+import { Escalator } from '../relay/escalation/escalator.js';
+import { OncallResolver } from '../relay/escalation/oncall.js';
+import type { RecordKeeper } from '../relay/records/recordKeeper.js';
+import type { Router } from '../routing/router.js';
+import type { SlackGroupDirectory } from '../slack/groupDirectory.js';
+import { SlackEscalationSender, SlackPagerDutyOnCall } from '../slack/slackEscalation.js';
+import type { SlackNoticeSender } from '../slack/slackNotices.js';
+import type { ApprovalStore } from '../store/approvalStore.js';
+import { EscalationStore } from '../store/escalationStore.js';
+import { RedisLookupCache } from '../store/lookupCache.js';
+import type { RedisNoticeLedger } from '../store/noticeLedger.js';
+import type { RedisClient } from '../store/redisConnection.js';
+
+export interface EscalationNeeds {
+  config: Config;
+  logger: Logger;
+  redis: RedisClient;
+  slackClient: WebClient;
+  store: ApprovalStore;
+  keeper: RecordKeeper;
+  decider: Decider;
+  router: Router;
+  groups: SlackGroupDirectory;
+  noticeSender: SlackNoticeSender;
+  noticeLedger: RedisNoticeLedger;
+}
+
+/** On-call escalation: due steps in Redis, one poll loop, each step fired once (escalator.ts). */
+export function wireEscalation(needs: EscalationNeeds) {
+  const { config, logger, redis, slackClient, router, groups } = needs;
+  const pagerDuty = new PagerDuty({
+    eventsUrl: config.pagerDuty.eventsUrl,
+    apiUrl: config.pagerDuty.apiUrl,
+    ...(config.pagerDuty.apiToken ? { apiToken: config.pagerDuty.apiToken } : {}),
+    logger: logger.child({ component: 'pagerduty' }),
+  });
+  const escalator = new Escalator({
+    schedule: new EscalationStore(redis, { lineageTtlMs: 7 * 86_400_000 }),
+    store: needs.store,
+    keeper: needs.keeper,
+    decider: needs.decider,
+    slack: new SlackEscalationSender(slackClient, needs.noticeSender),
+    pager: pagerDuty,
+    oncall: new OncallResolver({
+      groups,
+      pagerDuty: new SlackPagerDutyOnCall(
+        pagerDuty,
+        slackClient,
+        new RedisLookupCache(redis, 'oncallPagerDuty'),
+        { ttlMs: 60_000, logger },
+      ),
+      logger,
+    }),
+    ledger: needs.noticeLedger,
+    ladderOf: (route) => router.escalationOf(route),
+    oncallOf: (route) => router.oncallOf(route),
+    approversOf: (route) => router.rulesOf(route)?.approvers,
+    ...(config.pagerDuty.routingKey ? { defaultRoutingKey: config.pagerDuty.routingKey } : {}),
+    dmMappingTtlMs: Math.max(config.resolvedTtlMs, 7 * 86_400_000),
+    logger: logger.child({ component: 'escalation' }),
+  });
+  return {
+    pagerDuty,
+    escalator,
+    /** Escalation steps and PagerDuty calls that failed for good, by kind (for /metrics). */
+    failures: () => ({
+      ...escalator.failures,
+      'pagerduty-trigger': pagerDuty.failures.trigger,
+      'pagerduty-resolve': pagerDuty.failures.resolve,
+      'pagerduty-oncalls': pagerDuty.failures.oncalls,
+    }),
+  };
+}

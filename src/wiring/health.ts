@@ -1,0 +1,70 @@
+import type { HostFleet, HostStatus } from '../msp/hostFleet.js';
+import type { HostOwnership, HostStanding } from '../replicas/hostOwnership.js';
+import type { HealthPart, HealthProbe } from '../slack/healthRoutes.js';
+import type { RedisAuditTrail } from '../store/auditStream.js';
+import type { Activity } from '../util/activity.js';
+
+/** A part of the process that is up or not, and says why not. */
+interface Part {
+  up(): boolean;
+  whyDown(): string;
+}
+
+export interface HealthNeeds {
+  redis: Part;
+  slack: Part;
+  hosts: HostFleet;
+  ownership: HostOwnership;
+  replicaId: string;
+  activity: Activity;
+  auditTrail: RedisAuditTrail;
+  escalationFailures: () => Record<string, number>;
+}
+
+/** What /healthz, /readyz, /metrics and App Home say about this process. */
+export function wireHealth(needs: HealthNeeds) {
+  const { redis, slack, hosts, ownership, replicaId } = needs;
+  const whyDown: Record<HealthPart, () => string> = {
+    redis: () => redis.whyDown(),
+    slack: () => slack.whyDown(),
+    host: () =>
+      hosts.downReason() ??
+      (ownership.standings().every((s) => s.role === 'standby' && s.ownerReplica === undefined)
+        ? 'no replica has taken an MSP host yet'
+        : 'no MSP host is up'),
+  };
+  return {
+    redis: () => redis.up(),
+    slack: () => slack.up(),
+    // A standby is ready when the hosts it forwards to are run elsewhere: it takes clicks for them.
+    // A host this replica has just taken but not started yet does not count: it is not up.
+    hosts: () =>
+      hosts.anyUp() ||
+      (hosts.all().length === 0 &&
+        ownership
+          .standings()
+          .some((s) => s.role === 'standby' && s.ownerReplica !== undefined && s.ownerReplica !== replicaId)),
+    whyDown: (part: HealthPart) => whyDown[part](),
+    hostStatus: () => hostStatus(hosts.status(), ownership.standings()),
+    replica: () => replicaId,
+    activity: () => needs.activity.counts,
+    refusals: () => needs.auditTrail.refusals,
+    escalationFailures: () => needs.escalationFailures(),
+  } satisfies HealthProbe;
+}
+
+/** Each configured host: its health where this replica runs it, else who does. */
+function hostStatus(running: HostStatus[], standings: HostStanding[]): HostStatus[] {
+  return standings.map((standing) => {
+    const here = running.find((s) => s.hostId === standing.hostId);
+    const owner = standing.ownerReplica ? { ownerReplica: standing.ownerReplica } : {};
+    if (here && standing.role === 'owner') return { ...here, role: 'owner', ...owner };
+    return {
+      hostId: standing.hostId,
+      up: false,
+      role: 'standby',
+      reason: standing.ownerReplica ? `run by replica ${standing.ownerReplica}` : 'no replica runs it yet',
+      ...owner,
+    };
+  });
+}

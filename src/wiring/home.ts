@@ -1,0 +1,59 @@
+import type { WebClient } from '@slack/web-api';
+import type { Logger } from 'pino';
+import type { Config } from '../config/config.js';
+import type { Authorizer } from '../relay/deciding/authorizer.js';
+import type { GrantLists } from '../relay/grants/grantLists.js';
+import { HomeTab } from '../slack/homeTab.js';
+import { Permalinks } from '../slack/permalinks.js';
+import { slackViews } from '../slack/slackViews.js';
+import { WaitingApprovals } from '../slack/waitingApprovals.js';
+import type { ApprovalStore } from '../store/approvalStore.js';
+import { HomeViewers } from '../store/homeViewers.js';
+import { RecentDecisions } from '../store/recentDecisions.js';
+import type { RedisClient } from '../store/redisConnection.js';
+
+export interface HomeNeeds {
+  config: Config;
+  logger: Logger;
+  redis: RedisClient;
+  slackClient: WebClient;
+  store: ApprovalStore;
+  authorizer: Authorizer;
+  grantLists: GrantLists;
+  /** Whether the hosts and Redis are up, shown on App Home (health.ts). */
+  health: { hosts(): boolean; redis(): boolean };
+}
+
+/** What /countersign and App Home show each user. */
+export function wireHome({
+  config,
+  logger,
+  redis,
+  slackClient,
+  store,
+  authorizer,
+  grantLists,
+  health,
+}: HomeNeeds) {
+  const permalinks = new Permalinks(slackClient, logger);
+  const waiting = new WaitingApprovals({
+    redis,
+    store,
+    hostIds: config.msp.hosts.map((spec) => spec.id),
+    authorizer,
+    permalinks,
+  });
+  const home = new HomeTab({
+    views: slackViews(slackClient),
+    waiting,
+    recent: new RecentDecisions(redis, config.resolvedTtlMs),
+    // Opened in the last half hour: likely still on screen, worth publishing again on changes.
+    viewers: new HomeViewers(redis, 30 * 60_000),
+    permalinks,
+    channel: config.slack.channel,
+    status: () => ({ host: health.hosts(), redis: health.redis() }),
+    grants: (userId) => grantLists.forHome(userId),
+    logger,
+  });
+  return { waiting, home };
+}

@@ -1,0 +1,56 @@
+import type { Logger } from 'pino';
+import type { Config } from '../config/config.js';
+import type { HostFleet } from '../msp/hostFleet.js';
+import type { Decider } from '../relay/deciding/decider.js';
+import type { GrantAnswerer } from '../relay/grants/grantAnswerer.js';
+import { HostEventHandler } from '../relay/hostEvents/hostEventHandler.js';
+import type { RecordKeeper } from '../relay/records/recordKeeper.js';
+import type { FenceBook } from '../replicas/fenceBook.js';
+import type { RiskInput, RiskRules } from '../routing/risks.js';
+import type { Router } from '../routing/router.js';
+import type { ApprovalStore } from '../store/approvalStore.js';
+import type { RedisAuditTrail } from '../store/auditStream.js';
+import type { RedisHealth } from '../store/redisHealth.js';
+
+export interface HostEventsNeeds {
+  config: Config;
+  logger: Logger;
+  store: ApprovalStore;
+  keeper: RecordKeeper;
+  auditTrail: RedisAuditTrail;
+  redisHealth: RedisHealth;
+  hosts: HostFleet;
+  fences: FenceBook;
+  decider: Decider;
+  grantAnswerer: GrantAnswerer;
+  router: Router;
+  risks: RiskRules;
+  owners: ReadonlyMap<string, string>;
+}
+
+/** What the hosts say (approvals asked, resolved, gone) becomes records and cards. */
+export function wireHostEvents(needs: HostEventsNeeds) {
+  const { config, router, risks, owners, hosts, fences } = needs;
+  const specs = new Map(config.msp.hosts.map((spec) => [spec.id, spec]));
+  return new HostEventHandler({
+    keeper: needs.keeper,
+    store: needs.store,
+    decider: needs.decider,
+    grants: needs.grantAnswerer,
+    grantsOf: (route) => router.grantsOf(route),
+    ownerOf: (hostId) => owners.get(hostId),
+    host: (hostId) => hosts.get(hostId),
+    logger: needs.logger,
+    routeFor: (input) => {
+      const route = router.placeNow(input);
+      return { name: route.name, channel: route.channel, quorum: route.rules.quorum };
+    },
+    sandboxModeOf: (hostId) => specs.get(hostId)?.sandboxMode ?? 'default',
+    redis: needs.redisHealth,
+    maxBufferedEvents: config.hostEventBuffer,
+    mayAct: (hostId) => fences.holds(hostId),
+    ...(risks.size > 0
+      ? { risksFor: (input: RiskInput) => risks.marksFor(input), audit: needs.auditTrail }
+      : {}),
+  });
+}

@@ -1,0 +1,45 @@
+import type { WebClient } from '@slack/web-api';
+import type { Logger } from 'pino';
+import type { Config } from '../config/config.js';
+import { DecisionNotices } from '../relay/deciding/decisionNotices.js';
+import type { CardCalls } from '../slack/cardCalls.js';
+import { SlackNoticeSender } from '../slack/slackNotices.js';
+import type { RedisAuditTrail } from '../store/auditStream.js';
+import { RedisNoticeLedger } from '../store/noticeLedger.js';
+import type { RedisClient } from '../store/redisConnection.js';
+import type { Activity } from '../util/activity.js';
+
+export interface NoticesNeeds {
+  config: Config;
+  logger: Logger;
+  redis: RedisClient;
+  slackClient: WebClient;
+  cardCalls: CardCalls;
+  activity: Activity;
+  auditTrail: RedisAuditTrail;
+  owners: ReadonlyMap<string, string>;
+}
+
+/** What follows a decision: the thread line, the audit entry and the owner's DM, each sent once. */
+export function wireNotices({
+  config,
+  logger,
+  redis,
+  slackClient,
+  cardCalls,
+  activity,
+  auditTrail,
+  owners,
+}: NoticesNeeds) {
+  const noticeSender = new SlackNoticeSender(slackClient, logger, cardCalls);
+  const noticeLedger = new RedisNoticeLedger(redis, { ttlMs: config.resolvedTtlMs });
+  const notices = new DecisionNotices({
+    activity,
+    sender: noticeSender,
+    ledger: noticeLedger,
+    audit: auditTrail,
+    ownerOf: (hostId) => owners.get(hostId),
+    logger,
+  });
+  return { noticeSender, noticeLedger, notices };
+}

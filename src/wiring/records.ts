@@ -1,0 +1,66 @@
+import type { Logger } from 'pino';
+import { renderCard } from '../cards/renderCard.js';
+import type { Config } from '../config/config.js';
+import type { Authorizer } from '../relay/deciding/authorizer.js';
+import type { GrantMaker } from '../relay/grants/grantMaker.js';
+import { RecordFollowers } from '../relay/records/recordFollowers.js';
+import { RecordKeeper } from '../relay/records/recordKeeper.js';
+import type { FenceBook } from '../replicas/fenceBook.js';
+import type { Router } from '../routing/router.js';
+import type { ApproverNames } from '../slack/approverNames.js';
+import type { SlackCardChannel } from '../slack/slackCardChannel.js';
+import { ApprovalStore } from '../store/approvalStore.js';
+import { RedisAuditTrail } from '../store/auditStream.js';
+import type { RedisClient } from '../store/redisConnection.js';
+import { Activity } from '../util/activity.js';
+import type { Late } from './late.js';
+
+export interface RecordsNeeds {
+  config: Config;
+  logger: Logger;
+  redis: RedisClient;
+  /** Every write for a host carries its lease's fencing token (replicas/hostOwnership.ts). */
+  fences: FenceBook;
+  cardChannel: SlackCardChannel;
+  router: Router;
+  authorizer: Authorizer;
+  approverNames: ApproverNames;
+  /** Built on top of the keeper (grants.ts); a card offers to remember a choice through it. */
+  grantMaker: Late<GrantMaker>;
+}
+
+/** The approvals' records, their cards, and the audit of what became of them. */
+export function wireRecords(needs: RecordsNeeds) {
+  const { config, logger, redis, fences, router, authorizer, approverNames, grantMaker } = needs;
+  const store = new ApprovalStore(redis, {
+    resolvedTtlMs: config.resolvedTtlMs,
+    fenceOf: (hostId) => fences.fenceOf(hostId),
+  });
+  const activity = new Activity();
+  // Audit: the thread line, the stream entry and the owner's DM of each resolved approval.
+  const auditTrail = new RedisAuditTrail(redis, {
+    maxLen: config.auditMaxLen,
+    refusalMaxLen: config.refusalMaxLen,
+    logger,
+  });
+  // Followers of stored changes, each one line: the parts built later add themselves (assemble.ts).
+  const followers = new RecordFollowers();
+  const keeper = new RecordKeeper({
+    store,
+    activity,
+    cards: needs.cardChannel,
+    fenceOf: (hostId) => fences.fenceOf(hostId),
+    render: (record, now) =>
+      renderCard(record, {
+        now,
+        approvers: approverNames.shown(authorizer.shown(record)),
+        showHost: config.msp.hosts.length > 1,
+        remember: grantMaker.get().offer(record),
+        escalation: router.escalationOf(record.route),
+        quorum: authorizer.quorum(record),
+      }),
+    logger,
+    onChange: (record) => followers.notify(record),
+  });
+  return { store, activity, auditTrail, followers, keeper };
+}

@@ -1,0 +1,88 @@
+import type { Logger } from 'pino';
+import type { Config } from '../config/config.js';
+import { sleep } from '../msp/backoff.js';
+import { directCardCalls } from '../slack/cardCalls.js';
+import type { BotIdentity } from '../slack/createSlackApp.js';
+import { SlackCardChannel } from '../slack/slackCardChannel.js';
+import { classifySlackError } from '../slack/slackFailures.js';
+import { createSlackFetch, createSlackPool } from '../slack/slackFetch.js';
+import { describeSlackFailure, SlackReachability } from '../slack/slackReachability.js';
+import { createWebClient } from '../slack/webClient.js';
+import { toBoltLogger } from '../util/log.js';
+
+/** How the process talks to Slack, and who the bot is there once Slack has said (auth.test). */
+export function wireSlack(config: Config, logger: Logger) {
+  // One Web API client and one connection pool for every Slack call: cards, notes, listeners.
+  const slackPool = createSlackPool();
+  const slackTransport = createSlackFetch(slackPool);
+  const slackClient = createWebClient({
+    token: config.slack.botToken,
+    apiUrl: config.slack.apiUrl,
+    timeoutMs: config.slack.apiTimeoutMs,
+    fetch: slackTransport,
+    logger: toBoltLogger(logger.child({ component: 'slack-web-api' })),
+  });
+  let slackUp = false;
+  // Cards, and the notices that follow their decisions, go to Slack as JSON over the pool.
+  const cardCalls = directCardCalls({
+    token: config.slack.botToken,
+    apiUrl: config.slack.apiUrl,
+    dispatcher: slackPool,
+    timeoutMs: config.slack.apiTimeoutMs,
+  });
+  const cardChannel = new SlackCardChannel(slackClient, logger, {
+    calls: cardCalls,
+    onFatal: () => {
+      slackUp = false;
+    },
+  });
+  // Who the bot is in Slack (auth.test): until Slack has said, nobody may decide (see checkAuth).
+  const identity: BotIdentity = {};
+  const reachability = new SlackReachability(logger.child({ component: 'slack-reachability' }));
+
+  /** Asks Slack who the bot is until it answers, the process stops, or Slack refuses the token. */
+  async function checkAuth(
+    stopping: () => boolean,
+    shutdown: (code: number, reason: string) => Promise<void>,
+  ): Promise<void> {
+    const url = `${config.slack.apiUrl}auth.test`;
+    for (let attempt = 1; !stopping(); attempt++) {
+      try {
+        const auth = await slackClient.auth.test();
+        identity.botId = auth.bot_id;
+        identity.botUserId = auth.user_id;
+        identity.teamId = auth.team_id;
+        identity.enterpriseId = auth.enterprise_id || undefined;
+        reachability.reached(url);
+        slackUp = true;
+        logger.info({ team: auth.team, botUserId: auth.user_id }, 'slack auth ok');
+        return;
+      } catch (err) {
+        const failure = classifySlackError(err);
+        if (failure.kind === 'fatal') {
+          logger.fatal({ error: failure.error }, 'slack refused the bot token');
+          await shutdown(1, `slack auth failed: ${failure.error}`);
+          return;
+        }
+        reachability.failed(url, describeSlackFailure(err));
+        await sleep(Math.min(attempt * 1_000, 30_000));
+      }
+    }
+  }
+
+  return {
+    slackTransport,
+    slackClient,
+    cardCalls,
+    cardChannel,
+    identity,
+    reachability,
+    checkAuth,
+    up: () => slackUp,
+    whyDown: () =>
+      reachability.problem() ??
+      (identity.botUserId === undefined
+        ? 'waiting for Slack to answer auth.test'
+        : 'Slack refused the bot token or its scopes'),
+  };
+}

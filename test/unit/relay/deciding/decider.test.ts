@@ -1,0 +1,385 @@
+// The Decider's flows against in-memory fakes of every port: the record keeper (claims and record
+// changes), the record reader, the host and the replica that owns it. No Redis, no Slack, no
+// process: what is asserted is what the Decider itself does with what each port says.
+
+import pino from 'pino';
+import { v7 as uuidv7 } from 'uuid';
+import { describe, expect, it } from 'vitest';
+import type { Refused } from '../../../../src/domain/authorization.js';
+import type { ApprovalRecord, Claim } from '../../../../src/domain/record.js';
+import { HostGoneError, MspError, RequestTimeoutError } from '../../../../src/msp/errors.js';
+import type { ApprovalHost } from '../../../../src/msp/events.js';
+import type { DecideParams, DecideResult } from '../../../../src/msp/protocol.js';
+import {
+  Decider,
+  type DeciderOptions,
+  type DecisionKeeper,
+  type DecisionOutcome,
+  type DecisionRequest,
+} from '../../../../src/relay/deciding/decider.js';
+import { claimed } from '../../../../src/relay/records/decisionMutations.js';
+import type { ClaimOutcome, Mutation } from '../../../../src/store/approvalStore.js';
+import { sampleRecord } from '../../../support/sampleRecord.js';
+
+const logger = pino({ level: 'silent' });
+const NOW = new Date('2026-11-30T12:00:00Z');
+const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+const CHOICES: ApprovalRecord['availableChoices'] = [
+  { choiceId: 'allow_once', label: 'Allow once', decision: 'approved', scope: 'once' },
+  { choiceId: 'abort', label: 'Reject', decision: 'abort', scope: 'once', acceptsFeedback: true },
+];
+
+/** The record keeper and the reader over one in-memory table, versions counted as Redis does. */
+class Records implements DecisionKeeper {
+  readonly table = new Map<string, ApprovalRecord>();
+  claims: Claim[] = [];
+  /** Answers the next claim with this instead of storing it (another replica, a lost race). */
+  nextClaim: ClaimOutcome | undefined;
+
+  put(record: ApprovalRecord): ApprovalRecord {
+    this.table.set(record.approvalId, record);
+    return record;
+  }
+
+  async get(approvalId: string): Promise<ApprovalRecord | undefined> {
+    return this.table.get(approvalId);
+  }
+
+  async claim(checked: ApprovalRecord, claim: Claim): Promise<ClaimOutcome> {
+    this.claims.push(claim);
+    const forced = this.nextClaim;
+    this.nextClaim = undefined;
+    if (forced) return forced;
+    const stored = this.table.get(checked.approvalId);
+    if (!stored) return { kind: 'gone' };
+    if (stored.phase === 'deciding') return { kind: 'held', holder: stored.claim };
+    if (stored.version !== checked.version) return { kind: 'stale' };
+    const next = claimed(claim)(checked);
+    if (!next) return { kind: 'stale' };
+    return { kind: 'claimed', record: this.put({ ...next, version: stored.version + 1 }) };
+  }
+
+  async mutateAndSync(approvalId: string, mutation: Mutation): Promise<ApprovalRecord | undefined> {
+    const stored = this.table.get(approvalId);
+    const next = stored && mutation(stored);
+    return next ? this.put({ ...next, version: stored.version + 1 }) : stored;
+  }
+}
+
+type Answer = DecideResult | Error;
+
+/** A host that answers each decide with the next scripted answer (accepted, when none is left). */
+class Host implements ApprovalHost {
+  readonly hostId = 'default';
+  readonly incarnation = 'inc-1';
+  decided: DecideParams[] = [];
+  refreshed: string[] = [];
+  up = true;
+  constructor(private readonly answers: Answer[] = []) {}
+  isUp() {
+    return this.up;
+  }
+  refreshSession(sessionId: string) {
+    this.refreshed.push(sessionId);
+  }
+  refreshAll() {}
+  async decide(params: DecideParams): Promise<DecideResult> {
+    this.decided.push(params);
+    const answer = this.answers.shift() ?? {
+      commandId: params.commandId,
+      status: 'accepted',
+      terminal: false,
+    };
+    if (answer instanceof Error) throw answer;
+    return answer;
+  }
+}
+
+function hostError(kind: string, data: Record<string, unknown> = {}): MspError {
+  return new MspError({ code: -32000, message: kind, data: { kind, ...data } });
+}
+
+function setup(
+  options: Partial<DeciderOptions> & { answers?: Answer[]; record?: Partial<ApprovalRecord> } = {},
+) {
+  const records = new Records();
+  const host = new Host(options.answers);
+  const record = records.put(sampleRecord('a-1', { availableChoices: CHOICES, ...options.record }));
+  const commandIds: string[] = [];
+  const decider = new Decider({
+    keeper: records,
+    store: records,
+    host: (hostId) => (hostId === host.hostId ? host : undefined),
+    logger,
+    newCommandId: () => {
+      const id = uuidv7();
+      commandIds.push(id);
+      return id;
+    },
+    now: () => NOW,
+    random: () => 0,
+    unansweredBackoff: { initialMs: 1, maxMs: 1 },
+    ...options,
+  });
+  return { records, host, record, decider, commandIds };
+}
+
+function click(record: ApprovalRecord, extra: Partial<DecisionRequest> = {}): DecisionRequest {
+  return {
+    record,
+    sourceIndex: record.currentRequirementId.sourceIndex,
+    choiceId: 'allow_once',
+    by: { via: 'click', userId: 'U0ALICE' },
+    warranted: true,
+    ...extra,
+  };
+}
+
+describe('Decider', () => {
+  it('claims the stage, then sends the host the current requirement, the choice and a fresh UUIDv7 commandId', async () => {
+    const { records, host, record, decider, commandIds } = setup();
+    let sent = 0;
+    const outcome = await decider.decide(click(record, { onSent: () => sent++ }));
+
+    expect(outcome).toEqual({ kind: 'decided', terminal: false });
+    expect(commandIds).toHaveLength(1);
+    expect(commandIds[0]).toMatch(UUID_V7);
+    expect(host.decided).toEqual([
+      {
+        sessionId: 's-1',
+        approvalId: 'a-1',
+        commandId: commandIds[0],
+        requirementId: { approvalId: 'a-1', sourceIndex: 0 },
+        choiceId: 'allow_once',
+      },
+    ]);
+    expect(sent).toBe(1);
+    // The claim was stored before the decide left, with who made it and the same commandId.
+    const stored = records.table.get('a-1')!;
+    expect(stored.phase).toBe('deciding');
+    expect(stored.claim).toMatchObject({
+      sourceIndex: 0,
+      choiceId: 'allow_once',
+      commandId: commandIds[0],
+      userId: 'U0ALICE',
+      via: 'click',
+      claimedAt: NOW.toISOString(),
+    });
+  });
+
+  it('sends feedback only with a choice that accepts it', async () => {
+    const { host, record, decider } = setup();
+    await decider.decide(click(record, { choiceId: 'abort', feedback: 'not now' }));
+    expect(host.decided[0]).toMatchObject({ choiceId: 'abort', feedback: 'not now' });
+
+    const other = setup();
+    await other.decider.decide(click(other.record, { feedback: 'ignored' }));
+    expect(other.host.decided[0]).not.toHaveProperty('feedback');
+    expect(other.records.table.get('a-1')!.claim?.feedback).toBeUndefined();
+  });
+
+  it('asks again with the same commandId while the host is up but leaves the decide unanswered', async () => {
+    const timeout = () => new RequestTimeoutError('approval/decide', 10);
+    const { records, host, record, decider, commandIds } = setup({ answers: [timeout(), timeout()] });
+    let sent = 0;
+    const outcome = await decider.decide(click(record, { onSent: () => sent++ }));
+
+    expect(outcome).toEqual({ kind: 'decided', terminal: false });
+    expect(commandIds).toHaveLength(1);
+    expect(host.decided).toHaveLength(3);
+    expect(host.decided.map((p) => p.commandId)).toEqual([commandIds[0], commandIds[0], commandIds[0]]);
+    expect(sent).toBe(3);
+    // The card says it is still being asked: the count of unanswered asks is on the claim.
+    expect(records.table.get('a-1')!.claim?.unanswered).toBe(2);
+  });
+
+  it('keeps the claim when the host goes away mid-decide: it is replayed when the host is back', async () => {
+    const { records, record, decider } = setup({ answers: [new HostGoneError()] });
+    expect(await decider.decide(click(record))).toEqual({ kind: 'hostUnavailable' });
+    expect(records.table.get('a-1')!.phase).toBe('deciding');
+  });
+
+  it('a decision carried out again with its commandId is sent again, never claimed anew', async () => {
+    const { records, host, record, decider, commandIds } = setup();
+    const claim: Claim = {
+      sourceIndex: 0,
+      choiceId: 'allow_once',
+      commandId: 'cmd-earlier',
+      via: 'click',
+      userId: 'U0ALICE',
+      claimedAt: NOW.toISOString(),
+    };
+    const claimedBefore = records.put({ ...record, phase: 'deciding', claim, version: 2 });
+    const outcome = await decider.decide(click(claimedBefore, { commandId: 'cmd-earlier' }));
+
+    expect(outcome).toEqual({ kind: 'decided', terminal: false });
+    expect(records.claims).toEqual([]);
+    expect(commandIds).toEqual([]);
+    expect(host.decided.map((p) => p.commandId)).toEqual(['cmd-earlier']);
+  });
+
+  it('refuses a record that is not decidable, with the reason, and claims and sends nothing', async () => {
+    const resolved = setup({
+      record: {
+        phase: 'resolved',
+        resolution: { decision: 'approved', resolvedBy: 'policy', decidedAt: '' },
+      },
+    });
+    const outcome = await resolved.decider.decide(click(resolved.record));
+    expect(outcome).toEqual({ kind: 'final', record: resolved.record });
+
+    const reviewing = setup({ record: { phase: 'reviewing' } });
+    expect(await reviewing.decider.decide(click(reviewing.record))).toEqual({ kind: 'underReview' });
+
+    const movedOn = setup();
+    expect(await movedOn.decider.decide(click(movedOn.record, { sourceIndex: 1 }))).toEqual({
+      kind: 'stale',
+    });
+
+    for (const { records, host } of [resolved, reviewing, movedOn]) {
+      expect(records.claims).toEqual([]);
+      expect(host.decided).toEqual([]);
+    }
+  });
+
+  it('says who holds a stage someone else claimed first', async () => {
+    const { records, host, record, decider } = setup();
+    const holder: Claim = {
+      sourceIndex: 0,
+      choiceId: 'allow_once',
+      commandId: 'cmd-bob',
+      via: 'click',
+      userId: 'U0BOB',
+      claimedAt: NOW.toISOString(),
+    };
+    records.nextClaim = { kind: 'held', holder };
+    expect(await decider.decide(click(record))).toEqual({ kind: 'alreadyBeingDecided', holder });
+    expect(host.decided).toEqual([]);
+  });
+
+  it('hands a decision for a host another replica owns to that replica, and sends nothing itself', async () => {
+    const forwarded: DecisionRequest[] = [];
+    const { records, host, record, decider } = setup({
+      mayAct: () => false,
+      forward: async (request) => {
+        forwarded.push(request);
+        return { kind: 'forwarded' };
+      },
+    });
+    const request = click(record);
+    expect(decider.decidesHere('default')).toBe(false);
+    expect(await decider.decide(request)).toEqual({ kind: 'forwarded' });
+    expect(forwarded).toEqual([request]);
+    expect(records.claims).toEqual([]);
+    expect(host.decided).toEqual([]);
+  });
+
+  it('forwards, with the commandId it minted, when another replica took the host before the claim', async () => {
+    const forwarded: DecisionRequest[] = [];
+    const { records, host, record, decider, commandIds } = setup({
+      mayAct: () => true,
+      forward: async (request) => {
+        forwarded.push(request);
+        return { kind: 'forwarded' };
+      },
+    });
+    records.nextClaim = { kind: 'fenced' };
+    expect(decider.decidesHere('default')).toBe(true);
+    expect(await decider.decide(click(record))).toEqual({ kind: 'forwarded' });
+    expect(forwarded).toHaveLength(1);
+    expect(forwarded[0]!.commandId).toBe(commandIds[0]);
+    expect(host.decided).toEqual([]);
+  });
+
+  it('checks the warrant of a decision its caller did not check, and refuses it before any claim', async () => {
+    const refused: Refused = { allowed: false, why: 'selfApproval', route: 'ops' };
+    const asked: string[] = [];
+    const { records, host, record, decider } = setup({
+      warrant: {
+        check: async (checked, ask) => {
+          asked.push(`${checked.approvalId}:${ask.choiceId}:${ask.by.via}`);
+          return { kind: 'notAuthorized', refused };
+        },
+      },
+    });
+    const outcome = await decider.decide(click(record, { warranted: false }));
+    expect(outcome).toEqual({ kind: 'notAuthorized', refused });
+    expect(asked).toEqual(['a-1:allow_once:click']);
+    expect(records.claims).toEqual([]);
+    expect(host.decided).toEqual([]);
+
+    // The caller's own check holds for the very record it was made on: the warrant is not asked.
+    asked.length = 0;
+    expect(await decider.decide(click(record, { warranted: true }))).toEqual({
+      kind: 'decided',
+      terminal: false,
+    });
+    expect(asked).toEqual([]);
+  });
+
+  it('checks a record that changed before its claim again in full, the warrant included', async () => {
+    const asked: number[] = [];
+    const { records, host, record, decider } = setup({
+      warrant: {
+        check: async (checked) => {
+          asked.push(checked.version);
+          return undefined;
+        },
+      },
+    });
+    // Redis holds a newer version than the one checked: the claim is refused as stale, the record
+    // read again and checked again.
+    records.put({ ...record, version: 5 });
+    const outcome = await decider.decide(click(record));
+    expect(outcome).toEqual({ kind: 'decided', terminal: false });
+    expect(asked).toEqual([5]);
+    expect(records.claims).toHaveLength(2);
+    expect(host.decided).toHaveLength(1);
+  });
+
+  it('resolves `changed` without claiming when the caller asked to check again itself', async () => {
+    const { records, host, record, decider } = setup();
+    records.put({ ...record, version: 5 });
+    expect(await decider.decide(click(record, { onChange: 'return' }))).toEqual({ kind: 'changed' });
+    expect(host.decided).toEqual([]);
+  });
+
+  it('records the winner the host names when someone decided first', async () => {
+    const { records, record, decider } = setup({
+      answers: [
+        hostError('approvalAlreadyResolved', { resolution: { decision: 'abort', resolvedBy: 'policy' } }),
+      ],
+    });
+    const outcome = await decider.decide(click(record));
+    expect(outcome).toEqual({ kind: 'alreadyResolved', decision: 'abort', resolvedBy: 'policy' });
+    expect(records.table.get('a-1')).toMatchObject({
+      phase: 'resolved',
+      resolution: { decision: 'abort', resolvedBy: 'policy' },
+    });
+  });
+
+  it('gives the stage back to people when the host refuses the choice, and re-reads the session', async () => {
+    const { records, host, record, decider } = setup({ answers: [hostError('approvalChoiceInvalid')] });
+    expect(await decider.decide(click(record))).toEqual({ kind: 'stale' });
+    const stored = records.table.get('a-1')!;
+    expect(stored.phase).toBe('pending');
+    expect(stored.claim).toBeUndefined();
+    expect(host.refreshed).toEqual(['s-1']);
+  });
+
+  it('passes any other refusal of the host on by its kind, the stage given back', async () => {
+    const { records, record, decider } = setup({ answers: [hostError('sandboxDenied')] });
+    expect(await decider.decide(click(record))).toEqual({ kind: 'refused', errorKind: 'sandboxDenied' });
+    expect(records.table.get('a-1')!.phase).toBe('pending');
+  });
+
+  it('takes no decision once draining', async () => {
+    const { records, host, record, decider } = setup();
+    await decider.drain();
+    const outcome: DecisionOutcome = await decider.decide(click(record));
+    expect(outcome).toEqual({ kind: 'stopping' });
+    expect(records.claims).toEqual([]);
+    expect(host.decided).toEqual([]);
+  });
+});

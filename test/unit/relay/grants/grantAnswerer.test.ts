@@ -1,0 +1,377 @@
+// The GrantAnswerer's flows against in-memory fakes of every port: the grant store, the record
+// reader, the keeper (which shows a card), the Decider, the line sender and the notice ledger. No
+// Redis, no Slack, no process: what is asserted is what the answerer does with what they say.
+
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import type { Grant, GrantBucketKey } from '../../../../src/domain/grants/grant.js';
+import type { GrantQuestion } from '../../../../src/domain/grants/match.js';
+import type { ApprovalRecord } from '../../../../src/domain/record.js';
+import type { RouteGrants } from '../../../../src/domain/route.js';
+import type { DecisionOutcome, DecisionRequest } from '../../../../src/relay/deciding/decider.js';
+import {
+  GrantAnswerer,
+  type GrantAnswererOptions,
+  grantRef,
+} from '../../../../src/relay/grants/grantAnswerer.js';
+import { sampleRecord } from '../../../support/sampleRecord.js';
+
+const logger = pino({ level: 'silent' });
+const NOW = new Date('2026-11-30T12:00:00Z');
+
+const GRANTS: RouteGrants = {
+  enabled: true,
+  ttlMs: 3_600_000,
+  maxTtlMs: 86_400_000,
+  caller: 'session',
+  choices: [{ kind: 'time', ms: 3_600_000 }],
+};
+
+const CHOICES: ApprovalRecord['availableChoices'] = [
+  { choiceId: 'allow_once', label: 'Allow once', decision: 'approved', scope: 'once' },
+  { choiceId: 'abort', label: 'Reject', decision: 'abort', scope: 'once' },
+];
+
+/** A pending approval stored with its card deferred: one a grant may answer. */
+function deferred(approvalId: string, overrides: Partial<ApprovalRecord> = {}): ApprovalRecord {
+  return sampleRecord(approvalId, {
+    route: 'ops',
+    availableChoices: CHOICES,
+    slack: { channel: 'C1', deferred: true },
+    ...overrides,
+  });
+}
+
+function liveGrant(overrides: Partial<Grant> = {}): Grant {
+  return {
+    grantId: 'g-1',
+    caller: 'session:s-1',
+    tool: 'write_file',
+    capabilities: ['file-write:/srv/app.ts'],
+    sandboxMode: 'default',
+    route: 'ops',
+    holder: 'bot',
+    grantedBy: 'U0ALICE',
+    approvalId: 'a-0',
+    hostId: 'default',
+    channel: 'C1',
+    createdAt: '2026-11-30T11:00:00Z',
+    expiresAt: '2026-11-30T13:00:00Z',
+    uses: 0,
+    ...overrides,
+  };
+}
+
+/** Every port in memory. The Decider's claim is stored on the record, as the real one does. */
+class World {
+  readonly records = new Map<string, ApprovalRecord>();
+  grants: Grant[] = [];
+  decisions: DecisionRequest[] = [];
+  outcome: DecisionOutcome = { kind: 'decided', terminal: false };
+  revealed: string[] = [];
+  lines: Array<{ approvalId: string; grantId: string; question: GrantQuestion }> = [];
+  used: Array<{ grantId: string; approvalId: string; sourceIndex: number }> = [];
+  returned: string[] = [];
+  reserved: string[] = [];
+  ledger = new Map<string, string | undefined>();
+  failCandidates = false;
+  private readonly tracked: Promise<unknown>[] = [];
+
+  answerer(grantsOf: (route: string | undefined) => RouteGrants | undefined = () => GRANTS) {
+    const options: GrantAnswererOptions = {
+      grants: {
+        candidates: async (bucket: GrantBucketKey) => {
+          if (this.failCandidates) throw new Error('Redis is down');
+          return this.grants.filter(
+            (g) =>
+              g.caller === bucket.caller &&
+              g.tool === bucket.tool &&
+              g.sandboxMode === bucket.sandboxMode &&
+              g.route === bucket.route,
+          );
+        },
+        reserveUse: async (grant) => {
+          this.reserved.push(grant.grantId);
+          const stored = this.grants.find((g) => g.grantId === grant.grantId);
+          if (!stored?.usesLeft) return undefined;
+          stored.usesLeft -= 1;
+          return stored.usesLeft;
+        },
+        returnUse: async (grant) => {
+          this.returned.push(grant.grantId);
+          const stored = this.grants.find((g) => g.grantId === grant.grantId);
+          if (stored?.usesLeft !== undefined) stored.usesLeft += 1;
+        },
+        recordUse: async (grant, approvalId, sourceIndex) => {
+          this.used.push({ grantId: grant.grantId, approvalId, sourceIndex });
+        },
+      },
+      store: { get: async (approvalId) => this.records.get(approvalId) },
+      keeper: {
+        reveal: async (approvalId) => {
+          this.revealed.push(approvalId);
+        },
+        track: (task) => {
+          this.tracked.push(task);
+        },
+      },
+      decider: {
+        decide: async (request) => {
+          this.decisions.push(request);
+          if (this.outcome.kind === 'decided' || this.outcome.kind === 'hostUnavailable') {
+            const { record } = request;
+            const claim = {
+              sourceIndex: request.sourceIndex,
+              choiceId: request.choiceId,
+              commandId: `cmd-${this.decisions.length}`,
+              via: 'grant' as const,
+              claimedAt: NOW.toISOString(),
+            };
+            this.records.set(record.approvalId, { ...record, phase: 'deciding', claim });
+          }
+          return this.outcome;
+        },
+      },
+      lines: {
+        grantUsed: async (record, grant, question) => {
+          this.lines.push({ approvalId: record.approvalId, grantId: grant.grantId, question });
+        },
+      },
+      ledger: {
+        claim: async (approvalId, kind) => {
+          const key = `${approvalId}/${kind}`;
+          if (this.ledger.has(key)) return false;
+          this.ledger.set(key, undefined);
+          return true;
+        },
+        settle: async (approvalId, kind, outcome) => {
+          this.ledger.set(`${approvalId}/${kind}`, outcome);
+        },
+      },
+      grantsOf,
+      logger,
+      now: () => NOW,
+    };
+    return new GrantAnswerer(options);
+  }
+
+  store(record: ApprovalRecord): ApprovalRecord {
+    this.records.set(record.approvalId, record);
+    return record;
+  }
+
+  /** Everything the answerer started has settled. */
+  async settled(): Promise<void> {
+    for (let seen = 0; seen < this.tracked.length; seen = this.tracked.length) {
+      await Promise.all(this.tracked);
+    }
+  }
+}
+
+describe('GrantAnswerer', () => {
+  it('decides a request a live grant answers with its once-choice, counts the use and leaves one line', async () => {
+    const world = new World();
+    const grant = liveGrant();
+    world.grants = [grant];
+    const record = world.store(deferred('a-1'));
+    world.answerer().follow(record);
+    await world.settled();
+
+    expect(world.decisions).toEqual([
+      {
+        record,
+        sourceIndex: 0,
+        choiceId: 'allow_once',
+        by: { via: 'grant', grant: grantRef(grant) },
+        warranted: true,
+      },
+    ]);
+    expect(world.used).toEqual([{ grantId: 'g-1', approvalId: 'a-1', sourceIndex: 0 }]);
+    expect(world.lines).toHaveLength(1);
+    expect(world.lines[0]).toMatchObject({ approvalId: 'a-1', grantId: 'g-1' });
+    expect(world.ledger.get('a-1/grant-0')).toBe('sent');
+    expect(world.revealed).toEqual([]);
+  });
+
+  it('answers a request once, however often it is looked at', async () => {
+    const world = new World();
+    world.grants = [liveGrant()];
+    const record = world.store(deferred('a-1'));
+    const answerer = world.answerer();
+    answerer.follow(record);
+    answerer.follow(record);
+    answerer.consider('a-1');
+    await world.settled();
+
+    expect(world.decisions).toHaveLength(1);
+    expect(world.used).toHaveLength(1);
+    expect(world.lines).toHaveLength(1);
+    expect(world.revealed).toEqual([]);
+  });
+
+  it('spends a grant by uses once: its last use answers one request, the next gets its card', async () => {
+    const world = new World();
+    world.grants = [liveGrant({ usesLeft: 1, maxUses: 3 })];
+    const first = world.store(deferred('a-1'));
+    const second = world.store(deferred('a-2'));
+    const answerer = world.answerer();
+    answerer.follow(first);
+    answerer.follow(second);
+    await world.settled();
+
+    expect(world.decisions.map((d) => d.record.approvalId)).toEqual(['a-1']);
+    expect(world.decisions[0]!.by).toEqual({
+      via: 'grant',
+      grant: { grantId: 'g-1', grantedBy: 'U0ALICE', expiresAt: '2026-11-30T13:00:00Z', usesLeft: 0 },
+    });
+    expect(world.revealed).toEqual(['a-2']);
+    expect(world.grants[0]!.usesLeft).toBe(0);
+  });
+
+  it('leaves a request with a risk mark to people: its card is shown', async () => {
+    const world = new World();
+    world.grants = [liveGrant()];
+    const record = world.store(deferred('a-1', { risks: [{ name: 'prod', warning: 'Production.' }] }));
+    world.answerer().follow(record);
+    await world.settled();
+
+    expect(world.decisions).toEqual([]);
+    expect(world.revealed).toEqual(['a-1']);
+  });
+
+  it('shows the card when no grant matches the request', async () => {
+    const world = new World();
+    world.grants = [
+      liveGrant({ tool: 'bash' }),
+      liveGrant({ grantId: 'g-2', capabilities: ['file-write:/srv/other.ts'] }),
+      liveGrant({ grantId: 'g-3', expiresAt: '2026-11-30T11:59:00Z' }),
+      liveGrant({ grantId: 'g-4', route: 'deploys' }),
+    ];
+    const record = world.store(deferred('a-1'));
+    world.answerer().follow(record);
+    await world.settled();
+
+    expect(world.decisions).toEqual([]);
+    expect(world.used).toEqual([]);
+    expect(world.revealed).toEqual(['a-1']);
+  });
+
+  it('leaves a capability no grant may answer to people, whatever grants there are', async () => {
+    const world = new World();
+    world.grants = [liveGrant({ capabilities: ['file-write:srv/app.ts'] })];
+    // A relative path: nothing a grant could be bound to.
+    const record = world.store(
+      deferred('a-1', { subject: { kind: 'fileAccess', path: 'srv/app.ts', access: 'write' } }),
+    );
+    world.answerer().follow(record);
+    await world.settled();
+
+    expect(world.decisions).toEqual([]);
+    expect(world.revealed).toEqual(['a-1']);
+  });
+
+  it('shows the card on a route whose grants are off, or gone from the file', async () => {
+    for (const settings of [{ ...GRANTS, enabled: false }, undefined]) {
+      const world = new World();
+      world.grants = [liveGrant()];
+      const record = world.store(deferred('a-1'));
+      world.answerer(() => settings).follow(record);
+      await world.settled();
+      expect(world.decisions).toEqual([]);
+      expect(world.revealed).toEqual(['a-1']);
+    }
+  });
+
+  it('gives back the use it took and shows the card when the grant could not decide', async () => {
+    const world = new World();
+    world.grants = [liveGrant({ usesLeft: 2, maxUses: 2 })];
+    world.outcome = { kind: 'stale' };
+    const record = world.store(deferred('a-1'));
+    world.answerer().follow(record);
+    await world.settled();
+
+    expect(world.decisions).toHaveLength(1);
+    expect(world.returned).toEqual(['g-1']);
+    expect(world.grants[0]!.usesLeft).toBe(2);
+    expect(world.used).toEqual([]);
+    expect(world.lines).toEqual([]);
+    expect(world.revealed).toEqual(['a-1']);
+  });
+
+  it('keeps the use and the card deferred while the host is away: the claim is replayed', async () => {
+    const world = new World();
+    world.grants = [liveGrant({ usesLeft: 2, maxUses: 2 })];
+    world.outcome = { kind: 'hostUnavailable' };
+    const record = world.store(deferred('a-1'));
+    world.answerer().follow(record);
+    await world.settled();
+
+    expect(world.returned).toEqual([]);
+    expect(world.grants[0]!.usesLeft).toBe(1);
+    expect(world.revealed).toEqual([]);
+  });
+
+  it('does not look at a card shown already, a request closed, or one being decided', async () => {
+    const world = new World();
+    world.grants = [liveGrant()];
+    const answerer = world.answerer();
+    answerer.follow(world.store(deferred('a-1', { slack: { channel: 'C1' } })));
+    answerer.follow(
+      world.store(
+        deferred('a-2', {
+          phase: 'resolved',
+          resolution: { decision: 'abort', resolvedBy: 'user', decidedAt: '' },
+        }),
+      ),
+    );
+    answerer.follow(
+      world.store(
+        deferred('a-3', {
+          phase: 'deciding',
+          claim: { sourceIndex: 0, choiceId: 'allow_once', commandId: 'c', via: 'click', claimedAt: '' },
+        }),
+      ),
+    );
+    await world.settled();
+
+    expect(world.decisions).toEqual([]);
+    expect(world.reserved).toEqual([]);
+    expect(world.revealed).toEqual([]);
+  });
+
+  it('shows the card of a request under review: no grant could decide it now', async () => {
+    const world = new World();
+    world.grants = [liveGrant()];
+    world.answerer().follow(world.store(deferred('a-1', { phase: 'reviewing' })));
+    await world.settled();
+    expect(world.decisions).toEqual([]);
+    expect(world.revealed).toEqual(['a-1']);
+  });
+
+  it('uses the grant the relay found before it created the record, matched again on the record', async () => {
+    const world = new World();
+    const grant = liveGrant({ grantId: 'g-found' });
+    const answerer = world.answerer();
+    answerer.expect('a-1', grant);
+    answerer.follow(world.store(deferred('a-1')));
+    // A grant found for a question that has moved on since is not used.
+    answerer.expect('a-2', liveGrant({ grantId: 'g-old', capabilities: ['file-write:/srv/old.ts'] }));
+    answerer.follow(world.store(deferred('a-2')));
+    await world.settled();
+
+    expect(world.decisions.map((d) => [d.record.approvalId, d.by])).toEqual([
+      ['a-1', { via: 'grant', grant: grantRef(grant) }],
+    ]);
+    expect(world.revealed).toEqual(['a-2']);
+  });
+
+  it('find() names the grant that answers, and nothing when grants cannot be read', async () => {
+    const world = new World();
+    world.grants = [liveGrant()];
+    const answerer = world.answerer();
+    const record = deferred('a-1');
+    expect((await answerer.find(record))?.grantId).toBe('g-1');
+    world.failCandidates = true;
+    expect(await answerer.find(record)).toBeUndefined();
+  });
+});
