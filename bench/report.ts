@@ -5,7 +5,7 @@ import type { ReplicasResult } from './scenarios/replicas.js';
 import { SCALE_LIMIT, type ScaleCheck, type ScaleRow } from './scenarios/scale.js';
 import type { ThroughputResult } from './scenarios/throughput.js';
 
-// The table `npm run bench` prints (Markdown, so README's Performance section can quote it).
+// The table `npm run bench` prints (Markdown, so docs/performance.md can quote it).
 
 interface Row {
   measure: string;

@@ -1,7 +1,7 @@
 import type { Figures } from './audit.js';
 import { FAULT_NAMES, type FaultName } from './faults.js';
 
-// The table `npm run chaos` prints (Markdown, so README's Reliability section can quote it).
+// The table `npm run chaos` prints (Markdown, so docs/reliability.md can quote it).
 
 export const COLUMNS: ReadonlyArray<keyof Figures> = [
   'approvals',

@@ -18,7 +18,7 @@ export interface FaultContext {
 
 export interface Fault {
   name: FaultName;
-  /** One sentence on what the fault does (README's Reliability table says the same). */
+  /** One sentence on what the fault does (docs/reliability.md says the same). */
   what: string;
   /** Bot settings the fault needs. */
   env?: Record<string, string>;

@@ -1,4 +1,4 @@
-// The configuration: environment variables (DESIGN §8; README "Configuration"), read by section
+// The configuration: environment variables (docs/configuration.md), read by section
 // in env/, and the COUNTERSIGN_CONFIG file (configFile.ts).
 
 import { statSync } from 'node:fs';
@@ -101,7 +101,7 @@ function configPathVar(env: NodeJS.ProcessEnv): string | undefined {
 }
 
 /**
- * Parses the environment (DESIGN §8). Throws a ConfigError for the first problem found.
+ * Parses the environment (docs/configuration.md). Throws a ConfigError for the first problem found.
  */
 export function loadConfig(env: NodeJS.ProcessEnv): Config {
   const { channel: slackChannel, ...slackRest } = slackConfig(env);

@@ -1,4 +1,4 @@
-// The COUNTERSIGN_CONFIG file (DESIGN §8; README "Configuration file" shows every key):
+// The COUNTERSIGN_CONFIG file (docs/configuration.md, "The configuration file", shows every key):
 //
 //   hosts:      optional; each host is supervised on its own. Without it MSP_HOST_COMMAND is the
 //               one host, id "default".

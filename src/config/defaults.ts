@@ -1,4 +1,4 @@
-// The defaults of the environment variables (README "Configuration" lists each one).
+// The defaults of the environment variables (docs/configuration.md lists each one).
 
 import { DEFAULT_REDIS_URL } from './redisConfig.js';
 

@@ -1,6 +1,6 @@
 // Where Redis is: one server (REDIS_URL), a Sentinel set (a redis+sentinel:// REDIS_URL, or
-// REDIS_SENTINELS with REDIS_SENTINEL_NAME) or a Redis Cluster (REDIS_CLUSTER_NODES). README
-// "Configuration" documents each variable; store/redisConnection.ts builds the client.
+// REDIS_SENTINELS with REDIS_SENTINEL_NAME) or a Redis Cluster (REDIS_CLUSTER_NODES).
+// docs/configuration.md documents each variable; store/redisConnection.ts builds the client.
 
 import { z } from 'zod';
 import type { HostPort, RedisTarget } from '../store/redisTarget.js';

@@ -3,14 +3,12 @@
 // Written here rather than taken from a rule set, checked again against secretlint 13.0.7, the
 // best kept set on npm. Its recommended preset still runs only inside the asynchronous lint
 // engine (lintSource returns a promise), which the record mutations, synchronous and pure, cannot
-// wait for. One short string costs about 86 µs there against 2 µs here (a dozen strings per
-// approval would double the bot's CPU per approval), and the engine's profiler leaves a
-// performance mark per rule and string in the process-wide buffer, which grows without end in a
-// long-running bot. Its patterns are not exported to be combined, and it has no rule for a Google
-// API key, a JWT, an Authorization or Cookie header, `password=`, or a secret given as a flag's
-// value. gitleaks' rules come with a Go binary and are written for Go's regexp (inline `(?i)`,
-// which JavaScript cannot take). The token shapes below follow those two projects' rules; the
-// command-line ones are in commandLineRules.ts.
+// wait for, and costs far more per string (docs/performance.md, "Secret masking"). Its patterns
+// are not exported to be combined, and it has no rule for a Google API key, a JWT, an
+// Authorization or Cookie header, `password=`, or a secret given as a flag's value. gitleaks'
+// rules come with a Go binary and are written for Go's regexp (inline `(?i)`, which JavaScript
+// cannot take). The token shapes below follow those two projects' rules; the command-line ones
+// are in commandLineRules.ts.
 //
 // Every rule starts with literal characters and every repeat is bounded, so scanning is linear in
 // the text: no rule can be made to backtrack across a long run of similar characters. A

@@ -10,13 +10,12 @@ import { type ChoicePress, choiceActionKind } from './listeners/choiceButton.js'
 
 // A press on a choice button is what a person, and the agent behind them, wait on. Through Bolt
 // it crosses the whole dispatch: the global middleware and the matching of every registered
-// listener, about 0.6 ms of the 2.5 ms a press spent in the bot (`npm run bench`, click to
-// decide). In HTTP mode this route reads the body, checks Slack's signature with Bolt's own
-// verifySlackRequest (one signature check to audit, Bolt's) and hands a press straight to the
-// press handler. Anything else, or anything not signed right, goes on to Bolt's receiver with
-// the body already read (Bolt reuses it, verifies again and answers). Bolt's check costs about
-// 0.03 ms a press more than a hand-written HMAC did (tsscmp's double HMAC): well inside the
-// noise of click to decide, and not worth a second check to keep safe.
+// listener (its cost: docs/performance.md, "presses before Bolt"). In HTTP mode this route
+// reads the body, checks Slack's signature with Bolt's own verifySlackRequest (one signature
+// check to audit, Bolt's) and hands a press straight to the press handler. Anything else, or
+// anything not signed right, goes on to Bolt's receiver with the body already read (Bolt reuses
+// it, verifies again and answers). Bolt's check, a little dearer than a hand-written one, is
+// kept: one signature check to audit (docs/performance.md, "One signature path").
 //
 // A body past Bolt's limit is answered 413 as soon as it is known to be, by its declared length
 // or by the bytes read: nothing more is read or kept, and the connection is closed once the

@@ -17,7 +17,7 @@ export function createSlackPool(): Dispatcher {
  * Node 20's built-in fetch trusts a server's `Keep-Alive: timeout=` hint minus a 2 s margin, so
  * a server that hints a short timeout gets a new TCP connection for every call; and fetch's
  * spec machinery (Request, Response, streams) costs more CPU per call than the call's I/O. The
- * numbers are in README "Performance" (bench/).
+ * numbers are in docs/performance.md.
  */
 export function createSlackFetch(dispatcher: Dispatcher = createSlackPool()): FetchFunction {
   return async (url, init = {}) => {

@@ -7,7 +7,7 @@ import type { RedisClient } from './redisConnection.js';
 // Every write of a record is a compare-and-set on its version field, done by a Lua script so
 // that Redis never has to decode the JSON. The scripts also carry the small side effects of a
 // write (a lease or claim freed, a claim taken) so that one relayed approval or one click costs
-// a fixed, small number of round trips: see bench/ and README "Performance".
+// a fixed, small number of round trips: see docs/performance.md.
 //
 // Each script touches the keys of one approval only (one hash tag, one Cluster slot). What else an
 // operation writes (a host's open sets, a message mapping, the unsynced set) lives in other slots:

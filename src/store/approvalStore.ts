@@ -24,7 +24,7 @@ export {
 // What the relay, the Slack side and the replicas use of the approval store: one object over its
 // three parts, the compare-and-set core (approvalRecords.ts), card placement (cardPlacement.ts)
 // and card sync (cardSync.ts). Each method is its part's, unchanged: the same commands, scripts
-// and round trips (see approvalScripts.ts and README "Performance").
+// and round trips (see approvalScripts.ts and docs/performance.md).
 
 export class ApprovalStore {
   private readonly records: ApprovalRecords;

@@ -14,9 +14,8 @@ local function extend(key, ms)
 end
 `;
 
-// Grants and buckets carry no Redis TTL: a million keys with a TTL make Redis's active expiry
-// stall every client for tens of milliseconds at a time (measured: PING p99 2 ms → 34 ms), which
-// would make the lookup's latency grow with the number of grants. The sweep removes them.
+// Grants and buckets carry no Redis TTL, or the lookup's latency would grow with the number of
+// grants (docs/performance.md, "Auto-decide by grant, in short"). The sweep removes them.
 
 /**
  * Stores a new bot-held grant in its bucket, in place of the bucket's live grant of these

@@ -4,7 +4,7 @@ import { REDACTED, SECRET_SET } from './redacted.js';
 
 /**
  * Paths whose values never reach a log line. Two-level wildcards (`*.*.x`) are spelt out instead:
- * each one made every log line several times slower (bench/, README "Performance").
+ * each one made every log line several times slower (docs/performance.md, "Logging").
  */
 export const REDACT_PATHS: readonly string[] = [
   'token',

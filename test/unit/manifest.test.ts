@@ -1,5 +1,5 @@
-// manifest.yml and README's scope table name the same bot scopes, each with its reason: a scope
-// added to one and not the other, or added without saying why, fails here.
+// manifest.yml and the scope table of docs/slack.md name the same bot scopes, each with its
+// reason: a scope added to one and not the other, or added without saying why, fails here.
 
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -14,21 +14,21 @@ function manifestScopes(): string[] {
   return manifest.oauth_config.scopes.bot;
 }
 
-/** Scopes of the README table under "### Slack scopes", from the first column of each row. */
-function readmeScopes(): string[] {
-  const readme = readFileSync(join(PROJECT_ROOT, 'README.md'), 'utf8');
-  const start = readme.indexOf('### Slack scopes');
-  const table = readme.slice(start, readme.indexOf('\n## ', start));
+/** Scopes of the docs/slack.md table under "## Slack scopes", from the first column of each row. */
+function docScopes(): string[] {
+  const doc = readFileSync(join(PROJECT_ROOT, 'docs', 'slack.md'), 'utf8');
+  const start = doc.indexOf('## Slack scopes');
+  const table = doc.slice(start, doc.indexOf('\n## ', start));
   return [...table.matchAll(/^\| (`[^|]+`) \| ([^|]*) \|/gm)].flatMap(([, cell, why]) => {
-    expect(why!.trim(), `README gives a reason for ${cell}`).not.toBe('');
+    expect(why!.trim(), `docs/slack.md gives a reason for ${cell}`).not.toBe('');
     return [...cell!.matchAll(/`([a-z:._]+)`/g)].map((m) => m[1]!);
   });
 }
 
-test('README explains exactly the bot scopes the manifest asks for', () => {
+test('docs/slack.md explains exactly the bot scopes the manifest asks for', () => {
   const asked = manifestScopes();
   expect(new Set(asked).size).toBe(asked.length);
-  expect([...readmeScopes()].sort()).toEqual([...asked].sort());
+  expect([...docScopes()].sort()).toEqual([...asked].sort());
 });
 
 test('each manifest scope has a comment saying what it is for', () => {

@@ -2,7 +2,7 @@ import { posix } from 'node:path';
 import type { ApprovalSubject, CuaCardFacts, RequirementRef } from '../../msp/protocol.js';
 import type { Intake } from '../record.js';
 
-// What a request asks to do, as canonical capability strings (DESIGN §4), and whether a
+// What a request asks to do, as canonical capability strings (docs/grants.md), and whether a
 // remembered grant may ever answer it. Whatever is not fully understood is not grantable: a
 // grant must never cover something nobody saw.
 
@@ -112,7 +112,7 @@ function shellStage(subject: ApprovalSubject, current: RequirementRef): Derived 
 }
 
 /**
- * Words joined by single spaces, as DESIGN §4 writes them; a word that holds whitespace, a quote
+ * Words joined by single spaces, as docs/grants.md writes them; a word that holds whitespace, a quote
  * or a backslash, or is empty, is JSON-quoted so that `["rm", "-rf /"]` and `["rm", "-rf", "/"]`
  * never read the same.
  */

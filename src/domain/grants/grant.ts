@@ -1,4 +1,4 @@
-// A remembered grant ("don't ask again", DESIGN §4): for this caller, this tool may do what these
+// A remembered grant ("don't ask again", docs/grants.md): for this caller, this tool may do what these
 // covered capabilities name, while the host runs in this sandbox mode, for requests placed on the
 // route it was made on, until it expires or is revoked. Shared by the store (grantStore.ts), the matcher (relay/) and the Slack side.
 

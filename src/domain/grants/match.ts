@@ -4,7 +4,7 @@ import { type CapabilityRequest, covers, stageCapabilities } from './capabilitie
 import type { CallerScope, Grant } from './grant.js';
 import type { GrantScope } from './scope.js';
 
-// Whether a remembered grant answers a request (DESIGN §4). Pure: the store only hands in the
+// Whether a remembered grant answers a request (docs/grants.md). Pure: the store only hands in the
 // candidates of one (caller, tool, sandbox mode, route) bucket, and every rule is checked again here.
 
 /** What a grant must cover for the bot to answer the current stage of an approval. */

@@ -260,7 +260,7 @@ export class HostEventHandler {
       if (stored) {
         if (risks.length > 0) this.auditRisks(fresh, risks);
         // At debug: it sits between the host's frame and the card's post, where every line shows in
-        // the latency (README "Performance"); "card posted" says the same at info once it is out.
+        // the latency (docs/performance.md); "card posted" says the same at info once it is out.
         logger.debug({ approvalId: params.approvalId, tool: fresh.tool, phase }, 'approval opened');
         // The approval's queue waits for the card; this function's state need not.
         return stored.posted;

@@ -38,7 +38,7 @@ function errorOf(env: NodeJS.ProcessEnv): ConfigError {
 }
 
 describe('countersign.example.yml', () => {
-  it('loads as the complete example of the README', () => {
+  it('loads as the complete example of docs/configuration.md', () => {
     const config = loadConfig(
       fileEnv(EXAMPLE, { PAGERDUTY_ROUTING_KEY: 'R0UTINGKEY0000000000000000000000' }),
     );

@@ -1,5 +1,5 @@
-// .env.example: every variable of README's configuration table is in it, and loading it the way
-// README says (set -a; . ./.env; set +a) gives a configuration the bot accepts.
+// .env.example: every variable of the configuration table (docs/configuration.md) is in it, and
+// loading it the way the README says (set -a; . ./.env; set +a) gives a configuration the bot accepts.
 
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -12,8 +12,9 @@ import { FAKE_SLACK_APP_TOKEN, FAKE_SLACK_BOT_TOKEN } from '../../support/fakeSe
 const example = readFileSync(join(PROJECT_ROOT, '.env.example'), 'utf8');
 
 function readmeVariables(): string[] {
-  const readme = readFileSync(join(PROJECT_ROOT, 'README.md'), 'utf8');
-  const table = readme.slice(readme.indexOf('## Configuration'), readme.indexOf('### Routing cards'));
+  const doc = readFileSync(join(PROJECT_ROOT, 'docs', 'configuration.md'), 'utf8');
+  const start = doc.indexOf('## Environment variables');
+  const table = doc.slice(start, doc.indexOf('\n## ', start));
   return [...table.matchAll(/^\| `([A-Z0-9_]+)` \|/gm)].map((m) => m[1]!);
 }
 

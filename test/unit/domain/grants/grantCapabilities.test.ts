@@ -42,7 +42,7 @@ const shell = (stages = [stage(0, ['git', 'push']), stage(1, ['npm', 'test'])]):
 const caps = (subject: ApprovalSubject, extra: Partial<CapabilityRequest> = {}) =>
   stageCapabilities(request(subject, extra));
 
-describe('stageCapabilities: one canonical capability per subject kind (DESIGN §4)', () => {
+describe('stageCapabilities: one canonical capability per subject kind (docs/grants.md)', () => {
   it('takes the exec capability of the stage being asked, words joined by single spaces', () => {
     expect(caps(shell())).toEqual({ capabilities: ['exec:git push'] });
     expect(caps(shell(), { currentRequirementId: { approvalId: 'a1', sourceIndex: 1 } })).toEqual({
