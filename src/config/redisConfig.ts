@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import type { HostPort, RedisTarget } from '../store/redisTarget.js';
 import { ConfigError, shown } from './common.js';
+import { hasHost, read } from './env/read.js';
 
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 const DEFAULT_SENTINEL_PORT = 26379;
@@ -13,20 +14,7 @@ const DEFAULT_CLUSTER_PORT = 6379;
 /** The variables that each name a whole Redis deployment: at most one may be set. */
 const KINDS = ['REDIS_URL', 'REDIS_SENTINELS', 'REDIS_CLUSTER_NODES'] as const;
 
-function hasHost(url: string): boolean {
-  try {
-    return new URL(url).hostname !== '';
-  } catch {
-    return false;
-  }
-}
-
 const redisUrl = z.url({ protocol: /^rediss?$/ }).refine(hasHost, 'missing host');
-
-function read(env: NodeJS.ProcessEnv, name: string): string | undefined {
-  const value = env[name]?.trim();
-  return value ? value : undefined;
-}
 
 /** `host:port,host:port`; `[v6]:port` for IPv6; the port may be left out. Undefined if malformed. */
 function hostPorts(text: string, defaultPort: number): HostPort[] | undefined {

@@ -5,7 +5,8 @@ import { z } from 'zod';
 import { parseDuration } from '../../util/duration.js';
 import { ConfigError, shown } from '../common.js';
 
-function hasHost(url: string): boolean {
+/** Whether the text parses as a URL that names a host. */
+export function hasHost(url: string): boolean {
   try {
     return new URL(url).hostname !== '';
   } catch {
