@@ -10,7 +10,7 @@ import { oneLineSubject, safeLink, type WaitingApproval, waitingLine } from './r
 import { slackDate } from './slackDate.js';
 
 // The app's Home tab for one user: what waits for them, what they decided lately, and whether the
-// bot's parts are up. Pure; slack/appHome.ts gathers the facts and publishes it.
+// bot's parts are up. Pure; slack/homeTab.ts gathers the facts and publishes it.
 
 /** A Home view holds 100 blocks; the rest of the page needs about ten. */
 export const MAX_HOME_WAITING = 40;

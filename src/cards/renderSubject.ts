@@ -42,7 +42,7 @@ export function renderSubject(
   const facts: string[] = [];
   const blocks: KnownBlock[] = [];
   let shortened = false;
-  // The texts the full view shows (fullParts.ts), checked against the room they have here.
+  // The texts the full view shows (domain/fullParts.ts), checked against the room they have here.
   const field = (value: string | undefined) => {
     if (value !== undefined && !inlineCodeFits(value, budget.field)) shortened = true;
   };

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { HomeTab } from '../homeTab.js';
 
 /**
- * App Home: published when the user opens the tab (slack/appHome.ts keeps it fresh afterwards).
+ * App Home: published when the user opens the tab (slack/homeTab.ts keeps it fresh afterwards).
  * Its "Open card" buttons are links; Slack still sends their clicks here, and they want an ack.
  */
 export function registerHomeOpened(app: App, home: HomeTab, logger: Logger): void {

@@ -1,5 +1,5 @@
 // The COUNTERSIGN_CONFIG file's hosts, route rules and admins: the shipped example loads as the
-// README describes it, and each mistake stops start-up with one line naming its place.
+// configuration reference (docs/configuration.md) describes it, and each mistake stops start-up with one line naming its place.
 
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

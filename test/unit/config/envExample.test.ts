@@ -11,15 +11,15 @@ import { FAKE_SLACK_APP_TOKEN, FAKE_SLACK_BOT_TOKEN } from '../../support/fakeSe
 
 const example = readFileSync(join(PROJECT_ROOT, '.env.example'), 'utf8');
 
-function readmeVariables(): string[] {
+function documentedVariables(): string[] {
   const doc = readFileSync(join(PROJECT_ROOT, 'docs', 'configuration.md'), 'utf8');
   const start = doc.indexOf('## Environment variables');
   const table = doc.slice(start, doc.indexOf('\n## ', start));
   return [...table.matchAll(/^\| `([A-Z0-9_]+)` \|/gm)].map((m) => m[1]!);
 }
 
-test('names every variable of the README configuration table', () => {
-  const variables = readmeVariables();
+test('names every variable of the configuration reference (docs/configuration.md)', () => {
+  const variables = documentedVariables();
   expect(variables.length).toBeGreaterThan(10);
   const named = new Set([...example.matchAll(/^(?:# )?([A-Z0-9_]+)=/gm)].map((m) => m[1]));
   expect(variables.filter((v) => !named.has(v))).toEqual([]);

@@ -83,7 +83,7 @@ it('listeners call Slack through the shared client; Bolt’s own client makes no
     web,
     transport: transport.fetch,
     reachability: new SlackReachability(logger),
-    // main.ts gives App Home the shared client's views, as here.
+    // wiring/home.ts gives App Home the shared client's views, as here.
     team: {
       authorizer: {} as Authorizer,
       router: {} as Router,
