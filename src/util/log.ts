@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import type { Logger, LogLevel } from '@slack/bolt';
 import pino from 'pino';
 import { REDACTED, SECRET_SET } from './redacted.js';
@@ -85,6 +86,21 @@ export function secretScrubber(secrets: Iterable<string>): ((line: string) => st
   };
 }
 
+/**
+ * pino-pretty is a development dependency: the image installs production dependencies only, so a
+ * terminal attached to it (`docker run -t`) gets JSON lines instead of a crash at start-up.
+ */
+export function prettyInstalled(
+  resolve: (name: string) => string = createRequire(import.meta.url).resolve,
+): boolean {
+  try {
+    resolve('pino-pretty');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** The service's root logger: JSON lines on stdout, secrets redacted. */
 export function createLogger({
   level,
@@ -101,7 +117,7 @@ export function createLogger({
     ...(scrub ? { hooks: { streamWrite: scrub } } : {}),
   };
   if (destination) return pino(options, destination);
-  if (pretty) {
+  if (pretty && prettyInstalled()) {
     return pino({
       ...options,
       transport: { target: 'pino-pretty', options: { colorize: true, translateTime: 'SYS:standard' } },

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import type { LogLevel } from '@slack/bolt';
 import { describe, expect, it } from 'vitest';
-import { createLogger, MIN_SCRUBBED_LENGTH, toBoltLogger } from '../../../src/util/log.js';
+import { createLogger, MIN_SCRUBBED_LENGTH, prettyInstalled, toBoltLogger } from '../../../src/util/log.js';
 
 const TOKEN = 'xoxb-test-9999-SUPERSECRETLOGTOKEN';
 
@@ -129,5 +129,16 @@ describe('toBoltLogger', () => {
     const bolt = toBoltLogger(createLogger({ level: 'debug', destination }));
     bolt.debug('http request', { headers: { authorization: `Bearer ${TOKEN}` }, token: TOKEN });
     expect(raw.join('\n')).not.toContain('SUPERSECRETLOGTOKEN');
+  });
+});
+
+describe('prettyInstalled', () => {
+  it('is true where pino-pretty resolves (development) and false where it does not (the image)', () => {
+    expect(prettyInstalled()).toBe(true);
+    expect(
+      prettyInstalled(() => {
+        throw Object.assign(new Error("Cannot find module 'pino-pretty'"), { code: 'MODULE_NOT_FOUND' });
+      }),
+    ).toBe(false);
   });
 });
