@@ -7,16 +7,10 @@ import { join } from 'node:path';
 import { expect, test } from 'vitest';
 import { loadConfig } from '../../../src/config/config.js';
 import { PROJECT_ROOT } from '../../support/bot.js';
+import { documentedVariables } from '../../support/botVariables.js';
 import { FAKE_SLACK_APP_TOKEN, FAKE_SLACK_BOT_TOKEN } from '../../support/fakeSecrets.js';
 
 const example = readFileSync(join(PROJECT_ROOT, '.env.example'), 'utf8');
-
-function documentedVariables(): string[] {
-  const doc = readFileSync(join(PROJECT_ROOT, 'docs', 'configuration.md'), 'utf8');
-  const start = doc.indexOf('## Environment variables');
-  const table = doc.slice(start, doc.indexOf('\n## ', start));
-  return [...table.matchAll(/^\| `([A-Z0-9_]+)` \|/gm)].map((m) => m[1]!);
-}
 
 test('names every variable of the configuration reference (docs/configuration.md)', () => {
   const variables = documentedVariables();

@@ -1,0 +1,133 @@
+// docker-compose.yml: the bot gets only variables it reads, Compose itself refuses to start without
+// the ones the bot cannot start without, the bot's Redis is the Compose Redis, and that Redis is
+// pinned, persistent and healthy before the bot starts. No Docker here: the file is parsed (yaml)
+// and interpolated as Compose would, with .env.example filled in as the .env.
+
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { PROJECT_ROOT } from '../../support/bot.js';
+import { botVariables, loadObserved } from '../../support/botVariables.js';
+import { FAKE_SLACK_APP_TOKEN, FAKE_SLACK_BOT_TOKEN } from '../../support/fakeSecrets.js';
+
+interface Service {
+  build?: unknown;
+  image?: string;
+  restart?: string;
+  command?: string[];
+  environment?: Record<string, string | null> | string[];
+  env_file?: Array<string | { path: string; required?: boolean }>;
+  depends_on?: Record<string, { condition?: string }> | string[];
+  volumes?: string[];
+  healthcheck?: { test?: string[] | string };
+}
+
+const compose = parse(readFileSync(join(PROJECT_ROOT, 'docker-compose.yml'), 'utf8')) as {
+  services: Record<string, Service>;
+};
+const [botName, bot] = Object.entries(compose.services).find(([, s]) => s.build !== undefined) ?? [];
+const [redisName, redis] =
+  Object.entries(compose.services).find(([, s]) => s.image?.startsWith('redis:')) ?? [];
+
+/** The service's `environment` as written, list or mapping form. */
+function environmentOf(service: Service): Record<string, string> {
+  const env = service.environment ?? {};
+  if (Array.isArray(env))
+    return Object.fromEntries(env.map((e) => [e.split('=')[0]!, e.slice(e.indexOf('=') + 1)]));
+  return Object.fromEntries(Object.entries(env).map(([k, v]) => [k, v ?? '']));
+}
+
+/**
+ * Compose's interpolation of one value from `dotenv`: ${X}, ${X:-default}, ${X-default},
+ * ${X:?error}, ${X?error}, and $$. Throws the error Compose would print for a missing required one.
+ */
+function interpolate(value: string, dotenv: Record<string, string>): string {
+  return value.replace(/\$\$|\$\{(\w+)(?:(:?)([-?])([^}]*))?\}/g, (whole, name, colon, op, arg) => {
+    if (whole === '$$') return '$';
+    const set = dotenv[name] !== undefined && (colon !== ':' || dotenv[name] !== '');
+    if (set) return dotenv[name]!;
+    if (op === '?') throw new Error(`required variable ${name} is missing a value: ${arg}`);
+    return op === '-' ? arg : '';
+  });
+}
+
+/** .env.example as a .env: `NAME=value` lines, quotes removed, tokens filled in. */
+function exampleDotenv(): Record<string, string> {
+  const text = readFileSync(join(PROJECT_ROOT, '.env.example'), 'utf8');
+  const pairs = [...text.matchAll(/^([A-Z0-9_]+)=(.*)$/gm)].map(([, name, raw]) => [
+    name!,
+    raw!.trim().replace(/^(['"])(.*)\1$/, '$2'),
+  ]);
+  return {
+    ...Object.fromEntries(pairs),
+    SLACK_BOT_TOKEN: FAKE_SLACK_BOT_TOKEN,
+    SLACK_APP_TOKEN: FAKE_SLACK_APP_TOKEN,
+  };
+}
+
+/** The bot container's environment: .env (env_file), overridden by `environment`, interpolated. */
+function botEnvironment(dotenv: Record<string, string>): Record<string, string> {
+  const fromFile = (bot?.env_file ?? []).some((f) => (typeof f === 'string' ? f : f.path) === '.env')
+    ? dotenv
+    : {};
+  const written = Object.entries(environmentOf(bot!)).map(([k, v]) => [k, interpolate(v, dotenv)]);
+  return { ...fromFile, ...Object.fromEntries(written) };
+}
+
+describe('docker-compose.yml', () => {
+  it('has the bot (built from this repository) and a Redis', () => {
+    expect(botName).toBeDefined();
+    expect(redisName).toBeDefined();
+  });
+
+  it('sets only variables the bot reads', () => {
+    const names = Object.keys(environmentOf(bot!));
+    expect(names.length).toBeGreaterThan(0);
+    expect(names.filter((name) => !botVariables().has(name))).toEqual([]);
+  });
+
+  it('with .env filled in from .env.example, gives the bot a Socket Mode configuration on the Compose Redis', () => {
+    const { config } = loadObserved(botEnvironment(exampleDotenv()));
+    expect(config.slack.mode).toBe('socket');
+    expect(config.redis.kind).toBe('single');
+    const url = new URL(config.redis.kind === 'single' ? config.redis.url : '');
+    expect(url.hostname).toBe(redisName);
+    expect(url.port || '6379').toBe('6379');
+  });
+
+  it('makes Compose refuse to start, naming it, without any variable the bot cannot start without', () => {
+    const dotenv = exampleDotenv();
+    const full = botEnvironment(dotenv);
+    // What the bot needs, by its own loader: each variable whose absence stops its start-up.
+    const required = [...botVariables()].filter((name) => {
+      try {
+        loadObserved({ ...full, [name]: '' });
+        return false;
+      } catch {
+        return true;
+      }
+    });
+    expect(required).toContain('SLACK_BOT_TOKEN');
+    expect(required).toContain('SLACK_APP_TOKEN');
+    for (const name of required) {
+      expect(() => botEnvironment({ ...dotenv, [name]: '' }), name).toThrow(
+        new RegExp(`^required variable ${name} is missing a value: set ${name} in .env`),
+      );
+    }
+  });
+
+  it('starts the bot once its Redis is healthy, and restarts both', () => {
+    const dependsOn = bot!.depends_on as Record<string, { condition?: string }>;
+    expect(dependsOn[redisName!]?.condition).toBe('service_healthy');
+    expect([redis!.healthcheck?.test].flat().join(' ')).toMatch(/redis-cli.*ping/);
+    for (const service of [bot!, redis!])
+      expect(service.restart).toMatch(/^(always|unless-stopped|on-failure)/);
+  });
+
+  it('runs a pinned Redis release that keeps its data in a volume', () => {
+    expect(redis!.image).toMatch(/^redis:\d+\.\d+\.\d+(?:-[a-z]+)?(?:@sha256:[0-9a-f]{64})?$/);
+    expect(redis!.volumes?.some((v) => /^[\w-]+:\/data$/.test(v))).toBe(true);
+    expect(redis!.command?.join(' ')).toMatch(/--appendonly yes|--save /);
+  });
+});

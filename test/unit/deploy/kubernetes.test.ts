@@ -1,0 +1,459 @@
+// deploy/kubernetes: the base and the example overlay, rendered by `kubectl kustomize` as an
+// operator would, every object validated against the Kubernetes (and Prometheus Operator)
+// schemas, then checked against the bot itself: selectors find the pods, probes ask for paths it
+// serves, it reads every variable the Deployment sets, the Secret template holds every key the
+// Deployment takes from it, and the ConfigMap's file passes its configuration loader. The
+// `# patch:` snippets of deploy/kubernetes/README.md (HTTP mode, Redis Sentinel and Cluster) are
+// applied to the base and checked the same way.
+//
+// Without kubectl the rendering tests are skipped with a note, unless REQUIRE_KUBECTL=1 (.ci/run
+// sets it after installing Debian's kubernetes-client), which makes that a failure.
+
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
+import { Deployment } from 'kubernetes-models/apps/v1';
+import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
+import { ConfigMap, Secret, Service } from 'kubernetes-models/v1';
+import { afterAll, beforeAll, describe, expect, it, test } from 'vitest';
+import { parse } from 'yaml';
+import type { Config } from '../../../src/config/config.js';
+import { healthRoutes } from '../../../src/slack/healthRoutes.js';
+import { SHUTDOWN_BUDGET } from '../../../src/wiring/shutdown.js';
+import { PROJECT_ROOT } from '../../support/bot.js';
+import { botVariables, loadObserved } from '../../support/botVariables.js';
+import { FAKE_SLACK_APP_TOKEN, FAKE_SLACK_BOT_TOKEN } from '../../support/fakeSecrets.js';
+import { findKubectl, type KubeObject, kustomize } from '../../support/kubectl.js';
+
+const DEPLOY = join(PROJECT_ROOT, 'deploy', 'kubernetes');
+const kubectl = findKubectl();
+const INSTALL_KUBECTL =
+  'Install it with `sudo apt-get install -y kubernetes-client`, or set KUBECTL to a kubectl binary (.ci/run installs it and sets REQUIRE_KUBECTL=1).';
+
+/** The schema of each kind we ship. A kind missing here fails validation: add its model. */
+const MODELS: Record<string, { new (data: never): { validate(): void } }> = {
+  'v1/ConfigMap': ConfigMap,
+  'v1/Secret': Secret,
+  'v1/Service': Service,
+  'apps/v1/Deployment': Deployment,
+  'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
+  'monitoring.coreos.com/v1/ServiceMonitor': ServiceMonitor,
+};
+
+/** Throws, naming the object, if it breaks its kind's schema or its kind has none here. */
+function validate(object: KubeObject): void {
+  const where = `${object.kind} ${object.metadata?.name}`;
+  const Model = MODELS[`${object.apiVersion}/${object.kind}`];
+  if (!Model) throw new Error(`${where}: no schema for ${object.apiVersion} ${object.kind}`);
+  try {
+    new Model(object as never).validate();
+  } catch (error) {
+    throw new Error(`${where}: ${(error as Error).message}`);
+  }
+}
+
+// Typed views of the fields the checks read; validate() has checked their shapes.
+interface Probe {
+  httpGet?: { path?: string; port?: string | number };
+}
+interface EnvVar {
+  name: string;
+  value?: string;
+  valueFrom?: { secretKeyRef?: { name: string; key: string }; fieldRef?: { fieldPath: string } };
+}
+interface Container {
+  name: string;
+  image: string;
+  ports?: Array<{ name?: string; containerPort: number }>;
+  env?: EnvVar[];
+  volumeMounts?: Array<{ name: string; mountPath: string }>;
+  startupProbe?: Probe;
+  readinessProbe?: Probe;
+  livenessProbe?: Probe;
+  resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
+  securityContext?: {
+    runAsNonRoot?: boolean;
+    allowPrivilegeEscalation?: boolean;
+    readOnlyRootFilesystem?: boolean;
+    capabilities?: { drop?: string[] };
+    seccompProfile?: { type: string };
+  };
+}
+interface PodSpec {
+  containers: Container[];
+  volumes?: Array<{ name: string; configMap?: { name: string } }>;
+  securityContext?: { runAsNonRoot?: boolean; runAsUser?: number; seccompProfile?: { type: string } };
+  automountServiceAccountToken?: boolean;
+  terminationGracePeriodSeconds?: number;
+  topologySpreadConstraints?: Array<{ labelSelector?: { matchLabels?: Record<string, string> } }>;
+  affinity?: { podAntiAffinity?: unknown };
+}
+interface DeploymentSpec {
+  replicas: number;
+  selector: { matchLabels: Record<string, string> };
+  template: { metadata: { labels: Record<string, string> }; spec: PodSpec };
+}
+
+function only(objects: KubeObject[], kind: string): KubeObject {
+  const found = objects.filter((o) => o.kind === kind);
+  expect(
+    found.map((o) => o.metadata.name),
+    `one ${kind}`,
+  ).toHaveLength(1);
+  return found[0]!;
+}
+
+function deploymentOf(objects: KubeObject[]): { spec: DeploymentSpec; pod: PodSpec; bot: Container } {
+  const spec = only(objects, 'Deployment').spec as DeploymentSpec;
+  const bot = spec.template.spec.containers[0]!;
+  return { spec, pod: spec.template.spec, bot };
+}
+
+/** Whether `selector` selects objects labelled `labels`: every pair it asks for is there. */
+function selects(selector: Record<string, string> | undefined, labels: Record<string, string>): boolean {
+  const pairs = Object.entries(selector ?? {});
+  return pairs.length > 0 && pairs.every(([key, value]) => labels[key] === value);
+}
+
+/** The GET paths the bot serves on PORT, from its own route table. */
+function servedPaths(): string[] {
+  const up = () => true;
+  const routes = healthRoutes({ redis: up, slack: up, hosts: up, whyDown: () => undefined });
+  return routes
+    .filter((route) => [route.method].flat().some((method) => method.toUpperCase() === 'GET'))
+    .map((route) => route.path);
+}
+
+function readYaml<T>(...path: string[]): T {
+  return parse(readFileSync(join(DEPLOY, ...path), 'utf8')) as T;
+}
+
+const secretTemplate = readYaml<KubeObject & { stringData: Record<string, string> }>('secret.example.yaml');
+const serviceMonitorFile = readYaml<KubeObject>('components', 'servicemonitor', 'servicemonitor.yaml');
+
+/** Every variable the Deployment sets is one the bot reads; each Secret key it takes is in the template. */
+function checkEnvironment(objects: KubeObject[]): void {
+  const env = deploymentOf(objects).bot.env ?? [];
+  expect(env.map((e) => e.name).filter((name) => !botVariables().has(name))).toEqual([]);
+  for (const { name, valueFrom } of env) {
+    const ref = valueFrom?.secretKeyRef;
+    if (!ref) continue;
+    expect(ref.name, name).toBe(secretTemplate.metadata.name);
+    expect(Object.keys(secretTemplate.stringData), name).toContain(ref.key);
+  }
+}
+
+/** Token-shaped values for the Secret's keys, as an operator fills them in. */
+const FILLED_SECRET: Record<string, string> = {
+  SLACK_BOT_TOKEN: FAKE_SLACK_BOT_TOKEN,
+  SLACK_APP_TOKEN: FAKE_SLACK_APP_TOKEN,
+  SLACK_SIGNING_SECRET: 'f'.repeat(32),
+  REDIS_URL: 'redis://redis.example.internal:6379',
+  REDIS_PASSWORD: 'p'.repeat(24),
+  COUNTERSIGN_REPLICA_SECRET: 'r'.repeat(48),
+};
+
+/**
+ * The configuration the bot loads in the rendered Deployment's pod: the environment as the
+ * kubelet builds it (literals, the Secret filled in, the pod's name) and the ConfigMap's file,
+ * written under `scratch` where COUNTERSIGN_CONFIG's mount would put it. Throws what the loader
+ * throws.
+ */
+function podConfig(objects: KubeObject[], scratch: string): Config {
+  const { pod, bot } = deploymentOf(objects);
+  const configMap = only(objects, 'ConfigMap') as KubeObject & { data: Record<string, string> };
+  const volume = pod.volumes?.find((v) => v.configMap?.name === configMap.metadata.name);
+  expect(volume, 'a volume of the generated ConfigMap').toBeDefined();
+  const mount = bot.volumeMounts?.find((m) => m.name === volume!.name);
+  const configPath = bot.env?.find((e) => e.name === 'COUNTERSIGN_CONFIG')?.value ?? '';
+  expect(configPath.startsWith(`${mount?.mountPath}/`), 'COUNTERSIGN_CONFIG is in the mount').toBe(true);
+  const file = configPath.slice(`${mount!.mountPath}/`.length);
+  expect(Object.keys(configMap.data)).toContain(file);
+  writeFileSync(join(scratch, file), configMap.data[file]!);
+  const podEnv = Object.fromEntries(
+    (bot.env ?? []).map((e) => {
+      if (e.name === 'COUNTERSIGN_CONFIG') return [e.name, join(scratch, file)];
+      const ref = e.valueFrom?.secretKeyRef;
+      if (ref) {
+        expect(FILLED_SECRET, `a value to fill ${ref.key} with`).toHaveProperty(ref.key);
+        return [e.name, FILLED_SECRET[ref.key]!];
+      }
+      if (e.valueFrom?.fieldRef) return [e.name, 'countersign-5d8f7c9b6-x2x7q'];
+      return [e.name, e.value ?? ''];
+    }),
+  );
+  return loadObserved(podEnv).config;
+}
+
+/** The YAML blocks of deploy/kubernetes/README.md that start with `# patch: <name>`, by name. */
+function readmePatches(): Map<string, string> {
+  const readme = readFileSync(join(DEPLOY, 'README.md'), 'utf8');
+  const blocks = [...readme.matchAll(/^( *)```yaml\n([\s\S]*?)^\1```/gm)].map(([, indent, body]) =>
+    body!
+      .split('\n')
+      .map((line) => line.slice(indent!.length))
+      .join('\n'),
+  );
+  return new Map(
+    blocks.flatMap((block) => {
+      const name = /^# patch: ([\w-]+)/.exec(block)?.[1];
+      return name ? [[name, block] as const] : [];
+    }),
+  );
+}
+
+test.runIf(!kubectl && process.env.REQUIRE_KUBECTL === '1')('kubectl is installed', () => {
+  throw new Error(`REQUIRE_KUBECTL=1, but kubectl was not found. ${INSTALL_KUBECTL}`);
+});
+if (!kubectl && process.env.REQUIRE_KUBECTL !== '1')
+  process.stderr.write(
+    `kubectl is not installed, so deploy/kubernetes is not rendered. ${INSTALL_KUBECTL}\n`,
+  );
+if (kubectl && !kubectl.components)
+  process.stderr.write(
+    `kubectl ${kubectl.version} embeds kustomize v2, which has no Components (kubectl 1.21 or later has): ` +
+      'the example overlay is not rendered; the base is, and the ServiceMonitor is checked from its file.\n',
+  );
+
+test('validation refuses a kind it has no schema for, and an object that breaks its schema', () => {
+  expect(() =>
+    validate({ apiVersion: 'networking.k8s.io/v1', kind: 'Ingress', metadata: { name: 'x' } }),
+  ).toThrow(/^Ingress x: no schema for networking.k8s.io\/v1 Ingress/);
+  const service = {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { name: 'x' },
+    spec: { ports: [{ port: 'http' }] },
+  };
+  expect(() => validate(service)).toThrow(/^Service x: .*port/);
+});
+
+describe('the Secret template (deploy/kubernetes/secret.example.yaml)', () => {
+  it('is a valid Secret whose keys are all variables the bot reads', () => {
+    validate(secretTemplate);
+    const keys = Object.keys(secretTemplate.stringData);
+    expect(keys.length).toBeGreaterThan(0);
+    expect(keys.filter((key) => !botVariables().has(key))).toEqual([]);
+  });
+
+  it('holds no token, and each token placeholder, left as it is, stops start-up naming its variable', () => {
+    const text = readFileSync(join(DEPLOY, 'secret.example.yaml'), 'utf8');
+    expect(text).not.toMatch(/\b(?:xox[abposre]|xapp)-[0-9A-Za-z-]{4,}/);
+    const filled = {
+      SLACK_BOT_TOKEN: FAKE_SLACK_BOT_TOKEN,
+      SLACK_APP_TOKEN: FAKE_SLACK_APP_TOKEN,
+      SLACK_CHANNEL: 'C0123456789',
+      MSP_HOST_COMMAND: 'muse serve',
+    };
+    for (const key of [
+      'SLACK_BOT_TOKEN',
+      'SLACK_APP_TOKEN',
+      'SLACK_SIGNING_SECRET',
+      'COUNTERSIGN_REPLICA_SECRET',
+    ]) {
+      const placeholder = secretTemplate.stringData[key];
+      expect(placeholder, key).toBeDefined();
+      expect(() => loadObserved({ ...filled, [key]: placeholder! }), key).toThrow(
+        new RegExp(`^${key} still holds a placeholder`),
+      );
+    }
+  });
+});
+
+describe('the ServiceMonitor component (deploy/kubernetes/components/servicemonitor)', () => {
+  it('is a valid ServiceMonitor scraping /metrics on a port of the base Service, whose labels it selects', () => {
+    validate(serviceMonitorFile);
+    const service = readYaml<KubeObject & { spec: { ports: Array<{ name: string }> } }>(
+      'base',
+      'service.yaml',
+    );
+    const spec = serviceMonitorFile.spec as {
+      selector: { matchLabels: Record<string, string> };
+      endpoints: Array<{ port: string; path: string }>;
+    };
+    expect(selects(spec.selector.matchLabels, service.metadata.labels ?? {})).toBe(true);
+    for (const endpoint of spec.endpoints) {
+      expect(service.spec.ports.map((p) => p.name)).toContain(endpoint.port);
+      expect(servedPaths()).toContain(endpoint.path);
+    }
+  });
+});
+
+describe.runIf(kubectl)('the base (deploy/kubernetes/base), rendered by kubectl kustomize', () => {
+  let objects: KubeObject[] = [];
+  let scratch = '';
+  beforeAll(async () => {
+    objects = await kustomize(kubectl!, join(DEPLOY, 'base'));
+    scratch = mkdtempSync(join(tmpdir(), 'countersign-k8s-'));
+  });
+  afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+  it('holds a Deployment, a Service, a PodDisruptionBudget and a ConfigMap, each valid for its schema', () => {
+    expect(objects.map((o) => o.kind).sort()).toEqual([
+      'ConfigMap',
+      'Deployment',
+      'PodDisruptionBudget',
+      'Service',
+    ]);
+    for (const object of objects) validate(object);
+  });
+
+  it('runs two replicas, spread over nodes, that the Service and the PodDisruptionBudget select', () => {
+    const { spec, pod } = deploymentOf(objects);
+    const podLabels = spec.template.metadata.labels;
+    expect(spec.replicas).toBe(2);
+    expect(selects(spec.selector.matchLabels, podLabels)).toBe(true);
+    const service = only(objects, 'Service').spec as { selector: Record<string, string> };
+    expect(selects(service.selector, podLabels)).toBe(true);
+    const pdb = only(objects, 'PodDisruptionBudget').spec as {
+      selector: { matchLabels: Record<string, string> };
+    };
+    expect(selects(pdb.selector.matchLabels, podLabels)).toBe(true);
+    const spread = pod.topologySpreadConstraints ?? [];
+    expect(spread.length > 0 || pod.affinity?.podAntiAffinity !== undefined).toBe(true);
+    for (const constraint of spread)
+      expect(selects(constraint.labelSelector?.matchLabels, podLabels)).toBe(true);
+  });
+
+  it('probes paths the bot serves (readiness /readyz, liveness /healthz) on the port PORT names', () => {
+    const { bot } = deploymentOf(objects);
+    const served = servedPaths();
+    const port = Number(bot.env?.find((e) => e.name === 'PORT')?.value ?? 3000);
+    const probes = {
+      startupProbe: bot.startupProbe,
+      readinessProbe: bot.readinessProbe,
+      livenessProbe: bot.livenessProbe,
+    };
+    for (const [name, probe] of Object.entries(probes)) {
+      expect(probe?.httpGet, name).toBeDefined();
+      expect(served, name).toContain(probe!.httpGet!.path);
+      const target = probe!.httpGet!.port;
+      const containerPort =
+        typeof target === 'number' ? target : bot.ports?.find((p) => p.name === target)?.containerPort;
+      expect(containerPort, `${name} port`).toBe(port);
+    }
+    expect(bot.readinessProbe?.httpGet?.path).toBe('/readyz');
+    expect(bot.livenessProbe?.httpGet?.path).toBe('/healthz');
+    const service = only(objects, 'Service').spec as { ports: Array<{ targetPort: string | number }> };
+    for (const { targetPort } of service.ports) {
+      expect(bot.ports?.some((p) => p.name === targetPort || p.containerPort === targetPort)).toBe(true);
+    }
+  });
+
+  it('sets only variables the bot reads, and takes from the Secret only keys its template holds', () => {
+    checkEnvironment(objects);
+  });
+
+  it('mounts the ConfigMap where COUNTERSIGN_CONFIG points, and the bot accepts it with the filled-in Secret', () => {
+    const config = podConfig(objects, scratch);
+    expect(config.slack.mode).toBe('socket');
+    expect(config.msp.hosts.length).toBeGreaterThan(0);
+    expect(config.routes.length).toBeGreaterThan(0);
+  });
+
+  it('runs unprivileged: non-root, read-only root filesystem, no capabilities, RuntimeDefault seccomp', () => {
+    const { pod, bot } = deploymentOf(objects);
+    const context = bot.securityContext ?? {};
+    expect(context.runAsNonRoot ?? pod.securityContext?.runAsNonRoot).toBe(true);
+    expect(pod.securityContext?.runAsUser).toBeGreaterThan(0);
+    expect((context.seccompProfile ?? pod.securityContext?.seccompProfile)?.type).toBe('RuntimeDefault');
+    expect(context.allowPrivilegeEscalation).toBe(false);
+    expect(context.readOnlyRootFilesystem).toBe(true);
+    expect(context.capabilities?.drop).toContain('ALL');
+    expect(pod.automountServiceAccountToken).toBe(false);
+  });
+
+  it('asks for resources, and gives shutdown more time than the bot’s own budget', () => {
+    const { pod, bot } = deploymentOf(objects);
+    expect(bot.resources?.requests?.cpu).toBeDefined();
+    expect(bot.resources?.requests?.memory).toBeDefined();
+    expect(bot.resources?.limits?.memory).toBeDefined();
+    expect((pod.terminationGracePeriodSeconds ?? 30) * 1000).toBeGreaterThan(SHUTDOWN_BUDGET.totalMs);
+  });
+});
+
+describe.runIf(kubectl?.components)('the example overlay (deploy/kubernetes/overlays/example)', () => {
+  let base: KubeObject[] = [];
+  let objects: KubeObject[] = [];
+  beforeAll(async () => {
+    [base, objects] = await Promise.all([
+      kustomize(kubectl!, join(DEPLOY, 'base')),
+      kustomize(kubectl!, join(DEPLOY, 'overlays', 'example')),
+    ]);
+  });
+
+  it('adds the ServiceMonitor component to the base, every object valid and in one namespace', () => {
+    expect(objects.map((o) => o.kind).sort()).toEqual([...base.map((o) => o.kind), 'ServiceMonitor'].sort());
+    for (const object of objects) validate(object);
+    const namespaces = new Set(objects.map((o) => o.metadata.namespace));
+    expect([...namespaces]).toHaveLength(1);
+    expect([...namespaces][0]).toBeTruthy();
+  });
+
+  it('scrapes the Service it renders with, on a port of that Service, at /metrics', () => {
+    const service = only(objects, 'Service') as KubeObject & { spec: { ports: Array<{ name: string }> } };
+    const spec = only(objects, 'ServiceMonitor').spec as {
+      selector: { matchLabels: Record<string, string> };
+      endpoints: Array<{ port: string; path: string }>;
+    };
+    expect(selects(spec.selector.matchLabels, service.metadata.labels ?? {})).toBe(true);
+    expect(spec.endpoints.map((e) => e.port).every((p) => service.spec.ports.some((s) => s.name === p))).toBe(
+      true,
+    );
+    expect(spec.endpoints.map((e) => e.path)).toEqual(['/metrics']);
+  });
+
+  it('runs an image of its own (the bot with the MSP host in it), not the base’s placeholder name', () => {
+    expect(deploymentOf(base).bot.image).toBe('countersign');
+    expect(deploymentOf(objects).bot.image).not.toBe('countersign');
+  });
+});
+
+describe.runIf(kubectl?.components)('the patches of deploy/kubernetes/README.md, applied to the base', () => {
+  const patches = readmePatches();
+  let scratch = '';
+  beforeAll(() => {
+    scratch = mkdtempSync(join(tmpdir(), 'countersign-k8s-patch-'));
+  });
+  afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+  /** The base with one patch, rendered from an overlay in a directory of its own. */
+  async function patched(name: string): Promise<KubeObject[]> {
+    const dir = mkdtempSync(join(scratch, `${name}-`));
+    expect(patches.has(name), `README.md has a "# patch: ${name}" block`).toBe(true);
+    writeFileSync(join(dir, 'patch.yaml'), patches.get(name)!);
+    // kustomize takes no absolute path to a base.
+    const base = relative(dir, join(DEPLOY, 'base'));
+    writeFileSync(
+      join(dir, 'kustomization.yaml'),
+      `resources:\n  - ${base}\npatches:\n  - path: patch.yaml\n`,
+    );
+    const objects = await kustomize(kubectl!, dir);
+    for (const object of objects) validate(object);
+    checkEnvironment(objects);
+    return objects;
+  }
+
+  it('are the three this test knows', () => {
+    expect([...patches.keys()].sort()).toEqual(['http-mode', 'redis-cluster', 'redis-sentinel']);
+  });
+
+  it('http-mode: the bot runs in HTTP mode, with the signing secret', async () => {
+    const objects = await patched('http-mode');
+    const config = podConfig(objects, mkdtempSync(join(scratch, 'config-')));
+    expect(config.slack.mode).toBe('http');
+  });
+
+  it('redis-sentinel: the bot asks the sentinels for the master', async () => {
+    const objects = await patched('redis-sentinel');
+    const config = podConfig(objects, mkdtempSync(join(scratch, 'config-')));
+    expect(config.redis.kind).toBe('sentinel');
+  });
+
+  it('redis-cluster: the bot talks to a Redis Cluster', async () => {
+    const objects = await patched('redis-cluster');
+    const config = podConfig(objects, mkdtempSync(join(scratch, 'config-')));
+    expect(config.redis.kind).toBe('cluster');
+  });
+});
