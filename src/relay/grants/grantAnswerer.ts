@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Grant, GrantStore } from '../../domain/grants/grant.js';
 import { findGrant, type GrantQuestion, grantQuestion, sessionCallerOf } from '../../domain/grants/match.js';
+import type { Metrics } from '../../domain/metrics.js';
 import { type ApprovalRecord, type GrantRef, isTerminal } from '../../domain/record.js';
 import type { RouteGrants } from '../../domain/route.js';
 import type { Decider } from '../deciding/decider.js';
@@ -33,6 +34,8 @@ export interface GrantAnswererOptions {
   grantsOf: (route: string | undefined) => RouteGrants | undefined;
   logger: Logger;
   now?: () => Date;
+  /** Told of each lookup (and whether it found a grant) and of each request a grant decided. */
+  metrics?: Pick<Metrics, 'grantLookup' | 'grantUsed'>;
 }
 
 /**
@@ -60,7 +63,14 @@ export class GrantAnswerer {
     try {
       const now = this.now();
       const sessionCaller = sessionCallerOf(record, settings!.choices);
-      return findGrant(await this.candidates(question, sessionCaller, now), question, now, sessionCaller);
+      const grant = findGrant(
+        await this.candidates(question, sessionCaller, now),
+        question,
+        now,
+        sessionCaller,
+      );
+      this.options.metrics?.grantLookup(grant !== undefined);
+      return grant;
     } catch (err) {
       // Not knowing is asking: the card is posted.
       this.options.logger.warn(
@@ -144,6 +154,7 @@ export class GrantAnswerer {
       throw err;
     }
     if (outcome.kind === 'decided') {
+      this.options.metrics?.grantUsed();
       await Promise.all([this.recordUse(record, grant, question), this.leaveLine(record, grant, question)]);
       return 'done';
     }
