@@ -168,6 +168,7 @@ export function assemble(config: Config, logger: Logger): Countersign {
       router,
       risks,
       owners,
+      metrics,
     }),
   );
   const health = wireHealth({

@@ -34,8 +34,8 @@ export interface GrantAnswererOptions {
   grantsOf: (route: string | undefined) => RouteGrants | undefined;
   logger: Logger;
   now?: () => Date;
-  /** Told of each lookup (and whether it found a grant) and of each request a grant decided. */
-  metrics?: Pick<Metrics, 'grantLookup' | 'grantUsed'>;
+  /** Told of each request a grant decided. */
+  metrics?: Pick<Metrics, 'grantUsed'>;
 }
 
 /**
@@ -63,14 +63,7 @@ export class GrantAnswerer {
     try {
       const now = this.now();
       const sessionCaller = sessionCallerOf(record, settings!.choices);
-      const grant = findGrant(
-        await this.candidates(question, sessionCaller, now),
-        question,
-        now,
-        sessionCaller,
-      );
-      this.options.metrics?.grantLookup(grant !== undefined);
-      return grant;
+      return findGrant(await this.candidates(question, sessionCaller, now), question, now, sessionCaller);
     } catch (err) {
       // Not knowing is asking: the card is posted.
       this.options.logger.warn(

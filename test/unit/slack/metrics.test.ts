@@ -1,50 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { DECISION_OUTCOMES, ESCALATION_ACTIONS, SLACK_METHODS } from '../../../src/domain/metrics.js';
 import { PendingApprovals } from '../../../src/slack/metrics/pendingApprovals.js';
 import { PromMetrics } from '../../../src/slack/metrics/promMetrics.js';
-import { REFUSAL_REASON_LABELS } from '../../../src/store/refusalCounts.js';
-
-/** The value of one series (its whole name, labels in registry order); undefined when absent. */
-function seriesValue(text: string, series: string): number | undefined {
-  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
-  return line === undefined ? undefined : Number(line.slice(series.length + 1));
-}
-
-const ROUTES = ['deploys', '(SLACK_CHANNEL)', 'other'];
+import { seriesAtZero, seriesValue } from '../../support/metricSeries.js';
 
 /** Every series a fresh registry must show at 0, for routes `deploys` and host `main`. */
 function expectedAtZero(): string[] {
   return [
     ...['redis', 'slack', 'host'].map((part) => `countersign_up{part="${part}"}`),
     'countersign_host_owned{host="main"}',
-    ...ROUTES.map((route) => `countersign_pending_approvals{route="${route}"}`),
-    'countersign_cards_posted_total',
-    'countersign_decisions_sent_total',
-    'countersign_notices_sent_total',
-    ...REFUSAL_REASON_LABELS.flatMap((reason) => [
-      `countersign_refusals_total{reason="${reason}"}`,
-      `countersign_refusals_over_limit_total{reason="${reason}"}`,
-    ]),
-    ...[...ESCALATION_ACTIONS, 'resolve', 'pagerduty-trigger', 'pagerduty-resolve', 'pagerduty-oncalls'].map(
-      (kind) => `countersign_escalation_failures_total{kind="${kind}"}`,
-    ),
-    ...ROUTES.flatMap((route) =>
-      DECISION_OUTCOMES.flatMap((outcome) => [
-        `countersign_time_to_decision_seconds_count{route="${route}",outcome="${outcome}"}`,
-        `countersign_time_to_decision_seconds_bucket{le="+Inf",route="${route}",outcome="${outcome}"}`,
-      ]),
-    ),
-    'countersign_click_to_decide_seconds_count',
-    'countersign_click_to_decide_seconds_sum',
-    ...SLACK_METHODS.flatMap((method) => [
-      `countersign_slack_failures_total{method="${method}"}`,
-      `countersign_slack_rate_limited_total{method="${method}"}`,
-    ]),
-    'countersign_grant_lookups_total',
-    'countersign_grant_hits_total',
-    'countersign_grant_uses_total',
-    ...ESCALATION_ACTIONS.map((action) => `countersign_escalation_steps_total{action="${action}"}`),
-    'countersign_redis_errors_total',
+    ...seriesAtZero(['deploys']),
   ];
 }
 
