@@ -62,6 +62,9 @@ describe('running it', () => {
     });
     expect(host.incarnations).toHaveLength(0);
     expect(bot.proc.exitCode).toBeNull();
+    const metrics = await (await fetch(`${bot.url}/metrics`)).text();
+    expect(seriesValue(metrics, 'countersign_redis_errors_total')).toBeGreaterThanOrEqual(1);
+    expect(seriesValue(metrics, 'countersign_up{part="redis"}')).toBe(0);
   });
 
   it('never writes the bot token to its logs', async () => {
@@ -157,10 +160,13 @@ describe('running it', () => {
     expect(await metric('countersign_slack_failures_total{method="chat.postMessage"}')).toBe(0);
     expect(await metric('countersign_pending_approvals{route="(SLACK_CHANNEL)"}')).toBe(1);
 
-    // A user of another team is refused.
+    // A user of another team is refused; Slack fails the ephemeral that tells them once.
     world.slack.setUser('U0PARTNER', { team_id: 'T0PARTNER', real_name: 'Partner' });
+    world.slack.failNext('chat.postEphemeral', 'internal_error');
     await world.press('count-0003', 'Allow once', 'U0PARTNER');
     await expect.poll(() => metric('countersign_refusals_total{reason="external"}')).toBe(1);
+    await expect.poll(() => metric('countersign_slack_failures_total{method="chat.postEphemeral"}')).toBe(1);
+    expect(await metric('countersign_slack_rate_limited_total{method="chat.postEphemeral"}')).toBe(0);
     expect(await metric('countersign_pending_approvals{route="(SLACK_CHANNEL)"}')).toBe(1);
 
     const perApproval = ['card posted', 'decision accepted', 'decision notice sent'];
