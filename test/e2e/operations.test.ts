@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BOT_TOKEN, freePort, freshRedisDb, SIGNING_SECRET, startBot } from '../support/bot.js';
 import { approvalFromTranscript, FakeHost, shellApproval } from '../support/fakeHost.js';
@@ -173,6 +174,30 @@ describe('running it', () => {
     const lines = world.bot.logs.filter((l) => perApproval.includes(l.msg ?? ''));
     expect(lines.length).toBeGreaterThanOrEqual(3);
     expect(lines.every((l) => l.level === 20)).toBe(true);
+  });
+
+  it.each([
+    ['HTTP mode', {}],
+    ['Socket Mode', { SLACK_APP_TOKEN: 'xapp-1-A_TEST-123-abc', SLACK_SIGNING_SECRET: '' }],
+  ])('METRICS_PORT already in use (%s): one line naming it, nothing started', async (_mode, env) => {
+    const taken = net.createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '0.0.0.0', () => resolve()));
+    cleanups.push(() => new Promise((resolve) => taken.close(resolve)));
+    const port = (taken.address() as net.AddressInfo).port;
+    const { slack, host } = await peers();
+    slack.expectedAppToken = 'xapp-1-A_TEST-123-abc';
+    const bot = await startBot({
+      host,
+      slack,
+      redisDb: await freshRedisDb(),
+      env: { ...env, METRICS_PORT: String(port) },
+    });
+    cleanups.push(() => bot.kill());
+    expect(await bot.exited).toEqual({ code: 1, signal: null });
+    expect(bot.logs.filter((l) => l.stream === 'stderr').map((l) => l.raw)).toEqual([
+      `countersign: METRICS_PORT ${port} is already in use by another process: stop that process, or set METRICS_PORT to a free port`,
+    ]);
+    expect(host.incarnations).toHaveLength(0);
   });
 
   it('SIGTERM finishes the decision in flight before it closes the host', async () => {
