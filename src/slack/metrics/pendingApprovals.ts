@@ -19,6 +19,12 @@ export interface PendingSources {
 
 /** A scrape waits this long for Redis; then the gauge keeps its last values. */
 const READ_WITHIN_MS = 2_000;
+/**
+ * Routes remembered at most: a record whose end this process never stores (its host went to
+ * another replica) is dropped from the map at the next scrape, and this bounds the map when
+ * nothing scrapes. Past it the map starts again; a scrape reads what it then lacks.
+ */
+const MAX_REMEMBERED = 100_000;
 
 export class PendingApprovals implements PendingCounter {
   /** approvalId → its route, for approvals not final; pruned to the open sets at each scrape. */
@@ -28,8 +34,12 @@ export class PendingApprovals implements PendingCounter {
 
   /** RecordKeeper follower: remembers the route of each open approval stored here. */
   follow(record: ApprovalRecord): void {
-    if (isTerminal(record)) this.routes.delete(record.approvalId);
-    else this.routes.set(record.approvalId, record.route);
+    if (isTerminal(record)) {
+      this.routes.delete(record.approvalId);
+      return;
+    }
+    if (this.routes.size >= MAX_REMEMBERED && !this.routes.has(record.approvalId)) this.routes.clear();
+    this.routes.set(record.approvalId, record.route);
   }
 
   async byRoute(): Promise<Map<string | undefined, number> | undefined> {

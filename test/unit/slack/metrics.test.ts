@@ -141,6 +141,27 @@ describe('PendingApprovals', () => {
     expect(await pending.byRoute()).toEqual(new Map());
   });
 
+  it('remembers a bounded number of routes when nothing scrapes, and reads again what it dropped', async () => {
+    const reads: string[] = [];
+    const pending = new PendingApprovals({
+      ownedHosts: () => ['main'],
+      openIds: async () => ['x0', 'late'],
+      record: async (approvalId) => {
+        reads.push(approvalId);
+        return { route: 'ops' };
+      },
+    });
+    for (let i = 0; i < 100_000; i++) pending.follow(record(`x${i}`, 'deploys'));
+    pending.follow(record('late', 'deploys'));
+    expect(await pending.byRoute()).toEqual(
+      new Map<string | undefined, number>([
+        ['ops', 1],
+        ['deploys', 1],
+      ]),
+    );
+    expect(reads).toEqual(['x0']);
+  });
+
   it('says nothing (the gauge keeps its values) when Redis does not answer', async () => {
     const metrics = new PromMetrics({ routes: ['deploys'], hosts: ['main'] });
     let failing = false;
