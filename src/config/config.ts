@@ -11,6 +11,7 @@ import { DEFAULTS } from './defaults.js';
 import { grantsConfig } from './env/grants.js';
 import { hostsOf } from './env/hosts.js';
 import { limitsConfig } from './env/limits.js';
+import { metricsConfig } from './env/metrics.js';
 import { checkEscalation, type PagerDutyConfig, pagerDutyConfig } from './env/pagerDuty.js';
 import { check, durationVar, read } from './env/read.js';
 import { replicaSecretVar } from './env/replicas.js';
@@ -26,6 +27,8 @@ export { CHANNEL_ID, ConfigError, DEFAULTS, redisTargetOf, shown };
 export interface Config {
   slack: SlackConfig;
   port: number;
+  /** METRICS_PORT: /metrics (with /readyz and /healthz) on a port of its own, and not on PORT. */
+  metricsPort?: number;
   /** Where Redis is, for messages: REDIS_URL for one server, the same without passwords otherwise. */
   redisUrl: string;
   /** What store/redisConnection.ts connects to: one Redis, a Sentinel set or a Cluster. */
@@ -141,6 +144,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
   return {
     slack,
     port: portNumber,
+    ...metricsConfig(env, portNumber),
     redisUrl: redis.where,
     redis: redis.target,
     msp: { hosts, requestTimeoutMs },

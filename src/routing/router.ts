@@ -66,6 +66,11 @@ export interface RouteView extends ChosenRoute {
 /** What the record says when no route of the file matched: the card went to SLACK_CHANNEL. */
 export const FALLBACK_ROUTE_NAME = '(SLACK_CHANNEL)';
 
+/** An unnamed route is named by its place in the file, which is how errors name it too. */
+export function routeName(route: Pick<Route, 'name'>, index: number): string {
+  return route.name ?? `routes[${index}]`;
+}
+
 /**
  * What a route's grants are when neither the file nor the environment says otherwise. Choices
  * left out are derived from the route's ttl and maxTtl (defaultChoices): 1 h, 8 h, session.
@@ -99,9 +104,8 @@ export class Router {
   /** `grantDefaults`: the environment's (COUNTERSIGN_GRANT_TTL, …), for every key a route leaves out. */
   constructor(routes: Route[], fallbackChannel: string, grantDefaults: GrantDefaults = DEFAULT_ROUTE_GRANTS) {
     this.grantDefaults = grantDefaults;
-    // An unnamed route is named by its place in the file, which is how errors name it too.
     this.routes = routes.map((route, i) => ({
-      name: route.name ?? `routes[${i}]`,
+      name: routeName(route, i),
       channel: route.channel,
       rules: {
         ...(route.approvers ? { approvers: route.approvers } : {}),

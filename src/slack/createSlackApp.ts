@@ -2,6 +2,7 @@ import { createServer, type RequestListener } from 'node:http';
 import {
   App,
   type Logger as BoltLogger,
+  type CustomRoute,
   HTTPModuleFunctions,
   HTTPReceiver,
   SocketModeReceiver,
@@ -44,6 +45,8 @@ export interface SlackAppOptions {
   /** What "View full" reads: a card's record and the full text kept for it. */
   fullText: FullTextReader;
   health: HealthProbe;
+  /** GET /metrics (metrics/metricsRoute.ts): on PORT, or on METRICS_PORT alone when that is set. */
+  metrics: CustomRoute;
   /** Filled in once auth.test has answered; until then Bolt runs without it. */
   identity: () => BotIdentity;
   /** The process's one Web API client (webClient.ts): every listener calls through it. */
@@ -115,7 +118,21 @@ function boltListener(receiver: HTTPReceiver, logger: BoltLogger): RequestListen
 export function createSlackApp(options: SlackAppOptions): SlackService {
   const { config, logger, clicks, fullText, health, identity, web, transport, reachability, team } = options;
   const boltLogger = toBoltLogger(logger.child({ component: 'bolt' }));
-  const customRoutes = healthRoutes(health);
+  // With METRICS_PORT the metrics leave the port Slack reaches; /healthz and /readyz stay on PORT
+  // too (the image's health check and existing probes call them there).
+  const metricsServer =
+    config.metricsPort === undefined ? undefined : healthServer([...healthRoutes(health), options.metrics]);
+  const customRoutes = [...healthRoutes(health), ...(metricsServer ? [] : [options.metrics])];
+  const metricsPort = {
+    start: async () => {
+      if (metricsServer === undefined) return;
+      await listen(metricsServer, config.metricsPort!, 'METRICS_PORT');
+      metricsServer.on('error', (err) => logger.error({ err }, 'metrics server failed'));
+    },
+    stop: async () => {
+      if (metricsServer !== undefined) await close(metricsServer);
+    },
+  };
   const common = {
     // No bot token in the result: with one, Bolt would build a client per token for the
     // listeners. They get the shared client instead; the identity lets Bolt ignore our own events.
@@ -199,11 +216,14 @@ export function createSlackApp(options: SlackAppOptions): SlackService {
     return {
       bolt: app,
       start: async () => {
+        await metricsPort.start();
         await listen(server, config.port);
         server.on('error', (err) => logger.error({ err }, 'HTTP server failed'));
         return { connected: Promise.resolve() };
       },
-      stop: () => close(server),
+      stop: async () => {
+        await Promise.all([close(server), metricsPort.stop()]);
+      },
     };
   }
   // Socket Mode has no HTTP receiver to carry the health routes: they get a server of their own.
@@ -213,12 +233,13 @@ export function createSlackApp(options: SlackAppOptions): SlackService {
     // PORT first: the socket can take minutes to connect while Slack is away, and a port in use
     // must stop start-up before anything else runs.
     start: async () => {
+      await metricsPort.start();
       await listen(server, config.port);
       server.on('error', (err) => logger.error({ err }, 'health server failed'));
       return { connected: app.start().then(() => undefined) };
     },
     stop: async () => {
-      await Promise.all([app.stop(), close(server)]);
+      await Promise.all([app.stop(), close(server), metricsPort.stop()]);
     },
   };
 }

@@ -20,30 +20,30 @@ export function healthServer(routes: CustomRoute[]): Server {
   });
 }
 
-/** The one-line error for a port that cannot be listened on, or the error itself. */
-export function portError(err: unknown, port: number): unknown {
+/** The one-line error for a port that cannot be listened on, or the error itself; `name`: its setting. */
+export function portError(err: unknown, port: number, name = 'PORT'): unknown {
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
   if (code === 'EADDRINUSE') {
     return new ConfigError(
-      'PORT',
-      `PORT ${port} is already in use by another process: stop that process, or set PORT to a free port`,
+      name,
+      `${name} ${port} is already in use by another process: stop that process, or set ${name} to a free port`,
     );
   }
   if (code === 'EACCES') {
     return new ConfigError(
-      'PORT',
-      `PORT ${port} needs privileges this process does not have: use a port above 1023`,
+      name,
+      `${name} ${port} needs privileges this process does not have: use a port above 1023`,
     );
   }
   return err;
 }
 
-/** Listens on `port`; rejects with portError's answer when it cannot. */
-export function listen(server: Server, port: number): Promise<void> {
+/** Listens on `port` (the setting `name`); rejects with portError's answer when it cannot. */
+export function listen(server: Server, port: number, name = 'PORT'): Promise<void> {
   return new Promise((resolve, reject) => {
     const onError = (err: Error): void => {
       server.off('listening', onListening);
-      reject(portError(err, port));
+      reject(portError(err, port, name));
     };
     const onListening = (): void => {
       server.off('error', onError);

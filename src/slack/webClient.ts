@@ -1,4 +1,10 @@
-import { type FetchFunction, type Logger as SlackLogger, WebClient } from '@slack/web-api';
+import {
+  type FetchFunction,
+  type Logger as SlackLogger,
+  type WebAPICallResult,
+  WebClient,
+  type WebClientOptions,
+} from '@slack/web-api';
 import { createSlackFetch } from './slackFetch.js';
 
 /** How long one Web API call may take before its answer counts as lost. */
@@ -11,6 +17,31 @@ export interface WebClientSettings {
   /** The transport (one keep-alive pool); a fresh one when not given. */
   fetch?: FetchFunction;
   timeoutMs?: number;
+  /** Told of each call that failed, by method (for /metrics); the error is thrown on as before. */
+  onFailure?: (method: string, err: unknown) => void;
+}
+
+/**
+ * Every method of the client (chat.postEphemeral, views.publish, …) calls apiCall, bound when the
+ * client is made: overriding it here sees each of them, with its method's name.
+ */
+class WatchedWebClient extends WebClient {
+  constructor(
+    token: string,
+    options: WebClientOptions,
+    private readonly onFailure: (method: string, err: unknown) => void,
+  ) {
+    super(token, options);
+  }
+
+  override async apiCall(method: string, options?: Record<string, unknown>): Promise<WebAPICallResult> {
+    try {
+      return await super.apiCall(method, options);
+    } catch (err) {
+      this.onFailure(method, err);
+      throw err;
+    }
+  }
 }
 
 /**
@@ -20,13 +51,15 @@ export interface WebClientSettings {
  * again, and a 429 would pause every call of the client for its Retry-After). Each caller retries
  * its own call instead, as slackRetry.ts and the failure table decide.
  */
-export function createWebClient({ token, apiUrl, logger, fetch, timeoutMs }: WebClientSettings): WebClient {
-  return new WebClient(token, {
+export function createWebClient(settings: WebClientSettings): WebClient {
+  const { token, apiUrl, logger, fetch, timeoutMs, onFailure } = settings;
+  const options: WebClientOptions = {
     slackApiUrl: apiUrl,
     fetch: fetch ?? createSlackFetch(),
     timeout: timeoutMs ?? DEFAULT_SLACK_TIMEOUT_MS,
     rejectRateLimitedCalls: true,
     retryConfig: { retries: 0 },
     ...(logger ? { logger } : {}),
-  });
+  };
+  return onFailure ? new WatchedWebClient(token, options, onFailure) : new WebClient(token, options);
 }

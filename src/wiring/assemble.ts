@@ -7,7 +7,11 @@ import type { Decider } from '../relay/deciding/decider.js';
 import type { GrantMaker } from '../relay/grants/grantMaker.js';
 import type { HostEventHandler } from '../relay/hostEvents/hostEventHandler.js';
 import { FenceBook } from '../replicas/fenceBook.js';
+import { routeName } from '../routing/router.js';
 import { createSlackApp } from '../slack/createSlackApp.js';
+import { metricsRoute } from '../slack/metrics/metricsRoute.js';
+import { PendingApprovals } from '../slack/metrics/pendingApprovals.js';
+import { PromMetrics } from '../slack/metrics/promMetrics.js';
 import { classifySlackError } from '../slack/slackFailures.js';
 import { describeSlackFailure } from '../slack/slackReachability.js';
 import { VERSION } from '../version.js';
@@ -51,8 +55,14 @@ export interface Countersign {
 /** Builds every part, capability by capability (each wiring file), and nothing runs yet. */
 export function assemble(config: Config, logger: Logger): Countersign {
   const shownConfig = redactedConfig(config);
+  // Every series of /metrics, at 0 from here on; the parts below count into it as they work.
+  const metrics = new PromMetrics({
+    routes: config.routes.map(routeName),
+    hosts: config.msp.hosts.map((h) => h.id),
+  });
   const { redis, redisHealth, ...redisPart } = wireRedis(config, logger, shownConfig.redisUrl);
-  const slack = wireSlack(config, logger);
+  redis.on('error', () => metrics.redisError());
+  const slack = wireSlack(config, logger, metrics);
   const { slackClient, cardChannel } = slack;
   // Which hosts this replica holds, and with which fencing token: the lease owner (replicas.ts)
   // writes it; the store, the keeper, the hosts and the deciders built before it read it.
@@ -82,6 +92,7 @@ export function assemble(config: Config, logger: Logger): Countersign {
     authorizer,
     approverNames,
     grantMaker: later.grantMaker,
+    metrics,
   });
   const { noticeSender, noticeLedger, notices } = wireNotices({
     config,
@@ -123,6 +134,7 @@ export function assemble(config: Config, logger: Logger): Countersign {
     grantLines: grants.grantLines,
     noticeLedger,
     cardChannel,
+    metrics,
   });
   later.decider.set(decider);
   later.clicks.set(clicks);
@@ -138,6 +150,7 @@ export function assemble(config: Config, logger: Logger): Countersign {
     groups,
     noticeSender,
     noticeLedger,
+    metrics,
   });
   const { escalator } = escalation;
   const relay = later.relay.set(
@@ -155,6 +168,7 @@ export function assemble(config: Config, logger: Logger): Countersign {
       router,
       risks,
       owners,
+      metrics,
     }),
   );
   const health = wireHealth({
@@ -183,6 +197,13 @@ export function assemble(config: Config, logger: Logger): Countersign {
   followers.add(notices);
   followers.add(home);
   followers.add(escalator);
+  const pending = new PendingApprovals({
+    ownedHosts: () => ownership.standings().flatMap((s) => (s.role === 'owner' ? [s.hostId] : [])),
+    openIds: (hostId) => store.openApprovalIds(hostId),
+    record: (approvalId) => store.get(approvalId),
+  });
+  followers.add(pending);
+  metrics.observe({ probe: health, pending });
 
   const app = createSlackApp({
     config,
@@ -194,6 +215,7 @@ export function assemble(config: Config, logger: Logger): Countersign {
     transport: slack.slackTransport,
     reachability: slack.reachability,
     health,
+    metrics: metricsRoute(metrics, logger),
     team: { authorizer, router, waiting, home, grants: grants.grantLists, revoker: grants.revoker },
   });
 

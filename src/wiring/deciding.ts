@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { v7 as uuidv7 } from 'uuid';
+import type { Metrics } from '../domain/metrics.js';
 import type { HostFleet } from '../msp/hostFleet.js';
 import type { Authorizer } from '../relay/deciding/authorizer.js';
 import { ClickHandler } from '../relay/deciding/clickHandler.js';
@@ -35,6 +36,7 @@ export interface DecidingNeeds {
   grantLines: SlackGrantLines;
   noticeLedger: RedisNoticeLedger;
   cardChannel: SlackCardChannel;
+  metrics: Metrics;
 }
 
 /** Decisions: the Decider, clicks on cards, and standing grants that answer approvals. */
@@ -66,6 +68,7 @@ export function wireDeciding(needs: DecidingNeeds) {
     ledger: needs.noticeLedger,
     grantsOf: (route) => router.grantsOf(route),
     logger,
+    metrics: needs.metrics,
   });
   const clicks = new ClickHandler({
     store,
@@ -75,6 +78,7 @@ export function wireDeciding(needs: DecidingNeeds) {
     authorizer,
     audit: needs.auditTrail,
     remembering: needs.grantMaker,
+    metrics: needs.metrics,
     logger,
   });
   return { decider, grantAnswerer, clicks };

@@ -1,6 +1,7 @@
 import type { WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
+import type { Metrics } from '../domain/metrics.js';
 import { PagerDuty } from '../pagerduty/pagerDuty.js';
 import type { Decider } from '../relay/deciding/decider.js';
 import { Escalator } from '../relay/escalation/escalator.js';
@@ -28,6 +29,7 @@ export interface EscalationNeeds {
   groups: SlackGroupDirectory;
   noticeSender: SlackNoticeSender;
   noticeLedger: RedisNoticeLedger;
+  metrics: Metrics;
 }
 
 /** On-call escalation: due steps in Redis, one poll loop, each step fired once (escalator.ts). */
@@ -62,6 +64,7 @@ export function wireEscalation(needs: EscalationNeeds) {
     approversOf: (route) => router.rulesOf(route)?.approvers,
     ...(config.pagerDuty.routingKey ? { defaultRoutingKey: config.pagerDuty.routingKey } : {}),
     dmMappingTtlMs: Math.max(config.resolvedTtlMs, 7 * 86_400_000),
+    metrics: needs.metrics,
     logger: logger.child({ component: 'escalation' }),
   });
   return {

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
+import type { Metrics } from '../domain/metrics.js';
 import type { HostFleet } from '../msp/hostFleet.js';
 import type { Decider } from '../relay/deciding/decider.js';
 import type { GrantAnswerer } from '../relay/grants/grantAnswerer.js';
@@ -26,6 +27,7 @@ export interface HostEventsNeeds {
   router: Router;
   risks: RiskRules;
   owners: ReadonlyMap<string, string>;
+  metrics: Metrics;
 }
 
 /** What the hosts say (approvals asked, resolved, gone) becomes records and cards. */
@@ -49,6 +51,7 @@ export function wireHostEvents(needs: HostEventsNeeds) {
     redis: needs.redisHealth,
     maxBufferedEvents: config.hostEventBuffer,
     mayAct: (hostId) => fences.holds(hostId),
+    metrics: needs.metrics,
     ...(risks.size > 0
       ? { risksFor: (input: RiskInput) => risks.marksFor(input), audit: needs.auditTrail }
       : {}),

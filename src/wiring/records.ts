@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { renderCard } from '../cards/renderCard.js';
 import type { Config } from '../config/config.js';
+import type { Metrics } from '../domain/metrics.js';
 import type { Authorizer } from '../relay/deciding/authorizer.js';
 import type { GrantMaker } from '../relay/grants/grantMaker.js';
 import { RecordFollowers } from '../relay/records/recordFollowers.js';
@@ -27,6 +28,7 @@ export interface RecordsNeeds {
   approverNames: ApproverNames;
   /** Built on top of the keeper (grants.ts); a card offers to remember a choice through it. */
   grantMaker: Late<GrantMaker>;
+  metrics: Metrics;
 }
 
 /** The approvals' records, their cards, and the audit of what became of them. */
@@ -48,6 +50,7 @@ export function wireRecords(needs: RecordsNeeds) {
   const keeper = new RecordKeeper({
     store,
     activity,
+    metrics: needs.metrics,
     cards: needs.cardChannel,
     fenceOf: (hostId) => fences.fenceOf(hostId),
     render: (record, now) =>

@@ -1,8 +1,10 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
+import type { Metrics } from '../domain/metrics.js';
 import { sleep } from '../msp/backoff.js';
 import { directCardCalls } from '../slack/cardCalls.js';
 import type { BotIdentity } from '../slack/createSlackApp.js';
+import { slackFailureCounter, watchedCardCalls } from '../slack/metrics/slackCallFailures.js';
 import { SlackCardChannel } from '../slack/slackCardChannel.js';
 import { classifySlackError } from '../slack/slackFailures.js';
 import { createSlackFetch, createSlackPool } from '../slack/slackFetch.js';
@@ -11,7 +13,9 @@ import { createWebClient } from '../slack/webClient.js';
 import { toBoltLogger } from '../util/log.js';
 
 /** How the process talks to Slack, and who the bot is there once Slack has said (auth.test). */
-export function wireSlack(config: Config, logger: Logger) {
+export function wireSlack(config: Config, logger: Logger, metrics: Metrics) {
+  // Each failed call counted once, by method: the client's calls here, the card calls below.
+  const onFailure = slackFailureCounter(metrics);
   // One Web API client and one connection pool for every Slack call: cards, notes, listeners.
   const slackPool = createSlackPool();
   const slackTransport = createSlackFetch(slackPool);
@@ -21,15 +25,19 @@ export function wireSlack(config: Config, logger: Logger) {
     timeoutMs: config.slack.apiTimeoutMs,
     fetch: slackTransport,
     logger: toBoltLogger(logger.child({ component: 'slack-web-api' })),
+    onFailure,
   });
   let slackUp = false;
   // Cards, and the notices that follow their decisions, go to Slack as JSON over the pool.
-  const cardCalls = directCardCalls({
-    token: config.slack.botToken,
-    apiUrl: config.slack.apiUrl,
-    dispatcher: slackPool,
-    timeoutMs: config.slack.apiTimeoutMs,
-  });
+  const cardCalls = watchedCardCalls(
+    directCardCalls({
+      token: config.slack.botToken,
+      apiUrl: config.slack.apiUrl,
+      dispatcher: slackPool,
+      timeoutMs: config.slack.apiTimeoutMs,
+    }),
+    onFailure,
+  );
   const cardChannel = new SlackCardChannel(slackClient, logger, {
     calls: cardCalls,
     onFatal: () => {

@@ -7,6 +7,7 @@ import { startBot } from '../support/bot.js';
 import { shellApproval } from '../support/fakeHost.js';
 import { FakePagerDuty } from '../support/fakePagerDuty.js';
 import type { SlackMessage } from '../support/fakeSlack.js';
+import { seriesValue } from '../support/metricSeries.js';
 import { type ConfigSpec, configFile, ladder, rotation, route, users } from './fixtures/config.js';
 import { buttonsOf, SESSION, textOf, World } from './world.js';
 
@@ -123,6 +124,12 @@ describe('escalation', () => {
     expect(shown).toContain('mentioned @S0ONCALL at 2s');
     expect(shown).toContain('DMed @u0bob at 3s');
     expect(shown).toContain('paged PagerDuty at 4s');
+    // /metrics counts each step fired, by its action.
+    const metrics = await (await fetch(`${world.bot.url}/metrics`)).text();
+    for (const action of ['remind', 'mention', 'dm', 'page']) {
+      expect(seriesValue(metrics, `countersign_escalation_steps_total{action="${action}"}`), action).toBe(1);
+    }
+    expect(seriesValue(metrics, 'countersign_escalation_steps_total{action="timeout"}')).toBe(0);
   });
 
   it('a decision cancels the rest, and resolves the page', async () => {
@@ -162,6 +169,19 @@ describe('escalation', () => {
     const card = await world.waitForCard('esc-timeout-1', (m) => textOf(m).includes('Timed out after'));
     expect(textOf(card)).toContain('Timed out after 1s — rejected');
     expect(world.host.decides().filter((d) => d.frame.params.approvalId === 'esc-timeout-1')).toHaveLength(1);
+    // /metrics: the step fired, and the decision is timed as a timeout's on its route.
+    const metric = async (series: string) =>
+      seriesValue(await (await fetch(`${world.bot.url}/metrics`)).text(), series);
+    expect(await metric('countersign_escalation_steps_total{action="timeout"}')).toBe(1);
+    expect(
+      await metric('countersign_time_to_decision_seconds_count{route="default",outcome="timeout"}'),
+    ).toBe(1);
+    expect(
+      await metric('countersign_time_to_decision_seconds_bucket{le="1",route="default",outcome="timeout"}'),
+    ).toBe(0);
+    expect(await metric('countersign_time_to_decision_seconds_count{route="default",outcome="person"}')).toBe(
+      0,
+    );
   });
 
   it('the DM buttons decide with the card’s authorization', async () => {

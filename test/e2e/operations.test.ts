@@ -1,9 +1,18 @@
+import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { BOT_TOKEN, freshRedisDb, SIGNING_SECRET, startBot } from '../support/bot.js';
-import { approvalFromTranscript, FakeHost } from '../support/fakeHost.js';
+import { BOT_TOKEN, freePort, freshRedisDb, SIGNING_SECRET, startBot } from '../support/bot.js';
+import { approvalFromTranscript, FakeHost, shellApproval } from '../support/fakeHost.js';
 import { FakeSlack } from '../support/fakeSlack.js';
+import {
+  dashboardMetricNames,
+  declaredNames,
+  isServed,
+  seriesAtZero,
+  seriesValue,
+} from '../support/metricSeries.js';
 import { postEvent, postSlashCommand } from '../support/slackRequests.js';
-import { buttonsOf, World } from './world.js';
+import { grantFrom } from './grantSteps.js';
+import { buttonsOf, SESSION, World } from './world.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
@@ -54,6 +63,9 @@ describe('running it', () => {
     });
     expect(host.incarnations).toHaveLength(0);
     expect(bot.proc.exitCode).toBeNull();
+    const metrics = await (await fetch(`${bot.url}/metrics`)).text();
+    expect(seriesValue(metrics, 'countersign_redis_errors_total')).toBeGreaterThanOrEqual(1);
+    expect(seriesValue(metrics, 'countersign_up{part="redis"}')).toBe(0);
   });
 
   it('never writes the bot token to its logs', async () => {
@@ -73,30 +85,119 @@ describe('running it', () => {
     );
   });
 
-  it('/metrics counts cards posted, decisions sent and notices sent, which are logged at debug only', async () => {
-    const world = await World.start();
+  it('/metrics: every series at 0 from the start, then each moves with what the bot did; per-approval lines stay at debug', async () => {
+    const metricsPort = await freePort();
+    const world = await World.start(
+      {},
+      { MSP_SANDBOX_MODE: 'workspace-write', METRICS_PORT: String(metricsPort) },
+    );
     cleanups.push(() => world.close());
-    const metric = async (name: string) => {
-      const text = await (await fetch(`${world.bot.url}/metrics`)).text();
-      const line = text.split('\n').find((l) => l.startsWith(`${name} `));
-      return Number(line?.split(' ')[1]);
+    const metricsUrl = `http://127.0.0.1:${metricsPort}`;
+    const scrape = async () => {
+      const res = await fetch(`${metricsUrl}/metrics`);
+      expect(res.status).toBe(200);
+      return res.text();
     };
-    expect(await metric('countersign_cards_posted_total')).toBe(0);
-    await world.host.open(approvalFromTranscript('approval-round-trip', { approvalId: 'count-0001' }), {
-      via: 'both',
-    });
-    await world.waitForCard('count-0001', (m) => buttonsOf(m).length > 0);
-    expect(await metric('countersign_cards_posted_total')).toBe(1);
-    expect(await metric('countersign_decisions_sent_total')).toBe(0);
-    await world.press('count-0001', 'Allow once');
-    await world.host.waitForDecide();
+
+    // Right after start-up, before any event: every series is there, at 0.
+    const first = await scrape();
+    expect(seriesAtZero([]).filter((series) => seriesValue(first, series) !== 0)).toEqual([]);
+    expect(seriesValue(first, 'process_resident_memory_bytes')).toBeGreaterThan(10 * 2 ** 20);
+    expect(seriesValue(first, 'nodejs_eventloop_lag_seconds')).toBeGreaterThanOrEqual(0);
+    // Every metric a dashboard panel asks for is one the bot serves.
+    const served = declaredNames(first);
+    const missing = [...dashboardMetricNames()].filter((name) => !isServed(name, served));
+    expect(missing).toEqual([]);
+    // METRICS_PORT takes /metrics off the port Slack reaches; health stays on both.
+    expect((await fetch(`${world.bot.url}/metrics`)).status).toBe(404);
+    expect((await fetch(`${metricsUrl}/healthz`)).status).toBe(200);
+    const ready = await fetch(`${metricsUrl}/readyz`);
+    expect(await ready.json()).toHaveProperty('ready');
+    expect((await fetch(`${world.bot.url}/readyz`)).headers.get('content-type')).toBe('application/json');
+
+    const metric = async (series: string) => seriesValue(await scrape(), series);
+    // A click decides, remembering the request: one lookup (no grant yet), one decision by a person.
+    const grantId = await grantFrom(
+      world,
+      shellApproval({ approvalId: 'count-0001', sessionId: SESSION, stages: [['git', 'push']] }),
+      /^For /,
+    );
+    expect(grantId).toBeDefined();
     await world.bot.waitForLog((l) => l.msg === 'decision notice sent');
+    expect(await metric('countersign_cards_posted_total')).toBe(1);
     expect(await metric('countersign_decisions_sent_total')).toBe(1);
     expect(await metric('countersign_notices_sent_total')).toBeGreaterThanOrEqual(1);
+    expect(await metric('countersign_click_to_decide_seconds_count')).toBe(1);
+    await expect
+      .poll(() =>
+        metric('countersign_time_to_decision_seconds_count{route="(SLACK_CHANNEL)",outcome="person"}'),
+      )
+      .toBe(1);
+    expect(await metric('countersign_grant_lookups_total')).toBe(1);
+    expect(await metric('countersign_grant_hits_total')).toBe(0);
+
+    // The same request again: the grant decides it, with no card.
+    await world.host.open(
+      shellApproval({ approvalId: 'count-0002', sessionId: SESSION, stages: [['git', 'push']] }),
+    );
+    await world.host.waitForDecide((d) => d.frame.params.approvalId === 'count-0002');
+    await expect.poll(() => metric('countersign_grant_uses_total')).toBe(1);
+    expect(await metric('countersign_grant_lookups_total')).toBe(2);
+    expect(await metric('countersign_grant_hits_total')).toBe(1);
+    await expect
+      .poll(() =>
+        metric('countersign_time_to_decision_seconds_count{route="(SLACK_CHANNEL)",outcome="grant"}'),
+      )
+      .toBe(1);
+    expect(await metric('countersign_click_to_decide_seconds_count')).toBe(1);
+
+    // Slack answers the next card's post 429 once: counted by method, not as a failure.
+    world.slack.rateLimit('chat.postMessage', { times: 1, retryAfterSec: 1 });
+    await world.host.open(
+      shellApproval({ approvalId: 'count-0003', sessionId: SESSION, stages: [['make', 'deploy']] }),
+    );
+    await world.waitForCard('count-0003', (m) => buttonsOf(m).length > 0);
+    expect(await metric('countersign_slack_rate_limited_total{method="chat.postMessage"}')).toBe(1);
+    expect(await metric('countersign_slack_failures_total{method="chat.postMessage"}')).toBe(0);
+    expect(await metric('countersign_pending_approvals{route="(SLACK_CHANNEL)"}')).toBe(1);
+
+    // A user of another team is refused; Slack fails the ephemeral that tells them once.
+    world.slack.setUser('U0PARTNER', { team_id: 'T0PARTNER', real_name: 'Partner' });
+    world.slack.failNext('chat.postEphemeral', 'internal_error');
+    await world.press('count-0003', 'Allow once', 'U0PARTNER');
+    await expect.poll(() => metric('countersign_refusals_total{reason="external"}')).toBe(1);
+    await expect.poll(() => metric('countersign_slack_failures_total{method="chat.postEphemeral"}')).toBe(1);
+    expect(await metric('countersign_slack_rate_limited_total{method="chat.postEphemeral"}')).toBe(0);
+    expect(await metric('countersign_pending_approvals{route="(SLACK_CHANNEL)"}')).toBe(1);
+
     const perApproval = ['card posted', 'decision accepted', 'decision notice sent'];
     const lines = world.bot.logs.filter((l) => perApproval.includes(l.msg ?? ''));
     expect(lines.length).toBeGreaterThanOrEqual(3);
     expect(lines.every((l) => l.level === 20)).toBe(true);
+  });
+
+  it.each([
+    ['HTTP mode', {}],
+    ['Socket Mode', { SLACK_APP_TOKEN: 'xapp-1-A_TEST-123-abc', SLACK_SIGNING_SECRET: '' }],
+  ])('METRICS_PORT already in use (%s): one line naming it, nothing started', async (_mode, env) => {
+    const taken = net.createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '0.0.0.0', () => resolve()));
+    cleanups.push(() => new Promise((resolve) => taken.close(resolve)));
+    const port = (taken.address() as net.AddressInfo).port;
+    const { slack, host } = await peers();
+    slack.expectedAppToken = 'xapp-1-A_TEST-123-abc';
+    const bot = await startBot({
+      host,
+      slack,
+      redisDb: await freshRedisDb(),
+      env: { ...env, METRICS_PORT: String(port) },
+    });
+    cleanups.push(() => bot.kill());
+    expect(await bot.exited).toEqual({ code: 1, signal: null });
+    expect(bot.logs.filter((l) => l.stream === 'stderr').map((l) => l.raw)).toEqual([
+      `countersign: METRICS_PORT ${port} is already in use by another process: stop that process, or set METRICS_PORT to a free port`,
+    ]);
+    expect(host.incarnations).toHaveLength(0);
   });
 
   it('SIGTERM finishes the decision in flight before it closes the host', async () => {

@@ -11,6 +11,7 @@ import { keys } from '../../src/store/keys.js';
 import { BOT_TOKEN, freshRedisDb, type RunningBot, startBot } from '../support/bot.js';
 import { FakeHost, type FakeHostSeed, shellApproval } from '../support/fakeHost.js';
 import { FakeSlack } from '../support/fakeSlack.js';
+import { seriesValue } from '../support/metricSeries.js';
 import { PrivateRedis } from '../support/privateRedis.js';
 import { TcpProxy } from '../support/tcpProxy.js';
 import { testRedisUrl } from '../support/testRedis.js';
@@ -195,6 +196,13 @@ describe('several replicas on one Redis', { timeout: 90_000 }, () => {
 
     await world.host.open(shell('rep-one-0001', ['git', 'status']));
     await postedAt(world, 'rep-one-0001');
+    // Only the replica that runs the host counts its pending approvals: summed, each counts once.
+    const pending = async (bot: RunningBot) =>
+      seriesValue(
+        await (await fetch(`${bot.url}/metrics`)).text(),
+        'countersign_pending_approvals{route="(SLACK_CHANNEL)"}',
+      );
+    expect([await pending(owner), await pending(standby)]).toEqual([1, 0]);
     await press(world, standby, 'rep-one-0001', 'Allow once');
     await world.host.waitForDecide();
     await resolvedCard(world, 'rep-one-0001');
@@ -211,6 +219,7 @@ describe('several replicas on one Redis', { timeout: 90_000 }, () => {
     expect(await (await fetch(`${owner.url}/metrics`)).text()).toContain(
       'countersign_host_owned{host="default"} 1',
     );
+    await expect.poll(() => pending(owner)).toBe(0);
   });
 
   it('2. SIGKILL the owner: the standby takes over within about the lease, and old cards still decide', async () => {

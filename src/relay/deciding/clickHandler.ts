@@ -3,6 +3,7 @@ import type { AuditEntry, AuditTrail } from '../../domain/audit.js';
 import { needsQuorum } from '../../domain/decisionWords.js';
 import type { RememberOffer } from '../../domain/grants/match.js';
 import { offeredScope } from '../../domain/grants/scope.js';
+import type { Metrics } from '../../domain/metrics.js';
 import type { ApprovalRecord } from '../../domain/record.js';
 import type { Refusal } from '../../domain/refusal.js';
 import { OPEN_RULES } from '../../domain/route.js';
@@ -60,6 +61,8 @@ export interface ClickHandlerOptions {
   audit?: AuditTrail;
   /** Without it, a "don't ask again" click is refused. */
   remembering?: Remembering;
+  /** Told how long each click took to become a decision the host accepted. */
+  metrics?: Pick<Metrics, 'clickDecided'>;
   logger: Logger;
 }
 
@@ -261,6 +264,9 @@ export class ClickHandler {
       warranted: true,
       ...(click.onSent ? { onSent: click.onSent } : {}),
     });
+    if (outcome.kind === 'decided' && click.receivedAt !== undefined) {
+      this.options.metrics?.clickDecided((Date.now() - click.receivedAt) / 1000);
+    }
     return { record, outcome };
   }
 

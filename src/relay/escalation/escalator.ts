@@ -1,3 +1,4 @@
+import type { Metrics } from '../../domain/metrics.js';
 import { type ApprovalRecord, type FiredStep, isTerminal } from '../../domain/record.js';
 import type { EscalationStep } from '../../domain/route.js';
 import type { DueStep } from '../../store/escalationStore.js';
@@ -16,6 +17,8 @@ export interface EscalatorOptions extends EscalationStepsOptions {
   ladderOf: (route: string | undefined) => readonly EscalationStep[];
   pollMs?: number;
   now?: () => Date;
+  /** Told of each step fired. */
+  metrics?: Pick<Metrics, 'escalationStep'>;
 }
 
 export class Escalator {
@@ -187,6 +190,7 @@ export class Escalator {
         'escalation step could not reach anyone',
       );
     }
+    this.options.metrics?.escalationStep(step.action);
     const fired: FiredStep = {
       step: due.step,
       action: step.action,

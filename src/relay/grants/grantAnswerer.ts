@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Grant, GrantStore } from '../../domain/grants/grant.js';
 import { findGrant, type GrantQuestion, grantQuestion, sessionCallerOf } from '../../domain/grants/match.js';
+import type { Metrics } from '../../domain/metrics.js';
 import { type ApprovalRecord, type GrantRef, isTerminal } from '../../domain/record.js';
 import type { RouteGrants } from '../../domain/route.js';
 import type { Decider } from '../deciding/decider.js';
@@ -33,6 +34,8 @@ export interface GrantAnswererOptions {
   grantsOf: (route: string | undefined) => RouteGrants | undefined;
   logger: Logger;
   now?: () => Date;
+  /** Told of each request a grant decided. */
+  metrics?: Pick<Metrics, 'grantUsed'>;
 }
 
 /**
@@ -144,6 +147,7 @@ export class GrantAnswerer {
       throw err;
     }
     if (outcome.kind === 'decided') {
+      this.options.metrics?.grantUsed();
       await Promise.all([this.recordUse(record, grant, question), this.leaveLine(record, grant, question)]);
       return 'done';
     }

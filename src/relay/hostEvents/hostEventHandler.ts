@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { AuditTrail } from '../../domain/audit.js';
 import type { Grant } from '../../domain/grants/grant.js';
 import { callerFor } from '../../domain/grants/match.js';
+import type { Metrics } from '../../domain/metrics.js';
 import type { ApprovalRecord, RiskMark } from '../../domain/record.js';
 import { isTerminal } from '../../domain/record.js';
 import type { RouteGrants } from '../../domain/route.js';
@@ -56,6 +57,8 @@ export interface HostEventHandlerOptions {
    * Events of a host it lost are dropped: the new owner's own host process reports them again.
    */
   mayAct?: (hostId: string) => boolean;
+  /** Told of each grant lookup made for a request it created, and whether it found one. */
+  metrics?: Pick<Metrics, 'grantLookup'>;
 }
 
 /** What the relay asks of the GrantAnswerer. */
@@ -257,6 +260,8 @@ export class HostEventHandler {
       turn.done();
       const stored = await storing;
       created = stored !== false;
+      // Counted once per request: the host may describe it twice, and only one of them creates it.
+      if (created && answered) this.options.metrics?.grantLookup(grant !== undefined);
       if (stored) {
         if (risks.length > 0) this.auditRisks(fresh, risks);
         // At debug: it sits between the host's frame and the card's post, where every line shows in

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { RenderedMessage } from '../../domain/messages.js';
-import type { ApprovalRecord, Claim } from '../../domain/record.js';
+import { type Metrics, outcomeOf } from '../../domain/metrics.js';
+import { type ApprovalRecord, type Claim, isTerminal } from '../../domain/record.js';
 import {
   type ApprovalStore,
   type ClaimOutcome,
@@ -37,6 +38,8 @@ export interface RecordKeeperOptions {
   onChange?: (record: ApprovalRecord) => void;
   /** Counts for /metrics (cards posted). */
   activity?: Activity;
+  /** Told of each approval resolved here (time to decision). */
+  metrics?: Pick<Metrics, 'decided'>;
 }
 
 /**
@@ -100,11 +103,21 @@ export class RecordKeeper {
     mutation: Mutation,
     known?: ApprovalRecord,
   ): Promise<ApprovalRecord | undefined> {
-    const result = await this.options.store.update(approvalId, keepingCurrentVotes(mutation), known);
+    // The write that moves a record from open to resolved is made once, by compare-and-set,
+    // whichever replica makes it: the decision is timed there. The mutation's last run is the
+    // one stored.
+    let resolvesIt = false;
+    const watched: Mutation = (record) => {
+      const next = mutation(record);
+      resolvesIt = next?.phase === 'resolved' && !isTerminal(record);
+      return next;
+    };
+    const result = await this.options.store.update(approvalId, keepingCurrentVotes(watched), known);
     if (!result) {
       this.options.logger.warn({ approvalId }, 'event for an approval this bot never saw; skipped');
       return undefined;
     }
+    if (result.changed && resolvesIt) this.timeDecision(result.record);
     if (result.changed) this.changed(result.record);
     if (result.changed || !result.record.slack.ts) await this.syncCard(approvalId, result.record);
     return result.record;
@@ -369,6 +382,14 @@ export class RecordKeeper {
     const token = this.options.fenceOf?.(hostId);
     if (token === undefined) return undefined;
     return () => this.options.fenceOf?.(hostId) === token;
+  }
+
+  private timeDecision(record: ApprovalRecord): void {
+    if (!this.options.metrics || !record.resolution) return;
+    const seconds = (this.now().getTime() - Date.parse(record.openedAt)) / 1000;
+    if (Number.isFinite(seconds)) {
+      this.options.metrics.decided(record.route, outcomeOf(record.resolution), seconds);
+    }
   }
 
   private changed(record: ApprovalRecord): void {

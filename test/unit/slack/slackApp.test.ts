@@ -79,6 +79,7 @@ it('listeners call Slack through the shared client; Bolt’s own client makes no
     clicks,
     fullText: { getWithFullText: async () => undefined },
     health: { redis: () => true, slack: () => true, hosts: () => true, whyDown: () => undefined },
+    metrics: { path: '/metrics', method: ['GET'], handler: (_req, res) => res.end() },
     identity: () => ({ botId: 'B_BOT', botUserId: 'U_BOT' }),
     web,
     transport: transport.fetch,
