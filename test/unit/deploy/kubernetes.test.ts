@@ -16,10 +16,13 @@ import { ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitorin
 import { Deployment } from 'kubernetes-models/apps/v1';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { ConfigMap, Secret, Service } from 'kubernetes-models/v1';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it, test } from 'vitest';
 import { parse } from 'yaml';
 import type { Config } from '../../../src/config/config.js';
 import { healthRoutes } from '../../../src/slack/healthRoutes.js';
+import { metricsRoute } from '../../../src/slack/metrics/metricsRoute.js';
+import { PromMetrics } from '../../../src/slack/metrics/promMetrics.js';
 import { SHUTDOWN_BUDGET } from '../../../src/wiring/shutdown.js';
 import { PROJECT_ROOT } from '../../support/bot.js';
 import { botVariables, loadObserved } from '../../support/botVariables.js';
@@ -119,7 +122,10 @@ function selects(selector: Record<string, string> | undefined, labels: Record<st
 /** The GET paths the bot serves on PORT, from its own route table. */
 function servedPaths(): string[] {
   const up = () => true;
-  const routes = healthRoutes({ redis: up, slack: up, hosts: up, whyDown: () => undefined });
+  const routes = [
+    ...healthRoutes({ redis: up, slack: up, hosts: up, whyDown: () => undefined }),
+    metricsRoute(new PromMetrics({ routes: [], hosts: [] }), pino({ level: 'silent' })),
+  ];
   return routes
     .filter((route) => [route.method].flat().some((method) => method.toUpperCase() === 'GET'))
     .map((route) => route.path);
