@@ -201,11 +201,8 @@ export function assemble(config: Config, logger: Logger): Countersign {
     async start({ startedAt, stopping, shutdown }) {
       const { connected } = await app.start();
       logger.info({ version: VERSION, config: shownConfig }, 'countersign listening');
-
-      // Redis away at start-up must not hold the rest back for long: /readyz says it is down.
-      await Promise.race([redisPart.legacyKeysMoved, sleep(5_000)]);
-      redisHealth.start();
-      escalator.start();
+      // Watched at once: Slack refuses a wrong app token within a second, and a rejection
+      // nobody listens to yet is an unhandled one (a stack trace instead of this line).
       void connected.catch((err: unknown) => {
         const cause = describeSlackFailure(err);
         const kind = classifySlackError(err).kind;
@@ -218,6 +215,11 @@ export function assemble(config: Config, logger: Logger): Countersign {
         );
         void shutdown(1, 'socket mode connection failed');
       });
+
+      // Redis away at start-up must not hold the rest back for long: /readyz says it is down.
+      await Promise.race([redisPart.legacyKeysMoved, sleep(5_000)]);
+      redisHealth.start();
+      escalator.start();
       void slack.checkAuth(stopping, shutdown);
       // The first cards should show names: read them before any host can ask, but not for long.
       await Promise.race([approverNames.start(), sleep(5_000)]);

@@ -98,6 +98,19 @@ describe('mistakes only the operator can fix stop start-up with one line', () =>
   });
 });
 
+describe('mistakes found once connected stop the bot with one line', () => {
+  it('a wrong app token (Socket Mode): one fatal line naming SLACK_APP_TOKEN, exit 1', async () => {
+    // The fake insists on APP_TOKEN, as Slack insists on the app's own token.
+    const running = await bot({ ...SOCKET_MODE, SLACK_APP_TOKEN: 'xapp-1-A_TEST-999-wrong' });
+    expect(await running.exited).toEqual({ code: 1, signal: null });
+    expect(running.logs.filter(atLeastError).map((l) => l.msg)).toEqual([
+      'Slack refused the Socket Mode connection (Slack answered invalid_auth): check SLACK_APP_TOKEN, an app-level token (xapp-…) with the connections:write scope',
+    ]);
+    expect(running.logs.filter((l) => /"stack"| {4}at /.test(l.raw))).toEqual([]);
+    expect(stderrLines(running)).toEqual([]);
+  });
+});
+
 describe('trouble that may pass keeps the bot running and says what is wrong in one line', () => {
   it('Slack unreachable (auth.test): the URL and the cause, once; /readyz says the same', async () => {
     const closed = await freePort();
