@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig } from './config/config.js';
+import { ConfigError, eachConfigError, loadConfig } from './config/config.js';
 import { configSecrets } from './config/configSecrets.js';
 import { createLogger } from './util/log.js';
 import { assemble } from './wiring/assemble.js';
@@ -7,9 +7,13 @@ import { createShutdown } from './wiring/shutdown.js';
 // The process: settings, the logger, every part built (wiring/assemble.ts, one file per
 // capability), the signals that end it, then start-up in order.
 
-/** A mistake only the operator can fix: one line on stderr, exit 1. */
+/** Mistakes only the operator can fix: one line on stderr for each, exit 1. */
 function exitWithConfigError(err: ConfigError): never {
-  process.stderr.write(`countersign: ${err.message}\n`);
+  process.stderr.write(
+    eachConfigError(err)
+      .map((e) => `countersign: ${e.message}\n`)
+      .join(''),
+  );
   process.exit(1);
 }
 

@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { type BotLogLine, freePort, freshRedisDb, type RunningBot, startBot } from '../support/bot.js';
 import { FakeHost } from '../support/fakeHost.js';
 import { FakeSlack } from '../support/fakeSlack.js';
+import { TEST_REDIS_URL } from '../support/testRedis.js';
 
 const APP_TOKEN = 'xapp-1-A_TEST-123-abc';
 const SOCKET_MODE = { SLACK_APP_TOKEN: APP_TOKEN, SLACK_SIGNING_SECRET: '' };
@@ -76,6 +77,26 @@ describe('mistakes only the operator can fix stop start-up with one line', () =>
       ),
     ]);
     expect(running.host.incarnations).toHaveLength(0);
+  });
+
+  it('REDIS_URL naming a database that is not a number: one line, not SELECT NaN', async () => {
+    const running = await bot({ REDIS_URL: `${TEST_REDIS_URL}/abc` });
+    expect(await running.exited).toEqual({ code: 1, signal: null });
+    expect(running.logs.map((l) => l.raw)).toEqual([
+      'countersign: REDIS_URL names database "abc", which is not a number (0 to 15 on a default Redis): write it as redis://[[user]:password@]host[:port][/db], or fix or unset it',
+    ]);
+    expect(running.host.incarnations).toHaveLength(0);
+  });
+
+  it('several settings wrong: one line for each, all at once, exit 1', async () => {
+    const running = await bot({ SLACK_CHANNEL: 'general', PORT: 'http', LOG_LEVEL: 'loud' });
+    expect(await running.exited).toEqual({ code: 1, signal: null });
+    expect(running.logs.map((l) => l.raw)).toEqual([
+      expect.stringMatching(/^countersign: SLACK_CHANNEL /),
+      'countersign: PORT must be an integer from 0 to 65535 (got "http"): fix or unset it (default 3000)',
+      'countersign: LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent (got "loud"): fix or unset it (default info)',
+    ]);
+    expect(running.logs.every((l) => l.stream === 'stderr')).toBe(true);
   });
 
   it.each([
