@@ -1,5 +1,6 @@
 import { ConfigError, eachConfigError, loadConfig } from './config/config.js';
 import { configSecrets } from './config/configSecrets.js';
+import { redisRefusal } from './store/redisRefusals.js';
 import { createLogger } from './util/log.js';
 import { assemble } from './wiring/assemble.js';
 import { createShutdown } from './wiring/shutdown.js';
@@ -33,6 +34,8 @@ async function main(): Promise<void> {
     level: config.logLevel,
     pretty: process.stdout.isTTY === true,
     secrets: configSecrets(config),
+    // Redis refusing the bot is said by one line of its own (wiring/redis.ts), not by each retry.
+    reportedElsewhere: (err) => redisRefusal(err) !== undefined,
   });
   const countersign = assemble(config, logger);
 

@@ -217,7 +217,14 @@ export function assemble(config: Config, logger: Logger): Countersign {
       });
 
       // Redis away at start-up must not hold the rest back for long: /readyz says it is down.
-      await Promise.race([redisPart.legacyKeysMoved, sleep(5_000)]);
+      // Redis refusing the bot (a wrong password, a user without permissions, a database it
+      // does not have) is a mistake in the settings: a ConfigError from here, one line. Met
+      // later, once Redis answers at last, it ends the process the same way.
+      await Promise.race([redisPart.access.then(() => redisPart.legacyKeysMoved), sleep(5_000)]);
+      redisPart.access.catch((err: unknown) => {
+        logger.fatal(err instanceof Error ? err.message : String(err));
+        void shutdown(1, 'Redis refused the bot');
+      });
       redisHealth.start();
       escalator.start();
       void slack.checkAuth(stopping, shutdown);
