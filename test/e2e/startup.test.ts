@@ -176,7 +176,7 @@ describe('trouble that may pass keeps the bot running and says what is wrong in 
       stderrTail: ['starting muse', 'muse: unknown flag --frobnicate'],
     });
     // It keeps trying, without saying the same thing again at error, and without stack traces.
-    await running.waitForLog((l) => l.index > line.index && l.msg === 'host did not come up', 10_000);
+    await running.waitForLog((l) => l.index > line.index && l.msg === 'respawning host', 10_000);
     expect(running.logs.filter((l) => l.json?.hostId !== undefined && atLeastError(l))).toEqual([line]);
     expect(running.logs.some((l) => l.raw.includes('"stack"'))).toBe(false);
     // A host that is down does not make the replica unready: the bot still answers its clicks.
@@ -191,6 +191,32 @@ describe('trouble that may pass keeps the bot running and says what is wrong in 
         ),
       },
     });
+  });
+});
+
+describe('a host command that is not found', () => {
+  it('one line per backoff step, one error line, and /readyz names the command', async () => {
+    const running = await bot({ MSP_HOST_COMMAND: 'muse-not-installed serve' });
+    const notFound =
+      /^MSP_HOST_COMMAND exited with code 127 \(command not found\)( \d+ times in a row)?: .*muse-not-installed: not found$/;
+    // Five steps of the backoff (about 2 s at the start of it).
+    await running.waitForLog((l) => l.msg === 'respawning host' && l.json?.failures === 5, 15_000);
+    const hostLines = running.logs.filter((l) => l.json?.hostId !== undefined && (l.level ?? 0) >= 30);
+    // Each failed start is one line, the next start's; the error line comes once, at the third.
+    const steps = hostLines.filter((l) => l.msg === 'respawning host');
+    expect(steps.map((l) => l.json?.failures)).toEqual([1, 2, 3, 4, 5]);
+    for (const step of steps) expect(step.json?.reason).toMatch(notFound);
+    const errors = hostLines.filter(atLeastError);
+    expect(errors.map((l) => l.msg)).toEqual([expect.stringMatching(notFound)]);
+    // Besides them only the lease and the first start are said; the later starts, the exits and the shell's
+    // stderr are at debug.
+    const others = hostLines.filter((l) => !steps.includes(l) && !errors.includes(l));
+    expect(others.map((l) => l.msg)).toEqual(['took host default', 'host spawned']);
+    expect(running.logs.some((l) => l.raw.includes('"stack"'))).toBe(false);
+
+    const { status, body } = await readyz(running);
+    expect(status).toBe(200);
+    expect(body).toMatchObject({ host: false, reasons: { host: expect.stringMatching(notFound) } });
   });
 });
 
