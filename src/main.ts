@@ -59,8 +59,8 @@ async function main(): Promise<void> {
   try {
     await countersign.start({ startedAt, stopping: () => stopping, shutdown });
   } catch (err) {
-    // Only Slack's start can say the settings are wrong, before anything else runs (the hosts
-    // start later); Redis goes with the process.
+    // The port, or Redis refusing the bot, can say the settings are wrong before anything else
+    // runs (the hosts start later); Redis goes with the process.
     if (err instanceof ConfigError) exitWithConfigError(err);
     throw err;
   }

@@ -40,7 +40,10 @@ export interface StartOptions {
 
 /** Countersign, built and not yet started. */
 export interface Countersign {
-  /** Starts the parts in order; rejects with a ConfigError when Slack's settings are wrong. */
+  /**
+   * Starts the parts in order; rejects with a ConfigError when the port cannot be listened on,
+   * or when Redis refuses the bot (its password, user or database) within the first seconds.
+   */
   start(options: StartOptions): Promise<void>;
   /** The shutdown stages, each over the parts it stops, in createShutdown's order. */
   stages: Omit<ShutdownSteps, 'logger' | 'exit' | 'budget'>;
