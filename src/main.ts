@@ -34,8 +34,12 @@ async function main(): Promise<void> {
     level: config.logLevel,
     pretty: process.stdout.isTTY === true,
     secrets: configSecrets(config),
-    // Redis refusing the bot is said by one line of its own (wiring/redis.ts), not by each retry.
-    reportedElsewhere: (err) => redisRefusal(err) !== undefined,
+    // Redis refusing the password is said by one line of its own (wiring/redis.ts), not by each
+    // retry. A NOPERM refuses one command, not the connection: it is said where it happens.
+    reportedElsewhere: (err) => {
+      const refusal = redisRefusal(err);
+      return refusal === 'WRONGPASS' || refusal === 'NOAUTH';
+    },
   });
   const countersign = assemble(config, logger);
 

@@ -96,7 +96,10 @@ export function wireRedis(config: Config, logger: Logger, shownUrl: string) {
       ? Promise.resolve()
       : renameLegacyKeys(redis, logger).then(
           () => undefined,
-          (err: unknown) => logger.warn({ err }, 'could not move the old keys'),
+          (err: unknown) => {
+            // A refusal stops start-up with a line of its own (access, above).
+            if (redisRefusal(err) === undefined) logger.warn({ err }, 'could not move the old keys');
+          },
         );
   const redisHealth = new RedisHealth(redis, { logger });
   return {

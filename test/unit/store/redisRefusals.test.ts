@@ -17,7 +17,7 @@ function capture(level: 'info' | 'debug') {
   const logger = createLogger({
     level,
     destination,
-    reportedElsewhere: (err) => redisRefusal(err) !== undefined,
+    reportedElsewhere: (err) => redisRefusal(err) === 'WRONGPASS' || redisRefusal(err) === 'NOAUTH',
   });
   return { logger, lines };
 }
@@ -49,10 +49,15 @@ describe('reportedElsewhere', () => {
     const { logger, lines } = capture('info');
     logger.error({ err: wrongPass }, 'audit entry not written');
     logger.warn({ err: new Error('ECONNREFUSED 127.0.0.1:6379') }, 'escalation poll failed');
+    logger.warn(
+      { err: new Error("NOPERM this user has no permissions to run the 'xadd' command") },
+      'not written',
+    );
     logger.warn('a plain warning');
     expect(lines.map((l) => [l.level, l.msg])).toEqual([
       [50, 'audit entry not written'],
       [40, 'escalation poll failed'],
+      [40, 'not written'],
       [40, 'a plain warning'],
     ]);
   });
