@@ -1,5 +1,6 @@
-import { ConfigError, loadConfig } from './config/config.js';
+import { ConfigError, eachConfigError, loadConfig } from './config/config.js';
 import { configSecrets } from './config/configSecrets.js';
+import { redisRefusal } from './store/redisRefusals.js';
 import { createLogger } from './util/log.js';
 import { assemble } from './wiring/assemble.js';
 import { createShutdown } from './wiring/shutdown.js';
@@ -7,9 +8,13 @@ import { createShutdown } from './wiring/shutdown.js';
 // The process: settings, the logger, every part built (wiring/assemble.ts, one file per
 // capability), the signals that end it, then start-up in order.
 
-/** A mistake only the operator can fix: one line on stderr, exit 1. */
+/** Mistakes only the operator can fix: one line on stderr for each, exit 1. */
 function exitWithConfigError(err: ConfigError): never {
-  process.stderr.write(`countersign: ${err.message}\n`);
+  process.stderr.write(
+    eachConfigError(err)
+      .map((e) => `countersign: ${e.message}\n`)
+      .join(''),
+  );
   process.exit(1);
 }
 
@@ -29,6 +34,12 @@ async function main(): Promise<void> {
     level: config.logLevel,
     pretty: process.stdout.isTTY === true,
     secrets: configSecrets(config),
+    // Redis refusing the password is said by one line of its own (wiring/redis.ts), not by each
+    // retry. A NOPERM refuses one command, not the connection: it is said where it happens.
+    reportedElsewhere: (err) => {
+      const refusal = redisRefusal(err);
+      return refusal === 'WRONGPASS' || refusal === 'NOAUTH';
+    },
   });
   const countersign = assemble(config, logger);
 
@@ -52,8 +63,8 @@ async function main(): Promise<void> {
   try {
     await countersign.start({ startedAt, stopping: () => stopping, shutdown });
   } catch (err) {
-    // Only Slack's start can say the settings are wrong, before anything else runs (the hosts
-    // start later); Redis goes with the process.
+    // The port, or Redis refusing the bot, can say the settings are wrong before anything else
+    // runs (the hosts start later); Redis goes with the process.
     if (err instanceof ConfigError) exitWithConfigError(err);
     throw err;
   }

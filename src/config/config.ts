@@ -16,12 +16,14 @@ import { checkEscalation, type PagerDutyConfig, pagerDutyConfig } from './env/pa
 import { check, durationVar, read } from './env/read.js';
 import { replicaSecretVar } from './env/replicas.js';
 import { defaultChannel, type SlackConfig, slackConfig } from './env/slack.js';
+import { ConfigProblems } from './problems.js';
 import { redisTargetOf } from './redisConfig.js';
 
 /** Pino levels accepted by LOG_LEVEL. */
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevelName = (typeof LOG_LEVELS)[number];
 
+export { ConfigErrors, eachConfigError } from './problems.js';
 export { CHANNEL_ID, ConfigError, DEFAULTS, redisTargetOf, shown };
 
 export interface Config {
@@ -103,60 +105,80 @@ function configPathVar(env: NodeJS.ProcessEnv): string | undefined {
   return path;
 }
 
-/**
- * Parses the environment (docs/configuration.md). Throws a ConfigError for the first problem found.
- */
-export function loadConfig(env: NodeJS.ProcessEnv): Config {
-  const { channel: slackChannel, ...slackRest } = slackConfig(env);
+/** The COUNTERSIGN_CONFIG file, read, or nothing when the variable is unset. */
+function configFileVar(env: NodeJS.ProcessEnv, sandboxMode: string) {
   const configPath = configPathVar(env);
-  const sandboxMode = read(env, 'MSP_SANDBOX_MODE') ?? DEFAULTS.sandboxMode;
-  const file = configPath ? loadConfigFile(configPath, { sandboxMode }) : undefined;
-  const routes = file?.routes ?? [];
-  const slack = { ...slackRest, channel: defaultChannel(env, slackChannel, routes) };
-  const hosts = hostsOf(env, configPath, file?.hosts, sandboxMode);
-  const requestTimeoutMs = durationVar(env, 'MSP_REQUEST_TIMEOUT', DEFAULTS.mspRequestTimeout);
+  return { configPath, file: configPath ? loadConfigFile(configPath, { sandboxMode }) : undefined };
+}
 
+function portVar(env: NodeJS.ProcessEnv): number {
   const rawPort = read(env, 'PORT') ?? String(DEFAULTS.port);
-  const portNumber = check(
+  return check(
     'PORT',
     rawPort,
     port,
     `must be an integer from 0 to 65535 (got ${shown(rawPort)}): fix or unset it (default ${DEFAULTS.port})`,
   );
+}
 
-  const redis = redisTargetOf(env);
-
-  const grants = grantsConfig(env, configPath, routes, hosts);
-  const limits = limitsConfig(env);
-  const replicaSecret = replicaSecretVar(env);
-
-  const pagerDuty = pagerDutyConfig(env);
-  checkEscalation(configPath, routes, pagerDuty);
-
+function logLevelVar(env: NodeJS.ProcessEnv): LogLevelName {
   const rawLevel = read(env, 'LOG_LEVEL') ?? DEFAULTS.logLevel;
-  const level = check(
+  return check(
     'LOG_LEVEL',
     rawLevel,
     logLevel,
     `must be one of ${LOG_LEVELS.join(', ')} (got ${shown(rawLevel)}): fix or unset it (default ${DEFAULTS.logLevel})`,
   );
+}
 
+/**
+ * Parses the environment (docs/configuration.md). Throws a ConfigError for a problem found, or a
+ * ConfigErrors (problems.ts) naming every one when there are several.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv): Config {
+  // Each part is read on its own (take), so that every invalid setting is reported at once.
+  const problems = new ConfigProblems();
+  const take = <T>(read: () => T): T | undefined => problems.take(read);
+
+  const slackParts = take(() => slackConfig(env));
+  const sandboxMode = read(env, 'MSP_SANDBOX_MODE') ?? DEFAULTS.sandboxMode;
+  const fromFile = take(() => configFileVar(env, sandboxMode));
+  const configPath = fromFile?.configPath;
+  const file = fromFile?.file;
+  const routes = file?.routes ?? [];
+  // Parts read with the file only once it was read: without it they would say something else.
+  const channel = slackParts && fromFile && take(() => defaultChannel(env, slackParts.channel, routes));
+  const hosts = fromFile && take(() => hostsOf(env, configPath, file?.hosts, sandboxMode));
+  const requestTimeoutMs = take(() => durationVar(env, 'MSP_REQUEST_TIMEOUT', DEFAULTS.mspRequestTimeout));
+  const portNumber = take(() => portVar(env));
+  const metrics = portNumber !== undefined ? take(() => metricsConfig(env, portNumber)) : undefined;
+  const redis = take(() => redisTargetOf(env));
+  const grants = fromFile && hosts && take(() => grantsConfig(env, configPath, routes, hosts));
+  const limits = take(() => limitsConfig(env));
+  const replicaSecret = take(() => replicaSecretVar(env));
+  const pagerDuty = take(() => pagerDutyConfig(env));
+  if (fromFile && pagerDuty) take(() => checkEscalation(configPath, routes, pagerDuty));
+  const level = take(() => logLevelVar(env));
+  problems.throwIfAny();
+
+  // Past throwIfAny every part was read: none is undefined.
+  const { channel: _read, ...slackRest } = slackParts!;
   return {
-    slack,
-    port: portNumber,
-    ...metricsConfig(env, portNumber),
-    redisUrl: redis.where,
-    redis: redis.target,
-    msp: { hosts, requestTimeoutMs },
+    slack: { ...slackRest, channel: channel! },
+    port: portNumber!,
+    ...metrics!,
+    redisUrl: redis!.where,
+    redis: redis!.target,
+    msp: { hosts: hosts!, requestTimeoutMs: requestTimeoutMs! },
     ...(configPath ? { configPath } : {}),
     routes,
     admins: file?.admins ?? [],
     risks: file?.risks ?? [],
-    grants,
-    ...limits,
+    grants: grants!,
+    ...limits!,
     ...(read(env, 'COUNTERSIGN_REPLICA_ID') ? { replicaName: read(env, 'COUNTERSIGN_REPLICA_ID') } : {}),
     ...(replicaSecret ? { replicaSecret } : {}),
-    pagerDuty,
-    logLevel: level,
+    pagerDuty: pagerDuty!,
+    logLevel: level!,
   };
 }

@@ -160,7 +160,31 @@ export function redisTargetOf(env: NodeJS.ProcessEnv): { target: RedisTarget; wh
       `REDIS_URL must be a redis:// or rediss:// URL such as ${DEFAULT_REDIS_URL}, or a Sentinel set as ${SENTINEL_URL_FORM}: fix or unset it`,
     );
   }
+  checkUrlParts(new URL(result.data));
   return { target: { kind: 'single', url: result.data }, where: result.data };
+}
+
+/**
+ * What the client would take from a redis:// URL beyond its host: the port, the database (its
+ * path) and options (its query). ioredis takes any path as the database, so `/abc` would only
+ * fail later, as `SELECT NaN` on every connection. Nothing here echoes the password.
+ */
+function checkUrlParts(url: URL): void {
+  const bad = (why: string) =>
+    new ConfigError(
+      'REDIS_URL',
+      `REDIS_URL ${why}: write it as redis://[[user]:password@]host[:port][/db], or fix or unset it`,
+    );
+  if (url.port === '0') throw bad('names port 0');
+  const path = url.pathname;
+  if (path !== '' && path !== '/' && !/^\/\d{1,9}$/.test(path)) {
+    throw bad(
+      `names database ${shown(decodeURIComponent(path.slice(1)))}, which is not a number (0 to 15 on a default Redis)`,
+    );
+  }
+  // A query would set client options unseen (ioredis reads any of them), a fragment nothing.
+  if (url.search !== '') throw bad('has a query (?…), which Countersign does not read');
+  if (url.hash !== '') throw bad('has a fragment (#…)');
 }
 
 function hostPort({ host, port }: HostPort): string {

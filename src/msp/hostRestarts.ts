@@ -41,6 +41,11 @@ export class StartFailures {
     return this.lastFailure;
   }
 
+  /** Whether the last start failed (and no host has come up since). */
+  get failing(): boolean {
+    return this.failedStarts > 0;
+  }
+
   /** A host that was up exited. */
   noteExit(exit: ExitInfo): void {
     this.lastFailure = `the MSP host ${describeExit(exit)}; restarting it`;
@@ -49,7 +54,8 @@ export class StartFailures {
   /**
    * A start that ended before the host came up. A command that is wrong fails every time, so
    * after a few in a row (at once for the exit codes that need an operator) one error line says
-   * why; the same reason is not logged at error again until a host has come up.
+   * why; the same reason is not logged at error again until a host has come up. Otherwise the
+   * reason goes with the next start's line (RespawnSchedule): one line per backoff step.
    */
   noteFailedStart(incarnation: FailedStart, exit: ExitInfo): void {
     this.failedStarts += 1;
@@ -62,7 +68,7 @@ export class StartFailures {
       this.reportedStartFailure = reason;
       incarnation.logger.error(fields, this.lastFailure);
     } else {
-      incarnation.logger.info(fields, 'host did not come up');
+      incarnation.logger.debug(fields, 'host did not come up');
     }
   }
 
@@ -89,15 +95,22 @@ export class RespawnSchedule {
     private readonly logger: Logger,
   ) {}
 
-  /** Calls `launch` after the backoff; nothing when a respawn is scheduled already. */
-  schedule(upAt: number | undefined, exit: ExitInfo, launch: () => void): void {
+  /**
+   * Calls `launch` after the backoff; nothing when a respawn is scheduled already. Says so in
+   * one line with `reason`, why the host is down, so that a start that keeps failing is one
+   * line per backoff step.
+   */
+  schedule(upAt: number | undefined, exit: ExitInfo, launch: () => void, reason?: string): void {
     if (this.timer !== undefined) return;
     if (upAt !== undefined && Date.now() - upAt >= this.stableAfterMs) this.failures = 0;
     // An operator has to fix these; retrying at the slowest pace keeps us from spinning.
     const attempt = needsOperator(exit) ? Number.POSITIVE_INFINITY : this.failures;
     const delayMs = backoffDelay(attempt, this.backoff, this.random);
     this.failures += 1;
-    this.logger.info({ delayMs, failures: this.failures }, 'respawning host');
+    this.logger.info(
+      { delayMs, failures: this.failures, ...(reason === undefined ? {} : { reason }) },
+      'respawning host',
+    );
     this.timer = setTimeout(() => {
       this.timer = undefined;
       launch();

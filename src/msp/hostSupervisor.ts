@@ -292,7 +292,8 @@ export class HostSupervisor implements ApprovalHost {
       if (!incarnation.gone) incarnation.logger.info('session sync done');
     } catch (error) {
       if (incarnation.gone || error instanceof HostGoneError) {
-        incarnation.logger.info('host went away during start-up');
+        // Its death is said once, with the next start (StartFailures, RespawnSchedule).
+        incarnation.logger.debug('host went away during start-up');
         return;
       }
       // The death handler schedules the respawn once the process is gone.
@@ -313,6 +314,7 @@ export class HostSupervisor implements ApprovalHost {
       cwd: this.cwd,
       maxFrameBytes: this.maxFrameBytes,
       logger: this.logger,
+      afterFailedStart: this.startFailures.failing,
     };
     const incarnation = spawnIncarnation(spec, {
       onRequest: (from, request) => handleHostRequest(this.hostId, from, request, this.emitter),
@@ -362,7 +364,7 @@ export class HostSupervisor implements ApprovalHost {
 
   private scheduleRespawn(incarnation: Incarnation | undefined, exit: ExitInfo): void {
     if (this.stopping) return;
-    this.respawns.schedule(incarnation?.upAt, exit, () => void this.launch());
+    this.respawns.schedule(incarnation?.upAt, exit, () => void this.launch(), this.startFailures.reason);
   }
 
   // ── helpers ────────────────────────────────────────────────────────────────────────────

@@ -48,6 +48,11 @@ export interface SpawnSpec {
   maxFrameBytes: number | undefined;
   /** The supervisor's; the incarnation logs to a child of it. */
   logger: Logger;
+  /**
+   * Whether the start before this one failed: the supervisor's one line for that backoff step
+   * ("respawning host") already says a new start comes, so "host spawned" goes to debug.
+   */
+  afterFailedStart?: boolean;
 }
 
 /** What the supervisor does with what the process sends and with its death. */
@@ -103,7 +108,10 @@ export function spawnIncarnation(spec: SpawnSpec, hooks: IncarnationHooks): Inca
     connection.close();
     void terminate(child, STDOUT_DRAIN_MS);
   });
-  logger.info({ hostPid: child.pid, command: maskCommandLine(spec.command) }, 'host spawned');
+  logger[spec.afterFailedStart ? 'debug' : 'info'](
+    { hostPid: child.pid, command: maskCommandLine(spec.command) },
+    'host spawned',
+  );
   return incarnation;
 }
 

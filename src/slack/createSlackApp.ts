@@ -114,6 +114,21 @@ function boltListener(receiver: HTTPReceiver, logger: BoltLogger): RequestListen
   };
 }
 
+/**
+ * The Socket Mode client's log, less its error line for a failed apps.connections.open (at
+ * debug): the bot says that itself, once and with the fix (Slack refused the app token:
+ * assemble.ts; Slack unreachable: SlackReachability), and two lines for one mistake are a flood.
+ */
+function socketModeLogger(logger: BoltLogger): BoltLogger {
+  return {
+    ...logger,
+    error: (...msg: unknown[]) =>
+      typeof msg[0] === 'string' && msg[0].startsWith('Failed to retrieve a new WSS URL')
+        ? logger.debug(...msg)
+        : logger.error(...msg),
+  };
+}
+
 /** The Bolt app: Socket Mode when an app token is set, otherwise HTTP on PORT. */
 export function createSlackApp(options: SlackAppOptions): SlackService {
   const { config, logger, clicks, fullText, health, identity, web, transport, reachability, team } = options;
@@ -150,7 +165,7 @@ export function createSlackApp(options: SlackAppOptions): SlackService {
     config.slack.mode === 'socket'
       ? new SocketModeReceiver({
           appToken: config.slack.appToken!,
-          logger: boltLogger,
+          logger: socketModeLogger(boltLogger),
           installerOptions: {
             // The app-level token's own client (apps.connections.open only), over the shared pool,
             // watched: an unreachable Slack is said once, with the cause. The socket is a

@@ -5,7 +5,10 @@ import type { ActivityKind } from '../util/activity.js';
 
 export type HealthPart = 'redis' | 'slack' | 'host';
 
-/** What readiness is made of: each answers "is this part up right now?". */
+/**
+ * What /readyz and /metrics report: each answers "is this part up right now?". Readiness is made
+ * of Redis and Slack only (READINESS_PARTS); the hosts are reported beside it.
+ */
 export interface HealthProbe {
   redis(): boolean;
   slack(): boolean;
@@ -41,6 +44,14 @@ function hostsShown(statuses: HostStatus[]): Record<string, { up: boolean; reaso
   return Object.fromEntries(statuses.map(({ hostId, ...rest }) => [hostId, rest]));
 }
 
+/**
+ * The parts without which this replica cannot take a Slack request and answer it truthfully.
+ * Not the MSP host: with it down the bot still answers each click ("the host is unavailable")
+ * and keeps the card; were the host part of readiness, every replica of a Deployment would go
+ * unready at once and Slack would meet an ingress error instead (docs/operations.md#readiness).
+ */
+export const READINESS_PARTS: readonly HealthPart[] = ['redis', 'slack'];
+
 export function healthRoutes(probe: HealthProbe): CustomRoute[] {
   const parts = (): Record<HealthPart, boolean> => ({
     redis: probe.redis(),
@@ -68,7 +79,7 @@ export function healthRoutes(probe: HealthProbe): CustomRoute[] {
       method: ['GET'],
       handler: (_req, res) => {
         const status = parts();
-        const ready = status.redis && status.slack && status.host;
+        const ready = READINESS_PARTS.every((part) => status[part]);
         // With one host, `host` and its reason already say it all.
         const statuses = probe.hostStatus?.() ?? [];
         const hosts = statuses.length > 1 ? { hosts: hostsShown(statuses) } : {};

@@ -49,6 +49,8 @@ export const keys = {
   replicas: () => `${PREFIX}:{replicas}`,
   /** Held by the one replica bringing a card left behind up to date (recoverCards), briefly. */
   cardSync: (approvalId: string) => `${PREFIX}:cardsync:{${approvalId}}`,
+  /** Written and deleted in one script at start-up: does Redis let the bot work (redisAccess.ts)? */
+  accessCheck: () => `${PREFIX}:{access-check}`,
   /** Stream of audit entries (decisions, risk rules, votes), capped with XADD MAXLEN ~. */
   audit: `${PREFIX}:{audit}`,
   /**

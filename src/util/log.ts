@@ -54,6 +54,29 @@ export interface LoggerOptions {
   destination?: pino.DestinationStream;
   /** Values no line may show, wherever they stand in it (the configuration's: configSecrets). */
   secrets?: Iterable<string>;
+  /**
+   * Errors one line of their own already reports (Redis refusing the password: wiring/redis.ts).
+   * A `warn` line whose `err` is one of them (a retry loop's "could not …; trying again") is
+   * written at `debug`: each retry would otherwise repeat that line with a stack trace.
+   */
+  reportedElsewhere?: (err: unknown) => boolean;
+}
+
+/** pino's hook that writes `warn` and `info` lines about errors reported elsewhere at `debug`. */
+function demoteReported(reportedElsewhere: (err: unknown) => boolean): pino.LoggerOptions['hooks'] {
+  const WARN = 40;
+  const DEBUG = 20;
+  return {
+    logMethod(args, method, level) {
+      const [first] = args as unknown[];
+      const err = typeof first === 'object' && first !== null ? (first as { err?: unknown }).err : undefined;
+      if (level > DEBUG && level <= WARN && err !== undefined && reportedElsewhere(err)) {
+        this.debug(...(args as Parameters<pino.LogFn>));
+        return;
+      }
+      method.apply(this, args);
+    },
+  };
 }
 
 /**
@@ -107,6 +130,7 @@ export function createLogger({
   pretty = false,
   destination,
   secrets = [],
+  reportedElsewhere,
 }: LoggerOptions): pino.Logger {
   const scrub = secretScrubber(secrets);
   const options: pino.LoggerOptions = {
@@ -114,7 +138,10 @@ export function createLogger({
     // `[set]` is what redactedConfig shows for a secret that is set: it says nothing more.
     redact: { paths: [...REDACT_PATHS], censor: (value) => (value === SECRET_SET ? value : REDACTED) },
     // Before any destination or transport: pretty-printed lines are scrubbed too.
-    ...(scrub ? { hooks: { streamWrite: scrub } } : {}),
+    hooks: {
+      ...(scrub ? { streamWrite: scrub } : {}),
+      ...(reportedElsewhere ? demoteReported(reportedElsewhere) : {}),
+    },
   };
   if (destination) return pino(options, destination);
   if (pretty && prettyInstalled()) {

@@ -44,7 +44,10 @@ export interface StartOptions {
 
 /** Countersign, built and not yet started. */
 export interface Countersign {
-  /** Starts the parts in order; rejects with a ConfigError when Slack's settings are wrong. */
+  /**
+   * Starts the parts in order; rejects with a ConfigError when the port cannot be listened on,
+   * or when Redis refuses the bot (its password, user or database) within the first seconds.
+   */
   start(options: StartOptions): Promise<void>;
   /** The shutdown stages, each over the parts it stops, in createShutdown's order. */
   stages: Omit<ShutdownSteps, 'logger' | 'exit' | 'budget'>;
@@ -223,11 +226,8 @@ export function assemble(config: Config, logger: Logger): Countersign {
     async start({ startedAt, stopping, shutdown }) {
       const { connected } = await app.start();
       logger.info({ version: VERSION, config: shownConfig }, 'countersign listening');
-
-      // Redis away at start-up must not hold the rest back for long: /readyz says it is down.
-      await Promise.race([redisPart.legacyKeysMoved, sleep(5_000)]);
-      redisHealth.start();
-      escalator.start();
+      // Watched at once: Slack refuses a wrong app token within a second, and a rejection
+      // nobody listens to yet is an unhandled one (a stack trace instead of this line).
       void connected.catch((err: unknown) => {
         const cause = describeSlackFailure(err);
         const kind = classifySlackError(err).kind;
@@ -240,6 +240,18 @@ export function assemble(config: Config, logger: Logger): Countersign {
         );
         void shutdown(1, 'socket mode connection failed');
       });
+
+      // Redis away at start-up must not hold the rest back for long: /readyz says it is down.
+      // Redis refusing the bot (a wrong password, a user without permissions, a database it
+      // does not have) is a mistake in the settings: a ConfigError from here, one line. Met
+      // later, once Redis answers at last, it ends the process the same way.
+      await Promise.race([redisPart.access.then(() => redisPart.legacyKeysMoved), sleep(5_000)]);
+      redisPart.access.catch((err: unknown) => {
+        logger.fatal(err instanceof Error ? err.message : String(err));
+        void shutdown(1, 'Redis refused the bot');
+      });
+      redisHealth.start();
+      escalator.start();
       void slack.checkAuth(stopping, shutdown);
       // The first cards should show names: read them before any host can ask, but not for long.
       await Promise.race([approverNames.start(), sleep(5_000)]);

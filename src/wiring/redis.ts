@@ -1,8 +1,22 @@
 import type { Logger } from 'pino';
+import { ConfigError } from '../config/common.js';
 import type { Config } from '../config/config.js';
 import { renameLegacyKeys } from '../store/legacyKeys.js';
+import { checkRedisAccess } from '../store/redisAccess.js';
 import { createRedisClient } from '../store/redisConnection.js';
 import { RedisHealth } from '../store/redisHealth.js';
+import { describeRedisRefusal, redisRefusal } from '../store/redisRefusals.js';
+import type { RedisTarget } from '../store/redisTarget.js';
+
+/** A refusal met after start-up (a password rotated under a running bot) is said this often. */
+export const REFUSAL_LOG_EVERY_MS = 60_000;
+
+/** Where the operator wrote the password and the database, for the refusal's one line. */
+function refusalSetting(target: RedisTarget): string {
+  if (target.kind === 'cluster') return 'REDIS_PASSWORD';
+  if (target.kind === 'sentinel') return 'REDIS_URL or REDIS_PASSWORD';
+  return 'REDIS_URL';
+}
 
 /** The one Redis connection, its health, and why it is down when it is. */
 export function wireRedis(config: Config, logger: Logger, shownUrl: string) {
@@ -10,18 +24,71 @@ export function wireRedis(config: Config, logger: Logger, shownUrl: string) {
   // approval event held in memory for a while is better than one dropped. /readyz says Redis is
   // down meanwhile.
   const redis = createRedisClient(config.redis);
+  const setting = refusalSetting(config.redis);
   let redisErrorLogged = false;
   let redisError: string | undefined;
+  /** Whether redisError is Redis refusing the bot (a sentence of its own), not a network error. */
+  let refusedNow = false;
+  // Until Redis has once accepted who we are and what we do (checkRedisAccess), a refusal is a
+  // mistake in the settings: start-up stops on it. After that it is a password rotated under a
+  // running bot: said once a minute while the client retries, and /readyz says it all along.
+  let accessChecked = false;
+  let refuse: (err: ConfigError) => void = () => {};
+  const refused = new Promise<never>((_resolve, reject) => {
+    refuse = reject;
+  });
+  let refusalLoggedAt = Number.NEGATIVE_INFINITY;
   redis.on('error', (err) => {
+    const refusal = describeRedisRefusal(err, setting);
+    if (refusal !== undefined) {
+      // A refused AUTH is followed by NOAUTH for the commands sent behind it: the password
+      // given is the news, not a missing one.
+      if (redisRefusal(err) === 'NOAUTH' && refusedNow && redisError?.includes('WRONGPASS')) return;
+      redisError = refusal;
+      refusedNow = true;
+      if (!accessChecked) {
+        refuse(new ConfigError(setting, refusal));
+      } else if (Date.now() - refusalLoggedAt >= REFUSAL_LOG_EVERY_MS) {
+        refusalLoggedAt = Date.now();
+        logger.error({ err: err.message }, `${refusal}; retrying`);
+      }
+      redisErrorLogged = true;
+      return;
+    }
     if (!redisErrorLogged) logger.error({ err: err.message }, 'redis unreachable; retrying');
     redisErrorLogged = true;
     redisError = err.message;
+    refusedNow = false;
   });
   redis.on('ready', () => {
     if (redisErrorLogged) logger.info('redis reachable again');
     redisErrorLogged = false;
     redisError = undefined;
+    refusedNow = false;
+    refusalLoggedAt = Number.NEGATIVE_INFINITY;
   });
+  // Asked at each connection until it passes once: a connection lost mid-check proves nothing.
+  const checked = new Promise<void>((resolve) => {
+    const check = () => {
+      if (accessChecked) return;
+      checkRedisAccess(redis).then(
+        () => {
+          accessChecked = true;
+          redis.off('ready', check);
+          resolve();
+        },
+        (err: unknown) => {
+          const refusal = describeRedisRefusal(err, setting);
+          if (refusal !== undefined) refuse(new ConfigError(setting, refusal));
+        },
+      );
+    };
+    redis.on('ready', check);
+  });
+  // Resolves once Redis has accepted the bot; rejects with a ConfigError when it refused it.
+  const access = Promise.race([checked, refused]);
+  // start() waits on it for a few seconds only; a refusal after that still has a listener.
+  access.catch(() => {});
   // Keys of an earlier release under their names without a hash tag (one Redis only: a cluster
   // never held them), moved before the work that reads them starts (see start() in assemble.ts).
   const legacyKeysMoved =
@@ -29,16 +96,22 @@ export function wireRedis(config: Config, logger: Logger, shownUrl: string) {
       ? Promise.resolve()
       : renameLegacyKeys(redis, logger).then(
           () => undefined,
-          (err: unknown) => logger.warn({ err }, 'could not move the old keys'),
+          (err: unknown) => {
+            // A refusal stops start-up with a line of its own (access, above).
+            if (redisRefusal(err) === undefined) logger.warn({ err }, 'could not move the old keys');
+          },
         );
   const redisHealth = new RedisHealth(redis, { logger });
   return {
     redis,
     redisHealth,
     legacyKeysMoved,
-    up: () => redis.status === 'ready' && redisHealth.available(),
+    access,
+    up: () => redis.status === 'ready' && redisHealth.available() && !refusedNow,
     whyDown: () => {
-      if (redisError !== undefined) return `cannot reach Redis at ${shownUrl}: ${redisError}`;
+      if (redisError !== undefined) {
+        return refusedNow ? redisError : `cannot reach Redis at ${shownUrl}: ${redisError}`;
+      }
       if (redis.status === 'ready') return `Redis at ${shownUrl} does not answer PING in time`;
       return `Redis connection is ${redis.status}`;
     },

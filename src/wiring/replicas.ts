@@ -47,7 +47,13 @@ export function wireReplicas(needs: ReplicasNeeds) {
     seal: new ReplicaSeal(config.replicaSecret ?? config.slack.botToken),
     store,
     decide: (request) => needs.decider.get().decide(request),
-    readerConnection: () => redis.duplicate(),
+    readerConnection: () => {
+      const reader = redis.duplicate();
+      // Same server, same credentials: the main connection's listener (wiring/redis.ts) says
+      // what is wrong. Without a listener ioredis prints a stack trace on stderr at every retry.
+      reader.on('error', () => {});
+      return reader;
+    },
     replicaId,
     newCommandId: () => uuidv7(),
     mayAct: (hostId) => fences.holds(hostId),

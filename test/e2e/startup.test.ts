@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { type BotLogLine, freePort, freshRedisDb, type RunningBot, startBot } from '../support/bot.js';
 import { FakeHost } from '../support/fakeHost.js';
 import { FakeSlack } from '../support/fakeSlack.js';
+import { TEST_REDIS_URL } from '../support/testRedis.js';
 
 const APP_TOKEN = 'xapp-1-A_TEST-123-abc';
 const SOCKET_MODE = { SLACK_APP_TOKEN: APP_TOKEN, SLACK_SIGNING_SECRET: '' };
@@ -78,6 +79,26 @@ describe('mistakes only the operator can fix stop start-up with one line', () =>
     expect(running.host.incarnations).toHaveLength(0);
   });
 
+  it('REDIS_URL naming a database that is not a number: one line, not SELECT NaN', async () => {
+    const running = await bot({ REDIS_URL: `${TEST_REDIS_URL}/abc` });
+    expect(await running.exited).toEqual({ code: 1, signal: null });
+    expect(running.logs.map((l) => l.raw)).toEqual([
+      'countersign: REDIS_URL names database "abc", which is not a number (0 to 15 on a default Redis): write it as redis://[[user]:password@]host[:port][/db], or fix or unset it',
+    ]);
+    expect(running.host.incarnations).toHaveLength(0);
+  });
+
+  it('several settings wrong: one line for each, all at once, exit 1', async () => {
+    const running = await bot({ SLACK_CHANNEL: 'general', PORT: 'http', LOG_LEVEL: 'loud' });
+    expect(await running.exited).toEqual({ code: 1, signal: null });
+    expect(running.logs.map((l) => l.raw)).toEqual([
+      expect.stringMatching(/^countersign: SLACK_CHANNEL /),
+      'countersign: PORT must be an integer from 0 to 65535 (got "http"): fix or unset it (default 3000)',
+      'countersign: LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent (got "loud"): fix or unset it (default info)',
+    ]);
+    expect(running.logs.every((l) => l.stream === 'stderr')).toBe(true);
+  });
+
   it.each([
     ['HTTP mode', {}],
     ['Socket Mode', SOCKET_MODE],
@@ -95,6 +116,19 @@ describe('mistakes only the operator can fix stop start-up with one line', () =>
     expect(running.logs.some((l) => /"stack"| {4}at /.test(l.raw))).toBe(false);
     // The host is started only once the port is ours, and the Socket Mode connection too.
     expect(running.host.incarnations).toHaveLength(0);
+  });
+});
+
+describe('mistakes found once connected stop the bot with one line', () => {
+  it('a wrong app token (Socket Mode): one fatal line naming SLACK_APP_TOKEN, exit 1', async () => {
+    // The fake insists on APP_TOKEN, as Slack insists on the app's own token.
+    const running = await bot({ ...SOCKET_MODE, SLACK_APP_TOKEN: 'xapp-1-A_TEST-999-wrong' });
+    expect(await running.exited).toEqual({ code: 1, signal: null });
+    expect(running.logs.filter(atLeastError).map((l) => l.msg)).toEqual([
+      'Slack refused the Socket Mode connection (Slack answered invalid_auth): check SLACK_APP_TOKEN, an app-level token (xapp-…) with the connections:write scope',
+    ]);
+    expect(running.logs.filter((l) => /"stack"| {4}at /.test(l.raw))).toEqual([]);
+    expect(stderrLines(running)).toEqual([]);
   });
 });
 
@@ -142,12 +176,14 @@ describe('trouble that may pass keeps the bot running and says what is wrong in 
       stderrTail: ['starting muse', 'muse: unknown flag --frobnicate'],
     });
     // It keeps trying, without saying the same thing again at error, and without stack traces.
-    await running.waitForLog((l) => l.index > line.index && l.msg === 'host did not come up', 10_000);
+    await running.waitForLog((l) => l.index > line.index && l.msg === 'respawning host', 10_000);
     expect(running.logs.filter((l) => l.json?.hostId !== undefined && atLeastError(l))).toEqual([line]);
     expect(running.logs.some((l) => l.raw.includes('"stack"'))).toBe(false);
+    // A host that is down does not make the replica unready: the bot still answers its clicks.
     const { status, body } = await readyz(running);
-    expect(status).toBe(503);
+    expect(status).toBe(200);
     expect(body).toMatchObject({
+      ready: true,
       host: false,
       reasons: {
         host: expect.stringMatching(
@@ -158,8 +194,34 @@ describe('trouble that may pass keeps the bot running and says what is wrong in 
   });
 });
 
+describe('a host command that is not found', () => {
+  it('one line per backoff step, one error line, and /readyz names the command', async () => {
+    const running = await bot({ MSP_HOST_COMMAND: 'muse-not-installed serve' });
+    const notFound =
+      /^MSP_HOST_COMMAND exited with code 127 \(command not found\)( \d+ times in a row)?: .*muse-not-installed: not found$/;
+    // Five steps of the backoff (about 2 s at the start of it).
+    await running.waitForLog((l) => l.msg === 'respawning host' && l.json?.failures === 5, 15_000);
+    const hostLines = running.logs.filter((l) => l.json?.hostId !== undefined && (l.level ?? 0) >= 30);
+    // Each failed start is one line, the next start's; the error line comes once, at the third.
+    const steps = hostLines.filter((l) => l.msg === 'respawning host');
+    expect(steps.map((l) => l.json?.failures)).toEqual([1, 2, 3, 4, 5]);
+    for (const step of steps) expect(step.json?.reason).toMatch(notFound);
+    const errors = hostLines.filter(atLeastError);
+    expect(errors.map((l) => l.msg)).toEqual([expect.stringMatching(notFound)]);
+    // Besides them only the lease and the first start are said; the later starts, the exits and the shell's
+    // stderr are at debug.
+    const others = hostLines.filter((l) => !steps.includes(l) && !errors.includes(l));
+    expect(others.map((l) => l.msg)).toEqual(['took host default', 'host spawned']);
+    expect(running.logs.some((l) => l.raw.includes('"stack"'))).toBe(false);
+
+    const { status, body } = await readyz(running);
+    expect(status).toBe(200);
+    expect(body).toMatchObject({ host: false, reasons: { host: expect.stringMatching(notFound) } });
+  });
+});
+
 describe('/readyz', () => {
-  it('is 503 with the reason while the host is down, and 200 again once it is back', async () => {
+  it('stays 200 while the host is down, with host false and its reason, and says when it is back', async () => {
     const dir = join(tmpdir(), `readyz-gate-${process.pid}-${Date.now()}`);
     const gate = `${dir}.locked`;
     cleanups.push(async () => rmSync(gate, { force: true }));
@@ -187,9 +249,9 @@ describe('/readyz', () => {
       /^MSP_HOST_COMMAND exited with code 4/.test(String((body.reasons as { host?: string }).host)),
     );
     expect(down).toEqual({
-      status: 503,
+      status: 200,
       body: {
-        ready: false,
+        ready: true,
         redis: true,
         slack: true,
         host: false,

@@ -50,7 +50,10 @@ export interface RunningBot {
   logs: BotLogLine[];
   /** First log line matching `predicate`, already written or still to come. */
   waitForLog(predicate: (l: BotLogLine) => boolean, timeoutMs?: number): Promise<BotLogLine>;
-  /** Polls GET /readyz until it answers 200. */
+  /**
+   * Polls GET /readyz until it answers 200 with a host up (`"host": true`): ready alone does not
+   * wait for the host (docs/operations.md#readiness), and most tests need it.
+   */
   waitReady(timeoutMs?: number): Promise<void>;
   /** SIGTERM; SIGKILL after `graceMs`. Resolves with how it exited. */
   stop(graceMs?: number): Promise<BotExit>;
@@ -227,8 +230,9 @@ export async function startBot(opts: StartBotOptions): Promise<RunningBot> {
       }
       try {
         const res = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(1000) });
-        last = `HTTP ${res.status} ${(await res.text()).slice(0, 200)}`;
-        if (res.status === 200) return;
+        const text = await res.text();
+        last = `HTTP ${res.status} ${text.slice(0, 200)}`;
+        if (res.status === 200 && (JSON.parse(text) as { host?: boolean }).host === true) return;
       } catch (err) {
         last = err instanceof Error ? err.message : String(err);
       }

@@ -31,7 +31,10 @@ host.stdin.write(
 );
 
 const server = http.createServer((req, res) => {
-  res.writeHead(req.url === '/readyz' && ready ? 200 : 503).end();
+  if (req.url !== '/readyz') return res.writeHead(404).end();
+  res
+    .writeHead(ready ? 200 : 503, { 'content-type': 'application/json' })
+    .end(JSON.stringify({ ready, host: ready }));
 });
 server.listen(Number(process.env.PORT), '127.0.0.1', () =>
   log(30, 'listening', {

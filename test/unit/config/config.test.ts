@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../../src/config/config.js';
+import { ConfigError, ConfigErrors, eachConfigError, loadConfig } from '../../../src/config/config.js';
 import { configSecrets, redactedConfig } from '../../../src/config/configSecrets.js';
 import { parseDuration } from '../../../src/util/duration.js';
 import { captureLogger } from '../../support/logCapture.js';
@@ -198,9 +198,32 @@ describe('loadConfig errors', () => {
     expect(configError(socketEnv({ SLACK_BOT_TOKEN: undefined })).message).toContain('xoxb-');
   });
 
-  it('reports only the first problem', () => {
-    const err = configError({ PORT: 'nope', SLACK_CHANNEL: 'nope' });
-    expect(err.variable).toBe('SLACK_BOT_TOKEN');
+  it('reports every invalid setting at once, one line each, in the order of the docs', () => {
+    let thrown: unknown;
+    try {
+      loadConfig({ PORT: 'nope', LOG_LEVEL: 'loud', COUNTERSIGN_LEASE_TTL: 'soon' });
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(ConfigErrors);
+    const errors = eachConfigError(thrown as ConfigError);
+    expect(errors.map((e) => e.variable)).toEqual([
+      'SLACK_BOT_TOKEN',
+      'MSP_HOST_COMMAND',
+      'PORT',
+      'COUNTERSIGN_LEASE_TTL',
+      'LOG_LEVEL',
+    ]);
+    for (const e of errors) expect(e.message).not.toContain('\n');
+    expect((thrown as Error).message.split('\n')).toEqual(errors.map((e) => e.message));
+  });
+
+  it('reads nothing more from a configuration file that failed: its error is said once', () => {
+    const err = configError(
+      socketEnv({ COUNTERSIGN_CONFIG: '/nonexistent/countersign.yml', MSP_HOST_COMMAND: undefined }),
+    );
+    expect(err).not.toBeInstanceOf(ConfigErrors);
+    expect(err.variable).toBe('COUNTERSIGN_CONFIG');
   });
 
   it('rejects a bot token without the xoxb- prefix, without echoing it', () => {
@@ -269,6 +292,30 @@ describe('loadConfig errors', () => {
       expect(configError(socketEnv({ REDIS_URL: value })).variable).toBe('REDIS_URL');
     },
   );
+
+  it.each([
+    ['redis://:redispassword@h:6379/abc', 'names database "abc", which is not a number'],
+    ['redis://h/1/2', 'names database "1/2", which is not a number'],
+    ['redis://h/-1', 'names database "-1", which is not a number'],
+    ['redis://:redispassword@h:0', 'names port 0'],
+    ['redis://:redispassword@h:6379/0?db=3', 'has a query'],
+    ['rediss://h:6380/2#x', 'has a fragment'],
+  ])('rejects REDIS_URL=%s at start-up, not as SELECT errors later', (value, why) => {
+    const err = configError(socketEnv({ REDIS_URL: value }));
+    expect(err.variable).toBe('REDIS_URL');
+    expect(err.message).toContain(`REDIS_URL ${why}`);
+    expect(err.message).toContain('redis://[[user]:password@]host[:port][/db]');
+  });
+
+  it.each([
+    'redis://h',
+    'redis://h/',
+    'redis://h:6379/0',
+    'rediss://:redispassword@h:6380/15',
+    'redis://[::1]:6379/2',
+  ])('takes REDIS_URL=%s', (value) => {
+    expect(loadConfig(socketEnv({ REDIS_URL: value })).redis).toEqual({ kind: 'single', url: value });
+  });
 
   it('does not echo a REDIS_URL that may hold a password', () => {
     const err = configError(socketEnv({ REDIS_URL: 'http://:redispassword@host' }));
