@@ -74,7 +74,8 @@ export class RedisAuditTrail implements AuditTrail {
       if (entry.kind === 'refusal') await this.appendRefusal(entry);
       else await this.redis.xadd(keys.audit, 'MAXLEN', '~', this.options.maxLen, '*', ...auditFields(entry));
     } catch (err) {
-      this.options.logger.error({ err, audit: entry }, 'audit entry not written');
+      // Not `audit`: that key is the audit lines' own, always a string (their kind).
+      this.options.logger.error({ err, auditEntry: entry }, 'audit entry not written');
     }
   }
 

@@ -4,14 +4,22 @@
 // restart of the bot).
 
 import { execFileSync, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { REFUSALS_PER_USER_PER_MINUTE } from '../../src/store/auditStream.js';
 import { keys } from '../../src/store/keys.js';
 import { PROJECT_ROOT } from '../support/bot.js';
-import { approvalFromTranscript, FakeHost, shellApproval } from '../support/fakeHost.js';
+import {
+  type ApprovalRequestParams,
+  approvalFromTranscript,
+  FakeHost,
+  shellApproval,
+} from '../support/fakeHost.js';
+import { FAKE_GITHUB_TOKEN } from '../support/fakeSecrets.js';
 import type { SlackCall } from '../support/fakeSlack.js';
 import { testRedisUrl } from '../support/testRedis.js';
-import { mainHost, route, tempConfig, users } from './fixtures/config.js';
+import { ladder, mainHost, route, tempConfig, users } from './fixtures/config.js';
+import { grantFrom } from './grantSteps.js';
 import { buttonsOf, SESSION, textOf, World } from './world.js';
 
 const OWNER = 'U0OWNER';
@@ -104,6 +112,7 @@ describe('the audit line in the card’s thread and the audit stream', () => {
       choiceId: 'abort',
       decision: 'abort',
       feedback: 'Not on <!channel> main, see <https://evil.example|docs>',
+      argsSha256: createHash('sha256').update(approval.rawArgs, 'utf8').digest('hex'),
       at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
     });
     // No owner for the one host of MSP_HOST_COMMAND: no DM.
@@ -126,7 +135,7 @@ describe('the audit line in the card’s thread and the audit stream', () => {
     expect(lines[0]).toMatchObject({ ...entries[0], id: expect.stringMatching(/^\d+-\d+$/) });
   });
 
-  it('a policy resolution: a thread line saying policy, and a stream entry saying the host resolved it', async () => {
+  it('a policy resolution: a thread line saying policy, and a stream entry saying policy decided it', async () => {
     const world = await startWorld();
     const approval = approvalFromTranscript('approval-round-trip', { approvalId: 'policy-0001' });
     await world.host.open(approval, { via: 'both' });
@@ -146,7 +155,7 @@ describe('the audit line in the card’s thread and the audit stream', () => {
         'approvalId',
         'policy-0001',
         'via',
-        'host',
+        'policy',
         'resolvedBy',
         'policy',
         'decision',
@@ -357,5 +366,180 @@ describe('the requester DM', () => {
     expect(await thread(world, 'dm-click-0001')).toHaveLength(1);
     expect(await thread(world, 'dm-rule-0001')).toHaveLength(1);
     expect(await world.redis.get(keys.notice('dm-click-0001', 'dm'))).toBe('sent');
+  });
+});
+
+/** The bot's audit lines (`audit: "decision"`) for `approvalId`, as it logged them. */
+function decisionLines(world: World, approvalId: string) {
+  return world.bot.logs.filter((l) => l.json?.audit === 'decision' && l.json.approvalId === approvalId);
+}
+
+/** Waits for the one audit line of `approvalId`, then checks it says nothing of the arguments. */
+async function decisionLineOf(
+  world: World,
+  approval: ApprovalRequestParams,
+  secretWords: string[],
+): Promise<Record<string, unknown>> {
+  await noticeSettled(world, approval.approvalId, 'audit');
+  const lines = decisionLines(world, approval.approvalId);
+  expect(lines).toHaveLength(1);
+  const line = lines[0]!;
+  expect(line.msg).toBe('decision');
+  expect(line.level).toBe(30);
+  // The SHA-256 of the arguments exactly as the host sent them, before masking.
+  expect(line.json!.argsSha256).toBe(createHash('sha256').update(approval.rawArgs, 'utf8').digest('hex'));
+  for (const word of secretWords) expect(line.raw).not.toContain(word);
+  expect(line.raw).not.toContain('[masked');
+  return line.json!;
+}
+
+/** A shell request whose arguments hold a token and a word of their own, neither of which may be logged. */
+function argsWithSecret(approvalId: string, word: string): ApprovalRequestParams {
+  return shellApproval({
+    approvalId,
+    sessionId: SESSION,
+    stages: [['env', `GITHUB_TOKEN=${FAKE_GITHUB_TOKEN}`, './ship.sh', '--note', word]],
+  });
+}
+
+describe('the decision line in the log', () => {
+  it('a click, and the host deciding on its own (policy, its reviewer, another client): one line each at info, with the arguments’ hash and not their text', async () => {
+    const world = await startWorld();
+    const clicked = argsWithSecret('line-click-0001', 'zebra-quartz-1729');
+    await world.host.open(clicked, { via: 'both' });
+    const open = await world.waitForCard(clicked.approvalId, (m) => buttonsOf(m).length > 0);
+    await world.press(clicked.approvalId, 'Allow once', 'U0ALICE');
+    const decide = await world.host.waitForDecide();
+    const line = await decisionLineOf(world, clicked, ['zebra-quartz-1729', FAKE_GITHUB_TOKEN, './ship.sh']);
+    expect(line).toEqual({
+      level: 30,
+      time: expect.any(Number),
+      pid: expect.any(Number),
+      hostname: expect.any(String),
+      msg: 'decision',
+      audit: 'decision',
+      via: 'click',
+      userId: 'U0ALICE',
+      decision: 'approved',
+      choiceId: 'allow_once',
+      resolvedBy: 'user',
+      approvalId: clicked.approvalId,
+      sessionId: SESSION,
+      turnId: clicked.turnId,
+      itemId: clicked.itemId,
+      toolCallId: clicked.toolCallId,
+      hostId: 'default',
+      route: '(SLACK_CHANNEL)',
+      tool: 'bash',
+      argsSha256: expect.stringMatching(/^[0-9a-f]{64}$/),
+      at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+    });
+    // The stream entry carries the same hash and the same via.
+    const [entry] = await world.auditEntries();
+    expect(entry).toMatchObject({ via: 'click', argsSha256: line.argsSha256 });
+
+    // The host says it again and a stale click re-syncs the card: still one line.
+    await world.host.notify('approval/resolved', {
+      sessionId: SESSION,
+      approvalId: clicked.approvalId,
+      decision: 'approved',
+      resolvedBy: 'user',
+      decidedByCommandId: decide.frame.params.commandId,
+    });
+    await world.press(clicked.approvalId, 'Allow once', 'U0CAROL', open);
+    await world.ephemeralTo('U0CAROL');
+
+    // Policy, with a rule whose save is reported after the resolution: a second stored change
+    // of the resolved record, which comes back to the notices and must not log again.
+    const ruled = argsWithSecret('line-policy-0001', 'walrus-ochre-5150');
+    await world.host.open(ruled, { via: 'both' });
+    await world.waitForCard(ruled.approvalId, (m) => buttonsOf(m).length > 0);
+    await world.host.resolve({
+      approvalId: ruled.approvalId,
+      decision: 'approvedPolicyAmendment',
+      resolvedBy: 'policy',
+      amendment: { durability: 'localPersistent', rulePreview: 'Always allow ./ship.sh' },
+    });
+    await world.host.update({
+      approvalId: ruled.approvalId,
+      change: { kind: 'policyPersistence', status: 'failed', reason: 'policy store is read-only' },
+    });
+    await noticeSettled(world, ruled.approvalId, 'audit', 2);
+    expect(await decisionLineOf(world, ruled, ['walrus-ochre-5150', FAKE_GITHUB_TOKEN])).toMatchObject({
+      via: 'policy',
+      resolvedBy: 'policy',
+      decision: 'approvedPolicyAmendment',
+    });
+
+    const judged = argsWithSecret('line-judge-0001', 'heron-slate-4242');
+    await world.host.open(judged, { via: 'both' });
+    await world.waitForCard(judged.approvalId, (m) => buttonsOf(m).length > 0);
+    await world.host.resolve({ approvalId: judged.approvalId, decision: 'denied', resolvedBy: 'llmJudge' });
+    expect(await decisionLineOf(world, judged, ['heron-slate-4242'])).toMatchObject({
+      via: 'reviewer',
+      resolvedBy: 'llmJudge',
+      decision: 'denied',
+    });
+
+    const elsewhere = argsWithSecret('line-other-0001', 'otter-umber-8080');
+    await world.host.open(elsewhere, { via: 'both' });
+    await world.waitForCard(elsewhere.approvalId, (m) => buttonsOf(m).length > 0);
+    await world.host.resolve({ approvalId: elsewhere.approvalId, decision: 'approved', resolvedBy: 'user' });
+    const other = await decisionLineOf(world, elsewhere, ['otter-umber-8080']);
+    expect(other).toMatchObject({ via: 'otherClient', resolvedBy: 'user' });
+    expect(other).not.toHaveProperty('userId');
+
+    expect(decisionLines(world, clicked.approvalId)).toHaveLength(1);
+    expect(world.bot.logs.filter((l) => l.json?.audit === 'decision')).toHaveLength(4);
+  });
+
+  it('a remembered grant’s decision: one line naming the grant and who made it, though no card was shown', async () => {
+    const world = await startWorld({ MSP_SANDBOX_MODE: 'workspace-write' });
+    const first = shellApproval({
+      approvalId: 'line-grant-0001',
+      sessionId: SESSION,
+      stages: [['make', 'ship']],
+    });
+    const grantId = await grantFrom(world, first, /^For (1 h|\d+ min|\d+ s)$/);
+    const again = shellApproval({
+      approvalId: 'line-grant-0002',
+      sessionId: SESSION,
+      stages: [['make', 'ship']],
+    });
+    await world.host.open(again);
+    await world.host.waitForDecide((d) => d.frame.params.approvalId === again.approvalId);
+    const line = await decisionLineOf(world, again, ['make ship']);
+    expect(line).toMatchObject({
+      via: 'grant',
+      grantId,
+      grantedBy: 'U0ALICE',
+      choiceId: 'allow_once',
+      approvalId: again.approvalId,
+    });
+    expect(line).not.toHaveProperty('userId');
+    // The click that made the grant has its own line, as a click.
+    expect(decisionLines(world, first.approvalId).map((l) => l.json!.via)).toEqual(['click']);
+  });
+
+  it('an escalation timeout: one line saying timeout, with the host’s owner it was decided for', async () => {
+    const host = await FakeHost.start({ sessions: [{ sessionId: SESSION, title: 'Deploy' }] });
+    const path = tempConfig(cleanups, {
+      hosts: [mainHost(host.command, { owner: OWNER })],
+      routes: [route('default', { escalation: ladder(['1s', 'timeout']) })],
+    });
+    const world = await startWorld({ COUNTERSIGN_CONFIG: path, MSP_HOST_COMMAND: '' }, host);
+    const late = argsWithSecret('line-timeout-0001', 'lynx-cobalt-3030');
+    await world.host.open(late);
+    await world.host.waitForDecide((d) => d.frame.params.approvalId === late.approvalId, 5_000);
+    const line = await decisionLineOf(world, late, ['lynx-cobalt-3030', FAKE_GITHUB_TOKEN]);
+    expect(line).toMatchObject({
+      via: 'timeout',
+      owner: OWNER,
+      hostId: 'main',
+      route: 'default',
+      choiceId: 'abort',
+    });
+    expect(line).not.toHaveProperty('userId');
+    expect(await world.auditEntries()).toEqual([expect.objectContaining({ via: 'timeout' })]);
   });
 });

@@ -154,7 +154,7 @@ describe('RedisAuditTrail', () => {
     await expect(trail.append(decision(1))).resolves.toBeUndefined();
     expect(lines.find((l) => l.msg === 'audit entry not written')).toMatchObject({
       level: 50,
-      audit: { approvalId: 'a-1' },
+      auditEntry: { approvalId: 'a-1' },
     });
     dead.disconnect();
   });
@@ -243,7 +243,7 @@ describe('refusals', () => {
     expect(trail.refusals.total.notApprover).toBe(1);
     expect(lines.find((l) => l.msg === 'audit entry not written')).toMatchObject({
       level: 50,
-      audit: { kind: 'refusal', userId: 'U0EVE' },
+      auditEntry: { kind: 'refusal', userId: 'U0EVE' },
     });
     dead.disconnect();
   });

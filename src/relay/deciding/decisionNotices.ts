@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { AuditTrail } from '../../domain/audit.js';
+import { type AuditEntry, type AuditTrail, decisionVia } from '../../domain/audit.js';
 import type { NoticeNames, ResolvedRecord } from '../../domain/decisionNotice.js';
 import type { ApprovalRecord } from '../../domain/record.js';
 import type { Activity } from '../../util/activity.js';
@@ -122,25 +122,16 @@ export class DecisionNotices {
     return { nameOf: (id: string) => names.get(id) };
   }
 
-  /** The stream entry of a resolution: a Slack user's click, or the host's own. */
+  /**
+   * The audit of a resolution: one line in the log at info, then the stream entry. Both happen
+   * under the `audit` notice's claim, so each is written once per approval across replicas,
+   * re-syncs and restarts; the log line outlives the capped stream and reaches a SIEM through
+   * the log pipeline.
+   */
   private async appendAudit(record: ResolvedRecord): Promise<void> {
-    const { resolution } = record;
-    await this.options.audit.append({
-      kind: 'decision',
-      approvalId: record.approvalId,
-      hostId: record.hostId,
-      ...(record.route !== undefined ? { route: record.route } : {}),
-      tool: record.tool,
-      ...(resolution.slackUserId !== undefined ? { userId: resolution.slackUserId } : {}),
-      ...(resolution.voters ? { voters: resolution.voters } : {}),
-      via: resolution.via === 'grant' ? 'grant' : resolution.slackUserId !== undefined ? 'click' : 'host',
-      ...(resolution.grant ? { grantId: resolution.grant.grantId } : {}),
-      resolvedBy: resolution.resolvedBy,
-      choiceId: resolution.choiceId ?? '',
-      decision: resolution.decision,
-      ...(resolution.feedback !== undefined ? { feedback: resolution.feedback } : {}),
-      at: resolution.decidedAt,
-    });
+    const entry = decisionEntry(record);
+    this.options.logger.info(decisionLine(record, entry, this.options.ownerOf(record.hostId)), 'decision');
+    await this.options.audit.append(entry);
   }
 
   /** Runs `send` if this process wins the notice's claim; never rejects. */
@@ -169,4 +160,61 @@ export class DecisionNotices {
       logger.warn({ err, approvalId, notice: kind }, 'notice outcome not stored');
     });
   }
+}
+
+/** The stream entry of a resolution: a Slack user's click, a grant, a timeout, or the host's own. */
+function decisionEntry(record: ResolvedRecord): Extract<AuditEntry, { kind: 'decision' }> {
+  const { resolution } = record;
+  return {
+    kind: 'decision',
+    approvalId: record.approvalId,
+    hostId: record.hostId,
+    ...(record.route !== undefined ? { route: record.route } : {}),
+    tool: record.tool,
+    ...(resolution.slackUserId !== undefined ? { userId: resolution.slackUserId } : {}),
+    ...(resolution.voters ? { voters: resolution.voters } : {}),
+    via: decisionVia(resolution),
+    ...(resolution.grant ? { grantId: resolution.grant.grantId } : {}),
+    resolvedBy: resolution.resolvedBy,
+    choiceId: resolution.choiceId ?? '',
+    decision: resolution.decision,
+    ...(resolution.feedback !== undefined ? { feedback: resolution.feedback } : {}),
+    ...(record.argsSha256 !== undefined ? { argsSha256: record.argsSha256 } : {}),
+    at: resolution.decidedAt,
+  };
+}
+
+/**
+ * The log's audit line (docs/operations.md, "Audit"): a stable shape keyed by `audit: "decision"`.
+ * It names the arguments by their hash only, and leaves out the feedback: both are the agent's or
+ * a person's free text, and the log goes to more places than the stream.
+ */
+function decisionLine(
+  record: ResolvedRecord,
+  entry: Extract<AuditEntry, { kind: 'decision' }>,
+  owner: string | undefined,
+): Record<string, unknown> {
+  const { resolution } = record;
+  return {
+    audit: 'decision',
+    via: entry.via,
+    userId: entry.userId,
+    voters: entry.voters,
+    grantId: entry.grantId,
+    grantedBy: resolution.grant?.grantedBy,
+    owner,
+    decision: entry.decision,
+    choiceId: resolution.choiceId,
+    resolvedBy: entry.resolvedBy,
+    approvalId: record.approvalId,
+    sessionId: record.sessionId,
+    turnId: record.turnId,
+    itemId: record.itemId,
+    toolCallId: record.toolCallId,
+    hostId: record.hostId,
+    route: record.route,
+    tool: record.tool,
+    argsSha256: record.argsSha256,
+    at: entry.at,
+  };
 }
