@@ -18,6 +18,7 @@ import {
 import { FAKE_GITHUB_TOKEN } from '../support/fakeSecrets.js';
 import type { SlackCall } from '../support/fakeSlack.js';
 import { testRedisUrl } from '../support/testRedis.js';
+import { until } from '../support/until.js';
 import { ladder, mainHost, route, tempConfig, users } from './fixtures/config.js';
 import { grantFrom } from './grantSteps.js';
 import { buttonsOf, SESSION, textOf, World } from './world.js';
@@ -266,7 +267,7 @@ describe('refused attempts', () => {
     // The export still has both, merged by time; or the refusals alone.
     const all = exportedLines(world);
     expect(all.filter((e) => e.kind === 'decision')).toEqual([{ ...decision, id: expect.any(String) }]);
-    const refusals = exportedLines(world, ['--refusals']);
+    const refusals = exportedLines(world, ['--kind', 'refusal']);
     expect(refusals).toHaveLength(limit);
     expect(refusals[0]).toMatchObject({
       kind: 'refusal',
@@ -277,7 +278,14 @@ describe('refused attempts', () => {
       route: 'deploys',
     });
     expect(all.filter((e) => e.kind === 'refusal')).toEqual(refusals);
+    // The flags --kind replaced still write what they did.
+    expect(exportedLines(world, ['--refusals'])).toEqual(refusals);
     expect(exportedLines(world, ['--no-refusals'])).toEqual(all.filter((e) => e.kind !== 'refusal'));
+    // Time bounds read the stream ids: everything lies within the last hour, nothing before 2000.
+    expect(exportedLines(world, ['--since', '1h', '--kind', 'decision'])).toEqual(
+      all.filter((e) => e.kind === 'decision'),
+    );
+    expect(exportedLines(world, ['--until', '2000-01-01'])).toEqual([]);
     // A misspelt flag is refused in one line, not taken for the whole trail.
     const wrong = spawnSync(process.execPath, ['dist/auditExport.js', '--refusal'], {
       cwd: PROJECT_ROOT,
@@ -287,7 +295,7 @@ describe('refused attempts', () => {
     expect(wrong.status).toBe(1);
     expect(wrong.stdout).toBe('');
     expect(wrong.stderr).toBe(
-      'countersign: unknown arguments "--refusal": give --refusals, --no-refusals or none\n',
+      'countersign: unknown option --refusal: the export takes --since, --until and --kind (docs/operations.md, "Exporting the trail")\n',
     );
   }, 60_000);
 });
@@ -519,6 +527,17 @@ describe('the decision line in the log', () => {
     expect(line).not.toHaveProperty('userId');
     // The click that made the grant has its own line, as a click.
     expect(decisionLines(world, first.approvalId).map((l) => l.json!.via)).toEqual(['click']);
+
+    // The export has the grant's events beside the decisions, in the order they were written.
+    await until(async () => (await world.redis.xlen(keys.grantAudit)) >= 2);
+    const exported = exportedLines(world, ['--kind', 'grant,decision']);
+    expect(exported.map((e) => [e.kind, e.event, e.approvalId])).toEqual([
+      ['grant', 'created', undefined],
+      ['decision', undefined, first.approvalId],
+      ['grant', 'used', again.approvalId],
+      ['decision', undefined, again.approvalId],
+    ]);
+    expect(exported[0]).toMatchObject({ grantId, grant: expect.stringContaining('"grantedBy":"U0ALICE"') });
   });
 
   it('an escalation timeout: one line saying timeout, with the host’s owner it was decided for', async () => {
