@@ -28,7 +28,10 @@ export class SlackCallLog {
 
   gaveUp(fields: CallFields, failure: SlackFailure, message = 'slack call failed'): void {
     if (failure.kind === 'fatal') {
-      this.logger.fatal({ ...fields, error: failure.error }, 'slack refused the bot token or its scopes');
+      this.logger.fatal(
+        { ...fields, error: failure.error, needed: failure.needed },
+        'slack refused the bot token or its scopes',
+      );
       this.onFatal?.(failure.error);
     } else if (failure.kind === 'notInChannel') {
       this.logger.error(

@@ -40,11 +40,17 @@ describe('SlackCallLog', () => {
     const fatal: string[] = [];
     const log = new SlackCallLog(logger, (error) => fatal.push(error));
     log.gaveUp(FIELDS, { kind: 'fatal', error: 'invalid_auth' });
+    log.gaveUp(FIELDS, { kind: 'fatal', error: 'missing_scope', needed: 'channels:history' });
     log.gaveUp(FIELDS, { kind: 'notInChannel', error: 'not_in_channel' });
     expect(levelsAndMessages(lines)).toEqual([
       [60, 'slack refused the bot token or its scopes'],
+      [60, 'slack refused the bot token or its scopes'],
       [50, 'the bot cannot use this channel: invite it with /invite @countersign, or check SLACK_CHANNEL'],
     ]);
-    expect(fatal).toEqual(['invalid_auth']);
+    expect(lines[0]).toMatchObject({ ...FIELDS, error: 'invalid_auth' });
+    expect(lines[0]).not.toHaveProperty('needed');
+    // A missing scope is named, for the app to be given it (and reinstalled).
+    expect(lines[1]).toMatchObject({ ...FIELDS, error: 'missing_scope', needed: 'channels:history' });
+    expect(fatal).toEqual(['invalid_auth', 'missing_scope']);
   });
 });
