@@ -501,6 +501,24 @@ describe('the decision line in the log', () => {
     expect(world.bot.logs.filter((l) => l.json?.audit === 'decision')).toHaveLength(4);
   });
 
+  it('a decision whose card Slack would not take (the bot not invited) is audited all the same', async () => {
+    const world = await startWorld();
+    world.slack.setBotChannels([]);
+    const ruled = argsWithSecret('line-uninvited-0001', 'ibis-sienna-6060');
+    await world.host.open(ruled, { via: 'both' });
+    await world.bot.waitForLog(
+      (l) =>
+        l.msg?.startsWith('the bot cannot use this channel') === true &&
+        l.json?.approvalId === ruled.approvalId,
+    );
+    await world.host.resolve({ approvalId: ruled.approvalId, decision: 'denied', resolvedBy: 'policy' });
+    expect(await decisionLineOf(world, ruled, ['ibis-sienna-6060'])).toMatchObject({ via: 'policy' });
+    expect(await world.auditEntries()).toEqual([
+      expect.objectContaining({ approvalId: ruled.approvalId, via: 'policy', decision: 'denied' }),
+    ]);
+    expect(world.slack.messagesIn(world.channel)).toEqual([]);
+  });
+
   it('a remembered grant’s decision: one line naming the grant and who made it, though no card was shown', async () => {
     const world = await startWorld({ MSP_SANDBOX_MODE: 'workspace-write' });
     const first = shellApproval({

@@ -48,9 +48,10 @@ export interface DecisionNoticesOptions {
 }
 
 /**
- * Follows stored records (RecordKeeper's onChange) and, once an approval is resolved and its
- * card is in place, sends its notices: the audit line in the card's thread, the audit stream
- * entry, and the DM to the host's owner.
+ * Follows stored records (RecordKeeper's onChange) and, once an approval is resolved, audits it
+ * (the log's decision line and the audit stream entry: every resolution, so that an operator
+ * sees policy and the automated reviewer beside the people) and, once its card is in place,
+ * sends the line in the card's thread and the DM to the host's owner.
  *
  * Each notice is sent at most once per approval, whichever replica sees the resolution and
  * however often it is seen again (the host repeating it, a re-sync, a restart): a Redis claim
@@ -69,12 +70,11 @@ export class DecisionNotices {
     const ts = record.slack.ts;
     if (record.phase !== 'resolved' || !record.resolution) return;
     const resolved = record as ResolvedRecord;
+    // The trail needs no card: a grant may have answered with none shown, or Slack may not take
+    // the card yet (the bot not invited to the channel). Audited once, whenever it is seen.
+    this.track(this.once(resolved, 'audit', () => this.appendAudit(resolved)));
     // A grant answered it and no card was ever shown: its line in the channel took the thread's
-    // place, and its owner is not told of every request a grant answers. The trail still is.
-    if (!ts && record.slack.deferred) {
-      this.track(this.once(resolved, 'audit', () => this.appendAudit(resolved)));
-      return;
-    }
+    // place, and its owner is not told of every request a grant answers.
     // Before its card is placed a resolved approval has no thread and no link yet; placing the
     // card is itself a stored change, so it comes back here.
     if (!ts) return;
@@ -98,9 +98,6 @@ export class DecisionNotices {
     const names = this.names(record);
     await Promise.all([
       this.once(record, 'thread', async () => sender.decisionLine({ channel, ts }, record, await names)),
-      // Every resolution: an operator exporting the trail sees policy and the automated
-      // reviewer beside the people, as the card's thread does.
-      this.once(record, 'audit', () => this.appendAudit(record)),
       owner
         ? this.once(record, 'dm', async () => {
             const [permalink, known] = await Promise.all([sender.permalink(channel, ts), names]);
