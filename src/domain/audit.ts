@@ -1,3 +1,29 @@
+import type { Resolution } from './record.js';
+
+/**
+ * How an approval came to be decided, a closed set the audit stream and the log's audit line
+ * share: `click` (a person in Slack, a quorum included), `grant` (a remembered grant), `timeout`
+ * (the escalation ladder's timeout), and when the host decided on its own, `policy`, `reviewer`
+ * (its automated reviewer, resolvedBy `llmJudge`), `otherClient` (a person through another
+ * client of the host, resolvedBy `user`), or `host` for any other resolvedBy the host names.
+ */
+export type DecisionVia = 'click' | 'grant' | 'timeout' | 'policy' | 'reviewer' | 'otherClient' | 'host';
+
+export function decisionVia(resolution: Pick<Resolution, 'via' | 'slackUserId' | 'resolvedBy'>): DecisionVia {
+  if (resolution.via === 'grant' || resolution.via === 'timeout') return resolution.via;
+  if (resolution.via === 'click' || resolution.slackUserId !== undefined) return 'click';
+  switch (resolution.resolvedBy) {
+    case 'policy':
+      return 'policy';
+    case 'llmJudge':
+      return 'reviewer';
+    case 'user':
+      return 'otherClient';
+    default:
+      return 'host';
+  }
+}
+
 /** One line of the audit trail: a decision made through Countersign, or a refused attempt. */
 export type AuditEntry =
   | {
@@ -10,8 +36,7 @@ export type AuditEntry =
       userId?: string;
       /** Every approver a quorum counted, userId (the last) among them. */
       voters?: string[];
-      /** `host`: the host resolved it on its own (policy, its automated reviewer, another client). */
-      via: 'click' | 'grant' | 'timeout' | 'host';
+      via: DecisionVia;
       /** Who the host says resolved it: user, policy, llmJudge, … */
       resolvedBy?: string;
       /** The remembered grant that decided, when `via` is grant. */
@@ -19,6 +44,8 @@ export type AuditEntry =
       choiceId: string;
       decision: string;
       feedback?: string;
+      /** SHA-256 (hex) of the arguments as the host sent them; absent for older records. */
+      argsSha256?: string;
       at: string;
     }
   | {

@@ -175,6 +175,11 @@ export const ApprovalRecord = z.object({
   tool: z.string(),
   title: z.string().optional(),
   rawArgs: z.string(),
+  /**
+   * SHA-256 (hex) of rawArgs as the host sent them, before masking and cutting: the audit line
+   * names the arguments a decision was about without holding them. Absent on older records.
+   */
+  argsSha256: z.string().optional(),
   subject: ApprovalSubject,
   requiredCapabilities: z.array(z.string()),
   sandboxMode: z.string(),

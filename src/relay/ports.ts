@@ -24,6 +24,21 @@ export class HostLostError extends Error {
   }
 }
 
+/**
+ * Failures the card channel has logged already, in words that say what to do (a channel to
+ * invite the bot to, a call given up on): whoever catches one need not log it again, with a
+ * stack that adds nothing. A WeakSet, so the error itself is passed on unchanged.
+ */
+const alreadyLogged = new WeakSet<object>();
+
+export function markLogged(err: unknown): void {
+  if (typeof err === 'object' && err !== null) alreadyLogged.add(err);
+}
+
+export function wasLogged(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && alreadyLogged.has(err);
+}
+
 /** Where cards live. slack/ implements it; the relay never sees a Slack client. */
 export interface CardChannel {
   /**

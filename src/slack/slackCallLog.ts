@@ -5,9 +5,11 @@ import type { SlackFailure } from './slackFailures.js';
 export type CallFields = { method: string; channel?: string; ts?: string; approvalId?: string };
 
 /**
- * The one place Slack call failures are logged, each once: the first retry of a call at warn
- * (later ones at debug, so an outage does not flood the log), a call that landed after failing
- * at info, and a call given up on at error, or fatal when the token itself is refused.
+ * The one place Slack call failures are logged, each once (docs/operations.md, "Slack calls in
+ * the log"): every retry at debug, so a slow or flaky Slack does not flood the log; a call that
+ * landed after failing at info; a call given up on at warn, once. Two failures only a person can
+ * fix are louder and say what to do: a refused token or scope (fatal), and a channel the bot
+ * cannot use (error).
  */
 export class SlackCallLog {
   constructor(
@@ -17,9 +19,7 @@ export class SlackCallLog {
   ) {}
 
   retrying(fields: CallFields, failure: SlackFailure, attempt: number, delayMs: number): void {
-    const line = { ...fields, failure, attempt, delayMs };
-    if (attempt === 1) this.logger.warn(line, 'slack call failed; trying again');
-    else this.logger.debug(line, 'slack call failed again; trying again');
+    this.logger.debug({ ...fields, failure, attempt, delayMs }, 'slack call failed; trying again');
   }
 
   landed(fields: CallFields, attempts: number): void {
@@ -28,7 +28,10 @@ export class SlackCallLog {
 
   gaveUp(fields: CallFields, failure: SlackFailure, message = 'slack call failed'): void {
     if (failure.kind === 'fatal') {
-      this.logger.fatal({ ...fields, error: failure.error }, 'slack refused the bot token or its scopes');
+      this.logger.fatal(
+        { ...fields, error: failure.error, needed: failure.needed },
+        'slack refused the bot token or its scopes',
+      );
       this.onFatal?.(failure.error);
     } else if (failure.kind === 'notInChannel') {
       this.logger.error(
@@ -36,7 +39,7 @@ export class SlackCallLog {
         'the bot cannot use this channel: invite it with /invite @countersign, or check SLACK_CHANNEL',
       );
     } else {
-      this.logger.error({ ...fields, failure }, message);
+      this.logger.warn({ ...fields, failure }, message);
     }
   }
 }

@@ -3,7 +3,13 @@ import type { Logger } from 'pino';
 import { refusalText } from '../cards/renderUserMessages.js';
 import type { RenderedMessage } from '../domain/messages.js';
 import type { Refusal } from '../domain/refusal.js';
-import { type CardChannel, HostLostError, type PostOptions, type RefusalNotifier } from '../relay/ports.js';
+import {
+  type CardChannel,
+  HostLostError,
+  markLogged,
+  type PostOptions,
+  type RefusalNotifier,
+} from '../relay/ports.js';
 import { KeyedQueue } from '../util/keyedQueue.js';
 import { type CardCalls, webClientCardCalls } from './cardCalls.js';
 import { cardMetadata } from './cardMetadata.js';
@@ -162,8 +168,12 @@ export class SlackCardChannel implements CardChannel, RefusalNotifier {
 
   /**
    * The card of `approvalId` if an earlier attempt posted it. A lookup Slack may answer later
-   * (429, 5xx) throws, to be retried before anything is posted; one Slack refuses (a missing
-   * history scope, say) is logged and counts as not found: a second card beats none.
+   * (429, 5xx) throws, to be retried before anything is posted. So does one refused because the
+   * bot is not in the channel (docs/slack.md, "Inviting the bot"): the earlier post may have
+   * landed all the same (an app still granted chat:write.public, a bot removed since), so
+   * nothing is posted until a lookup can tell; the post gives up with the line that says to
+   * invite the bot, and the next try looks first. One Slack refuses otherwise (a missing history
+   * scope, say) is logged and counts as not found: a second card beats none.
    */
   private async lookFor(channel: string, approvalId: string, since: Date): Promise<Posted | undefined> {
     const channelId = channel.startsWith('#') ? this.channelIds.get(channel) : channel;
@@ -182,7 +192,8 @@ export class SlackCardChannel implements CardChannel, RefusalNotifier {
       return { ts, channel: channelId };
     } catch (err) {
       const failure = classifySlackError(err);
-      if (failure.kind === 'rateLimited' || failure.kind === 'retry') throw err;
+      if (failure.kind === 'rateLimited' || failure.kind === 'retry' || failure.kind === 'notInChannel')
+        throw err;
       this.logger.error(
         { method: 'conversations.history', channel: channelId, approvalId, failure },
         'cannot look for a card whose post answer was lost (the app needs channels:history and groups:history); posting it again',
@@ -202,6 +213,7 @@ export class SlackCardChannel implements CardChannel, RefusalNotifier {
   private gaveUp(fields: CallFields, err: unknown): void {
     if (err instanceof SlackStoppedError) return;
     this.log.gaveUp(fields, classifySlackError(err), `${fields.method} failed`);
+    markLogged(err);
   }
 }
 

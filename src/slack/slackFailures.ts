@@ -12,7 +12,8 @@ import { ErrorCode } from '@slack/web-api';
  * - `refused`: anything else Slack said no to; the same call would be refused again.
  */
 export type SlackFailure =
-  | { kind: 'fatal'; error: string }
+  /** `needed`: the scope Slack says a `missing_scope` call lacks, so the log can name it. */
+  | { kind: 'fatal'; error: string; needed?: string }
   | { kind: 'notInChannel'; error: string }
   | { kind: 'rateLimited'; retryAfterMs: number }
   | { kind: 'retry'; error: string }
@@ -53,7 +54,7 @@ export function classifySlackError(err: unknown): SlackFailure {
   const e = err as {
     code?: string;
     retryAfter?: number;
-    data?: { error?: string };
+    data?: { error?: string; needed?: unknown };
     statusCode?: number;
     original?: unknown;
     message?: string;
@@ -63,7 +64,10 @@ export function classifySlackError(err: unknown): SlackFailure {
       return { kind: 'rateLimited', retryAfterMs: Math.max(1, e.retryAfter ?? 1) * 1000 };
     case ErrorCode.PlatformError: {
       const error = e.data?.error ?? 'unknown_error';
-      if (FATAL.has(error)) return { kind: 'fatal', error };
+      if (FATAL.has(error)) {
+        const needed = e.data?.needed;
+        return { kind: 'fatal', error, ...(typeof needed === 'string' ? { needed } : {}) };
+      }
       if (NOT_IN_CHANNEL.has(error)) return { kind: 'notInChannel', error };
       if (error === 'ratelimited') return { kind: 'rateLimited', retryAfterMs: 1000 };
       if (SERVER_TROUBLE.has(error)) return { kind: 'retry', error };

@@ -16,12 +16,6 @@ export function auditFields(entry: AuditEntry): string[] {
   return fields;
 }
 
-/** One exported line: the stream's id (its time in ms, then a sequence) and the entry's fields. */
-export interface ExportedAuditEntry {
-  id: string;
-  [field: string]: string;
-}
-
 /** How many of one user's refusals a minute are written; past it they are only counted. */
 export const REFUSALS_PER_USER_PER_MINUTE = 20;
 
@@ -74,7 +68,8 @@ export class RedisAuditTrail implements AuditTrail {
       if (entry.kind === 'refusal') await this.appendRefusal(entry);
       else await this.redis.xadd(keys.audit, 'MAXLEN', '~', this.options.maxLen, '*', ...auditFields(entry));
     } catch (err) {
-      this.options.logger.error({ err, audit: entry }, 'audit entry not written');
+      // Not `audit`: that key is the audit lines' own, always a string (their kind).
+      this.options.logger.error({ err, auditEntry: entry }, 'audit entry not written');
     }
   }
 
@@ -97,79 +92,6 @@ export class RedisAuditTrail implements AuditTrail {
     const maxLen = this.options.refusalMaxLen ?? this.options.maxLen;
     await this.redis.xadd(keys.refusals, 'MAXLEN', '~', maxLen, '*', ...auditFields(entry));
   }
-}
-
-/** Which streams an export reads: both, merged oldest first, or one of them. */
-export type AuditStreams = 'all' | 'decisions' | 'refusals';
-
-/**
- * Reads the whole trail, oldest first, a page at a time, handing each entry to `write`. `all`
- * merges the refusal stream into the decisions' by id, as the one stream held them before: an
- * entry of each written in the same millisecond may share an id, the decisions' then first.
- */
-export async function exportAudit(
-  redis: RedisClient,
-  write: (entry: ExportedAuditEntry) => void,
-  options: { pageSize?: number; streams?: AuditStreams } = {},
-): Promise<number> {
-  const pageSize = options.pageSize ?? 1_000;
-  const streams = options.streams ?? 'all';
-  const decisions = streams === 'refusals' ? undefined : readStream(redis, keys.audit, pageSize);
-  const refusals = streams === 'decisions' ? undefined : readStream(redis, keys.refusals, pageSize);
-  let count = 0;
-  for await (const entry of mergeById(decisions, refusals)) {
-    write(entry);
-    count++;
-  }
-  return count;
-}
-
-/** One stream's entries, oldest first, read a page at a time. */
-async function* readStream(
-  redis: RedisClient,
-  key: string,
-  pageSize: number,
-): AsyncGenerator<ExportedAuditEntry> {
-  let start = '-';
-  for (;;) {
-    const page = await redis.xrange(key, start, '+', 'COUNT', pageSize);
-    for (const [id, fields] of page) {
-      const entry: ExportedAuditEntry = { id };
-      for (let i = 0; i + 1 < fields.length; i += 2) entry[fields[i]!] = fields[i + 1]!;
-      yield entry;
-    }
-    if (page.length < pageSize) return;
-    // An exclusive start (Redis 6.2+) continues after the last entry read.
-    start = `(${page[page.length - 1]![0]}`;
-  }
-}
-
-/** Two streams' entries in one order by id; `first`'s entry goes first on a tie. */
-async function* mergeById(
-  first: AsyncGenerator<ExportedAuditEntry> | undefined,
-  second: AsyncGenerator<ExportedAuditEntry> | undefined,
-): AsyncGenerator<ExportedAuditEntry> {
-  let a = await first?.next();
-  let b = await second?.next();
-  for (;;) {
-    const left = a && !a.done ? a.value : undefined;
-    const right = b && !b.done ? b.value : undefined;
-    if (!left && !right) return;
-    if (left && (!right || compareIds(left.id, right.id) <= 0)) {
-      yield left;
-      a = await first!.next();
-    } else {
-      yield right!;
-      b = await second!.next();
-    }
-  }
-}
-
-/** Stream ids (`<ms>-<seq>`) in the order Redis gives them. */
-function compareIds(x: string, y: string): number {
-  const [xMs, xSeq] = x.split('-').map(Number) as [number, number];
-  const [yMs, ySeq] = y.split('-').map(Number) as [number, number];
-  return xMs - yMs || xSeq - ySeq;
 }
 
 declare module 'ioredis' {

@@ -4,14 +4,23 @@
 // restart of the bot).
 
 import { execFileSync, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { REFUSALS_PER_USER_PER_MINUTE } from '../../src/store/auditStream.js';
 import { keys } from '../../src/store/keys.js';
 import { PROJECT_ROOT } from '../support/bot.js';
-import { approvalFromTranscript, FakeHost, shellApproval } from '../support/fakeHost.js';
+import {
+  type ApprovalRequestParams,
+  approvalFromTranscript,
+  FakeHost,
+  shellApproval,
+} from '../support/fakeHost.js';
+import { FAKE_GITHUB_TOKEN } from '../support/fakeSecrets.js';
 import type { SlackCall } from '../support/fakeSlack.js';
 import { testRedisUrl } from '../support/testRedis.js';
-import { mainHost, route, tempConfig, users } from './fixtures/config.js';
+import { until } from '../support/until.js';
+import { ladder, mainHost, route, tempConfig, users } from './fixtures/config.js';
+import { grantFrom } from './grantSteps.js';
 import { buttonsOf, SESSION, textOf, World } from './world.js';
 
 const OWNER = 'U0OWNER';
@@ -104,6 +113,7 @@ describe('the audit line in the card’s thread and the audit stream', () => {
       choiceId: 'abort',
       decision: 'abort',
       feedback: 'Not on <!channel> main, see <https://evil.example|docs>',
+      argsSha256: createHash('sha256').update(approval.rawArgs, 'utf8').digest('hex'),
       at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
     });
     // No owner for the one host of MSP_HOST_COMMAND: no DM.
@@ -126,7 +136,7 @@ describe('the audit line in the card’s thread and the audit stream', () => {
     expect(lines[0]).toMatchObject({ ...entries[0], id: expect.stringMatching(/^\d+-\d+$/) });
   });
 
-  it('a policy resolution: a thread line saying policy, and a stream entry saying the host resolved it', async () => {
+  it('a policy resolution: a thread line saying policy, and a stream entry saying policy decided it', async () => {
     const world = await startWorld();
     const approval = approvalFromTranscript('approval-round-trip', { approvalId: 'policy-0001' });
     await world.host.open(approval, { via: 'both' });
@@ -146,7 +156,7 @@ describe('the audit line in the card’s thread and the audit stream', () => {
         'approvalId',
         'policy-0001',
         'via',
-        'host',
+        'policy',
         'resolvedBy',
         'policy',
         'decision',
@@ -257,7 +267,7 @@ describe('refused attempts', () => {
     // The export still has both, merged by time; or the refusals alone.
     const all = exportedLines(world);
     expect(all.filter((e) => e.kind === 'decision')).toEqual([{ ...decision, id: expect.any(String) }]);
-    const refusals = exportedLines(world, ['--refusals']);
+    const refusals = exportedLines(world, ['--kind', 'refusal']);
     expect(refusals).toHaveLength(limit);
     expect(refusals[0]).toMatchObject({
       kind: 'refusal',
@@ -268,7 +278,14 @@ describe('refused attempts', () => {
       route: 'deploys',
     });
     expect(all.filter((e) => e.kind === 'refusal')).toEqual(refusals);
+    // The flags --kind replaced still write what they did.
+    expect(exportedLines(world, ['--refusals'])).toEqual(refusals);
     expect(exportedLines(world, ['--no-refusals'])).toEqual(all.filter((e) => e.kind !== 'refusal'));
+    // Time bounds read the stream ids: everything lies within the last hour, nothing before 2000.
+    expect(exportedLines(world, ['--since', '1h', '--kind', 'decision'])).toEqual(
+      all.filter((e) => e.kind === 'decision'),
+    );
+    expect(exportedLines(world, ['--until', '2000-01-01'])).toEqual([]);
     // A misspelt flag is refused in one line, not taken for the whole trail.
     const wrong = spawnSync(process.execPath, ['dist/auditExport.js', '--refusal'], {
       cwd: PROJECT_ROOT,
@@ -278,7 +295,7 @@ describe('refused attempts', () => {
     expect(wrong.status).toBe(1);
     expect(wrong.stdout).toBe('');
     expect(wrong.stderr).toBe(
-      'countersign: unknown arguments "--refusal": give --refusals, --no-refusals or none\n',
+      'countersign: unknown option --refusal: the export takes --since, --until and --kind (docs/operations.md, "Exporting the trail")\n',
     );
   }, 60_000);
 });
@@ -357,5 +374,209 @@ describe('the requester DM', () => {
     expect(await thread(world, 'dm-click-0001')).toHaveLength(1);
     expect(await thread(world, 'dm-rule-0001')).toHaveLength(1);
     expect(await world.redis.get(keys.notice('dm-click-0001', 'dm'))).toBe('sent');
+  });
+});
+
+/** The bot's audit lines (`audit: "decision"`) for `approvalId`, as it logged them. */
+function decisionLines(world: World, approvalId: string) {
+  return world.bot.logs.filter((l) => l.json?.audit === 'decision' && l.json.approvalId === approvalId);
+}
+
+/** Waits for the one audit line of `approvalId`, then checks it says nothing of the arguments. */
+async function decisionLineOf(
+  world: World,
+  approval: ApprovalRequestParams,
+  secretWords: string[],
+): Promise<Record<string, unknown>> {
+  await noticeSettled(world, approval.approvalId, 'audit');
+  const lines = decisionLines(world, approval.approvalId);
+  expect(lines).toHaveLength(1);
+  const line = lines[0]!;
+  expect(line.msg).toBe('decision');
+  expect(line.level).toBe(30);
+  // The SHA-256 of the arguments exactly as the host sent them, before masking.
+  expect(line.json!.argsSha256).toBe(createHash('sha256').update(approval.rawArgs, 'utf8').digest('hex'));
+  for (const word of secretWords) expect(line.raw).not.toContain(word);
+  expect(line.raw).not.toContain('[masked');
+  return line.json!;
+}
+
+/** A shell request whose arguments hold a token and a word of their own, neither of which may be logged. */
+function argsWithSecret(approvalId: string, word: string): ApprovalRequestParams {
+  return shellApproval({
+    approvalId,
+    sessionId: SESSION,
+    stages: [['env', `GITHUB_TOKEN=${FAKE_GITHUB_TOKEN}`, './ship.sh', '--note', word]],
+  });
+}
+
+describe('the decision line in the log', () => {
+  it('a click, and the host deciding on its own (policy, its reviewer, another client): one line each at info, with the arguments’ hash and not their text', async () => {
+    const world = await startWorld();
+    const clicked = argsWithSecret('line-click-0001', 'zebra-quartz-1729');
+    await world.host.open(clicked, { via: 'both' });
+    const open = await world.waitForCard(clicked.approvalId, (m) => buttonsOf(m).length > 0);
+    await world.press(clicked.approvalId, 'Allow once', 'U0ALICE');
+    const decide = await world.host.waitForDecide();
+    const line = await decisionLineOf(world, clicked, ['zebra-quartz-1729', FAKE_GITHUB_TOKEN, './ship.sh']);
+    expect(line).toEqual({
+      level: 30,
+      time: expect.any(Number),
+      pid: expect.any(Number),
+      hostname: expect.any(String),
+      msg: 'decision',
+      audit: 'decision',
+      via: 'click',
+      userId: 'U0ALICE',
+      decision: 'approved',
+      choiceId: 'allow_once',
+      resolvedBy: 'user',
+      approvalId: clicked.approvalId,
+      sessionId: SESSION,
+      turnId: clicked.turnId,
+      itemId: clicked.itemId,
+      toolCallId: clicked.toolCallId,
+      hostId: 'default',
+      route: '(SLACK_CHANNEL)',
+      tool: 'bash',
+      argsSha256: expect.stringMatching(/^[0-9a-f]{64}$/),
+      at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+    });
+    // The stream entry carries the same hash and the same via.
+    const [entry] = await world.auditEntries();
+    expect(entry).toMatchObject({ via: 'click', argsSha256: line.argsSha256 });
+
+    // The host says it again and a stale click re-syncs the card: still one line.
+    await world.host.notify('approval/resolved', {
+      sessionId: SESSION,
+      approvalId: clicked.approvalId,
+      decision: 'approved',
+      resolvedBy: 'user',
+      decidedByCommandId: decide.frame.params.commandId,
+    });
+    await world.press(clicked.approvalId, 'Allow once', 'U0CAROL', open);
+    await world.ephemeralTo('U0CAROL');
+
+    // Policy, with a rule whose save is reported after the resolution: a second stored change
+    // of the resolved record, which comes back to the notices and must not log again.
+    const ruled = argsWithSecret('line-policy-0001', 'walrus-ochre-5150');
+    await world.host.open(ruled, { via: 'both' });
+    await world.waitForCard(ruled.approvalId, (m) => buttonsOf(m).length > 0);
+    await world.host.resolve({
+      approvalId: ruled.approvalId,
+      decision: 'approvedPolicyAmendment',
+      resolvedBy: 'policy',
+      amendment: { durability: 'localPersistent', rulePreview: 'Always allow ./ship.sh' },
+    });
+    await world.host.update({
+      approvalId: ruled.approvalId,
+      change: { kind: 'policyPersistence', status: 'failed', reason: 'policy store is read-only' },
+    });
+    await noticeSettled(world, ruled.approvalId, 'audit', 2);
+    expect(await decisionLineOf(world, ruled, ['walrus-ochre-5150', FAKE_GITHUB_TOKEN])).toMatchObject({
+      via: 'policy',
+      resolvedBy: 'policy',
+      decision: 'approvedPolicyAmendment',
+    });
+
+    const judged = argsWithSecret('line-judge-0001', 'heron-slate-4242');
+    await world.host.open(judged, { via: 'both' });
+    await world.waitForCard(judged.approvalId, (m) => buttonsOf(m).length > 0);
+    await world.host.resolve({ approvalId: judged.approvalId, decision: 'denied', resolvedBy: 'llmJudge' });
+    expect(await decisionLineOf(world, judged, ['heron-slate-4242'])).toMatchObject({
+      via: 'reviewer',
+      resolvedBy: 'llmJudge',
+      decision: 'denied',
+    });
+
+    const elsewhere = argsWithSecret('line-other-0001', 'otter-umber-8080');
+    await world.host.open(elsewhere, { via: 'both' });
+    await world.waitForCard(elsewhere.approvalId, (m) => buttonsOf(m).length > 0);
+    await world.host.resolve({ approvalId: elsewhere.approvalId, decision: 'approved', resolvedBy: 'user' });
+    const other = await decisionLineOf(world, elsewhere, ['otter-umber-8080']);
+    expect(other).toMatchObject({ via: 'otherClient', resolvedBy: 'user' });
+    expect(other).not.toHaveProperty('userId');
+
+    expect(decisionLines(world, clicked.approvalId)).toHaveLength(1);
+    expect(world.bot.logs.filter((l) => l.json?.audit === 'decision')).toHaveLength(4);
+  });
+
+  it('a decision whose card Slack would not take (the bot not invited) is audited all the same', async () => {
+    const world = await startWorld();
+    world.slack.setBotChannels([]);
+    const ruled = argsWithSecret('line-uninvited-0001', 'ibis-sienna-6060');
+    await world.host.open(ruled, { via: 'both' });
+    await world.bot.waitForLog(
+      (l) =>
+        l.msg?.startsWith('the bot cannot use this channel') === true &&
+        l.json?.approvalId === ruled.approvalId,
+    );
+    await world.host.resolve({ approvalId: ruled.approvalId, decision: 'denied', resolvedBy: 'policy' });
+    expect(await decisionLineOf(world, ruled, ['ibis-sienna-6060'])).toMatchObject({ via: 'policy' });
+    expect(await world.auditEntries()).toEqual([
+      expect.objectContaining({ approvalId: ruled.approvalId, via: 'policy', decision: 'denied' }),
+    ]);
+    expect(world.slack.messagesIn(world.channel)).toEqual([]);
+  });
+
+  it('a remembered grant’s decision: one line naming the grant and who made it, though no card was shown', async () => {
+    const world = await startWorld({ MSP_SANDBOX_MODE: 'workspace-write' });
+    const first = shellApproval({
+      approvalId: 'line-grant-0001',
+      sessionId: SESSION,
+      stages: [['make', 'ship']],
+    });
+    const grantId = await grantFrom(world, first, /^For (1 h|\d+ min|\d+ s)$/);
+    const again = shellApproval({
+      approvalId: 'line-grant-0002',
+      sessionId: SESSION,
+      stages: [['make', 'ship']],
+    });
+    await world.host.open(again);
+    await world.host.waitForDecide((d) => d.frame.params.approvalId === again.approvalId);
+    const line = await decisionLineOf(world, again, ['make ship']);
+    expect(line).toMatchObject({
+      via: 'grant',
+      grantId,
+      grantedBy: 'U0ALICE',
+      choiceId: 'allow_once',
+      approvalId: again.approvalId,
+    });
+    expect(line).not.toHaveProperty('userId');
+    // The click that made the grant has its own line, as a click.
+    expect(decisionLines(world, first.approvalId).map((l) => l.json!.via)).toEqual(['click']);
+
+    // The export has the grant's events beside the decisions, in the order they were written.
+    await until(async () => (await world.redis.xlen(keys.grantAudit)) >= 2);
+    const exported = exportedLines(world, ['--kind', 'grant,decision']);
+    expect(exported.map((e) => [e.kind, e.event, e.approvalId])).toEqual([
+      ['grant', 'created', undefined],
+      ['decision', undefined, first.approvalId],
+      ['grant', 'used', again.approvalId],
+      ['decision', undefined, again.approvalId],
+    ]);
+    expect(exported[0]).toMatchObject({ grantId, grant: expect.stringContaining('"grantedBy":"U0ALICE"') });
+  });
+
+  it('an escalation timeout: one line saying timeout, with the host’s owner it was decided for', async () => {
+    const host = await FakeHost.start({ sessions: [{ sessionId: SESSION, title: 'Deploy' }] });
+    const path = tempConfig(cleanups, {
+      hosts: [mainHost(host.command, { owner: OWNER })],
+      routes: [route('default', { escalation: ladder(['1s', 'timeout']) })],
+    });
+    const world = await startWorld({ COUNTERSIGN_CONFIG: path, MSP_HOST_COMMAND: '' }, host);
+    const late = argsWithSecret('line-timeout-0001', 'lynx-cobalt-3030');
+    await world.host.open(late);
+    await world.host.waitForDecide((d) => d.frame.params.approvalId === late.approvalId, 5_000);
+    const line = await decisionLineOf(world, late, ['lynx-cobalt-3030', FAKE_GITHUB_TOKEN]);
+    expect(line).toMatchObject({
+      via: 'timeout',
+      owner: OWNER,
+      hostId: 'main',
+      route: 'default',
+      choiceId: 'abort',
+    });
+    expect(line).not.toHaveProperty('userId');
+    expect(await world.auditEntries()).toEqual([expect.objectContaining({ via: 'timeout' })]);
   });
 });

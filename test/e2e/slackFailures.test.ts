@@ -219,3 +219,84 @@ describe('Slack failures', () => {
     expect(world.bot.logs.filter((l) => l.msg === 'card update failed')).toHaveLength(1);
   });
 });
+
+// The Slack app has no chat:write.public (docs/slack.md, "Inviting the bot"): the fake Slack
+// answers not_in_channel to posts and history reads in a channel the bot is not in.
+describe('a bot that is not in the channel', () => {
+  const NOT_IN_CHANNEL =
+    'the bot cannot use this channel: invite it with /invite @countersign, or check SLACK_CHANNEL';
+
+  /** The bot's line saying it cannot use the channel for `approvalId`'s card. */
+  function notInChannelLine(w: World, approvalId: string) {
+    return w.bot.waitForLog((l) => l.msg === NOT_IN_CHANNEL && l.json?.approvalId === approvalId, 10_000);
+  }
+
+  it('never invited: no card, a line saying to invite it (not blaming scopes); once invited, one card', async () => {
+    const w = await World.start();
+    world = w;
+    w.slack.setBotChannels([]);
+    const approval = approvalFromTranscript('approval-round-trip', { approvalId: 'uninvited-0001' });
+    await w.host.open(approval, { via: 'both' });
+    const said = await notInChannelLine(w, 'uninvited-0001');
+    expect(said.json).toMatchObject({
+      level: 50,
+      method: 'chat.postMessage',
+      channel: w.channel,
+      error: 'not_in_channel',
+    });
+    expect(w.slack.messagesIn(w.channel)).toEqual([]);
+    // Trying again, the bot first looks for the card, which it cannot either: it says to invite
+    // it, not that it lacks a scope, and posts nothing.
+    const since = w.slack.calls.length;
+    await w.slack.waitFor('conversations.history', (c) => c.response.error === 'not_in_channel', 25_000);
+    await w.bot.waitForLog(
+      (l) => l.msg === NOT_IN_CHANNEL && l.index > said.index && l.json?.approvalId === 'uninvited-0001',
+    );
+    expect(w.slack.callsOf('chat.postMessage').filter((c) => c.index >= since)).toEqual([]);
+    expect(w.bot.logs.filter((l) => l.raw.includes('channels:history'))).toEqual([]);
+
+    // One line each time, without a stack trace.
+    expect(w.bot.logs.filter((l) => l.json?.approvalId === 'uninvited-0001' && (l.level ?? 0) >= 40)).toEqual(
+      w.bot.logs.filter((l) => l.msg === NOT_IN_CHANNEL),
+    );
+    expect(w.bot.logs.some((l) => l.raw.includes('"stack"'))).toBe(false);
+
+    w.slack.inviteBot(w.channel);
+    // The bot tries again (the host asks again, or its post lease runs out), looks first, and posts once.
+    await w.postedAt('uninvited-0001', 30_000);
+    const card = await w.waitForCard('uninvited-0001', (m) => buttonsOf(m).length > 0);
+    expect(w.slack.messagesIn(w.channel).map((m) => m.ts)).toEqual([card.ts]);
+    expect(w.bot.logs.filter((l) => l.raw.includes('channels:history'))).toEqual([]);
+    expectStillUp(w);
+  }, 45_000);
+
+  it('a post that landed with its answer lost, then the bot removed from the channel: never a second card, even for an app still granted chat:write.public', async () => {
+    const w = await World.start();
+    world = w;
+    w.slack.setBotChannels([w.channel]);
+    // An app installed from an older manifest: its posts land where its history reads cannot.
+    w.slack.chatWritePublic = true;
+    w.slack.fault('chat.postMessage', { status: 500, applied: true });
+    void w.slack
+      .waitFor('chat.postMessage', (c) => c.args.channel === w.channel && c.lost === 'status', 10_000)
+      .then(() => w.slack.removeBot(w.channel));
+    const approval = approvalFromTranscript('approval-round-trip', { approvalId: 'removed-0001' });
+    await w.host.open(approval, { via: 'both' });
+
+    await notInChannelLine(w, 'removed-0001');
+    // The lookup could not tell whether the card landed, so nothing was posted again.
+    expect(w.slack.callsOf('conversations.history').map((c) => c.response.error)).toContain('not_in_channel');
+    expect(w.slack.callsOf('chat.postMessage')).toHaveLength(1);
+    expect(w.slack.messagesIn(w.channel)).toHaveLength(1);
+
+    w.slack.inviteBot(w.channel);
+    const { ts } = await w.postedAt('removed-0001', 30_000);
+    expect(w.slack.messagesIn(w.channel).map((m) => m.ts)).toEqual([ts]);
+    expect(w.slack.callsOf('chat.postMessage')).toHaveLength(1);
+    await w.press('removed-0001', 'Allow once');
+    await w.host.waitForDecide();
+    const final = await w.waitForCard('removed-0001', (m) => textOf(m).includes('Approved'));
+    expect(final.ts).toBe(ts);
+    expectStillUp(w);
+  }, 45_000);
+});

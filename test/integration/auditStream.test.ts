@@ -1,18 +1,11 @@
-// The audit stream on a real Redis: flat entries, capped with MAXLEN ~, exported in order, and
+// The audit stream on a real Redis: flat entries, capped with MAXLEN ~, and
 // an append that can never fail the decision it records. Refusals go to a stream of their own,
 // within a limit per user and minute, so that no number of them trims a decision.
 
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { AuditEntry } from '../../src/domain/audit.js';
-import {
-  type AuditStreams,
-  auditFields,
-  type ExportedAuditEntry,
-  exportAudit,
-  REFUSALS_PER_USER_PER_MINUTE,
-  RedisAuditTrail,
-} from '../../src/store/auditStream.js';
+import { REFUSALS_PER_USER_PER_MINUTE, RedisAuditTrail } from '../../src/store/auditStream.js';
 import { keys } from '../../src/store/keys.js';
 import { freshRedisDb } from '../support/bot.js';
 import { captureLogger } from '../support/logCapture.js';
@@ -75,15 +68,6 @@ function refusal(userId: string, n: number, reason = 'notApprover'): AuditEntry 
     reason,
     at: '2026-12-01T10:00:00.000Z',
   };
-}
-
-async function exported(pageSize?: number, streams?: AuditStreams): Promise<ExportedAuditEntry[]> {
-  const out: ExportedAuditEntry[] = [];
-  await exportAudit(redis, (entry) => out.push(entry), {
-    ...(pageSize ? { pageSize } : {}),
-    ...(streams ? { streams } : {}),
-  });
-  return out;
 }
 
 /** The user's refusal counter runs out within a minute. */
@@ -154,7 +138,7 @@ describe('RedisAuditTrail', () => {
     await expect(trail.append(decision(1))).resolves.toBeUndefined();
     expect(lines.find((l) => l.msg === 'audit entry not written')).toMatchObject({
       level: 50,
-      audit: { approvalId: 'a-1' },
+      auditEntry: { approvalId: 'a-1' },
     });
     dead.disconnect();
   });
@@ -243,53 +227,8 @@ describe('refusals', () => {
     expect(trail.refusals.total.notApprover).toBe(1);
     expect(lines.find((l) => l.msg === 'audit entry not written')).toMatchObject({
       level: 50,
-      audit: { kind: 'refusal', userId: 'U0EVE' },
+      auditEntry: { kind: 'refusal', userId: 'U0EVE' },
     });
     dead.disconnect();
-  });
-});
-
-describe('exportAudit', () => {
-  it('reads every entry once, oldest first, across pages', async () => {
-    const { logger } = captureLogger();
-    const trail = new RedisAuditTrail(redis, { maxLen: 1_000, logger });
-    for (let n = 0; n < 20; n++) await trail.append(decision(n));
-    const all = await exported(7);
-    expect(all.map((e) => e.approvalId)).toEqual(Array.from({ length: 20 }, (_, n) => `a-${n}`));
-    expect(all[0]).toMatchObject({ kind: 'decision', via: 'click', choiceId: 'allow_once' });
-    expect(all[0]!.id).toMatch(/^\d+-\d+$/);
-  });
-
-  it('merges decisions and refusals by time; either alone on request, the decisions’ lines as before', async () => {
-    // Ids chosen by hand: the two streams number their entries apart, so the same millisecond
-    // may start both (the decisions' entry goes first then).
-    const at = (ms: number, seq = 0) => `${1_764_583_200_000 + ms}-${seq}`;
-    const written: Array<[string, string, AuditEntry]> = [
-      [keys.audit, at(1), decision(1)],
-      [keys.refusals, at(1), refusal('U0USER0', 0)],
-      [keys.audit, at(2), decision(2)],
-      [keys.refusals, at(3), refusal('U0USER3', 3)],
-      [keys.refusals, at(3, 1), refusal('U0USER6', 6)],
-      [keys.audit, at(4), decision(4)],
-      [keys.audit, at(4, 1), decision(5)],
-      [keys.refusals, at(5), refusal('U0USER9', 9)],
-      [keys.audit, at(6), decision(7)],
-    ];
-    for (const [key, id, entry] of written) await redis.xadd(key, id, ...auditFields(entry));
-    const order = ['a-1', 'a-0', 'a-2', 'a-3', 'a-6', 'a-4', 'a-5', 'a-9', 'a-7'];
-    const all = await exported(2);
-    expect(all.map((e) => e.approvalId)).toEqual(order);
-    expect(all.map((e) => e.id)).toEqual([...written.map(([, id]) => id)].sort());
-    const refusals = await exported(2, 'refusals');
-    expect(refusals.map((e) => e.approvalId)).toEqual(['a-0', 'a-3', 'a-6', 'a-9']);
-    // Flat, every field a string, as the entry was appended.
-    expect(refusals[0]).toEqual({ id: expect.stringMatching(/^\d+-\d+$/), ...refusal('U0USER0', 0) });
-    const decisions = await exported(2, 'decisions');
-    expect(decisions).toEqual(all.filter((e) => e.kind === 'decision'));
-    expect(decisions[0]).toEqual({ id: expect.stringMatching(/^\d+-\d+$/), ...decision(1) });
-  });
-
-  it('exports nothing from an empty stream', async () => {
-    expect(await exported()).toEqual([]);
   });
 });

@@ -273,6 +273,30 @@ describe('FakeSlack', () => {
     ).toEqual(['after', 'held']);
   });
 
+  test('once told the bot’s channels, posting and reading history elsewhere answer not_in_channel', async () => {
+    slack = await FakeSlack.start();
+    const web = client(slack);
+    await web.chat.postMessage({ channel: 'C1', text: 'anywhere until told' });
+    slack.setBotChannels(['C1']);
+    const notIn = { data: { error: 'not_in_channel' } };
+    await expect(web.chat.postMessage({ channel: 'C2', text: 'x' })).rejects.toMatchObject(notIn);
+    await expect(web.conversations.history({ channel: 'C2' })).rejects.toMatchObject(notIn);
+    expect((await web.conversations.history({ channel: 'C1' })).messages).toHaveLength(1);
+    // DMs are always open to the bot.
+    await web.chat.postMessage({ channel: 'U9', text: 'dm' });
+    slack.inviteBot('C2');
+    await web.chat.postMessage({ channel: 'C2', text: 'invited' });
+    slack.removeBot('C1');
+    await expect(web.conversations.history({ channel: 'C1' })).rejects.toMatchObject(notIn);
+    // An app with chat:write.public may post in a public channel it is not in, never read it.
+    slack.chatWritePublic = true;
+    await web.chat.postMessage({ channel: 'C1', text: 'public' });
+    await expect(web.chat.postMessage({ channel: 'G1', text: 'private' })).rejects.toMatchObject(notIn);
+    await expect(web.conversations.history({ channel: 'C1' })).rejects.toMatchObject(notIn);
+    expect(slack.messagesIn('C1').map((m) => m.text)).toEqual(['anywhere until told', 'public']);
+    expect(slack.messagesIn('C2').map((m) => m.text)).toEqual(['invited']);
+  });
+
   test('conversations.history pages a channel newest first, with metadata only on request', async () => {
     slack = await FakeSlack.start();
     const web = client(slack);

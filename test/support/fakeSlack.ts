@@ -288,6 +288,8 @@ export class FakeSlack {
   private readonly users = new Map<string, Record<string, unknown>>();
   /** channel → its members, for the channels a test set; every other channel has the roster's. */
   private readonly channelMembers = new Map<string, string[]>();
+  /** The channels the bot is a member of, once a test says so; until then it is in every one. */
+  private botChannels: Set<string> | undefined;
   private readonly usergroups = new Map<string, string[]>();
   private readonly usergroupHandles = new Map<string, string>();
   private waiters: Waiter[] = [];
@@ -401,6 +403,36 @@ export class FakeSlack {
    */
   setChannelMembers(channel: string, userIds: string[]): void {
     this.channelMembers.set(channel, userIds);
+  }
+
+  /**
+   * From now on the bot is a member of `channels` only, as in a real workspace: posting
+   * (chat.postMessage) and reading history (conversations.history) elsewhere answer
+   * `not_in_channel`. DMs are always open to it.
+   */
+  setBotChannels(channels: string[]): void {
+    this.botChannels = new Set(channels);
+  }
+
+  /** `/invite @countersign` in `channel` (see setBotChannels). */
+  inviteBot(channel: string): void {
+    this.botChannels ??= new Set();
+    this.botChannels.add(channel);
+  }
+
+  /** The bot is removed from `channel` (see setBotChannels). */
+  removeBot(channel: string): void {
+    this.botChannels?.delete(channel);
+  }
+
+  /**
+   * The installed app has `chat:write.public`, as one made from an older manifest does: the bot
+   * may post in a public channel (C…) it is not in. Reading its history still needs membership.
+   */
+  chatWritePublic = false;
+
+  private botIsIn(channel: string): boolean {
+    return !this.botChannels || channel.startsWith('D') || this.botChannels.has(channel);
   }
 
   private membersOf(channel: string): string[] {
@@ -1018,6 +1050,8 @@ export class FakeSlack {
     if (violations.length) return { ok: false, error: 'invalid_blocks', violations };
     const channel = this.conversationId(requested);
     if (!channel) return { ok: false, error: 'channel_not_found' };
+    if (!this.botIsIn(channel) && !(this.chatWritePublic && channel.startsWith('C')))
+      return { ok: false, error: 'not_in_channel' };
     const ts = this.nextTs();
     const threadTs = str(args.thread_ts);
     const metadata = metadataOf(args.metadata);
@@ -1042,6 +1076,7 @@ export class FakeSlack {
   private history(args: Record<string, unknown>): Record<string, unknown> {
     const channel = str(args.channel);
     if (!channel || channel.startsWith('#')) return { ok: false, error: 'channel_not_found' };
+    if (!this.botIsIn(channel)) return { ok: false, error: 'not_in_channel' };
     const inclusive = flag(args.inclusive);
     const oldest = str(args.oldest) === undefined ? undefined : tsMicros(str(args.oldest)!);
     const latest = str(args.latest) === undefined ? undefined : tsMicros(str(args.latest)!);

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { AuditTrail } from '../../domain/audit.js';
+import { type AuditEntry, type AuditTrail, decisionVia } from '../../domain/audit.js';
 import type { NoticeNames, ResolvedRecord } from '../../domain/decisionNotice.js';
 import type { ApprovalRecord } from '../../domain/record.js';
 import type { Activity } from '../../util/activity.js';
@@ -48,9 +48,10 @@ export interface DecisionNoticesOptions {
 }
 
 /**
- * Follows stored records (RecordKeeper's onChange) and, once an approval is resolved and its
- * card is in place, sends its notices: the audit line in the card's thread, the audit stream
- * entry, and the DM to the host's owner.
+ * Follows stored records (RecordKeeper's onChange) and, once an approval is resolved, audits it
+ * (the log's decision line and the audit stream entry: every resolution, so that an operator
+ * sees policy and the automated reviewer beside the people) and, once its card is in place,
+ * sends the line in the card's thread and the DM to the host's owner.
  *
  * Each notice is sent at most once per approval, whichever replica sees the resolution and
  * however often it is seen again (the host repeating it, a re-sync, a restart): a Redis claim
@@ -69,12 +70,11 @@ export class DecisionNotices {
     const ts = record.slack.ts;
     if (record.phase !== 'resolved' || !record.resolution) return;
     const resolved = record as ResolvedRecord;
+    // The trail needs no card: a grant may have answered with none shown, or Slack may not take
+    // the card yet (the bot not invited to the channel). Audited once, whenever it is seen.
+    this.track(this.once(resolved, 'audit', () => this.appendAudit(resolved)));
     // A grant answered it and no card was ever shown: its line in the channel took the thread's
-    // place, and its owner is not told of every request a grant answers. The trail still is.
-    if (!ts && record.slack.deferred) {
-      this.track(this.once(resolved, 'audit', () => this.appendAudit(resolved)));
-      return;
-    }
+    // place, and its owner is not told of every request a grant answers.
     // Before its card is placed a resolved approval has no thread and no link yet; placing the
     // card is itself a stored change, so it comes back here.
     if (!ts) return;
@@ -98,9 +98,6 @@ export class DecisionNotices {
     const names = this.names(record);
     await Promise.all([
       this.once(record, 'thread', async () => sender.decisionLine({ channel, ts }, record, await names)),
-      // Every resolution: an operator exporting the trail sees policy and the automated
-      // reviewer beside the people, as the card's thread does.
-      this.once(record, 'audit', () => this.appendAudit(record)),
       owner
         ? this.once(record, 'dm', async () => {
             const [permalink, known] = await Promise.all([sender.permalink(channel, ts), names]);
@@ -122,25 +119,16 @@ export class DecisionNotices {
     return { nameOf: (id: string) => names.get(id) };
   }
 
-  /** The stream entry of a resolution: a Slack user's click, or the host's own. */
+  /**
+   * The audit of a resolution: one line in the log at info, then the stream entry. Both happen
+   * under the `audit` notice's claim, so each is written once per approval across replicas,
+   * re-syncs and restarts; the log line outlives the capped stream and reaches a SIEM through
+   * the log pipeline.
+   */
   private async appendAudit(record: ResolvedRecord): Promise<void> {
-    const { resolution } = record;
-    await this.options.audit.append({
-      kind: 'decision',
-      approvalId: record.approvalId,
-      hostId: record.hostId,
-      ...(record.route !== undefined ? { route: record.route } : {}),
-      tool: record.tool,
-      ...(resolution.slackUserId !== undefined ? { userId: resolution.slackUserId } : {}),
-      ...(resolution.voters ? { voters: resolution.voters } : {}),
-      via: resolution.via === 'grant' ? 'grant' : resolution.slackUserId !== undefined ? 'click' : 'host',
-      ...(resolution.grant ? { grantId: resolution.grant.grantId } : {}),
-      resolvedBy: resolution.resolvedBy,
-      choiceId: resolution.choiceId ?? '',
-      decision: resolution.decision,
-      ...(resolution.feedback !== undefined ? { feedback: resolution.feedback } : {}),
-      at: resolution.decidedAt,
-    });
+    const entry = decisionEntry(record);
+    this.options.logger.info(decisionLine(record, entry, this.options.ownerOf(record.hostId)), 'decision');
+    await this.options.audit.append(entry);
   }
 
   /** Runs `send` if this process wins the notice's claim; never rejects. */
@@ -169,4 +157,61 @@ export class DecisionNotices {
       logger.warn({ err, approvalId, notice: kind }, 'notice outcome not stored');
     });
   }
+}
+
+/** The stream entry of a resolution: a Slack user's click, a grant, a timeout, or the host's own. */
+function decisionEntry(record: ResolvedRecord): Extract<AuditEntry, { kind: 'decision' }> {
+  const { resolution } = record;
+  return {
+    kind: 'decision',
+    approvalId: record.approvalId,
+    hostId: record.hostId,
+    ...(record.route !== undefined ? { route: record.route } : {}),
+    tool: record.tool,
+    ...(resolution.slackUserId !== undefined ? { userId: resolution.slackUserId } : {}),
+    ...(resolution.voters ? { voters: resolution.voters } : {}),
+    via: decisionVia(resolution),
+    ...(resolution.grant ? { grantId: resolution.grant.grantId } : {}),
+    resolvedBy: resolution.resolvedBy,
+    choiceId: resolution.choiceId ?? '',
+    decision: resolution.decision,
+    ...(resolution.feedback !== undefined ? { feedback: resolution.feedback } : {}),
+    ...(record.argsSha256 !== undefined ? { argsSha256: record.argsSha256 } : {}),
+    at: resolution.decidedAt,
+  };
+}
+
+/**
+ * The log's audit line (docs/operations.md, "Audit"): a stable shape keyed by `audit: "decision"`.
+ * It names the arguments by their hash only, and leaves out the feedback: both are the agent's or
+ * a person's free text, and the log goes to more places than the stream.
+ */
+function decisionLine(
+  record: ResolvedRecord,
+  entry: Extract<AuditEntry, { kind: 'decision' }>,
+  owner: string | undefined,
+): Record<string, unknown> {
+  const { resolution } = record;
+  return {
+    audit: 'decision',
+    via: entry.via,
+    userId: entry.userId,
+    voters: entry.voters,
+    grantId: entry.grantId,
+    grantedBy: resolution.grant?.grantedBy,
+    owner,
+    decision: entry.decision,
+    choiceId: resolution.choiceId,
+    resolvedBy: entry.resolvedBy,
+    approvalId: record.approvalId,
+    sessionId: record.sessionId,
+    turnId: record.turnId,
+    itemId: record.itemId,
+    toolCallId: record.toolCallId,
+    hostId: record.hostId,
+    route: record.route,
+    tool: record.tool,
+    argsSha256: record.argsSha256,
+    at: entry.at,
+  };
 }

@@ -11,7 +11,7 @@ import {
 } from '../../store/approvalStore.js';
 import type { Activity } from '../../util/activity.js';
 import { KeyedQueue } from '../../util/keyedQueue.js';
-import { type CardChannel, HostLostError } from '../ports.js';
+import { type CardChannel, HostLostError, wasLogged } from '../ports.js';
 import { cardRevealed, keepingCurrentVotes } from './cardMutations.js';
 import { postUnderLease } from './cardPost.js';
 import { claimed, unclaimed } from './decisionMutations.js';
@@ -84,6 +84,8 @@ export class RecordKeeper {
         this.options.logger.warn({ approvalId }, err.message);
         return;
       }
+      // A Slack call the card channel gave up on has its one line already; it is tried again.
+      if (wasLogged(err)) return;
       this.options.logger.error({ err, approvalId }, 'approval work failed');
     });
   }

@@ -54,6 +54,7 @@ export function newRecord(params: ApprovalRequestParams, ctx: NewRecordContext):
     tool: taken.tool,
     title: taken.title,
     rawArgs: taken.rawArgs,
+    argsSha256: taken.argsSha256,
     subject: taken.subject,
     requiredCapabilities: stageCapabilities({
       tool: taken.tool,

@@ -37,6 +37,15 @@ describe('classifySlackError', () => {
     expect(classifySlackError(rateLimited(7))).toEqual({ kind: 'rateLimited', retryAfterMs: 7000 });
     expect(classifySlackError(platform('invalid_auth'))).toEqual({ kind: 'fatal', error: 'invalid_auth' });
     expect(classifySlackError(platform('missing_scope'))).toEqual({ kind: 'fatal', error: 'missing_scope' });
+    // Slack names the scope a call lacks; the log passes it on (docs/operations.md, "Slack app problems").
+    const missing = Object.assign(platform('missing_scope'), {
+      data: { ok: false, error: 'missing_scope', needed: 'channels:history', provided: 'chat:write' },
+    });
+    expect(classifySlackError(missing)).toEqual({
+      kind: 'fatal',
+      error: 'missing_scope',
+      needed: 'channels:history',
+    });
     expect(classifySlackError(platform('not_in_channel'))).toEqual({
       kind: 'notInChannel',
       error: 'not_in_channel',

@@ -143,6 +143,32 @@ describe('SlackCardChannel.post', () => {
     expect(said).toMatchObject({ failure: { kind: 'fatal', error: 'missing_scope' } });
   });
 
+  it('when the lookup is refused because the bot is not in the channel, nothing is posted again until one can tell', async () => {
+    const { slack, cards, lines } = await setup();
+    // An app still granted chat:write.public: its post lands where its history read cannot.
+    slack.setBotChannels([]);
+    slack.chatWritePublic = true;
+    slack.fault('chat.postMessage', { status: 500, applied: true });
+    await expect(cards.post('C1', () => card('card'), { approvalId: 'a-unseen' })).rejects.toMatchObject({
+      data: { error: 'not_in_channel' },
+    });
+    expect(slack.messagesIn('C1')).toHaveLength(1);
+    expect(slack.callsOf('chat.postMessage')).toHaveLength(1);
+    const said = lines.filter((l) => (l.level as number) >= 40);
+    expect(said).toEqual([
+      expect.objectContaining({
+        level: 50,
+        msg: 'the bot cannot use this channel: invite it with /invite @countersign, or check SLACK_CHANNEL',
+        approvalId: 'a-unseen',
+      }),
+    ]);
+    // Invited, the next try looks first and finds it.
+    slack.inviteBot('C1');
+    const found = await cards.post('C1', () => card('card'), { approvalId: 'a-unseen' });
+    expect(slack.messagesIn('C1').map((m) => m.ts)).toEqual([found.ts]);
+    expect(slack.callsOf('chat.postMessage')).toHaveLength(1);
+  });
+
   it('a refused post is logged once with its classification and rejects', async () => {
     const { slack, cards, lines } = await setup();
     slack.failNext('chat.postMessage', 'not_in_channel');

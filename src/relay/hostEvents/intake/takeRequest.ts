@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type {
   ApprovalChoice,
   ApprovalRequestParams,
@@ -79,6 +80,8 @@ export interface TakenRequest extends TakenQuestion {
   tool: string;
   title?: string;
   rawArgs: string;
+  /** SHA-256 (hex) of the arguments as sent, taken before they are masked or cut. */
+  argsSha256: string;
   reason?: string;
   subagentOrigin?: SubagentOrigin;
   sessionTitle?: string;
@@ -92,7 +95,7 @@ export interface TakenRequest extends TakenQuestion {
 export function takeRequest(params: ApprovalRequestParams, sessionTitle: string | undefined): TakenRequest {
   // takeQuestion's object, grown: `{ ...question, tool }` would make V8 build new hidden classes
   // for every request (docs/performance.md, "Object shapes").
-  const taken: TakenRequest = Object.assign(takeQuestion(params), { tool: '', rawArgs: '' });
+  const taken: TakenRequest = Object.assign(takeQuestion(params), { tool: '', rawArgs: '', argsSha256: '' });
   const text = (name: 'tool' | 'title' | 'rawArgs' | 'reason' | 'sessionTitle', raw: string, max: number) => {
     const fitted = takeText(raw, max);
     taken.reports[name] = fitted.report;
@@ -100,6 +103,9 @@ export function takeRequest(params: ApprovalRequestParams, sessionTitle: string 
   };
   taken.tool = text('tool', params.toolName, MAX_TOOL_CHARS);
   taken.rawArgs = text('rawArgs', params.rawArgs, MAX_RAW_ARGS_CHARS);
+  // Of the arguments as the host sent them (UTF-8), so that a SIEM can match the audit line to
+  // the host's own log; the record keeps them masked, which no one else could hash alike.
+  taken.argsSha256 = createHash('sha256').update(params.rawArgs, 'utf8').digest('hex');
   if (typeof params.title === 'string') taken.title = text('title', params.title, MAX_TEXT_CHARS);
   if (params.reason !== undefined) taken.reason = text('reason', params.reason, MAX_TEXT_CHARS);
   if (sessionTitle !== undefined) taken.sessionTitle = text('sessionTitle', sessionTitle, MAX_TEXT_CHARS);
