@@ -11,8 +11,9 @@
 #
 # Both stages use the same image, pinned by its multi-arch manifest-list digest so that a build
 # today and a build next month run the same Node and Debian. The digest is the one Docker Hub gave
-# for node:24-bookworm-slim on 2026-05-21 (`docker buildx imagetools inspect
-# node:24-bookworm-slim`, quoted in openclaw/openclaw#84981). It does not move by itself: let
+# for node:24.15.0-bookworm-slim (then also node:24-bookworm-slim) on 2026-05-21 (`docker buildx
+# imagetools inspect`, quoted in openclaw/openclaw#84981); the exact version in the tag says which
+# Node it holds. It does not move by itself: let
 # Renovate (docker digest updates) or Dependabot (package-ecosystem "docker") bump both lines
 # together, since the tag keeps receiving Node and Debian security fixes.
 # bookworm-slim rather than alpine: tini comes from Debian's archive, and hosts built for glibc run.
@@ -20,7 +21,7 @@
 # MSP_HOST_COMMAND runs inside this container: extend this image with your agent host
 # (`FROM countersign`, then install `muse`), or mount it in (docs/operations.md).
 
-FROM node:24-bookworm-slim@sha256:4e6b70dd6cbfc88c8157ba19aa3d9f9cce6ba4703576d55459e45efcbc9c5f5d AS build
+FROM node:24.15.0-bookworm-slim@sha256:4e6b70dd6cbfc88c8157ba19aa3d9f9cce6ba4703576d55459e45efcbc9c5f5d AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci
@@ -28,7 +29,7 @@ COPY tsconfig*.json ./
 COPY src ./src
 RUN npm run build
 
-FROM node:24-bookworm-slim@sha256:4e6b70dd6cbfc88c8157ba19aa3d9f9cce6ba4703576d55459e45efcbc9c5f5d AS runtime
+FROM node:24.15.0-bookworm-slim@sha256:4e6b70dd6cbfc88c8157ba19aa3d9f9cce6ba4703576d55459e45efcbc9c5f5d AS runtime
 # tini as PID 1: it reaps the MSP host's exited children, which would otherwise stay zombies in the
 # host's process group and make shutdown wait out its whole budget. Kubernetes has no init option
 # like Docker's, so the init must be in the image. It passes SIGTERM on to node.

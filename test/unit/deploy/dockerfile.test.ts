@@ -56,9 +56,9 @@ describe('Dockerfile', () => {
     expect(froms.length).toBeGreaterThan(1);
     const majors = froms.map((image) => {
       expect(image, 'a Debian slim Node image pinned by its sha256 digest').toMatch(
-        /^node:\d+-bookworm-slim@sha256:[0-9a-f]{64}$/,
+        /^node:\d+(\.\d+\.\d+)?-bookworm-slim@sha256:[0-9a-f]{64}$/,
       );
-      return Number(/^node:(\d+)-/.exec(image)?.[1]);
+      return Number(/^node:(\d+)[.-]/.exec(image)?.[1]);
     });
     expect(new Set(majors).size, `build and runtime run one Node line (${froms.join(', ')})`).toBe(1);
     const major = majors[0]!;
