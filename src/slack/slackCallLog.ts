@@ -4,6 +4,9 @@ import type { SlackFailure } from './slackFailures.js';
 /** What a log line says about the call: method plus where (channel, ts, approvalId). */
 export type CallFields = { method: string; channel?: string; ts?: string; approvalId?: string };
 
+/** How often the "invite the bot" line is repeated at error for one channel. */
+export const NOT_IN_CHANNEL_EVERY_MS = 60_000;
+
 /**
  * The one place Slack call failures are logged, each once (docs/operations.md, "Slack calls in
  * the log"): every retry at debug, so a slow or flaky Slack does not flood the log; a call that
@@ -12,10 +15,14 @@ export type CallFields = { method: string; channel?: string; ts?: string; approv
  * cannot use (error).
  */
 export class SlackCallLog {
+  /** Channel → when its "invite the bot" line was last logged at error. */
+  private readonly notInChannelSaid = new Map<string, number>();
+
   constructor(
     private readonly logger: Logger,
     /** Told when Slack refuses the token or its scopes: health reads it. */
     private readonly onFatal?: (error: string) => void,
+    private readonly nowMs: () => number = Date.now,
   ) {}
 
   retrying(fields: CallFields, failure: SlackFailure, attempt: number, delayMs: number): void {
@@ -34,7 +41,14 @@ export class SlackCallLog {
       );
       this.onFatal?.(failure.error);
     } else if (failure.kind === 'notInChannel') {
-      this.logger.error(
+      // Every card of an uninvited channel is tried again about every 16 s: one line per channel
+      // and minute says it, the rest go to debug, so the log does not fill with the same advice.
+      const key = fields.channel ?? '';
+      const last = this.notInChannelSaid.get(key);
+      const now = this.nowMs();
+      const fresh = last === undefined || now - last >= NOT_IN_CHANNEL_EVERY_MS;
+      if (fresh) this.notInChannelSaid.set(key, now);
+      this.logger[fresh ? 'error' : 'debug'](
         { ...fields, error: failure.error },
         'the bot cannot use this channel: invite it with /invite @countersign, or check SLACK_CHANNEL',
       );

@@ -3,7 +3,7 @@
 // use (error) stay loud, since only a person can fix them.
 
 import { describe, expect, it } from 'vitest';
-import { SlackCallLog } from '../../../src/slack/slackCallLog.js';
+import { NOT_IN_CHANNEL_EVERY_MS, SlackCallLog } from '../../../src/slack/slackCallLog.js';
 import { captureLogger } from '../../support/logCapture.js';
 
 const FIELDS = { method: 'chat.update', channel: 'C1', ts: '1.1', approvalId: 'a-1' };
@@ -52,5 +52,24 @@ describe('SlackCallLog', () => {
     // A missing scope is named, for the app to be given it (and reinstalled).
     expect(lines[1]).toMatchObject({ ...FIELDS, error: 'missing_scope', needed: 'channels:history' });
     expect(fatal).toEqual(['invalid_auth', 'missing_scope']);
+  });
+
+  it('a channel the bot cannot use is said at error once a minute per channel; the repeats go to debug', () => {
+    const { logger, lines } = captureLogger();
+    let now = 1_000_000;
+    const log = new SlackCallLog(logger, undefined, () => now);
+    const failure = { kind: 'notInChannel', error: 'not_in_channel' } as const;
+    log.gaveUp(FIELDS, failure);
+    now += 16_000;
+    log.gaveUp(FIELDS, failure);
+    log.gaveUp({ ...FIELDS, channel: 'C2' }, failure);
+    now += NOT_IN_CHANNEL_EVERY_MS;
+    log.gaveUp(FIELDS, failure);
+    expect(lines.map((l) => [l.level, l.channel])).toEqual([
+      [50, 'C1'],
+      [20, 'C1'],
+      [50, 'C2'],
+      [50, 'C1'],
+    ]);
   });
 });
