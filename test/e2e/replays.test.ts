@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { keys } from '../../src/store/keys.js';
 import { type HostFrame, type RpcFrame, shellApproval } from '../support/fakeHost.js';
 import { answer, exchange, type FallbackLine, line, lines, startReplay } from '../support/replay.js';
 import { buttonsOf, textOf, World } from './world.js';
@@ -121,6 +122,125 @@ describe('replayed MSP transcripts', () => {
     await world.waitForCard(approval.approvalId, (m) => textOf(m).includes('Approved'));
     expect(cardPostsOf(world, approval.approvalId)).toBe(1);
     expect(world.host.decides()).toHaveLength(1);
+    expect(errorLogs(world)).toEqual([]);
+  });
+
+  for (const [name, kind] of [
+    ['cursor-truncated', 'viewTruncated'],
+    ['cursor-never-existed', 'notFound'],
+  ] as const) {
+    it(`${name}: the refused cursor is followed by one fresh resume, and the card stays one and true`, async () => {
+      const approval = snapshotApproval();
+      const session = snapshotSession();
+      const recordedResume = line(name, 4).frame.params as Params & { cursor: string };
+      const common = {
+        'session/list': listed(session),
+        'approval/listPending': pending([approval]),
+      };
+      const { host, env } = await startReplay([
+        // The first host process hands out the cursor the transcript's client resumes from.
+        {
+          initialize: line(name, 2).raw,
+          fallback: { ...common, 'session/resume': [resumed(session, recordedResume.cursor, [approval])] },
+        },
+        // After a crash, the next one replays the transcript: that cursor is refused. The fresh
+        // resume that follows is answered as snapshot-suffix-pending-approval's host does (its
+        // result and the re-issued approval/request), and so is the decide.
+        {
+          initialize: line(name, 2).raw,
+          steps: [exchange(name, 4), exchange(SNAPSHOT, 8)],
+          fallback: {
+            ...common,
+            'session/resume': [{ result: line(SNAPSHOT, 5).frame.result! }, line(SNAPSHOT, 6).raw],
+          },
+        },
+      ]);
+      world = await World.start({}, env, { host });
+      await world.waitForCard(approval.approvalId, (m) => buttonsOf(m).length > 0);
+
+      await world.host.crash();
+      await world.host.waitForIncarnation(2);
+      await answerTo(world, 17, 2);
+      const [withCursor, fresh, ...more] = world.host
+        .framesOf('session/resume')
+        .filter((f) => f.incarnation === 2);
+      expect(more).toEqual([]);
+
+      // The resume with the cursor is the recorded one but for the commandId.
+      const { commandId: first, ...sent } = params(withCursor!);
+      const { commandId: recordedCommandId, ...recorded } = recordedResume;
+      expect(sent).toEqual(recorded);
+      expect(first).not.toBe(recordedCommandId);
+      // The host answered it with the recorded error; the bot resumes afresh: no cursor, and a
+      // commandId of its own (a new command, not a replay of the refused one).
+      const { commandId: second, ...again } = params(fresh!);
+      expect(again).toEqual({ sessionId: recorded.sessionId, excludeItems: true });
+      expect(second).toMatch(UUID_V7);
+      expect(second).not.toBe(first);
+      expect(
+        world.bot.logs.some(
+          (l) => l.msg === 'resuming from the last cursor refused; resuming afresh' && l.json?.kind === kind,
+        ),
+      ).toBe(true);
+
+      // Still one card, still open, and its button still decides the approval.
+      const card = await world.waitForCard(approval.approvalId, (m) => buttonsOf(m).length === 3);
+      await world.press(approval.approvalId, 'Allow for this session', 'U0ALICE', card);
+      const decide = await world.host.waitForDecide();
+      expect(decide.frame.params.requirementId).toEqual(approval.currentRequirementId);
+      await world.waitForCard(approval.approvalId, (m) => textOf(m).includes('Approved'));
+      expect(cardPostsOf(world, approval.approvalId)).toBe(1);
+      expect(world.host.decides()).toHaveLength(1);
+      expect(errorLogs(world)).toEqual([]);
+    });
+  }
+
+  it('cursor-retained: the suffix of item events after a retained cursor is tolerated', async () => {
+    const name = 'cursor-retained';
+    const session = snapshotSession();
+    const recordedResume = line(name, 4).frame.params as Params & { cursor: string };
+    const { host, env } = await startReplay([
+      {
+        initialize: line(name, 2).raw,
+        fallback: {
+          'session/list': listed(session),
+          'approval/listPending': pending([]),
+          'session/resume': [resumed(session, recordedResume.cursor, [])],
+        },
+      },
+      {
+        initialize: line(name, 2).raw,
+        steps: [exchange(name, 4), exchange(SNAPSHOT, 8)],
+        fallback: { 'session/list': listed(session), 'approval/listPending': pending([]) },
+      },
+    ]);
+    world = await World.start({}, env, { host });
+    await world.host.crash();
+    await world.host.waitForIncarnation(2);
+    const resume = await world.host.waitForMethod('session/resume', (f) => f.incarnation === 2);
+    const { commandId, ...sent } = params(resume);
+    const { commandId: recordedCommandId, ...recorded } = recordedResume;
+    expect(sent).toEqual(recorded);
+    expect(commandId).not.toBe(recordedCommandId);
+
+    // The bot keeps the head the host answered with (the suffix came after it).
+    const head = line(name, 5).frame.result!.viewCursor;
+    await expect
+      .poll(async () => world!.redis.hget(keys.sessions('default'), recordedResume.sessionId as string))
+      .toBe(JSON.stringify({ viewCursor: head }));
+
+    // After the suffix (item/delta, item/completed, turn/completed), an approval still works.
+    const approval = snapshotApproval();
+    await answer(world.host, 'approval/listPending', pending([approval]));
+    await world.host.raw(line(SNAPSHOT, 6).raw);
+    await world.waitForCard(approval.approvalId, (m) => buttonsOf(m).length > 0);
+    await world.press(approval.approvalId, 'Allow for this session');
+    await world.host.waitForDecide();
+    await world.waitForCard(approval.approvalId, (m) => textOf(m).includes('Approved'));
+    expect(world.host.framesOf('session/resume').filter((f) => f.incarnation === 2)).toHaveLength(1);
+    expect(
+      world.bot.logs.filter((l) => (l.level ?? 0) >= 40 && /item\/|turn\//.test(l.raw)).map((l) => l.raw),
+    ).toEqual([]);
     expect(errorLogs(world)).toEqual([]);
   });
 
