@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { keys } from '../../src/store/keys.js';
-import { type HostFrame, type RpcFrame, shellApproval } from '../support/fakeHost.js';
+import { approvalFromTranscript, type HostFrame, type RpcFrame, shellApproval } from '../support/fakeHost.js';
 import { answer, exchange, type FallbackLine, line, lines, startReplay } from '../support/replay.js';
 import { buttonsOf, textOf, World } from './world.js';
 
@@ -313,4 +313,85 @@ describe('replayed MSP transcripts', () => {
       expect(errorLogs(world)).toEqual([]);
     });
   }
+
+  it('snapshot-suffix-pending-userinput: the re-issued userInput/request is refused as a client without a handler does, and approvals still work', async () => {
+    const name = 'snapshot-suffix-pending-userinput';
+    const request = line(name, 6).frame;
+    const session = line(name, 5).frame.result!.session!;
+    const sessionId = session.sessionId as string;
+    const { host, env } = await startReplay([
+      {
+        initialize: line(name, 2).raw,
+        steps: [exchange(name, 4)],
+        fallback: {
+          'session/list': listed(session),
+          'approval/listPending': pending([], [request.params!]),
+          'approval/decide': [ACCEPTED],
+        },
+      },
+    ]);
+    world = await World.start({}, env, { host });
+
+    // The bot declared userInputDialogs: false and cannot show the prompt. It answers as the
+    // vendor's SDK answers a request it has no handler for (-32601 methodNotFound), so the prompt
+    // stays pending for a client that can (msp-approvals.md §5.1), where the recorded client,
+    // which could show it, sent the receipt {}.
+    const refusal = await answerTo(world, request.id as number);
+    expect(line(name, 7).frame).toEqual({ jsonrpc: '2.0', id: request.id, result: {} });
+    expect(refusal.frame).toEqual({
+      jsonrpc: '2.0',
+      id: request.id,
+      error: {
+        code: -32601,
+        message: 'method not found: userInput/request',
+        data: { kind: 'methodNotFound', retryable: false },
+      },
+    });
+    expect(
+      world.host.frames.filter(
+        (f) => typeof f.frame !== 'string' && f.frame.method?.startsWith('userInput/'),
+      ),
+    ).toEqual([]);
+
+    // The bot goes on: an approval in the same session gets its card and its decide.
+    const approval = approvalFromTranscript('approval-round-trip', {
+      approvalId: 'after-userinput',
+      sessionId,
+    });
+    await answer(world.host, 'approval/listPending', pending([approval], [request.params!]));
+    await world.host.raw(
+      JSON.stringify({ jsonrpc: '2.0', id: 19, method: 'approval/request', params: approval }),
+    );
+    expect((await answerTo(world, 19)).frame).toEqual({ jsonrpc: '2.0', id: 19, result: {} });
+    await world.waitForCard(approval.approvalId, (m) => buttonsOf(m).length > 0);
+    await world.press(approval.approvalId, 'Allow once');
+    const decide = await world.host.waitForDecide();
+    expect(decide.frame.params).toMatchObject({
+      sessionId,
+      approvalId: approval.approvalId,
+      requirementId: approval.currentRequirementId,
+      choiceId: 'allow_once',
+    });
+    await world.host.raw(
+      JSON.stringify({
+        jsonrpc: '2.0',
+        method: 'approval/resolved',
+        params: {
+          sessionId,
+          approvalId: approval.approvalId,
+          itemId: approval.itemId,
+          turnId: approval.turnId,
+          decision: 'approved',
+          policyResult: 'allow',
+          resolvedBy: 'user',
+          decidedByCommandId: decide.frame.params.commandId,
+          stageEvidence: [],
+          sourceRange: approval.sourceRange,
+          viewCursor: `v:${sessionId}:503`,
+        },
+      }),
+    );
+    await world.waitForCard(approval.approvalId, (m) => textOf(m).includes('Approved'));
+    expect(errorLogs(world)).toEqual([]);
+  });
 });
