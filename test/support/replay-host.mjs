@@ -12,7 +12,7 @@
 //   client line's method takes the first step left; the host writes the server lines, byte for
 //   byte but for what the bot mints: the response to the recorded request carries the bot's id,
 //   and the recorded `params.commandId` is replaced by the bot's in every later line (the id
-//   unification of the vendor's serve-fixture, transcripts README "Id unification").
+//   unification that test/fixtures/msp-transcripts/README.md describes for serve-fixture).
 //   Server requests keep their recorded ids; the bot's answers to them are only reported.
 // - `fallback`: answers to the requests the bot makes that the transcript does not record
 //   (session/list, approval/listPending, a resume past the recorded one), by method. Each is a
