@@ -86,11 +86,16 @@ export class MspError extends Error {
     return new MspError({ code, message, data: record?.data }, options);
   }
 
+  /**
+   * What we answer a host request we do not serve (e.g. userInput/request): the vendor's SDK
+   * answers the same, `retryable: false` included, when no handler is registered. An error
+   * leaves the request pending for a client that can present it (msp-approvals.md §5.1).
+   */
   static methodNotFound(method: string): MspError {
     return new MspError({
       code: -32601,
       message: `method not found: ${method}`,
-      data: { kind: 'methodNotFound' },
+      data: { kind: 'methodNotFound', retryable: false },
     });
   }
 

@@ -18,14 +18,21 @@ export async function resumeSession(
   sessionId: string,
   viewCursor: string | undefined,
 ): Promise<string | undefined> {
-  const params = { commandId: newCommandId(), sessionId, excludeItems: true };
+  // Afresh, the bot needs none of the session's items (the metadata-only load of the vendor's
+  // userinput-*-round-trip transcripts). From a cursor the host serves only the suffix, with no
+  // history to exclude (msp-approvals.md §3), so the request is the one of the vendor's
+  // cursor-* transcripts: sessionId and cursor.
+  const fresh = () => ({ commandId: newCommandId(), sessionId, excludeItems: true });
   let raw: unknown;
   try {
-    raw = await request('session/resume', viewCursor ? { ...params, cursor: viewCursor } : params);
+    raw = await request(
+      'session/resume',
+      viewCursor ? { commandId: newCommandId(), sessionId, cursor: viewCursor } : fresh(),
+    );
   } catch (error) {
     if (!viewCursor || !(error instanceof MspError) || !CURSOR_ERRORS.has(error.kind)) throw error;
     logger.info({ sessionId, kind: error.kind }, 'resuming from the last cursor refused; resuming afresh');
-    raw = await request('session/resume', { ...params, commandId: newCommandId() });
+    raw = await request('session/resume', fresh());
   }
   const next = ResumeResult.safeParse(raw);
   return next.success && next.data.viewCursor ? next.data.viewCursor : undefined;

@@ -263,16 +263,20 @@ export class FakeHost {
   private incarnationWaiters: Waiter<Incarnation>[] = [];
   private connectWaiters: Array<() => void> = [];
 
-  private constructor(server: net.Server, dir: string, port: number) {
+  private constructor(server: net.Server, dir: string, port: number, script: string) {
     this.server = server;
     this.dir = dir;
     this.statePath = join(dir, 'host-state.json');
     // `exec` so that the shell is replaced: signals the bot sends to its child reach the host.
-    this.command = `exec ${shellQuote(process.execPath)} ${shellQuote(HOST_SCRIPT)}`;
+    this.command = `exec ${shellQuote(process.execPath)} ${shellQuote(script)}`;
     this.env = { FAKE_HOST_CONTROL: String(port), FAKE_HOST_STATE: this.statePath };
   }
 
-  static async start(seed: FakeHostSeed = {}): Promise<FakeHost> {
+  /**
+   * `options.script` runs another host program that speaks the same control protocol instead of
+   * fake-host.mjs (replay-host.mjs, see replay.ts).
+   */
+  static async start(seed: FakeHostSeed = {}, options: { script?: string } = {}): Promise<FakeHost> {
     const dir = mkdtempSync(join(tmpdir(), 'fake-host-'));
     const server = net.createServer();
     await new Promise<void>((resolve, reject) => {
@@ -281,7 +285,7 @@ export class FakeHost {
     });
     const address = server.address();
     if (!address || typeof address === 'string') throw new Error('FakeHost: no control port');
-    const host = new FakeHost(server, dir, address.port);
+    const host = new FakeHost(server, dir, address.port, options.script ?? HOST_SCRIPT);
     server.on('connection', (socket) => host.onConnection(socket));
     host.writeInitialState(seed);
     return host;
@@ -350,6 +354,11 @@ export class FakeHost {
 
   update(cmd: UpdateCommand): Promise<Record<string, unknown>> {
     return this.send('update', { ...cmd }) as Promise<Record<string, unknown>>;
+  }
+
+  /** Any control command the host program takes (replay-host.mjs has some of its own). */
+  control(type: string, payload: Record<string, unknown> = {}): Promise<unknown> {
+    return this.send(type, payload);
   }
 
   /** Writes `line` + '\n' verbatim to the bot. */
