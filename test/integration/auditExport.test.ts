@@ -15,6 +15,7 @@ import {
 import { auditFields, RedisAuditTrail } from '../../src/store/auditStream.js';
 import { GrantAuditTrail } from '../../src/store/grantAudit.js';
 import { keys } from '../../src/store/keys.js';
+import { decisionEntry as decision } from '../support/auditEntries.js';
 import { freshRedisDb } from '../support/bot.js';
 import { testRedisUrl } from '../support/testRedis.js';
 
@@ -32,20 +33,6 @@ afterAll(async () => {
 const T0 = 1_764_583_200_000;
 /** A stream id `ms` after T0. */
 const at = (ms: number, seq = 0) => `${T0 + ms}-${seq}`;
-
-function decision(n: number): AuditEntry {
-  return {
-    kind: 'decision',
-    approvalId: `a-${n}`,
-    hostId: 'main',
-    tool: 'shell',
-    userId: 'U0ALICE',
-    via: 'click',
-    choiceId: 'allow_once',
-    decision: 'approved',
-    at: '2026-12-01T10:00:00.000Z',
-  };
-}
 
 function refusal(n: number): AuditEntry {
   return {

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { AuditEntry } from '../../src/domain/audit.js';
 import { REFUSALS_PER_USER_PER_MINUTE, RedisAuditTrail } from '../../src/store/auditStream.js';
 import { keys } from '../../src/store/keys.js';
+import { decisionEntry as decision } from '../support/auditEntries.js';
 import { freshRedisDb } from '../support/bot.js';
 import { captureLogger } from '../support/logCapture.js';
 import { testRedisUrl } from '../support/testRedis.js';
@@ -21,21 +22,6 @@ beforeEach(async () => {
 afterAll(async () => {
   await redis.quit();
 });
-
-function decision(n: number, extra: Partial<AuditEntry> = {}): AuditEntry {
-  return {
-    kind: 'decision',
-    approvalId: `a-${n}`,
-    hostId: 'main',
-    tool: 'shell',
-    userId: 'U0ALICE',
-    via: 'click',
-    choiceId: 'allow_once',
-    decision: 'approved',
-    at: '2026-12-01T10:00:00.000Z',
-    ...extra,
-  } as AuditEntry;
-}
 
 /** A client of a Redis that is not there: every command fails at once. */
 function unreachableRedis(): Redis {
