@@ -13,7 +13,7 @@ import { FakeSlack, type SlackCall } from '../support/fakeSlack.js';
 import { postInteraction, viewSubmissionPayload } from '../support/slackRequests.js';
 import { testRedisUrl } from '../support/testRedis.js';
 import { route, tempConfig, users } from './fixtures/config.js';
-import { buttonsOf, pressButtonAt, SESSION, World } from './world.js';
+import { buttonsOf, pressButtonAt, SESSION, textOf, World } from './world.js';
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
 afterEach(async () => {
@@ -125,6 +125,10 @@ describe('typed confirmation (risks[].confirm: type)', { timeout: 60_000 }, () =
   it('approving opens a modal naming the risk and the branch; a wrong text decides nothing and says why; the right one decides once', async () => {
     const world = await startWorld();
     await open(world, shell('tc-push', ['git', 'push', '--force', 'origin', 'main']));
+    // The card says so before anyone presses.
+    expect(textOf(await world.card('tc-push'))).toContain(
+      '*Rewrites shared history* (risk rule `force-push`: approving asks you to type its target)',
+    );
 
     await world.press('tc-push', 'Allow once', 'U0ALICE');
     const modal = await nthConfirmModal(world.slack, 0);

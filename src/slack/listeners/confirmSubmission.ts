@@ -53,6 +53,11 @@ export function registerConfirmSubmission(app: App, clicks: ClickHandler, logger
     }
     if (!checked.ok && checked.refusal.code === 'confirmationMismatch') {
       const error = confirmationMismatchText(checked.refusal.confirmation);
+      // Not the text itself: a person may paste anything into the field.
+      logger.info(
+        { approvalId: checked.approvalId, userId: click.userId },
+        'typed confirmation did not match: nothing decided',
+      );
       await ack({ response_action: 'errors', errors: { [CONFIRM_BLOCK_ID]: error } });
       return;
     }
