@@ -10,15 +10,17 @@ import { keys } from '../../src/store/keys.js';
 import { freshRedisDb, SIGNING_SECRET, startBot } from '../support/bot.js';
 import { type ApprovalRequestParams, FakeHost, shellApproval } from '../support/fakeHost.js';
 import { FakeSlack, type SlackCall } from '../support/fakeSlack.js';
-import { postInteraction, viewSubmissionPayload } from '../support/slackRequests.js';
+import { postInteraction, viewBlockActionsPayload, viewSubmissionPayload } from '../support/slackRequests.js';
 import { testRedisUrl } from '../support/testRedis.js';
 import { route, tempConfig, users } from './fixtures/config.js';
-import { buttonsOf, pressButtonAt, SESSION, textOf, World } from './world.js';
+import { buttonsOf, pressButtonAt, SESSION, textOf, viewFullButtonOf, World } from './world.js';
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
 afterEach(async () => {
   while (cleanups.length) await Promise.resolve(cleanups.pop()!()).catch(() => undefined);
 });
+
+type Block = { type: string; elements?: Array<Record<string, unknown>> };
 
 /** Not among the route's approvers. */
 const EVE = 'U0EVE';
@@ -261,6 +263,77 @@ describe('typed confirmation (risks[].confirm: type)', { timeout: 60_000 }, () =
     expect(blocksOf(esc)).toContain('&lt;!channel&gt;');
     expect(await submit(world.bot.url, esc, 'U0ALICE', '<!channel>')).toEqual({});
     await world.host.waitForDecide((f) => f.frame.params.approvalId === 'tc-esc');
+  });
+
+  it('with a quorum, each approver confirms their own pick: the first is counted, the second decides', async () => {
+    const world = await World.start(
+      {},
+      {
+        COUNTERSIGN_CONFIG: tempConfig(cleanups, {
+          routes: [route('deploys', { approvers: users('U0ALICE', 'U0BOB') })],
+          risks: [{ ...RISKS[0], quorum: 2 }],
+        }),
+      },
+    );
+    cleanups.push(() => world.close());
+    await open(world, shell('tc-two', ['git', 'push', '--force', 'origin', 'main']));
+
+    await world.press('tc-two', 'Allow once', 'U0ALICE');
+    expect(await submit(world.bot.url, await nthConfirmModal(world.slack, 0), 'U0ALICE', 'main')).toEqual({});
+    expect(await world.ephemeralTo('U0ALICE')).toContain('Your approval is counted: 1 of 2');
+    await settle();
+    expect(decidesOf(world, 'tc-two')).toHaveLength(0);
+
+    // Bob's press opens his own modal: Alice's confirmation does not stand for his.
+    await world.press('tc-two', 'Allow once', 'U0BOB');
+    const bobs = await nthConfirmModal(world.slack, 1);
+    expect((await submit(world.bot.url, bobs, 'U0BOB', 'origin')).response_action).toBe('errors');
+    expect(await submit(world.bot.url, bobs, 'U0BOB', 'main')).toEqual({});
+    await world.host.waitForDecide((f) => f.frame.params.approvalId === 'tc-two');
+    await settle();
+    expect(decidesOf(world, 'tc-two')).toHaveLength(1);
+  });
+
+  it('from the full view, the confirmation modal goes on top of it (views.push)', async () => {
+    const world = await startWorld();
+    const long = ['git', 'push', '--force', '-o', `note=${'x'.repeat(4_000)}`, 'origin', 'main'];
+    await open(world, shell('tc-full', long));
+    const card = await world.card('tc-full');
+    const viewFull = viewFullButtonOf(card)!;
+    await pressButtonAt(
+      world.bot.url,
+      world.slack,
+      { channel: card.channel, ts: card.ts },
+      viewFull,
+      'U0ALICE',
+    );
+    const full = await world.slack.waitFor(
+      'views.open',
+      (c) => (c.args.view as { callback_id: string }).callback_id === 'cs_full_view',
+    );
+    const view = full.args.view as { callback_id: string; private_metadata: string; blocks: Block[] };
+    const allow = view.blocks
+      .filter((b) => b.type === 'actions')
+      .flatMap((b) => b.elements ?? [])
+      .find((e) => (e.text as { text: string }).text === 'Allow once')!;
+    await postInteraction(
+      world.bot.url,
+      SIGNING_SECRET,
+      viewBlockActionsPayload({
+        userId: 'U0ALICE',
+        viewId: (full.response.view as { id: string }).id,
+        callbackId: view.callback_id,
+        privateMetadata: view.private_metadata,
+        actionId: allow.action_id as string,
+        value: allow.value as string,
+      }),
+    );
+    const pushed = await world.slack.waitFor('views.push', isConfirmModal);
+    expect(blocksOf(pushed)).toContain('```\\nmain\\n```');
+    await settle();
+    expect(decidesOf(world, 'tc-full')).toHaveLength(0);
+    expect(await submit(world.bot.url, pushed, 'U0ALICE', 'main')).toEqual({});
+    await world.host.waitForDecide((f) => f.frame.params.approvalId === 'tc-full');
   });
 
   it('the modal opened from a click on one replica, submitted to the other: checked there, decided once', async () => {
