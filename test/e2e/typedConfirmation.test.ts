@@ -7,7 +7,7 @@
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { keys } from '../../src/store/keys.js';
-import { freshRedisDb, SIGNING_SECRET, startBot } from '../support/bot.js';
+import { freshRedisDb, type RunningBot, SIGNING_SECRET, startBot } from '../support/bot.js';
 import { type ApprovalRequestParams, FakeHost, shellApproval } from '../support/fakeHost.js';
 import { FakeSlack, type SlackCall } from '../support/fakeSlack.js';
 import { postInteraction, viewBlockActionsPayload, viewSubmissionPayload } from '../support/slackRequests.js';
@@ -346,7 +346,7 @@ describe('typed confirmation (risks[].confirm: type)', { timeout: 60_000 }, () =
     cleanups.push(() => host.close());
     const redisDb = await freshRedisDb();
     const file = config();
-    const bots = [];
+    const bots: RunningBot[] = [];
     for (const name of ['r1', 'r2']) {
       const bot = await startBot({
         host,
@@ -358,8 +358,19 @@ describe('typed confirmation (risks[].confirm: type)', { timeout: 60_000 }, () =
       await bot.waitReady(20_000);
       bots.push(bot);
     }
-    const [r1, r2] = bots as [(typeof bots)[number], (typeof bots)[number]];
     await host.waitForIncarnation(1);
+    // r1 runs the host, r2 stands by: a submit to r2 is forwarded to r1, which checks it again.
+    const owns = async (bot: RunningBot) => {
+      const ready = (await (await fetch(`${bot.url}/readyz`)).json()) as { replica: { owns: string[] } };
+      return ready.replica.owns.includes('default');
+    };
+    let r1: RunningBot | undefined;
+    for (const deadline = Date.now() + 10_000; !r1 && Date.now() < deadline; ) {
+      for (const bot of bots) if (await owns(bot)) r1 = bot;
+      if (!r1) await new Promise((r) => setTimeout(r, 50));
+    }
+    if (!r1) throw new Error('no replica runs the host');
+    const r2 = bots.find((bot) => bot !== r1)!;
 
     await host.open(shell('tc-rep', ['git', 'push', '--force', 'origin', 'main']));
     const redis = new Redis(testRedisUrl(redisDb));
@@ -376,7 +387,7 @@ describe('typed confirmation (risks[].confirm: type)', { timeout: 60_000 }, () =
     })();
     const allow = buttonsOf(card).find((b) => b.text === 'Allow once')!;
 
-    // Opened on r1, submitted wrong then right to r2, and then replayed to r1.
+    // Opened on the owner, submitted wrong then right to the standby, and then replayed to the owner.
     await pressButtonAt(r1.url, slack, { channel: card.channel, ts: card.ts }, allow, 'U0ALICE');
     const modal = await nthConfirmModal(slack, 0);
     expect((await submit(r2.url, modal, 'U0ALICE', 'master')).response_action).toBe('errors');
