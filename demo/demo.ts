@@ -2,6 +2,7 @@
 // host, the real bot (dist/main.js in HTTP mode, as in production), the scenario that feeds the
 // host, and the page. stop() ends them all, in reverse order.
 
+import { fileURLToPath } from 'node:url';
 import { APPROVALS_CHANNEL, type RunningBot, startBot } from '../test/support/bot.js';
 import { FakeHost } from '../test/support/fakeHost.js';
 import { FakeSlack } from '../test/support/fakeSlack.js';
@@ -9,6 +10,9 @@ import { checkPortFree, startPageServer } from './pageServer.js';
 import { demoRedis } from './redis.js';
 import { DEMO_SESSIONS, playScenario } from './scenario.js';
 import { DemoWorkspace } from './workspace.js';
+
+/** The demo's risk rules (a force push asks for its branch to be typed before it is approved). */
+const DEMO_CONFIG = fileURLToPath(new URL('./countersign.demo.yml', import.meta.url));
 
 export interface DemoOptions {
   /** Port of the page (DEMO_PORT; 0 picks a free one). */
@@ -51,7 +55,7 @@ export async function startDemo(opts: DemoOptions): Promise<RunningDemo> {
       host,
       slack,
       redisDb: 0,
-      env: { REDIS_URL: redis.url, LOG_LEVEL: 'info' },
+      env: { REDIS_URL: redis.url, LOG_LEVEL: 'info', COUNTERSIGN_CONFIG: DEMO_CONFIG },
       echo: opts.botLogs ?? false,
     });
     cleanups.push(() => bot.stop(10_000));

@@ -51,7 +51,10 @@ function fileWrite(path: string, content: string, extra: Partial<ApprovalInput> 
   };
 }
 
-/** The order matters to the browser test: a file write first, then a multi-stage shell command. */
+/**
+ * The order matters to the browser test: a file write first, then a multi-stage shell command,
+ * then a force push (typed confirmation).
+ */
 export const SCENES: Scene[] = [
   {
     name: 'file write (with agent-written markup, shown as text)',
@@ -76,6 +79,18 @@ export const SCENES: Scene[] = [
             ['npm', 'test', '--', '--grep', 'rate limit'],
             ['git', 'push', 'origin', 'feat/login-rate-limit'],
           ],
+        }),
+      ),
+  },
+  {
+    name: 'force push (a risk rule asks the approver to type the branch)',
+    play: (host) =>
+      host.open(
+        shellApproval({
+          approvalId: uuidv7(),
+          sessionId: LOGIN,
+          workspaceRoot: '/srv/shop',
+          stages: [['git', 'push', '--force-with-lease', 'origin', 'feat/login-rate-limit']],
         }),
       ),
   },

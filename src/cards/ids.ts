@@ -38,6 +38,10 @@ export interface FullViewMetadata {
 export const FEEDBACK_VIEW_CALLBACK_ID = 'cs_feedback';
 export const FEEDBACK_BLOCK_ID = 'cs_feedback_block';
 export const FEEDBACK_INPUT_ACTION_ID = 'cs_feedback_input';
+/** The typed confirmation a risk rule's `confirm: type` asks for before approving. */
+export const CONFIRM_VIEW_CALLBACK_ID = 'cs_confirm';
+export const CONFIRM_BLOCK_ID = 'cs_confirm_block';
+export const CONFIRM_INPUT_ACTION_ID = 'cs_confirm_input';
 /** The route's quick reasons in the reject modal. */
 export const QUICK_REASON_BLOCK_ID = 'cs_quick_reason_block';
 export const QUICK_REASON_ACTION_ID = 'cs_quick_reason';

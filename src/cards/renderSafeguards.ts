@@ -8,11 +8,15 @@ import { mentionUser } from './mentionUser.js';
 // What makes a card ask for more care than one click: the risk rules the request matched, and
 // how far a quorum has come. Shown just above the buttons, where the decision is made.
 
-/** "⚠ Rewrites shared history (risk rule `force-push`)", one line per rule matched. */
+/**
+ * "⚠ Rewrites shared history (risk rule `force-push`)", one line per rule matched; a rule with
+ * `confirm: type` says so, so that the modal an approving press opens is no surprise.
+ */
 export function riskLines(record: Pick<ApprovalRecord, 'risks'>): string[] {
-  return (record.risks ?? []).map(
-    (risk) => `:warning: *${clip(risk.warning, 150)}* (risk rule ${inlineCode(risk.name, 80)})`,
-  );
+  return (record.risks ?? []).map((risk) => {
+    const confirm = risk.confirm === 'type' ? ': approving asks you to type its target' : '';
+    return `:warning: *${clip(risk.warning, 150)}* (risk rule ${inlineCode(risk.name, 80)}${confirm})`;
+  });
 }
 
 /**

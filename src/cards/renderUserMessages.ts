@@ -1,9 +1,10 @@
 import type { Refused, Unverified } from '../domain/authorization.js';
 import type { Refusal } from '../domain/refusal.js';
 import type { Approvers } from '../domain/route.js';
+import type { TypedConfirmation } from '../domain/typedConfirmation.js';
 import { channelLink } from './channelLink.js';
 import { describeDecision } from './describeDecision.js';
-import { escapeMrkdwn } from './escape.js';
+import { escapeMrkdwn, inlineCode } from './escape.js';
 import { mentionUser } from './mentionUser.js';
 
 // The one place where an outcome becomes the sentence a person reads. Every text here is
@@ -97,6 +98,29 @@ export function notAuthorizedInModalText(refused: Refused): string {
   return `You are not among those who can decide on ${what} (any more): Countersign sent you a message naming them.`;
 }
 
+/** How the target of a typed confirmation is named to the person asked to type it. */
+const TARGET_NAMES: Record<TypedConfirmation['target']['source'], string> = {
+  host: 'the host',
+  file: 'the file’s name',
+  argument: 'the command’s target',
+  program: 'the program’s name',
+  tool: 'the tool’s name',
+};
+
+export function targetName(confirmation: TypedConfirmation): string {
+  return TARGET_NAMES[confirmation.target.source];
+}
+
+/**
+ * The confirmation modal's error when what was typed is not the target (plain text, as Slack
+ * shows an input's error: the target is not escaped, and is cut to keep the error short).
+ */
+export function confirmationMismatchText(confirmation: TypedConfirmation): string {
+  const { text } = confirmation.target;
+  const shown = text.length > 80 ? `${text.slice(0, 80)}…` : text;
+  return `That is not ${targetName(confirmation)} (${shown}): nothing was approved. Type it exactly as shown.`;
+}
+
 /** The reject modal was submitted without a reason on a route that requires one. */
 export function reasonRequiredText(route: string | undefined, quickReasons: boolean): string {
   return `A reason is required to reject on ${route ?? 'this route'}: type one${quickReasons ? ' or pick a quick reason' : ''}.`;
@@ -152,6 +176,10 @@ export function refusalText(refusal: Refusal): string {
         : 'Your approval went through, but Countersign could not store the "don\'t ask again" grant (its database did not answer). The agent will ask again next time.';
     case 'quorumNotMet':
       return `This request needs ${refusal.quorum} approvers to pick the same choice, and only ${refusal.votes} of those who picked it may decide it now. Nothing was sent to the agent.`;
+    case 'confirmationNeeded':
+      return `Approving this request needs ${targetName(refusal.confirmation)} typed first (risk rule ${inlineCode(refusal.confirmation.risks[0]?.name ?? '', 100)}), and Slack gave no way to ask for it here. Nothing was decided: press the button on the card again.`;
+    case 'confirmationMismatch':
+      return `What you typed is not ${targetName(refusal.confirmation)}, ${inlineCode(refusal.confirmation.target.text, 200)}. Nothing was approved: press the button on the card again and type it exactly.`;
     case 'cannotShowFull':
       return refusal.why === 'gone'
         ? 'Countersign no longer keeps this request, so its full text cannot be shown.'

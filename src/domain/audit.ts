@@ -76,6 +76,8 @@ export type AuditEntry =
       warning: string;
       quorum?: number;
       approvers?: { users: string[]; usergroups: string[] };
+      /** `type`: approving asks for the target to be typed first. */
+      confirm?: 'type';
       /** A matching request is never decided by a remembered grant, nor offers one. */
       grantsOff: true;
       at: string;

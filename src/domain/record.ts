@@ -129,6 +129,8 @@ export const RiskMark = z.object({
   warning: z.string(),
   quorum: z.number().int().optional(),
   approvers: z.object({ users: z.array(z.string()), usergroups: z.array(z.string()) }).optional(),
+  /** Approving needs the target typed in a modal first (relay/deciding/typedConfirmation.ts). */
+  confirm: z.literal('type').optional(),
 });
 export type RiskMark = z.infer<typeof RiskMark>;
 

@@ -1,4 +1,5 @@
 import type { Refused } from './authorization.js';
+import type { TypedConfirmation } from './typedConfirmation.js';
 
 /**
  * Why a person's click changed nothing, or what they need to know about it: what relay/ hands
@@ -36,5 +37,12 @@ export type Refusal =
   | { code: 'voteCounted'; votes: number; quorum: number }
   /** The host's owner picked an approving choice on a request that needs a quorum. */
   | { code: 'ownerNoVote'; quorum: number }
+  /**
+   * Approving needs the target typed first (a risk rule's `confirm: type`): a press opens the
+   * confirmation modal instead; told only when no modal could be opened.
+   */
+  | { code: 'confirmationNeeded'; confirmation: TypedConfirmation }
+  /** The text typed in the confirmation modal is not the target: nothing was decided. */
+  | { code: 'confirmationMismatch'; confirmation: TypedConfirmation }
   /** "View full" found no approval behind the card (`gone`), or could not read it now. */
   | { code: 'cannotShowFull'; why: 'gone' | 'unreadable' };

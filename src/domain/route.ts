@@ -146,6 +146,8 @@ export interface RiskRule {
   quorum?: number;
   /** Replace the route's approvers for a matching request: only they may decide. */
   approvers?: Approvers;
+  /** `type`: approving opens a modal where the approver types the request's target first. */
+  confirm?: 'type';
 }
 
 /** One MSP host the bot runs and supervises on its own. */

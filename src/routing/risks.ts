@@ -141,6 +141,7 @@ export class RiskRules {
         warning: rule.warning,
         ...(rule.quorum === undefined ? {} : { quorum: rule.quorum }),
         ...(rule.approvers === undefined ? {} : { approvers: rule.approvers }),
+        ...(rule.confirm === undefined ? {} : { confirm: rule.confirm }),
       });
     }
     return marks;

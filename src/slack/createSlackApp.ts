@@ -21,6 +21,7 @@ import { type HealthProbe, healthRoutes } from './healthRoutes.js';
 import { close, healthServer, listen } from './healthServer.js';
 import type { HomeTab } from './homeTab.js';
 import { choicePresses, registerChoiceButton } from './listeners/choiceButton.js';
+import { registerConfirmSubmission } from './listeners/confirmSubmission.js';
 import { registerFeedbackSubmission } from './listeners/feedbackSubmission.js';
 import { registerHomeOpened } from './listeners/homeOpened.js';
 import { registerRevokeButton } from './listeners/revokeButton.js';
@@ -195,6 +196,7 @@ export function createSlackApp(options: SlackAppOptions): SlackService {
   const press = choicePresses(clicks, views, logger);
   registerChoiceButton(app, press);
   registerFeedbackSubmission(app, clicks, logger);
+  registerConfirmSubmission(app, clicks, logger);
   registerViewFullButton(app, { reader: fullText, views, clicks, authorizer: team.authorizer, logger });
   registerSlashCommand(app, {
     channel: config.slack.channel,

@@ -222,6 +222,29 @@ describe.skipIf(!CHROMIUM)('npm run demo, in a real browser', () => {
     expect(nativeDialogs).toEqual([]);
   }, 90_000);
 
+  test('a force push asks for its branch to be typed: a wrong text approves nothing, the branch does', async () => {
+    await page.goto(demo.pageUrl);
+    const push = card(page, 'Approval needed: bash', '--force-with-lease');
+    await push.getByText('Rewrites shared history').waitFor();
+    const pushTs = await push.getAttribute('data-ts');
+    await push.getByRole('button', { name: 'Allow once', exact: true }).click();
+    const modal = page.getByRole('dialog', { name: 'Confirm approval' });
+    await modal.getByText('risk rule').waitFor();
+    const field = modal.getByLabel('Type the command’s target to approve');
+    await field.fill('main');
+    await modal.getByRole('button', { name: 'Approve', exact: true }).click();
+    await modal.getByText('That is not the command’s target (feat/login-rate-limit)').waitFor();
+    const pending = page.locator(`article.message[data-ts="${pushTs}"]`);
+    expect(await pending.getByRole('button', { name: 'Allow once', exact: true }).count()).toBe(1);
+
+    await field.fill('feat/login-rate-limit');
+    await modal.getByRole('button', { name: 'Approve', exact: true }).click();
+    await modal.waitFor({ state: 'detached' });
+    await pending.locator('.bk-header-text', { hasText: 'Approved: bash' }).waitFor();
+    expect(pageErrors).toEqual([]);
+    expect(nativeDialogs).toEqual([]);
+  }, 60_000);
+
   test('each user sees only their own ephemeral replies, and their own App Home', async () => {
     await page.goto(demo.pageUrl);
     await page.getByPlaceholder('Message #approvals').fill('/countersign help');

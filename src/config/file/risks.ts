@@ -54,6 +54,13 @@ export const risk = mapping(
     warning: nonEmpty.max(150, { error: 'must be at most 150 characters' }),
     quorum,
     approvers: approvers('to let the route’s approvers decide'),
+    // The only kind of confirmation there is; a word of its own so that others can follow.
+    confirm: z
+      .literal('type', {
+        error: (iss) =>
+          `must be type (approving then asks for the target to be typed), or left out (got ${got(iss.input)})`,
+      })
+      .optional(),
   },
   'a mapping with name, match and warning',
 ).transform(
@@ -63,5 +70,6 @@ export const risk = mapping(
     warning: r.warning,
     ...(r.quorum === undefined ? {} : { quorum: r.quorum }),
     ...(r.approvers === undefined ? {} : { approvers: r.approvers }),
+    ...(r.confirm === undefined ? {} : { confirm: r.confirm }),
   }),
 );

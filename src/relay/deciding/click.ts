@@ -30,6 +30,11 @@ export interface Click {
   remember?: boolean;
   /** The scope pressed (scopeToken); absent on a card posted before scopes: the route's ttl. */
   rememberScope?: string;
+  /**
+   * What was typed in the confirmation modal (a risk rule's `confirm: type`); absent on a press,
+   * which then opens that modal rather than deciding.
+   */
+  typed?: string;
   /** Told when the click's decision is handed to the host (DecisionRequest.onSent). */
   onSent?: () => void;
 }
@@ -37,7 +42,8 @@ export interface Click {
 export type ClickCheck =
   /** `rules`: those of the record's route (how a rejection is asked for), defaults when gone. */
   | { ok: true; record: ApprovalRecord; choice: ApprovalChoice; rules: RouteRules }
-  | { ok: false; refusal: Refusal; approvalId?: string };
+  /** `record`: set with `confirmationNeeded`, for the modal that asks for it. */
+  | { ok: false; refusal: Refusal; approvalId?: string; record?: ApprovalRecord };
 
 /** What answering a person about their decision needs of their click. */
 export type Answerable = Pick<Click, 'channel' | 'userId' | 'remember' | 'rememberScope' | 'from'> & {

@@ -7,6 +7,7 @@ import type { Metrics } from '../../domain/metrics.js';
 import type { ApprovalRecord } from '../../domain/record.js';
 import type { Refusal } from '../../domain/refusal.js';
 import { OPEN_RULES } from '../../domain/route.js';
+import { confirmsTarget } from '../../domain/typedConfirmation.js';
 import type { ApprovalStore } from '../../store/approvalStore.js';
 import type { RefusalNotifier } from '../ports.js';
 import type { RecordKeeper } from '../records/recordKeeper.js';
@@ -16,6 +17,7 @@ import { countVote } from './clickVotes.js';
 import type { Decider, DecisionOutcome } from './decider.js';
 import { whyNotDecidable } from './decisionCheck.js';
 import { refusalFor } from './refusals.js';
+import { typedConfirmationFor } from './typedConfirmation.js';
 
 export { type Click, type ClickCheck, RECORD_WITHIN_MS } from './click.js';
 
@@ -180,6 +182,19 @@ export class ClickHandler {
         return { ok: false, refusal: { code: 'cannotRemember' }, approvalId: record.approvalId };
       }
     }
+    // After who may decide: the confirmation modal only opens for someone who may submit it.
+    const confirmation = typedConfirmationFor(record, choice);
+    if (confirmation && click.typed === undefined) {
+      const refusal: Refusal = { code: 'confirmationNeeded', confirmation };
+      return { ok: false, refusal, approvalId: record.approvalId, record };
+    }
+    if (confirmation && !confirmsTarget(click.typed, confirmation.target)) {
+      return {
+        ok: false,
+        refusal: { code: 'confirmationMismatch', confirmation },
+        approvalId: record.approvalId,
+      };
+    }
     const rules = this.options.authorizer.authority(record).rules ?? OPEN_RULES;
     return { ok: true, record, choice, rules };
   }
@@ -256,7 +271,13 @@ export class ClickHandler {
       sourceIndex: click.sourceIndex,
       choiceId: checked.choice.choiceId,
       feedback: click.feedback,
-      by: { via: 'click', userId: click.userId, ...(voters ? { voters } : {}) },
+      by: {
+        via: 'click',
+        userId: click.userId,
+        ...(voters ? { voters } : {}),
+        // Checked again by the replica that claims it, on the record it holds (DecisionWarrant).
+        ...(click.typed !== undefined ? { typed: click.typed } : {}),
+      },
       recordBy: deadlineOf(click),
       asker: askerOf(click),
       onChange: 'return',

@@ -1,5 +1,6 @@
 import type { Refused } from '../../domain/authorization.js';
 import type { ApprovalRecord, GrantRef } from '../../domain/record.js';
+import type { TypedConfirmation } from '../../domain/typedConfirmation.js';
 import type { NotDecidable } from './decisionCheck.js';
 
 // What a decision is and what can come of it: the words the Decider, the DecisionWarrant and
@@ -8,7 +9,8 @@ import type { NotDecidable } from './decisionCheck.js';
 /** Who made a decision. */
 export type DecidedBy =
   /** `voters`: everyone whose approving pick made the quorum, the last of them `userId`. */
-  | { via: 'click'; userId: string; voters?: string[] }
+  /** `typed`: what the person typed to confirm an approval that asks for it (typedConfirmation.ts). */
+  | { via: 'click'; userId: string; voters?: string[]; typed?: string }
   | { via: 'grant'; grant: GrantRef }
   | { via: 'timeout' };
 
@@ -91,6 +93,8 @@ export type Unwarranted =
   | { kind: 'notAuthorized'; refused: Refused }
   /** An approving pick that needs a quorum has fewer votes than it, from people who may decide. */
   | { kind: 'quorumNotMet'; votes: number; quorum: number }
+  /** An approving pick that asks for its target typed (a risk rule's `confirm: type`) lacks it. */
+  | { kind: 'unconfirmed'; confirmation: TypedConfirmation }
   /** No live grant answers this stage with this choice; or the route's ladder ends in no timeout. */
   | { kind: 'unwarranted'; via: 'grant' | 'timeout' };
 

@@ -3,8 +3,10 @@ import type { GrantStore } from '../../domain/grants/grant.js';
 import { findGrant, grantQuestion, sessionCallerOf } from '../../domain/grants/match.js';
 import { type ApprovalRecord, votersFor } from '../../domain/record.js';
 import type { EscalationStep, RouteGrants } from '../../domain/route.js';
+import { confirmsTarget } from '../../domain/typedConfirmation.js';
 import type { Authorizer } from './authorizer.js';
 import type { DecidedBy, Unwarranted, WarrantAsk } from './decision.js';
+import { typedConfirmationFor } from './typedConfirmation.js';
 
 export type { Unwarranted, WarrantAsk };
 
@@ -56,8 +58,13 @@ export class DecisionWarrant {
     const { authorizer } = this.options;
     const authorization = await authorizer.check(by.userId, record);
     if (!authorization.allowed) return { kind: 'notAuthorized', refused: authorization };
-    const quorum = authorizer.quorum(record);
     const choice = record.availableChoices.find((c) => c.choiceId === ask.choiceId);
+    // The target is read from the record as it is now: a question that changed asks for its own.
+    const confirmation = choice && typedConfirmationFor(record, choice);
+    if (confirmation && !confirmsTarget(by.typed, confirmation.target)) {
+      return { kind: 'unconfirmed', confirmation };
+    }
+    const quorum = authorizer.quorum(record);
     if (quorum <= 1 || !choice || !needsQuorum(choice.decision)) return undefined;
     // As ClickHandler.vote counts them: the host's owner has no vote, and each voter must still
     // be one who may decide (rules and group membership may have changed since they voted).

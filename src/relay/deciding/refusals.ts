@@ -61,6 +61,8 @@ export function refusalFor(
       return { code: 'notAuthorized', refused: outcome.refused };
     case 'quorumNotMet':
       return { code: 'quorumNotMet', votes: outcome.votes, quorum: outcome.quorum };
+    case 'unconfirmed':
+      return { code: 'confirmationMismatch', confirmation: outcome.confirmation };
     case 'unwarranted':
       // A grant or a timeout, never a person's click: the card shows the question as it stands.
       return { code: 'questionChanged' };

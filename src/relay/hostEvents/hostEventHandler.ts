@@ -339,6 +339,7 @@ export class HostEventHandler {
           warning: mark.warning,
           ...(mark.quorum === undefined ? {} : { quorum: mark.quorum }),
           ...(mark.approvers ? { approvers: mark.approvers } : {}),
+          ...(mark.confirm ? { confirm: mark.confirm } : {}),
           grantsOff: true,
           at,
         })

@@ -12,6 +12,7 @@ import { renderFullViewSent } from '../../cards/renderFullView.js';
 import { subjectSummary } from '../../cards/subjectSummary.js';
 import type { ClickHandler } from '../../relay/deciding/clickHandler.js';
 import type { SlackViews } from '../slackViews.js';
+import { confirmModal } from './confirmModal.js';
 
 const BlockActionBody = z.looseObject({
   user: z.looseObject({ id: z.string() }),
@@ -151,6 +152,17 @@ export function choicePresses(clicks: ClickHandler, views: SlackViews, logger: L
         if (viewId) await views.push(parsed.data.trigger_id, modal);
         else await views.open(parsed.data.trigger_id, modal);
         return;
+      }
+      // An approval a risk rule asks to confirm: the press opens the modal, its submit decides.
+      if (!checked.ok && checked.refusal.code === 'confirmationNeeded' && parsed.data.trigger_id) {
+        const modal = checked.record && confirmModal(click, checked.record, checked.refusal.confirmation);
+        if (modal) {
+          await acknowledge();
+          // From the full view it goes on top of it, as the reject modal does.
+          if (viewId) await views.push(parsed.data.trigger_id, modal as never);
+          else await views.open(parsed.data.trigger_id, modal as never);
+          return;
+        }
       }
       // The full view gives up its buttons once one counted: the card shows what comes of it.
       const sent =

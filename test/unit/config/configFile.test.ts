@@ -492,3 +492,30 @@ describe('a mistake in the file stops start-up with one line naming its place', 
     expect(err.message).toMatch(/^MSP_HOST_COMMAND is required: .*or list hosts in COUNTERSIGN_CONFIG$/);
   });
 });
+
+describe('risks[].confirm', () => {
+  const withConfirm = (confirm: string) =>
+    configFile(
+      `routes:\n  - channel: C0ALL\nrisks:\n  - name: r\n    warning: w\n    match: { tools: [deploy] }\n    confirm: ${confirm}\n`,
+    );
+
+  it('takes type, and keeps it on the rule', () => {
+    const config = loadConfig(fileEnv(withConfirm('type'), { MSP_HOST_COMMAND: 'muse serve' }));
+    expect(config.risks[0]).toMatchObject({ name: 'r', confirm: 'type' });
+  });
+
+  it('is absent when left out', () => {
+    const file = configFile(
+      'routes:\n  - channel: C0ALL\nrisks:\n  - name: r\n    warning: w\n    match: { tools: [deploy] }\n',
+    );
+    expect(loadConfig(fileEnv(file, { MSP_HOST_COMMAND: 'muse serve' })).risks[0]).not.toHaveProperty(
+      'confirm',
+    );
+  });
+
+  it.each(['yes', 'true', 'click', '[type]'])('refuses %s, naming the one word it takes', (value) => {
+    expect(errorOf(fileEnv(withConfirm(value), { MSP_HOST_COMMAND: 'muse serve' })).message).toContain(
+      'risks[0].confirm must be type (approving then asks for the target to be typed), or left out',
+    );
+  });
+});

@@ -141,6 +141,16 @@ describe('DecisionForwarding', () => {
     expect(stream.finished).toHaveLength(1);
   });
 
+  it('carries the text typed for a typed confirmation, for the owner to check', async () => {
+    const { forwarding, decided } = owner();
+    const typed = { ...click(), by: { via: 'click' as const, userId: 'U0ALICE', typed: 'main' } };
+    const asking = forwarding.forward(typed);
+    await forwarding.serve('default');
+    await expect(asking).resolves.toEqual({ kind: 'decided', terminal: true });
+    await forwarding.stop();
+    expect(decided[0]).toMatchObject({ by: { via: 'click', userId: 'U0ALICE', typed: 'main' } });
+  });
+
   it.each([
     ['without a MAC', undefined],
     ['with a wrong MAC', new ReplicaSeal('another secret, also of 32+ characters').mac('decision', 'x')],

@@ -115,3 +115,32 @@ describe('DecisionWarrant', () => {
     expect(await warrant({ ladder }).check(record, { ...timeout, choiceId: 'allow_once' })).toEqual(refused);
   });
 });
+
+describe('DecisionWarrant: a typed confirmation', () => {
+  // A forwarded approval is claimed by another replica: the text typed travels with it and is
+  // checked there against the record it holds.
+  const confirmed: ApprovalRecord = {
+    ...record,
+    risks: [{ name: 'secrets', warning: 'Touches secrets', confirm: 'type' }],
+  };
+  const byClick = (choiceId: string, typed?: string) => ({
+    sourceIndex: 0,
+    choiceId,
+    by: { via: 'click' as const, userId: 'U0ALICE', ...(typed === undefined ? {} : { typed }) },
+  });
+
+  it('lets an approving click through only with the target typed', async () => {
+    expect(await warrant().check(confirmed, byClick('allow_once', 'app.ts'))).toBeUndefined();
+    for (const typed of [undefined, '', '/srv/app.ts', 'App.ts']) {
+      expect(await warrant().check(confirmed, byClick('allow_once', typed))).toMatchObject({
+        kind: 'unconfirmed',
+        confirmation: { target: { text: 'app.ts', source: 'file' } },
+      });
+    }
+  });
+
+  it('asks nothing of a rejection, nor of a record no such rule matched', async () => {
+    expect(await warrant().check(confirmed, byClick('abort'))).toBeUndefined();
+    expect(await warrant().check(record, byClick('allow_once'))).toBeUndefined();
+  });
+});

@@ -1,0 +1,27 @@
+// A typed confirmation: what a risk rule with `confirm: type` asks the approver to type before an
+// approving choice is sent (relay/deciding/typedConfirmation.ts decides when; routing/
+// confirmTarget.ts which word).
+
+/** Where the word to type came from: the modal names it ("Type the host …"). */
+export type TargetSource = 'host' | 'file' | 'argument' | 'program' | 'tool';
+
+export interface ConfirmTarget {
+  text: string;
+  source: TargetSource;
+}
+
+export interface TypedConfirmation {
+  target: ConfirmTarget;
+  /** The rules that asked for it, in the record's order, with their warnings (the modal names them). */
+  risks: { name: string; warning: string }[];
+}
+
+/**
+ * Whether `typed` confirms `target`: exactly the same text, but for spaces around it (a paste
+ * often brings them). Hosts are compared in lower case, as DNS reads them.
+ */
+export function confirmsTarget(typed: string | undefined, target: ConfirmTarget): boolean {
+  if (typed === undefined) return false;
+  const text = typed.trim();
+  return target.source === 'host' ? text.toLowerCase() === target.text.toLowerCase() : text === target.text;
+}

@@ -1,0 +1,67 @@
+import type { App } from '@slack/bolt';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import { CONFIRM_BLOCK_ID, CONFIRM_VIEW_CALLBACK_ID } from '../../cards/ids.js';
+import { readConfirmation } from '../../cards/renderConfirmModal.js';
+import { confirmationMismatchText, notAuthorizedInModalText } from '../../cards/renderUserMessages.js';
+import type { Click, ClickHandler } from '../../relay/deciding/clickHandler.js';
+
+/** Only what finds the card again: the approval, its question and its target are read from Redis. */
+const Metadata = z.object({
+  channel: z.string(),
+  ts: z.string(),
+  sourceIndex: z.number().int(),
+  choiceId: z.string(),
+  approvalId: z.string().optional(),
+});
+
+/**
+ * The typed confirmation was submitted: it is a click like any other, with the text typed. The
+ * ClickHandler checks it against the approval as Redis holds it now (who may decide, the question
+ * still open, the target of that question), before the modal closes, so that a wrong text or a
+ * refusal of who may decide shows in the modal itself; anything else that stops it (decided
+ * elsewhere, the question changed) closes the modal and is said in an ephemeral message, as for
+ * a click.
+ */
+export function registerConfirmSubmission(app: App, clicks: ClickHandler, logger: Logger): void {
+  app.view(CONFIRM_VIEW_CALLBACK_ID, async ({ ack, body, view }) => {
+    const receivedAt = Date.now();
+    let metadata: z.infer<typeof Metadata>;
+    try {
+      metadata = Metadata.parse(JSON.parse(view.private_metadata));
+    } catch (err) {
+      await ack();
+      logger.warn({ err }, 'confirm modal with unusable private_metadata');
+      return;
+    }
+    const { approvalId, ...where } = metadata;
+    const click: Click = {
+      ...where,
+      ...(approvalId ? { approvalHint: approvalId } : {}),
+      userId: body.user.id,
+      receivedAt,
+      from: 'modal',
+      typed: readConfirmation(view.state.values),
+    };
+    // Bounded by the click's deadline, well inside the 3 s Slack gives the acknowledgement.
+    const checked = await clicks.checkInTime(click, clicks.check(click));
+    if (!checked.ok && checked.refusal.code === 'notAuthorized') {
+      const error = notAuthorizedInModalText(checked.refusal.refused);
+      await ack({ response_action: 'errors', errors: { [CONFIRM_BLOCK_ID]: error } });
+      await clicks.refuse(click, checked.refusal);
+      return;
+    }
+    if (!checked.ok && checked.refusal.code === 'confirmationMismatch') {
+      const error = confirmationMismatchText(checked.refusal.confirmation);
+      // Not the text itself: a person may paste anything into the field.
+      logger.info(
+        { approvalId: checked.approvalId, userId: click.userId },
+        'typed confirmation did not match: nothing decided',
+      );
+      await ack({ response_action: 'errors', errors: { [CONFIRM_BLOCK_ID]: error } });
+      return;
+    }
+    await ack();
+    await clicks.click(click, checked);
+  });
+}

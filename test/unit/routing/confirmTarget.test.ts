@@ -1,0 +1,112 @@
+// The word a typed confirmation asks for (routing/confirmTarget.ts, relay/deciding/
+// typedConfirmation.ts): the host of a network request, the last path segment of a file, the last
+// operand of the program a shell stage runs past its wrappers; the tool's name when none can be
+// derived; never asked for a rejection.
+
+import { describe, expect, it } from 'vitest';
+import type { ApprovalRecord } from '../../../src/domain/record.js';
+import { confirmsTarget } from '../../../src/domain/typedConfirmation.js';
+import { typedConfirmationFor } from '../../../src/relay/deciding/typedConfirmation.js';
+import { confirmTarget } from '../../../src/routing/confirmTarget.js';
+
+const stage = (argv: string[], sourceIndex = 0) => ({
+  requirementId: { approvalId: 'a', sourceIndex },
+  position: sourceIndex + 1,
+  totalStages: 1,
+  argv,
+  resolution: { kind: 'unresolved' },
+});
+
+const shell = (...argvs: string[][]) => ({ kind: 'shell', stages: argvs.map((argv, i) => stage(argv, i)) });
+
+describe('confirmTarget', () => {
+  it.each([
+    [['git', 'push', 'origin', 'main'], 'main'],
+    [['git', 'push', '--force', 'origin', 'main'], 'main'],
+    [['git', 'push', 'origin', 'main', '--force'], 'main'],
+    [['sudo', '-u', 'deploy', 'git', 'push', '-f', 'origin', 'release/2.0'], 'release/2.0'],
+    [['sh', '-c', 'git push origin +main'], '+main'],
+    [['kubectl', 'delete', 'namespace', 'prod'], 'prod'],
+    [['rm', '-rf', '--', '-weird'], '-weird'],
+    [['git', 'push', '-f'], 'push'],
+  ])('a shell stage %j asks for %s', (argv, target) => {
+    expect(confirmTarget(shell(argv), 0)).toEqual({ text: target, source: 'argument' });
+  });
+
+  it('a program without operands asks for its name', () => {
+    expect(confirmTarget(shell(['/sbin/reboot']), 0)).toEqual({ text: 'reboot', source: 'program' });
+  });
+
+  it('reads the stage asked about, and a command text past its setup', () => {
+    expect(confirmTarget(shell(['make', 'build'], ['git', 'push', '-f', 'origin', 'main']), 1)?.text).toBe(
+      'main',
+    );
+    const text = { kind: 'shell', command: 'cd /srv/app && git push --force origin main' };
+    expect(confirmTarget(text, 0)?.text).toBe('main');
+  });
+
+  it('a host, and the last segment of a path', () => {
+    expect(confirmTarget({ kind: 'network', host: 'db.prod.example.com', port: 5432 }, 0)).toEqual({
+      text: 'db.prod.example.com',
+      source: 'host',
+    });
+    expect(confirmTarget({ kind: 'fileAccess', path: '/srv/app/.env' }, 0)).toEqual({
+      text: '.env',
+      source: 'file',
+    });
+    expect(confirmTarget({ kind: 'fileAccess', path: '/etc/app/' }, 0)?.text).toBe('app');
+  });
+
+  it('nothing when it cannot be read', () => {
+    expect(confirmTarget({ kind: 'shell', command: 'git push origin ${' }, 0)).toBeUndefined();
+    expect(confirmTarget({ kind: 'computerUse' }, 0)).toBeUndefined();
+  });
+});
+
+describe('typedConfirmationFor', () => {
+  const record = (subject: Record<string, unknown>, confirm = true) =>
+    ({
+      tool: 'bash',
+      subject,
+      currentRequirementId: { approvalId: 'a', sourceIndex: 0 },
+      risks: [{ name: 'force-push', warning: 'Rewrites history', ...(confirm ? { confirm: 'type' } : {}) }],
+    }) as unknown as ApprovalRecord;
+
+  it('asks on approving and unknown words, never on a rejection', () => {
+    const r = record(shell(['git', 'push', '-f', 'origin', 'main']));
+    for (const decision of ['approved', 'approvedPolicyAmendment', 'somethingNew']) {
+      expect(typedConfirmationFor(r, { decision })).toEqual({
+        target: { text: 'main', source: 'argument' },
+        risks: [{ name: 'force-push', warning: 'Rewrites history' }],
+      });
+    }
+    for (const decision of ['abort', 'denied', 'deniedWithFeedback']) {
+      expect(typedConfirmationFor(r, { decision })).toBeUndefined();
+    }
+  });
+
+  it('asks nothing without a confirm rule', () => {
+    expect(
+      typedConfirmationFor(record(shell(['git', 'push']), false), { decision: 'approved' }),
+    ).toBeUndefined();
+  });
+
+  it('falls back to the tool name, never to nothing', () => {
+    expect(typedConfirmationFor(record({ kind: 'computerUse' }), { decision: 'approved' })?.target).toEqual({
+      text: 'bash',
+      source: 'tool',
+    });
+    const long = `https://example.com/${'x'.repeat(200)}`;
+    expect(typedConfirmationFor(record(shell(['curl', long])), { decision: 'approved' })?.target.text).toBe(
+      'bash',
+    );
+  });
+
+  it('compares the text as typed, but for spaces around it; hosts in any case', () => {
+    expect(confirmsTarget(' main ', { text: 'main', source: 'argument' })).toBe(true);
+    expect(confirmsTarget('Main', { text: 'main', source: 'argument' })).toBe(false);
+    expect(confirmsTarget('', { text: 'main', source: 'argument' })).toBe(false);
+    expect(confirmsTarget(undefined, { text: 'main', source: 'argument' })).toBe(false);
+    expect(confirmsTarget('DB.prod.example.com', { text: 'db.prod.example.com', source: 'host' })).toBe(true);
+  });
+});
