@@ -1,15 +1,22 @@
 #!/usr/bin/env node
-// A stateful miniature MSP host for end-to-end tests. Plain Node ESM, no dependencies.
+// A stateful miniature MSP host for end-to-end tests. Plain Node ESM; its one dependency is
+// mspSchema.mjs (ajv), which checks every frame it reads and writes against the vendor's schema.
 //
 // Speaks JSON-RPC 2.0 over NDJSON on stdin/stdout like `muse serve`. Its durable state (sessions,
 // approvals, the decide ledger, the incarnation counter) lives in the JSON file named by
 // FAKE_HOST_STATE, so a crash and respawn behaves like a durable host reloading its session log.
 // It connects to the test's TCP control server on 127.0.0.1:FAKE_HOST_CONTROL, reports every
 // frame it reads from the bot and takes commands (open, resolve, crash, ...). See fakeHost.ts.
+//
+// Every frame, both ways, is checked against the vendored MSP schema (mspSchema.mjs); what does
+// not conform is reported to the test as a schemaViolation, and FakeHost.close() fails the test
+// on it. A bot frame that fails is a bot bug; a frame of ours that fails is drift in this fake, to
+// fix here, unless the test sent it on purpose (raw/notify with offSchema, naming why).
 
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
+import { createFrameValidator } from './mspSchema.mjs';
 
 const FINGERPRINT = 'sha256:c8d1a2a1866814e220fd396d382a9a75861412feee884b5021b2ee359bd3dc59';
 const GRANTABLE_CAPABILITIES = ['sessionListStream'];
@@ -29,6 +36,8 @@ const KIND_BY_CODE = {
 };
 const REJECTING = new Set(['abort', 'denied', 'deniedPolicyAmendment', 'timedOut']);
 
+/** One checker per process: a host process is one connection, with its own id spaces. */
+const frameValidator = await createFrameValidator();
 const statePath = process.env.FAKE_HOST_STATE;
 const controlPort = Number(process.env.FAKE_HOST_CONTROL || 0);
 
@@ -104,7 +113,7 @@ let initialized = false; // `initialize` answered
 let ready = false; // `initialized` received: only then are server-initiated frames delivered
 let granted = [];
 let nextServerRequestId = 1;
-/** @type {string[]} */
+/** @type {{line: string, offSchemaReason: string | undefined}[]} */
 const outbox = [];
 const subscribed = new Set();
 const touched = new Set();
@@ -192,7 +201,7 @@ function applyControl(cmd) {
     case 'update':
       return hostUpdate(cmd);
     case 'raw':
-      writeLine(String(cmd.line));
+      writeLine(String(cmd.line), offSchema(cmd));
       return null;
     case 'rawBytes':
       writeLine(hugeLine(Number(cmd.size)));
@@ -218,7 +227,10 @@ function applyControl(cmd) {
     case 'startSession':
       return startSession(cmd.session);
     case 'notify':
-      notify(cmd.method, cmd.params);
+      notify(cmd.method, cmd.params, offSchema(cmd));
+      return null;
+    case 'sync':
+      // Answered after every report sent before it: the test has all violations once it has this.
       return null;
     case 'configure':
       for (const key of ['durability', 'recovery', 'pageSize', 'requireResume']) {
@@ -266,31 +278,63 @@ function applyControl(cmd) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Schema check
+
+/** A control command's `offSchema`: why the test sends a frame off the schema on purpose. */
+function offSchema(cmd) {
+  if (cmd.offSchema === undefined) return undefined;
+  if (typeof cmd.offSchema !== 'string' || cmd.offSchema.trim() === '') {
+    throw new Error(`${cmd.type}: offSchema must say why the frame is sent off the schema`);
+  }
+  return cmd.offSchema;
+}
+
+/**
+ * Checks one frame (`client`: read from the bot; `server`: written by us) and reports what does
+ * not conform. A frame marked offSchema is still fed to the checker (its ids count) but reports
+ * nothing.
+ */
+function checkFrame(frame, direction, offSchemaReason) {
+  const errors = frameValidator.validate(frame, direction);
+  if (errors.length === 0 || offSchemaReason !== undefined) return;
+  const shown = typeof frame === 'string' && frame.length > 2000 ? `${frame.slice(0, 2000)}…` : frame;
+  report({ type: 'schemaViolation', incarnation, direction, frame: shown, errors });
+}
+
+// ---------------------------------------------------------------------------------------------
 // Output
 
-function writeLine(line) {
+/** Writes one line to the bot and checks each frame in it. */
+function out(line, offSchemaReason) {
+  process.stdout.write(`${line}\n`);
+  for (const part of line.split('\n')) {
+    if (part.trim()) checkFrame(part, 'server', offSchemaReason);
+  }
+}
+
+function writeLine(line, offSchemaReason) {
   if (!ready) {
-    outbox.push(line);
+    outbox.push({ line, offSchemaReason });
     return;
   }
-  process.stdout.write(`${line}\n`);
+  out(line, offSchemaReason);
 }
 
 function flushOutbox() {
-  for (const line of outbox.splice(0)) process.stdout.write(`${line}\n`);
+  for (const { line, offSchemaReason } of outbox.splice(0)) out(line, offSchemaReason);
 }
 
 function respond(id, result) {
   // Responses are never held back, even before `initialized`.
-  process.stdout.write(`${JSON.stringify({ jsonrpc: '2.0', id, result })}\n`);
+  out(JSON.stringify({ jsonrpc: '2.0', id, result }));
 }
 
 function respondError(id, error) {
-  process.stdout.write(`${JSON.stringify({ jsonrpc: '2.0', id, error })}\n`);
+  out(JSON.stringify({ jsonrpc: '2.0', id, error }));
 }
 
-function notify(method, params) {
-  writeLine(JSON.stringify({ jsonrpc: '2.0', method, params, emittedAtMs: Date.now() }));
+function notify(method, params, offSchemaReason) {
+  writeLine(JSON.stringify({ jsonrpc: '2.0', method, params, emittedAtMs: Date.now() }), offSchemaReason);
 }
 
 function serverRequest(method, params) {
@@ -989,10 +1033,13 @@ function handleFrame(line) {
   try {
     msg = JSON.parse(line);
   } catch {
+    checkFrame(line, 'client');
     report({ type: 'frame', incarnation, frame: line, hr });
     respondError(null, rpcError(-32700, 'parseError', 'parse error'));
     return;
   }
+  // Checked before it is handled, so that the answer we write finds its request in flight.
+  checkFrame(msg, 'client');
   report({ type: 'frame', incarnation, frame: msg, hr });
   refreshState();
   if (!msg || typeof msg !== 'object' || Array.isArray(msg)) {

@@ -42,4 +42,6 @@ export interface FrameValidator {
 export const SCHEMA_URL: URL;
 export const LOCAL_NOTIFICATIONS: Readonly<Record<string, { params: { $ref: string } }>>;
 export function loadMspSchema(): Promise<MspSchema>;
+/** Generates the cached validators if missing, without loading them. */
+export function prepareMspSchema(): Promise<void>;
 export function createFrameValidator(): Promise<FrameValidator>;

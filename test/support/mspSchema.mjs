@@ -88,9 +88,9 @@ function defName(ref) {
  * Validators for every definition, compiled by ajv (draft 2020-12) to standalone code once per
  * schema version and cached in the temp directory: compiling the whole bundle takes most of a
  * second, and each fake host process (one per host start or restart in the e2e tests) would pay
- * it again; importing the cached module takes a few milliseconds.
+ * it again; importing the cached module takes tens of milliseconds. Returns the module's path.
  */
-async function compiledValidators(schemaText, defs) {
+async function validatorsFile(schemaText, vendored) {
   const require = createRequire(import.meta.url);
   const ajvVersion = require('ajv/package.json').version;
   // Keyed by everything that shapes the code: this file (its load-time changes), ajv, the schema.
@@ -102,31 +102,50 @@ async function compiledValidators(schemaText, defs) {
     .slice(0, 24);
   const dir = join(tmpdir(), 'countersign-msp-schema');
   const file = join(dir, `validators-${key}.mjs`);
-  if (!existsSync(file)) {
-    const { default: Ajv2020 } = await import('ajv/dist/2020.js');
-    const { default: standaloneCode } = await import('ajv/dist/standalone/index.js');
-    const ajv = new Ajv2020({
-      allErrors: true,
-      strict: true,
-      strictTypes: false,
-      code: { source: true, esm: true },
-    });
-    for (const keyword of ['x-msp-openness', 'x-msp-descriptor', 'x-msp-stability']) {
-      ajv.addKeyword({ keyword, schemaType: 'string' });
-    }
-    ajv.addSchema({ $id: 'msp', $defs: defs });
-    const exports = Object.fromEntries(Object.keys(defs).map((name) => [name, `msp#/$defs/${name}`]));
-    let code = standaloneCode(ajv, exports);
-    // Runtime helpers the generated code may import are resolved from here, not from the temp dir.
-    code = code.replace(/(["'])(ajv\/dist\/runtime\/[^"']+)\1/g, (_m, _q, spec) =>
-      JSON.stringify(pathToFileURL(require.resolve(spec)).href),
-    );
-    mkdirSync(dir, { recursive: true });
-    const tmp = `${file}.${process.pid}.${Date.now()}.tmp`;
-    writeFileSync(tmp, code);
-    renameSync(tmp, file);
+  if (existsSync(file)) return file;
+
+  const defs = structuredClone(vendored.$defs);
+  const openedEnums = openEnums(defs);
+  dropDescriptions(defs);
+  const { default: Ajv2020 } = await import('ajv/dist/2020.js');
+  const { default: standaloneCode } = await import('ajv/dist/standalone/index.js');
+  const ajv = new Ajv2020({
+    allErrors: true,
+    strict: true,
+    strictTypes: false,
+    code: { source: true, esm: true },
+  });
+  for (const keyword of ['x-msp-openness', 'x-msp-descriptor', 'x-msp-stability']) {
+    ajv.addKeyword({ keyword, schemaType: 'string' });
   }
-  return import(pathToFileURL(file).href);
+  ajv.addSchema({ $id: 'msp', $defs: defs });
+  const exports = Object.fromEntries(Object.keys(defs).map((name) => [name, `msp#/$defs/${name}`]));
+  let code = standaloneCode(ajv, exports);
+  // Runtime helpers the generated code may import are resolved from here, not from the temp dir.
+  code = code.replace(/(["'])(ajv\/dist\/runtime\/[^"']+)\1/g, (_m, _q, spec) =>
+    JSON.stringify(pathToFileURL(require.resolve(spec)).href),
+  );
+  code += `\nexport const __openedEnums = ${openedEnums};\n`;
+  mkdirSync(dir, { recursive: true });
+  const tmp = `${file}.${process.pid}.${Date.now()}.tmp`;
+  writeFileSync(tmp, code);
+  renameSync(tmp, file);
+  return file;
+}
+
+function readSchema() {
+  const schemaText = readFileSync(SCHEMA_URL, 'utf8');
+  return { schemaText, vendored: JSON.parse(schemaText) };
+}
+
+/**
+ * Makes sure the cached validators exist, without loading them: for a process that starts fake
+ * hosts (which load them) but checks nothing itself. Under vitest, importing the generated module
+ * goes through its transform, which costs a second or two per worker.
+ */
+export async function prepareMspSchema() {
+  const { schemaText, vendored } = readSchema();
+  await validatorsFile(schemaText, vendored);
 }
 
 let loading;
@@ -141,12 +160,8 @@ export function loadMspSchema() {
 }
 
 async function load() {
-  const schemaText = readFileSync(SCHEMA_URL, 'utf8');
-  const vendored = JSON.parse(schemaText);
-  const defs = structuredClone(vendored.$defs);
-  const openedEnums = openEnums(defs);
-  dropDescriptions(defs);
-  const validators = await compiledValidators(schemaText, defs);
+  const { schemaText, vendored } = readSchema();
+  const validators = await import(pathToFileURL(await validatorsFile(schemaText, vendored)).href);
   const table = (entries) =>
     Object.fromEntries(
       Object.entries(entries).map(([method, spec]) => [
@@ -159,7 +174,7 @@ async function load() {
     );
   return {
     vendored,
-    openedEnums,
+    openedEnums: validators.__openedEnums,
     /** Client → server requests. */
     methods: table(vendored.methods),
     /** Server → client requests. */
