@@ -373,6 +373,14 @@ function fail(code, kind, message, data) {
 // ---------------------------------------------------------------------------------------------
 // Model helpers
 
+/** Whether `cursor` is a view cursor this host served for the session (v:<session>:<seq>). */
+function issuedCursor(sessionId, cursor) {
+  const prefix = `v:${sessionId}:`;
+  if (typeof cursor !== 'string' || !cursor.startsWith(prefix)) return false;
+  const seq = Number(cursor.slice(prefix.length));
+  return Number.isInteger(seq) && seq >= 0 && seq <= state.seq;
+}
+
 function nextCursor(sessionId) {
   state.seq += 1;
   return `v:${sessionId}:${state.seq}`;
@@ -387,9 +395,12 @@ function sourceRange(sessionId) {
   };
 }
 
+/** The session object on the wire (session/list, resume, started, listChanged), as upstream serves it. */
 function sessionRow(s) {
-  const pending = pendingFor(s.sessionId).length > 0;
+  const pending = pendingFor(s.sessionId);
   const now = '2026-10-01T09:00:00.000Z';
+  // heldElsewhere is this fake's own bookkeeping (holdSession), not a Session field.
+  const { heldElsewhere: _held, ...fields } = s;
   const row = {
     sessionId: s.sessionId,
     status: s.status ?? 'idle',
@@ -402,9 +413,17 @@ function sessionRow(s) {
     providerId: s.providerId ?? 'muse',
     modelId: s.modelId ?? 'muse-large-2',
     forkedFrom: null,
-    ...s,
+    ...fields,
   };
-  if (pending && !row.attention) row.attention = ['approvalPending'];
+  // Upstream: activeTurnId names the running foreground turn, null only when none runs; a session
+  // parked on an approval runs the approval's turn.
+  if (row.status === 'running' && row.activeTurnId === null) {
+    row.activeTurnId = pending[0]?.params.turnId ?? `turn-${s.sessionId}`;
+  }
+  // Upstream: attention is for loaded sessions only; a notLoaded row omits it even with approvals
+  // pending (a client reads those with approval/listPending).
+  if (row.status === 'notLoaded') delete row.attention;
+  else if (pending.length > 0 && !row.attention) row.attention = ['approvalPending'];
   return row;
 }
 
@@ -806,17 +825,24 @@ function sessionResume(params) {
   if (session.heldElsewhere) {
     fail(-32021, 'sessionInUse', `session ${sessionId} is held by another host`, { sessionId });
   }
+  const cursor = params.cursor ?? undefined;
+  if (cursor !== undefined && !issuedCursor(sessionId, cursor)) {
+    // Upstream (transcript cursor-never-existed): a cursor this host never served for the session.
+    fail(-32011, 'notFound', 'unknown cursor anchor', { reason: 'missingAnchor', sessionId, anchor: cursor });
+  }
   touchSession(sessionId);
   subscribed.add(sessionId);
   const pending = pendingFor(sessionId);
   const result = {
     session: sessionRow(session),
-    history: {
-      mode: 'none',
-      noneReason: params.cursor ? 'cursorSuffix' : 'excluded',
-      items: null,
-      snapshot: null,
-    },
+    // What upstream serves (tdd SS2.5.2): with a cursor only the suffix follows (none,
+    // cursorSuffix); with excludeItems no history (none, excluded); else the history, which
+    // this fake keeps none of: an empty inline one. noneReason goes exactly with mode none.
+    history: cursor
+      ? { mode: 'none', noneReason: 'cursorSuffix', items: null, snapshot: null }
+      : params.excludeItems === true
+        ? { mode: 'none', noneReason: 'excluded', items: null, snapshot: null }
+        : { mode: 'inline', items: [], snapshot: null },
     pendingRequests: pending.map((a) => ({
       kind: 'approval',
       approvalId: a.params.approvalId,
