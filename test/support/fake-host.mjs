@@ -200,6 +200,8 @@ function applyControl(cmd) {
       return hostResolve(cmd);
     case 'update':
       return hostUpdate(cmd);
+    case 'redeliverResolved':
+      return redeliverResolved(cmd.approvalId);
     case 'raw':
       writeLine(String(cmd.line), offSchema(cmd));
       return null;
@@ -658,6 +660,8 @@ function resolvedParams(rec, fields) {
   if (fields.decidedByCommandId) out.decidedByCommandId = fields.decidedByCommandId;
   if (fields.decidedAt) out.decidedAt = fields.decidedAt;
   if (p.subagentOrigin) out.subagentOrigin = p.subagentOrigin;
+  // Kept whole, so that the host can deliver the same resolution again (redeliverResolved).
+  rec.resolvedParams = out;
   rec.resolved = {
     decision: out.decision,
     resolvedBy: out.resolvedBy,
@@ -683,6 +687,14 @@ function hostResolve(cmd) {
   saveState();
   notify('approval/resolved', params);
   return params;
+}
+
+/** Sends an approval's approval/resolved again, as it was first sent (a host re-delivering it). */
+function redeliverResolved(approvalId) {
+  const rec = state.approvals[approvalId];
+  if (!rec?.resolvedParams) throw new Error(`redeliverResolved: ${approvalId} was not resolved by this host`);
+  notify('approval/resolved', rec.resolvedParams);
+  return rec.resolvedParams;
 }
 
 function updatedParams(rec, change) {

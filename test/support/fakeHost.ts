@@ -370,6 +370,11 @@ export class FakeHost {
     return this.send('resolve', { ...cmd }) as Promise<Record<string, unknown>>;
   }
 
+  /** Sends an approval's approval/resolved again, exactly as the host first sent it. */
+  redeliverResolved(approvalId: string): Promise<Record<string, unknown>> {
+    return this.send('redeliverResolved', { approvalId }) as Promise<Record<string, unknown>>;
+  }
+
   update(cmd: UpdateCommand): Promise<Record<string, unknown>> {
     return this.send('update', { ...cmd }) as Promise<Record<string, unknown>>;
   }
