@@ -327,14 +327,13 @@ describe('the requester DM', () => {
     );
 
     // The host says it again; a stale click re-syncs the card.
-    const repeatResolution = () =>
-      world.host.notify('approval/resolved', {
-        sessionId: SESSION,
-        approvalId: 'dm-click-0001',
+    const repeatResolution = async () => {
+      const again = await world.host.redeliverResolved('dm-click-0001');
+      expect(again).toMatchObject({
         decision: 'approved',
-        resolvedBy: 'user',
         decidedByCommandId: decide.frame.params.commandId,
       });
+    };
     await repeatResolution();
     await world.press('dm-click-0001', 'Allow once', 'U0CAROL', open);
     await world.ephemeralTo('U0CAROL');
@@ -447,13 +446,8 @@ describe('the decision line in the log', () => {
     expect(entry).toMatchObject({ via: 'click', argsSha256: line.argsSha256 });
 
     // The host says it again and a stale click re-syncs the card: still one line.
-    await world.host.notify('approval/resolved', {
-      sessionId: SESSION,
-      approvalId: clicked.approvalId,
-      decision: 'approved',
-      resolvedBy: 'user',
-      decidedByCommandId: decide.frame.params.commandId,
-    });
+    const again = await world.host.redeliverResolved(clicked.approvalId);
+    expect(again).toMatchObject({ decision: 'approved', decidedByCommandId: decide.frame.params.commandId });
     await world.press(clicked.approvalId, 'Allow once', 'U0CAROL', open);
     await world.ephemeralTo('U0CAROL');
 

@@ -36,9 +36,12 @@ describe('races, bad input and rate limits', () => {
 
   it('12. malformed and oversized host frames are logged and skipped; the bot keeps working', async () => {
     world = await World.start();
-    await world.host.raw('this is not json');
-    await world.host.raw('{"jsonrpc":"2.0","method":"approval/requested","params":{"approvalId":42}}');
-    await world.host.raw('[1,2,3]');
+    // Off the schema on purpose: the bot must skip what it cannot read.
+    await world.host.raw('this is not json', { offSchema: 'not JSON' });
+    await world.host.raw('{"jsonrpc":"2.0","method":"approval/requested","params":{"approvalId":42}}', {
+      offSchema: 'approval params that do not parse',
+    });
+    await world.host.raw('[1,2,3]', { offSchema: 'not a JSON-RPC object' });
     await world.host.rawBytes(10 * 1024 * 1024 + 16);
     // Each one is named in the log, with what was wrong with it.
     const logged = (msg: string, field: [string, unknown]) =>

@@ -167,7 +167,8 @@ describe('Slack failures', () => {
       data: {
         kind: 'approvalAlreadyResolved',
         approvalId,
-        resolution: { decision: 'denied', resolvedBy: 'policy' },
+        // The winning resolution, as the schema has it (ApprovalResolutionSummary).
+        resolution: { decision: 'denied', resolvedBy: 'policy', viewCursor: 'v:replay:900' },
       },
     });
     await w.bot.kill();

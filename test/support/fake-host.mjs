@@ -1,15 +1,22 @@
 #!/usr/bin/env node
-// A stateful miniature MSP host for end-to-end tests. Plain Node ESM, no dependencies.
+// A stateful miniature MSP host for end-to-end tests. Plain Node ESM; its one dependency is
+// mspSchema.mjs (ajv), which checks every frame it reads and writes against the vendor's schema.
 //
 // Speaks JSON-RPC 2.0 over NDJSON on stdin/stdout like `muse serve`. Its durable state (sessions,
 // approvals, the decide ledger, the incarnation counter) lives in the JSON file named by
 // FAKE_HOST_STATE, so a crash and respawn behaves like a durable host reloading its session log.
 // It connects to the test's TCP control server on 127.0.0.1:FAKE_HOST_CONTROL, reports every
 // frame it reads from the bot and takes commands (open, resolve, crash, ...). See fakeHost.ts.
+//
+// Every frame, both ways, is checked against the vendored MSP schema (mspSchema.mjs); what does
+// not conform is reported to the test as a schemaViolation, and FakeHost.close() fails the test
+// on it. A bot frame that fails is a bot bug; a frame of ours that fails is drift in this fake, to
+// fix here, unless the test sent it on purpose (raw/notify with offSchema, naming why).
 
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
+import { createFrameValidator } from './mspSchema.mjs';
 
 const FINGERPRINT = 'sha256:c8d1a2a1866814e220fd396d382a9a75861412feee884b5021b2ee359bd3dc59';
 const GRANTABLE_CAPABILITIES = ['sessionListStream'];
@@ -29,6 +36,8 @@ const KIND_BY_CODE = {
 };
 const REJECTING = new Set(['abort', 'denied', 'deniedPolicyAmendment', 'timedOut']);
 
+/** One checker per process: a host process is one connection, with its own id spaces. */
+const frameValidator = await createFrameValidator();
 const statePath = process.env.FAKE_HOST_STATE;
 const controlPort = Number(process.env.FAKE_HOST_CONTROL || 0);
 
@@ -104,7 +113,7 @@ let initialized = false; // `initialize` answered
 let ready = false; // `initialized` received: only then are server-initiated frames delivered
 let granted = [];
 let nextServerRequestId = 1;
-/** @type {string[]} */
+/** @type {{line: string, offSchemaReason: string | undefined}[]} */
 const outbox = [];
 const subscribed = new Set();
 const touched = new Set();
@@ -191,8 +200,10 @@ function applyControl(cmd) {
       return hostResolve(cmd);
     case 'update':
       return hostUpdate(cmd);
+    case 'redeliverResolved':
+      return redeliverResolved(cmd.approvalId);
     case 'raw':
-      writeLine(String(cmd.line));
+      writeLine(String(cmd.line), offSchema(cmd));
       return null;
     case 'rawBytes':
       writeLine(hugeLine(Number(cmd.size)));
@@ -218,7 +229,10 @@ function applyControl(cmd) {
     case 'startSession':
       return startSession(cmd.session);
     case 'notify':
-      notify(cmd.method, cmd.params);
+      notify(cmd.method, cmd.params, offSchema(cmd));
+      return null;
+    case 'sync':
+      // Answered after every report sent before it: the test has all violations once it has this.
       return null;
     case 'configure':
       for (const key of ['durability', 'recovery', 'pageSize', 'requireResume']) {
@@ -266,31 +280,63 @@ function applyControl(cmd) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Schema check
+
+/** A control command's `offSchema`: why the test sends a frame off the schema on purpose. */
+function offSchema(cmd) {
+  if (cmd.offSchema === undefined) return undefined;
+  if (typeof cmd.offSchema !== 'string' || cmd.offSchema.trim() === '') {
+    throw new Error(`${cmd.type}: offSchema must say why the frame is sent off the schema`);
+  }
+  return cmd.offSchema;
+}
+
+/**
+ * Checks one frame (`client`: read from the bot; `server`: written by us) and reports what does
+ * not conform. A frame marked offSchema is still fed to the checker (its ids count) but reports
+ * nothing.
+ */
+function checkFrame(frame, direction, offSchemaReason) {
+  const errors = frameValidator.validate(frame, direction);
+  if (errors.length === 0 || offSchemaReason !== undefined) return;
+  const shown = typeof frame === 'string' && frame.length > 2000 ? `${frame.slice(0, 2000)}…` : frame;
+  report({ type: 'schemaViolation', incarnation, direction, frame: shown, errors });
+}
+
+// ---------------------------------------------------------------------------------------------
 // Output
 
-function writeLine(line) {
+/** Writes one line to the bot and checks each frame in it. */
+function out(line, offSchemaReason) {
+  process.stdout.write(`${line}\n`);
+  for (const part of line.split('\n')) {
+    if (part.trim()) checkFrame(part, 'server', offSchemaReason);
+  }
+}
+
+function writeLine(line, offSchemaReason) {
   if (!ready) {
-    outbox.push(line);
+    outbox.push({ line, offSchemaReason });
     return;
   }
-  process.stdout.write(`${line}\n`);
+  out(line, offSchemaReason);
 }
 
 function flushOutbox() {
-  for (const line of outbox.splice(0)) process.stdout.write(`${line}\n`);
+  for (const { line, offSchemaReason } of outbox.splice(0)) out(line, offSchemaReason);
 }
 
 function respond(id, result) {
   // Responses are never held back, even before `initialized`.
-  process.stdout.write(`${JSON.stringify({ jsonrpc: '2.0', id, result })}\n`);
+  out(JSON.stringify({ jsonrpc: '2.0', id, result }));
 }
 
 function respondError(id, error) {
-  process.stdout.write(`${JSON.stringify({ jsonrpc: '2.0', id, error })}\n`);
+  out(JSON.stringify({ jsonrpc: '2.0', id, error }));
 }
 
-function notify(method, params) {
-  writeLine(JSON.stringify({ jsonrpc: '2.0', method, params, emittedAtMs: Date.now() }));
+function notify(method, params, offSchemaReason) {
+  writeLine(JSON.stringify({ jsonrpc: '2.0', method, params, emittedAtMs: Date.now() }), offSchemaReason);
 }
 
 function serverRequest(method, params) {
@@ -329,6 +375,14 @@ function fail(code, kind, message, data) {
 // ---------------------------------------------------------------------------------------------
 // Model helpers
 
+/** Whether `cursor` is a view cursor this host served for the session (v:<session>:<seq>). */
+function issuedCursor(sessionId, cursor) {
+  const prefix = `v:${sessionId}:`;
+  if (typeof cursor !== 'string' || !cursor.startsWith(prefix)) return false;
+  const seq = Number(cursor.slice(prefix.length));
+  return Number.isInteger(seq) && seq >= 0 && seq <= state.seq;
+}
+
 function nextCursor(sessionId) {
   state.seq += 1;
   return `v:${sessionId}:${state.seq}`;
@@ -343,9 +397,12 @@ function sourceRange(sessionId) {
   };
 }
 
+/** The session object on the wire (session/list, resume, started, listChanged), as upstream serves it. */
 function sessionRow(s) {
-  const pending = pendingFor(s.sessionId).length > 0;
+  const pending = pendingFor(s.sessionId);
   const now = '2026-10-01T09:00:00.000Z';
+  // heldElsewhere is this fake's own bookkeeping (holdSession), not a Session field.
+  const { heldElsewhere: _held, ...fields } = s;
   const row = {
     sessionId: s.sessionId,
     status: s.status ?? 'idle',
@@ -358,9 +415,17 @@ function sessionRow(s) {
     providerId: s.providerId ?? 'muse',
     modelId: s.modelId ?? 'muse-large-2',
     forkedFrom: null,
-    ...s,
+    ...fields,
   };
-  if (pending && !row.attention) row.attention = ['approvalPending'];
+  // Upstream: activeTurnId names the running foreground turn, null only when none runs; a session
+  // parked on an approval runs the approval's turn.
+  if (row.status === 'running' && row.activeTurnId === null) {
+    row.activeTurnId = pending[0]?.params.turnId ?? `turn-${s.sessionId}`;
+  }
+  // Upstream: attention is for loaded sessions only; a notLoaded row omits it even with approvals
+  // pending (a client reads those with approval/listPending).
+  if (row.status === 'notLoaded') delete row.attention;
+  else if (pending.length > 0 && !row.attention) row.attention = ['approvalPending'];
   return row;
 }
 
@@ -595,6 +660,8 @@ function resolvedParams(rec, fields) {
   if (fields.decidedByCommandId) out.decidedByCommandId = fields.decidedByCommandId;
   if (fields.decidedAt) out.decidedAt = fields.decidedAt;
   if (p.subagentOrigin) out.subagentOrigin = p.subagentOrigin;
+  // Kept whole, so that the host can deliver the same resolution again (redeliverResolved).
+  rec.resolvedParams = out;
   rec.resolved = {
     decision: out.decision,
     resolvedBy: out.resolvedBy,
@@ -620,6 +687,14 @@ function hostResolve(cmd) {
   saveState();
   notify('approval/resolved', params);
   return params;
+}
+
+/** Sends an approval's approval/resolved again, as it was first sent (a host re-delivering it). */
+function redeliverResolved(approvalId) {
+  const rec = state.approvals[approvalId];
+  if (!rec?.resolvedParams) throw new Error(`redeliverResolved: ${approvalId} was not resolved by this host`);
+  notify('approval/resolved', rec.resolvedParams);
+  return rec.resolvedParams;
 }
 
 function updatedParams(rec, change) {
@@ -762,17 +837,24 @@ function sessionResume(params) {
   if (session.heldElsewhere) {
     fail(-32021, 'sessionInUse', `session ${sessionId} is held by another host`, { sessionId });
   }
+  const cursor = params.cursor ?? undefined;
+  if (cursor !== undefined && !issuedCursor(sessionId, cursor)) {
+    // Upstream (transcript cursor-never-existed): a cursor this host never served for the session.
+    fail(-32011, 'notFound', 'unknown cursor anchor', { reason: 'missingAnchor', sessionId, anchor: cursor });
+  }
   touchSession(sessionId);
   subscribed.add(sessionId);
   const pending = pendingFor(sessionId);
   const result = {
     session: sessionRow(session),
-    history: {
-      mode: 'none',
-      noneReason: params.cursor ? 'cursorSuffix' : 'excluded',
-      items: null,
-      snapshot: null,
-    },
+    // What upstream serves (tdd SS2.5.2): with a cursor only the suffix follows (none,
+    // cursorSuffix); with excludeItems no history (none, excluded); else the history, which
+    // this fake keeps none of: an empty inline one. noneReason goes exactly with mode none.
+    history: cursor
+      ? { mode: 'none', noneReason: 'cursorSuffix', items: null, snapshot: null }
+      : params.excludeItems === true
+        ? { mode: 'none', noneReason: 'excluded', items: null, snapshot: null }
+        : { mode: 'inline', items: [], snapshot: null },
     pendingRequests: pending.map((a) => ({
       kind: 'approval',
       approvalId: a.params.approvalId,
@@ -989,10 +1071,13 @@ function handleFrame(line) {
   try {
     msg = JSON.parse(line);
   } catch {
+    checkFrame(line, 'client');
     report({ type: 'frame', incarnation, frame: line, hr });
     respondError(null, rpcError(-32700, 'parseError', 'parse error'));
     return;
   }
+  // Checked before it is handled, so that the answer we write finds its request in flight.
+  checkFrame(msg, 'client');
   report({ type: 'frame', incarnation, frame: msg, hr });
   refreshState();
   if (!msg || typeof msg !== 'object' || Array.isArray(msg)) {

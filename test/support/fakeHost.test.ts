@@ -157,6 +157,14 @@ describe('fake MSP host', () => {
     expect(unknown.error).toMatchObject({ code: -32601, data: { kind: 'methodNotFound', retryable: false } });
 
     await host.waitForFrame((f) => f.frame === 'not json');
+    // Those two client mistakes are the only frames off the vendor's schema, both ways; close()
+    // would fail the test on them, so they are taken off the list once seen.
+    await host.sync();
+    expect(host.schemaViolations.map((v) => [v.direction, v.errors[0]])).toEqual([
+      ['client', 'not JSON'],
+      ['client', "session/fork params (top): must have required property 'commandId'"],
+    ]);
+    host.schemaViolations.length = 0;
     expect(host.framesOf('initialize')).toHaveLength(2);
     expect(host.framesOf('initialized')[0]?.incarnation).toBe(1);
 
@@ -439,9 +447,14 @@ describe('fake MSP host', () => {
     const c2 = HostClient.spawn(host);
     await host.waitForIncarnation(2);
     await c2.handshake();
-    const resumed = await c2.request('session/resume', { commandId: v7(), sessionId: SESSION });
+    // As the bot resumes: no history wanted.
+    const resumed = await c2.request('session/resume', {
+      commandId: v7(),
+      sessionId: SESSION,
+      excludeItems: true,
+    });
     const r = result(resumed);
-    expect(r.history).toMatchObject({ mode: 'none' });
+    expect(r.history).toMatchObject({ mode: 'none', noneReason: 'excluded' });
     expect(r.pendingRequests).toEqual([
       { kind: 'approval', approvalId: 'old-1-r2', viewCursor: expect.any(String) },
     ]);
@@ -556,5 +569,60 @@ describe('fake MSP host', () => {
       'approval/updated',
       'approval/resolved',
     ]);
+  });
+
+  test('upstream semantics: resume history by its params, unknown cursors, session rows', async () => {
+    host = await FakeHost.start({
+      sessions: [
+        { sessionId: SESSION, status: 'running' },
+        { sessionId: OTHER, status: 'notLoaded', heldElsewhere: false },
+      ],
+      approvals: [
+        { approvalId: 'r-1', sessionId: SESSION, turnId: 'turn-r' },
+        { approvalId: 'r-2', sessionId: OTHER },
+      ],
+    });
+    const c = HostClient.spawn(host);
+    await c.handshake();
+
+    // session/list rows: a running session names its turn; a notLoaded one carries no attention
+    // (upstream: loaded sessions only); the fake's own bookkeeping stays off the wire.
+    const rows = result(await c.request('session/list', {})).sessions as Array<Record<string, unknown>>;
+    expect(rows[0]).toMatchObject({
+      sessionId: SESSION,
+      activeTurnId: 'turn-r',
+      attention: ['approvalPending'],
+    });
+    expect(rows[1]).toMatchObject({ sessionId: OTHER, status: 'notLoaded' });
+    expect(rows[1]).not.toHaveProperty('attention');
+    expect(rows[1]).not.toHaveProperty('heldElsewhere');
+
+    // history as upstream serves it (tdd SS2.5.2): excluded only when items were excluded...
+    const excluded = result(
+      await c.request('session/resume', { commandId: v7(), sessionId: SESSION, excludeItems: true }),
+    );
+    expect(excluded.history).toEqual({ mode: 'none', noneReason: 'excluded', items: null, snapshot: null });
+    const served = result(await c.request('session/resume', { commandId: v7(), sessionId: SESSION }));
+    expect(served.history).toEqual({ mode: 'inline', items: [], snapshot: null });
+    // ...cursorSuffix with a cursor this host served...
+    const suffix = result(
+      await c.request('session/resume', {
+        commandId: v7(),
+        sessionId: SESSION,
+        excludeItems: true,
+        cursor: excluded.viewCursor,
+      }),
+    );
+    expect(suffix.history).toEqual({ mode: 'none', noneReason: 'cursorSuffix', items: null, snapshot: null });
+    // ...and notFound/missingAnchor for one it never served (transcript cursor-never-existed).
+    const foreign = await c.request('session/resume', {
+      commandId: v7(),
+      sessionId: SESSION,
+      cursor: `v:${OTHER}:9`,
+    });
+    expect(foreign.error).toMatchObject({
+      code: -32011,
+      data: { kind: 'notFound', reason: 'missingAnchor', sessionId: SESSION },
+    });
   });
 });

@@ -6,6 +6,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { prepareMspSchema } from './mspSchema.mjs';
 import { transcriptLines } from './transcripts.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -152,6 +153,22 @@ export interface OpenBatchCommand {
   template?: Partial<ApprovalRequestParams>;
 }
 
+/** A frame, either way, that the fake host found off the vendor's MSP schema (mspSchema.mjs). */
+export interface SchemaViolation {
+  incarnation: number;
+  /** `client`: the bot wrote it (a bot bug); `server`: the fake host did (drift in the fake). */
+  direction: 'client' | 'server';
+  /** The frame, parsed, or its text when it is not JSON. */
+  frame: unknown;
+  errors: string[];
+}
+
+/** What raw() and notify() accept: `offSchema` marks a frame sent off the schema on purpose. */
+export interface OffSchemaOption {
+  /** Why the frame does not conform, and must not (a tolerance test); it is then not reported. */
+  offSchema?: string;
+}
+
 export type DecideFrame = HostFrame<
   RpcFrame & { id: string | number; params: DecideParams & Record<string, unknown> }
 >;
@@ -251,6 +268,8 @@ export class FakeHost {
   readonly statePath: string;
   /** Every frame the host processes read from the bot, in order, across incarnations. */
   readonly frames: HostFrame[] = [];
+  /** Frames, both ways, that did not conform to the vendor's schema; close() fails on any. */
+  readonly schemaViolations: SchemaViolation[] = [];
   readonly incarnations: Incarnation[] = [];
 
   private readonly server: net.Server;
@@ -277,6 +296,9 @@ export class FakeHost {
    * fake-host.mjs (replay-host.mjs, see replay.ts).
    */
   static async start(seed: FakeHostSeed = {}, options: { script?: string } = {}): Promise<FakeHost> {
+    // Builds (once per schema version, cached in the temp dir) the validators every host process
+    // loads, so that no host process spends its start-up compiling them.
+    await prepareMspSchema();
     const dir = mkdtempSync(join(tmpdir(), 'fake-host-'));
     const server = net.createServer();
     await new Promise<void>((resolve, reject) => {
@@ -352,6 +374,11 @@ export class FakeHost {
     return this.send('resolve', { ...cmd }) as Promise<Record<string, unknown>>;
   }
 
+  /** Sends an approval's approval/resolved again, exactly as the host first sent it. */
+  redeliverResolved(approvalId: string): Promise<Record<string, unknown>> {
+    return this.send('redeliverResolved', { approvalId }) as Promise<Record<string, unknown>>;
+  }
+
   update(cmd: UpdateCommand): Promise<Record<string, unknown>> {
     return this.send('update', { ...cmd }) as Promise<Record<string, unknown>>;
   }
@@ -362,8 +389,8 @@ export class FakeHost {
   }
 
   /** Writes `line` + '\n' verbatim to the bot. */
-  async raw(line: string): Promise<void> {
-    await this.send('raw', { line });
+  async raw(line: string, options: OffSchemaOption = {}): Promise<void> {
+    await this.send('raw', { line, ...options });
   }
 
   /** Writes one valid JSON notification line of exactly `size` bytes (plus '\n'). */
@@ -455,8 +482,8 @@ export class FakeHost {
   }
 
   /** Sends an arbitrary notification (e.g. session/closed, session/statusChanged). */
-  async notify(method: string, params: unknown): Promise<void> {
-    await this.send('notify', { method, params });
+  async notify(method: string, params: unknown, options: OffSchemaOption = {}): Promise<void> {
+    await this.send('notify', { method, params, ...options });
   }
 
   /** Changes durability/recovery/pageSize/requireResume; durability applies to later processes. */
@@ -522,7 +549,37 @@ export class FakeHost {
       .map((a) => a.params);
   }
 
+  /**
+   * Resolves once the connected host process has answered a round trip on its control socket: it
+   * reports in order there, so every report (frame, schema violation) it sent before is in.
+   */
+  async sync(timeoutMs = 5000): Promise<void> {
+    await this.send('sync', {}, timeoutMs);
+  }
+
+  /** Throws, naming each frame and what is wrong with it, if any frame was off the schema. */
+  assertFramesConform(): void {
+    if (this.schemaViolations.length === 0) return;
+    const lines = this.schemaViolations.map((v) => {
+      const who =
+        v.direction === 'client'
+          ? 'bot → host (a bot bug)'
+          : 'host → bot (drift in test/support/fake-host.mjs or the seed; or mark it offSchema)';
+      const text = typeof v.frame === 'string' ? v.frame : JSON.stringify(v.frame);
+      const shown = text.length > 1500 ? `${text.slice(0, 1500)}…` : text;
+      return `  ${who}, host process ${v.incarnation}:\n    ${shown}\n${v.errors.map((e) => `      ${e}`).join('\n')}`;
+    });
+    throw new Error(
+      `FakeHost: ${this.schemaViolations.length} MSP frame(s) off the vendor's schema (test/fixtures/msp-schema):\n${lines.join('\n')}`,
+    );
+  }
+
+  /**
+   * Stops the control server and removes the host's files; then fails if any frame of the run was
+   * off the schema (so every test that uses a fake host checks its frames, both ways).
+   */
   async close(): Promise<void> {
+    if (this.current) await this.sync(1000).catch(() => undefined);
     for (const [, ack] of this.acks) {
       clearTimeout(ack.timer);
       ack.reject(new Error('FakeHost closed'));
@@ -531,6 +588,7 @@ export class FakeHost {
     for (const s of this.sockets) s.destroy();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
     rmSync(this.dir, { recursive: true, force: true });
+    this.assertFramesConform();
   }
 
   // ---- internals
@@ -603,6 +661,13 @@ export class FakeHost {
             hr: BigInt(String(msg.hr ?? 0)),
           };
           this.push(this.frames, this.frameWaiters, frame);
+        } else if (msg.type === 'schemaViolation') {
+          this.schemaViolations.push({
+            incarnation: Number(msg.incarnation),
+            direction: msg.direction === 'client' ? 'client' : 'server',
+            frame: msg.frame,
+            errors: Array.isArray(msg.errors) ? msg.errors.map(String) : [String(msg.errors)],
+          });
         } else if (msg.type === 'ack') {
           const ack = this.acks.get(Number(msg.id));
           if (!ack) continue;
