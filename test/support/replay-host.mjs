@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // An MSP host that serves the host side of the vendor's recorded transcripts
 // (test/fixtures/msp-transcripts/) to the bot, for the replays of test/e2e/replays.test.ts.
-// Plain Node ESM, no dependencies. docs/development.md says how to add a replay.
+// Plain Node ESM. docs/development.md says how to add a replay. Like fake-host.mjs, it checks
+// every frame it reads and writes against the vendor's schema (mspSchema.mjs) and reports what
+// does not conform: FakeHost.close() then fails the test.
 //
 // It reads a script (JSON, the file named by FAKE_HOST_REPLAY, built by test/support/replay.ts)
 // with one entry per host process, so a test can crash the first process and replay a transcript
@@ -25,7 +27,8 @@
 // commands: `raw` (write a line), `answer` (replace one fallback), `crash`.
 
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
+import { connectControl } from './hostControl.mjs';
+import { createFrameValidator } from './mspSchema.mjs';
 
 const statePath = process.env.FAKE_HOST_STATE;
 const scriptPath = process.env.FAKE_HOST_REPLAY;
@@ -44,6 +47,9 @@ const fallback = { ...(script.fallback ?? {}) };
 /** Recorded commandId → the bot's, for the rest of this process's life. */
 const commandIds = new Map();
 
+/** One checker per process: a host process is one connection, with its own id spaces. */
+const frameValidator = await createFrameValidator();
+
 let ready = false;
 /** @type {string[]} server-initiated lines held until `initialized` */
 const held = [];
@@ -51,38 +57,17 @@ const held = [];
 // ---------------------------------------------------------------------------------------------
 // Control connection (the protocol of fake-host.mjs)
 
-/** @type {net.Socket | null} */
-let control = null;
-if (controlPort) {
-  control = net.connect({ host: '127.0.0.1', port: controlPort });
-  control.setNoDelay(true);
-  control.on('error', () => {
-    control = null;
-  });
-  let buf = '';
-  control.on('data', (chunk) => {
-    buf += chunk.toString('utf8');
-    let nl = buf.indexOf('\n');
-    while (nl >= 0) {
-      const line = buf.slice(0, nl).trim();
-      buf = buf.slice(nl + 1);
-      if (line) handleControl(JSON.parse(line));
-      nl = buf.indexOf('\n');
-    }
-  });
-  report({ type: 'started', incarnation, pid: process.pid, cwd: process.cwd() });
-}
-
-function report(msg) {
-  if (control && !control.destroyed) control.write(`${JSON.stringify(msg)}\n`);
-}
+const { report } = connectControl(controlPort, (line) => handleControl(JSON.parse(line)));
+report({ type: 'started', incarnation, pid: process.pid, cwd: process.cwd() });
 
 function handleControl(cmd) {
   try {
     if (cmd.type === 'raw') write(String(cmd.line));
     else if (cmd.type === 'answer') fallback[cmd.method] = cmd.lines;
     else if (cmd.type === 'crash') process.exit(Number(cmd.code ?? 1));
-    else throw new Error(`the replay host does not take ${JSON.stringify(cmd.type)}`);
+    else if (cmd.type === 'sync') {
+      // Answered after every report sent before it: the test has all violations once it has this.
+    } else throw new Error(`the replay host does not take ${JSON.stringify(cmd.type)}`);
     report({ type: 'ack', id: cmd.id, result: null });
   } catch (err) {
     report({ type: 'ack', id: cmd.id, error: err instanceof Error ? err.message : String(err) });
@@ -92,8 +77,15 @@ function handleControl(cmd) {
 // ---------------------------------------------------------------------------------------------
 // Output
 
+/** Checks one frame (`client`: read from the bot; `server`: written here) against the schema. */
+function checkFrame(frame, direction) {
+  const errors = frameValidator.validate(frame, direction);
+  if (errors.length > 0) report({ type: 'schemaViolation', incarnation, direction, frame, errors });
+}
+
 function send(line) {
   process.stdout.write(`${line}\n`);
+  checkFrame(line, 'server');
 }
 
 /** Responses go out at once; anything else waits for `initialized`, as on a real host. */
@@ -172,6 +164,7 @@ function handleRequest(msg) {
 }
 
 function handleLine(line) {
+  checkFrame(line, 'client');
   let msg;
   try {
     msg = JSON.parse(line);
