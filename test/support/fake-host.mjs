@@ -15,7 +15,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
+import { connectControl } from './hostControl.mjs';
 import { createFrameValidator } from './mspSchema.mjs';
 
 const FINGERPRINT = 'sha256:c8d1a2a1866814e220fd396d382a9a75861412feee884b5021b2ee359bd3dc59';
@@ -135,44 +135,15 @@ let stageAdvanceFrames = 'updatedAndRequest';
 // ---------------------------------------------------------------------------------------------
 // Control connection
 
-/** @type {net.Socket | null} */
-let control = null;
-if (controlPort) {
-  control = net.connect({ host: '127.0.0.1', port: controlPort });
-  control.setNoDelay(true);
-  control.on('error', () => {
-    control = null;
-  });
-  let buf = '';
-  control.on('data', (chunk) => {
-    buf += chunk.toString('utf8');
-    let nl = buf.indexOf('\n');
-    while (nl >= 0) {
-      const line = buf.slice(0, nl).trim();
-      buf = buf.slice(nl + 1);
-      if (line) handleControlLine(line);
-      nl = buf.indexOf('\n');
-    }
-  });
-  // cwd and FAKE_HOST_MARK let a test see the working directory and environment the bot gave the host.
-  report({
-    type: 'started',
-    incarnation,
-    pid: process.pid,
-    cwd: process.cwd(),
-    mark: process.env.FAKE_HOST_MARK,
-  });
-}
-
-function report(msg) {
-  if (control && !control.destroyed) {
-    try {
-      control.write(`${JSON.stringify(msg)}\n`);
-    } catch {
-      // the test went away; keep serving the bot
-    }
-  }
-}
+const { report, end: endControl } = connectControl(controlPort, handleControlLine);
+// cwd and FAKE_HOST_MARK let a test see the working directory and environment the bot gave the host.
+report({
+  type: 'started',
+  incarnation,
+  pid: process.pid,
+  cwd: process.cwd(),
+  mark: process.env.FAKE_HOST_MARK,
+});
 
 function handleControlLine(line) {
   let cmd;
@@ -1148,8 +1119,7 @@ function shutdown(code) {
   // Every change was saved when it was made; writing the whole state again here could clobber
   // what a newer host process already wrote.
   const finish = () => process.exit(code);
-  if (control && !control.destroyed) control.end(finish);
-  else finish();
+  endControl(finish);
   setTimeout(finish, 200).unref();
 }
 
