@@ -1,7 +1,7 @@
 import type { KnownBlock } from '@slack/types';
 import { decisionTone } from '../domain/decisionWords.js';
 import type { RememberOffer } from '../domain/grants/match.js';
-import type { RenderedMessage } from '../domain/messages.js';
+import { cardFacts, type RenderedMessage } from '../domain/messages.js';
 import type { ApprovalRecord } from '../domain/record.js';
 import type { EscalationStep } from '../domain/route.js';
 import { prettyArgs } from '../util/toJson.js';
@@ -134,7 +134,7 @@ function build(
   blocks.push(...renderStatus(record, budget));
   blocks.push(...renderSafeguards(record, quorum));
   if (record.phase === 'pending') blocks.push(...renderChoices(record, budget, maxChoices, remember));
-  return { text: fallbackText(record), blocks };
+  return { text: fallbackText(record), blocks, facts: cardFacts(record) };
 }
 
 /**
