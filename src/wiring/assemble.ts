@@ -106,6 +106,7 @@ export function assemble(config: Config, logger: Logger): Countersign {
     activity,
     auditTrail,
     owners,
+    slaOf: (route) => router.slaOf(route),
   });
   const grants = wireGrants({ config, logger, redis, keeper, router, authorizer, noticeSender, auditTrail });
   later.grantMaker.set(grants.grantMaker);
