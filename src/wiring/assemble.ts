@@ -185,13 +185,14 @@ export function assemble(config: Config, logger: Logger): Countersign {
     auditTrail,
     escalationFailures: escalation.failures,
   });
-  const { waiting, home } = wireHome({
+  const { waiting, home, stats } = wireHome({
     config,
     logger,
     redis,
     slackClient,
     store,
     authorizer,
+    router,
     grantLists: grants.grantLists,
     health,
   });
@@ -220,7 +221,7 @@ export function assemble(config: Config, logger: Logger): Countersign {
     reachability: slack.reachability,
     health,
     metrics: metricsRoute(metrics, logger),
-    team: { authorizer, router, waiting, home, grants: grants.grantLists, revoker: grants.revoker },
+    team: { authorizer, router, waiting, home, grants: grants.grantLists, revoker: grants.revoker, stats },
   });
 
   return {
