@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { checkMessageLimits, checkViewLimits } from '../../../src/cards/limits.js';
 import { renderHome } from '../../../src/cards/renderHome.js';
+import { slaLine } from '../../../src/cards/renderSla.js';
 import { MAX_STATS_ROWS, renderStats, type StatsView } from '../../../src/cards/renderStats.js';
 import { type DecisionFact, summarize } from '../../../src/domain/decisionStats.js';
 import { cardFacts } from '../../../src/domain/messages.js';
@@ -91,5 +92,32 @@ describe('card metadata', () => {
       state: 'pending',
       changed_at: '2026-01-01T00:00:00.000Z',
     });
+  });
+});
+
+describe('slaLine', () => {
+  const openedAt = '2026-01-01T00:00:00.000Z';
+  const at = (s: number) => new Date(Date.parse(openedAt) + s * 1000);
+  it('while open: when it is due, then that it is past due; none without an sla', () => {
+    const record = { phase: 'pending' as const, openedAt };
+    expect(slaLine(record, 60_000, at(15), true)).toBe(
+      ':hourglass_flowing_sand: *SLA* 1 min: due <!date^1767225660^{ago} ({time})|in 1 min>.',
+    );
+    expect(slaLine(record, 60_000, at(61), true)).toBe(
+      ':hourglass: *Past its SLA* of 1 min: it was due <!date^1767225660^{ago} ({time})|already>.',
+    );
+    expect(slaLine(record, undefined, at(61), true)).toBeUndefined();
+  });
+
+  it('once decided: within or past it, counted from the first card of the request', () => {
+    const resolution = { decision: 'approved', resolvedBy: 'user', decidedAt: at(90).toISOString() };
+    const resolved = { phase: 'resolved' as const, openedAt, resolution };
+    expect(slaLine(resolved, 60_000, at(100), false)).toBe(
+      ':hourglass: Decided after 2 min, *past its SLA* of 1 min.',
+    );
+    expect(slaLine(resolved, 120_000, at(100), false)).toBe(
+      ':hourglass: Decided after 2 min, within its SLA of 2 min.',
+    );
+    expect(slaLine({ ...resolved, phase: 'superseded' as const }, 60_000, at(100), false)).toBeUndefined();
   });
 });
