@@ -10,6 +10,9 @@ export const MAX_SECTION_FIELDS = 10;
 export const MAX_SECTION_FIELD_TEXT = 2000;
 export const MAX_HEADER_TEXT = 150;
 export const MAX_CONTEXT_ELEMENTS = 10;
+/** A table block (messages only, one per message): its rows, the header's included, and cells. */
+export const MAX_TABLE_ROWS = 100;
+export const MAX_TABLE_CELLS = 20;
 export const MAX_ACTIONS_ELEMENTS = 25;
 export const MAX_BUTTON_TEXT = 75;
 export const MAX_BUTTON_VALUE = 2000;
@@ -192,8 +195,26 @@ class Checker {
         );
         this.element(`${path}.element`, block.element);
         break;
+      case 'table':
+        this.table(path, block);
+        break;
       default:
         break;
+    }
+  }
+
+  /** Slack's table block: at most 100 rows of at most 20 cells, each a raw_text or rich_text. */
+  private table(path: string, block: Obj): void {
+    const rows = block.rows;
+    if (!Array.isArray(rows) || rows.length === 0) {
+      this.add(`${path}.rows`, 'table needs a non-empty list of rows');
+      return;
+    }
+    if (rows.length > MAX_TABLE_ROWS)
+      this.add(`${path}.rows`, `table has ${rows.length} rows > ${MAX_TABLE_ROWS}`);
+    for (const [i, row] of rows.entries()) {
+      if (!Array.isArray(row) || row.length === 0 || row.length > MAX_TABLE_CELLS)
+        this.add(`${path}.rows[${i}]`, `a table row needs 1 to ${MAX_TABLE_CELLS} cells`);
     }
   }
 
@@ -282,7 +303,12 @@ export function checkMessageLimits(message: { text?: unknown; blocks?: unknown }
     c.add('text', `${message.text.length} chars > ${MAX_MESSAGE_TEXT}`);
   }
   c.blocks(message.blocks, MAX_BLOCKS_PER_MESSAGE, MAX_TOTAL_BLOCK_TEXT);
+  if (tablesIn(message.blocks) > 1) c.add('blocks', 'a message holds at most one table block');
   return c.violations;
+}
+
+function tablesIn(blocks: unknown): number {
+  return Array.isArray(blocks) ? blocks.filter((b) => isObj(b) && b.type === 'table').length : 0;
 }
 
 /** Violations of Slack's limits in a modal or Home tab view (views.open/push/update/publish). */
@@ -290,6 +316,7 @@ export function checkViewLimits(view: unknown): string[] {
   const c = new Checker();
   if (!isObj(view)) return ['view: must be an object'];
   if (view.type !== 'modal' && view.type !== 'home') c.add('type', 'must be modal or home');
+  if (tablesIn(view.blocks) > 0) c.add('blocks', 'table blocks are for messages only');
   c.id('callback_id', view.callback_id, 'callback_id');
   c.string('private_metadata', view.private_metadata, MAX_PRIVATE_METADATA, 'private_metadata');
   if (view.type === 'modal') {

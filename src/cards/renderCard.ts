@@ -1,7 +1,7 @@
 import type { KnownBlock } from '@slack/types';
 import { decisionTone } from '../domain/decisionWords.js';
 import type { RememberOffer } from '../domain/grants/match.js';
-import type { RenderedMessage } from '../domain/messages.js';
+import { cardFacts, type RenderedMessage } from '../domain/messages.js';
 import type { ApprovalRecord } from '../domain/record.js';
 import type { EscalationStep } from '../domain/route.js';
 import { prettyArgs } from '../util/toJson.js';
@@ -16,6 +16,7 @@ import { escalationLine } from './renderEscalation.js';
 import { intakeCut, viewFullBlock } from './renderFullView.js';
 import { renderBadges, renderSessionContext } from './renderMeta.js';
 import { renderSafeguards } from './renderSafeguards.js';
+import { slaLine } from './renderSla.js';
 import { renderStatus } from './renderStatus.js';
 import { renderSubject } from './renderSubject.js';
 import { subjectSummary } from './subjectSummary.js';
@@ -86,6 +87,8 @@ export interface CardOptions {
   escalation?: readonly EscalationStep[];
   /** Distinct approvers an approving choice needs (the route's, raised by risk rules); 1 when absent. */
   quorum?: number;
+  /** The route's `sla` (ms): the card says when it is due, then whether it was kept. */
+  slaMs?: number;
 }
 
 interface Prepared {
@@ -98,10 +101,11 @@ interface Prepared {
   showHost: boolean;
   escalation: readonly EscalationStep[];
   quorum: number;
+  slaMs: number | undefined;
 }
 
 function build(
-  { record, args, now, approvers, showHost, remember, escalation, quorum }: Prepared,
+  { record, args, now, approvers, showHost, remember, escalation, quorum, slaMs }: Prepared,
   budget: CardBudget,
   maxChoices: number,
 ): RenderedMessage {
@@ -130,11 +134,13 @@ function build(
   if (currentIndex(record) !== undefined) blocks.push(...renderApprovers(approvers, budget));
   const ladder = escalationLine(record.escalation, escalation, now, currentIndex(record) !== undefined);
   if (ladder) blocks.push(section(ladder));
+  const sla = slaLine(record, slaMs, now, currentIndex(record) !== undefined);
+  if (sla) blocks.push(section(sla));
   blocks.push(divider());
   blocks.push(...renderStatus(record, budget));
   blocks.push(...renderSafeguards(record, quorum));
   if (record.phase === 'pending') blocks.push(...renderChoices(record, budget, maxChoices, remember));
-  return { text: fallbackText(record), blocks };
+  return { text: fallbackText(record), blocks, facts: cardFacts(record) };
 }
 
 /**
@@ -152,6 +158,7 @@ export function renderCard(record: ApprovalRecord, opts: CardOptions): RenderedM
     remember: opts.remember,
     escalation: opts.escalation ?? [],
     quorum: opts.quorum ?? 1,
+    slaMs: opts.slaMs,
   };
   let card: RenderedMessage | undefined;
   for (const budget of BUDGET_LEVELS) {

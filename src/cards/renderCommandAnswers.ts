@@ -17,6 +17,10 @@ const COMMANDS: ReadonlyArray<[string, string]> = [
   ['whoami', 'the routes where you may decide, and why'],
   ['grants', 'the remembered approvals ("don\'t ask again") of this channel, each with a Revoke button'],
   ['revoke &lt;grant-id&gt;', 'revoke a remembered approval: its requests are asked on their cards again'],
+  [
+    'stats [route] [7d|30d]',
+    'how long decisions take on your routes, by whom or what, and what was asked most',
+  ],
   ['help', 'this list'],
 ];
 

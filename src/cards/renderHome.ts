@@ -6,6 +6,7 @@ import { channelLink } from './channelLink.js';
 import { describeDecision } from './describeDecision.js';
 import { clip } from './escape.js';
 import { grantBlocks } from './renderGrantList.js';
+import { renderHomeStats, type StatsView } from './renderStats.js';
 import { oneLineSubject, safeLink, type WaitingApproval, waitingLine } from './renderWaiting.js';
 import { slackDate } from './slackDate.js';
 
@@ -32,6 +33,8 @@ export interface HomeInput {
   grants?: readonly Grant[];
   /** What the user just did here (a revocation), shown above their grants. */
   notice?: string;
+  /** Decision analytics of the routes the user approves on; absent for anyone else. */
+  stats?: StatsView;
 }
 
 function waitingItem(item: WaitingApproval, i: number, now: Date): SectionBlock {
@@ -75,6 +78,8 @@ export function renderHome(input: HomeInput): HomeView {
   blocks.push(divider(), header('Recently decided by you'));
   if (input.recent.length === 0) blocks.push(context(['Nothing yet.']));
   else blocks.push(...packSections(input.recent.map(recentLine)));
+  const stats = renderHomeStats(input.stats);
+  if (stats.length > 0) blocks.push(divider(), ...stats);
   blocks.push(divider(), header('Grants'));
   if (input.notice) blocks.push(context([input.notice]));
   const grants = input.grants ?? [];

@@ -46,6 +46,15 @@ export type AuditEntry =
       feedback?: string;
       /** SHA-256 (hex) of the arguments as the host sent them; absent for older records. */
       argsSha256?: string;
+      /** From the card's clock start (its first card, a superseded one's included) to the decision. */
+      waitedMs?: number;
+      /** Escalation steps that fired before the decision, when any did. */
+      steps?: number;
+      /** The route's `sla` when it had one, and whether the decision came after it. */
+      slaMs?: number;
+      slaBreached?: boolean;
+      /** "git push": a shell request's program and subcommand, nothing more of its command line. */
+      command?: string;
       at: string;
     }
   | {

@@ -95,6 +95,8 @@ export interface Route extends Partial<RouteRules> {
   oncall?: OncallSource;
   /** Ordered by afterMs; absent or empty: nobody is reminded. */
   escalation?: EscalationStep[];
+  /** `sla`: how long an approval may wait for a decision before it counts as late. */
+  slaMs?: number;
 }
 
 /**

@@ -89,6 +89,7 @@ interface CompiledRoute extends ChosenRoute {
   grants: RouteGrants;
   oncall: OncallSource | undefined;
   escalation: EscalationStep[];
+  slaMs: number | undefined;
   matches: Test;
   /** No `match`: every approval stops here, and the fallback is never used. */
   catchesAll: boolean;
@@ -120,6 +121,7 @@ export class Router {
       grants: withQuorum(withCappedTtl({ ...grantDefaults, ...route.grants }), route.quorum),
       oncall: route.oncall,
       escalation: route.escalation ?? [],
+      slaMs: route.slaMs,
       matches: compile(route),
       catchesAll: route.match === undefined,
     }));
@@ -183,6 +185,12 @@ export class Router {
   escalationOf(routeName: string | undefined): readonly EscalationStep[] {
     if (routeName === undefined) return [];
     return this.byName.get(routeName)?.escalation ?? [];
+  }
+
+  /** The `sla` of the route a record names (ms), when it has one; none for the fallback. */
+  slaOf(routeName: string | undefined): number | undefined {
+    if (routeName === undefined) return undefined;
+    return this.byName.get(routeName)?.slaMs;
   }
 
   /** Who is on call for the route a record names, when the route says. */

@@ -1,16 +1,47 @@
+import type { CardFacts } from '../domain/messages.js';
+
 /**
- * Message metadata every card is posted with, naming its approval. When a post's answer is lost,
- * this is how the card is recognised in the channel's history, so it is never posted twice.
+ * Message metadata every card carries, on its post and on every update (docs/slack.md, "Card
+ * metadata"). It names the card's approval, so that a card whose post answer was lost is
+ * recognised in the channel's history and never posted twice; and it says where the approval
+ * stands, so that Workflow Builder and other apps can follow approvals without reading the text.
  */
 export const CARD_EVENT_TYPE = 'countersign_card';
 
+/** The payload's schema version: bumped only when a field changes meaning or goes away. */
+export const CARD_METADATA_VERSION = 1;
+
+// A type, not an interface: Slack's MessageMetadata wants an index signature.
+export type CardPayload = {
+  approval_id: string;
+  v?: number;
+  route?: string;
+  state?: string;
+  decision?: string;
+  decided_via?: string;
+  changed_at?: string;
+};
+
 export interface CardMetadata {
   event_type: typeof CARD_EVENT_TYPE;
-  event_payload: { approval_id: string };
+  event_payload: CardPayload;
 }
 
-export function cardMetadata(approvalId: string): CardMetadata {
-  return { event_type: CARD_EVENT_TYPE, event_payload: { approval_id: approvalId } };
+/** `facts` left out: the approval id alone (what finding a lost post needs). */
+export function cardMetadata(approvalId: string, facts?: CardFacts): CardMetadata {
+  if (!facts) return { event_type: CARD_EVENT_TYPE, event_payload: { approval_id: approvalId } };
+  return {
+    event_type: CARD_EVENT_TYPE,
+    event_payload: {
+      approval_id: approvalId,
+      v: CARD_METADATA_VERSION,
+      ...(facts.route !== undefined ? { route: facts.route } : {}),
+      state: facts.state,
+      ...(facts.decision !== undefined ? { decision: facts.decision } : {}),
+      ...(facts.decidedVia !== undefined ? { decided_via: facts.decidedVia } : {}),
+      changed_at: facts.changedAt,
+    },
+  };
 }
 
 /** Whether a message from conversations.history is the card of `approvalId`. */

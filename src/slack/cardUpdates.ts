@@ -1,6 +1,7 @@
 import type { RenderedMessage } from '../domain/messages.js';
 import { HostLostError } from '../relay/ports.js';
 import type { CardCalls } from './cardCalls.js';
+import { cardMetadata } from './cardMetadata.js';
 import type { CallFields, SlackCallLog } from './slackCallLog.js';
 import { classifySlackError } from './slackFailures.js';
 import {
@@ -120,6 +121,11 @@ export class CardUpdates {
             ts: entry.ts,
             text: message.text,
             blocks: message.blocks as never,
+            // The newest render's facts, whichever smaller fallback of it is sent: without
+            // metadata an update would keep the post's, and other apps would read a stale state.
+            ...(entry.latest.facts
+              ? { metadata: cardMetadata(entry.latest.facts.approvalId, entry.latest.facts) }
+              : {}),
           });
           this.log.landed(fields, attempts);
           finished(version);

@@ -29,6 +29,7 @@ import { registerSlashCommand } from './listeners/slashCommand.js';
 import { type FullTextReader, registerViewFullButton } from './listeners/viewFullButton.js';
 import { observedFetch, type SlackReachability } from './slackReachability.js';
 import { slackViews } from './slackViews.js';
+import type { UserStatsOptions } from './userStats.js';
 import type { WaitingApprovals } from './waitingApprovals.js';
 
 export interface BotIdentity {
@@ -67,6 +68,8 @@ export interface SlackAppOptions {
     home: HomeTab;
     grants: GrantLists;
     revoker: GrantRevoker;
+    /** Decision analytics: /countersign stats. */
+    stats?: UserStatsOptions;
   };
 }
 
@@ -211,6 +214,7 @@ export function createSlackApp(options: SlackAppOptions): SlackService {
     grants: team.grants,
     revoker: team.revoker,
     onRevoked: () => team.home.grantsChanged(),
+    ...(team.stats ? { stats: team.stats } : {}),
     logger,
   });
   registerRevokeButton(app, { revoker: team.revoker, home: team.home, logger });

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { MAX_HOME_WAITING, renderHome } from '../cards/renderHome.js';
+import type { StatsView } from '../cards/renderStats.js';
 import { subjectSummary } from '../cards/subjectSummary.js';
 import type { Grant } from '../domain/grants/grant.js';
 import type { ApprovalRecord } from '../domain/record.js';
@@ -8,6 +9,7 @@ import type { RecentDecisions } from '../store/recentDecisions.js';
 import { TrailingThrottle } from '../util/trailingThrottle.js';
 import type { Permalinks } from './permalinks.js';
 import type { SlackViews } from './slackViews.js';
+import { statsFor, type UserStatsOptions } from './userStats.js';
 import type { WaitingApprovals } from './waitingApprovals.js';
 
 export interface HomeTabOptions {
@@ -21,12 +23,17 @@ export interface HomeTabOptions {
   status: () => { host: boolean; redis: boolean };
   /** The grants the user is shown (relay/grantLists.ts); without it, the section says none. */
   grants?: (userId: string) => Promise<Grant[]>;
+  /** Decision analytics of the user's routes; without it, the Home has no such section. */
+  stats?: UserStatsOptions;
   logger: Logger;
   /** How long approvals may keep changing before a Home is published again (a burst is one publish). */
   settleMs?: number;
   /** One user's Home is published at most once per this; views.publish is rate-limited. */
   intervalMs?: number;
 }
+
+/** How old the Home's stats may be: its publishes follow every change, the stats need not. */
+const HOME_STATS_STALE_MS = 60_000;
 
 /**
  * Each user's Home tab: published when they open it, and again when approvals change while they
@@ -118,13 +125,26 @@ export class HomeTab {
     }
   }
 
+  /** Stats are a nice-to-have beside what waits: a failed read leaves the section out. */
+  private async statsOf(userId: string): Promise<StatsView | undefined> {
+    const { stats, logger } = this.options;
+    if (!stats) return undefined;
+    try {
+      return await statsFor(userId, { window: '7d', staleMs: HOME_STATS_STALE_MS }, stats);
+    } catch (err) {
+      logger.warn({ err, userId }, 'could not read decision stats for the App Home');
+      return undefined;
+    }
+  }
+
   private async publish(userId: string): Promise<void> {
     const { views, waiting, recent, permalinks, channel, status, logger } = this.options;
     try {
-      const [items, decisions, grants] = await Promise.all([
+      const [items, decisions, grants, stats] = await Promise.all([
         waiting.for(userId, MAX_HOME_WAITING),
         recent.list(userId),
         this.grantsOf(userId),
+        this.statsOf(userId),
       ]);
       const recentLinked = await Promise.all(
         decisions.map(async (decision) => {
@@ -141,6 +161,7 @@ export class HomeTab {
         status: status(),
         now: new Date(),
         grants,
+        ...(stats ? { stats } : {}),
         ...(notice ? { notice } : {}),
       });
       await views.publish(userId, view);

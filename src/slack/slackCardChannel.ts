@@ -138,7 +138,7 @@ export class SlackCardChannel implements CardChannel, RefusalNotifier {
           channel,
           text: message.text,
           blocks: message.blocks as never,
-          metadata: cardMetadata(approvalId),
+          metadata: cardMetadata(approvalId, message.facts),
           unfurl_links: false,
           unfurl_media: false,
         });

@@ -66,7 +66,17 @@ export class RedisAuditTrail implements AuditTrail {
   async append(entry: AuditEntry): Promise<void> {
     try {
       if (entry.kind === 'refusal') await this.appendRefusal(entry);
-      else await this.redis.xadd(keys.audit, 'MAXLEN', '~', this.options.maxLen, '*', ...auditFields(entry));
+      else if (entry.kind === 'decision') {
+        // One round trip: the entry, and the generation that tells cached stats they are stale.
+        const replies = await this.redis
+          .multi()
+          .xadd(keys.audit, 'MAXLEN', '~', this.options.maxLen, '*', ...auditFields(entry))
+          .incr(keys.statsGeneration)
+          .exec();
+        const failed = replies?.find(([err]) => err)?.[0];
+        if (failed) throw failed;
+      } else
+        await this.redis.xadd(keys.audit, 'MAXLEN', '~', this.options.maxLen, '*', ...auditFields(entry));
     } catch (err) {
       // Not `audit`: that key is the audit lines' own, always a string (their kind).
       this.options.logger.error({ err, auditEntry: entry }, 'audit entry not written');

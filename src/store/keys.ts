@@ -58,6 +58,13 @@ export const keys = {
    * so refusals never share a cap with the decisions they would push out.
    */
   refusals: `${PREFIX}:{audit}:refusals`,
+  /**
+   * Bumped with every decision entry (same tag as the stream, one MULTI): a cached stats summary
+   * made at another generation is stale (decisionStatsReader.ts).
+   */
+  statsGeneration: `${PREFIX}:{audit}:stats:gen`,
+  /** JSON of the last stats summary of one window (ms), with the generation it was made at. */
+  statsCache: (windowMs: number) => `${PREFIX}:{audit}:stats:${windowMs}`,
   /** How many times one Slack user was refused in the current minute: a counter with a TTL. */
   refusalCount: (userId: string) => `${PREFIX}:refused:{${userId}}`,
   /** Whether one notice (thread line, requester DM, stream entry) of an approval was sent. */

@@ -106,6 +106,7 @@ export function assemble(config: Config, logger: Logger): Countersign {
     activity,
     auditTrail,
     owners,
+    slaOf: (route) => router.slaOf(route),
   });
   const grants = wireGrants({ config, logger, redis, keeper, router, authorizer, noticeSender, auditTrail });
   later.grantMaker.set(grants.grantMaker);
@@ -184,13 +185,14 @@ export function assemble(config: Config, logger: Logger): Countersign {
     auditTrail,
     escalationFailures: escalation.failures,
   });
-  const { waiting, home } = wireHome({
+  const { waiting, home, stats } = wireHome({
     config,
     logger,
     redis,
     slackClient,
     store,
     authorizer,
+    router,
     grantLists: grants.grantLists,
     health,
   });
@@ -219,7 +221,7 @@ export function assemble(config: Config, logger: Logger): Countersign {
     reachability: slack.reachability,
     health,
     metrics: metricsRoute(metrics, logger),
-    team: { authorizer, router, waiting, home, grants: grants.grantLists, revoker: grants.revoker },
+    team: { authorizer, router, waiting, home, grants: grants.grantLists, revoker: grants.revoker, stats },
   });
 
   return {

@@ -3,11 +3,14 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
 import type { Authorizer } from '../relay/deciding/authorizer.js';
 import type { GrantLists } from '../relay/grants/grantLists.js';
+import { FALLBACK_ROUTE_NAME, type Router } from '../routing/router.js';
 import { HomeTab } from '../slack/homeTab.js';
 import { Permalinks } from '../slack/permalinks.js';
 import { slackViews } from '../slack/slackViews.js';
+import type { UserStatsOptions } from '../slack/userStats.js';
 import { WaitingApprovals } from '../slack/waitingApprovals.js';
 import type { ApprovalStore } from '../store/approvalStore.js';
+import { DecisionStatsReader } from '../store/decisionStatsReader.js';
 import { HomeViewers } from '../store/homeViewers.js';
 import { RecentDecisions } from '../store/recentDecisions.js';
 import type { RedisClient } from '../store/redisConnection.js';
@@ -19,6 +22,7 @@ export interface HomeNeeds {
   slackClient: WebClient;
   store: ApprovalStore;
   authorizer: Authorizer;
+  router: Router;
   grantLists: GrantLists;
   /** Whether the hosts and Redis are up, shown on App Home (health.ts). */
   health: { hosts(): boolean; redis(): boolean };
@@ -32,9 +36,21 @@ export function wireHome({
   slackClient,
   store,
   authorizer,
+  router,
   grantLists,
   health,
 }: HomeNeeds) {
+  const reader = new DecisionStatsReader(redis);
+  // The fallback is a route of its own only when no route of the file catches everything.
+  const routeNames = [
+    ...router.all().map((r) => r.name),
+    ...(config.routes.some((r) => r.match === undefined) ? [] : [FALLBACK_ROUTE_NAME]),
+  ];
+  const stats: UserStatsOptions = {
+    summary: (windowMs, staleMs) => reader.summary(windowMs, staleMs),
+    authorizer,
+    routeNames: () => routeNames,
+  };
   const permalinks = new Permalinks(slackClient, logger);
   const waiting = new WaitingApprovals({
     redis,
@@ -53,7 +69,8 @@ export function wireHome({
     channel: config.slack.channel,
     status: () => ({ host: health.hosts(), redis: health.redis() }),
     grants: (userId) => grantLists.forHome(userId),
+    stats,
     logger,
   });
-  return { waiting, home };
+  return { waiting, home, stats };
 }

@@ -18,6 +18,8 @@ export interface NoticesNeeds {
   activity: Activity;
   auditTrail: RedisAuditTrail;
   owners: ReadonlyMap<string, string>;
+  /** The route's `sla` (ms), for the audit entry. */
+  slaOf: (route: string | undefined) => number | undefined;
 }
 
 /** What follows a decision: the thread line, the audit entry and the owner's DM, each sent once. */
@@ -30,6 +32,7 @@ export function wireNotices({
   activity,
   auditTrail,
   owners,
+  slaOf,
 }: NoticesNeeds) {
   const noticeSender = new SlackNoticeSender(slackClient, logger, cardCalls);
   const noticeLedger = new RedisNoticeLedger(redis, { ttlMs: config.resolvedTtlMs });
@@ -39,6 +42,7 @@ export function wireNotices({
     ledger: noticeLedger,
     audit: auditTrail,
     ownerOf: (hostId) => owners.get(hostId),
+    slaOf,
     logger,
   });
   return { noticeSender, noticeLedger, notices };

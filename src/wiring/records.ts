@@ -61,6 +61,7 @@ export function wireRecords(needs: RecordsNeeds) {
         remember: grantMaker.get().offer(record),
         escalation: router.escalationOf(record.route),
         quorum: authorizer.quorum(record),
+        slaMs: router.slaOf(record.route),
       }),
     logger,
     onChange: (record) => followers.notify(record),

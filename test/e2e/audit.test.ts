@@ -114,6 +114,8 @@ describe('the audit line in the card’s thread and the audit stream', () => {
       decision: 'abort',
       feedback: 'Not on <!channel> main, see <https://evil.example|docs>',
       argsSha256: createHash('sha256').update(approval.rawArgs, 'utf8').digest('hex'),
+      // From the card to the click, for /countersign stats.
+      waitedMs: expect.stringMatching(/^\d+$/),
       at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
     });
     // No owner for the one host of MSP_HOST_COMMAND: no DM.

@@ -152,6 +152,7 @@ describe('/countersign', () => {
       '• `/countersign whoami`: the routes where you may decide, and why',
       '• `/countersign grants`: the remembered approvals ("don\'t ask again") of this channel, each with a Revoke button',
       '• `/countersign revoke &lt;grant-id&gt;`: revoke a remembered approval: its requests are asked on their cards again',
+      '• `/countersign stats [route] [7d|30d]`: how long decisions take on your routes, by whom or what, and what was asked most',
       '• `/countersign help`: this list',
     ]);
     // No subcommand is help too.

@@ -87,6 +87,8 @@ export interface MessageVersion {
   text: string;
   blocks: unknown[];
   at: number;
+  /** The metadata this post or update carried; absent when it carried none. */
+  metadata?: Record<string, unknown>;
 }
 
 export interface SlackMessage {
@@ -1061,7 +1063,7 @@ export class FakeSlack {
       text,
       blocks,
       ...(threadTs ? { threadTs } : {}),
-      versions: [{ text, blocks, at: Date.now() }],
+      versions: [{ text, blocks, at: Date.now(), ...(metadata ? { metadata } : {}) }],
       ...(metadata ? { metadata } : {}),
     };
     this.messages.set(`${channel}/${ts}`, msg);
@@ -1123,10 +1125,11 @@ export class FakeSlack {
     if (violations.length) return { ok: false, error: 'invalid_blocks', violations };
     msg.text = text;
     msg.blocks = blocks;
-    msg.versions.push({ text, blocks, at: Date.now() });
+    const sent = args.metadata !== undefined ? metadataOf(args.metadata) : undefined;
+    msg.versions.push({ text, blocks, at: Date.now(), ...(sent ? { metadata: sent } : {}) });
     // Slack: metadata omitted keeps the message's own; `{}` clears it.
     if (args.metadata !== undefined) {
-      const metadata = metadataOf(args.metadata);
+      const metadata = sent;
       if (metadata) msg.metadata = metadata;
       else delete msg.metadata;
     }

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { Route, RouteMatch } from '../../domain/route.js';
 import { CHANNEL_ID } from '../common.js';
 import { escalation, oncall } from './escalation.js';
-import { approvers, got, mapping, nonEmpty, patterns, quorum, trueOrFalse } from './fields.js';
+import { approvers, duration, got, mapping, nonEmpty, patterns, quorum, trueOrFalse } from './fields.js';
 import { grants } from './grants.js';
 
 // CHANNEL_ID is read when a value is checked, not when this module loads: config.ts imports this
@@ -73,6 +73,8 @@ export const route = mapping(
     grants,
     oncall,
     escalation,
+    /** How long an approval may wait before it counts as late (card, /countersign stats). */
+    sla: duration.optional(),
   },
   'a mapping',
 ).transform(
@@ -93,5 +95,6 @@ export const route = mapping(
     ...(r.grants === undefined ? {} : { grants: r.grants }),
     ...(r.oncall === undefined ? {} : { oncall: r.oncall }),
     ...(r.escalation === undefined || r.escalation.length === 0 ? {} : { escalation: r.escalation }),
+    ...(r.sla === undefined ? {} : { slaMs: r.sla }),
   }),
 );

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { type AuditEntry, type AuditTrail, decisionVia } from '../../domain/audit.js';
 import type { NoticeNames, ResolvedRecord } from '../../domain/decisionNotice.js';
+import { commandOf, waitedFor } from '../../domain/decisionStats.js';
 import type { ApprovalRecord } from '../../domain/record.js';
 import type { Activity } from '../../util/activity.js';
 
@@ -45,6 +46,8 @@ export interface DecisionNoticesOptions {
   logger: Logger;
   /** Counts for /metrics (notices sent). */
   activity?: Activity;
+  /** The `sla` (ms) of the route a record names, when it has one: the entry says if it was kept. */
+  slaOf?: (route: string | undefined) => number | undefined;
 }
 
 /**
@@ -126,7 +129,7 @@ export class DecisionNotices {
    * the log pipeline.
    */
   private async appendAudit(record: ResolvedRecord): Promise<void> {
-    const entry = decisionEntry(record);
+    const entry = decisionEntry(record, this.options.slaOf?.(record.route));
     this.options.logger.info(decisionLine(record, entry, this.options.ownerOf(record.hostId)), 'decision');
     await this.options.audit.append(entry);
   }
@@ -160,8 +163,14 @@ export class DecisionNotices {
 }
 
 /** The stream entry of a resolution: a Slack user's click, a grant, a timeout, or the host's own. */
-function decisionEntry(record: ResolvedRecord): Extract<AuditEntry, { kind: 'decision' }> {
+function decisionEntry(
+  record: ResolvedRecord,
+  slaMs: number | undefined,
+): Extract<AuditEntry, { kind: 'decision' }> {
   const { resolution } = record;
+  const waitedMs = waitedFor(record);
+  const steps = record.escalation?.fired.length ?? 0;
+  const command = commandOf(record.subject);
   return {
     kind: 'decision',
     approvalId: record.approvalId,
@@ -177,6 +186,10 @@ function decisionEntry(record: ResolvedRecord): Extract<AuditEntry, { kind: 'dec
     decision: resolution.decision,
     ...(resolution.feedback !== undefined ? { feedback: resolution.feedback } : {}),
     ...(record.argsSha256 !== undefined ? { argsSha256: record.argsSha256 } : {}),
+    ...(waitedMs !== undefined ? { waitedMs } : {}),
+    ...(steps > 0 ? { steps } : {}),
+    ...(slaMs !== undefined && waitedMs !== undefined ? { slaMs, slaBreached: waitedMs > slaMs } : {}),
+    ...(command ? { command } : {}),
     at: resolution.decidedAt,
   };
 }

@@ -9,11 +9,13 @@ import {
   renderWhoami,
 } from '../../cards/renderCommandAnswers.js';
 import { renderChannelGrants } from '../../cards/renderGrantList.js';
+import { renderStats } from '../../cards/renderStats.js';
 import type { RenderedMessage } from '../../domain/messages.js';
 import type { Authorizer } from '../../relay/deciding/authorizer.js';
 import type { GrantLists } from '../../relay/grants/grantLists.js';
 import type { GrantRevoker } from '../../relay/grants/grantRevoker.js';
 import { type RouteStandingsOptions, routeStandings } from '../routeStandings.js';
+import { parseStatsArgs, statsFor, type UserStatsOptions } from '../userStats.js';
 import type { WaitingApprovals } from '../waitingApprovals.js';
 import { revokeFor } from './revokeButton.js';
 
@@ -25,6 +27,8 @@ export interface SlashCommandOptions {
   standings: Omit<RouteStandingsOptions, 'authorizer'>;
   grants: GrantLists;
   revoker: GrantRevoker;
+  /** Decision analytics (`stats`); without it the subcommand is not offered. */
+  stats?: UserStatsOptions;
   /** A grant was revoked (Homes that list it are published again). */
   onRevoked: () => void;
   logger: Logger;
@@ -59,6 +63,7 @@ export function registerSlashCommand(app: App, options: SlashCommandOptions): vo
         authorizer.isAdmin(userId),
       ),
     grants: async ({ userId, channelId }) => renderChannelGrants(await grants.inChannel(userId, channelId)),
+    ...(options.stats ? { stats: statsLookup(options.stats) } : {}),
     revoke: async ({ userId, args }) => {
       const { text, outcome } = await revokeFor(revoker, args[0]!, userId, 'command', logger);
       if (outcome?.kind === 'revoked') options.onRevoked();
@@ -92,4 +97,16 @@ export function registerSlashCommand(app: App, options: SlashCommandOptions): vo
       logger.warn({ err, userId: command.user_id }, 'could not answer /countersign through its response_url');
     });
   });
+}
+
+/** The words a user who may see no stats reads, whichever route they named. */
+export const NO_STATS_TEXT =
+  'Decision stats are shown to the approvers of a route and to admins: there are none here you may see.';
+
+/** `/countersign stats [route] [7d|30d]`: the user's routes only, as a click would be checked. */
+function statsLookup(stats: UserStatsOptions) {
+  return async ({ userId, args }: Typed): Promise<RenderedMessage> => {
+    const view = await statsFor(userId, parseStatsArgs(args), stats);
+    return view ? renderStats(view) : { text: NO_STATS_TEXT, blocks: [section(NO_STATS_TEXT)] };
+  };
 }

@@ -445,7 +445,7 @@ describe('loadConfig with COUNTERSIGN_CONFIG routes', () => {
     [
       'a misspelt route key',
       'routes:\n  - chanel: C0PAYMENTS\n',
-      'routes[0]: key "chanel" is not supported (supported: name, channel, match, approvers, protectedWriteApprovers, allowSelfApproval, allowExternal, allowGuests, rejectReason, quickReasons, quorum, grants, oncall, escalation)',
+      'routes[0]: key "chanel" is not supported (supported: name, channel, match, approvers, protectedWriteApprovers, allowSelfApproval, allowExternal, allowGuests, rejectReason, quickReasons, quorum, grants, oncall, escalation, sla)',
     ],
     [
       'a misspelt match key',
