@@ -17,6 +17,11 @@ const COMMANDS: ReadonlyArray<[string, string]> = [
   ['whoami', 'the routes where you may decide, and why'],
   ['grants', 'the remembered approvals ("don\'t ask again") of this channel, each with a Revoke button'],
   ['revoke &lt;grant-id&gt;', 'revoke a remembered approval: its requests are asked on their cards again'],
+  [
+    'away until &lt;3d | 2026-12-24&gt; [delegate @user]',
+    'you are away (at most 30 days): escalation passes you by, and your delegate is asked and may decide what you may',
+  ],
+  ['back', 'you are back: escalation reaches you again, and your delegate no longer stands in'],
   ['help', 'this list'],
 ];
 
@@ -96,6 +101,8 @@ function why(authorization: Authorization): string {
       return `you may decide: you are a member of ${mentionGroup(authorization.usergroup)}`;
     case 'channelMember':
       return 'you may decide: you are a member of its channel';
+    case 'delegate':
+      return `you may decide: you stand in for ${mentionUser(authorization.for)}, who is away`;
   }
 }
 

@@ -57,6 +57,8 @@ export const Resolution = z.object({
   feedback: z.string().optional(),
   /** The approvers whose picks made a quorum (the decider, slackUserId, among them). */
   voters: z.array(z.string()).optional(),
+  /** slackUserId decided as the delegate of this Slack user, who was away. */
+  onBehalfOf: z.string().optional(),
   /** Our decision that resolved it came from a remembered grant (Slack user absent), or a timeout. */
   via: z.enum(['click', 'grant', 'timeout']).optional(),
   grant: GrantRef.optional(),
@@ -70,6 +72,8 @@ export const Claim = z.object({
   userId: z.string().optional(),
   /** A quorum's approvers, when the decision needed more than one. */
   voters: z.array(z.string()).optional(),
+  /** userId decides as the delegate of this Slack user, who is away. */
+  onBehalfOf: z.string().optional(),
   /** What made the decision; a click when absent. */
   via: z.enum(['click', 'grant', 'timeout']).optional(),
   /** The grant that decided, when `via` is grant. */

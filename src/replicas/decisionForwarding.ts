@@ -28,7 +28,12 @@ const Forwarded = z.object({
   choiceId: z.string(),
   feedback: z.string().optional(),
   by: z.discriminatedUnion('via', [
-    z.object({ via: z.literal('click'), userId: z.string(), voters: z.array(z.string()).optional() }),
+    z.object({
+      via: z.literal('click'),
+      userId: z.string(),
+      voters: z.array(z.string()).optional(),
+      onBehalfOf: z.string().optional(),
+    }),
     z.object({ via: z.literal('grant'), grant: GrantRef }),
     z.object({ via: z.literal('timeout') }),
   ]),

@@ -181,7 +181,8 @@ export class ClickHandler {
       }
     }
     const rules = this.options.authorizer.authority(record).rules ?? OPEN_RULES;
-    return { ok: true, record, choice, rules };
+    const onBehalfOf = authorization.because === 'delegate' ? authorization.for : undefined;
+    return { ok: true, record, choice, rules, ...(onBehalfOf ? { onBehalfOf } : {}) };
   }
 
   /**
@@ -256,7 +257,12 @@ export class ClickHandler {
       sourceIndex: click.sourceIndex,
       choiceId: checked.choice.choiceId,
       feedback: click.feedback,
-      by: { via: 'click', userId: click.userId, ...(voters ? { voters } : {}) },
+      by: {
+        via: 'click',
+        userId: click.userId,
+        ...(voters ? { voters } : {}),
+        ...(checked.onBehalfOf ? { onBehalfOf: checked.onBehalfOf } : {}),
+      },
       recordBy: deadlineOf(click),
       asker: askerOf(click),
       onChange: 'return',

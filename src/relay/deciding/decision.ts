@@ -8,7 +8,8 @@ import type { NotDecidable } from './decisionCheck.js';
 /** Who made a decision. */
 export type DecidedBy =
   /** `voters`: everyone whose approving pick made the quorum, the last of them `userId`. */
-  | { via: 'click'; userId: string; voters?: string[] }
+  /** `onBehalfOf`: `userId` decided as the delegate of this person, who is away. */
+  | { via: 'click'; userId: string; voters?: string[]; onBehalfOf?: string }
   | { via: 'grant'; grant: GrantRef }
   | { via: 'timeout' };
 

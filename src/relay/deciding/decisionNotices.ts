@@ -109,8 +109,8 @@ export class DecisionNotices {
 
   /** The deciders' names (a quorum's approvers, else the one who decided), looked up once for both notices. */
   private async names(record: ResolvedRecord): Promise<NoticeNames> {
-    const { slackUserId, voters } = record.resolution;
-    const ids = voters ?? (slackUserId ? [slackUserId] : []);
+    const { slackUserId, voters, onBehalfOf } = record.resolution;
+    const ids = [...(voters ?? (slackUserId ? [slackUserId] : [])), ...(onBehalfOf ? [onBehalfOf] : [])];
     const names = new Map(
       await Promise.all(
         ids.map(async (id) => [id, await this.options.sender.nameOf(id).catch(() => undefined)] as const),
@@ -170,6 +170,7 @@ function decisionEntry(record: ResolvedRecord): Extract<AuditEntry, { kind: 'dec
     tool: record.tool,
     ...(resolution.slackUserId !== undefined ? { userId: resolution.slackUserId } : {}),
     ...(resolution.voters ? { voters: resolution.voters } : {}),
+    ...(resolution.onBehalfOf ? { onBehalfOf: resolution.onBehalfOf } : {}),
     via: decisionVia(resolution),
     ...(resolution.grant ? { grantId: resolution.grant.grantId } : {}),
     resolvedBy: resolution.resolvedBy,
@@ -197,6 +198,7 @@ function decisionLine(
     via: entry.via,
     userId: entry.userId,
     voters: entry.voters,
+    onBehalfOf: entry.onBehalfOf,
     grantId: entry.grantId,
     grantedBy: resolution.grant?.grantedBy,
     owner,
