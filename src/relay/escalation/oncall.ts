@@ -52,6 +52,11 @@ export class OncallResolver {
     return this.fromApprovers(approvers);
   }
 
+  /** A user group's members (for passing by those away, see awayFilter.ts). */
+  async members(usergroup: string): Promise<string[]> {
+    return [...(await this.options.groups.members(usergroup))];
+  }
+
   private async fromSource(source: OncallSource): Promise<OnCall> {
     switch (source.kind) {
       case 'usergroup': {
