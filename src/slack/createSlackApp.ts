@@ -15,7 +15,9 @@ import type { ClickHandler } from '../relay/deciding/clickHandler.js';
 import type { GrantLists } from '../relay/grants/grantLists.js';
 import type { GrantRevoker } from '../relay/grants/grantRevoker.js';
 import type { Router } from '../routing/router.js';
+import type { AwayStore } from '../store/awayStore.js';
 import { toBoltLogger } from '../util/log.js';
+import { awayCommands } from './awayCommand.js';
 import { choicePressRoute } from './choicePressRoute.js';
 import { type HealthProbe, healthRoutes } from './healthRoutes.js';
 import { close, healthServer, listen } from './healthServer.js';
@@ -66,6 +68,8 @@ export interface SlackAppOptions {
     home: HomeTab;
     grants: GrantLists;
     revoker: GrantRevoker;
+    /** Who is away (`/countersign away`, `back`). */
+    away?: AwayStore;
   };
 }
 
@@ -209,6 +213,15 @@ export function createSlackApp(options: SlackAppOptions): SlackService {
     grants: team.grants,
     revoker: team.revoker,
     onRevoked: () => team.home.grantsChanged(),
+    ...(team.away
+      ? {
+          away: awayCommands({
+            store: team.away,
+            authorizer: team.authorizer,
+            onChanged: (users) => team.home.awayChanged(users),
+          }),
+        }
+      : {}),
     logger,
   });
   registerRevokeButton(app, { revoker: team.revoker, home: team.home, logger });

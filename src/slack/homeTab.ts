@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
-import { MAX_HOME_WAITING, renderHome } from '../cards/renderHome.js';
+import { type HomeInput, MAX_HOME_WAITING, renderHome } from '../cards/renderHome.js';
 import { subjectSummary } from '../cards/subjectSummary.js';
+import type { Away } from '../domain/away.js';
 import type { Grant } from '../domain/grants/grant.js';
 import type { ApprovalRecord } from '../domain/record.js';
 import type { HomeViewers } from '../store/homeViewers.js';
@@ -9,6 +10,8 @@ import { TrailingThrottle } from '../util/trailingThrottle.js';
 import type { Permalinks } from './permalinks.js';
 import type { SlackViews } from './slackViews.js';
 import type { WaitingApprovals } from './waitingApprovals.js';
+
+type HomeInputAway = NonNullable<HomeInput['away']>;
 
 export interface HomeTabOptions {
   views: SlackViews;
@@ -21,6 +24,11 @@ export interface HomeTabOptions {
   status: () => { host: boolean; redis: boolean };
   /** The grants the user is shown (relay/grantLists.ts); without it, the section says none. */
   grants?: (userId: string) => Promise<Grant[]>;
+  /** The user's absence and whom they stand in for (store/awayStore.ts); without it, not shown. */
+  away?: {
+    get(userId: string): Promise<Away | undefined>;
+    standingInFor(userId: string): Promise<Away[]>;
+  };
   logger: Logger;
   /** How long approvals may keep changing before a Home is published again (a burst is one publish). */
   settleMs?: number;
@@ -71,6 +79,11 @@ export class HomeTab {
     this.publishes.request(userId, true);
   }
 
+  /** Someone's absence changed: their Home and their delegate's are published again. */
+  awayChanged(userIds: readonly string[]): void {
+    for (const userId of userIds) this.publishes.request(userId, true);
+  }
+
   /** A grant was revoked: every open Home that may list it is published again. */
   grantsChanged(): void {
     this.refreshes.request('viewers');
@@ -118,13 +131,27 @@ export class HomeTab {
     }
   }
 
+  /** A Home without the user's status beats no Home. */
+  private async awayOf(userId: string): Promise<HomeInputAway | undefined> {
+    const { away } = this.options;
+    if (!away) return undefined;
+    try {
+      const [own, standingInFor] = await Promise.all([away.get(userId), away.standingInFor(userId)]);
+      return { ...(own ? { own } : {}), standingInFor };
+    } catch (err) {
+      this.options.logger.warn({ err, userId }, 'could not read who is away for the App Home');
+      return undefined;
+    }
+  }
+
   private async publish(userId: string): Promise<void> {
     const { views, waiting, recent, permalinks, channel, status, logger } = this.options;
     try {
-      const [items, decisions, grants] = await Promise.all([
+      const [items, decisions, grants, away] = await Promise.all([
         waiting.for(userId, MAX_HOME_WAITING),
         recent.list(userId),
         this.grantsOf(userId),
+        this.awayOf(userId),
       ]);
       const recentLinked = await Promise.all(
         decisions.map(async (decision) => {
@@ -142,6 +169,7 @@ export class HomeTab {
         now: new Date(),
         grants,
         ...(notice ? { notice } : {}),
+        ...(away ? { away } : {}),
       });
       await views.publish(userId, view);
     } catch (err) {

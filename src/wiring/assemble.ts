@@ -78,7 +78,7 @@ export function assemble(config: Config, logger: Logger): Countersign {
     clicks: new Late<ClickHandler>('the click handler'),
   };
 
-  const { router, owners, groups, authorizer, risks, approverNames } = wireRouting({
+  const { router, owners, groups, authorizer, risks, approverNames, away } = wireRouting({
     config,
     logger,
     redis,
@@ -151,6 +151,7 @@ export function assemble(config: Config, logger: Logger): Countersign {
     decider,
     router,
     groups,
+    away,
     noticeSender,
     noticeLedger,
     metrics,
@@ -192,6 +193,7 @@ export function assemble(config: Config, logger: Logger): Countersign {
     store,
     authorizer,
     grantLists: grants.grantLists,
+    away,
     health,
   });
   // Followers of the records' stored changes, told in this order.
@@ -219,7 +221,7 @@ export function assemble(config: Config, logger: Logger): Countersign {
     reachability: slack.reachability,
     health,
     metrics: metricsRoute(metrics, logger),
-    team: { authorizer, router, waiting, home, grants: grants.grantLists, revoker: grants.revoker },
+    team: { authorizer, router, waiting, home, grants: grants.grantLists, revoker: grants.revoker, away },
   });
 
   return {

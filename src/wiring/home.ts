@@ -8,6 +8,7 @@ import { Permalinks } from '../slack/permalinks.js';
 import { slackViews } from '../slack/slackViews.js';
 import { WaitingApprovals } from '../slack/waitingApprovals.js';
 import type { ApprovalStore } from '../store/approvalStore.js';
+import type { AwayStore } from '../store/awayStore.js';
 import { HomeViewers } from '../store/homeViewers.js';
 import { RecentDecisions } from '../store/recentDecisions.js';
 import type { RedisClient } from '../store/redisConnection.js';
@@ -20,6 +21,8 @@ export interface HomeNeeds {
   store: ApprovalStore;
   authorizer: Authorizer;
   grantLists: GrantLists;
+  /** Who is away, shown on each user's Home. */
+  away: AwayStore;
   /** Whether the hosts and Redis are up, shown on App Home (health.ts). */
   health: { hosts(): boolean; redis(): boolean };
 }
@@ -33,6 +36,7 @@ export function wireHome({
   store,
   authorizer,
   grantLists,
+  away,
   health,
 }: HomeNeeds) {
   const permalinks = new Permalinks(slackClient, logger);
@@ -53,6 +57,7 @@ export function wireHome({
     channel: config.slack.channel,
     status: () => ({ host: health.hosts(), redis: health.redis() }),
     grants: (userId) => grantLists.forHome(userId),
+    away,
     logger,
   });
   return { waiting, home };

@@ -13,6 +13,7 @@ import type { RenderedMessage } from '../../domain/messages.js';
 import type { Authorizer } from '../../relay/deciding/authorizer.js';
 import type { GrantLists } from '../../relay/grants/grantLists.js';
 import type { GrantRevoker } from '../../relay/grants/grantRevoker.js';
+import type { awayCommands } from '../awayCommand.js';
 import { type RouteStandingsOptions, routeStandings } from '../routeStandings.js';
 import type { WaitingApprovals } from '../waitingApprovals.js';
 import { revokeFor } from './revokeButton.js';
@@ -27,6 +28,8 @@ export interface SlashCommandOptions {
   revoker: GrantRevoker;
   /** A grant was revoked (Homes that list it are published again). */
   onRevoked: () => void;
+  /** `away` and `back` (awayCommand.ts); without them, they are unknown commands. */
+  away?: ReturnType<typeof awayCommands>;
   logger: Logger;
 }
 
@@ -64,6 +67,7 @@ export function registerSlashCommand(app: App, options: SlashCommandOptions): vo
       if (outcome?.kind === 'revoked') options.onRevoked();
       return { text, blocks: [section(text)] };
     },
+    ...(options.away ? { away: options.away.away, back: options.away.back } : {}),
   };
   app.command('/countersign', async ({ command, ack, respond }) => {
     const [first = '', ...args] = command.text.trim().split(/\s+/);
