@@ -190,25 +190,36 @@ describe('away and delegate', () => {
         ['U0CAROL', 'notApprover'],
       ]);
     expect(world.host.decides()).toHaveLength(0);
+    // Carol standing in for Alice instead (not the owner): she may.
+    await command(world, 'U0ALICE', 'away until 1d delegate <@U0CAROL|carol>');
+    expect(await tryAllow(world, 'away-owner-1', 'U0CAROL')).toBeUndefined();
   });
 
   it('`back` ends the delegation at once, and an absence ends by itself at its time', async () => {
     const world = await startWorld(APPROVERS_ALICE);
-    await world.host.open(approval('away-back-1'));
-    await world.postedAt('away-back-1');
+    for (const id of ['away-back-1', 'away-back-2', 'away-back-3']) {
+      await world.host.open(approval(id));
+      await world.postedAt(id);
+    }
     await command(world, 'U0ALICE', 'away until 1d delegate <@U0BOB|bob>');
+    expect(await tryAllow(world, 'away-back-1', 'U0BOB')).toBeUndefined();
     expect(await command(world, 'U0ALICE', 'back')).toContain('<@U0BOB> no longer stands in for you');
     expect(await awayKey(world, 'U0ALICE')).toBeNull();
-    expect(await tryAllow(world, 'away-back-1', 'U0BOB')).toContain('Only');
+    expect(await world.redis.zrange('cs:standin:{U0BOB}', 0, -1)).toEqual([]);
+    expect(await tryAllow(world, 'away-back-2', 'U0BOB')).toContain('Only');
 
-    await command(world, 'U0ALICE', 'away until 2s delegate <@U0CAROL|carol>');
+    await command(world, 'U0ALICE', 'away until 3s delegate <@U0CAROL|carol>');
     const ttl = await world.redis.pttl('cs:away:{U0ALICE}');
     expect(ttl).toBeGreaterThan(0);
-    expect(ttl).toBeLessThanOrEqual(2_000);
-    await sleep(2_300);
+    expect(ttl).toBeLessThanOrEqual(3_000);
+    expect(await tryAllow(world, 'away-back-2', 'U0CAROL')).toBeUndefined();
+    await sleep(Math.max(0, ttl) + 300);
     expect(await awayKey(world, 'U0ALICE')).toBeNull();
-    expect(await tryAllow(world, 'away-back-1', 'U0CAROL')).toContain('Only');
-    expect(world.host.decides()).toHaveLength(0);
+    expect(await tryAllow(world, 'away-back-3', 'U0CAROL')).toContain('Only');
+    expect(world.host.decides().map((d) => d.frame.params.approvalId)).toEqual([
+      'away-back-1',
+      'away-back-2',
+    ]);
   });
 
   it('escalation passes the person away by and reaches their delegate: no mention, no DM to them', async () => {
