@@ -246,6 +246,7 @@ describe('away and delegate', () => {
     expect(mention).not.toContain('U0ALICE');
     expect(mention).not.toContain('subteam');
     expect(dm.args.channel).toBe('DU0BOB');
+    expect(JSON.stringify(dm.args.blocks)).toContain('you are asked in place of @u0alice, who is away');
     expect(postsTo(world, 'DU0ALICE')).toHaveLength(0);
     // Carol is away with nobody standing in: her own DM step reaches nobody.
     expect(postsTo(world, 'DU0CAROL')).toHaveLength(0);

@@ -35,12 +35,14 @@ export async function withoutAway(
   const delegates = [...new Set([...absent.values()].flatMap((a) => (a.delegate ? [a.delegate] : [])))];
   const delegatesAway = await away.whoIsAway(delegates);
   const reached: string[] = [];
+  const inPlaceOf: Record<string, string> = {};
   for (const user of users) {
     const theirs = absent.get(user);
     const who = theirs ? theirs.delegate : user;
     if (who === undefined || delegatesAway.has(who) || reached.includes(who)) continue;
     reached.push(who);
+    if (theirs) inPlaceOf[who] = user;
   }
   const { usergroup: _group, ...rest } = found;
-  return { target: { ...rest, users: reached }, skipped: [...absent.keys()] };
+  return { target: { ...rest, users: reached, inPlaceOf }, skipped: [...absent.keys()] };
 }

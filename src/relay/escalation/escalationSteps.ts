@@ -94,10 +94,14 @@ export class EscalationSteps {
         const userId = target.users[0];
         if (!userId) throw new Error('nobody to DM: the on-call source and the approvers name nobody');
         const permalink = await slack.permalink(channel, ts);
+        // A delegate asked in place of someone away is told whom for, by name (a mention would ping them).
+        const awayUser = target.inPlaceOf?.[userId];
+        const inPlaceOf = awayUser ? await this.names([awayUser]) : undefined;
         const posted = await slack.directMessage(userId, {
           record,
           waitedMs,
           ...(permalink ? { permalink } : {}),
+          ...(inPlaceOf ? { inPlaceOf } : {}),
         });
         // A press in the DM finds its approval the way a press on the card does.
         await this.options.store.mapMessage(

@@ -10,6 +10,8 @@ export interface OnCall {
   usergroup?: string;
   /** Where the answer came from; `approvers` when the source failed (or there is none). */
   source: OncallSource['kind'] | 'approvers';
+  /** A delegate among `users` → the person away they are asked in place of (awayFilter.ts). */
+  inPlaceOf?: Record<string, string>;
 }
 
 /** PagerDuty's answer as Slack user IDs (PagerDuty users found by email), cached briefly. */

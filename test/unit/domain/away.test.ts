@@ -95,7 +95,11 @@ describe('withoutAway', () => {
       away({ U0ALICE: 'U0BOB' }),
       members,
     );
-    expect(present.target).toEqual({ users: ['U0BOB', 'U0DAVE'], source: 'usergroup' });
+    expect(present.target).toEqual({
+      users: ['U0BOB', 'U0DAVE'],
+      source: 'usergroup',
+      inPlaceOf: { U0BOB: 'U0ALICE' },
+    });
     expect(present.skipped).toEqual(['U0ALICE']);
   });
 });
