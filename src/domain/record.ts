@@ -141,6 +141,8 @@ export const Vote = z.object({
   sourceIndex: z.number().int(),
   choiceId: z.string(),
   userId: z.string(),
+  /** userId voted as the delegate of this Slack user, who is away: the vote counts as theirs. */
+  onBehalfOf: z.string().optional(),
   at: z.string(),
 });
 export type Vote = z.infer<typeof Vote>;
@@ -231,7 +233,24 @@ export const ApprovalRecord = z.object({
 });
 export type ApprovalRecord = z.infer<typeof ApprovalRecord>;
 
-/** Who picked `choiceId` for the stage, in the order they picked it (a quorum's count). */
+/**
+ * Whose rights the picks of `choiceId` for the stage stand for: each voter, or the person away a
+ * delegate voted for. A quorum counts these, so one person's rights never count twice (theirs and
+ * their delegate's).
+ */
+export function principalsFor(
+  record: Pick<ApprovalRecord, 'votes'>,
+  sourceIndex: number,
+  choiceId: string,
+): Set<string> {
+  return new Set(
+    (record.votes ?? [])
+      .filter((v) => v.sourceIndex === sourceIndex && v.choiceId === choiceId)
+      .map((v) => v.onBehalfOf ?? v.userId),
+  );
+}
+
+/** Who picked `choiceId` for the stage, in the order they picked it. */
 export function votersFor(
   record: Pick<ApprovalRecord, 'votes'>,
   sourceIndex: number,

@@ -195,6 +195,21 @@ describe('away and delegate', () => {
     expect(await tryAllow(world, 'away-owner-1', 'U0CAROL')).toBeUndefined();
   });
 
+  it('a quorum counts the person away and their delegate once', async () => {
+    const world = await startWorld({
+      routes: [route('default', { approvers: users('U0ALICE', 'U0BOB'), quorum: 2 })],
+    });
+    await world.host.open(approval('away-quorum-1'));
+    await world.postedAt('away-quorum-1');
+    await command(world, 'U0ALICE', 'away until 1d delegate <@U0CAROL|carol>');
+    expect(await tryAllow(world, 'away-quorum-1', 'U0CAROL')).toContain('counted: 1 of 2');
+    // Alice's own vote stands for the same rights as Carol's: still one.
+    expect(await tryAllow(world, 'away-quorum-1', 'U0ALICE')).toContain('counted: 1 of 2');
+    await world.waitForCard('away-quorum-1', (m) => textOf(m).includes('1 of 2 approvals'));
+    expect(world.host.decides()).toHaveLength(0);
+    expect(await tryAllow(world, 'away-quorum-1', 'U0BOB')).toBeUndefined();
+  });
+
   it('`back` ends the delegation at once, and an absence ends by itself at its time', async () => {
     const world = await startWorld(APPROVERS_ALICE);
     for (const id of ['away-back-1', 'away-back-2', 'away-back-3']) {

@@ -244,7 +244,7 @@ export class ClickHandler {
     // Stopping the agent needs one person; letting it go ahead, or anything not known to stop it,
     // may need several.
     if (quorum > 1 && needsQuorum(checked.choice.decision)) {
-      const counted = await countVote(click, record, quorum, this.options);
+      const counted = await countVote(click, record, quorum, this.options, checked.onBehalfOf);
       if (!counted.complete) {
         await this.tell(click, counted.refusal);
         if (counted.approvalId) this.resync(counted.approvalId, counted.refusal);
