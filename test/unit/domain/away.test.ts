@@ -103,3 +103,38 @@ describe('withoutAway', () => {
     expect(present.skipped).toEqual(['U0ALICE']);
   });
 });
+
+describe('renderAway', () => {
+  it('says why for every refusal, and that nothing changed', async () => {
+    const { renderAwayRefusal } = await import('../../../src/cards/renderAway.js');
+    const problems = [
+      { kind: 'usage' },
+      { kind: 'badUntil', text: '<!channel>' },
+      { kind: 'untilPast' },
+      { kind: 'untilTooFar', maxMs: MAX_AWAY_MS },
+      { kind: 'badDelegate', text: '@bob' },
+      { kind: 'delegateSelf' },
+      { kind: 'delegateBot' },
+      { kind: 'delegateStranger', external: true },
+      { kind: 'delegateStranger', external: false },
+      { kind: 'delegateUnknown' },
+      { kind: 'youStranger' },
+    ] as const;
+    for (const problem of problems) {
+      const { text } = renderAwayRefusal(problem);
+      expect(text, problem.kind).toContain('Nothing was changed');
+      expect(text, problem.kind).not.toContain('<!channel>');
+    }
+    expect(renderAwayRefusal({ kind: 'untilTooFar', maxMs: MAX_AWAY_MS }).text).toContain('30 days');
+  });
+
+  it('shows your own status and whom you stand in for on App Home', async () => {
+    const { awayStatusLines } = await import('../../../src/cards/renderAway.js');
+    const alice: Away = { userId: 'U0ALICE', until: '2026-12-24T00:00:00Z', delegate: 'U0BOB', since: '' };
+    expect(awayStatusLines(undefined, [])).toEqual([expect.stringContaining('You are not away')]);
+    const lines = awayStatusLines(alice, [{ ...alice, userId: 'U0CAROL', delegate: 'U0ALICE' }]);
+    expect(lines[0]).toContain('You are away until <!date^');
+    expect(lines[0]).toContain('<@U0BOB> stands in for you');
+    expect(lines[1]).toContain('You stand in for <@U0CAROL>');
+  });
+});
