@@ -290,6 +290,37 @@ describe('away and delegate', () => {
     await world.waitForCard('away-fall-1', (m) => textOf(m).includes('DMed @u0carol'));
   });
 
+  it('when the only one on call, also the only approver, is away, each step falls through to the next at once; never to the timeout', async () => {
+    const world = await startWorld({
+      routes: [
+        route('default', {
+          approvers: users('U0ALICE'),
+          oncall: rotation(['U0ALICE'], '2026-01-01T00:00:00Z', '7d'),
+          escalation: ladder(
+            ['1s', 'dm', 'oncall'],
+            ['30s', 'mention', 'oncall'],
+            ['40s', 'dm', 'U0CAROL'],
+            ['60s', 'timeout'],
+          ),
+        }),
+      ],
+    });
+    await command(world, 'U0ALICE', 'away until 1d');
+    await world.host.open(approval('away-next-1'));
+    const card = await world.postedAt('away-next-1');
+    const opened = Date.now();
+    // The DM to Alice and the mention reach nobody, so Carol's DM, due at 40 s, comes at once.
+    await world.slack.waitFor('chat.postMessage', (c) => c.args.channel === 'DU0CAROL', 8_000);
+    expect(Date.now() - opened).toBeLessThan(10_000);
+    const thread = world.slack.repliesTo(card.channel, card.ts).map((m) => m.text);
+    expect(thread.some((t) => t.includes('nobody on call could be found'))).toBe(true);
+    expect(thread.join('\n')).not.toContain('U0ALICE');
+    expect(postsTo(world, 'DU0ALICE')).toHaveLength(0);
+    // The timeout keeps its time: nothing is decided for lack of people.
+    await sleep(2_000);
+    expect(world.host.decides()).toHaveLength(0);
+  });
+
   it('App Home shows your own status and whom you stand in for', async () => {
     const world = await startWorld(APPROVERS_ALICE);
     await command(world, 'U0ALICE', 'away until 3d delegate <@U0BOB|bob>');

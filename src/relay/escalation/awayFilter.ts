@@ -5,6 +5,16 @@ import type { OnCall } from './oncall.js';
 // is reached in their place, unless the delegate is away too (one hop: a delegate's delegate is
 // not asked). Read from Redis at the moment a step fires, so every replica agrees.
 
+/**
+ * A step found nobody to reach because everyone it would reach is away with nobody standing in:
+ * the escalation falls through to its next step at once (Escalator).
+ */
+export class EveryoneAway extends Error {
+  constructor(readonly away: readonly string[]) {
+    super('everyone this step would reach is away, with nobody standing in');
+  }
+}
+
 /** Who is away now, among some users (store/awayStore.ts). */
 export interface AwayLookup {
   whoIsAway(userIds: readonly string[]): Promise<Map<string, Away>>;

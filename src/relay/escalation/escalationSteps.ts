@@ -9,7 +9,7 @@ import type { EscalationStore } from '../../store/escalationStore.js';
 import { shortDuration } from '../../util/shortDuration.js';
 import type { Decider } from '../deciding/decider.js';
 import type { NoticeLedger } from '../deciding/decisionNotices.js';
-import { type AwayLookup, withoutAway } from './awayFilter.js';
+import { type AwayLookup, EveryoneAway, withoutAway } from './awayFilter.js';
 import { lineageOf } from './lineage.js';
 import type { OnCall, OncallResolver } from './oncall.js';
 
@@ -87,11 +87,13 @@ export class EscalationSteps {
           },
           step.broadcast === true,
         );
+        if (target.allAway) throw new EveryoneAway(target.allAway);
         return target.usergroup ? `@${target.usergroup}` : await this.names(target.users);
       }
       case 'dm': {
         const target = await this.target(record, step.target ?? 'oncall');
         const userId = target.users[0];
+        if (!userId && target.allAway) throw new EveryoneAway(target.allAway);
         if (!userId) throw new Error('nobody to DM: the on-call source and the approvers name nobody');
         const permalink = await slack.permalink(channel, ts);
         // A delegate asked in place of someone away is told whom for, by name (a mention would ping them).
@@ -214,15 +216,23 @@ export class EscalationSteps {
         'escalation passed by people who are away',
       );
     }
-    if (present.target.users.length > 0 || present.target.usergroup || target !== 'oncall')
-      return present.target;
-    if (found.source === 'approvers') return present.target;
+    if (present.target.users.length > 0 || present.target.usergroup) return present.target;
+    // Nobody reached only because of absences: the Escalator then moves on to the next step.
+    const allAway = (skipped: string[]) => (skipped.length > 0 ? { allAway: skipped } : {});
+    if (target !== 'oncall' || found.source === 'approvers')
+      return { ...present.target, ...allAway(present.skipped) };
     this.options.logger.info(
       { approvalId: record.approvalId },
       'everyone on call is away; reaching the route approvers instead',
     );
     const fallback = await this.options.oncall.resolve(undefined, approvers, record.approvalId);
-    return (await withoutAway(fallback, away, members)).target;
+    const approversPresent = await withoutAway(fallback, away, members);
+    if (approversPresent.target.users.length > 0 || approversPresent.target.usergroup)
+      return approversPresent.target;
+    return {
+      ...approversPresent.target,
+      ...allAway([...new Set([...present.skipped, ...approversPresent.skipped])]),
+    };
   }
 
   private async names(users: readonly string[]): Promise<string | undefined> {

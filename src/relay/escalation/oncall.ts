@@ -12,6 +12,8 @@ export interface OnCall {
   source: OncallSource['kind'] | 'approvers';
   /** A delegate among `users` → the person away they are asked in place of (awayFilter.ts). */
   inPlaceOf?: Record<string, string>;
+  /** Nobody is reached because these people are away with nobody standing in (awayFilter.ts). */
+  allAway?: string[];
 }
 
 /** PagerDuty's answer as Slack user IDs (PagerDuty users found by email), cached briefly. */
