@@ -336,12 +336,19 @@ describe('away and delegate', () => {
     const alice = await homeText('U0ALICE');
     expect(alice).toContain('You are away until');
     expect(alice).toContain('<@U0BOB> stands in for you');
+    await world.host.open(approval('away-home-1'));
+    await world.postedAt('away-home-1');
     const bob = await homeText('U0BOB');
     expect(bob).toContain('You stand in for <@U0ALICE>');
     expect(bob).toContain('You are not away');
+    // What Alice may decide waits for Bob too, while he stands in; Eve sees none of it.
+    expect(bob).toContain('make away-home-1');
+    expect(await homeText('U0EVE')).not.toContain('make away-home-1');
     await command(world, 'U0ALICE', 'back');
     await sleep(3_500);
-    expect(await homeText('U0BOB')).not.toContain('You stand in for');
+    const after = await homeText('U0BOB');
+    expect(after).not.toContain('You stand in for');
+    expect(after).not.toContain('make away-home-1');
   });
 
   it('across two replicas: set away at one, the other honours it at once; back at one ends it at the other', async () => {
