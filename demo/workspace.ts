@@ -25,6 +25,20 @@ export const DEMO_USERS: DemoUser[] = [
   { id: 'U0CAROL', name: 'Carol Nguyen', title: 'Security' },
 ];
 
+/**
+ * What Slack does to a command's text when the command has `should_escape` (manifest.yml): a
+ * typed `@bob` reaches the bot as `<@U0BOB|bob>` (`/countersign away until 3d delegate @bob`).
+ */
+export function escapeMentions(text: string): string {
+  return text.replace(/@([\w.-]+)/g, (typed, name: string) => {
+    const lower = name.toLowerCase();
+    const user = DEMO_USERS.find(
+      (u) => u.id.toLowerCase() === lower || u.name.split(' ')[0]!.toLowerCase() === lower,
+    );
+    return user ? `<@${user.id}|${name}>` : typed;
+  });
+}
+
 export interface ShownMessage {
   ts: string;
   text: string;
@@ -247,7 +261,7 @@ export class DemoWorkspace {
   async command(user: string, command: string, text: string): Promise<BotAnswer> {
     const res = await postSlashCommand(this.botUrl, SIGNING_SECRET, {
       command,
-      text,
+      text: escapeMentions(text),
       user_id: user,
       user_name: this.nameOf(user),
       channel_id: this.channel.id,

@@ -21,6 +21,11 @@ const COMMANDS: ReadonlyArray<[string, string]> = [
     'stats [route] [7d|30d]',
     'how long decisions take on your routes, by whom or what, and what was asked most',
   ],
+  [
+    'away until &lt;3d | 2026-12-24&gt; [delegate @user]',
+    'you are away (at most 30 days): escalation passes you by, and your delegate is asked and may decide what you may',
+  ],
+  ['back', 'you are back: escalation reaches you again, and your delegate no longer stands in'],
   ['help', 'this list'],
 ];
 
@@ -100,6 +105,8 @@ function why(authorization: Authorization): string {
       return `you may decide: you are a member of ${mentionGroup(authorization.usergroup)}`;
     case 'channelMember':
       return 'you may decide: you are a member of its channel';
+    case 'delegate':
+      return `you may decide: you stand in for ${mentionUser(authorization.for)}, who is away`;
   }
 }
 

@@ -93,13 +93,15 @@ function link(url: string, text: string): string {
  */
 export function renderEscalationDm(
   record: ApprovalRecord,
-  opts: { permalink?: string; waitedMs: number },
+  opts: { permalink?: string; waitedMs: number; inPlaceOf?: string },
 ): RenderedMessage {
   const budget = BUDGET_LEVELS[BUDGET_LEVELS.length - 1]!;
   const what = subjectSummary(record);
   const summary = `${record.tool}${what ? ` — ${what}` : ''}`.replace(/\s+/g, ' ');
   const lines = [
-    `:rotating_light: *An approval has waited ${shortDuration(opts.waitedMs)}* and you are on call.`,
+    opts.inPlaceOf
+      ? `:rotating_light: *An approval has waited ${shortDuration(opts.waitedMs)}* and you are asked in place of ${clip(opts.inPlaceOf, 80)}, who is away.`
+      : `:rotating_light: *An approval has waited ${shortDuration(opts.waitedMs)}* and you are on call.`,
     `*Tool:* ${inlineCode(record.tool, 80)}${what ? `\n*Request:* ${inlineCode(what.replace(/\s+/g, ' '), 500)}` : ''}`,
   ];
   if (record.sessionTitle) lines.push(`*Session:* ${clip(record.sessionTitle, 150)}`);

@@ -1,10 +1,12 @@
 import type { ActionsBlock, HomeView, KnownBlock, SectionBlock } from '@slack/types';
+import type { Away } from '../domain/away.js';
 import type { Grant } from '../domain/grants/grant.js';
 import type { RecentDecision } from '../domain/recentDecision.js';
 import { context, divider, header, packSections, plainText, section } from './blocks.js';
 import { channelLink } from './channelLink.js';
 import { describeDecision } from './describeDecision.js';
 import { clip } from './escape.js';
+import { awayStatusLines } from './renderAway.js';
 import { grantBlocks } from './renderGrantList.js';
 import { renderHomeStats, type StatsView } from './renderStats.js';
 import { oneLineSubject, safeLink, type WaitingApproval, waitingLine } from './renderWaiting.js';
@@ -35,6 +37,8 @@ export interface HomeInput {
   notice?: string;
   /** Decision analytics of the routes the user approves on; absent for anyone else. */
   stats?: StatsView;
+  /** The user's own absence, and those away they stand in for (`/countersign away`). */
+  away?: { own?: Away; standingInFor: readonly Away[] };
 }
 
 function waitingItem(item: WaitingApproval, i: number, now: Date): SectionBlock {
@@ -65,8 +69,14 @@ export function renderHome(input: HomeInput): HomeView {
       `Approval requests from your agents are posted in ${channelLink(input.channel)}. Decide on each card with one click.`,
     ),
     context([`Agent host: ${status(input.status.host)}`, `Redis: ${status(input.status.redis)}`]),
-    header('Waiting for you'),
   ];
+  if (input.away) {
+    blocks.push(
+      header('Your status'),
+      ...packSections(awayStatusLines(input.away.own, input.away.standingInFor)),
+    );
+  }
+  blocks.push(header('Waiting for you'));
   const { waiting, now } = input;
   if (waiting.length === 0) blocks.push(context(['Nothing is waiting for you to decide.']));
   waiting.slice(0, MAX_HOME_WAITING).forEach((item, i) => {

@@ -1,6 +1,6 @@
 import type { KnownBlock } from '@slack/types';
 import { needsQuorum } from '../domain/decisionWords.js';
-import { type ApprovalRecord, votersFor } from '../domain/record.js';
+import { type ApprovalRecord, principalsFor, votersFor } from '../domain/record.js';
 import { packSections } from './blocks.js';
 import { clip, inlineCode } from './escape.js';
 import { mentionUser } from './mentionUser.js';
@@ -32,7 +32,9 @@ export function quorumLines(record: ApprovalRecord, quorum: number): string[] {
     const voters = votersFor(record, stage, choice.choiceId).map(mentionUser);
     if (voters.length === 0) continue;
     const which = approving.length > 1 ? ` for ${clip(choice.label || choice.choiceId, 75)}` : '';
-    lines.push(`*${voters.length} of ${quorum} approvals*${which}: ${voters.join(', ')}`);
+    // A delegate's vote and the vote of the person away they stand in for count once.
+    const counted = principalsFor(record, stage, choice.choiceId).size;
+    lines.push(`*${counted} of ${quorum} approvals*${which}: ${voters.join(', ')}`);
   }
   if (lines.length === 0) {
     lines.push(`*Needs ${quorum} approvals:* ${quorum} different approvers must pick the same choice.`);

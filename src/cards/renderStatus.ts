@@ -37,6 +37,14 @@ const DURABILITY: Record<string, string> = {
  * them (a thread reply, a DM); without a name the user is mentioned.
  */
 export function decidedBy(resolution: Resolution, nameOf?: (userId: string) => string | undefined): string {
+  const who = deciders(resolution, nameOf);
+  if (!resolution.onBehalfOf) return who;
+  // A delegate decided for someone away: both are named, the one away as "for @X".
+  const name = nameOf?.(resolution.onBehalfOf);
+  return `${who} for ${name ? `@${clip(name, 80)}` : mentionUser(resolution.onBehalfOf)}`;
+}
+
+function deciders(resolution: Resolution, nameOf?: (userId: string) => string | undefined): string {
   // A quorum: every approver it counted, the last (who completed it) among them.
   if (resolution.voters && resolution.voters.length > 1) {
     return resolution.voters

@@ -36,6 +36,8 @@ export type AuditEntry =
       userId?: string;
       /** Every approver a quorum counted, userId (the last) among them. */
       voters?: string[];
+      /** userId decided as the delegate of this Slack user, who was away. */
+      onBehalfOf?: string;
       via: DecisionVia;
       /** Who the host says resolved it: user, policy, llmJudge, … */
       resolvedBy?: string;

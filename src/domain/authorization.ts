@@ -11,7 +11,9 @@ export type Allowed =
   | { allowed: true; because: 'user' }
   | { allowed: true; because: 'usergroup'; usergroup: string }
   /** The route names no approvers, and the user is a member of its channel. */
-  | { allowed: true; because: 'channelMember'; channel: string };
+  | { allowed: true; because: 'channelMember'; channel: string }
+  /** Stands in for `for`, who is away and may decide (what they may is in `as`). */
+  | { allowed: true; because: 'delegate'; for: string; as: Exclude<Allowed, { because: 'delegate' }> };
 
 /** What Slack could not confirm, so that the user counts as not allowed. */
 export type Unverified = 'workspace' | 'user' | 'channel';
@@ -73,6 +75,8 @@ export interface Person {
   enterpriseId?: string;
   /** `is_restricted` or `is_ultra_restricted`: a multi- or single-channel guest. */
   guest: boolean;
+  /** `is_bot` (or the Slackbot): may never stand in for anyone (away.ts). */
+  bot?: boolean;
 }
 
 /**

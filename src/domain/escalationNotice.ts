@@ -20,4 +20,6 @@ export interface EscalationDm {
   record: ApprovalRecord;
   waitedMs: number;
   permalink?: string;
+  /** The DM goes to a delegate in place of this person, who is away: their name (never a mention). */
+  inPlaceOf?: string;
 }

@@ -57,6 +57,8 @@ export const Resolution = z.object({
   feedback: z.string().optional(),
   /** The approvers whose picks made a quorum (the decider, slackUserId, among them). */
   voters: z.array(z.string()).optional(),
+  /** slackUserId decided as the delegate of this Slack user, who was away. */
+  onBehalfOf: z.string().optional(),
   /** Our decision that resolved it came from a remembered grant (Slack user absent), or a timeout. */
   via: z.enum(['click', 'grant', 'timeout']).optional(),
   grant: GrantRef.optional(),
@@ -70,6 +72,8 @@ export const Claim = z.object({
   userId: z.string().optional(),
   /** A quorum's approvers, when the decision needed more than one. */
   voters: z.array(z.string()).optional(),
+  /** userId decides as the delegate of this Slack user, who is away. */
+  onBehalfOf: z.string().optional(),
   /** What made the decision; a click when absent. */
   via: z.enum(['click', 'grant', 'timeout']).optional(),
   /** The grant that decided, when `via` is grant. */
@@ -139,6 +143,8 @@ export const Vote = z.object({
   sourceIndex: z.number().int(),
   choiceId: z.string(),
   userId: z.string(),
+  /** userId voted as the delegate of this Slack user, who is away: the vote counts as theirs. */
+  onBehalfOf: z.string().optional(),
   at: z.string(),
 });
 export type Vote = z.infer<typeof Vote>;
@@ -229,7 +235,24 @@ export const ApprovalRecord = z.object({
 });
 export type ApprovalRecord = z.infer<typeof ApprovalRecord>;
 
-/** Who picked `choiceId` for the stage, in the order they picked it (a quorum's count). */
+/**
+ * Whose rights the picks of `choiceId` for the stage stand for: each voter, or the person away a
+ * delegate voted for. A quorum counts these, so one person's rights never count twice (theirs and
+ * their delegate's).
+ */
+export function principalsFor(
+  record: Pick<ApprovalRecord, 'votes'>,
+  sourceIndex: number,
+  choiceId: string,
+): Set<string> {
+  return new Set(
+    (record.votes ?? [])
+      .filter((v) => v.sourceIndex === sourceIndex && v.choiceId === choiceId)
+      .map((v) => v.onBehalfOf ?? v.userId),
+  );
+}
+
+/** Who picked `choiceId` for the stage, in the order they picked it. */
 export function votersFor(
   record: Pick<ApprovalRecord, 'votes'>,
   sourceIndex: number,

@@ -33,6 +33,7 @@ const Forwarded = z.object({
       userId: z.string(),
       voters: z.array(z.string()).optional(),
       typed: z.string().optional(),
+      onBehalfOf: z.string().optional(),
     }),
     z.object({ via: z.literal('grant'), grant: GrantRef }),
     z.object({ via: z.literal('timeout') }),

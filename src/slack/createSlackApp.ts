@@ -15,7 +15,9 @@ import type { ClickHandler } from '../relay/deciding/clickHandler.js';
 import type { GrantLists } from '../relay/grants/grantLists.js';
 import type { GrantRevoker } from '../relay/grants/grantRevoker.js';
 import type { Router } from '../routing/router.js';
+import type { AwayStore } from '../store/awayStore.js';
 import { toBoltLogger } from '../util/log.js';
+import { awayCommands } from './awayCommand.js';
 import { choicePressRoute } from './choicePressRoute.js';
 import { type HealthProbe, healthRoutes } from './healthRoutes.js';
 import { close, healthServer, listen } from './healthServer.js';
@@ -70,6 +72,8 @@ export interface SlackAppOptions {
     revoker: GrantRevoker;
     /** Decision analytics: /countersign stats. */
     stats?: UserStatsOptions;
+    /** Who is away (`/countersign away`, `back`). */
+    away?: AwayStore;
   };
 }
 
@@ -215,6 +219,15 @@ export function createSlackApp(options: SlackAppOptions): SlackService {
     revoker: team.revoker,
     onRevoked: () => team.home.grantsChanged(),
     ...(team.stats ? { stats: team.stats } : {}),
+    ...(team.away
+      ? {
+          away: awayCommands({
+            store: team.away,
+            authorizer: team.authorizer,
+            onChanged: (users) => team.home.awayChanged(users),
+          }),
+        }
+      : {}),
     logger,
   });
   registerRevokeButton(app, { revoker: team.revoker, home: team.home, logger });

@@ -1,7 +1,8 @@
 import type { Logger } from 'pino';
-import { MAX_HOME_WAITING, renderHome } from '../cards/renderHome.js';
+import { type HomeInput, MAX_HOME_WAITING, renderHome } from '../cards/renderHome.js';
 import type { StatsView } from '../cards/renderStats.js';
 import { subjectSummary } from '../cards/subjectSummary.js';
+import type { Away } from '../domain/away.js';
 import type { Grant } from '../domain/grants/grant.js';
 import type { ApprovalRecord } from '../domain/record.js';
 import type { HomeViewers } from '../store/homeViewers.js';
@@ -11,6 +12,8 @@ import type { Permalinks } from './permalinks.js';
 import type { SlackViews } from './slackViews.js';
 import { statsFor, type UserStatsOptions } from './userStats.js';
 import type { WaitingApprovals } from './waitingApprovals.js';
+
+type HomeInputAway = NonNullable<HomeInput['away']>;
 
 export interface HomeTabOptions {
   views: SlackViews;
@@ -25,6 +28,11 @@ export interface HomeTabOptions {
   grants?: (userId: string) => Promise<Grant[]>;
   /** Decision analytics of the user's routes; without it, the Home has no such section. */
   stats?: UserStatsOptions;
+  /** The user's absence and whom they stand in for (store/awayStore.ts); without it, not shown. */
+  away?: {
+    get(userId: string): Promise<Away | undefined>;
+    standingInFor(userId: string): Promise<Away[]>;
+  };
   logger: Logger;
   /** How long approvals may keep changing before a Home is published again (a burst is one publish). */
   settleMs?: number;
@@ -76,6 +84,11 @@ export class HomeTab {
   changed(userId: string, notice: string): void {
     this.notices.set(userId, notice);
     this.publishes.request(userId, true);
+  }
+
+  /** Someone's absence changed: their Home and their delegate's are published again. */
+  awayChanged(userIds: readonly string[]): void {
+    for (const userId of userIds) this.publishes.request(userId, true);
   }
 
   /** A grant was revoked: every open Home that may list it is published again. */
@@ -137,14 +150,28 @@ export class HomeTab {
     }
   }
 
+  /** A Home without the user's status beats no Home. */
+  private async awayOf(userId: string): Promise<HomeInputAway | undefined> {
+    const { away } = this.options;
+    if (!away) return undefined;
+    try {
+      const [own, standingInFor] = await Promise.all([away.get(userId), away.standingInFor(userId)]);
+      return { ...(own ? { own } : {}), standingInFor };
+    } catch (err) {
+      this.options.logger.warn({ err, userId }, 'could not read who is away for the App Home');
+      return undefined;
+    }
+  }
+
   private async publish(userId: string): Promise<void> {
     const { views, waiting, recent, permalinks, channel, status, logger } = this.options;
     try {
-      const [items, decisions, grants, stats] = await Promise.all([
+      const [items, decisions, grants, stats, away] = await Promise.all([
         waiting.for(userId, MAX_HOME_WAITING),
         recent.list(userId),
         this.grantsOf(userId),
         this.statsOf(userId),
+        this.awayOf(userId),
       ]);
       const recentLinked = await Promise.all(
         decisions.map(async (decision) => {
@@ -163,6 +190,7 @@ export class HomeTab {
         grants,
         ...(stats ? { stats } : {}),
         ...(notice ? { notice } : {}),
+        ...(away ? { away } : {}),
       });
       await views.publish(userId, view);
     } catch (err) {

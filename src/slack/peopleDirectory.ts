@@ -7,9 +7,11 @@ import { RETRY_POLICIES, retrySlackCall } from './slackRetry.js';
 
 /** The parts of a users.info answer that say whether a user is a stranger. */
 interface SlackUser {
+  id?: string;
   team_id?: string;
   is_restricted?: boolean;
   is_ultra_restricted?: boolean;
+  is_bot?: boolean;
   enterprise_user?: { enterprise_id?: string };
 }
 
@@ -21,6 +23,7 @@ export function personOf(user: SlackUser | undefined): Person {
     ...(user.team_id ? { teamId: user.team_id } : {}),
     ...(enterpriseId ? { enterpriseId } : {}),
     guest: user.is_restricted === true || user.is_ultra_restricted === true,
+    ...(user.is_bot === true || user.id === 'USLACKBOT' ? { bot: true } : {}),
   };
 }
 

@@ -38,6 +38,7 @@ export class SlackEscalationSender implements EscalationSender {
     const message = renderEscalationDm(dm.record, {
       waitedMs: dm.waitedMs,
       ...(dm.permalink ? { permalink: dm.permalink } : {}),
+      ...(dm.inPlaceOf ? { inPlaceOf: dm.inPlaceOf } : {}),
     });
     const opened = await retrySlackCall(
       () => this.client.conversations.open({ users: userId }),

@@ -174,6 +174,14 @@ export class EscalationStore {
   }
 
   /** Takes one step out of the schedule without firing it (its approval is gone). */
+  /**
+   * Makes a step still waiting in the schedule due at `nowMs`, if it was due later: one that fired
+   * or was cancelled is not brought back (XX), and one due sooner keeps its time (LT).
+   */
+  async hasten(approvalId: string, step: number, lineage: string, nowMs: number): Promise<void> {
+    await this.redis.zadd(keys.escalationDue(), 'XX', 'LT', nowMs, memberOf(approvalId, step, lineage));
+  }
+
   async drop(due: DueStep): Promise<void> {
     await this.redis.zrem(keys.escalationDue(), due.member);
   }

@@ -95,6 +95,13 @@ export const keys = {
   escalationLineage: (lineage: string) => `${PREFIX}:esc:line:{${lineage}}`,
   /** JSON array of the Slack users on call for one PagerDuty schedule or policy, for a short while. */
   oncallPagerDuty: (source: string) => `${PREFIX}:oncall:pd:{${source}}`,
+  /** JSON of one Slack user's absence (`/countersign away`), expiring when it ends (awayStore.ts). */
+  away: (userId: string) => `${PREFIX}:away:{${userId}}`,
+  /**
+   * Sorted set: who named this user their delegate, scored by when their absence ends (ms). A
+   * hint only: each name is checked against that person's own `away` key before it counts.
+   */
+  standIn: (delegate: string) => `${PREFIX}:standin:{${delegate}}`,
   /** Sorted set: Slack users whose App Home is shown, scored by when that stops counting (ms). */
   homeViewers: () => `${PREFIX}:{home-viewers}`,
 

@@ -78,7 +78,7 @@ export function assemble(config: Config, logger: Logger): Countersign {
     clicks: new Late<ClickHandler>('the click handler'),
   };
 
-  const { router, owners, groups, authorizer, risks, approverNames } = wireRouting({
+  const { router, owners, groups, authorizer, risks, approverNames, away } = wireRouting({
     config,
     logger,
     redis,
@@ -152,6 +152,7 @@ export function assemble(config: Config, logger: Logger): Countersign {
     decider,
     router,
     groups,
+    away,
     noticeSender,
     noticeLedger,
     metrics,
@@ -194,6 +195,7 @@ export function assemble(config: Config, logger: Logger): Countersign {
     authorizer,
     router,
     grantLists: grants.grantLists,
+    away,
     health,
   });
   // Followers of the records' stored changes, told in this order.
@@ -221,7 +223,16 @@ export function assemble(config: Config, logger: Logger): Countersign {
     reachability: slack.reachability,
     health,
     metrics: metricsRoute(metrics, logger),
-    team: { authorizer, router, waiting, home, grants: grants.grantLists, revoker: grants.revoker, stats },
+    team: {
+      authorizer,
+      router,
+      waiting,
+      home,
+      grants: grants.grantLists,
+      revoker: grants.revoker,
+      stats,
+      away,
+    },
   });
 
   return {

@@ -12,6 +12,7 @@ import type { SlackGroupDirectory } from '../slack/groupDirectory.js';
 import { SlackEscalationSender, SlackPagerDutyOnCall } from '../slack/slackEscalation.js';
 import type { SlackNoticeSender } from '../slack/slackNotices.js';
 import type { ApprovalStore } from '../store/approvalStore.js';
+import type { AwayStore } from '../store/awayStore.js';
 import { EscalationStore } from '../store/escalationStore.js';
 import { RedisLookupCache } from '../store/lookupCache.js';
 import type { RedisNoticeLedger } from '../store/noticeLedger.js';
@@ -27,6 +28,8 @@ export interface EscalationNeeds {
   decider: Decider;
   router: Router;
   groups: SlackGroupDirectory;
+  /** Who is away: escalation passes them by and reaches their delegates. */
+  away: AwayStore;
   noticeSender: SlackNoticeSender;
   noticeLedger: RedisNoticeLedger;
   metrics: Metrics;
@@ -63,6 +66,7 @@ export function wireEscalation(needs: EscalationNeeds) {
     oncallOf: (route) => router.oncallOf(route),
     approversOf: (route) => router.rulesOf(route)?.approvers,
     ...(config.pagerDuty.routingKey ? { defaultRoutingKey: config.pagerDuty.routingKey } : {}),
+    away: needs.away,
     dmMappingTtlMs: Math.max(config.resolvedTtlMs, 7 * 86_400_000),
     metrics: needs.metrics,
     logger: logger.child({ component: 'escalation' }),

@@ -10,6 +10,7 @@ import { slackViews } from '../slack/slackViews.js';
 import type { UserStatsOptions } from '../slack/userStats.js';
 import { WaitingApprovals } from '../slack/waitingApprovals.js';
 import type { ApprovalStore } from '../store/approvalStore.js';
+import type { AwayStore } from '../store/awayStore.js';
 import { DecisionStatsReader } from '../store/decisionStatsReader.js';
 import { HomeViewers } from '../store/homeViewers.js';
 import { RecentDecisions } from '../store/recentDecisions.js';
@@ -24,6 +25,8 @@ export interface HomeNeeds {
   authorizer: Authorizer;
   router: Router;
   grantLists: GrantLists;
+  /** Who is away, shown on each user's Home. */
+  away: AwayStore;
   /** Whether the hosts and Redis are up, shown on App Home (health.ts). */
   health: { hosts(): boolean; redis(): boolean };
 }
@@ -38,6 +41,7 @@ export function wireHome({
   authorizer,
   router,
   grantLists,
+  away,
   health,
 }: HomeNeeds) {
   const reader = new DecisionStatsReader(redis);
@@ -70,6 +74,7 @@ export function wireHome({
     status: () => ({ host: health.hosts(), redis: health.redis() }),
     grants: (userId) => grantLists.forHome(userId),
     stats,
+    away,
     logger,
   });
   return { waiting, home, stats };

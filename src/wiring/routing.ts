@@ -9,6 +9,7 @@ import { SlackChannelMembers } from '../slack/channelMembers.js';
 import type { BotIdentity } from '../slack/createSlackApp.js';
 import { SlackGroupDirectory } from '../slack/groupDirectory.js';
 import { SlackPeopleDirectory } from '../slack/peopleDirectory.js';
+import { AwayStore } from '../store/awayStore.js';
 import { RedisLookupCache } from '../store/lookupCache.js';
 import type { RedisClient } from '../store/redisConnection.js';
 
@@ -35,6 +36,8 @@ export function wireRouting({ config, logger, redis, slackClient, identity }: Ro
     ttlMs: config.usergroupCacheTtlMs,
     logger,
   });
+  // Who is away and whom they chose: read from Redis at every check, so replicas agree at once.
+  const away = new AwayStore(redis);
   const authorizer = new Authorizer({
     routeOf: (route) => router.named(route),
     placeNow: (record) => router.placeNow(routeInputOf(record)),
@@ -54,6 +57,7 @@ export function wireRouting({ config, logger, redis, slackClient, identity }: Ro
             teamId: identity.teamId,
             ...(identity.enterpriseId ? { enterpriseId: identity.enterpriseId } : {}),
           },
+    standIns: away,
     logger,
   });
   const risks = new RiskRules(config.risks);
@@ -66,7 +70,7 @@ export function wireRouting({ config, logger, redis, slackClient, identity }: Ro
     logger,
   });
   warnOpenRoutes(config, router, logger);
-  return { router, owners, groups, authorizer, risks, approverNames };
+  return { router, owners, groups, authorizer, risks, approverNames, away };
 }
 
 /** Says, once at start-up, where the members of a channel may decide because no approvers are named. */

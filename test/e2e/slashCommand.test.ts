@@ -153,6 +153,8 @@ describe('/countersign', () => {
       '• `/countersign grants`: the remembered approvals ("don\'t ask again") of this channel, each with a Revoke button',
       '• `/countersign revoke &lt;grant-id&gt;`: revoke a remembered approval: its requests are asked on their cards again',
       '• `/countersign stats [route] [7d|30d]`: how long decisions take on your routes, by whom or what, and what was asked most',
+      '• `/countersign away until &lt;3d | 2026-12-24&gt; [delegate @user]`: you are away (at most 30 days): escalation passes you by, and your delegate is asked and may decide what you may',
+      '• `/countersign back`: you are back: escalation reaches you again, and your delegate no longer stands in',
       '• `/countersign help`: this list',
     ]);
     // No subcommand is help too.

@@ -5,6 +5,7 @@
 import type { Logger } from 'pino';
 import pino from 'pino';
 import type { Person, Workspace } from '../../src/domain/authorization.js';
+import type { Away } from '../../src/domain/away.js';
 import { OPEN_RULES, type RouteRules } from '../../src/domain/route.js';
 import { Authorizer, type Decidable, type RouteView } from '../../src/relay/deciding/authorizer.js';
 import { WORKSPACE_PEOPLE } from './fakeSlack.js';
@@ -27,6 +28,8 @@ export interface TestAuthorizerOptions {
   /** Members of channels; a channel not listed has WORKSPACE_PEOPLE. */
   channels?: Record<string, string[]> | ((channel: string) => Promise<ReadonlySet<string>>);
   workspace?: Workspace | undefined;
+  /** Who is away, by delegate (or a function that may throw); nobody when absent. */
+  standIns?: Record<string, Away[]> | ((delegate: string) => Promise<Away[]>);
   logger?: Logger;
 }
 
@@ -58,6 +61,16 @@ export function testAuthorizer(options: TestAuthorizerOptions = {}): Authorizer 
           : async (channel) => new Set(channels?.[channel] ?? WORKSPACE_PEOPLE),
     },
     workspace: () => ('workspace' in options ? options.workspace : TEST_WORKSPACE),
+    ...(options.standIns
+      ? {
+          standIns: {
+            standingInFor:
+              typeof options.standIns === 'function'
+                ? options.standIns
+                : async (delegate: string) => (options.standIns as Record<string, Away[]>)[delegate] ?? [],
+          },
+        }
+      : {}),
     logger: options.logger ?? pino({ level: 'silent' }),
   });
 }

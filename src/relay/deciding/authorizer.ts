@@ -12,6 +12,7 @@ import {
   strangerRefusal,
   type Workspace,
 } from '../../domain/authorization.js';
+import type { Away } from '../../domain/away.js';
 import type { ApprovalRecord } from '../../domain/record.js';
 import type { RouteRules } from '../../domain/route.js';
 import type { RouteInput } from '../../routing/router.js';
@@ -29,6 +30,11 @@ export interface PeopleDirectory {
 /** Members of Slack channels. slack/ implements it (cached for at most five minutes). */
 export interface ChannelDirectory {
   members(channel: string): Promise<ReadonlySet<string>>;
+}
+
+/** Who is away and named this user their delegate (store/awayStore.ts, in Redis). */
+export interface StandIns {
+  standingInFor(delegate: string): Promise<Away[]>;
 }
 
 /** A configured route as the Authorizer reads it. */
@@ -55,11 +61,20 @@ export interface AuthorizerOptions {
   channels: ChannelDirectory;
   /** The bot's own team (auth.test); undefined until Slack has said, and then nobody may act. */
   workspace: () => Workspace | undefined;
+  /** Who is away and whom they chose: a delegate may decide what they may. Without it, nobody stands in. */
+  standIns?: StandIns;
   logger: Logger;
 }
 
 /** Refusals that say only that the user is not among the deciders (not a stranger, not unknown). */
 const NOT_A_DECIDER: ReadonlySet<string> = new Set(['notApprover', 'notRiskApprover', 'routeGone']);
+
+/**
+ * Refusals a delegate's standing may lift: the user is not among those the rules name (or not in
+ * the channel they name). Never selfApproval (delegation does not get round the owner rule), a
+ * stranger or what Slack could not confirm.
+ */
+const DELEGABLE: ReadonlySet<string> = new Set([...NOT_A_DECIDER, 'notChannelMember']);
 
 /** Who may decide on a card, as the card shows it. */
 export interface ShownApprovers {
@@ -186,10 +201,35 @@ export class Authorizer {
   }
 
   /**
+   * The user's own standing, else that of someone away who named them delegate: they may decide
+   * what that person may, checked with the same rules (the owner rule binds the delegate as
+   * themselves, and the person away is checked as the owner too). One hop: what the person away
+   * may only as someone's delegate is not passed on.
+   */
+  private async decide(authority: ApprovalAuthority, userId: string): Promise<Authorization> {
+    const own = await this.decideAs(authority, userId);
+    if (own.allowed || !DELEGABLE.has(own.why) || !this.options.standIns) return own;
+    let awayFor: Away[];
+    try {
+      awayFor = await this.options.standIns.standingInFor(userId);
+    } catch (err) {
+      this.options.logger.warn({ err, userId }, 'could not read whom a user stands in for');
+      return own;
+    }
+    for (const away of awayFor) {
+      if (away.userId === userId) continue;
+      const theirs = await this.decideAs(authority, away.userId);
+      if (theirs.allowed && theirs.because !== 'delegate')
+        return { allowed: true, because: 'delegate', for: away.userId, as: theirs };
+    }
+    return own;
+  }
+
+  /**
    * A user group, a user or a channel whose members cannot be read (Slack away, a missing scope)
    * counts as not allowing the user: a refusal is safe, a wrong approval not.
    */
-  private async decide(authority: ApprovalAuthority, userId: string): Promise<Authorization> {
+  private async decideAs(authority: ApprovalAuthority, userId: string): Promise<Authorization> {
     const { groups, people, logger } = this.options;
     const memberOf = new Set<string>();
     const [person] = await Promise.all([
@@ -221,6 +261,19 @@ export class Authorizer {
       this.options.logger.warn({ err, channel }, 'could not read channel members');
       return undefined;
     }
+  }
+
+  /**
+   * What Slack says of a user, and the bot's own workspace: for checks of people outside a route
+   * (who may be away, who may stand in). Undefined where Slack did not say.
+   */
+  async whoIs(userId: string): Promise<{ person?: Person; workspace?: Workspace }> {
+    const person = await this.options.people.person(userId).catch((err: unknown) => {
+      this.options.logger.warn({ err, userId }, 'could not read who a Slack user is');
+      return undefined;
+    });
+    const workspace = this.options.workspace();
+    return { ...(person ? { person } : {}), ...(workspace ? { workspace } : {}) };
   }
 
   isAdmin(userId: string): boolean {

@@ -41,7 +41,8 @@ export interface Click {
 
 export type ClickCheck =
   /** `rules`: those of the record's route (how a rejection is asked for), defaults when gone. */
-  | { ok: true; record: ApprovalRecord; choice: ApprovalChoice; rules: RouteRules }
+  /** `onBehalfOf`: the clicker may decide only as the delegate of this person, who is away. */
+  | { ok: true; record: ApprovalRecord; choice: ApprovalChoice; rules: RouteRules; onBehalfOf?: string }
   /** `record`: set with `confirmationNeeded`, for the modal that asks for it. */
   | { ok: false; refusal: Refusal; approvalId?: string; record?: ApprovalRecord };
 

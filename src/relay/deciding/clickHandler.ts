@@ -196,7 +196,8 @@ export class ClickHandler {
       };
     }
     const rules = this.options.authorizer.authority(record).rules ?? OPEN_RULES;
-    return { ok: true, record, choice, rules };
+    const onBehalfOf = authorization.because === 'delegate' ? authorization.for : undefined;
+    return { ok: true, record, choice, rules, ...(onBehalfOf ? { onBehalfOf } : {}) };
   }
 
   /**
@@ -258,7 +259,7 @@ export class ClickHandler {
     // Stopping the agent needs one person; letting it go ahead, or anything not known to stop it,
     // may need several.
     if (quorum > 1 && needsQuorum(checked.choice.decision)) {
-      const counted = await countVote(click, record, quorum, this.options);
+      const counted = await countVote(click, record, quorum, this.options, checked.onBehalfOf);
       if (!counted.complete) {
         await this.tell(click, counted.refusal);
         if (counted.approvalId) this.resync(counted.approvalId, counted.refusal);
@@ -277,6 +278,7 @@ export class ClickHandler {
         ...(voters ? { voters } : {}),
         // Checked again by the replica that claims it, on the record it holds (DecisionWarrant).
         ...(click.typed !== undefined ? { typed: click.typed } : {}),
+        ...(checked.onBehalfOf ? { onBehalfOf: checked.onBehalfOf } : {}),
       },
       recordBy: deadlineOf(click),
       asker: askerOf(click),

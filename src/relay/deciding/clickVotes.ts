@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { AuditEntry, AuditTrail } from '../../domain/audit.js';
-import { type ApprovalRecord, type Vote, votersFor } from '../../domain/record.js';
+import { type ApprovalRecord, principalsFor, type Vote, votersFor } from '../../domain/record.js';
 import type { Refusal } from '../../domain/refusal.js';
 import { byDeadline, LATE } from '../../util/byDeadline.js';
 import { unvoted, voted } from '../records/cardMutations.js';
@@ -39,6 +39,8 @@ export async function countVote(
   record: ApprovalRecord,
   quorum: number,
   counting: VoteCounting,
+  /** The clicker may decide only as the delegate of this person, who is away. */
+  onBehalfOf?: string,
 ): Promise<VoteResult> {
   const { keeper, authorizer } = counting;
   if (authorizer.ownerOf(record) === click.userId) {
@@ -48,6 +50,7 @@ export async function countVote(
     sourceIndex: click.sourceIndex,
     choiceId: click.choiceId,
     userId: click.userId,
+    ...(onBehalfOf ? { onBehalfOf } : {}),
     at: new Date().toISOString(),
   };
   const voting = keeper.mutateAndSync(record.approvalId, voted(vote));
@@ -65,12 +68,14 @@ export async function countVote(
     const refusal = why ? refusalFor(why, click.userId) : ({ code: 'questionChanged' } as const);
     return { complete: false, refusal, approvalId: record.approvalId };
   }
-  if (voters.length >= quorum) return { complete: true, record: stored, voters };
+  // Counted by whose rights they stand for: a delegate's vote and the delegator's are one.
+  const counted = principalsFor(stored, click.sourceIndex, click.choiceId).size;
+  if (counted >= quorum) return { complete: true, record: stored, voters };
   // A vote the stage already held (the same person pressing again) changed nothing: audited once,
   // so that pressing on and on cannot fill the audit stream and trim its decisions.
-  const counted = stored.votes?.find((v) => v.userId === vote.userId && v.choiceId === vote.choiceId);
-  if (counted?.at === vote.at) recordVote(stored, vote, voters.length, quorum, counting);
-  return { complete: false, refusal: { code: 'voteCounted', votes: voters.length, quorum } };
+  const kept = stored.votes?.find((v) => v.userId === vote.userId && v.choiceId === vote.choiceId);
+  if (kept?.at === vote.at) recordVote(stored, vote, counted, quorum, counting);
+  return { complete: false, refusal: { code: 'voteCounted', votes: counted, quorum } };
 }
 
 function recordVote(

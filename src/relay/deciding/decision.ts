@@ -10,7 +10,8 @@ import type { NotDecidable } from './decisionCheck.js';
 export type DecidedBy =
   /** `voters`: everyone whose approving pick made the quorum, the last of them `userId`. */
   /** `typed`: what the person typed to confirm an approval that asks for it (typedConfirmation.ts). */
-  | { via: 'click'; userId: string; voters?: string[]; typed?: string }
+  /** `onBehalfOf`: `userId` decided as the delegate of this person, who is away. */
+  | { via: 'click'; userId: string; voters?: string[]; typed?: string; onBehalfOf?: string }
   | { via: 'grant'; grant: GrantRef }
   | { via: 'timeout' };
 

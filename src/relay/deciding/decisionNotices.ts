@@ -112,8 +112,8 @@ export class DecisionNotices {
 
   /** The deciders' names (a quorum's approvers, else the one who decided), looked up once for both notices. */
   private async names(record: ResolvedRecord): Promise<NoticeNames> {
-    const { slackUserId, voters } = record.resolution;
-    const ids = voters ?? (slackUserId ? [slackUserId] : []);
+    const { slackUserId, voters, onBehalfOf } = record.resolution;
+    const ids = [...(voters ?? (slackUserId ? [slackUserId] : [])), ...(onBehalfOf ? [onBehalfOf] : [])];
     const names = new Map(
       await Promise.all(
         ids.map(async (id) => [id, await this.options.sender.nameOf(id).catch(() => undefined)] as const),
@@ -179,6 +179,7 @@ function decisionEntry(
     tool: record.tool,
     ...(resolution.slackUserId !== undefined ? { userId: resolution.slackUserId } : {}),
     ...(resolution.voters ? { voters: resolution.voters } : {}),
+    ...(resolution.onBehalfOf ? { onBehalfOf: resolution.onBehalfOf } : {}),
     via: decisionVia(resolution),
     ...(resolution.grant ? { grantId: resolution.grant.grantId } : {}),
     resolvedBy: resolution.resolvedBy,
@@ -210,6 +211,7 @@ function decisionLine(
     via: entry.via,
     userId: entry.userId,
     voters: entry.voters,
+    onBehalfOf: entry.onBehalfOf,
     grantId: entry.grantId,
     grantedBy: resolution.grant?.grantedBy,
     owner,

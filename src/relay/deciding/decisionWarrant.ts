@@ -72,9 +72,13 @@ export class DecisionWarrant {
     const voters = votersFor(record, ask.sourceIndex, ask.choiceId).filter((userId) => userId !== owner);
     const allowed = await Promise.all(voters.map((userId) => authorizer.check(userId, record)));
     const counted = voters.filter((_, i) => allowed[i]!.allowed);
+    // Whose rights each counted vote stands for: a delegate's and the delegator's count once.
+    const principals = new Set(
+      allowed.flatMap((a, i) => (a.allowed ? [a.because === 'delegate' ? a.for : voters[i]!] : [])),
+    );
     const named = by.voters ?? [by.userId];
-    if (counted.length < quorum || !named.every((userId) => counted.includes(userId))) {
-      return { kind: 'quorumNotMet', votes: counted.length, quorum };
+    if (principals.size < quorum || !named.every((userId) => counted.includes(userId))) {
+      return { kind: 'quorumNotMet', votes: principals.size, quorum };
     }
     return undefined;
   }

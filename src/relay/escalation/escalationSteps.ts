@@ -9,8 +9,9 @@ import type { EscalationStore } from '../../store/escalationStore.js';
 import { shortDuration } from '../../util/shortDuration.js';
 import type { Decider } from '../deciding/decider.js';
 import type { NoticeLedger } from '../deciding/decisionNotices.js';
+import { type AwayLookup, EveryoneAway, withoutAway } from './awayFilter.js';
 import { lineageOf } from './lineage.js';
-import type { OncallResolver } from './oncall.js';
+import type { OnCall, OncallResolver } from './oncall.js';
 
 // What each escalation step does once the escalator (escalator.ts) has claimed it: a reminder or
 // a mention in the card's thread, a DM with the card's buttons, a PagerDuty page, the timeout's
@@ -52,6 +53,8 @@ export interface EscalationStepsOptions {
   defaultRoutingKey?: string;
   /** How long a DM's buttons stay mapped to their approval. */
   dmMappingTtlMs: number;
+  /** Who is away: passed by, their delegates reached instead. Without it, everyone is reached. */
+  away?: AwayLookup;
   logger: Logger;
 }
 
@@ -84,17 +87,23 @@ export class EscalationSteps {
           },
           step.broadcast === true,
         );
+        if (target.allAway) throw new EveryoneAway(target.allAway);
         return target.usergroup ? `@${target.usergroup}` : await this.names(target.users);
       }
       case 'dm': {
         const target = await this.target(record, step.target ?? 'oncall');
         const userId = target.users[0];
+        if (!userId && target.allAway) throw new EveryoneAway(target.allAway);
         if (!userId) throw new Error('nobody to DM: the on-call source and the approvers name nobody');
         const permalink = await slack.permalink(channel, ts);
+        // A delegate asked in place of someone away is told whom for, by name (a mention would ping them).
+        const awayUser = target.inPlaceOf?.[userId];
+        const inPlaceOf = awayUser ? await this.names([awayUser]) : undefined;
         const posted = await slack.directMessage(userId, {
           record,
           waitedMs,
           ...(permalink ? { permalink } : {}),
+          ...(inPlaceOf ? { inPlaceOf } : {}),
         });
         // A press in the DM finds its approval the way a press on the card does.
         await this.options.store.mapMessage(
@@ -183,17 +192,47 @@ export class EscalationSteps {
     }
   }
 
-  private async target(record: ApprovalRecord, target: string) {
-    if (target === 'oncall') {
-      return this.options.oncall.resolve(
-        this.options.oncallOf(record.route),
-        this.options.approversOf(record.route),
-        record.approvalId,
+  /**
+   * Whom a step reaches: the on-call (or the step's own target) with those away passed by and
+   * their delegates asked instead. When everyone the on-call source names is away with nobody
+   * standing in, the step falls through to the route's approvers, as when the source names
+   * nobody, rather than reaching nobody.
+   */
+  private async target(record: ApprovalRecord, target: string): Promise<OnCall> {
+    const approvers = this.options.approversOf(record.route);
+    const found: OnCall =
+      target === 'oncall'
+        ? await this.options.oncall.resolve(this.options.oncallOf(record.route), approvers, record.approvalId)
+        : target.startsWith('S')
+          ? { users: [], usergroup: target, source: 'approvers' }
+          : { users: [target], source: 'approvers' };
+    const { away } = this.options;
+    if (!away) return found;
+    const members = (group: string) => this.options.oncall.members(group);
+    const present = await withoutAway(found, away, members);
+    if (present.skipped.length > 0) {
+      this.options.logger.info(
+        { approvalId: record.approvalId, away: present.skipped, reached: present.target.users },
+        'escalation passed by people who are away',
       );
     }
-    return target.startsWith('S')
-      ? { users: [] as string[], usergroup: target, source: 'approvers' as const }
-      : { users: [target], source: 'approvers' as const };
+    if (present.target.users.length > 0 || present.target.usergroup) return present.target;
+    // Nobody reached only because of absences: the Escalator then moves on to the next step.
+    const allAway = (skipped: string[]) => (skipped.length > 0 ? { allAway: skipped } : {});
+    if (target !== 'oncall' || found.source === 'approvers')
+      return { ...present.target, ...allAway(present.skipped) };
+    this.options.logger.info(
+      { approvalId: record.approvalId },
+      'everyone on call is away; reaching the route approvers instead',
+    );
+    const fallback = await this.options.oncall.resolve(undefined, approvers, record.approvalId);
+    const approversPresent = await withoutAway(fallback, away, members);
+    if (approversPresent.target.users.length > 0 || approversPresent.target.usergroup)
+      return approversPresent.target;
+    return {
+      ...approversPresent.target,
+      ...allAway([...new Set([...present.skipped, ...approversPresent.skipped])]),
+    };
   }
 
   private async names(users: readonly string[]): Promise<string | undefined> {

@@ -4,6 +4,7 @@ import type { EscalationStep } from '../../domain/route.js';
 import type { DueStep } from '../../store/escalationStore.js';
 import type { RecordKeeper } from '../records/recordKeeper.js';
 import { escalationFired, escalationStarted } from '../records/recordMutations.js';
+import { EveryoneAway } from './awayFilter.js';
 import { EscalationSteps, type EscalationStepsOptions } from './escalationSteps.js';
 import { lineageOf } from './lineage.js';
 
@@ -163,6 +164,21 @@ export class Escalator {
     await task;
   }
 
+  /**
+   * Everyone the step would reach is away with nobody standing in: the next step is made due now
+   * rather than at its time, so the escalation goes on instead of reaching nobody. A timeout is
+   * never brought forward: it decides, and an absence must not cut an approval's time short.
+   */
+  private async fallThrough(record: ApprovalRecord, due: DueStep): Promise<void> {
+    const next = this.options.ladderOf(record.route)[due.step + 1];
+    if (!next || next.action === 'timeout') return;
+    this.options.logger.info(
+      { approvalId: due.approvalId, step: due.step, next: due.step + 1 },
+      'everyone this step would reach is away; the next step falls due now',
+    );
+    await this.options.schedule.hasten(due.approvalId, due.step + 1, due.lineage, this.now().getTime());
+  }
+
   private count(kind: string): void {
     this.failures[kind] = (this.failures[kind] ?? 0) + 1;
   }
@@ -189,6 +205,7 @@ export class Escalator {
         { err: err instanceof Error ? err.message : String(err) },
         'escalation step could not reach anyone',
       );
+      if (err instanceof EveryoneAway) await this.fallThrough(record, due);
     }
     this.options.metrics?.escalationStep(step.action);
     const fired: FiredStep = {

@@ -10,6 +10,10 @@ export interface OnCall {
   usergroup?: string;
   /** Where the answer came from; `approvers` when the source failed (or there is none). */
   source: OncallSource['kind'] | 'approvers';
+  /** A delegate among `users` → the person away they are asked in place of (awayFilter.ts). */
+  inPlaceOf?: Record<string, string>;
+  /** Nobody is reached because these people are away with nobody standing in (awayFilter.ts). */
+  allAway?: string[];
 }
 
 /** PagerDuty's answer as Slack user IDs (PagerDuty users found by email), cached briefly. */
@@ -50,6 +54,11 @@ export class OncallResolver {
       }
     }
     return this.fromApprovers(approvers);
+  }
+
+  /** A user group's members (for passing by those away, see awayFilter.ts). */
+  async members(usergroup: string): Promise<string[]> {
+    return [...(await this.options.groups.members(usergroup))];
   }
 
   private async fromSource(source: OncallSource): Promise<OnCall> {

@@ -14,6 +14,7 @@ import type { RenderedMessage } from '../../domain/messages.js';
 import type { Authorizer } from '../../relay/deciding/authorizer.js';
 import type { GrantLists } from '../../relay/grants/grantLists.js';
 import type { GrantRevoker } from '../../relay/grants/grantRevoker.js';
+import type { awayCommands } from '../awayCommand.js';
 import { type RouteStandingsOptions, routeStandings } from '../routeStandings.js';
 import { parseStatsArgs, statsFor, type UserStatsOptions } from '../userStats.js';
 import type { WaitingApprovals } from '../waitingApprovals.js';
@@ -31,6 +32,8 @@ export interface SlashCommandOptions {
   stats?: UserStatsOptions;
   /** A grant was revoked (Homes that list it are published again). */
   onRevoked: () => void;
+  /** `away` and `back` (awayCommand.ts); without them, they are unknown commands. */
+  away?: ReturnType<typeof awayCommands>;
   logger: Logger;
 }
 
@@ -69,6 +72,7 @@ export function registerSlashCommand(app: App, options: SlashCommandOptions): vo
       if (outcome?.kind === 'revoked') options.onRevoked();
       return { text, blocks: [section(text)] };
     },
+    ...(options.away ? { away: options.away.away, back: options.away.back } : {}),
   };
   app.command('/countersign', async ({ command, ack, respond }) => {
     const [first = '', ...args] = command.text.trim().split(/\s+/);

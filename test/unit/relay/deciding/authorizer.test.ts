@@ -94,3 +94,68 @@ describe('Authorizer', () => {
     expect(await authorizer.mayRead('U0GUEST', record('deploys'))).toMatchObject({ why: 'guest' });
   });
 });
+
+describe('Authorizer: standing in for someone away', () => {
+  const ALICE_ONLY: RouteRules = { ...OPEN_RULES, approvers: { users: ['U0ALICE'], usergroups: [] } };
+  const away = (userId: string, delegate: string) => ({
+    userId,
+    delegate,
+    until: '2099-01-01T00:00:00Z',
+    since: '2026-12-01T00:00:00Z',
+  });
+
+  it('lets a delegate decide what the person away may, saying for whom', async () => {
+    const authorizer = testAuthorizer({
+      rulesOf: () => ALICE_ONLY,
+      standIns: { U0BOB: [away('U0ALICE', 'U0BOB')] },
+    });
+    expect(await authorizer.check('U0BOB', record('r'))).toEqual({
+      allowed: true,
+      because: 'delegate',
+      for: 'U0ALICE',
+      as: { allowed: true, because: 'user' },
+    });
+    // Someone else gets nothing from it.
+    expect(await authorizer.check('U0CAROL', record('r'))).toMatchObject({
+      allowed: false,
+      why: 'notApprover',
+    });
+  });
+
+  it('goes one hop only, never round the owner rule, never to a stranger', async () => {
+    const standIns = { U0BOB: [away('U0ALICE', 'U0BOB')], U0CAROL: [away('U0BOB', 'U0CAROL')] };
+    const hop = testAuthorizer({ rulesOf: () => ALICE_ONLY, standIns });
+    expect(await hop.check('U0CAROL', record('r'))).toMatchObject({ allowed: false, why: 'notApprover' });
+    // Where the owner rule forbids it (allowSelfApproval: false) the owner's delegate gets nothing.
+    const FOUR_EYES = { ...ALICE_ONLY, allowSelfApproval: false };
+    const owned = testAuthorizer({ rulesOf: () => FOUR_EYES, standIns, ownerOf: () => 'U0ALICE' });
+    expect(await owned.check('U0BOB', record('r'))).toMatchObject({ allowed: false, why: 'notApprover' });
+    const ownerIsDelegate = testAuthorizer({ rulesOf: () => FOUR_EYES, standIns, ownerOf: () => 'U0BOB' });
+    expect(await ownerIsDelegate.check('U0BOB', record('r'))).toMatchObject({
+      allowed: false,
+      why: 'selfApproval',
+    });
+    const guest = testAuthorizer({
+      rulesOf: () => ALICE_ONLY,
+      standIns,
+      people: { U0BOB: { teamId: 'T1', guest: true } },
+    });
+    expect(await guest.check('U0BOB', record('r'))).toMatchObject({ allowed: false, why: 'guest' });
+  });
+
+  it('refuses as before, and says so in the log, when it cannot read whom the user stands in for', async () => {
+    const { logger, lines } = captureLogger();
+    const authorizer = testAuthorizer({
+      rulesOf: () => ALICE_ONLY,
+      standIns: async () => {
+        throw new Error('Redis is away');
+      },
+      logger,
+    });
+    expect(await authorizer.check('U0BOB', record('r'))).toMatchObject({
+      allowed: false,
+      why: 'notApprover',
+    });
+    expect(lines.some((l) => l.msg === 'could not read whom a user stands in for')).toBe(true);
+  });
+});

@@ -1,0 +1,58 @@
+import type { Away } from '../../domain/away.js';
+import type { OnCall } from './oncall.js';
+
+// Escalation passes by whoever is away (`/countersign away`): no mention, no DM. Their delegate
+// is reached in their place, unless the delegate is away too (one hop: a delegate's delegate is
+// not asked). Read from Redis at the moment a step fires, so every replica agrees.
+
+/**
+ * A step found nobody to reach because everyone it would reach is away with nobody standing in:
+ * the escalation falls through to its next step at once (Escalator).
+ */
+export class EveryoneAway extends Error {
+  constructor(readonly away: readonly string[]) {
+    super('everyone this step would reach is away, with nobody standing in');
+  }
+}
+
+/** Who is away now, among some users (store/awayStore.ts). */
+export interface AwayLookup {
+  whoIsAway(userIds: readonly string[]): Promise<Map<string, Away>>;
+}
+
+/** The users a step reaches once those away are replaced by their delegates. */
+export interface Present {
+  target: OnCall;
+  /** Those passed by because they are away. */
+  skipped: string[];
+}
+
+/**
+ * `found` without the people away, each replaced by their delegate (once, in their place in the
+ * order, so that the DM goes where it would have gone). A user group mentioned as a group would
+ * ping its members away too: when one of them is away, its members are named one by one instead.
+ * `members`: the group's members, when `found` names a group but no users.
+ */
+export async function withoutAway(
+  found: OnCall,
+  away: AwayLookup,
+  members: (usergroup: string) => Promise<readonly string[]>,
+): Promise<Present> {
+  const users =
+    found.users.length === 0 && found.usergroup ? [...(await members(found.usergroup))] : found.users;
+  const absent = await away.whoIsAway(users);
+  if (absent.size === 0) return { target: found, skipped: [] };
+  const delegates = [...new Set([...absent.values()].flatMap((a) => (a.delegate ? [a.delegate] : [])))];
+  const delegatesAway = await away.whoIsAway(delegates);
+  const reached: string[] = [];
+  const inPlaceOf: Record<string, string> = {};
+  for (const user of users) {
+    const theirs = absent.get(user);
+    const who = theirs ? theirs.delegate : user;
+    if (who === undefined || delegatesAway.has(who) || reached.includes(who)) continue;
+    reached.push(who);
+    if (theirs) inPlaceOf[who] = user;
+  }
+  const { usergroup: _group, ...rest } = found;
+  return { target: { ...rest, users: reached, inPlaceOf }, skipped: [...absent.keys()] };
+}
