@@ -20,6 +20,7 @@ import { choicePressRoute } from './choicePressRoute.js';
 import { type HealthProbe, healthRoutes } from './healthRoutes.js';
 import { close, healthServer, listen } from './healthServer.js';
 import type { HomeTab } from './homeTab.js';
+import { type BatchButtonsOptions, registerBatchButtons } from './listeners/batchButtons.js';
 import { choicePresses, registerChoiceButton } from './listeners/choiceButton.js';
 import { registerFeedbackSubmission } from './listeners/feedbackSubmission.js';
 import { registerHomeOpened } from './listeners/homeOpened.js';
@@ -67,6 +68,8 @@ export interface SlackAppOptions {
     grants: GrantLists;
     revoker: GrantRevoker;
   };
+  /** Batch triage: the summary cards' buttons (listeners/batchButtons.ts). */
+  batch?: Pick<BatchButtonsOptions, 'decider' | 'triage'>;
 }
 
 export interface SlackService {
@@ -213,6 +216,7 @@ export function createSlackApp(options: SlackAppOptions): SlackService {
   });
   registerRevokeButton(app, { revoker: team.revoker, home: team.home, logger });
   registerHomeOpened(app, team.home, logger);
+  if (options.batch) registerBatchButtons(app, { ...options.batch, views, web, logger });
   app.error(async (err) => {
     logger.error({ err }, 'slack listener failed');
   });

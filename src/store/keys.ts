@@ -117,4 +117,16 @@ export const keys = {
    * XADD MAXLEN ~.
    */
   grantAudit: `${PREFIX}:{grants}:audit`,
+
+  // Batch triage (batchGroups.ts): a group is one channel's pending approvals that ask the same.
+  /** Hash: approvalId → JSON of a member (BatchMember) of one group. */
+  batchMembers: (groupId: string) => `${PREFIX}:batch:{${groupId}}:m`,
+  /**
+   * Hash: the group's summary card: `state` (posting | posted), `ts`, `rev` (bumped by every join
+   * and leave, so a render that raced a change is drawn again), `shared` (JSON), `note` (the last
+   * batch decision, shown on the card).
+   */
+  batchSummary: (groupId: string) => `${PREFIX}:batch:{${groupId}}:s`,
+  /** The group an approval is a member of, so it leaves that group even once its key changed. */
+  batchOf: (approvalId: string) => `${PREFIX}:batchof:{${approvalId}}`,
 } as const;

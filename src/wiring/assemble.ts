@@ -15,6 +15,7 @@ import { PromMetrics } from '../slack/metrics/promMetrics.js';
 import { classifySlackError } from '../slack/slackFailures.js';
 import { describeSlackFailure } from '../slack/slackReachability.js';
 import { VERSION } from '../version.js';
+import { wireBatching } from './batching.js';
 import { wireDeciding } from './deciding.js';
 import { wireEscalation } from './escalation.js';
 import { wireGrants } from './grants.js';
@@ -206,6 +207,8 @@ export function assemble(config: Config, logger: Logger): Countersign {
     record: (approvalId) => store.get(approvalId),
   });
   followers.add(pending);
+  const batching = wireBatching({ logger, redis, slackClient, store, authorizer, clicks });
+  followers.add(batching.triage);
   metrics.observe({ probe: health, pending });
 
   const app = createSlackApp({
@@ -220,6 +223,7 @@ export function assemble(config: Config, logger: Logger): Countersign {
     health,
     metrics: metricsRoute(metrics, logger),
     team: { authorizer, router, waiting, home, grants: grants.grantLists, revoker: grants.revoker },
+    batch: { decider: batching.batchDecider, triage: batching.triage },
   });
 
   return {

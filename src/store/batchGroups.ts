@@ -1,0 +1,186 @@
+import type { Result } from 'ioredis';
+import type { BatchMember, BatchShared } from '../domain/batchGroup.js';
+import { keys } from './keys.js';
+import type { RedisClient } from './redisConnection.js';
+
+// Batch triage groups in Redis, shared by every replica (docs/slack.md#batch-triage). A group's
+// members and its summary card share one hash tag, so each join or leave is one script: of two
+// replicas that see the second member join, exactly one is told to post the summary.
+
+// KEYS: members, summary. ARGV: approvalId, member JSON, shared JSON, ttl ms, posting ttl ms.
+const JOIN_SCRIPT = `
+local had = redis.call('HEXISTS', KEYS[1], ARGV[1])
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+if had == 1 then return 'same' end
+local state = redis.call('HGET', KEYS[2], 'state')
+if state and state ~= 'closed' then
+  redis.call('HINCRBY', KEYS[2], 'rev', 1)
+  return 'refresh'
+end
+if redis.call('HLEN', KEYS[1]) >= 2 then
+  redis.call('DEL', KEYS[2])
+  redis.call('HSET', KEYS[2], 'state', 'posting', 'rev', 1, 'shared', ARGV[3])
+  redis.call('PEXPIRE', KEYS[2], ARGV[5])
+  return 'post'
+end
+return 'none'
+`;
+
+// KEYS: members, summary. ARGV: approvalId, closed ttl ms. A closed summary stays a while, so the
+// note of the batch decision that emptied it still lands on it; the next join posts a new one.
+const LEAVE_SCRIPT = `
+if redis.call('HDEL', KEYS[1], ARGV[1]) == 0 then return 'none' end
+local state = redis.call('HGET', KEYS[2], 'state')
+if not state or state == 'closed' then return 'none' end
+redis.call('HINCRBY', KEYS[2], 'rev', 1)
+if redis.call('HLEN', KEYS[1]) == 0 then
+  redis.call('HSET', KEYS[2], 'state', 'closed')
+  redis.call('PEXPIRE', KEYS[2], ARGV[2])
+  return state == 'posting' and 'none' or 'close'
+end
+return 'refresh'
+`;
+
+// KEYS: summary. ARGV: ts, ttl ms. The group may have emptied while the summary was posted: then
+// it is closed already, and its poster, the only one who knows where it is, draws it closed.
+const POSTED_SCRIPT = `
+local state = redis.call('HGET', KEYS[1], 'state')
+if state ~= 'posting' and state ~= 'closed' then return 0 end
+redis.call('HSET', KEYS[1], 'ts', ARGV[1])
+if state == 'posting' then
+  redis.call('HSET', KEYS[1], 'state', 'posted')
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 1
+`;
+
+// KEYS: summary. ARGV: note JSON.
+const NOTE_SCRIPT = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'note', ARGV[1])
+redis.call('HINCRBY', KEYS[1], 'rev', 1)
+return 1
+`;
+
+export type JoinResult = 'post' | 'refresh' | 'same' | 'none';
+
+/** `close`: the group emptied; its summary is closed in Redis, and is to be drawn so. */
+export type LeaveResult = 'none' | 'refresh' | 'close';
+
+/** A group as it stands: its summary's state and its members, oldest first. */
+export interface GroupState {
+  state?: 'posting' | 'posted' | 'closed';
+  ts?: string;
+  rev: number;
+  shared?: BatchShared;
+  note?: string;
+  members: BatchMember[];
+}
+
+const STATES: ReadonlySet<string> = new Set(['posting', 'posted', 'closed']);
+
+export interface BatchGroupsOptions {
+  /** How long a group lives without a join: pending approvals rarely wait longer. */
+  ttlMs: number;
+  /** How long a claim to post a summary holds if its poster dies before saying where it posted. */
+  postingTtlMs: number;
+  /** How long a closed summary is kept, for the note of the decision that closed it. */
+  closedTtlMs: number;
+}
+
+export class BatchGroups {
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly options: BatchGroupsOptions = {
+      ttlMs: 24 * 3_600_000,
+      postingTtlMs: 30_000,
+      closedTtlMs: 10 * 60_000,
+    },
+  ) {
+    redis.defineCommand('csBatchJoin', { numberOfKeys: 2, lua: JOIN_SCRIPT });
+    redis.defineCommand('csBatchLeave', { numberOfKeys: 2, lua: LEAVE_SCRIPT });
+    redis.defineCommand('csBatchPosted', { numberOfKeys: 1, lua: POSTED_SCRIPT });
+    redis.defineCommand('csBatchNote', { numberOfKeys: 1, lua: NOTE_SCRIPT });
+  }
+
+  /** The group the approval is a member of, if any. */
+  async groupOf(approvalId: string): Promise<string | undefined> {
+    return (await this.redis.get(keys.batchOf(approvalId))) ?? undefined;
+  }
+
+  /** Adds a member; `post` to exactly one caller when the group reaches two without a summary. */
+  async join(groupId: string, member: BatchMember, shared: BatchShared): Promise<JoinResult> {
+    await this.redis.set(keys.batchOf(member.approvalId), groupId, 'PX', this.options.ttlMs);
+    return (await this.redis.csBatchJoin(
+      keys.batchMembers(groupId),
+      keys.batchSummary(groupId),
+      member.approvalId,
+      JSON.stringify(member),
+      JSON.stringify(shared),
+      String(this.options.ttlMs),
+      String(this.options.postingTtlMs),
+    )) as JoinResult;
+  }
+
+  async leave(groupId: string, approvalId: string): Promise<LeaveResult> {
+    const left = (await this.redis.csBatchLeave(
+      keys.batchMembers(groupId),
+      keys.batchSummary(groupId),
+      approvalId,
+      String(this.options.closedTtlMs),
+    )) as LeaveResult;
+    await this.redis.del(keys.batchOf(approvalId));
+    return left;
+  }
+
+  /** Says where the summary was posted (false: its claim ran out); it may be closed already. */
+  async posted(groupId: string, ts: string): Promise<boolean> {
+    return (await this.redis.csBatchPosted(keys.batchSummary(groupId), ts, String(this.options.ttlMs))) === 1;
+  }
+
+  /** Keeps what the last batch decision did, for the summary to show. */
+  async note(groupId: string, note: string): Promise<void> {
+    await this.redis.csBatchNote(keys.batchSummary(groupId), note);
+  }
+
+  async read(groupId: string): Promise<GroupState> {
+    const [summary, members] = await Promise.all([
+      this.redis.hgetall(keys.batchSummary(groupId)),
+      this.redis.hgetall(keys.batchMembers(groupId)),
+    ]);
+    const list = Object.values(members)
+      .map((raw) => JSON.parse(raw) as BatchMember)
+      .sort((a, b) => Number(a.ts) - Number(b.ts));
+    return {
+      ...(STATES.has(summary.state ?? '') ? { state: summary.state as GroupState['state'] } : {}),
+      ...(summary.ts ? { ts: summary.ts } : {}),
+      rev: Number(summary.rev ?? 0),
+      ...(summary.shared ? { shared: JSON.parse(summary.shared) as BatchShared } : {}),
+      ...(summary.note ? { note: summary.note } : {}),
+      members: list,
+    };
+  }
+}
+
+declare module 'ioredis' {
+  interface RedisCommander<Context> {
+    csBatchJoin(
+      members: string,
+      summary: string,
+      approvalId: string,
+      member: string,
+      shared: string,
+      ttlMs: string,
+      postingTtlMs: string,
+    ): Result<string, Context>;
+    csBatchLeave(
+      members: string,
+      summary: string,
+      approvalId: string,
+      closedTtlMs: string,
+    ): Result<string, Context>;
+    csBatchPosted(summary: string, ts: string, ttlMs: string): Result<number, Context>;
+    csBatchNote(summary: string, note: string): Result<number, Context>;
+  }
+}
