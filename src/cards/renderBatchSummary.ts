@@ -150,7 +150,10 @@ export function batchAnswerText(outcome: BatchOutcome): string {
     const why = first ? refusalText(first.refusal) : '';
     return `Nothing was decided: you may not decide these requests. ${why}`.trim();
   }
-  const head = `You ${verb} ${outcome.decided.length} request${outcome.decided.length === 1 ? '' : 's'}, each as if pressed on its own card.`;
+  const head =
+    outcome.decided.length === 0
+      ? 'Nothing was decided.'
+      : `You ${verb} ${outcome.decided.length} request${outcome.decided.length === 1 ? '' : 's'}, each as if pressed on its own card.`;
   if (outcome.skipped.length === 0) return head;
   const lines = outcome.skipped.map(
     (s) => `• ${clip(s.session || s.approvalId, 80)} (${clip(s.approvalId, 60)}): ${refusalText(s.refusal)}`,

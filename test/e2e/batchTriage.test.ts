@@ -3,14 +3,16 @@
 // card would (its own check, claim, commandId and audit entry); what changed since the summary was
 // drawn is skipped and named. Real bot, fake host, fake Slack, real Redis; every press is signed.
 
+import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { keys } from '../../src/store/keys.js';
-import { SIGNING_SECRET } from '../support/bot.js';
-import { type ApprovalRequestParams, shellApproval } from '../support/fakeHost.js';
-import type { SlackMessage } from '../support/fakeSlack.js';
+import { freshRedisDb, type RunningBot, SIGNING_SECRET, startBot } from '../support/bot.js';
+import { type ApprovalRequestParams, FakeHost, shellApproval } from '../support/fakeHost.js';
+import { FakeSlack, type SlackMessage } from '../support/fakeSlack.js';
 import { postInteraction, viewSubmissionPayload } from '../support/slackRequests.js';
-import { configFile, issueRisks, route, users } from './fixtures/config.js';
-import { type Button, buttonsOf, SESSION, textOf, World } from './world.js';
+import { testRedisUrl } from '../support/testRedis.js';
+import { APPROVALS, configFile, issueRisks, route, users } from './fixtures/config.js';
+import { type Button, buttonsOf, pressButtonAt, SESSION, textOf, World } from './world.js';
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
 afterEach(async () => {
@@ -331,5 +333,108 @@ describe('batch triage', () => {
     const summary = await summaryWhen(world, (m) => textOf(m).includes('2 alike requests waiting'));
     expect(textOf(summary)).toContain('`exec:make lint`');
     expect(textOf(summary)).not.toContain('batch-q-');
+  });
+});
+
+describe('batch triage across two replicas', () => {
+  /** The replica's /readyz: which hosts it runs. */
+  async function owns(bot: RunningBot): Promise<string[]> {
+    const response = await fetch(`${bot.url}/readyz`, { signal: AbortSignal.timeout(1_000) });
+    return ((await response.json()) as { replica: { owns: string[] } }).replica.owns;
+  }
+
+  it('alike requests of two hosts run by two replicas get one summary, and "Approve all" at either decides each once', async () => {
+    const slack = await FakeSlack.start();
+    cleanups.push(() => slack.close());
+    const hosts = await Promise.all(
+      ['a', 'b'].map(() =>
+        FakeHost.start({ sessions: [{ sessionId: SESSION, title: 'Fan-out' }], recovery: 'sameId' }),
+      ),
+    );
+    for (const host of hosts) cleanups.push(() => host.close());
+    const [hostA, hostB] = hosts as [FakeHost, FakeHost];
+    const file = configFile({
+      hosts: [
+        { id: 'a', command: hostA.command, env: { ...hostA.env } },
+        { id: 'b', command: hostB.command, env: { ...hostB.env } },
+      ],
+      routes: [route('builds', { approvers: users('U0ALICE', 'U0BOB') })],
+    });
+    cleanups.push(file.remove);
+    const redisDb = await freshRedisDb();
+    const redis = new Redis(testRedisUrl(redisDb));
+    cleanups.push(() => redis.quit());
+    // Started together, so that each takes its share: one host each.
+    const bots = await Promise.all(
+      ['r1', 'r2'].map((name) =>
+        startBot({
+          host: hostA,
+          slack,
+          redisDb,
+          env: {
+            COUNTERSIGN_REPLICA_ID: name,
+            COUNTERSIGN_LEASE_TTL: '3s',
+            COUNTERSIGN_CONFIG: file.path,
+            MSP_HOST_COMMAND: '',
+            FAKE_HOST_CONTROL: '',
+            FAKE_HOST_STATE: '',
+          },
+        }),
+      ),
+    );
+    for (const bot of bots) cleanups.push(() => bot.stop(5_000));
+    await Promise.all(bots.map((bot) => bot.waitReady(20_000)));
+    await Promise.all(hosts.map((host) => host.waitForIncarnation(1, 20_000)));
+    const owned = await Promise.all(bots.map(owns));
+    expect(owned.flat().sort()).toEqual(['a', 'b']);
+
+    // Both hosts fan out the same command at once: each replica relays its host's half.
+    const approvals = Array.from({ length: 6 }, (_, i) => ({
+      ...shellApproval({ approvalId: `rep-${i}`, sessionId: SESSION, stages: [['npm', 'test']] }),
+      toolName: 'bash',
+    }));
+    await Promise.all(approvals.map((a, i) => (i % 2 === 0 ? hostA : hostB).open(a)));
+    const posted = async (id: string) => {
+      const raw = await redis.hget(keys.approval(id), 'd');
+      return raw ? (JSON.parse(raw) as { slack: { ts?: string } }).slack.ts : undefined;
+    };
+    const deadline = Date.now() + 15_000;
+    const summaryOf = () => slack.messagesIn(APPROVALS).filter(isSummary);
+    while (!summaryOf()[0] || !textOf(summaryOf()[0]!).includes('6 alike requests waiting')) {
+      expect(summaryOf().length).toBeLessThanOrEqual(1);
+      if (Date.now() > deadline) throw new Error(`no summary of 6: ${summaryOf().map((m) => m.text)}`);
+      await settle(25);
+    }
+    for (const a of approvals) expect(await posted(a.approvalId)).toBeDefined();
+    const summary = structuredClone(summaryOf()[0]!);
+
+    // Pressed at each replica in turn: the first decides all six, the second finds them decided.
+    const since = slack.calls.length;
+    await pressButtonAt(bots[1]!.url, slack, summary, batchButton(summary, 'cs_batch_approve'), 'U0ALICE');
+    const first = await slack.waitFor('chat.postEphemeral', (c) => c.args.user === 'U0ALICE', 15_000, {
+      since,
+    });
+    expect(String(first.args.text)).toMatch(/You approved once 6 requests/);
+    const decidesDone = Date.now() + 10_000;
+    while (hostA.decides().length + hostB.decides().length < 6 && Date.now() < decidesDone) await settle(25);
+    await pressButtonAt(bots[0]!.url, slack, summary, batchButton(summary, 'cs_batch_approve'), 'U0BOB');
+    const second = await slack.waitFor('chat.postEphemeral', (c) => c.args.user === 'U0BOB', 15_000, {
+      since,
+    });
+    expect(String(second.args.text)).toMatch(/^Nothing was decided\. Skipped 6, which changed since/);
+    expect(String(second.args.text)).toContain('This approval was already decided');
+    expect(String(second.args.text)).toContain('by <@U0ALICE>');
+    await settle();
+
+    const decides = [...hostA.decides(), ...hostB.decides()];
+    expect(decides.map((d) => d.frame.params.approvalId).sort()).toEqual(
+      approvals.map((a) => a.approvalId).sort(),
+    );
+    expect(new Set(decides.map((d) => d.frame.params.commandId)).size).toBe(6);
+    // One summary ever posted, closed once the group emptied.
+    expect(slack.callsOf('chat.postMessage').filter((c) => isSummary(c.args as never))).toHaveLength(1);
+    const closeBy = Date.now() + 10_000;
+    while (!textOf(summaryOf()[0]!).includes('Batch closed') && Date.now() < closeBy) await settle(25);
+    expect(textOf(summaryOf()[0]!)).toContain('Batch closed');
   });
 });
