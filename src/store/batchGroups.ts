@@ -7,36 +7,40 @@ import type { RedisClient } from './redisConnection.js';
 // members and its summary card share one hash tag, so each join or leave is one script: of two
 // replicas that see the second member join, exactly one is told to post the summary.
 
-// KEYS: members, summary. ARGV: approvalId, member JSON, shared JSON, ttl ms, posting ttl ms.
+// KEYS: members, order, summary. ARGV: approvalId, member JSON, shared JSON, ttl ms, posting ttl
+// ms, the card's ts (the order's score: the summary lists the oldest cards first).
 const JOIN_SCRIPT = `
 local had = redis.call('HEXISTS', KEYS[1], ARGV[1])
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('ZADD', KEYS[2], ARGV[6], ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
+redis.call('PEXPIRE', KEYS[2], ARGV[4])
 if had == 1 then return 'same' end
-local state = redis.call('HGET', KEYS[2], 'state')
+local state = redis.call('HGET', KEYS[3], 'state')
 if state and state ~= 'closed' then
-  redis.call('HINCRBY', KEYS[2], 'rev', 1)
+  redis.call('HINCRBY', KEYS[3], 'rev', 1)
   return 'refresh'
 end
 if redis.call('HLEN', KEYS[1]) >= 2 then
-  redis.call('DEL', KEYS[2])
-  redis.call('HSET', KEYS[2], 'state', 'posting', 'rev', 1, 'shared', ARGV[3])
-  redis.call('PEXPIRE', KEYS[2], ARGV[5])
+  redis.call('DEL', KEYS[3])
+  redis.call('HSET', KEYS[3], 'state', 'posting', 'rev', 1, 'shared', ARGV[3])
+  redis.call('PEXPIRE', KEYS[3], ARGV[5])
   return 'post'
 end
 return 'none'
 `;
 
-// KEYS: members, summary. ARGV: approvalId, closed ttl ms. A closed summary stays a while, so the
-// note of the batch decision that emptied it still lands on it; the next join posts a new one.
+// KEYS: members, order, summary. ARGV: approvalId, closed ttl ms. A closed summary stays a while,
+// so the note of the batch decision that emptied it still lands on it; the next join posts anew.
 const LEAVE_SCRIPT = `
+redis.call('ZREM', KEYS[2], ARGV[1])
 if redis.call('HDEL', KEYS[1], ARGV[1]) == 0 then return 'none' end
-local state = redis.call('HGET', KEYS[2], 'state')
+local state = redis.call('HGET', KEYS[3], 'state')
 if not state or state == 'closed' then return 'none' end
-redis.call('HINCRBY', KEYS[2], 'rev', 1)
+redis.call('HINCRBY', KEYS[3], 'rev', 1)
 if redis.call('HLEN', KEYS[1]) == 0 then
-  redis.call('HSET', KEYS[2], 'state', 'closed')
-  redis.call('PEXPIRE', KEYS[2], ARGV[2])
+  redis.call('HSET', KEYS[3], 'state', 'closed')
+  redis.call('PEXPIRE', KEYS[3], ARGV[2])
   return state == 'posting' and 'none' or 'close'
 end
 return 'refresh'
@@ -75,7 +79,10 @@ export interface GroupState {
   rev: number;
   shared?: BatchShared;
   note?: string;
+  /** The first members, oldest card first. */
   members: BatchMember[];
+  /** How many members the group has. */
+  total: number;
 }
 
 const STATES: ReadonlySet<string> = new Set(['posting', 'posted', 'closed']);
@@ -98,8 +105,8 @@ export class BatchGroups {
       closedTtlMs: 10 * 60_000,
     },
   ) {
-    redis.defineCommand('csBatchJoin', { numberOfKeys: 2, lua: JOIN_SCRIPT });
-    redis.defineCommand('csBatchLeave', { numberOfKeys: 2, lua: LEAVE_SCRIPT });
+    redis.defineCommand('csBatchJoin', { numberOfKeys: 3, lua: JOIN_SCRIPT });
+    redis.defineCommand('csBatchLeave', { numberOfKeys: 3, lua: LEAVE_SCRIPT });
     redis.defineCommand('csBatchPosted', { numberOfKeys: 1, lua: POSTED_SCRIPT });
     redis.defineCommand('csBatchNote', { numberOfKeys: 1, lua: NOTE_SCRIPT });
   }
@@ -114,18 +121,21 @@ export class BatchGroups {
     await this.redis.set(keys.batchOf(member.approvalId), groupId, 'PX', this.options.ttlMs);
     return (await this.redis.csBatchJoin(
       keys.batchMembers(groupId),
+      keys.batchOrder(groupId),
       keys.batchSummary(groupId),
       member.approvalId,
       JSON.stringify(member),
       JSON.stringify(shared),
       String(this.options.ttlMs),
       String(this.options.postingTtlMs),
+      member.ts,
     )) as JoinResult;
   }
 
   async leave(groupId: string, approvalId: string): Promise<LeaveResult> {
     const left = (await this.redis.csBatchLeave(
       keys.batchMembers(groupId),
+      keys.batchOrder(groupId),
       keys.batchSummary(groupId),
       approvalId,
       String(this.options.closedTtlMs),
@@ -144,21 +154,23 @@ export class BatchGroups {
     await this.redis.csBatchNote(keys.batchSummary(groupId), note);
   }
 
-  async read(groupId: string): Promise<GroupState> {
-    const [summary, members] = await Promise.all([
+  /** The summary and its first `listed` members, oldest card first: bounded, however big the group. */
+  async read(groupId: string, listed: number): Promise<GroupState> {
+    const [summary, ids, total] = await Promise.all([
       this.redis.hgetall(keys.batchSummary(groupId)),
-      this.redis.hgetall(keys.batchMembers(groupId)),
+      this.redis.zrange(keys.batchOrder(groupId), 0, listed - 1),
+      this.redis.zcard(keys.batchOrder(groupId)),
     ]);
-    const list = Object.values(members)
-      .map((raw) => JSON.parse(raw) as BatchMember)
-      .sort((a, b) => Number(a.ts) - Number(b.ts));
+    const raw = ids.length > 0 ? await this.redis.hmget(keys.batchMembers(groupId), ...ids) : [];
+    const members = raw.flatMap((json) => (json ? [JSON.parse(json) as BatchMember] : []));
     return {
       ...(STATES.has(summary.state ?? '') ? { state: summary.state as GroupState['state'] } : {}),
       ...(summary.ts ? { ts: summary.ts } : {}),
       rev: Number(summary.rev ?? 0),
       ...(summary.shared ? { shared: JSON.parse(summary.shared) as BatchShared } : {}),
       ...(summary.note ? { note: summary.note } : {}),
-      members: list,
+      members,
+      total,
     };
   }
 }
@@ -167,15 +179,18 @@ declare module 'ioredis' {
   interface RedisCommander<Context> {
     csBatchJoin(
       members: string,
+      order: string,
       summary: string,
       approvalId: string,
       member: string,
       shared: string,
       ttlMs: string,
       postingTtlMs: string,
+      ts: string,
     ): Result<string, Context>;
     csBatchLeave(
       members: string,
+      order: string,
       summary: string,
       approvalId: string,
       closedTtlMs: string,

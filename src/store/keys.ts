@@ -121,6 +121,8 @@ export const keys = {
   // Batch triage (batchGroups.ts): a group is one channel's pending approvals that ask the same.
   /** Hash: approvalId → JSON of a member (BatchMember) of one group. */
   batchMembers: (groupId: string) => `${PREFIX}:batch:{${groupId}}:m`,
+  /** Sorted set: the same approvalIds scored by their card's ts, so a summary lists the oldest first. */
+  batchOrder: (groupId: string) => `${PREFIX}:batch:{${groupId}}:o`,
   /**
    * Hash: the group's summary card: `state` (posting | posted), `ts`, `rev` (bumped by every join
    * and leave, so a render that raced a change is drawn again), `shared` (JSON), `note` (the last

@@ -284,6 +284,7 @@ export function assemble(config: Config, logger: Logger): Countersign {
         approverNames.stop();
         home.stop();
         grants.stop();
+        batching.triage.stop();
         // Card updates still retrying (Slack away) end here; what they would have said is in Redis.
         cardChannel.stop();
         redisHealth.stop();
