@@ -249,6 +249,51 @@ describe('batch triage', () => {
     expect(textOf(closed)).toContain('(already decided)');
   });
 
+  it('a request whose stage moved on since the summary was drawn is skipped, never approved at its new stage', async () => {
+    const world = await startWorld();
+    const twoStage = (approvalId: string, i: number) => ({
+      ...shellApproval({
+        approvalId,
+        sessionId: SESSIONS[i]!,
+        stages: [
+          ['npm', 'test'],
+          ['git', 'push', 'origin', `wt-${i}`],
+        ],
+        workspaceRoot: `/srv/wt-${i}`,
+      }),
+      toolName: 'bash',
+    });
+    await burst(world, [twoStage('batch-st-0', 0), twoStage('batch-st-1', 1)]);
+    const drawn = await summaryWhen(world, (m) => textOf(m).includes('2 alike requests waiting'));
+
+    // Bob allows stage 1 of one of them on its card: it now asks about the push.
+    await world.press('batch-st-1', 'Allow once', 'U0BOB');
+    const stageDeadline = Date.now() + 10_000;
+    for (;;) {
+      const raw = await world.redis.hget(keys.approval('batch-st-1'), 'd');
+      const record = raw
+        ? (JSON.parse(raw) as { phase: string; currentRequirementId: { sourceIndex: number } })
+        : undefined;
+      if (record?.phase === 'pending' && record.currentRequirementId.sourceIndex === 1) break;
+      if (Date.now() > stageDeadline) throw new Error(`batch-st-1 never reached stage 2: ${raw}`);
+      await settle(25);
+    }
+    const decidedBefore = world.host.decides().length;
+
+    const since = world.slack.calls.length;
+    await pressSummary(world, drawn, 'cs_batch_approve', 'U0ALICE');
+    const answer = await ephemeralAfter(world, 'U0ALICE', since);
+    expect(answer).toContain('You approved once 1 request,');
+    expect(answer).toContain('batch-st-1');
+    await settle();
+    const after = world.host.decides().slice(decidedBefore);
+    expect(after.map((d) => [d.frame.params.approvalId, d.frame.params.requirementId.sourceIndex])).toEqual([
+      ['batch-st-0', 0],
+    ]);
+    // The push is still waiting for a person, on its own card.
+    expect(buttonsOf(await world.card('batch-st-1')).length).toBeGreaterThan(0);
+  });
+
   it('a non-approver and a stranger decide nothing with any summary button, and are told why', async () => {
     const world = await startWorld();
     const approvals = Array.from({ length: 3 }, (_, i) => npmTest(`batch-eve-${i}`, i));
