@@ -62,7 +62,8 @@ export function renderBatchSummary(
     .map(([name, n]) => `${clip(name, 80)}${n > 1 ? ` ×${n}` : ''}`)
     .join(', ');
   const cards = view.members.map((m, i) => {
-    const label = `${i + 1}. ${clip(m.session, 60)} · ${clip(m.approvalId.slice(-8), 8)}`;
+    // The session names the card; the link opens it (no approval id: it is on the card).
+    const label = `${i + 1}. ${clip(m.session, 60)}`;
     const link = links.get(m.approvalId);
     return link ? `<${link}|${label}>` : label;
   });

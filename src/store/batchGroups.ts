@@ -7,9 +7,12 @@ import type { RedisClient } from './redisConnection.js';
 // members and its summary card share one hash tag, so each join or leave is one script: of two
 // replicas that see the second member join, exactly one is told to post the summary.
 
-// KEYS: members, order, summary. ARGV: approvalId, member JSON, shared JSON, ttl ms, posting ttl
-// ms, the card's ts (the order's score: the summary lists the oldest cards first).
+// KEYS: members, order, summary, index. ARGV: approvalId, member JSON, shared JSON, ttl ms,
+// posting ttl ms, the card's ts (the order's score: the summary lists the oldest cards first),
+// the group id.
 const JOIN_SCRIPT = `
+redis.call('HSET', KEYS[4], ARGV[1], ARGV[7])
+redis.call('PEXPIRE', KEYS[4], ARGV[4])
 local had = redis.call('HEXISTS', KEYS[1], ARGV[1])
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 redis.call('ZADD', KEYS[2], ARGV[6], ARGV[1])
@@ -30,9 +33,11 @@ end
 return 'none'
 `;
 
-// KEYS: members, order, summary. ARGV: approvalId, closed ttl ms. A closed summary stays a while,
-// so the note of the batch decision that emptied it still lands on it; the next join posts anew.
+// KEYS: members, order, summary, index. ARGV: approvalId, closed ttl ms, the group id. A closed
+// summary stays a while, so the note of the batch decision that emptied it still lands on it; the
+// next join posts anew.
 const LEAVE_SCRIPT = `
+if redis.call('HGET', KEYS[4], ARGV[1]) == ARGV[3] then redis.call('HDEL', KEYS[4], ARGV[1]) end
 redis.call('ZREM', KEYS[2], ARGV[1])
 if redis.call('HDEL', KEYS[1], ARGV[1]) == 0 then return 'none' end
 local state = redis.call('HGET', KEYS[3], 'state')
@@ -87,6 +92,11 @@ export interface GroupState {
 
 const STATES: ReadonlySet<string> = new Set(['posting', 'posted', 'closed']);
 
+/** A group id is `<channel>:<digest>` (domain/batchGroup.ts). */
+export function channelOfGroup(groupId: string): string {
+  return groupId.slice(0, groupId.lastIndexOf(':'));
+}
+
 export interface BatchGroupsOptions {
   /** How long a group lives without a join: pending approvals rarely wait longer. */
   ttlMs: number;
@@ -105,43 +115,47 @@ export class BatchGroups {
       closedTtlMs: 10 * 60_000,
     },
   ) {
-    redis.defineCommand('csBatchJoin', { numberOfKeys: 3, lua: JOIN_SCRIPT });
-    redis.defineCommand('csBatchLeave', { numberOfKeys: 3, lua: LEAVE_SCRIPT });
+    redis.defineCommand('csBatchJoin', { numberOfKeys: 4, lua: JOIN_SCRIPT });
+    redis.defineCommand('csBatchLeave', { numberOfKeys: 4, lua: LEAVE_SCRIPT });
     redis.defineCommand('csBatchPosted', { numberOfKeys: 1, lua: POSTED_SCRIPT });
     redis.defineCommand('csBatchNote', { numberOfKeys: 1, lua: NOTE_SCRIPT });
   }
 
   /** The group the approval is a member of, if any. */
-  async groupOf(approvalId: string): Promise<string | undefined> {
-    return (await this.redis.get(keys.batchOf(approvalId))) ?? undefined;
+  async groupOf(channel: string, approvalId: string): Promise<string | undefined> {
+    return (await this.redis.hget(keys.batchIndex(channel), approvalId)) ?? undefined;
   }
 
-  /** Adds a member; `post` to exactly one caller when the group reaches two without a summary. */
-  async join(groupId: string, member: BatchMember, shared: BatchShared): Promise<JoinResult> {
-    await this.redis.set(keys.batchOf(member.approvalId), groupId, 'PX', this.options.ttlMs);
-    return (await this.redis.csBatchJoin(
+  /**
+   * Adds a member (one script, one round trip); `post` to exactly one caller when the group
+   * reaches two without a summary. Issued at once: commands reach Redis in the order issued.
+   */
+  join(groupId: string, member: BatchMember, shared: BatchShared): Promise<JoinResult> {
+    return this.redis.csBatchJoin(
       keys.batchMembers(groupId),
       keys.batchOrder(groupId),
       keys.batchSummary(groupId),
+      keys.batchIndex(channelOfGroup(groupId)),
       member.approvalId,
       JSON.stringify(member),
       JSON.stringify(shared),
       String(this.options.ttlMs),
       String(this.options.postingTtlMs),
       member.ts,
-    )) as JoinResult;
+      groupId,
+    ) as Promise<JoinResult>;
   }
 
-  async leave(groupId: string, approvalId: string): Promise<LeaveResult> {
-    const left = (await this.redis.csBatchLeave(
+  leave(groupId: string, approvalId: string): Promise<LeaveResult> {
+    return this.redis.csBatchLeave(
       keys.batchMembers(groupId),
       keys.batchOrder(groupId),
       keys.batchSummary(groupId),
+      keys.batchIndex(channelOfGroup(groupId)),
       approvalId,
       String(this.options.closedTtlMs),
-    )) as LeaveResult;
-    await this.redis.del(keys.batchOf(approvalId));
-    return left;
+      groupId,
+    ) as Promise<LeaveResult>;
   }
 
   /** Says where the summary was posted (false: its claim ran out); it may be closed already. */
@@ -181,19 +195,23 @@ declare module 'ioredis' {
       members: string,
       order: string,
       summary: string,
+      index: string,
       approvalId: string,
       member: string,
       shared: string,
       ttlMs: string,
       postingTtlMs: string,
       ts: string,
+      groupId: string,
     ): Result<string, Context>;
     csBatchLeave(
       members: string,
       order: string,
       summary: string,
+      index: string,
       approvalId: string,
       closedTtlMs: string,
+      groupId: string,
     ): Result<string, Context>;
     csBatchPosted(summary: string, ts: string, ttlMs: string): Result<number, Context>;
     csBatchNote(summary: string, note: string): Result<number, Context>;

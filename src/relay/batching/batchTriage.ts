@@ -8,7 +8,7 @@ import {
   type SummaryView,
 } from '../../domain/batchGroup.js';
 import type { ApprovalRecord } from '../../domain/record.js';
-import type { BatchGroups, GroupState } from '../../store/batchGroups.js';
+import { type BatchGroups, channelOfGroup, type GroupState } from '../../store/batchGroups.js';
 import { KeyedQueue } from '../../util/keyedQueue.js';
 import { TrailingThrottle } from '../../util/trailingThrottle.js';
 import type { RecordFollower } from '../records/recordFollowers.js';
@@ -61,13 +61,24 @@ export class BatchTriage implements RecordFollower {
     );
   }
 
+  /**
+   * When this process knows the approval's group (or that a card not posted yet is in none), the
+   * join or leave is issued right here, in the same synchronous stretch as the other followers'
+   * commands, so it shares their write to Redis; commands reach Redis in the order issued, so an
+   * approval's joins and leaves stay in order. Otherwise its group is looked up first, in order.
+   */
   follow(record: ApprovalRecord): void {
-    void this.perApproval
-      .run(record.approvalId, () => this.place(record))
-      .catch((err: unknown) => {
-        this.hint.delete(record.approvalId);
-        this.options.logger.warn({ err, approvalId: record.approvalId }, 'could not update a batch group');
-      });
+    const known = record.slack.ts ? this.hint.get(record.approvalId) : null;
+    if (known === undefined || this.perApproval.busy(record.approvalId)) {
+      void this.perApproval
+        .run(record.approvalId, async () => {
+          const current = await this.options.groups.groupOf(record.slack.channel, record.approvalId);
+          await this.place(record, current ?? null);
+        })
+        .catch((err: unknown) => this.failed(record.approvalId, err));
+      return;
+    }
+    this.place(record, known).catch((err: unknown) => this.failed(record.approvalId, err));
   }
 
   /** Keeps what a batch decision did on its summary, and redraws it. */
@@ -80,33 +91,29 @@ export class BatchTriage implements RecordFollower {
     this.redraws.stop();
   }
 
-  private async place(record: ApprovalRecord): Promise<void> {
+  /** Issues the leave and the join at once (no await before them), then acts on their answers. */
+  private async place(record: ApprovalRecord, current: string | null): Promise<void> {
     const { groups } = this.options;
     const { approvalId } = record;
     const group = batchGroupOf(record, this.options.quorum(record));
-    const current = await this.currentGroup(record);
     if (group && current === group.groupId) return;
-    if (current) {
-      const left = await groups.leave(current, approvalId);
-      this.remember(approvalId, null);
-      if (left !== 'none') this.redraws.request(current);
-    }
-    if (!group) {
-      this.remember(approvalId, null);
-      return;
-    }
-    const joined = await groups.join(group.groupId, batchMemberOf(record), group.shared);
-    this.remember(approvalId, group.groupId);
+    const leaving = current ? groups.leave(current, approvalId) : undefined;
+    const joining = group ? groups.join(group.groupId, batchMemberOf(record), group.shared) : undefined;
+    // Both are watched from now on: a failure of one must not go unhandled while awaiting the other.
+    void leaving?.catch(() => undefined);
+    void joining?.catch(() => undefined);
+    this.remember(approvalId, group?.groupId ?? null);
+    if (current && (await leaving) !== 'none') this.redraws.request(current);
+    if (!group) return;
+    const joined = await joining;
     if (joined === 'post') await this.post(group.groupId, group.channel);
     else if (joined === 'refresh') this.redraws.request(group.groupId);
   }
 
-  /** The group the approval is in: from the hint, else from Redis (a card not yet posted is in none). */
-  private async currentGroup(record: ApprovalRecord): Promise<string | null> {
-    const hinted = this.hint.get(record.approvalId);
-    if (hinted !== undefined) return hinted;
-    if (!record.slack.ts) return null;
-    return (await this.options.groups.groupOf(record.approvalId)) ?? null;
+  private failed(approvalId: string, err: unknown): void {
+    // Redis is asked again next time rather than trusted from here.
+    this.hint.delete(approvalId);
+    this.options.logger.warn({ err, approvalId }, 'could not update a batch group');
   }
 
   private remember(approvalId: string, groupId: string | null): void {
@@ -129,7 +136,7 @@ export class BatchTriage implements RecordFollower {
    * again, so that whichever replica draws last draws what Redis holds last.
    */
   private async redraw(groupId: string, drawnRev?: number): Promise<void> {
-    const channel = channelOf(groupId);
+    const channel = channelOfGroup(groupId);
     let shown = drawnRev;
     for (let i = 0; i < MAX_REDRAWS; i++) {
       const state = await this.options.groups.read(groupId, BATCH_MAX_MEMBERS);
@@ -151,9 +158,4 @@ function viewOf(groupId: string, channel: string, shared: BatchShared, state: Gr
     total: state.total,
     ...(state.note ? { last: JSON.parse(state.note) as BatchOutcome } : {}),
   };
-}
-
-/** A group id is `<channel>:<digest>` (domain/batchGroup.ts). */
-export function channelOf(groupId: string): string {
-  return groupId.slice(0, groupId.lastIndexOf(':'));
 }
