@@ -90,6 +90,15 @@ export interface GroupState {
   total: number;
 }
 
+// KEYS: summary, order, members. ARGV: how many to list. The summary, the first members (oldest
+// card first) and how many there are, in one round trip.
+const READ_SCRIPT = `
+local ids = redis.call('ZRANGE', KEYS[2], 0, tonumber(ARGV[1]) - 1)
+local members = {}
+if #ids > 0 then members = redis.call('HMGET', KEYS[3], unpack(ids)) end
+return {redis.call('HGETALL', KEYS[1]), members, redis.call('ZCARD', KEYS[2])}
+`;
+
 const STATES: ReadonlySet<string> = new Set(['posting', 'posted', 'closed']);
 
 /** A group id is `<channel>:<digest>` (domain/batchGroup.ts). */
@@ -119,6 +128,7 @@ export class BatchGroups {
     redis.defineCommand('csBatchLeave', { numberOfKeys: 4, lua: LEAVE_SCRIPT });
     redis.defineCommand('csBatchPosted', { numberOfKeys: 1, lua: POSTED_SCRIPT });
     redis.defineCommand('csBatchNote', { numberOfKeys: 1, lua: NOTE_SCRIPT });
+    redis.defineCommand('csBatchRead', { numberOfKeys: 3, lua: READ_SCRIPT });
   }
 
   /** The group the approval is a member of, if any. */
@@ -170,12 +180,14 @@ export class BatchGroups {
 
   /** The summary and its first `listed` members, oldest card first: bounded, however big the group. */
   async read(groupId: string, listed: number): Promise<GroupState> {
-    const [summary, ids, total] = await Promise.all([
-      this.redis.hgetall(keys.batchSummary(groupId)),
-      this.redis.zrange(keys.batchOrder(groupId), 0, listed - 1),
-      this.redis.zcard(keys.batchOrder(groupId)),
-    ]);
-    const raw = ids.length > 0 ? await this.redis.hmget(keys.batchMembers(groupId), ...ids) : [];
+    const [flat, raw, total] = (await this.redis.csBatchRead(
+      keys.batchSummary(groupId),
+      keys.batchOrder(groupId),
+      keys.batchMembers(groupId),
+      String(listed),
+    )) as [string[], Array<string | null>, number];
+    const summary: Record<string, string> = {};
+    for (let i = 0; i + 1 < flat.length; i += 2) summary[flat[i]!] = flat[i + 1]!;
     const members = raw.flatMap((json) => (json ? [JSON.parse(json) as BatchMember] : []));
     return {
       ...(STATES.has(summary.state ?? '') ? { state: summary.state as GroupState['state'] } : {}),
@@ -215,5 +227,6 @@ declare module 'ioredis' {
     ): Result<string, Context>;
     csBatchPosted(summary: string, ts: string, ttlMs: string): Result<number, Context>;
     csBatchNote(summary: string, note: string): Result<number, Context>;
+    csBatchRead(summary: string, order: string, members: string, listed: string): Result<unknown[], Context>;
   }
 }

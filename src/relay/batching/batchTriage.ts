@@ -25,6 +25,8 @@ export interface BatchTriageOptions {
   /** The quorum a record needs now (Authorizer.quorum): above 1, it is decided on its own card. */
   quorum: (record: ApprovalRecord) => number;
   logger: Logger;
+  /** How long joins and leaves are gathered before they go to Redis together (default 50 ms). */
+  gatherMs?: number;
   /** A burst of joins becomes one redraw after this long; redraws of one summary this far apart. */
   redraw?: { settleMs: number; intervalMs: number };
 }
@@ -50,6 +52,9 @@ export class BatchTriage implements RecordFollower {
    */
   private readonly hint = new Map<string, string | null>();
   private readonly redraws: TrailingThrottle;
+  /** Changes followed since the last flush, oldest first. */
+  private readonly gathered: ApprovalRecord[] = [];
+  private flushTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: BatchTriageOptions) {
     this.redraws = new TrailingThrottle(
@@ -62,13 +67,35 @@ export class BatchTriage implements RecordFollower {
   }
 
   /**
-   * When this process knows the approval's group (or that a card not posted yet is in none), the
-   * join or leave is issued right here, in the same synchronous stretch as the other followers'
-   * commands, so it shares their write to Redis; commands reach Redis in the order issued, so an
-   * approval's joins and leaves stay in order. Otherwise its group is looked up first, in order.
+   * Changes are gathered for a moment and placed together: when this process knows an
+   * approval's group (or that a card not posted yet is in none), its join or leave is issued in
+   * that one synchronous stretch, so a burst's joins share one write to Redis; commands reach
+   * Redis in the order issued, so an approval's joins and leaves stay in order. Otherwise its
+   * group is looked up first, in order.
    */
   follow(record: ApprovalRecord): void {
-    const known = record.slack.ts ? this.hint.get(record.approvalId) : null;
+    if (!record.slack.ts) {
+      // A card not posted yet is in no group: its first change with a card joins without asking.
+      if (!this.hint.has(record.approvalId)) this.remember(record.approvalId, null);
+      return;
+    }
+    // Gathered for a moment, then sent together: a burst's joins share one write to Redis.
+    this.gathered.push(record);
+    if (!this.flushTimer) {
+      this.flushTimer = setTimeout(() => this.flush(), this.options.gatherMs ?? 50);
+      this.flushTimer.unref();
+    }
+  }
+
+  /** Places every record gathered, in the order their changes were stored, in one stretch. */
+  private flush(): void {
+    this.flushTimer = undefined;
+    const records = this.gathered.splice(0);
+    for (const record of records) this.placeNow(record);
+  }
+
+  private placeNow(record: ApprovalRecord): void {
+    const known = this.hint.get(record.approvalId);
     if (known === undefined || this.perApproval.busy(record.approvalId)) {
       void this.perApproval
         .run(record.approvalId, async () => {
@@ -88,6 +115,9 @@ export class BatchTriage implements RecordFollower {
   }
 
   stop(): void {
+    clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    this.gathered.length = 0;
     this.redraws.stop();
   }
 
@@ -97,6 +127,9 @@ export class BatchTriage implements RecordFollower {
     const { approvalId } = record;
     const group = batchGroupOf(record, this.options.quorum(record));
     if (group && current === group.groupId) return;
+    // Being decided: it leaves once it is decided (its claim may yet be released), and a click
+    // costs nothing more here. The summary's buttons check each approval anyway.
+    if (record.phase === 'deciding' && current) return;
     const leaving = current ? groups.leave(current, approvalId) : undefined;
     const joining = group ? groups.join(group.groupId, batchMemberOf(record), group.shared) : undefined;
     // Both are watched from now on: a failure of one must not go unhandled while awaiting the other.
