@@ -166,6 +166,10 @@ export function batchAnswerText(outcome: BatchOutcome): string {
 export const REVIEW_ONE_BY_ONE_TEXT =
   'Nothing was decided. The cards stay as they are: open each from the summary and decide it on its own card.';
 
+/** Slack did not open the "Reject all" form (a trigger past its 3 s, Slack away). */
+export const REJECT_FORM_FAILED_TEXT =
+  'Nothing was rejected: Slack did not open the form for the reason. Please press Reject all again.';
+
 /** The "Reject all" modal: one reason, sent with each rejection. */
 export function renderBatchRejectModal(value: BatchButtonValue, channel: string): ModalView {
   return {

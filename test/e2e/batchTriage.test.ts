@@ -356,6 +356,18 @@ describe('batch triage', () => {
     await summaryWhen(world, (m) => textOf(m).includes('Batch closed') && textOf(m).includes('rejected 4'));
   });
 
+  it('"Reject all" whose form Slack did not open rejects nothing, and says so', async () => {
+    const world = await startWorld();
+    await burst(world, [npmTest('batch-nf-0', 0), npmTest('batch-nf-1', 1)]);
+    const summary = await summaryWhen(world, (m) => textOf(m).includes('2 alike requests waiting'));
+    world.slack.failNext('views.open', 'expired_trigger_id');
+    const since = world.slack.calls.length;
+    await pressSummary(world, summary, 'cs_batch_reject', 'U0ALICE');
+    expect(await ephemeralAfter(world, 'U0ALICE', since)).toContain('Nothing was rejected');
+    await settle(300);
+    expect(world.host.decides()).toEqual([]);
+  });
+
   it('no summary for a quorum route, a risk rule or a protected write; alike plain requests still get one', async () => {
     const world = await startWorld();
     await burst(world, [

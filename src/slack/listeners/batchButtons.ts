@@ -13,6 +13,7 @@ import {
   BatchButtonValue as BatchValueSchema,
   batchAnswerText,
   decodeBatchValue,
+  REJECT_FORM_FAILED_TEXT,
   REVIEW_ONE_BY_ONE_TEXT,
   renderBatchRejectModal,
 } from '../../cards/renderBatchSummary.js';
@@ -109,9 +110,12 @@ export function registerBatchButtons(app: App, options: BatchButtonsOptions): vo
     const press = pressed(body);
     if (!press?.trigger) return;
     // Who may reject is checked per approval on submit, as the reject modal of a card does.
-    await options.views
-      .open(press.trigger, renderBatchRejectModal(press.value, press.channel))
-      .catch((err: unknown) => logger.warn({ err }, 'could not open the Reject all modal'));
+    try {
+      await options.views.open(press.trigger, renderBatchRejectModal(press.value, press.channel));
+    } catch (err) {
+      logger.warn({ err }, 'could not open the Reject all modal');
+      await tell(press.channel, press.userId, REJECT_FORM_FAILED_TEXT);
+    }
   });
 
   app.action(BATCH_REVIEW_ACTION_ID, async ({ ack, body }) => {
