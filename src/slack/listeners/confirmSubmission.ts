@@ -1,19 +1,10 @@
 import type { App } from '@slack/bolt';
 import type { Logger } from 'pino';
-import { z } from 'zod';
 import { CONFIRM_BLOCK_ID, CONFIRM_VIEW_CALLBACK_ID } from '../../cards/ids.js';
 import { readConfirmation } from '../../cards/renderConfirmModal.js';
 import { confirmationMismatchText, notAuthorizedInModalText } from '../../cards/renderUserMessages.js';
 import type { Click, ClickHandler } from '../../relay/deciding/clickHandler.js';
-
-/** Only what finds the card again: the approval, its question and its target are read from Redis. */
-const Metadata = z.object({
-  channel: z.string(),
-  ts: z.string(),
-  sourceIndex: z.number().int(),
-  choiceId: z.string(),
-  approvalId: z.string().optional(),
-});
+import { clickOfModal } from './modalClick.js';
 
 /**
  * The typed confirmation was submitted: it is a click like any other, with the text typed. The
@@ -26,23 +17,13 @@ const Metadata = z.object({
 export function registerConfirmSubmission(app: App, clicks: ClickHandler, logger: Logger): void {
   app.view(CONFIRM_VIEW_CALLBACK_ID, async ({ ack, body, view }) => {
     const receivedAt = Date.now();
-    let metadata: z.infer<typeof Metadata>;
-    try {
-      metadata = Metadata.parse(JSON.parse(view.private_metadata));
-    } catch (err) {
+    const base = clickOfModal(view.private_metadata, body.user.id, receivedAt);
+    if (!base) {
       await ack();
-      logger.warn({ err }, 'confirm modal with unusable private_metadata');
+      logger.warn('confirm modal with unusable private_metadata');
       return;
     }
-    const { approvalId, ...where } = metadata;
-    const click: Click = {
-      ...where,
-      ...(approvalId ? { approvalHint: approvalId } : {}),
-      userId: body.user.id,
-      receivedAt,
-      from: 'modal',
-      typed: readConfirmation(view.state.values),
-    };
+    const click: Click = { ...base, typed: readConfirmation(view.state.values) };
     // Bounded by the click's deadline, well inside the 3 s Slack gives the acknowledgement.
     const checked = await clicks.checkInTime(click, clicks.check(click));
     if (!checked.ok && checked.refusal.code === 'notAuthorized') {

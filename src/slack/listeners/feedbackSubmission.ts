@@ -1,18 +1,10 @@
 import type { App } from '@slack/bolt';
 import type { Logger } from 'pino';
-import { z } from 'zod';
 import { FEEDBACK_BLOCK_ID, FEEDBACK_VIEW_CALLBACK_ID } from '../../cards/ids.js';
 import { readReason } from '../../cards/renderFeedbackModal.js';
 import { notAuthorizedInModalText, reasonRequiredText } from '../../cards/renderUserMessages.js';
 import type { Click, ClickHandler } from '../../relay/deciding/clickHandler.js';
-
-const Metadata = z.object({
-  channel: z.string(),
-  ts: z.string(),
-  sourceIndex: z.number().int(),
-  choiceId: z.string(),
-  approvalId: z.string().optional(),
-});
+import { clickOfModal } from './modalClick.js';
 
 /**
  * The reject modal was submitted: check the user again (rules or group membership may have
@@ -22,24 +14,14 @@ const Metadata = z.object({
 export function registerFeedbackSubmission(app: App, clicks: ClickHandler, logger: Logger): void {
   app.view(FEEDBACK_VIEW_CALLBACK_ID, async ({ ack, body, view }) => {
     const receivedAt = Date.now();
-    let metadata: z.infer<typeof Metadata>;
-    try {
-      metadata = Metadata.parse(JSON.parse(view.private_metadata));
-    } catch (err) {
+    const base = clickOfModal(view.private_metadata, body.user.id, receivedAt);
+    if (!base) {
       await ack();
-      logger.warn({ err }, 'feedback modal with unusable private_metadata');
+      logger.warn('feedback modal with unusable private_metadata');
       return;
     }
-    const { approvalId, ...where } = metadata;
     const feedback = readReason(view.state.values);
-    const click: Click = {
-      ...where,
-      ...(approvalId ? { approvalHint: approvalId } : {}),
-      userId: body.user.id,
-      receivedAt,
-      from: 'modal',
-      ...(feedback ? { feedback } : {}),
-    };
+    const click: Click = { ...base, ...(feedback ? { feedback } : {}) };
     // Bounded by the click's deadline, well inside the 3 s Slack gives the acknowledgement.
     const checked = await clicks.checkInTime(click, clicks.check(click));
     if (!checked.ok && checked.refusal.code === 'notAuthorized') {

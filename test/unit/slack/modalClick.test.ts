@@ -1,0 +1,30 @@
+// A modal's submission becomes a click from its private_metadata alone: where the card is and
+// which choice; anything else there is ignored, and metadata that does not parse gives no click.
+
+import { describe, expect, it } from 'vitest';
+import { clickOfModal } from '../../../src/slack/listeners/modalClick.js';
+
+const WHERE = { channel: 'C0APPROVALS', ts: '1700000000.000100', sourceIndex: 0, choiceId: 'allow_once' };
+
+describe('clickOfModal', () => {
+  it('reads the card and the choice, and the approval id as a hint only', () => {
+    expect(clickOfModal(JSON.stringify({ ...WHERE, approvalId: 'a-1' }), 'U0ALICE', 42)).toEqual({
+      ...WHERE,
+      approvalHint: 'a-1',
+      userId: 'U0ALICE',
+      receivedAt: 42,
+      from: 'modal',
+    });
+  });
+
+  it('takes nothing else the metadata carries, such as a decision or a typed text', () => {
+    const click = clickOfModal(JSON.stringify({ ...WHERE, typed: 'main', decision: 'approved' }), 'U0BOB', 1);
+    expect(click).toEqual({ ...WHERE, userId: 'U0BOB', receivedAt: 1, from: 'modal' });
+  });
+
+  it('gives no click for metadata that is not JSON or lacks where the card is', () => {
+    expect(clickOfModal('not json', 'U0ALICE', 1)).toBeUndefined();
+    expect(clickOfModal(JSON.stringify({ ...WHERE, ts: undefined }), 'U0ALICE', 1)).toBeUndefined();
+    expect(clickOfModal(JSON.stringify({ ...WHERE, sourceIndex: 'x' }), 'U0ALICE', 1)).toBeUndefined();
+  });
+});
