@@ -2,6 +2,7 @@ import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BOT_TOKEN, freePort, freshRedisDb, SIGNING_SECRET, startBot } from '../support/bot.js';
 import { approvalFromTranscript, FakeHost, shellApproval } from '../support/fakeHost.js';
+import { FAKE_SLACK_APP_TOKEN } from '../support/fakeSecrets.js';
 import { FakeSlack } from '../support/fakeSlack.js';
 import {
   dashboardMetricNames,
@@ -178,14 +179,14 @@ describe('running it', () => {
 
   it.each([
     ['HTTP mode', {}],
-    ['Socket Mode', { SLACK_APP_TOKEN: 'xapp-1-A_TEST-123-abc', SLACK_SIGNING_SECRET: '' }],
+    ['Socket Mode', { SLACK_APP_TOKEN: FAKE_SLACK_APP_TOKEN, SLACK_SIGNING_SECRET: '' }],
   ])('METRICS_PORT already in use (%s): one line naming it, nothing started', async (_mode, env) => {
     const taken = net.createServer();
     await new Promise<void>((resolve) => taken.listen(0, '0.0.0.0', () => resolve()));
     cleanups.push(() => new Promise((resolve) => taken.close(resolve)));
     const port = (taken.address() as net.AddressInfo).port;
     const { slack, host } = await peers();
-    slack.expectedAppToken = 'xapp-1-A_TEST-123-abc';
+    slack.expectedAppToken = FAKE_SLACK_APP_TOKEN;
     const bot = await startBot({
       host,
       slack,

@@ -5,11 +5,12 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { APPROVALS_CHANNEL, BOT_TOKEN, type RunningBot, SIGNING_SECRET } from '../support/bot.js';
 import { approvalFromTranscript, type FakeHost } from '../support/fakeHost.js';
+import { FAKE_SLACK_APP_TOKEN, OTHER_FAKE_SLACK_APP_TOKEN } from '../support/fakeSecrets.js';
 import type { FakeSlack } from '../support/fakeSlack.js';
 import { blockActionsPayload, postInteraction } from '../support/slackRequests.js';
 import { buttonsOf, SESSION, textOf, World } from './world.js';
 
-const APP_TOKEN = 'xapp-1-A_TEST-123-abc';
+const APP_TOKEN = FAKE_SLACK_APP_TOKEN;
 
 let world: World;
 let slack: FakeSlack;
@@ -48,7 +49,7 @@ describe('Socket Mode', () => {
         })
       ).json()) as { ok: boolean; error?: string };
     expect(await open(BOT_TOKEN)).toEqual({ ok: false, error: 'not_allowed_token_type' });
-    expect(await open('xapp-1-A_TEST-999-wrong')).toEqual({ ok: false, error: 'invalid_auth' });
+    expect(await open(OTHER_FAKE_SLACK_APP_TOKEN)).toEqual({ ok: false, error: 'invalid_auth' });
     // The app token is used for nothing else, the bot token for everything else.
     expect(
       slack.calls.filter((c) => c.method !== 'apps.connections.open').every((c) => c.token === BOT_TOKEN),

@@ -9,10 +9,11 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type BotLogLine, freePort, freshRedisDb, type RunningBot, startBot } from '../support/bot.js';
 import { FakeHost } from '../support/fakeHost.js';
+import { FAKE_SLACK_APP_TOKEN, OTHER_FAKE_SLACK_APP_TOKEN } from '../support/fakeSecrets.js';
 import { FakeSlack } from '../support/fakeSlack.js';
 import { TEST_REDIS_URL } from '../support/testRedis.js';
 
-const APP_TOKEN = 'xapp-1-A_TEST-123-abc';
+const APP_TOKEN = FAKE_SLACK_APP_TOKEN;
 const SOCKET_MODE = { SLACK_APP_TOKEN: APP_TOKEN, SLACK_SIGNING_SECRET: '' };
 
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -122,7 +123,7 @@ describe('mistakes only the operator can fix stop start-up with one line', () =>
 describe('mistakes found once connected stop the bot with one line', () => {
   it('a wrong app token (Socket Mode): one fatal line naming SLACK_APP_TOKEN, exit 1', async () => {
     // The fake insists on APP_TOKEN, as Slack insists on the app's own token.
-    const running = await bot({ ...SOCKET_MODE, SLACK_APP_TOKEN: 'xapp-1-A_TEST-999-wrong' });
+    const running = await bot({ ...SOCKET_MODE, SLACK_APP_TOKEN: OTHER_FAKE_SLACK_APP_TOKEN });
     expect(await running.exited).toEqual({ code: 1, signal: null });
     expect(running.logs.filter(atLeastError).map((l) => l.msg)).toEqual([
       'Slack refused the Socket Mode connection (Slack answered invalid_auth): check SLACK_APP_TOKEN, an app-level token (xapp-…) with the connections:write scope',

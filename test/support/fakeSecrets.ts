@@ -20,6 +20,15 @@ export const FAKE_SLACK_APP_TOKEN = fromEnv(
   ['xapp', '1', `A${'0'.repeat(10)}`, '0'.repeat(13), 'fa4e'.repeat(16)].join('-'),
 );
 
+/** Another app-level token of the same shape: one Slack refuses, where a test needs a wrong one. */
+export const OTHER_FAKE_SLACK_APP_TOKEN = [
+  'xapp',
+  '1',
+  `A${'9'.repeat(10)}`,
+  '9'.repeat(13),
+  'bad0'.repeat(16),
+].join('-');
+
 /** A classic GitHub token's shape: ghp_ and 39 letters and digits. */
 export const FAKE_GITHUB_TOKEN = fromEnv(
   'TEST_GITHUB_TOKEN',

@@ -4,6 +4,7 @@
 
 import { expect, test } from 'vitest';
 import { botVariables, documentedVariables, loadObserved } from '../../support/botVariables.js';
+import { FAKE_SLACK_APP_TOKEN, FAKE_SLACK_BOT_TOKEN } from '../../support/fakeSecrets.js';
 
 test('the configuration loader reads exactly the variables docs/configuration.md documents', () => {
   const read = [...botVariables()].sort();
@@ -13,8 +14,8 @@ test('the configuration loader reads exactly the variables docs/configuration.md
 
 test('a variable is seen as read only when the loader asks for it', () => {
   const { read } = loadObserved({
-    SLACK_BOT_TOKEN: 'xoxb-placeholder',
-    SLACK_APP_TOKEN: 'xapp-placeholder',
+    SLACK_BOT_TOKEN: FAKE_SLACK_BOT_TOKEN,
+    SLACK_APP_TOKEN: FAKE_SLACK_APP_TOKEN,
     SLACK_CHANNEL: 'C0123456789',
     MSP_HOST_COMMAND: 'muse serve',
     NOT_A_SETTING: 'x',
