@@ -7,6 +7,12 @@
 
 const PREFIX = 'cs';
 
+/** A batch group's key: the group id is `<channel>:<digest>`, and the channel is the tag. */
+function batchKey(groupId: string, part: string): string {
+  const at = groupId.lastIndexOf(':');
+  return `${PREFIX}:batch:{${groupId.slice(0, at)}}:${groupId.slice(at + 1)}:${part}`;
+}
+
 export const keys = {
   /**
    * Hash: `v` = version, `d` = record JSON, `f` = fence; `xs`/`xa` = the full text of a subject or
@@ -131,4 +137,20 @@ export const keys = {
    * XADD MAXLEN ~.
    */
   grantAudit: `${PREFIX}:{grants}:audit`,
+
+  // Batch triage (batchGroups.ts): a group is one channel's pending approvals that ask the same,
+  // its id `<channel>:<digest>`. Every batch key of a channel shares the tag `{<channel>}`, so a
+  // join or a leave is one script, index included.
+  /** Hash: approvalId → JSON of a member (BatchMember) of one group. */
+  batchMembers: (groupId: string) => batchKey(groupId, 'm'),
+  /** Sorted set: the same approvalIds scored by their card's ts, so a summary lists the oldest first. */
+  batchOrder: (groupId: string) => batchKey(groupId, 'o'),
+  /**
+   * Hash: the group's summary card: `state` (posting | posted | closed), `ts`, `rev` (bumped by
+   * every join and leave, so a render that raced a change is drawn again), `shared` (JSON),
+   * `note` (the last batch decision, shown on the card).
+   */
+  batchSummary: (groupId: string) => batchKey(groupId, 's'),
+  /** Hash, per channel: approvalId → the group it is a member of (it leaves that one, whatever it asks now). */
+  batchIndex: (channel: string) => `${PREFIX}:batch:{${channel}}:of`,
 } as const;
