@@ -41,6 +41,8 @@ export interface BotIdentity {
   /** The bot's own Slack team and enterprise: a user of any other is a stranger. */
   teamId?: string;
   enterpriseId?: string;
+  /** The workspace's address (auth.test `url`): a card's link is built from it (Permalinks). */
+  workspaceUrl?: string;
 }
 
 export interface SlackAppOptions {

@@ -198,6 +198,7 @@ export function assemble(config: Config, logger: Logger): Countersign {
     grantLists: grants.grantLists,
     away,
     health,
+    permalinks: slack.permalinks,
   });
   // Followers of the records' stored changes, told in this order.
   followers.add(grantAnswerer);
@@ -211,7 +212,15 @@ export function assemble(config: Config, logger: Logger): Countersign {
     record: (approvalId) => store.get(approvalId),
   });
   followers.add(pending);
-  const batching = wireBatching({ logger, redis, slackClient, store, authorizer, clicks });
+  const batching = wireBatching({
+    logger,
+    redis,
+    slackClient,
+    store,
+    authorizer,
+    clicks,
+    permalinks: slack.permalinks,
+  });
   followers.add(batching.triage);
   metrics.observe({ probe: health, pending });
 

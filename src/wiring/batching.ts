@@ -4,7 +4,7 @@ import { BatchTriage } from '../relay/batching/batchTriage.js';
 import type { Authorizer } from '../relay/deciding/authorizer.js';
 import { BatchDecider } from '../relay/deciding/batchDecider.js';
 import type { ClickHandler } from '../relay/deciding/clickHandler.js';
-import { Permalinks } from '../slack/permalinks.js';
+import type { Permalinks } from '../slack/permalinks.js';
 import { SlackSummaryBoard } from '../slack/slackSummaryBoard.js';
 import type { ApprovalStore } from '../store/approvalStore.js';
 import { BatchGroups } from '../store/batchGroups.js';
@@ -17,13 +17,23 @@ export interface BatchingNeeds {
   store: ApprovalStore;
   authorizer: Authorizer;
   clicks: ClickHandler;
+  /** Card links (wireSlack's, shared). */
+  permalinks: Permalinks;
 }
 
 /** Batch triage: groups of alike approvals in Redis, their summary cards, and deciding them together. */
-export function wireBatching({ logger, redis, slackClient, store, authorizer, clicks }: BatchingNeeds) {
+export function wireBatching({
+  logger,
+  redis,
+  slackClient,
+  store,
+  authorizer,
+  clicks,
+  permalinks,
+}: BatchingNeeds) {
   const triage = new BatchTriage({
     groups: new BatchGroups(redis),
-    board: new SlackSummaryBoard(slackClient, new Permalinks(slackClient, logger), logger),
+    board: new SlackSummaryBoard(slackClient, permalinks, logger),
     quorum: (record) => authorizer.quorum(record),
     logger,
   });
