@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { renderBatchSummary } from '../cards/renderBatchSummary.js';
 import type { SummaryView } from '../domain/batchGroup.js';
 import type { SummaryBoard } from '../relay/batching/batchTriage.js';
+import { batchMetadata } from './cardMetadata.js';
 import type { Permalinks } from './permalinks.js';
 import { RETRY_POLICIES, retrySlackCall } from './slackRetry.js';
 
@@ -41,6 +42,6 @@ export class SlackSummaryBoard implements SummaryBoard {
         if (link) links.set(m.approvalId, link);
       }),
     );
-    return renderBatchSummary(view, links);
+    return { ...renderBatchSummary(view, links), metadata: batchMetadata(view) };
   }
 }
