@@ -37,8 +37,17 @@ export interface BatchMember {
  * a command not fully understood (the same test a grant passes), no approve-once choice.
  */
 export function batchGroupOf(record: ApprovalRecord, quorum: number): BatchGroupOf | undefined {
-  if (record.phase !== 'pending' || !record.slack.ts || record.slack.deferred) return undefined;
-  if (quorum > 1 || record.risks?.length || record.protectedWrite) return undefined;
+  if (record.phase !== 'pending' || record.slack.deferred || quorum > 1) return undefined;
+  return batchShapeOf(record);
+}
+
+/**
+ * The group whose question an approval's card asks, whether or not it may be in it now (pending,
+ * its quorum): what it leaves when it may no longer be. Undefined when the question itself is
+ * never decided together.
+ */
+export function batchShapeOf(record: ApprovalRecord): BatchGroupOf | undefined {
+  if (!record.slack.ts || record.risks?.length || record.protectedWrite) return undefined;
   if (!onceChoice(record.availableChoices)) return undefined;
   const { capabilities, notGrantable } = stageCapabilities(record);
   if (notGrantable || capabilities.length === 0) return undefined;
@@ -48,12 +57,23 @@ export function batchGroupOf(record: ApprovalRecord, quorum: number): BatchGroup
     capabilities,
     sandboxMode: record.sandboxMode,
   };
-  const digest = createHash('sha256')
-    .update(JSON.stringify([shared.route, shared.tool, shared.capabilities, shared.sandboxMode]))
-    .digest('hex')
-    .slice(0, 24);
   const channel = record.slack.channel;
-  return { groupId: `${channel}:${digest}`, channel, shared };
+  return { groupId: `${channel}:${digestOf(shared)}`, channel, shared };
+}
+
+/** Digests already taken: a burst's members ask the same, and share one. */
+const digests = new Map<string, string>();
+
+function digestOf(shared: BatchShared): string {
+  const text = JSON.stringify([shared.route, shared.tool, shared.capabilities, shared.sandboxMode]);
+  let digest = digests.get(text);
+  if (digest === undefined) {
+    digest = createHash('sha256').update(text).digest('hex').slice(0, 24);
+    // Oldest out first: a Map iterates in insertion order.
+    if (digests.size >= 1_000) digests.delete(digests.keys().next().value!);
+    digests.set(text, digest);
+  }
+  return digest;
 }
 
 /** A member as it joins: its card and its session's name. */

@@ -1,54 +1,59 @@
 import type { Result } from 'ioredis';
-import type { BatchMember, BatchShared } from '../domain/batchGroup.js';
+import type { BatchShared } from '../domain/batchGroup.js';
 import { keys } from './keys.js';
 import type { RedisClient } from './redisConnection.js';
 
-// Batch triage groups in Redis, shared by every replica (docs/slack.md#batch-triage). A group's
-// members and its summary card share one hash tag, so each join or leave is one script: of two
-// replicas that see the second member join, exactly one is told to post the summary.
+// Batch triage groups in Redis, shared by every replica (docs/slack.md#batch-triage). A group is a
+// sorted set of approvalIds, scored by their card's ts (a summary lists the oldest first), and its
+// summary card's hash; both share one hash tag (the channel), so each step is one script. What a
+// member shows (its session, its card, its stage) is read from its record when the summary is
+// drawn, so a join writes one member and nothing else (docs/performance.md, "Batch triage").
 
-// KEYS: members, order, summary, index. ARGV: approvalId, member JSON, shared JSON, ttl ms,
-// posting ttl ms, the card's ts (the order's score: the summary lists the oldest cards first),
-// the group id.
+// KEYS: order, summary. ARGV: ttl ms, posting ttl ms, shared JSON, then pairs of (the card's ts,
+// approvalId). Every join a group saw in one turn of the event loop is one call. Of two replicas
+// that see the group reach two members, exactly one is told to post the summary ('post'); with a
+// summary, its rev is bumped so a draw that raced the join is drawn again ('refresh').
 const JOIN_SCRIPT = `
-redis.call('HSET', KEYS[4], ARGV[1], ARGV[7])
-redis.call('PEXPIRE', KEYS[4], ARGV[4])
-local had = redis.call('HEXISTS', KEYS[1], ARGV[1])
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-redis.call('ZADD', KEYS[2], ARGV[6], ARGV[1])
-redis.call('PEXPIRE', KEYS[1], ARGV[4])
-redis.call('PEXPIRE', KEYS[2], ARGV[4])
-if had == 1 then return 'same' end
-local state = redis.call('HGET', KEYS[3], 'state')
-if state and state ~= 'closed' then
-  redis.call('HINCRBY', KEYS[3], 'rev', 1)
+local added = redis.call('ZADD', KEYS[1], unpack(ARGV, 4))
+if added == 0 then return 'same' end
+local state = redis.call('HGET', KEYS[2], 'state')
+if state == 'posting' or state == 'posted' then
+  redis.call('HINCRBY', KEYS[2], 'rev', 1)
   return 'refresh'
 end
-if redis.call('HLEN', KEYS[1]) >= 2 then
-  redis.call('DEL', KEYS[3])
-  redis.call('HSET', KEYS[3], 'state', 'posting', 'rev', 1, 'shared', ARGV[3])
-  redis.call('PEXPIRE', KEYS[3], ARGV[5])
-  return 'post'
-end
-return 'none'
+local size = redis.call('ZCARD', KEYS[1])
+-- A new group lives a day without being drawn; every draw renews it (DRAW_SCRIPT).
+if size == added then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+if size < 2 then return 'none' end
+redis.call('DEL', KEYS[2])
+redis.call('HSET', KEYS[2], 'state', 'posting', 'rev', 1, 'shared', ARGV[3])
+redis.call('PEXPIRE', KEYS[2], ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return 'post'
 `;
 
-// KEYS: members, order, summary, index. ARGV: approvalId, closed ttl ms, the group id. A closed
-// summary stays a while, so the note of the batch decision that emptied it still lands on it; the
-// next join posts anew.
-const LEAVE_SCRIPT = `
-if redis.call('HGET', KEYS[4], ARGV[1]) == ARGV[3] then redis.call('HDEL', KEYS[4], ARGV[1]) end
-redis.call('ZREM', KEYS[2], ARGV[1])
-if redis.call('HDEL', KEYS[1], ARGV[1]) == 0 then return 'none' end
-local state = redis.call('HGET', KEYS[3], 'state')
-if not state or state == 'closed' then return 'none' end
-redis.call('HINCRBY', KEYS[3], 'rev', 1)
-if redis.call('HLEN', KEYS[1]) == 0 then
-  redis.call('HSET', KEYS[3], 'state', 'closed')
-  redis.call('PEXPIRE', KEYS[3], ARGV[2])
-  return state == 'posting' and 'none' or 'close'
+// KEYS: order, summary. ARGV: how many to list, ttl ms, closed ttl ms, then the approvalIds that
+// left. Members leave here, when the summary is drawn, not one write per decision: a group's
+// leaves since its last draw are one call. A group left empty closes its summary (kept a while,
+// so the note of the batch decision that emptied it still lands on it; the next join posts anew).
+// Returns the summary, the first members (oldest card first) and how many there are.
+const DRAW_SCRIPT = `
+if #ARGV > 3 then
+  if redis.call('ZREM', KEYS[1], unpack(ARGV, 4)) > 0 then
+    local state = redis.call('HGET', KEYS[2], 'state')
+    if (state == 'posting' or state == 'posted') and redis.call('ZCARD', KEYS[1]) == 0 then
+      redis.call('HSET', KEYS[2], 'state', 'closed')
+      redis.call('PEXPIRE', KEYS[2], ARGV[3])
+    end
+    if state then redis.call('HINCRBY', KEYS[2], 'rev', 1) end
+  end
 end
-return 'refresh'
+local ids = redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1)
+if #ids > 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  if redis.call('HGET', KEYS[2], 'state') == 'posted' then redis.call('PEXPIRE', KEYS[2], ARGV[2]) end
+end
+return {redis.call('HGETALL', KEYS[2]), ids, redis.call('ZCARD', KEYS[1])}
 `;
 
 // KEYS: summary. ARGV: ts, ttl ms. The group may have emptied while the summary was posted: then
@@ -72,32 +77,34 @@ redis.call('HINCRBY', KEYS[1], 'rev', 1)
 return 1
 `;
 
+/**
+ * What a turn's joins did to a group: `post`, it reached two members and this caller is to post
+ * its summary; `refresh`, its summary is to be drawn again; `same`, nobody new; `none`, no summary
+ * to draw.
+ */
 export type JoinResult = 'post' | 'refresh' | 'same' | 'none';
 
-/** `close`: the group emptied; its summary is closed in Redis, and is to be drawn so. */
-export type LeaveResult = 'none' | 'refresh' | 'close';
+/** A member as it joins: its approval and its card's ts (its place in the summary's list). */
+export interface Joining {
+  approvalId: string;
+  ts: string;
+}
 
-/** A group as it stands: its summary's state and its members, oldest first. */
+/** A group as it stands: its summary's state and its members, oldest card first. */
 export interface GroupState {
   state?: 'posting' | 'posted' | 'closed';
   ts?: string;
   rev: number;
   shared?: BatchShared;
   note?: string;
-  /** The first members, oldest card first. */
-  members: BatchMember[];
+  /** The first members' approvalIds, oldest card first. */
+  memberIds: string[];
   /** How many members the group has. */
   total: number;
 }
 
-// KEYS: summary, order, members. ARGV: how many to list. The summary, the first members (oldest
-// card first) and how many there are, in one round trip.
-const READ_SCRIPT = `
-local ids = redis.call('ZRANGE', KEYS[2], 0, tonumber(ARGV[1]) - 1)
-local members = {}
-if #ids > 0 then members = redis.call('HMGET', KEYS[3], unpack(ids)) end
-return {redis.call('HGETALL', KEYS[1]), members, redis.call('ZCARD', KEYS[2])}
-`;
+/** Members a call carries at most: Lua's unpack() is bounded by its stack (about 8,000 values). */
+export const MAX_MEMBERS_PER_CALL = 1_000;
 
 const STATES: ReadonlySet<string> = new Set(['posting', 'posted', 'closed']);
 
@@ -107,7 +114,7 @@ export function channelOfGroup(groupId: string): string {
 }
 
 export interface BatchGroupsOptions {
-  /** How long a group lives without a join: pending approvals rarely wait longer. */
+  /** How long a group lives without a join or a draw: pending approvals rarely wait longer. */
   ttlMs: number;
   /** How long a claim to post a summary holds if its poster dies before saying where it posted. */
   postingTtlMs: number;
@@ -124,48 +131,52 @@ export class BatchGroups {
       closedTtlMs: 10 * 60_000,
     },
   ) {
-    redis.defineCommand('csBatchJoin', { numberOfKeys: 4, lua: JOIN_SCRIPT });
-    redis.defineCommand('csBatchLeave', { numberOfKeys: 4, lua: LEAVE_SCRIPT });
+    redis.defineCommand('csBatchJoin', { numberOfKeys: 2, lua: JOIN_SCRIPT });
+    redis.defineCommand('csBatchDraw', { numberOfKeys: 2, lua: DRAW_SCRIPT });
     redis.defineCommand('csBatchPosted', { numberOfKeys: 1, lua: POSTED_SCRIPT });
     redis.defineCommand('csBatchNote', { numberOfKeys: 1, lua: NOTE_SCRIPT });
-    redis.defineCommand('csBatchRead', { numberOfKeys: 3, lua: READ_SCRIPT });
-  }
-
-  /** The group the approval is a member of, if any. */
-  async groupOf(channel: string, approvalId: string): Promise<string | undefined> {
-    return (await this.redis.hget(keys.batchIndex(channel), approvalId)) ?? undefined;
   }
 
   /**
-   * Adds a member (one script, one round trip); `post` to exactly one caller when the group
-   * reaches two without a summary. Issued at once: commands reach Redis in the order issued.
+   * Adds members (at most MAX_MEMBERS_PER_CALL: the caller splits more) in one script. Issued at
+   * once: commands reach Redis in the order issued.
    */
-  join(groupId: string, member: BatchMember, shared: BatchShared): Promise<JoinResult> {
+  join(groupId: string, shared: BatchShared, members: readonly Joining[]): Promise<JoinResult> {
+    const scored = members.flatMap((m) => [m.ts, m.approvalId]);
     return this.redis.csBatchJoin(
-      keys.batchMembers(groupId),
       keys.batchOrder(groupId),
       keys.batchSummary(groupId),
-      keys.batchIndex(channelOfGroup(groupId)),
-      member.approvalId,
-      JSON.stringify(member),
-      JSON.stringify(shared),
       String(this.options.ttlMs),
       String(this.options.postingTtlMs),
-      member.ts,
-      groupId,
+      JSON.stringify(shared),
+      ...scored,
     ) as Promise<JoinResult>;
   }
 
-  leave(groupId: string, approvalId: string): Promise<LeaveResult> {
-    return this.redis.csBatchLeave(
-      keys.batchMembers(groupId),
+  /**
+   * Removes the members that left (at most MAX_MEMBERS_PER_CALL), then reads the summary and its
+   * first `listed` members, oldest card first: bounded, however big the group.
+   */
+  async draw(groupId: string, listed: number, leaving: readonly string[] = []): Promise<GroupState> {
+    const [flat, ids, total] = (await this.redis.csBatchDraw(
       keys.batchOrder(groupId),
       keys.batchSummary(groupId),
-      keys.batchIndex(channelOfGroup(groupId)),
-      approvalId,
+      String(listed),
+      String(this.options.ttlMs),
       String(this.options.closedTtlMs),
-      groupId,
-    ) as Promise<LeaveResult>;
+      ...leaving,
+    )) as [string[], string[], number];
+    const summary: Record<string, string> = {};
+    for (let i = 0; i + 1 < flat.length; i += 2) summary[flat[i]!] = flat[i + 1]!;
+    return {
+      ...(STATES.has(summary.state ?? '') ? { state: summary.state as GroupState['state'] } : {}),
+      ...(summary.ts ? { ts: summary.ts } : {}),
+      rev: Number(summary.rev ?? 0),
+      ...(summary.shared ? { shared: JSON.parse(summary.shared) as BatchShared } : {}),
+      ...(summary.note ? { note: summary.note } : {}),
+      memberIds: ids,
+      total,
+    };
   }
 
   /** Says where the summary was posted (false: its claim ran out); it may be closed already. */
@@ -173,60 +184,24 @@ export class BatchGroups {
     return (await this.redis.csBatchPosted(keys.batchSummary(groupId), ts, String(this.options.ttlMs))) === 1;
   }
 
+  /** The summary's rev: it moves with every change a draw would show. */
+  async rev(groupId: string): Promise<number> {
+    return Number((await this.redis.hget(keys.batchSummary(groupId), 'rev')) ?? 0);
+  }
+
   /** Keeps what the last batch decision did, for the summary to show. */
   async note(groupId: string, note: string): Promise<void> {
     await this.redis.csBatchNote(keys.batchSummary(groupId), note);
-  }
-
-  /** The summary and its first `listed` members, oldest card first: bounded, however big the group. */
-  async read(groupId: string, listed: number): Promise<GroupState> {
-    const [flat, raw, total] = (await this.redis.csBatchRead(
-      keys.batchSummary(groupId),
-      keys.batchOrder(groupId),
-      keys.batchMembers(groupId),
-      String(listed),
-    )) as [string[], Array<string | null>, number];
-    const summary: Record<string, string> = {};
-    for (let i = 0; i + 1 < flat.length; i += 2) summary[flat[i]!] = flat[i + 1]!;
-    const members = raw.flatMap((json) => (json ? [JSON.parse(json) as BatchMember] : []));
-    return {
-      ...(STATES.has(summary.state ?? '') ? { state: summary.state as GroupState['state'] } : {}),
-      ...(summary.ts ? { ts: summary.ts } : {}),
-      rev: Number(summary.rev ?? 0),
-      ...(summary.shared ? { shared: JSON.parse(summary.shared) as BatchShared } : {}),
-      ...(summary.note ? { note: summary.note } : {}),
-      members,
-      total,
-    };
   }
 }
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
-    csBatchJoin(
-      members: string,
-      order: string,
-      summary: string,
-      index: string,
-      approvalId: string,
-      member: string,
-      shared: string,
-      ttlMs: string,
-      postingTtlMs: string,
-      ts: string,
-      groupId: string,
-    ): Result<string, Context>;
-    csBatchLeave(
-      members: string,
-      order: string,
-      summary: string,
-      index: string,
-      approvalId: string,
-      closedTtlMs: string,
-      groupId: string,
-    ): Result<string, Context>;
+    /** ARGV as JOIN_SCRIPT documents. */
+    csBatchJoin(order: string, summary: string, ...args: string[]): Result<string, Context>;
+    /** ARGV as DRAW_SCRIPT documents. */
+    csBatchDraw(order: string, summary: string, ...args: string[]): Result<unknown[], Context>;
     csBatchPosted(summary: string, ts: string, ttlMs: string): Result<number, Context>;
     csBatchNote(summary: string, note: string): Result<number, Context>;
-    csBatchRead(summary: string, order: string, members: string, listed: string): Result<unknown[], Context>;
   }
 }

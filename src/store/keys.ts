@@ -139,11 +139,9 @@ export const keys = {
   grantAudit: `${PREFIX}:{grants}:audit`,
 
   // Batch triage (batchGroups.ts): a group is one channel's pending approvals that ask the same,
-  // its id `<channel>:<digest>`. Every batch key of a channel shares the tag `{<channel>}`, so a
-  // join or a leave is one script, index included.
-  /** Hash: approvalId → JSON of a member (BatchMember) of one group. */
-  batchMembers: (groupId: string) => batchKey(groupId, 'm'),
-  /** Sorted set: the same approvalIds scored by their card's ts, so a summary lists the oldest first. */
+  // its id `<channel>:<digest>`. Every batch key of a channel shares the tag `{<channel>}`, so what
+  // one turn's changes do to a group is one script.
+  /** Sorted set: a group's approvalIds scored by their card's ts, so a summary lists the oldest first. */
   batchOrder: (groupId: string) => batchKey(groupId, 'o'),
   /**
    * Hash: the group's summary card: `state` (posting | posted | closed), `ts`, `rev` (bumped by
@@ -151,6 +149,4 @@ export const keys = {
    * `note` (the last batch decision, shown on the card).
    */
   batchSummary: (groupId: string) => batchKey(groupId, 's'),
-  /** Hash, per channel: approvalId → the group it is a member of (it leaves that one, whatever it asks now). */
-  batchIndex: (channel: string) => `${PREFIX}:batch:{${channel}}:of`,
 } as const;

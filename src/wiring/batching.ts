@@ -34,6 +34,8 @@ export function wireBatching({
   const triage = new BatchTriage({
     groups: new BatchGroups(redis),
     board: new SlackSummaryBoard(slackClient, permalinks, logger),
+    // The records this process wrote last are the latest of its own hosts: a draw reads the rest.
+    records: (ids) => Promise.all(ids.map((id) => store.recentOrGet(id))),
     quorum: (record) => authorizer.quorum(record),
     logger,
   });
