@@ -51,7 +51,7 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
 
   function newStore(
     on: RedisClient = redis,
-    extra: { auditMaxLen?: number; listedHostGrantMs?: number } = {},
+    extra: { auditMaxLen?: number; listedHostGrantMs?: number; sweepLimit?: number } = {},
   ) {
     const { logger, lines } = captureLogger();
     const store = new RedisGrantStore(on, {
@@ -377,6 +377,24 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
         [live.grantId, host.grantId].sort(),
       );
       expect(await a.sweep(at(T0 + 1_000))).toBe(0);
+    });
+
+    it('takes on at most sweepLimit due grants per call; the next call goes on from there', async () => {
+      const { store } = newStore(redis, { sweepLimit: 4 });
+      const expiring: Grant[] = [];
+      for (let i = 0; i < 10; i++)
+        expiring.push(await store.create(botGrant({ capabilities: [`exec:${i}`], ttlMs: 1_000 })));
+
+      expect(await store.sweep(at(T0 + 1_000))).toBe(4);
+      expect(await redis.zcard(keys.grantsExpiring())).toBe(6);
+      // Not yet deleted is not live: no match, no listing.
+      expect(await store.candidates(S1, at(T0 + 1_000))).toEqual([]);
+      expect(await store.list({}, at(T0 + 1_000))).toEqual([]);
+      expect(await store.sweep(at(T0 + 1_000))).toBe(4);
+      expect(await store.sweep(at(T0 + 1_000))).toBe(2);
+      expect(await store.sweep(at(T0 + 1_000))).toBe(0);
+      for (const g of expiring) expect(await redis.exists(grantKeyOf(g.grantId)!)).toBe(0);
+      expect(await events('expired')).toHaveLength(10);
     });
 
     it('deletes a replaced grant at its own end without an `expired`; the grant that replaced it lives on', async () => {
