@@ -632,6 +632,17 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
       expect(found.map((g) => g.grantId)).toEqual([mine.grantId]);
       expect(large).toEqual(small);
     });
+
+    it('counting a use is one script of three commands, and the `used` entry', async () => {
+      const { store } = newStore();
+      const grant = await store.create(botGrant());
+      await store.recordUse(grant, 'a-0', 0, now()); // the script is now cached on this connection
+
+      const counted = await commandsDuring(() => store.recordUse(grant, 'a-9', 0, now()));
+      expect(counted.sent).toEqual(['evalsha', 'xadd']);
+      expect(counted.inScripts).toEqual(['hmget', 'hset', 'hincrby']);
+      expect(await store.get(grant.grantId)).toMatchObject({ uses: 2, lastUsedAt: now().toISOString() });
+    });
   });
 
   describe('the grant audit stream', () => {
