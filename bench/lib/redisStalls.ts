@@ -11,8 +11,12 @@ const THRESHOLD_MS = 2;
 export interface RedisStalls {
   /** LATENCY LATEST: each event's worst (ms) over the window. */
   events: Array<{ event: string; maxMs: number }>;
-  /** SLOWLOG: the slowest commands of the window (name and duration), slowest first, at most 10. */
-  slowest: Array<{ command: string; ms: number }>;
+  /**
+   * SLOWLOG: the slowest commands of the window, slowest first, at most 10: the command and its
+   * first key (a script's too), and when it ran (unix seconds), so that several commands slow at
+   * the same second (Redis held up as a whole) tell apart from one slow command.
+   */
+  slowest: Array<{ command: string; ms: number; at: number }>;
   /** How many commands the slowlog kept (at most its length, 128 by default). */
   slowCommands: number;
 }
@@ -36,7 +40,7 @@ export async function watchRedisStalls(redis: Redis): Promise<{ stop(): Promise<
       const log = (await redis.call('SLOWLOG', 'GET', '128')) as Array<[number, number, number, string[]]>;
       for (const [name, value] of saved) await redis.config('SET', name, value);
       const slow = log
-        .map(([, , micros, args]) => ({ command: String(args[0] ?? '?').toLowerCase(), ms: micros / 1000 }))
+        .map(([, at, micros, args]) => ({ command: commandOf(args), ms: micros / 1000, at: Number(at) }))
         .sort((a, b) => b.ms - a.ms);
       return {
         events: latest.map(([event, , , max]) => ({ event, maxMs: Number(max) })),
@@ -45,4 +49,11 @@ export async function watchRedisStalls(redis: Redis): Promise<{ stop(): Promise<
       };
     },
   };
+}
+
+/** `evalsha KEY` for a script (its first key), `name KEY` otherwise. */
+function commandOf(args: string[]): string {
+  const name = String(args[0] ?? '?').toLowerCase();
+  const key = name.startsWith('eval') ? args[3] : args[1];
+  return key === undefined ? name : `${name} ${key}`;
 }
