@@ -218,15 +218,18 @@ export class RedisGrantStore implements GrantStore {
   async recordUse(grant: Grant, approvalId: string, sourceIndex: number, now: Date): Promise<void> {
     const key = grantKeyOf(grant.grantId);
     const at = now.toISOString();
-    const [uses, spent, d] =
+    // The `used` entry does not depend on the count (a use of a grant gone since is recorded all
+    // the same), so both go out at once: one round trip, not two. It still precedes `exhausted`,
+    // which waits for the count.
+    const [[uses, spent, d]] = await Promise.all([
       key === undefined
         ? [-1]
-        : ((await this.redis.csGrantUse(key, at, grant.grantId)) as [number, number?, string?]);
+        : (this.redis.csGrantUse(key, at, grant.grantId) as Promise<[number, number?, string?]>),
+      this.audit.record({ kind: 'used', grantId: grant.grantId, approvalId, sourceIndex, at }),
+    ]);
     if (uses === -1) {
-      // The approval was still decided by it: the use is recorded all the same.
       this.options.logger.warn({ grantId: grant.grantId, approvalId }, 'grant used after it was removed');
     }
-    await this.audit.record({ kind: 'used', grantId: grant.grantId, approvalId, sourceIndex, at });
     if (spent !== 1 || d === undefined) return;
     // Its bucket no longer holds it; the listings would skip it, and now no longer list it.
     await this.unindex(grant.grantId, parseGrantData(d)).catch((err: unknown) => {

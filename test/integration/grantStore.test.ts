@@ -488,6 +488,47 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
     });
   });
 
+  describe('recordUse, one round trip', () => {
+    it('sends the `used` entry while the count is still out', async () => {
+      // The count's script is held until the entry has been sent: sent one after the other, the
+      // entry would wait for the count, and `until` would give up.
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      let entrySent = false;
+      const watched = new Proxy(redis, {
+        get(target, prop, receiver) {
+          if (prop === 'csGrantUse') {
+            return async (...args: Parameters<RedisClient['csGrantUse']>) => {
+              await held;
+              return target.csGrantUse(...args);
+            };
+          }
+          if (prop === 'xadd') {
+            return (...args: unknown[]) => {
+              entrySent = true;
+              return (target.xadd as (...a: unknown[]) => Promise<unknown>)(...args);
+            };
+          }
+          const value = Reflect.get(target, prop, receiver);
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      });
+      const grant = await newStore().store.create(botGrant());
+      const store = newStore(watched).store;
+      entrySent = false;
+      const counting = store.recordUse(grant, 'a-9', 2, now());
+      await until(() => entrySent);
+      release();
+      await counting;
+      expect(await store.get(grant.grantId)).toMatchObject({ uses: 1 });
+      expect(await events('used')).toEqual([
+        expect.objectContaining({ grantId: grant.grantId, approvalId: 'a-9', sourceIndex: 2 }),
+      ]);
+    });
+  });
+
   describe('list', () => {
     it('filters by channel and granter, newest first, live grants only', async () => {
       const { store } = newStore();
