@@ -27,6 +27,20 @@ export const GOAL = {
   rssGrowthMB: 50,
 } as const;
 
+/**
+ * The grant goals of issue 31, each a figure of the grant scenario (bench/scenarios/grantLatency.ts)
+ * beside the relay floor of the same run. Rows of the report, apart from issue 14's `met`.
+ */
+export const GRANT_GOAL = {
+  /** Auto-decide p99 at the largest count over the relay floor's p99. */
+  p99Ratio: 1.5,
+  /** An auto-decided approval's whole life, scripts' inner calls included. */
+  commandsPerApproval: 12,
+  roundTripsPerApproval: 3,
+  /** used_memory grown by seeding, over the grants seeded. */
+  redisBytesPerGrant: 400,
+} as const;
+
 /** `npm start`'s --max-semi-space-size, or V8's default when it sets none. */
 export function youngGeneration(nodeArgs: string[] = PRODUCTION_NODE_ARGS): string {
   const flag = nodeArgs.find((a) => a.startsWith('--max-semi-space-size='));

@@ -7,8 +7,9 @@ import {
   seedOtherGrants,
   seedSpecFor,
 } from '../lib/grantSeed.js';
+import { type RedisStalls, watchRedisStalls } from '../lib/redisStalls.js';
 import { msBetween, ratio, round, type Summary, summarize } from '../lib/stats.js';
-import { counterOverhead, redisCounters } from '../lib/system.js';
+import { counterOverhead, redisCounters, redisUsedBytes } from '../lib/system.js';
 import { CHANNELS, PostTracker, REDIS_DB, ROUTES, TEMPLATE, TOOLS, type World } from '../lib/world.js';
 
 // Auto-decide by a remembered grant, with more and more grants of other callers stored: from the
@@ -36,6 +37,12 @@ const GRANT_TEMPLATE = {
 /** After the last decide: a card posted after all would show up, and each approval's tail (its line, the resolution) is done. */
 const SETTLE_MS = 500;
 const WARMUP_RATE = 200;
+/**
+ * Commands, each its own round trip, that the stall window (bench/lib/redisStalls.ts) sends
+ * between the counters' two readings: CONFIG GET, two CONFIG SETs and two RESETs to open it;
+ * LATENCY LATEST, SLOWLOG GET and two CONFIG SETs to close it. The bench's, not the bot's.
+ */
+const STALL_WATCH_COMMANDS = 9;
 
 export interface GrantRun {
   /** Grants of other callers stored; the bench's own matching grant is one more. */
@@ -54,6 +61,8 @@ export interface GrantRun {
   cards: number;
   /** Redis commands per approval, scripts' inner calls included, its whole life (decide, line, resolution). */
   redisCommandsPerApproval: number;
+  /** Redis round trips per approval over the same window (Redis's reads: a pipeline is one). */
+  redisRoundTripsPerApproval: number;
   /** The lookup alone (RedisGrantStore.candidates from the bench, one at a time). */
   lookup: Summary;
   /**
@@ -61,9 +70,13 @@ export interface GrantRun {
    * Redis itself answers in, whatever the bot does. Its tail is the floor of the bot's.
    */
   redisPing: Summary;
+  /** What Redis itself logged as slow during the batch (LATENCY LATEST, SLOWLOG). */
+  redisStalls: RedisStalls;
   /** Seconds to add this run's grants to the previous run's; Redis's memory afterwards. */
   seedSeconds: number;
   redisMB: number;
+  /** used_memory grown by this run's seeding over the grants it added (0 when it added none). */
+  redisBytesPerGrant: number;
 }
 
 export interface GrantResult {
@@ -79,7 +92,14 @@ export interface GrantResult {
   lookupP99GrowthRatio: number;
   redisPingP99GrowthRatio: number;
   /** p99 at the largest count over the relay floor's p99 (frame in, one Redis write, one post). */
-  vsRelayFloorP99Ratio: number;
+  p99Ratio: number;
+  /** The most of any count's runs: an auto-decided approval's whole life, scripts' inner calls included. */
+  commandsPerApproval: number;
+  roundTripsPerApproval: number;
+  /** used_memory grown by the largest count's seeding, over the grants it added. */
+  redisBytesPerGrant: number;
+  /** A bare PING's p99 at each count, in the order of `runs`. */
+  pingP99Ms: number[];
 }
 
 export interface GrantOptions {
@@ -119,26 +139,29 @@ export async function grantLatency(world: World, opts: GrantOptions): Promise<Gr
   for (const [i, grants] of opts.grantCounts.entries()) {
     opts.log(`grants: storing ${grants - stored} more grants of other callers (${grants} in all)`);
     const seedStarted = Date.now();
+    const bytesBefore = await redisUsedBytes(world.redis);
     await seedOtherGrants(testRedisUrl(REDIS_DB), stored, grants, spec);
     const seedSeconds = round((Date.now() - seedStarted) / 1000, 1);
     await checkSeeded(store, grants, spec);
     // Redis finishes growing its key table in the background: up to 2 s after a million grants.
     await sleep(Math.min(2_000, (grants - stored) / 500));
+    const bytesAfter = await redisUsedBytes(world.redis);
+    const redisBytesPerGrant = grants > stored ? round((bytesAfter - bytesBefore) / (grants - stored), 0) : 0;
     stored = grants;
-    const redisMB = round(
-      Number(/used_memory:(\d+)/.exec(await world.redis.info('memory'))?.[1]) / 2 ** 20,
-      0,
-    );
+    const redisMB = round(bytesAfter / 2 ** 20, 0);
 
     opts.log(`grants: ${opts.count} approvals at ${opts.ratePerSec}/s with ${grants} stored`);
     await decideBatch(world, `gw${i}`, opts.warmup, WARMUP_RATE);
     const overhead = await counterOverhead(world.redis);
     const before = await redisCounters(world.redis);
+    const stalls = await watchRedisStalls(world.redis);
     const pings = pingAtPace(world, opts.ratePerSec);
     const batch = await decideBatch(world, `gr${i}`, opts.count, opts.ratePerSec);
     const redisPing = await pings.stop();
+    const redisStalls = await stalls.stop();
     const after = await redisCounters(world.redis);
-    const commands = after.commands - before.commands - overhead.commands;
+    const commands = after.commands - before.commands - overhead.commands - STALL_WATCH_COMMANDS;
+    const reads = after.reads - before.reads - overhead.reads - STALL_WATCH_COMMANDS;
     runs.push({
       grants,
       approvals: opts.count,
@@ -148,10 +171,13 @@ export async function grantLatency(world: World, opts: GrantOptions): Promise<Gr
       cards: batch.cards,
       // The pings are Redis commands too.
       redisCommandsPerApproval: round((commands - redisPing.n) / opts.count, 2),
+      redisRoundTripsPerApproval: round((reads - redisPing.n) / opts.count, 2),
       lookup: await lookups(store, spec, opts.lookups),
       redisPing,
+      redisStalls,
       seedSeconds,
       redisMB,
+      redisBytesPerGrant,
     });
   }
   const base = runs[0]!;
@@ -166,7 +192,11 @@ export async function grantLatency(world: World, opts: GrantOptions): Promise<Gr
     p99GrowthRatio: ratio(top.p99Ms, base.p99Ms),
     lookupP99GrowthRatio: ratio(top.lookup.p99Ms, base.lookup.p99Ms),
     redisPingP99GrowthRatio: ratio(top.redisPing.p99Ms, base.redisPing.p99Ms),
-    vsRelayFloorP99Ratio: ratio(top.p99Ms, opts.relayFloor.p99Ms),
+    p99Ratio: ratio(top.p99Ms, opts.relayFloor.p99Ms),
+    commandsPerApproval: Math.max(...runs.map((run) => run.redisCommandsPerApproval)),
+    roundTripsPerApproval: Math.max(...runs.map((run) => run.redisRoundTripsPerApproval)),
+    redisBytesPerGrant: top.redisBytesPerGrant,
+    pingP99Ms: runs.map((run) => run.redisPing.p99Ms),
   };
 }
 

@@ -108,16 +108,18 @@ return left
 /**
  * Counts a use. A grant by uses with none left leaves its bucket, once: the first count that
  * finds it spent says so. KEYS: grant. ARGV: lastUsedAt, grant id. Returns {uses} (or {-1} when
- * the grant is gone), {uses, 1, d} when this count found it newly spent.
+ * the grant is gone), {uses, 1, d} when this count found it newly spent. Every grant hash has
+ * `end`, so the one read that the spent check needs also tells a grant that is gone: a count,
+ * on every auto-decided approval, is three commands.
  */
 const RECORD_USE = `
-if redis.call('EXISTS', KEYS[1]) == 0 then return {-1} end
+local f = redis.call('HMGET', KEYS[1], 'end', 'left', 'bk', 'cf', 'd')
+if not f[1] then return {-1} end
 redis.call('HSET', KEYS[1], 'last', ARGV[1])
 local uses = redis.call('HINCRBY', KEYS[1], 'uses', 1)
-local f = redis.call('HMGET', KEYS[1], 'left', 'bk', 'cf', 'd')
-if f[1] and tonumber(f[1]) <= 0 and redis.call('HSETNX', KEYS[1], 'exh', ARGV[1]) == 1 then
-  if f[2] and redis.call('HGET', f[2], f[3]) == ARGV[2] then redis.call('HDEL', f[2], f[3]) end
-  return {uses, 1, f[4]}
+if f[2] and tonumber(f[2]) <= 0 and redis.call('HSETNX', KEYS[1], 'exh', ARGV[1]) == 1 then
+  if f[3] and redis.call('HGET', f[3], f[4]) == ARGV[2] then redis.call('HDEL', f[3], f[4]) end
+  return {uses, 1, f[5]}
 end
 return {uses}
 `;

@@ -29,6 +29,13 @@ export const DEFAULT_LISTED_HOST_GRANT_MS = 7 * 24 * 60 * 60 * 1000;
 /** How long a listing index outlives the end of the latest grant it lists. */
 export const KEEP_AFTER_END_MS = 60 * 60 * 1000;
 const SWEEP_BATCH = 500;
+/**
+ * The most due grants one sweep call takes on. A wave of grants ending at once (a million made
+ * the same hour) is removed over several calls, a bounded slice each minute, rather than in one
+ * call that keeps this process and Redis busy for as long as the wave is large; what is left
+ * is already neither matched nor listed (both check `end`), only not yet deleted.
+ */
+export const DEFAULT_SWEEP_LIMIT = 5_000;
 
 export interface GrantStoreOptions {
   logger: Logger;
@@ -39,6 +46,8 @@ export interface GrantStoreOptions {
   newGrantId?: () => string;
   /** How long a host-held grant is listed: the host keeps it, and MSP can neither list nor revoke. */
   listedHostGrantMs?: number;
+  /** The most due grants one sweep() call takes on (DEFAULT_SWEEP_LIMIT). */
+  sweepLimit?: number;
 }
 
 type CreateInput = Parameters<GrantStore['create']>[0];
@@ -48,6 +57,7 @@ export class RedisGrantStore implements GrantStore {
   private readonly now: () => Date;
   private readonly newGrantId: () => string;
   private readonly listedHostGrantMs: number;
+  private readonly sweepLimit: number;
 
   constructor(
     private readonly redis: RedisClient,
@@ -58,6 +68,7 @@ export class RedisGrantStore implements GrantStore {
     this.now = options.now ?? (() => new Date());
     this.newGrantId = options.newGrantId ?? randomGrantSuffix;
     this.listedHostGrantMs = options.listedHostGrantMs ?? DEFAULT_LISTED_HOST_GRANT_MS;
+    this.sweepLimit = options.sweepLimit ?? DEFAULT_SWEEP_LIMIT;
   }
 
   async create(input: CreateInput): Promise<Grant> {
@@ -207,15 +218,18 @@ export class RedisGrantStore implements GrantStore {
   async recordUse(grant: Grant, approvalId: string, sourceIndex: number, now: Date): Promise<void> {
     const key = grantKeyOf(grant.grantId);
     const at = now.toISOString();
-    const [uses, spent, d] =
+    // The `used` entry does not depend on the count (a use of a grant gone since is recorded all
+    // the same), so both go out at once: one round trip, not two. It still precedes `exhausted`,
+    // which waits for the count.
+    const [[uses, spent, d]] = await Promise.all([
       key === undefined
         ? [-1]
-        : ((await this.redis.csGrantUse(key, at, grant.grantId)) as [number, number?, string?]);
+        : (this.redis.csGrantUse(key, at, grant.grantId) as Promise<[number, number?, string?]>),
+      this.audit.record({ kind: 'used', grantId: grant.grantId, approvalId, sourceIndex, at }),
+    ]);
     if (uses === -1) {
-      // The approval was still decided by it: the use is recorded all the same.
       this.options.logger.warn({ grantId: grant.grantId, approvalId }, 'grant used after it was removed');
     }
-    await this.audit.record({ kind: 'used', grantId: grant.grantId, approvalId, sourceIndex, at });
     if (spent !== 1 || d === undefined) return;
     // Its bucket no longer holds it; the listings would skip it, and now no longer list it.
     await this.unindex(grant.grantId, parseGrantData(d)).catch((err: unknown) => {
@@ -252,26 +266,23 @@ export class RedisGrantStore implements GrantStore {
     return true;
   }
 
+  /** Removes due grants, at most sweepLimit of them (the next call goes on where this one stopped). */
   async sweep(now: Date): Promise<number> {
     const nowMs = now.getTime();
     const at = now.toISOString();
     let removed = 0;
-    for (;;) {
-      const due = await this.redis.zrangebyscore(
-        keys.grantsExpiring(),
-        '-inf',
-        nowMs,
-        'LIMIT',
-        0,
-        SWEEP_BATCH,
-      );
+    for (let left = this.sweepLimit; left > 0; ) {
+      const batch = Math.min(SWEEP_BATCH, left);
+      const due = await this.redis.zrangebyscore(keys.grantsExpiring(), '-inf', nowMs, 'LIMIT', 0, batch);
       if (due.length === 0) return removed;
+      left -= due.length;
       const claimed = await this.redis.csGrantClaimExpired(keys.grantsExpiring(), nowMs, ...due);
       for (const grantId of claimed) {
         if (await this.removeClaimed(grantId, nowMs, at)) removed++;
       }
-      if (due.length < SWEEP_BATCH) return removed;
+      if (due.length < batch) return removed;
     }
+    return removed;
   }
 
   /** Deletes one grant this sweep claimed; true when it was removed. */

@@ -46,12 +46,26 @@ it('npm run bench --quick --only grant auto-decides every approval, with no card
     const work = run.redisCommandsPerApproval / grant.runs[0]!.redisCommandsPerApproval;
     expect(work).toBeGreaterThan(0.8);
     expect(work).toBeLessThan(1.25);
+    expect(run.redisRoundTripsPerApproval).toBeGreaterThan(0);
+    expect(run.redisRoundTripsPerApproval).toBeLessThanOrEqual(run.redisCommandsPerApproval);
+    // Seeding grows Redis by what each grant stores: more than nothing, far less than a megabyte.
+    if (run.grants > 1) expect(run.redisBytesPerGrant).toBeGreaterThan(0);
+    expect(run.redisBytesPerGrant).toBeLessThan(2 ** 20);
+    expect(Array.isArray(run.redisStalls.events) && Array.isArray(run.redisStalls.slowest)).toBe(true);
   }
   const top = grant.runs.at(-1)!;
-  expect(grant).toMatchObject({ grants: top.grants, p99Ms: top.p99Ms, p50Ms: top.p50Ms });
+  expect(grant).toMatchObject({
+    grants: top.grants,
+    p99Ms: top.p99Ms,
+    p50Ms: top.p50Ms,
+    redisBytesPerGrant: top.redisBytesPerGrant,
+    commandsPerApproval: Math.max(...grant.runs.map((run) => run.redisCommandsPerApproval)),
+    roundTripsPerApproval: Math.max(...grant.runs.map((run) => run.redisRoundTripsPerApproval)),
+    pingP99Ms: grant.runs.map((run) => run.redisPing.p99Ms),
+  });
   expect(grant.p99GrowthRatio).toBeCloseTo(top.p99Ms / grant.runs[0]!.p99Ms, 1);
-  const { p99GrowthRatio, p50GrowthRatio, lookupP99GrowthRatio, vsRelayFloorP99Ratio } = grant;
-  for (const growth of [p99GrowthRatio, p50GrowthRatio, lookupP99GrowthRatio, vsRelayFloorP99Ratio]) {
+  const { p99GrowthRatio, p50GrowthRatio, lookupP99GrowthRatio, p99Ratio } = grant;
+  for (const growth of [p99GrowthRatio, p50GrowthRatio, lookupP99GrowthRatio, p99Ratio]) {
     expect(Number.isFinite(growth) && growth > 0 && growth < 100).toBe(true);
   }
 }, 120_000);

@@ -51,7 +51,7 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
 
   function newStore(
     on: RedisClient = redis,
-    extra: { auditMaxLen?: number; listedHostGrantMs?: number } = {},
+    extra: { auditMaxLen?: number; listedHostGrantMs?: number; sweepLimit?: number } = {},
   ) {
     const { logger, lines } = captureLogger();
     const store = new RedisGrantStore(on, {
@@ -379,6 +379,24 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
       expect(await a.sweep(at(T0 + 1_000))).toBe(0);
     });
 
+    it('takes on at most sweepLimit due grants per call; the next call goes on from there', async () => {
+      const { store } = newStore(redis, { sweepLimit: 4 });
+      const expiring: Grant[] = [];
+      for (let i = 0; i < 10; i++)
+        expiring.push(await store.create(botGrant({ capabilities: [`exec:${i}`], ttlMs: 1_000 })));
+
+      expect(await store.sweep(at(T0 + 1_000))).toBe(4);
+      expect(await redis.zcard(keys.grantsExpiring())).toBe(6);
+      // Not yet deleted is not live: no match, no listing.
+      expect(await store.candidates(S1, at(T0 + 1_000))).toEqual([]);
+      expect(await store.list({}, at(T0 + 1_000))).toEqual([]);
+      expect(await store.sweep(at(T0 + 1_000))).toBe(4);
+      expect(await store.sweep(at(T0 + 1_000))).toBe(2);
+      expect(await store.sweep(at(T0 + 1_000))).toBe(0);
+      for (const g of expiring) expect(await redis.exists(grantKeyOf(g.grantId)!)).toBe(0);
+      expect(await events('expired')).toHaveLength(10);
+    });
+
     it('deletes a replaced grant at its own end without an `expired`; the grant that replaced it lives on', async () => {
       const { store } = newStore();
       const replaced = await store.create(botGrant({ ttlMs: 1_000 }));
@@ -467,6 +485,47 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
       expect(used).toContainEqual(
         expect.objectContaining({ grantId: grant.grantId, approvalId: 'a-use-7', sourceIndex: 1 }),
       );
+    });
+  });
+
+  describe('recordUse, one round trip', () => {
+    it('sends the `used` entry while the count is still out', async () => {
+      // The count's script is held until the entry has been sent: sent one after the other, the
+      // entry would wait for the count, and `until` would give up.
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      let entrySent = false;
+      const watched = new Proxy(redis, {
+        get(target, prop, receiver) {
+          if (prop === 'csGrantUse') {
+            return async (...args: Parameters<RedisClient['csGrantUse']>) => {
+              await held;
+              return target.csGrantUse(...args);
+            };
+          }
+          if (prop === 'xadd') {
+            return (...args: unknown[]) => {
+              entrySent = true;
+              return (target.xadd as (...a: unknown[]) => Promise<unknown>)(...args);
+            };
+          }
+          const value = Reflect.get(target, prop, receiver);
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      });
+      const grant = await newStore().store.create(botGrant());
+      const store = newStore(watched).store;
+      entrySent = false;
+      const counting = store.recordUse(grant, 'a-9', 2, now());
+      await until(() => entrySent);
+      release();
+      await counting;
+      expect(await store.get(grant.grantId)).toMatchObject({ uses: 1 });
+      expect(await events('used')).toEqual([
+        expect.objectContaining({ grantId: grant.grantId, approvalId: 'a-9', sourceIndex: 2 }),
+      ]);
     });
   });
 
@@ -613,6 +672,17 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
       });
       expect(found.map((g) => g.grantId)).toEqual([mine.grantId]);
       expect(large).toEqual(small);
+    });
+
+    it('counting a use is one script of three commands, and the `used` entry', async () => {
+      const { store } = newStore();
+      const grant = await store.create(botGrant());
+      await store.recordUse(grant, 'a-0', 0, now()); // the script is now cached on this connection
+
+      const counted = await commandsDuring(() => store.recordUse(grant, 'a-9', 0, now()));
+      expect(counted.sent).toEqual(['evalsha', 'xadd']);
+      expect(counted.inScripts).toEqual(['hmget', 'hset', 'hincrby']);
+      expect(await store.get(grant.grantId)).toMatchObject({ uses: 2, lastUsedAt: now().toISOString() });
     });
   });
 
