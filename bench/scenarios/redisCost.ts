@@ -42,6 +42,15 @@ async function cardReaches(world: World, card: Post, versions: number): Promise<
   }
 }
 
+/** Waits until the card's thread has the decision's line (DecisionNotices). */
+async function threadLine(world: World, card: Post): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (world.slack.repliesTo(card.channel, card.ts).length === 0) {
+    if (Date.now() > deadline) throw new Error(`no thread line under the card of ${card.approvalId}`);
+    await sleep(2);
+  }
+}
+
 function perItem(windows: RedisCounters[]): { reads: number; commands: number } {
   const sum = windows.reduce((a, w) => ({ reads: a.reads + w.reads, commands: a.commands + w.commands }), {
     reads: 0,
@@ -60,16 +69,20 @@ export async function redisCost(world: World, bot: RunningBot, count: number): P
   const cards = tracker.postsOf('rca').sort((a, b) => a.index - b.index);
   const half = Math.floor(cards.length / 2);
 
-  // A resolution the host makes by itself (policy): the card turns final.
-  const resolutions: RedisCounters[] = [];
-  for (const card of cards.slice(0, half)) {
-    resolutions.push(
-      await measured(world, async () => {
-        await world.host.resolve({ approvalId: card.approvalId, decision: 'approved' });
-        await cardReaches(world, card, 2);
-      }),
-    );
-  }
+  // A resolution the host makes by itself (policy), with all it brings: the card turns final, the
+  // line in its thread is posted, and what is written after (the notices' outcomes, the cards'
+  // sync marks) lands. One window over them all, each resolution alone in turn, with a pause
+  // after each for its last writes (they follow Slack's answer, not the card).
+  const resolved = cards.slice(0, half);
+  const resolutions = await measured(world, async () => {
+    for (const card of resolved) {
+      await world.host.resolve({ approvalId: card.approvalId, decision: 'approved' });
+      await cardReaches(world, card, 2);
+      await threadLine(world, card);
+      await sleep(10);
+    }
+    await sleep(200);
+  });
 
   // A click, up to the decision written to the host; the host holds its answer meanwhile, so
   // the resolution that follows is not counted here.
@@ -85,14 +98,13 @@ export async function redisCost(world: World, bot: RunningBot, count: number): P
     await cardReaches(world, card, 3); // resolved, outside the window
   }
 
-  const perResolution = perItem(resolutions);
   const perClick = perItem(clicks);
   return {
     roundTripsPerApproval: round(approvals.reads / count, 2),
     commandsPerApproval: round(approvals.commands / count, 2),
     roundTripsPerClick: perClick.reads,
     commandsPerClick: perClick.commands,
-    roundTripsPerResolution: perResolution.reads,
-    commandsPerResolution: perResolution.commands,
+    roundTripsPerResolution: round(resolutions.reads / resolved.length, 2),
+    commandsPerResolution: round(resolutions.commands / resolved.length, 2),
   };
 }
