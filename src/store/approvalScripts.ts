@@ -231,6 +231,18 @@ export function defineApprovalScripts(redis: RedisClient): void {
   redis.defineCommand('csSynced', { numberOfKeys: 1, lua: SYNCED_SCRIPT });
 }
 
+/** casScript's ARGV, in order. */
+type CasArgs = [
+  expectedVersion: string,
+  nextVersion: string,
+  json: string,
+  ttlMs: string,
+  token: string,
+  releaseAlways: string,
+  fence: string,
+  expectedTail: string,
+];
+
 declare module 'ioredis' {
   interface RedisCommander<Context> {
     csCreate(
@@ -244,58 +256,21 @@ declare module 'ioredis' {
       ...fullTextFields: string[]
     ): Result<number, Context>;
     /** ARGV as casScript documents. */
-    csCas(
-      approvalKey: string,
-      expectedVersion: string,
-      nextVersion: string,
-      json: string,
-      ttlMs: string,
-      leaseToken: string,
-      releaseAlways: string,
-      fence: string,
-      expectedTail: string,
-    ): Result<number, Context>;
+    csCas(approvalKey: string, ...args: CasArgs): Result<number, Context>;
     /** csCas that also releases KEYS[2] (a claim or the post lease) when it holds ARGV[5]. */
-    csCasReleasing(
-      approvalKey: string,
-      releaseKey: string,
-      expectedVersion: string,
-      nextVersion: string,
-      json: string,
-      ttlMs: string,
-      token: string,
-      releaseAlways: string,
-      fence: string,
-      expectedTail: string,
-    ): Result<number, Context>;
+    csCasReleasing(approvalKey: string, releaseKey: string, ...args: CasArgs): Result<number, Context>;
     /** csCas that also claims a notice key when the write goes through: [result, claimed]. */
     csCasNoticed(
       approvalKey: string,
       noticeKey: string,
-      expectedVersion: string,
-      nextVersion: string,
-      json: string,
-      ttlMs: string,
-      leaseToken: string,
-      releaseAlways: string,
-      fence: string,
-      expectedTail: string,
-      noticeTtlMs: string,
+      ...args: [...CasArgs, noticeTtlMs: string]
     ): Result<[number, number], Context>;
     /** csCasReleasing that also claims a notice key when the write goes through: [result, claimed]. */
     csCasReleasingNoticed(
       approvalKey: string,
       releaseKey: string,
       noticeKey: string,
-      expectedVersion: string,
-      nextVersion: string,
-      json: string,
-      ttlMs: string,
-      token: string,
-      releaseAlways: string,
-      fence: string,
-      expectedTail: string,
-      noticeTtlMs: string,
+      ...args: [...CasArgs, noticeTtlMs: string]
     ): Result<[number, number], Context>;
     csSavePost(
       approvalKey: string,
