@@ -178,6 +178,8 @@ export class ApprovalRecords {
     mutate: Mutation,
     known?: ApprovalRecord,
   ): Promise<UpdateResult | undefined> {
+    // Whether a write that lost took the record out of its host's open sets (whenFinal).
+    let leftOpen = false;
     for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
       // A record the caller has just read, or one seen lately, is tried first: the
       // compare-and-set says if it moved, and the retry reads it.
@@ -191,6 +193,7 @@ export class ApprovalRecords {
           this.recent.forget(approvalId);
           continue;
         }
+        if (leftOpen) await this.rejoinOpen(current);
         return { record: current, changed: false, previous: current };
       }
       const written = this.nextVersion(current, next);
@@ -210,8 +213,10 @@ export class ApprovalRecords {
       ]);
       if (result === 1) {
         this.recent.seen(written);
+        if (leftOpen) await this.rejoinOpen(written);
         return { record: written, changed: true, previous: current };
       }
+      leftOpen ||= isTerminal(written) && !isTerminal(current);
       this.recent.forget(approvalId);
       if (result === -1) return undefined;
       if (result === -2) throw new FencedError(current.hostId);
@@ -309,6 +314,22 @@ export class ApprovalRecords {
       : await this.redis.csCasNoticed(approvalKey, noticeKey, ...args, '', '0', fence, tail, ttlMs);
     if (result === 1 && claimed === 1) notice.hold(current.approvalId);
     return result;
+  }
+
+  /**
+   * A write that lost had taken the record out of its host's open sets (whenFinal), and the one
+   * that won, made on what Redis held, leaves it open: it joins them again. Rare: the record
+   * changed between the first try and the write (a record from memory that was behind).
+   */
+  private async rejoinOpen(record: ApprovalRecord): Promise<void> {
+    if (isTerminal(record)) return;
+    await this.redis.csOpen(
+      keys.openApprovals(record.hostId),
+      keys.openInSession(record.hostId, record.sessionId),
+      keys.sessions(record.hostId),
+      record.approvalId,
+      record.sessionId,
+    );
   }
 
   /**

@@ -261,6 +261,25 @@ describe.each(BACKENDS)('ApprovalStore on %s Redis', (kind) => {
     expect(result).toMatchObject({ changed: true, record: { version: 3, reason: 'seen' } });
   });
 
+  it('a record a lost try took out of the open sets joins them again when the write that wins leaves it open', async () => {
+    await store.createIfAbsent(sampleRecord('a-reopen'));
+    const other = new ApprovalStore(redis, { resolvedTtlMs: 60_000 });
+    await other.update('a-reopen', (r) => ({ ...r, reason: 'asked again' }));
+    // On the record remembered the mutation resolves it; on the one Redis holds it does not.
+    const result = await store.update('a-reopen', (r) =>
+      r.reason === 'asked again'
+        ? { ...r, toolCallId: 'seen again' }
+        : {
+            ...r,
+            phase: 'resolved',
+            resolution: { decision: 'approved', resolvedBy: 'policy', decidedAt: 'x' },
+          },
+    );
+    expect(result?.record).toMatchObject({ phase: 'pending', toolCallId: 'seen again' });
+    expect(await store.openApprovalIds('default')).toContain('a-reopen');
+    expect(await store.openApprovalIds('default', 's-1')).toContain('a-reopen');
+  });
+
   it('claims the audit notice with the write that resolves a record, once', async () => {
     const held = new HeldNoticeClaims('audit', 60_000);
     const noticed = new ApprovalStore(redis, { resolvedTtlMs: 60_000, resolveNotice: held });
