@@ -41,7 +41,7 @@ const { values: args } = parseArgs({
     rounds: { type: 'string' },
   },
 });
-const ONLY = ['grant', 'replicas', 'scale', 'throughput', 'latency'];
+const ONLY = ['grant', 'replicas', 'scale', 'throughput', 'latency', 'redis'];
 if (args.only !== undefined && !ONLY.includes(args.only))
   throw new Error(`--only: unknown scenario ${args.only} (one of ${ONLY.join(', ')})`);
 const quick = args.quick;
@@ -288,6 +288,23 @@ async function latencyOnly(world: World, machine: Record<string, unknown>): Prom
   mergeResults(machine, { config: world.config, relay, click });
 }
 
+/**
+ * `--only redis`: round trips and commands per approval, click and resolution, on a bot warmed as
+ * the full run's (a throughput round's warm-up and batch first).
+ */
+async function redisOnly(world: World, machine: Record<string, unknown>): Promise<void> {
+  const bot = await world.startBot();
+  try {
+    log(`redis cost: warm-up of ${sizes.tpWarmup} approvals, then ${sizes.redis} measured`);
+    await runBatch(world, 'rcw', sizes.tpWarmup, 0, TOOLS);
+    const redis = await redisCost(world, bot, sizes.redis);
+    log(JSON.stringify(redis));
+    mergeResults(machine, { config: world.config, redis });
+  } finally {
+    await bot.stop();
+  }
+}
+
 /** `--only throughput`: the raw floor once, then the interleaved rounds. */
 async function throughputOnly(world: World, machine: Record<string, unknown>): Promise<void> {
   const { rawPerSecond, result, bot } = await throughputSection(world);
@@ -360,6 +377,7 @@ async function main(): Promise<void> {
     if (args.only === 'throughput') return await throughputOnly(world, machine);
     if (args.only === 'scale') return await scaleOnly(world, machine);
     if (args.only === 'latency') return await latencyOnly(world, machine);
+    if (args.only === 'redis') return await redisOnly(world, machine);
     const { relay, click } = await latencySection(world);
 
     // ---- throughput, all at once across the channels: interleaved rounds of floor and bot

@@ -41,6 +41,17 @@ export const GRANT_GOAL = {
   redisBytesPerGrant: 400,
 } as const;
 
+/**
+ * Issue 31's goals, each its own line beside the ones above: Redis round trips per resolution and
+ * per click at the owner, and a click at a standby (forwarded to the owner) against one at the
+ * owner, p50 over p50 in the replicas scenario.
+ */
+export const ROUND_TRIP_GOAL = {
+  perResolution: 3,
+  perClick: 1.2,
+  standbyClickP50Ratio: 2,
+} as const;
+
 /** `npm start`'s --max-semi-space-size, or V8's default when it sets none. */
 export function youngGeneration(nodeArgs: string[] = PRODUCTION_NODE_ARGS): string {
   const flag = nodeArgs.find((a) => a.startsWith('--max-semi-space-size='));

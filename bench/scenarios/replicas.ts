@@ -69,6 +69,11 @@ export interface ReplicasResult {
     clickP50: number;
     clickP99: number;
   };
+  /**
+   * With three replicas: p50 of the clicks that landed at a standby (forwarded to the owner) over
+   * p50 of those that landed at the owner.
+   */
+  standbyClickP50Ratio: number;
   takeovers: Takeover[];
   /** Medians over the takeovers. */
   takeoverMs: number;
@@ -116,6 +121,7 @@ export async function replicas(world: World, opts: ReplicasOptions): Promise<Rep
       clickP50: ratio(three.clickP50Ms, one.clickP50Ms),
       clickP99: ratio(three.clickP99Ms, one.clickP99Ms),
     },
+    standbyClickP50Ratio: ratio(three.forwardedClickP50Ms ?? Number.NaN, three.ownerClickP50Ms ?? Number.NaN),
     takeovers,
     takeoverMs,
     takeoverDecideMs,

@@ -6,6 +6,7 @@ import type { DecisionOutcome, DecisionRequest } from '../relay/deciding/decider
 import { type DecisionStream, REPLY_TTL_MS, type StreamEntry } from '../store/decisionStream.js';
 import type { RedisClient } from '../store/redisConnection.js';
 import { byDeadline, LATE } from '../util/byDeadline.js';
+import { BlockingReaders } from './blockingReaders.js';
 import type { ReplicaSeal } from './replicaSeal.js';
 
 // A decision taken at a replica that does not own the approval's host (a click that landed there,
@@ -66,7 +67,10 @@ export interface DecisionForwardingOptions {
   store: RecordReader;
   /** The owner's side decides through this (its Decider). */
   decide: DecideLocally;
-  /** A connection for blocking reads, one per host served (ioredis's duplicate()). */
+  /**
+   * A connection for blocking reads (ioredis's duplicate()): one per host served, and one per
+   * asker waiting for an outcome (kept for the next).
+   */
   readerConnection: () => RedisClient;
   replicaId: string;
   newCommandId: () => string;
@@ -80,13 +84,23 @@ export interface DecisionForwardingOptions {
 
 const DEFAULT_WAIT_MS = 20_000;
 const BLOCK_MS = 2_000;
+/**
+ * How long an asker blocks on its reply list at a time before it also looks at the reply key: an
+ * owner of an earlier release stores the outcome there only, and a pushed outcome whose reply was
+ * lost with a broken connection is there too.
+ */
+const REPLY_BLOCK_MS = 500;
 
 export class DecisionForwarding {
   /** hostId → how to stop serving it. */
   private readonly serving = new Map<string, () => void>();
   private readonly active = new Set<Promise<unknown>>();
+  /** The askers' blocking connections. */
+  private readonly readers: BlockingReaders;
 
-  constructor(private readonly options: DecisionForwardingOptions) {}
+  constructor(private readonly options: DecisionForwardingOptions) {
+    this.readers = new BlockingReaders(options.readerConnection);
+  }
 
   /**
    * The asker's side: hands the decision to the host's owner and resolves with its outcome.
@@ -128,12 +142,54 @@ export class DecisionForwarding {
       }
       return outcome;
     };
-    for (let pause = 5; Date.now() < waitUntil; pause = Math.min(pause * 2, 100)) {
-      const outcome = believed(await stream.outcome(hostId, commandId));
-      if (outcome) return outcome;
-      await sleep(pause);
-    }
+    const outcome = await this.awaitOutcome(hostId, commandId, waitUntil, believed);
+    if (outcome) return outcome;
     return believed(await stream.giveUp(hostId, commandId)) ?? { kind: 'forwarded' };
+  }
+
+  /**
+   * The outcome the owner sent for `commandId`, by `waitUntil`: blocked on its reply list, so
+   * that it is heard as soon as the owner pushes it, with a look at the reply key between blocks.
+   * With no blocking connection to be had (too many askers waiting at once, or one failed), the
+   * reply key is polled.
+   */
+  private async awaitOutcome(
+    hostId: string,
+    commandId: string,
+    waitUntil: number,
+    believed: (stored: string | undefined) => DecisionOutcome | undefined,
+  ): Promise<DecisionOutcome | undefined> {
+    const { stream, logger } = this.options;
+    let reader = this.readers.take();
+    try {
+      for (let pause = 5; Date.now() < waitUntil; pause = Math.min(pause * 2, 100)) {
+        if (reader) {
+          const blockMs = Math.min(waitUntil - Date.now(), REPLY_BLOCK_MS);
+          const popping = stream.awaitOutcome(reader, hostId, commandId, blockMs);
+          // Bounded here too: ioredis sends a read again after a reconnect, and would wait on.
+          const pushed = await byDeadline(popping, Date.now() + blockMs + 1_000).catch(
+            (err: unknown): typeof LATE => {
+              logger.warn({ err, hostId, commandId }, 'could not wait on the reply list; polling');
+              return LATE;
+            },
+          );
+          if (pushed === LATE) {
+            popping.catch(() => {});
+            this.readers.giveBack(reader, true);
+            reader = undefined;
+          } else {
+            const outcome = believed(pushed);
+            if (outcome) return outcome;
+          }
+        }
+        const outcome = believed(await stream.outcome(hostId, commandId));
+        if (outcome) return outcome;
+        if (!reader) await sleep(pause);
+      }
+      return undefined;
+    } finally {
+      if (reader) this.readers.giveBack(reader);
+    }
   }
 
   /**
@@ -182,6 +238,7 @@ export class DecisionForwarding {
   /** Stops serving every host; resolves once the entries being carried out have their outcome. */
   async stop(): Promise<void> {
     for (const hostId of [...this.serving.keys()]) this.stopServing(hostId);
+    this.readers.stop();
     while (this.active.size > 0) await Promise.allSettled([...this.active]);
   }
 
@@ -220,14 +277,18 @@ export class DecisionForwarding {
       await stream.drop(hostId, entry.id);
       return;
     }
-    const state = await stream.take(hostId, forwarded.commandId);
+    // The record is read in the same round trip as the take: what the take says decides whether
+    // it is used, and the Decider's claim is made against it by compare-and-set anyway.
+    const [state, record] = await Promise.all([
+      stream.take(hostId, forwarded.commandId),
+      store.get(forwarded.approvalId),
+    ]);
     if (state === 'withdrawn' || typeof state === 'object') {
       // Withdrawn by its asker, or carried out by an earlier owner that died before removing it.
       await stream.drop(hostId, entry.id);
       return;
     }
     if (!this.options.mayAct(hostId)) return;
-    const record = await store.get(forwarded.approvalId);
     const outcome: DecisionOutcome = record
       ? await decide({
           record,

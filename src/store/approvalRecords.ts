@@ -2,6 +2,7 @@ import { ApprovalRecord, Claim, isTerminal } from '../domain/record.js';
 import { defineApprovalScripts } from './approvalScripts.js';
 import type { CardSync } from './cardSync.js';
 import { keys } from './keys.js';
+import type { HeldNoticeClaims } from './noticeLedger.js';
 import { RecentRecords } from './recentRecords.js';
 import type { RedisClient } from './redisConnection.js';
 
@@ -22,6 +23,11 @@ export interface ApprovalStoreOptions {
   fenceOf?: (hostId: string) => number | undefined;
   /** How many of the records last read or written are kept for clicks (RecentRecords); default 512. */
   recentRecords?: number;
+  /**
+   * The notice claimed by the write that resolves a record (noticeLedger.ts): without it, every
+   * notice is claimed on its own.
+   */
+  resolveNotice?: HeldNoticeClaims;
 }
 
 /** A write for a host was refused: another replica has owned the host since (its token is higher). */
@@ -164,19 +170,32 @@ export class ApprovalRecords {
    * Reads the record, applies a pure mutation and writes it back only if nobody else wrote in
    * between; on a conflict it re-reads and tries again. The mutation returns undefined for "no
    * change". Resolves with the stored record and whether it changed, or undefined if there is none.
-   * `known`, a record just read, saves the first read.
+   * `known`, a record just read, saves the first read; so does a record this process read or
+   * wrote lately (RecentRecords), which the write must find still stored as it was (versionTail).
    */
   async update(
     approvalId: string,
     mutate: Mutation,
     known?: ApprovalRecord,
   ): Promise<UpdateResult | undefined> {
+    // Whether a write that lost took the record out of its host's open sets (whenFinal).
+    let leftOpen = false;
     for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
-      // A record the caller has just read is tried first; the compare-and-set says if it moved.
-      const current = attempt === 0 && known ? known : await this.get(approvalId);
+      // A record the caller has just read, or one seen lately, is tried first: the
+      // compare-and-set says if it moved, and the retry reads it.
+      const remembered = attempt === 0 ? (known ?? this.recent.get(approvalId)) : undefined;
+      const current = remembered ?? (await this.get(approvalId));
       if (!current) return undefined;
       const next = mutate(current);
-      if (!next) return { record: current, changed: false, previous: current };
+      if (!next) {
+        // "No change" is said only of what Redis holds: a record from memory may be behind it.
+        if (remembered && !known) {
+          this.recent.forget(approvalId);
+          continue;
+        }
+        if (leftOpen) await this.rejoinOpen(current);
+        return { record: current, changed: false, previous: current };
+      }
       const written = this.nextVersion(current, next);
       const dropped = current.claim && current.claim.commandId !== written.claim?.commandId;
       // Sent with the write, ahead of it: the card is behind its record until cardsSynced() says
@@ -185,14 +204,19 @@ export class ApprovalRecords {
       // A dropped claim's key must not outlive it: a host that asks that stage again (a restart
       // recovery under the same id) must find it free.
       const [result] = await Promise.all([
-        this.cas(current, written, dropped ? current.claim : undefined),
+        this.cas(current, written, {
+          release: dropped ? current.claim : undefined,
+          tail: remembered ? versionTail(current) : '',
+        }),
         unsynced,
         this.whenFinal(current, written),
       ]);
       if (result === 1) {
         this.recent.seen(written);
+        if (leftOpen) await this.rejoinOpen(written);
         return { record: written, changed: true, previous: current };
       }
+      leftOpen ||= isTerminal(written) && !isTerminal(current);
       this.recent.forget(approvalId);
       if (result === -1) return undefined;
       if (result === -2) throw new FencedError(current.hostId);
@@ -251,14 +275,61 @@ export class ApprovalRecords {
     return { ...next, version: current.version + 1, updatedAt: new Date().toISOString() };
   }
 
-  private cas(current: ApprovalRecord, written: ApprovalRecord, release: Claim | undefined): Promise<number> {
+  /**
+   * The compare-and-set of update(). `tail`: the record was taken from memory, and Redis must
+   * still hold that very write. A write that resolves a record claims its audit notice with it
+   * (options.resolveNotice), held here for the notices to take.
+   */
+  private async cas(
+    current: ApprovalRecord,
+    written: ApprovalRecord,
+    { release, tail }: { release: Claim | undefined; tail: string },
+  ): Promise<number> {
     const ttl = String(isTerminal(written) ? this.options.resolvedTtlMs : 0);
     const args = [String(current.version), String(written.version), JSON.stringify(written), ttl] as const;
     const approvalKey = keys.approval(current.approvalId);
     const fence = this.fence(current.hostId);
-    if (!release) return this.redis.csCas(approvalKey, ...args, '', '0', fence);
-    const claimKey = keys.claim(current.approvalId, release.sourceIndex);
-    return this.redis.csCasReleasing(approvalKey, claimKey, ...args, release.commandId, '0', fence);
+    const claimKey = release ? keys.claim(current.approvalId, release.sourceIndex) : undefined;
+    const token = release?.commandId ?? '';
+    const notice = resolves(current, written) ? this.options.resolveNotice : undefined;
+    if (!notice) {
+      return claimKey
+        ? this.redis.csCasReleasing(approvalKey, claimKey, ...args, token, '0', fence, tail)
+        : this.redis.csCas(approvalKey, ...args, '', '0', fence, tail);
+    }
+    const noticeKey = keys.notice(current.approvalId, notice.kind);
+    const ttlMs = String(notice.ttlMs);
+    const [result, claimed] = claimKey
+      ? await this.redis.csCasReleasingNoticed(
+          approvalKey,
+          claimKey,
+          noticeKey,
+          ...args,
+          token,
+          '0',
+          fence,
+          tail,
+          ttlMs,
+        )
+      : await this.redis.csCasNoticed(approvalKey, noticeKey, ...args, '', '0', fence, tail, ttlMs);
+    if (result === 1 && claimed === 1) notice.hold(current.approvalId);
+    return result;
+  }
+
+  /**
+   * A write that lost had taken the record out of its host's open sets (whenFinal), and the one
+   * that won, made on what Redis held, leaves it open: it joins them again. Rare: the record
+   * changed between the first try and the write (a record from memory that was behind).
+   */
+  private async rejoinOpen(record: ApprovalRecord): Promise<void> {
+    if (isTerminal(record)) return;
+    await this.redis.csOpen(
+      keys.openApprovals(record.hostId),
+      keys.openInSession(record.hostId, record.sessionId),
+      keys.sessions(record.hostId),
+      record.approvalId,
+      record.sessionId,
+    );
   }
 
   /**
@@ -280,6 +351,14 @@ export class ApprovalRecords {
       : undefined;
     await Promise.all([open, mapping]);
   }
+}
+
+/**
+ * The write that resolves a record: the one after which its notices are due (DecisionNotices
+ * follows records resolved with a resolution).
+ */
+function resolves(current: ApprovalRecord, written: ApprovalRecord): boolean {
+  return written.phase === 'resolved' && written.resolution !== undefined && !isTerminal(current);
 }
 
 /** The record's last two fields as JSON.stringify writes them: nextVersion() keeps their place. */

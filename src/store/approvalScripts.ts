@@ -133,22 +133,41 @@ return 0
 `;
 
 /**
- * KEYS[1] record, KEYS[2] a claim or lease key to free (optional). ARGV: expected version, next
- * version, JSON, TTL ms (0 = none), the token the key to free must hold, '1' to free it even when
- * the write lost, the fence ('' for none). A key is freed only if it still holds our token: a late writer must not free
- * someone else's claim.
+ * The compare-and-set write of a record. KEYS[1] record, then with `release` a claim or lease key
+ * to free, then with `notice` a notice key (noticeLedger.ts) to claim when the write goes through.
+ * ARGV: expected version, next version, JSON, TTL ms (0 = none), the token the key to free must
+ * hold, '1' to free it even when the write lost, the fence ('' for none), the expected tail
+ * ('' for none; versionTail(): the record was not read for this write but taken from memory, and
+ * must still be that very write), and with `notice` the notice claim's TTL ms. A key is freed only
+ * if it still holds our token: a late writer must not free someone else's claim.
+ *
+ * The notice is claimed (SET NX) only by the write that goes through, in the same step: the write
+ * that resolves a record is made once, so its audit notice is claimed by the one process that
+ * made it, without a round trip of its own. Returns the result, or {result, 1 when the notice was
+ * claimed} with `notice`.
  */
-const CAS_SCRIPT = `
+const casScript = (release: boolean, notice: boolean) => `
 ${versionGate(7)}
+elseif ARGV[8] ~= '' and not string.find(redis.call('HGET', KEYS[1], 'd'), ARGV[8], 1, true) then result = 0
 else
   redis.call('HSET', KEYS[1], 'v', ARGV[2], 'd', ARGV[3])
   ${fenceStamp(7)}
   if ARGV[4] ~= '0' then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
 end
-if KEYS[2] and (result == 1 or ARGV[6] == '1') then
+${
+  release
+    ? `if result == 1 or ARGV[6] == '1' then
   ${releaseIfHeld(5)}
-end
-return result
+end`
+    : ''
+}
+${
+  notice
+    ? `local noticed = 0
+if result == 1 and redis.call('SET', KEYS[${release ? 3 : 2}], 'sending', 'PX', ARGV[9], 'NX') then noticed = 1 end
+return {result, noticed}`
+    : 'return result'
+}
 `;
 
 /**
@@ -198,8 +217,10 @@ export function defineApprovalScripts(redis: RedisClient): void {
   redis.defineCommand('csSaveFull', { numberOfKeys: 1, lua: SAVE_FULL_SCRIPT });
   // Two fixed key counts rather than one command taking its count first: a Cluster routes a
   // command by its keys, so each is sent on its own, never wrapped in a pipeline to be routed.
-  redis.defineCommand('csCas', { numberOfKeys: 1, lua: CAS_SCRIPT });
-  redis.defineCommand('csCasReleasing', { numberOfKeys: 2, lua: CAS_SCRIPT });
+  redis.defineCommand('csCas', { numberOfKeys: 1, lua: casScript(false, false) });
+  redis.defineCommand('csCasReleasing', { numberOfKeys: 2, lua: casScript(true, false) });
+  redis.defineCommand('csCasNoticed', { numberOfKeys: 2, lua: casScript(false, true) });
+  redis.defineCommand('csCasReleasingNoticed', { numberOfKeys: 3, lua: casScript(true, true) });
   redis.defineCommand('csOpen', { numberOfKeys: 3, lua: OPEN_SCRIPT });
   redis.defineCommand('csSavePost', { numberOfKeys: 2, lua: SAVE_POST_SCRIPT });
   redis.defineCommand('csClaim', { numberOfKeys: 2, lua: CLAIM_SCRIPT });
@@ -209,6 +230,18 @@ export function defineApprovalScripts(redis: RedisClient): void {
   redis.defineCommand('csPostLease', { numberOfKeys: 2, lua: POST_LEASE_SCRIPT });
   redis.defineCommand('csSynced', { numberOfKeys: 1, lua: SYNCED_SCRIPT });
 }
+
+/** casScript's ARGV, in order. */
+type CasArgs = [
+  expectedVersion: string,
+  nextVersion: string,
+  json: string,
+  ttlMs: string,
+  token: string,
+  releaseAlways: string,
+  fence: string,
+  expectedTail: string,
+];
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
@@ -222,29 +255,23 @@ declare module 'ioredis' {
       fence: string,
       ...fullTextFields: string[]
     ): Result<number, Context>;
-    /** ARGV as CAS_SCRIPT documents. */
-    csCas(
-      approvalKey: string,
-      expectedVersion: string,
-      nextVersion: string,
-      json: string,
-      ttlMs: string,
-      leaseToken: string,
-      releaseAlways: string,
-      fence: string,
-    ): Result<number, Context>;
+    /** ARGV as casScript documents. */
+    csCas(approvalKey: string, ...args: CasArgs): Result<number, Context>;
     /** csCas that also releases KEYS[2] (a claim or the post lease) when it holds ARGV[5]. */
-    csCasReleasing(
+    csCasReleasing(approvalKey: string, releaseKey: string, ...args: CasArgs): Result<number, Context>;
+    /** csCas that also claims a notice key when the write goes through: [result, claimed]. */
+    csCasNoticed(
+      approvalKey: string,
+      noticeKey: string,
+      ...args: [...CasArgs, noticeTtlMs: string]
+    ): Result<[number, number], Context>;
+    /** csCasReleasing that also claims a notice key when the write goes through: [result, claimed]. */
+    csCasReleasingNoticed(
       approvalKey: string,
       releaseKey: string,
-      expectedVersion: string,
-      nextVersion: string,
-      json: string,
-      ttlMs: string,
-      token: string,
-      releaseAlways: string,
-      fence: string,
-    ): Result<number, Context>;
+      noticeKey: string,
+      ...args: [...CasArgs, noticeTtlMs: string]
+    ): Result<[number, number], Context>;
     csSavePost(
       approvalKey: string,
       leaseKey: string,

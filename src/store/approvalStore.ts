@@ -165,6 +165,10 @@ export class ApprovalStore {
     return this.sync.cardsSynced(handedAt);
   }
 
+  rideNextWrite(issue: () => void): boolean {
+    return this.sync.rideNextWrite(issue);
+  }
+
   unsyncedCards(before: Date, limit?: number): Promise<string[]> {
     return this.sync.unsyncedCards(before, limit);
   }

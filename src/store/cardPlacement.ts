@@ -126,6 +126,7 @@ export class CardPlacement {
           lease.token,
           '1',
           this.records.fence(record.hostId),
+          '',
         )
       : this.redis.csSavePost(
           keys.approval(record.approvalId),

@@ -1,3 +1,4 @@
+import { rideNextWrite } from './coalescedWrites.js';
 import { keys } from './keys.js';
 import type { RedisClient } from './redisConnection.js';
 
@@ -45,6 +46,14 @@ export class CardSync {
       keys.unsyncedCards(),
       ...[...handedAt].flatMap(([approvalId, stamp]) => [approvalId, String(stamp)]),
     );
+  }
+
+  /**
+   * Runs `issue` with this process's next Redis command, in its write (coalescedWrites.ts); false
+   * when that cannot be (a Cluster).
+   */
+  rideNextWrite(issue: () => void): boolean {
+    return rideNextWrite(this.redis, issue);
   }
 
   /** Approvals whose card may lag their record, written before `before`, oldest first. */

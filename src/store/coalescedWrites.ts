@@ -1,4 +1,21 @@
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
+
+/** Per coalesced connection: work waiting to ride along with its next command (rideNextWrite). */
+const riders = new WeakMap<object, Array<() => void>>();
+
+/**
+ * Runs `issue` when this connection next sends a command, so that what `issue` sends leaves in
+ * the same socket write and costs no read event of its own at Redis: for bookkeeping that may
+ * wait (a card's sync mark struck off). False when the connection does not coalesce (a Cluster):
+ * the caller sends it on its own then, as it must anyway when nothing else is sent for a while.
+ * `issue` must not throw: it runs inside another caller's command.
+ */
+export function rideNextWrite(redis: Redis | Cluster, issue: () => void): boolean {
+  const waiting = riders.get(redis);
+  if (!waiting) return false;
+  waiting.push(issue);
+  return true;
+}
 
 /**
  * Commands issued together leave in one socket write, in the order they were issued. A write to
@@ -20,6 +37,8 @@ import type { Redis } from 'ioredis';
 export function coalesceWrites(redis: Redis): Redis {
   const send = redis.sendCommand.bind(redis);
   let corked = false;
+  const waiting: Array<() => void> = [];
+  riders.set(redis, waiting);
   redis.sendCommand = (command, stream) => {
     const socket = redis.stream;
     if (!corked && socket?.writable && redis.status === 'ready') {
@@ -32,7 +51,11 @@ export function coalesceWrites(redis: Redis): Redis {
       if (redis.commandQueue.length > 0) setImmediate(flush);
       else queueMicrotask(flush);
     }
-    return send(command, stream);
+    const sent = send(command, stream);
+    // After the command that brought them, in the same corked stretch: what they send (through
+    // this function again, with nothing waiting by then) joins its write.
+    if (waiting.length > 0) for (const issue of waiting.splice(0)) issue();
+    return sent;
   };
   return redis;
 }

@@ -16,6 +16,10 @@ import type { RedisClient } from './redisConnection.js';
 // Each move is one script, so the asker and the owner never both believe they speak last.
 // Entries and outcomes are sealed by DecisionForwarding (replicas/replicaSeal.ts): an entry's MAC
 // is stored beside its body (field `m`); an outcome carries its own inside the JSON.
+//
+// The outcome is also pushed onto a reply list (same slot) while the asker waits, so that an
+// asker blocked on it (BLPOP) hears it at once instead of polling the reply key. The list holds
+// one element and is gone once popped; giving up deletes it, and it expires in any case.
 
 const GROUP = 'owners';
 /**
@@ -23,6 +27,8 @@ const GROUP = 'owners';
  * is no longer carried out: its reply key, which tells a replay from a new entry, may be gone.
  */
 export const REPLY_TTL_MS = 60 * 60_000;
+/** A reply list nobody popped (its asker died waiting) is gone after this. */
+const REPLY_LIST_TTL_MS = 5 * 60_000;
 /** Entries are deleted once carried out; this only bounds a stream nobody reads for long. */
 const MAX_ENTRIES = 100_000;
 
@@ -34,13 +40,18 @@ redis.call('SET', KEYS[1], 'taken', 'PX', ARGV[1])
 return v or 'taken'
 `;
 
-/** The owner's outcome; 0 when the asker had stopped waiting (the owner must tell the person). */
+/**
+ * The owner's outcome; 0 when the asker had stopped waiting (the owner must tell the person).
+ * While the asker waits, the outcome is pushed onto its reply list (KEYS[3]) too.
+ */
 const FINISH_SCRIPT = `
 local v = redis.call('GET', KEYS[2])
 redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[4])
 redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
 redis.call('XDEL', KEYS[1], ARGV[2])
 if v == 'gaveUp' then return 0 end
+redis.call('RPUSH', KEYS[3], ARGV[3])
+redis.call('PEXPIRE', KEYS[3], ARGV[5])
 return 1
 `;
 
@@ -51,8 +62,12 @@ redis.call('SET', KEYS[1], 'withdrawn', 'PX', ARGV[1])
 return 1
 `;
 
-/** The asker stops waiting: the outcome when it came meanwhile, else nil (the owner will tell). */
+/**
+ * The asker stops waiting: the outcome when it came meanwhile, else nil (the owner will tell).
+ * Its reply list (KEYS[2]) goes either way: nobody will pop it.
+ */
 const GIVE_UP_SCRIPT = `
+redis.call('DEL', KEYS[2])
 local v = redis.call('GET', KEYS[1])
 if v and string.sub(v, 1, 1) == '{' then return v end
 redis.call('SET', KEYS[1], 'gaveUp', 'PX', ARGV[1])
@@ -72,9 +87,9 @@ export type TakeState = 'taken' | 'gaveUp' | 'withdrawn' | { outcome: string };
 export class DecisionStream {
   constructor(private readonly redis: RedisClient) {
     redis.defineCommand('csStreamTake', { numberOfKeys: 1, lua: TAKE_SCRIPT });
-    redis.defineCommand('csStreamFinish', { numberOfKeys: 2, lua: FINISH_SCRIPT });
+    redis.defineCommand('csStreamFinish', { numberOfKeys: 3, lua: FINISH_SCRIPT });
     redis.defineCommand('csStreamWithdraw', { numberOfKeys: 1, lua: WITHDRAW_SCRIPT });
-    redis.defineCommand('csStreamGiveUp', { numberOfKeys: 1, lua: GIVE_UP_SCRIPT });
+    redis.defineCommand('csStreamGiveUp', { numberOfKeys: 2, lua: GIVE_UP_SCRIPT });
   }
 
   /** Appends one decision for the host's owner, with its MAC; resolves once Redis stored it. */
@@ -157,10 +172,12 @@ export class DecisionStream {
     const heard = await this.redis.csStreamFinish(
       keys.decisions(hostId),
       keys.decisionReply(hostId, commandId),
+      keys.decisionReplyList(hostId, commandId),
       GROUP,
       entryId,
       outcome,
       String(REPLY_TTL_MS),
+      String(REPLY_LIST_TTL_MS),
     );
     return heard === 1;
   }
@@ -180,6 +197,22 @@ export class DecisionStream {
     return v?.startsWith('{') ? v : undefined;
   }
 
+  /**
+   * The outcome as the owner pushes it, waiting up to `timeoutMs` on `reader` (a connection of
+   * its own: a blocking read holds it); undefined when none came by then.
+   */
+  async awaitOutcome(
+    reader: RedisClient,
+    hostId: string,
+    commandId: string,
+    timeoutMs: number,
+  ): Promise<string | undefined> {
+    // BLPOP's timeout is in seconds (decimals since Redis 6); 0 would wait for ever.
+    const seconds = Math.max(timeoutMs, 1) / 1000;
+    const popped = await reader.blpop(keys.decisionReplyList(hostId, commandId), seconds);
+    return popped?.[1];
+  }
+
   async withdraw(hostId: string, commandId: string): Promise<boolean> {
     return (
       (await this.redis.csStreamWithdraw(keys.decisionReply(hostId, commandId), String(REPLY_TTL_MS))) === 1
@@ -187,7 +220,11 @@ export class DecisionStream {
   }
 
   async giveUp(hostId: string, commandId: string): Promise<string | undefined> {
-    const v = await this.redis.csStreamGiveUp(keys.decisionReply(hostId, commandId), String(REPLY_TTL_MS));
+    const v = await this.redis.csStreamGiveUp(
+      keys.decisionReply(hostId, commandId),
+      keys.decisionReplyList(hostId, commandId),
+      String(REPLY_TTL_MS),
+    );
     return v ?? undefined;
   }
 }
@@ -213,12 +250,14 @@ declare module 'ioredis' {
     csStreamFinish(
       streamKey: string,
       replyKey: string,
+      replyListKey: string,
       group: string,
       entryId: string,
       outcome: string,
       ttlMs: string,
+      listTtlMs: string,
     ): Result<number, Context>;
     csStreamWithdraw(replyKey: string, ttlMs: string): Result<number, Context>;
-    csStreamGiveUp(replyKey: string, ttlMs: string): Result<string | null, Context>;
+    csStreamGiveUp(replyKey: string, replyListKey: string, ttlMs: string): Result<string | null, Context>;
   }
 }

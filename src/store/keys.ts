@@ -51,6 +51,9 @@ export const keys = {
   decisions: (hostId: string) => `${PREFIX}:decisions:{${hostId}}`,
   /** How one forwarded decision stands between its asker and the owner (decisionStream.ts). */
   decisionReply: (hostId: string, commandId: string) => `${PREFIX}:decisions:{${hostId}}:reply:${commandId}`,
+  /** The outcome pushed for an asker blocked on it (BLPOP): the reply key's slot, gone once read. */
+  decisionReplyList: (hostId: string, commandId: string) =>
+    `${PREFIX}:decisions:{${hostId}}:replied:${commandId}`,
   /** Sorted set of live replicas, scored by when each stops counting (ms): what a fair share is of. */
   replicas: () => `${PREFIX}:{replicas}`,
   /** Held by the one replica bringing a card left behind up to date (recoverCards), briefly. */

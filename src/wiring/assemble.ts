@@ -86,7 +86,7 @@ export function assemble(config: Config, logger: Logger): Countersign {
     slackClient,
     identity: slack.identity,
   });
-  const { store, activity, auditTrail, followers, keeper } = wireRecords({
+  const { store, activity, auditTrail, followers, keeper, resolveNotice } = wireRecords({
     config,
     logger,
     redis,
@@ -106,6 +106,7 @@ export function assemble(config: Config, logger: Logger): Countersign {
     cardCalls: slack.cardCalls,
     activity,
     auditTrail,
+    resolveNotice,
     owners,
     slaOf: (route) => router.slaOf(route),
   });

@@ -5,7 +5,7 @@ import { DecisionNotices } from '../relay/deciding/decisionNotices.js';
 import type { CardCalls } from '../slack/cardCalls.js';
 import { SlackNoticeSender } from '../slack/slackNotices.js';
 import type { RedisAuditTrail } from '../store/auditStream.js';
-import { RedisNoticeLedger } from '../store/noticeLedger.js';
+import { type HeldNoticeClaims, RedisNoticeLedger } from '../store/noticeLedger.js';
 import type { RedisClient } from '../store/redisConnection.js';
 import type { Activity } from '../util/activity.js';
 
@@ -17,6 +17,8 @@ export interface NoticesNeeds {
   cardCalls: CardCalls;
   activity: Activity;
   auditTrail: RedisAuditTrail;
+  /** The audit notice's claim, taken by the write that resolves a record (wireRecords). */
+  resolveNotice: HeldNoticeClaims;
   owners: ReadonlyMap<string, string>;
   /** The route's `sla` (ms), for the audit entry. */
   slaOf: (route: string | undefined) => number | undefined;
@@ -31,11 +33,12 @@ export function wireNotices({
   cardCalls,
   activity,
   auditTrail,
+  resolveNotice,
   owners,
   slaOf,
 }: NoticesNeeds) {
   const noticeSender = new SlackNoticeSender(slackClient, logger, cardCalls);
-  const noticeLedger = new RedisNoticeLedger(redis, { ttlMs: config.resolvedTtlMs });
+  const noticeLedger = new RedisNoticeLedger(redis, { ttlMs: config.resolvedTtlMs, held: resolveNotice });
   const notices = new DecisionNotices({
     activity,
     sender: noticeSender,

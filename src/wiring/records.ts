@@ -12,6 +12,7 @@ import type { ApproverNames } from '../slack/approverNames.js';
 import type { SlackCardChannel } from '../slack/slackCardChannel.js';
 import { ApprovalStore } from '../store/approvalStore.js';
 import { RedisAuditTrail } from '../store/auditStream.js';
+import { HeldNoticeClaims } from '../store/noticeLedger.js';
 import type { RedisClient } from '../store/redisConnection.js';
 import { Activity } from '../util/activity.js';
 import type { Late } from './late.js';
@@ -34,9 +35,12 @@ export interface RecordsNeeds {
 /** The approvals' records, their cards, and the audit of what became of them. */
 export function wireRecords(needs: RecordsNeeds) {
   const { config, logger, redis, fences, router, authorizer, approverNames, grantMaker } = needs;
+  // The audit notice is claimed by the write that resolves a record (DecisionNotices, wireNotices).
+  const resolveNotice = new HeldNoticeClaims('audit', config.resolvedTtlMs);
   const store = new ApprovalStore(redis, {
     resolvedTtlMs: config.resolvedTtlMs,
     fenceOf: (hostId) => fences.fenceOf(hostId),
+    resolveNotice,
   });
   const activity = new Activity();
   // Audit: the thread line, the stream entry and the owner's DM of each resolved approval.
@@ -67,5 +71,5 @@ export function wireRecords(needs: RecordsNeeds) {
     onChange: (record) => followers.notify(record),
     onPlacing: (record) => followers.placing(record),
   });
-  return { store, activity, auditTrail, followers, keeper };
+  return { store, activity, auditTrail, followers, keeper, resolveNotice };
 }

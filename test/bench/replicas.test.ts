@@ -52,6 +52,7 @@ it('npm run bench --quick --only replicas relays and decides each approval once,
   // Round-robin over three replicas, one of which runs the host.
   expect(r.three.forwardedClicks).toBe((r.three.n * 2) / 3);
   expect(Number.isFinite(r.three.forwardedClickP50Ms) && Number.isFinite(r.three.ownerClickP50Ms)).toBe(true);
+  expect(r.standbyClickP50Ratio).toBeCloseTo(r.three.forwardedClickP50Ms! / r.three.ownerClickP50Ms!, 1);
   for (const figure of Object.values(r.ratios)) expect(Number.isFinite(figure) && figure > 0).toBe(true);
 
   expect(r.takeovers).toHaveLength(1);

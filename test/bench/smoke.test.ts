@@ -41,6 +41,8 @@ it('npm run bench --quick runs every scenario and writes every figure', async ()
     r.throughput.floorShare,
     r.redis.roundTripsPerApproval,
     r.redis.roundTripsPerClick,
+    r.redis.roundTripsPerResolution,
+    r.redis.backgroundRoundTripsPerSec,
     r.memory.growthMB,
   ]) {
     expect(Number.isFinite(figure)).toBe(true);

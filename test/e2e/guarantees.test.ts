@@ -254,9 +254,20 @@ describe('the claim is a compare-and-set on the record version', () => {
     // The card is posted and stored: from here on only the host's update and the click read this
     // record.
 
+    // The bot holds the record it posted in memory and would write the host's change from it,
+    // without a read. Another replica writes the record meanwhile (as a standby's note on it
+    // would), so the bot's compare-and-set from memory is refused and it reads the record first:
+    // that read is the one held below.
+    const stored = JSON.parse((await world.redis.hget(keys.approval(id), 'd'))!) as {
+      version: number;
+      updatedAt: string;
+    };
+    const elsewhere = { ...stored, version: stored.version + 1, updatedAt: new Date().toISOString() };
+    await world.redis.hset(keys.approval(id), 'v', String(elsewhere.version), 'd', JSON.stringify(elsewhere));
+
     // 1. The host resolves stage 1 itself (say, at the terminal) and moves to stage 2. The bot
     //    reads the record (version N) to apply that; Redis's answer is held, so its write waits.
-    const updateRead = proxy.holdRepliesAfter(keys.approval(id));
+    const updateRead = proxy.holdRepliesAfter(`hget\r\n$${keys.approval(id).length}\r\n${keys.approval(id)}`);
     const stage2Choices: ApprovalChoice[] = [
       { choiceId: 'allow_once', label: 'Allow once', decision: 'approved', scope: 'once' },
       { choiceId: 'abort', label: 'Reject', decision: 'abort', scope: 'once', acceptsFeedback: true },

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vites
 import type { ApprovalRecord } from '../../src/domain/record.js';
 import { ApprovalStore } from '../../src/store/approvalStore.js';
 import { keys } from '../../src/store/keys.js';
+import { HeldNoticeClaims, RedisNoticeLedger } from '../../src/store/noticeLedger.js';
 import type { RedisClient } from '../../src/store/redisConnection.js';
 import { sampleRecord } from '../support/sampleRecord.js';
 import { BACKENDS, openBackend, type StoreBackend } from '../support/storeBackends.js';
@@ -219,6 +220,115 @@ describe.each(BACKENDS)('ApprovalStore on %s Redis', (kind) => {
       kind: 'stale',
     });
     expect(store.recentCard('C1', '1700000000.000001', 'a-recent')).toBeUndefined();
+  });
+
+  it('updates a record it wrote lately without reading it first', async () => {
+    await store.createIfAbsent(sampleRecord('a-noread'));
+    const hget = vi.spyOn(redis, 'hget');
+    try {
+      const result = await store.update('a-noread', (r) => ({ ...r, reason: 'changed here' }));
+      expect(result).toMatchObject({ changed: true, record: { version: 2, reason: 'changed here' } });
+      expect(hget).not.toHaveBeenCalled();
+    } finally {
+      hget.mockRestore();
+    }
+    expect(await store.get('a-noread')).toMatchObject({ version: 2, reason: 'changed here' });
+  });
+
+  it('an update from memory onto a record of the same version written again is made on what Redis holds', async () => {
+    await store.createIfAbsent(sampleRecord('a-aba2'));
+    // Redis loses the record and the host asks again: same id, same version, another write.
+    await redis.del(keys.approval('a-aba2'));
+    const other = new ApprovalStore(redis, { resolvedTtlMs: 60_000 });
+    await other.createIfAbsent({
+      ...sampleRecord('a-aba2'),
+      reason: 'asked again',
+      updatedAt: '2026-12-01T00:00:00.001Z',
+    });
+    const result = await store.update('a-aba2', (r) => ({ ...r, toolCallId: `${r.reason}, then changed` }));
+    expect(result?.record).toMatchObject({ version: 2, toolCallId: 'asked again, then changed' });
+    expect(await store.get('a-aba2')).toMatchObject({ version: 2, toolCallId: 'asked again, then changed' });
+  });
+
+  it('says "no change" only of what Redis holds, not of a record remembered', async () => {
+    await store.createIfAbsent(sampleRecord('a-behind'));
+    const other = new ApprovalStore(redis, { resolvedTtlMs: 60_000 });
+    await other.update('a-behind', (r) => ({ ...r, reason: 'changed elsewhere' }));
+    // The remembered record still has the old reason: this mutation would see nothing to do.
+    const result = await store.update('a-behind', (r) =>
+      r.reason === 'changed elsewhere' ? { ...r, reason: 'seen' } : undefined,
+    );
+    expect(result).toMatchObject({ changed: true, record: { version: 3, reason: 'seen' } });
+  });
+
+  it('a record a lost try took out of the open sets joins them again when the write that wins leaves it open', async () => {
+    await store.createIfAbsent(sampleRecord('a-reopen'));
+    const other = new ApprovalStore(redis, { resolvedTtlMs: 60_000 });
+    await other.update('a-reopen', (r) => ({ ...r, reason: 'asked again' }));
+    // On the record remembered the mutation resolves it; on the one Redis holds it does not.
+    const result = await store.update('a-reopen', (r) =>
+      r.reason === 'asked again'
+        ? { ...r, toolCallId: 'seen again' }
+        : {
+            ...r,
+            phase: 'resolved',
+            resolution: { decision: 'approved', resolvedBy: 'policy', decidedAt: 'x' },
+          },
+    );
+    expect(result?.record).toMatchObject({ phase: 'pending', toolCallId: 'seen again' });
+    expect(await store.openApprovalIds('default')).toContain('a-reopen');
+    expect(await store.openApprovalIds('default', 's-1')).toContain('a-reopen');
+  });
+
+  it('claims the audit notice with the write that resolves a record, once', async () => {
+    const held = new HeldNoticeClaims('audit', 60_000);
+    const noticed = new ApprovalStore(redis, { resolvedTtlMs: 60_000, resolveNotice: held });
+    const ledger = new RedisNoticeLedger(redis, { ttlMs: 60_000, held });
+    const resolve = (r: ApprovalRecord): ApprovalRecord => ({
+      ...r,
+      phase: 'resolved',
+      resolution: { decision: 'approved', resolvedBy: 'policy', decidedAt: 'x' },
+    });
+    await noticed.createIfAbsent(sampleRecord('a-notice'));
+    const set = vi.spyOn(redis, 'set');
+    try {
+      await noticed.update('a-notice', resolve);
+      expect(await redis.get(keys.notice('a-notice', 'audit'))).toBe('sending');
+      // The process that resolved it holds the claim: no round trip, and only once.
+      expect(await ledger.claim('a-notice', 'audit')).toBe(true);
+      expect(set).not.toHaveBeenCalled();
+      expect(await ledger.claim('a-notice', 'audit')).toBe(false);
+      // Seen resolved again (a late event): nothing more is claimed.
+      await noticed.update('a-notice', (r) => ({ ...r, reason: 'late' }));
+      expect(await ledger.claim('a-notice', 'audit')).toBe(false);
+    } finally {
+      set.mockRestore();
+    }
+  });
+
+  it('a write that loses its compare-and-set claims no notice', async () => {
+    const held = new HeldNoticeClaims('audit', 60_000);
+    const noticed = new ApprovalStore(redis, { resolvedTtlMs: 60_000, resolveNotice: held });
+    await noticed.createIfAbsent(sampleRecord('a-lost-race'));
+    const remembered = (await noticed.get('a-lost-race'))!;
+    const other = new ApprovalStore(redis, { resolvedTtlMs: 60_000 });
+    await other.update('a-lost-race', (r) => ({ ...r, phase: 'orphaned' }));
+    // Its first try is on the remembered record, and loses; the retry sees it final already.
+    const result = await noticed.update(
+      'a-lost-race',
+      (r) =>
+        r.phase === 'pending'
+          ? {
+              ...r,
+              phase: 'resolved',
+              resolution: { decision: 'approved', resolvedBy: 'policy', decidedAt: 'x' },
+            }
+          : undefined,
+      remembered,
+    );
+    expect(result).toMatchObject({ changed: false, record: { phase: 'orphaned' } });
+    expect(await redis.exists(keys.notice('a-lost-race', 'audit'))).toBe(0);
+    expect(held.take('a-lost-race', 'audit')).toBe(false);
   });
 
   it('forgets the card of a record whose update found it gone', async () => {

@@ -3,6 +3,7 @@
 
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rideNextWrite } from '../../src/store/coalescedWrites.js';
 import { createRedisClient, type RedisClient } from '../../src/store/redisConnection.js';
 import { PrivateRedis } from '../support/privateRedis.js';
 
@@ -48,6 +49,22 @@ describe('commands issued in one turn', () => {
     const before = await reads();
     for (let i = 0; i < 5; i++) expect(await client.incr('turns')).toBe(i + 1);
     expect(await reads()).toBe(before + 5 + 1);
+  });
+});
+
+describe('work riding the next write', () => {
+  it('waits for a command of this process, and leaves in its read', async () => {
+    let rode: Promise<number> | undefined;
+    expect(rideNextWrite(client, () => (rode = client.incr('rider')))).toBe(true);
+    const before = await reads();
+    // Nothing sent yet: the rider waits.
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(rode).toBeUndefined();
+    expect(await client.incr('carrier')).toBe(1);
+    expect(await rode).toBe(1);
+    // One read for the command and its rider, one for each of the probe's INFO.
+    expect((await reads()) - before).toBe(2);
+    await client.del('rider', 'carrier');
   });
 });
 

@@ -4,7 +4,7 @@
 
 import { Redis } from 'ioredis';
 import pino from 'pino';
-import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { ApprovalRecord } from '../../src/domain/record.js';
 import { DecisionForwarding } from '../../src/replicas/decisionForwarding.js';
 import { HostOwnership } from '../../src/replicas/hostOwnership.js';
@@ -255,6 +255,42 @@ describe('forwarded decisions', () => {
     expect(await redis.xlen(keys.decisions('h1'))).toBe(0);
   });
 
+  it('the outcome is pushed onto the reply list of an asker still waiting, popped once, and gone', async () => {
+    await stream.ensureGroup('h1');
+    const id = await stream.append('h1', '{}', 'mac-l');
+    const reader = redis.duplicate();
+    try {
+      await stream.read(reader, 'h1', 'owner#1', 100);
+      await stream.take('h1', 'cmd-l');
+      // The asker blocks first; the owner's finish wakes it.
+      const waiting = stream.awaitOutcome(reader, 'h1', 'cmd-l', 5_000);
+      expect(await stream.finish('h1', id, 'cmd-l', '{"kind":"decided"}')).toBe(true);
+      expect(await waiting).toBe('{"kind":"decided"}');
+      expect(await redis.exists(keys.decisionReplyList('h1', 'cmd-l'))).toBe(0);
+      // Nothing more comes: a bounded wait, then nothing.
+      expect(await stream.awaitOutcome(reader, 'h1', 'cmd-l', 50)).toBeUndefined();
+    } finally {
+      reader.disconnect();
+    }
+  });
+
+  it('an asker that gave up leaves no reply list, whenever the owner finishes', async () => {
+    await stream.ensureGroup('h1');
+    const before = await stream.append('h1', '{}', 'mac-b');
+    const after = await stream.append('h1', '{}', 'mac-c');
+    // Finished before the asker gave up: giving up returns the outcome and deletes the list.
+    await stream.take('h1', 'cmd-b');
+    await stream.finish('h1', before, 'cmd-b', '{"kind":"decided"}');
+    expect(await redis.exists(keys.decisionReplyList('h1', 'cmd-b'))).toBe(1);
+    expect(await stream.giveUp('h1', 'cmd-b')).toBe('{"kind":"decided"}');
+    expect(await redis.exists(keys.decisionReplyList('h1', 'cmd-b'))).toBe(0);
+    // Finished after: nothing is pushed for nobody.
+    await stream.take('h1', 'cmd-c');
+    expect(await stream.giveUp('h1', 'cmd-c')).toBeUndefined();
+    expect(await stream.finish('h1', after, 'cmd-c', '{"kind":"stale"}')).toBe(false);
+    expect(await redis.exists(keys.decisionReplyList('h1', 'cmd-c'))).toBe(0);
+  });
+
   it('a new owner claims what an owner that died left pending', async () => {
     await stream.ensureGroup('h1');
     const id = await stream.append('h1', '{"x":1}', 'mac-x');
@@ -307,8 +343,16 @@ describe('decision forwarding', () => {
       by: { via: 'click' as const, userId: 'U1' },
       asker: { channel: 'C1', userId: 'U1' },
     };
-    expect(await quick.forward(request)).toEqual({ kind: 'decided', terminal: true });
+    // Heard on the reply list as the owner pushed it: the reply key is never polled.
+    const polled = vi.spyOn(DecisionStream.prototype, 'outcome');
+    try {
+      expect(await quick.forward(request)).toEqual({ kind: 'decided', terminal: true });
+      expect(polled).not.toHaveBeenCalled();
+    } finally {
+      polled.mockRestore();
+    }
     expect(late).toEqual([]);
+    expect(await redis.keys(keys.decisionReplyList('h1', '*'))).toEqual([]);
     await quick.stop();
 
     const slow = forwarding(200, late, 800);

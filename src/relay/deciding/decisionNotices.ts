@@ -75,7 +75,8 @@ export class DecisionNotices {
     const resolved = record as ResolvedRecord;
     // The trail needs no card: a grant may have answered with none shown, or Slack may not take
     // the card yet (the bot not invited to the channel). Audited once, whenever it is seen.
-    this.track(this.once(resolved, 'audit', () => this.appendAudit(resolved)));
+    // Its outcome is stored as it leaves, in the same write (appendAudit never rejects).
+    this.track(this.once(resolved, 'audit', () => this.appendAudit(resolved), true));
     // A grant answered it and no card was ever shown: its line in the channel took the thread's
     // place, and its owner is not told of every request a grant answers.
     // Before its card is placed a resolved approval has no thread and no link yet; placing the
@@ -134,8 +135,17 @@ export class DecisionNotices {
     await this.options.audit.append(entry);
   }
 
-  /** Runs `send` if this process wins the notice's claim; never rejects. */
-  private async once(record: ResolvedRecord, kind: NoticeKind, send: () => Promise<void>): Promise<void> {
+  /**
+   * Runs `send` if this process wins the notice's claim; never rejects. `sentAsItLeaves`: `send`
+   * only fails when it could not even start (it reports its own failures), so "sent" is stored
+   * as it leaves, in the same round trip, not after it; a failure to start is stored over it.
+   */
+  private async once(
+    record: ResolvedRecord,
+    kind: NoticeKind,
+    send: () => Promise<void>,
+    sentAsItLeaves = false,
+  ): Promise<void> {
     const { ledger, logger } = this.options;
     const { approvalId } = record;
     try {
@@ -147,18 +157,25 @@ export class DecisionNotices {
       logger.error({ err, approvalId, notice: kind }, 'notice not sent: its claim could not be stored');
       return;
     }
+    const settle = (outcome: string) =>
+      ledger.settle(approvalId, kind, outcome).catch((err: unknown) => {
+        logger.warn({ err, approvalId, notice: kind }, 'notice outcome not stored');
+      });
     let outcome = 'sent';
-    try {
-      await send();
-      this.options.activity?.count('noticesSent');
-      logger.debug({ approvalId, notice: kind }, 'decision notice sent');
-    } catch (err) {
-      outcome = `failed: ${err instanceof Error ? err.message : String(err)}`.slice(0, 200);
-      logger.error({ err, approvalId, notice: kind }, 'decision notice not sent');
-    }
-    await ledger.settle(approvalId, kind, outcome).catch((err: unknown) => {
-      logger.warn({ err, approvalId, notice: kind }, 'notice outcome not stored');
-    });
+    const sending = send().then(
+      () => {
+        this.options.activity?.count('noticesSent');
+        logger.debug({ approvalId, notice: kind }, 'decision notice sent');
+      },
+      (err: unknown) => {
+        outcome = `failed: ${err instanceof Error ? err.message : String(err)}`.slice(0, 200);
+        logger.error({ err, approvalId, notice: kind }, 'decision notice not sent');
+      },
+    );
+    const early = sentAsItLeaves ? settle('sent') : undefined;
+    await sending;
+    await early;
+    if (!early || outcome !== 'sent') await settle(outcome);
   }
 }
 

@@ -19,7 +19,7 @@ export class SyncMarks {
   constructor(
     private readonly store: Pick<
       ApprovalStore,
-      'cardsSynced' | 'unsyncedCards' | 'claimCardSync' | 'syncStamp' | 'get'
+      'cardsSynced' | 'unsyncedCards' | 'claimCardSync' | 'syncStamp' | 'get' | 'rideNextWrite'
     >,
     /** Work that outlives the call: the keeper's idle() waits for it. */
     private readonly track: (task: Promise<unknown>) => void,
@@ -40,9 +40,13 @@ export class SyncMarks {
     this.latestUpdate.delete(approvalId);
     this.syncedBatch.set(approvalId, handedAt);
     if (this.syncedFlush) return;
-    // One call for a burst: this bookkeeping must not double the round trips of a resolution.
-    this.syncedFlush = setTimeout(() => this.flush(), 100);
+    // One call for a burst, and sent with whatever this process sends next (a resolution's notice
+    // outcome, a poll), else on its own after 250 ms: this bookkeeping must not add a round trip
+    // to a resolution (docs/performance.md, "A decision in one round trip"). Longer than the
+    // escalator's 200 ms poll, which a quiet process still sends, so that it rides that at worst.
+    this.syncedFlush = setTimeout(() => this.flush(), 250);
     this.syncedFlush.unref();
+    this.store.rideNextWrite(() => this.flush());
   }
 
   /**

@@ -45,12 +45,42 @@ class MemoryStream {
   async finish(_hostId: string, entryId: string, commandId: string, outcome: string): Promise<boolean> {
     this.finished.push({ entryId, commandId, outcome });
     this.replies.set(commandId, outcome);
+    this.push(commandId, outcome);
     return true;
+  }
+  /** Outcomes on the reply lists, and the askers blocked on them. */
+  lists = new Map<string, string>();
+  private blocked = new Map<string, () => void>();
+  /** How often an asker looked at a reply key. */
+  polls = 0;
+  push(commandId: string, outcome: string): void {
+    this.lists.set(commandId, outcome);
+    this.blocked.get(commandId)?.();
+  }
+  async awaitOutcome(
+    _reader: unknown,
+    _hostId: string,
+    commandId: string,
+    timeoutMs: number,
+  ): Promise<string | undefined> {
+    if (!this.lists.has(commandId))
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, timeoutMs);
+        this.blocked.set(commandId, () => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    this.blocked.delete(commandId);
+    const outcome = this.lists.get(commandId);
+    this.lists.delete(commandId);
+    return outcome;
   }
   async drop(_hostId: string, entryId: string): Promise<void> {
     this.dropped.push(entryId);
   }
   async outcome(_hostId: string, commandId: string): Promise<string | undefined> {
+    this.polls += 1;
     const v = this.replies.get(commandId);
     return v?.startsWith('{') ? v : undefined;
   }
@@ -58,7 +88,9 @@ class MemoryStream {
     return false;
   }
   async giveUp(_hostId: string, commandId: string): Promise<string | undefined> {
-    return this.outcome('default', commandId);
+    this.lists.delete(commandId);
+    const v = this.replies.get(commandId);
+    return v?.startsWith('{') ? v : undefined;
   }
 }
 
@@ -139,6 +171,29 @@ describe('DecisionForwarding', () => {
     // The owner checks who may decide itself, on the record it holds.
     expect(decided[0]!.warranted).toBeUndefined();
     expect(stream.finished).toHaveLength(1);
+  });
+
+  it('the asker hears the outcome as the owner pushes it, without polling the reply key', async () => {
+    const { forwarding, stream } = owner();
+    const asking = forwarding.forward(click());
+    await until(() => stream.pending.length === 1);
+    await forwarding.serve('default');
+    await expect(asking).resolves.toEqual({ kind: 'decided', terminal: true });
+    await forwarding.stop();
+    expect(stream.polls).toBe(0);
+  });
+
+  it('an asker blocked on its reply list believes no outcome pushed there without a valid MAC', async () => {
+    const { forwarding, stream, lines } = owner({ waitMs: 300 });
+    const asking = forwarding.forward(click());
+    await until(() => stream.pending.length === 1);
+    const { commandId } = JSON.parse(stream.pending.pop()!.body) as { commandId: string };
+    stream.push(commandId, JSON.stringify({ o: '{"kind":"decided","terminal":true}', m: 'AAAA' }));
+    await expect(asking).resolves.toEqual({ kind: 'forwarded' });
+    expect(
+      lines.filter((l) => l.msg === 'outcome of a forwarded decision without a valid MAC; ignored'),
+    ).toHaveLength(1);
+    await forwarding.stop();
   });
 
   it('carries the text typed for a typed confirmation, for the owner to check', async () => {
