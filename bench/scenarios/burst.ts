@@ -1,3 +1,4 @@
+import { type BurstTimeline, burstTimeline } from '../lib/burstTimeline.js';
 import { round, spanSeconds } from '../lib/stats.js';
 import { CHANNELS, PostTracker, TEMPLATE, TOOLS, type World } from '../lib/world.js';
 
@@ -22,6 +23,8 @@ export interface BurstResult {
   idealSeconds: number;
   /** The time it would take if one 429 paused posting to every channel. */
   serialSeconds: number;
+  /** Every call to the burst's channels, second by second (bench/lib/burstTimeline.ts). */
+  timeline: BurstTimeline;
 }
 
 export async function burst(
@@ -31,6 +34,7 @@ export async function burst(
 ): Promise<BurstResult> {
   const tracker = new PostTracker(world.slack);
   const limitedBefore = world.slack.rateLimited.length;
+  const requestsBefore = world.slack.requests.length;
   world.slack.rateLimitPerChannel('chat.postMessage', perChannelPerSecond);
   const prefix = 'burst';
   await world.host.openBatch({
@@ -89,6 +93,7 @@ export async function burst(
     }
   }
   world.slack.rateLimitPerChannel('chat.postMessage', Number.POSITIVE_INFINITY);
+  const start = [...written.values()].sort((a, b) => (a < b ? -1 : 1))[0]!;
   const perChannel = approvals / CHANNELS.length;
   return {
     approvals,
@@ -109,5 +114,6 @@ export async function burst(
     ),
     idealSeconds: Math.ceil(perChannel / perChannelPerSecond) - 1,
     serialSeconds: Math.ceil(approvals / perChannelPerSecond) - 1,
+    timeline: burstTimeline(world.slack.requests.slice(requestsBefore), start, CHANNELS),
   };
 }
