@@ -103,6 +103,7 @@ export function assemble(config: Config, logger: Logger): Countersign {
     redis,
     slackClient,
     cardCalls: slack.cardCalls,
+    postPacer: slack.postPacer,
     activity,
     auditTrail,
     owners,
