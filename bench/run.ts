@@ -24,7 +24,7 @@ import {
   scaleRows,
   throughputRows,
 } from './report.js';
-import { burst } from './scenarios/burst.js';
+import { type BurstResult, burst } from './scenarios/burst.js';
 import { clickLatency } from './scenarios/clickLatency.js';
 import { type GrantResult, grantLatency } from './scenarios/grantLatency.js';
 import { MEMORY_NODE_ARGS, memory } from './scenarios/memory.js';
@@ -213,7 +213,11 @@ function mergeResults(machine: Record<string, unknown>, sections: Record<string,
   const merged = { ...readResults(machine), ...sections };
   const figures = merged as unknown as Partial<GoalFigures>;
   const complete =
-    figures.relay && figures.click && figures.throughput?.cpuShare !== undefined && figures.memory;
+    figures.relay &&
+    figures.click &&
+    figures.throughput?.cpuShare !== undefined &&
+    figures.memory &&
+    figures.burst?.withGrants;
   const goals = complete ? { ...goalsOf(figures as GoalFigures), goalsFrom: 'merged' } : undefined;
   writeFileSync(args.out!, `${JSON.stringify({ ...merged, ...(goals ? { goals } : {}) }, null, 2)}\n`);
   if (goals) printGoals({ ...merged, goals });
@@ -341,23 +345,28 @@ function replicaScenario(world: World): Promise<ReplicasResult> {
   });
 }
 
-/** The bursts under Slack's per-channel limit, each on a fresh bot. */
-async function burstScenario(world: World) {
-  log(
-    `burst: ${sizes.burst} approvals over ${TOOLS.length} channels at ${sizes.burstRate} posts/s per channel`,
-  );
-  const bot = await world.startBot();
-  try {
-    return await burst(world, sizes.burst, sizes.burstRate);
-  } finally {
-    await bot.stop();
-  }
+/** The bursts under Slack's per-channel limit, each on a fresh bot: plain, then half answered by grants. */
+async function burstScenario(world: World): Promise<BurstResult & { withGrants: BurstResult }> {
+  const run = async (grants: boolean) => {
+    log(
+      `burst${grants ? ', a grant answering half' : ''}: ${sizes.burst} approvals over ${TOOLS.length} channels at ${sizes.burstRate} posts/s per channel`,
+    );
+    const bot = await world.startBot();
+    try {
+      const result = await burst(world, sizes.burst, sizes.burstRate, { grants });
+      for (const line of timelineLines(result.timeline)) log(line);
+      return result;
+    } finally {
+      await bot.stop();
+    }
+  };
+  const plain = await run(false);
+  return { ...plain, withGrants: await run(true) };
 }
 
 /** `--only burst`: the bursts alone; the other sections of the results file are kept. */
 async function burstOnly(world: World, machine: Record<string, unknown>): Promise<void> {
   const result = await burstScenario(world);
-  for (const line of timelineLines(result.timeline)) log(line);
   printRows(burstRows(result));
   mergeResults(machine, { burst: result });
 }
