@@ -145,6 +145,14 @@ function oneBurstRows(b: BurstResult, name: string): Row[] {
       met: b.failedUpdates + b.staleCards === 0,
     },
     {
+      measure: `${name}: lines posted / due, after the cards (seconds to the last)`,
+      bot: `${b.lines} / ${b.linesExpected} (${b.linesSeconds} s)`,
+      floor: '',
+      ratio: '',
+      target: 'all, none ahead of a card',
+      met: b.lines === b.linesExpected,
+    },
+    {
       measure: `${name}: seconds to the last of ${cards} cards (429s answered)`,
       bot: `${b.seconds} s (${b.rateLimited})`,
       floor: `${b.idealSeconds} s per channel at its limit; ${b.serialSeconds} s if one 429 paused all`,

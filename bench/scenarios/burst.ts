@@ -26,8 +26,11 @@ export interface BurstResult {
   staleCards: number;
   rateLimited: number;
   seconds: number;
-  /** Lines posted to the burst's channels by the time the cards and their updates were in. */
+  /** Lines posted to the burst's channels (a grant's, a resolution's in its card's thread), and how many were due. */
   lines: number;
+  linesExpected: number;
+  /** From the first approval written to the last line posted. */
+  linesSeconds: number;
   /** Cards posted for approvals a grant answered (there must be none). */
   cardsOfGranted: number;
   /** The time it must take when each channel posts its cards at its own limit, independently. */
@@ -119,6 +122,23 @@ export async function burst(
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 
+  // The lines (a grant's in the channel, a resolution's in its card's thread) go once the cards
+  // are out: every one is waited for, so the result says whether any was lost and when the last went.
+  const linesExpected = granted.size + resolved.size;
+  const linesPosted = () =>
+    world.slack.requests
+      .slice(requestsBefore)
+      .filter(
+        (r) =>
+          r.method === 'chat.postMessage' &&
+          r.outcome === 'answered' &&
+          r.args.metadata === undefined &&
+          (CHANNELS as readonly unknown[]).includes(r.args.channel),
+      ).length;
+  const linesDeadline = Date.now() + (linesExpected / CHANNELS.length / perChannelPerSecond + 15) * 1000;
+  while (linesPosted() < linesExpected && Date.now() < linesDeadline)
+    await new Promise((resolve) => setTimeout(resolve, 100));
+
   tracker.postsOf(prefix); // takes in the updates that came after the last post
   let outOfOrder = 0;
   for (const channel of CHANNELS) {
@@ -159,6 +179,8 @@ export async function burst(
     lines: Object.values(timeline.channels)
       .flat()
       .reduce((n, s) => n + s.lines, 0),
+    linesExpected,
+    linesSeconds: round(Math.max(0, ...Object.values(timeline.lastLineMs)) / 1000, 1),
     cardsOfGranted: [...posted].filter((a) => granted.has(a)).length,
     idealSeconds: Math.ceil(perChannel / perChannelPerSecond) - 1,
     serialSeconds: Math.ceil(cards / perChannelPerSecond) - 1,
