@@ -345,15 +345,20 @@ function replicaScenario(world: World): Promise<ReplicasResult> {
   });
 }
 
-/** The bursts under Slack's per-channel limit, each on a fresh bot: plain, then half answered by grants. */
+/**
+ * The bursts under Slack's per-channel limit, each on a fresh bot: plain, then with as many
+ * requests again that a grant answers. Both have the same cards to post, so the second differs
+ * from the first only by the grants' work and their lines in the same channels.
+ */
 async function burstScenario(world: World): Promise<BurstResult & { withGrants: BurstResult }> {
   const run = async (grants: boolean) => {
+    const approvals = grants ? sizes.burst * 2 : sizes.burst;
     log(
-      `burst${grants ? ', a grant answering half' : ''}: ${sizes.burst} approvals over ${TOOLS.length} channels at ${sizes.burstRate} posts/s per channel`,
+      `burst${grants ? ', a grant answering half' : ''}: ${approvals} approvals over ${TOOLS.length} channels at ${sizes.burstRate} posts/s per channel`,
     );
     const bot = await world.startBot();
     try {
-      const result = await burst(world, sizes.burst, sizes.burstRate, { grants });
+      const result = await burst(world, approvals, sizes.burstRate, { grants });
       for (const line of timelineLines(result.timeline)) log(line);
       return result;
     } finally {
