@@ -207,7 +207,8 @@ export class ChannelPacer {
     const keepFor = pace.budget === undefined ? WINDOW_MS : FORGET_MS;
     const quietFor = this.now() - Math.max(pace.lastAnswerAt, pace.pausedUntil);
     if (quietFor >= keepFor) {
-      this.channels.delete(channel);
+      // Only this state: after stop() a post still answering holds one the map no longer has.
+      if (this.channels.get(channel) === pace) this.channels.delete(channel);
       return;
     }
     pace.forgetTimer = setTimeout(() => {
