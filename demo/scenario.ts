@@ -1,7 +1,7 @@
 // What the simulated agent host asks for: one approval every few seconds, cycling through the
 // kinds of request a team meets (files, multi-stage shell, network, a protected write, one held
 // by the automated reviewer then escalated, one the host's policy settles by itself, a subject
-// kind the bot does not know).
+// kind the bot does not know, and a burst of alike requests that gets one batch summary).
 
 import { v7 as uuidv7 } from 'uuid';
 import {
@@ -53,7 +53,7 @@ function fileWrite(path: string, content: string, extra: Partial<ApprovalInput> 
 
 /**
  * The order matters to the browser test: a file write first, then a multi-stage shell command,
- * then a force push (typed confirmation).
+ * then a force push (typed confirmation), then the burst whose batch summary it looks for.
  */
 export const SCENES: Scene[] = [
   {
@@ -92,6 +92,23 @@ export const SCENES: Scene[] = [
           workspaceRoot: '/srv/shop',
           stages: [['git', 'push', '--force-with-lease', 'origin', 'feat/login-rate-limit']],
         }),
+      ),
+  },
+  {
+    // Batch triage (docs/slack.md#batch-triage): alike requests at once get one summary card.
+    name: 'a burst of alike requests (one batch summary card)',
+    play: (host) =>
+      Promise.all(
+        ['/srv/shop', '/srv/shop-wt-2', '/srv/infra'].map((workspaceRoot, i) =>
+          host.open(
+            shellApproval({
+              approvalId: uuidv7(),
+              sessionId: i === 2 ? CI : LOGIN,
+              workspaceRoot,
+              stages: [['npm', 'run', 'lint']],
+            }),
+          ),
+        ),
       ),
   },
   {

@@ -265,7 +265,20 @@ export interface Post {
 const APPROVAL_ID = /\b([a-z]+\d*-\d{6})\b/;
 
 /** The approval a card (or a floor's plain message) is for. */
+/**
+ * The approval a posted card is of: its metadata names it (every card of the bot's carries
+ * `countersign_card`; a batch summary carries another type and is no approval's card); a post
+ * without metadata (a floor's) by the id in its text.
+ */
 function approvalIdOf(call: SlackCall): string | undefined {
+  const raw = call.args.metadata;
+  if (raw !== undefined) {
+    const metadata = (typeof raw === 'string' ? JSON.parse(raw) : raw) as {
+      event_type?: string;
+      event_payload?: { approval_id?: string };
+    };
+    return metadata.event_type === 'countersign_card' ? metadata.event_payload?.approval_id : undefined;
+  }
   const text = typeof call.args.text === 'string' ? call.args.text : '';
   return APPROVAL_ID.exec(text)?.[1] ?? APPROVAL_ID.exec(JSON.stringify(call.args.blocks ?? ''))?.[1];
 }

@@ -97,3 +97,10 @@ export interface FeedbackModalMetadata {
 
 /** block_id of the n-th actions block of choices: `${CHOICE_BLOCK_PREFIX}v${version}_${n}`. */
 export const CHOICE_BLOCK_PREFIX = 'cs_choices_';
+
+/** Batch triage summary buttons (renderBatchSummary.ts); their value names the group and its members. */
+export const BATCH_APPROVE_ACTION_ID = 'cs_batch_approve';
+export const BATCH_REJECT_ACTION_ID = 'cs_batch_reject';
+export const BATCH_REVIEW_ACTION_ID = 'cs_batch_review';
+/** The "Reject all" reason modal. */
+export const BATCH_REJECT_VIEW_CALLBACK_ID = 'cs_batch_reject_view';

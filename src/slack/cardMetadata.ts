@@ -44,6 +44,36 @@ export function cardMetadata(approvalId: string, facts?: CardFacts): CardMetadat
   };
 }
 
+/** The metadata of a batch summary card (docs/slack.md, "Batch triage"): not an approval's card. */
+export const BATCH_EVENT_TYPE = 'countersign_batch';
+
+export type BatchPayload = {
+  group_id: string;
+  v: number;
+  route: string;
+  state: 'open' | 'closed';
+  /** How many approvals the group holds. */
+  members: number;
+};
+
+export function batchMetadata(view: {
+  groupId: string;
+  shared: { route: string };
+  total: number;
+  closed?: boolean;
+}): { event_type: typeof BATCH_EVENT_TYPE; event_payload: BatchPayload } {
+  return {
+    event_type: BATCH_EVENT_TYPE,
+    event_payload: {
+      group_id: view.groupId,
+      v: CARD_METADATA_VERSION,
+      route: view.shared.route,
+      state: view.closed ? 'closed' : 'open',
+      members: view.total,
+    },
+  };
+}
+
 /** Whether a message from conversations.history is the card of `approvalId`. */
 export function isCardOf(message: { metadata?: unknown }, approvalId: string): boolean {
   const metadata = message.metadata as

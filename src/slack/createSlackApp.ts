@@ -22,6 +22,7 @@ import { choicePressRoute } from './choicePressRoute.js';
 import { type HealthProbe, healthRoutes } from './healthRoutes.js';
 import { close, healthServer, listen } from './healthServer.js';
 import type { HomeTab } from './homeTab.js';
+import { type BatchButtonsOptions, registerBatchButtons } from './listeners/batchButtons.js';
 import { choicePresses, registerChoiceButton } from './listeners/choiceButton.js';
 import { registerConfirmSubmission } from './listeners/confirmSubmission.js';
 import { registerFeedbackSubmission } from './listeners/feedbackSubmission.js';
@@ -40,6 +41,8 @@ export interface BotIdentity {
   /** The bot's own Slack team and enterprise: a user of any other is a stranger. */
   teamId?: string;
   enterpriseId?: string;
+  /** The workspace's address (auth.test `url`): a card's link is built from it (Permalinks). */
+  workspaceUrl?: string;
 }
 
 export interface SlackAppOptions {
@@ -75,6 +78,8 @@ export interface SlackAppOptions {
     /** Who is away (`/countersign away`, `back`). */
     away?: AwayStore;
   };
+  /** Batch triage: the summary cards' buttons (listeners/batchButtons.ts). */
+  batch?: Pick<BatchButtonsOptions, 'decider' | 'triage'>;
 }
 
 export interface SlackService {
@@ -232,6 +237,7 @@ export function createSlackApp(options: SlackAppOptions): SlackService {
   });
   registerRevokeButton(app, { revoker: team.revoker, home: team.home, logger });
   registerHomeOpened(app, team.home, logger);
+  if (options.batch) registerBatchButtons(app, { ...options.batch, views, web, logger });
   app.error(async (err) => {
     logger.error({ err }, 'slack listener failed');
   });

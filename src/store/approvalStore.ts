@@ -54,6 +54,14 @@ export class ApprovalStore {
     return this.records.recentCard(channel, ts, approvalId);
   }
 
+  /**
+   * The record as this process last read or wrote it, if it is one of the recent ones, else as
+   * Redis holds it. For what only shows a record (a batch summary), not for what decides on it.
+   */
+  async recentOrGet(approvalId: string): Promise<ApprovalRecord | undefined> {
+    return this.records.recent.get(approvalId) ?? (await this.records.get(approvalId));
+  }
+
   saveFullText(approvalId: string, fields: Record<string, string>): Promise<boolean> {
     return this.records.saveFullText(approvalId, fields);
   }

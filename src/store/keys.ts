@@ -7,6 +7,12 @@
 
 const PREFIX = 'cs';
 
+/** A batch group's key: the group id is `<channel>:<digest>`, and the channel is the tag. */
+function batchKey(groupId: string, part: string): string {
+  const at = groupId.lastIndexOf(':');
+  return `${PREFIX}:batch:{${groupId.slice(0, at)}}:${groupId.slice(at + 1)}:${part}`;
+}
+
 export const keys = {
   /**
    * Hash: `v` = version, `d` = record JSON, `f` = fence; `xs`/`xa` = the full text of a subject or
@@ -131,4 +137,16 @@ export const keys = {
    * XADD MAXLEN ~.
    */
   grantAudit: `${PREFIX}:{grants}:audit`,
+
+  // Batch triage (batchGroups.ts): a group is one channel's pending approvals that ask the same,
+  // its id `<channel>:<digest>`. Every batch key of a channel shares the tag `{<channel>}`, so what
+  // one turn's changes do to a group is one script.
+  /** Sorted set: a group's approvalIds scored by their card's ts, so a summary lists the oldest first. */
+  batchOrder: (groupId: string) => batchKey(groupId, 'o'),
+  /**
+   * Hash: the group's summary card: `state` (posting | posted | closed), `ts`, `rev` (bumped by
+   * every join and leave, so a render that raced a change is drawn again), `shared` (JSON),
+   * `note` (the last batch decision, shown on the card).
+   */
+  batchSummary: (groupId: string) => batchKey(groupId, 's'),
 } as const;

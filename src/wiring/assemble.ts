@@ -15,6 +15,7 @@ import { PromMetrics } from '../slack/metrics/promMetrics.js';
 import { classifySlackError } from '../slack/slackFailures.js';
 import { describeSlackFailure } from '../slack/slackReachability.js';
 import { VERSION } from '../version.js';
+import { wireBatching } from './batching.js';
 import { wireDeciding } from './deciding.js';
 import { wireEscalation } from './escalation.js';
 import { wireGrants } from './grants.js';
@@ -198,6 +199,7 @@ export function assemble(config: Config, logger: Logger): Countersign {
     grantLists: grants.grantLists,
     away,
     health,
+    permalinks: slack.permalinks,
   });
   // Followers of the records' stored changes, told in this order.
   followers.add(grantAnswerer);
@@ -211,6 +213,16 @@ export function assemble(config: Config, logger: Logger): Countersign {
     record: (approvalId) => store.get(approvalId),
   });
   followers.add(pending);
+  const batching = wireBatching({
+    logger,
+    redis,
+    slackClient,
+    store,
+    authorizer,
+    clicks,
+    permalinks: slack.permalinks,
+  });
+  followers.add(batching.triage);
   metrics.observe({ probe: health, pending });
 
   const app = createSlackApp({
@@ -234,6 +246,7 @@ export function assemble(config: Config, logger: Logger): Countersign {
       stats,
       away,
     },
+    batch: { decider: batching.batchDecider, triage: batching.triage },
   });
 
   return {
@@ -294,6 +307,7 @@ export function assemble(config: Config, logger: Logger): Countersign {
         approverNames.stop();
         home.stop();
         grants.stop();
+        batching.triage.stop();
         // Card updates still retrying (Slack away) end here; what they would have said is in Redis.
         cardChannel.stop();
         redisHealth.stop();

@@ -5,7 +5,7 @@ import type { Authorizer } from '../relay/deciding/authorizer.js';
 import type { GrantLists } from '../relay/grants/grantLists.js';
 import { FALLBACK_ROUTE_NAME, type Router } from '../routing/router.js';
 import { HomeTab } from '../slack/homeTab.js';
-import { Permalinks } from '../slack/permalinks.js';
+import type { Permalinks } from '../slack/permalinks.js';
 import { slackViews } from '../slack/slackViews.js';
 import type { UserStatsOptions } from '../slack/userStats.js';
 import { WaitingApprovals } from '../slack/waitingApprovals.js';
@@ -29,6 +29,8 @@ export interface HomeNeeds {
   away: AwayStore;
   /** Whether the hosts and Redis are up, shown on App Home (health.ts). */
   health: { hosts(): boolean; redis(): boolean };
+  /** Card links (wireSlack's, shared). */
+  permalinks: Permalinks;
 }
 
 /** What /countersign and App Home show each user. */
@@ -43,6 +45,7 @@ export function wireHome({
   grantLists,
   away,
   health,
+  permalinks,
 }: HomeNeeds) {
   const reader = new DecisionStatsReader(redis);
   // The fallback is a route of its own only when no route of the file catches everything.
@@ -55,7 +58,6 @@ export function wireHome({
     authorizer,
     routeNames: () => routeNames,
   };
-  const permalinks = new Permalinks(slackClient, logger);
   const waiting = new WaitingApprovals({
     redis,
     store,

@@ -65,6 +65,7 @@ export function wireRecords(needs: RecordsNeeds) {
       }),
     logger,
     onChange: (record) => followers.notify(record),
+    onPlacing: (record) => followers.placing(record),
   });
   return { store, activity, auditTrail, followers, keeper };
 }

@@ -6,6 +6,7 @@ import { directCardCalls } from '../slack/cardCalls.js';
 import { ChannelPacer } from '../slack/channelPacer.js';
 import type { BotIdentity } from '../slack/createSlackApp.js';
 import { slackFailureCounter, watchedCardCalls } from '../slack/metrics/slackCallFailures.js';
+import { Permalinks } from '../slack/permalinks.js';
 import { SlackCardChannel } from '../slack/slackCardChannel.js';
 import { classifySlackError } from '../slack/slackFailures.js';
 import { createSlackFetch, createSlackPool } from '../slack/slackFetch.js';
@@ -65,6 +66,7 @@ export function wireSlack(config: Config, logger: Logger, metrics: Metrics) {
         identity.botUserId = auth.user_id;
         identity.teamId = auth.team_id;
         identity.enterpriseId = auth.enterprise_id || undefined;
+        identity.workspaceUrl = auth.url;
         reachability.reached(url);
         slackUp = true;
         logger.info({ team: auth.team, botUserId: auth.user_id }, 'slack auth ok');
@@ -82,8 +84,12 @@ export function wireSlack(config: Config, logger: Logger, metrics: Metrics) {
     }
   }
 
+  // One cache of card links for App Home, /countersign and batch summaries.
+  const permalinks = new Permalinks(slackClient, logger, () => identity.workspaceUrl);
+
   return {
     slackTransport,
+    permalinks,
     slackClient,
     cardCalls,
     postPacer,

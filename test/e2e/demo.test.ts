@@ -245,6 +245,20 @@ describe.skipIf(!CHROMIUM)('npm run demo, in a real browser', () => {
     expect(nativeDialogs).toEqual([]);
   }, 60_000);
 
+  test('a burst of alike requests gets one batch summary, with its buttons and links to the cards', async () => {
+    await page.goto(demo.pageUrl);
+    const summary = card(page, 'alike requests waiting');
+    await summary.waitFor();
+    await summary.getByText('exec:npm run lint').first().waitFor();
+    await summary.getByRole('button', { name: /^Approve all \d+ once$/ }).waitFor();
+    await summary.getByRole('button', { name: 'Reject all', exact: true }).waitFor();
+    expect(await summary.locator('a[href*="/archives/"]').count()).toBeGreaterThanOrEqual(2);
+    // "Review one by one" decides nothing: the clicker alone is told the cards stay as they are.
+    await summary.getByRole('button', { name: 'Review one by one', exact: true }).click();
+    await page.locator('article.message.ephemeral', { hasText: 'The cards stay as they are' }).waitFor();
+    expect(pageErrors).toEqual([]);
+  }, 60_000);
+
   test('each user sees only their own ephemeral replies, and their own App Home', async () => {
     await page.goto(demo.pageUrl);
     await page.getByPlaceholder('Message #approvals').fill('/countersign help');

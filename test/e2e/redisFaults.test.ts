@@ -155,7 +155,11 @@ describe('host events while Redis is away', () => {
     await world.host.resolve({ approvalId: 'before-0001', decision: 'approved', resolvedBy: 'policy' });
     const ids = Array.from({ length: 12 }, (_, i) => `during-${String(i).padStart(4, '0')}`);
     for (const approvalId of ids) {
-      await world.host.open(approvalFromTranscript('approval-round-trip', { approvalId }), { via: 'both' });
+      // Each writes another file: alike pending requests would also get a batch summary card
+      // (docs/slack.md#batch-triage), a post of its own this count of cards does not take in.
+      const approval = approvalFromTranscript('approval-round-trip', { approvalId });
+      approval.subject = { ...approval.subject, path: `/home/me/src/proj/${approvalId}.toml` };
+      await world.host.open(approval, { via: 'both' });
     }
     await world.bot.waitForLog((l) => l.msg?.includes('event buffer is full') === true, 10_000);
     redis.resume();

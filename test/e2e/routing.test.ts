@@ -255,7 +255,9 @@ describe('routing cards with COUNTERSIGN_CONFIG', () => {
       // One host: the card does not name it.
       expect(textOf(card)).not.toContain('Host:');
     }
-    expect(world.slack.callsOf('chat.postMessage')).toHaveLength(Object.keys(expected).length);
+    expect(world.slack.cardPosts()).toHaveLength(Object.keys(expected).length);
+    // The two alike deploy commands also share a batch summary (docs/slack.md#batch-triage).
+    expect(world.slack.summaryPosts().map((c) => c.args.channel)).toEqual(['C0DEPLOYS']);
     expect(world.slack.messagesIn(world.channel)).toHaveLength(0);
   });
 
@@ -366,7 +368,13 @@ describe('routing cards with COUNTERSIGN_CONFIG', () => {
     world.slack.rateLimitPerChannel('chat.postMessage', 1);
 
     const busyIds = ['busy-0001', 'busy-0002', 'busy-0003', 'busy-0004'];
-    for (const id of busyIds) await world.host.open(toolApproval(id, 'shell'));
+    // Each asks something else: alike pending requests would also get a batch summary card
+    // (docs/slack.md#batch-triage), a post of its own this test of card pacing does not count.
+    for (const id of busyIds)
+      await world.host.open({
+        ...shellApproval({ approvalId: id, sessionId: SESSION, stages: [['make', id]] }),
+        toolName: 'shell',
+      });
     await world.host.open(fileApproval('quiet-0001'));
 
     // At one post per second, the busy channel needs about 3 s for its 4 cards.

@@ -58,10 +58,11 @@ describe('/countersign', () => {
     await world.press('shell-done', 'Allow once', 'U0BOB');
     await world.host.waitForDecide((d) => d.frame.params.approvalId === 'shell-done');
 
-    // The command is acked at once, while the lookup behind it still waits for Slack.
+    // The command is acked at once, while the lookup behind it still waits for Slack (who Alice
+    // is: card links need no call once auth.test has given the workspace's address).
     let releaseLinks = () => {};
     world.slack.fault(
-      'chat.getPermalink',
+      'users.info',
       { until: new Promise<void>((resolve) => (releaseLinks = resolve)) },
       { times: Number.POSITIVE_INFINITY },
     );
@@ -69,9 +70,11 @@ describe('/countersign', () => {
     expect({ status: acked.status, body: acked.body }).toEqual({ status: 200, body: '' });
     expect(world.slack.responses.filter((r) => r.id === acked.responseId)).toEqual([]);
     releaseLinks();
-    world.slack.heal('chat.getPermalink');
+    world.slack.heal('users.info');
     const alice = await world.slack.waitForResponse((r) => r.id === acked.responseId);
     expect(alice.body.response_type).toBe('ephemeral');
+    // The held call was the lookup's own: the answer waited for it.
+    expect(world.slack.calls.some((c) => c.method === 'users.info' && c.args.user === 'U0ALICE')).toBe(true);
     // Alice approves deploys, and their protected writes; not shell.
     expect(linkedApprovals(alice, cards)).toEqual(['deploy-a', 'deploy-pw']);
     const first = linesOf(alice.body).find((l) => l.includes(cards.get('deploy-a')!))!;

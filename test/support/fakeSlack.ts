@@ -168,6 +168,11 @@ function tsMicros(ts: string): bigint {
   return BigInt(seconds || '0') * 1_000_000n + BigInt(fraction.padEnd(6, '0').slice(0, 6) || '0');
 }
 
+/** The metadata event type a call carried. */
+function eventTypeOf(call: SlackCall): unknown {
+  return (call.args.metadata as { event_type?: unknown } | undefined)?.event_type;
+}
+
 /** The metadata argument of a post or update, or undefined when absent or empty. */
 function metadataOf(v: unknown): Record<string, unknown> | undefined {
   if (typeof v !== 'object' || v === null || Object.keys(v).length === 0) return undefined;
@@ -457,9 +462,19 @@ export class FakeSlack {
     return this.calls.filter((c) => c.method === method);
   }
 
-  /** chat.postMessage calls that post a message of their own, not a reply in a card's thread. */
+  /**
+   * chat.postMessage calls that post a message of their own, not a reply in a card's thread, nor
+   * a batch summary (metadata `countersign_batch`, summaryPosts()).
+   */
   cardPosts(): SlackCall[] {
-    return this.callsOf('chat.postMessage').filter((c) => c.args.thread_ts === undefined);
+    return this.callsOf('chat.postMessage').filter(
+      (c) => c.args.thread_ts === undefined && eventTypeOf(c) !== 'countersign_batch',
+    );
+  }
+
+  /** The batch summaries posted (docs/slack.md#batch-triage). */
+  summaryPosts(): SlackCall[] {
+    return this.callsOf('chat.postMessage').filter((c) => eventTypeOf(c) === 'countersign_batch');
   }
 
   /** Latest state of a message after all updates. */

@@ -143,6 +143,25 @@ export class ClickHandler {
     return task.finally(() => this.clicks.delete(task));
   }
 
+  /**
+   * One decision of a batch (batchDecider.ts), checked as a click by check(): decided as the click
+   * would be, but its outcome is handed back for the batch's one answer instead of told. The
+   * batch leaves quorum routes alone, so no vote is ever counted here.
+   */
+  decideAsPartOfBatch(
+    click: Click,
+    checked: Extract<ClickCheck, { ok: true }>,
+  ): Promise<DecisionOutcome | undefined> {
+    const task = this.decideChecked(click, checked).then((decided) => decided?.outcome);
+    const tracked = task.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.clicks.add(tracked);
+    void tracked.finally(() => this.clicks.delete(tracked));
+    return task;
+  }
+
   /** Tells one person, and only them, why their click changed nothing. */
   refuse(click: Pick<Click, 'channel' | 'userId'>, refusal: Refusal): Promise<void> {
     return this.tell(click, refusal);

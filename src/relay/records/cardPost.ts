@@ -14,6 +14,8 @@ export interface CardPost {
   postedSince?: Date;
   /** PostOptions.mayAct: whether this process still acts for the card's host. */
   mayAct?: () => boolean;
+  /** Told of the record with its card's place, just before that is written (RecordFollower.placing). */
+  placing?: (record: ApprovalRecord) => void;
 }
 
 /**
@@ -51,6 +53,7 @@ export async function postUnderLease(
     throw err;
   }
   clearInterval(renewing);
+  post.placing?.(Object.assign({}, record, { slack: Object.assign({}, record.slack, posted) }));
   const saved = await store.savePost(record, posted, lease);
   logger.debug(
     {

@@ -3,6 +3,12 @@ import type { ApprovalRecord } from '../../domain/record.js';
 /** A part that follows the records' stored changes. */
 export interface RecordFollower {
   follow(record: ApprovalRecord): void;
+  /**
+   * A card was just posted, and the write that says where goes to Redis in this same stretch: a
+   * follower that writes for a new card (batch triage) issues it now, so both leave together.
+   * `record` is the record as it will be stored; follow() is told of what was stored after.
+   */
+  placing?(record: ApprovalRecord): void;
 }
 
 // The RecordKeeper tells its followers of every stored change (its onChange), but most of them
@@ -18,5 +24,10 @@ export class RecordFollowers {
   /** RecordKeeper's onChange: each follower in turn. */
   notify(record: ApprovalRecord): void {
     for (const follower of this.followers) follower.follow(record);
+  }
+
+  /** RecordKeeper's onPlacing: each follower that asks to be told. */
+  placing(record: ApprovalRecord): void {
+    for (const follower of this.followers) follower.placing?.(record);
   }
 }

@@ -36,6 +36,11 @@ export interface RecordKeeperOptions {
    * throw and must not wait.
    */
   onChange?: (record: ApprovalRecord) => void;
+  /**
+   * Told of a card just posted, as its record will be stored, in the synchronous stretch that
+   * sends that write (RecordFollower.placing). Must not throw and must not wait.
+   */
+  onPlacing?: (record: ApprovalRecord) => void;
   /** Counts for /metrics (cards posted). */
   activity?: Activity;
   /** Told of each approval resolved here (time to decision). */
@@ -361,6 +366,7 @@ export class RecordKeeper {
         render: () => rendered ?? render(record, this.now()),
         logger,
         postLeaseMs: this.postLeaseMs,
+        placing: (placed) => this.placing(placed),
         ...(postedSince ? { postedSince } : {}),
         ...(mayAct ? { mayAct } : {}),
       });
@@ -391,6 +397,14 @@ export class RecordKeeper {
     const seconds = (this.now().getTime() - Date.parse(record.openedAt)) / 1000;
     if (Number.isFinite(seconds)) {
       this.options.metrics.decided(record.route, outcomeOf(record.resolution), seconds);
+    }
+  }
+
+  private placing(record: ApprovalRecord): void {
+    try {
+      this.options.onPlacing?.(record);
+    } catch (err) {
+      this.options.logger.error({ err, approvalId: record.approvalId }, 'record follower failed');
     }
   }
 

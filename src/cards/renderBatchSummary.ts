@@ -1,0 +1,199 @@
+import type { ActionsBlock, KnownBlock, ModalView } from '@slack/types';
+import { z } from 'zod';
+import type { BatchOutcome, SummaryView } from '../domain/batchGroup.js';
+import { context, header, packSections, plainText, section } from './blocks.js';
+import { clip, inlineCode } from './escape.js';
+import {
+  BATCH_APPROVE_ACTION_ID,
+  BATCH_REJECT_ACTION_ID,
+  BATCH_REJECT_VIEW_CALLBACK_ID,
+  BATCH_REVIEW_ACTION_ID,
+  FEEDBACK_BLOCK_ID,
+  FEEDBACK_INPUT_ACTION_ID,
+} from './ids.js';
+import { mentionUser } from './mentionUser.js';
+import { refusalText } from './renderUserMessages.js';
+
+// The batch triage summary card (docs/slack.md#batch-triage), its "Reject all" modal, and the
+// answer its clicker reads. Every piece of agent text (commands, session titles) is escaped.
+
+/** What a summary's buttons carry: the group and the members (and their stage) as drawn. */
+export const BatchButtonValue = z.object({
+  g: z.string(),
+  m: z.array(z.tuple([z.string(), z.number().int()])),
+});
+export type BatchButtonValue = z.infer<typeof BatchButtonValue>;
+
+export function decodeBatchValue(raw: string | undefined): BatchButtonValue | undefined {
+  try {
+    const parsed = BatchButtonValue.safeParse(JSON.parse(raw ?? ''));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** `links`: approvalId → the card's permalink, where Slack gave one. */
+export function renderBatchSummary(
+  view: SummaryView,
+  links: ReadonlyMap<string, string>,
+): { text: string; blocks: KnownBlock[] } {
+  const { shared } = view;
+  const what = shared.capabilities.map((c) => inlineCode(c, 300)).join(', ');
+  const facts = [
+    `*Asks:* ${what}`,
+    `*Tool:* ${clip(shared.tool, 100)} · *Sandbox:* ${clip(shared.sandboxMode, 60)}${shared.route ? ` · *Route:* ${clip(shared.route, 100)}` : ''}`,
+  ].join('\n');
+  const last = view.last ? [context([outcomeLine(view.last)])] : [];
+  if (view.closed) {
+    return {
+      text: 'Batch closed: no alike request waits any more',
+      blocks: [
+        header('Batch closed'),
+        section(facts),
+        context(['No alike request waits any more.']),
+        ...last,
+      ],
+    };
+  }
+  const sessions = new Map<string, number>();
+  for (const m of view.members) sessions.set(m.session, (sessions.get(m.session) ?? 0) + 1);
+  const sessionLine = [...sessions]
+    .map(([name, n]) => `${clip(name, 80)}${n > 1 ? ` ×${n}` : ''}`)
+    .join(', ');
+  const cards = view.members.map((m, i) => {
+    // The session names the card; the link opens it (no approval id: it is on the card).
+    const label = `${i + 1}. ${clip(m.session, 60)}`;
+    const link = links.get(m.approvalId);
+    return link ? `<${link}|${label}>` : label;
+  });
+  const more = view.total > view.members.length ? view.total - view.members.length : 0;
+  const value: BatchButtonValue = {
+    g: view.groupId,
+    m: view.members.map((m) => [m.approvalId, m.sourceIndex]),
+  };
+  const encoded = JSON.stringify(value);
+  const n = view.members.length;
+  const actions: ActionsBlock = {
+    type: 'actions',
+    block_id: 'cs_batch_actions',
+    elements: [
+      {
+        type: 'button',
+        action_id: BATCH_APPROVE_ACTION_ID,
+        style: 'primary',
+        text: plainText(`Approve all ${n} once`),
+        value: encoded,
+        confirm: {
+          title: plainText('Approve all once?'),
+          text: plainText(
+            `Each of the ${n} requests listed is approved once, as if you pressed its own card. Nothing is remembered.`,
+          ),
+          confirm: plainText('Approve all'),
+          deny: plainText('Cancel'),
+        },
+      },
+      {
+        type: 'button',
+        action_id: BATCH_REJECT_ACTION_ID,
+        style: 'danger',
+        text: plainText('Reject all'),
+        value: encoded,
+      },
+      {
+        type: 'button',
+        action_id: BATCH_REVIEW_ACTION_ID,
+        text: plainText('Review one by one'),
+        value: encoded,
+      },
+    ],
+  };
+  return {
+    text: `${view.total} alike requests are waiting`,
+    blocks: [
+      header(`${view.total} alike requests waiting`),
+      section(facts),
+      section(`*From:* ${sessionLine}`),
+      ...packSections(cards),
+      ...(more > 0
+        ? [context([`${more} more wait beyond these; they join this summary as these are decided.`])]
+        : []),
+      actions,
+      ...last,
+    ],
+  };
+}
+
+/** One line of what the last batch did, on the summary itself. */
+function outcomeLine(outcome: BatchOutcome): string {
+  const verb = outcome.action === 'approve' ? 'approved once' : 'rejected';
+  const skipped = outcome.skipped.length
+    ? ` Skipped ${outcome.skipped.length}: ${outcome.skipped.map(skipName).join(', ')}.`
+    : '';
+  return `${mentionUser(outcome.userId)} ${verb} ${outcome.decided.length} together.${skipped}`;
+}
+
+function skipName(skip: BatchOutcome['skipped'][number]): string {
+  const why =
+    skip.refusal.code === 'alreadyResolved'
+      ? 'already decided'
+      : skip.refusal.code === 'notAuthorized'
+        ? 'not theirs to decide'
+        : 'changed';
+  return `${clip(skip.session || skip.approvalId, 60)} · ${clip(skip.approvalId.slice(-8), 8)} (${why})`;
+}
+
+/** What the person who pressed "Approve all once" or "Reject all" reads, ephemeral. */
+export function batchAnswerText(outcome: BatchOutcome): string {
+  const verb = outcome.action === 'approve' ? 'approved once' : 'rejected';
+  if (outcome.decided.length === 0 && outcome.skipped.every((s) => s.refusal.code === 'notAuthorized')) {
+    const first = outcome.skipped[0];
+    const why = first ? refusalText(first.refusal) : '';
+    return `Nothing was decided: you may not decide these requests. ${why}`.trim();
+  }
+  const head =
+    outcome.decided.length === 0
+      ? 'Nothing was decided.'
+      : `You ${verb} ${outcome.decided.length} request${outcome.decided.length === 1 ? '' : 's'}, each as if pressed on its own card.`;
+  if (outcome.skipped.length === 0) return head;
+  const lines = outcome.skipped.map(
+    (s) => `• ${clip(s.session || s.approvalId, 80)} (${clip(s.approvalId, 60)}): ${refusalText(s.refusal)}`,
+  );
+  return `${head} Skipped ${outcome.skipped.length}, which changed since the summary was drawn:\n${lines.join('\n')}`;
+}
+
+/** "Review one by one": nothing is decided; the cards stay as they are. */
+export const REVIEW_ONE_BY_ONE_TEXT =
+  'Nothing was decided. The cards stay as they are: open each from the summary and decide it on its own card.';
+
+/** Slack did not open the "Reject all" form (a trigger past its 3 s, Slack away). */
+export const REJECT_FORM_FAILED_TEXT =
+  'Nothing was rejected: Slack did not open the form for the reason. Please press Reject all again.';
+
+/** The "Reject all" modal: one reason, sent with each rejection. */
+export function renderBatchRejectModal(value: BatchButtonValue, channel: string): ModalView {
+  return {
+    type: 'modal',
+    callback_id: BATCH_REJECT_VIEW_CALLBACK_ID,
+    title: plainText('Reject all'),
+    submit: plainText('Reject all'),
+    close: plainText('Cancel'),
+    private_metadata: JSON.stringify({ c: channel, ...value }),
+    blocks: [
+      context([
+        `Each of the ${value.m.length} requests is rejected as if pressed on its own card. The agent sees the reason you give, on each.`,
+      ]),
+      {
+        type: 'input',
+        block_id: FEEDBACK_BLOCK_ID,
+        label: plainText('Reason'),
+        element: {
+          type: 'plain_text_input',
+          action_id: FEEDBACK_INPUT_ACTION_ID,
+          multiline: true,
+          max_length: 2000,
+        },
+      },
+    ],
+  };
+}

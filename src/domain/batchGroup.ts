@@ -1,0 +1,122 @@
+import { createHash } from 'node:crypto';
+import { stageCapabilities } from './grants/capabilities.js';
+import { onceChoice } from './grants/match.js';
+import type { ApprovalRecord } from './record.js';
+import type { Refusal } from './refusal.js';
+
+// Batch triage (docs/slack.md#batch-triage): which pending approvals of one channel ask the same
+// thing, so that one summary card may offer to decide them together. Pure.
+
+/** What every member of a group shares: what the summary card says they ask. */
+export interface BatchShared {
+  route: string;
+  tool: string;
+  capabilities: string[];
+  sandboxMode: string;
+}
+
+/** A group: its id (channel and a digest of what is shared) and what is shared. */
+export interface BatchGroupOf {
+  groupId: string;
+  channel: string;
+  shared: BatchShared;
+}
+
+/** One member as the summary lists it: enough to link its card and name its session. */
+export interface BatchMember {
+  approvalId: string;
+  /** The stage the member asked about when it joined: a batch decides only that stage. */
+  sourceIndex: number;
+  ts: string;
+  session: string;
+}
+
+/**
+ * The group an approval belongs to, or undefined when it must be decided on its own card: not
+ * pending (or not posted yet), a quorum above 1, a risk rule matched, a protected write, a kind or
+ * a command not fully understood (the same test a grant passes), no approve-once choice.
+ */
+export function batchGroupOf(record: ApprovalRecord, quorum: number): BatchGroupOf | undefined {
+  if (record.phase !== 'pending' || record.slack.deferred || quorum > 1) return undefined;
+  return batchShapeOf(record);
+}
+
+/**
+ * The group whose question an approval's card asks, whether or not it may be in it now (pending,
+ * its quorum): what it leaves when it may no longer be. Undefined when the question itself is
+ * never decided together.
+ */
+export function batchShapeOf(record: ApprovalRecord): BatchGroupOf | undefined {
+  if (!record.slack.ts || record.risks?.length || record.protectedWrite) return undefined;
+  if (!onceChoice(record.availableChoices)) return undefined;
+  const { capabilities, notGrantable } = stageCapabilities(record);
+  if (notGrantable || capabilities.length === 0) return undefined;
+  const shared: BatchShared = {
+    route: record.route ?? '',
+    tool: record.tool,
+    capabilities,
+    sandboxMode: record.sandboxMode,
+  };
+  const channel = record.slack.channel;
+  return { groupId: `${channel}:${digestOf(shared)}`, channel, shared };
+}
+
+/** Digests already taken: a burst's members ask the same, and share one. */
+const digests = new Map<string, string>();
+
+function digestOf(shared: BatchShared): string {
+  const text = JSON.stringify([shared.route, shared.tool, shared.capabilities, shared.sandboxMode]);
+  let digest = digests.get(text);
+  if (digest === undefined) {
+    digest = createHash('sha256').update(text).digest('hex').slice(0, 24);
+    // Oldest out first: a Map iterates in insertion order.
+    if (digests.size >= 1_000) digests.delete(digests.keys().next().value!);
+    digests.set(text, digest);
+  }
+  return digest;
+}
+
+/** A member as it joins: its card and its session's name. */
+export function batchMemberOf(record: ApprovalRecord): BatchMember {
+  return {
+    approvalId: record.approvalId,
+    sourceIndex: record.currentRequirementId.sourceIndex,
+    ts: record.slack.ts ?? '',
+    session: record.sessionTitle ?? record.sessionId,
+  };
+}
+
+/** The most members a summary lists and decides at once: a button's value holds them all. */
+export const BATCH_MAX_MEMBERS = 20;
+
+/** One approval a batch decision left alone, and why (what its clicker would have been told). */
+export interface BatchSkip {
+  approvalId: string;
+  session: string;
+  refusal: Refusal;
+}
+
+/** What one press of "Approve all once" or "Reject all" did: told to its clicker, kept on the summary. */
+export interface BatchOutcome {
+  userId: string;
+  action: 'approve' | 'reject';
+  at: string;
+  /** Approvals whose decision was sent (or handed to the replica that runs their host). */
+  decided: Array<{ approvalId: string; session: string }>;
+  skipped: BatchSkip[];
+}
+
+/** What a summary card shows: the relay hands it over, slack/ renders and posts it. */
+export interface SummaryView {
+  groupId: string;
+  channel: string;
+  shared: BatchShared;
+  /** The members the card lists and its buttons decide (at most BATCH_MAX_MEMBERS). */
+  members: BatchMember[];
+  /** How many are in the group, listed or not. */
+  total: number;
+  /** The last batch decision taken from this summary. */
+  last?: BatchOutcome;
+  /** The group emptied: the card says so, without buttons. */
+  closed?: boolean;
+}

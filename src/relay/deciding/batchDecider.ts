@@ -1,0 +1,105 @@
+import type { Logger } from 'pino';
+import { type BatchOutcome, type BatchSkip, batchGroupOf } from '../../domain/batchGroup.js';
+import { timeoutChoice } from '../../domain/decisionWords.js';
+import { onceChoice } from '../../domain/grants/match.js';
+import type { ApprovalRecord } from '../../domain/record.js';
+import type { Refusal } from '../../domain/refusal.js';
+import type { Authorizer } from './authorizer.js';
+import type { Click, ClickHandler, ClickRecords } from './clickHandler.js';
+import { refusalFor } from './refusals.js';
+
+/** One member as the summary showed it when it was drawn: a batch decides only that stage. */
+export interface DrawnMember {
+  approvalId: string;
+  sourceIndex: number;
+}
+
+export interface BatchRequest {
+  userId: string;
+  groupId: string;
+  members: readonly DrawnMember[];
+  action: 'approve' | 'reject';
+  /** Rejecting: the one reason sent with each rejection. */
+  reason?: string;
+}
+
+export interface BatchDeciderOptions {
+  store: Pick<ClickRecords, 'get'>;
+  clicks: Pick<ClickHandler, 'check' | 'decideAsPartOfBatch'>;
+  authorizer: Pick<Authorizer, 'quorum'>;
+  logger: Logger;
+}
+
+/**
+ * "Approve all once" and "Reject all" of a batch summary: one decision per approval, each checked
+ * and claimed exactly as a click on its own card would be (ClickHandler.check: who may decide,
+ * audited when refused; the Decider: its own claim, commandId and audit entry). Never a grant.
+ * An approval that changed since the summary was drawn (decided elsewhere, its stage moved on,
+ * its question no longer the group's) is skipped and named.
+ */
+export class BatchDecider {
+  constructor(private readonly options: BatchDeciderOptions) {}
+
+  async decide(request: BatchRequest): Promise<BatchOutcome> {
+    const results = await Promise.all(request.members.map((member) => this.one(request, member)));
+    const outcome: BatchOutcome = {
+      userId: request.userId,
+      action: request.action,
+      at: new Date().toISOString(),
+      decided: [],
+      skipped: [],
+    };
+    for (const result of results) {
+      if ('refusal' in result) outcome.skipped.push(result);
+      else outcome.decided.push(result);
+    }
+    return outcome;
+  }
+
+  private async one(
+    request: BatchRequest,
+    member: DrawnMember,
+  ): Promise<{ approvalId: string; session: string } | BatchSkip> {
+    const { approvalId } = member;
+    const record = await this.options.store.get(approvalId).catch((err: unknown) => {
+      this.options.logger.warn({ err, approvalId }, 'batch: could not read an approval');
+      return null;
+    });
+    if (!record) return { approvalId, session: '', refusal: { code: 'unknownCard' } };
+    const session = record.sessionTitle ?? record.sessionId;
+    const skip = (refusal: Refusal): BatchSkip => ({ approvalId, session, refusal });
+    const choice =
+      request.action === 'approve'
+        ? onceChoice(record.availableChoices)
+        : timeoutChoice(record.availableChoices);
+    if (!record.slack.ts) return skip({ code: 'unknownCard' });
+    const click: Click = {
+      channel: record.slack.channel,
+      ts: record.slack.ts,
+      userId: request.userId,
+      sourceIndex: member.sourceIndex,
+      choiceId: choice?.choiceId ?? '',
+      approvalHint: approvalId,
+      receivedAt: Date.now(),
+      ...(request.action === 'reject' ? { from: 'modal' as const } : {}),
+      ...(request.reason && choice?.acceptsFeedback ? { feedback: request.reason } : {}),
+    };
+    // Who may decide, and whether the stage drawn is still the one asked: as a click on its card.
+    const checked = await this.options.clicks.check(click).catch((err: unknown) => {
+      this.options.logger.warn({ err, approvalId }, 'batch: could not check an approval');
+      return { ok: false as const, refusal: { code: 'notRecorded' } as Refusal };
+    });
+    if (!checked.ok) return skip(checked.refusal);
+    if (request.action === 'approve' && !this.stillInGroup(checked.record, request.groupId))
+      return skip({ code: 'questionChanged' });
+    const outcome = await this.options.clicks.decideAsPartOfBatch(click, checked);
+    if (!outcome) return skip({ code: 'questionChanged' });
+    if (outcome.kind === 'decided' || outcome.kind === 'forwarded') return { approvalId, session };
+    return skip(refusalFor(outcome, request.userId));
+  }
+
+  /** Approving together holds only while the approval still asks what the group asks, by one person. */
+  private stillInGroup(record: ApprovalRecord, groupId: string): boolean {
+    return batchGroupOf(record, this.options.authorizer.quorum(record))?.groupId === groupId;
+  }
+}

@@ -1,0 +1,139 @@
+import type { App } from '@slack/bolt';
+import type { WebClient } from '@slack/web-api';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import {
+  BATCH_APPROVE_ACTION_ID,
+  BATCH_REJECT_ACTION_ID,
+  BATCH_REJECT_VIEW_CALLBACK_ID,
+  BATCH_REVIEW_ACTION_ID,
+} from '../../cards/ids.js';
+import {
+  type BatchButtonValue,
+  BatchButtonValue as BatchValueSchema,
+  batchAnswerText,
+  decodeBatchValue,
+  REJECT_FORM_FAILED_TEXT,
+  REVIEW_ONE_BY_ONE_TEXT,
+  renderBatchRejectModal,
+} from '../../cards/renderBatchSummary.js';
+import { readFeedback } from '../../cards/renderFeedbackModal.js';
+import type { BatchOutcome } from '../../domain/batchGroup.js';
+import type { BatchTriage } from '../../relay/batching/batchTriage.js';
+import type { BatchDecider } from '../../relay/deciding/batchDecider.js';
+import { RETRY_POLICIES, retrySlackCall } from '../slackRetry.js';
+import type { SlackViews } from '../slackViews.js';
+
+const PressBody = z.looseObject({
+  user: z.looseObject({ id: z.string() }),
+  trigger_id: z.string().optional(),
+  channel: z.looseObject({ id: z.string() }),
+  actions: z.array(z.looseObject({ action_id: z.string(), value: z.string().optional() })).min(1),
+});
+
+const RejectMetadata = BatchValueSchema.extend({ c: z.string() });
+
+export interface BatchButtonsOptions {
+  decider: BatchDecider;
+  triage: Pick<BatchTriage, 'noted'>;
+  views: SlackViews;
+  web: WebClient;
+  logger: Logger;
+}
+
+/**
+ * The batch summary's buttons (docs/slack.md#batch-triage). Each is acknowledged at once; the
+ * decisions are made by the BatchDecider (every one checked as a click on its own card), and the
+ * clicker alone is told how it went. "Review one by one" decides nothing.
+ */
+export function registerBatchButtons(app: App, options: BatchButtonsOptions): void {
+  const { logger } = options;
+  const tell = (channel: string, user: string, text: string) =>
+    retrySlackCall(
+      () => options.web.chat.postEphemeral({ channel, user, text }),
+      RETRY_POLICIES.interactive,
+    ).catch((err: unknown) => {
+      logger.warn({ err, user }, 'could not answer a batch button');
+    });
+  const pressed = (body: unknown) => {
+    const parsed = PressBody.safeParse(body);
+    const value = parsed.success ? decodeBatchValue(parsed.data.actions[0]?.value) : undefined;
+    if (!parsed.success || !value) {
+      logger.warn('unusable batch button payload');
+      return undefined;
+    }
+    return {
+      userId: parsed.data.user.id,
+      channel: parsed.data.channel.id,
+      trigger: parsed.data.trigger_id,
+      value,
+    };
+  };
+  const decide = async (
+    channel: string,
+    userId: string,
+    value: BatchButtonValue,
+    action: 'approve' | 'reject',
+    reason?: string,
+  ) => {
+    let outcome: BatchOutcome;
+    try {
+      outcome = await options.decider.decide({
+        userId,
+        groupId: value.g,
+        members: value.m.map(([approvalId, sourceIndex]) => ({ approvalId, sourceIndex })),
+        action,
+        ...(reason ? { reason } : {}),
+      });
+    } catch (err) {
+      logger.error({ err, groupId: value.g }, 'batch decision failed');
+      await tell(channel, userId, 'Nothing was decided: Countersign could not read these requests just now.');
+      return;
+    }
+    await tell(channel, userId, batchAnswerText(outcome));
+    // Only what someone was allowed to do is kept on the summary for all to see.
+    if (outcome.decided.length > 0) {
+      await options.triage.noted(value.g, outcome).catch((err: unknown) => {
+        logger.warn({ err, groupId: value.g }, 'could not note a batch decision on its summary');
+      });
+    }
+  };
+
+  app.action(BATCH_APPROVE_ACTION_ID, async ({ ack, body }) => {
+    await ack();
+    const press = pressed(body);
+    if (press) await decide(press.channel, press.userId, press.value, 'approve');
+  });
+
+  app.action(BATCH_REJECT_ACTION_ID, async ({ ack, body }) => {
+    await ack();
+    const press = pressed(body);
+    if (!press?.trigger) return;
+    // Who may reject is checked per approval on submit, as the reject modal of a card does.
+    try {
+      await options.views.open(press.trigger, renderBatchRejectModal(press.value, press.channel));
+    } catch (err) {
+      logger.warn({ err }, 'could not open the Reject all modal');
+      await tell(press.channel, press.userId, REJECT_FORM_FAILED_TEXT);
+    }
+  });
+
+  app.action(BATCH_REVIEW_ACTION_ID, async ({ ack, body }) => {
+    await ack();
+    const press = pressed(body);
+    if (press) await tell(press.channel, press.userId, REVIEW_ONE_BY_ONE_TEXT);
+  });
+
+  app.view(BATCH_REJECT_VIEW_CALLBACK_ID, async ({ ack, body, view }) => {
+    await ack();
+    let metadata: z.infer<typeof RejectMetadata>;
+    try {
+      metadata = RejectMetadata.parse(JSON.parse(view.private_metadata));
+    } catch (err) {
+      logger.warn({ err }, 'Reject all modal with unusable private_metadata');
+      return;
+    }
+    const reason = readFeedback(view.state.values);
+    await decide(metadata.c, body.user.id, metadata, 'reject', reason);
+  });
+}

@@ -1,0 +1,47 @@
+import type { WebClient } from '@slack/web-api';
+import type { Logger } from 'pino';
+import { renderBatchSummary } from '../cards/renderBatchSummary.js';
+import type { SummaryView } from '../domain/batchGroup.js';
+import type { SummaryBoard } from '../relay/batching/batchTriage.js';
+import { batchMetadata } from './cardMetadata.js';
+import type { Permalinks } from './permalinks.js';
+import { RETRY_POLICIES, retrySlackCall } from './slackRetry.js';
+
+/**
+ * Batch summary cards in Slack: each drawn with links to its members' cards (chat.getPermalink,
+ * cached by Permalinks), posted once per group (the relay holds the claim) and updated in place.
+ */
+export class SlackSummaryBoard implements SummaryBoard {
+  constructor(
+    private readonly web: WebClient,
+    private readonly permalinks: Permalinks,
+    private readonly logger: Logger,
+  ) {}
+
+  async post(channel: string, view: SummaryView): Promise<string> {
+    const message = await this.render(view);
+    const answer = await retrySlackCall(
+      () => this.web.chat.postMessage({ channel, ...message }),
+      RETRY_POLICIES.post,
+    );
+    if (!answer.ts) throw new Error('chat.postMessage gave no ts for a batch summary');
+    this.logger.info({ channel, groupId: view.groupId, members: view.total }, 'batch summary posted');
+    return answer.ts;
+  }
+
+  async update(channel: string, ts: string, view: SummaryView): Promise<void> {
+    const message = await this.render(view);
+    await retrySlackCall(() => this.web.chat.update({ channel, ts, ...message }), RETRY_POLICIES.post);
+  }
+
+  private async render(view: SummaryView) {
+    const links = new Map<string, string>();
+    await Promise.all(
+      view.members.map(async (m) => {
+        const link = await this.permalinks.of(view.channel, m.ts);
+        if (link) links.set(m.approvalId, link);
+      }),
+    );
+    return { ...renderBatchSummary(view, links), metadata: batchMetadata(view) };
+  }
+}

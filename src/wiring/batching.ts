@@ -1,0 +1,44 @@
+import type { WebClient } from '@slack/web-api';
+import type { Logger } from 'pino';
+import { BatchTriage } from '../relay/batching/batchTriage.js';
+import type { Authorizer } from '../relay/deciding/authorizer.js';
+import { BatchDecider } from '../relay/deciding/batchDecider.js';
+import type { ClickHandler } from '../relay/deciding/clickHandler.js';
+import type { Permalinks } from '../slack/permalinks.js';
+import { SlackSummaryBoard } from '../slack/slackSummaryBoard.js';
+import type { ApprovalStore } from '../store/approvalStore.js';
+import { BatchGroups } from '../store/batchGroups.js';
+import type { RedisClient } from '../store/redisConnection.js';
+
+export interface BatchingNeeds {
+  logger: Logger;
+  redis: RedisClient;
+  slackClient: WebClient;
+  store: ApprovalStore;
+  authorizer: Authorizer;
+  clicks: ClickHandler;
+  /** Card links (wireSlack's, shared). */
+  permalinks: Permalinks;
+}
+
+/** Batch triage: groups of alike approvals in Redis, their summary cards, and deciding them together. */
+export function wireBatching({
+  logger,
+  redis,
+  slackClient,
+  store,
+  authorizer,
+  clicks,
+  permalinks,
+}: BatchingNeeds) {
+  const triage = new BatchTriage({
+    groups: new BatchGroups(redis),
+    board: new SlackSummaryBoard(slackClient, permalinks, logger),
+    // The records this process wrote last are the latest of its own hosts: a draw reads the rest.
+    records: (ids) => Promise.all(ids.map((id) => store.recentOrGet(id))),
+    quorum: (record) => authorizer.quorum(record),
+    logger,
+  });
+  const batchDecider = new BatchDecider({ store, clicks, authorizer, logger });
+  return { triage, batchDecider };
+}

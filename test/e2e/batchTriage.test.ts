@@ -1,0 +1,497 @@
+// Batch triage, end to end (docs/slack.md#batch-triage): alike pending approvals in one channel get
+// one summary card; "Approve all once" and "Reject all" decide each of them as a click on its own
+// card would (its own check, claim, commandId and audit entry); what changed since the summary was
+// drawn is skipped and named. Real bot, fake host, fake Slack, real Redis; every press is signed.
+
+import { Redis } from 'ioredis';
+import { afterEach, describe, expect, it } from 'vitest';
+import { keys } from '../../src/store/keys.js';
+import { freshRedisDb, type RunningBot, SIGNING_SECRET, startBot } from '../support/bot.js';
+import { type ApprovalRequestParams, FakeHost, shellApproval } from '../support/fakeHost.js';
+import { FakeSlack, type SlackMessage } from '../support/fakeSlack.js';
+import { postInteraction, viewSubmissionPayload } from '../support/slackRequests.js';
+import { testRedisUrl } from '../support/testRedis.js';
+import { APPROVALS, configFile, issueRisks, route, users } from './fixtures/config.js';
+import { type Button, buttonsOf, pressButtonAt, SESSION, textOf, World } from './world.js';
+
+const cleanups: Array<() => Promise<unknown> | unknown> = [];
+afterEach(async () => {
+  while (cleanups.length) await Promise.resolve(cleanups.pop()!()).catch(() => undefined);
+});
+
+const WORKTREES = '0198f0aa-7777-7000-8000-0000000000f1';
+const FANOUT = '0198f0aa-8888-7000-8000-0000000000f2';
+/** Slack Connect: a user whose home team is another organisation's. */
+const PARTNER = 'U0PARTNER';
+
+/**
+ * `builds` (everything but the tools below): Alice and Bob decide, Eve is nobody in particular.
+ * `two-person` (tool "twoperson") needs two approvers. The issue's risk rules apply.
+ */
+async function startWorld(): Promise<World> {
+  const file = configFile({
+    routes: [
+      route('two-person', {
+        match: { tools: ['twoperson'] },
+        approvers: users('U0ALICE', 'U0BOB'),
+        quorum: 2,
+      }),
+      route('builds', {
+        approvers: users('U0ALICE', 'U0BOB'),
+        protectedWriteApprovers: users('U0ALICE', 'U0BOB'),
+      }),
+    ],
+    risks: issueRisks(),
+  });
+  cleanups.push(file.remove);
+  const world = await World.start(
+    {
+      sessions: [
+        { sessionId: SESSION, title: 'Bump the version' },
+        { sessionId: WORKTREES, title: 'Worktree sweep' },
+        { sessionId: FANOUT, title: 'Fan-out tests' },
+      ],
+    },
+    { COUNTERSIGN_CONFIG: file.path },
+  );
+  cleanups.push(() => world.close());
+  world.slack.setUser(PARTNER, { team_id: 'T0PARTNER', real_name: 'Partner' });
+  return world;
+}
+
+const SESSIONS = [SESSION, WORKTREES, FANOUT];
+
+/** `npm test` in worktree `i`: alike requests from three sessions. */
+function npmTest(
+  approvalId: string,
+  i: number,
+  argv = ['npm', 'test'],
+  toolName = 'bash',
+): ApprovalRequestParams {
+  return {
+    ...shellApproval({
+      approvalId,
+      sessionId: SESSIONS[i % SESSIONS.length]!,
+      stages: [argv],
+      workspaceRoot: `/srv/wt-${i}`,
+    }),
+    toolName,
+  };
+}
+
+/** Opens the approvals at once (a fan-out burst) and waits for every card. */
+async function burst(world: World, approvals: ApprovalRequestParams[]): Promise<void> {
+  await Promise.all(approvals.map((a) => world.host.open(a)));
+  for (const a of approvals) await world.waitForCard(a.approvalId, (m) => buttonsOf(m).length > 0, 10_000);
+}
+
+function isSummary(message: Pick<SlackMessage, 'text' | 'blocks'>): boolean {
+  return /alike request|Batch closed/.test(textOf(message));
+}
+
+/** Every summary card in the channel, in posting order. */
+function summaries(world: World): SlackMessage[] {
+  return world.slack.messagesIn(world.channel).filter(isSummary);
+}
+
+/** The one summary, once it satisfies `predicate`; fails if there is ever more than one. */
+async function summaryWhen(
+  world: World,
+  predicate: (m: SlackMessage) => boolean,
+  timeoutMs = 10_000,
+): Promise<SlackMessage> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const all = summaries(world);
+    expect(all.length).toBeLessThanOrEqual(1);
+    if (all[0] && predicate(all[0])) return structuredClone(all[0]);
+    if (Date.now() > deadline) {
+      throw new Error(
+        `no summary matched; summaries: ${all.map((m) => m.text).join(' | ')}\n${world.bot.tail(20)}`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+function batchButton(summary: SlackMessage, actionId: string): Button {
+  const blocks = summary.blocks as Array<{ type: string; elements?: Array<Record<string, unknown>> }>;
+  for (const block of blocks) {
+    for (const el of block.elements ?? []) {
+      if (el.action_id === actionId) {
+        return { actionId, value: el.value as string, text: (el.text as { text: string }).text };
+      }
+    }
+  }
+  throw new Error(`no ${actionId} on the summary: ${textOf(summary).slice(0, 500)}`);
+}
+
+async function pressSummary(world: World, summary: SlackMessage, actionId: string, userId: string) {
+  await world.pressButton(summary.ts, batchButton(summary, actionId), userId, summary.channel);
+}
+
+/** Submits the "Reject all" modal opened for `userId` after call index `since`. */
+async function submitRejectAll(world: World, userId: string, reason: string, since: number): Promise<void> {
+  const opened = await world.slack.waitFor(
+    'views.open',
+    (c) => JSON.stringify(c.args).includes('cs_batch_reject_view'),
+    5_000,
+    { since },
+  );
+  const view = opened.args.view as { callback_id: string; private_metadata: string };
+  const response = await postInteraction(
+    world.bot.url,
+    SIGNING_SECRET,
+    viewSubmissionPayload({
+      userId,
+      callbackId: view.callback_id,
+      privateMetadata: view.private_metadata,
+      values: { cs_feedback_block: { cs_feedback_input: { type: 'plain_text_input', value: reason } } },
+    }),
+  );
+  expect(response.status).toBe(200);
+}
+
+/** The next ephemeral to `userId` after call index `since`. */
+async function ephemeralAfter(world: World, userId: string, since: number): Promise<string> {
+  const call = await world.slack.waitFor('chat.postEphemeral', (c) => c.args.user === userId, 10_000, {
+    since,
+  });
+  return String(call.args.text);
+}
+
+async function settle(ms = 600): Promise<void> {
+  await new Promise((r) => setTimeout(r, ms));
+}
+
+describe('batch triage', () => {
+  it('a burst of 8 alike requests gives one summary; "Approve all once" sends exactly 8 decides, each its own, each audited', async () => {
+    const world = await startWorld();
+    const approvals = Array.from({ length: 8 }, (_, i) => npmTest(`batch-ok-${i}`, i));
+    await burst(world, approvals);
+
+    const summary = await summaryWhen(world, (m) => textOf(m).includes('8 alike requests waiting'));
+    const text = textOf(summary);
+    expect(text).toContain('`exec:npm test`');
+    expect(text).toContain('Bump the version ×3');
+    expect(text).toContain('Worktree sweep ×3');
+    expect(text).toContain('Fan-out tests ×2');
+    // A link to each card.
+    for (const a of approvals) {
+      const { channel, ts } = await world.postedAt(a.approvalId);
+      expect(text).toContain(world.slack.permalink(channel, ts));
+    }
+    expect(batchButton(summary, 'cs_batch_approve').text).toBe('Approve all 8 once');
+
+    const since = world.slack.calls.length;
+    await pressSummary(world, summary, 'cs_batch_approve', 'U0ALICE');
+    expect(await ephemeralAfter(world, 'U0ALICE', since)).toContain('You approved once 8 requests');
+    for (const a of approvals) await world.waitForCard(a.approvalId, (m) => buttonsOf(m).length === 0);
+
+    const decides = world.host.decides();
+    expect(decides).toHaveLength(8);
+    expect(new Set(decides.map((d) => d.frame.params.approvalId))).toEqual(
+      new Set(approvals.map((a) => a.approvalId)),
+    );
+    expect(new Set(decides.map((d) => d.frame.params.commandId)).size).toBe(8);
+    expect(decides.every((d) => d.frame.params.choiceId === 'allow_once')).toBe(true);
+
+    // One audit entry per approval, each naming Alice; no grant was made.
+    const deadline = Date.now() + 10_000;
+    while ((await world.auditEntries()).length < 8 && Date.now() < deadline) await settle(50);
+    const entries = await world.auditEntries();
+    expect(entries.filter((e) => e.kind === 'decision')).toHaveLength(8);
+    expect(entries.every((e) => e.userId === 'U0ALICE' && e.choiceId === 'allow_once')).toBe(true);
+    expect(await world.redis.keys('cs:grant:*')).toEqual([]);
+
+    // The group emptied: the one summary says so, without buttons.
+    const closed = await summaryWhen(
+      world,
+      (m) => textOf(m).includes('Batch closed') && textOf(m).includes('approved once 8 together'),
+    );
+    expect(buttonsOf(closed)).toEqual([]);
+    expect(world.slack.callsOf('chat.postMessage').filter((c) => isSummary(c.args as never))).toHaveLength(1);
+  });
+
+  it('an approval decided elsewhere after the summary was drawn is skipped and named, on the summary and to the clicker', async () => {
+    const world = await startWorld();
+    const approvals = Array.from({ length: 3 }, (_, i) => npmTest(`batch-race-${i}`, i));
+    await burst(world, approvals);
+    const drawn = await summaryWhen(world, (m) => textOf(m).includes('3 alike requests waiting'));
+
+    // Bob decides one on its own card; the summary shrinks, but Alice presses the one she saw.
+    await world.press('batch-race-1', 'Reject', 'U0BOB');
+    await world.submitModal('U0BOB', 'not this one');
+    await world.waitForCard('batch-race-1', (m) => textOf(m).includes('Rejected'));
+    await summaryWhen(world, (m) => textOf(m).includes('2 alike requests waiting'));
+
+    const since = world.slack.calls.length;
+    await pressSummary(world, drawn, 'cs_batch_approve', 'U0ALICE');
+    const answer = await ephemeralAfter(world, 'U0ALICE', since);
+    expect(answer).toContain('You approved once 2 requests');
+    expect(answer).toContain('Skipped 1');
+    expect(answer).toContain('batch-race-1');
+    expect(answer).toContain('already decided');
+
+    const decides = world.host.decides();
+    expect(decides.map((d) => d.frame.params.approvalId).sort()).toEqual([
+      'batch-race-0',
+      'batch-race-1',
+      'batch-race-2',
+    ]);
+    expect(decides.find((d) => d.frame.params.approvalId === 'batch-race-1')!.frame.params.choiceId).not.toBe(
+      'allow_once',
+    );
+    const closed = await summaryWhen(
+      world,
+      (m) => textOf(m).includes('Batch closed') && textOf(m).includes('Skipped 1'),
+    );
+    expect(textOf(closed)).toContain('(already decided)');
+  });
+
+  it('a request whose stage moved on since the summary was drawn is skipped, never approved at its new stage', async () => {
+    const world = await startWorld();
+    const twoStage = (approvalId: string, i: number) => ({
+      ...shellApproval({
+        approvalId,
+        sessionId: SESSIONS[i]!,
+        stages: [
+          ['npm', 'test'],
+          ['git', 'push', 'origin', `wt-${i}`],
+        ],
+        workspaceRoot: `/srv/wt-${i}`,
+      }),
+      toolName: 'bash',
+    });
+    await burst(world, [twoStage('batch-st-0', 0), twoStage('batch-st-1', 1)]);
+    const drawn = await summaryWhen(world, (m) => textOf(m).includes('2 alike requests waiting'));
+
+    // Bob allows stage 1 of one of them on its card: it now asks about the push.
+    await world.press('batch-st-1', 'Allow once', 'U0BOB');
+    const stageDeadline = Date.now() + 10_000;
+    for (;;) {
+      const raw = await world.redis.hget(keys.approval('batch-st-1'), 'd');
+      const record = raw
+        ? (JSON.parse(raw) as { phase: string; currentRequirementId: { sourceIndex: number } })
+        : undefined;
+      if (record?.phase === 'pending' && record.currentRequirementId.sourceIndex === 1) break;
+      if (Date.now() > stageDeadline) throw new Error(`batch-st-1 never reached stage 2: ${raw}`);
+      await settle(25);
+    }
+    const decidedBefore = world.host.decides().length;
+
+    const since = world.slack.calls.length;
+    await pressSummary(world, drawn, 'cs_batch_approve', 'U0ALICE');
+    const answer = await ephemeralAfter(world, 'U0ALICE', since);
+    expect(answer).toContain('You approved once 1 request,');
+    expect(answer).toContain('batch-st-1');
+    await settle();
+    const after = world.host.decides().slice(decidedBefore);
+    expect(after.map((d) => [d.frame.params.approvalId, d.frame.params.requirementId.sourceIndex])).toEqual([
+      ['batch-st-0', 0],
+    ]);
+    // The push is still waiting for a person, on its own card.
+    expect(buttonsOf(await world.card('batch-st-1')).length).toBeGreaterThan(0);
+  });
+
+  it('a non-approver and a stranger decide nothing with any summary button, and are told why', async () => {
+    const world = await startWorld();
+    const approvals = Array.from({ length: 3 }, (_, i) => npmTest(`batch-eve-${i}`, i));
+    await burst(world, approvals);
+    const summary = await summaryWhen(world, (m) => textOf(m).includes('3 alike requests waiting'));
+
+    for (const userId of ['U0EVE', PARTNER]) {
+      let since = world.slack.calls.length;
+      await pressSummary(world, summary, 'cs_batch_approve', userId);
+      expect(await ephemeralAfter(world, userId, since)).toContain(
+        'Nothing was decided: you may not decide these requests.',
+      );
+
+      since = world.slack.calls.length;
+      await pressSummary(world, summary, 'cs_batch_reject', userId);
+      await submitRejectAll(world, userId, 'no', since);
+      expect(await ephemeralAfter(world, userId, since)).toContain(
+        'Nothing was decided: you may not decide these requests.',
+      );
+
+      since = world.slack.calls.length;
+      await pressSummary(world, summary, 'cs_batch_review', userId);
+      expect(await ephemeralAfter(world, userId, since)).toContain('Nothing was decided.');
+    }
+    await settle();
+    expect(world.host.decides()).toEqual([]);
+    for (const a of approvals) expect(buttonsOf(await world.card(a.approvalId)).length).toBeGreaterThan(0);
+    // Each refused decision is audited as a refused click on that card would be.
+    const refusals = await world.refusalEntries();
+    expect(refusals.filter((r) => r.userId === 'U0EVE')).toHaveLength(6);
+    expect(refusals.filter((r) => r.userId === PARTNER)).toHaveLength(6);
+    // Nothing about who was refused shows on the summary.
+    expect(textOf(await summaryWhen(world, () => true))).not.toContain('U0EVE');
+  });
+
+  it('"Reject all" sends the one reason with each rejection; "Review one by one" keeps the cards', async () => {
+    const world = await startWorld();
+    const approvals = Array.from({ length: 4 }, (_, i) => npmTest(`batch-no-${i}`, i));
+    await burst(world, approvals);
+    const summary = await summaryWhen(world, (m) => textOf(m).includes('4 alike requests waiting'));
+
+    let since = world.slack.calls.length;
+    await pressSummary(world, summary, 'cs_batch_review', 'U0BOB');
+    expect(await ephemeralAfter(world, 'U0BOB', since)).toContain('The cards stay as they are');
+    await settle(300);
+    expect(world.host.decides()).toEqual([]);
+
+    since = world.slack.calls.length;
+    await pressSummary(world, summary, 'cs_batch_reject', 'U0BOB');
+    await submitRejectAll(world, 'U0BOB', 'flaky suite, rerun after the fix <!channel>', since);
+    expect(await ephemeralAfter(world, 'U0BOB', since)).toContain('You rejected 4 requests');
+    for (const a of approvals) await world.waitForCard(a.approvalId, (m) => textOf(m).includes('Rejected'));
+
+    const decides = world.host.decides();
+    expect(decides).toHaveLength(4);
+    for (const d of decides) {
+      expect(d.frame.params.choiceId).not.toBe('allow_once');
+      expect(d.frame.params.feedback).toBe('flaky suite, rerun after the fix <!channel>');
+    }
+    await summaryWhen(world, (m) => textOf(m).includes('Batch closed') && textOf(m).includes('rejected 4'));
+  });
+
+  it('"Reject all" whose form Slack did not open rejects nothing, and says so', async () => {
+    const world = await startWorld();
+    await burst(world, [npmTest('batch-nf-0', 0), npmTest('batch-nf-1', 1)]);
+    const summary = await summaryWhen(world, (m) => textOf(m).includes('2 alike requests waiting'));
+    world.slack.failNext('views.open', 'expired_trigger_id');
+    const since = world.slack.calls.length;
+    await pressSummary(world, summary, 'cs_batch_reject', 'U0ALICE');
+    expect(await ephemeralAfter(world, 'U0ALICE', since)).toContain('Nothing was rejected');
+    await settle(300);
+    expect(world.host.decides()).toEqual([]);
+  });
+
+  it('no summary for a quorum route, a risk rule or a protected write; alike plain requests still get one', async () => {
+    const world = await startWorld();
+    await burst(world, [
+      npmTest('batch-q-0', 0, ['npm', 'test'], 'twoperson'),
+      npmTest('batch-q-1', 1, ['npm', 'test'], 'twoperson'),
+      npmTest('batch-r-0', 0, ['git', 'push', '--force', 'origin', 'main']),
+      npmTest('batch-r-1', 1, ['git', 'push', '--force', 'origin', 'main']),
+      { ...npmTest('batch-p-0', 0, ['make', 'install']), protectedWrite: true },
+      { ...npmTest('batch-p-1', 1, ['make', 'install']), protectedWrite: true },
+    ]);
+    await settle(1_000);
+    expect(summaries(world)).toEqual([]);
+    expect(await world.redis.keys('cs:batch*')).toEqual([]);
+
+    // The control: two plain alike requests do get one.
+    await burst(world, [
+      npmTest('batch-c-0', 0, ['make', 'lint']),
+      npmTest('batch-c-1', 1, ['make', 'lint']),
+    ]);
+    const summary = await summaryWhen(world, (m) => textOf(m).includes('2 alike requests waiting'));
+    expect(textOf(summary)).toContain('`exec:make lint`');
+    expect(textOf(summary)).not.toContain('batch-q-');
+  });
+});
+
+describe('batch triage across two replicas', () => {
+  /** The replica's /readyz: which hosts it runs. */
+  async function owns(bot: RunningBot): Promise<string[]> {
+    const response = await fetch(`${bot.url}/readyz`, { signal: AbortSignal.timeout(1_000) });
+    return ((await response.json()) as { replica: { owns: string[] } }).replica.owns;
+  }
+
+  it('alike requests of two hosts run by two replicas get one summary, and "Approve all" at either decides each once', async () => {
+    const slack = await FakeSlack.start();
+    cleanups.push(() => slack.close());
+    const hosts = await Promise.all(
+      ['a', 'b'].map(() =>
+        FakeHost.start({ sessions: [{ sessionId: SESSION, title: 'Fan-out' }], recovery: 'sameId' }),
+      ),
+    );
+    for (const host of hosts) cleanups.push(() => host.close());
+    const [hostA, hostB] = hosts as [FakeHost, FakeHost];
+    const file = configFile({
+      hosts: [
+        { id: 'a', command: hostA.command, env: { ...hostA.env } },
+        { id: 'b', command: hostB.command, env: { ...hostB.env } },
+      ],
+      routes: [route('builds', { approvers: users('U0ALICE', 'U0BOB') })],
+    });
+    cleanups.push(file.remove);
+    const redisDb = await freshRedisDb();
+    const redis = new Redis(testRedisUrl(redisDb));
+    cleanups.push(() => redis.quit());
+    // Started together, so that each takes its share: one host each.
+    const bots = await Promise.all(
+      ['r1', 'r2'].map((name) =>
+        startBot({
+          host: hostA,
+          slack,
+          redisDb,
+          env: {
+            COUNTERSIGN_REPLICA_ID: name,
+            COUNTERSIGN_LEASE_TTL: '3s',
+            COUNTERSIGN_CONFIG: file.path,
+            MSP_HOST_COMMAND: '',
+            FAKE_HOST_CONTROL: '',
+            FAKE_HOST_STATE: '',
+          },
+        }),
+      ),
+    );
+    for (const bot of bots) cleanups.push(() => bot.stop(5_000));
+    await Promise.all(bots.map((bot) => bot.waitReady(20_000)));
+    await Promise.all(hosts.map((host) => host.waitForIncarnation(1, 20_000)));
+    const owned = await Promise.all(bots.map(owns));
+    expect(owned.flat().sort()).toEqual(['a', 'b']);
+
+    // Both hosts fan out the same command at once: each replica relays its host's half.
+    const approvals = Array.from({ length: 6 }, (_, i) => ({
+      ...shellApproval({ approvalId: `rep-${i}`, sessionId: SESSION, stages: [['npm', 'test']] }),
+      toolName: 'bash',
+    }));
+    await Promise.all(approvals.map((a, i) => (i % 2 === 0 ? hostA : hostB).open(a)));
+    const posted = async (id: string) => {
+      const raw = await redis.hget(keys.approval(id), 'd');
+      return raw ? (JSON.parse(raw) as { slack: { ts?: string } }).slack.ts : undefined;
+    };
+    const deadline = Date.now() + 15_000;
+    const summaryOf = () => slack.messagesIn(APPROVALS).filter(isSummary);
+    while (!summaryOf()[0] || !textOf(summaryOf()[0]!).includes('6 alike requests waiting')) {
+      expect(summaryOf().length).toBeLessThanOrEqual(1);
+      if (Date.now() > deadline) throw new Error(`no summary of 6: ${summaryOf().map((m) => m.text)}`);
+      await settle(25);
+    }
+    for (const a of approvals) expect(await posted(a.approvalId)).toBeDefined();
+    const summary = structuredClone(summaryOf()[0]!);
+
+    // Pressed at each replica in turn: the first decides all six, the second finds them decided.
+    const since = slack.calls.length;
+    await pressButtonAt(bots[1]!.url, slack, summary, batchButton(summary, 'cs_batch_approve'), 'U0ALICE');
+    const first = await slack.waitFor('chat.postEphemeral', (c) => c.args.user === 'U0ALICE', 15_000, {
+      since,
+    });
+    expect(String(first.args.text)).toMatch(/You approved once 6 requests/);
+    const decidesDone = Date.now() + 10_000;
+    while (hostA.decides().length + hostB.decides().length < 6 && Date.now() < decidesDone) await settle(25);
+    await pressButtonAt(bots[0]!.url, slack, summary, batchButton(summary, 'cs_batch_approve'), 'U0BOB');
+    const second = await slack.waitFor('chat.postEphemeral', (c) => c.args.user === 'U0BOB', 15_000, {
+      since,
+    });
+    expect(String(second.args.text)).toMatch(/^Nothing was decided\. Skipped 6, which changed since/);
+    expect(String(second.args.text)).toContain('This approval was already decided');
+    expect(String(second.args.text)).toContain('by <@U0ALICE>');
+    await settle();
+
+    const decides = [...hostA.decides(), ...hostB.decides()];
+    expect(decides.map((d) => d.frame.params.approvalId).sort()).toEqual(
+      approvals.map((a) => a.approvalId).sort(),
+    );
+    expect(new Set(decides.map((d) => d.frame.params.commandId)).size).toBe(6);
+    // One summary ever posted, closed once the group emptied.
+    expect(slack.callsOf('chat.postMessage').filter((c) => isSummary(c.args as never))).toHaveLength(1);
+    const closeBy = Date.now() + 10_000;
+    while (!textOf(summaryOf()[0]!).includes('Batch closed') && Date.now() < closeBy) await settle(25);
+    expect(textOf(summaryOf()[0]!)).toContain('Batch closed');
+  });
+});

@@ -1,0 +1,133 @@
+// Batch triage against a real Redis, with the summary board and the records in memory: what one
+// turn's joins cost, where a leave goes, and what a draw drops (docs/performance.md, "Batch triage").
+
+import { Redis } from 'ioredis';
+import pino from 'pino';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { SummaryView } from '../../src/domain/batchGroup.js';
+import { batchGroupOf } from '../../src/domain/batchGroup.js';
+import type { ApprovalRecord } from '../../src/domain/record.js';
+import { BatchTriage, type SummaryBoard } from '../../src/relay/batching/batchTriage.js';
+import { BatchGroups } from '../../src/store/batchGroups.js';
+import { keys } from '../../src/store/keys.js';
+import { freshRedisDb } from '../support/bot.js';
+import { fileRecord } from '../support/cardFixtures.js';
+import { testRedisUrl } from '../support/testRedis.js';
+
+let redis: Redis;
+beforeAll(async () => {
+  redis = new Redis(testRedisUrl(await freshRedisDb()));
+});
+beforeEach(async () => {
+  await redis.flushdb();
+});
+afterAll(async () => {
+  await redis.quit();
+});
+
+class MemoryBoard implements SummaryBoard {
+  readonly posts: SummaryView[] = [];
+  readonly updates: SummaryView[] = [];
+  async post(_channel: string, view: SummaryView): Promise<string> {
+    this.posts.push(view);
+    return `9.${this.posts.length}`;
+  }
+  async update(_channel: string, _ts: string, view: SummaryView): Promise<void> {
+    this.updates.push(view);
+  }
+}
+
+const triages: BatchTriage[] = [];
+afterEach(() => {
+  for (const t of triages.splice(0)) t.stop();
+});
+
+/** A triage over `records` (what Redis would hold of each approval), drawing at once. */
+function triageOver(records: Map<string, ApprovalRecord>) {
+  const board = new MemoryBoard();
+  const groups = new BatchGroups(redis);
+  const joins: number[] = [];
+  const join = groups.join.bind(groups);
+  groups.join = (groupId, shared, members) => {
+    joins.push(members.length);
+    return join(groupId, shared, members);
+  };
+  const triage = new BatchTriage({
+    groups,
+    board,
+    records: async (ids) => ids.map((id) => records.get(id)),
+    quorum: () => 1,
+    logger: pino({ level: 'silent' }),
+    redraw: { settleMs: 0, intervalMs: 0 },
+  });
+  triages.push(triage);
+  return { triage, board, joins };
+}
+
+function alike(n: number, from = 0): ApprovalRecord[] {
+  return Array.from({ length: n }, (_, i) =>
+    fileRecord({
+      approvalId: `batch-${from + i}`,
+      slack: { channel: 'C0APPROVALS', ts: `100.${from + i + 1}` },
+    }),
+  );
+}
+
+async function until(what: string, check: () => boolean | Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+describe('BatchTriage', () => {
+  it('the joins of one turn are one script per group, and one summary is posted for them', async () => {
+    const records = new Map(alike(6).map((r) => [r.approvalId, r]));
+    const { triage, board, joins } = triageOver(records);
+    for (const record of records.values()) triage.placing(record);
+    await until('the summary', () => board.posts.length === 1);
+    expect(joins).toEqual([6]);
+    expect(board.posts[0]!.total).toBe(6);
+    expect(board.posts[0]!.members.map((m) => m.approvalId)).toEqual([...records.keys()]);
+    // Told again after the write (follow), nothing more is sent.
+    for (const record of records.values()) triage.follow(record);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(joins).toEqual([6]);
+  });
+
+  it('a decision writes nothing at once; its leave goes with the next draw, and the last one closes the summary', async () => {
+    const records = new Map(alike(3).map((r) => [r.approvalId, r]));
+    const { triage, board } = triageOver(records);
+    for (const record of records.values()) triage.placing(record);
+    await until('the summary', () => board.posts.length === 1);
+    const group = batchGroupOf(records.get('batch-0')!, 1)!.groupId;
+    await until('its place', async () => (await redis.hget(keys.batchSummary(group), 'ts')) === '9.1');
+
+    for (const record of records.values()) {
+      const resolved = { ...record, phase: 'resolved' as const };
+      records.set(record.approvalId, resolved);
+      triage.follow(resolved);
+    }
+    await until('the closed summary', () => board.updates.at(-1)?.closed === true);
+    expect(await redis.zcard(keys.batchOrder(group))).toBe(0);
+  });
+
+  it('a draw drops a member whose record no longer asks what the group asks, though nobody here followed it', async () => {
+    const records = new Map(alike(3).map((r) => [r.approvalId, r]));
+    const { triage, board } = triageOver(records);
+    for (const record of records.values()) triage.placing(record);
+    await until('the summary', () => board.posts.length === 1);
+    // Another replica resolved it: this one was never told.
+    records.set('batch-1', { ...records.get('batch-1')!, phase: 'resolved' });
+    // A new member makes the summary draw again.
+    const [late] = alike(1, 3);
+    records.set(late!.approvalId, late!);
+    triage.placing(late!);
+    await until('the redraw', () => board.updates.some((v) => v.total === 3));
+    const last = board.updates.at(-1)!;
+    expect(last.members.map((m) => m.approvalId)).toEqual(['batch-0', 'batch-2', 'batch-3']);
+    const group = batchGroupOf(records.get('batch-0')!, 1)!.groupId;
+    expect(await redis.zrange(keys.batchOrder(group), 0, -1)).toEqual(['batch-0', 'batch-2', 'batch-3']);
+  });
+});
