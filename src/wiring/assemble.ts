@@ -221,6 +221,7 @@ export function assemble(config: Config, logger: Logger): Countersign {
     authorizer,
     clicks,
     permalinks: slack.permalinks,
+    postPacer: slack.postPacer,
   });
   followers.add(batching.triage);
   metrics.observe({ probe: health, pending });
