@@ -18,18 +18,23 @@ afterEach(async () => {
   slack = undefined;
 });
 
+/** The fake Slack, and a card channel on a pacer of its own, as the bot wires them. */
+async function setup() {
+  slack = await FakeSlack.start();
+  const { logger } = captureLogger('warn');
+  const web = createWebClient({
+    token: 'xoxb-test-token',
+    apiUrl: slack.apiUrl,
+    timeoutMs: 2_000,
+    logger: toBoltLogger(logger),
+  });
+  const pacer = new ChannelPacer();
+  return { slack, web, logger, pacer, cards: new SlackCardChannel(web, logger, { pacer }) };
+}
+
 describe('cards and lines posted to one rate-limited channel', () => {
   it('every card goes before the lines asked meanwhile, and the channel meets one 429', async () => {
-    slack = await FakeSlack.start();
-    const { logger } = captureLogger('warn');
-    const web = createWebClient({
-      token: 'xoxb-test-token',
-      apiUrl: slack.apiUrl,
-      timeoutMs: 2_000,
-      logger: toBoltLogger(logger),
-    });
-    const pacer = new ChannelPacer();
-    const cards = new SlackCardChannel(web, logger, { pacer });
+    const { slack, web, logger, pacer, cards } = await setup();
     const lines = new SlackNoticeSender(web, logger, undefined, pacer);
     slack.rateLimitPerChannel('chat.postMessage', 3);
 
@@ -56,16 +61,7 @@ describe('cards and lines posted to one rate-limited channel', () => {
   });
 
   it("a batch summary is posted at the channel's pace: a pause it cannot wait out is not sent into", async () => {
-    slack = await FakeSlack.start();
-    const { logger } = captureLogger('warn');
-    const web = createWebClient({
-      token: 'xoxb-test-token',
-      apiUrl: slack.apiUrl,
-      timeoutMs: 2_000,
-      logger: toBoltLogger(logger),
-    });
-    const pacer = new ChannelPacer();
-    const cards = new SlackCardChannel(web, logger, { pacer });
+    const { slack, web, logger, pacer, cards } = await setup();
     const board = new SlackSummaryBoard(web, new Permalinks(web, logger), logger, pacer);
     const card = await cards.post('C1', () => ({ text: 'card', blocks: [] }), { approvalId: 'a-1' });
     // Slack answers the channel's next post with a 429 and a Retry-After longer than a post waits.
