@@ -1,7 +1,7 @@
 // npm run bench: the real bot against the fake MSP host, the fake Slack and real Redis, every
 // figure beside a floor measured in the same run. `--quick` is the few-second smoke variant the
 // test suite runs; `--out FILE` writes the results somewhere other than bench/results.json;
-// `--only grant` (or `replicas`, `scale`, `throughput`, `latency`) runs that scenario alone and puts its
+// `--only grant` (or `replicas`, `scale`, `throughput`, `latency`, `burst`) runs that scenario alone and puts its
 // section into that file, keeping the others. The bot runs in the configuration a team would use
 // (bench/lib/world.ts: approvers, grants with grants of other callers stored, masking); the floors
 // do the least any relay must.
@@ -9,11 +9,13 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus } from 'node:os';
 import { parseArgs } from 'node:util';
+import { timelineLines } from './lib/burstTimeline.js';
 import { type GoalFigures, goalsOf } from './lib/goals.js';
 import { ratio, round, type Summary } from './lib/stats.js';
 import { pinBenchOffMeasuredCore } from './lib/system.js';
 import { type Floor, PostTracker, TOOLS, World } from './lib/world.js';
 import {
+  burstRows,
   grantRows,
   printGoals,
   printRows,
@@ -22,7 +24,7 @@ import {
   scaleRows,
   throughputRows,
 } from './report.js';
-import { burst } from './scenarios/burst.js';
+import { type BurstResult, burst } from './scenarios/burst.js';
 import { clickLatency } from './scenarios/clickLatency.js';
 import { type GrantResult, grantLatency } from './scenarios/grantLatency.js';
 import { MEMORY_NODE_ARGS, memory } from './scenarios/memory.js';
@@ -41,7 +43,7 @@ const { values: args } = parseArgs({
     rounds: { type: 'string' },
   },
 });
-const ONLY = ['grant', 'replicas', 'scale', 'throughput', 'latency', 'redis'];
+const ONLY = ['grant', 'replicas', 'scale', 'throughput', 'latency', 'redis', 'burst'];
 if (args.only !== undefined && !ONLY.includes(args.only))
   throw new Error(`--only: unknown scenario ${args.only} (one of ${ONLY.join(', ')})`);
 const quick = args.quick;
@@ -211,7 +213,11 @@ function mergeResults(machine: Record<string, unknown>, sections: Record<string,
   const merged = { ...readResults(machine), ...sections };
   const figures = merged as unknown as Partial<GoalFigures>;
   const complete =
-    figures.relay && figures.click && figures.throughput?.cpuShare !== undefined && figures.memory;
+    figures.relay &&
+    figures.click &&
+    figures.throughput?.cpuShare !== undefined &&
+    figures.memory &&
+    figures.burst?.withGrants;
   const goals = complete ? { ...goalsOf(figures as GoalFigures), goalsFrom: 'merged' } : undefined;
   writeFileSync(args.out!, `${JSON.stringify({ ...merged, ...(goals ? { goals } : {}) }, null, 2)}\n`);
   if (goals) printGoals({ ...merged, goals });
@@ -356,6 +362,37 @@ function replicaScenario(world: World): Promise<ReplicasResult> {
   });
 }
 
+/**
+ * The bursts under Slack's per-channel limit, each on a fresh bot: plain, then with as many
+ * requests again that a grant answers. Both have the same cards to post, so the second differs
+ * from the first only by the grants' work and their lines in the same channels.
+ */
+async function burstScenario(world: World): Promise<BurstResult & { withGrants: BurstResult }> {
+  const run = async (grants: boolean) => {
+    const approvals = grants ? sizes.burst * 2 : sizes.burst;
+    log(
+      `burst${grants ? ', a grant answering half' : ''}: ${approvals} approvals over ${TOOLS.length} channels at ${sizes.burstRate} posts/s per channel`,
+    );
+    const bot = await world.startBot();
+    try {
+      const result = await burst(world, approvals, sizes.burstRate, { grants });
+      for (const line of timelineLines(result.timeline)) log(line);
+      return result;
+    } finally {
+      await bot.stop();
+    }
+  };
+  const plain = await run(false);
+  return { ...plain, withGrants: await run(true) };
+}
+
+/** `--only burst`: the bursts alone; the other sections of the results file are kept. */
+async function burstOnly(world: World, machine: Record<string, unknown>): Promise<void> {
+  const result = await burstScenario(world);
+  printRows(burstRows(result));
+  mergeResults(machine, { burst: result });
+}
+
 /** `--only replicas`: the replicas scenario alone; the other sections of the results file are kept. */
 async function replicasOnly(world: World, machine: Record<string, unknown>): Promise<void> {
   const result = await replicaScenario(world);
@@ -378,6 +415,7 @@ async function main(): Promise<void> {
     if (args.only === 'scale') return await scaleOnly(world, machine);
     if (args.only === 'latency') return await latencyOnly(world, machine);
     if (args.only === 'redis') return await redisOnly(world, machine);
+    if (args.only === 'burst') return await burstOnly(world, machine);
     const { relay, click } = await latencySection(world);
 
     // ---- throughput, all at once across the channels: interleaved rounds of floor and bot
@@ -399,12 +437,7 @@ async function main(): Promise<void> {
     const scaleResult = await scaleScenario(world);
 
     // ---- burst under Slack's per-channel limit
-    log(
-      `burst: ${sizes.burst} approvals over ${TOOLS.length} channels at ${sizes.burstRate} posts/s per channel`,
-    );
-    bot = await world.startBot();
-    const burstResult = await burst(world, sizes.burst, sizes.burstRate);
-    await bot.stop();
+    const burstResult = await burstScenario(world);
 
     // ---- one replica and three, and a takeover; before the grants, which leave Redis busy freeing
     const replicaResult = await replicaScenario(world);

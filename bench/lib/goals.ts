@@ -14,6 +14,10 @@ export interface Goals {
   clickP50Ratio: number;
   /** RSS growth with 10,000 pending (full collections before both readings): ≤ 50 MB. */
   rssGrowthMB: number;
+  /** Burst under Slack's per-channel limit, seconds over the channels' ideal (issue 31): ≤ 1.1. */
+  burstRatio: number;
+  /** The same with a grant answering half the requests, its lines in the same channels: ≤ 1.1. */
+  burstWithGrantsRatio: number;
   /** The young generation the bot runs with (`npm start`'s flag), which the RSS figure depends on. */
   youngGeneration: string;
   met: boolean;
@@ -25,6 +29,7 @@ export const GOAL = {
   relayP50Ratio: 1.25,
   clickP50Ratio: 1.25,
   rssGrowthMB: 50,
+  burstRatio: 1.1,
 } as const;
 
 /**
@@ -65,7 +70,16 @@ export interface GoalFigures {
   click: { p50Ratio: number };
   throughput: { floorShare: number; cpuShare: number };
   memory: { growthMB: number };
+  burst: BurstSeconds & { withGrants: BurstSeconds };
 }
+
+interface BurstSeconds {
+  seconds: number;
+  idealSeconds: number;
+}
+
+/** A burst's time over its ideal, as the goal reads it. */
+export const burstRatio = (b: BurstSeconds) => Math.round((b.seconds / b.idealSeconds) * 100) / 100;
 
 export function goalsOf(r: GoalFigures): Goals {
   const figures = {
@@ -74,6 +88,8 @@ export function goalsOf(r: GoalFigures): Goals {
     relayP50Ratio: r.relay.p50Ratio,
     clickP50Ratio: r.click.p50Ratio,
     rssGrowthMB: r.memory.growthMB,
+    burstRatio: burstRatio(r.burst),
+    burstWithGrantsRatio: burstRatio(r.burst.withGrants),
   };
   return { ...figures, youngGeneration: youngGeneration(), met: goalMet(figures) };
 }
@@ -87,6 +103,8 @@ export function goalMet(f: Figures): boolean {
     f.cpuShare >= GOAL.cpuShare &&
     f.relayP50Ratio <= GOAL.relayP50Ratio &&
     f.clickP50Ratio <= GOAL.clickP50Ratio &&
-    f.rssGrowthMB <= GOAL.rssGrowthMB
+    f.rssGrowthMB <= GOAL.rssGrowthMB &&
+    f.burstRatio <= GOAL.burstRatio &&
+    f.burstWithGrantsRatio <= GOAL.burstRatio
   );
 }

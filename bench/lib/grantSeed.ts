@@ -50,6 +50,30 @@ export function seedSpecFor(
   return { tool, route, sandboxMode, capabilities: derived.capabilities, ttlMs };
 }
 
+/** The fake host's batch session as a caller: a route's grants follow the session. */
+export const BENCH_CALLER = 'session:s-bench';
+export const SANDBOX = 'default';
+export const TTL_MS = 8 * 3_600_000;
+/**
+ * The bench's own grant, through the real store as "don't ask again" would store it: it answers
+ * the approvals of `spec`'s tool and route asked in the batch session.
+ */
+export function storeBenchGrant(store: RedisGrantStore, spec: SeedSpec, channel: string) {
+  return store.create({
+    caller: BENCH_CALLER,
+    tool: spec.tool,
+    capabilities: spec.capabilities,
+    sandboxMode: spec.sandboxMode,
+    holder: 'bot',
+    grantedBy: 'U0BENCH',
+    approvalId: 'bench-grant',
+    hostId: 'default',
+    route: spec.route,
+    channel,
+    ttlMs: spec.ttlMs,
+  });
+}
+
 /** Listing indexes are per channel and per granter: spread like a real workspace's, not one huge set. */
 const CHANNELS = 100;
 const GRANTERS = 1_000;

@@ -68,6 +68,17 @@ export const TEMPLATE = {
   reason: 'The agent wants to change the ledger module.',
 };
 
+export const ONCE_CHOICE = 'allow_once';
+
+/** The bench's approval, offering approved/once: what a grant answers with. */
+export const GRANT_TEMPLATE = {
+  ...TEMPLATE,
+  availableChoices: [
+    { choiceId: ONCE_CHOICE, label: 'Allow once', decision: 'approved', scope: 'once' },
+    { choiceId: 'abort', label: 'Reject', decision: 'abort', scope: 'once', acceptsFeedback: true },
+  ],
+};
+
 export class World {
   readonly redis: Redis;
   private readonly dir: string;

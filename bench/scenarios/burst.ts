@@ -1,12 +1,20 @@
+import { type BurstTimeline, burstTimeline } from '../lib/burstTimeline.js';
+import { benchGrantStore, SANDBOX, seedSpecFor, storeBenchGrant, TTL_MS } from '../lib/grantSeed.js';
 import { round, spanSeconds } from '../lib/stats.js';
-import { CHANNELS, PostTracker, TEMPLATE, TOOLS, type World } from '../lib/world.js';
+import { CHANNELS, GRANT_TEMPLATE, PostTracker, ROUTES, TEMPLATE, TOOLS, type World } from '../lib/world.js';
 
 // A burst across channels under Slack's per-channel posting limit. Every card must arrive once, in
 // the order the host asked within its channel, a limited channel must not hold the others back,
 // and an update must never reach Slack before its card.
+//
+// With `grants`, a remembered grant answers every other request (those of the batch session; the
+// rest come from another session): those get no card but a line in the same channels, which
+// count against the same limit and must not slow the cards.
 
 export interface BurstResult {
   approvals: number;
+  /** Approvals a grant answered (no card, a line in the channel); the rest have cards. */
+  granted: number;
   channels: number;
   perChannelPerSecond: number;
   lost: number;
@@ -18,33 +26,67 @@ export interface BurstResult {
   staleCards: number;
   rateLimited: number;
   seconds: number;
-  /** The time it must take when each channel posts at its own limit, independently. */
+  /** Lines posted to the burst's channels (a grant's, a resolution's in its card's thread), and how many were due. */
+  lines: number;
+  linesExpected: number;
+  /** From the first approval written to the last line posted. */
+  linesSeconds: number;
+  /** Cards posted for approvals a grant answered (there must be none). */
+  cardsOfGranted: number;
+  /** The time it must take when each channel posts its cards at its own limit, independently. */
   idealSeconds: number;
   /** The time it would take if one 429 paused posting to every channel. */
   serialSeconds: number;
+  /** Every call to the burst's channels, second by second (bench/lib/burstTimeline.ts). */
+  timeline: BurstTimeline;
+}
+
+/** Another session than the batch's: no grant answers its requests. */
+const UNGRANTED_SESSION = 's-burst-asks';
+
+/** Stores, for every bench route, the grant that answers its tool's requests in the batch session. */
+async function grantEveryRoute(world: World): Promise<void> {
+  const store = benchGrantStore(world.redis);
+  for (const [i, tool] of TOOLS.entries()) {
+    await storeBenchGrant(
+      store,
+      seedSpecFor(tool, ROUTES[i]!, TEMPLATE.subject, SANDBOX, TTL_MS),
+      CHANNELS[i]!,
+    );
+  }
 }
 
 export async function burst(
   world: World,
   approvals: number,
   perChannelPerSecond: number,
+  opts: { grants?: boolean } = {},
 ): Promise<BurstResult> {
+  const prefix = opts.grants ? 'burstg' : 'burst';
+  if (opts.grants) await grantEveryRoute(world);
   const tracker = new PostTracker(world.slack);
   const limitedBefore = world.slack.rateLimited.length;
+  const requestsBefore = world.slack.requests.length;
   world.slack.rateLimitPerChannel('chat.postMessage', perChannelPerSecond);
-  const prefix = 'burst';
+  // Round-robin over the sessions as over the tools: every channel gets both kinds in turn.
   await world.host.openBatch({
     prefix,
     count: approvals,
     ratePerSec: 0,
     tools: [...TOOLS],
-    template: TEMPLATE as never,
+    ...(opts.grants ? { sessions: ['s-bench', UNGRANTED_SESSION] } : {}),
+    template: (opts.grants ? GRANT_TEMPLATE : TEMPLATE) as never,
   });
-  // While the cards queue behind the limit, the host changes some (a new path) and closes others.
   const id = (i: number) => `${prefix}-${String(i).padStart(6, '0')}`;
+  const isGranted = (i: number) => opts.grants === true && i % 2 === 0;
+  const granted = new Set<string>();
+  for (let i = 0; i < approvals; i++) if (isGranted(i)) granted.add(id(i));
+  const cards = approvals - granted.size;
+  // While the cards queue behind the limit, the host changes some (a new path) and closes others.
   const updated = new Set<string>();
   const resolved = new Set<string>();
   for (let i = 0; i < approvals; i += 5) {
+    if (isGranted(i)) continue;
     await world.host.update({
       approvalId: id(i),
       patch: { subject: { ...TEMPLATE.subject, path: `/srv/repo/UPDATED-${i}.ts` } } as never,
@@ -53,11 +95,12 @@ export async function burst(
     updated.add(id(i));
   }
   for (let i = 1; i < approvals; i += 10) {
+    if (isGranted(i)) continue;
     await world.host.resolve({ approvalId: id(i), decision: 'approved' });
     resolved.add(id(i));
   }
   const budgetMs = ((approvals / CHANNELS.length / perChannelPerSecond) * 2 + 30) * 1000;
-  const posts = await tracker.waitForPosts(prefix, approvals, budgetMs).catch(() => tracker.postsOf(prefix));
+  const posts = await tracker.waitForPosts(prefix, cards, budgetMs).catch(() => tracker.postsOf(prefix));
   const written = await world.host.batchTimes(prefix);
 
   // Wait for the updates to land, then check every changed card shows its last state.
@@ -79,6 +122,23 @@ export async function burst(
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 
+  // The lines (a grant's in the channel, a resolution's in its card's thread) go once the cards
+  // are out: every one is waited for, so the result says whether any was lost and when the last went.
+  const linesExpected = granted.size + resolved.size;
+  const linesPosted = () =>
+    world.slack.requests
+      .slice(requestsBefore)
+      .filter(
+        (r) =>
+          r.method === 'chat.postMessage' &&
+          r.outcome === 'answered' &&
+          r.args.metadata === undefined &&
+          (CHANNELS as readonly unknown[]).includes(r.args.channel),
+      ).length;
+  const linesDeadline = Date.now() + (linesExpected / CHANNELS.length / perChannelPerSecond + 15) * 1000;
+  while (linesPosted() < linesExpected && Date.now() < linesDeadline)
+    await new Promise((resolve) => setTimeout(resolve, 100));
+
   tracker.postsOf(prefix); // takes in the updates that came after the last post
   let outOfOrder = 0;
   for (const channel of CHANNELS) {
@@ -89,12 +149,21 @@ export async function burst(
     }
   }
   world.slack.rateLimitPerChannel('chat.postMessage', Number.POSITIVE_INFINITY);
-  const perChannel = approvals / CHANNELS.length;
+  const start = [...written.values()].sort((a, b) => (a < b ? -1 : 1))[0]!;
+  // The fullest channel's cards (approval i goes to channel i mod 5, as its tool does).
+  const perChannel = Math.max(
+    ...CHANNELS.map(
+      (_, c) => [...Array(approvals).keys()].filter((i) => i % CHANNELS.length === c && !isGranted(i)).length,
+    ),
+  );
+  const timeline = burstTimeline(world.slack.requests.slice(requestsBefore), start, CHANNELS);
+  const posted = new Set(posts.map((p) => p.approvalId));
   return {
     approvals,
+    granted: granted.size,
     channels: CHANNELS.length,
     perChannelPerSecond,
-    lost: approvals - new Set(posts.map((p) => p.approvalId)).size,
+    lost: [...written.keys()].filter((a) => !granted.has(a) && !posted.has(a)).length,
     duplicated: tracker.duplicates.length,
     outOfOrder,
     failedUpdates: tracker.failedUpdates.length,
@@ -107,7 +176,14 @@ export async function burst(
       ),
       1,
     ),
+    lines: Object.values(timeline.channels)
+      .flat()
+      .reduce((n, s) => n + s.lines, 0),
+    linesExpected,
+    linesSeconds: round(Math.max(0, ...Object.values(timeline.lastLineMs)) / 1000, 1),
+    cardsOfGranted: [...posted].filter((a) => granted.has(a)).length,
     idealSeconds: Math.ceil(perChannel / perChannelPerSecond) - 1,
-    serialSeconds: Math.ceil(approvals / perChannelPerSecond) - 1,
+    serialSeconds: Math.ceil(cards / perChannelPerSecond) - 1,
+    timeline,
   };
 }

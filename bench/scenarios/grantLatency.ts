@@ -2,15 +2,29 @@ import { testRedisUrl } from '../../test/support/testRedis.js';
 import { DecideTracker } from '../lib/decideTracker.js';
 import {
   benchGrantStore,
+  BENCH_CALLER as CALLER,
   checkSeeded,
+  SANDBOX,
   type SeedSpec,
   seedOtherGrants,
   seedSpecFor,
+  storeBenchGrant,
+  TTL_MS,
 } from '../lib/grantSeed.js';
 import { type RedisStalls, watchRedisStalls } from '../lib/redisStalls.js';
 import { msBetween, ratio, round, type Summary, summarize } from '../lib/stats.js';
 import { counterOverhead, redisCounters, redisUsedBytes } from '../lib/system.js';
-import { CHANNELS, PostTracker, REDIS_DB, ROUTES, TEMPLATE, TOOLS, type World } from '../lib/world.js';
+import {
+  CHANNELS,
+  GRANT_TEMPLATE,
+  ONCE_CHOICE,
+  PostTracker,
+  REDIS_DB,
+  ROUTES,
+  TEMPLATE,
+  TOOLS,
+  type World,
+} from '../lib/world.js';
 
 // Auto-decide by a remembered grant, with more and more grants of other callers stored: from the
 // host writing approval/requested to the host reading the bot's approval/decide (no card). The
@@ -19,21 +33,9 @@ import { CHANNELS, PostTracker, REDIS_DB, ROUTES, TEMPLATE, TOOLS, type World } 
 // grant can come to matching without matching. One bot runs every count, the grants added in
 // between, so the runs differ by the grants stored and nothing else.
 
-const CALLER = 'session:s-bench'; // the fake host's batch session; a route's grants follow the session
 const TOOL = TOOLS[0]!;
 /** The route that places TOOL's approvals: the bench's grant must be of it to answer them. */
 const ROUTE = ROUTES[0]!;
-const SANDBOX = 'default';
-const TTL_MS = 8 * 3_600_000;
-const ONCE_CHOICE = 'allow_once';
-/** The host offers approved/once, which is what a grant answers with. */
-const GRANT_TEMPLATE = {
-  ...TEMPLATE,
-  availableChoices: [
-    { choiceId: ONCE_CHOICE, label: 'Allow once', decision: 'approved', scope: 'once' },
-    { choiceId: 'abort', label: 'Reject', decision: 'abort', scope: 'once', acceptsFeedback: true },
-  ],
-};
 /** After the last decide: a card posted after all would show up, and each approval's tail (its line, the resolution) is done. */
 const SETTLE_MS = 500;
 const WARMUP_RATE = 200;
@@ -119,20 +121,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 export async function grantLatency(world: World, opts: GrantOptions): Promise<GrantResult> {
   const spec = seedSpecFor(TOOL, ROUTE, TEMPLATE.subject, SANDBOX, TTL_MS);
   const store = benchGrantStore(world.redis);
-  // The bench's own grant goes through the real store, as "don't ask again" would store it.
-  await store.create({
-    caller: CALLER,
-    tool: TOOL,
-    capabilities: spec.capabilities,
-    sandboxMode: SANDBOX,
-    holder: 'bot',
-    grantedBy: 'U0BENCH',
-    approvalId: 'bench-grant',
-    hostId: 'default',
-    route: ROUTE,
-    channel: CHANNELS[0],
-    ttlMs: TTL_MS,
-  });
+  await storeBenchGrant(store, spec, CHANNELS[0]);
 
   const runs: GrantRun[] = [];
   let stored = 0;

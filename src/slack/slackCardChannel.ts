@@ -14,6 +14,7 @@ import { KeyedQueue } from '../util/keyedQueue.js';
 import { type CardCalls, webClientCardCalls } from './cardCalls.js';
 import { cardMetadata } from './cardMetadata.js';
 import { CardUpdates } from './cardUpdates.js';
+import { ChannelPacer } from './channelPacer.js';
 import { findPostedCard } from './findPostedCard.js';
 import { type CallFields, SlackCallLog } from './slackCallLog.js';
 import { classifySlackError } from './slackFailures.js';
@@ -32,6 +33,8 @@ export interface SlackCardChannelOptions {
   timing?: RetryTiming;
   /** How cards are posted and updated; through `client` when not given (see cardCalls.ts). */
   calls?: CardCalls;
+  /** Paces every post to a channel, the notices' too (channelPacer.ts); one of its own if not given. */
+  pacer?: ChannelPacer;
 }
 
 interface Posted {
@@ -44,8 +47,9 @@ interface Posted {
  *
  * Posts go out one at a time per channel, in the order they were asked for: Slack allows about
  * one message per second per channel, and a card posted out of turn would show a burst of
- * approvals in the wrong order. A 429 waits out its Retry-After at the head of its own channel's
- * queue only; other channels keep posting.
+ * approvals in the wrong order. They go at the channel's pace (channelPacer.ts), ahead of the
+ * channel's lines; a 429 waits out its Retry-After at the head of its own channel's queue only,
+ * other channels keep posting.
  *
  * A card is never posted twice: every card carries its approvalId in message metadata, and once
  * a post's answer is lost (5xx, timeout, reset: Slack may have posted it) the card is looked for
@@ -64,6 +68,7 @@ export class SlackCardChannel implements CardChannel, RefusalNotifier {
   /** `#name` → channel ID, from post answers: conversations.history takes only IDs. */
   private readonly channelIds = new Map<string, string>();
   private readonly calls: CardCalls;
+  private readonly pacer: ChannelPacer;
 
   constructor(
     private readonly client: WebClient,
@@ -74,11 +79,18 @@ export class SlackCardChannel implements CardChannel, RefusalNotifier {
     this.now = options.now ?? (() => new Date());
     this.timing = options.timing ?? realTiming;
     this.calls = options.calls ?? webClientCardCalls(client);
+    this.pacer = options.pacer ?? new ChannelPacer();
     this.updates = new CardUpdates(this.calls, this.log, this.stopping.signal, { timing: this.timing });
   }
 
   post(channel: string, render: () => RenderedMessage, options: PostOptions): Promise<Posted> {
-    return this.postQueues.run(channel, () => this.postNow(channel, render(), options));
+    // Paced by ID, as the channel's lines are, once a post has told which ID a #name is.
+    const paceKey = this.channelIds.get(channel) ?? channel;
+    // Announced at once, not when its turn comes: the channel's lines wait behind every card queued.
+    const done = this.pacer.cardComing(paceKey);
+    return this.postQueues
+      .run(channel, () => this.postNow(channel, paceKey, render(), options))
+      .finally(done);
   }
 
   busy(channel: string): boolean {
@@ -108,12 +120,18 @@ export class SlackCardChannel implements CardChannel, RefusalNotifier {
     }
   }
 
-  /** Ends every wait for a retry: what is waiting rejects with SlackStoppedError. */
+  /** Ends every wait for a retry or a turn to post: what is waiting rejects with SlackStoppedError. */
   stop(): void {
     this.stopping.abort();
+    this.pacer.stop();
   }
 
-  private async postNow(channel: string, message: RenderedMessage, options: PostOptions): Promise<Posted> {
+  private async postNow(
+    channel: string,
+    paceKey: string,
+    message: RenderedMessage,
+    options: PostOptions,
+  ): Promise<Posted> {
     const { approvalId } = options;
     const fields: CallFields = { method: 'chat.postMessage', channel, approvalId };
     const firstAttempt = this.now();
@@ -134,14 +152,20 @@ export class SlackCardChannel implements CardChannel, RefusalNotifier {
         }
       }
       try {
-        const result = await this.calls.postMessage({
-          channel,
-          text: message.text,
-          blocks: message.blocks as never,
-          metadata: cardMetadata(approvalId, message.facts),
-          unfurl_links: false,
-          unfurl_media: false,
-        });
+        const result = await this.pacer.post(
+          paceKey,
+          'card',
+          () =>
+            this.calls.postMessage({
+              channel,
+              text: message.text,
+              blocks: message.blocks as never,
+              metadata: cardMetadata(approvalId, message.facts),
+              unfurl_links: false,
+              unfurl_media: false,
+            }),
+          RETRY_POLICIES.post.maxRetryAfterMs,
+        );
         if (!result.ts) throw new Error('chat.postMessage returned no ts');
         // chat.update and clicks know the channel only by ID, even when it was posted to by name.
         return { ts: result.ts, channel: result.channel ?? channel };

@@ -4,6 +4,7 @@ import { renderRequesterDm, renderThreadLine } from '../cards/renderDecisionNoti
 import type { NoticeNames, ResolvedRecord } from '../domain/decisionNotice.js';
 import type { NoticeSender } from '../relay/deciding/decisionNotices.js';
 import { type CardCalls, webClientCardCalls } from './cardCalls.js';
+import { ChannelPacer } from './channelPacer.js';
 import { RETRY_POLICIES, retrySlackCall } from './slackRetry.js';
 
 /**
@@ -19,11 +20,23 @@ export class SlackNoticeSender implements NoticeSender {
     private readonly client: WebClient,
     private readonly logger: Logger,
     private readonly calls: CardCalls = webClientCardCalls(client),
+    /** The cards' pacer (channelPacer.ts): a channel's lines go in the room its cards leave. */
+    private readonly pacer: ChannelPacer = new ChannelPacer(),
   ) {}
+
+  /** One post of a line to `channel`, at the channel's pace and after its cards. */
+  private line(channel: string, args: Parameters<CardCalls['postMessage']>[0]) {
+    return this.pacer.post(
+      channel,
+      'line',
+      () => this.calls.postMessage(args),
+      RETRY_POLICIES.atMostOnce.maxRetryAfterMs,
+    );
+  }
 
   async threadReply(channel: string, threadTs: string, text: string): Promise<void> {
     await retrySlackCall(
-      () => this.calls.postMessage({ channel, thread_ts: threadTs, text, unfurl_links: false }),
+      () => this.line(channel, { channel, thread_ts: threadTs, text, unfurl_links: false }),
       RETRY_POLICIES.atMostOnce,
     );
   }
@@ -48,7 +61,7 @@ export class SlackNoticeSender implements NoticeSender {
   /** A line in the channel itself (a grant's use, a revocation), sent at most once. */
   async channelLine(channel: string, text: string): Promise<void> {
     await retrySlackCall(
-      () => this.calls.postMessage({ channel, text, unfurl_links: false, unfurl_media: false }),
+      () => this.line(channel, { channel, text, unfurl_links: false, unfurl_media: false }),
       RETRY_POLICIES.atMostOnce,
     );
   }
@@ -62,7 +75,7 @@ export class SlackNoticeSender implements NoticeSender {
     const channel = opened.channel?.id;
     if (!channel) throw new Error(`conversations.open gave no channel for ${userId}`);
     await retrySlackCall(
-      () => this.calls.postMessage({ channel, text, unfurl_links: false }),
+      () => this.line(channel, { channel, text, unfurl_links: false }),
       RETRY_POLICIES.atMostOnce,
     );
   }

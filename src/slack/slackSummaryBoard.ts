@@ -4,6 +4,7 @@ import { renderBatchSummary } from '../cards/renderBatchSummary.js';
 import type { SummaryView } from '../domain/batchGroup.js';
 import type { SummaryBoard } from '../relay/batching/batchTriage.js';
 import { batchMetadata } from './cardMetadata.js';
+import { ChannelPacer } from './channelPacer.js';
 import type { Permalinks } from './permalinks.js';
 import { RETRY_POLICIES, retrySlackCall } from './slackRetry.js';
 
@@ -16,12 +17,20 @@ export class SlackSummaryBoard implements SummaryBoard {
     private readonly web: WebClient,
     private readonly permalinks: Permalinks,
     private readonly logger: Logger,
+    /** The cards' pacer (channelPacer.ts): a summary is a card of the channel, posted in its turn. */
+    private readonly pacer: ChannelPacer = new ChannelPacer(),
   ) {}
 
   async post(channel: string, view: SummaryView): Promise<string> {
     const message = await this.render(view);
     const answer = await retrySlackCall(
-      () => this.web.chat.postMessage({ channel, ...message }),
+      () =>
+        this.pacer.post(
+          channel,
+          'card',
+          () => this.web.chat.postMessage({ channel, ...message }),
+          RETRY_POLICIES.post.maxRetryAfterMs,
+        ),
       RETRY_POLICIES.post,
     );
     if (!answer.ts) throw new Error('chat.postMessage gave no ts for a batch summary');

@@ -104,6 +104,7 @@ export function assemble(config: Config, logger: Logger): Countersign {
     redis,
     slackClient,
     cardCalls: slack.cardCalls,
+    postPacer: slack.postPacer,
     activity,
     auditTrail,
     resolveNotice,
@@ -221,6 +222,7 @@ export function assemble(config: Config, logger: Logger): Countersign {
     authorizer,
     clicks,
     permalinks: slack.permalinks,
+    postPacer: slack.postPacer,
   });
   followers.add(batching.triage);
   metrics.observe({ probe: health, pending });

@@ -4,6 +4,7 @@ import { BatchTriage } from '../relay/batching/batchTriage.js';
 import type { Authorizer } from '../relay/deciding/authorizer.js';
 import { BatchDecider } from '../relay/deciding/batchDecider.js';
 import type { ClickHandler } from '../relay/deciding/clickHandler.js';
+import type { ChannelPacer } from '../slack/channelPacer.js';
 import type { Permalinks } from '../slack/permalinks.js';
 import { SlackSummaryBoard } from '../slack/slackSummaryBoard.js';
 import type { ApprovalStore } from '../store/approvalStore.js';
@@ -19,6 +20,8 @@ export interface BatchingNeeds {
   clicks: ClickHandler;
   /** Card links (wireSlack's, shared). */
   permalinks: Permalinks;
+  /** The posts' pacer (wireSlack's): summaries share their channel's pace with its cards. */
+  postPacer: ChannelPacer;
 }
 
 /** Batch triage: groups of alike approvals in Redis, their summary cards, and deciding them together. */
@@ -30,10 +33,11 @@ export function wireBatching({
   authorizer,
   clicks,
   permalinks,
+  postPacer,
 }: BatchingNeeds) {
   const triage = new BatchTriage({
     groups: new BatchGroups(redis),
-    board: new SlackSummaryBoard(slackClient, permalinks, logger),
+    board: new SlackSummaryBoard(slackClient, permalinks, logger, postPacer),
     // The records this process wrote last are the latest of its own hosts: a draw reads the rest.
     records: (ids) => Promise.all(ids.map((id) => store.recentOrGet(id))),
     quorum: (record) => authorizer.quorum(record),

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
 import { DecisionNotices } from '../relay/deciding/decisionNotices.js';
 import type { CardCalls } from '../slack/cardCalls.js';
+import type { ChannelPacer } from '../slack/channelPacer.js';
 import { SlackNoticeSender } from '../slack/slackNotices.js';
 import type { RedisAuditTrail } from '../store/auditStream.js';
 import { type HeldNoticeClaims, RedisNoticeLedger } from '../store/noticeLedger.js';
@@ -15,6 +16,8 @@ export interface NoticesNeeds {
   redis: RedisClient;
   slackClient: WebClient;
   cardCalls: CardCalls;
+  /** The cards' pacer: a channel's lines wait behind its cards. */
+  postPacer: ChannelPacer;
   activity: Activity;
   auditTrail: RedisAuditTrail;
   /** The audit notice's claim, taken by the write that resolves a record (wireRecords). */
@@ -31,13 +34,14 @@ export function wireNotices({
   redis,
   slackClient,
   cardCalls,
+  postPacer,
   activity,
   auditTrail,
   resolveNotice,
   owners,
   slaOf,
 }: NoticesNeeds) {
-  const noticeSender = new SlackNoticeSender(slackClient, logger, cardCalls);
+  const noticeSender = new SlackNoticeSender(slackClient, logger, cardCalls, postPacer);
   const noticeLedger = new RedisNoticeLedger(redis, { ttlMs: config.resolvedTtlMs, held: resolveNotice });
   const notices = new DecisionNotices({
     activity,

@@ -3,6 +3,7 @@ import type { Config } from '../config/config.js';
 import type { Metrics } from '../domain/metrics.js';
 import { sleep } from '../msp/backoff.js';
 import { directCardCalls } from '../slack/cardCalls.js';
+import { ChannelPacer } from '../slack/channelPacer.js';
 import type { BotIdentity } from '../slack/createSlackApp.js';
 import { slackFailureCounter, watchedCardCalls } from '../slack/metrics/slackCallFailures.js';
 import { Permalinks } from '../slack/permalinks.js';
@@ -39,8 +40,11 @@ export function wireSlack(config: Config, logger: Logger, metrics: Metrics) {
     }),
     onFailure,
   );
+  // One pace per channel for every post to it: cards first, then the lines that follow them.
+  const postPacer = new ChannelPacer();
   const cardChannel = new SlackCardChannel(slackClient, logger, {
     calls: cardCalls,
+    pacer: postPacer,
     onFatal: () => {
       slackUp = false;
     },
@@ -88,6 +92,7 @@ export function wireSlack(config: Config, logger: Logger, metrics: Metrics) {
     permalinks,
     slackClient,
     cardCalls,
+    postPacer,
     cardChannel,
     identity,
     reachability,

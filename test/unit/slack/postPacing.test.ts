@@ -1,0 +1,88 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { ChannelPacer } from '../../../src/slack/channelPacer.js';
+import { Permalinks } from '../../../src/slack/permalinks.js';
+import { SlackCardChannel } from '../../../src/slack/slackCardChannel.js';
+import { SlackNoticeSender } from '../../../src/slack/slackNotices.js';
+import { SlackSummaryBoard } from '../../../src/slack/slackSummaryBoard.js';
+import { createWebClient } from '../../../src/slack/webClient.js';
+import { toBoltLogger } from '../../../src/util/log.js';
+import { FakeSlack } from '../../support/fakeSlack.js';
+import { captureLogger } from '../../support/logCapture.js';
+
+// Cards and the lines that follow decisions share a channel's posting limit in Slack. Against the
+// fake Slack's per-channel limit (429 with Retry-After), as the bot wires them: one pacer for both.
+
+let slack: FakeSlack | undefined;
+afterEach(async () => {
+  await slack?.close();
+  slack = undefined;
+});
+
+/** The fake Slack, and a card channel on a pacer of its own, as the bot wires them. */
+async function setup() {
+  slack = await FakeSlack.start();
+  const { logger } = captureLogger('warn');
+  const web = createWebClient({
+    token: 'xoxb-test-token',
+    apiUrl: slack.apiUrl,
+    timeoutMs: 2_000,
+    logger: toBoltLogger(logger),
+  });
+  const pacer = new ChannelPacer();
+  return { slack, web, logger, pacer, cards: new SlackCardChannel(web, logger, { pacer }) };
+}
+
+describe('cards and lines posted to one rate-limited channel', () => {
+  it('every card goes before the lines asked meanwhile, and the channel meets one 429', async () => {
+    const { slack, web, logger, pacer, cards } = await setup();
+    const lines = new SlackNoticeSender(web, logger, undefined, pacer);
+    slack.rateLimitPerChannel('chat.postMessage', 3);
+
+    const card = (n: number) => {
+      const text = `card ${n}`;
+      return cards.post('C1', () => ({ text, blocks: [] }), { approvalId: `a-${n}` });
+    };
+    const first = await card(0);
+    // A burst: the cards of seven more approvals, and a line in the first card's thread for each
+    // of four decisions, all asked at once.
+    const posts = [1, 2, 3, 4, 5, 6, 7].map(card);
+    const threadLines = [1, 2, 3, 4].map((n) => lines.threadReply('C1', first.ts, `line ${n}`));
+    await Promise.all([...posts, ...threadLines]);
+
+    const posted = slack.callsOf('chat.postMessage').map((c) => String(c.args.text));
+    expect(posted).toEqual([
+      'card 0',
+      ...[1, 2, 3, 4, 5, 6, 7].map((n) => `card ${n}`),
+      ...[1, 2, 3, 4].map((n) => `line ${n}`),
+    ]);
+    // The 429 that told the pace; every post after it waited for its second instead of meeting one.
+    expect(slack.rateLimited).toHaveLength(1);
+    expect(pacer.budgetOf('C1')).toBe(3);
+  });
+
+  it("a batch summary is posted at the channel's pace: a pause it cannot wait out is not sent into", async () => {
+    const { slack, web, logger, pacer, cards } = await setup();
+    const board = new SlackSummaryBoard(web, new Permalinks(web, logger), logger, pacer);
+    const card = await cards.post('C1', () => ({ text: 'card', blocks: [] }), { approvalId: 'a-1' });
+    // Slack answers the channel's next post with a 429 and a Retry-After longer than a post waits.
+    slack.rateLimit('chat.postMessage', { times: 1, retryAfterSec: 120 });
+    await expect(
+      cards.post('C1', () => ({ text: 'card 2', blocks: [] }), { approvalId: 'a-2' }),
+    ).rejects.toThrow();
+    const summary = board.post('C1', {
+      groupId: 'g-1',
+      channel: 'C1',
+      shared: {
+        route: 'routes[0]',
+        tool: 'write_file',
+        capabilities: ['fs.write:/srv/a'],
+        sandboxMode: 'default',
+      },
+      members: [{ approvalId: 'a-1', sourceIndex: 0, ts: card.ts, session: 's-1' }],
+      total: 1,
+    });
+    await expect(summary).rejects.toMatchObject({ retryAfter: 120 });
+    // The card, then the one refused; the summary never went out into the pause.
+    expect(slack.requests.filter((r) => r.method === 'chat.postMessage')).toHaveLength(2);
+  });
+});
