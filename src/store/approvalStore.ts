@@ -55,11 +55,13 @@ export class ApprovalStore {
   }
 
   /**
-   * The record as this process last read or wrote it, if it is one of the recent ones, else as
-   * Redis holds it. For what only shows a record (a batch summary), not for what decides on it.
+   * The record as this process last read or wrote it, if it is one of the recent ones and says
+   * where its card is, else as Redis holds it. For what only shows a record (a batch summary),
+   * not for what decides on it.
    */
   async recentOrGet(approvalId: string): Promise<ApprovalRecord | undefined> {
-    return this.records.recent.get(approvalId) ?? (await this.records.get(approvalId));
+    const recent = this.records.recent.get(approvalId);
+    return recent?.slack.ts ? recent : await this.records.get(approvalId);
   }
 
   saveFullText(approvalId: string, fields: Record<string, string>): Promise<boolean> {

@@ -130,4 +130,17 @@ describe('BatchTriage', () => {
     const group = batchGroupOf(records.get('batch-0')!, 1)!.groupId;
     expect(await redis.zrange(keys.batchOrder(group), 0, -1)).toEqual(['batch-0', 'batch-2', 'batch-3']);
   });
+
+  it('a member whose record does not say where its card is yet stays: a burst’s summary is not closed under it', async () => {
+    const placed = alike(3);
+    // What a draw reads while the writes that place the cards are still on their way.
+    const records = new Map(placed.map((r) => [r.approvalId, { ...r, slack: { channel: r.slack.channel } }]));
+    const { triage, board } = triageOver(records);
+    for (const record of placed) triage.placing(record);
+    await until('the summary', () => board.posts.length === 1);
+    expect(board.posts[0]!.total).toBe(3);
+    expect(board.posts[0]!.closed).toBeUndefined();
+    const group = batchGroupOf(placed[0]!, 1)!.groupId;
+    expect(await redis.zcard(keys.batchOrder(group))).toBe(3);
+  });
 });

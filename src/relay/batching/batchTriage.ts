@@ -241,6 +241,9 @@ export class BatchTriage implements RecordFollower {
 
 /** Whether a member's record still asks what its group asks (or is being decided there). */
 function belongs(record: ApprovalRecord, groupId: string, quorum: number): boolean {
+  // Joined just ahead of the write that says where its card is (placing): that write may not be
+  // read back yet, and dropping it would empty and close a summary in the middle of a burst.
+  if (!record.slack.ts) return record.phase === 'pending' || record.phase === 'deciding';
   if (record.phase === 'deciding') return batchShapeOf(record)?.groupId === groupId;
   return batchGroupOf(record, quorum)?.groupId === groupId;
 }
