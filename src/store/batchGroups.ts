@@ -69,6 +69,13 @@ end
 return 1
 `;
 
+// KEYS: summary. A claim to post given up (too few members still ask alike): the next join that
+// finds two members claims it again.
+const UNCLAIM_SCRIPT = `
+if redis.call('HGET', KEYS[1], 'state') == 'posting' then redis.call('DEL', KEYS[1]) end
+return 0
+`;
+
 // KEYS: summary. ARGV: note JSON.
 const NOTE_SCRIPT = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
@@ -135,6 +142,7 @@ export class BatchGroups {
     redis.defineCommand('csBatchDraw', { numberOfKeys: 2, lua: DRAW_SCRIPT });
     redis.defineCommand('csBatchPosted', { numberOfKeys: 1, lua: POSTED_SCRIPT });
     redis.defineCommand('csBatchNote', { numberOfKeys: 1, lua: NOTE_SCRIPT });
+    redis.defineCommand('csBatchUnclaim', { numberOfKeys: 1, lua: UNCLAIM_SCRIPT });
   }
 
   /**
@@ -184,6 +192,11 @@ export class BatchGroups {
     return (await this.redis.csBatchPosted(keys.batchSummary(groupId), ts, String(this.options.ttlMs))) === 1;
   }
 
+  /** Gives up a claim to post the summary, unless it was posted or closed meanwhile. */
+  async unclaim(groupId: string): Promise<void> {
+    await this.redis.csBatchUnclaim(keys.batchSummary(groupId));
+  }
+
   /** The summary's rev: it moves with every change a draw would show. */
   async rev(groupId: string): Promise<number> {
     return Number((await this.redis.hget(keys.batchSummary(groupId), 'rev')) ?? 0);
@@ -203,5 +216,6 @@ declare module 'ioredis' {
     csBatchDraw(order: string, summary: string, ...args: string[]): Result<unknown[], Context>;
     csBatchPosted(summary: string, ts: string, ttlMs: string): Result<number, Context>;
     csBatchNote(summary: string, note: string): Result<number, Context>;
+    csBatchUnclaim(summary: string): Result<number, Context>;
   }
 }

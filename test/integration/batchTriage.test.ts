@@ -143,4 +143,30 @@ describe('BatchTriage', () => {
     const group = batchGroupOf(placed[0]!, 1)!.groupId;
     expect(await redis.zcard(keys.batchOrder(group))).toBe(3);
   });
+
+  it('cards whose question changes as soon as they are posted post no summary, and leave the claim free', async () => {
+    const placed = alike(3);
+    const records = new Map(placed.map((r) => [r.approvalId, r]));
+    const { triage, board, joins } = triageOver(records);
+    for (const record of placed) triage.placing(record);
+    // The host changes two right after their cards are posted: each asks something of its own now.
+    for (const record of placed.slice(1)) {
+      const path = `/etc/${record.approvalId}`;
+      const changed = { ...record, subject: { kind: 'fileAccess' as const, path, access: 'write' as const } };
+      records.set(record.approvalId, changed);
+      triage.follow(changed);
+    }
+    const group = batchGroupOf(placed[0]!, 1)!.groupId;
+    await until('the joins', () => joins.length >= 3);
+    await until('the two leaves', async () => (await redis.zcard(keys.batchOrder(group))) === 1);
+    // The claim the second join took is given up once the summary would have been posted.
+    await until('the claim given up', async () => (await redis.exists(keys.batchSummary(group))) === 0);
+    expect(board.posts).toEqual([]);
+    // Two that do ask alike later get their summary.
+    const again = alike(1, 5);
+    for (const record of again) records.set(record.approvalId, record);
+    for (const record of again) triage.placing(record);
+    await until('the summary', () => board.posts.length === 1);
+    expect(board.posts[0]!.members.map((m) => m.approvalId)).toEqual(['batch-0', 'batch-5']);
+  });
 });

@@ -37,6 +37,8 @@ export interface BatchTriageOptions {
   logger: Logger;
   /** A burst of changes becomes one draw after this long; draws of one summary this far apart. */
   redraw?: { settleMs: number; intervalMs: number };
+  /** How long a group must hold two members before its summary is posted (default 500 ms). */
+  postSettleMs?: number;
 }
 
 /** Approvals whose group this process remembers (see `placed`). */
@@ -69,6 +71,8 @@ export class BatchTriage implements RecordFollower {
   private readonly redraws: TrailingThrottle;
   private gathered = new Map<string, Gathered>();
   private flushing = false;
+  /** Summaries claimed here, waiting to be posted. */
+  private readonly posting = new Set<NodeJS.Timeout>();
   /** groupId → approvals that left it since its summary was last drawn here. */
   private readonly leaving = new Map<string, Set<string>>();
 
@@ -117,6 +121,8 @@ export class BatchTriage implements RecordFollower {
   stop(): void {
     this.gathered.clear();
     this.redraws.stop();
+    for (const timer of this.posting) clearTimeout(timer);
+    this.posting.clear();
   }
 
   /** Leaves at the group's next draw, which is asked for now. */
@@ -164,9 +170,16 @@ export class BatchTriage implements RecordFollower {
 
   private joined(groupId: string, result: JoinResult): void {
     if (result === 'post') {
-      this.post(groupId).catch((err: unknown) => {
-        this.options.logger.warn({ err, groupId }, 'could not post a batch summary');
-      });
+      // Posted once the group has held for a moment: a card whose question changes as soon as it
+      // is posted (the host updates it) joins and leaves, and must not post a summary each time.
+      const timer = setTimeout(() => {
+        this.posting.delete(timer);
+        this.post(groupId).catch((err: unknown) => {
+          this.options.logger.warn({ err, groupId }, 'could not post a batch summary');
+        });
+      }, this.options.postSettleMs ?? 500);
+      timer.unref();
+      this.posting.add(timer);
     } else if (result === 'refresh') this.redraws.request(groupId);
   }
 
@@ -218,7 +231,12 @@ export class BatchTriage implements RecordFollower {
   private async post(groupId: string): Promise<void> {
     const channel = channelOfGroup(groupId);
     const { state, members } = await this.current(groupId);
-    if (!state.shared) return;
+    if (state.state !== 'posting' || !state.shared) return;
+    // Fewer than two still ask alike: no summary; the claim goes, so a later join may post.
+    if (members.length < 2) {
+      await this.options.groups.unclaim(groupId);
+      return;
+    }
     const ts = await this.options.board.post(channel, viewOf(groupId, channel, state.shared, state, members));
     if (await this.options.groups.posted(groupId, ts)) await this.redraw(groupId, state.rev);
   }
