@@ -17,7 +17,12 @@ export class SlackSummaryBoard implements SummaryBoard {
     private readonly web: WebClient,
     private readonly permalinks: Permalinks,
     private readonly logger: Logger,
-    /** The cards' pacer (channelPacer.ts): a summary is a card of the channel, posted in its turn. */
+    /**
+     * The cards' pacer (channelPacer.ts): a summary goes after the cards its channel is waiting
+     * to post, as a line does. It is about cards already there, and in a burst each post it took
+     * ahead of them would hold the last card back a whole second (docs/performance.md, "Bursts at
+     * Slack's pace").
+     */
     private readonly pacer: ChannelPacer = new ChannelPacer(),
   ) {}
 
@@ -27,7 +32,7 @@ export class SlackSummaryBoard implements SummaryBoard {
       () =>
         this.pacer.post(
           channel,
-          'card',
+          'line',
           () => this.web.chat.postMessage({ channel, ...message }),
           RETRY_POLICIES.post.maxRetryAfterMs,
         ),

@@ -60,6 +60,30 @@ describe('cards and lines posted to one rate-limited channel', () => {
     expect(pacer.budgetOf('C1')).toBe(3);
   });
 
+  it('a batch summary waits for the cards its channel is posting, asked before it or after', async () => {
+    const { slack, web, logger, pacer, cards } = await setup();
+    const board = new SlackSummaryBoard(web, new Permalinks(web, logger), logger, pacer);
+    const card = (n: number) =>
+      cards.post('C1', () => ({ text: `card ${n}`, blocks: [] }), { approvalId: `a-${n}` });
+    const first = card(1);
+    const summary = board.post('C1', {
+      groupId: 'g-1',
+      channel: 'C1',
+      shared: {
+        route: 'routes[0]',
+        tool: 'write_file',
+        capabilities: ['fs.write:/srv/a'],
+        sandboxMode: 'default',
+      },
+      members: [],
+      total: 2,
+    });
+    await Promise.all([first, card(2), card(3), summary]);
+    const posted = slack.requests.filter((r) => r.method === 'chat.postMessage').map((r) => r.args.text);
+    expect(posted.slice(0, 3)).toEqual(['card 1', 'card 2', 'card 3']);
+    expect(String(posted[3])).toMatch(/alike/);
+  });
+
   it("a batch summary is posted at the channel's pace: a pause it cannot wait out is not sent into", async () => {
     const { slack, web, logger, pacer, cards } = await setup();
     const board = new SlackSummaryBoard(web, new Permalinks(web, logger), logger, pacer);
