@@ -9,9 +9,9 @@ import { msBetween, round } from './stats.js';
 /** One second of one channel's calls, counted from the first approval written. */
 export interface ChannelSecond {
   second: number;
-  /** Cards posted (chat.postMessage carrying a card's metadata). */
+  /** Cards posted (chat.postMessage carrying a card's metadata, not a summary's). */
   cards: number;
-  /** Other messages posted to the channel: thread lines, grant lines. */
+  /** Other messages posted to the channel: thread lines, grant lines, batch summaries. */
   lines: number;
   /** Requests answered 429. */
   rateLimited: number;
@@ -38,7 +38,9 @@ function entries(requests: readonly SlackRequest[], start: bigint) {
     method: r.method,
     channel: typeof r.args.channel === 'string' ? r.args.channel : undefined,
     outcome: r.outcome,
-    card: r.args.metadata !== undefined,
+    // A card carries `countersign_card` metadata; a batch summary (`countersign_batch`) is paced
+    // as a line.
+    card: (r.args.metadata as { event_type?: unknown } | undefined)?.event_type === 'countersign_card',
   }));
 }
 
