@@ -256,7 +256,9 @@ describe('routing cards with COUNTERSIGN_CONFIG', () => {
       expect(textOf(card)).not.toContain('Host:');
     }
     expect(world.slack.cardPosts()).toHaveLength(Object.keys(expected).length);
-    // The two alike deploy commands also share a batch summary (docs/slack.md#batch-triage).
+    // The two alike deploy commands also share a batch summary (docs/slack.md#batch-triage),
+    // posted once they have waited together for a moment.
+    await world.slack.waitFor('chat.postMessage', (c) => world.slack.summaryPosts().includes(c));
     expect(world.slack.summaryPosts().map((c) => c.args.channel)).toEqual(['C0DEPLOYS']);
     expect(world.slack.messagesIn(world.channel)).toHaveLength(0);
   });

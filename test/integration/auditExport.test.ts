@@ -1,9 +1,9 @@
 // The audit export on a real Redis: the decisions', refusals' and grants' streams merged oldest
 // first by id, across pages, narrowed by time (the stream ids) and by kind.
 
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { pino } from 'pino';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import type { AuditEntry } from '../../src/domain/audit.js';
 import type { Grant } from '../../src/domain/grants/grant.js';
 import {
@@ -16,18 +16,13 @@ import { auditFields, RedisAuditTrail } from '../../src/store/auditStream.js';
 import { GrantAuditTrail } from '../../src/store/grantAudit.js';
 import { keys } from '../../src/store/keys.js';
 import { decisionEntry as decision } from '../support/auditEntries.js';
-import { freshRedisDb } from '../support/bot.js';
-import { testRedisUrl } from '../support/testRedis.js';
+import { useFreshRedis } from '../support/freshRedis.js';
 
+const fresh = useFreshRedis();
+/** The file's own database, emptied before each test. */
 let redis: Redis;
-beforeAll(async () => {
-  redis = new Redis(testRedisUrl(await freshRedisDb()));
-});
-beforeEach(async () => {
-  await redis.flushdb();
-});
-afterAll(async () => {
-  await redis.quit();
+beforeEach(() => {
+  redis = fresh();
 });
 
 const T0 = 1_764_583_200_000;

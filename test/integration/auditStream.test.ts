@@ -3,24 +3,19 @@
 // within a limit per user and minute, so that no number of them trims a decision.
 
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import type { AuditEntry } from '../../src/domain/audit.js';
 import { REFUSALS_PER_USER_PER_MINUTE, RedisAuditTrail } from '../../src/store/auditStream.js';
 import { keys } from '../../src/store/keys.js';
 import { decisionEntry as decision } from '../support/auditEntries.js';
-import { freshRedisDb } from '../support/bot.js';
+import { useFreshRedis } from '../support/freshRedis.js';
 import { captureLogger } from '../support/logCapture.js';
-import { testRedisUrl } from '../support/testRedis.js';
 
+const fresh = useFreshRedis();
+/** The file's own database, emptied before each test. */
 let redis: Redis;
-beforeAll(async () => {
-  redis = new Redis(testRedisUrl(await freshRedisDb()));
-});
-beforeEach(async () => {
-  await redis.flushdb();
-});
-afterAll(async () => {
-  await redis.quit();
+beforeEach(() => {
+  redis = fresh();
 });
 
 /** A client of a Redis that is not there: every command fails at once. */

@@ -1,28 +1,23 @@
 // Batch triage against a real Redis, with the summary board and the records in memory: what one
 // turn's joins cost, where a leave goes, and what a draw drops (docs/performance.md, "Batch triage").
 
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import pino from 'pino';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { SummaryView } from '../../src/domain/batchGroup.js';
 import { batchGroupOf } from '../../src/domain/batchGroup.js';
 import type { ApprovalRecord } from '../../src/domain/record.js';
 import { BatchTriage, type SummaryBoard } from '../../src/relay/batching/batchTriage.js';
 import { BatchGroups } from '../../src/store/batchGroups.js';
 import { keys } from '../../src/store/keys.js';
-import { freshRedisDb } from '../support/bot.js';
 import { fileRecord } from '../support/cardFixtures.js';
-import { testRedisUrl } from '../support/testRedis.js';
+import { useFreshRedis } from '../support/freshRedis.js';
 
+const fresh = useFreshRedis();
+/** The file's own database, emptied before each test. */
 let redis: Redis;
-beforeAll(async () => {
-  redis = new Redis(testRedisUrl(await freshRedisDb()));
-});
-beforeEach(async () => {
-  await redis.flushdb();
-});
-afterAll(async () => {
-  await redis.quit();
+beforeEach(() => {
+  redis = fresh();
 });
 
 class MemoryBoard implements SummaryBoard {

@@ -1,25 +1,20 @@
 // Decision stats read from the audit stream: a bounded read (pages up to a cap, the window's
 // start), and a summary kept for every replica until a decision entry bumps the generation.
 
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import pino from 'pino';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import type { AuditEntry } from '../../src/domain/audit.js';
 import { RedisAuditTrail } from '../../src/store/auditStream.js';
 import { DecisionStatsReader } from '../../src/store/decisionStatsReader.js';
 import { keys } from '../../src/store/keys.js';
-import { freshRedisDb } from '../support/bot.js';
-import { testRedisUrl } from '../support/testRedis.js';
+import { useFreshRedis } from '../support/freshRedis.js';
 
+const fresh = useFreshRedis();
+/** The file's own database, emptied before each test. */
 let redis: Redis;
-beforeAll(async () => {
-  redis = new Redis(testRedisUrl(await freshRedisDb()));
-});
-beforeEach(async () => {
-  await redis.flushdb();
-});
-afterAll(async () => {
-  await redis.quit();
+beforeEach(() => {
+  redis = fresh();
 });
 
 const WEEK = 7 * 86_400_000;

@@ -1,22 +1,17 @@
 // What Slack and PagerDuty answered, kept in Redis under each kind's keys for every replica: read
 // with the time it has left, written with the time it is trusted.
 
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { Redis } from 'ioredis';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { keys } from '../../src/store/keys.js';
 import { RedisLookupCache } from '../../src/store/lookupCache.js';
-import { freshRedisDb } from '../support/bot.js';
-import { testRedisUrl } from '../support/testRedis.js';
+import { useFreshRedis } from '../support/freshRedis.js';
 
+const fresh = useFreshRedis();
+/** The file's own database, emptied before each test. */
 let redis: Redis;
-beforeAll(async () => {
-  redis = new Redis(testRedisUrl(await freshRedisDb()));
-});
-beforeEach(async () => {
-  await redis.flushdb();
-});
-afterAll(async () => {
-  await redis.quit();
+beforeEach(() => {
+  redis = fresh();
 });
 
 describe('RedisLookupCache', () => {

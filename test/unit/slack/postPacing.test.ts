@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import type { SummaryView } from '../../../src/domain/batchGroup.js';
 import { ChannelPacer } from '../../../src/slack/channelPacer.js';
 import { Permalinks } from '../../../src/slack/permalinks.js';
 import { SlackCardChannel } from '../../../src/slack/slackCardChannel.js';
@@ -30,6 +31,17 @@ async function setup() {
   });
   const pacer = new ChannelPacer();
   return { slack, web, logger, pacer, cards: new SlackCardChannel(web, logger, { pacer }) };
+}
+
+/** A batch summary of channel C1 listing `members` of `total`. */
+function summaryOf(members: SummaryView['members'], total: number): SummaryView {
+  const shared = {
+    route: 'routes[0]',
+    tool: 'write_file',
+    capabilities: ['fs.write:/srv/a'],
+    sandboxMode: 'default',
+  };
+  return { groupId: 'g-1', channel: 'C1', shared, members, total };
 }
 
 describe('cards and lines posted to one rate-limited channel', () => {
@@ -66,18 +78,7 @@ describe('cards and lines posted to one rate-limited channel', () => {
     const card = (n: number) =>
       cards.post('C1', () => ({ text: `card ${n}`, blocks: [] }), { approvalId: `a-${n}` });
     const first = card(1);
-    const summary = board.post('C1', {
-      groupId: 'g-1',
-      channel: 'C1',
-      shared: {
-        route: 'routes[0]',
-        tool: 'write_file',
-        capabilities: ['fs.write:/srv/a'],
-        sandboxMode: 'default',
-      },
-      members: [],
-      total: 2,
-    });
+    const summary = board.post('C1', summaryOf([], 2));
     await Promise.all([first, card(2), card(3), summary]);
     const posted = slack.requests.filter((r) => r.method === 'chat.postMessage').map((r) => r.args.text);
     expect(posted.slice(0, 3)).toEqual(['card 1', 'card 2', 'card 3']);
@@ -93,18 +94,10 @@ describe('cards and lines posted to one rate-limited channel', () => {
     await expect(
       cards.post('C1', () => ({ text: 'card 2', blocks: [] }), { approvalId: 'a-2' }),
     ).rejects.toThrow();
-    const summary = board.post('C1', {
-      groupId: 'g-1',
-      channel: 'C1',
-      shared: {
-        route: 'routes[0]',
-        tool: 'write_file',
-        capabilities: ['fs.write:/srv/a'],
-        sandboxMode: 'default',
-      },
-      members: [{ approvalId: 'a-1', sourceIndex: 0, ts: card.ts, session: 's-1' }],
-      total: 1,
-    });
+    const summary = board.post(
+      'C1',
+      summaryOf([{ approvalId: 'a-1', sourceIndex: 0, ts: card.ts, session: 's-1' }], 1),
+    );
     await expect(summary).rejects.toMatchObject({ retryAfter: 120 });
     // The card, then the one refused; the summary never went out into the pause.
     expect(slack.requests.filter((r) => r.method === 'chat.postMessage')).toHaveLength(2);
