@@ -28,11 +28,12 @@ const PD_API_TOKEN = 'u+PDAPIlogsecret0003';
 const PD_URL_PASSWORD = 'pd/URL+logsecret@0004';
 // Characters a URL must encode, so the encoded form differs from the password itself.
 const REDIS_PASSWORD = 'redis/URL+logsecret@0005';
-const AGENT_API_KEY = 'sk-agent-logsecret-0006-abcdefghij';
+// The token-shaped values are assembled, so that none is committed (test/support/fakeSecrets.ts).
+const AGENT_API_KEY = ['sk', 'agent', 'logsecret', '0006', 'abcdefghij'].join('-');
 // No shape the masker knows: only the logger's list of the configuration's secrets catches it.
 const AGENT_LICENSE = 'museLicense-logsecret-0011';
 const HOST_COMMAND_TOKEN = 'hostcmd-logsecret-0007';
-const APP_TOKEN = 'xapp-1-A_LOGSECRET-0008-abc';
+const APP_TOKEN = ['xapp', '1', 'A_LOGSECRET', '0008', 'abc'].join('-');
 const SENTINEL_MASTER_PASSWORD = 'sentinel-master-logsecret-0009';
 const SENTINEL_PASSWORD = 'sentinel-own-logsecret-0010';
 

@@ -4,6 +4,7 @@ import { Redis } from 'ioredis';
 import { afterEach, expect, test } from 'vitest';
 import { freshRedisDb, type RunningBot, startBot } from './bot.js';
 import { FakeHost } from './fakeHost.js';
+import { FAKE_SLACK_APP_TOKEN, FAKE_SLACK_BOT_TOKEN } from './fakeSecrets.js';
 import { FakeSlack } from './fakeSlack.js';
 import { testRedisUrl } from './testRedis.js';
 
@@ -32,7 +33,7 @@ test('freshRedisDb picks a per-worker db and empties it', async () => {
 });
 
 test('startBot wires env, logs, readiness and the fake host; stop() sends SIGTERM', async () => {
-  process.env.SLACK_APP_TOKEN = 'xapp-must-not-leak';
+  process.env.SLACK_APP_TOKEN = FAKE_SLACK_APP_TOKEN;
   try {
     host = await FakeHost.start();
     slack = await FakeSlack.start();
@@ -49,7 +50,7 @@ test('startBot wires env, logs, readiness and the fake host; stop() sends SIGTER
   await bot.waitReady(5000);
   const listening = await bot.waitForLog((l) => l.msg === 'listening');
   expect(listening.json?.env).toEqual({
-    token: 'xoxb-test-token',
+    token: FAKE_SLACK_BOT_TOKEN,
     appToken: null,
     apiUrl: slack.apiUrl,
     redis: testRedisUrl(7),

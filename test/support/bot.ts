@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import type { FakeHost } from './fakeHost.js';
+import { FAKE_SLACK_BOT_TOKEN } from './fakeSecrets.js';
 import type { FakeSlack } from './fakeSlack.js';
 import { testRedisUrl } from './testRedis.js';
 
@@ -20,7 +21,7 @@ export const PRODUCTION_NODE_ARGS: string[] = (() => {
   const words = pkg.scripts.start.split(/\s+/);
   return words.slice(words.indexOf('node') + 1, words.indexOf('dist/main.js'));
 })();
-export const BOT_TOKEN = 'xoxb-test-token';
+export const BOT_TOKEN = FAKE_SLACK_BOT_TOKEN;
 export const SIGNING_SECRET = 'test-signing-secret';
 export const APPROVALS_CHANNEL = 'C0APPROVALS';
 

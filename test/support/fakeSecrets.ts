@@ -1,7 +1,9 @@
-// Token-shaped values for the tests that check secrets are masked. None is written out here: a
-// secret scanner cannot tell a sample from a leak, so each is assembled at run time from obvious
-// filler, or taken from the environment to try another real shape (TEST_SLACK_BOT_TOKEN,
-// TEST_SLACK_APP_TOKEN, TEST_GITHUB_TOKEN). They must still match the rules in secretRules.ts.
+// Token-shaped values for the tests, both those that check secrets are masked and those that only
+// need a token a client or the configuration takes: no test writes one out. None is written out
+// here either: a secret scanner cannot tell a sample from a leak, so each is assembled at run time
+// from obvious filler, or taken from the environment to try another real shape
+// (TEST_SLACK_BOT_TOKEN, TEST_SLACK_APP_TOKEN, TEST_GITHUB_TOKEN). They must still match the rules
+// in secretRules.ts.
 
 function fromEnv(name: string, fallback: string): string {
   const value = process.env[name]?.trim();
@@ -13,6 +15,9 @@ export const FAKE_SLACK_BOT_TOKEN = fromEnv(
   'TEST_SLACK_BOT_TOKEN',
   ['xoxb', '0'.repeat(10), '0'.repeat(13), 'FAKE'.repeat(6)].join('-'),
 );
+
+/** Another bot token of the same shape: one Slack refuses, where a test needs a wrong one. */
+export const OTHER_FAKE_SLACK_BOT_TOKEN = ['xoxb', '9'.repeat(10), '9'.repeat(13), 'BAD'.repeat(8)].join('-');
 
 /** A Slack app-level token's shape: xapp-1-A<id>-<digits>-<64 hex>. */
 export const FAKE_SLACK_APP_TOKEN = fromEnv(

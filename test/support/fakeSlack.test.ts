@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { App, LogLevel } from '@slack/bolt';
 import { WebClient, WebClientEvent } from '@slack/web-api';
 import { afterEach, describe, expect, test } from 'vitest';
+import { FAKE_SLACK_BOT_TOKEN, OTHER_FAKE_SLACK_BOT_TOKEN } from './fakeSecrets.js';
 import { FakeSlack } from './fakeSlack.js';
 import {
   blockActionsPayload,
@@ -25,7 +26,7 @@ afterEach(async () => {
   slack = undefined;
 });
 
-function client(s: FakeSlack, token = 'xoxb-test-token'): WebClient {
+function client(s: FakeSlack, token = FAKE_SLACK_BOT_TOKEN): WebClient {
   return new WebClient(token, {
     slackApiUrl: s.apiUrl,
     retryConfig: { retries: 2, minTimeout: 10, maxTimeout: 50 },
@@ -38,7 +39,7 @@ const section = (text: string) => ({ type: 'section', text: { type: 'mrkdwn', te
 
 describe('FakeSlack', () => {
   test('records posts and updates as form data and keeps the latest message state', async () => {
-    slack = await FakeSlack.start({ expectedToken: 'xoxb-test-token' });
+    slack = await FakeSlack.start({ expectedToken: FAKE_SLACK_BOT_TOKEN });
     const web = client(slack);
 
     const auth = await web.auth.test();
@@ -52,7 +53,7 @@ describe('FakeSlack', () => {
     expect(Number(posted2.ts)).toBeGreaterThan(Number(posted.ts));
     const call = slack.callsOf('chat.postMessage')[0];
     expect(call?.args.blocks).toEqual([section('*hello*')]);
-    expect(call?.token).toBe('xoxb-test-token');
+    expect(call?.token).toBe(FAKE_SLACK_BOT_TOKEN);
 
     const ts = posted.ts as string;
     await web.chat.update({ channel: 'C1', ts, text: 'card v2', blocks: [section('v2')] });
@@ -90,7 +91,7 @@ describe('FakeSlack', () => {
       }),
     ).rejects.toMatchObject({ data: { error: 'hash_conflict' } });
 
-    const wrong = client(slack, 'xoxb-wrong');
+    const wrong = client(slack, OTHER_FAKE_SLACK_BOT_TOKEN);
     await expect(wrong.auth.test()).rejects.toMatchObject({ data: { error: 'invalid_auth' } });
   });
 
@@ -145,7 +146,10 @@ describe('FakeSlack', () => {
 
   test('a per-channel limit answers 429 with Retry-After for that channel and method only', async () => {
     slack = await FakeSlack.start();
-    const web = new WebClient('xoxb-test-token', { slackApiUrl: slack.apiUrl, rejectRateLimitedCalls: true });
+    const web = new WebClient(FAKE_SLACK_BOT_TOKEN, {
+      slackApiUrl: slack.apiUrl,
+      rejectRateLimitedCalls: true,
+    });
     slack.rateLimitPerChannel('chat.postMessage', 2);
     await web.chat.postMessage({ channel: 'C1', text: '1' });
     await web.chat.postMessage({ channel: 'C1', text: '2' });
@@ -190,7 +194,7 @@ describe('FakeSlack', () => {
 
   test('faults: HTTP errors before or after carrying a call out, dropped connections, late answers', async () => {
     slack = await FakeSlack.start();
-    const web = new WebClient('xoxb-test-token', {
+    const web = new WebClient(FAKE_SLACK_BOT_TOKEN, {
       slackApiUrl: slack.apiUrl,
       retryConfig: { retries: 0 },
       timeout: 300,
@@ -352,7 +356,10 @@ describe('FakeSlack', () => {
 
   test('a list of Retry-After values answers one 429 with each, in order', async () => {
     slack = await FakeSlack.start();
-    const web = new WebClient('xoxb-test-token', { slackApiUrl: slack.apiUrl, rejectRateLimitedCalls: true });
+    const web = new WebClient(FAKE_SLACK_BOT_TOKEN, {
+      slackApiUrl: slack.apiUrl,
+      rejectRateLimitedCalls: true,
+    });
     slack.rateLimit('chat.update', { retryAfterSec: [2, 3] });
     const update = () => web.chat.update({ channel: 'C1', ts: '1.1', text: 'x' });
     await expect(update()).rejects.toMatchObject({ retryAfter: 2 });
@@ -367,7 +374,7 @@ describe('FakeSlack', () => {
     const s = slack;
     const secret = 'test-signing-secret';
     const app = new App({
-      token: 'xoxb-test-token',
+      token: FAKE_SLACK_BOT_TOKEN,
       signingSecret: secret,
       botId: 'B_BOT',
       botUserId: 'U_BOT',

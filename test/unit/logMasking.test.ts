@@ -7,7 +7,7 @@ import { redactedConfig } from '../../src/config/configSecrets.js';
 import { JsonRpcConnection } from '../../src/msp/connection.js';
 import { pipeHostStderr } from '../../src/msp/hostStderr.js';
 import { HostSupervisor } from '../../src/msp/hostSupervisor.js';
-import { FAKE_GITHUB_TOKEN, FAKE_SLACK_BOT_TOKEN } from '../support/fakeSecrets.js';
+import { FAKE_GITHUB_TOKEN, FAKE_SLACK_APP_TOKEN, FAKE_SLACK_BOT_TOKEN } from '../support/fakeSecrets.js';
 
 type Json = Record<string, unknown>;
 
@@ -65,8 +65,8 @@ describe('log lines mask secrets', () => {
 
   it('the start-up config shows MSP_HOST_COMMAND with its secrets masked', () => {
     const config = loadConfig({
-      SLACK_BOT_TOKEN: 'xoxb-test-1111-2222-SUPERSECRETBOT',
-      SLACK_APP_TOKEN: 'xapp-test-SUPERSECRETAPP',
+      SLACK_BOT_TOKEN: FAKE_SLACK_BOT_TOKEN,
+      SLACK_APP_TOKEN: FAKE_SLACK_APP_TOKEN,
       SLACK_CHANNEL: 'C0123456789',
       MSP_HOST_COMMAND: `HOST_SECRET=hunter2 muse serve --token=${GITHUB} --workspace /srv`,
     });

@@ -20,6 +20,7 @@ import { normalizedPath } from '../../src/routing/riskPaths.js';
 import { RiskRules } from '../../src/routing/risks.js';
 import { Router } from '../../src/routing/router.js';
 import { inPhase, NOW, shellRecord } from '../support/cardFixtures.js';
+import { FAKE_SLACK_APP_TOKEN, FAKE_SLACK_BOT_TOKEN } from '../support/fakeSecrets.js';
 import { ISSUE_RISKS } from '../support/issueRisks.js';
 import { shellSubject } from '../support/shellSubject.js';
 
@@ -31,8 +32,8 @@ function configFile(yaml: string): string {
 
 function load(yaml: string) {
   return loadConfig({
-    SLACK_BOT_TOKEN: 'xoxb-test-token',
-    SLACK_APP_TOKEN: 'xapp-test-token',
+    SLACK_BOT_TOKEN: FAKE_SLACK_BOT_TOKEN,
+    SLACK_APP_TOKEN: FAKE_SLACK_APP_TOKEN,
     MSP_HOST_COMMAND: 'muse serve',
     SLACK_CHANNEL: 'C0APPROVALS',
     COUNTERSIGN_CONFIG: configFile(yaml),

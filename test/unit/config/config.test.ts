@@ -7,8 +7,10 @@ import { configSecrets, redactedConfig } from '../../../src/config/configSecrets
 import { parseDuration } from '../../../src/util/duration.js';
 import { captureLogger } from '../../support/logCapture.js';
 
-const BOT_TOKEN = 'xoxb-test-1111-2222-SUPERSECRETBOT';
-const APP_TOKEN = 'xapp-test-SUPERSECRETAPP';
+// Assembled, so that no token-shaped string is committed (test/support/fakeSecrets.ts); each
+// holds SUPERSECRET, which the redaction tests search for.
+const BOT_TOKEN = ['xoxb', 'test', '1111', '2222', 'SUPERSECRETBOT'].join('-');
+const APP_TOKEN = ['xapp', 'test', 'SUPERSECRETAPP'].join('-');
 const SIGNING_SECRET = 'supersecretsigning0123456789abcdef';
 const ROUTING_KEY = 'R0UTINGKEYSUPERSECRET0000000000';
 const PD_TOKEN = 'u+PDTOKENSUPERSECRET';
@@ -227,7 +229,7 @@ describe('loadConfig errors', () => {
   });
 
   it('rejects a bot token without the xoxb- prefix, without echoing it', () => {
-    const err = configError(socketEnv({ SLACK_BOT_TOKEN: 'xoxp-USER1' }));
+    const err = configError(socketEnv({ SLACK_BOT_TOKEN: ['xoxp', 'USER1'].join('-') }));
     expect(err.variable).toBe('SLACK_BOT_TOKEN');
     expect(err.message).toContain('xoxb-');
     expect(err.message).not.toContain('USER1');
@@ -731,7 +733,7 @@ describe('redactedConfig', () => {
 
   it('hides a secret by what it means, at any depth: a step’s routing key, host env values, any URL’s password', () => {
     const stepKey = 'STEPROUTINGKEYSUPERSECRET000000';
-    const agentKey = 'sk-ant-agentkey-SUPERSECRET-0123456789';
+    const agentKey = ['sk', 'ant', 'agentkey', 'SUPERSECRET', '0123456789'].join('-');
     const file = configFile(`
 hosts:
   - id: main

@@ -7,14 +7,15 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../../src/config/config.js';
 import { PROJECT_ROOT } from '../../support/bot.js';
+import { FAKE_SLACK_APP_TOKEN, FAKE_SLACK_BOT_TOKEN } from '../../support/fakeSecrets.js';
 
 const EXAMPLE = join(PROJECT_ROOT, 'countersign.example.yml');
 
 /** The environment of the file-only case: no MSP_HOST_COMMAND, no SLACK_CHANNEL. */
 function fileEnv(path: string, overrides: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
   return {
-    SLACK_BOT_TOKEN: 'xoxb-test-token',
-    SLACK_APP_TOKEN: 'xapp-test-token',
+    SLACK_BOT_TOKEN: FAKE_SLACK_BOT_TOKEN,
+    SLACK_APP_TOKEN: FAKE_SLACK_APP_TOKEN,
     COUNTERSIGN_CONFIG: path,
     ...overrides,
   };
@@ -302,8 +303,8 @@ describe('risks[].match.programs', () => {
 describe('environment variables alone', () => {
   it('still run one host and one channel without a file', () => {
     const config = loadConfig({
-      SLACK_BOT_TOKEN: 'xoxb-test-token',
-      SLACK_APP_TOKEN: 'xapp-test-token',
+      SLACK_BOT_TOKEN: FAKE_SLACK_BOT_TOKEN,
+      SLACK_APP_TOKEN: FAKE_SLACK_APP_TOKEN,
       SLACK_CHANNEL: 'C0APPROVALS',
       MSP_HOST_COMMAND: 'muse serve',
     });

@@ -13,11 +13,12 @@ import { programMatcher } from '../../../src/routing/programs.js';
 import { RiskRules } from '../../../src/routing/risks.js';
 import { shellCommands } from '../../../src/routing/shellWords.js';
 import { PROJECT_ROOT } from '../../support/bot.js';
+import { FAKE_SLACK_APP_TOKEN, FAKE_SLACK_BOT_TOKEN } from '../../support/fakeSecrets.js';
 import { shellSubject } from '../../support/shellSubject.js';
 
 const EXAMPLE = loadConfig({
-  SLACK_BOT_TOKEN: 'xoxb-test-token',
-  SLACK_APP_TOKEN: 'xapp-test-token',
+  SLACK_BOT_TOKEN: FAKE_SLACK_BOT_TOKEN,
+  SLACK_APP_TOKEN: FAKE_SLACK_APP_TOKEN,
   COUNTERSIGN_CONFIG: join(PROJECT_ROOT, 'countersign.example.yml'),
   PAGERDUTY_ROUTING_KEY: 'R0UTINGKEY0000000000000000000000',
 });

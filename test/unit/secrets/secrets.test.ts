@@ -307,7 +307,9 @@ describe('maskPrefix', () => {
     const bigKey = `-----BEGIN RSA PRIVATE KEY-----\n${'A'.repeat(20_000)}\n-----END RSA PRIVATE KEY-----`;
     const windowEnd = 20_000 + 8 * 1024;
     const lead = `${bigKey} `;
-    const text = `${lead}${'z'.repeat(windowEnd - lead.length - 6)}ghp_R2d2C3poBb8Yoda0Luke1Leia2Han3Solo4Chew${'q'.repeat(5_000_000)}`;
+    // A classic GitHub token, assembled so that none is committed (test/support/fakeSecrets.ts).
+    const token = ['ghp', 'R2d2C3poBb8Yoda0Luke1Leia2Han3Solo4Chew'].join('_');
+    const text = `${lead}${'z'.repeat(windowEnd - lead.length - 6)}${token}${'q'.repeat(5_000_000)}`;
     const cut = maskPrefix(text, 20_000);
     expect(cut.cut).toBe(true);
     expect(cut.text.startsWith('[masked private-key] zzz')).toBe(true);

@@ -10,6 +10,7 @@ import { directCardCalls, readAnswer } from '../../../src/slack/cardCalls.js';
 import { classifySlackError } from '../../../src/slack/slackFailures.js';
 import { createSlackPool } from '../../../src/slack/slackFetch.js';
 import { SlackNoticeSender } from '../../../src/slack/slackNotices.js';
+import { FAKE_SLACK_BOT_TOKEN } from '../../support/fakeSecrets.js';
 
 interface Seen {
   url: string;
@@ -48,7 +49,7 @@ const json =
   };
 
 function calls(apiUrl: string, timeoutMs = 2_000) {
-  return directCardCalls({ token: 'xoxb-card', apiUrl, dispatcher: createSlackPool(), timeoutMs });
+  return directCardCalls({ token: FAKE_SLACK_BOT_TOKEN, apiUrl, dispatcher: createSlackPool(), timeoutMs });
 }
 
 const CARD = { channel: 'C0CARDS', text: 'Approval needed', blocks: [{ type: 'divider' }] };
@@ -59,7 +60,7 @@ describe('chat.postMessage and chat.update as JSON', () => {
     expect(await calls(apiUrl).postMessage(CARD)).toEqual({ ts: '1.0001', channel: 'C0CARDS' });
     await calls(apiUrl).update({ ...CARD, ts: '1.0001' });
     expect(seen.map((s) => s.url)).toEqual(['/api/chat.postMessage', '/api/chat.update']);
-    expect(seen[0]!.headers.authorization).toBe('Bearer xoxb-card');
+    expect(seen[0]!.headers.authorization).toBe(`Bearer ${FAKE_SLACK_BOT_TOKEN}`);
     expect(seen[0]!.headers['content-type']).toMatch(/^application\/json/);
     // Blocks travel as JSON, not as a JSON string inside a form.
     expect(seen[0]!.body).toEqual(CARD);

@@ -16,6 +16,7 @@ import { slackViews } from '../../../src/slack/slackViews.js';
 import type { WaitingApprovals } from '../../../src/slack/waitingApprovals.js';
 import { createWebClient } from '../../../src/slack/webClient.js';
 import { freePort } from '../../support/bot.js';
+import { FAKE_SLACK_BOT_TOKEN } from '../../support/fakeSecrets.js';
 import { FakeSlack } from '../../support/fakeSlack.js';
 import { captureLogger } from '../../support/logCapture.js';
 import { blockActionsPayload, postEvent, postInteraction } from '../../support/slackRequests.js';
@@ -23,7 +24,7 @@ import { blockActionsPayload, postEvent, postInteraction } from '../../support/s
 // One Web API client for the whole bot: the listeners call Slack through the client the card
 // channel uses (and its one connection pool), and Bolt's own client makes no call at all.
 
-const TOKEN = 'xoxb-test-token';
+const TOKEN = FAKE_SLACK_BOT_TOKEN;
 const SECRET = 'test-signing-secret';
 
 let slack: FakeSlack | undefined;

@@ -6,6 +6,7 @@ import { SlackCardChannel } from '../../../src/slack/slackCardChannel.js';
 import { type RetryTiming, realTiming } from '../../../src/slack/slackRetry.js';
 import { createWebClient } from '../../../src/slack/webClient.js';
 import { toBoltLogger } from '../../../src/util/log.js';
+import { FAKE_SLACK_BOT_TOKEN } from '../../support/fakeSecrets.js';
 import { FakeSlack, type SlackFault } from '../../support/fakeSlack.js';
 import { captureLogger } from '../../support/logCapture.js';
 import { until } from '../../support/until.js';
@@ -29,7 +30,7 @@ async function setup() {
   slack = await FakeSlack.start();
   const { logger, lines } = captureLogger();
   const web = createWebClient({
-    token: 'xoxb-test-token',
+    token: FAKE_SLACK_BOT_TOKEN,
     apiUrl: slack.apiUrl,
     timeoutMs: 300,
     logger: toBoltLogger(logger.child({ component: 'slack-web-api' })),

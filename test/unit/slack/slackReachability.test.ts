@@ -9,6 +9,7 @@ import {
   SlackReachability,
 } from '../../../src/slack/slackReachability.js';
 import { freePort } from '../../support/bot.js';
+import { FAKE_SLACK_BOT_TOKEN } from '../../support/fakeSecrets.js';
 import { captureLogger } from '../../support/logCapture.js';
 
 type Json = Record<string, unknown>;
@@ -31,7 +32,7 @@ async function slackAnswering(status: number, body: Json): Promise<string> {
 
 /** The error a real Web API client throws for auth.test against `apiUrl`. */
 async function authTestError(apiUrl: string, fetch?: FetchFunction): Promise<unknown> {
-  const client = new WebClient('xoxb-test', {
+  const client = new WebClient(FAKE_SLACK_BOT_TOKEN, {
     slackApiUrl: apiUrl,
     retryConfig: { retries: 0 },
     logLevel: LogLevel.ERROR,

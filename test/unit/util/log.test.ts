@@ -3,7 +3,9 @@ import type { LogLevel } from '@slack/bolt';
 import { describe, expect, it } from 'vitest';
 import { createLogger, MIN_SCRUBBED_LENGTH, prettyInstalled, toBoltLogger } from '../../../src/util/log.js';
 
-const TOKEN = 'xoxb-test-9999-SUPERSECRETLOGTOKEN';
+// Assembled, so that no token-shaped string is committed (test/support/fakeSecrets.ts); the
+// assertions search the log for its SUPERSECRETLOGTOKEN part.
+const TOKEN = ['xoxb', 'test', '9999', 'SUPERSECRETLOGTOKEN'].join('-');
 
 /** A pino destination that keeps each JSON line as an object. */
 function capture() {

@@ -28,6 +28,7 @@ import { rotationUser } from '../../../../src/routing/rotation.js';
 import type { ApprovalStore } from '../../../../src/store/approvalStore.js';
 import type { EscalationStore } from '../../../../src/store/escalationStore.js';
 import { shortDuration } from '../../../../src/util/shortDuration.js';
+import { FAKE_SLACK_APP_TOKEN, FAKE_SLACK_BOT_TOKEN } from '../../../support/fakeSecrets.js';
 
 const silent = pino({ level: 'silent' });
 
@@ -39,8 +40,8 @@ function configFile(yaml: string): string {
 
 function load(yaml: string, env: Record<string, string> = {}) {
   return loadConfig({
-    SLACK_BOT_TOKEN: 'xoxb-test-token',
-    SLACK_APP_TOKEN: 'xapp-test-token',
+    SLACK_BOT_TOKEN: FAKE_SLACK_BOT_TOKEN,
+    SLACK_APP_TOKEN: FAKE_SLACK_APP_TOKEN,
     MSP_HOST_COMMAND: 'muse serve',
     COUNTERSIGN_CONFIG: configFile(yaml),
     ...env,
