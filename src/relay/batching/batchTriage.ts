@@ -207,7 +207,7 @@ export class BatchTriage implements RecordFollower {
   private send(batch: GroupJoin[]): void {
     this.options.groups.join(batch).then(
       (results) => {
-        batch.forEach((group, i) => this.joined(group.groupId, results[i] ?? 'same'));
+        for (const [i, group] of batch.entries()) this.joined(group.groupId, results[i] ?? 'same');
       },
       (err: unknown) => {
         // What Redis holds is not known now: the next change of each joins again.
