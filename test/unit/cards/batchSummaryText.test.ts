@@ -1,0 +1,145 @@
+// What a batch summary says beyond its members (docs/slack.md#batch-triage): closed, more waiting,
+// the last batch decision with what it skipped, what its presser reads, and its metadata.
+
+import { describe, expect, it } from 'vitest';
+import { batchAnswerText, renderBatchSummary } from '../../../src/cards/renderBatchSummary.js';
+import type { BatchOutcome, SummaryView } from '../../../src/domain/batchGroup.js';
+import { batchMetadata } from '../../../src/slack/cardMetadata.js';
+
+const shared = { route: 'builds', tool: 'shell', capabilities: ['exec:npm test'], sandboxMode: 'default' };
+const members = [
+  { approvalId: 'appr-00000001', sourceIndex: 0, ts: '1.1', session: 'Release' },
+  { approvalId: 'appr-00000002', sourceIndex: 0, ts: '1.2', session: 'Release' },
+  { approvalId: 'appr-00000003', sourceIndex: 1, ts: '1.3', session: 'Docs' },
+];
+const view = (over: Partial<SummaryView> = {}): SummaryView => ({
+  groupId: 'C0A:abc',
+  channel: 'C0A',
+  shared,
+  members,
+  total: 3,
+  ...over,
+});
+const textOf = (blocks: unknown) => JSON.stringify(blocks);
+
+function outcome(over: Partial<BatchOutcome> = {}): BatchOutcome {
+  return {
+    userId: 'U0ALICE',
+    action: 'approve',
+    at: '2026-12-04T00:00:00Z',
+    decided: [],
+    skipped: [],
+    ...over,
+  };
+}
+
+describe('the batch summary card', () => {
+  it('counts sessions, leaves unlinked a card with no link, and says how many more wait', () => {
+    const { blocks } = renderBatchSummary(view({ total: 5 }), new Map());
+    const json = textOf(blocks);
+    expect(json).toContain('Release ×2, Docs');
+    expect(json).toContain('1. Release');
+    expect(json).not.toContain('<https');
+    expect(json).toContain('2 more wait beyond these');
+    expect(json).toContain('Approve all 3 once');
+    expect(json).toContain('*Route:* builds');
+  });
+
+  it('names no route when the group has none, and says nothing of more when all are listed', () => {
+    const json = textOf(renderBatchSummary(view({ shared: { ...shared, route: '' } }), new Map()).blocks);
+    expect(json).not.toContain('*Route:*');
+    expect(json).not.toContain('more wait');
+  });
+
+  it('closed: no buttons, and the last batch decision with each skip and why', () => {
+    const last = outcome({
+      decided: [{ approvalId: 'appr-00000001', session: 'Release' }],
+      skipped: [
+        {
+          approvalId: 'appr-00000002',
+          session: 'Release',
+          refusal: { code: 'alreadyResolved', decision: 'approved', resolvedBy: 'user' },
+        },
+        {
+          approvalId: 'appr-00000003',
+          session: '',
+          refusal: {
+            code: 'notAuthorized',
+            refused: { allowed: false, why: 'selfApproval', route: 'builds' },
+          },
+        },
+        { approvalId: 'appr-00000004', session: 'Docs', refusal: { code: 'superseded' } },
+      ],
+    });
+    const { text, blocks } = renderBatchSummary(view({ closed: true, last }), new Map());
+    const json = textOf(blocks);
+    expect(text).toMatch(/^Batch closed/);
+    expect(json).not.toContain('"actions"');
+    expect(json).toContain('<@U0ALICE> approved once 1 together. Skipped 3:');
+    expect(json).toContain('Release · 00000002 (already decided)');
+    expect(json).toContain('appr-00000003 · 00000003 (not theirs to decide)');
+    expect(json).toContain('Docs · 00000004 (changed)');
+  });
+
+  it('a rejection is said as one', () => {
+    const json = textOf(renderBatchSummary(view({ last: outcome({ action: 'reject' }) }), new Map()).blocks);
+    expect(json).toContain('rejected 0 together.');
+  });
+});
+
+describe('what the presser reads', () => {
+  it('all decided, one or several', () => {
+    expect(batchAnswerText(outcome({ decided: [{ approvalId: 'a', session: 's' }] }))).toBe(
+      'You approved once 1 request, each as if pressed on its own card.',
+    );
+    expect(
+      batchAnswerText(
+        outcome({
+          action: 'reject',
+          decided: [
+            { approvalId: 'a', session: 's' },
+            { approvalId: 'b', session: 's' },
+          ],
+        }),
+      ),
+    ).toBe('You rejected 2 requests, each as if pressed on its own card.');
+  });
+
+  it('nothing theirs to decide says so first; nothing left to decide says nothing was', () => {
+    const refused = batchAnswerText(
+      outcome({
+        skipped: [
+          {
+            approvalId: 'a',
+            session: 's',
+            refusal: {
+              code: 'notAuthorized',
+              refused: { allowed: false, why: 'selfApproval', route: 'builds' },
+            },
+          },
+        ],
+      }),
+    );
+    expect(refused).toMatch(/^Nothing was decided: you may not decide these requests\./);
+    const gone = batchAnswerText(
+      outcome({ skipped: [{ approvalId: 'appr-9', session: '', refusal: { code: 'superseded' } }] }),
+    );
+    expect(gone).toMatch(
+      /^Nothing was decided\. Skipped 1, which changed since the summary was drawn:\n• appr-9 \(appr-9\): /,
+    );
+    expect(batchAnswerText(outcome())).toMatch(/^Nothing was decided: you may not decide/);
+  });
+});
+
+describe('the summary metadata', () => {
+  it('is no approval card’s: its own type, open or closed, with the group and its size', () => {
+    expect(batchMetadata(view())).toEqual({
+      event_type: 'countersign_batch',
+      event_payload: { group_id: 'C0A:abc', v: 1, route: 'builds', state: 'open', members: 3 },
+    });
+    expect(batchMetadata(view({ closed: true, total: 0 })).event_payload).toMatchObject({
+      state: 'closed',
+      members: 0,
+    });
+  });
+});
