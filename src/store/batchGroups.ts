@@ -9,44 +9,27 @@ import type { RedisClient } from './redisConnection.js';
 // member shows (its session, its card, its stage) is read from its record when the summary is
 // drawn, so a join writes one member and nothing else (docs/performance.md, "Batch triage").
 
-// KEYS: order and summary of each group, in pairs (all of one channel: one hash tag). ARGV: ttl
-// ms, posting ttl ms, then for each group its shared JSON, its number of members n and n pairs of
-// (the card's ts, approvalId). Every join a channel saw in one turn of the event loop is one call,
-// however many groups (a lone question is a group of its own). For each group, in order: of two
-// replicas that see it reach two members, exactly one is told to post the summary ('post'); with a
-// summary, its rev is bumped so a draw that raced the join is drawn again ('refresh'); 'same',
-// nobody new; 'none', no summary to draw.
+// KEYS: order, summary. ARGV: ttl ms, posting ttl ms, shared JSON, then pairs of (the card's ts,
+// approvalId). Every join a group saw in one turn of the event loop is one call. Of two replicas
+// that see the group reach two members, exactly one is told to post the summary ('post'); with a
+// summary, its rev is bumped so a draw that raced the join is drawn again ('refresh').
 const JOIN_SCRIPT = `
-local at = 3
-local results = {}
-for g = 1, #KEYS / 2 do
-  local order, summary = KEYS[2 * g - 1], KEYS[2 * g]
-  local shared, n = ARGV[at], tonumber(ARGV[at + 1])
-  local added = redis.call('ZADD', order, unpack(ARGV, at + 2, at + 1 + 2 * n))
-  at = at + 2 + 2 * n
-  local result = 'same'
-  if added > 0 then
-    local state = redis.call('HGET', summary, 'state')
-    if state == 'posting' or state == 'posted' then
-      redis.call('HINCRBY', summary, 'rev', 1)
-      result = 'refresh'
-    else
-      local size = redis.call('ZCARD', order)
-      -- A new group lives a day without being drawn; every draw renews it (DRAW_SCRIPT).
-      if size == added then redis.call('PEXPIRE', order, ARGV[1]) end
-      result = 'none'
-      if size >= 2 then
-        redis.call('DEL', summary)
-        redis.call('HSET', summary, 'state', 'posting', 'rev', 1, 'shared', shared)
-        redis.call('PEXPIRE', summary, ARGV[2])
-        redis.call('PEXPIRE', order, ARGV[1])
-        result = 'post'
-      end
-    end
-  end
-  results[g] = result
+local added = redis.call('ZADD', KEYS[1], unpack(ARGV, 4))
+if added == 0 then return 'same' end
+local state = redis.call('HGET', KEYS[2], 'state')
+if state == 'posting' or state == 'posted' then
+  redis.call('HINCRBY', KEYS[2], 'rev', 1)
+  return 'refresh'
 end
-return results
+local size = redis.call('ZCARD', KEYS[1])
+-- A new group lives a day without being drawn; every draw renews it (DRAW_SCRIPT).
+if size == added then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+if size < 2 then return 'none' end
+redis.call('DEL', KEYS[2])
+redis.call('HSET', KEYS[2], 'state', 'posting', 'rev', 1, 'shared', ARGV[3])
+redis.call('PEXPIRE', KEYS[2], ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return 'post'
 `;
 
 // KEYS: order, summary. ARGV: how many to list, ttl ms, closed ttl ms, then the approvalIds that
@@ -108,13 +91,6 @@ return 1
  */
 export type JoinResult = 'post' | 'refresh' | 'same' | 'none';
 
-/** One group's joins: `shared`, the JSON of what its members ask (stored when it posts). */
-export interface GroupJoin {
-  groupId: string;
-  shared: string;
-  members: readonly Joining[];
-}
-
 /** A member as it joins: its approval and its card's ts (its place in the summary's list). */
 export interface Joining {
   approvalId: string;
@@ -162,8 +138,7 @@ export class BatchGroups {
       closedTtlMs: 10 * 60_000,
     },
   ) {
-    // The number of keys goes first: it is two per group joined.
-    redis.defineCommand('csBatchJoin', { lua: JOIN_SCRIPT });
+    redis.defineCommand('csBatchJoin', { numberOfKeys: 2, lua: JOIN_SCRIPT });
     redis.defineCommand('csBatchDraw', { numberOfKeys: 2, lua: DRAW_SCRIPT });
     redis.defineCommand('csBatchPosted', { numberOfKeys: 1, lua: POSTED_SCRIPT });
     redis.defineCommand('csBatchNote', { numberOfKeys: 1, lua: NOTE_SCRIPT });
@@ -171,19 +146,19 @@ export class BatchGroups {
   }
 
   /**
-   * Adds each group's members (one channel's groups, at most MAX_MEMBERS_PER_CALL members in all:
-   * the caller splits more) in one script; resolves with what it did to each group, in order.
-   * Issued at once: commands reach Redis in the order issued.
+   * Adds members (at most MAX_MEMBERS_PER_CALL: the caller splits more) in one script. Issued at
+   * once: commands reach Redis in the order issued.
    */
-  async join(groups: readonly GroupJoin[]): Promise<JoinResult[]> {
-    const groupKeys: string[] = [];
-    const args: string[] = [String(this.options.ttlMs), String(this.options.postingTtlMs)];
-    for (const { groupId, shared, members } of groups) {
-      groupKeys.push(keys.batchOrder(groupId), keys.batchSummary(groupId));
-      args.push(shared, String(members.length));
-      for (const m of members) args.push(m.ts, m.approvalId);
-    }
-    return (await this.redis.csBatchJoin(groupKeys.length, ...groupKeys, ...args)) as JoinResult[];
+  join(groupId: string, shared: BatchShared, members: readonly Joining[]): Promise<JoinResult> {
+    const scored = members.flatMap((m) => [m.ts, m.approvalId]);
+    return this.redis.csBatchJoin(
+      keys.batchOrder(groupId),
+      keys.batchSummary(groupId),
+      String(this.options.ttlMs),
+      String(this.options.postingTtlMs),
+      JSON.stringify(shared),
+      ...scored,
+    ) as Promise<JoinResult>;
   }
 
   /**
@@ -235,8 +210,8 @@ export class BatchGroups {
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
-    /** The number of keys, the keys, then ARGV as JOIN_SCRIPT documents. */
-    csBatchJoin(numberOfKeys: number, ...keysAndArgs: string[]): Result<string[], Context>;
+    /** ARGV as JOIN_SCRIPT documents. */
+    csBatchJoin(order: string, summary: string, ...args: string[]): Result<string, Context>;
     /** ARGV as DRAW_SCRIPT documents. */
     csBatchDraw(order: string, summary: string, ...args: string[]): Result<unknown[], Context>;
     csBatchPosted(summary: string, ts: string, ttlMs: string): Result<number, Context>;

@@ -13,7 +13,6 @@ import type { ApprovalRecord } from '../../domain/record.js';
 import {
   type BatchGroups,
   channelOfGroup,
-  type GroupJoin,
   type GroupState,
   type Joining,
   type JoinResult,
@@ -45,21 +44,9 @@ export interface BatchTriageOptions {
 /** Approvals whose group this process remembers (see `placed`). */
 const MAX_PLACED = 10_000;
 
-/** Where this process placed an approval, and by which question when in a group. */
-interface Placement {
-  groupId: string | null;
-  asked?: unknown;
-  stage?: number;
-}
-
-function stageOf(record: ApprovalRecord): number {
-  return record.currentRequirementId.sourceIndex;
-}
-
-/** One group's joins gathered in this turn; `shared`, the JSON of what it asks. */
+/** One group's joins gathered in this turn. */
 interface Gathered {
-  channel: string;
-  shared: string;
+  shared: BatchShared;
   joins: Map<string, Joining>;
 }
 
@@ -80,7 +67,7 @@ export class BatchTriage implements RecordFollower {
    * process has not placed (another replica or an earlier process did) is taken to be in the group
    * its question gives (batchShapeOf); a draw drops whatever no longer belongs.
    */
-  private readonly placed = new Map<string, Placement>();
+  private readonly placed = new Map<string, string | null>();
   private readonly redraws: TrailingThrottle;
   private gathered = new Map<string, Gathered>();
   private flushing = false;
@@ -111,30 +98,18 @@ export class BatchTriage implements RecordFollower {
       if (!this.placed.has(approvalId)) this.remember(approvalId, null);
       return;
     }
-    const placement = this.placed.get(approvalId);
-    const known = placement?.groupId;
+    const known = this.placed.get(approvalId);
     // Being decided: it leaves once it is decided (its claim may yet be released), and a click
     // costs nothing here. The summary's buttons check each approval anyway.
     if (record.phase === 'deciding' && known !== null) return;
-    // Still the question it was placed by (a write copies the record, not its subject): only
-    // whether it may stay can have changed, and its group is not worked out again.
-    if (known && placement.asked === record.subject && placement.stage === stageOf(record)) {
-      if (record.phase === 'pending') return;
-      this.leave(known, approvalId);
-      this.remember(approvalId, null);
-      return;
-    }
     const group = batchGroupOf(record, this.options.quorum(record));
-    if (known !== undefined && known === (group?.groupId ?? null)) {
-      this.remember(approvalId, known, record);
-      return;
-    }
+    if (known !== undefined && known === (group?.groupId ?? null)) return;
     const was = known === undefined ? batchShapeOf(record)?.groupId : (known ?? undefined);
     if (was !== undefined && was !== group?.groupId) this.leave(was, approvalId);
     // One this process had not placed joins again, whether or not it is in already: it costs a
     // ZADD that adds nothing.
     if (group) this.join(group.groupId, group.shared, { approvalId, ts: record.slack.ts });
-    this.remember(approvalId, group?.groupId ?? null, record);
+    this.remember(approvalId, group?.groupId ?? null);
   }
 
   /** Keeps what a batch decision did on its summary, and redraws it. */
@@ -160,61 +135,37 @@ export class BatchTriage implements RecordFollower {
 
   /** Gathers a join for the end of this turn. */
   private join(groupId: string, shared: BatchShared, member: Joining): void {
-    let group = this.gathered.get(groupId);
-    if (!group) {
-      group = { channel: channelOfGroup(groupId), shared: JSON.stringify(shared), joins: new Map() };
-      this.gathered.set(groupId, group);
-    }
+    const group = this.gathered.get(groupId) ?? { shared, joins: new Map<string, Joining>() };
+    this.gathered.set(groupId, group);
     group.joins.set(member.approvalId, member);
     // A join after a leave in the same draw window: it is a member again.
     this.leaving.get(groupId)?.delete(member.approvalId);
     if (!this.flushing) {
       this.flushing = true;
       // After the synchronous stretch that placed the cards: the joins leave in the same socket
-      // write as the writes that placed them (coalescedWrites.ts), one script per channel.
+      // write as the writes that placed them (coalescedWrites.ts), one script per group.
       queueMicrotask(() => this.flush());
     }
   }
 
-  /**
-   * One script per channel for the turn's joins, whatever the number of groups: in most channels
-   * most questions are asked once, each a group of its own (at most MAX_MEMBERS_PER_CALL members a
-   * call).
-   */
   private flush(): void {
     this.flushing = false;
-    const calls = new Map<string, GroupJoin[][]>();
-    for (const [groupId, { channel, shared, joins }] of this.gathered) {
-      const batches = calls.get(channel) ?? [[]];
-      calls.set(channel, batches);
+    const gathered = this.gathered;
+    this.gathered = new Map();
+    for (const [groupId, { shared, joins }] of gathered) {
       const members = [...joins.values()];
-      for (let at = 0; at < members.length; ) {
-        let batch = batches[batches.length - 1]!;
-        let room = MAX_MEMBERS_PER_CALL - batch.reduce((n, g) => n + g.members.length, 0);
-        if (room <= 0) {
-          batch = [];
-          batches.push(batch);
-          room = MAX_MEMBERS_PER_CALL;
-        }
-        batch.push({ groupId, shared, members: members.slice(at, at + room) });
-        at += room;
+      for (let at = 0; at < members.length; at += MAX_MEMBERS_PER_CALL) {
+        const some = members.slice(at, at + MAX_MEMBERS_PER_CALL);
+        this.options.groups.join(groupId, shared, some).then(
+          (result) => this.joined(groupId, result),
+          (err: unknown) => {
+            // What Redis holds is not known now: the next change of each joins again.
+            for (const m of some) this.placed.delete(m.approvalId);
+            this.options.logger.warn({ err, groupId }, 'could not update a batch group');
+          },
+        );
       }
     }
-    this.gathered = new Map();
-    for (const batches of calls.values()) for (const batch of batches) this.send(batch);
-  }
-
-  private send(batch: GroupJoin[]): void {
-    this.options.groups.join(batch).then(
-      (results) => {
-        for (const [i, group] of batch.entries()) this.joined(group.groupId, results[i] ?? 'same');
-      },
-      (err: unknown) => {
-        // What Redis holds is not known now: the next change of each joins again.
-        for (const group of batch) for (const m of group.members) this.placed.delete(m.approvalId);
-        this.options.logger.warn({ err, groups: batch.length }, 'could not update batch groups');
-      },
-    );
   }
 
   private joined(groupId: string, result: JoinResult): void {
@@ -232,15 +183,11 @@ export class BatchTriage implements RecordFollower {
     } else if (result === 'refresh') this.redraws.request(groupId);
   }
 
-  /** `record`: the question it was placed by, when in a group (see follow). */
-  private remember(approvalId: string, groupId: string | null, record?: ApprovalRecord): void {
+  private remember(approvalId: string, groupId: string | null): void {
     this.placed.delete(approvalId);
     // Oldest out first: a Map iterates in insertion order.
     if (this.placed.size >= MAX_PLACED) this.placed.delete(this.placed.keys().next().value!);
-    this.placed.set(
-      approvalId,
-      groupId && record ? { groupId, asked: record.subject, stage: stageOf(record) } : { groupId },
-    );
+    this.placed.set(approvalId, groupId);
   }
 
   /**
