@@ -27,11 +27,37 @@ export interface StageCapabilities {
 }
 
 export function stageCapabilities(request: CapabilityRequest): StageCapabilities {
-  const derived = subjectCapabilities(request);
+  const derived = derivedOnce(request);
   if ('notGrantable' in derived) return { capabilities: [], notGrantable: derived.notGrantable };
-  const capabilities = canonicalCapabilities(derived.capabilities);
+  const { capabilities } = derived;
   const why = whyNotGrantable(request);
   return why ? { capabilities, notGrantable: why } : { capabilities };
+}
+
+/** A subject's last working-out, by the stage and tool it was worked out for. */
+interface Derivation {
+  tool: string;
+  sourceIndex: number;
+  derived: Derived;
+}
+
+const derivations = new WeakMap<ApprovalSubject, Derivation>();
+
+/**
+ * The subject's capabilities (canonical), worked out once per subject object and stage: a record
+ * is copied, never changed, so its subject object stands for the same words as long as it lives,
+ * and one approval asks this of it at intake, of grants and of batch triage (docs/performance.md,
+ * "Batch triage"). The result is shared: callers must not change it.
+ */
+function derivedOnce(request: CapabilityRequest): Derived {
+  const { subject, tool } = request;
+  const { sourceIndex } = request.currentRequirementId;
+  const known = derivations.get(subject);
+  if (known && known.tool === tool && known.sourceIndex === sourceIndex) return known.derived;
+  const raw = subjectCapabilities(request);
+  const derived = 'notGrantable' in raw ? raw : { capabilities: canonicalCapabilities(raw.capabilities) };
+  derivations.set(subject, { tool, sourceIndex, derived });
+  return derived;
 }
 
 /** Sorted and de-duplicated: the one form a covered set is stored and compared in. */

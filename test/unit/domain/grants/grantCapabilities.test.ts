@@ -156,6 +156,27 @@ describe('stageCapabilities: one canonical capability per subject kind (docs/gra
   });
 });
 
+describe('stageCapabilities of one subject object asked again', () => {
+  it('works each subject and stage out once, and tells stages, tools and later checks apart', () => {
+    const subject = shell();
+    const first = stageCapabilities(request(subject));
+    // The same subject object and stage: the same answer, not worked out again.
+    expect(stageCapabilities(request(subject)).capabilities).toBe(first.capabilities);
+    expect(first.capabilities).toEqual(['exec:git push']);
+    const next = stageCapabilities(
+      request(subject, { currentRequirementId: { approvalId: 'a1', sourceIndex: 1 } }),
+    );
+    expect(next.capabilities).toEqual(['exec:npm test']);
+    const tool = { kind: 'tool' } as ApprovalSubject;
+    expect(stageCapabilities(request(tool, { tool: 'read' })).capabilities).toEqual(['tool:read']);
+    expect(stageCapabilities(request(tool, { tool: 'write' })).capabilities).toEqual(['tool:write']);
+    // What is checked beside the subject is checked on every call.
+    expect(stageCapabilities(request(subject, { protectedWrite: true })).notGrantable).toBe(
+      'a protected write',
+    );
+  });
+});
+
 describe('covers: exact members only', () => {
   it('needs every required capability in the covered set, in any order', () => {
     expect(covers(['exec:npm test', 'exec:git push'], ['exec:git push'])).toBe(true);
