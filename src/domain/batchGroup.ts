@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { stageCapabilities } from './grants/capabilities.js';
 import { onceChoice } from './grants/match.js';
-import type { ApprovalRecord } from './record.js';
+import type { ApprovalRecord, CardPlace } from './record.js';
 import type { Refusal } from './refusal.js';
 
 // Batch triage (docs/slack.md#batch-triage): which pending approvals of one channel ask the same
@@ -36,18 +36,26 @@ export interface BatchMember {
  * pending (or not posted yet), a quorum above 1, a risk rule matched, a protected write, a kind or
  * a command not fully understood (the same test a grant passes), no approve-once choice.
  */
-export function batchGroupOf(record: ApprovalRecord, quorum: number): BatchGroupOf | undefined {
+export function batchGroupOf(
+  record: ApprovalRecord,
+  quorum: number,
+  place: Partial<CardPlace> = record.slack,
+): BatchGroupOf | undefined {
   if (record.phase !== 'pending' || record.slack.deferred || quorum > 1) return undefined;
-  return batchShapeOf(record);
+  return batchShapeOf(record, place);
 }
 
 /**
  * The group whose question an approval's card asks, whether or not it may be in it now (pending,
  * its quorum): what it leaves when it may no longer be. Undefined when the question itself is
- * never decided together.
+ * never decided together. `place`: where its card is, when the record does not say yet.
  */
-export function batchShapeOf(record: ApprovalRecord): BatchGroupOf | undefined {
-  if (!record.slack.ts || record.risks?.length || record.protectedWrite) return undefined;
+export function batchShapeOf(
+  record: ApprovalRecord,
+  place: Partial<CardPlace> = record.slack,
+): BatchGroupOf | undefined {
+  const { channel, ts } = place;
+  if (!channel || !ts || record.risks?.length || record.protectedWrite) return undefined;
   if (!onceChoice(record.availableChoices)) return undefined;
   const { capabilities, notGrantable } = stageCapabilities(record);
   if (notGrantable || capabilities.length === 0) return undefined;
@@ -57,7 +65,6 @@ export function batchShapeOf(record: ApprovalRecord): BatchGroupOf | undefined {
     capabilities,
     sandboxMode: record.sandboxMode,
   };
-  const channel = record.slack.channel;
   return { groupId: `${channel}:${digestOf(shared)}`, channel, shared };
 }
 

@@ -235,6 +235,12 @@ export const ApprovalRecord = z.object({
 });
 export type ApprovalRecord = z.infer<typeof ApprovalRecord>;
 
+/** Where a card was posted. */
+export interface CardPlace {
+  channel: string;
+  ts: string;
+}
+
 /**
  * Whose rights the picks of `choiceId` for the stage stand for: each voter, or the person away a
  * delegate voted for. A quorum counts these, so one person's rights never count twice (theirs and

@@ -9,27 +9,45 @@ import type { RedisClient } from './redisConnection.js';
 // member shows (its session, its card, its stage) is read from its record when the summary is
 // drawn, so a join writes one member and nothing else (docs/performance.md, "Batch triage").
 
-// KEYS: order, summary. ARGV: ttl ms, posting ttl ms, shared JSON, then pairs of (the card's ts,
-// approvalId). Every join a group saw in one turn of the event loop is one call. Of two replicas
-// that see the group reach two members, exactly one is told to post the summary ('post'); with a
-// summary, its rev is bumped so a draw that raced the join is drawn again ('refresh').
+// KEYS: the channel's batch prefix (keys.batchChannel), which the script builds its groups' keys
+// from (`<prefix>:<digest>:o` and `:s`, as keys.ts does): every key of a channel shares its slot.
+// ARGV: ttl ms, posting ttl ms, then for each group its digest, shared JSON, how many join (n),
+// and n pairs of (the card's ts, approvalId). Every join of a channel for a moment is one call
+// (docs/performance.md, "Batch triage"). Of two replicas that see a group reach two members,
+// exactly one is told to post the summary ('post'); with a summary, its rev is bumped so a draw
+// that raced the join is drawn again ('refresh'). Returns (digest, result) pairs for those only.
 const JOIN_SCRIPT = `
-local added = redis.call('ZADD', KEYS[1], unpack(ARGV, 4))
-if added == 0 then return 'same' end
-local state = redis.call('HGET', KEYS[2], 'state')
-if state == 'posting' or state == 'posted' then
-  redis.call('HINCRBY', KEYS[2], 'rev', 1)
-  return 'refresh'
+local out = {}
+local at = 3
+while at <= #ARGV do
+  local digest, shared, n = ARGV[at], ARGV[at + 1], tonumber(ARGV[at + 2])
+  local first, last = at + 3, at + 2 + 2 * n
+  at = last + 1
+  local order = KEYS[1] .. ':' .. digest .. ':o'
+  local summary = KEYS[1] .. ':' .. digest .. ':s'
+  local added = redis.call('ZADD', order, unpack(ARGV, first, last))
+  if added > 0 then
+    local state = redis.call('HGET', summary, 'state')
+    if state == 'posting' or state == 'posted' then
+      redis.call('HINCRBY', summary, 'rev', 1)
+      out[#out + 1] = digest
+      out[#out + 1] = 'refresh'
+    else
+      local size = redis.call('ZCARD', order)
+      -- A new group lives a day without being drawn; every draw renews it (DRAW_SCRIPT).
+      if size == added then redis.call('PEXPIRE', order, ARGV[1]) end
+      if size >= 2 then
+        redis.call('DEL', summary)
+        redis.call('HSET', summary, 'state', 'posting', 'rev', 1, 'shared', shared)
+        redis.call('PEXPIRE', summary, ARGV[2])
+        redis.call('PEXPIRE', order, ARGV[1])
+        out[#out + 1] = digest
+        out[#out + 1] = 'post'
+      end
+    end
+  end
 end
-local size = redis.call('ZCARD', KEYS[1])
--- A new group lives a day without being drawn; every draw renews it (DRAW_SCRIPT).
-if size == added then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
-if size < 2 then return 'none' end
-redis.call('DEL', KEYS[2])
-redis.call('HSET', KEYS[2], 'state', 'posting', 'rev', 1, 'shared', ARGV[3])
-redis.call('PEXPIRE', KEYS[2], ARGV[2])
-redis.call('PEXPIRE', KEYS[1], ARGV[1])
-return 'post'
+return out
 `;
 
 // KEYS: order, summary. ARGV: how many to list, ttl ms, closed ttl ms, then the approvalIds that
@@ -85,16 +103,22 @@ return 1
 `;
 
 /**
- * What a turn's joins did to a group: `post`, it reached two members and this caller is to post
- * its summary; `refresh`, its summary is to be drawn again; `same`, nobody new; `none`, no summary
- * to draw.
+ * What joins did to a group: `post`, it reached two members and this caller is to post its
+ * summary; `refresh`, its summary is to be drawn again. Anything else needs nothing.
  */
-export type JoinResult = 'post' | 'refresh' | 'same' | 'none';
+export type JoinResult = 'post' | 'refresh';
 
 /** A member as it joins: its approval and its card's ts (its place in the summary's list). */
 export interface Joining {
   approvalId: string;
   ts: string;
+}
+
+/** One group's joins: its id (`<channel>:<digest>`), what it shares, who joins. */
+export interface GroupJoins {
+  groupId: string;
+  shared: BatchShared;
+  members: readonly Joining[];
 }
 
 /** A group as it stands: its summary's state and its members, oldest card first. */
@@ -110,7 +134,10 @@ export interface GroupState {
   total: number;
 }
 
-/** Members a call carries at most: Lua's unpack() is bounded by its stack (about 8,000 values). */
+/**
+ * Members a call carries at most, over all its groups: Lua's unpack() is bounded by its stack
+ * (about 8,000 values), and one script should not hold Redis for long.
+ */
 export const MAX_MEMBERS_PER_CALL = 1_000;
 
 const STATES: ReadonlySet<string> = new Set(['posting', 'posted', 'closed']);
@@ -118,6 +145,10 @@ const STATES: ReadonlySet<string> = new Set(['posting', 'posted', 'closed']);
 /** A group id is `<channel>:<digest>` (domain/batchGroup.ts). */
 export function channelOfGroup(groupId: string): string {
   return groupId.slice(0, groupId.lastIndexOf(':'));
+}
+
+function digestOfGroup(groupId: string): string {
+  return groupId.slice(groupId.lastIndexOf(':') + 1);
 }
 
 export interface BatchGroupsOptions {
@@ -138,7 +169,8 @@ export class BatchGroups {
       closedTtlMs: 10 * 60_000,
     },
   ) {
-    redis.defineCommand('csBatchJoin', { numberOfKeys: 2, lua: JOIN_SCRIPT });
+    // One key, fixed: ioredis routes a script on a Cluster by its first argument.
+    redis.defineCommand('csBatchJoin', { numberOfKeys: 1, lua: JOIN_SCRIPT });
     redis.defineCommand('csBatchDraw', { numberOfKeys: 2, lua: DRAW_SCRIPT });
     redis.defineCommand('csBatchPosted', { numberOfKeys: 1, lua: POSTED_SCRIPT });
     redis.defineCommand('csBatchNote', { numberOfKeys: 1, lua: NOTE_SCRIPT });
@@ -146,19 +178,20 @@ export class BatchGroups {
   }
 
   /**
-   * Adds members (at most MAX_MEMBERS_PER_CALL: the caller splits more) in one script. Issued at
-   * once: commands reach Redis in the order issued.
+   * Adds members to groups of one channel (at most MAX_MEMBERS_PER_CALL in all: the caller splits
+   * more) in one script. Says which groups need something (JoinResult); the rest need nothing.
    */
-  join(groupId: string, shared: BatchShared, members: readonly Joining[]): Promise<JoinResult> {
-    const scored = members.flatMap((m) => [m.ts, m.approvalId]);
-    return this.redis.csBatchJoin(
-      keys.batchOrder(groupId),
-      keys.batchSummary(groupId),
-      String(this.options.ttlMs),
-      String(this.options.postingTtlMs),
-      JSON.stringify(shared),
-      ...scored,
-    ) as Promise<JoinResult>;
+  async join(channel: string, groups: readonly GroupJoins[]): Promise<Map<string, JoinResult>> {
+    const args = [String(this.options.ttlMs), String(this.options.postingTtlMs)];
+    for (const { groupId, shared, members } of groups) {
+      args.push(digestOfGroup(groupId), JSON.stringify(shared), String(members.length));
+      for (const member of members) args.push(member.ts, member.approvalId);
+    }
+    const flat = (await this.redis.csBatchJoin(keys.batchChannel(channel), ...args)) as string[];
+    const results = new Map<string, JoinResult>();
+    for (let i = 0; i + 1 < flat.length; i += 2)
+      results.set(`${channel}:${flat[i]}`, flat[i + 1] as JoinResult);
+    return results;
   }
 
   /**
@@ -211,7 +244,7 @@ export class BatchGroups {
 declare module 'ioredis' {
   interface RedisCommander<Context> {
     /** ARGV as JOIN_SCRIPT documents. */
-    csBatchJoin(order: string, summary: string, ...args: string[]): Result<string, Context>;
+    csBatchJoin(channel: string, ...args: string[]): Result<string[], Context>;
     /** ARGV as DRAW_SCRIPT documents. */
     csBatchDraw(order: string, summary: string, ...args: string[]): Result<unknown[], Context>;
     csBatchPosted(summary: string, ts: string, ttlMs: string): Result<number, Context>;

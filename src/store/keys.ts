@@ -7,10 +7,18 @@
 
 const PREFIX = 'cs';
 
-/** A batch group's key: the group id is `<channel>:<digest>`, and the channel is the tag. */
+/** What every batch key of a channel starts with: the channel is the tag. */
+function batchChannel(channel: string): string {
+  return `${PREFIX}:batch:{${channel}}`;
+}
+
+/**
+ * A batch group's key: the group id is `<channel>:<digest>`. batchGroups.ts's join script builds
+ * the same from batchChannel, `:<digest>:` and the part: change both together.
+ */
 function batchKey(groupId: string, part: string): string {
   const at = groupId.lastIndexOf(':');
-  return `${PREFIX}:batch:{${groupId.slice(0, at)}}:${groupId.slice(at + 1)}:${part}`;
+  return `${batchChannel(groupId.slice(0, at))}:${groupId.slice(at + 1)}:${part}`;
 }
 
 export const keys = {
@@ -143,7 +151,12 @@ export const keys = {
 
   // Batch triage (batchGroups.ts): a group is one channel's pending approvals that ask the same,
   // its id `<channel>:<digest>`. Every batch key of a channel shares the tag `{<channel>}`, so what
-  // one turn's changes do to a group is one script.
+  // a moment's joins do to all of a channel's groups is one script.
+  /**
+   * Never stored: the prefix of a channel's batch keys, which the join script declares (it routes
+   * the script to the channel's slot on a Cluster) and builds its groups' keys from.
+   */
+  batchChannel,
   /** Sorted set: a group's approvalIds scored by their card's ts, so a summary lists the oldest first. */
   batchOrder: (groupId: string) => batchKey(groupId, 'o'),
   /**

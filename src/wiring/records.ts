@@ -69,7 +69,7 @@ export function wireRecords(needs: RecordsNeeds) {
       }),
     logger,
     onChange: (record) => followers.notify(record),
-    onPlacing: (record) => followers.placing(record),
+    onPlacing: (record, place) => followers.placing(record, place),
   });
   return { store, activity, auditTrail, followers, keeper, resolveNotice };
 }

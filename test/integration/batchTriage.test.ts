@@ -1,24 +1,22 @@
 // Batch triage against a real Redis, with the summary board and the records in memory: what one
 // turn's joins cost, where a leave goes, and what a draw drops (docs/performance.md, "Batch triage").
 
-import type { Redis } from 'ioredis';
 import pino from 'pino';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { SummaryView } from '../../src/domain/batchGroup.js';
 import { batchGroupOf } from '../../src/domain/batchGroup.js';
 import type { ApprovalRecord } from '../../src/domain/record.js';
 import { BatchTriage, type SummaryBoard } from '../../src/relay/batching/batchTriage.js';
 import { BatchGroups } from '../../src/store/batchGroups.js';
 import { keys } from '../../src/store/keys.js';
+import type { RedisClient } from '../../src/store/redisConnection.js';
+import { freshRedisDb } from '../support/bot.js';
 import { fileRecord } from '../support/cardFixtures.js';
-import { useFreshRedis } from '../support/freshRedis.js';
+import { BACKENDS, openBackend, type StoreBackend } from '../support/storeBackends.js';
+import { testRedisUrl } from '../support/testRedis.js';
 
-const fresh = useFreshRedis();
-/** The file's own database, emptied before each test. */
-let redis: Redis;
-beforeEach(() => {
-  redis = fresh();
-});
+/** The backend's client (slot-checked: a script that strays from one channel's tag is refused). */
+let redis: RedisClient;
 
 class MemoryBoard implements SummaryBoard {
   readonly posts: SummaryView[] = [];
@@ -38,14 +36,15 @@ afterEach(() => {
 });
 
 /** A triage over `records` (what Redis would hold of each approval), drawing at once. */
-function triageOver(records: Map<string, ApprovalRecord>) {
+function triageOver(records: Map<string, ApprovalRecord>, joinDelayMs?: number) {
   const board = new MemoryBoard();
   const groups = new BatchGroups(redis);
-  const joins: number[] = [];
+  /** Each join call: its channel and how many joined each of its groups. */
+  const joins: Array<{ channel: string; sizes: number[] }> = [];
   const join = groups.join.bind(groups);
-  groups.join = (groupId, shared, members) => {
-    joins.push(members.length);
-    return join(groupId, shared, members);
+  groups.join = (channel, some) => {
+    joins.push({ channel, sizes: some.map((g) => g.members.length) });
+    return join(channel, some);
   };
   const triage = new BatchTriage({
     groups,
@@ -54,6 +53,7 @@ function triageOver(records: Map<string, ApprovalRecord>) {
     quorum: () => 1,
     logger: pino({ level: 'silent' }),
     redraw: { settleMs: 0, intervalMs: 0 },
+    ...(joinDelayMs === undefined ? {} : { joinDelayMs }),
   });
   triages.push(triage);
   return { triage, board, joins };
@@ -68,6 +68,12 @@ function alike(n: number, from = 0): ApprovalRecord[] {
   );
 }
 
+/** What the keeper tells the triage as a card is posted: the record before, and where its card is. */
+function place(triage: BatchTriage, record: ApprovalRecord): void {
+  const { channel, ts } = record.slack;
+  triage.placing({ ...record, slack: { channel } }, { channel, ts: ts! });
+}
+
 async function until(what: string, check: () => boolean | Promise<boolean>): Promise<void> {
   const deadline = Date.now() + 5_000;
   while (!(await check())) {
@@ -76,25 +82,73 @@ async function until(what: string, check: () => boolean | Promise<boolean>): Pro
   }
 }
 
-describe('BatchTriage', () => {
-  it('the joins of one turn are one script per group, and one summary is posted for them', async () => {
+describe.each(BACKENDS)('BatchTriage on %s Redis', (kind) => {
+  let backend: StoreBackend;
+  beforeAll(async () => {
+    backend = await openBackend(kind, async () => ({ url: testRedisUrl(await freshRedisDb()) }));
+    redis = backend.connect();
+  });
+  beforeEach(() => backend.flush());
+  afterAll(() => backend.close());
+
+  it('a moment’s joins are one script per channel, whatever the groups; one summary is posted for the alike', async () => {
     const records = new Map(alike(6).map((r) => [r.approvalId, r]));
+    // Asked once each: groups of one, which never get a summary.
+    const lone = [1, 2, 3].map((i) =>
+      fileRecord({
+        approvalId: `lone-${i}`,
+        subject: { kind: 'fileAccess', path: `/srv/lone-${i}`, access: 'write' },
+        slack: { channel: 'C0APPROVALS', ts: `200.${i}` },
+      }),
+    );
+    for (const record of lone) records.set(record.approvalId, record);
     const { triage, board, joins } = triageOver(records);
-    for (const record of records.values()) triage.placing(record);
+    for (const record of records.values()) place(triage, record);
     await until('the summary', () => board.posts.length === 1);
-    expect(joins).toEqual([6]);
+    expect(joins).toEqual([{ channel: 'C0APPROVALS', sizes: [6, 1, 1, 1] }]);
     expect(board.posts[0]!.total).toBe(6);
-    expect(board.posts[0]!.members.map((m) => m.approvalId)).toEqual([...records.keys()]);
+    expect(board.posts[0]!.members.map((m) => m.approvalId)).toEqual([...records.keys()].slice(0, 6));
+    const loneGroup = batchGroupOf(lone[0]!, 1)!.groupId;
+    expect(await redis.zrange(keys.batchOrder(loneGroup), 0, -1)).toEqual(['lone-1']);
+    expect(await redis.exists(keys.batchSummary(loneGroup))).toBe(0);
     // Told again after the write (follow), nothing more is sent.
     for (const record of records.values()) triage.follow(record);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(joins).toEqual([6]);
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect(joins).toHaveLength(1);
+  });
+
+  it('a member a risk rule marks later leaves, though its question is the same object', async () => {
+    const records = new Map(alike(3).map((r) => [r.approvalId, r]));
+    const { triage, board } = triageOver(records);
+    for (const record of records.values()) place(triage, record);
+    await until('the summary', () => board.posts.length === 1);
+    // As recordMutations.riskMarked writes it: a copy with the same subject and choices.
+    const marked = {
+      ...records.get('batch-2')!,
+      risks: [{ name: 'deploy', warning: 'Pushes to production' }],
+    };
+    records.set('batch-2', marked);
+    triage.follow(marked);
+    await until('the redraw', () => board.updates.some((v) => v.total === 2));
+    expect(board.updates.at(-1)!.members.map((m) => m.approvalId)).toEqual(['batch-0', 'batch-1']);
+  });
+
+  it('a card decided before its join is sent never joins', async () => {
+    const records = new Map(alike(3).map((r) => [r.approvalId, r]));
+    const { triage, board, joins } = triageOver(records, 100);
+    for (const record of records.values()) place(triage, record);
+    const decided = { ...records.get('batch-1')!, phase: 'resolved' as const };
+    records.set('batch-1', decided);
+    triage.follow(decided);
+    await until('the summary', () => board.posts.length === 1);
+    expect(joins).toEqual([{ channel: 'C0APPROVALS', sizes: [2] }]);
+    expect(board.posts[0]!.members.map((m) => m.approvalId)).toEqual(['batch-0', 'batch-2']);
   });
 
   it('a decision writes nothing at once; its leave goes with the next draw, and the last one closes the summary', async () => {
     const records = new Map(alike(3).map((r) => [r.approvalId, r]));
     const { triage, board } = triageOver(records);
-    for (const record of records.values()) triage.placing(record);
+    for (const record of records.values()) place(triage, record);
     await until('the summary', () => board.posts.length === 1);
     const group = batchGroupOf(records.get('batch-0')!, 1)!.groupId;
     await until('its place', async () => (await redis.hget(keys.batchSummary(group), 'ts')) === '9.1');
@@ -111,14 +165,14 @@ describe('BatchTriage', () => {
   it('a draw drops a member whose record no longer asks what the group asks, though nobody here followed it', async () => {
     const records = new Map(alike(3).map((r) => [r.approvalId, r]));
     const { triage, board } = triageOver(records);
-    for (const record of records.values()) triage.placing(record);
+    for (const record of records.values()) place(triage, record);
     await until('the summary', () => board.posts.length === 1);
     // Another replica resolved it: this one was never told.
     records.set('batch-1', { ...records.get('batch-1')!, phase: 'resolved' });
     // A new member makes the summary draw again.
     const [late] = alike(1, 3);
     records.set(late!.approvalId, late!);
-    triage.placing(late!);
+    place(triage, late!);
     await until('the redraw', () => board.updates.some((v) => v.total === 3));
     const last = board.updates.at(-1)!;
     expect(last.members.map((m) => m.approvalId)).toEqual(['batch-0', 'batch-2', 'batch-3']);
@@ -131,7 +185,7 @@ describe('BatchTriage', () => {
     // What a draw reads while the writes that place the cards are still on their way.
     const records = new Map(placed.map((r) => [r.approvalId, { ...r, slack: { channel: r.slack.channel } }]));
     const { triage, board } = triageOver(records);
-    for (const record of placed) triage.placing(record);
+    for (const record of placed) place(triage, record);
     await until('the summary', () => board.posts.length === 1);
     expect(board.posts[0]!.total).toBe(3);
     expect(board.posts[0]!.closed).toBeUndefined();
@@ -143,16 +197,18 @@ describe('BatchTriage', () => {
     const placed = alike(3);
     const records = new Map(placed.map((r) => [r.approvalId, r]));
     const { triage, board, joins } = triageOver(records);
-    for (const record of placed) triage.placing(record);
-    // The host changes two right after their cards are posted: each asks something of its own now.
+    for (const record of placed) place(triage, record);
+    const group = batchGroupOf(placed[0]!, 1)!.groupId;
+    // Their joins are sent, and this process holds the claim to post the summary.
+    await until('the joins', () => joins.length === 1);
+    expect(await redis.hget(keys.batchSummary(group), 'state')).toBe('posting');
+    // The host changes two right after: each asks something of its own now.
     for (const record of placed.slice(1)) {
       const path = `/etc/${record.approvalId}`;
       const changed = { ...record, subject: { kind: 'fileAccess' as const, path, access: 'write' as const } };
       records.set(record.approvalId, changed);
       triage.follow(changed);
     }
-    const group = batchGroupOf(placed[0]!, 1)!.groupId;
-    await until('the joins', () => joins.length >= 3);
     await until('the two leaves', async () => (await redis.zcard(keys.batchOrder(group))) === 1);
     // The claim the second join took is given up once the summary would have been posted.
     await until('the claim given up', async () => (await redis.exists(keys.batchSummary(group))) === 0);
@@ -160,7 +216,7 @@ describe('BatchTriage', () => {
     // Two that do ask alike later get their summary.
     const again = alike(1, 5);
     for (const record of again) records.set(record.approvalId, record);
-    for (const record of again) triage.placing(record);
+    for (const record of again) place(triage, record);
     await until('the summary', () => board.posts.length === 1);
     expect(board.posts[0]!.members.map((m) => m.approvalId)).toEqual(['batch-0', 'batch-5']);
   });

@@ -9,10 +9,11 @@ import {
   batchShapeOf,
   type SummaryView,
 } from '../../domain/batchGroup.js';
-import type { ApprovalRecord } from '../../domain/record.js';
+import type { ApprovalRecord, CardPlace } from '../../domain/record.js';
 import {
   type BatchGroups,
   channelOfGroup,
+  type GroupJoins,
   type GroupState,
   type Joining,
   type JoinResult,
@@ -39,16 +40,36 @@ export interface BatchTriageOptions {
   redraw?: { settleMs: number; intervalMs: number };
   /** How long a group must hold two members before its summary is posted (default 500 ms). */
   postSettleMs?: number;
+  /** How long joins are gathered before they are sent, one script per channel (default 100 ms). */
+  joinDelayMs?: number;
 }
 
 /** Approvals whose group this process remembers (see `placed`). */
 const MAX_PLACED = 10_000;
 
-/** One group's joins gathered in this turn. */
+/** One group's joins gathered until they are sent. */
 interface Gathered {
   shared: BatchShared;
-  joins: Map<string, Joining>;
+  joins: Joining[];
 }
+
+/**
+ * The group this process last placed an approval in (null: none), and what of its record that was
+ * worked out from. A record is copied, never changed, so the same objects mean the same question:
+ * a later write that changes none of them (most do not) costs no working-out.
+ */
+interface Placed {
+  groupId: string | null;
+  phase?: ApprovalRecord['phase'];
+  ts?: string;
+  subject?: ApprovalRecord['subject'];
+  requirement?: ApprovalRecord['currentRequirementId'];
+  choices?: ApprovalRecord['availableChoices'];
+  risks?: ApprovalRecord['risks'];
+}
+
+/** A channel's groups, by id, with joins to send. */
+type ChannelJoins = Map<string, Gathered>;
 
 /**
  * Keeps each channel's groups of alike pending approvals (domain/batchGroup.ts) in Redis, and one
@@ -56,10 +77,11 @@ interface Gathered {
  * (an atomic claim), redrawn as members join and leave, closed once the group is empty.
  *
  * Its cost per approval decides whether it may run on every card (docs/performance.md, "Batch
- * triage"). A card joins its group in the same socket write as the write that stores where the
- * card is (placing), one script per group for the whole turn. A member leaves when the summary is
- * next drawn (at most once a second per group): the leaves since are one call, and a draw reads
- * its members' records, so a member decided or moved on elsewhere leaves then too.
+ * triage"): most questions are asked once, and their group never gets a summary. A card joins its
+ * group a moment after it is posted (placing): the joins of that moment are one script per
+ * channel, whatever the groups. A member leaves when the summary is next drawn (at most once a
+ * second per group): the leaves since are one call, and a draw reads its members' records, so a
+ * member decided or moved on elsewhere leaves then too.
  */
 export class BatchTriage implements RecordFollower {
   /**
@@ -67,10 +89,11 @@ export class BatchTriage implements RecordFollower {
    * process has not placed (another replica or an earlier process did) is taken to be in the group
    * its question gives (batchShapeOf); a draw drops whatever no longer belongs.
    */
-  private readonly placed = new Map<string, string | null>();
+  private readonly placed = new Map<string, Placed>();
   private readonly redraws: TrailingThrottle;
-  private gathered = new Map<string, Gathered>();
-  private flushing = false;
+  /** channel → its groups' joins, sent when `sending` fires. */
+  private gathered = new Map<string, ChannelJoins>();
+  private sending: NodeJS.Timeout | undefined;
   /** Summaries claimed here, waiting to be posted. */
   private readonly posting = new Set<NodeJS.Timeout>();
   /** groupId → approvals that left it since its summary was last drawn here. */
@@ -87,29 +110,44 @@ export class BatchTriage implements RecordFollower {
   }
 
   /** A card was just posted: it joins its group in the write that stores where it is. */
-  placing(record: ApprovalRecord): void {
-    this.follow(record);
+  placing(record: ApprovalRecord, place: CardPlace): void {
+    this.follow(record, place);
   }
 
-  follow(record: ApprovalRecord): void {
+  follow(record: ApprovalRecord, place: Partial<CardPlace> = record.slack): void {
     const { approvalId } = record;
-    if (!record.slack.ts) {
+    const { ts } = place;
+    if (!ts) {
       // A card not posted yet is in no group.
-      if (!this.placed.has(approvalId)) this.remember(approvalId, null);
+      if (!this.placed.has(approvalId)) this.remember(approvalId, { groupId: null });
       return;
     }
     const known = this.placed.get(approvalId);
+    if (known && asksAsBefore(known, record, ts)) return;
     // Being decided: it leaves once it is decided (its claim may yet be released), and a click
     // costs nothing here. The summary's buttons check each approval anyway.
-    if (record.phase === 'deciding' && known !== null) return;
-    const group = batchGroupOf(record, this.options.quorum(record));
-    if (known !== undefined && known === (group?.groupId ?? null)) return;
-    const was = known === undefined ? batchShapeOf(record)?.groupId : (known ?? undefined);
-    if (was !== undefined && was !== group?.groupId) this.leave(was, approvalId);
+    if (record.phase === 'deciding' && known?.groupId !== null) return;
+    const group = batchGroupOf(record, this.options.quorum(record), place);
+    const groupId = group?.groupId ?? null;
+    const placed: Placed = {
+      groupId,
+      phase: record.phase,
+      ts,
+      subject: record.subject,
+      requirement: record.currentRequirementId,
+      choices: record.availableChoices,
+      risks: record.risks,
+    };
+    if (known !== undefined && known.groupId === groupId) {
+      this.remember(approvalId, placed);
+      return;
+    }
+    const was = known === undefined ? batchShapeOf(record, place)?.groupId : (known.groupId ?? undefined);
+    if (was !== undefined && was !== groupId) this.leave(was, approvalId);
     // One this process had not placed joins again, whether or not it is in already: it costs a
     // ZADD that adds nothing.
-    if (group) this.join(group.groupId, group.shared, { approvalId, ts: record.slack.ts });
-    this.remember(approvalId, group?.groupId ?? null);
+    if (group) this.join(group.groupId, group.shared, { approvalId, ts });
+    this.remember(approvalId, placed);
   }
 
   /** Keeps what a batch decision did on its summary, and redraws it. */
@@ -120,6 +158,8 @@ export class BatchTriage implements RecordFollower {
 
   stop(): void {
     this.gathered.clear();
+    clearTimeout(this.sending);
+    this.sending = undefined;
     this.redraws.stop();
     for (const timer of this.posting) clearTimeout(timer);
     this.posting.clear();
@@ -127,41 +167,48 @@ export class BatchTriage implements RecordFollower {
 
   /** Leaves at the group's next draw, which is asked for now. */
   private leave(groupId: string, approvalId: string): void {
+    // A join not sent yet is not sent.
+    const unsent = this.gathered.get(channelOfGroup(groupId))?.get(groupId);
+    if (unsent) unsent.joins = unsent.joins.filter((m) => m.approvalId !== approvalId);
     const left = this.leaving.get(groupId) ?? new Set<string>();
     this.leaving.set(groupId, left);
     left.add(approvalId);
     this.redraws.request(groupId);
   }
 
-  /** Gathers a join for the end of this turn. */
+  /** Gathers a join, to be sent with the others of its channel in a moment. */
   private join(groupId: string, shared: BatchShared, member: Joining): void {
-    const group = this.gathered.get(groupId) ?? { shared, joins: new Map<string, Joining>() };
-    this.gathered.set(groupId, group);
-    group.joins.set(member.approvalId, member);
+    const channel = channelOfGroup(groupId);
+    const groups = this.gathered.get(channel) ?? new Map<string, Gathered>();
+    this.gathered.set(channel, groups);
+    const group = groups.get(groupId) ?? { shared, joins: [] };
+    groups.set(groupId, group);
+    group.joins.push(member);
     // A join after a leave in the same draw window: it is a member again.
     this.leaving.get(groupId)?.delete(member.approvalId);
-    if (!this.flushing) {
-      this.flushing = true;
-      // After the synchronous stretch that placed the cards: the joins leave in the same socket
-      // write as the writes that placed them (coalescedWrites.ts), one script per group.
-      queueMicrotask(() => this.flush());
+    if (!this.sending) {
+      // A moment's cards share one script per channel: a lone question costs its share of one
+      // call, not a call of its own (docs/performance.md, "Batch triage"). The summary waits
+      // longer than this anyway (postSettleMs).
+      this.sending = setTimeout(() => this.send(), this.options.joinDelayMs ?? 100);
+      this.sending.unref();
     }
   }
 
-  private flush(): void {
-    this.flushing = false;
+  private send(): void {
+    this.sending = undefined;
     const gathered = this.gathered;
     this.gathered = new Map();
-    for (const [groupId, { shared, joins }] of gathered) {
-      const members = [...joins.values()];
-      for (let at = 0; at < members.length; at += MAX_MEMBERS_PER_CALL) {
-        const some = members.slice(at, at + MAX_MEMBERS_PER_CALL);
-        this.options.groups.join(groupId, shared, some).then(
-          (result) => this.joined(groupId, result),
+    for (const [channel, groups] of gathered) {
+      for (const some of callsOf(groups)) {
+        this.options.groups.join(channel, some).then(
+          (results) => {
+            for (const [groupId, result] of results) this.joined(groupId, result);
+          },
           (err: unknown) => {
             // What Redis holds is not known now: the next change of each joins again.
-            for (const m of some) this.placed.delete(m.approvalId);
-            this.options.logger.warn({ err, groupId }, 'could not update a batch group');
+            for (const group of some) for (const m of group.members) this.placed.delete(m.approvalId);
+            this.options.logger.warn({ err, channel }, 'could not update batch groups');
           },
         );
       }
@@ -183,11 +230,13 @@ export class BatchTriage implements RecordFollower {
     } else if (result === 'refresh') this.redraws.request(groupId);
   }
 
-  private remember(approvalId: string, groupId: string | null): void {
-    this.placed.delete(approvalId);
-    // Oldest out first: a Map iterates in insertion order.
-    if (this.placed.size >= MAX_PLACED) this.placed.delete(this.placed.keys().next().value!);
-    this.placed.set(approvalId, groupId);
+  private remember(approvalId: string, placed: Placed): void {
+    // The first seen out first (a Map iterates in insertion order): not moved to the end on each
+    // change, as a delete and set would, which leaves a hole for the Map to compact every time.
+    if (this.placed.size >= MAX_PLACED && !this.placed.has(approvalId)) {
+      this.placed.delete(this.placed.keys().next().value!);
+    }
+    this.placed.set(approvalId, placed);
   }
 
   /**
@@ -255,6 +304,40 @@ export class BatchTriage implements RecordFollower {
     await this.options.board.update(channel, state.ts, view);
     if ((await this.options.groups.rev(groupId)) !== state.rev) this.redraws.request(groupId);
   }
+}
+
+/** A channel's gathered joins as calls of at most MAX_MEMBERS_PER_CALL members each. */
+function callsOf(groups: ChannelJoins): GroupJoins[][] {
+  const calls: GroupJoins[][] = [];
+  let call: GroupJoins[] = [];
+  let size = 0;
+  for (const [groupId, { shared, joins: members }] of groups) {
+    for (let at = 0; at < members.length; ) {
+      if (size === MAX_MEMBERS_PER_CALL) {
+        calls.push(call);
+        call = [];
+        size = 0;
+      }
+      const some = members.slice(at, at + MAX_MEMBERS_PER_CALL - size);
+      call.push({ groupId, shared, members: some });
+      size += some.length;
+      at += some.length;
+    }
+  }
+  if (size > 0) calls.push(call);
+  return calls;
+}
+
+/** Whether a record asks what it asked when it was placed: the same phase, card and question. */
+function asksAsBefore(known: Placed, record: ApprovalRecord, ts: string): boolean {
+  return (
+    known.phase === record.phase &&
+    known.ts === ts &&
+    known.subject === record.subject &&
+    known.requirement === record.currentRequirementId &&
+    known.choices === record.availableChoices &&
+    known.risks === record.risks
+  );
 }
 
 /** Whether a member's record still asks what its group asks (or is being decided there). */

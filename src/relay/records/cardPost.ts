@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { RenderedMessage } from '../../domain/messages.js';
-import type { ApprovalRecord } from '../../domain/record.js';
+import type { ApprovalRecord, CardPlace } from '../../domain/record.js';
 import type { ApprovalStore, PostLease, UpdateResult } from '../../store/approvalStore.js';
 import type { CardChannel } from '../ports.js';
 
@@ -14,8 +14,8 @@ export interface CardPost {
   postedSince?: Date;
   /** PostOptions.mayAct: whether this process still acts for the card's host. */
   mayAct?: () => boolean;
-  /** Told of the record with its card's place, just before that is written (RecordFollower.placing). */
-  placing?: (record: ApprovalRecord) => void;
+  /** Told of the record and its card's place, just before that is written (RecordFollower.placing). */
+  placing?: (record: ApprovalRecord, place: CardPlace) => void;
 }
 
 /**
@@ -53,7 +53,7 @@ export async function postUnderLease(
     throw err;
   }
   clearInterval(renewing);
-  post.placing?.(Object.assign({}, record, { slack: Object.assign({}, record.slack, posted) }));
+  post.placing?.(record, posted);
   const saved = await store.savePost(record, posted, lease);
   logger.debug(
     {

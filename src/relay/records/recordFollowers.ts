@@ -1,4 +1,4 @@
-import type { ApprovalRecord } from '../../domain/record.js';
+import type { ApprovalRecord, CardPlace } from '../../domain/record.js';
 
 /** A part that follows the records' stored changes. */
 export interface RecordFollower {
@@ -6,9 +6,11 @@ export interface RecordFollower {
   /**
    * A card was just posted, and the write that says where goes to Redis in this same stretch: a
    * follower that writes for a new card (batch triage) issues it now, so both leave together.
-   * `record` is the record as it will be stored; follow() is told of what was stored after.
+   * `record` is the record as it was before (no place yet) and `place` where its card is: what
+   * will be stored is the two together, and follow() is told of it after. Not joined into one
+   * object here: that copy would be made for every card (docs/performance.md, "Batch triage").
    */
-  placing?(record: ApprovalRecord): void;
+  placing?(record: ApprovalRecord, place: CardPlace): void;
 }
 
 // The RecordKeeper tells its followers of every stored change (its onChange), but most of them
@@ -27,7 +29,7 @@ export class RecordFollowers {
   }
 
   /** RecordKeeper's onPlacing: each follower that asks to be told. */
-  placing(record: ApprovalRecord): void {
-    for (const follower of this.followers) follower.placing?.(record);
+  placing(record: ApprovalRecord, place: CardPlace): void {
+    for (const follower of this.followers) follower.placing?.(record, place);
   }
 }

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { RenderedMessage } from '../../domain/messages.js';
 import { type Metrics, outcomeOf } from '../../domain/metrics.js';
-import { type ApprovalRecord, type Claim, isTerminal } from '../../domain/record.js';
+import { type ApprovalRecord, type CardPlace, type Claim, isTerminal } from '../../domain/record.js';
 import {
   type ApprovalStore,
   type ClaimOutcome,
@@ -40,7 +40,7 @@ export interface RecordKeeperOptions {
    * Told of a card just posted, as its record will be stored, in the synchronous stretch that
    * sends that write (RecordFollower.placing). Must not throw and must not wait.
    */
-  onPlacing?: (record: ApprovalRecord) => void;
+  onPlacing?: (record: ApprovalRecord, place: CardPlace) => void;
   /** Counts for /metrics (cards posted). */
   activity?: Activity;
   /** Told of each approval resolved here (time to decision). */
@@ -366,7 +366,7 @@ export class RecordKeeper {
         render: () => rendered ?? render(record, this.now()),
         logger,
         postLeaseMs: this.postLeaseMs,
-        placing: (placed) => this.placing(placed),
+        placing: (placed, place) => this.placing(placed, place),
         ...(postedSince ? { postedSince } : {}),
         ...(mayAct ? { mayAct } : {}),
       });
@@ -400,9 +400,9 @@ export class RecordKeeper {
     }
   }
 
-  private placing(record: ApprovalRecord): void {
+  private placing(record: ApprovalRecord, place: CardPlace): void {
     try {
-      this.options.onPlacing?.(record);
+      this.options.onPlacing?.(record, place);
     } catch (err) {
       this.options.logger.error({ err, approvalId: record.approvalId }, 'record follower failed');
     }
