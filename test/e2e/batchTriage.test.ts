@@ -5,11 +5,11 @@
 
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
+import { BATCH_REJECT_VIEW_CALLBACK_ID } from '../../src/cards/ids.js';
 import { keys } from '../../src/store/keys.js';
-import { freshRedisDb, type RunningBot, SIGNING_SECRET, startBot } from '../support/bot.js';
+import { freshRedisDb, type RunningBot, startBot } from '../support/bot.js';
 import { type ApprovalRequestParams, FakeHost, shellApproval } from '../support/fakeHost.js';
 import { FakeSlack, type SlackMessage } from '../support/fakeSlack.js';
-import { postInteraction, viewSubmissionPayload } from '../support/slackRequests.js';
 import { testRedisUrl } from '../support/testRedis.js';
 import { APPROVALS, configFile, issueRisks, route, users } from './fixtures/config.js';
 import { type Button, buttonsOf, pressButtonAt, SESSION, textOf, World } from './world.js';
@@ -128,28 +128,6 @@ function batchButton(summary: SlackMessage, actionId: string): Button {
 
 async function pressSummary(world: World, summary: SlackMessage, actionId: string, userId: string) {
   await world.pressButton(summary.ts, batchButton(summary, actionId), userId, summary.channel);
-}
-
-/** Submits the "Reject all" modal opened for `userId` after call index `since`. */
-async function submitRejectAll(world: World, userId: string, reason: string, since: number): Promise<void> {
-  const opened = await world.slack.waitFor(
-    'views.open',
-    (c) => JSON.stringify(c.args).includes('cs_batch_reject_view'),
-    5_000,
-    { since },
-  );
-  const view = opened.args.view as { callback_id: string; private_metadata: string };
-  const response = await postInteraction(
-    world.bot.url,
-    SIGNING_SECRET,
-    viewSubmissionPayload({
-      userId,
-      callbackId: view.callback_id,
-      privateMetadata: view.private_metadata,
-      values: { cs_feedback_block: { cs_feedback_input: { type: 'plain_text_input', value: reason } } },
-    }),
-  );
-  expect(response.status).toBe(200);
 }
 
 /** The next ephemeral to `userId` after call index `since`. */
@@ -309,7 +287,7 @@ describe('batch triage', () => {
 
       since = world.slack.calls.length;
       await pressSummary(world, summary, 'cs_batch_reject', userId);
-      await submitRejectAll(world, userId, 'no', since);
+      await world.submitModal(userId, 'no', { view: BATCH_REJECT_VIEW_CALLBACK_ID, since });
       expect(await ephemeralAfter(world, userId, since)).toContain(
         'Nothing was decided: you may not decide these requests.',
       );
@@ -343,7 +321,10 @@ describe('batch triage', () => {
 
     since = world.slack.calls.length;
     await pressSummary(world, summary, 'cs_batch_reject', 'U0BOB');
-    await submitRejectAll(world, 'U0BOB', 'flaky suite, rerun after the fix <!channel>', since);
+    await world.submitModal('U0BOB', 'flaky suite, rerun after the fix <!channel>', {
+      view: BATCH_REJECT_VIEW_CALLBACK_ID,
+      since,
+    });
     expect(await ephemeralAfter(world, 'U0BOB', since)).toContain('You rejected 4 requests');
     for (const a of approvals) await world.waitForCard(a.approvalId, (m) => textOf(m).includes('Rejected'));
 

@@ -262,10 +262,21 @@ export class World {
     return pressButtonAt(this.bot.url, this.slack, { channel, ts }, button, userId);
   }
 
-  /** Submits the feedback modal that the bot opened for `userId`. */
-  async submitModal(userId: string, feedback: string): Promise<void> {
-    const opened = await this.slack.waitFor('views.open', (c) =>
-      JSON.stringify(c.args).includes('cs_feedback'),
+  /**
+   * Submits the feedback modal that the bot opened for `userId`, or another with the same text
+   * input: `view` names its callback (batch triage's "Reject all"), `since` the call index after
+   * which it was opened.
+   */
+  async submitModal(
+    userId: string,
+    feedback: string,
+    opts: { view?: string; since?: number } = {},
+  ): Promise<void> {
+    const opened = await this.slack.waitFor(
+      'views.open',
+      (c) => JSON.stringify(c.args).includes(opts.view ?? 'cs_feedback'),
+      5_000,
+      { since: opts.since ?? 0 },
     );
     const view = opened.args.view as { callback_id: string; private_metadata: string };
     const response = await postInteraction(
