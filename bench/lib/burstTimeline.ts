@@ -11,8 +11,10 @@ export interface ChannelSecond {
   second: number;
   /** Cards posted (chat.postMessage carrying a card's metadata, not a summary's). */
   cards: number;
-  /** Other messages posted to the channel: thread lines, grant lines, batch summaries. */
+  /** Other messages posted to the channel: thread lines, grant lines. */
   lines: number;
+  /** Batch summaries posted (`countersign_batch` metadata): neither a card nor a line that is due. */
+  summaries: number;
   /** Requests answered 429. */
   rateLimited: number;
   /** Every other answered request, by method (chat.update, conversations.history, ...). */
@@ -38,10 +40,15 @@ function entries(requests: readonly SlackRequest[], start: bigint) {
     method: r.method,
     channel: typeof r.args.channel === 'string' ? r.args.channel : undefined,
     outcome: r.outcome,
-    // A card carries `countersign_card` metadata; a batch summary (`countersign_batch`) is paced
-    // as a line.
-    card: (r.args.metadata as { event_type?: unknown } | undefined)?.event_type === 'countersign_card',
+    // A card carries `countersign_card` metadata; a batch summary `countersign_batch` (paced as a
+    // line, counted apart: the lines due are the grants' and the resolutions').
+    kind: postKind((r.args.metadata as { event_type?: unknown } | undefined)?.event_type),
   }));
+}
+
+function postKind(eventType: unknown): 'card' | 'summary' | 'line' {
+  if (eventType === 'countersign_card') return 'card';
+  return eventType === 'countersign_batch' ? 'summary' : 'line';
 }
 
 export function burstTimeline(
@@ -64,15 +71,16 @@ export function burstTimeline(
     }
     const second = Math.max(0, Math.floor(e.ms / 1000));
     while (seconds.length <= second)
-      seconds.push({ second: seconds.length, cards: 0, lines: 0, rateLimited: 0, other: {} });
+      seconds.push({ second: seconds.length, cards: 0, lines: 0, summaries: 0, rateLimited: 0, other: {} });
     const bucket = seconds[second]!;
     const at = round(e.ms, 0);
     if (e.outcome === 'rateLimited') bucket.rateLimited += 1;
     else if (e.method !== 'chat.postMessage') bucket.other[e.method] = (bucket.other[e.method] ?? 0) + 1;
-    else if (e.card) {
+    else if (e.kind === 'card') {
       bucket.cards += 1;
       lastCardMs[e.channel!] = at;
-    } else {
+    } else if (e.kind === 'summary') bucket.summaries += 1;
+    else {
       bucket.lines += 1;
       lastLineMs[e.channel!] = at;
     }
@@ -80,21 +88,21 @@ export function burstTimeline(
   const trace = all
     .filter((e) => e.channel === channels[0] && e.ms <= traceMs)
     .map((e) => {
-      const what = e.method === 'chat.postMessage' ? (e.card ? 'card' : 'line') : e.method;
+      const what = e.method === 'chat.postMessage' ? e.kind : e.method;
       return `${round(e.ms, 0)} ${what}${e.outcome === 'answered' ? '' : ` ${e.outcome}`}`;
     });
   return { channels: byChannel, lastCardMs, lastLineMs, offChannel, trace };
 }
 
 /**
- * One line per channel: cards posted in each second, then `/n` lines posted, `+n` other calls
- * (updates) and `!n` 429s where there were any; and when its last card went.
+ * One line per channel: cards posted in each second, then `/n` lines posted, `~n` summaries,
+ * `+n` other calls (updates) and `!n` 429s where there were any; and when its last card went.
  */
 export function timelineLines(timeline: BurstTimeline): string[] {
   return Object.entries(timeline.channels).map(([channel, seconds]) => {
     const cells = seconds.map((s) => {
       const other = Object.values(s.other).reduce((a, b) => a + b, 0);
-      return `${s.cards}${s.lines ? `/${s.lines}` : ''}${other ? `+${other}` : ''}${s.rateLimited ? `!${s.rateLimited}` : ''}`;
+      return `${s.cards}${s.lines ? `/${s.lines}` : ''}${s.summaries ? `~${s.summaries}` : ''}${other ? `+${other}` : ''}${s.rateLimited ? `!${s.rateLimited}` : ''}`;
     });
     const last = timeline.lastCardMs[channel];
     return `${channel} (last card ${last === undefined ? '-' : `${(last / 1000).toFixed(2)} s`}): ${cells.join(' ')}`;
