@@ -19,7 +19,8 @@ export interface BatchShared {
 export interface BatchGroupOf {
   groupId: string;
   channel: string;
-  shared: BatchShared;
+  /** Shared by every member's answer: not to be changed. */
+  shared: Readonly<BatchShared>;
 }
 
 /** One member as the summary lists it: enough to link its card and name its session. */
@@ -59,28 +60,45 @@ export function batchShapeOf(
   if (!onceChoice(record.availableChoices)) return undefined;
   const { capabilities, notGrantable } = stageCapabilities(record);
   if (notGrantable || capabilities.length === 0) return undefined;
-  const shared: BatchShared = {
-    route: record.route ?? '',
-    tool: record.tool,
-    capabilities,
-    sandboxMode: record.sandboxMode,
-  };
-  return { groupId: `${channel}:${digestOf(shared)}`, channel, shared };
+  const shape = shapeOf(record.route ?? '', record.tool, capabilities, record.sandboxMode);
+  let groupId = shape.groupIds.get(channel);
+  if (groupId === undefined) {
+    groupId = `${channel}:${shape.digest}`;
+    if (shape.groupIds.size < MAX_CHANNELS_PER_SHAPE) shape.groupIds.set(channel, groupId);
+  }
+  return { groupId, channel, shared: shape.shared };
 }
 
-/** Digests already taken: a burst's members ask the same, and share one. */
-const digests = new Map<string, string>();
+/** A question as groups share it: its digest, what it shares, and its group id in each channel. */
+interface Shape {
+  digest: string;
+  shared: Readonly<BatchShared>;
+  groupIds: Map<string, string>;
+}
 
-function digestOf(shared: BatchShared): string {
-  const text = JSON.stringify([shared.route, shared.tool, shared.capabilities, shared.sandboxMode]);
-  let digest = digests.get(text);
-  if (digest === undefined) {
-    digest = createHash('sha256').update(text).digest('hex').slice(0, 24);
+/**
+ * Shapes already worked out: a burst's members ask the same, and share one, with its `shared`
+ * object and group ids (no copies per card: docs/performance.md, "Batch triage").
+ */
+const shapes = new Map<string, Shape>();
+const MAX_SHAPES = 1_000;
+const MAX_CHANNELS_PER_SHAPE = 100;
+
+function shapeOf(route: string, tool: string, capabilities: string[], sandboxMode: string): Shape {
+  // JSON: no two questions read the same, whatever their words hold.
+  const text = JSON.stringify([route, tool, capabilities, sandboxMode]);
+  let shape = shapes.get(text);
+  if (shape === undefined) {
+    shape = {
+      digest: createHash('sha256').update(text).digest('hex').slice(0, 24),
+      shared: Object.freeze({ route, tool, capabilities: [...capabilities], sandboxMode }),
+      groupIds: new Map(),
+    };
     // Oldest out first: a Map iterates in insertion order.
-    if (digests.size >= 1_000) digests.delete(digests.keys().next().value!);
-    digests.set(text, digest);
+    if (shapes.size >= MAX_SHAPES) shapes.delete(shapes.keys().next().value!);
+    shapes.set(text, shape);
   }
-  return digest;
+  return shape;
 }
 
 /** A member as it joins: its card and its session's name. */

@@ -111,17 +111,18 @@ export class BatchTriage implements RecordFollower {
 
   /** A card was just posted: it joins its group in the write that stores where it is. */
   placing(record: ApprovalRecord, place: CardPlace): void {
-    this.follow(record, place);
+    this.track(record, place, true);
   }
 
-  follow(record: ApprovalRecord, place: Partial<CardPlace> = record.slack): void {
+  follow(record: ApprovalRecord): void {
+    // A card not posted yet is in no group.
+    if (record.slack.ts) this.track(record, record.slack as CardPlace, false);
+  }
+
+  /** `justPosted`: the card was not in any group before (placing). */
+  private track(record: ApprovalRecord, place: CardPlace, justPosted: boolean): void {
     const { approvalId } = record;
-    const { ts } = place;
-    if (!ts) {
-      // A card not posted yet is in no group.
-      if (!this.placed.has(approvalId)) this.remember(approvalId, { groupId: null });
-      return;
-    }
+    const { channel, ts } = place;
     const known = this.placed.get(approvalId);
     if (known && asksAsBefore(known, record, ts)) return;
     // Being decided: it leaves once it is decided (its claim may yet be released), and a click
@@ -142,11 +143,17 @@ export class BatchTriage implements RecordFollower {
       this.remember(approvalId, placed);
       return;
     }
-    const was = known === undefined ? batchShapeOf(record, place)?.groupId : (known.groupId ?? undefined);
+    // One this process has not placed (another replica or process did) may be in the group its
+    // card asks about.
+    const was = known
+      ? (known.groupId ?? undefined)
+      : justPosted
+        ? undefined
+        : batchShapeOf(record, place)?.groupId;
     if (was !== undefined && was !== groupId) this.leave(was, approvalId);
     // One this process had not placed joins again, whether or not it is in already: it costs a
     // ZADD that adds nothing.
-    if (group) this.join(group.groupId, group.shared, { approvalId, ts });
+    if (group) this.join(channel, group.groupId, group.shared, { approvalId, ts });
     this.remember(approvalId, placed);
   }
 
@@ -177,8 +184,7 @@ export class BatchTriage implements RecordFollower {
   }
 
   /** Gathers a join, to be sent with the others of its channel in a moment. */
-  private join(groupId: string, shared: BatchShared, member: Joining): void {
-    const channel = channelOfGroup(groupId);
+  private join(channel: string, groupId: string, shared: BatchShared, member: Joining): void {
     const groups = this.gathered.get(channel) ?? new Map<string, Gathered>();
     this.gathered.set(channel, groups);
     const group = groups.get(groupId) ?? { shared, joins: [] };

@@ -27,6 +27,14 @@ describe('batchGroupOf', () => {
     for (const record of differs) expect(batchGroupOf(record, 1)?.groupId).not.toBe(a.groupId);
   });
 
+  it('alike requests share one worked-out shape, which nobody can change', () => {
+    const a = batchGroupOf(fileRecord({ approvalId: 'a', route: 'builds' }), 1)!;
+    const b = batchGroupOf(fileRecord({ approvalId: 'b', route: 'builds' }), 1)!;
+    expect(b.shared).toBe(a.shared);
+    expect(b.groupId).toBe(a.groupId);
+    expect(Object.isFrozen(a.shared)).toBe(true);
+  });
+
   it('never groups what must be decided one by one', () => {
     const never = [
       ['a quorum above 1', fileRecord(), 2],
