@@ -109,7 +109,7 @@ export class BatchTriage implements RecordFollower {
     );
   }
 
-  /** A card was just posted: it joins its group in the write that stores where it is. */
+  /** A card was just posted, and was in no group: it joins its group with the moment's joins. */
   placing(record: ApprovalRecord, place: CardPlace): void {
     this.track(record, place, true);
   }

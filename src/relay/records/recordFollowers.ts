@@ -5,7 +5,7 @@ export interface RecordFollower {
   follow(record: ApprovalRecord): void;
   /**
    * A card was just posted, and the write that says where goes to Redis in this same stretch: a
-   * follower that writes for a new card (batch triage) issues it now, so both leave together.
+   * follower that acts on new cards (batch triage) learns of it before that write is read back.
    * `record` is the record as it was before (no place yet) and `place` where its card is: what
    * will be stored is the two together, and follow() is told of it after. Not joined into one
    * object here: that copy would be made for every card (docs/performance.md, "Batch triage").
