@@ -36,7 +36,11 @@ afterEach(() => {
 });
 
 /** A triage over `records` (what Redis would hold of each approval), drawing at once. */
-function triageOver(records: Map<string, ApprovalRecord>, joinDelayMs?: number) {
+function triageOver(
+  records: Map<string, ApprovalRecord>,
+  joinDelayMs?: number,
+  redraw: { settleMs: number; intervalMs: number } | 'default' = { settleMs: 0, intervalMs: 0 },
+) {
   const board = new MemoryBoard();
   const groups = new BatchGroups(redis);
   /** Each join call: its channel and how many joined each of its groups. */
@@ -52,7 +56,7 @@ function triageOver(records: Map<string, ApprovalRecord>, joinDelayMs?: number) 
     records: async (ids) => ids.map((id) => records.get(id)),
     quorum: () => 1,
     logger: pino({ level: 'silent' }),
-    redraw: { settleMs: 0, intervalMs: 0 },
+    ...(redraw === 'default' ? {} : { redraw }),
     ...(joinDelayMs === undefined ? {} : { joinDelayMs }),
   });
   triages.push(triage);
@@ -131,6 +135,24 @@ describe.each(BACKENDS)('BatchTriage on %s Redis', (kind) => {
     triage.follow(marked);
     await until('the redraw', () => board.updates.some((v) => v.total === 2));
     expect(board.updates.at(-1)!.members.map((m) => m.approvalId)).toEqual(['batch-0', 'batch-1']);
+  });
+
+  it('a summary growing through a burst is redrawn at most once in 3 s: chat.update is Tier 3', async () => {
+    const records = new Map(alike(2).map((r) => [r.approvalId, r]));
+    const { triage, board } = triageOver(records, undefined, 'default');
+    for (const record of records.values()) place(triage, record);
+    await until('the summary', () => board.posts.length === 1);
+    const posted = Date.now();
+    // A card every 250 ms for 2.5 s.
+    for (const record of alike(10, 2)) {
+      records.set(record.approvalId, record);
+      place(triage, record);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, posted + 2_800 - Date.now())));
+    expect(board.updates.length).toBeLessThanOrEqual(1);
+    // The last of them is shown all the same.
+    await until('the whole group', () => board.updates.at(-1)?.total === 12);
   });
 
   it('a card decided before its join is sent never joins', async () => {
