@@ -7,7 +7,7 @@ import type { SummaryView } from '../../src/domain/batchGroup.js';
 import { batchGroupOf } from '../../src/domain/batchGroup.js';
 import type { ApprovalRecord } from '../../src/domain/record.js';
 import { BatchTriage, type SummaryBoard } from '../../src/relay/batching/batchTriage.js';
-import { BatchGroups } from '../../src/store/batchGroups.js';
+import { BatchGroups, MAX_MEMBERS_PER_CALL } from '../../src/store/batchGroups.js';
 import { keys } from '../../src/store/keys.js';
 import type { RedisClient } from '../../src/store/redisConnection.js';
 import { freshRedisDb } from '../support/bot.js';
@@ -119,6 +119,27 @@ describe.each(BACKENDS)('BatchTriage on %s Redis', (kind) => {
     for (const record of records.values()) triage.follow(record);
     await new Promise((resolve) => setTimeout(resolve, 150));
     expect(joins).toHaveLength(1);
+  });
+
+  it('a moment with more joins than a call carries is split across calls, and none is lost', async () => {
+    const many = alike(MAX_MEMBERS_PER_CALL + 150);
+    const lone = fileRecord({
+      approvalId: 'lone-1',
+      subject: { kind: 'fileAccess', path: '/srv/lone-1', access: 'write' },
+      slack: { channel: 'C0APPROVALS', ts: '300.1' },
+    });
+    const records = new Map([...many, lone].map((r) => [r.approvalId, r]));
+    const { triage, board, joins } = triageOver(records);
+    for (const record of records.values()) place(triage, record);
+    await until('the summary', () => board.posts.length === 1);
+    // The alike group fills the first call and starts the second, which the lone one joins.
+    expect(joins).toEqual([
+      { channel: 'C0APPROVALS', sizes: [MAX_MEMBERS_PER_CALL] },
+      { channel: 'C0APPROVALS', sizes: [150, 1] },
+    ]);
+    const group = batchGroupOf(many[0]!, 1)!.groupId;
+    expect(await redis.zcard(keys.batchOrder(group))).toBe(MAX_MEMBERS_PER_CALL + 150);
+    expect(await redis.zcard(keys.batchOrder(batchGroupOf(lone, 1)!.groupId))).toBe(1);
   });
 
   it('a member a risk rule marks later leaves, though its question is the same object', async () => {

@@ -60,12 +60,12 @@ interface Gathered {
  */
 interface Placed {
   groupId: string | null;
-  phase?: ApprovalRecord['phase'];
-  ts?: string;
-  subject?: ApprovalRecord['subject'];
-  requirement?: ApprovalRecord['currentRequirementId'];
-  choices?: ApprovalRecord['availableChoices'];
-  risks?: ApprovalRecord['risks'];
+  phase: ApprovalRecord['phase'];
+  ts: string;
+  subject: ApprovalRecord['subject'];
+  requirement: ApprovalRecord['currentRequirementId'];
+  choices: ApprovalRecord['availableChoices'];
+  risks: ApprovalRecord['risks'];
 }
 
 /** A channel's groups, by id, with joins to send. */

@@ -37,8 +37,9 @@ export interface RecordKeeperOptions {
    */
   onChange?: (record: ApprovalRecord) => void;
   /**
-   * Told of a card just posted, as its record will be stored, in the synchronous stretch that
-   * sends that write (RecordFollower.placing). Must not throw and must not wait.
+   * Told of a card just posted (its record as it was, and where the card is), in the synchronous
+   * stretch that sends the write saying where (RecordFollower.placing). Must not throw and must
+   * not wait.
    */
   onPlacing?: (record: ApprovalRecord, place: CardPlace) => void;
   /** Counts for /metrics (cards posted). */
