@@ -7,6 +7,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { SIGNING_SECRET, startBot } from '../support/bot.js';
 import { FakeHost, shellApproval } from '../support/fakeHost.js';
+import { FakePagerDuty } from '../support/fakePagerDuty.js';
 import type { SlackCall } from '../support/fakeSlack.js';
 import { postSlashCommand } from '../support/slackRequests.js';
 import { type ConfigSpec, configFile, ladder, mainHost, rotation, route, users } from './fixtures/config.js';
@@ -20,12 +21,16 @@ afterEach(async () => {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function startWorld(spec: ConfigSpec, host?: FakeHost): Promise<World> {
+async function startWorld(
+  spec: ConfigSpec,
+  host?: FakeHost,
+  env: Record<string, string> = {},
+): Promise<World> {
   const config = configFile(spec);
   cleanups.push(config.remove);
   const world = await World.start(
     {},
-    { COUNTERSIGN_CONFIG: config.path, ...(host ? { MSP_HOST_COMMAND: '' } : {}) },
+    { COUNTERSIGN_CONFIG: config.path, ...(host ? { MSP_HOST_COMMAND: '' } : {}), ...env },
     host ? { host } : {},
   );
   cleanups.push(() => world.close());
@@ -267,6 +272,46 @@ describe('away and delegate', () => {
     expect(postsTo(world, 'DU0CAROL')).toHaveLength(0);
     // Bob, asked in Alice's place, decides for her.
     expect(await tryAllow(world, 'away-esc-1', 'U0BOB')).toBeUndefined();
+  });
+
+  it('a page that would wake only people away is not sent: their delegate is DMed in their place; back, the page goes', async () => {
+    const pd = await FakePagerDuty.start();
+    cleanups.push(() => pd.close());
+    pd.oncalls = [{ escalation_level: 1, user: { id: 'PBOB', summary: 'Bob', email: 'bob@example.com' } }];
+    const world = await startWorld(
+      {
+        routes: [
+          route('default', {
+            approvers: users('U0BOB', 'U0CAROL'),
+            oncall: { pagerduty: { scheduleId: 'P123ABC' } },
+            escalation: ladder(['1s', 'page']),
+          }),
+        ],
+      },
+      undefined,
+      pd.env(),
+    );
+    world.slack.setUser('U0BOB', { profile: { email: 'bob@example.com', display_name: 'bob' } });
+    await command(world, 'U0BOB', 'away until 1d delegate <@U0CAROL|carol>');
+    await world.host.open(approval('away-page-1'));
+    await world.postedAt('away-page-1');
+    const dm = await world.slack.waitFor('chat.postMessage', (c) => c.args.channel === 'DU0CAROL', 6_000);
+    expect(JSON.stringify(dm.args.blocks)).toContain('you are asked in place of @bob, who is away');
+    // The card says what was done: a DM, not a page.
+    await world.waitForCard('away-page-1', (m) => textOf(m).includes('DMed @'));
+    expect(textOf(await world.waitForCard('away-page-1', () => true))).not.toContain('paged');
+    await world.bot.waitForLog((l) => l.msg === 'everyone PagerDuty has on call is away; not paging');
+    expect(pd.eventsOf('trigger')).toHaveLength(0);
+    expect(postsTo(world, 'DU0BOB')).toHaveLength(0);
+    // Carol, asked in Bob's place, decides for him.
+    expect(await tryAllow(world, 'away-page-1', 'U0CAROL')).toBeUndefined();
+
+    // Back: the next approval's page goes to PagerDuty, as it would have.
+    expect(await command(world, 'U0BOB', 'back')).toContain('back');
+    await world.host.open(approval('away-page-2'));
+    await world.postedAt('away-page-2');
+    await pd.waitForEvent('trigger', 'away-page-2', 6_000);
+    await world.waitForCard('away-page-2', (m) => textOf(m).includes('paged'));
   });
 
   it('when the only one on call is away with nobody standing in, the steps fall through to the route’s approvers', async () => {

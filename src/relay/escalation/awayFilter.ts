@@ -1,7 +1,8 @@
 import type { Away } from '../../domain/away.js';
 import type { OnCall } from './oncall.js';
 
-// Escalation passes by whoever is away (`/countersign away`): no mention, no DM. Their delegate
+// Escalation passes by whoever is away (`/countersign away`): no mention, no DM, and no page when
+// everyone PagerDuty has on call is away (escalationSteps.ts, standInForPage). Their delegate
 // is reached in their place, unless the delegate is away too (one hop: a delegate's delegate is
 // not asked). Read from Redis at the moment a step fires, so every replica agrees.
 

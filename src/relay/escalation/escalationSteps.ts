@@ -34,6 +34,12 @@ export interface EscalationSender {
   nameOf(userId: string): Promise<string | undefined>;
 }
 
+/** What a step did: whom it reached (for the card), and `as`, when it did other than the step says. */
+export interface StepDone {
+  who?: string | undefined;
+  as?: EscalationStep['action'];
+}
+
 export interface Pager {
   trigger(event: TriggerEvent): Promise<void>;
   resolve(routingKey: string, dedupKey: string): Promise<void>;
@@ -67,14 +73,17 @@ export class EscalationSteps {
     private readonly count: (kind: string) => void,
   ) {}
 
-  /** Does what the step says; resolves with whom it reached, for the card. */
-  async act(record: ApprovalRecord, step: EscalationStep, waitedMs: number): Promise<string | undefined> {
+  /**
+   * Does what the step says; resolves with whom it reached, for the card, and what it did when
+   * that was not what the step says (a page nobody present would answer is a DM, see page()).
+   */
+  async act(record: ApprovalRecord, step: EscalationStep, waitedMs: number): Promise<StepDone> {
     const { slack } = this.options;
     const { channel, ts } = record.slack as { channel: string; ts: string };
     switch (step.action) {
       case 'remind':
         await slack.threadReply({ channel, ts }, { kind: 'remind', waitedMs }, false);
-        return undefined;
+        return {};
       case 'mention': {
         const target = await this.target(record, step.target ?? 'oncall');
         await slack.threadReply(
@@ -88,38 +97,70 @@ export class EscalationSteps {
           step.broadcast === true,
         );
         if (target.allAway) throw new EveryoneAway(target.allAway);
-        return target.usergroup ? `@${target.usergroup}` : await this.names(target.users);
+        return { who: target.usergroup ? `@${target.usergroup}` : await this.names(target.users) };
       }
-      case 'dm': {
-        const target = await this.target(record, step.target ?? 'oncall');
-        const userId = target.users[0];
-        if (!userId && target.allAway) throw new EveryoneAway(target.allAway);
-        if (!userId) throw new Error('nobody to DM: the on-call source and the approvers name nobody');
-        const permalink = await slack.permalink(channel, ts);
-        // A delegate asked in place of someone away is told whom for, by name (a mention would ping them).
-        const awayUser = target.inPlaceOf?.[userId];
-        const inPlaceOf = awayUser ? await this.names([awayUser]) : undefined;
-        const posted = await slack.directMessage(userId, {
-          record,
-          waitedMs,
-          ...(permalink ? { permalink } : {}),
-          ...(inPlaceOf ? { inPlaceOf } : {}),
-        });
-        // A press in the DM finds its approval the way a press on the card does.
-        await this.options.store.mapMessage(
-          posted.channel,
-          posted.ts,
-          record.approvalId,
-          this.options.dmMappingTtlMs,
-        );
-        return this.names([userId]);
+      case 'dm':
+        return { who: await this.dm(record, await this.target(record, step.target ?? 'oncall'), waitedMs) };
+      case 'page': {
+        // Whom PagerDuty would wake is away: they are passed by as a mention or a DM would pass
+        // them by, and whoever stands in is asked by DM, since a page cannot be sent to one person.
+        const standIn = await this.standInForPage(record);
+        if (standIn) return { who: await this.dm(record, standIn, waitedMs), as: 'dm' };
+        return { who: await this.page(record, step, waitedMs) };
       }
-      case 'page':
-        return this.page(record, step, waitedMs);
       case 'timeout':
         await this.timeout(record, step);
-        return undefined;
+        return {};
     }
+  }
+
+  /** DMs the first of `target` the card's question and buttons; resolves with their name. */
+  private async dm(record: ApprovalRecord, target: OnCall, waitedMs: number): Promise<string | undefined> {
+    const { slack } = this.options;
+    const { channel, ts } = record.slack as { channel: string; ts: string };
+    const userId = target.users[0];
+    if (!userId && target.allAway) throw new EveryoneAway(target.allAway);
+    if (!userId) throw new Error('nobody to DM: the on-call source and the approvers name nobody');
+    const permalink = await slack.permalink(channel, ts);
+    // A delegate asked in place of someone away is told whom for, by name (a mention would ping them).
+    const awayUser = target.inPlaceOf?.[userId];
+    const inPlaceOf = awayUser ? await this.names([awayUser]) : undefined;
+    const posted = await slack.directMessage(userId, {
+      record,
+      waitedMs,
+      ...(permalink ? { permalink } : {}),
+      ...(inPlaceOf ? { inPlaceOf } : {}),
+    });
+    // A press in the DM finds its approval the way a press on the card does.
+    await this.options.store.mapMessage(
+      posted.channel,
+      posted.ts,
+      record.approvalId,
+      this.options.dmMappingTtlMs,
+    );
+    return this.names([userId]);
+  }
+
+  /**
+   * Whom to ask instead of paging, when the route's on-call source is PagerDuty's and everyone it
+   * has on call is away: their delegates, else the route's approvers (target()), or nobody left
+   * (`allAway`: the step falls through). Undefined, the page goes: someone on call is present, or
+   * who is on call is not known here (another source, or PagerDuty did not answer), and then
+   * PagerDuty's own overrides decide whom it wakes.
+   */
+  private async standInForPage(record: ApprovalRecord): Promise<OnCall | undefined> {
+    const { away, oncall, oncallOf, approversOf, logger } = this.options;
+    const source = oncallOf(record.route);
+    if (!away || source?.kind !== 'pagerduty') return undefined;
+    const found = await oncall.resolve(source, approversOf(record.route), record.approvalId);
+    if (found.source !== 'pagerduty' || found.users.length === 0) return undefined;
+    const absent = await away.whoIsAway(found.users);
+    if (absent.size < found.users.length) return undefined;
+    logger.info(
+      { approvalId: record.approvalId, away: [...absent.keys()] },
+      'everyone PagerDuty has on call is away; not paging',
+    );
+    return this.target(record, 'oncall');
   }
 
   private async page(

@@ -194,10 +194,13 @@ export class Escalator {
     const waitedMs = this.now().getTime() - startMs;
     const log = this.options.logger.child({ approvalId, step: due.step, action: step.action });
     let who: string | undefined;
+    let action = step.action;
     let failed = false;
     try {
-      who = await this.steps.act(record, step, waitedMs);
-      log.info({ who }, 'escalation step fired');
+      const done = await this.steps.act(record, step, waitedMs);
+      who = done.who;
+      action = done.as ?? action;
+      log.info({ who, ...(done.as ? { as: done.as } : {}) }, 'escalation step fired');
     } catch (err) {
       failed = true;
       this.count(step.action);
@@ -207,10 +210,10 @@ export class Escalator {
       );
       if (err instanceof EveryoneAway) await this.fallThrough(record, due);
     }
-    this.options.metrics?.escalationStep(step.action);
+    this.options.metrics?.escalationStep(action);
     const fired: FiredStep = {
       step: due.step,
-      action: step.action,
+      action,
       afterMs: step.afterMs,
       at: this.now().toISOString(),
       ...(who ? { who } : {}),
