@@ -64,6 +64,23 @@ describe('ChannelPacer', () => {
     expect(sent).toEqual(['other channel', 'card', 'line']);
   });
 
+  it('a post with nothing ahead of it and nothing to wait out goes in the same turn; one behind another waits', async () => {
+    const pacer = new ChannelPacer({ now: () => Date.now() });
+    const { sent, post } = recorder(pacer);
+    const done = pacer.cardComing('C1');
+    const first = post('C1', 'card', 'card 1');
+    // Sent before post() returned: no turn of the event loop, no microtask in between.
+    expect(sent).toEqual(['card 1']);
+    const second = post('C1', 'card', 'card 2');
+    // Behind the first, still out: it waits for it.
+    expect(sent).toEqual(['card 1']);
+    const line = post('C2', 'line', 'line');
+    expect(sent).toEqual(['card 1', 'line']);
+    await Promise.all([first, second, line]);
+    expect(sent).toEqual(['card 1', 'line', 'card 2']);
+    done();
+  });
+
   it('cards queued behind a line go before the lines queued with them', async () => {
     const pacer = new ChannelPacer({ now: () => Date.now() });
     const { sent, post } = recorder(pacer);
