@@ -178,6 +178,8 @@ export class World {
       host: this.host,
       slack: this.slack,
       redisDb: REDIS_DB,
+      // Another build's entry (bench/ab.ts): the bench runs it in place of dist/main.js.
+      ...(process.env.BENCH_BOT_ENTRY ? { entry: process.env.BENCH_BOT_ENTRY } : {}),
       nodeArgs: [...nodeArgs, ...(process.env.BOT_NODE_ARGS?.split(' ').filter(Boolean) ?? [])],
       env: {
         LOG_LEVEL: 'info',
