@@ -99,7 +99,7 @@ export class ChannelPacer {
     if (this.mayGoNow(pace, kind)) {
       // Nothing ahead of it and nothing to wait out: it goes in this same turn, as it would with
       // no pacer, rather than a microtask later, apart from the writes of the turn that asked
-      // for it (docs/performance.md, "Where the throughput went: the pacer").
+      // for it (docs/performance.md, "Fourth round: where the throughput went").
       clearTimeout(pace.forgetTimer);
       pace.forgetTimer = undefined;
       pace.sending = true;
