@@ -96,19 +96,23 @@ export class ChannelPacer {
     const pace = this.pace(channel);
     const paused = pace.pausedUntil - this.now();
     if (paused > maxPauseMs) throw new WebAPIRateLimitedError(Math.ceil(paused / 1000));
-    if (this.mayGoNow(pace, kind)) {
-      // Nothing ahead of it and nothing to wait out: it goes in this same turn, as it would with
-      // no pacer, rather than a microtask later, apart from the writes of the turn that asked
-      // for it (docs/performance.md, "Fourth round: where the throughput went").
-      clearTimeout(pace.forgetTimer);
-      pace.forgetTimer = undefined;
-      pace.sending = true;
-    } else {
-      await new Promise<void>((go, stop) => {
-        pace.waiting.push({ kind, go, stop });
-        this.pump(channel, pace);
+    // pump() lets a post go at once when nothing is ahead of it and nothing is to be waited out:
+    // then it goes in this same turn, as it would with no pacer, rather than a microtask later,
+    // apart from the writes of the turn that asked for it (docs/performance.md, "Fourth round:
+    // where the throughput went"). Otherwise its turn is awaited.
+    let goneNow = false;
+    const turn = new Promise<void>((go, stop) => {
+      pace.waiting.push({
+        kind,
+        go: () => {
+          goneNow = true;
+          go();
+        },
+        stop,
       });
-    }
+      this.pump(channel, pace);
+    });
+    if (!goneNow) await turn;
     try {
       const answer = await send();
       this.answered(pace);
@@ -198,16 +202,6 @@ export class ChannelPacer {
     pace.sending = true;
     const [going] = pace.waiting.splice(next, 1);
     going!.go();
-  }
-
-  /** Whether a post of `kind` may go at once: none out or waiting, and no pause or budget to wait for. */
-  private mayGoNow(pace: Pace, kind: PostKind): boolean {
-    return (
-      !pace.sending &&
-      pace.waiting.length === 0 &&
-      (kind === 'card' || pace.cardsComing === 0) &&
-      this.waitMs(pace) <= 0
-    );
   }
 
   private waitMs(pace: Pace): number {
