@@ -274,7 +274,7 @@ describe('away and delegate', () => {
     expect(await tryAllow(world, 'away-esc-1', 'U0BOB')).toBeUndefined();
   });
 
-  it('a page that would wake only people away is not sent: their delegate is DMed in their place; back, the page goes', async () => {
+  it('a page that would wake only people away is not sent: their delegate is DMed in their place; with someone on call present, or back, the page goes', async () => {
     const pd = await FakePagerDuty.start();
     cleanups.push(() => pd.close());
     pd.oncalls = [{ escalation_level: 1, user: { id: 'PBOB', summary: 'Bob', email: 'bob@example.com' } }];
@@ -306,12 +306,26 @@ describe('away and delegate', () => {
     // Carol, asked in Bob's place, decides for him.
     expect(await tryAllow(world, 'away-page-1', 'U0CAROL')).toBeUndefined();
 
-    // Back: the next approval's page goes to PagerDuty, as it would have.
-    expect(await command(world, 'U0BOB', 'back')).toContain('back');
+    // Someone else on call is present: the page goes, Bob away or not (PagerDuty's overrides decide).
+    pd.oncalls = [
+      { escalation_level: 1, user: { id: 'PBOB', summary: 'Bob', email: 'bob@example.com' } },
+      { escalation_level: 1, user: { id: 'PDAVE', summary: 'Dave', email: 'dave@example.com' } },
+    ];
+    world.slack.setUser('U0DAVE', { profile: { email: 'dave@example.com', display_name: 'dave' } });
+    await world.redis.del(...(await world.redis.keys('cs:oncall:*')));
     await world.host.open(approval('away-page-2'));
     await world.postedAt('away-page-2');
     await pd.waitForEvent('trigger', 'away-page-2', 6_000);
     await world.waitForCard('away-page-2', (m) => textOf(m).includes('paged'));
+
+    // Back, and the only one on call again: the next approval's page goes, as it would have.
+    pd.oncalls = pd.oncalls.slice(0, 1);
+    await world.redis.del(...(await world.redis.keys('cs:oncall:*')));
+    expect(await command(world, 'U0BOB', 'back')).toContain('back');
+    await world.host.open(approval('away-page-3'));
+    await world.postedAt('away-page-3');
+    await pd.waitForEvent('trigger', 'away-page-3', 6_000);
+    await world.waitForCard('away-page-3', (m) => textOf(m).includes('paged'));
   });
 
   it('when the only one on call is away with nobody standing in, the steps fall through to the route’s approvers', async () => {

@@ -160,7 +160,7 @@ export class EscalationSteps {
       { approvalId: record.approvalId, away: [...absent.keys()] },
       'everyone PagerDuty has on call is away; not paging',
     );
-    return this.target(record, 'oncall');
+    return this.target(record, 'oncall', found);
   }
 
   private async page(
@@ -239,14 +239,16 @@ export class EscalationSteps {
    * standing in, the step falls through to the route's approvers, as when the source names
    * nobody, rather than reaching nobody.
    */
-  private async target(record: ApprovalRecord, target: string): Promise<OnCall> {
+  private async target(record: ApprovalRecord, target: string, resolved?: OnCall): Promise<OnCall> {
     const approvers = this.options.approversOf(record.route);
+    // `resolved`: the on-call source's answer, when the caller has just asked it (standInForPage).
     const found: OnCall =
-      target === 'oncall'
+      resolved ??
+      (target === 'oncall'
         ? await this.options.oncall.resolve(this.options.oncallOf(record.route), approvers, record.approvalId)
         : target.startsWith('S')
           ? { users: [], usergroup: target, source: 'approvers' }
-          : { users: [target], source: 'approvers' };
+          : { users: [target], source: 'approvers' });
     const { away } = this.options;
     if (!away) return found;
     const members = (group: string) => this.options.oncall.members(group);
