@@ -6,10 +6,9 @@
 // bot (`main.js`), such as a `dist/` of another commit copied to `dist-before/`; `dist` is this one.
 
 import { parseArgs } from 'node:util';
-import { cpuMs, pinBenchOffMeasuredCore, untilIdle } from './lib/system.js';
-import { TOOLS, World } from './lib/world.js';
-import { runBatch } from './scenarios/relayLatency.js';
-import { median } from './scenarios/throughput.js';
+import { pinBenchOffMeasuredCore } from './lib/system.js';
+import { World } from './lib/world.js';
+import { type Measured, measure, median } from './scenarios/throughput.js';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -17,26 +16,11 @@ const { values, positionals } = parseArgs({
 });
 const builds = positionals.length > 0 ? positionals : ['dist'];
 const rounds = Number(values.rounds);
-const count = Number(values.count);
-const WARMUP = 1000;
-
-interface Measured {
-  perSecond: number;
-  cpuMs: number;
-}
+/** The throughput scenario's warm-up, and its measured batch unless --count says otherwise. */
+const batches = { warmup: 1000, count: Number(values.count) };
 
 pinBenchOffMeasuredCore();
 const world = await World.start();
-
-/** A warm-up batch, then the measured one; batch prefixes are letters then digits (PostTracker). */
-async function measure(pid: number, side: string, round: number): Promise<Measured> {
-  await runBatch(world, `${side}w${round}`, WARMUP, 0, TOOLS);
-  await untilIdle(pid);
-  const before = cpuMs(pid);
-  const run = await runBatch(world, `${side}${round}`, count, 0, TOOLS);
-  await untilIdle(pid);
-  return { perSecond: run.perSecond, cpuMs: (cpuMs(pid) - before) / count };
-}
 
 const floors: Measured[] = [];
 const measured = new Map<string, Measured[]>(builds.map((b) => [b, []]));
@@ -45,18 +29,19 @@ try {
   for (let r = 0; r < rounds; r++) {
     const floor = await world.startFloor('relay-floor.mjs', { FLOOR_MODE: 'webclient' });
     try {
-      floors.push(await measure(floor.proc.pid!, 'abfloor', r));
+      floors.push(await measure(world, floor.proc.pid!, 'abfloor', r, batches));
     } finally {
       await floor.stop();
     }
     const order = r % 2 ? [...builds].reverse() : builds;
     for (const build of order) {
       // Each build on an empty database, as the floor had it (startFloor empties it).
-      await (await world.startFloor('relay-floor.mjs', { FLOOR_MODE: 'webclient' })).stop();
+      await world.redis.flushdb();
       process.env.BENCH_BOT_ENTRY = `${build}/main.js`;
       const bot = await world.startBot();
       try {
-        measured.get(build)!.push(await measure(bot.proc.pid!, letters(builds.indexOf(build)), r));
+        const side = letters(builds.indexOf(build));
+        measured.get(build)!.push(await measure(world, bot.proc.pid!, side, r, batches));
       } finally {
         await bot.stop();
       }
@@ -64,18 +49,18 @@ try {
     const f = floors[r]!;
     const cells = builds.map((b) => {
       const m = measured.get(b)![r]!;
-      return `${b} ${(m.perSecond / f.perSecond).toFixed(2)}× / ${(f.cpuMs / m.cpuMs).toFixed(2)}×`;
+      return `${b} ${(m.perSecond / f.perSecond).toFixed(2)}× / ${(f.cpuMsPerApproval / m.cpuMsPerApproval).toFixed(2)}×`;
     });
     console.log(
-      `round ${r + 1}: floor ${Math.round(f.perSecond)}/s, ${f.cpuMs.toFixed(3)} ms · ${cells.join(' · ')}`,
+      `round ${r + 1}: floor ${Math.round(f.perSecond)}/s, ${f.cpuMsPerApproval.toFixed(3)} ms · ${cells.join(' · ')}`,
     );
   }
   console.log('medians over the rounds (throughput / CPU share against the floor; bot CPU per approval):');
   for (const build of builds) {
     const runs = measured.get(build)!;
     const share = median(runs.map((m, i) => m.perSecond / floors[i]!.perSecond));
-    const cpu = median(runs.map((m, i) => floors[i]!.cpuMs / m.cpuMs));
-    const ms = median(runs.map((m) => m.cpuMs));
+    const cpu = median(runs.map((m, i) => floors[i]!.cpuMsPerApproval / m.cpuMsPerApproval));
+    const ms = median(runs.map((m) => m.cpuMsPerApproval));
     console.log(`  ${build}: ${share.toFixed(2)}× / ${cpu.toFixed(2)}×; ${ms.toFixed(3)} ms`);
   }
 } finally {

@@ -41,7 +41,7 @@ export interface ThroughputOptions {
   log: (line: string) => void;
 }
 
-interface Measured {
+export interface Measured {
   perSecond: number;
   cpuMsPerApproval: number;
 }
@@ -50,12 +50,12 @@ interface Measured {
  * A warm-up batch, then the measured one with the CPU `pid` spent on it. Batch prefixes are
  * letters then digits (`tpbotw0`, `tpbot0`), the shape PostTracker finds in a card.
  */
-async function measure(
+export async function measure(
   world: World,
   pid: number,
   side: string,
   index: number,
-  opts: ThroughputOptions,
+  opts: Pick<ThroughputOptions, 'warmup' | 'count'>,
 ): Promise<Measured> {
   const tag = `${side}${index}`;
   await runBatch(world, `${side}w${index}`, opts.warmup, 0, TOOLS);
