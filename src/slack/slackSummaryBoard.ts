@@ -1,20 +1,25 @@
-import type { WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
 import { renderBatchSummary } from '../cards/renderBatchSummary.js';
 import type { SummaryView } from '../domain/batchGroup.js';
 import type { SummaryBoard } from '../relay/batching/batchTriage.js';
+import type { CardCalls } from './cardCalls.js';
 import { batchMetadata } from './cardMetadata.js';
 import { ChannelPacer } from './channelPacer.js';
 import type { Permalinks } from './permalinks.js';
 import { RETRY_POLICIES, retrySlackCall } from './slackRetry.js';
 
 /**
- * Batch summary cards in Slack: each drawn with links to its members' cards (chat.getPermalink,
- * cached by Permalinks), posted once per group (the relay holds the claim) and updated in place.
+ * Batch summary cards in Slack: each drawn with links to its members' cards (Permalinks), posted
+ * once per group (the relay holds the claim) and updated in place.
+ *
+ * Posted and updated through the card calls (cardCalls.ts), as approval cards are, not through
+ * the Web API client: with the client's calls the throughput bench read about a tenth lower for
+ * the whole batch, though a summary is a handful of calls in it (docs/performance.md, "Fifth
+ * round: the summaries' own calls").
  */
 export class SlackSummaryBoard implements SummaryBoard {
   constructor(
-    private readonly web: WebClient,
+    private readonly calls: CardCalls,
     private readonly permalinks: Permalinks,
     private readonly logger: Logger,
     /**
@@ -33,7 +38,7 @@ export class SlackSummaryBoard implements SummaryBoard {
         this.pacer.post(
           channel,
           'line',
-          () => this.web.chat.postMessage({ channel, ...message }),
+          () => this.calls.postMessage({ channel, ...message }),
           RETRY_POLICIES.post.maxRetryAfterMs,
         ),
       RETRY_POLICIES.post,
@@ -45,7 +50,7 @@ export class SlackSummaryBoard implements SummaryBoard {
 
   async update(channel: string, ts: string, view: SummaryView): Promise<void> {
     const message = await this.render(view);
-    await retrySlackCall(() => this.web.chat.update({ channel, ts, ...message }), RETRY_POLICIES.post);
+    await retrySlackCall(() => this.calls.update({ channel, ts, ...message }), RETRY_POLICIES.post);
   }
 
   private async render(view: SummaryView) {

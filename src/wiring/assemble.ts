@@ -217,7 +217,7 @@ export function assemble(config: Config, logger: Logger): Countersign {
   const batching = wireBatching({
     logger,
     redis,
-    slackClient,
+    cardCalls: slack.cardCalls,
     store,
     authorizer,
     clicks,

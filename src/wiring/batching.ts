@@ -1,9 +1,9 @@
-import type { WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
 import { BatchTriage } from '../relay/batching/batchTriage.js';
 import type { Authorizer } from '../relay/deciding/authorizer.js';
 import { BatchDecider } from '../relay/deciding/batchDecider.js';
 import type { ClickHandler } from '../relay/deciding/clickHandler.js';
+import type { CardCalls } from '../slack/cardCalls.js';
 import type { ChannelPacer } from '../slack/channelPacer.js';
 import type { Permalinks } from '../slack/permalinks.js';
 import { SlackSummaryBoard } from '../slack/slackSummaryBoard.js';
@@ -14,7 +14,8 @@ import type { RedisClient } from '../store/redisConnection.js';
 export interface BatchingNeeds {
   logger: Logger;
   redis: RedisClient;
-  slackClient: WebClient;
+  /** The card calls (wireSlack's): summaries are posted and updated as cards are. */
+  cardCalls: CardCalls;
   store: ApprovalStore;
   authorizer: Authorizer;
   clicks: ClickHandler;
@@ -28,7 +29,7 @@ export interface BatchingNeeds {
 export function wireBatching({
   logger,
   redis,
-  slackClient,
+  cardCalls,
   store,
   authorizer,
   clicks,
@@ -37,7 +38,7 @@ export function wireBatching({
 }: BatchingNeeds) {
   const triage = new BatchTriage({
     groups: new BatchGroups(redis),
-    board: new SlackSummaryBoard(slackClient, permalinks, logger, postPacer),
+    board: new SlackSummaryBoard(cardCalls, permalinks, logger, postPacer),
     // The records this process wrote last are the latest of its own hosts: a draw reads the rest.
     records: (ids) => Promise.all(ids.map((id) => store.recentOrGet(id))),
     quorum: (record) => authorizer.quorum(record),
