@@ -1,4 +1,4 @@
-// npm run bench:ab -- <build> <build> … [--rounds N] [--count N]: the throughput scenario's rounds
+// npm run bench:ab -- <build> <build> … [--rounds N] [--count N] [--warmup N]: the throughput scenario's rounds
 // with several builds of the bot interleaved in each round (floor, then each build, the order
 // reversed every other round), each against that round's floor. On a shared machine a 5–10 %
 // difference does not show between two `npm run bench` runs made one after the other: the load
@@ -12,12 +12,16 @@ import { type Measured, measure, median } from './scenarios/throughput.js';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { rounds: { type: 'string', default: '5' }, count: { type: 'string', default: '3000' } },
+  options: {
+    rounds: { type: 'string', default: '5' },
+    count: { type: 'string', default: '3000' },
+    warmup: { type: 'string', default: '1000' },
+  },
 });
 const builds = positionals.length > 0 ? positionals : ['dist'];
 const rounds = Number(values.rounds);
-/** The throughput scenario's warm-up, and its measured batch unless --count says otherwise. */
-const batches = { warmup: 1000, count: Number(values.count) };
+/** The throughput scenario's warm-up and measured batch, unless --warmup and --count say otherwise. */
+const batches = { warmup: Number(values.warmup), count: Number(values.count) };
 
 pinBenchOffMeasuredCore();
 const world = await World.start();
