@@ -15,6 +15,8 @@ const page = {
   drawn: new Map(),
   /** The modal on screen: {id, hash, inputs} */
   modal: null,
+  /** Whether a pointer is pressed: the channel does not scroll away from under it. */
+  pressing: false,
 };
 
 // ---- talking to the demo server
@@ -144,8 +146,22 @@ function drawChannel() {
     list.replaceChildren(el('p', 'empty', 'Waiting for the agent host to ask for something…'));
     return;
   }
-  list.replaceChildren(...nodes);
-  if (nearBottom) list.scrollTop = list.scrollHeight;
+  placeInOrder(list, nodes);
+  if (nearBottom && !page.pressing) list.scrollTop = list.scrollHeight;
+}
+
+/**
+ * Makes `nodes` the children of `list`, moving only what is out of place. A node that is taken
+ * out of the document, even for a moment, loses a click being pressed on it (Chromium drops the
+ * click when the mousedown's node is removed), so a card that did not change stays where it is
+ * while others arrive.
+ */
+function placeInOrder(list, nodes) {
+  const wanted = new Set(nodes);
+  for (const child of [...list.children]) if (!wanted.has(child)) child.remove();
+  nodes.forEach((node, i) => {
+    if (list.children[i] !== node) list.insertBefore(node, list.children[i] ?? null);
+  });
 }
 
 function drawHome() {
@@ -358,6 +374,9 @@ async function start() {
     input.value = '';
     attempt(api('/api/command', { command: m[1], text: m[2] }));
   });
+  document.addEventListener('pointerdown', () => (page.pressing = true), true);
+  for (const end of ['pointerup', 'pointercancel'])
+    document.addEventListener(end, () => (page.pressing = false), true);
   draw();
   const events = new EventSource('/api/events');
   events.addEventListener('change', () => void refresh());
