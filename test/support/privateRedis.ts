@@ -8,6 +8,9 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { freePort } from './bot.js';
 
+/** A redis-server that exited before it answered (its port was taken meanwhile). */
+export class ServerExited extends Error {}
+
 export class PrivateRedis {
   private constructor(
     private proc: ChildProcess,
@@ -27,18 +30,30 @@ export class PrivateRedis {
   /**
    * `persist`: an append-only file, fsynced on every write, so a restart keeps everything.
    * `password`: every client must give it (AUTH), as a production Redis asks.
+   * `port`: where the port comes from (default freePort). A port found free may be taken before
+   * redis-server binds it; a server that exits before it answers is started again on a new port,
+   * up to three times.
    */
-  static async start(options: { persist?: boolean; password?: string } = {}): Promise<PrivateRedis> {
-    const port = await freePort();
-    const dir = options.persist ? mkdtempSync(join(tmpdir(), 'cs-redis-')) : undefined;
-    const redis = new PrivateRedis(
-      PrivateRedis.spawn(port, dir, options.password),
-      port,
-      dir,
-      options.password,
-    );
-    await redis.waitUp();
-    return redis;
+  static async start(
+    options: { persist?: boolean; password?: string; port?: () => Promise<number> } = {},
+  ): Promise<PrivateRedis> {
+    for (let attempt = 1; ; attempt++) {
+      const port = await (options.port ?? freePort)();
+      const dir = options.persist ? mkdtempSync(join(tmpdir(), 'cs-redis-')) : undefined;
+      const redis = new PrivateRedis(
+        PrivateRedis.spawn(port, dir, options.password),
+        port,
+        dir,
+        options.password,
+      );
+      try {
+        await redis.waitUp();
+        return redis;
+      } catch (err) {
+        if (dir) rmSync(dir, { recursive: true, force: true });
+        if (!(err instanceof ServerExited) || attempt === 3) throw err;
+      }
+    }
   }
 
   private static spawn(port: number, dir: string | undefined, password: string | undefined): ChildProcess {
@@ -56,6 +71,8 @@ export class PrivateRedis {
       lazyConnect: true,
       maxRetriesPerRequest: 0,
       retryStrategy: () => null,
+      // Whatever else listens there (the port was taken meanwhile) may never answer.
+      commandTimeout: 2_000,
     });
     // Refused connections while the server starts are expected; connect() reports them.
     probe.on('error', () => {});
@@ -67,10 +84,17 @@ export class PrivateRedis {
           await probe.ping();
           return;
         } catch (err) {
-          if (Date.now() > deadline || this.proc.exitCode !== null) {
+          if (this.proc.exitCode !== null) {
+            throw new ServerExited(
+              `redis-server on ${this.port} exited (${this.proc.exitCode}) before it answered`,
+            );
+          }
+          if (Date.now() > deadline) {
             this.proc.kill('SIGKILL');
             throw new Error(`redis-server on ${this.port} did not start: ${(err as Error).message}`);
           }
+          // A connection that did not answer in time is dropped; the next try opens a new one.
+          probe.disconnect();
           await new Promise((r) => setTimeout(r, 50));
         }
       }

@@ -27,7 +27,24 @@ export class RedisCluster {
     return this.nodes.map((n) => `${n.host}:${n.port}`).join(',');
   }
 
-  static async start(): Promise<RedisCluster> {
+  /**
+   * `port`: where each node's ports come from (default freePort). A port found free may be taken
+   * before redis-server binds it: any outgoing connection of the tests running beside this file
+   * can get it as its local port. A node that exits before it answers is no cluster: the whole
+   * cluster is started again on new ports, up to three times.
+   */
+  static async start(options: { port?: () => Promise<number> } = {}): Promise<RedisCluster> {
+    const port = options.port ?? freePort;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await RedisCluster.startOnce(port);
+      } catch (err) {
+        if (!(err instanceof NodeExited) || attempt === 3) throw err;
+      }
+    }
+  }
+
+  private static async startOnce(freePort: () => Promise<number>): Promise<RedisCluster> {
     const dir = mkdtempSync(join(tmpdir(), 'countersign-cluster-'));
     const procs: ChildProcess[] = [];
     const nodes: HostPort[] = [];
@@ -48,7 +65,7 @@ export class RedisCluster {
           ),
         );
       }
-      await Promise.all(nodes.map((n) => untilAnswers(n.port)));
+      await Promise.all(nodes.map((n, i) => untilAnswers(n.port, procs[i]!)));
       await run('redis-cli', [
         '--cluster',
         'create',
@@ -99,13 +116,15 @@ export class RedisCluster {
   }
 }
 
-async function onNode<T>(port: number, use: (redis: Redis) => Promise<T>): Promise<T> {
+/** `timeoutMs`: how long a command may wait for its answer (default: as long as it takes). */
+async function onNode<T>(port: number, use: (redis: Redis) => Promise<T>, timeoutMs?: number): Promise<T> {
   const redis = new Redis({
     port,
     host: '127.0.0.1',
     lazyConnect: true,
     maxRetriesPerRequest: 1,
     retryStrategy: () => null,
+    ...(timeoutMs === undefined ? {} : { commandTimeout: timeoutMs }),
   });
   // A node still starting refuses connections: connect() reports that, the event need not.
   redis.on('error', () => {});
@@ -117,13 +136,21 @@ async function onNode<T>(port: number, use: (redis: Redis) => Promise<T>): Promi
   }
 }
 
-async function untilAnswers(port: number): Promise<void> {
+/** A redis-server that exited before it answered (its port was taken meanwhile). */
+export class NodeExited extends Error {}
+
+async function untilAnswers(port: number, proc: ChildProcess): Promise<void> {
   const deadline = Date.now() + 10_000;
   for (;;) {
     try {
-      await onNode(port, (r) => r.ping());
+      // Whatever else listens there (the port was taken meanwhile) may never answer.
+      await onNode(port, (r) => r.ping(), 2_000);
       return;
     } catch (err) {
+      if (proc.exitCode !== null || proc.signalCode !== null)
+        throw new NodeExited(
+          `redis-server on ${port} exited (${proc.exitCode ?? proc.signalCode}) before it answered`,
+        );
       if (Date.now() > deadline)
         throw new Error(`redis-server on ${port} did not start: ${(err as Error).message}`);
       await new Promise((r) => setTimeout(r, 50));
