@@ -90,7 +90,15 @@ export class BatchDecider {
       return { ok: false as const, refusal: { code: 'notRecorded' } as Refusal };
     });
     if (!checked.ok) return skip(checked.refusal);
-    if (request.action === 'approve' && !this.stillInGroup(checked.record, request.groupId))
+    // Both buttons decide only what the summary asked: a member that since became a question
+    // decided one by one (a risk rule, a protected write, a quorum, another command) is skipped,
+    // as is one whose choice no longer means what it meant (re-checked on the record the decision
+    // is made from, which may be newer than the one read above).
+    const meant =
+      request.action === 'approve'
+        ? onceChoice(checked.record.availableChoices)
+        : timeoutChoice(checked.record.availableChoices);
+    if (!this.stillInGroup(checked.record, request.groupId) || checked.choice.choiceId !== meant?.choiceId)
       return skip({ code: 'questionChanged' });
     const outcome = await this.options.clicks.decideAsPartOfBatch(click, checked);
     if (!outcome) return skip({ code: 'questionChanged' });

@@ -8,13 +8,24 @@ import type { ApprovalRecord } from '../../../src/domain/record.js';
 import { BatchDecider } from '../../../src/relay/deciding/batchDecider.js';
 import { fileRecord } from '../../support/cardFixtures.js';
 
-function decider(records: Map<string, ApprovalRecord | Error>, outcomes: Record<string, unknown> = {}) {
+/**
+ * `checked`: the record the click check reads, where it differs from the store's (a write between
+ * the two reads). The check finds the choice pressed among that record's choices, as it does.
+ */
+function decider(
+  records: Map<string, ApprovalRecord | Error>,
+  outcomes: Record<string, unknown> = {},
+  checked: Map<string, ApprovalRecord> = new Map(),
+) {
   const decided: string[] = [];
   const clicks = {
-    check: async (click: { approvalHint?: string }) => {
-      const record = records.get(click.approvalHint!);
-      if (record instanceof Error) throw record;
-      return { ok: true as const, record: record! } as never;
+    check: async (click: { approvalHint?: string; choiceId: string }) => {
+      const stored = records.get(click.approvalHint!);
+      if (stored instanceof Error) throw stored;
+      const record = checked.get(click.approvalHint!) ?? stored!;
+      const choice = record.availableChoices.find((c) => c.choiceId === click.choiceId);
+      if (!choice) return { ok: false as const, refusal: { code: 'choiceNotOffered' } } as never;
+      return { ok: true as const, record, choice } as never;
     },
     decideAsPartOfBatch: async (click: { approvalHint?: string; choiceId: string; feedback?: string }) => {
       decided.push(`${click.approvalHint}:${click.choiceId}${click.feedback ? `:${click.feedback}` : ''}`);
@@ -92,5 +103,66 @@ describe('BatchDecider', () => {
     expect(outcome.action).toBe('reject');
     expect(outcome.decided.map((d) => d.approvalId)).toEqual(['a']);
     expect(decided[0]).toMatch(/^a:[^:]+:not now$/);
+  });
+
+  it('"Reject all" skips a member that became a question decided one by one', async () => {
+    const a = fileRecord({ approvalId: 'a', slack: { channel: 'C0APPROVALS', ts: '1.1' } });
+    const groupId = batchGroupOf(a, 1)!.groupId;
+    const risky = fileRecord({
+      approvalId: 'risky',
+      slack: { channel: 'C0APPROVALS', ts: '1.2' },
+      risks: [{ name: 'secrets', warning: 'Writes a secret' }],
+    });
+    const guarded = fileRecord({
+      approvalId: 'guarded',
+      slack: { channel: 'C0APPROVALS', ts: '1.3' },
+      protectedWrite: true,
+    });
+    const moved = fileRecord({
+      approvalId: 'moved',
+      slack: { channel: 'C0APPROVALS', ts: '1.4' },
+      subject: { kind: 'fileAccess', path: '/etc/other', access: 'write' },
+    });
+    const records = new Map<string, ApprovalRecord | Error>(
+      [a, risky, guarded, moved].map((r) => [r.approvalId, r]),
+    );
+    const { batch, decided } = decider(records);
+    const outcome = await batch.decide({
+      userId: 'U0ALICE',
+      groupId,
+      action: 'reject',
+      reason: 'not now',
+      members: ['a', 'risky', 'guarded', 'moved'].map((approvalId) => ({ approvalId, sourceIndex: 0 })),
+    });
+    expect(decided).toEqual(['a:abort:not now']);
+    expect(Object.fromEntries(outcome.skipped.map((s) => [s.approvalId, s.refusal.code]))).toEqual({
+      risky: 'questionChanged',
+      guarded: 'questionChanged',
+      moved: 'questionChanged',
+    });
+  });
+
+  it('sends the once-choice of the record the decision is made from, or nothing', async () => {
+    const a = fileRecord({ approvalId: 'a', slack: { channel: 'C0APPROVALS', ts: '1.1' } });
+    // Between the two reads the host re-asked: "allow_once" now approves the whole session, and
+    // once is another choice. The batch must not send a session-wide approval.
+    const reasked = fileRecord({
+      approvalId: 'a',
+      slack: { channel: 'C0APPROVALS', ts: '1.1' },
+      availableChoices: [
+        { choiceId: 'allow_once', label: 'Allow once', decision: 'approvedForSession', scope: 'session' },
+        { choiceId: 'once2', label: 'Allow once', decision: 'approved', scope: 'once' },
+        { choiceId: 'abort', label: 'Reject', decision: 'abort', scope: 'once', acceptsFeedback: true },
+      ],
+    });
+    const { batch, decided } = decider(new Map([['a', a]]), {}, new Map([['a', reasked]]));
+    const outcome = await batch.decide({
+      userId: 'U0ALICE',
+      groupId: batchGroupOf(a, 1)!.groupId,
+      action: 'approve',
+      members: [{ approvalId: 'a', sourceIndex: 0 }],
+    });
+    expect(decided).toEqual([]);
+    expect(outcome.skipped.map((s) => [s.approvalId, s.refusal.code])).toEqual([['a', 'questionChanged']]);
   });
 });
