@@ -169,7 +169,9 @@ export function refusalText(refusal: Refusal): string {
       return `Your approval is counted: ${refusal.votes} of ${refusal.quorum}. Nothing is sent to the agent until ${more} more ${more === 1 ? 'approver picks' : 'approvers pick'} the same choice; one rejection stops it.`;
     }
     case 'ownerNoVote':
-      return `This request needs ${refusal.quorum} approvers other than the one whose agent asks, so your approval does not count toward it. Nothing was sent; you can still reject it.`;
+      return refusal.for === undefined
+        ? `This request needs ${refusal.quorum} approvers other than the one whose agent asks, so your approval does not count toward it. Nothing was sent; you can still reject it.`
+        : `This request needs ${refusal.quorum} approvers other than the one whose agent asks, and you stand in for ${mentionUser(refusal.for)}, whose agent it is: your approval does not count toward it. Nothing was sent; you can still reject it.`;
     case 'grantNotStored':
       return refusal.why === 'stageMoved'
         ? 'Your approval went through, but by then the request had moved on to another step, so Countersign did not remember it: "don\'t ask again" is only stored for the step you pressed it on. The agent will ask again next time.'

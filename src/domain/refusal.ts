@@ -35,8 +35,11 @@ export type Refusal =
   | { code: 'quorumNotMet'; votes: number; quorum: number }
   /** An approving pick was counted; the quorum is not reached yet, so nothing was sent. */
   | { code: 'voteCounted'; votes: number; quorum: number }
-  /** The host's owner picked an approving choice on a request that needs a quorum. */
-  | { code: 'ownerNoVote'; quorum: number }
+  /**
+   * The host's owner picked an approving choice on a request that needs a quorum, or (`for`) their
+   * delegate did, standing in for them: the owner never counts toward a quorum.
+   */
+  | { code: 'ownerNoVote'; quorum: number; for?: string }
   /**
    * Approving needs the target typed first (a risk rule's `confirm: type`): a press opens the
    * confirmation modal instead; told only when no modal could be opened.

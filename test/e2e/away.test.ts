@@ -215,6 +215,31 @@ describe('away and delegate', () => {
     expect(await tryAllow(world, 'away-quorum-1', 'U0BOB')).toBeUndefined();
   });
 
+  it('standing in for the owner adds no vote to a quorum; standing in for another approver does', async () => {
+    // A route that lets the owner decide alone still never counts the owner toward a quorum.
+    const world = await ownedWorld('U0ALICE', {
+      routes: [
+        route('default', {
+          approvers: users('U0ALICE', 'U0BOB', 'U0DAVE'),
+          quorum: 2,
+          allowSelfApproval: true,
+        }),
+      ],
+    });
+    const id = 'away-owner-quorum-1';
+    await world.host.open(approval(id));
+    await world.postedAt(id);
+    expect(await tryAllow(world, id, 'U0ALICE')).toContain('does not count');
+    await command(world, 'U0ALICE', 'away until 1d delegate <@U0CAROL|carol>');
+    expect(await tryAllow(world, id, 'U0CAROL')).toContain('you stand in for <@U0ALICE>, whose agent it is');
+    expect(await tryAllow(world, id, 'U0BOB')).toContain('counted: 1 of 2');
+    expect(world.host.decides()).toHaveLength(0);
+    // Dave away too, with Carol as his delegate: now she votes for him, and that is the second.
+    await command(world, 'U0DAVE', 'away until 1d delegate <@U0CAROL|carol>');
+    expect(await tryAllow(world, id, 'U0CAROL')).toBeUndefined();
+    expect(world.host.decides()).toHaveLength(1);
+  });
+
   it('`back` ends the delegation at once, and an absence ends by itself at its time', async () => {
     const world = await startWorld(APPROVERS_ALICE);
     for (const id of ['away-back-1', 'away-back-2', 'away-back-3']) {

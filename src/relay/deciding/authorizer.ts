@@ -216,7 +216,12 @@ export class Authorizer {
       this.options.logger.warn({ err, userId }, 'could not read whom a user stands in for');
       return own;
     }
-    for (const away of awayFor) {
+    // Standing in for the request's owner is looked at last: where a quorum is needed the owner's
+    // rights never count (clickVotes.ts), and someone else away may give the delegate a vote.
+    const ordered = [...awayFor].sort(
+      (a, b) => Number(a.userId === authority.owner) - Number(b.userId === authority.owner),
+    );
+    for (const away of ordered) {
       if (away.userId === userId) continue;
       const theirs = await this.decideAs(authority, away.userId);
       if (theirs.allowed && theirs.because !== 'delegate')

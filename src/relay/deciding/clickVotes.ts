@@ -43,8 +43,11 @@ export async function countVote(
   onBehalfOf?: string,
 ): Promise<VoteResult> {
   const { keeper, authorizer } = counting;
-  if (authorizer.ownerOf(record) === click.userId) {
-    return { complete: false, refusal: { code: 'ownerNoVote', quorum } };
+  const owner = authorizer.ownerOf(record);
+  if (owner === click.userId) return { complete: false, refusal: { code: 'ownerNoVote', quorum } };
+  // Standing in for the owner gives no vote either: the owner's rights never count toward a quorum.
+  if (onBehalfOf !== undefined && onBehalfOf === owner) {
+    return { complete: false, refusal: { code: 'ownerNoVote', quorum, for: onBehalfOf } };
   }
   const vote: Vote = {
     sourceIndex: click.sourceIndex,

@@ -73,8 +73,11 @@ export class DecisionWarrant {
     const allowed = await Promise.all(voters.map((userId) => authorizer.check(userId, record)));
     const counted = voters.filter((_, i) => allowed[i]!.allowed);
     // Whose rights each counted vote stands for: a delegate's and the delegator's count once.
+    // The owner's rights never count, even through a delegate standing in for them.
     const principals = new Set(
-      allowed.flatMap((a, i) => (a.allowed ? [a.because === 'delegate' ? a.for : voters[i]!] : [])),
+      allowed
+        .flatMap((a, i) => (a.allowed ? [a.because === 'delegate' ? a.for : voters[i]!] : []))
+        .filter((principal) => principal !== owner),
     );
     const named = by.voters ?? [by.userId];
     if (principals.size < quorum || !named.every((userId) => counted.includes(userId))) {

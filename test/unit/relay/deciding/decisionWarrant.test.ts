@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Grant } from '../../../../src/domain/grants/grant.js';
 import type { ApprovalRecord } from '../../../../src/domain/record.js';
-import type { EscalationStep, RouteGrants } from '../../../../src/domain/route.js';
+import { type EscalationStep, OPEN_RULES, type RouteGrants } from '../../../../src/domain/route.js';
 import { DecisionWarrant } from '../../../../src/relay/deciding/decisionWarrant.js';
 import { sampleRecord } from '../../../support/sampleRecord.js';
 import { testAuthorizer } from '../../../support/testAuthorizer.js';
@@ -142,5 +142,46 @@ describe('DecisionWarrant: a typed confirmation', () => {
   it('asks nothing of a rejection, nor of a record no such rule matched', async () => {
     expect(await warrant().check(confirmed, byClick('abort'))).toBeUndefined();
     expect(await warrant().check(record, byClick('allow_once'))).toBeUndefined();
+  });
+
+  it('never counts the owner toward a quorum, even through a delegate standing in for them', async () => {
+    const quorumWarrant = new DecisionWarrant({
+      authorizer: testAuthorizer({
+        rulesOf: () => ({
+          ...OPEN_RULES,
+          approvers: { users: ['U0ALICE', 'U0BOB', 'U0DAVE'], usergroups: [] },
+          quorum: 2,
+        }),
+        ownerOf: () => 'U0ALICE',
+        standIns: {
+          U0CAROL: [
+            {
+              userId: 'U0ALICE',
+              until: '2026-12-01T12:00:00Z',
+              delegate: 'U0CAROL',
+              since: NOW.toISOString(),
+            },
+          ],
+        },
+      }),
+      grants: { get: async () => undefined },
+      grantsOf: () => GRANTS,
+      ladderOf: () => [],
+      now: () => NOW,
+    });
+    const at = NOW.toISOString();
+    const voted: ApprovalRecord = {
+      ...record,
+      votes: [
+        { sourceIndex: 0, choiceId: 'allow_once', userId: 'U0CAROL', onBehalfOf: 'U0ALICE', at },
+        { sourceIndex: 0, choiceId: 'allow_once', userId: 'U0BOB', at },
+      ],
+    };
+    const ask = {
+      sourceIndex: 0,
+      choiceId: 'allow_once',
+      by: { via: 'click' as const, userId: 'U0BOB', voters: ['U0CAROL', 'U0BOB'] },
+    };
+    expect(await quorumWarrant.check(voted, ask)).toEqual({ kind: 'quorumNotMet', votes: 1, quorum: 2 });
   });
 });
