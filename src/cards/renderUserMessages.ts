@@ -168,6 +168,8 @@ export function refusalText(refusal: Refusal): string {
       const more = refusal.quorum - refusal.votes;
       return `Your approval is counted: ${refusal.votes} of ${refusal.quorum}. Nothing is sent to the agent until ${more} more ${more === 1 ? 'approver picks' : 'approvers pick'} the same choice; one rejection stops it.`;
     }
+    case 'standInOnce':
+      return `You stand in for ${mentionUser(refusal.for)}, so you may allow this request once or reject it; what would outlast it ("don't ask again", for this session, always) is for the approvers themselves. Nothing was decided.`;
     case 'ownerNoVote':
       return refusal.for === undefined
         ? `This request needs ${refusal.quorum} approvers other than the one whose agent asks, so your approval does not count toward it. Nothing was sent; you can still reject it.`

@@ -13,6 +13,14 @@ export function decisionTone(decision: string): DecisionTone {
 }
 
 /**
+ * Whether a choice leaves something behind the request: an approval for a session, a workspace
+ * rule, anything not once. A rejection never widens what an agent may do, whatever its scope.
+ */
+export function outlastsRequest(choice: { decision: string; scope: string }): boolean {
+  return decisionTone(choice.decision) !== 'reject' && choice.scope !== 'once';
+}
+
+/**
  * Whether picking this decision counts toward a quorum rather than deciding at once: only what
  * plainly stops the agent needs one person. A word this bot does not know may let the agent go
  * ahead, so it is counted like an approval.

@@ -36,6 +36,11 @@ export type Refusal =
   /** An approving pick was counted; the quorum is not reached yet, so nothing was sent. */
   | { code: 'voteCounted'; votes: number; quorum: number }
   /**
+   * Someone deciding as the delegate of `for`, who is away, picked what would outlast the request
+   * ("don't ask again", a session or workspace choice): a stand-in decides this request only.
+   */
+  | { code: 'standInOnce'; for: string }
+  /**
    * The host's owner picked an approving choice on a request that needs a quorum, or (`for`) their
    * delegate did, standing in for them: the owner never counts toward a quorum.
    */

@@ -12,7 +12,7 @@ import type { SlackCall } from '../support/fakeSlack.js';
 import { postSlashCommand } from '../support/slackRequests.js';
 import { type ConfigSpec, configFile, ladder, mainHost, rotation, route, users } from './fixtures/config.js';
 import { openHome } from './teamSetup.js';
-import { SESSION, textOf, World } from './world.js';
+import { buttonsOf, rememberButtonsOf, SESSION, textOf, World } from './world.js';
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
 afterEach(async () => {
@@ -213,6 +213,30 @@ describe('away and delegate', () => {
     await world.waitForCard('away-quorum-1', (m) => textOf(m).includes('1 of 2 approvals'));
     expect(world.host.decides()).toHaveLength(0);
     expect(await tryAllow(world, 'away-quorum-1', 'U0BOB')).toBeUndefined();
+  });
+
+  it('a delegate decides the request only: nothing they pick may outlast it', async () => {
+    const world = await startWorld(APPROVERS_ALICE);
+    const id = 'away-once-1';
+    await world.host.open(approval(id));
+    const card = await world.waitForCard(id, (m) => buttonsOf(m).length > 0);
+    await command(world, 'U0ALICE', 'away until 1d delegate <@U0CAROL|carol>');
+    const refusals = () => world.slack.callsOf('chat.postEphemeral').filter((c) => c.args.user === 'U0CAROL');
+    // "Don't ask again" (a grant of Countersign's) and the host's workspace rule: both refused.
+    const remember = rememberButtonsOf(card)[0];
+    expect(remember, `remember buttons: ${buttonsOf(card).map((b) => b.text)}`).toBeDefined();
+    await world.pressButton(card.ts, remember!, 'U0CAROL', card.channel);
+    await world.press(id, 'Always allow in this workspace: make away-once-1 ...', 'U0CAROL');
+    await expect.poll(() => refusals().length).toBe(2);
+    for (const told of refusals()) {
+      expect(String(told.args.text)).toContain(
+        'You stand in for <@U0ALICE>, so you may allow this request once',
+      );
+    }
+    expect(world.host.decides()).toHaveLength(0);
+    expect(await world.redis.keys('cs:grant:*')).toEqual([]);
+    // Once is theirs to give.
+    expect(await tryAllow(world, id, 'U0CAROL')).toBeUndefined();
   });
 
   it('standing in for the owner adds no vote to a quorum; standing in for another approver does', async () => {

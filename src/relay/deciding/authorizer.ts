@@ -184,6 +184,8 @@ export class Authorizer {
   /**
    * A route's ordinary rules for `userId`, without the owner rule (which needs an approval's host).
    * `channel`: where the route's cards are (a grant's), else the route's configured channel.
+   * The user's own standing only: what rests on it (listing and revoking grants, the route's
+   * statistics) is not deciding, and a delegate stands in to decide, nothing more.
    */
   private onRoute(userId: string, route: string, channel?: string): Promise<Authorization> {
     // A grant of a record without a route ('') was made under the rules such a record has.
@@ -197,7 +199,7 @@ export class Authorizer {
           channel: channel ?? named.channel,
         }
       : { route, rules: undefined, routeGone: true, protectedWrite: false };
-    return this.decide(authority, userId);
+    return this.decideAs(authority, userId);
   }
 
   /**

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { AuditEntry, AuditTrail } from '../../domain/audit.js';
-import { needsQuorum } from '../../domain/decisionWords.js';
+import { needsQuorum, outlastsRequest } from '../../domain/decisionWords.js';
 import type { RememberOffer } from '../../domain/grants/match.js';
 import { offeredScope } from '../../domain/grants/scope.js';
 import type { Metrics } from '../../domain/metrics.js';
@@ -190,6 +190,11 @@ export class ClickHandler {
       const action = click.from === 'modal' ? 'modalSubmit' : choice.acceptsFeedback ? 'modalOpen' : 'click';
       if (!how.quiet) this.audited(record, click.userId, action, authorization.why);
       return { ok: false, refusal: { code: 'notAuthorized', refused: authorization } };
+    }
+    // A stand-in's rights end when the absence does: nothing they pick may outlast the request.
+    if (authorization.because === 'delegate' && (click.remember || outlastsRequest(choice))) {
+      const refusal: Refusal = { code: 'standInOnce', for: authorization.for };
+      return { ok: false, refusal, approvalId: record.approvalId };
     }
     // Who may grant is who may decide: checked above. The offer, and the scope pressed among the
     // route's choices, are checked again as they stand now.

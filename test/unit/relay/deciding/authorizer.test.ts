@@ -143,6 +143,25 @@ describe('Authorizer: standing in for someone away', () => {
     expect(await guest.check('U0BOB', record('r'))).toMatchObject({ allowed: false, why: 'guest' });
   });
 
+  it('stands in to decide only: listing and revoking grants and the stats rest on the user’s own rights', async () => {
+    const authorizer = testAuthorizer({
+      rulesOf: () => ALICE_ONLY,
+      admins: ['U0ALICE'],
+      standIns: { U0BOB: [away('U0ALICE', 'U0BOB')] },
+    });
+    // Bob may decide Alice's requests while she is away...
+    expect(await authorizer.check('U0BOB', record('r'))).toMatchObject({
+      allowed: true,
+      because: 'delegate',
+    });
+    // ...but not see the route as hers (grant lists, stats), nor revoke her grants.
+    expect(await authorizer.decidesOn('U0BOB', 'r')).toBe(false);
+    const grant = { grantedBy: 'U0ALICE', route: 'r', channel: 'C0TEST' };
+    expect(await authorizer.mayRevoke('U0BOB', grant)).toMatchObject({ allowed: false });
+    expect(await authorizer.decidesOn('U0ALICE', 'r')).toBe(true);
+    expect(await authorizer.mayRevoke('U0ALICE', grant)).toMatchObject({ allowed: true });
+  });
+
   it('refuses as before, and says so in the log, when it cannot read whom the user stands in for', async () => {
     const { logger, lines } = captureLogger();
     const authorizer = testAuthorizer({
