@@ -287,6 +287,23 @@ export class Authorizer {
     return this.options.admins.includes(userId);
   }
 
+  /**
+   * An admin as every check treats one: named in the config, and neither a stranger (a guest,
+   * another team or enterprise) nor a user Slack has not confirmed. What admins see beyond any
+   * route (every pending approval, every route's statistics) goes through this, as their
+   * decisions go through the same stranger check.
+   */
+  async actsAsAdmin(userId: string): Promise<boolean> {
+    if (!this.isAdmin(userId)) return false;
+    const person = await this.options.people.person(userId).catch((err: unknown) => {
+      this.options.logger.warn({ err, userId }, 'could not read who a Slack user is');
+      return undefined;
+    });
+    return (
+      strangerRefusal({ route: '(admin)', rules: undefined }, person, this.options.workspace()) === undefined
+    );
+  }
+
   /** Who may decide `record`, for its card. Pure apart from reading the config. */
   shown(record: Decidable): ShownApprovers {
     const authority = this.authority(record);

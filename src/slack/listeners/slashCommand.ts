@@ -58,12 +58,12 @@ export function registerSlashCommand(app: App, options: SlashCommandOptions): vo
   const { channel, authorizer, waiting, grants, revoker, logger } = options;
   const lookups: Record<string, (typed: Typed) => Promise<RenderedMessage>> = {
     pending: async ({ userId }) =>
-      renderPending(await waiting.for(userId, MAX_LISTED), new Date(), authorizer.isAdmin(userId)),
+      renderPending(await waiting.for(userId, MAX_LISTED), new Date(), await authorizer.actsAsAdmin(userId)),
     whoami: async ({ userId }) =>
       renderWhoami(
         userId,
         await routeStandings(userId, { ...options.standings, authorizer }),
-        authorizer.isAdmin(userId),
+        await authorizer.actsAsAdmin(userId),
       ),
     grants: async ({ userId, channelId }) => renderChannelGrants(await grants.inChannel(userId, channelId)),
     ...(options.stats ? { stats: statsLookup(options.stats) } : {}),

@@ -26,7 +26,7 @@ function options(asked: number[] = []): UserStatsOptions {
       };
     },
     authorizer: {
-      isAdmin: (userId) => userId === 'U0ADA',
+      actsAsAdmin: async (userId) => userId === 'U0ADA',
       decidesOn: async (userId, route) => userId === 'U0ALICE' && route === 'deploys',
     },
     routeNames: () => ['deploys', 'ops'],

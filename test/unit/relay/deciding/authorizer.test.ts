@@ -95,6 +95,27 @@ describe('Authorizer', () => {
   });
 });
 
+describe('Authorizer: acting as an admin', () => {
+  it('is an admin named in the config who is no stranger, as Slack says now', async () => {
+    const admins = ['U0ADA'];
+    expect(await testAuthorizer({ admins }).actsAsAdmin('U0ADA')).toBe(true);
+    expect(await testAuthorizer({ admins }).actsAsAdmin('U0BOB')).toBe(false);
+    const guest = testAuthorizer({ admins, people: { U0ADA: { teamId: 'T1', guest: true } } });
+    expect(await guest.actsAsAdmin('U0ADA')).toBe(false);
+    const external = testAuthorizer({ admins, people: { U0ADA: { teamId: 'T9', guest: false } } });
+    expect(await external.actsAsAdmin('U0ADA')).toBe(false);
+    const unconfirmed = testAuthorizer({ admins, workspace: undefined });
+    expect(await unconfirmed.actsAsAdmin('U0ADA')).toBe(false);
+    const slackAway = testAuthorizer({
+      admins,
+      people: async () => {
+        throw new Error('Slack is away');
+      },
+    });
+    expect(await slackAway.actsAsAdmin('U0ADA')).toBe(false);
+  });
+});
+
 describe('Authorizer: standing in for someone away', () => {
   const ALICE_ONLY: RouteRules = { ...OPEN_RULES, approvers: { users: ['U0ALICE'], usergroups: [] } };
   const away = (userId: string, delegate: string) => ({
