@@ -13,6 +13,8 @@ export interface FindCardQuery {
   approvalId: string;
   /** When the first attempt to post the card was made. */
   since: Date;
+  /** The bot's own bot id (auth.test): any app in the channel can post the same metadata. */
+  botId: string;
 }
 
 /** A Slack ts (seconds, six decimals) for a time in milliseconds. */
@@ -22,7 +24,8 @@ function slackTs(ms: number): string {
 
 /**
  * Looks through the channel's history since a little before `since` for the card of
- * `approvalId` (by its message metadata) and resolves with its ts, or undefined. Any failed
+ * `approvalId` (by its message metadata, on a message the bot posted itself) and resolves with
+ * its ts, or undefined. Any failed
  * page throws, for the caller to classify: not knowing is not the same as not found.
  */
 export async function findPostedCard(client: WebClient, query: FindCardQuery): Promise<string | undefined> {
@@ -36,7 +39,9 @@ export async function findPostedCard(client: WebClient, query: FindCardQuery): P
       include_all_metadata: true,
       ...(cursor ? { cursor } : {}),
     });
-    const card = result.messages?.find((message) => isCardOf(message, query.approvalId));
+    const card = result.messages?.find(
+      (message) => message.bot_id === query.botId && isCardOf(message, query.approvalId),
+    );
     if (card?.ts) return card.ts;
     cursor = result.response_metadata?.next_cursor || undefined;
     if (!result.has_more || !cursor) return undefined;

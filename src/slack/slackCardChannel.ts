@@ -35,6 +35,8 @@ export interface SlackCardChannelOptions {
   calls?: CardCalls;
   /** Paces every post to a channel, the notices' too (channelPacer.ts); one of its own if not given. */
   pacer?: ChannelPacer;
+  /** The bot's own bot id once auth.test has said it: a lost post's card is looked for among its messages. */
+  botId?: () => string | undefined;
 }
 
 interface Posted {
@@ -69,6 +71,7 @@ export class SlackCardChannel implements CardChannel, RefusalNotifier {
   private readonly channelIds = new Map<string, string>();
   private readonly calls: CardCalls;
   private readonly pacer: ChannelPacer;
+  private readonly botId: () => string | undefined;
 
   constructor(
     private readonly client: WebClient,
@@ -80,6 +83,7 @@ export class SlackCardChannel implements CardChannel, RefusalNotifier {
     this.timing = options.timing ?? realTiming;
     this.calls = options.calls ?? webClientCardCalls(client);
     this.pacer = options.pacer ?? new ChannelPacer();
+    this.botId = options.botId ?? (() => undefined);
     this.updates = new CardUpdates(this.calls, this.log, this.stopping.signal, { timing: this.timing });
   }
 
@@ -206,8 +210,15 @@ export class SlackCardChannel implements CardChannel, RefusalNotifier {
         `cannot tell whether the lost post to ${channel} landed before its channel ID is known; not posting it again yet`,
       );
     }
+    // Another app may post a card's metadata too; only a message of the bot's own is its card.
+    const botId = this.botId();
+    if (!botId) {
+      throw new Error(
+        `cannot tell whether the lost post to ${channel} landed before Slack has said who the bot is; not posting it again yet`,
+      );
+    }
     try {
-      const ts = await findPostedCard(this.client, { channel: channelId, approvalId, since });
+      const ts = await findPostedCard(this.client, { channel: channelId, approvalId, since, botId });
       if (!ts) return undefined;
       this.logger.info(
         { approvalId, channel: channelId, ts },

@@ -42,15 +42,16 @@ export function wireSlack(config: Config, logger: Logger, metrics: Metrics) {
   );
   // One pace per channel for every post to it: cards first, then the lines that follow them.
   const postPacer = new ChannelPacer();
+  // Who the bot is in Slack (auth.test): until Slack has said, nobody may decide (see checkAuth).
+  const identity: BotIdentity = {};
   const cardChannel = new SlackCardChannel(slackClient, logger, {
     calls: cardCalls,
     pacer: postPacer,
+    botId: () => identity.botId,
     onFatal: () => {
       slackUp = false;
     },
   });
-  // Who the bot is in Slack (auth.test): until Slack has said, nobody may decide (see checkAuth).
-  const identity: BotIdentity = {};
   const reachability = new SlackReachability(logger.child({ component: 'slack-reachability' }));
 
   /** Asks Slack who the bot is until it answers, the process stops, or Slack refuses the token. */

@@ -101,6 +101,8 @@ export interface SlackMessage {
   versions: MessageVersion[];
   /** Message metadata (`{ event_type, event_payload }`) as posted or last updated. */
   metadata?: Record<string, unknown>;
+  /** Posted by another app (postAsOtherApp): its bot and app ids, not the bot's. */
+  from?: { botId: string; appId: string };
 }
 
 export interface EphemeralMessage {
@@ -183,9 +185,9 @@ function metadataOf(v: unknown): Record<string, unknown> | undefined {
 function asSlackMessage(m: SlackMessage, withMetadata: boolean): Record<string, unknown> {
   return {
     type: 'message',
-    user: 'U_BOT',
-    bot_id: 'B_BOT',
-    app_id: 'A_TEST',
+    user: m.from ? 'U_OTHER_APP' : 'U_BOT',
+    bot_id: m.from?.botId ?? 'B_BOT',
+    app_id: m.from?.appId ?? 'A_TEST',
     text: m.text,
     blocks: m.blocks,
     ts: m.ts,
@@ -475,6 +477,26 @@ export class FakeSlack {
   /** The batch summaries posted (docs/slack.md#batch-triage). */
   summaryPosts(): SlackCall[] {
     return this.callsOf('chat.postMessage').filter((c) => eventTypeOf(c) === 'countersign_batch');
+  }
+
+  /**
+   * A message another app posts in `channel` (as any app in the channel may, metadata and all):
+   * what the bot must never take for its own.
+   */
+  postAsOtherApp(channel: string, text: string, posted?: object): SlackMessage {
+    const ts = this.nextTs();
+    const metadata = posted as Record<string, unknown> | undefined;
+    const msg: SlackMessage = {
+      channel,
+      ts,
+      text,
+      blocks: [],
+      versions: [{ text, blocks: [], at: Date.now(), ...(metadata ? { metadata } : {}) }],
+      ...(metadata ? { metadata } : {}),
+      from: { botId: 'B_OTHER', appId: 'A_OTHER' },
+    };
+    this.messages.set(`${channel}/${ts}`, msg);
+    return msg;
   }
 
   /** Latest state of a message after all updates. */

@@ -51,7 +51,15 @@ async function setup() {
       return direct.update(args);
     },
   };
-  return { slack, web, logger, pacer, calls, sent, cards: new SlackCardChannel(web, logger, { pacer }) };
+  return {
+    slack,
+    web,
+    logger,
+    pacer,
+    calls,
+    sent,
+    cards: new SlackCardChannel(web, logger, { pacer, botId: () => 'B_BOT' }),
+  };
 }
 
 /** A batch summary of channel C1 listing `members` of `total`. */

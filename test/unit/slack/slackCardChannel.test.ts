@@ -35,7 +35,7 @@ async function setup() {
     timeoutMs: 300,
     logger: toBoltLogger(logger.child({ component: 'slack-web-api' })),
   });
-  const cards = new SlackCardChannel(web, logger, { timing: quick });
+  const cards = new SlackCardChannel(web, logger, { timing: quick, botId: () => 'B_BOT' });
   return { slack, web, cards, lines };
 }
 
@@ -103,6 +103,33 @@ describe('SlackCardChannel.post', () => {
       postedSince: new Date(),
     });
     expect(slack.message('C1', fresh.ts)?.metadata).toEqual(cardMetadata('a-new'));
+  });
+
+  it('a lost post is found only among the bot’s own messages: another app’s copy of its metadata is not its card', async () => {
+    const { slack, cards } = await setup();
+    // The card lands, its answer comes too late; meanwhile another app in the channel reposts
+    // its metadata, newer than the card, before the bot looks.
+    slack.fault('chat.postMessage', { delayMs: 1_000 });
+    const posting = cards.post('C1', () => card('card'), { approvalId: 'a-forged' });
+    await until(() => slack.messagesIn('C1').length === 1);
+    const forged = slack.postAsOtherApp('C1', 'a copy', cardMetadata('a-forged'));
+    const posted = await posting;
+    const own = slack.messagesIn('C1').filter((m) => !m.from);
+    expect(own.map((m) => m.ts)).toEqual([posted.ts]);
+    expect(posted.ts).not.toBe(forged.ts);
+    expect(slack.callsOf('chat.postMessage')).toHaveLength(1);
+  });
+
+  it('a lost post waits until Slack has said who the bot is before it looks', async () => {
+    const { slack, web } = await setup();
+    const { logger } = captureLogger();
+    const unsure = new SlackCardChannel(web, logger, { timing: quick, botId: () => undefined });
+    slack.fault('chat.postMessage', { status: 500, applied: true });
+    await expect(unsure.post('C1', () => card('card'), { approvalId: 'a-who' })).rejects.toThrow(
+      /before Slack has said who the bot is/,
+    );
+    expect(slack.callsOf('conversations.history')).toHaveLength(0);
+    expect(slack.callsOf('chat.postMessage')).toHaveLength(1);
   });
 
   it('a post given up on after a lost answer looks first when it is tried again', async () => {
