@@ -108,7 +108,8 @@ const TARGET_NAMES: Record<TypedConfirmation['target']['source'], string> = {
 };
 
 export function targetName(confirmation: TypedConfirmation): string {
-  return TARGET_NAMES[confirmation.target.source];
+  const name = TARGET_NAMES[confirmation.target.source];
+  return confirmation.target.end ? `the end of ${name}` : name;
 }
 
 /**

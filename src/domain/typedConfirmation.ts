@@ -8,6 +8,8 @@ export type TargetSource = 'host' | 'file' | 'argument' | 'program' | 'tool';
 export interface ConfirmTarget {
   text: string;
   source: TargetSource;
+  /** The target was too long to type: `text` is its end (the modal says "the end of …"). */
+  end?: true;
 }
 
 export interface TypedConfirmation {

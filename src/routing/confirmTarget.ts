@@ -70,20 +70,37 @@ function argvTarget(argv: readonly string[]): ConfirmTarget | undefined {
   // What cannot be read to its end has no word that surely names its target.
   const run = tangled ? undefined : runs.at(-1);
   if (!run) return undefined;
-  const operand = lastOperand(run.words, run.at + 1);
+  const operand = targetWords(run.words, run.at + 1);
   if (operand !== undefined) return { text: operand, source: 'argument' };
   const program = programName(run.words[run.at] as string);
   return program ? { text: program, source: 'program' } : undefined;
 }
 
-/** The last word from `from` on that is no option (every word after `--` is an operand). */
-function lastOperand(words: readonly string[], from: number): string | undefined {
-  let last: string | undefined;
+/**
+ * The last word from `from` on that is no option (every word after `--` is an operand). Without
+ * each program's options it cannot be told whether a word right after an option is that option's
+ * value (`-n staging`) or an operand, and the agent writes the command: were the last operand
+ * such a word, it could make the approver type a harmless one (`kubectl delete namespace prod -n
+ * staging` asking for `staging`). Then the words from the last operand that surely is one to the
+ * end are asked for (`prod -n staging`): whatever the command acts on is in what is typed.
+ */
+function targetWords(words: readonly string[], from: number): string | undefined {
+  let last: number | undefined;
+  let lastSure: number | undefined;
   let optionsEnded = false;
   for (let i = from; i < words.length; i++) {
     const word = words[i] as string;
-    if (!optionsEnded && word === '--') optionsEnded = true;
-    else if ((optionsEnded || !isOption(word)) && word.trim() !== '') last = word;
+    if (!optionsEnded && word === '--') {
+      optionsEnded = true;
+      continue;
+    }
+    if ((!optionsEnded && isOption(word)) || word.trim() === '') continue;
+    last = i;
+    const before = words[i - 1] as string;
+    const mayBeValue = i > from && !optionsEnded && isOption(before) && !before.includes('=');
+    if (!mayBeValue) lastSure = i;
   }
-  return last;
+  if (last === undefined) return undefined;
+  if (lastSure === undefined || lastSure === last) return words[last];
+  return words.slice(lastSure, last + 1).join(' ');
 }

@@ -31,7 +31,7 @@ function commandsOfTokens(tokens: readonly ParseEntry[]): string[][] {
     if (words.length > 0) commands.push(words);
     words = [];
   };
-  for (const token of tokens) {
+  for (const [i, token] of tokens.entries()) {
     if (typeof token === 'string') {
       if (skipNext) skipNext = false;
       else words.push(token);
@@ -40,7 +40,10 @@ function commandsOfTokens(tokens: readonly ParseEntry[]): string[][] {
     } else if (token.op === 'glob') {
       words.push(token.pattern);
     } else if (REDIRECTIONS.has(token.op)) {
-      // `git push >log --force` is still one command, with --force.
+      // `git push >log --force` is still one command, with --force. A descriptor's number
+      // before the operator (`2>/dev/null`) is the redirection's, no argument: shell-quote gives
+      // no spacing, so a lone number just before one is taken for a descriptor.
+      if (/^\d+$/.test(words.at(-1) ?? '') && tokens[i - 1] === words.at(-1)) words.pop();
       skipNext = true;
     } else {
       // `$(…)` comes out as "$" then "(": the "$" is no word of the command before it.

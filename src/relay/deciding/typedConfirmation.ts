@@ -17,16 +17,33 @@ export function typedConfirmationFor(
   const asking = (record.risks ?? []).filter((risk) => risk.confirm === 'type');
   if (asking.length === 0 || decisionTone(choice.decision) === 'reject') return undefined;
   const found = confirmTarget(record.subject, record.currentRequirementId.sourceIndex);
-  // A word nobody can be asked to type (a long URL, a script) gives way to the tool's name.
-  const target = found && isTypeable(found.text) ? found : fallbackTarget(record);
+  const target = (found && typeable(found)) ?? fallbackTarget(record);
   return { target, risks: asking.map(({ name, warning }) => ({ name, warning })) };
 }
 
 /** Longest target asked for: past it, or across lines, a person copies rather than reads it. */
 export const MAX_TARGET_LENGTH = 100;
 
-function isTypeable(text: string): boolean {
-  return text.length <= MAX_TARGET_LENGTH && !/[\r\n]/.test(text);
+/**
+ * The target, or its end when it is too long to type or spans lines: its last line, cut to the
+ * last MAX_TARGET_LENGTH characters from a separator on. The end is what names it (the domain of
+ * a long host, the branch of a long ref), and a long target must not be the one that asks least:
+ * the agent chooses how long it is.
+ */
+function typeable(found: ConfirmTarget): ConfirmTarget | undefined {
+  if (found.text.length <= MAX_TARGET_LENGTH && !/[\r\n]/.test(found.text)) return found;
+  const line = found.text
+    .split(/[\r\n]+/)
+    .map((l) => l.trim())
+    .filter((l) => l !== '')
+    .at(-1);
+  if (line === undefined) return undefined;
+  let end = line.slice(-MAX_TARGET_LENGTH);
+  if (end.length < line.length) {
+    const cut = end.search(/[./:\s-]/);
+    if (cut >= 0 && cut < end.length - 1) end = end.slice(cut + 1).trim();
+  }
+  return end === found.text ? found : { text: end, source: found.source, end: true };
 }
 
 /** No target could be derived: the tool's name is asked for instead, never nothing. */

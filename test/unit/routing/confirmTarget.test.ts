@@ -4,6 +4,7 @@
 // derived; never asked for a rejection.
 
 import { describe, expect, it } from 'vitest';
+import { targetName } from '../../../src/cards/renderUserMessages.js';
 import type { ApprovalRecord } from '../../../src/domain/record.js';
 import { confirmsTarget } from '../../../src/domain/typedConfirmation.js';
 import { typedConfirmationFor } from '../../../src/relay/deciding/typedConfirmation.js';
@@ -29,6 +30,12 @@ describe('confirmTarget', () => {
     [['kubectl', 'delete', 'namespace', 'prod'], 'prod'],
     [['rm', '-rf', '--', '-weird'], '-weird'],
     [['git', 'push', '-f'], 'push'],
+    [['rm', '-rf', '/srv/app'], '/srv/app'],
+    // A last word right after an option may be its value: the words from the last sure operand.
+    [['kubectl', 'delete', 'namespace', 'prod', '-n', 'staging'], 'prod -n staging'],
+    [['git', 'push', 'origin', 'main', '-o', 'staging'], 'main -o staging'],
+    [['git', 'push', '--push-option', 'staging', 'origin', 'main'], 'main'],
+    [['sh', '-c', 'git push origin main 2>/dev/null'], 'main'],
   ])('a shell stage %j asks for %s', (argv, target) => {
     expect(confirmTarget(shell(argv), 0)).toEqual({ text: target, source: 'argument' });
   });
@@ -96,9 +103,25 @@ describe('typedConfirmationFor', () => {
       text: 'bash',
       source: 'tool',
     });
+  });
+
+  it('asks for the end of a target too long to type, never less than for a short one', () => {
     const long = `https://example.com/${'x'.repeat(200)}`;
-    expect(typedConfirmationFor(record(shell(['curl', long])), { decision: 'approved' })?.target.text).toBe(
-      'bash',
+    expect(typedConfirmationFor(record(shell(['curl', long])), { decision: 'approved' })?.target).toEqual({
+      text: 'x'.repeat(100),
+      source: 'argument',
+      end: true,
+    });
+    const host = `${'a'.repeat(105)}.exfil.example.com`;
+    const network = { kind: 'network', host, port: 443, protocol: 'https' };
+    expect(typedConfirmationFor(record(network), { decision: 'approved' })?.target).toEqual({
+      text: 'exfil.example.com',
+      source: 'host',
+      end: true,
+    });
+    // The modal says it is the end that is asked for.
+    expect(targetName({ target: { text: 'exfil.example.com', source: 'host', end: true }, risks: [] })).toBe(
+      'the end of the host',
     );
   });
 
