@@ -140,12 +140,53 @@ export function summarize(facts: readonly DecisionFact[]): RouteStats[] {
 }
 
 const PROGRAM = /^[A-Za-z0-9._+-]{1,40}$/;
-const SUBCOMMAND = /^[A-Za-z][A-Za-z0-9._-]{0,30}$/;
+/** A subcommand's shape: a lower-case word, never a path, a host or a file name (no dots). */
+const SUBCOMMAND = /^[a-z][a-z0-9-]{0,30}$/;
+/**
+ * Programs whose first word is a subcommand. Of any other program the second word is an argument
+ * (`ssh db01`, `cat secrets`), which may name a host, a file or worse: only the program is kept.
+ */
+const WITH_SUBCOMMANDS = new Set([
+  'apt',
+  'apt-get',
+  'aws',
+  'az',
+  'brew',
+  'bun',
+  'bundle',
+  'cargo',
+  'composer',
+  'deno',
+  'docker',
+  'dotnet',
+  'gcloud',
+  'gh',
+  'git',
+  'go',
+  'gradle',
+  'helm',
+  'kubectl',
+  'make',
+  'mvn',
+  'npm',
+  'pip',
+  'pip3',
+  'pnpm',
+  'poetry',
+  'podman',
+  'rails',
+  'rake',
+  'systemctl',
+  'terraform',
+  'uv',
+  'yarn',
+]);
 
 /**
- * "git push" for a shell request: the first stage's program (its base name) and, when the next
- * word looks like a subcommand, that word. Nothing else of the command line is kept: arguments
- * may hold paths, hosts or secrets, and the audit stream is read by more people than the card.
+ * "git push" for a shell request: the first stage's program (its base name) and, for a program
+ * known to take subcommands, the next word when it looks like one. Nothing else of the command
+ * line is kept: arguments may hold paths, hosts or secrets, and the audit stream is read by more
+ * people than the card.
  */
 export function commandOf(subject: Pick<ApprovalSubject, 'kind' | 'stages' | 'command'>): string | undefined {
   if (subject.kind !== 'shell') return undefined;
@@ -153,7 +194,7 @@ export function commandOf(subject: Pick<ApprovalSubject, 'kind' | 'stages' | 'co
   const program = argv[0]?.split('/').pop();
   if (!program || !PROGRAM.test(program)) return undefined;
   const sub = argv[1];
-  return sub && SUBCOMMAND.test(sub) ? `${program} ${sub}` : program;
+  return sub && WITH_SUBCOMMANDS.has(program) && SUBCOMMAND.test(sub) ? `${program} ${sub}` : program;
 }
 
 /** How long the request waited: from its clock's start (the first card's) to the decision. */

@@ -69,6 +69,13 @@ describe('decision stats', () => {
     const stage = (argv: string[]) => ({ kind: 'shell', stages: [{ argv } as never] });
     expect(commandOf(stage(['/usr/bin/git', 'push', '--force', 'origin']))).toBe('git push');
     expect(commandOf(stage(['curl', 'https://x.example/?token=abc']))).toBe('curl');
+    // A second word is kept only for programs that take subcommands, and only if it looks like one.
+    expect(commandOf(stage(['ssh', 'db01.prod.internal']))).toBe('ssh');
+    expect(commandOf(stage(['curl', 'evil.example.com']))).toBe('curl');
+    expect(commandOf(stage(['cat', 'credentials.json']))).toBe('cat');
+    expect(commandOf(stage(['ssh', 'db01']))).toBe('ssh');
+    expect(commandOf(stage(['kubectl', 'delete', 'ns', 'prod']))).toBe('kubectl delete');
+    expect(commandOf(stage(['git', 'db01.prod.internal']))).toBe('git');
     expect(commandOf(stage(['ghp_secret=1', 'x']))).toBeUndefined();
     expect(commandOf({ kind: 'network' })).toBeUndefined();
     expect(commandOf({ kind: 'shell', command: 'npm test --watch' })).toBe('npm test');
