@@ -156,6 +156,7 @@ export function assemble(config: Config, logger: Logger): Countersign {
     router,
     groups,
     away,
+    mayStandIn: (userId) => authorizer.isMember(userId),
     noticeSender,
     noticeLedger,
     metrics,

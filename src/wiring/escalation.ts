@@ -4,6 +4,7 @@ import type { Config } from '../config/config.js';
 import type { Metrics } from '../domain/metrics.js';
 import { PagerDuty } from '../pagerduty/pagerDuty.js';
 import type { Decider } from '../relay/deciding/decider.js';
+import { withEligibleDelegates } from '../relay/escalation/awayFilter.js';
 import { Escalator } from '../relay/escalation/escalator.js';
 import { OncallResolver } from '../relay/escalation/oncall.js';
 import type { RecordKeeper } from '../relay/records/recordKeeper.js';
@@ -30,6 +31,8 @@ export interface EscalationNeeds {
   groups: SlackGroupDirectory;
   /** Who is away: escalation passes them by and reaches their delegates. */
   away: AwayStore;
+  /** Whether a delegate may still be reached in someone's place (Authorizer.isMember). */
+  mayStandIn: (userId: string) => Promise<boolean>;
   noticeSender: SlackNoticeSender;
   noticeLedger: RedisNoticeLedger;
   metrics: Metrics;
@@ -66,7 +69,7 @@ export function wireEscalation(needs: EscalationNeeds) {
     oncallOf: (route) => router.oncallOf(route),
     approversOf: (route) => router.rulesOf(route)?.approvers,
     ...(config.pagerDuty.routingKey ? { defaultRoutingKey: config.pagerDuty.routingKey } : {}),
-    away: needs.away,
+    away: withEligibleDelegates(needs.away, needs.mayStandIn),
     dmMappingTtlMs: Math.max(config.resolvedTtlMs, 7 * 86_400_000),
     metrics: needs.metrics,
     logger: logger.child({ component: 'escalation' }),

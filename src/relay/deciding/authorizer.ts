@@ -294,13 +294,20 @@ export class Authorizer {
    * decisions go through the same stranger check.
    */
   async actsAsAdmin(userId: string): Promise<boolean> {
-    if (!this.isAdmin(userId)) return false;
+    return this.isAdmin(userId) && (await this.isMember(userId));
+  }
+
+  /**
+   * Whether Slack says now that `userId` is a full member of the bot's own team: not a guest, not
+   * of another team or enterprise, and known. What no route's rules widen: an admin, a delegate.
+   */
+  async isMember(userId: string): Promise<boolean> {
     const person = await this.options.people.person(userId).catch((err: unknown) => {
       this.options.logger.warn({ err, userId }, 'could not read who a Slack user is');
       return undefined;
     });
     return (
-      strangerRefusal({ route: '(admin)', rules: undefined }, person, this.options.workspace()) === undefined
+      strangerRefusal({ route: '(none)', rules: undefined }, person, this.options.workspace()) === undefined
     );
   }
 

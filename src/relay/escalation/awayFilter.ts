@@ -21,6 +21,33 @@ export interface AwayLookup {
   whoIsAway(userIds: readonly string[]): Promise<Map<string, Away>>;
 }
 
+/**
+ * `lookup`, with each delegate checked again as the step fires: one who is no longer a full member
+ * of the team (a guest since, gone to another team, or unknown to Slack now) stands in for nobody,
+ * so the request's text is never sent to them. They were checked when named; people change.
+ */
+export function withEligibleDelegates(
+  lookup: AwayLookup,
+  mayStandIn: (userId: string) => Promise<boolean>,
+): AwayLookup {
+  return {
+    async whoIsAway(userIds) {
+      const absent = await lookup.whoIsAway(userIds);
+      const delegates = [...new Set([...absent.values()].flatMap((a) => (a.delegate ? [a.delegate] : [])))];
+      const eligible = new Set(
+        (await Promise.all(delegates.map(async (d) => ((await mayStandIn(d)) ? [d] : [])))).flat(),
+      );
+      return new Map(
+        [...absent].map(([userId, away]) => {
+          if (away.delegate === undefined || eligible.has(away.delegate)) return [userId, away];
+          const { delegate: _gone, ...rest } = away;
+          return [userId, rest];
+        }),
+      );
+    },
+  };
+}
+
 /** The users a step reaches once those away are replaced by their delegates. */
 export interface Present {
   target: OnCall;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { type Away, delegateRefusal, MAX_AWAY_MS, parseAway, untilOf } from '../../../src/domain/away.js';
-import { withoutAway } from '../../../src/relay/escalation/awayFilter.js';
+import { withEligibleDelegates, withoutAway } from '../../../src/relay/escalation/awayFilter.js';
 
 // How `/countersign away` is read and which delegates are refused; and whom escalation reaches
 // once the people away are passed by.
@@ -87,6 +87,18 @@ describe('withoutAway', () => {
         .target.users,
     ).toEqual(['U0BOB']);
     expect((await withoutAway(found, away({}), members)).target).toBe(found);
+  });
+
+  it('reaches a delegate only while they may still stand in (a full member of the team, as Slack says now)', async () => {
+    const found = { users: ['U0ALICE', 'U0CAROL'], source: 'rotation' as const };
+    // Bob became a guest after Alice named him; Erin still may.
+    const checked = withEligibleDelegates(
+      away({ U0ALICE: 'U0BOB', U0CAROL: 'U0ERIN' }),
+      async (id) => id !== 'U0BOB',
+    );
+    const present = await withoutAway(found, checked, members);
+    expect(present.target.users).toEqual(['U0ERIN']);
+    expect(present.skipped).toEqual(['U0ALICE', 'U0CAROL']);
   });
 
   it('names a group member by member when one of them is away', async () => {

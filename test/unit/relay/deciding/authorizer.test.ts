@@ -113,6 +113,9 @@ describe('Authorizer: acting as an admin', () => {
       },
     });
     expect(await slackAway.actsAsAdmin('U0ADA')).toBe(false);
+    // Membership alone (what a delegate needs to be reached): anyone of the team, admin or not.
+    expect(await testAuthorizer().isMember('U0BOB')).toBe(true);
+    expect(await guest.isMember('U0ADA')).toBe(false);
   });
 });
 
