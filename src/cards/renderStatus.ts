@@ -36,28 +36,42 @@ const DURABILITY: Record<string, string> = {
  * Who decided, safe for mrkdwn. `nameOf` gives a Slack user's name where a mention would ping
  * them (a thread reply, a DM); without a name the user is mentioned.
  */
-export function decidedBy(resolution: Resolution, nameOf?: (userId: string) => string | undefined): string {
+export function decidedBy(resolution: Resolution, nameOf?: NameOf): string {
   const who = deciders(resolution, nameOf);
-  if (!resolution.onBehalfOf) return who;
+  // A quorum names each voter who stood in (deciders); one decider is named for whom here.
+  if (!resolution.onBehalfOf || (resolution.voters?.length ?? 0) > 1) return who;
   // A delegate decided for someone away: both are named, the one away as "for @X".
-  const name = nameOf?.(resolution.onBehalfOf);
-  return `${who} for ${name ? `@${clip(name, 80)}` : mentionUser(resolution.onBehalfOf)}`;
+  return `${who} for ${personAway(resolution.onBehalfOf, nameOf)}`;
 }
 
-function deciders(resolution: Resolution, nameOf?: (userId: string) => string | undefined): string {
-  // A quorum: every approver it counted, the last (who completed it) among them.
+type NameOf = (userId: string) => string | undefined;
+
+/** A person by name (mrkdwn-safe), else mentioned. */
+function person(userId: string, nameOf?: NameOf): string {
+  const name = nameOf?.(userId);
+  return name ? clip(name, 80) : mentionUser(userId);
+}
+
+/** Someone a delegate stood in for: "@name", else mentioned. */
+function personAway(userId: string, nameOf?: NameOf): string {
+  const name = nameOf?.(userId);
+  return name ? `@${clip(name, 80)}` : mentionUser(userId);
+}
+
+function deciders(resolution: Resolution, nameOf?: NameOf): string {
+  // A quorum: every approver it counted, the last (who completed it) among them, each who voted
+  // as someone's delegate "for @X".
   if (resolution.voters && resolution.voters.length > 1) {
     return resolution.voters
       .map((id) => {
-        const name = nameOf?.(id);
-        return name ? clip(name, 80) : mentionUser(id);
+        const stoodInFor = resolution.stoodInFor?.[id];
+        return stoodInFor
+          ? `${person(id, nameOf)} for ${personAway(stoodInFor, nameOf)}`
+          : person(id, nameOf);
       })
       .join(' and ');
   }
-  if (resolution.slackUserId) {
-    const name = nameOf?.(resolution.slackUserId);
-    return name ? clip(name, 80) : mentionUser(resolution.slackUserId);
-  }
+  if (resolution.slackUserId) return person(resolution.slackUserId, nameOf);
   if (resolution.via === 'timeout') return 'the escalation timeout (nobody answered in time)';
   if (resolution.via === 'grant') {
     return resolution.grant ? `a remembered grant, ${grantRefText(resolution.grant)}` : 'a remembered grant';

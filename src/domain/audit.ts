@@ -36,6 +36,8 @@ export type AuditEntry =
       userId?: string;
       /** Every approver a quorum counted, userId (the last) among them. */
       voters?: string[];
+      /** Those voters who voted as someone's delegate: voter → the person away. */
+      stoodInFor?: Record<string, string>;
       /** userId decided as the delegate of this Slack user, who was away. */
       onBehalfOf?: string;
       via: DecisionVia;

@@ -57,6 +57,8 @@ export const Resolution = z.object({
   feedback: z.string().optional(),
   /** The approvers whose picks made a quorum (the decider, slackUserId, among them). */
   voters: z.array(z.string()).optional(),
+  /** Those voters who voted as someone's delegate: voter → the person away they stood in for. */
+  stoodInFor: z.record(z.string(), z.string()).optional(),
   /** slackUserId decided as the delegate of this Slack user, who was away. */
   onBehalfOf: z.string().optional(),
   /** Our decision that resolved it came from a remembered grant (Slack user absent), or a timeout. */
@@ -72,6 +74,8 @@ export const Claim = z.object({
   userId: z.string().optional(),
   /** A quorum's approvers, when the decision needed more than one. */
   voters: z.array(z.string()).optional(),
+  /** Those voters who voted as someone's delegate: voter → the person away they stood in for. */
+  stoodInFor: z.record(z.string(), z.string()).optional(),
   /** userId decides as the delegate of this Slack user, who is away. */
   onBehalfOf: z.string().optional(),
   /** What made the decision; a click when absent. */

@@ -33,6 +33,7 @@ const Forwarded = z.object({
       via: z.literal('click'),
       userId: z.string(),
       voters: z.array(z.string()).optional(),
+      stoodInFor: z.record(z.string(), z.string()).optional(),
       typed: z.string().optional(),
       onBehalfOf: z.string().optional(),
     }),

@@ -264,6 +264,28 @@ describe('away and delegate', () => {
     expect(world.host.decides()).toHaveLength(1);
   });
 
+  it('a quorum’s card and audit say whom each voter stood in for', async () => {
+    const world = await startWorld({
+      routes: [route('default', { approvers: users('U0ALICE', 'U0BOB'), quorum: 2 })],
+    });
+    const id = 'away-quorum-for-1';
+    await world.host.open(approval(id));
+    await world.postedAt(id);
+    await command(world, 'U0ALICE', 'away until 1d delegate <@U0CAROL|carol>');
+    expect(await tryAllow(world, id, 'U0CAROL')).toContain('counted: 1 of 2');
+    expect(await tryAllow(world, id, 'U0BOB')).toBeUndefined();
+    await world.waitForCard(id, (m) => textOf(m).includes('<@U0CAROL> for <@U0ALICE> and <@U0BOB>'));
+    await expect
+      .poll(async () =>
+        (await world.auditEntries()).find((e) => e.kind === 'decision' && e.approvalId === id),
+      )
+      .toMatchObject({
+        userId: 'U0BOB',
+        voters: JSON.stringify(['U0CAROL', 'U0BOB']),
+        stoodInFor: JSON.stringify({ U0CAROL: 'U0ALICE' }),
+      });
+  });
+
   it('`back` ends the delegation at once, and an absence ends by itself at its time', async () => {
     const world = await startWorld(APPROVERS_ALICE);
     for (const id of ['away-back-1', 'away-back-2', 'away-back-3']) {

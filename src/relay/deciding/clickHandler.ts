@@ -279,6 +279,7 @@ export class ClickHandler {
   ): Promise<{ record: ApprovalRecord; outcome: DecisionOutcome } | undefined> {
     let record = checked.record;
     let voters: string[] | undefined;
+    let stoodInFor: Record<string, string> | undefined;
     const quorum = this.options.authorizer.quorum(record);
     // Stopping the agent needs one person; letting it go ahead, or anything not known to stop it,
     // may need several.
@@ -289,7 +290,7 @@ export class ClickHandler {
         if (counted.approvalId) this.resync(counted.approvalId, counted.refusal);
         return undefined;
       }
-      ({ record, voters } = counted);
+      ({ record, voters, stoodInFor } = counted);
     }
     const outcome = await this.options.decider.decide({
       record,
@@ -300,6 +301,7 @@ export class ClickHandler {
         via: 'click',
         userId: click.userId,
         ...(voters ? { voters } : {}),
+        ...(stoodInFor ? { stoodInFor } : {}),
         // Checked again by the replica that claims it, on the record it holds (DecisionWarrant).
         ...(click.typed !== undefined ? { typed: click.typed } : {}),
         ...(checked.onBehalfOf ? { onBehalfOf: checked.onBehalfOf } : {}),

@@ -20,8 +20,11 @@ export interface VoteCounting {
 }
 
 export type VoteResult =
-  /** This pick completed the quorum: `voters`, everyone who picked the choice, go on to decide. */
-  | { complete: true; record: ApprovalRecord; voters: string[] }
+  /**
+   * This pick completed the quorum: `voters`, everyone who picked the choice, go on to decide;
+   * `stoodInFor` names those who voted as someone's delegate (the card and audit say "for @X").
+   */
+  | { complete: true; record: ApprovalRecord; voters: string[]; stoodInFor?: Record<string, string> }
   /**
    * Nothing is decided now: `refusal` tells the person where it stands; with `approvalId`, the
    * card may show something no longer true (ClickHandler re-renders it).
@@ -73,7 +76,8 @@ export async function countVote(
   }
   // Counted by whose rights they stand for: a delegate's vote and the delegator's are one.
   const counted = principalsFor(stored, click.sourceIndex, click.choiceId).size;
-  if (counted >= quorum) return { complete: true, record: stored, voters };
+  if (counted >= quorum)
+    return { complete: true, record: stored, voters, stoodInFor: standIns(stored, click) };
   // A vote the stage already held (the same person pressing again) changed nothing: audited once,
   // so that pressing on and on cannot fill the audit stream and trim its decisions.
   const kept = stored.votes?.find((v) => v.userId === vote.userId && v.choiceId === vote.choiceId);
@@ -105,4 +109,14 @@ function recordVote(
   audit?.append(entry).catch((err: unknown) => {
     logger.warn({ err, approvalId: record.approvalId }, 'could not append to the audit trail');
   });
+}
+
+/** The voters of the pick's stage and choice who voted as a delegate, and for whom; undefined when none did. */
+function standIns(record: ApprovalRecord, click: Click): Record<string, string> | undefined {
+  const pairs = (record.votes ?? []).flatMap((v) =>
+    v.onBehalfOf && v.sourceIndex === click.sourceIndex && v.choiceId === click.choiceId
+      ? [[v.userId, v.onBehalfOf] as const]
+      : [],
+  );
+  return pairs.length > 0 ? Object.fromEntries(pairs) : undefined;
 }

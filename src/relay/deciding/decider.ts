@@ -191,6 +191,7 @@ export class Decider {
         sourceIndex: request.sourceIndex,
         ...(request.by.via === 'click' ? { userId: request.by.userId } : {}),
         ...(request.by.via === 'click' && request.by.voters ? { voters: request.by.voters } : {}),
+        ...(request.by.via === 'click' && request.by.stoodInFor ? { stoodInFor: request.by.stoodInFor } : {}),
         ...(request.by.via === 'click' && request.by.onBehalfOf ? { onBehalfOf: request.by.onBehalfOf } : {}),
         ...(request.by.via === 'grant' ? { grant: request.by.grant } : {}),
         via: request.by.via,

@@ -11,7 +11,15 @@ export type DecidedBy =
   /** `voters`: everyone whose approving pick made the quorum, the last of them `userId`. */
   /** `typed`: what the person typed to confirm an approval that asks for it (typedConfirmation.ts). */
   /** `onBehalfOf`: `userId` decided as the delegate of this person, who is away. */
-  | { via: 'click'; userId: string; voters?: string[]; typed?: string; onBehalfOf?: string }
+  /** `stoodInFor`: the voters who voted as someone's delegate, and for whom. */
+  | {
+      via: 'click';
+      userId: string;
+      voters?: string[];
+      stoodInFor?: Record<string, string>;
+      typed?: string;
+      onBehalfOf?: string;
+    }
   | { via: 'grant'; grant: GrantRef }
   | { via: 'timeout' };
 

@@ -113,8 +113,12 @@ export class DecisionNotices {
 
   /** The deciders' names (a quorum's approvers, else the one who decided), looked up once for both notices. */
   private async names(record: ResolvedRecord): Promise<NoticeNames> {
-    const { slackUserId, voters, onBehalfOf } = record.resolution;
-    const ids = [...(voters ?? (slackUserId ? [slackUserId] : [])), ...(onBehalfOf ? [onBehalfOf] : [])];
+    const { slackUserId, voters, onBehalfOf, stoodInFor } = record.resolution;
+    const ids = [
+      ...(voters ?? (slackUserId ? [slackUserId] : [])),
+      ...(onBehalfOf ? [onBehalfOf] : []),
+      ...Object.values(stoodInFor ?? {}),
+    ];
     const names = new Map(
       await Promise.all(
         ids.map(async (id) => [id, await this.options.sender.nameOf(id).catch(() => undefined)] as const),
@@ -196,6 +200,7 @@ function decisionEntry(
     tool: record.tool,
     ...(resolution.slackUserId !== undefined ? { userId: resolution.slackUserId } : {}),
     ...(resolution.voters ? { voters: resolution.voters } : {}),
+    ...(resolution.stoodInFor ? { stoodInFor: resolution.stoodInFor } : {}),
     ...(resolution.onBehalfOf ? { onBehalfOf: resolution.onBehalfOf } : {}),
     via: decisionVia(resolution),
     ...(resolution.grant ? { grantId: resolution.grant.grantId } : {}),
@@ -228,6 +233,7 @@ function decisionLine(
     via: entry.via,
     userId: entry.userId,
     voters: entry.voters,
+    stoodInFor: entry.stoodInFor,
     onBehalfOf: entry.onBehalfOf,
     grantId: entry.grantId,
     grantedBy: resolution.grant?.grantedBy,

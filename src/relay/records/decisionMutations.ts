@@ -26,6 +26,7 @@ export function decidedByClaim(commandId: string, now: Date) {
         decidedAt: now.toISOString(),
         ...(claim.userId ? { slackUserId: claim.userId } : {}),
         ...(claim.voters ? { voters: claim.voters } : {}),
+        ...(claim.stoodInFor ? { stoodInFor: claim.stoodInFor } : {}),
         ...(claim.onBehalfOf ? { onBehalfOf: claim.onBehalfOf } : {}),
         choiceId: claim.choiceId,
         ...(claim.feedback ? { feedback: claim.feedback } : {}),

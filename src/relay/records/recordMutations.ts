@@ -253,6 +253,7 @@ export function resolved(params: ApprovalResolvedParams, incarnation: string, no
         decidedAt: params.decidedAt ?? now.toISOString(),
         slackUserId: ours?.userId,
         voters: ours?.voters,
+        stoodInFor: ours?.stoodInFor,
         onBehalfOf: ours?.onBehalfOf,
         choiceId: ours?.choiceId,
         feedback: ours?.feedback,

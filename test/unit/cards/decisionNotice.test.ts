@@ -29,6 +29,22 @@ describe('renderThreadLine', () => {
     expect(line).not.toContain('<@');
   });
 
+  it('names each quorum voter who stood in for someone away, "for @X"', () => {
+    const quorum = resolved({
+      slackUserId: 'U0BOB',
+      voters: ['U0CAROL', 'U0BOB'],
+      stoodInFor: { U0CAROL: 'U0ALICE' },
+      // The last voter's own standing: Bob voted as himself.
+      choiceId: 'allow_once',
+    });
+    const byName = { nameOf: (id: string) => ({ U0CAROL: 'Carol', U0BOB: 'Bob', U0ALICE: 'Alice' })[id] };
+    expect(renderThreadLine(quorum, byName)).toContain('by Carol for @Alice and Bob');
+    // Without names, people are mentioned.
+    expect(renderThreadLine(quorum, { nameOf: () => undefined })).toContain(
+      'by <@U0CAROL> for <@U0ALICE> and <@U0BOB>',
+    );
+  });
+
   it('falls back to a mention when no name is known', () => {
     const line = renderThreadLine(resolved({ slackUserId: APPROVER, choiceId: 'allow_once' }));
     expect(line).toContain(`by <@${APPROVER}>`);
