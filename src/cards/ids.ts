@@ -93,6 +93,8 @@ export interface FeedbackModalMetadata {
   choiceId: string;
   /** The approval the modal was opened for; checked against the message's own mapping on submit. */
   approvalId?: string;
+  /** The question as the modal showed it (questionDigest), where what was shown must still hold. */
+  askedAs?: string;
 }
 
 /** block_id of the n-th actions block of choices: `${CHOICE_BLOCK_PREFIX}v${version}_${n}`. */

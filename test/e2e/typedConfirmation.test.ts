@@ -137,10 +137,11 @@ describe('typed confirmation (risks[].confirm: type)', { timeout: 60_000 }, () =
     expect(blocksOf(modal)).toContain('Rewrites shared history');
     expect(blocksOf(modal)).toContain('force-push');
     expect(blocksOf(modal)).toContain('```\\nmain\\n```');
-    // Only what finds the card again: the rest is read from Redis on submit.
+    // Only what finds the card again, and a digest of the question shown: the rest is read from
+    // Redis on submit, and must still be what the modal showed.
     expect(
       Object.keys(JSON.parse((modal.args.view as { private_metadata: string }).private_metadata)).sort(),
-    ).toEqual(['approvalId', 'channel', 'choiceId', 'sourceIndex', 'ts']);
+    ).toEqual(['approvalId', 'askedAs', 'channel', 'choiceId', 'sourceIndex', 'ts']);
     await settle();
     expect(decidesOf(world, 'tc-push')).toHaveLength(0);
 
@@ -237,6 +238,26 @@ describe('typed confirmation (risks[].confirm: type)', { timeout: 60_000 }, () =
     expect(await world.ephemeralTo('U0ALICE')).toContain('already decided');
     await settle();
     expect(decidesOf(world, 'tc-late').map((d) => d.frame.params.choiceId)).toEqual(['deny']);
+  });
+
+  it('asked again while the modal was open, with another command and the same target: the submit decides nothing', async () => {
+    const world = await startWorld();
+    await open(world, shell('tc-reasked', ['git', 'push', '--force', 'origin', 'main']));
+    await world.press('tc-reasked', 'Allow once', 'U0ALICE');
+    const modal = await nthConfirmModal(world.slack, 0);
+    // The host asks the same stage again: now it deletes the branch. The word to type is the same.
+    await world.host.open(shell('tc-reasked', ['git', 'push', '--force', '--delete', 'origin', 'main']));
+    await world.waitForCard('tc-reasked', (m) => textOf(m).includes('--delete'));
+
+    expect(await submit(world.bot.url, modal, 'U0ALICE', 'main')).toEqual({});
+    expect(await world.ephemeralTo('U0ALICE')).toMatch(/changed/i);
+    await settle();
+    expect(decidesOf(world, 'tc-reasked')).toEqual([]);
+    // Pressed again, the modal shows the new question, and its submit decides.
+    await world.press('tc-reasked', 'Allow once', 'U0ALICE');
+    expect(blocksOf(await nthConfirmModal(world.slack, 1))).toContain('--delete');
+    expect(await submit(world.bot.url, await nthConfirmModal(world.slack, 1), 'U0ALICE', 'main')).toEqual({});
+    await world.host.waitForDecide((f) => f.frame.params.approvalId === 'tc-reasked');
   });
 
   it('a host, the last segment of a path; agent text in the modal is escaped', async () => {

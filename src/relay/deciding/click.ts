@@ -35,6 +35,11 @@ export interface Click {
    * which then opens that modal rather than deciding.
    */
   typed?: string;
+  /**
+   * The question as the modal that took `typed` showed it (questionDigest): a submit decides only
+   * while the approval still asks exactly that.
+   */
+  askedAs?: string;
   /** Told when the click's decision is handed to the host (DecisionRequest.onSent). */
   onSent?: () => void;
 }

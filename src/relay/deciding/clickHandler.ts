@@ -4,6 +4,7 @@ import { needsQuorum, outlastsRequest } from '../../domain/decisionWords.js';
 import type { RememberOffer } from '../../domain/grants/match.js';
 import { offeredScope } from '../../domain/grants/scope.js';
 import type { Metrics } from '../../domain/metrics.js';
+import { questionDigest } from '../../domain/questionDigest.js';
 import type { ApprovalRecord } from '../../domain/record.js';
 import type { Refusal } from '../../domain/refusal.js';
 import { OPEN_RULES } from '../../domain/route.js';
@@ -211,6 +212,10 @@ export class ClickHandler {
     if (confirmation && click.typed === undefined) {
       const refusal: Refusal = { code: 'confirmationNeeded', confirmation };
       return { ok: false, refusal, approvalId: record.approvalId, record };
+    }
+    // The modal showed one question; the host may have asked another since with the same target.
+    if (click.askedAs !== undefined && click.askedAs !== questionDigest(record)) {
+      return { ok: false, refusal: { code: 'questionChanged' }, approvalId: record.approvalId };
     }
     if (confirmation && !confirmsTarget(click.typed, confirmation.target)) {
       return {

@@ -1,5 +1,6 @@
 import { renderConfirmModal } from '../../cards/renderConfirmModal.js';
 import { subjectSummary } from '../../cards/subjectSummary.js';
+import { questionDigest } from '../../domain/questionDigest.js';
 import type { ApprovalRecord } from '../../domain/record.js';
 import type { TypedConfirmation } from '../../domain/typedConfirmation.js';
 import type { Click } from '../../relay/deciding/clickHandler.js';
@@ -24,6 +25,7 @@ export function confirmModal(
       sourceIndex: click.sourceIndex,
       choiceId: click.choiceId,
       approvalId: record.approvalId,
+      askedAs: questionDigest(record),
     },
     confirmation,
     choiceLabel: choice.label || choice.choiceId,

@@ -8,6 +8,7 @@ const ModalMetadata = z.object({
   sourceIndex: z.number().int(),
   choiceId: z.string(),
   approvalId: z.string().optional(),
+  askedAs: z.string().optional(),
 });
 
 /**
@@ -24,6 +25,13 @@ export function clickOfModal(privateMetadata: string, userId: string, receivedAt
   }
   const metadata = ModalMetadata.safeParse(parsed);
   if (!metadata.success) return undefined;
-  const { approvalId, ...where } = metadata.data;
-  return { ...where, ...(approvalId ? { approvalHint: approvalId } : {}), userId, receivedAt, from: 'modal' };
+  const { approvalId, askedAs, ...where } = metadata.data;
+  return {
+    ...where,
+    ...(approvalId ? { approvalHint: approvalId } : {}),
+    ...(askedAs ? { askedAs } : {}),
+    userId,
+    receivedAt,
+    from: 'modal',
+  };
 }
