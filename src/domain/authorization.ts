@@ -77,6 +77,8 @@ export interface Person {
   guest: boolean;
   /** `is_bot` (or the Slackbot): may never stand in for anyone (away.ts). */
   bot?: boolean;
+  /** `deleted`: the account is deactivated, and is reached in nobody's place. */
+  deactivated?: boolean;
 }
 
 /**

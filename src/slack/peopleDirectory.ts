@@ -12,6 +12,7 @@ interface SlackUser {
   is_restricted?: boolean;
   is_ultra_restricted?: boolean;
   is_bot?: boolean;
+  deleted?: boolean;
   enterprise_user?: { enterprise_id?: string };
 }
 
@@ -24,6 +25,7 @@ export function personOf(user: SlackUser | undefined): Person {
     ...(enterpriseId ? { enterpriseId } : {}),
     guest: user.is_restricted === true || user.is_ultra_restricted === true,
     ...(user.is_bot === true || user.id === 'USLACKBOT' ? { bot: true } : {}),
+    ...(user.deleted === true ? { deactivated: true } : {}),
   };
 }
 

@@ -299,13 +299,15 @@ export class Authorizer {
 
   /**
    * Whether Slack says now that `userId` is a full member of the bot's own team: not a guest, not
-   * of another team or enterprise, and known. What no route's rules widen: an admin, a delegate.
+   * of another team or enterprise, not deactivated, and known. What no route's rules widen: an
+   * admin, a delegate.
    */
   async isMember(userId: string): Promise<boolean> {
     const person = await this.options.people.person(userId).catch((err: unknown) => {
       this.options.logger.warn({ err, userId }, 'could not read who a Slack user is');
       return undefined;
     });
+    if (person?.deactivated) return false;
     return (
       strangerRefusal({ route: '(none)', rules: undefined }, person, this.options.workspace()) === undefined
     );

@@ -116,6 +116,8 @@ describe('Authorizer: acting as an admin', () => {
     // Membership alone (what a delegate needs to be reached): anyone of the team, admin or not.
     expect(await testAuthorizer().isMember('U0BOB')).toBe(true);
     expect(await guest.isMember('U0ADA')).toBe(false);
+    const gone = testAuthorizer({ people: { U0BOB: { teamId: 'T1', guest: false, deactivated: true } } });
+    expect(await gone.isMember('U0BOB')).toBe(false);
   });
 });
 
