@@ -35,6 +35,9 @@ export const GrantRef = z.object({
 });
 export type GrantRef = z.infer<typeof GrantRef>;
 
+/** Those of a quorum's voters who voted as someone's delegate: voter → the person away. */
+export const StoodInFor = z.record(z.string(), z.string());
+
 export const Resolution = z.object({
   decision: z.string(),
   /** user | policy | llmJudge | … as the host says it. */
@@ -57,8 +60,7 @@ export const Resolution = z.object({
   feedback: z.string().optional(),
   /** The approvers whose picks made a quorum (the decider, slackUserId, among them). */
   voters: z.array(z.string()).optional(),
-  /** Those voters who voted as someone's delegate: voter → the person away they stood in for. */
-  stoodInFor: z.record(z.string(), z.string()).optional(),
+  stoodInFor: StoodInFor.optional(),
   /** slackUserId decided as the delegate of this Slack user, who was away. */
   onBehalfOf: z.string().optional(),
   /** Our decision that resolved it came from a remembered grant (Slack user absent), or a timeout. */
@@ -74,8 +76,7 @@ export const Claim = z.object({
   userId: z.string().optional(),
   /** A quorum's approvers, when the decision needed more than one. */
   voters: z.array(z.string()).optional(),
-  /** Those voters who voted as someone's delegate: voter → the person away they stood in for. */
-  stoodInFor: z.record(z.string(), z.string()).optional(),
+  stoodInFor: StoodInFor.optional(),
   /** userId decides as the delegate of this Slack user, who is away. */
   onBehalfOf: z.string().optional(),
   /** What made the decision; a click when absent. */

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { type ApprovalRecord, GrantRef } from '../domain/record.js';
+import { type ApprovalRecord, GrantRef, StoodInFor } from '../domain/record.js';
 import type { DecisionOutcome, DecisionRequest } from '../relay/deciding/decider.js';
 import { type DecisionStream, REPLY_TTL_MS, type StreamEntry } from '../store/decisionStream.js';
 import type { RedisClient } from '../store/redisConnection.js';
@@ -33,7 +33,7 @@ const Forwarded = z.object({
       via: z.literal('click'),
       userId: z.string(),
       voters: z.array(z.string()).optional(),
-      stoodInFor: z.record(z.string(), z.string()).optional(),
+      stoodInFor: StoodInFor.optional(),
       typed: z.string().optional(),
       onBehalfOf: z.string().optional(),
     }),

@@ -48,15 +48,16 @@ function decider(
   return { batch, decided };
 }
 
+/** A file approval whose card is posted in the approvals channel at `ts`. */
+const posted = (approvalId: string, ts: string, overrides: Partial<ApprovalRecord> = {}) =>
+  fileRecord({ approvalId, slack: { channel: 'C0APPROVALS', ts }, ...overrides });
+const OTHER_PATH = { kind: 'fileAccess', path: '/etc/other', access: 'write' } as ApprovalRecord['subject'];
+
 describe('BatchDecider', () => {
   it('decides each that still asks what the group asks, and names each it skips and why', async () => {
-    const a = fileRecord({ approvalId: 'a', slack: { channel: 'C0APPROVALS', ts: '1.1' } });
+    const a = posted('a', '1.1');
     const groupId = batchGroupOf(a, 1)!.groupId;
-    const moved = fileRecord({
-      approvalId: 'moved',
-      slack: { channel: 'C0APPROVALS', ts: '1.2' },
-      subject: { kind: 'fileAccess', path: '/etc/other', access: 'write' },
-    });
+    const moved = posted('moved', '1.2', { subject: OTHER_PATH });
     const unposted = fileRecord({ approvalId: 'unposted', slack: { channel: 'C0APPROVALS' } });
     const records = new Map<string, ApprovalRecord | Error>([
       ['a', a],
@@ -83,8 +84,8 @@ describe('BatchDecider', () => {
   });
 
   it('rejects with the one reason, and a decision that did not go out is skipped', async () => {
-    const a = fileRecord({ approvalId: 'a', slack: { channel: 'C0APPROVALS', ts: '1.1' } });
-    const b = fileRecord({ approvalId: 'b', slack: { channel: 'C0APPROVALS', ts: '1.2' } });
+    const a = posted('a', '1.1');
+    const b = posted('b', '1.2');
     const records = new Map<string, ApprovalRecord | Error>([
       ['a', a],
       ['b', b],
@@ -106,23 +107,11 @@ describe('BatchDecider', () => {
   });
 
   it('"Reject all" skips a member that became a question decided one by one', async () => {
-    const a = fileRecord({ approvalId: 'a', slack: { channel: 'C0APPROVALS', ts: '1.1' } });
+    const a = posted('a', '1.1');
     const groupId = batchGroupOf(a, 1)!.groupId;
-    const risky = fileRecord({
-      approvalId: 'risky',
-      slack: { channel: 'C0APPROVALS', ts: '1.2' },
-      risks: [{ name: 'secrets', warning: 'Writes a secret' }],
-    });
-    const guarded = fileRecord({
-      approvalId: 'guarded',
-      slack: { channel: 'C0APPROVALS', ts: '1.3' },
-      protectedWrite: true,
-    });
-    const moved = fileRecord({
-      approvalId: 'moved',
-      slack: { channel: 'C0APPROVALS', ts: '1.4' },
-      subject: { kind: 'fileAccess', path: '/etc/other', access: 'write' },
-    });
+    const risky = posted('risky', '1.2', { risks: [{ name: 'secrets', warning: 'Writes a secret' }] });
+    const guarded = posted('guarded', '1.3', { protectedWrite: true });
+    const moved = posted('moved', '1.4', { subject: OTHER_PATH });
     const records = new Map<string, ApprovalRecord | Error>(
       [a, risky, guarded, moved].map((r) => [r.approvalId, r]),
     );
@@ -143,12 +132,10 @@ describe('BatchDecider', () => {
   });
 
   it('sends the once-choice of the record the decision is made from, or nothing', async () => {
-    const a = fileRecord({ approvalId: 'a', slack: { channel: 'C0APPROVALS', ts: '1.1' } });
+    const a = posted('a', '1.1');
     // Between the two reads the host re-asked: "allow_once" now approves the whole session, and
     // once is another choice. The batch must not send a session-wide approval.
-    const reasked = fileRecord({
-      approvalId: 'a',
-      slack: { channel: 'C0APPROVALS', ts: '1.1' },
+    const reasked = posted('a', '1.1', {
       availableChoices: [
         { choiceId: 'allow_once', label: 'Allow once', decision: 'approvedForSession', scope: 'session' },
         { choiceId: 'once2', label: 'Allow once', decision: 'approved', scope: 'once' },
