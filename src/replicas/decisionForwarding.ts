@@ -36,6 +36,7 @@ const Forwarded = z.object({
       stoodInFor: StoodInFor.optional(),
       typed: z.string().optional(),
       onBehalfOf: z.string().optional(),
+      askedAs: z.string().optional(),
     }),
     z.object({ via: z.literal('grant'), grant: GrantRef }),
     z.object({ via: z.literal('timeout') }),

@@ -5,6 +5,7 @@ import { refusalText } from '../../src/cards/renderUserMessages.js';
 import type { AuditEntry } from '../../src/domain/audit.js';
 import type { Grant, GrantStore } from '../../src/domain/grants/grant.js';
 import type { RenderedMessage } from '../../src/domain/messages.js';
+import { questionDigest } from '../../src/domain/questionDigest.js';
 import type { Refusal } from '../../src/domain/refusal.js';
 import { OPEN_RULES, type RouteRules } from '../../src/domain/route.js';
 import type { ApprovalHost, HostEvent } from '../../src/msp/events.js';
@@ -13,6 +14,7 @@ import type { Authorizer } from '../../src/relay/deciding/authorizer.js';
 import { ClickHandler } from '../../src/relay/deciding/clickHandler.js';
 import { Decider, type DecisionRequest } from '../../src/relay/deciding/decider.js';
 import { DecisionWarrant } from '../../src/relay/deciding/decisionWarrant.js';
+import { refusalFor } from '../../src/relay/deciding/refusals.js';
 import { GrantMaker } from '../../src/relay/grants/grantMaker.js';
 import { HostEventHandler } from '../../src/relay/hostEvents/hostEventHandler.js';
 import type { CardChannel, RefusalNotifier } from '../../src/relay/ports.js';
@@ -368,6 +370,21 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
       }
     });
 
+    it('a modal submit handed on names the question its modal showed, for the owner to hold it to', async () => {
+      const forwarded: DecisionRequest[] = [];
+      const handing = new ClickHandler({
+        store,
+        decider: standbyDecider(forwarded),
+        keeper,
+        notifier: cards,
+        authorizer: routeAuthorizer(() => OPEN_RULES),
+        logger,
+      });
+      const askedAs = questionDigest((await store.get('a-click'))!);
+      await handing.click({ ...click('U1', 0), approvalHint: 'a-click', from: 'modal', askedAs });
+      expect(forwarded.map((request) => request.by)).toEqual([{ via: 'click', userId: 'U1', askedAs }]);
+    });
+
     it('a button naming its approval is read in one step, and checked against the message', async () => {
       await clicks.click({ ...click('U1', 0), approvalHint: 'a-click' });
       expect(host.decided).toHaveLength(1);
@@ -477,6 +494,31 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
       });
       expect(outcome).toMatchObject({ kind: 'notAuthorized', refused: { why: 'notApprover' } });
       expect(host.decided).toHaveLength(0);
+    });
+
+    it('a decision on the question its person saw (a modal, a batch summary) is claimed only while it is asked', async () => {
+      const { checker } = checkingDecider(strict());
+      const seen = (await store.get('a-click'))!;
+      // The host asks the same stage again, of another command, before the owner claims.
+      await store.update('a-click', (r) => ({
+        ...r,
+        subject: { ...r.subject, command: 'git push --force origin main' },
+      }));
+      const now = (await store.get('a-click'))!;
+      const forwarded = (askedAs: string) =>
+        checker.decide({
+          record: now,
+          sourceIndex: 0,
+          choiceId: 'allow_once',
+          by: { ...byClick('U0ALICE'), askedAs },
+          onChange: 'return',
+        });
+      expect(await forwarded(questionDigest(seen))).toEqual({ kind: 'askedOtherwise' });
+      expect(host.decided).toHaveLength(0);
+      expect((await store.get('a-click'))?.claim).toBeUndefined();
+      expect(refusalFor({ kind: 'askedOtherwise' }, 'U0ALICE')).toEqual({ code: 'questionChanged' });
+      // The question as it is now, seen, is decided.
+      expect(await forwarded(questionDigest(now))).toEqual({ kind: 'decided', terminal: false });
     });
 
     it('the very record its caller checked is claimed without a second check', async () => {

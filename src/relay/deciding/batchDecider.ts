@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { type BatchOutcome, type BatchSkip, batchGroupOf } from '../../domain/batchGroup.js';
 import { timeoutChoice } from '../../domain/decisionWords.js';
 import { onceChoice } from '../../domain/grants/match.js';
+import { questionDigest } from '../../domain/questionDigest.js';
 import type { ApprovalRecord } from '../../domain/record.js';
 import type { Refusal } from '../../domain/refusal.js';
 import type { Authorizer } from './authorizer.js';
@@ -100,7 +101,10 @@ export class BatchDecider {
         : timeoutChoice(checked.record.availableChoices);
     if (!this.stillInGroup(checked.record, request.groupId) || checked.choice.choiceId !== meant?.choiceId)
       return skip({ code: 'questionChanged' });
-    const outcome = await this.options.clicks.decideAsPartOfBatch(click, checked);
+    // The replica that claims it (the host's owner, maybe another) holds the question to this
+    // record's: one re-asked since, which might no longer be the group's, is not decided.
+    const asked: Click = { ...click, askedAs: questionDigest(checked.record) };
+    const outcome = await this.options.clicks.decideAsPartOfBatch(asked, checked);
     if (!outcome) return skip({ code: 'questionChanged' });
     if (outcome.kind === 'decided' || outcome.kind === 'forwarded') return { approvalId, session };
     return skip(refusalFor(outcome, request.userId));

@@ -310,6 +310,8 @@ export class ClickHandler {
         // Checked again by the replica that claims it, on the record it holds (DecisionWarrant).
         ...(click.typed !== undefined ? { typed: click.typed } : {}),
         ...(checked.onBehalfOf ? { onBehalfOf: checked.onBehalfOf } : {}),
+        // Likewise the question the person saw, where what they saw must still be asked.
+        ...(click.askedAs !== undefined ? { askedAs: click.askedAs } : {}),
       },
       recordBy: deadlineOf(click),
       asker: askerOf(click),

@@ -12,6 +12,7 @@ export type DecidedBy =
   /** `typed`: what the person typed to confirm an approval that asks for it (typedConfirmation.ts). */
   /** `onBehalfOf`: `userId` decided as the delegate of this person, who is away. */
   /** `stoodInFor`: the voters who voted as someone's delegate, and for whom. */
+  /** `askedAs`: the question as the person saw it (questionDigest), where it must still be asked. */
   | {
       via: 'click';
       userId: string;
@@ -19,6 +20,7 @@ export type DecidedBy =
       stoodInFor?: Record<string, string>;
       typed?: string;
       onBehalfOf?: string;
+      askedAs?: string;
     }
   | { via: 'grant'; grant: GrantRef }
   | { via: 'timeout' };
@@ -102,6 +104,8 @@ export type Unwarranted =
   | { kind: 'notAuthorized'; refused: Refused }
   /** An approving pick that needs a quorum has fewer votes than it, from people who may decide. */
   | { kind: 'quorumNotMet'; votes: number; quorum: number }
+  /** The person decided on a question the record no longer asks (a modal's, a batch summary's). */
+  | { kind: 'askedOtherwise' }
   /** An approving pick that asks for its target typed (a risk rule's `confirm: type`) lacks it. */
   | { kind: 'unconfirmed'; confirmation: TypedConfirmation }
   /** No live grant answers this stage with this choice; or the route's ladder ends in no timeout. */

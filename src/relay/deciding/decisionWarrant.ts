@@ -1,6 +1,7 @@
 import { needsQuorum, timeoutChoice } from '../../domain/decisionWords.js';
 import type { GrantStore } from '../../domain/grants/grant.js';
 import { findGrant, grantQuestion, sessionCallerOf } from '../../domain/grants/match.js';
+import { questionDigest } from '../../domain/questionDigest.js';
 import { type ApprovalRecord, votersFor } from '../../domain/record.js';
 import type { EscalationStep, RouteGrants } from '../../domain/route.js';
 import { confirmsTarget } from '../../domain/typedConfirmation.js';
@@ -58,6 +59,9 @@ export class DecisionWarrant {
     const { authorizer } = this.options;
     const authorization = await authorizer.check(by.userId, record);
     if (!authorization.allowed) return { kind: 'notAuthorized', refused: authorization };
+    // What the person saw (a confirmation modal, a batch summary) must be what is asked now: the
+    // host may re-ask the stage with another command between their check and this claim.
+    if (by.askedAs !== undefined && by.askedAs !== questionDigest(record)) return { kind: 'askedOtherwise' };
     const choice = record.availableChoices.find((c) => c.choiceId === ask.choiceId);
     // The target is read from the record as it is now: a question that changed asks for its own.
     const confirmation = choice && typedConfirmationFor(record, choice);

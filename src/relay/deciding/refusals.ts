@@ -38,6 +38,7 @@ export function refusalFor(
       return { code: 'underReview' };
     case 'stale':
     case 'changed':
+    case 'askedOtherwise':
       return { code: 'questionChanged' };
     case 'gone':
       return { code: 'unknownCard' };

@@ -4,6 +4,7 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { batchGroupOf } from '../../../src/domain/batchGroup.js';
+import { questionDigest } from '../../../src/domain/questionDigest.js';
 import type { ApprovalRecord } from '../../../src/domain/record.js';
 import { BatchDecider } from '../../../src/relay/deciding/batchDecider.js';
 import { fileRecord } from '../../support/cardFixtures.js';
@@ -18,6 +19,7 @@ function decider(
   checked: Map<string, ApprovalRecord> = new Map(),
 ) {
   const decided: string[] = [];
+  const askedAs = new Map<string, string | undefined>();
   const clicks = {
     check: async (click: { approvalHint?: string; choiceId: string }) => {
       const stored = records.get(click.approvalHint!);
@@ -27,7 +29,13 @@ function decider(
       if (!choice) return { ok: false as const, refusal: { code: 'choiceNotOffered' } } as never;
       return { ok: true as const, record, choice } as never;
     },
-    decideAsPartOfBatch: async (click: { approvalHint?: string; choiceId: string; feedback?: string }) => {
+    decideAsPartOfBatch: async (click: {
+      approvalHint?: string;
+      choiceId: string;
+      feedback?: string;
+      askedAs?: string;
+    }) => {
+      askedAs.set(click.approvalHint!, click.askedAs);
       decided.push(`${click.approvalHint}:${click.choiceId}${click.feedback ? `:${click.feedback}` : ''}`);
       return (click.approvalHint! in outcomes ? outcomes[click.approvalHint!] : { kind: 'decided' }) as never;
     },
@@ -45,7 +53,7 @@ function decider(
     authorizer: { quorum: () => 1 },
     logger: pino({ level: 'silent' }),
   });
-  return { batch, decided };
+  return { batch, decided, askedAs };
 }
 
 /** A file approval whose card is posted in the approvals channel at `ts`. */
@@ -151,5 +159,20 @@ describe('BatchDecider', () => {
     });
     expect(decided).toEqual([]);
     expect(outcome.skipped.map((s) => [s.approvalId, s.refusal.code])).toEqual([['a', 'questionChanged']]);
+  });
+
+  it('holds each decision to the question it checked, wherever it is claimed', async () => {
+    const a = posted('a', '1.1');
+    // Re-read between the summary and the check: the decision names the question checked, which
+    // the replica that claims it (maybe another) compares with the one it holds.
+    const checkedRecord = posted('a', '1.1', { reason: 'asked again' });
+    const { batch, askedAs } = decider(new Map([['a', a]]), {}, new Map([['a', checkedRecord]]));
+    await batch.decide({
+      userId: 'U0ALICE',
+      groupId: batchGroupOf(a, 1)!.groupId,
+      action: 'reject',
+      members: [{ approvalId: 'a', sourceIndex: 0 }],
+    });
+    expect(askedAs.get('a')).toBe(questionDigest(checkedRecord));
   });
 });

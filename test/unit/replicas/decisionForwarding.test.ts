@@ -196,14 +196,14 @@ describe('DecisionForwarding', () => {
     await forwarding.stop();
   });
 
-  it('carries the text typed for a typed confirmation, for the owner to check', async () => {
+  it('carries the text typed, and the question its modal showed, for the owner to check', async () => {
     const { forwarding, decided } = owner();
-    const typed = { ...click(), by: { via: 'click' as const, userId: 'U0ALICE', typed: 'main' } };
-    const asking = forwarding.forward(typed);
+    const by = { via: 'click' as const, userId: 'U0ALICE', typed: 'main', askedAs: 'q-digest' };
+    const asking = forwarding.forward({ ...click(), by });
     await forwarding.serve('default');
     await expect(asking).resolves.toEqual({ kind: 'decided', terminal: true });
     await forwarding.stop();
-    expect(decided[0]).toMatchObject({ by: { via: 'click', userId: 'U0ALICE', typed: 'main' } });
+    expect(decided[0]).toMatchObject({ by });
   });
 
   it.each([

@@ -4,6 +4,7 @@
 
 import { describe, expect, it } from 'vitest';
 import type { Grant } from '../../../../src/domain/grants/grant.js';
+import { questionDigest } from '../../../../src/domain/questionDigest.js';
 import type { ApprovalRecord } from '../../../../src/domain/record.js';
 import { type EscalationStep, OPEN_RULES, type RouteGrants } from '../../../../src/domain/route.js';
 import { DecisionWarrant } from '../../../../src/relay/deciding/decisionWarrant.js';
@@ -137,6 +138,23 @@ describe('DecisionWarrant: a typed confirmation', () => {
         confirmation: { target: { text: 'app.ts', source: 'file' } },
       });
     }
+  });
+
+  it('holds a click that names the question it saw to the question asked now', async () => {
+    const seen = questionDigest(confirmed);
+    const asked = {
+      ...byClick('allow_once', 'app.ts'),
+      by: { ...byClick('allow_once', 'app.ts').by, askedAs: seen },
+    };
+    expect(await warrant().check(confirmed, asked)).toBeUndefined();
+    const reasked: ApprovalRecord = {
+      ...confirmed,
+      subject: { ...confirmed.subject, path: '/srv/lib/app.ts' },
+    };
+    expect(await warrant().check(reasked, asked)).toEqual({ kind: 'askedOtherwise' });
+    // Rejecting what was seen is held to it too: the person rejected one question, not another.
+    const rejected = { ...byClick('abort'), by: { ...byClick('abort').by, askedAs: seen } };
+    expect(await warrant().check(reasked, rejected)).toEqual({ kind: 'askedOtherwise' });
   });
 
   it('asks nothing of a rejection, nor of a record no such rule matched', async () => {
