@@ -4,14 +4,15 @@ import { pino } from 'pino';
 import { stageCapabilities } from '../../src/domain/grants/capabilities.js';
 import type { ApprovalSubject } from '../../src/msp/protocol.js';
 import { bucketOf, grantIdIn } from '../../src/store/grantIds.js';
-import type { GrantData } from '../../src/store/grantRecord.js';
+import { newRow, packRows, ROW } from '../../src/store/grantRows.js';
 import { KEEP_AFTER_END_MS, RedisGrantStore } from '../../src/store/grantStore.js';
 import { keys } from '../../src/store/keys.js';
 import { RawPipe } from './rawPipe.js';
 
 // Grants of other callers, written straight into Redis in the store's exact format: what the
-// create script and index() in src/store/grantStore.ts write (the grant hash, its bucket field,
-// the expiry and listing indexes, each with its TTL). Through RedisGrantStore.create every grant
+// create script and listOnce() in src/store/grantStore.ts write (the grant's row in its tag's
+// string, its tag in its minute of ends, its entries in its channel's and granter's listings,
+// kept on its row, each key with its TTL). Through RedisGrantStore.create every grant
 // costs a script and two more round trips, and a million of them would take many minutes; here
 // they are streamed (rawPipe.ts). The grant audit stream is left out: it is capped, and no lookup
 // reads it. checkSeeded() reads some back through the real store, so a change of format fails
@@ -77,10 +78,13 @@ export function storeBenchGrant(store: RedisGrantStore, spec: SeedSpec, channel:
 /** Listing indexes are per channel and per granter: spread like a real workspace's, not one huge set. */
 const CHANNELS = 100;
 const GRANTERS = 1_000;
-/** Grants per ZADD of each index. */
+/** Grants per APPEND of their minute of ends. */
 const CHUNK = 5_000;
+const MINUTE_MS = 60_000;
 
 export const otherCaller = (i: number) => `session:other-${i}`;
+/** When the last seeded grant was made (ms): the next call's are made after it. */
+let lastCreatedMs = 0;
 /** Deterministic, so a check can find grant i again; the same length as a random suffix. */
 const suffixOf = (i: number) => i.toString(16).padStart(12, '0');
 const channelOf = (i: number) => `C0OTHER${i % CHANNELS}`;
@@ -95,20 +99,22 @@ export async function seedOtherGrants(
 ): Promise<void> {
   const nowMs = Date.now();
   const end = nowMs + spec.ttlMs;
+  // Grant i is made at base + i ms: every stream's entry ids increase, within and across calls.
+  const base = Math.max(nowMs, lastCreatedMs + 1) - from;
+  lastCreatedMs = base + to - 1;
   const pipe = await RawPipe.open(redisUrl);
   try {
     for (let start = from; start < to; start += CHUNK) {
-      writeChunk(pipe, start, Math.min(to, start + CHUNK), spec, nowMs, end);
+      writeChunk(pipe, start, Math.min(to, start + CHUNK), spec, base, end);
       await pipe.flushIfFull();
     }
-    // The listing indexes live as long as their latest grant (the store only ever extends them);
-    // grants, buckets and the expiry index have no TTL, as the store writes them.
+    // The listings live as long as their latest grant (the store only ever extends them); tag
+    // strings and the minutes of ends have no TTL, as the store writes them.
     const indexTtl = end - nowMs + KEEP_AFTER_END_MS;
-    pipe.send('PEXPIRE', keys.grantsAll(), indexTtl);
     for (let c = 0; c < Math.min(CHANNELS, to); c++)
-      pipe.send('PEXPIRE', keys.grantsByChannel(channelOf(c)), indexTtl);
+      pipe.send('PEXPIRE', keys.grantsListedIn(channelOf(c)), indexTtl);
     for (let g = 0; g < Math.min(GRANTERS, to); g++)
-      pipe.send('PEXPIRE', keys.grantsByGranter(granterOf(g)), indexTtl);
+      pipe.send('PEXPIRE', keys.grantsListedBy(granterOf(g)), indexTtl);
     await pipe.sync();
   } finally {
     pipe.close();
@@ -120,50 +126,45 @@ function writeChunk(
   from: number,
   to: number,
   spec: SeedSpec,
-  nowMs: number,
+  base: number,
   end: number,
 ): void {
-  const createdAt = new Date(nowMs).toISOString();
-  const cf = JSON.stringify(spec.capabilities);
-  const expiring: Array<number | string> = [];
-  const all: Array<number | string> = [];
-  const byChannel = new Map<string, Array<number | string>>();
-  const byGranter = new Map<string, Array<number | string>>();
+  const minute = Math.floor(end / MINUTE_MS);
+  const channels = new Set<string>();
+  let ends = '';
   for (let i = from; i < to; i++) {
     const caller = otherCaller(i);
     const bucket = bucketOf({ caller, tool: spec.tool, sandboxMode: spec.sandboxMode, route: spec.route });
-    const grantId = grantIdIn(bucket, suffixOf(i));
-    const data: GrantData = {
+    const row = newRow({
+      suffix: suffixOf(i),
       caller,
       tool: spec.tool,
-      capabilities: spec.capabilities,
       sandboxMode: spec.sandboxMode,
+      route: spec.route,
+      capabilities: spec.capabilities,
       holder: 'bot',
       grantedBy: granterOf(i),
       approvalId: `seed-${i}`,
       hostId: 'default',
-      route: spec.route,
       channel: channelOf(i),
-      createdAt,
-    };
-    const grantKey = keys.grant(bucket.tag, grantId);
-    pipe.send('HSET', grantKey, 'd', JSON.stringify(data), 'end', end, 'uses', 0, 'bk', bucket.key, 'cf', cf);
-    pipe.send('HSET', bucket.key, cf, grantId);
-    expiring.push(end, grantId);
-    all.push(nowMs, grantId);
-    push(byChannel, data.channel, nowMs, grantId);
-    push(byGranter, data.grantedBy, nowMs, grantId);
+      createdMs: base + i,
+      endMs: end,
+    });
+    // Listed as the store lists one (XADD's id, `<ms>-0`, kept on the row as its offset from the
+    // grant's creation, `0:0`), at an id of our own: each grant made a millisecond after the
+    // last, so that every stream's ids increase, across calls too.
+    const entry = `${row[ROW.createdMs]}-0`;
+    row[ROW.channelEntry] = '0:0';
+    row[ROW.granterEntry] = '0:0';
+    pipe.send('SET', keys.grantTag(bucket.tag), packRows([row]));
+    pipe.send('XADD', keys.grantsListedIn(row[ROW.channel]), entry, 't', bucket.tag);
+    pipe.send('XADD', keys.grantsListedBy(row[ROW.grantedBy]), entry, 't', bucket.tag);
+    channels.add(row[ROW.channel]);
+    ends += bucket.tag;
   }
-  pipe.send('ZADD', keys.grantsExpiring(), ...expiring);
-  pipe.send('ZADD', keys.grantsAll(), ...all);
-  for (const [channel, entries] of byChannel) pipe.send('ZADD', keys.grantsByChannel(channel), ...entries);
-  for (const [granter, entries] of byGranter) pipe.send('ZADD', keys.grantsByGranter(granter), ...entries);
-}
-
-function push(m: Map<string, Array<number | string>>, key: string, score: number, member: string): void {
-  const entries = m.get(key);
-  if (entries) entries.push(score, member);
-  else m.set(key, [score, member]);
+  pipe.send('APPEND', keys.grantEnds(minute), ends);
+  pipe.send('ZADD', keys.grantEndMinutes(), minute, minute);
+  pipe.send('SADD', keys.grantChannels(), ...channels);
 }
 
 export function benchGrantStore(redis: Redis): RedisGrantStore {

@@ -9,7 +9,9 @@ import net from 'node:net';
 const FLUSH_AT = 1 << 20;
 
 export class RawPipe {
-  private out = '';
+  /** What is queued: RESP text, and binary arguments between it, written in order. */
+  private out: Array<string | Buffer> = [];
+  private queued = 0;
   private sent = 0;
   private replied = 0;
   private firstError: string | undefined;
@@ -41,25 +43,34 @@ export class RawPipe {
     return pipe;
   }
 
-  send(...args: Array<string | number>): void {
+  /** Queues one command; a Buffer argument is sent as it is (a MessagePack row, say). */
+  send(...args: Array<string | number | Buffer>): void {
     let cmd = `*${args.length}\r\n`;
     for (const a of args) {
+      if (Buffer.isBuffer(a)) {
+        this.out.push(`${cmd}$${a.length}\r\n`, a);
+        this.queued += cmd.length + a.length;
+        cmd = '\r\n';
+        continue;
+      }
       const s = String(a);
       cmd += `$${Buffer.byteLength(s)}\r\n${s}\r\n`;
     }
-    this.out += cmd;
+    this.out.push(cmd);
+    this.queued += cmd.length;
     this.sent++;
   }
 
   /** Writes what is queued, waiting for the socket when its buffer is full. */
   async flushIfFull(): Promise<void> {
-    if (this.out.length >= FLUSH_AT) await this.flush();
+    if (this.queued >= FLUSH_AT) await this.flush();
   }
 
   private async flush(): Promise<void> {
-    const data = this.out;
-    this.out = '';
-    if (data && !this.socket.write(data)) {
+    const data = Buffer.concat(this.out.map((part) => (Buffer.isBuffer(part) ? part : Buffer.from(part))));
+    this.out = [];
+    this.queued = 0;
+    if (data.length > 0 && !this.socket.write(data)) {
       await new Promise<void>((resolve) => this.socket.once('drain', resolve));
     }
   }

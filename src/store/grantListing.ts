@@ -1,7 +1,6 @@
 import type { Grant } from '../domain/grants/grant.js';
 import { GRANT_LIST_LIMIT } from '../domain/grants/listing.js';
-import { grantKeyOf } from './grantIds.js';
-import { fromFields, isLive, type StoredGrant } from './grantRecord.js';
+import { type GrantRow, grantOf, ROW, rowIsLive } from './grantRows.js';
 import { keys } from './keys.js';
 import type { RedisClient } from './redisConnection.js';
 
@@ -12,30 +11,43 @@ export interface ListFilter {
   grantedBy?: string;
 }
 
+/** A tag string's rows as the store reads them (it logs what it cannot read). */
+export type RowsOf = (tag: string, raw: Uint8Array | null) => GrantRow[];
+
 /**
- * Live grants, newest first, at most GRANT_LIST_LIMIT, read from the smallest index that answers
- * the filter (a granter's, each channel's, or the index of all grants) rather than every grant.
+ * Live grants, newest first, at most GRANT_LIST_LIMIT, read from the smallest listing that
+ * answers the filter (a granter's stream, or each channel's: "all" is every channel's) rather
+ * than every grant.
  */
-export async function listGrants(redis: RedisClient, filter: ListFilter, nowMs: number): Promise<Grant[]> {
+export async function listGrants(
+  redis: RedisClient,
+  filter: ListFilter,
+  nowMs: number,
+  rowsOf: RowsOf,
+): Promise<Grant[]> {
   const { channels, grantedBy } = filter;
   if (channels?.length === 0) return [];
-  const inChannels = channels ? new Set(channels) : undefined;
-  let found: StoredGrant[];
+  let found: Grant[];
   if (grantedBy !== undefined) {
     // One user's grants are few: filtering them by channel is cheaper than reading each channel.
-    found = await liveFromIndex(redis, keys.grantsByGranter(grantedBy), nowMs, (g) =>
-      inChannels ? inChannels.has(g.channel) : true,
+    const inChannels = channels ? new Set(channels) : undefined;
+    found = await liveFromStream(
+      redis,
+      keys.grantsListedBy(grantedBy),
+      nowMs,
+      rowsOf,
+      (row) => row[ROW.grantedBy] === grantedBy && (inChannels ? inChannels.has(row[ROW.channel]) : true),
     );
-  } else if (channels) {
+  } else {
+    const listed = channels ? [...new Set(channels)] : await redis.smembers(keys.grantChannels());
     const perChannel = await Promise.all(
-      [...new Set(channels)].map((c) => liveFromIndex(redis, keys.grantsByChannel(c), nowMs, () => true)),
+      listed.map((c) =>
+        liveFromStream(redis, keys.grantsListedIn(c), nowMs, rowsOf, (row) => row[ROW.channel] === c),
+      ),
     );
     found = perChannel.flat();
-  } else {
-    found = await liveFromIndex(redis, keys.grantsAll(), nowMs, () => true);
   }
   return found
-    .map((s) => s.grant)
     .sort((a, b) => (a.createdAt === b.createdAt ? cmp(b.grantId, a.grantId) : cmp(b.createdAt, a.createdAt)))
     .slice(0, GRANT_LIST_LIMIT);
 }
@@ -45,39 +57,43 @@ function cmp(a: string, b: string): number {
 }
 
 /**
- * The newest live grants of one index that `accept` takes, up to the limit: enough for the merged
- * newest of several indexes. Entries of grants that are gone leave the index on the way.
+ * The newest live grants of one listing that `accept` takes, up to the limit: enough for the
+ * merged newest of several. An entry names a tag; the tag's rows this listing lists are its
+ * grants. Entries whose tag holds nothing any more leave the stream on the way (an ended grant's
+ * entries are deleted when it ends, so these are few: a deletion that failed).
  */
-async function liveFromIndex(
+async function liveFromStream(
   redis: RedisClient,
-  indexKey: string,
+  stream: string,
   nowMs: number,
-  accept: (grant: Grant) => boolean,
-): Promise<StoredGrant[]> {
-  const out: StoredGrant[] = [];
+  rowsOf: RowsOf,
+  accept: (row: GrantRow) => boolean,
+): Promise<Grant[]> {
+  const out = new Map<string, Grant>();
   const gone: string[] = [];
-  for (let offset = 0; out.length < GRANT_LIST_LIMIT; offset += PAGE) {
-    const ids = await redis.zrevrange(indexKey, offset, offset + PAGE - 1);
-    const read: string[] = [];
-    const keysToRead: string[] = [];
-    for (const id of ids) {
-      const key = grantKeyOf(id);
-      if (key === undefined) gone.push(id);
-      else {
-        read.push(id);
-        keysToRead.push(key);
+  for (let before = '+'; out.size < GRANT_LIST_LIMIT; ) {
+    const entries = (await redis.xrevrange(stream, before, '-', 'COUNT', PAGE)) as Array<[string, string[]]>;
+    if (entries.length === 0) break;
+    const tags = [...new Set(entries.map(([, fields]) => fields[1] ?? ''))];
+    // Tags are in different slots: one read each, all issued at once.
+    const raws = await Promise.all(tags.map((tag) => redis.getBuffer(keys.grantTag(tag))));
+    const rows = new Map(tags.map((tag, i) => [tag, raws[i] == null ? undefined : rowsOf(tag, raws[i]!)]));
+    for (const [id, fields] of entries) {
+      const tag = fields[1] ?? '';
+      const held = rows.get(tag);
+      if (held === undefined) {
+        gone.push(id);
+        continue;
+      }
+      for (const row of held) {
+        if (!rowIsLive(row, nowMs) || !accept(row)) continue;
+        const { grant } = grantOf(tag, row);
+        out.set(grant.grantId, grant);
       }
     }
-    // Grants of different buckets are in different slots: one read each, all issued at once.
-    const results = await Promise.all(keysToRead.map((key) => redis.hgetall(key)));
-    results.forEach((fields, i) => {
-      const stored = fromFields(read[i]!, fields);
-      if (!stored) gone.push(read[i]!);
-      else if (isLive(stored, nowMs) && accept(stored.grant)) out.push(stored);
-    });
-    if (ids.length < PAGE) break;
+    if (entries.length < PAGE) break;
+    before = `(${entries.at(-1)![0]}`;
   }
-  // Removed after paging, so that the offsets above stay where they were.
-  if (gone.length > 0) await redis.zrem(indexKey, ...gone);
-  return out;
+  if (gone.length > 0) await redis.xdel(stream, ...gone);
+  return [...out.values()];
 }

@@ -1,212 +1,280 @@
 import type { Result } from 'ioredis';
 import type { RedisClient } from './redisConnection.js';
 
-// The grant store's scripts. Each touches one hash tag (a grant and its bucket share it, see
-// grantIds.ts), so each runs on one Cluster slot. Some build keys of that same slot from a prefix
-// instead of receiving them in KEYS (a bucket names its grants by id only); Redis Cluster runs
-// that, though it cannot check it. Times are ms; `end` is when a grant stops being live or listed.
+// The compact layout's scripts (grantStore.ts). A bucket tag's string holds its grants as rows in
+// MessagePack (grantRows.ts: the positions, 1-based here), so each script reads one key, changes
+// a row, and writes the string back: one slot on a Cluster, one round trip. The string is the
+// bucket itself: matching is a GET, with no script. Times are ms; a row's end is its creation
+// plus its lifetime (r[12] + r[13]).
+//
+// cmsgpack packs a Lua number that holds an integer as an integer: ms times and counts come back
+// as written. It would pack an empty table as a map: a string left without rows is deleted.
 
-/** Extends a TTL to `ms` unless it is already at least that long: a key's TTL never shrinks. */
-const EXTEND_TTL = `
-local function extend(key, ms)
-  local t = redis.call('PTTL', key)
-  if t == -1 or (t >= 0 and t < tonumber(ms)) then redis.call('PEXPIRE', key, ms) end
+/** The rows of KEYS[1], the row numbered by suffix `s`, and the live test the store also makes. */
+const ROWS = `
+local function rows_of(key)
+  local raw = redis.call('GET', key)
+  if not raw then return {} end
+  return cmsgpack.unpack(raw)
+end
+local function find(rows, s)
+  for i, r in ipairs(rows) do
+    if r[1] == s then return r end
+  end
+  return nil
+end
+local function ends(r)
+  return r[12] + r[13]
+end
+local function live(r, now)
+  return r[18] == 0 and ends(r) > now and r[16] ~= 0
+end
+local function save(key, rows)
+  if #rows == 0 then redis.call('DEL', key) else redis.call('SET', key, cmsgpack.pack(rows)) end
 end
 `;
 
-// Grants and buckets carry no Redis TTL, or the lookup's latency would grow with the number of
-// grants (docs/performance.md, "Auto-decide by grant, in short"). The sweep removes them.
-
 /**
- * Stores a new bot-held grant in its bucket, in place of the bucket's live grant of these
- * capabilities if there is one: a new "don't ask again" makes the grant the presser's, whatever
- * the old one's scope (one field per capabilities: a grant by uses and a time-bound one replace
- * each other). The old grant ends in the same step, revoked by the presser and `rep` naming the
- * new one, so no replica matches it after this. The same approval recorded again by the same
- * person (two replicas, a retry) finds its own grant and changes nothing. A grant whose uses are
- * spent is not live. KEYS: new grant, bucket. ARGV: grant key prefix, capabilities field, new
- * grant id, `d`, end, now, uses ('' when time-bound), approval id, granter, now as ISO. Returns
- * {id, 1} when created, {id, 1, old id, old d} when created in the old one's place, {id, 0,
- * fields} when this approval's grant by this granter was there already.
+ * Stores a new bot-held grant in its tag's string, in place of the live bot-held grant of the
+ * same key if there is one: a new "don't ask again" makes the grant the presser's, whatever the
+ * old one's scope. The old one ends in the same step, revoked by the presser and naming the new
+ * one, so no replica matches it after this; an earlier release's grant of the key (its bucket
+ * shares the tag's slot) ends likewise. The same approval recorded again by the same person (two
+ * replicas, a retry) finds its own grant and changes nothing.
+ * KEYS: tag string, the earlier layout's bucket. ARGV: new row (MessagePack), now, the earlier layout's
+ * grant key prefix, now as ISO, the new grant's id.
+ * Returns {1, replaced row or '', earlier grant id, its d} when created; {0, row} when this
+ * approval's grant by this granter was there already; {2, earlier grant id, its fields} when it
+ * was there in the earlier layout.
  */
-const CREATE_BOT = `
-local existing = redis.call('HGET', KEYS[2], ARGV[2])
-local replaced = nil
-if existing then
-  local key = ARGV[1] .. existing
+const CREATE_BOT = `${ROWS}
+local rows = rows_of(KEYS[1])
+local new = cmsgpack.unpack(ARGV[1])
+local now = tonumber(ARGV[2])
+local replaced = ''
+for _, r in ipairs(rows) do
+  if r[7] == 'b' and r[2] == new[2] and r[3] == new[3] and r[4] == new[4] and r[5] == new[5]
+    and r[6] == new[6] and live(r, now) then
+    if r[9] == new[9] and r[8] == new[8] then return {0, cmsgpack.pack(r)} end
+    r[18] = now
+    r[19] = new[8]
+    r[20] = new[1]
+    replaced = cmsgpack.pack(r)
+  end
+end
+local out = {1, replaced}
+local earlier = redis.call('HGET', KEYS[2], new[6])
+if earlier then
+  local key = ARGV[3] .. earlier
   local f = redis.call('HMGET', key, 'end', 'revAt', 'left', 'd')
-  if f[1] and not f[2] and tonumber(f[1]) > tonumber(ARGV[6]) and (not f[3] or tonumber(f[3]) > 0) then
+  if f[1] and not f[2] and tonumber(f[1]) > now and (not f[3] or tonumber(f[3]) > 0) then
     local held = cjson.decode(f[4])
-    if held.approvalId == ARGV[8] and held.grantedBy == ARGV[9] then
-      return {existing, 0, redis.call('HGETALL', key)}
+    if held.approvalId == new[9] and held.grantedBy == new[8] then
+      return {2, earlier, redis.call('HGETALL', key)}
     end
-    redis.call('HSET', key, 'revAt', ARGV[10], 'revBy', ARGV[9], 'rep', ARGV[3])
-    replaced = {existing, f[4]}
+    redis.call('HSET', key, 'revAt', ARGV[4], 'revBy', new[8], 'rep', ARGV[5])
+    redis.call('HDEL', KEYS[2], new[6])
+    out[3] = earlier
+    out[4] = f[4]
   end
 end
-redis.call('HSET', KEYS[1], 'd', ARGV[4], 'end', ARGV[5], 'uses', 0, 'bk', KEYS[2], 'cf', ARGV[2])
-if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'left', ARGV[7], 'max', ARGV[7]) end
-redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
-if replaced then return {ARGV[3], 1, replaced[1], replaced[2]} end
-return {ARGV[3], 1}
-`;
-
-/**
- * A host-held grant under its deterministic id, unless a replica stored it first.
- * KEYS: grant. ARGV: `d`, end. Returns {1} when created, {0, fields} when it existed.
- */
-const CREATE_HOST = `
-if redis.call('EXISTS', KEYS[1]) == 1 then return {0, redis.call('HGETALL', KEYS[1])} end
-redis.call('HSET', KEYS[1], 'd', ARGV[1], 'end', ARGV[2], 'uses', 0)
-return {1}
-`;
-
-/**
- * The live grants of one bucket. Reads the bucket and its few grants, never anything else.
- * KEYS: bucket. ARGV: grant key prefix, now. Returns {id, d, end, uses, last, left, max} rows
- * ('' for what a grant lacks); a grant by uses with none left is not live.
- */
-const CANDIDATES = `
-local fields = redis.call('HGETALL', KEYS[1])
-local out = {}
-for i = 2, #fields, 2 do
-  local id = fields[i]
-  local g = redis.call('HMGET', ARGV[1] .. id, 'd', 'end', 'uses', 'last', 'revAt', 'left', 'max')
-  if g[1] and not g[5] and tonumber(g[2]) > tonumber(ARGV[2]) and (not g[6] or tonumber(g[6]) > 0) then
-    out[#out + 1] = {id, g[1], g[2], g[3], g[4] or '', g[6] or '', g[7] or ''}
-  end
-end
+rows[#rows + 1] = new
+save(KEYS[1], rows)
 return out
 `;
 
 /**
+ * A host-held grant under its deterministic suffix, unless a replica stored it first.
+ * KEYS: tag string. ARGV: new row (MessagePack). Returns {1} when created, {0, row} when it existed.
+ */
+const CREATE_HOST = `${ROWS}
+local rows = rows_of(KEYS[1])
+local new = cmsgpack.unpack(ARGV[1])
+local held = find(rows, new[1])
+if held then return {0, cmsgpack.pack(held)} end
+rows[#rows + 1] = new
+save(KEYS[1], rows)
+return {1}
+`;
+
+/**
  * Takes one use of a live grant by uses: the check and the decrement are one step, so two
- * requests never both take the last one. KEYS: grant. ARGV: now. Returns the uses left after
- * this one, or -1 when there was none to take.
+ * requests never both take the last one. KEYS: tag string. ARGV: suffix, now. Returns the uses
+ * left after this one, -1 when there was none to take, -2 when no such row is here.
  */
-const RESERVE_USE = `
-local f = redis.call('HMGET', KEYS[1], 'end', 'revAt', 'left')
-if not f[1] or f[2] or not f[3] or tonumber(f[1]) <= tonumber(ARGV[1]) or tonumber(f[3]) <= 0 then
-  return -1
-end
-return redis.call('HINCRBY', KEYS[1], 'left', -1)
+const RESERVE_USE = `${ROWS}
+local rows = rows_of(KEYS[1])
+local r = find(rows, ARGV[1])
+if not r then return -2 end
+if not live(r, tonumber(ARGV[2])) or r[16] <= 0 then return -1 end
+r[16] = r[16] - 1
+save(KEYS[1], rows)
+return r[16]
 `;
 
 /**
- * Gives a reserved use back. A grant its last use had taken out of its bucket goes back in,
- * unless another grant took its place. KEYS: grant. ARGV: grant id. Returns the uses left, or -1.
+ * Gives a reserved use back. A grant its last use had spent is live again, unless a grant of the
+ * same key took its place since (one live grant per key): then the use stays spent.
+ * KEYS: tag string. ARGV: suffix, now. Returns the uses left, -1 when not given back, -2 when no
+ * such row is here.
  */
-const RETURN_USE = `
-local f = redis.call('HMGET', KEYS[1], 'left', 'bk', 'cf', 'revAt')
-if not f[1] then return -1 end
-local left = redis.call('HINCRBY', KEYS[1], 'left', 1)
-redis.call('HDEL', KEYS[1], 'exh')
-if not f[4] and f[2] and not redis.call('HGET', f[2], f[3]) then redis.call('HSET', f[2], f[3], ARGV[1]) end
-return left
-`;
-
-/**
- * Counts a use. A grant by uses with none left leaves its bucket, once: the first count that
- * finds it spent says so. KEYS: grant. ARGV: lastUsedAt, grant id. Returns {uses} (or {-1} when
- * the grant is gone), {uses, 1, d} when this count found it newly spent. Every grant hash has
- * `end`, so the one read that the spent check needs also tells a grant that is gone: a count,
- * on every auto-decided approval, is three commands.
- */
-const RECORD_USE = `
-local f = redis.call('HMGET', KEYS[1], 'end', 'left', 'bk', 'cf', 'd')
-if not f[1] then return {-1} end
-redis.call('HSET', KEYS[1], 'last', ARGV[1])
-local uses = redis.call('HINCRBY', KEYS[1], 'uses', 1)
-if f[2] and tonumber(f[2]) <= 0 and redis.call('HSETNX', KEYS[1], 'exh', ARGV[1]) == 1 then
-  if f[3] and redis.call('HGET', f[3], f[4]) == ARGV[2] then redis.call('HDEL', f[3], f[4]) end
-  return {uses, 1, f[5]}
-end
-return {uses}
-`;
-
-/**
- * Revokes a live grant and takes it out of its bucket, so no replica matches it from now on.
- * KEYS: grant. ARGV: now, by, revokedAt, grant id. Returns {1, d}, or {0} when it was not live.
- */
-const REVOKE = `
-local f = redis.call('HMGET', KEYS[1], 'end', 'revAt', 'bk', 'cf', 'd', 'left')
-if not f[1] or f[2] or tonumber(f[1]) <= tonumber(ARGV[1]) then return {0} end
-if f[6] and tonumber(f[6]) <= 0 then return {0} end
-redis.call('HSET', KEYS[1], 'revAt', ARGV[3], 'revBy', ARGV[2])
-if f[3] and redis.call('HGET', f[3], f[4]) == ARGV[4] then redis.call('HDEL', f[3], f[4]) end
-return {1, f[5]}
-`;
-
-/**
- * Claims grants for sweeping: takes each id off the expiry index if it is due. ZREM answers 1 to
- * one sweeper only, so one replica records each `expired`; a score moved since it was read is not
- * due. KEYS: expiry index. ARGV: now, ids. Returns the ids this caller claimed.
- */
-const CLAIM_EXPIRED = `
-local claimed = {}
-for i = 2, #ARGV do
-  local score = redis.call('ZSCORE', KEYS[1], ARGV[i])
-  if score and tonumber(score) <= tonumber(ARGV[1]) and redis.call('ZREM', KEYS[1], ARGV[i]) == 1 then
-    claimed[#claimed + 1] = ARGV[i]
+const RETURN_USE = `${ROWS}
+local rows = rows_of(KEYS[1])
+local r = find(rows, ARGV[1])
+if not r then return -2 end
+if r[17] < 0 then return -1 end
+if r[16] <= 0 then
+  for _, o in ipairs(rows) do
+    if o ~= r and o[7] == 'b' and o[2] == r[2] and o[3] == r[3] and o[4] == r[4] and o[5] == r[5]
+      and o[6] == r[6] and live(o, tonumber(ARGV[2])) then return -1 end
   end
 end
-return claimed
+r[16] = r[16] + 1
+r[21] = 0
+save(KEYS[1], rows)
+return r[16]
 `;
 
 /**
- * Deletes a claimed grant and its bucket field if it is still due. KEYS: grant. ARGV: now, id.
- * Returns {1, d} deleted, {2, d} deleted but it was revoked, replaced or its uses were spent (it
- * was recorded as such: no `expired`), {0} already gone, {-1, end} its end moved since the claim
- * (a replica of a release that refreshed grants in place): the caller puts it back on the index.
+ * Counts a use. A grant by uses with none left is spent, once: the first count that finds it so
+ * says so. KEYS: tag string. ARGV: suffix, now. Returns {uses}, {uses, row} when this count found
+ * it newly spent, {-2} when no such row is here.
  */
-const REMOVE_EXPIRED = `
-local f = redis.call('HMGET', KEYS[1], 'end', 'revAt', 'bk', 'cf', 'd', 'left')
-if not f[1] then return {0} end
-if tonumber(f[1]) > tonumber(ARGV[1]) then return {-1, f[1]} end
-if f[3] and redis.call('HGET', f[3], f[4]) == ARGV[2] then redis.call('HDEL', f[3], f[4]) end
-redis.call('DEL', KEYS[1])
-if f[2] or (f[6] and tonumber(f[6]) <= 0) then return {2, f[5]} end
-return {1, f[5]}
+const RECORD_USE = `${ROWS}
+local rows = rows_of(KEYS[1])
+local r = find(rows, ARGV[1])
+if not r then return {-2} end
+r[14] = r[14] + 1
+r[15] = tonumber(ARGV[2])
+local spent = r[17] >= 0 and r[16] <= 0 and r[21] == 0
+if spent then r[21] = 1 end
+save(KEYS[1], rows)
+if spent then return {r[14], cmsgpack.pack(r)} end
+return {r[14]}
 `;
 
-/** KEYS: any key. ARGV: TTL ms. Used for the indexes, which many grants share. */
-const EXTEND = `${EXTEND_TTL}
-extend(KEYS[1], ARGV[1])
+/**
+ * Revokes a live grant, so no replica matches it from now on. KEYS: tag string. ARGV: suffix,
+ * now, by. Returns {1, row}, {0} when it was not live, {-2} when no such row is here.
+ */
+const REVOKE = `${ROWS}
+local rows = rows_of(KEYS[1])
+local r = find(rows, ARGV[1])
+if not r then return {-2} end
+if not live(r, tonumber(ARGV[2])) then return {0} end
+r[18] = tonumber(ARGV[2])
+r[19] = ARGV[3]
+save(KEYS[1], rows)
+return {1, cmsgpack.pack(r)}
+`;
+
+/**
+ * Deletes rows that have ended, at most `most` of them. Of two sweepers, one gets each row: it
+ * records `expired`. KEYS: tag string. ARGV: now, most. Returns the rows deleted (each packed).
+ */
+const REMOVE_ENDED = `${ROWS}
+local rows = rows_of(KEYS[1])
+local now = tonumber(ARGV[1])
+local most = tonumber(ARGV[2])
+local kept, gone = {}, {}
+for _, r in ipairs(rows) do
+  if ends(r) <= now and #gone < most then gone[#gone + 1] = cmsgpack.pack(r) else kept[#kept + 1] = r end
+end
+if #gone > 0 then save(KEYS[1], kept) end
+return gone
+`;
+
+/**
+ * Keeps a grant's listing entries on its row, unless another replica listed it first.
+ * KEYS: tag string. ARGV: suffix, channel entry, granter entry. Returns 1 when kept, 0 when not.
+ */
+const LISTED = `${ROWS}
+local rows = rows_of(KEYS[1])
+local r = find(rows, ARGV[1])
+if not r or r[23] ~= '' then return 0 end
+r[23] = ARGV[2]
+r[24] = ARGV[3]
+save(KEYS[1], rows)
+return 1
+`;
+
+/**
+ * Notes that a grant of this tag ends in this minute: the tag goes at the end of the minute's
+ * string, and the minute on the index of minutes, in one step, so a sweep that finishes the
+ * minute at that moment cannot lose it. KEYS: the minute's string, the index. ARGV: minute, tag.
+ */
+const END_AT = `
+redis.call('APPEND', KEYS[1], ARGV[2])
+redis.call('ZADD', KEYS[2], ARGV[1], ARGV[1])
+return 1
+`;
+
+/**
+ * The sweep has read a minute's string up to `read`: kept in its progress, or, when that is all
+ * of it, the minute is done with. KEYS: the minute's string, the index of minutes, the progress.
+ * ARGV: minute, read. Returns 1 when the minute is done with.
+ */
+const ENDS_READ = `
+if redis.call('STRLEN', KEYS[1]) > tonumber(ARGV[2]) then
+  local at = tonumber(redis.call('HGET', KEYS[3], ARGV[1]) or '0')
+  if tonumber(ARGV[2]) > at then redis.call('HSET', KEYS[3], ARGV[1], ARGV[2]) end
+  return 0
+end
+redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('HDEL', KEYS[3], ARGV[1])
+return 1
+`;
+
+/** Extends a TTL to `ms` unless it is already at least that long: a key's TTL never shrinks. */
+const EXTEND = `
+local t = redis.call('PTTL', KEYS[1])
+if t == -1 or (t >= 0 and t < tonumber(ARGV[1])) then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return 1
 `;
 
 export function defineGrantScripts(redis: RedisClient): void {
-  redis.defineCommand('csGrantCreateBot', { numberOfKeys: 2, lua: CREATE_BOT });
-  redis.defineCommand('csGrantCreateHost', { numberOfKeys: 1, lua: CREATE_HOST });
-  redis.defineCommand('csGrantCandidates', { numberOfKeys: 1, lua: CANDIDATES });
-  redis.defineCommand('csGrantUse', { numberOfKeys: 1, lua: RECORD_USE });
-  redis.defineCommand('csGrantReserveUse', { numberOfKeys: 1, lua: RESERVE_USE });
-  redis.defineCommand('csGrantReturnUse', { numberOfKeys: 1, lua: RETURN_USE });
-  redis.defineCommand('csGrantRevoke', { numberOfKeys: 1, lua: REVOKE });
-  redis.defineCommand('csGrantClaimExpired', { numberOfKeys: 1, lua: CLAIM_EXPIRED });
-  redis.defineCommand('csGrantRemoveExpired', { numberOfKeys: 1, lua: REMOVE_EXPIRED });
+  redis.defineCommand('csGrantCreate', { numberOfKeys: 2, lua: CREATE_BOT });
+  redis.defineCommand('csGrantCreateHeld', { numberOfKeys: 1, lua: CREATE_HOST });
+  redis.defineCommand('csGrantTakeUse', { numberOfKeys: 1, lua: RESERVE_USE });
+  redis.defineCommand('csGrantGiveUse', { numberOfKeys: 1, lua: RETURN_USE });
+  redis.defineCommand('csGrantCount', { numberOfKeys: 1, lua: RECORD_USE });
+  redis.defineCommand('csGrantEnd', { numberOfKeys: 1, lua: REVOKE });
+  redis.defineCommand('csGrantRemoveEnded', { numberOfKeys: 1, lua: REMOVE_ENDED });
+  redis.defineCommand('csGrantListed', { numberOfKeys: 1, lua: LISTED });
+  redis.defineCommand('csGrantEndAt', { numberOfKeys: 2, lua: END_AT });
+  redis.defineCommand('csGrantEndsRead', { numberOfKeys: 3, lua: ENDS_READ });
   redis.defineCommand('csExtendTtl', { numberOfKeys: 1, lua: EXTEND });
 }
 
 type Str = string | number;
+type Arg = string | number | Buffer;
 
+// Scripts that hand rows back are called as their Buffer variant (ioredis defines both): a row
+// is binary, and would not survive being read as UTF-8.
 declare module 'ioredis' {
   interface RedisCommander<Context> {
-    csGrantCreateBot(grantKey: string, bucketKey: string, ...args: Str[]): Result<unknown[], Context>;
-    csGrantCreateHost(grantKey: string, d: string, end: Str): Result<unknown[], Context>;
-    csGrantCandidates(bucketKey: string, prefix: string, nowMs: Str): Result<string[][], Context>;
-    csGrantUse(grantKey: string, lastUsedAt: string, grantId: string): Result<unknown[], Context>;
-    csGrantReserveUse(grantKey: string, nowMs: Str): Result<number, Context>;
-    csGrantReturnUse(grantKey: string, grantId: string): Result<number, Context>;
-    csGrantRevoke(
-      grantKey: string,
-      nowMs: Str,
-      by: string,
-      at: string,
-      grantId: string,
-    ): Result<unknown[], Context>;
-    csGrantClaimExpired(indexKey: string, nowMs: Str, ...grantIds: string[]): Result<string[], Context>;
-    csGrantRemoveExpired(grantKey: string, nowMs: Str, grantId: string): Result<unknown[], Context>;
+    csGrantCreateBuffer(tagKey: string, earlierBucket: string, ...args: Arg[]): Result<unknown[], Context>;
+    csGrantCreateHeldBuffer(tagKey: string, row: Buffer): Result<unknown[], Context>;
+    csGrantTakeUse(tagKey: string, suffix: string, nowMs: Str): Result<number, Context>;
+    csGrantGiveUse(tagKey: string, suffix: string, nowMs: Str): Result<number, Context>;
+    csGrantCountBuffer(tagKey: string, suffix: string, nowMs: Str): Result<unknown[], Context>;
+    csGrantEndBuffer(tagKey: string, suffix: string, nowMs: Str, by: string): Result<unknown[], Context>;
+    csGrantRemoveEndedBuffer(tagKey: string, nowMs: Str, most: Str): Result<Buffer[], Context>;
+    csGrantListed(
+      tagKey: string,
+      suffix: string,
+      channelEntry: string,
+      granterEntry: string,
+    ): Result<number, Context>;
+    csGrantEndAt(minuteKey: string, minutesKey: string, minute: Str, tag: string): Result<number, Context>;
+    csGrantEndsRead(
+      minuteKey: string,
+      minutesKey: string,
+      progressKey: string,
+      minute: Str,
+      read: Str,
+    ): Result<number, Context>;
     csExtendTtl(key: string, ttlMs: Str): Result<number, Context>;
   }
 }

@@ -1,34 +1,47 @@
 import type { Logger } from 'pino';
 import { canonicalCapabilities } from '../domain/grants/capabilities.js';
 import type { Grant, GrantBucketKey, GrantStore } from '../domain/grants/grant.js';
+import { GRANT_LIST_LIMIT } from '../domain/grants/listing.js';
 import { GrantAuditTrail } from './grantAudit.js';
-import {
-  bucketOf,
-  grantIdIn,
-  grantKeyOf,
-  grantKeyPrefix,
-  hostGrantSuffix,
-  randomGrantSuffix,
-} from './grantIds.js';
+import { bucketOf, grantKeyPrefix, hostGrantSuffix, randomGrantSuffix } from './grantIds.js';
 import { type ListFilter, listGrants } from './grantListing.js';
-import { fromFields, type GrantData, pairs, parseGrantData, type StoredGrant } from './grantRecord.js';
+import {
+  endOf,
+  type GrantRow,
+  grantOf,
+  listingIdOf,
+  newRow,
+  packRow,
+  parseRow,
+  parseRows,
+  ROW,
+  rowIsLive,
+  type StoredRow,
+  streamIdOf,
+} from './grantRows.js';
 import { defineGrantScripts } from './grantScripts.js';
 import { keys } from './keys.js';
+import { fromFields, pairs, parseGrantData } from './legacyGrantRecord.js';
+import { LegacyGrantStore } from './legacyGrantStore.js';
 import type { RedisClient } from './redisConnection.js';
 
-// Key layout: keys.ts (grant, grantBucket, grantsBy*, grantsExpiring, grantAudit). Matching reads
-// one bucket; listing reads small indexes; sweeping reads the expiry index. Grants and buckets
-// have no Redis TTL (see grantScripts.ts): the sweep, which every running bot does each minute,
-// removes what has ended, so nothing grows without bound. The few listing indexes carry a TTL up
-// to the end of the latest grant they list (plus KEEP_AFTER_END_MS). The scripts each touch one slot; the index
-// writes are one pipeline per slot (the `{grants}` indexes, a channel's, a granter's), issued at
-// once. An index entry may outlive its grant: listing drops such entries as it meets them.
+// Key layout (keys.ts: grantTag, grantEnds, grantEndMinutes, grantsListedIn/By, grantChannels),
+// about 400 bytes a grant at a million (docs/performance.md, "Grants at a million"):
+// - a grant is a row (grantRows.ts) in its bucket tag's string: matching is one GET of it, and
+//   every change of a grant is one script on that key;
+// - the sweep finds what ended through one string per minute of ends, to which a grant's tag is
+//   appended (10 bytes), read a slice at a time behind a cursor;
+// - listing reads a stream per channel and per granter (a tag per entry); a grant's entries are
+//   kept on its row and deleted (XDEL) when it ends, so a listing reads only what is live.
+// Strings, minutes and streams carry no TTL per grant (many keys with a TTL stall Redis's active
+// expiry); the streams carry one to the end of the latest grant they list (plus KEEP_AFTER_END_MS).
+// Grants an earlier release stored as hashes are read, used, listed, revoked and swept through
+// LegacyGrantStore until the last of them ends; nothing new is stored that way.
 
 export const DEFAULT_LISTED_HOST_GRANT_MS = 7 * 24 * 60 * 60 * 1000;
 
-/** How long a listing index outlives the end of the latest grant it lists. */
+/** How long a listing stream outlives the end of the latest grant it lists. */
 export const KEEP_AFTER_END_MS = 60 * 60 * 1000;
-const SWEEP_BATCH = 500;
 /**
  * The most due grants one sweep call takes on. A wave of grants ending at once (a million made
  * the same hour) is removed over several calls, a bounded slice each minute, rather than in one
@@ -36,6 +49,14 @@ const SWEEP_BATCH = 500;
  * is already neither matched nor listed (both check `end`), only not yet deleted.
  */
 export const DEFAULT_SWEEP_LIMIT = 5_000;
+/** Tags read from a minute's string at a time (GETRANGE), their scripts sent together. */
+const SWEEP_SLICE = 500;
+/** The most slices and minutes one sweep call goes through. */
+const MAX_SWEEP_TURNS = 1_000;
+const TAG_LENGTH = 10;
+const MINUTE_MS = 60_000;
+/** How often a process asks again whether grants of the earlier layout are left. */
+const LEGACY_RECHECK_MS = MINUTE_MS;
 
 export interface GrantStoreOptions {
   logger: Logger;
@@ -52,12 +73,21 @@ export interface GrantStoreOptions {
 
 type CreateInput = Parameters<GrantStore['create']>[0];
 
+/** A grant id's tag and suffix, or undefined for an id this store never made. */
+function partsOf(grantId: string): { tag: string; suffix: string } | undefined {
+  const m = /^([0-9a-f]{10})-(\S+)$/.exec(grantId);
+  return m ? { tag: m[1]!, suffix: m[2]! } : undefined;
+}
+
 export class RedisGrantStore implements GrantStore {
   private readonly audit: GrantAuditTrail;
+  private readonly legacy: LegacyGrantStore;
   private readonly now: () => Date;
   private readonly newGrantId: () => string;
   private readonly listedHostGrantMs: number;
   private readonly sweepLimit: number;
+  /** Whether grants of the earlier layout may be left, and when that was last asked. */
+  private legacyLeft: { left: Promise<boolean>; askedAt: number } | undefined;
 
   constructor(
     private readonly redis: RedisClient,
@@ -65,6 +95,7 @@ export class RedisGrantStore implements GrantStore {
   ) {
     defineGrantScripts(redis);
     this.audit = new GrantAuditTrail(redis, { maxLen: options.auditMaxLen, logger: options.logger });
+    this.legacy = new LegacyGrantStore(redis, { logger: options.logger, audit: this.audit });
     this.now = options.now ?? (() => new Date());
     this.newGrantId = options.newGrantId ?? randomGrantSuffix;
     this.listedHostGrantMs = options.listedHostGrantMs ?? DEFAULT_LISTED_HOST_GRANT_MS;
@@ -73,278 +104,394 @@ export class RedisGrantStore implements GrantStore {
 
   async create(input: CreateInput): Promise<Grant> {
     const now = this.now();
-    const data: GrantData = {
+    const nowMs = now.getTime();
+    const bot = input.holder === 'bot';
+    if (bot) {
+      if (input.ttlMs === undefined || !(input.ttlMs > 0))
+        throw new Error('a bot-held grant needs a positive ttlMs');
+      const { maxUses } = input;
+      if (maxUses !== undefined && !(Number.isSafeInteger(maxUses) && maxUses >= 1)) {
+        throw new Error('a grant by uses needs at least one use');
+      }
+    }
+    const bucket = bucketOf(input);
+    const row = newRow({
+      suffix: bot ? this.newGrantId() : hostGrantSuffix(input.approvalId),
       caller: input.caller,
       tool: input.tool,
-      capabilities: canonicalCapabilities(input.capabilities),
       sandboxMode: input.sandboxMode,
+      route: input.route,
+      capabilities: canonicalCapabilities(input.capabilities),
       holder: input.holder,
       grantedBy: input.grantedBy,
       approvalId: input.approvalId,
       hostId: input.hostId,
-      route: input.route,
       channel: input.channel,
-      createdAt: now.toISOString(),
+      createdMs: nowMs,
+      endMs: nowMs + (bot ? input.ttlMs! : this.listedHostGrantMs),
+      ...(bot && input.maxUses !== undefined ? { maxUses: input.maxUses } : {}),
+      ...(input.lasts === undefined ? {} : { lasts: input.lasts }),
       ...(input.rulePreview === undefined ? {} : { rulePreview: input.rulePreview }),
       ...(input.scope === undefined ? {} : { scope: input.scope }),
-      ...(input.lasts === undefined ? {} : { lasts: input.lasts }),
-    };
-    return input.holder === 'bot'
-      ? this.createBotHeld(data, input.ttlMs, input.maxUses, now)
-      : this.createHostHeld(data, now);
+    });
+    return bot ? this.createBotHeld(bucket, row) : this.createHostHeld(bucket.tag, row);
   }
 
-  private async createBotHeld(
-    data: GrantData,
-    ttlMs: number | undefined,
-    maxUses: number | undefined,
-    now: Date,
-  ): Promise<Grant> {
-    if (ttlMs === undefined || !(ttlMs > 0)) throw new Error('a bot-held grant needs a positive ttlMs');
-    if (maxUses !== undefined && !(Number.isSafeInteger(maxUses) && maxUses >= 1)) {
-      throw new Error('a grant by uses needs at least one use');
-    }
-    const bucket = bucketOf(data);
-    const grantId = grantIdIn(bucket, this.newGrantId());
-    const nowMs = now.getTime();
-    const end = nowMs + ttlMs;
-    const [id, created, third, fourth] = (await this.redis.csGrantCreateBot(
-      keys.grant(bucket.tag, grantId),
+  private async createBotHeld(bucket: { tag: string; key: string }, row: GrantRow): Promise<Grant> {
+    const { tag } = bucket;
+    const grantId = `${tag}-${row[ROW.suffix]}`;
+    const createdAt = new Date(row[ROW.createdMs]).toISOString();
+    const reply = (await this.redis.csGrantCreateBuffer(
+      keys.grantTag(tag),
       bucket.key,
+      packRow(row),
+      row[ROW.createdMs],
       grantKeyPrefix(bucket),
-      JSON.stringify(data.capabilities),
+      createdAt,
       grantId,
-      JSON.stringify(data),
-      end,
-      nowMs,
-      maxUses ?? '',
-      data.approvalId,
-      data.grantedBy,
-      data.createdAt,
-    )) as [string, number, unknown?, unknown?];
-    if (created !== 1) {
+    )) as unknown[];
+    if (reply[0] === 0) {
       // This approval's grant by this person, recorded again (two replicas, a retry): one grant.
-      const existing = this.stored(id, third);
-      // Indexed again so that a create retried after a failed indexing leaves the grant listed.
-      await this.index(existing, nowMs);
+      const existing = grantOf(tag, parseRow(reply[1] as Buffer));
+      // Listed now if the first create failed before it listed it.
+      await this.listOnce(tag, existing.row);
       return existing.grant;
     }
-    const grant: Grant = {
-      ...data,
-      grantId,
-      uses: 0,
-      expiresAt: new Date(end).toISOString(),
-      ...(maxUses === undefined ? {} : { maxUses, usesLeft: maxUses }),
-    };
-    await this.index({ grant, end }, nowMs);
-    const replaced =
-      typeof third === 'string' ? { grantId: third, data: parseGrantData(String(fourth)) } : undefined;
-    if (!replaced) {
-      await this.audit.record({ kind: 'created', grant, at: data.createdAt });
+    if (reply[0] === 2) {
+      const earlier = fromFields(String(reply[1]), pairs(reply[2]));
+      if (!earlier) throw new Error(`grant ${String(reply[1])}: stored without its data`);
+      return earlier.grant;
+    }
+    const grant = grantOf(tag, row).grant;
+    await this.listOnce(tag, row);
+    const replaced = await this.endedInPlace(tag, reply);
+    if (replaced.length === 0) {
+      await this.audit.record({ kind: 'created', grant, at: createdAt });
       return grant;
     }
-    // It ended in the script; it leaves the listings now, and the sweep deletes it at its end.
-    await this.unindex(replaced.grantId, replaced.data).catch((err: unknown) => {
-      this.options.logger.warn({ err, grantId: replaced.grantId }, 'replaced grant left in its indexes');
-    });
-    const replaces = { grantId: replaced.grantId, grantedBy: replaced.data.grantedBy };
-    await this.audit.record({ kind: 'created', grant, at: data.createdAt, replaces });
-    await this.audit.record({
-      kind: 'replaced',
-      grantId: replaced.grantId,
-      by: data.grantedBy,
-      replacedBy: grantId,
-      approvalId: data.approvalId,
-      at: data.createdAt,
-    });
+    const replaces = replaced[0]!;
+    await this.audit.record({ kind: 'created', grant, at: createdAt, replaces });
+    for (const old of replaced) {
+      await this.audit.record({
+        kind: 'replaced',
+        grantId: old.grantId,
+        by: grant.grantedBy,
+        replacedBy: grantId,
+        approvalId: grant.approvalId,
+        at: createdAt,
+      });
+    }
     return grant;
   }
 
-  private async createHostHeld(data: GrantData, now: Date): Promise<Grant> {
-    const bucket = bucketOf(data);
-    const grantId = grantIdIn(bucket, hostGrantSuffix(data.approvalId));
-    const nowMs = now.getTime();
-    const end = nowMs + this.listedHostGrantMs;
-    const [created, fields] = (await this.redis.csGrantCreateHost(
-      keys.grant(bucket.tag, grantId),
-      JSON.stringify(data),
-      end,
-    )) as [number, unknown];
+  /**
+   * The grants a create ended in the new one's place (of this layout, of the earlier one), taken
+   * out of their listings now; the sweep deletes them at their end.
+   */
+  private async endedInPlace(
+    tag: string,
+    reply: unknown[],
+  ): Promise<Array<{ grantId: string; grantedBy: string }>> {
+    const out: Array<{ grantId: string; grantedBy: string }> = [];
+    if (Buffer.isBuffer(reply[1]) && reply[1].length > 0) {
+      const old = grantOf(tag, parseRow(reply[1]));
+      await this.unlistQuietly(old, 'replaced grant left in its listings');
+      out.push({ grantId: old.grant.grantId, grantedBy: old.grant.grantedBy });
+    }
+    if (reply[2] !== undefined && reply[3] !== undefined) {
+      const grantId = String(reply[2]);
+      const data = parseGrantData(String(reply[3]));
+      await this.legacy.unindex(grantId, data).catch((err: unknown) => {
+        this.options.logger.warn({ err, grantId }, 'replaced grant left in its indexes');
+      });
+      out.push({ grantId, grantedBy: data.grantedBy });
+    }
+    return out;
+  }
+
+  private async createHostHeld(tag: string, row: GrantRow): Promise<Grant> {
+    const [created, held] = (await this.redis.csGrantCreateHeldBuffer(keys.grantTag(tag), packRow(row))) as [
+      number,
+      Buffer?,
+    ];
     if (created === 1) {
-      const grant: Grant = { ...data, grantId, uses: 0 };
-      await this.index({ grant, end }, nowMs);
-      await this.audit.record({ kind: 'created', grant, at: data.createdAt });
+      const grant = grantOf(tag, row).grant;
+      await this.listOnce(tag, row);
+      await this.audit.record({ kind: 'created', grant, at: grant.createdAt });
       return grant;
     }
-    const existing = this.stored(grantId, fields);
-    if (existing.grant.revokedAt === undefined) await this.index(existing, nowMs);
+    const existing = grantOf(tag, parseRow(held!));
+    if (existing.grant.revokedAt === undefined) await this.listOnce(tag, existing.row);
     return existing.grant;
   }
 
-  /** One round trip (one script) whatever else is stored: see CANDIDATES in grantScripts.ts. */
+  /** One GET, whatever else is stored: the bucket's tag string holds the bucket. */
   async candidates(key: GrantBucketKey, now: Date): Promise<Grant[]> {
+    const nowMs = now.getTime();
     const bucket = bucketOf(key);
-    const rows = await this.redis.csGrantCandidates(bucket.key, grantKeyPrefix(bucket), now.getTime());
-    return rows.flatMap(([grantId, d, end, uses, last, left, max]) => {
-      const stored = fromFields(grantId!, {
-        d: d!,
-        end: end!,
-        uses: uses!,
-        last: last!,
-        left: left ?? '',
-        max: max ?? '',
-      });
-      // The bucket's key is a hash of its four names: this check only guards against collisions.
-      const g = stored?.grant;
-      return g && sameBucket(g, key) ? [g] : [];
+    const [raw, earlier] = await Promise.all([
+      this.redis.getBuffer(keys.grantTag(bucket.tag)),
+      this.legacyMayBeLeft().then((left) => (left ? this.legacy.candidates(key, now) : [])),
+    ]);
+    const found = this.rowsOf(bucket.tag, raw).flatMap((row) => {
+      if (row[ROW.holder] !== 'b' || !rowIsLive(row, nowMs)) return [];
+      // The tag is a part of a hash of the bucket's four names: rows of other buckets may share it.
+      const sameBucket =
+        row[ROW.caller] === key.caller &&
+        row[ROW.tool] === key.tool &&
+        row[ROW.sandboxMode] === key.sandboxMode &&
+        row[ROW.route] === key.route;
+      return sameBucket ? [grantOf(bucket.tag, row).grant] : [];
     });
+    return earlier.length === 0 ? found : [...found, ...earlier];
   }
 
   async reserveUse(grant: Grant, now: Date): Promise<number | undefined> {
-    const key = grantKeyOf(grant.grantId);
-    if (key === undefined) return undefined;
-    const left = await this.redis.csGrantReserveUse(key, now.getTime());
+    const parts = partsOf(grant.grantId);
+    if (!parts) return undefined;
+    const left = await this.redis.csGrantTakeUse(keys.grantTag(parts.tag), parts.suffix, now.getTime());
+    if (left === -2) return this.legacy.reserveUse(grant, now);
     return left < 0 ? undefined : left;
   }
 
   async returnUse(grant: Grant): Promise<void> {
-    const key = grantKeyOf(grant.grantId);
-    if (key === undefined) return;
-    if ((await this.redis.csGrantReturnUse(key, grant.grantId)) < 0) {
+    const parts = partsOf(grant.grantId);
+    if (!parts) return;
+    const left = await this.redis.csGrantGiveUse(
+      keys.grantTag(parts.tag),
+      parts.suffix,
+      this.now().getTime(),
+    );
+    if (left === -2) return this.legacy.returnUse(grant);
+    if (left < 0)
       this.options.logger.warn({ grantId: grant.grantId }, 'a reserved use could not be given back');
-    }
   }
 
   async recordUse(grant: Grant, approvalId: string, sourceIndex: number, now: Date): Promise<void> {
-    const key = grantKeyOf(grant.grantId);
+    const parts = partsOf(grant.grantId);
     const at = now.toISOString();
     // The `used` entry does not depend on the count (a use of a grant gone since is recorded all
     // the same), so both go out at once: one round trip, not two. It still precedes `exhausted`,
     // which waits for the count.
-    const [[uses, spent, d]] = await Promise.all([
-      key === undefined
-        ? [-1]
-        : (this.redis.csGrantUse(key, at, grant.grantId) as Promise<[number, number?, string?]>),
+    const [[uses, spentRow]] = await Promise.all([
+      parts === undefined
+        ? ([-1] as unknown[])
+        : (this.redis.csGrantCountBuffer(keys.grantTag(parts.tag), parts.suffix, now.getTime()) as Promise<
+            unknown[]
+          >),
       this.audit.record({ kind: 'used', grantId: grant.grantId, approvalId, sourceIndex, at }),
     ]);
-    if (uses === -1) {
+    const counted = uses === -2 ? await this.legacy.countUse(grant, at) : uses === -1 ? 'gone' : 'counted';
+    if (counted === 'gone') {
       this.options.logger.warn({ grantId: grant.grantId, approvalId }, 'grant used after it was removed');
     }
-    if (spent !== 1 || d === undefined) return;
-    // Its bucket no longer holds it; the listings would skip it, and now no longer list it.
-    await this.unindex(grant.grantId, parseGrantData(d)).catch((err: unknown) => {
-      this.options.logger.warn({ err, grantId: grant.grantId }, 'spent grant left in its indexes');
-    });
+    if (!Buffer.isBuffer(spentRow) || !parts) return;
+    // Spent: no longer matched (candidates skip it), and now no longer listed.
+    await this.unlistQuietly(grantOf(parts.tag, parseRow(spentRow)), 'spent grant left in its listings');
     await this.audit.record({ kind: 'exhausted', grantId: grant.grantId, at });
   }
 
   async get(grantId: string): Promise<Grant | undefined> {
-    const key = grantKeyOf(grantId);
-    if (key === undefined) return undefined;
-    return fromFields(grantId, await this.redis.hgetall(key))?.grant;
+    const found = await this.stored(grantId);
+    return found === 'elsewhere' ? this.legacy.get(grantId) : found?.grant;
   }
 
-  list(filter: ListFilter, now: Date): Promise<Grant[]> {
-    return listGrants(this.redis, filter, now.getTime());
+  async list(filter: ListFilter, now: Date): Promise<Grant[]> {
+    const [found, earlier] = await Promise.all([
+      listGrants(this.redis, filter, now.getTime(), (tag, raw) => this.rowsOf(tag, raw)),
+      this.legacyMayBeLeft().then((left) => (left ? this.legacy.list(filter, now) : [])),
+    ]);
+    if (earlier.length === 0) return found;
+    return [...found, ...earlier]
+      .sort((a, b) =>
+        a.createdAt === b.createdAt ? cmp(b.grantId, a.grantId) : cmp(b.createdAt, a.createdAt),
+      )
+      .slice(0, GRANT_LIST_LIMIT);
   }
 
   async revoke(grantId: string, by: string, now: Date): Promise<boolean> {
-    const key = grantKeyOf(grantId);
-    if (key === undefined) return false;
-    const at = now.toISOString();
-    const [revoked, d] = (await this.redis.csGrantRevoke(key, now.getTime(), by, at, grantId)) as [
-      number,
-      string | undefined,
-    ];
-    if (revoked !== 1 || d === undefined) return false;
-    // Done once the script ran: the indexes only decide what is listed, and listing skips it. It
-    // stays on the expiry index: the sweep deletes it at its end, as it does every grant.
-    await this.unindex(grantId, parseGrantData(d)).catch((err: unknown) => {
-      this.options.logger.warn({ err, grantId }, 'revoked grant left in its indexes');
-    });
-    await this.audit.record({ kind: 'revoked', grantId, by, at });
+    const parts = partsOf(grantId);
+    if (!parts) return false;
+    const [revoked, row] = (await this.redis.csGrantEndBuffer(
+      keys.grantTag(parts.tag),
+      parts.suffix,
+      now.getTime(),
+      by,
+    )) as [number, Buffer?];
+    if (revoked === -2) return this.legacy.revoke(grantId, by, now);
+    if (revoked !== 1 || row === undefined) return false;
+    // Done once the script ran: listings only decide what is listed, and listing skips it. Its
+    // row stays until its end, when the sweep deletes it, as it does every grant.
+    await this.unlistQuietly(grantOf(parts.tag, parseRow(row)), 'revoked grant left in its listings');
+    await this.audit.record({ kind: 'revoked', grantId, by, at: now.toISOString() });
     return true;
-  }
-
-  /** Removes due grants, at most sweepLimit of them (the next call goes on where this one stopped). */
-  async sweep(now: Date): Promise<number> {
-    const nowMs = now.getTime();
-    const at = now.toISOString();
-    let removed = 0;
-    for (let left = this.sweepLimit; left > 0; ) {
-      const batch = Math.min(SWEEP_BATCH, left);
-      const due = await this.redis.zrangebyscore(keys.grantsExpiring(), '-inf', nowMs, 'LIMIT', 0, batch);
-      if (due.length === 0) return removed;
-      left -= due.length;
-      const claimed = await this.redis.csGrantClaimExpired(keys.grantsExpiring(), nowMs, ...due);
-      for (const grantId of claimed) {
-        if (await this.removeClaimed(grantId, nowMs, at)) removed++;
-      }
-      if (due.length < batch) return removed;
-    }
-    return removed;
-  }
-
-  /** Deletes one grant this sweep claimed; true when it was removed. */
-  private async removeClaimed(grantId: string, nowMs: number, at: string): Promise<boolean> {
-    const key = grantKeyOf(grantId);
-    if (key === undefined) return false;
-    const [code, value] = (await this.redis.csGrantRemoveExpired(key, nowMs, grantId)) as [number, unknown];
-    if (code === -1) {
-      // Refreshed since the claim: it goes back on the expiry index at its new end.
-      await this.redis.zadd(keys.grantsExpiring(), 'GT', Number(value), grantId);
-      return false;
-    }
-    if (code === 0) {
-      // Its keys ran out first: its channel and granter are unknown, listing drops those entries.
-      await this.redis.zrem(keys.grantsAll(), grantId);
-    } else {
-      await this.unindex(grantId, parseGrantData(String(value)));
-    }
-    // A revoked grant was recorded as such; it is only deleted here.
-    if (code !== 2) await this.audit.record({ kind: 'expired', grantId, at });
-    return true;
-  }
-
-  private stored(grantId: string, fields: unknown): StoredGrant {
-    const stored = fromFields(grantId, pairs(fields));
-    if (!stored) throw new Error(`grant ${grantId}: stored without its data`);
-    return stored;
   }
 
   /**
-   * Lists the grant and puts it on the expiry index. Each listing index lives as long as its
-   * grants; the expiry index has no TTL: it is what the sweep reads to remove every grant.
+   * Removes grants that have ended, at most sweepLimit of them (the next call goes on where this
+   * one stopped). A minute's grants are removed once the minute is over: until then what has
+   * ended is neither matched nor listed, only not yet deleted.
    */
-  private async index({ grant, end }: StoredGrant, nowMs: number): Promise<void> {
-    const created = Date.parse(grant.createdAt);
-    const ttl = end - nowMs + KEEP_AFTER_END_MS;
-    const listed = (index: string) =>
-      this.redis.pipeline().zadd(index, created, grant.grantId).csExtendTtl(index, ttl);
-    await Promise.all(
-      [
-        listed(keys.grantsAll()).zadd(keys.grantsExpiring(), 'GT', end, grant.grantId),
-        listed(keys.grantsByChannel(grant.channel)),
-        listed(keys.grantsByGranter(grant.grantedBy)),
-      ].map(async (pipe) => throwFirstError(await pipe.exec())),
-    );
+  async sweep(now: Date): Promise<number> {
+    const nowMs = now.getTime();
+    let removed = 0;
+    let left = this.sweepLimit;
+    const lastOver = Math.floor(nowMs / MINUTE_MS) - 1;
+    // Each turn reads a slice or finishes a minute: bounded however the minutes are left.
+    for (let turn = 0; left > 0 && turn < MAX_SWEEP_TURNS; turn++) {
+      const [minute] = await this.redis.zrangebyscore(
+        keys.grantEndMinutes(),
+        '-inf',
+        lastOver,
+        'LIMIT',
+        0,
+        1,
+      );
+      if (minute === undefined) break;
+      const ends = keys.grantEnds(Number(minute));
+      const read = Number((await this.redis.hget(keys.grantEndsRead(), minute)) ?? 0);
+      const slice = await this.redis.getrange(
+        ends,
+        read,
+        read + Math.min(SWEEP_SLICE, left) * TAG_LENGTH - 1,
+      );
+      // Each time a tag is named, one of its grants ends in this minute: that many are removed.
+      const named = new Map<string, number>();
+      for (let i = 0; i + TAG_LENGTH <= slice.length; i += TAG_LENGTH) {
+        const tag = slice.slice(i, i + TAG_LENGTH);
+        named.set(tag, (named.get(tag) ?? 0) + 1);
+      }
+      const counts = await Promise.all([...named].map(([tag, most]) => this.removeEnded(tag, now, most)));
+      for (const n of counts) removed += n;
+      left -= slice.length / TAG_LENGTH;
+      await this.redis.csGrantEndsRead(
+        ends,
+        keys.grantEndMinutes(),
+        keys.grantEndsRead(),
+        minute,
+        read + slice.length,
+      );
+    }
+    if (left > 0 && (await this.legacyMayBeLeft(true))) removed += await this.legacy.sweep(now, left);
+    return removed;
   }
 
-  /** Takes the grant out of the listings; the expiry index is the sweep's, which removes it there. */
-  private async unindex(grantId: string, data: GrantData): Promise<void> {
+  /** Deletes ended rows of one tag; the one sweeper that deleted a row unlists it and records it. */
+  private async removeEnded(tag: string, now: Date, most: number): Promise<number> {
+    const gone = await this.redis.csGrantRemoveEndedBuffer(keys.grantTag(tag), now.getTime(), most);
+    const at = now.toISOString();
+    for (const packed of gone) {
+      const ended = grantOf(tag, parseRow(packed));
+      await this.unlist(ended);
+      // A revoked, replaced or spent grant was recorded as such; it is only deleted here.
+      const { grant } = ended;
+      const spent = grant.maxUses !== undefined && grant.usesLeft === 0;
+      if (grant.revokedAt === undefined && !spent) {
+        await this.audit.record({ kind: 'expired', grantId: grant.grantId, at });
+      }
+    }
+    return gone.length;
+  }
+
+  /**
+   * The grant of this id as its tag's string holds it; 'elsewhere' when the string has no such
+   * row (an earlier layout's grant, or none).
+   */
+  private async stored(grantId: string): Promise<StoredRow | undefined | 'elsewhere'> {
+    const parts = partsOf(grantId);
+    if (!parts) return undefined;
+    const rows = this.rowsOf(parts.tag, await this.redis.getBuffer(keys.grantTag(parts.tag)));
+    const row = rows.find((r) => r[ROW.suffix] === parts.suffix);
+    return row ? grantOf(parts.tag, row) : 'elsewhere';
+  }
+
+  private rowsOf(tag: string, raw: Uint8Array | null): GrantRow[] {
+    const { rows, unreadable } = parseRows(raw);
+    if (unreadable > 0) this.options.logger.warn({ tag, unreadable }, 'grant rows this release cannot read');
+    return rows;
+  }
+
+  /**
+   * Lists a grant in its channel's and its granter's stream, and notes its end for the sweep,
+   * unless it is listed already (a create recorded again). Each stream lives as long as its
+   * grants; the minutes of ends have no TTL: they are what the sweep reads to remove every grant.
+   */
+  private async listOnce(tag: string, row: GrantRow): Promise<void> {
+    if (row[ROW.channelEntry] !== '') return;
+    const createdMs = row[ROW.createdMs];
+    const end = endOf(row);
+    const ttl = end - createdMs + KEEP_AFTER_END_MS;
+    const listed = (stream: string) =>
+      this.redis
+        .pipeline()
+        .xadd(stream, '*', 't', tag)
+        .csExtendTtl(stream, ttl)
+        .exec()
+        .then((replies) => {
+          const failed = replies?.find(([err]) => err)?.[0];
+          if (failed || !replies) throw failed ?? new Error('no reply from Redis');
+          return String(replies[0]![1]);
+        });
+    const minute = Math.floor(end / MINUTE_MS);
+    const inChannel = keys.grantsListedIn(row[ROW.channel]);
+    const byGranter = keys.grantsListedBy(row[ROW.grantedBy]);
+    const [channelEntry, granterEntry] = await Promise.all([
+      listed(inChannel),
+      listed(byGranter),
+      this.redis
+        .pipeline()
+        .csGrantEndAt(keys.grantEnds(minute), keys.grantEndMinutes(), minute, tag)
+        .sadd(keys.grantChannels(), row[ROW.channel])
+        .exec(),
+    ]);
+    const kept = await this.redis.csGrantListed(
+      keys.grantTag(tag),
+      row[ROW.suffix],
+      listingIdOf(channelEntry, createdMs),
+      listingIdOf(granterEntry, createdMs),
+    );
+    // Another replica listed it first, or it is gone: these entries are not its own.
+    if (kept !== 1)
+      await Promise.all([this.redis.xdel(inChannel, channelEntry), this.redis.xdel(byGranter, granterEntry)]);
+  }
+
+  /** Deletes a grant's listing entries: a listing never reads what has ended. */
+  private async unlist({ row }: StoredRow): Promise<void> {
+    const createdMs = row[ROW.createdMs];
+    const channelEntry = streamIdOf(row[ROW.channelEntry], createdMs);
+    const granterEntry = streamIdOf(row[ROW.granterEntry], createdMs);
     await Promise.all([
-      this.redis.zrem(keys.grantsAll(), grantId),
-      this.redis.zrem(keys.grantsByChannel(data.channel), grantId),
-      this.redis.zrem(keys.grantsByGranter(data.grantedBy), grantId),
+      channelEntry && this.redis.xdel(keys.grantsListedIn(row[ROW.channel]), channelEntry),
+      granterEntry && this.redis.xdel(keys.grantsListedBy(row[ROW.grantedBy]), granterEntry),
     ]);
   }
+
+  /** Unlists an ended grant; a failure is logged, not thrown: listing skips what is not live. */
+  private async unlistQuietly(ended: StoredRow, failure: string): Promise<void> {
+    await this.unlist(ended).catch((err: unknown) => {
+      this.options.logger.warn({ err, grantId: ended.grant.grantId }, failure);
+    });
+  }
+
+  /**
+   * Whether grants of the earlier layout may be left: asked once a minute (`now`: at once, as
+   * the sweep does). A grant an older replica stores meanwhile is matched within the minute,
+   * and used, revoked and read by id at once (those fall back to the earlier layout by id).
+   */
+  private legacyMayBeLeft(now = false): Promise<boolean> {
+    const at = Date.now();
+    if (now || !this.legacyLeft || at - this.legacyLeft.askedAt > LEGACY_RECHECK_MS) {
+      const left = this.legacy.anyStored().catch((err: unknown) => {
+        this.options.logger.warn({ err }, 'could not ask whether grants of the earlier layout are left');
+        this.legacyLeft = undefined;
+        return true;
+      });
+      this.legacyLeft = { left, askedAt: at };
+    }
+    return this.legacyLeft!.left;
+  }
 }
 
-function sameBucket(a: GrantBucketKey, b: GrantBucketKey): boolean {
-  return a.caller === b.caller && a.tool === b.tool && a.sandboxMode === b.sandboxMode && a.route === b.route;
-}
-
-function throwFirstError(results: Array<[Error | null, unknown]> | null): void {
-  if (!results) throw new Error('no reply from Redis');
-  for (const [err] of results) if (err) throw err;
+function cmp(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }

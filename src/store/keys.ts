@@ -122,8 +122,27 @@ export const keys = {
   /** Sorted set: Slack users whose App Home is shown, scored by when that stops counting (ms). */
   homeViewers: () => `${PREFIX}:{home-viewers}`,
 
-  // Remembered grants (grantStore.ts). A grant id starts with its bucket's tag (grantIds.ts), so a
-  // grant and the bucket it lives in share one hash tag: every grant script touches one slot.
+  // Remembered grants (grantStore.ts). A grant id starts with its bucket's tag (grantIds.ts): from
+  // the id alone the store finds the string its grant is a row of.
+  /**
+   * String, one per bucket tag: the JSON array of its grants' rows (grantRows.ts), the grants of
+   * every bucket whose tag it is (nearly always one). Short: the key is paid for per grant.
+   */
+  grantTag: (bucketTag: string) => `${PREFIX}:g:{${bucketTag}}`,
+  /** String: the tags of the grants ending in this minute (ms / 60,000), 10 characters each. */
+  grantEnds: (minute: number) => `${PREFIX}:{grants}:ends:${minute}`,
+  /** Sorted set of the minutes that have a `grantEnds` string, scored by themselves. */
+  grantEndMinutes: () => `${PREFIX}:{grants}:endMinutes`,
+  /** Hash: minute → how much of its `grantEnds` string the sweep has read. */
+  grantEndsRead: () => `${PREFIX}:{grants}:endsRead`,
+  /** Streams of bucket tags (field `t`), newest last: a channel's and a granter's grants. */
+  grantsListedIn: (channel: string) => `${PREFIX}:gl:c:{${channel}}`,
+  grantsListedBy: (userId: string) => `${PREFIX}:gl:u:{${userId}}`,
+  /** Set of the channels with a listing stream: "all grants" reads theirs. */
+  grantChannels: () => `${PREFIX}:{grants}:channels`,
+
+  // The layout of releases before the compact one (legacyGrantStore.ts), read until its grants end.
+  // A grant and the bucket it lives in share one hash tag, and the tag of the compact string.
   /**
    * Hash, one per grant: `d` = the JSON that never changes, `end` = ms when it stops being live
    * (bot-held) or listed (host-held), `uses`, `last`, `revAt`, `revBy`, `rep` (the grant that

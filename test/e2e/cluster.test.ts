@@ -174,7 +174,9 @@ describe('on a Redis Cluster', () => {
     await until(async () => (await readGrantAudit(redis)).length >= 2);
     const events = await readGrantAudit(redis);
     expect(events.map((e) => e.kind)).toEqual(['created', 'used']);
-    expect(await world.redis.zscore(keys.grantsAll(), grantId!)).not.toBeNull();
+    // Listed in its channel: an entry naming its tag, on the tag's own slot.
+    const listed = await world.redis.xrange(keys.grantsListedIn(card.channel), '-', '+');
+    expect(listed.map(([, fields]) => fields[1])).toEqual([grantId!.slice(0, 10)]);
   });
 
   it('two replicas: the host runs at one, a click at the other is forwarded through the stream and decides once', async () => {

@@ -33,10 +33,23 @@ describe('keys', () => {
       [keys.openApprovals('h1'), keys.openInSession('h1', 's1'), keys.sessions('h1')],
       // A user's decided list and the markers of what is in it (one script).
       [keys.recentDecisions('U1'), keys.recentDecisionNoted('U1', 'a-1')],
-      // A grant and its bucket (one script), by the bucket's tag.
-      [keys.grant('0123456789', '0123456789-abc'), keys.grantBucket('0123456789', 'ffff')],
-      // The global grant indexes (one pipeline as a grant is indexed).
-      [keys.grantsAll(), keys.grantsExpiring()],
+      // A grant's tag string and the earlier layout's grant and bucket of that tag (one script
+      // ends an earlier grant as a new one takes its place).
+      [
+        keys.grantTag('0123456789'),
+        keys.grant('0123456789', '0123456789-abc'),
+        keys.grantBucket('0123456789', 'ffff'),
+      ],
+      // The minutes of ends (one script notes an end; one finishes a minute), and the grants'
+      // shared keys.
+      [
+        keys.grantEnds(29_000_000),
+        keys.grantEndMinutes(),
+        keys.grantEndsRead(),
+        keys.grantChannels(),
+        keys.grantsAll(),
+        keys.grantsExpiring(),
+      ],
     ];
     for (const group of together) expect(new Set(group.map(hashed)).size).toBe(1);
     // Shared by every approval: each apart from the others, and from any approval's.
