@@ -840,6 +840,17 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
       expect(await store.reserveUse(grant, now())).toBe(0);
     });
 
+    it('keeps a last use spent when a grant of the same key took its place meanwhile: one live per key', async () => {
+      const { store, lines } = newStore();
+      const grant = await store.create(byUses(1));
+      expect(await store.reserveUse(grant, now())).toBe(0);
+      const successor = await store.create(botGrant({ approvalId: 'a-2' }));
+      await store.returnUse(grant);
+      expect((await store.candidates(S1, now())).map((g) => g.grantId)).toEqual([successor.grantId]);
+      expect(await store.get(grant.grantId)).toMatchObject({ usesLeft: 0 });
+      expect(lines.map((l) => l.msg)).toContain('a reserved use could not be given back');
+    });
+
     it('is not taken once expired or revoked', async () => {
       const { store } = newStore();
       const revoked = await store.create(byUses(5));
