@@ -3,8 +3,8 @@ import net from 'node:net';
 // A bare Redis connection for bulk writes: commands are encoded into RESP by hand and streamed,
 // and the replies only counted. ioredis spends tens of microseconds per pipelined command here,
 // which for a million grants (several commands each) is minutes; this is Redis's own speed.
-// Only for commands whose replies are one line (integers, +OK, errors): bulk replies would be
-// miscounted.
+// Only for commands whose replies are one line (integers, +OK, errors) or a bulk string of one
+// line (XADD's id): arrays would be miscounted.
 
 const FLUSH_AT = 1 << 20;
 
@@ -16,6 +16,7 @@ export class RawPipe {
   private replied = 0;
   private firstError: string | undefined;
   private atLineStart = true;
+  private bulkHeader = false;
   private line = '';
   private waiter: (() => void) | undefined;
   private failure: Error | undefined;
@@ -97,9 +98,13 @@ export class RawPipe {
       const c = chunk.charCodeAt(i);
       if (this.atLineStart && c === 45 /* - */ && this.firstError === undefined) this.line = '-';
       else if (this.line && c !== 10) this.line += chunk[i];
+      // A bulk reply's header ($<length>, not $-1) is followed by its payload's line: the
+      // payload's end is the reply's (XADD's id; no payload here holds a newline).
+      if (this.atLineStart && c === 36 /* $ */) this.bulkHeader = chunk.charCodeAt(i + 1) !== 45;
       this.atLineStart = c === 10;
       if (c === 10) {
-        this.replied++;
+        if (this.bulkHeader) this.bulkHeader = false;
+        else this.replied++;
         if (this.line && this.firstError === undefined) this.firstError = this.line.trim();
         this.line = '';
       }
