@@ -48,14 +48,15 @@ export const ROW = {
   granterEntry: 23,
 } as const;
 
+/** A grant's scope as stored (GrantScope), here and in the earlier layout's `d`. */
+export const StoredScope = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('time'), ms: z.number() }),
+  z.object({ kind: z.literal('session') }),
+  z.object({ kind: z.literal('uses'), uses: z.number() }),
+]);
+
 const Extras = z.object({
-  lasts: z
-    .discriminatedUnion('kind', [
-      z.object({ kind: z.literal('time'), ms: z.number() }),
-      z.object({ kind: z.literal('session') }),
-      z.object({ kind: z.literal('uses'), uses: z.number() }),
-    ])
-    .optional(),
+  lasts: StoredScope.optional(),
   rulePreview: z.string().optional(),
   scope: z.string().optional(),
 });

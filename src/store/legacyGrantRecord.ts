@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Grant } from '../domain/grants/grant.js';
+import { StoredScope } from './grantRows.js';
 
 /** What of a grant never changes: its `d` field, written once. */
 export const GrantData = z.object({
@@ -16,13 +17,7 @@ export const GrantData = z.object({
   createdAt: z.string(),
   rulePreview: z.string().optional(),
   scope: z.string().optional(),
-  lasts: z
-    .discriminatedUnion('kind', [
-      z.object({ kind: z.literal('time'), ms: z.number() }),
-      z.object({ kind: z.literal('session') }),
-      z.object({ kind: z.literal('uses'), uses: z.number() }),
-    ])
-    .optional(),
+  lasts: StoredScope.optional(),
 });
 export type GrantData = z.infer<typeof GrantData>;
 

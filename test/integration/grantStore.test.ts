@@ -103,6 +103,33 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
     return kind ? all.filter((e) => e.kind === kind) : all;
   }
 
+  /**
+   * A grant as releases before the compact layout stored it (their create and index): a hash per
+   * grant, its bucket's field, and the four sorted sets.
+   */
+  async function storeAsHashes(input: Input, bucket: { tag: string; key: string }, grantId: string) {
+    const { ttlMs, maxUses, ...data } = input;
+    const cf = JSON.stringify(data.capabilities);
+    const end = clock + ttlMs!;
+    await redis.hset(keys.grant(bucket.tag, grantId), {
+      d: JSON.stringify({ ...data, createdAt: now().toISOString() }),
+      end,
+      uses: 0,
+      bk: bucket.key,
+      cf,
+      ...(maxUses === undefined ? {} : { left: maxUses, max: maxUses }),
+    });
+    await redis.hset(bucket.key, cf, grantId);
+    await redis.zadd(keys.grantsExpiring(), end, grantId);
+    for (const index of [
+      keys.grantsAll(),
+      keys.grantsByChannel(data.channel),
+      keys.grantsByGranter(data.grantedBy),
+    ])
+      await redis.zadd(index, clock, grantId);
+    return grantId;
+  }
+
   describe('create, get, candidates', () => {
     it('stores a bot-held grant with canonical capabilities, and matches it in its bucket only', async () => {
       const { store, lines } = newStore();
@@ -165,31 +192,11 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
   describe('grants stored by a release before the route was part of the key', () => {
     /** What that release's create and index wrote: the bucket a hash of (caller, tool, sandboxMode). */
     async function storeAsOlderRelease(input: Input): Promise<string> {
-      const { ttlMs, ...data } = input;
       const hash = createHash('sha256')
-        .update(JSON.stringify([data.caller, data.tool, data.sandboxMode]))
+        .update(JSON.stringify([input.caller, input.tool, input.sandboxMode]))
         .digest('hex');
       const tag = hash.slice(0, 10);
-      const bucketKey = keys.grantBucket(tag, hash);
-      const grantId = `${tag}-0123456789ab`;
-      const cf = JSON.stringify(data.capabilities);
-      const end = clock + ttlMs!;
-      await redis.hset(keys.grant(tag, grantId), {
-        d: JSON.stringify({ ...data, createdAt: now().toISOString() }),
-        end,
-        uses: 0,
-        bk: bucketKey,
-        cf,
-      });
-      await redis.hset(bucketKey, cf, grantId);
-      await redis.zadd(keys.grantsExpiring(), end, grantId);
-      for (const index of [
-        keys.grantsAll(),
-        keys.grantsByChannel(data.channel),
-        keys.grantsByGranter(data.grantedBy),
-      ])
-        await redis.zadd(index, clock, grantId);
-      return grantId;
+      return storeAsHashes(input, { tag, key: keys.grantBucket(tag, hash) }, `${tag}-0123456789ab`);
     }
 
     it('answer nothing (fail closed), yet are listed, revocable and swept until they end', async () => {
@@ -216,36 +223,15 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
   });
 
   describe('grants the previous release stored as hashes', () => {
-    /** What its create and index wrote: a hash per grant, its bucket's field, four sorted sets. */
-    async function storeAsHashes(input: Input, suffix: string): Promise<string> {
-      const { ttlMs, maxUses, ...data } = input;
-      const bucket = bucketOf(data);
-      const grantId = `${bucket.tag}-${suffix}`;
-      const cf = JSON.stringify(data.capabilities);
-      const end = clock + ttlMs!;
-      await redis.hset(keys.grant(bucket.tag, grantId), {
-        d: JSON.stringify({ ...data, createdAt: now().toISOString() }),
-        end,
-        uses: 0,
-        bk: bucket.key,
-        cf,
-        ...(maxUses === undefined ? {} : { left: maxUses, max: maxUses }),
-      });
-      await redis.hset(bucket.key, cf, grantId);
-      await redis.zadd(keys.grantsExpiring(), end, grantId);
-      for (const index of [
-        keys.grantsAll(),
-        keys.grantsByChannel(data.channel),
-        keys.grantsByGranter(data.grantedBy),
-      ])
-        await redis.zadd(index, clock, grantId);
-      return grantId;
-    }
+    const storeInBucket = (input: Input, suffix: string) => {
+      const bucket = bucketOf(input);
+      return storeAsHashes(input, bucket, `${bucket.tag}-${suffix}`);
+    };
 
     it('are matched, used, listed, revoked and swept until they end; a new press replaces them', async () => {
       const { store } = newStore();
-      const old = await storeAsHashes(botGrant({ maxUses: 3 }), '0123456789ab');
-      const other = await storeAsHashes(botGrant({ tool: 'apply_patch' }), '0123456789ac');
+      const old = await storeInBucket(botGrant({ maxUses: 3 }), '0123456789ab');
+      const other = await storeInBucket(botGrant({ tool: 'apply_patch' }), '0123456789ac');
       const [found] = await store.candidates(S1, now());
       expect(found).toMatchObject({ grantId: old, usesLeft: 3, route: 'default' });
       expect(await store.reserveUse(found!, now())).toBe(2);
