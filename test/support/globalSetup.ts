@@ -1,12 +1,27 @@
-// Builds the bot once (npm run build -> dist/) before any e2e test spawns `node dist/main.js`.
-// SKIP_BUILD=1 skips it, for runs that do not start the bot (e.g. the test/support self-tests).
+// Takes the tests' Redis for this run (runLock.ts: two runs on one server break each other), then
+// builds the bot once (npm run build -> dist/) before any e2e test spawns `node dist/main.js`.
+// SKIP_BUILD=1 skips the build, for runs that do not start the bot (e.g. the test/support
+// self-tests).
 
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { holdRunLock } from './runLock.js';
+import { TEST_REDIS_URL } from './testRedis.js';
 
 const PROJECT_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
-export default function setup(): void {
+export default async function setup(): Promise<() => Promise<void>> {
+  const lock = await holdRunLock(TEST_REDIS_URL);
+  try {
+    build();
+  } catch (err) {
+    await lock.release();
+    throw err;
+  }
+  return () => lock.release();
+}
+
+function build(): void {
   if (process.env.SKIP_BUILD === '1') return;
   const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
   const result = spawnSync(npm, ['run', 'build'], { cwd: PROJECT_ROOT, encoding: 'utf8' });
