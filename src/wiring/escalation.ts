@@ -4,7 +4,6 @@ import type { Config } from '../config/config.js';
 import type { Metrics } from '../domain/metrics.js';
 import { PagerDuty } from '../pagerduty/pagerDuty.js';
 import type { Decider } from '../relay/deciding/decider.js';
-import { withEligibleDelegates } from '../relay/escalation/awayFilter.js';
 import { Escalator } from '../relay/escalation/escalator.js';
 import { OncallResolver } from '../relay/escalation/oncall.js';
 import type { RecordKeeper } from '../relay/records/recordKeeper.js';
@@ -69,7 +68,8 @@ export function wireEscalation(needs: EscalationNeeds) {
     oncallOf: (route) => router.oncallOf(route),
     approversOf: (route) => router.rulesOf(route)?.approvers,
     ...(config.pagerDuty.routingKey ? { defaultRoutingKey: config.pagerDuty.routingKey } : {}),
-    away: withEligibleDelegates(needs.away, needs.mayStandIn),
+    away: needs.away,
+    mayStandIn: needs.mayStandIn,
     dmMappingTtlMs: Math.max(config.resolvedTtlMs, 7 * 86_400_000),
     metrics: needs.metrics,
     logger: logger.child({ component: 'escalation' }),

@@ -21,33 +21,6 @@ export interface AwayLookup {
   whoIsAway(userIds: readonly string[]): Promise<Map<string, Away>>;
 }
 
-/**
- * `lookup`, with each delegate checked again as the step fires: one who is no longer a full member
- * of the team (a guest since, gone to another team, or unknown to Slack now) stands in for nobody,
- * so the request's text is never sent to them. They were checked when named; people change.
- */
-export function withEligibleDelegates(
-  lookup: AwayLookup,
-  mayStandIn: (userId: string) => Promise<boolean>,
-): AwayLookup {
-  return {
-    async whoIsAway(userIds) {
-      const absent = await lookup.whoIsAway(userIds);
-      const delegates = [...new Set([...absent.values()].flatMap((a) => (a.delegate ? [a.delegate] : [])))];
-      const eligible = new Set(
-        (await Promise.all(delegates.map(async (d) => ((await mayStandIn(d)) ? [d] : [])))).flat(),
-      );
-      return new Map(
-        [...absent].map(([userId, away]) => {
-          if (away.delegate === undefined || eligible.has(away.delegate)) return [userId, away];
-          const { delegate: _gone, ...rest } = away;
-          return [userId, rest];
-        }),
-      );
-    },
-  };
-}
-
 /** The users a step reaches once those away are replaced by their delegates. */
 export interface Present {
   target: OnCall;
@@ -56,15 +29,24 @@ export interface Present {
 }
 
 /**
+ * Whether a delegate may stand in now: a full member of the team, as Slack says at this moment (a
+ * guest since, gone to another team, or unknown to Slack stands in for nobody, so the request's
+ * text is never sent to them). They were checked when named; people change.
+ */
+export type MayStandIn = (userId: string) => Promise<boolean>;
+
+/**
  * `found` without the people away, each replaced by their delegate (once, in their place in the
  * order, so that the DM goes where it would have gone). A user group mentioned as a group would
  * ping its members away too: when one of them is away, its members are named one by one instead.
- * `members`: the group's members, when `found` names a group but no users.
+ * `members`: the group's members, when `found` names a group but no users. Only the delegates
+ * who would be reached are asked `mayStandIn`: not those away themselves, nor their delegates.
  */
 export async function withoutAway(
   found: OnCall,
   away: AwayLookup,
   members: (usergroup: string) => Promise<readonly string[]>,
+  mayStandIn: MayStandIn = async () => true,
 ): Promise<Present> {
   const users =
     found.users.length === 0 && found.usergroup ? [...(await members(found.usergroup))] : found.users;
@@ -72,12 +54,15 @@ export async function withoutAway(
   if (absent.size === 0) return { target: found, skipped: [] };
   const delegates = [...new Set([...absent.values()].flatMap((a) => (a.delegate ? [a.delegate] : [])))];
   const delegatesAway = await away.whoIsAway(delegates);
+  const present = delegates.filter((d) => !delegatesAway.has(d));
+  const allowed = await Promise.all(present.map((d) => mayStandIn(d)));
+  const standing = new Set(present.filter((_, i) => allowed[i]));
   const reached: string[] = [];
   const inPlaceOf: Record<string, string> = {};
   for (const user of users) {
     const theirs = absent.get(user);
     const who = theirs ? theirs.delegate : user;
-    if (who === undefined || delegatesAway.has(who) || reached.includes(who)) continue;
+    if (who === undefined || (theirs && !standing.has(who)) || reached.includes(who)) continue;
     reached.push(who);
     if (theirs) inPlaceOf[who] = user;
   }

@@ -9,7 +9,7 @@ import type { EscalationStore } from '../../store/escalationStore.js';
 import { shortDuration } from '../../util/shortDuration.js';
 import type { Decider } from '../deciding/decider.js';
 import type { NoticeLedger } from '../deciding/decisionNotices.js';
-import { type AwayLookup, EveryoneAway, withoutAway } from './awayFilter.js';
+import { type AwayLookup, EveryoneAway, type MayStandIn, withoutAway } from './awayFilter.js';
 import { lineageOf } from './lineage.js';
 import type { OnCall, OncallResolver } from './oncall.js';
 
@@ -61,6 +61,8 @@ export interface EscalationStepsOptions {
   dmMappingTtlMs: number;
   /** Who is away: passed by, their delegates reached instead. Without it, everyone is reached. */
   away?: AwayLookup;
+  /** Whether a delegate may stand in as the step fires (awayFilter.ts); without it, any may. */
+  mayStandIn?: MayStandIn;
   logger: Logger;
 }
 
@@ -252,7 +254,7 @@ export class EscalationSteps {
     const { away } = this.options;
     if (!away) return found;
     const members = (group: string) => this.options.oncall.members(group);
-    const present = await withoutAway(found, away, members);
+    const present = await withoutAway(found, away, members, this.options.mayStandIn);
     if (present.skipped.length > 0) {
       this.options.logger.info(
         { approvalId: record.approvalId, away: present.skipped, reached: present.target.users },
@@ -269,7 +271,7 @@ export class EscalationSteps {
       'everyone on call is away; reaching the route approvers instead',
     );
     const fallback = await this.options.oncall.resolve(undefined, approvers, record.approvalId);
-    const approversPresent = await withoutAway(fallback, away, members);
+    const approversPresent = await withoutAway(fallback, away, members, this.options.mayStandIn);
     if (approversPresent.target.users.length > 0 || approversPresent.target.usergroup)
       return approversPresent.target;
     return {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { type Away, delegateRefusal, MAX_AWAY_MS, parseAway, untilOf } from '../../../src/domain/away.js';
-import { withEligibleDelegates, withoutAway } from '../../../src/relay/escalation/awayFilter.js';
+import { withoutAway } from '../../../src/relay/escalation/awayFilter.js';
 
 // How `/countersign away` is read and which delegates are refused; and whom escalation reaches
 // once the people away are passed by.
@@ -92,13 +92,48 @@ describe('withoutAway', () => {
   it('reaches a delegate only while they may still stand in (a full member of the team, as Slack says now)', async () => {
     const found = { users: ['U0ALICE', 'U0CAROL'], source: 'rotation' as const };
     // Bob became a guest after Alice named him; Erin still may.
-    const checked = withEligibleDelegates(
+    const asked: string[] = [];
+    const mayStandIn = async (id: string) => {
+      asked.push(id);
+      return id !== 'U0BOB';
+    };
+    const present = await withoutAway(
+      found,
       away({ U0ALICE: 'U0BOB', U0CAROL: 'U0ERIN' }),
-      async (id) => id !== 'U0BOB',
+      members,
+      mayStandIn,
     );
-    const present = await withoutAway(found, checked, members);
     expect(present.target.users).toEqual(['U0ERIN']);
     expect(present.skipped).toEqual(['U0ALICE', 'U0CAROL']);
+    expect(asked.sort()).toEqual(['U0BOB', 'U0ERIN']);
+  });
+
+  it('asks only about the delegates it would reach: not one away, nor their delegate', async () => {
+    const asked: string[] = [];
+    const mayStandIn = async (id: string) => {
+      asked.push(id);
+      return true;
+    };
+    // Alice's delegate Bob is away himself, with Carol standing in for him: one hop only.
+    const present = await withoutAway(
+      { users: ['U0ALICE', 'U0DAVE'], source: 'rotation' },
+      away({ U0ALICE: 'U0BOB', U0BOB: 'U0CAROL' }),
+      members,
+      mayStandIn,
+    );
+    expect(present.target.users).toEqual(['U0DAVE']);
+    expect(asked).toEqual([]);
+  });
+
+  it('reaches someone on call as themselves whatever their standing as a delegate', async () => {
+    const present = await withoutAway(
+      { users: ['U0ALICE', 'U0BOB'], source: 'rotation' },
+      away({ U0ALICE: 'U0BOB' }),
+      members,
+      async () => false,
+    );
+    expect(present.target.users).toEqual(['U0BOB']);
+    expect(present.target.inPlaceOf).toEqual({});
   });
 
   it('names a group member by member when one of them is away', async () => {
