@@ -345,6 +345,31 @@ describe('away and delegate', () => {
     expect(await tryAllow(world, 'away-esc-1', 'U0BOB')).toBeUndefined();
   });
 
+  it('escalation reaches a delegate only while they are a full member: one who became a guest is passed by', async () => {
+    // What Slack says of people is kept one second here, so that the change below is seen.
+    const world = await startWorld(
+      {
+        routes: [
+          route('default', {
+            approvers: users('U0ALICE', 'U0DAVE'),
+            escalation: ladder(['1s', 'dm', 'U0ALICE'], ['2s', 'dm', 'U0DAVE']),
+          }),
+        ],
+      },
+      undefined,
+      { COUNTERSIGN_MEMBERSHIP_CACHE_TTL: '1s' },
+    );
+    await command(world, 'U0ALICE', 'away until 1d delegate <@U0BOB|bob>');
+    // Bob became a guest after Alice named him.
+    world.slack.setUser('U0BOB', { is_restricted: true });
+    await sleep(1_100);
+    await world.host.open(approval('away-guest-1'));
+    // Alice's step reaches nobody (her delegate may not stand in now): the ladder goes on to Dave.
+    await world.slack.waitFor('chat.postMessage', (c) => c.args.channel === 'DU0DAVE', 8_000);
+    expect(postsTo(world, 'DU0BOB')).toHaveLength(0);
+    expect(postsTo(world, 'DU0ALICE')).toHaveLength(0);
+  });
+
   it('a page that would wake only people away is not sent: their delegate is DMed in their place; with someone on call present, or back, the page goes', async () => {
     const pd = await FakePagerDuty.start();
     cleanups.push(() => pd.close());
