@@ -115,7 +115,8 @@ export async function redisCost(world: World, bot: RunningBot, count: number): P
         await threadLine(world, card);
         await sleep(10);
       }
-      await sleep(200);
+      // The last one's notice outcome and card strike wait up to 250 ms for a write to ride.
+      await sleep(300);
     },
     idle,
   );
@@ -135,11 +136,12 @@ export async function redisCost(world: World, bot: RunningBot, count: number): P
         idle,
       ),
     );
-    // Resolved, outside the window, with what follows (its thread line): none of it may spill
-    // into the next click's window.
+    // Resolved, outside the window, with what follows (its thread line, then its notice outcome
+    // and card strike, which wait up to 250 ms to ride another write): none of it may spill into
+    // the next click's window.
     await cardReaches(world, card, 3);
     await threadLine(world, card);
-    await sleep(10);
+    await sleep(300);
   }
 
   const perClick = perItem(clicks);

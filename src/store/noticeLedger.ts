@@ -1,5 +1,12 @@
+import { rideNextWrite } from './coalescedWrites.js';
 import { keys } from './keys.js';
 import type { RedisClient } from './redisConnection.js';
+
+/**
+ * How long a notice's outcome waits to ride another write before it goes on its own: longer than
+ * the escalator's 200 ms poll, which even a quiet process sends, so it rides that at worst.
+ */
+const SETTLE_RIDE_MS = 250;
 
 /**
  * Which notices of an approval were sent, shared by every replica and kept across restarts.
@@ -25,9 +32,26 @@ export class RedisNoticeLedger {
     return set === 'OK';
   }
 
-  /** Records how the claimed notice ended: `sent`, or why it was not. */
-  async settle(approvalId: string, kind: string, outcome: string): Promise<void> {
-    await this.redis.set(keys.notice(approvalId, kind), outcome, 'KEEPTTL', 'XX');
+  /**
+   * Records how the claimed notice ended: `sent`, or why it was not. It rides whatever this
+   * process sends next (coalescedWrites.ts), else goes on its own after SETTLE_RIDE_MS: a notice's
+   * outcome must not cost a resolution a round trip of its own (docs/performance.md, "A decision
+   * in one round trip"). Until it lands the notice reads `sending`, as it would had this process
+   * died after sending it: it is never sent twice either way.
+   */
+  settle(approvalId: string, kind: string, outcome: string): Promise<void> {
+    const write = () => this.redis.set(keys.notice(approvalId, kind), outcome, 'KEEPTTL', 'XX');
+    return new Promise<void>((resolve, reject) => {
+      let issued = false;
+      const issue = () => {
+        if (issued) return;
+        issued = true;
+        clearTimeout(alone);
+        write().then(() => resolve(), reject);
+      };
+      const alone = setTimeout(issue, SETTLE_RIDE_MS);
+      if (!rideNextWrite(this.redis, issue)) issue();
+    });
   }
 
   /** What became of a notice: undefined (never claimed), `sending`, `sent`, or a failure. */
