@@ -162,15 +162,12 @@ export class RedisGrantStore implements GrantStore {
       if (!earlier) throw new Error(`grant ${String(reply[1])}: stored without its data`);
       return earlier.grant;
     }
+    // It answers requests from now on: `created` is recorded before anything else, so that no
+    // `used` can come before it.
     const grant = grantOf(tag, row).grant;
-    await this.listOnce(tag, row);
-    const replaced = await this.endedInPlace(tag, reply);
-    if (replaced.length === 0) {
-      await this.audit.record({ kind: 'created', grant, at: createdAt });
-      return grant;
-    }
-    const replaces = replaced[0]!;
-    await this.audit.record({ kind: 'created', grant, at: createdAt, replaces });
+    const { ended: replaced, unlisting } = this.endedInPlace(tag, reply);
+    const replaces = replaced[0];
+    await this.audit.record({ kind: 'created', grant, at: createdAt, ...(replaces ? { replaces } : {}) });
     for (const old of replaced) {
       await this.audit.record({
         kind: 'replaced',
@@ -181,32 +178,36 @@ export class RedisGrantStore implements GrantStore {
         at: createdAt,
       });
     }
+    await Promise.all([unlisting, this.listOnce(tag, row)]);
     return grant;
   }
 
   /**
-   * The grants a create ended in the new one's place (of this layout, of the earlier one), taken
-   * out of their listings now; the sweep deletes them at their end.
+   * The grants a create ended in the new one's place (of this layout, of the earlier one), and
+   * their leaving the listings, under way; the sweep deletes them at their end.
    */
-  private async endedInPlace(
+  private endedInPlace(
     tag: string,
     reply: unknown[],
-  ): Promise<Array<{ grantId: string; grantedBy: string }>> {
-    const out: Array<{ grantId: string; grantedBy: string }> = [];
+  ): { ended: Array<{ grantId: string; grantedBy: string }>; unlisting: Promise<unknown> } {
+    const ended: Array<{ grantId: string; grantedBy: string }> = [];
+    const unlisting: Array<Promise<unknown>> = [];
     if (Buffer.isBuffer(reply[1]) && reply[1].length > 0) {
       const old = grantOf(tag, parseRow(reply[1]));
-      await this.unlistQuietly(old, 'replaced grant left in its listings');
-      out.push({ grantId: old.grant.grantId, grantedBy: old.grant.grantedBy });
+      unlisting.push(this.unlistQuietly(old, 'replaced grant left in its listings'));
+      ended.push({ grantId: old.grant.grantId, grantedBy: old.grant.grantedBy });
     }
     if (reply[2] !== undefined && reply[3] !== undefined) {
       const grantId = String(reply[2]);
       const data = parseGrantData(String(reply[3]));
-      await this.legacy.unindex(grantId, data).catch((err: unknown) => {
-        this.options.logger.warn({ err, grantId }, 'replaced grant left in its indexes');
-      });
-      out.push({ grantId, grantedBy: data.grantedBy });
+      unlisting.push(
+        this.legacy.unindex(grantId, data).catch((err: unknown) => {
+          this.options.logger.warn({ err, grantId }, 'replaced grant left in its indexes');
+        }),
+      );
+      ended.push({ grantId, grantedBy: data.grantedBy });
     }
-    return out;
+    return { ended, unlisting: Promise.all(unlisting) };
   }
 
   private async createHostHeld(tag: string, row: GrantRow): Promise<Grant> {
@@ -216,8 +217,8 @@ export class RedisGrantStore implements GrantStore {
     ];
     if (created === 1) {
       const grant = grantOf(tag, row).grant;
-      await this.listOnce(tag, row);
       await this.audit.record({ kind: 'created', grant, at: grant.createdAt });
+      await this.listOnce(tag, row);
       return grant;
     }
     const existing = grantOf(tag, parseRow(held!));

@@ -585,6 +585,37 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
     });
   });
 
+  describe('create, recorded', () => {
+    it('records `created` before it lists the grant: it answers requests from the moment it is stored', async () => {
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      let listing = false;
+      const watched = new Proxy(redis, {
+        get(target, prop, receiver) {
+          if (prop === 'csGrantListed') {
+            return async (...args: Parameters<RedisClient['csGrantListed']>) => {
+              listing = true;
+              await held;
+              return target.csGrantListed(...args);
+            };
+          }
+          const value = Reflect.get(target, prop, receiver);
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      });
+      const creating = newStore(watched).store.create(botGrant());
+      await until(() => listing);
+      expect(await events('created')).toHaveLength(1);
+      release();
+      const grant = await creating;
+      expect((await newStore().store.list({ channels: ['C0DEPLOY'] }, now())).map((g) => g.grantId)).toEqual([
+        grant.grantId,
+      ]);
+    });
+  });
+
   describe('list', () => {
     it('filters by channel and granter, newest first, live grants only', async () => {
       const { store } = newStore();
