@@ -4,6 +4,8 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rideNextWrite } from '../../src/store/coalescedWrites.js';
+import { keys } from '../../src/store/keys.js';
+import { RedisNoticeLedger } from '../../src/store/noticeLedger.js';
 import { createRedisClient, type RedisClient } from '../../src/store/redisConnection.js';
 import { PrivateRedis } from '../support/privateRedis.js';
 
@@ -65,6 +67,27 @@ describe('work riding the next write', () => {
     // One read for the command and its rider, one for each of the probe's INFO.
     expect((await reads()) - before).toBe(2);
     await client.del('rider', 'carrier');
+  });
+});
+
+describe('a notice’s outcome', () => {
+  it('rides the next write of the process, in its read; alone when nothing else is sent', async () => {
+    const ledger = new RedisNoticeLedger(client, { ttlMs: 60_000 });
+    expect(await ledger.claim('a-1', 'thread')).toBe(true);
+    const before = await reads();
+    const settling = ledger.settle('a-1', 'thread', 'sent');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(await client.incr('carrier')).toBe(1);
+    await settling;
+    // One read for the command and the outcome riding it, one for the probe's INFO.
+    expect((await reads()) - before).toBe(2);
+    expect(await probe.get(keys.notice('a-1', 'thread'))).toBe('sent');
+
+    // With nothing else sent, it goes on its own.
+    expect(await ledger.claim('a-2', 'thread')).toBe(true);
+    await ledger.settle('a-2', 'thread', 'failed: 500');
+    expect(await probe.get(keys.notice('a-2', 'thread'))).toBe('failed: 500');
+    await client.del('carrier', keys.notice('a-1', 'thread'), keys.notice('a-2', 'thread'));
   });
 });
 

@@ -40,8 +40,8 @@ export class SyncMarks {
     this.latestUpdate.delete(approvalId);
     this.syncedBatch.set(approvalId, handedAt);
     if (this.syncedFlush) return;
-    // One call for a burst, and sent with whatever this process sends next (a resolution's notice
-    // outcome, a poll), else on its own after 250 ms: this bookkeeping must not add a round trip
+    // One call for a burst, and sent with whatever this process sends next (the next approval's
+    // write, a poll), else on its own after 250 ms: this bookkeeping must not add a round trip
     // to a resolution (docs/performance.md, "A decision in one round trip"). Longer than the
     // escalator's 200 ms poll, which a quiet process still sends, so that it rides that at worst.
     this.syncedFlush = setTimeout(() => this.flush(), 250);
