@@ -1,5 +1,5 @@
 import type { Grant } from '../domain/grants/grant.js';
-import { GRANT_LIST_LIMIT } from '../domain/grants/listing.js';
+import { GRANT_LIST_LIMIT, newestListed } from '../domain/grants/listing.js';
 import { type GrantRow, grantOf, ROW, rowIsLive } from './grantRows.js';
 import { keys } from './keys.js';
 import type { RedisClient } from './redisConnection.js';
@@ -47,13 +47,7 @@ export async function listGrants(
     );
     found = perChannel.flat();
   }
-  return found
-    .sort((a, b) => (a.createdAt === b.createdAt ? cmp(b.grantId, a.grantId) : cmp(b.createdAt, a.createdAt)))
-    .slice(0, GRANT_LIST_LIMIT);
-}
-
-function cmp(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
+  return newestListed(found);
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { canonicalCapabilities } from '../domain/grants/capabilities.js';
 import type { Grant, GrantBucketKey, GrantStore } from '../domain/grants/grant.js';
-import { GRANT_LIST_LIMIT } from '../domain/grants/listing.js';
+import { newestListed } from '../domain/grants/listing.js';
 import { GrantAuditTrail } from './grantAudit.js';
 import { bucketOf, grantKeyPrefix, hostGrantSuffix, randomGrantSuffix } from './grantIds.js';
 import { type ListFilter, listGrants } from './grantListing.js';
@@ -303,11 +303,7 @@ export class RedisGrantStore implements GrantStore {
       this.legacyMayBeLeft().then((left) => (left ? this.legacy.list(filter, now) : [])),
     ]);
     if (earlier.length === 0) return found;
-    return [...found, ...earlier]
-      .sort((a, b) =>
-        a.createdAt === b.createdAt ? cmp(b.grantId, a.grantId) : cmp(b.createdAt, a.createdAt),
-      )
-      .slice(0, GRANT_LIST_LIMIT);
+    return newestListed([...found, ...earlier]);
   }
 
   async revoke(grantId: string, by: string, now: Date): Promise<boolean> {
@@ -491,8 +487,4 @@ export class RedisGrantStore implements GrantStore {
     }
     return this.legacyLeft!.left;
   }
-}
-
-function cmp(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }

@@ -1,5 +1,5 @@
 import type { Grant } from '../domain/grants/grant.js';
-import { GRANT_LIST_LIMIT } from '../domain/grants/listing.js';
+import { GRANT_LIST_LIMIT, newestListed } from '../domain/grants/listing.js';
 import { grantKeyOf } from './grantIds.js';
 import { keys } from './keys.js';
 import { fromFields, isLive, type StoredGrant } from './legacyGrantRecord.js';
@@ -34,14 +34,7 @@ export async function listGrants(redis: RedisClient, filter: ListFilter, nowMs: 
   } else {
     found = await liveFromIndex(redis, keys.grantsAll(), nowMs, () => true);
   }
-  return found
-    .map((s) => s.grant)
-    .sort((a, b) => (a.createdAt === b.createdAt ? cmp(b.grantId, a.grantId) : cmp(b.createdAt, a.createdAt)))
-    .slice(0, GRANT_LIST_LIMIT);
-}
-
-function cmp(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
+  return newestListed(found.map((s) => s.grant));
 }
 
 /**
