@@ -68,6 +68,29 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
     return { store, lines };
   }
 
+  /**
+   * `redis` with `command` held until release(), and the name of every command called through it:
+   * a test sees what the store sends while that one is out.
+   */
+  function holding(command: string) {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const called = new Set<string>();
+    const client = new Proxy(redis, {
+      get(target, prop, receiver) {
+        const value = Reflect.get(target, prop, receiver);
+        if (typeof value !== 'function') return value;
+        return (...args: unknown[]) => {
+          called.add(String(prop));
+          return prop === command ? held.then(() => value.apply(target, args)) : value.apply(target, args);
+        };
+      },
+    });
+    return { client, release, called };
+  }
+
   type Input = Parameters<GrantStore['create']>[0];
 
   function botGrant(extra: Partial<Input> = {}): Input {
@@ -548,34 +571,11 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
     it('sends the `used` entry while the count is still out', async () => {
       // The count's script is held until the entry has been sent: sent one after the other, the
       // entry would wait for the count, and `until` would give up.
-      let release!: () => void;
-      const held = new Promise<void>((resolve) => {
-        release = resolve;
-      });
-      let entrySent = false;
-      const watched = new Proxy(redis, {
-        get(target, prop, receiver) {
-          if (prop === 'csGrantCountBuffer') {
-            return async (...args: Parameters<RedisClient['csGrantCountBuffer']>) => {
-              await held;
-              return target.csGrantCountBuffer(...args);
-            };
-          }
-          if (prop === 'xadd') {
-            return (...args: unknown[]) => {
-              entrySent = true;
-              return (target.xadd as (...a: unknown[]) => Promise<unknown>)(...args);
-            };
-          }
-          const value = Reflect.get(target, prop, receiver);
-          return typeof value === 'function' ? value.bind(target) : value;
-        },
-      });
+      const { client, release, called } = holding('csGrantCountBuffer');
       const grant = await newStore().store.create(botGrant());
-      const store = newStore(watched).store;
-      entrySent = false;
+      const store = newStore(client).store;
       const counting = store.recordUse(grant, 'a-9', 2, now());
-      await until(() => entrySent);
+      await until(() => called.has('xadd'));
       release();
       await counting;
       expect(await store.get(grant.grantId)).toMatchObject({ uses: 1 });
@@ -587,26 +587,9 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
 
   describe('create, recorded', () => {
     it('records `created` before it lists the grant: it answers requests from the moment it is stored', async () => {
-      let release!: () => void;
-      const held = new Promise<void>((resolve) => {
-        release = resolve;
-      });
-      let listing = false;
-      const watched = new Proxy(redis, {
-        get(target, prop, receiver) {
-          if (prop === 'csGrantListed') {
-            return async (...args: Parameters<RedisClient['csGrantListed']>) => {
-              listing = true;
-              await held;
-              return target.csGrantListed(...args);
-            };
-          }
-          const value = Reflect.get(target, prop, receiver);
-          return typeof value === 'function' ? value.bind(target) : value;
-        },
-      });
-      const creating = newStore(watched).store.create(botGrant());
-      await until(() => listing);
+      const { client, release, called } = holding('csGrantListed');
+      const creating = newStore(client).store.create(botGrant());
+      await until(() => called.has('csGrantListed'));
       expect(await events('created')).toHaveLength(1);
       release();
       const grant = await creating;
