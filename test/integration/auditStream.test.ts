@@ -10,6 +10,7 @@ import { keys } from '../../src/store/keys.js';
 import { decisionEntry as decision } from '../support/auditEntries.js';
 import { useFreshRedis } from '../support/freshRedis.js';
 import { captureLogger } from '../support/logCapture.js';
+import { PrivateRedis } from '../support/privateRedis.js';
 
 const fresh = useFreshRedis();
 /** The file's own database, emptied before each test. */
@@ -110,6 +111,30 @@ describe('RedisAuditTrail', () => {
     expect(length).toBeLessThanOrEqual(maxLen + (await nodeEntries()));
     const newest = await redis.xrevrange(keys.audit, '+', '-', 'COUNT', 1);
     expect(newest[0]![1]).toContain('a-999');
+  });
+
+  it('writes a decision and the stats generation as two commands, no MULTI', async () => {
+    // A server of the test's own: INFO commandstats counts every client's commands.
+    const server = await PrivateRedis.start();
+    const own = new Redis(server.url);
+    try {
+      const { logger } = captureLogger();
+      const trail = new RedisAuditTrail(own, { maxLen: 100, logger });
+      await own.ping();
+      await own.config('RESETSTAT');
+      await trail.append(decision(1));
+      const stats = await own.info('commandstats');
+      const calls = Object.fromEntries(
+        [...stats.matchAll(/^cmdstat_(\w+):calls=(\d+)/gm)].map((m) => [m[1], Number(m[2])]),
+      );
+      // Counted from RESETSTAT on; the INFO reading them is counted after its own reply.
+      expect(calls).toEqual({ xadd: 1, incr: 1 });
+      expect(await own.xlen(keys.audit)).toBe(1);
+      expect(await own.get(keys.statsGeneration)).toBe('1');
+    } finally {
+      own.disconnect();
+      await server.stop();
+    }
   });
 
   it('never rejects when Redis cannot take the entry, and logs it', async () => {
