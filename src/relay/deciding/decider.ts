@@ -126,6 +126,35 @@ export class Decider {
     void this.hold(this.send(record, claim, { settling: true }));
   }
 
+  /**
+   * The claim a decision of `request` on `record` stores, with a commandId minted here unless
+   * given; undefined when the record does not offer the choice. Claims are made only here: by
+   * decide(), and for a record created already claimed (GrantAnswerer.claimAtCreate), which
+   * decide() then carries out under the same commandId.
+   */
+  claimFor(
+    record: ApprovalRecord,
+    request: Pick<DecisionRequest, 'sourceIndex' | 'choiceId' | 'feedback' | 'by'>,
+    commandId = this.options.newCommandId(),
+  ): Claim | undefined {
+    const choice = record.availableChoices.find((c) => c.choiceId === request.choiceId);
+    if (!choice) return undefined;
+    const { by } = request;
+    return {
+      sourceIndex: request.sourceIndex,
+      ...(by.via === 'click' ? { userId: by.userId } : {}),
+      ...(by.via === 'click' && by.voters ? { voters: by.voters } : {}),
+      ...(by.via === 'click' && by.stoodInFor ? { stoodInFor: by.stoodInFor } : {}),
+      ...(by.via === 'click' && by.onBehalfOf ? { onBehalfOf: by.onBehalfOf } : {}),
+      ...(by.via === 'grant' ? { grant: by.grant } : {}),
+      via: by.via,
+      choiceId: choice.choiceId,
+      commandId,
+      feedback: choice.acceptsFeedback && request.feedback ? request.feedback : undefined,
+      claimedAt: this.now().toISOString(),
+    };
+  }
+
   /** Takes no more decisions; resolves once every decision in flight has an outcome. */
   async drain(): Promise<void> {
     this.stopped.abort();
@@ -186,20 +215,8 @@ export class Decider {
           return unwarranted;
         }
       }
-      const choice = record.availableChoices.find((c) => c.choiceId === request.choiceId)!;
-      const claim: Claim = {
-        sourceIndex: request.sourceIndex,
-        ...(request.by.via === 'click' ? { userId: request.by.userId } : {}),
-        ...(request.by.via === 'click' && request.by.voters ? { voters: request.by.voters } : {}),
-        ...(request.by.via === 'click' && request.by.stoodInFor ? { stoodInFor: request.by.stoodInFor } : {}),
-        ...(request.by.via === 'click' && request.by.onBehalfOf ? { onBehalfOf: request.by.onBehalfOf } : {}),
-        ...(request.by.via === 'grant' ? { grant: request.by.grant } : {}),
-        via: request.by.via,
-        choiceId: choice.choiceId,
-        commandId,
-        feedback: choice.acceptsFeedback && request.feedback ? request.feedback : undefined,
-        claimedAt: this.now().toISOString(),
-      };
+      // Offered: whyNotDecidable said so.
+      const claim = this.claimFor(record, request, commandId)!;
       let abandoned = false;
       const claiming = keeper.claim(record, claim, () => abandoned);
       const outcome = await byDeadline(claiming, request.recordBy);
