@@ -22,9 +22,10 @@ import type { RedisClient } from './redisConnection.js';
  */
 const CREATE_SCRIPT = `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], 'v', ARGV[1], 'd', ARGV[2])
-if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'f', ARGV[5]) end
-for i = 6, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+local fields = {'v', ARGV[1], 'd', ARGV[2]}
+if ARGV[5] ~= '' then fields[5] = 'f'; fields[6] = ARGV[5] end
+for i = 6, #ARGV do fields[#fields + 1] = ARGV[i] end
+redis.call('HSET', KEYS[1], unpack(fields))
 if ARGV[3] ~= '' then redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[4]) end
 return 1
 `;
@@ -51,20 +52,31 @@ return 1
 // writer holds. The record keeps the highest token that wrote it (field `f`) and refuses a lower
 // one (-2), so a replica that lost the host's lease and wakes up late cannot change the record,
 // post its card or claim a stage. A write that does not act for the host (an escalation note) carries
-// none. fenceCheck(n) and fenceStamp(n) are spliced into the scripts, n being the fence argument.
-const fenceCheck = (n: number) =>
-  `ARGV[${n}] ~= '' and tonumber(ARGV[${n}]) < tonumber(redis.call('HGET', KEYS[1], 'f') or '0')`;
-const fenceStamp = (n: number) => `if ARGV[${n}] ~= '' then redis.call('HSET', KEYS[1], 'f', ARGV[${n}]) end`;
+// none. fencedBy(n, f) and writeRecord(…, n) are spliced into the scripts, n being the fence
+// argument. A script reads the fields it needs in one HMGET and writes in one HSET: every call
+// inside a script is a command Redis runs (docs/performance.md, "Commands per approval").
+const fencedBy = (n: number, stored: string) =>
+  `ARGV[${n}] ~= '' and tonumber(ARGV[${n}]) < tonumber(${stored} or '0')`;
+const writeRecord = (version: string, json: string, n: number) =>
+  `if ARGV[${n}] ~= '' then redis.call('HSET', KEYS[1], 'v', ${version}, 'd', ${json}, 'f', ARGV[${n}])
+  else redis.call('HSET', KEYS[1], 'v', ${version}, 'd', ${json}) end`;
 
 /**
  * Sets `result` for a write expecting version ARGV[1] of KEYS[1]: -1 gone, 0 moved on, -2 fenced
  * (fence argument n), 1 when the write may go ahead (the `else` branch the caller opens next).
+ * `data` (a Lua condition) says whether the script needs the record's JSON too: then it is read
+ * in the same HMGET, as `found[3]`.
  */
-const versionGate = (n: number) => `local cur = redis.call('HGET', KEYS[1], 'v')
+const versionGate = (
+  n: number,
+  data: string,
+) => `local found = (${data}) and redis.call('HMGET', KEYS[1], 'v', 'f', 'd')
+  or redis.call('HMGET', KEYS[1], 'v', 'f')
+local cur = found[1]
 local result = 1
 if not cur then result = -1
 elseif cur ~= ARGV[1] then result = 0
-elseif ${fenceCheck(n)} then result = -2`;
+elseif ${fencedBy(n, 'found[2]')} then result = -2`;
 
 /** Frees KEYS[2] only while it holds the token ARGV[n]: a late writer must not free someone else's. */
 const releaseIfHeld = (n: number) => `local held = redis.call('GET', KEYS[2])
@@ -88,15 +100,14 @@ local function last(text, part)
     at, from = found, found + 1
   end
 end
-${versionGate(8)}
+${versionGate(8, 'true')}
 else
-  local d = redis.call('HGET', KEYS[1], 'd')
+  local d = found[3]
   local s, t = last(d, ARGV[3]), last(d, ARGV[5])
   if not s or not t or s > t then result = 0
   else
     d = string.sub(d, 1, s - 1) .. ARGV[4] .. string.sub(d, s + #ARGV[3], t - 1) .. ARGV[6] .. string.sub(d, t + #ARGV[5])
-    redis.call('HSET', KEYS[1], 'v', ARGV[2], 'd', d)
-    ${fenceStamp(8)}
+    ${writeRecord('ARGV[2]', 'd', 8)}
   end
 end
 do
@@ -127,7 +138,7 @@ return 0
 
 /** KEYS[1] record, KEYS[2] post lease. ARGV: token, TTL ms, fence. -2 when fenced, else 1 or 0. */
 const POST_LEASE_SCRIPT = `
-if ${fenceCheck(3)} then return -2 end
+if ${fencedBy(3, "redis.call('HGET', KEYS[1], 'f')")} then return -2 end
 if redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2], 'NX') then return 1 end
 return 0
 `;
@@ -147,11 +158,10 @@ return 0
  * claimed} with `notice`.
  */
 const casScript = (release: boolean, notice: boolean) => `
-${versionGate(7)}
-elseif ARGV[8] ~= '' and not string.find(redis.call('HGET', KEYS[1], 'd'), ARGV[8], 1, true) then result = 0
+${versionGate(7, "ARGV[8] ~= ''")}
+elseif ARGV[8] ~= '' and not string.find(found[3], ARGV[8], 1, true) then result = 0
 else
-  redis.call('HSET', KEYS[1], 'v', ARGV[2], 'd', ARGV[3])
-  ${fenceStamp(7)}
+  ${writeRecord('ARGV[2]', 'ARGV[3]', 7)}
   if ARGV[4] ~= '0' then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
 end
 ${
@@ -185,15 +195,14 @@ if held then
   if held == ARGV[4] then return {3} end
   return {2, held}
 end
-local cur = redis.call('HGET', KEYS[1], 'v')
+local found = redis.call('HMGET', KEYS[1], 'v', 'd', 'f')
+local cur = found[1]
 if not cur then return {-1} end
 if cur ~= ARGV[1] then return {0} end
-local d = redis.call('HGET', KEYS[1], 'd')
-if not string.find(d, ARGV[7], 1, true) then return {0} end
-if ${fenceCheck(6)} then return {-2} end
+if not string.find(found[2], ARGV[7], 1, true) then return {0} end
+if ${fencedBy(6, 'found[3]')} then return {-2} end
 redis.call('SET', KEYS[2], ARGV[4], 'PX', ARGV[5])
-redis.call('HSET', KEYS[1], 'v', ARGV[2], 'd', ARGV[3])
-${fenceStamp(6)}
+${writeRecord('ARGV[2]', 'ARGV[3]', 6)}
 return {1}
 `;
 

@@ -3,7 +3,8 @@ import type { ApprovalRecord } from '../../src/domain/record.js';
 import { ApprovalStore } from '../../src/store/approvalStore.js';
 import { keys } from '../../src/store/keys.js';
 import { HeldNoticeClaims, RedisNoticeLedger } from '../../src/store/noticeLedger.js';
-import type { RedisClient } from '../../src/store/redisConnection.js';
+import { createRedisClient, type RedisClient } from '../../src/store/redisConnection.js';
+import { PrivateRedis } from '../support/privateRedis.js';
 import { sampleRecord } from '../support/sampleRecord.js';
 import { BACKENDS, openBackend, type StoreBackend } from '../support/storeBackends.js';
 import { testRedisUrl } from '../support/testRedis.js';
@@ -413,5 +414,38 @@ describe.each(BACKENDS)('ApprovalStore on %s Redis', (kind) => {
     // A record that is gone gets no stray hash.
     expect(await store.saveFullText('a-gone', { xs: full('late') })).toBe(false);
     expect(await redis.exists(keys.approval('a-gone'))).toBe(0);
+  });
+});
+
+describe('ApprovalStore scripts', () => {
+  it('read a fenced record once and write it once: create, place, claim and resolve', async () => {
+    // A server of the test's own: INFO commandstats counts every client's commands, scripts'
+    // inner calls included.
+    const server = await PrivateRedis.start();
+    const own = createRedisClient({ kind: 'single', url: server.url }, { maxRetriesPerRequest: 1 });
+    try {
+      const store = new ApprovalStore(own, { resolvedTtlMs: 60_000, fenceOf: () => 7 });
+      const record = sampleRecord('a-calls', { slack: { channel: 'C1' } });
+      const lease = store.newPostLease(5_000);
+      await own.ping();
+      await own.config('RESETSTAT');
+      expect(await store.createIfAbsent(record, lease, { xs: '{}' })).toBe(true);
+      const placed = await store.savePost(record, { channel: 'C1', ts: '1.000001' }, lease);
+      const claiming = { ...placed!.record, phase: 'deciding' as const, claim };
+      expect(await store.claimWith(placed!.record, claiming)).toMatchObject({ kind: 'claimed' });
+      await store.update('a-calls', (r) => ({ ...r, phase: 'resolved', claim: undefined }));
+      const stats = await own.info('commandstats');
+      const calls = (name: string) =>
+        Number(new RegExp(`^cmdstat_${name}:calls=(\\d+)`, 'm').exec(stats)?.[1] ?? 0);
+      // One HSET for each of the four writes, fence and full text included; one HMGET for each
+      // of the three that check the version, the fence and the tail together.
+      expect(calls('hset')).toBe(4);
+      expect(calls('hmget')).toBe(3);
+      expect(calls('hget')).toBe(0);
+      expect(await own.hmget(keys.approval('a-calls'), 'v', 'f', 'xs')).toEqual(['4', '7', '{}']);
+    } finally {
+      own.disconnect();
+      await server.stop();
+    }
   });
 });
