@@ -134,7 +134,7 @@ export class ApprovalRecords {
   /**
    * The dedupe gate: only one of several racing creators wins. Returns false when a record for
    * this approvalId already exists. The winner also holds `lease`, when one is given, so it can
-   * post the card at once. `extra` fields are stored in the record's hash with it (FULL_TEXT_FIELDS):
+   * post the card at once; a record that holds a claim holds its claim's key too. `extra` fields are stored in the record's hash with it (FULL_TEXT_FIELDS):
    * they share its key, so they expire with it.
    */
   async createIfAbsent(
@@ -142,15 +142,26 @@ export class ApprovalRecords {
     lease?: PostLease,
     extra?: Record<string, string>,
   ): Promise<boolean> {
+    if (record.claim && lease)
+      throw new Error(`approval ${record.approvalId}: a claimed record has no card to post`);
+    // A record created already claimed (GrantAnswerer.claimAtCreate) holds its claim's key from
+    // the same write, as a claim made later would (csClaim); any other, the post lease if given.
+    const held = record.claim
+      ? {
+          key: keys.claim(record.approvalId, record.claim.sourceIndex),
+          value: JSON.stringify(record.claim),
+          ttlMs: this.claimTtlMs,
+        }
+      : { key: keys.postLease(record.approvalId), value: lease?.token ?? '', ttlMs: lease?.ttlMs ?? 0 };
     // The open-set insert rides along (the host's slot); it is harmless when the record existed.
     const [created] = await Promise.all([
       this.redis.csCreate(
         keys.approval(record.approvalId),
-        keys.postLease(record.approvalId),
+        held.key,
         String(record.version),
         JSON.stringify(record),
-        lease?.token ?? '',
-        String(lease?.ttlMs ?? 0),
+        held.value,
+        String(held.ttlMs),
         this.fence(record.hostId),
         ...(extra ? Object.entries(extra).flat() : []),
       ),

@@ -254,13 +254,14 @@ type CasArgs = [
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
+    /** `heldKey`: the post lease, or the claim of a record created claimed, set to `heldValue`. */
     csCreate(
       approvalKey: string,
-      leaseKey: string,
+      heldKey: string,
       version: string,
       json: string,
-      leaseToken: string,
-      leaseTtlMs: string,
+      heldValue: string,
+      heldTtlMs: string,
       fence: string,
       ...fullTextFields: string[]
     ): Result<number, Context>;

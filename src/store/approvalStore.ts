@@ -54,6 +54,11 @@ export class ApprovalStore {
     return this.records.recentCard(channel, ts, approvalId);
   }
 
+  /** Whether this process created, read or wrote the approval's record lately: it exists. */
+  knows(approvalId: string): boolean {
+    return this.records.recent.get(approvalId) !== undefined;
+  }
+
   /**
    * The record as this process last read or wrote it, if it is one of the recent ones and says
    * where its card is, else as Redis holds it. For what only shows a record (a batch summary),

@@ -37,6 +37,26 @@ describe.each(BACKENDS)('ApprovalStore on %s Redis', (kind) => {
     expect(await store.openApprovalIds('default')).toEqual(['a-1']);
   });
 
+  it('creates a record already claimed with its claim held: another claim of the stage is refused', async () => {
+    const grantClaim = { ...claim, userId: undefined, via: 'grant' as const, commandId: 'cmd-grant' };
+    const record = { ...sampleRecord('a-claimed'), phase: 'deciding' as const, claim: grantClaim };
+    expect(await store.createIfAbsent(record)).toBe(true);
+    expect(JSON.parse((await redis.get(keys.claim('a-claimed', 0)))!)).toEqual(
+      JSON.parse(JSON.stringify(grantClaim)),
+    );
+    expect(await redis.pttl(keys.claim('a-claimed', 0))).toBeGreaterThan(0);
+    expect(await redis.exists(keys.postLease('a-claimed'))).toBe(0);
+    const click = { ...claim, commandId: 'cmd-click' };
+    expect(await store.claimWith(record, { ...record, claim: click })).toEqual({
+      kind: 'held',
+      holder: JSON.parse(JSON.stringify(grantClaim)),
+    });
+    // A claimed record has no card to post: it is never created holding a post lease.
+    await expect(
+      store.createIfAbsent({ ...record, approvalId: 'a-other' }, store.newPostLease(1_000)),
+    ).rejects.toThrow(/no card to post/);
+  });
+
   it('applies concurrent updates without losing one (compare-and-set retries)', async () => {
     await store.createIfAbsent(sampleRecord('a-2'));
     await Promise.all(
