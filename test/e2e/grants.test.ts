@@ -80,6 +80,11 @@ async function phaseOf(world: World, approvalId: string, timeoutMs = 5_000): Pro
   }
 }
 
+/** How many times the approval's record was written (its version). */
+async function versionOf(world: World, approvalId: string): Promise<number> {
+  return Number(await world.redis.hget(keys.approval(approvalId), 'v'));
+}
+
 /** Opens the request and expects its card, not a decision by grant: the bot asked people. */
 async function expectPeopleAsked(world: World, approval: ApprovalRequestParams): Promise<void> {
   await world.host.open(approval);
@@ -256,6 +261,43 @@ describe('remembered grants', () => {
         new Date(),
       ),
     ).toEqual([]);
+  });
+
+  it('a request like one a grant just answered is created already claimed: decided once, no card', async () => {
+    const world = await startWorld();
+    const grantId = await grantFrom(world, shell('gf-first', [['git', 'status']]), REMEMBER);
+    for (const id of ['gf-2', 'gf-3']) {
+      await world.host.open(shell(id, [['git', 'status']]));
+      await world.host.waitForDecide((d) => d.frame.params.approvalId === id);
+      expect(await phaseOf(world, id)).toBe('resolved');
+    }
+    // gf-2, the first request after the grant was made, was answered after its create: written
+    // created, deferred and claimed before its decide. gf-3, like a request a grant had just
+    // answered, was looked up first and created claimed: two writes fewer. Both were then written
+    // as often as the host's answers asked.
+    expect(await versionOf(world, 'gf-2')).toBe(5);
+    expect(await versionOf(world, 'gf-3')).toBe(3);
+    for (const id of ['gf-2', 'gf-3']) {
+      expect(cardPostedFor(world, id)).toBe(false);
+      expect(world.host.decides().filter((d) => d.frame.params.approvalId === id)).toHaveLength(1);
+    }
+    const lines = () =>
+      world.slack
+        .callsOf('chat.postMessage')
+        .filter((c) => String(c.args.text).startsWith(':repeat: Approved by a remembered grant'));
+    await until(() => lines().length === 2);
+    await until(async () => (await storeOf(world).get(grantId))?.uses === 2);
+    await until(async () => (await readGrantAudit(world.redis)).length >= 3);
+    const events = await readGrantAudit(world.redis);
+    expect(events.map((e) => [e.kind, 'approvalId' in e ? e.approvalId : undefined])).toEqual([
+      ['created', undefined],
+      ['used', 'gf-2'],
+      ['used', 'gf-3'],
+    ]);
+    // Its decision is audited as a grant's, as any other.
+    const entries = await world.redis.xrange(keys.audit, '-', '+');
+    const decision = entries.map(([, f]) => f.join(' ')).find((f) => f.includes('gf-3'));
+    expect(decision).toContain(grantId);
   });
 
   it('two approvals matching one grant at the same time are both decided, each exactly once', async () => {

@@ -2,13 +2,28 @@ import type { Logger } from 'pino';
 import type { Grant, GrantStore } from '../../domain/grants/grant.js';
 import { findGrant, type GrantQuestion, grantQuestion, sessionCallerOf } from '../../domain/grants/match.js';
 import type { Metrics } from '../../domain/metrics.js';
-import { type ApprovalRecord, type GrantRef, isTerminal } from '../../domain/record.js';
+import { type ApprovalRecord, type Claim, type GrantRef, isTerminal } from '../../domain/record.js';
 import type { RouteGrants } from '../../domain/route.js';
 import type { Decider } from '../deciding/decider.js';
 import type { NoticeLedger } from '../deciding/decisionNotices.js';
+import { claimed } from '../records/decisionMutations.js';
 import type { RecordKeeper } from '../records/recordKeeper.js';
 
 type Next = 'done' | 'showCard';
+
+/** How long a grant's answer makes a like request worth a lookup before its create. */
+const HIT_MEMORY_MS = 5 * 60_000;
+/** How many such requests (buckets) are remembered; past it, the oldest answer is forgotten. */
+const HIT_MEMORY_MAX = 10_000;
+
+/** A request answered by a grant before its record exists: the record to create, already claimed. */
+export interface ClaimedAtCreate {
+  /** Its card deferred, its stage claimed by the grant (the claim the Decider would store). */
+  record: ApprovalRecord & { claim: Claim };
+  /** With its use taken, when it is a grant by uses. */
+  grant: Grant;
+  question: GrantQuestion;
+}
 
 /** The Slack side: the compact line a grant's use leaves in the channel instead of a card. */
 export interface GrantLineSender {
@@ -26,7 +41,7 @@ export interface GrantAnswererOptions {
   store: RecordReader;
   /** Shows a card no grant answered (reveal), and tracks the work so idle() waits for it. */
   keeper: Pick<RecordKeeper, 'reveal' | 'track'>;
-  decider: Pick<Decider, 'decide'>;
+  decider: Pick<Decider, 'decide' | 'claimFor'>;
   lines: GrantLineSender;
   /** Each line is sent once per stage, whichever replica or retry gets there. */
   ledger: NoticeLedger;
@@ -50,6 +65,8 @@ export class GrantAnswerer {
   private readonly looks = new Map<string, Promise<void>>();
   /** approvalId → the grant the relay found for it before creating it (see expect()). */
   private readonly found = new Map<string, Grant>();
+  /** A like request (bucketOf) → when a grant last answered one here (ms): see expectsGrant(). */
+  private readonly answered = new Map<string, number>();
 
   constructor(private readonly options: GrantAnswererOptions) {
     this.now = options.now ?? (() => new Date());
@@ -74,6 +91,71 @@ export class GrantAnswerer {
     }
   }
 
+  /**
+   * Whether a grant answered a request like `record` here lately (bucketOf). Then its lookup goes
+   * before its create, not with it (claimAtCreate): an agent repeats its commands, and a request
+   * that no grant answered lately is not slowed by a round trip before its card.
+   */
+  expectsGrant(record: ApprovalRecord): boolean {
+    const question = this.questionOf(record);
+    const at = question && this.answered.get(bucketOf(question));
+    return at !== undefined && this.now().getTime() - at < HIT_MEMORY_MS;
+  }
+
+  /**
+   * The record to create for `fresh`, its stage already claimed by the grant that answers it and
+   * its card deferred: one write, where a record answered after its create takes three (create,
+   * deferral, claim). Undefined when no grant answers, or grants cannot be read: the caller
+   * creates the record as usual, and its card is posted. A use of a grant by uses is taken here:
+   * decideClaimed() spends it, dropClaimed() gives it back. Never rejects.
+   */
+  async claimAtCreate(fresh: ApprovalRecord): Promise<ClaimedAtCreate | undefined> {
+    const settings = this.options.grantsOf(fresh.route);
+    const question = this.questionOf(fresh);
+    if (!question || fresh.phase !== 'pending') return undefined;
+    let grant: Grant | undefined;
+    try {
+      const now = this.now();
+      const sessionCaller = sessionCallerOf(fresh, settings!.choices);
+      grant = await this.take(
+        await this.candidates(question, sessionCaller, now),
+        question,
+        now,
+        sessionCaller,
+      );
+    } catch (err) {
+      // Not knowing is asking: the card is posted.
+      this.options.logger.warn(
+        { err, approvalId: fresh.approvalId },
+        'could not look up grants; asking people',
+      );
+      return undefined;
+    }
+    if (!grant) {
+      this.answered.delete(bucketOf(question));
+      return undefined;
+    }
+    const deferred: ApprovalRecord = { ...fresh, slack: { ...fresh.slack, deferred: true } };
+    const claim = this.options.decider.claimFor(deferred, grantDecision(question, grant));
+    const record = claim && claimed(claim)(deferred);
+    if (!claim || !record) {
+      await this.giveBack(grant);
+      return undefined;
+    }
+    return { record: { ...record, claim }, grant, question };
+  }
+
+  /** Sends the decision of a record created claimed (claimAtCreate), as a look would have. */
+  decideClaimed(answer: ClaimedAtCreate): void {
+    const { record, grant, question } = answer;
+    this.schedule(record.approvalId, () => this.decideBy(record, grant, question, record.claim.commandId));
+  }
+
+  /** A record claimed at its create was not created (it existed already): the use is given back. */
+  dropClaimed(answer: ClaimedAtCreate): Promise<void> {
+    return this.giveBack(answer.grant);
+  }
+
   /** The relay found `grant` for an approval it is creating deferred: the first look uses it. */
   expect(approvalId: string, grant: Grant | undefined): void {
     if (grant) this.found.set(approvalId, grant);
@@ -91,8 +173,16 @@ export class GrantAnswerer {
    * card. `known`, the record just stored, spares a read when no other look is in progress.
    */
   consider(approvalId: string, known?: ApprovalRecord): void {
+    this.schedule(approvalId, (first) => this.look(approvalId, first ? known : undefined));
+  }
+
+  /**
+   * Runs `task` after the look in progress for the approval, if any (`first`: none was), then
+   * shows the card if it says so.
+   */
+  private schedule(approvalId: string, task: (first: boolean) => Promise<Next>): void {
     const previous = this.looks.get(approvalId);
-    const looked = previous ? previous.then(() => this.look(approvalId)) : this.look(approvalId, known);
+    const looked = previous ? previous.then(() => task(false)) : task(true);
     const settled = looked
       .catch((err: unknown): Next => {
         this.options.logger.error({ err, approvalId }, 'answering by grant failed; showing the card');
@@ -112,7 +202,7 @@ export class GrantAnswerer {
 
   /** Decides by grant what one covers; says whether the card must be shown instead. */
   private async look(approvalId: string, known?: ApprovalRecord): Promise<Next> {
-    const { store, decider, logger } = this.options;
+    const { store } = this.options;
     const record = known ?? (await store.get(approvalId));
     if (!record?.slack.deferred || isTerminal(record) || record.claim) return 'done';
     // Under review or out of reach: there is nothing a grant could decide now, and people should see it.
@@ -131,16 +221,29 @@ export class GrantAnswerer {
         : undefined) ??
       (await this.take(await this.candidates(question, sessionCaller, now), question, now, sessionCaller));
     if (!grant) return 'showCard';
+    return this.decideBy(record, grant, question);
+  }
 
+  /**
+   * Decides the record's stage by `grant` through the Decider; says whether the card must be
+   * shown instead. `commandId`: the record holds the grant's claim already (claimAtCreate).
+   */
+  private async decideBy(
+    record: ApprovalRecord,
+    grant: Grant,
+    question: GrantQuestion,
+    commandId?: string,
+  ): Promise<Next> {
+    const { decider, logger } = this.options;
+    const { approvalId } = record;
     let outcome: Awaited<ReturnType<Decider['decide']>>;
     try {
       outcome = await decider.decide({
         record,
-        sourceIndex: question.sourceIndex,
-        choiceId: question.once.choiceId,
-        by: { via: 'grant', grant: grantRef(grant) },
+        ...grantDecision(question, grant),
         // Found for this very record just now.
         warranted: true,
+        ...(commandId === undefined ? {} : { commandId }),
       });
     } catch (err) {
       await this.giveBack(grant);
@@ -148,6 +251,7 @@ export class GrantAnswerer {
     }
     if (outcome.kind === 'decided') {
       this.options.metrics?.grantUsed();
+      this.rememberAnswered(question);
       await Promise.all([this.recordUse(record, grant, question), this.leaveLine(record, grant, question)]);
       return 'done';
     }
@@ -160,6 +264,21 @@ export class GrantAnswerer {
       'a grant matched but could not decide; showing the card',
     );
     return 'showCard';
+  }
+
+  /** The question a grant of the record's route could answer; undefined when none could. */
+  private questionOf(record: ApprovalRecord): GrantQuestion | undefined {
+    const settings = this.options.grantsOf(record.route);
+    return settings?.enabled ? grantQuestion(record) : undefined;
+  }
+
+  /** A grant answered a request like the question just now (expectsGrant). */
+  private rememberAnswered(question: GrantQuestion): void {
+    const bucket = bucketOf(question);
+    // Newest last: the first entry is the oldest answer, forgotten first.
+    this.answered.delete(bucket);
+    this.answered.set(bucket, this.now().getTime());
+    if (this.answered.size > HIT_MEMORY_MAX) this.answered.delete(this.answered.keys().next().value!);
   }
 
   /** The candidates of the question's bucket, and of the session's when the route binds some grants there. */
@@ -236,6 +355,25 @@ export class GrantAnswerer {
       logger.warn({ err, approvalId, grantId: grant.grantId }, 'grant line bookkeeping failed');
     }
   }
+}
+
+/** The decision a grant makes: the question's once-choice, by that grant. */
+function grantDecision(question: GrantQuestion, grant: Grant) {
+  return {
+    sourceIndex: question.sourceIndex,
+    choiceId: question.once.choiceId,
+    by: { via: 'grant' as const, grant: grantRef(grant) },
+  };
+}
+
+/**
+ * Requests alike for expectsGrant(): the same caller, tool, sandbox mode, route and capabilities
+ * (an agent running the same command again), not merely the same grant bucket, where a shell
+ * tool's other commands would be looked up first for nothing.
+ */
+function bucketOf(question: GrantQuestion): string {
+  const { caller, tool, sandboxMode, route, capabilities } = question;
+  return JSON.stringify([caller, tool, sandboxMode, route, capabilities]);
 }
 
 export function grantRef(grant: Grant): GrantRef {

@@ -13,6 +13,7 @@ import type { ChosenRoute, RouteInput } from '../../routing/router.js';
 import type { ApprovalStore, Mutation } from '../../store/approvalStore.js';
 import { Turns } from '../../util/turns.js';
 import type { Decider } from '../deciding/decider.js';
+import type { ClaimedAtCreate } from '../grants/grantAnswerer.js';
 import type { RecordKeeper } from '../records/recordKeeper.js';
 import {
   newRecord,
@@ -69,6 +70,14 @@ export interface GrantAnswering {
   expect(approvalId: string, grant: Grant | undefined): void;
   /** Looks at a deferred record again: answers it by grant or shows its card. */
   consider(approvalId: string): void;
+  /** Whether a grant answered a request like this one lately: look it up before creating it. */
+  expectsGrant(record: ApprovalRecord): boolean;
+  /** The record to create already claimed by the grant that answers it, if any. Never rejects. */
+  claimAtCreate(fresh: ApprovalRecord): Promise<ClaimedAtCreate | undefined>;
+  /** Sends the decision of a record created claimed. */
+  decideClaimed(answer: ClaimedAtCreate): void;
+  /** A record claimed at its create already existed: what was taken for it is given back. */
+  dropClaimed(answer: ClaimedAtCreate): Promise<void>;
 }
 
 const DEFAULT_MAX_BUFFERED_EVENTS = 10_000;
@@ -242,26 +251,42 @@ export class HostEventHandler {
     // and passed on once the record's write has left.
     const turn = this.turns.take(route.channel);
     const answerer = this.options.grants;
+    const mayAnswer = answerer !== undefined && caller !== undefined && phase === 'pending' && !heldElsewhere;
+    // A request like one a grant answered lately is looked up first (started now, before its
+    // channel's turn comes) and, when a grant answers it, created already claimed: no card, and
+    // one write where the lookup made with the create leaves two more (docs/performance.md).
+    // Not a request described again (approval/request, then approval/requested): its record
+    // exists, and a use taken for it would be missing to another request until given back.
+    const early =
+      mayAnswer && !store.knows(fresh.approvalId) && answerer.expectsGrant(fresh)
+        ? answerer.claimAtCreate(fresh)
+        : undefined;
+    let claimedAtCreate: ClaimedAtCreate | undefined;
     let grant: Grant | undefined;
     let created = false;
     try {
       await turn.ready;
-      // A grant lookup, made only for what a grant could answer, goes out with the create: one
-      // round trip for both. A request a grant answers gets no card: the answerer decides it.
+      claimedAtCreate = await early;
+      // Otherwise a grant lookup, made only for what a grant could answer, goes out with the
+      // create: one round trip for both. A request a grant answers gets no card: the answerer
+      // decides it.
       const answered =
-        answerer && caller && phase === 'pending' && !heldElsewhere
+        mayAnswer && !early
           ? answerer.find(fresh).then((found) => {
               grant = found;
               if (found) answerer.expect(fresh.approvalId, found);
               return found !== undefined;
             })
           : undefined;
-      const storing = keeper.store(fresh, fullTextFields(fresh, params), answered);
+      const storing = keeper.store(claimedAtCreate?.record ?? fresh, fullTextFields(fresh, params), answered);
       turn.done();
       const stored = await storing;
       created = stored !== false;
       // Counted once per request: the host may describe it twice, and only one of them creates it.
-      if (created && answered) this.options.metrics?.grantLookup(grant !== undefined);
+      if (created && (answered || early)) {
+        this.options.metrics?.grantLookup(grant !== undefined || claimedAtCreate !== undefined);
+      }
+      if (stored && claimedAtCreate) answerer?.decideClaimed(claimedAtCreate);
       if (stored) {
         if (risks.length > 0) this.auditRisks(fresh, risks);
         // At debug: it sits between the host's frame and the card's post, where every line shows in
@@ -274,6 +299,7 @@ export class HostEventHandler {
       turn.done();
       // The grant found is for this creation only: an existing record is looked at afresh.
       if (grant && !created) answerer?.expect(fresh.approvalId, undefined);
+      if (claimedAtCreate && !created) await answerer?.dropClaimed(claimedAtCreate);
     }
     const record = await this.mutateMarkingRisks(
       params.approvalId,

@@ -5,7 +5,7 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { Grant, GrantBucketKey } from '../../../../src/domain/grants/grant.js';
-import type { GrantQuestion } from '../../../../src/domain/grants/match.js';
+import { type GrantQuestion, grantQuestion } from '../../../../src/domain/grants/match.js';
 import type { ApprovalRecord } from '../../../../src/domain/record.js';
 import type { RouteGrants } from '../../../../src/domain/route.js';
 import type { DecisionOutcome, DecisionRequest } from '../../../../src/relay/deciding/decider.js';
@@ -38,6 +38,16 @@ function deferred(approvalId: string, overrides: Partial<ApprovalRecord> = {}): 
     route: 'ops',
     availableChoices: CHOICES,
     slack: { channel: 'C1', deferred: true },
+    ...overrides,
+  });
+}
+
+/** A request as the relay builds it, before its record is created. */
+function pending(approvalId: string, overrides: Partial<ApprovalRecord> = {}): ApprovalRecord {
+  return sampleRecord(approvalId, {
+    route: 'ops',
+    availableChoices: CHOICES,
+    slack: { channel: 'C1' },
     ...overrides,
   });
 }
@@ -75,6 +85,9 @@ class World {
   reserved: string[] = [];
   ledger = new Map<string, string | undefined>();
   failCandidates = false;
+  /** Claims minted by claimFor. */
+  claims = 0;
+  clock = () => NOW;
   private readonly tracked: Promise<unknown>[] = [];
 
   answerer(grantsOf: (route: string | undefined) => RouteGrants | undefined = () => GRANTS) {
@@ -116,6 +129,14 @@ class World {
         },
       },
       decider: {
+        claimFor: (_record, request, commandId = `cmd-claimed-${++this.claims}`) => ({
+          sourceIndex: request.sourceIndex,
+          ...(request.by.via === 'grant' ? { grant: request.by.grant } : {}),
+          via: request.by.via,
+          choiceId: request.choiceId,
+          commandId,
+          claimedAt: this.clock().toISOString(),
+        }),
         decide: async (request) => {
           this.decisions.push(request);
           if (this.outcome.kind === 'decided' || this.outcome.kind === 'hostUnavailable') {
@@ -150,7 +171,7 @@ class World {
       },
       grantsOf,
       logger,
-      now: () => NOW,
+      now: () => this.clock(),
     };
     return new GrantAnswerer(options);
   }
@@ -363,6 +384,103 @@ describe('GrantAnswerer', () => {
       ['a-1', { via: 'grant', grant: grantRef(grant) }],
     ]);
     expect(world.revealed).toEqual(['a-2']);
+  });
+
+  it('expects a grant for a request like one a grant answered lately, and for no other', async () => {
+    const world = new World();
+    world.grants = [liveGrant()];
+    const answerer = world.answerer();
+    const like = pending('a-2');
+    expect(answerer.expectsGrant(like)).toBe(false);
+    answerer.follow(world.store(deferred('a-1')));
+    await world.settled();
+
+    expect(answerer.expectsGrant(like)).toBe(true);
+    expect(answerer.expectsGrant(pending('a-3', { tool: 'bash' }))).toBe(false);
+    expect(answerer.expectsGrant(pending('a-4', { caller: 'session:s-2' }))).toBe(false);
+    expect(answerer.expectsGrant(pending('a-5', { sandboxMode: 'read-only' }))).toBe(false);
+    expect(answerer.expectsGrant(pending('a-6', { route: 'other' }))).toBe(false);
+    const otherFile = { ...like.subject, path: '/srv/other.ts' } as ApprovalRecord['subject'];
+    // Another file: a question a grant could answer, but not the one answered.
+    expect(grantQuestion(pending('a-7', { subject: otherFile }))?.capabilities).toEqual([
+      'file-write:/srv/other.ts',
+    ]);
+    expect(answerer.expectsGrant(pending('a-7', { subject: otherFile }))).toBe(false);
+    // Five minutes on, the answer is forgotten.
+    world.clock = () => new Date(NOW.getTime() + 5 * 60_000);
+    expect(answerer.expectsGrant(like)).toBe(false);
+  });
+
+  it('claimAtCreate() gives the record to create claimed by the grant, with its card deferred', async () => {
+    const world = new World();
+    const grant = liveGrant({ usesLeft: 2, maxUses: 2 });
+    world.grants = [grant];
+    const answerer = world.answerer();
+    const fresh = pending('a-1');
+    const answer = await answerer.claimAtCreate(fresh);
+
+    const claim = {
+      sourceIndex: 0,
+      grant: grantRef({ ...grant, usesLeft: 1 }),
+      via: 'grant',
+      choiceId: 'allow_once',
+      commandId: 'cmd-claimed-1',
+      claimedAt: NOW.toISOString(),
+    };
+    expect(answer?.record).toEqual({
+      ...fresh,
+      phase: 'deciding',
+      claim,
+      slack: { channel: 'C1', deferred: true },
+    });
+    // Its use is taken before the record exists: two requests never both spend the last one.
+    expect(world.grants[0]!.usesLeft).toBe(1);
+    expect(world.decisions).toEqual([]);
+
+    answerer.decideClaimed(answer!);
+    await world.settled();
+    expect(world.decisions).toEqual([
+      {
+        record: answer!.record,
+        sourceIndex: 0,
+        choiceId: 'allow_once',
+        by: { via: 'grant', grant: grantRef({ ...grant, usesLeft: 1 }) },
+        warranted: true,
+        commandId: 'cmd-claimed-1',
+      },
+    ]);
+    expect(world.used).toEqual([{ grantId: 'g-1', approvalId: 'a-1', sourceIndex: 0 }]);
+    expect(world.lines.map((l) => l.approvalId)).toEqual(['a-1']);
+    expect(world.revealed).toEqual([]);
+  });
+
+  it('claimAtCreate() claims nothing when no grant answers, and forgets that one did', async () => {
+    const world = new World();
+    world.grants = [liveGrant()];
+    const answerer = world.answerer();
+    answerer.follow(world.store(deferred('a-1')));
+    await world.settled();
+    expect(answerer.expectsGrant(pending('a-2'))).toBe(true);
+
+    // Revoked since: the like request is asked of people, and the next is created as usual.
+    world.grants = [];
+    expect(await answerer.claimAtCreate(pending('a-2'))).toBeUndefined();
+    expect(answerer.expectsGrant(pending('a-3'))).toBe(false);
+    world.failCandidates = true;
+    expect(await answerer.claimAtCreate(pending('a-3'))).toBeUndefined();
+    expect(world.decisions.map((d) => d.record.approvalId)).toEqual(['a-1']);
+  });
+
+  it('gives the use back when a record claimed at its create existed already', async () => {
+    const world = new World();
+    world.grants = [liveGrant({ usesLeft: 2, maxUses: 2 })];
+    const answerer = world.answerer();
+    const answer = await answerer.claimAtCreate(pending('a-1'));
+    expect(world.grants[0]!.usesLeft).toBe(1);
+    await answerer.dropClaimed(answer!);
+    expect(world.grants[0]!.usesLeft).toBe(2);
+    expect(world.returned).toEqual(['g-1']);
+    expect(world.decisions).toEqual([]);
   });
 
   it('find() names the grant that answers, and nothing when grants cannot be read', async () => {
