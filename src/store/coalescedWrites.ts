@@ -18,6 +18,34 @@ export function rideNextWrite(redis: Redis | Cluster, issue: () => void): boolea
 }
 
 /**
+ * Issues `write` with whatever this connection sends next (rideNextWrite), or on its own after
+ * `maxWaitMs` when nothing else is sent: for a write that may wait that long, so that it costs
+ * no round trip of its own. Settles as the write does.
+ */
+export function rideOrSend<T>(
+  redis: Redis | Cluster,
+  write: () => Promise<T>,
+  maxWaitMs: number,
+): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    let issued = false;
+    const issue = () => {
+      if (issued) return;
+      issued = true;
+      clearTimeout(alone);
+      // Run inside another caller's command (rideNextWrite): it must not throw there.
+      try {
+        write().then(resolve, reject);
+      } catch (err) {
+        reject(err);
+      }
+    };
+    const alone = setTimeout(issue, maxWaitMs);
+    if (!rideNextWrite(redis, issue)) issue();
+  });
+}
+
+/**
  * Commands issued together leave in one socket write, in the order they were issued. A write to
  * a loopback socket costs a system call and a wake-up of Redis, more than the command itself: an
  * approval's create, its grant lookup and its open-set entry, or a card's place and its message

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { canonicalCapabilities } from '../domain/grants/capabilities.js';
 import type { Grant, GrantBucketKey, GrantStore } from '../domain/grants/grant.js';
 import { newestListed } from '../domain/grants/listing.js';
+import { rideOrSend } from './coalescedWrites.js';
 import { GrantAuditTrail } from './grantAudit.js';
 import { bucketOf, grantKeyPrefix, hostGrantSuffix, randomGrantSuffix } from './grantIds.js';
 import { type ListFilter, listGrants } from './grantListing.js';
@@ -39,6 +40,12 @@ import type { RedisClient } from './redisConnection.js';
 // LegacyGrantStore until the last of them ends; nothing new is stored that way.
 
 export const DEFAULT_LISTED_HOST_GRANT_MS = 7 * 24 * 60 * 60 * 1000;
+
+/**
+ * How long a use's count waits for another write to ride (recordUse): longer than the escalator's
+ * 200 ms poll, which even a quiet process sends.
+ */
+const USE_RIDE_MS = 250;
 
 /** How long a listing stream outlives the end of the latest grant it lists. */
 export const KEEP_AFTER_END_MS = 60 * 60 * 1000;
@@ -268,20 +275,30 @@ export class RedisGrantStore implements GrantStore {
       this.options.logger.warn({ grantId: grant.grantId }, 'a reserved use could not be given back');
   }
 
-  async recordUse(grant: Grant, approvalId: string, sourceIndex: number, now: Date): Promise<void> {
+  async recordUse(
+    grant: Grant,
+    approvalId: string,
+    sourceIndex: number,
+    now: Date,
+    how: { ride?: boolean } = {},
+  ): Promise<void> {
     const parts = partsOf(grant.grantId);
     const at = now.toISOString();
     // The `used` entry does not depend on the count (a use of a grant gone since is recorded all
-    // the same), so both go out at once: one round trip, not two. It still precedes `exhausted`,
-    // which waits for the count.
-    const [[uses, spentRow]] = await Promise.all([
-      parts === undefined
-        ? ([-1] as unknown[])
-        : (this.redis.csGrantCountBuffer(keys.grantTag(parts.tag), parts.suffix, now.getTime()) as Promise<
-            unknown[]
-          >),
-      this.audit.record({ kind: 'used', grantId: grant.grantId, approvalId, sourceIndex, at }),
-    ]);
+    // the same), so both go out at once. It still precedes `exhausted`, which waits for the count.
+    const write = () =>
+      Promise.all([
+        parts === undefined
+          ? ([-1] as unknown[])
+          : (this.redis.csGrantCountBuffer(keys.grantTag(parts.tag), parts.suffix, now.getTime()) as Promise<
+              unknown[]
+            >),
+        this.audit.record({ kind: 'used', grantId: grant.grantId, approvalId, sourceIndex, at }),
+      ]);
+    // `ride`: both wait for the next write of this process (the decision's resolution, a moment
+    // after the host's acknowledgement), so they cost no round trip of their own
+    // (docs/performance.md, "Commands per approval"); alone after USE_RIDE_MS if nothing is written.
+    const [[uses, spentRow]] = await (how.ride ? rideOrSend(this.redis, write, USE_RIDE_MS) : write());
     const counted = uses === -2 ? await this.legacy.countUse(grant, at) : uses === -1 ? 'gone' : 'counted';
     if (counted === 'gone') {
       this.options.logger.warn({ grantId: grant.grantId, approvalId }, 'grant used after it was removed');

@@ -1,4 +1,4 @@
-import { rideNextWrite } from './coalescedWrites.js';
+import { rideOrSend } from './coalescedWrites.js';
 import { keys } from './keys.js';
 import type { RedisClient } from './redisConnection.js';
 
@@ -19,16 +19,16 @@ export class RedisNoticeLedger {
     private readonly options: { ttlMs: number; held?: HeldNoticeClaims },
   ) {}
 
-  /** True for the one caller that may send this notice; false once anyone has claimed it. */
-  async claim(approvalId: string, kind: string): Promise<boolean> {
+  /**
+   * True for the one caller that may send this notice; false once anyone has claimed it.
+   * `ride`: the claim may wait, up to SETTLE_RIDE_MS, for another write of this process to
+   * leave with (a grant's line, sent as its decision is resolved).
+   */
+  async claim(approvalId: string, kind: string, how: { ride?: boolean } = {}): Promise<boolean> {
     if (this.options.held?.take(approvalId, kind)) return true;
-    const set = await this.redis.set(
-      keys.notice(approvalId, kind),
-      'sending',
-      'PX',
-      this.options.ttlMs,
-      'NX',
-    );
+    const write = () =>
+      this.redis.set(keys.notice(approvalId, kind), 'sending', 'PX', this.options.ttlMs, 'NX');
+    const set = await (how.ride ? rideOrSend(this.redis, write, SETTLE_RIDE_MS) : write());
     return set === 'OK';
   }
 
@@ -39,19 +39,9 @@ export class RedisNoticeLedger {
    * in one round trip"). Until it lands the notice reads `sending`, as it would had this process
    * died after sending it: it is never sent twice either way.
    */
-  settle(approvalId: string, kind: string, outcome: string): Promise<void> {
+  async settle(approvalId: string, kind: string, outcome: string): Promise<void> {
     const write = () => this.redis.set(keys.notice(approvalId, kind), outcome, 'KEEPTTL', 'XX');
-    return new Promise<void>((resolve, reject) => {
-      let issued = false;
-      const issue = () => {
-        if (issued) return;
-        issued = true;
-        clearTimeout(alone);
-        write().then(() => resolve(), reject);
-      };
-      const alone = setTimeout(issue, SETTLE_RIDE_MS);
-      if (!rideNextWrite(this.redis, issue)) issue();
-    });
+    await rideOrSend(this.redis, write, SETTLE_RIDE_MS);
   }
 
   /** What became of a notice: undefined (never claimed), `sending`, `sent`, or a failure. */

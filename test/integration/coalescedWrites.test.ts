@@ -4,9 +4,12 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rideNextWrite } from '../../src/store/coalescedWrites.js';
+import { readGrantAudit } from '../../src/store/grantAudit.js';
+import { RedisGrantStore } from '../../src/store/grantStore.js';
 import { keys } from '../../src/store/keys.js';
 import { RedisNoticeLedger } from '../../src/store/noticeLedger.js';
 import { createRedisClient, type RedisClient } from '../../src/store/redisConnection.js';
+import { captureLogger } from '../support/logCapture.js';
 import { PrivateRedis } from '../support/privateRedis.js';
 
 let server: PrivateRedis;
@@ -88,6 +91,49 @@ describe('a notice’s outcome', () => {
     await ledger.settle('a-2', 'thread', 'failed: 500');
     expect(await probe.get(keys.notice('a-2', 'thread'))).toBe('failed: 500');
     await client.del('carrier', keys.notice('a-1', 'thread'), keys.notice('a-2', 'thread'));
+  });
+});
+
+describe('a grant’s use, answering a request', () => {
+  it('its count, its `used` entry and its line’s claim ride the next write; alone after a while', async () => {
+    const { logger } = captureLogger();
+    const grants = new RedisGrantStore(client, { logger, auditMaxLen: 100 });
+    const ledger = new RedisNoticeLedger(client, { ttlMs: 60_000 });
+    const grant = await grants.create({
+      caller: 'session:s-1',
+      tool: 'shell',
+      capabilities: ['exec:npm test'],
+      sandboxMode: 'workspace-write',
+      holder: 'bot',
+      grantedBy: 'U0ALICE',
+      approvalId: 'a-0',
+      hostId: 'main',
+      route: 'default',
+      channel: 'C0DEPLOY',
+      ttlMs: 60_000,
+    });
+    const before = await reads();
+    const counting = grants.recordUse(grant, 'a-1', 0, new Date(), { ride: true });
+    const claiming = ledger.claim('a-1', 'grant-0', { ride: true });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    // Nothing written yet (read by the probe: a command of the client would carry them).
+    expect((await readGrantAudit(probe)).map((e) => e.kind)).toEqual(['created']);
+    expect(await probe.get(keys.notice('a-1', 'grant-0'))).toBeNull();
+    // The resolution's write: the use and the claim leave with it.
+    expect(await client.incr('resolution')).toBe(1);
+    await counting;
+    expect(await claiming).toBe(true);
+    // The probe's two reads, the write with its riders, the probe's INFO.
+    expect((await reads()) - before).toBe(4);
+    expect((await grants.get(grant.grantId))?.uses).toBe(1);
+    expect((await readGrantAudit(probe)).map((e) => e.kind)).toEqual(['created', 'used']);
+
+    // With nothing else sent, each goes on its own.
+    await grants.recordUse(grant, 'a-2', 0, new Date(), { ride: true });
+    expect(await ledger.claim('a-2', 'grant-0', { ride: true })).toBe(true);
+    expect((await grants.get(grant.grantId))?.uses).toBe(2);
+    expect(await probe.get(keys.notice('a-2', 'grant-0'))).toBe('sending');
+    await probe.flushdb();
   });
 });
 

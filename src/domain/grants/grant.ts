@@ -111,9 +111,16 @@ export interface GrantStore {
   returnUse(grant: Grant): Promise<void>;
   /**
    * Counts a use (uses, lastUsedAt) and records `used`; a grant by uses whose last use this was
-   * leaves its bucket and the listings, and `exhausted` is recorded.
+   * leaves its bucket and the listings, and `exhausted` is recorded. `ride`: the writes may wait
+   * a little for another write to leave with (the decision's resolution).
    */
-  recordUse(grant: Grant, approvalId: string, sourceIndex: number, now: Date): Promise<void>;
+  recordUse(
+    grant: Grant,
+    approvalId: string,
+    sourceIndex: number,
+    now: Date,
+    how?: { ride?: boolean },
+  ): Promise<void>;
   /**
    * The grant as stored, revoked ones included (`revokedAt`), until it is swept or its Redis TTL
    * ends: compare `expiresAt` to tell whether it is still live.

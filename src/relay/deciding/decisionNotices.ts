@@ -31,7 +31,8 @@ export interface NoticeSender {
 
 /** Which notices were sent, across replicas and restarts (store/noticeLedger.ts). */
 export interface NoticeLedger {
-  claim(approvalId: string, kind: string): Promise<boolean>;
+  /** `ride`: the claim may wait a little for another write to leave with (RedisNoticeLedger). */
+  claim(approvalId: string, kind: string, how?: { ride?: boolean }): Promise<boolean>;
   settle(approvalId: string, kind: string, outcome: string): Promise<void>;
 }
 

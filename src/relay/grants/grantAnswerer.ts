@@ -327,7 +327,10 @@ export class GrantAnswerer {
 
   private async recordUse(record: ApprovalRecord, grant: Grant, question: GrantQuestion): Promise<void> {
     try {
-      await this.options.grants.recordUse(grant, record.approvalId, question.sourceIndex, this.now());
+      // Rides the decision's resolution, a moment after the host's acknowledgement.
+      await this.options.grants.recordUse(grant, record.approvalId, question.sourceIndex, this.now(), {
+        ride: true,
+      });
     } catch (err) {
       this.options.logger.warn(
         { err, approvalId: record.approvalId, grantId: grant.grantId },
@@ -342,7 +345,8 @@ export class GrantAnswerer {
     const kind = `grant-${question.sourceIndex}`;
     const { approvalId } = record;
     try {
-      if (!(await ledger.claim(approvalId, kind))) return;
+      // The claim rides the decision's resolution, as the use's count does (recordUse).
+      if (!(await ledger.claim(approvalId, kind, { ride: true }))) return;
       let outcome = 'sent';
       try {
         await lines.grantUsed(record, grant, question);
