@@ -300,6 +300,39 @@ describe('remembered grants', () => {
     expect(decision).toContain(grantId);
   });
 
+  it('a request created claimed whose decide the bot never heard back on is replayed by the next bot', async () => {
+    const world = await World.start(
+      { sessions: [{ sessionId: SESSION, title: 'Bump the version' }], recovery: 'sameId' },
+      { MSP_SANDBOX_MODE: 'workspace-write' },
+    );
+    cleanups.push(() => world.close());
+    await grantFrom(world, shell('gr-first', [['git', 'fetch']]), REMEMBER);
+    await world.host.open(shell('gr-2', [['git', 'fetch']]));
+    await world.host.waitForDecide((d) => d.frame.params.approvalId === 'gr-2');
+    expect(await phaseOf(world, 'gr-2')).toBe('resolved');
+
+    // gr-3 is created claimed (as gr-2 was just answered); its decide is read, never answered.
+    await world.host.holdDecide(1);
+    await world.host.open(shell('gr-3', [['git', 'fetch']]));
+    const lost = await world.host.waitForDecide((d) => d.frame.params.approvalId === 'gr-3');
+    expect(await versionOf(world, 'gr-3')).toBe(1);
+    await world.bot.kill();
+
+    await world.restartBot();
+    const replayed = await world.host.waitForDecide(
+      (d) => d.frame.params.approvalId === 'gr-3' && d.incarnation === 2,
+      10_000,
+    );
+    expect(replayed.frame.params.commandId).toBe(lost.frame.params.commandId);
+    expect(replayed.frame.params).toMatchObject({
+      choiceId: 'allow_once',
+      requirementId: { sourceIndex: 0 },
+    });
+    expect(await phaseOf(world, 'gr-3', 10_000)).toBe('resolved');
+    expect(cardPostedFor(world, 'gr-3')).toBe(false);
+    expect(world.host.decides().filter((d) => d.frame.params.approvalId === 'gr-3')).toHaveLength(2);
+  });
+
   it('two approvals matching one grant at the same time are both decided, each exactly once', async () => {
     const world = await startWorld();
     const grantId = await grantFrom(world, shell('g10-first', [['make', 'lint']]), REMEMBER);
