@@ -97,6 +97,8 @@ export class GrantAnswerer {
    * that no grant answered lately is not slowed by a round trip before its card.
    */
   expectsGrant(record: ApprovalRecord): boolean {
+    // On the path of every card: nothing to work out while no grant has answered anything.
+    if (this.answered.size === 0) return false;
     const question = this.questionOf(record);
     const at = question && this.answered.get(bucketOf(question));
     return at !== undefined && this.now().getTime() - at < HIT_MEMORY_MS;
