@@ -5,6 +5,8 @@
 // at the time given.
 
 import { afterEach, describe, expect, it } from 'vitest';
+import { readGrantAudit } from '../../src/store/grantAudit.js';
+import { keys } from '../../src/store/keys.js';
 import { SIGNING_SECRET, startBot } from '../support/bot.js';
 import { FakeHost, shellApproval } from '../support/fakeHost.js';
 import { FakePagerDuty } from '../support/fakePagerDuty.js';
@@ -234,7 +236,9 @@ describe('away and delegate', () => {
       );
     }
     expect(world.host.decides()).toHaveLength(0);
-    expect(await world.redis.keys('cs:grant:*')).toEqual([]);
+    // No grant was made: none stored (a grant's row is in its bucket tag's string), none audited.
+    expect(await world.redis.keys(keys.grantTag('*'))).toEqual([]);
+    expect(await readGrantAudit(world.redis)).toEqual([]);
     // Once is theirs to give.
     expect(await tryAllow(world, id, 'U0CAROL')).toBeUndefined();
   });

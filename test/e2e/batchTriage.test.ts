@@ -6,6 +6,7 @@
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BATCH_REJECT_VIEW_CALLBACK_ID } from '../../src/cards/ids.js';
+import { readGrantAudit } from '../../src/store/grantAudit.js';
 import { keys } from '../../src/store/keys.js';
 import { freshRedisDb, type RunningBot, startBot } from '../support/bot.js';
 import { type ApprovalRequestParams, FakeHost, shellApproval } from '../support/fakeHost.js';
@@ -180,7 +181,9 @@ describe('batch triage', () => {
     const entries = await world.auditEntries();
     expect(entries.filter((e) => e.kind === 'decision')).toHaveLength(8);
     expect(entries.every((e) => e.userId === 'U0ALICE' && e.choiceId === 'allow_once')).toBe(true);
-    expect(await world.redis.keys('cs:grant:*')).toEqual([]);
+    // No grant row stored, none audited.
+    expect(await world.redis.keys(keys.grantTag('*'))).toEqual([]);
+    expect(await readGrantAudit(world.redis)).toEqual([]);
 
     // The group emptied: the one summary says so, without buttons.
     const closed = await summaryWhen(
