@@ -258,7 +258,7 @@ export class HostEventHandler {
     // Not a request described again (approval/request, then approval/requested): its record
     // exists, and a use taken for it would be missing to another request until given back.
     const early =
-      mayAnswer && !store.knows(fresh.approvalId) && answerer.expectsGrant(fresh)
+      mayAnswer && answerer.expectsGrant(fresh) && !store.knows(fresh.approvalId)
         ? answerer.claimAtCreate(fresh)
         : undefined;
     let claimedAtCreate: ClaimedAtCreate | undefined;
