@@ -9,6 +9,7 @@ import { RedisGrantStore } from '../../src/store/grantStore.js';
 import { keys } from '../../src/store/keys.js';
 import { RedisNoticeLedger } from '../../src/store/noticeLedger.js';
 import { createRedisClient, type RedisClient } from '../../src/store/redisConnection.js';
+import { botGrantInput } from '../support/grantInput.js';
 import { captureLogger } from '../support/logCapture.js';
 import { PrivateRedis } from '../support/privateRedis.js';
 
@@ -99,19 +100,7 @@ describe('a grant’s use, answering a request', () => {
     const { logger } = captureLogger();
     const grants = new RedisGrantStore(client, { logger, auditMaxLen: 100 });
     const ledger = new RedisNoticeLedger(client, { ttlMs: 60_000 });
-    const grant = await grants.create({
-      caller: 'session:s-1',
-      tool: 'shell',
-      capabilities: ['exec:npm test'],
-      sandboxMode: 'workspace-write',
-      holder: 'bot',
-      grantedBy: 'U0ALICE',
-      approvalId: 'a-0',
-      hostId: 'main',
-      route: 'default',
-      channel: 'C0DEPLOY',
-      ttlMs: 60_000,
-    });
+    const grant = await grants.create(botGrantInput({ approvalId: 'a-0', ttlMs: 60_000 }));
     const before = await reads();
     const counting = grants.recordUse(grant, 'a-1', 0, new Date(), { ride: true });
     const claiming = ledger.claim('a-1', 'grant-0', { ride: true });

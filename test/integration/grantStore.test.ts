@@ -15,6 +15,7 @@ import { RedisGrantStore } from '../../src/store/grantStore.js';
 import { keys } from '../../src/store/keys.js';
 import type { RedisClient } from '../../src/store/redisConnection.js';
 import { freshRedisDb } from '../support/bot.js';
+import { botGrantInput, type GrantInput } from '../support/grantInput.js';
 import { captureLogger } from '../support/logCapture.js';
 import { BACKENDS, openBackend, type StoreBackend } from '../support/storeBackends.js';
 import { testRedisUrl } from '../support/testRedis.js';
@@ -91,23 +92,10 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
     return { client, release, called };
   }
 
-  type Input = Parameters<GrantStore['create']>[0];
+  type Input = GrantInput;
 
   function botGrant(extra: Partial<Input> = {}): Input {
-    return {
-      caller: 'session:s-1',
-      tool: 'shell',
-      capabilities: ['exec:npm test'],
-      sandboxMode: 'workspace-write',
-      holder: 'bot',
-      grantedBy: 'U0ALICE',
-      approvalId: 'a-1',
-      hostId: 'main',
-      route: 'default',
-      channel: 'C0DEPLOY',
-      ttlMs: HOUR,
-      ...extra,
-    };
+    return botGrantInput(extra);
   }
 
   function hostGrant(extra: Partial<Input> = {}): Input {
