@@ -299,7 +299,9 @@ export class HostEventHandler {
       turn.done();
       // The grant found is for this creation only: an existing record is looked at afresh.
       if (grant && !created) answerer?.expect(fresh.approvalId, undefined);
-      if (claimedAtCreate && !created) await answerer?.dropClaimed(claimedAtCreate);
+      // A use taken for a record not created (it existed, or storing it failed) is given back.
+      const unused = created ? undefined : await early;
+      if (unused) await answerer?.dropClaimed(unused);
     }
     const record = await this.mutateMarkingRisks(
       params.approvalId,
