@@ -384,7 +384,7 @@ export function grantRows(g: GrantResult, relayFloor: Summary): Row[] {
       target: '',
     },
     {
-      measure: `Redis commands per auto-decided approval, ${counts} grants`,
+      measure: `Redis commands per auto-decided approval (less the bot's traffic at rest), ${counts} grants`,
       bot: each((run) => run.redisCommandsPerApproval),
       floor: '',
       ratio: '',
@@ -394,7 +394,7 @@ export function grantRows(g: GrantResult, relayFloor: Summary): Row[] {
         Math.max(...commands) <= 1.1 * Math.min(...commands),
     },
     {
-      measure: `Redis round trips per auto-decided approval, ${counts} grants`,
+      measure: `Redis round trips per auto-decided approval (less the bot's traffic at rest), ${counts} grants`,
       bot: each((run) => run.redisRoundTripsPerApproval),
       floor: '',
       ratio: '',

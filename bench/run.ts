@@ -67,6 +67,7 @@ const sizes = quick
       grantApprovals: 30,
       grantWarmup: 10,
       grantLookups: 50,
+      grantAtRestMs: 500,
       replicaWarmup: 20,
       replicaThroughput: 60,
       replicaClicks: 12,
@@ -96,6 +97,7 @@ const sizes = quick
       // As long as the throughput run's: a short warm-up leaves the first count's run in the JIT.
       grantWarmup: 1000,
       grantLookups: 1000,
+      grantAtRestMs: 2_000,
       replicaWarmup: 1000,
       replicaThroughput: 2000,
       replicaClicks: 200,
@@ -144,6 +146,7 @@ async function grants(world: World, relayFloor: Summary): Promise<GrantResult> {
       ratePerSec: sizes.relayRate,
       warmup: sizes.grantWarmup,
       lookups: sizes.grantLookups,
+      atRestMs: sizes.grantAtRestMs,
       relayFloor,
       log,
     });

@@ -123,6 +123,30 @@ export async function counterOverhead(redis: Redis): Promise<RedisCounters> {
   return { reads: b.reads - a.reads, commands: b.commands - a.commands };
 }
 
+/** Redis traffic per millisecond. */
+export interface TrafficRate {
+  readsPerMs: number;
+  commandsPerMs: number;
+}
+
+/**
+ * What the bot sends Redis at rest (its timers: escalations due, its lease, health), measured over
+ * `ms` with nothing asked of it. It is no approval's, click's or resolution's: the scenarios take
+ * it off their windows by their length.
+ */
+export async function trafficAtRest(redis: Redis, ms: number): Promise<TrafficRate> {
+  const overhead = await counterOverhead(redis);
+  const before = await redisCounters(redis);
+  const started = performance.now();
+  await new Promise((resolve) => setTimeout(resolve, ms));
+  const after = await redisCounters(redis);
+  const elapsed = performance.now() - started;
+  return {
+    readsPerMs: (after.reads - before.reads - overhead.reads) / elapsed,
+    commandsPerMs: (after.commands - before.commands - overhead.commands) / elapsed,
+  };
+}
+
 /**
  * Resolves once `pid` has used no CPU for `quietMs` (what it had in flight is done), or after
  * `maxMs` at the latest: a CPU reading taken then leaves nothing of a batch out.

@@ -13,7 +13,7 @@ import {
 } from '../lib/grantSeed.js';
 import { type RedisStalls, watchRedisStalls } from '../lib/redisStalls.js';
 import { msBetween, ratio, round, type Summary, summarize } from '../lib/stats.js';
-import { counterOverhead, redisCounters, redisUsedBytes } from '../lib/system.js';
+import { counterOverhead, redisCounters, redisUsedBytes, trafficAtRest } from '../lib/system.js';
 import {
   CHANNELS,
   GRANT_TEMPLATE,
@@ -65,6 +65,8 @@ export interface GrantRun {
   redisCommandsPerApproval: number;
   /** Redis round trips per approval over the same window (Redis's reads: a pipeline is one). */
   redisRoundTripsPerApproval: number;
+  /** The bot's traffic at rest, taken off the window above (and off its commands) by its length. */
+  backgroundRoundTripsPerSec: number;
   /** The lookup alone (RedisGrantStore.candidates from the bench, one at a time). */
   lookup: Summary;
   /**
@@ -110,6 +112,8 @@ export interface GrantOptions {
   ratePerSec: number;
   warmup: number;
   lookups: number;
+  /** How long the bot's traffic at rest is measured before each batch. */
+  atRestMs: number;
   /** The relay floor of the same run, at the same rate. */
   relayFloor: Summary;
   log: (line: string) => void;
@@ -141,16 +145,27 @@ export async function grantLatency(world: World, opts: GrantOptions): Promise<Gr
 
     opts.log(`grants: ${opts.count} approvals at ${opts.ratePerSec}/s with ${grants} stored`);
     await decideBatch(world, `gw${i}`, opts.warmup, WARMUP_RATE);
+    // The bot's own traffic at rest is no approval's: taken off the batch's window by its length,
+    // as the redis section does.
+    const idle = await trafficAtRest(world.redis, opts.atRestMs);
     const overhead = await counterOverhead(world.redis);
     const before = await redisCounters(world.redis);
     const stalls = await watchRedisStalls(world.redis);
     const pings = pingAtPace(world, opts.ratePerSec);
+    const batchStarted = performance.now();
     const batch = await decideBatch(world, `gr${i}`, opts.count, opts.ratePerSec);
     const redisPing = await pings.stop();
     const redisStalls = await stalls.stop();
     const after = await redisCounters(world.redis);
-    const commands = after.commands - before.commands - overhead.commands - STALL_WATCH_COMMANDS;
-    const reads = after.reads - before.reads - overhead.reads - STALL_WATCH_COMMANDS;
+    const windowMs = performance.now() - batchStarted;
+    const commands =
+      after.commands -
+      before.commands -
+      overhead.commands -
+      STALL_WATCH_COMMANDS -
+      idle.commandsPerMs * windowMs;
+    const reads =
+      after.reads - before.reads - overhead.reads - STALL_WATCH_COMMANDS - idle.readsPerMs * windowMs;
     runs.push({
       grants,
       approvals: opts.count,
@@ -161,6 +176,7 @@ export async function grantLatency(world: World, opts: GrantOptions): Promise<Gr
       // The pings are Redis commands too.
       redisCommandsPerApproval: round((commands - redisPing.n) / opts.count, 2),
       redisRoundTripsPerApproval: round((reads - redisPing.n) / opts.count, 2),
+      backgroundRoundTripsPerSec: round(idle.readsPerMs * 1000, 1),
       lookup: await lookups(store, spec, opts.lookups),
       redisPing,
       redisStalls,

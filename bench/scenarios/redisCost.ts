@@ -1,6 +1,12 @@
 import type { RunningBot } from '../../test/support/bot.js';
 import { round } from '../lib/stats.js';
-import { counterOverhead, type RedisCounters, redisCounters } from '../lib/system.js';
+import {
+  counterOverhead,
+  type RedisCounters,
+  redisCounters,
+  type TrafficRate,
+  trafficAtRest,
+} from '../lib/system.js';
 import { type Post, PostTracker, type World } from '../lib/world.js';
 import { clickLatency } from './clickLatency.js';
 import { runBatch } from './relayLatency.js';
@@ -23,9 +29,9 @@ export interface RedisCost {
 
 /**
  * What `work` cost at Redis, less the bot's background over as long (`idle`: its timers' polls
- * and renewals, which run whatever it is asked); without `idle`, that background is measured.
+ * and renewals, which run whatever it is asked).
  */
-async function measured(world: World, work: () => Promise<void>, idle?: Background): Promise<RedisCounters> {
+async function measured(world: World, work: () => Promise<void>, idle: TrafficRate): Promise<RedisCounters> {
   const overhead = await counterOverhead(world.redis);
   const before = await redisCounters(world.redis);
   const started = performance.now();
@@ -33,25 +39,9 @@ async function measured(world: World, work: () => Promise<void>, idle?: Backgrou
   const after = await redisCounters(world.redis);
   const ms = performance.now() - started;
   return {
-    reads: after.reads - before.reads - overhead.reads - (idle ? idle.readsPerMs * ms : 0),
-    commands: after.commands - before.commands - overhead.commands - (idle ? idle.commandsPerMs * ms : 0),
+    reads: after.reads - before.reads - overhead.reads - idle.readsPerMs * ms,
+    commands: after.commands - before.commands - overhead.commands - idle.commandsPerMs * ms,
   };
-}
-
-/** The bot's own traffic at rest (timers), per millisecond. */
-interface Background {
-  readsPerMs: number;
-  commandsPerMs: number;
-}
-
-/** Measured over `ms` with nothing asked of the bot. */
-async function background(world: World, ms: number): Promise<Background> {
-  const started = performance.now();
-  const idle = await measured(world, async () => {
-    await sleep(ms);
-  });
-  const elapsed = performance.now() - started;
-  return { readsPerMs: idle.reads / elapsed, commandsPerMs: idle.commands / elapsed };
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -86,7 +76,7 @@ function perItem(windows: RedisCounters[]): { reads: number; commands: number } 
 export async function redisCost(world: World, bot: RunningBot, count: number): Promise<RedisCost> {
   // What the bot sends at rest (its timers: escalations due, its lease, health), taken off
   // every window below by its length: it is no approval's, click's or resolution's.
-  const idle = await background(world, 2_000);
+  const idle = await trafficAtRest(world.redis, 2_000);
 
   // Approvals, at a pace where each is handled alone: from the host's frame to the card stored.
   const tracker = new PostTracker(world.slack);
