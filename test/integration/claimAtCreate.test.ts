@@ -9,8 +9,8 @@ import { renderCard } from '../../src/cards/renderCard.js';
 import type { Grant } from '../../src/domain/grants/grant.js';
 import { grantQuestion } from '../../src/domain/grants/match.js';
 import type { ApprovalRecord } from '../../src/domain/record.js';
-import type { ApprovalHost, HostEvent } from '../../src/msp/events.js';
-import { ApprovalRequestParams, type DecideParams } from '../../src/msp/protocol.js';
+import type { HostEvent } from '../../src/msp/events.js';
+import { ApprovalRequestParams } from '../../src/msp/protocol.js';
 import { Decider } from '../../src/relay/deciding/decider.js';
 import { type ClaimedAtCreate, grantRef } from '../../src/relay/grants/grantAnswerer.js';
 import { type GrantAnswering, HostEventHandler } from '../../src/relay/hostEvents/hostEventHandler.js';
@@ -21,6 +21,8 @@ import { ApprovalStore } from '../../src/store/approvalStore.js';
 import { keys } from '../../src/store/keys.js';
 import { freshRedisDb } from '../support/bot.js';
 import { shellApproval } from '../support/fakeHost.js';
+import { sampleGrant } from '../support/grantInput.js';
+import { RecordingHost } from '../support/recordingHost.js';
 import { openBackend, type StoreBackend } from '../support/storeBackends.js';
 import { testRedisUrl } from '../support/testRedis.js';
 
@@ -34,43 +36,15 @@ const cards: CardChannel = {
   update: async () => {},
 };
 
-class Host implements ApprovalHost {
-  readonly hostId = 'default';
-  decided: DecideParams[] = [];
-  isUp() {
-    return true;
-  }
-  refreshSession() {}
-  refreshAll() {}
-  async decide(params: DecideParams) {
-    this.decided.push(params);
-    return {
-      commandId: params.commandId,
-      approvalId: params.approvalId,
-      status: 'accepted',
-      terminal: false,
-    };
-  }
-}
-
-const GRANT: Grant = {
-  grantId: 'g-1',
+/** A grant by uses of shellApproval()'s `npm test` in session s1 on the route `test`. */
+const GRANT: Grant = sampleGrant({
   caller: 'session:s1',
   tool: 'shell',
   capabilities: ['exec:npm test'],
-  sandboxMode: 'default',
   route: 'test',
-  holder: 'bot',
-  grantedBy: 'U0ALICE',
-  approvalId: 'a-0',
-  hostId: 'default',
-  channel: 'C1',
-  createdAt: '2026-11-30T11:00:00Z',
-  expiresAt: '2026-11-30T13:00:00Z',
-  uses: 0,
   usesLeft: 2,
   maxUses: 3,
-};
+});
 
 /** An answerer that always has a grant at hand, and records what the relay asks of it. */
 class Answering implements GrantAnswering {
@@ -139,7 +113,7 @@ describe('a request created already claimed, at the relay', () => {
       render: (r, n) => renderCard(r, { now: n }),
       logger,
     });
-    const host = new Host();
+    const host = new RecordingHost();
     const decider = new Decider({
       keeper,
       store: failing,

@@ -21,6 +21,7 @@ import type { CardChannel, RefusalNotifier } from '../../src/relay/ports.js';
 import { RecordKeeper } from '../../src/relay/records/recordKeeper.js';
 import { ApprovalStore } from '../../src/store/approvalStore.js';
 import { shellApproval } from '../support/fakeHost.js';
+import { RecordingHost as Host } from '../support/recordingHost.js';
 import { BACKENDS, openBackend, type StoreBackend } from '../support/storeBackends.js';
 import { testAuthorizer } from '../support/testAuthorizer.js';
 import { testRedisUrl } from '../support/testRedis.js';
@@ -51,28 +52,6 @@ class Cards implements CardChannel, RefusalNotifier {
   /** Worded as slack/ words it (SlackCardChannel.refuse), so the notes are the texts people read. */
   async refuse(_channel: string, userId: string, refusal: Refusal) {
     this.notes.push({ userId, text: refusalText(refusal) });
-  }
-}
-
-class Host implements ApprovalHost {
-  readonly hostId = 'default';
-  decided: DecideParams[] = [];
-  refreshed: string[] = [];
-  isUp() {
-    return true;
-  }
-  refreshSession(sessionId: string) {
-    this.refreshed.push(sessionId);
-  }
-  refreshAll() {}
-  async decide(params: DecideParams) {
-    this.decided.push(params);
-    return {
-      commandId: params.commandId,
-      approvalId: params.approvalId,
-      status: 'accepted',
-      terminal: false,
-    };
   }
 }
 

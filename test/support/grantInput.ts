@@ -1,4 +1,4 @@
-import type { GrantStore } from '../../src/domain/grants/grant.js';
+import type { Grant, GrantStore } from '../../src/domain/grants/grant.js';
 
 /** What GrantStore.create takes. */
 export type GrantInput = Parameters<GrantStore['create']>[0];
@@ -18,5 +18,26 @@ export function botGrantInput(extra: Partial<GrantInput> = {}): GrantInput {
     channel: 'C0DEPLOY',
     ttlMs: 60 * 60 * 1000,
     ...extra,
+  };
+}
+
+/** A stored bot-held grant for sampleRecord()'s file write, live at 2026-11-30 12:00 UTC. */
+export function sampleGrant(overrides: Partial<Grant> = {}): Grant {
+  return {
+    grantId: 'g-1',
+    caller: 'session:s-1',
+    tool: 'write_file',
+    capabilities: ['file-write:/srv/app.ts'],
+    sandboxMode: 'default',
+    route: 'default',
+    holder: 'bot',
+    grantedBy: 'U0ALICE',
+    approvalId: 'a-0',
+    hostId: 'default',
+    channel: 'C1',
+    createdAt: '2026-11-30T11:00:00Z',
+    expiresAt: '2026-11-30T13:00:00Z',
+    uses: 0,
+    ...overrides,
   };
 }

@@ -14,6 +14,7 @@ import {
   type GrantAnswererOptions,
   grantRef,
 } from '../../../../src/relay/grants/grantAnswerer.js';
+import { sampleGrant } from '../../../support/grantInput.js';
 import { sampleRecord } from '../../../support/sampleRecord.js';
 
 const logger = pino({ level: 'silent' });
@@ -52,24 +53,9 @@ function pending(approvalId: string, overrides: Partial<ApprovalRecord> = {}): A
   });
 }
 
+/** A grant of an hour for sampleRecord()'s write on the route `ops`. */
 function liveGrant(overrides: Partial<Grant> = {}): Grant {
-  return {
-    grantId: 'g-1',
-    caller: 'session:s-1',
-    tool: 'write_file',
-    capabilities: ['file-write:/srv/app.ts'],
-    sandboxMode: 'default',
-    route: 'ops',
-    holder: 'bot',
-    grantedBy: 'U0ALICE',
-    approvalId: 'a-0',
-    hostId: 'default',
-    channel: 'C1',
-    createdAt: '2026-11-30T11:00:00Z',
-    expiresAt: '2026-11-30T13:00:00Z',
-    uses: 0,
-    ...overrides,
-  };
+  return sampleGrant({ route: 'ops', ...overrides });
 }
 
 /** Every port in memory. The Decider's claim is stored on the record, as the real one does. */
