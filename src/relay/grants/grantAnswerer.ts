@@ -74,12 +74,11 @@ export class GrantAnswerer {
 
   /** The live grant that answers the record's current stage, if any: one round trip. Never rejects. */
   async find(record: ApprovalRecord): Promise<Grant | undefined> {
-    const settings = this.options.grantsOf(record.route);
-    const question = settings?.enabled ? grantQuestion(record) : undefined;
-    if (!question) return undefined;
+    const asked = this.askable(record);
+    if (!asked) return undefined;
+    const { question, sessionCaller } = asked;
     try {
       const now = this.now();
-      const sessionCaller = sessionCallerOf(record, settings!.choices);
       return findGrant(await this.candidates(question, sessionCaller, now), question, now, sessionCaller);
     } catch (err) {
       // Not knowing is asking: the card is posted.
@@ -99,8 +98,8 @@ export class GrantAnswerer {
   expectsGrant(record: ApprovalRecord): boolean {
     // On the path of every card: nothing to work out while no grant has answered anything.
     if (this.answered.size === 0) return false;
-    const question = this.questionOf(record);
-    const at = question && this.answered.get(bucketOf(question));
+    const asked = this.askable(record);
+    const at = asked && this.answered.get(bucketOf(asked.question));
     return at !== undefined && this.now().getTime() - at < HIT_MEMORY_MS;
   }
 
@@ -112,13 +111,12 @@ export class GrantAnswerer {
    * decideClaimed() spends it, dropClaimed() gives it back. Never rejects.
    */
   async claimAtCreate(fresh: ApprovalRecord): Promise<ClaimedAtCreate | undefined> {
-    const settings = this.options.grantsOf(fresh.route);
-    const question = this.questionOf(fresh);
-    if (!question || fresh.phase !== 'pending') return undefined;
+    const asked = this.askable(fresh);
+    if (!asked || fresh.phase !== 'pending') return undefined;
+    const { question, sessionCaller } = asked;
     let grant: Grant | undefined;
     try {
       const now = this.now();
-      const sessionCaller = sessionCallerOf(fresh, settings!.choices);
       grant = await this.take(
         await this.candidates(question, sessionCaller, now),
         question,
@@ -209,13 +207,12 @@ export class GrantAnswerer {
     if (!record?.slack.deferred || isTerminal(record) || record.claim) return 'done';
     // Under review or out of reach: there is nothing a grant could decide now, and people should see it.
     if (record.phase !== 'pending') return 'showCard';
-    const settings = this.options.grantsOf(record.route);
-    const question = settings?.enabled ? grantQuestion(record) : undefined;
-    if (!question) return 'showCard';
+    const asked = this.askable(record);
+    if (!asked) return 'showCard';
+    const { question, sessionCaller } = asked;
     const expected = this.found.get(approvalId);
     this.found.delete(approvalId);
     const now = this.now();
-    const sessionCaller = sessionCallerOf(record, settings!.choices);
     // Found just before the record was created; matched again here in case the question moved since.
     const grant =
       (expected && findGrant([expected], question, now, sessionCaller)
@@ -268,10 +265,16 @@ export class GrantAnswerer {
     return 'showCard';
   }
 
-  /** The question a grant of the record's route could answer; undefined when none could. */
-  private questionOf(record: ApprovalRecord): GrantQuestion | undefined {
+  /**
+   * The question a grant of the record's route could answer, and the session's caller when the
+   * route binds some grants to the session; undefined when no grant could answer.
+   */
+  private askable(record: ApprovalRecord): { question: GrantQuestion; sessionCaller?: string } | undefined {
     const settings = this.options.grantsOf(record.route);
-    return settings?.enabled ? grantQuestion(record) : undefined;
+    const question = settings?.enabled ? grantQuestion(record) : undefined;
+    if (!question) return undefined;
+    const sessionCaller = sessionCallerOf(record, settings!.choices);
+    return sessionCaller === undefined ? { question } : { question, sessionCaller };
   }
 
   /** A grant answered a request like the question just now (expectsGrant). */
