@@ -18,6 +18,12 @@ export function rideNextWrite(redis: Redis | Cluster, issue: () => void): boolea
 }
 
 /**
+ * How long bookkeeping waits for another write to ride before it goes on its own: longer than the
+ * escalator's 200 ms poll, which even a quiet process sends, so that it rides that at worst.
+ */
+export const RIDE_WAIT_MS = 250;
+
+/**
  * Issues `write` with whatever this connection sends next (rideNextWrite), or on its own after
  * `maxWaitMs` when nothing else is sent: for a write that may wait that long, so that it costs
  * no round trip of its own. Settles as the write does.
@@ -25,7 +31,7 @@ export function rideNextWrite(redis: Redis | Cluster, issue: () => void): boolea
 export function rideOrSend<T>(
   redis: Redis | Cluster,
   write: () => Promise<T>,
-  maxWaitMs: number,
+  maxWaitMs = RIDE_WAIT_MS,
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let issued = false;

@@ -41,12 +41,6 @@ import type { RedisClient } from './redisConnection.js';
 
 export const DEFAULT_LISTED_HOST_GRANT_MS = 7 * 24 * 60 * 60 * 1000;
 
-/**
- * How long a use's count waits for another write to ride (recordUse): longer than the escalator's
- * 200 ms poll, which even a quiet process sends.
- */
-const USE_RIDE_MS = 250;
-
 /** How long a listing stream outlives the end of the latest grant it lists. */
 export const KEEP_AFTER_END_MS = 60 * 60 * 1000;
 /**
@@ -297,8 +291,8 @@ export class RedisGrantStore implements GrantStore {
       ]);
     // `ride`: both wait for the next write of this process (the decision's resolution, a moment
     // after the host's acknowledgement), so they cost no round trip of their own
-    // (docs/performance.md, "Commands per approval"); alone after USE_RIDE_MS if nothing is written.
-    const [[uses, spentRow]] = await (how.ride ? rideOrSend(this.redis, write, USE_RIDE_MS) : write());
+    // (docs/performance.md, "Commands per approval"); alone after RIDE_WAIT_MS if nothing is written.
+    const [[uses, spentRow]] = await (how.ride ? rideOrSend(this.redis, write) : write());
     const counted = uses === -2 ? await this.legacy.countUse(grant, at) : uses === -1 ? 'gone' : 'counted';
     if (counted === 'gone') {
       this.options.logger.warn({ grantId: grant.grantId, approvalId }, 'grant used after it was removed');

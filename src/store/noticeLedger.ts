@@ -3,12 +3,6 @@ import { keys } from './keys.js';
 import type { RedisClient } from './redisConnection.js';
 
 /**
- * How long a notice's outcome waits to ride another write before it goes on its own: longer than
- * the escalator's 200 ms poll, which even a quiet process sends, so it rides that at worst.
- */
-const SETTLE_RIDE_MS = 250;
-
-/**
  * Which notices of an approval were sent, shared by every replica and kept across restarts.
  * claim() is a SET NX: of all processes that see an approval resolved, one sends each notice.
  */
@@ -21,27 +15,27 @@ export class RedisNoticeLedger {
 
   /**
    * True for the one caller that may send this notice; false once anyone has claimed it.
-   * `ride`: the claim may wait, up to SETTLE_RIDE_MS, for another write of this process to
+   * `ride`: the claim may wait, up to RIDE_WAIT_MS, for another write of this process to
    * leave with (a grant's line, sent as its decision is resolved).
    */
   async claim(approvalId: string, kind: string, how: { ride?: boolean } = {}): Promise<boolean> {
     if (this.options.held?.take(approvalId, kind)) return true;
     const write = () =>
       this.redis.set(keys.notice(approvalId, kind), 'sending', 'PX', this.options.ttlMs, 'NX');
-    const set = await (how.ride ? rideOrSend(this.redis, write, SETTLE_RIDE_MS) : write());
+    const set = await (how.ride ? rideOrSend(this.redis, write) : write());
     return set === 'OK';
   }
 
   /**
    * Records how the claimed notice ended: `sent`, or why it was not. It rides whatever this
-   * process sends next (coalescedWrites.ts), else goes on its own after SETTLE_RIDE_MS: a notice's
+   * process sends next (coalescedWrites.ts), else goes on its own after RIDE_WAIT_MS: a notice's
    * outcome must not cost a resolution a round trip of its own (docs/performance.md, "A decision
    * in one round trip"). Until it lands the notice reads `sending`, as it would had this process
    * died after sending it: it is never sent twice either way.
    */
   async settle(approvalId: string, kind: string, outcome: string): Promise<void> {
     const write = () => this.redis.set(keys.notice(approvalId, kind), outcome, 'KEEPTTL', 'XX');
-    await rideOrSend(this.redis, write, SETTLE_RIDE_MS);
+    await rideOrSend(this.redis, write);
   }
 
   /** What became of a notice: undefined (never claimed), `sending`, `sent`, or a failure. */

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { ApprovalRecord } from '../../domain/record.js';
 import type { ApprovalStore } from '../../store/approvalStore.js';
+import { RIDE_WAIT_MS } from '../../store/coalescedWrites.js';
 
 /**
  * Which cards show every write of their record. Every write marks its card in Redis; the mark is
@@ -41,10 +42,9 @@ export class SyncMarks {
     this.syncedBatch.set(approvalId, handedAt);
     if (this.syncedFlush) return;
     // One call for a burst, and sent with whatever this process sends next (the next approval's
-    // write, a poll), else on its own after 250 ms: this bookkeeping must not add a round trip
-    // to a resolution (docs/performance.md, "A decision in one round trip"). Longer than the
-    // escalator's 200 ms poll, which a quiet process still sends, so that it rides that at worst.
-    this.syncedFlush = setTimeout(() => this.flush(), 250);
+    // write, a poll), else on its own after RIDE_WAIT_MS: this bookkeeping must not add a round
+    // trip to a resolution (docs/performance.md, "A decision in one round trip").
+    this.syncedFlush = setTimeout(() => this.flush(), RIDE_WAIT_MS);
     this.syncedFlush.unref();
     this.store.rideNextWrite(() => this.flush());
   }
