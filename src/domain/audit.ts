@@ -111,7 +111,16 @@ export type AuditEntry =
       at: string;
     };
 
+/** The audit stream's entry of a resolved approval. */
+export type DecisionEntry = Extract<AuditEntry, { kind: 'decision' }>;
+
 /** Where audit entries go (a capped Redis stream). Appending never blocks a decision. */
 export interface AuditTrail {
   append(entry: AuditEntry): Promise<void>;
+}
+
+/** Where each approval's decision entry is written once, whoever writes it and however often. */
+export interface DecisionTrail {
+  /** True when this call wrote the entry, false when it was written before; rejects when Redis did not say. */
+  appendDecision(entry: DecisionEntry): Promise<boolean>;
 }

@@ -1,8 +1,8 @@
-import { ApprovalRecord, Claim, isTerminal } from '../domain/record.js';
+import { ApprovalRecord, Claim, isTerminal, type Resolution } from '../domain/record.js';
 import { defineApprovalScripts } from './approvalScripts.js';
+import type { WrittenDecisions } from './auditStream.js';
 import type { CardSync } from './cardSync.js';
 import { keys } from './keys.js';
-import type { HeldNoticeClaims } from './noticeLedger.js';
 import { RecentRecords } from './recentRecords.js';
 import type { RedisClient } from './redisConnection.js';
 
@@ -24,10 +24,25 @@ export interface ApprovalStoreOptions {
   /** How many of the records last read or written are kept for clicks (RecentRecords); default 512. */
   recentRecords?: number;
   /**
-   * The notice claimed by the write that resolves a record (noticeLedger.ts): without it, every
-   * notice is claimed on its own.
+   * The decision's audit entry, written by the write that resolves a record, in the same step.
+   * Without it, or where Redis runs no script over two slots (a Cluster), the notices write it
+   * after.
    */
-  resolveNotice?: HeldNoticeClaims;
+  resolutionAudit?: ResolutionAudit;
+}
+
+/** What the write that resolves a record needs to write its decision's audit entry too. */
+export interface ResolutionAudit {
+  /** The entry's fields, as XADD takes them, of the resolution written. */
+  fieldsOf(written: ApprovalRecord & { resolution: Resolution }): string[];
+  /** About how many entries the stream keeps. */
+  maxLen: number;
+  /** How long the entry's mark is kept (keys.decisionAudited): as long as the resolved record. */
+  markTtlMs: number;
+  /** Where the approvals whose entry their resolving write wrote are held for the notices. */
+  written: WrittenDecisions;
+  /** Redis refused a script over two slots: the notices write every entry from now on. */
+  refused(): void;
 }
 
 /** A write for a host was refused: another replica has owned the host since (its token is higher). */
@@ -69,6 +84,11 @@ export class ApprovalRecords {
   private readonly claimTtlMs: number;
   /** The records last read or written here: CardPlacement keeps it up to date too. */
   readonly recent: RecentRecords;
+  /**
+   * Whether a resolving write writes its decision's audit entry too: not on a Cluster, whose
+   * scripts reach one slot, nor once Redis has refused such a script (a proxy before a cluster).
+   */
+  private auditsResolutions: boolean;
 
   constructor(
     private readonly redis: RedisClient,
@@ -77,6 +97,7 @@ export class ApprovalRecords {
   ) {
     this.claimTtlMs = options.claimTtlMs ?? 24 * 60 * 60 * 1000;
     this.recent = new RecentRecords(options.recentRecords ?? 512);
+    this.auditsResolutions = options.resolutionAudit !== undefined && !redis.isCluster;
     defineApprovalScripts(redis);
   }
 
@@ -288,8 +309,9 @@ export class ApprovalRecords {
 
   /**
    * The compare-and-set of update(). `tail`: the record was taken from memory, and Redis must
-   * still hold that very write. A write that resolves a record claims its audit notice with it
-   * (options.resolveNotice), held here for the notices to take.
+   * still hold that very write. A write that resolves a record writes its decision's audit entry
+   * too (options.resolutionAudit): only a write that goes through does, so the entry says what
+   * the record says, and in the same round trip.
    */
   private async cas(
     current: ApprovalRecord,
@@ -302,28 +324,39 @@ export class ApprovalRecords {
     const fence = this.fence(current.hostId);
     const claimKey = release ? keys.claim(current.approvalId, release.sourceIndex) : undefined;
     const token = release?.commandId ?? '';
-    const notice = resolves(current, written) ? this.options.resolveNotice : undefined;
-    if (!notice) {
-      return claimKey
+    const plain = () =>
+      claimKey
         ? this.redis.csCasReleasing(approvalKey, claimKey, ...args, token, '0', fence, tail)
         : this.redis.csCas(approvalKey, ...args, '', '0', fence, tail);
+    const audit = this.auditsResolutions ? this.options.resolutionAudit : undefined;
+    if (!audit || !resolves(current, written)) return plain();
+    const auditKeys = [keys.decisionAudited(current.approvalId), keys.audit, keys.statsGeneration] as const;
+    const entry = [String(audit.markTtlMs), String(audit.maxLen), ...audit.fieldsOf(written)] as const;
+    let answer: [number, number];
+    try {
+      answer = await (claimKey
+        ? this.redis.csCasReleasingAudited(
+            approvalKey,
+            claimKey,
+            ...auditKeys,
+            ...args,
+            token,
+            '0',
+            fence,
+            tail,
+            ...entry,
+          )
+        : this.redis.csCasAudited(approvalKey, ...auditKeys, ...args, '', '0', fence, tail, ...entry));
+    } catch (err) {
+      // A proxy in front of a cluster, behind one address, refuses a script over two slots before
+      // running it: the write is made without the entry, and from now on always so.
+      if (!(err instanceof Error && err.message.startsWith('CROSSSLOT'))) throw err;
+      this.auditsResolutions = false;
+      audit.refused();
+      return plain();
     }
-    const noticeKey = keys.notice(current.approvalId, notice.kind);
-    const ttlMs = String(notice.ttlMs);
-    const [result, claimed] = claimKey
-      ? await this.redis.csCasReleasingNoticed(
-          approvalKey,
-          claimKey,
-          noticeKey,
-          ...args,
-          token,
-          '0',
-          fence,
-          tail,
-          ttlMs,
-        )
-      : await this.redis.csCasNoticed(approvalKey, noticeKey, ...args, '', '0', fence, tail, ttlMs);
-    if (result === 1 && claimed === 1) notice.hold(current.approvalId);
+    const [result, audited] = answer;
+    if (result === 1 && audited === 1) audit.written.hold(current.approvalId);
     return result;
   }
 
@@ -368,7 +401,10 @@ export class ApprovalRecords {
  * The write that resolves a record: the one after which its notices are due (DecisionNotices
  * follows records resolved with a resolution).
  */
-function resolves(current: ApprovalRecord, written: ApprovalRecord): boolean {
+function resolves(
+  current: ApprovalRecord,
+  written: ApprovalRecord,
+): written is ApprovalRecord & { resolution: Resolution } {
   return written.phase === 'resolved' && written.resolution !== undefined && !isTerminal(current);
 }
 

@@ -1,4 +1,5 @@
 import type { Result } from 'ioredis';
+import { writeDecisionOnce } from './auditStream.js';
 import type { RedisClient } from './redisConnection.js';
 
 // The approval store's Lua scripts and their ioredis typings; approvalRecords.ts (the
@@ -145,19 +146,19 @@ return 0
 
 /**
  * The compare-and-set write of a record. KEYS[1] record, then with `release` a claim or lease key
- * to free, then with `notice` a notice key (noticeLedger.ts) to claim when the write goes through.
- * ARGV: expected version, next version, JSON, TTL ms (0 = none), the token the key to free must
- * hold, '1' to free it even when the write lost, the fence ('' for none), the expected tail
- * ('' for none; versionTail(): the record was not read for this write but taken from memory, and
- * must still be that very write), and with `notice` the notice claim's TTL ms. A key is freed only
- * if it still holds our token: a late writer must not free someone else's claim.
+ * to free. ARGV: expected version, next version, JSON, TTL ms (0 = none), the token the key to
+ * free must hold, '1' to free it even when the write lost, the fence ('' for none), and the
+ * expected tail ('' for none; versionTail(): the record was not read for this write but taken
+ * from memory, and must still be that very write). A key is freed only if it still holds our
+ * token: a late writer must not free someone else's claim.
  *
- * The notice is claimed (SET NX) only by the write that goes through, in the same step: the write
- * that resolves a record is made once, so its audit notice is claimed by the one process that
- * made it, without a round trip of its own. Returns the result, or {result, 1 when the notice was
- * claimed} with `notice`.
+ * With `audit`, a write that goes through also writes the decision's audit entry
+ * (writeDecisionOnce, auditStream.ts), in the same step: KEYS then hold its mark, the stream and
+ * the stats generation after the others, and ARGV the mark's TTL, the stream's cap and the
+ * entry's fields after the others. It returns {result, 1 when it wrote the entry}. Only on one
+ * Redis: in a Cluster the stream's slot is not the record's, and a script reaches one slot.
  */
-const casScript = (release: boolean, notice: boolean) => `
+const casScript = (release: boolean, audit: boolean) => `
 ${versionGate(7, "ARGV[8] ~= ''")}
 elseif ARGV[8] ~= '' and not string.find(found[3], ARGV[8], 1, true) then result = 0
 else
@@ -172,10 +173,11 @@ end`
     : ''
 }
 ${
-  notice
-    ? `local noticed = 0
-if result == 1 and redis.call('SET', KEYS[${release ? 3 : 2}], 'sending', 'PX', ARGV[9], 'NX') then noticed = 1 end
-return {result, noticed}`
+  audit
+    ? `local audited = 0
+if result == 1 then${writeDecisionOnce(release ? 3 : 2, 9)}
+end
+return {result, audited}`
     : 'return result'
 }
 `;
@@ -228,8 +230,8 @@ export function defineApprovalScripts(redis: RedisClient): void {
   // command by its keys, so each is sent on its own, never wrapped in a pipeline to be routed.
   redis.defineCommand('csCas', { numberOfKeys: 1, lua: casScript(false, false) });
   redis.defineCommand('csCasReleasing', { numberOfKeys: 2, lua: casScript(true, false) });
-  redis.defineCommand('csCasNoticed', { numberOfKeys: 2, lua: casScript(false, true) });
-  redis.defineCommand('csCasReleasingNoticed', { numberOfKeys: 3, lua: casScript(true, true) });
+  redis.defineCommand('csCasAudited', { numberOfKeys: 4, lua: casScript(false, true) });
+  redis.defineCommand('csCasReleasingAudited', { numberOfKeys: 5, lua: casScript(true, true) });
   redis.defineCommand('csOpen', { numberOfKeys: 3, lua: OPEN_SCRIPT });
   redis.defineCommand('csSavePost', { numberOfKeys: 2, lua: SAVE_POST_SCRIPT });
   redis.defineCommand('csClaim', { numberOfKeys: 2, lua: CLAIM_SCRIPT });
@@ -252,6 +254,11 @@ type CasArgs = [
   expectedTail: string,
 ];
 
+/** The audited casScript's keys after the record's (and the key to free). */
+type AuditKeys = [markKey: string, streamKey: string, generationKey: string];
+/** The audited casScript's ARGV after casScript's: the mark's TTL, the stream's cap, the entry's fields. */
+type AuditArgs = [markTtlMs: string, maxLen: string, ...fields: string[]];
+
 declare module 'ioredis' {
   interface RedisCommander<Context> {
     /** `heldKey`: the post lease, or the claim of a record created claimed, set to `heldValue`. */
@@ -269,18 +276,16 @@ declare module 'ioredis' {
     csCas(approvalKey: string, ...args: CasArgs): Result<number, Context>;
     /** csCas that also releases KEYS[2] (a claim or the post lease) when it holds ARGV[5]. */
     csCasReleasing(approvalKey: string, releaseKey: string, ...args: CasArgs): Result<number, Context>;
-    /** csCas that also claims a notice key when the write goes through: [result, claimed]. */
-    csCasNoticed(
+    /** csCas that writes the decision's audit entry when it resolves the record: [result, audited]. */
+    csCasAudited(
       approvalKey: string,
-      noticeKey: string,
-      ...args: [...CasArgs, noticeTtlMs: string]
+      ...args: [...AuditKeys, ...CasArgs, ...AuditArgs]
     ): Result<[number, number], Context>;
-    /** csCasReleasing that also claims a notice key when the write goes through: [result, claimed]. */
-    csCasReleasingNoticed(
+    /** csCasReleasing that writes the decision's audit entry too: [result, audited]. */
+    csCasReleasingAudited(
       approvalKey: string,
       releaseKey: string,
-      noticeKey: string,
-      ...args: [...CasArgs, noticeTtlMs: string]
+      ...args: [...AuditKeys, ...CasArgs, ...AuditArgs]
     ): Result<[number, number], Context>;
     csSavePost(
       approvalKey: string,

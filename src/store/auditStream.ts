@@ -1,6 +1,6 @@
 import type { Result } from 'ioredis';
 import type { Logger } from 'pino';
-import type { AuditEntry, AuditTrail } from '../domain/audit.js';
+import type { AuditEntry, AuditTrail, DecisionEntry, DecisionTrail } from '../domain/audit.js';
 import { keys } from './keys.js';
 import type { RedisClient } from './redisConnection.js';
 import { RefusalCounts } from './refusalCounts.js';
@@ -15,6 +15,25 @@ export function auditFields(entry: AuditEntry): string[] {
   }
   return fields;
 }
+
+/**
+ * Writes an approval's decision entry unless its mark says it is written: the mark (SET NX, as
+ * long as resolved records are kept), the entry, then the stats generation that tells cached
+ * summaries they are stale. One step, so no crash can leave the mark without the entry. `k`: the
+ * Lua expression of KEYS' first index (mark, stream, generation), `a`: of ARGV's (the mark's TTL,
+ * the stream's cap, then the entry's fields to the end). Shared with the write that resolves a
+ * record (approvalScripts.ts), which writes the entry itself where it can.
+ */
+export const writeDecisionOnce = (k: number, a: number) => `
+if redis.call('SET', KEYS[${k}], '1', 'PX', ARGV[${a}], 'NX') then
+  redis.call('XADD', KEYS[${k + 1}], 'MAXLEN', '~', ARGV[${a + 1}], '*', unpack(ARGV, ${a + 2}))
+  redis.call('INCR', KEYS[${k + 2}])
+  audited = 1
+end`;
+
+const DECISION_ONCE = `local audited = 0${writeDecisionOnce(1, 1)}
+return audited
+`;
 
 /** How many of one user's refusals a minute are written; past it they are only counted. */
 export const REFUSALS_PER_USER_PER_MINUTE = 20;
@@ -32,9 +51,16 @@ return n
 
 const REFUSAL_WINDOW_MS = 60_000;
 
+const DEFAULT_DECISION_MARK_TTL_MS = 30 * 24 * 60 * 60_000;
+
 export interface AuditTrailOptions {
   /** About how many entries `cs:{audit}` keeps: decisions, risk rules, votes. */
   maxLen: number;
+  /**
+   * How long a decision's mark is kept (keys.decisionAudited): as long as the resolved record
+   * (default 30 days, COUNTERSIGN_RESOLVED_TTL's default).
+   */
+  decisionMarkTtlMs?: number;
   /** About how many entries the refusal stream keeps (default: maxLen). */
   refusalMaxLen?: number;
   /** How many of one user's refusals a minute are written (default REFUSALS_PER_USER_PER_MINUTE). */
@@ -52,7 +78,7 @@ export interface AuditTrailOptions {
  * every replica shares it, so that one person clicking away cannot push everyone else's refusals
  * out either; every refusal, written or not, is counted for /metrics.
  */
-export class RedisAuditTrail implements AuditTrail {
+export class RedisAuditTrail implements AuditTrail, DecisionTrail {
   readonly refusals = new RefusalCounts();
 
   constructor(
@@ -60,24 +86,31 @@ export class RedisAuditTrail implements AuditTrail {
     private readonly options: AuditTrailOptions,
   ) {
     redis.defineCommand('csCountRefusal', { numberOfKeys: 1, lua: COUNT_REFUSAL });
+    redis.defineCommand('csDecisionOnce', { numberOfKeys: 3, lua: DECISION_ONCE });
+  }
+
+  /**
+   * Writes an approval's decision entry once, whoever asks and however often (writeDecisionOnce).
+   * True when this call wrote it. Rejects when Redis does not answer: the caller logs it.
+   */
+  async appendDecision(entry: DecisionEntry): Promise<boolean> {
+    const written = await this.redis.csDecisionOnce(
+      keys.decisionAudited(entry.approvalId),
+      keys.audit,
+      keys.statsGeneration,
+      this.options.decisionMarkTtlMs ?? DEFAULT_DECISION_MARK_TTL_MS,
+      this.options.maxLen,
+      ...auditFields(entry),
+    );
+    return written === 1;
   }
 
   /** Never rejects: a lost audit entry is logged, and must not fail the decision it records. */
   async append(entry: AuditEntry): Promise<void> {
     try {
       if (entry.kind === 'refusal') await this.appendRefusal(entry);
-      else if (entry.kind === 'decision') {
-        // The entry, then the generation that tells cached stats they are stale: issued together,
-        // one round trip. No MULTI around them (two commands fewer per decision): a reader that
-        // sees the new generation sees the entry, written first, and one that reads the old
-        // generation between the two caches a summary the increment makes stale at once
-        // (decisionStatsReader.ts reads the generation before the stream).
-        await Promise.all([
-          this.redis.xadd(keys.audit, 'MAXLEN', '~', this.options.maxLen, '*', ...auditFields(entry)),
-          this.redis.incr(keys.statsGeneration),
-        ]);
-      } else
-        await this.redis.xadd(keys.audit, 'MAXLEN', '~', this.options.maxLen, '*', ...auditFields(entry));
+      else if (entry.kind === 'decision') await this.appendDecision(entry);
+      else await this.redis.xadd(keys.audit, 'MAXLEN', '~', this.options.maxLen, '*', ...auditFields(entry));
     } catch (err) {
       // Not `audit`: that key is the audit lines' own, always a string (their kind).
       this.options.logger.error({ err, auditEntry: entry }, 'audit entry not written');
@@ -105,8 +138,46 @@ export class RedisAuditTrail implements AuditTrail {
   }
 }
 
+/**
+ * The approvals whose decision entry was written by the very write that resolved them
+ * (ApprovalRecords), held in this process until the notices ask: they log the decision's line
+ * for it, and write no entry. The resolving write is made once, by compare-and-set, and the
+ * process that made it is told of it at once (RecordKeeper's onChange), so its notices ask a few
+ * microtasks later.
+ */
+export class WrittenDecisions {
+  private readonly held = new Set<string>();
+
+  constructor(
+    /**
+     * Bounds what a process that never asks (no notices wired) could gather; a process that does
+     * asks within microtasks of the write, so this many are never waiting at once.
+     */
+    private readonly max = 10_000,
+  ) {}
+
+  /** The write that resolved `approvalId` wrote its entry. */
+  hold(approvalId: string): void {
+    this.held.add(approvalId);
+    if (this.held.size > this.max) this.held.delete(this.held.values().next().value!);
+  }
+
+  /** True once, when this process's resolving write wrote the entry of `approvalId`. */
+  take(approvalId: string): boolean {
+    return this.held.delete(approvalId);
+  }
+}
+
 declare module 'ioredis' {
   interface RedisCommander<Context> {
     csCountRefusal(counterKey: string, windowMs: number): Result<number, Context>;
+    csDecisionOnce(
+      markKey: string,
+      streamKey: string,
+      generationKey: string,
+      markTtlMs: number,
+      maxLen: number,
+      ...fields: string[]
+    ): Result<number, Context>;
   }
 }

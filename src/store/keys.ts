@@ -76,10 +76,15 @@ export const keys = {
    */
   refusals: `${PREFIX}:{audit}:refusals`,
   /**
-   * Bumped with every decision entry (same tag as the stream, one MULTI): a cached stats summary
+   * Bumped with every decision entry (same tag as the stream, same script): a cached stats summary
    * made at another generation is stale (decisionStatsReader.ts).
    */
   statsGeneration: `${PREFIX}:{audit}:stats:gen`,
+  /**
+   * Set when an approval's decision entry is written, in the stream's slot: the entry is written
+   * once per approval, by whichever write sets this first (auditStream.ts).
+   */
+  decisionAudited: (approvalId: string) => `${PREFIX}:{audit}:decided:${approvalId}`,
   /** JSON of the last stats summary of one window (ms), with the generation it was made at. */
   statsCache: (windowMs: number) => `${PREFIX}:{audit}:stats:${windowMs}`,
   /** How many times one Slack user was refused in the current minute: a counter with a TTL. */

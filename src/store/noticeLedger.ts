@@ -10,7 +10,7 @@ export class RedisNoticeLedger {
   constructor(
     private readonly redis: RedisClient,
     /** As long as the resolved record itself: a notice can only be due while the record is. */
-    private readonly options: { ttlMs: number; held?: HeldNoticeClaims },
+    private readonly options: { ttlMs: number },
   ) {}
 
   /**
@@ -19,7 +19,6 @@ export class RedisNoticeLedger {
    * leave with (a grant's line, sent as its decision is resolved).
    */
   async claim(approvalId: string, kind: string, how: { ride?: boolean } = {}): Promise<boolean> {
-    if (this.options.held?.take(approvalId, kind)) return true;
     const write = () =>
       this.redis.set(keys.notice(approvalId, kind), 'sending', 'PX', this.options.ttlMs, 'NX');
     const set = await (how.ride ? rideOrSend(this.redis, write) : write());
@@ -41,39 +40,5 @@ export class RedisNoticeLedger {
   /** What became of a notice: undefined (never claimed), `sending`, `sent`, or a failure. */
   async state(approvalId: string, kind: string): Promise<string | undefined> {
     return (await this.redis.get(keys.notice(approvalId, kind))) ?? undefined;
-  }
-}
-
-/**
- * One notice kind (the audit's) claimed by the very write that resolves a record
- * (ApprovalRecords.update), and held in this process until the ledger is asked for it: the claim
- * costs no round trip of its own. The resolving write is made once, by compare-and-set, and the
- * process that made it is told of it at once (RecordKeeper's onChange), so it is that process's
- * notices that take the claim, a few microtasks later.
- */
-export class HeldNoticeClaims {
-  private readonly held = new Set<string>();
-
-  constructor(
-    /** The notice claimed with the resolving write. */
-    readonly kind: string,
-    /** As the ledger's: how long the claim is kept. */
-    readonly ttlMs: number,
-    /**
-     * Bounds what a process that never asks (no notices wired) could gather; a process that does
-     * asks within microtasks of the write, so this many are never waiting at once.
-     */
-    private readonly max = 10_000,
-  ) {}
-
-  /** The write that resolved `approvalId` claimed its notice. */
-  hold(approvalId: string): void {
-    this.held.add(approvalId);
-    if (this.held.size > this.max) this.held.delete(this.held.values().next().value!);
-  }
-
-  /** True once, when this process's write claimed the notice `kind` of `approvalId`. */
-  take(approvalId: string, kind: string): boolean {
-    return kind === this.kind && this.held.delete(approvalId);
   }
 }

@@ -5,8 +5,8 @@ import { DecisionNotices } from '../relay/deciding/decisionNotices.js';
 import type { CardCalls } from '../slack/cardCalls.js';
 import type { ChannelPacer } from '../slack/channelPacer.js';
 import { SlackNoticeSender } from '../slack/slackNotices.js';
-import type { RedisAuditTrail } from '../store/auditStream.js';
-import { type HeldNoticeClaims, RedisNoticeLedger } from '../store/noticeLedger.js';
+import type { RedisAuditTrail, WrittenDecisions } from '../store/auditStream.js';
+import { RedisNoticeLedger } from '../store/noticeLedger.js';
 import type { RedisClient } from '../store/redisConnection.js';
 import type { Activity } from '../util/activity.js';
 
@@ -20,14 +20,14 @@ export interface NoticesNeeds {
   postPacer: ChannelPacer;
   activity: Activity;
   auditTrail: RedisAuditTrail;
-  /** The audit notice's claim, taken by the write that resolves a record (wireRecords). */
-  resolveNotice: HeldNoticeClaims;
+  /** The decisions whose entry the write that resolved them wrote (wireRecords). */
+  writtenDecisions: WrittenDecisions;
   owners: ReadonlyMap<string, string>;
   /** The route's `sla` (ms), for the audit entry. */
   slaOf: (route: string | undefined) => number | undefined;
 }
 
-/** What follows a decision: the thread line, the audit entry and the owner's DM, each sent once. */
+/** What follows a decision: the thread line, the audit entry and the owner's DM, each once. */
 export function wireNotices({
   config,
   logger,
@@ -37,17 +37,18 @@ export function wireNotices({
   postPacer,
   activity,
   auditTrail,
-  resolveNotice,
+  writtenDecisions,
   owners,
   slaOf,
 }: NoticesNeeds) {
   const noticeSender = new SlackNoticeSender(slackClient, logger, cardCalls, postPacer);
-  const noticeLedger = new RedisNoticeLedger(redis, { ttlMs: config.resolvedTtlMs, held: resolveNotice });
+  const noticeLedger = new RedisNoticeLedger(redis, { ttlMs: config.resolvedTtlMs });
   const notices = new DecisionNotices({
     activity,
     sender: noticeSender,
     ledger: noticeLedger,
     audit: auditTrail,
+    writtenWithResolution: writtenDecisions,
     ownerOf: (hostId) => owners.get(hostId),
     slaOf,
     logger,

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { renderCard } from '../cards/renderCard.js';
 import type { Config } from '../config/config.js';
+import { decisionEntry } from '../domain/decisionEntry.js';
 import type { Metrics } from '../domain/metrics.js';
 import type { Authorizer } from '../relay/deciding/authorizer.js';
 import type { GrantMaker } from '../relay/grants/grantMaker.js';
@@ -11,8 +12,7 @@ import type { Router } from '../routing/router.js';
 import type { ApproverNames } from '../slack/approverNames.js';
 import type { SlackCardChannel } from '../slack/slackCardChannel.js';
 import { ApprovalStore } from '../store/approvalStore.js';
-import { RedisAuditTrail } from '../store/auditStream.js';
-import { HeldNoticeClaims } from '../store/noticeLedger.js';
+import { auditFields, RedisAuditTrail, WrittenDecisions } from '../store/auditStream.js';
 import type { RedisClient } from '../store/redisConnection.js';
 import { Activity } from '../util/activity.js';
 import type { Late } from './late.js';
@@ -35,18 +35,29 @@ export interface RecordsNeeds {
 /** The approvals' records, their cards, and the audit of what became of them. */
 export function wireRecords(needs: RecordsNeeds) {
   const { config, logger, redis, fences, router, authorizer, approverNames, grantMaker } = needs;
-  // The audit notice is claimed by the write that resolves a record (DecisionNotices, wireNotices).
-  const resolveNotice = new HeldNoticeClaims('audit', config.resolvedTtlMs);
+  // A decision's audit entry is written by the write that resolves its record, where Redis lets
+  // one script do both; the notices log its line (DecisionNotices, wireNotices).
+  const writtenDecisions = new WrittenDecisions();
   const store = new ApprovalStore(redis, {
     resolvedTtlMs: config.resolvedTtlMs,
     fenceOf: (hostId) => fences.fenceOf(hostId),
-    resolveNotice,
+    resolutionAudit: {
+      fieldsOf: (written) => auditFields(decisionEntry(written, router.slaOf(written.route))),
+      maxLen: config.auditMaxLen,
+      markTtlMs: config.resolvedTtlMs,
+      written: writtenDecisions,
+      refused: () =>
+        logger.warn(
+          'Redis refuses a script over two hash slots (a proxy in front of a cluster?): each decision entry now takes a write of its own',
+        ),
+    },
   });
   const activity = new Activity();
   // Audit: the thread line, the stream entry and the owner's DM of each resolved approval.
   const auditTrail = new RedisAuditTrail(redis, {
     maxLen: config.auditMaxLen,
     refusalMaxLen: config.refusalMaxLen,
+    decisionMarkTtlMs: config.resolvedTtlMs,
     logger,
   });
   // Followers of stored changes, each one line: the parts built later add themselves (assemble.ts).
@@ -71,5 +82,5 @@ export function wireRecords(needs: RecordsNeeds) {
     onChange: (record) => followers.notify(record),
     onPlacing: (record, place) => followers.placing(record, place),
   });
-  return { store, activity, auditTrail, followers, keeper, resolveNotice };
+  return { store, activity, auditTrail, followers, keeper, writtenDecisions };
 }

@@ -1,9 +1,12 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { ApprovalRecord } from '../../src/domain/record.js';
+import { decisionEntry } from '../../src/domain/decisionEntry.js';
+import type { ResolvedRecord } from '../../src/domain/decisionNotice.js';
+import { type ApprovalRecord, isTerminal } from '../../src/domain/record.js';
 import { ApprovalStore } from '../../src/store/approvalStore.js';
+import { auditFields, RedisAuditTrail, WrittenDecisions } from '../../src/store/auditStream.js';
 import { keys } from '../../src/store/keys.js';
-import { HeldNoticeClaims, RedisNoticeLedger } from '../../src/store/noticeLedger.js';
 import { createRedisClient, type RedisClient } from '../../src/store/redisConnection.js';
+import { captureLogger } from '../support/logCapture.js';
 import { PrivateRedis } from '../support/privateRedis.js';
 import { sampleRecord } from '../support/sampleRecord.js';
 import { BACKENDS, openBackend, type StoreBackend } from '../support/storeBackends.js';
@@ -16,6 +19,8 @@ describe.each(BACKENDS)('ApprovalStore on %s Redis', (kind) => {
   let backend: StoreBackend;
   let redis: RedisClient;
   let store: ApprovalStore;
+  /** Clients a test connected of its own (auditingStore). */
+  const clients: RedisClient[] = [];
   beforeAll(async () => {
     // One Redis: a database of its own, so this file can run beside the end-to-end tests.
     backend = await openBackend(kind, async () => ({ url: testRedisUrl(14) }));
@@ -26,6 +31,7 @@ describe.each(BACKENDS)('ApprovalStore on %s Redis', (kind) => {
     await backend.flush();
   });
   afterAll(async () => {
+    for (const client of clients) client.disconnect();
     await backend.close();
   });
 
@@ -301,55 +307,129 @@ describe.each(BACKENDS)('ApprovalStore on %s Redis', (kind) => {
     expect(await store.openApprovalIds('default', 's-1')).toContain('a-reopen');
   });
 
-  it('claims the audit notice with the write that resolves a record, once', async () => {
-    const held = new HeldNoticeClaims('audit', 60_000);
-    const noticed = new ApprovalStore(redis, { resolvedTtlMs: 60_000, resolveNotice: held });
-    const ledger = new RedisNoticeLedger(redis, { ttlMs: 60_000, held });
-    const resolve = (r: ApprovalRecord): ApprovalRecord => ({
-      ...r,
-      phase: 'resolved',
-      resolution: { decision: 'approved', resolvedBy: 'policy', decidedAt: 'x' },
+  /**
+   * A store whose resolving writes write the decision's audit entry (wireRecords does this), on
+   * a client that lets a script reach two slots where Redis itself does (`slotCheck`: refuse it,
+   * as a proxy in front of a cluster does).
+   */
+  function auditingStore({ slotCheck = false } = {}) {
+    const written = new WrittenDecisions();
+    const refusals: string[] = [];
+    const client = backend.connect({ slotCheck });
+    clients.push(client);
+    const auditing = new ApprovalStore(client, {
+      resolvedTtlMs: 60_000,
+      resolutionAudit: {
+        fieldsOf: (r) => auditFields(decisionEntry(r, undefined)),
+        maxLen: 100,
+        markTtlMs: 60_000,
+        written,
+        refused: () => refusals.push('refused'),
+      },
     });
-    await noticed.createIfAbsent(sampleRecord('a-notice'));
-    const set = vi.spyOn(redis, 'set');
-    try {
-      await noticed.update('a-notice', resolve);
-      expect(await redis.get(keys.notice('a-notice', 'audit'))).toBe('sending');
-      // The process that resolved it holds the claim: no round trip, and only once.
-      expect(await ledger.claim('a-notice', 'audit')).toBe(true);
-      expect(set).not.toHaveBeenCalled();
-      expect(await ledger.claim('a-notice', 'audit')).toBe(false);
-      // Seen resolved again (a late event): nothing more is claimed.
-      await noticed.update('a-notice', (r) => ({ ...r, reason: 'late' }));
-      expect(await ledger.claim('a-notice', 'audit')).toBe(false);
-    } finally {
-      set.mockRestore();
+    return { auditing, written, refusals };
+  }
+
+  /** Resolves a record as the host's resolution does: the click's user when the record holds its claim. */
+  const resolve = (r: ApprovalRecord): ApprovalRecord | undefined =>
+    isTerminal(r)
+      ? undefined
+      : {
+          ...r,
+          phase: 'resolved',
+          claim: undefined,
+          resolution: {
+            decision: 'approved',
+            resolvedBy: 'user',
+            decidedAt: '2026-12-06T10:00:00.000Z',
+            ...(r.claim ? { slackUserId: r.claim.userId, via: 'click' as const } : {}),
+          },
+        };
+
+  async function decisionEntries() {
+    return (await redis.xrange(keys.audit, '-', '+')).map(([, fields]) =>
+      Object.fromEntries(fields.flatMap((f, i) => (i % 2 === 0 ? [[f, fields[i + 1]]] : []))),
+    );
+  }
+
+  it('the write that resolves a record writes its decision entry, once (one Redis; a Cluster leaves it to the notices)', async () => {
+    const { auditing, written } = auditingStore();
+    await auditing.createIfAbsent(sampleRecord('a-audited'));
+    await auditing.update('a-audited', resolve);
+    // Seen resolved again (a late event, the card placed): no second entry.
+    await auditing.update('a-audited', (r) => ({ ...r, reason: 'late' }));
+    const trail = new RedisAuditTrail(redis, { maxLen: 100, logger: captureLogger().logger });
+    const again = decisionEntry((await auditing.get('a-audited')) as ResolvedRecord, undefined);
+    if (kind === 'cluster') {
+      // The stream's slot is not the record's: no script reaches both.
+      expect(written.take('a-audited')).toBe(false);
+      expect(await decisionEntries()).toEqual([]);
+      expect(await trail.appendDecision(again)).toBe(true);
+    } else {
+      expect(written.take('a-audited')).toBe(true);
+      expect(written.take('a-audited')).toBe(false);
+      expect(await decisionEntries()).toEqual([
+        expect.objectContaining({
+          kind: 'decision',
+          approvalId: 'a-audited',
+          via: 'otherClient',
+          resolvedBy: 'user',
+        }),
+      ]);
+      expect(await redis.get(keys.statsGeneration)).toBe('1');
+      // Whoever looks again finds it written: the mark is the trail's own.
+      expect(await trail.appendDecision(again)).toBe(false);
     }
+    expect(await decisionEntries()).toHaveLength(1);
   });
 
-  it('a write that loses its compare-and-set claims no notice', async () => {
-    const held = new HeldNoticeClaims('audit', 60_000);
-    const noticed = new ApprovalStore(redis, { resolvedTtlMs: 60_000, resolveNotice: held });
-    await noticed.createIfAbsent(sampleRecord('a-lost-race'));
-    const remembered = (await noticed.get('a-lost-race'))!;
+  it.skipIf(kind === 'cluster')(
+    'where Redis refuses a script over two slots, the write goes through without its entry, and never tries again',
+    async () => {
+      const { auditing, written, refusals } = auditingStore({ slotCheck: true });
+      for (const id of ['a-proxied-1', 'a-proxied-2']) {
+        await auditing.createIfAbsent(sampleRecord(id));
+        expect(await auditing.update(id, resolve)).toMatchObject({
+          changed: true,
+          record: { phase: 'resolved' },
+        });
+        expect(written.take(id)).toBe(false);
+      }
+      expect(await decisionEntries()).toEqual([]);
+      expect(refusals).toEqual(['refused']);
+    },
+  );
+
+  it('a write that loses its compare-and-set writes no entry', async () => {
+    const { auditing, written } = auditingStore();
+    await auditing.createIfAbsent(sampleRecord('a-lost-race'));
+    const remembered = (await auditing.get('a-lost-race'))!;
     const other = new ApprovalStore(redis, { resolvedTtlMs: 60_000 });
     await other.update('a-lost-race', (r) => ({ ...r, phase: 'orphaned' }));
     // Its first try is on the remembered record, and loses; the retry sees it final already.
-    const result = await noticed.update(
-      'a-lost-race',
-      (r) =>
-        r.phase === 'pending'
-          ? {
-              ...r,
-              phase: 'resolved',
-              resolution: { decision: 'approved', resolvedBy: 'policy', decidedAt: 'x' },
-            }
-          : undefined,
-      remembered,
-    );
+    const result = await auditing.update('a-lost-race', resolve, remembered);
     expect(result).toMatchObject({ changed: false, record: { phase: 'orphaned' } });
-    expect(await redis.exists(keys.notice('a-lost-race', 'audit'))).toBe(0);
-    expect(held.take('a-lost-race', 'audit')).toBe(false);
+    expect(await decisionEntries()).toEqual([]);
+    expect(await redis.exists(keys.decisionAudited('a-lost-race'))).toBe(0);
+    expect(written.take('a-lost-race')).toBe(false);
+  });
+
+  it('the entry says what the write that won says, not what a lost try from memory would have', async () => {
+    const { auditing } = auditingStore();
+    await auditing.createIfAbsent(sampleRecord('a-behind'));
+    const remembered = (await auditing.get('a-behind'))!;
+    // Another replica's click claimed it since: the record in memory does not know.
+    const other = new ApprovalStore(redis, { resolvedTtlMs: 60_000 });
+    expect(await other.claimWith(remembered, { ...remembered, phase: 'deciding', claim })).toMatchObject({
+      kind: 'claimed',
+    });
+    const result = await auditing.update('a-behind', resolve, remembered);
+    expect(result?.record.resolution).toMatchObject({ slackUserId: 'U1', via: 'click' });
+    if (kind === 'single') {
+      expect(await decisionEntries()).toEqual([
+        expect.objectContaining({ approvalId: 'a-behind', userId: 'U1', via: 'click' }),
+      ]);
+    } else expect(await decisionEntries()).toEqual([]);
   });
 
   it('forgets the card of a record whose update found it gone', async () => {

@@ -113,24 +113,33 @@ describe('RedisAuditTrail', () => {
     expect(newest[0]![1]).toContain('a-999');
   });
 
-  it('writes a decision and the stats generation as two commands, no MULTI', async () => {
-    // A server of the test's own: INFO commandstats counts every client's commands.
+  it('writes a decision once per approval: its mark, the entry and the stats generation in one script', async () => {
+    // A server of the test's own: INFO commandstats counts every client's commands, a script's
+    // inner calls included.
     const server = await PrivateRedis.start();
     const own = new Redis(server.url);
     try {
       const { logger } = captureLogger();
-      const trail = new RedisAuditTrail(own, { maxLen: 100, logger });
-      await own.ping();
+      const trail = new RedisAuditTrail(own, { maxLen: 100, logger, decisionMarkTtlMs: 60_000 });
+      // Loads the script: what follows runs it by its digest.
+      expect(await trail.appendDecision(decision(0))).toBe(true);
       await own.config('RESETSTAT');
-      await trail.append(decision(1));
-      const stats = await own.info('commandstats');
-      const calls = Object.fromEntries(
-        [...stats.matchAll(/^cmdstat_(\w+):calls=(\d+)/gm)].map((m) => [m[1], Number(m[2])]),
-      );
+      expect(await trail.appendDecision(decision(1))).toBe(true);
+      const calls = async () =>
+        Object.fromEntries(
+          [...(await own.info('commandstats')).matchAll(/^cmdstat_(\w+):calls=(\d+)/gm)].map((m) => [
+            m[1],
+            Number(m[2]),
+          ]),
+        );
       // Counted from RESETSTAT on; the INFO reading them is counted after its own reply.
-      expect(calls).toEqual({ xadd: 1, incr: 1 });
-      expect(await own.xlen(keys.audit)).toBe(1);
-      expect(await own.get(keys.statsGeneration)).toBe('1');
+      expect(await calls()).toEqual({ evalsha: 1, set: 1, xadd: 1, incr: 1 });
+      // Again, by another process or a later look: found written, nothing more.
+      expect(await trail.appendDecision(decision(1))).toBe(false);
+      await trail.append(decision(1));
+      expect(await own.xlen(keys.audit)).toBe(2);
+      expect(await own.get(keys.statsGeneration)).toBe('2');
+      expect(await own.pttl(keys.decisionAudited('a-1'))).toBeGreaterThan(59_000);
     } finally {
       own.disconnect();
       await server.stop();

@@ -1,9 +1,9 @@
 // Audit entries as the bot writes them, for tests of the streams that hold them.
 
-import type { AuditEntry } from '../../src/domain/audit.js';
+import type { DecisionEntry } from '../../src/domain/audit.js';
 
 /** Alice's click that approved `a-<n>` once, on host `main`; `extra` overrides any field. */
-export function decisionEntry(n: number, extra: Partial<AuditEntry> = {}): AuditEntry {
+export function decisionEntry(n: number, extra: Partial<DecisionEntry> = {}): DecisionEntry {
   return {
     kind: 'decision',
     approvalId: `a-${n}`,
@@ -15,5 +15,5 @@ export function decisionEntry(n: number, extra: Partial<AuditEntry> = {}): Audit
     decision: 'approved',
     at: '2026-12-01T10:00:00.000Z',
     ...extra,
-  } as AuditEntry;
+  };
 }

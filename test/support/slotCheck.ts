@@ -43,7 +43,10 @@ export function refuseCrossSlot<T extends RedisClient>(client: T): T {
     const cmd = command as QueuedCommand;
     const keys = spread([cmd]);
     if (keys) {
-      cmd.reject(new Error(`cross-slot command: ${keys}`));
+      // As Redis words it, so that what the bot does on such a refusal is what it does here.
+      cmd.reject(
+        new Error(`CROSSSLOT Keys in request don't hash to the same slot (cross-slot command: ${keys})`),
+      );
       return cmd.promise;
     }
     return sendCommand(command, ...rest);

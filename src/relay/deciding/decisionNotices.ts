@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
-import { type AuditEntry, type AuditTrail, decisionVia } from '../../domain/audit.js';
+import type { DecisionEntry, DecisionTrail } from '../../domain/audit.js';
+import { decisionEntry } from '../../domain/decisionEntry.js';
 import type { NoticeNames, ResolvedRecord } from '../../domain/decisionNotice.js';
-import { commandOf, waitedFor } from '../../domain/decisionStats.js';
 import type { ApprovalRecord } from '../../domain/record.js';
 import type { Activity } from '../../util/activity.js';
 
@@ -36,12 +36,21 @@ export interface NoticeLedger {
   settle(approvalId: string, kind: string, outcome: string): Promise<void>;
 }
 
-export type NoticeKind = 'thread' | 'audit' | 'dm';
+export type NoticeKind = 'thread' | 'dm';
+
+/** How many approvals a process remembers having audited (DecisionNotices.audited). */
+const MAX_AUDITED = 10_000;
 
 export interface DecisionNoticesOptions {
   sender: NoticeSender;
   ledger: NoticeLedger;
-  audit: AuditTrail;
+  /** Where each decision's entry is written once (keys.decisionAudited marks it written). */
+  audit: DecisionTrail;
+  /**
+   * The approvals whose entry the write that resolved them wrote (ApprovalRecords'
+   * resolutionAudit): only the log's line is left to do.
+   */
+  writtenWithResolution?: { take(approvalId: string): boolean };
   /** The Slack user whose agent a host runs (config hosts[].owner). */
   ownerOf: (hostId: string) => string | undefined;
   logger: Logger;
@@ -57,15 +66,24 @@ export interface DecisionNoticesOptions {
  * sees policy and the automated reviewer beside the people) and, once its card is in place,
  * sends the line in the card's thread and the DM to the host's owner.
  *
- * Each notice is sent at most once per approval, whichever replica sees the resolution and
- * however often it is seen again (the host repeating it, a re-sync, a restart): a Redis claim
- * (SET NX) is taken before sending and settled after. We chose at most once over at least once:
- * a process that dies between the claim and Slack's answer leaves the notice claimed and it is
- * not sent again, because Slack may already have posted it and a second DM is worse than none.
- * For the same reason a post whose answer is lost is not retried; only 429s (nothing posted) are.
+ * Each is done once per approval, whichever replica sees the resolution and however often it is
+ * seen again (the host repeating it, a re-sync, a restart). The stream entry is written exactly
+ * once: by the write that resolves the record, in the same step, or else by a script that writes
+ * it unless its mark says it is written (DecisionTrail). The thread line and the DM are sent at
+ * most once: a Redis claim (SET NX) is taken before sending and settled after. We chose at most
+ * once over at least once there: a process that dies between the claim and Slack's answer leaves
+ * the notice claimed and it is not sent again, because Slack may already have posted it and a
+ * second DM is worse than none. For the same reason a post whose answer is lost is not retried;
+ * only 429s (nothing posted) are.
  */
 export class DecisionNotices {
   private readonly inFlight = new Set<Promise<void>>();
+  /**
+   * The approvals whose audit this process has seen to (written, or found written): a resolved
+   * record is stored again (its card placed, a late change) and comes back here each time. Bounded:
+   * one forgotten costs one more look at its mark, never a second entry.
+   */
+  private readonly audited = new Set<string>();
 
   constructor(private readonly options: DecisionNoticesOptions) {}
 
@@ -76,8 +94,7 @@ export class DecisionNotices {
     const resolved = record as ResolvedRecord;
     // The trail needs no card: a grant may have answered with none shown, or Slack may not take
     // the card yet (the bot not invited to the channel). Audited once, whenever it is seen.
-    // Its outcome is stored as it leaves, in the same write (appendAudit never rejects).
-    this.track(this.once(resolved, 'audit', () => this.appendAudit(resolved), true));
+    this.track(this.auditOnce(resolved));
     // A grant answered it and no card was ever shown: its line in the channel took the thread's
     // place, and its owner is not told of every request a grant answers.
     // Before its card is placed a resolved approval has no thread and no link yet; placing the
@@ -129,28 +146,40 @@ export class DecisionNotices {
   }
 
   /**
-   * The audit of a resolution: one line in the log at info, then the stream entry. Both happen
-   * under the `audit` notice's claim, so each is written once per approval across replicas,
-   * re-syncs and restarts; the log line outlives the capped stream and reaches a SIEM through
-   * the log pipeline.
+   * The audit of a resolution: the stream entry, and one line in the log at info by the process
+   * that wrote it, so each is written once per approval across replicas, re-syncs and restarts;
+   * the log line outlives the capped stream and reaches a SIEM through the log pipeline. Never
+   * rejects.
    */
-  private async appendAudit(record: ResolvedRecord): Promise<void> {
+  private async auditOnce(record: ResolvedRecord): Promise<void> {
+    const { audit, logger } = this.options;
+    const { approvalId } = record;
+    if (this.audited.has(approvalId)) {
+      logger.debug({ approvalId, notice: 'audit' }, 'decision notice already claimed; not sent again');
+      return;
+    }
     const entry = decisionEntry(record, this.options.slaOf?.(record.route));
-    this.options.logger.info(decisionLine(record, entry, this.options.ownerOf(record.hostId)), 'decision');
-    await this.options.audit.append(entry);
+    let wrote: boolean;
+    try {
+      wrote = this.options.writtenWithResolution?.take(approvalId) || (await audit.appendDecision(entry));
+    } catch (err) {
+      // Not `audit`: that key is the audit lines' own, always a string (their kind).
+      logger.error({ err, approvalId, auditEntry: entry }, 'audit entry not written');
+      return;
+    }
+    this.audited.add(approvalId);
+    if (this.audited.size > MAX_AUDITED) this.audited.delete(this.audited.values().next().value!);
+    if (!wrote) {
+      logger.debug({ approvalId, notice: 'audit' }, 'decision notice already claimed; not sent again');
+      return;
+    }
+    logger.info(decisionLine(record, entry, this.options.ownerOf(record.hostId)), 'decision');
+    this.options.activity?.count('noticesSent');
+    logger.debug({ approvalId, notice: 'audit' }, 'decision notice sent');
   }
 
-  /**
-   * Runs `send` if this process wins the notice's claim; never rejects. `sentAsItLeaves`: `send`
-   * only fails when it could not even start (it reports its own failures), so "sent" is stored
-   * as it leaves, in the same round trip, not after it; a failure to start is stored over it.
-   */
-  private async once(
-    record: ResolvedRecord,
-    kind: NoticeKind,
-    send: () => Promise<void>,
-    sentAsItLeaves = false,
-  ): Promise<void> {
+  /** Runs `send` if this process wins the notice's claim; never rejects. */
+  private async once(record: ResolvedRecord, kind: NoticeKind, send: () => Promise<void>): Promise<void> {
     const { ledger, logger } = this.options;
     const { approvalId } = record;
     try {
@@ -162,60 +191,19 @@ export class DecisionNotices {
       logger.error({ err, approvalId, notice: kind }, 'notice not sent: its claim could not be stored');
       return;
     }
-    const settle = (outcome: string) =>
-      ledger.settle(approvalId, kind, outcome).catch((err: unknown) => {
-        logger.warn({ err, approvalId, notice: kind }, 'notice outcome not stored');
-      });
     let outcome = 'sent';
-    const sending = send().then(
-      () => {
-        this.options.activity?.count('noticesSent');
-        logger.debug({ approvalId, notice: kind }, 'decision notice sent');
-      },
-      (err: unknown) => {
-        outcome = `failed: ${err instanceof Error ? err.message : String(err)}`.slice(0, 200);
-        logger.error({ err, approvalId, notice: kind }, 'decision notice not sent');
-      },
-    );
-    const early = sentAsItLeaves ? settle('sent') : undefined;
-    await sending;
-    await early;
-    if (!early || outcome !== 'sent') await settle(outcome);
+    try {
+      await send();
+      this.options.activity?.count('noticesSent');
+      logger.debug({ approvalId, notice: kind }, 'decision notice sent');
+    } catch (err) {
+      outcome = `failed: ${err instanceof Error ? err.message : String(err)}`.slice(0, 200);
+      logger.error({ err, approvalId, notice: kind }, 'decision notice not sent');
+    }
+    await ledger.settle(approvalId, kind, outcome).catch((err: unknown) => {
+      logger.warn({ err, approvalId, notice: kind }, 'notice outcome not stored');
+    });
   }
-}
-
-/** The stream entry of a resolution: a Slack user's click, a grant, a timeout, or the host's own. */
-function decisionEntry(
-  record: ResolvedRecord,
-  slaMs: number | undefined,
-): Extract<AuditEntry, { kind: 'decision' }> {
-  const { resolution } = record;
-  const waitedMs = waitedFor(record);
-  const steps = record.escalation?.fired.length ?? 0;
-  const command = commandOf(record.subject);
-  return {
-    kind: 'decision',
-    approvalId: record.approvalId,
-    hostId: record.hostId,
-    ...(record.route !== undefined ? { route: record.route } : {}),
-    tool: record.tool,
-    ...(resolution.slackUserId !== undefined ? { userId: resolution.slackUserId } : {}),
-    ...(resolution.voters ? { voters: resolution.voters } : {}),
-    ...(resolution.stoodInFor ? { stoodInFor: resolution.stoodInFor } : {}),
-    ...(resolution.onBehalfOf ? { onBehalfOf: resolution.onBehalfOf } : {}),
-    via: decisionVia(resolution),
-    ...(resolution.grant ? { grantId: resolution.grant.grantId } : {}),
-    resolvedBy: resolution.resolvedBy,
-    choiceId: resolution.choiceId ?? '',
-    decision: resolution.decision,
-    ...(resolution.feedback !== undefined ? { feedback: resolution.feedback } : {}),
-    ...(record.argsSha256 !== undefined ? { argsSha256: record.argsSha256 } : {}),
-    ...(waitedMs !== undefined ? { waitedMs } : {}),
-    ...(steps > 0 ? { steps } : {}),
-    ...(slaMs !== undefined && waitedMs !== undefined ? { slaMs, slaBreached: waitedMs > slaMs } : {}),
-    ...(command ? { command } : {}),
-    at: resolution.decidedAt,
-  };
 }
 
 /**
@@ -225,7 +213,7 @@ function decisionEntry(
  */
 function decisionLine(
   record: ResolvedRecord,
-  entry: Extract<AuditEntry, { kind: 'decision' }>,
+  entry: DecisionEntry,
   owner: string | undefined,
 ): Record<string, unknown> {
   const { resolution } = record;

@@ -1,17 +1,17 @@
-// When a resolution's notices store what became of them (the ledger's settle), against a ledger
-// and an audit trail kept in memory.
+// What a resolution's notices do with the audit entry and the ledger, against a ledger and a
+// decision trail kept in memory.
 
 import { describe, expect, it } from 'vitest';
-import type { AuditEntry } from '../../../../src/domain/audit.js';
+import type { DecisionEntry } from '../../../../src/domain/audit.js';
 import { DecisionNotices, type NoticeSender } from '../../../../src/relay/deciding/decisionNotices.js';
 import { captureLogger } from '../../../support/logCapture.js';
 import { sampleRecord } from '../../../support/sampleRecord.js';
-import { until } from '../../../support/until.js';
 
-function notices() {
+/** `answers`: what each appendDecision says in turn (true: written now, false: written before, Error: Redis failed). */
+function notices(answers: Array<boolean | Error> = [true], writtenWithResolution: string[] = []) {
   const events: string[] = [];
-  let appended: () => void = () => {};
-  const { logger } = captureLogger('debug');
+  const appended: DecisionEntry[] = [];
+  const { logger, lines } = captureLogger('debug');
   const sender: NoticeSender = {
     decisionLine: async () => {
       events.push('thread line');
@@ -20,6 +20,7 @@ function notices() {
     permalink: async () => undefined,
     nameOf: async () => undefined,
   };
+  const held = new Set(writtenWithResolution);
   const followed = new DecisionNotices({
     sender,
     ledger: {
@@ -32,17 +33,19 @@ function notices() {
       },
     },
     audit: {
-      append: (entry: AuditEntry) => {
-        events.push(`append ${entry.kind}`);
-        return new Promise<void>((resolve) => {
-          appended = resolve;
-        });
+      appendDecision: async (entry) => {
+        appended.push(entry);
+        const answer = answers.shift() ?? false;
+        if (answer instanceof Error) throw answer;
+        return answer;
       },
     },
+    writtenWithResolution: { take: (id) => held.delete(id) },
     ownerOf: () => undefined,
     logger,
   });
-  return { followed, events, appended: () => appended() };
+  const decisionLines = () => lines.filter((l) => l.msg === 'decision');
+  return { followed, events, appended, lines, decisionLines };
 }
 
 const resolved = sampleRecord('dn-1', {
@@ -51,23 +54,53 @@ const resolved = sampleRecord('dn-1', {
 });
 
 describe('DecisionNotices', () => {
-  it('stores the audit notice as sent as its entry leaves, not after Redis answers it', async () => {
-    const { followed, events, appended } = notices();
+  it('writes the entry and logs its line once, however often the resolved record is stored again', async () => {
+    const { followed, appended, decisionLines } = notices([true]);
     followed.follow(resolved);
-    // The append is still unanswered: its outcome went out with it.
-    await until(() => events.includes('settle audit sent'));
-    expect(events.indexOf('append decision')).toBeLessThan(events.indexOf('settle audit sent'));
-    appended();
     await followed.idle();
-    expect(events.filter((e) => e.startsWith('settle audit'))).toEqual(['settle audit sent']);
+    followed.follow({ ...resolved, reason: 'a later change' });
+    await followed.idle();
+    expect(appended).toEqual([
+      expect.objectContaining({ kind: 'decision', approvalId: 'dn-1', via: 'policy' }),
+    ]);
+    expect(decisionLines()).toEqual([expect.objectContaining({ approvalId: 'dn-1', via: 'policy' })]);
+  });
+
+  it('an entry the resolving write wrote is not written again: only its line is logged', async () => {
+    const { followed, appended, decisionLines } = notices([], ['dn-1']);
+    followed.follow(resolved);
+    await followed.idle();
+    expect(appended).toEqual([]);
+    expect(decisionLines()).toHaveLength(1);
+  });
+
+  it('an entry written elsewhere (another replica, an earlier process) is not logged here', async () => {
+    const { followed, appended, decisionLines } = notices([false]);
+    followed.follow(resolved);
+    await followed.idle();
+    expect(appended).toHaveLength(1);
+    expect(decisionLines()).toEqual([]);
+  });
+
+  it('an entry Redis did not take is tried again when the record is next seen', async () => {
+    const { followed, appended, lines, decisionLines } = notices([new Error('connection lost'), true]);
+    followed.follow(resolved);
+    await followed.idle();
+    expect(lines.find((l) => l.msg === 'audit entry not written')).toMatchObject({
+      level: 50,
+      approvalId: 'dn-1',
+    });
+    expect(decisionLines()).toEqual([]);
+    followed.follow(resolved);
+    await followed.idle();
+    expect(appended).toHaveLength(2);
+    expect(decisionLines()).toHaveLength(1);
   });
 
   it('stores the thread line as sent only once it was posted', async () => {
-    const { followed, events, appended } = notices();
+    const { followed, events } = notices();
     followed.follow({ ...resolved, slack: { channel: 'C1', ts: '1.000001' } });
-    await until(() => events.includes('append decision'));
-    appended();
     await followed.idle();
-    expect(events.indexOf('thread line')).toBeLessThan(events.indexOf('settle thread sent'));
+    expect(events).toEqual(['claim thread', 'thread line', 'settle thread sent']);
   });
 });
