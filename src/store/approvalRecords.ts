@@ -1,8 +1,9 @@
 import { ApprovalRecord, Claim, isTerminal, type Resolution } from '../domain/record.js';
 import { defineApprovalScripts } from './approvalScripts.js';
-import type { WrittenDecisions } from './auditStream.js';
 import type { CardSync } from './cardSync.js';
+import type { HeldByWrite } from './heldByWrite.js';
 import { keys } from './keys.js';
+import type { HeldNoticeClaims } from './noticeLedger.js';
 import { RecentRecords } from './recentRecords.js';
 import type { RedisClient } from './redisConnection.js';
 
@@ -29,6 +30,11 @@ export interface ApprovalStoreOptions {
    * after.
    */
   resolutionAudit?: ResolutionAudit;
+  /**
+   * The notice (the thread line's) claimed by the write that resolves a record whose card is
+   * placed (noticeLedger.ts): without it, that notice is claimed on its own.
+   */
+  resolveNotice?: HeldNoticeClaims;
 }
 
 /** What the write that resolves a record needs to write its decision's audit entry too. */
@@ -40,7 +46,7 @@ export interface ResolutionAudit {
   /** How long the entry's mark is kept (keys.decisionAudited): as long as the resolved record. */
   markTtlMs: number;
   /** Where the approvals whose entry their resolving write wrote are held for the notices. */
-  written: WrittenDecisions;
+  written: HeldByWrite;
   /** Redis refused a script over two slots: the notices write every entry from now on. */
   refused(): void;
 }
@@ -309,9 +315,9 @@ export class ApprovalRecords {
 
   /**
    * The compare-and-set of update(). `tail`: the record was taken from memory, and Redis must
-   * still hold that very write. A write that resolves a record writes its decision's audit entry
-   * too (options.resolutionAudit): only a write that goes through does, so the entry says what
-   * the record says, and in the same round trip.
+   * still hold that very write. A write that resolves a record does more in the same step, and
+   * only if it goes through: it claims the thread line's notice when its card is placed
+   * (options.resolveNotice), and writes the decision's audit entry (options.resolutionAudit).
    */
   private async cas(
     current: ApprovalRecord,
@@ -320,43 +326,54 @@ export class ApprovalRecords {
   ): Promise<number> {
     const ttl = String(isTerminal(written) ? this.options.resolvedTtlMs : 0);
     const args = [String(current.version), String(written.version), JSON.stringify(written), ttl] as const;
-    const approvalKey = keys.approval(current.approvalId);
+    const { approvalId } = current;
+    const approvalKey = keys.approval(approvalId);
     const fence = this.fence(current.hostId);
-    const claimKey = release ? keys.claim(current.approvalId, release.sourceIndex) : undefined;
+    const claimKey = release ? keys.claim(approvalId, release.sourceIndex) : undefined;
     const token = release?.commandId ?? '';
-    const plain = () =>
-      claimKey
-        ? this.redis.csCasReleasing(approvalKey, claimKey, ...args, token, '0', fence, tail)
-        : this.redis.csCas(approvalKey, ...args, '', '0', fence, tail);
+    const cas = [...args, token, '0', fence, tail] as const;
+    const notice = this.options.resolveNotice;
     const audit = this.auditsResolutions ? this.options.resolutionAudit : undefined;
-    if (!audit || !resolves(current, written)) return plain();
-    const auditKeys = [keys.decisionAudited(current.approvalId), keys.audit, keys.statsGeneration] as const;
-    const entry = [String(audit.markTtlMs), String(audit.maxLen), ...audit.fieldsOf(written)] as const;
-    let answer: [number, number];
-    try {
-      answer = await (claimKey
-        ? this.redis.csCasReleasingAudited(
-            approvalKey,
-            claimKey,
-            ...auditKeys,
-            ...args,
-            token,
-            '0',
-            fence,
-            tail,
-            ...entry,
-          )
-        : this.redis.csCasAudited(approvalKey, ...auditKeys, ...args, '', '0', fence, tail, ...entry));
-    } catch (err) {
-      // A proxy in front of a cluster, behind one address, refuses a script over two slots before
-      // running it: the write is made without the entry, and from now on always so.
-      if (!(err instanceof Error && err.message.startsWith('CROSSSLOT'))) throw err;
-      this.auditsResolutions = false;
-      audit.refused();
-      return plain();
+    if (!resolves(current, written) || (!notice && !audit)) {
+      return claimKey
+        ? this.redis.csCasReleasing(approvalKey, claimKey, ...cas)
+        : this.redis.csCas(approvalKey, ...cas);
     }
-    const [result, audited] = answer;
-    if (result === 1 && audited === 1) audit.written.hold(current.approvalId);
+    const noticeKey = keys.notice(approvalId, notice?.kind ?? 'thread');
+    const noticeTtl = notice && written.slack.ts ? String(notice.ttlMs) : '';
+    const noticed = () =>
+      claimKey
+        ? this.redis.csCasReleasingNoticed(approvalKey, claimKey, noticeKey, ...cas, noticeTtl)
+        : this.redis.csCasNoticed(approvalKey, noticeKey, ...cas, noticeTtl);
+    let answer: [number, number, number];
+    if (!audit) answer = await noticed();
+    else {
+      const auditKeys = [keys.decisionAudited(approvalId), keys.audit, keys.statsGeneration] as const;
+      const entry = [String(audit.markTtlMs), String(audit.maxLen), ...audit.fieldsOf(written)] as const;
+      try {
+        answer = await (claimKey
+          ? this.redis.csCasReleasingAudited(
+              approvalKey,
+              claimKey,
+              noticeKey,
+              ...auditKeys,
+              ...cas,
+              noticeTtl,
+              ...entry,
+            )
+          : this.redis.csCasAudited(approvalKey, noticeKey, ...auditKeys, ...cas, noticeTtl, ...entry));
+      } catch (err) {
+        // A proxy in front of a cluster, behind one address, refuses a script over two slots
+        // before running it: the write is made without the entry, and from now on always so.
+        if (!(err instanceof Error && err.message.startsWith('CROSSSLOT'))) throw err;
+        this.auditsResolutions = false;
+        audit.refused();
+        answer = await noticed();
+      }
+    }
+    const [result, claimed, audited] = answer;
+    if (result === 1 && claimed === 1) notice?.hold(approvalId);
+    if (result === 1 && audited === 1) audit?.written.hold(approvalId);
     return result;
   }
 

@@ -152,13 +152,19 @@ return 0
  * from memory, and must still be that very write). A key is freed only if it still holds our
  * token: a late writer must not free someone else's claim.
  *
- * With `audit`, a write that goes through also writes the decision's audit entry
- * (writeDecisionOnce, auditStream.ts), in the same step: KEYS then hold its mark, the stream and
- * the stats generation after the others, and ARGV the mark's TTL, the stream's cap and the
- * entry's fields after the others. It returns {result, 1 when it wrote the entry}. Only on one
- * Redis: in a Cluster the stream's slot is not the record's, and a script reaches one slot.
+ * The variants for a write that resolves the record (`resolving`) claim the thread line's
+ * notice (noticeLedger.ts) when the write goes through and ARGV[9] (its TTL) is not '', so that
+ * the one process that made the resolving write holds it without a round trip of its own: KEYS
+ * then hold the notice after the others. `audited` also writes the decision's audit entry
+ * (writeDecisionOnce, auditStream.ts) in the same step: KEYS then hold its mark, the stream and
+ * the stats generation after the notice, and ARGV the mark's TTL, the stream's cap and the
+ * entry's fields after the notice's TTL. Only on one Redis: in a Cluster the stream's slot is not
+ * the record's, and a script reaches one slot. They return {result, 1 when the notice was
+ * claimed, 1 when the entry was written}.
  */
-const casScript = (release: boolean, audit: boolean) => `
+const casScript = (release: boolean, resolving?: 'noticed' | 'audited') => {
+  const notice = release ? 3 : 2;
+  return `
 ${versionGate(7, "ARGV[8] ~= ''")}
 elseif ARGV[8] ~= '' and not string.find(found[3], ARGV[8], 1, true) then result = 0
 else
@@ -173,14 +179,18 @@ end`
     : ''
 }
 ${
-  audit
-    ? `local audited = 0
-if result == 1 then${writeDecisionOnce(release ? 3 : 2, 9)}
+  resolving
+    ? `local noticed, audited = 0, 0
+if result == 1 then
+  if ARGV[9] ~= '' and redis.call('SET', KEYS[${notice}], 'sending', 'PX', ARGV[9], 'NX') then noticed = 1 end${
+    resolving === 'audited' ? writeDecisionOnce(notice + 1, 10) : ''
+  }
 end
-return {result, audited}`
+return {result, noticed, audited}`
     : 'return result'
 }
 `;
+};
 
 /**
  * Takes one stage's claim and moves the record to `deciding` in one step. Returns {2, holder}
@@ -228,10 +238,12 @@ export function defineApprovalScripts(redis: RedisClient): void {
   redis.defineCommand('csSaveFull', { numberOfKeys: 1, lua: SAVE_FULL_SCRIPT });
   // Two fixed key counts rather than one command taking its count first: a Cluster routes a
   // command by its keys, so each is sent on its own, never wrapped in a pipeline to be routed.
-  redis.defineCommand('csCas', { numberOfKeys: 1, lua: casScript(false, false) });
-  redis.defineCommand('csCasReleasing', { numberOfKeys: 2, lua: casScript(true, false) });
-  redis.defineCommand('csCasAudited', { numberOfKeys: 4, lua: casScript(false, true) });
-  redis.defineCommand('csCasReleasingAudited', { numberOfKeys: 5, lua: casScript(true, true) });
+  redis.defineCommand('csCas', { numberOfKeys: 1, lua: casScript(false) });
+  redis.defineCommand('csCasReleasing', { numberOfKeys: 2, lua: casScript(true) });
+  redis.defineCommand('csCasNoticed', { numberOfKeys: 2, lua: casScript(false, 'noticed') });
+  redis.defineCommand('csCasReleasingNoticed', { numberOfKeys: 3, lua: casScript(true, 'noticed') });
+  redis.defineCommand('csCasAudited', { numberOfKeys: 5, lua: casScript(false, 'audited') });
+  redis.defineCommand('csCasReleasingAudited', { numberOfKeys: 6, lua: casScript(true, 'audited') });
   redis.defineCommand('csOpen', { numberOfKeys: 3, lua: OPEN_SCRIPT });
   redis.defineCommand('csSavePost', { numberOfKeys: 2, lua: SAVE_POST_SCRIPT });
   redis.defineCommand('csClaim', { numberOfKeys: 2, lua: CLAIM_SCRIPT });
@@ -254,9 +266,11 @@ type CasArgs = [
   expectedTail: string,
 ];
 
-/** The audited casScript's keys after the record's (and the key to free). */
+/** What a resolving casScript returns: the result, whether it claimed the notice, whether it wrote the entry. */
+type Resolving = [result: number, noticed: number, audited: number];
+/** The audited casScript's keys after the notice's. */
 type AuditKeys = [markKey: string, streamKey: string, generationKey: string];
-/** The audited casScript's ARGV after casScript's: the mark's TTL, the stream's cap, the entry's fields. */
+/** The audited casScript's ARGV after the notice's TTL: the mark's TTL, the stream's cap, the entry's fields. */
 type AuditArgs = [markTtlMs: string, maxLen: string, ...fields: string[]];
 
 declare module 'ioredis' {
@@ -276,17 +290,32 @@ declare module 'ioredis' {
     csCas(approvalKey: string, ...args: CasArgs): Result<number, Context>;
     /** csCas that also releases KEYS[2] (a claim or the post lease) when it holds ARGV[5]. */
     csCasReleasing(approvalKey: string, releaseKey: string, ...args: CasArgs): Result<number, Context>;
-    /** csCas that writes the decision's audit entry when it resolves the record: [result, audited]. */
+    /** csCas of a resolving write, claiming the thread line's notice: [result, noticed, audited]. */
+    csCasNoticed(
+      approvalKey: string,
+      noticeKey: string,
+      ...args: [...CasArgs, noticeTtlMs: string]
+    ): Result<Resolving, Context>;
+    /** csCasReleasing of a resolving write, claiming the thread line's notice. */
+    csCasReleasingNoticed(
+      approvalKey: string,
+      releaseKey: string,
+      noticeKey: string,
+      ...args: [...CasArgs, noticeTtlMs: string]
+    ): Result<Resolving, Context>;
+    /** csCasNoticed that writes the decision's audit entry too. */
     csCasAudited(
       approvalKey: string,
-      ...args: [...AuditKeys, ...CasArgs, ...AuditArgs]
-    ): Result<[number, number], Context>;
-    /** csCasReleasing that writes the decision's audit entry too: [result, audited]. */
+      noticeKey: string,
+      ...args: [...AuditKeys, ...CasArgs, noticeTtlMs: string, ...AuditArgs]
+    ): Result<Resolving, Context>;
+    /** csCasReleasingNoticed that writes the decision's audit entry too. */
     csCasReleasingAudited(
       approvalKey: string,
       releaseKey: string,
-      ...args: [...AuditKeys, ...CasArgs, ...AuditArgs]
-    ): Result<[number, number], Context>;
+      noticeKey: string,
+      ...args: [...AuditKeys, ...CasArgs, noticeTtlMs: string, ...AuditArgs]
+    ): Result<Resolving, Context>;
     csSavePost(
       approvalKey: string,
       leaseKey: string,

@@ -138,36 +138,6 @@ export class RedisAuditTrail implements AuditTrail, DecisionTrail {
   }
 }
 
-/**
- * The approvals whose decision entry was written by the very write that resolved them
- * (ApprovalRecords), held in this process until the notices ask: they log the decision's line
- * for it, and write no entry. The resolving write is made once, by compare-and-set, and the
- * process that made it is told of it at once (RecordKeeper's onChange), so its notices ask a few
- * microtasks later.
- */
-export class WrittenDecisions {
-  private readonly held = new Set<string>();
-
-  constructor(
-    /**
-     * Bounds what a process that never asks (no notices wired) could gather; a process that does
-     * asks within microtasks of the write, so this many are never waiting at once.
-     */
-    private readonly max = 10_000,
-  ) {}
-
-  /** The write that resolved `approvalId` wrote its entry. */
-  hold(approvalId: string): void {
-    this.held.add(approvalId);
-    if (this.held.size > this.max) this.held.delete(this.held.values().next().value!);
-  }
-
-  /** True once, when this process's resolving write wrote the entry of `approvalId`. */
-  take(approvalId: string): boolean {
-    return this.held.delete(approvalId);
-  }
-}
-
 declare module 'ioredis' {
   interface RedisCommander<Context> {
     csCountRefusal(counterKey: string, windowMs: number): Result<number, Context>;

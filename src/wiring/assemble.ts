@@ -86,7 +86,7 @@ export function assemble(config: Config, logger: Logger): Countersign {
     slackClient,
     identity: slack.identity,
   });
-  const { store, activity, auditTrail, followers, keeper, writtenDecisions } = wireRecords({
+  const { store, activity, auditTrail, followers, keeper, resolveNotice, writtenDecisions } = wireRecords({
     config,
     logger,
     redis,
@@ -107,6 +107,7 @@ export function assemble(config: Config, logger: Logger): Countersign {
     postPacer: slack.postPacer,
     activity,
     auditTrail,
+    resolveNotice,
     writtenDecisions,
     owners,
     slaOf: (route) => router.slaOf(route),

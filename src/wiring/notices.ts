@@ -5,8 +5,9 @@ import { DecisionNotices } from '../relay/deciding/decisionNotices.js';
 import type { CardCalls } from '../slack/cardCalls.js';
 import type { ChannelPacer } from '../slack/channelPacer.js';
 import { SlackNoticeSender } from '../slack/slackNotices.js';
-import type { RedisAuditTrail, WrittenDecisions } from '../store/auditStream.js';
-import { RedisNoticeLedger } from '../store/noticeLedger.js';
+import type { RedisAuditTrail } from '../store/auditStream.js';
+import type { HeldByWrite } from '../store/heldByWrite.js';
+import { type HeldNoticeClaims, RedisNoticeLedger } from '../store/noticeLedger.js';
 import type { RedisClient } from '../store/redisConnection.js';
 import type { Activity } from '../util/activity.js';
 
@@ -20,8 +21,10 @@ export interface NoticesNeeds {
   postPacer: ChannelPacer;
   activity: Activity;
   auditTrail: RedisAuditTrail;
+  /** The thread line's notice, claimed by the write that resolves a record (wireRecords). */
+  resolveNotice: HeldNoticeClaims;
   /** The decisions whose entry the write that resolved them wrote (wireRecords). */
-  writtenDecisions: WrittenDecisions;
+  writtenDecisions: HeldByWrite;
   owners: ReadonlyMap<string, string>;
   /** The route's `sla` (ms), for the audit entry. */
   slaOf: (route: string | undefined) => number | undefined;
@@ -37,12 +40,13 @@ export function wireNotices({
   postPacer,
   activity,
   auditTrail,
+  resolveNotice,
   writtenDecisions,
   owners,
   slaOf,
 }: NoticesNeeds) {
   const noticeSender = new SlackNoticeSender(slackClient, logger, cardCalls, postPacer);
-  const noticeLedger = new RedisNoticeLedger(redis, { ttlMs: config.resolvedTtlMs });
+  const noticeLedger = new RedisNoticeLedger(redis, { ttlMs: config.resolvedTtlMs, held: resolveNotice });
   const notices = new DecisionNotices({
     activity,
     sender: noticeSender,

@@ -12,7 +12,9 @@ import type { Router } from '../routing/router.js';
 import type { ApproverNames } from '../slack/approverNames.js';
 import type { SlackCardChannel } from '../slack/slackCardChannel.js';
 import { ApprovalStore } from '../store/approvalStore.js';
-import { auditFields, RedisAuditTrail, WrittenDecisions } from '../store/auditStream.js';
+import { auditFields, RedisAuditTrail } from '../store/auditStream.js';
+import { HeldByWrite } from '../store/heldByWrite.js';
+import { HeldNoticeClaims } from '../store/noticeLedger.js';
 import type { RedisClient } from '../store/redisConnection.js';
 import { Activity } from '../util/activity.js';
 import type { Late } from './late.js';
@@ -35,12 +37,15 @@ export interface RecordsNeeds {
 /** The approvals' records, their cards, and the audit of what became of them. */
 export function wireRecords(needs: RecordsNeeds) {
   const { config, logger, redis, fences, router, authorizer, approverNames, grantMaker } = needs;
-  // A decision's audit entry is written by the write that resolves its record, where Redis lets
-  // one script do both; the notices log its line (DecisionNotices, wireNotices).
-  const writtenDecisions = new WrittenDecisions();
+  // The write that resolves a record claims its thread line's notice, and writes its decision's
+  // audit entry where Redis lets one script do both; the notices take them from there
+  // (DecisionNotices, wireNotices).
+  const resolveNotice = new HeldNoticeClaims('thread', config.resolvedTtlMs);
+  const writtenDecisions = new HeldByWrite();
   const store = new ApprovalStore(redis, {
     resolvedTtlMs: config.resolvedTtlMs,
     fenceOf: (hostId) => fences.fenceOf(hostId),
+    resolveNotice,
     resolutionAudit: {
       fieldsOf: (written) => auditFields(decisionEntry(written, router.slaOf(written.route))),
       maxLen: config.auditMaxLen,
@@ -82,5 +87,5 @@ export function wireRecords(needs: RecordsNeeds) {
     onChange: (record) => followers.notify(record),
     onPlacing: (record, place) => followers.placing(record, place),
   });
-  return { store, activity, auditTrail, followers, keeper, writtenDecisions };
+  return { store, activity, auditTrail, followers, keeper, resolveNotice, writtenDecisions };
 }

@@ -3,8 +3,10 @@ import { decisionEntry } from '../../src/domain/decisionEntry.js';
 import type { ResolvedRecord } from '../../src/domain/decisionNotice.js';
 import { type ApprovalRecord, isTerminal } from '../../src/domain/record.js';
 import { ApprovalStore } from '../../src/store/approvalStore.js';
-import { auditFields, RedisAuditTrail, WrittenDecisions } from '../../src/store/auditStream.js';
+import { auditFields, RedisAuditTrail } from '../../src/store/auditStream.js';
+import { HeldByWrite } from '../../src/store/heldByWrite.js';
 import { keys } from '../../src/store/keys.js';
+import { HeldNoticeClaims, RedisNoticeLedger } from '../../src/store/noticeLedger.js';
 import { createRedisClient, type RedisClient } from '../../src/store/redisConnection.js';
 import { captureLogger } from '../support/logCapture.js';
 import { PrivateRedis } from '../support/privateRedis.js';
@@ -312,22 +314,27 @@ describe.each(BACKENDS)('ApprovalStore on %s Redis', (kind) => {
    * a client that lets a script reach two slots where Redis itself does (`slotCheck`: refuse it,
    * as a proxy in front of a cluster does).
    */
-  function auditingStore({ slotCheck = false } = {}) {
-    const written = new WrittenDecisions();
+  function auditingStore({ slotCheck = false, audit = true } = {}) {
+    const written = new HeldByWrite();
+    const held = new HeldNoticeClaims('thread', 60_000);
     const refusals: string[] = [];
     const client = backend.connect({ slotCheck });
     clients.push(client);
     const auditing = new ApprovalStore(client, {
       resolvedTtlMs: 60_000,
-      resolutionAudit: {
-        fieldsOf: (r) => auditFields(decisionEntry(r, undefined)),
-        maxLen: 100,
-        markTtlMs: 60_000,
-        written,
-        refused: () => refusals.push('refused'),
-      },
+      resolveNotice: held,
+      resolutionAudit: audit
+        ? {
+            fieldsOf: (r) => auditFields(decisionEntry(r, undefined)),
+            maxLen: 100,
+            markTtlMs: 60_000,
+            written,
+            refused: () => refusals.push('refused'),
+          }
+        : undefined,
     });
-    return { auditing, written, refusals };
+    const ledger = new RedisNoticeLedger(client, { ttlMs: 60_000, held });
+    return { auditing, written, refusals, held, ledger, client };
   }
 
   /** Resolves a record as the host's resolution does: the click's user when the record holds its claim. */
@@ -400,9 +407,38 @@ describe.each(BACKENDS)('ApprovalStore on %s Redis', (kind) => {
     },
   );
 
-  it('a write that loses its compare-and-set writes no entry', async () => {
-    const { auditing, written } = auditingStore();
-    await auditing.createIfAbsent(sampleRecord('a-lost-race'));
+  it.each([
+    ['with its audit entry', true],
+    ['alone', false],
+  ])('the write that resolves a placed card claims its thread line, %s, once', async (_, audit) => {
+    const { auditing, ledger, client } = auditingStore({ audit });
+    const lease = auditing.newPostLease(5_000);
+    await auditing.createIfAbsent(sampleRecord('a-notice'), lease);
+    await auditing.savePost(sampleRecord('a-notice'), { channel: 'C1', ts: '1.000001' }, lease);
+    await auditing.createIfAbsent(sampleRecord('a-no-card'));
+    const set = vi.spyOn(client, 'set');
+    try {
+      await auditing.update('a-notice', resolve);
+      await auditing.update('a-no-card', resolve);
+      expect(await redis.get(keys.notice('a-notice', 'thread'))).toBe('sending');
+      // The process that resolved it holds the claim: no round trip, and only once.
+      expect(await ledger.claim('a-notice', 'thread')).toBe(true);
+      expect(set).not.toHaveBeenCalled();
+      expect(await ledger.claim('a-notice', 'thread')).toBe(false);
+      expect(await ledger.claim('a-notice', 'dm')).toBe(true);
+      // Seen resolved again (a late event): nothing more is claimed.
+      await auditing.update('a-notice', (r) => ({ ...r, reason: 'late' }));
+      expect(await ledger.claim('a-notice', 'thread')).toBe(false);
+      // No card, no thread: nothing claimed for it.
+      expect(await redis.exists(keys.notice('a-no-card', 'thread'))).toBe(0);
+    } finally {
+      set.mockRestore();
+    }
+  });
+
+  it('a write that loses its compare-and-set writes no entry and claims no notice', async () => {
+    const { auditing, written, held } = auditingStore();
+    await auditing.createIfAbsent(sampleRecord('a-lost-race', { slack: { channel: 'C1', ts: '1.000002' } }));
     const remembered = (await auditing.get('a-lost-race'))!;
     const other = new ApprovalStore(redis, { resolvedTtlMs: 60_000 });
     await other.update('a-lost-race', (r) => ({ ...r, phase: 'orphaned' }));
@@ -412,6 +448,7 @@ describe.each(BACKENDS)('ApprovalStore on %s Redis', (kind) => {
     expect(await decisionEntries()).toEqual([]);
     expect(await redis.exists(keys.decisionAudited('a-lost-race'))).toBe(0);
     expect(written.take('a-lost-race')).toBe(false);
+    expect(held.take('a-lost-race', 'thread')).toBe(false);
   });
 
   it('the entry says what the write that won says, not what a lost try from memory would have', async () => {
