@@ -8,9 +8,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { BATCH_REJECT_VIEW_CALLBACK_ID } from '../../src/cards/ids.js';
 import { readGrantAudit } from '../../src/store/grantAudit.js';
 import { keys } from '../../src/store/keys.js';
-import { freshRedisDb, type RunningBot, startBot } from '../support/bot.js';
+import { freshRedisDb } from '../support/bot.js';
 import { type ApprovalRequestParams, FakeHost, shellApproval } from '../support/fakeHost.js';
 import { FakeSlack, type SlackMessage } from '../support/fakeSlack.js';
+import { standingOf, startReplicas } from '../support/replicas.js';
 import { testRedisUrl } from '../support/testRedis.js';
 import { APPROVALS, configFile, issueRisks, route, users } from './fixtures/config.js';
 import { type Button, buttonsOf, pressButtonAt, SESSION, textOf, World } from './world.js';
@@ -378,12 +379,6 @@ describe('batch triage', () => {
 });
 
 describe('batch triage across two replicas', () => {
-  /** The replica's /readyz: which hosts it runs. */
-  async function owns(bot: RunningBot): Promise<string[]> {
-    const response = await fetch(`${bot.url}/readyz`, { signal: AbortSignal.timeout(1_000) });
-    return ((await response.json()) as { replica: { owns: string[] } }).replica.owns;
-  }
-
   it('alike requests of two hosts run by two replicas get one summary, and "Approve all" at either decides each once', async () => {
     const slack = await FakeSlack.start();
     cleanups.push(() => slack.close());
@@ -406,27 +401,24 @@ describe('batch triage across two replicas', () => {
     const redis = new Redis(testRedisUrl(redisDb));
     cleanups.push(() => redis.quit());
     // Started together, so that each takes its share: one host each.
-    const bots = await Promise.all(
-      ['r1', 'r2'].map((name) =>
-        startBot({
-          host: hostA,
-          slack,
-          redisDb,
-          env: {
-            COUNTERSIGN_REPLICA_ID: name,
-            COUNTERSIGN_LEASE_TTL: '3s',
-            COUNTERSIGN_CONFIG: file.path,
-            MSP_HOST_COMMAND: '',
-            FAKE_HOST_CONTROL: '',
-            FAKE_HOST_STATE: '',
-          },
-        }),
-      ),
+    const bots = await startReplicas(
+      ['r1', 'r2'],
+      {
+        host: hostA,
+        slack,
+        redisDb,
+        env: {
+          COUNTERSIGN_CONFIG: file.path,
+          MSP_HOST_COMMAND: '',
+          FAKE_HOST_CONTROL: '',
+          FAKE_HOST_STATE: '',
+        },
+        together: true,
+      },
+      cleanups,
     );
-    for (const bot of bots) cleanups.push(() => bot.stop(5_000));
-    await Promise.all(bots.map((bot) => bot.waitReady(20_000)));
     await Promise.all(hosts.map((host) => host.waitForIncarnation(1, 20_000)));
-    const owned = await Promise.all(bots.map(owns));
+    const owned = await Promise.all(bots.map(async (bot) => (await standingOf(bot)).owns));
     expect(owned.flat().sort()).toEqual(['a', 'b']);
 
     // Both hosts fan out the same command at once: each replica relays its host's half.

@@ -13,27 +13,12 @@ import { FakeHost, type FakeHostSeed, shellApproval } from '../support/fakeHost.
 import { FakeSlack } from '../support/fakeSlack.js';
 import { seriesValue } from '../support/metricSeries.js';
 import { PrivateRedis } from '../support/privateRedis.js';
+import { REPLICA_LEASE_TTL_MS, replicaEnv, replicaRunning, standingOf } from '../support/replicas.js';
 import { TcpProxy } from '../support/tcpProxy.js';
 import { testRedisUrl } from '../support/testRedis.js';
+import { probeUntil as until } from '../support/until.js';
 import { configFile, route, users } from './fixtures/config.js';
 import { buttonsOf, pressButtonAt, rememberButtonOf, SESSION, textOf } from './world.js';
-
-const LEASE_TTL_MS = 3_000;
-
-/** Resolves with what `probe` gives once it gives something; polls. */
-async function until<T>(
-  what: string,
-  probe: () => T | undefined | Promise<T | undefined>,
-  timeoutMs = 10_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 function shell(approvalId: string, argv: string[]) {
   return shellApproval({ approvalId, sessionId: SESSION, stages: [argv] });
@@ -53,10 +38,6 @@ const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
 });
-
-function envOf(name: string, extra: Record<string, string> = {}): Record<string, string> {
-  return { COUNTERSIGN_REPLICA_ID: name, COUNTERSIGN_LEASE_TTL: `${LEASE_TTL_MS / 1000}s`, ...extra };
-}
 
 async function startReplicas(
   count: number,
@@ -91,7 +72,7 @@ async function addReplica(
     host: world.host,
     slack: world.slack,
     redisDb: world.redisDb,
-    env: envOf(name, env),
+    env: replicaEnv(name, env),
     ...(redisUrl ? { redisUrl } : {}),
   });
   cleanups.push(() => bot.stop(5_000));
@@ -100,27 +81,9 @@ async function addReplica(
   return bot;
 }
 
-/** What GET /readyz says of this replica's part. */
-async function standingOf(bot: RunningBot): Promise<{ id: string; owns: string[]; standby: string[] }> {
-  // A paused replica answers nothing: it must not hold the test up.
-  const response = await fetch(`${bot.url}/readyz`, { signal: AbortSignal.timeout(1_000) });
-  return ((await response.json()) as { replica: { id: string; owns: string[]; standby: string[] } }).replica;
-}
-
 /** The replica that runs host `hostId` now, by its /readyz. */
-async function ownerOf(world: Replicas, hostId = 'default', timeoutMs = 10_000): Promise<RunningBot> {
-  return until(
-    `an owner of ${hostId}`,
-    async () => {
-      for (const bot of world.bots) {
-        if (bot.proc.exitCode !== null || bot.proc.signalCode !== null) continue;
-        const standing = await standingOf(bot).catch(() => undefined);
-        if (standing?.owns.includes(hostId)) return bot;
-      }
-      return undefined;
-    },
-    timeoutMs,
-  );
+function ownerOf(world: Replicas, hostId = 'default', timeoutMs = 10_000): Promise<RunningBot> {
+  return replicaRunning(world.bots, hostId, timeoutMs);
 }
 
 async function postedAt(world: Replicas, approvalId: string, timeoutMs = 10_000) {
@@ -231,9 +194,9 @@ describe('several replicas on one Redis', { timeout: 90_000 }, () => {
 
     const killedAt = Date.now();
     await owner.kill();
-    const next = await world.host.waitForIncarnation(2, LEASE_TTL_MS + 7_000);
+    const next = await world.host.waitForIncarnation(2, REPLICA_LEASE_TTL_MS + 7_000);
     const takeoverMs = Date.now() - killedAt;
-    expect(takeoverMs).toBeLessThan(LEASE_TTL_MS + 5_000);
+    expect(takeoverMs).toBeLessThan(REPLICA_LEASE_TTL_MS + 5_000);
     const successor = await ownerOf(world);
     expect(successor).not.toBe(owner);
     expect(next.incarnation).toBe(2);
@@ -265,7 +228,7 @@ describe('several replicas on one Redis', { timeout: 90_000 }, () => {
     cleanups.push(async () => owner.proc.kill('SIGCONT'));
     // The host process the sleeping owner ran asks a new question: it waits in the owner's pipe.
     await world.host.open(shell('rep-stop-0002', ['git', 'push']));
-    await world.host.waitForIncarnation(2, LEASE_TTL_MS + 7_000);
+    await world.host.waitForIncarnation(2, REPLICA_LEASE_TTL_MS + 7_000);
     // The new owner's own host process asks it again (same id): the new owner posts its card.
     await postedAt(world, 'rep-stop-0002');
     await ownerOf(world).then((b) => expect(b).toBe(standby));
@@ -346,7 +309,7 @@ describe('several replicas on one Redis', { timeout: 90_000 }, () => {
     expect(await world.redis.xlen(keys.decisions('default'))).toBe(1);
     await owner.kill();
 
-    await world.host.waitForIncarnation(2, LEASE_TTL_MS + 7_000);
+    await world.host.waitForIncarnation(2, REPLICA_LEASE_TTL_MS + 7_000);
     await resolvedCard(world, 'rep-stream-0001', 15_000);
     const decides = decidesFor(world.host, 'rep-stream-0001');
     // Sent again to the new host process with the same commandId: the same decision, once applied.
@@ -612,7 +575,7 @@ describe('several replicas on one Redis', { timeout: 90_000 }, () => {
         const lease = await leaseOf();
         return lease.replica.startsWith('r2#') ? lease : undefined;
       },
-      LEASE_TTL_MS + 7_000,
+      REPLICA_LEASE_TTL_MS + 7_000,
     );
     expect(secondLease.token).toBeGreaterThan(firstLease.token);
     // Right after the takeover, before its host has said a word, the approval carries its token.
@@ -658,7 +621,7 @@ describe('several replicas on one Redis', { timeout: 90_000 }, () => {
           host: hosts[0]!,
           slack,
           redisDb,
-          env: { ...envOf(name), COUNTERSIGN_CONFIG: file, MSP_HOST_COMMAND: '' },
+          env: replicaEnv(name, { COUNTERSIGN_CONFIG: file, MSP_HOST_COMMAND: '' }),
         }),
       ),
     );

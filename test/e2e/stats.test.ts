@@ -7,9 +7,10 @@ import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { checkMessageLimits } from '../../src/cards/limits.js';
 import { keys } from '../../src/store/keys.js';
-import { freshRedisDb, type RunningBot, SIGNING_SECRET, startBot } from '../support/bot.js';
+import { freshRedisDb, type RunningBot, SIGNING_SECRET } from '../support/bot.js';
 import { FakeHost } from '../support/fakeHost.js';
 import { FakeSlack, type ResponseUrlPost, type SlackMessage } from '../support/fakeSlack.js';
+import { startReplicas } from '../support/replicas.js';
 import { postSlashCommand } from '../support/slackRequests.js';
 import { testRedisUrl } from '../support/testRedis.js';
 import { APPROVALS, configFile, configYaml, ladder, route, users } from './fixtures/config.js';
@@ -251,18 +252,11 @@ describe('decision analytics and card metadata', { timeout: 60_000 }, () => {
     const file = configFile({ routes: [route('deploys', { approvers: users('U0ALICE') })], admins: [] });
     cleanups.push(file.remove);
     const redisDb = await freshRedisDb();
-    const bots: RunningBot[] = [];
-    for (const name of ['r1', 'r2']) {
-      const bot = await startBot({
-        host,
-        slack,
-        redisDb,
-        env: { COUNTERSIGN_REPLICA_ID: name, COUNTERSIGN_LEASE_TTL: '3s', COUNTERSIGN_CONFIG: file.path },
-      });
-      cleanups.push(() => bot.stop(5_000));
-      await bot.waitReady(20_000);
-      bots.push(bot);
-    }
+    const bots = await startReplicas(
+      ['r1', 'r2'],
+      { host, slack, redisDb, env: { COUNTERSIGN_CONFIG: file.path } },
+      cleanups,
+    );
     await host.waitForIncarnation(1);
 
     const redis = new Redis(testRedisUrl(redisDb));

@@ -7,9 +7,10 @@
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { keys } from '../../src/store/keys.js';
-import { freshRedisDb, type RunningBot, SIGNING_SECRET, startBot } from '../support/bot.js';
+import { freshRedisDb, SIGNING_SECRET } from '../support/bot.js';
 import { type ApprovalRequestParams, FakeHost, shellApproval } from '../support/fakeHost.js';
 import { FakeSlack, type SlackCall } from '../support/fakeSlack.js';
+import { replicaRunning, startReplicas } from '../support/replicas.js';
 import { postInteraction, viewBlockActionsPayload, viewSubmissionPayload } from '../support/slackRequests.js';
 import { testRedisUrl } from '../support/testRedis.js';
 import { route, tempConfig, users } from './fixtures/config.js';
@@ -367,30 +368,14 @@ describe('typed confirmation (risks[].confirm: type)', { timeout: 60_000 }, () =
     cleanups.push(() => host.close());
     const redisDb = await freshRedisDb();
     const file = config();
-    const bots: RunningBot[] = [];
-    for (const name of ['r1', 'r2']) {
-      const bot = await startBot({
-        host,
-        slack,
-        redisDb,
-        env: { COUNTERSIGN_REPLICA_ID: name, COUNTERSIGN_LEASE_TTL: '3s', COUNTERSIGN_CONFIG: file },
-      });
-      cleanups.push(() => bot.stop(5_000));
-      await bot.waitReady(20_000);
-      bots.push(bot);
-    }
+    const bots = await startReplicas(
+      ['r1', 'r2'],
+      { host, slack, redisDb, env: { COUNTERSIGN_CONFIG: file } },
+      cleanups,
+    );
     await host.waitForIncarnation(1);
     // r1 runs the host, r2 stands by: a submit to r2 is forwarded to r1, which checks it again.
-    const owns = async (bot: RunningBot) => {
-      const ready = (await (await fetch(`${bot.url}/readyz`)).json()) as { replica: { owns: string[] } };
-      return ready.replica.owns.includes('default');
-    };
-    let r1: RunningBot | undefined;
-    for (const deadline = Date.now() + 10_000; !r1 && Date.now() < deadline; ) {
-      for (const bot of bots) if (await owns(bot)) r1 = bot;
-      if (!r1) await new Promise((r) => setTimeout(r, 50));
-    }
-    if (!r1) throw new Error('no replica runs the host');
+    const r1 = await replicaRunning(bots);
     const r2 = bots.find((bot) => bot !== r1)!;
 
     await host.open(shell('tc-rep', ['git', 'push', '--force', 'origin', 'main']));
