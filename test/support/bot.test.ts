@@ -1,8 +1,9 @@
 // Self-test of startBot/freshRedisDb using a stub entry script instead of the real bot.
 
+import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { afterEach, expect, test } from 'vitest';
-import { freshRedisDb, type RunningBot, startBot } from './bot.js';
+import { freePort, freshRedisDb, type RunningBot, startBot } from './bot.js';
 import { FakeHost } from './fakeHost.js';
 import { FAKE_SLACK_APP_TOKEN, FAKE_SLACK_BOT_TOKEN } from './fakeSecrets.js';
 import { FakeSlack } from './fakeSlack.js';
@@ -17,6 +18,19 @@ afterEach(async () => {
   await host?.close();
   await slack?.close();
   bot = host = slack = undefined;
+});
+
+test('freePort hands out ports no outgoing connection takes, never the same one twice', async () => {
+  // A port found free and bound a moment later was once taken meanwhile (the bot then refused to
+  // start): the kernel's ephemeral range is where listen(0) picks and where every outgoing
+  // connection takes its local port.
+  const [ephemeralLow] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/);
+  const ports = await Promise.all(Array.from({ length: 50 }, () => freePort()));
+  expect(new Set(ports).size).toBe(ports.length);
+  for (const port of ports) {
+    expect(port).toBeGreaterThanOrEqual(1024);
+    expect(port).toBeLessThan(Number(ephemeralLow));
+  }
 });
 
 test('freshRedisDb picks a per-worker db and empties it', async () => {

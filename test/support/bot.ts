@@ -1,6 +1,7 @@
 // Runs the real bot (node dist/main.js, HTTP mode) against the fake host and fake Slack.
 
 import { type ChildProcess, spawn } from 'node:child_process';
+import { randomInt } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { join } from 'node:path';
@@ -88,17 +89,39 @@ process.on('exit', () => {
   for (const p of running) p.kill('SIGKILL');
 });
 
-/** A TCP port that was free a moment ago. */
+/**
+ * Ports freePort() hands out: drawn at random below Linux's ephemeral range (which starts at
+ * 32768), where no outgoing connection is given one between the check and the bind. The test
+ * files run two or more at a time, and they and the processes they start (the demo, the bench)
+ * each draw on their own: at random, two draw the same port about once in 20,000 draws, where a
+ * port the kernel picked (listen on 0) was soon picked again, or taken by a connection.
+ */
+// From 10100: the fetch standard's (and Chromium's) "bad ports", which fetch() and the browser
+// refuse to reach, end at 10080.
+const FIRST_PORT = 10_100;
+const PORT_COUNT = 22_000;
+/** Not handed out twice by one process: a server given one may not have bound it yet. */
+const handedOut = new Set<number>();
+
+/** A TCP port that was free a moment ago, and not handed out before by this process. */
 export async function freePort(): Promise<number> {
+  for (let tried = 0; tried < 100; tried++) {
+    const port = FIRST_PORT + randomInt(PORT_COUNT);
+    if (handedOut.has(port)) continue;
+    // Taken before the check, so that a call made meanwhile draws another.
+    handedOut.add(port);
+    if (await canListen(port)) return port;
+    handedOut.delete(port);
+  }
+  throw new Error(`freePort: no free port found from ${FIRST_PORT} to ${FIRST_PORT + PORT_COUNT - 1}`);
+}
+
+function canListen(port: number): Promise<boolean> {
   const server = net.createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
+  return new Promise((resolve) => {
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
   });
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (!address || typeof address === 'string') throw new Error('freePort: no port');
-  return address.port;
 }
 
 /** Variables the test environment must not leak into the bot. */
