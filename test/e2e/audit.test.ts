@@ -542,16 +542,37 @@ describe('the decision line in the log', () => {
     // The click that made the grant has its own line, as a click.
     expect(decisionLines(world, first.approvalId).map((l) => l.json!.via)).toEqual(['click']);
 
-    // The export has the grant's events beside the decisions, in the order they were written.
+    // The export has the grant's events beside the decisions, merged in the order they were
+    // written (by stream id). Two pairs are written a moment apart in either order: the grant a
+    // click remembers is stored once the host took the decide, and the click's decision entry
+    // with the host's resolution; the same for the second request's use and its decision.
     await until(async () => (await world.redis.xlen(keys.grantAudit)) >= 2);
     const exported = exportedLines(world, ['--kind', 'grant,decision']);
-    expect(exported.map((e) => [e.kind, e.event, e.approvalId])).toEqual([
-      ['grant', 'created', undefined],
-      ['decision', undefined, first.approvalId],
-      ['grant', 'used', again.approvalId],
-      ['decision', undefined, again.approvalId],
-    ]);
-    expect(exported[0]).toMatchObject({ grantId, grant: expect.stringContaining('"grantedBy":"U0ALICE"') });
+    const idOrder = (x: string, y: string) => {
+      const [xMs, xSeq] = x.split('-').map(Number) as [number, number];
+      const [yMs, ySeq] = y.split('-').map(Number) as [number, number];
+      return xMs - yMs || xSeq - ySeq;
+    };
+    const ids = exported.map((e) => e.id!);
+    expect(ids).toEqual([...ids].sort(idOrder));
+    const what = (e: Record<string, string>) => [e.kind, e.event, e.approvalId];
+    expect(exported.slice(0, 2).map(what)).toEqual(
+      expect.arrayContaining([
+        ['grant', 'created', undefined],
+        ['decision', undefined, first.approvalId],
+      ]),
+    );
+    expect(exported.slice(2).map(what)).toEqual(
+      expect.arrayContaining([
+        ['grant', 'used', again.approvalId],
+        ['decision', undefined, again.approvalId],
+      ]),
+    );
+    expect(exported).toHaveLength(4);
+    expect(exported.find((e) => e.event === 'created')).toMatchObject({
+      grantId,
+      grant: expect.stringContaining('"grantedBy":"U0ALICE"'),
+    });
   });
 
   it('an escalation timeout: one line saying timeout, with the host’s owner it was decided for', async () => {
