@@ -1,11 +1,6 @@
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import type { GrantResult } from '../../bench/scenarios/grantLatency.js';
-import { PROJECT_ROOT } from '../support/bot.js';
-import { PrivateRedis } from '../support/privateRedis.js';
+import { runQuickBench } from '../support/quickBench.js';
 
 // The grant scenario of npm run bench at toy sizes (`--quick --only grant`: 1, 1,000 and 10,000
 // grants of other callers, and the relay floor it is quoted against). What must hold at any size is asserted: every approval answered by
@@ -14,29 +9,9 @@ import { PrivateRedis } from '../support/privateRedis.js';
 // a p99 of 30 samples is noise, so its growth ratio is only checked to be a sane number.
 
 it('npm run bench --quick --only grant auto-decides every approval, with no card, at every count', async () => {
-  const out = join(mkdtempSync(join(tmpdir(), 'bench-grant-')), 'results.json');
-  // A redis-server of its own: the Redis work per approval is read from INFO, which counts every
-  // client of the server, and the test files running beside this one use the shared one.
-  const redis = await PrivateRedis.start();
-  let code: number | null;
-  try {
-    code = await new Promise<number | null>((resolve) => {
-      const proc = spawn(
-        process.execPath,
-        ['--import', 'tsx', 'bench/run.ts', '--quick', '--only', 'grant', '--out', out],
-        {
-          cwd: PROJECT_ROOT,
-          env: { ...process.env, TEST_REDIS_URL: redis.url, BENCH_REDIS_DB: '0', BENCH_NO_PIN: '1' },
-          stdio: ['ignore', 'ignore', 'inherit'],
-        },
-      );
-      proc.once('exit', resolve);
-    });
-  } finally {
-    await redis.stop();
-  }
-  expect(code).toBe(0);
-  const grant = (JSON.parse(readFileSync(out, 'utf8')) as { grant: GrantResult }).grant;
+  // On a redis-server of its own: the Redis work per approval is read from INFO, which counts
+  // every client of the server.
+  const { grant } = await runQuickBench<{ grant: GrantResult }>(['--only', 'grant']);
 
   expect(grant.runs.map((run) => run.grants)).toEqual([1, 1_000, 10_000]);
   for (const run of grant.runs) {

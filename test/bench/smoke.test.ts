@@ -1,38 +1,18 @@
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { GOAL } from '../../bench/lib/goals.js';
-import { PROJECT_ROOT } from '../support/bot.js';
-import { PrivateRedis } from '../support/privateRedis.js';
+import { runQuickBench } from '../support/quickBench.js';
 
 // Keeps bench/ from rotting: the whole harness, every scenario and both floors, at toy sizes.
 // Figures from a run this small (and beside other tests) mean nothing, so only what must hold
 // at any size is asserted: every card once and in order, and every figure present. The goals
 // themselves are not: a quick run is far too small to meet them or miss them honestly.
 //
-// The bench gets a redis-server of its own: its Redis figures come from INFO memory, which counts
-// every database, and other test files flushing theirs meanwhile would turn them into noise.
+// The bench gets a redis-server of its own (runQuickBench): its Redis figures come from INFO,
+// which counts every database, and other test files flushing theirs meanwhile would turn them
+// into noise.
 
 it('npm run bench --quick runs every scenario and writes every figure', async () => {
-  const out = join(mkdtempSync(join(tmpdir(), 'bench-smoke-')), 'results.json');
-  const redis = await PrivateRedis.start();
-  let code: number | null;
-  try {
-    code = await new Promise<number | null>((resolve) => {
-      const proc = spawn(process.execPath, ['--import', 'tsx', 'bench/run.ts', '--quick', '--out', out], {
-        cwd: PROJECT_ROOT,
-        env: { ...process.env, TEST_REDIS_URL: redis.url, BENCH_REDIS_DB: '0', BENCH_NO_PIN: '1' },
-        stdio: ['ignore', 'ignore', 'inherit'],
-      });
-      proc.once('exit', resolve);
-    });
-  } finally {
-    await redis.stop();
-  }
-  expect(code).toBe(0);
-  const r = JSON.parse(readFileSync(out, 'utf8'));
+  const r = await runQuickBench([]);
   for (const figure of [
     r.relay.p50Ratio,
     r.relay.p99Ratio,
