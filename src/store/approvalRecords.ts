@@ -1,5 +1,6 @@
 import { ApprovalRecord, Claim, isTerminal, type Resolution } from '../domain/record.js';
 import { defineApprovalScripts } from './approvalScripts.js';
+import type { DecisionWrite } from './auditStream.js';
 import type { CardSync } from './cardSync.js';
 import type { HeldByWrite } from './heldByWrite.js';
 import { keys } from './keys.js';
@@ -39,12 +40,8 @@ export interface ApprovalStoreOptions {
 
 /** What the write that resolves a record needs to write its decision's audit entry too. */
 export interface ResolutionAudit {
-  /** The entry's fields, as XADD takes them, of the resolution written. */
-  fieldsOf(written: ApprovalRecord & { resolution: Resolution }): string[];
-  /** About how many entries the stream keeps. */
-  maxLen: number;
-  /** How long the entry's mark is kept (keys.decisionAudited): as long as the resolved record. */
-  markTtlMs: number;
+  /** The entry of the resolution written, as the audit trail writes it (RedisAuditTrail.decisionWrite). */
+  writeOf(written: ApprovalRecord & { resolution: Resolution }): DecisionWrite;
   /** Where the approvals whose entry their resolving write wrote are held for the notices. */
   written: HeldByWrite;
   /** Redis refused a script over two slots: the notices write every entry from now on. */
@@ -348,20 +345,19 @@ export class ApprovalRecords {
     let answer: [number, number, number];
     if (!audit) answer = await noticed();
     else {
-      const auditKeys = [keys.decisionAudited(approvalId), keys.audit, keys.statsGeneration] as const;
-      const entry = [String(audit.markTtlMs), String(audit.maxLen), ...audit.fieldsOf(written)] as const;
+      const entry = audit.writeOf(written);
       try {
         answer = await (claimKey
           ? this.redis.csCasReleasingAudited(
               approvalKey,
               claimKey,
               noticeKey,
-              ...auditKeys,
+              ...entry.keys,
               ...cas,
               noticeTtl,
-              ...entry,
+              ...entry.args,
             )
-          : this.redis.csCasAudited(approvalKey, noticeKey, ...auditKeys, ...cas, noticeTtl, ...entry));
+          : this.redis.csCasAudited(approvalKey, noticeKey, ...entry.keys, ...cas, noticeTtl, ...entry.args));
       } catch (err) {
         // A proxy in front of a cluster, behind one address, refuses a script over two slots
         // before running it: the write is made without the entry, and from now on always so.

@@ -1,5 +1,5 @@
 import type { Result } from 'ioredis';
-import { writeDecisionOnce } from './auditStream.js';
+import { type DecisionArgs, type DecisionKeys, writeDecisionOnce } from './auditStream.js';
 import type { RedisClient } from './redisConnection.js';
 
 // The approval store's Lua scripts and their ioredis typings; approvalRecords.ts (the
@@ -268,10 +268,6 @@ type CasArgs = [
 
 /** What a resolving casScript returns: the result, whether it claimed the notice, whether it wrote the entry. */
 type Resolving = [result: number, noticed: number, audited: number];
-/** The audited casScript's keys after the notice's. */
-type AuditKeys = [markKey: string, streamKey: string, generationKey: string];
-/** The audited casScript's ARGV after the notice's TTL: the mark's TTL, the stream's cap, the entry's fields. */
-type AuditArgs = [markTtlMs: string, maxLen: string, ...fields: string[]];
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
@@ -307,14 +303,14 @@ declare module 'ioredis' {
     csCasAudited(
       approvalKey: string,
       noticeKey: string,
-      ...args: [...AuditKeys, ...CasArgs, noticeTtlMs: string, ...AuditArgs]
+      ...args: [...DecisionKeys, ...CasArgs, noticeTtlMs: string, ...DecisionArgs]
     ): Result<Resolving, Context>;
     /** csCasReleasingNoticed that writes the decision's audit entry too. */
     csCasReleasingAudited(
       approvalKey: string,
       releaseKey: string,
       noticeKey: string,
-      ...args: [...AuditKeys, ...CasArgs, noticeTtlMs: string, ...AuditArgs]
+      ...args: [...DecisionKeys, ...CasArgs, noticeTtlMs: string, ...DecisionArgs]
     ): Result<Resolving, Context>;
     csSavePost(
       approvalKey: string,

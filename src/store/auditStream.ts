@@ -20,9 +20,10 @@ export function auditFields(entry: AuditEntry): string[] {
  * Writes an approval's decision entry unless its mark says it is written: the mark (SET NX, as
  * long as resolved records are kept), the entry, then the stats generation that tells cached
  * summaries they are stale. One step, so no crash can leave the mark without the entry. `k`: the
- * Lua expression of KEYS' first index (mark, stream, generation), `a`: of ARGV's (the mark's TTL,
- * the stream's cap, then the entry's fields to the end). Shared with the write that resolves a
- * record (approvalScripts.ts), which writes the entry itself where it can.
+ * index of its first key in KEYS (DecisionKeys), `a`: of its first argument in ARGV
+ * (DecisionArgs). Sets the Lua local `audited`, which the script around it declares, to 1 when it
+ * wrote the entry. Shared with the write that resolves a record (approvalScripts.ts), which
+ * writes the entry itself where it can.
  */
 export const writeDecisionOnce = (k: number, a: number) => `
 if redis.call('SET', KEYS[${k}], '1', 'PX', ARGV[${a}], 'NX') then
@@ -30,6 +31,16 @@ if redis.call('SET', KEYS[${k}], '1', 'PX', ARGV[${a}], 'NX') then
   redis.call('INCR', KEYS[${k + 2}])
   audited = 1
 end`;
+
+/** writeDecisionOnce's keys: the mark, the stream, the stats generation. */
+export type DecisionKeys = [markKey: string, streamKey: string, generationKey: string];
+/** writeDecisionOnce's arguments: the mark's TTL, the stream's cap, then the entry's fields. */
+export type DecisionArgs = [markTtlMs: string, maxLen: string, ...fields: string[]];
+/** What writeDecisionOnce is given for one entry (RedisAuditTrail.decisionWrite). */
+export interface DecisionWrite {
+  keys: DecisionKeys;
+  args: DecisionArgs;
+}
 
 const DECISION_ONCE = `local audited = 0${writeDecisionOnce(1, 1)}
 return audited
@@ -94,15 +105,20 @@ export class RedisAuditTrail implements AuditTrail, DecisionTrail {
    * True when this call wrote it. Rejects when Redis does not answer: the caller logs it.
    */
   async appendDecision(entry: DecisionEntry): Promise<boolean> {
-    const written = await this.redis.csDecisionOnce(
-      keys.decisionAudited(entry.approvalId),
-      keys.audit,
-      keys.statsGeneration,
-      this.options.decisionMarkTtlMs ?? DEFAULT_DECISION_MARK_TTL_MS,
-      this.options.maxLen,
-      ...auditFields(entry),
-    );
-    return written === 1;
+    const { keys: decisionKeys, args } = this.decisionWrite(entry);
+    return (await this.redis.csDecisionOnce(...decisionKeys, ...args)) === 1;
+  }
+
+  /** The keys and arguments of writeDecisionOnce for `entry`, here or in another script. */
+  decisionWrite(entry: DecisionEntry): DecisionWrite {
+    return {
+      keys: [keys.decisionAudited(entry.approvalId), keys.audit, keys.statsGeneration],
+      args: [
+        String(this.options.decisionMarkTtlMs ?? DEFAULT_DECISION_MARK_TTL_MS),
+        String(this.options.maxLen),
+        ...auditFields(entry),
+      ],
+    };
   }
 
   /** Never rejects: a lost audit entry is logged, and must not fail the decision it records. */
@@ -141,13 +157,6 @@ export class RedisAuditTrail implements AuditTrail, DecisionTrail {
 declare module 'ioredis' {
   interface RedisCommander<Context> {
     csCountRefusal(counterKey: string, windowMs: number): Result<number, Context>;
-    csDecisionOnce(
-      markKey: string,
-      streamKey: string,
-      generationKey: string,
-      markTtlMs: number,
-      maxLen: number,
-      ...fields: string[]
-    ): Result<number, Context>;
+    csDecisionOnce(...keysAndArgs: [...DecisionKeys, ...DecisionArgs]): Result<number, Context>;
   }
 }

@@ -12,7 +12,7 @@ import type { Router } from '../routing/router.js';
 import type { ApproverNames } from '../slack/approverNames.js';
 import type { SlackCardChannel } from '../slack/slackCardChannel.js';
 import { ApprovalStore } from '../store/approvalStore.js';
-import { auditFields, RedisAuditTrail } from '../store/auditStream.js';
+import { RedisAuditTrail } from '../store/auditStream.js';
 import { HeldByWrite } from '../store/heldByWrite.js';
 import { HeldNoticeClaims } from '../store/noticeLedger.js';
 import type { RedisClient } from '../store/redisConnection.js';
@@ -37,6 +37,14 @@ export interface RecordsNeeds {
 /** The approvals' records, their cards, and the audit of what became of them. */
 export function wireRecords(needs: RecordsNeeds) {
   const { config, logger, redis, fences, router, authorizer, approverNames, grantMaker } = needs;
+  // Audit: the thread line, the stream entry and the owner's DM of each resolved approval.
+  const auditTrail = new RedisAuditTrail(redis, {
+    maxLen: config.auditMaxLen,
+    refusalMaxLen: config.refusalMaxLen,
+    // A decision's mark is kept as long as its resolved record.
+    decisionMarkTtlMs: config.resolvedTtlMs,
+    logger,
+  });
   // The write that resolves a record claims its thread line's notice, and writes its decision's
   // audit entry where Redis lets one script do both; the notices take them from there
   // (DecisionNotices, wireNotices).
@@ -47,9 +55,7 @@ export function wireRecords(needs: RecordsNeeds) {
     fenceOf: (hostId) => fences.fenceOf(hostId),
     resolveNotice,
     resolutionAudit: {
-      fieldsOf: (written) => auditFields(decisionEntry(written, router.slaOf(written.route))),
-      maxLen: config.auditMaxLen,
-      markTtlMs: config.resolvedTtlMs,
+      writeOf: (written) => auditTrail.decisionWrite(decisionEntry(written, router.slaOf(written.route))),
       written: writtenDecisions,
       refused: () =>
         logger.warn(
@@ -58,13 +64,6 @@ export function wireRecords(needs: RecordsNeeds) {
     },
   });
   const activity = new Activity();
-  // Audit: the thread line, the stream entry and the owner's DM of each resolved approval.
-  const auditTrail = new RedisAuditTrail(redis, {
-    maxLen: config.auditMaxLen,
-    refusalMaxLen: config.refusalMaxLen,
-    decisionMarkTtlMs: config.resolvedTtlMs,
-    logger,
-  });
   // Followers of stored changes, each one line: the parts built later add themselves (assemble.ts).
   const followers = new RecordFollowers();
   const keeper = new RecordKeeper({

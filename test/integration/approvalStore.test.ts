@@ -3,7 +3,7 @@ import { decisionEntry } from '../../src/domain/decisionEntry.js';
 import type { ResolvedRecord } from '../../src/domain/decisionNotice.js';
 import { type ApprovalRecord, isTerminal } from '../../src/domain/record.js';
 import { ApprovalStore } from '../../src/store/approvalStore.js';
-import { auditFields, RedisAuditTrail } from '../../src/store/auditStream.js';
+import { RedisAuditTrail } from '../../src/store/auditStream.js';
 import { HeldByWrite } from '../../src/store/heldByWrite.js';
 import { keys } from '../../src/store/keys.js';
 import { HeldNoticeClaims, RedisNoticeLedger } from '../../src/store/noticeLedger.js';
@@ -320,14 +320,17 @@ describe.each(BACKENDS)('ApprovalStore on %s Redis', (kind) => {
     const refusals: string[] = [];
     const client = backend.connect({ slotCheck });
     clients.push(client);
+    const trail = new RedisAuditTrail(client, {
+      maxLen: 100,
+      decisionMarkTtlMs: 60_000,
+      logger: captureLogger().logger,
+    });
     const auditing = new ApprovalStore(client, {
       resolvedTtlMs: 60_000,
       resolveNotice: held,
       resolutionAudit: audit
         ? {
-            fieldsOf: (r) => auditFields(decisionEntry(r, undefined)),
-            maxLen: 100,
-            markTtlMs: 60_000,
+            writeOf: (r) => trail.decisionWrite(decisionEntry(r, undefined)),
             written,
             refused: () => refusals.push('refused'),
           }
