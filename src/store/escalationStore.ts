@@ -59,6 +59,12 @@ export interface DueStep {
   lineage: string;
 }
 
+export interface ScheduleLook {
+  due: DueStep[];
+  /** When the earliest step not yet due falls due (ms). */
+  nextMs?: number;
+}
+
 export class EscalationStore {
   constructor(
     private readonly redis: RedisClient,
@@ -106,15 +112,33 @@ export class EscalationStore {
 
   /** Steps due by `nowMs`, earliest first. Seeing one is not owning it: claim() decides. */
   async due(nowMs: number, limit = 50): Promise<DueStep[]> {
-    const members = await this.redis.zrangebyscore(keys.escalationDue(), '-inf', nowMs, 'LIMIT', 0, limit);
-    return members.flatMap((member) => {
-      const parsed = safeJson(member);
-      if (!Array.isArray(parsed) || parsed.length !== 3) return [];
-      const [approvalId, step, lineage] = parsed as [unknown, unknown, unknown];
-      if (typeof approvalId !== 'string' || typeof step !== 'number' || typeof lineage !== 'string')
-        return [];
-      return [{ member, approvalId, step, lineage }];
-    });
+    return (await this.look(nowMs, limit)).due;
+  }
+
+  /**
+   * Steps due by `nowMs` (at most `limit`, earliest first), and when the next one falls due: in
+   * one read, so that a poller can sleep until then rather than ask again and again. `nextMs` is
+   * `nowMs` when more than `limit` are due, and absent when nothing waits at all.
+   */
+  async look(nowMs: number, limit = 50): Promise<ScheduleLook> {
+    const flat = await this.redis.zrangebyscore(
+      keys.escalationDue(),
+      '-inf',
+      '+inf',
+      'WITHSCORES',
+      'LIMIT',
+      0,
+      limit + 1,
+    );
+    const due: DueStep[] = [];
+    for (let i = 0; i + 1 < flat.length; i += 2) {
+      const score = Number(flat[i + 1]);
+      if (score > nowMs) return { due, nextMs: score };
+      if (i / 2 === limit) return { due, nextMs: nowMs };
+      const step = dueStepOf(flat[i]!);
+      if (step) due.push(step);
+    }
+    return { due };
   }
 
   /**
@@ -173,7 +197,6 @@ export class EscalationStore {
     await this.redis.del(keys.escalationLineage(lineage));
   }
 
-  /** Takes one step out of the schedule without firing it (its approval is gone). */
   /**
    * Makes a step still waiting in the schedule due at `nowMs`, if it was due later: one that fired
    * or was cancelled is not brought back (XX), and one due sooner keeps its time (LT).
@@ -182,6 +205,7 @@ export class EscalationStore {
     await this.redis.zadd(keys.escalationDue(), 'XX', 'LT', nowMs, memberOf(approvalId, step, lineage));
   }
 
+  /** Takes one step out of the schedule without firing it (its approval is gone). */
   async drop(due: DueStep): Promise<void> {
     await this.redis.zrem(keys.escalationDue(), due.member);
   }
@@ -192,6 +216,15 @@ export class EscalationStore {
     const members = Array.from({ length: steps }, (_, step) => memberOf(approvalId, step, lineage));
     return this.redis.zrem(keys.escalationDue(), ...members);
   }
+}
+
+function dueStepOf(member: string): DueStep | undefined {
+  const parsed = safeJson(member);
+  if (!Array.isArray(parsed) || parsed.length !== 3) return undefined;
+  const [approvalId, step, lineage] = parsed as [unknown, unknown, unknown];
+  if (typeof approvalId !== 'string' || typeof step !== 'number' || typeof lineage !== 'string')
+    return undefined;
+  return { member, approvalId, step, lineage };
 }
 
 function memberOf(approvalId: string, step: number, lineage: string): string {

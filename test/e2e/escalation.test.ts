@@ -2,12 +2,14 @@
 // (the bot is another process, so nock cannot reach it) and the tests' Redis. Ladders of a few
 // seconds; every step is counted where it lands (the fake Slack, the fake PagerDuty, the host).
 
+import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startBot } from '../support/bot.js';
 import { shellApproval } from '../support/fakeHost.js';
 import { FakePagerDuty } from '../support/fakePagerDuty.js';
 import type { SlackMessage } from '../support/fakeSlack.js';
 import { seriesValue } from '../support/metricSeries.js';
+import { PrivateRedis } from '../support/privateRedis.js';
 import { type ConfigSpec, configFile, ladder, rotation, route, users } from './fixtures/config.js';
 import { buttonsOf, SESSION, textOf, World } from './world.js';
 
@@ -382,5 +384,37 @@ describe('escalation', () => {
     expect(JSON.stringify(after.args.blocks)).toContain('esc-rot-0002');
     expect(postsTo(world, 'DU0BEN')).toHaveLength(1);
     expect(postsTo(world, 'DU0ANA')).toHaveLength(1);
+  });
+
+  it('an idle bot looks at the schedule about once a second, and still fires a step on time', async () => {
+    // A redis-server of its own: MONITOR sees every client, and other test files poll theirs.
+    const server = await PrivateRedis.start();
+    cleanups.push(() => server.stop());
+    const config = configFile({
+      routes: [route('default', { approvers: users('U0ALICE'), escalation: ladder(['1s', 'remind']) })],
+    });
+    cleanups.push(config.remove);
+    const world = await World.start({}, { COUNTERSIGN_CONFIG: config.path }, { redisUrl: server.url });
+    cleanups.push(() => world.close());
+    const monitor = await new Redis(server.url).monitor();
+    cleanups.push(() => monitor.disconnect());
+    const looks: number[] = [];
+    monitor.on('monitor', (_time: string, args: string[]) => {
+      if (args[0]?.toLowerCase() === 'zrangebyscore' && args[1]?.endsWith('{esc}:due'))
+        looks.push(Date.now());
+    });
+    await sleep(4_000);
+    // Five times a second before: the loop now sleeps until the next step or for a second.
+    expect(looks.length).toBeGreaterThanOrEqual(3);
+    expect(looks.length).toBeLessThanOrEqual(5);
+
+    // The process that starts a clock wakes at its step's time, not at its next idle look.
+    await world.host.open(approval('esc-idle-1'));
+    const card = await world.postedAt('esc-idle-1');
+    const postedAt = Date.now();
+    await until('the reminder', () => replies(world, card)[0]);
+    const firedAfter = replies(world, card)[0]!.versions[0]!.at - postedAt;
+    expect(firedAfter).toBeGreaterThanOrEqual(1_000 - 150);
+    expect(firedAfter).toBeLessThan(1_000 + 500);
   });
 });

@@ -92,6 +92,26 @@ describe.each(BACKENDS)('EscalationStore on %s Redis', (kind) => {
       await storeA.cancel('timed-1', 'line-timed-1', 2);
     });
 
+    it('a look says when the next step falls due, and to look again at once when more are due than it took', async () => {
+      await a.del(keys.escalationDue());
+      expect(await storeA.look(0)).toEqual({ due: [] });
+      const now = 2_500_000;
+      await storeA.schedule('look-1', 'line-look-1', now, [0, 10, 400]);
+      await storeA.schedule('look-2', 'line-look-2', now, [5]);
+      const early = await storeA.look(now + 7);
+      expect(early.due.map((d) => `${d.approvalId}#${d.step}`)).toEqual(['look-1#0', 'look-2#0']);
+      expect(early.nextMs).toBe(now + 10);
+      const capped = await storeA.look(now + 10, 2);
+      expect(capped.due).toHaveLength(2);
+      expect(capped.nextMs).toBe(now + 10);
+      expect(await storeA.look(now + 10, 3)).toMatchObject({ nextMs: now + 400 });
+      const all = await storeA.look(now + 400, 4);
+      expect(all.due).toHaveLength(4);
+      expect(all.nextMs).toBeUndefined();
+      await storeA.cancel('look-1', 'line-look-1', 3);
+      await storeA.cancel('look-2', 'line-look-2', 1);
+    });
+
     it('scheduling the same approval again adds nothing, even after a step fired', async () => {
       const now = 3_000_000;
       const first = await storeA.schedule('again-1', 'line-again', now, [0, 100]);

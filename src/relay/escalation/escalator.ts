@@ -12,11 +12,17 @@ import { lineageOf } from './lineage.js';
 // fired once per request. Nothing is timed in memory: due steps sit in Redis (EscalationStore),
 // one poll loop per process takes what is due with an atomic claim, and reads the record again
 // after the claim, so a step claimed as the approval resolves does nothing.
+//
+// The loop sleeps until the schedule's next step falls due (each look at it says when), or until
+// this process schedules an earlier one, and looks at least once every `idlePollMs` for steps
+// other processes added: a replica that scheduled a step fires it on time itself, so that bound
+// only delays a step whose replica died. An idle process asks Redis once a second, not five times.
 
 export interface EscalatorOptions extends EscalationStepsOptions {
   keeper: RecordKeeper;
   ladderOf: (route: string | undefined) => readonly EscalationStep[];
-  pollMs?: number;
+  /** The longest the loop sleeps between looks at the schedule (ms; default 1,000). */
+  idlePollMs?: number;
   now?: () => Date;
   /** Told of each step fired. */
   metrics?: Pick<Metrics, 'escalationStep'>;
@@ -27,7 +33,12 @@ export class Escalator {
   private readonly starting = new Set<string>();
   private readonly cancelled = new Set<string>();
   private readonly work = new Set<Promise<unknown>>();
+  private running = false;
   private timer: NodeJS.Timeout | undefined;
+  /** When the armed timer fires (ms, by `now`). */
+  private timerAt = Number.POSITIVE_INFINITY;
+  /** The earliest wake asked for while a look was under way: armed once it ends. */
+  private wantedAt = Number.POSITIVE_INFINITY;
   private polling = false;
   /** Steps that failed to reach anyone, by action: /metrics shows them. */
   readonly failures: Record<string, number> = {};
@@ -40,15 +51,38 @@ export class Escalator {
   }
 
   start(): void {
-    if (this.timer) return;
-    this.timer = setInterval(() => void this.poll(), this.options.pollMs ?? 200);
-    this.timer.unref();
+    if (this.running) return;
+    this.running = true;
+    this.wakeAt(this.now().getTime());
   }
 
   async stop(): Promise<void> {
-    clearInterval(this.timer);
+    this.running = false;
+    clearTimeout(this.timer);
     this.timer = undefined;
+    this.timerAt = Number.POSITIVE_INFINITY;
     while (this.work.size > 0) await Promise.allSettled([...this.work]);
+  }
+
+  /** Looks at the schedule at `atMs` (by `now`) at the latest; an earlier wake already armed stands. */
+  private wakeAt(atMs: number): void {
+    if (!this.running) return;
+    if (this.polling) {
+      this.wantedAt = Math.min(this.wantedAt, atMs);
+      return;
+    }
+    if (this.timer && this.timerAt <= atMs) return;
+    clearTimeout(this.timer);
+    this.timerAt = atMs;
+    this.timer = setTimeout(
+      () => {
+        this.timer = undefined;
+        this.timerAt = Number.POSITIVE_INFINITY;
+        void this.poll();
+      },
+      Math.max(0, atMs - this.now().getTime()),
+    );
+    this.timer.unref();
   }
 
   /** RecordKeeper follower: a posted card starts its clock; a final record cancels the rest. */
@@ -64,18 +98,27 @@ export class Escalator {
     this.track(this.begin(record, ladder).finally(() => this.starting.delete(record.approvalId)));
   }
 
-  /** One look at the schedule: claims and fires what is due. Exposed for tests. */
+  /**
+   * One look at the schedule: claims and fires what is due, then (once started) sleeps until the
+   * next step falls due or `idlePollMs` has passed. Exposed for tests.
+   */
   async poll(): Promise<void> {
     if (this.polling) return;
     this.polling = true;
+    const idleUntil = this.now().getTime() + (this.options.idlePollMs ?? 1_000);
+    let nextMs = idleUntil;
     try {
-      const due = await this.options.schedule.due(this.now().getTime());
-      await Promise.all(due.map((step) => this.take(step)));
+      const look = await this.options.schedule.look(this.now().getTime());
+      if (look.nextMs !== undefined) nextMs = Math.min(nextMs, look.nextMs);
+      await Promise.all(look.due.map((step) => this.take(step)));
     } catch (err) {
       this.options.logger.warn({ err }, 'escalation poll failed');
     } finally {
       this.polling = false;
     }
+    const wanted = this.wantedAt;
+    this.wantedAt = Number.POSITIVE_INFINITY;
+    this.wakeAt(Math.min(nextMs, wanted));
   }
 
   private track(task: Promise<unknown>): void {
@@ -100,6 +143,8 @@ export class Escalator {
         'escalation carried over from a superseded approval',
       );
     }
+    // This process fires the request's steps on time itself; another looks within idlePollMs.
+    this.wakeAt(started.startMs + Math.min(...ladder.map((step) => step.afterMs)));
     await this.options.keeper.mutateAndSync(
       record.approvalId,
       escalationStarted({
@@ -177,6 +222,7 @@ export class Escalator {
       'everyone this step would reach is away; the next step falls due now',
     );
     await this.options.schedule.hasten(due.approvalId, due.step + 1, due.lineage, this.now().getTime());
+    this.wakeAt(this.now().getTime());
   }
 
   private count(kind: string): void {

@@ -5,7 +5,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { renderCard } from '../../../../src/cards/renderCard.js';
 import {
   escalationLine,
@@ -490,7 +490,7 @@ describe('Escalator', () => {
     const due = { member: 'm', approvalId: 'a1', step: 0, lineage: 'l' };
     const escalator = new Escalator({
       schedule: {
-        due: async () => [due],
+        look: async () => ({ due: [due] }),
         claim: async () => {
           claims.push('claim');
           return true;
@@ -553,5 +553,98 @@ describe('Escalator', () => {
     await gone.escalator.poll();
     await gone.escalator.stop();
     expect(gone.claims).toEqual(['drop']);
+  });
+
+  describe('when it looks at the schedule', () => {
+    afterEach(() => {
+      vi.useRealTimers();
+    });
+
+    /**
+     * An escalator on a schedule that answers each look from `answer` (ms since the start, by the
+     * faked clock), recording when it was asked; nothing in it is ever due unless `answer` says so.
+     */
+    function timed(answer: (atMs: number) => { nextMs?: number }, ladder: EscalationStep[] = []) {
+      vi.useFakeTimers({ now: 0 });
+      const looks: number[] = [];
+      const scheduled: string[] = [];
+      const escalator = new Escalator({
+        schedule: {
+          look: async () => {
+            looks.push(Date.now());
+            return { due: [], ...answer(Date.now()) };
+          },
+          schedule: async (approvalId: string) => {
+            scheduled.push(approvalId);
+            return { startMs: Date.now(), origin: approvalId, fired: [], scheduled: true };
+          },
+        } as unknown as EscalationStore,
+        store: { get: async () => undefined } as unknown as ApprovalStore,
+        keeper: { mutateAndSync: async () => undefined } as unknown as RecordKeeper,
+        decider: {} as Decider,
+        slack: {} as never,
+        oncall: new OncallResolver({ groups: { members: async () => new Set<string>() }, logger: silent }),
+        ledger: {} as NoticeLedger,
+        ladderOf: () => ladder,
+        oncallOf: () => undefined,
+        approversOf: () => undefined,
+        dmMappingTtlMs: 1_000,
+        idlePollMs: 1_000,
+        logger: silent,
+      });
+      return { escalator, looks, scheduled };
+    }
+
+    it('an idle schedule is looked at once a second, not five times', async () => {
+      const { escalator, looks } = timed(() => ({}));
+      escalator.start();
+      await vi.advanceTimersByTimeAsync(5_000);
+      await escalator.stop();
+      expect(looks).toEqual([0, 1_000, 2_000, 3_000, 4_000, 5_000]);
+    });
+
+    it('sleeps until the next step falls due, when that is sooner than the idle bound', async () => {
+      const { escalator, looks } = timed((at) => (at < 300 ? { nextMs: 300 } : {}));
+      escalator.start();
+      await vi.advanceTimersByTimeAsync(1_500);
+      await escalator.stop();
+      expect(looks).toEqual([0, 300, 1_300]);
+    });
+
+    it('more due than one look takes: looks again at once', async () => {
+      const { escalator, looks } = timed((at) => (looks.length < 3 ? { nextMs: at } : {}));
+      escalator.start();
+      await vi.advanceTimersByTimeAsync(10);
+      await escalator.stop();
+      // Each look again at once (a zero timeout, which the faked clock counts as a millisecond).
+      expect(looks).toHaveLength(3);
+      expect(Math.max(...looks)).toBeLessThan(10);
+    });
+
+    it("a step this process schedules wakes it at the step's time, not at the next idle look", async () => {
+      const { escalator, looks, scheduled } = timed(
+        () => ({}),
+        [
+          { afterMs: 250, action: 'remind' },
+          { afterMs: 600, action: 'remind' },
+        ],
+      );
+      escalator.start();
+      await vi.advanceTimersByTimeAsync(100);
+      escalator.follow(record());
+      await vi.advanceTimersByTimeAsync(500);
+      await escalator.stop();
+      expect(scheduled).toEqual(['a1']);
+      expect(looks).toEqual([0, 350]);
+    });
+
+    it('a stopped escalator looks no more', async () => {
+      const { escalator, looks } = timed(() => ({ nextMs: 50 }));
+      escalator.start();
+      await vi.advanceTimersByTimeAsync(0);
+      await escalator.stop();
+      await vi.advanceTimersByTimeAsync(5_000);
+      expect(looks).toEqual([0]);
+    });
   });
 });
