@@ -102,6 +102,8 @@ export type AuditEntry =
       hostId: string;
       route?: string;
       userId: string;
+      /** userId voted as the delegate of this person, who is away: the vote counts as theirs. */
+      onBehalfOf?: string;
       choiceId: string;
       sourceIndex: number;
       votes: number;

@@ -150,6 +150,12 @@ export const Vote = z.object({
   userId: z.string(),
   /** userId voted as the delegate of this Slack user, who is away: the vote counts as theirs. */
   onBehalfOf: z.string().optional(),
+  /**
+   * The question voted on (questionDigest): a stage the host asks again with another command or
+   * other risks is not what this person agreed to, so the vote stops counting. Absent on votes
+   * stored before it was kept.
+   */
+  asked: z.string().optional(),
   at: z.string(),
 });
 export type Vote = z.infer<typeof Vote>;

@@ -316,6 +316,47 @@ describe('typed confirmation (risks[].confirm: type)', { timeout: 60_000 }, () =
     expect(decidesOf(world, 'tc-two')).toHaveLength(1);
   });
 
+  it('with a quorum, a vote counts for the question it confirmed: asked again with another target, it is dropped', async () => {
+    const world = await World.start(
+      {},
+      {
+        COUNTERSIGN_CONFIG: tempConfig(cleanups, {
+          routes: [route('deploys', { approvers: users('U0ALICE', 'U0BOB') })],
+          risks: [{ ...RISKS[0], quorum: 2 }],
+        }),
+      },
+    );
+    cleanups.push(() => world.close());
+    const id = 'tc-reask';
+    const approval = shell(id, ['git', 'push', '--force', 'origin', 'main']);
+    await open(world, approval);
+    await world.press(id, 'Allow once', 'U0ALICE');
+    expect(await submit(world.bot.url, await nthConfirmModal(world.slack, 0), 'U0ALICE', 'main')).toEqual({});
+    expect(await world.ephemeralTo('U0ALICE')).toContain('Your approval is counted: 1 of 2');
+
+    // The host asks the same stage again, now pushing to prod: Alice confirmed main, not this.
+    const prod = shell(id, ['git', 'push', '--force', 'origin', 'prod']);
+    await world.host.update({
+      approvalId: id,
+      patch: { subject: prod.subject },
+      change: { kind: 'subjectChanged' },
+    });
+    await world.waitForCard(id, (m) => textOf(m).includes('prod') && !textOf(m).includes('1 of 2'));
+
+    await world.press(id, 'Allow once', 'U0BOB');
+    expect(await submit(world.bot.url, await nthConfirmModal(world.slack, 1), 'U0BOB', 'prod')).toEqual({});
+    expect(await world.ephemeralTo('U0BOB')).toContain('Your approval is counted: 1 of 2');
+    await settle();
+    expect(decidesOf(world, id)).toHaveLength(0);
+
+    // Alice confirms prod herself: that is the second.
+    await world.press(id, 'Allow once', 'U0ALICE');
+    expect(await submit(world.bot.url, await nthConfirmModal(world.slack, 2), 'U0ALICE', 'prod')).toEqual({});
+    await world.host.waitForDecide((f) => f.frame.params.approvalId === id);
+    await settle();
+    expect(decidesOf(world, id)).toHaveLength(1);
+  });
+
   it('from the full view, the confirmation modal goes on top of it (views.push)', async () => {
     const world = await startWorld();
     const long = ['git', 'push', '--force', '-o', `note=${'x'.repeat(4_000)}`, 'origin', 'main'];

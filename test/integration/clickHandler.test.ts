@@ -515,6 +515,67 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
       expect(check).not.toHaveBeenCalled();
     });
 
+    it('a pick that completes a quorum at the owner is counted again where it is claimed: a voter who may no longer decide does not count', async () => {
+      let users = ['U0ALICE', 'U0BOB', 'U0CAROL'];
+      const authorizer = routeAuthorizer(() => ({
+        ...OPEN_RULES,
+        approvers: { users, usergroups: [] },
+        quorum: 2,
+      }));
+      const { checker } = checkingDecider(authorizer);
+      const owner = new ClickHandler({
+        store,
+        decider: checker,
+        keeper,
+        notifier: cards,
+        authorizer,
+        logger,
+      });
+      await owner.click(click('U0CAROL', 0));
+      expect(cards.notes.at(-1)).toEqual({
+        userId: 'U0CAROL',
+        text: refusalText({ code: 'voteCounted', votes: 1, quorum: 2 }),
+      });
+      // Carol is no longer among the approvers: her vote, cast while she was, no longer counts.
+      users = ['U0ALICE', 'U0BOB'];
+      await owner.click(click('U0BOB', 0));
+      expect(host.decided).toHaveLength(0);
+      expect(cards.notes.at(-1)).toEqual({
+        userId: 'U0BOB',
+        text: refusalText({ code: 'quorumNotMet', votes: 1, quorum: 2 }),
+      });
+      expect((await store.get('a-click'))?.claim).toBeUndefined();
+      // Alice's pick is the second that counts, and the decision names only those whose votes count.
+      await owner.click(click('U0ALICE', 0));
+      expect(host.decided).toHaveLength(1);
+      expect((await store.get('a-click'))?.claim?.voters).toEqual(['U0BOB', 'U0ALICE']);
+    });
+
+    it('a pick checked on a question the host then asks otherwise is neither counted toward the quorum nor decided', async () => {
+      const authorizer = strict(['U0ALICE', 'U0BOB'], 2);
+      const { checker } = checkingDecider(authorizer);
+      const owner = new ClickHandler({
+        store,
+        decider: checker,
+        keeper,
+        notifier: cards,
+        authorizer,
+        logger,
+      });
+      await owner.click(click('U0ALICE', 0));
+      const checked = await owner.check(click('U0BOB', 0));
+      expect(checked.ok).toBe(true);
+      // The host asks the same stage again, of another command, between Bob's check and his vote.
+      await store.update('a-click', (r) => ({
+        ...r,
+        subject: { ...r.subject, command: 'git push --force origin prod' },
+      }));
+      await owner.click(click('U0BOB', 0), checked);
+      expect(host.decided).toHaveLength(0);
+      expect(cards.notes.at(-1)).toEqual({ userId: 'U0BOB', text: refusalText({ code: 'questionChanged' }) });
+      expect((await store.get('a-click'))?.votes?.map((v) => v.userId)).toEqual(['U0ALICE']);
+    });
+
     it('a quorum is counted again where it is claimed: only votes of people who may decide count', async () => {
       const { checker } = checkingDecider(strict(['U0ALICE', 'U0BOB'], 2));
       const vote = (userId: string) => ({

@@ -316,8 +316,10 @@ export class ClickHandler {
       recordBy: deadlineOf(click),
       asker: askerOf(click),
       onChange: 'return',
-      // Checked just now against this record (checkFound, and whyNotDecidable after the vote).
-      warranted: true,
+      // Checked just now against this record (checkFound). Not a quorum's record: the vote stored
+      // it afresh, so the stage may ask otherwise now and each voter must still be one who may
+      // decide; the DecisionWarrant checks it all against the record as it stands.
+      warranted: voters === undefined,
       ...(click.onSent ? { onSent: click.onSent } : {}),
     });
     if (outcome.kind === 'decided' && click.receivedAt !== undefined) {

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { AuditEntry, AuditTrail } from '../../domain/audit.js';
+import { questionDigest } from '../../domain/questionDigest.js';
 import { type ApprovalRecord, principalsFor, type Vote, votersFor } from '../../domain/record.js';
 import type { Refusal } from '../../domain/refusal.js';
 import { byDeadline, LATE } from '../../util/byDeadline.js';
@@ -57,6 +58,8 @@ export async function countVote(
     choiceId: click.choiceId,
     userId: click.userId,
     ...(onBehalfOf ? { onBehalfOf } : {}),
+    // The question as checked for this person (and as their modal showed it): counted only while asked.
+    asked: questionDigest(record),
     at: new Date().toISOString(),
   };
   const voting = keeper.mutateAndSync(record.approvalId, voted(vote));
@@ -99,6 +102,7 @@ function recordVote(
     hostId: record.hostId,
     ...(record.route ? { route: record.route } : {}),
     userId: vote.userId,
+    ...(vote.onBehalfOf ? { onBehalfOf: vote.onBehalfOf } : {}),
     choiceId: vote.choiceId,
     sourceIndex: vote.sourceIndex,
     votes,

@@ -9,7 +9,7 @@ import type { Activity } from '../../util/activity.js';
 import { byDeadline, LATE } from '../../util/byDeadline.js';
 import { lazyChild } from '../../util/lazyChild.js';
 import { decidedByClaim, unanswered, unclaimed } from '../records/decisionMutations.js';
-import type { DecisionOutcome, DecisionRequest, Unwarranted, WarrantAsk } from './decision.js';
+import type { DecisionOutcome, DecisionRequest, Recounted, Unwarranted, WarrantAsk } from './decision.js';
 import { whyNotDecidable } from './decisionCheck.js';
 import { outcomeOfFailure } from './hostRefusal.js';
 
@@ -51,7 +51,7 @@ export interface DeciderOptions {
    * Whether a decision may be made on a record the caller did not check (DecisionWarrant): who
    * may decide, the quorum, the grant or the timeout. Without it, nothing is checked again.
    */
-  warrant?: { check(record: ApprovalRecord, ask: WarrantAsk): Promise<Unwarranted | undefined> };
+  warrant?: { check(record: ApprovalRecord, ask: WarrantAsk): Promise<Unwarranted | Recounted | undefined> };
 }
 
 /** Re-checks after the approval changed under a decision, before giving up as stale. */
@@ -205,18 +205,20 @@ export class Decider {
       if (why) return why;
       // The record claimed is the record checked: the caller's own check holds only for the
       // record it was made on, so a forwarded decision or a changed record is checked again.
+      let by = request.by;
       if (!(request.warranted && record === request.record)) {
-        const unwarranted = await this.options.warrant?.check(record, request);
-        if (unwarranted) {
+        const verdict = await this.options.warrant?.check(record, request);
+        if (verdict?.kind === 'recounted') by = verdict.by;
+        else if (verdict) {
           this.options.logger.info(
-            { approvalId: record.approvalId, via: request.by.via, refused: unwarranted.kind },
+            { approvalId: record.approvalId, via: request.by.via, refused: verdict.kind },
             'decision refused where it is claimed: it may not be made on the approval as it stands',
           );
-          return unwarranted;
+          return verdict;
         }
       }
       // Offered: whyNotDecidable said so.
-      const claim = this.claimFor(record, request, commandId)!;
+      const claim = this.claimFor(record, { ...request, by }, commandId)!;
       let abandoned = false;
       const claiming = keeper.claim(record, claim, () => abandoned);
       const outcome = await byDeadline(claiming, request.recordBy);

@@ -111,6 +111,15 @@ export type Unwarranted =
   /** No live grant answers this stage with this choice; or the route's ladder ends in no timeout. */
   | { kind: 'unwarranted'; via: 'grant' | 'timeout' };
 
+/**
+ * The decision may be made, by fewer voters than it names: some whose votes are stored no longer
+ * count (the rules, a group or an absence changed since they voted). `by` names those who count.
+ */
+export interface Recounted {
+  kind: 'recounted';
+  by: Extract<DecidedBy, { via: 'click' }>;
+}
+
 /** What of a decision the check needs. */
 export interface WarrantAsk {
   sourceIndex: number;

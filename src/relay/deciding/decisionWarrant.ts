@@ -6,10 +6,10 @@ import { type ApprovalRecord, votersFor } from '../../domain/record.js';
 import type { EscalationStep, RouteGrants } from '../../domain/route.js';
 import { confirmsTarget } from '../../domain/typedConfirmation.js';
 import type { Authorizer } from './authorizer.js';
-import type { DecidedBy, Unwarranted, WarrantAsk } from './decision.js';
+import type { DecidedBy, Recounted, Unwarranted, WarrantAsk } from './decision.js';
 import { typedConfirmationFor } from './typedConfirmation.js';
 
-export type { Unwarranted, WarrantAsk };
+export type { Recounted, Unwarranted, WarrantAsk };
 
 // Whether a decision may be made on a record as it stands, by whoever or whatever made it: the
 // same rules a click, a grant and a timeout pass where they start, checked again by the Decider
@@ -34,10 +34,11 @@ export class DecisionWarrant {
   }
 
   /**
-   * Why `ask` may not be made on `record`, or undefined when it may. `record` has passed
-   * whyNotDecidable for it: its stage is the one asked about and the choice is offered.
+   * Why `ask` may not be made on `record`, or undefined when it may (`recounted`: it may, by the
+   * voters who count now). `record` has passed whyNotDecidable for it: its stage is the one asked
+   * about and the choice is offered.
    */
-  async check(record: ApprovalRecord, ask: WarrantAsk): Promise<Unwarranted | undefined> {
+  async check(record: ApprovalRecord, ask: WarrantAsk): Promise<Unwarranted | Recounted | undefined> {
     switch (ask.by.via) {
       case 'click':
         return this.click(record, ask, ask.by);
@@ -55,7 +56,7 @@ export class DecisionWarrant {
     record: ApprovalRecord,
     ask: WarrantAsk,
     by: Extract<DecidedBy, { via: 'click' }>,
-  ): Promise<Unwarranted | undefined> {
+  ): Promise<Unwarranted | Recounted | undefined> {
     const { authorizer } = this.options;
     const authorization = await authorizer.check(by.userId, record);
     if (!authorization.allowed) return { kind: 'notAuthorized', refused: authorization };
@@ -83,11 +84,26 @@ export class DecisionWarrant {
         .flatMap((a, i) => (a.allowed ? [a.because === 'delegate' ? a.for : voters[i]!] : []))
         .filter((principal) => principal !== owner),
     );
-    const named = by.voters ?? [by.userId];
-    if (principals.size < quorum || !named.every((userId) => counted.includes(userId))) {
+    if (principals.size < quorum || !counted.includes(by.userId)) {
       return { kind: 'quorumNotMet', votes: principals.size, quorum };
     }
-    return undefined;
+    const named = by.voters ?? [by.userId];
+    if (named.length === counted.length && named.every((userId) => counted.includes(userId)))
+      return undefined;
+    // Enough count without those who no longer may decide: the decision names only those who count.
+    const stoodInFor = Object.fromEntries(
+      voters.flatMap((userId, i) => {
+        const authorization = allowed[i]!;
+        return authorization.allowed && authorization.because === 'delegate'
+          ? [[userId, authorization.for] as const]
+          : [];
+      }),
+    );
+    const { voters: _named, stoodInFor: _stood, ...rest } = by;
+    return {
+      kind: 'recounted',
+      by: { ...rest, voters: counted, ...(Object.keys(stoodInFor).length > 0 ? { stoodInFor } : {}) },
+    };
   }
 
   /** A live grant, as stored now, answers this stage of the record with this choice. */

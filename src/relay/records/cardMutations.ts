@@ -1,3 +1,4 @@
+import { questionDigest } from '../../domain/questionDigest.js';
 import type { ApprovalRecord, Vote } from '../../domain/record.js';
 import { isTerminal } from '../../domain/record.js';
 import type { Mutation } from '../../store/approvalStore.js';
@@ -20,13 +21,15 @@ export function rememberedAs(remembered: NonNullable<ApprovalRecord['remembered'
 
 /**
  * A person's approving pick toward the current stage's quorum: one per person and stage (a new
- * pick replaces theirs), none once the stage is no longer open to people.
+ * pick replaces theirs), none once the stage is no longer open to people, nor once it asks
+ * something else than the person saw (`vote.asked`).
  */
 export function voted(vote: Vote) {
   return (record: ApprovalRecord): ApprovalRecord | undefined => {
     if (record.phase !== 'pending' || record.currentRequirementId.sourceIndex !== vote.sourceIndex)
       return undefined;
     if (!record.availableChoices.some((c) => c.choiceId === vote.choiceId)) return undefined;
+    if (vote.asked !== undefined && vote.asked !== questionDigest(record)) return undefined;
     if (record.votes?.some((v) => sameVote(v, vote))) return undefined;
     const others = (record.votes ?? []).filter((v) => v.userId !== vote.userId);
     return { ...record, votes: [...others, vote] };
@@ -47,17 +50,26 @@ function sameVote(a: Vote, b: Vote): boolean {
 }
 
 /**
- * Votes count for the stage and choices they were cast on, while the approval is open: a stage
- * advance, a resolution or a supersede clears them (applied to every stored change).
+ * Votes count for the stage, choices and question they were cast on, while the approval is open:
+ * a stage advance, the stage asked again otherwise (another command, other risks), a resolution
+ * or a supersede clears them (applied to every stored change).
  */
 export function withCurrentVotes(record: ApprovalRecord): ApprovalRecord {
   const votes = record.votes;
   if (!votes) return record;
   const index = record.currentRequirementId.sourceIndex;
+  let asked: string | undefined;
+  const askedNow = () => {
+    asked ??= questionDigest(record);
+    return asked;
+  };
   const kept = isTerminal(record)
     ? []
     : votes.filter(
-        (v) => v.sourceIndex === index && record.availableChoices.some((c) => c.choiceId === v.choiceId),
+        (v) =>
+          v.sourceIndex === index &&
+          record.availableChoices.some((c) => c.choiceId === v.choiceId) &&
+          (v.asked === undefined || v.asked === askedNow()),
       );
   if (kept.length === votes.length) return record;
   return { ...record, votes: kept.length > 0 ? kept : undefined };
