@@ -217,6 +217,56 @@ describe('away and delegate', () => {
     expect(await tryAllow(world, 'away-quorum-1', 'U0BOB')).toBeUndefined();
   });
 
+  it('a delegate’s vote stops counting when the absence ends: the quorum is counted again where it is claimed', async () => {
+    const world = await startWorld({
+      routes: [route('default', { approvers: users('U0ALICE', 'U0BOB'), quorum: 2 })],
+    });
+    const id = 'away-quorum-back-1';
+    await world.host.open(approval(id));
+    await world.postedAt(id);
+    await command(world, 'U0ALICE', 'away until 1d delegate <@U0CAROL|carol>');
+    expect(await tryAllow(world, id, 'U0CAROL')).toContain('counted: 1 of 2');
+    // Alice is back: Carol's vote stood for Alice's rights, which Carol no longer holds.
+    await command(world, 'U0ALICE', 'back');
+    expect(await tryAllow(world, id, 'U0BOB')).toContain('only 1 of those who picked it may decide it now');
+    expect(world.host.decides()).toHaveLength(0);
+    // Alice's own pick is the second; the decision names those whose votes counted.
+    expect(await tryAllow(world, id, 'U0ALICE')).toBeUndefined();
+    await expect
+      .poll(async () =>
+        (await world.auditEntries()).find((e) => e.kind === 'decision' && e.approvalId === id),
+      )
+      .toMatchObject({ voters: JSON.stringify(['U0BOB', 'U0ALICE']) });
+    // The vote Carol cast for Alice says so in the audit.
+    expect(
+      (await world.auditEntries()).find(
+        (e) => e.kind === 'vote' && e.approvalId === id && e.userId === 'U0CAROL',
+      ),
+    ).toMatchObject({ onBehalfOf: 'U0ALICE' });
+  });
+
+  it('strangers never stand in, even on a route that lets guests decide; nor does anyone for a deactivated account', async () => {
+    // What Slack says of people is kept one second here, so that the changes below are seen.
+    const world = await startWorld(
+      { routes: [route('default', { approvers: users('U0ALICE', 'U0DAVE'), allowGuests: true })] },
+      undefined,
+      { COUNTERSIGN_MEMBERSHIP_CACHE_TTL: '1s' },
+    );
+    await world.host.open(approval('away-guest-decide-1'));
+    await world.postedAt('away-guest-decide-1');
+    await command(world, 'U0ALICE', 'away until 1d delegate <@U0BOB|bob>');
+    await command(world, 'U0DAVE', 'away until 1d delegate <@U0CAROL|carol>');
+    // Bob became a guest after Alice named him; Dave's account was deactivated after he named Carol.
+    world.slack.setUser('U0BOB', { is_restricted: true });
+    world.slack.setUser('U0DAVE', { deleted: true });
+    await sleep(1_100);
+    expect(await tryAllow(world, 'away-guest-decide-1', 'U0BOB')).toContain('Only');
+    expect(await tryAllow(world, 'away-guest-decide-1', 'U0CAROL')).toContain('Only');
+    expect(world.host.decides()).toHaveLength(0);
+    // Alice herself still decides.
+    expect(await tryAllow(world, 'away-guest-decide-1', 'U0ALICE')).toBeUndefined();
+  });
+
   it('a delegate decides the request only: nothing they pick may outlast it', async () => {
     const world = await startWorld(APPROVERS_ALICE);
     const id = 'away-once-1';

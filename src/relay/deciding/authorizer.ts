@@ -211,6 +211,9 @@ export class Authorizer {
   private async decide(authority: ApprovalAuthority, userId: string): Promise<Authorization> {
     const own = await this.decideAs(authority, userId);
     if (own.allowed || !DELEGABLE.has(own.why) || !this.options.standIns) return own;
+    // Strangers never stand in, whatever a route lets them do as themselves (allowGuests,
+    // allowExternal); nor does an account since deactivated.
+    if (!(await this.isMember(userId))) return own;
     let awayFor: Away[];
     try {
       awayFor = await this.options.standIns.standingInFor(userId);
@@ -225,6 +228,8 @@ export class Authorizer {
     );
     for (const away of ordered) {
       if (away.userId === userId) continue;
+      // A deactivated account's rights pass to nobody, nor do a stranger's.
+      if (!(await this.isMember(away.userId))) continue;
       const theirs = await this.decideAs(authority, away.userId);
       if (theirs.allowed && theirs.because !== 'delegate')
         return { allowed: true, because: 'delegate', for: away.userId, as: theirs };
