@@ -33,20 +33,23 @@ export function parseStatsArgs(args: readonly string[]): StatsQuery {
 }
 
 /**
+ * Which routes a user may see stats of: `all` for an admin (the ones gone from the file
+ * included), else those named. A flag, not a name: a route may be called anything, `*` too.
+ */
+type Visible = { all: true } | { all: false; routes: ReadonlySet<string> };
+
+/**
  * The routes `userId` may see stats of: those they decide ordinary approvals on, checked as a
  * click would be (strangers and guests get none unless the route lets them in); every route for
- * an admin, the ones gone from the file included. Undefined when that is none at all.
+ * an admin. Undefined when that is none at all.
  */
-export async function visibleRoutes(
-  userId: string,
-  options: UserStatsOptions,
-): Promise<Set<string> | undefined> {
+async function visibleRoutes(userId: string, options: UserStatsOptions): Promise<Visible | undefined> {
   const { authorizer } = options;
-  if (await authorizer.actsAsAdmin(userId)) return new Set(['*']);
+  if (await authorizer.actsAsAdmin(userId)) return { all: true };
   const names = options.routeNames();
   const allowed = await Promise.all(names.map((name) => authorizer.decidesOn(userId, name)));
-  const visible = new Set(names.filter((_, i) => allowed[i]));
-  return visible.size > 0 ? visible : undefined;
+  const routes = new Set(names.filter((_, i) => allowed[i]));
+  return routes.size > 0 ? { all: false, routes } : undefined;
 }
 
 /**
@@ -60,7 +63,7 @@ export async function statsFor(
 ): Promise<StatsView | undefined> {
   const visible = await visibleRoutes(userId, options);
   if (!visible) return undefined;
-  const may = (route: string) => visible.has('*') || visible.has(route);
+  const may = (route: string) => visible.all || visible.routes.has(route);
   if (query.route !== undefined && !may(query.route)) return undefined;
   const summary = await options.summary(STATS_WINDOWS[query.window], query.staleMs);
   const routes = summary.routes.filter(

@@ -54,4 +54,24 @@ describe('statsFor', () => {
     expect(deploys?.routes.map((r) => r.route)).toEqual(['deploys']);
     expect(asked).toEqual([30 * 86_400_000]);
   });
+
+  it('a route may be called `*`: its approvers see that route, not every route', async () => {
+    const starred: UserStatsOptions = {
+      ...options(),
+      summary: async () => ({
+        sinceMs: 0,
+        untilMs: 1,
+        read: 3,
+        capped: false,
+        routes: summarize(['*', 'deploys', 'prod-secrets'].map(fact)),
+      }),
+      authorizer: {
+        actsAsAdmin: async () => false,
+        decidesOn: async (userId, route) => userId === 'U0STAR' && route === '*',
+      },
+      routeNames: () => ['*', 'deploys', 'prod-secrets'],
+    };
+    expect((await statsFor('U0STAR', { window: '7d' }, starred))?.routes.map((r) => r.route)).toEqual(['*']);
+    expect(await statsFor('U0STAR', { window: '7d', route: 'prod-secrets' }, starred)).toBeUndefined();
+  });
 });
