@@ -57,6 +57,8 @@ interface Cached {
 export class DecisionStatsReader {
   private readonly cap: number;
   private readonly now: () => number;
+  /** Scans under way, by window and generation: callers that ask meanwhile share them. */
+  private readonly scans = new Map<string, Promise<StatsSummary>>();
 
   constructor(
     private readonly redis: RedisClient,
@@ -79,6 +81,18 @@ export class DecisionStatsReader {
       const cached = JSON.parse(raw) as Cached;
       if (cached.generation === gen || this.now() - cached.summary.untilMs < staleMs) return cached.summary;
     }
+    // Every open Home is published again at once after a change: those that find the kept
+    // summary gone share one scan of the same generation rather than each reading the slice.
+    const flight = `${windowMs}:${gen}`;
+    let scan = this.scans.get(flight);
+    if (!scan) {
+      scan = this.scan(windowMs, gen, cacheKey).finally(() => this.scans.delete(flight));
+      this.scans.set(flight, scan);
+    }
+    return scan;
+  }
+
+  private async scan(windowMs: number, gen: string, cacheKey: string): Promise<StatsSummary> {
     const untilMs = this.now();
     const sinceMs = untilMs - windowMs;
     const facts: DecisionFact[] = [];

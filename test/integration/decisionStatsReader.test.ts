@@ -3,7 +3,7 @@
 
 import type { Redis } from 'ioredis';
 import pino from 'pino';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
 import type { AuditEntry } from '../../src/domain/audit.js';
 import { RedisAuditTrail } from '../../src/store/auditStream.js';
 import { DecisionStatsReader } from '../../src/store/decisionStatsReader.js';
@@ -68,5 +68,22 @@ describe('DecisionStatsReader', () => {
     await trail.append(decision(2));
     expect((await reader.summary(WEEK, 60_000)).routes[0]!.decisions).toBe(2);
     expect((await reader.summary(WEEK)).routes[0]!.decisions).toBe(3);
+  });
+
+  it('callers that find no kept summary at once share one scan', async () => {
+    const pipe = redis.pipeline();
+    for (let i = 0; i < 1_200; i++)
+      pipe.xadd(keys.audit, '*', 'kind', 'decision', 'route', 'r', 'via', 'grant');
+    await pipe.exec();
+    const reader = new DecisionStatsReader(redis);
+    // Counted at the client: INFO would count other test files' reads of the shared server.
+    const ranges = vi.spyOn(redis, 'xrevrange');
+    // Fifty open Homes published again at once, the kept summary expired.
+    const summaries = await Promise.all(Array.from({ length: 50 }, () => reader.summary(WEEK, 60_000)));
+    expect(new Set(summaries).size).toBe(1);
+    expect(summaries[0]!.routes[0]).toMatchObject({ route: 'r', decisions: 1_200 });
+    // One scan: 1,200 entries in pages of 500.
+    expect(ranges).toHaveBeenCalledTimes(3);
+    ranges.mockRestore();
   });
 });
