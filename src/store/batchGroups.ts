@@ -87,6 +87,15 @@ end
 return 1
 `;
 
+// KEYS: summary. ARGV: posting ttl ms. Keeps a claim to post alive while its post waits its turn
+// (behind the channel's cards, at Slack's pace of about one a second): a claim that ran out would
+// let the next join claim and post a second summary.
+const RENEW_SCRIPT = `
+if redis.call('HGET', KEYS[1], 'state') ~= 'posting' then return 0 end
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return 1
+`;
+
 // KEYS: summary. A claim to post given up (too few members still ask alike): the next join that
 // finds two members claims it again.
 const UNCLAIM_SCRIPT = `
@@ -175,6 +184,19 @@ export class BatchGroups {
     redis.defineCommand('csBatchPosted', { numberOfKeys: 1, lua: POSTED_SCRIPT });
     redis.defineCommand('csBatchNote', { numberOfKeys: 1, lua: NOTE_SCRIPT });
     redis.defineCommand('csBatchUnclaim', { numberOfKeys: 1, lua: UNCLAIM_SCRIPT });
+    redis.defineCommand('csBatchRenew', { numberOfKeys: 1, lua: RENEW_SCRIPT });
+  }
+
+  /** How often a poster renews its claim while its post waits: three times within its TTL. */
+  get renewEveryMs(): number {
+    return Math.max(1, Math.floor(this.options.postingTtlMs / 3));
+  }
+
+  /** Keeps this caller's claim to post alive (false: it is posted, closed or gone). */
+  async renew(groupId: string): Promise<boolean> {
+    return (
+      (await this.redis.csBatchRenew(keys.batchSummary(groupId), String(this.options.postingTtlMs))) === 1
+    );
   }
 
   /**
@@ -250,5 +272,6 @@ declare module 'ioredis' {
     csBatchPosted(summary: string, ts: string, ttlMs: string): Result<number, Context>;
     csBatchNote(summary: string, note: string): Result<number, Context>;
     csBatchUnclaim(summary: string): Result<number, Context>;
+    csBatchRenew(summary: string, ttlMs: string): Result<number, Context>;
   }
 }

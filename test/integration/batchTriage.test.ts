@@ -263,4 +263,37 @@ describe.each(BACKENDS)('BatchTriage on %s Redis', (kind) => {
     await until('the summary', () => board.posts.length === 1);
     expect(board.posts[0]!.members.map((m) => m.approvalId)).toEqual(['batch-0', 'batch-5']);
   });
+
+  it('a summary whose post waits longer than its claim lasts is posted once: the claim is kept alive meanwhile', async () => {
+    const cards = alike(12);
+    const records = new Map(cards.map((r) => [r.approvalId, r]));
+    // A post that waits 1.5 s behind the channel's cards, against a claim that lasts 0.5 s.
+    const board = new MemoryBoard();
+    const post = board.post.bind(board);
+    board.post = async (channel, view) => {
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      return post(channel, view);
+    };
+    const triage = new BatchTriage({
+      groups: new BatchGroups(redis, { ttlMs: 60_000, postingTtlMs: 500, closedTtlMs: 60_000 }),
+      board,
+      records: async (ids) => ids.map((id) => records.get(id)),
+      quorum: () => 1,
+      logger: pino({ level: 'silent' }),
+      redraw: { settleMs: 0, intervalMs: 0 },
+      postSettleMs: 0,
+      joinDelayMs: 10,
+    });
+    triages.push(triage);
+    // A card every 200 ms, through the post's wait and past it.
+    for (const record of cards) {
+      place(triage, record);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    await until('the summary', () => board.posts.length >= 1);
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    expect(board.posts).toHaveLength(1);
+    const group = batchGroupOf(cards[0]!, 1)!.groupId;
+    expect(await redis.hget(keys.batchSummary(group), 'state')).toBe('posted');
+  });
 });

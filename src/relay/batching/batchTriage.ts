@@ -296,8 +296,23 @@ export class BatchTriage implements RecordFollower {
       await this.options.groups.unclaim(groupId);
       return;
     }
-    const ts = await this.options.board.post(channel, viewOf(groupId, channel, state.shared, state, members));
-    if (await this.options.groups.posted(groupId, ts)) await this.redraw(groupId, state.rev);
+    const { groups, logger } = this.options;
+    // The post waits behind the cards its channel is posting, a second each in a burst: the claim
+    // is kept alive meanwhile, or the next join would claim it again and post a second summary.
+    const renewing = setInterval(() => {
+      groups.renew(groupId).catch((err: unknown) => {
+        logger.warn({ err, groupId }, 'could not renew the claim to post a batch summary');
+      });
+    }, groups.renewEveryMs);
+    renewing.unref();
+    let ts: string;
+    try {
+      ts = await this.options.board.post(channel, viewOf(groupId, channel, state.shared, state, members));
+    } finally {
+      clearInterval(renewing);
+    }
+    if (await groups.posted(groupId, ts)) await this.redraw(groupId, state.rev);
+    else logger.warn({ groupId, ts }, 'a batch summary was posted after its claim ran out');
   }
 
   /**
