@@ -242,9 +242,26 @@ export class BatchGroups {
     };
   }
 
-  /** Says where the summary was posted (false: its claim ran out); it may be closed already. */
+  /**
+   * Says where the summary was posted (false: its claim ran out); it may be closed already. A
+   * posted summary is listed among the open ones (openSummaries), for the sweep to find.
+   */
   async posted(groupId: string, ts: string): Promise<boolean> {
-    return (await this.redis.csBatchPosted(keys.batchSummary(groupId), ts, String(this.options.ttlMs))) === 1;
+    const kept =
+      (await this.redis.csBatchPosted(keys.batchSummary(groupId), ts, String(this.options.ttlMs))) === 1;
+    // Another slot than the channel's: a command of its own. Lost, it costs only the sweep's help.
+    if (kept) await this.redis.sadd(keys.batchOpen(), groupId);
+    return kept;
+  }
+
+  /** Summaries listed as posted and not closed (at most `max`): the sweep's work. */
+  async openSummaries(max: number): Promise<string[]> {
+    return this.redis.srandmember(keys.batchOpen(), max);
+  }
+
+  /** The summary is closed or gone: the sweep has nothing more to do for it. */
+  async forget(groupId: string): Promise<void> {
+    await this.redis.srem(keys.batchOpen(), groupId);
   }
 
   /** Gives up a claim to post the summary, unless it was posted or closed meanwhile. */

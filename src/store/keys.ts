@@ -48,6 +48,8 @@ export const keys = {
    * start brings that card up to date.
    */
   unsyncedCards: () => `${PREFIX}:{cards}:unsynced`,
+  /** The batch summaries posted and not yet closed, by group id: what the triage's sweep redraws. */
+  batchOpen: () => `${PREFIX}:{batch}:open`,
   /**
    * `<replicaId> <token>`, with a TTL: which replica owns the host (runs its process and acts for
    * it) and with which fencing token. Taken only when absent (hostLeases.ts).

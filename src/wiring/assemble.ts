@@ -283,6 +283,7 @@ export function assemble(config: Config, logger: Logger): Countersign {
       });
       redisHealth.start();
       escalator.start();
+      batching.triage.start();
       void slack.checkAuth(stopping, shutdown);
       // The first cards should show names: read them before any host can ask, but not for long.
       await Promise.race([approverNames.start(), sleep(5_000)]);

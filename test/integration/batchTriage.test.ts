@@ -296,4 +296,49 @@ describe.each(BACKENDS)('BatchTriage on %s Redis', (kind) => {
     const group = batchGroupOf(cards[0]!, 1)!.groupId;
     expect(await redis.hget(keys.batchSummary(group), 'state')).toBe('posted');
   });
+
+  it('a summary whose members moved on where no process knew their group is redrawn by the sweep, and closed', async () => {
+    const cards = alike(3);
+    const records = new Map(cards.map((r) => [r.approvalId, r]));
+    const first = triageOver(records);
+    for (const record of cards) place(first.triage, record);
+    const group = batchGroupOf(cards[0]!, 1)!.groupId;
+    // Listed as open once its post is recorded, a moment after Slack's answer.
+    await until(
+      'the summary listed as open',
+      async () => (await redis.sismember(keys.batchOpen(), group)) === 1,
+    );
+    expect(first.board.posts).toHaveLength(1);
+    expect(await redis.smembers(keys.batchOpen())).toEqual([group]);
+    first.triage.stop();
+
+    // The next process placed none of them: each is asked again about a file of its own.
+    const next = triageOver(records);
+    for (const record of cards) {
+      const path = `/etc/${record.approvalId}`;
+      const changed = { ...record, subject: { kind: 'fileAccess' as const, path, access: 'write' as const } };
+      records.set(record.approvalId, changed);
+      next.triage.follow(changed);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    // It could not know their old group: the summary still lists all three.
+    expect(await redis.zcard(keys.batchOrder(group))).toBe(3);
+    expect(next.board.updates).toEqual([]);
+
+    await next.triage.sweep();
+    await until('the summary drawn closed', () => next.board.updates.some((v) => v.closed === true));
+    expect(await redis.zcard(keys.batchOrder(group))).toBe(0);
+    // Forgotten once drawn closed, a moment after Slack's answer.
+    await until('the summary forgotten', async () => (await redis.scard(keys.batchOpen())) === 0);
+    // An open summary that lost nobody costs Slack nothing when swept.
+    const others = alike(2, 10);
+    for (const record of others) records.set(record.approvalId, record);
+    for (const record of others) place(next.triage, record);
+    await until('the second summary listed as open', async () => (await redis.scard(keys.batchOpen())) === 1);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const updates = next.board.updates.length;
+    await next.triage.sweep();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(next.board.updates).toHaveLength(updates);
+  });
 });

@@ -42,7 +42,12 @@ export interface BatchTriageOptions {
   postSettleMs?: number;
   /** How long joins are gathered before they are sent, one script per channel (default 100 ms). */
   joinDelayMs?: number;
+  /** How often the open summaries are looked at for members no longer theirs (default 60 s). */
+  sweepMs?: number;
 }
+
+/** Open summaries one sweep looks at, at most. */
+const SWEEP_MAX = 200;
 
 /** Approvals whose group this process remembers (see `placed`). */
 const MAX_PLACED = 10_000;
@@ -98,6 +103,7 @@ export class BatchTriage implements RecordFollower {
   private readonly posting = new Set<NodeJS.Timeout>();
   /** groupId → approvals that left it since its summary was last drawn here. */
   private readonly leaving = new Map<string, Set<string>>();
+  private sweeping: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: BatchTriageOptions) {
     this.redraws = new TrailingThrottle(
@@ -167,7 +173,41 @@ export class BatchTriage implements RecordFollower {
     this.redraws.request(groupId, true);
   }
 
+  /**
+   * Starts the sweep: every open summary is drawn now and then, so that one whose members moved
+   * on where no process knew their group (after a restart, or past MAX_PLACED: a member is then
+   * taken to be in the group its question gives now) is redrawn, or closed, all the same.
+   */
+  start(): void {
+    if (this.sweeping) return;
+    this.sweeping = setInterval(() => {
+      this.sweep().catch((err: unknown) => {
+        this.options.logger.warn({ err }, 'could not sweep the batch summaries');
+      });
+    }, this.options.sweepMs ?? 60_000);
+    this.sweeping.unref();
+  }
+
+  /**
+   * Draws each open summary, dropping members that no longer belong: one that lost any, or
+   * closed, is redrawn; one that is gone is forgotten. A summary that lost none costs Slack
+   * nothing (chat.update is Tier 3).
+   */
+  async sweep(): Promise<void> {
+    const { groups } = this.options;
+    for (const groupId of await groups.openSummaries(SWEEP_MAX)) {
+      const { state, dropped } = await this.current(groupId);
+      if (state.state === undefined) await groups.forget(groupId);
+      else if (state.state === 'closed') {
+        this.redraws.request(groupId);
+        await groups.forget(groupId);
+      } else if (dropped) this.redraws.request(groupId);
+    }
+  }
+
   stop(): void {
+    clearInterval(this.sweeping);
+    this.sweeping = undefined;
     this.gathered.clear();
     clearTimeout(this.sending);
     this.sending = undefined;
@@ -254,9 +294,12 @@ export class BatchTriage implements RecordFollower {
    * their records; members that no longer belong (decided, moved on, gone) leave at once and it
    * is read again.
    */
-  private async current(groupId: string): Promise<{ state: GroupState; members: BatchMember[] }> {
+  private async current(
+    groupId: string,
+  ): Promise<{ state: GroupState; members: BatchMember[]; dropped: boolean }> {
     const { groups, records, quorum } = this.options;
     let leaving = this.takeLeaving(groupId);
+    let dropped = false;
     for (;;) {
       let state: GroupState;
       try {
@@ -274,8 +317,9 @@ export class BatchTriage implements RecordFollower {
         if (record && belongs(record, groupId, quorum(record))) members.push(batchMemberOf(record));
         else gone.push(approvalId);
       });
-      if (gone.length === 0) return { state, members };
+      if (gone.length === 0) return { state, members, dropped };
       leaving = gone;
+      dropped = true;
     }
   }
 
@@ -327,6 +371,8 @@ export class BatchTriage implements RecordFollower {
     if (state.rev === drawnRev) return;
     const view = viewOf(groupId, channel, state.shared, state, members);
     await this.options.board.update(channel, state.ts, view);
+    // Drawn closed: the sweep has nothing more to do for it.
+    if (state.state === 'closed') await this.options.groups.forget(groupId);
     if ((await this.options.groups.rev(groupId)) !== state.rev) this.redraws.request(groupId);
   }
 }
