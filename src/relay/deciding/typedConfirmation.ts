@@ -17,7 +17,7 @@ export function typedConfirmationFor(
   const asking = (record.risks ?? []).filter((risk) => risk.confirm === 'type');
   if (asking.length === 0 || decisionTone(choice.decision) === 'reject') return undefined;
   const found = confirmTarget(record.subject, record.currentRequirementId.sourceIndex);
-  const target = (found && typeable(found)) ?? fallbackTarget(record);
+  const target = (found && typeable(found)) ?? typeable(fallbackTarget(record)) ?? APPROVE;
   return { target, risks: asking.map(({ name, warning }) => ({ name, warning })) };
 }
 
@@ -31,8 +31,13 @@ export const MAX_TARGET_LENGTH = 100;
  * the agent chooses how long it is.
  */
 function typeable(found: ConfirmTarget): ConfirmTarget | undefined {
-  if (found.text.length <= MAX_TARGET_LENGTH && !/[\r\n]/.test(found.text)) return found;
-  const line = found.text
+  // Spaces around it (`main ` as an operand, a no-break space) are not typed: what is typed is
+  // trimmed, so a target kept with them could never be confirmed.
+  const text = found.text.trim();
+  if (text === '') return undefined;
+  if (text.length <= MAX_TARGET_LENGTH && !/[\r\n]/.test(text))
+    return text === found.text ? found : { ...found, text };
+  const line = text
     .split(/[\r\n]+/)
     .map((l) => l.trim())
     .filter((l) => l !== '')
@@ -43,11 +48,17 @@ function typeable(found: ConfirmTarget): ConfirmTarget | undefined {
     const cut = end.search(/[./:\s-]/);
     if (cut >= 0 && cut < end.length - 1) end = end.slice(cut + 1).trim();
   }
-  return end === found.text ? found : { text: end, source: found.source, end: true };
+  return end === text ? { ...found, text } : { text: end, source: found.source, end: true };
 }
 
-/** No target could be derived: the tool's name is asked for instead, never nothing. */
+/** The last resort: a word that can always be typed. */
+const APPROVE: ConfirmTarget = { text: 'approve', source: 'tool' };
+
+/**
+ * No target could be derived: the tool's name is asked for instead, never nothing. The agent names
+ * its tool, so it is cut as any target is (typeable): one across lines could not be typed.
+ */
 function fallbackTarget(record: Pick<ApprovalRecord, 'tool' | 'subject'>): ConfirmTarget {
-  const text = record.tool.trim() || record.subject.kind.trim() || 'approve';
+  const text = record.tool.trim() || record.subject.kind.trim() || APPROVE.text;
   return { text, source: 'tool' };
 }

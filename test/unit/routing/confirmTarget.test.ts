@@ -125,6 +125,25 @@ describe('typedConfirmationFor', () => {
     );
   });
 
+  it('asks for a target without the spaces around it, and a tool name across lines by its last line', () => {
+    for (const operand of ['main ', 'main\u00a0', '\tmain']) {
+      const target = typedConfirmationFor(record(shell(['git', 'push', '-f', 'origin', operand])), {
+        decision: 'approved',
+      })?.target;
+      expect(target, JSON.stringify(operand)).toEqual({ text: 'main', source: 'argument' });
+      expect(confirmsTarget(operand, target!)).toBe(true);
+    }
+    const tangled = { ...record({ kind: 'computerUse' }), tool: 'deploy\nnow' } as ApprovalRecord;
+    const target = typedConfirmationFor(tangled, { decision: 'approved' })?.target;
+    expect(target).toEqual({ text: 'now', source: 'tool', end: true });
+    expect(confirmsTarget('now', target!)).toBe(true);
+    const blank = { ...record({ kind: ' ' }), tool: ' ' } as ApprovalRecord;
+    expect(typedConfirmationFor(blank, { decision: 'approved' })?.target).toEqual({
+      text: 'approve',
+      source: 'tool',
+    });
+  });
+
   it('compares the text as typed, but for spaces around it; hosts in any case', () => {
     expect(confirmsTarget(' main ', { text: 'main', source: 'argument' })).toBe(true);
     expect(confirmsTarget('Main', { text: 'main', source: 'argument' })).toBe(false);
