@@ -24,6 +24,26 @@ describe('parseAway', () => {
     expect(parseAway(['until', '3d'], 'U0ALICE', NOW)).toEqual({ ok: true, untilMs: NOW + 3 * 86_400_000 });
   });
 
+  it('refuses a day or a time that does not exist, rather than rolling it over into the next month', () => {
+    for (const text of [
+      '2026-02-30',
+      '2026-02-29',
+      '2026-04-31',
+      '2026-02-30T10:00Z',
+      '2026-12-32T10:00Z',
+      '2026-12-24T24:00Z',
+      '2026-12-24T10:00:60Z',
+    ])
+      expect(untilOf(text, NOW), text).toBeUndefined();
+    expect(parseAway(['until', '2026-02-30'], 'U0ALICE', NOW)).toEqual({
+      ok: false,
+      why: { kind: 'badUntil', text: '2026-02-30' },
+    });
+    // A leap day is a day, and a time with an offset keeps it.
+    expect(untilOf('2028-02-29', NOW)).toBe(Date.parse('2028-03-01T00:00:00Z'));
+    expect(untilOf('2026-12-24T23:59:59+02:00', NOW)).toBe(Date.parse('2026-12-24T21:59:59Z'));
+  });
+
   it('refuses what cannot be right, saying which', () => {
     const why = (...args: string[]) => {
       const parsed = parseAway(args, 'U0ALICE', NOW);
