@@ -53,6 +53,10 @@ export function renderAwayRefusal(problem: AwayProblem): RenderedMessage {
       return answer(
         'Slack did not confirm who your delegate is just now: try again in a moment. Nothing was changed.',
       );
+    case 'youUnknown':
+      return answer(
+        'Slack did not confirm who you are just now: try again in a moment. Nothing was changed.',
+      );
     case 'youStranger':
       return answer('Only full members of the workspace can be away in Countersign. Nothing was changed.');
   }

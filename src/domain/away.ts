@@ -34,6 +34,7 @@ export type AwayProblem =
   | { kind: 'delegateBot' }
   | { kind: 'delegateStranger'; external: boolean }
   | { kind: 'delegateUnknown' }
+  | { kind: 'youUnknown' }
   | { kind: 'youStranger' };
 
 /**

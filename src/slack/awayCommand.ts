@@ -27,7 +27,7 @@ export function awayCommands(options: AwayCommandOptions) {
       if (!asked.ok) return renderAwayRefusal(asked.why);
       // Strangers get nothing: a guest or another team's user cannot be away, or stand in.
       const you = await options.authorizer.whoIs(userId);
-      if (!you.person || !you.workspace) return renderAwayRefusal({ kind: 'delegateUnknown' });
+      if (!you.person || !you.workspace) return renderAwayRefusal({ kind: 'youUnknown' });
       if (you.person.guest || isExternal(you.person, you.workspace))
         return renderAwayRefusal({ kind: 'youStranger' });
       if (asked.delegate) {

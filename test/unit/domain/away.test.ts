@@ -185,6 +185,7 @@ describe('renderAway', () => {
       { kind: 'delegateStranger', external: true },
       { kind: 'delegateStranger', external: false },
       { kind: 'delegateUnknown' },
+      { kind: 'youUnknown' },
       { kind: 'youStranger' },
     ] as const;
     for (const problem of problems) {
