@@ -43,6 +43,8 @@ export function renderAwayRefusal(problem: AwayProblem): RenderedMessage {
       );
     case 'delegateBot':
       return answer('A bot cannot stand in for you: name a person. Nothing was changed.');
+    case 'delegateDeactivated':
+      return answer('That account is deactivated and cannot stand in for you. Nothing was changed.');
     case 'delegateStranger':
       return answer(
         problem.external

@@ -32,6 +32,7 @@ export type AwayProblem =
   | { kind: 'badDelegate'; text: string }
   | { kind: 'delegateSelf' }
   | { kind: 'delegateBot' }
+  | { kind: 'delegateDeactivated' }
   | { kind: 'delegateStranger'; external: boolean }
   | { kind: 'delegateUnknown' }
   | { kind: 'youUnknown' }
@@ -112,8 +113,10 @@ export function parseAway(args: readonly string[], userId: string, nowMs: number
 }
 
 /**
- * Why Slack's word on a would-be delegate refuses them: a bot, or a stranger (another team or
- * enterprise, a guest), who may not stand in for a member of the team. Undefined: they may.
+ * Why Slack's word on a would-be delegate refuses them: a bot, a deactivated account (whom the
+ * Authorizer never lets stand in, so naming them would leave nobody in the user's place), or a
+ * stranger (another team or enterprise, a guest), who may not stand in for a member of the team.
+ * Undefined: they may.
  */
 export function delegateRefusal(
   person: Person | undefined,
@@ -121,6 +124,7 @@ export function delegateRefusal(
 ): AwayProblem | undefined {
   if (!person || !workspace) return { kind: 'delegateUnknown' };
   if (person.bot) return { kind: 'delegateBot' };
+  if (person.deactivated) return { kind: 'delegateDeactivated' };
   if (isExternal(person, workspace)) return { kind: 'delegateStranger', external: true };
   if (person.guest) return { kind: 'delegateStranger', external: false };
   return undefined;

@@ -123,11 +123,12 @@ describe('away and delegate', () => {
     expect(await command(world, 'U0BOB', 'whoami')).toContain('you stand in for <@U0ALICE>, who is away');
   });
 
-  it('refuses, with the reason and changing nothing: a bad time, one in the past or past 30 days, yourself, a bot, a guest, another team, and a guest going away', async () => {
+  it('refuses, with the reason and changing nothing: a bad time, one in the past or past 30 days, yourself, a bot, a deactivated account, a guest, another team, and a guest going away', async () => {
     const world = await startWorld(APPROVERS_ALICE);
     world.slack.setUser('U0ROBOT', { is_bot: true });
     world.slack.setUser('U0GUEST', { is_restricted: true });
     world.slack.setUser('U0PARTNER', { team_id: 'T0PARTNER' });
+    world.slack.setUser('U0GONE', { deleted: true });
     const refusals: Array<[string, string, RegExp]> = [
       ['U0ALICE', 'away', /Say when you are back/],
       ['U0ALICE', 'away until someday', /neither a duration/],
@@ -135,6 +136,7 @@ describe('away and delegate', () => {
       ['U0ALICE', 'away until 31d', /at most 30 days/],
       ['U0ALICE', 'away until 3d delegate <@U0ALICE|alice>', /cannot be your own delegate/],
       ['U0ALICE', 'away until 3d delegate <@U0ROBOT|robot>', /A bot cannot stand in/],
+      ['U0ALICE', 'away until 3d delegate <@U0GONE|gone>', /account is deactivated/],
       ['U0ALICE', 'away until 3d delegate <@U0GUEST|guest>', /Guests may not stand in/],
       ['U0ALICE', 'away until 3d delegate <@U0PARTNER|partner>', /another Slack workspace/],
       ['U0ALICE', 'away until 3d delegate @bob', /is not a Slack user/],

@@ -62,7 +62,7 @@ describe('parseAway', () => {
     expect(why('until', '3d', 'delegate', '<@U0ALICE|alice>')).toBe('delegateSelf');
   });
 
-  it('refuses a bot, a guest, another team’s user and one Slack does not describe as a delegate', () => {
+  it('refuses a bot, a deactivated account, a guest, another team’s user and one Slack does not describe as a delegate', () => {
     expect(delegateRefusal({ teamId: 'T1', guest: false, bot: true }, WORKSPACE)?.kind).toBe('delegateBot');
     expect(delegateRefusal({ teamId: 'T1', guest: true }, WORKSPACE)).toEqual({
       kind: 'delegateStranger',
@@ -72,6 +72,9 @@ describe('parseAway', () => {
       kind: 'delegateStranger',
       external: true,
     });
+    expect(delegateRefusal({ teamId: 'T1', guest: false, deactivated: true }, WORKSPACE)?.kind).toBe(
+      'delegateDeactivated',
+    );
     expect(delegateRefusal(undefined, WORKSPACE)?.kind).toBe('delegateUnknown');
     expect(delegateRefusal({ teamId: 'T1', guest: false }, WORKSPACE)).toBeUndefined();
   });
@@ -182,6 +185,7 @@ describe('renderAway', () => {
       { kind: 'badDelegate', text: '@bob' },
       { kind: 'delegateSelf' },
       { kind: 'delegateBot' },
+      { kind: 'delegateDeactivated' },
       { kind: 'delegateStranger', external: true },
       { kind: 'delegateStranger', external: false },
       { kind: 'delegateUnknown' },
