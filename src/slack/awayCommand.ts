@@ -13,7 +13,7 @@ export interface AwayCommandOptions {
   store: Pick<AwayStore, 'set' | 'clear'>;
   /** Who Slack says the user and their delegate are (strangers, bots). */
   authorizer: Pick<Authorizer, 'whoIs'>;
-  /** The absence changed: these users' Homes show it. */
+  /** The absence changed: these users' Homes show it (the user, their delegate and the one before). */
   onChanged: (userIds: readonly string[]) => void;
   now?: () => number;
 }
@@ -41,8 +41,10 @@ export function awayCommands(options: AwayCommandOptions) {
         ...(asked.delegate ? { delegate: asked.delegate } : {}),
         since: new Date(nowMs).toISOString(),
       };
-      await options.store.set(away);
-      options.onChanged([userId, ...(asked.delegate ? [asked.delegate] : [])]);
+      const was = await options.store.set(away);
+      // A delegate replaced or dropped no longer stands in: their Home must stop saying so.
+      const delegates = new Set([asked.delegate, was?.delegate].filter((d) => d !== undefined));
+      options.onChanged([userId, ...delegates]);
       return renderAwaySet(away);
     },
     back: async ({ userId }: { userId: string }): Promise<RenderedMessage> => {

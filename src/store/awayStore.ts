@@ -16,8 +16,11 @@ export class AwayStore {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** Sets (or replaces) an absence. The previous delegate, if another, no longer stands in. */
-  async set(away: Away): Promise<void> {
+  /**
+   * Sets (or replaces) an absence; resolves with the one it replaced, if any. The previous
+   * delegate, if another, no longer stands in.
+   */
+  async set(away: Away): Promise<Away | undefined> {
     const untilMs = Date.parse(away.until);
     const previous = await this.get(away.userId);
     await this.redis.set(keys.away(away.userId), JSON.stringify(away), 'PXAT', untilMs);
@@ -33,6 +36,7 @@ export class AwayStore {
         .pexpireat(key, Math.max(untilMs, await this.lastEnd(key)))
         .exec();
     }
+    return previous;
   }
 
   /** Ends an absence now; resolves with the one that was set, if any. */

@@ -562,6 +562,37 @@ describe('away and delegate', () => {
     expect(after).not.toContain('make away-home-1');
   });
 
+  it('a delegate replaced, or dropped, has their App Home published again: it no longer says they stand in', async () => {
+    const world = await startWorld(APPROVERS_ALICE);
+    /**
+     * A Home published for `userId` after `since` (a call index) that `shows` matches: Homes
+     * published for an earlier change may still land after it, so the one sought is waited for.
+     */
+    const published = (userId: string, since: number, shows: (view: string) => boolean) =>
+      world.slack.waitFor(
+        'views.publish',
+        (c) => c.args.user_id === userId && shows(JSON.stringify(c.args.view)),
+        8_000,
+        { since },
+      );
+    const standsIn = (view: string) => view.includes('You stand in for <@U0ALICE>');
+    let since = world.slack.calls.length;
+    await command(world, 'U0ALICE', 'away until 3d delegate <@U0BOB|bob>');
+    await published('U0BOB', since, standsIn);
+
+    // Carol in Bob's place: Bob's Home is published again, without his opening it.
+    since = world.slack.calls.length;
+    await command(world, 'U0ALICE', 'away until 3d delegate <@U0CAROL|carol>');
+    await published('U0CAROL', since, standsIn);
+    await published('U0BOB', since, (view) => !view.includes('You stand in for'));
+
+    // Away again with nobody standing in: Carol's Home stops saying she does.
+    since = world.slack.calls.length;
+    await command(world, 'U0ALICE', 'away until 3d');
+    await published('U0CAROL', since, (view) => !view.includes('You stand in for'));
+    await published('U0ALICE', since, (view) => view.includes('nobody stands in for you'));
+  });
+
   it('across two replicas: set away at one, the other honours it at once; back at one ends it at the other', async () => {
     const world = await startWorld(APPROVERS_ALICE);
     const config = configFile(APPROVERS_ALICE);

@@ -13,12 +13,20 @@ const MEMBER: Person = { teamId: 'T1', guest: false };
 function commands(people: Record<string, Person | undefined>) {
   const stored: Away[] = [];
   const changed: string[][] = [];
+  const current = new Map<string, Away>();
   const away = awayCommands({
     store: {
       set: async (a: Away) => {
         stored.push(a);
+        const was = current.get(a.userId);
+        current.set(a.userId, a);
+        return was;
       },
-      clear: async () => undefined,
+      clear: async (userId: string) => {
+        const was = current.get(userId);
+        current.delete(userId);
+        return was;
+      },
     },
     authorizer: {
       whoIs: async (userId: string) => {
@@ -46,5 +54,21 @@ describe('awayCommands', () => {
     }
     expect(stored).toEqual([]);
     expect(changed).toEqual([]);
+  });
+
+  it('shows the change on the Homes of the user, their delegate and the delegate they had before', async () => {
+    const { away, changed } = commands({ U0ALICE: MEMBER, U0BOB: MEMBER, U0CAROL: MEMBER });
+    await away.away({ userId: 'U0ALICE', args: ['until', '3d', 'delegate', '<@U0BOB|bob>'] });
+    await away.away({ userId: 'U0ALICE', args: ['until', '3d', 'delegate', '<@U0CAROL|carol>'] });
+    await away.away({ userId: 'U0ALICE', args: ['until', '3d', 'delegate', '<@U0CAROL|carol>'] });
+    await away.away({ userId: 'U0ALICE', args: ['until', '3d'] });
+    await away.back({ userId: 'U0ALICE' });
+    expect(changed).toEqual([
+      ['U0ALICE', 'U0BOB'],
+      ['U0ALICE', 'U0CAROL', 'U0BOB'],
+      ['U0ALICE', 'U0CAROL'],
+      ['U0ALICE', 'U0CAROL'],
+      ['U0ALICE'],
+    ]);
   });
 });
