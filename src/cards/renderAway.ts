@@ -55,6 +55,10 @@ export function renderAwayRefusal(problem: AwayProblem): RenderedMessage {
       return answer(
         'Slack did not confirm who your delegate is just now: try again in a moment. Nothing was changed.',
       );
+    case 'delegateFull':
+      return answer(
+        `Your delegate already stands in for ${problem.max} people, the most anyone can at once: name someone else. Nothing was changed.`,
+      );
     case 'youUnknown':
       return answer(
         'Slack did not confirm who you are just now: try again in a moment. Nothing was changed.',

@@ -35,6 +35,7 @@ export type AwayProblem =
   | { kind: 'delegateDeactivated' }
   | { kind: 'delegateStranger'; external: boolean }
   | { kind: 'delegateUnknown' }
+  | { kind: 'delegateFull'; max: number }
   | { kind: 'youUnknown' }
   | { kind: 'youStranger' };
 

@@ -3,14 +3,14 @@ import { isExternal } from '../domain/authorization.js';
 import { type Away, delegateRefusal, parseAway } from '../domain/away.js';
 import type { RenderedMessage } from '../domain/messages.js';
 import type { Authorizer } from '../relay/deciding/authorizer.js';
-import type { AwayStore } from '../store/awayStore.js';
+import { type AwayStore, MAX_STAND_INS } from '../store/awayStore.js';
 
 // `/countersign away until <when> [delegate @user]` and `/countersign back`: each person sets
 // their own absence, stored in Redis (every replica honours it at once) and ended by its expiry.
 // Every refusal says why, to the person who typed it only; nothing is changed then.
 
 export interface AwayCommandOptions {
-  store: Pick<AwayStore, 'set' | 'clear'>;
+  store: Pick<AwayStore, 'set' | 'clear' | 'standInCount'>;
   /** Who Slack says the user and their delegate are (strangers, bots). */
   authorizer: Pick<Authorizer, 'whoIs'>;
   /** The absence changed: these users' Homes show it (the user, their delegate and the one before). */
@@ -34,6 +34,10 @@ export function awayCommands(options: AwayCommandOptions) {
         const them = await options.authorizer.whoIs(asked.delegate);
         const refused = delegateRefusal(them.person, them.workspace);
         if (refused) return renderAwayRefusal(refused);
+        // Whom a delegate stands in for is read no further than MAX_STAND_INS (awayStore.ts): one
+        // more would be told the delegate stands in while no check ever saw it.
+        if ((await options.store.standInCount(asked.delegate, userId)) >= MAX_STAND_INS)
+          return renderAwayRefusal({ kind: 'delegateFull', max: MAX_STAND_INS });
       }
       const away: Away = {
         userId,

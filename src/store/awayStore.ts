@@ -88,6 +88,21 @@ export class AwayStore {
     });
   }
 
+  /**
+   * How many others than `userId` have `delegate` in their index now: what `away` checks against
+   * MAX_STAND_INS before adding one more. The index itself is counted, not the absences it
+   * points at, as standingInFor reads no further into it than MAX_STAND_INS names.
+   */
+  async standInCount(delegate: string, userId: string): Promise<number> {
+    const key = keys.standIn(delegate);
+    const nowMs = this.now();
+    const [count, own] = await Promise.all([
+      this.redis.zcount(key, nowMs, '+inf'),
+      this.redis.zscore(key, userId),
+    ]);
+    return own !== null && Number(own) >= nowMs ? count - 1 : count;
+  }
+
   private async lastEnd(key: string): Promise<number> {
     const last = await this.redis.zrange(key, -1, -1, 'WITHSCORES');
     return last[1] ? Number(last[1]) : 0;

@@ -189,6 +189,7 @@ describe('renderAway', () => {
       { kind: 'delegateStranger', external: true },
       { kind: 'delegateStranger', external: false },
       { kind: 'delegateUnknown' },
+      { kind: 'delegateFull', max: 20 },
       { kind: 'youUnknown' },
       { kind: 'youStranger' },
     ] as const;

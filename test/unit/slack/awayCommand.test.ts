@@ -27,6 +27,8 @@ function commands(people: Record<string, Person | undefined>) {
         current.delete(userId);
         return was;
       },
+      standInCount: async (delegate: string, userId: string) =>
+        [...current.values()].filter((a) => a.delegate === delegate && a.userId !== userId).length,
     },
     authorizer: {
       whoIs: async (userId: string) => {

@@ -1,0 +1,77 @@
+// Who is away, on real Redis: the cap on how many one delegate stands in for holds when an
+// absence is set, so that whoever is told someone stands in for them is seen by every check.
+
+import type { Redis } from 'ioredis';
+import { beforeEach, describe, expect, it } from 'vitest';
+import type { Person } from '../../src/domain/authorization.js';
+import { awayCommands } from '../../src/slack/awayCommand.js';
+import { AwayStore, MAX_STAND_INS } from '../../src/store/awayStore.js';
+import { useFreshRedis } from '../support/freshRedis.js';
+
+const fresh = useFreshRedis();
+/** The file's own database, emptied before each test. */
+let redis: Redis;
+beforeEach(() => {
+  redis = fresh();
+});
+
+const MEMBER: Person = { teamId: 'T1', guest: false };
+
+function commandsOn(store: AwayStore) {
+  return awayCommands({
+    store,
+    authorizer: { whoIs: async () => ({ person: MEMBER, workspace: { teamId: 'T1' } }) },
+    onChanged: () => undefined,
+  });
+}
+
+/** `count` people, each away for a day with `delegate` standing in. */
+async function nameDelegate(store: AwayStore, delegate: string, count: number): Promise<string[]> {
+  const away = commandsOn(store);
+  const users = Array.from({ length: count }, (_, i) => `U0AWAY${String(i).padStart(2, '0')}`);
+  for (const userId of users) {
+    const { text } = await away.away({ userId, args: ['until', '1d', 'delegate', `<@${delegate}>`] });
+    expect(text, userId).toContain('is asked in your place');
+  }
+  return users;
+}
+
+describe('AwayStore and the stand-in cap', () => {
+  it('counts whom a delegate stands in for now, leaving out the one asking and those whose absence ended', async () => {
+    let nowMs = Date.now();
+    const store = new AwayStore(redis, () => nowMs);
+    const since = new Date(nowMs).toISOString();
+    const until = (ms: number) => new Date(nowMs + ms).toISOString();
+    await store.set({ userId: 'U0ALICE', until: until(60_000), delegate: 'U0BOB', since });
+    await store.set({ userId: 'U0CAROL', until: until(5_000), delegate: 'U0BOB', since });
+    await store.set({ userId: 'U0DAVE', until: until(60_000), delegate: 'U0ERIN', since });
+    expect(await store.standInCount('U0BOB', 'U0FRANK')).toBe(2);
+    expect(await store.standInCount('U0BOB', 'U0ALICE')).toBe(1);
+    nowMs += 10_000;
+    expect(await store.standInCount('U0BOB', 'U0FRANK')).toBe(1);
+    expect(await store.standInCount('U0ERIN', 'U0FRANK')).toBe(1);
+    expect(await store.standInCount('U0NOBODY', 'U0FRANK')).toBe(0);
+  });
+
+  it(`refuses a delegate who already stands in for ${MAX_STAND_INS} people; those already among them may set their absence again`, async () => {
+    const store = new AwayStore(redis);
+    const away = commandsOn(store);
+    const users = await nameDelegate(store, 'U0BOB', MAX_STAND_INS);
+    expect((await store.standingInFor('U0BOB')).map((a) => a.userId).sort()).toEqual(users);
+
+    const refused = await away.away({ userId: 'U0LATE', args: ['until', '1d', 'delegate', '<@U0BOB>'] });
+    expect(refused.text).toContain(`already stands in for ${MAX_STAND_INS} people`);
+    expect(refused.text).toContain('Nothing was changed');
+    expect(await store.get('U0LATE')).toBeUndefined();
+    expect(await redis.zscore('cs:standin:{U0BOB}', 'U0LATE')).toBeNull();
+
+    // One of the twenty sets their absence again, longer: still one of them, so not refused.
+    const again = await away.away({ userId: users[0]!, args: ['until', '2d', 'delegate', '<@U0BOB>'] });
+    expect(again.text).toContain('is asked in your place');
+    // One of them is back: there is room again.
+    await away.back({ userId: users[1]! });
+    const room = await away.away({ userId: 'U0LATE', args: ['until', '1d', 'delegate', '<@U0BOB>'] });
+    expect(room.text).toContain('is asked in your place');
+    expect((await store.standingInFor('U0BOB')).map((a) => a.userId)).toContain('U0LATE');
+  });
+});
