@@ -1,6 +1,12 @@
 import type { ActionsBlock, KnownBlock, ModalView } from '@slack/types';
 import { z } from 'zod';
-import type { BatchOutcome, SummaryView } from '../domain/batchGroup.js';
+import {
+  type BatchOutcome,
+  type BatchSkip,
+  publicOutcome,
+  type SummaryView,
+  skippedForThePresser,
+} from '../domain/batchGroup.js';
 import { context, header, packSections, plainText, section } from './blocks.js';
 import { clip, inlineCode } from './escape.js';
 import {
@@ -124,22 +130,19 @@ export function renderBatchSummary(
   };
 }
 
-/** One line of what the last batch did, on the summary itself. */
+/**
+ * One line of what the last batch did, on the summary itself: never whom its presser could not
+ * decide for (publicOutcome), also for a note kept before that was left out of what is kept.
+ */
 function outcomeLine(outcome: BatchOutcome): string {
   const verb = outcome.action === 'approve' ? 'approved once' : 'rejected';
-  const skipped = outcome.skipped.length
-    ? ` Skipped ${outcome.skipped.length}: ${outcome.skipped.map(skipName).join(', ')}.`
-    : '';
-  return `${mentionUser(outcome.userId)} ${verb} ${outcome.decided.length} together.${skipped}`;
+  const { skipped } = publicOutcome(outcome);
+  const named = skipped.length ? ` Skipped ${skipped.length}: ${skipped.map(skipName).join(', ')}.` : '';
+  return `${mentionUser(outcome.userId)} ${verb} ${outcome.decided.length} together.${named}`;
 }
 
-function skipName(skip: BatchOutcome['skipped'][number]): string {
-  const why =
-    skip.refusal.code === 'alreadyResolved'
-      ? 'already decided'
-      : skip.refusal.code === 'notAuthorized'
-        ? 'not theirs to decide'
-        : 'changed';
+function skipName(skip: BatchSkip): string {
+  const why = skip.refusal.code === 'alreadyResolved' ? 'already decided' : 'changed';
   return `${clip(skip.session || skip.approvalId, 60)} · ${clip(skip.approvalId.slice(-8), 8)} (${why})`;
 }
 
@@ -155,11 +158,19 @@ export function batchAnswerText(outcome: BatchOutcome): string {
     outcome.decided.length === 0
       ? 'Nothing was decided.'
       : `You ${verb} ${outcome.decided.length} request${outcome.decided.length === 1 ? '' : 's'}, each as if pressed on its own card.`;
-  if (outcome.skipped.length === 0) return head;
-  const lines = outcome.skipped.map(
-    (s) => `• ${clip(s.session || s.approvalId, 80)} (${clip(s.approvalId, 60)}): ${refusalText(s.refusal)}`,
-  );
-  return `${head} Skipped ${outcome.skipped.length}, which changed since the summary was drawn:\n${lines.join('\n')}`;
+  const line = (s: BatchSkip) =>
+    `• ${clip(s.session || s.approvalId, 80)} (${clip(s.approvalId, 60)}): ${refusalText(s.refusal)}`;
+  const changed = outcome.skipped.filter((s) => !skippedForThePresser(s));
+  const refused = outcome.skipped.filter(skippedForThePresser);
+  let text = head;
+  if (changed.length > 0) {
+    text += ` Skipped ${changed.length}, which changed since the summary was drawn:\n${changed.map(line).join('\n')}`;
+  }
+  // Only the presser reads this: whom they may not decide for is theirs to know.
+  if (refused.length > 0) {
+    text += `\nLeft for someone else, ${refused.length} you may not decide:\n${refused.map(line).join('\n')}`;
+  }
+  return text;
 }
 
 /** "Review one by one": nothing is decided; the cards stay as they are. */

@@ -131,6 +131,28 @@ export interface BatchOutcome {
   skipped: BatchSkip[];
 }
 
+/**
+ * Refusals that say something of the person who pressed, not of the approval: whom they may not
+ * decide for. Like a refused click on a card, they are told to that person alone, never kept or
+ * drawn where the channel sees them (docs/slack.md#batch-triage).
+ */
+const ABOUT_THE_PRESSER: ReadonlySet<Refusal['code']> = new Set([
+  'notAuthorized',
+  'standInOnce',
+  'ownerNoVote',
+]);
+
+/** Whether a skip is about its presser (ABOUT_THE_PRESSER): theirs alone to read. */
+export function skippedForThePresser(skip: BatchSkip): boolean {
+  return ABOUT_THE_PRESSER.has(skip.refusal.code);
+}
+
+/** What of an outcome all may see on the summary: what was decided, and what changed meanwhile. */
+export function publicOutcome(outcome: BatchOutcome): BatchOutcome {
+  const skipped = outcome.skipped.filter((s) => !skippedForThePresser(s));
+  return skipped.length === outcome.skipped.length ? outcome : { ...outcome, skipped };
+}
+
 /** What a summary card shows: the relay hands it over, slack/ renders and posts it. */
 export interface SummaryView {
   groupId: string;

@@ -13,7 +13,7 @@ import { type ApprovalRequestParams, FakeHost, shellApproval } from '../support/
 import { FakeSlack, type SlackMessage } from '../support/fakeSlack.js';
 import { standingOf, startReplicas } from '../support/replicas.js';
 import { testRedisUrl } from '../support/testRedis.js';
-import { APPROVALS, configFile, issueRisks, route, users } from './fixtures/config.js';
+import { APPROVALS, configFile, issueRisks, mainHost, route, users } from './fixtures/config.js';
 import { type Button, buttonsOf, pressButtonAt, SESSION, textOf, World } from './world.js';
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
@@ -309,6 +309,62 @@ describe('batch triage', () => {
     expect(refusals.filter((r) => r.userId === PARTNER)).toHaveLength(6);
     // Nothing about who was refused shows on the summary.
     expect(textOf(await summaryWhen(world, () => true))).not.toContain('U0EVE');
+  });
+
+  it('a presser refused some of a group is told so alone: the summary never names what was not theirs', async () => {
+    // Two hosts on one route that bars self-approval: `main` is Alice's own agent, `other` is not.
+    const hostA = await FakeHost.start({ sessions: [{ sessionId: SESSION, title: 'Bump the version' }] });
+    const hostB = await FakeHost.start({ sessions: [{ sessionId: WORKTREES, title: 'Worktree sweep' }] });
+    cleanups.push(
+      () => hostA.close(),
+      () => hostB.close(),
+    );
+    const file = configFile({
+      hosts: [
+        mainHost(hostA.command, { owner: 'U0ALICE' }),
+        { id: 'other', command: hostB.command, env: { ...hostB.env } },
+      ],
+      routes: [route('builds', { approvers: users('U0ALICE', 'U0BOB'), allowSelfApproval: false })],
+    });
+    cleanups.push(file.remove);
+    const world = await World.start(
+      {},
+      { COUNTERSIGN_CONFIG: file.path, MSP_HOST_COMMAND: '' },
+      { host: hostA },
+    );
+    cleanups.push(() => world.close());
+    await hostB.waitForIncarnation(1, 20_000);
+    const own = [0, 1].map((i) => ({ ...npmTest(`batch-own-${i}`, 0), toolName: 'bash' }));
+    const theirs = [0, 1].map((i) => ({ ...npmTest(`batch-theirs-${i}`, 1), toolName: 'bash' }));
+    await Promise.all([...own.map((a) => hostA.open(a)), ...theirs.map((a) => hostB.open(a))]);
+    for (const a of [...own, ...theirs]) {
+      await world.waitForCard(a.approvalId, (m) => buttonsOf(m).length > 0, 10_000);
+    }
+    const summary = await summaryWhen(world, (m) => textOf(m).includes('4 alike requests waiting'));
+
+    const since = world.slack.calls.length;
+    await pressSummary(world, summary, 'cs_batch_approve', 'U0ALICE');
+    const answer = await ephemeralAfter(world, 'U0ALICE', since);
+    expect(answer).toContain('You approved once 2 requests');
+    // Alice alone learns which were not hers to decide, and why.
+    expect(answer).toContain('batch-own-0');
+    expect(answer).toContain('batch-own-1');
+    expect(answer).toMatch(/own agent|requester|your own/i);
+    const noted = await summaryWhen(world, (m) => textOf(m).includes('approved once 2 together'));
+    expect(textOf(noted)).not.toContain('not theirs');
+    expect(textOf(noted)).not.toContain('Skipped');
+    // The note says who decided how many, and nothing of the two left to someone else.
+    const lines = (noted.blocks as Array<{ type: string; elements?: Array<{ text?: string }> }>)
+      .filter((b) => b.type === 'context')
+      .flatMap((b) => (b.elements ?? []).map((e) => e.text ?? ''));
+    expect(lines.filter((l) => l.includes('together'))).toEqual(['<@U0ALICE> approved once 2 together.']);
+    expect(
+      hostB
+        .decides()
+        .map((d) => d.frame.params.approvalId)
+        .sort(),
+    ).toEqual(['batch-theirs-0', 'batch-theirs-1']);
+    expect(hostA.decides()).toEqual([]);
   });
 
   it('"Reject all" sends the one reason with each rejection; "Review one by one" keeps the cards', async () => {

@@ -18,7 +18,7 @@ import {
   renderBatchRejectModal,
 } from '../../cards/renderBatchSummary.js';
 import { readFeedback } from '../../cards/renderFeedbackModal.js';
-import type { BatchOutcome } from '../../domain/batchGroup.js';
+import { type BatchOutcome, publicOutcome } from '../../domain/batchGroup.js';
 import type { BatchTriage } from '../../relay/batching/batchTriage.js';
 import type { BatchDecider } from '../../relay/deciding/batchDecider.js';
 import { RETRY_POLICIES, retrySlackCall } from '../slackRetry.js';
@@ -91,9 +91,10 @@ export function registerBatchButtons(app: App, options: BatchButtonsOptions): vo
       return;
     }
     await tell(channel, userId, batchAnswerText(outcome));
-    // Only what someone was allowed to do is kept on the summary for all to see.
+    // Only what someone was allowed to do is kept on the summary for all to see, and nothing of
+    // whom they were refused: that is told to them alone, as a refused click on a card is.
     if (outcome.decided.length > 0) {
-      await options.triage.noted(value.g, outcome).catch((err: unknown) => {
+      await options.triage.noted(value.g, publicOutcome(outcome)).catch((err: unknown) => {
         logger.warn({ err, groupId: value.g }, 'could not note a batch decision on its summary');
       });
     }

@@ -51,7 +51,7 @@ describe('the batch summary card', () => {
     expect(json).not.toContain('more wait');
   });
 
-  it('closed: no buttons, and the last batch decision with each skip and why', () => {
+  it('closed: no buttons, and the last batch decision with each skip that changed and why; never whom its presser could not decide for', () => {
     const last = outcome({
       decided: [{ approvalId: 'appr-00000001', session: 'Release' }],
       skipped: [
@@ -75,10 +75,12 @@ describe('the batch summary card', () => {
     const json = textOf(blocks);
     expect(text).toMatch(/^Batch closed/);
     expect(json).not.toContain('"actions"');
-    expect(json).toContain('<@U0ALICE> approved once 1 together. Skipped 3:');
+    expect(json).toContain('<@U0ALICE> approved once 1 together. Skipped 2:');
     expect(json).toContain('Release · 00000002 (already decided)');
-    expect(json).toContain('appr-00000003 · 00000003 (not theirs to decide)');
     expect(json).toContain('Docs · 00000004 (changed)');
+    // A refusal is the presser's alone to read (a note kept before it was left out of notes too).
+    expect(json).not.toContain('not theirs');
+    expect(json).not.toContain('00000003');
   });
 
   it('a rejection is said as one', () => {
@@ -128,6 +130,31 @@ describe('what the presser reads', () => {
       /^Nothing was decided\. Skipped 1, which changed since the summary was drawn:\n• appr-9 \(appr-9\): /,
     );
     expect(batchAnswerText(outcome())).toMatch(/^Nothing was decided: you may not decide/);
+  });
+
+  it('some decided, some not theirs: told apart from what changed, to the presser alone', () => {
+    const answer = batchAnswerText(
+      outcome({
+        decided: [{ approvalId: 'a', session: 's' }],
+        skipped: [
+          { approvalId: 'appr-9', session: 'Docs', refusal: { code: 'superseded' } },
+          {
+            approvalId: 'appr-own',
+            session: 'Mine',
+            refusal: {
+              code: 'notAuthorized',
+              refused: { allowed: false, why: 'selfApproval', route: 'builds' },
+            },
+          },
+        ],
+      }),
+    );
+    expect(answer).toMatch(
+      /^You approved once 1 request, each as if pressed on its own card\. Skipped 1, which changed since the summary was drawn:\n• Docs \(appr-9\): /,
+    );
+    expect(answer).toContain(
+      "\nLeft for someone else, 1 you may not decide:\n• Mine (appr-own): You cannot approve your own agent's request on builds",
+    );
   });
 });
 
