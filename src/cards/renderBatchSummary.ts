@@ -1,6 +1,7 @@
 import type { ActionsBlock, KnownBlock, ModalView } from '@slack/types';
 import { z } from 'zod';
 import {
+  type BatchMember,
   type BatchOutcome,
   type BatchSkip,
   publicOutcome,
@@ -17,6 +18,7 @@ import {
   FEEDBACK_BLOCK_ID,
   FEEDBACK_INPUT_ACTION_ID,
 } from './ids.js';
+import { MAX_BUTTON_VALUE } from './limits.js';
 import { mentionUser } from './mentionUser.js';
 import { refusalText } from './renderUserMessages.js';
 
@@ -62,24 +64,35 @@ export function renderBatchSummary(
       ],
     };
   }
+  const { listed, encoded } = carried(view.groupId, view.members);
+  // Not one fits (ids of thousands of characters): the cards are linked, to be decided there.
+  const shown = listed.length > 0 ? listed : view.members;
   const sessions = new Map<string, number>();
-  for (const m of view.members) sessions.set(m.session, (sessions.get(m.session) ?? 0) + 1);
+  for (const m of shown) sessions.set(m.session, (sessions.get(m.session) ?? 0) + 1);
   const sessionLine = [...sessions]
     .map(([name, n]) => `${clip(name, 80)}${n > 1 ? ` ×${n}` : ''}`)
     .join(', ');
-  const cards = view.members.map((m, i) => {
+  const cards = shown.map((m, i) => {
     // The session names the card; the link opens it (no approval id: it is on the card).
     const label = `${i + 1}. ${clip(m.session, 60)}`;
     const link = links.get(m.approvalId);
     return link ? `<${link}|${label}>` : label;
   });
-  const more = view.total > view.members.length ? view.total - view.members.length : 0;
-  const value: BatchButtonValue = {
-    g: view.groupId,
-    m: view.members.map((m) => [m.approvalId, m.sourceIndex]),
-  };
-  const encoded = JSON.stringify(value);
-  const n = view.members.length;
+  const more = view.total > listed.length ? view.total - listed.length : 0;
+  const leftOff = view.members.length - listed.length;
+  const n = listed.length;
+  const notes = [
+    ...(listed.length === 0
+      ? ['Their approval ids are too long for one button to carry: decide each on its own card.']
+      : more > 0
+        ? [`${more} more wait beyond these; they join this summary as these are decided.`]
+        : []),
+    ...(listed.length > 0 && leftOff > 0
+      ? [
+          `${leftOff} of them ${leftOff === 1 ? 'is' : 'are'} left off only because the buttons cannot carry more long approval ids.`,
+        ]
+      : []),
+  ];
   const actions: ActionsBlock = {
     type: 'actions',
     block_id: 'cs_batch_actions',
@@ -121,13 +134,40 @@ export function renderBatchSummary(
       section(facts),
       section(`*From:* ${sessionLine}`),
       ...packSections(cards),
-      ...(more > 0
-        ? [context([`${more} more wait beyond these; they join this summary as these are decided.`])]
-        : []),
-      actions,
+      ...(notes.length > 0 ? [context(notes)] : []),
+      ...(listed.length > 0 ? [actions] : []),
       ...last,
     ],
   };
+}
+
+/**
+ * The members the buttons carry, and their value: the drawn ones, oldest first, as many as fit in
+ * Slack's 2,000 characters of a button value (20 of approval ids over about 90 characters do
+ * not). Those left off are neither listed nor decided by this drawing: they wait on their cards as
+ * those beyond the first 20 do. Carrying each member's id and stage keeps what a press decides to
+ * what the summary showed: each is re-checked against Redis, and one that changed since is
+ * skipped and named (a press that read the group from Redis instead would decide members its
+ * presser never saw, at stages never shown).
+ */
+function carried(
+  groupId: string,
+  members: readonly BatchMember[],
+): { listed: BatchMember[]; encoded: string } {
+  const value: BatchButtonValue = { g: groupId, m: [] };
+  // Counted as it grows, not encoded again per member: `,` between entries.
+  let length = JSON.stringify(value).length;
+  const listed: BatchMember[] = [];
+  for (const member of members) {
+    const entry: [string, number] = [member.approvalId, member.sourceIndex];
+    const adds = JSON.stringify(entry).length + (value.m.length > 0 ? 1 : 0);
+    // A longer one may not fit where a later, shorter one does: it waits on its card.
+    if (length + adds > MAX_BUTTON_VALUE) continue;
+    length += adds;
+    value.m.push(entry);
+    listed.push(member);
+  }
+  return { listed, encoded: JSON.stringify(value) };
 }
 
 /**

@@ -111,7 +111,10 @@ export function batchMemberOf(record: ApprovalRecord): BatchMember {
   };
 }
 
-/** The most members a summary lists and decides at once: a button's value holds them all. */
+/**
+ * The most members a summary lists and decides at once: a button's value holds them all (fewer
+ * when their approval ids are long: renderBatchSummary lists those its buttons can carry).
+ */
 export const BATCH_MAX_MEMBERS = 20;
 
 /** One approval a batch decision left alone, and why (what its clicker would have been told). */

@@ -2,7 +2,12 @@
 // the last batch decision with what it skipped, what its presser reads, and its metadata.
 
 import { describe, expect, it } from 'vitest';
-import { batchAnswerText, renderBatchSummary } from '../../../src/cards/renderBatchSummary.js';
+import { checkMessageLimits } from '../../../src/cards/limits.js';
+import {
+  batchAnswerText,
+  decodeBatchValue,
+  renderBatchSummary,
+} from '../../../src/cards/renderBatchSummary.js';
 import type { BatchOutcome, SummaryView } from '../../../src/domain/batchGroup.js';
 import { batchMetadata } from '../../../src/slack/cardMetadata.js';
 
@@ -21,6 +26,10 @@ const view = (over: Partial<SummaryView> = {}): SummaryView => ({
   ...over,
 });
 const textOf = (blocks: unknown) => JSON.stringify(blocks);
+const buttonValues = (blocks: unknown[]) =>
+  (blocks as Array<{ type: string; elements?: Array<{ value?: string }> }>)
+    .filter((b) => b.type === 'actions')
+    .flatMap((b) => (b.elements ?? []).map((e) => e.value ?? ''));
 
 function outcome(over: Partial<BatchOutcome> = {}): BatchOutcome {
   return {
@@ -81,6 +90,49 @@ describe('the batch summary card', () => {
     // A refusal is the presser's alone to read (a note kept before it was left out of notes too).
     expect(json).not.toContain('not theirs');
     expect(json).not.toContain('00000003');
+  });
+
+  it('20 members with long approval ids: the buttons carry, and the card lists, those that fit in Slack’s limits', () => {
+    const long = Array.from({ length: 20 }, (_, i) => ({
+      approvalId: `${String(i).padStart(2, '0')}${'x'.repeat(98)}`,
+      sourceIndex: i % 3,
+      ts: `1.${i}`,
+      session: `Session ${i}`,
+    }));
+    const links = new Map(long.map((m) => [m.approvalId, `https://test.slack.com/archives/C0A/p1${m.ts}`]));
+    const summary = renderBatchSummary(view({ members: long, total: 25 }), links);
+    expect(checkMessageLimits(summary)).toEqual([]);
+    const values = buttonValues(summary.blocks);
+    expect(values).toHaveLength(3);
+    const carried = decodeBatchValue(values[0]);
+    expect(carried?.g).toBe('C0A:abc');
+    const n = carried!.m.length;
+    expect(n).toBeGreaterThan(1);
+    expect(n).toBeLessThan(20);
+    // The oldest, each with the stage drawn, and what is listed is what is carried.
+    expect(carried!.m).toEqual(long.slice(0, n).map((m) => [m.approvalId, m.sourceIndex]));
+    const json = textOf(summary.blocks);
+    expect(json).toContain(`Approve all ${n} once`);
+    expect(json).toContain(`${n}. Session ${n - 1}`);
+    expect(json).not.toContain(`Session ${n}>`);
+    expect(json).toContain(`${25 - n} more wait beyond these`);
+    expect(json).toContain(
+      `${20 - n} of them are left off only because the buttons cannot carry more long approval ids`,
+    );
+  });
+
+  it('a member whose id no button can carry is left to its card; the others are still listed', () => {
+    const huge = { approvalId: 'h'.repeat(2_000), sourceIndex: 0, ts: '1.0', session: 'Huge' };
+    const summary = renderBatchSummary(view({ members: [huge, ...members], total: 4 }), new Map());
+    expect(checkMessageLimits(summary)).toEqual([]);
+    expect(decodeBatchValue(buttonValues(summary.blocks)[0])?.m).toEqual(
+      members.map((m) => [m.approvalId, m.sourceIndex]),
+    );
+    expect(textOf(summary.blocks)).not.toContain('Huge');
+    const none = renderBatchSummary(view({ members: [huge, { ...huge, ts: '1.1' }], total: 2 }), new Map());
+    expect(checkMessageLimits(none)).toEqual([]);
+    expect(buttonValues(none.blocks)).toEqual([]);
+    expect(textOf(none.blocks)).toContain('decide each on its own card');
   });
 
   it('a rejection is said as one', () => {
