@@ -217,6 +217,10 @@ export function batchAnswerText(outcome: BatchOutcome): string {
 export const REVIEW_ONE_BY_ONE_TEXT =
   'Nothing was decided. The cards stay as they are: open each from the summary and decide it on its own card.';
 
+/** "Reject all" could not check its members in time (Redis away): no form is opened. */
+export const REJECT_CHECK_FAILED_TEXT =
+  'Nothing was rejected: Countersign could not read these requests just now. Please press Reject all again.';
+
 /** Slack did not open the "Reject all" form (a trigger past its 3 s, Slack away). */
 export const REJECT_FORM_FAILED_TEXT =
   'Nothing was rejected: Slack did not open the form for the reason. Please press Reject all again.';

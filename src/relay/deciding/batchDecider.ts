@@ -6,7 +6,7 @@ import { questionDigest } from '../../domain/questionDigest.js';
 import type { ApprovalRecord } from '../../domain/record.js';
 import type { Refusal } from '../../domain/refusal.js';
 import type { Authorizer } from './authorizer.js';
-import type { Click, ClickHandler, ClickRecords } from './clickHandler.js';
+import type { Click, ClickCheck, ClickHandler, ClickRecords } from './clickHandler.js';
 import { refusalFor } from './refusals.js';
 
 /** One member as the summary showed it when it was drawn: a batch decides only that stage. */
@@ -31,6 +31,25 @@ export interface BatchDeciderOptions {
   logger: Logger;
 }
 
+/** A member checked as a press of its own card, ready to be decided. */
+interface Ready {
+  approvalId: string;
+  session: string;
+  click: Click;
+  checked: Extract<ClickCheck, { ok: true }>;
+}
+
+/**
+ * A batch checked, member by member, before anything is decided: what "Reject all" reads before
+ * it opens its modal (whether its presser may decide any), and what a batch decides from.
+ */
+export interface BatchChecks {
+  /** Members the presser may decide now, each checked as a press of its own card. */
+  ready: readonly Ready[];
+  /** Members that may not be decided now, and why. */
+  skipped: readonly BatchSkip[];
+}
+
 /**
  * "Approve all once" and "Reject all" of a batch summary: one decision per approval, each checked
  * and claimed exactly as a click on its own card would be (ClickHandler.check: who may decide,
@@ -42,13 +61,34 @@ export class BatchDecider {
   constructor(private readonly options: BatchDeciderOptions) {}
 
   async decide(request: BatchRequest): Promise<BatchOutcome> {
-    const results = await Promise.all(request.members.map((member) => this.one(request, member)));
+    return this.decideChecked(request, await this.check(request));
+  }
+
+  /**
+   * Checks each member as a press of its card would be, deciding nothing. `opening`: the check
+   * before "Reject all" opens its modal (a refusal is audited as a card's refused modal open);
+   * otherwise it is the submit's, and `decideChecked` decides from it.
+   */
+  async check(request: BatchRequest, how: { opening?: boolean } = {}): Promise<BatchChecks> {
+    const results = await Promise.all(request.members.map((member) => this.checkOne(request, member, how)));
+    const ready: Ready[] = [];
+    const skipped: BatchSkip[] = [];
+    for (const result of results) {
+      if ('refusal' in result) skipped.push(result);
+      else ready.push(result);
+    }
+    return { ready, skipped };
+  }
+
+  /** Decides the members `checks` found ready (from `check` of the same request). */
+  async decideChecked(request: BatchRequest, checks: BatchChecks): Promise<BatchOutcome> {
+    const results = await Promise.all(checks.ready.map((ready) => this.decideOne(request, ready)));
     const outcome: BatchOutcome = {
       userId: request.userId,
       action: request.action,
       at: new Date().toISOString(),
       decided: [],
-      skipped: [],
+      skipped: [...checks.skipped],
     };
     for (const result of results) {
       if ('refusal' in result) outcome.skipped.push(result);
@@ -57,10 +97,11 @@ export class BatchDecider {
     return outcome;
   }
 
-  private async one(
+  private async checkOne(
     request: BatchRequest,
     member: DrawnMember,
-  ): Promise<{ approvalId: string; session: string } | BatchSkip> {
+    how: { opening?: boolean },
+  ): Promise<Ready | BatchSkip> {
     const { approvalId } = member;
     const record = await this.options.store.get(approvalId).catch((err: unknown) => {
       this.options.logger.warn({ err, approvalId }, 'batch: could not read an approval');
@@ -82,7 +123,8 @@ export class BatchDecider {
       choiceId: choice?.choiceId ?? '',
       approvalHint: approvalId,
       receivedAt: Date.now(),
-      ...(request.action === 'reject' ? { from: 'modal' as const } : {}),
+      // Opening, a reject is the press that opens a card's reason modal; after, its submit.
+      ...(request.action === 'reject' && !how.opening ? { from: 'modal' as const } : {}),
       ...(request.reason && choice?.acceptsFeedback ? { feedback: request.reason } : {}),
     };
     // Who may decide, and whether the stage drawn is still the one asked: as a click on its card.
@@ -101,6 +143,14 @@ export class BatchDecider {
         : timeoutChoice(checked.record.availableChoices);
     if (!this.stillInGroup(checked.record, request.groupId) || checked.choice.choiceId !== meant?.choiceId)
       return skip({ code: 'questionChanged' });
+    return { approvalId, session, click, checked };
+  }
+
+  private async decideOne(
+    request: BatchRequest,
+    { approvalId, session, click, checked }: Ready,
+  ): Promise<{ approvalId: string; session: string } | BatchSkip> {
+    const skip = (refusal: Refusal): BatchSkip => ({ approvalId, session, refusal });
     // The replica that claims it (the host's owner, maybe another) holds the question to this
     // record's: one re-asked since, which might no longer be the group's, is not decided.
     const asked: Click = { ...click, askedAs: questionDigest(checked.record) };

@@ -13,6 +13,7 @@ import {
   BatchButtonValue as BatchValueSchema,
   batchAnswerText,
   decodeBatchValue,
+  REJECT_CHECK_FAILED_TEXT,
   REJECT_FORM_FAILED_TEXT,
   REVIEW_ONE_BY_ONE_TEXT,
   renderBatchRejectModal,
@@ -20,7 +21,8 @@ import {
 import { readFeedback } from '../../cards/renderFeedbackModal.js';
 import { type BatchOutcome, publicOutcome } from '../../domain/batchGroup.js';
 import type { BatchTriage } from '../../relay/batching/batchTriage.js';
-import type { BatchDecider } from '../../relay/deciding/batchDecider.js';
+import type { BatchChecks, BatchDecider, BatchRequest } from '../../relay/deciding/batchDecider.js';
+import { RECORD_WITHIN_MS } from '../../relay/deciding/click.js';
 import { RETRY_POLICIES, retrySlackCall } from '../slackRetry.js';
 import type { SlackViews } from '../slackViews.js';
 
@@ -69,6 +71,37 @@ export function registerBatchButtons(app: App, options: BatchButtonsOptions): vo
       value,
     };
   };
+  const requestOf = (
+    userId: string,
+    value: BatchButtonValue,
+    action: 'approve' | 'reject',
+    reason?: string,
+  ): BatchRequest => ({
+    userId,
+    groupId: value.g,
+    members: value.m.map(([approvalId, sourceIndex]) => ({ approvalId, sourceIndex })),
+    action,
+    ...(reason ? { reason } : {}),
+  });
+  /** A batch's checks, or undefined when Redis did not answer by a click's deadline. */
+  const checkedInTime = async (
+    checking: Promise<BatchChecks>,
+    receivedAt: number,
+  ): Promise<BatchChecks | undefined> => {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), Math.max(0, receivedAt + RECORD_WITHIN_MS - Date.now()));
+    });
+    const answered = checking.catch((err: unknown) => {
+      logger.error({ err }, 'batch check failed');
+      return undefined;
+    });
+    try {
+      return await Promise.race([answered, late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  };
   const decide = async (
     channel: string,
     userId: string,
@@ -78,13 +111,7 @@ export function registerBatchButtons(app: App, options: BatchButtonsOptions): vo
   ) => {
     let outcome: BatchOutcome;
     try {
-      outcome = await options.decider.decide({
-        userId,
-        groupId: value.g,
-        members: value.m.map(([approvalId, sourceIndex]) => ({ approvalId, sourceIndex })),
-        action,
-        ...(reason ? { reason } : {}),
-      });
+      outcome = await options.decider.decide(requestOf(userId, value, action, reason));
     } catch (err) {
       logger.error({ err, groupId: value.g }, 'batch decision failed');
       await tell(channel, userId, 'Nothing was decided: Countersign could not read these requests just now.');
@@ -107,10 +134,30 @@ export function registerBatchButtons(app: App, options: BatchButtonsOptions): vo
   });
 
   app.action(BATCH_REJECT_ACTION_ID, async ({ ack, body }) => {
+    const receivedAt = Date.now();
     await ack();
     const press = pressed(body);
     if (!press?.trigger) return;
-    // Who may reject is checked per approval on submit, as the reject modal of a card does.
+    // As a card's Reject opens its modal only for someone who may submit it, the members are
+    // checked first (a refusal audited as a refused modal open on that card), within the trigger's
+    // life; they are checked again at submit.
+    const request = requestOf(press.userId, press.value, 'reject');
+    const checks = await checkedInTime(options.decider.check(request, { opening: true }), receivedAt);
+    if (!checks) {
+      await tell(press.channel, press.userId, REJECT_CHECK_FAILED_TEXT);
+      return;
+    }
+    if (checks.ready.length === 0) {
+      const outcome: BatchOutcome = {
+        userId: press.userId,
+        action: 'reject',
+        at: new Date().toISOString(),
+        decided: [],
+        skipped: [...checks.skipped],
+      };
+      await tell(press.channel, press.userId, batchAnswerText(outcome));
+      return;
+    }
     try {
       await options.views.open(press.trigger, renderBatchRejectModal(press.value, press.channel));
     } catch (err) {

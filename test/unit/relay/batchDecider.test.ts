@@ -20,8 +20,10 @@ function decider(
 ) {
   const decided: string[] = [];
   const askedAs = new Map<string, string | undefined>();
+  const checkedClicks: Array<{ approvalHint?: string; from?: string }> = [];
   const clicks = {
-    check: async (click: { approvalHint?: string; choiceId: string }) => {
+    check: async (click: { approvalHint?: string; choiceId: string; from?: string }) => {
+      checkedClicks.push(click);
       const stored = records.get(click.approvalHint!);
       if (stored instanceof Error) throw stored;
       const record = checked.get(click.approvalHint!) ?? stored!;
@@ -53,7 +55,7 @@ function decider(
     authorizer: { quorum: () => 1 },
     logger: pino({ level: 'silent' }),
   });
-  return { batch, decided, askedAs };
+  return { batch, decided, askedAs, checkedClicks };
 }
 
 /** A file approval whose card is posted in the approvals channel at `ts`. */
@@ -159,6 +161,29 @@ describe('BatchDecider', () => {
     });
     expect(decided).toEqual([]);
     expect(outcome.skipped.map((s) => [s.approvalId, s.refusal.code])).toEqual([['a', 'questionChanged']]);
+  });
+
+  it('"Reject all" checks who may decide before its form opens, as a card\'s Reject does, and decides nothing', async () => {
+    const a = posted('a', '1.1');
+    const { batch, decided, checkedClicks } = decider(new Map<string, ApprovalRecord | Error>([['a', a]]));
+    const request = {
+      userId: 'U0ALICE',
+      groupId: batchGroupOf(a, 1)!.groupId,
+      action: 'reject' as const,
+      members: [
+        { approvalId: 'a', sourceIndex: 0 },
+        { approvalId: 'gone', sourceIndex: 0 },
+      ],
+    };
+    const checks = await batch.check(request, { opening: true });
+    expect(checks.ready.map((r) => r.approvalId)).toEqual(['a']);
+    expect(checks.skipped.map((s) => [s.approvalId, s.refusal.code])).toEqual([['gone', 'unknownCard']]);
+    // Opening is the press of a card's Reject (a refusal audited as such), not the form's submit.
+    expect(checkedClicks.map((c) => c.from)).toEqual([undefined]);
+    expect(decided).toEqual([]);
+    await batch.decide({ ...request, reason: 'not now' });
+    expect(checkedClicks.map((c) => c.from)).toEqual([undefined, 'modal']);
+    expect(decided).toEqual(['a:abort:not now']);
   });
 
   it('holds each decision to the question it checked, wherever it is claimed', async () => {
