@@ -15,11 +15,10 @@ import {
   BATCH_REJECT_ACTION_ID,
   BATCH_REJECT_VIEW_CALLBACK_ID,
   BATCH_REVIEW_ACTION_ID,
-  FEEDBACK_BLOCK_ID,
-  FEEDBACK_INPUT_ACTION_ID,
 } from './ids.js';
 import { MAX_BUTTON_VALUE } from './limits.js';
 import { mentionUser } from './mentionUser.js';
+import { quickReasonsBlock, reasonInput } from './renderFeedbackModal.js';
 import { refusalText } from './renderUserMessages.js';
 
 // The batch triage summary card (docs/slack.md#batch-triage), its "Reject all" modal, and the
@@ -221,12 +220,58 @@ export const REVIEW_ONE_BY_ONE_TEXT =
 export const REJECT_CHECK_FAILED_TEXT =
   'Nothing was rejected: Countersign could not read these requests just now. Please press Reject all again.';
 
+/** The same, at the form's submit: said in the form, which stays open to be sent again. */
+export const REJECT_SUBMIT_CHECK_FAILED_TEXT =
+  'Nothing was rejected: Countersign could not read these requests just now. Please send it again.';
+
 /** Slack did not open the "Reject all" form (a trigger past its 3 s, Slack away). */
 export const REJECT_FORM_FAILED_TEXT =
   'Nothing was rejected: Slack did not open the form for the reason. Please press Reject all again.';
 
-/** The "Reject all" modal: one reason, sent with each rejection. */
-export function renderBatchRejectModal(value: BatchButtonValue, channel: string): ModalView {
+/** What the "Reject all" modal says and asks: from the check of its members when it opens. */
+export interface BatchRejectForm {
+  /** Members its presser may reject now. */
+  decidable: number;
+  /** Of those, how many take a reason (their reject choice accepts feedback). */
+  takesReason: number;
+  /** A route of one that takes a reason requires one (`rejectReason: required`). */
+  reasonRequired: boolean;
+  /** The routes' quick reasons, offered as a card's reject modal offers them. */
+  quickReasons: readonly string[];
+}
+
+/**
+ * The "Reject all" modal: one reason, sent with each rejection whose choice takes one, asked as a
+ * card's reject modal asks it (the route's quick reasons, a required reason enforced at submit).
+ * What it says of the reason is true of the members it rejects: a choice that takes no reason is
+ * sent without it.
+ */
+export function renderBatchRejectModal(
+  value: BatchButtonValue,
+  channel: string,
+  form: BatchRejectForm,
+): ModalView {
+  const listed = value.m.length;
+  const { decidable, takesReason } = form;
+  const who =
+    decidable >= listed
+      ? `Each of the ${listed} requests is rejected as if pressed on its own card.`
+      : `${decidable} of the ${listed} requests ${decidable === 1 ? 'is' : 'are'} yours to reject now, each as if pressed on its own card; the others are left as they are.`;
+  const reason =
+    takesReason === 0
+      ? decidable === 1
+        ? 'It takes no reason: the agent is told only that it was rejected.'
+        : 'None of them takes a reason: each agent is told only that its request was rejected.'
+      : takesReason >= decidable
+        ? 'The agent sees the reason you give, on each.'
+        : `The agent sees the reason you give on ${takesReason} of them; the other ${decidable - takesReason} take${decidable - takesReason === 1 ? 's' : ''} no reason and ${decidable - takesReason === 1 ? 'is' : 'are'} rejected without it.`;
+  const asks =
+    takesReason === 0
+      ? []
+      : [
+          ...(form.quickReasons.length > 0 ? [quickReasonsBlock(form.quickReasons)] : []),
+          reasonInput(form.reasonRequired, form.quickReasons.length > 0),
+        ];
   return {
     type: 'modal',
     callback_id: BATCH_REJECT_VIEW_CALLBACK_ID,
@@ -234,21 +279,6 @@ export function renderBatchRejectModal(value: BatchButtonValue, channel: string)
     submit: plainText('Reject all'),
     close: plainText('Cancel'),
     private_metadata: JSON.stringify({ c: channel, ...value }),
-    blocks: [
-      context([
-        `Each of the ${value.m.length} requests is rejected as if pressed on its own card. The agent sees the reason you give, on each.`,
-      ]),
-      {
-        type: 'input',
-        block_id: FEEDBACK_BLOCK_ID,
-        label: plainText('Reason'),
-        element: {
-          type: 'plain_text_input',
-          action_id: FEEDBACK_INPUT_ACTION_ID,
-          multiline: true,
-          max_length: 2000,
-        },
-      },
-    ],
+    blocks: [context([`${who} ${reason}`]), ...asks],
   };
 }

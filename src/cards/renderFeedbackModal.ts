@@ -32,7 +32,8 @@ export interface FeedbackModalArgs {
   quickReasons?: readonly string[];
 }
 
-function quickReasonsBlock(reasons: readonly string[]): KnownBlock {
+/** The route's quick reasons as options (the "Reject all" modal offers them too). */
+export function quickReasonsBlock(reasons: readonly string[]): KnownBlock {
   const options: PlainTextOption[] = reasons.map((reason) => ({
     text: plainText(clip(reason, MAX_OPTION_TEXT)),
     value: reason,
@@ -85,23 +86,31 @@ export function renderFeedbackModal(args: FeedbackModalArgs): ModalView {
       ]),
       ...(args.subject ? [section(codeBlock(args.subject, SUBJECT_MAX_LENGTH))] : []),
       ...(quickReasons.length > 0 ? [quickReasonsBlock(quickReasons)] : []),
-      {
-        type: 'input',
-        block_id: FEEDBACK_BLOCK_ID,
-        optional: true,
-        label: plainText(required ? 'Reason (required)' : 'Reason (optional)'),
-        ...(quickReasons.length > 0
-          ? { hint: plainText('Pick a quick reason, type one, or both: what you type is added after it.') }
-          : {}),
-        element: {
-          type: 'plain_text_input',
-          action_id: FEEDBACK_INPUT_ACTION_ID,
-          multiline: true,
-          max_length: FEEDBACK_MAX_LENGTH,
-          placeholder: plainText('Tell the agent why, or what to do instead'),
-        },
-      },
+      reasonInput(required, quickReasons.length > 0),
     ],
+  };
+}
+
+/**
+ * The reason typed, optional for Slack so that a quick reason alone can be sent: a required one
+ * is enforced at submit (response_action errors), by the "Reject all" modal too.
+ */
+export function reasonInput(required: boolean, quickReasons: boolean): KnownBlock {
+  return {
+    type: 'input',
+    block_id: FEEDBACK_BLOCK_ID,
+    optional: true,
+    label: plainText(required ? 'Reason (required)' : 'Reason (optional)'),
+    ...(quickReasons
+      ? { hint: plainText('Pick a quick reason, type one, or both: what you type is added after it.') }
+      : {}),
+    element: {
+      type: 'plain_text_input',
+      action_id: FEEDBACK_INPUT_ACTION_ID,
+      multiline: true,
+      max_length: FEEDBACK_MAX_LENGTH,
+      placeholder: plainText('Tell the agent why, or what to do instead'),
+    },
   };
 }
 

@@ -8,10 +8,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { BATCH_REJECT_VIEW_CALLBACK_ID } from '../../src/cards/ids.js';
 import { readGrantAudit } from '../../src/store/grantAudit.js';
 import { keys } from '../../src/store/keys.js';
-import { freshRedisDb } from '../support/bot.js';
+import { freshRedisDb, SIGNING_SECRET } from '../support/bot.js';
 import { type ApprovalRequestParams, FakeHost, shellApproval } from '../support/fakeHost.js';
 import { FakeSlack, type SlackMessage } from '../support/fakeSlack.js';
 import { standingOf, startReplicas } from '../support/replicas.js';
+import { postInteraction, viewSubmissionPayload } from '../support/slackRequests.js';
 import { testRedisUrl } from '../support/testRedis.js';
 import { APPROVALS, configFile, issueRisks, mainHost, route, users } from './fixtures/config.js';
 import { type Button, buttonsOf, pressButtonAt, SESSION, textOf, World } from './world.js';
@@ -396,6 +397,100 @@ describe('batch triage', () => {
       expect(d.frame.params.feedback).toBe('flaky suite, rerun after the fix <!channel>');
     }
     await summaryWhen(world, (m) => textOf(m).includes('Batch closed') && textOf(m).includes('rejected 4'));
+  });
+
+  it('"Reject all" asks for a reason as a card does: its quick reasons, a required one refused in the form, and whom it reaches', async () => {
+    const file = configFile({
+      routes: [
+        route('builds', {
+          approvers: users('U0ALICE', 'U0BOB'),
+          rejectReason: 'required',
+          quickReasons: ['Flaky suite', 'Not during a freeze'],
+        }),
+      ],
+    });
+    cleanups.push(file.remove);
+    const world = await World.start(
+      { sessions: SESSIONS.map((sessionId, i) => ({ sessionId, title: `Session ${i}` })) },
+      { COUNTERSIGN_CONFIG: file.path },
+    );
+    cleanups.push(() => world.close());
+    // One whose Reject takes no reason: it is rejected without one, as its card would.
+    const plain = npmTest('batch-why-2', 2);
+    plain.availableChoices = plain.availableChoices.map((c) =>
+      c.choiceId === 'abort' ? { ...c, acceptsFeedback: false } : c,
+    );
+    await burst(world, [npmTest('batch-why-0', 0), npmTest('batch-why-1', 1), plain]);
+    const summary = await summaryWhen(world, (m) => textOf(m).includes('3 alike requests waiting'));
+
+    const since = world.slack.calls.length;
+    await pressSummary(world, summary, 'cs_batch_reject', 'U0BOB');
+    const opened = await world.slack.waitFor('views.open', () => true, 5_000, { since });
+    const view = opened.args.view as { blocks: Array<Record<string, unknown>>; private_metadata: string };
+    const shown = JSON.stringify(view.blocks);
+    expect(shown).toContain(
+      'The agent sees the reason you give on 2 of them; the other 1 takes no reason and is rejected without it.',
+    );
+    expect(shown).not.toContain('on each');
+    expect(shown).toContain('Reason (required)');
+    const quick = view.blocks.find((b) => b.block_id === 'cs_quick_reason_block') as {
+      element: { options: Array<{ value: string }> };
+    };
+    expect(quick.element.options.map((o) => o.value)).toEqual(['Flaky suite', 'Not during a freeze']);
+
+    const submit = async (values: Record<string, Record<string, Record<string, unknown>>>) => {
+      const response = await postInteraction(
+        world.bot.url,
+        SIGNING_SECRET,
+        viewSubmissionPayload({
+          userId: 'U0BOB',
+          callbackId: BATCH_REJECT_VIEW_CALLBACK_ID,
+          privateMetadata: view.private_metadata,
+          values,
+        }),
+      );
+      expect(response.status).toBe(200);
+      const body = await response.text();
+      return body === '' ? {} : (JSON.parse(body) as Record<string, unknown>);
+    };
+    const typed = (value: string | null) => ({
+      cs_feedback_block: { cs_feedback_input: { type: 'plain_text_input', value } },
+    });
+    const required = {
+      response_action: 'errors',
+      errors: {
+        cs_feedback_block: 'A reason is required to reject on builds: type one or pick a quick reason.',
+      },
+    };
+    expect(await submit(typed('   '))).toEqual(required);
+    expect(await submit(typed(null))).toEqual(required);
+    await settle(300);
+    expect(world.host.decides()).toEqual([]);
+
+    // A quick reason alone is a reason.
+    const answered = world.slack.calls.length;
+    const sent = await submit({
+      ...typed(null),
+      cs_quick_reason_block: {
+        cs_quick_reason: {
+          type: 'radio_buttons',
+          selected_option: { text: { type: 'plain_text', text: 'Flaky suite' }, value: 'Flaky suite' },
+        },
+      },
+    });
+    expect(sent).toEqual({});
+    expect(await ephemeralAfter(world, 'U0BOB', answered)).toContain('You rejected 3 requests');
+    for (const id of ['batch-why-0', 'batch-why-1', 'batch-why-2']) {
+      await world.waitForCard(id, (m) => textOf(m).includes('Rejected'));
+    }
+    const feedback = Object.fromEntries(
+      world.host.decides().map((d) => [d.frame.params.approvalId, d.frame.params.feedback]),
+    );
+    expect(feedback).toEqual({
+      'batch-why-0': 'Flaky suite',
+      'batch-why-1': 'Flaky suite',
+      'batch-why-2': undefined,
+    });
   });
 
   it('"Reject all" whose form Slack did not open rejects nothing, and says so', async () => {

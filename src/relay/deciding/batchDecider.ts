@@ -41,13 +41,25 @@ interface Ready {
 
 /**
  * A batch checked, member by member, before anything is decided: what "Reject all" reads before
- * it opens its modal (whether its presser may decide any), and what a batch decides from.
+ * it opens its modal (whether its presser may decide any, and the routes' reason rules) and at its
+ * submit, and what a batch decides from.
  */
 export interface BatchChecks {
   /** Members the presser may decide now, each checked as a press of its own card. */
   ready: readonly Ready[];
   /** Members that may not be decided now, and why. */
   skipped: readonly BatchSkip[];
+  /**
+   * Of `ready`, how many take a reason: their choice accepts feedback, as a card's Reject that
+   * opens a reason modal does. The others are sent without one.
+   */
+  takesReason: number;
+  /** A member that takes a reason is on a route whose `rejectReason` is `required`. */
+  reasonRequired: boolean;
+  /** That member's route, for the words that say so. */
+  requiredOn?: string;
+  /** The routes' quick reasons of the members that take a reason, each once, in order. */
+  quickReasons: string[];
 }
 
 /**
@@ -73,11 +85,34 @@ export class BatchDecider {
     const results = await Promise.all(request.members.map((member) => this.checkOne(request, member, how)));
     const ready: Ready[] = [];
     const skipped: BatchSkip[] = [];
+    let takesReason = 0;
+    let reasonRequired = false;
+    let requiredOn: string | undefined;
+    const quickReasons = new Set<string>();
     for (const result of results) {
-      if ('refusal' in result) skipped.push(result);
-      else ready.push(result);
+      if ('refusal' in result) {
+        skipped.push(result);
+        continue;
+      }
+      ready.push(result);
+      // The rules of a card's reason modal, which only a choice that takes a reason opens.
+      const { choice, rules, record } = result.checked;
+      if (!choice.acceptsFeedback) continue;
+      takesReason += 1;
+      for (const reason of rules.quickReasons) quickReasons.add(reason);
+      if (rules.rejectReason === 'required' && !reasonRequired) {
+        reasonRequired = true;
+        requiredOn = record.route;
+      }
     }
-    return { ready, skipped };
+    return {
+      ready,
+      skipped,
+      takesReason,
+      reasonRequired,
+      ...(requiredOn === undefined ? {} : { requiredOn }),
+      quickReasons: [...quickReasons],
+    };
   }
 
   /** Decides the members `checks` found ready (from `check` of the same request). */

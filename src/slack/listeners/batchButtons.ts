@@ -7,6 +7,7 @@ import {
   BATCH_REJECT_ACTION_ID,
   BATCH_REJECT_VIEW_CALLBACK_ID,
   BATCH_REVIEW_ACTION_ID,
+  FEEDBACK_BLOCK_ID,
 } from '../../cards/ids.js';
 import {
   type BatchButtonValue,
@@ -15,10 +16,12 @@ import {
   decodeBatchValue,
   REJECT_CHECK_FAILED_TEXT,
   REJECT_FORM_FAILED_TEXT,
+  REJECT_SUBMIT_CHECK_FAILED_TEXT,
   REVIEW_ONE_BY_ONE_TEXT,
   renderBatchRejectModal,
 } from '../../cards/renderBatchSummary.js';
-import { readFeedback } from '../../cards/renderFeedbackModal.js';
+import { readReason } from '../../cards/renderFeedbackModal.js';
+import { reasonRequiredText } from '../../cards/renderUserMessages.js';
 import { type BatchOutcome, publicOutcome } from '../../domain/batchGroup.js';
 import type { BatchTriage } from '../../relay/batching/batchTriage.js';
 import type { BatchChecks, BatchDecider, BatchRequest } from '../../relay/deciding/batchDecider.js';
@@ -102,16 +105,16 @@ export function registerBatchButtons(app: App, options: BatchButtonsOptions): vo
       clearTimeout(timer);
     }
   };
+  /** Decides (`deciding`), tells the presser how it went, and notes it on the summary. */
   const decide = async (
     channel: string,
     userId: string,
     value: BatchButtonValue,
-    action: 'approve' | 'reject',
-    reason?: string,
+    deciding: () => Promise<BatchOutcome>,
   ) => {
     let outcome: BatchOutcome;
     try {
-      outcome = await options.decider.decide(requestOf(userId, value, action, reason));
+      outcome = await deciding();
     } catch (err) {
       logger.error({ err, groupId: value.g }, 'batch decision failed');
       await tell(channel, userId, 'Nothing was decided: Countersign could not read these requests just now.');
@@ -130,7 +133,9 @@ export function registerBatchButtons(app: App, options: BatchButtonsOptions): vo
   app.action(BATCH_APPROVE_ACTION_ID, async ({ ack, body }) => {
     await ack();
     const press = pressed(body);
-    if (press) await decide(press.channel, press.userId, press.value, 'approve');
+    if (!press) return;
+    const request = requestOf(press.userId, press.value, 'approve');
+    await decide(press.channel, press.userId, press.value, () => options.decider.decide(request));
   });
 
   app.action(BATCH_REJECT_ACTION_ID, async ({ ack, body }) => {
@@ -159,7 +164,13 @@ export function registerBatchButtons(app: App, options: BatchButtonsOptions): vo
       return;
     }
     try {
-      await options.views.open(press.trigger, renderBatchRejectModal(press.value, press.channel));
+      const form = {
+        decidable: checks.ready.length,
+        takesReason: checks.takesReason,
+        reasonRequired: checks.reasonRequired,
+        quickReasons: checks.quickReasons,
+      };
+      await options.views.open(press.trigger, renderBatchRejectModal(press.value, press.channel, form));
     } catch (err) {
       logger.warn({ err }, 'could not open the Reject all modal');
       await tell(press.channel, press.userId, REJECT_FORM_FAILED_TEXT);
@@ -173,15 +184,50 @@ export function registerBatchButtons(app: App, options: BatchButtonsOptions): vo
   });
 
   app.view(BATCH_REJECT_VIEW_CALLBACK_ID, async ({ ack, body, view }) => {
-    await ack();
+    const receivedAt = Date.now();
     let metadata: z.infer<typeof RejectMetadata>;
     try {
       metadata = RejectMetadata.parse(JSON.parse(view.private_metadata));
     } catch (err) {
+      await ack();
       logger.warn({ err }, 'Reject all modal with unusable private_metadata');
       return;
     }
-    const reason = readFeedback(view.state.values);
-    await decide(metadata.c, body.user.id, metadata, 'reject', reason);
+    const userId = body.user.id;
+    const reason = readReason(view.state.values);
+    const request = requestOf(userId, metadata, 'reject', reason);
+    // Checked before the modal closes, as a card's reject modal is, so that a reason its route
+    // requires is asked for in the modal itself; the decisions are made from this check.
+    const checks = await checkedInTime(options.decider.check(request), receivedAt);
+    const inModal = asksReason(view);
+    const refuse = async (text: string, closed: string) => {
+      if (inModal) {
+        await ack({ response_action: 'errors', errors: { [FEEDBACK_BLOCK_ID]: text } });
+        return;
+      }
+      await ack();
+      await tell(metadata.c, userId, closed);
+    };
+    if (!checks) {
+      await refuse(REJECT_SUBMIT_CHECK_FAILED_TEXT, REJECT_CHECK_FAILED_TEXT);
+      return;
+    }
+    if (checks.reasonRequired && !reason) {
+      const required = reasonRequiredText(checks.requiredOn, checks.quickReasons.length > 0);
+      await refuse(required, `Nothing was rejected. ${required} Please press Reject all again.`);
+      return;
+    }
+    await ack();
+    await decide(metadata.c, userId, metadata, () => options.decider.decideChecked(request, checks));
   });
+}
+
+/** Whether the submitted modal holds the reason input (none when no member took a reason). */
+function asksReason(view: { state?: { values?: unknown }; blocks?: unknown }): boolean {
+  const values = view.state?.values;
+  if (typeof values === 'object' && values !== null && FEEDBACK_BLOCK_ID in values) return true;
+  return (
+    Array.isArray(view.blocks) &&
+    view.blocks.some((b) => (b as { block_id?: unknown })?.block_id === FEEDBACK_BLOCK_ID)
+  );
 }

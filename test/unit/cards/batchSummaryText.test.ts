@@ -2,10 +2,11 @@
 // the last batch decision with what it skipped, what its presser reads, and its metadata.
 
 import { describe, expect, it } from 'vitest';
-import { checkMessageLimits } from '../../../src/cards/limits.js';
+import { checkMessageLimits, checkViewLimits } from '../../../src/cards/limits.js';
 import {
   batchAnswerText,
   decodeBatchValue,
+  renderBatchRejectModal,
   renderBatchSummary,
 } from '../../../src/cards/renderBatchSummary.js';
 import type { BatchOutcome, SummaryView } from '../../../src/domain/batchGroup.js';
@@ -207,6 +208,48 @@ describe('what the presser reads', () => {
     expect(answer).toContain(
       "\nLeft for someone else, 1 you may not decide:\n• Mine (appr-own): You cannot approve your own agent's request on builds",
     );
+  });
+});
+
+describe('the "Reject all" form', () => {
+  const value = { g: 'C0A:abc', m: members.map((m): [string, number] => [m.approvalId, m.sourceIndex]) };
+  const form = { decidable: 3, takesReason: 3, reasonRequired: false, quickReasons: [] as string[] };
+  const modal = (over: Partial<typeof form> = {}) => {
+    const view = renderBatchRejectModal(value, 'C0A', { ...form, ...over });
+    expect(checkViewLimits(view)).toEqual([]);
+    return { view, json: JSON.stringify(view.blocks) };
+  };
+
+  it('says the reason reaches each only when each takes one', () => {
+    expect(modal().json).toContain(
+      'Each of the 3 requests is rejected as if pressed on its own card. The agent sees the reason you give, on each.',
+    );
+    const some = modal({ takesReason: 2 }).json;
+    expect(some).not.toContain('on each');
+    expect(some).toContain(
+      'The agent sees the reason you give on 2 of them; the other 1 takes no reason and is rejected without it.',
+    );
+    const none = modal({ takesReason: 0 });
+    expect(none.json).toContain(
+      'None of them takes a reason: each agent is told only that its request was rejected.',
+    );
+    // Nothing to type that would go nowhere.
+    expect(none.view.blocks.map((b) => b.type)).toEqual(['context']);
+    expect(modal({ decidable: 1, takesReason: 0 }).json).toContain(
+      '1 of the 3 requests is yours to reject now, each as if pressed on its own card; the others are left as they are. It takes no reason',
+    );
+  });
+
+  it('asks as the route asks: its quick reasons, and a reason said to be required', () => {
+    const { view, json } = modal({ reasonRequired: true, quickReasons: ['Flaky suite', 'Not now'] });
+    expect(json).toContain('Reason (required)');
+    const quick = view.blocks.find((b) => b.block_id === 'cs_quick_reason_block') as {
+      element: { type: string; options: Array<{ value: string }> };
+    };
+    expect(quick.element.type).toBe('radio_buttons');
+    expect(quick.element.options.map((o) => o.value)).toEqual(['Flaky suite', 'Not now']);
+    expect(modal().json).toContain('Reason (optional)');
+    expect(modal().json).not.toContain('cs_quick_reason_block');
   });
 });
 

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { batchGroupOf } from '../../../src/domain/batchGroup.js';
 import { questionDigest } from '../../../src/domain/questionDigest.js';
 import type { ApprovalRecord } from '../../../src/domain/record.js';
+import { OPEN_RULES, type RouteRules } from '../../../src/domain/route.js';
 import { BatchDecider } from '../../../src/relay/deciding/batchDecider.js';
 import { fileRecord } from '../../support/cardFixtures.js';
 
@@ -17,6 +18,7 @@ function decider(
   records: Map<string, ApprovalRecord | Error>,
   outcomes: Record<string, unknown> = {},
   checked: Map<string, ApprovalRecord> = new Map(),
+  rules: Map<string, RouteRules> = new Map(),
 ) {
   const decided: string[] = [];
   const askedAs = new Map<string, string | undefined>();
@@ -29,7 +31,12 @@ function decider(
       const record = checked.get(click.approvalHint!) ?? stored!;
       const choice = record.availableChoices.find((c) => c.choiceId === click.choiceId);
       if (!choice) return { ok: false as const, refusal: { code: 'choiceNotOffered' } } as never;
-      return { ok: true as const, record, choice } as never;
+      return {
+        ok: true as const,
+        record,
+        choice,
+        rules: rules.get(click.approvalHint!) ?? OPEN_RULES,
+      } as never;
     },
     decideAsPartOfBatch: async (click: {
       approvalHint?: string;
@@ -184,6 +191,45 @@ describe('BatchDecider', () => {
     await batch.decide({ ...request, reason: 'not now' });
     expect(checkedClicks.map((c) => c.from)).toEqual([undefined, 'modal']);
     expect(decided).toEqual(['a:abort:not now']);
+  });
+
+  it("reads the reason rules of the members that take a reason, as their cards' reject modals would", async () => {
+    const a = posted('a', '1.1', { route: 'builds' });
+    const b = posted('b', '1.2', { route: 'builds' });
+    // Its Reject takes no reason: its route's rules ask nothing of the form.
+    const plain = posted('plain', '1.3', {
+      route: 'builds',
+      availableChoices: a.availableChoices.map((c) =>
+        c.acceptsFeedback ? { ...c, acceptsFeedback: false } : c,
+      ),
+    });
+    const records = new Map<string, ApprovalRecord | Error>([a, b, plain].map((r) => [r.approvalId, r]));
+    const required: RouteRules = { ...OPEN_RULES, rejectReason: 'required', quickReasons: ['Not now'] };
+    const { batch } = decider(
+      records,
+      {},
+      new Map(),
+      new Map([
+        ['a', { ...OPEN_RULES, quickReasons: ['Flaky', 'Not now'] }],
+        ['plain', required],
+      ]),
+    );
+    const request = {
+      userId: 'U0ALICE',
+      groupId: batchGroupOf(a, 1)!.groupId,
+      action: 'reject' as const,
+      members: ['a', 'b', 'plain'].map((approvalId) => ({ approvalId, sourceIndex: 0 })),
+    };
+    const open = await batch.check(request, { opening: true });
+    expect(open).toMatchObject({ takesReason: 2, reasonRequired: false, quickReasons: ['Flaky', 'Not now'] });
+    expect(open.ready).toHaveLength(3);
+    const { batch: strict } = decider(records, {}, new Map(), new Map([['b', required]]));
+    expect(await strict.check(request, { opening: true })).toMatchObject({
+      takesReason: 2,
+      reasonRequired: true,
+      requiredOn: 'builds',
+      quickReasons: ['Not now'],
+    });
   });
 
   it('holds each decision to the question it checked, wherever it is claimed', async () => {
