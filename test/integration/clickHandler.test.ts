@@ -411,6 +411,9 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
       });
       return { checker, warrant };
     };
+    /** Clicks taken at the replica that owns the host, deciding through `decider`. */
+    const ownerClicks = (authorizer: Authorizer, decider: Decider) =>
+      new ClickHandler({ store, decider, keeper, notifier: cards, authorizer, logger });
     const byClick = (userId: string, voters?: string[]) => ({
       via: 'click' as const,
       userId,
@@ -523,14 +526,7 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
         quorum: 2,
       }));
       const { checker } = checkingDecider(authorizer);
-      const owner = new ClickHandler({
-        store,
-        decider: checker,
-        keeper,
-        notifier: cards,
-        authorizer,
-        logger,
-      });
+      const owner = ownerClicks(authorizer, checker);
       await owner.click(click('U0CAROL', 0));
       expect(cards.notes.at(-1)).toEqual({
         userId: 'U0CAROL',
@@ -554,14 +550,7 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
     it('a pick checked on a question the host then asks otherwise is neither counted toward the quorum nor decided', async () => {
       const authorizer = strict(['U0ALICE', 'U0BOB'], 2);
       const { checker } = checkingDecider(authorizer);
-      const owner = new ClickHandler({
-        store,
-        decider: checker,
-        keeper,
-        notifier: cards,
-        authorizer,
-        logger,
-      });
+      const owner = ownerClicks(authorizer, checker);
       await owner.click(click('U0ALICE', 0));
       const checked = await owner.check(click('U0BOB', 0));
       expect(checked.ok).toBe(true);

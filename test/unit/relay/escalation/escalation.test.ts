@@ -480,6 +480,18 @@ describe('PagerDuty client', () => {
 });
 
 describe('Escalator', () => {
+  /** What an escalator is given that these tests never reach, or reach only to note a step. */
+  const untouched = () => ({
+    keeper: { mutateAndSync: async () => undefined } as unknown as RecordKeeper,
+    decider: {} as Decider,
+    oncall: new OncallResolver({ groups: { members: async () => new Set<string>() }, logger: silent }),
+    ledger: {} as NoticeLedger,
+    oncallOf: () => undefined,
+    approversOf: () => undefined,
+    dmMappingTtlMs: 1_000,
+    logger: silent,
+  });
+
   function world(
     stored: ApprovalRecord | undefined,
     ladder: EscalationStep[] = [{ afterMs: 0, action: 'remind' }],
@@ -503,8 +515,6 @@ describe('Escalator', () => {
         },
       } as unknown as EscalationStore,
       store: { get: async () => stored } as unknown as ApprovalStore,
-      keeper: { mutateAndSync: async () => undefined } as unknown as RecordKeeper,
-      decider: {} as Decider,
       slack: {
         threadReply: async (_card, reply) => {
           sent.push(renderEscalationReply(reply));
@@ -513,13 +523,8 @@ describe('Escalator', () => {
         permalink: async () => undefined,
         nameOf: async () => undefined,
       },
-      oncall: new OncallResolver({ groups: { members: async () => new Set<string>() }, logger: silent }),
-      ledger: {} as NoticeLedger,
       ladderOf: () => ladder,
-      oncallOf: () => undefined,
-      approversOf: () => undefined,
-      dmMappingTtlMs: 1_000,
-      logger: silent,
+      ...untouched(),
     });
     return { escalator, sent, marked, claims };
   }
@@ -580,17 +585,10 @@ describe('Escalator', () => {
           },
         } as unknown as EscalationStore,
         store: { get: async () => undefined } as unknown as ApprovalStore,
-        keeper: { mutateAndSync: async () => undefined } as unknown as RecordKeeper,
-        decider: {} as Decider,
         slack: {} as never,
-        oncall: new OncallResolver({ groups: { members: async () => new Set<string>() }, logger: silent }),
-        ledger: {} as NoticeLedger,
         ladderOf: () => ladder,
-        oncallOf: () => undefined,
-        approversOf: () => undefined,
-        dmMappingTtlMs: 1_000,
         idlePollMs: 1_000,
-        logger: silent,
+        ...untouched(),
       });
       return { escalator, looks, scheduled };
     }
