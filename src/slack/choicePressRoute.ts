@@ -51,7 +51,7 @@ export function choicePressRoute(options: ChoicePressRouteOptions): RequestListe
       }
       if (body === TOO_LARGE) {
         logger.warn({ limit: defaultBodyLimit }, 'request body too large');
-        refuseTooLarge(res);
+        refuseTooLarge(req, res);
         return;
       }
       const buffered = Object.assign(req, { rawBody: body }) as BufferedIncomingMessage;
@@ -130,11 +130,26 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer | typeof 
   });
 }
 
+/** How long a refused connection stays half open after its 413, read no further, before it is reset. */
+const LINGER_MS = 2_000;
+
 /**
- * 413, as Bolt's receiver answers a body over its limit, and the connection closed once the
- * answer is written (Node closes it for `connection: close`) rather than read to its end.
+ * 413, as Bolt's receiver answers a body over its limit, and the connection closed rather than
+ * read to its end. Node would close it the moment the answer is written (destroySoon, for
+ * `connection: close`): with the refused body still arriving, the kernel then resets the
+ * connection, and a sender still writing may lose the 413 before it reads it (a busy test machine
+ * saw it about one time in five). So, as nginx's lingering close: the answer and the end of our
+ * side go out, nothing more is read (the request stays paused), and the socket is destroyed
+ * LINGER_MS later, or as soon as the sender closes.
  */
-function refuseTooLarge(res: ServerResponse): void {
+function refuseTooLarge(req: IncomingMessage, res: ServerResponse): void {
+  const { socket } = req;
+  socket.destroySoon = function lingeringClose(this: typeof socket) {
+    this.end();
+    const reset = setTimeout(() => this.destroy(), LINGER_MS);
+    reset.unref();
+    this.once('close', () => clearTimeout(reset));
+  };
   res.writeHead(413, { connection: 'close' });
   res.end();
 }
