@@ -468,7 +468,11 @@ describe('away and delegate', () => {
     await world.host.open(approval('away-page-2'));
     await world.postedAt('away-page-2');
     await pd.waitForEvent('trigger', 'away-page-2', 6_000);
-    await world.waitForCard('away-page-2', (m) => textOf(m).includes('paged'));
+    const paged = textOf(await world.waitForCard('away-page-2', (m) => textOf(m).includes('paged')));
+    // The card names whom PagerDuty pages, Bob among them, not the delegate it never reaches.
+    expect(paged).toMatch(/paged [^·\n]*@bob/);
+    expect(paged).toMatch(/paged [^·\n]*@dave/);
+    expect(paged).not.toMatch(/paged [^·\n]*@carol/);
 
     // Back, and the only one on call again: the next approval's page goes, as it would have.
     pd.oncalls = pd.oncalls.slice(0, 1);

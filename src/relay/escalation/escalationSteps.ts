@@ -206,10 +206,16 @@ export class EscalationSteps {
         'pd-resolve-late',
       );
     }
-    // The card names who was paged when the route's on-call source is PagerDuty's.
-    if (this.options.oncallOf(record.route)?.kind !== 'pagerduty') return 'PagerDuty';
-    const target = await this.target(record, 'oncall');
-    return target.source === 'pagerduty' ? await this.names(target.users) : 'PagerDuty';
+    // The card names who was paged when the route's on-call source is PagerDuty's: whom PagerDuty
+    // has on call, as it pages them, not their delegates (whom a page never reaches).
+    const source = this.options.oncallOf(record.route);
+    if (source?.kind !== 'pagerduty') return 'PagerDuty';
+    const paged = await this.options.oncall.resolve(
+      source,
+      this.options.approversOf(record.route),
+      record.approvalId,
+    );
+    return paged.source === 'pagerduty' ? await this.names(paged.users) : 'PagerDuty';
   }
 
   private async timeout(record: ApprovalRecord, step: EscalationStep): Promise<void> {
