@@ -565,6 +565,30 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
       expect((await store.get('a-click'))?.votes?.map((v) => v.userId)).toEqual(['U0ALICE']);
     });
 
+    it('a forwarded click is held to whom its person stands in for now: the decision says so, and outlasts nothing', async () => {
+      const until = new Date(Date.now() + 86_400_000).toISOString();
+      const authorizer = testAuthorizer({
+        rulesOf: () => ({ ...OPEN_RULES, approvers: { users: ['U0ALICE'], usergroups: [] } }),
+        // Alice went away, naming Carol, after the replica that took Carol's click checked it.
+        standIns: {
+          U0CAROL: [{ userId: 'U0ALICE', delegate: 'U0CAROL', until, since: clock.toISOString() }],
+        },
+        logger,
+      });
+      const { checker } = checkingDecider(authorizer);
+      const record = (await store.get('a-click'))!;
+      const forwarded = (choiceId: string) =>
+        checker.decide({ record, sourceIndex: 0, choiceId, by: byClick('U0CAROL'), onChange: 'return' });
+      expect(await forwarded('allow_local_prefix')).toEqual({ kind: 'standInOnce', for: 'U0ALICE' });
+      expect(refusalFor({ kind: 'standInOnce', for: 'U0ALICE' }, 'U0CAROL')).toEqual({
+        code: 'standInOnce',
+        for: 'U0ALICE',
+      });
+      expect((await store.get('a-click'))?.claim).toBeUndefined();
+      expect(await forwarded('allow_once')).toEqual({ kind: 'decided', terminal: false });
+      expect((await store.get('a-click'))?.claim).toMatchObject({ userId: 'U0CAROL', onBehalfOf: 'U0ALICE' });
+    });
+
     it('a quorum is counted again where it is claimed: only votes of people who may decide count', async () => {
       const { checker } = checkingDecider(strict(['U0ALICE', 'U0BOB'], 2));
       const vote = (userId: string) => ({

@@ -108,12 +108,16 @@ export type Unwarranted =
   | { kind: 'askedOtherwise' }
   /** An approving pick that asks for its target typed (a risk rule's `confirm: type`) lacks it. */
   | { kind: 'unconfirmed'; confirmation: TypedConfirmation }
+  /** The person decides only as someone's delegate now, and the choice would outlast the request. */
+  | { kind: 'standInOnce'; for: string }
   /** No live grant answers this stage with this choice; or the route's ladder ends in no timeout. */
   | { kind: 'unwarranted'; via: 'grant' | 'timeout' };
 
 /**
- * The decision may be made, by fewer voters than it names: some whose votes are stored no longer
- * count (the rules, a group or an absence changed since they voted). `by` names those who count.
+ * The decision may be made, by whom the record counts now rather than as the request names them:
+ * fewer voters (some no longer may decide: the rules, a group or an absence changed since they
+ * voted), or the person standing in for someone else than it says, or for nobody now. `by` names
+ * them as they count.
  */
 export interface Recounted {
   kind: 'recounted';

@@ -1,4 +1,4 @@
-import { needsQuorum, timeoutChoice } from '../../domain/decisionWords.js';
+import { needsQuorum, outlastsRequest, timeoutChoice } from '../../domain/decisionWords.js';
 import type { GrantStore } from '../../domain/grants/grant.js';
 import { findGrant, grantQuestion, sessionCallerOf } from '../../domain/grants/match.js';
 import { questionDigest } from '../../domain/questionDigest.js';
@@ -60,17 +60,25 @@ export class DecisionWarrant {
     const { authorizer } = this.options;
     const authorization = await authorizer.check(by.userId, record);
     if (!authorization.allowed) return { kind: 'notAuthorized', refused: authorization };
+    const choice = record.availableChoices.find((c) => c.choiceId === ask.choiceId);
+    // Standing in is read now too: the replica that took the click read it a moment before.
+    const standingFor = authorization.because === 'delegate' ? authorization.for : undefined;
+    if (standingFor !== undefined && choice && outlastsRequest(choice))
+      return { kind: 'standInOnce', for: standingFor };
+    const { onBehalfOf: _said, ...own } = by;
+    const asNow =
+      standingFor === by.onBehalfOf ? by : { ...own, ...(standingFor ? { onBehalfOf: standingFor } : {}) };
+    const restated = asNow === by ? undefined : ({ kind: 'recounted', by: asNow } as const);
     // What the person saw (a confirmation modal, a batch summary) must be what is asked now: the
     // host may re-ask the stage with another command between their check and this claim.
     if (by.askedAs !== undefined && by.askedAs !== questionDigest(record)) return { kind: 'askedOtherwise' };
-    const choice = record.availableChoices.find((c) => c.choiceId === ask.choiceId);
     // The target is read from the record as it is now: a question that changed asks for its own.
     const confirmation = choice && typedConfirmationFor(record, choice);
     if (confirmation && !confirmsTarget(by.typed, confirmation.target)) {
       return { kind: 'unconfirmed', confirmation };
     }
     const quorum = authorizer.quorum(record);
-    if (quorum <= 1 || !choice || !needsQuorum(choice.decision)) return undefined;
+    if (quorum <= 1 || !choice || !needsQuorum(choice.decision)) return restated;
     // As ClickHandler.vote counts them: the host's owner has no vote, and each voter must still
     // be one who may decide (rules and group membership may have changed since they voted).
     const owner = authorizer.ownerOf(record);
@@ -88,8 +96,7 @@ export class DecisionWarrant {
       return { kind: 'quorumNotMet', votes: principals.size, quorum };
     }
     const named = by.voters ?? [by.userId];
-    if (named.length === counted.length && named.every((userId) => counted.includes(userId)))
-      return undefined;
+    if (named.length === counted.length && named.every((userId) => counted.includes(userId))) return restated;
     // Enough count without those who no longer may decide: the decision names only those who count.
     const stoodInFor = Object.fromEntries(
       voters.flatMap((userId, i) => {
@@ -99,7 +106,7 @@ export class DecisionWarrant {
           : [];
       }),
     );
-    const { voters: _named, stoodInFor: _stood, ...rest } = by;
+    const { voters: _named, stoodInFor: _stood, ...rest } = asNow;
     return {
       kind: 'recounted',
       by: { ...rest, voters: counted, ...(Object.keys(stoodInFor).length > 0 ? { stoodInFor } : {}) },

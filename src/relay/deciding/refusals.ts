@@ -64,6 +64,8 @@ export function refusalFor(
       return { code: 'quorumNotMet', votes: outcome.votes, quorum: outcome.quorum };
     case 'unconfirmed':
       return { code: 'confirmationMismatch', confirmation: outcome.confirmation };
+    case 'standInOnce':
+      return { code: 'standInOnce', for: outcome.for };
     case 'unwarranted':
       // A grant or a timeout, never a person's click: the card shows the question as it stands.
       return { code: 'questionChanged' };
