@@ -10,7 +10,7 @@ import { type AwayStore, MAX_STAND_INS } from '../store/awayStore.js';
 // Every refusal says why, to the person who typed it only; nothing is changed then.
 
 export interface AwayCommandOptions {
-  store: Pick<AwayStore, 'set' | 'clear' | 'standInCount'>;
+  store: Pick<AwayStore, 'set' | 'clear'>;
   /** Who Slack says the user and their delegate are (strangers, bots). */
   authorizer: Pick<Authorizer, 'whoIs'>;
   /** The absence changed: these users' Homes show it (the user, their delegate and the one before). */
@@ -34,10 +34,6 @@ export function awayCommands(options: AwayCommandOptions) {
         const them = await options.authorizer.whoIs(asked.delegate);
         const refused = delegateRefusal(them.person, them.workspace);
         if (refused) return renderAwayRefusal(refused);
-        // Whom a delegate stands in for is read no further than MAX_STAND_INS (awayStore.ts): one
-        // more would be told the delegate stands in while no check ever saw it.
-        if ((await options.store.standInCount(asked.delegate, userId)) >= MAX_STAND_INS)
-          return renderAwayRefusal({ kind: 'delegateFull', max: MAX_STAND_INS });
       }
       const away: Away = {
         userId,
@@ -45,7 +41,11 @@ export function awayCommands(options: AwayCommandOptions) {
         ...(asked.delegate ? { delegate: asked.delegate } : {}),
         since: new Date(nowMs).toISOString(),
       };
-      const was = await options.store.set(away);
+      const stored = await options.store.set(away);
+      // Whom a delegate stands in for is read no further than MAX_STAND_INS (awayStore.ts): one
+      // more would be told the delegate stands in while no check ever saw it.
+      if (stored.full) return renderAwayRefusal({ kind: 'delegateFull', max: MAX_STAND_INS });
+      const was = stored.previous;
       // A delegate replaced or dropped no longer stands in: their Home must stop saying so.
       const delegates = new Set([asked.delegate, was?.delegate].filter((d) => d !== undefined));
       options.onChanged([userId, ...delegates]);

@@ -6,6 +6,26 @@ import type { RedisClient } from './redisConnection.js';
 export const MAX_STAND_INS = 20;
 
 /**
+ * Adds a person to a delegate's index unless the delegate already stands in for MAX_STAND_INS
+ * others now: in one step, so that two people naming the same delegate at once cannot make it
+ * one more than any check reads. Ended entries go on the way; the key lives as long as its last.
+ * KEYS: the delegate's index. ARGV: now, until (ms), userId, the cap. Returns 1 if added.
+ */
+const STAND_IN = `
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+local others = redis.call('ZCARD', KEYS[1])
+if redis.call('ZSCORE', KEYS[1], ARGV[3]) then others = others - 1 end
+if others >= tonumber(ARGV[4]) then return 0 end
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[3])
+local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+redis.call('PEXPIREAT', KEYS[1], math.max(tonumber(ARGV[2]), tonumber(last[2])))
+return 1
+`;
+
+/** What setting an absence did: `full`, the delegate already stands in for MAX_STAND_INS others. */
+export type AwaySet = { full: true } | { full: false; previous: Away | undefined };
+
+/**
  * Who is away, in Redis, so that every replica sees a change at once: one key per person that
  * expires when their absence ends (so an expiry needs nobody to act), and per delegate the names
  * of those who chose them. Nothing is kept in memory.
@@ -17,26 +37,31 @@ export class AwayStore {
   ) {}
 
   /**
-   * Sets (or replaces) an absence; resolves with the one it replaced, if any. The previous
-   * delegate, if another, no longer stands in.
+   * Sets (or replaces) an absence, and says which it replaced, if any; nothing is set when the
+   * delegate already stands in for MAX_STAND_INS others (`full`). The previous delegate, if
+   * another, no longer stands in. The delegate's index is written first: should the process die
+   * before the absence, the index names someone not away, which every read checks.
    */
-  async set(away: Away): Promise<Away | undefined> {
+  async set(away: Away): Promise<AwaySet> {
     const untilMs = Date.parse(away.until);
+    if (away.delegate) {
+      const added = await this.redis.eval(
+        STAND_IN,
+        1,
+        keys.standIn(away.delegate),
+        String(this.now()),
+        String(untilMs),
+        away.userId,
+        String(MAX_STAND_INS),
+      );
+      if (added !== 1) return { full: true };
+    }
     const previous = await this.get(away.userId);
     await this.redis.set(keys.away(away.userId), JSON.stringify(away), 'PXAT', untilMs);
     if (previous?.delegate && previous.delegate !== away.delegate) {
       await this.redis.zrem(keys.standIn(previous.delegate), away.userId);
     }
-    if (away.delegate) {
-      const key = keys.standIn(away.delegate);
-      await this.redis
-        .multi()
-        .zadd(key, untilMs, away.userId)
-        .zremrangebyscore(key, '-inf', this.now())
-        .pexpireat(key, Math.max(untilMs, await this.lastEnd(key)))
-        .exec();
-    }
-    return previous;
+    return { full: false, previous };
   }
 
   /** Ends an absence now; resolves with the one that was set, if any. */
@@ -86,25 +111,5 @@ export class AwayStore {
       const away = aways.get(name);
       return away?.delegate === delegate ? [away] : [];
     });
-  }
-
-  /**
-   * How many others than `userId` have `delegate` in their index now: what `away` checks against
-   * MAX_STAND_INS before adding one more. The index itself is counted, not the absences it
-   * points at, as standingInFor reads no further into it than MAX_STAND_INS names.
-   */
-  async standInCount(delegate: string, userId: string): Promise<number> {
-    const key = keys.standIn(delegate);
-    const nowMs = this.now();
-    const [count, own] = await Promise.all([
-      this.redis.zcount(key, nowMs, '+inf'),
-      this.redis.zscore(key, userId),
-    ]);
-    return own !== null && Number(own) >= nowMs ? count - 1 : count;
-  }
-
-  private async lastEnd(key: string): Promise<number> {
-    const last = await this.redis.zrange(key, -1, -1, 'WITHSCORES');
-    return last[1] ? Number(last[1]) : 0;
   }
 }

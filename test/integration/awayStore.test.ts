@@ -37,20 +37,41 @@ async function nameDelegate(store: AwayStore, delegate: string, count: number): 
 }
 
 describe('AwayStore and the stand-in cap', () => {
-  it('counts whom a delegate stands in for now, leaving out the one asking and those whose absence ended', async () => {
+  it('a delegate’s place is taken in one step: of people naming a full delegate at once, none gets past the cap', async () => {
     let nowMs = Date.now();
     const store = new AwayStore(redis, () => nowMs);
     const since = new Date(nowMs).toISOString();
     const until = (ms: number) => new Date(nowMs + ms).toISOString();
-    await store.set({ userId: 'U0ALICE', until: until(60_000), delegate: 'U0BOB', since });
-    await store.set({ userId: 'U0CAROL', until: until(5_000), delegate: 'U0BOB', since });
-    await store.set({ userId: 'U0DAVE', until: until(60_000), delegate: 'U0ERIN', since });
-    expect(await store.standInCount('U0BOB', 'U0FRANK')).toBe(2);
-    expect(await store.standInCount('U0BOB', 'U0ALICE')).toBe(1);
+    // Nineteen stand-ins now, one of them ending in 5 s.
+    for (let i = 0; i < MAX_STAND_INS - 1; i++) {
+      const ms = i === 0 ? 5_000 : 60_000;
+      expect(
+        await store.set({ userId: `U0ON${i}`, until: until(ms), delegate: 'U0BOB', since }),
+      ).toMatchObject({
+        full: false,
+      });
+    }
+    // Five name Bob at once, each typing the command: exactly one gets the last place.
+    const away = commandsOn(store);
+    const racing = Array.from({ length: 5 }, (_, i) => `U0RACE${i}`);
+    const answers = await Promise.all(
+      racing.map((userId) => away.away({ userId, args: ['until', '1d', 'delegate', '<@U0BOB>'] })),
+    );
+    const placed = answers.map((a) => a.text.includes('is asked in your place'));
+    expect(placed.filter(Boolean)).toHaveLength(1);
+    for (const [i, answer] of answers.entries())
+      if (!placed[i]) expect(answer.text).toContain(`already stands in for ${MAX_STAND_INS} people`);
+    const winner = racing[placed.indexOf(true)]!;
+    expect((await store.standingInFor('U0BOB')).map((a) => a.userId)).toContain(winner);
+    // Those refused were not set away at all.
+    for (const userId of racing.filter((u) => u !== winner)) expect(await store.get(userId)).toBeUndefined();
+    // Once the first ends, there is room again.
     nowMs += 10_000;
-    expect(await store.standInCount('U0BOB', 'U0FRANK')).toBe(1);
-    expect(await store.standInCount('U0ERIN', 'U0FRANK')).toBe(1);
-    expect(await store.standInCount('U0NOBODY', 'U0FRANK')).toBe(0);
+    expect(
+      await store.set({ userId: 'U0LATE', until: until(60_000), delegate: 'U0BOB', since }),
+    ).toMatchObject({
+      full: false,
+    });
   });
 
   it(`refuses a delegate who already stands in for ${MAX_STAND_INS} people; those already among them may set their absence again`, async () => {

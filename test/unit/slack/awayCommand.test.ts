@@ -20,15 +20,13 @@ function commands(people: Record<string, Person | undefined>) {
         stored.push(a);
         const was = current.get(a.userId);
         current.set(a.userId, a);
-        return was;
+        return { full: false as const, previous: was };
       },
       clear: async (userId: string) => {
         const was = current.get(userId);
         current.delete(userId);
         return was;
       },
-      standInCount: async (delegate: string, userId: string) =>
-        [...current.values()].filter((a) => a.delegate === delegate && a.userId !== userId).length,
     },
     authorizer: {
       whoIs: async (userId: string) => {
