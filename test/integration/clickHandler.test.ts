@@ -542,8 +542,11 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
       });
       expect((await store.get('a-click'))?.claim).toBeUndefined();
       // Alice's pick is the second that counts, and the decision names only those whose votes count.
+      const checks = vi.spyOn(authorizer, 'check');
       await owner.click(click('U0ALICE', 0));
       expect(host.decided).toHaveLength(1);
+      // Alice checked at her click and once where it is claimed, her vote not a third time.
+      expect(checks.mock.calls.filter(([userId]) => userId === 'U0ALICE')).toHaveLength(2);
       expect((await store.get('a-click'))?.claim?.voters).toEqual(['U0BOB', 'U0ALICE']);
     });
 

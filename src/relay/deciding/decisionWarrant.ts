@@ -83,7 +83,10 @@ export class DecisionWarrant {
     // be one who may decide (rules and group membership may have changed since they voted).
     const owner = authorizer.ownerOf(record);
     const voters = votersFor(record, ask.sourceIndex, ask.choiceId).filter((userId) => userId !== owner);
-    const allowed = await Promise.all(voters.map((userId) => authorizer.check(userId, record)));
+    // The person deciding was checked above: their vote is not checked a second time.
+    const allowed = await Promise.all(
+      voters.map((userId) => (userId === by.userId ? authorization : authorizer.check(userId, record))),
+    );
     const counted = voters.filter((_, i) => allowed[i]!.allowed);
     // Whose rights each counted vote stands for: a delegate's and the delegator's count once.
     // The owner's rights never count, even through a delegate standing in for them.
