@@ -259,6 +259,14 @@ export class BatchGroups {
     return this.redis.srandmember(keys.batchOpen(), max);
   }
 
+  /**
+   * Takes this period's sweep (true) unless another process took it less than `forMs` ago: one
+   * sweep a period whatever the number of replicas, each of which would draw the same summaries.
+   */
+  async takeSweep(forMs: number): Promise<boolean> {
+    return (await this.redis.set(keys.batchSweep(), '1', 'PX', forMs, 'NX')) === 'OK';
+  }
+
   /** The summary is closed or gone: the sweep has nothing more to do for it. */
   async forget(groupId: string): Promise<void> {
     await this.redis.srem(keys.batchOpen(), groupId);

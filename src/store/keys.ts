@@ -50,6 +50,8 @@ export const keys = {
   unsyncedCards: () => `${PREFIX}:{cards}:unsynced`,
   /** The batch summaries posted and not yet closed, by group id: what the triage's sweep redraws. */
   batchOpen: () => `${PREFIX}:{batch}:open`,
+  /** Held, with a TTL, by the one process that sweeps the open summaries this period. */
+  batchSweep: () => `${PREFIX}:{batch}:sweep`,
   /**
    * `<replicaId> <token>`, with a TTL: which replica owns the host (runs its process and acts for
    * it) and with which fencing token. Taken only when absent (hostLeases.ts).

@@ -344,4 +344,37 @@ describe.each(BACKENDS)('BatchTriage on %s Redis', (kind) => {
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(next.board.updates).toHaveLength(updates);
   });
+
+  it('one process a period sweeps the open summaries, however many replicas tick', async () => {
+    const sweepMs = 400;
+    const replicas = [0, 1, 2].map(() => {
+      const groups = new BatchGroups(redis);
+      let swept = 0;
+      const open = groups.openSummaries.bind(groups);
+      groups.openSummaries = (max) => {
+        swept++;
+        return open(max);
+      };
+      const triage = new BatchTriage({
+        groups,
+        board: new MemoryBoard(),
+        records: async () => [],
+        quorum: () => 1,
+        logger: pino({ level: 'silent' }),
+        sweepMs,
+      });
+      triages.push(triage);
+      return { triage, swept: () => swept };
+    });
+    const tick = () => Promise.all(replicas.map((r) => r.triage.sweepTurn()));
+    // Ticking at once: exactly one sweeps.
+    expect((await tick()).filter(Boolean)).toHaveLength(1);
+    expect(replicas.map((r) => r.swept()).reduce((a, b) => a + b)).toBe(1);
+    // Again within the period: none does.
+    expect((await tick()).filter(Boolean)).toHaveLength(0);
+    // The period's hold (90 % of it) is taken again once it has run out.
+    await new Promise((resolve) => setTimeout(resolve, sweepMs));
+    expect((await tick()).filter(Boolean)).toHaveLength(1);
+    expect(replicas.map((r) => r.swept()).reduce((a, b) => a + b)).toBe(2);
+  });
 });

@@ -181,11 +181,25 @@ export class BatchTriage implements RecordFollower {
   start(): void {
     if (this.sweeping) return;
     this.sweeping = setInterval(() => {
-      this.sweep().catch((err: unknown) => {
+      this.sweepTurn().catch((err: unknown) => {
         this.options.logger.warn({ err }, 'could not sweep the batch summaries');
       });
-    }, this.options.sweepMs ?? 60_000);
+    }, this.sweepMs);
     this.sweeping.unref();
+  }
+
+  private get sweepMs(): number {
+    return this.options.sweepMs ?? 60_000;
+  }
+
+  /**
+   * The sweep's tick: sweeps unless another process has this period's sweep (false). Held for
+   * most of a period, so that the next tick anywhere may take the next one.
+   */
+  async sweepTurn(): Promise<boolean> {
+    if (!(await this.options.groups.takeSweep(Math.floor(this.sweepMs * 0.9)))) return false;
+    await this.sweep();
+    return true;
   }
 
   /**
