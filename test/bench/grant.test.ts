@@ -30,8 +30,8 @@ it('npm run bench --quick --only grant auto-decides every approval, with no card
     expect(work).toBeGreaterThan(0.8);
     expect(work).toBeLessThan(1.25);
     expect(run.redisRoundTripsPerApproval).toBeGreaterThan(0);
-    // The bot's own timers poll Redis at rest (the escalator, every 200 ms): measured, and taken
-    // off the window as the redis section does.
+    // The bot's own timers read Redis at rest (the escalator looks at least once a second, the
+    // health check pings): measured, and taken off the window as the redis section does.
     expect(run.backgroundRoundTripsPerSec).toBeGreaterThan(0);
     expect(run.redisRoundTripsPerApproval).toBeLessThanOrEqual(run.redisCommandsPerApproval);
     // Seeding grows Redis by what each grant stores: more than nothing, far less than a megabyte.
