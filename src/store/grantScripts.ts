@@ -154,14 +154,17 @@ return {r[14]}
 `;
 
 /**
- * Revokes a live grant, so no replica matches it from now on. KEYS: tag string. ARGV: suffix,
- * now, by. Returns {1, row}, {0} when it was not live, {-2} when no such row is here.
+ * Revokes a live grant, so no replica matches it from now on. A grant by uses whose last use is
+ * out (taken for a decision, not yet counted) is revoked too: it is not live, but that use comes
+ * back if the decision does not go through, and would then answer again. Only a grant whose every
+ * use was counted is spent for good. KEYS: tag string. ARGV: suffix, now, by. Returns {1, row},
+ * {0} when it was not live, {-2} when no such row is here.
  */
 const REVOKE = `${ROWS}
 local rows = rows_of(KEYS[1])
 local r = find(rows, ARGV[1])
 if not r then return {-2} end
-if not live(r, tonumber(ARGV[2])) then return {0} end
+if r[18] ~= 0 or ends(r) <= tonumber(ARGV[2]) or (r[16] == 0 and r[14] >= r[17]) then return {0} end
 r[18] = tonumber(ARGV[2])
 r[19] = ARGV[3]
 save(KEYS[1], rows)

@@ -74,13 +74,15 @@ return {uses}
 `;
 
 /**
- * Revokes a live grant and takes it out of its bucket, so no replica matches it from now on.
- * KEYS: grant. ARGV: now, by, revokedAt, grant id. Returns {1, d}, or {0} when it was not live.
+ * Revokes a live grant and takes it out of its bucket, so no replica matches it from now on. A
+ * grant by uses whose last use is out (taken, not yet counted) is revoked too: that use comes back
+ * if its decision does not go through. KEYS: grant. ARGV: now, by, revokedAt, grant id. Returns
+ * {1, d}, or {0} when it was not live.
  */
 const REVOKE = `
-local f = redis.call('HMGET', KEYS[1], 'end', 'revAt', 'bk', 'cf', 'd', 'left')
+local f = redis.call('HMGET', KEYS[1], 'end', 'revAt', 'bk', 'cf', 'd', 'left', 'uses', 'max')
 if not f[1] or f[2] or tonumber(f[1]) <= tonumber(ARGV[1]) then return {0} end
-if f[6] and tonumber(f[6]) <= 0 then return {0} end
+if f[6] and tonumber(f[6]) <= 0 and tonumber(f[7] or '0') >= tonumber(f[8] or '0') then return {0} end
 redis.call('HSET', KEYS[1], 'revAt', ARGV[3], 'revBy', ARGV[2])
 if f[3] and redis.call('HGET', f[3], f[4]) == ARGV[4] then redis.call('HDEL', f[3], f[4]) end
 return {1, f[5]}

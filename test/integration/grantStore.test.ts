@@ -269,6 +269,17 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
       expect(await redis.exists(keys.grantsExpiring())).toBe(0);
       expect(await store.get(fresh.grantId)).toMatchObject({ grantedBy: 'U0BOB' });
     });
+
+    it('are revoked while their last use is out, and that use given back does not revive them', async () => {
+      const { store } = newStore();
+      const old = await storeInBucket(botGrant({ maxUses: 1 }), '0123456789ab');
+      const [found] = await store.candidates(S1, now());
+      expect(await store.reserveUse(found!, now())).toBe(0);
+      expect(await store.revoke(old, 'U0BOB', now())).toBe(true);
+      await store.returnUse(found!);
+      expect(await store.candidates(S1, now())).toEqual([]);
+      expect(await store.reserveUse(found!, now())).toBeUndefined();
+    });
   });
 
   describe('granting the same key again', () => {
@@ -837,6 +848,35 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
       expect((await store.candidates(S1, now())).map((g) => g.grantId)).toEqual([successor.grantId]);
       expect(await store.get(grant.grantId)).toMatchObject({ usesLeft: 0 });
       expect(lines.map((l) => l.msg)).toContain('a reserved use could not be given back');
+    });
+
+    it('is revoked while its last use is out on a decision, and that use given back does not revive it', async () => {
+      const { store } = newStore();
+      const grant = await store.create(byUses(1));
+      expect(await store.reserveUse(grant, now())).toBe(0);
+      // Someone revokes it while the decision that took its last use is still under way.
+      expect(await store.revoke(grant.grantId, 'U0BOB', now())).toBe(true);
+      expect(await store.get(grant.grantId)).toMatchObject({ revokedBy: 'U0BOB' });
+      // The decision did not go through: the use comes back, to a grant that answers nothing.
+      await store.returnUse(grant);
+      expect(await store.candidates(S1, now())).toEqual([]);
+      expect(await store.reserveUse(grant, now())).toBeUndefined();
+      expect(await store.list({}, now())).toEqual([]);
+      expect(await events('revoked')).toEqual([
+        expect.objectContaining({ grantId: grant.grantId, by: 'U0BOB' }),
+      ]);
+    });
+
+    it('is revoked while a use is out even after another use was counted as its last', async () => {
+      const { store } = newStore();
+      const grant = await store.create(byUses(2));
+      expect(await store.reserveUse(grant, now())).toBe(1);
+      expect(await store.reserveUse(grant, now())).toBe(0);
+      await store.recordUse(grant, 'a-u1', 0, now());
+      expect(await store.revoke(grant.grantId, 'U0BOB', now())).toBe(true);
+      await store.returnUse(grant);
+      expect(await store.candidates(S1, now())).toEqual([]);
+      expect(await store.reserveUse(grant, now())).toBeUndefined();
     });
 
     it('is not taken once expired or revoked', async () => {
