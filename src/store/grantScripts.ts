@@ -66,10 +66,15 @@ local out = {1, replaced}
 local earlier = redis.call('HGET', KEYS[2], new[6])
 if earlier then
   local key = ARGV[3] .. earlier
-  local f = redis.call('HMGET', key, 'end', 'revAt', 'left', 'd')
-  if f[1] and not f[2] and tonumber(f[1]) > now and (not f[3] or tonumber(f[3]) > 0) then
+  local f = redis.call('HMGET', key, 'end', 'revAt', 'left', 'd', 'uses', 'max')
+  local current = f[1] and not f[2] and tonumber(f[1]) > now
+  local usable = current and (not f[3] or tonumber(f[3]) > 0)
+  -- Its last use out on a decision (taken, not counted): not live, but that use may come back, and
+  -- the earlier layout's give-back sees only its own bucket, not this grant: it ends here too.
+  local use_out = current and f[3] and tonumber(f[3]) <= 0 and tonumber(f[5] or '0') < tonumber(f[6] or '0')
+  if usable or use_out then
     local held = cjson.decode(f[4])
-    if held.approvalId == new[9] and held.grantedBy == new[8] then
+    if usable and held.approvalId == new[9] and held.grantedBy == new[8] then
       return {2, earlier, redis.call('HGETALL', key)}
     end
     redis.call('HSET', key, 'revAt', ARGV[4], 'revBy', new[8], 'rep', ARGV[5])

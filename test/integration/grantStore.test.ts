@@ -280,6 +280,19 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
       expect(await store.candidates(S1, now())).toEqual([]);
       expect(await store.reserveUse(found!, now())).toBeUndefined();
     });
+
+    it('stay ended when a new press took their place while their last use was out: one live per key', async () => {
+      const { store } = newStore();
+      const old = await storeInBucket(botGrant({ maxUses: 1 }), '0123456789ab');
+      const [found] = await store.candidates(S1, now());
+      expect(await store.reserveUse(found!, now())).toBe(0);
+      const fresh = await store.create(botGrant({ approvalId: 'a-2', grantedBy: 'U0BOB', ttlMs: MINUTE }));
+      // The decision that took the old grant's last use did not go through.
+      await store.returnUse(found!);
+      expect((await store.candidates(S1, now())).map((g) => g.grantId)).toEqual([fresh.grantId]);
+      expect(await store.reserveUse(found!, now())).toBeUndefined();
+      expect(await store.get(old)).toMatchObject({ replacedBy: fresh.grantId });
+    });
   });
 
   describe('granting the same key again', () => {
