@@ -120,24 +120,33 @@ return r[16]
 /**
  * Gives a reserved use back. A grant its last use had spent is live again, unless a grant of the
  * same key took its place since (one live grant per key): then the use stays spent.
- * KEYS: tag string. ARGV: suffix, now. Returns the uses left, -1 when not given back, -2 when no
- * such row is here.
+ * KEYS: tag string. ARGV: suffix, now. Returns {uses left}, {uses left, 1} when a count had found
+ * it spent (and unlisted it) and it is live again, {-1} when not given back, {-2} when no such
+ * row is here.
  */
 const RETURN_USE = `${ROWS}
 local rows = rows_of(KEYS[1])
 local r = find(rows, ARGV[1])
-if not r then return -2 end
-if r[17] < 0 then return -1 end
+if not r then return {-2} end
+if r[17] < 0 then return {-1} end
 if r[16] <= 0 then
   for _, o in ipairs(rows) do
     if o ~= r and o[7] == 'b' and o[2] == r[2] and o[3] == r[3] and o[4] == r[4] and o[5] == r[5]
-      and o[6] == r[6] and live(o, tonumber(ARGV[2])) then return -1 end
+      and o[6] == r[6] and live(o, tonumber(ARGV[2])) then return {-1} end
   end
 end
 r[16] = r[16] + 1
+-- A count that found it spent deleted its listing entries: it answers again, so it must be listed
+-- again, or those who may revoke it would not see it. Its entries are forgotten for that.
+local relist = r[21] == 1 and live(r, tonumber(ARGV[2]))
+if r[21] == 1 then
+  r[23] = ''
+  r[24] = ''
+end
 r[21] = 0
 save(KEYS[1], rows)
-return r[16]
+if relist then return {r[16], 1} end
+return {r[16]}
 `;
 
 /**
@@ -265,7 +274,7 @@ declare module 'ioredis' {
     csGrantCreateBuffer(tagKey: string, earlierBucket: string, ...args: Arg[]): Result<unknown[], Context>;
     csGrantCreateHeldBuffer(tagKey: string, row: Buffer): Result<unknown[], Context>;
     csGrantTakeUse(tagKey: string, suffix: string, nowMs: Str): Result<number, Context>;
-    csGrantGiveUse(tagKey: string, suffix: string, nowMs: Str): Result<number, Context>;
+    csGrantGiveUse(tagKey: string, suffix: string, nowMs: Str): Result<number[], Context>;
     csGrantCountBuffer(tagKey: string, suffix: string, nowMs: Str): Result<unknown[], Context>;
     csGrantEndBuffer(tagKey: string, suffix: string, nowMs: Str, by: string): Result<unknown[], Context>;
     csGrantRemoveEndedBuffer(tagKey: string, nowMs: Str, most: Str): Result<Buffer[], Context>;

@@ -259,14 +259,27 @@ export class RedisGrantStore implements GrantStore {
   async returnUse(grant: Grant): Promise<void> {
     const parts = partsOf(grant.grantId);
     if (!parts) return;
-    const left = await this.redis.csGrantGiveUse(
+    const [left, relist] = await this.redis.csGrantGiveUse(
       keys.grantTag(parts.tag),
       parts.suffix,
       this.now().getTime(),
     );
     if (left === -2) return this.legacy.returnUse(grant);
-    if (left < 0)
+    if (left === undefined || left < 0) {
       this.options.logger.warn({ grantId: grant.grantId }, 'a reserved use could not be given back');
+      return;
+    }
+    if (relist !== 1) return;
+    // Spent and unlisted by a count, it answers again: listed again, where it can be seen and revoked.
+    const found = await this.stored(grant.grantId);
+    if (found && found !== 'elsewhere') {
+      await this.listOnce(parts.tag, found.row).catch((err: unknown) => {
+        this.options.logger.warn(
+          { err, grantId: grant.grantId },
+          'grant live again left out of its listings',
+        );
+      });
+    }
   }
 
   async recordUse(

@@ -863,6 +863,29 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
       expect(lines.map((l) => l.msg)).toContain('a reserved use could not be given back');
     });
 
+    it('is listed again when a use comes back after another was counted as its last', async () => {
+      const { store } = newStore();
+      const grant = await store.create(byUses(2));
+      expect(await store.reserveUse(grant, now())).toBe(1);
+      expect(await store.reserveUse(grant, now())).toBe(0);
+      await store.recordUse(grant, 'a-u1', 0, now());
+      expect(await store.list({}, now())).toEqual([]);
+      // The other decision did not go through: the grant answers again, so it is listed again,
+      // where the people who may revoke it see it.
+      await store.returnUse(grant);
+      expect(await store.candidates(S1, now())).toMatchObject([{ grantId: grant.grantId, usesLeft: 1 }]);
+      for (const filter of [{}, { channels: ['C0DEPLOY'] }, { grantedBy: 'U0ALICE' }])
+        expect((await store.list(filter, now())).map((g) => g.grantId)).toEqual([grant.grantId]);
+      // Spent once more, it leaves the listings once more; swept at its end.
+      expect(await store.reserveUse(grant, now())).toBe(0);
+      await store.recordUse(grant, 'a-u2', 0, now());
+      expect(await store.list({}, now())).toEqual([]);
+      expect(await redis.xlen(keys.grantsListedIn('C0DEPLOY'))).toBe(0);
+      clock = minuteOver(T0 + HOUR);
+      expect(await store.sweep(now())).toBe(1);
+      expect(await redis.exists(keys.grantTag(tagOf(grant.grantId)))).toBe(0);
+    });
+
     it('is revoked while its last use is out on a decision, and that use given back does not revive it', async () => {
       const { store } = newStore();
       const grant = await store.create(byUses(1));
