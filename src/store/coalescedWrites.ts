@@ -4,8 +4,8 @@ import type { Cluster, Redis } from 'ioredis';
 const riders = new WeakMap<object, Array<() => void>>();
 
 /**
- * Runs `issue` when this connection next sends a command, so that what `issue` sends leaves in
- * the same socket write and costs no read event of its own at Redis: for bookkeeping that may
+ * Runs `issue` when this connection next sends a command of its own (not one of a pipeline or
+ * MULTI: see coalesceWrites), so that what `issue` sends leaves in the same socket write and costs no read event of its own at Redis: for bookkeeping that may
  * wait (a card's sync mark struck off). False when the connection does not coalesce (a Cluster):
  * the caller sends it on its own then, as it must anyway when nothing else is sent for a while.
  * `issue` must not throw: it runs inside another caller's command.
@@ -87,8 +87,11 @@ export function coalesceWrites(redis: Redis): Redis {
     }
     const sent = send(command, stream);
     // After the command that brought them, in the same corked stretch: what they send (through
-    // this function again, with nothing waiting by then) joins its write.
-    if (waiting.length > 0) for (const issue of waiting.splice(0)) issue();
+    // this function again, with nothing waiting by then) joins its write. Not after a command of
+    // a pipeline or MULTI (`stream`): ioredis queues its reply now but writes the pipeline only
+    // once its last command is in, so a rider sent now would reach Redis first and every reply
+    // from there on would go to the wrong command (a notice's SET NX read MULTI's OK as won).
+    if (!stream && waiting.length > 0) for (const issue of waiting.splice(0)) issue();
     return sent;
   };
   return redis;

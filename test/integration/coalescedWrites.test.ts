@@ -3,7 +3,7 @@
 
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rideNextWrite } from '../../src/store/coalescedWrites.js';
+import { rideNextWrite, rideOrSend } from '../../src/store/coalescedWrites.js';
 import { readGrantAudit } from '../../src/store/grantAudit.js';
 import { RedisGrantStore } from '../../src/store/grantStore.js';
 import { keys } from '../../src/store/keys.js';
@@ -71,6 +71,30 @@ describe('work riding the next write', () => {
     // One read for the command and its rider, one for each of the probe's INFO.
     expect((await reads()) - before).toBe(2);
     await client.del('rider', 'carrier');
+  });
+});
+
+describe('work riding the next write, when that write is a pipeline or a transaction', () => {
+  it('leaves every reply to its own command: a claim riding a heartbeat is not told it won', async () => {
+    await client.set('taken', 'someone else');
+    await client.set('k1', 'one');
+    // A notice's claim (SET NX) of a key already claimed, waiting to ride.
+    const claim = rideOrSend(client, () => client.set('taken', 'mine', 'NX'));
+    // The replicas' heartbeat is a MULTI; its first command used to carry the claim.
+    const multi = await client.multi().zadd('beat', 1, 'r-1').zrange('beat', 0, -1).exec();
+    expect(multi).toEqual([
+      [null, 1],
+      [null, ['r-1']],
+    ]);
+    expect(await claim).toBeNull();
+
+    const read = rideOrSend(client, () => client.get('taken'));
+    expect(await client.pipeline().get('k1').get('beat-none').exec()).toEqual([
+      [null, 'one'],
+      [null, null],
+    ]);
+    expect(await read).toBe('someone else');
+    await client.del('taken', 'k1', 'beat');
   });
 });
 
