@@ -18,11 +18,18 @@ import type { RedisClient } from './redisConnection.js';
 // creation.
 
 /**
- * Creates the record unless it exists; the creator also takes the post lease. ARGV past the fifth
- * are field/value pairs stored with it (the full text of a request intake cut).
+ * Creates the record unless it exists; the creator also takes the post lease (or holds the claim
+ * of a record created claimed). ARGV past the fifth are field/value pairs stored with it (the full
+ * text of a request intake cut). A record that exists is ours when the key its create took still
+ * holds what that create set (a lease's token, a claim's commandId, each minted for one create):
+ * ioredis sends a command again after a reconnect, and a create that ran already must not be
+ * told it lost, or its claim is sent by no one but a later replay, its grant's use given back.
  */
 const CREATE_SCRIPT = `
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  if ARGV[3] ~= '' and redis.call('GET', KEYS[2]) == ARGV[3] then return 1 end
+  return 0
+end
 local fields = {'v', ARGV[1], 'd', ARGV[2]}
 if ARGV[5] ~= '' then fields[5] = 'f'; fields[6] = ARGV[5] end
 for i = 6, #ARGV do fields[#fields + 1] = ARGV[i] end

@@ -1,10 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ACK_WAIT_MS } from '../../src/slack/listeners/choiceButton.js';
+import { readGrantAudit } from '../../src/store/grantAudit.js';
 import { keys } from '../../src/store/keys.js';
-import { approvalFromTranscript } from '../support/fakeHost.js';
+import { approvalFromTranscript, shellApproval } from '../support/fakeHost.js';
 import { PrivateRedis } from '../support/privateRedis.js';
 import { TcpProxy } from '../support/tcpProxy.js';
-import { buttonsOf, textOf, World } from './world.js';
+import { until } from '../support/until.js';
+import { grantFrom, storeOf } from './grantSteps.js';
+import { buttonsOf, SESSION, textOf, World } from './world.js';
 
 // Redis going away under the bot, on a redis-server of the test's own: paused (SIGSTOP) or cut
 // off behind a proxy. A click is either decided exactly once or its clicker is told to click
@@ -105,6 +108,47 @@ describe('a click while Redis is away', () => {
     expect(textOf(final)).toContain('<@U0ALICE>');
     expect(w.slack.ephemerals.filter((e) => e.user === 'U0ALICE')).toEqual([]);
     expect(w.host.decides()).toHaveLength(1);
+  });
+});
+
+describe('a request a grant answers, created already claimed', () => {
+  it('7. its create ran but its answer was lost: sent again by ioredis, it is ours, and the grant’s use and line follow', async () => {
+    redis = await PrivateRedis.start();
+    proxy = await TcpProxy.start(redis.port);
+    world = await World.start(
+      {},
+      { MSP_SANDBOX_MODE: 'workspace-write' },
+      { redisUrl: redis.url, botRedisUrl: `redis://127.0.0.1:${proxy.port}` },
+    );
+    const w = world;
+    const shell = (approvalId: string) =>
+      shellApproval({ approvalId, sessionId: SESSION, stages: [['git', 'log']] });
+    const grantId = await grantFrom(w, shell('rc-first'), /^For /);
+    // Answered after its create: from now on a like request is looked up first and created claimed.
+    await w.host.open(shell('rc-2'));
+    await w.host.waitForDecide((d) => d.frame.params.approvalId === 'rc-2');
+
+    // The claimed create names the claim's key; the connection is cut before its answer arrives.
+    const cue = proxy.cutAfter(keys.claim('rc-3', 0));
+    await w.host.open(shell('rc-3'));
+    await cue.answered;
+    await w.host.waitForDecide((d) => d.frame.params.approvalId === 'rc-3');
+    await waitForRecord(w, 'rc-3', (r) => r.phase === 'resolved');
+
+    // Decided once, and as any request a grant answers: its use counted, its line in the channel.
+    await until(async () => (await storeOf(w).get(grantId))?.uses === 2);
+    await until(async () => (await readGrantAudit(w.redis)).length >= 3);
+    expect((await readGrantAudit(w.redis)).map((e) => ('approvalId' in e ? e.approvalId : e.kind))).toEqual([
+      'created',
+      'rc-2',
+      'rc-3',
+    ]);
+    const lines = () =>
+      w.slack
+        .callsOf('chat.postMessage')
+        .filter((c) => String(c.args.text).startsWith(':repeat: Approved by a remembered grant'));
+    await until(() => lines().length === 2);
+    expect(w.host.decides().filter((d) => d.frame.params.approvalId === 'rc-3')).toHaveLength(1);
   });
 });
 

@@ -50,6 +50,8 @@ const GRANT: Grant = sampleGrant({
 class Answering implements GrantAnswering {
   readonly decidedClaims: ClaimedAtCreate[] = [];
   readonly dropped: ClaimedAtCreate[] = [];
+  /** Claims made per approval: each gets a commandId of its own, as the Decider mints one per claim. */
+  private readonly made = new Map<string, number>();
   find = async () => undefined;
   expect() {}
   consider() {}
@@ -58,12 +60,14 @@ class Answering implements GrantAnswering {
   }
   async claimAtCreate(fresh: ApprovalRecord): Promise<ClaimedAtCreate> {
     const question = grantQuestion(fresh)!;
+    const made = (this.made.get(fresh.approvalId) ?? 0) + 1;
+    this.made.set(fresh.approvalId, made);
     const claim = {
       sourceIndex: question.sourceIndex,
       grant: grantRef(GRANT),
       via: 'grant' as const,
       choiceId: question.once.choiceId,
-      commandId: `cmd-${fresh.approvalId}`,
+      commandId: made === 1 ? `cmd-${fresh.approvalId}` : `cmd-${fresh.approvalId}-${made}`,
       claimedAt: fresh.openedAt,
     };
     const deferred = { ...fresh, slack: { ...fresh.slack, deferred: true } };
