@@ -58,8 +58,10 @@ export function wireDeciding(needs: DecidingNeeds) {
       ladderOf: (route) => router.escalationOf(route),
     }),
     activity: needs.activity,
+    // The answerer is made just below, with this Decider.
+    replayed: (record, claim): Promise<void> => grantAnswerer.replayed(record, claim),
   });
-  const grantAnswerer = new GrantAnswerer({
+  const grantAnswerer: GrantAnswerer = new GrantAnswerer({
     grants: grantStore,
     store,
     keeper,

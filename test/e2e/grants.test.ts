@@ -306,7 +306,7 @@ describe('remembered grants', () => {
       { MSP_SANDBOX_MODE: 'workspace-write' },
     );
     cleanups.push(() => world.close());
-    await grantFrom(world, shell('gr-first', [['git', 'fetch']]), REMEMBER);
+    const grantId = await grantFrom(world, shell('gr-first', [['git', 'fetch']]), REMEMBER);
     await world.host.open(shell('gr-2', [['git', 'fetch']]));
     await world.host.waitForDecide((d) => d.frame.params.approvalId === 'gr-2');
     expect(await phaseOf(world, 'gr-2')).toBe('resolved');
@@ -331,6 +331,17 @@ describe('remembered grants', () => {
     expect(await phaseOf(world, 'gr-3', 10_000)).toBe('resolved');
     expect(cardPostedFor(world, 'gr-3')).toBe(false);
     expect(world.host.decides().filter((d) => d.frame.params.approvalId === 'gr-3')).toHaveLength(2);
+    // The replay that went through counts the use and leaves the line the first bot never did.
+    await until(async () => (await storeOf(world).get(grantId))?.uses === 2);
+    await until(async () => (await readGrantAudit(world.redis)).length >= 3);
+    expect(
+      (await readGrantAudit(world.redis)).map((e) => ('approvalId' in e ? e.approvalId : e.kind)),
+    ).toEqual(['created', 'gr-2', 'gr-3']);
+    const lines = () =>
+      world.slack
+        .callsOf('chat.postMessage')
+        .filter((c) => String(c.args.text).startsWith(':repeat: Approved by a remembered grant'));
+    await until(() => lines().length === 2);
   });
 
   it('two approvals matching one grant at the same time are both decided, each exactly once', async () => {

@@ -52,6 +52,12 @@ export interface DeciderOptions {
    * may decide, the quorum, the grant or the timeout. Without it, nothing is checked again.
    */
   warrant?: { check(record: ApprovalRecord, ask: WarrantAsk): Promise<Unwarranted | Recounted | undefined> };
+  /**
+   * A decision carried out again (replay, settle) went through: what its first sender would have
+   * done after it, had that send not been cut short (a grant's use counted, its line left).
+   * drain() waits for it.
+   */
+  replayed?: (record: ApprovalRecord, claim: Claim) => Promise<void>;
 }
 
 /** Re-checks after the approval changed under a decision, before giving up as stale. */
@@ -107,7 +113,7 @@ export class Decider {
       { approvalId: record.approvalId, sessionId: record.sessionId, commandId: claim.commandId },
       'replaying an interrupted decision',
     );
-    void this.hold(this.send(record, claim));
+    void this.hold(this.send(record, claim).then((outcome) => this.afterReplay(record, claim, outcome)));
   }
 
   /**
@@ -123,7 +129,20 @@ export class Decider {
       { approvalId: record.approvalId, sessionId: record.sessionId, commandId: claim.commandId },
       'the host no longer lists an approval being decided; asking with its commandId how it ended',
     );
-    void this.hold(this.send(record, claim, { settling: true }));
+    void this.hold(
+      this.send(record, claim, { settling: true }).then((outcome) =>
+        this.afterReplay(record, claim, outcome),
+      ),
+    );
+  }
+
+  private async afterReplay(
+    record: ApprovalRecord,
+    claim: Claim,
+    outcome: DecisionOutcome,
+  ): Promise<DecisionOutcome> {
+    if (outcome.kind === 'decided') await this.options.replayed?.(record, claim);
+    return outcome;
   }
 
   /**

@@ -15,6 +15,8 @@ type Next = 'done' | 'showCard';
 const HIT_MEMORY_MS = 5 * 60_000;
 /** How many such requests (buckets) are remembered; past it, the oldest answer is forgotten. */
 const HIT_MEMORY_MAX = 10_000;
+/** How long a decision counted by replayed() is not counted again by decideBy here. */
+const REPLAY_MEMORY_MS = 60_000;
 
 /** A request answered by a grant before its record exists: the record to create, already claimed. */
 export interface ClaimedAtCreate {
@@ -37,7 +39,7 @@ export interface RecordReader {
 
 export interface GrantAnswererOptions {
   /** Grants are looked up, a use taken and given back, and a use counted. */
-  grants: Pick<GrantStore, 'candidates' | 'reserveUse' | 'returnUse' | 'recordUse'>;
+  grants: Pick<GrantStore, 'candidates' | 'reserveUse' | 'returnUse' | 'recordUse' | 'get'>;
   store: RecordReader;
   /** Shows a card no grant answered (reveal), and tracks the work so idle() waits for it. */
   keeper: Pick<RecordKeeper, 'reveal' | 'track'>;
@@ -67,6 +69,14 @@ export class GrantAnswerer {
   private readonly found = new Map<string, Grant>();
   /** A like request (bucketOf) → when a grant last answered one here (ms): see expectsGrant(). */
   private readonly answered = new Map<string, number>();
+  /** Approvals decideBy is deciding: their use and line are its to leave, not replayed()'s. */
+  private readonly deciding = new Set<string>();
+  /**
+   * Approvals whose replayed decision replayed() counted here lately: a decideBy of the same
+   * claim that starts after (the host asked again before its first send) finds it sent and
+   * must not count it again.
+   */
+  private readonly countedOnReplay = new Set<string>();
 
   constructor(private readonly options: GrantAnswererOptions) {
     this.now = options.now ?? (() => new Date());
@@ -236,23 +246,32 @@ export class GrantAnswerer {
     const { decider, logger } = this.options;
     const { approvalId } = record;
     let outcome: Awaited<ReturnType<Decider['decide']>>;
+    this.deciding.add(approvalId);
     try {
-      outcome = await decider.decide({
-        record,
-        ...grantDecision(question, grant),
-        // Found for this very record just now.
-        warranted: true,
-        ...(commandId === undefined ? {} : { commandId }),
-      });
-    } catch (err) {
-      await this.giveBack(grant);
-      throw err;
-    }
-    if (outcome.kind === 'decided') {
-      this.options.metrics?.grantUsed();
-      this.rememberAnswered(question);
-      await Promise.all([this.recordUse(record, grant, question), this.leaveLine(record, grant, question)]);
-      return 'done';
+      try {
+        outcome = await decider.decide({
+          record,
+          ...grantDecision(question, grant),
+          // Found for this very record just now.
+          warranted: true,
+          ...(commandId === undefined ? {} : { commandId }),
+        });
+      } catch (err) {
+        await this.giveBack(grant);
+        throw err;
+      }
+      if (outcome.kind === 'decided') {
+        this.rememberAnswered(question);
+        if (this.countedOnReplay.has(approvalId)) return 'done';
+        this.options.metrics?.grantUsed();
+        await Promise.all([
+          this.recordUse(record, grant, question.sourceIndex, { ride: true }),
+          this.leaveLine(record, grant, question),
+        ]);
+        return 'done';
+      }
+    } finally {
+      this.deciding.delete(approvalId);
     }
     // The claim is kept and replayed when the host is back (or the next process starts): the use
     // it took stays taken, so a grant by uses is never spent twice over.
@@ -330,12 +349,58 @@ export class GrantAnswerer {
     }
   }
 
-  private async recordUse(record: ApprovalRecord, grant: Grant, question: GrantQuestion): Promise<void> {
+  /**
+   * A decision by grant that the Decider carried out again went through: its first send was cut
+   * short (the host was away, or the process that sent it died), and nothing counted its use or
+   * left its line. Both are done now, as decideBy does after a first send, once the line's notice
+   * claim is won: a first send that got as far as counting took that claim in the same write (both
+   * ride the resolution), so a use is never counted twice. Never rejects.
+   */
+  async replayed(record: ApprovalRecord, claim: Claim): Promise<void> {
+    const ref = claim.via === 'grant' ? claim.grant : undefined;
+    // Deciding it here still: decideBy counts and leaves the line when the send it shares is done.
+    if (!ref || this.deciding.has(record.approvalId)) return;
+    const { approvalId } = record;
+    const { ledger, logger } = this.options;
+    this.countedOnReplay.add(approvalId);
+    setTimeout(() => this.countedOnReplay.delete(approvalId), REPLAY_MEMORY_MS).unref();
     try {
-      // Rides the decision's resolution, a moment after the host's acknowledgement.
-      await this.options.grants.recordUse(grant, record.approvalId, question.sourceIndex, this.now(), {
-        ride: true,
-      });
+      if (!(await ledger.claim(approvalId, lineKind(claim.sourceIndex)))) return;
+      const grant = await this.options.grants.get(ref.grantId);
+      if (!grant) {
+        await ledger.settle(approvalId, lineKind(claim.sourceIndex), 'failed: the grant is gone');
+        logger.warn(
+          { approvalId, grantId: ref.grantId },
+          'a replayed decision’s grant is gone; its use is not counted',
+        );
+        return;
+      }
+      this.options.metrics?.grantUsed();
+      const question = grantQuestion(record);
+      await Promise.all([
+        this.recordUse(record, grant, claim.sourceIndex, { ride: false }),
+        question?.sourceIndex === claim.sourceIndex
+          ? this.postLine(record, grant, question)
+          : ledger.settle(
+              approvalId,
+              lineKind(claim.sourceIndex),
+              'failed: the stage asks no grant question',
+            ),
+      ]);
+    } catch (err) {
+      logger.warn({ err, approvalId, grantId: ref.grantId }, 'a replayed decision’s use was not recorded');
+    }
+  }
+
+  private async recordUse(
+    record: ApprovalRecord,
+    grant: Grant,
+    sourceIndex: number,
+    how: { ride: boolean },
+  ): Promise<void> {
+    try {
+      // `ride`: with the decision's resolution, a moment after the host's acknowledgement.
+      await this.options.grants.recordUse(grant, record.approvalId, sourceIndex, this.now(), how);
     } catch (err) {
       this.options.logger.warn(
         { err, approvalId: record.approvalId, grantId: grant.grantId },
@@ -346,24 +411,39 @@ export class GrantAnswerer {
 
   /** At most once per stage (see DecisionNotices for why not at least once). */
   private async leaveLine(record: ApprovalRecord, grant: Grant, question: GrantQuestion): Promise<void> {
-    const { ledger, lines, logger } = this.options;
-    const kind = `grant-${question.sourceIndex}`;
-    const { approvalId } = record;
     try {
       // The claim rides the decision's resolution, as the use's count does (recordUse).
-      if (!(await ledger.claim(approvalId, kind, { ride: true }))) return;
-      let outcome = 'sent';
-      try {
-        await lines.grantUsed(record, grant, question);
-      } catch (err) {
-        outcome = `failed: ${err instanceof Error ? err.message : String(err)}`.slice(0, 200);
-        logger.error({ err, approvalId, grantId: grant.grantId }, 'grant line not posted');
-      }
-      await ledger.settle(approvalId, kind, outcome);
+      if (
+        !(await this.options.ledger.claim(record.approvalId, lineKind(question.sourceIndex), { ride: true }))
+      )
+        return;
+      await this.postLine(record, grant, question);
     } catch (err) {
-      logger.warn({ err, approvalId, grantId: grant.grantId }, 'grant line bookkeeping failed');
+      this.options.logger.warn(
+        { err, approvalId: record.approvalId, grantId: grant.grantId },
+        'grant line bookkeeping failed',
+      );
     }
   }
+
+  /** Posts the line whose notice claim was just won, and settles that claim with how it went. */
+  private async postLine(record: ApprovalRecord, grant: Grant, question: GrantQuestion): Promise<void> {
+    const { ledger, lines, logger } = this.options;
+    const { approvalId } = record;
+    let outcome = 'sent';
+    try {
+      await lines.grantUsed(record, grant, question);
+    } catch (err) {
+      outcome = `failed: ${err instanceof Error ? err.message : String(err)}`.slice(0, 200);
+      logger.error({ err, approvalId, grantId: grant.grantId }, 'grant line not posted');
+    }
+    await ledger.settle(approvalId, lineKind(question.sourceIndex), outcome);
+  }
+}
+
+/** The notice a grant's line is sent under: one per stage. */
+function lineKind(sourceIndex: number): string {
+  return `grant-${sourceIndex}`;
 }
 
 /** The decision a grant makes: the question's once-choice, by that grant. */

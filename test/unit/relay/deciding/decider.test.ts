@@ -20,6 +20,7 @@ import {
 import { claimed } from '../../../../src/relay/records/decisionMutations.js';
 import type { ClaimOutcome, Mutation } from '../../../../src/store/approvalStore.js';
 import { sampleRecord } from '../../../support/sampleRecord.js';
+import { until } from '../../../support/until.js';
 
 const logger = pino({ level: 'silent' });
 const NOW = new Date('2026-11-30T12:00:00Z');
@@ -198,6 +199,56 @@ describe('Decider', () => {
     const { records, record, decider } = setup({ answers: [new HostGoneError()] });
     expect(await decider.decide(click(record))).toEqual({ kind: 'hostUnavailable' });
     expect(records.table.get('a-1')!.phase).toBe('deciding');
+  });
+
+  it('tells what a replay or a settle carried out, once the host accepted it, and waits for it on drain', async () => {
+    const replayed: Array<[string, string]> = [];
+    let finish = () => {};
+    const { records, host, record, decider } = setup({
+      replayed: (r, c) => {
+        replayed.push([r.approvalId, c.commandId]);
+        return new Promise<void>((resolve) => {
+          finish = resolve;
+        });
+      },
+    });
+    const claim: Claim = {
+      sourceIndex: 0,
+      choiceId: 'allow_once',
+      commandId: 'cmd-grant',
+      via: 'grant',
+      grant: { grantId: 'g-1', grantedBy: 'U0ALICE' },
+      claimedAt: NOW.toISOString(),
+    };
+    const deciding = records.put({ ...record, phase: 'deciding', claim, version: 2 });
+    decider.replay(deciding);
+    await until(() => replayed.length === 1);
+    expect(replayed).toEqual([['a-1', 'cmd-grant']]);
+    // drain() waits for what the replay's outcome set off.
+    let drained = false;
+    const draining = decider.drain().then(() => {
+      drained = true;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(drained).toBe(false);
+    finish();
+    await draining;
+    expect(host.decided.map((p) => p.commandId)).toEqual(['cmd-grant']);
+
+    // Refused by the host: nothing is told. Settled with an ack (the host had applied it): it is.
+    const other = setup({
+      answers: [hostError('approvalChoiceInvalid')],
+      replayed: async (r, c) => {
+        replayed.push([r.approvalId, c.commandId]);
+      },
+    });
+    const held = other.records.put({ ...other.record, phase: 'deciding', claim, version: 2 });
+    other.decider.replay(held);
+    await until(() => other.host.decided.length === 1);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(replayed).toHaveLength(1);
+    other.decider.settle(held);
+    await until(() => replayed.length === 2);
   });
 
   it('a decision carried out again with its commandId is sent again, never claimed anew', async () => {

@@ -104,6 +104,7 @@ class World {
         recordUse: async (grant, approvalId, sourceIndex) => {
           this.used.push({ grantId: grant.grantId, approvalId, sourceIndex });
         },
+        get: async (grantId) => this.grants.find((g) => g.grantId === grantId),
       },
       store: { get: async (approvalId) => this.records.get(approvalId) },
       keeper: {
@@ -316,6 +317,77 @@ describe('GrantAnswerer', () => {
     expect(world.returned).toEqual([]);
     expect(world.grants[0]!.usesLeft).toBe(1);
     expect(world.revealed).toEqual([]);
+  });
+
+  it('counts the use and leaves the line of a replayed decision by grant, once', async () => {
+    const world = new World();
+    world.grants = [liveGrant({ usesLeft: 2, maxUses: 2 })];
+    world.outcome = { kind: 'hostUnavailable' };
+    const record = world.store(deferred('a-1'));
+    const answerer = world.answerer();
+    answerer.follow(record);
+    await world.settled();
+    // Sent while the host was away: nothing counted, nothing said in the channel.
+    expect(world.used).toEqual([]);
+    expect(world.lines).toEqual([]);
+
+    // The host is back and the Decider carried the claim out again.
+    const replayed = world.records.get('a-1')!;
+    const claim = { ...replayed.claim!, grant: { grantId: 'g-1', grantedBy: 'U0ALICE' } };
+    await answerer.replayed(replayed, claim);
+    expect(world.used).toEqual([{ grantId: 'g-1', approvalId: 'a-1', sourceIndex: 0 }]);
+    expect(world.lines.map((l) => [l.approvalId, l.grantId])).toEqual([['a-1', 'g-1']]);
+    expect(world.ledger.get('a-1/grant-0')).toBe('sent');
+
+    // Carried out again once more (another restart): the line's claim is taken, nothing is counted twice.
+    await answerer.replayed(replayed, claim);
+    expect(world.used).toHaveLength(1);
+    expect(world.lines).toHaveLength(1);
+  });
+
+  it('does not count again a decision it counted on its replay, when the first send’s decideBy comes after', async () => {
+    const world = new World();
+    world.grants = [liveGrant()];
+    const answerer = world.answerer();
+    const record = world.store(deferred('a-1'));
+    // The host asked again before the first send: the Decider's replay went through first.
+    await answerer.replayed(record, {
+      sourceIndex: 0,
+      choiceId: 'allow_once',
+      commandId: 'cmd-1',
+      via: 'grant',
+      grant: { grantId: 'g-1', grantedBy: 'U0ALICE' },
+      claimedAt: '',
+    });
+    answerer.follow(record);
+    await world.settled();
+    expect(world.decisions).toHaveLength(1);
+    expect(world.used).toHaveLength(1);
+    expect(world.lines).toHaveLength(1);
+  });
+
+  it('leaves a replayed decision alone that is not a grant’s, or whose first send counted it', async () => {
+    const world = new World();
+    world.grants = [liveGrant()];
+    const answerer = world.answerer();
+    const record = world.store(deferred('a-1'));
+    const byClick = {
+      sourceIndex: 0,
+      choiceId: 'allow_once',
+      commandId: 'c',
+      via: 'click' as const,
+      claimedAt: '',
+    };
+    await answerer.replayed(record, byClick);
+    // The first send's count and line rode one write with the line's claim.
+    world.ledger.set('a-1/grant-0', 'sent');
+    await answerer.replayed(record, {
+      ...byClick,
+      via: 'grant',
+      grant: { grantId: 'g-1', grantedBy: 'U0ALICE' },
+    });
+    expect(world.used).toEqual([]);
+    expect(world.lines).toEqual([]);
   });
 
   it('does not look at a card shown already, a request closed, or one being decided', async () => {
