@@ -54,6 +54,15 @@ export function choicePressRoute(options: ChoicePressRouteOptions): RequestListe
         refuseTooLarge(req, res);
         return;
       }
+      if (signedInTheFuture(req)) {
+        // Bolt refuses only a timestamp more than five minutes old, not one ahead of this clock:
+        // with this clock behind Slack's, a request caught on the way could be replayed for as
+        // long as the clocks differ. Slack's guidance is five minutes either way.
+        logger.warn('request signed more than five minutes ahead of this clock; refused');
+        res.writeHead(401);
+        res.end();
+        return;
+      }
       const buffered = Object.assign(req, { rawBody: body }) as BufferedIncomingMessage;
       // Not signed right: Bolt verifies again, and answers (and logs) as it always does.
       const taken = signedBySlack(signingSecret, req, body.toString()) ? pressIn(buffered) : undefined;
@@ -152,6 +161,15 @@ function refuseTooLarge(req: IncomingMessage, res: ServerResponse): void {
   };
   res.writeHead(413, { connection: 'close' });
   res.end();
+}
+
+/** How far either side of this clock a request's timestamp may be (Slack's five minutes). */
+const SIGNED_WITHIN_S = 5 * 60;
+
+/** Whether the request says it was signed more than five minutes from now, in the future. */
+function signedInTheFuture(req: IncomingMessage, nowMs = Date.now()): boolean {
+  const timestamp = Number(req.headers['x-slack-request-timestamp']);
+  return Number.isFinite(timestamp) && timestamp - nowMs / 1000 > SIGNED_WITHIN_S;
 }
 
 /**

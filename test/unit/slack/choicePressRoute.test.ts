@@ -120,6 +120,23 @@ it('a press handler that fails before acknowledging is logged and answered 500',
   expect(logs).toContainEqual(expect.objectContaining({ level: 50, msg: 'slack listener failed' }));
 });
 
+it('refuses a request signed more than five minutes ahead of this clock, whatever it carries', async () => {
+  const { base, seen, logs } = await start();
+  const ahead = Math.floor(Date.now() / 1000) + 3_600;
+  const body = `payload=${encodeURIComponent(JSON.stringify(press('cs_choice_0')))}`;
+  expect((await postSigned(base, SECRET, body, undefined, { ts: ahead })).status).toBe(401);
+  expect(
+    (await postEvent(base, SECRET, { type: 'app_home_opened', user: 'U0ALICE' }, { ts: ahead })).status,
+  ).toBe(401);
+  expect(seen.presses).toEqual([]);
+  expect(seen.bolt).toEqual([]);
+  expect(JSON.stringify(logs)).toContain('ahead of this clock');
+  // A clock a minute behind Slack's is within the window: the press is taken.
+  const soon = Math.floor(Date.now() / 1000) + 60;
+  expect((await postSigned(base, SECRET, body, undefined, { ts: soon })).status).toBe(200);
+  expect(seen.presses).toHaveLength(1);
+});
+
 it('checks the signature as Slack makes it: the secret, the body and a timestamp at most five minutes old', () => {
   const body = `payload=${encodeURIComponent(JSON.stringify(press('cs_choice_0')))}`;
   const now = Date.now();
