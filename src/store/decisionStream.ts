@@ -32,10 +32,13 @@ const REPLY_LIST_TTL_MS = 5 * 60_000;
 /** Entries are deleted once carried out; this only bounds a stream nobody reads for long. */
 const MAX_ENTRIES = 100_000;
 
-/** The owner takes an entry: returns what the reply key held before ("taken" when new). */
+/**
+ * The owner takes an entry: returns what the reply key held before ("taken" when new). An asker
+ * that gave up stays given up: FINISH_SCRIPT reads it there to know the owner must tell the person.
+ */
 const TAKE_SCRIPT = `
 local v = redis.call('GET', KEYS[1])
-if v == 'withdrawn' or (v and string.sub(v, 1, 1) == '{') then return v end
+if v == 'withdrawn' or v == 'gaveUp' or (v and string.sub(v, 1, 1) == '{') then return v end
 redis.call('SET', KEYS[1], 'taken', 'PX', ARGV[1])
 return v or 'taken'
 `;

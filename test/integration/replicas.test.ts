@@ -291,6 +291,17 @@ describe('forwarded decisions', () => {
     expect(await redis.exists(keys.decisionReplyList('h1', 'cmd-c'))).toBe(0);
   });
 
+  it('an asker that gave up before any owner took its entry is still answered by the owner', async () => {
+    await stream.ensureGroup('h1');
+    const id = await stream.append('h1', '{}', 'mac-g');
+    // The owner was away (it died, or the host changed hands) for as long as the asker waited.
+    expect(await stream.giveUp('h1', 'cmd-g')).toBeUndefined();
+    expect(await stream.take('h1', 'cmd-g')).toBe('gaveUp');
+    // Nobody waits: the owner must tell the person, and nothing is pushed for nobody.
+    expect(await stream.finish('h1', id, 'cmd-g', '{"kind":"decided"}')).toBe(false);
+    expect(await redis.exists(keys.decisionReplyList('h1', 'cmd-g'))).toBe(0);
+  });
+
   it('a new owner claims what an owner that died left pending', async () => {
     await stream.ensureGroup('h1');
     const id = await stream.append('h1', '{"x":1}', 'mac-x');
