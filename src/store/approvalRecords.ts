@@ -264,6 +264,10 @@ export class ApprovalRecords {
    * `deciding`, holding the claim) in one step.
    */
   async claimWith(expected: ApprovalRecord, next: ApprovalRecord & { claim: Claim }): Promise<ClaimOutcome> {
+    // A claim always acts for the host. Without a lease to name (it ran out, or another replica
+    // holds it) the write would go unfenced, past the fence a new owner raised: make none.
+    if (this.options.fenceOf && this.options.fenceOf(expected.hostId) === undefined)
+      return { kind: 'fenced' };
     const written = this.nextVersion(expected, next);
     const [code, holder] = (await this.redis.csClaim(
       keys.approval(expected.approvalId),

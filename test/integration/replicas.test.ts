@@ -7,6 +7,7 @@ import pino from 'pino';
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { ApprovalRecord } from '../../src/domain/record.js';
 import { DecisionForwarding } from '../../src/replicas/decisionForwarding.js';
+import { FenceBook } from '../../src/replicas/fenceBook.js';
 import { HostOwnership } from '../../src/replicas/hostOwnership.js';
 import { ReplicaSeal } from '../../src/replicas/replicaSeal.js';
 import { ApprovalStore, FencedError } from '../../src/store/approvalStore.js';
@@ -102,6 +103,31 @@ describe('fenced record writes', () => {
     // Learning the new token is what lets a replica write again.
     fence = 3;
     expect((await deposed.update('f-1', (r) => ({ ...r, phase: 'pending' })))?.changed).toBe(true);
+  });
+  it('a replica whose lease ran out makes no claim, though it no longer has a token to send', async () => {
+    let now = 0;
+    const book = new FenceBook(() => now);
+    book.hold('h1', 1, 1_000);
+    const deposed = new ApprovalStore(redis, { resolvedTtlMs: 60_000, fenceOf: (h) => book.fenceOf(h) });
+    const owner = new ApprovalStore(redis, { resolvedTtlMs: 60_000, fenceOf: () => 2 });
+    expect(await deposed.createIfAbsent(record('f-2'))).toBe(true);
+    // It checked the decision while it held the lease; the lease ran out (a pause) and another
+    // replica took the host before the claim was written.
+    const checked = (await deposed.get('f-2'))!;
+    now = 5_000;
+    expect(await owner.fenceOpen('h1', 2)).toBe(1);
+    const claim = {
+      sourceIndex: 0,
+      userId: 'U1',
+      choiceId: 'allow_once',
+      commandId: 'c-2',
+      claimedAt: 'now',
+    };
+    expect(await deposed.claimWith(checked, { ...checked, phase: 'deciding', claim })).toEqual({
+      kind: 'fenced',
+    });
+    expect(await redis.exists(keys.claim('f-2', 0))).toBe(0);
+    expect((await owner.get('f-2'))?.phase).toBe('pending');
   });
 });
 
