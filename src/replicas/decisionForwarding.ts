@@ -82,10 +82,19 @@ export interface DecisionForwardingOptions {
   waitMs?: number;
   /** The asker stopped waiting: the owner answers the person (ClickHandler.answerLate). */
   onLateOutcome?: (asker: Record<string, unknown>, approvalId: string, outcome: DecisionOutcome) => void;
+  /** How long an entry may stay pending before the owner serving the host claims it (default 5 s). */
+  reclaimIdleMs?: number;
 }
 
 const DEFAULT_WAIT_MS = 20_000;
 const BLOCK_MS = 2_000;
+/**
+ * An entry pending this long is claimed by the owner as it serves: a deposed owner frozen in its
+ * blocking read (a long pause) is still handed entries by Redis after the new owner has claimed
+ * what was pending, and would keep them until the host next changes hands. Well within an
+ * asker's wait, so that the person still hears the outcome.
+ */
+const RECLAIM_IDLE_MS = 5_000;
 /**
  * How long an asker blocks on its reply list at a time before it also looks at the reply key: an
  * owner of an earlier release stores the outcome there only, and a pushed outcome whose reply was
@@ -97,6 +106,8 @@ export class DecisionForwarding {
   /** hostId → how to stop serving it. */
   private readonly serving = new Map<string, () => void>();
   private readonly active = new Set<Promise<unknown>>();
+  /** The entries being carried out here (hostId, entry id): claiming one again is no reason to run it twice. */
+  private readonly carrying = new Set<string>();
   /** The askers' blocking connections. */
   private readonly readers: BlockingReaders;
 
@@ -212,12 +223,19 @@ export class DecisionForwarding {
     const pending = await stream.claimPending(hostId, replicaId);
     if (pending.length > 0)
       logger.info({ hostId, entries: pending.length }, 'carrying out decisions left pending');
-    for (const entry of pending) this.track(this.carryOut(hostId, entry));
+    for (const entry of pending) this.carry(hostId, entry);
+    const reclaimIdleMs = this.options.reclaimIdleMs ?? RECLAIM_IDLE_MS;
+    let reclaimAt = Date.now() + reclaimIdleMs;
     void (async () => {
       while (!stopped && this.options.mayAct(hostId)) {
         try {
-          const entries = await stream.read(reader, hostId, replicaId, BLOCK_MS);
-          for (const entry of entries) this.track(this.carryOut(hostId, entry));
+          const entries = await stream.read(reader, hostId, replicaId, Math.min(BLOCK_MS, reclaimIdleMs));
+          for (const entry of entries) this.carry(hostId, entry);
+          if (Date.now() >= reclaimAt && !stopped) {
+            reclaimAt = Date.now() + reclaimIdleMs;
+            const left = await stream.claimPending(hostId, replicaId, reclaimIdleMs);
+            for (const entry of left) this.carry(hostId, entry);
+          }
         } catch (err) {
           if (stopped) return;
           logger.warn({ err, hostId }, 'could not read forwarded decisions; trying again');
@@ -242,6 +260,14 @@ export class DecisionForwarding {
     for (const hostId of [...this.serving.keys()]) this.stopServing(hostId);
     this.readers.stop();
     while (this.active.size > 0) await Promise.allSettled([...this.active]);
+  }
+
+  /** Carries an entry out, unless it is being carried out here already. */
+  private carry(hostId: string, entry: StreamEntry): void {
+    const key = `${hostId} ${entry.id}`;
+    if (this.carrying.has(key)) return;
+    this.carrying.add(key);
+    this.track(this.carryOut(hostId, entry).finally(() => this.carrying.delete(key)));
   }
 
   private track(task: Promise<void>): void {

@@ -143,9 +143,10 @@ export class DecisionStream {
 
   /**
    * Every entry still pending with an earlier owner (or an earlier process of this replica),
-   * moved to `consumer`. Called by a new owner before it reads new entries.
+   * moved to `consumer`. Called by a new owner before it reads new entries, and as it serves,
+   * for entries pending at least `minIdleMs`.
    */
-  async claimPending(hostId: string, consumer: string): Promise<StreamEntry[]> {
+  async claimPending(hostId: string, consumer: string, minIdleMs = 0): Promise<StreamEntry[]> {
     const out: StreamEntry[] = [];
     let cursor = '0-0';
     do {
@@ -153,7 +154,7 @@ export class DecisionStream {
         keys.decisions(hostId),
         GROUP,
         consumer,
-        0,
+        minIdleMs,
         cursor,
         'COUNT',
         100,

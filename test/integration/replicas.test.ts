@@ -430,6 +430,66 @@ describe('decision forwarding', () => {
   });
 });
 
+describe('decision forwarding to a new owner', () => {
+  const store = new ApprovalStore(redis, { resolvedTtlMs: 60_000 });
+
+  it('an entry a deposed owner’s blocked read took after the takeover is carried out by the new owner', async () => {
+    await store.createIfAbsent(record('fw-3'));
+    const stream = new DecisionStream(redis);
+    await stream.ensureGroup('h1');
+    // The old owner froze (a long pause) inside its blocking read: Redis still hands it the
+    // next entry, after the new owner has claimed what was pending.
+    const frozen = redis.duplicate();
+    const stolen = frozen.xreadgroup(
+      'GROUP',
+      'owners',
+      'old#1',
+      'COUNT',
+      64,
+      'BLOCK',
+      3_000,
+      'STREAMS',
+      keys.decisions('h1'),
+      '>',
+    );
+    await new Promise((r) => setTimeout(r, 50));
+    const decided: string[] = [];
+    const owner = new DecisionForwarding({
+      stream,
+      seal: new ReplicaSeal('the replicas share this secret, 32+ characters'),
+      store,
+      readerConnection: () => redis.duplicate(),
+      replicaId: 'owner#2',
+      newCommandId: () => `cmd-${Math.random()}`,
+      mayAct: () => true,
+      logger: quiet,
+      waitMs: 300,
+      reclaimIdleMs: 500,
+      decide: async (request) => {
+        decided.push(request.record.approvalId);
+        return { kind: 'decided', terminal: true };
+      },
+    });
+    try {
+      await owner.serve('h1');
+      expect(
+        await owner.forward({
+          record: (await store.get('fw-3'))!,
+          sourceIndex: 0,
+          choiceId: 'allow_once',
+          by: { via: 'timeout' as const },
+        }),
+      ).toEqual({ kind: 'forwarded' });
+      expect(await stolen).not.toBeNull();
+      await waitFor(async () => (await redis.xlen(keys.decisions('h1'))) === 0, 5_000);
+      expect(decided).toEqual(['fw-3']);
+    } finally {
+      frozen.disconnect();
+      await owner.stop();
+    }
+  });
+});
+
 async function waitFor(condition: () => boolean | Promise<boolean>, timeoutMs = 5_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await condition())) {
