@@ -271,7 +271,13 @@ export class HostOwnership {
     const { leases, replicaId, ttlMs, logger } = this.options;
     const sentAt = this.clock();
     const token = await leases.acquire(hostId, replicaId, ttlMs, replacing);
-    if (token === undefined || this.stopped) return;
+    if (token === undefined) return;
+    if (this.stopped) {
+      // Taken as this replica stops (stop() waits for this tick): given back now, or a standby
+      // would wait a whole lease for a host nobody runs.
+      await leases.release(hostId, { replicaId, token }).catch(() => {});
+      return;
+    }
     const held: Held = {
       holder: { replicaId, token },
       validUntil: 0,

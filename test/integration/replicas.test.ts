@@ -185,6 +185,45 @@ describe('the ownership loop', () => {
   }, 20_000);
 });
 
+describe('a replica that stops', () => {
+  it('gives back a lease it took while stopping, so a standby need not wait for it to run out', async () => {
+    const leases = new HostLeases(redis);
+    let acquired!: () => void;
+    const acquiring = new Promise<void>((resolve) => {
+      acquired = resolve;
+    });
+    // The lease is taken at Redis, but its answer arrives only once stop() has been called.
+    const slow = Object.assign(Object.create(leases) as HostLeases, {
+      acquire: async (...args: Parameters<HostLeases['acquire']>) => {
+        const token = await leases.acquire(...args);
+        await acquiring;
+        return token;
+      },
+    });
+    const gained: string[] = [];
+    const ownership = new HostOwnership({
+      leases: slow,
+      replicaId: 'stopping#1',
+      hostIds: ['h1'],
+      ttlMs: 15_000,
+      logger: quiet,
+      onGained: async (hostId) => {
+        gained.push(hostId);
+      },
+      onLost: () => {},
+    });
+    ownership.start();
+    await waitFor(async () => (await redis.exists(keys.hostLease('h1'))) === 1);
+    const stopping = ownership.stop();
+    acquired();
+    await stopping;
+    expect(gained).toEqual([]);
+    expect(await redis.exists(keys.hostLease('h1'))).toBe(0);
+    // The next replica takes the host at once.
+    expect(await leases.acquire('h1', 'standby#1', 15_000)).toBeDefined();
+  });
+});
+
 describe('the lease deadline', () => {
   it('stops the host at its deadline even when the expiry timer fires before the clock gets there', async () => {
     // Renewals never come back (Redis stalled), and the clock the lease is counted on runs 1%
