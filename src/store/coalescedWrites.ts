@@ -5,8 +5,9 @@ const riders = new WeakMap<object, Array<() => void>>();
 
 /**
  * Runs `issue` when this connection next sends a command of its own (not one of a pipeline or
- * MULTI: see coalesceWrites), so that what `issue` sends leaves in the same socket write and costs no read event of its own at Redis: for bookkeeping that may
- * wait (a card's sync mark struck off). False when the connection does not coalesce (a Cluster):
+ * MULTI: see coalesceWrites), so that what `issue` sends leaves in the same socket write and
+ * costs no read event of its own at Redis: for bookkeeping that may wait (a card's sync mark
+ * struck off). False when the connection does not coalesce (a Cluster):
  * the caller sends it on its own then, as it must anyway when nothing else is sent for a while.
  * `issue` must not throw: it runs inside another caller's command.
  */
@@ -18,8 +19,8 @@ export function rideNextWrite(redis: Redis | Cluster, issue: () => void): boolea
 }
 
 /**
- * How long bookkeeping waits for another write to ride before it goes on its own: longer than the
- * escalator's 200 ms poll, which even a quiet process sends, so that it rides that at worst.
+ * How long bookkeeping waits for another write to ride before it goes on its own. In a busy
+ * process something else is sent well within it; a quiet one sends it alone, late by this much.
  */
 export const RIDE_WAIT_MS = 250;
 
