@@ -90,6 +90,8 @@ function why(authorization: Authorization): string {
         return 'you may not decide: you belong to another Slack workspace or organization';
       case 'guest':
         return 'you may not decide: guests may not';
+      case 'deactivated':
+        return 'you may not decide: Slack says your account is deactivated';
       case 'unverified':
         return 'not known now: Slack did not confirm who you are or who is in the channel';
       default:

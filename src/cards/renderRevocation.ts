@@ -61,6 +61,8 @@ function whoMayRevoke(refused: RevokeRefused): string {
       return `members of this Slack workspace who may decide on route ${name}`;
     case 'guest':
       return `those who may decide on route ${name}, which guests may not`;
+    case 'deactivated':
+      return `those who may decide on route ${name}, which a deactivated account may not`;
     case 'unverified':
       return `those Slack confirms may decide on route ${name} (it did not answer just now: try again in a minute)`;
     // The owner rule is left out of revoking (authorizeRevoke): this is only for the type's sake.

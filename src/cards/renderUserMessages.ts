@@ -63,6 +63,8 @@ export function notAuthorizedText(refused: Refused): string {
       return `You belong to another Slack workspace or organization, and ${route} does not let its users decide or see its approvals.`;
     case 'guest':
       return `Guests cannot decide or see approvals on ${route}.`;
+    case 'deactivated':
+      return `Slack says this account is deactivated, so it cannot decide or see approvals on ${route}.`;
     case 'notChannelMember':
       return `Only members of ${channelLink(refused.channel)} can decide on ${route}: join the channel, or ask one of its members.`;
     case 'unverified':

@@ -30,6 +30,8 @@ export type Refused =
   | { allowed: false; why: 'external'; route: string }
   /** A guest, on a route without allowGuests. */
   | { allowed: false; why: 'guest'; route: string }
+  /** Slack says the account is deactivated: its earlier votes and new presses count for nothing. */
+  | { allowed: false; why: 'deactivated'; route: string }
   /** The route names no approvers, and the user is not a member of its channel. */
   | { allowed: false; why: 'notChannelMember'; route: string; channel: string }
   /** Slack did not say who the user is, or who is in the channel: nothing is allowed on a guess. */
@@ -100,8 +102,8 @@ export function isExternal(person: Person, workspace: Workspace): boolean {
 
 /**
  * Strangers get nothing unless the route says so: a user of another team or enterprise (unless
- * allowExternal), a guest (unless allowGuests), or a user Slack could not describe. Undefined
- * when the user is none of these. A route that is gone allows neither.
+ * allowExternal), a guest (unless allowGuests), a deactivated account (never), or a user Slack
+ * could not describe. Undefined when the user is none of these. A route that is gone allows neither.
  */
 export function strangerRefusal(
   authority: Pick<ApprovalAuthority, 'route' | 'rules' | 'routeGone'>,
@@ -111,6 +113,8 @@ export function strangerRefusal(
   const { route } = authority;
   if (!workspace) return { allowed: false, why: 'unverified', route, what: 'workspace' };
   if (!person) return { allowed: false, why: 'unverified', route, what: 'user' };
+  // No route lets a deactivated account in: it may be deactivated because it was taken over.
+  if (person.deactivated) return { allowed: false, why: 'deactivated', route };
   const rules = authority.routeGone ? undefined : authority.rules;
   if (isExternal(person, workspace) && !rules?.allowExternal)
     return { allowed: false, why: 'external', route };

@@ -11,6 +11,7 @@ const KNOWN: Record<Refused['why'], true> = {
   notRiskApprover: true,
   external: true,
   guest: true,
+  deactivated: true,
   notChannelMember: true,
   unverified: true,
 };

@@ -312,7 +312,6 @@ export class Authorizer {
       this.options.logger.warn({ err, userId }, 'could not read who a Slack user is');
       return undefined;
     });
-    if (person?.deactivated) return false;
     return (
       strangerRefusal({ route: '(none)', rules: undefined }, person, this.options.workspace()) === undefined
     );

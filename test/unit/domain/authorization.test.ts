@@ -188,6 +188,16 @@ describe('strangers', () => {
     expect(strangerRefusal(externalOnly, { teamId: 'T2', guest: true }, T1)).toMatchObject({ why: 'guest' });
   });
 
+  it('refuses a deactivated account whatever the route lets in', () => {
+    const lenient = authority({ rules: { ...OPEN_RULES, allowExternal: true, allowGuests: true } });
+    const deactivated = { teamId: 'T1', guest: false, deactivated: true };
+    expect(strangerRefusal(lenient, deactivated, T1)).toEqual({
+      allowed: false,
+      why: 'deactivated',
+      route: 'deploys',
+    });
+  });
+
   it('lets nobody in on a guess: an unknown user, an unknown workspace, a route gone', () => {
     expect(strangerRefusal(open, undefined, T1)).toEqual({
       allowed: false,

@@ -203,3 +203,45 @@ describe('DecisionWarrant: a typed confirmation', () => {
     expect(await quorumWarrant.check(voted, ask)).toEqual({ kind: 'quorumNotMet', votes: 1, quorum: 2 });
   });
 });
+
+describe('DecisionWarrant: a deactivated account', () => {
+  it('neither decides nor counts toward a quorum with a vote it cast before', async () => {
+    const quorumWarrant = new DecisionWarrant({
+      authorizer: testAuthorizer({
+        rulesOf: () => ({
+          ...OPEN_RULES,
+          approvers: { users: ['U0ALICE', 'U0BOB'], usergroups: [] },
+          quorum: 2,
+        }),
+        people: {
+          U0ALICE: { teamId: 'T1', guest: false, deactivated: true },
+          U0BOB: { teamId: 'T1', guest: false },
+        },
+      }),
+      grants: { get: async () => undefined },
+      grantsOf: () => GRANTS,
+      ladderOf: () => [],
+      now: () => NOW,
+    });
+    const at = NOW.toISOString();
+    const asked = questionDigest(record);
+    const voted: ApprovalRecord = {
+      ...record,
+      votes: [
+        { sourceIndex: 0, choiceId: 'allow_once', userId: 'U0ALICE', asked, at },
+        { sourceIndex: 0, choiceId: 'allow_once', userId: 'U0BOB', asked, at },
+      ],
+    };
+    const byBob = {
+      sourceIndex: 0,
+      choiceId: 'allow_once',
+      by: { via: 'click' as const, userId: 'U0BOB', voters: ['U0ALICE', 'U0BOB'] },
+    };
+    expect(await quorumWarrant.check(voted, byBob)).toEqual({ kind: 'quorumNotMet', votes: 1, quorum: 2 });
+    const byAlice = { ...byBob, by: { ...byBob.by, userId: 'U0ALICE' } };
+    expect(await quorumWarrant.check(voted, byAlice)).toMatchObject({
+      kind: 'notAuthorized',
+      refused: { why: 'deactivated' },
+    });
+  });
+});
