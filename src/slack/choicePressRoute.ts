@@ -106,10 +106,18 @@ function pressIn(req: BufferedIncomingMessage): { body: unknown; how: { remember
   return how ? { body, how } : undefined;
 }
 
-function pathOf(req: IncomingMessage): string {
-  const url = req.url ?? '/';
-  const query = url.indexOf('?');
-  return query === -1 ? url : url.slice(0, query);
+/**
+ * The path as Bolt's receiver reads it (`new URL(req.url, 'http://localhost').pathname`): every
+ * spelling Bolt serves as its events path (`/slack/./events`, `/slack/%2e/events`, an absolute
+ * URL) must pass the checks here too, or it would reach Bolt without them. Undefined for a URL
+ * that does not parse, which Bolt refuses too.
+ */
+function pathOf(req: IncomingMessage): string | undefined {
+  try {
+    return new URL(req.url ?? '/', 'http://localhost').pathname;
+  } catch {
+    return undefined;
+  }
 }
 
 const TOO_LARGE = Symbol('too large');

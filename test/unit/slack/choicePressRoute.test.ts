@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage, request, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { defaultBodyLimit, isValidSlackRequest } from '@slack/bolt';
 import { afterEach, expect, it, vi } from 'vitest';
@@ -137,6 +137,19 @@ it('refuses a request signed more than five minutes ahead of this clock, whateve
   expect(seen.presses).toHaveLength(1);
 });
 
+it('refuses it on every spelling of the path that Bolt reads as its own', async () => {
+  const { base, seen } = await start();
+  const ahead = Math.floor(Date.now() / 1000) + 3_600;
+  const body = `payload=${encodeURIComponent(JSON.stringify(press('cs_choice_0')))}`;
+  const headers = signRequest(SECRET, body, ahead);
+  // fetch would tidy these paths before sending them; Bolt tidies them as it reads them.
+  for (const path of ['/slack/./events', '/slack/%2e/events', '/x/../slack/events', `${base}/slack/events`]) {
+    expect({ path, status: await postRaw(base, path, headers, body) }).toEqual({ path, status: 401 });
+  }
+  expect(seen.presses).toEqual([]);
+  expect(seen.bolt).toEqual([]);
+});
+
 it('checks the signature as Slack makes it: the secret, the body and a timestamp at most five minutes old', () => {
   const body = `payload=${encodeURIComponent(JSON.stringify(press('cs_choice_0')))}`;
   const now = Date.now();
@@ -224,3 +237,25 @@ it('a body declared past the limit is answered 413 before any of it is sent, and
   expect(seen.presses).toEqual([]);
   expect(seen.bolt).toEqual([]);
 });
+
+/** A POST whose request line carries `path` exactly as given; resolves with the status. */
+function postRaw(base: string, path: string, headers: Record<string, string>, body: string): Promise<number> {
+  const { hostname, port } = new URL(base);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: hostname,
+        port,
+        method: 'POST',
+        path,
+        headers: { ...headers, 'content-length': Buffer.byteLength(body) },
+      },
+      (res) => {
+        res.resume();
+        resolve(res.statusCode!);
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
