@@ -55,7 +55,8 @@ function person(userId: string, nameOf?: NameOf): string {
 /** Someone a delegate stood in for: "@name", else mentioned. */
 function personAway(userId: string, nameOf?: NameOf): string {
   const name = nameOf?.(userId);
-  return name ? `@${clip(name, 80)}` : mentionUser(userId);
+  // Escaped with its "@": a name "channel" must not make "@channel".
+  return name ? clip(`@${name}`, 81) : mentionUser(userId);
 }
 
 function deciders(resolution: Resolution, nameOf?: NameOf): string {

@@ -45,6 +45,19 @@ describe('renderThreadLine', () => {
     );
   });
 
+  it('a name that reads as a broadcast pings nobody, with the "@" before it too', () => {
+    const quorum = resolved({
+      slackUserId: 'U0BOB',
+      voters: ['U0CAROL', 'U0BOB'],
+      stoodInFor: { U0CAROL: 'U0ALICE' },
+      choiceId: 'allow_once',
+    });
+    const named = { nameOf: (id: string) => ({ U0CAROL: 'Carol', U0BOB: 'Bob', U0ALICE: 'channel' })[id] };
+    const line = renderThreadLine(quorum, named);
+    expect(line).toMatch(/by Carol for @\S*channel and Bob/);
+    expect(line).not.toContain('@channel');
+  });
+
   it('falls back to a mention when no name is known', () => {
     const line = renderThreadLine(resolved({ slackUserId: APPROVER, choiceId: 'allow_once' }));
     expect(line).toContain(`by <@${APPROVER}>`);
