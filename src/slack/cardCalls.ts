@@ -8,6 +8,7 @@ import {
   type WebClient,
 } from '@slack/web-api';
 import type { Dispatcher } from 'undici';
+import { withoutUnfurls } from './noUnfurls.js';
 import { DEFAULT_SLACK_TIMEOUT_MS } from './webClient.js';
 
 // The two calls every approval makes, chat.postMessage and chat.update, sent straight as JSON
@@ -158,7 +159,7 @@ export function directCardCalls(settings: DirectCardCallSettings): CardCalls {
 
   return {
     async postMessage(args) {
-      const { ts, channel } = await call('chat.postMessage', args);
+      const { ts, channel } = await call('chat.postMessage', withoutUnfurls(args));
       return { ts, channel };
     },
     async update(args) {

@@ -5,6 +5,7 @@ import {
   WebClient,
   type WebClientOptions,
 } from '@slack/web-api';
+import { withoutUnfurls } from './noUnfurls.js';
 import { createSlackFetch } from './slackFetch.js';
 
 /** How long one Web API call may take before its answer counts as lost. */
@@ -23,22 +24,24 @@ export interface WebClientSettings {
 
 /**
  * Every method of the client (chat.postEphemeral, views.publish, …) calls apiCall, bound when the
- * client is made: overriding it here sees each of them, with its method's name.
+ * client is made: overriding it here sees each of them, with its method's name. A post never
+ * unfurls (noUnfurls.ts), and a failure is told to `onFailure` when given.
  */
-class WatchedWebClient extends WebClient {
+class BotWebClient extends WebClient {
   constructor(
     token: string,
     options: WebClientOptions,
-    private readonly onFailure: (method: string, err: unknown) => void,
+    private readonly onFailure?: (method: string, err: unknown) => void,
   ) {
     super(token, options);
   }
 
   override async apiCall(method: string, options?: Record<string, unknown>): Promise<WebAPICallResult> {
+    const args = method === 'chat.postMessage' && options ? withoutUnfurls(options) : options;
     try {
-      return await super.apiCall(method, options);
+      return await super.apiCall(method, args);
     } catch (err) {
-      this.onFailure(method, err);
+      this.onFailure?.(method, err);
       throw err;
     }
   }
@@ -61,5 +64,5 @@ export function createWebClient(settings: WebClientSettings): WebClient {
     retryConfig: { retries: 0 },
     ...(logger ? { logger } : {}),
   };
-  return onFailure ? new WatchedWebClient(token, options, onFailure) : new WebClient(token, options);
+  return new BotWebClient(token, options, onFailure);
 }

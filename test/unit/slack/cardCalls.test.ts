@@ -62,8 +62,8 @@ describe('chat.postMessage and chat.update as JSON', () => {
     expect(seen.map((s) => s.url)).toEqual(['/api/chat.postMessage', '/api/chat.update']);
     expect(seen[0]!.headers.authorization).toBe(`Bearer ${FAKE_SLACK_BOT_TOKEN}`);
     expect(seen[0]!.headers['content-type']).toMatch(/^application\/json/);
-    // Blocks travel as JSON, not as a JSON string inside a form.
-    expect(seen[0]!.body).toEqual(CARD);
+    // Blocks travel as JSON, not as a JSON string inside a form; a post never unfurls.
+    expect(seen[0]!.body).toEqual({ ...CARD, unfurl_links: false, unfurl_media: false });
   });
 
   it.each([
@@ -197,7 +197,13 @@ describe('decision notices over the same calls', () => {
     expect(seen.map((s) => s.url)).toEqual(['/api/chat.postMessage', '/api/chat.postMessage']);
     expect(seen[0]!.headers['content-type']).toMatch(/^application\/json/);
     expect(seen.map((s) => s.body)).toEqual([
-      { channel: 'C0CARDS', thread_ts: '1.0001', text: 'Approved by Alice', unfurl_links: false },
+      {
+        channel: 'C0CARDS',
+        thread_ts: '1.0001',
+        text: 'Approved by Alice',
+        unfurl_links: false,
+        unfurl_media: false,
+      },
       { channel: 'C0CARDS', text: 'A grant answered it', unfurl_links: false, unfurl_media: false },
     ]);
   });
