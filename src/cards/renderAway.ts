@@ -8,7 +8,8 @@ import { slackDate } from './slackDate.js';
 // What `/countersign away` and `back` answer, and the App Home lines of someone's absence. Pure:
 // slack/awayCommand.ts gathers the facts. Only the user who typed the command sees the answer.
 
-const USAGE = '`/countersign away until <3d | 8h | 2026-12-24 | 2026-12-24T09:00Z> [delegate @user]`';
+// Angle brackets escaped: Slack reads a bare "<…>" as a link even inside backticks.
+const USAGE = '`/countersign away until &lt;3d | 8h | 2026-12-24 | 2026-12-24T09:00Z&gt; [delegate @user]`';
 
 function answer(text: string): RenderedMessage {
   return { text, blocks: [section(text)] };
