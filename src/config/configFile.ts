@@ -14,6 +14,7 @@ import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import { z } from 'zod';
 import type { ConfigFile } from '../domain/route.js';
+import { isReservedRouteName } from '../routing/router.js';
 import { ConfigError, shown } from './common.js';
 import { got, mapping, userIds } from './file/fields.js';
 import { type HostDefaults, host, hostSpec } from './file/hosts.js';
@@ -60,7 +61,7 @@ function fail(path: string, problem: string): never {
   throw new ConfigError('COUNTERSIGN_CONFIG', `COUNTERSIGN_CONFIG (${path}): ${problem}`);
 }
 
-/** Checks what one key cannot check alone: unique host ids, routes naming hosts that exist. */
+/** Checks what one key cannot check alone: unique names and host ids, routes naming hosts that exist. */
 function crossCheck(path: string, parsed: z.infer<typeof file>): void {
   const riskNames = new Set<string>();
   parsed.risks?.forEach((r, i) => {
@@ -75,7 +76,21 @@ function crossCheck(path: string, parsed: z.infer<typeof file>): void {
       fail(path, `hosts[${i}].id ${shown(entry.id)} is used by an earlier host: host ids must be unique`);
     ids.add(entry.id);
   });
+  const routeNames = new Set<string>();
   parsed.routes?.forEach((r, i) => {
+    // Records and grants keep a route by its name: two of one name, or one taking a name
+    // Countersign gives (the fallback's, an unnamed route's), would take another route's.
+    if (r.name !== undefined && isReservedRouteName(r.name))
+      fail(
+        path,
+        `routes[${i}].name ${shown(r.name)} is reserved: names in parentheses, unnamed-… and routes[…] are Countersign's own, choose another`,
+      );
+    if (r.name !== undefined && routeNames.has(r.name))
+      fail(
+        path,
+        `routes[${i}].name ${shown(r.name)} is used by an earlier route: route names must be unique`,
+      );
+    if (r.name !== undefined) routeNames.add(r.name);
     r.escalation?.forEach((s, j) => {
       if (s.target === 'oncall' && !r.oncall)
         fail(path, `routes[${i}].escalation[${j}].target is oncall, but routes[${i}] has no oncall: add one`);

@@ -1,4 +1,6 @@
+import { createHash } from 'node:crypto';
 import picomatch from 'picomatch';
+import { stringify } from 'safe-stable-stringify';
 import { defaultChoices } from '../domain/grants/scope.js';
 import {
   type EscalationStep,
@@ -66,9 +68,27 @@ export interface RouteView extends ChosenRoute {
 /** What the record says when no route of the file matched: the card went to SLACK_CHANNEL. */
 export const FALLBACK_ROUTE_NAME = '(SLACK_CHANNEL)';
 
-/** An unnamed route is named by its place in the file, which is how errors name it too. */
-export function routeName(route: Pick<Route, 'name'>, index: number): string {
-  return route.name ?? `routes[${index}]`;
+/**
+ * What records and grants call a route: its `name`, else a digest of its own definition
+ * (`unnamed-1a2b3c4d`), never its place in the file, which would hand its records and grants to
+ * whichever route comes to stand there. An unnamed route moved keeps its name; changed or removed,
+ * its records are of a route gone from the file (admins decide) and its grants answer nothing.
+ */
+export function routeName(route: Route): string {
+  if (route.name !== undefined) return route.name;
+  // Keys sorted and durations in ms: one definition, one digest, however the file spells it. A
+  // paging key is a secret and says nothing of who decides: it is left out.
+  const definition = stringify(route, (key, value) => (key === 'routingKey' ? undefined : value)) ?? '';
+  return `unnamed-${createHash('sha256').update(definition).digest('hex').slice(0, 8)}`;
+}
+
+/**
+ * Names only Countersign gives, which a route of the file may not take: any in parentheses (the
+ * fallback's `(SLACK_CHANNEL)`), an unnamed route's, and `routes[2]`, what earlier releases
+ * called an unnamed route by its place (records and grants stored then may still say it).
+ */
+export function isReservedRouteName(name: string): boolean {
+  return /^(?:\(.*\)|unnamed-[0-9a-f]{8}|routes\[\d+\])$/is.test(name);
 }
 
 /**
@@ -105,8 +125,8 @@ export class Router {
   /** `grantDefaults`: the environment's (COUNTERSIGN_GRANT_TTL, …), for every key a route leaves out. */
   constructor(routes: Route[], fallbackChannel: string, grantDefaults: GrantDefaults = DEFAULT_ROUTE_GRANTS) {
     this.grantDefaults = grantDefaults;
-    this.routes = routes.map((route, i) => ({
-      name: routeName(route, i),
+    this.routes = routes.map((route) => ({
+      name: routeName(route),
       channel: route.channel,
       rules: {
         ...(route.approvers ? { approvers: route.approvers } : {}),
@@ -125,7 +145,8 @@ export class Router {
       matches: compile(route),
       catchesAll: route.match === undefined,
     }));
-    // Two routes of one name: the first is the one a record names (it is also the one that wins).
+    // Start-up refuses two routes of one name (configFile.ts). Two unnamed routes alike share
+    // theirs: the first is the one a record names, and the second never matches anything else.
     for (const route of this.routes) if (!this.byName.has(route.name)) this.byName.set(route.name, route);
     this.fallback = { name: FALLBACK_ROUTE_NAME, channel: fallbackChannel };
   }

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
 import { Authorizer, routeInputOf } from '../relay/deciding/authorizer.js';
 import { RiskRules } from '../routing/risks.js';
-import { Router } from '../routing/router.js';
+import { Router, routeName } from '../routing/router.js';
 import { ApproverNames, namedInConfig } from '../slack/approverNames.js';
 import { SlackChannelMembers } from '../slack/channelMembers.js';
 import type { BotIdentity } from '../slack/createSlackApp.js';
@@ -70,6 +70,14 @@ export function wireRouting({ config, logger, redis, slackClient, identity }: Ro
     logger,
   });
   warnOpenRoutes(config, router, logger);
+  config.routes.forEach((route, i) => {
+    if (route.name !== undefined) return;
+    const name = routeName(route);
+    logger.info(
+      { route: name },
+      `routes[${i}] has no name: cards, records and grants call it ${JSON.stringify(name)}, which changes with any change to the route; name it to keep its approvals and grants across edits`,
+    );
+  });
   return { router, owners, groups, authorizer, risks, approverNames, away };
 }
 

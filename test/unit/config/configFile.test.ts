@@ -462,6 +462,26 @@ describe('a mistake in the file stops start-up with one line naming its place', 
       'routes:\n  - channel: C0B\n    match: { sessionTitles: [[deploy]] }\n',
       'routes[0].match.sessionTitles[0] must be a non-empty string (got a list)',
     ],
+    [
+      'duplicate route names',
+      'routes:\n  - name: prod\n    channel: C0A\n    quorum: 2\n  - name: prod\n    channel: C0B\n',
+      'routes[1].name "prod" is used by an earlier route: route names must be unique',
+    ],
+    [
+      "a route named as the fallback, SLACK_CHANNEL's",
+      `routes:\n  - name: "(SLACK_CHANNEL)"\n    channel: C0A\n${ROUTE}`,
+      'routes[0].name "(SLACK_CHANNEL)" is reserved: names in parentheses, unnamed-… and routes[…] are Countersign\'s own, choose another',
+    ],
+    [
+      'a route named as an unnamed one is',
+      `routes:\n${ROUTE}  - name: unnamed-0a1b2c3d\n    channel: C0A\n`,
+      'routes[1].name "unnamed-0a1b2c3d" is reserved: names in parentheses, unnamed-… and routes[…] are Countersign\'s own, choose another',
+    ],
+    [
+      'a route named as earlier releases named one by its place',
+      `routes:\n${ROUTE}  - name: routes[0]\n    channel: C0A\n`,
+      'routes[1].name "routes[0]" is reserved: names in parentheses, unnamed-… and routes[…] are Countersign\'s own, choose another',
+    ],
     ['admins that are not a list', 'admins: U0ADMIN\n', 'admins must be a list (got "U0ADMIN")'],
     [
       'an admin that is a name',

@@ -85,17 +85,20 @@ describe('Router', () => {
 });
 
 describe('Router.routeFor', () => {
-  it('names the route that matched, by its name or its place in the file', () => {
+  it('names the route that matched, by its name or a digest of its definition', () => {
     const routes: Route[] = [
       { name: 'ci', channel: 'C0CI', match: { hosts: ['ci'] } },
       { channel: 'C0WRITE', match: { tools: ['write_*'] } },
     ];
     const router = new Router(routes, FALLBACK);
     expect(router.routeFor({ ...SHELL, hostId: 'ci' })).toEqual({ name: 'ci', channel: 'C0CI' });
-    expect(router.routeFor({ ...SHELL, hostId: 'x', tool: 'write_file' })).toEqual({
-      name: 'routes[1]',
-      channel: 'C0WRITE',
-    });
+    const unnamed = router.routeFor({ ...SHELL, hostId: 'x', tool: 'write_file' });
+    expect(unnamed).toEqual({ name: expect.stringMatching(/^unnamed-[0-9a-f]{8}$/), channel: 'C0WRITE' });
+    // Not its place: first in another file, keys in another order, it is still the same route.
+    const moved = new Router([{ match: { tools: ['write_*'] }, channel: 'C0WRITE' }], FALLBACK);
+    expect(moved.routeFor({ ...SHELL, tool: 'write_file' }).name).toBe(unnamed.name);
+    const changed = new Router([{ channel: 'C0WRITE', match: { tools: ['write_*'] }, quorum: 2 }], FALLBACK);
+    expect(changed.routeFor({ ...SHELL, tool: 'write_file' }).name).not.toBe(unnamed.name);
     expect(router.routeFor({ ...SHELL, hostId: 'x' })).toEqual({
       name: FALLBACK_ROUTE_NAME,
       channel: FALLBACK,
