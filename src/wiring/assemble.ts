@@ -12,6 +12,7 @@ import { createSlackApp } from '../slack/createSlackApp.js';
 import { metricsRoute } from '../slack/metrics/metricsRoute.js';
 import { PendingApprovals } from '../slack/metrics/pendingApprovals.js';
 import { PromMetrics } from '../slack/metrics/promMetrics.js';
+import { warnSharedChannels } from '../slack/sharedChannels.js';
 import { classifySlackError } from '../slack/slackFailures.js';
 import { describeSlackFailure } from '../slack/slackReachability.js';
 import { VERSION } from '../version.js';
@@ -284,7 +285,16 @@ export function assemble(config: Config, logger: Logger): Countersign {
       redisHealth.start();
       escalator.start();
       batching.triage.start();
-      void slack.checkAuth(stopping, shutdown);
+      void slack.checkAuth(stopping, shutdown).then(() => {
+        if (slack.identity.botUserId === undefined) return;
+        // Every place a card may go: each route's channel, and the fallback's (SLACK_CHANNEL).
+        const places = [...router.all(), router.named(undefined)!];
+        return warnSharedChannels(
+          slack.slackClient,
+          places.map(({ name, channel, rules }) => ({ name, channel, allowExternal: rules.allowExternal })),
+          logger,
+        );
+      });
       // The first cards should show names: read them before any host can ask, but not for long.
       await Promise.race([approverNames.start(), sleep(5_000)]);
       // Cards an earlier process left behind their records (it died mid-update) are re-rendered.

@@ -21,14 +21,14 @@ const PARTNER = 'U0PARTNER';
 /** A single-channel guest of the bot's own team. */
 const GUEST = 'U0GUEST';
 
-async function startWorld(spec?: ConfigSpec): Promise<World> {
+async function startWorld(spec?: ConfigSpec, options: { sharedChannels?: string[] } = {}): Promise<World> {
   const env: Record<string, string> = {};
   if (spec !== undefined) {
     const config = configFile(spec);
     cleanups.push(config.remove);
     env.COUNTERSIGN_CONFIG = config.path;
   }
-  const world = await World.start({}, env);
+  const world = await World.start({}, env, { slack: options });
   cleanups.push(() => world.close());
   world.slack.setUser(PARTNER, { team_id: 'T0PARTNER', real_name: 'Partner' });
   world.slack.setUser(GUEST, {
@@ -164,6 +164,26 @@ describe('strangers', () => {
     }
     const whoami = await commandAnswer(world, GUEST, 'whoami');
     expect(JSON.stringify(whoami.body)).toContain('you may not decide: guests may not');
+  });
+
+  it('start-up names each route whose channel is shared with another organization, unless it lets them in', async () => {
+    const world = await startWorld(
+      {
+        routes: [
+          route('deploys', { channel: 'C0SHARED', match: { tools: ['deploy'] } }),
+          route('partners', { channel: 'C0PARTNERS', allowExternal: true, match: { tools: ['partner'] } }),
+          route('builds', { match: { tools: ['build'] } }),
+        ],
+      },
+      { sharedChannels: ['C0SHARED', 'C0PARTNERS'] },
+    );
+    const shared = (l: { msg?: string }) => String(l.msg).includes('is shared with another workspace');
+    const line = await world.bot.waitForLog(shared, 10_000);
+    expect(line).toMatchObject({ level: 40, json: { channel: 'C0SHARED', routes: ['deploys'] } });
+    expect(line.msg).toContain('though routes "deploys" do not let them decide');
+    // The route that lets them in, and the channels of this workspace only, are not named.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(world.bot.logs.filter(shared)).toHaveLength(1);
   });
 
   it('with no approvers anywhere, start-up says once who may decide and how to restrict it', async () => {

@@ -319,7 +319,14 @@ export class FakeSlack {
     this.apiUrl = `http://127.0.0.1:${port}/api/`;
   }
 
-  static async start(opts: { expectedToken?: string; checkLimits?: boolean } = {}): Promise<FakeSlack> {
+  static async start(
+    opts: {
+      expectedToken?: string;
+      checkLimits?: boolean;
+      /** Channels conversations.info says are shared with another organization (Slack Connect). */
+      sharedChannels?: string[];
+    } = {},
+  ): Promise<FakeSlack> {
     let self: FakeSlack | undefined;
     const server = http.createServer((req, res) => {
       if (!self) {
@@ -349,6 +356,7 @@ export class FakeSlack {
     self = new FakeSlack(server, address.port);
     self.expectedToken = opts.expectedToken ?? null;
     self.limitsEnabled = opts.checkLimits ?? true;
+    for (const channel of opts.sharedChannels ?? []) self.sharedChannels.add(channel);
     return self;
   }
 
@@ -443,6 +451,9 @@ export class FakeSlack {
   private botIsIn(channel: string): boolean {
     return !this.botChannels || channel.startsWith('D') || this.botChannels.has(channel);
   }
+
+  /** Channels shared with another organization (see start()). */
+  readonly sharedChannels = new Set<string>();
 
   private membersOf(channel: string): string[] {
     return this.channelMembers.get(channel) ?? [...new Set([...WORKSPACE_PEOPLE, ...this.users.keys()])];
@@ -1047,6 +1058,20 @@ export class FakeSlack {
         if (!channel) return { ok: false, error: 'channel_not_found' };
         if (!ts || !this.messages.has(`${channel}/${ts}`)) return { ok: false, error: 'message_not_found' };
         return { ok: true, channel, permalink: this.permalink(channel, ts) };
+      }
+      case 'conversations.info': {
+        const channel = str(args.channel);
+        if (!channel || channel.startsWith('#')) return { ok: false, error: 'channel_not_found' };
+        const shared = this.sharedChannels.has(channel);
+        return {
+          ok: true,
+          channel: {
+            id: channel,
+            is_private: channel.startsWith('G'),
+            is_shared: shared,
+            is_ext_shared: shared,
+          },
+        };
       }
       case 'conversations.members': {
         const channel = str(args.channel);

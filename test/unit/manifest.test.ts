@@ -45,6 +45,7 @@ const METHOD_SCOPES: Record<string, string[]> = {
   // Public and private channels alike (a route may name either).
   'conversations.history': ['channels:history', 'groups:history'],
   'conversations.members': ['channels:read', 'groups:read'],
+  'conversations.info': ['channels:read', 'groups:read'],
   'conversations.open': ['im:write'],
   'usergroups.list': ['usergroups:read'],
   'usergroups.users.list': ['usergroups:read'],
