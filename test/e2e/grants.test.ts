@@ -344,6 +344,33 @@ describe('remembered grants', () => {
     await until(() => lines().length === 2);
   });
 
+  it('a decision by a grant revoked before its replay is not sent again: the question goes to people', async () => {
+    const world = await World.start(
+      { sessions: [{ sessionId: SESSION, title: 'Bump the version' }], recovery: 'sameId' },
+      { MSP_SANDBOX_MODE: 'workspace-write' },
+    );
+    cleanups.push(() => world.close());
+    const grantId = await grantFrom(world, shell('gr-rv-first', [['git', 'pull']]), REMEMBER);
+    await world.host.open(shell('gr-rv-2', [['git', 'pull']]));
+    await world.host.waitForDecide((d) => d.frame.params.approvalId === 'gr-rv-2');
+    expect(await phaseOf(world, 'gr-rv-2')).toBe('resolved');
+
+    // gr-rv-3's decide is read, never answered; the grant is revoked while the bot is down.
+    await world.host.holdDecide(1);
+    await world.host.open(shell('gr-rv-3', [['git', 'pull']]));
+    await world.host.waitForDecide((d) => d.frame.params.approvalId === 'gr-rv-3');
+    await world.bot.kill();
+    expect(await storeOf(world).revoke(grantId, 'U0ADA', new Date())).toBe(true);
+
+    await world.restartBot();
+    // The host still asks it: people decide it now, on its card.
+    await world.waitForCard('gr-rv-3', (m) => buttonsOf(m).length > 0, 10_000);
+    expect(
+      world.host.decides().filter((d) => d.frame.params.approvalId === 'gr-rv-3' && d.incarnation === 2),
+    ).toEqual([]);
+    expect((await storeOf(world).get(grantId))?.uses).toBe(1);
+  });
+
   it('two approvals matching one grant at the same time are both decided, each exactly once', async () => {
     const world = await startWorld();
     const grantId = await grantFrom(world, shell('g10-first', [['make', 'lint']]), REMEMBER);

@@ -83,6 +83,8 @@ export class Decider {
   /** commandId → the host incarnation it was last sent to: one send per commandId per host process. */
   private readonly sentTo = new Map<string, string>();
   private readonly stopped = new AbortController();
+  /** Approvals whose replay is having its grant checked (replayWarranted): replayed once. */
+  private readonly checkingReplay = new Set<string>();
 
   constructor(private readonly options: DeciderOptions) {
     this.now = options.now ?? (() => new Date());
@@ -109,11 +111,48 @@ export class Decider {
     const claim = record.claim;
     if (this.stopped.signal.aborted || !claim || this.inFlight.has(record.approvalId)) return;
     if (this.sentTo.get(claim.commandId) === record.incarnation) return;
+    if (this.checkingReplay.has(record.approvalId)) return;
     this.options.logger.info(
       { approvalId: record.approvalId, sessionId: record.sessionId, commandId: claim.commandId },
       'replaying an interrupted decision',
     );
-    void this.hold(this.send(record, claim).then((outcome) => this.afterReplay(record, claim, outcome)));
+    void this.hold(
+      this.replayWarranted(record, claim).then((outcome) => this.afterReplay(record, claim, outcome)),
+    );
+  }
+
+  /**
+   * Sends a replayed decision by grant only while that grant, as stored now, still answers: the
+   * host still asks (it lists the approval as pending), so the first send was never applied, and a
+   * grant revoked or run out since must not decide. The claim is given back instead, and the
+   * question goes to people. A person's click, and a timeout, were decided by who may decide at
+   * the time: they are sent as they were.
+   */
+  private async replayWarranted(record: ApprovalRecord, claim: Claim): Promise<DecisionOutcome> {
+    const { warrant, logger } = this.options;
+    if (claim.via === 'grant' && claim.grant && warrant) {
+      this.checkingReplay.add(record.approvalId);
+      let verdict: Awaited<ReturnType<typeof warrant.check>>;
+      try {
+        const ask = { sourceIndex: claim.sourceIndex, choiceId: claim.choiceId };
+        verdict = await warrant.check(record, { ...ask, by: { via: 'grant', grant: claim.grant } });
+      } catch (err) {
+        // Not knowing whether the grant still answers is not a warrant: people decide.
+        logger.warn({ err, approvalId: record.approvalId }, 'could not read a replayed decision’s grant');
+        verdict = { kind: 'unwarranted', via: 'grant' };
+      } finally {
+        this.checkingReplay.delete(record.approvalId);
+      }
+      if (verdict && verdict.kind !== 'recounted') {
+        logger.info(
+          { approvalId: record.approvalId, grantId: claim.grant.grantId, commandId: claim.commandId },
+          'an interrupted decision’s grant no longer answers; not sent again, the question goes to people',
+        );
+        await this.giveBack(record, claim);
+        return verdict;
+      }
+    }
+    return this.send(record, claim);
   }
 
   /**
