@@ -159,6 +159,8 @@ export function assemble(config: Config, logger: Logger): Countersign {
     groups,
     away,
     mayStandIn: (userId) => authorizer.isMember(userId),
+    mayRead: (userId, record) => authorizer.mayRead(userId, record),
+    shown: (record) => authorizer.shown(record),
     noticeSender,
     noticeLedger,
     metrics,

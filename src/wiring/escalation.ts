@@ -2,8 +2,11 @@ import type { WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
 import type { Metrics } from '../domain/metrics.js';
+import type { ApprovalRecord } from '../domain/record.js';
 import { PagerDuty } from '../pagerduty/pagerDuty.js';
+import type { ShownApprovers } from '../relay/deciding/authorizer.js';
 import type { Decider } from '../relay/deciding/decider.js';
+import type { MayRead } from '../relay/escalation/escalationSteps.js';
 import { Escalator } from '../relay/escalation/escalator.js';
 import { OncallResolver } from '../relay/escalation/oncall.js';
 import type { RecordKeeper } from '../relay/records/recordKeeper.js';
@@ -32,6 +35,10 @@ export interface EscalationNeeds {
   away: AwayStore;
   /** Whether a delegate may still be reached in someone's place (Authorizer.isMember). */
   mayStandIn: (userId: string) => Promise<boolean>;
+  /** Whether a user may see an approval as its record stands (Authorizer.mayRead): a DM goes to nobody else. */
+  mayRead: MayRead;
+  /** Who may decide an approval as its record stands (Authorizer.shown). */
+  shown: (record: ApprovalRecord) => ShownApprovers;
   noticeSender: SlackNoticeSender;
   noticeLedger: RedisNoticeLedger;
   metrics: Metrics;
@@ -66,10 +73,15 @@ export function wireEscalation(needs: EscalationNeeds) {
     ledger: needs.noticeLedger,
     ladderOf: (route) => router.escalationOf(route),
     oncallOf: (route) => router.oncallOf(route),
-    approversOf: (route) => router.rulesOf(route)?.approvers,
+    // The approval's own approvers (a protected write's, a risk rule's), not the route's ordinary ones.
+    approversOf: (record) => {
+      const { users, usergroups } = needs.shown(record);
+      return users || usergroups ? { users: users ?? [], usergroups: usergroups ?? [] } : undefined;
+    },
     ...(config.pagerDuty.routingKey ? { defaultRoutingKey: config.pagerDuty.routingKey } : {}),
     away: needs.away,
     mayStandIn: needs.mayStandIn,
+    mayRead: needs.mayRead,
     dmMappingTtlMs: Math.max(config.resolvedTtlMs, 7 * 86_400_000),
     metrics: needs.metrics,
     logger: logger.child({ component: 'escalation' }),

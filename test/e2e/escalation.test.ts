@@ -212,6 +212,46 @@ describe('escalation', () => {
     await world.waitForCard('esc-dm-1', (m) => textOf(m).includes('Approved'));
   });
 
+  it('a protected write is DMed to its own approvers: not to the on-call route approver who may not see it', async () => {
+    const world = await startWorld({
+      routes: [
+        route('prod', {
+          channel: 'C0PRIVATE',
+          approvers: users('U0BOB'),
+          protectedWriteApprovers: users('U0ALICE'),
+          oncall: rotation(['U0BOB'], '2026-01-01T00:00:00Z', '7d'),
+          escalation: ladder(['1s', 'dm', 'oncall']),
+        }),
+      ],
+    });
+    // Bob approves the route's ordinary requests, but is not in its private channel.
+    world.slack.setChannelMembers('C0PRIVATE', ['U0ALICE']);
+    await world.host.open(
+      shellApproval({
+        approvalId: 'esc-pw-0001',
+        sessionId: SESSION,
+        stages: [['write', '/etc/protected-secret-path']],
+        protectedWrite: true,
+      }),
+    );
+    await world.waitForCard('esc-pw-0001', (m) => buttonsOf(m).length > 0);
+    // Bob may not see it, so the DM goes to the protected write's approver, not to the route's.
+    const dm = await world.slack.waitFor('chat.postMessage', (c) => c.args.channel === 'DU0ALICE', 8_000);
+    expect(JSON.stringify(dm.args)).toContain('protected-secret-path');
+    expect(postsTo(world, 'DU0BOB')).toHaveLength(0);
+    const passed = await world.bot.waitForLog(
+      (l) => l.msg === 'escalation DM passed by people who may not see the approval',
+    );
+    expect(passed.json?.refused).toEqual([{ userId: 'U0BOB', why: 'notApprover' }]);
+    await world.waitForCard('esc-pw-0001', (m) => textOf(m).includes('DMed @u0alice'));
+
+    // An ordinary request of the same route is Bob's to decide: the DM goes to him.
+    await world.host.open(approval('esc-pw-0002'));
+    const his = await world.slack.waitFor('chat.postMessage', (c) => c.args.channel === 'DU0BOB', 8_000);
+    expect(JSON.stringify(his.args.blocks)).toContain('esc-pw-0002');
+    expect(JSON.stringify(his.args)).not.toContain('protected-secret-path');
+  });
+
   it('survives a kill between steps: after the restart the next step fires once, late, and the fired ones do not repeat', async () => {
     const world = await startWorld({
       routes: [
@@ -374,6 +414,9 @@ describe('escalation', () => {
         }),
       ],
     });
+    // Both are in the approvals channel: the route names no approvers, so its members decide (and
+    // only those who may see the approval are DMed).
+    world.slack.setChannelMembers('C0APPROVALS', ['U0ANA', 'U0BEN']);
     await world.host.open(approval('esc-rot-0001'));
     const before = await world.slack.waitFor('chat.postMessage', (c) => c.args.channel === 'DU0ANA', 3_000);
     expect(JSON.stringify(before.args.blocks)).toContain('esc-rot-0001');

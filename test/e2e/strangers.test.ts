@@ -2,12 +2,13 @@
 // users.info says who is of another team or a guest, and whose conversations.members says who is
 // in a channel), real Redis. Users of another Slack team and guests are refused everywhere unless
 // the route lets them in; on a route without approvers only the channel's members decide, from
-// the card or from an escalation DM.
+// the card or from an escalation DM. An escalation DM, which carries the request, goes only to
+// those who may see the approval.
 
 import { afterEach, describe, expect, it } from 'vitest';
 import { shellApproval } from '../support/fakeHost.js';
 import { WORKSPACE_PEOPLE } from '../support/fakeSlack.js';
-import { type ConfigSpec, configFile, ladder, rotation, route } from './fixtures/config.js';
+import { type ConfigSpec, configFile, ladder, rotation, route, users } from './fixtures/config.js';
 import { commandAnswer, openHome } from './teamSetup.js';
 import { buttonsOf, SESSION, textOf, World } from './world.js';
 
@@ -45,6 +46,12 @@ async function openShell(world: World, approvalId: string): Promise<void> {
     via: 'both',
   });
   await world.waitForCard(approvalId, (m) => buttonsOf(m).length > 0);
+}
+
+function postsTo(world: World, channel: string) {
+  return world.slack
+    .callsOf('chat.postMessage')
+    .filter((c) => c.args.channel === channel && !c.args.thread_ts);
 }
 
 function ephemeralsTo(world: World, userId: string): string[] {
@@ -116,12 +123,12 @@ describe('strangers', () => {
     expect(world.host.decides().map((d) => d.frame.params.approvalId)).toEqual(['str-0002', 'str-0003']);
   });
 
-  it('on a route without approvers only the channel’s members decide, from the card and from a DM', async () => {
+  it('on a route without approvers only the channel’s members decide, from the card and from a DM; only they are DMed', async () => {
     const world = await startWorld({
       routes: [
         route('open', {
           oncall: rotation(['U0FRANK'], '2026-01-01T00:00:00Z', '7d'),
-          escalation: ladder(['1s', 'dm', 'oncall']),
+          escalation: ladder(['1s', 'dm', 'oncall'], ['60s', 'dm', 'U0BOB']),
         }),
       ],
     });
@@ -132,21 +139,87 @@ describe('strangers', () => {
     expect(await world.ephemeralTo('U0FRANK')).toBe(
       'Only members of <#C0APPROVALS> can decide on open: join the channel, or ask one of its members.',
     );
-    // The DM the escalation sends him does not let him decide either.
-    const dm = await world.slack.waitFor('chat.postMessage', (c) => c.args.channel === 'DU0FRANK', 5_000);
+    await expect.poll(() => refusalsOf(world, 'U0FRANK')).toEqual(['notChannelMember']);
+    // He may not see the approval, so the escalation DM, which carries the request, is not sent
+    // to him; with no approvers to fall back to, the next step falls due at once (not at 60 s).
+    const dm = await world.slack.waitFor('chat.postMessage', (c) => c.args.channel === 'DU0BOB', 8_000);
+    expect(postsTo(world, 'DU0FRANK')).toHaveLength(0);
+    const passed = await world.bot.waitForLog(
+      (l) => l.msg === 'escalation DM passed by people who may not see the approval',
+    );
+    expect(passed.json?.refused).toEqual([{ userId: 'U0FRANK', why: 'notChannelMember' }]);
+    await world.bot.waitForLog(
+      (l) => l.msg === 'nobody this step would reach may see the approval; the next step falls due now',
+    );
+
+    // A member decides from the DM's button.
     const dmTs = String((dm.response as { ts: string }).ts);
     const allow = buttonsOf({ blocks: dm.args.blocks as unknown[] }).find((b) => b.text === 'Allow once')!;
-    await world.pressButton(dmTs, allow, 'U0FRANK', 'DU0FRANK');
-    await expect.poll(() => ephemeralsTo(world, 'U0FRANK')).toHaveLength(2);
-    expect(world.host.decides()).toHaveLength(0);
-    await expect.poll(() => refusalsOf(world, 'U0FRANK')).toEqual(['notChannelMember', 'notChannelMember']);
-
-    // A member decides from the same DM button.
-    await world.pressButton(dmTs, allow, 'U0BOB', 'DU0FRANK');
+    await world.pressButton(dmTs, allow, 'U0BOB', 'DU0BOB');
     await world.host.waitForDecide((f) => f.frame.params.approvalId === 'str-0004');
     await world.waitForCard('str-0004', (m) => textOf(m).includes('Approved'));
     expect(world.host.decides()).toHaveLength(1);
+    expect(postsTo(world, 'DU0FRANK')).toHaveLength(0);
   });
+
+  it('an escalation DM passes by a guest and a user of another team on call: the next on call who may see it is asked', async () => {
+    const world = await startWorld({
+      routes: [
+        route('strict', {
+          approvers: users('U0ALICE'),
+          oncall: { usergroup: 'S0ONCALL' },
+          escalation: ladder(['1s', 'dm', 'oncall']),
+        }),
+      ],
+    });
+    world.slack.setUsergroup('S0ONCALL', [GUEST, PARTNER, 'U0CAROL']);
+    await openShell(world, 'str-0006');
+    // Carol, a member of the team and of the channel, is asked; the two before her are not.
+    const dm = await world.slack.waitFor('chat.postMessage', (c) => c.args.channel === 'DU0CAROL', 8_000);
+    expect(JSON.stringify(dm.args)).toContain('make str-0006');
+    expect(postsTo(world, `D${GUEST}`)).toHaveLength(0);
+    expect(postsTo(world, `D${PARTNER}`)).toHaveLength(0);
+    const passed = await world.bot.waitForLog(
+      (l) => l.msg === 'escalation DM passed by people who may not see the approval',
+    );
+    expect(passed.json?.refused).toEqual([
+      { userId: GUEST, why: 'guest' },
+      { userId: PARTNER, why: 'external' },
+    ]);
+    expect(passed.json?.reached).toBe('U0CAROL');
+    await world.waitForCard('str-0006', (m) => textOf(m).includes('DMed @'));
+    expect(textOf(await world.waitForCard('str-0006', () => true))).toMatch(/DMed @[^·\n]*carol/i);
+  });
+
+  it('with only a guest, or only a user of another team, on call, the escalation DM goes to the approval’s approvers', async () => {
+    for (const who of [GUEST, PARTNER]) {
+      const world = await startWorld({
+        routes: [
+          route('strict', {
+            approvers: users('U0ALICE'),
+            oncall: rotation([who], '2026-01-01T00:00:00Z', '7d'),
+            escalation: ladder(['1s', 'dm', 'oncall']),
+          }),
+        ],
+      });
+      const approvalId = `str-0007-${who}`;
+      await world.host.open(
+        shellApproval({ approvalId, sessionId: SESSION, stages: [['deploy', 'top-secret-target']] }),
+        { via: 'both' },
+      );
+      await world.waitForCard(approvalId, (m) => buttonsOf(m).length > 0);
+      // The pending list shows them nothing; nor does a DM.
+      const pending = await commandAnswer(world, who, 'pending');
+      expect(JSON.stringify(pending.body)).not.toContain('top-secret-target');
+      const dm = await world.slack.waitFor('chat.postMessage', (c) => c.args.channel === 'DU0ALICE', 8_000);
+      expect(JSON.stringify(dm.args)).toContain('top-secret-target');
+      expect(postsTo(world, `D${who}`)).toHaveLength(0);
+      await world.bot.waitForLog(
+        (l) => l.msg === 'nobody on call may see the approval; reaching its approvers instead',
+      );
+      await world.close();
+    }
+  }, 40_000);
 
   it('commands and App Home show a stranger nothing of an open route', async () => {
     const world = await startWorld();

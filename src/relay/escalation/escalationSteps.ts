@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { Authorization } from '../../domain/authorization.js';
 import { timeoutChoice } from '../../domain/decisionWords.js';
 import type { EscalationDm, EscalationReply } from '../../domain/escalationNotice.js';
 import { type ApprovalRecord, isTerminal } from '../../domain/record.js';
@@ -9,7 +10,7 @@ import type { EscalationStore } from '../../store/escalationStore.js';
 import { shortDuration } from '../../util/shortDuration.js';
 import type { Decider } from '../deciding/decider.js';
 import type { NoticeLedger } from '../deciding/decisionNotices.js';
-import { type AwayLookup, EveryoneAway, type MayStandIn, withoutAway } from './awayFilter.js';
+import { type AwayLookup, EveryoneAway, type MayStandIn, type Present, withoutAway } from './awayFilter.js';
 import { lineageOf } from './lineage.js';
 import type { OnCall, OncallResolver } from './oncall.js';
 
@@ -40,6 +41,27 @@ export interface StepDone {
   as?: EscalationStep['action'];
 }
 
+/**
+ * Whether a user may see an approval as its record stands: its request in full, as "View full"
+ * and the pending list show it (Authorizer.mayRead). A DM carries the request's text, so it goes
+ * to nobody refused.
+ */
+export type MayRead = (userId: string, record: ApprovalRecord) => Promise<Authorization>;
+
+/**
+ * A DM found nobody to reach because everyone it would ask may not see the approval (a guest, a
+ * user of another team, someone neither deciding it nor in its channel), or is away: the
+ * escalation falls through to its next step at once, as when everyone is away (Escalator).
+ */
+export class NobodyMaySee extends Error {
+  constructor(
+    readonly refused: readonly string[],
+    readonly away: readonly string[],
+  ) {
+    super('nobody this step would reach may see the approval');
+  }
+}
+
 export interface Pager {
   trigger(event: TriggerEvent): Promise<void>;
   resolve(routingKey: string, dedupKey: string): Promise<void>;
@@ -55,7 +77,13 @@ export interface EscalationStepsOptions {
   /** PagerDuty's resolve is sent once per page, whichever replica sees the resolution. */
   ledger: NoticeLedger;
   oncallOf: (route: string | undefined) => OncallSource | undefined;
-  approversOf: (route: string | undefined) => Approvers | undefined;
+  /**
+   * Who may decide the approval as its record stands (Authorizer.shown): a protected write's
+   * approvers, a risk rule's, the admins for a route gone; the route's own approvers otherwise.
+   * Whom the steps reach when the on-call source fails, names nobody, or nobody it names may be
+   * reached.
+   */
+  approversOf: (record: ApprovalRecord) => Approvers | undefined;
   defaultRoutingKey?: string;
   /** How long a DM's buttons stay mapped to their approval. */
   dmMappingTtlMs: number;
@@ -63,6 +91,8 @@ export interface EscalationStepsOptions {
   away?: AwayLookup;
   /** Whether a delegate may stand in as the step fires (awayFilter.ts); without it, any may. */
   mayStandIn?: MayStandIn;
+  /** Whether a user may see the approval: a DM (or a page's DM) goes to nobody else. */
+  mayRead: MayRead;
   logger: Logger;
 }
 
@@ -102,7 +132,13 @@ export class EscalationSteps {
         return { who: target.usergroup ? `@${target.usergroup}` : await this.names(target.users) };
       }
       case 'dm':
-        return { who: await this.dm(record, await this.target(record, step.target ?? 'oncall'), waitedMs) };
+        return {
+          who: await this.dm(
+            record,
+            await this.target(record, step.target ?? 'oncall', undefined, true),
+            waitedMs,
+          ),
+        };
       case 'page': {
         // Whom PagerDuty would wake is away: they are passed by as a mention or a DM would pass
         // them by, and whoever stands in is asked by DM, since a page cannot be sent to one person.
@@ -121,6 +157,7 @@ export class EscalationSteps {
     const { slack } = this.options;
     const { channel, ts } = record.slack as { channel: string; ts: string };
     const userId = target.users[0];
+    if (!userId && target.refused) throw new NobodyMaySee(target.refused, target.allAway ?? []);
     if (!userId && target.allAway) throw new EveryoneAway(target.allAway);
     if (!userId) throw new Error('nobody to DM: the on-call source and the approvers name nobody');
     const permalink = await slack.permalink(channel, ts);
@@ -154,7 +191,7 @@ export class EscalationSteps {
     const { away, oncall, oncallOf, approversOf, logger } = this.options;
     const source = oncallOf(record.route);
     if (!away || source?.kind !== 'pagerduty') return undefined;
-    const found = await oncall.resolve(source, approversOf(record.route), record.approvalId);
+    const found = await oncall.resolve(source, approversOf(record), record.approvalId);
     if (found.source !== 'pagerduty' || found.users.length === 0) return undefined;
     const absent = await away.whoIsAway(found.users);
     if (absent.size < found.users.length) return undefined;
@@ -162,7 +199,7 @@ export class EscalationSteps {
       { approvalId: record.approvalId, away: [...absent.keys()] },
       'everyone PagerDuty has on call is away; not paging',
     );
-    return this.target(record, 'oncall', found);
+    return this.target(record, 'oncall', found, true);
   }
 
   private async page(
@@ -212,7 +249,7 @@ export class EscalationSteps {
     if (source?.kind !== 'pagerduty') return 'PagerDuty';
     const paged = await this.options.oncall.resolve(
       source,
-      this.options.approversOf(record.route),
+      this.options.approversOf(record),
       record.approvalId,
     );
     return paged.source === 'pagerduty' ? await this.names(paged.users) : 'PagerDuty';
@@ -243,12 +280,18 @@ export class EscalationSteps {
 
   /**
    * Whom a step reaches: the on-call (or the step's own target) with those away passed by and
-   * their delegates asked instead. When everyone the on-call source names is away with nobody
-   * standing in, the step falls through to the route's approvers, as when the source names
-   * nobody, rather than reaching nobody.
+   * their delegates asked instead, and for a DM (`dm`) those who may not see the approval passed
+   * by too (reachable()). When that leaves nobody the on-call source names (everyone away with
+   * nobody standing in, or nobody who may see it), the step falls through to the approval's own
+   * approvers (approversOf), as when the source names nobody, rather than reaching nobody.
    */
-  private async target(record: ApprovalRecord, target: string, resolved?: OnCall): Promise<OnCall> {
-    const approvers = this.options.approversOf(record.route);
+  private async target(
+    record: ApprovalRecord,
+    target: string,
+    resolved?: OnCall,
+    dm = false,
+  ): Promise<OnCall> {
+    const approvers = this.options.approversOf(record);
     // `resolved`: the on-call source's answer, when the caller has just asked it (standInForPage).
     const found: OnCall =
       resolved ??
@@ -257,33 +300,92 @@ export class EscalationSteps {
         : target.startsWith('S')
           ? { users: [], usergroup: target, source: 'approvers' }
           : { users: [target], source: 'approvers' });
-    const { away } = this.options;
-    if (!away) return found;
-    const members = (group: string) => this.options.oncall.members(group);
-    const present = await withoutAway(found, away, members, this.options.mayStandIn);
-    if (present.skipped.length > 0) {
-      this.options.logger.info(
-        { approvalId: record.approvalId, away: present.skipped, reached: present.target.users },
-        'escalation passed by people who are away',
-      );
-    }
+    const present = await this.reachable(record, found, dm);
     if (present.target.users.length > 0 || present.target.usergroup) return present.target;
-    // Nobody reached only because of absences: the Escalator then moves on to the next step.
-    const allAway = (skipped: string[]) => (skipped.length > 0 ? { allAway: skipped } : {});
+    // Nobody reached only because of absences or refusals: the Escalator then moves on to the next step.
+    const nobody = (target: OnCall, skipped: string[], refused: string[]): OnCall => ({
+      ...target,
+      ...(skipped.length > 0 ? { allAway: skipped } : {}),
+      ...(refused.length > 0 ? { refused } : {}),
+    });
     if (target !== 'oncall' || found.source === 'approvers')
-      return { ...present.target, ...allAway(present.skipped) };
+      return nobody(present.target, present.skipped, present.refused);
     this.options.logger.info(
       { approvalId: record.approvalId },
-      'everyone on call is away; reaching the route approvers instead',
+      present.refused.length > 0
+        ? 'nobody on call may see the approval; reaching its approvers instead'
+        : 'everyone on call is away; reaching the route approvers instead',
     );
     const fallback = await this.options.oncall.resolve(undefined, approvers, record.approvalId);
-    const approversPresent = await withoutAway(fallback, away, members, this.options.mayStandIn);
+    const approversPresent = await this.reachable(record, fallback, dm);
     if (approversPresent.target.users.length > 0 || approversPresent.target.usergroup)
       return approversPresent.target;
+    return nobody(
+      approversPresent.target,
+      [...new Set([...present.skipped, ...approversPresent.skipped])],
+      [...new Set([...present.refused, ...approversPresent.refused])],
+    );
+  }
+
+  /**
+   * `found` without those away, their delegates asked in their place (awayFilter.ts); for a DM,
+   * which carries the request's text, also without anyone who may not see the approval as its
+   * record stands (mayRead, as the pending list and "View full" ask): the first who may is the
+   * one asked, never a group. `refused`: those passed by for that.
+   */
+  private async reachable(
+    record: ApprovalRecord,
+    found: OnCall,
+    dm: boolean,
+  ): Promise<Present & { refused: string[] }> {
+    const { away, logger } = this.options;
+    let present: Present = { target: found, skipped: [] };
+    if (away) {
+      const members = (group: string) => this.options.oncall.members(group);
+      present = await withoutAway(found, away, members, this.options.mayStandIn);
+      if (present.skipped.length > 0) {
+        logger.info(
+          { approvalId: record.approvalId, away: present.skipped, reached: present.target.users },
+          'escalation passed by people who are away',
+        );
+      }
+    }
+    if (!dm) return { ...present, refused: [] };
+    const refused: { userId: string; why: string }[] = [];
+    let reader: string | undefined;
+    for (const userId of present.target.users) {
+      const seeing = await this.mayRead(userId, record);
+      if (seeing.allowed) {
+        reader = userId;
+        break;
+      }
+      refused.push({ userId, why: seeing.why });
+    }
+    if (refused.length > 0) {
+      logger.info(
+        { approvalId: record.approvalId, refused, ...(reader ? { reached: reader } : {}) },
+        'escalation DM passed by people who may not see the approval',
+      );
+    }
+    const { usergroup: _group, ...rest } = present.target;
     return {
-      ...approversPresent.target,
-      ...allAway([...new Set([...present.skipped, ...approversPresent.skipped])]),
+      target: { ...rest, users: reader ? [reader] : [] },
+      skipped: present.skipped,
+      refused: refused.map((r) => r.userId),
     };
+  }
+
+  /** Authorizer.mayRead; a check that fails refuses: the request's text goes to nobody on a guess. */
+  private async mayRead(userId: string, record: ApprovalRecord): Promise<Authorization> {
+    try {
+      return await this.options.mayRead(userId, record);
+    } catch (err) {
+      this.options.logger.warn(
+        { approvalId: record.approvalId, userId, err: err instanceof Error ? err.message : String(err) },
+        'could not check who may see an approval; not DMing them',
+      );
+      return { allowed: false, why: 'unverified', route: record.route ?? '(none)', what: 'user' };
+    }
   }
 
   private async names(users: readonly string[]): Promise<string | undefined> {

@@ -5,7 +5,7 @@ import type { DueStep } from '../../store/escalationStore.js';
 import type { RecordKeeper } from '../records/recordKeeper.js';
 import { escalationFired, escalationStarted } from '../records/recordMutations.js';
 import { EveryoneAway } from './awayFilter.js';
-import { EscalationSteps, type EscalationStepsOptions } from './escalationSteps.js';
+import { EscalationSteps, type EscalationStepsOptions, NobodyMaySee } from './escalationSteps.js';
 import { lineageOf } from './lineage.js';
 
 // On-call escalation (routes[].escalation): reminders, mentions, DMs, pages and a timeout, each
@@ -210,16 +210,19 @@ export class Escalator {
   }
 
   /**
-   * Everyone the step would reach is away with nobody standing in: the next step is made due now
+   * Everyone the step would reach is away with nobody standing in, or (a DM) may not see the
+   * approval (NobodyMaySee, `refused`): the next step is made due now
    * rather than at its time, so the escalation goes on instead of reaching nobody. A timeout is
    * never brought forward: it decides, and an absence must not cut an approval's time short.
    */
-  private async fallThrough(record: ApprovalRecord, due: DueStep): Promise<void> {
+  private async fallThrough(record: ApprovalRecord, due: DueStep, refused: boolean): Promise<void> {
     const next = this.options.ladderOf(record.route)[due.step + 1];
     if (!next || next.action === 'timeout') return;
     this.options.logger.info(
       { approvalId: due.approvalId, step: due.step, next: due.step + 1 },
-      'everyone this step would reach is away; the next step falls due now',
+      refused
+        ? 'nobody this step would reach may see the approval; the next step falls due now'
+        : 'everyone this step would reach is away; the next step falls due now',
     );
     await this.options.schedule.hasten(due.approvalId, due.step + 1, due.lineage, this.now().getTime());
     this.wakeAt(this.now().getTime());
@@ -254,7 +257,8 @@ export class Escalator {
         { err: err instanceof Error ? err.message : String(err) },
         'escalation step could not reach anyone',
       );
-      if (err instanceof EveryoneAway) await this.fallThrough(record, due);
+      if (err instanceof EveryoneAway || err instanceof NobodyMaySee)
+        await this.fallThrough(record, due, err instanceof NobodyMaySee);
     }
     this.options.metrics?.escalationStep(action);
     const fired: FiredStep = {

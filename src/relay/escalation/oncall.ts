@@ -14,6 +14,8 @@ export interface OnCall {
   inPlaceOf?: Record<string, string>;
   /** Nobody is reached because these people are away with nobody standing in (awayFilter.ts). */
   allAway?: string[];
+  /** Nobody is DMed because these people may not see the approval (escalationSteps.ts, reachable). */
+  refused?: string[];
 }
 
 /** PagerDuty's answer as Slack user IDs (PagerDuty users found by email), cached briefly. */
