@@ -29,13 +29,22 @@ function hostPorts(text: string, defaultPort: number): HostPort[] | undefined {
   return out;
 }
 
+/**
+ * A host list as written, for an error message, unless it may carry a password: redis://user:pw@h
+ * or user:pw@h (an "@"), or ?password=… (a query). A password can hold any character, so it is
+ * not cut out of the value: the whole value is left unshown.
+ */
+function shownHosts(value: string): string {
+  return /[@?]/.test(value) ? 'a value with "@" or "?", not shown: it may carry a password' : shown(value);
+}
+
 function listVar(env: NodeJS.ProcessEnv, name: string, defaultPort: number, what: string): HostPort[] {
   const value = read(env, name)!;
   const list = hostPorts(value, defaultPort);
   if (!list) {
     throw new ConfigError(
       name,
-      `${name} must list ${what} as host:port,host:port (got ${shown(value)}): fix or unset it`,
+      `${name} must list ${what} as host:port,host:port (got ${shownHosts(value)}): fix or unset it`,
     );
   }
   return list;

@@ -89,6 +89,18 @@ describe('mistakes only the operator can fix stop start-up with one line', () =>
     expect(running.host.incarnations).toHaveLength(0);
   });
 
+  it('REDIS_CLUSTER_NODES written as URLs with a password: one line that does not show it', async () => {
+    const running = await bot({
+      REDIS_URL: '',
+      REDIS_CLUSTER_NODES: 'redis://:S3cretClusterPw@node1:6379,redis://:S3cretClusterPw@node2:6379',
+    });
+    expect(await running.exited).toEqual({ code: 1, signal: null });
+    expect(running.logs.map((l) => l.raw)).toEqual([
+      'countersign: REDIS_CLUSTER_NODES must list seed nodes of the Cluster as host:port,host:port (got a value with "@" or "?", not shown: it may carry a password): fix or unset it',
+    ]);
+    expect(running.host.incarnations).toHaveLength(0);
+  });
+
   it('several settings wrong: one line for each, all at once, exit 1', async () => {
     const running = await bot({ SLACK_CHANNEL: 'general', PORT: 'http', LOG_LEVEL: 'loud' });
     expect(await running.exited).toEqual({ code: 1, signal: null });

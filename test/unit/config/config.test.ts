@@ -659,6 +659,23 @@ describe('where Redis is', () => {
   });
 
   it.each([
+    ['REDIS_CLUSTER_NODES', 'redis://:redispassword@node1:6379,redis://:redispassword@node2:6379'],
+    ['REDIS_CLUSTER_NODES', 'default:redispassword@node1:6379'],
+    ['REDIS_CLUSTER_NODES', 'node1:6379?password=redispassword'],
+    ['REDIS_SENTINELS', 'admin:redispassword@s1:26379'],
+    ['REDIS_SENTINELS', 'redis://:redispassword@s1:26379,s2:26379'],
+  ])('refuses %s=%s without showing the password it carries', (name, value) => {
+    // configError checks that no line holds "redispassword".
+    const err = configError(
+      socketEnv({ [name]: value, REDIS_SENTINEL_NAME: name === 'REDIS_SENTINELS' ? 'm' : '' }),
+    );
+    expect(err.variable).toBe(name);
+    expect(err.message).toMatch(
+      new RegExp(`^${name} must list .* as host:port,host:port \\(got .*not shown`),
+    );
+  });
+
+  it.each([
     ['REDIS_URL', 'REDIS_SENTINELS'],
     ['REDIS_URL', 'REDIS_CLUSTER_NODES'],
     ['REDIS_SENTINELS', 'REDIS_CLUSTER_NODES'],
