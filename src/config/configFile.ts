@@ -11,7 +11,7 @@
 // Strict keys, one-line errors naming the place, read once at start-up.
 
 import { readFileSync } from 'node:fs';
-import { parseDocument } from 'yaml';
+import { type Document, isPair, isScalar, isSeq, LineCounter, parseDocument, visit } from 'yaml';
 import { z } from 'zod';
 import type { ConfigFile } from '../domain/route.js';
 import { isReservedRouteName } from '../routing/router.js';
@@ -110,6 +110,50 @@ function crossCheck(path: string, parsed: z.infer<typeof file>): void {
   });
 }
 
+/** Where the first alias (`*name`) that names no earlier anchor is: `hosts[0].env.KEY (line 5, column 20)`. */
+function unresolvedAlias(doc: Document, lines: LineCounter): string | undefined {
+  let where: string | undefined;
+  visit(doc, {
+    Alias(_key, node, path) {
+      if (node.resolve(doc)) return undefined;
+      const keys = path.map((parent, i) => {
+        const child = path[i + 1] ?? node;
+        if (isSeq(parent)) return `[${parent.items.indexOf(child as never)}]`;
+        if (!isPair(parent) || parent.value !== child) return '';
+        const key = isScalar(parent.key) ? String(parent.key.value) : '?';
+        return i > 2 ? `.${key}` : key;
+      });
+      const { line, col } = lines.linePos(node.range?.[0] ?? 0);
+      where = `${keys.join('') || 'the file'} (line ${line}, column ${col})`;
+      return visit.BREAK;
+    },
+  });
+  return where;
+}
+
+/**
+ * The document as plain values. Aliases are resolved only here, and the YAML library's error for
+ * one that names no anchor quotes the alias itself: an unquoted value starting with "*" (a
+ * password such as *Xk9q…) is read as one. So the message says where it is, never what it is.
+ */
+function plainValues(path: string, doc: Document, lines: LineCounter): unknown {
+  try {
+    return doc.toJS();
+  } catch (err) {
+    const where = unresolvedAlias(doc, lines);
+    if (where) {
+      fail(
+        path,
+        `invalid YAML: ${where} is an alias (a value starting with "*") that names no anchor set before it: quote the value if it is not meant as an alias`,
+      );
+    }
+    fail(
+      path,
+      `invalid YAML: its aliases (values starting with "*") expand too far or cannot be resolved (${(err as Error).name}): quote each value that is not meant as an alias`,
+    );
+  }
+}
+
 /** Reads and checks a COUNTERSIGN_CONFIG file. Throws a one-line ConfigError. */
 export function loadConfigFile(path: string, defaults: HostDefaults): ConfigFile {
   let text: string;
@@ -121,13 +165,14 @@ export function loadConfigFile(path: string, defaults: HostDefaults): ConfigFile
       `cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'}): fix the path or unset it`,
     );
   }
-  const doc = parseDocument(text);
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: lines });
   const yamlError = doc.errors[0];
   // The first line carries the reason and position; the rest is a multi-line excerpt of the file.
   if (yamlError) fail(path, `invalid YAML: ${yamlError.message.split('\n')[0]?.replace(/:$/, '')}`);
 
   // An empty file configures nothing, the same as having no file.
-  const result = file.safeParse(doc.toJS() ?? {}, { reportInput: true });
+  const result = file.safeParse(plainValues(path, doc, lines) ?? {}, { reportInput: true });
   if (!result.success) {
     // A misspelt key also makes the real one look missing, so the typo is the better thing to report.
     const issue = result.error.issues.find((i) => i.code === 'unrecognized_keys') ?? result.error.issues[0];

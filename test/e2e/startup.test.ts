@@ -101,6 +101,19 @@ describe('mistakes only the operator can fix stop start-up with one line', () =>
     expect(running.host.incarnations).toHaveLength(0);
   });
 
+  it('a config file value starting with "*" unquoted (a YAML alias): one line without it, exit 1', async () => {
+    const dir = join(tmpdir(), `countersign-startup-${process.pid}-${Date.now()}`);
+    const path = `${dir}.yml`;
+    writeFileSync(path, 'routes:\n  - channel: C0ALL\n    quickReasons: [ok, *Xk9q-S3cret-Pw]\n');
+    cleanups.push(async () => rmSync(path, { force: true }));
+    const running = await bot({ COUNTERSIGN_CONFIG: path });
+    expect(await running.exited).toEqual({ code: 1, signal: null });
+    expect(running.logs.map((l) => l.raw)).toEqual([
+      `countersign: COUNTERSIGN_CONFIG (${path}): invalid YAML: routes[0].quickReasons[1] (line 3, column 24) is an alias (a value starting with "*") that names no anchor set before it: quote the value if it is not meant as an alias`,
+    ]);
+    expect(running.host.incarnations).toHaveLength(0);
+  });
+
   it('several settings wrong: one line for each, all at once, exit 1', async () => {
     const running = await bot({ SLACK_CHANNEL: 'general', PORT: 'http', LOG_LEVEL: 'loud' });
     expect(await running.exited).toEqual({ code: 1, signal: null });

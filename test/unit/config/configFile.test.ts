@@ -497,6 +497,25 @@ describe('a mistake in the file stops start-up with one line naming its place', 
     expect(err.message).toBe(`COUNTERSIGN_CONFIG (${file}): ${problem}`);
   });
 
+  it.each([
+    [
+      'an unquoted password starting with "*" (read as an alias)',
+      'hosts:\n  - id: main\n    command: muse serve\n    env:\n      DB_PASSWORD: *Xk9q-S3cret-Pw\n',
+      'invalid YAML: hosts[0].env.DB_PASSWORD (line 5, column 20) is an alias (a value starting with "*") that names no anchor set before it: quote the value if it is not meant as an alias',
+    ],
+    [
+      'a whole file that is an alias',
+      '*Xk9q-S3cret-Pw\n',
+      'invalid YAML: the file (line 1, column 1) is an alias (a value starting with "*") that names no anchor set before it: quote the value if it is not meant as an alias',
+    ],
+  ])('%s: one line naming the place, never the value', (_, yaml, problem) => {
+    const file = configFile(yaml);
+    const err = errorOf(fileEnv(file));
+    expect(err.variable).toBe('COUNTERSIGN_CONFIG');
+    expect(err.message).toBe(`COUNTERSIGN_CONFIG (${file}): ${problem}`);
+    expect(err.message).not.toContain('S3cret');
+  });
+
   it('MSP_HOST_COMMAND together with hosts', () => {
     const file = configFile(`hosts:\n${HOST}routes:\n${ROUTE}`);
     const err = errorOf(fileEnv(file, { MSP_HOST_COMMAND: 'muse serve' }));
