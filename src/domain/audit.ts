@@ -50,6 +50,8 @@ export type AuditEntry =
       feedback?: string;
       /** SHA-256 (hex) of the arguments as the host sent them; absent for older records. */
       argsSha256?: string;
+      /** `masked` when masking hid a secret in them: argsSha256 is then of the masked arguments. */
+      argsSha256Of?: 'masked';
       /** From the card's clock start (its first card, a superseded one's included) to the decision. */
       waitedMs?: number;
       /** Escalation steps that fired before the decision, when any did. */

@@ -25,6 +25,7 @@ export function decisionEntry(record: ResolvedRecord, slaMs: number | undefined)
     decision: resolution.decision,
     ...(resolution.feedback !== undefined ? { feedback: resolution.feedback } : {}),
     ...(record.argsSha256 !== undefined ? { argsSha256: record.argsSha256 } : {}),
+    ...(record.argsSha256Of !== undefined ? { argsSha256Of: record.argsSha256Of } : {}),
     ...(waitedMs !== undefined ? { waitedMs } : {}),
     ...(steps > 0 ? { steps } : {}),
     ...(slaMs !== undefined && waitedMs !== undefined ? { slaMs, slaBreached: waitedMs > slaMs } : {}),

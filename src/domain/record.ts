@@ -197,8 +197,11 @@ export const ApprovalRecord = z.object({
   /**
    * SHA-256 (hex) of rawArgs as the host sent them, before masking and cutting: the audit line
    * names the arguments a decision was about without holding them. Absent on older records.
+   * When masking hid a secret in them, of the arguments as masked instead (argsSha256Of
+   * `masked`): a hash of the secret's whole command line would let it be guessed offline.
    */
   argsSha256: z.string().optional(),
+  argsSha256Of: z.literal('masked').optional(),
   subject: ApprovalSubject,
   requiredCapabilities: z.array(z.string()),
   sandboxMode: z.string(),

@@ -138,6 +138,51 @@ describe('the audit line in the card’s thread and the audit stream', () => {
     expect(lines[0]).toMatchObject({ ...entries[0], id: expect.stringMatching(/^\d+-\d+$/) });
   });
 
+  it('arguments with a masked secret: the hash is of them as masked, so it cannot confirm a guess of the secret', async () => {
+    const world = await startWorld();
+    const id = 'hash-masked-0001';
+    const approval = shellApproval({
+      approvalId: id,
+      sessionId: SESSION,
+      stages: [['mysql', '-u', 'root', '-pWinter2024', 'prod']],
+    });
+    approval.rawArgs = JSON.stringify({ command: 'mysql -u root -pWinter2024 prod' });
+    await world.host.open(approval, { via: 'both' });
+    const card = await world.waitForCard(id, (m) => buttonsOf(m).length > 0);
+    // The card shows all of the command but the password.
+    expect(textOf(card)).toContain('mysql -u root');
+    expect(textOf(card)).not.toContain('Winter2024');
+    await world.press(id, 'Allow once', 'U0ALICE', card);
+    await world.host.waitForDecide();
+    await noticeSettled(world, id, 'audit');
+
+    // Anyone reading the trail can hash the command line with each guess of the password.
+    const asSent = sha256(approval.rawArgs);
+    expect(sha256(JSON.stringify({ command: 'mysql -u root -pWinter2024 prod' }))).toBe(asSent);
+    const record = await world.redis.hgetall(keys.approval(id));
+    const stored = JSON.parse(record.d!) as { rawArgs: string; argsSha256: string; argsSha256Of?: string };
+    expect(stored.rawArgs).not.toContain('Winter2024');
+    expect(stored).toMatchObject({ argsSha256: sha256(stored.rawArgs), argsSha256Of: 'masked' });
+    const [entry] = await world.auditEntries();
+    expect(entry).toMatchObject({
+      approvalId: id,
+      argsSha256: sha256(stored.rawArgs),
+      argsSha256Of: 'masked',
+    });
+    const exported = execFileSync(process.execPath, ['dist/auditExport.js'], {
+      cwd: PROJECT_ROOT,
+      env: { PATH: process.env.PATH ?? '', REDIS_URL: testRedisUrl(world.redisDb) },
+      encoding: 'utf8',
+    });
+    expect(JSON.parse(exported.trim())).toMatchObject({
+      argsSha256: entry!.argsSha256,
+      argsSha256Of: 'masked',
+    });
+    for (const text of [JSON.stringify(record), JSON.stringify(entry), exported, world.bot.tail(1000)]) {
+      expect(text).not.toContain(asSent);
+    }
+  });
+
   it('a policy resolution: a thread line saying policy, and a stream entry saying policy decided it', async () => {
     const world = await startWorld();
     const approval = approvalFromTranscript('approval-round-trip', { approvalId: 'policy-0001' });
@@ -378,6 +423,8 @@ describe('the requester DM', () => {
   });
 });
 
+const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
+
 /** The bot's audit lines (`audit: "decision"`) for `approvalId`, as it logged them. */
 function decisionLines(world: World, approvalId: string) {
   return world.bot.logs.filter((l) => l.json?.audit === 'decision' && l.json.approvalId === approvalId);
@@ -395,8 +442,19 @@ async function decisionLineOf(
   const line = lines[0]!;
   expect(line.msg).toBe('decision');
   expect(line.level).toBe(30);
-  // The SHA-256 of the arguments exactly as the host sent them, before masking.
-  expect(line.json!.argsSha256).toBe(createHash('sha256').update(approval.rawArgs, 'utf8').digest('hex'));
+  // The SHA-256 of the arguments exactly as the host sent them when masking hid nothing in them;
+  // when it hid a secret, of the arguments as masked (as the card shows them), and never of the
+  // arguments as sent, which would let the secret be guessed offline.
+  const raw = await world.redis.hget(keys.approval(approval.approvalId), 'd');
+  const stored = (JSON.parse(raw!) as { rawArgs: string }).rawArgs;
+  if (stored === approval.rawArgs) {
+    expect(line.json!.argsSha256).toBe(sha256(approval.rawArgs));
+    expect(line.json!.argsSha256Of).toBeUndefined();
+  } else {
+    expect(line.json!.argsSha256).toBe(sha256(stored));
+    expect(line.json!.argsSha256Of).toBe('masked');
+    expect(line.raw).not.toContain(sha256(approval.rawArgs));
+  }
   for (const word of secretWords) expect(line.raw).not.toContain(word);
   expect(line.raw).not.toContain('[masked');
   return line.json!;
@@ -441,11 +499,12 @@ describe('the decision line in the log', () => {
       route: '(SLACK_CHANNEL)',
       tool: 'bash',
       argsSha256: expect.stringMatching(/^[0-9a-f]{64}$/),
+      argsSha256Of: 'masked',
       at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
     });
     // The stream entry carries the same hash and the same via.
     const [entry] = await world.auditEntries();
-    expect(entry).toMatchObject({ via: 'click', argsSha256: line.argsSha256 });
+    expect(entry).toMatchObject({ via: 'click', argsSha256: line.argsSha256, argsSha256Of: 'masked' });
 
     // The host says it again and a stale click re-syncs the card: still one line.
     const again = await world.host.redeliverResolved(clicked.approvalId);

@@ -239,6 +239,7 @@ function decisionLine(
     route: record.route,
     tool: record.tool,
     argsSha256: record.argsSha256,
+    argsSha256Of: record.argsSha256Of,
     at: entry.at,
   };
 }

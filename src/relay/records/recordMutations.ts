@@ -55,6 +55,7 @@ export function newRecord(params: ApprovalRequestParams, ctx: NewRecordContext):
     title: taken.title,
     rawArgs: taken.rawArgs,
     argsSha256: taken.argsSha256,
+    ...(taken.argsSha256Of ? { argsSha256Of: taken.argsSha256Of } : {}),
     subject: taken.subject,
     requiredCapabilities: stageCapabilities({
       tool: taken.tool,

@@ -6,9 +6,11 @@ import type {
   CuaCardFacts,
   RequirementRef,
 } from '../../../msp/protocol.js';
+import { maskPrefix } from '../../../secrets/maskPrefix.js';
 import type { PartReports } from './intakeReport.js';
 import {
   MAX_CHOICE_TEXT_CHARS,
+  MAX_FULL_TEXT_CHARS,
   MAX_RAW_ARGS_CHARS,
   MAX_SUBAGENT_ORIGIN_CHARS,
   MAX_TEXT_CHARS,
@@ -80,11 +82,38 @@ export interface TakenRequest extends TakenQuestion {
   tool: string;
   title?: string;
   rawArgs: string;
-  /** SHA-256 (hex) of the arguments as sent, taken before they are masked or cut. */
+  /**
+   * SHA-256 (hex) of the arguments as sent when masking hid nothing in them; of the arguments as
+   * masked (argsSha256Of `masked`) when it did.
+   */
   argsSha256: string;
+  argsSha256Of?: 'masked';
   reason?: string;
   subagentOrigin?: SubagentOrigin;
   sessionTitle?: string;
+}
+
+const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
+
+/**
+ * The hash the record and the audit trail keep of the arguments. Of the arguments as the host sent
+ * them (UTF-8), so that a SIEM can match the audit line to the host's own log, but only when
+ * masking hid nothing in them. When it hid a secret, the card (and "View full") show everything
+ * else: a hash of what was sent would let anyone who reads the trail try guesses for the secret
+ * offline, one hash each. Then the hash is of the arguments as masked, as they are shown.
+ * `kept`: the record's arguments (masked, maybe cut); `report`: what taking them did.
+ */
+function argsHash(
+  raw: string,
+  kept: string,
+  report: PartReport,
+): Pick<TakenRequest, 'argsSha256' | 'argsSha256Of'> {
+  // What can be shown: the record's text, or when intake cut it, the text "View full" keeps.
+  const shown = report.truncated
+    ? maskPrefix(raw, MAX_FULL_TEXT_CHARS)
+    : { text: kept, count: report.maskedSecrets };
+  if (shown.count === 0 && report.maskedSecrets === 0) return { argsSha256: sha256(raw) };
+  return { argsSha256: sha256(shown.text), argsSha256Of: 'masked' };
 }
 
 /**
@@ -103,9 +132,9 @@ export function takeRequest(params: ApprovalRequestParams, sessionTitle: string 
   };
   taken.tool = text('tool', params.toolName, MAX_TOOL_CHARS);
   taken.rawArgs = text('rawArgs', params.rawArgs, MAX_RAW_ARGS_CHARS);
-  // Of the arguments as the host sent them (UTF-8), so that a SIEM can match the audit line to
-  // the host's own log; the record keeps them masked, which no one else could hash alike.
-  taken.argsSha256 = createHash('sha256').update(params.rawArgs, 'utf8').digest('hex');
+  const hashed = argsHash(params.rawArgs, taken.rawArgs, taken.reports.rawArgs!);
+  taken.argsSha256 = hashed.argsSha256;
+  if (hashed.argsSha256Of) taken.argsSha256Of = hashed.argsSha256Of;
   if (typeof params.title === 'string') taken.title = text('title', params.title, MAX_TEXT_CHARS);
   if (params.reason !== undefined) taken.reason = text('reason', params.reason, MAX_TEXT_CHARS);
   if (sessionTitle !== undefined) taken.sessionTitle = text('sessionTitle', sessionTitle, MAX_TEXT_CHARS);

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ApprovalRecord } from '../../../../src/domain/record.js';
 import {
@@ -199,6 +200,36 @@ describe('intake: secrets never reach the record', () => {
     expect(Object.hasOwn(record.subject.parsed as object, '__proto__')).toBe(true);
     expect(text).not.toContain('bottom');
     expect(record.intake?.parts.subject).toEqual({ maskedSecrets: 2, truncated: true });
+  });
+});
+
+describe('intake: the hash of the arguments', () => {
+  const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
+
+  it('is of the arguments as sent when masking hid nothing in them', () => {
+    const rawArgs = JSON.stringify({ command: 'make ship' });
+    const record = newRecord(params({ rawArgs }), ctx());
+    expect(record.argsSha256).toBe(sha256(rawArgs));
+    expect(record.argsSha256Of).toBeUndefined();
+  });
+
+  it('is of the arguments as masked when masking hid a secret: a guess of it cannot be confirmed', () => {
+    const command = (password: string) => JSON.stringify({ command: `mysql -u root -p${password} prod` });
+    const record = newRecord(params({ rawArgs: command('Winter2024') }), ctx());
+    expect(record.rawArgs).not.toContain('Winter2024');
+    expect(record.argsSha256).toBe(sha256(record.rawArgs));
+    expect(record.argsSha256Of).toBe('masked');
+    for (const guess of ['password', 'letmein', 'Summer2024', 'Winter2024'])
+      expect(JSON.stringify(record)).not.toContain(sha256(command(guess)));
+  });
+
+  it('is of the arguments as masked when the secret lies past the record’s cut, where View full shows it', () => {
+    const rawArgs = JSON.stringify({ content: `${'x'.repeat(MAX_RAW_ARGS_CHARS)} ${SLACK}` });
+    const record = newRecord(params({ rawArgs }), ctx());
+    expect(record.intake?.parts.rawArgs).toMatchObject({ maskedSecrets: 0, truncated: true });
+    expect(record.argsSha256).not.toBe(sha256(rawArgs));
+    expect(record.argsSha256).toBe(sha256(rawArgs.replace(SLACK, '[masked slack-token]')));
+    expect(record.argsSha256Of).toBe('masked');
   });
 });
 
