@@ -159,7 +159,7 @@ export interface HostSpec {
   command: string;
   sandboxMode: string;
   cwd?: string;
-  /** Added to the bot's environment for this host. */
+  /** Added to what this host inherits of the bot's environment (config/hostEnvironment.ts). */
   env?: Record<string, string>;
   /** The Slack user whose agent this host runs. */
   owner?: string;

@@ -36,6 +36,10 @@ export interface HostSupervisorOptions {
   backoff?: BackoffPolicy;
   /** The longest an orderly stop waits after EOF before SIGTERM; default 10 s. */
   shutdownGraceMs?: number;
+  /**
+   * The host's whole environment; the bot's own when absent. The bot passes its own without its
+   * settings (config/hostEnvironment.ts): the agent the host runs must not read its secrets.
+   */
   env?: NodeJS.ProcessEnv;
   /** The host's working directory; the bot's when absent. */
   cwd?: string;

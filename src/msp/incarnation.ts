@@ -43,6 +43,7 @@ export function isLive(incarnation: Incarnation | undefined): incarnation is Inc
 export interface SpawnSpec {
   /** Run through `/bin/sh -c`. */
   command: string;
+  /** The host's whole environment (HostSupervisorOptions.env); the bot's own when undefined. */
   env: NodeJS.ProcessEnv | undefined;
   cwd: string | undefined;
   maxFrameBytes: number | undefined;

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
+import { hostEnvironment, withheldSettings } from '../config/hostEnvironment.js';
 import { HostFleet } from '../msp/hostFleet.js';
 import { HostSupervisor } from '../msp/hostSupervisor.js';
 import type { HostEventHandler } from '../relay/hostEvents/hostEventHandler.js';
@@ -27,6 +28,9 @@ export function wireHosts({ config, logger, redis, fences, relay }: HostsNeeds) 
   // loadConfig refuses MSP_HOST_COMMAND together with the file's hosts: without it, the hosts
   // come from the file, and a failing one is named by its place there.
   const hostsFromFile = !process.env.MSP_HOST_COMMAND?.trim();
+  // No host inherits the bot's own settings (its tokens, secrets, Redis URL): the agent it runs
+  // could read them. Names only: the values are secrets.
+  logger.info({ withheld: withheldSettings(process.env) }, "the bot's settings are withheld from the hosts");
   return new HostFleet({
     hostIds: config.msp.hosts.map((spec) => spec.id),
     mayAct: (hostId) => fences.holds(hostId),
@@ -38,7 +42,7 @@ export function wireHosts({ config, logger, redis, fences, relay }: HostsNeeds) 
         command: spec.command,
         ...(hostsFromFile ? { commandSetting: `COUNTERSIGN_CONFIG hosts[${i}].command` } : {}),
         ...(spec.cwd ? { cwd: spec.cwd } : {}),
-        ...(spec.env ? { env: { ...process.env, ...spec.env } } : {}),
+        env: hostEnvironment(process.env, spec.env),
         logger: logger.child({ hostId: spec.id }),
         clientVersion: VERSION,
         onEvent: (event) => relay.get().handleHostEvent(event),

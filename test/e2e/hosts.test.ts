@@ -2,17 +2,18 @@
 // whose command exits at once. Each is supervised on its own: the broken one respawns with its own
 // growing backoff and never disturbs the other, which keeps posting cards and deciding. Cards,
 // records, Redis keys, /readyz, /metrics and log lines carry the host id, and each host gets the
-// cwd and env the file gives it.
+// cwd and env the file gives it, and none of the bot's own settings.
 
 import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import { keys } from '../../src/store/keys.js';
-import type { BotLogLine } from '../support/bot.js';
-import { type FakeHost, shellApproval } from '../support/fakeHost.js';
+import { BOT_TOKEN, type BotLogLine, SIGNING_SECRET } from '../support/bot.js';
+import { FakeHost, shellApproval } from '../support/fakeHost.js';
+import { PrivateRedis } from '../support/privateRedis.js';
 import { until } from '../support/until.js';
-import { configYaml, mainHost, route } from './fixtures/config.js';
+import { configFile, configYaml, mainHost, route } from './fixtures/config.js';
 import { buttonsOf, SESSION, textOf, World } from './world.js';
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
@@ -127,4 +128,64 @@ it('runs two hosts: one crashing in a loop with its own backoff, the other posti
   expect(hostLines(world.bot.logs, 'main', 'respawning host')).toEqual([]);
   expect(world.slack.messagesIn('C0FLAKY')).toEqual([]);
   expect(world.host.decides()).toHaveLength(1);
+});
+
+it("gives a host the bot's environment without the bot's settings: no token, secret or Redis password", async () => {
+  // The agent the host runs can read its environment: with the signing secret it could sign a
+  // press on its own card. A password a URL must encode, so both spellings are looked for.
+  const redisPassword = 'redis/hostenv+secret@0001';
+  const replicaSecret = 'replica-hostenv-secret-0123456789abcdef';
+  const providerKey = 'provider-hostenv-key-0002';
+  const license = 'museLicense-hostenv-0003';
+  const redis = await PrivateRedis.start({ password: redisPassword });
+  cleanups.push(() => redis.stop());
+  const host = await FakeHost.start({ sessions: [{ sessionId: SESSION, title: 'Bump the version' }] });
+  const file = configFile({
+    hosts: [mainHost(host.command, { env: { MUSE_LICENSE: license } })],
+    routes: [route('everything')],
+  });
+  cleanups.push(file.remove);
+  const world = await World.start(
+    {},
+    {
+      COUNTERSIGN_CONFIG: file.path,
+      MSP_HOST_COMMAND: '',
+      COUNTERSIGN_REPLICA_SECRET: replicaSecret,
+      // Exported beside the bot's settings for the agent (a provider key): the host needs it.
+      AGENT_PROVIDER_KEY: providerKey,
+    },
+    { host, redisUrl: redis.url },
+  );
+  cleanups.push(() => world.close());
+
+  const env = await world.host.environment();
+  // What is not the bot's reaches the host, and so does the host's own env from the file.
+  expect(env).toMatchObject({ AGENT_PROVIDER_KEY: providerKey, MUSE_LICENSE: license });
+  expect(env.FAKE_HOST_CONTROL).toBe(host.env.FAKE_HOST_CONTROL);
+  // None of the bot's settings does, under its name or any other.
+  for (const name of ['SLACK_BOT_TOKEN', 'SLACK_SIGNING_SECRET', 'REDIS_URL', 'COUNTERSIGN_REPLICA_SECRET']) {
+    expect(env).not.toHaveProperty(name);
+  }
+  const values = Object.values(env).join('\n');
+  for (const secret of [
+    BOT_TOKEN,
+    SIGNING_SECRET,
+    redisPassword,
+    encodeURIComponent(redisPassword),
+    replicaSecret,
+  ]) {
+    expect(values).not.toContain(secret);
+  }
+  // Start-up says which names were withheld, and only their names.
+  const withheld = world.bot.logs.find((l) => l.msg === "the bot's settings are withheld from the hosts");
+  expect(withheld?.level).toBe(30);
+  expect(withheld?.json?.withheld).toEqual(
+    expect.arrayContaining([
+      'COUNTERSIGN_REPLICA_SECRET',
+      'REDIS_URL',
+      'SLACK_BOT_TOKEN',
+      'SLACK_SIGNING_SECRET',
+    ]),
+  );
+  expect(withheld?.json?.withheld).not.toContain('AGENT_PROVIDER_KEY');
 });

@@ -213,6 +213,9 @@ function applyControl(cmd) {
       return null;
     case 'state':
       return state;
+    case 'environment':
+      // What the bot gave this process, for a test to check what a host inherits.
+      return { ...process.env };
     case 'forget':
       // The approval vanishes from the host's state with no frame: a later listPending misses it.
       delete state.approvals[cmd.approvalId];

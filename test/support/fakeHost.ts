@@ -388,6 +388,11 @@ export class FakeHost {
     return this.send(type, payload);
   }
 
+  /** The environment the connected host process was started with. */
+  environment(): Promise<Record<string, string>> {
+    return this.send('environment', {}) as Promise<Record<string, string>>;
+  }
+
   /** Writes `line` + '\n' verbatim to the bot. */
   async raw(line: string, options: OffSchemaOption = {}): Promise<void> {
     await this.send('raw', { line, ...options });
