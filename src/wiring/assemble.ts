@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
-import { redactedConfig } from '../config/configSecrets.js';
+import { configSecrets, redactedConfig } from '../config/configSecrets.js';
 import { sleep } from '../msp/backoff.js';
 import type { ClickHandler } from '../relay/deciding/clickHandler.js';
 import type { Decider } from '../relay/deciding/decider.js';
@@ -15,6 +15,7 @@ import { PromMetrics } from '../slack/metrics/promMetrics.js';
 import { warnSharedChannels } from '../slack/sharedChannels.js';
 import { classifySlackError } from '../slack/slackFailures.js';
 import { describeSlackFailure } from '../slack/slackReachability.js';
+import { secretScrubber } from '../util/log.js';
 import { VERSION } from '../version.js';
 import { wireBatching } from './batching.js';
 import { wireDeciding } from './deciding.js';
@@ -193,6 +194,8 @@ export function assemble(config: Config, logger: Logger): Countersign {
     activity,
     auditTrail,
     escalationFailures: escalation.failures,
+    // What the log hides, /readyz hides too.
+    scrub: secretScrubber(configSecrets(config)) ?? ((text) => text),
   });
   const { waiting, home, stats } = wireHome({
     config,

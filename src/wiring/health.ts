@@ -19,11 +19,17 @@ export interface HealthNeeds {
   activity: Activity;
   auditTrail: RedisAuditTrail;
   escalationFailures: () => Record<string, number>;
+  /**
+   * What the reasons pass through before /readyz shows them: the logger's scrubber of the
+   * configuration's secrets (util/log.ts secretScrubber over configSecrets). A host's stderr
+   * may quote its `env`, and PORT is often public.
+   */
+  scrub: (text: string) => string;
 }
 
 /** What /healthz, /readyz, /metrics and App Home say about this process. */
 export function wireHealth(needs: HealthNeeds) {
-  const { redis, slack, hosts, ownership, replicaId } = needs;
+  const { redis, slack, hosts, ownership, replicaId, scrub } = needs;
   const whyDown: Record<HealthPart, () => string> = {
     redis: () => redis.whyDown(),
     slack: () => slack.whyDown(),
@@ -44,8 +50,11 @@ export function wireHealth(needs: HealthNeeds) {
         ownership
           .standings()
           .some((s) => s.role === 'standby' && s.ownerReplica !== undefined && s.ownerReplica !== replicaId)),
-    whyDown: (part: HealthPart) => whyDown[part](),
-    hostStatus: () => hostStatus(hosts.status(), ownership.standings()),
+    whyDown: (part: HealthPart) => scrub(whyDown[part]()),
+    hostStatus: () =>
+      hostStatus(hosts.status(), ownership.standings()).map((s) =>
+        s.reason === undefined ? s : { ...s, reason: scrub(s.reason) },
+      ),
     replica: () => replicaId,
     activity: () => needs.activity.counts,
     refusals: () => needs.auditTrail.refusals,

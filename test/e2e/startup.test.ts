@@ -12,6 +12,7 @@ import { FakeHost } from '../support/fakeHost.js';
 import { FAKE_SLACK_APP_TOKEN, OTHER_FAKE_SLACK_APP_TOKEN } from '../support/fakeSecrets.js';
 import { FakeSlack } from '../support/fakeSlack.js';
 import { TEST_REDIS_URL } from '../support/testRedis.js';
+import { configFile } from './fixtures/config.js';
 
 const APP_TOKEN = FAKE_SLACK_APP_TOKEN;
 const SOCKET_MODE = { SLACK_APP_TOKEN: APP_TOKEN, SLACK_SIGNING_SECRET: '' };
@@ -218,6 +219,50 @@ describe('trouble that may pass keeps the bot running and says what is wrong in 
       },
     });
   });
+});
+
+it('hosts whose stderr quotes their env: /readyz hides each value as the log does', async () => {
+  // No shape the masker knows: only the list of the configuration's secrets catches them.
+  const license = 'museLicense-readyz-0011';
+  const password = 'ciPassword-readyz-0012';
+  const file = configFile({
+    hosts: [
+      {
+        id: 'main',
+        command: 'echo "muse: licence $MUSE_LICENSE refused" >&2; exit 3',
+        env: { MUSE_LICENSE: license },
+      },
+      {
+        id: 'ci',
+        command: 'echo "login failed for $CI_PASSWORD" >&2; exit 3',
+        env: { CI_PASSWORD: password },
+      },
+    ],
+    routes: [{ channel: 'C0APPROVALS' }],
+  });
+  cleanups.push(async () => file.remove());
+  const running = await bot({ COUNTERSIGN_CONFIG: file.path, MSP_HOST_COMMAND: '' });
+  await running.waitForLog((l) => l.msg === 'countersign listening', 15_000);
+  // Both the joined reason (reasons.host) and each host's own (hosts.<id>.reason).
+  const { body } = await readyzUntil(
+    running,
+    ({ body }) => {
+      const hosts = body.hosts as Record<string, { reason?: string }> | undefined;
+      return /refused/.test(hosts?.main?.reason ?? '') && /login failed/.test(hosts?.ci?.reason ?? '');
+    },
+    15_000,
+  );
+  expect(body).toMatchObject({
+    host: false,
+    reasons: { host: expect.stringMatching(/licence \[redacted\] refused.*login failed for \[redacted\]$/) },
+    hosts: {
+      main: { up: false, reason: expect.stringMatching(/: muse: licence \[redacted\] refused$/) },
+      ci: { up: false, reason: expect.stringMatching(/: login failed for \[redacted\]$/) },
+    },
+  });
+  const shown = JSON.stringify(body);
+  expect(shown).not.toContain(license);
+  expect(shown).not.toContain(password);
 });
 
 describe('a host command that is not found', () => {
