@@ -29,8 +29,8 @@ import { MEASURED_CORE, pin, pinRedisOffMeasuredCore } from './system.js';
 
 export const CHANNELS = ['C0BENCH0', 'C0BENCH1', 'C0BENCH2', 'C0BENCH3', 'C0BENCH4'] as const;
 export const TOOLS = CHANNELS.map((_, i) => `bench_tool_${i}`);
-/** The route of each bench tool, as the bot names the routes file's unnamed routes (router.ts). */
-export const ROUTES = TOOLS.map((_, i) => `routes[${i}]`);
+/** The route of each bench tool: named, as a team names its routes (an unnamed one is named by a digest). */
+export const ROUTES = TOOLS.map((_, i) => `bench-${i}`);
 export const REDIS_DB = Number(process.env.BENCH_REDIS_DB ?? 15);
 /** The user group every bench route names as its approvers. */
 export const APPROVERS_GROUP = 'S0BENCH';
@@ -96,7 +96,7 @@ export class World {
     this.routesPath = join(this.dir, 'routes.yml');
     const routes = TOOLS.map(
       (tool, i) =>
-        `  - channel: ${CHANNELS[i]}\n    match: { tools: [${tool}] }\n    approvers: { usergroups: [${APPROVERS_GROUP}] }`,
+        `  - name: ${ROUTES[i]}\n    channel: ${CHANNELS[i]}\n    match: { tools: [${tool}] }\n    approvers: { usergroups: [${APPROVERS_GROUP}] }`,
     );
     writeFileSync(this.routesPath, `routes:\n${routes.join('\n')}\n`);
   }

@@ -225,6 +225,7 @@ describe('refusals', () => {
       notRiskApprover: 0,
       external: 0,
       guest: 0,
+      deactivated: 0,
       notChannelMember: 0,
       unverified: 0,
       other: 1,
