@@ -62,6 +62,12 @@ export interface ChoiceButtonValue {
   a?: string;
   /** A "don't ask again" button: the scope it grants (scopeToken). */
   k?: string;
+  /**
+   * The question the button was shown with (questionDigest): a press decides only while the
+   * approval still asks exactly that. Absent on cards posted before it was carried, whose presses
+   * are refused (docs/security.md).
+   */
+  d?: string;
 }
 
 export function encodeChoiceValue(value: ChoiceButtonValue): string {
@@ -78,6 +84,7 @@ export function decodeChoiceValue(raw: string | undefined): ChoiceButtonValue | 
         c: v.c,
         ...(typeof v.a === 'string' ? { a: v.a } : {}),
         ...(typeof v.k === 'string' ? { k: v.k } : {}),
+        ...(typeof v.d === 'string' ? { d: v.d } : {}),
       };
   } catch {
     // fall through: a value we did not write

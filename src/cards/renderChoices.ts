@@ -2,6 +2,7 @@ import type { ActionsBlock, Button, ConfirmationDialog, KnownBlock } from '@slac
 import { decisionTone } from '../domain/decisionWords.js';
 import type { RememberOffer } from '../domain/grants/match.js';
 import { scopeToken } from '../domain/grants/scope.js';
+import { questionDigest } from '../domain/questionDigest.js';
 import type { ApprovalRecord } from '../domain/record.js';
 import type { ApprovalChoice } from '../msp/protocol.js';
 import { context, plainText, section } from './blocks.js';
@@ -63,10 +64,16 @@ function button(
   choice: ApprovalChoice,
   index: number,
   labelMax: number,
+  asked: string,
 ): Button | undefined {
-  const choiceOnly = { s: record.currentRequirementId.sourceIndex, c: choice.choiceId };
+  const choiceOnly = { s: record.currentRequirementId.sourceIndex, c: choice.choiceId, d: asked };
   // Spelled out, not `{ ...choiceOnly, a }` (docs/performance.md, "Object shapes").
-  const withApproval = encodeChoiceValue({ s: choiceOnly.s, c: choiceOnly.c, a: record.approvalId });
+  const withApproval = encodeChoiceValue({
+    s: choiceOnly.s,
+    c: choiceOnly.c,
+    a: record.approvalId,
+    d: asked,
+  });
   const value = withApproval.length <= MAX_BUTTON_VALUE ? withApproval : encodeChoiceValue(choiceOnly);
   // A choiceId too long for a button value cannot be carried by a click at all.
   if (value.length > MAX_BUTTON_VALUE) return undefined;
@@ -111,13 +118,14 @@ function detailLines(choices: readonly ApprovalChoice[], labelMax: number, budge
 }
 
 /** One button per scope of the offer, each carrying the once-choice of this stage and its scope. */
-function rememberButtons(record: ApprovalRecord, offer: RememberOffer): Button[] {
+function rememberButtons(record: ApprovalRecord, offer: RememberOffer, asked: string): Button[] {
   return offer.scopes.flatMap((scope, i): Button[] => {
     const value = encodeChoiceValue({
       s: record.currentRequirementId.sourceIndex,
       c: offer.choiceId,
       a: record.approvalId,
       k: scopeToken(scope),
+      d: asked,
     });
     if (value.length > MAX_BUTTON_VALUE) return [];
     return [
@@ -133,8 +141,10 @@ function rememberButtons(record: ApprovalRecord, offer: RememberOffer): Button[]
 
 /**
  * The pending card's buttons: exactly the offered choices, in order, each action_id carrying its
- * index and each value the requirement it was rendered for. Block ids carry the record version,
- * so every update gets fresh ones. Rule previews and cut labels are shown in full just above.
+ * index and each value the requirement it was rendered for and the question it shows
+ * (questionDigest: a press decides only while that is still asked). Block ids carry the record
+ * version, so every update gets fresh ones. Rule previews and cut labels are shown in full just
+ * above. The card, the escalation DM and the full view all take their buttons from here.
  */
 export function renderChoices(
   record: ApprovalRecord,
@@ -156,9 +166,10 @@ export function renderChoices(
     blocks.push(section(`*About these choices*\n${lines.join('\n')}`));
   }
 
+  const asked = questionDigest(record);
   const buttons: Button[] = [];
   shown.forEach((choice, i) => {
-    const b = button(record, choice, i, labelMax);
+    const b = button(record, choice, i, labelMax, asked);
     if (b) buttons.push(b);
   });
   for (let start = 0; start < buttons.length; start += MAX_ACTIONS_ELEMENTS) {
@@ -171,7 +182,9 @@ export function renderChoices(
   }
   // The bot's own buttons, apart from the host's choices: those stay exactly what the host offered.
   const offered =
-    remember && shown.some((c) => c.choiceId === remember.choiceId) ? rememberButtons(record, remember) : [];
+    remember && shown.some((c) => c.choiceId === remember.choiceId)
+      ? rememberButtons(record, remember, asked)
+      : [];
   if (remember && offered.length > 0) {
     blocks.push(context([rememberHeading(remember.capabilities, remember.caller)]), {
       type: 'actions',

@@ -142,7 +142,9 @@ export function refusalText(refusal: Refusal): string {
     case 'underReview':
       return 'An automated reviewer holds this request right now. If it hands it to a person, the buttons come back.';
     case 'questionChanged':
-      return 'The question changed while you were looking (a stage advanced or the choices changed). The card now shows the current question: please decide again.';
+      return refusal.why === 'unnamed'
+        ? 'This button is from a card posted before Countersign’s buttons named the question they show, so it cannot tell whether it is still the one asked. Nothing was decided. The card now shows the current question: please decide again.'
+        : 'The question changed while you were looking (a stage advanced, or the command or the choices changed). Nothing was decided. The card now shows the current question: please decide again.';
     case 'alreadyBeingDecided':
       return refusal.self
         ? 'Your decision on this step is already being sent.'

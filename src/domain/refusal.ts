@@ -11,7 +11,11 @@ export type Refusal =
   | { code: 'superseded' }
   | { code: 'orphaned' }
   | { code: 'underReview' }
-  | { code: 'questionChanged' }
+  /**
+   * What was shown is no longer asked; or (`unnamed`) the button pressed, on a card posted before
+   * buttons named their question, cannot say what it showed.
+   */
+  | { code: 'questionChanged'; why?: 'unnamed' }
   | { code: 'alreadyBeingDecided'; userId?: string; self: boolean }
   | { code: 'reviewerUnavailable' }
   | { code: 'hostUnavailable' }

@@ -175,10 +175,11 @@ describe('a button naming another approval than its message', () => {
     const other = await world.waitForCard('other-0001', (m) => buttonsOf(m).length > 0);
     expect(mine.ts).not.toBe(other.ts);
     const allowOnce = buttonsOf(mine).find((b) => b.text === 'Allow once')!;
-    expect(buttonValue(allowOnce)).toEqual({ s: 0, c: 'allow_once', a: 'mine-0001' });
+    const shown = buttonValue(allowOnce);
+    expect(shown).toEqual({ s: 0, c: 'allow_once', a: 'mine-0001', d: expect.any(String) });
 
     // A click on my card whose button value says it belongs to the other approval.
-    const named: ChoiceButtonValue = { s: 0, c: 'allow_once', a: 'other-0001' };
+    const named: ChoiceButtonValue = { ...shown, a: 'other-0001' };
     const relabelled = { ...allowOnce, value: JSON.stringify(named) };
     await world.pressButton(mine.ts, relabelled, 'U0ALICE');
 

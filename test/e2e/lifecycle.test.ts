@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { approvalFromTranscript, shellApproval } from '../support/fakeHost.js';
-import { buttonsOf, SESSION, textOf, World } from './world.js';
+import { storeOf } from './grantSteps.js';
+import { buttonsOf, rememberButtonOf, SESSION, textOf, World } from './world.js';
 
 let world: World | undefined;
 afterEach(async () => {
@@ -50,6 +51,63 @@ describe('keeping the card true to the approval’s life', () => {
       (m) => buttonsOf(m).length > 0 && textOf(m).includes('git push'),
     );
     expect(JSON.parse(buttonsOf(card)[0]!.value).s).toBe(1);
+  });
+
+  it('5b. a press on a card the host outdated by asking the stage again with another command decides nothing', async () => {
+    world = await World.start({}, { MSP_SANDBOX_MODE: 'workspace-write' });
+    const id = 'reask-0001';
+    await world.host.open(shellApproval({ approvalId: id, sessionId: SESSION, stages: [['npm', 'test']] }));
+    const shown = await world.waitForCard(
+      id,
+      (m) => buttonsOf(m).length > 0 && textOf(m).includes('npm test'),
+    );
+    const allow = buttonsOf(shown).find((b) => b.text === 'Allow once')!;
+    const remember = rememberButtonOf(shown)!;
+    expect(remember).toBeDefined();
+
+    // The host asks the same stage again, now as another command: same approval, stage and choices.
+    const prod = shellApproval({ approvalId: id, sessionId: SESSION, stages: [['rm', '-rf', '/srv/prod']] });
+    await world.host.update({
+      approvalId: id,
+      patch: { subject: prod.subject },
+      change: { kind: 'subjectChanged' },
+    });
+    const now = await world.waitForCard(
+      id,
+      (m) => textOf(m).includes('/srv/prod') && buttonsOf(m).length > 0,
+    );
+
+    // Alice's Slack still shows `npm test` (as an escalation DM or the full view would): neither
+    // "Allow once" nor "don't ask again" pressed there decides or remembers `rm -rf /srv/prod`.
+    for (const button of [allow, remember]) {
+      const since = world.slack.calls.length;
+      await world.pressButton(shown.ts, button, 'U0ALICE', shown.channel);
+      const told = await world.slack.waitFor('chat.postEphemeral', (c) => c.args.user === 'U0ALICE', 5_000, {
+        since,
+      });
+      expect(String(told.args.text)).toMatch(/question changed .*command/);
+    }
+
+    // A button of a card posted before buttons named their question cannot say what it showed:
+    // refused, and the card is re-rendered so that the next press carries it.
+    const { d: _shown, ...unnamed } = JSON.parse(buttonsOf(now)[0]!.value) as Record<string, unknown>;
+    const since = world.slack.calls.length;
+    await world.pressButton(now.ts, { ...allow, value: JSON.stringify(unnamed) }, 'U0BOB', now.channel);
+    const told = await world.slack.waitFor('chat.postEphemeral', (c) => c.args.user === 'U0BOB', 5_000, {
+      since,
+    });
+    expect(String(told.args.text)).toContain('from a card posted before');
+    await world.slack.waitFor('chat.update', (c) => c.args.ts === now.ts, 5_000, { since });
+
+    await new Promise((r) => setTimeout(r, 300));
+    expect(world.host.decides()).toHaveLength(0);
+    expect(await storeOf(world).list({}, new Date())).toEqual([]);
+
+    // The card as it stands now decides what it shows.
+    await world.press(id, 'Allow once', 'U0BOB');
+    const decide = await world.host.waitForDecide((d) => d.frame.params.approvalId === id);
+    expect(decide.frame.params.choiceId).toBe('allow_once');
+    expect(world.host.decides()).toHaveLength(1);
   });
 
   it('6. resolved elsewhere (policy) while the card is open: final card, and a late click is told who won', async () => {

@@ -568,6 +568,40 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
       expect((await store.get('a-click'))?.votes?.map((v) => v.userId)).toEqual(['U0ALICE']);
     });
 
+    it('a press is held to the question its button showed: one the host asked otherwise since is neither counted nor decided', async () => {
+      const { checker } = checkingDecider(strict(['U0ALICE', 'U0BOB'], 2));
+      const owner = ownerClicks(strict(['U0ALICE', 'U0BOB'], 2), checker);
+      const shown = questionDigest((await store.get('a-click'))!);
+      // The host asks the same stage again, of another command, after the card was drawn.
+      await store.update('a-click', (r) => ({
+        ...r,
+        subject: { ...r.subject, command: 'rm -rf /srv/prod' },
+      }));
+      const updates = cards.updated.length;
+      await owner.click({ ...click('U0ALICE', 0), approvalHint: 'a-click', askedAs: shown });
+      expect(cards.notes.at(-1)).toEqual({
+        userId: 'U0ALICE',
+        text: refusalText({ code: 'questionChanged' }),
+      });
+      // A button of a card drawn before buttons named their question cannot say what it showed.
+      await owner.click({ ...click('U0BOB', 0), approvalHint: 'a-click', namesNoQuestion: true });
+      expect(cards.notes.at(-1)).toEqual({
+        userId: 'U0BOB',
+        text: refusalText({ code: 'questionChanged', why: 'unnamed' }),
+      });
+      expect(host.decided).toHaveLength(0);
+      expect((await store.get('a-click'))?.votes).toBeUndefined();
+      // Each refused press brings the card up to date, so the next one names the question asked now.
+      await keeper.idle();
+      expect(cards.updated.length).toBeGreaterThanOrEqual(updates + 2);
+      const asked = questionDigest((await store.get('a-click'))!);
+      await owner.click({ ...click('U0ALICE', 0), approvalHint: 'a-click', askedAs: asked });
+      expect(cards.notes.at(-1)?.text).toContain('Your approval is counted: 1 of 2');
+      expect((await store.get('a-click'))?.votes).toEqual([
+        expect.objectContaining({ userId: 'U0ALICE', asked }),
+      ]);
+    });
+
     it('a forwarded click is held to whom its person stands in for now: the decision says so, and outlasts nothing', async () => {
       const until = new Date(Date.now() + 86_400_000).toISOString();
       const authorizer = testAuthorizer({

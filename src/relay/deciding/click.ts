@@ -36,10 +36,16 @@ export interface Click {
    */
   typed?: string;
   /**
-   * The question as the modal that took `typed` showed it (questionDigest): a submit decides only
-   * while the approval still asks exactly that.
+   * The question as the person was shown it (questionDigest), by the button pressed or the modal
+   * that took `typed` or the reason: the click decides only while the approval still asks exactly
+   * that.
    */
   askedAs?: string;
+  /**
+   * A press on a button that names no question (no `askedAs`): one of a card posted before
+   * buttons carried it. What it showed cannot be known, so it decides nothing (docs/security.md).
+   */
+  namesNoQuestion?: true;
   /** Told when the click's decision is handed to the host (DecisionRequest.onSent). */
   onSent?: () => void;
 }

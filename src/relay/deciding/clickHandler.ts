@@ -197,6 +197,15 @@ export class ClickHandler {
       const refusal: Refusal = { code: 'standInOnce', for: authorization.for };
       return { ok: false, refusal, approvalId: record.approvalId };
     }
+    // The button or modal showed one question; the host may have asked another since on the same
+    // stage (another command, say). Checked before the confirmation modal, which shows the new one.
+    if (click.namesNoQuestion) {
+      const refusal: Refusal = { code: 'questionChanged', why: 'unnamed' };
+      return { ok: false, refusal, approvalId: record.approvalId };
+    }
+    if (click.askedAs !== undefined && click.askedAs !== questionDigest(record)) {
+      return { ok: false, refusal: { code: 'questionChanged' }, approvalId: record.approvalId };
+    }
     // Who may grant is who may decide: checked above. The offer, and the scope pressed among the
     // route's choices, are checked again as they stand now.
     if (click.remember) {
@@ -212,10 +221,6 @@ export class ClickHandler {
     if (confirmation && click.typed === undefined) {
       const refusal: Refusal = { code: 'confirmationNeeded', confirmation };
       return { ok: false, refusal, approvalId: record.approvalId, record };
-    }
-    // The modal showed one question; the host may have asked another since with the same target.
-    if (click.askedAs !== undefined && click.askedAs !== questionDigest(record)) {
-      return { ok: false, refusal: { code: 'questionChanged' }, approvalId: record.approvalId };
     }
     if (confirmation && !confirmsTarget(click.typed, confirmation.target)) {
       return {

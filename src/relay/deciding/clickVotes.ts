@@ -58,8 +58,9 @@ export async function countVote(
     choiceId: click.choiceId,
     userId: click.userId,
     ...(onBehalfOf ? { onBehalfOf } : {}),
-    // The question as checked for this person (and as their modal showed it): counted only while asked.
-    asked: questionDigest(record),
+    // The question as their button or modal showed it (checked against this record): counted
+    // only while asked, even when the host asks another between the check and the vote.
+    asked: click.askedAs ?? questionDigest(record),
     at: new Date().toISOString(),
   };
   const voting = keeper.mutateAndSync(record.approvalId, voted(vote));

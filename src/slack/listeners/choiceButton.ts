@@ -10,7 +10,7 @@ import {
 import { renderFeedbackModal } from '../../cards/renderFeedbackModal.js';
 import { renderFullViewSent } from '../../cards/renderFullView.js';
 import { subjectSummary } from '../../cards/subjectSummary.js';
-import type { ClickHandler } from '../../relay/deciding/clickHandler.js';
+import type { Click, ClickHandler } from '../../relay/deciding/clickHandler.js';
 import type { SlackViews } from '../slackViews.js';
 import { confirmModal } from './confirmModal.js';
 
@@ -73,8 +73,8 @@ export function choiceActionKind(actionId: string): { remember: boolean } | unde
 }
 
 /**
- * A press on a choice button. The button's value only says which button it was; the approval
- * and what may be decided come from Redis. Bolt's listeners call it, and in HTTP mode so does
+ * A press on a choice button. The button's value only says which button it was and the question
+ * it showed (a digest); the approval and what may be decided come from Redis. Bolt's listeners call it, and in HTTP mode so does
  * the route that takes presses before Bolt (choicePressRoute.ts).
  */
 export function choicePresses(clicks: ClickHandler, views: SlackViews, logger: Logger): ChoicePress {
@@ -95,7 +95,7 @@ export function choicePresses(clicks: ClickHandler, views: SlackViews, logger: L
     const ackBy = setTimeout(() => {
       acknowledge().catch((err: unknown) => logger.warn({ err }, 'could not acknowledge a press'));
     }, ACK_WAIT_MS);
-    const click =
+    const click: Click | undefined =
       parsed.success && channel && ts && value
         ? {
             channel,
@@ -107,6 +107,8 @@ export function choicePresses(clicks: ClickHandler, views: SlackViews, logger: L
             receivedAt,
             ...(how.remember ? { remember: true } : {}),
             ...(how.remember && value.k !== undefined ? { rememberScope: value.k } : {}),
+            // The question the button showed: it decides only while that is still asked.
+            ...(value.d !== undefined ? { askedAs: value.d } : { namesNoQuestion: true as const }),
             // Handed to the host within this turn of the event loop: answered right after it.
             onSent: () => setImmediate(() => void acknowledge().catch(() => {})),
           }
@@ -142,6 +144,8 @@ export function choicePresses(clicks: ClickHandler, views: SlackViews, logger: L
             sourceIndex: click.sourceIndex,
             choiceId: click.choiceId,
             approvalId: record.approvalId,
+            // Its submit decides only the question the button showed (checked just now).
+            ...(click.askedAs !== undefined ? { askedAs: click.askedAs } : {}),
           },
           choiceLabel: checked.choice.label,
           tool: record.tool,

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { decodeChoiceValue } from '../../../src/cards/ids.js';
 import { checkMessageLimits, MAX_CARD_FALLBACK_TEXT } from '../../../src/cards/limits.js';
 import { renderCard } from '../../../src/cards/renderCard.js';
+import { questionDigest } from '../../../src/domain/questionDigest.js';
 import type { ApprovalRecord, Phase } from '../../../src/domain/record.js';
 import { cutNote } from '../../../src/relay/hostEvents/intake/fitText.js';
 import {
@@ -71,10 +72,11 @@ describe('renderCard: fileAccess (recorded round trip)', () => {
     expect(bs.map((b) => b.text)).toEqual(['Allow once', 'Allow for this session', 'Reject']);
     expect(bs.map((b) => b.actionId)).toEqual(['cs_choice_0', 'cs_choice_1', 'cs_choice_2']);
     const a = fileRecord().approvalId;
+    const d = questionDigest(fileRecord());
     expect(bs.map((b) => decodeChoiceValue(b.value))).toEqual([
-      { s: 0, c: 'allow_once', a },
-      { s: 0, c: 'allow_session', a },
-      { s: 0, c: 'abort', a },
+      { s: 0, c: 'allow_once', a, d },
+      { s: 0, c: 'allow_session', a, d },
+      { s: 0, c: 'abort', a, d },
     ]);
     expect(bs.map((b) => b.style)).toEqual(['primary', 'primary', 'danger']);
     expect(bs[0]!.confirm).toBeUndefined();
@@ -140,13 +142,16 @@ describe('renderCard: shell stages', () => {
 
   it('leaves the approvalId out of a button value it would not fit in, keeping the choice', () => {
     const long = `a-${'x'.repeat(2100)}`;
-    const card = render(
-      fileRecord({ approvalId: long, currentRequirementId: { approvalId: long, sourceIndex: 0 } }),
-    );
+    const record = fileRecord({
+      approvalId: long,
+      currentRequirementId: { approvalId: long, sourceIndex: 0 },
+    });
+    const card = render(record);
+    const d = questionDigest(record);
     expect(buttons(card).map((b) => decodeChoiceValue(b.value))).toEqual([
-      { s: 0, c: 'allow_once' },
-      { s: 0, c: 'allow_session' },
-      { s: 0, c: 'abort' },
+      { s: 0, c: 'allow_once', d },
+      { s: 0, c: 'allow_session', d },
+      { s: 0, c: 'abort', d },
     ]);
   });
 
@@ -157,9 +162,10 @@ describe('renderCard: shell stages', () => {
     expect(text).toContain('✓ 1/2 `npm test` (allowOnce)');
     expect(text).toContain('▶ 2/2 `git push` ← *decide this one*');
     expect(buttons(card).map((b) => b.text)).toEqual(['Allow once', 'Reject']);
+    const d = questionDigest(record);
     expect(buttons(card).map((b) => decodeChoiceValue(b.value))).toEqual([
-      { s: 1, c: 'allow_once', a: record.approvalId },
-      { s: 1, c: 'abort', a: record.approvalId },
+      { s: 1, c: 'allow_once', a: record.approvalId, d },
+      { s: 1, c: 'abort', a: record.approvalId, d },
     ]);
   });
 

@@ -5,6 +5,7 @@ import { decodeChoiceValue } from '../../../src/cards/ids.js';
 import { checkMessageLimits, MAX_BUTTON_TEXT, MAX_CARD_FALLBACK_TEXT } from '../../../src/cards/limits.js';
 import { renderCard } from '../../../src/cards/renderCard.js';
 import type { RenderedMessage } from '../../../src/domain/messages.js';
+import { questionDigest } from '../../../src/domain/questionDigest.js';
 import type { ApprovalRecord, Phase } from '../../../src/domain/record.js';
 import type { ApprovalChoice, ApprovalStage } from '../../../src/msp/protocol.js';
 import {
@@ -152,7 +153,12 @@ describe('injection: host text never becomes live markup', () => {
   it('button values still carry the exact choiceId', () => {
     const record = evilRecord(EVIL_SUBJECTS.fileAccess!, '{}');
     const card = render(record);
-    expect(decodeChoiceValue(buttons(card)[0]!.value)).toEqual({ s: 0, c: EVIL, a: record.approvalId });
+    expect(decodeChoiceValue(buttons(card)[0]!.value)).toEqual({
+      s: 0,
+      c: EVIL,
+      a: record.approvalId,
+      d: questionDigest(record),
+    });
   });
 
   it('a ``` inside a command cannot close the code block', () => {

@@ -8,6 +8,7 @@ import {
   scopeLabel,
 } from '../../../src/cards/renderGrant.js';
 import type { Grant } from '../../../src/domain/grants/grant.js';
+import { questionDigest } from '../../../src/domain/questionDigest.js';
 import {
   allText,
   blocksOfType,
@@ -77,6 +78,7 @@ describe('the "don\'t ask again" buttons', () => {
         c: 'allow_once',
         a: shellRecord(1).approvalId,
         k,
+        d: questionDigest(shellRecord(1)),
       })),
     );
     expect(allText(card)).toContain("*Approve and don't ask again:* `npm test` in this session");
