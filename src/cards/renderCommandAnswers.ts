@@ -112,6 +112,13 @@ function why(authorization: Authorization): string {
   }
 }
 
+/** Refusals that say who the user is, not what the route asks: the route is not named to them. */
+const STRANGER_REASONS: ReadonlySet<string> = new Set(['external', 'guest', 'deactivated', 'unverified']);
+
+function whyRefused(authorization: Authorization): string | undefined {
+  return authorization.allowed ? undefined : authorization.why;
+}
+
 /** `whoami`: the routes where the user may decide and why, then the others. */
 export function renderWhoami(
   userId: string,
@@ -124,11 +131,22 @@ export function renderWhoami(
       : `${mentionUser(userId)}: where you may decide.`,
   ];
   const allowed = (s: RouteStanding) => s.ordinary.allowed || s.protectedWrite?.allowed === true;
-  for (const s of [...standings.filter(allowed), ...standings.filter((s) => !allowed(s))]) {
+  // A stranger (a guest, another team, an account Slack does not confirm) learns nothing of a
+  // route that refuses them as such: not its name, its channel or who decides there.
+  const hidden = standings.filter((s) => !allowed(s) && STRANGER_REASONS.has(whyRefused(s.ordinary) ?? ''));
+  const shown = standings.filter((s) => !hidden.includes(s));
+  for (const s of [...shown.filter(allowed), ...shown.filter((s) => !allowed(s))]) {
     const parts = [`*${clip(s.route, 80)}* in ${channelLink(s.channel)}: ${why(s.ordinary)}`];
     if (s.protectedWrite) parts.push(`protected writes: ${why(s.protectedWrite)}`);
     if (s.notOwnAgents) parts.push("never your own agents' approvals");
     lines.push(`• ${parts.join('; ')}.`);
+  }
+  const hiddenBy = new Map<string, number>();
+  for (const s of hidden) hiddenBy.set(why(s.ordinary), (hiddenBy.get(why(s.ordinary)) ?? 0) + 1);
+  for (const [reason, count] of hiddenBy) {
+    lines.push(
+      `• ${shown.length > 0 ? 'every other route' : count === 1 ? 'the one route' : `all ${count} routes`}: ${reason}.`,
+    );
   }
   if (standings.length === 0) lines.push('No routes are configured.');
   return answer(lines);

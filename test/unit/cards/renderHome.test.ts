@@ -90,6 +90,41 @@ describe('/countersign answers', () => {
     expect(JSON.stringify(answer)).not.toContain('<!channel>');
   });
 
+  it('whoami names no route to a stranger it refuses as such: not its name, channel or approvers', () => {
+    const refusedAsGuest = (route: string, channel: string) => ({
+      route,
+      channel,
+      ordinary: { allowed: false as const, why: 'guest' as const, route },
+      notOwnAgents: false,
+    });
+    const guest = renderWhoami(
+      'U0GUEST',
+      [refusedAsGuest('prod-secret', 'C0PRODSECRET'), refusedAsGuest('deploys', 'C0DEPLOYS')],
+      false,
+    );
+    const shown = JSON.stringify(guest.blocks);
+    expect(shown).toContain('• all 2 routes: you may not decide: guests may not.');
+    for (const hidden of ['prod-secret', 'C0PRODSECRET', 'deploys', 'C0DEPLOYS'])
+      expect(shown).not.toContain(hidden);
+    // A route that lets guests in is named to them, the others are not.
+    const open = renderWhoami(
+      'U0GUEST',
+      [
+        refusedAsGuest('prod-secret', 'C0PRODSECRET'),
+        {
+          route: 'sandbox',
+          channel: 'C0SANDBOX',
+          ordinary: { allowed: true, because: 'channelMember', channel: 'C0SANDBOX' },
+          notOwnAgents: false,
+        },
+      ],
+      false,
+    );
+    expect(JSON.stringify(open.blocks)).toContain('*sandbox* in <#C0SANDBOX>: you may decide');
+    expect(JSON.stringify(open.blocks)).toContain('• every other route: you may not decide: guests may not.');
+    expect(JSON.stringify(open.blocks)).not.toContain('prod-secret');
+  });
+
   it('whoami names the owner rule and an escaped route name', () => {
     const answer = renderWhoami(
       'U0ALICE',
