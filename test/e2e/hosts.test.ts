@@ -189,3 +189,56 @@ it("gives a host the bot's environment without the bot's settings: no token, sec
   );
   expect(withheld?.json?.withheld).not.toContain('AGENT_PROVIDER_KEY');
 });
+
+it("one host never changes another's approval: a re-ask, an update or a resolution under its id is ignored", async () => {
+  const OTHER_SESSION = '0198f0aa-3333-7000-8000-0000000000cc';
+  const hostA = await FakeHost.start({ sessions: [{ sessionId: SESSION, title: 'Bump the version' }] });
+  const hostB = await FakeHost.start({ sessions: [{ sessionId: OTHER_SESSION, title: 'Sandbox' }] });
+  cleanups.push(
+    () => hostA.close(),
+    () => hostB.close(),
+  );
+  const file = configFile({
+    hosts: [mainHost(hostA.command), { id: 'sandbox', command: hostB.command, env: { ...hostB.env } }],
+  });
+  cleanups.push(file.remove);
+  const world = await World.start(
+    {},
+    { COUNTERSIGN_CONFIG: file.path, MSP_HOST_COMMAND: '' },
+    { host: hostA },
+  );
+  cleanups.push(() => world.close());
+  await hostB.waitForIncarnation(1, 20_000);
+
+  const id = 'xh-0001';
+  await hostA.open(shellApproval({ approvalId: id, sessionId: SESSION, stages: [['npm', 'test']] }));
+  await world.waitForCard(id, (m) => buttonsOf(m).length > 0);
+  // The sandbox host names the same approval: asks it with its own command, changes it, resolves it.
+  const theirs = shellApproval({
+    approvalId: id,
+    sessionId: OTHER_SESSION,
+    stages: [['rm', '-rf', '/srv/prod']],
+  });
+  await hostB.open(theirs);
+  await hostB.update({
+    approvalId: id,
+    patch: { subject: theirs.subject },
+    change: { kind: 'subjectChanged' },
+  });
+  await hostB.resolve({ approvalId: id, decision: 'approved', resolvedBy: 'policy' });
+  const ignored = (l: BotLogLine) => l.msg === "a host spoke of another host's approval; ignored";
+  await until(() => world.bot.logs.filter(ignored).length >= 3, 10_000);
+  expect(world.bot.logs.find(ignored)?.json).toMatchObject({ hostId: 'sandbox', approvalHostId: 'main' });
+
+  const card = await world.card(id);
+  expect(buttonsOf(card).length).toBeGreaterThan(0);
+  expect(textOf(card)).toContain('npm test');
+  expect(JSON.stringify(card.blocks)).not.toContain('/srv/prod');
+  const record = JSON.parse((await world.redis.hget(keys.approval(id), 'd'))!);
+  expect(record).toMatchObject({ hostId: 'main', phase: 'pending' });
+  // A press decides it at its own host, as shown.
+  expect((await world.press(id, 'Allow once')).status).toBe(200);
+  const decide = await hostA.waitForDecide((d) => d.frame.params.approvalId === id);
+  expect(decide.frame.params.choiceId).toBe('allow_once');
+  expect(hostB.decides()).toEqual([]);
+});

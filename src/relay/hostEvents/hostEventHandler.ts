@@ -158,13 +158,17 @@ export class HostEventHandler {
       case 'approvalUpdated': {
         const { approvalId, subject } = event.params;
         keeper.enqueue(approvalId, async () => {
-          const record = await this.mutateMarkingRisks(approvalId, updated(event.params), subject);
-          if (record) await this.keepFullSubject(record, subject);
+          const mutation = this.ofHost(event.hostId, updated(event.params));
+          const record = await this.mutateMarkingRisks(approvalId, mutation, subject);
+          if (record?.hostId === event.hostId) await this.keepFullSubject(record, subject);
         });
         return;
       }
       case 'approvalResolved':
-        this.change(event.params.approvalId, resolved(event.params, event.incarnation, this.now()));
+        this.change(
+          event.params.approvalId,
+          this.ofHost(event.hostId, resolved(event.params, event.incarnation, this.now())),
+        );
         return;
       case 'sessionReconciled':
         keeper.track(
@@ -190,6 +194,23 @@ export class HostEventHandler {
       case 'sessionSeen':
         return;
     }
+  }
+
+  /**
+   * `mutation`, for a record of `hostId` only: a host never changes another host's approval. An
+   * approvalId is the host's to choose, and one host (an agent that took it over) could otherwise
+   * name another's approval: resolve it, or put its own command on a card whose decision goes to
+   * the other host.
+   */
+  private ofHost(hostId: string, mutation: Mutation): Mutation {
+    return (record) => {
+      if (record.hostId === hostId) return mutation(record);
+      this.options.logger.warn(
+        { approvalId: record.approvalId, hostId, approvalHostId: record.hostId },
+        "a host spoke of another host's approval; ignored",
+      );
+      return undefined;
+    };
   }
 
   private change(approvalId: string, mutation: Mutation): void {
@@ -305,9 +326,10 @@ export class HostEventHandler {
     }
     const record = await this.mutateMarkingRisks(
       params.approvalId,
-      reopened(params, incarnation, phase, heldElsewhere),
+      this.ofHost(hostId, reopened(params, incarnation, phase, heldElsewhere)),
       params.subject,
     );
+    if (record && record.hostId !== hostId) return;
     if (record && isTerminal(record)) await store.forgetOpen(record);
     else if (record) await this.keepFullSubject(record, params.subject);
     if (record?.phase === 'deciding' && record.claim) this.options.decider.replay(record);
