@@ -132,6 +132,19 @@ export const ApprovalResolvedParams = z.looseObject({
 });
 export type ApprovalResolvedParams = z.infer<typeof ApprovalResolvedParams>;
 
+/**
+ * `error.data` of approvalAlreadyResolved: who won the race, when the host says. Parsed, not
+ * cast: what the host put there is stored on the record and shown on the card.
+ */
+export const ApprovalAlreadyResolvedData = z.looseObject({
+  resolution: z
+    .looseObject({
+      decision: z.string().optional(),
+      resolvedBy: z.string().optional(),
+    })
+    .optional(),
+});
+
 export const Session = z.looseObject({
   sessionId: z.string(),
   status: z.string().optional(),

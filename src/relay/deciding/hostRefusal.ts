@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { ApprovalRecord, Claim } from '../../domain/record.js';
 import { HostGoneError, MspError, RequestTimeoutError } from '../../msp/errors.js';
 import type { ApprovalHost } from '../../msp/events.js';
-import { RequirementRef } from '../../msp/protocol.js';
+import { ApprovalAlreadyResolvedData, RequirementRef } from '../../msp/protocol.js';
 import type { Mutation } from '../../store/approvalStore.js';
 import { requirementMoved, resolvedElsewhere, unclaimed } from '../records/decisionMutations.js';
 import { unavailable } from '../records/recordMutations.js';
@@ -42,7 +42,7 @@ export async function outcomeOfFailure(err: unknown, failure: Failure): Promise<
   log().warn({ kind: err.kind, code: err.code }, 'decide refused');
   switch (err.kind) {
     case 'approvalAlreadyResolved': {
-      const winner = (err.data?.resolution ?? {}) as { decision?: string; resolvedBy?: string };
+      const winner = alreadyResolvedWinner(err.data, log);
       const decision = winner.decision ?? 'unknown';
       const resolvedBy = winner.resolvedBy ?? 'unknown';
       const final = await mutate(approvalId, resolvedElsewhere(decision, resolvedBy, now()));
@@ -84,4 +84,22 @@ export async function outcomeOfFailure(err: unknown, failure: Failure): Promise<
       await giveBack();
       return { kind: 'refused', errorKind: err.kind };
   }
+}
+
+/**
+ * The winner an approvalAlreadyResolved names. Data that does not parse (a decision that is not
+ * text, say) is dropped as a whole, as if the host had named nobody: stored, it would make the
+ * record unreadable and the card stuck "Being decided" for good.
+ */
+function alreadyResolvedWinner(
+  data: Record<string, unknown> | undefined,
+  log: () => Logger,
+): { decision?: string; resolvedBy?: string } {
+  const parsed = ApprovalAlreadyResolvedData.safeParse(data ?? {});
+  if (parsed.success) return parsed.data.resolution ?? {};
+  log().warn(
+    { issues: parsed.error.issues.map((i) => ({ path: i.path.join('.'), code: i.code })) },
+    'approvalAlreadyResolved with malformed data: taken as naming no winner',
+  );
+  return {};
 }

@@ -6,7 +6,7 @@ import pino from 'pino';
 import { v7 as uuidv7 } from 'uuid';
 import { describe, expect, it } from 'vitest';
 import type { Refused } from '../../../../src/domain/authorization.js';
-import type { ApprovalRecord, Claim } from '../../../../src/domain/record.js';
+import { ApprovalRecord, type Claim } from '../../../../src/domain/record.js';
 import { HostGoneError, MspError, RequestTimeoutError } from '../../../../src/msp/errors.js';
 import type { ApprovalHost } from '../../../../src/msp/events.js';
 import type { DecideParams, DecideResult } from '../../../../src/msp/protocol.js';
@@ -19,6 +19,7 @@ import {
 } from '../../../../src/relay/deciding/decider.js';
 import { claimed } from '../../../../src/relay/records/decisionMutations.js';
 import type { ClaimOutcome, Mutation } from '../../../../src/store/approvalStore.js';
+import { captureLogger } from '../../../support/logCapture.js';
 import { sampleRecord } from '../../../support/sampleRecord.js';
 import { until } from '../../../support/until.js';
 
@@ -408,6 +409,30 @@ describe('Decider', () => {
       phase: 'resolved',
       resolution: { decision: 'abort', resolvedBy: 'policy' },
     });
+  });
+
+  it('takes a winner the host names in malformed data as no winner named, logged once', async () => {
+    // Stored as the host sent it, { x: 1 } would make the record unreadable: the card stuck
+    // "Being decided" and every click answered that the database is not answering.
+    const { logger, lines } = captureLogger();
+    const { records, record, decider } = setup({
+      logger,
+      answers: [
+        hostError('approvalAlreadyResolved', { resolution: { decision: { x: 1 }, resolvedBy: ['y'] } }),
+      ],
+    });
+    const outcome = await decider.decide(click(record));
+    expect(outcome).toEqual({ kind: 'alreadyResolved', decision: 'unknown', resolvedBy: 'unknown' });
+    const stored = records.table.get('a-1')!;
+    expect(stored).toMatchObject({
+      phase: 'resolved',
+      resolution: { decision: 'unknown', resolvedBy: 'unknown' },
+    });
+    expect(() => ApprovalRecord.parse(JSON.parse(JSON.stringify(stored)))).not.toThrow();
+    const malformed = lines.filter((l) => String(l.msg).includes('malformed'));
+    expect(malformed).toHaveLength(1);
+    expect(malformed[0]).toMatchObject({ level: 40 });
+    expect(JSON.stringify(lines)).not.toContain('"x":1');
   });
 
   it('gives the stage back to people when the host refuses the choice, and re-reads the session', async () => {
