@@ -1,4 +1,4 @@
-import { clip } from './escape.js';
+import { clip, quote } from './escape.js';
 
 // ApprovalDecision is an open enum (msp-approvals.md §6.4): the host may send words we do not know.
 
@@ -18,4 +18,13 @@ const WORDS: Record<string, string> = {
  */
 export function describeDecision(decision: string): string {
   return Object.hasOwn(WORDS, decision) ? WORDS[decision]! : clip(decision, 100);
+}
+
+/**
+ * A decider the host names that Countersign does not know (resolvedBy is an open enum too): the
+ * host's own word, quoted, escaped and cut, after "the agent host", so that whatever it says (a
+ * person's name, "@here") neither passes for someone who decided nor pings anyone.
+ */
+export function hostNamedDecider(resolvedBy: string): string {
+  return resolvedBy.trim() === '' ? 'the agent host' : `the agent host (${quote(resolvedBy, 62)})`;
 }

@@ -3,7 +3,7 @@ import { decisionTone } from '../domain/decisionWords.js';
 import type { ApprovalRecord, Resolution } from '../domain/record.js';
 import { packSections, section } from './blocks.js';
 import type { CardBudget } from './budget.js';
-import { describeDecision } from './describeDecision.js';
+import { describeDecision, hostNamedDecider } from './describeDecision.js';
 import { clip, truncate } from './escape.js';
 import { mentionUser } from './mentionUser.js';
 import { timedOutLine } from './renderEscalation.js';
@@ -79,7 +79,7 @@ function deciders(resolution: Resolution, nameOf?: NameOf): string {
   }
   return Object.hasOwn(RESOLVED_BY, resolution.resolvedBy)
     ? RESOLVED_BY[resolution.resolvedBy]!
-    : clip(resolution.resolvedBy, 60);
+    : hostNamedDecider(resolution.resolvedBy);
 }
 
 function durability(value: string): string {

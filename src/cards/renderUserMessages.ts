@@ -3,7 +3,7 @@ import type { Refusal } from '../domain/refusal.js';
 import type { Approvers } from '../domain/route.js';
 import type { TypedConfirmation } from '../domain/typedConfirmation.js';
 import { channelLink } from './channelLink.js';
-import { describeDecision } from './describeDecision.js';
+import { describeDecision, hostNamedDecider } from './describeDecision.js';
 import { escapeMrkdwn, inlineCode } from './escape.js';
 import { mentionUser } from './mentionUser.js';
 
@@ -15,7 +15,7 @@ function who(resolvedBy: string, slackUserId?: string): string {
   if (resolvedBy === 'policy') return 'policy';
   if (resolvedBy === 'llmJudge') return 'the automated reviewer';
   if (resolvedBy === 'user') return 'someone outside Slack';
-  return resolvedBy.replace(/[&<>]/g, '');
+  return hostNamedDecider(resolvedBy);
 }
 
 const USERGROUP_ID = /^S[A-Z0-9]{2,40}$/;

@@ -321,7 +321,7 @@ describe('renderCard: phases', () => {
       resolved({ decision: 'abort', resolvedBy: 'user', decidedAt, feedback: 'use a branch' }),
     ).toContain('*Feedback:* use a branch');
     expect(resolved({ decision: 'timedOut', resolvedBy: 'ops<bot>', decidedAt })).toContain(
-      '*Decided by:* ops&lt;bot&gt;',
+      '*Decided by:* the agent host (“ops&lt;bot&gt;”)',
     );
     expect(resolved({ decision: 'escalated<!here>', resolvedBy: 'user', decidedAt })).toContain(
       '*Decision:* escalated&lt;!here&gt;',
@@ -329,6 +329,26 @@ describe('renderCard: phases', () => {
     expect(resolved({ decision: 'approved', resolvedBy: 'user', decidedAt: 'yesterday' })).toContain(
       '*When:* yesterday',
     );
+  });
+
+  it('a decider only the host names is the agent host’s word, quoted, defused and cut', () => {
+    const resolved = (resolvedBy: string) =>
+      allText(
+        render({
+          ...base,
+          phase: 'resolved',
+          resolution: { decision: 'approved', resolvedBy, decidedAt: '2026-08-07T18:44:44.000Z' },
+        }),
+      );
+    // A name the host picks cannot pass for a person who decided.
+    const forged = resolved('Alice Smith (Security on-call, via Slack)');
+    expect(forged).toContain('*Decided by:* the agent host (“Alice Smith (Security on-call, via Slack)”)');
+    expect(forged).not.toContain('*Decided by:* Alice');
+    // Nobody is pinged, and a long name is cut with a note.
+    const loud = resolved(`@here ${'x'.repeat(300)}`);
+    expect(loud).toContain('*Decided by:* the agent host (“@\u200Bhere x');
+    expect(loud).toMatch(/”… \d+ more characters\)/);
+    expect(loud).not.toContain('x'.repeat(100));
   });
 
   it('headers name the final state', () => {

@@ -33,6 +33,21 @@ describe('refusalText', () => {
     expect(
       refusalText({ code: 'alreadyResolved', decision: 'abort', resolvedBy: '<!channel>' }),
     ).not.toContain('<!channel>');
+    // ...as the agent host's word, never as if a person decided, defused and cut like card text.
+    expect(
+      refusalText({
+        code: 'alreadyResolved',
+        decision: 'approved',
+        resolvedBy: 'Alice Smith (Security on-call, via Slack)',
+      }),
+    ).toContain('by the agent host (“Alice Smith (Security on-call, via Slack)”). Your click');
+    const loud = refusalText({
+      code: 'alreadyResolved',
+      decision: 'abort',
+      resolvedBy: `@channel ${'y'.repeat(500)}`,
+    });
+    expect(loud).toContain('by the agent host (“@\u200Bchannel y');
+    expect(loud).not.toContain('y'.repeat(100));
   });
 
   it('tells someone whose own decision is on its way, and names whoever else is deciding', () => {
