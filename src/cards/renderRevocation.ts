@@ -89,6 +89,11 @@ export function revokeAnswer(outcome: RevokeOutcome): string {
         return `Grant ${id} was replaced by grant ${next}${grant.revokedBy ? ` of ${mentionUser(grant.revokedBy)}` : ''} ${when(grant.revokedAt)}, who pressed "don't ask again" for the same request: it answers nothing any more. To stop that request being answered, revoke ${next}.`;
       }
       return `Grant ${id} was already revoked${grant.revokedBy ? ` by ${mentionUser(grant.revokedBy)}` : ''} ${when(grant.revokedAt)}: there is nothing more to do.`;
+    case 'spent': {
+      const uses = grant.maxUses === 1 ? 'its one use' : `all ${grant.maxUses ?? grant.uses} of its uses`;
+      const last = grant.lastUsedAt ? `, the last ${when(grant.lastUsedAt)}` : '';
+      return `Grant ${id} was already used up (${uses} spent${last}): it answers nothing any more, so there is nothing to revoke.`;
+    }
     case 'hostHeld':
       return `Grant ${id} is kept by the agent host (its own rule: ${inlineCode(grant.rulePreview ?? '', 200)}). Countersign cannot revoke it, since MSP has no call for that: remove the rule on the host side. Nothing was changed.`;
     case 'refused':

@@ -11,6 +11,8 @@ export type RevokeOutcome =
   | { kind: 'unknown'; grantId: string }
   | { kind: 'expired'; grant: Grant }
   | { kind: 'alreadyRevoked'; grant: Grant }
+  /** A grant by uses whose every use was counted: it ended on its own, nobody revoked it. */
+  | { kind: 'spent'; grant: Grant }
   /** The host keeps its own rule; MSP has no call to revoke it, so nothing was changed. */
   | { kind: 'hostHeld'; grant: Grant }
   | { kind: 'refused'; grant: Grant; refused: RevokeRefused };

@@ -44,7 +44,7 @@ export class GrantRevoker {
     if (notLive) return notLive;
     if (grant.holder === 'host') return { kind: 'hostHeld', grant };
     if (!(await grants.revoke(grant.grantId, userId, this.now()))) {
-      // Revoked by someone else, or expired, since it was read.
+      // Revoked by someone else, expired or spent, since it was read.
       return this.whyNotLive(grantId, await grants.get(grantId)) ?? { kind: 'alreadyRevoked', grant };
     }
     logger.info({ grantId, userId, via, because: may.because, route: grant.route }, 'grant revoked');
@@ -58,6 +58,11 @@ export class GrantRevoker {
   private whyNotLive(grantId: string, grant: Grant | undefined): RevokeOutcome | undefined {
     if (!grant) return { kind: 'unknown', grantId };
     if (grant.revokedAt !== undefined) return { kind: 'alreadyRevoked', grant };
+    // Every use counted (as the store's REVOKE tells spent): a use still out is revoked instead,
+    // since it comes back if its decision does not go through.
+    if (grant.maxUses !== undefined && grant.usesLeft === 0 && grant.uses >= grant.maxUses) {
+      return { kind: 'spent', grant };
+    }
     if (grant.expiresAt !== undefined && Date.parse(grant.expiresAt) <= this.now().getTime()) {
       return { kind: 'expired', grant };
     }

@@ -246,6 +246,21 @@ describe('revocations', () => {
     }
   });
 
+  it('a spent grant says it was used up, never that someone revoked it', () => {
+    const one = revokeAnswer({
+      kind: 'spent',
+      grant: { ...hostile(), maxUses: 1, usesLeft: 0, uses: 1, lastUsedAt: NOW.toISOString() },
+    });
+    expect(one).toMatch(
+      /^Grant `0123456789-&lt;!channel&gt;.* was already used up \(its one use spent, the last <!date\^/,
+    );
+    expect(one).toContain('there is nothing to revoke');
+    expect(one).not.toContain('revoked');
+    expect(liveMarkup(one.replace(/<!date\^[^>]*>/g, ''))).toEqual([]);
+    const three = revokeAnswer({ kind: 'spent', grant: { ...grant(), maxUses: 3, usesLeft: 0, uses: 3 } });
+    expect(three).toContain('(all 3 of its uses spent)');
+  });
+
   it('a grant replaced by a new "don\'t ask again" names the grant that took its place, and who pressed', () => {
     const replaced = revokeAnswer({
       kind: 'alreadyRevoked',

@@ -147,6 +147,20 @@ describe('GrantRevoker', () => {
     }
   });
 
+  it('spent: a grant by uses whose every use was counted is not revoked, nor said to be', async () => {
+    const spent = grant({ maxUses: 2, usesLeft: 0, uses: 2, lastUsedAt: '2026-12-01T11:30:00.000Z' });
+    const { revoker, calls } = revokerWith({ reads: [spent] });
+    expect(await revoker.revoke(GRANT_ID, 'U0ALICE', 'command')).toEqual({ kind: 'spent', grant: spent });
+    expect(calls.mayRevoke).toHaveLength(1);
+    expect(calls.revoke).toEqual([]);
+    expect(calls.notices).toEqual([]);
+    // Its last use still out (taken, not counted): it may come back, so it is revoked.
+    const out = grant({ maxUses: 2, usesLeft: 0, uses: 1 });
+    const racing = revokerWith({ reads: [out] });
+    expect((await racing.revoker.revoke(GRANT_ID, 'U0ALICE', 'command')).kind).toBe('revoked');
+    expect(racing.calls.revoke).toHaveLength(1);
+  });
+
   it('hostHeld: the host keeps its own rule; the store is not touched, whoever asks', async () => {
     const kept = grant({ holder: 'host', expiresAt: undefined, rulePreview: 'allow make deploy' });
     const { revoker, calls } = revokerWith({ reads: [kept], may: { allowed: true, because: 'admin' } });
@@ -291,7 +305,18 @@ describe('GrantRevoker', () => {
       });
     });
 
-    it('still reading as live (its uses spent, say): alreadyRevoked, never revoked', async () => {
+    it('its last use counted meanwhile: spent, never "already revoked"', async () => {
+      const spent = grant({ maxUses: 1, usesLeft: 0, uses: 1 });
+      const { revoker, calls } = revokerWith({
+        reads: [grant({ maxUses: 1, usesLeft: 1, uses: 0 }), spent],
+        revokes: false,
+      });
+      expect(await revoker.revoke(GRANT_ID, 'U0ALICE', 'command')).toEqual({ kind: 'spent', grant: spent });
+      expect(calls.get).toEqual([GRANT_ID, GRANT_ID]);
+      expect(calls.notices).toEqual([]);
+    });
+
+    it('still reading as live (no end it can name): alreadyRevoked, never revoked', async () => {
       const target = grant();
       const { revoker, calls } = revokerWith({ reads: [target, grant({ usesLeft: 0 })], revokes: false });
       expect(await revoker.revoke(GRANT_ID, 'U0ALICE', 'command')).toEqual({
