@@ -89,10 +89,15 @@ const DEFAULT_MAX_BUFFERED_EVENTS = 10_000;
 export class HostEventHandler {
   private readonly now: () => Date;
   /**
-   * What cards show and are routed on about each session. Memory is enough: a restarted bot
-   * learns it again from session/list before it sees any approval.
+   * What cards show and are routed on about each session, by host, then sessionId. Memory is
+   * enough: a restarted bot learns it again from session/list before it sees any approval.
+   * Per host: a sessionId is the host's to choose, and one host naming another's session must
+   * not change how that host's approvals are labelled, routed or risk-checked.
    */
-  private readonly sessions = new Map<string, { label?: string; title?: string; workspaceRoot?: string }>();
+  private readonly sessions = new Map<
+    string,
+    Map<string, { label?: string; title?: string; workspaceRoot?: string }>
+  >();
   /** Events held while Redis is away; none without `redis`. */
   private readonly held: HeldEvents | undefined;
   /** Reconciles a host's (or a session's) open approvals with what the host says is left. */
@@ -116,7 +121,12 @@ export class HostEventHandler {
 
   handleHostEvent(event: HostEvent): void {
     if (event.type === 'sessionSeen') {
-      this.sessions.set(event.sessionId, {
+      let ofHost = this.sessions.get(event.hostId);
+      if (!ofHost) {
+        ofHost = new Map();
+        this.sessions.set(event.hostId, ofHost);
+      }
+      ofHost.set(event.sessionId, {
         label: event.label,
         title: event.title,
         workspaceRoot: event.workspaceRoot,
@@ -236,8 +246,8 @@ export class HostEventHandler {
     heldElsewhere: boolean,
   ): Promise<void> {
     const { keeper, store, logger } = this.options;
-    const session = this.sessions.get(params.sessionId);
-    const workspaceRoot = this.workspaceRootOf(params.subject, params.sessionId);
+    const session = this.sessions.get(hostId)?.get(params.sessionId);
+    const workspaceRoot = this.workspaceRootOf(params.subject, hostId, params.sessionId);
     const route = this.options.routeFor({
       hostId,
       tool: params.toolName,
@@ -354,7 +364,9 @@ export class HostEventHandler {
     let added: RiskMark[] = [];
     const stored = await keeper.mutate(approvalId, (record) => {
       const next = mutation(record);
-      const workspaceRoot = this.workspaceRootOf(subject, record.sessionId);
+      // The record's own host: the one whose session it is (a mutation of another host's record
+      // changes nothing, see ofHost).
+      const workspaceRoot = this.workspaceRootOf(subject, record.hostId, record.sessionId);
       const marked = riskMarked((tool) => risksFor({ tool, subject, workspaceRoot }))(next ?? record);
       added = marked ? (marked.risks ?? []).filter((m) => !record.risks?.some((r) => r.name === m.name)) : [];
       return marked ?? next;
@@ -366,10 +378,10 @@ export class HostEventHandler {
   /**
    * What the request's relative paths are relative to, for routes and risk rules alike. A shell
    * subject names its own working directory; the session's is known only once the bot has seen
-   * the session listed.
+   * the session listed, by the host whose session it is.
    */
-  private workspaceRootOf(subject: ApprovalSubject, sessionId: string): string | undefined {
-    return subject.workspaceRoot ?? this.sessions.get(sessionId)?.workspaceRoot;
+  private workspaceRootOf(subject: ApprovalSubject, hostId: string, sessionId: string): string | undefined {
+    return subject.workspaceRoot ?? this.sessions.get(hostId)?.get(sessionId)?.workspaceRoot;
   }
 
   /** Everything a risk rule changes about an approval is in the audit stream, by the rule's name. */
