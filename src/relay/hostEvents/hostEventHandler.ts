@@ -25,6 +25,7 @@ import {
 } from '../records/recordMutations.js';
 import { HeldEvents, type RedisAvailability } from './heldEvents.js';
 import { fullTextFields } from './intake/takeFullText.js';
+import { KnownSessions } from './knownSessions.js';
 import { OpenApprovals } from './openApprovals.js';
 
 export interface HostEventHandlerOptions {
@@ -60,6 +61,8 @@ export interface HostEventHandlerOptions {
   mayAct?: (hostId: string) => boolean;
   /** Told of each grant lookup made for a request it created, and whether it found one. */
   metrics?: Pick<Metrics, 'grantLookup'>;
+  /** Sessions remembered per host (knownSessions.ts); for tests. */
+  maxSessionsPerHost?: number;
 }
 
 /** What the relay asks of the GrantAnswerer. */
@@ -89,15 +92,11 @@ const DEFAULT_MAX_BUFFERED_EVENTS = 10_000;
 export class HostEventHandler {
   private readonly now: () => Date;
   /**
-   * What cards show and are routed on about each session, by host, then sessionId. Memory is
-   * enough: a restarted bot learns it again from session/list before it sees any approval.
-   * Per host: a sessionId is the host's to choose, and one host naming another's session must
-   * not change how that host's approvals are labelled, routed or risk-checked.
+   * What cards show and are routed on about each session, per host and bounded (knownSessions.ts).
+   * Memory is enough: a restarted bot learns it again from session/list before it sees any
+   * approval.
    */
-  private readonly sessions = new Map<
-    string,
-    Map<string, { label?: string; title?: string; workspaceRoot?: string }>
-  >();
+  private readonly sessions: KnownSessions;
   /** Events held while Redis is away; none without `redis`. */
   private readonly held: HeldEvents | undefined;
   /** Reconciles a host's (or a session's) open approvals with what the host says is left. */
@@ -107,6 +106,7 @@ export class HostEventHandler {
 
   constructor(private readonly options: HostEventHandlerOptions) {
     this.now = options.now ?? (() => new Date());
+    this.sessions = new KnownSessions(options.maxSessionsPerHost);
     this.held = options.redis
       ? new HeldEvents({
           redis: options.redis,
@@ -121,16 +121,7 @@ export class HostEventHandler {
 
   handleHostEvent(event: HostEvent): void {
     if (event.type === 'sessionSeen') {
-      let ofHost = this.sessions.get(event.hostId);
-      if (!ofHost) {
-        ofHost = new Map();
-        this.sessions.set(event.hostId, ofHost);
-      }
-      ofHost.set(event.sessionId, {
-        label: event.label,
-        title: event.title,
-        workspaceRoot: event.workspaceRoot,
-      });
+      this.sessions.seen(event.hostId, event.sessionId, event);
       return;
     }
     if (this.held?.mustWait()) {
@@ -246,7 +237,7 @@ export class HostEventHandler {
     heldElsewhere: boolean,
   ): Promise<void> {
     const { keeper, store, logger } = this.options;
-    const session = this.sessions.get(hostId)?.get(params.sessionId);
+    const session = this.sessions.get(hostId, params.sessionId);
     const workspaceRoot = this.workspaceRootOf(params.subject, hostId, params.sessionId);
     const route = this.options.routeFor({
       hostId,
@@ -275,7 +266,9 @@ export class HostEventHandler {
       phase,
       heldElsewhere,
       now: this.now(),
-      sessionTitle: session?.label,
+      ...(session?.label
+        ? { sessionTitle: session.label.text, sessionTitleIntake: session.label.intake }
+        : {}),
       ...(risks.length > 0 ? { risks } : {}),
     });
     // Cards of one channel are posted in the order their approvals came: the turn is taken now
@@ -381,7 +374,7 @@ export class HostEventHandler {
    * the session listed, by the host whose session it is.
    */
   private workspaceRootOf(subject: ApprovalSubject, hostId: string, sessionId: string): string | undefined {
-    return subject.workspaceRoot ?? this.sessions.get(hostId)?.get(sessionId)?.workspaceRoot;
+    return subject.workspaceRoot ?? this.sessions.get(hostId, sessionId)?.workspaceRoot;
   }
 
   /** Everything a risk rule changes about an approval is in the audit stream, by the rule's name. */

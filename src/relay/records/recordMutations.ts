@@ -7,6 +7,7 @@ import type {
   ApprovalUpdatedParams,
 } from '../../msp/protocol.js';
 import { intakeWith, newIntake } from '../hostEvents/intake/intakeReport.js';
+import type { PartReport } from '../hostEvents/intake/partIntake.js';
 import { takeNote, takeQuestion, takeRequest } from '../hostEvents/intake/takeRequest.js';
 
 // Pure functions from (record, event) to the next record; undefined means "nothing changed".
@@ -28,6 +29,8 @@ export interface NewRecordContext {
   heldElsewhere?: boolean;
   now: Date;
   sessionTitle?: string;
+  /** What was done to `sessionTitle` before (knownSessions.ts takes it in when the host says it). */
+  sessionTitleIntake?: PartReport;
   /** Risk rules the request matched. */
   risks?: RiskMark[];
 }
@@ -37,7 +40,7 @@ export interface NewRecordContext {
 
 export function newRecord(params: ApprovalRequestParams, ctx: NewRecordContext): ApprovalRecord {
   const now = ctx.now.toISOString();
-  const taken = takeRequest(params, ctx.sessionTitle);
+  const taken = takeRequest(params, ctx.sessionTitle, ctx.sessionTitleIntake);
   return {
     approvalId: params.approvalId,
     hostId: ctx.hostId,

@@ -121,7 +121,11 @@ function argsHash(
  * card shows), masked and bounded. Identifiers are not touched: the record keeps them from the
  * params as they are.
  */
-export function takeRequest(params: ApprovalRequestParams, sessionTitle: string | undefined): TakenRequest {
+export function takeRequest(
+  params: ApprovalRequestParams,
+  sessionTitle: string | undefined,
+  sessionTitleIntake?: PartReport,
+): TakenRequest {
   // takeQuestion's object, grown: `{ ...question, tool }` would make V8 build new hidden classes
   // for every request (docs/performance.md, "Object shapes").
   const taken: TakenRequest = Object.assign(takeQuestion(params), { tool: '', rawArgs: '', argsSha256: '' });
@@ -137,7 +141,17 @@ export function takeRequest(params: ApprovalRequestParams, sessionTitle: string 
   if (hashed.argsSha256Of) taken.argsSha256Of = hashed.argsSha256Of;
   if (typeof params.title === 'string') taken.title = text('title', params.title, MAX_TEXT_CHARS);
   if (params.reason !== undefined) taken.reason = text('reason', params.reason, MAX_TEXT_CHARS);
-  if (sessionTitle !== undefined) taken.sessionTitle = text('sessionTitle', sessionTitle, MAX_TEXT_CHARS);
+  if (sessionTitle !== undefined) {
+    taken.sessionTitle = text('sessionTitle', sessionTitle, MAX_TEXT_CHARS);
+    // Taken in once already, when the host said it: what was masked or cut then counts too.
+    const now = taken.reports.sessionTitle!;
+    if (sessionTitleIntake) {
+      taken.reports.sessionTitle = {
+        maskedSecrets: now.maskedSecrets + sessionTitleIntake.maskedSecrets,
+        truncated: now.truncated || sessionTitleIntake.truncated,
+      };
+    }
+  }
   if (params.subagentOrigin !== undefined) {
     const origin = takeSubagentOrigin(params.subagentOrigin);
     taken.subagentOrigin = origin.subagentOrigin;

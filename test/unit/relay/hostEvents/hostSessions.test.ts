@@ -16,6 +16,7 @@ import type { RiskInput } from '../../../../src/routing/risks.js';
 import { type RouteInput, Router } from '../../../../src/routing/router.js';
 import type { ApprovalStore } from '../../../../src/store/approvalStore.js';
 import { shellApproval } from '../../../support/fakeHost.js';
+import { AWS_EXAMPLE_KEY } from '../../../support/fakeSecrets.js';
 
 const ROUTES: Route[] = [
   { name: 'prod-sessions', channel: 'C0PRODTITLE', match: { sessionTitles: ['prod*'] } },
@@ -24,7 +25,7 @@ const ROUTES: Route[] = [
 ];
 
 /** A handler over recorders: the records it creates, what it routed on and risk-checked on. */
-function harness() {
+function harness(maxSessionsPerHost?: number) {
   const created: ApprovalRecord[] = [];
   const routed: RouteInput[] = [];
   const riskInputs: RiskInput[] = [];
@@ -58,6 +59,7 @@ function harness() {
       riskInputs.push(input);
       return [];
     },
+    ...(maxSessionsPerHost === undefined ? {} : { maxSessionsPerHost }),
   });
   return { relay, created, routed, riskInputs };
 }
@@ -129,5 +131,61 @@ describe("sessions are per host: one host cannot relabel or reroute another host
     expect(b.routedOn.workspaceRoot).toBeUndefined();
     expect(b.record.sessionTitle).toBeUndefined();
     expect(b.record.route).toBe('(SLACK_CHANNEL)');
+  });
+});
+
+describe('what is kept of sessions is bounded', () => {
+  it('cuts a huge title and label, and the card is told it was cut', async () => {
+    const h = harness();
+    const huge = `prod ${'x'.repeat(4 * 1024 * 1024)}`;
+    h.relay.handleHostEvent(seen('a', 's1', { label: huge, title: huge, workspaceRoot: '/srv/prod/app' }));
+    const { record, routedOn } = await openOne(h, 'a', 's1', 'ap-1');
+    expect(routedOn.sessionTitle!.length).toBeLessThanOrEqual(1024);
+    expect(record.route).toBe('prod-sessions');
+    expect(record.sessionTitle!.length).toBeLessThanOrEqual(1024);
+    expect(record.sessionTitle).toMatch(/cut by Countersign: 4194309 characters in all\]$/);
+    expect(record.intake?.parts.sessionTitle).toEqual({ maskedSecrets: 0, truncated: true });
+    expect(record.intake?.truncated).toBe(true);
+  });
+
+  it('still masks a secret in the label and counts it on the record', async () => {
+    const h = harness();
+    h.relay.handleHostEvent(seen('a', 's1', { label: `Rotate ${AWS_EXAMPLE_KEY}` }));
+    const { record } = await openOne(h, 'a', 's1', 'ap-1');
+    expect(record.sessionTitle).toBe('Rotate [masked aws-access-key]');
+    expect(record.intake?.parts.sessionTitle).toEqual({ maskedSecrets: 1, truncated: false });
+    expect(record.intake?.maskedSecrets).toBe(1);
+  });
+
+  it('keeps no workspaceRoot longer than a path can be, and no session of a huge id', async () => {
+    const h = harness();
+    h.relay.handleHostEvent(
+      seen('a', 's1', { title: 'prod', workspaceRoot: `/srv/docs/${'d'.repeat(5000)}` }),
+    );
+    const one = await openOne(h, 'a', 's1', 'ap-1');
+    expect(one.routedOn.workspaceRoot).toBeUndefined();
+    expect(one.routedOn.sessionTitle).toBe('prod');
+
+    const longId = 's'.repeat(300);
+    h.relay.handleHostEvent(seen('a', longId, { label: 'prod', title: 'prod' }));
+    const two = await openOne(h, 'a', longId, 'ap-2');
+    expect(two.routedOn.sessionTitle).toBeUndefined();
+  });
+
+  it('forgets the sessions announced longest ago, per host', async () => {
+    const h = harness(3);
+    const said = (n: number) => ({ label: `prod ${n}`, title: `prod ${n}` });
+    for (const n of [0, 1, 2]) h.relay.handleHostEvent(seen('a', `s${n}`, said(n)));
+    h.relay.handleHostEvent(seen('b', 'b0', said(0)));
+    // s0 announced again is the newest: s1 is now the oldest.
+    h.relay.handleHostEvent(seen('a', 's0', said(0)));
+    h.relay.handleHostEvent(seen('a', 's3', said(3)));
+
+    expect((await openOne(h, 'a', 's1', 'ap-1')).record.sessionTitle).toBeUndefined();
+    for (const n of [0, 2, 3]) {
+      expect((await openOne(h, 'a', `s${n}`, `ap-a${n}`)).record.sessionTitle).toBe(`prod ${n}`);
+    }
+    // Another host's sessions count against its own cap, never this one's.
+    expect((await openOne(h, 'b', 'b0', 'ap-b0')).record.sessionTitle).toBe('prod 0');
   });
 });
