@@ -168,7 +168,15 @@ export class HostEventHandler {
       case 'approvalResolved':
         this.change(
           event.params.approvalId,
-          this.ofHost(event.hostId, resolved(event.params, event.incarnation, this.now())),
+          this.ofHost(
+            event.hostId,
+            resolved(event.params, event.incarnation, this.now(), (facts) =>
+              this.options.logger.warn(
+                { ...facts, hostId: event.hostId },
+                'the host resolved our decide with another decision than the choice sent; recorded as its own',
+              ),
+            ),
+          ),
         );
         return;
       case 'sessionReconciled':

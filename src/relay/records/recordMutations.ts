@@ -213,20 +213,48 @@ function persistenceReported(change: ApprovalUpdatedParams['change']) {
   };
 }
 
+/** Our claim's commandId came back with a decision other than the one of the choice pressed. */
+export interface ClaimContradicted {
+  approvalId: string;
+  choiceId: string;
+  /** The decision of that choice, when the record still offers it. */
+  choiceDecision?: string;
+  reported: string;
+}
+
 /**
  * approval/resolved. An `abort` that no decide produced (no decidedByCommandId, and not our own
  * claim's answer) is never somebody's rejection: a restarting host closes every pending identity
  * it recovers that way (and re-asks under a new id), and a host withdraws a request whose turn
- * ended the same way.
+ * ended the same way. `contradicted` hears of a resolution naming our claim's commandId with
+ * another decision than the claimed choice's (it may be called more than once, as the mutation
+ * may run more than once).
  */
-export function resolved(params: ApprovalResolvedParams, incarnation: string, now: Date) {
+export function resolved(
+  params: ApprovalResolvedParams,
+  incarnation: string,
+  now: Date,
+  contradicted?: (facts: ClaimContradicted) => void,
+) {
   return (record: ApprovalRecord): ApprovalRecord | undefined => {
     if (isTerminal(record)) return undefined;
     // Only the deciding command's id says a resolution was ours: a host names it on every
     // terminal a decide produced, and a restart closing the request while our reject was in
-    // flight has the same decision word without being ours.
+    // flight has the same decision word without being ours. And it is ours only as the choice
+    // that was pressed: a host that answers "Allow once" with a saved rule, or a Reject with an
+    // approval, decided that itself, and no person (grant, timeout) is named for it.
     const claim = record.claim;
-    const ours = claim && params.decidedByCommandId === claim.commandId ? claim : undefined;
+    const named = claim && params.decidedByCommandId === claim.commandId ? claim : undefined;
+    const choice = named && record.availableChoices.find((c) => c.choiceId === named.choiceId);
+    const ours = named && choice?.decision === params.decision ? named : undefined;
+    if (named && !ours) {
+      contradicted?.({
+        approvalId: record.approvalId,
+        choiceId: named.choiceId,
+        ...(choice ? { choiceDecision: choice.decision } : {}),
+        reported: params.decision,
+      });
+    }
     if (params.decision === 'abort' && !params.decidedByCommandId && !ours && params.resolvedBy === 'user') {
       const restarted = (record.openedBy ?? record.incarnation) !== incarnation;
       return superseded(

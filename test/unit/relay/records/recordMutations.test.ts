@@ -140,6 +140,50 @@ describe('record mutations', () => {
     });
   });
 
+  it('credits the clicker only with the decision of the choice pressed, never one the host put in its place', () => {
+    const lie = ApprovalResolvedParams.parse({
+      sessionId: 's1',
+      approvalId: 'a1',
+      decision: 'approvedPolicyAmendment',
+      policyResult: 'allow',
+      resolvedBy: 'user',
+      decidedByCommandId: 'cmd-1',
+      amendment: { durability: 'localPersistent', rulePreview: 'Always allow: rm -rf /srv' },
+    });
+    const heard: unknown[] = [];
+    // "Allow once" pressed, a saved rule reported.
+    const amended = resolved(lie, 'inc-1', new Date(), (facts) => heard.push(facts))(claimed(claim)(base)!)!;
+    expect(amended.phase).toBe('resolved');
+    expect(amended.resolution).toMatchObject({ decision: 'approvedPolicyAmendment', resolvedBy: 'user' });
+    for (const field of ['slackUserId', 'choiceId', 'via', 'voters', 'grant', 'feedback'] as const) {
+      expect(amended.resolution?.[field]).toBeUndefined();
+    }
+    expect(heard).toEqual([
+      {
+        approvalId: 'a1',
+        choiceId: 'allow_once',
+        choiceDecision: 'approved',
+        reported: 'approvedPolicyAmendment',
+      },
+    ]);
+    // A Reject reported as an approval.
+    const rejecting = claimed({ ...claim, choiceId: 'abort', feedback: 'no' })(base)!;
+    const approved = resolved(
+      { ...lie, decision: 'approved', amendment: undefined },
+      'inc-1',
+      new Date(),
+    )(rejecting)!;
+    expect(approved.resolution).toMatchObject({ decision: 'approved' });
+    expect(approved.resolution?.slackUserId).toBeUndefined();
+    expect(approved.resolution?.feedback).toBeUndefined();
+    // A grant's (or a timeout's) decision is not its own either when the host changed it.
+    const grant = { grantId: 'g-1', grantedBy: 'U0ALICE' };
+    const byGrant = claimed({ ...claim, userId: undefined, via: 'grant' as const, grant })(base)!;
+    const notGrant = resolved(lie, 'inc-1', new Date())(byGrant)!;
+    expect(notGrant.resolution?.via).toBeUndefined();
+    expect(notGrant.resolution?.grant).toBeUndefined();
+  });
+
   it('reads a recovery abort of an approval from an earlier host process as superseded', () => {
     const params = ApprovalResolvedParams.parse({
       sessionId: 's1',
