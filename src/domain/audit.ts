@@ -1,4 +1,4 @@
-import type { Resolution } from './record.js';
+import type { Resolution, StageDecision } from './record.js';
 
 /**
  * How an approval came to be decided, a closed set the audit stream and the log's audit line
@@ -52,6 +52,12 @@ export type AuditEntry =
       argsSha256?: string;
       /** `masked` when masking hid a secret in them: argsSha256 is then of the masked arguments. */
       argsSha256Of?: 'masked';
+      /**
+       * Who decided the earlier stages of a multi-stage request through us (the fields above are
+       * the last stage's), oldest first; absent when none did. Not decisions of their own: the
+       * stats count the entry once.
+       */
+      stages?: StageDecision[];
       /** From the card's clock start (its first card, a superseded one's included) to the decision. */
       waitedMs?: number;
       /** Escalation steps that fired before the decision, when any did. */

@@ -24,6 +24,7 @@ export function decisionEntry(record: ResolvedRecord, slaMs: number | undefined)
     choiceId: resolution.choiceId ?? '',
     decision: resolution.decision,
     ...(resolution.feedback !== undefined ? { feedback: resolution.feedback } : {}),
+    ...(record.stageDecisions && record.stageDecisions.length > 0 ? { stages: record.stageDecisions } : {}),
     ...(record.argsSha256 !== undefined ? { argsSha256: record.argsSha256 } : {}),
     ...(record.argsSha256Of !== undefined ? { argsSha256Of: record.argsSha256Of } : {}),
     ...(waitedMs !== undefined ? { waitedMs } : {}),

@@ -69,6 +69,24 @@ export const Resolution = z.object({
 });
 export type Resolution = z.infer<typeof Resolution>;
 
+/**
+ * Who decided an earlier stage of a multi-stage request through us (a person, a quorum, a grant,
+ * a timeout): the final resolution names only the last stage's, and the audit names these too.
+ */
+export const StageDecision = z.object({
+  sourceIndex: z.number().int(),
+  via: z.enum(['click', 'grant', 'timeout']),
+  userId: z.string().optional(),
+  voters: z.array(z.string()).optional(),
+  stoodInFor: StoodInFor.optional(),
+  onBehalfOf: z.string().optional(),
+  grantId: z.string().optional(),
+  choiceId: z.string(),
+  /** The decision of that choice, as the record offered it. */
+  decision: z.string().optional(),
+});
+export type StageDecision = z.infer<typeof StageDecision>;
+
 /** A decision in flight: who is deciding which stage, and the commandId that decision uses. */
 export const Claim = z.object({
   sourceIndex: z.number().int(),
@@ -229,6 +247,8 @@ export const ApprovalRecord = z.object({
    * does. A request a grant answered has no card at all, only the grant's line in the channel.
    */
   slack: z.object({ channel: z.string(), ts: z.string().optional(), deferred: z.boolean().optional() }),
+  /** Earlier stages our decisions resolved (a person's, a grant's, a timeout's), oldest first. */
+  stageDecisions: z.array(StageDecision).optional(),
   /** Stages a remembered grant decided before the card was shown. */
   grantUses: z.array(GrantRef.extend({ sourceIndex: z.number().int() })).optional(),
   /** The grant a person made from this card ("don't ask again"). */

@@ -7,6 +7,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { REFUSALS_PER_USER_PER_MINUTE } from '../../src/store/auditStream.js';
+import { DecisionStatsReader } from '../../src/store/decisionStatsReader.js';
 import { keys } from '../../src/store/keys.js';
 import { PROJECT_ROOT } from '../support/bot.js';
 import {
@@ -654,5 +655,59 @@ describe('the decision line in the log', () => {
     });
     expect(line).not.toHaveProperty('userId');
     expect(await world.auditEntries()).toEqual([expect.objectContaining({ via: 'timeout' })]);
+  });
+});
+
+describe('a request of several stages', () => {
+  it('names whoever decided an earlier stage in the entry, the log line and the export, as one decision', async () => {
+    const world = await startWorld();
+    await world.host.stageAdvance('updatedOnly');
+    const approval = shellApproval({
+      approvalId: 'stages-0001',
+      sessionId: SESSION,
+      stages: [
+        ['npm', 'test'],
+        ['git', 'push'],
+      ],
+    });
+    const id = approval.approvalId;
+    const onStage = (s: number) => (m: Parameters<typeof buttonsOf>[0]) =>
+      buttonsOf(m).length > 0 && buttonsOf(m).every((b) => (JSON.parse(b.value) as { s: number }).s === s);
+    await world.host.open(approval, { via: 'both' });
+    const first = await world.waitForCard(id, onStage(0));
+    await world.press(id, 'Allow once', 'U0ALICE', first);
+    const stage0 = await world.host.waitForDecide();
+    const second = await world.waitForCard(id, onStage(1));
+    await world.press(id, 'Allow once', 'U0BOB', second);
+    await world.host.waitForDecide((d) => d.index > stage0.index);
+    await world.waitForCard(id, (m) => textOf(m).includes('Approved'));
+    await noticeSettled(world, id, 'audit');
+
+    const alice = {
+      sourceIndex: 0,
+      via: 'click',
+      userId: 'U0ALICE',
+      choiceId: 'allow_once',
+      decision: 'approved',
+    };
+    const entries = await world.auditEntries();
+    expect(entries).toEqual([
+      expect.objectContaining({ kind: 'decision', approvalId: id, via: 'click', userId: 'U0BOB' }),
+    ]);
+    expect(JSON.parse(entries[0]!.stages!)).toEqual([alice]);
+
+    const lines = decisionLines(world, id);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]!.json).toMatchObject({ via: 'click', userId: 'U0BOB', stages: [alice] });
+
+    const exported = exportedLines(world, ['--kind', 'decision']);
+    expect(exported).toHaveLength(1);
+    expect(JSON.parse(exported[0]!.stages!)).toEqual([alice]);
+
+    // The stats count the request once, decided by a person: the earlier stage is not a decision of its own.
+    const summary = await new DecisionStatsReader(world.redis).summary(3_600_000);
+    expect(summary.routes.map((r) => [r.route, r.decisions, r.byDecider.person.count])).toEqual([
+      ['(SLACK_CHANNEL)', 1, 1],
+    ]);
   });
 });

@@ -230,6 +230,7 @@ function decisionLine(
     decision: entry.decision,
     choiceId: resolution.choiceId,
     resolvedBy: entry.resolvedBy,
+    stages: entry.stages,
     approvalId: record.approvalId,
     sessionId: record.sessionId,
     turnId: record.turnId,

@@ -1,6 +1,6 @@
 import type { ApprovalRecord, Claim } from '../../domain/record.js';
 import { isTerminal } from '../../domain/record.js';
-import { superseded } from './recordMutations.js';
+import { stagesBefore, superseded } from './recordMutations.js';
 
 // Pure mutations of a decision under way, from the claim of a stage to what the host said of the
 // decide; undefined means "nothing changed". As every mutation, they may run more than once.
@@ -20,6 +20,7 @@ export function decidedByClaim(commandId: string, now: Date) {
       phase: 'resolved',
       claim: undefined,
       unavailable: undefined,
+      stageDecisions: stagesBefore(record, claim),
       resolution: {
         decision: choice?.decision ?? 'unknown',
         resolvedBy: 'user',

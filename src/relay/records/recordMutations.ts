@@ -1,5 +1,13 @@
 import { stageCapabilities } from '../../domain/grants/capabilities.js';
-import type { ApprovalRecord, Escalation, FiredStep, Phase, RiskMark } from '../../domain/record.js';
+import type {
+  ApprovalRecord,
+  Claim,
+  Escalation,
+  FiredStep,
+  Phase,
+  RiskMark,
+  StageDecision,
+} from '../../domain/record.js';
 import { isTerminal } from '../../domain/record.js';
 import type {
   ApprovalRequestParams,
@@ -169,6 +177,7 @@ export function updated(params: ApprovalUpdatedParams) {
     const next: ApprovalRecord = {
       ...record,
       grantUses: withGrantUse(record, params),
+      stageDecisions: withStageDecision(record, params),
       subject: question.subject,
       currentRequirementId: params.currentRequirementId,
       availableChoices: question.availableChoices,
@@ -276,6 +285,7 @@ export function resolved(
       phase: 'resolved',
       claim: undefined,
       unavailable: undefined,
+      stageDecisions: stagesBefore(record, ours),
       intake: rule ? intakeWith(record.intake, { amendment: rule.report }) : record.intake,
       resolution: {
         decision: params.decision,
@@ -329,6 +339,50 @@ function withGrantUse(record: ApprovalRecord, params: ApprovalUpdatedParams): Ap
     return record.grantUses;
   }
   return [...(record.grantUses ?? []), { ...claim.grant, sourceIndex: stage }];
+}
+
+/**
+ * A stage our claim was on has resolved: who decided it is kept for the audit, since the final
+ * resolution names only the last stage's. Not when the host says another choice or decision than
+ * the one claimed resolved it: that stage was not decided as we asked.
+ */
+function withStageDecision(
+  record: ApprovalRecord,
+  params: ApprovalUpdatedParams,
+): ApprovalRecord['stageDecisions'] {
+  const { claim } = record;
+  const { change } = params;
+  const stage = change.requirementId?.sourceIndex;
+  if (change.kind !== 'stageResolved' || !claim || stage !== claim.sourceIndex) return record.stageDecisions;
+  const choice = record.availableChoices.find((c) => c.choiceId === claim.choiceId);
+  if (!choice) return record.stageDecisions;
+  if (change.choiceId !== undefined && change.choiceId !== claim.choiceId) return record.stageDecisions;
+  if (change.decision !== undefined && change.decision !== choice.decision) return record.stageDecisions;
+  const decided: StageDecision = {
+    sourceIndex: stage,
+    via: claim.via ?? 'click',
+    ...(claim.userId !== undefined ? { userId: claim.userId } : {}),
+    ...(claim.voters ? { voters: claim.voters } : {}),
+    ...(claim.stoodInFor ? { stoodInFor: claim.stoodInFor } : {}),
+    ...(claim.onBehalfOf !== undefined ? { onBehalfOf: claim.onBehalfOf } : {}),
+    ...(claim.grant ? { grantId: claim.grant.grantId } : {}),
+    choiceId: claim.choiceId,
+    decision: choice.decision,
+  };
+  return [...(record.stageDecisions ?? []).filter((d) => d.sourceIndex !== stage), decided];
+}
+
+/**
+ * The stage decisions a resolution by `claim` leaves for the audit: the host may report the last
+ * stage resolved before the approval, and the resolution itself names whoever decided that one.
+ */
+export function stagesBefore(
+  record: ApprovalRecord,
+  claim: Claim | undefined,
+): ApprovalRecord['stageDecisions'] {
+  if (!claim || !record.stageDecisions) return record.stageDecisions;
+  const earlier = record.stageDecisions.filter((d) => d.sourceIndex !== claim.sourceIndex);
+  return earlier.length > 0 ? earlier : undefined;
 }
 
 /** The escalation clock of a posted card (its own, or carried over from a superseded one). */

@@ -291,6 +291,59 @@ describe('record mutations', () => {
     expect(resolved(done, 'inc-1', new Date())(byGrant)?.resolution).toMatchObject({ via: 'grant', grant });
   });
 
+  it('keeps who decided an earlier stage, through a grant deciding the last one', () => {
+    const done = ApprovalResolvedParams.parse({
+      sessionId: 's1',
+      approvalId: 'a1',
+      decision: 'approved',
+      resolvedBy: 'user',
+      decidedByCommandId: 'cmd-2',
+    });
+    const quorum = { ...claim, voters: ['U0', 'U1'], stoodInFor: { U0: 'U9' } };
+    const advanced = updated({
+      ...stageOneResolved,
+      change: { ...stageOneResolved.change, choiceId: 'allow_once' },
+    })(claimed(quorum)(base)!)!;
+    const alice = {
+      sourceIndex: 0,
+      via: 'click',
+      userId: 'U1',
+      voters: ['U0', 'U1'],
+      stoodInFor: { U0: 'U9' },
+      choiceId: 'allow_once',
+      decision: 'approved',
+    };
+    expect(advanced.stageDecisions).toEqual([alice]);
+    const grant = { grantId: 'g-1', grantedBy: 'U0ALICE' };
+    const lastStage = {
+      ...claim,
+      sourceIndex: 1,
+      commandId: 'cmd-2',
+      userId: undefined,
+      via: 'grant' as const,
+      grant,
+    };
+    const byGrant = claimed(lastStage)(advanced)!;
+    // The host may report the last stage resolved too: the resolution names that one itself.
+    const lastReported = updated({
+      ...stageOneResolved,
+      change: { kind: 'stageResolved', requirementId: { approvalId: 'a1', sourceIndex: 1 } },
+    })(byGrant)!;
+    expect(lastReported.stageDecisions).toHaveLength(2);
+    for (const before of [byGrant, lastReported]) {
+      const closed = resolved(done, 'inc-1', new Date())(before)!;
+      expect(closed.resolution).toMatchObject({ via: 'grant', grant });
+      expect(closed.stageDecisions).toEqual([alice]);
+    }
+    // A stage the host says another choice (or decision) resolved was not decided as we asked.
+    for (const change of [{ choiceId: 'abort' }, { decision: 'approvedPolicyAmendment' }]) {
+      const other = { ...stageOneResolved, change: { ...stageOneResolved.change, ...change } };
+      expect(updated(other)(claimed(claim)(base)!)?.stageDecisions).toBeUndefined();
+    }
+    // Nor is a stage resolved with no claim of ours on it.
+    expect(updated(stageOneResolved)(base)?.stageDecisions).toBeUndefined();
+  });
+
   it('shows a deferred card once, and leaves a shown one alone', () => {
     const deferred = { ...base, slack: { ...base.slack, deferred: true } };
     expect(cardRevealed(deferred)?.slack).toEqual(base.slack);
