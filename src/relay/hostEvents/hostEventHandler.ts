@@ -159,8 +159,12 @@ export class HostEventHandler {
       case 'approvalUpdated': {
         const { approvalId, subject } = event.params;
         keeper.enqueue(approvalId, async () => {
-          const mutation = this.ofHost(event.hostId, updated(event.params));
-          const record = await this.mutateMarkingRisks(approvalId, mutation, subject);
+          const record = await this.mutateMarkingRisks(
+            approvalId,
+            event.hostId,
+            updated(event.params),
+            subject,
+          );
           if (record?.hostId === event.hostId) await this.keepFullSubject(record, subject);
         });
         return;
@@ -337,7 +341,8 @@ export class HostEventHandler {
     }
     const record = await this.mutateMarkingRisks(
       params.approvalId,
-      this.ofHost(hostId, reopened(params, incarnation, phase, heldElsewhere)),
+      hostId,
+      reopened(params, incarnation, phase, heldElsewhere),
       params.subject,
     );
     if (record && record.hostId !== hostId) return;
@@ -355,23 +360,28 @@ export class HostEventHandler {
    */
   private async mutateMarkingRisks(
     approvalId: string,
+    hostId: string,
     mutation: Mutation,
     subject: RiskInput['subject'],
   ): Promise<ApprovalRecord | undefined> {
     const { keeper } = this.options;
     const risksFor = this.options.risksFor;
-    if (!risksFor) return keeper.mutate(approvalId, mutation);
+    if (!risksFor) return keeper.mutate(approvalId, this.ofHost(hostId, mutation));
     // Compare-and-set may run the mutation more than once: what its last run added was stored.
     let added: RiskMark[] = [];
-    const stored = await keeper.mutate(approvalId, (record) => {
-      const next = mutation(record);
-      // The record's own host: the one whose session it is (a mutation of another host's record
-      // changes nothing, see ofHost).
-      const workspaceRoot = this.workspaceRootOf(subject, record.hostId, record.sessionId);
-      const marked = riskMarked((tool) => risksFor({ tool, subject, workspaceRoot }))(next ?? record);
-      added = marked ? (marked.risks ?? []).filter((m) => !record.risks?.some((r) => r.name === m.name)) : [];
-      return marked ?? next;
-    });
+    // The marking too is the host's own: another host's question adds no rule to this record.
+    const stored = await keeper.mutate(
+      approvalId,
+      this.ofHost(hostId, (record) => {
+        const next = mutation(record);
+        const workspaceRoot = this.workspaceRootOf(subject, record.hostId, record.sessionId);
+        const marked = riskMarked((tool) => risksFor({ tool, subject, workspaceRoot }))(next ?? record);
+        added = marked
+          ? (marked.risks ?? []).filter((m) => !record.risks?.some((r) => r.name === m.name))
+          : [];
+        return marked ?? next;
+      }),
+    );
     if (stored) this.auditRisks(stored, added);
     return stored;
   }
