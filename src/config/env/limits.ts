@@ -7,24 +7,37 @@ import { countVar, durationVar, read } from './read.js';
 
 /** A lease is renewed every third of its life, with a margin: shorter would renew all the time. */
 const MIN_LEASE_TTL_MS = 2_000;
-/** What Slack says of channel members, guests and teams is trusted for at most this long. */
+/** What Slack says of who may decide (a channel's or a group's members, guests, teams) is trusted for at most this long. */
 const MAX_MEMBERSHIP_CACHE_TTL_MS = 5 * 60_000;
+
+/** A cache of who may decide, refused past MAX_MEMBERSHIP_CACHE_TTL_MS: `what` says what it keeps. */
+function membershipTtl(env: NodeJS.ProcessEnv, name: string, fallback: string, what: string): number {
+  const ttlMs = durationVar(env, name, fallback);
+  if (ttlMs > MAX_MEMBERSHIP_CACHE_TTL_MS) {
+    throw new ConfigError(
+      name,
+      `${name} must be at most 5m (got ${shown(read(env, name) ?? '')}): ${what} must not be trusted longer`,
+    );
+  }
+  return ttlMs;
+}
 
 /** The COUNTERSIGN_* retention, cache and lease settings, each checked against its bounds. */
 export function limitsConfig(env: NodeJS.ProcessEnv) {
   const resolvedTtlMs = durationVar(env, 'COUNTERSIGN_RESOLVED_TTL', DEFAULTS.resolvedTtl);
-  const usergroupCacheTtlMs = durationVar(env, 'COUNTERSIGN_USERGROUP_CACHE_TTL', DEFAULTS.usergroupCacheTtl);
-  const membershipCacheTtlMs = durationVar(
+  // Someone taken out of an approvers group keeps deciding for as long as the group is cached.
+  const usergroupCacheTtlMs = membershipTtl(
+    env,
+    'COUNTERSIGN_USERGROUP_CACHE_TTL',
+    DEFAULTS.usergroupCacheTtl,
+    "a user group's members",
+  );
+  const membershipCacheTtlMs = membershipTtl(
     env,
     'COUNTERSIGN_MEMBERSHIP_CACHE_TTL',
     DEFAULTS.membershipCacheTtl,
+    'who is in a channel, a guest or another team',
   );
-  if (membershipCacheTtlMs > MAX_MEMBERSHIP_CACHE_TTL_MS) {
-    throw new ConfigError(
-      'COUNTERSIGN_MEMBERSHIP_CACHE_TTL',
-      `COUNTERSIGN_MEMBERSHIP_CACHE_TTL must be at most 5m (got ${shown(read(env, 'COUNTERSIGN_MEMBERSHIP_CACHE_TTL') ?? '')}): who is in a channel, a guest or another team must not be trusted longer`,
-    );
-  }
   const hostEventBuffer = countVar(env, 'COUNTERSIGN_HOST_EVENT_BUFFER', DEFAULTS.hostEventBuffer, 'events');
   const auditMaxLen = countVar(env, 'COUNTERSIGN_AUDIT_MAXLEN', DEFAULTS.auditMaxLen, 'entries');
   const refusalMaxLen = countVar(env, 'COUNTERSIGN_REFUSAL_MAXLEN', DEFAULTS.refusalMaxLen, 'entries');

@@ -282,6 +282,18 @@ describe('loadConfig errors', () => {
     expect(err.message).toContain('0 to 65535');
   });
 
+  it.each(['COUNTERSIGN_USERGROUP_CACHE_TTL', 'COUNTERSIGN_MEMBERSHIP_CACHE_TTL'])(
+    'trusts %s for at most 5 minutes: who may decide must not be read from an old answer',
+    (name) => {
+      const err = configError(socketEnv({ [name]: '6m' }));
+      expect(err.variable).toBe(name);
+      expect(err.message).toBe(
+        `${name} must be at most 5m (got "6m"): ${name.includes('USERGROUP') ? "a user group's members" : 'who is in a channel, a guest or another team'} must not be trusted longer`,
+      );
+      expect(loadConfig(socketEnv({ [name]: '5m' }))).toBeDefined();
+    },
+  );
+
   it.each(['1s', '500ms', 'soon'])('rejects COUNTERSIGN_LEASE_TTL=%s on one line', (value) => {
     const err = configError(socketEnv({ COUNTERSIGN_LEASE_TTL: value }));
     expect(err.variable).toBe('COUNTERSIGN_LEASE_TTL');
