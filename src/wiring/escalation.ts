@@ -10,7 +10,7 @@ import type { MayRead } from '../relay/escalation/escalationSteps.js';
 import { Escalator } from '../relay/escalation/escalator.js';
 import { OncallResolver } from '../relay/escalation/oncall.js';
 import type { RecordKeeper } from '../relay/records/recordKeeper.js';
-import type { Router } from '../routing/router.js';
+import { FALLBACK_ROUTE_NAME, type Router } from '../routing/router.js';
 import type { SlackGroupDirectory } from '../slack/groupDirectory.js';
 import { SlackEscalationSender, SlackPagerDutyOnCall } from '../slack/slackEscalation.js';
 import type { SlackNoticeSender } from '../slack/slackNotices.js';
@@ -81,7 +81,14 @@ export function wireEscalation(needs: EscalationNeeds) {
     ...(config.pagerDuty.routingKey ? { defaultRoutingKey: config.pagerDuty.routingKey } : {}),
     away: needs.away,
     mayStandIn: needs.mayStandIn,
-    mayRead: needs.mayRead,
+    // A DM asks its reader to decide: never the host's owner, on a route that bars them from
+    // their own agents' approvals (they may read it, but their press would be refused).
+    mayRead: async (userId, record) => {
+      if (userId === needs.shown(record).notOwner) {
+        return { allowed: false, why: 'selfApproval', route: record.route ?? FALLBACK_ROUTE_NAME };
+      }
+      return needs.mayRead(userId, record);
+    },
     dmMappingTtlMs: Math.max(config.resolvedTtlMs, 7 * 86_400_000),
     metrics: needs.metrics,
     logger: logger.child({ component: 'escalation' }),

@@ -10,7 +10,7 @@ import { FakePagerDuty } from '../support/fakePagerDuty.js';
 import type { SlackMessage } from '../support/fakeSlack.js';
 import { seriesValue } from '../support/metricSeries.js';
 import { PrivateRedis } from '../support/privateRedis.js';
-import { type ConfigSpec, configFile, ladder, rotation, route, users } from './fixtures/config.js';
+import { type ConfigSpec, configFile, ladder, mainHost, rotation, route, users } from './fixtures/config.js';
 import { buttonsOf, SESSION, textOf, World } from './world.js';
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
@@ -250,6 +250,36 @@ describe('escalation', () => {
     const his = await world.slack.waitFor('chat.postMessage', (c) => c.args.channel === 'DU0BOB', 8_000);
     expect(JSON.stringify(his.args.blocks)).toContain('esc-pw-0002');
     expect(JSON.stringify(his.args)).not.toContain('protected-secret-path');
+  });
+
+  it("a DM never asks the host's owner to decide their own agent's request where the route forbids it", async () => {
+    const world = await World.start({}, (host) => {
+      const config = configFile({
+        hosts: [mainHost(host.command, { owner: 'U0ALICE' })],
+        routes: [
+          route('builds', {
+            // Alice is on call and comes first among the approvers: without the owner rule she
+            // would be the one DMed.
+            approvers: users('U0ALICE', 'U0BOB'),
+            allowSelfApproval: false,
+            oncall: rotation(['U0ALICE'], '2026-01-01T00:00:00Z', '7d'),
+            escalation: ladder(['1s', 'dm', 'oncall']),
+          }),
+        ],
+      });
+      cleanups.push(config.remove);
+      return { COUNTERSIGN_CONFIG: config.path, MSP_HOST_COMMAND: '' };
+    });
+    cleanups.push(() => world.close());
+    await world.host.open(approval('esc-own-0001'));
+    await world.waitForCard('esc-own-0001', (m) => buttonsOf(m).length > 0);
+    const dm = await world.slack.waitFor('chat.postMessage', (c) => c.args.channel === 'DU0BOB', 8_000);
+    expect(JSON.stringify(dm.args.blocks)).toContain('esc-own-0001');
+    expect(postsTo(world, 'DU0ALICE')).toHaveLength(0);
+    const passed = await world.bot.waitForLog(
+      (l) => l.msg === 'escalation DM passed by people who may not see the approval',
+    );
+    expect(passed.json?.refused).toEqual([{ userId: 'U0ALICE', why: 'selfApproval' }]);
   });
 
   it('survives a kill between steps: after the restart the next step fires once, late, and the fired ones do not repeat', async () => {
