@@ -19,10 +19,12 @@ export interface GrantQuestion {
   /** The offered choice the bot answers with: approved, once. */
   once: ApprovalChoice;
   sourceIndex: number;
+  /** The host that asks: a session's grant answers only the host it was made on. */
+  hostId: string;
 }
 
 type Askable = CapabilityRequest &
-  Pick<ApprovalRecord, 'caller' | 'sandboxMode' | 'availableChoices'> &
+  Pick<ApprovalRecord, 'caller' | 'sandboxMode' | 'availableChoices' | 'hostId'> &
   Partial<Pick<ApprovalRecord, 'risks' | 'route'>>;
 
 /**
@@ -45,6 +47,7 @@ export function grantQuestion(record: Askable): GrantQuestion | undefined {
     capabilities,
     once,
     sourceIndex: record.currentRequirementId.sourceIndex,
+    hostId: record.hostId,
   };
 }
 
@@ -69,7 +72,10 @@ export function onceChoice(choices: readonly ApprovalChoice[]): ApprovalChoice |
 
 /**
  * Does this grant answer the question, now? Every part must be equal; capabilities a subset. The
- * caller is the question's, or `sessionCaller` for a grant bound to the session by its scope.
+ * caller is the question's, or `sessionCaller` for a grant bound to the session by its scope. A
+ * session id is only the host's word, so a session's grant also needs the host it was made on: a
+ * host that copies another's session id (or whose ids collide with it) reaches none of its grants.
+ * The owner's and the host's grants name whom they bind themselves.
  */
 function grantMatches(grant: Grant, question: GrantQuestion, now: Date, sessionCaller?: string): boolean {
   return (
@@ -82,6 +88,7 @@ function grantMatches(grant: Grant, question: GrantQuestion, now: Date, sessionC
     grant.tool === question.tool &&
     grant.sandboxMode === question.sandboxMode &&
     grant.route === question.route &&
+    (!grant.caller.startsWith('session:') || grant.hostId === question.hostId) &&
     covers(grant.capabilities, question.capabilities)
   );
 }

@@ -243,6 +243,7 @@ const question: GrantQuestion = {
   capabilities: ['exec:git push'],
   once: ONCE,
   sourceIndex: 0,
+  hostId: 'main',
 };
 
 describe('grantQuestion and findGrant: every part equal, capabilities a subset', () => {
@@ -251,6 +252,7 @@ describe('grantQuestion and findGrant: every part equal, capabilities a subset',
     caller: 'session:s1',
     sandboxMode: 'workspace-write',
     route: 'default',
+    hostId: 'main',
     availableChoices: [ONCE, SESSION, REJECT],
   };
 
@@ -286,6 +288,28 @@ describe('grantQuestion and findGrant: every part equal, capabilities a subset',
       findGrant([grant({ caller: 'session:s9', route: 'prod' })], question, NOW, 'session:s9'),
     ).toBeUndefined();
     expect(findGrant([grant({ caller: 'session:s9' })], question, NOW, 'session:s9')?.grantId).toBe('g1');
+  });
+
+  it("finds none of a session's grant made on another host, whatever the session id says", () => {
+    // A session id is the host's word: another host (a hostile one copying it, or one whose ids
+    // happen to collide) must not reach the grants people gave this host's session.
+    expect(findGrant([grant({ hostId: 'other' })], question, NOW)).toBeUndefined();
+    expect(
+      findGrant(
+        [grant({ caller: 'session:s9', hostId: 'other' })],
+        { ...question, caller: 'user:U0OWN' },
+        NOW,
+        'session:s9',
+      ),
+    ).toBeUndefined();
+    // The owner's grants are the owner's on every host they run agents on: the owner is ours to say.
+    expect(
+      findGrant(
+        [grant({ caller: 'user:U0OWN', hostId: 'other' })],
+        { ...question, caller: 'user:U0OWN' },
+        NOW,
+      )?.grantId,
+    ).toBe('g1');
   });
 
   it('finds none for a superset of what the grant covers', () => {
