@@ -65,6 +65,14 @@ interface Held {
 /** A replica silent for this many ticks no longer counts as alive. */
 const LIVE_TICKS = 3;
 
+/** Thrown by onGained when the lease it was called for ran out before the host could start. */
+export class LeaseLostError extends Error {
+  constructor(hostId: string) {
+    super(`the lease of host ${hostId} ran out while it was being taken`);
+    this.name = 'LeaseLostError';
+  }
+}
+
 export interface HostStanding {
   hostId: string;
   /** `owner`: this replica runs it; `standby`: another does, or nobody yet. */
@@ -297,14 +305,17 @@ export class HostOwnership {
     try {
       await this.options.onGained(hostId, held.holder.token);
     } catch (err) {
-      logger.error({ err, hostId }, `could not start host ${hostId}; giving its lease back`);
-      if (this.held.get(hostId) === held) {
-        clearTimeout(held.expiry);
-        this.held.delete(hostId);
-        this.fences.drop(hostId);
-        this.options.onLost(hostId, 'it could not be started');
-        await leases.release(hostId, held.holder).catch(() => {});
+      if (this.held.get(hostId) !== held) {
+        // Lost while it was being taken (lose() said so): nothing of it runs here, nothing to give.
+        logger.warn({ err, hostId }, `host ${hostId} was not started: its lease ran out first`);
+        return;
       }
+      logger.error({ err, hostId }, `could not start host ${hostId}; giving its lease back`);
+      clearTimeout(held.expiry);
+      this.held.delete(hostId);
+      this.fences.drop(hostId);
+      this.options.onLost(hostId, 'it could not be started');
+      await leases.release(hostId, held.holder).catch(() => {});
     } finally {
       this.gaining.delete(hostId);
     }

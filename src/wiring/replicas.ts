@@ -9,7 +9,7 @@ import type { Decider } from '../relay/deciding/decider.js';
 import type { RecordKeeper } from '../relay/records/recordKeeper.js';
 import { DecisionForwarding } from '../replicas/decisionForwarding.js';
 import type { FenceBook } from '../replicas/fenceBook.js';
-import { HostOwnership } from '../replicas/hostOwnership.js';
+import { HostOwnership, LeaseLostError } from '../replicas/hostOwnership.js';
 import { ReplicaSeal } from '../replicas/replicaSeal.js';
 import type { ApprovalStore } from '../store/approvalStore.js';
 import { DecisionStream } from '../store/decisionStream.js';
@@ -71,6 +71,9 @@ export function wireReplicas(needs: ReplicasNeeds) {
       // Before the host runs: from here on, a replica that held it before can change none of its
       // approvals, even one that wakes from a pause and has not yet noticed it lost the lease.
       await store.fenceOpen(hostId, token);
+      // The lease may have run out while that waited (Redis stalled past it): onLost has then
+      // already run, with nothing yet to stop, and another replica may be running the host.
+      if (fences.fenceOf(hostId) !== token) throw new LeaseLostError(hostId);
       // Cards the previous owner left behind their records (it died mid-update) are re-rendered.
       keeper.track(
         keeper

@@ -5,7 +5,13 @@
 import { Redis } from 'ioredis';
 import pino from 'pino';
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { Config } from '../../src/config/config.js';
 import type { ApprovalRecord } from '../../src/domain/record.js';
+import { HostFleet } from '../../src/msp/hostFleet.js';
+import type { HostSupervisor } from '../../src/msp/hostSupervisor.js';
+import type { ClickHandler } from '../../src/relay/deciding/clickHandler.js';
+import type { Decider } from '../../src/relay/deciding/decider.js';
+import type { RecordKeeper } from '../../src/relay/records/recordKeeper.js';
 import { DecisionForwarding } from '../../src/replicas/decisionForwarding.js';
 import { FenceBook } from '../../src/replicas/fenceBook.js';
 import { HostOwnership } from '../../src/replicas/hostOwnership.js';
@@ -15,6 +21,8 @@ import { DecisionStream } from '../../src/store/decisionStream.js';
 import { HostLeases } from '../../src/store/hostLeases.js';
 import { keys } from '../../src/store/keys.js';
 import { renameLegacyKeys } from '../../src/store/legacyKeys.js';
+import { Late } from '../../src/wiring/late.js';
+import { wireReplicas } from '../../src/wiring/replicas.js';
 import { PrivateRedis } from '../support/privateRedis.js';
 import { sampleRecord } from '../support/sampleRecord.js';
 import { testRedisUrl } from '../support/testRedis.js';
@@ -182,6 +190,82 @@ describe('the ownership loop', () => {
     expect([first.fenceOf('h1'), second.fenceOf('h1')].filter((t) => t !== undefined)).toEqual([2]);
     await Promise.all([first.stop(), second.stop()]);
     other.disconnect();
+  }, 20_000);
+});
+
+describe('a host whose lease runs out while it is being taken', () => {
+  let privateRedis: PrivateRedis | undefined;
+  let client: Redis | undefined;
+  afterEach(async () => {
+    client?.disconnect();
+    await privateRedis?.stop();
+  });
+
+  it('is never started without the lease, nor are its forwarded decisions served', async () => {
+    privateRedis = await PrivateRedis.start();
+    const server = privateRedis;
+    client = new Redis(server.url, { maxRetriesPerRequest: null });
+    const fences = new FenceBook();
+    // Each start of the host, with the fencing token this replica held at that moment.
+    const starts: (number | undefined)[] = [];
+    const hosts = new HostFleet({
+      hostIds: ['h1'],
+      mayAct: (hostId) => fences.holds(hostId),
+      create: (hostId) =>
+        ({
+          hostId,
+          start: async () => {
+            starts.push(fences.fenceOf(hostId));
+          },
+          stop: async () => {},
+          killNow: () => {},
+          isUp: () => true,
+        }) as unknown as HostSupervisor,
+    });
+    let fenceOpens = 0;
+    // The first fencing of the host's approvals hangs on a Redis that stalls past the lease (a
+    // failover, a pause): renewals hang with it, and the lease runs out before it returns.
+    const store = {
+      fenceOpen: async () => {
+        fenceOpens += 1;
+        if (fenceOpens > 1) return 0;
+        server.pause();
+        await waitFor(() => !fences.holds('h1'), 6_000);
+        server.resume();
+        return 0;
+      },
+    } as unknown as ApprovalStore;
+    const { ownership, forwarding } = wireReplicas({
+      config: {
+        replicaName: 'a',
+        msp: { hosts: [{ id: 'h1' }] },
+        leaseTtlMs: 2_000,
+        replicaSecret: 'a replica secret of 32 characters!',
+        slack: { botToken: 'xoxb-test' },
+      } as unknown as Config,
+      logger: quiet,
+      redis: client,
+      fences,
+      store,
+      keeper: { track: () => {}, recoverCards: async () => {} } as unknown as RecordKeeper,
+      hosts,
+      decider: new Late<Decider>('decider'),
+      clicks: new Late<ClickHandler>('clicks'),
+    });
+    const serving = vi.spyOn(forwarding, 'serve');
+    ownership.start();
+    try {
+      await waitFor(() => fenceOpens === 1 && !fences.holds('h1'), 8_000);
+      // Give the stalled take every chance to go on: Redis answers again, and the loop may take the
+      // host back with a new token, which then starts it as it should.
+      await new Promise((r) => setTimeout(r, 1_500));
+      expect(starts.every((token) => token !== undefined)).toBe(true);
+      expect(serving.mock.calls.length).toBe(starts.length);
+      if (starts.length > 0) expect(starts).toEqual([2]);
+    } finally {
+      await ownership.stop();
+      forwarding.stopServing('h1');
+    }
   }, 20_000);
 });
 
