@@ -58,6 +58,19 @@ export class FencedError extends Error {
 
 export type Mutation = (record: ApprovalRecord) => ApprovalRecord | undefined;
 
+/** How a write is made. */
+export interface WriteOptions {
+  /**
+   * The write acts for the record's host (a host event, a sweep of its open approvals): it is
+   * made only while this process holds the host's lease. Without the flag a write that finds no
+   * lease goes unfenced: a standby's own note (a vote, an escalation note).
+   */
+  forHost?: boolean;
+}
+
+/** A write for the record's host (WriteOptions.forHost). */
+export const FOR_HOST: Readonly<WriteOptions> = Object.freeze({ forHost: true });
+
 export interface UpdateResult {
   record: ApprovalRecord;
   changed: boolean;
@@ -102,6 +115,15 @@ export class ApprovalRecords {
     this.recent = new RecentRecords(options.recentRecords ?? 512);
     this.auditsResolutions = options.resolutionAudit !== undefined && !redis.isCluster;
     defineApprovalScripts(redis);
+  }
+
+  /**
+   * Whether a write for the host would have no lease to name although writes are fenced: its lease
+   * ran out, or another replica holds it. Such a write must not act for the host: unfenced, it
+   * would get past the fence a new owner raised.
+   */
+  private leaseGone(hostId: string): boolean {
+    return this.options.fenceOf !== undefined && this.options.fenceOf(hostId) === undefined;
   }
 
   /** The fence argument of a write for a record of this host: '' when not fenced. */
@@ -168,6 +190,8 @@ export class ApprovalRecords {
   ): Promise<boolean> {
     if (record.claim && lease)
       throw new Error(`approval ${record.approvalId}: a claimed record has no card to post`);
+    // A record is created for its host's event only: never by a replica that no longer runs it.
+    if (this.leaseGone(record.hostId)) throw new FencedError(record.hostId);
     // A record created already claimed (GrantAnswerer.claimAtCreate) holds its claim's key from
     // the same write, as a claim made later would (csClaim); any other, the post lease if given.
     const held = record.claim
@@ -212,6 +236,7 @@ export class ApprovalRecords {
     approvalId: string,
     mutate: Mutation,
     known?: ApprovalRecord,
+    { forHost = false }: WriteOptions = {},
   ): Promise<UpdateResult | undefined> {
     // Whether a write that lost took the record out of its host's open sets (whenFinal).
     let leftOpen = false;
@@ -221,6 +246,7 @@ export class ApprovalRecords {
       const remembered = attempt === 0 ? (known ?? this.recent.get(approvalId)) : undefined;
       const current = remembered ?? (await this.get(approvalId));
       if (!current) return undefined;
+      if (forHost && this.leaseGone(current.hostId)) throw new FencedError(current.hostId);
       const next = mutate(current);
       if (!next) {
         // "No change" is said only of what Redis holds: a record from memory may be behind it.
@@ -266,8 +292,7 @@ export class ApprovalRecords {
   async claimWith(expected: ApprovalRecord, next: ApprovalRecord & { claim: Claim }): Promise<ClaimOutcome> {
     // A claim always acts for the host. Without a lease to name (it ran out, or another replica
     // holds it) the write would go unfenced, past the fence a new owner raised: make none.
-    if (this.options.fenceOf && this.options.fenceOf(expected.hostId) === undefined)
-      return { kind: 'fenced' };
+    if (this.leaseGone(expected.hostId)) return { kind: 'fenced' };
     const written = this.nextVersion(expected, next);
     const [code, holder] = (await this.redis.csClaim(
       keys.approval(expected.approvalId),

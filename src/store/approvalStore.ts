@@ -7,6 +7,7 @@ import {
   type Mutation,
   type PostLease,
   type UpdateResult,
+  type WriteOptions,
 } from './approvalRecords.js';
 import { CardPlacement } from './cardPlacement.js';
 import { CardSync } from './cardSync.js';
@@ -16,9 +17,11 @@ export {
   type ApprovalStoreOptions,
   type ClaimOutcome,
   FencedError,
+  FOR_HOST,
   type Mutation,
   type PostLease,
   type UpdateResult,
+  type WriteOptions,
 } from './approvalRecords.js';
 
 // What the relay, the Slack side and the replicas use of the approval store: one object over its
@@ -81,8 +84,13 @@ export class ApprovalStore {
     return this.records.createIfAbsent(record, lease, extra);
   }
 
-  update(approvalId: string, mutate: Mutation, known?: ApprovalRecord): Promise<UpdateResult | undefined> {
-    return this.records.update(approvalId, mutate, known);
+  update(
+    approvalId: string,
+    mutate: Mutation,
+    known?: ApprovalRecord,
+    options?: WriteOptions,
+  ): Promise<UpdateResult | undefined> {
+    return this.records.update(approvalId, mutate, known, options);
   }
 
   claimWith(expected: ApprovalRecord, next: ApprovalRecord & { claim: Claim }): Promise<ClaimOutcome> {

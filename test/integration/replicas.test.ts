@@ -16,7 +16,7 @@ import { DecisionForwarding } from '../../src/replicas/decisionForwarding.js';
 import { FenceBook } from '../../src/replicas/fenceBook.js';
 import { HostOwnership } from '../../src/replicas/hostOwnership.js';
 import { ReplicaSeal } from '../../src/replicas/replicaSeal.js';
-import { ApprovalStore, FencedError } from '../../src/store/approvalStore.js';
+import { ApprovalStore, FencedError, FOR_HOST } from '../../src/store/approvalStore.js';
 import { DecisionStream } from '../../src/store/decisionStream.js';
 import { HostLeases } from '../../src/store/hostLeases.js';
 import { keys } from '../../src/store/keys.js';
@@ -136,6 +136,27 @@ describe('fenced record writes', () => {
     });
     expect(await redis.exists(keys.claim('f-2', 0))).toBe(0);
     expect((await owner.get('f-2'))?.phase).toBe('pending');
+  });
+});
+
+describe('writes for a host once its lease ran out', () => {
+  it('neither creates a record nor changes one for the host, but still takes a note', async () => {
+    let now = 0;
+    const book = new FenceBook(() => now);
+    book.hold('h1', 1, 1_000);
+    const deposed = new ApprovalStore(redis, { resolvedTtlMs: 60_000, fenceOf: (h) => book.fenceOf(h) });
+    expect(await deposed.createIfAbsent(record('f-3'))).toBe(true);
+    // The host's events were queued while it held the lease; they run after it ran out, before
+    // (or after) the new owner raised the fence. Unfenced, they would get past that fence.
+    now = 5_000;
+    await expect(deposed.createIfAbsent(record('f-4'))).rejects.toBeInstanceOf(FencedError);
+    expect(await redis.exists(keys.approval('f-4'))).toBe(0);
+    await expect(
+      deposed.update('f-3', (r) => ({ ...r, phase: 'reviewing' }), undefined, FOR_HOST),
+    ).rejects.toBeInstanceOf(FencedError);
+    expect((await deposed.get('f-3'))?.phase).toBe('pending');
+    // A standby's own note on the record acts for nobody: it is still written, unfenced.
+    expect((await deposed.update('f-3', (r) => ({ ...r, route: 'ops' })))?.record.route).toBe('ops');
   });
 });
 

@@ -10,7 +10,7 @@ import type { ApprovalHost, HostEvent } from '../../msp/events.js';
 import type { ApprovalRequestParams, ApprovalSubject } from '../../msp/protocol.js';
 import type { RiskInput } from '../../routing/risks.js';
 import type { ChosenRoute, RouteInput } from '../../routing/router.js';
-import type { ApprovalStore, Mutation } from '../../store/approvalStore.js';
+import { type ApprovalStore, FOR_HOST, type Mutation } from '../../store/approvalStore.js';
 import { Turns } from '../../util/turns.js';
 import type { Decider } from '../deciding/decider.js';
 import type { ClaimedAtCreate } from '../grants/grantAnswerer.js';
@@ -228,7 +228,7 @@ export class HostEventHandler {
 
   private change(approvalId: string, mutation: Mutation): void {
     const { keeper } = this.options;
-    keeper.enqueue(approvalId, () => keeper.mutate(approvalId, mutation));
+    keeper.enqueue(approvalId, () => keeper.mutate(approvalId, mutation, undefined, FOR_HOST));
   }
 
   /**
@@ -366,7 +366,7 @@ export class HostEventHandler {
   ): Promise<ApprovalRecord | undefined> {
     const { keeper } = this.options;
     const risksFor = this.options.risksFor;
-    if (!risksFor) return keeper.mutate(approvalId, this.ofHost(hostId, mutation));
+    if (!risksFor) return keeper.mutate(approvalId, this.ofHost(hostId, mutation), undefined, FOR_HOST);
     // Compare-and-set may run the mutation more than once: what its last run added was stored.
     let added: RiskMark[] = [];
     // The marking too is the host's own: another host's question adds no rule to this record.
@@ -381,6 +381,8 @@ export class HostEventHandler {
           : [];
         return marked ?? next;
       }),
+      undefined,
+      FOR_HOST,
     );
     if (stored) this.auditRisks(stored, added);
     return stored;

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { isTerminal } from '../../domain/record.js';
-import type { ApprovalStore, Mutation } from '../../store/approvalStore.js';
+import { type ApprovalStore, FOR_HOST, type Mutation } from '../../store/approvalStore.js';
 import type { Decider } from '../deciding/decider.js';
 import type { RecordKeeper } from '../records/recordKeeper.js';
 import { orphaned, superseded } from '../records/recordMutations.js';
@@ -78,7 +78,7 @@ export class OpenApprovals {
             }
             if (sessionId !== undefined && record.sessionId !== sessionId) return;
             const mutation = pick(record);
-            if (mutation) await keeper.mutate(approvalId, mutation, record);
+            if (mutation) await keeper.mutate(approvalId, mutation, record, FOR_HOST);
           }),
         ),
       );

@@ -8,6 +8,7 @@ import {
   FencedError,
   type Mutation,
   type PostLease,
+  type WriteOptions,
 } from '../../store/approvalStore.js';
 import type { Activity } from '../../util/activity.js';
 import { KeyedQueue } from '../../util/keyedQueue.js';
@@ -110,6 +111,7 @@ export class RecordKeeper {
     approvalId: string,
     mutation: Mutation,
     known?: ApprovalRecord,
+    options?: WriteOptions,
   ): Promise<ApprovalRecord | undefined> {
     // The write that moves a record from open to resolved is made once, by compare-and-set,
     // whichever replica makes it: the decision is timed there. The mutation's last run is the
@@ -120,7 +122,7 @@ export class RecordKeeper {
       resolvesIt = next?.phase === 'resolved' && !isTerminal(record);
       return next;
     };
-    const result = await this.options.store.update(approvalId, keepingCurrentVotes(watched), known);
+    const result = await this.options.store.update(approvalId, keepingCurrentVotes(watched), known, options);
     if (!result) {
       this.options.logger.warn({ approvalId }, 'event for an approval this bot never saw; skipped');
       return undefined;

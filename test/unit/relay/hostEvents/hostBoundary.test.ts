@@ -10,7 +10,7 @@ import { ApprovalRequestParams } from '../../../../src/msp/protocol.js';
 import type { Decider } from '../../../../src/relay/deciding/decider.js';
 import { HostEventHandler } from '../../../../src/relay/hostEvents/hostEventHandler.js';
 import type { RecordKeeper } from '../../../../src/relay/records/recordKeeper.js';
-import type { Mutation } from '../../../../src/store/approvalRecords.js';
+import { FOR_HOST, type Mutation, type WriteOptions } from '../../../../src/store/approvalRecords.js';
 import type { ApprovalStore } from '../../../../src/store/approvalStore.js';
 import { shellApproval } from '../../../support/fakeHost.js';
 import { sampleRecord } from '../../../support/sampleRecord.js';
@@ -60,4 +60,49 @@ it("another host's update of an approval marks no risk rule on it, nor changes i
   relay.handleHostEvent(event);
   await relay.idle();
   expect(results).toEqual([undefined]);
+});
+
+it("every write a host's event makes is made for the host: only under its lease", async () => {
+  const stored = sampleRecord('xh-0002', { hostId: 'main' });
+  const writes: Array<WriteOptions | undefined> = [];
+  const work: Promise<unknown>[] = [];
+  const keeper = {
+    enqueue: (_id: string, task: () => Promise<unknown>) => void work.push(task()),
+    track: (task: Promise<unknown>) => void work.push(task),
+    mutate: async (_id: string, mutation: Mutation, _known?: ApprovalRecord, options?: WriteOptions) => {
+      writes.push(options);
+      return mutation(stored) ?? stored;
+    },
+    idle: async () => {
+      while (work.length > 0) await Promise.all(work.splice(0));
+    },
+  } as unknown as RecordKeeper;
+  const relay = new HostEventHandler({
+    keeper,
+    store: { knows: () => true, saveFullText: async () => {} } as unknown as ApprovalStore,
+    decider: {} as Decider,
+    host: () => undefined,
+    logger: pino({ level: 'silent' }),
+    routeFor: () => ({ name: 'r', channel: 'C0R' }),
+    sandboxModeOf: () => 'default',
+    risksFor: () => [],
+  });
+  const params = ApprovalRequestParams.parse(
+    shellApproval({ approvalId: 'xh-0002', sessionId: stored.sessionId, stages: [['ls']] }),
+  );
+  relay.handleHostEvent({
+    type: 'approvalUpdated',
+    hostId: 'main',
+    incarnation: 'inc-main',
+    params: { ...params, change: { kind: 'subjectChanged' } },
+  } as unknown as HostEvent);
+  relay.handleHostEvent({
+    type: 'approvalResolved',
+    hostId: 'main',
+    incarnation: 'inc-main',
+    params: { approvalId: 'xh-0002', decision: 'approved' },
+  } as unknown as HostEvent);
+  await relay.idle();
+  // A replica that lost the lease after these were queued must not write them unfenced.
+  expect(writes).toEqual([FOR_HOST, FOR_HOST]);
 });
