@@ -152,7 +152,10 @@ export function reopened(
       sameJson(record.currentRequirementId, next.currentRequirementId) &&
       sameJson(record.availableChoices, next.availableChoices) &&
       sameJson(record.subject, next.subject) &&
-      record.judgeEscalated === next.judgeEscalated
+      record.judgeEscalated === next.judgeEscalated &&
+      // Who may decide a protected write, and what the card shows of the screen, follow these.
+      record.protectedWrite === next.protectedWrite &&
+      sameJson(record.cuaCardFacts, next.cuaCardFacts)
     ) {
       return undefined;
     }

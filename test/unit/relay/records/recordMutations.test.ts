@@ -97,6 +97,21 @@ describe('record mutations', () => {
     expect(reopened(shell, 'inc-1', 'pending')(base)).toBeUndefined();
   });
 
+  it('takes a question asked again as a protected write, or with other computer-use facts, as a change', () => {
+    // Who may decide a protected write, and what the card marks, follow the record: a re-ask
+    // that only changes these must reach it (and the card), not pass as a redelivery.
+    expect(reopened({ ...shell, protectedWrite: true }, 'inc-1', 'pending')(base)?.protectedWrite).toBe(true);
+    const facts = { page: { host: 'bank.example' }, steps: [{ text: 'click Transfer' }] };
+    const withFacts = reopened({ ...shell, cuaCardFacts: facts }, 'inc-1', 'pending')(base)!;
+    expect(withFacts.cuaCardFacts).toEqual(facts);
+    const otherPage = { ...facts, page: { host: 'evil.example' } };
+    expect(
+      reopened({ ...shell, cuaCardFacts: otherPage }, 'inc-1', 'pending')(withFacts)?.cuaCardFacts,
+    ).toEqual(otherPage);
+    // The same facts again are a redelivery still.
+    expect(reopened({ ...shell, cuaCardFacts: facts }, 'inc-1', 'pending')(withFacts)).toBeUndefined();
+  });
+
   it('keeps a claim through a redelivery of the same stage, drops it when the stage advances', () => {
     const deciding = claimed(claim)(base)!;
     expect(deciding.phase).toBe('deciding');
