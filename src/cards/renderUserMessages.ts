@@ -144,7 +144,7 @@ export function refusalText(refusal: Refusal): string {
     case 'questionChanged':
       return refusal.why === 'unnamed'
         ? 'This button is from a card posted before Countersign’s buttons named the question they show, so it cannot tell whether it is still the one asked. Nothing was decided. The card now shows the current question: please decide again.'
-        : 'The question changed while you were looking (a stage advanced, or the command or the choices changed). Nothing was decided. The card now shows the current question: please decide again.';
+        : 'The question changed while you were looking (a stage advanced, or the command, the choices or what the card marks changed). Nothing was decided. The card now shows the current question: please decide again.';
     case 'alreadyBeingDecided':
       return refusal.self
         ? 'Your decision on this step is already being sent.'

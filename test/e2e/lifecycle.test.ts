@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import type { ApprovalRequestParams } from '../../src/msp/protocol.js';
 import { approvalFromTranscript, shellApproval } from '../support/fakeHost.js';
 import { storeOf } from './grantSteps.js';
 import { buttonsOf, rememberButtonOf, SESSION, textOf, World } from './world.js';
@@ -108,6 +109,41 @@ describe('keeping the card true to the approval’s life', () => {
     const decide = await world.host.waitForDecide((d) => d.frame.params.approvalId === id);
     expect(decide.frame.params.choiceId).toBe('allow_once');
     expect(world.host.decides()).toHaveLength(1);
+  });
+
+  it('5c. a press on a card from before the host marked the same question otherwise decides nothing', async () => {
+    world = await World.start();
+    // Same command, stage and choices each time: only what the card marks about it changes.
+    const marked: Array<[string, Partial<ApprovalRequestParams>, RegExp]> = [
+      ['mark-0001', { protectedWrite: true }, /Protected write/],
+      ['mark-0002', { judgeEscalated: true }, /Escalated by the automated judge/],
+      ['mark-0003', { cuaCardFacts: { page: { host: 'pay.example' } } }, /pay\.example/],
+    ];
+    for (const [id, mark, shows] of marked) {
+      const approval = shellApproval({ approvalId: id, sessionId: SESSION, stages: [['make', 'deploy']] });
+      await world.host.open(approval);
+      const shown = await world.waitForCard(id, (m) => buttonsOf(m).length > 0);
+      expect(textOf(shown)).not.toMatch(shows);
+
+      await world.host.open({ ...approval, ...mark }, { via: 'request' });
+      await world.waitForCard(id, (m) => buttonsOf(m).length > 0 && shows.test(textOf(m)));
+
+      // Alice's Slack still shows the card without the mark: her press there decides nothing.
+      const since = world.slack.calls.length;
+      const allow = buttonsOf(shown).find((b) => b.text === 'Allow once')!;
+      await world.pressButton(shown.ts, allow, 'U0ALICE', shown.channel);
+      const told = await world.slack.waitFor('chat.postEphemeral', (c) => c.args.user === 'U0ALICE', 5_000, {
+        since,
+      });
+      expect(String(told.args.text)).toMatch(/question changed/);
+    }
+    await new Promise((r) => setTimeout(r, 300));
+    expect(world.host.decides()).toHaveLength(0);
+
+    // The card as it stands now decides what it shows.
+    await world.press('mark-0001', 'Allow once', 'U0ALICE');
+    const decide = await world.host.waitForDecide((d) => d.frame.params.approvalId === 'mark-0001');
+    expect(decide.frame.params.choiceId).toBe('allow_once');
   });
 
   it('6. resolved elsewhere (policy) while the card is open: final card, and a late click is told who won', async () => {
