@@ -146,3 +146,21 @@ export function renderFullViewSent(choiceLabel: string): ModalView {
     ],
   };
 }
+
+/**
+ * The modal once a press in it was refused because the question changed since it opened: every
+ * button it holds carries the question it was drawn for, so each would be refused alike.
+ */
+export function renderFullViewOutdated(): ModalView {
+  return {
+    type: 'modal',
+    callback_id: FULL_VIEW_CALLBACK_ID,
+    title: plainText(TITLE),
+    close: plainText('Close'),
+    blocks: [
+      section(
+        'The question changed while this view was open (a stage advanced, or the command, the choices or what the card marks changed), so nothing was decided. The card in the channel shows the current question: decide there, or open *View full* again to read it whole.',
+      ),
+    ],
+  };
+}

@@ -154,6 +154,41 @@ describe('View full', () => {
     expect(world.host.decides()).toHaveLength(1);
   });
 
+  it('a press from a full view the host outdated decides nothing, and the view says the question changed', async () => {
+    const world = await startWorld();
+    const argv = ['deploy', ...Array.from({ length: 400 }, (_, i) => `--opt${i}`)];
+    const approval = shellApproval({ approvalId: 'full-0004', sessionId: SESSION, stages: [argv] });
+    await world.host.open(approval, { via: 'both' });
+    await world.waitForCard('full-0004', (m) => buttonsOf(m).length > 0);
+    const opened = await openFullView(world, 'full-0004', 'U0ALICE');
+    const viewId = (opened.response.view as { id: string }).id;
+
+    // The host asks the same command again, now a protected write: the card is redrawn with it.
+    await world.host.open({ ...approval, protectedWrite: true }, { via: 'request' });
+    await world.waitForCard('full-0004', (m) => buttonsOf(m).length > 0 && /Protected write/.test(textOf(m)));
+
+    // Alice's open view still shows the old question: her press there is refused, and the view
+    // gives up its buttons (each would be refused alike) for a word on what happened.
+    const since = world.slack.calls.length;
+    await pressInModal(world, opened, 'Allow once', 'U0ALICE');
+    expect(await world.ephemeralTo('U0ALICE')).toMatch(/question changed/);
+    const redrawn = await world.slack.waitFor('views.update', (c) => c.args.view_id === viewId, 5_000, {
+      since,
+    });
+    expect(redrawn.response).toMatchObject({ ok: true });
+    const view = redrawn.args.view as View;
+    expect(view.blocks.filter((b) => b.type === 'actions')).toEqual([]);
+    expect(JSON.stringify(view)).toContain('The question changed');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(world.host.decides()).toHaveLength(0);
+
+    // View full opened again shows the question as asked now, and decides it.
+    const again = await openFullView(world, 'full-0004', 'U0ALICE');
+    await pressInModal(world, again, 'Allow once', 'U0ALICE');
+    const decide = await world.host.waitForDecide();
+    expect(decide.frame.params).toMatchObject({ approvalId: 'full-0004', choiceId: 'allow_once' });
+  });
+
   it('a card that shows everything has no View full button', async () => {
     const world = await startWorld();
     await world.host.open(

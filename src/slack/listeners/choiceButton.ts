@@ -1,4 +1,5 @@
 import type { App } from '@slack/bolt';
+import type { ModalView } from '@slack/types';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import {
@@ -8,9 +9,9 @@ import {
   REMEMBER_ACTION_PATTERN,
 } from '../../cards/ids.js';
 import { renderFeedbackModal } from '../../cards/renderFeedbackModal.js';
-import { renderFullViewSent } from '../../cards/renderFullView.js';
+import { renderFullViewOutdated, renderFullViewSent } from '../../cards/renderFullView.js';
 import { subjectSummary } from '../../cards/subjectSummary.js';
-import type { Click, ClickHandler } from '../../relay/deciding/clickHandler.js';
+import type { Click, ClickCheck, ClickHandler } from '../../relay/deciding/clickHandler.js';
 import type { SlackViews } from '../slackViews.js';
 import { confirmModal } from './confirmModal.js';
 
@@ -53,6 +54,17 @@ function cardOf(body: BlockActionBody): { channel?: string; ts?: string; viewId?
     channel: body.channel?.id ?? body.container?.channel_id,
     ts: body.container?.message_ts ?? body.message?.ts,
   };
+}
+
+/**
+ * What the full view a press came from becomes: it gives up its buttons once one counted (the
+ * card shows what comes of it), or once one was refused for a question asked otherwise since (the
+ * card is redrawn; the view's buttons all carry the old question). Otherwise it stays as it is.
+ */
+function fullViewAfter(checked: ClickCheck): ModalView | undefined {
+  if (checked.ok) return renderFullViewSent(checked.choice.label || checked.choice.choiceId);
+  if (checked.refusal.code === 'questionChanged') return renderFullViewOutdated();
+  return undefined;
 }
 
 /** The longest a press waits for its decision to leave before Slack is answered anyway. */
@@ -168,14 +180,12 @@ export function choicePresses(clicks: ClickHandler, views: SlackViews, logger: L
           return;
         }
       }
-      // The full view gives up its buttons once one counted: the card shows what comes of it.
+      const after = viewId ? fullViewAfter(checked) : undefined;
       const sent =
-        viewId && checked.ok
-          ? views
-              .update(viewId, renderFullViewSent(checked.choice.label || checked.choice.choiceId))
-              .catch((err: unknown) => {
-                logger.warn({ err, viewId }, 'could not update the full view');
-              })
+        viewId && after
+          ? views.update(viewId, after).catch((err: unknown) => {
+              logger.warn({ err, viewId }, 'could not update the full view');
+            })
           : undefined;
       await Promise.all([clicks.click(click, checked), sent]);
     } finally {
