@@ -1,10 +1,7 @@
-import type { RevokeRefused } from '../domain/authorization.js';
 import type { Grant } from '../domain/grants/grant.js';
 import type { RevokeOutcome } from '../domain/grants/revocation.js';
-import { channelLink } from './channelLink.js';
 import { clip, inlineCode } from './escape.js';
 import { mentionUser } from './mentionUser.js';
-import { mentionGroup } from './renderCommandAnswers.js';
 import { callerText, capabilityList } from './renderGrant.js';
 import { slackDate } from './slackDate.js';
 
@@ -40,41 +37,12 @@ export function renderRevokedLine(input: {
   );
 }
 
-/** "those who may decide on route deploys (…) or an admin": who may revoke what this person may not. */
-function whoMayRevoke(refused: RevokeRefused): string {
-  const { route } = refused;
-  const name = `*${clip(route.route, 80)}*`;
-  switch (route.why) {
-    case 'routeGone':
-      return `an admin (its route ${inlineCode(route.route, 80)} is no longer configured)`;
-    case 'notApprover':
-    case 'notRiskApprover': {
-      const approvers = [
-        ...route.approvers.users.map(mentionUser),
-        ...route.approvers.usergroups.map(mentionGroup),
-      ];
-      return `those who may decide on route ${name} (${approvers.join(', ')}) or an admin`;
-    }
-    case 'notChannelMember':
-      return `the members of ${channelLink(route.channel)}, whose members decide on route ${name}, or an admin`;
-    case 'external':
-      return `members of this Slack workspace who may decide on route ${name}`;
-    case 'guest':
-      return `those who may decide on route ${name}, which guests may not`;
-    case 'deactivated':
-      return `those who may decide on route ${name}, which a deactivated account may not`;
-    case 'unverified':
-      return `those Slack confirms may decide on route ${name} (it did not answer just now: try again in a minute)`;
-    // The owner rule is left out of revoking (authorizeRevoke): this is only for the type's sake.
-    case 'selfApproval':
-      return 'an admin';
-  }
-}
-
 /** The answer only the person who tried to revoke sees. */
 export function revokeAnswer(outcome: RevokeOutcome): string {
-  if (outcome.kind === 'unknown') {
-    return `There is no grant ${inlineCode(outcome.grantId, 80)}: check the id in \`/countersign grants\`. A grant that expired a while ago is removed and cannot be found any more.`;
+  // Refused and unknown read the same: who may not revoke a grant may not see it either (not its
+  // route nor who decides on it), and must not learn from the answer which ids name a grant.
+  if (outcome.kind === 'unknown' || outcome.kind === 'refused') {
+    return `There is no grant ${inlineCode(outcome.grantId, 80)} that you may revoke: check the id in \`/countersign grants\`, which lists those you may. A grant that expired a while ago is removed and cannot be found any more.`;
   }
   const { grant } = outcome;
   const id = inlineCode(grant.grantId, 60);
@@ -96,7 +64,5 @@ export function revokeAnswer(outcome: RevokeOutcome): string {
     }
     case 'hostHeld':
       return `Grant ${id} is kept by the agent host (its own rule: ${inlineCode(grant.rulePreview ?? '', 200)}). Countersign cannot revoke it, since MSP has no call for that: remove the rule on the host side. Nothing was changed.`;
-    case 'refused':
-      return `You may not revoke grant ${id}: only ${whoMayRevoke(outcome.refused)} may. Nothing was changed.`;
   }
 }

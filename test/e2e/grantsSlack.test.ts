@@ -246,19 +246,29 @@ describe('grants in Slack', () => {
     expect((await store.get(host.grantId))?.revokedAt).toBeUndefined();
   }, 60_000);
 
-  it('someone who neither decides on its route nor is an admin is refused, told who may, and audited', async () => {
+  it('someone who neither decides on its route nor is an admin is refused as for an unknown id, and audited', async () => {
     const { world, store } = await team();
     const deploy = await store.create(deployGrant());
+    // A guest of the team and a user of another one, holding a leaked id.
+    world.slack.setUser('U0GUEST', { team_id: 'T1', is_restricted: true, real_name: 'Guest' });
+    world.slack.setUser('U0PARTNER', { team_id: 'T0PARTNER', real_name: 'Partner' });
+    const unknownId = `${deploy.grantId.slice(0, -4)}zzzz`;
+    /** The answer for an id that names no grant: a refusal must not be told from it. */
+    const asUnknown = (text: string) => text.replace(deploy.grantId, unknownId);
+    const unknown = answerText(await commandAnswer(world, 'U0EVE', `revoke ${unknownId}`, 'C0DEPLOYS'));
+    expect(unknown).toMatch(/^There is no grant `/);
 
-    const eve = await commandAnswer(world, 'U0EVE', `revoke ${deploy.grantId}`, 'C0DEPLOYS');
-    expect(answerText(eve)).toContain(
-      'You may not revoke grant `' +
-        deploy.grantId +
-        '`: only those who may decide on route *deploys* (<@U0ALICE>, <!subteam^S0SRE>) or an admin may. Nothing was changed.',
-    );
+    const eve = answerText(await commandAnswer(world, 'U0EVE', `revoke ${deploy.grantId}`, 'C0DEPLOYS'));
+    const guest = answerText(await commandAnswer(world, 'U0GUEST', `revoke ${deploy.grantId}`, 'C0DEPLOYS'));
+    const partner = answerText(await commandAnswer(world, 'U0PARTNER', `revoke ${deploy.grantId}`));
+    for (const text of [eve, guest, partner]) {
+      expect(asUnknown(text)).toBe(unknown);
+      // Nothing of the grant: not its route, who may decide on it, nor who granted it.
+      expect(text).not.toMatch(/deploys|U0ALICE|S0SRE|C0DEPLOYS|subteam|<@/);
+    }
     // Bob approves shell, not deploys: his button press is refused too.
     const bob = await pressRevoke(world, 'U0BOB', 'C0DEPLOYS', deploy.grantId, 'revoke-bob');
-    expect(answerText(bob)).toContain('You may not revoke grant');
+    expect(asUnknown(answerText(bob))).toBe(unknown);
     expect(await live(store, deploy)).toBe(true);
     await expect
       .poll(() => refusals(world))
@@ -270,6 +280,8 @@ describe('grants in Slack', () => {
           route: 'deploys',
           reason: 'notApprover',
         }),
+        expect.objectContaining({ userId: 'U0GUEST', grantId: deploy.grantId, reason: 'guest' }),
+        expect.objectContaining({ userId: 'U0PARTNER', grantId: deploy.grantId, reason: 'external' }),
         expect.objectContaining({ userId: 'U0BOB', action: 'revokeButton', grantId: deploy.grantId }),
       ]);
     // In their own stream: none in the decisions' audit stream.

@@ -1,4 +1,4 @@
-import type { RevokeAllowed, RevokeRefused } from '../authorization.js';
+import type { RevokeAllowed } from '../authorization.js';
 import type { Grant } from './grant.js';
 
 /** Where a revocation came from: `/countersign revoke <id>`, or a Revoke button in a list. */
@@ -15,4 +15,8 @@ export type RevokeOutcome =
   | { kind: 'spent'; grant: Grant }
   /** The host keeps its own rule; MSP has no call to revoke it, so nothing was changed. */
   | { kind: 'hostHeld'; grant: Grant }
-  | { kind: 'refused'; grant: Grant; refused: RevokeRefused };
+  /**
+   * They may not revoke it, so may not see it either (grantLists.ts): the outcome carries nothing of
+   * the grant, so that no answer can tell them more than for an unknown id. The revoker audits why.
+   */
+  | { kind: 'refused'; grantId: string };

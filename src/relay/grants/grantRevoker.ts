@@ -34,11 +34,12 @@ export class GrantRevoker {
     const { grants, authorizer, logger } = this.options;
     const grant = await grants.get(grantId);
     if (!grant) return { kind: 'unknown', grantId };
-    // Whoever may not revoke it learns nothing more of it: not whether it still holds, nor its rule.
+    // Whoever may not revoke it may not see it (grantLists.ts): they learn nothing of it, not even
+    // that it exists, so that a leaked or guessed id tells them no more than an unknown one.
     const may = await authorizer.mayRevoke(userId, grant);
     if (!may.allowed) {
       this.recordRefusal(grant, userId, via, may);
-      return { kind: 'refused', grant, refused: may };
+      return { kind: 'refused', grantId };
     }
     const notLive = this.whyNotLive(grantId, grant);
     if (notLive) return notLive;

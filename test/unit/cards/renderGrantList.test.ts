@@ -217,32 +217,17 @@ describe('revocations', () => {
         grant: { ...g, revokedBy: 'U0ADA', revokedAt: NOW.toISOString() },
       }),
       revokeAnswer({ kind: 'hostHeld', grant: { ...g, holder: 'host', rulePreview: HOSTILE } }),
-      revokeAnswer({
-        kind: 'refused',
-        grant: g,
-        refused: {
-          allowed: false,
-          grantedBy: 'U0ALICE',
-          route: {
-            allowed: false,
-            why: 'notApprover',
-            route: 'deploys',
-            approvers: { users: ['U0ALICE'], usergroups: ['S0SRE'] },
-            protectedWrite: false,
-          },
-        },
-      }),
+      revokeAnswer({ kind: 'refused', grantId: HOSTILE }),
     ];
     expect(answers[0]).toMatch(/^:white_check_mark: You revoked grant /);
     expect(answers[1]).toMatch(/^There is no grant `&lt;!channel&gt;/);
     expect(answers[2]).toContain('already expired');
     expect(answers[3]).toContain('was already revoked by <@U0ADA>');
     expect(answers[4]).toContain('Countersign cannot revoke it');
-    expect(answers[5]).toContain(
-      'only those who may decide on route *deploys* (<@U0ALICE>, <!subteam^S0SRE>) or an admin may',
-    );
+    // Who may not revoke a grant may not see it: refused reads exactly as an unknown id.
+    expect(answers[5]).toBe(answers[1]);
     for (const text of answers) {
-      expect(liveMarkup(text.replace(/<!subteam\^S0SRE>/g, ''))).toEqual([]);
+      expect(liveMarkup(text)).toEqual([]);
     }
   });
 
