@@ -7,7 +7,7 @@ import { defineConfig } from 'vitest/config';
 // worker, so the files share threads and their module cache (isolate: false). A file that mocks a
 // module with vi.mock would leak that mock into the files after it in the same worker: those run
 // in a project of their own, isolated.
-const ISOLATED = ['test/unit/slack/choicePressRoute.test.ts'];
+const ISOLATED = ['test/unit/slack/choicePressRoute.test.ts', 'test/unit/relay/records/openRecord.test.ts'];
 
 const shared = { testTimeout: 20_000, hookTimeout: 30_000 };
 

@@ -16,7 +16,7 @@ import type { Decider } from '../deciding/decider.js';
 import type { ClaimedAtCreate } from '../grants/grantAnswerer.js';
 import type { RecordKeeper } from '../records/recordKeeper.js';
 import {
-  newRecord,
+  openRecord,
   reopened,
   resolved,
   riskMarked,
@@ -267,7 +267,7 @@ export class HostEventHandler {
     });
     const risks =
       this.options.risksFor?.({ tool: params.toolName, subject: params.subject, workspaceRoot }) ?? [];
-    const fresh = newRecord(params, {
+    const { record: fresh, fullText } = openRecord(params, {
       hostId,
       incarnation,
       channel: route.channel,
@@ -314,7 +314,7 @@ export class HostEventHandler {
               return found !== undefined;
             })
           : undefined;
-      const storing = keeper.store(claimedAtCreate?.record ?? fresh, fullTextFields(fresh, params), answered);
+      const storing = keeper.store(claimedAtCreate?.record ?? fresh, fullText, answered);
       turn.done();
       const stored = await storing;
       created = stored !== false;

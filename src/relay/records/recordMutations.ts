@@ -16,7 +16,8 @@ import type {
 } from '../../msp/protocol.js';
 import { intakeWith, newIntake } from '../hostEvents/intake/intakeReport.js';
 import type { PartReport } from '../hostEvents/intake/partIntake.js';
-import { takeNote, takeQuestion, takeRequest } from '../hostEvents/intake/takeRequest.js';
+import { fullTextFields } from '../hostEvents/intake/takeFullText.js';
+import { type TakenRequest, takeNote, takeQuestion, takeRequest } from '../hostEvents/intake/takeRequest.js';
 
 // Pure functions from (record, event) to the next record; undefined means "nothing changed".
 // The store applies them under compare-and-set, so they may run more than once.
@@ -47,8 +48,30 @@ export interface NewRecordContext {
 // Identifiers are copied from the params as they are.
 
 export function newRecord(params: ApprovalRequestParams, ctx: NewRecordContext): ApprovalRecord {
-  const now = ctx.now.toISOString();
+  return recordOf(params, ctx, takeRequest(params, ctx.sessionTitle, ctx.sessionTitleIntake));
+}
+
+/** A new record, and what is kept beside it for "View full". */
+export interface OpenedRecord {
+  record: ApprovalRecord;
+  /** fullTextFields: undefined when intake cut nothing, as for every ordinary request. */
+  fullText: Record<string, string> | undefined;
+}
+
+/**
+ * newRecord, with its full text: a request whose arguments intake cut has them masked once, for
+ * their hash, and that masking makes their full text too (up to 256 KB masked again cost about
+ * 2 ms more on the event loop for a 500 KB request; docs/performance.md).
+ */
+export function openRecord(params: ApprovalRequestParams, ctx: NewRecordContext): OpenedRecord {
   const taken = takeRequest(params, ctx.sessionTitle, ctx.sessionTitleIntake);
+  const record = recordOf(params, ctx, taken);
+  const { subject, rawArgs } = params;
+  return { record, fullText: fullTextFields(record, { subject, rawArgs, maskedArgs: taken.maskedArgs }) };
+}
+
+function recordOf(params: ApprovalRequestParams, ctx: NewRecordContext, taken: TakenRequest): ApprovalRecord {
+  const now = ctx.now.toISOString();
   return {
     approvalId: params.approvalId,
     hostId: ctx.hostId,

@@ -3,7 +3,7 @@ import { FULL_TEXT_FIELDS, type FullPart, type FullText } from '../../../domain/
 import type { ApprovalRecord, IntakePart } from '../../../domain/record.js';
 import type { ApprovalSubject } from '../../../msp/protocol.js';
 import { argvSecrets } from '../../../secrets/argvSecrets.js';
-import { maskPrefix } from '../../../secrets/maskPrefix.js';
+import { type MaskedPrefix, maskPrefix } from '../../../secrets/maskPrefix.js';
 import { prettyArgs } from '../../../util/toJson.js';
 import { MAX_FULL_TEXT_CHARS } from './limits.js';
 
@@ -64,9 +64,14 @@ export function takeFullSubject(subject: ApprovalSubject): FullText {
   return bounded(subjectParts(masked), tally.omitted);
 }
 
-/** The arguments' full text, pretty-printed when they are whole JSON. */
-export function takeFullArgs(rawArgs: string): FullText {
-  const masked = maskPrefix(rawArgs, MAX_FULL_TEXT_CHARS);
+/**
+ * The arguments' full text, pretty-printed when they are whole JSON. `masked`: `rawArgs` already
+ * masked to MAX_FULL_TEXT_CHARS (takeRequest's maskedArgs), so that it is not masked twice.
+ */
+export function takeFullArgs(
+  rawArgs: string,
+  masked: MaskedPrefix = maskPrefix(rawArgs, MAX_FULL_TEXT_CHARS),
+): FullText {
   const text = masked.cut ? masked.text : prettyArgs(masked.text);
   return bounded(argsParts(text), masked.left);
 }
@@ -77,11 +82,13 @@ function wasCut(part: IntakePart | undefined): boolean {
 
 /**
  * What to keep beside a record (FULL_TEXT_FIELDS → JSON) for the parts of `raw` that intake cut
- * in it; undefined when it cut nothing there, as for every ordinary request.
+ * in it; undefined when it cut nothing there, as for every ordinary request. `maskedArgs`: the
+ * arguments as intake masked them already for their hash (takeRequest), used instead of masking
+ * them again.
  */
 export function fullTextFields(
   record: Pick<ApprovalRecord, 'intake'>,
-  raw: { subject?: ApprovalSubject; rawArgs?: string },
+  raw: { subject?: ApprovalSubject; rawArgs?: string; maskedArgs?: MaskedPrefix },
 ): Record<string, string> | undefined {
   const parts = record.intake?.parts;
   if (!record.intake?.truncated || !parts) return undefined;
@@ -89,6 +96,6 @@ export function fullTextFields(
   if (raw.subject !== undefined && wasCut(parts.subject))
     fields[FULL_TEXT_FIELDS.subject] = JSON.stringify(takeFullSubject(raw.subject));
   if (raw.rawArgs !== undefined && wasCut(parts.rawArgs))
-    fields[FULL_TEXT_FIELDS.rawArgs] = JSON.stringify(takeFullArgs(raw.rawArgs));
+    fields[FULL_TEXT_FIELDS.rawArgs] = JSON.stringify(takeFullArgs(raw.rawArgs, raw.maskedArgs));
   return Object.keys(fields).length > 0 ? fields : undefined;
 }

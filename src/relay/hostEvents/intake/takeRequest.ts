@@ -6,7 +6,7 @@ import type {
   CuaCardFacts,
   RequirementRef,
 } from '../../../msp/protocol.js';
-import { maskPrefix } from '../../../secrets/maskPrefix.js';
+import { type MaskedPrefix, maskPrefix } from '../../../secrets/maskPrefix.js';
 import type { PartReports } from './intakeReport.js';
 import {
   MAX_CHOICE_TEXT_CHARS,
@@ -88,6 +88,12 @@ export interface TakenRequest extends TakenQuestion {
    */
   argsSha256: string;
   argsSha256Of?: 'masked';
+  /**
+   * When intake cut the arguments: all of them masked as "View full" keeps them (at most
+   * MAX_FULL_TEXT_CHARS), masked once for the hash and handed on to takeFullArgs, which would
+   * otherwise mask up to 256 KB again. Never part of the record.
+   */
+  maskedArgs?: MaskedPrefix;
   reason?: string;
   subagentOrigin?: SubagentOrigin;
   sessionTitle?: string;
@@ -107,13 +113,15 @@ function argsHash(
   raw: string,
   kept: string,
   report: PartReport,
-): Pick<TakenRequest, 'argsSha256' | 'argsSha256Of'> {
-  // What can be shown: the record's text, or when intake cut it, the text "View full" keeps.
-  const shown = report.truncated
-    ? maskPrefix(raw, MAX_FULL_TEXT_CHARS)
-    : { text: kept, count: report.maskedSecrets };
-  if (shown.count === 0 && report.maskedSecrets === 0) return { argsSha256: sha256(raw) };
-  return { argsSha256: sha256(shown.text), argsSha256Of: 'masked' };
+): Pick<TakenRequest, 'argsSha256' | 'argsSha256Of' | 'maskedArgs'> {
+  if (!report.truncated) {
+    if (report.maskedSecrets === 0) return { argsSha256: sha256(raw) };
+    return { argsSha256: sha256(kept), argsSha256Of: 'masked' };
+  }
+  // Cut: what can be shown is the text "View full" keeps, masked here once for both.
+  const maskedArgs = maskPrefix(raw, MAX_FULL_TEXT_CHARS);
+  if (maskedArgs.count === 0 && report.maskedSecrets === 0) return { argsSha256: sha256(raw), maskedArgs };
+  return { argsSha256: sha256(maskedArgs.text), argsSha256Of: 'masked', maskedArgs };
 }
 
 /**
@@ -139,6 +147,7 @@ export function takeRequest(
   const hashed = argsHash(params.rawArgs, taken.rawArgs, taken.reports.rawArgs!);
   taken.argsSha256 = hashed.argsSha256;
   if (hashed.argsSha256Of) taken.argsSha256Of = hashed.argsSha256Of;
+  if (hashed.maskedArgs) taken.maskedArgs = hashed.maskedArgs;
   if (typeof params.title === 'string') taken.title = text('title', params.title, MAX_TEXT_CHARS);
   if (params.reason !== undefined) taken.reason = text('reason', params.reason, MAX_TEXT_CHARS);
   if (sessionTitle !== undefined) {
