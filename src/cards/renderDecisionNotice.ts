@@ -3,7 +3,7 @@ import { decisionTone } from '../domain/decisionWords.js';
 import type { Resolution } from '../domain/record.js';
 import { describeDecision } from './describeDecision.js';
 import { clip, inlineCode, truncate } from './escape.js';
-import { decidedBy } from './renderStatus.js';
+import { decidedBy, earlierStageLines } from './renderStatus.js';
 import { slackDate } from './slackDate.js';
 
 // Feedback is cut well inside Slack's 40,000-character text limit: a notice is a summary, the
@@ -30,6 +30,15 @@ function feedbackLine(resolution: Resolution, title: string): string[] {
   return resolution.feedback ? [`*${title}:* ${truncate(resolution.feedback, MAX_FEEDBACK)}`] : [];
 }
 
+/** The earlier stages' deciders, under a heading, when the command was decided stage by stage. */
+function earlierStages(record: ResolvedRecord, names: NoticeNames): string[] {
+  const lines = earlierStageLines(record, {
+    ...(names.nameOf ? { nameOf: names.nameOf } : {}),
+    grants: true,
+  });
+  return lines.length > 0 ? ['*Earlier stages:*', ...lines.map((line) => `• ${line}`)] : [];
+}
+
 /**
  * The audit line posted in a card's thread when its approval is resolved: who decided, with
  * which choice, the feedback, and when.
@@ -39,6 +48,7 @@ export function renderThreadLine(record: ResolvedRecord, names: NoticeNames = {}
   const label = choiceLabel(record);
   const lines = [
     `${icon(resolution.decision)} *${describeDecision(resolution.decision)}* by ${decidedBy(resolution, names.nameOf)}${label ? `, choosing *${label}*` : ''}, ${when(resolution)}`,
+    ...earlierStages(record, names),
     ...feedbackLine(resolution, 'Feedback'),
   ];
   return lines.join('\n');
@@ -63,6 +73,7 @@ export function renderRequesterDm(
   const lines = [
     `${icon(resolution.decision)} Your agent's request ${inlineCode(record.tool, 100)} on host ${inlineCode(hostId, 100)} was decided: *${describeDecision(resolution.decision)}*`,
     `*Decided by:* ${decidedBy(resolution, names.nameOf)}${label ? ` (*${label}*)` : ''}`,
+    ...earlierStages(record, names),
     ...feedbackLine(resolution, 'Reason'),
     `*When:* ${when(resolution)}`,
     ...(link ? [link] : []),

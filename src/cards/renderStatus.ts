@@ -107,6 +107,49 @@ function rememberedLine(record: ApprovalRecord): string[] {
   ];
 }
 
+/** At most this many earlier stages are named; a longer command says how many more there were. */
+const MAX_EARLIER_STAGES = 10;
+
+type EarlierStages = Pick<ApprovalRecord, 'stageDecisions' | 'subject' | 'grantUses'>;
+
+/**
+ * Who decided the earlier stages of a command asked stage by stage (record.stageDecisions), so
+ * that the card, its thread line and the owner's DM do not credit the whole command to whoever
+ * decided its last stage. `grants: false` leaves out the stages a grant decided, for the card,
+ * whose grantUseLines name those already.
+ */
+export function earlierStageLines(
+  record: EarlierStages,
+  { nameOf, grants }: { nameOf?: NameOf; grants: boolean },
+): string[] {
+  const decided = (record.stageDecisions ?? []).filter((d) => grants || d.via !== 'grant');
+  const lines = decided.slice(0, MAX_EARLIER_STAGES).map((d) => {
+    const stage = record.subject.stages?.find((s) => s.requirementId.sourceIndex === d.sourceIndex);
+    const which = stage ? `Stage ${stage.position} of ${stage.totalStages}` : 'An earlier stage';
+    const grant =
+      d.via === 'grant' ? record.grantUses?.find((u) => u.sourceIndex === d.sourceIndex) : undefined;
+    const by = decidedBy(
+      {
+        decision: d.decision ?? '',
+        resolvedBy: 'user',
+        decidedAt: '',
+        via: d.via,
+        ...(d.userId ? { slackUserId: d.userId } : {}),
+        ...(d.voters ? { voters: d.voters } : {}),
+        ...(d.stoodInFor ? { stoodInFor: d.stoodInFor } : {}),
+        ...(d.onBehalfOf ? { onBehalfOf: d.onBehalfOf } : {}),
+        ...(grant ? { grant } : {}),
+      },
+      nameOf,
+    );
+    // A record stored before stage decisions kept their decision says only who decided.
+    return d.decision ? `${which}: *${describeDecision(d.decision)}* by ${by}` : `${which}: decided by ${by}`;
+  });
+  const more = decided.length - MAX_EARLIER_STAGES;
+  if (more > 0) lines.push(`…and ${more} more earlier stage${more === 1 ? '' : 's'}`);
+  return lines;
+}
+
 /** Stages a remembered grant decided before this card was shown. */
 function grantUseLines(record: ApprovalRecord): string[] {
   return (record.grantUses ?? []).map((use) => {
@@ -161,7 +204,7 @@ function decidingLine(record: ApprovalRecord): string {
 
 /** What the card says about where the approval stands. Pending cards say it with buttons instead. */
 export function renderStatus(record: ApprovalRecord, budget: CardBudget): KnownBlock[] {
-  const uses = grantUseLines(record);
+  const uses = [...grantUseLines(record), ...earlierStageLines(record, { grants: false })];
   const phase = phaseStatus(record, budget);
   return uses.length > 0 ? [...packSections(uses), ...phase] : phase;
 }

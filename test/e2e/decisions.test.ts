@@ -117,8 +117,11 @@ describe('deciding from Slack', () => {
     const stage1 = await world.host.waitForDecide((d) => d.frame.params.requirementId.sourceIndex === 1);
     expect(stage1.frame.params.commandId).not.toBe(stage0.frame.params.commandId);
 
-    const final = await world.waitForCard('shell-0001', (m) => textOf(m).includes('Approved'));
+    // The card names stage 1's decider while stage 2 is asked: wait for the decision itself.
+    const final = await world.waitForCard('shell-0001', (m) => textOf(m).includes('*Decision:*'));
     expect(buttonsOf(final)).toHaveLength(0);
+    expect(textOf(final)).toContain('Stage 1 of 2: *Approved (this request only)* by <@U0ALICE>');
+    expect(textOf(final)).toContain('*Decided by:* <@U0CAROL>');
     expect(world.slack.cardPosts()).toHaveLength(1);
     expect(world.host.decides()).toHaveLength(2);
   });

@@ -132,10 +132,19 @@ export class DecisionNotices {
   /** The deciders' names (a quorum's approvers, else the one who decided), looked up once for both notices. */
   private async names(record: ResolvedRecord): Promise<NoticeNames> {
     const { slackUserId, voters, onBehalfOf, stoodInFor } = record.resolution;
+    // The earlier stages' deciders are named too (earlierStageLines): a mention would ping them.
+    const earlier = (record.stageDecisions ?? []).flatMap((d) => [
+      ...(d.voters ?? (d.userId ? [d.userId] : [])),
+      ...(d.onBehalfOf ? [d.onBehalfOf] : []),
+      ...Object.values(d.stoodInFor ?? {}),
+    ]);
     const ids = [
-      ...(voters ?? (slackUserId ? [slackUserId] : [])),
-      ...(onBehalfOf ? [onBehalfOf] : []),
-      ...Object.values(stoodInFor ?? {}),
+      ...new Set([
+        ...(voters ?? (slackUserId ? [slackUserId] : [])),
+        ...(onBehalfOf ? [onBehalfOf] : []),
+        ...Object.values(stoodInFor ?? {}),
+        ...earlier,
+      ]),
     ];
     const names = new Map(
       await Promise.all(

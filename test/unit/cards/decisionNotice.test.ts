@@ -1,10 +1,11 @@
 // The thread audit line and the requester DM: pure renders of a resolved record.
 
 import { describe, expect, it } from 'vitest';
+import { renderCard } from '../../../src/cards/renderCard.js';
 import { renderRequesterDm, renderThreadLine } from '../../../src/cards/renderDecisionNotice.js';
 import type { ResolvedRecord } from '../../../src/domain/decisionNotice.js';
 import type { Resolution } from '../../../src/domain/record.js';
-import { APPROVER, DECIDED_AT, fileRecord } from '../../support/cardFixtures.js';
+import { APPROVER, allText, DECIDED_AT, fileRecord, NOW, shellRecord } from '../../support/cardFixtures.js';
 
 const DATE_TOKEN = `<!date^${Math.floor(Date.parse(DECIDED_AT) / 1000)}^`;
 
@@ -120,5 +121,65 @@ describe('renderRequesterDm', () => {
     const dm = renderRequesterDm(resolved({ resolvedBy: 'policy' }), 'main', 'https://x|fake>', names);
     expect(dm).not.toContain('Open the card');
     expect(dm).toContain('*Decided by:* policy');
+  });
+});
+
+describe('a command decided stage by stage', () => {
+  // Alice approved `npm test`; Bob approved `git push` and so resolved the command.
+  const twoStages = shellRecord(2, {
+    phase: 'resolved',
+    stageDecisions: [
+      { sourceIndex: 0, via: 'click', userId: 'U0ALICE', choiceId: 'allow_once', decision: 'approved' },
+    ],
+    resolution: {
+      decision: 'approved',
+      resolvedBy: 'user',
+      decidedAt: DECIDED_AT,
+      slackUserId: 'U0BOB',
+      choiceId: 'allow_once',
+      via: 'click',
+    },
+  }) as ResolvedRecord;
+  const byName = { nameOf: (id: string) => ({ U0ALICE: 'Alice', U0BOB: 'Bob' })[id] };
+
+  it('the thread line and the owner’s DM name who decided each earlier stage, not only the last', () => {
+    for (const text of [
+      renderThreadLine(twoStages, byName),
+      renderRequesterDm(twoStages, 'main', undefined, byName),
+    ]) {
+      expect(text).toMatch(/by(:\*)? Bob/);
+      expect(text).toContain('Stage 1 of 2: *Approved (this request only)* by Alice');
+      expect(text).not.toContain('<@');
+    }
+  });
+
+  it('a stage a grant decided is named with its grant; a single-stage decision says nothing more', () => {
+    const granted = {
+      ...twoStages,
+      stageDecisions: [
+        {
+          sourceIndex: 0,
+          via: 'grant' as const,
+          grantId: 'g-1',
+          choiceId: 'allow_once',
+          decision: 'approved',
+        },
+      ],
+      grantUses: [{ sourceIndex: 0, grantId: 'g-1', grantedBy: 'U0CAROL' }],
+    };
+    expect(renderThreadLine(granted, byName)).toMatch(
+      /Stage 1 of 2: \*Approved \(this request only\)\* by a remembered grant.*g-1/,
+    );
+    expect(renderThreadLine(resolved({ slackUserId: APPROVER }), names)).not.toContain('Earlier stages');
+  });
+
+  it('the card names them too, while the later stage is asked and once it is decided', () => {
+    const asking = shellRecord(2, { stageDecisions: twoStages.stageDecisions });
+    expect(allText(renderCard(asking, { now: NOW }))).toContain(
+      'Stage 1 of 2: *Approved (this request only)* by <@U0ALICE>',
+    );
+    expect(allText(renderCard(twoStages, { now: NOW }))).toContain(
+      'Stage 1 of 2: *Approved (this request only)* by <@U0ALICE>',
+    );
   });
 });

@@ -3,6 +3,7 @@
 
 import { describe, expect, it } from 'vitest';
 import type { DecisionEntry } from '../../../../src/domain/audit.js';
+import type { NoticeNames } from '../../../../src/domain/decisionNotice.js';
 import { DecisionNotices, type NoticeSender } from '../../../../src/relay/deciding/decisionNotices.js';
 import { captureLogger } from '../../../support/logCapture.js';
 import { sampleRecord } from '../../../support/sampleRecord.js';
@@ -102,5 +103,36 @@ describe('DecisionNotices', () => {
     followed.follow({ ...resolved, slack: { channel: 'C1', ts: '1.000001' } });
     await followed.idle();
     expect(events).toEqual(['claim thread', 'thread line', 'settle thread sent']);
+  });
+
+  it('looks up the names of the earlier stages’ deciders too, so the line names them without a ping', async () => {
+    let names: NoticeNames | undefined;
+    const followed = new DecisionNotices({
+      sender: {
+        decisionLine: async (_card, _record, known) => {
+          names = known;
+        },
+        requesterDm: async () => {},
+        permalink: async () => undefined,
+        nameOf: async (id) => `name of ${id}`,
+      },
+      ledger: { claim: async () => true, settle: async () => {} },
+      audit: { appendDecision: async () => true },
+      writtenWithResolution: { take: () => false },
+      ownerOf: () => undefined,
+      logger: captureLogger('debug').logger,
+    });
+    followed.follow({
+      ...resolved,
+      slack: { channel: 'C1', ts: '1.000002' },
+      resolution: { ...resolved.resolution!, resolvedBy: 'user', slackUserId: 'U0BOB', via: 'click' },
+      stageDecisions: [
+        { sourceIndex: 0, via: 'click', userId: 'U0ALICE', choiceId: 'allow_once', decision: 'approved' },
+        { sourceIndex: 1, via: 'click', userId: 'U0DAN', onBehalfOf: 'U0ERIN', choiceId: 'allow_once' },
+      ],
+    });
+    await followed.idle();
+    for (const id of ['U0BOB', 'U0ALICE', 'U0DAN', 'U0ERIN'])
+      expect(names?.nameOf?.(id)).toBe(`name of ${id}`);
   });
 });
