@@ -34,6 +34,17 @@ if redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) 
 return won
 `;
 
+/**
+ * Takes a claimed step's fired mark off a lineage that still exists, so that the step may be
+ * claimed again, and counts how often that was done. 0: the request ended meanwhile.
+ * KEYS: lineage. ARGV: step.
+ */
+const UNMARK_FIRED = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HDEL', KEYS[1], 'f' .. ARGV[1])
+return redis.call('HINCRBY', KEYS[1], 'r' .. ARGV[1], 1)
+`;
+
 /** Writes a field of a lineage that still exists: one ended meanwhile is not brought back. */
 const SET_IF_LIVE = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
@@ -161,6 +172,25 @@ export class EscalationStore {
       JSON.stringify(firing),
     );
     return won === 1;
+  }
+
+  /**
+   * Puts a step this process claimed back in the schedule, due at `atMs`, because it could not do
+   * it yet (a timeout that could not decide: escalator.ts). Only the claim's winner calls this, so
+   * nobody else holds the step meanwhile. The mark the claim set is taken off first, then the step
+   * goes back: the next claim (ZREM, then HSETNX) wins it once, as the first did. A request that
+   * ended meanwhile (its lineage gone) gets nothing back. `atMs` says when it falls due again,
+   * from how many times it has been put back, this time included. Resolves with that count, 0
+   * when the step was not put back.
+   */
+  async retry(due: DueStep, atMs: (times: number) => number): Promise<number> {
+    const times = Number(
+      await this.redis.eval(UNMARK_FIRED, 1, keys.escalationLineage(due.lineage), String(due.step)),
+    );
+    if (times === 0) return 0;
+    // NX: should the approval have been scheduled again meanwhile, its own time stands.
+    await this.redis.zadd(keys.escalationDue(), 'NX', atMs(times), due.member);
+    return times;
   }
 
   /** What a claimed step did, for a successor to carry over. */

@@ -186,6 +186,28 @@ describe('escalation', () => {
     );
   });
 
+  it('a timeout due while a click is being sent, which the host then refuses, is tried again and rejects', async () => {
+    const world = await startWorld({ routes: [route('default', { escalation: ladder(['1s', 'timeout']) })] });
+    await world.host.open(approval('esc-timeout-retry-1'));
+    await world.postedAt('esc-timeout-retry-1');
+    // The click's decide is still with the host when the timeout falls due (the record is
+    // `deciding`); the host then refuses it, and the claim is given back: `pending` again.
+    await world.host.delayDecide(2_500);
+    await world.host.failDecide({ code: -32052, data: { kind: 'approvalChoiceInvalid' } });
+    await world.press('esc-timeout-retry-1', 'Allow once', 'U0ALICE');
+    const mine = (f: { frame: { params: Record<string, unknown> } }) =>
+      f.frame.params.approvalId === 'esc-timeout-retry-1';
+    await world.host.waitForDecide((f) => mine(f) && f.frame.params.choiceId === 'allow_once', 3_000);
+    const timedOut = await world.host.waitForDecide(
+      (f) => mine(f) && f.frame.params.choiceId === 'abort',
+      15_000,
+    );
+    expect(String(timedOut.frame.params.feedback)).toContain('Nobody answered');
+    const card = await world.waitForCard('esc-timeout-retry-1', (m) => textOf(m).includes('Timed out after'));
+    expect(textOf(card)).not.toContain('timeout failed');
+    expect(world.host.decides().filter(mine)).toHaveLength(2);
+  }, 30_000);
+
   it('the DM buttons decide with the card’s authorization', async () => {
     const world = await startWorld({
       routes: [

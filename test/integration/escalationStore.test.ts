@@ -206,6 +206,35 @@ describe.each(BACKENDS)('EscalationStore on %s Redis', (kind) => {
       expect(await storeB.claim(next!, firing(next!))).toBe(true);
     });
 
+    it('a step put back by the process that claimed it is due again later, claimed once more, and shows as not fired meanwhile', async () => {
+      const now = 9_000_000;
+      const lineage = keys.escalationLineage('line-retry');
+      await storeA.schedule('retry-1', 'line-retry', now, [0]);
+      const [step] = (await storeA.due(now)).filter((d) => d.approvalId === 'retry-1');
+      expect(await storeA.claim(step!, firing(step!))).toBe(true);
+      expect(await a.hexists(lineage, 'f0')).toBe(1);
+      // A timeout that could not decide: put back at a time that grows with each try.
+      expect(await storeA.retry(step!, (times) => now + 1_000 * times)).toBe(1);
+      expect(await a.hexists(lineage, 'f0')).toBe(0);
+      expect((await storeB.due(now + 999)).filter((d) => d.approvalId === 'retry-1')).toHaveLength(0);
+      const [again] = (await storeB.due(now + 1_000)).filter((d) => d.approvalId === 'retry-1');
+      expect(again).toEqual(step);
+      const [byA, byB] = await Promise.all([
+        storeA.claim(again!, firing(again!)),
+        storeB.claim(again!, firing(again!)),
+      ]);
+      expect(Number(byA) + Number(byB)).toBe(1);
+      expect(await a.hexists(lineage, 'f0')).toBe(1);
+      expect(await storeB.retry(step!, (times) => now + 1_000 * times)).toBe(2);
+      expect((await storeA.due(now + 2_000)).filter((d) => d.approvalId === 'retry-1')).toHaveLength(1);
+      await storeA.claim(step!, firing(step!));
+      // The request ended meanwhile: nothing is put back, and its lineage stays gone.
+      await storeA.end('line-retry');
+      expect(await storeA.retry(step!, (times) => now + 1_000 * times)).toBe(0);
+      expect((await storeA.due(now + 60_000)).filter((d) => d.approvalId === 'retry-1')).toHaveLength(0);
+      expect(await a.exists(lineage)).toBe(0);
+    });
+
     it('scheduling again puts back the steps a process that died half-way never added, not those fired', async () => {
       const now = 7_000_000;
       await storeA.schedule('heal-1', 'line-heal', now, [0, 10]);

@@ -62,6 +62,19 @@ export class NobodyMaySee extends Error {
   }
 }
 
+/**
+ * The timeout could not decide as it fell due, for a reason that passes: the approval was being
+ * decided or was held elsewhere, or the decide came to nothing (the host refused a click's claim
+ * still in flight, Redis failed, this process was stopping). The Escalator puts the step back in
+ * the schedule rather than marking it failed: a timeout that never decides leaves the agent
+ * waiting for good.
+ */
+export class TimeoutNotYet extends Error {
+  constructor(readonly why: string) {
+    super(`the timeout could not decide yet: ${why}`);
+  }
+}
+
 export interface Pager {
   trigger(event: TriggerEvent): Promise<void>;
   resolve(routingKey: string, dedupKey: string): Promise<void>;
@@ -258,8 +271,7 @@ export class EscalationSteps {
   private async timeout(record: ApprovalRecord, step: EscalationStep): Promise<void> {
     const choice = timeoutChoice(record.availableChoices);
     if (!choice) throw new Error('no reject choice offered: the timeout cannot decide');
-    if (record.phase !== 'pending')
-      throw new Error(`the approval is ${record.phase}: the timeout cannot decide`);
+    if (record.phase !== 'pending') throw new TimeoutNotYet(`the approval is ${record.phase}`);
     const outcome = await this.options.decider.decide({
       record,
       sourceIndex: record.currentRequirementId.sourceIndex,
@@ -273,9 +285,11 @@ export class EscalationSteps {
       { approvalId: record.approvalId, outcome: outcome.kind },
       'escalation timeout decided',
     );
-    if (outcome.kind !== 'decided' && outcome.kind !== 'hostUnavailable') {
-      throw new Error(`the timeout could not decide: ${outcome.kind}`);
-    }
+    // hostUnavailable: the claim is kept and sent when the host is back. forwarded: the replica
+    // that owns the host carries the decision out.
+    if (outcome.kind === 'decided' || outcome.kind === 'hostUnavailable' || outcome.kind === 'forwarded')
+      return;
+    throw new TimeoutNotYet(outcome.kind === 'refused' ? `refused (${outcome.errorKind})` : outcome.kind);
   }
 
   /**

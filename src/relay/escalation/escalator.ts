@@ -1,3 +1,4 @@
+import type { Logger } from 'pino';
 import type { Metrics } from '../../domain/metrics.js';
 import { type ApprovalRecord, type FiredStep, isTerminal } from '../../domain/record.js';
 import type { EscalationStep } from '../../domain/route.js';
@@ -5,7 +6,12 @@ import type { DueStep } from '../../store/escalationStore.js';
 import type { RecordKeeper } from '../records/recordKeeper.js';
 import { escalationFired, escalationStarted } from '../records/recordMutations.js';
 import { EveryoneAway } from './awayFilter.js';
-import { EscalationSteps, type EscalationStepsOptions, NobodyMaySee } from './escalationSteps.js';
+import {
+  EscalationSteps,
+  type EscalationStepsOptions,
+  NobodyMaySee,
+  TimeoutNotYet,
+} from './escalationSteps.js';
 import { lineageOf } from './lineage.js';
 
 // On-call escalation (routes[].escalation): reminders, mentions, DMs, pages and a timeout, each
@@ -26,7 +32,15 @@ export interface EscalatorOptions extends EscalationStepsOptions {
   now?: () => Date;
   /** Told of each step fired. */
   metrics?: Pick<Metrics, 'escalationStep'>;
+  /**
+   * How long a timeout that could not decide waits before it is tried again (ms; default 5,000),
+   * doubled each time up to TIMEOUT_RETRY_MAX_MS.
+   */
+  timeoutRetryMs?: number;
 }
+
+/** The longest a timeout that could not decide waits before it is tried again. */
+const TIMEOUT_RETRY_MAX_MS = 60_000;
 
 export class Escalator {
   private readonly now: () => Date;
@@ -228,6 +242,32 @@ export class Escalator {
     this.wakeAt(this.now().getTime());
   }
 
+  /**
+   * Puts a timeout that could not decide back in the schedule, a little later, while its approval
+   * is open: it is tried again until it decides or the approval ends otherwise, never marked
+   * fired (nor failed) meanwhile. The wait doubles with each try, so a host that keeps refusing
+   * is asked about once a minute. False when the approval is over (or gone), or its request ended:
+   * the step is then marked as it went, as any other.
+   */
+  private async timeoutAgain(due: DueStep, err: TimeoutNotYet, log: Logger): Promise<boolean> {
+    const current = await this.options.store.get(due.approvalId);
+    if (!current || isTerminal(current)) return false;
+    const baseMs = this.options.timeoutRetryMs ?? 5_000;
+    const nowMs = this.now().getTime();
+    let waitMs = baseMs;
+    const times = await this.options.schedule.retry(due, (times) => {
+      waitMs = Math.min(baseMs * 2 ** Math.min(times - 1, 16), TIMEOUT_RETRY_MAX_MS);
+      return nowMs + waitMs;
+    });
+    if (times === 0) return false;
+    log.warn(
+      { why: err.why, retry: times, inMs: waitMs },
+      'escalation timeout could not decide; trying again',
+    );
+    this.wakeAt(nowMs + waitMs);
+    return true;
+  }
+
   private count(kind: string): void {
     this.failures[kind] = (this.failures[kind] ?? 0) + 1;
   }
@@ -251,6 +291,7 @@ export class Escalator {
       action = done.as ?? action;
       log.info({ who, ...(done.as ? { as: done.as } : {}) }, 'escalation step fired');
     } catch (err) {
+      if (err instanceof TimeoutNotYet && (await this.timeoutAgain(due, err, log))) return;
       failed = true;
       this.count(step.action);
       log.error(

@@ -15,10 +15,10 @@ import {
 } from '../../../../src/cards/renderEscalation.js';
 import { ConfigError, loadConfig } from '../../../../src/config/config.js';
 import { timeoutChoice } from '../../../../src/domain/decisionWords.js';
-import type { ApprovalRecord } from '../../../../src/domain/record.js';
+import type { ApprovalRecord, FiredStep } from '../../../../src/domain/record.js';
 import type { EscalationStep } from '../../../../src/domain/route.js';
 import { PagerDuty } from '../../../../src/pagerduty/pagerDuty.js';
-import type { Decider } from '../../../../src/relay/deciding/decider.js';
+import type { Decider, DecisionOutcome, DecisionRequest } from '../../../../src/relay/deciding/decider.js';
 import type { NoticeLedger } from '../../../../src/relay/deciding/decisionNotices.js';
 import { Escalator } from '../../../../src/relay/escalation/escalator.js';
 import { lineageOf } from '../../../../src/relay/escalation/lineage.js';
@@ -497,10 +497,14 @@ describe('Escalator', () => {
   function world(
     stored: ApprovalRecord | undefined,
     ladder: EscalationStep[] = [{ afterMs: 0, action: 'remind' }],
+    decider: Decider = {} as Decider,
   ) {
     const sent: string[] = [];
     const marked: number[] = [];
+    const firedSteps: FiredStep[] = [];
     const claims: string[] = [];
+    /** When each step put back falls due again (ms). */
+    const retries: number[] = [];
     const due = { member: 'm', approvalId: 'a1', step: 0, lineage: 'l' };
     const escalator = new Escalator({
       schedule: {
@@ -512,8 +516,13 @@ describe('Escalator', () => {
         drop: async () => {
           claims.push('drop');
         },
-        fired: async (_l: string, f: { step: number }) => {
+        fired: async (_l: string, f: FiredStep) => {
           marked.push(f.step);
+          firedSteps.push(f);
+        },
+        retry: async (_due: unknown, atMs: (times: number) => number) => {
+          retries.push(atMs(retries.length + 1));
+          return retries.length;
         },
       } as unknown as EscalationStore,
       store: { get: async () => stored } as unknown as ApprovalStore,
@@ -527,8 +536,10 @@ describe('Escalator', () => {
       },
       ladderOf: () => ladder,
       ...untouched(),
+      decider,
+      now: () => new Date(0),
     });
-    return { escalator, sent, marked, claims };
+    return { escalator, sent, marked, firedSteps, claims, retries };
   }
 
   it('a step claimed as its approval resolves does nothing: the record is read after the claim', async () => {
@@ -560,6 +571,68 @@ describe('Escalator', () => {
     await gone.escalator.poll();
     await gone.escalator.stop();
     expect(gone.claims).toEqual(['drop']);
+  });
+
+  describe('a timeout that could not decide', () => {
+    const TIMEOUT: EscalationStep[] = [{ afterMs: 0, action: 'timeout' }];
+    /** A Decider that answers every decide with `outcome`, recording who decided. */
+    function deciding(outcome: DecisionOutcome) {
+      const asked: DecisionRequest[] = [];
+      const decider = {
+        decide: async (request: DecisionRequest) => {
+          asked.push(request);
+          return outcome;
+        },
+      } as unknown as Decider;
+      return { decider, asked };
+    }
+
+    it('due while its approval is being decided: put back a little later, not marked fired nor failed', async () => {
+      const { decider, asked } = deciding({ kind: 'decided', terminal: true });
+      const held = world(record({ phase: 'deciding' }), TIMEOUT, decider);
+      await held.escalator.poll();
+      await held.escalator.stop();
+      expect(asked).toEqual([]);
+      expect(held.marked).toEqual([]);
+      expect(held.retries).toEqual([5_000]);
+    });
+
+    it('a decide that came to nothing (the host refused, Redis failed) is tried again, later each time', async () => {
+      const { decider, asked } = deciding({ kind: 'refused', errorKind: 'internal' });
+      const refused = world(record(), TIMEOUT, decider);
+      await refused.escalator.poll();
+      await refused.escalator.poll();
+      await refused.escalator.stop();
+      expect(asked.map((r) => r.by)).toEqual([{ via: 'timeout' }, { via: 'timeout' }]);
+      expect(refused.marked).toEqual([]);
+      expect(refused.retries).toEqual([5_000, 10_000]);
+    });
+
+    it('handed to the replica that owns the host, it fired: not failed, not tried again', async () => {
+      const { decider, asked } = deciding({ kind: 'forwarded' });
+      const forwarded = world(record(), TIMEOUT, decider);
+      await forwarded.escalator.poll();
+      await forwarded.escalator.stop();
+      expect(asked).toHaveLength(1);
+      expect(forwarded.retries).toEqual([]);
+      expect(forwarded.firedSteps).toEqual([
+        { step: 0, action: 'timeout', afterMs: 0, at: new Date(0).toISOString() },
+      ]);
+    });
+
+    it('with no reject choice to send it fails for good, as before', async () => {
+      const { decider, asked } = deciding({ kind: 'decided', terminal: true });
+      const choiceless = world(
+        record({ availableChoices: record().availableChoices.slice(0, 1) }),
+        TIMEOUT,
+        decider,
+      );
+      await choiceless.escalator.poll();
+      await choiceless.escalator.stop();
+      expect(asked).toEqual([]);
+      expect(choiceless.retries).toEqual([]);
+      expect(choiceless.firedSteps.map((f) => f.failed)).toEqual([true]);
+    });
   });
 
   describe('when it looks at the schedule', () => {
