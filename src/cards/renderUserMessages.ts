@@ -152,6 +152,8 @@ export function refusalText(refusal: Refusal): string {
     case 'reviewerUnavailable':
       return 'This is a protected write, and the agent host has no live reviewer right now, so it cannot be approved from Slack. Approve it at the host, or try again later.';
     case 'hostUnavailable':
+      if (refusal.why === 'stopping')
+        return 'Countersign is restarting while the agent host had not yet answered your decision. It is kept: Countersign sends it again once it is back, so there is no need to click again. The card shows the outcome.';
       return 'The agent host is restarting. If it keeps this request, your decision is sent when it is back; if it asks again, a new card says so.';
     case 'sessionElsewhere':
       return 'This session is open in another agent client (someone’s terminal, say), which holds it; it can only be decided there until that client lets go of it.';

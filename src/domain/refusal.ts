@@ -18,7 +18,8 @@ export type Refusal =
   | { code: 'questionChanged'; why?: 'unnamed' }
   | { code: 'alreadyBeingDecided'; userId?: string; self: boolean }
   | { code: 'reviewerUnavailable' }
-  | { code: 'hostUnavailable' }
+  /** `stopping`: Countersign, not the host, is restarting, with the decision kept to send again. */
+  | { code: 'hostUnavailable'; why?: 'stopping' }
   | { code: 'sessionElsewhere' }
   | { code: 'unknownToHost' }
   | { code: 'notRecorded' }

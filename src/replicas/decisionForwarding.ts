@@ -328,8 +328,9 @@ export class DecisionForwarding {
           ...(forwarded.onChange ? { onChange: forwarded.onChange } : {}),
         })
       : { kind: 'gone' };
-    // Lost the host on the way: the entry stays pending for the next owner, who carries it out.
-    if (!this.options.mayAct(hostId)) return;
+    // Lost the host on the way, or stopping before the Decider took it (it claimed nothing): the
+    // entry stays pending for the next owner, who carries it out and tells the asker.
+    if (!this.options.mayAct(hostId) || outcome.kind === 'stopping') return;
     const heard = await stream.finish(
       hostId,
       entry.id,

@@ -373,7 +373,9 @@ export class Decider {
       } catch (err) {
         // A decide the host left unanswered may or may not have been applied; the same commandId
         // makes asking again safe, and we keep asking for as long as the host is up.
-        if (!(err instanceof RequestTimeoutError) || !host.isUp() || this.stopped.signal.aborted) {
+        if (err instanceof RequestTimeoutError && host.isUp() && this.stopped.signal.aborted)
+          return this.keptWhileStopping(log, asked);
+        if (!(err instanceof RequestTimeoutError) || !host.isUp()) {
           return outcomeOfFailure(err, {
             record,
             claim,
@@ -391,10 +393,20 @@ export class Decider {
             signal: this.stopped.signal,
           });
         } catch {
-          return { kind: 'stopping' };
+          return this.keptWhileStopping(log, asked);
         }
       }
     }
+  }
+
+  /**
+   * This process stops while the host, still up, has left the decide unanswered. The claim is
+   * stored and the host may have applied it, so this is not `stopping` (which says nothing was
+   * decided): the claim is kept, and the next start or owner sends the same commandId again.
+   */
+  private keptWhileStopping(log: () => Logger, unanswered: number): DecisionOutcome {
+    log().info({ unanswered }, 'stopping with the decision unanswered; its claim is kept for a replay');
+    return { kind: 'hostUnavailable', why: 'stopping' };
   }
 
   /** Drops our claim and frees its stage, so the question goes back to people. */

@@ -85,8 +85,12 @@ export type DecisionOutcome =
   /** Someone or something else decided first (the host's own record of the winner). */
   | { kind: 'alreadyResolved'; decision: string; resolvedBy: string; slackUserId?: string }
   | { kind: 'reviewerUnavailable' }
-  /** The host is down; the claim is kept and the decision sent when the approval is seen again. */
-  | { kind: 'hostUnavailable' }
+  /**
+   * The host is down; the claim is kept and the decision sent when the approval is seen again.
+   * `stopping`: the host is up, but this process stopped while the host had left the decide
+   * unanswered: the claim is kept, and the next start or owner sends it again.
+   */
+  | { kind: 'hostUnavailable'; why?: 'stopping' }
   /** Another client holds the session. */
   | { kind: 'sessionElsewhere' }
   /** The host does not know the approval; its session is being re-read. */

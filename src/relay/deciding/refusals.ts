@@ -45,7 +45,7 @@ export function refusalFor(
     case 'reviewerUnavailable':
       return { code: 'reviewerUnavailable' };
     case 'hostUnavailable':
-      return { code: 'hostUnavailable' };
+      return outcome.why ? { code: 'hostUnavailable', why: outcome.why } : { code: 'hostUnavailable' };
     case 'sessionElsewhere':
       return { code: 'sessionElsewhere' };
     case 'unknownToHost':

@@ -84,6 +84,14 @@ describe('refusalText', () => {
     expect(refusalText({ code: 'cannotShowFull', why: 'unreadable' })).toContain('database is not answering');
   });
 
+  it('a decision kept as Countersign stops is said to be kept, never that nothing was decided', () => {
+    const kept = refusalText({ code: 'hostUnavailable', why: 'stopping' });
+    expect(kept).toContain('It is kept');
+    expect(kept).toContain('no need to click again');
+    expect(kept).not.toContain('Nothing was decided');
+    expect(kept).not.toBe(refusalText({ code: 'hostUnavailable' }));
+  });
+
   it('quotes the host’s refusal without markup', () => {
     expect(refusalText({ code: 'decideFailed', kind: '<@U0EVE>&co' })).toContain('(@U0EVEco)');
   });

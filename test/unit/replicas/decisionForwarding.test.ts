@@ -102,7 +102,7 @@ interface Owner {
   owns: { now: boolean };
 }
 
-function owner(options: { waitMs?: number } = {}): Owner {
+function owner(options: { waitMs?: number; outcome?: DecisionOutcome } = {}): Owner {
   const stream = new MemoryStream();
   const decided: DecisionRequest[] = [];
   const owns = { now: true };
@@ -122,7 +122,7 @@ function owner(options: { waitMs?: number } = {}): Owner {
     waitMs: options.waitMs ?? 2_000,
     decide: async (request): Promise<DecisionOutcome> => {
       decided.push(request);
-      return { kind: 'decided', terminal: true };
+      return options.outcome ?? { kind: 'decided', terminal: true };
     },
   });
   return { forwarding, stream, decided, lines, owns };
@@ -157,6 +157,20 @@ describe('DecisionForwarding', () => {
     expect(stream.dropped).toEqual([]);
     owns.now = true;
     stream.onTake = () => {};
+    await expect(asking).resolves.toEqual({ kind: 'forwarded' });
+  });
+
+  it('an entry its Decider would not take as the owner stopped stays pending for the next owner: nobody hears `stopping`', async () => {
+    const asker = owner({ waitMs: 300, outcome: { kind: 'stopping' } });
+    const asking = asker.forwarding.forward(click());
+    await until(() => asker.stream.pending.length === 1);
+    const { stream, decided, forwarding } = asker;
+    await forwarding.serve('default');
+    await until(() => decided.length === 1);
+    await forwarding.stop();
+    // Neither acknowledged nor removed: the next owner claims it and carries it out.
+    expect(stream.finished).toEqual([]);
+    expect(stream.dropped).toEqual([]);
     await expect(asking).resolves.toEqual({ kind: 'forwarded' });
   });
 

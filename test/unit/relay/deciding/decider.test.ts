@@ -450,6 +450,44 @@ describe('Decider', () => {
     expect(records.table.get('a-1')!.phase).toBe('pending');
   });
 
+  it('a decide the host left unanswered, cut short by a drain, is kept for its replay: never `stopping`', async () => {
+    const { records, host, record, decider, commandIds } = setup({
+      answers: [new RequestTimeoutError('approval/decide', 10)],
+      // Asleep before asking again when the drain comes.
+      unansweredBackoff: { initialMs: 60_000, maxMs: 60_000 },
+    });
+    const deciding = decider.decide(click(record));
+    await until(() => records.table.get('a-1')!.claim?.unanswered === 1);
+    await decider.drain();
+    // The host may have applied it, and the stored claim is replayed with the same commandId by
+    // the next start or owner: the person hears that it is kept, not that nothing was decided.
+    expect(await deciding).toEqual({ kind: 'hostUnavailable', why: 'stopping' });
+    const kept = records.table.get('a-1')!;
+    expect(kept.phase).toBe('deciding');
+    expect(kept.claim?.commandId).toBe(commandIds[0]);
+    expect(host.decided).toHaveLength(1);
+  });
+
+  it('a decide still unanswered as the drain comes, then timed out, is kept too', async () => {
+    const { records, host, record, decider } = setup();
+    let timeOut = () => {};
+    host.decide = async (params) => {
+      host.decided.push(params);
+      await new Promise<void>((resolve) => {
+        timeOut = resolve;
+      });
+      throw new RequestTimeoutError('approval/decide', 10);
+    };
+    const deciding = decider.decide(click(record));
+    await until(() => host.decided.length === 1);
+    const draining = decider.drain();
+    timeOut();
+    await draining;
+    expect(await deciding).toEqual({ kind: 'hostUnavailable', why: 'stopping' });
+    expect(records.table.get('a-1')!.phase).toBe('deciding');
+    expect(host.decided).toHaveLength(1);
+  });
+
   it('takes no decision once draining', async () => {
     const { records, host, record, decider } = setup();
     await decider.drain();

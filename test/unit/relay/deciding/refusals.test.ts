@@ -94,6 +94,10 @@ describe('refusalFor', () => {
       [{ kind: 'gone' }, { code: 'unknownCard' }],
       [{ kind: 'reviewerUnavailable' }, { code: 'reviewerUnavailable' }],
       [{ kind: 'hostUnavailable' }, { code: 'hostUnavailable' }],
+      [
+        { kind: 'hostUnavailable', why: 'stopping' },
+        { code: 'hostUnavailable', why: 'stopping' },
+      ],
       [{ kind: 'sessionElsewhere' }, { code: 'sessionElsewhere' }],
       [{ kind: 'unknownToHost' }, { code: 'unknownToHost' }],
       [{ kind: 'notRecorded' }, { code: 'notRecorded' }],
