@@ -39,7 +39,7 @@ export const ROW = {
   revokedBy: 18,
   /** The suffix of the grant that replaced it ('' none): it shares this one's bucket, so its tag. */
   replacedBy: 19,
-  /** 1 once a count found its uses spent (`exhausted` is recorded once). */
+  /** 1 once a count counted its last use (`exhausted` is recorded once, then). */
   exhausted: 20,
   /** JSON of what few grants have (lasts, rulePreview, scope), or ''. */
   extras: 21,

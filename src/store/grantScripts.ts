@@ -118,8 +118,9 @@ return r[16]
 `;
 
 /**
- * Gives a reserved use back. A grant its last use had spent is live again, unless a grant of the
- * same key took its place since (one live grant per key): then the use stays spent.
+ * Gives a reserved use back. A grant its last use had taken is live again, unless a grant of the
+ * same key took its place since (one live grant per key): then the use stays spent. A use is
+ * given back only while one is out (taken, not counted): never more than were taken.
  * KEYS: tag string. ARGV: suffix, now. Returns {uses left}, {uses left, 1} when a count had found
  * it spent (and unlisted it) and it is live again, {-1} when not given back, {-2} when no such
  * row is here.
@@ -128,7 +129,7 @@ const RETURN_USE = `${ROWS}
 local rows = rows_of(KEYS[1])
 local r = find(rows, ARGV[1])
 if not r then return {-2} end
-if r[17] < 0 then return {-1} end
+if r[17] < 0 or r[16] + r[14] >= r[17] then return {-1} end
 if r[16] <= 0 then
   for _, o in ipairs(rows) do
     if o ~= r and o[7] == 'b' and o[2] == r[2] and o[3] == r[3] and o[4] == r[4] and o[5] == r[5]
@@ -136,8 +137,9 @@ if r[16] <= 0 then
   end
 end
 r[16] = r[16] + 1
--- A count that found it spent deleted its listing entries: it answers again, so it must be listed
--- again, or those who may revoke it would not see it. Its entries are forgotten for that.
+-- Only a row an earlier release flagged while a use was still out (it flagged the first count
+-- that found none left): that count deleted its listing entries, and it answers again, so it must
+-- be listed again, or those who may revoke it would not see it. Its entries are forgotten for that.
 local relist = r[21] == 1 and live(r, tonumber(ARGV[2]))
 if r[21] == 1 then
   r[23] = ''
@@ -150,9 +152,12 @@ return {r[16]}
 `;
 
 /**
- * Counts a use. A grant by uses with none left is spent, once: the first count that finds it so
- * says so. KEYS: tag string. ARGV: suffix, now. Returns {uses}, {uses, row} when this count found
- * it newly spent, {-2} when no such row is here.
+ * Counts a use. A grant by uses is spent for good, once, by the count that counts its last use:
+ * with none left to take but one still out on a decision it is not (that use comes back if its
+ * decision does not go through, and the grant answers again). So `exhausted` is never followed
+ * by a use.
+ * KEYS: tag string. ARGV: suffix, now. Returns {uses}, {uses, row} when this count found it
+ * newly spent, {-2} when no such row is here.
  */
 const RECORD_USE = `${ROWS}
 local rows = rows_of(KEYS[1])
@@ -160,7 +165,7 @@ local r = find(rows, ARGV[1])
 if not r then return {-2} end
 r[14] = r[14] + 1
 r[15] = tonumber(ARGV[2])
-local spent = r[17] >= 0 and r[16] <= 0 and r[21] == 0
+local spent = r[17] >= 0 and r[14] >= r[17] and r[21] == 0
 if spent then r[21] = 1 end
 save(KEYS[1], rows)
 if spent then return {r[14], cmsgpack.pack(r)} end

@@ -270,7 +270,8 @@ export class RedisGrantStore implements GrantStore {
       return;
     }
     if (relist !== 1) return;
-    // Spent and unlisted by a count, it answers again: listed again, where it can be seen and revoked.
+    // Unlisted by a count of an earlier release while this use was out (RETURN_USE), it answers
+    // again: listed again, where it can be seen and revoked.
     const found = await this.stored(grant.grantId);
     if (found && found !== 'elsewhere') {
       await this.listOnce(parts.tag, found.row).catch((err: unknown) => {

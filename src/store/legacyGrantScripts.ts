@@ -42,12 +42,13 @@ return redis.call('HINCRBY', KEYS[1], 'left', -1)
 `;
 
 /**
- * Gives a reserved use back. A grant its last use had taken out of its bucket goes back in,
- * unless another grant took its place. KEYS: grant. ARGV: grant id. Returns the uses left, or -1.
+ * Gives a reserved use back, only while one is out (never more than were taken). A grant its
+ * last use had taken out of its bucket goes back in, unless another grant took its place.
+ * KEYS: grant. ARGV: grant id. Returns the uses left, or -1.
  */
 const RETURN_USE = `
-local f = redis.call('HMGET', KEYS[1], 'left', 'bk', 'cf', 'revAt')
-if not f[1] then return -1 end
+local f = redis.call('HMGET', KEYS[1], 'left', 'bk', 'cf', 'revAt', 'uses', 'max')
+if not f[1] or tonumber(f[1]) + tonumber(f[5] or '0') >= tonumber(f[6] or '0') then return -1 end
 local left = redis.call('HINCRBY', KEYS[1], 'left', 1)
 redis.call('HDEL', KEYS[1], 'exh')
 if not f[4] and f[2] and not redis.call('HGET', f[2], f[3]) then redis.call('HSET', f[2], f[3], ARGV[1]) end
@@ -55,18 +56,19 @@ return left
 `;
 
 /**
- * Counts a use. A grant by uses with none left leaves its bucket, once: the first count that
- * finds it spent says so. KEYS: grant. ARGV: lastUsedAt, grant id. Returns {uses} (or {-1} when
- * the grant is gone), {uses, 1, d} when this count found it newly spent. Every grant hash has
- * `end`, so the one read that the spent check needs also tells a grant that is gone: a count,
- * on every auto-decided approval, is three commands.
+ * Counts a use. A grant by uses is spent for good, leaving its bucket, once: by the count that
+ * counts its last use (as the compact layout's RECORD_USE, grantScripts.ts: not while a use that
+ * may come back is out). KEYS: grant. ARGV: lastUsedAt, grant id. Returns {uses} (or {-1} when
+ * the grant is gone), {uses, 1, d} when this count found it newly spent.
+ * Every grant hash has `end`, so the one read that the spent check needs also tells a grant that
+ * is gone: a count, on every auto-decided approval, is three commands.
  */
 const RECORD_USE = `
-local f = redis.call('HMGET', KEYS[1], 'end', 'left', 'bk', 'cf', 'd')
+local f = redis.call('HMGET', KEYS[1], 'end', 'max', 'bk', 'cf', 'd')
 if not f[1] then return {-1} end
 redis.call('HSET', KEYS[1], 'last', ARGV[1])
 local uses = redis.call('HINCRBY', KEYS[1], 'uses', 1)
-if f[2] and tonumber(f[2]) <= 0 and redis.call('HSETNX', KEYS[1], 'exh', ARGV[1]) == 1 then
+if f[2] and uses >= tonumber(f[2]) and redis.call('HSETNX', KEYS[1], 'exh', ARGV[1]) == 1 then
   if f[3] and redis.call('HGET', f[3], f[4]) == ARGV[2] then redis.call('HDEL', f[3], f[4]) end
   return {uses, 1, f[5]}
 end

@@ -114,6 +114,13 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
     return kind ? all.filter((e) => e.kind === kind) : all;
   }
 
+  /** The events that end a grant (all but `created` and `used`), as [kind, grantId]. */
+  async function closingEvents() {
+    return (await events()).flatMap((e) =>
+      e.kind === 'created' || e.kind === 'used' ? [] : [[e.kind, e.grantId]],
+    );
+  }
+
   /**
    * A grant as releases before the compact layout stored it (their create and index): a hash per
    * grant, its bucket's field, and the four sorted sets.
@@ -278,6 +285,23 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
       expect(await store.revoke(old, 'U0BOB', now())).toBe(true);
       await store.returnUse(found!);
       expect(await store.candidates(S1, now())).toEqual([]);
+      expect(await store.reserveUse(found!, now())).toBeUndefined();
+    });
+
+    it('record `exhausted` once their last use is counted, not while a use that may come back is out', async () => {
+      const { store } = newStore();
+      const spent = await storeInBucket(botGrant({ maxUses: 2 }), '0123456789ab');
+      const [found] = await store.candidates(S1, now());
+      expect(await store.reserveUse(found!, now())).toBe(1);
+      expect(await store.reserveUse(found!, now())).toBe(0);
+      await store.recordUse(found!, 'a-u1', 0, now());
+      // A use is still out: not spent for good. It comes back, and is taken and counted again.
+      expect(await closingEvents()).toEqual([]);
+      await store.returnUse(found!);
+      expect(await store.reserveUse(found!, now())).toBe(0);
+      await store.recordUse(found!, 'a-u3', 0, now());
+      expect(await closingEvents()).toEqual([['exhausted', spent]]);
+      await store.returnUse(found!);
       expect(await store.reserveUse(found!, now())).toBeUndefined();
     });
 
@@ -876,7 +900,7 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
       expect(await store.candidates(S1, now())).toMatchObject([{ grantId: grant.grantId, usesLeft: 1 }]);
       for (const filter of [{}, { channels: ['C0DEPLOY'] }, { grantedBy: 'U0ALICE' }])
         expect((await store.list(filter, now())).map((g) => g.grantId)).toEqual([grant.grantId]);
-      // Spent once more, it leaves the listings once more; swept at its end.
+      // Its last use counted, it is spent and leaves the listings; swept at its end.
       expect(await store.reserveUse(grant, now())).toBe(0);
       await store.recordUse(grant, 'a-u2', 0, now());
       expect(await store.list({}, now())).toEqual([]);
@@ -884,6 +908,29 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
       clock = minuteOver(T0 + HOUR);
       expect(await store.sweep(now())).toBe(1);
       expect(await redis.exists(keys.grantTag(tagOf(grant.grantId)))).toBe(0);
+    });
+
+    it('records `exhausted` once its last use is counted, not while a use that may come back is out', async () => {
+      const { store } = newStore();
+      const grant = await store.create(byUses(2));
+      expect(await store.reserveUse(grant, now())).toBe(1);
+      expect(await store.reserveUse(grant, now())).toBe(0);
+      await store.recordUse(grant, 'a-u1', 0, now());
+      // Every use is taken, but one is still out on a decision: not spent for good yet.
+      expect((await events()).map((e) => e.kind)).toEqual(['created', 'used']);
+      // That decision did not go through: the use comes back and is taken and counted again.
+      await store.returnUse(grant);
+      expect(await store.reserveUse(grant, now())).toBe(0);
+      await store.recordUse(grant, 'a-u3', 0, now());
+      expect((await events()).map((e) => e.kind)).toEqual(['created', 'used', 'used', 'exhausted']);
+      expect(await store.list({}, now())).toEqual([]);
+      expect(await redis.xlen(keys.grantsListedIn('C0DEPLOY'))).toBe(0);
+      // Nothing is out to give back once every use is counted: it stays spent.
+      await store.returnUse(grant);
+      expect(await store.reserveUse(grant, now())).toBeUndefined();
+      clock = minuteOver(T0 + HOUR);
+      expect(await store.sweep(now())).toBe(1);
+      expect((await events()).map((e) => e.kind)).toEqual(['created', 'used', 'used', 'exhausted']);
     });
 
     it('is revoked while its last use is out on a decision, and that use given back does not revive it', async () => {
