@@ -154,8 +154,8 @@ return {r[16]}
 /**
  * Counts a use. A grant by uses is spent for good, once, by the count that counts its last use:
  * with none left to take but one still out on a decision it is not (that use comes back if its
- * decision does not go through, and the grant answers again). So `exhausted` is never followed
- * by a use.
+ * decision does not go through, and the grant answers again), and a grant revoked meanwhile was
+ * recorded as such. So `exhausted` is never followed by a use, and never follows `revoked`.
  * KEYS: tag string. ARGV: suffix, now. Returns {uses}, {uses, row} when this count found it
  * newly spent, {-2} when no such row is here.
  */
@@ -165,7 +165,7 @@ local r = find(rows, ARGV[1])
 if not r then return {-2} end
 r[14] = r[14] + 1
 r[15] = tonumber(ARGV[2])
-local spent = r[17] >= 0 and r[14] >= r[17] and r[21] == 0
+local spent = r[17] >= 0 and r[14] >= r[17] and r[18] == 0 and r[21] == 0
 if spent then r[21] = 1 end
 save(KEYS[1], rows)
 if spent then return {r[14], cmsgpack.pack(r)} end

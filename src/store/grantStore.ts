@@ -405,10 +405,10 @@ export class RedisGrantStore implements GrantStore {
     for (const packed of gone) {
       const ended = grantOf(tag, parseRow(packed));
       await this.unlist(ended);
-      // A revoked, replaced or spent grant was recorded as such; it is only deleted here.
+      // A revoked, replaced or exhausted grant was recorded as such; it is only deleted here. One
+      // whose last use was still out at its end (taken, never counted) was not: it expired.
       const { grant } = ended;
-      const spent = grant.maxUses !== undefined && grant.usesLeft === 0;
-      if (grant.revokedAt === undefined && !spent) {
+      if (grant.revokedAt === undefined && ended.row[ROW.exhausted] !== 1) {
         await this.audit.record({ kind: 'expired', grantId: grant.grantId, at });
       }
     }

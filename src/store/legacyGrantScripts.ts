@@ -58,17 +58,17 @@ return left
 /**
  * Counts a use. A grant by uses is spent for good, leaving its bucket, once: by the count that
  * counts its last use (as the compact layout's RECORD_USE, grantScripts.ts: not while a use that
- * may come back is out). KEYS: grant. ARGV: lastUsedAt, grant id. Returns {uses} (or {-1} when
- * the grant is gone), {uses, 1, d} when this count found it newly spent.
+ * may come back is out, and not once revoked). KEYS: grant. ARGV: lastUsedAt, grant id. Returns
+ * {uses} (or {-1} when the grant is gone), {uses, 1, d} when this count found it newly spent.
  * Every grant hash has `end`, so the one read that the spent check needs also tells a grant that
  * is gone: a count, on every auto-decided approval, is three commands.
  */
 const RECORD_USE = `
-local f = redis.call('HMGET', KEYS[1], 'end', 'max', 'bk', 'cf', 'd')
+local f = redis.call('HMGET', KEYS[1], 'end', 'max', 'bk', 'cf', 'd', 'revAt')
 if not f[1] then return {-1} end
 redis.call('HSET', KEYS[1], 'last', ARGV[1])
 local uses = redis.call('HINCRBY', KEYS[1], 'uses', 1)
-if f[2] and uses >= tonumber(f[2]) and redis.call('HSETNX', KEYS[1], 'exh', ARGV[1]) == 1 then
+if f[2] and not f[6] and uses >= tonumber(f[2]) and redis.call('HSETNX', KEYS[1], 'exh', ARGV[1]) == 1 then
   if f[3] and redis.call('HGET', f[3], f[4]) == ARGV[2] then redis.call('HDEL', f[3], f[4]) end
   return {uses, 1, f[5]}
 end
@@ -108,17 +108,18 @@ return claimed
 
 /**
  * Deletes a claimed grant and its bucket field if it is still due. KEYS: grant. ARGV: now, id.
- * Returns {1, d} deleted, {2, d} deleted but it was revoked, replaced or its uses were spent (it
- * was recorded as such: no `expired`), {0} already gone, {-1, end} its end moved since the claim
- * (a replica of a release that refreshed grants in place): the caller puts it back on the index.
+ * Returns {1, d} deleted, {2, d} deleted but it was revoked, replaced or exhausted (it was
+ * recorded as such: no `expired`; one whose last use was out at its end, never counted, was not),
+ * {0} already gone, {-1, end} its end moved since the claim (a replica of a release that
+ * refreshed grants in place): the caller puts it back on the index.
  */
 const REMOVE_EXPIRED = `
-local f = redis.call('HMGET', KEYS[1], 'end', 'revAt', 'bk', 'cf', 'd', 'left')
+local f = redis.call('HMGET', KEYS[1], 'end', 'revAt', 'bk', 'cf', 'd', 'exh')
 if not f[1] then return {0} end
 if tonumber(f[1]) > tonumber(ARGV[1]) then return {-1, f[1]} end
 if f[3] and redis.call('HGET', f[3], f[4]) == ARGV[2] then redis.call('HDEL', f[3], f[4]) end
 redis.call('DEL', KEYS[1])
-if f[2] or (f[6] and tonumber(f[6]) <= 0) then return {2, f[5]} end
+if f[2] or f[6] then return {2, f[5]} end
 return {1, f[5]}
 `;
 

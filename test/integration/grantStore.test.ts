@@ -305,6 +305,25 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
       expect(await store.reserveUse(found!, now())).toBeUndefined();
     });
 
+    it('end with one closing event when revoked or expired while their last use is out', async () => {
+      const { store } = newStore();
+      // Revoked with its last use out, that use confirmed after: `revoked` alone.
+      const revoked = await storeInBucket(botGrant({ maxUses: 1, tool: 'apply_patch' }), '0123456789ac');
+      const [other] = await store.candidates({ ...S1, tool: 'apply_patch' }, now());
+      expect(await store.reserveUse(other!, now())).toBe(0);
+      expect(await store.revoke(revoked, 'U0BOB', now())).toBe(true);
+      await store.recordUse(other!, 'a-r', 0, now());
+      // Expired with its last use out, never confirmed: `expired`.
+      const expired = await storeInBucket(botGrant({ maxUses: 1, tool: 'read' }), '0123456789ad');
+      const [third] = await store.candidates({ ...S1, tool: 'read' }, now());
+      expect(await store.reserveUse(third!, now())).toBe(0);
+      expect(await store.sweep(at(T0 + HOUR))).toBe(2);
+      expect(await closingEvents()).toEqual([
+        ['revoked', revoked],
+        ['expired', expired],
+      ]);
+    });
+
     it('stay ended when a new press took their place while their last use was out: one live per key', async () => {
       const { store } = newStore();
       const old = await storeInBucket(botGrant({ maxUses: 1 }), '0123456789ab');
@@ -931,6 +950,37 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
       clock = minuteOver(T0 + HOUR);
       expect(await store.sweep(now())).toBe(1);
       expect((await events()).map((e) => e.kind)).toEqual(['created', 'used', 'used', 'exhausted']);
+    });
+
+    it('ends with one closing event when it expires while its last use is out', async () => {
+      const { store } = newStore();
+      const swept = await store.create(byUses(1));
+      const counted = await store.create(byUses(1, { capabilities: ['exec:ls'], approvalId: 'a-2' }));
+      expect(await store.reserveUse(swept, now())).toBe(0);
+      expect(await store.reserveUse(counted, now())).toBe(0);
+      // Both end by time with their last use still out. One use is confirmed before the sweep,
+      // the other after it: each grant gets exactly one closing event.
+      await store.recordUse(counted, 'a-c', 0, at(T0 + HOUR));
+      clock = minuteOver(T0 + HOUR);
+      expect(await store.sweep(now())).toBe(2);
+      await store.recordUse(swept, 'a-s', 0, now());
+      expect(await closingEvents()).toEqual([
+        ['exhausted', counted.grantId],
+        ['expired', swept.grantId],
+      ]);
+    });
+
+    it('records no `exhausted` after `revoked` when its last use out is confirmed', async () => {
+      const { store } = newStore();
+      const grant = await store.create(byUses(1));
+      expect(await store.reserveUse(grant, now())).toBe(0);
+      expect(await store.revoke(grant.grantId, 'U0BOB', now())).toBe(true);
+      // The decision that took the use went through after all: it is counted, and the grant
+      // has its closing event already.
+      await store.recordUse(grant, 'a-r', 0, now());
+      clock = minuteOver(T0 + HOUR);
+      expect(await store.sweep(now())).toBe(1);
+      expect(await closingEvents()).toEqual([['revoked', grant.grantId]]);
     });
 
     it('is revoked while its last use is out on a decision, and that use given back does not revive it', async () => {
