@@ -256,7 +256,7 @@ export class RedisGrantStore implements GrantStore {
     return left < 0 ? undefined : left;
   }
 
-  async returnUse(grant: Grant): Promise<void> {
+  async returnUse(grant: Pick<Grant, 'grantId'>): Promise<void> {
     const parts = partsOf(grant.grantId);
     if (!parts) return;
     const [left, relist] = await this.redis.csGrantGiveUse(

@@ -65,7 +65,7 @@ export class LegacyGrantStore {
     return left < 0 ? undefined : left;
   }
 
-  async returnUse(grant: Grant): Promise<void> {
+  async returnUse(grant: Pick<Grant, 'grantId'>): Promise<void> {
     const key = grantKeyOf(grant.grantId);
     if (key === undefined) return;
     if ((await this.redis.csGrantReturnUse(key, grant.grantId)) < 0) {

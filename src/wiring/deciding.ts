@@ -60,6 +60,7 @@ export function wireDeciding(needs: DecidingNeeds) {
     activity: needs.activity,
     // The answerer is made just below, with this Decider.
     replayed: (record, claim): Promise<void> => grantAnswerer.replayed(record, claim),
+    replayDropped: (record, claim): Promise<void> => grantAnswerer.replayDropped(record, claim),
   });
   const grantAnswerer: GrantAnswerer = new GrantAnswerer({
     grants: grantStore,

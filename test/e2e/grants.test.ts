@@ -371,6 +371,64 @@ describe('remembered grants', () => {
     expect((await storeOf(world).get(grantId))?.uses).toBe(1);
   });
 
+  it('a replayed decision by a grant by uses that the host no longer takes gives its use back', async () => {
+    const config = configFile(
+      configYaml({
+        routes: [
+          route('counted', {
+            channel: 'C0COUNTED',
+            match: { tools: ['counted'] },
+            grants: { choices: ['3 uses'] },
+          }),
+        ],
+      }),
+    );
+    cleanups.push(config.remove);
+    const env = { MSP_SANDBOX_MODE: 'workspace-write', COUNTERSIGN_CONFIG: config.path };
+    const world = await World.start(
+      { sessions: [{ sessionId: SESSION, title: 'Bump the version' }], recovery: 'sameId' },
+      env,
+    );
+    cleanups.push(() => world.close());
+    const counted = (approvalId: string) => ({
+      ...shell(approvalId, [['git', 'push']]),
+      toolName: 'counted',
+    });
+    const grantId = await grantFrom(world, counted('gu-first'), 'For the next 3 uses');
+    await world.host.open(counted('gu-2'));
+    await world.host.waitForDecide((d) => d.frame.params.approvalId === 'gu-2');
+    await until(async () => (await storeOf(world).get(grantId))?.uses === 1);
+
+    // gu-3's decide takes a use and is read, never answered; the bot dies.
+    await world.host.holdDecide(1);
+    await world.host.open(counted('gu-3'));
+    await world.host.waitForDecide((d) => d.frame.params.approvalId === 'gu-3');
+    expect(await storeOf(world).get(grantId)).toMatchObject({ uses: 1, usesLeft: 1 });
+    // The next host process answers the replay: policy resolved gu-3 meanwhile. Set now, while
+    // this host is up, because the restarted bot replays the decision as soon as it sees it.
+    await world.host.failRequest('approval/decide', {
+      code: -32051,
+      message: 'approval already resolved',
+      data: {
+        kind: 'approvalAlreadyResolved',
+        approvalId: 'gu-3',
+        resolution: { decision: 'denied', resolvedBy: 'policy', viewCursor: 'v:replay:900' },
+      },
+    });
+    await world.bot.kill();
+
+    await world.restartBot(env);
+    await world.host.waitForDecide(
+      (d) => d.frame.params.approvalId === 'gu-3' && d.incarnation === 2,
+      10_000,
+    );
+    expect(await phaseOf(world, 'gu-3', 10_000)).toBe('resolved');
+    // The host never took the grant's decision: the use it took comes back, and is not counted.
+    await until(async () => (await storeOf(world).get(grantId))?.usesLeft === 2);
+    expect(await storeOf(world).get(grantId)).toMatchObject({ uses: 1, usesLeft: 2 });
+    expect((await readGrantAudit(world.redis)).map((e) => e.kind)).toEqual(['created', 'used']);
+  });
+
   it('two approvals matching one grant at the same time are both decided, each exactly once', async () => {
     const world = await startWorld();
     const grantId = await grantFrom(world, shell('g10-first', [['make', 'lint']]), REMEMBER);

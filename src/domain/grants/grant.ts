@@ -107,8 +107,8 @@ export interface GrantStore {
    * not decide. Two callers never both take the last one.
    */
   reserveUse(grant: Grant, now: Date): Promise<number | undefined>;
-  /** Gives back a use reserved for a decision that did not go through. */
-  returnUse(grant: Grant): Promise<void>;
+  /** Gives back a use reserved for a decision that did not go through (a replayed one's too). */
+  returnUse(grant: Pick<Grant, 'grantId'>): Promise<void>;
   /**
    * Counts a use (uses, lastUsedAt) and records `used`; a grant by uses whose last use this was
    * leaves its bucket and the listings, and `exhausted` is recorded. `ride`: the writes may wait

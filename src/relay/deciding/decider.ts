@@ -58,6 +58,12 @@ export interface DeciderOptions {
    * drain() waits for it.
    */
   replayed?: (record: ApprovalRecord, claim: Claim) => Promise<void>;
+  /**
+   * A decision carried out again (replay, settle) that the host did not take, its claim given
+   * back (it is never sent again): what its first sender would have done, had it ended so (a
+   * grant's use given back). Not for one kept for the host to come back. drain() waits for it.
+   */
+  replayDropped?: (record: ApprovalRecord, claim: Claim) => Promise<void>;
 }
 
 /** Re-checks after the approval changed under a decision, before giving up as stale. */
@@ -181,6 +187,10 @@ export class Decider {
     outcome: DecisionOutcome,
   ): Promise<DecisionOutcome> {
     if (outcome.kind === 'decided') await this.options.replayed?.(record, claim);
+    // Kept, it is sent again when the host is back (or the next process starts): not dropped.
+    else if (outcome.kind !== 'hostUnavailable' && outcome.kind !== 'stopping') {
+      await this.options.replayDropped?.(record, claim);
+    }
     return outcome;
   }
 

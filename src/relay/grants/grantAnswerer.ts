@@ -15,7 +15,10 @@ type Next = 'done' | 'showCard';
 const HIT_MEMORY_MS = 5 * 60_000;
 /** How many such requests (buckets) are remembered; past it, the oldest answer is forgotten. */
 const HIT_MEMORY_MAX = 10_000;
-/** How long a decision counted by replayed() is not counted again by decideBy here. */
+/**
+ * How long a replayed decision is remembered here once replayed() counted it (decideBy does not
+ * count it again) or replayDropped() gave its use back (not given back twice).
+ */
 const REPLAY_MEMORY_MS = 60_000;
 
 /** A request answered by a grant before its record exists: the record to create, already claimed. */
@@ -77,6 +80,12 @@ export class GrantAnswerer {
    * must not count it again.
    */
   private readonly countedOnReplay = new Set<string>();
+  /**
+   * Claims (commandIds) whose replay the host did not take and whose use was given back here
+   * lately: the host lists an approval as it asks it again, so one claim may be replayed twice
+   * before its drop is stored, and its use must come back once.
+   */
+  private readonly givenBackOnReplay = new Set<string>();
 
   constructor(private readonly options: GrantAnswererOptions) {
     this.now = options.now ?? (() => new Date());
@@ -340,7 +349,7 @@ export class GrantAnswerer {
   }
 
   /** A use taken for a decision that did not go through is given back. Never rejects. */
-  private async giveBack(grant: Grant): Promise<void> {
+  private async giveBack(grant: Pick<Grant, 'grantId' | 'usesLeft'>): Promise<void> {
     if (grant.usesLeft === undefined) return;
     try {
       await this.options.grants.returnUse(grant);
@@ -390,6 +399,26 @@ export class GrantAnswerer {
     } catch (err) {
       logger.warn({ err, approvalId, grantId: ref.grantId }, 'a replayed decision’s use was not recorded');
     }
+  }
+
+  /**
+   * A decision by grant that the Decider carried out again ended without the host taking it (the
+   * host no longer asks, or the approval was resolved otherwise), and its claim was given back:
+   * the use its first send took was never spent, and is given back, as decideBy does after a
+   * first send that did not go through. Never rejects.
+   */
+  async replayDropped(record: ApprovalRecord, claim: Claim): Promise<void> {
+    const ref = claim.via === 'grant' ? claim.grant : undefined;
+    // Only a grant by uses took one; deciding it here still, decideBy gives its use back itself.
+    if (ref?.usesLeft === undefined || this.deciding.has(record.approvalId)) return;
+    if (this.givenBackOnReplay.has(claim.commandId)) return;
+    this.givenBackOnReplay.add(claim.commandId);
+    setTimeout(() => this.givenBackOnReplay.delete(claim.commandId), REPLAY_MEMORY_MS).unref();
+    this.options.logger.info(
+      { approvalId: record.approvalId, grantId: ref.grantId, commandId: claim.commandId },
+      'a replayed decision by grant was not taken by the host; its use is given back',
+    );
+    await this.giveBack({ grantId: ref.grantId, usesLeft: ref.usesLeft });
   }
 
   private async recordUse(

@@ -252,6 +252,38 @@ describe('Decider', () => {
     await until(() => replayed.length === 2);
   });
 
+  it('tells what a replay or a settle the host did not take dropped; not one kept for the host', async () => {
+    const claim: Claim = {
+      sourceIndex: 0,
+      choiceId: 'allow_once',
+      commandId: 'cmd-grant',
+      via: 'grant',
+      grant: { grantId: 'g-1', grantedBy: 'U0ALICE', usesLeft: 1 },
+      claimedAt: NOW.toISOString(),
+    };
+    const told = async (answer: Answer | undefined, how: 'replay' | 'settle') => {
+      const seen: string[] = [];
+      const { records, record, decider } = setup({
+        answers: answer ? [answer] : [],
+        replayed: async () => {
+          seen.push('replayed');
+        },
+        replayDropped: async (r, c) => {
+          seen.push(`dropped ${r.approvalId} ${c.commandId}`);
+        },
+      });
+      decider[how](records.put({ ...record, phase: 'deciding', claim, version: 2 }));
+      await decider.drain();
+      return seen;
+    };
+    // The host no longer asks, or someone else decided first: the claim is given back.
+    expect(await told(hostError('approvalChoiceInvalid'), 'replay')).toEqual(['dropped a-1 cmd-grant']);
+    expect(await told(hostError('approvalAlreadyResolved'), 'settle')).toEqual(['dropped a-1 cmd-grant']);
+    // Kept for when the host is back, or taken: not dropped.
+    expect(await told(new HostGoneError(), 'replay')).toEqual([]);
+    expect(await told(undefined, 'replay')).toEqual(['replayed']);
+  });
+
   it('a decision carried out again with its commandId is sent again, never claimed anew', async () => {
     const { records, host, record, decider, commandIds } = setup();
     const claim: Claim = {

@@ -345,6 +345,32 @@ describe('GrantAnswerer', () => {
     expect(world.lines).toHaveLength(1);
   });
 
+  it('gives back, once, the use of a replayed decision by grant that the host did not take', async () => {
+    const world = new World();
+    world.grants = [liveGrant({ usesLeft: 1, maxUses: 2 })];
+    const answerer = world.answerer();
+    const record = world.store(deferred('a-1'));
+    const claim = {
+      sourceIndex: 0,
+      choiceId: 'allow_once',
+      commandId: 'cmd-1',
+      via: 'grant' as const,
+      grant: { grantId: 'g-1', grantedBy: 'U0ALICE', usesLeft: 1 },
+      claimedAt: '',
+    };
+    // Replayed twice before its claim's drop was stored: one use came out, one goes back.
+    await answerer.replayDropped(record, claim);
+    await answerer.replayDropped(record, claim);
+    expect(world.returned).toEqual(['g-1']);
+    expect(world.grants[0]!.usesLeft).toBe(2);
+    // A time-bound grant took no use, and a person's decision none either.
+    const { usesLeft: _none, ...timed } = claim.grant;
+    await answerer.replayDropped(record, { ...claim, commandId: 'cmd-2', grant: timed });
+    await answerer.replayDropped(record, { ...claim, commandId: 'cmd-3', via: 'click' });
+    expect(world.returned).toEqual(['g-1']);
+    expect(world.used).toEqual([]);
+  });
+
   it('does not count again a decision it counted on its replay, when the first send’s decideBy comes after', async () => {
     const world = new World();
     world.grants = [liveGrant()];
