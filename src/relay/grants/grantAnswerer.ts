@@ -285,6 +285,18 @@ export class GrantAnswerer {
     // The claim is kept and replayed when the host is back (or the next process starts): the use
     // it took stays taken, so a grant by uses is never spent twice over.
     if (outcome.kind === 'hostUnavailable' || outcome.kind === 'stopping') return 'done';
+    if (outcome.kind === 'forwarded') {
+      // Handed to the replica that owns the host now (this one lost it as it decided), which had
+      // not answered in time: it may still carry the decision out, by this grant and on the use
+      // taken here. Given back, that use would be spent twice. The card is shown all the same, so
+      // a request the owner does not decide is not left without one; a press then races the
+      // forwarded decision for the stage's claim, and one of them decides.
+      logger.info(
+        { approvalId, grantId: grant.grantId },
+        'a grant’s decision was handed to the host’s new owner, which has not answered; showing the card',
+      );
+      return 'showCard';
+    }
     await this.giveBack(grant);
     logger.info(
       { approvalId, grantId: grant.grantId, outcome: outcome.kind },

@@ -319,6 +319,22 @@ describe('GrantAnswerer', () => {
     expect(world.revealed).toEqual([]);
   });
 
+  it('keeps the use of a decision handed to a new owner that had not answered, and shows the card', async () => {
+    // This replica lost the host as it decided: the owner now carries the decision out by this
+    // grant, on the use taken here, whenever it gets to it. Given back, the grant would be spent
+    // once more than its uses; the card is shown in case the owner does not decide.
+    const world = new World();
+    world.grants = [liveGrant({ usesLeft: 2, maxUses: 2 })];
+    world.outcome = { kind: 'forwarded' };
+    const record = world.store(deferred('a-1'));
+    world.answerer().follow(record);
+    await world.settled();
+
+    expect(world.returned).toEqual([]);
+    expect(world.grants[0]!.usesLeft).toBe(1);
+    expect(world.revealed).toEqual(['a-1']);
+  });
+
   it('counts the use and leaves the line of a replayed decision by grant, once', async () => {
     const world = new World();
     world.grants = [liveGrant({ usesLeft: 2, maxUses: 2 })];
