@@ -4,6 +4,16 @@ import type { SlackFailure } from './slackFailures.js';
 /** What a log line says about the call: method plus where (channel, ts, approvalId). */
 export type CallFields = { method: string; channel?: string; ts?: string; approvalId?: string };
 
+/**
+ * What readiness learns from card calls: Slack refused the token or one of its scopes, and a
+ * call landed since. A refused scope is mended without a restart (the app reinstalled, the same
+ * token), so the next call that lands is what says Slack takes the bot's calls again.
+ */
+export interface SlackCallHealth {
+  refused(error: string): void;
+  landed(): void;
+}
+
 /** How often the "invite the bot" line is repeated at error for one channel. */
 export const NOT_IN_CHANNEL_EVERY_MS = 60_000;
 
@@ -20,8 +30,8 @@ export class SlackCallLog {
 
   constructor(
     private readonly logger: Logger,
-    /** Told when Slack refuses the token or its scopes: health reads it. */
-    private readonly onFatal?: (error: string) => void,
+    /** Told when Slack refuses the token or its scopes, and when a call lands: health reads it. */
+    private readonly health?: SlackCallHealth,
     private readonly nowMs: () => number = Date.now,
   ) {}
 
@@ -30,6 +40,7 @@ export class SlackCallLog {
   }
 
   landed(fields: CallFields, attempts: number): void {
+    this.health?.landed();
     if (attempts > 1) this.logger.info({ ...fields, attempts }, 'slack call landed after retries');
   }
 
@@ -39,7 +50,7 @@ export class SlackCallLog {
         { ...fields, error: failure.error, needed: failure.needed },
         'slack refused the bot token or its scopes',
       );
-      this.onFatal?.(failure.error);
+      this.health?.refused(failure.error);
     } else if (failure.kind === 'notInChannel') {
       // Every card of an uninvited channel is tried again about every 16 s: one line per channel
       // and minute says it, the rest go to debug, so the log does not fill with the same advice.

@@ -16,7 +16,7 @@ import { cardMetadata } from './cardMetadata.js';
 import { CardUpdates } from './cardUpdates.js';
 import { ChannelPacer } from './channelPacer.js';
 import { findPostedCard } from './findPostedCard.js';
-import { type CallFields, SlackCallLog } from './slackCallLog.js';
+import { type CallFields, type SlackCallHealth, SlackCallLog } from './slackCallLog.js';
 import { classifySlackError } from './slackFailures.js';
 import {
   RETRY_POLICIES,
@@ -27,8 +27,8 @@ import {
 } from './slackRetry.js';
 
 export interface SlackCardChannelOptions {
-  /** Told when Slack refuses the token itself: health reads it. */
-  onFatal?: (error: string) => void;
+  /** Told when Slack refuses the token or a scope, and when a card call lands: health reads it. */
+  health?: SlackCallHealth;
   now?: () => Date;
   timing?: RetryTiming;
   /** How cards are posted and updated; through `client` when not given (see cardCalls.ts). */
@@ -78,7 +78,7 @@ export class SlackCardChannel implements CardChannel, RefusalNotifier {
     private readonly logger: Logger,
     options: SlackCardChannelOptions = {},
   ) {
-    this.log = new SlackCallLog(logger, options.onFatal);
+    this.log = new SlackCallLog(logger, options.health);
     this.now = options.now ?? (() => new Date());
     this.timing = options.timing ?? realTiming;
     this.calls = options.calls ?? webClientCardCalls(client);

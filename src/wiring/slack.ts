@@ -48,8 +48,14 @@ export function wireSlack(config: Config, logger: Logger, metrics: Metrics) {
     calls: cardCalls,
     pacer: postPacer,
     botId: () => identity.botId,
-    onFatal: () => {
-      slackUp = false;
+    health: {
+      refused: () => {
+        slackUp = false;
+      },
+      // Only once auth.test has answered: before that, readiness waits for it (checkAuth).
+      landed: () => {
+        if (identity.botUserId) slackUp = true;
+      },
     },
   });
   const reachability = new SlackReachability(logger.child({ component: 'slack-reachability' }));

@@ -305,3 +305,38 @@ describe('a bot that is not in the channel', () => {
     expectStillUp(w);
   }, 45_000);
 });
+
+describe('a card call Slack refused for the token or its scopes', () => {
+  it('takes the replica out of readiness only until a card call lands again', async () => {
+    world = await World.start();
+    const w = world;
+    const readyz = async () => {
+      const answer = await fetch(`${w.bot.url}/readyz`);
+      return { status: answer.status, body: (await answer.json()) as Record<string, unknown> };
+    };
+    expect((await readyz()).status).toBe(200);
+    // A scope taken away (or an app reinstalled without it): the card's post is refused.
+    w.slack.failNext('chat.postMessage', 'missing_scope', 1, { needed: 'chat:write' });
+    await w.host.open(approvalFromTranscript('approval-round-trip', { approvalId: 'scope-0001' }), {
+      via: 'both',
+    });
+    await w.bot.waitForLog((l) => l.msg === 'slack refused the bot token or its scopes', 10_000);
+    const refused = await readyz();
+    expect(refused.status).toBe(503);
+    expect(refused.body).toMatchObject({ slack: false });
+    // The scope is given back (reinstalled, the same token): the next card posts, and the replica
+    // is ready again, without a restart.
+    await w.host.open(approvalFromTranscript('approval-round-trip', { approvalId: 'scope-0002' }), {
+      via: 'both',
+    });
+    await w.postedAt('scope-0002', 10_000);
+    const deadline = Date.now() + 5_000;
+    let again = await readyz();
+    while (again.status !== 200 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 50));
+      again = await readyz();
+    }
+    expect(again.status).toBe(200);
+    expect(again.body).toMatchObject({ slack: true });
+  });
+});

@@ -38,7 +38,7 @@ describe('SlackCallLog', () => {
   it('a refused token stays fatal and tells health; a channel the bot cannot use stays an error saying to invite it', () => {
     const { logger, lines } = captureLogger();
     const fatal: string[] = [];
-    const log = new SlackCallLog(logger, (error) => fatal.push(error));
+    const log = new SlackCallLog(logger, { refused: (error) => fatal.push(error), landed: () => {} });
     log.gaveUp(FIELDS, { kind: 'fatal', error: 'invalid_auth' });
     log.gaveUp(FIELDS, { kind: 'fatal', error: 'missing_scope', needed: 'channels:history' });
     log.gaveUp(FIELDS, { kind: 'notInChannel', error: 'not_in_channel' });
