@@ -5,7 +5,7 @@
 // can run it without the bot's Slack settings.
 import { parseExportArgs, UsageError } from './auditExportArgs.js';
 import { ConfigError, redisTargetOf } from './config/config.js';
-import { exportAudit } from './store/auditExport.js';
+import { exportAuditTo } from './store/auditExport.js';
 import { createRedisClient } from './store/redisConnection.js';
 
 async function run(): Promise<void> {
@@ -18,13 +18,7 @@ async function run(): Promise<void> {
   });
   try {
     await redis.connect();
-    const count = await exportAudit(
-      redis,
-      (entry) => {
-        process.stdout.write(`${JSON.stringify(entry)}\n`);
-      },
-      filter,
-    );
+    const count = await exportAuditTo(redis, process.stdout, filter);
     process.stderr.write(`countersign: exported ${count} audit entries\n`);
   } finally {
     redis.disconnect();

@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import { keys } from './keys.js';
 import type { RedisClient } from './redisConnection.js';
 
@@ -57,7 +58,7 @@ const SOURCES: readonly Source[] = [
  */
 export async function exportAudit(
   redis: RedisClient,
-  write: (entry: ExportedAuditEntry) => void,
+  write: (entry: ExportedAuditEntry) => void | Promise<void>,
   filter: AuditExportFilter = {},
 ): Promise<number> {
   const pageSize = filter.pageSize ?? 1_000;
@@ -74,10 +75,29 @@ export async function exportAudit(
   let count = 0;
   for await (const entry of mergeById(readers)) {
     if (!wanted(entry.kind as AuditKind)) continue;
-    write(entry);
+    const writing = write(entry);
+    // Only a writer that is behind returns a promise: the next page waits for it.
+    if (writing) await writing;
     count++;
   }
   return count;
+}
+
+/**
+ * The export as NDJSON lines on `out`, read no faster than `out` takes them: piped into a slow
+ * reader (`| gzip`, `kubectl exec … > file`), Node would otherwise buffer the whole trail in
+ * memory, in a pod that shares its limit with the bot.
+ */
+export function exportAuditTo(
+  redis: RedisClient,
+  out: NodeJS.WritableStream,
+  filter: AuditExportFilter = {},
+): Promise<number> {
+  return exportAudit(
+    redis,
+    (entry) => (out.write(`${JSON.stringify(entry)}\n`) ? undefined : once(out, 'drain').then(() => {})),
+    filter,
+  );
 }
 
 /** One stream's entries between two ids, oldest first, read a page at a time. */

@@ -1,6 +1,7 @@
 // The audit export on a real Redis: the decisions', refusals' and grants' streams merged oldest
 // first by id, across pages, narrowed by time (the stream ids) and by kind.
 
+import { Writable } from 'node:stream';
 import type { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { beforeEach, describe, expect, it } from 'vitest';
@@ -11,6 +12,7 @@ import {
   type AuditKind,
   type ExportedAuditEntry,
   exportAudit,
+  exportAuditTo,
 } from '../../src/store/auditExport.js';
 import { auditFields, RedisAuditTrail } from '../../src/store/auditStream.js';
 import { GrantAuditTrail } from '../../src/store/grantAudit.js';
@@ -76,7 +78,13 @@ function grantEvent(kind: 'used' | 'revoked', n: number): string[] {
 
 async function exported(filter: AuditExportFilter = {}): Promise<ExportedAuditEntry[]> {
   const out: ExportedAuditEntry[] = [];
-  await exportAudit(redis, (entry) => out.push(entry), filter);
+  await exportAudit(
+    redis,
+    (entry) => {
+      out.push(entry);
+    },
+    filter,
+  );
   return out;
 }
 
@@ -184,5 +192,38 @@ describe('exportAudit', () => {
 
   it('exports nothing from empty streams', async () => {
     expect(await exported()).toEqual([]);
+  });
+});
+
+describe('the export into a slow reader', () => {
+  it('reads no faster than the reader takes its lines: memory stays bounded, every line arrives', async () => {
+    const total = 3_000;
+    const pipe = redis.pipeline();
+    for (let n = 0; n < total; n++) pipe.xadd(keys.audit, at(n), ...auditFields(decision(n)));
+    await pipe.exec();
+    const lines: string[] = [];
+    let peak = 0;
+    // A reader that takes one chunk per turn of the event loop, as a pipe into gzip would.
+    const slow = new Writable({
+      highWaterMark: 4_096,
+      write(chunk: Buffer, _encoding, done) {
+        lines.push(chunk.toString());
+        setImmediate(done);
+      },
+    });
+    const write = slow.write.bind(slow);
+    slow.write = ((...args: Parameters<typeof slow.write>) => {
+      const ok = write(...args);
+      peak = Math.max(peak, slow.writableLength);
+      return ok;
+    }) as typeof slow.write;
+
+    expect(await exportAuditTo(redis, slow, { pageSize: 1_000 })).toBe(total);
+    await new Promise<void>((resolve) => slow.end(resolve));
+    expect(lines).toHaveLength(total);
+    expect(JSON.parse(lines.at(-1)!)).toMatchObject({ id: at(total - 1), kind: 'decision' });
+    // One line past the mark at most, not a page (about 1,000 lines) at a time.
+    const longest = Math.max(...lines.map((l) => Buffer.byteLength(l)));
+    expect(peak).toBeLessThanOrEqual(4_096 + longest);
   });
 });
