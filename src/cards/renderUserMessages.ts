@@ -191,9 +191,21 @@ export function refusalText(refusal: Refusal): string {
       return `Approving this request needs ${targetName(refusal.confirmation)} typed first (risk rule ${inlineCode(refusal.confirmation.risks[0]?.name ?? '', 100)}), and Slack gave no way to ask for it here. Nothing was decided: press the button on the card again.`;
     case 'confirmationMismatch':
       return `What you typed is not ${targetName(refusal.confirmation)}, ${inlineCode(refusal.confirmation.target.text, 200)}. Nothing was approved: press the button on the card again and type it exactly.`;
+    case 'formNotOpened':
+      return refusal.form === 'fullView'
+        ? 'Slack did not open the full request, so nothing was decided. Please press View full again.'
+        : `Slack did not open ${FORMS[refusal.form]}, so nothing was decided. Please press the button again.`;
     case 'cannotShowFull':
+      if (refusal.why === 'late')
+        return 'Countersign could not tell in time whether you may read this request (Slack or its database answered slowly), and Slack gives only a few seconds to open it. Nothing was decided: please press View full again.';
       return refusal.why === 'gone'
         ? 'Countersign no longer keeps this request, so its full text cannot be shown.'
         : 'The full text could not be read: Countersign’s database is not answering. Please try again in a minute.';
   }
 }
+
+/** The forms a press opens before it decides, as a sentence names them. */
+const FORMS = {
+  reason: 'the form for your reason',
+  confirmation: 'the form to type the confirmation in',
+} as const;

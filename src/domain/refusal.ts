@@ -57,5 +57,14 @@ export type Refusal =
   | { code: 'confirmationNeeded'; confirmation: TypedConfirmation }
   /** The text typed in the confirmation modal is not the target: nothing was decided. */
   | { code: 'confirmationMismatch'; confirmation: TypedConfirmation }
-  /** "View full" found no approval behind the card (`gone`), or could not read it now. */
-  | { code: 'cannotShowFull'; why: 'gone' | 'unreadable' };
+  /**
+   * Slack did not open the form a press asked for (a trigger past its 3 s, Slack away): the
+   * reason for a choice that takes one, the typed confirmation, or the full view. Nothing was
+   * decided; pressed again, it opens.
+   */
+  | { code: 'formNotOpened'; form: 'reason' | 'confirmation' | 'fullView' }
+  /**
+   * "View full" found no approval behind the card (`gone`), could not read it now, or not (nor
+   * who may read it) before Slack's trigger to open it would run out (`late`).
+   */
+  | { code: 'cannotShowFull'; why: 'gone' | 'unreadable' | 'late' };

@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { approvalFromTranscript } from '../support/fakeHost.js';
+import { approvalFromTranscript, shellApproval } from '../support/fakeHost.js';
 import type { SlackFault, SlackRequest } from '../support/fakeSlack.js';
-import { buttonsOf, textOf, World } from './world.js';
+import { configFile, route, users } from './fixtures/config.js';
+import { buttonsOf, SESSION, textOf, World } from './world.js';
 
 // What Slack does wrong, the bot survives: a post whose answer is lost leaves one card, a
 // rate-limited or failing update lands once Slack lets it, a resolved card never keeps live
@@ -338,5 +339,78 @@ describe('a card call Slack refused for the token or its scopes', () => {
     }
     expect(again.status).toBe(200);
     expect(again.body).toMatchObject({ slack: true });
+  });
+});
+
+// A press whose form Slack did not open (a trigger past its 3 s, Slack away) decided nothing: the
+// presser is told so, and to press again, as "Reject all" does (batchTriage.test.ts).
+describe('a form Slack did not open', () => {
+  let removeConfig: (() => void) | undefined;
+  afterEach(() => {
+    removeConfig?.();
+    removeConfig = undefined;
+  });
+
+  /** Alice decides; a reason is required to reject; a force push asks its branch typed. */
+  async function formsWorld(): Promise<World> {
+    const config = configFile({
+      routes: [route('deploys', { approvers: users('U0ALICE'), rejectReason: 'required' })],
+      risks: [
+        {
+          name: 'force-push',
+          match: { programs: [{ program: 'git', subcommand: 'push', flags: ['--force'] }] },
+          warning: 'Rewrites shared history',
+          confirm: 'type',
+        },
+      ],
+    });
+    removeConfig = config.remove;
+    world = await World.start({}, { COUNTERSIGN_CONFIG: config.path });
+    return world;
+  }
+
+  async function openShell(w: World, approvalId: string, argv: string[]): Promise<void> {
+    await w.host.open(shellApproval({ approvalId, sessionId: SESSION, stages: [argv] }), { via: 'both' });
+    await w.waitForCard(approvalId, (m) => buttonsOf(m).length > 0);
+  }
+
+  async function ephemeralAfter(w: World, userId: string, since: number): Promise<string> {
+    const call = await w.slack.waitFor('chat.postEphemeral', (c) => c.args.user === userId, 5_000, { since });
+    return String(call.args.text);
+  }
+
+  it('a Reject whose reason form Slack did not open decides nothing, and says to press again', async () => {
+    const w = await formsWorld();
+    await openShell(w, 'form-0001', ['make', 'deploy']);
+    w.slack.failNext('views.open', 'expired_trigger_id');
+    const since = w.slack.calls.length;
+    await w.press('form-0001', 'Reject', 'U0ALICE');
+    expect(await ephemeralAfter(w, 'U0ALICE', since)).toBe(
+      'Slack did not open the form for your reason, so nothing was decided. Please press the button again.',
+    );
+    await new Promise((r) => setTimeout(r, 300));
+    expect(w.host.decides()).toEqual([]);
+
+    // Pressed again, the form opens and its submit decides.
+    const again = w.slack.calls.length;
+    await w.press('form-0001', 'Reject', 'U0ALICE');
+    await w.submitModal('U0ALICE', 'Not today', { since: again });
+    const decide = await w.host.waitForDecide();
+    expect(decide.frame.params).toMatchObject({ approvalId: 'form-0001', feedback: 'Not today' });
+    expectStillUp(w);
+  });
+
+  it('an approval whose typed-confirmation form Slack did not open decides nothing, and says so', async () => {
+    const w = await formsWorld();
+    await openShell(w, 'form-0002', ['git', 'push', '--force', 'origin', 'main']);
+    w.slack.failNext('views.open', 'expired_trigger_id');
+    const since = w.slack.calls.length;
+    await w.press('form-0002', 'Allow once', 'U0ALICE');
+    expect(await ephemeralAfter(w, 'U0ALICE', since)).toBe(
+      'Slack did not open the form to type the confirmation in, so nothing was decided. Please press the button again.',
+    );
+    await new Promise((r) => setTimeout(r, 300));
+    expect(w.host.decides()).toEqual([]);
+    expectStillUp(w);
   });
 });

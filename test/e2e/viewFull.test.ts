@@ -9,7 +9,7 @@ import { approvalFromTranscript, shellApproval } from '../support/fakeHost.js';
 import { FAKE_GITHUB_TOKEN } from '../support/fakeSecrets.js';
 import type { SlackCall } from '../support/fakeSlack.js';
 import { postInteraction, viewBlockActionsPayload } from '../support/slackRequests.js';
-import { configFile, route, users } from './fixtures/config.js';
+import { configFile, type RouteSpec, route, users } from './fixtures/config.js';
 import { buttonsOf, pressButtonAt, SESSION, textOf, viewFullButtonOf, World } from './world.js';
 
 type Block = {
@@ -29,9 +29,9 @@ afterEach(async () => {
   while (cleanups.length) await Promise.resolve(cleanups.pop()!()).catch(() => undefined);
 });
 
-/** One route in the tests' channel on which only alice decides. */
-async function startWorld(): Promise<World> {
-  const config = configFile({ routes: [route('deploys', { approvers: users('U0ALICE') })] });
+/** One route in the tests' channel on which only alice decides; `more`: its other rules. */
+async function startWorld(more: Partial<RouteSpec> = {}): Promise<World> {
+  const config = configFile({ routes: [route('deploys', { approvers: users('U0ALICE'), ...more })] });
   cleanups.push(config.remove);
   const world = await World.start(
     { sessions: [{ sessionId: SESSION, title: 'Deploy' }] },
@@ -98,6 +98,35 @@ async function pressInModal(world: World, opened: SlackCall, label: string, user
   );
   expect(response.status).toBe(200);
 }
+
+/** A request long enough that its card has View full, open with its buttons live. */
+async function openLong(world: World, approvalId: string): Promise<void> {
+  const argv = ['deploy', ...Array.from({ length: 400 }, (_, i) => `--opt${i}`)];
+  await world.host.open(shellApproval({ approvalId, sessionId: SESSION, stages: [argv] }), { via: 'both' });
+  await world.waitForCard(approvalId, (m) => buttonsOf(m).length > 0);
+}
+
+/** Presses the card's View full as `userId`, whatever comes of it. */
+async function pressViewFull(world: World, approvalId: string, userId: string): Promise<void> {
+  const card = await world.card(approvalId);
+  await pressButtonAt(
+    world.bot.url,
+    world.slack,
+    { channel: card.channel, ts: card.ts },
+    viewFullButtonOf(card)!,
+    userId,
+  );
+}
+
+/** The first ephemeral message to `userId` after the `since`-th Slack call. */
+async function ephemeralAfter(world: World, userId: string, since: number): Promise<string> {
+  const call = await world.slack.waitFor('chat.postEphemeral', (c) => c.args.user === userId, 8_000, {
+    since,
+  });
+  return String(call.args.text);
+}
+
+const settle = (ms = 300) => new Promise((r) => setTimeout(r, ms));
 
 describe('View full', () => {
   it('a 50,000-character command opens whole in a modal, secret masked, and decides from there', async () => {
@@ -187,6 +216,50 @@ describe('View full', () => {
     await pressInModal(world, again, 'Allow once', 'U0ALICE');
     const decide = await world.host.waitForDecide();
     expect(decide.frame.params).toMatchObject({ approvalId: 'full-0004', choiceId: 'allow_once' });
+  });
+
+  it('a full view, or a reason form on top of it, that Slack did not open decides nothing, and says to press again', async () => {
+    const world = await startWorld({ rejectReason: 'required' });
+    await openLong(world, 'full-0005');
+
+    world.slack.failNext('views.open', 'expired_trigger_id');
+    let since = world.slack.calls.length;
+    await pressViewFull(world, 'full-0005', 'U0ALICE');
+    expect(await ephemeralAfter(world, 'U0ALICE', since)).toBe(
+      'Slack did not open the full request, so nothing was decided. Please press View full again.',
+    );
+
+    // Pressed again it opens; its Reject pushes the reason form, which Slack does not open either.
+    const opened = await openFullView(world, 'full-0005', 'U0ALICE');
+    world.slack.failNext('views.push', 'expired_trigger_id');
+    since = world.slack.calls.length;
+    await pressInModal(world, opened, 'Reject', 'U0ALICE');
+    expect(await ephemeralAfter(world, 'U0ALICE', since)).toBe(
+      'Slack did not open the form for your reason, so nothing was decided. Please press the button again.',
+    );
+    await settle();
+    expect(world.host.decides()).toHaveLength(0);
+  });
+
+  it('a check of who may read the card that outlasts Slack’s trigger says so, and opens nothing', async () => {
+    const world = await startWorld();
+    await openLong(world, 'full-0006');
+    // Eve is no approver: whether she is in the card's channel is asked of Slack, which makes
+    // the bot wait 3 s; by then the trigger to open the modal would have expired.
+    world.slack.rateLimit('conversations.members', { retryAfterSec: [3] });
+    const since = world.slack.calls.length;
+    await pressViewFull(world, 'full-0006', 'U0EVE');
+    expect(await ephemeralAfter(world, 'U0EVE', since)).toBe(
+      'Countersign could not tell in time whether you may read this request (Slack or its database answered slowly), and Slack gives only a few seconds to open it. Nothing was decided: please press View full again.',
+    );
+    await world.slack.waitFor('conversations.members', () => true, 5_000, {
+      since: world.slack.calls.length,
+    });
+    await settle(500);
+    expect(world.slack.callsOf('views.open')).toEqual([]);
+
+    // Pressed again, with Slack answering at once, it opens.
+    await openFullView(world, 'full-0006', 'U0EVE');
   });
 
   it('a card that shows everything has no View full button', async () => {

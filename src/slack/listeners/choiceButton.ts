@@ -67,6 +67,26 @@ function fullViewAfter(checked: ClickCheck): ModalView | undefined {
   return undefined;
 }
 
+/**
+ * Opens the form a press asks for before it decides: on top of the full view it came from
+ * (`viewId`), else on its own. When Slack does not (a trigger past its 3 s, Slack away), nothing
+ * was decided and nothing else would say so: the presser is told, and to press again.
+ */
+async function openForm(
+  deps: { views: SlackViews; clicks: ClickHandler; logger: Logger },
+  at: { channel: string; userId: string; viewId?: string | undefined },
+  form: 'reason' | 'confirmation',
+  open: { triggerId: string; modal: ModalView },
+): Promise<void> {
+  try {
+    if (at.viewId) await deps.views.push(open.triggerId, open.modal);
+    else await deps.views.open(open.triggerId, open.modal);
+  } catch (err) {
+    deps.logger.warn({ err, form }, 'Slack did not open the form of a press: nothing decided');
+    await deps.clicks.refuse({ channel: at.channel, userId: at.userId }, { code: 'formNotOpened', form });
+  }
+}
+
 /** The longest a press waits for its decision to leave before Slack is answered anyway. */
 export const ACK_WAIT_MS = 250;
 
@@ -165,8 +185,10 @@ export function choicePresses(clicks: ClickHandler, views: SlackViews, logger: L
           rejectReason: rules.rejectReason,
           quickReasons: rules.quickReasons,
         }) as never;
-        if (viewId) await views.push(parsed.data.trigger_id, modal);
-        else await views.open(parsed.data.trigger_id, modal);
+        await openForm({ views, clicks, logger }, { channel, userId: click.userId, viewId }, 'reason', {
+          triggerId: parsed.data.trigger_id,
+          modal,
+        });
         return;
       }
       // An approval a risk rule asks to confirm: the press opens the modal, its submit decides.
@@ -174,9 +196,12 @@ export function choicePresses(clicks: ClickHandler, views: SlackViews, logger: L
         const modal = checked.record && confirmModal(click, checked.record, checked.refusal.confirmation);
         if (modal) {
           await acknowledge();
-          // From the full view it goes on top of it, as the reject modal does.
-          if (viewId) await views.push(parsed.data.trigger_id, modal as never);
-          else await views.open(parsed.data.trigger_id, modal as never);
+          await openForm(
+            { views, clicks, logger },
+            { channel, userId: click.userId, viewId },
+            'confirmation',
+            { triggerId: parsed.data.trigger_id, modal: modal as never },
+          );
           return;
         }
       }

@@ -6,7 +6,7 @@ import { renderFullView } from '../../cards/renderFullView.js';
 import type { FullTextOf } from '../../domain/fullText.js';
 import type { ApprovalRecord } from '../../domain/record.js';
 import type { Authorizer } from '../../relay/deciding/authorizer.js';
-import type { ClickHandler } from '../../relay/deciding/clickHandler.js';
+import { type ClickHandler, RECORD_WITHIN_MS } from '../../relay/deciding/clickHandler.js';
 import type { SlackViews } from '../slackViews.js';
 
 /** Reads a card's record with the full text kept for it (ApprovalStore). */
@@ -29,6 +29,25 @@ const ViewFullBody = z.looseObject({
   actions: z.array(z.looseObject({ value: z.string().optional() })).min(1),
 });
 
+const LATE = Symbol('late');
+
+/**
+ * `task`'s answer, or LATE once `deadline` (ms since the epoch) has passed: what comes after it
+ * could no longer open the modal (Slack's trigger lasts 3 s from the press, and views.open and
+ * the ephemeral that tells of a failure need their own moment).
+ */
+async function byDeadline<T>(task: Promise<T>, deadline: number): Promise<T | typeof LATE> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<typeof LATE>((resolve) => {
+    timer = setTimeout(() => resolve(LATE), Math.max(0, deadline - Date.now()));
+  });
+  try {
+    return await Promise.race([task, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /**
  * "View full" on a card: the whole request in a modal, for those who may read it (its channel's
  * members and whoever may decide it; never a stranger the route does not let in). A choice
@@ -46,6 +65,9 @@ export function registerViewFullButton(
 ): void {
   const { reader, views, clicks, authorizer, logger } = deps;
   app.action(VIEW_FULL_ACTION_ID, async ({ ack, body }) => {
+    // The read and the check of who may read are bounded as a click's are: a check that answers
+    // after the trigger expired would only lead to a views.open Slack refuses, unsaid.
+    const deadline = Date.now() + RECORD_WITHIN_MS;
     const parsed = ViewFullBody.safeParse(body);
     const channel = parsed.success
       ? (parsed.data.channel?.id ?? parsed.data.container?.channel_id)
@@ -66,12 +88,20 @@ export function registerViewFullButton(
       return;
     }
     const userId = parsed.data.user.id;
-    let found: Awaited<typeof reading>;
+    const late = async (what: string) => {
+      logger.warn({ channel, ts, slow: what }, 'View full: too slow to open the modal in time');
+      await clicks.refuse({ channel, userId }, { code: 'cannotShowFull', why: 'late' });
+    };
+    let found: Awaited<typeof reading> | typeof LATE;
     try {
-      found = await reading;
+      found = await byDeadline(reading, deadline);
     } catch (err) {
       logger.error({ err, channel, ts }, 'could not read the full text of a card');
       await clicks.refuse({ channel, userId }, { code: 'cannotShowFull', why: 'unreadable' });
+      return;
+    }
+    if (found === LATE) {
+      await late('read');
       return;
     }
     if (!found) {
@@ -79,12 +109,17 @@ export function registerViewFullButton(
       return;
     }
     const { record, full } = found;
-    let seeing: Awaited<ReturnType<Authorizer['mayRead']>>;
+    let seeing: Awaited<ReturnType<Authorizer['mayRead']>> | typeof LATE;
     try {
-      seeing = await authorizer.mayRead(userId, record);
+      // Slack may be asked who the user is and who is in the channel, each with its 429s waited.
+      seeing = await byDeadline(authorizer.mayRead(userId, record), deadline);
     } catch (err) {
       logger.error({ err, approvalId: record.approvalId }, 'could not check who may see a card');
       await clicks.refuse({ channel, userId }, { code: 'cannotShowFull', why: 'unreadable' });
+      return;
+    }
+    if (seeing === LATE) {
+      await late('mayRead');
       return;
     }
     if (!seeing.allowed) {
@@ -98,7 +133,9 @@ export function registerViewFullButton(
         renderFullView({ record, full, metadata: { channel, ts, approvalId: record.approvalId } }),
       );
     } catch (err) {
+      // Most often a trigger past its 3 s: without a word the presser would wait for nothing.
       logger.warn({ err, approvalId: record.approvalId }, 'could not open the full view');
+      await clicks.refuse({ channel, userId }, { code: 'formNotOpened', form: 'fullView' });
     }
   });
 }

@@ -82,6 +82,16 @@ describe('refusalText', () => {
     expect(refusalText({ code: 'grantNotStored' })).toContain('database did not answer');
     expect(refusalText({ code: 'cannotShowFull', why: 'gone' })).toContain('no longer keeps');
     expect(refusalText({ code: 'cannotShowFull', why: 'unreadable' })).toContain('database is not answering');
+    expect(refusalText({ code: 'cannotShowFull', why: 'late' })).toContain('please press View full again');
+  });
+
+  it('a form Slack did not open: nothing was decided, and the press is to be made again', () => {
+    for (const form of ['reason', 'confirmation', 'fullView'] as const) {
+      const text = refusalText({ code: 'formNotOpened', form });
+      expect(text).toContain('Slack did not open');
+      expect(text).toContain('nothing was decided');
+      expect(text).toMatch(/press (the button|View full) again\.$/);
+    }
   });
 
   it('a decision kept as Countersign stops is said to be kept, never that nothing was decided', () => {
