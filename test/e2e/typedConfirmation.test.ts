@@ -79,14 +79,24 @@ async function nthConfirmModal(slack: FakeSlack, n: number): Promise<SlackCall> 
   return slack.callsOf('views.open').filter(isConfirmModal)[n]!;
 }
 
-/** Submits a confirmation modal as `userId` with `typed`, to `botUrl`; returns Slack's answer body. */
+/**
+ * Submits a confirmation modal as `userId` with `typed`, to `botUrl`; returns Slack's answer body.
+ * `on`: the full view the modal was pushed on top of (views.push), which Slack names in the submit.
+ */
 async function submit(
   botUrl: string,
   modal: SlackCall,
   userId: string,
   typed: string,
+  on?: SlackCall,
 ): Promise<Record<string, unknown>> {
   const view = modal.args.view as { callback_id: string; private_metadata: string };
+  const stacked = on
+    ? {
+        viewId: (modal.response.view as { id: string }).id,
+        previousViewId: (on.response.view as { id: string }).id,
+      }
+    : {};
   const response = await postInteraction(
     botUrl,
     SIGNING_SECRET,
@@ -96,6 +106,7 @@ async function submit(
       privateMetadata: view.private_metadata,
       values: { cs_confirm_block: { cs_confirm_input: { type: 'plain_text_input', value: typed } } },
       ...(userId === PARTNER ? { teamId: 'T0PARTNER' } : {}),
+      ...stacked,
     }),
   );
   expect(response.status).toBe(200);
@@ -395,7 +406,14 @@ describe('typed confirmation (risks[].confirm: type)', { timeout: 60_000 }, () =
     expect(blocksOf(pushed)).toContain('```\\nmain\\n```');
     await settle();
     expect(decidesOf(world, 'tc-full')).toHaveLength(0);
-    expect(await submit(world.bot.url, pushed, 'U0ALICE', 'main')).toEqual({});
+    // A wrong text is said in the modal, which stays open on top of the full view.
+    expect(await submit(world.bot.url, pushed, 'U0ALICE', 'mian', full)).toMatchObject({
+      response_action: 'errors',
+    });
+    // The right one decides and closes both: the full view's buttons are not left live behind it.
+    expect(await submit(world.bot.url, pushed, 'U0ALICE', 'main', full)).toEqual({
+      response_action: 'clear',
+    });
     await world.host.waitForDecide((f) => f.frame.params.approvalId === 'tc-full');
   });
 

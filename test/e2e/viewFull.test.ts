@@ -8,7 +8,7 @@ import { SIGNING_SECRET } from '../support/bot.js';
 import { approvalFromTranscript, shellApproval } from '../support/fakeHost.js';
 import { FAKE_GITHUB_TOKEN } from '../support/fakeSecrets.js';
 import type { SlackCall } from '../support/fakeSlack.js';
-import { postInteraction, viewBlockActionsPayload } from '../support/slackRequests.js';
+import { postInteraction, viewBlockActionsPayload, viewSubmissionPayload } from '../support/slackRequests.js';
 import { configFile, type RouteSpec, route, users } from './fixtures/config.js';
 import { buttonsOf, pressButtonAt, SESSION, textOf, viewFullButtonOf, World } from './world.js';
 
@@ -124,6 +124,35 @@ async function ephemeralAfter(world: World, userId: string, since: number): Prom
     since,
   });
   return String(call.args.text);
+}
+
+/**
+ * Submits the reason modal `pushed` on top of the full view `opened` with `reason`, as Slack
+ * does (previous_view_id names the full view); returns the bot's answer body.
+ */
+async function submitPushedReason(
+  world: World,
+  opened: SlackCall,
+  pushed: SlackCall,
+  reason: string,
+): Promise<Record<string, unknown>> {
+  const view = pushed.args.view as View;
+  const fullId = (opened.response.view as { id: string }).id;
+  const response = await postInteraction(
+    world.bot.url,
+    SIGNING_SECRET,
+    viewSubmissionPayload({
+      userId: 'U0ALICE',
+      callbackId: view.callback_id,
+      privateMetadata: view.private_metadata,
+      values: { cs_feedback_block: { cs_feedback_input: { type: 'plain_text_input', value: reason } } },
+      viewId: (pushed.response.view as { id: string }).id,
+      previousViewId: fullId,
+    }),
+  );
+  expect(response.status).toBe(200);
+  const body = await response.text();
+  return body === '' ? {} : (JSON.parse(body) as Record<string, unknown>);
 }
 
 const settle = (ms = 300) => new Promise((r) => setTimeout(r, ms));
@@ -260,6 +289,29 @@ describe('View full', () => {
 
     // Pressed again, with Slack answering at once, it opens.
     await openFullView(world, 'full-0006', 'U0EVE');
+  });
+
+  it('a reason sent from the full view closes it too: no live buttons are left behind the decision', async () => {
+    const world = await startWorld({ rejectReason: 'required' });
+    await openLong(world, 'full-0007');
+    const opened = await openFullView(world, 'full-0007', 'U0ALICE');
+    const since = world.slack.calls.length;
+    await pressInModal(world, opened, 'Reject', 'U0ALICE');
+    const pushed = await world.slack.waitFor('views.push', () => true, 5_000, { since });
+
+    // Refused (no reason): said in the form, which stays open on top of the full view.
+    const refused = await submitPushedReason(world, opened, pushed, '');
+    expect(refused).toMatchObject({ response_action: 'errors' });
+    await settle();
+    expect(world.host.decides()).toHaveLength(0);
+
+    // Taken: every view of the stack closes, the full view with its buttons; the card shows it.
+    expect(await submitPushedReason(world, opened, pushed, 'Not today')).toEqual({
+      response_action: 'clear',
+    });
+    const decide = await world.host.waitForDecide();
+    expect(decide.frame.params).toMatchObject({ approvalId: 'full-0007', feedback: 'Not today' });
+    await world.waitForCard('full-0007', (m) => textOf(m).includes('Rejected'));
   });
 
   it('a card that shows everything has no View full button', async () => {

@@ -244,6 +244,9 @@ export interface ViewSubmissionInput {
   /** state.values: block_id -> action_id -> {type, value | selected_option | ...}. */
   values: Record<string, Record<string, Record<string, unknown>>>;
   viewId?: string;
+  /** A modal pushed on top of another (views.push): the view under it, and the first of the stack. */
+  previousViewId?: string;
+  rootViewId?: string;
   hash?: string;
   teamId?: string;
   userName?: string;
@@ -272,8 +275,8 @@ export function viewSubmissionPayload(input: ViewSubmissionInput): Record<string
       callback_id: input.callbackId,
       private_metadata: input.privateMetadata,
       hash: input.hash ?? 'h1',
-      root_view_id: viewId,
-      previous_view_id: null,
+      root_view_id: input.rootViewId ?? input.previousViewId ?? viewId,
+      previous_view_id: input.previousViewId ?? null,
       app_id: 'A_TEST',
       bot_id: 'B_BOT',
       title: { type: 'plain_text', text: 'Countersign' },

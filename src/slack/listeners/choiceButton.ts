@@ -168,7 +168,7 @@ export function choicePresses(clicks: ClickHandler, views: SlackViews, logger: L
         await acknowledge();
         const { record, rules } = checked;
         const subject = subjectSummary(record);
-        // From the full view the reason modal goes on top of it; Slack takes it back on submit.
+        // From the full view the reason modal goes on top of it; its submit closes both.
         const modal = renderFeedbackModal({
           metadata: {
             channel,

@@ -4,7 +4,7 @@ import { CONFIRM_BLOCK_ID, CONFIRM_VIEW_CALLBACK_ID } from '../../cards/ids.js';
 import { readConfirmation } from '../../cards/renderConfirmModal.js';
 import { confirmationMismatchText, notAuthorizedInModalText } from '../../cards/renderUserMessages.js';
 import type { Click, ClickHandler } from '../../relay/deciding/clickHandler.js';
-import { clickOfModal } from './modalClick.js';
+import { clickOfModal, takenSubmitAnswer } from './modalClick.js';
 
 /**
  * The typed confirmation was submitted: it is a click like any other, with the text typed. The
@@ -42,7 +42,7 @@ export function registerConfirmSubmission(app: App, clicks: ClickHandler, logger
       await ack({ response_action: 'errors', errors: { [CONFIRM_BLOCK_ID]: error } });
       return;
     }
-    await ack();
+    await ack(takenSubmitAnswer(view));
     await clicks.click(click, checked);
   });
 }

@@ -4,7 +4,7 @@ import { FEEDBACK_BLOCK_ID, FEEDBACK_VIEW_CALLBACK_ID } from '../../cards/ids.js
 import { readReason } from '../../cards/renderFeedbackModal.js';
 import { notAuthorizedInModalText, reasonRequiredText } from '../../cards/renderUserMessages.js';
 import type { Click, ClickHandler } from '../../relay/deciding/clickHandler.js';
-import { clickOfModal } from './modalClick.js';
+import { clickOfModal, takenSubmitAnswer } from './modalClick.js';
 
 /**
  * The reject modal was submitted: check the user again (rules or group membership may have
@@ -35,7 +35,7 @@ export function registerFeedbackSubmission(app: App, clicks: ClickHandler, logge
       await ack({ response_action: 'errors', errors: { [FEEDBACK_BLOCK_ID]: error } });
       return;
     }
-    await ack();
+    await ack(takenSubmitAnswer(view));
     await clicks.click(click, checked);
   });
 }

@@ -35,3 +35,16 @@ export function clickOfModal(privateMetadata: string, userId: string, receivedAt
     from: 'modal',
   };
 }
+
+/**
+ * How a modal's submit that is taken (not refused in the modal itself) is answered. A modal
+ * pushed on top of the full view (views.push; Slack names the view under it) closes that view
+ * too: Slack would otherwise go back to it, every choice button still live and each press there
+ * refused in an ephemeral hidden behind it. The card shows what came of the submit, and so does
+ * the ephemeral that tells of a refusal. A modal opened on its own just closes.
+ */
+export function takenSubmitAnswer(view: {
+  previous_view_id?: string | null;
+}): { response_action: 'clear' } | undefined {
+  return view.previous_view_id ? { response_action: 'clear' } : undefined;
+}

@@ -2,7 +2,7 @@
 // which choice; anything else there is ignored, and metadata that does not parse gives no click.
 
 import { describe, expect, it } from 'vitest';
-import { clickOfModal } from '../../../src/slack/listeners/modalClick.js';
+import { clickOfModal, takenSubmitAnswer } from '../../../src/slack/listeners/modalClick.js';
 
 const WHERE = { channel: 'C0APPROVALS', ts: '1700000000.000100', sourceIndex: 0, choiceId: 'allow_once' };
 
@@ -26,5 +26,13 @@ describe('clickOfModal', () => {
     expect(clickOfModal('not json', 'U0ALICE', 1)).toBeUndefined();
     expect(clickOfModal(JSON.stringify({ ...WHERE, ts: undefined }), 'U0ALICE', 1)).toBeUndefined();
     expect(clickOfModal(JSON.stringify({ ...WHERE, sourceIndex: 'x' }), 'U0ALICE', 1)).toBeUndefined();
+  });
+});
+
+describe('takenSubmitAnswer', () => {
+  it('closes every view when the modal was pushed on top of another (the full view), else just itself', () => {
+    expect(takenSubmitAnswer({ previous_view_id: 'V000001' })).toEqual({ response_action: 'clear' });
+    expect(takenSubmitAnswer({ previous_view_id: null })).toBeUndefined();
+    expect(takenSubmitAnswer({})).toBeUndefined();
   });
 });
