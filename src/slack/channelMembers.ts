@@ -8,14 +8,25 @@ import { RETRY_POLICIES, retrySlackCall } from './slackRetry.js';
 const PAGE = 1_000;
 const MAX_PAGES = 100;
 
+/** A channel's ID, from the `#name` a route may give (channelIds.ts); an ID as it is. */
+export interface ChannelIdOf {
+  id(channel: string): Promise<string>;
+}
+
 /**
  * Members of Slack channels, from `conversations.members`, shared by replicas and kept for at
  * most five minutes (SharedLookups): on a route without approvers, they are who may decide.
+ * conversations.members takes only IDs (a `#name` is channel_not_found): a name is asked by its ID.
  */
 export class SlackChannelMembers implements ChannelDirectory {
   private readonly lookups: SharedLookups<ReadonlySet<string>>;
 
-  constructor(web: WebClient, cache: LookupCache, options: { ttlMs: number }) {
+  constructor(
+    web: WebClient,
+    cache: LookupCache,
+    private readonly ids: ChannelIdOf,
+    options: { ttlMs: number },
+  ) {
     this.lookups = new SharedLookups<ReadonlySet<string>>({
       cache,
       ttlMs: options.ttlMs,
@@ -39,8 +50,11 @@ export class SlackChannelMembers implements ChannelDirectory {
     });
   }
 
-  /** Rejects when neither Redis nor Slack can say: the Authorizer then refuses the user. */
-  members(channel: string): Promise<ReadonlySet<string>> {
-    return this.lookups.get(channel);
+  /**
+   * Rejects when neither Redis nor Slack can say, or a name's ID is not known: the Authorizer
+   * then refuses the user.
+   */
+  async members(channel: string): Promise<ReadonlySet<string>> {
+    return this.lookups.get(await this.ids.id(channel));
   }
 }

@@ -37,6 +37,8 @@ export interface SlackCardChannelOptions {
   pacer?: ChannelPacer;
   /** The bot's own bot id once auth.test has said it: a lost post's card is looked for among its messages. */
   botId?: () => string | undefined;
+  /** Told the ID each post to a `#name` answered with (channelIds.ts). */
+  learnChannelId?: (name: string, id: string) => void;
 }
 
 interface Posted {
@@ -72,6 +74,7 @@ export class SlackCardChannel implements CardChannel, RefusalNotifier {
   private readonly calls: CardCalls;
   private readonly pacer: ChannelPacer;
   private readonly botId: () => string | undefined;
+  private readonly learnChannelId: (name: string, id: string) => void;
 
   constructor(
     private readonly client: WebClient,
@@ -84,6 +87,7 @@ export class SlackCardChannel implements CardChannel, RefusalNotifier {
     this.calls = options.calls ?? webClientCardCalls(client);
     this.pacer = options.pacer ?? new ChannelPacer();
     this.botId = options.botId ?? (() => undefined);
+    this.learnChannelId = options.learnChannelId ?? (() => {});
     this.updates = new CardUpdates(this.calls, this.log, this.stopping.signal, { timing: this.timing });
   }
 
@@ -185,7 +189,10 @@ export class SlackCardChannel implements CardChannel, RefusalNotifier {
     try {
       const posted = await retrySlackCall(attempt, RETRY_POLICIES.post, this.retryHooks(fields));
       this.lostPosts.delete(approvalId);
-      if (channel.startsWith('#')) this.channelIds.set(channel, posted.channel);
+      if (channel.startsWith('#')) {
+        this.channelIds.set(channel, posted.channel);
+        this.learnChannelId(channel, posted.channel);
+      }
       this.log.landed(fields, attempts);
       return posted;
     } catch (err) {

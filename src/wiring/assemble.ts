@@ -87,6 +87,7 @@ export function assemble(config: Config, logger: Logger): Countersign {
     redis,
     slackClient,
     identity: slack.identity,
+    channelIds: slack.channelIds,
   });
   const { store, activity, auditTrail, followers, keeper, resolveNotice, writtenDecisions } = wireRecords({
     config,
@@ -114,7 +115,17 @@ export function assemble(config: Config, logger: Logger): Countersign {
     owners,
     slaOf: (route) => router.slaOf(route),
   });
-  const grants = wireGrants({ config, logger, redis, keeper, router, authorizer, noticeSender, auditTrail });
+  const grants = wireGrants({
+    config,
+    logger,
+    redis,
+    keeper,
+    router,
+    authorizer,
+    channelIds: slack.channelIds,
+    noticeSender,
+    auditTrail,
+  });
   later.grantMaker.set(grants.grantMaker);
   const hosts = wireHosts({ config, logger, redis, fences, relay: later.relay });
   const { replicaId, forwarding, ownership } = wireReplicas({

@@ -6,6 +6,7 @@ import { GrantMaker } from '../relay/grants/grantMaker.js';
 import { GrantRevoker } from '../relay/grants/grantRevoker.js';
 import type { RecordKeeper } from '../relay/records/recordKeeper.js';
 import { FALLBACK_ROUTE_NAME, type Router } from '../routing/router.js';
+import type { SlackChannelIds } from '../slack/channelIds.js';
 import { SlackGrantLines } from '../slack/slackGrantLines.js';
 import type { SlackNoticeSender } from '../slack/slackNotices.js';
 import type { RedisAuditTrail } from '../store/auditStream.js';
@@ -22,6 +23,8 @@ export interface GrantsNeeds {
   keeper: RecordKeeper;
   router: Router;
   authorizer: Authorizer;
+  /** The IDs of the #names routes may give (wireSlack). */
+  channelIds: SlackChannelIds;
   noticeSender: SlackNoticeSender;
   auditTrail: RedisAuditTrail;
 }
@@ -37,6 +40,7 @@ export function wireGrants({
   keeper,
   router,
   authorizer,
+  channelIds,
   noticeSender,
   auditTrail,
 }: GrantsNeeds) {
@@ -58,7 +62,12 @@ export function wireGrants({
   const cardRoutes = config.routes.some((route) => route.match === undefined)
     ? router.all()
     : [...router.all(), { name: FALLBACK_ROUTE_NAME, channel: config.slack.channel }];
-  const grantLists = new GrantLists({ grants: grantStore, authorizer, routes: () => cardRoutes });
+  const grantLists = new GrantLists({
+    grants: grantStore,
+    authorizer,
+    routes: () => cardRoutes,
+    channelId: (channel) => channelIds.id(channel),
+  });
   const revoker = new GrantRevoker({
     grants: grantStore,
     authorizer,

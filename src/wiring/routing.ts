@@ -5,6 +5,7 @@ import { Authorizer, routeInputOf } from '../relay/deciding/authorizer.js';
 import { RiskRules } from '../routing/risks.js';
 import { Router, routeName } from '../routing/router.js';
 import { ApproverNames, namedInConfig } from '../slack/approverNames.js';
+import type { SlackChannelIds } from '../slack/channelIds.js';
 import { SlackChannelMembers } from '../slack/channelMembers.js';
 import type { BotIdentity } from '../slack/createSlackApp.js';
 import { SlackGroupDirectory } from '../slack/groupDirectory.js';
@@ -20,10 +21,12 @@ export interface RoutingNeeds {
   slackClient: WebClient;
   /** Who the bot is, once Slack has said (wireSlack). */
   identity: BotIdentity;
+  /** The IDs of the #names routes may give (wireSlack). */
+  channelIds: SlackChannelIds;
 }
 
 /** Where each approval goes, what it risks, and who may decide it. */
-export function wireRouting({ config, logger, redis, slackClient, identity }: RoutingNeeds) {
+export function wireRouting({ config, logger, redis, slackClient, identity, channelIds }: RoutingNeeds) {
   const router = new Router(config.routes, config.slack.channel, {
     enabled: true,
     caller: 'session',
@@ -47,9 +50,14 @@ export function wireRouting({ config, logger, redis, slackClient, identity }: Ro
     people: new SlackPeopleDirectory(slackClient, new RedisLookupCache(redis, 'person'), {
       ttlMs: config.membershipCacheTtlMs,
     }),
-    channels: new SlackChannelMembers(slackClient, new RedisLookupCache(redis, 'channelMembers'), {
-      ttlMs: config.membershipCacheTtlMs,
-    }),
+    channels: new SlackChannelMembers(
+      slackClient,
+      new RedisLookupCache(redis, 'channelMembers'),
+      channelIds,
+      {
+        ttlMs: config.membershipCacheTtlMs,
+      },
+    ),
     workspace: () =>
       identity.teamId === undefined
         ? undefined

@@ -3,6 +3,7 @@ import type { Config } from '../config/config.js';
 import type { Metrics } from '../domain/metrics.js';
 import { sleep } from '../msp/backoff.js';
 import { directCardCalls } from '../slack/cardCalls.js';
+import { SlackChannelIds } from '../slack/channelIds.js';
 import { ChannelPacer } from '../slack/channelPacer.js';
 import type { BotIdentity } from '../slack/createSlackApp.js';
 import { slackFailureCounter, watchedCardCalls } from '../slack/metrics/slackCallFailures.js';
@@ -44,10 +45,13 @@ export function wireSlack(config: Config, logger: Logger, metrics: Metrics) {
   const postPacer = new ChannelPacer();
   // Who the bot is in Slack (auth.test): until Slack has said, nobody may decide (see checkAuth).
   const identity: BotIdentity = {};
+  // The IDs of the #names routes may give: who is in a channel is asked by its ID.
+  const channelIds = new SlackChannelIds(slackClient, { ttlMs: config.membershipCacheTtlMs });
   const cardChannel = new SlackCardChannel(slackClient, logger, {
     calls: cardCalls,
     pacer: postPacer,
     botId: () => identity.botId,
+    learnChannelId: (name, id) => channelIds.learn(name, id),
     health: {
       refused: () => {
         slackUp = false;
@@ -101,6 +105,7 @@ export function wireSlack(config: Config, logger: Logger, metrics: Metrics) {
     cardCalls,
     postPacer,
     cardChannel,
+    channelIds,
     identity,
     reachability,
     checkAuth,

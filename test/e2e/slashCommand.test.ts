@@ -3,9 +3,11 @@
 // command's response_url). Each user sees exactly the pending approvals they may decide.
 
 import { afterEach, describe, expect, it } from 'vitest';
+import { FALLBACK_ROUTE_NAME } from '../../src/routing/router.js';
 import type { ResponseUrlPost } from '../support/fakeSlack.js';
-import { approvalFor, commandAnswer, startTeamWorld, typeCommand } from './teamSetup.js';
-import type { World } from './world.js';
+import { storeOf } from './grantSteps.js';
+import { approvalFor, commandAnswer, openHome, startTeamWorld, typeCommand } from './teamSetup.js';
+import { SESSION, World } from './world.js';
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
 afterEach(async () => {
@@ -137,6 +139,50 @@ describe('/countersign', () => {
     expect(route(frank, '(SLACK_CHANNEL)')).toBe(
       `• *(SLACK_CHANNEL)* in <#${world.channel}>: you may not decide: only members of <#${world.channel}> may.`,
     );
+  }, 60_000);
+
+  it('a #name channel (SLACK_CHANNEL=#approvals) is asked for by its id: whoami, stats and the Home grants see its members', async () => {
+    // No card is posted first: the ID comes from the channels the bot is in, not from a post.
+    const world = await World.start({}, { SLACK_CHANNEL: '#approvals' });
+    cleanups.push(() => world.close());
+    world.slack.setChannelMembers('C0APPROVALS', ['U0ALICE', 'U0BOB']);
+    const fallback = (lines: string[]) => lines.find((l) => l.startsWith(`• *${FALLBACK_ROUTE_NAME}*`));
+
+    const alice = linesOf((await commandAnswer(world, 'U0ALICE', 'whoami')).body);
+    expect(fallback(alice)).toBe(
+      `• *${FALLBACK_ROUTE_NAME}* in #approvals: you may decide: you are a member of its channel.`,
+    );
+    const frank = linesOf((await commandAnswer(world, 'U0FRANK', 'whoami')).body);
+    expect(fallback(frank)).toBe(
+      `• *${FALLBACK_ROUTE_NAME}* in #approvals: you may not decide: only members of #approvals may.`,
+    );
+    // Slack is never asked for the members of a name (it answers channel_not_found).
+    expect(world.slack.callsOf('conversations.members').map((c) => c.args.channel)).not.toContain(
+      '#approvals',
+    );
+
+    // Stats are the channel members'.
+    const noStats = /there are none here you may see/;
+    expect(JSON.stringify((await commandAnswer(world, 'U0ALICE', 'stats')).body)).not.toMatch(noStats);
+    expect(JSON.stringify((await commandAnswer(world, 'U0FRANK', 'stats')).body)).toMatch(noStats);
+
+    // A grant is kept under the channel's ID (the card's): a member's Home lists it.
+    const grant = await storeOf(world).create({
+      caller: `session:${SESSION}`,
+      tool: 'shell',
+      capabilities: ['exec:make test'],
+      sandboxMode: 'workspace-write',
+      holder: 'bot',
+      grantedBy: 'U0BOB',
+      approvalId: 'shell-1',
+      hostId: 'main',
+      route: FALLBACK_ROUTE_NAME,
+      channel: 'C0APPROVALS',
+      ttlMs: 3_600_000,
+    });
+    await openHome(world, 'U0ALICE');
+    const home = await world.slack.waitFor('views.publish', (c) => c.args.user_id === 'U0ALICE');
+    expect(JSON.stringify(home.args.view)).toContain(grant.grantId);
   }, 60_000);
 
   it('help lists the commands one line each, an unknown command says so first, and revoke without an id says how', async () => {

@@ -1083,6 +1083,8 @@ export class FakeSlack {
         const next = start + limit < members.length ? String(start + limit) : '';
         return { ok: true, members: page, response_metadata: { next_cursor: next } };
       }
+      case 'users.conversations':
+        return this.botConversations(args);
       case 'usergroups.users.list': {
         const group = str(args.usergroup);
         const users = group ? this.usergroups.get(group) : undefined;
@@ -1102,6 +1104,22 @@ export class FakeSlack {
       default:
         return { ok: true };
     }
+  }
+
+  /**
+   * The channels of `channelNames` the bot is a member of, as users.conversations pages them
+   * (`types`: public_channel C…, private_channel G…; default public only).
+   */
+  private botConversations(args: Record<string, unknown>): Record<string, unknown> {
+    const types = new Set((str(args.types) ?? 'public_channel').split(','));
+    const all = [...this.channelNames]
+      .filter(([, id]) => this.botIsIn(id))
+      .filter(([, id]) => types.has(id.startsWith('G') ? 'private_channel' : 'public_channel'))
+      .map(([name, id]) => ({ id, name, is_channel: true, is_private: id.startsWith('G') }));
+    const limit = Math.max(1, Number(args.limit ?? 100) || 100);
+    const start = Number(str(args.cursor) ?? 0) || 0;
+    const next = start + limit < all.length ? String(start + limit) : '';
+    return { ok: true, channels: all.slice(start, start + limit), response_metadata: { next_cursor: next } };
   }
 
   private async postMessage(args: Record<string, unknown>): Promise<Record<string, unknown>> {

@@ -51,6 +51,8 @@ const METHOD_SCOPES: Record<string, string[]> = {
   'usergroups.users.list': ['usergroups:read'],
   'users.info': ['users:read'],
   'users.lookupByEmail': ['users:read.email'],
+  // The channels the bot is in: the ID of a route's #name (channelIds.ts).
+  'users.conversations': ['channels:read', 'groups:read'],
   'views.open': [],
   'views.push': [],
   'views.update': [],

@@ -11,6 +11,11 @@ export interface GrantListsOptions {
   };
   /** Every route a card may follow (the fallback too, when it can be used), with its channel. */
   routes: () => ReadonlyArray<{ name: string; channel: string }>;
+  /**
+   * The ID of a route's channel, which may be a `#name`: grants are kept under their card's
+   * channel, an ID. Rejects when it is not known.
+   */
+  channelId: (channel: string) => Promise<string>;
   now?: () => Date;
 }
 
@@ -70,7 +75,14 @@ export class GrantLists {
     const decides = await Promise.all(
       routes.map((route) => this.options.authorizer.decidesOn(userId, route.name)),
     );
-    return [...new Set(routes.filter((_, i) => decides[i]).map((route) => route.channel))];
+    const channels = await Promise.all(
+      routes
+        .filter((_, i) => decides[i])
+        // Deciding there asked the channel by its ID a moment ago; if it is not known now, that
+        // channel's grants are not listed (the user's own still are): nothing is shown unchecked.
+        .map((route) => this.options.channelId(route.channel).catch(() => undefined)),
+    );
+    return [...new Set(channels.filter((id): id is string => id !== undefined))];
   }
 }
 
