@@ -9,6 +9,7 @@ import type { HomeViewers } from '../store/homeViewers.js';
 import type { RecentDecisions } from '../store/recentDecisions.js';
 import { TrailingThrottle } from '../util/trailingThrottle.js';
 import type { Permalinks } from './permalinks.js';
+import { classifySlackError } from './slackFailures.js';
 import type { SlackViews } from './slackViews.js';
 import { statsFor, type UserStatsOptions } from './userStats.js';
 import type { WaitingApprovals } from './waitingApprovals.js';
@@ -43,6 +44,9 @@ export interface HomeTabOptions {
 /** How old the Home's stats may be: its publishes follow every change, the stats need not. */
 const HOME_STATS_STALE_MS = 60_000;
 
+/** Publishes of one Home Slack may refuse for now in a row (429s, lost answers) before it is left as is. */
+const MAX_REPUBLISHES = 5;
+
 /**
  * Each user's Home tab: published when they open it, and again when approvals change while they
  * count as viewers (they opened it lately). Publishes are throttled per user, on the trailing
@@ -54,12 +58,16 @@ export class HomeTab {
   private readonly refreshes: TrailingThrottle;
   /** What each user did on their Home (a revocation), shown on its next publish only. */
   private readonly notices = new Map<string, string>();
+  /** userId → the one publish asked again once Slack lets it (a 429's Retry-After), and how many in a row. */
+  private readonly republishes = new Map<string, { timer?: NodeJS.Timeout; failed: number }>();
+  private readonly intervalMs: number;
 
   constructor(private readonly options: HomeTabOptions) {
     const settleMs = options.settleMs ?? 500;
+    this.intervalMs = options.intervalMs ?? 3_000;
     this.publishes = new TrailingThrottle((userId) => this.publish(userId), {
       settleMs,
-      intervalMs: options.intervalMs ?? 3_000,
+      intervalMs: this.intervalMs,
     });
     this.refreshes = new TrailingThrottle(() => this.refreshViewers(), { settleMs, intervalMs: settleMs });
   }
@@ -99,6 +107,8 @@ export class HomeTab {
   stop(): void {
     this.publishes.stop();
     this.refreshes.stop();
+    for (const { timer } of this.republishes.values()) clearTimeout(timer);
+    this.republishes.clear();
   }
 
   private async noteDecision(userId: string, record: ApprovalRecord): Promise<void> {
@@ -193,8 +203,40 @@ export class HomeTab {
         ...(away ? { away } : {}),
       });
       await views.publish(userId, view);
+      // Shown: a publish still asked again for an older failure has nothing left to show.
+      clearTimeout(this.republishes.get(userId)?.timer);
+      this.republishes.delete(userId);
     } catch (err) {
-      logger.warn({ err, userId }, 'could not publish the App Home');
+      const again = this.publishLater(userId, err);
+      logger.warn({ err, userId, ...(again ? { retryInMs: again } : {}) }, 'could not publish the App Home');
     }
+  }
+
+  /**
+   * views.publish is limited per workspace (Tier 4) while the throttle is per user: in a burst
+   * with many Homes open, Slack may answer 429 for longer than a quick retry waits, and the
+   * publish dropped is likely the last, the one that is right. Nothing else would ask again, so
+   * the Home is published again once Slack allows (after a lost answer, an interval later),
+   * through the throttle: one pending per user, showing what is true then. A few in a row at
+   * most: a Slack that keeps refusing is not asked forever. Returns the wait, if any.
+   */
+  private publishLater(userId: string, err: unknown): number | undefined {
+    const failure = classifySlackError(err);
+    if (failure.kind !== 'rateLimited' && failure.kind !== 'retry') return undefined;
+    const entry = this.republishes.get(userId) ?? { failed: 0 };
+    entry.failed += 1;
+    if (entry.failed > MAX_REPUBLISHES) {
+      this.republishes.delete(userId);
+      return undefined;
+    }
+    const waitMs = failure.kind === 'rateLimited' ? failure.retryAfterMs : this.intervalMs * entry.failed;
+    clearTimeout(entry.timer);
+    entry.timer = setTimeout(() => {
+      entry.timer = undefined;
+      this.publishes.request(userId, true);
+    }, waitMs);
+    entry.timer.unref();
+    this.republishes.set(userId, entry);
+    return waitMs;
   }
 }

@@ -1,6 +1,6 @@
 // App Home end to end: the real bot publishes each user's Home when they open it (what waits for
 // them, with a button to each card, and what they decided lately) and again when approvals change
-// while they look, throttled per user so that a burst stays within views.publish's rate limit.
+// while they look, throttled per user; a publish Slack rate-limits is asked again after its Retry-After.
 
 import { afterEach, describe, expect, it } from 'vitest';
 import { keys } from '../../src/store/keys.js';
@@ -119,6 +119,34 @@ describe('App Home', () => {
     const bob = await world.slack.waitFor('views.publish', (c) => c.args.user_id === 'U0BOB');
     expect(cardButtons(bob)).toEqual([await permalinkOf(world, 'shell-a')]);
     expect(recentText(bob)).toContain('Nothing yet.');
+  }, 60_000);
+
+  it('a publish Slack rate-limits past what a click may wait is asked again after its Retry-After, with what is true then', async () => {
+    const world = await teamWorld();
+    await world.host.open(approvalFor('deploy-a', 'deploy'));
+    const deployLink = await permalinkOf(world, 'deploy-a');
+    await openHome(world, 'U0ALICE');
+    const first = await world.slack.waitFor('views.publish', (c) => c.args.user_id === 'U0ALICE');
+    expect(cardButtons(first)).toEqual([deployLink]);
+
+    // The publish that follows her decision gets a 429 longer than a quick retry waits out.
+    world.slack.rateLimit('views.publish', { times: 1, retryAfterSec: 5 });
+    await world.waitForCard('deploy-a', (m) => JSON.stringify(m.blocks).includes('Allow once'));
+    await world.press('deploy-a', 'Allow once', 'U0ALICE');
+    await world.host.waitForDecide((d) => d.frame.params.approvalId === 'deploy-a');
+    const since = world.slack.calls.length;
+    const after = await world.slack.waitFor(
+      'views.publish',
+      (c) => c.args.user_id === 'U0ALICE' && recentText(c).includes(deployLink),
+      12_000,
+      { since },
+    );
+    const limited = world.slack.rateLimited.find((c) => c.method === 'views.publish');
+    expect(limited).toBeDefined();
+    // Not before Slack said it may be asked again.
+    expect(after.at - limited!.at).toBeGreaterThanOrEqual(5_000 - 50);
+    expect(cardButtons(after)).toEqual([]);
+    expect(JSON.stringify(waitingBlocks(after))).toContain('Nothing is waiting for you to decide.');
   }, 60_000);
 
   it('a burst of 20 approvals while the Home is open costs it a few publishes, and the last shows all 20', async () => {
