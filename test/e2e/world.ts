@@ -131,6 +131,8 @@ export class World {
     private readonly botRedisUrl: string | undefined,
     /** What names the bot's Redis besides REDIS_URL, on every start. */
     private readonly redisEnv: Record<string, string>,
+    /** The settings the test started the bot with: a restart keeps them (see restartBot). */
+    private readonly startEnv: Record<string, string>,
   ) {}
 
   /** `env` may be worked out from the fake host, e.g. a config file that names its command. */
@@ -154,18 +156,19 @@ export class World {
     const redisEnv: Record<string, string> = cluster
       ? { REDIS_URL: '', REDIS_CLUSTER_NODES: cluster.nodesVar }
       : {};
+    const startEnv = typeof env === 'function' ? env(host) : env;
     const bot = await startBot({
       host,
       slack,
       redisDb,
-      env: { ...redisEnv, ...(typeof env === 'function' ? env(host) : env) },
+      env: { ...redisEnv, ...startEnv },
       ...(botRedisUrl ? { redisUrl: botRedisUrl } : {}),
     });
     await World.ready(bot, options.waitForSync ?? true);
     const redis = cluster
       ? cluster.client()
       : new Redis(options.redisUrl ? `${options.redisUrl}/${redisDb}` : testRedisUrl(redisDb));
-    return new World(slack, host, redis, redisDb, bot, botRedisUrl, redisEnv);
+    return new World(slack, host, redis, redisDb, bot, botRedisUrl, redisEnv, startEnv);
   }
 
   /**
@@ -179,13 +182,17 @@ export class World {
 
   readonly channel = APPROVALS_CHANNEL;
 
-  /** Starts the bot again (after a kill or stop) against the same host state, Slack and Redis. */
+  /**
+   * Starts the bot again (after a kill or stop) against the same host state, Slack and Redis, with
+   * the settings it was started with: a restart that silently dropped them (its routes, grants,
+   * escalation) would test another bot. `env` changes or adds settings for this start.
+   */
   async restartBot(env: Record<string, string> = {}, options: { waitForSync?: boolean } = {}): Promise<void> {
     this.bot = await startBot({
       host: this.host,
       slack: this.slack,
       redisDb: this.redisDb,
-      env: { ...this.redisEnv, ...env },
+      env: { ...this.redisEnv, ...this.startEnv, ...env },
       ...(this.botRedisUrl ? { redisUrl: this.botRedisUrl } : {}),
     });
     await World.ready(this.bot, options.waitForSync ?? true);
