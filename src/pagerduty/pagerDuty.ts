@@ -52,20 +52,33 @@ export class PagerDuty {
     this.fetch = options.fetch ?? globalThis.fetch;
   }
 
-  async trigger(event: TriggerEvent): Promise<void> {
-    await this.counted('trigger', () =>
-      this.send(this.options.eventsUrl, 'POST', {
-        routing_key: event.routingKey,
-        event_action: 'trigger',
-        dedup_key: event.dedupKey,
-        payload: {
-          summary: event.summary.slice(0, 1024),
-          source: event.source,
-          severity: 'warning',
-          custom_details: event.customDetails,
-        },
-        ...(event.links ? { links: event.links } : {}),
-      }),
+  /**
+   * Sends a trigger, retrying as above. `signal` cuts it short (attempt and backoff alike): the
+   * call then rejects with the signal's reason, not counted as a failure, and whether PagerDuty
+   * took the event is not known.
+   */
+  async trigger(event: TriggerEvent, signal?: AbortSignal): Promise<void> {
+    await this.counted(
+      'trigger',
+      () =>
+        this.send(
+          this.options.eventsUrl,
+          'POST',
+          {
+            routing_key: event.routingKey,
+            event_action: 'trigger',
+            dedup_key: event.dedupKey,
+            payload: {
+              summary: event.summary.slice(0, 1024),
+              source: event.source,
+              severity: 'warning',
+              custom_details: event.customDetails,
+            },
+            ...(event.links ? { links: event.links } : {}),
+          },
+          signal,
+        ),
+      signal,
     );
   }
 
@@ -109,16 +122,26 @@ export class PagerDuty {
     });
   }
 
-  private async counted<T>(kind: keyof PagerDuty['failures'], call: () => Promise<T>): Promise<T> {
+  private async counted<T>(
+    kind: keyof PagerDuty['failures'],
+    call: () => Promise<T>,
+    signal?: AbortSignal,
+  ): Promise<T> {
     try {
       return await call();
     } catch (err) {
-      this.failures[kind] += 1;
+      // A call its caller cut short did not fail: PagerDuty may well have taken it.
+      if (!signal?.aborted) this.failures[kind] += 1;
       throw err;
     }
   }
 
-  private async send(url: string, method: 'GET' | 'POST', body?: unknown): Promise<unknown> {
+  private async send(
+    url: string,
+    method: 'GET' | 'POST',
+    body?: unknown,
+    signal?: AbortSignal,
+  ): Promise<unknown> {
     const attempts = this.options.attempts ?? 4;
     const timeoutMs = this.options.timeoutMs ?? 5_000;
     const baseDelayMs = this.options.baseDelayMs ?? 250;
@@ -130,13 +153,15 @@ export class PagerDuty {
     }
     let last: PagerDutyError = new PagerDutyError('no attempt made');
     for (let attempt = 1; attempt <= attempts; attempt++) {
+      signal?.throwIfAborted();
       let retryAfterMs: number | undefined;
+      const timeout = AbortSignal.timeout(timeoutMs);
       try {
         const response = await this.fetch(url, {
           method,
           headers,
           ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-          signal: AbortSignal.timeout(timeoutMs),
+          signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
         });
         const text = await response.text();
         if (response.ok) return text ? JSON.parse(text) : {};
@@ -148,6 +173,7 @@ export class PagerDuty {
         const after = Number(response.headers.get('retry-after'));
         if (Number.isFinite(after) && after > 0) retryAfterMs = Math.min(after * 1000, 30_000);
       } catch (err) {
+        signal?.throwIfAborted();
         if (
           err instanceof PagerDutyError &&
           err.status !== undefined &&
@@ -164,9 +190,11 @@ export class PagerDuty {
       if (attempt < attempts) {
         const delay = retryAfterMs ?? baseDelayMs * 2 ** (attempt - 1) * (0.5 + Math.random() / 2);
         this.options.logger.debug({ attempt, delay, err: last.message }, 'PagerDuty call failed; retrying');
-        await sleep(delay);
+        // An abort ends the wait at once; the next attempt's check throws its reason.
+        await sleep(delay, undefined, signal ? { signal } : undefined).catch(() => undefined);
       }
     }
+    signal?.throwIfAborted();
     throw last;
   }
 }

@@ -176,7 +176,7 @@ export class EscalationStore {
 
   /**
    * Puts a step this process claimed back in the schedule, due at `atMs`, because it could not do
-   * it yet (a timeout that could not decide: escalator.ts). Only the claim's winner calls this, so
+   * it yet (a timeout that could not decide, a step cut short by a stop: escalator.ts). Only the claim's winner calls this, so
    * nobody else holds the step meanwhile. The mark the claim set is taken off first, then the step
    * goes back: the next claim (ZREM, then HSETNX) wins it once, as the first did. A request that
    * ended meanwhile (its lineage gone) gets nothing back. `atMs` says when it falls due again,

@@ -338,6 +338,37 @@ describe('escalation', () => {
     expect(shown).toMatch(/next: reminder in \d+s/);
   });
 
+  it('a page cut short by SIGTERM is put back: the next bot sends it, and the card shows it', async () => {
+    const pd = await startPagerDuty();
+    // PagerDuty takes the trigger in and never answers, for longer than the stop's drain.
+    pd.holdEvents = true;
+    const world = await startWorld(
+      { routes: [route('default', { escalation: ladder(['1s', 'page'], ['60s', 'remind']) })] },
+      pd,
+    );
+    await world.host.open(approval('esc-sigterm-1'));
+    await world.postedAt('esc-sigterm-1');
+    await until('the trigger on its way', () => pd.held.length > 0 || undefined, 5_000);
+    const first = world.bot;
+    const exit = await first.stop(15_000);
+    expect(exit).toEqual({ code: 0, signal: null });
+    expect(first.logs.map((l) => l.msg)).toContain(
+      'escalation step cut short by the stop; put back for another process',
+    );
+    // PagerDuty answers again; the next bot finds the page due, sends it, and shows it.
+    pd.holdEvents = false;
+    await world.restartBot(lastEnv);
+    await pd.waitForEvent('trigger', 'esc-sigterm-1', 10_000);
+    const shown = await until(
+      'a card showing the page',
+      () => world.slack.messagesIn(world.channel).find((m) => textOf(m).includes('paged PagerDuty at 1s')),
+      5_000,
+    );
+    expect(textOf(shown)).not.toContain('could not');
+    await sleep(1_000);
+    expect(pd.eventsOf('trigger')).toHaveLength(1);
+  });
+
   it('two bot processes on one Redis fire every step exactly once (fake Slack and PagerDuty count)', async () => {
     const pd = await startPagerDuty();
     const world = await startWorld(

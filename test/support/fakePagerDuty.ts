@@ -20,6 +20,10 @@ export class FakePagerDuty {
     | number = [];
   /** Statuses to answer the next events with (then 202). */
   failEvents: number[] = [];
+  /** While true, events are taken in but never answered (a PagerDuty that hangs): see `held`. */
+  holdEvents = false;
+  /** Events taken in while `holdEvents`, never answered and not in `events`. */
+  readonly held: PagerDutyEvent[] = [];
 
   private constructor(
     private readonly server: http.Server,
@@ -88,6 +92,10 @@ export class FakePagerDuty {
     req.on('end', () => {
       const url = new URL(req.url ?? '/', 'http://localhost');
       if (req.method === 'POST' && url.pathname === '/v2/enqueue') {
+        if (this.holdEvents) {
+          this.held.push({ ...(JSON.parse(body) as Omit<PagerDutyEvent, 'at'>), at: Date.now() });
+          return;
+        }
         const status = this.failEvents.shift();
         if (status !== undefined) {
           res.writeHead(status, { 'content-type': 'application/json' });

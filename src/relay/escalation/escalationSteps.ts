@@ -7,6 +7,7 @@ import type { Approvers, EscalationStep, OncallSource } from '../../domain/route
 import type { TriggerEvent } from '../../pagerduty/pagerDuty.js';
 import type { ApprovalStore } from '../../store/approvalStore.js';
 import type { EscalationStore } from '../../store/escalationStore.js';
+import { abortable } from '../../util/abortable.js';
 import { shortDuration } from '../../util/shortDuration.js';
 import type { Decider } from '../deciding/decider.js';
 import type { NoticeLedger } from '../deciding/decisionNotices.js';
@@ -75,8 +76,22 @@ export class TimeoutNotYet extends Error {
   }
 }
 
+/**
+ * The process began stopping before the step reached anyone, as far as it knows: a Slack message
+ * not yet sent, or a page PagerDuty had not yet confirmed. The Escalator puts the step back in the
+ * schedule for another process (or the next start) rather than losing it. Never thrown once a
+ * Slack message is on its way: a message sent twice shows, a page sent twice does not (PagerDuty
+ * keeps one incident per dedup_key).
+ */
+export class CutShort extends Error {
+  constructor() {
+    super('the process is stopping; the step was not done');
+  }
+}
+
 export interface Pager {
-  trigger(event: TriggerEvent): Promise<void>;
+  /** `signal` cuts the trigger short, retries and all: it then rejects with the signal's reason. */
+  trigger(event: TriggerEvent, signal?: AbortSignal): Promise<void>;
   resolve(routingKey: string, dedupKey: string): Promise<void>;
 }
 
@@ -121,16 +136,26 @@ export class EscalationSteps {
   /**
    * Does what the step says; resolves with whom it reached, for the card, and what it did when
    * that was not what the step says (a page nobody present would answer is a DM, see page()).
+   * `stopping` (aborted with a CutShort) ends the step early where nothing was sent yet, and a
+   * page until PagerDuty confirms it; the timeout's decide is not cut short (it is retried anyway).
    */
-  async act(record: ApprovalRecord, step: EscalationStep, waitedMs: number): Promise<StepDone> {
+  async act(
+    record: ApprovalRecord,
+    step: EscalationStep,
+    waitedMs: number,
+    stopping?: AbortSignal,
+  ): Promise<StepDone> {
     const { slack } = this.options;
     const { channel, ts } = record.slack as { channel: string; ts: string };
     switch (step.action) {
       case 'remind':
+        stopping?.throwIfAborted();
         await slack.threadReply({ channel, ts }, { kind: 'remind', waitedMs }, false);
         return {};
       case 'mention': {
-        const target = await this.target(record, step.target ?? 'oncall');
+        const target = await abortable(this.target(record, step.target ?? 'oncall'), stopping);
+        // From here on the message may be sent: it is not cut short, nor put back.
+        stopping?.throwIfAborted();
         await slack.threadReply(
           { channel, ts },
           {
@@ -148,16 +173,17 @@ export class EscalationSteps {
         return {
           who: await this.dm(
             record,
-            await this.target(record, step.target ?? 'oncall', undefined, true),
+            await abortable(this.target(record, step.target ?? 'oncall', undefined, true), stopping),
             waitedMs,
+            stopping,
           ),
         };
       case 'page': {
         // Whom PagerDuty would wake is away: they are passed by as a mention or a DM would pass
         // them by, and whoever stands in is asked by DM, since a page cannot be sent to one person.
-        const standIn = await this.standInForPage(record);
-        if (standIn) return { who: await this.dm(record, standIn, waitedMs), as: 'dm' };
-        return { who: await this.page(record, step, waitedMs) };
+        const standIn = await abortable(this.standInForPage(record), stopping);
+        if (standIn) return { who: await this.dm(record, standIn, waitedMs, stopping), as: 'dm' };
+        return { who: await this.page(record, step, waitedMs, stopping) };
       }
       case 'timeout':
         await this.timeout(record, step);
@@ -166,17 +192,24 @@ export class EscalationSteps {
   }
 
   /** DMs the first of `target` the card's question and buttons; resolves with their name. */
-  private async dm(record: ApprovalRecord, target: OnCall, waitedMs: number): Promise<string | undefined> {
+  private async dm(
+    record: ApprovalRecord,
+    target: OnCall,
+    waitedMs: number,
+    stopping?: AbortSignal,
+  ): Promise<string | undefined> {
     const { slack } = this.options;
     const { channel, ts } = record.slack as { channel: string; ts: string };
     const userId = target.users[0];
     if (!userId && target.refused) throw new NobodyMaySee(target.refused, target.allAway ?? []);
     if (!userId && target.allAway) throw new EveryoneAway(target.allAway);
     if (!userId) throw new Error('nobody to DM: the on-call source and the approvers name nobody');
-    const permalink = await slack.permalink(channel, ts);
+    const permalink = await abortable(slack.permalink(channel, ts), stopping);
     // A delegate asked in place of someone away is told whom for, by name (a mention would ping them).
     const awayUser = target.inPlaceOf?.[userId];
-    const inPlaceOf = awayUser ? await this.names([awayUser]) : undefined;
+    const inPlaceOf = awayUser ? await abortable(this.names([awayUser]), stopping) : undefined;
+    // From here on the DM may be sent: it is not cut short, nor put back.
+    stopping?.throwIfAborted();
     const posted = await slack.directMessage(userId, {
       record,
       waitedMs,
@@ -219,34 +252,40 @@ export class EscalationSteps {
     record: ApprovalRecord,
     step: EscalationStep,
     waitedMs: number,
+    stopping?: AbortSignal,
   ): Promise<string | undefined> {
     const { pager, slack } = this.options;
     const routingKey = step.routingKey ?? this.options.defaultRoutingKey;
     if (!pager || !routingKey) throw new Error('no PagerDuty routing key');
     const { channel, ts } = record.slack as { channel: string; ts: string };
     const dedupKey = record.escalation?.origin ?? record.approvalId;
-    const permalink = await slack.permalink(channel, ts);
+    const permalink = await abortable(slack.permalink(channel, ts), stopping);
     const subject =
       record.subject.kind === 'shell' ? record.subject.command : (record.title ?? record.subject.kind);
     // Marked first: a resolution racing the trigger must still resolve it.
     if (!(await this.options.schedule.paged(lineageOf(record), routingKey))) {
       throw new Error('the approval was resolved as the page was due; not paging');
     }
-    await pager.trigger({
-      routingKey,
-      dedupKey,
-      summary: `Approval waiting: ${record.tool} — ${String(subject ?? '')}`.replace(/\s+/g, ' '),
-      source: `countersign:${record.hostId}`,
-      customDetails: {
-        approvalId: record.approvalId,
-        sessionId: record.sessionId,
-        ...(record.sessionTitle ? { sessionTitle: record.sessionTitle } : {}),
-        card: permalink ?? `${channel}/${ts}`,
-        age: shortDuration(waitedMs),
-        ageSeconds: Math.round(waitedMs / 1000),
+    // Cut short until PagerDuty confirms it: sent again by whoever fires the step next, it is the
+    // same incident (same dedup_key), where a lost page would wake nobody.
+    await pager.trigger(
+      {
+        routingKey,
+        dedupKey,
+        summary: `Approval waiting: ${record.tool} — ${String(subject ?? '')}`.replace(/\s+/g, ' '),
+        source: `countersign:${record.hostId}`,
+        customDetails: {
+          approvalId: record.approvalId,
+          sessionId: record.sessionId,
+          ...(record.sessionTitle ? { sessionTitle: record.sessionTitle } : {}),
+          card: permalink ?? `${channel}/${ts}`,
+          age: shortDuration(waitedMs),
+          ageSeconds: Math.round(waitedMs / 1000),
+        },
+        ...(permalink ? { links: [{ href: permalink, text: 'Approval card' }] } : {}),
       },
-      ...(permalink ? { links: [{ href: permalink, text: 'Approval card' }] } : {}),
-    });
+      stopping,
+    );
     // Resolved while the trigger was on its way: its resolve may have reached PagerDuty first.
     const after = await this.options.store.get(record.approvalId);
     if (after && isTerminal(after) && after.phase !== 'superseded') {
@@ -259,7 +298,8 @@ export class EscalationSteps {
     // The card names who was paged when the route's on-call source is PagerDuty's: whom PagerDuty
     // has on call, as it pages them, not their delegates (whom a page never reaches).
     const source = this.options.oncallOf(record.route);
-    if (source?.kind !== 'pagerduty') return 'PagerDuty';
+    // Stopping: the page is sent, and the card should say so before the process exits.
+    if (source?.kind !== 'pagerduty' || stopping?.aborted) return 'PagerDuty';
     const paged = await this.options.oncall.resolve(
       source,
       this.options.approversOf(record),

@@ -7,6 +7,7 @@ import type { RecordKeeper } from '../records/recordKeeper.js';
 import { escalationFired, escalationStarted } from '../records/recordMutations.js';
 import { EveryoneAway } from './awayFilter.js';
 import {
+  CutShort,
   EscalationSteps,
   type EscalationStepsOptions,
   NobodyMaySee,
@@ -23,6 +24,11 @@ import { lineageOf } from './lineage.js';
 // this process schedules an earlier one, and looks at least once every `idlePollMs` for steps
 // other processes added: a replica that scheduled a step fires it on time itself, so that bound
 // only delays a step whose replica died. An idle process asks Redis once a second, not five times.
+//
+// stop() claims nothing more and cuts short the steps under way that have not reached anyone yet
+// (EscalationSteps.act, CutShort): they go back in the schedule, due now, for another process or
+// the next start. Waiting for them instead would lose them whenever PagerDuty answers slower than
+// the shutdown's drain (a claimed step is out of the schedule and marked fired).
 
 export interface EscalatorOptions extends EscalationStepsOptions {
   keeper: RecordKeeper;
@@ -48,6 +54,8 @@ export class Escalator {
   private readonly cancelled = new Set<string>();
   private readonly work = new Set<Promise<unknown>>();
   private running = false;
+  /** Aborted (with a CutShort) by stop(): the steps under way end early where they still can. */
+  private stopping = new AbortController();
   private timer: NodeJS.Timeout | undefined;
   /** When the armed timer fires (ms, by `now`). */
   private timerAt = Number.POSITIVE_INFINITY;
@@ -67,11 +75,13 @@ export class Escalator {
   start(): void {
     if (this.running) return;
     this.running = true;
+    if (this.stopping.signal.aborted) this.stopping = new AbortController();
     this.wakeAt(this.now().getTime());
   }
 
   async stop(): Promise<void> {
     this.running = false;
+    this.stopping.abort(new CutShort());
     clearTimeout(this.timer);
     this.timer = undefined;
     this.timerAt = Number.POSITIVE_INFINITY;
@@ -204,7 +214,8 @@ export class Escalator {
       return;
     }
     const step = this.options.ladderOf(seen.route)[due.step];
-    if (!step) return;
+    // Stopping: a look under way claims nothing more, and leaves what is due to the others.
+    if (!step || this.stopping.signal.aborted) return;
     const firing: FiredStep = {
       step: due.step,
       action: step.action,
@@ -268,6 +279,17 @@ export class Escalator {
     return true;
   }
 
+  /**
+   * Puts a step cut short by stop() back in the schedule, due now and no longer marked fired, so
+   * that another process claims it (within its idle look) or the next start does. Nothing is
+   * written to the card: the step has not happened yet.
+   */
+  private async putBack(due: DueStep, log: Logger): Promise<void> {
+    const times = await this.options.schedule.retry(due, () => this.now().getTime());
+    if (times === 0) return;
+    log.warn('escalation step cut short by the stop; put back for another process');
+  }
+
   private count(kind: string): void {
     this.failures[kind] = (this.failures[kind] ?? 0) + 1;
   }
@@ -286,11 +308,15 @@ export class Escalator {
     let action = step.action;
     let failed = false;
     try {
-      const done = await this.steps.act(record, step, waitedMs);
+      const done = await this.steps.act(record, step, waitedMs, this.stopping.signal);
       who = done.who;
       action = done.as ?? action;
       log.info({ who, ...(done.as ? { as: done.as } : {}) }, 'escalation step fired');
     } catch (err) {
+      if (err instanceof CutShort) {
+        await this.putBack(due, log);
+        return;
+      }
       if (err instanceof TimeoutNotYet && (await this.timeoutAgain(due, err, log))) return;
       failed = true;
       this.count(step.action);

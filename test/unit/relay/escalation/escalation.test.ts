@@ -459,6 +459,41 @@ describe('PagerDuty client', () => {
     expect(pd.failures.resolve).toBe(1);
   });
 
+  it('a trigger cut short by its signal ends at once with its reason, in a call or a backoff, uncounted', async () => {
+    const hangs = ((_url: string, init: RequestInit) =>
+      new Promise((_resolve, reject) => {
+        init.signal?.addEventListener('abort', () => reject(init.signal?.reason));
+      })) as unknown as typeof globalThis.fetch;
+    const { fetch: failsOnce, calls } = fakeFetch([503]);
+    for (const [fetch, baseDelayMs] of [
+      [hangs, 1],
+      [failsOnce, 60_000],
+    ] as const) {
+      const pd = new PagerDuty({
+        eventsUrl: 'http://pd/v2/enqueue',
+        apiUrl: 'http://pd/',
+        logger: silent,
+        fetch,
+        timeoutMs: 60_000,
+        baseDelayMs,
+      });
+      const stop = new AbortController();
+      const why = new Error('stopping');
+      const started = Date.now();
+      const sent = pd.trigger(
+        { routingKey: 'R', dedupKey: 'a1', summary: 's', source: 'c', customDetails: {} },
+        stop.signal,
+      );
+      await new Promise((r) => setTimeout(r, 20));
+      stop.abort(why);
+      await expect(sent).rejects.toBe(why);
+      expect(Date.now() - started).toBeLessThan(2_000);
+      expect(pd.failures.trigger).toBe(0);
+    }
+    // The backoff was cut short: no second attempt.
+    expect(calls).toHaveLength(1);
+  });
+
   it('times out a call that never answers', async () => {
     const fetch = ((_url: string, init: RequestInit) =>
       new Promise((_resolve, reject) => {
@@ -632,6 +667,173 @@ describe('Escalator', () => {
       expect(asked).toEqual([]);
       expect(choiceless.retries).toEqual([]);
       expect(choiceless.firedSteps.map((f) => f.failed)).toEqual([true]);
+    });
+  });
+
+  describe('when it stops', () => {
+    /** A promise and the function that settles it: a gate a test opens when it chooses. */
+    function gate<T = void>() {
+      let open!: (value: T) => void;
+      const shut = new Promise<T>((resolve) => {
+        open = resolve;
+      });
+      return { shut, open };
+    }
+
+    /** Resolves once `probe` holds (the escalator's work runs on microtasks and ticks). */
+    async function until(probe: () => boolean): Promise<void> {
+      for (let i = 0; i < 200 && !probe(); i++) await new Promise((r) => setTimeout(r, 1));
+      expect(probe()).toBe(true);
+    }
+
+    /**
+     * An escalator with one step due, whose parts a test may hold up: the schedule's look, the
+     * record as read after the claim (`fireGet`), the thread reply, and PagerDuty's trigger.
+     */
+    function stopping(
+      ladder: EscalationStep[],
+      held: {
+        look?: Promise<void>;
+        fireGet?: Promise<void>;
+        reply?: Promise<void>;
+        trigger?: (signal: AbortSignal | undefined) => Promise<void>;
+      } = {},
+    ) {
+      const sent: string[] = [];
+      const triggers: string[] = [];
+      const claims: string[] = [];
+      const marked: number[] = [];
+      const written: string[] = [];
+      const retries: number[] = [];
+      let gets = 0;
+      const due = { member: 'm', approvalId: 'a1', step: 0, lineage: 'l' };
+      const escalator = new Escalator({
+        schedule: {
+          look: async () => {
+            await held.look;
+            return { due: [due] };
+          },
+          claim: async () => {
+            claims.push('claim');
+            return true;
+          },
+          paged: async () => true,
+          fired: async (_l: string, f: FiredStep) => {
+            marked.push(f.step);
+          },
+          retry: async (_due: unknown, atMs: (times: number) => number) => {
+            retries.push(atMs(retries.length + 1));
+            return retries.length;
+          },
+        } as unknown as EscalationStore,
+        store: {
+          get: async () => {
+            gets += 1;
+            // The first read is the look before the claim; the second, the one after it.
+            if (gets === 2) await held.fireGet;
+            return record();
+          },
+        } as unknown as ApprovalStore,
+        slack: {
+          threadReply: async (_card, reply) => {
+            await held.reply;
+            sent.push(renderEscalationReply(reply));
+          },
+          directMessage: async () => ({ channel: 'D1', ts: '1' }),
+          permalink: async () => undefined,
+          nameOf: async () => undefined,
+        },
+        pager: {
+          trigger: async (event, signal) => {
+            triggers.push(event.dedupKey);
+            await held.trigger?.(signal);
+          },
+          resolve: async () => undefined,
+        },
+        defaultRoutingKey: 'R',
+        ladderOf: () => ladder,
+        ...untouched(),
+        keeper: {
+          mutateAndSync: async () => {
+            written.push('escalationFired');
+          },
+        } as unknown as RecordKeeper,
+        now: () => new Date(0),
+      });
+      return { escalator, sent, triggers, claims, marked, written, retries };
+    }
+
+    /** PagerDuty that never answers: the trigger ends only when its signal aborts. */
+    const hanging = (signal: AbortSignal | undefined) =>
+      new Promise<void>((_resolve, reject) => {
+        signal?.addEventListener('abort', () => reject(signal.reason));
+      });
+
+    it('a page PagerDuty has not confirmed is cut short and put back, due now, not marked fired', async () => {
+      const w = stopping([{ afterMs: 0, action: 'page' }], { trigger: hanging });
+      const polled = w.escalator.poll();
+      await until(() => w.triggers.length === 1);
+      await w.escalator.stop();
+      await polled;
+      expect(w.triggers).toEqual(['a1']);
+      expect(w.retries).toEqual([0]);
+      expect(w.marked).toEqual([]);
+      expect(w.written).toEqual([]);
+      expect(w.escalator.failures).toEqual({});
+    });
+
+    it('a page PagerDuty confirmed is marked fired as ever, never put back', async () => {
+      const confirmed = gate();
+      const w = stopping([{ afterMs: 0, action: 'page' }], { trigger: () => confirmed.shut });
+      const polled = w.escalator.poll();
+      await until(() => w.triggers.length === 1);
+      const stopped = w.escalator.stop();
+      confirmed.open();
+      await stopped;
+      await polled;
+      expect(w.retries).toEqual([]);
+      expect(w.marked).toEqual([0]);
+      expect(w.written).toEqual(['escalationFired']);
+    });
+
+    it('a reminder not yet sent is put back; one on its way is sent and marked, not put back', async () => {
+      const read = gate();
+      const before = stopping([{ afterMs: 0, action: 'remind' }], { fireGet: read.shut });
+      const polled = before.escalator.poll();
+      await until(() => before.claims.length === 1);
+      const stopped = before.escalator.stop();
+      read.open();
+      await stopped;
+      await polled;
+      expect(before.sent).toEqual([]);
+      expect(before.retries).toEqual([0]);
+      expect(before.marked).toEqual([]);
+
+      // Once the reply may have reached Slack, a second one would show: it is let finish instead.
+      const posted = gate();
+      const sending = stopping([{ afterMs: 0, action: 'remind' }], { reply: posted.shut });
+      const polling = sending.escalator.poll();
+      await until(() => sending.claims.length === 1);
+      await new Promise((r) => setTimeout(r, 5));
+      const stopping_ = sending.escalator.stop();
+      posted.open();
+      await stopping_;
+      await polling;
+      expect(sending.sent).toHaveLength(1);
+      expect(sending.retries).toEqual([]);
+      expect(sending.marked).toEqual([0]);
+    });
+
+    it('a look under way as it stops claims nothing', async () => {
+      const looked = gate();
+      const w = stopping([{ afterMs: 0, action: 'remind' }], { look: looked.shut });
+      const polled = w.escalator.poll();
+      const stopped = w.escalator.stop();
+      looked.open();
+      await stopped;
+      await polled;
+      expect(w.claims).toEqual([]);
+      expect(w.sent).toEqual([]);
     });
   });
 
