@@ -29,6 +29,27 @@ const ISO_DATE = /^\d{4}-\d{2}-\d{2}$/;
 // A time of day needs its zone: without one, Date would read it in the machine's local time.
 const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,3})?)?(?:Z|[+-]\d{2}:\d{2})$/;
 
+/** Days in `month` (1 to 12) of `year`, by the Gregorian calendar Date.parse reads dates in. */
+function daysIn(year: number, month: number): number {
+  if (month === 2) return year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28;
+  return [4, 6, 9, 11].includes(month) ? 30 : 31;
+}
+
+/**
+ * The day the text starts with, when the calendar does not have it. Date.parse rolls such a
+ * day over (2026-02-30 is 2026-03-02), so a typo would quietly move the bound by days.
+ */
+function missingDay(flag: string, text: string): UsageError | undefined {
+  const [, year, month, day] = /^(\d{4})-(\d{2})-(\d{2})/.exec(text) ?? [];
+  // A month out of range is left to Date.parse, which refuses it (no rollover there).
+  if (year === undefined || Number(month) < 1 || Number(month) > 12) return undefined;
+  const days = daysIn(Number(year), Number(month));
+  if (Number(day) >= 1 && Number(day) <= days) return undefined;
+  return new UsageError(
+    `${flag} ${JSON.stringify(text)} names a day that does not exist (${year}-${month} has ${days} days): give a date of the calendar`,
+  );
+}
+
 /**
  * A time bound: an ISO 8601 date (midnight UTC) or date-time with its zone, or a duration back
  * from `now` (`7d`, `12h`, `1h30m`).
@@ -36,6 +57,8 @@ const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,3})?)?(?
 function timeOf(flag: string, text: string, now: Date): number {
   const back = parseDuration(text);
   if (back !== undefined) return now.getTime() - back;
+  const missing = ISO_DATE.test(text) || ISO_DATE_TIME.test(text) ? missingDay(flag, text) : undefined;
+  if (missing) throw missing;
   const ms = ISO_DATE.test(text) || ISO_DATE_TIME.test(text) ? Date.parse(text) : Number.NaN;
   if (Number.isNaN(ms)) {
     throw new UsageError(

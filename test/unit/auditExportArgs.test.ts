@@ -52,6 +52,29 @@ describe('parseExportArgs', () => {
     );
   });
 
+  it('refuses a day the calendar does not have, which Date would roll over into the next month', () => {
+    expect(refused('--since', '2026-02-30')).toBe(
+      '--since "2026-02-30" names a day that does not exist (2026-02 has 28 days): give a date of the calendar',
+    );
+    expect(refused('--until', '2026-06-31')).toMatch(
+      /^--until "2026-06-31" names a day that does not exist \(2026-06 has 30 days\)/,
+    );
+    expect(refused('--since', '2026-04-31T23:00Z')).toMatch(
+      /^--since "2026-04-31T23:00Z" names a day that does not exist/,
+    );
+    expect(refused('--since', '2026-02-29')).toMatch(/^--since "2026-02-29" names a day that does not exist/);
+    expect(refused('--since', '2026-12-00')).toMatch(/^--since "2026-12-00" names a day that does not exist/);
+    // The last day of each kind of month, and a leap day, still parse as before.
+    expect(parse('--since', '2028-02-29', '--until', '2028-04-30T23:59:59-05:00').filter).toEqual({
+      sinceMs: Date.UTC(2028, 1, 29),
+      untilMs: Date.UTC(2028, 4, 1, 4, 59, 59),
+    });
+    expect(parse('--since', '2026-01-31T10:00+02:00', '--until', '2026-12-31').filter).toEqual({
+      sinceMs: Date.UTC(2026, 0, 31, 8),
+      untilMs: Date.UTC(2026, 11, 31),
+    });
+  });
+
   it('--kind: once or more, each a kind or a comma-separated list of them', () => {
     expect(parse('--kind', 'grant').filter).toEqual({ kinds: new Set(['grant']) });
     expect(parse('--kind', 'decision,refusal', '--kind', 'vote', '--kind=risk').filter).toEqual({
