@@ -50,6 +50,22 @@ function listVar(env: NodeJS.ProcessEnv, name: string, defaultPort: number, what
   return list;
 }
 
+/**
+ * A part of REDIS_URL with its %-escapes undone. A "%" that starts no escape (a password with a
+ * bare %) would throw a URIError, at start-up here or later in the client: one line instead,
+ * never echoing the part (it may be the password).
+ */
+function decoded(text: string, part: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    throw new ConfigError(
+      'REDIS_URL',
+      `REDIS_URL has a "%" not followed by two hex digits in its ${part}: write it as %25`,
+    );
+  }
+}
+
 const SENTINEL_URL_FORM = 'redis+sentinel://[[user]:password@]host:port,host:port/masterName[?db=N]';
 
 /** A redis+sentinel:// REDIS_URL. Its value is never echoed: it may carry a password. */
@@ -70,12 +86,14 @@ function sentinelUrl(value: string): Omit<Extract<RedisTarget, { kind: 'sentinel
   }
   const colon = userinfo?.indexOf(':') ?? -1;
   const username =
-    userinfo === undefined ? '' : decodeURIComponent(colon < 0 ? userinfo : userinfo.slice(0, colon));
-  const password = colon < 0 ? '' : decodeURIComponent(userinfo!.slice(colon + 1));
+    userinfo === undefined
+      ? ''
+      : decoded(colon < 0 ? userinfo : userinfo.slice(0, colon), 'user or password');
+  const password = colon < 0 ? '' : decoded(userinfo!.slice(colon + 1), 'user or password');
   return {
     kind: 'sentinel',
     sentinels,
-    name: decodeURIComponent(name!),
+    name: decoded(name!, 'master name'),
     db,
     ...(username ? { username } : {}),
     ...(password ? { password } : {}),
@@ -185,10 +203,14 @@ function checkUrlParts(url: URL): void {
       `REDIS_URL ${why}: write it as redis://[[user]:password@]host[:port][/db], or fix or unset it`,
     );
   if (url.port === '0') throw bad('names port 0');
+  // The client undoes the escapes of both (ioredis parseURL) and throws a URIError on a bare "%".
+  decoded(url.username, 'user or password');
+  decoded(url.password, 'user or password');
   const path = url.pathname;
   if (path !== '' && path !== '/' && !/^\/\d{1,9}$/.test(path)) {
+    const db = path.slice(1);
     throw bad(
-      `names database ${shown(decodeURIComponent(path.slice(1)))}, which is not a number (0 to 15 on a default Redis)`,
+      `names database ${shown(/%(?![0-9a-fA-F]{2})/.test(db) ? db : decodeURIComponent(db))}, which is not a number (0 to 15 on a default Redis)`,
     );
   }
   // A query would set client options unseen (ioredis reads any of them), a fragment nothing.

@@ -90,6 +90,16 @@ describe('mistakes only the operator can fix stop start-up with one line', () =>
     expect(running.host.incarnations).toHaveLength(0);
   });
 
+  it('REDIS_URL with a bare "%" in its password: one line that does not show it, not a URIError', async () => {
+    const password = 'p%ssS3cretRedisPw';
+    const running = await bot({ REDIS_URL: TEST_REDIS_URL.replace('redis://', `redis://:${password}@`) });
+    expect(await running.exited).toEqual({ code: 1, signal: null });
+    expect(running.logs.map((l) => l.raw)).toEqual([
+      'countersign: REDIS_URL has a "%" not followed by two hex digits in its user or password: write it as %25',
+    ]);
+    expect(running.host.incarnations).toHaveLength(0);
+  });
+
   it('REDIS_CLUSTER_NODES written as URLs with a password: one line that does not show it', async () => {
     const running = await bot({
       REDIS_URL: '',

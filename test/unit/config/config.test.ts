@@ -603,6 +603,41 @@ describe('where Redis is', () => {
     expect(err.message).not.toContain('sentinel-a');
   });
 
+  it.each([
+    ['redis://:p%ssredispassword@127.0.0.1:6379', 'user or password'],
+    ['redis://us%zz:redispassword@127.0.0.1:6379', 'user or password'],
+    ['rediss://:redispassword%@127.0.0.1:6380/2', 'user or password'],
+    ['redis+sentinel://:p%ssredispassword@h1:26379/mymaster', 'user or password'],
+    ['redis+sentinel://a%g:redispassword@h1:26379/mymaster', 'user or password'],
+    ['redis+sentinel://:redispassword@h1:26379/my%zzmaster', 'master name'],
+  ])('refuses REDIS_URL=%s, whose %s has a "%" that is no escape, in one line without it', (value, part) => {
+    // configError checks that no line holds "redispassword".
+    const err = configError(socketEnv({ REDIS_URL: value }));
+    expect(err.variable).toBe('REDIS_URL');
+    expect(err.message).toBe(
+      `REDIS_URL has a "%" not followed by two hex digits in its ${part}: write it as %25`,
+    );
+  });
+
+  it('refuses a REDIS_URL database with a "%" that is no escape as a database that is not a number', () => {
+    expect(configError(socketEnv({ REDIS_URL: 'redis://:redispassword@127.0.0.1:6379/%zz' })).message).toBe(
+      'REDIS_URL names database "%zz", which is not a number (0 to 15 on a default Redis): write it as redis://[[user]:password@]host[:port][/db], or fix or unset it',
+    );
+  });
+
+  it('reports the other invalid settings along with a REDIS_URL password that has a bare "%"', () => {
+    let thrown: unknown;
+    try {
+      loadConfig(socketEnv({ REDIS_URL: 'redis+sentinel://:p%ssredispassword@h1/mymaster', PORT: 'http' }));
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(ConfigErrors);
+    const errors = eachConfigError(thrown as ConfigError);
+    expect(errors.map((e) => e.variable)).toEqual(['PORT', 'REDIS_URL']);
+    expect((thrown as Error).message).not.toContain('redispassword');
+  });
+
   it('takes a Sentinel set from REDIS_SENTINELS and REDIS_SENTINEL_NAME, with both passwords', () => {
     const config = loadConfig(
       socketEnv({
