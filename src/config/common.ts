@@ -20,3 +20,13 @@ export function shown(value: string): string {
 
 /** A channel ID (public C…, private G…) or a #name, which chat.postMessage also accepts. */
 export const CHANNEL_ID = /^(?:[CG][A-Z0-9]+|#[a-z0-9][a-z0-9._-]{0,79})$/;
+
+/**
+ * The longest duration a setting that becomes a Node timer takes. A timer holds at most 2^31−1 ms
+ * (about 24.8 days) and fires after 1 ms beyond that (TimeoutOverflowWarning): a 30d request
+ * timeout would time every request out at once. 24d is the whole days under that.
+ */
+export const MAX_TIMER = { ms: 24 * 86_400_000, text: '24d' } as const;
+
+/** Why MAX_TIMER, in the words of an error message. */
+export const MAX_TIMER_WHY = "Node's timers wait no longer, and a longer one fires at once";

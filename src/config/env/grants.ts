@@ -13,8 +13,9 @@ export function grantsConfig(
   routes: readonly Route[],
   hosts: readonly HostSpec[],
 ): { ttlMs: number; maxTtlMs: number } {
-  const grantTtlMs = durationVar(env, 'COUNTERSIGN_GRANT_TTL', DEFAULTS.grantTtl);
-  const grantMaxTtlMs = durationVar(env, 'COUNTERSIGN_GRANT_MAX_TTL', DEFAULTS.grantMaxTtl);
+  // A grant ends at a time kept with it in Redis and checked when it is used: no timer waits for it.
+  const grantTtlMs = durationVar(env, 'COUNTERSIGN_GRANT_TTL', DEFAULTS.grantTtl, 'redis');
+  const grantMaxTtlMs = durationVar(env, 'COUNTERSIGN_GRANT_MAX_TTL', DEFAULTS.grantMaxTtl, 'redis');
   if (grantTtlMs > grantMaxTtlMs) {
     throw new ConfigError(
       'COUNTERSIGN_GRANT_TTL',

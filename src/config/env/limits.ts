@@ -24,7 +24,7 @@ function membershipTtl(env: NodeJS.ProcessEnv, name: string, fallback: string, w
 
 /** The COUNTERSIGN_* retention, cache and lease settings, each checked against its bounds. */
 export function limitsConfig(env: NodeJS.ProcessEnv) {
-  const resolvedTtlMs = durationVar(env, 'COUNTERSIGN_RESOLVED_TTL', DEFAULTS.resolvedTtl);
+  const resolvedTtlMs = durationVar(env, 'COUNTERSIGN_RESOLVED_TTL', DEFAULTS.resolvedTtl, 'redis');
   // Someone taken out of an approvers group keeps deciding for as long as the group is cached.
   const usergroupCacheTtlMs = membershipTtl(
     env,

@@ -3,7 +3,7 @@
 
 import { z } from 'zod';
 import { parseDuration } from '../../util/duration.js';
-import { ConfigError, shown } from '../common.js';
+import { ConfigError, MAX_TIMER, MAX_TIMER_WHY, shown } from '../common.js';
 
 /** Whether the text parses as a URL that names a host. */
 export function hasHost(url: string): boolean {
@@ -58,14 +58,30 @@ export function check<T>(name: string, value: string, schema: z.ZodType<T, strin
   return result.data;
 }
 
-export function durationVar(env: NodeJS.ProcessEnv, name: string, fallback: string): number {
+/**
+ * A duration. One that becomes a timer (`timer`, the default) is at most MAX_TIMER; one that only
+ * Redis keeps as a TTL (`redis`) may be longer, such as COUNTERSIGN_RESOLVED_TTL's default 30d.
+ */
+export function durationVar(
+  env: NodeJS.ProcessEnv,
+  name: string,
+  fallback: string,
+  kept: 'timer' | 'redis' = 'timer',
+): number {
   const value = read(env, name) ?? fallback;
-  return check(
+  const ms = check(
     name,
     value,
     duration,
     `must be a positive duration such as 30s, 15m, 8h or 7d (got ${shown(value)}): fix or unset it`,
   );
+  if (kept === 'timer' && ms > MAX_TIMER.ms) {
+    throw new ConfigError(
+      name,
+      `${name} must be at most ${MAX_TIMER.text} (got ${shown(value)}): ${MAX_TIMER_WHY}: fix or unset it`,
+    );
+  }
+  return ms;
 }
 
 /** A positive whole number of `unit` (up to 9 digits). */

@@ -3,7 +3,7 @@
 
 import { z } from 'zod';
 import type { EscalationStep, OncallSource } from '../../domain/route.js';
-import { duration, got, mapping, nonEmpty, USER_ID, USERGROUP_ID } from './fields.js';
+import { duration, got, mapping, nonEmpty, timerDuration, USER_ID, USERGROUP_ID } from './fields.js';
 
 function validTimeZone(zone: string): boolean {
   try {
@@ -90,7 +90,8 @@ export const oncall = mapping(
 const TARGET = /^(oncall|[UW][A-Z0-9]{2,}|S[A-Z0-9]{2,})$/;
 const step = mapping(
   {
-    after: duration,
+    // The escalator waits for the step with a timer; the rotation's `every` is only arithmetic.
+    after: timerDuration,
     action: z.enum(['remind', 'mention', 'dm', 'page', 'timeout'], {
       error: (iss) => `must be remind, mention, dm, page or timeout (got ${got(iss.input)})`,
     }),

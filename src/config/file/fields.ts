@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import type { Approvers } from '../../domain/route.js';
 import { parseDuration } from '../../util/duration.js';
-import { shown } from '../common.js';
+import { MAX_TIMER, MAX_TIMER_WHY, shown } from '../common.js';
 
 /** Names a YAML value in an error message without echoing structures. */
 export function got(value: unknown): string {
@@ -78,14 +78,29 @@ export function approvers(leftOut: string) {
 
 const notADuration = (iss: { input?: unknown }) =>
   `must be a duration such as 30s, 15m, 8h or 7d (got ${got(iss.input)})`;
-export const duration = z.string({ error: notADuration }).transform((text, ctx) => {
-  const ms = parseDuration(text);
-  if (ms === undefined || ms <= 0) {
-    ctx.addIssue({ code: 'custom', message: notADuration({ input: text }) });
-    return z.NEVER;
-  }
-  return ms;
-});
+
+/** A positive duration; with `timer`, one that becomes a timer, so at most MAX_TIMER. */
+function durationField(timer: boolean) {
+  return z.string({ error: notADuration }).transform((text, ctx) => {
+    const ms = parseDuration(text);
+    if (ms === undefined || ms <= 0) {
+      ctx.addIssue({ code: 'custom', message: notADuration({ input: text }) });
+      return z.NEVER;
+    }
+    if (timer && ms > MAX_TIMER.ms) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `must be at most ${MAX_TIMER.text} (got ${got(text)}): ${MAX_TIMER_WHY}`,
+      });
+      return z.NEVER;
+    }
+    return ms;
+  });
+}
+
+export const duration = durationField(false);
+/** A duration a timer waits for (an escalation step's `after`). */
+export const timerDuration = durationField(true);
 
 const notAQuorum = (iss: { input?: unknown }) =>
   `must be a whole number from 1 to 10 (got ${got(iss.input)})`;

@@ -356,6 +356,36 @@ describe('loadConfig errors', () => {
     expect(err.message).toContain('30s, 15m, 8h or 7d');
   });
 
+  it.each([
+    ['MSP_REQUEST_TIMEOUT', '30d'],
+    ['COUNTERSIGN_LEASE_TTL', '25d'],
+    ['SLACK_API_TIMEOUT', '24d1ms'],
+  ])('rejects %s=%s: a Node timer that long would fire at once', (name, value) => {
+    const err = configError(socketEnv({ [name]: value }));
+    expect(err.variable).toBe(name);
+    expect(err.message).toBe(
+      `${name} must be at most 24d (got "${value}"): Node's timers wait no longer, and a longer one fires at once: fix or unset it`,
+    );
+  });
+
+  it('takes 24d where a timer waits, and longer TTLs that only Redis keeps', () => {
+    const config = loadConfig(
+      socketEnv({
+        MSP_REQUEST_TIMEOUT: '24d',
+        COUNTERSIGN_LEASE_TTL: '24d',
+        SLACK_API_TIMEOUT: '24d',
+        COUNTERSIGN_RESOLVED_TTL: '90d',
+        COUNTERSIGN_GRANT_TTL: '30d',
+        COUNTERSIGN_GRANT_MAX_TTL: '52w',
+      }),
+    );
+    expect(config.msp.requestTimeoutMs).toBe(24 * 86_400_000);
+    expect(config.leaseTtlMs).toBe(24 * 86_400_000);
+    expect(config.slack.apiTimeoutMs).toBe(24 * 86_400_000);
+    expect(config.resolvedTtlMs).toBe(90 * 86_400_000);
+    expect(config.grants).toEqual({ ttlMs: 30 * 86_400_000, maxTtlMs: 52 * 7 * 86_400_000 });
+  });
+
   it('rejects a grant TTL above the maximum', () => {
     const err = configError(socketEnv({ COUNTERSIGN_GRANT_TTL: '8d' }));
     expect(err.variable).toBe('COUNTERSIGN_GRANT_TTL');

@@ -136,6 +136,15 @@ describe('routes[].escalation and routes[].oncall', () => {
     ]);
   });
 
+  it('take a step 24d after the card (a timer waits that long) and a rotation of 4w (no timer does)', () => {
+    const config = load(
+      route(`    oncall: { rotation: { users: [U0ANA, U0BEN], start: "2026-11-30T09:00:00Z", every: 4w } }
+    escalation: [{ after: 24d, action: timeout }]`),
+    );
+    expect(config.routes[0]?.oncall).toMatchObject({ everyMs: 28 * 86_400_000 });
+    expect(config.routes[0]?.escalation).toEqual([{ afterMs: 24 * 86_400_000, action: 'timeout' }]);
+  });
+
   it('usergroup and pagerduty sources', () => {
     expect(load(route('    oncall: { usergroup: S0ONCALL }')).routes[0]?.oncall).toEqual({
       kind: 'usergroup',
@@ -154,6 +163,10 @@ describe('routes[].escalation and routes[].oncall', () => {
       'routes[0].escalation[0].action must be remind, mention, dm, page or timeout (got "shout")',
     ],
     ['    escalation: [{ after: soon, action: remind }]', 'routes[0].escalation[0].after must be a duration'],
+    [
+      '    escalation: [{ after: 10m, action: remind }, { after: 30d, action: timeout }]',
+      `routes[0].escalation[1].after must be at most 24d (got "30d"): Node's timers wait no longer, and a longer one fires at once`,
+    ],
     ['    escalation: [{ after: 10m, action: remind, when: now }]', 'key "when" is not supported'],
     ['    escalation: [{ after: 10m, action: mention }]', 'needs a target'],
     ['    escalation: [{ after: 10m, action: remind, target: U0ANA }]', 'target is only for mention and dm'],
