@@ -17,7 +17,7 @@ import type { ConfigFile } from '../domain/route.js';
 import { isReservedRouteName } from '../routing/router.js';
 import { ConfigError, shown } from './common.js';
 import { got, mapping, userIds } from './file/fields.js';
-import { type HostDefaults, host, hostSpec } from './file/hosts.js';
+import { cwdProblem, type HostDefaults, host, hostSpec } from './file/hosts.js';
 import { risk } from './file/risks.js';
 import { route } from './file/routes.js';
 
@@ -179,6 +179,17 @@ export function loadConfigFile(path: string, defaults: HostDefaults): ConfigFile
     fail(path, issue ? describeIssue(issue) : 'is not valid');
   }
   crossCheck(path, result.data);
+  // Each host's working directory exists: checked once here, not found out on every spawn. Shown
+  // whole (a path, not a secret): shortened, its last part, often the typo, would be cut off.
+  result.data.hosts?.forEach((entry, i) => {
+    const problem = entry.cwd === undefined ? undefined : cwdProblem(entry.cwd);
+    if (problem) {
+      fail(
+        path,
+        `hosts[${i}].cwd ${JSON.stringify(entry.cwd)} ${problem}: create the directory or fix the path`,
+      );
+    }
+  });
   return {
     ...(result.data.hosts ? { hosts: result.data.hosts.map((entry) => hostSpec(entry, defaults)) } : {}),
     routes: result.data.routes ?? [],

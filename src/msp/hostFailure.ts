@@ -25,6 +25,17 @@ export function describeExit(exit: ExitInfo): string {
   return `exited with code ${exit.code}${meaning === undefined ? '' : ` (${meaning})`}`;
 }
 
+/**
+ * Why the process could not be spawned at all. Node says "spawn /bin/sh ENOENT" for a working
+ * directory that is missing as for a missing shell, so `missingCwd`, the host's cwd when it is
+ * no directory (removed after start-up, which checks it), is named instead.
+ */
+export function describeSpawnFailure(error: NodeJS.ErrnoException, missingCwd: string | undefined): string {
+  if (missingCwd !== undefined)
+    return `could not be started in its cwd ${JSON.stringify(missingCwd)} (not a directory)`;
+  return `could not be started (${error.code ?? error.message})`;
+}
+
 /** What went wrong with `initialize` on a host that was still running. */
 export function describeHandshakeFailure(error: unknown): string {
   if (error instanceof RequestTimeoutError) {

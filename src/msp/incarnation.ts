@@ -1,10 +1,12 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { statSync } from 'node:fs';
 import { finished } from 'node:stream/promises';
 import type { Logger } from 'pino';
 import { maskCommandLine } from '../secrets/maskCommandLine.js';
 import { settlesWithin } from '../util/settlesWithin.js';
 import { type IncomingRequest, JsonRpcConnection } from './connection.js';
+import { describeSpawnFailure } from './hostFailure.js';
 import { pipeHostStderr } from './hostStderr.js';
 import { type ExitInfo, reapGroup, terminate, waitForExit } from './processControl.js';
 import type { SessionFollower } from './sessionFollower.js';
@@ -77,8 +79,6 @@ export function spawnIncarnation(spec: SpawnSpec, hooks: IncarnationHooks): Inca
     ...(spec.cwd ? { cwd: spec.cwd } : {}),
     detached: true,
   });
-  // Without this listener a failed spawn or kill would throw from an EventEmitter.
-  child.on('error', (error) => logger.error({ err: error }, 'host process error'));
   const connection = new JsonRpcConnection({
     input: child.stdout!,
     output: child.stdin!,
@@ -99,6 +99,21 @@ export function spawnIncarnation(spec: SpawnSpec, hooks: IncarnationHooks): Inca
     gone: false,
     handled: Promise.resolve(),
   };
+  // Without this listener a failed spawn or kill would throw from an EventEmitter.
+  child.on('error', (error: NodeJS.ErrnoException) => {
+    if (child.pid !== undefined) {
+      logger.error({ err: error }, 'host process error');
+      return;
+    }
+    // Never spawned: said as any start that failed, with the next start (StartFailures), in
+    // words that name the cause rather than "spawn /bin/sh ENOENT".
+    incarnation.startFailure = describeSpawnFailure(
+      error,
+      spec.cwd && !isDirectory(spec.cwd) ? spec.cwd : undefined,
+    );
+    // The code alone: the error's spawnargs hold the command unmasked (maskCommandLine).
+    logger.debug({ code: error.code }, 'host process could not be spawned');
+  });
   pipeHostStderr(child.stderr!, logger, incarnation.stderrTail);
   connection.onRequest((request) => hooks.onRequest(incarnation, request));
   connection.onNotification(({ method, params }) => hooks.onNotification(incarnation, method, params));
@@ -114,6 +129,14 @@ export function spawnIncarnation(spec: SpawnSpec, hooks: IncarnationHooks): Inca
     'host spawned',
   );
   return incarnation;
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 async function watch(incarnation: Incarnation, hooks: IncarnationHooks): Promise<void> {

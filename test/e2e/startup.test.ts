@@ -2,7 +2,7 @@
 // stops the process with one line and exit code 1; trouble that may pass keeps the bot running,
 // says what is wrong in one log line, and /readyz says why the bot is not ready.
 
-import { rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -98,6 +98,19 @@ describe('mistakes only the operator can fix stop start-up with one line', () =>
       'countersign: REDIS_URL has a "%" not followed by two hex digits in its user or password: write it as %25',
     ]);
     expect(running.host.incarnations).toHaveLength(0);
+  });
+
+  it('a host cwd that does not exist: one line naming hosts[0].cwd, not a host that never starts', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'countersign-cwd-'));
+    cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
+    const cwd = join(dir, 'agents-typo');
+    const path = join(dir, 'countersign.yml');
+    writeFileSync(path, `hosts:\n  - id: main\n    command: muse serve\n    cwd: ${cwd}\n`);
+    const running = await bot({ COUNTERSIGN_CONFIG: path, MSP_HOST_COMMAND: '' });
+    expect(await running.exited).toEqual({ code: 1, signal: null });
+    expect(running.logs.map((l) => l.raw)).toEqual([
+      `countersign: COUNTERSIGN_CONFIG (${path}): hosts[0].cwd ${JSON.stringify(cwd)} does not exist: create the directory or fix the path`,
+    ]);
   });
 
   it('REDIS_CLUSTER_NODES written as URLs with a password: one line that does not show it', async () => {

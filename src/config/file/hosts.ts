@@ -1,6 +1,7 @@
 // `hosts`: the MSP hosts to supervise, each on its own. Without the key MSP_HOST_COMMAND is the
 // one host (config.ts).
 
+import { statSync } from 'node:fs';
 import { z } from 'zod';
 import type { HostSpec } from '../../domain/route.js';
 import { got, mapping, nonEmpty, USER_ID } from './fields.js';
@@ -54,4 +55,19 @@ export function hostSpec(entry: HostEntry, defaults: HostDefaults): HostSpec {
       : { env: Object.fromEntries(Object.entries(entry.env).map(([k, v]) => [k, String(v)])) }),
     ...(entry.owner === undefined ? {} : { owner: entry.owner }),
   };
+}
+
+/**
+ * Why `cwd` cannot be a host's working directory, or undefined when it can. Checked at start-up:
+ * spawn says only "spawn /bin/sh ENOENT" for a missing one, which reads as the command's fault,
+ * and says it again on every start.
+ */
+export function cwdProblem(cwd: string): string | undefined {
+  try {
+    return statSync(cwd).isDirectory() ? undefined : 'is not a directory';
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return 'does not exist';
+    return code === 'ENOTDIR' ? 'is not a directory' : `cannot be looked at (${code ?? 'error'})`;
+  }
 }

@@ -6,10 +6,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../../src/config/config.js';
-import { PROJECT_ROOT } from '../../support/bot.js';
+import { exampleConfig } from '../../support/exampleConfig.js';
 import { FAKE_SLACK_APP_TOKEN, FAKE_SLACK_BOT_TOKEN } from '../../support/fakeSecrets.js';
 
-const EXAMPLE = join(PROJECT_ROOT, 'countersign.example.yml');
+// The shipped example, its host's cwd (/srv/agents) made a directory that exists.
+const { path: EXAMPLE, cwd: EXAMPLE_HOST_CWD } = exampleConfig();
 
 /** The environment of the file-only case: no MSP_HOST_COMMAND, no SLACK_CHANNEL. */
 function fileEnv(path: string, overrides: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
@@ -48,7 +49,7 @@ describe('countersign.example.yml', () => {
         id: 'main',
         command: 'muse serve',
         sandboxMode: 'workspace-write',
-        cwd: '/srv/agents',
+        cwd: EXAMPLE_HOST_CWD,
         env: { MUSE_PROFILE: 'ci' },
         owner: 'U0ALICE',
       },
@@ -514,6 +515,30 @@ describe('a mistake in the file stops start-up with one line naming its place', 
     expect(err.variable).toBe('COUNTERSIGN_CONFIG');
     expect(err.message).toBe(`COUNTERSIGN_CONFIG (${file}): ${problem}`);
     expect(err.message).not.toContain('S3cret');
+  });
+
+  it('a host cwd that is not an existing directory: one line naming hosts[i].cwd', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'countersign-cwd-'));
+    const aFile = join(dir, 'notes.txt');
+    writeFileSync(aFile, '');
+    const missing = join(dir, 'agents-typo');
+    const hosts = (cwd: string) =>
+      `hosts:\n${HOST}  - id: ci\n    command: muse ci\n    cwd: ${dir}\n  - id: typo\n    command: muse\n    cwd: ${cwd}\n`;
+    for (const [cwd, problem] of [
+      [missing, 'does not exist'],
+      [aFile, 'is not a directory'],
+      [join(aFile, 'agents'), 'is not a directory'],
+    ] as const) {
+      const file = configFile(hosts(cwd));
+      const err = errorOf(fileEnv(file, { SLACK_CHANNEL: 'C0ALL' }));
+      expect(err.variable).toBe('COUNTERSIGN_CONFIG');
+      expect(err.message).toBe(
+        `COUNTERSIGN_CONFIG (${file}): hosts[2].cwd ${JSON.stringify(cwd)} ${problem}: create the directory or fix the path`,
+      );
+    }
+    // An existing directory, absolute or relative to the bot's own, is taken.
+    const config = loadConfig(fileEnv(configFile(`${hosts('.')}routes:\n${ROUTE}`)));
+    expect(config.msp.hosts.map((h) => h.cwd)).toEqual([undefined, dir, '.']);
   });
 
   it('MSP_HOST_COMMAND together with hosts', () => {

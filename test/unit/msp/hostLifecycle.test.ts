@@ -97,6 +97,27 @@ describe('a host command that will not run', () => {
     expect(supervisor.downReason()).toMatch(/^MSP_HOST_COMMAND did not answer initialize within 50 ms/);
   });
 
+  it('a cwd that is gone (removed after start-up) is named, not the shell "spawn /bin/sh ENOENT" blames', async () => {
+    const dir = tempDir();
+    const cwd = join(dir, 'agents');
+    const { supervisor, logs } = supervise(countStart(`${dir}/starts`), {
+      cwd,
+      commandSetting: 'COUNTERSIGN_CONFIG hosts[0].command',
+    });
+    await supervisor.start();
+    await until(() => logs.some((line) => line.level === 50));
+    const reason = `COUNTERSIGN_CONFIG hosts[0].command could not be started in its cwd ${JSON.stringify(cwd)} (not a directory) 3 times in a row`;
+    expect(logs.filter((line) => (line.level as number) >= 40)).toEqual([
+      expect.objectContaining({ level: 50, msg: reason }),
+    ]);
+    expect(supervisor.downReason()).toMatch(
+      /^COUNTERSIGN_CONFIG hosts\[0\]\.command could not be started in its cwd /,
+    );
+    // Nothing ran: the shell never started.
+    expect(starts(`${dir}/starts`)).toBe(0);
+    expect(logs.some((line) => JSON.stringify(line).includes('"stack"'))).toBe(false);
+  });
+
   it('a host that comes up at last clears the reason, and says so', async () => {
     const dir = tempDir();
     const gate = join(dir, 'ready');

@@ -2,7 +2,6 @@
 // behind a wrapper, with its flags anywhere or bundled; a host in capitals or with its root dot; a
 // path relative to the workspace. The shipped example's force-push rule is checked as it ships.
 
-import { join } from 'node:path';
 import { quote } from 'shell-quote';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config/config.js';
@@ -12,14 +11,14 @@ import { invocations } from '../../../src/routing/invocations.js';
 import { programMatcher } from '../../../src/routing/programs.js';
 import { RiskRules } from '../../../src/routing/risks.js';
 import { shellCommands } from '../../../src/routing/shellWords.js';
-import { PROJECT_ROOT } from '../../support/bot.js';
+import { exampleConfig } from '../../support/exampleConfig.js';
 import { FAKE_SLACK_APP_TOKEN, FAKE_SLACK_BOT_TOKEN } from '../../support/fakeSecrets.js';
 import { shellSubject } from '../../support/shellSubject.js';
 
 const EXAMPLE = loadConfig({
   SLACK_BOT_TOKEN: FAKE_SLACK_BOT_TOKEN,
   SLACK_APP_TOKEN: FAKE_SLACK_APP_TOKEN,
-  COUNTERSIGN_CONFIG: join(PROJECT_ROOT, 'countersign.example.yml'),
+  COUNTERSIGN_CONFIG: exampleConfig().path,
   PAGERDUTY_ROUTING_KEY: 'R0UTINGKEY0000000000000000000000',
 });
 
