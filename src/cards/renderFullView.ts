@@ -132,19 +132,22 @@ export function renderFullView({ record, full, metadata }: FullViewArgs): ModalV
   };
 }
 
-/** The modal once a choice was pressed in it: the card shows what came of it. */
-export function renderFullViewSent(choiceLabel: string): ModalView {
+/** The full view, its buttons gone, saying only `text`. */
+function fullViewNote(text: string): ModalView {
   return {
     type: 'modal',
     callback_id: FULL_VIEW_CALLBACK_ID,
     title: plainText(TITLE),
     close: plainText('Close'),
-    blocks: [
-      section(
-        `You chose *${clip(choiceLabel, 200)}*. The card in the channel shows how it went; if the choice could not be made, Countersign tells you there.`,
-      ),
-    ],
+    blocks: [section(text)],
   };
+}
+
+/** The modal once a choice was pressed in it: the card shows what came of it. */
+export function renderFullViewSent(choiceLabel: string): ModalView {
+  return fullViewNote(
+    `You chose *${clip(choiceLabel, 200)}*. The card in the channel shows how it went; if the choice could not be made, Countersign tells you there.`,
+  );
 }
 
 /**
@@ -152,15 +155,7 @@ export function renderFullViewSent(choiceLabel: string): ModalView {
  * button it holds carries the question it was drawn for, so each would be refused alike.
  */
 export function renderFullViewOutdated(): ModalView {
-  return {
-    type: 'modal',
-    callback_id: FULL_VIEW_CALLBACK_ID,
-    title: plainText(TITLE),
-    close: plainText('Close'),
-    blocks: [
-      section(
-        'The question changed while this view was open (a stage advanced, or the command, the choices or what the card marks changed), so nothing was decided. The card in the channel shows the current question: decide there, or open *View full* again to read it whole.',
-      ),
-    ],
-  };
+  return fullViewNote(
+    'The question changed while this view was open (a stage advanced, or the command, the choices or what the card marks changed), so nothing was decided. The card in the channel shows the current question: decide there, or open *View full* again to read it whole.',
+  );
 }

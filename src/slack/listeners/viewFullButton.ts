@@ -7,6 +7,7 @@ import type { FullTextOf } from '../../domain/fullText.js';
 import type { ApprovalRecord } from '../../domain/record.js';
 import type { Authorizer } from '../../relay/deciding/authorizer.js';
 import { type ClickHandler, RECORD_WITHIN_MS } from '../../relay/deciding/clickHandler.js';
+import { byDeadline, LATE } from '../../util/byDeadline.js';
 import type { SlackViews } from '../slackViews.js';
 
 /** Reads a card's record with the full text kept for it (ApprovalStore). */
@@ -28,25 +29,6 @@ const ViewFullBody = z.looseObject({
   message: z.looseObject({ ts: z.string() }).optional(),
   actions: z.array(z.looseObject({ value: z.string().optional() })).min(1),
 });
-
-const LATE = Symbol('late');
-
-/**
- * `task`'s answer, or LATE once `deadline` (ms since the epoch) has passed: what comes after it
- * could no longer open the modal (Slack's trigger lasts 3 s from the press, and views.open and
- * the ephemeral that tells of a failure need their own moment).
- */
-async function byDeadline<T>(task: Promise<T>, deadline: number): Promise<T | typeof LATE> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<typeof LATE>((resolve) => {
-    timer = setTimeout(() => resolve(LATE), Math.max(0, deadline - Date.now()));
-  });
-  try {
-    return await Promise.race([task, late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 /**
  * "View full" on a card: the whole request in a modal, for those who may read it (its channel's
