@@ -16,6 +16,14 @@ export function isOption(word: string): boolean {
   return word.length > 1 && word.startsWith('-');
 }
 
+/**
+ * An unquoted expansion as shellWords.ts keeps it (`$NAME`, `$(…)`): the shell makes it zero or
+ * more words the bot cannot know. (A quoted one comes out the same: one word, still unknown.)
+ */
+export function isExpansion(word: string): boolean {
+  return word.length > 1 && word.startsWith('$');
+}
+
 /** `NAME=value`, which the shell, `env` and `sudo` read as a variable for the command. */
 export function isAssignment(word: string): boolean {
   return /^[A-Za-z_][A-Za-z0-9_]*=/.test(word);
@@ -58,6 +66,12 @@ export function operandStarts(
     }
     if (!optionsEnded && isOption(word)) {
       maybeValue = reading.takesValue(word);
+      continue;
+    }
+    // It may be no word at all, or an option that takes the next word: the word after it may
+    // still be the operand (`git $(true) push`, `sudo $OPTS git push`).
+    if (isExpansion(word)) {
+      maybeValue = true;
       continue;
     }
     if (!maybeValue && reading.assignments && isAssignment(word)) continue;

@@ -12,7 +12,8 @@ import { shellCommands, shellWords, UnreadableCommand } from './shellWords.js';
 // another place (`ssh host …`, `docker exec`, `kubectl exec`), `find -exec`, `watch`, `strace`,
 // aliases and shell functions, git aliases, a variable in the program's place (`$GIT push`),
 // scripts read from a file or standard input, and command substitution in backquotes or inside
-// double quotes (`$(…)` outside quotes is split as a command of its own).
+// double quotes (`$(…)` outside quotes is split as a command of its own, and the command around
+// it reads on past it: shellWords.ts).
 // A command line built to be too costly to unwrap (MAX_STEPS), or a script in it that cannot be
 // split, is reported `tangled`, and then matches every `programs` rule: what cannot be read is not
 // let through as harmless.

@@ -22,36 +22,95 @@ function tokensOf(text: string): ParseEntry[] {
 /** Operators whose next word names a file or a descriptor, not an argument of the command. */
 const REDIRECTIONS = new Set(['>', '>>', '<', '>&', '<&', '<<', '<<<', '<>', '>|', '&>', '&>>']);
 
-/** One line's simple commands: split at `&&`, `||`, `;`, `|`, `&`, `(`, `)`, `<(`… */
+/**
+ * What stands in the command around a substitution for it: `$(…)` is zero or more words the bot
+ * cannot know (argv.ts reads it so), a process substitution one file name.
+ */
+const COMMAND_SUBSTITUTION = '$(…)';
+const PROCESS_SUBSTITUTIONS = new Map([
+  ['<(', '<(…)'],
+  ['>(', '>(…)'],
+]);
+
+const isOpenParen = (token: ParseEntry | undefined) =>
+  typeof token === 'object' && 'op' in token && token.op === '(';
+
+/**
+ * One line's simple commands: split at `&&`, `||`, `;`, `|`, `&`, `(`, `)`, `#`. A substitution
+ * (`$(…)`, `<(…)`, `>(…)`) is a command of its own, and the command around it reads on past it
+ * (`git push $(git remote) --force` is one push with --force). Each command is listed where its
+ * first word is, so the outer one comes before the one inside it (`env -S` reads them in order).
+ */
 function commandsOfTokens(tokens: readonly ParseEntry[]): string[][] {
   const commands: string[][] = [];
   let words: string[] = [];
+  // The words after the last substitution closed, also read as a command of their own: a ")"
+  // that is not the substitution's (a `case` pattern's inside `$(…)`) closes it too early, and
+  // then the words after it are still looked at as a command. That can only add commands to
+  // look at, never hide one.
+  let tail: string[] | undefined;
+  // The outer commands of the substitutions open; null for a subshell `(…)`, which ends one.
+  const outers: (string[] | null)[] = [];
   let skipNext = false;
+  const add = (word: string) => {
+    for (const command of tail ? [words, tail] : [words]) {
+      if (command.length === 0) commands.push(command);
+      command.push(word);
+    }
+  };
+  const dropLastWord = () => {
+    for (const command of tail?.length ? [words, tail] : [words]) {
+      command.pop();
+      // Listed at its first word, and nothing listed since: it is the last one listed.
+      if (command.length === 0) commands.pop();
+    }
+  };
   const end = () => {
-    if (words.length > 0) commands.push(words);
     words = [];
+    tail = undefined;
   };
   for (const [i, token] of tokens.entries()) {
     if (typeof token === 'string') {
+      // `$(…)` comes out as "$" then "(": the substitution is read at the "(".
+      if (token === '$' && isOpenParen(tokens[i + 1])) continue;
       if (skipNext) skipNext = false;
-      else words.push(token);
+      else add(token);
     } else if ('comment' in token) {
       end();
     } else if (token.op === 'glob') {
-      words.push(token.pattern);
+      add(token.pattern);
     } else if (REDIRECTIONS.has(token.op)) {
       // `git push >log --force` is still one command, with --force. A descriptor's number
       // before the operator (`2>/dev/null`) is the redirection's, no argument: shell-quote gives
       // no spacing, so a lone number just before one is taken for a descriptor.
-      if (/^\d+$/.test(words.at(-1) ?? '') && tokens[i - 1] === words.at(-1)) words.pop();
+      if (/^\d+$/.test(words.at(-1) ?? '') && tokens[i - 1] === words.at(-1)) dropLastWord();
       skipNext = true;
     } else {
-      // `$(…)` comes out as "$" then "(": the "$" is no word of the command before it.
-      if (token.op === '(' && words.at(-1) === '$') words.pop();
-      end();
+      const placeholder =
+        token.op === '(' && tokens[i - 1] === '$'
+          ? COMMAND_SUBSTITUTION
+          : PROCESS_SUBSTITUTIONS.get(token.op);
+      if (placeholder !== undefined) {
+        // A redirection's file name (`>$(mktemp)`) is no word of the command.
+        if (skipNext) skipNext = false;
+        else add(placeholder);
+        outers.push(words);
+        end();
+      } else if (token.op === '(') {
+        outers.push(null);
+        end();
+      } else if (token.op === ')') {
+        const outer = outers.pop();
+        end();
+        if (outer) {
+          words = outer;
+          tail = [];
+        }
+      } else {
+        end();
+      }
     }
   }
-  end();
   return commands;
 }
 

@@ -108,6 +108,15 @@ describe('the shipped force-push rule', () => {
     };
     expect(textOf(await openCard(world, textOnly))).toContain(FORCE_PUSH);
 
+    // A command substitution is a command of its own, and hides no flag written after it.
+    const substituted = shell('fp-substituted', ['true']);
+    substituted.subject = {
+      kind: 'shell',
+      command: 'git push origin $(git branch --show-current) --force',
+      workspaceRoot: '/srv/app',
+    };
+    expect(textOf(await openCard(world, substituted))).toContain(FORCE_PUSH);
+
     // Text that cannot be split as a shell would could run anything: it is treated as matching.
     const unreadable = shell('fp-unreadable', ['true']);
     unreadable.subject = { kind: 'shell', command: 'git push origin ${', workspaceRoot: '/srv/app' };

@@ -181,6 +181,57 @@ describe('a programs entry', () => {
   });
 });
 
+describe('a command or process substitution', () => {
+  const names = namesOf([
+    {
+      name: 'fp',
+      warning: 'w',
+      match: {
+        programs: [
+          { program: 'git', subcommand: 'push', flags: ['--force'] },
+          { program: 'git', subcommand: 'push', args: ['+*'] },
+        ],
+      },
+    },
+    { name: 'rm', warning: 'Deletes', match: { programs: [{ program: 'rm', flags: ['-r'] }] } },
+  ]);
+
+  it('reads the outer command on past a $(…) or <(…)', () => {
+    for (const c of [
+      'git push $(true) --force origin main',
+      'git push <(true) --force',
+      'git $(true) push --force',
+      'git push origin $(true) +main',
+      'git push $( (true) ) --force',
+      'git push $(echo $(true)) --force',
+      'git push $((1 + 2)) --force',
+      'git push > $(mktemp) --force',
+      'sudo $(true) git push --force',
+      'timeout 10s $(true) git push --force',
+    ])
+      expect(names(text(c)), c).toEqual(['fp']);
+    expect(names(text('rm $(true) -rf /srv'))).toEqual(['rm']);
+    expect(names(text('rm >(cat) -rf /srv'))).toEqual(['rm']);
+  });
+
+  it('the command inside is still matched on its own', () => {
+    for (const c of [
+      'echo $(git push --force)',
+      'echo $(echo $(git push --force)) done',
+      'diff <(git push --force) x',
+      'git log $(git push --force)',
+    ])
+      expect(names(text(c)), c).toEqual(['fp']);
+    expect(names(text('echo $(git status) $(git log)'))).toEqual([]);
+  });
+
+  it('a ")" that is not the substitution’s own hides no command after it', () => {
+    // bash reads a case pattern's ")" inside $(…): the words after it are still a command.
+    expect(names(text('echo $(case x in a) git push --force;; esac)'))).toEqual(['fp']);
+    expect(names(text('echo $(true) rm -rf /srv'))).toEqual(['rm']);
+  });
+});
+
 describe('a command line split as the shell would', () => {
   it('at its operators, redirections left out, quotes and variables kept', () => {
     expect(shellCommands('A=1 git push "$REMOTE" \'a b\' >log 2>&1 | tee x && (cd y; ls)')).toEqual([
@@ -188,6 +239,18 @@ describe('a command line split as the shell would', () => {
       ['tee', 'x'],
       ['cd', 'y'],
       ['ls'],
+    ]);
+  });
+
+  it('a substitution in its own place in the command, and read as a command of its own', () => {
+    expect(shellCommands('git push $(git remote | head -1) --force; ls <(cat a) x')).toEqual([
+      ['git', 'push', '$(…)', '--force'],
+      ['git', 'remote'],
+      ['head', '-1'],
+      ['--force'],
+      ['ls', '<(…)', 'x'],
+      ['cat', 'a'],
+      ['x'],
     ]);
   });
 });
