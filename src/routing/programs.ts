@@ -1,6 +1,6 @@
 import picomatch from 'picomatch';
 import type { ProgramMatch } from '../domain/route.js';
-import { isOption, operandStarts, programName } from './argv.js';
+import { isExpansion, isOption, operandStarts, programName } from './argv.js';
 import type { Invocation } from './invocations.js';
 
 // A `programs` entry of a risk rule (`risks[].match.programs`): "this program, with this
@@ -37,6 +37,10 @@ function flagTest(flag: string): (word: string) => boolean {
   return (word) => word === flag || word.startsWith(`${flag}=`);
 }
 
+/**
+ * Whether any of `flags` is in the words from `from` on. An expansion (`$F`, `$(…)`) may be any
+ * flag (`F=--force; git push $F`): what cannot be read is not taken for harmless.
+ */
 function hasFlag(
   words: readonly string[],
   from: number,
@@ -44,7 +48,7 @@ function hasFlag(
 ): boolean {
   for (let i = from; i < words.length; i++) {
     const word = words[i] as string;
-    if (isOption(word) && flags.some((test) => test(word))) return true;
+    if (isExpansion(word) || (isOption(word) && flags.some((test) => test(word)))) return true;
   }
   return false;
 }
@@ -65,14 +69,16 @@ function operandsFrom(words: readonly string[], from: number): string[] {
  * Whether an invocation is one the entry names. Names (program, subcommand) are compared in lower
  * case, as programName() reads them. Flags count anywhere after the program, before the
  * subcommand too and after `--` too (many programs take options anywhere). `args` are globs, on
- * which `*` crosses "/" as in `commands`, on the operands after the subcommand.
+ * which `*` crosses "/" as in `commands`, on the operands after the subcommand. An expansion
+ * counts as any flag and any arg, once the program and the subcommand match.
  */
 export function programMatcher(entry: ProgramMatch): (invocation: Invocation) => boolean {
   const program = entry.program.toLowerCase();
   const subcommand = entry.subcommand?.toLowerCase();
   const flags = entry.flags?.map(flagTest);
   const argMatcher = entry.args ? picomatch(entry.args, { bash: true, dot: true }) : undefined;
-  const argMatches = argMatcher && ((arg: string) => argMatcher(arg));
+  // An expansion may be any operand (`git push origin $REF`, REF=+main), as it may be any flag.
+  const argMatches = argMatcher && ((arg: string) => isExpansion(arg) || argMatcher(arg));
   return ({ words, at }) => {
     if (programName(words[at] as string) !== program) return false;
     if (flags && !hasFlag(words, at + 1, flags)) return false;

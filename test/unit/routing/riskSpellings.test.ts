@@ -225,6 +225,23 @@ describe('a command or process substitution', () => {
     expect(names(text('echo $(git status) $(git log)'))).toEqual([]);
   });
 
+  it('an expansion where a flag or arg may stand counts as any of them: it cannot be read', () => {
+    for (const c of [
+      'F=--force; git push $F',
+      'git push origin main $(echo --force)',
+      'git push origin "$BRANCH"',
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell variable, as an agent would write it
+      'git push origin ${REF}',
+      'sudo git push $OPTS origin main',
+    ])
+      expect(names(text(c)), c).toEqual(['fp']);
+    expect(names(text('rm $TARGETS'))).toEqual(['rm']);
+    expect(names(stages(['git', 'push', '$F']))).toEqual(['fp']);
+    // Only once the program and the subcommand match; a subcommand in a variable is not read.
+    for (const c of ['git fetch $F', 'echo $F', 'git $SUB --force', 'git push origin main', 'rm $'])
+      expect(names(text(c)), c).toEqual([]);
+  });
+
   it('a ")" that is not the substitution’s own hides no command after it', () => {
     // bash reads a case pattern's ")" inside $(…): the words after it are still a command.
     expect(names(text('echo $(case x in a) git push --force;; esac)'))).toEqual(['fp']);
