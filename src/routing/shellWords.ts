@@ -78,7 +78,9 @@ function commandsOfTokens(tokens: readonly ParseEntry[]): string[][] {
     } else if ('comment' in token) {
       end();
     } else if (token.op === 'glob') {
-      add(token.pattern);
+      // A file name pattern after a redirection (`>*.log`) is its file, as a plain word is.
+      if (skipNext) skipNext = false;
+      else add(token.pattern);
     } else if (REDIRECTIONS.has(token.op)) {
       // `git push >log --force` is still one command, with --force. A descriptor's number
       // before the operator (`2>/dev/null`) is the redirection's, no argument: shell-quote gives

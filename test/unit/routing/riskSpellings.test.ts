@@ -80,6 +80,7 @@ describe('the shipped force-push rule (countersign.example.yml)', () => {
     'echo ok; git push -f',
     'echo $(git push -f)',
     'git push >/tmp/push.log 2>&1 --force',
+    'git push > *.log --force',
     'git status\ngit push -f',
     'git status # why not\ngit push -f',
     'if true; then git push -f; fi',
