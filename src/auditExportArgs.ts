@@ -3,6 +3,7 @@
 // line, never ignored.
 import { parseArgs } from 'node:util';
 import { AUDIT_KINDS, type AuditExportFilter, type AuditKind } from './store/auditExport.js';
+import { daysIn } from './util/calendar.js';
 import { parseDuration } from './util/duration.js';
 
 /** A command line the export does not understand: said in one line, like a bad setting. */
@@ -28,12 +29,6 @@ const DEPRECATED = {
 const ISO_DATE = /^\d{4}-\d{2}-\d{2}$/;
 // A time of day needs its zone: without one, Date would read it in the machine's local time.
 const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,3})?)?(?:Z|[+-]\d{2}:\d{2})$/;
-
-/** Days in `month` (1 to 12) of `year`, by the Gregorian calendar Date.parse reads dates in. */
-function daysIn(year: number, month: number): number {
-  if (month === 2) return year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28;
-  return [4, 6, 9, 11].includes(month) ? 30 : 31;
-}
 
 /**
  * The day the text starts with, when the calendar does not have it. Date.parse rolls such a

@@ -1,3 +1,4 @@
+import { isCalendarTime, zonedTimeOf } from '../util/calendar.js';
 import { parseDuration } from '../util/duration.js';
 import type { Person, Workspace } from './authorization.js';
 import { isExternal } from './authorization.js';
@@ -45,29 +46,8 @@ export type AwayProblem =
  */
 const USER_REF = /^<@([UW][A-Z0-9]{2,40})(?:\|[^>]*)?>$|^([UW][A-Z0-9]{2,40})$/;
 
-/** `YYYY-MM-DD` (the end of that day, UTC) or an ISO date-time with a zone. */
+/** `YYYY-MM-DD`: the end of that day, UTC. A date-time needs its zone (zonedTimeOf). */
 const DAY = /^(\d{4})-(\d{2})-(\d{2})$/;
-const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(?:Z|[+-]\d{2}:\d{2})$/;
-
-/**
- * Whether the digits name a real day and time of the clock. Date.parse rolls what does not exist
- * over (`2026-02-30` is 2 March), so someone would be away until a day they never typed: the
- * components are put together in UTC and must come back unchanged.
- */
-function isCalendarTime(digits: readonly (string | undefined)[]): boolean {
-  const [year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0] = digits.map((d) => Number(d ?? 0));
-  const at = new Date(0);
-  at.setUTCFullYear(year, month - 1, day);
-  at.setUTCHours(hour, minute, second);
-  return (
-    at.getUTCFullYear() === year &&
-    at.getUTCMonth() === month - 1 &&
-    at.getUTCDate() === day &&
-    at.getUTCHours() === hour &&
-    at.getUTCMinutes() === minute &&
-    at.getUTCSeconds() === second
-  );
-}
 
 /** When an absence given as a duration (`3d`, `4h`) or a date (`2026-12-24`, ISO) ends, in ms. */
 export function untilOf(text: string, nowMs: number): number | undefined {
@@ -75,17 +55,13 @@ export function untilOf(text: string, nowMs: number): number | undefined {
   if (duration !== undefined) return duration > 0 ? nowMs + duration : undefined;
   const day = DAY.exec(text);
   if (day) {
+    // Date.parse rolls 2026-02-30 over to 2 March: someone would be away until a day never typed.
     if (!isCalendarTime(day.slice(1))) return undefined;
     const start = Date.parse(`${text}T00:00:00Z`);
     return Number.isNaN(start) ? undefined : start + 86_400_000;
   }
-  const dateTime = DATE_TIME.exec(text);
-  if (dateTime) {
-    if (!isCalendarTime(dateTime.slice(1))) return undefined;
-    const at = Date.parse(text);
-    return Number.isNaN(at) ? undefined : at;
-  }
-  return undefined;
+  // A day the calendar does not have would otherwise be rolled over into one never typed.
+  return zonedTimeOf(text);
 }
 
 /**

@@ -3,6 +3,7 @@
 
 import { z } from 'zod';
 import type { EscalationStep, OncallSource } from '../../domain/route.js';
+import { isZonedDateTime, zonedTimeOf } from '../../util/calendar.js';
 import { duration, got, mapping, nonEmpty, timerDuration, USER_ID, USERGROUP_ID } from './fields.js';
 
 function validTimeZone(zone: string): boolean {
@@ -26,12 +27,28 @@ const rotation = mapping(
     users: z
       .array(userId, { error: (iss) => `must be a list (got ${got(iss.input)})` })
       .min(1, { error: 'must list at least one user' }),
+    // With its zone, and a day of the calendar: Date.parse would read a zone-less time in each
+    // process's own TZ (replicas in different zones would disagree on who is on call) and roll
+    // 2026-02-30 over to 2 March.
     start: z
       .string({
         error: (iss) => `must be an ISO 8601 time such as 2026-11-30T09:00:00Z (got ${got(iss.input)})`,
       })
-      .refine((text) => /^\d{4}-\d{2}-\d{2}T/.test(text) && !Number.isNaN(Date.parse(text)), {
-        error: (iss) => `must be an ISO 8601 time such as 2026-11-30T09:00:00Z (got ${got(iss.input)})`,
+      .superRefine((text, ctx) => {
+        if (!isZonedDateTime(text)) {
+          const zoneless = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?$/.test(text);
+          ctx.addIssue({
+            code: 'custom',
+            message: zoneless
+              ? `must name its zone (Z or an offset such as +01:00): without one each server would read it in its own (got ${got(text)})`
+              : `must be an ISO 8601 time with its zone such as 2026-11-30T09:00:00Z (got ${got(text)})`,
+          });
+        } else if (zonedTimeOf(text) === undefined) {
+          ctx.addIssue({
+            code: 'custom',
+            message: `names a day, time or offset that does not exist (got ${got(text)})`,
+          });
+        }
       }),
     every: duration,
     timezone: nonEmpty
@@ -73,6 +90,7 @@ export const oncall = mapping(
       return {
         kind: 'rotation',
         users: r.users,
+        // Checked above to name its zone: every process reads the same instant.
         startMs: Date.parse(r.start),
         everyMs: r.every,
         timezone: r.timezone ?? 'UTC',

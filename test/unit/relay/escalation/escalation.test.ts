@@ -14,6 +14,7 @@ import {
   timedOutLine,
 } from '../../../../src/cards/renderEscalation.js';
 import { ConfigError, loadConfig } from '../../../../src/config/config.js';
+import { oncall } from '../../../../src/config/file/escalation.js';
 import { timeoutChoice } from '../../../../src/domain/decisionWords.js';
 import type { ApprovalRecord, FiredStep } from '../../../../src/domain/record.js';
 import type { EscalationStep } from '../../../../src/domain/route.js';
@@ -145,6 +146,23 @@ describe('routes[].escalation and routes[].oncall', () => {
     expect(config.routes[0]?.escalation).toEqual([{ afterMs: 24 * 86_400_000, action: 'timeout' }]);
   });
 
+  it('a rotation start names its zone and a day of the calendar: a server in another zone reads it the same', () => {
+    const rotation = (start: string) => ({
+      rotation: { users: ['U0A'], start, every: '7d', timezone: 'Europe/Berlin' },
+    });
+    // Without a zone Date.parse would read it in the process's TZ, so replicas would disagree.
+    expect(oncall.safeParse(rotation('2026-11-30T09:00:00')).success).toBe(false);
+    // Date.parse would roll it over to 2 March.
+    expect(oncall.safeParse(rotation('2026-02-30T09:00:00Z')).success).toBe(false);
+    expect(oncall.safeParse(rotation('2026-11-30T24:00:00Z')).success).toBe(false);
+    expect(oncall.parse(rotation('2026-11-30T09:00:00+01:00'))).toMatchObject({
+      startMs: Date.parse('2026-11-30T08:00:00Z'),
+    });
+    expect(oncall.parse(rotation('2028-02-29T09:00Z'))).toMatchObject({
+      startMs: Date.parse('2028-02-29T09:00:00Z'),
+    });
+  });
+
   it('usergroup and pagerduty sources', () => {
     expect(load(route('    oncall: { usergroup: S0ONCALL }')).routes[0]?.oncall).toEqual({
       kind: 'usergroup',
@@ -190,6 +208,14 @@ describe('routes[].escalation and routes[].oncall', () => {
     [
       '    oncall: { rotation: { users: [U0A], start: "2026-11-30T09:00:00Z", every: 1d, timezone: Mars/Olympus } }',
       'must be an IANA time zone',
+    ],
+    [
+      '    oncall: { rotation: { users: [U0A], start: "2026-11-30T09:00:00", every: 7d, timezone: Europe/Berlin } }',
+      'routes[0].oncall.rotation.start must name its zone (Z or an offset such as +01:00)',
+    ],
+    [
+      '    oncall: { rotation: { users: [U0A], start: "2026-02-30T09:00:00Z", every: 7d } }',
+      'routes[0].oncall.rotation.start names a day, time or offset that does not exist (got "2026-02-30T09:00:00Z")',
     ],
     [
       '    escalation: [{ after: 1m, action: page }]',
