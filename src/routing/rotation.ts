@@ -26,16 +26,24 @@ function wallClock(ms: number, timeZone: string): number {
   );
 }
 
+const DAY_MS = 86_400_000;
+
 /**
- * Who is on call now: the shift count since `start`, counted in the rotation's time zone, so a
- * weekly handover at 09:00 stays at 09:00 local across a DST change. Before the start, the first.
+ * Who is on call now: the shift count since `start`. Shifts of whole days are counted in the
+ * rotation's time zone, so a weekly handover at 09:00 stays at 09:00 local across a DST change.
+ * Any other shift is counted in real time: the local clock repeats an hour in autumn and skips
+ * one in spring, so counting it would hand a short shift back to the one before, or pass someone
+ * by. Before the start, the first.
  */
 export function rotationUser(
   rotation: Pick<Rotation, 'users' | 'startMs' | 'everyMs' | 'timezone'>,
   now: Date,
 ): string {
   const { users, startMs, everyMs, timezone } = rotation;
-  const elapsed = wallClock(now.getTime(), timezone) - wallClock(startMs, timezone);
+  const elapsed =
+    everyMs % DAY_MS === 0
+      ? wallClock(now.getTime(), timezone) - wallClock(startMs, timezone)
+      : now.getTime() - startMs;
   const shift = elapsed < 0 ? 0 : Math.floor(elapsed / everyMs);
   return users[shift % users.length]!;
 }

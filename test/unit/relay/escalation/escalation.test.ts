@@ -101,6 +101,44 @@ describe('rotation', () => {
     expect(rotationUser({ ...berlin, timezone: 'UTC' }, new Date('2026-10-26T07:30:00Z'))).toBe('U0BEN');
   });
 
+  it('shifts shorter than a day follow real time: none comes back or is skipped at a DST change', () => {
+    // Each user's number is their shift's, so a shift going back or skipped shows.
+    const users = Array.from({ length: 200 }, (_, i) => `U${i}`);
+    const shiftAt = (rotation: { startMs: number; everyMs: number }, ms: number) =>
+      Number(rotationUser({ ...rotation, users, timezone: 'Europe/Berlin' }, new Date(ms)).slice(1));
+    const MINUTE = 60_000;
+    const nights = [
+      ['2026-10-24T22:00:00Z', '2026-10-25T04:00:00Z'], // 03:00 CEST becomes 02:00 CET at 01:00Z
+      ['2026-03-28T23:00:00Z', '2026-03-29T04:00:00Z'], // 02:00 CET becomes 03:00 CEST at 01:00Z
+    ] as const;
+    for (const everyMs of [30 * MINUTE, 60 * MINUTE, 12 * 60 * MINUTE]) {
+      for (const [from, to] of nights) {
+        const rotation = { startMs: Date.parse(from), everyMs };
+        for (let ms = Date.parse(from); ms <= Date.parse(to); ms += 5 * MINUTE) {
+          expect(shiftAt(rotation, ms), `every ${everyMs / MINUTE}m at ${new Date(ms).toISOString()}`).toBe(
+            Math.floor((ms - rotation.startMs) / everyMs),
+          );
+        }
+      }
+    }
+    // The night the reviewer walked through: B at 00:59Z, then C, never A again.
+    const halfHourly = { startMs: Date.parse('2026-10-24T22:00:00Z'), everyMs: 30 * MINUTE };
+    expect(shiftAt(halfHourly, Date.parse('2026-10-25T00:59:00Z'))).toBe(5);
+    expect(shiftAt(halfHourly, Date.parse('2026-10-25T01:00:00Z'))).toBe(6);
+  });
+
+  it('a daily rotation still hands over at the same local time across a DST change', () => {
+    const daily = {
+      users: ['U0ANA', 'U0BEN'],
+      startMs: Date.parse('2026-10-24T07:00:00Z'), // Saturday 09:00 CEST
+      everyMs: 86_400_000,
+      timezone: 'Europe/Berlin',
+    };
+    // Sunday 25 October, after the clocks went back: 09:00 CET is 08:00Z.
+    expect(rotationUser(daily, new Date('2026-10-25T07:59:59Z'))).toBe('U0ANA');
+    expect(rotationUser(daily, new Date('2026-10-25T08:00:00Z'))).toBe('U0BEN');
+  });
+
   it('short shifts, as tests use them', () => {
     const quick = { users: ['U0ANA', 'U0BEN'], startMs: 0, everyMs: 2_000, timezone: 'UTC' };
     expect(rotationUser(quick, new Date(1_999))).toBe('U0ANA');
