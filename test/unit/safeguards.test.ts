@@ -11,7 +11,7 @@ import { notAuthorizedText } from '../../src/cards/renderUserMessages.js';
 import { ConfigError, loadConfig } from '../../src/config/config.js';
 import { authorize } from '../../src/domain/authorization.js';
 import { grantQuestion } from '../../src/domain/grants/match.js';
-import type { ApprovalRecord, Vote } from '../../src/domain/record.js';
+import { type ApprovalRecord, principalsFor, type Vote } from '../../src/domain/record.js';
 import { OPEN_RULES } from '../../src/domain/route.js';
 import type { ApprovalSubject } from '../../src/msp/protocol.js';
 import { unvoted, voted, withCurrentVotes } from '../../src/relay/records/cardMutations.js';
@@ -250,6 +250,23 @@ describe('votes toward a quorum', () => {
     expect(voted(vote('U0ALICE'))(once)).toBeUndefined();
     const changed = voted(vote('U0ALICE', 'allow_local_prefix'))(once)!;
     expect(changed.votes?.map((v) => v.choiceId)).toEqual(['allow_local_prefix']);
+  });
+
+  it('a delegate pressing again for someone else replaces the vote: who it counts for is refreshed', () => {
+    // Bob stands in for Alice and Carol (quorum 2): his vote was stored for Alice, Alice then voted
+    // herself and came back. Counting Bob for Alice again would leave the quorum at 1 for ever.
+    const forAlice = voted({ ...vote('U0BOB'), onBehalfOf: 'U0ALICE' })(shellRecord(1))!;
+    const both = voted(vote('U0ALICE'))(forAlice)!;
+    expect(principalsFor(both, 0, 'allow_once')).toEqual(new Set(['U0ALICE']));
+    const forCarol = voted({ ...vote('U0BOB'), onBehalfOf: 'U0CAROL', at: 'a later press' })(both);
+    expect(forCarol).toBeDefined();
+    expect(principalsFor(forCarol!, 0, 'allow_once')).toEqual(new Set(['U0CAROL', 'U0ALICE']));
+    expect(forCarol?.votes?.find((v) => v.userId === 'U0BOB')).toMatchObject({
+      onBehalfOf: 'U0CAROL',
+      at: 'a later press',
+    });
+    // Pressing once more for Carol changes nothing, nor does it record the press again.
+    expect(voted({ ...vote('U0BOB'), onBehalfOf: 'U0CAROL' })(forCarol!)).toBeUndefined();
   });
 
   it('no vote on a stage that is not the current one, nor once someone is deciding', () => {

@@ -21,8 +21,9 @@ export function rememberedAs(remembered: NonNullable<ApprovalRecord['remembered'
 
 /**
  * A person's approving pick toward the current stage's quorum: one per person and stage (a new
- * pick replaces theirs), none once the stage is no longer open to people, nor once it asks
- * something else than the person saw (`vote.asked`).
+ * pick replaces theirs, and so does the same pick made for someone else as their delegate), none
+ * once the stage is no longer open to people, nor once it asks something else than the person
+ * saw (`vote.asked`).
  */
 export function voted(vote: Vote) {
   return (record: ApprovalRecord): ApprovalRecord | undefined => {
@@ -45,8 +46,18 @@ export function unvoted(vote: Vote) {
   };
 }
 
+/**
+ * The same pick by the same person, for the same principal: a delegate whose stored vote stands
+ * for someone now back (who votes themselves) presses again for another they stand in for, and
+ * that must count, or the quorum stays one short though enough may decide.
+ */
 function sameVote(a: Vote, b: Vote): boolean {
-  return a.userId === b.userId && a.choiceId === b.choiceId && a.sourceIndex === b.sourceIndex;
+  return (
+    a.userId === b.userId &&
+    a.choiceId === b.choiceId &&
+    a.sourceIndex === b.sourceIndex &&
+    a.onBehalfOf === b.onBehalfOf
+  );
 }
 
 /**
