@@ -40,6 +40,13 @@ const SessionNotification = z.looseObject({ session: Session });
 const SessionClosedParams = z.looseObject({ sessionId: z.string(), reason: z.string().optional() });
 const ViewGapParams = z.looseObject({ sessionId: z.string() });
 
+/**
+ * How often sessions held by another host are tried again: 5 s, doubling to 5 min. No frame need
+ * tell us that the other host let go (our host sends statusChanged and closed only for sessions
+ * loaded on it), so a timer must. No jitter: each bot asks only its own host.
+ */
+const HELD_RETRY = { initialMs: 5_000, maxMs: 300_000 };
+
 function isLoadedHere(status: string | undefined): boolean {
   return status === 'idle' || status === 'running';
 }
@@ -63,6 +70,11 @@ export class SessionFollower {
   private readonly heldElsewhere = new Set<string>();
   /** One follow at a time per session, in order. */
   private readonly chains = new Map<string, Promise<void>>();
+  /** Held sessions with a retry queued that has not started yet (one is enough). */
+  private readonly retryQueued = new Set<string>();
+  /** The one timer that retries every held session, and how many times it has fired. */
+  private heldTimer: ReturnType<typeof setTimeout> | undefined;
+  private heldAttempt = 0;
 
   constructor(options: SessionFollowerOptions) {
     this.request = options.request;
@@ -78,6 +90,7 @@ export class SessionFollower {
   /** The incarnation is gone: stop starting new work. */
   dispose(): void {
     this.disposed = true;
+    this.stopHeldRetry();
   }
 
   isResumed(sessionId: string): boolean {
@@ -162,6 +175,9 @@ export class SessionFollower {
         const { sessionId, status } = parsed.data.session;
         this.seen(parsed.data.session);
         if (!this.known.has(sessionId)) void this.follow(sessionId, isLoadedHere(status));
+        // A held session's row changed: the other host may have let go. Its rows say notLoaded
+        // either way, and our host sends nothing else about a session it has not loaded.
+        else if (this.heldElsewhere.has(sessionId)) void this.retryHeld(sessionId, isLoadedHere(status));
         return true;
       }
       case 'session/statusChanged': {
@@ -269,6 +285,8 @@ export class SessionFollower {
       if (listed === undefined) return;
       // Resume only where a decision may be needed: resuming takes the session's writer lease.
       const wantResume = listed.ids.length > 0 || loadedHere;
+      // Nothing to decide there: no card waits for its buttons, so stop trying to take it.
+      if (!wantResume) this.releaseHeld(sessionId);
       if (!wantResume && this.tracked.has(sessionId)) {
         // Nothing pending and not loaded: no need to remember it (a new approval in it is
         // announced with session/statusChanged, which follows it again).
@@ -316,6 +334,7 @@ export class SessionFollower {
     } catch (error) {
       if (error instanceof MspError && error.kind === 'sessionNotFound') {
         log.info('the host has no such session any more; closing its cards');
+        this.releaseHeld(sessionId);
         this.tracked.delete(sessionId);
         void this.memory?.forget(this.origin.hostId, sessionId).catch(() => undefined);
         this.emit({ type: 'sessionReconciled', ...this.origin, sessionId, pendingApprovalIds: [] });
@@ -348,11 +367,51 @@ export class SessionFollower {
     this.emit({ type: 'sessionReconciled', ...this.origin, sessionId, pendingApprovalIds: listed.ids });
   }
 
+  /** Follows a held session again, unless a retry of it is already waiting its turn. */
+  private retryHeld(sessionId: string, loadedHere: boolean): Promise<void> {
+    if (this.retryQueued.has(sessionId)) return Promise.resolve();
+    this.retryQueued.add(sessionId);
+    this.known.add(sessionId);
+    return this.chain(sessionId, () => {
+      this.retryQueued.delete(sessionId);
+      return this.followNow(sessionId, loadedHere);
+    });
+  }
+
+  private releaseHeld(sessionId: string): void {
+    if (!this.heldElsewhere.delete(sessionId)) return;
+    if (this.heldElsewhere.size === 0) this.stopHeldRetry();
+  }
+
+  /** Arms the retry timer unless it is armed already: one timer per follower, whatever the storm. */
+  private scheduleHeldRetry(): void {
+    if (this.heldTimer !== undefined || this.disposed || this.heldElsewhere.size === 0) return;
+    const delay = Math.min(HELD_RETRY.maxMs, HELD_RETRY.initialMs * 2 ** Math.min(this.heldAttempt, 30));
+    this.heldTimer = setTimeout(() => void this.retryAllHeld(), delay);
+    // A retry is no reason to keep the process alive.
+    this.heldTimer.unref?.();
+  }
+
+  private async retryAllHeld(): Promise<void> {
+    this.heldTimer = undefined;
+    this.heldAttempt += 1;
+    await Promise.all([...this.heldElsewhere].map((sessionId) => this.retryHeld(sessionId, false)));
+    // Armed again (with the next, longer delay) only once this round is done, so that rounds
+    // never overlap; a session taken meanwhile left the set.
+    this.scheduleHeldRetry();
+  }
+
+  private stopHeldRetry(): void {
+    if (this.heldTimer !== undefined) clearTimeout(this.heldTimer);
+    this.heldTimer = undefined;
+    this.heldAttempt = 0;
+  }
+
   /** Resolves with whether the session is now resumed here. */
   private async tryResume(sessionId: string, log: Logger): Promise<boolean> {
     try {
       await this.resume(sessionId);
-      this.heldElsewhere.delete(sessionId);
+      this.releaseHeld(sessionId);
       log.info('session resumed');
       return true;
     } catch (error) {
@@ -362,14 +421,16 @@ export class SessionFollower {
         this.resumeSupported = false;
         log.info('host has no session/resume (ephemeral); not resuming sessions');
       } else if (error.kind === 'sessionInUse') {
-        // Its cards lose their buttons until the other client lets go (a statusChanged or
-        // session/closed for it makes us try again).
+        // Its cards lose their buttons until the other client lets go: a list row for it, a
+        // statusChanged or session/closed (should our host load it), or the retry timer makes
+        // us try again.
         if (!this.heldElsewhere.has(sessionId)) {
           log.warn(
             'session is held by another client; its approvals cannot be decided from here until it lets go',
           );
         }
         this.heldElsewhere.add(sessionId);
+        this.scheduleHeldRetry();
         this.emit({ type: 'sessionHeldElsewhere', ...this.origin, sessionId });
       } else {
         log.warn({ kind: error.kind, code: error.code }, 'session/resume failed');

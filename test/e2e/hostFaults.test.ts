@@ -65,6 +65,8 @@ describe('host restarts and sessions', () => {
   });
 
   it('2. a session another client holds: no live buttons until it lets go, then the card can be decided', async () => {
+    // The other client (a user's TUI) loaded the session on its own host: when it lets go, our
+    // host sends nothing at all about it, so the bot must try again by itself.
     world = await World.start({
       sessions: [
         { sessionId: SESSION, title: 'Bump the version' },
@@ -80,7 +82,7 @@ describe('host restarts and sessions', () => {
     expect(held.versions.every((v) => buttonsOf(v).length === 0)).toBe(true);
 
     await world.host.holdSession('held-s', false);
-    const open = await world.waitForCard('held-0001', (m) => buttonsOf(m).length > 0, 10_000);
+    const open = await world.waitForCard('held-0001', (m) => buttonsOf(m).length > 0, 15_000);
     expect(open.ts).toBe(held.ts);
     await world.press('held-0001', 'Allow once', 'U0ALICE', open);
     const decide = await world.host.waitForDecide();

@@ -230,7 +230,7 @@ function applyControl(cmd) {
       saveState();
       return null;
     case 'holdSession':
-      return holdSession(cmd.sessionId, cmd.held !== false);
+      return holdSession(cmd.sessionId, cmd.held !== false, cmd.announce);
     case 'advanceSilently':
       return advanceSilently(cmd.approvalId);
     case 'failRequest':
@@ -581,21 +581,23 @@ function escalate(approvalId) {
   return rec.params;
 }
 
-/** Another client takes (or lets go of) the session's writer lease; letting go is announced. */
-function holdSession(sessionId, held) {
+/**
+ * Another client takes (or lets go of) the session's writer lease. Like upstream, this host says
+ * nothing of it by default: session/statusChanged and session/closed are about sessions loaded
+ * on this host, and the other client loaded it on its own. `announce: 'listChanged'` sends the
+ * session's list row (where sessionListStream was granted), as a host that noticed would.
+ */
+function holdSession(sessionId, held, announce) {
   ensureSession(sessionId);
   const session = findSession(sessionId);
   session.heldElsewhere = held;
   if (held) subscribed.delete(sessionId);
   saveState();
-  if (!held) {
-    notify('session/statusChanged', {
-      sessionId,
-      status: 'notLoaded',
-      viewCursor: `v:${sessionId}:${state.seq}`,
-    });
+  const row = sessionRow(session);
+  if (announce === 'listChanged' && granted.includes('sessionListStream')) {
+    notify('session/listChanged', { session: row });
   }
-  return sessionRow(session);
+  return row;
 }
 
 /** The current shell stage is satisfied and the next one becomes current, with no frame sent. */

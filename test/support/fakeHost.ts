@@ -459,10 +459,15 @@ export class FakeHost {
 
   /**
    * Another client takes the session's writer lease (session/resume: sessionInUse), or lets go
-   * of it (announced with session/statusChanged).
+   * of it. Silently by default, as upstream (statusChanged and closed are only about sessions
+   * loaded on this host); `announce: 'listChanged'` sends the session's list row.
    */
-  async holdSession(sessionId: string, held = true): Promise<void> {
-    await this.send('holdSession', { sessionId, held });
+  async holdSession(
+    sessionId: string,
+    held = true,
+    options: { announce?: 'listChanged' } = {},
+  ): Promise<void> {
+    await this.send('holdSession', { sessionId, held, ...options });
   }
 
   /** The current shell stage is satisfied and the next becomes current, with no frame sent. */

@@ -1,0 +1,140 @@
+import pino from 'pino';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { MspError } from '../../../src/msp/errors.js';
+import type { HostEvent } from '../../../src/msp/events.js';
+import { SessionFollower } from '../../../src/msp/sessionFollower.js';
+import { transcriptLines } from '../../support/transcripts.js';
+
+type Json = Record<string, unknown>;
+
+const REQUESTED = transcriptLines('approval-round-trip')
+  .filter((line) => line.dir === 'server')
+  .map((line) => JSON.parse(line.raw) as Json)
+  .find((frame) => frame.method === 'approval/requested');
+if (REQUESTED === undefined) throw new Error('approval-round-trip has no approval/requested');
+const APPROVAL = REQUESTED.params as Json;
+const SESSION = APPROVAL.sessionId as string;
+const APPROVAL_ID = APPROVAL.approvalId as string;
+
+const IN_USE = () =>
+  new MspError({ code: -32021, message: 'in use', data: { kind: 'sessionInUse', sessionId: SESSION } });
+
+/**
+ * A host with one session, loaded by another host (a user's TUI) and parked on an approval:
+ * session/resume answers sessionInUse while `held` is true. Nothing it does sends a frame.
+ */
+function heldSessionHost() {
+  const host = { held: true, pending: true, calls: [] as Array<{ method: string; params: Json }> };
+  const request = async (method: string, params: unknown): Promise<unknown> => {
+    host.calls.push({ method, params: params as Json });
+    switch (method) {
+      case 'session/list':
+        return { sessions: [{ sessionId: SESSION, status: 'notLoaded' }], nextCursor: null };
+      case 'approval/listPending':
+        return { approvals: host.pending ? [APPROVAL] : [], userInputs: [] };
+      case 'session/resume':
+        if (host.held) throw IN_USE();
+        return { session: { sessionId: SESSION, status: 'idle' }, viewCursor: 'v:1', pendingRequests: [] };
+      default:
+        throw MspError.methodNotFound(method);
+    }
+  };
+  const events: HostEvent[] = [];
+  const follower = new SessionFollower({
+    request,
+    origin: { hostId: 'host-a', incarnation: 'inc-1' },
+    durable: true,
+    logger: pino({ level: 'silent' }),
+    emit: (event) => events.push(event),
+    tracked: new Map(),
+  });
+  const resumes = () => host.calls.filter((call) => call.method === 'session/resume').length;
+  const opened = () =>
+    events.flatMap((event) =>
+      event.type === 'approvalOpened' && event.params.approvalId === APPROVAL_ID
+        ? [{ heldElsewhere: event.heldElsewhere === true }]
+        : [],
+    );
+  return { host, follower, events, resumes, opened };
+}
+
+async function until(condition: () => boolean, timeoutMs = 1500): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe('SessionFollower: a session another host holds', () => {
+  it('is followed again when a session/listChanged row shows it, and its approval gets buttons', async () => {
+    const { host, follower, events, resumes, opened } = heldSessionHost();
+    await follower.syncAll();
+    expect(resumes()).toBe(1);
+    expect(opened()).toEqual([{ heldElsewhere: true }]);
+    expect(events.some((event) => event.type === 'sessionHeldElsewhere')).toBe(true);
+
+    // The TUI lets go. Our host says so only with a list row (the session is not loaded on it,
+    // so it sends neither session/statusChanged nor session/closed).
+    host.held = false;
+    follower.handleNotification('session/listChanged', {
+      session: { sessionId: SESSION, status: 'notLoaded' },
+    });
+    await until(() => follower.isResumed(SESSION) && opened().length > 1);
+    expect(resumes()).toBe(2);
+    expect(opened().at(-1)).toEqual({ heldElsewhere: false });
+    follower.dispose();
+  });
+
+  it('is tried again on a timer when no frame at all says it was let go, backing off while held', async () => {
+    vi.useFakeTimers();
+    const { host, follower, resumes, opened } = heldSessionHost();
+    await follower.syncAll();
+    expect(resumes()).toBe(1);
+
+    // Still held at the first retry: it stays without buttons, and the next retry waits longer.
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(resumes()).toBe(2);
+    expect(opened().every((entry) => entry.heldElsewhere)).toBe(true);
+    await vi.advanceTimersByTimeAsync(9_000);
+    expect(resumes()).toBe(2);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(resumes()).toBe(3);
+
+    // Let go without a frame: the next retry takes it, and then the retries stop.
+    host.held = false;
+    await vi.advanceTimersByTimeAsync(20_000);
+    expect(resumes()).toBe(4);
+    expect(follower.isResumed(SESSION)).toBe(true);
+    expect(opened().at(-1)).toEqual({ heldElsewhere: false });
+    expect(vi.getTimerCount()).toBe(0);
+    follower.dispose();
+  });
+
+  it('stops retrying once nothing in it waits for a decision', async () => {
+    vi.useFakeTimers();
+    const { host, follower, events, resumes } = heldSessionHost();
+    await follower.syncAll();
+    // Decided in the TUI: the session is still held, but no card waits for its buttons.
+    host.pending = false;
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(resumes()).toBe(1);
+    expect(events.at(-1)).toMatchObject({ type: 'sessionReconciled', pendingApprovalIds: [] });
+    expect(vi.getTimerCount()).toBe(0);
+    follower.dispose();
+  });
+
+  it('stops retrying once the host is gone', async () => {
+    vi.useFakeTimers();
+    const { follower, resumes } = heldSessionHost();
+    await follower.syncAll();
+    follower.dispose();
+    expect(vi.getTimerCount()).toBe(0);
+    await vi.advanceTimersByTimeAsync(600_000);
+    expect(resumes()).toBe(1);
+  });
+});
