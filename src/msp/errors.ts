@@ -99,6 +99,15 @@ export class MspError extends Error {
     });
   }
 
+  /** What we answer a host request whose params we cannot read: the schema's -32602. */
+  static invalidParams(message: string): MspError {
+    return new MspError({
+      code: -32602,
+      message,
+      data: { kind: 'invalidParams', retryable: false },
+    });
+  }
+
   toJsonRpcError(): JsonRpcErrorObject {
     return this.data === undefined
       ? { code: this.code, message: this.message }

@@ -18,10 +18,15 @@ export function handleHostRequest(
   emit: (event: HostEvent) => void,
 ): unknown {
   if (request.method === 'approval/request') {
-    // §5.1: the receipt goes out before anything else; it is not a decision.
-    request.respond({});
     const params = parseApprovalRequest(request.params, request.method, incarnation.logger);
-    if (params === undefined) return undefined;
+    if (params === undefined) {
+      // Logged and skipped. The receipt would say a surface shows it; an error leaves the
+      // approval pending and has it re-issued on the next subscribe (§5.1 RequestReceipt).
+      request.respondError(MspError.invalidParams('approval/request params do not parse'));
+      return undefined;
+    }
+    // §5.1: the receipt goes out before the approval is handed on; it is not a decision.
+    request.respond({});
     incarnation.logger.info(
       { approvalId: params.approvalId, sessionId: params.sessionId },
       'approval requested',
