@@ -191,9 +191,22 @@ export interface DecideParams {
   feedback?: string;
 }
 
-/** The schema fingerprint this client was written against; a mismatch is only a warning. */
-export const KNOWN_SCHEMA_FINGERPRINTS = new Set([
+/**
+ * The stable-bundle fingerprints (initialize's `schema.fingerprint`) of the hosts this client was
+ * checked against; another one is only a warning. The fingerprint moves with every schema step,
+ * additive ones included, so the list grows with what the client is checked against: the stable
+ * bundle upstream ships (test/fixtures/msp-schema/stable-manifest.json), then the hosts of the
+ * recorded transcripts (test/fixtures/msp-transcripts/), whose frames all parse here.
+ */
+export const KNOWN_SCHEMA_FINGERPRINTS: ReadonlySet<string> = new Set([
+  // schema/msp/stable/manifest.json
+  'sha256:03312c213efd14277a0e0a102f70adeae497a469ca4edf7242f479953ed758b7',
+  // approval-round-trip and most other transcripts
   'sha256:c8d1a2a1866814e220fd396d382a9a75861412feee884b5021b2ee359bd3dc59',
+  // approval-deny-round-trip
+  'sha256:3ef112c3e8a5f55163901e8d6b6ac9e2b4399dba7211f92ca30bb1623701f798',
+  // snapshot-suffix-pending-*, tolerance-unknown-stream-kind
+  'sha256:07e2c7da705ad60ab86d57d6d0c08bf5ebb99a53834958a4435078bc293c6c47',
 ]);
 
 /** A durable host keeps approvals across restarts; anything unrecognized is treated as not durable. */
