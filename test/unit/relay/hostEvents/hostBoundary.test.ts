@@ -17,23 +17,29 @@ import { sampleRecord } from '../../../support/sampleRecord.js';
 
 const RISK: RiskMark = { name: 'prod-delete', warning: 'Deletes production' };
 
-it("another host's update of an approval marks no risk rule on it, nor changes it", async () => {
-  const stored = sampleRecord('xh-0001', { hostId: 'main' });
-  const results: Array<ApprovalRecord | undefined> = [];
+/**
+ * The real handler over a keeper that runs each mutation against `stored` and tells `mutated` of
+ * it, with what it returned and the write's options.
+ */
+function handlerOver(
+  stored: ApprovalRecord,
+  mutated: (next: ApprovalRecord | undefined, options?: WriteOptions) => void,
+  risksFor: () => RiskMark[],
+): HostEventHandler {
   const work: Promise<unknown>[] = [];
   const keeper = {
     enqueue: (_id: string, task: () => Promise<unknown>) => void work.push(task()),
     track: (task: Promise<unknown>) => void work.push(task),
-    mutate: async (_id: string, mutation: Mutation) => {
+    mutate: async (_id: string, mutation: Mutation, _known?: ApprovalRecord, options?: WriteOptions) => {
       const next = mutation(stored);
-      results.push(next);
+      mutated(next, options);
       return next ?? stored;
     },
     idle: async () => {
       while (work.length > 0) await Promise.all(work.splice(0));
     },
   } as unknown as RecordKeeper;
-  const relay = new HostEventHandler({
+  return new HostEventHandler({
     keeper,
     store: { knows: () => true, saveFullText: async () => {} } as unknown as ApprovalStore,
     decider: {} as Decider,
@@ -41,9 +47,19 @@ it("another host's update of an approval marks no risk rule on it, nor changes i
     logger: pino({ level: 'silent' }),
     routeFor: () => ({ name: 'r', channel: 'C0R' }),
     sandboxModeOf: () => 'default',
-    // Every question matches the rule: only the host check keeps it off another host's record.
-    risksFor: () => [RISK],
+    risksFor,
   });
+}
+
+it("another host's update of an approval marks no risk rule on it, nor changes it", async () => {
+  const stored = sampleRecord('xh-0001', { hostId: 'main' });
+  const results: Array<ApprovalRecord | undefined> = [];
+  // Every question matches the rule: only the host check keeps it off another host's record.
+  const relay = handlerOver(
+    stored,
+    (next) => results.push(next),
+    () => [RISK],
+  );
   const params = ApprovalRequestParams.parse(
     shellApproval({
       approvalId: 'xh-0001',
@@ -65,28 +81,11 @@ it("another host's update of an approval marks no risk rule on it, nor changes i
 it("every write a host's event makes is made for the host: only under its lease", async () => {
   const stored = sampleRecord('xh-0002', { hostId: 'main' });
   const writes: Array<WriteOptions | undefined> = [];
-  const work: Promise<unknown>[] = [];
-  const keeper = {
-    enqueue: (_id: string, task: () => Promise<unknown>) => void work.push(task()),
-    track: (task: Promise<unknown>) => void work.push(task),
-    mutate: async (_id: string, mutation: Mutation, _known?: ApprovalRecord, options?: WriteOptions) => {
-      writes.push(options);
-      return mutation(stored) ?? stored;
-    },
-    idle: async () => {
-      while (work.length > 0) await Promise.all(work.splice(0));
-    },
-  } as unknown as RecordKeeper;
-  const relay = new HostEventHandler({
-    keeper,
-    store: { knows: () => true, saveFullText: async () => {} } as unknown as ApprovalStore,
-    decider: {} as Decider,
-    host: () => undefined,
-    logger: pino({ level: 'silent' }),
-    routeFor: () => ({ name: 'r', channel: 'C0R' }),
-    sandboxModeOf: () => 'default',
-    risksFor: () => [],
-  });
+  const relay = handlerOver(
+    stored,
+    (_next, options) => writes.push(options),
+    () => [],
+  );
   const params = ApprovalRequestParams.parse(
     shellApproval({ approvalId: 'xh-0002', sessionId: stored.sessionId, stages: [['ls']] }),
   );
