@@ -3,7 +3,7 @@ import type { ConfirmTarget } from '../domain/typedConfirmation.js';
 import type { ApprovalSubject } from '../msp/protocol.js';
 import { isOption, programName } from './argv.js';
 import { invocations } from './invocations.js';
-import { shellCommands, UnreadableCommand } from './shellWords.js';
+import { isSubstitutionStandIn, shellCommands, UnreadableCommand } from './shellWords.js';
 
 // What a risk rule with `confirm: type` asks the approver to type before approving: the one word
 // of a request that names what it acts on, as GitHub asks for a repository's name before deleting
@@ -71,7 +71,10 @@ function argvTarget(argv: readonly string[]): ConfirmTarget | undefined {
   const run = tangled ? undefined : runs.at(-1);
   if (!run) return undefined;
   const operand = targetWords(run.words, run.at + 1);
-  if (operand !== undefined) return { text: operand, source: 'argument' };
+  // A substitution's stand-in (`$(…)`) is not on the card, and what it stands for is not known:
+  // no word of the command then surely names the target, and the caller asks for the tool's name.
+  if (operand?.some(isSubstitutionStandIn)) return undefined;
+  if (operand !== undefined) return { text: operand.join(' '), source: 'argument' };
   const program = programName(run.words[run.at] as string);
   return program ? { text: program, source: 'program' } : undefined;
 }
@@ -84,7 +87,7 @@ function argvTarget(argv: readonly string[]): ConfirmTarget | undefined {
  * staging` asking for `staging`). Then the words from the last operand that surely is one to the
  * end are asked for (`prod -n staging`): whatever the command acts on is in what is typed.
  */
-function targetWords(words: readonly string[], from: number): string | undefined {
+function targetWords(words: readonly string[], from: number): readonly string[] | undefined {
   let last: number | undefined;
   let lastSure: number | undefined;
   let optionsEnded = false;
@@ -101,6 +104,6 @@ function targetWords(words: readonly string[], from: number): string | undefined
     if (!mayBeValue) lastSure = i;
   }
   if (last === undefined) return undefined;
-  if (lastSure === undefined || lastSure === last) return words[last];
-  return words.slice(lastSure, last + 1).join(' ');
+  if (lastSure === undefined || lastSure === last) return [words[last] as string];
+  return words.slice(lastSure, last + 1);
 }

@@ -32,6 +32,11 @@ const PROCESS_SUBSTITUTIONS = new Map([
   ['>(', '>(…)'],
 ]);
 
+/** Whether a word of a command is the stand-in for a substitution, not a word of the text. */
+export function isSubstitutionStandIn(word: string): boolean {
+  return word === COMMAND_SUBSTITUTION || [...PROCESS_SUBSTITUTIONS.values()].includes(word);
+}
+
 const isOpenParen = (token: ParseEntry | undefined) =>
   typeof token === 'object' && 'op' in token && token.op === '(';
 

@@ -64,6 +64,17 @@ describe('confirmTarget', () => {
     expect(confirmTarget({ kind: 'fileAccess', path: '/etc/app/' }, 0)?.text).toBe('app');
   });
 
+  it('nothing when the target is a substitution the card shows only as written', () => {
+    // The splitter keeps `$(…)` as a stand-in word: it is not on the card, and what it stands
+    // for is not known, so the approver types the tool's name instead (the caller's fallback).
+    const text = (command: string) => confirmTarget({ kind: 'shell', command }, 0);
+    expect(text('git push origin $(git branch --show-current) --force')).toBeUndefined();
+    expect(text('git push --force origin $(git branch --show-current)')).toBeUndefined();
+    expect(text('rm -rf <(ls)')).toBeUndefined();
+    // One that is not the target leaves the target as it is.
+    expect(text('git push $(git remote) main --force')?.text).toBe('main');
+  });
+
   it('nothing when it cannot be read', () => {
     expect(confirmTarget({ kind: 'shell', command: 'git push origin ${' }, 0)).toBeUndefined();
     expect(confirmTarget({ kind: 'computerUse' }, 0)).toBeUndefined();
