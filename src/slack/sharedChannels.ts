@@ -1,5 +1,6 @@
 import type { WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
+import type { ChannelIdOf } from './channelMembers.js';
 
 // A card is read by everyone in its channel. Who may decide is checked at each press, but who
 // may read is the channel's: in a channel shared with another organization (Slack Connect) or
@@ -15,17 +16,27 @@ export interface RouteChannel {
   allowExternal: boolean;
 }
 
-/** Warns of each route whose channel Slack says is shared beyond the bot's own workspace. Never rejects. */
+/**
+ * Warns of each route whose channel Slack says is shared beyond the bot's own workspace. A
+ * `#name` is asked for by its ID (conversations.info takes IDs only); one whose ID is not known
+ * (the bot is not in it) is passed over: its cards cannot be posted either. Never rejects.
+ */
 export async function warnSharedChannels(
   client: Pick<WebClient, 'conversations'>,
   routes: readonly RouteChannel[],
   logger: Logger,
+  channelIds: ChannelIdOf,
 ): Promise<void> {
   const strict = new Map<string, string[]>();
-  for (const route of routes) {
-    if (route.allowExternal || route.channel.startsWith('#')) continue;
-    strict.set(route.channel, [...(strict.get(route.channel) ?? []), route.name]);
-  }
+  const ids = await Promise.all(
+    routes.map((route) =>
+      route.allowExternal ? undefined : channelIds.id(route.channel).catch(() => undefined),
+    ),
+  );
+  routes.forEach((route, i) => {
+    const channel = ids[i];
+    if (channel !== undefined) strict.set(channel, [...(strict.get(channel) ?? []), route.name]);
+  });
   await Promise.all(
     [...strict].map(async ([channel, names]) => {
       try {

@@ -309,6 +309,7 @@ export function assemble(config: Config, logger: Logger): Countersign {
           slack.slackClient,
           places.map(({ name, channel, rules }) => ({ name, channel, allowExternal: rules.allowExternal })),
           logger,
+          slack.channelIds,
         );
       });
       // The first cards should show names: read them before any host can ask, but not for long.

@@ -259,6 +259,17 @@ describe('strangers', () => {
     expect(world.bot.logs.filter(shared)).toHaveLength(1);
   });
 
+  it('a route naming its shared channel by #name is named too: the name is asked for by its ID', async () => {
+    const world = await startWorld(
+      { routes: [route('deploys', { channel: '#approvals', match: { tools: ['deploy'] } })] },
+      { sharedChannels: ['C0APPROVALS'] },
+    );
+    const shared = (l: { msg?: string }) => String(l.msg).includes('is shared with another workspace');
+    const line = await world.bot.waitForLog(shared, 10_000);
+    expect(line.json).toMatchObject({ channel: 'C0APPROVALS' });
+    expect(line.json?.routes).toContain('deploys');
+  });
+
   it('with no approvers anywhere, start-up says once who may decide and how to restrict it', async () => {
     const world = await startWorld();
     const warnings = world.bot.logs.filter((l) => l.level === 40).map((l) => String(l.msg));
