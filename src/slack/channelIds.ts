@@ -58,6 +58,11 @@ export class SlackChannelIds {
     );
   }
 
+  /** The ID of `channel` if it is known now, without asking Slack (an ID as it is). */
+  idNow(channel: string): string | undefined {
+    return channel.startsWith('#') ? this.fresh(channel.toLowerCase()) : channel;
+  }
+
   private fresh(name: string): string | undefined {
     const entry = this.known.get(name);
     return entry && this.now() < entry.until ? entry.id : undefined;

@@ -14,6 +14,7 @@ import { KeyedQueue } from '../util/keyedQueue.js';
 import { type CardCalls, webClientCardCalls } from './cardCalls.js';
 import { cardMetadata } from './cardMetadata.js';
 import { CardUpdates } from './cardUpdates.js';
+import { SlackChannelIds } from './channelIds.js';
 import { ChannelPacer } from './channelPacer.js';
 import { findPostedCard } from './findPostedCard.js';
 import { type CallFields, type SlackCallHealth, SlackCallLog } from './slackCallLog.js';
@@ -37,8 +38,11 @@ export interface SlackCardChannelOptions {
   pacer?: ChannelPacer;
   /** The bot's own bot id once auth.test has said it: a lost post's card is looked for among its messages. */
   botId?: () => string | undefined;
-  /** Told the ID each post to a `#name` answered with (channelIds.ts). */
-  learnChannelId?: (name: string, id: string) => void;
+  /**
+   * The IDs of `#name` channels (channelIds.ts), which each post answer tells it too: the channel
+   * is paced by ID, and conversations.history takes only IDs. One of its own if not given.
+   */
+  channelIds?: SlackChannelIds;
 }
 
 interface Posted {
@@ -69,12 +73,10 @@ export class SlackCardChannel implements CardChannel, RefusalNotifier {
   private readonly timing: RetryTiming;
   /** approvalId → when a post whose answer was lost was first tried; cleared once it is posted. */
   private readonly lostPosts = new Map<string, Date>();
-  /** `#name` → channel ID, from post answers: conversations.history takes only IDs. */
-  private readonly channelIds = new Map<string, string>();
   private readonly calls: CardCalls;
   private readonly pacer: ChannelPacer;
   private readonly botId: () => string | undefined;
-  private readonly learnChannelId: (name: string, id: string) => void;
+  private readonly channelIds: SlackChannelIds;
 
   constructor(
     private readonly client: WebClient,
@@ -87,13 +89,13 @@ export class SlackCardChannel implements CardChannel, RefusalNotifier {
     this.calls = options.calls ?? webClientCardCalls(client);
     this.pacer = options.pacer ?? new ChannelPacer();
     this.botId = options.botId ?? (() => undefined);
-    this.learnChannelId = options.learnChannelId ?? (() => {});
+    this.channelIds = options.channelIds ?? new SlackChannelIds(client, { ttlMs: 5 * 60_000 });
     this.updates = new CardUpdates(this.calls, this.log, this.stopping.signal, { timing: this.timing });
   }
 
   post(channel: string, render: () => RenderedMessage, options: PostOptions): Promise<Posted> {
     // Paced by ID, as the channel's lines are, once a post has told which ID a #name is.
-    const paceKey = this.channelIds.get(channel) ?? channel;
+    const paceKey = this.channelIds.idNow(channel) ?? channel;
     // Announced at once, not when its turn comes: the channel's lines wait behind every card queued.
     const done = this.pacer.cardComing(paceKey);
     return this.postQueues
@@ -189,10 +191,7 @@ export class SlackCardChannel implements CardChannel, RefusalNotifier {
     try {
       const posted = await retrySlackCall(attempt, RETRY_POLICIES.post, this.retryHooks(fields));
       this.lostPosts.delete(approvalId);
-      if (channel.startsWith('#')) {
-        this.channelIds.set(channel, posted.channel);
-        this.learnChannelId(channel, posted.channel);
-      }
+      this.channelIds.learn(channel, posted.channel);
       this.log.landed(fields, attempts);
       return posted;
     } catch (err) {
@@ -211,7 +210,7 @@ export class SlackCardChannel implements CardChannel, RefusalNotifier {
    * scope, say) is logged and counts as not found: a second card beats none.
    */
   private async lookFor(channel: string, approvalId: string, since: Date): Promise<Posted | undefined> {
-    const channelId = channel.startsWith('#') ? this.channelIds.get(channel) : channel;
+    const channelId = await this.channelIds.id(channel).catch(() => undefined);
     if (!channelId) {
       throw new Error(
         `cannot tell whether the lost post to ${channel} landed before its channel ID is known; not posting it again yet`,

@@ -51,7 +51,7 @@ export function wireSlack(config: Config, logger: Logger, metrics: Metrics) {
     calls: cardCalls,
     pacer: postPacer,
     botId: () => identity.botId,
-    learnChannelId: (name, id) => channelIds.learn(name, id),
+    channelIds,
     health: {
       refused: () => {
         slackUp = false;

@@ -144,20 +144,25 @@ describe('SlackCardChannel.post', () => {
     expect(slack.messagesIn('C1').map((m) => m.ts)).toEqual([posted.ts]);
   });
 
-  it('to a #name, a lost post waits until the channel ID is known, then finds its card', async () => {
-    const { slack, cards, lines } = await setup();
+  it('to a #name, a lost post is looked for by the ID Slack gives the name, and found: one card', async () => {
+    const { slack, cards } = await setup();
+    // The post lands, its answer is lost: no answer has told the name's ID yet.
+    slack.fault('chat.postMessage', { reset: true });
+    const first = await cards.post('#approvals', () => card('first'), { approvalId: 'a-name' });
+    expect(first.channel).toBe('C0APPROVALS');
+    expect(slack.callsOf('users.conversations').length).toBeGreaterThanOrEqual(1);
+    expect(slack.messagesIn('C0APPROVALS').map((m) => [m.text, m.ts])).toEqual([['first', first.ts]]);
+  });
+
+  it('to a #name the bot is not in, a lost post waits until the channel ID is known', async () => {
+    const { slack, cards } = await setup();
+    slack.setBotChannels([]);
+    slack.chatWritePublic = true;
     slack.fault('chat.postMessage', { reset: true });
     await expect(cards.post('#approvals', () => card('first'), { approvalId: 'a-name' })).rejects.toThrow(
       /channel ID is known/,
     );
-    expect(lines.some((l) => l.msg === 'chat.postMessage failed' && l.approvalId === 'a-name')).toBe(true);
-    const second = await cards.post('#approvals', () => card('second'), { approvalId: 'a-name-2' });
-    expect(second.channel).toBe('C0APPROVALS');
-    const first = await cards.post('#approvals', () => card('first'), { approvalId: 'a-name' });
-    expect(slack.messagesIn('C0APPROVALS').map((m) => [m.text, m.ts])).toEqual([
-      ['first', first.ts],
-      ['second', second.ts],
-    ]);
+    expect(slack.messagesIn('C0APPROVALS')).toHaveLength(1);
   });
 
   it('when Slack refuses the lookup (a missing scope), it says so and posts again', async () => {
