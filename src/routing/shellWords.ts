@@ -32,9 +32,11 @@ const PROCESS_SUBSTITUTIONS = new Map([
   ['>(', '>(…)'],
 ]);
 
+const STAND_INS: ReadonlySet<string> = new Set([COMMAND_SUBSTITUTION, ...PROCESS_SUBSTITUTIONS.values()]);
+
 /** Whether a word of a command is the stand-in for a substitution, not a word of the text. */
 export function isSubstitutionStandIn(word: string): boolean {
-  return word === COMMAND_SUBSTITUTION || [...PROCESS_SUBSTITUTIONS.values()].includes(word);
+  return STAND_INS.has(word);
 }
 
 const isOpenParen = (token: ParseEntry | undefined) =>

@@ -90,8 +90,8 @@ export const oncall = mapping(
       return {
         kind: 'rotation',
         users: r.users,
-        // Checked above to name its zone: every process reads the same instant.
-        startMs: Date.parse(r.start),
+        // Checked above to name its zone and a day of the calendar: every process reads the same instant.
+        startMs: zonedTimeOf(r.start)!,
         everyMs: r.every,
         timezone: r.timezone ?? 'UTC',
       };
