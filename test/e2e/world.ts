@@ -3,7 +3,7 @@
 // Slack users (signed interaction requests), and look only at what crosses those edges.
 
 import { Redis } from 'ioredis';
-import { expect } from 'vitest';
+import { expect, onTestFailed } from 'vitest';
 import { keys } from '../../src/store/keys.js';
 import type { RedisClient } from '../../src/store/redisConnection.js';
 import {
@@ -168,7 +168,27 @@ export class World {
     const redis = cluster
       ? cluster.client()
       : new Redis(options.redisUrl ? `${options.redisUrl}/${redisDb}` : testRedisUrl(redisDb));
-    return new World(slack, host, redis, redisDb, bot, botRedisUrl, redisEnv, startEnv);
+    const world = new World(slack, host, redis, redisDb, bot, botRedisUrl, redisEnv, startEnv);
+    World.reportOnFailure(world);
+    return world;
+  }
+
+  /**
+   * A failing scenario prints the bot's own account (its log, without the Web API client's
+   * request chatter) and what Slack saw: a failure in CI is often not reproducible on a quiet
+   * machine, and the assertion alone rarely says why the bot did what it did.
+   */
+  private static reportOnFailure(world: World): void {
+    try {
+      onTestFailed(() => {
+        const own = world.bot.logs.filter((l) => l.json?.component !== 'slack-web-api').slice(-80);
+        console.error(
+          `bot log (last ${own.length} lines):\n${own.map((l) => l.raw).join('\n')}\n${world.slack.summary()}`,
+        );
+      });
+    } catch {
+      // Started outside a test (a beforeAll): there is no one test to report against.
+    }
   }
 
   /**
