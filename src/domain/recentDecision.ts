@@ -10,5 +10,10 @@ export const RecentDecision = z.object({
   decidedAt: z.string(),
   channel: z.string(),
   ts: z.string().optional(),
+  /**
+   * The route that placed the card ('' for none): the entry is shown while the user may still
+   * decide there. Entries noted before it was kept have none, and are shown to members only.
+   */
+  route: z.string().optional(),
 });
 export type RecentDecision = z.infer<typeof RecentDecision>;

@@ -4,6 +4,7 @@ import type { StatsView } from '../cards/renderStats.js';
 import { subjectSummary } from '../cards/subjectSummary.js';
 import type { Away } from '../domain/away.js';
 import type { Grant } from '../domain/grants/grant.js';
+import type { RecentDecision } from '../domain/recentDecision.js';
 import type { ApprovalRecord } from '../domain/record.js';
 import type { HomeViewers } from '../store/homeViewers.js';
 import type { RecentDecisions } from '../store/recentDecisions.js';
@@ -20,6 +21,11 @@ export interface HomeTabOptions {
   views: SlackViews;
   waiting: WaitingApprovals;
   recent: RecentDecisions;
+  /**
+   * Whether the user may still be shown one of their own past decisions: what they decided once
+   * is not theirs to see for ever (a member who became a guest, a route that no longer lets them in).
+   */
+  mayRecall: (userId: string, decision: RecentDecision) => Promise<boolean>;
   viewers: HomeViewers;
   permalinks: Permalinks;
   /** Where cards go when no route says otherwise. */
@@ -124,6 +130,7 @@ export class HomeTab {
         decidedAt: resolution.decidedAt,
         channel: slack.channel,
         ...(slack.ts ? { ts: slack.ts } : {}),
+        route: record.route ?? '',
       });
     } catch (err) {
       this.options.logger.warn({ err, approvalId: record.approvalId }, 'could not note a recent decision');
@@ -136,6 +143,14 @@ export class HomeTab {
     } catch (err) {
       this.options.logger.warn({ err }, 'could not read who has App Home open');
     }
+  }
+
+  /** The user's recent decisions they may still be shown, each checked as the Home is published. */
+  private async recalled(userId: string): Promise<RecentDecision[]> {
+    const { recent, mayRecall } = this.options;
+    const decisions = await recent.list(userId);
+    const shown = await Promise.all(decisions.map((decision) => mayRecall(userId, decision)));
+    return decisions.filter((_, i) => shown[i]);
   }
 
   /** A Home without its grants beats no Home: what waits for the user matters more. */
@@ -174,11 +189,11 @@ export class HomeTab {
   }
 
   private async publish(userId: string): Promise<void> {
-    const { views, waiting, recent, permalinks, channel, status, logger } = this.options;
+    const { views, waiting, permalinks, channel, status, logger } = this.options;
     try {
       const [items, decisions, grants, stats, away] = await Promise.all([
         waiting.for(userId, MAX_HOME_WAITING),
-        recent.list(userId),
+        this.recalled(userId),
         this.grantsOf(userId),
         this.statsOf(userId),
         this.awayOf(userId),

@@ -69,6 +69,11 @@ export function wireHome({
     views: slackViews(slackClient),
     waiting,
     recent: new RecentDecisions(redis, config.resolvedTtlMs),
+    // A member of the team sees what they decided; anyone else only while a route still lets them
+    // decide where it was decided (a guest on a route with allowGuests).
+    mayRecall: async (userId, decision) =>
+      (await authorizer.isMember(userId)) ||
+      (decision.route !== undefined && (await authorizer.decidesOn(userId, decision.route))),
     // Opened in the last half hour: likely still on screen, worth publishing again on changes.
     viewers: new HomeViewers(redis, 30 * 60_000),
     permalinks,

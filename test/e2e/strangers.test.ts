@@ -8,6 +8,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { shellApproval } from '../support/fakeHost.js';
 import { WORKSPACE_PEOPLE } from '../support/fakeSlack.js';
+import { until } from '../support/until.js';
 import { type ConfigSpec, configFile, ladder, rotation, route, users } from './fixtures/config.js';
 import { commandAnswer, openHome } from './teamSetup.js';
 import { buttonsOf, SESSION, textOf, World } from './world.js';
@@ -22,14 +23,17 @@ const PARTNER = 'U0PARTNER';
 /** A single-channel guest of the bot's own team. */
 const GUEST = 'U0GUEST';
 
-async function startWorld(spec?: ConfigSpec, options: { sharedChannels?: string[] } = {}): Promise<World> {
-  const env: Record<string, string> = {};
+async function startWorld(
+  spec?: ConfigSpec,
+  options: { sharedChannels?: string[]; env?: Record<string, string> } = {},
+): Promise<World> {
+  const env: Record<string, string> = { ...options.env };
   if (spec !== undefined) {
     const config = configFile(spec);
     cleanups.push(config.remove);
     env.COUNTERSIGN_CONFIG = config.path;
   }
-  const world = await World.start({}, env, { slack: options });
+  const world = await World.start({}, env, { slack: { sharedChannels: options.sharedChannels ?? [] } });
   cleanups.push(() => world.close());
   world.slack.setUser(PARTNER, { team_id: 'T0PARTNER', real_name: 'Partner' });
   world.slack.setUser(GUEST, {
@@ -121,6 +125,15 @@ describe('strangers', () => {
     await world.press('str-0003', 'Allow once', GUEST);
     await world.host.waitForDecide((f) => f.frame.params.approvalId === 'str-0003');
     expect(world.host.decides().map((d) => d.frame.params.approvalId)).toEqual(['str-0002', 'str-0003']);
+
+    // Not members, yet each still decides where they decided: their Home shows it.
+    await world.waitForCard('str-0002', (m) => textOf(m).includes('Approved'));
+    await openHome(world, PARTNER);
+    await until(() =>
+      world.slack
+        .callsOf('views.publish')
+        .some((c) => c.args.user_id === PARTNER && JSON.stringify(c.args.view).includes('make str-0002')),
+    );
   });
 
   it('on a route without approvers only the channel’s members decide, from the card and from a DM; only they are DMed', async () => {
@@ -237,6 +250,27 @@ describe('strangers', () => {
     }
     const whoami = await commandAnswer(world, GUEST, 'whoami');
     expect(JSON.stringify(whoami.body)).toContain('you may not decide: guests may not');
+  });
+
+  it('App Home stops showing a member who became a guest the decisions they made before', async () => {
+    // Slack's answer about who someone is is kept for a second: then the change is seen.
+    const world = await startWorld(undefined, { env: { COUNTERSIGN_MEMBERSHIP_CACHE_TTL: '1s' } });
+    await openShell(world, 'str-0010');
+    const card = await world.card('str-0010');
+    await world.pressButton(card.ts, buttonsOf(card)[0]!, 'U0ALICE');
+    await world.waitForCard('str-0010', (m) => textOf(m).includes('Approved'));
+    const homes = () => world.slack.callsOf('views.publish').filter((c) => c.args.user_id === 'U0ALICE');
+    await openHome(world, 'U0ALICE');
+    await until(() => homes().some((c) => JSON.stringify(c.args.view).includes('make str-0010')));
+
+    world.slack.setUser('U0ALICE', { team_id: 'T1', is_restricted: true, real_name: 'Alice' });
+    await new Promise((r) => setTimeout(r, 1_500));
+    const before = homes().length;
+    await openHome(world, 'U0ALICE');
+    await until(() => homes().length > before, 10_000);
+    const home = JSON.stringify(homes().at(-1)!.args.view);
+    expect(home).not.toContain('str-0010');
+    expect(home).not.toContain('make str');
   });
 
   it('start-up names each route whose channel is shared with another organization, unless it lets them in', async () => {
