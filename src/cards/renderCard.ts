@@ -7,8 +7,9 @@ import type { EscalationStep } from '../domain/route.js';
 import { prettyArgs } from '../util/toJson.js';
 import { divider, header, packSections, section } from './blocks.js';
 import { BUDGET_LEVELS, type CardBudget } from './budget.js';
-import { clip, codeBlock, codeBlockFits, inlineCode, truncate } from './escape.js';
+import { clip, codeBlock, codeBlockFits, inlineCode } from './escape.js';
 import { countBlockText, MAX_CARD_FALLBACK_TEXT, MAX_HEADER_TEXT, MAX_TOTAL_BLOCK_TEXT } from './limits.js';
+import { truncateProse } from './prose.js';
 import { renderApprovers, type ShownApproverNames } from './renderApprovers.js';
 import { MAX_SHOWN_CHOICES, renderChoices } from './renderChoices.js';
 import { renderCuaFacts } from './renderCuaFacts.js';
@@ -53,14 +54,14 @@ function headline(record: ApprovalRecord): string {
 function fallbackText(record: ApprovalRecord): string {
   const what = subjectSummary(record);
   const raw = `${headline(record)}: ${record.tool}${what ? ` — ${what}` : ''}`;
-  return truncate(raw.replace(/\s+/g, ' '), MAX_CARD_FALLBACK_TEXT);
+  return truncateProse(raw.replace(/\s+/g, ' '), MAX_CARD_FALLBACK_TEXT);
 }
 
 function renderReasons(record: ApprovalRecord, budget: CardBudget): KnownBlock[] {
   const lines: string[] = [];
-  if (record.reason) lines.push(`*Reason:* ${truncate(record.reason, budget.reason)}`);
+  if (record.reason) lines.push(`*Reason:* ${truncateProse(record.reason, budget.reason)}`);
   if (record.reviewerReason)
-    lines.push(`*Reviewer's reason:* ${truncate(record.reviewerReason, budget.reason)}`);
+    lines.push(`*Reviewer's reason:* ${truncateProse(record.reviewerReason, budget.reason)}`);
   return packSections(lines);
 }
 
@@ -111,7 +112,7 @@ function build(
 ): RenderedMessage {
   const subject = renderSubject(record.subject, currentIndex(record), budget);
   const facts = [`*Tool:* ${inlineCode(record.tool, budget.field)}`];
-  if (record.title) facts.push(`*Title:* ${truncate(record.title, budget.title)}`);
+  if (record.title) facts.push(`*Title:* ${truncateProse(record.title, budget.title)}`);
   facts.push(...subject.facts);
 
   const blocks: KnownBlock[] = [

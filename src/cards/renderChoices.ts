@@ -7,7 +7,7 @@ import type { ApprovalRecord } from '../domain/record.js';
 import type { ApprovalChoice } from '../msp/protocol.js';
 import { context, plainText, section } from './blocks.js';
 import type { CardBudget } from './budget.js';
-import { clip, fitsWithin, truncate } from './escape.js';
+import { clip, fitsWithin } from './escape.js';
 import { fitLines } from './fitLines.js';
 import {
   CHOICE_ACTION_PREFIX,
@@ -17,6 +17,7 @@ import {
   REMEMBER_BLOCK_PREFIX,
 } from './ids.js';
 import { MAX_ACTIONS_ELEMENTS, MAX_BUTTON_TEXT, MAX_BUTTON_VALUE, MAX_CONFIRM_BUTTON } from './limits.js';
+import { truncateProse } from './prose.js';
 import { rememberHeading, scopeLabel } from './renderGrant.js';
 
 /** Choices shown at most: three actions blocks, which keeps a card far below 50 blocks. */
@@ -104,14 +105,14 @@ function detailLines(choices: readonly ApprovalChoice[], labelMax: number, budge
     const label = labelOf(choice, i);
     if (choice.rulePreview !== undefined && choice.rulePreview === label) {
       // Hosts often label a rule choice with its own preview: say it once.
-      lines.push(`Rule: ${truncate(choice.rulePreview, budget.previewLine - 6)}`);
+      lines.push(`Rule: ${truncateProse(choice.rulePreview, budget.previewLine - 6)}`);
     } else if (choice.rulePreview !== undefined && choice.rulePreview !== '') {
-      const shown = truncate(label, Math.floor(budget.previewLine / 2));
+      const shown = truncateProse(label, Math.floor(budget.previewLine / 2));
       lines.push(
-        `${shown}: ${truncate(choice.rulePreview, Math.max(40, budget.previewLine - shown.length - 2))}`,
+        `${shown}: ${truncateProse(choice.rulePreview, Math.max(40, budget.previewLine - shown.length - 2))}`,
       );
     } else if (!fitsWithin(label, labelMax)) {
-      lines.push(truncate(label, budget.previewLine));
+      lines.push(truncateProse(label, budget.previewLine));
     }
   });
   return lines;

@@ -5,6 +5,7 @@ import { plainSection, section } from './blocks.js';
 import type { CardBudget } from './budget.js';
 import { clip, inlineCode, quote, truncate } from './escape.js';
 import { fitLines } from './fitLines.js';
+import { truncateProse } from './prose.js';
 
 // Step and data-row fields are not documented (msp-approvals.md §6.12): show a step's own words
 // when it has them, else the whole value as JSON; never guess at meaning.
@@ -48,7 +49,7 @@ export function renderCuaFacts(facts: CuaCardFacts, budget: CardBudget): KnownBl
   const data = facts.data ?? [];
   const share = steps.length > 0 && data.length > 0 ? Math.floor(budget.cua / 2) : budget.cua;
   if (steps.length > 0) {
-    const line = (i: number) => `Step ${i + 1}: ${truncate(stepText(steps[i]), budget.cuaLine)}`;
+    const line = (i: number) => `Step ${i + 1}: ${truncateProse(stepText(steps[i]), budget.cuaLine)}`;
     blocks.push(section(`*Steps*\n${fitLines(steps.length, line, share, ['step', 'steps']).join('\n')}`));
   }
   if (data.length > 0) {

@@ -3,6 +3,7 @@ import { decisionTone } from '../domain/decisionWords.js';
 import type { Resolution } from '../domain/record.js';
 import { describeDecision } from './describeDecision.js';
 import { clip, inlineCode, truncate } from './escape.js';
+import { clipProse } from './prose.js';
 import { decidedBy, earlierStageLines } from './renderStatus.js';
 import { slackDate } from './slackDate.js';
 
@@ -19,7 +20,7 @@ function icon(decision: string): string {
 function choiceLabel(record: ResolvedRecord): string | undefined {
   const { choiceId } = record.resolution;
   const choice = choiceId ? record.availableChoices.find((c) => c.choiceId === choiceId) : undefined;
-  return choice ? clip(choice.label, 75) : undefined;
+  return choice ? clipProse(choice.label, 75) : undefined;
 }
 
 function when(resolution: Resolution): string {

@@ -7,6 +7,7 @@ import { shortDuration } from '../util/shortDuration.js';
 import { packSections } from './blocks.js';
 import { BUDGET_LEVELS } from './budget.js';
 import { clip, inlineCode, truncate } from './escape.js';
+import { clipProse } from './prose.js';
 import { renderChoices } from './renderChoices.js';
 import { subjectSummary } from './subjectSummary.js';
 
@@ -104,7 +105,7 @@ export function renderEscalationDm(
       : `:rotating_light: *An approval has waited ${shortDuration(opts.waitedMs)}* and you are on call.`,
     `*Tool:* ${inlineCode(record.tool, 80)}${what ? `\n*Request:* ${inlineCode(what.replace(/\s+/g, ' '), 500)}` : ''}`,
   ];
-  if (record.sessionTitle) lines.push(`*Session:* ${clip(record.sessionTitle, 150)}`);
+  if (record.sessionTitle) lines.push(`*Session:* ${clipProse(record.sessionTitle, 150)}`);
   if (opts.permalink) lines.push(link(opts.permalink, 'Open the card'));
   const blocks: KnownBlock[] = [...packSections(lines)];
   if (record.phase === 'pending') blocks.push(...renderChoices(record, budget, 10));

@@ -2,8 +2,9 @@ import type { KnownBlock } from '@slack/types';
 import type { ApprovalRecord } from '../domain/record.js';
 import { context } from './blocks.js';
 import type { CardBudget } from './budget.js';
-import { inlineCode, truncate } from './escape.js';
+import { inlineCode } from './escape.js';
 import { intakeNotes } from './intakeNotes.js';
+import { truncateProse } from './prose.js';
 import { slackAge } from './slackDate.js';
 
 /** Badges for facts a reviewer should weigh before clicking. */
@@ -30,7 +31,7 @@ export function renderSessionContext(
   showHost = false,
 ): KnownBlock[] {
   const session = record.sessionTitle || record.sessionId;
-  const elements = [`Session: ${truncate(session, budget.field)}`];
+  const elements = [`Session: ${truncateProse(session, budget.field)}`];
   if (showHost) elements.push(`Host: ${inlineCode(record.hostId, budget.field)}`);
   const age = slackAge(record.openedAt, now);
   if (age) elements.push(`Opened ${age}`);

@@ -4,6 +4,7 @@ import { type ApprovalRecord, principalsFor, votersFor } from '../domain/record.
 import { packSections } from './blocks.js';
 import { clip, inlineCode } from './escape.js';
 import { mentionUser } from './mentionUser.js';
+import { clipProse } from './prose.js';
 
 // What makes a card ask for more care than one click: the risk rules the request matched, and
 // how far a quorum has come. Shown just above the buttons, where the decision is made.
@@ -31,7 +32,7 @@ export function quorumLines(record: ApprovalRecord, quorum: number): string[] {
   for (const choice of approving) {
     const voters = votersFor(record, stage, choice.choiceId).map(mentionUser);
     if (voters.length === 0) continue;
-    const which = approving.length > 1 ? ` for ${clip(choice.label || choice.choiceId, 75)}` : '';
+    const which = approving.length > 1 ? ` for ${clipProse(choice.label || choice.choiceId, 75)}` : '';
     // A delegate's vote and the vote of the person away they stand in for count once.
     const counted = principalsFor(record, stage, choice.choiceId).size;
     lines.push(`*${counted} of ${quorum} approvals*${which}: ${voters.join(', ')}`);

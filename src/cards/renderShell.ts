@@ -4,6 +4,7 @@ import { section } from './blocks.js';
 import type { CardBudget } from './budget.js';
 import { clip, codeBlock, codeBlockFits, inlineCode, inlineCodeFits } from './escape.js';
 import { fitLines } from './fitLines.js';
+import { clipProse } from './prose.js';
 
 type StageResolution = ApprovalStage['resolution'];
 
@@ -12,7 +13,7 @@ type StageResolution = ApprovalStage['resolution'];
 function describeResolution(resolution: StageResolution, max: number): string {
   const kind = clip(resolution.kind, 40);
   if (resolution.kind === 'policyAllow' && resolution.diagnostic) {
-    return `${kind}: ${clip(resolution.diagnostic, max)}`;
+    return `${kind}: ${clipProse(resolution.diagnostic, max)}`;
   }
   if (resolution.kind === 'policyAmendment' && resolution.argvPrefix) {
     return `${kind}: ${inlineCode(resolution.argvPrefix.join(' '), max)}`;

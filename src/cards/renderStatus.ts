@@ -4,8 +4,9 @@ import type { ApprovalRecord, Resolution } from '../domain/record.js';
 import { packSections, section } from './blocks.js';
 import type { CardBudget } from './budget.js';
 import { describeDecision, hostNamedDecider } from './describeDecision.js';
-import { clip, truncate } from './escape.js';
+import { clip } from './escape.js';
 import { mentionUser } from './mentionUser.js';
+import { clipProse, truncateProse } from './prose.js';
 import { timedOutLine } from './renderEscalation.js';
 import { callerText, capabilityText, grantRefText, revokeHint } from './renderGrant.js';
 import { slackDate } from './slackDate.js';
@@ -172,16 +173,16 @@ function resolvedLines(resolution: Resolution, budget: CardBudget, timedOutAfter
   if (resolution.amendment) {
     const { rulePreview, durability: d, persistence, persistenceReason } = resolution.amendment;
     if (persistence === 'failed') {
-      const why = persistenceReason ? ` (${truncate(persistenceReason, budget.reason)})` : '';
+      const why = persistenceReason ? ` (${truncateProse(persistenceReason, budget.reason)})` : '';
       lines.push(
-        `:warning: *Rule not saved*${why}: the host could not save ${truncate(rulePreview, budget.reason)}. The decision itself stands; the agent will ask again next time.`,
+        `:warning: *Rule not saved*${why}: the host could not save ${truncateProse(rulePreview, budget.reason)}. The decision itself stands; the agent will ask again next time.`,
       );
     } else {
-      lines.push(`*Rule saved* (${durability(d)}): ${truncate(rulePreview, budget.reason)}`);
+      lines.push(`*Rule saved* (${durability(d)}): ${truncateProse(rulePreview, budget.reason)}`);
       if (resolution.slackUserId) lines.push(HOST_KEEPS);
     }
   }
-  if (resolution.feedback) lines.push(`*Feedback:* ${truncate(resolution.feedback, budget.reason)}`);
+  if (resolution.feedback) lines.push(`*Feedback:* ${truncateProse(resolution.feedback, budget.reason)}`);
   return lines;
 }
 
@@ -194,7 +195,7 @@ function decidingLine(record: ApprovalRecord): string {
   const claim = record.claim;
   if (!claim) return ':hourglass: Being decided…';
   const choice = record.availableChoices.find((c) => c.choiceId === claim.choiceId);
-  const what = choice ? ` (${clip(choice.label, 75)})` : '';
+  const what = choice ? ` (${clipProse(choice.label, 75)})` : '';
   const by = claim.userId ? mentionUser(claim.userId) : (DECIDED_VIA[claim.via ?? ''] ?? 'Countersign');
   const line = `:hourglass: Being decided by ${by}…${what}`;
   if (!claim.unanswered) return line;
@@ -227,7 +228,7 @@ function phaseStatus(record: ApprovalRecord, budget: CardBudget): KnownBlock[] {
           ])
         : [section('Decided. The host did not say how.')];
     case 'superseded': {
-      const note = record.supersededNote ? `\n${truncate(record.supersededNote, budget.reason)}` : '';
+      const note = record.supersededNote ? `\n${truncateProse(record.supersededNote, budget.reason)}` : '';
       return [section(`${SUPERSEDED}${note}`)];
     }
     case 'orphaned':

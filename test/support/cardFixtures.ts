@@ -245,15 +245,19 @@ export function blocksOfType(message: RenderedMessage, type: string): Json[] {
   return blocksOf(message).filter((b) => b.type === type);
 }
 
-/** Every text of every text object in the blocks, in order. */
-export function texts(message: RenderedMessage): string[] {
+/** Every text of every text object in the blocks (or only those of `types`), in order. */
+export function texts(
+  message: RenderedMessage,
+  types: ReadonlyArray<'mrkdwn' | 'plain_text'> = ['mrkdwn', 'plain_text'],
+): string[] {
   const out: string[] = [];
   const walk = (v: unknown): void => {
     if (Array.isArray(v)) for (const item of v) walk(item);
     else if (typeof v === 'object' && v !== null) {
       const o = v as Json;
-      if ((o.type === 'mrkdwn' || o.type === 'plain_text') && typeof o.text === 'string') out.push(o.text);
-      else for (const child of Object.values(o)) walk(child);
+      if ((o.type === 'mrkdwn' || o.type === 'plain_text') && typeof o.text === 'string') {
+        if (types.includes(o.type)) out.push(o.text);
+      } else for (const child of Object.values(o)) walk(child);
     }
   };
   walk(message.blocks);

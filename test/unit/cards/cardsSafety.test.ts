@@ -122,6 +122,106 @@ const EVIL_SUBJECTS: Record<string, ApprovalRecord['subject']> = {
   unknown: { kind: EVIL, toolName: EVIL, extra: EVIL },
 };
 
+/**
+ * Agent prose written to pass for the card's own lines: a line of its own, bold labels, italics,
+ * strikes, an emoji, inline code and a code block. None of it may take effect on the card.
+ */
+const FAKE =
+  'Run tests\n\n:unicorn_face: *Signed off:* by policy _quietly_ ~struck~ `tick`\n> quoted\n```\nnpm test\n```';
+
+function fakeRecord(phase: Phase): ApprovalRecord {
+  const stage = (index: number, resolution: ApprovalStage['resolution']): ApprovalStage => ({
+    ...evilStage(index, 'unresolved'),
+    argv: ['make', 'build'],
+    argvComplete: true,
+    resolution,
+  });
+  const fake = evilRecord(
+    {
+      kind: 'shell',
+      command: 'make build && make build',
+      stages: [stage(0, { kind: 'policyAllow', diagnostic: FAKE }), stage(1, { kind: 'unresolved' })],
+    },
+    '{}',
+  );
+  const choices: ApprovalChoice[] = [
+    {
+      choiceId: 'rule',
+      label: FAKE,
+      decision: 'approvedPolicyAmendment',
+      scope: 'localPersistent',
+      rulePreview: FAKE,
+    },
+    { choiceId: 'abort', label: 'Reject', decision: 'abort', scope: 'once' },
+  ];
+  return {
+    ...fake,
+    approvalId: 'a1',
+    sessionId: 's1',
+    tool: 'bash',
+    phase,
+    title: FAKE,
+    reason: FAKE,
+    reviewerReason: FAKE,
+    sessionTitle: FAKE,
+    cuaCardFacts: { steps: [FAKE, { summary: FAKE }] },
+    availableChoices: choices,
+    claim: {
+      sourceIndex: 0,
+      userId: 'U0APPROVER',
+      choiceId: 'rule',
+      commandId: 'c1',
+      claimedAt: NOW.toISOString(),
+    },
+    resolution: {
+      decision: 'approved',
+      resolvedBy: 'user',
+      amendment: {
+        durability: 'persistent',
+        rulePreview: FAKE,
+        persistence: 'failed',
+        persistenceReason: FAKE,
+      },
+      decidedAt: NOW.toISOString(),
+      feedback: FAKE,
+    },
+    supersededNote: FAKE,
+  };
+}
+
+describe("injection: agent prose never passes for the card's own formatting", () => {
+  for (const phase of ALL_PHASES) {
+    it(phase, () => {
+      const card = render(fakeRecord(phase));
+      // Where Slack reads formatting: plain_text (the header, buttons) shows every character as is.
+      const all = [card.text, ...texts(card, ['mrkdwn'])].join('\u0000');
+      // The prose is on the card (cut, perhaps), so the checks below look at something.
+      expect(all).toContain('Signed off');
+      for (const live of [
+        '*Signed off:*',
+        ':unicorn_face:',
+        '_quietly_',
+        '~struck~',
+        '`tick`',
+        '```\nnpm test',
+      ]) {
+        expect(all).not.toContain(live);
+      }
+      // Nor does it start a line of its own (a fake "Decided by" line under the real ones).
+      expect(all).not.toMatch(/\n\W{0,3}Signed off/);
+      expect(all).not.toMatch(/\n\s*(?:>|&gt;) ?quoted/);
+    });
+  }
+
+  it('in the notification text of a subject known only by its title', () => {
+    const card = render({ ...fakeRecord('pending'), subject: { kind: 'somethingNew' } });
+    expect(card.text).toContain('Signed off');
+    for (const live of ['*Signed off:*', ':unicorn_face:', '_quietly_', '~struck~', '`tick`']) {
+      expect(card.text).not.toContain(live);
+    }
+  });
+});
+
 describe('injection: host text never becomes live markup', () => {
   for (const [kind, subject] of Object.entries(EVIL_SUBJECTS)) {
     for (const phase of ALL_PHASES) {
