@@ -99,20 +99,26 @@ export function spawnIncarnation(spec: SpawnSpec, hooks: IncarnationHooks): Inca
     gone: false,
     handled: Promise.resolve(),
   };
+  const startLevel = spec.afterFailedStart ? 'debug' : 'info';
+  const command = maskCommandLine(spec.command);
   // Without this listener a failed spawn or kill would throw from an EventEmitter.
   child.on('error', (error: NodeJS.ErrnoException) => {
     if (child.pid !== undefined) {
       logger.error({ err: error }, 'host process error');
       return;
     }
-    // Never spawned: said as any start that failed, with the next start (StartFailures), in
-    // words that name the cause rather than "spawn /bin/sh ENOENT".
+    // Never spawned: in words that name the cause rather than "spawn /bin/sh ENOENT". This
+    // line stands for the start instead of "host spawned"; the failure is counted with the
+    // next start as any start that failed (StartFailures).
     incarnation.startFailure = describeSpawnFailure(
       error,
       spec.cwd && !isDirectory(spec.cwd) ? spec.cwd : undefined,
     );
-    // The code alone: the error's spawnargs hold the command unmasked (maskCommandLine).
-    logger.debug({ code: error.code }, 'host process could not be spawned');
+    // Not the error itself: its spawnargs hold the command unmasked (maskCommandLine).
+    logger[startLevel](
+      { code: error.code, reason: incarnation.startFailure, command },
+      'host could not be spawned',
+    );
   });
   pipeHostStderr(child.stderr!, logger, incarnation.stderrTail);
   connection.onRequest((request) => hooks.onRequest(incarnation, request));
@@ -124,10 +130,8 @@ export function spawnIncarnation(spec: SpawnSpec, hooks: IncarnationHooks): Inca
     connection.close();
     void terminate(child, STDOUT_DRAIN_MS);
   });
-  logger[spec.afterFailedStart ? 'debug' : 'info'](
-    { hostPid: child.pid, command: maskCommandLine(spec.command) },
-    'host spawned',
-  );
+  // Without a pid nothing started: the error listener above says so once Node emits it.
+  if (child.pid !== undefined) logger[startLevel]({ hostPid: child.pid, command }, 'host spawned');
   return incarnation;
 }
 

@@ -2,7 +2,7 @@
 // stops the process with one line and exit code 1; trouble that may pass keeps the bot running,
 // says what is wrong in one log line, and /readyz says why the bot is not ready.
 
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,7 +12,7 @@ import { FakeHost } from '../support/fakeHost.js';
 import { FAKE_SLACK_APP_TOKEN, OTHER_FAKE_SLACK_APP_TOKEN } from '../support/fakeSecrets.js';
 import { FakeSlack } from '../support/fakeSlack.js';
 import { TEST_REDIS_URL } from '../support/testRedis.js';
-import { configFile } from './fixtures/config.js';
+import { configFile, mainHost } from './fixtures/config.js';
 
 const APP_TOKEN = FAKE_SLACK_APP_TOKEN;
 const SOCKET_MODE = { SLACK_APP_TOKEN: APP_TOKEN, SLACK_SIGNING_SECRET: '' };
@@ -311,6 +311,36 @@ describe('a host command that is not found', () => {
     const { status, body } = await readyz(running);
     expect(status).toBe(200);
     expect(body).toMatchObject({ host: false, reasons: { host: expect.stringMatching(notFound) } });
+  });
+});
+
+describe('a host that cannot be spawned', () => {
+  it('is not said to have spawned: one line per start says it could not be, and why', async () => {
+    // Its first start removes its own cwd (after the start-up check), so the next ones cannot
+    // even start the shell: spawn fails with ENOENT and there is no process.
+    const dir = mkdtempSync(join(tmpdir(), 'countersign-spawn-'));
+    cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
+    const cwd = join(dir, 'agents');
+    mkdirSync(cwd);
+    const file = configFile({ hosts: [mainHost('rmdir "$PWD"; exit 1', { cwd })] });
+    cleanups.push(async () => file.remove());
+    const running = await bot({ COUNTERSIGN_CONFIG: file.path, MSP_HOST_COMMAND: '' });
+    await running.waitForLog((l) => l.msg === 'respawning host' && l.json?.failures === 3, 15_000);
+
+    const lines = running.logs.filter((l) => l.json?.hostId === 'main');
+    const spawned = lines.filter((l) => l.msg === 'host spawned');
+    expect(spawned.map((l) => typeof l.json?.hostPid)).toEqual(['number']);
+    const notSpawned = lines.filter((l) => l.msg === 'host could not be spawned');
+    expect(notSpawned.length).toBeGreaterThanOrEqual(2);
+    for (const line of notSpawned) {
+      expect(line.json).toMatchObject({
+        code: 'ENOENT',
+        reason: `could not be started in its cwd ${JSON.stringify(cwd)} (not a directory)`,
+      });
+    }
+    // Each start is said once: "host spawned" or "host could not be spawned", never both.
+    const starts = new Set(lines.map((l) => l.json?.incarnation).filter((id) => id !== undefined));
+    expect(spawned.length + notSpawned.length).toBe(starts.size);
   });
 });
 
