@@ -25,6 +25,34 @@ export function describeExit(exit: ExitInfo): string {
   return `exited with code ${exit.code}${meaning === undefined ? '' : ` (${meaning})`}`;
 }
 
+/** Where Node's argument checks quote the value they refused: an env value, the command line. */
+const QUOTED_VALUE = /\. Received [\s\S]*$/;
+
+/** What the log shows of an error of the host process. */
+export interface ProcessErrorFields {
+  code?: string;
+  errno?: number;
+  syscall?: string;
+  message: string;
+}
+
+/**
+ * An error of the host process, for the log: its code, errno, syscall and message, never the
+ * error itself. A spawn error carries the command line unmasked (`spawnargs`), and an argument
+ * check ("must be a string without null bytes") quotes the env value or the command it refused,
+ * escaped, so that the logger's list of secrets does not recognise it.
+ */
+export function processErrorFields(error: unknown): ProcessErrorFields {
+  if (!(error instanceof Error)) return { message: 'not an Error' };
+  const { code, errno, syscall } = error as NodeJS.ErrnoException;
+  return {
+    ...(typeof code === 'string' ? { code } : {}),
+    ...(typeof errno === 'number' ? { errno } : {}),
+    ...(typeof syscall === 'string' ? { syscall } : {}),
+    message: error.message.replace(QUOTED_VALUE, ''),
+  };
+}
+
 /**
  * Why the process could not be spawned at all. Node says "spawn /bin/sh ENOENT" for a working
  * directory that is missing as for a missing shell, so `missingCwd`, the host's cwd when it is
@@ -33,7 +61,7 @@ export function describeExit(exit: ExitInfo): string {
 export function describeSpawnFailure(error: NodeJS.ErrnoException, missingCwd: string | undefined): string {
   if (missingCwd !== undefined)
     return `could not be started in its cwd ${JSON.stringify(missingCwd)} (not a directory)`;
-  return `could not be started (${error.code ?? error.message})`;
+  return `could not be started (${error.code ?? processErrorFields(error).message})`;
 }
 
 /** What went wrong with `initialize` on a host that was still running. */

@@ -4,7 +4,7 @@ import { decideWithRetry } from './decide.js';
 import { HostGoneError, MspError } from './errors.js';
 import type { ApprovalHost, HostEvent, SessionMemory } from './events.js';
 import { performHandshake } from './handshake.js';
-import { describeHandshakeFailure } from './hostFailure.js';
+import { describeHandshakeFailure, processErrorFields } from './hostFailure.js';
 import { handleHostNotification, handleHostRequest } from './hostMessages.js';
 import { RespawnSchedule, StartFailures } from './hostRestarts.js';
 import { type Incarnation, isLive, spawnIncarnation } from './incarnation.js';
@@ -265,7 +265,7 @@ export class HostSupervisor implements ApprovalHost {
     try {
       incarnation = this.spawnIncarnation();
     } catch (error) {
-      this.logger.error({ err: error }, 'could not spawn the MSP host');
+      this.logger.error(processErrorFields(error), 'could not spawn the MSP host');
       this.scheduleRespawn(undefined, { code: null, signal: null });
       return;
     }

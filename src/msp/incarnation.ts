@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import { maskCommandLine } from '../secrets/maskCommandLine.js';
 import { settlesWithin } from '../util/settlesWithin.js';
 import { type IncomingRequest, JsonRpcConnection } from './connection.js';
-import { describeSpawnFailure } from './hostFailure.js';
+import { describeSpawnFailure, processErrorFields } from './hostFailure.js';
 import { pipeHostStderr } from './hostStderr.js';
 import { type ExitInfo, reapGroup, terminate, waitForExit } from './processControl.js';
 import type { SessionFollower } from './sessionFollower.js';
@@ -104,7 +104,7 @@ export function spawnIncarnation(spec: SpawnSpec, hooks: IncarnationHooks): Inca
   // Without this listener a failed spawn or kill would throw from an EventEmitter.
   child.on('error', (error: NodeJS.ErrnoException) => {
     if (child.pid !== undefined) {
-      logger.error({ err: error }, 'host process error');
+      logger.error(processErrorFields(error), 'host process error');
       return;
     }
     // Never spawned: in words that name the cause rather than "spawn /bin/sh ENOENT". This
@@ -114,9 +114,8 @@ export function spawnIncarnation(spec: SpawnSpec, hooks: IncarnationHooks): Inca
       error,
       spec.cwd && !isDirectory(spec.cwd) ? spec.cwd : undefined,
     );
-    // Not the error itself: its spawnargs hold the command unmasked (maskCommandLine).
     logger[startLevel](
-      { code: error.code, reason: incarnation.startFailure, command },
+      { ...processErrorFields(error), reason: incarnation.startFailure, command },
       'host could not be spawned',
     );
   });

@@ -6,6 +6,9 @@
 // whole of its output, stdout and stderr, is searched for each value as written, as JSON spells
 // it and as a URL does.
 
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   BOT_TOKEN,
@@ -178,5 +181,56 @@ describe('secrets of the configuration never reach the log', () => {
     await bot.stop(2_000);
 
     expectNoneIn(bot, [BOT_TOKEN, SIGNING_SECRET, APP_TOKEN, SENTINEL_MASTER_PASSWORD, SENTINEL_PASSWORD]);
+  });
+});
+
+describe('a host that cannot be spawned', () => {
+  /** The bot with the fake Slack and one host from a config file, which never comes up. */
+  async function botWithHost(hostEntry: ReturnType<typeof mainHost>): Promise<RunningBot> {
+    const slack = await FakeSlack.start();
+    const host = await FakeHost.start();
+    const file = configFile({ hosts: [hostEntry] });
+    cleanups.push(
+      () => slack.close(),
+      () => host.close(),
+      file.remove,
+    );
+    const bot = await startBot({
+      host,
+      slack,
+      redisDb: await freshRedisDb(),
+      env: { COUNTERSIGN_CONFIG: file.path, MSP_HOST_COMMAND: '' },
+    });
+    cleanups.push(() => bot.kill());
+    return bot;
+  }
+
+  it('a value Node refuses to pass (a NUL in an env value) is not quoted in the log', async () => {
+    // spawn() throws at once and its message quotes the value, escaped ("\x00"): not the
+    // value as written, so the logger's list of the configuration's secrets misses it.
+    const secret = 'spawnEnvSecret-logsecret-0013';
+    const bot = await botWithHost(mainHost('muse serve', { env: { MUSE_LICENSE: `${secret}\0` } }));
+    const failed = await bot.waitForLog((l) => l.msg === 'could not spawn the MSP host', 10_000);
+    await bot.stop(2_000);
+    expectNoneIn(bot, [secret]);
+    // What the operator needs is kept: which variable, and why.
+    expect(failed.json).toMatchObject({
+      code: 'ERR_INVALID_ARG_VALUE',
+      message: "The property 'options.env['MUSE_LICENSE']' must be a string without null bytes",
+    });
+  });
+
+  it('a cwd gone before a start: neither the command line nor the env reaches the log', async () => {
+    // Node's error for it carries the command line unmasked (spawnargs).
+    const token = 'spawnArgSecret-logsecret-0014';
+    const license = 'spawnEnvSecret-logsecret-0015';
+    const cwd = mkdtempSync(join(tmpdir(), 'countersign-spawn-'));
+    cleanups.push(() => rmSync(cwd, { recursive: true, force: true }));
+    // The first start removes its own cwd, so that the next ones cannot start the shell.
+    const command = `FOO_TOKEN=${token} rmdir "$PWD"; exit 1`;
+    const bot = await botWithHost(mainHost(command, { cwd, env: { MUSE_LICENSE: license } }));
+    await bot.waitForLog((l) => l.msg === 'host could not be spawned', 10_000);
+    await bot.stop(2_000);
+    expectNoneIn(bot, [token, license]);
   });
 });
