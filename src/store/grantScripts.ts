@@ -248,6 +248,29 @@ redis.call('HDEL', KEYS[3], ARGV[1])
 return 1
 `;
 
+/**
+ * A grant was just listed in a channel's stream: the channel is one "all grants" reads, and its
+ * count of listings moves, so a sweep that found the stream empty before this does not forget it.
+ * KEYS: the set of channels, the counts. ARGV: channel.
+ */
+const CHANNEL_LISTED = `
+redis.call('SADD', KEYS[1], ARGV[1])
+redis.call('HINCRBY', KEYS[2], ARGV[1], 1)
+return 1
+`;
+
+/**
+ * Forgets a channel whose stream the sweep found empty, unless a grant was listed there since it
+ * read the count (its entry went in before the count moved). KEYS: the set of channels, the
+ * counts. ARGV: channel, the count read ('' when there was none). Returns 1 when forgotten.
+ */
+const FORGET_CHANNEL = `
+if (redis.call('HGET', KEYS[2], ARGV[1]) or '') ~= ARGV[2] then return 0 end
+redis.call('SREM', KEYS[1], ARGV[1])
+redis.call('HDEL', KEYS[2], ARGV[1])
+return 1
+`;
+
 /** Extends a TTL to `ms` unless it is already at least that long: a key's TTL never shrinks. */
 const EXTEND = `
 local t = redis.call('PTTL', KEYS[1])
@@ -266,6 +289,8 @@ export function defineGrantScripts(redis: RedisClient): void {
   redis.defineCommand('csGrantListed', { numberOfKeys: 1, lua: LISTED });
   redis.defineCommand('csGrantEndAt', { numberOfKeys: 2, lua: END_AT });
   redis.defineCommand('csGrantEndsRead', { numberOfKeys: 3, lua: ENDS_READ });
+  redis.defineCommand('csGrantChannelListed', { numberOfKeys: 2, lua: CHANNEL_LISTED });
+  redis.defineCommand('csGrantForgetChannel', { numberOfKeys: 2, lua: FORGET_CHANNEL });
   redis.defineCommand('csExtendTtl', { numberOfKeys: 1, lua: EXTEND });
 }
 
@@ -296,6 +321,13 @@ declare module 'ioredis' {
       progressKey: string,
       minute: Str,
       read: Str,
+    ): Result<number, Context>;
+    csGrantChannelListed(channelsKey: string, listingsKey: string, channel: string): Result<number, Context>;
+    csGrantForgetChannel(
+      channelsKey: string,
+      listingsKey: string,
+      channel: string,
+      listingsRead: string,
     ): Result<number, Context>;
     csExtendTtl(key: string, ttlMs: Str): Result<number, Context>;
   }

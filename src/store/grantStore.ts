@@ -4,6 +4,7 @@ import type { Grant, GrantBucketKey, GrantStore } from '../domain/grants/grant.j
 import { newestListed } from '../domain/grants/listing.js';
 import { rideOrSend } from './coalescedWrites.js';
 import { GrantAuditTrail } from './grantAudit.js';
+import { GrantChannels } from './grantChannels.js';
 import { bucketOf, grantKeyPrefix, hostGrantSuffix, randomGrantSuffix } from './grantIds.js';
 import { type ListFilter, listGrants } from './grantListing.js';
 import {
@@ -33,7 +34,9 @@ import type { RedisClient } from './redisConnection.js';
 // - the sweep finds what ended through one string per minute of ends, to which a grant's tag is
 //   appended (10 bytes), read a slice at a time behind a cursor;
 // - listing reads a stream per channel and per granter (a tag per entry); a grant's entries are
-//   kept on its row and deleted (XDEL) when it ends, so a listing reads only what is live.
+//   kept on its row and deleted (XDEL) when it ends, so a listing reads only what is live;
+// - "all grants" reads the stream of each channel in a set (grantChannels.ts), which the sweep
+//   rids of channels whose streams list nothing any more.
 // Strings, minutes and streams carry no TTL per grant (many keys with a TTL stall Redis's active
 // expiry); the streams carry one to the end of the latest grant they list (plus KEEP_AFTER_END_MS).
 // Grants an earlier release stored as hashes are read, used, listed, revoked and swept through
@@ -83,6 +86,7 @@ function partsOf(grantId: string): { tag: string; suffix: string } | undefined {
 export class RedisGrantStore implements GrantStore {
   private readonly audit: GrantAuditTrail;
   private readonly legacy: LegacyGrantStore;
+  private readonly channels: GrantChannels;
   private readonly now: () => Date;
   private readonly newGrantId: () => string;
   private readonly listedHostGrantMs: number;
@@ -97,6 +101,7 @@ export class RedisGrantStore implements GrantStore {
     defineGrantScripts(redis);
     this.audit = new GrantAuditTrail(redis, { maxLen: options.auditMaxLen, logger: options.logger });
     this.legacy = new LegacyGrantStore(redis, { logger: options.logger, audit: this.audit });
+    this.channels = new GrantChannels(redis);
     this.now = options.now ?? (() => new Date());
     this.newGrantId = options.newGrantId ?? randomGrantSuffix;
     this.listedHostGrantMs = options.listedHostGrantMs ?? DEFAULT_LISTED_HOST_GRANT_MS;
@@ -358,6 +363,8 @@ export class RedisGrantStore implements GrantStore {
     const nowMs = now.getTime();
     let removed = 0;
     let left = this.sweepLimit;
+    /** The channels of the grants removed: those whose streams may have emptied. */
+    const channels = new Set<string>();
     const lastOver = Math.floor(nowMs / MINUTE_MS) - 1;
     // Each turn reads a slice or finishes a minute: bounded however the minutes are left.
     for (let turn = 0; left > 0 && turn < MAX_SWEEP_TURNS; turn++) {
@@ -383,7 +390,9 @@ export class RedisGrantStore implements GrantStore {
         const tag = slice.slice(i, i + TAG_LENGTH);
         named.set(tag, (named.get(tag) ?? 0) + 1);
       }
-      const counts = await Promise.all([...named].map(([tag, most]) => this.removeEnded(tag, now, most)));
+      const counts = await Promise.all(
+        [...named].map(([tag, most]) => this.removeEnded(tag, now, most, channels)),
+      );
       for (const n of counts) removed += n;
       left -= slice.length / TAG_LENGTH;
       await this.redis.csGrantEndsRead(
@@ -395,16 +404,24 @@ export class RedisGrantStore implements GrantStore {
       );
     }
     if (left > 0 && (await this.legacyMayBeLeft(true))) removed += await this.legacy.sweep(now, left);
+    await this.channels.forgetEmpty(channels).catch((err: unknown) => {
+      // Only "all grants" reads the set, and reads an empty stream as nothing: the next sweep tries again.
+      this.options.logger.warn({ err }, 'could not forget channels without grants');
+    });
     return removed;
   }
 
-  /** Deletes ended rows of one tag; the one sweeper that deleted a row unlists it and records it. */
-  private async removeEnded(tag: string, now: Date, most: number): Promise<number> {
+  /**
+   * Deletes ended rows of one tag; the one sweeper that deleted a row unlists it and records it.
+   * Adds the channels they were listed in to `channels`.
+   */
+  private async removeEnded(tag: string, now: Date, most: number, channels: Set<string>): Promise<number> {
     const gone = await this.redis.csGrantRemoveEndedBuffer(keys.grantTag(tag), now.getTime(), most);
     const at = now.toISOString();
     for (const packed of gone) {
       const ended = grantOf(tag, parseRow(packed));
       await this.unlist(ended);
+      channels.add(ended.row[ROW.channel]);
       // A revoked, replaced or exhausted grant was recorded as such; it is only deleted here. One
       // whose last use was still out at its end (taken, never counted) was not: it expired.
       const { grant } = ended;
@@ -460,18 +477,18 @@ export class RedisGrantStore implements GrantStore {
     const [channelEntry, granterEntry] = await Promise.all([
       listed(inChannel),
       listed(byGranter),
-      this.redis
-        .pipeline()
-        .csGrantEndAt(keys.grantEnds(minute), keys.grantEndMinutes(), minute, tag)
-        .sadd(keys.grantChannels(), row[ROW.channel])
-        .exec(),
+      this.redis.csGrantEndAt(keys.grantEnds(minute), keys.grantEndMinutes(), minute, tag),
     ]);
-    const kept = await this.redis.csGrantListed(
-      keys.grantTag(tag),
-      row[ROW.suffix],
-      listingIdOf(channelEntry, createdMs),
-      listingIdOf(granterEntry, createdMs),
-    );
+    // The channel's count moves after its entry is in: a sweep that found the stream empty sees it moved.
+    const [kept] = await Promise.all([
+      this.redis.csGrantListed(
+        keys.grantTag(tag),
+        row[ROW.suffix],
+        listingIdOf(channelEntry, createdMs),
+        listingIdOf(granterEntry, createdMs),
+      ),
+      this.channels.listed(row[ROW.channel]),
+    ]);
     // Another replica listed it first, or it is gone: these entries are not its own.
     if (kept !== 1)
       await Promise.all([this.redis.xdel(inChannel, channelEntry), this.redis.xdel(byGranter, granterEntry)]);

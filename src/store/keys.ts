@@ -149,6 +149,11 @@ export const keys = {
   grantsListedBy: (userId: string) => `${PREFIX}:gl:u:{${userId}}`,
   /** Set of the channels with a listing stream: "all grants" reads theirs. */
   grantChannels: () => `${PREFIX}:{grants}:channels`,
+  /**
+   * Hash: channel → how many grants were listed there, bumped after each listing entry is added.
+   * The sweep forgets a channel whose stream is empty only if this did not move meanwhile.
+   */
+  grantChannelListings: () => `${PREFIX}:{grants}:channelListings`,
 
   // The layout of releases before the compact one (legacyGrantStore.ts), read until its grants end.
   // A grant and the bucket it lives in share one hash tag, and the tag of the compact string.

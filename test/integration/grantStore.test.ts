@@ -553,6 +553,66 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
     });
   });
 
+  describe('the channels "all grants" reads', () => {
+    const listedChannels = async () => (await redis.smembers(keys.grantChannels())).sort();
+
+    it('forgets a channel once none of its grants is listed, and keeps the others', async () => {
+      const { store } = newStore();
+      await store.create(botGrant({ channel: 'C0SHORT', ttlMs: 1_000 }));
+      const revoked = await store.create(
+        botGrant({ channel: 'C0REVOKED', capabilities: ['exec:make'], ttlMs: HOUR }),
+      );
+      const kept = await store.create(
+        botGrant({ channel: 'C0KEPT', capabilities: ['exec:ls'], ttlMs: HOUR }),
+      );
+      expect(await store.revoke(revoked.grantId, 'U0ALICE', at(T0 + 10))).toBe(true);
+      expect(await listedChannels()).toEqual(['C0KEPT', 'C0REVOKED', 'C0SHORT']);
+
+      const sweptAt = at(minuteOver(T0 + 1_000));
+      expect(await store.sweep(sweptAt)).toBe(1);
+      // The expired grant's channel at its sweep; the revoked one's, its stream empty since the
+      // revocation, on the sweep's look through the set.
+      expect(await listedChannels()).toEqual(['C0KEPT']);
+      expect(await redis.hkeys(keys.grantChannelListings())).toEqual(['C0KEPT']);
+      expect((await store.list({}, sweptAt)).map((g) => g.grantId)).toEqual([kept.grantId]);
+
+      // A channel forgotten is listed again with its next grant.
+      clock = sweptAt.getTime();
+      const again = await store.create(botGrant({ channel: 'C0SHORT', approvalId: 'a-2', ttlMs: HOUR }));
+      expect(await listedChannels()).toEqual(['C0KEPT', 'C0SHORT']);
+      expect((await store.list({}, sweptAt)).map((g) => g.grantId).sort()).toEqual(
+        [kept.grantId, again.grantId].sort(),
+      );
+    });
+
+    it('forgets channels an earlier release left listed without grants', async () => {
+      const { store } = newStore();
+      await redis.sadd(keys.grantChannels(), 'C0OLD-1', 'C0OLD-2');
+      await store.create(botGrant({ channel: 'C0KEPT' }));
+      await store.sweep(at(T0 + MINUTE));
+      expect(await listedChannels()).toEqual(['C0KEPT']);
+    });
+
+    it('keeps a channel a grant is listed in while the sweep is forgetting it', async () => {
+      const ended = await newStore().store.create(botGrant({ channel: 'C0RACE', ttlMs: 1_000 }));
+      const { client, release, called } = holding('csGrantForgetChannel');
+      const sweeper = newStore(client).store;
+      const sweptAt = at(minuteOver(T0 + 1_000));
+      const sweeping = sweeper.sweep(sweptAt);
+      // The sweep found the channel's stream empty and is about to forget it.
+      await until(() => called.has('csGrantForgetChannel'));
+      expect(await sweeper.get(ended.grantId)).toBeUndefined();
+      clock = sweptAt.getTime();
+      const fresh = await newStore(redisB).store.create(
+        botGrant({ channel: 'C0RACE', approvalId: 'a-2', ttlMs: HOUR }),
+      );
+      release();
+      expect(await sweeping).toBe(1);
+      expect(await listedChannels()).toEqual(['C0RACE']);
+      expect((await sweeper.list({}, sweptAt)).map((g) => g.grantId)).toEqual([fresh.grantId]);
+    });
+  });
+
   describe('revoke', () => {
     it('revokes once however many replicas try at once, and stops matching everywhere', async () => {
       const a = newStore(redis).store;

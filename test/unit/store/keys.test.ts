@@ -47,6 +47,7 @@ describe('keys', () => {
         keys.grantEndMinutes(),
         keys.grantEndsRead(),
         keys.grantChannels(),
+        keys.grantChannelListings(),
         keys.grantsAll(),
         keys.grantsExpiring(),
       ],
