@@ -238,6 +238,11 @@ export interface BatchRejectForm {
   reasonRequired: boolean;
   /** The routes' quick reasons, offered as a card's reject modal offers them. */
   quickReasons: readonly string[];
+  /**
+   * The members (their places in the value's list) the check that opened it refused: a refusal
+   * of who may decide was audited then, and is not audited again at submit.
+   */
+  refused?: readonly number[];
 }
 
 /**
@@ -278,7 +283,11 @@ export function renderBatchRejectModal(
     title: plainText('Reject all'),
     submit: plainText('Reject all'),
     close: plainText('Cancel'),
-    private_metadata: JSON.stringify({ c: channel, ...value }),
+    private_metadata: JSON.stringify({
+      c: channel,
+      ...value,
+      ...(form.refused?.length ? { r: form.refused } : {}),
+    }),
     blocks: [context([`${who} ${reason}`]), ...asks],
   };
 }

@@ -369,6 +369,57 @@ describe('batch triage', () => {
     expect(hostA.decides()).toEqual([]);
   });
 
+  it('"Reject all" over requests a presser may decide only some of audits each once: one decision entry per rejected request, one refusal per refused one', async () => {
+    // Two hosts on one route that bars self-approval: `main` is Alice's own agent, `other` is not.
+    const hostA = await FakeHost.start({ sessions: [{ sessionId: SESSION, title: 'Bump the version' }] });
+    const hostB = await FakeHost.start({ sessions: [{ sessionId: WORKTREES, title: 'Worktree sweep' }] });
+    cleanups.push(
+      () => hostA.close(),
+      () => hostB.close(),
+    );
+    const file = configFile({
+      hosts: [
+        mainHost(hostA.command, { owner: 'U0ALICE' }),
+        { id: 'other', command: hostB.command, env: { ...hostB.env } },
+      ],
+      routes: [route('builds', { approvers: users('U0ALICE', 'U0BOB'), allowSelfApproval: false })],
+    });
+    cleanups.push(file.remove);
+    const world = await World.start(
+      {},
+      { COUNTERSIGN_CONFIG: file.path, MSP_HOST_COMMAND: '' },
+      { host: hostA },
+    );
+    cleanups.push(() => world.close());
+    await hostB.waitForIncarnation(1, 20_000);
+    const own = [0, 1].map((i) => npmTest(`batch-rown-${i}`, 0));
+    const theirs = [0, 1].map((i) => npmTest(`batch-rtheirs-${i}`, 1));
+    await Promise.all([...own.map((a) => hostA.open(a)), ...theirs.map((a) => hostB.open(a))]);
+    for (const a of [...own, ...theirs]) {
+      await world.waitForCard(a.approvalId, (m) => buttonsOf(m).length > 0, 10_000);
+    }
+    const summary = await summaryWhen(world, (m) => textOf(m).includes('4 alike requests waiting'));
+
+    const since = world.slack.calls.length;
+    await pressSummary(world, summary, 'cs_batch_reject', 'U0ALICE');
+    await world.submitModal('U0ALICE', 'not now', { view: BATCH_REJECT_VIEW_CALLBACK_ID, since });
+    const answer = await ephemeralAfter(world, 'U0ALICE', since);
+    expect(answer).toContain('You rejected 2 requests');
+    // Still told, at submit, which were not hers to decide.
+    expect(answer).toContain('batch-rown-0');
+    expect(answer).toContain('batch-rown-1');
+    for (const a of theirs) await world.waitForCard(a.approvalId, (m) => textOf(m).includes('Rejected'));
+    await settle(1_000);
+
+    const decisions = (await world.auditEntries()).filter((e) => e.kind === 'decision');
+    expect(decisions.map((e) => e.approvalId).sort()).toEqual(theirs.map((a) => a.approvalId).sort());
+    // One attempt on each of Alice's own requests, refused once: when the form was opened for
+    // the others, not again when it was submitted.
+    const refused = await world.refusalEntries();
+    expect(refused.map((r) => r.approvalId).sort()).toEqual(own.map((a) => a.approvalId).sort());
+    expect(hostA.decides()).toEqual([]);
+  });
+
   it('"Reject all" sends the one reason with each rejection; "Review one by one" keeps the cards', async () => {
     const world = await startWorld();
     const approvals = Array.from({ length: 4 }, (_, i) => npmTest(`batch-no-${i}`, i));
@@ -397,6 +448,19 @@ describe('batch triage', () => {
       expect(d.frame.params.feedback).toBe('flaky suite, rerun after the fix <!channel>');
     }
     await summaryWhen(world, (m) => textOf(m).includes('Batch closed') && textOf(m).includes('rejected 4'));
+
+    // One decision entry per approval, each naming Bob and the reason; nothing else was audited
+    // (the modal's check and its submit's refuse nothing here). Settled first: a second entry
+    // would follow the first.
+    const deadline = Date.now() + 10_000;
+    while ((await world.auditEntries()).length < 4 && Date.now() < deadline) await settle(50);
+    await settle(1_000);
+    const entries = await world.auditEntries();
+    expect(entries.map((e) => [e.kind, e.approvalId]).sort()).toEqual(
+      approvals.map((a) => ['decision', a.approvalId]).sort(),
+    );
+    expect(entries.every((e) => e.userId === 'U0BOB' && e.decision !== 'approved')).toBe(true);
+    expect(await world.refusalEntries()).toEqual([]);
   });
 
   it('"Reject all" asks for a reason as a card does: its quick reasons, a required one refused in the form, and whom it reaches', async () => {

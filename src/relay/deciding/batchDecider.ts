@@ -13,6 +13,11 @@ import { refusalFor } from './refusals.js';
 export interface DrawnMember {
   approvalId: string;
   sourceIndex: number;
+  /**
+   * Refused to this presser when "Reject all" opened its form, which audited that refusal: the
+   * submit's check says it again to the presser alone, and does not audit the one attempt twice.
+   */
+  refusedBefore?: boolean;
 }
 
 export interface BatchRequest {
@@ -163,10 +168,12 @@ export class BatchDecider {
       ...(request.reason && choice?.acceptsFeedback ? { feedback: request.reason } : {}),
     };
     // Who may decide, and whether the stage drawn is still the one asked: as a click on its card.
-    const checked = await this.options.clicks.check(click).catch((err: unknown) => {
-      this.options.logger.warn({ err, approvalId }, 'batch: could not check an approval');
-      return { ok: false as const, refusal: { code: 'notRecorded' } as Refusal };
-    });
+    const checked = await this.options.clicks
+      .check(click, { quiet: member.refusedBefore })
+      .catch((err: unknown) => {
+        this.options.logger.warn({ err, approvalId }, 'batch: could not check an approval');
+        return { ok: false as const, refusal: { code: 'notRecorded' } as Refusal };
+      });
     if (!checked.ok) return skip(checked.refusal);
     // Both buttons decide only what the summary asked: a member that since became a question
     // decided one by one (a risk rule, a protected write, a quorum, another command) is skipped,

@@ -81,7 +81,8 @@ export class ClickHandler {
   constructor(private readonly options: ClickHandlerOptions) {}
 
   /** Looks the click's approval up and checks the click against it. Rejects when Redis does. */
-  async check(click: Click): Promise<ClickCheck> {
+  /** `quiet`: a refusal is neither logged nor audited (it was, for this attempt, already). */
+  async check(click: Click, how: { quiet?: boolean } = {}): Promise<ClickCheck> {
     const { store } = this.options;
     // A card this process read or wrote lately is checked without a read, unless this process is
     // changing it right now. Only a check that lets the click through is taken from it: the claim
@@ -97,14 +98,14 @@ export class ClickHandler {
     }
     if (click.approvalHint) {
       const found = await store.getForMessage(click.channel, click.ts, click.approvalHint);
-      if (found.mappedTo === click.approvalHint) return this.checkFound(found.record, click);
+      if (found.mappedTo === click.approvalHint) return this.checkFound(found.record, click, how);
       if (!found.mappedTo) return { ok: false, refusal: { code: 'unknownCard' } };
       // The button named another approval than the message is mapped to: trust the mapping.
-      return this.checkFound(await store.get(found.mappedTo), click);
+      return this.checkFound(await store.get(found.mappedTo), click, how);
     }
     const approvalId = await store.findByMessage(click.channel, click.ts);
     return approvalId
-      ? this.checkFound(await store.get(approvalId), click)
+      ? this.checkFound(await store.get(approvalId), click, how)
       : { ok: false, refusal: { code: 'unknownCard' } };
   }
 

@@ -36,7 +36,8 @@ const PressBody = z.looseObject({
   actions: z.array(z.looseObject({ action_id: z.string(), value: z.string().optional() })).min(1),
 });
 
-const RejectMetadata = BatchValueSchema.extend({ c: z.string() });
+/** `r`: the members refused when the form opened (absent from a form an earlier release opened). */
+const RejectMetadata = BatchValueSchema.extend({ c: z.string(), r: z.array(z.number().int()).optional() });
 
 export interface BatchButtonsOptions {
   decider: BatchDecider;
@@ -79,10 +80,15 @@ export function registerBatchButtons(app: App, options: BatchButtonsOptions): vo
     value: BatchButtonValue,
     action: 'approve' | 'reject',
     reason?: string,
+    refusedBefore: readonly number[] = [],
   ): BatchRequest => ({
     userId,
     groupId: value.g,
-    members: value.m.map(([approvalId, sourceIndex]) => ({ approvalId, sourceIndex })),
+    members: value.m.map(([approvalId, sourceIndex], i) => ({
+      approvalId,
+      sourceIndex,
+      ...(refusedBefore.includes(i) ? { refusedBefore: true } : {}),
+    })),
     action,
     ...(reason ? { reason } : {}),
   });
@@ -164,11 +170,13 @@ export function registerBatchButtons(app: App, options: BatchButtonsOptions): vo
       return;
     }
     try {
+      const skipped = new Set(checks.skipped.map((s) => s.approvalId));
       const form = {
         decidable: checks.ready.length,
         takesReason: checks.takesReason,
         reasonRequired: checks.reasonRequired,
         quickReasons: checks.quickReasons,
+        refused: press.value.m.flatMap(([approvalId], i) => (skipped.has(approvalId) ? [i] : [])),
       };
       await options.views.open(press.trigger, renderBatchRejectModal(press.value, press.channel, form));
     } catch (err) {
@@ -195,7 +203,7 @@ export function registerBatchButtons(app: App, options: BatchButtonsOptions): vo
     }
     const userId = body.user.id;
     const reason = readReason(view.state.values);
-    const request = requestOf(userId, metadata, 'reject', reason);
+    const request = requestOf(userId, metadata, 'reject', reason, metadata.r);
     // Checked before the modal closes, as a card's reject modal is, so that a reason its route
     // requires is asked for in the modal itself; the decisions are made from this check.
     const checks = await checkedInTime(options.decider.check(request), receivedAt);
