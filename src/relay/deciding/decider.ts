@@ -187,8 +187,9 @@ export class Decider {
     outcome: DecisionOutcome,
   ): Promise<DecisionOutcome> {
     if (outcome.kind === 'decided') await this.options.replayed?.(record, claim);
-    // Kept, it is sent again when the host is back (or the next process starts): not dropped.
-    else if (outcome.kind !== 'hostUnavailable' && outcome.kind !== 'stopping') {
+    // Kept, it is sent again when the host is back (or the next process starts): not dropped. So
+    // is one the host refused whose drop Redis did not store.
+    else if (outcome.kind !== 'hostUnavailable' && outcome.kind !== 'stopping' && !('claimKept' in outcome)) {
       await this.options.replayDropped?.(record, claim);
     }
     return outcome;

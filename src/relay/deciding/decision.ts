@@ -91,10 +91,14 @@ export type DecisionOutcome =
    * unanswered: the claim is kept, and the next start or owner sends it again.
    */
   | { kind: 'hostUnavailable'; why?: 'stopping' }
-  /** Another client holds the session. */
-  | { kind: 'sessionElsewhere' }
-  /** The host does not know the approval; its session is being re-read. */
-  | { kind: 'unknownToHost' }
+  /** Another client holds the session. `claimKept`: see unknownToHost. */
+  | { kind: 'sessionElsewhere'; claimKept?: true }
+  /**
+   * The host does not know the approval; its session is being re-read. `claimKept`: Redis did
+   * not store that the claim is dropped, so the record still holds it and it is sent again when
+   * the approval is seen again, as for hostUnavailable.
+   */
+  | { kind: 'unknownToHost'; claimKept?: true }
   /** Redis did not store the claim in time: nothing was decided, and nothing will be. */
   | { kind: 'notRecorded' }
   | { kind: 'stopping' }

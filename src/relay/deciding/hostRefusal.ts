@@ -68,22 +68,33 @@ export async function outcomeOfFailure(err: unknown, failure: Failure): Promise<
       await giveBack();
       host.refreshSession(sessionId);
       return { kind: 'stale' };
-    case 'approvalNotFound':
+    case 'approvalNotFound': {
       // The buttons go until the host says what it has: re-listed, they come back; missing,
       // the card is superseded.
-      await mutate(approvalId, unavailable('unknownToHost'));
+      const marked = await mutate(approvalId, unavailable('unknownToHost'));
       host.refreshSession(sessionId);
-      return { kind: 'unknownToHost' };
+      return { kind: 'unknownToHost', ...claimKeptUnless(marked) };
+    }
     case 'approvalReviewerUnavailable':
       await giveBack();
       return { kind: 'reviewerUnavailable' };
-    case 'sessionInUse':
-      await mutate(approvalId, unavailable('heldElsewhere'));
-      return { kind: 'sessionElsewhere' };
+    case 'sessionInUse': {
+      const marked = await mutate(approvalId, unavailable('heldElsewhere'));
+      return { kind: 'sessionElsewhere', ...claimKeptUnless(marked) };
+    }
     default:
       await giveBack();
       return { kind: 'refused', errorKind: err.kind };
   }
+}
+
+/**
+ * A record marked unavailable no longer holds the claim. Unwritten (Redis failed), it still does,
+ * and the claim is replayed when the approval is seen again: what the claim took (a grant's use)
+ * must stay taken until then.
+ */
+function claimKeptUnless(marked: ApprovalRecord | undefined): { claimKept?: true } {
+  return marked ? {} : { claimKept: true };
 }
 
 /**

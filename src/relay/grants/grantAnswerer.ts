@@ -283,8 +283,11 @@ export class GrantAnswerer {
       this.deciding.delete(approvalId);
     }
     // The claim is kept and replayed when the host is back (or the next process starts): the use
-    // it took stays taken, so a grant by uses is never spent twice over.
-    if (outcome.kind === 'hostUnavailable' || outcome.kind === 'stopping') return 'done';
+    // it took stays taken, so a grant by uses is never spent twice over. So when the host refused
+    // it but Redis did not store the claim dropped: the record holds it still, and its replay
+    // counts the use or gives it back (replayed, replayDropped).
+    if (outcome.kind === 'hostUnavailable' || outcome.kind === 'stopping' || claimKept(outcome))
+      return 'done';
     if (outcome.kind === 'forwarded') {
       // Handed to the replica that owns the host now (this one lost it as it decided), which had
       // not answered in time: it may still carry the decision out, by this grant and on the use
@@ -480,6 +483,11 @@ export class GrantAnswerer {
     }
     await ledger.settle(approvalId, lineKind(question.sourceIndex), outcome);
   }
+}
+
+/** The host refused the decision, but its claim is still on the record (Redis failed to drop it). */
+function claimKept(outcome: Awaited<ReturnType<Decider['decide']>>): boolean {
+  return 'claimKept' in outcome && outcome.claimKept === true;
 }
 
 /** The notice a grant's line is sent under: one per stage. */

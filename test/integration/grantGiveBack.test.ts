@@ -1,0 +1,231 @@
+// A grant's use taken for a decision the host refused, when Redis fails the write that drops the
+// decision's claim: the real GrantAnswerer, Decider, RecordKeeper and ApprovalStore, the records
+// on a redis-server of the test's own that it stops as the host answers, the grants on the
+// test's Redis; the host is a stand-in that refuses, then accepts. The claim left on the record
+// is replayed later: the use it took must still be out then, or a grant by uses decides once
+// more than it may.
+
+import pino from 'pino';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { renderCard } from '../../src/cards/renderCard.js';
+import type { Grant } from '../../src/domain/grants/grant.js';
+import type { ApprovalRecord } from '../../src/domain/record.js';
+import type { RouteGrants } from '../../src/domain/route.js';
+import { MspError } from '../../src/msp/errors.js';
+import type { ApprovalHost } from '../../src/msp/events.js';
+import type { DecideParams } from '../../src/msp/protocol.js';
+import { Decider } from '../../src/relay/deciding/decider.js';
+import { GrantAnswerer } from '../../src/relay/grants/grantAnswerer.js';
+import type { CardChannel } from '../../src/relay/ports.js';
+import { RecordKeeper } from '../../src/relay/records/recordKeeper.js';
+import { ApprovalStore } from '../../src/store/approvalStore.js';
+import { readGrantAudit } from '../../src/store/grantAudit.js';
+import { RedisGrantStore } from '../../src/store/grantStore.js';
+import { RedisNoticeLedger } from '../../src/store/noticeLedger.js';
+import { createRedisClient, type RedisClient } from '../../src/store/redisConnection.js';
+import { freshRedisDb } from '../support/bot.js';
+import { PrivateRedis } from '../support/privateRedis.js';
+import { sampleRecord } from '../support/sampleRecord.js';
+import { testRedisUrl } from '../support/testRedis.js';
+import { until } from '../support/until.js';
+
+const logger = pino({ level: 'silent' });
+
+const GRANTS: RouteGrants = {
+  enabled: true,
+  ttlMs: 3_600_000,
+  maxTtlMs: 86_400_000,
+  caller: 'session',
+  choices: [{ kind: 'uses', uses: 1 }],
+};
+
+/** sampleRecord()'s file write, on the route `ops`, its card deferred: one a grant may answer. */
+const BUCKET = { caller: 'session:s-1', tool: 'write_file', sandboxMode: 'default', route: 'ops' };
+
+/** What the host says to a decide: an MSP error kind, or nothing (it accepts). */
+class RefusingHost implements ApprovalHost {
+  readonly hostId = 'default';
+  readonly incarnation = 'inc-1';
+  decided: DecideParams[] = [];
+  /** Runs as a refusal is answered, before the caller hears it. */
+  onRefusal: () => Promise<void> = async () => {};
+  constructor(public refuseWith: string | undefined) {}
+  isUp() {
+    return true;
+  }
+  refreshSession() {}
+  refreshAll() {}
+  async decide(params: DecideParams) {
+    if (this.refuseWith) {
+      await this.onRefusal();
+      throw new MspError({ code: -32000, message: 'refused', data: { kind: this.refuseWith } });
+    }
+    this.decided.push(params);
+    return { commandId: params.commandId, approvalId: params.approvalId, status: 'accepted', terminal: true };
+  }
+}
+
+describe('a grant’s use, when the host refuses its decision and Redis fails to drop the claim', () => {
+  let server: PrivateRedis;
+  let records: RedisClient;
+  let grantsRedis: RedisClient;
+  let grants: RedisGrantStore;
+  let store: ApprovalStore;
+  let keeper: RecordKeeper;
+  let posted: string[];
+
+  beforeEach(async () => {
+    // Persistent: the claim the host refused outlives the server's stop, as a blip leaves it.
+    server = await PrivateRedis.start({ persist: true });
+    records = createRedisClient(
+      { kind: 'single', url: server.url },
+      { maxRetriesPerRequest: 1, retryStrategy: () => 50 },
+    );
+    records.on('error', () => {});
+    grantsRedis = createRedisClient({ kind: 'single', url: testRedisUrl(await freshRedisDb()) });
+    await grantsRedis.flushdb();
+    grants = new RedisGrantStore(grantsRedis, { logger, auditMaxLen: 1_000 });
+    store = new ApprovalStore(records, { resolvedTtlMs: 60_000 });
+    posted = [];
+    const cards: CardChannel = {
+      post: async (channel) => {
+        posted.push(channel);
+        return { ts: `1.00000${posted.length}`, channel };
+      },
+      update: async () => {},
+    };
+    keeper = new RecordKeeper({ store, cards, render: (r, n) => renderCard(r, { now: n }), logger });
+  });
+  afterEach(async () => {
+    keeper.stop();
+    records.disconnect();
+    await grantsRedis.quit();
+    await server.remove();
+  });
+
+  function relay(host: RefusingHost) {
+    let commands = 0;
+    const ledger = new RedisNoticeLedger(records, { ttlMs: 60_000 });
+    let answerer: GrantAnswerer | undefined;
+    const decider = new Decider({
+      keeper,
+      store,
+      host: () => host,
+      logger,
+      newCommandId: () => `cmd-${++commands}`,
+      replayed: (record, claim) => answerer!.replayed(record, claim),
+      replayDropped: (record, claim) => answerer!.replayDropped(record, claim),
+    });
+    answerer = new GrantAnswerer({
+      grants,
+      store,
+      keeper,
+      decider,
+      lines: { grantUsed: async () => {} },
+      ledger,
+      grantsOf: () => GRANTS,
+      logger,
+    });
+    return { decider, answerer };
+  }
+
+  async function grantOfOneUse(): Promise<Grant> {
+    return grants.create({
+      ...BUCKET,
+      capabilities: ['file-write:/srv/app.ts'],
+      holder: 'bot',
+      grantedBy: 'U0ALICE',
+      approvalId: 'a-0',
+      hostId: 'default',
+      channel: 'C1',
+      ttlMs: 3_600_000,
+      maxUses: 1,
+    });
+  }
+
+  async function deferredRecord(approvalId: string): Promise<ApprovalRecord> {
+    const now = new Date().toISOString();
+    const record = sampleRecord(approvalId, {
+      route: 'ops',
+      availableChoices: [
+        { choiceId: 'allow_once', label: 'Allow once', decision: 'approved', scope: 'once' },
+        { choiceId: 'abort', label: 'Reject', decision: 'abort', scope: 'once' },
+      ],
+      slack: { channel: 'C1', deferred: true },
+      openedAt: now,
+      updatedAt: now,
+    });
+    expect(await store.createIfAbsent(record)).toBe(true);
+    return record;
+  }
+
+  it.each(['approvalNotFound', 'sessionInUse'])(
+    'stays taken after %s until the kept claim is replayed, which spends it',
+    async (refusal) => {
+      const grant = await grantOfOneUse();
+      await deferredRecord('a-1');
+      const host = new RefusingHost(refusal);
+      // Redis goes away as the host answers: the record cannot be marked, nor its claim dropped.
+      host.onRefusal = () => server.stop();
+      const { answerer } = relay(host);
+
+      answerer.consider('a-1');
+      await keeper.idle();
+      await server.restart();
+
+      // The record still holds the grant's claim, and so the use it took.
+      expect(await store.get('a-1')).toMatchObject({ phase: 'deciding', claim: { via: 'grant' } });
+      expect((await grants.get(grant.grantId))?.usesLeft).toBe(0);
+      expect(await grants.candidates(BUCKET, new Date())).toEqual([]);
+      // Nothing said the grant could not decide: its card waits for the claim's outcome.
+      expect(posted).toEqual([]);
+
+      // The next process (this one sent that commandId to this host already) finds the claim and
+      // replays it; the host takes it this time, and the use the claim took is spent. The grant of
+      // one use decided once, and is spent.
+      host.refuseWith = undefined;
+      const next = relay(host);
+      next.decider.replay((await store.get('a-1'))!);
+      await until(() => host.decided.length === 1);
+      await next.decider.drain();
+      await keeper.idle();
+      expect(host.decided.map((d) => d.approvalId)).toEqual(['a-1']);
+      expect(await grants.get(grant.grantId)).toMatchObject({ uses: 1, usesLeft: 0 });
+      expect(await grants.candidates(BUCKET, new Date())).toEqual([]);
+      const kinds = (await readGrantAudit(grantsRedis)).map((e) => e.kind);
+      expect(kinds).toEqual(['created', 'used', 'exhausted']);
+    },
+  );
+
+  it('stays taken when the kept claim’s replay is refused and Redis fails again', async () => {
+    const grant = await grantOfOneUse();
+    await deferredRecord('a-3');
+    const host = new RefusingHost('approvalNotFound');
+    host.onRefusal = () => server.stop();
+    relay(host).answerer.consider('a-3');
+    await keeper.idle();
+    await server.restart();
+
+    const next = relay(host);
+    next.decider.replay((await store.get('a-3'))!);
+    await next.decider.drain();
+    await keeper.idle();
+    await server.restart();
+    // Still the claim's: neither the first send nor its replay gave the use back.
+    expect(await store.get('a-3')).toMatchObject({ phase: 'deciding', claim: { via: 'grant' } });
+    expect((await grants.get(grant.grantId))?.usesLeft).toBe(0);
+  });
+
+  it('is given back when the claim was dropped as the host refused (Redis up)', async () => {
+    const grant = await grantOfOneUse();
+    await deferredRecord('a-2');
+    const { answerer } = relay(new RefusingHost('approvalNotFound'));
+
+    answerer.consider('a-2');
+    await keeper.idle();
+
+    expect(await store.get('a-2')).toMatchObject({ phase: 'unavailable', unavailable: 'unknownToHost' });
+    expect((await store.get('a-2'))?.claim).toBeUndefined();
+    expect((await grants.get(grant.grantId))?.usesLeft).toBe(1);
+  });
+});
