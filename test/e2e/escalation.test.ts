@@ -208,6 +208,30 @@ describe('escalation', () => {
     expect(world.host.decides().filter(mine)).toHaveLength(2);
   }, 30_000);
 
+  it('a timeout the host refuses logs what came of it, not "decided", and decides when tried again', async () => {
+    const world = await startWorld({ routes: [route('default', { escalation: ladder(['1s', 'timeout']) })] });
+    await world.host.failDecide({ code: -32603, message: 'internal error', data: { kind: 'internal' } });
+    await world.host.open(approval('esc-timeout-log-1'));
+    const mine = (f: { frame: { params: Record<string, unknown> } }) =>
+      f.frame.params.approvalId === 'esc-timeout-log-1';
+    await world.waitForCard('esc-timeout-log-1', (m) => textOf(m).includes('Timed out after'), 15_000);
+    expect(world.host.decides().filter(mine)).toHaveLength(2);
+    const timeoutLines = world.bot.logs
+      .filter(
+        (l) => l.json?.approvalId === 'esc-timeout-log-1' && String(l.msg).startsWith('escalation timeout'),
+      )
+      .map((l) => ({ level: l.level, msg: l.msg, outcome: l.json?.outcome, errorKind: l.json?.errorKind }));
+    expect(timeoutLines).toEqual([
+      {
+        level: 40,
+        msg: 'escalation timeout could not decide; trying again',
+        outcome: 'refused',
+        errorKind: 'internal',
+      },
+      { level: 30, msg: 'escalation timeout decided', outcome: 'decided', errorKind: undefined },
+    ]);
+  }, 30_000);
+
   it('the DM buttons decide with the card’s authorization', async () => {
     const world = await startWorld({
       routes: [

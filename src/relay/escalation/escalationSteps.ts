@@ -71,7 +71,11 @@ export class NobodyMaySee extends Error {
  * waiting for good.
  */
 export class TimeoutNotYet extends Error {
-  constructor(readonly why: string) {
+  constructor(
+    readonly why: string,
+    /** What the decide came to, when it was tried (absent: the approval could not be decided yet). */
+    readonly outcome?: { kind: string; errorKind?: string },
+  ) {
     super(`the timeout could not decide yet: ${why}`);
   }
 }
@@ -321,15 +325,36 @@ export class EscalationSteps {
       // A timeout step of this record's route fired for it.
       warranted: true,
     });
-    this.options.logger.info(
-      { approvalId: record.approvalId, outcome: outcome.kind },
-      'escalation timeout decided',
-    );
-    // hostUnavailable: the claim is kept and sent when the host is back. forwarded: the replica
-    // that owns the host carries the decision out.
-    if (outcome.kind === 'decided' || outcome.kind === 'hostUnavailable' || outcome.kind === 'forwarded')
-      return;
-    throw new TimeoutNotYet(outcome.kind === 'refused' ? `refused (${outcome.errorKind})` : outcome.kind);
+    const { logger } = this.options;
+    const { approvalId } = record;
+    switch (outcome.kind) {
+      case 'decided':
+        logger.info(
+          { approvalId, outcome: outcome.kind, terminal: outcome.terminal },
+          'escalation timeout decided',
+        );
+        return;
+      case 'hostUnavailable':
+        // The claim is kept and sent when the host is back (or the next process starts).
+        logger.warn(
+          { approvalId, outcome: outcome.kind, ...(outcome.why ? { why: outcome.why } : {}) },
+          'escalation timeout claimed; the host is unavailable, the decision is sent when it is back',
+        );
+        return;
+      case 'forwarded':
+        // The replica that owns the host carries the decision out.
+        logger.info(
+          { approvalId, outcome: outcome.kind },
+          'escalation timeout handed to the replica that owns the host',
+        );
+        return;
+    }
+    // Nothing was decided: the Escalator logs it, with the outcome, as it puts the step back.
+    const errorKind = outcome.kind === 'refused' ? outcome.errorKind : undefined;
+    throw new TimeoutNotYet(errorKind ? `refused (${errorKind})` : outcome.kind, {
+      kind: outcome.kind,
+      ...(errorKind ? { errorKind } : {}),
+    });
   }
 
   /**

@@ -272,7 +272,7 @@ export class Escalator {
     });
     if (times === 0) return false;
     log.warn(
-      { why: err.why, retry: times, inMs: waitMs },
+      { why: err.why, ...outcomeOf(err), retry: times, inMs: waitMs },
       'escalation timeout could not decide; trying again',
     );
     this.wakeAt(nowMs + waitMs);
@@ -321,7 +321,10 @@ export class Escalator {
       failed = true;
       this.count(step.action);
       log.error(
-        { err: err instanceof Error ? err.message : String(err) },
+        {
+          err: err instanceof Error ? err.message : String(err),
+          ...(err instanceof TimeoutNotYet ? outcomeOf(err) : {}),
+        },
         'escalation step could not reach anyone',
       );
       if (err instanceof EveryoneAway || err instanceof NobodyMaySee)
@@ -345,4 +348,13 @@ export class Escalator {
       }),
     );
   }
+}
+
+/** A timeout's decide that came to nothing, for its log line: what the Decider said. */
+function outcomeOf(err: TimeoutNotYet): { outcome?: string; errorKind?: string } {
+  if (!err.outcome) return {};
+  return {
+    outcome: err.outcome.kind,
+    ...(err.outcome.errorKind ? { errorKind: err.outcome.errorKind } : {}),
+  };
 }

@@ -4,7 +4,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pino } from 'pino';
+import { type Logger, pino } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { renderCard } from '../../../../src/cards/renderCard.js';
 import {
@@ -30,6 +30,7 @@ import type { ApprovalStore } from '../../../../src/store/approvalStore.js';
 import type { EscalationStore } from '../../../../src/store/escalationStore.js';
 import { shortDuration } from '../../../../src/util/shortDuration.js';
 import { FAKE_SLACK_APP_TOKEN, FAKE_SLACK_BOT_TOKEN } from '../../../support/fakeSecrets.js';
+import { captureLogger } from '../../../support/logCapture.js';
 
 const silent = pino({ level: 'silent' });
 
@@ -610,6 +611,7 @@ describe('Escalator', () => {
     stored: ApprovalRecord | undefined,
     ladder: EscalationStep[] = [{ afterMs: 0, action: 'remind' }],
     decider: Decider = {} as Decider,
+    logger: Logger = silent,
   ) {
     const sent: string[] = [];
     const marked: number[] = [];
@@ -649,6 +651,7 @@ describe('Escalator', () => {
       ladderOf: () => ladder,
       ...untouched(),
       decider,
+      logger,
       now: () => new Date(0),
     });
     return { escalator, sent, marked, firedSteps, claims, retries };
@@ -730,6 +733,49 @@ describe('Escalator', () => {
       expect(forwarded.firedSteps).toEqual([
         { step: 0, action: 'timeout', afterMs: 0, at: new Date(0).toISOString() },
       ]);
+    });
+
+    it('the log says what came of the decide: "decided" only when the host took it', async () => {
+      /** The timeout's log lines for one decide that came to `outcome`. */
+      async function linesFor(outcome: DecisionOutcome) {
+        const { logger, lines } = captureLogger('info');
+        const w = world(record(), TIMEOUT, deciding(outcome).decider, logger);
+        await w.escalator.poll();
+        await w.escalator.stop();
+        return lines
+          .filter((l) => String(l.msg).startsWith('escalation '))
+          .map((l) => ({
+            level: l.level,
+            msg: l.msg,
+            outcome: l.outcome,
+            ...(l.errorKind ? { errorKind: l.errorKind } : {}),
+          }));
+      }
+      const [INFO, WARN] = [30, 40];
+      expect(await linesFor({ kind: 'decided', terminal: true })).toEqual([
+        { level: INFO, msg: 'escalation timeout decided', outcome: 'decided' },
+        { level: INFO, msg: 'escalation step fired', outcome: undefined },
+      ]);
+      // Refused by the host, or the approval moved on: nothing was decided, and the line says so.
+      expect(await linesFor({ kind: 'refused', errorKind: 'internal' })).toEqual([
+        {
+          level: WARN,
+          msg: 'escalation timeout could not decide; trying again',
+          outcome: 'refused',
+          errorKind: 'internal',
+        },
+      ]);
+      expect(await linesFor({ kind: 'stale' })).toEqual([
+        { level: WARN, msg: 'escalation timeout could not decide; trying again', outcome: 'stale' },
+      ]);
+      // Claimed, but the host is down: sent when it is back, which is not "decided" yet.
+      const away = await linesFor({ kind: 'hostUnavailable' });
+      expect(away.map((l) => l.msg)).not.toContain('escalation timeout decided');
+      expect(away[0]).toEqual({
+        level: WARN,
+        msg: 'escalation timeout claimed; the host is unavailable, the decision is sent when it is back',
+        outcome: 'hostUnavailable',
+      });
     });
 
     it('with no reject choice to send it fails for good, as before', async () => {
