@@ -45,6 +45,25 @@ redis.call('HDEL', KEYS[1], 'f' .. ARGV[1])
 return redis.call('HINCRBY', KEYS[1], 'r' .. ARGV[1], 1)
 `;
 
+/**
+ * Takes a claimed step's fired mark off, the step not done (its approval ended as it was claimed),
+ * and names the request's other approvals, those a successor card scheduled: an empty list when
+ * the mark was gone already or the request ended (a mark that brought an ended lineage back goes
+ * with it). KEYS: lineage. ARGV: step, approvalId of the claim.
+ */
+const RELEASE = `
+if redis.call('HDEL', KEYS[1], 'f' .. ARGV[1]) == 0 then return {} end
+local start = redis.call('HGET', KEYS[1], 'start')
+if not start then return {} end
+local out = {start}
+for _, field in ipairs(redis.call('HKEYS', KEYS[1])) do
+  if string.sub(field, 1, 2) == 's:' and field ~= 's:' .. ARGV[2] then
+    table.insert(out, string.sub(field, 3))
+  end
+end
+return out
+`;
+
 /** Writes a field of a lineage that still exists: one ended meanwhile is not brought back. */
 const SET_IF_LIVE = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
@@ -191,6 +210,33 @@ export class EscalationStore {
     // NX: should the approval have been scheduled again meanwhile, its own time stands.
     await this.redis.zadd(keys.escalationDue(), 'NX', atMs(times), due.member);
     return times;
+  }
+
+  /**
+   * Gives up a step this process claimed but did not do, because its approval ended meanwhile
+   * (superseded by the approval a restarted host asks again, most often). Only the claim's winner
+   * calls this. The mark the claim set comes off, so a successor scheduled later fires the step;
+   * one scheduled while the mark stood left the step out of the schedule, so it goes back in for
+   * each of the request's other approvals, due when it was: the clock is the request's. Steps of
+   * approvals that are over are dropped when due (escalator.ts). Resolves with how many went back.
+   */
+  async release(due: DueStep, afterMs: number): Promise<number> {
+    const [start, ...others] = (await this.redis.eval(
+      RELEASE,
+      1,
+      keys.escalationLineage(due.lineage),
+      String(due.step),
+      due.approvalId,
+    )) as string[];
+    if (start === undefined || others.length === 0) return 0;
+    const atMs = Number(start) + afterMs;
+    // NX: a step the successor scheduled itself keeps its time.
+    await this.redis.zadd(
+      keys.escalationDue(),
+      'NX',
+      ...others.flatMap((approvalId) => [atMs, memberOf(approvalId, due.step, due.lineage)]),
+    );
+    return others.length;
   }
 
   /** What a claimed step did, for a successor to carry over. */

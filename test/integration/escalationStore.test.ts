@@ -235,6 +235,38 @@ describe.each(BACKENDS)('EscalationStore on %s Redis', (kind) => {
       expect(await a.exists(lineage)).toBe(0);
     });
 
+    it('a step released by its claimer goes back for the successors scheduled meanwhile, and comes off the lineage', async () => {
+      const now = 9_500_000;
+      const lineage = keys.escalationLineage('line-release');
+      await storeA.schedule('rel-1', 'line-release', now, [0, 1_000]);
+      const [step] = (await storeA.due(now)).filter((d) => d.approvalId === 'rel-1');
+      expect(await storeA.claim(step!, firing(step!))).toBe(true);
+      // The successor starts its clock while the claim stands: it leaves the step out.
+      const successor = await storeB.schedule('rel-2', 'line-release', now + 500, [0, 1_000]);
+      expect(successor.fired.map((f) => f.step)).toEqual([0]);
+      expect((await storeA.due(now + 500)).filter((d) => d.approvalId === 'rel-2')).toHaveLength(0);
+      // The first approval ended as it was claimed: the step goes to the successor, due when it was.
+      expect(await storeA.release(step!, 0)).toBe(1);
+      expect(await a.hexists(lineage, 'f0')).toBe(0);
+      const [again] = (await storeB.due(now)).filter((d) => d.approvalId === 'rel-2');
+      expect(again).toMatchObject({ approvalId: 'rel-2', step: 0, lineage: 'line-release' });
+      expect(await storeB.claim(again!, firing(again!))).toBe(true);
+      // A successor scheduled after the release fires it as any step not fired.
+      expect((await storeA.schedule('rel-3', 'line-release', now + 600, [0, 1_000])).fired).toHaveLength(1);
+      await storeA.cancel('rel-1', 'line-release', 2);
+      await storeB.cancel('rel-2', 'line-release', 2);
+      await storeB.cancel('rel-3', 'line-release', 2);
+
+      // A claim whose mark brought an ended request's lineage back takes it away again on release.
+      await storeA.schedule('rel-4', 'line-release-end', now, [0]);
+      const [late] = (await storeA.due(now)).filter((d) => d.approvalId === 'rel-4');
+      await storeA.end('line-release-end');
+      expect(await storeA.claim(late!, firing(late!))).toBe(true);
+      expect(await a.exists(keys.escalationLineage('line-release-end'))).toBe(1);
+      expect(await storeA.release(late!, 0)).toBe(0);
+      expect(await a.exists(keys.escalationLineage('line-release-end'))).toBe(0);
+    });
+
     it('scheduling again puts back the steps a process that died half-way never added, not those fired', async () => {
       const now = 7_000_000;
       await storeA.schedule('heal-1', 'line-heal', now, [0, 10]);

@@ -223,7 +223,7 @@ export class Escalator {
       at: this.now().toISOString(),
     };
     if (!(await this.options.schedule.claim(due, firing))) return;
-    const task = this.fire(due).catch((err: unknown) => {
+    const task = this.fire(due, step).catch((err: unknown) => {
       this.count('internal');
       this.options.logger.error(
         { err, approvalId: due.approvalId, step: due.step },
@@ -294,11 +294,31 @@ export class Escalator {
     this.failures[kind] = (this.failures[kind] ?? 0) + 1;
   }
 
-  private async fire(due: DueStep): Promise<void> {
+  /**
+   * Gives up a step claimed as its approval ended, so that the approval carrying the request on (a
+   * superseded one's successor) fires it: it was done for neither, and the claim's fired mark
+   * would otherwise make the successor pass it by as done.
+   */
+  private async release(due: DueStep, claimed: EscalationStep): Promise<void> {
+    const back = await this.options.schedule.release(due, claimed.afterMs);
+    if (back === 0) return;
+    this.options.logger.info(
+      { approvalId: due.approvalId, step: due.step, successors: back },
+      'escalation step claimed as its approval ended; put back for the approval that carries the request on',
+    );
+    this.wakeAt(this.now().getTime());
+  }
+
+  /** `claimed`: the step as the look before the claim found it in the file. */
+  private async fire(due: DueStep, claimed: EscalationStep): Promise<void> {
     const { approvalId } = due;
     // Read after the claim: an approval resolved meanwhile (or now) fires nothing.
     const record = await this.options.store.get(approvalId);
-    if (!record || isTerminal(record) || !record.slack.ts) return;
+    if (!record || isTerminal(record)) {
+      await this.release(due, claimed);
+      return;
+    }
+    if (!record.slack.ts) return;
     const step = this.options.ladderOf(record.route)[due.step];
     if (!step) return;
     const startMs = record.escalation ? Date.parse(record.escalation.startedAt) : Date.parse(record.openedAt);

@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import { stageCapabilities } from '../../domain/grants/capabilities.js';
 import type {
   ApprovalRecord,
@@ -434,16 +435,21 @@ export function escalationStarted(escalation: Escalation) {
   };
 }
 
-/** An escalation step fired; the card's line says so. Once per step. */
+/**
+ * An escalation step fired; the card's line says so. Once per step: the same firing again changes
+ * nothing, and a later one takes the place of what the card showed for the step, which was carried
+ * over from a superseded approval whose claim on it was given up (Escalator.release).
+ */
 export function escalationFired(fired: FiredStep, start: Omit<Escalation, 'fired'>) {
   return (record: ApprovalRecord): ApprovalRecord | undefined => {
     const current = record.escalation ?? { ...start, fired: [] };
-    if (current.fired.some((f) => f.step === fired.step)) return undefined;
+    const shown = current.fired.find((f) => f.step === fired.step);
+    if (shown && isDeepStrictEqual(shown, fired)) return undefined;
     return {
       ...record,
       escalation: {
         ...current,
-        fired: [...current.fired, fired].sort((a, b) => a.step - b.step),
+        fired: [...current.fired.filter((f) => f !== shown), fired].sort((a, b) => a.step - b.step),
         ...(fired.action === 'timeout' ? { timedOutAfterMs: fired.afterMs } : {}),
       },
     };
