@@ -239,6 +239,11 @@ export class EscalationStore {
     return others.length;
   }
 
+  /** Whether the step is marked fired for the request: a process claimed it, and holds it or did it. */
+  async marked(lineage: string, step: number): Promise<boolean> {
+    return (await this.redis.hexists(keys.escalationLineage(lineage), `f${step}`)) === 1;
+  }
+
   /** What a claimed step did, for a successor to carry over. */
   async fired(lineage: string, fired: FiredStep): Promise<void> {
     await this.redis.eval(

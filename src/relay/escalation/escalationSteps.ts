@@ -341,17 +341,21 @@ export class EscalationSteps {
           'escalation timeout claimed; the host is unavailable, the decision is sent when it is back',
         );
         return;
-      case 'forwarded':
-        // The replica that owns the host carries the decision out.
-        logger.info(
-          { approvalId, outcome: outcome.kind },
-          'escalation timeout handed to the replica that owns the host',
-        );
-        return;
     }
-    // Nothing was decided: the Escalator logs it, with the outcome, as it puts the step back.
+    // Nothing was decided, or nothing is known to be: the Escalator logs it, with the outcome, as
+    // it puts the step back. `forwarded`: the replica that owns the host has not said how its
+    // decide went, and should it be refused there nobody would hear of it (only a click's asker is
+    // answered late). Tried again, it is decided once all the same: a decision is a claim on the
+    // record by compare-and-set, so whichever try the host takes first ends the approval, and the
+    // others find it being decided or over.
     const errorKind = outcome.kind === 'refused' ? outcome.errorKind : undefined;
-    throw new TimeoutNotYet(errorKind ? `refused (${errorKind})` : outcome.kind, {
+    const why =
+      outcome.kind === 'forwarded'
+        ? 'handed to the replica that owns the host, which has not said how it went'
+        : errorKind
+          ? `refused (${errorKind})`
+          : outcome.kind;
+    throw new TimeoutNotYet(why, {
       kind: outcome.kind,
       ...(errorKind ? { errorKind } : {}),
     });

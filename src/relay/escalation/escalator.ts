@@ -113,7 +113,7 @@ export class Escalator {
   follow(record: ApprovalRecord): void {
     const ladder = this.options.ladderOf(record.route);
     if (isTerminal(record)) {
-      if (record.escalation || ladder.length > 0) this.track(this.finish(record, ladder.length));
+      if (record.escalation || ladder.length > 0) this.track(this.finish(record, ladder));
       return;
     }
     if (ladder.length === 0 || !record.slack.ts || record.escalation || this.starting.has(record.approvalId))
@@ -179,7 +179,8 @@ export class Escalator {
     );
   }
 
-  private async finish(record: ApprovalRecord, steps: number): Promise<void> {
+  private async finish(record: ApprovalRecord, ladder: readonly EscalationStep[]): Promise<void> {
+    const steps = ladder.length;
     const { approvalId } = record;
     const lineage = lineageOf(record);
     if (!this.cancelled.has(approvalId)) {
@@ -194,9 +195,35 @@ export class Escalator {
     // A superseded approval hands its clock and its page over to its successor; anything else
     // ends them. One that never started its clock (decided before its card) has nothing to end.
     if (record.phase === 'superseded' || !record.escalation) return;
+    await this.timedOut(record, ladder);
     const routingKey = await this.options.schedule.pagedWith(lineage);
     await this.options.schedule.end(lineage);
     if (routingKey) await this.steps.resolvePage(record, routingKey, 'pd-resolve');
+  }
+
+  /**
+   * An approval the timeout decided shows the step fired (the card says "Timed out after …") even
+   * when the process that fired it did not hear so: the replica that owns the host carried the
+   * decision out after it stopped waiting, and it put the step back to try again. Only the card.
+   * A step still marked fired is the claimer's to write, as it does once it hears the outcome.
+   */
+  private async timedOut(record: ApprovalRecord, ladder: readonly EscalationStep[]): Promise<void> {
+    const escalation = record.escalation;
+    if (!escalation || record.resolution?.via !== 'timeout') return;
+    const index = ladder.findIndex((step) => step.action === 'timeout');
+    const step = ladder[index];
+    if (!step || escalation.fired.some((f) => f.step === index)) return;
+    if (await this.options.schedule.marked(lineageOf(record), index)) return;
+    const fired: FiredStep = {
+      step: index,
+      action: 'timeout',
+      afterMs: step.afterMs,
+      at: this.now().toISOString(),
+    };
+    await this.options.keeper.mutateAndSync(
+      record.approvalId,
+      escalationFired(fired, { startedAt: escalation.startedAt, origin: escalation.origin }),
+    );
   }
 
   private async take(due: DueStep): Promise<void> {
@@ -257,12 +284,17 @@ export class Escalator {
    * Puts a timeout that could not decide back in the schedule, a little later, while its approval
    * is open: it is tried again until it decides or the approval ends otherwise, never marked
    * fired (nor failed) meanwhile. The wait doubles with each try, so a host that keeps refusing
-   * is asked about once a minute. False when the approval is over (or gone), or its request ended:
-   * the step is then marked as it went, as any other.
+   * is asked about once a minute. `over` when the approval is over (or gone): decided otherwise,
+   * or by this very timeout as the replica that owns the host carried it out. `lost` when its
+   * request ended: the step is then marked as it went, as any other.
    */
-  private async timeoutAgain(due: DueStep, err: TimeoutNotYet, log: Logger): Promise<boolean> {
+  private async timeoutAgain(
+    due: DueStep,
+    err: TimeoutNotYet,
+    log: Logger,
+  ): Promise<'again' | 'over' | 'lost'> {
     const current = await this.options.store.get(due.approvalId);
-    if (!current || isTerminal(current)) return false;
+    if (!current || isTerminal(current)) return 'over';
     const baseMs = this.options.timeoutRetryMs ?? 5_000;
     const nowMs = this.now().getTime();
     let waitMs = baseMs;
@@ -270,13 +302,13 @@ export class Escalator {
       waitMs = Math.min(baseMs * 2 ** Math.min(times - 1, 16), TIMEOUT_RETRY_MAX_MS);
       return nowMs + waitMs;
     });
-    if (times === 0) return false;
+    if (times === 0) return 'lost';
     log.warn(
       { why: err.why, ...outcomeOf(err), retry: times, inMs: waitMs },
       'escalation timeout could not decide; trying again',
     );
     this.wakeAt(nowMs + waitMs);
-    return true;
+    return 'again';
   }
 
   /**
@@ -337,7 +369,21 @@ export class Escalator {
         await this.putBack(due, log);
         return;
       }
-      if (err instanceof TimeoutNotYet && (await this.timeoutAgain(due, err, log))) return;
+      if (err instanceof TimeoutNotYet) {
+        const next = await this.timeoutAgain(due, err, log);
+        if (next === 'again') return;
+        if (next === 'over') {
+          // Nothing failed: a timeout has nothing left to do once the approval is over. Given up
+          // like any step claimed as its approval ended, for a superseded one's successor; a
+          // card the timeout decided says so (finish()).
+          log.info(
+            { why: err.why, ...outcomeOf(err) },
+            'escalation timeout not carried out: the approval is over',
+          );
+          await this.release(due, step);
+          return;
+        }
+      }
       failed = true;
       this.count(step.action);
       log.error(

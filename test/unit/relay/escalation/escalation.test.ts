@@ -608,7 +608,8 @@ describe('Escalator', () => {
   });
 
   function world(
-    stored: ApprovalRecord | undefined,
+    /** The approval as each read finds it: a function is asked at every read. */
+    stored: ApprovalRecord | undefined | (() => ApprovalRecord | undefined),
     ladder: EscalationStep[] = [{ afterMs: 0, action: 'remind' }],
     decider: Decider = {} as Decider,
     logger: Logger = silent,
@@ -630,6 +631,10 @@ describe('Escalator', () => {
         drop: async () => {
           claims.push('drop');
         },
+        release: async () => {
+          claims.push('release');
+          return 0;
+        },
         fired: async (_l: string, f: FiredStep) => {
           marked.push(f.step);
           firedSteps.push(f);
@@ -639,7 +644,9 @@ describe('Escalator', () => {
           return retries.length;
         },
       } as unknown as EscalationStore,
-      store: { get: async () => stored } as unknown as ApprovalStore,
+      store: {
+        get: async () => (typeof stored === 'function' ? stored() : stored),
+      } as unknown as ApprovalStore,
       slack: {
         threadReply: async (_card, reply) => {
           sent.push(renderEscalationReply(reply));
@@ -723,16 +730,86 @@ describe('Escalator', () => {
       expect(refused.retries).toEqual([5_000, 10_000]);
     });
 
-    it('handed to the replica that owns the host, it fired: not failed, not tried again', async () => {
+    it('handed to the replica that owns the host, which has not said how it went: tried again, not marked fired', async () => {
+      // The owner may still refuse it (the approval changed, a click in flight), and nobody would
+      // hear: only a click's asker is answered late. Tried again, the claim on the record decides
+      // once: a try that finds the owner deciding it, or the approval over, decides nothing.
       const { decider, asked } = deciding({ kind: 'forwarded' });
-      const forwarded = world(record(), TIMEOUT, decider);
+      const { logger, lines } = captureLogger('info');
+      const forwarded = world(record(), TIMEOUT, decider, logger);
+      await forwarded.escalator.poll();
       await forwarded.escalator.poll();
       await forwarded.escalator.stop();
-      expect(asked).toHaveLength(1);
-      expect(forwarded.retries).toEqual([]);
-      expect(forwarded.firedSteps).toEqual([
-        { step: 0, action: 'timeout', afterMs: 0, at: new Date(0).toISOString() },
+      expect(asked).toHaveLength(2);
+      expect(forwarded.retries).toEqual([5_000, 10_000]);
+      expect(forwarded.firedSteps).toEqual([]);
+      expect(
+        lines.filter((l) => l.msg === 'escalation timeout could not decide; trying again'),
+      ).toMatchObject([
+        { outcome: 'forwarded', retry: 1 },
+        { outcome: 'forwarded', retry: 2 },
       ]);
+    });
+
+    it('a try that finds the approval over (the owner decided it meanwhile) has not failed', async () => {
+      const { decider } = deciding({ kind: 'forwarded' });
+      const timedOut = record({
+        phase: 'resolved',
+        resolution: { decision: 'abort', resolvedBy: 'user', decidedAt: 'now', via: 'timeout' },
+      });
+      let reads = 0;
+      // The look before the claim and the read after it find it open; the owner then decides it.
+      const over = world(() => (++reads <= 2 ? record() : timedOut), TIMEOUT, decider);
+      await over.escalator.poll();
+      await over.escalator.stop();
+      expect(over.retries).toEqual([]);
+      expect(over.firedSteps).toEqual([]);
+      expect(over.escalator.failures).toEqual({});
+      // The claim's mark is given up, as for any step claimed as its approval ended.
+      expect(over.claims).toEqual(['claim', 'release']);
+    });
+
+    it('an approval the timeout decided shows it timed out, though the step was put back meanwhile', async () => {
+      const mutations: Array<(r: ApprovalRecord) => ApprovalRecord | undefined> = [];
+      let held = false;
+      const escalator = new Escalator({
+        ...untouched(),
+        schedule: {
+          cancel: async () => 0,
+          marked: async () => held,
+          pagedWith: async () => undefined,
+          end: async () => undefined,
+        } as unknown as EscalationStore,
+        store: {} as ApprovalStore,
+        slack: {} as never,
+        keeper: {
+          mutateAndSync: async (_id: string, m: (r: ApprovalRecord) => ApprovalRecord | undefined) => {
+            mutations.push(m);
+          },
+        } as unknown as RecordKeeper,
+        ladderOf: () => [
+          { afterMs: 1_000, action: 'remind' },
+          { afterMs: 7_200_000, action: 'timeout' },
+        ],
+        now: () => new Date(0),
+      });
+      const decided = record({
+        phase: 'resolved',
+        resolution: { decision: 'abort', resolvedBy: 'user', decidedAt: 'now', via: 'timeout' },
+        escalation: { startedAt: new Date(0).toISOString(), origin: 'a1', fired: [] },
+      });
+      escalator.follow(decided);
+      await escalator.stop();
+      expect(mutations).toHaveLength(1);
+      expect(mutations[0]!(decided)?.escalation).toMatchObject({
+        timedOutAfterMs: 7_200_000,
+        fired: [{ step: 1, action: 'timeout', afterMs: 7_200_000 }],
+      });
+      // A step still marked fired is its claimer's to write, once it hears the outcome.
+      held = true;
+      escalator.follow({ ...decided, approvalId: 'a2' });
+      await escalator.stop();
+      expect(mutations).toHaveLength(1);
     });
 
     it('the log says what came of the decide: "decided" only when the host took it', async () => {
