@@ -56,12 +56,14 @@ export function processErrorFields(error: unknown): ProcessErrorFields {
 /**
  * Why the process could not be spawned at all. Node says "spawn /bin/sh ENOENT" for a working
  * directory that is missing as for a missing shell, so `missingCwd`, the host's cwd when it is
- * no directory (removed after start-up, which checks it), is named instead.
+ * no directory (removed after start-up, which checks it), is named instead. The system's code
+ * (E2BIG, EACCES) says why; Node's own (ERR_INVALID_ARG_VALUE) does not, its message does.
  */
-export function describeSpawnFailure(error: NodeJS.ErrnoException, missingCwd: string | undefined): string {
+export function describeSpawnFailure(error: unknown, missingCwd: string | undefined): string {
   if (missingCwd !== undefined)
     return `could not be started in its cwd ${JSON.stringify(missingCwd)} (not a directory)`;
-  return `could not be started (${error.code ?? processErrorFields(error).message})`;
+  const { code, message } = processErrorFields(error);
+  return `could not be started (${code === undefined || code.startsWith('ERR_') ? message : code})`;
 }
 
 /** What went wrong with `initialize` on a host that was still running. */

@@ -4,10 +4,10 @@ import { decideWithRetry } from './decide.js';
 import { HostGoneError, MspError } from './errors.js';
 import type { ApprovalHost, HostEvent, SessionMemory } from './events.js';
 import { performHandshake } from './handshake.js';
-import { describeHandshakeFailure, processErrorFields } from './hostFailure.js';
+import { describeHandshakeFailure } from './hostFailure.js';
 import { handleHostNotification, handleHostRequest } from './hostMessages.js';
 import { RespawnSchedule, StartFailures } from './hostRestarts.js';
-import { type Incarnation, isLive, spawnIncarnation } from './incarnation.js';
+import { type Incarnation, isLive, refusedStart, type SpawnSpec, spawnIncarnation } from './incarnation.js';
 import {
   type ExitInfo,
   SIGKILL_AFTER_MS,
@@ -68,6 +68,8 @@ const DEFAULTS = {
   requestTimeoutMs: 60_000,
   stableAfterMs: 60_000,
 };
+/** How a start that ran no process ends, as waitForExit reports a spawn that failed later. */
+const NEVER_RAN: ExitInfo = { code: null, signal: null };
 /** A host whose handshake failed gets this long after EOF before SIGTERM. */
 const FAILED_HANDSHAKE_GRACE_MS = 1_000;
 /**
@@ -265,8 +267,9 @@ export class HostSupervisor implements ApprovalHost {
     try {
       incarnation = this.spawnIncarnation();
     } catch (error) {
-      this.logger.error(processErrorFields(error), 'could not spawn the MSP host');
-      this.scheduleRespawn(undefined, { code: null, signal: null });
+      // No process, so no death for onGone to count: counted here as it counts a failed start.
+      this.startFailures.noteFailedStart(refusedStart(this.spawnSpec(), error), NEVER_RAN);
+      this.scheduleRespawn(undefined, NEVER_RAN);
       return;
     }
     try {
@@ -311,8 +314,8 @@ export class HostSupervisor implements ApprovalHost {
     }
   }
 
-  private spawnIncarnation(): Incarnation {
-    const spec = {
+  private spawnSpec(): SpawnSpec {
+    return {
       command: this.command,
       env: this.env,
       cwd: this.cwd,
@@ -320,7 +323,10 @@ export class HostSupervisor implements ApprovalHost {
       logger: this.logger,
       afterFailedStart: this.startFailures.failing,
     };
-    const incarnation = spawnIncarnation(spec, {
+  }
+
+  private spawnIncarnation(): Incarnation {
+    const incarnation = spawnIncarnation(this.spawnSpec(), {
       onRequest: (from, request) => handleHostRequest(this.hostId, from, request, this.emitter),
       onNotification: (from, method, params) =>
         handleHostNotification(this.hostId, from, method, params, this.emitter),

@@ -7,6 +7,7 @@ import { maskCommandLine } from '../secrets/maskCommandLine.js';
 import { settlesWithin } from '../util/settlesWithin.js';
 import { type IncomingRequest, JsonRpcConnection } from './connection.js';
 import { describeSpawnFailure, processErrorFields } from './hostFailure.js';
+import type { FailedStart } from './hostRestarts.js';
 import { pipeHostStderr } from './hostStderr.js';
 import { type ExitInfo, reapGroup, terminate, waitForExit } from './processControl.js';
 import type { SessionFollower } from './sessionFollower.js';
@@ -99,25 +100,13 @@ export function spawnIncarnation(spec: SpawnSpec, hooks: IncarnationHooks): Inca
     gone: false,
     handled: Promise.resolve(),
   };
-  const startLevel = spec.afterFailedStart ? 'debug' : 'info';
-  const command = maskCommandLine(spec.command);
   // Without this listener a failed spawn or kill would throw from an EventEmitter.
   child.on('error', (error: NodeJS.ErrnoException) => {
     if (child.pid !== undefined) {
       logger.error(processErrorFields(error), 'host process error');
       return;
     }
-    // Never spawned: in words that name the cause rather than "spawn /bin/sh ENOENT". This
-    // line stands for the start instead of "host spawned"; the failure is counted with the
-    // next start as any start that failed (StartFailures).
-    incarnation.startFailure = describeSpawnFailure(
-      error,
-      spec.cwd && !isDirectory(spec.cwd) ? spec.cwd : undefined,
-    );
-    logger[startLevel](
-      { ...processErrorFields(error), reason: incarnation.startFailure, command },
-      'host could not be spawned',
-    );
+    incarnation.startFailure = sayNotSpawned(spec, logger, error);
   });
   pipeHostStderr(child.stderr!, logger, incarnation.stderrTail);
   connection.onRequest((request) => hooks.onRequest(incarnation, request));
@@ -130,8 +119,36 @@ export function spawnIncarnation(spec: SpawnSpec, hooks: IncarnationHooks): Inca
     void terminate(child, STDOUT_DRAIN_MS);
   });
   // Without a pid nothing started: the error listener above says so once Node emits it.
-  if (child.pid !== undefined) logger[startLevel]({ hostPid: child.pid, command }, 'host spawned');
+  if (child.pid !== undefined) {
+    logger[startLevel(spec)]({ hostPid: child.pid, command: maskCommandLine(spec.command) }, 'host spawned');
+  }
   return incarnation;
+}
+
+/**
+ * A start that spawn() refused by throwing rather than by emitting 'error': an environment or
+ * command too long for exec (E2BIG), a NUL byte in either (ERR_INVALID_ARG_VALUE). No process
+ * ran, so nothing dies: the supervisor counts it at once as a start that failed.
+ */
+export function refusedStart(spec: SpawnSpec, error: unknown): FailedStart {
+  const logger = spec.logger.child({ incarnation: randomUUID() });
+  return { logger, stderrTail: [], startFailure: sayNotSpawned(spec, logger, error) };
+}
+
+const startLevel = (spec: SpawnSpec) => (spec.afterFailedStart ? 'debug' : 'info');
+
+/**
+ * Says that a start ran no process, in words that name the cause rather than "spawn /bin/sh
+ * ENOENT", and returns them. This line stands for the start instead of "host spawned"; the
+ * failure is counted as any start that failed (StartFailures).
+ */
+function sayNotSpawned(spec: SpawnSpec, logger: Logger, error: unknown): string {
+  const reason = describeSpawnFailure(error, spec.cwd && !isDirectory(spec.cwd) ? spec.cwd : undefined);
+  logger[startLevel(spec)](
+    { ...processErrorFields(error), reason, command: maskCommandLine(spec.command) },
+    'host could not be spawned',
+  );
+  return reason;
 }
 
 function isDirectory(path: string): boolean {

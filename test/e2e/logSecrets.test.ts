@@ -210,7 +210,11 @@ describe('a host that cannot be spawned', () => {
     // value as written, so the logger's list of the configuration's secrets misses it.
     const secret = 'spawnEnvSecret-logsecret-0013';
     const bot = await botWithHost(mainHost('muse serve', { env: { MUSE_LICENSE: `${secret}\0` } }));
-    const failed = await bot.waitForLog((l) => l.msg === 'could not spawn the MSP host', 10_000);
+    const failed = await bot.waitForLog((l) => l.msg === 'host could not be spawned', 10_000);
+    // /readyz gives Node's message as the host's reason: the variable, not its value.
+    const readyz = await (await fetch(`${bot.url}/readyz`)).text();
+    expect(readyz).toContain("options.env['MUSE_LICENSE']");
+    expect(readyz).not.toContain(secret);
     await bot.stop(2_000);
     expectNoneIn(bot, [secret]);
     // What the operator needs is kept: which variable, and why.

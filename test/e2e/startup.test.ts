@@ -342,6 +342,47 @@ describe('a host that cannot be spawned', () => {
     const starts = new Set(lines.map((l) => l.json?.incarnation).filter((id) => id !== undefined));
     expect(spawned.length + notSpawned.length).toBe(starts.size);
   });
+
+  // spawn() throws these at once instead of emitting 'error': a start that failed all the same.
+  it.each([
+    ['an environment too big to pass (E2BIG)', 'muse serve', { MUSE_LICENSE: 'x'.repeat(200_000) }, /E2BIG/],
+    ['a NUL byte in the command', 'muse serve\0--verbose', {}, /must be a string without null bytes/],
+  ])('%s: counted, backed off and named as a host that exits at once is', async (_, command, env, why) => {
+    const file = configFile({ hosts: [mainHost(command, { env })] });
+    cleanups.push(async () => file.remove());
+    const running = await bot({ COUNTERSIGN_CONFIG: file.path, MSP_HOST_COMMAND: '' });
+    const failed = (reason: unknown) =>
+      typeof reason === 'string' &&
+      /^COUNTERSIGN_CONFIG hosts\[0\]\.command could not be started \(.+\)( \d+ times in a row)?$/.test(
+        reason,
+      ) &&
+      why.test(reason);
+    await running.waitForLog((l) => l.msg === 'respawning host' && l.json?.failures === 5, 15_000);
+
+    const hostLines = running.logs.filter((l) => l.json?.hostId === 'main' && (l.level ?? 0) >= 30);
+    const steps = hostLines.filter((l) => l.msg === 'respawning host');
+    expect(steps.map((l) => l.json?.failures)).toEqual([1, 2, 3, 4, 5]);
+    // The backoff grows (never sooner than half the nominal 200 ms doubling), not a tight loop.
+    steps.forEach((step, i) => {
+      expect(failed(step.json?.reason)).toBe(true);
+      expect(step.json?.delayMs).toBeGreaterThanOrEqual(100 * 2 ** i);
+    });
+    const errors = hostLines.filter(atLeastError);
+    expect(errors.map((l) => l.msg)).toEqual([expect.stringMatching(/ 3 times in a row$/)]);
+    expect(failed(errors[0]?.msg)).toBe(true);
+    expect(errors[0]?.json).toMatchObject({ failedStarts: 3, exitCode: null, signal: null });
+    // The first start is said once, as one that could not be spawned; the later ones at debug.
+    const others = hostLines.filter((l) => !steps.includes(l) && !errors.includes(l));
+    expect(others.map((l) => l.msg)).toEqual(['took host main', 'host could not be spawned']);
+    const starts = running.logs.filter((l) => l.msg === 'host could not be spawned');
+    expect(starts.length).toBeLessThanOrEqual(steps.length + 1);
+    expect(running.logs.some((l) => l.raw.includes('"stack"'))).toBe(false);
+
+    const { status, body } = await readyz(running);
+    expect(status).toBe(200);
+    expect(body).toMatchObject({ host: false });
+    expect(failed((body.reasons as Record<string, unknown>).host)).toBe(true);
+  });
 });
 
 describe('/readyz', () => {
