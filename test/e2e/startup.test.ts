@@ -113,6 +113,18 @@ describe('mistakes only the operator can fix stop start-up with one line', () =>
     ]);
   });
 
+  it('a host env value with a NUL byte: one line naming hosts[0].env.<name>, not its value', async () => {
+    const secret = 'nulEnvSecret-startup-0021';
+    const file = configFile({ hosts: [mainHost('muse serve', { env: { MUSE_LICENSE: `${secret}\0` } })] });
+    cleanups.push(async () => file.remove());
+    const running = await bot({ COUNTERSIGN_CONFIG: file.path, MSP_HOST_COMMAND: '' });
+    expect(await running.exited).toEqual({ code: 1, signal: null });
+    expect(running.logs.map((l) => l.raw)).toEqual([
+      `countersign: COUNTERSIGN_CONFIG (${file.path}): hosts[0].env.MUSE_LICENSE contains a NUL byte, which an environment variable cannot hold: remove it`,
+    ]);
+    expect(running.host.incarnations).toHaveLength(0);
+  });
+
   it('REDIS_CLUSTER_NODES written as URLs with a password: one line that does not show it', async () => {
     const running = await bot({
       REDIS_URL: '',

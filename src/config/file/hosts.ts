@@ -20,9 +20,14 @@ export const host = mapping(
     env: z
       .record(
         z.string().regex(ENV_NAME),
-        z.union([z.string(), z.number(), z.boolean()], {
-          error: (iss) => `must be a string, number or boolean (got ${got(iss.input)})`,
-        }),
+        z
+          .union([z.string(), z.number(), z.boolean()], {
+            error: (iss) => `must be a string, number or boolean (got ${got(iss.input)})`,
+          })
+          // spawn() refuses it on every start; said here once, by name only (it may be a secret).
+          .refine((value) => typeof value !== 'string' || !value.includes('\0'), {
+            error: 'contains a NUL byte, which an environment variable cannot hold: remove it',
+          }),
         {
           error: (iss) =>
             iss.code === 'invalid_key'

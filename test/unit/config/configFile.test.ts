@@ -505,6 +505,11 @@ describe('a mistake in the file stops start-up with one line naming its place', 
       'invalid YAML: hosts[0].env.DB_PASSWORD (line 5, column 20) is an alias (a value starting with "*") that names no anchor set before it: quote the value if it is not meant as an alias',
     ],
     [
+      'an env value holding a NUL byte (no process can be given it)',
+      'hosts:\n  - id: main\n    command: muse serve\n    env:\n      DB_PASSWORD: "Xk9q-S3cret-Pw\\0"\nroutes:\n  - channel: C0ALL\n',
+      'hosts[0].env.DB_PASSWORD contains a NUL byte, which an environment variable cannot hold: remove it',
+    ],
+    [
       'a whole file that is an alias',
       '*Xk9q-S3cret-Pw\n',
       'invalid YAML: the file (line 1, column 1) is an alias (a value starting with "*") that names no anchor set before it: quote the value if it is not meant as an alias',
