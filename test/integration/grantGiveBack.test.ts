@@ -49,6 +49,9 @@ class RefusingHost implements ApprovalHost {
   decided: DecideParams[] = [];
   /** Runs as a refusal is answered, before the caller hears it. */
   onRefusal: () => Promise<void> = async () => {};
+  /** What the refusal says besides its kind. */
+  refusalData: Record<string, unknown> = {};
+  /** `internal`: the decide fails with an error that is no MSP refusal at all. */
   constructor(public refuseWith: string | undefined) {}
   isUp() {
     return true;
@@ -58,7 +61,12 @@ class RefusingHost implements ApprovalHost {
   async decide(params: DecideParams) {
     if (this.refuseWith) {
       await this.onRefusal();
-      throw new MspError({ code: -32000, message: 'refused', data: { kind: this.refuseWith } });
+      if (this.refuseWith === 'internal') throw new Error('the host process broke');
+      throw new MspError({
+        code: -32000,
+        message: 'refused',
+        data: { kind: this.refuseWith, ...this.refusalData },
+      });
     }
     this.decided.push(params);
     return { commandId: params.commandId, approvalId: params.approvalId, status: 'accepted', terminal: true };
@@ -196,6 +204,64 @@ describe('a grant’s use, when the host refuses its decision and Redis fails to
       expect(kinds).toEqual(['created', 'used', 'exhausted']);
     },
   );
+
+  // Each refusal whose claim is simply given back (approvalRequirementStale without a stage to
+  // move to; `atStage`: naming the stage the record is at, whose claim is dropped with the move).
+  it.each([
+    { refusal: 'approvalRequirementStale' },
+    { refusal: 'approvalRequirementStale', atStage: true },
+    { refusal: 'approvalChoiceInvalid' },
+    { refusal: 'approvalReviewerUnavailable' },
+    { refusal: 'hostOverloaded' },
+    { refusal: 'internal' },
+  ])(
+    'stays taken after $refusal (at the stage: $atStage) until the kept claim is replayed',
+    async ({ refusal, atStage }) => {
+      const grant = await grantOfOneUse();
+      const record = await deferredRecord('a-4');
+      const host = new RefusingHost(refusal);
+      if (atStage) host.refusalData = { currentRequirementId: record.currentRequirementId };
+      host.onRefusal = () => server.stop();
+      relay(host).answerer.consider('a-4');
+      await keeper.idle();
+      await server.restart();
+
+      expect(await store.get('a-4')).toMatchObject({ phase: 'deciding', claim: { via: 'grant' } });
+      expect((await grants.get(grant.grantId))?.usesLeft).toBe(0);
+      expect(await grants.candidates(BUCKET, new Date())).toEqual([]);
+
+      host.refuseWith = undefined;
+      const next = relay(host);
+      next.decider.replay((await store.get('a-4'))!);
+      await until(() => host.decided.length === 1);
+      await next.decider.drain();
+      await keeper.idle();
+      // The grant of one use decided once, and is spent: no second request finds it.
+      expect(await grants.get(grant.grantId)).toMatchObject({ uses: 1, usesLeft: 0 });
+      expect(await grants.candidates(BUCKET, new Date())).toEqual([]);
+      const kinds = (await readGrantAudit(grantsRedis)).map((e) => e.kind);
+      expect(kinds).toEqual(['created', 'used', 'exhausted']);
+    },
+  );
+
+  it('is given back once when a kept claim’s replay is refused and its drop stored', async () => {
+    const grant = await grantOfOneUse();
+    await deferredRecord('a-5');
+    const host = new RefusingHost('approvalChoiceInvalid');
+    host.onRefusal = () => server.stop();
+    relay(host).answerer.consider('a-5');
+    await keeper.idle();
+    await server.restart();
+
+    // Refused again on the next start, Redis up: the claim leaves the record, and its use comes back.
+    host.onRefusal = async () => {};
+    const next = relay(host);
+    next.decider.replay((await store.get('a-5'))!);
+    await next.decider.drain();
+    await keeper.idle();
+    expect((await store.get('a-5'))?.claim).toBeUndefined();
+    expect((await grants.get(grant.grantId))?.usesLeft).toBe(1);
+  });
 
   it('stays taken when the kept claim’s replay is refused and Redis fails again', async () => {
     const grant = await grantOfOneUse();

@@ -77,6 +77,8 @@ export type DecisionOutcome =
   /** The host admitted the decision; the card follows when the host reports the result. */
   | { kind: 'decided'; terminal: boolean | undefined }
   | NotDecidable
+  /** The host refused the stage or the choice as stale. `claimKept`: see unknownToHost. */
+  | { kind: 'stale'; claimKept?: true }
   /** Checked again before the claim: this decision may not be made on the record as it stands. */
   | Unwarranted
   | { kind: 'gone' }
@@ -84,7 +86,8 @@ export type DecisionOutcome =
   | { kind: 'changed' }
   /** Someone or something else decided first (the host's own record of the winner). */
   | { kind: 'alreadyResolved'; decision: string; resolvedBy: string; slackUserId?: string }
-  | { kind: 'reviewerUnavailable' }
+  /** `claimKept`: see unknownToHost. */
+  | { kind: 'reviewerUnavailable'; claimKept?: true }
   /**
    * The host is down; the claim is kept and the decision sent when the approval is seen again.
    * `stopping`: the host is up, but this process stopped while the host had left the decide
@@ -102,7 +105,8 @@ export type DecisionOutcome =
   /** Redis did not store the claim in time: nothing was decided, and nothing will be. */
   | { kind: 'notRecorded' }
   | { kind: 'stopping' }
-  | { kind: 'refused'; errorKind: string }
+  /** `claimKept`: see unknownToHost. */
+  | { kind: 'refused'; errorKind: string; claimKept?: true }
   /** Handed to the replica that owns the host, which has not answered yet; it tells the asker. */
   | { kind: 'forwarded' };
 

@@ -25,8 +25,8 @@ export interface Failure {
 /** Classifies what the host said (or failed to say) about a decide, after any retries. */
 export async function outcomeOfFailure(err: unknown, failure: Failure): Promise<DecisionOutcome> {
   const { record, claim, host, log, now, mutate } = failure;
-  /** Drops our claim and frees its stage, so the question goes back to people. */
-  const giveBack = () => mutate(record.approvalId, unclaimed(claim.commandId));
+  /** Drops our claim and frees its stage, so the question goes back to people; see claimKeptUnless. */
+  const giveBack = async () => claimKeptUnless(await mutate(record.approvalId, unclaimed(claim.commandId)));
 
   const { approvalId, sessionId } = record;
   if (err instanceof HostGoneError || err instanceof RequestTimeoutError) {
@@ -36,8 +36,7 @@ export async function outcomeOfFailure(err: unknown, failure: Failure): Promise<
   }
   if (!(err instanceof MspError)) {
     log().error({ err }, 'decide failed');
-    await giveBack();
-    return { kind: 'refused', errorKind: 'internal' };
+    return { kind: 'refused', errorKind: 'internal', ...(await giveBack()) };
   }
   log().warn({ kind: err.kind, code: err.code }, 'decide refused');
   switch (err.kind) {
@@ -56,18 +55,18 @@ export async function outcomeOfFailure(err: unknown, failure: Failure): Promise<
     case 'approvalRequirementStale': {
       // The host names the stage it is at; the session's listing brings that stage's choices.
       const current = RequirementRef.safeParse(err.data?.currentRequirementId);
-      if (current.success && current.data.approvalId === approvalId) {
-        await mutate(approvalId, requirementMoved(claim.commandId, current.data));
-      } else {
-        await giveBack();
-      }
+      const kept =
+        current.success && current.data.approvalId === approvalId
+          ? claimKeptUnless(await mutate(approvalId, requirementMoved(claim.commandId, current.data)))
+          : await giveBack();
       host.refreshSession(sessionId);
-      return { kind: 'stale' };
+      return { kind: 'stale', ...kept };
     }
-    case 'approvalChoiceInvalid':
-      await giveBack();
+    case 'approvalChoiceInvalid': {
+      const kept = await giveBack();
       host.refreshSession(sessionId);
-      return { kind: 'stale' };
+      return { kind: 'stale', ...kept };
+    }
     case 'approvalNotFound': {
       // The buttons go until the host says what it has: re-listed, they come back; missing,
       // the card is superseded.
@@ -76,25 +75,23 @@ export async function outcomeOfFailure(err: unknown, failure: Failure): Promise<
       return { kind: 'unknownToHost', ...claimKeptUnless(marked) };
     }
     case 'approvalReviewerUnavailable':
-      await giveBack();
-      return { kind: 'reviewerUnavailable' };
+      return { kind: 'reviewerUnavailable', ...(await giveBack()) };
     case 'sessionInUse': {
       const marked = await mutate(approvalId, unavailable('heldElsewhere'));
       return { kind: 'sessionElsewhere', ...claimKeptUnless(marked) };
     }
     default:
-      await giveBack();
-      return { kind: 'refused', errorKind: err.kind };
+      return { kind: 'refused', errorKind: err.kind, ...(await giveBack()) };
   }
 }
 
 /**
- * A record marked unavailable no longer holds the claim. Unwritten (Redis failed), it still does,
- * and the claim is replayed when the approval is seen again: what the claim took (a grant's use)
- * must stay taken until then.
+ * A record written (marked unavailable, its claim given back, its stage moved) no longer holds
+ * the claim. Unwritten (Redis failed), it still does, and the claim is replayed when the approval
+ * is seen again: what the claim took (a grant's use) must stay taken until then.
  */
-function claimKeptUnless(marked: ApprovalRecord | undefined): { claimKept?: true } {
-  return marked ? {} : { claimKept: true };
+function claimKeptUnless(written: ApprovalRecord | undefined): { claimKept?: true } {
+  return written ? {} : { claimKept: true };
 }
 
 /**
