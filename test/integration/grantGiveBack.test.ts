@@ -111,7 +111,8 @@ describe('a grant’s use, when the host refuses its decision and Redis fails to
     await server.remove();
   });
 
-  function relay(host: RefusingHost) {
+  /** `host` undefined: the host is away, and a decision's claim is kept for its return. */
+  function relay(host: RefusingHost | undefined) {
     let commands = 0;
     const ledger = new RedisNoticeLedger(records, { ttlMs: 60_000 });
     let answerer: GrantAnswerer | undefined;
@@ -138,6 +139,10 @@ describe('a grant’s use, when the host refuses its decision and Redis fails to
   }
 
   async function grantOfOneUse(): Promise<Grant> {
+    return grantOfUses(1);
+  }
+
+  async function grantOfUses(maxUses: number): Promise<Grant> {
     return grants.create({
       ...BUCKET,
       capabilities: ['file-write:/srv/app.ts'],
@@ -147,7 +152,7 @@ describe('a grant’s use, when the host refuses its decision and Redis fails to
       hostId: 'default',
       channel: 'C1',
       ttlMs: 3_600_000,
-      maxUses: 1,
+      maxUses,
     });
   }
 
@@ -261,6 +266,42 @@ describe('a grant’s use, when the host refuses its decision and Redis fails to
     await keeper.idle();
     expect((await store.get('a-5'))?.claim).toBeUndefined();
     expect((await grants.get(grant.grantId))?.usesLeft).toBe(1);
+  });
+
+  it('is given back once after approvalAlreadyResolved, when the claim leaves the record', async () => {
+    const grant = await grantOfUses(2);
+    await deferredRecord('a-6');
+    const host = new RefusingHost('approvalAlreadyResolved');
+    host.refusalData = { resolution: { decision: 'denied', resolvedBy: 'user' } };
+    // Resolved by someone else, and Redis goes away before the record says so.
+    host.onRefusal = () => server.stop();
+    relay(host).answerer.consider('a-6');
+    await keeper.idle();
+    await server.restart();
+    expect(await store.get('a-6')).toMatchObject({ phase: 'deciding', claim: { via: 'grant' } });
+
+    // Another request takes the grant's other use; its host is away, and the use stays out.
+    await deferredRecord('a-7');
+    relay(undefined).answerer.consider('a-7');
+    await keeper.idle();
+    expect(await store.get('a-7')).toMatchObject({ phase: 'deciding', claim: { via: 'grant' } });
+
+    // The next start asks how the first claim ended: resolved elsewhere, stored this time, and its
+    // use comes back. Then the second is replayed and taken.
+    host.onRefusal = async () => {};
+    const next = relay(host);
+    next.decider.settle((await store.get('a-6'))!);
+    await next.decider.drain();
+    await keeper.idle();
+    expect(await store.get('a-6')).toMatchObject({ phase: 'resolved' });
+    host.refuseWith = undefined;
+    const last = relay(host);
+    last.decider.replay((await store.get('a-7'))!);
+    await until(() => host.decided.length === 1);
+    await last.decider.drain();
+    await keeper.idle();
+    // One decision by a grant of two uses: one use left, not two.
+    expect(await grants.get(grant.grantId)).toMatchObject({ uses: 1, usesLeft: 1 });
   });
 
   it('stays taken when the kept claim’s replay is refused and Redis fails again', async () => {

@@ -84,8 +84,11 @@ export type DecisionOutcome =
   | { kind: 'gone' }
   /** The record changed since it was checked; nothing was claimed (onChange: 'return'). */
   | { kind: 'changed' }
-  /** Someone or something else decided first (the host's own record of the winner). */
-  | { kind: 'alreadyResolved'; decision: string; resolvedBy: string; slackUserId?: string }
+  /**
+   * Someone or something else decided first (the host's own record of the winner). `claimKept`:
+   * see unknownToHost; the claim is settled when the next start finds it.
+   */
+  | { kind: 'alreadyResolved'; decision: string; resolvedBy: string; slackUserId?: string; claimKept?: true }
   /** `claimKept`: see unknownToHost. */
   | { kind: 'reviewerUnavailable'; claimKept?: true }
   /**

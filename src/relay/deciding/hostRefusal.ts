@@ -50,6 +50,7 @@ export async function outcomeOfFailure(err: unknown, failure: Failure): Promise<
         decision: final?.resolution?.decision ?? decision,
         resolvedBy: final?.resolution?.resolvedBy ?? resolvedBy,
         ...(final?.resolution?.slackUserId ? { slackUserId: final.resolution.slackUserId } : {}),
+        ...claimKeptUnless(final),
       };
     }
     case 'approvalRequirementStale': {
@@ -86,9 +87,10 @@ export async function outcomeOfFailure(err: unknown, failure: Failure): Promise<
 }
 
 /**
- * A record written (marked unavailable, its claim given back, its stage moved) no longer holds
- * the claim. Unwritten (Redis failed), it still does, and the claim is replayed when the approval
- * is seen again: what the claim took (a grant's use) must stay taken until then.
+ * A record written (resolved, marked unavailable, its claim given back, its stage moved) no
+ * longer holds the claim. Unwritten (Redis failed), it still does, and the claim is replayed (or
+ * settled) when the approval is seen again: what the claim took (a grant's use) must stay taken
+ * until then, or it would come back twice.
  */
 function claimKeptUnless(written: ApprovalRecord | undefined): { claimKept?: true } {
   return written ? {} : { claimKept: true };
