@@ -15,7 +15,7 @@ import { MspError } from '../../src/msp/errors.js';
 import type { ApprovalHost } from '../../src/msp/events.js';
 import type { DecideParams } from '../../src/msp/protocol.js';
 import { Decider } from '../../src/relay/deciding/decider.js';
-import { GrantAnswerer } from '../../src/relay/grants/grantAnswerer.js';
+import { GrantAnswerer, grantRef } from '../../src/relay/grants/grantAnswerer.js';
 import type { CardChannel } from '../../src/relay/ports.js';
 import { RecordKeeper } from '../../src/relay/records/recordKeeper.js';
 import { ApprovalStore } from '../../src/store/approvalStore.js';
@@ -301,6 +301,53 @@ describe('a grant’s use, when the host refuses its decision and Redis fails to
     await last.decider.drain();
     await keeper.idle();
     // One decision by a grant of two uses: one use left, not two.
+    expect(await grants.get(grant.grantId)).toMatchObject({ uses: 1, usesLeft: 1 });
+  });
+
+  it('is given back once when a replayed claim no longer fits its stage and its drop is lost', async () => {
+    const grant = await grantOfUses(2);
+    // A claim by grant, its use taken, on a record whose stage moved on since: never sent, dropped.
+    const taken = { ...grant, usesLeft: await grants.reserveUse(grant, new Date()) };
+    const now = new Date().toISOString();
+    const record = sampleRecord('a-8', {
+      route: 'ops',
+      phase: 'deciding',
+      currentRequirementId: { approvalId: 'a-8', sourceIndex: 1 },
+      claim: {
+        sourceIndex: 0,
+        via: 'grant',
+        grant: grantRef(taken),
+        choiceId: 'allow_once',
+        commandId: 'cmd-moved',
+        claimedAt: now,
+      },
+      slack: { channel: 'C1', deferred: true },
+      openedAt: now,
+      updatedAt: now,
+    });
+    expect(await store.createIfAbsent(record)).toBe(true);
+    // Another request's use is out on a decision meanwhile.
+    expect(await grants.reserveUse(grant, new Date())).toBe(0);
+    const host = new RefusingHost(undefined);
+
+    // Replayed while Redis is away: the claim cannot be dropped, and its use stays taken.
+    await server.stop();
+    const first = relay(host);
+    first.decider.replay(record);
+    await first.decider.drain();
+    await keeper.idle();
+    await server.restart();
+    expect(await store.get('a-8')).toMatchObject({ phase: 'deciding', claim: { commandId: 'cmd-moved' } });
+    expect((await grants.get(grant.grantId))?.usesLeft).toBe(0);
+
+    // The next start drops it, and gives its use back; the other request's use is counted.
+    const next = relay(host);
+    next.decider.replay((await store.get('a-8'))!);
+    await next.decider.drain();
+    await keeper.idle();
+    expect((await store.get('a-8'))?.claim).toBeUndefined();
+    await grants.recordUse(grant, 'a-9', 0, new Date());
+    expect(host.decided).toEqual([]);
     expect(await grants.get(grant.grantId)).toMatchObject({ uses: 1, usesLeft: 1 });
   });
 

@@ -11,7 +11,7 @@ import { lazyChild } from '../../util/lazyChild.js';
 import { decidedByClaim, unanswered, unclaimed } from '../records/decisionMutations.js';
 import type { DecisionOutcome, DecisionRequest, Recounted, Unwarranted, WarrantAsk } from './decision.js';
 import { whyNotDecidable } from './decisionCheck.js';
-import { outcomeOfFailure } from './hostRefusal.js';
+import { claimKeptUnless, outcomeOfFailure } from './hostRefusal.js';
 
 export type { DecidedBy, DecisionOutcome, DecisionRequest } from './decision.js';
 
@@ -350,8 +350,7 @@ export class Decider {
     });
     if (record.currentRequirementId.sourceIndex !== claim.sourceIndex) {
       // Never send a choice made for one stage as the answer to another.
-      await this.giveBack(record, claim);
-      return { kind: 'stale' };
+      return { kind: 'stale', ...claimKeptUnless(await this.giveBack(record, claim)) };
     }
     const host = this.options.host(record.hostId);
     if (!host) {

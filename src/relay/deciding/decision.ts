@@ -77,7 +77,10 @@ export type DecisionOutcome =
   /** The host admitted the decision; the card follows when the host reports the result. */
   | { kind: 'decided'; terminal: boolean | undefined }
   | NotDecidable
-  /** The host refused the stage or the choice as stale. `claimKept`: see unknownToHost. */
+  /**
+   * The claim's stage or choice is stale (the host said so, or the record moved on to another
+   * stage before it was sent). `claimKept`: see unknownToHost.
+   */
   | { kind: 'stale'; claimKept?: true }
   /** Checked again before the claim: this decision may not be made on the record as it stands. */
   | Unwarranted

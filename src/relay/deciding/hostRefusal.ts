@@ -92,7 +92,7 @@ export async function outcomeOfFailure(err: unknown, failure: Failure): Promise<
  * settled) when the approval is seen again: what the claim took (a grant's use) must stay taken
  * until then, or it would come back twice.
  */
-function claimKeptUnless(written: ApprovalRecord | undefined): { claimKept?: true } {
+export function claimKeptUnless(written: ApprovalRecord | undefined): { claimKept?: true } {
   return written ? {} : { claimKept: true };
 }
 
