@@ -2,11 +2,26 @@
 // `<!channel>`, `<@U…>` and `<https://evil|docs>` into inert text. Whether Slack ever linkifies a
 // bare `@here` in API-posted text is unconfirmed, so a zero-width space after the '@' defuses it.
 //
+// Characters Slack draws as nothing, or that reorder what is drawn around them (Trojan Source,
+// CVE-2021-42574), are shown as a marker naming them: the command an approver reads must be the
+// one that runs. Only characters of the input are marked, never the zero-width spaces added here.
+//
 // Every helper escapes one character at a time, so a cut never splits an entity (`&amp;`), a
 // surrogate pair or a defused mention, and the "N more characters" note counts characters of the
 // original text, not of its escaped form.
 
+import { HIDDEN_CHARACTER } from '../util/hiddenCharacters.js';
+
 const ZWSP = '\u200B';
+
+/**
+ * `⟨U+202E⟩`: brackets no shell, path or markup uses, so the marker cannot pass for part of the
+ * command, and nothing in it that escaping changes.
+ */
+function marker(ch: string): string {
+  return `⟨U+${(ch.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')}⟩`;
+}
+
 const SPECIAL_MENTION = /@(?:here|channel|everyone)/iy;
 
 type Mode = 'mrkdwn' | 'code' | 'inline';
@@ -35,12 +50,13 @@ function escapeChar(raw: string, ch: string, offset: number, prev: string, mode:
       if (mode === 'inline') return 'ˋ';
       return '`';
     case '\n':
-    case '\r':
       // Inline code does not span lines.
-      if (mode === 'inline') return ch === '\n' ? ' ' : '';
-      return ch;
+      return mode === 'inline' ? ' ' : ch;
+    case '\t':
+      // Code keeps its indentation; in a sentence or a label a tab passes for a space.
+      return mode === 'mrkdwn' ? marker(ch) : ch;
     default:
-      return ch;
+      return HIDDEN_CHARACTER.test(ch) ? marker(ch) : ch;
   }
 }
 
@@ -60,9 +76,9 @@ function countCodePoints(s: string, fromOffset: number): number {
 
 /** What escapeChar() changes in each mode: text without any of them is its own escaped form. */
 const NEEDS_ESCAPING: Record<Mode, RegExp> = {
-  mrkdwn: /[&<>@]/,
-  code: /[&<>@`]/,
-  inline: /[&<>@`\n\r]/,
+  mrkdwn: new RegExp(`[&<>@\t]|${HIDDEN_CHARACTER.source}`),
+  code: new RegExp(`[&<>@\`]|${HIDDEN_CHARACTER.source}`),
+  inline: new RegExp(`[&<>@\`\n]|${HIDDEN_CHARACTER.source}`),
 };
 
 /** Escapes `raw` in `mode`, keeping at most `max` output characters. */

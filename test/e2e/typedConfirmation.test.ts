@@ -298,6 +298,22 @@ describe('typed confirmation (risks[].confirm: type)', { timeout: 60_000 }, () =
     await world.host.waitForDecide((f) => f.frame.params.approvalId === 'tc-esc');
   });
 
+  it('a command with bidi overrides: the card shows them as markers, and the tool’s name is typed', async () => {
+    const world = await startWorld();
+    const approval = shell('tc-bidi', ['git', 'push', '-f', 'origin', '\u202Eniam\u202C']);
+    await world.host.open(approval);
+    const card = await world.waitForCard('tc-bidi', (m) => buttonsOf(m).length > 0);
+    expect(textOf(card)).toContain('origin ⟨U+202E⟩niam⟨U+202C⟩');
+    expect(textOf(card)).not.toMatch(/[\u202C\u202E]/);
+    await world.press('tc-bidi', 'Allow once', 'U0ALICE', card);
+    const modal = await nthConfirmModal(world.slack, 0);
+    expect(blocksOf(modal)).toContain('To approve, type the tool’s name:\\n```\\nbash\\n```');
+    expect(blocksOf(modal)).not.toMatch(/[\u202C\u202E]/);
+    expect((await submit(world.bot.url, modal, 'U0ALICE', 'niam')).response_action).toBe('errors');
+    expect(await submit(world.bot.url, modal, 'U0ALICE', 'bash')).toEqual({});
+    await world.host.waitForDecide((f) => f.frame.params.approvalId === 'tc-bidi');
+  });
+
   it('with a quorum, each approver confirms their own pick: the first is counted, the second decides', async () => {
     const world = await World.start(
       {},

@@ -3,6 +3,7 @@ import type { ApprovalRecord } from '../../domain/record.js';
 import type { ConfirmTarget, TypedConfirmation } from '../../domain/typedConfirmation.js';
 import type { ApprovalChoice } from '../../msp/protocol.js';
 import { confirmTarget } from '../../routing/confirmTarget.js';
+import { hasHiddenCharacters } from '../../util/hiddenCharacters.js';
 
 // When a pick needs the target typed first: the record matched a risk rule with `confirm: type`
 // (kept on the record, so a restart with another file does not loosen it), and the pick is not
@@ -25,12 +26,22 @@ export function typedConfirmationFor(
 export const MAX_TARGET_LENGTH = 100;
 
 /**
+ * The target as typeableLength() cuts it; none when it holds a character the card shows as a marker
+ * (`⟨U+202E⟩`, escape.ts): typed as shown it would not match, and no keyboard types the character
+ * itself.
+ */
+function typeable(found: ConfirmTarget): ConfirmTarget | undefined {
+  const target = typeableLength(found);
+  return target && !hasHiddenCharacters(target.text) ? target : undefined;
+}
+
+/**
  * The target, or its end when it is too long to type or spans lines: its last line, cut to the
  * last MAX_TARGET_LENGTH characters from a separator on. The end is what names it (the domain of
  * a long host, the branch of a long ref), and a long target must not be the one that asks least:
  * the agent chooses how long it is.
  */
-function typeable(found: ConfirmTarget): ConfirmTarget | undefined {
+function typeableLength(found: ConfirmTarget): ConfirmTarget | undefined {
   // Spaces around it (`main ` as an operand, a no-break space) are not typed: what is typed is
   // trimmed, so a target kept with them could never be confirmed.
   const text = found.text.trim();

@@ -155,6 +155,20 @@ describe('typedConfirmationFor', () => {
     });
   });
 
+  it('asks for the tool’s name when the target holds a character the card shows as a marker', () => {
+    for (const operand of ['\u202Eniam', 'ma\u200Bin', 'ma\tin', 'main\u2066x\u2069', 'ma\u0085in']) {
+      const target = typedConfirmationFor(record(shell(['git', 'push', '-f', 'origin', operand])), {
+        decision: 'approved',
+      })?.target;
+      expect(target, JSON.stringify(operand)).toEqual({ text: 'bash', source: 'tool' });
+    }
+    const rlo = { ...record({ kind: 'computerUse' }), tool: 'ba\u202Esh' } as ApprovalRecord;
+    expect(typedConfirmationFor(rlo, { decision: 'approved' })?.target).toEqual({
+      text: 'approve',
+      source: 'tool',
+    });
+  });
+
   it('compares the text as typed, but for spaces around it; hosts in any case', () => {
     expect(confirmsTarget(' main ', { text: 'main', source: 'argument' })).toBe(true);
     expect(confirmsTarget('Main', { text: 'main', source: 'argument' })).toBe(false);
