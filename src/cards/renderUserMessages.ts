@@ -4,7 +4,7 @@ import type { Approvers } from '../domain/route.js';
 import type { TypedConfirmation } from '../domain/typedConfirmation.js';
 import { channelLink } from './channelLink.js';
 import { describeDecision, hostNamedDecider } from './describeDecision.js';
-import { escapeMrkdwn, inlineCode } from './escape.js';
+import { clip, escapeMrkdwn, inlineCode } from './escape.js';
 import { mentionUser } from './mentionUser.js';
 
 // The one place where an outcome becomes the sentence a person reads. Every text here is
@@ -129,6 +129,12 @@ export function reasonRequiredText(route: string | undefined, quickReasons: bool
   return `A reason is required to reject on ${route ?? 'this route'}: type one${quickReasons ? ' or pick a quick reason' : ''}.`;
 }
 
+/**
+ * Room for the host's kind of a refused decide: the relay masks and cuts it (hostRefusal.ts);
+ * escaping lengthens it.
+ */
+const MAX_KIND_SHOWN = 100;
+
 export function refusalText(refusal: Refusal): string {
   switch (refusal.code) {
     case 'unknownCard':
@@ -166,7 +172,7 @@ export function refusalText(refusal: Refusal): string {
     case 'stopping':
       return 'Countersign is restarting and did not take this click. Nothing was decided. Please click again in a minute.';
     case 'decideFailed':
-      return `The agent host refused the decision (${refusal.kind.replace(/[&<>]/g, '')}). Nothing was decided; the card shows the current state.`;
+      return `The agent host refused the decision (${clip(refusal.kind, MAX_KIND_SHOWN)}). Nothing was decided; the card shows the current state.`;
     case 'notAuthorized':
       return notAuthorizedText(refusal.refused);
     case 'cannotRemember':

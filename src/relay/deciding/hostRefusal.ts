@@ -3,6 +3,7 @@ import type { ApprovalRecord, Claim } from '../../domain/record.js';
 import { HostGoneError, MspError, RequestTimeoutError } from '../../msp/errors.js';
 import type { ApprovalHost } from '../../msp/events.js';
 import { ApprovalAlreadyResolvedData, RequirementRef } from '../../msp/protocol.js';
+import { maskPrefix } from '../../secrets/maskPrefix.js';
 import type { Mutation } from '../../store/approvalStore.js';
 import { requirementMoved, resolvedElsewhere, unclaimed } from '../records/decisionMutations.js';
 import { unavailable } from '../records/recordMutations.js';
@@ -82,8 +83,20 @@ export async function outcomeOfFailure(err: unknown, failure: Failure): Promise<
       return { kind: 'sessionElsewhere', ...claimKeptUnless(marked) };
     }
     default:
-      return { kind: 'refused', errorKind: err.kind, ...(await giveBack()) };
+      return { kind: 'refused', errorKind: reportedKind(err.kind), ...(await giveBack()) };
   }
+}
+
+/** Longest kind a refusal is reported by: the protocol's own are far shorter. */
+const MAX_REPORTED_KIND = 60;
+
+/**
+ * The kind a refusal is reported by to the person who clicked. The host writes it, so it is
+ * masked for secrets and cut; a kind of the protocol (`sandboxDenied`) comes through unchanged.
+ */
+function reportedKind(kind: string): string {
+  const masked = maskPrefix(kind, MAX_REPORTED_KIND);
+  return masked.cut ? `${masked.text}…` : masked.text;
 }
 
 /**

@@ -103,7 +103,15 @@ describe('refusalText', () => {
   });
 
   it('quotes the host’s refusal without markup', () => {
-    expect(refusalText({ code: 'decideFailed', kind: '<@U0EVE>&co' })).toContain('(@U0EVEco)');
+    expect(refusalText({ code: 'decideFailed', kind: '<@U0EVE>&co' })).toContain('(&lt;@U0EVE&gt;&amp;co)');
+    expect(refusalText({ code: 'decideFailed', kind: 'sandboxDenied' })).toContain('(sandboxDenied)');
+  });
+
+  it('quotes a refusal the host made up defused and short', () => {
+    const text = refusalText({ code: 'decideFailed', kind: `@here \u202Eok ${'A'.repeat(5000)}` });
+    expect(text).not.toMatch(/@here|\u202E/);
+    expect(text).toContain('(@\u200Bhere ⟨U+202E⟩ok AAA');
+    expect(text.length).toBeLessThan(200);
   });
 
   it('gives every other refusal a sentence of its own', () => {

@@ -19,6 +19,7 @@ import {
 } from '../../../../src/relay/deciding/decider.js';
 import { claimed } from '../../../../src/relay/records/decisionMutations.js';
 import type { ClaimOutcome, Mutation } from '../../../../src/store/approvalStore.js';
+import { FAKE_GITHUB_TOKEN } from '../../../support/fakeSecrets.js';
 import { captureLogger } from '../../../support/logCapture.js';
 import { sampleRecord } from '../../../support/sampleRecord.js';
 import { until } from '../../../support/until.js';
@@ -480,6 +481,17 @@ describe('Decider', () => {
     const { records, record, decider } = setup({ answers: [hostError('sandboxDenied')] });
     expect(await decider.decide(click(record))).toEqual({ kind: 'refused', errorKind: 'sandboxDenied' });
     expect(records.table.get('a-1')!.phase).toBe('pending');
+  });
+
+  it('masks and cuts a kind the host wrote: the person who clicked reads it', async () => {
+    const kind = `denied ${FAKE_GITHUB_TOKEN} ${'A'.repeat(5000)}`;
+    const { decider, record } = setup({ answers: [hostError(kind)] });
+    const outcome = await decider.decide(click(record));
+    expect(outcome.kind).toBe('refused');
+    const { errorKind } = outcome as { errorKind: string };
+    expect(errorKind).not.toContain(FAKE_GITHUB_TOKEN);
+    expect(errorKind).toMatch(/^denied \[masked [a-z-]+\] A+…$/);
+    expect(Array.from(errorKind).length).toBeLessThanOrEqual(61);
   });
 
   it('a decide the host left unanswered, cut short by a drain, is kept for its replay: never `stopping`', async () => {
