@@ -1,9 +1,13 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
+import { cutAtCodePoint } from '../util/cutAtCodePoint.js';
 
 // PagerDuty, outbound only: Events API v2 (trigger, resolve) and the REST on-calls API. Every
 // call times out, 429 and 5xx are retried with backoff, and a failure is logged and counted by
 // the caller; nothing here ever holds up the relay.
+
+/** What Events API v2 allows of `payload.summary`. */
+const MAX_SUMMARY_LENGTH = 1024;
 
 export interface PagerDutyOptions {
   eventsUrl: string;
@@ -69,7 +73,7 @@ export class PagerDuty {
             event_action: 'trigger',
             dedup_key: event.dedupKey,
             payload: {
-              summary: event.summary.slice(0, 1024),
+              summary: cutAtCodePoint(event.summary, MAX_SUMMARY_LENGTH),
               source: event.source,
               severity: 'warning',
               custom_details: event.customDetails,

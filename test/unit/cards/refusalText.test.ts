@@ -2,7 +2,11 @@
 // whom to ask where that helps, and never lets what it quotes ping or link.
 
 import { describe, expect, it } from 'vitest';
-import { notAuthorizedInModalText, refusalText } from '../../../src/cards/renderUserMessages.js';
+import {
+  confirmationMismatchText,
+  notAuthorizedInModalText,
+  refusalText,
+} from '../../../src/cards/renderUserMessages.js';
 import type { Refused } from '../../../src/domain/authorization.js';
 import type { Refusal } from '../../../src/domain/refusal.js';
 
@@ -171,5 +175,21 @@ describe('refusalText', () => {
     ).not.toContain('<@');
     expect(inModal({ why: 'notChannelMember', route: 'ops', channel: 'C0OPS' })).not.toContain('<#');
     expect(inModal({ why: 'guest', route: 'ops' })).toContain('Guests cannot');
+  });
+});
+
+describe('confirmationMismatchText', () => {
+  it('cuts a long target between characters, never inside an emoji', () => {
+    const text = confirmationMismatchText({
+      target: { text: `${'a'.repeat(79)}😀tail`, source: 'argument' },
+      risks: [],
+    });
+    expect(text).toContain(`(${'a'.repeat(79)}…)`);
+    expect(text).not.toMatch(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/);
+    const short = confirmationMismatchText({
+      target: { text: '😀'.repeat(40), source: 'argument' },
+      risks: [],
+    });
+    expect(short).toContain(`(${'😀'.repeat(40)})`);
   });
 });

@@ -523,6 +523,19 @@ describe('PagerDuty client', () => {
     expect(pd.failures.resolve).toBe(1);
   });
 
+  it('cuts a long summary to 1,024 characters, never inside an emoji', async () => {
+    const { fetch, calls } = fakeFetch([]);
+    const pd = new PagerDuty({
+      eventsUrl: 'http://pd/v2/enqueue',
+      apiUrl: 'http://pd/',
+      logger: silent,
+      fetch,
+    });
+    const summary = `${'a'.repeat(1023)}😀tail`;
+    await pd.trigger({ routingKey: 'R', dedupKey: 'a1', summary, source: 'c', customDetails: {} });
+    expect((calls[0]!.body as { payload: { summary: string } }).payload.summary).toBe('a'.repeat(1023));
+  });
+
   it('gives up after its attempts, counting one failure', async () => {
     const { fetch, calls } = fakeFetch([500, 500, 500, 500]);
     const pd = new PagerDuty({
