@@ -10,7 +10,7 @@ import {
 import type { RenderedMessage } from '../domain/messages.js';
 import { shortDuration } from '../util/shortDuration.js';
 import { context, header, packSections, section } from './blocks.js';
-import { clip, escapeMrkdwn, inlineCode } from './escape.js';
+import { clip, inlineCode } from './escape.js';
 
 // Decision analytics as Slack shows them: /countersign stats as a message with one table block
 // (a table is allowed in messages only, one per message, at most 100 rows of 20 cells), and a
@@ -149,7 +149,7 @@ export function renderStats(view: StatsView): RenderedMessage {
 /** One route in a line, for App Home. */
 function homeLine(route: RouteStats): string {
   const parts = [
-    `*${escapeMrkdwn(clip(route.route, 80))}*: ${route.decisions} decided`,
+    `*${clip(route.route, 80)}*: ${route.decisions} decided`,
     `p50 ${formatWait(route.waits.p50)}, p90 ${formatWait(route.waits.p90)}`,
     `${route.byGrant} by grant (${percent(route.byGrant, route.decisions)})`,
     `${route.timeouts} timed out`,

@@ -2,7 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { checkMessageLimits, checkViewLimits } from '../../../src/cards/limits.js';
 import { renderHome } from '../../../src/cards/renderHome.js';
 import { slaLine } from '../../../src/cards/renderSla.js';
-import { MAX_STATS_ROWS, renderStats, type StatsView } from '../../../src/cards/renderStats.js';
+import {
+  MAX_STATS_ROWS,
+  renderHomeStats,
+  renderStats,
+  type StatsView,
+} from '../../../src/cards/renderStats.js';
 import { type DecisionFact, summarize } from '../../../src/domain/decisionStats.js';
 import { cardFacts } from '../../../src/domain/messages.js';
 import { cardMetadata } from '../../../src/slack/cardMetadata.js';
@@ -53,6 +58,26 @@ describe('renderStats', () => {
     });
     expect(checkViewLimits(home)).toEqual([]);
     expect(JSON.stringify(home)).toContain('…and 35 more routes');
+  });
+});
+
+describe('renderHomeStats', () => {
+  it('escapes a route’s name once', () => {
+    const facts: DecisionFact[] = [
+      {
+        route: 'a&b <!here>',
+        tool: 'bash',
+        by: 'person',
+        waitedMs: 1,
+        steps: 0,
+        slaTracked: false,
+        slaBreached: false,
+      },
+    ];
+    const blocks = renderHomeStats({ window: '7d', routes: summarize(facts), capped: false, read: 1 });
+    const text = JSON.stringify(blocks);
+    expect(text).toContain('*a&amp;b &lt;!here&gt;*: 1 decided');
+    expect(text).not.toContain('&amp;amp;');
   });
 });
 
