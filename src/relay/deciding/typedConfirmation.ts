@@ -55,6 +55,8 @@ function typeableLength(found: ConfirmTarget): ConfirmTarget | undefined {
     .at(-1);
   if (line === undefined) return undefined;
   let end = line.slice(-MAX_TARGET_LENGTH);
+  // Half a surrogate pair (of an emoji, say) is no character: the end starts at a whole one.
+  if (/^[\uDC00-\uDFFF]/.test(end)) end = end.slice(1);
   if (end.length < line.length) {
     const cut = end.search(/[./:\s-]/);
     if (cut >= 0 && cut < end.length - 1) end = end.slice(cut + 1).trim();

@@ -136,6 +136,15 @@ describe('typedConfirmationFor', () => {
     );
   });
 
+  it('asks for the end of a long target from a whole character, never half an emoji', () => {
+    const long = `😀${'x'.repeat(99)}`;
+    expect(typedConfirmationFor(record(shell(['rm', long])), { decision: 'approved' })?.target).toEqual({
+      text: 'x'.repeat(99),
+      source: 'argument',
+      end: true,
+    });
+  });
+
   it('asks for a target without the spaces around it, and a tool name across lines by its last line', () => {
     for (const operand of ['main ', 'main\u00a0', '\tmain']) {
       const target = typedConfirmationFor(record(shell(['git', 'push', '-f', 'origin', operand])), {
