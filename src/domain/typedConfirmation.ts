@@ -20,10 +20,13 @@ export interface TypedConfirmation {
 
 /**
  * Whether `typed` confirms `target`: exactly the same text, but for spaces around it (a paste
- * often brings them). Hosts are compared in lower case, as DNS reads them.
+ * often brings them) and zero-width spaces. The modal shows the target escaped, with U+200B after
+ * an `@` and between backticks, so a copy of it brings them; a target never holds one itself (one
+ * that does is not asked for: relay/deciding/typedConfirmation.ts). Hosts are compared in lower
+ * case, as DNS reads them.
  */
 export function confirmsTarget(typed: string | undefined, target: ConfirmTarget): boolean {
   if (typed === undefined) return false;
-  const text = typed.trim();
+  const text = typed.replaceAll('\u200B', '').trim();
   return target.source === 'host' ? text.toLowerCase() === target.text.toLowerCase() : text === target.text;
 }

@@ -178,6 +178,13 @@ describe('typedConfirmationFor', () => {
     });
   });
 
+  it('takes a target pasted from the modal, with the zero-width spaces the modal adds', () => {
+    // codeBlock() defuses `@channel` and breaks up backticks with U+200B; a copy brings them.
+    expect(confirmsTarget('@\u200Bchannel', { text: '@channel', source: 'argument' })).toBe(true);
+    expect(confirmsTarget('a`\u200B`b', { text: 'a``b', source: 'argument' })).toBe(true);
+    expect(confirmsTarget('ma\u200Cin', { text: 'main', source: 'argument' })).toBe(false);
+  });
+
   it('compares the text as typed, but for spaces around it; hosts in any case', () => {
     expect(confirmsTarget(' main ', { text: 'main', source: 'argument' })).toBe(true);
     expect(confirmsTarget('Main', { text: 'main', source: 'argument' })).toBe(false);
