@@ -145,6 +145,45 @@ async function settle(ms = 600): Promise<void> {
   await new Promise((r) => setTimeout(r, ms));
 }
 
+/**
+ * Two hosts on one route that bars self-approval: `main` is Alice's own agent, `other` is not.
+ * Each asks two alike requests (`<prefix>-0`, `<prefix>-1`), whose cards are up on return.
+ */
+async function ownAndTheirs(ownPrefix: string, theirPrefix: string, toolName?: string) {
+  const hostA = await FakeHost.start({ sessions: [{ sessionId: SESSION, title: 'Bump the version' }] });
+  const hostB = await FakeHost.start({ sessions: [{ sessionId: WORKTREES, title: 'Worktree sweep' }] });
+  cleanups.push(
+    () => hostA.close(),
+    () => hostB.close(),
+  );
+  const file = configFile({
+    hosts: [
+      mainHost(hostA.command, { owner: 'U0ALICE' }),
+      { id: 'other', command: hostB.command, env: { ...hostB.env } },
+    ],
+    routes: [route('builds', { approvers: users('U0ALICE', 'U0BOB'), allowSelfApproval: false })],
+  });
+  cleanups.push(file.remove);
+  const world = await World.start(
+    {},
+    { COUNTERSIGN_CONFIG: file.path, MSP_HOST_COMMAND: '' },
+    { host: hostA },
+  );
+  cleanups.push(() => world.close());
+  await hostB.waitForIncarnation(1, 20_000);
+  const request = (id: string, session: number) => ({
+    ...npmTest(id, session),
+    ...(toolName ? { toolName } : {}),
+  });
+  const own = [0, 1].map((i) => request(`${ownPrefix}-${i}`, 0));
+  const theirs = [0, 1].map((i) => request(`${theirPrefix}-${i}`, 1));
+  await Promise.all([...own.map((a) => hostA.open(a)), ...theirs.map((a) => hostB.open(a))]);
+  for (const a of [...own, ...theirs]) {
+    await world.waitForCard(a.approvalId, (m) => buttonsOf(m).length > 0, 10_000);
+  }
+  return { world, hostA, hostB, own, theirs };
+}
+
 describe('batch triage', () => {
   it('a burst of 8 alike requests gives one summary; "Approve all once" sends exactly 8 decides, each its own, each audited', async () => {
     const world = await startWorld();
@@ -314,34 +353,7 @@ describe('batch triage', () => {
   });
 
   it('a presser refused some of a group is told so alone: the summary never names what was not theirs', async () => {
-    // Two hosts on one route that bars self-approval: `main` is Alice's own agent, `other` is not.
-    const hostA = await FakeHost.start({ sessions: [{ sessionId: SESSION, title: 'Bump the version' }] });
-    const hostB = await FakeHost.start({ sessions: [{ sessionId: WORKTREES, title: 'Worktree sweep' }] });
-    cleanups.push(
-      () => hostA.close(),
-      () => hostB.close(),
-    );
-    const file = configFile({
-      hosts: [
-        mainHost(hostA.command, { owner: 'U0ALICE' }),
-        { id: 'other', command: hostB.command, env: { ...hostB.env } },
-      ],
-      routes: [route('builds', { approvers: users('U0ALICE', 'U0BOB'), allowSelfApproval: false })],
-    });
-    cleanups.push(file.remove);
-    const world = await World.start(
-      {},
-      { COUNTERSIGN_CONFIG: file.path, MSP_HOST_COMMAND: '' },
-      { host: hostA },
-    );
-    cleanups.push(() => world.close());
-    await hostB.waitForIncarnation(1, 20_000);
-    const own = [0, 1].map((i) => ({ ...npmTest(`batch-own-${i}`, 0), toolName: 'bash' }));
-    const theirs = [0, 1].map((i) => ({ ...npmTest(`batch-theirs-${i}`, 1), toolName: 'bash' }));
-    await Promise.all([...own.map((a) => hostA.open(a)), ...theirs.map((a) => hostB.open(a))]);
-    for (const a of [...own, ...theirs]) {
-      await world.waitForCard(a.approvalId, (m) => buttonsOf(m).length > 0, 10_000);
-    }
+    const { world, hostA, hostB } = await ownAndTheirs('batch-own', 'batch-theirs', 'bash');
     const summary = await summaryWhen(world, (m) => textOf(m).includes('4 alike requests waiting'));
 
     const since = world.slack.calls.length;
@@ -370,34 +382,7 @@ describe('batch triage', () => {
   });
 
   it('"Reject all" over requests a presser may decide only some of audits each once: one decision entry per rejected request, one refusal per refused one', async () => {
-    // Two hosts on one route that bars self-approval: `main` is Alice's own agent, `other` is not.
-    const hostA = await FakeHost.start({ sessions: [{ sessionId: SESSION, title: 'Bump the version' }] });
-    const hostB = await FakeHost.start({ sessions: [{ sessionId: WORKTREES, title: 'Worktree sweep' }] });
-    cleanups.push(
-      () => hostA.close(),
-      () => hostB.close(),
-    );
-    const file = configFile({
-      hosts: [
-        mainHost(hostA.command, { owner: 'U0ALICE' }),
-        { id: 'other', command: hostB.command, env: { ...hostB.env } },
-      ],
-      routes: [route('builds', { approvers: users('U0ALICE', 'U0BOB'), allowSelfApproval: false })],
-    });
-    cleanups.push(file.remove);
-    const world = await World.start(
-      {},
-      { COUNTERSIGN_CONFIG: file.path, MSP_HOST_COMMAND: '' },
-      { host: hostA },
-    );
-    cleanups.push(() => world.close());
-    await hostB.waitForIncarnation(1, 20_000);
-    const own = [0, 1].map((i) => npmTest(`batch-rown-${i}`, 0));
-    const theirs = [0, 1].map((i) => npmTest(`batch-rtheirs-${i}`, 1));
-    await Promise.all([...own.map((a) => hostA.open(a)), ...theirs.map((a) => hostB.open(a))]);
-    for (const a of [...own, ...theirs]) {
-      await world.waitForCard(a.approvalId, (m) => buttonsOf(m).length > 0, 10_000);
-    }
+    const { world, hostA, own, theirs } = await ownAndTheirs('batch-rown', 'batch-rtheirs');
     const summary = await summaryWhen(world, (m) => textOf(m).includes('4 alike requests waiting'));
 
     const since = world.slack.calls.length;
