@@ -149,7 +149,9 @@ export function createSlackApp(options: SlackAppOptions): SlackService {
   // With METRICS_PORT the metrics leave the port Slack reaches; /healthz and /readyz stay on PORT
   // too (the image's health check and existing probes call them there).
   const metricsServer =
-    config.metricsPort === undefined ? undefined : healthServer([...healthRoutes(health), options.metrics]);
+    config.metricsPort === undefined
+      ? undefined
+      : healthServer([...healthRoutes(health), options.metrics], logger);
   const customRoutes = [...healthRoutes(health), ...(metricsServer ? [] : [options.metrics])];
   const metricsPort = {
     start: async () => {
@@ -267,7 +269,7 @@ export function createSlackApp(options: SlackAppOptions): SlackService {
     };
   }
   // Socket Mode has no HTTP receiver to carry the health routes: they get a server of their own.
-  const server = healthServer(customRoutes);
+  const server = healthServer(customRoutes, logger);
   return {
     bolt: app,
     // PORT first: the socket can take minutes to connect while Slack is away, and a port in use

@@ -1,23 +1,62 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { CustomRoute } from '@slack/bolt';
+import type { Logger } from 'pino';
 import { ConfigError } from '../config/common.js';
 
 // In Socket Mode no HTTP receiver carries the health routes, so they get a server of their own
 // on PORT. Ours rather than the one Bolt's SocketModeReceiver can start: that one listens with
 // no error listener, so a port in use would crash the process with a stack trace.
 
-/** A server for `routes`, matched by exact path and method; anything else is 404. */
-export function healthServer(routes: CustomRoute[]): Server {
+/**
+ * A server for `routes`, matched by exact path and method; anything else is 404. Anyone who can
+ * reach the port can send it anything, so a request line whose path is not a URL (`//` reads as
+ * one with no host) is answered 400, and a route that throws is answered 500: an uncaught throw
+ * here would end the process, with no drain.
+ */
+export function healthServer(routes: CustomRoute[], logger: Logger): Server {
   return createServer((req, res) => {
-    const path = new URL(req.url ?? '/', 'http://localhost').pathname;
-    const route = routes.find((r) => r.path === path && [r.method].flat().includes(req.method ?? ''));
-    if (route === undefined) {
-      res.writeHead(404);
-      res.end();
-      return;
-    }
-    route.handler(Object.assign(req, { params: {} }), res);
+    void Promise.resolve()
+      .then(() => serve(routes, req, res))
+      .catch((err: unknown) => {
+        // The error's kind only: its message and fields may quote the request.
+        logger.error(
+          { error: (err as Error | undefined)?.name, code: errorCode(err) },
+          'health request failed',
+        );
+        if (!res.headersSent) res.writeHead(500);
+        res.end();
+      });
   });
+}
+
+function serve(routes: CustomRoute[], req: IncomingMessage, res: ServerResponse): unknown {
+  const path = pathOf(req);
+  if (path === undefined) {
+    res.writeHead(400);
+    res.end();
+    return;
+  }
+  const route = routes.find((r) => r.path === path && [r.method].flat().includes(req.method ?? ''));
+  if (route === undefined) {
+    res.writeHead(404);
+    res.end();
+    return;
+  }
+  return route.handler(Object.assign(req, { params: {} }), res);
+}
+
+/** The request's path as Bolt reads it; undefined when it is not a URL. */
+export function pathOf(req: IncomingMessage): string | undefined {
+  try {
+    return new URL(req.url ?? '/', 'http://localhost').pathname;
+  } catch {
+    return undefined;
+  }
+}
+
+function errorCode(err: unknown): string | undefined {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  return typeof code === 'string' ? code : undefined;
 }
 
 /** The one-line error for a port that cannot be listened on, or the error itself; `name`: its setting. */
