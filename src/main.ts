@@ -57,6 +57,13 @@ async function main(): Promise<void> {
     logger.fatal({ err: reason }, 'unhandled rejection');
     void shutdown(1, 'unhandled rejection');
   });
+  // Likewise a throw nothing caught. Node's default would end the process on the spot: no drain,
+  // the host left to the exit hook, and the stack on stderr only. The shutdown is the same bounded
+  // one as SIGTERM's (it only stops things and waits against a deadline), and ends in exit 1.
+  process.on('uncaughtException', (err) => {
+    logger.fatal({ err }, 'uncaught exception');
+    void shutdown(1, 'uncaught exception');
+  });
   process.on('SIGTERM', () => void shutdown(0, 'SIGTERM'));
   process.on('SIGINT', () => void shutdown(0, 'SIGINT'));
 

@@ -11,6 +11,7 @@ import { freshRedisDb, startBot } from '../support/bot.js';
 import { FakeHost } from '../support/fakeHost.js';
 import { FakeSlack } from '../support/fakeSlack.js';
 import { isRunning } from '../support/processes.js';
+import { within } from '../support/rawRequest.js';
 
 const STUBBORN_HOST = fileURLToPath(new URL('../support/stubborn-host.mjs', import.meta.url));
 
@@ -70,5 +71,36 @@ describe('SIGTERM', () => {
       stderr.indexOf('stubborn host: ignoring SIGTERM'),
     );
     expect(stderr.indexOf('stubborn host: ignoring end of input')).toBeGreaterThanOrEqual(0);
+  }, 30_000);
+});
+
+describe('an exception nothing catches', () => {
+  it('is logged as one fatal line, then the bot shuts down as on SIGTERM and exits 1', async () => {
+    const slack = await FakeSlack.start();
+    const host = await FakeHost.start();
+    cleanups.push(
+      () => slack.close(),
+      () => host.close(),
+    );
+    const bot = await startBot({
+      host,
+      slack,
+      redisDb: await freshRedisDb(),
+      entry: 'test/support/throwing-bot.mjs',
+    });
+    cleanups.push(() => bot.kill());
+    await bot.waitReady();
+
+    bot.proc.kill('SIGUSR2');
+    const exit = await within(bot.exited, 10_000, 'the bot exiting');
+    expect(exit).toEqual({ code: 1, signal: null });
+    const fatal = bot.logs.filter((l) => l.level === 60);
+    expect(fatal.map((l) => l.msg)).toEqual(['uncaught exception']);
+    expect(fatal[0]!.json).toMatchObject({ err: { message: 'a stray throw' } });
+    // The normal drain ran: the host was stopped, not left behind.
+    expect(bot.logs.find((l) => l.msg === 'shutting down')?.json).toMatchObject({
+      reason: 'uncaught exception',
+    });
+    expect(bot.logs.map((l) => l.msg)).toContain('stopping host');
   }, 30_000);
 });
