@@ -35,7 +35,15 @@ export interface ChoicePressRouteOptions {
 export function choicePressRoute(options: ChoicePressRouteOptions): RequestListener {
   const { signingSecret, path, press, bolt, logger } = options;
   return (req, res) => {
-    if (req.method !== 'POST' || pathOf(req) !== path) {
+    const requestPath = pathOf(req);
+    if (requestPath === undefined) {
+      // Bolt's receiver would throw on it, and log every one at error level as its own failure:
+      // whoever can reach the port could fill the log with error lines.
+      res.writeHead(400);
+      res.end();
+      return;
+    }
+    if (req.method !== 'POST' || requestPath !== path) {
       bolt(req, res);
       return;
     }
@@ -110,7 +118,7 @@ function pressIn(req: BufferedIncomingMessage): { body: unknown; how: { remember
  * The path as Bolt's receiver reads it (`new URL(req.url, 'http://localhost').pathname`): every
  * spelling Bolt serves as its events path (`/slack/./events`, `/slack/%2e/events`, an absolute
  * URL) must pass the checks here too, or it would reach Bolt without them. Undefined for a URL
- * that does not parse, which Bolt refuses too.
+ * that does not parse (`//`): answered 400 here, since Bolt throws on it.
  */
 function pathOf(req: IncomingMessage): string | undefined {
   try {

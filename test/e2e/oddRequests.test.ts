@@ -66,4 +66,13 @@ describe('a request whose path is not a URL', () => {
     await expectRefusedAndAlive(world.bot, metricsPort);
     expect((await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).status).toBe(200);
   });
+
+  it('in HTTP mode, on PORT: answered 400 before Bolt, with no error line', async () => {
+    world = await World.start();
+    const logged = world.bot.logs.length;
+    await expectRefusedAndAlive(world.bot, world.bot.port);
+    // Bolt would log each one at error level, as a failure of its own, and answer 500.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(world.bot.logs.slice(logged).filter((l) => (l.level ?? 0) >= 50)).toEqual([]);
+  });
 });

@@ -113,6 +113,19 @@ it('other interactions, events, other paths and unsigned presses go to Bolt with
   expect(seen.bolt[2]!.rawBody).toBeUndefined();
 });
 
+it('a path that is not a URL is answered 400, whatever the method, and never reaches Bolt', async () => {
+  const { base, seen, logs } = await start();
+  const body = `payload=${encodeURIComponent(JSON.stringify(press('cs_choice_0')))}`;
+  const headers = signRequest(SECRET, body, Math.floor(Date.now() / 1000));
+  for (const path of ['//', '///', '/\\']) {
+    expect({ path, status: await postRaw(base, path, headers, body) }).toEqual({ path, status: 400 });
+    expect({ path, status: await postRaw(base, path, {}, '', 'GET') }).toEqual({ path, status: 400 });
+  }
+  expect(seen.presses).toEqual([]);
+  expect(seen.bolt).toEqual([]);
+  expect(logs).toEqual([]);
+});
+
 it('a press handler that fails before acknowledging is logged and answered 500', async () => {
   const { base, seen, logs } = await start(true);
   expect((await postInteraction(base, SECRET, press('cs_choice_0'))).status).toBe(500);
@@ -238,15 +251,21 @@ it('a body declared past the limit is answered 413 before any of it is sent, and
   expect(seen.bolt).toEqual([]);
 });
 
-/** A POST whose request line carries `path` exactly as given; resolves with the status. */
-function postRaw(base: string, path: string, headers: Record<string, string>, body: string): Promise<number> {
+/** A request (a POST unless told) whose request line carries `path` exactly as given; resolves with the status. */
+function postRaw(
+  base: string,
+  path: string,
+  headers: Record<string, string>,
+  body: string,
+  method = 'POST',
+): Promise<number> {
   const { hostname, port } = new URL(base);
   return new Promise((resolve, reject) => {
     const req = request(
       {
         host: hostname,
         port,
-        method: 'POST',
+        method,
         path,
         headers: { ...headers, 'content-length': Buffer.byteLength(body) },
       },
