@@ -20,7 +20,7 @@ import { toBoltLogger } from '../util/log.js';
 import { awayCommands } from './awayCommand.js';
 import { choicePressRoute } from './choicePressRoute.js';
 import { type HealthProbe, healthRoutes } from './healthRoutes.js';
-import { close, healthServer, listen } from './healthServer.js';
+import { close, healthServer, listen, SERVER_LIMITS } from './healthServer.js';
 import type { HomeTab } from './homeTab.js';
 import { type BatchButtonsOptions, registerBatchButtons } from './listeners/batchButtons.js';
 import { choicePresses, registerChoiceButton } from './listeners/choiceButton.js';
@@ -247,6 +247,7 @@ export function createSlackApp(options: SlackAppOptions): SlackService {
   if (httpReceiver !== undefined) {
     // Choice presses are taken before Bolt's dispatch (choicePressRoute.ts).
     const server = createServer(
+      SERVER_LIMITS,
       choicePressRoute({
         signingSecret: config.slack.signingSecret!,
         path: SLACK_EVENTS_PATH,

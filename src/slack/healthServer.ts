@@ -1,4 +1,10 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  type IncomingMessage,
+  type Server,
+  type ServerOptions,
+  type ServerResponse,
+} from 'node:http';
 import type { CustomRoute } from '@slack/bolt';
 import type { Logger } from 'pino';
 import { ConfigError } from '../config/common.js';
@@ -8,13 +14,26 @@ import { ConfigError } from '../config/common.js';
 // no error listener, so a port in use would crash the process with a stack trace.
 
 /**
+ * How every server the bot listens with bounds a request. Slack sends a request whole, at once,
+ * and waits 3 s for the answer; Node's defaults (300 s for a request, 60 s for its headers) let
+ * whoever reaches the port hold a connection, and the body read so far, for minutes. A request
+ * not arrived whole within 15 s (its headers within 10 s) is answered 408 and closed. Node checks
+ * the deadlines every `connectionsCheckingInterval`: its 30 s default would stretch 15 s to 45.
+ */
+export const SERVER_LIMITS: ServerOptions = {
+  headersTimeout: 10_000,
+  requestTimeout: 15_000,
+  connectionsCheckingInterval: 1_000,
+};
+
+/**
  * A server for `routes`, matched by exact path and method; anything else is 404. Anyone who can
  * reach the port can send it anything, so a request line whose path is not a URL (`//` reads as
  * one with no host) is answered 400, and a route that throws is answered 500: an uncaught throw
  * here would end the process, with no drain.
  */
 export function healthServer(routes: CustomRoute[], logger: Logger): Server {
-  return createServer((req, res) => {
+  return createServer(SERVER_LIMITS, (req, res) => {
     void Promise.resolve()
       .then(() => serve(routes, req, res))
       .catch((err: unknown) => {
