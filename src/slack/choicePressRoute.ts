@@ -1,10 +1,5 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
-import {
-  type BufferedIncomingMessage,
-  defaultBodyLimit,
-  HTTPModuleFunctions,
-  isValidSlackRequest,
-} from '@slack/bolt';
+import { type BufferedIncomingMessage, HTTPModuleFunctions, isValidSlackRequest } from '@slack/bolt';
 import type { Logger } from 'pino';
 import { type ChoicePress, choiceActionKind } from './listeners/choiceButton.js';
 
@@ -17,9 +12,22 @@ import { type ChoicePress, choiceActionKind } from './listeners/choiceButton.js'
 // it, verifies again and answers). Bolt's check, a little dearer than a hand-written one, is
 // kept: one signature check to audit (docs/performance.md, "One signature path").
 //
-// A body past Bolt's limit is answered 413 as soon as it is known to be, by its declared length
-// or by the bytes read: nothing more is read or kept, and the connection is closed once the
-// answer is written, so a sender that keeps sending holds neither memory nor the socket.
+// A body past BODY_LIMIT_BYTES is answered 413 as soon as it is known to be, by its declared
+// length or by the bytes read: nothing more is read or kept, and the connection is closed once
+// the answer is written, so a sender that keeps sending holds neither memory nor the socket.
+
+/**
+ * The largest body read, signed or not: a signature is checked over the whole body, so whoever
+ * reaches the port gets this much held until the request ends (at most 15 s: SERVER_LIMITS).
+ * Bolt's own 4 MB is far past what Slack sends this app. The largest is a press in "View full",
+ * whose modal (at most 100 blocks of 3,000 characters) comes back whole in the payload: filled
+ * with shell commands and paths, about 0.6 MB as Slack sends it (JSON escaping `/` and `"`, then
+ * form-encoded). A card's own press (a message under 11,000 characters of block text) and our
+ * modals' submissions are tens of KB. Only a full view of mostly non-ASCII text, at up to 8 bytes
+ * a character (`\uXXXX`, form-encoded), can pass 1 MB: that press is refused, and the card's own
+ * buttons still decide.
+ */
+export const BODY_LIMIT_BYTES = 1024 * 1024;
 
 export interface ChoicePressRouteOptions {
   signingSecret: string;
@@ -50,7 +58,7 @@ export function choicePressRoute(options: ChoicePressRouteOptions): RequestListe
     void (async () => {
       let body: Buffer | typeof TOO_LARGE;
       try {
-        body = await readBody(req, defaultBodyLimit);
+        body = await readBody(req, BODY_LIMIT_BYTES);
       } catch (err) {
         logger.warn({ err }, 'could not read the request body');
         res.writeHead(400);
@@ -58,7 +66,7 @@ export function choicePressRoute(options: ChoicePressRouteOptions): RequestListe
         return;
       }
       if (body === TOO_LARGE) {
-        logger.warn({ limit: defaultBodyLimit }, 'request body too large');
+        logger.warn({ limit: BODY_LIMIT_BYTES }, 'request body too large');
         refuseTooLarge(req, res);
         return;
       }

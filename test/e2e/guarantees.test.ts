@@ -2,9 +2,9 @@
 // here against the built bot, at the edges a real deployment has (signed HTTP requests, the MSP
 // host process, Redis).
 
-import { defaultBodyLimit } from '@slack/bolt';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ChoiceButtonValue } from '../../src/cards/ids.js';
+import { BODY_LIMIT_BYTES } from '../../src/slack/choicePressRoute.js';
 import { keys } from '../../src/store/keys.js';
 import { freshRedisDb, SIGNING_SECRET } from '../support/bot.js';
 import { type ApprovalChoice, approvalFromTranscript, shellApproval } from '../support/fakeHost.js';
@@ -113,7 +113,7 @@ describe('Slack signatures in HTTP mode', () => {
   });
 });
 
-describe('a request body past Bolt’s limit (4 MB) in HTTP mode', () => {
+describe('a request body past the limit (1 MB) in HTTP mode', () => {
   it('is answered 413 at once, declared or not, while the sender still sends; the connection is closed and clicks go on', async () => {
     world = await World.start();
     const id = 'huge-body-0001';
@@ -124,23 +124,23 @@ describe('a request body past Bolt’s limit (4 MB) in HTTP mode', () => {
 
     // No declared length: the bytes read pass the limit, and the body never ends of itself.
     const endless = await openRawRequest(events, 'POST', { ...form, 'transfer-encoding': 'chunked' });
-    const endlessBytes = defaultBodyLimit + 256 * 1024 * 1024;
+    const endlessBytes = BODY_LIMIT_BYTES + 256 * 1024 * 1024;
     const sending = sendChunks(endless, endlessBytes);
     // What is tested is that the bot answers before the body ends (`sent` below stays far under
     // what the sender would send), not how fast: with the whole suite on two cores, reading the
-    // first 4 MB alone has taken over 5 s.
+    // first 4 MB (Bolt's limit then) alone has taken over 5 s.
     expect(await within(endless.statusLine, 15_000, '413 to a body that goes on')).toBe(
       'HTTP/1.1 413 Payload Too Large',
     );
     await within(endless.closed, 15_000, 'the bot closing the connection');
     const sent = await sending;
-    expect(sent).toBeGreaterThan(defaultBodyLimit);
+    expect(sent).toBeGreaterThan(BODY_LIMIT_BYTES);
     expect(sent).toBeLessThan(endlessBytes);
 
     // A declared length past the limit: refused before a byte of the body is sent.
     const declared = await openRawRequest(events, 'POST', {
       ...form,
-      'content-length': String(defaultBodyLimit + 1),
+      'content-length': String(BODY_LIMIT_BYTES + 1),
     });
     expect(await within(declared.statusLine, 5_000, '413 to a declared length')).toBe(
       'HTTP/1.1 413 Payload Too Large',
@@ -152,8 +152,8 @@ describe('a request body past Bolt’s limit (4 MB) in HTTP mode', () => {
     await until(() => tooLarge().length >= 2, 5_000).catch(() => undefined);
     const refusals = tooLarge();
     expect(refusals.map((l) => l.json)).toEqual([
-      expect.objectContaining({ level: 40, limit: defaultBodyLimit }),
-      expect.objectContaining({ level: 40, limit: defaultBodyLimit }),
+      expect.objectContaining({ level: 40, limit: BODY_LIMIT_BYTES }),
+      expect.objectContaining({ level: 40, limit: BODY_LIMIT_BYTES }),
     ]);
     expect(world.host.decides()).toHaveLength(0);
     await world.press(id, 'Allow once', 'U0ALICE', card);

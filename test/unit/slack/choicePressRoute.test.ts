@@ -1,9 +1,9 @@
 import { createServer, type IncomingMessage, request, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { defaultBodyLimit, isValidSlackRequest } from '@slack/bolt';
+import { isValidSlackRequest } from '@slack/bolt';
 import { afterEach, expect, it, vi } from 'vitest';
 import { encodeChoiceValue } from '../../../src/cards/ids.js';
-import { choicePressRoute, signedBySlack } from '../../../src/slack/choicePressRoute.js';
+import { BODY_LIMIT_BYTES, choicePressRoute, signedBySlack } from '../../../src/slack/choicePressRoute.js';
 import { captureLogger } from '../../support/logCapture.js';
 import { openRawRequest, sendChunks, within } from '../../support/rawRequest.js';
 import {
@@ -184,9 +184,26 @@ it('checks the signature as Slack makes it: the secret, the body and a timestamp
   expect(signedBySlack(SECRET, request(withOddTimestamp), body, now)).toBe(false);
 });
 
-it('a body larger than Bolt takes is answered 413, and reaches neither the handler nor Bolt', async () => {
+it('a body past 1 MB is answered 413, while a press as large as a full "View full" is taken', async () => {
   const { base, seen } = await start();
-  const huge = `payload=${'x'.repeat(defaultBodyLimit + 1)}`;
+  // A press in "View full" brings the modal back whole: 100 blocks of shell text, as Slack sends it.
+  const fullView = {
+    ...press('cs_choice_0'),
+    view: { blocks: 'cp -r /srv/app/"a b"/*.yml /etc/\n'.repeat(9_000) },
+  };
+  const large = `payload=${encodeURIComponent(JSON.stringify(fullView).replaceAll('/', '\\/'))}`;
+  expect(large.length).toBeGreaterThan(500 * 1024);
+  expect((await postSigned(base, SECRET, large)).status).toBe(200);
+  expect(seen.presses).toHaveLength(1);
+  const tooLarge = `payload=${'x'.repeat(1024 * 1024 - 'payload='.length + 1)}`;
+  expect((await postSigned(base, SECRET, tooLarge)).status).toBe(413);
+  expect(seen.presses).toHaveLength(1);
+  expect(seen.bolt).toEqual([]);
+});
+
+it('a body larger than the limit is answered 413, and reaches neither the handler nor Bolt', async () => {
+  const { base, seen } = await start();
+  const huge = `payload=${'x'.repeat(BODY_LIMIT_BYTES + 1)}`;
   expect((await postSigned(base, SECRET, huge)).status).toBe(413);
   expect(seen.presses).toEqual([]);
   expect(seen.bolt).toEqual([]);
@@ -221,7 +238,7 @@ it('a body past the limit with no declared length is answered 413 at once: read 
     'transfer-encoding': 'chunked',
   });
   // Past the limit, and on: the body never ends of itself.
-  const endless = defaultBodyLimit + 256 * 1024 * 1024;
+  const endless = BODY_LIMIT_BYTES + 256 * 1024 * 1024;
   const sending = sendChunks(request, endless);
   expect(await within(request.statusLine, 5_000, 'the answer')).toBe('HTTP/1.1 413 Payload Too Large');
   // Not reset the moment the answer is written, with the body unread: a sender still writing
@@ -230,11 +247,11 @@ it('a body past the limit with no declared length is answered 413 at once: read 
   expect(connections[0]!.destroyed).toBe(false);
   await within(request.closed, 5_000, 'the server closing the connection');
   const sent = await sending;
-  expect(sent).toBeGreaterThan(defaultBodyLimit);
+  expect(sent).toBeGreaterThan(BODY_LIMIT_BYTES);
   expect(sent).toBeLessThan(endless);
   // The server read the limit and what was on its way when it stopped, not what followed.
   expect(connections).toHaveLength(1);
-  expect(connections[0]!.bytesRead).toBeLessThan(defaultBodyLimit + 1024 * 1024);
+  expect(connections[0]!.bytesRead).toBeLessThan(BODY_LIMIT_BYTES + 1024 * 1024);
   expect(seen.presses).toEqual([]);
   expect(seen.bolt).toEqual([]);
 });
@@ -243,7 +260,7 @@ it('a body declared past the limit is answered 413 before any of it is sent, and
   const { base, seen } = await start();
   const request = await openRawRequest(`${base}/slack/events`, 'POST', {
     'content-type': 'application/x-www-form-urlencoded',
-    'content-length': String(defaultBodyLimit + 1),
+    'content-length': String(BODY_LIMIT_BYTES + 1),
   });
   expect(await within(request.statusLine, 5_000, 'the answer')).toBe('HTTP/1.1 413 Payload Too Large');
   await within(request.closed, 5_000, 'the server closing the connection');
