@@ -1,7 +1,7 @@
 // docker-compose.yml: the bot gets only variables it reads, Compose itself refuses to start without
 // the ones the bot cannot start without, the bot's Redis is the Compose Redis, and that Redis is
-// pinned, persistent and healthy before the bot starts. No Docker here: the file is parsed (yaml)
-// and interpolated as Compose would, with .env.example filled in as the .env.
+// pinned, persistent, password-protected and healthy before the bot starts. No Docker here: the
+// file is parsed (yaml) and interpolated as Compose would, with .env.example filled in as the .env.
 
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -23,7 +23,11 @@ interface Service {
   healthcheck?: { test?: string[] | string };
 }
 
-const compose = parse(readFileSync(join(PROJECT_ROOT, 'docker-compose.yml'), 'utf8')) as {
+/** What an operator puts in .env as REDIS_PASSWORD (hex, as `openssl rand -hex 32` prints). */
+const COMPOSE_REDIS_PASSWORD = '5f1c0e2a9b7d4c3e8a6f0b1d2c4e6a8b';
+
+const composeText = readFileSync(join(PROJECT_ROOT, 'docker-compose.yml'), 'utf8');
+const compose = parse(composeText) as {
   services: Record<string, Service>;
 };
 const [botName, bot] = Object.entries(compose.services).find(([, s]) => s.build !== undefined) ?? [];
@@ -52,18 +56,35 @@ function interpolate(value: string, dotenv: Record<string, string>): string {
   });
 }
 
-/** .env.example as a .env: `NAME=value` lines, quotes removed, tokens filled in. */
-function exampleDotenv(): Record<string, string> {
+/** .env.example as it is: its `NAME=value` lines, quotes removed. */
+function exampleAsWritten(): Record<string, string> {
   const text = readFileSync(join(PROJECT_ROOT, '.env.example'), 'utf8');
   const pairs = [...text.matchAll(/^([A-Z0-9_]+)=(.*)$/gm)].map(([, name, raw]) => [
     name!,
     raw!.trim().replace(/^(['"])(.*)\1$/, '$2'),
   ]);
+  return Object.fromEntries(pairs);
+}
+
+/** .env.example as a .env: tokens and the Redis password filled in. */
+function exampleDotenv(): Record<string, string> {
   return {
-    ...Object.fromEntries(pairs),
+    ...exampleAsWritten(),
     SLACK_BOT_TOKEN: FAKE_SLACK_BOT_TOKEN,
     SLACK_APP_TOKEN: FAKE_SLACK_APP_TOKEN,
+    REDIS_PASSWORD: COMPOSE_REDIS_PASSWORD,
   };
+}
+
+/** Every string of `node` (a service, the whole file) interpolated: throws as Compose would. */
+function interpolated<T>(node: T, dotenv: Record<string, string>): T {
+  if (typeof node === 'string') return interpolate(node, dotenv) as T;
+  if (Array.isArray(node)) return node.map((item) => interpolated(item, dotenv)) as T;
+  if (node !== null && typeof node === 'object')
+    return Object.fromEntries(
+      Object.entries(node).map(([key, value]) => [key, interpolated(value, dotenv)]),
+    ) as T;
+  return node;
 }
 
 /** The bot container's environment: .env (env_file), overridden by `environment`, interpolated. */
@@ -123,6 +144,37 @@ describe('docker-compose.yml', () => {
     expect([redis!.healthcheck?.test].flat().join(' ')).toMatch(/redis-cli.*ping/);
     for (const service of [bot!, redis!])
       expect(service.restart).toMatch(/^(always|unless-stopped|on-failure)/);
+  });
+
+  it('starts Redis with the password of .env, and Compose refuses to start without one', () => {
+    const dotenv = exampleDotenv();
+    const command = interpolated(redis!.command ?? [], dotenv);
+    expect(command[command.indexOf('--requirepass') + 1]).toBe(COMPOSE_REDIS_PASSWORD);
+    // No default anywhere in the file: each use of it stops Compose, naming it.
+    const uses = [...composeText.matchAll(/\$\{REDIS_PASSWORD\b[^}]*\}/g)].map((m) => m[0]);
+    expect(uses.length).toBeGreaterThanOrEqual(2);
+    const missing = /^required variable REDIS_PASSWORD is missing a value: set REDIS_PASSWORD in .env/;
+    for (const use of uses)
+      expect(() => interpolate(use, { ...dotenv, REDIS_PASSWORD: '' })).toThrow(missing);
+    expect(exampleAsWritten().REDIS_PASSWORD, '.env.example names it, empty').toBe('');
+  });
+
+  it('gives the bot that password in REDIS_URL, not as REDIS_PASSWORD, which it refuses beside REDIS_URL', () => {
+    const env = botEnvironment(exampleDotenv());
+    expect(env.REDIS_PASSWORD ?? '').toBe('');
+    const { config } = loadObserved(env);
+    const url = new URL(config.redis.kind === 'single' ? config.redis.url : '');
+    expect(decodeURIComponent(url.password)).toBe(COMPOSE_REDIS_PASSWORD);
+  });
+
+  it('health-checks Redis with the password, healthy on PONG only (redis-cli exits 0 on NOAUTH too)', () => {
+    const dotenv = exampleDotenv();
+    const service = interpolated(redis!, dotenv);
+    const test = [service.healthcheck?.test].flat().join(' ');
+    const auth = environmentOf(service).REDISCLI_AUTH ?? /-a (\S+)/.exec(test)?.[1]?.replace(/^"|"$/g, '');
+    expect(auth).toBe(COMPOSE_REDIS_PASSWORD);
+    expect(test).toMatch(/redis-cli.*ping/);
+    expect(test).toMatch(/PONG/);
   });
 
   it('runs a pinned Redis release that keeps its data in a volume', () => {

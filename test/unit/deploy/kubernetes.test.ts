@@ -155,7 +155,7 @@ const FILLED_SECRET: Record<string, string> = {
   SLACK_BOT_TOKEN: FAKE_SLACK_BOT_TOKEN,
   SLACK_APP_TOKEN: FAKE_SLACK_APP_TOKEN,
   SLACK_SIGNING_SECRET: 'f'.repeat(32),
-  REDIS_URL: 'redis://redis.example.internal:6379',
+  REDIS_URL: `redis://:${'p'.repeat(24)}@redis.example.internal:6379`,
   REDIS_PASSWORD: 'p'.repeat(24),
   COUNTERSIGN_REPLICA_SECRET: 'r'.repeat(48),
 };
@@ -263,6 +263,22 @@ describe('the Secret template (deploy/kubernetes/secret.example.yaml)', () => {
       expect(() => loadObserved({ ...filled, [key]: placeholder! }), key).toThrow(
         new RegExp(`^${key} still holds a placeholder`),
       );
+    }
+  });
+});
+
+describe('the Redis URLs of deploy/kubernetes (the Secret template and README.md)', () => {
+  // The MSP host, and the agent it runs, share the bot's container and reach Redis as the bot
+  // does: a Redis without a password would let the agent write itself a grant.
+  const REDIS_URL = /\brediss?(?:\+sentinel)?:\/\/[^\s`"']+/g;
+
+  it('give every Redis a password, the Secret template’s REDIS_URL first', () => {
+    expect(new URL(secretTemplate.stringData.REDIS_URL!).password).not.toBe('');
+    for (const file of ['secret.example.yaml', 'README.md']) {
+      const urls = [...readFileSync(join(DEPLOY, file), 'utf8').matchAll(REDIS_URL)].map((m) => m[0]);
+      const written = urls.filter((url) => !/^[\w+]+:\/\/…$/.test(url));
+      expect(written.length, file).toBeGreaterThan(0);
+      for (const url of written) expect(url, `${file}: ${url}`).toMatch(/^[\w+]+:\/\/[^/@]*:[^/@]+@/);
     }
   });
 });
