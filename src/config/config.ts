@@ -77,11 +77,13 @@ export interface Config {
   logLevel: LogLevelName;
 }
 
+// Not 0: the bot would listen on a port the OS picks and nothing reports, and the image's
+// HEALTHCHECK and the probes would ask port 0.
 const port = z
   .string()
   .regex(/^\d{1,5}$/)
   .transform(Number)
-  .pipe(z.number().int().min(0).max(65535));
+  .pipe(z.number().int().min(1).max(65535));
 const logLevel = z
   .string()
   .transform((s) => s.toLowerCase())
@@ -117,7 +119,7 @@ function portVar(env: NodeJS.ProcessEnv): number {
     'PORT',
     rawPort,
     port,
-    `must be an integer from 0 to 65535 (got ${shown(rawPort)}): fix or unset it (default ${DEFAULTS.port})`,
+    `must be an integer from 1 to 65535 (got ${shown(rawPort)}): fix or unset it (default ${DEFAULTS.port})`,
   );
 }
 

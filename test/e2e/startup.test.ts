@@ -155,7 +155,7 @@ describe('mistakes only the operator can fix stop start-up with one line', () =>
     expect(await running.exited).toEqual({ code: 1, signal: null });
     expect(running.logs.map((l) => l.raw)).toEqual([
       expect.stringMatching(/^countersign: SLACK_CHANNEL /),
-      'countersign: PORT must be an integer from 0 to 65535 (got "http"): fix or unset it (default 3000)',
+      'countersign: PORT must be an integer from 1 to 65535 (got "http"): fix or unset it (default 3000)',
       'countersign: LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent (got "loud"): fix or unset it (default info)',
     ]);
     expect(running.logs.every((l) => l.stream === 'stderr')).toBe(true);

@@ -125,7 +125,7 @@ describe('loadConfig defaults', () => {
         SLACK_API_URL: 'http://127.0.0.1:4010/api',
         SLACK_API_TIMEOUT: '2500ms',
         SLACK_CHANNEL: '#approvals',
-        PORT: '0',
+        PORT: '8080',
         REDIS_URL: 'rediss://:redispassword@redis.internal:6380/2',
         MSP_SANDBOX_MODE: 'workspace-write',
         COUNTERSIGN_CONFIG: file,
@@ -150,7 +150,7 @@ describe('loadConfig defaults', () => {
       channel: '#approvals',
       mode: 'socket',
     });
-    expect(config.port).toBe(0);
+    expect(config.port).toBe(8080);
     expect(config.redisUrl).toBe('rediss://:redispassword@redis.internal:6380/2');
     expect(config.msp.hosts[0]?.sandboxMode).toBe('workspace-write');
     expect(config.configPath).toBe(file);
@@ -279,7 +279,17 @@ describe('loadConfig errors', () => {
   it.each(['abc', '-1', '65536', '3000.5', '1e3'])('rejects PORT=%s', (value) => {
     const err = configError(socketEnv({ PORT: value }));
     expect(err.variable).toBe('PORT');
-    expect(err.message).toContain('0 to 65535');
+    expect(err.message).toContain('1 to 65535');
+  });
+
+  // Port 0 would make the bot listen on a port the OS picks and nothing reports, and the image's
+  // HEALTHCHECK would ask port 0.
+  it.each(['0', '00000'])('refuses PORT=%s on one line', (value) => {
+    const err = configError(socketEnv({ PORT: value }));
+    expect(err.variable).toBe('PORT');
+    expect(err.message).toBe(
+      `PORT must be an integer from 1 to 65535 (got "${value}"): fix or unset it (default 3000)`,
+    );
   });
 
   it.each(['COUNTERSIGN_USERGROUP_CACHE_TTL', 'COUNTERSIGN_MEMBERSHIP_CACHE_TTL'])(
