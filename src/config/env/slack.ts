@@ -40,6 +40,22 @@ function requiredInHttpMode(env: NodeJS.ProcessEnv, name: string): string {
   return value;
 }
 
+/**
+ * SLACK_API_URL. The client appends each method name to it, so after a query or a fragment
+ * (`…/api?x=1/chat.postMessage`) the name lands in them and every call asks the wrong address.
+ */
+function apiUrlVar(env: NodeJS.ProcessEnv): string {
+  const apiUrl = urlVar(env, 'SLACK_API_URL', DEFAULTS.slackApiUrl);
+  if (/[?#]/.test(apiUrl)) {
+    // Not echoed, as urlVar does not: the URL may carry credentials.
+    throw new ConfigError(
+      'SLACK_API_URL',
+      `SLACK_API_URL has a query (?…) or a fragment (#…), which would come before every method name: write the Web API base URL alone (default ${DEFAULTS.slackApiUrl}), or unset it`,
+    );
+  }
+  return apiUrl;
+}
+
 /** Slack settings; `channel` is unset when SLACK_CHANNEL is, for the config file to supply it. */
 export function slackConfig(env: NodeJS.ProcessEnv): Omit<SlackConfig, 'channel'> & { channel?: string } {
   // Token values are never put into a message.
@@ -69,7 +85,7 @@ export function slackConfig(env: NodeJS.ProcessEnv): Omit<SlackConfig, 'channel'
     mode === 'http'
       ? requiredInHttpMode(env, 'SLACK_SIGNING_SECRET')
       : secretVar(env, 'SLACK_SIGNING_SECRET', SIGNING_SECRET_FIX);
-  const apiUrl = urlVar(env, 'SLACK_API_URL', DEFAULTS.slackApiUrl);
+  const apiUrl = apiUrlVar(env);
   const apiTimeoutMs = durationVar(env, 'SLACK_API_TIMEOUT', DEFAULTS.slackApiTimeout);
   const rawChannel = read(env, 'SLACK_CHANNEL');
   const slackChannel =

@@ -350,6 +350,18 @@ describe('loadConfig errors', () => {
     expect(configError(socketEnv({ SLACK_API_URL: value })).variable).toBe('SLACK_API_URL');
   });
 
+  // The method name is appended to the URL: after a query or a fragment it names no method.
+  it.each(['https://slack.com/api?x=1', 'https://slack.com/api/#top', 'https://slack.com/api/?'])(
+    'refuses SLACK_API_URL=%s, with a query or a fragment, on one line',
+    (value) => {
+      const err = configError(socketEnv({ SLACK_API_URL: value }));
+      expect(err.variable).toBe('SLACK_API_URL');
+      expect(err.message).toBe(
+        'SLACK_API_URL has a query (?…) or a fragment (#…), which would come before every method name: write the Web API base URL alone (default https://slack.com/api/), or unset it',
+      );
+    },
+  );
+
   it.each(['general', 'U0123456789', '#Has Spaces'])('rejects SLACK_CHANNEL=%s', (value) => {
     expect(configError(socketEnv({ SLACK_CHANNEL: value })).variable).toBe('SLACK_CHANNEL');
   });
