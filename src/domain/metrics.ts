@@ -12,6 +12,23 @@ export type DecisionOutcome = (typeof DECISION_OUTCOMES)[number];
 /** The escalation step kinds (the record's own enum): the label of the steps fired. */
 export const ESCALATION_ACTIONS: readonly FiredStep['action'][] = FiredStep.shape.action.options;
 
+/**
+ * Kinds of escalation failures: a step's action when it reached nobody, `resolve` (a page's
+ * resolve), `internal` (firing a step threw), and the PagerDuty calls. The Escalator counts only
+ * these (its count() takes this type), so /metrics can serve each at 0 from the start.
+ */
+export const ESCALATION_FAILURE_KINDS = [
+  ...ESCALATION_ACTIONS,
+  'resolve',
+  'internal',
+  'pagerduty-trigger',
+  'pagerduty-resolve',
+  'pagerduty-oncalls',
+] as const;
+export type EscalationFailureKind = (typeof ESCALATION_FAILURE_KINDS)[number];
+/** Failures counted so far, by kind; a kind that never failed may be absent. */
+export type EscalationFailures = Partial<Record<EscalationFailureKind, number>>;
+
 /** Every Web API method the bot calls; a call of any other is counted as `other`. */
 export const SLACK_METHODS = [
   'auth.test',

@@ -1,4 +1,5 @@
 import type { CustomRoute } from '@slack/bolt';
+import type { EscalationFailures } from '../domain/metrics.js';
 import type { HostStatus } from '../msp/hostFleet.js';
 import type { RefusalCounts } from '../store/refusalCounts.js';
 import type { ActivityKind } from '../util/activity.js';
@@ -18,7 +19,7 @@ export interface HealthProbe {
   /** Each host on its own: the bot stays ready while one is up, so /readyz names the others' trouble. */
   hostStatus?(): HostStatus[];
   /** Escalation steps and PagerDuty calls that failed for good, by kind (trigger, resolve, dm, …). */
-  escalationFailures?(): Record<string, number>;
+  escalationFailures?(): EscalationFailures;
   /** This process's identity among the replicas (`<replica>#<nonce>`). */
   replica?(): string;
   /** What the bot did since it started (cards posted, decisions sent, notices sent). */

@@ -1,3 +1,4 @@
+import type { EscalationFailures } from '../domain/metrics.js';
 import type { HostFleet, HostStatus } from '../msp/hostFleet.js';
 import type { HostOwnership, HostStanding } from '../replicas/hostOwnership.js';
 import type { HealthPart, HealthProbe } from '../slack/healthRoutes.js';
@@ -18,7 +19,7 @@ export interface HealthNeeds {
   replicaId: string;
   activity: Activity;
   auditTrail: RedisAuditTrail;
-  escalationFailures: () => Record<string, number>;
+  escalationFailures: () => EscalationFailures;
   /**
    * What the reasons pass through before /readyz shows them: the logger's scrubber of the
    * configuration's secrets (util/log.ts secretScrubber over configSecrets). A host's stderr

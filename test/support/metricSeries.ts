@@ -29,9 +29,14 @@ export function seriesAtZero(routes: readonly string[]): string[] {
       `countersign_refusals_total{reason="${reason}"}`,
       `countersign_refusals_over_limit_total{reason="${reason}"}`,
     ]),
-    ...[...ESCALATION_ACTIONS, 'resolve', 'pagerduty-trigger', 'pagerduty-resolve', 'pagerduty-oncalls'].map(
-      (kind) => `countersign_escalation_failures_total{kind="${kind}"}`,
-    ),
+    ...[
+      ...ESCALATION_ACTIONS,
+      'resolve',
+      'internal',
+      'pagerduty-trigger',
+      'pagerduty-resolve',
+      'pagerduty-oncalls',
+    ].map((kind) => `countersign_escalation_failures_total{kind="${kind}"}`),
     ...routeLabels.flatMap((route) =>
       DECISION_OUTCOMES.flatMap((outcome) => [
         `countersign_time_to_decision_seconds_count{route="${route}",outcome="${outcome}"}`,

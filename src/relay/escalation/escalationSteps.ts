@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Authorization } from '../../domain/authorization.js';
 import { timeoutChoice } from '../../domain/decisionWords.js';
 import type { EscalationDm, EscalationReply } from '../../domain/escalationNotice.js';
+import type { EscalationFailureKind } from '../../domain/metrics.js';
 import { type ApprovalRecord, isTerminal } from '../../domain/record.js';
 import type { Approvers, EscalationStep, OncallSource } from '../../domain/route.js';
 import type { TriggerEvent } from '../../pagerduty/pagerDuty.js';
@@ -134,7 +135,7 @@ export class EscalationSteps {
   constructor(
     private readonly options: EscalationStepsOptions,
     /** Counts a step that failed to reach anyone, by action (Escalator.failures). */
-    private readonly count: (kind: string) => void,
+    private readonly count: (kind: EscalationFailureKind) => void,
   ) {}
 
   /**

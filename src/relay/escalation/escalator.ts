@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Metrics } from '../../domain/metrics.js';
+import type { EscalationFailureKind, EscalationFailures, Metrics } from '../../domain/metrics.js';
 import { type ApprovalRecord, type FiredStep, isTerminal } from '../../domain/record.js';
 import type { EscalationStep } from '../../domain/route.js';
 import type { DueStep } from '../../store/escalationStore.js';
@@ -62,8 +62,8 @@ export class Escalator {
   /** The earliest wake asked for while a look was under way: armed once it ends. */
   private wantedAt = Number.POSITIVE_INFINITY;
   private polling = false;
-  /** Steps that failed to reach anyone, by action: /metrics shows them. */
-  readonly failures: Record<string, number> = {};
+  /** Steps that failed to reach anyone, by action, and steps that threw: /metrics shows them. */
+  readonly failures: EscalationFailures = {};
 
   private readonly steps: EscalationSteps;
 
@@ -322,7 +322,7 @@ export class Escalator {
     log.warn('escalation step cut short by the stop; put back for another process');
   }
 
-  private count(kind: string): void {
+  private count(kind: EscalationFailureKind): void {
     this.failures[kind] = (this.failures[kind] ?? 0) + 1;
   }
 

@@ -3,6 +3,7 @@ import {
   DECISION_OUTCOMES,
   type DecisionOutcome,
   ESCALATION_ACTIONS,
+  ESCALATION_FAILURE_KINDS,
   type Metrics,
   SLACK_METHODS,
   slackMethodLabel,
@@ -22,14 +23,6 @@ import type { HealthPart, HealthProbe } from '../healthRoutes.js';
 /** Routes a record can name that the configuration does not: a route taken out of the file. */
 const GONE_ROUTE = 'other';
 const PARTS: readonly HealthPart[] = ['redis', 'slack', 'host'];
-/** Kinds of escalation failures: a step's action, a PagerDuty resolve, the PagerDuty calls. */
-const ESCALATION_FAILURE_KINDS = [
-  ...ESCALATION_ACTIONS,
-  'resolve',
-  'pagerduty-trigger',
-  'pagerduty-resolve',
-  'pagerduty-oncalls',
-] as const;
 const ACTIVITY: Record<ActivityKind, { name: string; help: string }> = {
   cardsPosted: { name: 'countersign_cards_posted_total', help: 'Approval cards posted to Slack.' },
   decisionsSent: {
@@ -181,9 +174,7 @@ export class PromMetrics implements Metrics {
       collect() {
         const failures = self.sources?.probe.escalationFailures?.() ?? {};
         this.reset();
-        for (const kind of new Set([...ESCALATION_FAILURE_KINDS, ...Object.keys(failures)])) {
-          this.inc({ kind }, failures[kind] ?? 0);
-        }
+        for (const kind of ESCALATION_FAILURE_KINDS) this.inc({ kind }, failures[kind] ?? 0);
       },
     });
 

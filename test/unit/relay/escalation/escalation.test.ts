@@ -5,7 +5,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Logger, pino } from 'pino';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, expectTypeOf, it, vi } from 'vitest';
 import { renderCard } from '../../../../src/cards/renderCard.js';
 import {
   escalationLine,
@@ -16,6 +16,7 @@ import {
 import { ConfigError, loadConfig } from '../../../../src/config/config.js';
 import { oncall } from '../../../../src/config/file/escalation.js';
 import { timeoutChoice } from '../../../../src/domain/decisionWords.js';
+import type { EscalationFailures } from '../../../../src/domain/metrics.js';
 import type { ApprovalRecord, FiredStep } from '../../../../src/domain/record.js';
 import type { EscalationStep } from '../../../../src/domain/route.js';
 import { PagerDuty } from '../../../../src/pagerduty/pagerDuty.js';
@@ -26,11 +27,13 @@ import { lineageOf } from '../../../../src/relay/escalation/lineage.js';
 import { OncallResolver } from '../../../../src/relay/escalation/oncall.js';
 import type { RecordKeeper } from '../../../../src/relay/records/recordKeeper.js';
 import { rotationUser } from '../../../../src/routing/rotation.js';
+import { PromMetrics } from '../../../../src/slack/metrics/promMetrics.js';
 import type { ApprovalStore } from '../../../../src/store/approvalStore.js';
 import type { EscalationStore } from '../../../../src/store/escalationStore.js';
 import { shortDuration } from '../../../../src/util/shortDuration.js';
 import { FAKE_SLACK_APP_TOKEN, FAKE_SLACK_BOT_TOKEN } from '../../../support/fakeSecrets.js';
 import { captureLogger } from '../../../support/logCapture.js';
+import { seriesValue } from '../../../support/metricSeries.js';
 
 const silent = pino({ level: 'silent' });
 
@@ -706,6 +709,23 @@ describe('Escalator', () => {
     await gone.escalator.poll();
     await gone.escalator.stop();
     expect(gone.claims).toEqual(['drop']);
+  });
+
+  it('counts a step that threw as `internal`, a kind /metrics serves at 0 from the start', async () => {
+    // Any other failure is counted under the step's action. A kind missing from the registry's
+    // list would only appear at its first failure, and an alert on its rate would miss that one.
+    let reads = 0;
+    const threw = world(() => {
+      if (++reads > 1) throw new Error('Redis went away');
+      return record();
+    });
+    await threw.escalator.poll();
+    await threw.escalator.stop();
+    expect(threw.escalator.failures).toEqual({ internal: 1 });
+    // And by its type it counts no kind outside the list /metrics serves.
+    expectTypeOf(threw.escalator.failures).toEqualTypeOf<EscalationFailures>();
+    const atStart = await new PromMetrics({ routes: [], hosts: [] }).text();
+    expect(seriesValue(atStart, 'countersign_escalation_failures_total{kind="internal"}')).toBe(0);
   });
 
   describe('a timeout that could not decide', () => {
