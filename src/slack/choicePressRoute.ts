@@ -19,15 +19,14 @@ import { type ChoicePress, choiceActionKind } from './listeners/choiceButton.js'
 /**
  * The largest body read, signed or not: a signature is checked over the whole body, so whoever
  * reaches the port gets this much held until the request ends (at most 15 s: SERVER_LIMITS).
- * Bolt's own 4 MB is far past what Slack sends this app. The largest is a press in "View full",
- * whose modal (at most 100 blocks of 3,000 characters) comes back whole in the payload: filled
- * with shell commands and paths, about 0.6 MB as Slack sends it (JSON escaping `/` and `"`, then
- * form-encoded). A card's own press (a message under 11,000 characters of block text) and our
- * modals' submissions are tens of KB. Only a full view of mostly non-ASCII text, at up to 8 bytes
- * a character (`\uXXXX`, form-encoded), can pass 1 MB: that press is refused, and the card's own
- * buttons still decide.
+ * Bolt's own 4 MB is past what Slack sends this app. The largest is a press in "View full", whose
+ * modal (at most 100 blocks of 3,000 characters) comes back whole in the payload: filled with
+ * shell commands and paths, about 0.6 MB as Slack sends it (JSON escaping `/` and `"`, then
+ * form-encoded); filled with non-ASCII text, up to 8 bytes a character (`\uXXXX`, form-encoded),
+ * about 2.4 MB. A card's own press and our modals' submissions are tens of KB. 3 MB takes every
+ * press Slack can send; what it bounds is what a stranger holds per connection (15 s at most).
  */
-export const BODY_LIMIT_BYTES = 1024 * 1024;
+export const BODY_LIMIT_BYTES = 3 * 1024 * 1024;
 
 export interface ChoicePressRouteOptions {
   signingSecret: string;

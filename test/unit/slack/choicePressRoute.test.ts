@@ -184,7 +184,7 @@ it('checks the signature as Slack makes it: the secret, the body and a timestamp
   expect(signedBySlack(SECRET, request(withOddTimestamp), body, now)).toBe(false);
 });
 
-it('a body past 1 MB is answered 413, while a press as large as a full "View full" is taken', async () => {
+it('a body past 3 MB is answered 413, while a press as large as a full "View full" is taken', async () => {
   const { base, seen } = await start();
   // A press in "View full" brings the modal back whole: 100 blocks of shell text, as Slack sends it.
   const fullView = {
@@ -195,9 +195,20 @@ it('a body past 1 MB is answered 413, while a press as large as a full "View ful
   expect(large.length).toBeGreaterThan(500 * 1024);
   expect((await postSigned(base, SECRET, large)).status).toBe(200);
   expect(seen.presses).toHaveLength(1);
-  const tooLarge = `payload=${'x'.repeat(1024 * 1024 - 'payload='.length + 1)}`;
+  // The worst Slack can send: the same modal full of non-ASCII text, each character escaped as
+  // `\uXXXX` and form-encoded (8 bytes). A press there decides as any other.
+  const wide = { ...press('cs_choice_0'), view: { blocks: '部署'.repeat(150_000) } };
+  const escaped = JSON.stringify(wide).replace(
+    /[\u0080-\uffff]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16)}`,
+  );
+  const widest = `payload=${encodeURIComponent(escaped)}`;
+  expect(widest.length).toBeGreaterThan(2_300_000);
+  expect((await postSigned(base, SECRET, widest)).status).toBe(200);
+  expect(seen.presses).toHaveLength(2);
+  const tooLarge = `payload=${'x'.repeat(BODY_LIMIT_BYTES - 'payload='.length + 1)}`;
   expect((await postSigned(base, SECRET, tooLarge)).status).toBe(413);
-  expect(seen.presses).toHaveLength(1);
+  expect(seen.presses).toHaveLength(2);
   expect(seen.bolt).toEqual([]);
 });
 
