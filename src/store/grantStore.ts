@@ -412,15 +412,16 @@ export class RedisGrantStore implements GrantStore {
   }
 
   /**
-   * Deletes ended rows of one tag; the one sweeper that deleted a row unlists it and records it.
+   * Deletes ended rows of one tag; the one sweeper that deleted a row records it and unlists it.
    * Adds the channels they were listed in to `channels`.
    */
   private async removeEnded(tag: string, now: Date, most: number, channels: Set<string>): Promise<number> {
     const gone = await this.redis.csGrantRemoveEndedBuffer(keys.grantTag(tag), now.getTime(), most);
     const at = now.toISOString();
+    // Nothing below throws: the rows are deleted, so no later sweep finds them again, and a row
+    // left unrecorded here would never get its closing event.
     for (const packed of gone) {
       const ended = grantOf(tag, parseRow(packed));
-      await this.unlist(ended);
       channels.add(ended.row[ROW.channel]);
       // A revoked, replaced or exhausted grant was recorded as such; it is only deleted here. One
       // whose last use was still out at its end (taken, never counted) was not: it expired.
@@ -428,6 +429,7 @@ export class RedisGrantStore implements GrantStore {
       if (grant.revokedAt === undefined && ended.row[ROW.exhausted] !== 1) {
         await this.audit.record({ kind: 'expired', grantId: grant.grantId, at });
       }
+      await this.unlistQuietly(ended, 'ended grant left in its listings');
     }
     return gone.length;
   }

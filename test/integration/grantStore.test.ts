@@ -92,6 +92,22 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
     return { client, release, called };
   }
 
+  /** `redis` whose first `command` fails, as in a blip (or a listing stream's shard failing over). */
+  function failingOnce(command: string) {
+    let failed = false;
+    return new Proxy(redis, {
+      get(target, prop, receiver) {
+        const value = Reflect.get(target, prop, receiver);
+        if (typeof value !== 'function') return value;
+        return (...args: unknown[]) => {
+          if (prop !== command || failed) return value.apply(target, args);
+          failed = true;
+          return Promise.reject(new Error(`simulated failure of ${command}`));
+        };
+      },
+    });
+  }
+
   type Input = GrantInput;
 
   function botGrant(extra: Partial<Input> = {}): Input {
@@ -528,6 +544,26 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
       expect(await left()).toBe(0);
       expect(await redis.exists(keys.grantTag(tagOf(expiring[0]!.grantId)))).toBe(0);
       expect(await events('expired')).toHaveLength(10);
+    });
+
+    it('records `expired` for every grant it deleted though unlisting one failed, and only once', async () => {
+      const { store, lines } = newStore(failingOnce('xdel'));
+      // Two grants of one bucket (one script call deletes both) and one of another.
+      const expiring = [
+        await store.create(botGrant({ capabilities: ['exec:a'], ttlMs: MINUTE })),
+        await store.create(botGrant({ capabilities: ['exec:b'], ttlMs: MINUTE })),
+        await store.create(botGrant({ caller: 'session:s-2', ttlMs: MINUTE })),
+      ];
+      const sweptAt = at(minuteOver(T0 + MINUTE));
+
+      expect(await store.sweep(sweptAt)).toBe(3);
+      expect(await store.sweep(sweptAt)).toBe(0);
+      const expired = await closingEvents();
+      expect(expired.sort()).toEqual(expiring.map((g) => ['expired', g.grantId]).sort());
+      for (const g of expiring) expect(await store.get(g.grantId)).toBeUndefined();
+      // The entry left behind names a grant that is gone: listings skip it.
+      expect(await store.list({}, sweptAt)).toEqual([]);
+      expect(lines.filter((l) => l.msg === 'ended grant left in its listings')).toHaveLength(1);
     });
 
     it('deletes a replaced grant at its own end without an `expired`; the grant that replaced it lives on', async () => {
