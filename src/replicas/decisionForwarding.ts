@@ -82,6 +82,11 @@ export interface DecisionForwardingOptions {
   waitMs?: number;
   /** The asker stopped waiting: the owner answers the person (ClickHandler.answerLate). */
   onLateOutcome?: (asker: Record<string, unknown>, approvalId: string, outcome: DecisionOutcome) => void;
+  /**
+   * The asker stopped waiting: what it does on hearing the outcome (a grant's use counted) is
+   * the owner's to do (GrantAnswerer.decidedUnheard). Awaited: stop() waits for it.
+   */
+  onUnheard?: (request: DecisionRequest, outcome: DecisionOutcome) => Promise<void>;
   /** How long an entry may stay pending before the owner serving the host claims it (default 5 s). */
   reclaimIdleMs?: number;
 }
@@ -317,17 +322,16 @@ export class DecisionForwarding {
       return;
     }
     if (!this.options.mayAct(hostId)) return;
-    const outcome: DecisionOutcome = record
-      ? await decide({
-          record,
-          sourceIndex: forwarded.sourceIndex,
-          choiceId: forwarded.choiceId,
-          ...(forwarded.feedback ? { feedback: forwarded.feedback } : {}),
-          by: forwarded.by,
-          commandId: forwarded.commandId,
-          ...(forwarded.onChange ? { onChange: forwarded.onChange } : {}),
-        })
-      : { kind: 'gone' };
+    const request: DecisionRequest | undefined = record && {
+      record,
+      sourceIndex: forwarded.sourceIndex,
+      choiceId: forwarded.choiceId,
+      ...(forwarded.feedback ? { feedback: forwarded.feedback } : {}),
+      by: forwarded.by,
+      commandId: forwarded.commandId,
+      ...(forwarded.onChange ? { onChange: forwarded.onChange } : {}),
+    };
+    const outcome: DecisionOutcome = request ? await decide(request) : { kind: 'gone' };
     // Lost the host on the way, or stopping before the Decider took it (it claimed nothing): the
     // entry stays pending for the next owner, who carries it out and tells the asker.
     if (!this.options.mayAct(hostId) || outcome.kind === 'stopping') return;
@@ -337,8 +341,10 @@ export class DecisionForwarding {
       forwarded.commandId,
       this.sealed(hostId, forwarded.commandId, JSON.stringify(outcome)),
     );
-    if (!heard && forwarded.asker)
-      this.options.onLateOutcome?.(forwarded.asker, forwarded.approvalId, outcome);
+    if (heard) return;
+    if (forwarded.asker) this.options.onLateOutcome?.(forwarded.asker, forwarded.approvalId, outcome);
+    // Stopped waiting, the asker heard `forwarded` and did nothing that follows the outcome.
+    if (request) await this.options.onUnheard?.(request, outcome);
   }
 
   /** The outcome as stored for the asker: bound to the host and the commandId it answers. */

@@ -4,6 +4,7 @@ import { configSecrets, redactedConfig } from '../config/configSecrets.js';
 import { sleep } from '../msp/backoff.js';
 import type { ClickHandler } from '../relay/deciding/clickHandler.js';
 import type { Decider } from '../relay/deciding/decider.js';
+import type { GrantAnswerer } from '../relay/grants/grantAnswerer.js';
 import type { GrantMaker } from '../relay/grants/grantMaker.js';
 import type { HostEventHandler } from '../relay/hostEvents/hostEventHandler.js';
 import { FenceBook } from '../replicas/fenceBook.js';
@@ -79,6 +80,7 @@ export function assemble(config: Config, logger: Logger): Countersign {
     relay: new Late<HostEventHandler>('the host event handler'),
     decider: new Late<Decider>('the decider'),
     clicks: new Late<ClickHandler>('the click handler'),
+    grantAnswerer: new Late<GrantAnswerer>('the grant answerer'),
   };
 
   const { router, owners, groups, authorizer, risks, approverNames, away } = wireRouting({
@@ -138,6 +140,7 @@ export function assemble(config: Config, logger: Logger): Countersign {
     hosts,
     decider: later.decider,
     clicks: later.clicks,
+    grantAnswerer: later.grantAnswerer,
   });
   const { decider, grantAnswerer, clicks } = wireDeciding({
     logger,
@@ -159,6 +162,7 @@ export function assemble(config: Config, logger: Logger): Countersign {
   });
   later.decider.set(decider);
   later.clicks.set(clicks);
+  later.grantAnswerer.set(grantAnswerer);
   const escalation = wireEscalation({
     config,
     logger,

@@ -6,6 +6,7 @@ import type { Config } from '../config/config.js';
 import type { HostFleet } from '../msp/hostFleet.js';
 import type { ClickHandler } from '../relay/deciding/clickHandler.js';
 import type { Decider } from '../relay/deciding/decider.js';
+import type { GrantAnswerer } from '../relay/grants/grantAnswerer.js';
 import type { RecordKeeper } from '../relay/records/recordKeeper.js';
 import { DecisionForwarding } from '../replicas/decisionForwarding.js';
 import type { FenceBook } from '../replicas/fenceBook.js';
@@ -30,6 +31,8 @@ export interface ReplicasNeeds {
   decider: Late<Decider>;
   /** And answers the person itself once the asker stopped waiting (ClickHandler.answerLate). */
   clicks: Late<ClickHandler>;
+  /** And counts a grant's use then, which the asker no longer does (GrantAnswerer.decidedUnheard). */
+  grantAnswerer: Late<GrantAnswerer>;
 }
 
 /**
@@ -59,6 +62,7 @@ export function wireReplicas(needs: ReplicasNeeds) {
     mayAct: (hostId) => fences.holds(hostId),
     logger: logger.child({ component: 'forwarding' }),
     onLateOutcome: (asker, approvalId, outcome) => needs.clicks.get().answerLate(asker, approvalId, outcome),
+    onUnheard: (request, outcome) => needs.grantAnswerer.get().decidedUnheard(request, outcome),
   });
   const ownership = new HostOwnership({
     leases: new HostLeases(redis),

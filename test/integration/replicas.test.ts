@@ -11,6 +11,7 @@ import { HostFleet } from '../../src/msp/hostFleet.js';
 import type { HostSupervisor } from '../../src/msp/hostSupervisor.js';
 import type { ClickHandler } from '../../src/relay/deciding/clickHandler.js';
 import type { Decider } from '../../src/relay/deciding/decider.js';
+import type { GrantAnswerer } from '../../src/relay/grants/grantAnswerer.js';
 import type { RecordKeeper } from '../../src/relay/records/recordKeeper.js';
 import { DecisionForwarding } from '../../src/replicas/decisionForwarding.js';
 import { FenceBook } from '../../src/replicas/fenceBook.js';
@@ -272,6 +273,7 @@ describe('a host whose lease runs out while it is being taken', () => {
       hosts,
       decider: new Late<Decider>('decider'),
       clicks: new Late<ClickHandler>('clicks'),
+      grantAnswerer: new Late<GrantAnswerer>('grant answerer'),
     });
     const serving = vi.spyOn(forwarding, 'serve');
     ownership.start();

@@ -4,7 +4,7 @@ import { findGrant, type GrantQuestion, grantQuestion, sessionCallerOf } from '.
 import type { Metrics } from '../../domain/metrics.js';
 import { type ApprovalRecord, type Claim, type GrantRef, isTerminal } from '../../domain/record.js';
 import type { RouteGrants } from '../../domain/route.js';
-import type { Decider } from '../deciding/decider.js';
+import type { Decider, DecisionOutcome, DecisionRequest } from '../deciding/decider.js';
 import type { NoticeLedger } from '../deciding/decisionNotices.js';
 import { claimed } from '../records/decisionMutations.js';
 import type { RecordKeeper } from '../records/recordKeeper.js';
@@ -376,43 +376,63 @@ export class GrantAnswerer {
   /**
    * A decision by grant that the Decider carried out again went through: its first send was cut
    * short (the host was away, or the process that sent it died), and nothing counted its use or
-   * left its line. Both are done now, as decideBy does after a first send, once the line's notice
-   * claim is won: a first send that got as far as counting took that claim in the same write (both
-   * ride the resolution), so a use is never counted twice. Never rejects.
+   * left its line. Both are done now, as decideBy does after a first send (countAfterwards).
+   * Never rejects.
    */
   async replayed(record: ApprovalRecord, claim: Claim): Promise<void> {
     const ref = claim.via === 'grant' ? claim.grant : undefined;
     // Deciding it here still: decideBy counts and leaves the line when the send it shares is done.
     if (!ref || this.deciding.has(record.approvalId)) return;
+    await this.countAfterwards(record, ref, claim.sourceIndex);
+  }
+
+  /**
+   * A decision forwarded to this replica, the host's owner, was carried out after its asker
+   * stopped waiting (DecisionForwarding). The asker of a decision by grant then showed the card,
+   * keeping the use it took and counting nothing: the use is counted and the line left here, as
+   * the asker would have on hearing `decided` (countAfterwards). Never rejects.
+   */
+  async decidedUnheard(request: DecisionRequest, outcome: DecisionOutcome): Promise<void> {
+    if (outcome.kind !== 'decided' || request.by.via !== 'grant') return;
+    await this.countAfterwards(request.record, request.by.grant, request.sourceIndex);
+  }
+
+  /**
+   * Counts the use of a decision by grant that went through without its first sender counting
+   * it, and leaves its line, once the line's notice claim is won: a first send that got as far
+   * as counting took that claim in the same write (both ride the resolution), and a decision
+   * both replayed and carried out late is counted by whichever wins it. So a use is never
+   * counted twice. Never rejects.
+   */
+  private async countAfterwards(record: ApprovalRecord, ref: GrantRef, sourceIndex: number): Promise<void> {
     const { approvalId } = record;
     const { ledger, logger } = this.options;
     this.countedOnReplay.add(approvalId);
     setTimeout(() => this.countedOnReplay.delete(approvalId), REPLAY_MEMORY_MS).unref();
     try {
-      if (!(await ledger.claim(approvalId, lineKind(claim.sourceIndex)))) return;
+      if (!(await ledger.claim(approvalId, lineKind(sourceIndex)))) return;
       const grant = await this.options.grants.get(ref.grantId);
       if (!grant) {
-        await ledger.settle(approvalId, lineKind(claim.sourceIndex), 'failed: the grant is gone');
+        await ledger.settle(approvalId, lineKind(sourceIndex), 'failed: the grant is gone');
         logger.warn(
           { approvalId, grantId: ref.grantId },
-          'a replayed decision’s grant is gone; its use is not counted',
+          'a grant’s decision went through, but its grant is gone; its use is not counted',
         );
         return;
       }
       this.options.metrics?.grantUsed();
       const question = grantQuestion(record);
       await Promise.all([
-        this.recordUse(record, grant, claim.sourceIndex, { ride: false }),
-        question?.sourceIndex === claim.sourceIndex
+        this.recordUse(record, grant, sourceIndex, { ride: false }),
+        question?.sourceIndex === sourceIndex
           ? this.postLine(record, grant, question)
-          : ledger.settle(
-              approvalId,
-              lineKind(claim.sourceIndex),
-              'failed: the stage asks no grant question',
-            ),
+          : ledger.settle(approvalId, lineKind(sourceIndex), 'failed: the stage asks no grant question'),
       ]);
     } catch (err) {
-      logger.warn({ err, approvalId, grantId: ref.grantId }, 'a replayed decision’s use was not recorded');
+      logger.warn(
+        { err, approvalId, grantId: ref.grantId },
+        'the use of a grant’s decision that went through was not recorded',
+      );
     }
   }
 

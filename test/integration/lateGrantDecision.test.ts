@@ -1,0 +1,228 @@
+// A grant's decision handed to the host's new owner during a takeover, which the owner carries
+// out after its asker stopped waiting: the real GrantAnswerer, Decider, RecordKeeper,
+// ApprovalStore, grant store and DecisionForwarding of two replicas on the test's Redis; the
+// host is a stand-in that answers the owner's decide after the asker's wait. The asker kept the
+// use it took and showed the card, so only the owner can count that use.
+
+import pino from 'pino';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { renderCard } from '../../src/cards/renderCard.js';
+import type { Grant } from '../../src/domain/grants/grant.js';
+import type { ApprovalRecord } from '../../src/domain/record.js';
+import type { RouteGrants } from '../../src/domain/route.js';
+import type { ApprovalHost } from '../../src/msp/events.js';
+import type { DecideParams } from '../../src/msp/protocol.js';
+import { Decider } from '../../src/relay/deciding/decider.js';
+import { GrantAnswerer } from '../../src/relay/grants/grantAnswerer.js';
+import type { CardChannel } from '../../src/relay/ports.js';
+import { RecordKeeper } from '../../src/relay/records/recordKeeper.js';
+import { DecisionForwarding } from '../../src/replicas/decisionForwarding.js';
+import { ReplicaSeal } from '../../src/replicas/replicaSeal.js';
+import { ApprovalStore } from '../../src/store/approvalStore.js';
+import { DecisionStream } from '../../src/store/decisionStream.js';
+import { readGrantAudit } from '../../src/store/grantAudit.js';
+import { RedisGrantStore } from '../../src/store/grantStore.js';
+import { RedisNoticeLedger } from '../../src/store/noticeLedger.js';
+import { createRedisClient, type RedisClient } from '../../src/store/redisConnection.js';
+import { freshRedisDb } from '../support/bot.js';
+import { sampleRecord } from '../support/sampleRecord.js';
+import { testRedisUrl } from '../support/testRedis.js';
+import { until } from '../support/until.js';
+
+const logger = pino({ level: 'silent' });
+const SECRET = 'the replicas share this secret, 32+ characters';
+/** How long the asker waits for the owner's outcome. */
+const ASKER_WAIT_MS = 300;
+
+const GRANTS: RouteGrants = {
+  enabled: true,
+  ttlMs: 3_600_000,
+  maxTtlMs: 86_400_000,
+  caller: 'session',
+  choices: [{ kind: 'uses', uses: 1 }],
+};
+
+/** sampleRecord()'s file write, on the route `ops`. */
+const BUCKET = { caller: 'session:s-1', tool: 'write_file', sandboxMode: 'default', route: 'ops' };
+
+/** Accepts every decide, after `delayMs`. */
+class SlowHost implements ApprovalHost {
+  readonly hostId = 'default';
+  readonly incarnation = 'inc-1';
+  decided: DecideParams[] = [];
+  constructor(public delayMs: number) {}
+  isUp() {
+    return true;
+  }
+  refreshSession() {}
+  refreshAll() {}
+  async decide(params: DecideParams) {
+    await new Promise((r) => setTimeout(r, this.delayMs));
+    this.decided.push(params);
+    return { commandId: params.commandId, approvalId: params.approvalId, status: 'accepted', terminal: true };
+  }
+}
+
+describe('a grant’s decision forwarded to the host’s new owner', () => {
+  let redis: RedisClient;
+  let grants: RedisGrantStore;
+  let store: ApprovalStore;
+  let stops: Array<() => Promise<void> | void>;
+  let lines: string[];
+
+  beforeEach(async () => {
+    redis = createRedisClient({ kind: 'single', url: testRedisUrl(await freshRedisDb()) });
+    await redis.flushdb();
+    grants = new RedisGrantStore(redis, { logger, auditMaxLen: 1_000 });
+    store = new ApprovalStore(redis, { resolvedTtlMs: 60_000 });
+    stops = [];
+    lines = [];
+  });
+  afterEach(async () => {
+    for (const stop of stops.splice(0).reverse()) await stop();
+    await redis.quit();
+  });
+
+  /**
+   * One replica: it runs the host (`host`) or another replica does (undefined), and hands its
+   * decisions there through the stream.
+   */
+  function replica(name: string, host: SlowHost | undefined) {
+    let commands = 0;
+    const posted: string[] = [];
+    const cards: CardChannel = {
+      post: async (channel) => {
+        posted.push(channel);
+        return { ts: `1.00000${posted.length}`, channel };
+      },
+      update: async () => {},
+    };
+    const keeper = new RecordKeeper({ store, cards, render: (r, n) => renderCard(r, { now: n }), logger });
+    let answerer: GrantAnswerer | undefined;
+    const forwarding = new DecisionForwarding({
+      stream: new DecisionStream(redis),
+      seal: new ReplicaSeal(SECRET),
+      store,
+      decide: (request) => decider.decide(request),
+      readerConnection: () => redis.duplicate(),
+      replicaId: `${name}#1`,
+      newCommandId: () => `${name}-fw-${++commands}`,
+      mayAct: () => host !== undefined,
+      logger,
+      waitMs: ASKER_WAIT_MS,
+      onUnheard: (request, outcome) => answerer!.decidedUnheard(request, outcome),
+    });
+    const decider: Decider = new Decider({
+      keeper,
+      store,
+      host: () => host,
+      logger,
+      newCommandId: () => `${name}-cmd-${++commands}`,
+      mayAct: () => host !== undefined,
+      forward: (request) => forwarding.forward(request),
+      replayed: (record, claim) => answerer!.replayed(record, claim),
+      replayDropped: (record, claim) => answerer!.replayDropped(record, claim),
+    });
+    answerer = new GrantAnswerer({
+      grants,
+      store,
+      keeper,
+      decider,
+      lines: {
+        grantUsed: async (record) => {
+          lines.push(`${name} ${record.approvalId}`);
+        },
+      },
+      ledger: new RedisNoticeLedger(redis, { ttlMs: 60_000 }),
+      grantsOf: () => GRANTS,
+      logger,
+    });
+    stops.push(async () => {
+      await forwarding.stop();
+      await decider.drain();
+      await keeper.idle();
+      keeper.stop();
+    });
+    return { keeper, forwarding, decider, answerer, posted };
+  }
+
+  async function grantOfOneUse(): Promise<Grant> {
+    return grants.create({
+      ...BUCKET,
+      capabilities: ['file-write:/srv/app.ts'],
+      holder: 'bot',
+      grantedBy: 'U0ALICE',
+      approvalId: 'a-0',
+      hostId: 'default',
+      channel: 'C1',
+      ttlMs: 3_600_000,
+      maxUses: 1,
+    });
+  }
+
+  async function deferredRecord(approvalId: string): Promise<ApprovalRecord> {
+    const now = new Date().toISOString();
+    const record = sampleRecord(approvalId, {
+      route: 'ops',
+      availableChoices: [
+        { choiceId: 'allow_once', label: 'Allow once', decision: 'approved', scope: 'once' },
+        { choiceId: 'abort', label: 'Reject', decision: 'abort', scope: 'once' },
+      ],
+      slack: { channel: 'C1', deferred: true },
+      openedAt: now,
+      updatedAt: now,
+    });
+    expect(await store.createIfAbsent(record)).toBe(true);
+    return record;
+  }
+
+  /** Asks at `asker`, and waits until the owner carried the decision out and did what follows. */
+  async function decideBy(
+    asker: ReturnType<typeof replica>,
+    owner: ReturnType<typeof replica>,
+    host: SlowHost,
+  ) {
+    await owner.forwarding.serve('default');
+    await deferredRecord('a-1');
+    asker.answerer.consider('a-1');
+    await asker.keeper.idle();
+    await until(() => host.decided.length > 0, 5_000);
+    // Its carrying out, and what follows it, are done once the owner's forwarding has stopped.
+    await owner.forwarding.stop();
+    await owner.decider.drain();
+  }
+
+  it('counts the use at the owner, once, when the asker stopped waiting: the grant of one use is exhausted', async () => {
+    const grant = await grantOfOneUse();
+    const host = new SlowHost(ASKER_WAIT_MS * 4);
+    const asker = replica('asker', undefined);
+    const owner = replica('owner', host);
+    await decideBy(asker, owner, host);
+
+    // The asker heard nothing in time: it showed the card, keeping the use it took.
+    expect(asker.posted).toEqual(['C1']);
+    expect(host.decided.map((d) => d.approvalId)).toEqual(['a-1']);
+    expect(await grants.get(grant.grantId)).toMatchObject({ uses: 1, usesLeft: 0 });
+    const events = (await readGrantAudit(redis)).map((e) => [e.kind, 'approvalId' in e ? e.approvalId : '']);
+    expect(events).toEqual([
+      ['created', ''],
+      ['used', 'a-1'],
+      ['exhausted', ''],
+    ]);
+    expect(lines).toEqual(['owner a-1']);
+  });
+
+  it('counts the use at the asker only, when it heard the outcome in time', async () => {
+    const grant = await grantOfOneUse();
+    const host = new SlowHost(0);
+    const asker = replica('asker', undefined);
+    const owner = replica('owner', host);
+    await decideBy(asker, owner, host);
+
+    expect(asker.posted).toEqual([]);
+    expect(await grants.get(grant.grantId)).toMatchObject({ uses: 1, usesLeft: 0 });
+    const kinds = (await readGrantAudit(redis)).map((e) => e.kind);
+    expect(kinds).toEqual(['created', 'used', 'exhausted']);
+    expect(lines).toEqual(['asker a-1']);
+  });
+});
