@@ -671,4 +671,96 @@ describe('batch triage across two replicas', () => {
     while (!textOf(summaryOf()[0]!).includes('Batch closed') && Date.now() < closeBy) await settle(25);
     expect(textOf(summaryOf()[0]!)).toContain('Batch closed');
   });
+  it('a batch the owner refuses is audited once per request, as a refused click or submit on its card is', async () => {
+    const slack = await FakeSlack.start();
+    cleanups.push(() => slack.close());
+    const host = await FakeHost.start({
+      sessions: [{ sessionId: SESSION, title: 'Fan-out' }],
+      recovery: 'sameId',
+    });
+    cleanups.push(() => host.close());
+    const approversFile = (approvers: string[]) => {
+      const file = configFile({ routes: [route('builds', { approvers: users(...approvers) })] });
+      cleanups.push(file.remove);
+      return file.path;
+    };
+    const redisDb = await freshRedisDb();
+    const redis = new Redis(testRedisUrl(redisDb));
+    cleanups.push(() => redis.quit());
+    // The owner's file lets only Alice decide; the standby's, not yet rolled out to, lets Eve too:
+    // the standby lets Eve's presses through, and the owner refuses each decision it is handed.
+    const start = (name: string, approvers: string[]) =>
+      startReplicas(
+        [name],
+        { host, slack, redisDb, env: { COUNTERSIGN_CONFIG: approversFile(approvers) } },
+        cleanups,
+      ).then(([bot]) => bot!);
+    const owner = await start('r1', ['U0ALICE']);
+    const standby = await start('r2', ['U0ALICE', 'U0EVE']);
+    expect((await standingOf(owner)).owns).toEqual(['default']);
+    expect((await standingOf(standby)).standby).toEqual(['default']);
+    await host.waitForIncarnation(1, 20_000);
+
+    const approvals = Array.from({ length: 3 }, (_, i) => ({
+      ...shellApproval({ approvalId: `rep-refused-${i}`, sessionId: SESSION, stages: [['npm', 'test']] }),
+      toolName: 'bash',
+    }));
+    await Promise.all(approvals.map((a) => host.open(a)));
+    const deadline = Date.now() + 15_000;
+    const summaryOf = () => slack.messagesIn(APPROVALS).filter(isSummary);
+    while (!summaryOf()[0] || !textOf(summaryOf()[0]!).includes('3 alike requests waiting')) {
+      if (Date.now() > deadline) throw new Error(`no summary of 3: ${summaryOf().map((m) => m.text)}`);
+      await settle(25);
+    }
+    const summary = structuredClone(summaryOf()[0]!);
+    const refusals = async () =>
+      (await redis.xrange(keys.refusals, '-', '+')).map(([, fields]) => {
+        const entry: Record<string, string> = {};
+        for (let i = 0; i < fields.length; i += 2) entry[fields[i]!] = fields[i + 1]!;
+        return [entry.approvalId, entry.userId, entry.action, entry.reason].join(' ');
+      });
+    const refusedAs = (action: string) =>
+      approvals.map((a) => `${a.approvalId} U0EVE ${action} notApprover`).sort();
+    /** The refusals once `count` are in, and nothing more after a while. */
+    const settledRefusals = async (count: number) => {
+      const by = Date.now() + 10_000;
+      while ((await refusals()).length < count && Date.now() < by) await settle(50);
+      await settle(1_000);
+      return (await refusals()).sort();
+    };
+
+    let since = slack.calls.length;
+    await pressButtonAt(standby.url, slack, summary, batchButton(summary, 'cs_batch_approve'), 'U0EVE');
+    const approved = await slack.waitFor('chat.postEphemeral', (c) => c.args.user === 'U0EVE', 15_000, {
+      since,
+    });
+    expect(String(approved.args.text)).toMatch(/^Nothing was decided/);
+    // Each refused where it was claimed, audited once, as a refused click on its card.
+    expect(await settledRefusals(3)).toEqual(refusedAs('click'));
+
+    since = slack.calls.length;
+    await pressButtonAt(standby.url, slack, summary, batchButton(summary, 'cs_batch_reject'), 'U0EVE');
+    const opened = await slack.waitFor('views.open', () => true, 10_000, { since });
+    const view = opened.args.view as { callback_id: string; private_metadata: string };
+    const response = await postInteraction(
+      standby.url,
+      SIGNING_SECRET,
+      viewSubmissionPayload({
+        userId: 'U0EVE',
+        callbackId: view.callback_id,
+        privateMetadata: view.private_metadata,
+        values: { cs_feedback_block: { cs_feedback_input: { type: 'plain_text_input', value: 'not now' } } },
+      }),
+    );
+    expect(response.status).toBe(200);
+    const rejected = await slack.waitFor('chat.postEphemeral', (c) => c.args.user === 'U0EVE', 15_000, {
+      since,
+    });
+    expect(String(rejected.args.text)).toMatch(/^Nothing was decided/);
+    // The form's own check let her through at the standby, so the only refusals are the submit's.
+    expect(await settledRefusals(6)).toEqual([...refusedAs('click'), ...refusedAs('modalSubmit')].sort());
+    const metrics = await (await fetch(`${standby.url}/metrics`)).text();
+    expect(metrics).toMatch(/^countersign_refusals_total\{reason="notApprover"\} 6$/m);
+    expect(host.decides()).toEqual([]);
+  });
 });

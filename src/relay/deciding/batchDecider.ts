@@ -42,6 +42,8 @@ interface Ready {
   session: string;
   click: Click;
   checked: Extract<ClickCheck, { ok: true }>;
+  /** DrawnMember.refusedBefore: a refusal of this attempt is not audited again. */
+  refusedBefore?: boolean;
 }
 
 /**
@@ -185,18 +187,20 @@ export class BatchDecider {
         : timeoutChoice(checked.record.availableChoices);
     if (!this.stillInGroup(checked.record, request.groupId) || checked.choice.choiceId !== meant?.choiceId)
       return skip({ code: 'questionChanged' });
-    return { approvalId, session, click, checked };
+    return { approvalId, session, click, checked, ...(member.refusedBefore ? { refusedBefore: true } : {}) };
   }
 
   private async decideOne(
     request: BatchRequest,
-    { approvalId, session, click, checked }: Ready,
+    { approvalId, session, click, checked, refusedBefore }: Ready,
   ): Promise<{ approvalId: string; session: string } | BatchSkip> {
     const skip = (refusal: Refusal): BatchSkip => ({ approvalId, session, refusal });
     // The replica that claims it (the host's owner, maybe another) holds the question to this
     // record's: one re-asked since, which might no longer be the group's, is not decided.
     const asked: Click = { ...click, askedAs: questionDigest(checked.record) };
-    const outcome = await this.options.clicks.decideAsPartOfBatch(asked, checked);
+    // Refused where it is claimed (the owner's own check), it is audited as its card's click
+    // would be; not again when the form's opening audited this attempt.
+    const outcome = await this.options.clicks.decideAsPartOfBatch(asked, checked, { quiet: refusedBefore });
     if (!outcome) return skip({ code: 'questionChanged' });
     if (outcome.kind === 'decided' || outcome.kind === 'forwarded') return { approvalId, session };
     return skip(refusalFor(outcome, request.userId));

@@ -147,14 +147,19 @@ export class ClickHandler {
 
   /**
    * One decision of a batch (batchDecider.ts), checked as a click by check(): decided as the click
-   * would be, but its outcome is handed back for the batch's one answer instead of told. The
-   * batch leaves quorum routes alone, so no vote is ever counted here.
+   * would be, but its outcome is handed back for the batch's one answer instead of told. A refusal
+   * where it was claimed is audited as the click's would be, unless `quiet` (this attempt was
+   * audited already). The batch leaves quorum routes alone, so no vote is ever counted here.
    */
   decideAsPartOfBatch(
     click: Click,
     checked: Extract<ClickCheck, { ok: true }>,
+    how: { quiet?: boolean } = {},
   ): Promise<DecisionOutcome | undefined> {
-    const task = this.decideChecked(click, checked).then((decided) => decided?.outcome);
+    const task = this.decideChecked(click, checked).then((decided) => {
+      if (decided && !how.quiet) this.auditRefusedWhereClaimed(click, decided.record, decided.outcome);
+      return decided?.outcome;
+    });
     const tracked = task.then(
       () => undefined,
       () => undefined,
@@ -373,17 +378,21 @@ export class ClickHandler {
       if (click.remember) await this.rememberPressed(click, record);
       return;
     }
-    if (outcome.kind === 'notAuthorized' && record) {
-      this.audited(
-        record,
-        click.userId,
-        click.from === 'modal' ? 'modalSubmit' : 'click',
-        outcome.refused.why,
-      );
-    }
+    if (record) this.auditRefusedWhereClaimed(click, record, outcome);
     const refusal = refusalFor(outcome, click.userId);
     await this.tell(click, refusal);
     if (approvalId) this.resync(approvalId, refusal);
+  }
+
+  /** Who may decide, refused by the replica that claimed it: not seen by the click's own check. */
+  private auditRefusedWhereClaimed(
+    click: Answerable,
+    record: ApprovalRecord,
+    outcome: DecisionOutcome,
+  ): void {
+    if (outcome.kind !== 'notAuthorized') return;
+    const action = click.from === 'modal' ? 'modalSubmit' : 'click';
+    this.audited(record, click.userId, action, outcome.refused.why);
   }
 
   /**
