@@ -405,6 +405,54 @@ describe('batch triage', () => {
     expect(hostA.decides()).toEqual([]);
   });
 
+  it('"Reject all" audits, at submit, a refusal of a request that was being decided when the form opened', async () => {
+    const { world, hostA, own } = await ownAndTheirs('batch-busy-own', 'batch-busy-theirs');
+    const summary = await summaryWhen(world, (m) => textOf(m).includes('4 alike requests waiting'));
+    const [busy, refused] = own.map((a) => a.approvalId) as [string, string];
+    const phaseOf = async (id: string) => {
+      const raw = await world.redis.hget(keys.approval(id), 'd');
+      return raw ? (JSON.parse(raw) as { phase: string }).phase : undefined;
+    };
+    const untilPhase = async (id: string, phase: string) => {
+      const deadline = Date.now() + 10_000;
+      while ((await phaseOf(id)) !== phase) {
+        if (Date.now() > deadline) throw new Error(`${id} never ${phase}: ${await phaseOf(id)}`);
+        await settle(25);
+      }
+    };
+    // Bob's click on one of Alice's own requests is with the host, which then refuses it: the
+    // claim is given back and the request waits again.
+    await hostA.delayDecide(2_500);
+    await hostA.failDecide({
+      code: -32054,
+      message: 'no reviewer',
+      data: { kind: 'approvalReviewerUnavailable', approvalId: busy },
+    });
+    await world.press(busy, 'Allow once', 'U0BOB');
+    await untilPhase(busy, 'deciding');
+
+    // Alice's form opens while it is being decided: that skip is no refusal of hers.
+    const since = world.slack.calls.length;
+    await pressSummary(world, summary, 'cs_batch_reject', 'U0ALICE');
+    await world.slack.waitFor('views.open', () => true, 5_000, { since });
+    await untilPhase(busy, 'pending');
+    await world.submitModal('U0ALICE', 'not now', { view: BATCH_REJECT_VIEW_CALLBACK_ID, since });
+    const answer = await ephemeralAfter(world, 'U0ALICE', since);
+    expect(answer).toContain('You rejected 2 requests');
+    expect(answer).toContain(busy);
+    await settle(1_000);
+
+    // Each of her own requests refused once in this press: the one decidable at the opening
+    // then, the one busy then at the submit.
+    const refusals = (await world.refusalEntries()).map((r) => [r.approvalId, r.userId, r.action, r.reason]);
+    expect(refusals.sort()).toEqual(
+      [
+        [refused, 'U0ALICE', 'modalOpen', 'selfApproval'],
+        [busy, 'U0ALICE', 'modalSubmit', 'selfApproval'],
+      ].sort(),
+    );
+  });
+
   it('"Reject all" sends the one reason with each rejection; "Review one by one" keeps the cards', async () => {
     const world = await startWorld();
     const approvals = Array.from({ length: 4 }, (_, i) => npmTest(`batch-no-${i}`, i));

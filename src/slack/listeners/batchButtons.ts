@@ -36,7 +36,7 @@ const PressBody = z.looseObject({
   actions: z.array(z.looseObject({ action_id: z.string(), value: z.string().optional() })).min(1),
 });
 
-/** `r`: the members refused when the form opened (absent from a form an earlier release opened). */
+/** `r`: the members refused on who may decide when the form opened (absent from an earlier release's). */
 const RejectMetadata = BatchValueSchema.extend({ c: z.string(), r: z.array(z.number().int()).optional() });
 
 export interface BatchButtonsOptions {
@@ -170,13 +170,17 @@ export function registerBatchButtons(app: App, options: BatchButtonsOptions): vo
       return;
     }
     try {
-      const skipped = new Set(checks.skipped.map((s) => s.approvalId));
+      // Only a refusal of who may decide was audited now: a member skipped for another reason
+      // (being decided, under review, Redis late) is checked in full at submit, and audited then.
+      const refused = new Set(
+        checks.skipped.filter((s) => s.refusal.code === 'notAuthorized').map((s) => s.approvalId),
+      );
       const form = {
         decidable: checks.ready.length,
         takesReason: checks.takesReason,
         reasonRequired: checks.reasonRequired,
         quickReasons: checks.quickReasons,
-        refused: press.value.m.flatMap(([approvalId], i) => (skipped.has(approvalId) ? [i] : [])),
+        refused: press.value.m.flatMap(([approvalId], i) => (refused.has(approvalId) ? [i] : [])),
       };
       await options.views.open(press.trigger, renderBatchRejectModal(press.value, press.channel, form));
     } catch (err) {
