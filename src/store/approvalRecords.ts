@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { ApprovalRecord, Claim, isTerminal, type Resolution } from '../domain/record.js';
 import { defineApprovalScripts } from './approvalScripts.js';
 import type { DecisionWrite } from './auditStream.js';
@@ -357,7 +358,7 @@ export class ApprovalRecords {
     const fence = this.fence(current.hostId);
     const claimKey = release ? keys.claim(approvalId, release.sourceIndex) : undefined;
     const token = release?.commandId ?? '';
-    const cas = [...args, token, '0', fence, tail] as const;
+    const cas = [...args, token, '0', fence, tail, newWriteId()] as const;
     const notice = this.options.resolveNotice;
     const audit = this.auditsResolutions ? this.options.resolutionAudit : undefined;
     if (!resolves(current, written) || (!notice && !audit)) {
@@ -448,6 +449,19 @@ function resolves(
   written: ApprovalRecord,
 ): written is ApprovalRecord & { resolution: Resolution } {
   return written.phase === 'resolved' && written.resolution !== undefined && !isTerminal(current);
+}
+
+/** This process's part of a write's id: ids from two processes never meet. */
+const WRITER = randomBytes(6).toString('base64url');
+let writes = 0;
+
+/**
+ * An id for one compare-and-set write of a record (approvalScripts.ts, casScript): the record
+ * keeps it, so that the same write sent again by ioredis knows it landed.
+ */
+export function newWriteId(): string {
+  writes += 1;
+  return `${WRITER}.${writes.toString(36)}`;
 }
 
 /** The record's last two fields as JSON.stringify writes them: nextVersion() keeps their place. */

@@ -65,9 +65,11 @@ return 1
 // inside a script is a command Redis runs (docs/performance.md, "Commands per approval").
 const fencedBy = (n: number, stored: string) =>
   `ARGV[${n}] ~= '' and tonumber(ARGV[${n}]) < tonumber(${stored} or '0')`;
-const writeRecord = (version: string, json: string, n: number) =>
-  `if ARGV[${n}] ~= '' then redis.call('HSET', KEYS[1], 'v', ${version}, 'd', ${json}, 'f', ARGV[${n}])
-  else redis.call('HSET', KEYS[1], 'v', ${version}, 'd', ${json}) end`;
+const writeRecord = (version: string, json: string, n: number, more = '') => {
+  const fields = `'v', ${version}, 'd', ${json}${more ? `, ${more}` : ''}`;
+  return `if ARGV[${n}] ~= '' then redis.call('HSET', KEYS[1], ${fields}, 'f', ARGV[${n}])
+  else redis.call('HSET', KEYS[1], ${fields}) end`;
+};
 
 /**
  * Sets `result` for a write expecting version ARGV[1] of KEYS[1]: -1 gone, 0 moved on, -2 fenced
@@ -154,13 +156,19 @@ return 0
 /**
  * The compare-and-set write of a record. KEYS[1] record, then with `release` a claim or lease key
  * to free. ARGV: expected version, next version, JSON, TTL ms (0 = none), the token the key to
- * free must hold, '1' to free it even when the write lost, the fence ('' for none), and the
- * expected tail ('' for none; versionTail(): the record was not read for this write but taken
- * from memory, and must still be that very write). A key is freed only if it still holds our
- * token: a late writer must not free someone else's claim.
+ * free must hold, '1' to free it even when the write lost, the fence ('' for none), the expected
+ * tail ('' for none; versionTail(): the record was not read for this write but taken from memory,
+ * and must still be that very write), and the write's id (newWriteId). A key is freed only if it
+ * still holds our token: a late writer must not free someone else's claim.
+ *
+ * The record keeps the id of the last such write, with what it did besides (field `w`): ioredis
+ * sends a command again after a reconnect, and a write that ran already finds the record moved
+ * on. Told it lost, its writer would read the record, find nothing left to change, and run none
+ * of what follows a write (the card, the decision's notices): it is told what it did instead,
+ * and nothing runs twice.
  *
  * The variants for a write that resolves the record (`resolving`) claim the thread line's
- * notice (noticeLedger.ts) when the write goes through and ARGV[9] (its TTL) is not '', so that
+ * notice (noticeLedger.ts) when the write goes through and ARGV[10] (its TTL) is not '', so that
  * the one process that made the resolving write holds it without a round trip of its own: KEYS
  * then hold the notice after the others. `audited` also writes the decision's audit entry
  * (writeDecisionOnce, auditStream.ts) in the same step: KEYS then hold its mark, the stream and
@@ -171,11 +179,26 @@ return 0
  */
 const casScript = (release: boolean, resolving?: 'noticed' | 'audited') => {
   const notice = release ? 3 : 2;
+  // `w`: the write's id, then (resolving) whether it claimed the notice and wrote the entry.
+  const landed = resolving ? `{1, tonumber(string.sub(w, -2, -2)), tonumber(string.sub(w, -1))}` : '1';
   return `
 ${versionGate(7, "ARGV[8] ~= ''")}
 elseif ARGV[8] ~= '' and not string.find(found[3], ARGV[8], 1, true) then result = 0
-else
-  ${writeRecord('ARGV[2]', 'ARGV[3]', 7)}
+end
+if result == 0 and cur ~= ARGV[1] then
+  local w = redis.call('HGET', KEYS[1], 'w')
+  if w and string.sub(w, 1, #ARGV[9] + 1) == ARGV[9] .. ':' then return ${landed} end
+end
+local noticed, audited = 0, 0
+if result == 1 then
+${
+  resolving
+    ? `  if ARGV[10] ~= '' and redis.call('SET', KEYS[${notice}], 'sending', 'PX', ARGV[10], 'NX') then noticed = 1 end${
+        resolving === 'audited' ? writeDecisionOnce(notice + 1, 11) : ''
+      }`
+    : ''
+}
+  ${writeRecord('ARGV[2]', 'ARGV[3]', 7, "'w', ARGV[9] .. ':' .. noticed .. audited")}
   if ARGV[4] ~= '0' then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
 end
 ${
@@ -185,17 +208,7 @@ ${
 end`
     : ''
 }
-${
-  resolving
-    ? `local noticed, audited = 0, 0
-if result == 1 then
-  if ARGV[9] ~= '' and redis.call('SET', KEYS[${notice}], 'sending', 'PX', ARGV[9], 'NX') then noticed = 1 end${
-    resolving === 'audited' ? writeDecisionOnce(notice + 1, 10) : ''
-  }
-end
-return {result, noticed, audited}`
-    : 'return result'
-}
+${resolving ? 'return {result, noticed, audited}' : 'return result'}
 `;
 };
 
@@ -271,6 +284,7 @@ type CasArgs = [
   releaseAlways: string,
   fence: string,
   expectedTail: string,
+  writeId: string,
 ];
 
 /** What a resolving casScript returns: the result, whether it claimed the notice, whether it wrote the entry. */

@@ -6,6 +6,7 @@ import {
   type ApprovalStoreOptions,
   FencedError,
   type Mutation,
+  newWriteId,
   type PostLease,
   type UpdateResult,
   versionTail,
@@ -127,6 +128,7 @@ export class CardPlacement {
           '1',
           this.records.fence(record.hostId),
           '',
+          newWriteId(),
         )
       : this.redis.csSavePost(
           keys.approval(record.approvalId),

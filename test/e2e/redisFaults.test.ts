@@ -109,6 +109,33 @@ describe('a click while Redis is away', () => {
     expect(w.slack.ephemerals.filter((e) => e.user === 'U0ALICE')).toEqual([]);
     expect(w.host.decides()).toHaveLength(1);
   });
+
+  it('7. the resolving write ran but its answer was lost: sent again by ioredis, it counts as landed and its card, line and entry follow once', async () => {
+    const { w, p, card } = await withProxy('resent-0002');
+
+    // Only the write that resolves the record names its audit mark (it writes the entry in the
+    // same step): the claim before it and the card's other writes do not.
+    const cue = p.cutAfter(keys.decisionAudited('resent-0002'));
+    await w.press('resent-0002', 'Allow once', 'U0ALICE', card);
+    await cue.answered;
+    await w.host.waitForDecide();
+    await waitForRecord(w, 'resent-0002', (r) => r.phase === 'resolved');
+    const final = await w.waitForCard('resent-0002', (m) => textOf(m).includes('Approved'));
+    expect(textOf(final)).toContain('<@U0ALICE>');
+
+    const { channel, ts } = await w.postedAt('resent-0002');
+    await until(() => w.slack.repliesTo(channel, ts).length >= 1);
+    const decisionLines = () =>
+      w.bot.logs.filter((l) => l.json?.audit === 'decision' && l.json.approvalId === 'resent-0002');
+    await until(() => decisionLines().length >= 1);
+    // Settled: nothing else is on its way for the approval.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(w.slack.repliesTo(channel, ts)).toHaveLength(1);
+    expect(decisionLines()).toHaveLength(1);
+    const entries = (await w.auditEntries()).filter((e) => e.kind === 'decision');
+    expect(entries).toEqual([expect.objectContaining({ approvalId: 'resent-0002', userId: 'U0ALICE' })]);
+    expect(w.host.decides()).toHaveLength(1);
+  });
 });
 
 describe('a request a grant answers, created already claimed', () => {
