@@ -10,7 +10,6 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { renderCard } from '../../src/cards/renderCard.js';
 import type { Grant } from '../../src/domain/grants/grant.js';
 import type { ApprovalRecord } from '../../src/domain/record.js';
-import type { RouteGrants } from '../../src/domain/route.js';
 import { MspError } from '../../src/msp/errors.js';
 import type { ApprovalHost } from '../../src/msp/events.js';
 import type { DecideParams } from '../../src/msp/protocol.js';
@@ -24,23 +23,13 @@ import { RedisGrantStore } from '../../src/store/grantStore.js';
 import { RedisNoticeLedger } from '../../src/store/noticeLedger.js';
 import { createRedisClient, type RedisClient } from '../../src/store/redisConnection.js';
 import { freshRedisDb } from '../support/bot.js';
+import { ONE_USE_GRANTS, SAMPLE_BUCKET } from '../support/grantInput.js';
 import { PrivateRedis } from '../support/privateRedis.js';
 import { sampleRecord } from '../support/sampleRecord.js';
 import { testRedisUrl } from '../support/testRedis.js';
 import { until } from '../support/until.js';
 
 const logger = pino({ level: 'silent' });
-
-const GRANTS: RouteGrants = {
-  enabled: true,
-  ttlMs: 3_600_000,
-  maxTtlMs: 86_400_000,
-  caller: 'session',
-  choices: [{ kind: 'uses', uses: 1 }],
-};
-
-/** sampleRecord()'s file write, on the route `ops`, its card deferred: one a grant may answer. */
-const BUCKET = { caller: 'session:s-1', tool: 'write_file', sandboxMode: 'default', route: 'ops' };
 
 /** What the host says to a decide: an MSP error kind, or nothing (it accepts). */
 class RefusingHost implements ApprovalHost {
@@ -132,7 +121,7 @@ describe('a grant’s use, when the host refuses its decision and Redis fails to
       decider,
       lines: { grantUsed: async () => {} },
       ledger,
-      grantsOf: () => GRANTS,
+      grantsOf: () => ONE_USE_GRANTS,
       logger,
     });
     return { decider, answerer };
@@ -144,7 +133,7 @@ describe('a grant’s use, when the host refuses its decision and Redis fails to
 
   async function grantOfUses(maxUses: number): Promise<Grant> {
     return grants.create({
-      ...BUCKET,
+      ...SAMPLE_BUCKET,
       capabilities: ['file-write:/srv/app.ts'],
       holder: 'bot',
       grantedBy: 'U0ALICE',
@@ -189,7 +178,7 @@ describe('a grant’s use, when the host refuses its decision and Redis fails to
       // The record still holds the grant's claim, and so the use it took.
       expect(await store.get('a-1')).toMatchObject({ phase: 'deciding', claim: { via: 'grant' } });
       expect((await grants.get(grant.grantId))?.usesLeft).toBe(0);
-      expect(await grants.candidates(BUCKET, new Date())).toEqual([]);
+      expect(await grants.candidates(SAMPLE_BUCKET, new Date())).toEqual([]);
       // Nothing said the grant could not decide: its card waits for the claim's outcome.
       expect(posted).toEqual([]);
 
@@ -204,7 +193,7 @@ describe('a grant’s use, when the host refuses its decision and Redis fails to
       await keeper.idle();
       expect(host.decided.map((d) => d.approvalId)).toEqual(['a-1']);
       expect(await grants.get(grant.grantId)).toMatchObject({ uses: 1, usesLeft: 0 });
-      expect(await grants.candidates(BUCKET, new Date())).toEqual([]);
+      expect(await grants.candidates(SAMPLE_BUCKET, new Date())).toEqual([]);
       const kinds = (await readGrantAudit(grantsRedis)).map((e) => e.kind);
       expect(kinds).toEqual(['created', 'used', 'exhausted']);
     },
@@ -233,7 +222,7 @@ describe('a grant’s use, when the host refuses its decision and Redis fails to
 
       expect(await store.get('a-4')).toMatchObject({ phase: 'deciding', claim: { via: 'grant' } });
       expect((await grants.get(grant.grantId))?.usesLeft).toBe(0);
-      expect(await grants.candidates(BUCKET, new Date())).toEqual([]);
+      expect(await grants.candidates(SAMPLE_BUCKET, new Date())).toEqual([]);
 
       host.refuseWith = undefined;
       const next = relay(host);
@@ -243,7 +232,7 @@ describe('a grant’s use, when the host refuses its decision and Redis fails to
       await keeper.idle();
       // The grant of one use decided once, and is spent: no second request finds it.
       expect(await grants.get(grant.grantId)).toMatchObject({ uses: 1, usesLeft: 0 });
-      expect(await grants.candidates(BUCKET, new Date())).toEqual([]);
+      expect(await grants.candidates(SAMPLE_BUCKET, new Date())).toEqual([]);
       const kinds = (await readGrantAudit(grantsRedis)).map((e) => e.kind);
       expect(kinds).toEqual(['created', 'used', 'exhausted']);
     },

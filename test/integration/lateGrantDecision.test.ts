@@ -9,7 +9,6 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { renderCard } from '../../src/cards/renderCard.js';
 import type { Grant } from '../../src/domain/grants/grant.js';
 import type { ApprovalRecord } from '../../src/domain/record.js';
-import type { RouteGrants } from '../../src/domain/route.js';
 import type { ApprovalHost } from '../../src/msp/events.js';
 import type { DecideParams } from '../../src/msp/protocol.js';
 import { Decider } from '../../src/relay/deciding/decider.js';
@@ -25,6 +24,7 @@ import { RedisGrantStore } from '../../src/store/grantStore.js';
 import { RedisNoticeLedger } from '../../src/store/noticeLedger.js';
 import { createRedisClient, type RedisClient } from '../../src/store/redisConnection.js';
 import { freshRedisDb } from '../support/bot.js';
+import { ONE_USE_GRANTS, SAMPLE_BUCKET } from '../support/grantInput.js';
 import { sampleRecord } from '../support/sampleRecord.js';
 import { testRedisUrl } from '../support/testRedis.js';
 import { until } from '../support/until.js';
@@ -33,17 +33,6 @@ const logger = pino({ level: 'silent' });
 const SECRET = 'the replicas share this secret, 32+ characters';
 /** How long the asker waits for the owner's outcome. */
 const ASKER_WAIT_MS = 300;
-
-const GRANTS: RouteGrants = {
-  enabled: true,
-  ttlMs: 3_600_000,
-  maxTtlMs: 86_400_000,
-  caller: 'session',
-  choices: [{ kind: 'uses', uses: 1 }],
-};
-
-/** sampleRecord()'s file write, on the route `ops`. */
-const BUCKET = { caller: 'session:s-1', tool: 'write_file', sandboxMode: 'default', route: 'ops' };
 
 /** Accepts every decide, after `delayMs`. */
 class SlowHost implements ApprovalHost {
@@ -134,7 +123,7 @@ describe('a grant’s decision forwarded to the host’s new owner', () => {
         },
       },
       ledger: new RedisNoticeLedger(redis, { ttlMs: 60_000 }),
-      grantsOf: () => GRANTS,
+      grantsOf: () => ONE_USE_GRANTS,
       logger,
     });
     stops.push(async () => {
@@ -148,7 +137,7 @@ describe('a grant’s decision forwarded to the host’s new owner', () => {
 
   async function grantOfOneUse(): Promise<Grant> {
     return grants.create({
-      ...BUCKET,
+      ...SAMPLE_BUCKET,
       capabilities: ['file-write:/srv/app.ts'],
       holder: 'bot',
       grantedBy: 'U0ALICE',

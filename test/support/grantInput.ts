@@ -1,4 +1,5 @@
 import type { Grant, GrantStore } from '../../src/domain/grants/grant.js';
+import type { RouteGrants } from '../../src/domain/route.js';
 
 /** What GrantStore.create takes. */
 export type GrantInput = Parameters<GrantStore['create']>[0];
@@ -41,3 +42,20 @@ export function sampleGrant(overrides: Partial<Grant> = {}): Grant {
     ...overrides,
   };
 }
+
+/** A route's grants of one use, an hour by default: what the give-back tests spend and count. */
+export const ONE_USE_GRANTS: RouteGrants = {
+  enabled: true,
+  ttlMs: 3_600_000,
+  maxTtlMs: 86_400_000,
+  caller: 'session',
+  choices: [{ kind: 'uses', uses: 1 }],
+};
+
+/** sampleRecord()'s file write, on the route `ops`: the bucket its grants are found in. */
+export const SAMPLE_BUCKET = {
+  caller: 'session:s-1',
+  tool: 'write_file',
+  sandboxMode: 'default',
+  route: 'ops',
+};
