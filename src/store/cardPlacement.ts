@@ -164,10 +164,12 @@ export class CardPlacement {
   ): Promise<{ record: ApprovalRecord; full: FullTextOf } | undefined> {
     const read = (approvalId: string) =>
       this.redis.hmget(keys.approval(approvalId), 'd', FULL_TEXT_FIELDS.subject, FULL_TEXT_FIELDS.rawArgs);
-    const [mapped, hinted] = await Promise.all([
+    const [stored, hinted] = await Promise.all([
       this.redis.get(keys.message(channel, ts)),
       hint ? read(hint) : undefined,
     ]);
+    const hintedRecord = hint && hinted ? this.records.parsed(hint, hinted[0] ?? null) : undefined;
+    const mapped = stored ?? (await this.mappedByRecord(channel, ts, hintedRecord));
     if (!mapped) return undefined;
     const [raw, subject, rawArgs] = mapped === hint && hinted ? hinted : await read(mapped);
     if (!raw) return undefined;
@@ -187,11 +189,33 @@ export class CardPlacement {
     ts: string,
     expectedApprovalId: string,
   ): Promise<{ mappedTo: string | undefined; record: ApprovalRecord | undefined }> {
-    const [mappedTo, raw] = await Promise.all([
+    const [stored, raw] = await Promise.all([
       this.redis.get(keys.message(channel, ts)),
       this.redis.hget(keys.approval(expectedApprovalId), 'd'),
     ]);
-    return { mappedTo: mappedTo ?? undefined, record: this.records.parsed(expectedApprovalId, raw) };
+    const record = this.records.parsed(expectedApprovalId, raw);
+    const mappedTo = stored ?? (await this.mappedByRecord(channel, ts, record));
+    return { mappedTo, record };
+  }
+
+  /**
+   * A message whose key is gone but whose approval's record names it as its card: the card's place
+   * is written to the record and, beside it, to the message's key (placeCard), two slots and so on
+   * a Cluster two masters, and a process killed between the two leaves the record alone. The
+   * record naming this very message is as good as the key, which is written back. Only ever for
+   * the approval the button names, checked against the record: never the button alone.
+   */
+  private async mappedByRecord(
+    channel: string,
+    ts: string,
+    record: ApprovalRecord | undefined,
+  ): Promise<string | undefined> {
+    if (!record || record.slack.channel !== channel || record.slack.ts !== ts) return undefined;
+    const messageKey = keys.message(channel, ts);
+    await (isTerminal(record)
+      ? this.redis.set(messageKey, record.approvalId, 'PX', this.options.resolvedTtlMs, 'NX')
+      : this.redis.set(messageKey, record.approvalId, 'NX'));
+    return record.approvalId;
   }
 
   /** Another message (an escalation DM) whose buttons decide this approval, for `ttlMs`. */

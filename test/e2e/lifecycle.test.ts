@@ -1,8 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ApprovalRequestParams } from '../../src/msp/protocol.js';
+import { keys } from '../../src/store/keys.js';
+import { startBot } from '../support/bot.js';
 import { approvalFromTranscript, shellApproval } from '../support/fakeHost.js';
 import { storeOf } from './grantSteps.js';
-import { buttonsOf, rememberButtonOf, SESSION, textOf, World } from './world.js';
+import { buttonsOf, pressButtonAt, rememberButtonOf, SESSION, textOf, World } from './world.js';
 
 let world: World | undefined;
 afterEach(async () => {
@@ -261,6 +263,43 @@ describe('keeping the card true to the approval’s life', () => {
     const final = await world.waitForCard('restart-0001', (m) => textOf(m).includes('Approved'));
     expect(final.ts).toBe(card.ts);
     expect(world.slack.cardPosts()).toHaveLength(1);
+  });
+
+  it('10c. a card whose message key was lost (a crash between its two writes) still decides', async () => {
+    // The card's place is written to its record and, beside it, to the message's own key: two
+    // slots, so on a Cluster two masters, and a process killed between them leaves the record
+    // naming the card with no key pointing back. Here the key is taken away by hand, and the
+    // press reaches a replica that has not read the record (a restarted one, before it has).
+    world = await World.start({}, { COUNTERSIGN_REPLICA_ID: 'first' });
+    await world.host.open(
+      shellApproval({ approvalId: 'lost-key-0001', sessionId: SESSION, stages: [['make', 'ship']] }),
+    );
+    const card = await world.waitForCard('lost-key-0001', (m) => buttonsOf(m).length > 0);
+    expect(await world.redis.del(keys.message(card.channel, card.ts))).toBe(1);
+    const second = await startBot({
+      host: world.host,
+      slack: world.slack,
+      redisDb: world.redisDb,
+      env: { COUNTERSIGN_REPLICA_ID: 'second' },
+    });
+    try {
+      await second.waitReady(20_000);
+      // The button alone never names the approval: on another message, the record's own place
+      // does not match, and nothing is decided.
+      const elsewhere = { channel: card.channel, ts: '1700000000.000100' };
+      await pressButtonAt(second.url, world.slack, elsewhere, buttonsOf(card)[0]!, 'U0BOB');
+      expect(await world.ephemeralTo('U0BOB')).toContain('no approval behind this message');
+      expect(await world.redis.exists(keys.message(elsewhere.channel, elsewhere.ts))).toBe(0);
+      await pressButtonAt(second.url, world.slack, card, buttonsOf(card)[0]!, 'U0ALICE');
+      const decide = await world.host.waitForDecide();
+      expect(decide.frame.params).toMatchObject({ approvalId: 'lost-key-0001' });
+      await world.waitForCard('lost-key-0001', (m) => textOf(m).includes('Approved'));
+      expect(world.slack.ephemerals.filter((e) => e.user === 'U0ALICE')).toEqual([]);
+      // Found again through the record that names this message, the key is written back.
+      expect(await world.redis.get(keys.message(card.channel, card.ts))).toBe('lost-key-0001');
+    } finally {
+      await second.stop();
+    }
   });
 
   it('a non-durable host dies: its open cards say the request died with it', async () => {
