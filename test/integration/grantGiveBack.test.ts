@@ -23,7 +23,12 @@ import { RedisGrantStore } from '../../src/store/grantStore.js';
 import { RedisNoticeLedger } from '../../src/store/noticeLedger.js';
 import { createRedisClient, type RedisClient } from '../../src/store/redisConnection.js';
 import { freshRedisDb } from '../support/bot.js';
-import { ONE_USE_GRANTS, SAMPLE_BUCKET } from '../support/grantInput.js';
+import {
+  deferredSampleRecord,
+  ONE_USE_GRANTS,
+  SAMPLE_BUCKET,
+  sampleBucketGrant,
+} from '../support/grantInput.js';
 import { PrivateRedis } from '../support/privateRedis.js';
 import { sampleRecord } from '../support/sampleRecord.js';
 import { testRedisUrl } from '../support/testRedis.js';
@@ -132,31 +137,11 @@ describe('a grant’s use, when the host refuses its decision and Redis fails to
   }
 
   async function grantOfUses(maxUses: number): Promise<Grant> {
-    return grants.create({
-      ...SAMPLE_BUCKET,
-      capabilities: ['file-write:/srv/app.ts'],
-      holder: 'bot',
-      grantedBy: 'U0ALICE',
-      approvalId: 'a-0',
-      hostId: 'default',
-      channel: 'C1',
-      ttlMs: 3_600_000,
-      maxUses,
-    });
+    return grants.create(sampleBucketGrant(maxUses));
   }
 
   async function deferredRecord(approvalId: string): Promise<ApprovalRecord> {
-    const now = new Date().toISOString();
-    const record = sampleRecord(approvalId, {
-      route: 'ops',
-      availableChoices: [
-        { choiceId: 'allow_once', label: 'Allow once', decision: 'approved', scope: 'once' },
-        { choiceId: 'abort', label: 'Reject', decision: 'abort', scope: 'once' },
-      ],
-      slack: { channel: 'C1', deferred: true },
-      openedAt: now,
-      updatedAt: now,
-    });
+    const record = deferredSampleRecord(approvalId);
     expect(await store.createIfAbsent(record)).toBe(true);
     return record;
   }

@@ -24,8 +24,7 @@ import { RedisGrantStore } from '../../src/store/grantStore.js';
 import { RedisNoticeLedger } from '../../src/store/noticeLedger.js';
 import { createRedisClient, type RedisClient } from '../../src/store/redisConnection.js';
 import { freshRedisDb } from '../support/bot.js';
-import { ONE_USE_GRANTS, SAMPLE_BUCKET } from '../support/grantInput.js';
-import { sampleRecord } from '../support/sampleRecord.js';
+import { deferredSampleRecord, ONE_USE_GRANTS, sampleBucketGrant } from '../support/grantInput.js';
 import { testRedisUrl } from '../support/testRedis.js';
 import { until } from '../support/until.js';
 
@@ -136,31 +135,11 @@ describe('a grant’s decision forwarded to the host’s new owner', () => {
   }
 
   async function grantOfOneUse(): Promise<Grant> {
-    return grants.create({
-      ...SAMPLE_BUCKET,
-      capabilities: ['file-write:/srv/app.ts'],
-      holder: 'bot',
-      grantedBy: 'U0ALICE',
-      approvalId: 'a-0',
-      hostId: 'default',
-      channel: 'C1',
-      ttlMs: 3_600_000,
-      maxUses: 1,
-    });
+    return grants.create(sampleBucketGrant(1));
   }
 
   async function deferredRecord(approvalId: string): Promise<ApprovalRecord> {
-    const now = new Date().toISOString();
-    const record = sampleRecord(approvalId, {
-      route: 'ops',
-      availableChoices: [
-        { choiceId: 'allow_once', label: 'Allow once', decision: 'approved', scope: 'once' },
-        { choiceId: 'abort', label: 'Reject', decision: 'abort', scope: 'once' },
-      ],
-      slack: { channel: 'C1', deferred: true },
-      openedAt: now,
-      updatedAt: now,
-    });
+    const record = deferredSampleRecord(approvalId);
     expect(await store.createIfAbsent(record)).toBe(true);
     return record;
   }

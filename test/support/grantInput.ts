@@ -1,5 +1,7 @@
 import type { Grant, GrantStore } from '../../src/domain/grants/grant.js';
+import type { ApprovalRecord } from '../../src/domain/record.js';
 import type { RouteGrants } from '../../src/domain/route.js';
+import { sampleRecord } from './sampleRecord.js';
 
 /** What GrantStore.create takes. */
 export type GrantInput = Parameters<GrantStore['create']>[0];
@@ -59,3 +61,33 @@ export const SAMPLE_BUCKET = {
   sandboxMode: 'default',
   route: 'ops',
 };
+
+/** A bot-held grant of an hour in SAMPLE_BUCKET for sampleRecord()'s file write, of `maxUses`. */
+export function sampleBucketGrant(maxUses: number): GrantInput {
+  return {
+    ...SAMPLE_BUCKET,
+    capabilities: ['file-write:/srv/app.ts'],
+    holder: 'bot',
+    grantedBy: 'U0ALICE',
+    approvalId: 'a-0',
+    hostId: 'default',
+    channel: 'C1',
+    ttlMs: 3_600_000,
+    maxUses,
+  };
+}
+
+/** sampleRecord()'s file write on the route `ops`, its card deferred: one a grant may answer. */
+export function deferredSampleRecord(approvalId: string): ApprovalRecord {
+  const now = new Date().toISOString();
+  return sampleRecord(approvalId, {
+    route: 'ops',
+    availableChoices: [
+      { choiceId: 'allow_once', label: 'Allow once', decision: 'approved', scope: 'once' },
+      { choiceId: 'abort', label: 'Reject', decision: 'abort', scope: 'once' },
+    ],
+    slack: { channel: 'C1', deferred: true },
+    openedAt: now,
+    updatedAt: now,
+  });
+}
