@@ -1,3 +1,4 @@
+import { cutAtCodePoint } from '../../util/cutAtCodePoint.js';
 import { fitText } from './intake/fitText.js';
 import type { PartReport } from './intake/partIntake.js';
 
@@ -53,10 +54,7 @@ export interface KnownSession {
  */
 function cut(text: string, max: number): string {
   if (text.length <= max) return text;
-  let end = max;
-  const last = text.charCodeAt(end - 1);
-  if (last >= 0xd800 && last <= 0xdbff) end -= 1;
-  return Buffer.from(text.slice(0, end), 'utf16le').toString('utf16le');
+  return Buffer.from(cutAtCodePoint(text, max), 'utf16le').toString('utf16le');
 }
 
 /** A fitted text, never a slice of the text it came from (see cut). */
