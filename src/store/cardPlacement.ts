@@ -168,8 +168,14 @@ export class CardPlacement {
       this.redis.get(keys.message(channel, ts)),
       hint ? read(hint) : undefined,
     ]);
-    const hintedRecord = hint && hinted ? this.records.parsed(hint, hinted[0] ?? null) : undefined;
-    const mapped = stored ?? (await this.mappedByRecord(channel, ts, hintedRecord));
+    // The hinted record is parsed here only when the key is gone: otherwise once, below.
+    const mapped =
+      stored ??
+      (await this.mappedByRecord(
+        channel,
+        ts,
+        hint && hinted ? this.records.parsed(hint, hinted[0] ?? null) : undefined,
+      ));
     if (!mapped) return undefined;
     const [raw, subject, rawArgs] = mapped === hint && hinted ? hinted : await read(mapped);
     if (!raw) return undefined;

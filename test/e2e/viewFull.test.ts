@@ -4,6 +4,7 @@
 
 import { afterEach, describe, expect, it } from 'vitest';
 import { checkViewLimits } from '../../src/cards/limits.js';
+import { keys } from '../../src/store/keys.js';
 import { SIGNING_SECRET } from '../support/bot.js';
 import { approvalFromTranscript, shellApproval } from '../support/fakeHost.js';
 import { FAKE_GITHUB_TOKEN } from '../support/fakeSecrets.js';
@@ -210,6 +211,17 @@ describe('View full', () => {
     expect(JSON.stringify(sent.args.view)).toContain('You chose *Allow once*');
     await world.waitForCard('full-0001', (m) => textOf(m).includes('Approved'));
     expect(world.host.decides()).toHaveLength(1);
+  });
+
+  it('opens for a card whose message key was lost, found through the record that names it', async () => {
+    // A crash between the card's two writes (its record, its message key: two slots) leaves the
+    // record alone; the record naming this very message is as good as the key, written back.
+    const world = await startWorld();
+    await openLong(world, 'vf-lost-key');
+    const card = await world.card('vf-lost-key');
+    expect(await world.redis.del(keys.message(card.channel, card.ts))).toBe(1);
+    await openFullView(world, 'vf-lost-key', 'U0ALICE');
+    expect(await world.redis.get(keys.message(card.channel, card.ts))).toBe('vf-lost-key');
   });
 
   it('a press from a full view the host outdated decides nothing, and the view says the question changed', async () => {
