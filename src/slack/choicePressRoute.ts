@@ -2,6 +2,7 @@ import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http
 import { type BufferedIncomingMessage, HTTPModuleFunctions, isValidSlackRequest } from '@slack/bolt';
 import type { Logger } from 'pino';
 import { type ChoicePress, choiceActionKind } from './listeners/choiceButton.js';
+import { pathOf } from './requestPath.js';
 
 // A press on a choice button is what a person, and the agent behind them, wait on. Through Bolt
 // it crosses the whole dispatch: the global middleware and the matching of every registered
@@ -119,20 +120,6 @@ function pressIn(req: BufferedIncomingMessage): { body: unknown; how: { remember
   const actionId = (body.actions[0] as { action_id?: unknown } | null)?.action_id;
   const how = typeof actionId === 'string' ? choiceActionKind(actionId) : undefined;
   return how ? { body, how } : undefined;
-}
-
-/**
- * The path as Bolt's receiver reads it (`new URL(req.url, 'http://localhost').pathname`): every
- * spelling Bolt serves as its events path (`/slack/./events`, `/slack/%2e/events`, an absolute
- * URL) must pass the checks here too, or it would reach Bolt without them. Undefined for a URL
- * that does not parse (`//`): answered 400 here, since Bolt throws on it.
- */
-function pathOf(req: IncomingMessage): string | undefined {
-  try {
-    return new URL(req.url ?? '/', 'http://localhost').pathname;
-  } catch {
-    return undefined;
-  }
 }
 
 const TOO_LARGE = Symbol('too large');

@@ -8,6 +8,7 @@ import {
 import type { CustomRoute } from '@slack/bolt';
 import type { Logger } from 'pino';
 import { ConfigError } from '../config/common.js';
+import { pathOf } from './requestPath.js';
 
 // In Socket Mode no HTTP receiver carries the health routes, so they get a server of their own
 // on PORT. Ours rather than the one Bolt's SocketModeReceiver can start: that one listens with
@@ -62,15 +63,6 @@ function serve(routes: CustomRoute[], req: IncomingMessage, res: ServerResponse)
     return;
   }
   return route.handler(Object.assign(req, { params: {} }), res);
-}
-
-/** The request's path as Bolt reads it; undefined when it is not a URL. */
-export function pathOf(req: IncomingMessage): string | undefined {
-  try {
-    return new URL(req.url ?? '/', 'http://localhost').pathname;
-  } catch {
-    return undefined;
-  }
 }
 
 function errorCode(err: unknown): string | undefined {
