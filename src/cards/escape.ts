@@ -76,9 +76,9 @@ function countCodePoints(s: string, fromOffset: number): number {
 
 /** What escapeChar() changes in each mode: text without any of them is its own escaped form. */
 const NEEDS_ESCAPING: Record<Mode, RegExp> = {
-  mrkdwn: new RegExp(`[&<>@\t]|${HIDDEN_CHARACTER.source}`),
-  code: new RegExp(`[&<>@\`]|${HIDDEN_CHARACTER.source}`),
-  inline: new RegExp(`[&<>@\`\n]|${HIDDEN_CHARACTER.source}`),
+  mrkdwn: new RegExp(`[&<>@\t]|${HIDDEN_CHARACTER.source}`, 'u'),
+  code: new RegExp(`[&<>@\`]|${HIDDEN_CHARACTER.source}`, 'u'),
+  inline: new RegExp(`[&<>@\`\n]|${HIDDEN_CHARACTER.source}`, 'u'),
 };
 
 /** Escapes `raw` in `mode`, keeping at most `max` output characters. */

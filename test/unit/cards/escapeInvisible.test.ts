@@ -14,6 +14,7 @@ import {
   quote,
   truncate,
 } from '../../../src/cards/escape.js';
+import { hasHiddenCharacters } from '../../../src/util/hiddenCharacters.js';
 
 function range(from: number, to: number): number[] {
   return Array.from({ length: to - from + 1 }, (_, i) => from + i);
@@ -31,6 +32,32 @@ const HIDDEN = [
   0x2028,
   0x2029,
   0xfeff,
+  // Drawn as nothing too, missed by the first list: the soft hyphen, the combining grapheme
+  // joiner, the Hangul fillers, Khmer's inherent vowels, Mongolian's selectors and vowel
+  // separator, the unassigned and deprecated format characters, the variation selectors,
+  // interlinear annotations, shorthand and musical format controls, and the tags.
+  0x00ad,
+  0x034f,
+  0x115f,
+  0x1160,
+  0x17b4,
+  0x17b5,
+  ...range(0x180b, 0x180f),
+  0x2065,
+  ...range(0x206a, 0x206f),
+  0x3164,
+  ...range(0xfe00, 0xfe0f),
+  0xffa0,
+  ...range(0xfff9, 0xfffb),
+  ...range(0x1bca0, 0x1bca3),
+  ...range(0x1d173, 0x1d17a),
+  0xe0001,
+  ...range(0xe0020, 0xe007f),
+  0xe0100,
+  0xe01ef,
+  // Half of a surrogate pair, alone: no character at all.
+  0xd800,
+  0xdfff,
 ];
 
 const marker = (cp: number) => `⟨U+${cp.toString(16).toUpperCase().padStart(4, '0')}⟩`;
@@ -69,6 +96,20 @@ describe('invisible and direction-changing characters', () => {
       '```\nrm -rf /tmp/⟨U+202E⟩gpj.exe⟨U+202C⟩ ok\n```',
     );
     expect(inlineCode('ls\u200B -la \u2066x\u2069', 200)).toBe('`ls⟨U+200B⟩ -la ⟨U+2066⟩x⟨U+2069⟩`');
+  });
+
+  it('shows text hidden in tags, a soft hyphen in a path and a filler passing for a space', () => {
+    const tags = [...'rm -rf ~'].map((c) => String.fromCodePoint(0xe0000 + c.charCodeAt(0))).join('');
+    expect(inlineCode(`ls${tags}`, 400)).toBe(
+      `\`ls${[...'rm -rf ~'].map((c) => marker(0xe0000 + c.charCodeAt(0))).join('')}\``,
+    );
+    expect(codeBlock('rm -rf /srv/app\u00ADdata', 200)).toBe('```\nrm -rf /srv/app⟨U+00AD⟩data\n```');
+    expect(escapeMrkdwn('cp a\u3164b c')).toBe('cp a⟨U+3164⟩b c');
+  });
+
+  it('a typed confirmation target holding any of them cannot be typed as shown', () => {
+    for (const cp of HIDDEN) expect(hasHiddenCharacters(`a${String.fromCodePoint(cp)}b`)).toBe(true);
+    expect(hasHiddenCharacters('deploy prod-eu ✔ 東京 é')).toBe(false);
   });
 
   it('keeps the zero-width spaces it inserts itself, and marks one that came in', () => {
