@@ -1,7 +1,25 @@
 import { z } from 'zod';
+import { zonedTimeOf } from '../util/calendar.js';
+import { cutAtCodePoint } from '../util/cutAtCodePoint.js';
 
 // Host payloads are parsed leniently: open enums are plain strings, unknown fields are kept
 // (z.looseObject), and only what the bot acts on is required.
+
+/**
+ * The longest word of a resolution kept (a decision, who resolved it, the policy's result, a
+ * rule's durability), in UTF-16 units. The request's own text is cut and masked at intake; these
+ * go straight onto the record, the audit entry and its log line, so they are bounded here:
+ * hosts send a word or two ("approved", "llmJudge"), never more than a line.
+ */
+export const MAX_HOST_WORD_UNITS = 200;
+
+const HostWord = z.string().transform((word) => cutAtCodePoint(word, MAX_HOST_WORD_UNITS));
+
+/**
+ * When the host says it decided: RFC 3339, so a time with its zone. Anything else is dropped and
+ * the record takes its own clock's time, as for a host that sends none.
+ */
+const HostTime = z.string().transform((at) => (zonedTimeOf(at) === undefined ? undefined : at));
 
 export const RequirementRef = z.looseObject({
   approvalId: z.string(),
@@ -112,7 +130,7 @@ export const ApprovalUpdatedParams = z.looseObject({
 export type ApprovalUpdatedParams = z.infer<typeof ApprovalUpdatedParams>;
 
 export const ApprovalAmendment = z.looseObject({
-  durability: z.string(),
+  durability: HostWord,
   rulePreview: z.string(),
 });
 
@@ -121,13 +139,13 @@ export const ApprovalResolvedParams = z.looseObject({
   approvalId: z.string(),
   itemId: z.string().optional(),
   turnId: z.string().optional(),
-  decision: z.string(),
-  policyResult: z.string().optional(),
-  resolvedBy: z.string(),
+  decision: HostWord,
+  policyResult: HostWord.optional(),
+  resolvedBy: HostWord,
   stageEvidence: z.array(z.unknown()).optional(),
   amendment: ApprovalAmendment.optional(),
   decidedByCommandId: z.string().optional(),
-  decidedAt: z.string().optional(),
+  decidedAt: HostTime.optional(),
   viewCursor: z.string().optional(),
 });
 export type ApprovalResolvedParams = z.infer<typeof ApprovalResolvedParams>;
@@ -139,8 +157,8 @@ export type ApprovalResolvedParams = z.infer<typeof ApprovalResolvedParams>;
 export const ApprovalAlreadyResolvedData = z.looseObject({
   resolution: z
     .looseObject({
-      decision: z.string().optional(),
-      resolvedBy: z.string().optional(),
+      decision: HostWord.optional(),
+      resolvedBy: HostWord.optional(),
     })
     .optional(),
 });
