@@ -122,6 +122,15 @@ export function strangerRefusal(
   return undefined;
 }
 
+/**
+ * Whether `person` is a full member of the bot's own team: known, not deactivated, not a guest,
+ * not of another team or enterprise. Only a full member is an admin or a delegate: a route's
+ * allowGuests or allowExternal lets strangers in as its approvers, never as more.
+ */
+export function isFullMember(person: Person | undefined, workspace: Workspace | undefined): boolean {
+  return strangerRefusal({ route: '(none)', rules: undefined }, person, workspace) === undefined;
+}
+
 /** The user groups whose membership could allow `userId`: ask only for these. */
 export function groupsToAsk(
   authority: ApprovalAuthority,

@@ -7,6 +7,7 @@ import {
   authorizeRevoke,
   groupsToAsk,
   inChannel,
+  isFullMember,
   type Person,
   type RevokeAuthorization,
   strangerRefusal,
@@ -242,27 +243,44 @@ export class Authorizer {
    * counts as not allowing the user: a refusal is safe, a wrong approval not.
    */
   private async decideAs(authority: ApprovalAuthority, userId: string): Promise<Authorization> {
-    const { groups, people, logger } = this.options;
+    const { people, logger } = this.options;
     const memberOf = new Set<string>();
     const [person] = await Promise.all([
       people.person(userId).catch((err: unknown) => {
         logger.warn({ err, userId }, 'could not read who a Slack user is');
         return undefined;
       }),
-      ...groupsToAsk(authority, userId, this.options.admins).map(async (group) => {
+      this.readGroups(groupsToAsk(authority, userId, this.options.admins), userId, memberOf),
+    ]);
+    const workspace = this.options.workspace();
+    const stranger = strangerRefusal(authority, person, workspace);
+    if (stranger) return stranger;
+    // A route that lets guests or another team in lets them in as its approvers: an admin who
+    // has become one of them is checked as anyone else, user groups included.
+    let admins = this.options.admins;
+    if (this.isAdmin(userId) && !isFullMember(person, workspace)) {
+      admins = [];
+      await this.readGroups(groupsToAsk(authority, userId, admins), userId, memberOf);
+    }
+    const verdict = authorize(authority, userId, admins, memberOf);
+    if (!verdict.allowed || verdict.because !== 'anyone')
+      return inChannel(verdict, authority, userId, undefined);
+    return inChannel(verdict, authority, userId, await this.channelMembers(authority.channel));
+  }
+
+  /** Adds to `memberOf` each of `asked` that holds `userId`; one Slack cannot read holds nobody. */
+  private async readGroups(asked: readonly string[], userId: string, memberOf: Set<string>): Promise<void> {
+    const { groups, logger } = this.options;
+    await Promise.all(
+      asked.map(async (group) => {
+        if (memberOf.has(group)) return;
         try {
           if ((await groups.members(group)).has(userId)) memberOf.add(group);
         } catch (err) {
           logger.warn({ err, usergroup: group }, 'could not read user group members');
         }
       }),
-    ]);
-    const stranger = strangerRefusal(authority, person, this.options.workspace());
-    if (stranger) return stranger;
-    const verdict = authorize(authority, userId, this.options.admins, memberOf);
-    if (!verdict.allowed || verdict.because !== 'anyone')
-      return inChannel(verdict, authority, userId, undefined);
-    return inChannel(verdict, authority, userId, await this.channelMembers(authority.channel));
+    );
   }
 
   private async channelMembers(channel: string | undefined): Promise<ReadonlySet<string> | undefined> {
@@ -312,9 +330,7 @@ export class Authorizer {
       this.options.logger.warn({ err, userId }, 'could not read who a Slack user is');
       return undefined;
     });
-    return (
-      strangerRefusal({ route: '(none)', rules: undefined }, person, this.options.workspace()) === undefined
-    );
+    return isFullMember(person, this.options.workspace());
   }
 
   /** Who may decide `record`, for its card. Pure apart from reading the config. */

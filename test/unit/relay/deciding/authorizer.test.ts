@@ -121,6 +121,53 @@ describe('Authorizer: acting as an admin', () => {
   });
 });
 
+describe('Authorizer: an admin who became a stranger', () => {
+  // A route that lets guests or another team in lets them in as approvers, not as admins.
+  const GUESTS_WELCOME: RouteRules = { ...SRE, allowGuests: true, allowExternal: true };
+  const admins = ['U0ADA'];
+  const asGuest = { U0ADA: { teamId: 'T1', guest: true } };
+  const asExternal = { U0ADA: { teamId: 'T9', guest: false } };
+
+  it.each([
+    ['a guest', asGuest],
+    ['of another team', asExternal],
+  ])('decides, lists and revokes nothing as an admin once %s', async (_, people) => {
+    const authorizer = testAuthorizer({
+      admins,
+      people,
+      rulesOf: () => GUESTS_WELCOME,
+      groups: { S0SRE: [] },
+    });
+    expect(await authorizer.check('U0ADA', record('sre'))).toMatchObject({
+      allowed: false,
+      why: 'notApprover',
+    });
+    expect(await authorizer.decidesOn('U0ADA', 'sre')).toBe(false);
+    expect(
+      await authorizer.mayRevoke('U0ADA', { grantedBy: 'U0BOB', route: 'sre', channel: 'C0APPROVALS' }),
+    ).toMatchObject({ allowed: false });
+  });
+
+  it('still decides as an approver the route names, guest or not', async () => {
+    const authorizer = testAuthorizer({
+      admins,
+      people: asGuest,
+      rulesOf: () => GUESTS_WELCOME,
+      groups: { S0SRE: ['U0ADA'] },
+    });
+    expect(await authorizer.check('U0ADA', record('sre'))).toEqual({
+      allowed: true,
+      because: 'usergroup',
+      usergroup: 'S0SRE',
+    });
+  });
+
+  it('decides as an admin while a full member', async () => {
+    const authorizer = testAuthorizer({ admins, rulesOf: () => GUESTS_WELCOME, groups: { S0SRE: [] } });
+    expect(await authorizer.check('U0ADA', record('sre'))).toEqual({ allowed: true, because: 'admin' });
+  });
+});
+
 describe('Authorizer: standing in for someone away', () => {
   const ALICE_ONLY: RouteRules = { ...OPEN_RULES, approvers: { users: ['U0ALICE'], usergroups: [] } };
   const away = (userId: string, delegate: string) => ({
