@@ -189,9 +189,11 @@ export function refusalText(refusal: Refusal): string {
         ? `This request needs ${refusal.quorum} approvers other than the one whose agent asks, so your approval does not count toward it. Nothing was sent; you can still reject it.`
         : `This request needs ${refusal.quorum} approvers other than the one whose agent asks, and you stand in for ${mentionUser(refusal.for)}, whose agent it is: your approval does not count toward it. Nothing was sent; you can still reject it.`;
     case 'grantNotStored':
-      return refusal.why === 'stageMoved'
-        ? 'Your approval went through, but by then the request had moved on to another step, so Countersign did not remember it: "don\'t ask again" is only stored for the step you pressed it on. The agent will ask again next time.'
-        : 'Your approval went through, but Countersign could not store the "don\'t ask again" grant (its database did not answer). The agent will ask again next time.';
+      if (refusal.why === 'stageMoved')
+        return 'Your approval went through, but by then the request had moved on to another step, so Countersign did not remember it: "don\'t ask again" is only stored for the step you pressed it on. The agent will ask again next time.';
+      if (refusal.why === 'askedOtherwise')
+        return 'Your approval went through, but by then the agent was asking something else on that step than what you saw, so Countersign did not remember it: "don\'t ask again" is only stored for what you approved. The agent will ask again next time.';
+      return 'Your approval went through, but Countersign could not store the "don\'t ask again" grant (its database did not answer). The agent will ask again next time.';
     case 'quorumNotMet':
       return `This request needs ${refusal.quorum} approvers to pick the same choice, and only ${refusal.votes} of those who picked it may decide it now. Nothing was sent to the agent.`;
     case 'confirmationNeeded':

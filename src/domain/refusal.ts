@@ -33,9 +33,10 @@ export type Refusal =
   | { code: 'cannotRemember' }
   /**
    * The decision went through, but the grant it asked for was not stored: Redis did not take it,
-   * or (`stageMoved`) the approval had moved on from the stage pressed by the time it went through.
+   * or (`stageMoved`) the approval had moved on from the stage pressed by the time it went through,
+   * or (`askedOtherwise`) the host asked that stage otherwise than the person saw it.
    */
-  | { code: 'grantNotStored'; why?: 'stageMoved' }
+  | { code: 'grantNotStored'; why?: 'stageMoved' | 'askedOtherwise' }
   /** Checked again where it was claimed: fewer people who may decide picked it than it needs. */
   | { code: 'quorumNotMet'; votes: number; quorum: number }
   /** An approving pick was counted; the quorum is not reached yet, so nothing was sent. */

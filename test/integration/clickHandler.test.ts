@@ -655,7 +655,8 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
   });
 
   describe('a "don\'t ask again" answered late', () => {
-    it('remembers nothing when the approval moved on from the stage pressed, and says why', async () => {
+    /** The owner of the host, answering a press another replica took and stopped waiting on. */
+    function lateOwner(): { owner: ClickHandler; created: unknown[] } {
       const created: unknown[] = [];
       const grants = {
         create: async (grant: Omit<Grant, 'grantId' | 'uses' | 'createdAt'>) => {
@@ -684,6 +685,11 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
         remembering,
         logger,
       });
+      return { owner, created };
+    }
+
+    it('remembers nothing when the approval moved on from the stage pressed, and says why', async () => {
+      const { owner, created } = lateOwner();
       // "Don't ask again" was pressed on stage 0 (npm test) at another replica, which stopped
       // waiting; by the time this owner answers, the host has moved on to stage 1 (git push).
       const moved = { ...params, currentRequirementId: { approvalId: 'a-click', sourceIndex: 1 } };
@@ -699,8 +705,39 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
       });
       expect((await store.get('a-click'))?.remembered).toBeUndefined();
 
-      // Pressed on the stage being decided, the same late answer remembers it.
-      owner.answerLate({ ...asker, sourceIndex: 1 }, 'a-click', { kind: 'decided', terminal: false });
+      // Pressed on the stage being decided, as it is asked now, the same late answer remembers it.
+      const askedAs = questionDigest((await store.get('a-click'))!);
+      owner.answerLate({ ...asker, sourceIndex: 1, askedAs }, 'a-click', {
+        kind: 'decided',
+        terminal: false,
+      });
+      await owner.drain();
+      expect(created).toEqual([expect.objectContaining({ grantedBy: 'U1', approvalId: 'a-click' })]);
+    });
+
+    it('remembers nothing when the host asked the stage pressed otherwise meanwhile, and says why', async () => {
+      const { owner, created } = lateOwner();
+      // "Don't ask again" was pressed on stage 0 as `npm test`; while the owner waited on the host
+      // for the decide, the host asked the same stage again, of another command.
+      const shown = questionDigest((await store.get('a-click'))!);
+      await store.update('a-click', (r) => ({ ...r, subject: { ...r.subject, command: 'rm -rf /home' } }));
+      const asker = { channel: 'C1', userId: 'U1', sourceIndex: 0, remember: true };
+      owner.answerLate({ ...asker, askedAs: shown }, 'a-click', { kind: 'decided', terminal: false });
+      await owner.drain();
+      expect(created).toEqual([]);
+      expect(cards.notes.at(-1)).toEqual({
+        userId: 'U1',
+        text: refusalText({ code: 'grantNotStored', why: 'askedOtherwise' }),
+      });
+      expect(cards.notes.at(-1)?.text).toContain('asking something else on that step');
+      // A press that names no question (an asker of an earlier release) cannot say what it saw.
+      owner.answerLate(asker, 'a-click', { kind: 'decided', terminal: false });
+      await owner.drain();
+      expect(created).toEqual([]);
+      expect((await store.get('a-click'))?.remembered).toBeUndefined();
+      // As asked now, it is remembered: what the person saw is what the grant covers.
+      const now = questionDigest((await store.get('a-click'))!);
+      owner.answerLate({ ...asker, askedAs: now }, 'a-click', { kind: 'decided', terminal: false });
       await owner.drain();
       expect(created).toEqual([expect.objectContaining({ grantedBy: 'U1', approvalId: 'a-click' })]);
     });

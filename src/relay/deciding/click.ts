@@ -58,7 +58,10 @@ export type ClickCheck =
   | { ok: false; refusal: Refusal; approvalId?: string; record?: ApprovalRecord };
 
 /** What answering a person about their decision needs of their click. */
-export type Answerable = Pick<Click, 'channel' | 'userId' | 'remember' | 'rememberScope' | 'from'> & {
+export type Answerable = Pick<
+  Click,
+  'channel' | 'userId' | 'remember' | 'rememberScope' | 'from' | 'askedAs'
+> & {
   /** The stage pressed; a "don't ask again" is only ever remembered for it. */
   sourceIndex?: number;
 };
@@ -75,6 +78,12 @@ export const Asker = z.object({
   from: z.enum(['button', 'modal']).optional(),
   remember: z.boolean().optional(),
   rememberScope: z.string().optional(),
+  /**
+   * The question the person saw (questionDigest). A "don't ask again" answered late is made from
+   * the record as it is then, which the host may have asked otherwise on the same stage since:
+   * without this, nothing is remembered.
+   */
+  askedAs: z.string().optional(),
 });
 
 export function askerOf(click: Click): Record<string, unknown> {
@@ -85,6 +94,7 @@ export function askerOf(click: Click): Record<string, unknown> {
     ...(click.from ? { from: click.from } : {}),
     ...(click.remember ? { remember: true } : {}),
     ...(click.remember && click.rememberScope !== undefined ? { rememberScope: click.rememberScope } : {}),
+    ...(click.remember && click.askedAs !== undefined ? { askedAs: click.askedAs } : {}),
   };
 }
 

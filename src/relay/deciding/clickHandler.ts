@@ -355,7 +355,7 @@ export class ClickHandler {
         await this.tell(click, { code: 'grantNotStored' });
         return;
       }
-      await this.answer(click, record, outcome, approvalId);
+      await this.answer(click, record, outcome, approvalId, { late: true });
     })().catch((err: unknown) => {
       this.options.logger.warn({ err, approvalId }, 'could not answer a forwarded decision');
     });
@@ -373,9 +373,10 @@ export class ClickHandler {
     record: ApprovalRecord | undefined,
     outcome: DecisionOutcome,
     approvalId = record?.approvalId,
+    how: { late: boolean } = { late: false },
   ): Promise<void> {
     if (outcome.kind === 'decided') {
-      if (click.remember) await this.rememberPressed(click, record);
+      if (click.remember) await this.rememberPressed(click, record, how);
       return;
     }
     if (record) this.auditRefusedWhereClaimed(click, record, outcome);
@@ -399,8 +400,20 @@ export class ClickHandler {
    * The "don't ask again" of a decision that went through, for the stage pressed only: when the
    * approval has moved on since (a forwarded press answered late), nothing is remembered.
    */
-  private async rememberPressed(click: Answerable, record: ApprovalRecord | undefined): Promise<void> {
+  private async rememberPressed(
+    click: Answerable,
+    record: ApprovalRecord | undefined,
+    how: { late: boolean },
+  ): Promise<void> {
     const stage = click.sourceIndex;
+    if (record && stage === record.currentRequirementId.sourceIndex && !sawQuestion(click, record, how)) {
+      this.options.logger.info(
+        { approvalId: record.approvalId, userId: click.userId, stage },
+        'the stage "don\'t ask again" was pressed on is asked otherwise now; nothing remembered',
+      );
+      await this.tell(click, { code: 'grantNotStored', why: 'askedOtherwise' });
+      return;
+    }
     const grant =
       record && stage !== undefined
         ? await this.options.remembering?.remember(record, click.userId, stage, click.rememberScope)
@@ -432,3 +445,15 @@ export class ClickHandler {
 type RefusedAction = Extract<AuditEntry, { kind: 'refusal' }>['action'];
 
 export type { DecisionOutcome };
+
+/**
+ * Whether `record` asks what the person saw when they pressed. A decision answered at once is
+ * answered with the record its claim proved unchanged; one answered late (the owner carried it
+ * out after the asker stopped waiting) is answered with the record as it is now, which the host
+ * may have asked otherwise on the same stage meanwhile: then only the press's own digest can say,
+ * and a press that names none remembers nothing.
+ */
+function sawQuestion(click: Answerable, record: ApprovalRecord, how: { late: boolean }): boolean {
+  if (click.askedAs === undefined) return !how.late;
+  return click.askedAs === questionDigest(record);
+}
