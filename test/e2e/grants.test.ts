@@ -57,6 +57,16 @@ function shell(
   });
 }
 
+/** A request to write `path`, exactly as the agent sent it. */
+function fileWrite(approvalId: string, path: string): ApprovalRequestParams {
+  return {
+    ...shell(approvalId, [['true']]),
+    toolName: 'write_file',
+    rawArgs: JSON.stringify({ path }),
+    subject: { kind: 'fileAccess', path, access: 'write' },
+  };
+}
+
 /** The line the bot leaves in the channel when a grant decides `approvalId`'s stage. */
 async function grantLine(world: World, command: string): Promise<string> {
   const line = await world.slack.waitFor(
@@ -261,6 +271,33 @@ describe('remembered grants', () => {
         new Date(),
       ),
     ).toEqual([]);
+  });
+
+  it('10. a path with . or .. is another file than the one granted: it gets a card, and offers no grant', async () => {
+    const world = await startWorld();
+    const grantId = await grantFrom(world, fileWrite('g10-first', '/srv/repo/notes.txt'), REMEMBER);
+    expect(await storeOf(world).get(grantId)).toMatchObject({
+      capabilities: ['file-write:/srv/repo/notes.txt'],
+    });
+    // When x is a symlink to /elsewhere/dir, the kernel writes /elsewhere/notes.txt: read by hand,
+    // the path would seem to name the granted file.
+    for (const [approvalId, path] of [
+      ['g10-dotdot', '/srv/repo/x/../notes.txt'],
+      ['g10-dot', '/srv/repo/./notes.txt'],
+      ['g10-slashes', '/srv/repo//notes.txt'],
+      ['g10-trailing', '/srv/repo/notes.txt/'],
+    ] as const) {
+      await expectPeopleAsked(world, fileWrite(approvalId, path));
+      expect(rememberButtonOf(await world.card(approvalId)), path).toBeUndefined();
+    }
+
+    // The path as granted is still answered by its grant.
+    await world.host.open(fileWrite('g10-again', '/srv/repo/notes.txt'));
+    await world.host.waitForDecide((d) => d.frame.params.approvalId === 'g10-again');
+    const line = await grantLine(world, '/srv/repo/notes.txt');
+    expect(line).toContain(grantId);
+    expect(cardPostedFor(world, 'g10-again')).toBe(false);
+    expect(world.host.decides().map((d) => d.frame.params.approvalId)).toEqual(['g10-first', 'g10-again']);
   });
 
   it('a request like one a grant just answered is created already claimed: decided once, no card', async () => {

@@ -1,4 +1,3 @@
-import { posix } from 'node:path';
 import type { ApprovalSubject, CuaCardFacts, RequirementRef } from '../../msp/protocol.js';
 import type { Intake } from '../record.js';
 
@@ -73,13 +72,26 @@ export function covers(covered: readonly string[], required: readonly string[]):
 }
 
 /**
- * An absolute path with `.`, `..` and duplicate slashes resolved, without a trailing slash; a
- * relative or empty path (or one holding a NUL) is not understood.
+ * Why a path names no one file by its spelling alone, or undefined when it is canonical: absolute,
+ * no NUL, no `.` or `..` segment, no empty one (`//`, a trailing `/`). Nothing is resolved by hand:
+ * `..` after a symlink leads to the parent of the link's target, which only the filesystem knows
+ * (`/srv/repo/link/../notes.txt` may be `/elsewhere/notes.txt`), and a trailing slash makes the
+ * kernel follow a last symlink and want a directory. A grant is made from, and answers, the path
+ * exactly as the agent sent it, so a line in the channel names what was written.
  */
-export function normalizePath(path: string | undefined): string | undefined {
-  if (!path?.startsWith('/') || path.includes('\0')) return undefined;
-  const normalized = posix.normalize(path);
-  return normalized.length > 1 && normalized.endsWith('/') ? normalized.slice(0, -1) : normalized;
+function pathFault(path: string | undefined): string | undefined {
+  if (!path?.startsWith('/') || path.includes('\0')) return 'that is not absolute';
+  if (path === '/') return undefined;
+  const segments = path.slice(1).split('/');
+  if (segments.some((s) => s === '.' || s === '..')) return 'with a . or .. segment';
+  if (segments.includes('')) return 'with // or a trailing /';
+  return undefined;
+}
+
+/** `<kind>:<path>` for a canonical path; otherwise why not, naming the path as `noun`. */
+function pathCapability(kind: string, noun: string, path: string | undefined): Derived {
+  const fault = pathFault(path);
+  return fault ? { notGrantable: `a ${noun} ${fault}` } : { capabilities: [`${kind}:${path}`] };
 }
 
 function whyNotGrantable(request: CapabilityRequest): string | undefined {
@@ -101,10 +113,7 @@ function subjectCapabilities({ subject, tool, currentRequirementId }: Capability
       if (subject.access !== 'read' && subject.access !== 'write') {
         return { notGrantable: `an unknown file access (${String(subject.access)})` };
       }
-      const path = normalizePath(subject.path);
-      return path
-        ? { capabilities: [`file-${subject.access}:${path}`] }
-        : { notGrantable: 'a path that is not absolute' };
+      return pathCapability(`file-${subject.access}`, 'path', subject.path);
     }
     case 'network':
       return network(subject);
@@ -112,12 +121,8 @@ function subjectCapabilities({ subject, tool, currentRequirementId }: Capability
       return subject.target
         ? { capabilities: [`process:${subject.target}`] }
         : { notGrantable: 'no process target' };
-    case 'unixSocket': {
-      const path = normalizePath(subject.path);
-      return path
-        ? { capabilities: [`unix-socket:${path}`] }
-        : { notGrantable: 'a socket path that is not absolute' };
-    }
+    case 'unixSocket':
+      return pathCapability('unix-socket', 'socket path', subject.path);
     case 'tool': {
       const name = subject.toolName ?? tool;
       return name ? { capabilities: [`tool:${name}`] } : { notGrantable: 'no tool name' };

@@ -3,7 +3,6 @@ import {
   type CapabilityRequest,
   canonicalCapabilities,
   covers,
-  normalizePath,
   stageCapabilities,
 } from '../../../../src/domain/grants/capabilities.js';
 import type { Grant } from '../../../../src/domain/grants/grant.js';
@@ -72,41 +71,63 @@ describe('stageCapabilities: one canonical capability per subject kind (docs/gra
     );
   });
 
-  it('derives file capabilities from normalized absolute paths, read and write apart', () => {
-    expect(caps({ kind: 'fileAccess', access: 'write', path: '/srv/repo//src/./app.ts' })).toEqual({
+  it('derives file capabilities from canonical absolute paths, as sent, read and write apart', () => {
+    expect(caps({ kind: 'fileAccess', access: 'write', path: '/srv/repo/src/app.ts' })).toEqual({
       capabilities: ['file-write:/srv/repo/src/app.ts'],
     });
-    expect(caps({ kind: 'fileAccess', access: 'read', path: '/srv/repo/' })).toEqual({
+    expect(caps({ kind: 'fileAccess', access: 'read', path: '/srv/repo' })).toEqual({
       capabilities: ['file-read:/srv/repo'],
     });
+    // Names that merely start or end with dots are names, not traversal.
+    expect(caps({ kind: 'fileAccess', access: 'read', path: '/srv/repo/.env' }).capabilities).toEqual([
+      'file-read:/srv/repo/.env',
+    ]);
+    expect(caps({ kind: 'fileAccess', access: 'read', path: '/srv/a..b/...' }).capabilities).toEqual([
+      'file-read:/srv/a..b/...',
+    ]);
+    expect(caps({ kind: 'fileAccess', access: 'read', path: '/' }).capabilities).toEqual(['file-read:/']);
   });
 
-  it('never guesses an unknown file access (today it is not turned into a write)', () => {
-    const result = caps({ kind: 'fileAccess', access: 'append', path: '/srv/a' });
-    expect(result.notGrantable).toMatch(/unknown file access/);
-    expect(result.capabilities).toEqual([]);
-    expect(caps({ kind: 'fileAccess', path: '/srv/a' }).notGrantable).toMatch(/unknown file access/);
+  it('never grants a path with a . or .. segment: only the filesystem knows where it leads', () => {
+    // /srv/repo/link/../notes.txt is the link target's sibling when link is a symlink: resolving
+    // `..` by hand would name /srv/repo/notes.txt, another file than the kernel writes.
+    for (const path of [
+      '/srv/repo/link/../notes.txt',
+      '/srv/repo/../../etc/passwd',
+      '/srv/repo/..',
+      '/..',
+      '/srv/repo/./app.ts',
+      '/srv/repo/.',
+      '/./srv',
+    ]) {
+      for (const access of ['read', 'write'] as const) {
+        const result = caps({ kind: 'fileAccess', access, path });
+        expect(result, path).toEqual({ capabilities: [], notGrantable: 'a path with a . or .. segment' });
+        expect(covers([`file-${access}:/srv/repo/notes.txt`], result.capabilities)).toBe(false);
+      }
+    }
   });
 
-  it('resolves traversal before comparing: /srv/repo/../../etc/passwd is /etc/passwd', () => {
-    const traversal = caps({ kind: 'fileAccess', access: 'write', path: '/srv/repo/../../etc/passwd' });
-    expect(traversal.capabilities).toEqual(['file-write:/etc/passwd']);
-    expect(covers(['file-write:/srv/repo'], traversal.capabilities)).toBe(false);
-    // A grant made from a request inside the repo never covers a path that climbs out of it.
-    const inside = caps({ kind: 'fileAccess', access: 'write', path: '/srv/repo/etc/passwd' }).capabilities;
-    const climbing = caps({
-      kind: 'fileAccess',
-      access: 'write',
-      path: '/srv/repo/../etc/passwd',
-    }).capabilities;
-    expect(climbing).toEqual(['file-write:/srv/etc/passwd']);
-    expect(covers(inside, climbing)).toBe(false);
+  it('never grants a path with // or a trailing /: the capability is the path as sent, or none', () => {
+    for (const path of ['/srv/repo//src/app.ts', '//srv/repo', '/srv/repo/', '/srv/repo/notes.txt/']) {
+      expect(caps({ kind: 'fileAccess', access: 'write', path }), path).toEqual({
+        capabilities: [],
+        notGrantable: 'a path with // or a trailing /',
+      });
+    }
   });
 
   it('is not grantable for a relative path or one holding a NUL', () => {
-    expect(caps({ kind: 'fileAccess', access: 'write', path: 'src/app.ts' }).notGrantable).toBeDefined();
+    expect(caps({ kind: 'fileAccess', access: 'write', path: 'src/app.ts' }).notGrantable).toBe(
+      'a path that is not absolute',
+    );
     expect(caps({ kind: 'fileAccess', access: 'write', path: '/srv/a\0b' }).notGrantable).toBeDefined();
-    expect(normalizePath('../x')).toBeUndefined();
+    expect(caps({ kind: 'fileAccess', access: 'write', path: '../x' }).notGrantable).toBe(
+      'a path that is not absolute',
+    );
+    expect(caps({ kind: 'fileAccess', access: 'write', path: '' }).notGrantable).toBe(
+      'a path that is not absolute',
+    );
   });
 
   it('derives net-connect only with protocol, host and port, host in lower case', () => {
@@ -123,12 +144,26 @@ describe('stageCapabilities: one canonical capability per subject kind (docs/gra
 
   it('derives process, unix-socket and tool capabilities', () => {
     expect(caps({ kind: 'process', target: 'postgres' }).capabilities).toEqual(['process:postgres']);
-    expect(caps({ kind: 'unixSocket', path: '/run//docker.sock' }).capabilities).toEqual([
+    expect(caps({ kind: 'unixSocket', path: '/run/docker.sock' }).capabilities).toEqual([
       'unix-socket:/run/docker.sock',
     ]);
     expect(caps({ kind: 'tool', toolName: 'mcp__github__create_pr' }).capabilities).toEqual([
       'tool:mcp__github__create_pr',
     ]);
+  });
+
+  it('never grants a socket path that is not canonical, for the same reasons as a file path', () => {
+    expect(caps({ kind: 'unixSocket', path: '/run/link/../docker.sock' })).toEqual({
+      capabilities: [],
+      notGrantable: 'a socket path with a . or .. segment',
+    });
+    expect(caps({ kind: 'unixSocket', path: '/run//docker.sock' })).toEqual({
+      capabilities: [],
+      notGrantable: 'a socket path with // or a trailing /',
+    });
+    expect(caps({ kind: 'unixSocket', path: 'docker.sock' }).notGrantable).toBe(
+      'a socket path that is not absolute',
+    );
   });
 
   it('never grants an unknown subject kind', () => {
