@@ -15,7 +15,9 @@ import picomatch from 'picomatch';
 // written is matched, and also as if below any directory at all. So `/srv/prod/secrets.yml`
 // covers `secrets.yml`, `**/.env` covers `../.env`, and `/etc/**` covers every such path. Likewise
 // an absolute path, when no root is known, is matched by a relative pattern that any of its tails
-// matches (the root could be any of its directories). A pattern's tails are cut at the "/" outside
+// matches (the root could be any of its directories). A path with `..` in it is matched so too
+// for what follows its last `..`: after a symbolic link, `..` leads where only the filesystem
+// knows (`/srv/repo/link/../passwd` may be `/etc/passwd`). A pattern's tails are cut at the "/" outside
 // `{…}` and `[…]`, so a tail that starts inside `{a/b,c}` is not tried.
 
 /** A file path as the rule sees it: `..`, `.` and doubled slashes resolved, no trailing slash. */
@@ -27,6 +29,20 @@ export function normalizedPath(path: string): string {
 /** `../../etc/passwd` below an unknown directory is `etc/passwd` below another one. */
 function belowAnyDirectory(relative: string): string {
   return relative.replace(/^(?:\.\.(?:\/|$))+/, '');
+}
+
+/**
+ * What follows the last `..` of a path, when it has one: `/srv/repo/link/../passwd` gives
+ * `passwd`. Resolved by hand, `..` after a directory that is a symbolic link leads elsewhere than
+ * the spelling says (to the parent of the link's target, which only the filesystem knows), so
+ * the rest could be below any directory at all. Undefined without a `..`, or with nothing after it.
+ */
+function afterLastParent(path: string): string | undefined {
+  const segments = path.split('/');
+  const last = segments.lastIndexOf('..');
+  if (last < 0) return undefined;
+  const rest = segments.slice(last + 1).filter((segment) => segment !== '' && segment !== '.');
+  return rest.length > 0 ? rest.join('/') : undefined;
 }
 
 /** `/srv/app/.env`: `srv/app/.env`, `app/.env`, `.env`. */
@@ -58,6 +74,9 @@ export function pathMatcher(patterns: readonly string[]): PathTest {
   const tails = patterns.flatMap(tailsOfPattern);
   const anyTail = tails.length > 0 ? picomatch(tails, { dot: true }) : () => false;
   return (path, workspaceRoot) => {
+    // Through a `..`, a rule that could cover the rest below some directory is taken to cover it.
+    const uncertain = afterLastParent(path);
+    if (uncertain !== undefined && (any(uncertain) || anyTail(uncertain))) return true;
     const root =
       workspaceRoot !== undefined && posix.isAbsolute(workspaceRoot)
         ? normalizedPath(workspaceRoot)

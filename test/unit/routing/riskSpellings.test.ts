@@ -348,6 +348,18 @@ describe('a file path', () => {
     expect(names(file('/home/me/README.md'))).toEqual([]);
   });
 
+  it('through a "..", what follows it as if below any directory: a link may lead anywhere', () => {
+    // /srv/repo/link may be a symbolic link to /etc/ssl: its `..` is then /etc, not /srv/repo.
+    // (`/srv/app/config/**` covers whatever lies below a directory nobody knows, as above.)
+    expect(names(file('/srv/repo/link/../passwd'))).toEqual(['prod-config', 'passwords']);
+    expect(names(file('/srv/repo/link/../passwd'), '/srv/repo')).toEqual(['prod-config', 'passwords']);
+    expect(names(file('link/../passwd'), '/srv/repo')).toEqual(['prod-config', 'passwords']);
+    expect(names(file('/srv/repo/a/../b/../config/db.yml'), '/srv/repo')).toEqual(['prod-config']);
+    // Without a "..", a path is read as spelt.
+    expect(names(file('/srv/repo/passwd'), '/srv/repo')).toEqual([]);
+    expect(names(file('/srv/repo/link/./passwd'), '/srv/repo')).toEqual([]);
+  });
+
   it('the root itself as a pattern', () => {
     const root = namesOf([{ name: 'root', match: { paths: ['/'] }, warning: 'Root' }]);
     expect(root(file('/'))).toEqual(['root']);
