@@ -281,7 +281,12 @@ export class ApprovalRecords {
       leftOpen ||= isTerminal(written) && !isTerminal(current);
       this.recent.forget(approvalId);
       if (result === -1) return undefined;
-      if (result === -2) throw new FencedError(current.hostId);
+      if (result === -2) {
+        // The open sets' removal went with the write the fence refused: the approval is still open
+        // for the replica that raised the fence, whose reconcile must find it.
+        if (leftOpen) await this.rejoinOpen(current);
+        throw new FencedError(current.hostId);
+      }
     }
     throw new Error(`approval ${approvalId}: too many concurrent updates`);
   }

@@ -113,6 +113,22 @@ describe('fenced record writes', () => {
     fence = 3;
     expect((await deposed.update('f-1', (r) => ({ ...r, phase: 'pending' })))?.changed).toBe(true);
   });
+  it("a final write refused by the fence leaves the approval in its host's open sets", async () => {
+    const deposed = new ApprovalStore(redis, { resolvedTtlMs: 60_000, fenceOf: () => 1 });
+    const owner = new ApprovalStore(redis, { resolvedTtlMs: 60_000, fenceOf: () => 2 });
+    expect(await deposed.createIfAbsent(record('f-5'))).toBe(true);
+    expect(await owner.fenceOpen('h1', 2)).toBe(1);
+    // The deposed replica hears the host close it and would write it final; the open sets'
+    // removal goes with that write, which the fence refuses.
+    await expect(
+      deposed.update('f-5', (r) => ({ ...r, phase: 'superseded', supersededNote: 'gone' })),
+    ).rejects.toBeInstanceOf(FencedError);
+    expect((await owner.get('f-5'))?.phase).toBe('pending');
+    // Still open, so the new owner's reconcile finds it and keeps its card true.
+    expect(await owner.openApprovalIds('h1')).toContain('f-5');
+    expect(await owner.openApprovalIds('h1', 's-1')).toContain('f-5');
+  });
+
   it('a replica whose lease ran out makes no claim, though it no longer has a token to send', async () => {
     let now = 0;
     const book = new FenceBook(() => now);
