@@ -4,7 +4,13 @@ import type { ApprovalRecord, Claim } from '../../domain/record.js';
 import { type BackoffPolicy, backoffDelay } from '../../msp/backoff.js';
 import { RequestTimeoutError } from '../../msp/errors.js';
 import type { ApprovalHost } from '../../msp/events.js';
-import type { ClaimOutcome, Mutation } from '../../store/approvalStore.js';
+import {
+  type ClaimOutcome,
+  FencedError,
+  FOR_HOST,
+  type Mutation,
+  type WriteOptions,
+} from '../../store/approvalStore.js';
 import type { Activity } from '../../util/activity.js';
 import { byDeadline, LATE } from '../../util/byDeadline.js';
 import { lazyChild } from '../../util/lazyChild.js';
@@ -23,7 +29,11 @@ export type { DecidedBy, DecisionOutcome, DecisionRequest } from './decision.js'
 /** What the Decider needs of the RecordKeeper: a stage claimed, and the record changed after. */
 export interface DecisionKeeper {
   claim(checked: ApprovalRecord, claim: Claim, abandoned?: () => boolean): Promise<ClaimOutcome>;
-  mutateAndSync(approvalId: string, mutation: Mutation): Promise<ApprovalRecord | undefined>;
+  mutateAndSync(
+    approvalId: string,
+    mutation: Mutation,
+    options?: WriteOptions,
+  ): Promise<ApprovalRecord | undefined>;
 }
 
 /** Where the Decider reads an approval again when it changed under a decision. */
@@ -428,11 +438,24 @@ export class Decider {
     await this.mutate(approvalId, unanswered(commandId, count));
   }
 
-  /** A record change on the way to an outcome; a Redis failure here must not lose the outcome. */
+  /**
+   * A record change on the way to an outcome; a Redis failure here must not lose the outcome.
+   * What the host said is stored for the host: a replica whose lease ran out (a pause, a
+   * partition) before it read the answer stores none of it, since unfenced it would get past the
+   * fence of the new owner, whose own claim it could drop. The claim left is the new owner's to
+   * replay or settle.
+   */
   private async mutate(approvalId: string, mutation: Mutation): Promise<ApprovalRecord | undefined> {
     try {
-      return await this.options.keeper.mutateAndSync(approvalId, mutation);
+      return await this.options.keeper.mutateAndSync(approvalId, mutation, FOR_HOST);
     } catch (err) {
+      if (err instanceof FencedError) {
+        this.options.logger.warn(
+          { approvalId, hostId: err.hostId },
+          'the host answered a decision after this replica lost the host; left to its new owner',
+        );
+        return undefined;
+      }
       this.options.logger.error({ err, approvalId }, 'could not store what the host said about a decision');
       return undefined;
     }

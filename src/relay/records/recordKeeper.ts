@@ -97,9 +97,16 @@ export class RecordKeeper {
     });
   }
 
-  /** Applies a mutation in the approval's queue and re-renders its card if anything changed. */
-  mutateAndSync(approvalId: string, mutation: Mutation): Promise<ApprovalRecord | undefined> {
-    return this.run(approvalId, () => this.mutate(approvalId, mutation));
+  /**
+   * Applies a mutation in the approval's queue and re-renders its card if anything changed.
+   * `options`: FOR_HOST for a change that acts for the host (refused once its lease is gone).
+   */
+  mutateAndSync(
+    approvalId: string,
+    mutation: Mutation,
+    options?: WriteOptions,
+  ): Promise<ApprovalRecord | undefined> {
+    return this.run(approvalId, () => this.mutate(approvalId, mutation, undefined, options));
   }
 
   /**

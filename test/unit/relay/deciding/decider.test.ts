@@ -18,7 +18,12 @@ import {
   type DecisionRequest,
 } from '../../../../src/relay/deciding/decider.js';
 import { claimed } from '../../../../src/relay/records/decisionMutations.js';
-import type { ClaimOutcome, Mutation } from '../../../../src/store/approvalStore.js';
+import {
+  type ClaimOutcome,
+  FencedError,
+  type Mutation,
+  type WriteOptions,
+} from '../../../../src/store/approvalStore.js';
 import { FAKE_GITHUB_TOKEN } from '../../../support/fakeSecrets.js';
 import { captureLogger } from '../../../support/logCapture.js';
 import { sampleRecord } from '../../../support/sampleRecord.js';
@@ -63,8 +68,16 @@ class Records implements DecisionKeeper {
     return { kind: 'claimed', record: this.put({ ...next, version: stored.version + 1 }) };
   }
 
-  async mutateAndSync(approvalId: string, mutation: Mutation): Promise<ApprovalRecord | undefined> {
+  /** The lease of the host ran out: a write that acts for it is refused, as the store refuses it. */
+  leaseGone = false;
+
+  async mutateAndSync(
+    approvalId: string,
+    mutation: Mutation,
+    options?: WriteOptions,
+  ): Promise<ApprovalRecord | undefined> {
     const stored = this.table.get(approvalId);
+    if (options?.forHost && this.leaseGone && stored) throw new FencedError(stored.hostId);
     const next = stored && mutation(stored);
     return next ? this.put({ ...next, version: stored.version + 1 }) : stored;
   }
@@ -475,6 +488,23 @@ describe('Decider', () => {
     expect(stored.phase).toBe('pending');
     expect(stored.claim).toBeUndefined();
     expect(host.refreshed).toEqual(['s-1']);
+  });
+
+  it('stores nothing the host said once the lease of the host ran out: the new owner decides', async () => {
+    // Frozen past its lease, this replica reads the host's answer before it notices; unfenced,
+    // marking the card unavailable would drop whatever claim the new owner made meanwhile.
+    for (const kind of ['approvalNotFound', 'sessionInUse', 'approvalChoiceInvalid', 'sandboxDenied']) {
+      const { records, record, decider } = setup({ answers: [hostError(kind)] });
+      const claimed = records.claim.bind(records);
+      records.claim = async (checked, claim) => {
+        const outcome = await claimed(checked, claim);
+        records.leaseGone = true;
+        return outcome;
+      };
+      const outcome = await decider.decide(click(record));
+      expect(outcome).toMatchObject({ claimKept: true });
+      expect(records.table.get('a-1')).toMatchObject({ phase: 'deciding', claim: expect.anything() });
+    }
   });
 
   it('passes any other refusal of the host on by its kind, the stage given back', async () => {
