@@ -1,7 +1,13 @@
 import type { Logger } from 'pino';
 import type { z } from 'zod';
+import { cutAtCodePoint } from '../util/cutAtCodePoint.js';
 import type { HostEvent } from './events.js';
-import { ApprovalRequestParams, ApprovalResolvedParams, ApprovalUpdatedParams } from './protocol.js';
+import {
+  ApprovalRequestParams,
+  ApprovalResolvedParams,
+  ApprovalUpdatedParams,
+  MAX_HOST_ID_CHARS,
+} from './protocol.js';
 
 // Turns approval frames into HostEvents. Params are parsed leniently (protocol.ts); a frame that
 // still does not parse is logged, with the ids we could recover, and skipped.
@@ -11,13 +17,21 @@ export interface EventOrigin {
   incarnation: string;
 }
 
+/**
+ * An id for a log line about a bad frame: cut (with a mark) past the longest an id may be, so
+ * that a frame refused for a megabyte id does not write the megabyte to the log.
+ */
+function loggedId(id: string): string {
+  return id.length <= MAX_HOST_ID_CHARS ? id : `${cutAtCodePoint(id, MAX_HOST_ID_CHARS)}…`;
+}
+
 /** approvalId and sessionId of a payload, when present, for log lines about bad frames. */
 export function approvalLogFields(params: unknown): { approvalId?: string; sessionId?: string } {
   if (typeof params !== 'object' || params === null) return {};
   const record = params as Record<string, unknown>;
   const fields: { approvalId?: string; sessionId?: string } = {};
-  if (typeof record.approvalId === 'string') fields.approvalId = record.approvalId;
-  if (typeof record.sessionId === 'string') fields.sessionId = record.sessionId;
+  if (typeof record.approvalId === 'string') fields.approvalId = loggedId(record.approvalId);
+  if (typeof record.sessionId === 'string') fields.sessionId = loggedId(record.sessionId);
   return fields;
 }
 

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { zonedTimeOf } from '../util/calendar.js';
 import { cutAtCodePoint } from '../util/cutAtCodePoint.js';
+import { jsonEscapedLength, jsonFits } from '../util/jsonLength.js';
 
 // Host payloads are parsed leniently: open enums are plain strings, unknown fields are kept
 // (z.looseObject), and only what the bot acts on is required.
@@ -21,11 +22,45 @@ const HostWord = z.string().transform((word) => cutAtCodePoint(word, MAX_HOST_WO
  */
 const HostTime = z.string().transform((at) => (zonedTimeOf(at) === undefined ? undefined : at));
 
+/**
+ * The longest identifier a host frame may carry, in characters of its JSON (for ids as hosts
+ * send them, UTF-16 units): approval, session, turn, task, item, tool-call, command and choice
+ * ids, and a choice's decision and scope. Hosts send UUIDs (36), provider call ids (`call_…`,
+ * `toolu_…`, about 30) and short words (`allow_once`, `localPersistent`); 256 leaves room for
+ * any id scheme seven times over. Ids are stored and sent back exactly as sent, so unlike text
+ * they cannot be cut: a frame with a longer one is malformed, and is skipped like any other
+ * (approvalEvents.ts). Without the bound one frame of 9 MB of ids was a record of 9 MB.
+ */
+export const MAX_HOST_ID_CHARS = 256;
+
+/**
+ * A requirement ref in JSON, with whatever fields a newer host adds to it: the record keeps the
+ * current one and every stage's, and sends the current one back whole (§6.2).
+ */
+export const MAX_REQUIREMENT_REF_CHARS = 1024;
+
+const HostId = z
+  .string()
+  // The length first: a string of megabytes is refused without being scanned.
+  .refine((id) => id.length <= MAX_HOST_ID_CHARS && jsonEscapedLength(id) <= MAX_HOST_ID_CHARS, {
+    message: `an id longer than ${MAX_HOST_ID_CHARS} characters`,
+  });
+
 export const RequirementRef = z.looseObject({
   approvalId: z.string(),
   sourceIndex: z.number().int(),
 });
 export type RequirementRef = z.infer<typeof RequirementRef>;
+
+// The stored shapes above (the record's schema is built from them) are lenient; what a host
+// frame carries is parsed with bounded ids (the Frame… schemas), so that no path from a frame to
+// a record, a card or a log line carries an id of unbounded length.
+
+/** A requirement ref as a frame carries it: a bounded id, and small as a whole. */
+export const FrameRequirementRef = RequirementRef.extend({ approvalId: HostId }).refine(
+  (ref) => jsonFits(ref, MAX_REQUIREMENT_REF_CHARS),
+  { message: `a requirement ref larger than ${MAX_REQUIREMENT_REF_CHARS} characters` },
+);
 
 export const ApprovalChoice = z.looseObject({
   choiceId: z.string(),
@@ -36,6 +71,9 @@ export const ApprovalChoice = z.looseObject({
   acceptsFeedback: z.boolean().optional(),
 });
 export type ApprovalChoice = z.infer<typeof ApprovalChoice>;
+
+/** Intake keeps a choice's id, decision and scope as sent (the buttons map through them). */
+const FrameChoice = ApprovalChoice.extend({ choiceId: HostId, decision: HostId, scope: HostId });
 
 export const StageResolution = z.looseObject({
   kind: z.string(),
@@ -54,6 +92,8 @@ export const ApprovalStage = z.looseObject({
 });
 export type ApprovalStage = z.infer<typeof ApprovalStage>;
 
+const FrameStage = ApprovalStage.extend({ requirementId: FrameRequirementRef });
+
 export const ApprovalSubject = z.looseObject({
   kind: z.string(),
   command: z.string().optional(),
@@ -71,6 +111,8 @@ export const ApprovalSubject = z.looseObject({
 });
 export type ApprovalSubject = z.infer<typeof ApprovalSubject>;
 
+const FrameSubject = ApprovalSubject.extend({ stages: z.array(FrameStage).optional() });
+
 export const SubagentOrigin = z.looseObject({
   childRunId: z.string().optional(),
   childSessionId: z.string().optional(),
@@ -85,48 +127,70 @@ export const CuaCardFacts = z.looseObject({
 });
 export type CuaCardFacts = z.infer<typeof CuaCardFacts>;
 
+/**
+ * Every requirement ref of an approval names that approval (§6.2, §6.7): the current one, which
+ * is sent back with a decision, and each stage's, which says which stage it is. One that names
+ * another approval makes the frame contradict itself, so it is malformed, not stored.
+ */
+function refsNameTheApproval(
+  params: { approvalId: string; currentRequirementId: RequirementRef; subject: ApprovalSubject },
+  ctx: z.RefinementCtx,
+): void {
+  const foreign = (ref: RequirementRef, path: (string | number)[]) => {
+    if (ref.approvalId !== params.approvalId)
+      ctx.addIssue({ code: 'custom', path, message: 'names another approval' });
+  };
+  foreign(params.currentRequirementId, ['currentRequirementId', 'approvalId']);
+  for (const [i, stage] of (params.subject.stages ?? []).entries())
+    foreign(stage.requirementId, ['subject', 'stages', i, 'requirementId', 'approvalId']);
+}
+
 /** Body of approval/request, approval/requested, approval/reviewing and listPending entries. */
-export const ApprovalRequestParams = z.looseObject({
-  sessionId: z.string(),
-  approvalId: z.string(),
-  turnId: z.string().optional(),
-  taskId: z.string().optional(),
-  itemId: z.string().optional(),
-  toolCallId: z.string().optional(),
-  toolName: z.string().default(''),
-  rawArgs: z.string().default(''),
-  viewCursor: z.string().optional(),
-  subject: ApprovalSubject,
-  currentRequirementId: RequirementRef,
-  availableChoices: z.array(ApprovalChoice),
-  protectedWrite: z.boolean().default(false),
-  judgeEscalated: z.boolean().default(false),
-  subagentOrigin: SubagentOrigin.optional(),
-  reviewerReason: z.string().optional(),
-  cuaCardFacts: CuaCardFacts.optional(),
-  reason: z.string().optional(),
-});
+export const ApprovalRequestParams = z
+  .looseObject({
+    sessionId: HostId,
+    approvalId: HostId,
+    turnId: HostId.optional(),
+    taskId: HostId.optional(),
+    itemId: HostId.optional(),
+    toolCallId: HostId.optional(),
+    toolName: z.string().default(''),
+    rawArgs: z.string().default(''),
+    viewCursor: z.string().optional(),
+    subject: FrameSubject,
+    currentRequirementId: FrameRequirementRef,
+    availableChoices: z.array(FrameChoice),
+    protectedWrite: z.boolean().default(false),
+    judgeEscalated: z.boolean().default(false),
+    subagentOrigin: SubagentOrigin.optional(),
+    reviewerReason: z.string().optional(),
+    cuaCardFacts: CuaCardFacts.optional(),
+    reason: z.string().optional(),
+  })
+  .superRefine(refsNameTheApproval);
 export type ApprovalRequestParams = z.infer<typeof ApprovalRequestParams>;
 
 export const ApprovalChange = z.looseObject({
   kind: z.string(),
-  requirementId: RequirementRef.optional(),
-  choiceId: z.string().optional(),
-  decision: z.string().optional(),
+  requirementId: FrameRequirementRef.optional(),
+  choiceId: HostId.optional(),
+  decision: HostId.optional(),
   status: z.string().optional(),
   reason: z.string().optional(),
 });
 
-export const ApprovalUpdatedParams = z.looseObject({
-  sessionId: z.string(),
-  approvalId: z.string(),
-  availableChoices: z.array(ApprovalChoice),
-  change: ApprovalChange,
-  currentRequirementId: RequirementRef,
-  subject: ApprovalSubject,
-  viewCursor: z.string().optional(),
-  subagentOrigin: SubagentOrigin.optional(),
-});
+export const ApprovalUpdatedParams = z
+  .looseObject({
+    sessionId: HostId,
+    approvalId: HostId,
+    availableChoices: z.array(FrameChoice),
+    change: ApprovalChange,
+    currentRequirementId: FrameRequirementRef,
+    subject: FrameSubject,
+    viewCursor: z.string().optional(),
+    subagentOrigin: SubagentOrigin.optional(),
+  })
+  .superRefine(refsNameTheApproval);
 export type ApprovalUpdatedParams = z.infer<typeof ApprovalUpdatedParams>;
 
 export const ApprovalAmendment = z.looseObject({
@@ -135,16 +199,16 @@ export const ApprovalAmendment = z.looseObject({
 });
 
 export const ApprovalResolvedParams = z.looseObject({
-  sessionId: z.string(),
-  approvalId: z.string(),
-  itemId: z.string().optional(),
-  turnId: z.string().optional(),
+  sessionId: HostId,
+  approvalId: HostId,
+  itemId: HostId.optional(),
+  turnId: HostId.optional(),
   decision: HostWord,
   policyResult: HostWord.optional(),
   resolvedBy: HostWord,
   stageEvidence: z.array(z.unknown()).optional(),
   amendment: ApprovalAmendment.optional(),
-  decidedByCommandId: z.string().optional(),
+  decidedByCommandId: HostId.optional(),
   decidedAt: HostTime.optional(),
   viewCursor: z.string().optional(),
 });

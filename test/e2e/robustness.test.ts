@@ -1,6 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { approvalFromTranscript } from '../support/fakeHost.js';
-import { buttonsOf, textOf, World } from './world.js';
+import { MAX_RECORD_CHARS } from '../../src/relay/hostEvents/intake/limits.js';
+import { keys } from '../../src/store/keys.js';
+import { approvalFromTranscript, shellApproval } from '../support/fakeHost.js';
+import { buttonsOf, SESSION, textOf, World } from './world.js';
 
 let world: World | undefined;
 afterEach(async () => {
@@ -58,6 +60,55 @@ describe('races, bad input and rate limits', () => {
     await world.waitForCard('after-junk-0001', (m) => textOf(m).includes('Approved'));
     // The connection lived through it all: no respawn was needed.
     expect(world.host.incarnations).toHaveLength(1);
+  });
+
+  it('a frame with a 100 KB id is malformed: logged short and skipped, no record; the next is posted', async () => {
+    world = await World.start();
+    // Ids are kept as sent, so they cannot be cut like text: without a bound, 64 stages each
+    // naming a long approvalId made a record of megabytes, one per frame, until resolved.
+    const longId = `0198f0ac-${'7'.repeat(100 * 1024)}`;
+    const longApproval = shellApproval({
+      approvalId: longId,
+      sessionId: SESSION,
+      stages: Array.from({ length: 64 }, (_, i) => ['echo', `${i}`]),
+    });
+    await world.host.notify('approval/requested', longApproval);
+    // The same through approval/request, with a 100 KB choiceId: answered with an error, so the
+    // host keeps the approval pending and asks again, rather than with a receipt for no card.
+    const longChoice = shellApproval({
+      approvalId: 'long-choice-0001',
+      sessionId: SESSION,
+      stages: [['ls']],
+    });
+    longChoice.availableChoices[0]!.choiceId = `allow_${'x'.repeat(100 * 1024)}`;
+    await world.host.raw(
+      JSON.stringify({ jsonrpc: '2.0', id: 9901, method: 'approval/request', params: longChoice }),
+    );
+    const refused = await world.host.waitForFrame(
+      (f) => typeof f.frame !== 'string' && f.frame.id === 9901 && 'error' in f.frame,
+      10_000,
+    );
+    expect(refused.frame).toMatchObject({ error: { code: -32602 } });
+    const skipped = (method: string) =>
+      world!.bot.waitForLog(
+        (l) => l.msg === 'skipping approval frame that does not parse' && l.json?.method === method,
+        10_000,
+      );
+    // One line each, which does not write the 100 KB back out.
+    for (const line of [await skipped('approval/requested'), await skipped('approval/request')]) {
+      expect(line.raw.length).toBeLessThan(2_000);
+    }
+    const logged = world.bot.logs.map((l) => l.raw).join('\n');
+    expect(logged).not.toContain('7'.repeat(1_000));
+    expect(logged).not.toContain('x'.repeat(1_000));
+
+    const approval = approvalFromTranscript('approval-round-trip', { approvalId: 'after-long-0001' });
+    await world.host.open(approval, { via: 'both' });
+    await world.waitForCard('after-long-0001', (m) => buttonsOf(m).length > 0, 10_000);
+    expect(await world.redis.exists(keys.approval(longId), keys.approval('long-choice-0001'))).toBe(0);
+    const stored = await world.redis.hget(keys.approval('after-long-0001'), 'd');
+    expect(stored?.length).toBeLessThan(MAX_RECORD_CHARS);
+    expect(world.slack.messagesIn(world.channel)).toHaveLength(1);
   });
 
   it('13. a 429 on chat.postMessage is retried after its Retry-After and the card is posted once', async () => {

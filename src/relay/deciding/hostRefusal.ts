@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { ApprovalRecord, Claim } from '../../domain/record.js';
 import { HostGoneError, MspError, RequestTimeoutError } from '../../msp/errors.js';
 import type { ApprovalHost } from '../../msp/events.js';
-import { ApprovalAlreadyResolvedData, RequirementRef } from '../../msp/protocol.js';
+import { ApprovalAlreadyResolvedData, FrameRequirementRef } from '../../msp/protocol.js';
 import { maskPrefix } from '../../secrets/maskPrefix.js';
 import type { Mutation } from '../../store/approvalStore.js';
 import { requirementMoved, resolvedElsewhere, unclaimed } from '../records/decisionMutations.js';
@@ -56,7 +56,8 @@ export async function outcomeOfFailure(err: unknown, failure: Failure): Promise<
     }
     case 'approvalRequirementStale': {
       // The host names the stage it is at; the session's listing brings that stage's choices.
-      const current = RequirementRef.safeParse(err.data?.currentRequirementId);
+      // Parsed as a frame's: the ref is stored on the record and sent back with the next decide.
+      const current = FrameRequirementRef.safeParse(err.data?.currentRequirementId);
       const kept =
         current.success && current.data.approvalId === approvalId
           ? claimKeptUnless(await mutate(approvalId, requirementMoved(claim.commandId, current.data)))

@@ -1,5 +1,5 @@
 import { maskPrefix } from '../../../secrets/maskPrefix.js';
-import { jsonEscapedLength } from './jsonLength.js';
+import { jsonEscapedLength } from '../../../util/jsonLength.js';
 
 export interface FittedText {
   text: string;

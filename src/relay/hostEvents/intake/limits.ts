@@ -1,7 +1,11 @@
 // What one approval may store of what the agent and host wrote, in characters of the record's
 // JSON. Beyond these the text is cut with a visible note, so that huge frames cannot multiply
 // Redis memory, the CPU of every later record update or the size of every card render: the
-// record is small by construction. An ordinary approval stores a few kilobytes.
+// record is small by construction. An ordinary approval stores a few kilobytes. Identifiers,
+// which must be kept as sent, are bounded where frames are parsed (msp/protocol.ts): a frame
+// with a longer one never reaches intake.
+
+import { MAX_HOST_ID_CHARS, MAX_REQUIREMENT_REF_CHARS } from '../../../msp/protocol.js';
 
 /** rawArgs: with the subject, the 64 KiB the issue asks for. */
 export const MAX_RAW_ARGS_CHARS = 32 * 1024;
@@ -28,17 +32,25 @@ export const MAX_LABEL_CHARS = 64;
 export const MAX_JSON_DEPTH = 8;
 export const MAX_JSON_KEYS = 64;
 
-/** A stage or choice whose text is all cut still keeps its ids, position and flags. */
-const STAGE_SKELETON_CHARS = 256;
-const CHOICE_SKELETON_CHARS = 160;
-/** Timestamps, phase, channel, version, ids at ordinary lengths, the intake tally. */
-const RECORD_FIELDS_CHARS = 4 * 1024;
+/** One id in the record's JSON, quotes included. */
+const ID_CHARS = MAX_HOST_ID_CHARS + 2;
+/**
+ * A stage or choice whose text is all cut still keeps its ids (a stage its requirement ref, a
+ * choice its id, decision and scope), position and flags.
+ */
+const STAGE_SKELETON_CHARS = MAX_REQUIREMENT_REF_CHARS + 256;
+const CHOICE_SKELETON_CHARS = 3 * ID_CHARS + 160;
+/**
+ * Timestamps, phase, channel, version, the intake tally; the approval's, session's, turn's,
+ * item's and tool call's ids and the current requirement ref.
+ */
+const RECORD_FIELDS_CHARS = 4 * 1024 + 5 * ID_CHARS + MAX_REQUIREMENT_REF_CHARS;
 
 /**
  * Upper bound of one approval record's JSON, whatever the agent sent. Identifiers the host must
- * get back unchanged (approvalId, sessionId, requirement and choice ids) are stored as sent, so
- * the bound holds for ids of ordinary length. The capabilities derived from the subject repeat
- * at most the subject's share.
+ * get back unchanged (approvalId, sessionId, requirement and choice ids) are stored as sent, at
+ * most MAX_HOST_ID_CHARS each. The capabilities derived from the subject repeat at most the
+ * subject's share.
  */
 export const MAX_RECORD_CHARS =
   MAX_RAW_ARGS_CHARS +

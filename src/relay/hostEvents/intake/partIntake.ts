@@ -1,7 +1,7 @@
 import type { IntakePart } from '../../../domain/record.js';
 import { argvSecrets } from '../../../secrets/argvSecrets.js';
+import { jsonEscapedLength } from '../../../util/jsonLength.js';
 import { fitText } from './fitText.js';
-import { jsonEscapedLength } from './jsonLength.js';
 import { MAX_JSON_DEPTH, MAX_JSON_KEYS, MAX_SUBJECT_STRING_CHARS } from './limits.js';
 
 /** What taking in one part of a request did. */

@@ -75,7 +75,7 @@ function seen(
 /** A shell request whose subject names no directory: the session's workspace is the one used. */
 function opened(hostId: string, sessionId: string, approvalId: string): HostEvent {
   const params = ApprovalRequestParams.parse(
-    shellApproval({ approvalId, sessionId, stages: [['make', 'docs']] }),
+    shellApproval({ approvalId, sessionId: 's', stages: [['make', 'docs']] }),
   );
   const { workspaceRoot: _own, ...subject } = params.subject as { workspaceRoot?: string };
   return {
@@ -83,7 +83,9 @@ function opened(hostId: string, sessionId: string, approvalId: string): HostEven
     hostId,
     incarnation: `inc-${hostId}`,
     via: 'request',
-    params: { ...params, subject: subject as ApprovalRequestParams['subject'] },
+    // The sessionId set after parsing: a frame with one past the ids' bound is refused before
+    // the relay, but the relay's own memory of sessions (knownSessions.ts) is bounded apart.
+    params: { ...params, sessionId, subject: subject as ApprovalRequestParams['subject'] },
   };
 }
 

@@ -5,6 +5,8 @@ import {
   ApprovalRequestParams,
   ApprovalResolvedParams,
   ApprovalUpdatedParams,
+  MAX_HOST_ID_CHARS,
+  MAX_REQUIREMENT_REF_CHARS,
 } from '../../../../src/msp/protocol.js';
 import {
   MAX_RAW_ARGS_CHARS,
@@ -356,6 +358,44 @@ describe('intake: what one approval stores is bounded', () => {
     expect(record.subject.stages!.at(-1)!.requirementId.sourceIndex).toBe(1_999);
     expect(record.availableChoices.map((c) => c.choiceId).slice(0, 2)).toEqual(['c0', 'c1']);
     expect(record.intake).toMatchObject({ truncated: true, stagesOmitted: 2_000 - MAX_SHELL_STAGES });
+  });
+
+  it('stays under its bound with every id as long as a frame may carry it', () => {
+    // The ids are kept as sent; the frame's schema bounds them (msp/protocol.ts).
+    const id = (c: string) => c.repeat(MAX_HOST_ID_CHARS);
+    const approvalId = id('a');
+    const huge = 'z'.repeat(3_000_000);
+    const ref = (sourceIndex: number) => {
+      const bare = { approvalId, sourceIndex };
+      const room = MAX_REQUIREMENT_REF_CHARS - JSON.stringify(bare).length - '"n":""'.length - 1;
+      return { ...bare, n: 'r'.repeat(room) };
+    };
+    const stages = Array.from({ length: 2_000 }, (_, i) => ({
+      ...stage(i, [huge], 2_000),
+      requirementId: ref(i),
+    }));
+    const record = newRecord(
+      params({
+        approvalId,
+        sessionId: id('s'),
+        turnId: id('t'),
+        itemId: id('i'),
+        toolCallId: id('c'),
+        rawArgs: huge,
+        subject: { kind: 'shell', command: huge, stages },
+        currentRequirementId: ref(1_999),
+        availableChoices: Array.from({ length: 1_000 }, (_, i) => ({
+          choiceId: `${i}`.padEnd(MAX_HOST_ID_CHARS, 'c'),
+          label: huge,
+          decision: id('d'),
+          scope: id('o'),
+          rulePreview: huge,
+        })),
+      }),
+      ctx(huge),
+    );
+    expect(record.currentRequirementId).toEqual(ref(1_999));
+    expect(JSON.stringify(record).length).toBeLessThan(MAX_RECORD_CHARS);
   });
 });
 
