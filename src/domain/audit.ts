@@ -121,6 +121,17 @@ export type AuditEntry =
       at: string;
     };
 
+/**
+ * An entry as a log line may show it, when the stream did not take it: all of it, so the line can
+ * stand in for the entry, but a reviewer's feedback, which is a person's free text (the log goes
+ * to more places than the stream, and the decision line leaves it out too).
+ */
+export function loggableEntry(entry: AuditEntry): AuditEntry {
+  if (entry.kind !== 'decision' || entry.feedback === undefined) return entry;
+  const { feedback: _freeText, ...rest } = entry;
+  return rest;
+}
+
 /** The audit stream's entry of a resolved approval. */
 export type DecisionEntry = Extract<AuditEntry, { kind: 'decision' }>;
 

@@ -1,6 +1,12 @@
 import type { Result } from 'ioredis';
 import type { Logger } from 'pino';
-import type { AuditEntry, AuditTrail, DecisionEntry, DecisionTrail } from '../domain/audit.js';
+import {
+  type AuditEntry,
+  type AuditTrail,
+  type DecisionEntry,
+  type DecisionTrail,
+  loggableEntry,
+} from '../domain/audit.js';
 import { keys } from './keys.js';
 import type { RedisClient } from './redisConnection.js';
 import { RefusalCounts } from './refusalCounts.js';
@@ -129,7 +135,7 @@ export class RedisAuditTrail implements AuditTrail, DecisionTrail {
       else await this.redis.xadd(keys.audit, 'MAXLEN', '~', this.options.maxLen, '*', ...auditFields(entry));
     } catch (err) {
       // Not `audit`: that key is the audit lines' own, always a string (their kind).
-      this.options.logger.error({ err, auditEntry: entry }, 'audit entry not written');
+      this.options.logger.error({ err, auditEntry: loggableEntry(entry) }, 'audit entry not written');
     }
   }
 

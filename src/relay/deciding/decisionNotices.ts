@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { DecisionEntry, DecisionTrail } from '../../domain/audit.js';
+import { type DecisionEntry, type DecisionTrail, loggableEntry } from '../../domain/audit.js';
 import { decisionEntry } from '../../domain/decisionEntry.js';
 import type { NoticeNames, ResolvedRecord } from '../../domain/decisionNotice.js';
 import type { ApprovalRecord } from '../../domain/record.js';
@@ -173,7 +173,7 @@ export class DecisionNotices {
       wrote = this.options.writtenWithResolution?.take(approvalId) || (await audit.appendDecision(entry));
     } catch (err) {
       // Not `audit`: that key is the audit lines' own, always a string (their kind).
-      logger.error({ err, approvalId, auditEntry: entry }, 'audit entry not written');
+      logger.error({ err, approvalId, auditEntry: loggableEntry(entry) }, 'audit entry not written');
       return;
     }
     this.audited.add(approvalId);

@@ -83,6 +83,24 @@ describe('DecisionNotices', () => {
     expect(decisionLines()).toEqual([]);
   });
 
+  it("an entry Redis did not take is logged without the reviewer's free text", async () => {
+    const { followed, lines } = notices([new Error('connection lost')]);
+    const withFeedback = sampleRecord('dn-1', {
+      phase: 'resolved',
+      resolution: {
+        decision: 'denied',
+        resolvedBy: 'user',
+        decidedAt: '2026-11-30T10:00:01.000Z',
+        feedback: 'FEEDBACK-MARK sk_live',
+      },
+    });
+    followed.follow(withFeedback);
+    await followed.idle();
+    const line = lines.find((l) => l.msg === 'audit entry not written');
+    expect(line).toMatchObject({ level: 50, approvalId: 'dn-1', auditEntry: { kind: 'decision' } });
+    expect(JSON.stringify(lines)).not.toContain('FEEDBACK-MARK');
+  });
+
   it('an entry Redis did not take is tried again when the record is next seen', async () => {
     const { followed, appended, lines, decisionLines } = notices([new Error('connection lost'), true]);
     followed.follow(resolved);
