@@ -22,6 +22,11 @@ export interface DrawnMember {
 
 export interface BatchRequest {
   userId: string;
+  /**
+   * The channel the summary's button was pressed in (as Slack says it, never the button's value):
+   * only cards of that channel are batch members.
+   */
+  channel: string;
   groupId: string;
   members: readonly DrawnMember[];
   action: 'approve' | 'reject';
@@ -149,7 +154,12 @@ export class BatchDecider {
       this.options.logger.warn({ err, approvalId }, 'batch: could not read an approval');
       return null;
     });
-    if (!record) return { approvalId, session: '', refusal: { code: 'unknownCard' } };
+    // The members are the button's value, which its presser may have written: a card in another
+    // channel is no member of this summary, and is told as an id that does not exist, before any
+    // check, which would name its session, state, decider or route to someone who may not see it.
+    if (!record || record.slack.channel !== request.channel) {
+      return { approvalId, session: '', refusal: { code: 'unknownCard' } };
+    }
     const session = record.sessionTitle ?? record.sessionId;
     const skip = (refusal: Refusal): BatchSkip => ({ approvalId, session, refusal });
     const choice =

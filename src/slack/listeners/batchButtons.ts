@@ -77,12 +77,14 @@ export function registerBatchButtons(app: App, options: BatchButtonsOptions): vo
   };
   const requestOf = (
     userId: string,
+    channel: string,
     value: BatchButtonValue,
     action: 'approve' | 'reject',
     reason?: string,
     refusedBefore: readonly number[] = [],
   ): BatchRequest => ({
     userId,
+    channel,
     groupId: value.g,
     members: value.m.map(([approvalId, sourceIndex], i) => ({
       approvalId,
@@ -140,7 +142,7 @@ export function registerBatchButtons(app: App, options: BatchButtonsOptions): vo
     await ack();
     const press = pressed(body);
     if (!press) return;
-    const request = requestOf(press.userId, press.value, 'approve');
+    const request = requestOf(press.userId, press.channel, press.value, 'approve');
     await decide(press.channel, press.userId, press.value, () => options.decider.decide(request));
   });
 
@@ -152,7 +154,7 @@ export function registerBatchButtons(app: App, options: BatchButtonsOptions): vo
     // As a card's Reject opens its modal only for someone who may submit it, the members are
     // checked first (a refusal audited as a refused modal open on that card), within the trigger's
     // life; they are checked again at submit.
-    const request = requestOf(press.userId, press.value, 'reject');
+    const request = requestOf(press.userId, press.channel, press.value, 'reject');
     const checks = await checkedInTime(options.decider.check(request, { opening: true }), receivedAt);
     if (!checks) {
       await tell(press.channel, press.userId, REJECT_CHECK_FAILED_TEXT);
@@ -207,7 +209,7 @@ export function registerBatchButtons(app: App, options: BatchButtonsOptions): vo
     }
     const userId = body.user.id;
     const reason = readReason(view.state.values);
-    const request = requestOf(userId, metadata, 'reject', reason, metadata.r);
+    const request = requestOf(userId, metadata.c, metadata, 'reject', reason, metadata.r);
     // Checked before the modal closes, as a card's reject modal is, so that a reason its route
     // requires is asked for in the modal itself; the decisions are made from this check.
     const checks = await checkedInTime(options.decider.check(request), receivedAt);

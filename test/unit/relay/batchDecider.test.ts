@@ -29,6 +29,12 @@ function decider(
       const stored = records.get(click.approvalHint!);
       if (stored instanceof Error) throw stored;
       const record = checked.get(click.approvalHint!) ?? stored!;
+      // As the real check says of a decided card: how, and by whom.
+      if (record.resolution) {
+        const { decision, resolvedBy, slackUserId } = record.resolution;
+        const refusal = { code: 'alreadyResolved', decision, resolvedBy, slackUserId };
+        return { ok: false as const, refusal } as never;
+      }
       const choice = record.availableChoices.find((c) => c.choiceId === click.choiceId);
       if (!choice) return { ok: false as const, refusal: { code: 'choiceNotOffered' } } as never;
       return {
@@ -86,6 +92,7 @@ describe('BatchDecider', () => {
     const ids = ['a', 'moved', 'unposted', 'gone', 'broken'];
     const outcome = await batch.decide({
       userId: 'U0ALICE',
+      channel: 'C0APPROVALS',
       groupId,
       action: 'approve',
       members: ids.map((approvalId) => ({ approvalId, sourceIndex: 0 })),
@@ -110,6 +117,7 @@ describe('BatchDecider', () => {
     const { batch, decided } = decider(records, { b: undefined });
     const outcome = await batch.decide({
       userId: 'U0ALICE',
+      channel: 'C0APPROVALS',
       groupId: batchGroupOf(a, 1)!.groupId,
       action: 'reject',
       reason: 'not now',
@@ -135,6 +143,7 @@ describe('BatchDecider', () => {
     const { batch, decided } = decider(records);
     const outcome = await batch.decide({
       userId: 'U0ALICE',
+      channel: 'C0APPROVALS',
       groupId,
       action: 'reject',
       reason: 'not now',
@@ -162,6 +171,7 @@ describe('BatchDecider', () => {
     const { batch, decided } = decider(new Map([['a', a]]), {}, new Map([['a', reasked]]));
     const outcome = await batch.decide({
       userId: 'U0ALICE',
+      channel: 'C0APPROVALS',
       groupId: batchGroupOf(a, 1)!.groupId,
       action: 'approve',
       members: [{ approvalId: 'a', sourceIndex: 0 }],
@@ -175,6 +185,7 @@ describe('BatchDecider', () => {
     const { batch, decided, checkedClicks } = decider(new Map<string, ApprovalRecord | Error>([['a', a]]));
     const request = {
       userId: 'U0ALICE',
+      channel: 'C0APPROVALS',
       groupId: batchGroupOf(a, 1)!.groupId,
       action: 'reject' as const,
       members: [
@@ -216,6 +227,7 @@ describe('BatchDecider', () => {
     );
     const request = {
       userId: 'U0ALICE',
+      channel: 'C0APPROVALS',
       groupId: batchGroupOf(a, 1)!.groupId,
       action: 'reject' as const,
       members: ['a', 'b', 'plain'].map((approvalId) => ({ approvalId, sourceIndex: 0 })),
@@ -232,6 +244,53 @@ describe('BatchDecider', () => {
     });
   });
 
+  it('a member whose card is in another channel than the press is an unknown card, nothing of it said', async () => {
+    const a = posted('a', '1.1');
+    // Decided, in a channel the presser may not see: its id is all a crafted button holds.
+    const elsewhere = fileRecord({
+      approvalId: 'elsewhere',
+      sessionTitle: 'Secret merger prep',
+      slack: { channel: 'C0PRIVATE', ts: '9.9' },
+      phase: 'resolved',
+      resolution: {
+        decision: 'approved',
+        resolvedBy: 'user',
+        slackUserId: 'U0ALICE',
+        decidedAt: new Date().toISOString(),
+      },
+    } as Partial<ApprovalRecord>);
+    const pending = fileRecord({
+      approvalId: 'pendingElsewhere',
+      sessionTitle: 'Payroll run',
+      slack: { channel: 'C0PRIVATE', ts: '9.8' },
+    });
+    const records = new Map<string, ApprovalRecord | Error>(
+      [a, elsewhere, pending].map((r) => [r.approvalId, r]),
+    );
+    const { batch, decided, checkedClicks } = decider(records);
+    const outcome = await batch.decide({
+      userId: 'U0EVE',
+      channel: 'C0APPROVALS',
+      groupId: batchGroupOf(a, 1)!.groupId,
+      action: 'approve',
+      members: ['a', 'elsewhere', 'pendingElsewhere', 'x'].map((approvalId) => ({
+        approvalId,
+        sourceIndex: 0,
+      })),
+    });
+    expect(decided).toEqual(['a:allow_once']);
+    // Told exactly what an id that does not exist tells: no session, no state, no decider.
+    expect(outcome.skipped).toEqual(
+      ['elsewhere', 'pendingElsewhere', 'x'].map((approvalId) => ({
+        approvalId,
+        session: '',
+        refusal: { code: 'unknownCard' },
+      })),
+    );
+    // Never even checked as a click: no refusal of it could be audited or told.
+    expect(checkedClicks.map((c) => c.approvalHint)).toEqual(['a']);
+  });
+
   it('holds each decision to the question it checked, wherever it is claimed', async () => {
     const a = posted('a', '1.1');
     // Re-read between the summary and the check: the decision names the question checked, which
@@ -240,6 +299,7 @@ describe('BatchDecider', () => {
     const { batch, askedAs } = decider(new Map([['a', a]]), {}, new Map([['a', checkedRecord]]));
     await batch.decide({
       userId: 'U0ALICE',
+      channel: 'C0APPROVALS',
       groupId: batchGroupOf(a, 1)!.groupId,
       action: 'reject',
       members: [{ approvalId: 'a', sourceIndex: 0 }],
