@@ -239,10 +239,10 @@ export interface BatchRejectForm {
   /** The routes' quick reasons, offered as a card's reject modal offers them. */
   quickReasons: readonly string[];
   /**
-   * The members (their places in the value's list) the check that opened it refused: a refusal
-   * of who may decide was audited then, and is not audited again at submit.
+   * Where the server keeps what the form was opened on (which members' refusals were audited
+   * then): the metadata carries only this, since Slack's client may change the metadata.
    */
-  refused?: readonly number[];
+  formId?: string;
 }
 
 /**
@@ -286,7 +286,7 @@ export function renderBatchRejectModal(
     private_metadata: JSON.stringify({
       c: channel,
       ...value,
-      ...(form.refused?.length ? { r: form.refused } : {}),
+      ...(form.formId ? { f: form.formId } : {}),
     }),
     blocks: [context([`${who} ${reason}`]), ...asks],
   };

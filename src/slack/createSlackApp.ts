@@ -79,7 +79,7 @@ export interface SlackAppOptions {
     away?: AwayStore;
   };
   /** Batch triage: the summary cards' buttons (listeners/batchButtons.ts). */
-  batch?: Pick<BatchButtonsOptions, 'decider' | 'triage'>;
+  batch?: Pick<BatchButtonsOptions, 'decider' | 'triage' | 'forms'>;
 }
 
 export interface SlackService {

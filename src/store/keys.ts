@@ -198,4 +198,9 @@ export const keys = {
    * `note` (the last batch decision, shown on the card).
    */
   batchSummary: (groupId: string) => batchKey(groupId, 's'),
+  /**
+   * String, with a TTL: an open "Reject all" form of one user (batchRejectForms.ts): its channel,
+   * members and which were refused, audited, when it opened. Its metadata carries only the id.
+   */
+  batchRejectForm: (userId: string, formId: string) => `${PREFIX}:batchform:{${userId}}:${formId}`,
 } as const;

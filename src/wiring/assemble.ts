@@ -271,7 +271,7 @@ export function assemble(config: Config, logger: Logger): Countersign {
       stats,
       away,
     },
-    batch: { decider: batching.batchDecider, triage: batching.triage },
+    batch: { decider: batching.batchDecider, triage: batching.triage, forms: batching.rejectForms },
   });
 
   return {

@@ -9,6 +9,7 @@ import type { Permalinks } from '../slack/permalinks.js';
 import { SlackSummaryBoard } from '../slack/slackSummaryBoard.js';
 import type { ApprovalStore } from '../store/approvalStore.js';
 import { BatchGroups } from '../store/batchGroups.js';
+import { BatchRejectForms } from '../store/batchRejectForms.js';
 import type { RedisClient } from '../store/redisConnection.js';
 
 export interface BatchingNeeds {
@@ -45,5 +46,5 @@ export function wireBatching({
     logger,
   });
   const batchDecider = new BatchDecider({ store, clicks, authorizer, logger });
-  return { triage, batchDecider };
+  return { triage, batchDecider, rejectForms: new BatchRejectForms(redis) };
 }

@@ -453,6 +453,89 @@ describe('batch triage', () => {
     );
   });
 
+  it('"Reject all" submitted with metadata claiming every member was refused at opening still audits each refusal', async () => {
+    const world = await startWorld();
+    const approvals = Array.from({ length: 3 }, (_, i) => npmTest(`batch-forged-${i}`, i));
+    await burst(world, approvals);
+    const summary = await summaryWhen(world, (m) => textOf(m).includes('3 alike requests waiting'));
+    // Eve never had a form (no form opens for someone who may decide none): she submits one
+    // herself, as a replayed view or edited metadata would, saying each was refused at opening.
+    const value = JSON.parse(batchButton(summary, 'cs_batch_reject').value) as { m: unknown[] };
+    const forged = JSON.stringify({ c: summary.channel, ...value, r: value.m.map((_, i) => i) });
+    const response = await postInteraction(
+      world.bot.url,
+      SIGNING_SECRET,
+      viewSubmissionPayload({
+        userId: 'U0EVE',
+        callbackId: BATCH_REJECT_VIEW_CALLBACK_ID,
+        privateMetadata: forged,
+        values: { cs_feedback_block: { cs_feedback_input: { type: 'plain_text_input', value: 'no' } } },
+      }),
+    );
+    expect(response.status).toBe(200);
+    await settle(1_000);
+    expect(world.host.decides()).toEqual([]);
+    // Nothing audited these when a form opened: each refusal is this submit's, audited once.
+    const refusals = (await world.refusalEntries()).map((r) => [r.approvalId, r.userId, r.action]);
+    expect(refusals.sort()).toEqual(approvals.map((a) => [a.approvalId, 'U0EVE', 'modalSubmit']).sort());
+  });
+
+  it('"Reject all" ignores a refused-at-opening list edited into its form: a refusal new at submit is audited', async () => {
+    const { world, hostA, own } = await ownAndTheirs('batch-edit-own', 'batch-edit-theirs');
+    const summary = await summaryWhen(world, (m) => textOf(m).includes('4 alike requests waiting'));
+    const [busy, refused] = own.map((a) => a.approvalId) as [string, string];
+    const phaseOf = async (id: string) => {
+      const raw = await world.redis.hget(keys.approval(id), 'd');
+      return raw ? (JSON.parse(raw) as { phase: string }).phase : undefined;
+    };
+    const untilPhase = async (id: string, phase: string) => {
+      const deadline = Date.now() + 10_000;
+      while ((await phaseOf(id)) !== phase) {
+        if (Date.now() > deadline) throw new Error(`${id} never ${phase}: ${await phaseOf(id)}`);
+        await settle(25);
+      }
+    };
+    // One of Alice's own is being decided (Bob's click, which the host then refuses) when her form
+    // opens: skipped then, and no refusal of hers; it waits again by her submit.
+    await hostA.delayDecide(2_500);
+    await hostA.failDecide({
+      code: -32054,
+      message: 'no reviewer',
+      data: { kind: 'approvalReviewerUnavailable', approvalId: busy },
+    });
+    await world.press(busy, 'Allow once', 'U0BOB');
+    await untilPhase(busy, 'deciding');
+    const since = world.slack.calls.length;
+    await pressSummary(world, summary, 'cs_batch_reject', 'U0ALICE');
+    const opened = await world.slack.waitFor('views.open', () => true, 5_000, { since });
+    await untilPhase(busy, 'pending');
+    // Her form, its metadata edited to say every member was refused when it opened.
+    const metadata = JSON.parse((opened.args.view as { private_metadata: string }).private_metadata) as {
+      m: unknown[];
+    };
+    const response = await postInteraction(
+      world.bot.url,
+      SIGNING_SECRET,
+      viewSubmissionPayload({
+        userId: 'U0ALICE',
+        callbackId: BATCH_REJECT_VIEW_CALLBACK_ID,
+        privateMetadata: JSON.stringify({ ...metadata, r: metadata.m.map((_, i) => i) }),
+        values: { cs_feedback_block: { cs_feedback_input: { type: 'plain_text_input', value: 'no' } } },
+      }),
+    );
+    expect(response.status).toBe(200);
+    expect(await ephemeralAfter(world, 'U0ALICE', since)).toContain('You rejected 2 requests');
+    await settle(1_000);
+    // Each of her own refused once in this press, whatever the form says: the busy one at submit.
+    const refusals = (await world.refusalEntries()).map((r) => [r.approvalId, r.userId, r.action]);
+    expect(refusals.sort()).toEqual(
+      [
+        [refused, 'U0ALICE', 'modalOpen'],
+        [busy, 'U0ALICE', 'modalSubmit'],
+      ].sort(),
+    );
+  });
+
   it('"Reject all" sends the one reason with each rejection; "Review one by one" keeps the cards', async () => {
     const world = await startWorld();
     const approvals = Array.from({ length: 4 }, (_, i) => npmTest(`batch-no-${i}`, i));

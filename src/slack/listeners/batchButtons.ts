@@ -26,6 +26,7 @@ import { type BatchOutcome, publicOutcome } from '../../domain/batchGroup.js';
 import type { BatchTriage } from '../../relay/batching/batchTriage.js';
 import type { BatchChecks, BatchDecider, BatchRequest } from '../../relay/deciding/batchDecider.js';
 import { RECORD_WITHIN_MS } from '../../relay/deciding/click.js';
+import type { BatchRejectForms } from '../../store/batchRejectForms.js';
 import { RETRY_POLICIES, retrySlackCall } from '../slackRetry.js';
 import type { SlackViews } from '../slackViews.js';
 
@@ -36,12 +37,29 @@ const PressBody = z.looseObject({
   actions: z.array(z.looseObject({ action_id: z.string(), value: z.string().optional() })).min(1),
 });
 
-/** `r`: the members refused on who may decide when the form opened (absent from an earlier release's). */
-const RejectMetadata = BatchValueSchema.extend({ c: z.string(), r: z.array(z.number().int()).optional() });
+/**
+ * `f`: the form's id where the server keeps what it was opened on (BatchRejectForms). `c`, `g` and
+ * `m` come back through Slack's client, which may change them: read only for a form the server no
+ * longer knows (expired, replayed, opened by an earlier release, or forged), which is checked in
+ * full, every refusal audited. An earlier release's `r` is not read.
+ */
+const RejectMetadata = BatchValueSchema.extend({ c: z.string(), f: z.string().max(64).optional() });
+
+/** What a "Reject all" submit decides from. */
+interface SubmittedForm {
+  channel: string;
+  value: BatchButtonValue;
+  /** Members whose refusal of who may decide was audited for this form already. */
+  refused: ReadonlySet<string>;
+  /** The server's id of the form, when it knew it: kept again while the form stays open. */
+  formId?: string;
+}
 
 export interface BatchButtonsOptions {
   decider: BatchDecider;
   triage: Pick<BatchTriage, 'noted'>;
+  /** The "Reject all" forms open now: what a submit trusts, never the form's metadata. */
+  forms: Pick<BatchRejectForms, 'opened' | 'take' | 'kept'>;
   views: SlackViews;
   web: WebClient;
   logger: Logger;
@@ -81,19 +99,45 @@ export function registerBatchButtons(app: App, options: BatchButtonsOptions): vo
     value: BatchButtonValue,
     action: 'approve' | 'reject',
     reason?: string,
-    refusedBefore: readonly number[] = [],
+    refusedBefore: ReadonlySet<string> = new Set(),
   ): BatchRequest => ({
     userId,
     channel,
     groupId: value.g,
-    members: value.m.map(([approvalId, sourceIndex], i) => ({
+    members: value.m.map(([approvalId, sourceIndex]) => ({
       approvalId,
       sourceIndex,
-      ...(refusedBefore.includes(i) ? { refusedBefore: true } : {}),
+      ...(refusedBefore.has(approvalId) ? { refusedBefore: true } : {}),
     })),
     action,
     ...(reason ? { reason } : {}),
   });
+  /** The form a submit names, as the server kept it; else as its metadata says, nothing refused yet. */
+  const submitted = async (
+    userId: string,
+    metadata: z.infer<typeof RejectMetadata>,
+  ): Promise<SubmittedForm> => {
+    const kept = metadata.f
+      ? await options.forms.take(userId, metadata.f).catch((err: unknown) => {
+          logger.warn({ err }, 'could not read a Reject all form: it is checked in full');
+          return undefined;
+        })
+      : undefined;
+    if (!kept || !metadata.f) {
+      return { channel: metadata.c, value: { g: metadata.g, m: metadata.m }, refused: new Set() };
+    }
+    const value = { g: kept.groupId, m: kept.members.map(([id, index]): [string, number] => [id, index]) };
+    return { channel: kept.channel, value, refused: new Set(kept.refused), formId: metadata.f };
+  };
+  /** A form refused in the modal itself is kept again, with the refusals its submit audited. */
+  const keepOpen = async (userId: string, form: SubmittedForm, checks: BatchChecks | undefined) => {
+    if (!form.formId) return;
+    const refused = [...new Set([...form.refused, ...(checks ? refusedOf(checks) : [])])];
+    const kept = { channel: form.channel, groupId: form.value.g, members: form.value.m, refused };
+    await options.forms.kept(userId, form.formId, kept).catch((err: unknown) => {
+      logger.warn({ err }, 'could not keep a Reject all form: its next submit is checked in full');
+    });
+  };
   /** A batch's checks, or undefined when Redis did not answer by a click's deadline. */
   const checkedInTime = async (
     checking: Promise<BatchChecks>,
@@ -172,17 +216,26 @@ export function registerBatchButtons(app: App, options: BatchButtonsOptions): vo
       return;
     }
     try {
-      // Only a refusal of who may decide was audited now: a member skipped for another reason
-      // (being decided, under review, Redis late) is checked in full at submit, and audited then.
-      const refused = new Set(
-        checks.skipped.filter((s) => s.refusal.code === 'notAuthorized').map((s) => s.approvalId),
-      );
+      // Kept here, not in the form (whose metadata Slack's client may change): which refusals
+      // were audited now, so that its submit does not audit them again. Without it (Redis away)
+      // the submit audits every refusal: one may then be audited twice, none never.
+      const formId = await options.forms
+        .opened(press.userId, {
+          channel: press.channel,
+          groupId: press.value.g,
+          members: press.value.m,
+          refused: refusedOf(checks),
+        })
+        .catch((err: unknown) => {
+          logger.warn({ err }, 'could not keep a Reject all form: its submit is checked in full');
+          return undefined;
+        });
       const form = {
         decidable: checks.ready.length,
         takesReason: checks.takesReason,
         reasonRequired: checks.reasonRequired,
         quickReasons: checks.quickReasons,
-        refused: press.value.m.flatMap(([approvalId], i) => (refused.has(approvalId) ? [i] : [])),
+        ...(formId ? { formId } : {}),
       };
       await options.views.open(press.trigger, renderBatchRejectModal(press.value, press.channel, form));
     } catch (err) {
@@ -209,18 +262,22 @@ export function registerBatchButtons(app: App, options: BatchButtonsOptions): vo
     }
     const userId = body.user.id;
     const reason = readReason(view.state.values);
-    const request = requestOf(userId, metadata.c, metadata, 'reject', reason, metadata.r);
+    // Taken once: a second submit of the same form (a replay) is checked in full.
+    const form = await submitted(userId, metadata);
+    const request = requestOf(userId, form.channel, form.value, 'reject', reason, form.refused);
     // Checked before the modal closes, as a card's reject modal is, so that a reason its route
     // requires is asked for in the modal itself; the decisions are made from this check.
     const checks = await checkedInTime(options.decider.check(request), receivedAt);
     const inModal = asksReason(view);
     const refuse = async (text: string, closed: string) => {
       if (inModal) {
+        // The form stays open, to be sent again: one attempt, whose refusals are now audited.
+        await keepOpen(userId, form, checks);
         await ack({ response_action: 'errors', errors: { [FEEDBACK_BLOCK_ID]: text } });
         return;
       }
       await ack();
-      await tell(metadata.c, userId, closed);
+      await tell(form.channel, userId, closed);
     };
     if (!checks) {
       await refuse(REJECT_SUBMIT_CHECK_FAILED_TEXT, REJECT_CHECK_FAILED_TEXT);
@@ -232,8 +289,17 @@ export function registerBatchButtons(app: App, options: BatchButtonsOptions): vo
       return;
     }
     await ack();
-    await decide(metadata.c, userId, metadata, () => options.decider.decideChecked(request, checks));
+    await decide(form.channel, userId, form.value, () => options.decider.decideChecked(request, checks));
   });
+}
+
+/**
+ * The members a check refused on who may decide, each such refusal audited by it. A member
+ * skipped for another reason (being decided, under review, Redis late) is checked in full at the
+ * next submit, and audited then.
+ */
+function refusedOf(checks: BatchChecks): string[] {
+  return checks.skipped.filter((s) => s.refusal.code === 'notAuthorized').map((s) => s.approvalId);
 }
 
 /** Whether the submitted modal holds the reason input (none when no member took a reason). */
