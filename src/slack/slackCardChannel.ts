@@ -165,15 +165,19 @@ export class SlackCardChannel implements CardChannel, RefusalNotifier {
         const result = await this.pacer.post(
           paceKey,
           'card',
-          () =>
-            this.calls.postMessage({
+          () => {
+            // Asked again when its turn comes: a post may wait out a 429 here for up to a minute,
+            // and a replica whose lease ran out meanwhile must leave the card to its new owner.
+            if (options.mayAct && !options.mayAct()) throw new HostLostError();
+            return this.calls.postMessage({
               channel,
               text: message.text,
               blocks: message.blocks as never,
               metadata: cardMetadata(approvalId, message.facts),
               unfurl_links: false,
               unfurl_media: false,
-            }),
+            });
+          },
           RETRY_POLICIES.post.maxRetryAfterMs,
         );
         if (!result.ts) throw new Error('chat.postMessage returned no ts');
@@ -253,6 +257,12 @@ export class SlackCardChannel implements CardChannel, RefusalNotifier {
 
   private gaveUp(fields: CallFields, err: unknown): void {
     if (err instanceof SlackStoppedError) return;
+    if (err instanceof HostLostError) {
+      // Not a failure of Slack's: the replica that runs the host now posts or finds the card.
+      this.logger.warn(fields, 'card not posted: this replica lost its host; left to the new owner');
+      markLogged(err);
+      return;
+    }
     this.log.gaveUp(fields, classifySlackError(err), `${fields.method} failed`);
     markLogged(err);
   }

@@ -87,12 +87,13 @@ export class RecordKeeper {
   /** Like run(), for work nobody awaits: a failure is logged, never left unhandled. */
   enqueue(approvalId: string, task: () => Promise<unknown>): void {
     this.run(approvalId, task).catch((err: unknown) => {
+      // A Slack call the card channel gave up on, or a post it dropped for a lost host, has its
+      // one line already; the first is tried again, the second left to the host's new owner.
+      if (wasLogged(err)) return;
       if (err instanceof FencedError || err instanceof HostLostError) {
         this.options.logger.warn({ approvalId }, err.message);
         return;
       }
-      // A Slack call the card channel gave up on has its one line already; it is tried again.
-      if (wasLogged(err)) return;
       this.options.logger.error({ err, approvalId }, 'approval work failed');
     });
   }

@@ -72,6 +72,29 @@ describe('SlackCardChannel.post', () => {
     expect(slack.callsOf('chat.postMessage')).toEqual([]);
   });
 
+  it('a post that waited out a 429 is not sent once this replica lost the host meanwhile', async () => {
+    const { slack, cards, lines } = await setup();
+    slack.rateLimit('chat.postMessage', { times: 1, retryAfterSec: 2 });
+    let owner = true;
+    const lose = setTimeout(() => {
+      owner = false;
+    }, 600);
+    try {
+      // The retry passes the check at the top of its attempt at once (the backoff is cut short),
+      // then waits out the channel's pause in the pacer: the lease runs out while it waits.
+      await expect(
+        cards.post('C1', () => card('card'), { approvalId: 'a-deposed', mayAct: () => owner }),
+      ).rejects.toBeInstanceOf(HostLostError);
+    } finally {
+      clearTimeout(lose);
+    }
+    expect(slack.messagesIn('C1')).toHaveLength(0);
+    // Once, in words that say the new owner has it.
+    const said = lines.filter((l) => l.approvalId === 'a-deposed' && (l.level as number) >= 40);
+    expect(said).toHaveLength(1);
+    expect(said[0]!.msg).toMatch(/new owner/);
+  });
+
   it('a post that failed before Slack carried it out is posted once, after looking', async () => {
     const { slack, cards } = await setup();
     slack.fault('chat.postMessage', { status: 503 }, { times: 2 });
