@@ -123,7 +123,7 @@ export class ApprovalRecords {
    * ran out, or another replica holds it. Such a write must not act for the host: unfenced, it
    * would get past the fence a new owner raised.
    */
-  private leaseGone(hostId: string): boolean {
+  leaseGone(hostId: string): boolean {
     return this.options.fenceOf !== undefined && this.options.fenceOf(hostId) === undefined;
   }
 

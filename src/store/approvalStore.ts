@@ -38,8 +38,8 @@ export class ApprovalStore {
     this.sync = new CardSync(redis);
     this.records = new ApprovalRecords(redis, options, this.sync);
     // A patch that finds the record moved falls back on this store's update, whoever wraps it.
-    this.placement = new CardPlacement(redis, this.records, options, (approvalId, mutate) =>
-      this.update(approvalId, mutate),
+    this.placement = new CardPlacement(redis, this.records, options, (approvalId, mutate, writeOptions) =>
+      this.update(approvalId, mutate, undefined, writeOptions),
     );
   }
 
@@ -134,8 +134,9 @@ export class ApprovalStore {
     record: ApprovalRecord,
     card: { channel: string; ts: string },
     lease: PostLease,
+    options?: WriteOptions,
   ): Promise<UpdateResult | undefined> {
-    return this.placement.savePost(record, card, lease);
+    return this.placement.savePost(record, card, lease, options);
   }
 
   deferPost(record: ApprovalRecord, lease: PostLease): Promise<UpdateResult | undefined> {

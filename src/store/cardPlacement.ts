@@ -5,11 +5,13 @@ import {
   type ApprovalRecords,
   type ApprovalStoreOptions,
   FencedError,
+  FOR_HOST,
   type Mutation,
   newWriteId,
   type PostLease,
   type UpdateResult,
   versionTail,
+  type WriteOptions,
 } from './approvalRecords.js';
 import { keys } from './keys.js';
 import type { RedisClient } from './redisConnection.js';
@@ -26,10 +28,12 @@ export class CardPlacement {
     private readonly records: ApprovalRecords,
     private readonly options: Pick<ApprovalStoreOptions, 'resolvedTtlMs'>,
     /** The whole-record write a patch falls back on (ApprovalStore passes its own update). */
-    private readonly update: (approvalId: string, mutate: Mutation) => Promise<UpdateResult | undefined> = (
-      approvalId,
-      mutate,
-    ) => records.update(approvalId, mutate),
+    private readonly update: (
+      approvalId: string,
+      mutate: Mutation,
+      options?: WriteOptions,
+    ) => Promise<UpdateResult | undefined> = (approvalId, mutate, options) =>
+      records.update(approvalId, mutate, undefined, options),
   ) {}
 
   /** A fresh post lease to pass to createIfAbsent or acquirePostLease. */
@@ -65,28 +69,55 @@ export class CardPlacement {
 
   /**
    * Stores where the card was posted, maps the message to the approval and gives the lease back,
-   * in one round trip when nobody changed the record while it was being posted.
+   * in one round trip when nobody changed the record while it was being posted. A post made for
+   * the host (`forHost`: its owner's card, not a standby's) is placed only while this process
+   * still holds the host's lease: once it ran out, or Redis refuses the token, neither the record
+   * nor the message key says where it went (FencedError), and the host's new owner has the card.
    */
   async savePost(
     record: ApprovalRecord,
     card: { channel: string; ts: string },
     lease: PostLease,
+    { forHost = false }: WriteOptions = {},
   ): Promise<UpdateResult | undefined> {
+    // Sent with no token, the write would get past the fence the new owner raised.
+    if (forHost && this.records.leaseGone(record.hostId)) throw new FencedError(record.hostId);
     const messageKey = keys.message(card.channel, card.ts);
-    const [result] = await Promise.all([
-      // Object.assign, not a spread followed by more: see docs/performance.md, "Object shapes".
-      this.patchSlack(record, Object.assign({}, record.slack, card), lease),
-      // The message's own slot: mapped whether or not the write won, as it always was.
+    const [placed, mapped] = await Promise.allSettled([
+      this.placeInRecord(record, card, lease, forHost),
+      // The message's own slot, in the same round trip: mapped whether or not the write won, as
+      // it always was, unless the write was refused for the host's lease (below).
       isTerminal(record)
         ? this.redis.set(messageKey, record.approvalId, 'PX', this.options.resolvedTtlMs)
         : this.redis.set(messageKey, record.approvalId),
     ]);
+    if (placed.status === 'rejected') {
+      // A card of a host another replica owns now: its buttons must not decide the approval. The
+      // key is this message's alone, so it is taken back whole.
+      if (placed.reason instanceof FencedError) await this.redis.del(messageKey);
+      throw placed.reason;
+    }
+    if (mapped.status === 'rejected') throw mapped.reason;
+    return placed.value;
+  }
+
+  /** The record half of savePost: the patch, or the whole-record write when the record moved. */
+  private async placeInRecord(
+    record: ApprovalRecord,
+    card: { channel: string; ts: string },
+    lease: PostLease,
+    forHost: boolean,
+  ): Promise<UpdateResult | undefined> {
+    const result = await this.patchSlack(record, Object.assign({}, record.slack, card), lease);
     if (result !== 'moved') return result;
     // Changed while we posted: write the card's place into whatever it is now.
-    const saved = await this.update(record.approvalId, (r) =>
-      r.slack.ts ? undefined : { ...r, slack: { ...r.slack, ...card } },
+    const saved = await this.update(
+      record.approvalId,
+      (r) => (r.slack.ts ? undefined : { ...r, slack: { ...r.slack, ...card } }),
+      forHost ? FOR_HOST : undefined,
     );
-    if (saved && isTerminal(saved.record)) await this.redis.pexpire(messageKey, this.options.resolvedTtlMs);
+    if (saved && isTerminal(saved.record))
+      await this.redis.pexpire(keys.message(card.channel, card.ts), this.options.resolvedTtlMs);
     return saved;
   }
 

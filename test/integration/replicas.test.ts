@@ -175,6 +175,65 @@ describe('writes for a host once its lease ran out', () => {
     // A standby's own note on the record acts for nobody: it is still written, unfenced.
     expect((await deposed.update('f-3', (r) => ({ ...r, route: 'ops' })))?.record.route).toBe('ops');
   });
+
+  it('does not place a card it posted for the host: neither the record nor the message key', async () => {
+    let now = 0;
+    const book = new FenceBook(() => now);
+    book.hold('h1', 1, 1_000);
+    const deposed = new ApprovalStore(redis, { resolvedTtlMs: 60_000, fenceOf: (h) => book.fenceOf(h) });
+    const owner = new ApprovalStore(redis, { resolvedTtlMs: 60_000, fenceOf: () => 2 });
+    const lease = deposed.newPostLease(5_000);
+    expect(await deposed.createIfAbsent(record('f-5'), lease)).toBe(true);
+    const created = (await deposed.get('f-5'))!;
+    // Its post waited out a 429 past its lease; the new owner raised the fence, and has not
+    // posted yet. Sent with no token, the write would get past that fence.
+    now = 5_000;
+    expect(await owner.fenceOpen('h1', 2)).toBe(1);
+    await expect(
+      deposed.savePost(created, { channel: 'C1', ts: '2.2' }, lease, FOR_HOST),
+    ).rejects.toBeInstanceOf(FencedError);
+    expect(await redis.exists(keys.message('C1', '2.2'))).toBe(0);
+    expect((await owner.get('f-5'))?.slack.ts).toBeUndefined();
+
+    // The new owner posts the card and places it; the deposed one's place comes after.
+    await redis.del(keys.postLease('f-5'));
+    const ownerLease = (await owner.acquirePostLease(created, 5_000))!;
+    expect((await owner.savePost(created, { channel: 'C1', ts: '1.1' }, ownerLease, FOR_HOST))?.changed).toBe(
+      true,
+    );
+    await expect(
+      deposed.savePost(created, { channel: 'C1', ts: '2.3' }, lease, FOR_HOST),
+    ).rejects.toBeInstanceOf(FencedError);
+    expect(await redis.exists(keys.message('C1', '2.3'))).toBe(0);
+    expect(await redis.get(keys.message('C1', '1.1'))).toBe('f-5');
+    expect((await owner.get('f-5'))?.slack.ts).toBe('1.1');
+  });
+
+  it('a card place Redis refuses for an older token leaves no message key behind', async () => {
+    const deposed = new ApprovalStore(redis, { resolvedTtlMs: 60_000, fenceOf: () => 1 });
+    const owner = new ApprovalStore(redis, { resolvedTtlMs: 60_000, fenceOf: () => 2 });
+    const lease = deposed.newPostLease(5_000);
+    expect(await deposed.createIfAbsent(record('f-6'), lease)).toBe(true);
+    const created = (await deposed.get('f-6'))!;
+    // The deposed replica still believes its lease good (it checked, then froze); Redis knows better.
+    expect(await owner.fenceOpen('h1', 2)).toBe(1);
+    await expect(
+      deposed.savePost(created, { channel: 'C1', ts: '3.3' }, lease, FOR_HOST),
+    ).rejects.toBeInstanceOf(FencedError);
+    expect(await redis.exists(keys.message('C1', '3.3'))).toBe(0);
+    expect((await owner.get('f-6'))?.slack.ts).toBeUndefined();
+  });
+
+  it('a card posted by a process that never held the host (a standby) is still placed, unfenced', async () => {
+    const book = new FenceBook(() => 0);
+    const standby = new ApprovalStore(redis, { resolvedTtlMs: 60_000, fenceOf: (h) => book.fenceOf(h) });
+    const unfenced = new ApprovalStore(redis, { resolvedTtlMs: 60_000 });
+    expect(await unfenced.createIfAbsent(record('f-7'))).toBe(true);
+    const created = (await standby.get('f-7'))!;
+    const lease = (await standby.acquirePostLease(created, 5_000))!;
+    expect((await standby.savePost(created, { channel: 'C1', ts: '4.4' }, lease))?.changed).toBe(true);
+    expect(await redis.get(keys.message('C1', '4.4'))).toBe('f-7');
+  });
 });
 
 describe('the ownership loop', () => {

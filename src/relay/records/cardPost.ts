@@ -1,8 +1,13 @@
 import type { Logger } from 'pino';
 import type { RenderedMessage } from '../../domain/messages.js';
 import type { ApprovalRecord, CardPlace } from '../../domain/record.js';
-import type { ApprovalStore, PostLease, UpdateResult } from '../../store/approvalStore.js';
-import type { CardChannel } from '../ports.js';
+import {
+  type ApprovalStore,
+  FOR_HOST,
+  type PostLease,
+  type UpdateResult,
+} from '../../store/approvalStore.js';
+import { type CardChannel, HostLostError } from '../ports.js';
 
 export interface CardPost {
   store: Pick<ApprovalStore, 'renewPostLease' | 'releasePostLease' | 'savePost'>;
@@ -53,8 +58,11 @@ export async function postUnderLease(
     throw err;
   }
   clearInterval(renewing);
+  // A post checked against the host's lease is placed only while this process still holds it:
+  // followers are not told of a place savePost would refuse to write.
+  if (mayAct && !mayAct()) throw new HostLostError();
   post.placing?.(record, posted);
-  const saved = await store.savePost(record, posted, lease);
+  const saved = await store.savePost(record, posted, lease, mayAct ? FOR_HOST : undefined);
   logger.debug(
     {
       approvalId,
