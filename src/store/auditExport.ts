@@ -83,6 +83,21 @@ export async function exportAudit(
   return count;
 }
 
+/** Characters JSON.stringify leaves as they are that some readers take for a line's end. */
+const UNICODE_LINE_BREAK = /[\u0085\u2028\u2029]/g;
+
+/**
+ * One entry as one line for every reader: JSON.stringify escapes \n and \r but not U+0085,
+ * U+2028 and U+2029, where Python's splitlines and some log shippers end a line, and agent text
+ * (a tool's name) may hold them. Escaped, the JSON reads the same.
+ */
+function ndjsonLine(entry: ExportedAuditEntry): string {
+  return JSON.stringify(entry).replace(
+    UNICODE_LINE_BREAK,
+    (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+}
+
 /**
  * The export as NDJSON lines on `out`, read no faster than `out` takes them: piped into a slow
  * reader (`| gzip`, `kubectl exec … > file`), Node would otherwise buffer the whole trail in
@@ -95,7 +110,7 @@ export function exportAuditTo(
 ): Promise<number> {
   return exportAudit(
     redis,
-    (entry) => (out.write(`${JSON.stringify(entry)}\n`) ? undefined : once(out, 'drain').then(() => {})),
+    (entry) => (out.write(`${ndjsonLine(entry)}\n`) ? undefined : once(out, 'drain').then(() => {})),
     filter,
   );
 }

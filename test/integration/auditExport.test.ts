@@ -195,6 +195,29 @@ describe('exportAudit', () => {
   });
 });
 
+describe('the export as lines', () => {
+  it('one line per entry for any reader: Unicode line breaks in agent text are escaped', async () => {
+    // A tool the agent names `shell<U+2028>x`: JSON.stringify leaves U+2028, U+2029 and U+0085
+    // as they are, and readers that split on Unicode line breaks (Python's splitlines, some log
+    // shippers) would read the entry as two lines, neither of them JSON.
+    const tool = 'shell\u2028x\u2029y\u0085z';
+    await redis.xadd(keys.audit, at(0), ...auditFields({ ...decision(0), tool }));
+    await redis.xadd(keys.audit, at(1), ...auditFields(decision(1)));
+    let text = '';
+    const out = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        text += chunk.toString();
+        done();
+      },
+    });
+    expect(await exportAuditTo(redis, out)).toBe(2);
+    expect(text).not.toMatch(/[\u2028\u2029\u0085]/);
+    const lines = text.split(/\r\n|[\n\r\u0085\u2028\u2029]/).filter((l) => l !== '');
+    expect(lines).toHaveLength(2);
+    expect(JSON.parse(lines[0]!)).toMatchObject({ tool });
+  });
+});
+
 describe('the export into a slow reader', () => {
   it('reads no faster than the reader takes its lines: memory stays bounded, every line arrives', async () => {
     const total = 3_000;
