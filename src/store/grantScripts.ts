@@ -152,14 +152,20 @@ return {r[16]}
 `;
 
 /**
- * Counts a use. A grant by uses is spent for good, once, by the count that counts its last use:
- * with none left to take but one still out on a decision it is not (that use comes back if its
- * decision does not go through, and the grant answers again), and a grant revoked meanwhile was
- * recorded as such. So `exhausted` is never followed by a use, and never follows `revoked`.
- * KEYS: tag string. ARGV: suffix, now. Returns {uses}, {uses, row} when this count found it
- * newly spent, {-2} when no such row is here.
+ * Counts a use, once per approval stage: the first count sets the stage's mark (KEYS[2], in the
+ * tag's slot), and any other (the old owner's, landing after a partition, once the new owner
+ * replayed and counted the decision; a replay's) finds it and changes nothing. The mark is set
+ * even when no row is here, so the earlier layout's count that follows is made once too. A grant
+ * by uses is spent for good, once, by the count that counts its last use: with none left to take
+ * but one still out on a decision it is not (that use comes back if its decision does not go
+ * through, and the grant answers again), and a grant revoked meanwhile was recorded as such. So
+ * `exhausted` is never followed by a use, and never follows `revoked`.
+ * KEYS: tag string, the stage's mark. ARGV: suffix, now, the mark's TTL. Returns {uses}, {uses,
+ * row} when this count found it newly spent, {-2} when no such row is here, {-3} when this
+ * stage's use was counted already.
  */
 const RECORD_USE = `${ROWS}
+if not redis.call('SET', KEYS[2], '1', 'PX', ARGV[3], 'NX') then return {-3} end
 local rows = rows_of(KEYS[1])
 local r = find(rows, ARGV[1])
 if not r then return {-2} end
@@ -283,7 +289,7 @@ export function defineGrantScripts(redis: RedisClient): void {
   redis.defineCommand('csGrantCreateHeld', { numberOfKeys: 1, lua: CREATE_HOST });
   redis.defineCommand('csGrantTakeUse', { numberOfKeys: 1, lua: RESERVE_USE });
   redis.defineCommand('csGrantGiveUse', { numberOfKeys: 1, lua: RETURN_USE });
-  redis.defineCommand('csGrantCount', { numberOfKeys: 1, lua: RECORD_USE });
+  redis.defineCommand('csGrantCount', { numberOfKeys: 2, lua: RECORD_USE });
   redis.defineCommand('csGrantEnd', { numberOfKeys: 1, lua: REVOKE });
   redis.defineCommand('csGrantRemoveEnded', { numberOfKeys: 1, lua: REMOVE_ENDED });
   redis.defineCommand('csGrantListed', { numberOfKeys: 1, lua: LISTED });
@@ -305,7 +311,13 @@ declare module 'ioredis' {
     csGrantCreateHeldBuffer(tagKey: string, row: Buffer): Result<unknown[], Context>;
     csGrantTakeUse(tagKey: string, suffix: string, nowMs: Str): Result<number, Context>;
     csGrantGiveUse(tagKey: string, suffix: string, nowMs: Str): Result<number[], Context>;
-    csGrantCountBuffer(tagKey: string, suffix: string, nowMs: Str): Result<unknown[], Context>;
+    csGrantCountBuffer(
+      tagKey: string,
+      markKey: string,
+      suffix: string,
+      nowMs: Str,
+      markTtlMs: Str,
+    ): Result<unknown[], Context>;
     csGrantEndBuffer(tagKey: string, suffix: string, nowMs: Str, by: string): Result<unknown[], Context>;
     csGrantRemoveEndedBuffer(tagKey: string, nowMs: Str, most: Str): Result<Buffer[], Context>;
     csGrantListed(

@@ -3,7 +3,7 @@ import { canonicalCapabilities } from '../domain/grants/capabilities.js';
 import type { Grant, GrantBucketKey, GrantStore } from '../domain/grants/grant.js';
 import { newestListed } from '../domain/grants/listing.js';
 import { rideOrSend } from './coalescedWrites.js';
-import { GrantAuditTrail } from './grantAudit.js';
+import { DEFAULT_USE_MARK_TTL_MS, GrantAuditTrail } from './grantAudit.js';
 import { GrantChannels } from './grantChannels.js';
 import { bucketOf, grantKeyPrefix, hostGrantSuffix, randomGrantSuffix } from './grantIds.js';
 import { type ListFilter, listGrants } from './grantListing.js';
@@ -39,6 +39,8 @@ import type { RedisClient } from './redisConnection.js';
 //   rids of channels whose streams list nothing any more.
 // Strings, minutes and streams carry no TTL per grant (many keys with a TTL stall Redis's active
 // expiry); the streams carry one to the end of the latest grant they list (plus KEEP_AFTER_END_MS).
+// A counted use leaves a mark with a TTL (keys.grantUseCounted, grantUseRecorded): one per
+// approval a grant decides, as its record is, so that it is counted and recorded once.
 // Grants an earlier release stored as hashes are read, used, listed, revoked and swept through
 // LegacyGrantStore until the last of them ends; nothing new is stored that way.
 
@@ -73,6 +75,11 @@ export interface GrantStoreOptions {
   listedHostGrantMs?: number;
   /** The most due grants one sweep() call takes on (DEFAULT_SWEEP_LIMIT). */
   sweepLimit?: number;
+  /**
+   * How long a use counted for an approval's stage is remembered, so it is not counted or
+   * recorded again (recordUse): as long as a resolved record is kept (DEFAULT_USE_MARK_TTL_MS).
+   */
+  useMarkTtlMs?: number;
 }
 
 type CreateInput = Parameters<GrantStore['create']>[0];
@@ -91,6 +98,7 @@ export class RedisGrantStore implements GrantStore {
   private readonly newGrantId: () => string;
   private readonly listedHostGrantMs: number;
   private readonly sweepLimit: number;
+  private readonly useMarkTtlMs: number;
   /** Whether grants of the earlier layout may be left, and when that was last asked. */
   private legacyLeft: { left: Promise<boolean>; askedAt: number } | undefined;
 
@@ -99,7 +107,12 @@ export class RedisGrantStore implements GrantStore {
     private readonly options: GrantStoreOptions,
   ) {
     defineGrantScripts(redis);
-    this.audit = new GrantAuditTrail(redis, { maxLen: options.auditMaxLen, logger: options.logger });
+    this.useMarkTtlMs = options.useMarkTtlMs ?? DEFAULT_USE_MARK_TTL_MS;
+    this.audit = new GrantAuditTrail(redis, {
+      maxLen: options.auditMaxLen,
+      logger: options.logger,
+      useMarkTtlMs: this.useMarkTtlMs,
+    });
     this.legacy = new LegacyGrantStore(redis, { logger: options.logger, audit: this.audit });
     this.channels = new GrantChannels(redis);
     this.now = options.now ?? (() => new Date());
@@ -297,21 +310,34 @@ export class RedisGrantStore implements GrantStore {
   ): Promise<void> {
     const parts = partsOf(grant.grantId);
     const at = now.toISOString();
-    // The `used` entry does not depend on the count (a use of a grant gone since is recorded all
-    // the same), so both go out at once. It still precedes `exhausted`, which waits for the count.
+    // Both once per approval stage, each by a mark in its own slot (RECORD_USE, USED_ONCE): the
+    // old owner of a host and the new one may both finish the same decision. The `used` entry
+    // does not depend on the count (a use of a grant gone since is recorded all the same), so both
+    // go out at once. It still precedes `exhausted`, which waits for the count.
     const write = () =>
       Promise.all([
         parts === undefined
           ? ([-1] as unknown[])
-          : (this.redis.csGrantCountBuffer(keys.grantTag(parts.tag), parts.suffix, now.getTime()) as Promise<
-              unknown[]
-            >),
+          : (this.redis.csGrantCountBuffer(
+              keys.grantTag(parts.tag),
+              keys.grantUseCounted(parts.tag, approvalId, sourceIndex),
+              parts.suffix,
+              now.getTime(),
+              this.useMarkTtlMs,
+            ) as Promise<unknown[]>),
         this.audit.record({ kind: 'used', grantId: grant.grantId, approvalId, sourceIndex, at }),
       ]);
     // `ride`: both wait for the next write of this process (the decision's resolution, a moment
     // after the host's acknowledgement), so they cost no round trip of their own
     // (docs/performance.md, "Commands per approval"); alone after RIDE_WAIT_MS if nothing is written.
     const [[uses, spentRow]] = await (how.ride ? rideOrSend(this.redis, write) : write());
+    if (uses === -3) {
+      this.options.logger.info(
+        { grantId: grant.grantId, approvalId, sourceIndex },
+        'grant use counted already; not counted again',
+      );
+      return;
+    }
     const counted = uses === -2 ? await this.legacy.countUse(grant, at) : uses === -1 ? 'gone' : 'counted';
     if (counted === 'gone') {
       this.options.logger.warn({ grantId: grant.grantId, approvalId }, 'grant used after it was removed');

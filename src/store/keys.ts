@@ -138,6 +138,13 @@ export const keys = {
    * every bucket whose tag it is (nearly always one). Short: the key is paid for per grant.
    */
   grantTag: (bucketTag: string) => `${PREFIX}:g:{${bucketTag}}`,
+  /**
+   * Set, for as long as a resolved record is kept, by the count of one approval stage's use of a
+   * grant of this tag (grantScripts.ts, RECORD_USE): in the tag's slot, so the count checks it in
+   * its own step, and a use finished by two replicas (or replayed) is counted once.
+   */
+  grantUseCounted: (bucketTag: string, approvalId: string, sourceIndex: number) =>
+    `${PREFIX}:g:{${bucketTag}}:u:${approvalId}:${sourceIndex}`,
   /** String: the tags of the grants ending in this minute (ms / 60,000), 10 characters each. */
   grantEnds: (minute: number) => `${PREFIX}:{grants}:ends:${minute}`,
   /** Sorted set of the minutes that have a `grantEnds` string, scored by themselves. */
@@ -181,6 +188,12 @@ export const keys = {
    * XADD MAXLEN ~.
    */
   grantAudit: `${PREFIX}:{grants}:audit`,
+  /**
+   * Set, for as long as a resolved record is kept, when one approval stage's `used` entry is
+   * written: in the stream's slot, so the entry is written once, by whichever write sets this first.
+   */
+  grantUseRecorded: (approvalId: string, sourceIndex: number) =>
+    `${PREFIX}:{grants}:used:${approvalId}:${sourceIndex}`,
 
   // Batch triage (batchGroups.ts): a group is one channel's pending approvals that ask the same,
   // its id `<channel>:<digest>`. Every batch key of a channel shares the tag `{<channel>}`, so what

@@ -44,7 +44,12 @@ export function wireGrants({
   noticeSender,
   auditTrail,
 }: GrantsNeeds) {
-  const grantStore = new RedisGrantStore(redis, { logger, auditMaxLen: config.auditMaxLen });
+  const grantStore = new RedisGrantStore(redis, {
+    logger,
+    auditMaxLen: config.auditMaxLen,
+    // A use's marks outlive any replay of its decision: the record's life (recordUse).
+    useMarkTtlMs: config.resolvedTtlMs,
+  });
   const grantMaker = new GrantMaker({
     grants: grantStore,
     keeper,

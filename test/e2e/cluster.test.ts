@@ -169,7 +169,7 @@ describe('on a Redis Cluster', () => {
     expect(cards.map((c) => JSON.stringify(c.args.metadata))).toEqual([
       expect.stringContaining('cluster-g1'),
     ]);
-    // The "grant used" line is logged as its audit entry is sent, not once it is stored.
+    // The "grant used" line is logged once its audit entry is stored (once per approval stage).
     const { redis } = world;
     await until(async () => (await readGrantAudit(redis)).length >= 2);
     const events = await readGrantAudit(redis);

@@ -130,7 +130,7 @@ describe('remembered grants', () => {
       caller: `session:${SESSION}`,
       tool: 'bash',
     });
-    // The "grant used" line is logged as its audit entry is sent, not once it is stored.
+    // The "grant used" line is logged once its audit entry is stored (once per approval stage).
     await until(async () => (await readGrantAudit(world.redis)).length >= 2);
     const events = await readGrantAudit(world.redis);
     expect(events.map((e) => e.kind)).toEqual(['created', 'used']);

@@ -293,6 +293,22 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
       expect(await store.get(fresh.grantId)).toMatchObject({ grantedBy: 'U0BOB' });
     });
 
+    it('count one approval’s use once, however many replicas record it', async () => {
+      const old = await storeInBucket(botGrant({ maxUses: 2 }), '0123456789ab');
+      const a = newStore(redis).store;
+      const b = newStore(redisB).store;
+      const [found] = await a.candidates(S1, now());
+      expect(await a.reserveUse(found!, now())).toBe(1);
+      expect(await a.reserveUse(found!, now())).toBe(0);
+      await Promise.all([a.recordUse(found!, 'a-u1', 0, now()), b.recordUse(found!, 'a-u1', 0, now())]);
+      await a.recordUse(found!, 'a-u1', 0, now());
+      expect(await a.get(old)).toMatchObject({ uses: 1 });
+      expect((await events()).map((e) => e.kind)).toEqual(['used']);
+      // The use still out comes back: the grant answers again.
+      await a.returnUse(found!);
+      expect(await a.candidates(S1, now())).toMatchObject([{ grantId: old, usesLeft: 1 }]);
+    });
+
     it('are revoked while their last use is out, and that use given back does not revive them', async () => {
       const { store } = newStore();
       const old = await storeInBucket(botGrant({ maxUses: 1 }), '0123456789ab');
@@ -726,7 +742,7 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
       const grant = await newStore().store.create(botGrant());
       const store = newStore(client).store;
       const counting = store.recordUse(grant, 'a-9', 2, now());
-      await until(() => called.has('xadd'));
+      await until(() => called.has('csGrantUsedOnce'));
       release();
       await counting;
       expect(await store.get(grant.grantId)).toMatchObject({ uses: 1 });
@@ -892,14 +908,15 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
       expect(large).toEqual(small);
     });
 
-    it('counting a use is one script of two commands, and the `used` entry', async () => {
+    it('counting a use is one script of three commands, and the `used` entry one of two', async () => {
       const { store } = newStore();
       const grant = await store.create(botGrant());
-      await store.recordUse(grant, 'a-0', 0, now()); // the script is now cached on this connection
+      await store.recordUse(grant, 'a-0', 0, now()); // the scripts are now cached on this connection
 
+      // Each sets its mark (SET NX): the use is counted and recorded once per approval stage.
       const counted = await commandsDuring(() => store.recordUse(grant, 'a-9', 0, now()));
-      expect(counted.sent).toEqual(['evalsha', 'xadd']);
-      expect(counted.inScripts).toEqual(['get', 'set']);
+      expect(counted.sent).toEqual(['evalsha', 'evalsha']);
+      expect(counted.inScripts).toEqual(['set', 'get', 'set', 'set', 'xadd']);
       expect(await store.get(grant.grantId)).toMatchObject({ uses: 2, lastUsedAt: now().toISOString() });
     });
   });
@@ -1000,6 +1017,29 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
       expect((await store.candidates(S1, now())).map((g) => g.grantId)).toEqual([successor.grantId]);
       expect(await store.get(grant.grantId)).toMatchObject({ usesLeft: 0 });
       expect(lines.map((l) => l.msg)).toContain('a reserved use could not be given back');
+    });
+
+    it('counts one approval’s use once, however many replicas record it, and gives back the use still out', async () => {
+      const a = newStore(redis).store;
+      const b = newStore(redisB).store;
+      const grant = await a.create(byUses(2));
+      expect(await a.reserveUse(grant, now())).toBe(1);
+      expect(await b.reserveUse(grant, now())).toBe(0);
+      // The old owner's count lands after the new owner's replay counted the same use.
+      await b.recordUse(grant, 'a-u1', 0, now());
+      await Promise.all([a.recordUse(grant, 'a-u1', 0, now()), b.recordUse(grant, 'a-u1', 0, now())]);
+      expect(await a.get(grant.grantId)).toMatchObject({ uses: 1, usesLeft: 0 });
+      expect((await events()).map((e) => e.kind)).toEqual(['created', 'used']);
+      // The other decision did not go through: its use comes back, and the grant answers again.
+      await a.returnUse(grant);
+      expect(await a.candidates(S1, now())).toMatchObject([{ grantId: grant.grantId, usesLeft: 1 }]);
+      expect(await a.list({}, now())).toMatchObject([{ grantId: grant.grantId }]);
+      // Another stage of the same approval is a use of its own; its last one spends the grant.
+      expect(await a.reserveUse(grant, now())).toBe(0);
+      await a.recordUse(grant, 'a-u1', 1, now());
+      await b.recordUse(grant, 'a-u1', 1, now());
+      expect(await a.get(grant.grantId)).toMatchObject({ uses: 2, usesLeft: 0 });
+      expect((await events()).map((e) => e.kind)).toEqual(['created', 'used', 'used', 'exhausted']);
     });
 
     it('is listed again when a use comes back after another was counted as its last', async () => {

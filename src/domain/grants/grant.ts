@@ -111,7 +111,9 @@ export interface GrantStore {
   returnUse(grant: Pick<Grant, 'grantId'>): Promise<void>;
   /**
    * Counts a use (uses, lastUsedAt) and records `used`; a grant by uses whose last use this was
-   * leaves its bucket and the listings, and `exhausted` is recorded. `ride`: the writes may wait
+   * leaves its bucket and the listings, and `exhausted` is recorded. Once per approval stage
+   * (`approvalId`, `sourceIndex`): the same use recorded again (the old owner of a host and the
+   * new one both finishing its decision, a replay) changes nothing. `ride`: the writes may wait
    * a little for another write to leave with (the decision's resolution).
    */
   recordUse(

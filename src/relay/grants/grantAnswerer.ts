@@ -77,7 +77,9 @@ export class GrantAnswerer {
   /**
    * Approvals whose replayed decision replayed() counted here lately: a decideBy of the same
    * claim that starts after (the host asked again before its first send) finds it sent and
-   * must not count it again.
+   * leaves it be. It saves the writes only: the store counts a stage's use once whoever records
+   * it again (GrantStore.recordUse), the old owner of a host that finishes a decision its new
+   * owner replayed included.
    */
   private readonly countedOnReplay = new Set<string>();
   /**
@@ -273,6 +275,9 @@ export class GrantAnswerer {
         this.rememberAnswered(question);
         if (this.countedOnReplay.has(approvalId)) return 'done';
         this.options.metrics?.grantUsed();
+        // Not behind the line's claim, so the count still rides the resolution: the store counts
+        // it once per stage, should another replica have replayed and counted this decision
+        // while this one was cut off from Redis (its writes landing after).
         await Promise.all([
           this.recordUse(record, grant, question.sourceIndex, { ride: true }),
           this.leaveLine(record, grant, question),
@@ -401,8 +406,10 @@ export class GrantAnswerer {
    * Counts the use of a decision by grant that went through without its first sender counting
    * it, and leaves its line, once the line's notice claim is won: a first send that got as far
    * as counting took that claim in the same write (both ride the resolution), and a decision
-   * both replayed and carried out late is counted by whichever wins it. So a use is never
-   * counted twice. Never rejects.
+   * both replayed and carried out late is counted by whichever wins it. A first sender whose
+   * writes land only after this (a partition) counts it too, and the store, which counts a
+   * stage's use once (GrantStore.recordUse), keeps one. So a use is never counted twice. Never
+   * rejects.
    */
   private async countAfterwards(record: ApprovalRecord, ref: GrantRef, sourceIndex: number): Promise<void> {
     const { approvalId } = record;

@@ -66,7 +66,10 @@ class World {
   outcome: DecisionOutcome = { kind: 'decided', terminal: false };
   revealed: string[] = [];
   lines: Array<{ approvalId: string; grantId: string; question: GrantQuestion }> = [];
+  /** The uses the store keeps: one per approval stage. */
   used: Array<{ grantId: string; approvalId: string; sourceIndex: number }> = [];
+  /** Every recordUse call, the same stage's again included. */
+  counts: Array<{ grantId: string; approvalId: string; sourceIndex: number }> = [];
   returned: string[] = [];
   reserved: string[] = [];
   ledger = new Map<string, string | undefined>();
@@ -102,6 +105,9 @@ class World {
           if (stored?.usesLeft !== undefined) stored.usesLeft += 1;
         },
         recordUse: async (grant, approvalId, sourceIndex) => {
+          this.counts.push({ grantId: grant.grantId, approvalId, sourceIndex });
+          // Once per approval stage, as the store counts it (GrantStore.recordUse).
+          if (this.used.some((u) => u.approvalId === approvalId && u.sourceIndex === sourceIndex)) return;
           this.used.push({ grantId: grant.grantId, approvalId, sourceIndex });
         },
         get: async (grantId) => this.grants.find((g) => g.grantId === grantId),
@@ -406,6 +412,36 @@ describe('GrantAnswerer', () => {
     expect(world.decisions).toHaveLength(1);
     expect(world.used).toHaveLength(1);
     expect(world.lines).toHaveLength(1);
+  });
+
+  it('counts a use once when a new owner replays the decision and the old owner’s first send counts it late', async () => {
+    // Two replicas, one Redis. A sent the decision and the host took it, but A's count and line
+    // claim were stuck behind a partition; B took the host over, replayed the claim, counted and
+    // posted; then A's writes landed. What the store keeps is one use, whoever counted first.
+    const world = new World();
+    world.grants = [liveGrant({ usesLeft: 2, maxUses: 2 })];
+    const a = world.answerer();
+    const b = world.answerer();
+    const record = world.store(deferred('a-1'));
+    const claim = {
+      sourceIndex: 0,
+      choiceId: 'allow_once',
+      commandId: 'cmd-1',
+      via: 'grant' as const,
+      grant: { grantId: 'g-1', grantedBy: 'U0ALICE', usesLeft: 1 },
+      claimedAt: '',
+    };
+    await b.replayed(record, claim);
+    a.follow(record);
+    await world.settled();
+    expect(world.decisions).toHaveLength(1);
+    expect(world.used).toEqual([{ grantId: 'g-1', approvalId: 'a-1', sourceIndex: 0 }]);
+    expect(world.lines).toHaveLength(1);
+    // Both replicas counted it, under the one stage the store counts it for once.
+    expect(world.counts).toEqual([
+      { grantId: 'g-1', approvalId: 'a-1', sourceIndex: 0 },
+      { grantId: 'g-1', approvalId: 'a-1', sourceIndex: 0 },
+    ]);
   });
 
   it('leaves a replayed decision alone that is not a grant’s, or whose first send counted it', async () => {
