@@ -3,6 +3,7 @@ import {
   atNameStart,
   atStart,
   atWordStart,
+  BLANKS,
   flagGap,
   JSON_ITEM_GAP,
   quotedOrBare,
@@ -119,7 +120,7 @@ function programValue(secret: SecretPart): string {
 }
 
 /** Between a flag and its value when that is the next word: blanks, or the next JSON array item. */
-const NEXT_WORD = `(?:[ \\t]{1,8}|${JSON_ITEM_GAP})`;
+const NEXT_WORD = `(?:${BLANKS}|${JSON_ITEM_GAP})`;
 
 /** A program flag's value, matched right where the flag ends (sticky). */
 function valueAfter(entry: ProgramFlag, flag: string): RegExp {

@@ -66,13 +66,26 @@ export const NOT_A_FLAG = `(?![-=:]|\\$\\(|\`)${NOT_A_MARKER}`;
  * and keeps (`admin:` of `admin:hunter2`).
  */
 export function quotedOrBare(name: string, lead = ''): string {
+  // `admin:"two words"`: the shell joins a quoted part to what comes before it in one word.
+  const quotedAfterLead =
+    lead === ''
+      ? ''
+      : `|${lead}'(?<secret${name}LeadSq>[^'\\r\\n]{1,1024})'` +
+        `|${lead}"(?<secret${name}LeadDq>${IN_QUOTES}{1,1024})"`;
   return (
     `(?:'${lead}${NOT_A_FLAG}(?<secret${name}Sq>[^'\\r\\n]{1,1024})'` +
     `|\\\\"${lead}${NOT_A_FLAG}(?<secret${name}Eq>${IN_ESCAPED_QUOTES}{1,1024})\\\\"` +
     `|"${lead}${NOT_A_FLAG}(?<secret${name}Dq>${IN_QUOTES}{1,1024})"` +
+    quotedAfterLead +
     `|${lead}${NOT_A_FLAG}(?<secret${name}Bare>[^\\s"'\\\\;&|()<>\`]{1,1024}))`
   );
 }
+
+/**
+ * The blanks between a flag or a name and its value. Bounded so that no rule's scan grows with
+ * the input, but far past what anyone types: a value after nine spaces was once left unmasked.
+ */
+export const BLANKS = '[ \\t]{1,256}';
 
 /** From the closing quote of one JSON array item to the opening quote of the next. */
 export const JSON_ITEM_GAP = '"[ \\t]{0,8},[ \\t\\r\\n]{0,64}(?=")';
@@ -82,5 +95,5 @@ export const JSON_ITEM_GAP = '"[ \\t]{0,8},[ \\t\\r\\n]{0,64}(?=")';
  * inside rawArgs): then the whole JSON string.
  */
 export function flagGap(name: string): string {
-  return `(?:[ \\t]{1,8}|${JSON_ITEM_GAP})${quotedOrBare(name)}`;
+  return `(?:${BLANKS}|${JSON_ITEM_GAP})${quotedOrBare(name)}`;
 }

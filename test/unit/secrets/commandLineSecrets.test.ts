@@ -60,6 +60,26 @@ describe('maskSecrets: a secret after its flag, header or name', () => {
     ['curl -u quoted', 'curl -u "admin:two words" https://x', `curl -u "admin:${S}" https://x`],
     ['curl --proxy-user', 'curl --proxy-user p:hunter2 https://x', `curl --proxy-user p:${S} https://x`],
     [
+      'curl -u after a run of blanks',
+      `curl -u${' '.repeat(12)}admin:hunter2pass https://x`,
+      `curl -u${' '.repeat(12)}admin:${S} https://x`,
+    ],
+    [
+      '--password after a run of blanks',
+      `deploy --password${' '.repeat(20)}hunter2 --env prod`,
+      `deploy --password${' '.repeat(20)}${S} --env prod`,
+    ],
+    [
+      'curl -u quoted after the colon',
+      'curl -u admin:"two words" https://x',
+      `curl -u admin:"${S}" https://x`,
+    ],
+    [
+      'curl -u single-quoted after the colon',
+      "curl -u admin:'two words' https://x",
+      `curl -u admin:'${S}' https://x`,
+    ],
+    [
       'curl -u in a JSON argv',
       '["curl","-u","admin:hunter2","https://x"]',
       `["curl","-u","admin:${S}","https://x"]`,
