@@ -148,6 +148,15 @@ export class ApprovalRecords {
   }
 
   /**
+   * The version Redis holds of the record (HGET of one short field, not the JSON); undefined when
+   * it is gone. What a card update that just landed is checked against (SyncMarks).
+   */
+  async storedVersion(approvalId: string): Promise<number | undefined> {
+    const version = await this.redis.hget(keys.approval(approvalId), 'v');
+    return version === null ? undefined : Number(version);
+  }
+
+  /**
    * The record of the card at `channel`/`ts`, as this process last read or wrote it, when it is
    * one of the recent ones and the approval named: no read. It may have changed since; a claim
    * made on it is refused if so (claimWith).

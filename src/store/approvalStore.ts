@@ -53,6 +53,10 @@ export class ApprovalStore {
     return this.records.get(approvalId);
   }
 
+  storedVersion(approvalId: string): Promise<number | undefined> {
+    return this.records.storedVersion(approvalId);
+  }
+
   recentCard(channel: string, ts: string, approvalId: string): ApprovalRecord | undefined {
     return this.records.recentCard(channel, ts, approvalId);
   }

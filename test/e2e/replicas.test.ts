@@ -599,6 +599,61 @@ describe('several replicas on one Redis', { timeout: 90_000 }, () => {
     expect(decidesFor(world.host, id)).toEqual([]);
   });
 
+  it("12. a quorum's first vote at the standby whose card update lands after the owner's resolved card: the card ends resolved", async () => {
+    const file = configFile({
+      routes: [route('deploys', { approvers: users('U0ALICE', 'U0BOB'), quorum: 2 })],
+    });
+    cleanups.push(async () => file.remove());
+    const world = await startReplicas(2, { env: { COUNTERSIGN_CONFIG: file.path } });
+    const owner = await ownerOf(world);
+    const standby = world.bots.find((b) => b !== owner)!;
+    await world.host.waitForIncarnation(1);
+    const id = 'rep-order-0001';
+    await world.host.open(shell(id, ['kubectl', 'delete', 'ns', 'prod']));
+    const at = await postedAt(world, id);
+
+    // The standby's card update of the first vote is held at Slack (slow, or retried after a 5xx)
+    // until after the owner's update of the resolved record has landed.
+    let release: () => void = () => undefined;
+    let arrived: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (arrived = resolve));
+    const voteShown = (args: Record<string, unknown>) => JSON.stringify(args.blocks).includes('1 of 2');
+    world.slack.fault(
+      'chat.update',
+      { until: new Promise<void>((resolve) => (release = resolve)) },
+      {
+        match: (args) => {
+          if (!voteShown(args)) return false;
+          arrived();
+          return true;
+        },
+      },
+    );
+    await press(world, standby, id, 'Allow once', 'U0ALICE', at);
+    await held;
+    await press(world, owner, id, 'Allow once', 'U0BOB', at);
+    await world.host.waitForDecide();
+    await resolvedCard(world, id);
+    // The owner is done with the card (a resolution's later writes render it again) before the
+    // held update lands: it lands last.
+    let updates = -1;
+    await until('the owner done with the card', async () => {
+      const now = world.slack.callsOf('chat.update').length;
+      if (now === updates) return true;
+      updates = now;
+      await new Promise((resolve) => setTimeout(resolve, 750));
+      return undefined;
+    });
+    release();
+    // The standby's update of the vote lands now, over the resolved card ("1 of 2", buttons)...
+    await until('the held update carried out', () =>
+      world.slack.callsOf('chat.update').some((c) => voteShown(c.args)) ? true : undefined,
+    );
+    // ...and the card ends resolved again, its buttons gone.
+    await resolvedCard(world, id);
+    expect(decidesFor(world.host, id)).toHaveLength(1);
+  });
+
   it('spreads hosts: three replicas and six hosts do not end with one replica running them all', {
     timeout: 60_000,
   }, async () => {

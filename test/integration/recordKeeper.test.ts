@@ -36,6 +36,25 @@ class Cards implements CardChannel {
   }
 }
 
+/** One Slack message updated by several replicas: it shows whichever update landed last. */
+class OneMessage {
+  shown: RenderedMessage | undefined;
+  replica() {
+    const message = this;
+    return new (class extends Cards {
+      landed = 0;
+      override async update(channel: string, ts: string, rendered: RenderedMessage) {
+        await super.update(channel, ts, rendered);
+        message.shown = rendered;
+        this.landed += 1;
+      }
+    })();
+  }
+  text(): string {
+    return JSON.stringify(this.shown?.blocks ?? []);
+  }
+}
+
 const params = ApprovalRequestParams.parse(
   approvalFromTranscript('approval-round-trip', { approvalId: 'k-1' }),
 );
@@ -128,6 +147,47 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
       keeper.stop();
       expect(await store.unsyncedCards(new Date(Date.now() + 1_000))).toEqual(['k-1']);
       expect(cards.updates.map((u) => JSON.stringify(u.message.blocks).includes('landed'))).toEqual([true]);
+    });
+  });
+
+  describe('RecordKeeper: replicas updating one card', () => {
+    it("a replica's slow update that lands after a newer one is followed by the record's latest render", async () => {
+      const slack = new OneMessage();
+      const replica = (cardsOfReplica: CardChannel) =>
+        new RecordKeeper({
+          store: new ApprovalStore(backend.connect(), { resolvedTtlMs: 60_000 }),
+          cards: cardsOfReplica,
+          render: (r, now) => renderCard(r, { now }),
+          logger,
+        });
+      const ownerCards = slack.replica();
+      const standbyCards = slack.replica();
+      const owner = replica(ownerCards);
+      const standby = replica(standbyCards);
+      try {
+        await owner.run('k-1', () => owner.create(record()));
+        // A vote at the standby: its card update is held up (Slack is slow, or answered 5xx and
+        // is retried), and lands only after the owner's.
+        let release: () => void = () => undefined;
+        standbyCards.stall = new Promise((resolve) => {
+          release = resolve;
+        });
+        await standby.mutateAndSync('k-1', (r) => ({ ...r, reason: 'one vote of two' }));
+        // The second vote reaches the owner, which writes the newer record; its update lands first.
+        await owner.mutateAndSync('k-1', (r) => ({ ...r, reason: 'decided by the owner' }));
+        await owner.idle();
+        expect(slack.text()).toContain('decided by the owner');
+        release();
+        await until(() => standbyCards.landed > 0);
+        // The standby's older render is on the card now; what follows it must be the newest.
+        await until(() => slack.text().includes('decided by the owner'), 2_000).catch(() => undefined);
+        expect(slack.text()).toContain('decided by the owner');
+        expect(slack.text()).not.toContain('one vote of two');
+      } finally {
+        owner.stop();
+        standby.stop();
+        await Promise.all([owner.idle(), standby.idle()]);
+      }
     });
   });
 

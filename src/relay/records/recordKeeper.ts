@@ -71,7 +71,12 @@ export class RecordKeeper {
     // limit for long): when the process holding it dies between Slack's post and savePost, the
     // next worker takes over within seconds, instead of leaving the approval without a card.
     this.postLeaseMs = options.postLeaseMs ?? 15_000;
-    this.syncMarks = new SyncMarks(options.store, (task) => this.track(task), options.logger);
+    this.syncMarks = new SyncMarks(
+      options.store,
+      (task) => this.track(task),
+      options.logger,
+      (approvalId) => this.cardBehind(approvalId),
+    );
   }
 
   /** Runs `task` in the approval's queue, after everything queued for it before. */
@@ -349,11 +354,30 @@ export class RecordKeeper {
       cards.update(channel, ts, render(record, this.now()), this.actingFor(record.hostId)).then(
         () => {
           logger.debug({ approvalId, ts, phase, version }, 'card updated');
-          this.syncMarks.landed(approvalId, seq, handedAt);
+          this.syncMarks.landed(approvalId, seq, handedAt, version);
         },
-        (err: unknown) => logger.warn({ err, approvalId, ts, version }, 'card update given up'),
+        (err: unknown) => {
+          this.syncMarks.givenUp(approvalId, seq);
+          logger.warn({ err, approvalId, ts, version }, 'card update given up');
+        },
       ),
     );
+  }
+
+  /**
+   * A card landed an older render than its record holds: another replica's update landed before
+   * ours, and ours covered it. Rendered again from the stored record, unless an update of this
+   * process is on its way (it is checked in turn when it lands).
+   */
+  private cardBehind(approvalId: string): void {
+    this.enqueue(approvalId, async () => {
+      if (this.syncMarks.updating(approvalId)) return;
+      this.options.logger.info(
+        { approvalId },
+        'card shows an older version than its record; updating it again',
+      );
+      await this.syncCard(approvalId);
+    });
   }
 
   /**

@@ -8,23 +8,42 @@ import { RIDE_WAIT_MS } from '../../store/coalescedWrites.js';
  * struck off once the newest update handed out for it has landed, so that a card an earlier
  * process left behind its record (it died with an update in flight) is found at the next start
  * (RecordKeeper.recoverCards).
+ *
+ * Each replica that writes a record updates its card, and Slack shows whichever update landed
+ * last: a replica's update held up by a slow or lost answer can land after another replica's
+ * newer one. So the record's stored version is read after each landing, in the same write as the
+ * strike; a card whose record moved past the version it now shows, with no newer update of this
+ * process on its way, is brought up to date again (`behind`). That repair is itself checked once it
+ * lands, so the card ends on the newest render; each round renders the record as stored, so only
+ * a newer write can start another.
  */
 export class SyncMarks {
   /** approvalId → the latest card update handed to the channel, by sequence number. */
   private readonly latestUpdate = new Map<string, number>();
   private updateSeq = 0;
-  /** Cards that landed their latest update (→ when it was handed out), struck off in one call. */
-  private syncedBatch = new Map<string, number>();
+  /**
+   * Cards that landed their latest update (→ when it was handed out, and the record's version it
+   * showed), struck off and checked in one write.
+   */
+  private syncedBatch = new Map<string, { handedAt: number; version: number }>();
   private syncedFlush: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly store: Pick<
       ApprovalStore,
-      'cardsSynced' | 'unsyncedCards' | 'claimCardSync' | 'syncStamp' | 'get' | 'rideNextWrite'
+      | 'cardsSynced'
+      | 'unsyncedCards'
+      | 'claimCardSync'
+      | 'syncStamp'
+      | 'get'
+      | 'rideNextWrite'
+      | 'storedVersion'
     >,
     /** Work that outlives the call: the keeper's idle() waits for it. */
     private readonly track: (task: Promise<unknown>) => void,
     private readonly logger: Logger,
+    /** A card shows an older version than its record holds: render it again, in the approval's queue. */
+    private readonly behind: (approvalId: string) => void,
   ) {}
 
   /** An update of the card is handed to the channel: what landed() is told once it lands. */
@@ -34,12 +53,25 @@ export class SyncMarks {
     return seq;
   }
 
-  /** The update `seq` landed; `handedAt`, the store's sync stamp when it was handed out. */
-  landed(approvalId: string, seq: number, handedAt: number): void {
+  /** Whether an update of the card handed out here has yet to land or be given up. */
+  updating(approvalId: string): boolean {
+    return this.latestUpdate.has(approvalId);
+  }
+
+  /** The update `seq` was given up: no update of the card is on its way, if it was the newest. */
+  givenUp(approvalId: string, seq: number): void {
+    if (this.latestUpdate.get(approvalId) === seq) this.latestUpdate.delete(approvalId);
+  }
+
+  /**
+   * The update `seq` landed; `handedAt`, the store's sync stamp when it was handed out; `version`,
+   * the version of the record it shows.
+   */
+  landed(approvalId: string, seq: number, handedAt: number, version: number): void {
     // Only the newest update handed out says the card shows every write so far.
     if (this.latestUpdate.get(approvalId) !== seq) return;
     this.latestUpdate.delete(approvalId);
-    this.syncedBatch.set(approvalId, handedAt);
+    this.syncedBatch.set(approvalId, { handedAt, version });
     if (this.syncedFlush) return;
     // One call for a burst, and sent with whatever this process sends next (the next approval's
     // write, a poll), else on its own after RIDE_WAIT_MS: this bookkeeping must not add a round
@@ -76,18 +108,36 @@ export class SyncMarks {
     return ids.length;
   }
 
-  /** Strikes off at once what landed so far. */
+  /** Strikes off at once what landed so far, and checks those cards against their records. */
   flush(): void {
     clearTimeout(this.syncedFlush);
     this.syncedFlush = undefined;
-    const handedAt = this.syncedBatch;
+    const batch = this.syncedBatch;
     this.syncedBatch = new Map();
-    if (handedAt.size === 0) return;
+    if (batch.size === 0) return;
+    const handedAt = new Map([...batch].map(([approvalId, landed]) => [approvalId, landed.handedAt]));
     this.track(
       this.store.cardsSynced(handedAt).catch((err: unknown) => {
         // Left marked: the next start re-renders those cards once more, which is harmless.
         this.logger.warn({ err, cards: handedAt.size }, 'could not mark cards as up to date');
       }),
     );
+    // Issued after the strike, in the same write: one Redis runs both back to back, so a write
+    // whose mark the strike took off (another replica's, stamped by another clock) is seen here.
+    for (const [approvalId, { version }] of batch) this.track(this.check(approvalId, version));
+  }
+
+  /** Brings the card up to date again when its record moved past `shown` (another replica's write). */
+  private async check(approvalId: string, shown: number): Promise<void> {
+    let stored: number | undefined;
+    try {
+      stored = await this.store.storedVersion(approvalId);
+    } catch (err) {
+      this.logger.warn({ err, approvalId }, 'could not check a card against its record');
+      return;
+    }
+    // The newer write's own update may still be on its way; after it or before, one more render
+    // of the stored record is what makes the card end on it.
+    if (stored !== undefined && stored > shown) this.behind(approvalId);
   }
 }
