@@ -25,5 +25,12 @@ export function intakeNotes(intake: Intake | undefined): string[] {
       `:scissors: *${plural(intake.stagesOmitted, 'shell stage was', 'shell stages were')} left out*`,
     );
   }
+  const withheld = intake.parts.availableChoices?.choicesWithheld ?? 0;
+  if (withheld > 0) {
+    // A press names a choice by its id alone: the bot and the host could each take a different one.
+    notes.push(
+      `:no_entry_sign: *${plural(withheld, 'choice', 'choices')} the host offered under a shared id ${withheld === 1 ? 'is' : 'are'} not offered here: a press could not say which one it meant.* Decide in the agent itself to pick ${withheld === 1 ? 'it' : 'one of them'}.`,
+    );
+  }
   return notes;
 }

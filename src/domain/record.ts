@@ -117,6 +117,8 @@ export const IntakePart = z.object({
   truncated: z.boolean(),
   /** Shell stages left out of the subject. */
   stagesOmitted: z.number().int().optional(),
+  /** Choices not offered: the host named other choices with their choiceId too. */
+  choicesWithheld: z.number().int().optional(),
 });
 export type IntakePart = z.infer<typeof IntakePart>;
 

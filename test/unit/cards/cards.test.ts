@@ -472,3 +472,21 @@ describe('renderCard: what intake did to the request', () => {
     }
   });
 });
+
+describe('renderCard: choices intake withheld', () => {
+  it('says the host offered choices under one id and that they are not offered', () => {
+    const card = render(
+      fileRecord({
+        availableChoices: [],
+        intake: {
+          maskedSecrets: 0,
+          truncated: false,
+          parts: { availableChoices: { maskedSecrets: 0, truncated: false, choicesWithheld: 2 } },
+        },
+      }),
+    );
+    expect(allText(card)).toContain(
+      '2 choices the host offered under a shared id are not offered here: a press could not say which one it meant',
+    );
+  });
+});

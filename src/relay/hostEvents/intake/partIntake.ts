@@ -18,12 +18,15 @@ export class PartIntake {
   maskedSecrets = 0;
   truncated = false;
   stagesOmitted = 0;
+  /** Choices left out because their choiceId named another choice too (takeChoices). */
+  choicesWithheld = 0;
 
   constructor(private left: number) {}
 
   report(): PartReport {
     const report: PartReport = { maskedSecrets: this.maskedSecrets, truncated: this.truncated };
     if (this.stagesOmitted > 0) report.stagesOmitted = this.stagesOmitted;
+    if (this.choicesWithheld > 0) report.choicesWithheld = this.choicesWithheld;
     return report;
   }
 

@@ -485,3 +485,63 @@ describe('intake: the flags follow what the record holds now', () => {
     expect(next.intake).toBeUndefined();
   });
 });
+
+describe('intake: choices offered under one choiceId', () => {
+  const ALLOW = CHOICES[0]!;
+  const REJECT = CHOICES[2]!;
+  const clashing = { ...REJECT, choiceId: ALLOW.choiceId };
+
+  it('offers none of the choices that share an id but differ in what they do', () => {
+    // The bot would reason about the first; the host may apply the other.
+    const record = newRecord(params({ availableChoices: [ALLOW, REJECT, clashing] }), ctx());
+    expect(record.availableChoices.map((c) => c.choiceId)).toEqual([REJECT.choiceId]);
+    expect(record.intake?.parts.availableChoices).toEqual({
+      maskedSecrets: 0,
+      truncated: false,
+      choicesWithheld: 2,
+    });
+    expect(ApprovalRecord.parse(JSON.parse(JSON.stringify(record)))).toEqual(record);
+  });
+
+  it('withholds a repeated id whose scope, rule or feedback differs too', () => {
+    const session = { ...ALLOW, scope: 'session' };
+    const rule = { ...CHOICES[1]!, rulePreview: 'deploy --anything' };
+    const feedback = { ...REJECT, acceptsFeedback: false };
+    for (const [first, second] of [
+      [ALLOW, session],
+      [CHOICES[1]!, rule],
+      [REJECT, feedback],
+    ] as const) {
+      const record = newRecord(params({ availableChoices: [first, second] }), ctx());
+      expect(record.availableChoices).toEqual([]);
+      expect(record.intake?.parts.availableChoices?.choicesWithheld).toBe(2);
+    }
+  });
+
+  it('keeps one of exact repeats, whatever their labels, and says nothing', () => {
+    const again = { ...ALLOW, label: 'Allow this once' };
+    const record = newRecord(params({ availableChoices: [ALLOW, REJECT, ALLOW, again] }), ctx());
+    expect(record.availableChoices).toEqual([ALLOW, REJECT]);
+    expect(record.intake?.parts.availableChoices).toBeUndefined();
+  });
+
+  it('looks at the whole menu, and an update with a clean menu clears the note', () => {
+    const many = Array.from({ length: 1_000 }, (_, i) => ({ ...ALLOW, choiceId: `c${i}` }));
+    const record = newRecord(params({ availableChoices: [...many, { ...REJECT, choiceId: 'c5' }] }), ctx());
+    // The repeat comes past the choices kept, but a press on the kept c5 would name it too.
+    expect(record.availableChoices.map((c) => c.choiceId).slice(4, 6)).toEqual(['c4', 'c6']);
+    expect(record.intake?.parts.availableChoices?.choicesWithheld).toBe(2);
+
+    const clean = ApprovalUpdatedParams.parse({
+      sessionId: SESSION,
+      approvalId: ID,
+      change: { kind: 'stageResolved' },
+      currentRequirementId: { approvalId: ID, sourceIndex: 1 },
+      availableChoices: [ALLOW, REJECT],
+      subject: record.subject,
+    });
+    const next = updated(clean)(record)!;
+    expect(next.availableChoices).toEqual([ALLOW, REJECT]);
+    expect(next.intake?.parts.availableChoices).toBeUndefined();
+  });
+});
