@@ -7,6 +7,7 @@ import type { ApprovalRecord } from '../domain/record.js';
 import type { ApprovalChoice } from '../msp/protocol.js';
 import { context, plainText, section } from './blocks.js';
 import type { CardBudget } from './budget.js';
+import { type Misleading, misleadingLabel, type Reach } from './choiceEffects.js';
 import { clip, fitsWithin } from './escape.js';
 import { fitLines } from './fitLines.js';
 import {
@@ -23,12 +24,29 @@ import { rememberHeading, scopeLabel } from './renderGrant.js';
 /** Choices shown at most: three actions blocks, which keeps a card far below 50 blocks. */
 export const MAX_SHOWN_CHOICES = 75;
 
-const CONFIRM_TITLE = 'Reject this?';
-const CONFIRM_TEXT = 'The agent will not be allowed to do this.';
 const CONFIRM_DENY = 'Cancel';
-/** What a confirm dialog costs besides its confirm button, which repeats the label. */
-const CONFIRM_COST = CONFIRM_TITLE.length + CONFIRM_TEXT.length + CONFIRM_DENY.length;
 const MIN_LABEL = 10;
+
+/** A confirm dialog's words; without `confirm`, its confirm button repeats the label. */
+interface Dialog {
+  title: string;
+  text: string;
+  confirm?: string;
+  style: 'primary' | 'danger';
+}
+
+const REJECT_DIALOG: Dialog = {
+  title: 'Reject this?',
+  text: 'The agent will not be allowed to do this.',
+  style: 'danger',
+};
+
+const APPROVE_TITLES: Record<Reach, string> = {
+  once: 'Approve this?',
+  session: 'Allow for the session?',
+  rule: 'Allow this for good?',
+  beyond: 'Allow past this request?',
+};
 
 function labelOf(choice: ApprovalChoice, index: number): string {
   return choice.label !== ''
@@ -38,13 +56,31 @@ function labelOf(choice: ApprovalChoice, index: number): string {
       : `Choice ${index + 1}`;
 }
 
-function confirm(label: string, labelMax: number): ConfirmationDialog {
+/**
+ * The dialog a button asks through first: every rejection, and every choice whose label could
+ * mislead (misleadingLabel), which says in the bot's words what it does. The confirm button of
+ * such a dialog says it too, never the label it contradicts.
+ */
+function dialogOf(choice: ApprovalChoice, misleading: Misleading | undefined): Dialog | undefined {
+  if (misleading?.tone === 'approve') {
+    return {
+      title: APPROVE_TITLES[misleading.reach],
+      text: `Whatever its label says, this ${misleading.effect}.`,
+      confirm: 'Approve',
+      style: 'primary',
+    };
+  }
+  if (decisionTone(choice.decision) !== 'reject') return undefined;
+  return misleading ? { ...REJECT_DIALOG, confirm: 'Reject' } : REJECT_DIALOG;
+}
+
+function confirm(dialog: Dialog, label: string, labelMax: number): ConfirmationDialog {
   return {
-    title: plainText(CONFIRM_TITLE),
-    text: plainText(CONFIRM_TEXT),
-    confirm: plainText(clip(label, Math.min(MAX_CONFIRM_BUTTON, labelMax))),
+    title: plainText(dialog.title),
+    text: plainText(dialog.text),
+    confirm: plainText(dialog.confirm ?? clip(label, Math.min(MAX_CONFIRM_BUTTON, labelMax))),
     deny: plainText(CONFIRM_DENY),
-    style: 'danger',
+    style: dialog.style,
   };
 }
 
@@ -52,11 +88,15 @@ function confirm(label: string, labelMax: number): ConfirmationDialog {
  * Button labels share the buttons budget, dialogs included: a few choices get the full 75
  * characters, dozens of them get less, so the card keeps inside Slack's total text size.
  */
-function labelAllowance(choices: readonly ApprovalChoice[], budget: CardBudget): number {
-  const rejecting = choices.filter((c) => decisionTone(c.decision) === 'reject').length;
-  const per = Math.floor(
-    (budget.buttons - rejecting * CONFIRM_COST) / Math.max(1, choices.length + rejecting),
-  );
+function labelAllowance(dialogs: readonly (Dialog | undefined)[], budget: CardBudget): number {
+  let fixed = 0;
+  let labels = dialogs.length;
+  for (const dialog of dialogs) {
+    if (!dialog) continue;
+    fixed += dialog.title.length + dialog.text.length + CONFIRM_DENY.length + (dialog.confirm?.length ?? 0);
+    if (dialog.confirm === undefined) labels += 1;
+  }
+  const per = Math.floor((budget.buttons - fixed) / Math.max(1, labels));
   return Math.min(MAX_BUTTON_TEXT, Math.max(MIN_LABEL, per));
 }
 
@@ -66,6 +106,7 @@ function button(
   index: number,
   labelMax: number,
   asked: string,
+  dialog: Dialog | undefined,
 ): Button | undefined {
   const choiceOnly = { s: record.currentRequirementId.sourceIndex, c: choice.choiceId, d: asked };
   // Spelled out, not `{ ...choiceOnly, a }` (docs/performance.md, "Object shapes").
@@ -87,20 +128,31 @@ function button(
   };
   const tone = decisionTone(choice.decision);
   if (tone === 'approve') b.style = 'primary';
-  if (tone === 'reject') {
-    b.style = 'danger';
-    b.confirm = confirm(label, labelMax);
-  }
+  if (tone === 'reject') b.style = 'danger';
+  if (dialog) b.confirm = confirm(dialog, label, labelMax);
   return b;
 }
 
 /**
- * Each choice's rulePreview, verbatim ("<label>: <rulePreview>", or "Rule: <rulePreview>" when the
- * label already is the preview), and the full label of any choice
- * whose button had to cut it: a reviewer must be able to read what they are about to click.
+ * First, for each choice whose label could mislead, what it does in the bot's words: those lines
+ * are the last the budget may cut. Then each choice's rulePreview, verbatim ("<label>:
+ * <rulePreview>", or "Rule: <rulePreview>" when the label already is the preview), and the full
+ * label of any choice whose button had to cut it: a reviewer must be able to read what they are
+ * about to click.
  */
-function detailLines(choices: readonly ApprovalChoice[], labelMax: number, budget: CardBudget): string[] {
+function detailLines(
+  choices: readonly ApprovalChoice[],
+  misleading: readonly (Misleading | undefined)[],
+  labelMax: number,
+  budget: CardBudget,
+): string[] {
   const lines: string[] = [];
+  choices.forEach((choice, i) => {
+    const effect = misleading[i]?.effect;
+    if (effect === undefined) return;
+    const shown = truncateProse(labelOf(choice, i), Math.floor(budget.previewLine / 2));
+    lines.push(`:warning: “${shown}” ${effect}`);
+  });
   choices.forEach((choice, i) => {
     const label = labelOf(choice, i);
     if (choice.rulePreview !== undefined && choice.rulePreview === label) {
@@ -160,8 +212,10 @@ export function renderChoices(
   const blocks: KnownBlock[] = [];
   const shown = choices.slice(0, Math.min(maxChoices, MAX_SHOWN_CHOICES));
 
-  const labelMax = labelAllowance(shown, budget);
-  const details = detailLines(shown, labelMax, budget);
+  const misleading = shown.map((choice, i) => misleadingLabel(choice, labelOf(choice, i)));
+  const dialogs = shown.map((choice, i) => dialogOf(choice, misleading[i]));
+  const labelMax = labelAllowance(dialogs, budget);
+  const details = detailLines(shown, misleading, labelMax, budget);
   if (details.length > 0) {
     const lines = fitLines(details.length, (i) => details[i]!, budget.previews, ['choice', 'choices']);
     blocks.push(section(`*About these choices*\n${lines.join('\n')}`));
@@ -170,7 +224,7 @@ export function renderChoices(
   const asked = questionDigest(record);
   const buttons: Button[] = [];
   shown.forEach((choice, i) => {
-    const b = button(record, choice, i, labelMax, asked);
+    const b = button(record, choice, i, labelMax, asked, dialogs[i]);
     if (b) buttons.push(b);
   });
   for (let start = 0; start < buttons.length; start += MAX_ACTIONS_ELEMENTS) {
