@@ -12,12 +12,17 @@ export function decisionTone(decision: string): DecisionTone {
   return 'other';
 }
 
+/** Decisions that ask the host to keep a grant (docs/msp-approvals.md §6.4), whatever scope the choice names. */
+const GRANTING_DECISIONS: ReadonlySet<string> = new Set(['approvedForSession', 'approvedPolicyAmendment']);
+
 /**
  * Whether a choice leaves something behind the request: an approval for a session, a workspace
- * rule, anything not once. A rejection never widens what an agent may do, whatever its scope.
+ * rule, anything not once. A rejection never widens what an agent may do, whatever its scope. A
+ * host that sends a granting decision with scope `once` is read the worse way: it may keep the grant.
  */
 export function outlastsRequest(choice: { decision: string; scope: string }): boolean {
-  return decisionTone(choice.decision) !== 'reject' && choice.scope !== 'once';
+  if (decisionTone(choice.decision) === 'reject') return false;
+  return choice.scope !== 'once' || GRANTING_DECISIONS.has(choice.decision);
 }
 
 /**
