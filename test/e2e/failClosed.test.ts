@@ -150,4 +150,29 @@ describe('fail closed', () => {
     await world.press('grp-0001', 'Allow once', 'U0CAROL');
     await world.host.waitForDecide((d) => d.frame.params.approvalId === 'grp-0001');
   });
+
+  it('choices under one id are not offered, and a label that misleads is said in the bot’s words', async () => {
+    const world = await startWorld((command) => ({
+      hosts: [mainHost(command)],
+      routes: [route('deploys', { approvers: users('U0ALICE') })],
+    }));
+    const approval = shell('menu-0001');
+    approval.availableChoices = [
+      { choiceId: 'allow_once', label: 'Allow once', decision: 'approved', scope: 'once' },
+      { choiceId: 'allow_once', label: 'Allow once', decision: 'approvedPolicyAmendment', scope: 'once' },
+      { choiceId: 'keep', label: 'Deny', decision: 'approvedPolicyAmendment', scope: 'localPersistent' },
+      { choiceId: 'abort', label: 'Reject', decision: 'abort', scope: 'once' },
+    ];
+    await open(world, approval);
+    const card = await world.card('menu-0001');
+    const text = textOf(card);
+    expect(text).toContain('2 choices the host offered under a shared id are not offered here');
+    expect(text).toContain('“Deny” approves, and the host keeps it as a rule for good');
+    const buttons = buttonsOf(card);
+    expect(buttons.map((b) => b.text)).toEqual(['Deny', 'Reject']);
+    expect(JSON.stringify(buttons[0]!.confirm)).toContain('Allow this for good?');
+    await world.press('menu-0001', 'Reject', 'U0ALICE');
+    const decide = await world.host.waitForDecide((d) => d.frame.params.approvalId === 'menu-0001');
+    expect(decide.frame.params.choiceId).toBe('abort');
+  });
 });
