@@ -149,6 +149,32 @@ async function settle(ms = 600): Promise<void> {
  * Two hosts on one route that bars self-approval: `main` is Alice's own agent, `other` is not.
  * Each asks two alike requests (`<prefix>-0`, `<prefix>-1`), whose cards are up on return.
  */
+async function phaseOf(world: World, approvalId: string): Promise<string | undefined> {
+  const raw = await world.redis.hget(keys.approval(approvalId), 'd');
+  return raw ? (JSON.parse(raw) as { phase: string }).phase : undefined;
+}
+
+async function untilPhase(world: World, approvalId: string, phase: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while ((await phaseOf(world, approvalId)) !== phase) {
+    if (Date.now() > deadline)
+      throw new Error(`${approvalId} never ${phase}: ${await phaseOf(world, approvalId)}`);
+    await settle(25);
+  }
+}
+
+/** Bob presses on `approvalId`; the host holds the decide 2.5 s, then refuses it (no reviewer). */
+async function beingDecidedThenRefused(world: World, host: FakeHost, approvalId: string): Promise<void> {
+  await host.delayDecide(2_500);
+  await host.failDecide({
+    code: -32054,
+    message: 'no reviewer',
+    data: { kind: 'approvalReviewerUnavailable', approvalId },
+  });
+  await world.press(approvalId, 'Allow once', 'U0BOB');
+  await untilPhase(world, approvalId, 'deciding');
+}
+
 async function ownAndTheirs(ownPrefix: string, theirPrefix: string, toolName?: string) {
   const hostA = await FakeHost.start({ sessions: [{ sessionId: SESSION, title: 'Bump the version' }] });
   const hostB = await FakeHost.start({ sessions: [{ sessionId: WORKTREES, title: 'Worktree sweep' }] });
@@ -409,33 +435,15 @@ describe('batch triage', () => {
     const { world, hostA, own } = await ownAndTheirs('batch-busy-own', 'batch-busy-theirs');
     const summary = await summaryWhen(world, (m) => textOf(m).includes('4 alike requests waiting'));
     const [busy, refused] = own.map((a) => a.approvalId) as [string, string];
-    const phaseOf = async (id: string) => {
-      const raw = await world.redis.hget(keys.approval(id), 'd');
-      return raw ? (JSON.parse(raw) as { phase: string }).phase : undefined;
-    };
-    const untilPhase = async (id: string, phase: string) => {
-      const deadline = Date.now() + 10_000;
-      while ((await phaseOf(id)) !== phase) {
-        if (Date.now() > deadline) throw new Error(`${id} never ${phase}: ${await phaseOf(id)}`);
-        await settle(25);
-      }
-    };
     // Bob's click on one of Alice's own requests is with the host, which then refuses it: the
     // claim is given back and the request waits again.
-    await hostA.delayDecide(2_500);
-    await hostA.failDecide({
-      code: -32054,
-      message: 'no reviewer',
-      data: { kind: 'approvalReviewerUnavailable', approvalId: busy },
-    });
-    await world.press(busy, 'Allow once', 'U0BOB');
-    await untilPhase(busy, 'deciding');
+    await beingDecidedThenRefused(world, hostA, busy);
 
     // Alice's form opens while it is being decided: that skip is no refusal of hers.
     const since = world.slack.calls.length;
     await pressSummary(world, summary, 'cs_batch_reject', 'U0ALICE');
     await world.slack.waitFor('views.open', () => true, 5_000, { since });
-    await untilPhase(busy, 'pending');
+    await untilPhase(world, busy, 'pending');
     await world.submitModal('U0ALICE', 'not now', { view: BATCH_REJECT_VIEW_CALLBACK_ID, since });
     const answer = await ephemeralAfter(world, 'U0ALICE', since);
     expect(answer).toContain('You rejected 2 requests');
@@ -484,31 +492,13 @@ describe('batch triage', () => {
     const { world, hostA, own } = await ownAndTheirs('batch-edit-own', 'batch-edit-theirs');
     const summary = await summaryWhen(world, (m) => textOf(m).includes('4 alike requests waiting'));
     const [busy, refused] = own.map((a) => a.approvalId) as [string, string];
-    const phaseOf = async (id: string) => {
-      const raw = await world.redis.hget(keys.approval(id), 'd');
-      return raw ? (JSON.parse(raw) as { phase: string }).phase : undefined;
-    };
-    const untilPhase = async (id: string, phase: string) => {
-      const deadline = Date.now() + 10_000;
-      while ((await phaseOf(id)) !== phase) {
-        if (Date.now() > deadline) throw new Error(`${id} never ${phase}: ${await phaseOf(id)}`);
-        await settle(25);
-      }
-    };
     // One of Alice's own is being decided (Bob's click, which the host then refuses) when her form
     // opens: skipped then, and no refusal of hers; it waits again by her submit.
-    await hostA.delayDecide(2_500);
-    await hostA.failDecide({
-      code: -32054,
-      message: 'no reviewer',
-      data: { kind: 'approvalReviewerUnavailable', approvalId: busy },
-    });
-    await world.press(busy, 'Allow once', 'U0BOB');
-    await untilPhase(busy, 'deciding');
+    await beingDecidedThenRefused(world, hostA, busy);
     const since = world.slack.calls.length;
     await pressSummary(world, summary, 'cs_batch_reject', 'U0ALICE');
     const opened = await world.slack.waitFor('views.open', () => true, 5_000, { since });
-    await untilPhase(busy, 'pending');
+    await untilPhase(world, busy, 'pending');
     // Her form, its metadata edited to say every member was refused when it opened.
     const metadata = JSON.parse((opened.args.view as { private_metadata: string }).private_metadata) as {
       m: unknown[];

@@ -7,7 +7,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { readGrantAudit } from '../../src/store/grantAudit.js';
 import { keys } from '../../src/store/keys.js';
-import { type ApprovalRequestParams, shellApproval } from '../support/fakeHost.js';
+import { type ApprovalRequestParams, fileWriteApproval, shellApproval } from '../support/fakeHost.js';
 import { until } from '../support/until.js';
 import { configFile, configYaml, route, users } from './fixtures/config.js';
 import { cardPostedFor, grantFrom, storeOf } from './grantSteps.js';
@@ -59,12 +59,7 @@ function shell(
 
 /** A request to write `path`, exactly as the agent sent it. */
 function fileWrite(approvalId: string, path: string): ApprovalRequestParams {
-  return {
-    ...shell(approvalId, [['true']]),
-    toolName: 'write_file',
-    rawArgs: JSON.stringify({ path }),
-    subject: { kind: 'fileAccess', path, access: 'write' },
-  };
+  return fileWriteApproval(shell(approvalId, [['true']]), path);
 }
 
 /** The line the bot leaves in the channel when a grant decides `approvalId`'s stage. */

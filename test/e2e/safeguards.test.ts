@@ -8,7 +8,7 @@ import { findGrant, grantQuestion } from '../../src/domain/grants/match.js';
 import type { ApprovalRecord } from '../../src/domain/record.js';
 import { RedisGrantStore } from '../../src/store/grantStore.js';
 import { keys } from '../../src/store/keys.js';
-import { type ApprovalRequestParams, shellApproval } from '../support/fakeHost.js';
+import { type ApprovalRequestParams, fileWriteApproval, shellApproval } from '../support/fakeHost.js';
 import type { SlackMessage } from '../support/fakeSlack.js';
 import { type ConfigSpec, configFile, issueRisks, mainHost, route, users } from './fixtures/config.js';
 import { buttonsOf, rememberButtonOf, SESSION, textOf, World } from './world.js';
@@ -52,12 +52,7 @@ function shell(approvalId: string, stages: string[][], toolName = 'bash'): Appro
 }
 
 function fileWrite(approvalId: string, path: string): ApprovalRequestParams {
-  return {
-    ...shell(approvalId, [['true']]),
-    toolName: 'write_file',
-    rawArgs: JSON.stringify({ path }),
-    subject: { kind: 'fileAccess', path, access: 'write' },
-  };
+  return fileWriteApproval(shell(approvalId, [['true']]), path);
 }
 
 function connect(approvalId: string, host: string, toolName: string): ApprovalRequestParams {

@@ -816,6 +816,16 @@ export function approvalFromTranscript(
   return { ...renamed, ...rest };
 }
 
+/** `base` turned into a request to write `path`, exactly as the agent sent it. */
+export function fileWriteApproval(base: ApprovalRequestParams, path: string): ApprovalRequestParams {
+  return {
+    ...base,
+    toolName: 'write_file',
+    rawArgs: JSON.stringify({ path }),
+    subject: { kind: 'fileAccess', path, access: 'write' },
+  };
+}
+
 /**
  * A multi-stage shell approval shaped like the two-stage example of msp-approvals.md §5.2:
  * stage 1 carries a suggested prefix (and an "always allow in this workspace" choice).

@@ -6,7 +6,7 @@ import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { Grant, GrantBucketKey } from '../../../../src/domain/grants/grant.js';
 import { type GrantQuestion, grantQuestion } from '../../../../src/domain/grants/match.js';
-import type { ApprovalRecord } from '../../../../src/domain/record.js';
+import type { ApprovalRecord, Claim } from '../../../../src/domain/record.js';
 import type { RouteGrants } from '../../../../src/domain/route.js';
 import type { DecisionOutcome, DecisionRequest } from '../../../../src/relay/deciding/decider.js';
 import {
@@ -59,6 +59,11 @@ function liveGrant(overrides: Partial<Grant> = {}): Grant {
 }
 
 /** Every port in memory. The Decider's claim is stored on the record, as the real one does. */
+/** The claim of stage 0's "Allow once" by `grant`, as the Decider stores it. */
+function grantClaim<G extends NonNullable<Claim['grant']>>(grant: G): Claim & { via: 'grant'; grant: G } {
+  return { sourceIndex: 0, choiceId: 'allow_once', commandId: 'cmd-1', via: 'grant', grant, claimedAt: '' };
+}
+
 class World {
   readonly records = new Map<string, ApprovalRecord>();
   grants: Grant[] = [];
@@ -372,14 +377,7 @@ describe('GrantAnswerer', () => {
     world.grants = [liveGrant({ usesLeft: 1, maxUses: 2 })];
     const answerer = world.answerer();
     const record = world.store(deferred('a-1'));
-    const claim = {
-      sourceIndex: 0,
-      choiceId: 'allow_once',
-      commandId: 'cmd-1',
-      via: 'grant' as const,
-      grant: { grantId: 'g-1', grantedBy: 'U0ALICE', usesLeft: 1 },
-      claimedAt: '',
-    };
+    const claim = grantClaim({ grantId: 'g-1', grantedBy: 'U0ALICE', usesLeft: 1 });
     // Replayed twice before its claim's drop was stored: one use came out, one goes back.
     await answerer.replayDropped(record, claim);
     await answerer.replayDropped(record, claim);
@@ -399,14 +397,7 @@ describe('GrantAnswerer', () => {
     const answerer = world.answerer();
     const record = world.store(deferred('a-1'));
     // The host asked again before the first send: the Decider's replay went through first.
-    await answerer.replayed(record, {
-      sourceIndex: 0,
-      choiceId: 'allow_once',
-      commandId: 'cmd-1',
-      via: 'grant',
-      grant: { grantId: 'g-1', grantedBy: 'U0ALICE' },
-      claimedAt: '',
-    });
+    await answerer.replayed(record, grantClaim({ grantId: 'g-1', grantedBy: 'U0ALICE' }));
     answerer.follow(record);
     await world.settled();
     expect(world.decisions).toHaveLength(1);
@@ -423,14 +414,7 @@ describe('GrantAnswerer', () => {
     const a = world.answerer();
     const b = world.answerer();
     const record = world.store(deferred('a-1'));
-    const claim = {
-      sourceIndex: 0,
-      choiceId: 'allow_once',
-      commandId: 'cmd-1',
-      via: 'grant' as const,
-      grant: { grantId: 'g-1', grantedBy: 'U0ALICE', usesLeft: 1 },
-      claimedAt: '',
-    };
+    const claim = grantClaim({ grantId: 'g-1', grantedBy: 'U0ALICE', usesLeft: 1 });
     await b.replayed(record, claim);
     a.follow(record);
     await world.settled();
