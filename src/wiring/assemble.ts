@@ -175,7 +175,7 @@ export function assemble(config: Config, logger: Logger): Countersign {
     groups,
     away,
     mayStandIn: (userId) => authorizer.isMember(userId),
-    mayRead: (userId, record) => authorizer.mayRead(userId, record),
+    mayDecide: (userId, record) => authorizer.check(userId, record),
     shown: (record) => authorizer.shown(record),
     noticeSender,
     noticeLedger,

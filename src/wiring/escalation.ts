@@ -6,11 +6,11 @@ import type { ApprovalRecord } from '../domain/record.js';
 import { PagerDuty } from '../pagerduty/pagerDuty.js';
 import type { ShownApprovers } from '../relay/deciding/authorizer.js';
 import type { Decider } from '../relay/deciding/decider.js';
-import type { MayRead } from '../relay/escalation/escalationSteps.js';
+import type { MayDecide } from '../relay/escalation/escalationSteps.js';
 import { Escalator } from '../relay/escalation/escalator.js';
 import { OncallResolver } from '../relay/escalation/oncall.js';
 import type { RecordKeeper } from '../relay/records/recordKeeper.js';
-import { FALLBACK_ROUTE_NAME, type Router } from '../routing/router.js';
+import type { Router } from '../routing/router.js';
 import type { SlackGroupDirectory } from '../slack/groupDirectory.js';
 import { SlackEscalationSender, SlackPagerDutyOnCall } from '../slack/slackEscalation.js';
 import type { SlackNoticeSender } from '../slack/slackNotices.js';
@@ -35,8 +35,8 @@ export interface EscalationNeeds {
   away: AwayStore;
   /** Whether a delegate may still be reached in someone's place (Authorizer.isMember). */
   mayStandIn: (userId: string) => Promise<boolean>;
-  /** Whether a user may see an approval as its record stands (Authorizer.mayRead): a DM goes to nobody else. */
-  mayRead: MayRead;
+  /** Whether a user may decide an approval as its record stands (Authorizer.check): a DM goes to nobody else. */
+  mayDecide: MayDecide;
   /** Who may decide an approval as its record stands (Authorizer.shown). */
   shown: (record: ApprovalRecord) => ShownApprovers;
   noticeSender: SlackNoticeSender;
@@ -81,14 +81,10 @@ export function wireEscalation(needs: EscalationNeeds) {
     ...(config.pagerDuty.routingKey ? { defaultRoutingKey: config.pagerDuty.routingKey } : {}),
     away: needs.away,
     mayStandIn: needs.mayStandIn,
-    // A DM asks its reader to decide: never the host's owner, on a route that bars them from
-    // their own agents' approvals (they may read it, but their press would be refused).
-    mayRead: async (userId, record) => {
-      if (userId === needs.shown(record).notOwner) {
-        return { allowed: false, why: 'selfApproval', route: record.route ?? FALLBACK_ROUTE_NAME };
-      }
-      return needs.mayRead(userId, record);
-    },
+    // A DM asks its reader to decide: the check a press of its buttons gets, so never one who may
+    // read the card but not decide it (the host's owner on a route that bars them, a channel
+    // member a risk rule's approvers leave out).
+    mayDecide: needs.mayDecide,
     dmMappingTtlMs: Math.max(config.resolvedTtlMs, 7 * 86_400_000),
     metrics: needs.metrics,
     logger: logger.child({ component: 'escalation' }),

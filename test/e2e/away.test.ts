@@ -507,6 +507,8 @@ describe('away and delegate', () => {
 
   it('when the only one on call, also the only approver, is away, each step falls through to the next at once; never to the timeout', async () => {
     const world = await startWorld({
+      // Carol, an admin, may decide though the route does not name her: a DM goes only to one who may.
+      admins: ['U0CAROL'],
       routes: [
         route('default', {
           approvers: users('U0ALICE'),

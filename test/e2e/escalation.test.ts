@@ -70,7 +70,8 @@ describe('escalation', () => {
       {
         routes: [
           route('default', {
-            approvers: users('U0ALICE'),
+            // The on-call group may decide: a DM goes only to one who may.
+            approvers: { users: ['U0ALICE'], usergroups: ['S0ONCALL'] },
             oncall: { usergroup: 'S0ONCALL' },
             escalation: ladder(
               ['1s', 'remind'],
@@ -296,6 +297,46 @@ describe('escalation', () => {
     const his = await world.slack.waitFor('chat.postMessage', (c) => c.args.channel === 'DU0BOB', 8_000);
     expect(JSON.stringify(his.args.blocks)).toContain('esc-pw-0002');
     expect(JSON.stringify(his.args)).not.toContain('protected-secret-path');
+  });
+
+  it('a request a risk rule names approvers for is DMed to them, not to the on-call channel member who may only read it', async () => {
+    const world = await startWorld({
+      routes: [
+        route('prod', {
+          channel: 'C0PRIVATE',
+          oncall: { usergroup: 'S0ONCALL' },
+          escalation: ladder(['1s', 'dm', 'oncall']),
+        }),
+      ],
+      risks: [
+        {
+          name: 'force-push',
+          match: { programs: [{ program: 'git', subcommand: 'push', flags: ['--force'] }] },
+          warning: 'Rewrites shared history',
+          approvers: { usergroups: ['S0SECURITY'] },
+        },
+      ],
+    });
+    // Bob is on call and in the channel, so he may read the card; only security may decide it.
+    world.slack.setUsergroup('S0ONCALL', ['U0BOB']);
+    world.slack.setUsergroup('S0SECURITY', ['U0ALICE']);
+    world.slack.setChannelMembers('C0PRIVATE', ['U0ALICE', 'U0BOB']);
+    await world.host.open(
+      shellApproval({
+        approvalId: 'esc-risk-0001',
+        sessionId: SESSION,
+        stages: [['git', 'push', '--force']],
+      }),
+    );
+    await world.waitForCard('esc-risk-0001', (m) => buttonsOf(m).length > 0);
+    const dm = await world.slack.waitFor('chat.postMessage', (c) => c.args.channel === 'DU0ALICE', 8_000);
+    expect(JSON.stringify(dm.args.blocks)).toContain('esc-risk-0001');
+    expect(postsTo(world, 'DU0BOB')).toHaveLength(0);
+    const passed = await world.bot.waitForLog(
+      (l) => l.msg === 'escalation DM passed by people who may not see the approval',
+    );
+    expect(passed.json?.refused).toEqual([{ userId: 'U0BOB', why: 'notRiskApprover' }]);
+    await world.waitForCard('esc-risk-0001', (m) => textOf(m).includes('DMed @u0alice'));
   });
 
   it("a DM never asks the host's owner to decide their own agent's request where the route forbids it", async () => {

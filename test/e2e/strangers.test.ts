@@ -179,7 +179,8 @@ describe('strangers', () => {
     const world = await startWorld({
       routes: [
         route('strict', {
-          approvers: users('U0ALICE'),
+          // Carol may decide: a DM goes only to one who may.
+          approvers: users('U0ALICE', 'U0CAROL'),
           oncall: { usergroup: 'S0ONCALL' },
           escalation: ladder(['1s', 'dm', 'oncall']),
         }),

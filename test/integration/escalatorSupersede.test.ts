@@ -76,7 +76,7 @@ function world(afterClaim: (approvalId: string) => Promise<void>) {
     ledger: {} as NoticeLedger,
     oncallOf: () => undefined,
     approversOf: () => undefined,
-    mayRead: async () => ({ allowed: false, why: 'unverified', route: '(none)', what: 'user' }) as const,
+    mayDecide: async () => ({ allowed: false, why: 'unverified', route: '(none)', what: 'user' }) as const,
     dmMappingTtlMs: 1_000,
     logger: silent,
     now: () => new Date(nowMs),

@@ -44,15 +44,16 @@ export interface StepDone {
 }
 
 /**
- * Whether a user may see an approval as its record stands: its request in full, as "View full"
- * and the pending list show it (Authorizer.mayRead). A DM carries the request's text, so it goes
- * to nobody refused.
+ * Whether a user may decide an approval as its record stands: the check a click on the card gets
+ * (Authorizer.check). A DM carries the request's text and the card's buttons, so it goes to
+ * nobody refused: not a stranger, and not one who may read the card but whose press would be
+ * refused (a channel member a risk rule's or a protected write's approvers leave out).
  */
-export type MayRead = (userId: string, record: ApprovalRecord) => Promise<Authorization>;
+export type MayDecide = (userId: string, record: ApprovalRecord) => Promise<Authorization>;
 
 /**
- * A DM found nobody to reach because everyone it would ask may not see the approval (a guest, a
- * user of another team, someone neither deciding it nor in its channel), or is away: the
+ * A DM found nobody to reach because everyone it would ask may not decide the approval (a guest,
+ * a user of another team, someone its approvers leave out), or is away: the
  * escalation falls through to its next step at once, as when everyone is away (Escalator).
  */
 export class NobodyMaySee extends Error {
@@ -124,8 +125,8 @@ export interface EscalationStepsOptions {
   away?: AwayLookup;
   /** Whether a delegate may stand in as the step fires (awayFilter.ts); without it, any may. */
   mayStandIn?: MayStandIn;
-  /** Whether a user may see the approval: a DM (or a page's DM) goes to nobody else. */
-  mayRead: MayRead;
+  /** Whether a user may decide the approval: a DM (or a page's DM) goes to nobody else. */
+  mayDecide: MayDecide;
   logger: Logger;
 }
 
@@ -364,9 +365,9 @@ export class EscalationSteps {
 
   /**
    * Whom a step reaches: the on-call (or the step's own target) with those away passed by and
-   * their delegates asked instead, and for a DM (`dm`) those who may not see the approval passed
-   * by too (reachable()). When that leaves nobody the on-call source names (everyone away with
-   * nobody standing in, or nobody who may see it), the step falls through to the approval's own
+   * their delegates asked instead, and for a DM (`dm`) those who may not decide the approval
+   * passed by too (reachable()). When that leaves nobody the on-call source names (everyone away
+   * with nobody standing in, or nobody who may decide it), the step falls through to the approval's own
    * approvers (approversOf), as when the source names nobody, rather than reaching nobody.
    */
   private async target(
@@ -413,9 +414,11 @@ export class EscalationSteps {
 
   /**
    * `found` without those away, their delegates asked in their place (awayFilter.ts); for a DM,
-   * which carries the request's text, also without anyone who may not see the approval as its
-   * record stands (mayRead, as the pending list and "View full" ask): the first who may is the
-   * one asked, never a group. `refused`: those passed by for that.
+   * which carries the request's text and asks its reader to decide, also without anyone who may
+   * not decide the approval as its record stands (mayDecide, as a click is checked): one who may
+   * only read the card would find its buttons refused, and the step would count as done with
+   * nobody reached who could answer. The first who may is the one asked, never a group.
+   * `refused`: those passed by for that.
    */
   private async reachable(
     record: ApprovalRecord,
@@ -436,37 +439,38 @@ export class EscalationSteps {
     }
     if (!dm) return { ...present, refused: [] };
     const refused: { userId: string; why: string }[] = [];
-    let reader: string | undefined;
+    let decider: string | undefined;
     for (const userId of present.target.users) {
-      const seeing = await this.mayRead(userId, record);
-      if (seeing.allowed) {
-        reader = userId;
+      const deciding = await this.mayDecide(userId, record);
+      if (deciding.allowed) {
+        decider = userId;
         break;
       }
-      refused.push({ userId, why: seeing.why });
+      refused.push({ userId, why: deciding.why });
     }
     if (refused.length > 0) {
+      // The message is the one operators know; `why` says whether each may not even see it.
       logger.info(
-        { approvalId: record.approvalId, refused, ...(reader ? { reached: reader } : {}) },
+        { approvalId: record.approvalId, refused, ...(decider ? { reached: decider } : {}) },
         'escalation DM passed by people who may not see the approval',
       );
     }
     const { usergroup: _group, ...rest } = present.target;
     return {
-      target: { ...rest, users: reader ? [reader] : [] },
+      target: { ...rest, users: decider ? [decider] : [] },
       skipped: present.skipped,
       refused: refused.map((r) => r.userId),
     };
   }
 
-  /** Authorizer.mayRead; a check that fails refuses: the request's text goes to nobody on a guess. */
-  private async mayRead(userId: string, record: ApprovalRecord): Promise<Authorization> {
+  /** Authorizer.check; a check that fails refuses: the request's text goes to nobody on a guess. */
+  private async mayDecide(userId: string, record: ApprovalRecord): Promise<Authorization> {
     try {
-      return await this.options.mayRead(userId, record);
+      return await this.options.mayDecide(userId, record);
     } catch (err) {
       this.options.logger.warn(
         { approvalId: record.approvalId, userId, err: err instanceof Error ? err.message : String(err) },
-        'could not check who may see an approval; not DMing them',
+        'could not check who may decide an approval; not DMing them',
       );
       return { allowed: false, why: 'unverified', route: record.route ?? '(none)', what: 'user' };
     }

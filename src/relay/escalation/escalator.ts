@@ -262,7 +262,7 @@ export class Escalator {
   }
 
   /**
-   * Everyone the step would reach is away with nobody standing in, or (a DM) may not see the
+   * Everyone the step would reach is away with nobody standing in, or (a DM) may not decide the
    * approval (NobodyMaySee, `refused`): the next step is made due now
    * rather than at its time, so the escalation goes on instead of reaching nobody. A timeout is
    * never brought forward: it decides, and an absence must not cut an approval's time short.

@@ -14,7 +14,7 @@ export interface OnCall {
   inPlaceOf?: Record<string, string>;
   /** Nobody is reached because these people are away with nobody standing in (awayFilter.ts). */
   allAway?: string[];
-  /** Nobody is DMed because these people may not see the approval (escalationSteps.ts, reachable). */
+  /** Nobody is DMed because these people may not decide the approval (escalationSteps.ts, reachable). */
   refused?: string[];
 }
 

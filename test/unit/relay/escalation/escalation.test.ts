@@ -617,8 +617,8 @@ describe('Escalator', () => {
     ledger: {} as NoticeLedger,
     oncallOf: () => undefined,
     approversOf: () => undefined,
-    // Nobody may see: these tests send no DM.
-    mayRead: async () => ({ allowed: false, why: 'unverified', route: '(none)', what: 'user' }) as const,
+    // Nobody may decide: these tests send no DM.
+    mayDecide: async () => ({ allowed: false, why: 'unverified', route: '(none)', what: 'user' }) as const,
     dmMappingTtlMs: 1_000,
     logger: silent,
   });

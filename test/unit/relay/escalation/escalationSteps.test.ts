@@ -1,0 +1,167 @@
+// Whom an escalation DM reaches: someone who may decide the approval (the check a click gets),
+// never one who may only read its card.
+
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import type { Authorization } from '../../../../src/domain/authorization.js';
+import type { EscalationDm } from '../../../../src/domain/escalationNotice.js';
+import type { ApprovalRecord } from '../../../../src/domain/record.js';
+import type { Approvers, EscalationStep, OncallSource } from '../../../../src/domain/route.js';
+import type { TriggerEvent } from '../../../../src/pagerduty/pagerDuty.js';
+import type { Decider } from '../../../../src/relay/deciding/decider.js';
+import type { NoticeLedger } from '../../../../src/relay/deciding/decisionNotices.js';
+import { EscalationSteps, NobodyMaySee } from '../../../../src/relay/escalation/escalationSteps.js';
+import { OncallResolver } from '../../../../src/relay/escalation/oncall.js';
+import type { ApprovalStore } from '../../../../src/store/approvalStore.js';
+import type { EscalationStore } from '../../../../src/store/escalationStore.js';
+
+const silent = pino({ level: 'silent' });
+
+function record(overrides: Partial<ApprovalRecord> = {}): ApprovalRecord {
+  return {
+    approvalId: 'a1',
+    hostId: 'buildbox',
+    incarnation: 'inc-1',
+    sessionId: 's-1',
+    sessionTitle: 'Rotate the payroll keys',
+    toolCallId: 'call_1',
+    caller: 'session:s-1',
+    tool: 'bash',
+    rawArgs: '{"command":"make deploy"}',
+    subject: { kind: 'shell', command: 'make deploy' },
+    requiredCapabilities: [],
+    sandboxMode: 'default',
+    protectedWrite: false,
+    judgeEscalated: false,
+    currentRequirementId: { approvalId: 'a1', sourceIndex: 0 },
+    availableChoices: [
+      { choiceId: 'allow_once', label: 'Allow once', decision: 'approved', scope: 'once' },
+      { choiceId: 'abort', label: 'Reject', decision: 'abort', scope: 'once', acceptsFeedback: true },
+    ],
+    phase: 'pending',
+    route: 'prod',
+    slack: { channel: 'C0PRIVATE', ts: '1.1' },
+    openedAt: '2026-11-30T10:00:00.000Z',
+    updatedAt: '2026-11-30T10:00:00.000Z',
+    version: 1,
+    ...overrides,
+  };
+}
+
+const refused = (why: 'notRiskApprover' | 'notApprover'): Authorization =>
+  why === 'notApprover'
+    ? {
+        allowed: false,
+        why,
+        route: 'prod',
+        approvers: { users: [], usergroups: ['S0SRE'] },
+        protectedWrite: false,
+      }
+    : { allowed: false, why, route: 'prod', risk: 'force-push', approvers: { users: [], usergroups: [] } };
+
+interface Fixture {
+  oncall?: OncallSource;
+  approvers?: Approvers;
+  /** Who may decide the approval; everyone else in `readers` may only read it. */
+  deciders: string[];
+  readers?: string[];
+}
+
+function steps(fixture: Fixture) {
+  const dms: string[] = [];
+  const pages: TriggerEvent[] = [];
+  const groups: Record<string, string[]> = {
+    S0ONCALL: ['U0ONCALL', 'U0SECOND'],
+    S0SECURITY: ['U0SEC'],
+  };
+  const readers = new Set([...(fixture.readers ?? []), ...fixture.deciders]);
+  // Both checks, as the Authorizer answers them: the channel's members may read the card, only
+  // the approvers may decide it.
+  const authorizer = {
+    mayRead: async (userId: string): Promise<Authorization> =>
+      readers.has(userId)
+        ? { allowed: true, because: 'channelMember', channel: 'C0PRIVATE' }
+        : refused('notApprover'),
+    mayDecide: async (userId: string): Promise<Authorization> =>
+      fixture.deciders.includes(userId) ? { allowed: true, because: 'user' } : refused('notRiskApprover'),
+  };
+  const escalationSteps = new EscalationSteps(
+    {
+      schedule: { paged: async () => true } as unknown as EscalationStore,
+      store: {
+        mapMessage: async () => undefined,
+        get: async () => record(),
+      } as unknown as ApprovalStore,
+      decider: {} as Decider,
+      slack: {
+        threadReply: async () => undefined,
+        directMessage: async (userId: string, _dm: EscalationDm) => {
+          dms.push(userId);
+          return { channel: `D${userId}`, ts: '2.2' };
+        },
+        permalink: async () => 'https://slack.example/archives/C0PRIVATE/p11',
+        nameOf: async (userId: string) => userId.toLowerCase(),
+      },
+      pager: {
+        trigger: async (event) => {
+          pages.push(event);
+        },
+        resolve: async () => undefined,
+      },
+      oncall: new OncallResolver({
+        groups: { members: async (id: string) => new Set(groups[id] ?? []) },
+        logger: silent,
+      }),
+      ledger: {} as NoticeLedger,
+      oncallOf: () => fixture.oncall,
+      approversOf: () => fixture.approvers,
+      defaultRoutingKey: 'R0UTINGKEY',
+      dmMappingTtlMs: 1_000,
+      ...authorizer,
+      logger: silent,
+    },
+    () => undefined,
+  );
+  return { escalationSteps, dms, pages };
+}
+
+const DM: EscalationStep = { afterMs: 0, action: 'dm', target: 'oncall' };
+
+describe('an escalation DM', () => {
+  // A force-push risk rule names the security group; the route's on-call group is in the channel.
+  const forcePush = {
+    oncall: { kind: 'usergroup', usergroup: 'S0ONCALL' },
+    approvers: { users: [], usergroups: ['S0SECURITY'] },
+    deciders: ['U0SEC'],
+    readers: ['U0ONCALL', 'U0SECOND'],
+  } satisfies Fixture;
+
+  it('passes by an on-call channel member who may read but not decide, and reaches the approvers', async () => {
+    const { escalationSteps, dms } = steps(forcePush);
+    const done = await escalationSteps.act(record(), DM, 60_000);
+    expect(dms).toEqual(['U0SEC']);
+    expect(done.who).toBe('@u0sec');
+  });
+
+  it('goes to the first on-call person who may decide, before the approvers', async () => {
+    const { escalationSteps, dms } = steps({ ...forcePush, deciders: ['U0SECOND', 'U0SEC'] });
+    await escalationSteps.act(record(), DM, 60_000);
+    expect(dms).toEqual(['U0SECOND']);
+  });
+
+  it('with nobody who may decide to reach, reaches nobody and says so (the next step falls due)', async () => {
+    const { escalationSteps, dms } = steps({ ...forcePush, deciders: [] });
+    const step = escalationSteps.act(record(), DM, 60_000);
+    await expect(step).rejects.toBeInstanceOf(NobodyMaySee);
+    await expect(step).rejects.toMatchObject({ refused: ['U0ONCALL', 'U0SECOND', 'U0SEC'] });
+    expect(dms).toEqual([]);
+  });
+
+  it('a step naming its own target who may not decide reaches nobody', async () => {
+    const { escalationSteps, dms } = steps(forcePush);
+    await expect(
+      escalationSteps.act(record(), { afterMs: 0, action: 'dm', target: 'U0ONCALL' }, 60_000),
+    ).rejects.toBeInstanceOf(NobodyMaySee);
+    expect(dms).toEqual([]);
+  });
+});
