@@ -10,17 +10,12 @@
 // surrogate pair or a defused mention, and the "N more characters" note counts characters of the
 // original text, not of its escaped form.
 
-import { HIDDEN_CHARACTER } from '../util/hiddenCharacters.js';
+import { HIDDEN_CHARACTER, hiddenMarker } from '../util/hiddenCharacters.js';
 
 const ZWSP = '\u200B';
 
-/**
- * `⟨U+202E⟩`: brackets no shell, path or markup uses, so the marker cannot pass for part of the
- * command, and nothing in it that escaping changes.
- */
-function marker(ch: string): string {
-  return `⟨U+${(ch.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')}⟩`;
-}
+/** `⟨U+202E⟩` (hiddenMarker): nothing in it that escaping changes. */
+const marker = hiddenMarker;
 
 const SPECIAL_MENTION = /@(?:here|channel|everyone)/iy;
 

@@ -83,6 +83,12 @@ export interface EscalationStep {
   broadcast?: boolean;
   /** page: overrides PAGERDUTY_ROUTING_KEY. */
   routingKey?: string;
+  /**
+   * page: the page carries the request (the command or title, the session's title), hidden
+   * characters marked. Off by default: PagerDuty's on-call, and whoever reads the service's
+   * incidents, may be people no route lets see it.
+   */
+  includeRequest?: boolean;
 }
 
 /** A route of the file; a rule left out takes its default (OPEN_RULES). */

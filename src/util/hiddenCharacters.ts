@@ -21,3 +21,21 @@ export const HIDDEN_CHARACTER =
 export function hasHiddenCharacters(text: string): boolean {
   return HIDDEN_CHARACTER.test(text) || text.includes('\t');
 }
+
+/**
+ * `⟨U+202E⟩`: how a hidden character is shown, on cards and wherever else agent text is read.
+ * Brackets no shell, path or markup uses, so the marker cannot pass for part of the command.
+ */
+export function hiddenMarker(ch: string): string {
+  return `⟨U+${(ch.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')}⟩`;
+}
+
+const HIDDEN_CHARACTERS = new RegExp(HIDDEN_CHARACTER.source, 'gu');
+
+/**
+ * `text` with each hidden character shown as its marker, for plain text read outside Slack (a
+ * PagerDuty page): nothing else in it is changed.
+ */
+export function markHidden(text: string): string {
+  return text.replace(HIDDEN_CHARACTERS, hiddenMarker);
+}

@@ -110,8 +110,18 @@ describe('escalation', () => {
     expect(JSON.stringify(dm.args.blocks)).toContain('Open the card');
     expect(pd.eventsOf('trigger')).toHaveLength(1);
     expect(page.routing_key).toBe('R0UTINGKEY0000000000000000000000');
-    expect(page.payload?.summary).toContain('make deploy');
-    expect(page.payload?.custom_details).toMatchObject({ sessionId: SESSION });
+    // The page says which approval waits, where and how long, nothing of what it asks: PagerDuty's
+    // on-call and whoever reads its incidents are nobody Countersign has checked.
+    expect(page.payload?.summary).toMatch(/^Approval waiting on route default: bash, \d+s$/);
+    expect(page.payload?.custom_details).toMatchObject({
+      approvalId: 'esc-all-1',
+      route: 'default',
+      host: 'default',
+    });
+    expect(page.payload?.custom_details).not.toHaveProperty('sessionTitle');
+    expect(page.payload?.custom_details).not.toHaveProperty('sessionId');
+    expect(JSON.stringify(page)).not.toContain('make deploy');
+    expect(JSON.stringify(page)).not.toContain('Bump the version');
 
     // In order, each at its time (within the poll's granularity and some slack).
     const times = [thread[0]!.versions[0]!.at, thread[1]!.versions[0]!.at, dm.at, page.at].map(
@@ -133,6 +143,30 @@ describe('escalation', () => {
       expect(seriesValue(metrics, `countersign_escalation_steps_total{action="${action}"}`), action).toBe(1);
     }
     expect(seriesValue(metrics, 'countersign_escalation_steps_total{action="timeout"}')).toBe(0);
+  });
+
+  it('a page step with includeRequest carries the command and the session title, hidden characters marked', async () => {
+    const pd = await startPagerDuty();
+    const world = await startWorld(
+      {
+        routes: [
+          route('default', { escalation: ladder(['1s', 'page', undefined, { includeRequest: true }]) }),
+        ],
+      },
+      pd,
+    );
+    await world.host.open(
+      shellApproval({ approvalId: 'esc-req-1', sessionId: SESSION, stages: [['make', 'de\u202Eploy']] }),
+    );
+    const page = await pd.waitForEvent('trigger', 'esc-req-1', 6_000);
+    expect(page.payload?.summary).toMatch(
+      /^Approval waiting on route default: bash, \d+s — make de⟨U\+202E⟩ploy$/,
+    );
+    expect(page.payload?.custom_details).toMatchObject({
+      approvalId: 'esc-req-1',
+      sessionId: SESSION,
+      sessionTitle: 'Bump the version',
+    });
   });
 
   it('a decision cancels the rest, and resolves the page', async () => {

@@ -121,6 +121,9 @@ const step = mapping(
       .optional(),
     broadcast: z.boolean({ error: (iss) => `must be true or false (got ${got(iss.input)})` }).optional(),
     routingKey: nonEmpty.optional(),
+    // A page reaches whoever PagerDuty has on call, and whoever reads the service's incidents,
+    // none of them checked as a DM's reader is: the request's text goes only where a route says so.
+    includeRequest: z.boolean({ error: (iss) => `must be true or false (got ${got(iss.input)})` }).optional(),
   },
   'a mapping with after and action',
 )
@@ -137,6 +140,8 @@ const step = mapping(
       ctx.addIssue({ code: 'custom', message: 'broadcast is only for mention' });
     if (s.routingKey !== undefined && s.action !== 'page')
       ctx.addIssue({ code: 'custom', message: 'routingKey is only for page' });
+    if (s.includeRequest !== undefined && s.action !== 'page')
+      ctx.addIssue({ code: 'custom', message: 'includeRequest is only for page' });
     if (s.action === 'dm' && s.target !== undefined && s.target.startsWith('S'))
       ctx.addIssue({ code: 'custom', message: 'a dm goes to a person: target oncall or a user ID' });
   })
@@ -147,6 +152,7 @@ const step = mapping(
       ...(s.target === undefined ? {} : { target: s.target }),
       ...(s.broadcast === undefined ? {} : { broadcast: s.broadcast }),
       ...(s.routingKey === undefined ? {} : { routingKey: s.routingKey }),
+      ...(s.includeRequest === undefined ? {} : { includeRequest: s.includeRequest }),
     }),
   );
 

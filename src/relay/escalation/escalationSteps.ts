@@ -15,6 +15,7 @@ import type { NoticeLedger } from '../deciding/decisionNotices.js';
 import { type AwayLookup, EveryoneAway, type MayStandIn, type Present, withoutAway } from './awayFilter.js';
 import { lineageOf } from './lineage.js';
 import type { OnCall, OncallResolver } from './oncall.js';
+import { pageDetails, pageSummary } from './pageText.js';
 
 // What each escalation step does once the escalator (escalator.ts) has claimed it: a reminder or
 // a mention in the card's thread, a DM with the card's buttons, a PagerDuty page, the timeout's
@@ -266,8 +267,8 @@ export class EscalationSteps {
     const { channel, ts } = record.slack as { channel: string; ts: string };
     const dedupKey = record.escalation?.origin ?? record.approvalId;
     const permalink = await abortable(slack.permalink(channel, ts), stopping);
-    const subject =
-      record.subject.kind === 'shell' ? record.subject.command : (record.title ?? record.subject.kind);
+    // The request's text goes to PagerDuty only where the step says so: nobody checks whom it reaches.
+    const includeRequest = step.includeRequest === true;
     // Marked first: a resolution racing the trigger must still resolve it.
     if (!(await this.options.schedule.paged(lineageOf(record), routingKey))) {
       throw new Error('the approval was resolved as the page was due; not paging');
@@ -278,16 +279,9 @@ export class EscalationSteps {
       {
         routingKey,
         dedupKey,
-        summary: `Approval waiting: ${record.tool} — ${String(subject ?? '')}`.replace(/\s+/g, ' '),
+        summary: pageSummary(record, waitedMs, includeRequest),
         source: `countersign:${record.hostId}`,
-        customDetails: {
-          approvalId: record.approvalId,
-          sessionId: record.sessionId,
-          ...(record.sessionTitle ? { sessionTitle: record.sessionTitle } : {}),
-          card: permalink ?? `${channel}/${ts}`,
-          age: shortDuration(waitedMs),
-          ageSeconds: Math.round(waitedMs / 1000),
-        },
+        customDetails: pageDetails(record, permalink ?? `${channel}/${ts}`, waitedMs, includeRequest),
         ...(permalink ? { links: [{ href: permalink, text: 'Approval card' }] } : {}),
       },
       stopping,

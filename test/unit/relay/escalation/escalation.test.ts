@@ -161,6 +161,7 @@ describe('routes[].escalation and routes[].oncall', () => {
       - { after: 20m, action: mention, target: oncall, broadcast: true }
       - { after: 30m, action: dm, target: U0ANA }
       - { after: 45m, action: page, routingKey: RKEY }
+      - { after: 1h, action: page, routingKey: RKEY2, includeRequest: true }
       - { after: 2h, action: timeout }`),
     );
     expect(config.routes[0]?.oncall).toEqual({
@@ -175,6 +176,7 @@ describe('routes[].escalation and routes[].oncall', () => {
       { afterMs: 1_200_000, action: 'mention', target: 'oncall', broadcast: true },
       { afterMs: 1_800_000, action: 'dm', target: 'U0ANA' },
       { afterMs: 2_700_000, action: 'page', routingKey: 'RKEY' },
+      { afterMs: 3_600_000, action: 'page', routingKey: 'RKEY2', includeRequest: true },
       { afterMs: 7_200_000, action: 'timeout' },
     ]);
   });
@@ -231,6 +233,14 @@ describe('routes[].escalation and routes[].oncall', () => {
     ['    escalation: [{ after: 10m, action: mention }]', 'needs a target'],
     ['    escalation: [{ after: 10m, action: remind, target: U0ANA }]', 'target is only for mention and dm'],
     ['    escalation: [{ after: 10m, action: dm, target: S0GROUP }]', 'a dm goes to a person'],
+    [
+      '    escalation: [{ after: 10m, action: dm, target: U0ANA, includeRequest: true }]',
+      'routes[0].escalation[0] includeRequest is only for page',
+    ],
+    [
+      '    escalation: [{ after: 10m, action: page, routingKey: R, includeRequest: yes please }]',
+      'routes[0].escalation[0].includeRequest must be true or false',
+    ],
     [
       '    escalation: [{ after: 20m, action: remind }, { after: 10m, action: remind }]',
       'routes[0].escalation[1].after comes before the step above it',

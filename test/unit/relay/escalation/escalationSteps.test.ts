@@ -1,5 +1,6 @@
-// Whom an escalation DM reaches: someone who may decide the approval (the check a click gets),
-// never one who may only read its card.
+// What a DM and a page carry, and to whom: a DM goes to someone who may decide the approval (the
+// check a click gets), never one who may only read its card; a page carries no request text
+// unless its step says so.
 
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
@@ -126,6 +127,7 @@ function steps(fixture: Fixture) {
 }
 
 const DM: EscalationStep = { afterMs: 0, action: 'dm', target: 'oncall' };
+const PAGE: EscalationStep = { afterMs: 0, action: 'page' };
 
 describe('an escalation DM', () => {
   // A force-push risk rule names the security group; the route's on-call group is in the channel.
@@ -163,5 +165,72 @@ describe('an escalation DM', () => {
       escalationSteps.act(record(), { afterMs: 0, action: 'dm', target: 'U0ONCALL' }, 60_000),
     ).rejects.toBeInstanceOf(NobodyMaySee);
     expect(dms).toEqual([]);
+  });
+});
+
+describe('a page', () => {
+  const paging = { deciders: ['U0SEC'] } satisfies Fixture;
+
+  it('by default carries no request text: the route, the tool, the wait, and where the card is', async () => {
+    const { escalationSteps, pages } = steps(paging);
+    const done = await escalationSteps.act(
+      record({ title: 'Deploy the payroll service' }),
+      PAGE,
+      45 * 60_000,
+    );
+    expect(done.who).toBe('PagerDuty');
+    const [page] = pages;
+    expect(page?.summary).toBe('Approval waiting on route prod: bash, 45 min');
+    expect(page?.customDetails).toEqual({
+      approvalId: 'a1',
+      route: 'prod',
+      host: 'buildbox',
+      card: 'https://slack.example/archives/C0PRIVATE/p11',
+      age: '45 min',
+      ageSeconds: 2_700,
+    });
+    const sent = JSON.stringify(page);
+    for (const secret of ['make deploy', 'payroll', 's-1']) expect(sent).not.toContain(secret);
+  });
+
+  it('marks hidden characters in the tool name, and cuts a long one', async () => {
+    const { escalationSteps, pages } = steps(paging);
+    await escalationSteps.act(record({ tool: `ba\u202Esh\n${'x'.repeat(200)}` }), PAGE, 1_000);
+    const summary = pages[0]!.summary;
+    expect(summary).toContain('ba⟨U+202E⟩sh x');
+    expect(summary).not.toContain('\u202E');
+    expect(summary.length).toBeLessThan(200);
+  });
+
+  it('with includeRequest carries the command and the session title, hidden characters marked', async () => {
+    const { escalationSteps, pages } = steps(paging);
+    await escalationSteps.act(
+      record({
+        subject: { kind: 'shell', command: 'make\u202E deploy\n--prod' },
+        sessionTitle: 'Rotate\u200B keys',
+      }),
+      { ...PAGE, includeRequest: true },
+      60_000,
+    );
+    const [page] = pages;
+    expect(page?.summary).toBe('Approval waiting on route prod: bash, 1 min — make⟨U+202E⟩ deploy --prod');
+    expect(page?.customDetails).toMatchObject({
+      approvalId: 'a1',
+      sessionId: 's-1',
+      sessionTitle: 'Rotate⟨U+200B⟩ keys',
+    });
+  });
+
+  it('with includeRequest, a request that is not a shell command is named by its title', async () => {
+    const { escalationSteps, pages } = steps(paging);
+    await escalationSteps.act(
+      record({
+        subject: { kind: 'network', host: 'example.com', port: 443, protocol: 'https' },
+        title: 'Fetch',
+      }),
+      { ...PAGE, includeRequest: true },
+      60_000,
+    );
+    expect(pages[0]?.summary).toBe('Approval waiting on route prod: bash, 1 min — Fetch');
   });
 });
