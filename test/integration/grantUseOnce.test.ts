@@ -55,6 +55,7 @@ describe('a grant’s use finished by the old owner and the new one', () => {
       decider: {
         claimFor: () => undefined,
         decide: async () => ({ kind: 'decided', terminal: true }),
+        grantStillAnswers: async () => true,
       },
       lines: {
         grantUsed: async (r) => {

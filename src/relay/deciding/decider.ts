@@ -86,6 +86,11 @@ interface SendHow {
   settling?: boolean;
   /** DecisionRequest.onSent. */
   onSent?: () => void;
+  /**
+   * Whether the claim's grant still answers, read in the round trip that stored the claim: the
+   * first send goes on it instead of reading the grant once more (grantStillAnswers).
+   */
+  grantRead?: Promise<boolean>;
 }
 
 export class Decider {
@@ -99,8 +104,6 @@ export class Decider {
   /** commandId → the host incarnation it was last sent to: one send per commandId per host process. */
   private readonly sentTo = new Map<string, string>();
   private readonly stopped = new AbortController();
-  /** Approvals whose replay is having its grant checked (replayWarranted): replayed once. */
-  private readonly checkingReplay = new Set<string>();
 
   constructor(private readonly options: DeciderOptions) {
     this.now = options.now ?? (() => new Date());
@@ -127,48 +130,13 @@ export class Decider {
     const claim = record.claim;
     if (this.stopped.signal.aborted || !claim || this.inFlight.has(record.approvalId)) return;
     if (this.sentTo.get(claim.commandId) === record.incarnation) return;
-    if (this.checkingReplay.has(record.approvalId)) return;
     this.options.logger.info(
       { approvalId: record.approvalId, sessionId: record.sessionId, commandId: claim.commandId },
       'replaying an interrupted decision',
     );
-    void this.hold(
-      this.replayWarranted(record, claim).then((outcome) => this.afterReplay(record, claim, outcome)),
-    );
-  }
-
-  /**
-   * Sends a replayed decision by grant only while that grant, as stored now, still answers: the
-   * host still asks (it lists the approval as pending), so the first send was never applied, and a
-   * grant revoked or run out since must not decide. The claim is given back instead, and the
-   * question goes to people. A person's click, and a timeout, were decided by who may decide at
-   * the time: they are sent as they were.
-   */
-  private async replayWarranted(record: ApprovalRecord, claim: Claim): Promise<DecisionOutcome> {
-    const { warrant, logger } = this.options;
-    if (claim.via === 'grant' && claim.grant && warrant) {
-      this.checkingReplay.add(record.approvalId);
-      let verdict: Awaited<ReturnType<typeof warrant.check>>;
-      try {
-        const ask = { sourceIndex: claim.sourceIndex, choiceId: claim.choiceId };
-        verdict = await warrant.check(record, { ...ask, by: { via: 'grant', grant: claim.grant } });
-      } catch (err) {
-        // Not knowing whether the grant still answers is not a warrant: people decide.
-        logger.warn({ err, approvalId: record.approvalId }, 'could not read a replayed decision’s grant');
-        verdict = { kind: 'unwarranted', via: 'grant' };
-      } finally {
-        this.checkingReplay.delete(record.approvalId);
-      }
-      if (verdict && verdict.kind !== 'recounted') {
-        logger.info(
-          { approvalId: record.approvalId, grantId: claim.grant.grantId, commandId: claim.commandId },
-          'an interrupted decision’s grant no longer answers; not sent again, the question goes to people',
-        );
-        await this.giveBack(record, claim);
-        return verdict;
-      }
-    }
-    return this.send(record, claim);
+    // A decision by grant is sent only while its grant still answers (sendNow): the host still
+    // asks, so the first send was never applied, and a grant revoked or ended since must not decide.
+    void this.hold(this.send(record, claim).then((outcome) => this.afterReplay(record, claim, outcome)));
   }
 
   /**
@@ -278,7 +246,10 @@ export class Decider {
         // Sent to this very host process already (a replay): the host's answer comes as events.
         if (this.sentTo.get(commandId) === record.incarnation)
           return { kind: 'decided', terminal: undefined };
-        return this.send(record, record.claim);
+        // A grant read with the write that stored this very record (a record created claimed)
+        // is as fresh as one read now; any other is read again before the send.
+        const grantRead = record === request.record ? request.grantRead : undefined;
+        return this.send(record, record.claim, grantRead ? { grantRead } : {});
       }
       const why = whyNotDecidable(record, request);
       if (why) return why;
@@ -300,6 +271,9 @@ export class Decider {
       const claim = this.claimFor(record, { ...request, by }, commandId)!;
       let abandoned = false;
       const claiming = keeper.claim(record, claim, () => abandoned);
+      // Read in the claim's round trip, not in one of its own before the send: a revocation
+      // stored before the claim is seen, and the auto-decided approval waits no longer.
+      const grantRead = claim.via === 'grant' ? this.grantStillAnswers(record, claim) : undefined;
       const outcome = await byDeadline(claiming, request.recordBy);
       if (outcome === LATE) {
         // The person hears that nothing was recorded, so this claim must never decide: should
@@ -314,7 +288,10 @@ export class Decider {
       }
       switch (outcome.kind) {
         case 'claimed':
-          return this.send(outcome.record, claim, { onSent: request.onSent });
+          return this.send(outcome.record, claim, {
+            onSent: request.onSent,
+            ...(grantRead ? { grantRead } : {}),
+          });
         case 'held':
           return { kind: 'alreadyBeingDecided', ...(outcome.holder ? { holder: outcome.holder } : {}) };
         case 'gone':
@@ -375,7 +352,16 @@ export class Decider {
       choiceId: claim.choiceId,
       ...(claim.feedback ? { feedback: claim.feedback } : {}),
     };
+    let grantRead = how.grantRead;
     for (let asked = claim.unanswered ?? 0; ; ) {
+      // Each ask of a decision by grant, the first and every one the host left unanswered, goes
+      // only while its grant still answers: a revocation stops whatever has not left yet. Not
+      // when settling: the host no longer asks, and this only learns how the decision ended.
+      if (claim.via === 'grant' && !how.settling) {
+        const answers = await (grantRead ?? this.grantStillAnswers(record, claim));
+        grantRead = undefined;
+        if (!answers) return this.notWarranted(record, claim, log);
+      }
       try {
         const answer = host.decide(params);
         how.onSent?.();
@@ -427,6 +413,52 @@ export class Decider {
   private keptWhileStopping(log: () => Logger, unanswered: number): DecisionOutcome {
     log().info({ unanswered }, 'stopping with the decision unanswered; its claim is kept for a replay');
     return { kind: 'hostUnavailable', why: 'stopping' };
+  }
+
+  /**
+   * Whether the grant a claim was made by, as stored now, still answers the record's stage with
+   * the claim's choice (DecisionWarrant: one read of the grant). True for any other claim, or
+   * with nothing to check it by. False when the grant cannot be read: not knowing is not a
+   * warrant. Never rejects.
+   */
+  async grantStillAnswers(record: ApprovalRecord, claim: Claim): Promise<boolean> {
+    const { warrant, logger } = this.options;
+    if (claim.via !== 'grant' || !claim.grant || !warrant) return true;
+    try {
+      const by = { via: 'grant' as const, grant: claim.grant };
+      const verdict = await warrant.check(record, {
+        sourceIndex: claim.sourceIndex,
+        choiceId: claim.choiceId,
+        by,
+      });
+      return verdict === undefined || verdict.kind === 'recounted';
+    } catch (err) {
+      logger.warn(
+        { err, approvalId: record.approvalId },
+        'could not read a decision’s grant; not sending it',
+      );
+      return false;
+    }
+  }
+
+  /**
+   * A decision by grant whose grant no longer answers (revoked, replaced, ended) is not sent: its
+   * claim is given back and the question goes to people. A decide already handed to the host
+   * cannot be recalled. `claimKept` when Redis did not store the drop: the claim is replayed
+   * (and checked) again later, and the use a grant by uses took stays out until then.
+   */
+  private async notWarranted(
+    record: ApprovalRecord,
+    claim: Claim,
+    log: () => Logger,
+  ): Promise<DecisionOutcome> {
+    log().info(
+      { grantId: claim.grant?.grantId },
+      'a decision’s grant no longer answers; not sent, the question goes to people',
+    );
+    // Not sent: a replay of a claim whose drop was not stored must not be taken for a send.
+    this.sentTo.delete(claim.commandId);
+    return { kind: 'unwarranted', via: 'grant', ...claimKeptUnless(await this.giveBack(record, claim)) };
   }
 
   /** Drops our claim and frees its stage, so the question goes back to people. */

@@ -71,6 +71,12 @@ export interface DecisionRequest {
    * acknowledgement waits for it (choiceButton.ts).
    */
   onSent?: () => void;
+  /**
+   * Whether the grant of a record created claimed by it still answers, read in the round trip
+   * of that create (GrantAnswerer.claimAtCreate): the first send goes on it. Any other decision
+   * by grant has its grant read again before each send. Never carried to another replica.
+   */
+  grantRead?: Promise<boolean>;
 }
 
 export type DecisionOutcome =
@@ -128,8 +134,12 @@ export type Unwarranted =
   | { kind: 'unconfirmed'; confirmation: TypedConfirmation }
   /** The person decides only as someone's delegate now, and the choice would outlast the request. */
   | { kind: 'standInOnce'; for: string }
-  /** No live grant answers this stage with this choice; or the route's ladder ends in no timeout. */
-  | { kind: 'unwarranted'; via: 'grant' | 'timeout' };
+  /**
+   * No live grant answers this stage with this choice; or the route's ladder ends in no timeout.
+   * `claimKept`: a claim by a grant that stopped answering before it was sent, whose drop Redis
+   * did not store (see unknownToHost).
+   */
+  | { kind: 'unwarranted'; via: 'grant' | 'timeout'; claimKept?: true };
 
 /**
  * The decision may be made, by whom the record counts now rather than as the request names them:

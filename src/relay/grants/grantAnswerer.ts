@@ -46,7 +46,7 @@ export interface GrantAnswererOptions {
   store: RecordReader;
   /** Shows a card no grant answered (reveal), and tracks the work so idle() waits for it. */
   keeper: Pick<RecordKeeper, 'reveal' | 'track'>;
-  decider: Pick<Decider, 'decide' | 'claimFor'>;
+  decider: Pick<Decider, 'decide' | 'claimFor' | 'grantStillAnswers'>;
   lines: GrantLineSender;
   /** Each line is sent once per stage, whichever replica or retry gets there. */
   ledger: NoticeLedger;
@@ -166,10 +166,25 @@ export class GrantAnswerer {
     return { record: { ...record, claim }, grant, question };
   }
 
-  /** Sends the decision of a record created claimed (claimAtCreate), as a look would have. */
-  decideClaimed(answer: ClaimedAtCreate): void {
+  /**
+   * Whether the grant of a record created claimed (claimAtCreate) still answers, as stored now:
+   * one read, made with the create so that it costs no round trip of its own, which its
+   * decision then goes on (decideClaimed). Never rejects.
+   */
+  readGrant(answer: ClaimedAtCreate): Promise<boolean> {
+    return this.options.decider.grantStillAnswers(answer.record, answer.record.claim);
+  }
+
+  /**
+   * Sends the decision of a record created claimed (claimAtCreate), as a look would have, on
+   * its grant as read with its create (`grantRead`, readGrant): nothing is sent unless that read
+   * says the grant still answers.
+   */
+  decideClaimed(answer: ClaimedAtCreate, grantRead?: Promise<boolean>): void {
     const { record, grant, question } = answer;
-    this.schedule(record.approvalId, () => this.decideBy(record, grant, question, record.claim.commandId));
+    this.schedule(record.approvalId, () =>
+      this.decideBy(record, grant, question, { commandId: record.claim.commandId, grantRead }),
+    );
   }
 
   /** A record claimed at its create was not created (it existed already): the use is given back. */
@@ -246,13 +261,14 @@ export class GrantAnswerer {
 
   /**
    * Decides the record's stage by `grant` through the Decider; says whether the card must be
-   * shown instead. `commandId`: the record holds the grant's claim already (claimAtCreate).
+   * shown instead. `claimed`: the record holds the grant's claim already (claimAtCreate), and
+   * maybe its grant read with its create (DecisionRequest.grantRead).
    */
   private async decideBy(
     record: ApprovalRecord,
     grant: Grant,
     question: GrantQuestion,
-    commandId?: string,
+    claimed?: { commandId: string; grantRead: Promise<boolean> | undefined },
   ): Promise<Next> {
     const { decider, logger } = this.options;
     const { approvalId } = record;
@@ -265,7 +281,8 @@ export class GrantAnswerer {
           ...grantDecision(question, grant),
           // Found for this very record just now.
           warranted: true,
-          ...(commandId === undefined ? {} : { commandId }),
+          ...(claimed ? { commandId: claimed.commandId } : {}),
+          ...(claimed?.grantRead ? { grantRead: claimed.grantRead } : {}),
         });
       } catch (err) {
         await this.giveBack(grant);

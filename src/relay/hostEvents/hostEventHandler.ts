@@ -77,8 +77,10 @@ export interface GrantAnswering {
   expectsGrant(record: ApprovalRecord): boolean;
   /** The record to create already claimed by the grant that answers it, if any. Never rejects. */
   claimAtCreate(fresh: ApprovalRecord): Promise<ClaimedAtCreate | undefined>;
-  /** Sends the decision of a record created claimed. */
-  decideClaimed(answer: ClaimedAtCreate): void;
+  /** Whether the grant of a record created claimed still answers; read with its create. Never rejects. */
+  readGrant(answer: ClaimedAtCreate): Promise<boolean>;
+  /** Sends the decision of a record created claimed, unless `grantRead` says its grant no longer answers. */
+  decideClaimed(answer: ClaimedAtCreate, grantRead?: Promise<boolean>): void;
   /** A record claimed at its create already existed: what was taken for it is given back. */
   dropClaimed(answer: ClaimedAtCreate): Promise<void>;
 }
@@ -314,6 +316,9 @@ export class HostEventHandler {
               return found !== undefined;
             })
           : undefined;
+      // A record created claimed has its grant read again in the create's round trip: a
+      // revocation stored since the lookup stops its decision (DecisionRequest.grantRead).
+      const grantRead = claimedAtCreate && answerer?.readGrant(claimedAtCreate);
       const storing = keeper.store(claimedAtCreate?.record ?? fresh, fullText, answered);
       turn.done();
       const stored = await storing;
@@ -322,7 +327,7 @@ export class HostEventHandler {
       if (created && (answered || early)) {
         this.options.metrics?.grantLookup(grant !== undefined || claimedAtCreate !== undefined);
       }
-      if (stored && claimedAtCreate) answerer?.decideClaimed(claimedAtCreate);
+      if (stored && claimedAtCreate) answerer?.decideClaimed(claimedAtCreate, grantRead);
       if (stored) {
         if (risks.length > 0) this.auditRisks(fresh, risks);
         // At debug: it sits between the host's frame and the card's post, where every line shows in

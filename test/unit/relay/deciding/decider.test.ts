@@ -317,6 +317,86 @@ describe('Decider', () => {
     expect(host.decided.map((p) => p.commandId)).toEqual(['cmd-earlier']);
   });
 
+  it('sends a record created claimed by a grant on the read made with its create, and drops it when that read says no', async () => {
+    const asked: string[] = [];
+    const { records, host, record, decider } = setup({
+      warrant: {
+        check: async (checked) => {
+          asked.push(checked.approvalId);
+          return undefined;
+        },
+      },
+    });
+    const grant = { grantId: 'g-1', grantedBy: 'U0ALICE' };
+    const claim: Claim = {
+      sourceIndex: 0,
+      choiceId: 'allow_once',
+      commandId: 'cmd-at-create',
+      via: 'grant',
+      grant,
+      claimedAt: NOW.toISOString(),
+    };
+    const created = records.put({ ...record, phase: 'deciding', claim, version: 2 });
+    const byGrant = (grantRead: Promise<boolean>): DecisionRequest => ({
+      record: created,
+      sourceIndex: 0,
+      choiceId: 'allow_once',
+      by: { via: 'grant', grant },
+      warranted: true,
+      commandId: 'cmd-at-create',
+      grantRead,
+    });
+
+    // Revoked since its lookup, as the read with the create saw: nothing leaves, the stage is free.
+    const outcome = await decider.decide(byGrant(Promise.resolve(false)));
+    expect(outcome).toEqual({ kind: 'unwarranted', via: 'grant' });
+    expect(host.decided).toEqual([]);
+    expect(records.table.get('a-1')).toMatchObject({ phase: 'pending' });
+    expect(records.table.get('a-1')?.claim).toBeUndefined();
+
+    // Still answering: sent on that read, with no read of its own.
+    records.put({ ...created, version: 4 });
+    expect(await decider.decide(byGrant(Promise.resolve(true)))).toEqual({
+      kind: 'decided',
+      terminal: false,
+    });
+    expect(host.decided.map((p) => p.commandId)).toEqual(['cmd-at-create']);
+    expect(asked).toEqual([]);
+  });
+
+  it('reads a decision’s grant with its claim, then before each ask again, and stops once it is revoked', async () => {
+    let answers = true;
+    const asked: string[] = [];
+    const { host, record, decider } = setup({
+      warrant: {
+        check: async (_checked, ask) => {
+          asked.push(ask.by.via);
+          return answers ? undefined : { kind: 'unwarranted', via: 'grant' };
+        },
+      },
+    });
+    const grant = { grantId: 'g-1', grantedBy: 'U0ALICE' };
+    const request: DecisionRequest = {
+      record,
+      sourceIndex: 0,
+      choiceId: 'allow_once',
+      by: { via: 'grant', grant },
+      warranted: true,
+    };
+    host.decide = async (params) => {
+      host.decided.push(params);
+      // The grant is revoked while the host sits on its second ask.
+      if (host.decided.length === 2) answers = false;
+      throw new RequestTimeoutError('approval/decide', 10);
+    };
+
+    const outcome = await decider.decide(request);
+    expect(outcome).toEqual({ kind: 'unwarranted', via: 'grant' });
+    // One read with the claim, one before the second ask, one that stopped the third.
+    expect(host.decided).toHaveLength(2);
+    expect(asked).toEqual(['grant', 'grant', 'grant']);
+  });
+
   it('refuses a record that is not decidable, with the reason, and claims and sends nothing', async () => {
     const resolved = setup({
       record: {

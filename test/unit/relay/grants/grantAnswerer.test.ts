@@ -127,6 +127,7 @@ class World {
         },
       },
       decider: {
+        grantStillAnswers: async () => true,
         claimFor: (_record, request, commandId = `cmd-claimed-${++this.claims}`) => ({
           sourceIndex: request.sourceIndex,
           ...(request.by.via === 'grant' ? { grant: request.by.grant } : {}),
