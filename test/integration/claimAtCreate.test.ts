@@ -49,6 +49,12 @@ const GRANT: Grant = sampleGrant({
 /** An answerer that always has a grant at hand, and records what the relay asks of it. */
 class Answering implements GrantAnswering {
   readonly decidedClaims: ClaimedAtCreate[] = [];
+  /** The grant reads each decidedClaims entry was handed, in order. */
+  readonly grantReads: Array<Promise<boolean> | undefined> = [];
+  /** Grant reads and creates, in the order they were issued. */
+  readonly issued: string[] = [];
+  /** What a grant read says: whether the grant still answers. */
+  stillAnswers = true;
   readonly dropped: ClaimedAtCreate[] = [];
   /** Claims made per approval: each gets a commandId of its own, as the Decider mints one per claim. */
   private readonly made = new Map<string, number>();
@@ -58,8 +64,9 @@ class Answering implements GrantAnswering {
   expectsGrant() {
     return true;
   }
-  async readGrant() {
-    return true;
+  async readGrant(answer: ClaimedAtCreate) {
+    this.issued.push(`read ${answer.record.approvalId}`);
+    return this.stillAnswers;
   }
   async claimAtCreate(fresh: ApprovalRecord): Promise<ClaimedAtCreate> {
     const question = grantQuestion(fresh)!;
@@ -76,8 +83,9 @@ class Answering implements GrantAnswering {
     const deferred = { ...fresh, slack: { ...fresh.slack, deferred: true } };
     return { record: { ...claimed(claim)(deferred)!, claim }, grant: GRANT, question };
   }
-  decideClaimed(answer: ClaimedAtCreate) {
+  decideClaimed(answer: ClaimedAtCreate, grantRead?: Promise<boolean>) {
     this.decidedClaims.push(answer);
+    this.grantReads.push(grantRead);
   }
   async dropClaimed(answer: ClaimedAtCreate) {
     this.dropped.push(answer);
@@ -110,6 +118,12 @@ describe('a request created already claimed, at the relay', () => {
     const failing = new Proxy(on, {
       get(target, name, receiver) {
         if (name === 'createIfAbsent' && failCreate) return async () => Promise.reject(new Error('OOM'));
+        if (name === 'createIfAbsent') {
+          return (record: ApprovalRecord, ...rest: unknown[]) => {
+            answering.issued.push(`create ${record.approvalId}`);
+            return (target.createIfAbsent as (...args: unknown[]) => Promise<boolean>)(record, ...rest);
+          };
+        }
         const value = Reflect.get(target, name, receiver);
         return typeof value === 'function' ? value.bind(target) : value;
       },
@@ -161,6 +175,17 @@ describe('a request created already claimed, at the relay', () => {
     const stored = await store.get('a-1');
     expect(stored).toMatchObject({ phase: 'deciding', claim: { commandId: 'cmd-a-1', via: 'grant' } });
     expect(stored?.slack.deferred).toBe(true);
+  });
+
+  it('reads the grant again with the create, and hands that read on with the claim to decide', async () => {
+    answering.stillAnswers = false;
+    relay.handleHostEvent(opened('a-4'));
+    await relay.idle();
+    // Issued before the create, in the same synchronous stretch: it leaves in the create's write.
+    expect(answering.issued).toEqual(['read a-4', 'create a-4']);
+    expect(answering.decidedClaims.map((a) => a.record.approvalId)).toEqual(['a-4']);
+    // A grant revoked since its lookup: the decision goes on this read, which says so.
+    expect(await answering.grantReads[0]).toBe(false);
   });
 
   it('gives the use back when the record exists already (the request described again)', async () => {
