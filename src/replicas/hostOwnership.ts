@@ -247,7 +247,11 @@ export class HostOwnership {
     this.others = new Map([...holders].filter(([, h]) => h.replicaId !== replicaId));
     for (const [hostId, held] of this.held) {
       const now = holders.get(hostId);
-      if (!now || now.token !== held.holder.token) this.lose(hostId, 'its lease ran out in Redis');
+      // The holder as a whole, not the token alone: after a failover that lost the last writes
+      // (Sentinel promotes a replica whose counter is behind), another process may hold the
+      // lease with this very token.
+      if (!now || now.token !== held.holder.token || now.replicaId !== held.holder.replicaId)
+        this.lose(hostId, 'its lease ran out in Redis, or another replica holds it');
     }
     const share = Math.ceil(hostIds.length / Math.max(1, this.live.size));
     // Free, or left by an earlier process of this same replica that no longer says it is alive.

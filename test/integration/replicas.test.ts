@@ -290,6 +290,36 @@ describe('the ownership loop', () => {
   }, 20_000);
 });
 
+describe('a lease another holder took with the same token', () => {
+  it('is lost at the next look at the leases, not at the next renewal', async () => {
+    // A Sentinel failover that lost the lease's last writes: the promoted replica's counter is
+    // behind, and another replica takes the host with the very token this one holds.
+    const lost: string[] = [];
+    const ownership = new HostOwnership({
+      leases: new HostLeases(redis),
+      replicaId: 'a#1',
+      hostIds: ['h1'],
+      ttlMs: 15_000,
+      logger: quiet,
+      onGained: async () => {},
+      onLost: (hostId) => {
+        lost.push(hostId);
+      },
+    });
+    ownership.start();
+    try {
+      await waitFor(() => ownership.holds('h1'));
+      const token = ownership.fenceOf('h1');
+      await redis.set(keys.hostLease('h1'), `b#1 ${token}`, 'PX', 15_000);
+      // Looked at every second (a fifth of the lease, at most 1 s); renewed every 5 s.
+      await waitFor(() => lost.includes('h1'), 2_500);
+      expect(ownership.holds('h1')).toBe(false);
+    } finally {
+      await ownership.stop();
+    }
+  });
+});
+
 describe('a host whose lease runs out while it is being taken', () => {
   let privateRedis: PrivateRedis | undefined;
   let client: Redis | undefined;
