@@ -29,6 +29,11 @@ end
 local function live(r, now)
   return r[18] == 0 and ends(r) > now and r[16] ~= 0
 end
+-- Its last use taken for a decision, not counted: not live, but that use comes back if the
+-- decision does not go through, and the grant would answer again.
+local function use_out(r, now)
+  return r[18] == 0 and ends(r) > now and r[16] == 0 and r[14] < r[17]
+end
 local function save(key, rows)
   if #rows == 0 then redis.call('DEL', key) else redis.call('SET', key, cmsgpack.pack(rows)) end
 end
@@ -38,12 +43,14 @@ end
  * Stores a new bot-held grant in its tag's string, in place of the live bot-held grant of the
  * same key if there is one: a new "don't ask again" makes the grant the presser's, whatever the
  * old one's scope. The old one ends in the same step, revoked by the presser and naming the new
- * one, so no replica matches it after this; an earlier release's grant of the key (its bucket
- * shares the tag's slot) ends likewise. The same approval recorded again by the same person (two
- * replicas, a retry) finds its own grant and changes nothing.
+ * one, so no replica matches it after this; so does one whose last use is out (it answers again
+ * if that use comes back, and the give-back would find no live grant of the key once the new one
+ * ended); an earlier release's grant of the key (its bucket shares the tag's slot) ends likewise.
+ * The same approval recorded again by the same person (two replicas, a retry) finds its own grant
+ * and changes nothing.
  * KEYS: tag string, the earlier layout's bucket. ARGV: new row (MessagePack), now, the earlier layout's
  * grant key prefix, now as ISO, the new grant's id.
- * Returns {1, replaced row or '', earlier grant id, its d} when created; {0, row} when this
+ * Returns {1, replaced rows, earlier grant id, its d} when created; {0, row} when this
  * approval's grant by this granter was there already; {2, earlier grant id, its fields} when it
  * was there in the earlier layout.
  */
@@ -51,15 +58,15 @@ const CREATE_BOT = `${ROWS}
 local rows = rows_of(KEYS[1])
 local new = cmsgpack.unpack(ARGV[1])
 local now = tonumber(ARGV[2])
-local replaced = ''
+local replaced = {}
 for _, r in ipairs(rows) do
   if r[7] == 'b' and r[2] == new[2] and r[3] == new[3] and r[4] == new[4] and r[5] == new[5]
-    and r[6] == new[6] and live(r, now) then
+    and r[6] == new[6] and (live(r, now) or use_out(r, now)) then
     if r[9] == new[9] and r[8] == new[8] then return {0, cmsgpack.pack(r)} end
     r[18] = now
     r[19] = new[8]
     r[20] = new[1]
-    replaced = cmsgpack.pack(r)
+    replaced[#replaced + 1] = cmsgpack.pack(r)
   end
 end
 local out = {1, replaced}

@@ -211,8 +211,9 @@ export class RedisGrantStore implements GrantStore {
   ): { ended: Array<{ grantId: string; grantedBy: string }>; unlisting: Promise<unknown> } {
     const ended: Array<{ grantId: string; grantedBy: string }> = [];
     const unlisting: Array<Promise<unknown>> = [];
-    if (Buffer.isBuffer(reply[1]) && reply[1].length > 0) {
-      const old = grantOf(tag, parseRow(reply[1]));
+    // Of this layout, the live grant of the key and any whose last use was out: one, as a rule.
+    for (const packed of Array.isArray(reply[1]) ? (reply[1] as Buffer[]) : []) {
+      const old = grantOf(tag, parseRow(packed));
       unlisting.push(this.unlistQuietly(old, 'replaced grant left in its listings'));
       ended.push({ grantId: old.grant.grantId, grantedBy: old.grant.grantedBy });
     }

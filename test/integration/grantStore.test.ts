@@ -1019,6 +1019,32 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
       expect(lines.map((l) => l.msg)).toContain('a reserved use could not be given back');
     });
 
+    it('is replaced while its last use is out: that use given back after its successor ended does not revive it', async () => {
+      const { store } = newStore();
+      const grant = await store.create(byUses(1));
+      // A request takes its last use; its decision waits (the host away).
+      expect(await store.reserveUse(grant, now())).toBe(0);
+      clock += 1000;
+      const successor = await store.create(botGrant({ approvalId: 'a-2', grantedBy: 'U0BOB' }));
+      expect(await store.get(grant.grantId)).toMatchObject({
+        replacedBy: successor.grantId,
+        revokedBy: 'U0BOB',
+      });
+      clock += 1000;
+      expect(await store.revoke(successor.grantId, 'U0BOB', now())).toBe(true);
+      // The decision does not go through: the use comes back, to a grant that answers nothing.
+      await store.returnUse(grant);
+      expect(await store.candidates(S1, now())).toEqual([]);
+      expect(await store.reserveUse(grant, now())).toBeUndefined();
+      expect(await store.list({}, now())).toEqual([]);
+      const [, created] = await events('created');
+      expect(created).toMatchObject({ replaces: { grantId: grant.grantId } });
+      expect(await closingEvents()).toEqual([
+        ['replaced', grant.grantId],
+        ['revoked', successor.grantId],
+      ]);
+    });
+
     it('counts one approval’s use once, however many replicas record it, and gives back the use still out', async () => {
       const a = newStore(redis).store;
       const b = newStore(redisB).store;
