@@ -228,7 +228,15 @@ export function endOf(row: GrantRow): number {
 
 /** Not revoked, not ended, and, for a grant by uses, not spent: as the scripts' `live`. */
 export function rowIsLive(row: GrantRow, nowMs: number): boolean {
-  return row[ROW.revokedMs] === 0 && endOf(row) > nowMs && row[ROW.usesLeft] !== 0;
+  return row[ROW.revokedMs] === 0 && endOf(row) > nowMs && row[ROW.usesLeft] !== 0 && !rowIsSpent(row);
+}
+
+/**
+ * Every use of a grant by uses counted: spent for good, though a use given back before its
+ * decision was counted after all (a replay) left one in usesLeft. As the scripts' `spent`.
+ */
+export function rowIsSpent(row: GrantRow): boolean {
+  return row[ROW.maxUses] >= 0 && row[ROW.uses] >= row[ROW.maxUses];
 }
 
 /**

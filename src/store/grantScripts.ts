@@ -26,8 +26,13 @@ end
 local function ends(r)
   return r[12] + r[13]
 end
+-- Every use counted: spent for good (RECORD_USE flags it), though a use given back before its
+-- decision was counted after all (a replay) left one in usesLeft.
+local function spent(r)
+  return r[17] >= 0 and r[14] >= r[17]
+end
 local function live(r, now)
-  return r[18] == 0 and ends(r) > now and r[16] ~= 0
+  return r[18] == 0 and ends(r) > now and r[16] ~= 0 and not spent(r)
 end
 -- Its last use taken for a decision, not counted: not live, but that use comes back if the
 -- decision does not go through, and the grant would answer again.
@@ -196,7 +201,7 @@ const REVOKE = `${ROWS}
 local rows = rows_of(KEYS[1])
 local r = find(rows, ARGV[1])
 if not r then return {-2} end
-if r[18] ~= 0 or ends(r) <= tonumber(ARGV[2]) or (r[16] == 0 and r[14] >= r[17]) then return {0} end
+if r[18] ~= 0 or ends(r) <= tonumber(ARGV[2]) or spent(r) then return {0} end
 r[18] = tonumber(ARGV[2])
 r[19] = ARGV[3]
 save(KEYS[1], rows)

@@ -1045,6 +1045,24 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
       ]);
     });
 
+    it('is spent once its last use is counted, though that use had been given back before the count', async () => {
+      const { store } = newStore();
+      const grant = await store.create(byUses(1));
+      // A decision takes the last use and is thought not to have gone through: the use comes back.
+      expect(await store.reserveUse(grant, now())).toBe(0);
+      await store.returnUse(grant);
+      // It had gone through after all: its replay counts the use, the grant's last.
+      await store.recordUse(grant, 'a-u1', 0, now());
+      expect(await store.candidates(S1, now())).toEqual([]);
+      expect(await store.list({}, now())).toEqual([]);
+      expect(await store.reserveUse(grant, now())).toBeUndefined();
+      expect(await store.revoke(grant.grantId, 'U0BOB', now())).toBe(false);
+      // Nothing was out to give back.
+      await store.returnUse(grant);
+      expect(await store.reserveUse(grant, now())).toBeUndefined();
+      expect((await events()).map((e) => e.kind)).toEqual(['created', 'used', 'exhausted']);
+    });
+
     it('counts one approval’s use once, however many replicas record it, and gives back the use still out', async () => {
       const a = newStore(redis).store;
       const b = newStore(redisB).store;
