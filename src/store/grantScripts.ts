@@ -39,6 +39,12 @@ end
 local function use_out(r, now)
   return r[18] == 0 and ends(r) > now and r[16] == 0 and r[14] < r[17]
 end
+-- Bot-held grants of one key: caller, tool, sandbox, route and capabilities, and for a session's
+-- grant its host (a session id is the host's own word: another host's session may share it).
+local function same_key(r, o)
+  return r[7] == 'b' and o[7] == 'b' and r[2] == o[2] and r[3] == o[3] and r[4] == o[4]
+    and r[5] == o[5] and r[6] == o[6] and (string.sub(r[2], 1, 8) ~= 'session:' or r[10] == o[10])
+end
 local function save(key, rows)
   if #rows == 0 then redis.call('DEL', key) else redis.call('SET', key, cmsgpack.pack(rows)) end
 end
@@ -65,8 +71,7 @@ local new = cmsgpack.unpack(ARGV[1])
 local now = tonumber(ARGV[2])
 local replaced = {}
 for _, r in ipairs(rows) do
-  if r[7] == 'b' and r[2] == new[2] and r[3] == new[3] and r[4] == new[4] and r[5] == new[5]
-    and r[6] == new[6] and (live(r, now) or use_out(r, now)) then
+  if same_key(r, new) and (live(r, now) or use_out(r, now)) then
     if r[9] == new[9] and r[8] == new[8] then return {0, cmsgpack.pack(r)} end
     r[18] = now
     r[19] = new[8]
@@ -84,8 +89,11 @@ if earlier then
   -- Its last use out on a decision (taken, not counted): not live, but that use may come back, and
   -- the earlier layout's give-back sees only its own bucket, not this grant: it ends here too.
   local use_out = current and f[3] and tonumber(f[3]) <= 0 and tonumber(f[5] or '0') < tonumber(f[6] or '0')
-  if usable or use_out then
-    local held = cjson.decode(f[4])
+  local held = (usable or use_out) and cjson.decode(f[4])
+  -- Another host's session grant (the same session id) is not of this key: it stays.
+  if held and string.sub(new[2], 1, 8) == 'session:' and type(held.hostId) == 'string'
+    and held.hostId ~= new[10] then held = false end
+  if held then
     if usable and held.approvalId == new[9] and held.grantedBy == new[8] then
       return {2, earlier, redis.call('HGETALL', key)}
     end
@@ -144,8 +152,7 @@ if not r then return {-2} end
 if r[17] < 0 or r[16] + r[14] >= r[17] then return {-1} end
 if r[16] <= 0 then
   for _, o in ipairs(rows) do
-    if o ~= r and o[7] == 'b' and o[2] == r[2] and o[3] == r[3] and o[4] == r[4] and o[5] == r[5]
-      and o[6] == r[6] and live(o, tonumber(ARGV[2])) then return {-1} end
+    if o ~= r and same_key(o, r) and live(o, tonumber(ARGV[2])) then return {-1} end
   end
 end
 r[16] = r[16] + 1

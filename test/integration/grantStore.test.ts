@@ -293,6 +293,15 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
       expect(await store.get(fresh.grantId)).toMatchObject({ grantedBy: 'U0BOB' });
     });
 
+    it("of another host's session are left alone by a press on this host", async () => {
+      const { store } = newStore();
+      const old = await storeInBucket(botGrant({ hostId: 'other' }), '0123456789ab');
+      const fresh = await store.create(botGrant({ approvalId: 'a-2', grantedBy: 'U0BOB' }));
+      const found = await store.candidates(S1, now());
+      expect(found.map((g) => g.grantId).sort()).toEqual([old, fresh.grantId].sort());
+      expect(await closingEvents()).toEqual([]);
+    });
+
     it('count one approval’s use once, however many replicas record it', async () => {
       const old = await storeInBucket(botGrant({ maxUses: 2 }), '0123456789ab');
       const a = newStore(redis).store;
@@ -477,6 +486,24 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
       expect(new Set([first.grantId, second.grantId, third.grantId]).size).toBe(3);
       const live = await store.candidates(S1, now());
       expect(live.map((g) => g.grantId)).toEqual([third.grantId]);
+    });
+
+    it("leaves another host's session grant alone: a session id is its host's own word", async () => {
+      const { store } = newStore();
+      const byUses = await store.create(botGrant({ maxUses: 1, lasts: { kind: 'uses', uses: 1 } }));
+      // Its last use is out on a decision when a person on another host, whose session has the
+      // same id, presses "don't ask again" for the same request.
+      expect(await store.reserveUse(byUses, now())).toBe(0);
+      const other = await store.create(botGrant({ hostId: 'other', approvalId: 'a-2', grantedBy: 'U0BOB' }));
+      expect(await closingEvents()).toEqual([]);
+      // The decision does not go through: the use comes back, though the other host's grant is live.
+      await store.returnUse(byUses);
+      const ids = async () => (await store.candidates(S1, now())).map((g) => g.grantId).sort();
+      expect(await ids()).toEqual([byUses.grantId, other.grantId].sort());
+      // Pressed again on this host, only this host's grant is replaced.
+      const again = await store.create(botGrant({ approvalId: 'a-3' }));
+      expect(await ids()).toEqual([again.grantId, other.grantId].sort());
+      expect(await closingEvents()).toEqual([['replaced', byUses.grantId]]);
     });
 
     it('keeps one host-held grant per approval when two replicas record it at once', async () => {
