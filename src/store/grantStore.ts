@@ -63,6 +63,13 @@ const TAG_LENGTH = 10;
 const MINUTE_MS = 60_000;
 /** How often a process asks again whether grants of the earlier layout are left. */
 const LEGACY_RECHECK_MS = MINUTE_MS;
+/** Waits between tries of a write a stored grant needs (its end noted, its listing): ~1.5 s in all. */
+const RETRY_DELAYS_MS = [100, 400, 1_000];
+/**
+ * A live grant found unlisted this long after its creation was not listed by its creator (its
+ * listing writes kept failing): whoever finds it answering lists it.
+ */
+const UNLISTED_GRACE_MS = MINUTE_MS;
 
 export interface GrantStoreOptions {
   logger: Logger;
@@ -101,6 +108,8 @@ export class RedisGrantStore implements GrantStore {
   private readonly useMarkTtlMs: number;
   /** Whether grants of the earlier layout may be left, and when that was last asked. */
   private legacyLeft: { left: Promise<boolean>; askedAt: number } | undefined;
+  /** Grants this process is listing, found unlisted as they answered: listed once at a time. */
+  private readonly relisting = new Set<string>();
 
   constructor(
     private readonly redis: RedisClient,
@@ -160,6 +169,8 @@ export class RedisGrantStore implements GrantStore {
     const { tag } = bucket;
     const grantId = `${tag}-${row[ROW.suffix]}`;
     const createdAt = new Date(row[ROW.createdMs]).toISOString();
+    // Its end is noted before it is stored: a stored grant is always one the sweep finds.
+    await this.noteEnd(tag, row);
     const reply = (await this.redis.csGrantCreateBuffer(
       keys.grantTag(tag),
       bucket.key,
@@ -172,8 +183,9 @@ export class RedisGrantStore implements GrantStore {
     if (reply[0] === 0) {
       // This approval's grant by this person, recorded again (two replicas, a retry): one grant.
       const existing = grantOf(tag, parseRow(reply[1] as Buffer));
-      // Listed now if the first create failed before it listed it.
-      await this.listOnce(tag, existing.row);
+      // Listed now if the first create could not list it (its end noted too: a release before
+      // this one noted it as it listed).
+      await this.listSurely(tag, existing.row, { endToo: true });
       return existing.grant;
     }
     if (reply[0] === 2) {
@@ -197,7 +209,8 @@ export class RedisGrantStore implements GrantStore {
         at: createdAt,
       });
     }
-    await Promise.all([unlisting, this.listOnce(tag, row)]);
+    // Stored, it answers: whatever the listing writes do now, the grant is the one returned.
+    await Promise.all([unlisting, this.listSurely(tag, row)]);
     return grant;
   }
 
@@ -231,6 +244,7 @@ export class RedisGrantStore implements GrantStore {
   }
 
   private async createHostHeld(tag: string, row: GrantRow): Promise<Grant> {
+    await this.noteEnd(tag, row);
     const [created, held] = (await this.redis.csGrantCreateHeldBuffer(keys.grantTag(tag), packRow(row))) as [
       number,
       Buffer?,
@@ -238,11 +252,11 @@ export class RedisGrantStore implements GrantStore {
     if (created === 1) {
       const grant = grantOf(tag, row).grant;
       await this.audit.record({ kind: 'created', grant, at: grant.createdAt });
-      await this.listOnce(tag, row);
+      await this.listSurely(tag, row);
       return grant;
     }
     const existing = grantOf(tag, parseRow(held!));
-    if (existing.grant.revokedAt === undefined) await this.listOnce(tag, existing.row);
+    if (existing.grant.revokedAt === undefined) await this.listSurely(tag, existing.row, { endToo: true });
     return existing.grant;
   }
 
@@ -262,7 +276,9 @@ export class RedisGrantStore implements GrantStore {
         row[ROW.tool] === key.tool &&
         row[ROW.sandboxMode] === key.sandboxMode &&
         row[ROW.route] === key.route;
-      return sameBucket ? [grantOf(bucket.tag, row).grant] : [];
+      if (!sameBucket) return [];
+      this.listIfLeftOut(bucket.tag, row, nowMs);
+      return [grantOf(bucket.tag, row).grant];
     });
     return earlier.length === 0 ? found : [...found, ...earlier];
   }
@@ -480,9 +496,68 @@ export class RedisGrantStore implements GrantStore {
   }
 
   /**
-   * Lists a grant in its channel's and its granter's stream, and notes its end for the sweep,
-   * unless it is listed already (a create recorded again). Each stream lives as long as its
-   * grants; the minutes of ends have no TTL: they are what the sweep reads to remove every grant.
+   * Notes the minute a grant ends in, for the sweep, before the grant is stored (tried again
+   * after a failure; throws when it never lands, and nothing is stored then). A grant whose
+   * create fails after this leaves its tag named once too often: the sweep finds nothing more
+   * ended there. The minutes of ends have no TTL: they are what the sweep reads to remove every grant.
+   */
+  private async noteEnd(tag: string, row: GrantRow): Promise<void> {
+    await this.tried('could not note when a grant ends; trying again', () => this.endAt(tag, row));
+  }
+
+  private async endAt(tag: string, row: GrantRow): Promise<void> {
+    const minute = Math.floor(endOf(row) / MINUTE_MS);
+    await this.redis.csGrantEndAt(keys.grantEnds(minute), keys.grantEndMinutes(), minute, tag);
+  }
+
+  /**
+   * Lists a stored grant (listOnce), tried again after a failure. Never throws: the grant is
+   * stored and answers whatever its listing does; one never listed here is listed by the first
+   * lookup that finds it answering (listIfLeftOut), and revocable by its id meanwhile. `endToo`:
+   * its end noted as well, for a grant a release before this one may have stored without it (it
+   * noted the end as it listed); only for one not listed yet, so an extra 10 bytes at most.
+   */
+  private async listSurely(tag: string, row: GrantRow, how: { endToo?: boolean } = {}): Promise<void> {
+    if (row[ROW.channelEntry] !== '') return;
+    await this.tried('could not list a stored grant; trying again', () =>
+      Promise.all([this.listOnce(tag, row), how.endToo && this.endAt(tag, row)]),
+    ).catch((err: unknown) => {
+      this.options.logger.error(
+        { err, grantId: `${tag}-${row[ROW.suffix]}` },
+        'grant stored and answering, not listed yet',
+      );
+    });
+  }
+
+  /**
+   * A live grant its creator could not list (its listing writes failed while it was made) is
+   * listed by whoever finds it answering, in the background: the lookup waits for nothing.
+   */
+  private listIfLeftOut(tag: string, row: GrantRow, nowMs: number): void {
+    if (row[ROW.channelEntry] !== '' || nowMs - row[ROW.createdMs] < UNLISTED_GRACE_MS) return;
+    const grantId = `${tag}-${row[ROW.suffix]}`;
+    if (this.relisting.has(grantId)) return;
+    this.relisting.add(grantId);
+    this.options.logger.warn({ grantId }, 'grant answering without its listing; listing it');
+    void this.listSurely(tag, row, { endToo: true }).finally(() => this.relisting.delete(grantId));
+  }
+
+  /** `write`, tried again after RETRY_DELAYS_MS each while it fails; the last failure is thrown. */
+  private async tried<T>(failure: string, write: () => Promise<T>): Promise<T> {
+    for (const delay of RETRY_DELAYS_MS) {
+      try {
+        return await write();
+      } catch (err) {
+        this.options.logger.warn({ err, inMs: delay }, failure);
+        await new Promise((resolve) => setTimeout(resolve, delay));
+      }
+    }
+    return write();
+  }
+
+  /**
+   * Lists a grant in its channel's and its granter's stream, unless it is listed already (a
+   * create recorded again). Each stream lives as long as its grants.
    */
   private async listOnce(tag: string, row: GrantRow): Promise<void> {
     if (row[ROW.channelEntry] !== '') return;
@@ -500,14 +575,9 @@ export class RedisGrantStore implements GrantStore {
           if (failed || !replies) throw failed ?? new Error('no reply from Redis');
           return String(replies[0]![1]);
         });
-    const minute = Math.floor(end / MINUTE_MS);
     const inChannel = keys.grantsListedIn(row[ROW.channel]);
     const byGranter = keys.grantsListedBy(row[ROW.grantedBy]);
-    const [channelEntry, granterEntry] = await Promise.all([
-      listed(inChannel),
-      listed(byGranter),
-      this.redis.csGrantEndAt(keys.grantEnds(minute), keys.grantEndMinutes(), minute, tag),
-    ]);
+    const [channelEntry, granterEntry] = await Promise.all([listed(inChannel), listed(byGranter)]);
     // The channel's count moves after its entry is in: a sweep that found the stream empty sees it moved.
     const [kept] = await Promise.all([
       this.redis.csGrantListed(

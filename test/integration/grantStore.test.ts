@@ -94,15 +94,25 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
 
   /** `redis` whose first `command` fails, as in a blip (or a listing stream's shard failing over). */
   function failingOnce(command: string) {
-    let failed = false;
+    return failing(command, 1);
+  }
+
+  /**
+   * `redis` whose first `times` calls of `command` fail (a shard down for a while); `pipeline`,
+   * which sends nothing itself, throws.
+   */
+  function failing(command: string, times: number) {
+    let failed = 0;
     return new Proxy(redis, {
       get(target, prop, receiver) {
         const value = Reflect.get(target, prop, receiver);
         if (typeof value !== 'function') return value;
         return (...args: unknown[]) => {
-          if (prop !== command || failed) return value.apply(target, args);
-          failed = true;
-          return Promise.reject(new Error(`simulated failure of ${command}`));
+          if (prop !== command || failed >= times) return value.apply(target, args);
+          failed += 1;
+          const err = new Error(`simulated failure of ${command}`);
+          if (command === 'pipeline') throw err;
+          return Promise.reject(err);
         };
       },
     });
@@ -790,6 +800,50 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
       expect((await newStore().store.list({ channels: ['C0DEPLOY'] }, now())).map((g) => g.grantId)).toEqual([
         grant.grantId,
       ]);
+    });
+  });
+
+  describe('create, when a listing write fails', () => {
+    it.each(['csGrantEndAt', 'pipeline', 'csGrantListed', 'csGrantChannelListed'])(
+      'resolves with the grant stored though %s failed once: it is listed, and swept at its end',
+      async (command) => {
+        const { store } = newStore(failingOnce(command));
+        const grant = await store.create(botGrant());
+        expect((await store.candidates(S1, now())).map((g) => g.grantId)).toEqual([grant.grantId]);
+        for (const filter of [{ channels: ['C0DEPLOY'] }, { grantedBy: 'U0ALICE' }, {}])
+          expect((await store.list(filter, now())).map((g) => g.grantId)).toEqual([grant.grantId]);
+        expect(await events('created')).toHaveLength(1);
+        clock = minuteOver(T0 + HOUR);
+        expect(await store.sweep(now())).toBe(1);
+        expect(await closingEvents()).toEqual([['expired', grant.grantId]]);
+        expect(await redis.exists(keys.grantTag(tagOf(grant.grantId)))).toBe(0);
+      },
+    );
+
+    it('resolves with the grant stored though it could not be listed yet; listed once it answers', async () => {
+      // Its listing streams unwritable while it is made.
+      const down = newStore(failing('pipeline', 100));
+      const grant = await down.store.create(botGrant());
+      expect(down.lines.map((l) => l.msg)).toContain('grant stored and answering, not listed yet');
+      expect(await down.store.list({ channels: ['C0DEPLOY'] }, now())).toEqual([]);
+      // Whichever replica finds it answering (past the time its creator had to list it) lists it.
+      clock += 2 * MINUTE;
+      const { store } = newStore();
+      expect((await store.candidates(S1, now())).map((g) => g.grantId)).toEqual([grant.grantId]);
+      await until(async () => (await store.list({ channels: ['C0DEPLOY'] }, now())).length === 1);
+      expect((await store.list({ grantedBy: 'U0ALICE' }, now())).map((g) => g.grantId)).toEqual([
+        grant.grantId,
+      ]);
+      clock = minuteOver(T0 + HOUR);
+      expect(await store.sweep(now())).toBe(1);
+      expect(await closingEvents()).toEqual([['expired', grant.grantId]]);
+    });
+
+    it('rejects, storing nothing, when the end of the grant cannot be noted for the sweep', async () => {
+      const { store } = newStore(failing('csGrantEndAt', 100));
+      await expect(store.create(botGrant())).rejects.toThrow(/simulated failure/);
+      expect(await store.candidates(S1, now())).toEqual([]);
+      expect(await events()).toEqual([]);
     });
   });
 

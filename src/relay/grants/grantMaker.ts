@@ -77,8 +77,9 @@ export class GrantMaker {
       logger.warn({ approvalId: record.approvalId, scope }, 'the scope asked for is no longer offered');
       return undefined;
     }
+    let grant: Grant;
     try {
-      const grant = await grants.create({
+      grant = await grants.create({
         caller: lasts.kind === 'session' ? `session:${record.sessionId}` : question.caller,
         tool: question.tool,
         capabilities: question.capabilities,
@@ -93,7 +94,14 @@ export class GrantMaker {
         ttlMs: scopeTtlMs(lasts, settings),
         ...(lasts.kind === 'uses' ? { maxUses: lasts.uses } : {}),
       });
-      await keeper.mutateAndSync(
+    } catch (err) {
+      logger.error({ err, approvalId: record.approvalId, userId }, 'the grant asked for could not be stored');
+      return undefined;
+    }
+    // Stored, it answers requests from now on: the presser is not told otherwise because the
+    // card could not show it (the line of each decision it makes names it, and its id revokes it).
+    await keeper
+      .mutateAndSync(
         record.approvalId,
         rememberedAs({
           grantId: grant.grantId,
@@ -103,12 +111,14 @@ export class GrantMaker {
           ...(grant.usesLeft === undefined ? {} : { usesLeft: grant.usesLeft }),
           ...(grant.caller === record.caller ? {} : { caller: grant.caller }),
         }),
-      );
-      return grant;
-    } catch (err) {
-      logger.error({ err, approvalId: record.approvalId, userId }, 'the grant asked for could not be stored');
-      return undefined;
-    }
+      )
+      .catch((err: unknown) => {
+        logger.error(
+          { err, approvalId: record.approvalId, userId, grantId: grant.grantId },
+          'grant stored; the card could not show it',
+        );
+      });
+    return grant;
   }
 
   /**
