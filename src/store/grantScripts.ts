@@ -58,7 +58,10 @@ end
  * if that use comes back, and the give-back would find no live grant of the key once the new one
  * ended); an earlier release's grant of the key (its bucket shares the tag's slot) ends likewise.
  * The same approval recorded again by the same person (two replicas, a retry) finds its own grant
- * and changes nothing.
+ * and changes nothing. This very call run again (ioredis resends a command whose reply a dropped
+ * connection lost) finds the row under its new id, and answers as the first run did, so that its
+ * `created` and `replaced` are recorded: the rows it ended name it. (An earlier layout's grant it
+ * ended is not named again: its `replaced` is lost then.)
  * KEYS: tag string, the earlier layout's bucket. ARGV: new row (MessagePack), now, the earlier layout's
  * grant key prefix, now as ISO, the new grant's id.
  * Returns {1, replaced rows, earlier grant id, its d} when created; {0, row} when this
@@ -69,6 +72,13 @@ const CREATE_BOT = `${ROWS}
 local rows = rows_of(KEYS[1])
 local new = cmsgpack.unpack(ARGV[1])
 local now = tonumber(ARGV[2])
+if find(rows, new[1]) then
+  local ended = {}
+  for _, r in ipairs(rows) do
+    if r[20] == new[1] then ended[#ended + 1] = cmsgpack.pack(r) end
+  end
+  return {1, ended}
+end
 local replaced = {}
 for _, r in ipairs(rows) do
   if same_key(r, new) and (live(r, now) or use_out(r, now)) then
@@ -179,18 +189,36 @@ return {r[16]}
  * but one still out on a decision it is not (that use comes back if its decision does not go
  * through, and the grant answers again), and a grant revoked meanwhile was recorded as such. So
  * `exhausted` is never followed by a use, and never follows `revoked`.
- * KEYS: tag string, the stage's mark. ARGV: suffix, now, the mark's TTL. Returns {uses}, {uses,
- * row} when this count found it newly spent, {-2} when no such row is here, {-3} when this
- * stage's use was counted already.
+ * The mark holds the count's token (each call's own) and what it found: this very call run again
+ * (ioredis resends a command whose reply a dropped connection lost) answers as the first run did,
+ * so a grant's `exhausted` is not lost; any other count of the stage changes nothing.
+ * KEYS: tag string, the stage's mark. ARGV: suffix, now, the mark's TTL, token (an integer).
+ * Returns {uses}, {uses, row} when this count found it newly spent, {-2} when no such row is
+ * here, {-3} when this stage's use was counted already.
  */
 const RECORD_USE = `${ROWS}
-if not redis.call('SET', KEYS[2], '1', 'PX', ARGV[3], 'NX') then return {-3} end
+-- The mark's value: token * 4 + 0 counted, 1 counted and newly spent, 2 no such row.
+local token = tonumber(ARGV[4])
+local function again(rows)
+  local mark = tonumber(redis.call('GET', KEYS[2]) or '-1')
+  if mark < 0 or math.floor(mark / 4) ~= token then return {-3} end
+  local found = mark % 4
+  if found == 2 then return {-2} end
+  local r = find(rows, ARGV[1])
+  -- Swept since the first run (its end came): nothing more to say of it.
+  if not r then return {-3} end
+  if found == 1 then return {r[14], cmsgpack.pack(r)} end
+  return {r[14]}
+end
 local rows = rows_of(KEYS[1])
 local r = find(rows, ARGV[1])
+local spent = r and r[17] >= 0 and r[14] + 1 >= r[17] and r[18] == 0 and r[21] == 0
+local found = (not r and 2) or (spent and 1) or 0
+local mark = string.format('%.0f', token * 4 + found)
+if not redis.call('SET', KEYS[2], mark, 'PX', ARGV[3], 'NX') then return again(rows) end
 if not r then return {-2} end
 r[14] = r[14] + 1
 r[15] = tonumber(ARGV[2])
-local spent = r[17] >= 0 and r[14] >= r[17] and r[18] == 0 and r[21] == 0
 if spent then r[21] = 1 end
 save(KEYS[1], rows)
 if spent then return {r[14], cmsgpack.pack(r)} end
@@ -201,13 +229,17 @@ return {r[14]}
  * Revokes a live grant, so no replica matches it from now on. A grant by uses whose last use is
  * out (taken for a decision, not yet counted) is revoked too: it is not live, but that use comes
  * back if the decision does not go through, and would then answer again. Only a grant whose every
- * use was counted is spent for good. KEYS: tag string. ARGV: suffix, now, by. Returns {1, row},
- * {0} when it was not live, {-2} when no such row is here.
+ * use was counted is spent for good. This very call run again (ioredis resends a command whose
+ * reply a dropped connection lost) finds it revoked by the same person at the same ms, not
+ * replaced, and answers as the first run did, so that the revocation is recorded and unlisted.
+ * KEYS: tag string. ARGV: suffix, now, by. Returns {1, row}, {0} when it was not live, {-2}
+ * when no such row is here.
  */
 const REVOKE = `${ROWS}
 local rows = rows_of(KEYS[1])
 local r = find(rows, ARGV[1])
 if not r then return {-2} end
+if r[18] == tonumber(ARGV[2]) and r[19] == ARGV[3] and r[20] == '' then return {1, cmsgpack.pack(r)} end
 if r[18] ~= 0 or ends(r) <= tonumber(ARGV[2]) or spent(r) then return {0} end
 r[18] = tonumber(ARGV[2])
 r[19] = ARGV[3]
@@ -336,6 +368,7 @@ declare module 'ioredis' {
       suffix: string,
       nowMs: Str,
       markTtlMs: Str,
+      token: Str,
     ): Result<unknown[], Context>;
     csGrantEndBuffer(tagKey: string, suffix: string, nowMs: Str, by: string): Result<unknown[], Context>;
     csGrantRemoveEndedBuffer(tagKey: string, nowMs: Str, most: Str): Result<Buffer[], Context>;

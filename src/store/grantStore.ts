@@ -1,3 +1,4 @@
+import { randomInt } from 'node:crypto';
 import type { Logger } from 'pino';
 import { canonicalCapabilities } from '../domain/grants/capabilities.js';
 import type { Grant, GrantBucketKey, GrantStore } from '../domain/grants/grant.js';
@@ -70,6 +71,11 @@ const RETRY_DELAYS_MS = [100, 400, 1_000];
  * listing writes kept failing): whoever finds it answering lists it.
  */
 const UNLISTED_GRACE_MS = MINUTE_MS;
+/**
+ * A count's token is below this (RECORD_USE keeps it, times 4, in the stage's mark): an integer
+ * Redis keeps as one, and two counts of one stage share it once in 2^31.
+ */
+const COUNT_TOKENS = 2 ** 31;
 
 export interface GrantStoreOptions {
   logger: Logger;
@@ -327,6 +333,9 @@ export class RedisGrantStore implements GrantStore {
   ): Promise<void> {
     const parts = partsOf(grant.grantId);
     const at = now.toISOString();
+    // This call's own: a resend of its count (a reply lost) is told from another's count by it.
+    // From 1: an earlier release's mark is '1', which no token's reads as.
+    const token = randomInt(1, COUNT_TOKENS);
     // Both once per approval stage, each by a mark in its own slot (RECORD_USE, USED_ONCE): the
     // old owner of a host and the new one may both finish the same decision. The `used` entry
     // does not depend on the count (a use of a grant gone since is recorded all the same), so both
@@ -341,6 +350,7 @@ export class RedisGrantStore implements GrantStore {
               parts.suffix,
               now.getTime(),
               this.useMarkTtlMs,
+              token,
             ) as Promise<unknown[]>),
         this.audit.record({ kind: 'used', grantId: grant.grantId, approvalId, sourceIndex, at }),
       ]);

@@ -847,6 +847,68 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
     });
   });
 
+  describe('a script whose reply was lost, sent again', () => {
+    /**
+     * `redis` running each of `commands` twice and answering with the second run's reply, as
+     * ioredis does when a dropped connection lost the first reply (autoResendUnfulfilledCommands).
+     */
+    function resending(commands: string[]) {
+      return new Proxy(redis, {
+        get(target, prop, receiver) {
+          const value = Reflect.get(target, prop, receiver);
+          if (typeof value !== 'function') return value;
+          if (!commands.includes(String(prop))) return value.bind(target);
+          return async (...args: unknown[]) => {
+            await value.apply(target, args);
+            return value.apply(target, args);
+          };
+        },
+      });
+    }
+
+    it('answers as its first run did: created, replaced, exhausted and revoked once each', async () => {
+      const plain = newStore().store;
+      const { store } = newStore(
+        resending(['csGrantCreateBuffer', 'csGrantCountBuffer', 'csGrantEndBuffer']),
+      );
+      const old = await plain.create(botGrant());
+      clock += 1000;
+      const grant = await store.create(
+        botGrant({ approvalId: 'a-2', grantedBy: 'U0BOB', maxUses: 1, lasts: { kind: 'uses', uses: 1 } }),
+      );
+      expect(await plain.get(old.grantId)).toMatchObject({ replacedBy: grant.grantId });
+      expect((await store.list({}, now())).map((g) => g.grantId)).toEqual([grant.grantId]);
+      expect(await store.reserveUse(grant, now())).toBe(0);
+      await store.recordUse(grant, 'a-u1', 0, now());
+      expect(await store.candidates(S1, now())).toEqual([]);
+      const other = await plain.create(botGrant({ capabilities: ['exec:ls'], approvalId: 'a-3' }));
+      expect(await store.revoke(other.grantId, 'U0CAROL', now())).toBe(true);
+      expect(await store.list({}, now())).toEqual([]);
+      expect(
+        (await events()).map((e) => [e.kind, e.kind === 'created' ? e.grant.grantId : e.grantId]),
+      ).toEqual([
+        ['created', old.grantId],
+        ['created', grant.grantId],
+        ['replaced', old.grantId],
+        ['used', grant.grantId],
+        ['exhausted', grant.grantId],
+        ['created', other.grantId],
+        ['revoked', other.grantId],
+      ]);
+    });
+
+    it('still counts nothing more for another replica recording the same stage', async () => {
+      const a = newStore(resending(['csGrantCountBuffer'])).store;
+      const b = newStore(redisB).store;
+      const grant = await a.create(botGrant({ maxUses: 1, lasts: { kind: 'uses', uses: 1 } }));
+      expect(await a.reserveUse(grant, now())).toBe(0);
+      await a.recordUse(grant, 'a-u1', 0, now());
+      await b.recordUse(grant, 'a-u1', 0, now());
+      expect(await a.get(grant.grantId)).toMatchObject({ uses: 1 });
+      expect((await events()).map((e) => e.kind)).toEqual(['created', 'used', 'exhausted']);
+    });
+  });
+
   describe('list', () => {
     it('filters by channel and granter, newest first, live grants only', async () => {
       const { store } = newStore();
@@ -994,10 +1056,11 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
       const grant = await store.create(botGrant());
       await store.recordUse(grant, 'a-0', 0, now()); // the scripts are now cached on this connection
 
-      // Each sets its mark (SET NX): the use is counted and recorded once per approval stage.
+      // Each sets its mark (SET NX): the use is counted and recorded once per approval stage. The
+      // count reads its row first, so that its mark keeps what it found (a resend answers so).
       const counted = await commandsDuring(() => store.recordUse(grant, 'a-9', 0, now()));
       expect(counted.sent).toEqual(['evalsha', 'evalsha']);
-      expect(counted.inScripts).toEqual(['set', 'get', 'set', 'set', 'xadd']);
+      expect(counted.inScripts).toEqual(['get', 'set', 'set', 'set', 'xadd']);
       expect(await store.get(grant.grantId)).toMatchObject({ uses: 2, lastUsedAt: now().toISOString() });
     });
   });
