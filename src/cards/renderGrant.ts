@@ -54,11 +54,35 @@ function durationText(ms: number): string {
   return `${days} days`;
 }
 
-/** Above the scope buttons: "*Approve and don't ask again:* `git push` in this session" (mrkdwn). */
+/** Above the scope buttons: "*Approve and don't ask again:* `git push` in `/srv/repo` in this session" (mrkdwn). */
 export function rememberHeading(capabilities: readonly string[], caller: string): string {
-  const what =
-    capabilities.length === 1 ? capabilityText(capabilities[0]!, 60) : `${capabilities.length} capabilities`;
-  return `*Approve and don't ask again:* ${what} ${callerPlain(caller)}`.trimEnd();
+  const { acts, where } = splitWorkspace(capabilities);
+  const what = acts.length === 1 ? capabilityText(acts[0]!, 60) : `${acts.length} capabilities`;
+  return `*Approve and don't ask again:* ${what}${workspaceText(where, 60)} ${callerPlain(caller)}`.trimEnd();
+}
+
+/**
+ * A shell grant's `in:<root>` is not a thing it may do but where it may: it reads after what it
+ * qualifies ("`make install` in `/srv/a`"), not as one more item of a list.
+ */
+function splitWorkspace(capabilities: readonly string[]): { acts: string[]; where: string[] } {
+  const acts: string[] = [];
+  const where: string[] = [];
+  for (const c of capabilities) (c.startsWith(WORKSPACE) ? where : acts).push(c);
+  return { acts, where };
+}
+
+const WORKSPACE = 'in:';
+
+/** " in `/srv/a`" for each workspace named; escaped mrkdwn. */
+function workspaceText(where: readonly string[], max: number): string {
+  return where.map((c) => ` in ${inlineCode(c.slice(WORKSPACE.length), max)}`).join('');
+}
+
+/** Every capability, in words: "`make install` in `/srv/a`", "write `/srv/a.ts`, `ls`". */
+export function capabilitiesText(capabilities: readonly string[], max = 200): string {
+  const { acts, where } = splitWorkspace(capabilities);
+  return acts.map((c) => capabilityText(c, max)).join(', ') + workspaceText(where, max);
 }
 
 /** A scope button: "For 1 h", "For this session", "For the next 10 uses". */
@@ -108,7 +132,7 @@ export function renderGrantLine(input: {
   grantedByName?: string;
   hostId?: string;
 }): string {
-  const what = input.capabilities.map((c) => capabilityText(c, 300)).join(', ');
+  const what = capabilitiesText(input.capabilities, 300);
   const stage =
     input.stage && input.stage.total > 1 ? ` (stage ${input.stage.position} of ${input.stage.total})` : '';
   const host = input.hostId ? ` on ${inlineCode(input.hostId, 60)}` : '';
@@ -121,11 +145,13 @@ export function renderGrantLine(input: {
 /** How many capabilities a grant's entry or line names: with the rest, it stays far within a section. */
 const LISTED_CAPABILITIES = 10;
 
-/** A grant's capabilities, the first ten of them, then how many more. */
+/** A grant's capabilities, the first ten of them, then how many more, then where. */
 export function capabilityList(capabilities: readonly string[]): string {
-  const more = capabilities.length - LISTED_CAPABILITIES;
-  const listed = capabilities.slice(0, LISTED_CAPABILITIES).map((c) => capabilityText(c, 120));
-  return listed.join(', ') + (more > 0 ? ` and ${more} more` : '');
+  const { acts, where } = splitWorkspace(capabilities);
+  const more = acts.length - LISTED_CAPABILITIES;
+  const listed = acts.slice(0, LISTED_CAPABILITIES).map((c) => capabilityText(c, 120));
+  // A grant is made of one request: it names one workspace at most.
+  return listed.join(', ') + (more > 0 ? ` and ${more} more` : '') + workspaceText(where.slice(0, 1), 120);
 }
 
 /** One grant in a list (/countersign grants, App Home); under 2,500 characters, whatever it holds. */

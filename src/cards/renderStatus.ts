@@ -8,7 +8,7 @@ import { clip } from './escape.js';
 import { mentionUser } from './mentionUser.js';
 import { clipProse, truncateProse } from './prose.js';
 import { timedOutLine } from './renderEscalation.js';
-import { callerText, capabilityText, grantRefText, revokeHint } from './renderGrant.js';
+import { callerText, capabilitiesText, grantRefText, revokeHint } from './renderGrant.js';
 import { slackDate } from './slackDate.js';
 
 const REVIEWING =
@@ -94,7 +94,7 @@ const HOST_KEEPS =
 function rememberedLine(record: ApprovalRecord): string[] {
   const r = record.remembered;
   if (!r) return [];
-  const what = r.capabilities.map((c) => capabilityText(c, 200)).join(', ');
+  const what = capabilitiesText(r.capabilities, 200);
   const until = r.expiresAt ? `until ${slackDate(r.expiresAt) ?? clip(r.expiresAt, 40)}` : 'for now';
   const caller = callerText(r.caller ?? record.caller, record.sessionId);
   if (r.usesLeft !== undefined) {

@@ -186,6 +186,32 @@ describe('grant lines are inert whatever the agent sent', () => {
     expect(line).toContain('(granted by <@U0ALICE>, 2 uses left, until <!date^');
   });
 
+  it('a shell grant reads as its command in its workspace, wherever it is shown', () => {
+    const capabilities = ['exec:make install', 'in:/srv/a'];
+    expect(rememberHeading(capabilities, 'session:s1')).toBe(
+      "*Approve and don't ask again:* `make install` in `/srv/a` in this session",
+    );
+    const line = renderGrantLine({
+      tool: 'bash',
+      capabilities,
+      grant: { grantId: 'ab12-cd34', grantedBy: 'U0ALICE', expiresAt: grant.expiresAt! },
+    });
+    expect(line).toContain('— `make install` in `/srv/a`.');
+    expect(grantListLine({ ...grant, tool: 'bash', capabilities })).toContain(
+      '*`bash`* `make install` in `/srv/a` in session `s1`',
+    );
+    const card = renderCard(
+      {
+        ...inPhase(shellRecord(1), 'resolved'),
+        remembered: { grantId: 'ab12-cd34', grantedBy: 'U0ALICE', expiresAt: DECIDED_AT, capabilities },
+      },
+      { now: NOW },
+    );
+    expect(allText(card)).toContain(':repeat: *Remembered:* `make install` in `/srv/a` ');
+    // An agent's root is code too, however it is spelled.
+    expect(rememberHeading(['exec:ls', `in:/srv/${EVIL}`], 'host:ci')).not.toContain('<!channel>');
+  });
+
   it('a host-held grant is listed with its rule, kept by the host', () => {
     const line = grantListLine({ ...grant, holder: 'host', rulePreview: EVIL, scope: 'localPersistent' });
     for (const live of LIVE) expect(line).not.toContain(live);
