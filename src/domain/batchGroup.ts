@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { stageCapabilities } from './grants/capabilities.js';
+import { alikeCapabilities } from './grants/capabilities.js';
 import { onceChoice } from './grants/match.js';
 import type { ApprovalRecord, CardPlace } from './record.js';
 import type { Refusal } from './refusal.js';
@@ -58,7 +58,7 @@ export function batchShapeOf(
   const { channel, ts } = place;
   if (!channel || !ts || record.risks?.length || record.protectedWrite) return undefined;
   if (!onceChoice(record.availableChoices)) return undefined;
-  const { capabilities, notGrantable } = stageCapabilities(record);
+  const { capabilities, notGrantable } = alikeCapabilities(record);
   if (notGrantable || capabilities.length === 0) return undefined;
   const shape = shapeOf(record.route ?? '', record.tool, capabilities, record.sandboxMode);
   let groupId = shape.groupIds.get(channel);

@@ -89,7 +89,7 @@ describe('grant scopes', () => {
       'For the next 3 uses',
       'For this session',
     ]);
-    expect(textOf(card)).toContain("*Approve and don't ask again:* `make offer` on this host");
+    expect(textOf(card)).toContain("*Approve and don't ask again:* `make offer` in `/srv/repo` on this host");
 
     const store = storeOf(world);
     const before = Date.now();

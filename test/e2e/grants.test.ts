@@ -47,14 +47,22 @@ async function startWorld(env: Record<string, string> = {}): Promise<World> {
 function shell(
   approvalId: string,
   stages: string[][],
-  opts: { sessionId?: string; protectedWrite?: boolean } = {},
+  opts: { sessionId?: string; protectedWrite?: boolean; workspaceRoot?: string } = {},
 ) {
   return shellApproval({
     approvalId,
     sessionId: opts.sessionId ?? SESSION,
     stages,
     ...(opts.protectedWrite ? { protectedWrite: true } : {}),
+    ...(opts.workspaceRoot ? { workspaceRoot: opts.workspaceRoot } : {}),
   });
+}
+
+/** A shell request whose host did not say which directory it runs in. */
+function shellWithNoRoot(approvalId: string, stages: string[][]): ApprovalRequestParams {
+  const approval = shell(approvalId, stages);
+  const { workspaceRoot: _root, ...subject } = approval.subject;
+  return { ...approval, subject };
 }
 
 /** A request to write `path`, exactly as the agent sent it. */
@@ -293,6 +301,71 @@ describe('remembered grants', () => {
     expect(line).toContain(grantId);
     expect(cardPostedFor(world, 'g10-again')).toBe(false);
     expect(world.host.decides().map((d) => d.frame.params.approvalId)).toEqual(['g10-first', 'g10-again']);
+  });
+
+  it('11. a command granted in one workspace is asked again in another, or after a cd, and answered in its own', async () => {
+    const world = await startWorld();
+    const grantId = await grantFrom(
+      world,
+      shell('g11-first', [['make', 'install']], { workspaceRoot: '/srv/a' }),
+      REMEMBER,
+    );
+    expect(await storeOf(world).get(grantId)).toMatchObject({
+      capabilities: ['exec:make install', 'in:/srv/a'],
+    });
+    expect(textOf(await world.card('g11-first'))).toContain('`make install` in `/srv/a`');
+
+    // The same words in another directory are another command: people are asked.
+    await expectPeopleAsked(
+      world,
+      shell('g11-elsewhere', [['make', 'install']], { workspaceRoot: '/srv/b' }),
+    );
+    // A host that does not say where the command runs: asked, and no grant offered.
+    await expectPeopleAsked(world, shellWithNoRoot('g11-no-root', [['make', 'install']]));
+    expect(rememberButtonOf(await world.card('g11-no-root'))).toBeUndefined();
+    // In /srv/a, but after a cd: the stage runs in /srv/b.
+    await world.host.open(
+      shell(
+        'g11-cd',
+        [
+          ['cd', '/srv/b'],
+          ['make', 'install'],
+        ],
+        { workspaceRoot: '/srv/a' },
+      ),
+    );
+    const cdCard = await world.waitForCard('g11-cd', (m) => buttonsOf(m).length > 0);
+    await world.press('g11-cd', 'Allow once', 'U0ALICE', cdCard);
+    await until(async () => {
+      const raw = await world.redis.hget(keys.approval('g11-cd'), 'd');
+      const record = raw
+        ? (JSON.parse(raw) as { phase: string; currentRequirementId: { sourceIndex: number } })
+        : undefined;
+      return record?.phase === 'pending' && record.currentRequirementId.sourceIndex === 1;
+    });
+    const afterCd = await world.waitForCard(
+      'g11-cd',
+      (m) => buttonsOf(m).length > 0 && textOf(m).includes('Stage 1 of 2'),
+    );
+    expect(rememberButtonOf(afterCd)).toBeUndefined();
+    expect(
+      world.host
+        .decides()
+        .filter(
+          (d) => d.frame.params.approvalId === 'g11-cd' && d.frame.params.requirementId.sourceIndex === 1,
+        ),
+    ).toHaveLength(0);
+
+    // In the workspace it was granted in, the grant answers.
+    await world.host.open(shell('g11-again', [['make', 'install']], { workspaceRoot: '/srv/a' }));
+    await world.host.waitForDecide((d) => d.frame.params.approvalId === 'g11-again');
+    const line = await grantLine(world, 'make install');
+    expect(line).toContain(grantId);
+    expect(line).toContain('`make install` in `/srv/a`');
+    expect(cardPostedFor(world, 'g11-again')).toBe(false);
+    const decided = world.host.decides().map((d) => d.frame.params.approvalId);
+    expect(decided).not.toContain('g11-elsewhere');
+    expect(decided).not.toContain('g11-no-root');
   });
 
   it('a request like one a grant just answered is created already claimed: decided once, no card', async () => {

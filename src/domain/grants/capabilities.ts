@@ -1,4 +1,4 @@
-import type { ApprovalSubject, CuaCardFacts, RequirementRef } from '../../msp/protocol.js';
+import type { ApprovalStage, ApprovalSubject, CuaCardFacts, RequirementRef } from '../../msp/protocol.js';
 import type { Intake } from '../record.js';
 
 // What a request asks to do, as canonical capability strings (docs/grants.md), and whether a
@@ -26,18 +26,33 @@ export interface StageCapabilities {
 }
 
 export function stageCapabilities(request: CapabilityRequest): StageCapabilities {
-  const derived = derivedOnce(request);
-  if ('notGrantable' in derived) return { capabilities: [], notGrantable: derived.notGrantable };
-  const { capabilities } = derived;
+  return withRequestChecks(request, derivedOnce(request).scoped);
+}
+
+/**
+ * What the current stage asks whatever directory it runs in: a shell stage's `exec:` alone, with
+ * no `in:` and none of the workspace's rules. Batch triage groups alike requests by it (`npm test`
+ * in eight worktrees, docs/slack.md): a person decides each of them, and no grant is made of it.
+ */
+export function alikeCapabilities(request: CapabilityRequest): StageCapabilities {
+  const { alike } = derivedOnce(request);
+  if ('notGrantable' in alike) return { capabilities: [], notGrantable: alike.notGrantable };
+  return withRequestChecks(request, { capabilities: alike.capabilities });
+}
+
+/** What is checked beside the subject, on every call: it is not part of the subject object. */
+function withRequestChecks(request: CapabilityRequest, derived: StageCapabilities): StageCapabilities {
+  if (derived.notGrantable) return derived;
   const why = whyNotGrantable(request);
-  return why ? { capabilities, notGrantable: why } : { capabilities };
+  return why ? { capabilities: derived.capabilities, notGrantable: why } : derived;
 }
 
 /** A subject's last working-out, by the stage and tool it was worked out for. */
 interface Derivation {
   tool: string;
   sourceIndex: number;
-  derived: Derived;
+  alike: Derived;
+  scoped: StageCapabilities;
 }
 
 const derivations = new WeakMap<ApprovalSubject, Derivation>();
@@ -48,15 +63,21 @@ const derivations = new WeakMap<ApprovalSubject, Derivation>();
  * and one approval asks this of it at intake, of grants and of batch triage (docs/performance.md,
  * "Batch triage"). The result is shared: callers must not change it.
  */
-function derivedOnce(request: CapabilityRequest): Derived {
+function derivedOnce(request: CapabilityRequest): Derivation {
   const { subject, tool } = request;
   const { sourceIndex } = request.currentRequirementId;
   const known = derivations.get(subject);
-  if (known && known.tool === tool && known.sourceIndex === sourceIndex) return known.derived;
+  if (known && known.tool === tool && known.sourceIndex === sourceIndex) return known;
   const raw = subjectCapabilities(request);
-  const derived = 'notGrantable' in raw ? raw : { capabilities: canonicalCapabilities(raw.capabilities) };
-  derivations.set(subject, { tool, sourceIndex, derived });
-  return derived;
+  const alike = 'notGrantable' in raw ? raw : { capabilities: canonicalCapabilities(raw.capabilities) };
+  const derivation = {
+    tool,
+    sourceIndex,
+    alike,
+    scoped: inWorkspace(subject, request.currentRequirementId, alike),
+  };
+  derivations.set(subject, derivation);
+  return derivation;
 }
 
 /** Sorted and de-duplicated: the one form a covered set is stored and compared in. */
@@ -149,6 +170,62 @@ function shellStage(subject: ApprovalSubject, current: RequirementRef): Derived 
  */
 function argvWord(word: string): string {
   return word === '' || /[\s"'\\]/.test(word) ? JSON.stringify(word) : word;
+}
+
+/**
+ * What a grant must cover of a shell stage: its words, and the directory they run in (`in:<root>`,
+ * the root canonical as a file path is). `make install`, `./deploy.sh` or `git push` do what the
+ * directory holds: a grant made in one workspace never answers the same words in another. The root
+ * is the subject's own (the host's word for where this command runs), never the session's.
+ */
+function inWorkspace(subject: ApprovalSubject, current: RequirementRef, alike: Derived): StageCapabilities {
+  if ('notGrantable' in alike) return { capabilities: [], notGrantable: alike.notGrantable };
+  if (subject.kind !== 'shell') return alike;
+  const root = subject.workspaceRoot;
+  const fault = pathFault(root);
+  if (fault) {
+    const why = root === undefined ? 'a command with no workspace root' : `a workspace root ${fault}`;
+    return { capabilities: alike.capabilities, notGrantable: why };
+  }
+  const capabilities = canonicalCapabilities([...alike.capabilities, `in:${root}`]);
+  const moved = earlierStageMoves(subject.stages ?? [], current.sourceIndex);
+  return moved ? { capabilities, notGrantable: moved } : { capabilities };
+}
+
+/**
+ * Shell words that, as the first of a stage, may leave the shell running the later stages in
+ * another directory, with other variables (PATH) or with another meaning for a name: builtins
+ * that change the shell itself, prefixes and reserved words that run the rest in this shell.
+ */
+const SHELL_STATE_WORDS: ReadonlySet<string> = new Set([
+  ...['cd', 'pushd', 'popd', 'source', '.', 'eval', 'exec'],
+  ...['export', 'unset', 'set', 'shopt', 'declare', 'typeset', 'local', 'readonly', 'let'],
+  ...['read', 'mapfile', 'readarray', 'getopts', 'alias', 'unalias', 'hash', 'enable', 'trap'],
+  ...['umask', 'ulimit', 'builtin', 'command', 'fc', 'time', '!', 'coproc', 'function'],
+  ...['{', '(', 'if', 'then', 'else', 'elif', 'while', 'until', 'for', 'do', 'case', 'select'],
+]);
+
+/** `NAME=value`: an assignment, kept by the shell for the stages after it. */
+const ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=/;
+
+/**
+ * Why the stage at `sourceIndex` may not run where the subject says, or undefined: an earlier
+ * stage of the same command may change the directory or the environment it runs in (`cd /srv/b
+ * && make install` runs `make install` in /srv/b), was not parsed, or is not shown at all.
+ */
+function earlierStageMoves(stages: readonly ApprovalStage[], sourceIndex: number): string | undefined {
+  const earlier = stages.filter((s) => s.requirementId.sourceIndex < sourceIndex);
+  if (new Set(earlier.map((s) => s.requirementId.sourceIndex)).size !== sourceIndex) {
+    return 'a stage after one not shown';
+  }
+  for (const stage of earlier) {
+    if (stage.argvComplete !== true) return 'a stage after one that could not be parsed';
+    const [word = '', option] = stage.argv;
+    if (SHELL_STATE_WORDS.has(word)) return `a stage after ${word}`;
+    if (word === 'printf' && option === '-v') return 'a stage after printf -v';
+    if (ASSIGNMENT.test(word)) return 'a stage after a variable assignment';
+  }
+  return undefined;
 }
 
 function network(subject: ApprovalSubject): Derived {

@@ -35,6 +35,7 @@ function stage(sourceIndex: number, argv: string[], argvComplete: boolean | 'abs
 const shell = (stages = [stage(0, ['git', 'push']), stage(1, ['npm', 'test'])]): ApprovalSubject => ({
   kind: 'shell',
   command: 'git push && npm test',
+  workspaceRoot: '/srv/repo',
   stages,
 });
 
@@ -43,17 +44,17 @@ const caps = (subject: ApprovalSubject, extra: Partial<CapabilityRequest> = {}) 
 
 describe('stageCapabilities: one canonical capability per subject kind (docs/grants.md)', () => {
   it('takes the exec capability of the stage being asked, words joined by single spaces', () => {
-    expect(caps(shell())).toEqual({ capabilities: ['exec:git push'] });
+    expect(caps(shell())).toEqual({ capabilities: ['exec:git push', 'in:/srv/repo'] });
     expect(caps(shell(), { currentRequirementId: { approvalId: 'a1', sourceIndex: 1 } })).toEqual({
-      capabilities: ['exec:npm test'],
+      capabilities: ['exec:npm test', 'in:/srv/repo'],
     });
   });
 
   it('quotes a word with a space or quote, so that different argv never read the same', () => {
     const oneWord = caps(shell([stage(0, ['rm', '-rf /'])])).capabilities;
     const twoWords = caps(shell([stage(0, ['rm', '-rf', '/'])])).capabilities;
-    expect(oneWord).toEqual(['exec:rm "-rf /"']);
-    expect(twoWords).toEqual(['exec:rm -rf /']);
+    expect(oneWord).toEqual(['exec:rm "-rf /"', 'in:/srv/repo']);
+    expect(twoWords).toEqual(['exec:rm -rf /', 'in:/srv/repo']);
     expect(oneWord).not.toEqual(twoWords);
   });
 
@@ -197,11 +198,11 @@ describe('stageCapabilities of one subject object asked again', () => {
     const first = stageCapabilities(request(subject));
     // The same subject object and stage: the same answer, not worked out again.
     expect(stageCapabilities(request(subject)).capabilities).toBe(first.capabilities);
-    expect(first.capabilities).toEqual(['exec:git push']);
+    expect(first.capabilities).toEqual(['exec:git push', 'in:/srv/repo']);
     const next = stageCapabilities(
       request(subject, { currentRequirementId: { approvalId: 'a1', sourceIndex: 1 } }),
     );
-    expect(next.capabilities).toEqual(['exec:npm test']);
+    expect(next.capabilities).toEqual(['exec:npm test', 'in:/srv/repo']);
     const tool = { kind: 'tool' } as ApprovalSubject;
     expect(stageCapabilities(request(tool, { tool: 'read' })).capabilities).toEqual(['tool:read']);
     expect(stageCapabilities(request(tool, { tool: 'write' })).capabilities).toEqual(['tool:write']);
@@ -256,7 +257,7 @@ function grant(overrides: Partial<Grant> = {}): Grant {
     holder: 'bot',
     caller: 'session:s1',
     tool: 'bash',
-    capabilities: ['exec:git push', 'exec:npm test'],
+    capabilities: ['exec:git push', 'exec:npm test', 'in:/srv/repo'],
     sandboxMode: 'workspace-write',
     grantedBy: 'U0ALICE',
     approvalId: 'a0',
@@ -275,7 +276,7 @@ const question: GrantQuestion = {
   tool: 'bash',
   sandboxMode: 'workspace-write',
   route: 'default',
-  capabilities: ['exec:git push'],
+  capabilities: ['exec:git push', 'in:/srv/repo'],
   once: ONCE,
   sourceIndex: 0,
   hostId: 'main',
@@ -348,8 +349,15 @@ describe('grantQuestion and findGrant: every part equal, capabilities a subset',
   });
 
   it('finds none for a superset of what the grant covers', () => {
-    const wider = { ...question, capabilities: ['exec:git push', 'exec:rm -rf /'] };
+    const wider = { ...question, capabilities: ['exec:git push', 'exec:rm -rf /', 'in:/srv/repo'] };
     expect(findGrant([grant()], wider, NOW)).toBeUndefined();
+  });
+
+  it('finds none of a shell grant stored before the workspace was part of it (fail closed)', () => {
+    expect(findGrant([grant({ capabilities: ['exec:git push'] })], question, NOW)).toBeUndefined();
+    expect(
+      findGrant([grant({ capabilities: ['exec:git push', 'in:/srv/other'] })], question, NOW),
+    ).toBeUndefined();
   });
 
   it('finds none that expired (even a millisecond ago) or was revoked', () => {
