@@ -15,7 +15,6 @@ import type { ApprovalHost } from '../../src/msp/events.js';
 import type { DecideParams } from '../../src/msp/protocol.js';
 import { Decider } from '../../src/relay/deciding/decider.js';
 import { GrantAnswerer, grantRef } from '../../src/relay/grants/grantAnswerer.js';
-import type { CardChannel } from '../../src/relay/ports.js';
 import { RecordKeeper } from '../../src/relay/records/recordKeeper.js';
 import { ApprovalStore } from '../../src/store/approvalStore.js';
 import { readGrantAudit } from '../../src/store/grantAudit.js';
@@ -29,6 +28,7 @@ import {
   SAMPLE_BUCKET,
   sampleBucketGrant,
 } from '../support/grantInput.js';
+import { postingCards } from '../support/postingCards.js';
 import { PrivateRedis } from '../support/privateRedis.js';
 import { sampleRecord } from '../support/sampleRecord.js';
 import { testRedisUrl } from '../support/testRedis.js';
@@ -89,13 +89,7 @@ describe('a grant’s use, when the host refuses its decision and Redis fails to
     grants = new RedisGrantStore(grantsRedis, { logger, auditMaxLen: 1_000 });
     store = new ApprovalStore(records, { resolvedTtlMs: 60_000 });
     posted = [];
-    const cards: CardChannel = {
-      post: async (channel) => {
-        posted.push(channel);
-        return { ts: `1.00000${posted.length}`, channel };
-      },
-      update: async () => {},
-    };
+    const { cards } = postingCards(posted);
     keeper = new RecordKeeper({ store, cards, render: (r, n) => renderCard(r, { now: n }), logger });
   });
   afterEach(async () => {

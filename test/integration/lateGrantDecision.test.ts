@@ -13,7 +13,6 @@ import type { ApprovalHost } from '../../src/msp/events.js';
 import type { DecideParams } from '../../src/msp/protocol.js';
 import { Decider } from '../../src/relay/deciding/decider.js';
 import { GrantAnswerer } from '../../src/relay/grants/grantAnswerer.js';
-import type { CardChannel } from '../../src/relay/ports.js';
 import { RecordKeeper } from '../../src/relay/records/recordKeeper.js';
 import { DecisionForwarding } from '../../src/replicas/decisionForwarding.js';
 import { ReplicaSeal } from '../../src/replicas/replicaSeal.js';
@@ -25,6 +24,7 @@ import { RedisNoticeLedger } from '../../src/store/noticeLedger.js';
 import { createRedisClient, type RedisClient } from '../../src/store/redisConnection.js';
 import { freshRedisDb } from '../support/bot.js';
 import { deferredSampleRecord, ONE_USE_GRANTS, sampleBucketGrant } from '../support/grantInput.js';
+import { postingCards } from '../support/postingCards.js';
 import { testRedisUrl } from '../support/testRedis.js';
 import { until } from '../support/until.js';
 
@@ -77,14 +77,7 @@ describe('a grant’s decision forwarded to the host’s new owner', () => {
    */
   function replica(name: string, host: SlowHost | undefined) {
     let commands = 0;
-    const posted: string[] = [];
-    const cards: CardChannel = {
-      post: async (channel) => {
-        posted.push(channel);
-        return { ts: `1.00000${posted.length}`, channel };
-      },
-      update: async () => {},
-    };
+    const { cards, posted } = postingCards();
     const keeper = new RecordKeeper({ store, cards, render: (r, n) => renderCard(r, { now: n }), logger });
     let answerer: GrantAnswerer | undefined;
     const forwarding = new DecisionForwarding({

@@ -14,7 +14,6 @@ import type { DecideParams } from '../../src/msp/protocol.js';
 import { Decider } from '../../src/relay/deciding/decider.js';
 import { DecisionWarrant } from '../../src/relay/deciding/decisionWarrant.js';
 import { GrantAnswerer, grantRef } from '../../src/relay/grants/grantAnswerer.js';
-import type { CardChannel } from '../../src/relay/ports.js';
 import { RecordKeeper } from '../../src/relay/records/recordKeeper.js';
 import { ApprovalStore } from '../../src/store/approvalStore.js';
 import { RedisGrantStore } from '../../src/store/grantStore.js';
@@ -22,6 +21,7 @@ import { RedisNoticeLedger } from '../../src/store/noticeLedger.js';
 import { createRedisClient, type RedisClient } from '../../src/store/redisConnection.js';
 import { freshRedisDb } from '../support/bot.js';
 import { deferredSampleRecord, ONE_USE_GRANTS, sampleBucketGrant } from '../support/grantInput.js';
+import { postingCards } from '../support/postingCards.js';
 import { testRedisUrl } from '../support/testRedis.js';
 import { until } from '../support/until.js';
 
@@ -62,13 +62,7 @@ describe('a decision by grant whose grant is revoked before the host takes it', 
     store = new ApprovalStore(redis, { resolvedTtlMs: 60_000 });
     posted = [];
     deciders = [];
-    const cards: CardChannel = {
-      post: async (channel) => {
-        posted.push(channel);
-        return { ts: `1.00000${posted.length}`, channel };
-      },
-      update: async () => {},
-    };
+    const { cards } = postingCards(posted);
     keeper = new RecordKeeper({ store, cards, render: (r, n) => renderCard(r, { now: n }), logger });
   });
   afterEach(async () => {
