@@ -11,8 +11,6 @@ import { renderCard } from '../../src/cards/renderCard.js';
 import type { Grant } from '../../src/domain/grants/grant.js';
 import type { ApprovalRecord } from '../../src/domain/record.js';
 import { MspError } from '../../src/msp/errors.js';
-import type { ApprovalHost } from '../../src/msp/events.js';
-import type { DecideParams } from '../../src/msp/protocol.js';
 import { Decider } from '../../src/relay/deciding/decider.js';
 import { GrantAnswerer, grantRef } from '../../src/relay/grants/grantAnswerer.js';
 import { RecordKeeper } from '../../src/relay/records/recordKeeper.js';
@@ -30,6 +28,7 @@ import {
 } from '../support/grantInput.js';
 import { postingCards } from '../support/postingCards.js';
 import { PrivateRedis } from '../support/privateRedis.js';
+import { RecordingHost } from '../support/recordingHost.js';
 import { sampleRecord } from '../support/sampleRecord.js';
 import { testRedisUrl } from '../support/testRedis.js';
 import { until } from '../support/until.js';
@@ -37,33 +36,26 @@ import { until } from '../support/until.js';
 const logger = pino({ level: 'silent' });
 
 /** What the host says to a decide: an MSP error kind, or nothing (it accepts). */
-class RefusingHost implements ApprovalHost {
-  readonly hostId = 'default';
+class RefusingHost extends RecordingHost {
   readonly incarnation = 'inc-1';
-  decided: DecideParams[] = [];
+  protected override readonly terminal = true;
   /** Runs as a refusal is answered, before the caller hears it. */
   onRefusal: () => Promise<void> = async () => {};
   /** What the refusal says besides its kind. */
   refusalData: Record<string, unknown> = {};
   /** `internal`: the decide fails with an error that is no MSP refusal at all. */
-  constructor(public refuseWith: string | undefined) {}
-  isUp() {
-    return true;
+  constructor(public refuseWith: string | undefined) {
+    super();
   }
-  refreshSession() {}
-  refreshAll() {}
-  async decide(params: DecideParams) {
-    if (this.refuseWith) {
-      await this.onRefusal();
-      if (this.refuseWith === 'internal') throw new Error('the host process broke');
-      throw new MspError({
-        code: -32000,
-        message: 'refused',
-        data: { kind: this.refuseWith, ...this.refusalData },
-      });
-    }
-    this.decided.push(params);
-    return { commandId: params.commandId, approvalId: params.approvalId, status: 'accepted', terminal: true };
+  protected override async beforeAccepting() {
+    if (!this.refuseWith) return;
+    await this.onRefusal();
+    if (this.refuseWith === 'internal') throw new Error('the host process broke');
+    throw new MspError({
+      code: -32000,
+      message: 'refused',
+      data: { kind: this.refuseWith, ...this.refusalData },
+    });
   }
 }
 

@@ -9,8 +9,6 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { renderCard } from '../../src/cards/renderCard.js';
 import type { Grant } from '../../src/domain/grants/grant.js';
 import type { ApprovalRecord } from '../../src/domain/record.js';
-import type { ApprovalHost } from '../../src/msp/events.js';
-import type { DecideParams } from '../../src/msp/protocol.js';
 import { Decider } from '../../src/relay/deciding/decider.js';
 import { GrantAnswerer } from '../../src/relay/grants/grantAnswerer.js';
 import { RecordKeeper } from '../../src/relay/records/recordKeeper.js';
@@ -25,6 +23,7 @@ import { createRedisClient, type RedisClient } from '../../src/store/redisConnec
 import { freshRedisDb } from '../support/bot.js';
 import { deferredSampleRecord, ONE_USE_GRANTS, sampleBucketGrant } from '../support/grantInput.js';
 import { postingCards } from '../support/postingCards.js';
+import { RecordingHost } from '../support/recordingHost.js';
 import { testRedisUrl } from '../support/testRedis.js';
 import { until } from '../support/until.js';
 
@@ -34,20 +33,14 @@ const SECRET = 'the replicas share this secret, 32+ characters';
 const ASKER_WAIT_MS = 300;
 
 /** Accepts every decide, after `delayMs`. */
-class SlowHost implements ApprovalHost {
-  readonly hostId = 'default';
+class SlowHost extends RecordingHost {
   readonly incarnation = 'inc-1';
-  decided: DecideParams[] = [];
-  constructor(public delayMs: number) {}
-  isUp() {
-    return true;
+  protected override readonly terminal = true;
+  constructor(public delayMs: number) {
+    super();
   }
-  refreshSession() {}
-  refreshAll() {}
-  async decide(params: DecideParams) {
+  protected override async beforeAccepting() {
     await new Promise((r) => setTimeout(r, this.delayMs));
-    this.decided.push(params);
-    return { commandId: params.commandId, approvalId: params.approvalId, status: 'accepted', terminal: true };
   }
 }
 

@@ -9,7 +9,6 @@ import { renderCard } from '../../src/cards/renderCard.js';
 import type { Grant } from '../../src/domain/grants/grant.js';
 import type { ApprovalRecord } from '../../src/domain/record.js';
 import { RequestTimeoutError } from '../../src/msp/errors.js';
-import type { ApprovalHost } from '../../src/msp/events.js';
 import type { DecideParams } from '../../src/msp/protocol.js';
 import { Decider } from '../../src/relay/deciding/decider.js';
 import { DecisionWarrant } from '../../src/relay/deciding/decisionWarrant.js';
@@ -22,28 +21,21 @@ import { createRedisClient, type RedisClient } from '../../src/store/redisConnec
 import { freshRedisDb } from '../support/bot.js';
 import { deferredSampleRecord, ONE_USE_GRANTS, sampleBucketGrant } from '../support/grantInput.js';
 import { postingCards } from '../support/postingCards.js';
+import { RecordingHost } from '../support/recordingHost.js';
 import { testRedisUrl } from '../support/testRedis.js';
 import { until } from '../support/until.js';
 
 const logger = pino({ level: 'silent' });
 
 /** Up, and leaves every decide unanswered (as a request timeout) until `answering`. */
-class SilentHost implements ApprovalHost {
-  readonly hostId = 'default';
+class SilentHost extends RecordingHost {
   readonly incarnation = 'inc-1';
+  protected override readonly terminal = true;
   asked: DecideParams[] = [];
-  decided: DecideParams[] = [];
   answering = false;
-  isUp() {
-    return true;
-  }
-  refreshSession() {}
-  refreshAll() {}
-  async decide(params: DecideParams) {
+  protected override async beforeAccepting(params: DecideParams) {
     this.asked.push(params);
     if (!this.answering) throw new RequestTimeoutError('approval/decide', 10);
-    this.decided.push(params);
-    return { commandId: params.commandId, approvalId: params.approvalId, status: 'accepted', terminal: true };
   }
 }
 
