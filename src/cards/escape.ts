@@ -14,9 +14,6 @@ import { HIDDEN_CHARACTER, hiddenMarker } from '../util/hiddenCharacters.js';
 
 const ZWSP = '\u200B';
 
-/** `⟨U+202E⟩` (hiddenMarker): nothing in it that escaping changes. */
-const marker = hiddenMarker;
-
 const SPECIAL_MENTION = /@(?:here|channel|everyone)/iy;
 
 type Mode = 'mrkdwn' | 'code' | 'inline';
@@ -49,9 +46,9 @@ function escapeChar(raw: string, ch: string, offset: number, prev: string, mode:
       return mode === 'inline' ? ' ' : ch;
     case '\t':
       // Code keeps its indentation; in a sentence or a label a tab passes for a space.
-      return mode === 'mrkdwn' ? marker(ch) : ch;
+      return mode === 'mrkdwn' ? hiddenMarker(ch) : ch;
     default:
-      return HIDDEN_CHARACTER.test(ch) ? marker(ch) : ch;
+      return HIDDEN_CHARACTER.test(ch) ? hiddenMarker(ch) : ch;
   }
 }
 
