@@ -15,38 +15,28 @@ import { EscalationSteps, NobodyMaySee } from '../../../../src/relay/escalation/
 import { OncallResolver } from '../../../../src/relay/escalation/oncall.js';
 import type { ApprovalStore } from '../../../../src/store/approvalStore.js';
 import type { EscalationStore } from '../../../../src/store/escalationStore.js';
+import { sampleRecord } from '../../../support/sampleRecord.js';
 
 const silent = pino({ level: 'silent' });
 
+/** A shell request of host `buildbox` on route `prod`, its card in a private channel. */
 function record(overrides: Partial<ApprovalRecord> = {}): ApprovalRecord {
-  return {
-    approvalId: 'a1',
+  return sampleRecord('a1', {
     hostId: 'buildbox',
-    incarnation: 'inc-1',
-    sessionId: 's-1',
     sessionTitle: 'Rotate the payroll keys',
     toolCallId: 'call_1',
-    caller: 'session:s-1',
     tool: 'bash',
     rawArgs: '{"command":"make deploy"}',
     subject: { kind: 'shell', command: 'make deploy' },
     requiredCapabilities: [],
-    sandboxMode: 'default',
-    protectedWrite: false,
-    judgeEscalated: false,
-    currentRequirementId: { approvalId: 'a1', sourceIndex: 0 },
     availableChoices: [
       { choiceId: 'allow_once', label: 'Allow once', decision: 'approved', scope: 'once' },
       { choiceId: 'abort', label: 'Reject', decision: 'abort', scope: 'once', acceptsFeedback: true },
     ],
-    phase: 'pending',
     route: 'prod',
     slack: { channel: 'C0PRIVATE', ts: '1.1' },
-    openedAt: '2026-11-30T10:00:00.000Z',
-    updatedAt: '2026-11-30T10:00:00.000Z',
-    version: 1,
     ...overrides,
-  };
+  });
 }
 
 const refused = (why: 'notRiskApprover' | 'notApprover'): Authorization =>
