@@ -133,11 +133,31 @@ return {1}
 `;
 
 /**
- * Takes one use of a live grant by uses: the check and the decrement are one step, so two
- * requests never both take the last one. KEYS: tag string. ARGV: suffix, now. Returns the uses
- * left after this one, -1 when there was none to take, -2 when no such row is here.
+ * Runs `body` (a script's steps, ending in `return`) once per call: its answer is kept in the
+ * call's mark (KEYS[2], in the tag's slot, `ARGV[3]` ms), and the same call run again (ioredis
+ * resends a command whose reply a dropped connection lost) answers from it and changes nothing. A
+ * use taken or given back twice would be a use lost, or one given that was never taken.
  */
-const RESERVE_USE = `${ROWS}
+function oncePerCall(body: string): string {
+  return `${ROWS}
+local kept = redis.call('GET', KEYS[2])
+if kept then return cjson.decode(kept) end
+local function run()
+${body}
+end
+local out = run()
+redis.call('SET', KEYS[2], cjson.encode(out), 'PX', ARGV[3])
+return out
+`;
+}
+
+/**
+ * Takes one use of a live grant by uses: the check and the decrement are one step, so two
+ * requests never both take the last one. Once per call (oncePerCall). KEYS: tag string, the
+ * call's mark. ARGV: suffix, now, the mark's TTL. Returns the uses left after this one, -1 when
+ * there was none to take, -2 when no such row is here.
+ */
+const RESERVE_USE = oncePerCall(`
 local rows = rows_of(KEYS[1])
 local r = find(rows, ARGV[1])
 if not r then return -2 end
@@ -145,17 +165,18 @@ if not live(r, tonumber(ARGV[2])) or r[16] <= 0 then return -1 end
 r[16] = r[16] - 1
 save(KEYS[1], rows)
 return r[16]
-`;
+`);
 
 /**
  * Gives a reserved use back. A grant its last use had taken is live again, unless a grant of the
  * same key took its place since (one live grant per key): then the use stays spent. A use is
- * given back only while one is out (taken, not counted): never more than were taken.
- * KEYS: tag string. ARGV: suffix, now. Returns {uses left}, {uses left, 1} when a count had found
- * it spent (and unlisted it) and it is live again, {-1} when not given back, {-2} when no such
- * row is here.
+ * given back only while one is out (taken, not counted): never more than were taken, and once per
+ * call (oncePerCall), so a give-back sent again does not return another request's use.
+ * KEYS: tag string, the call's mark. ARGV: suffix, now, the mark's TTL. Returns {uses left},
+ * {uses left, 1} when a count had found it spent (and unlisted it) and it is live again, {-1}
+ * when not given back, {-2} when no such row is here.
  */
-const RETURN_USE = `${ROWS}
+const RETURN_USE = oncePerCall(`
 local rows = rows_of(KEYS[1])
 local r = find(rows, ARGV[1])
 if not r then return {-2} end
@@ -178,7 +199,7 @@ r[21] = 0
 save(KEYS[1], rows)
 if relist then return {r[16], 1} end
 return {r[16]}
-`;
+`);
 
 /**
  * Counts a use, once per approval stage: the first count sets the stage's mark (KEYS[2], in the
@@ -338,8 +359,8 @@ return 1
 export function defineGrantScripts(redis: RedisClient): void {
   redis.defineCommand('csGrantCreate', { numberOfKeys: 2, lua: CREATE_BOT });
   redis.defineCommand('csGrantCreateHeld', { numberOfKeys: 1, lua: CREATE_HOST });
-  redis.defineCommand('csGrantTakeUse', { numberOfKeys: 1, lua: RESERVE_USE });
-  redis.defineCommand('csGrantGiveUse', { numberOfKeys: 1, lua: RETURN_USE });
+  redis.defineCommand('csGrantTakeUse', { numberOfKeys: 2, lua: RESERVE_USE });
+  redis.defineCommand('csGrantGiveUse', { numberOfKeys: 2, lua: RETURN_USE });
   redis.defineCommand('csGrantCount', { numberOfKeys: 2, lua: RECORD_USE });
   redis.defineCommand('csGrantEnd', { numberOfKeys: 1, lua: REVOKE });
   redis.defineCommand('csGrantRemoveEnded', { numberOfKeys: 1, lua: REMOVE_ENDED });
@@ -360,8 +381,20 @@ declare module 'ioredis' {
   interface RedisCommander<Context> {
     csGrantCreateBuffer(tagKey: string, earlierBucket: string, ...args: Arg[]): Result<unknown[], Context>;
     csGrantCreateHeldBuffer(tagKey: string, row: Buffer): Result<unknown[], Context>;
-    csGrantTakeUse(tagKey: string, suffix: string, nowMs: Str): Result<number, Context>;
-    csGrantGiveUse(tagKey: string, suffix: string, nowMs: Str): Result<number[], Context>;
+    csGrantTakeUse(
+      tagKey: string,
+      callKey: string,
+      suffix: string,
+      nowMs: Str,
+      markTtlMs: Str,
+    ): Result<number, Context>;
+    csGrantGiveUse(
+      tagKey: string,
+      callKey: string,
+      suffix: string,
+      nowMs: Str,
+      markTtlMs: Str,
+    ): Result<number[], Context>;
     csGrantCountBuffer(
       tagKey: string,
       markKey: string,

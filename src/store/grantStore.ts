@@ -1,4 +1,4 @@
-import { randomInt } from 'node:crypto';
+import { randomInt, randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { canonicalCapabilities } from '../domain/grants/capabilities.js';
 import type { Grant, GrantBucketKey, GrantStore } from '../domain/grants/grant.js';
@@ -71,6 +71,12 @@ const RETRY_DELAYS_MS = [100, 400, 1_000];
  * listing writes kept failing): whoever finds it answering lists it.
  */
 const UNLISTED_GRACE_MS = MINUTE_MS;
+/**
+ * How long a reserve's or give-back's answer is kept for the same call sent again: ioredis resends
+ * a command whose reply was lost once its connection is back, which takes seconds, or minutes of
+ * an outage; an hour of ~100-byte marks, for grants by uses only.
+ */
+const USE_CALL_TTL_MS = 60 * MINUTE_MS;
 /**
  * A count's token is below this (RECORD_USE keeps it, times 4, in the stage's mark): an integer
  * Redis keeps as one, and two counts of one stage share it once in 2^31.
@@ -292,7 +298,13 @@ export class RedisGrantStore implements GrantStore {
   async reserveUse(grant: Grant, now: Date): Promise<number | undefined> {
     const parts = partsOf(grant.grantId);
     if (!parts) return undefined;
-    const left = await this.redis.csGrantTakeUse(keys.grantTag(parts.tag), parts.suffix, now.getTime());
+    const left = await this.redis.csGrantTakeUse(
+      keys.grantTag(parts.tag),
+      keys.grantUseCall(parts.tag, randomUUID()),
+      parts.suffix,
+      now.getTime(),
+      USE_CALL_TTL_MS,
+    );
     if (left === -2) return this.legacy.reserveUse(grant, now);
     return left < 0 ? undefined : left;
   }
@@ -302,8 +314,10 @@ export class RedisGrantStore implements GrantStore {
     if (!parts) return;
     const [left, relist] = await this.redis.csGrantGiveUse(
       keys.grantTag(parts.tag),
+      keys.grantUseCall(parts.tag, randomUUID()),
       parts.suffix,
       this.now().getTime(),
+      USE_CALL_TTL_MS,
     );
     if (left === -2) return this.legacy.returnUse(grant);
     if (left === undefined || left < 0) {

@@ -145,6 +145,11 @@ export const keys = {
    */
   grantUseCounted: (bucketTag: string, approvalId: string, sourceIndex: number) =>
     `${PREFIX}:g:{${bucketTag}}:u:${approvalId}:${sourceIndex}`,
+  /**
+   * One reserve or give-back of a use of a grant of this tag, by its call's random id, with the
+   * call's answer, briefly: the call sent again (its reply lost) answers from it (grantScripts.ts).
+   */
+  grantUseCall: (bucketTag: string, callId: string) => `${PREFIX}:g:{${bucketTag}}:c:${callId}`,
   /** String: the tags of the grants ending in this minute (ms / 60,000), 10 characters each. */
   grantEnds: (minute: number) => `${PREFIX}:{grants}:ends:${minute}`,
   /** Sorted set of the minutes that have a `grantEnds` string, scored by themselves. */

@@ -907,6 +907,30 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
       expect(await a.get(grant.grantId)).toMatchObject({ uses: 1 });
       expect((await events()).map((e) => e.kind)).toEqual(['created', 'used', 'exhausted']);
     });
+
+    it('takes one use for a reserve run twice', async () => {
+      const { store } = newStore(resending(['csGrantTakeUse']));
+      const grant = await store.create(botGrant({ maxUses: 3, lasts: { kind: 'uses', uses: 3 } }));
+      expect(await store.reserveUse(grant, now())).toBe(2);
+      expect(await store.get(grant.grantId)).toMatchObject({ usesLeft: 2 });
+      expect(await store.reserveUse(grant, now())).toBe(1);
+      expect(await store.get(grant.grantId)).toMatchObject({ usesLeft: 1 });
+    });
+
+    it('gives one use back for a give-back run twice, with another use still out', async () => {
+      const plain = newStore().store;
+      const { store } = newStore(resending(['csGrantGiveUse']));
+      const grant = await plain.create(botGrant({ maxUses: 3, lasts: { kind: 'uses', uses: 3 } }));
+      expect(await plain.reserveUse(grant, now())).toBe(2);
+      expect(await plain.reserveUse(grant, now())).toBe(1);
+      await store.returnUse(grant);
+      expect(await plain.get(grant.grantId)).toMatchObject({ usesLeft: 2 });
+      // The other use's decision goes through: two uses are left to take, not three.
+      await plain.recordUse(grant, 'a-u2', 0, now());
+      expect(await plain.reserveUse(grant, now())).toBe(1);
+      expect(await plain.reserveUse(grant, now())).toBe(0);
+      expect(await plain.reserveUse(grant, now())).toBeUndefined();
+    });
   });
 
   describe('list', () => {
