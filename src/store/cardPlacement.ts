@@ -124,15 +124,22 @@ export class CardPlacement {
   /**
    * A card its creator will not post after all (a remembered grant answers the approval): the
    * record says so (slack.deferred) and the lease is given back, in one round trip when nobody
-   * changed the record since `record` was written.
+   * changed the record since `record` was written. Only its creator defers, for the host: once
+   * the host's lease is gone it is refused (FencedError), as the create would have been, or the
+   * new owner would find a card held back for a grant decision this process can no longer send.
    */
   async deferPost(record: ApprovalRecord, lease: PostLease): Promise<UpdateResult | undefined> {
+    // Sent with no token, the patch would get past the fence the new owner raised.
+    if (this.records.leaseGone(record.hostId)) throw new FencedError(record.hostId);
     const result = await this.patchSlack(record, Object.assign({}, record.slack, DEFERRED), lease);
     if (result !== 'moved') return result;
-    return this.update(record.approvalId, (r) =>
-      r.slack.ts || r.slack.deferred || isTerminal(r)
-        ? undefined
-        : { ...r, slack: { ...r.slack, deferred: true } },
+    return this.update(
+      record.approvalId,
+      (r) =>
+        r.slack.ts || r.slack.deferred || isTerminal(r)
+          ? undefined
+          : { ...r, slack: { ...r.slack, deferred: true } },
+      FOR_HOST,
     );
   }
 

@@ -209,6 +209,27 @@ describe('writes for a host once its lease ran out', () => {
     expect((await owner.get('f-5'))?.slack.ts).toBe('1.1');
   });
 
+  it('does not mark a card deferred for the host: its new owner still posts it', async () => {
+    let now = 0;
+    const book = new FenceBook(() => now);
+    book.hold('h1', 1, 1_000);
+    const deposed = new ApprovalStore(redis, { resolvedTtlMs: 60_000, fenceOf: (h) => book.fenceOf(h) });
+    const owner = new ApprovalStore(redis, { resolvedTtlMs: 60_000, fenceOf: () => 2 });
+    const lease = deposed.newPostLease(5_000);
+    expect(await deposed.createIfAbsent(record('f-6'), lease)).toBe(true);
+    const created = (await deposed.get('f-6'))!;
+    // A grant answered while it held the lease; the lease ran out before the card was deferred.
+    // Deferred, the card would wait for a grant decision this replica can no longer send.
+    now = 5_000;
+    await expect(deposed.deferPost(created, lease)).rejects.toBeInstanceOf(FencedError);
+    expect((await owner.get('f-6'))?.slack.deferred).toBeUndefined();
+    // The same after the new owner changed the record (the write that is not a patch).
+    expect(await owner.fenceOpen('h1', 2)).toBe(1);
+    await owner.update('f-6', (r) => ({ ...r, phase: 'reviewing' }), undefined, FOR_HOST);
+    await expect(deposed.deferPost(created, lease)).rejects.toBeInstanceOf(FencedError);
+    expect((await owner.get('f-6'))?.slack.deferred).toBeUndefined();
+  });
+
   it('a card place Redis refuses for an older token leaves no message key behind', async () => {
     const deposed = new ApprovalStore(redis, { resolvedTtlMs: 60_000, fenceOf: () => 1 });
     const owner = new ApprovalStore(redis, { resolvedTtlMs: 60_000, fenceOf: () => 2 });
