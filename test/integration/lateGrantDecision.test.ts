@@ -9,6 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { renderCard } from '../../src/cards/renderCard.js';
 import type { Grant } from '../../src/domain/grants/grant.js';
 import type { ApprovalRecord } from '../../src/domain/record.js';
+import { MspError } from '../../src/msp/errors.js';
 import { Decider } from '../../src/relay/deciding/decider.js';
 import { GrantAnswerer } from '../../src/relay/grants/grantAnswerer.js';
 import { RecordKeeper } from '../../src/relay/records/recordKeeper.js';
@@ -41,6 +42,18 @@ class SlowHost extends RecordingHost {
   }
   protected override async beforeAccepting() {
     await new Promise((r) => setTimeout(r, this.delayMs));
+  }
+}
+
+/** Refuses every decide, after `delayMs`: the choice is no longer offered (outcome `stale`). */
+class SlowRefusingHost extends SlowHost {
+  protected override async beforeAccepting() {
+    await super.beforeAccepting();
+    throw new MspError({
+      code: -32000,
+      message: 'choice no longer offered',
+      data: { kind: 'approvalChoiceInvalid' },
+    });
   }
 }
 
@@ -178,5 +191,26 @@ describe('a grant’s decision forwarded to the host’s new owner', () => {
     const kinds = (await readGrantAudit(redis)).map((e) => e.kind);
     expect(kinds).toEqual(['created', 'used', 'exhausted']);
     expect(lines).toEqual(['asker a-1']);
+  });
+
+  it('gives the use back when the asker stopped waiting and the owner could not decide', async () => {
+    const grant = await grantOfOneUse();
+    const host = new SlowRefusingHost(ASKER_WAIT_MS * 4);
+    const asker = replica('asker', undefined);
+    const owner = replica('owner', host);
+    await owner.forwarding.serve('default');
+    await deferredRecord('a-1');
+    asker.answerer.consider('a-1');
+    await asker.keeper.idle();
+    // The asker heard nothing in time and showed the card, keeping the use it took.
+    expect(asker.posted).toEqual(['C1']);
+    await until(async () => (await grants.get(grant.grantId))?.usesLeft === 1, 5_000);
+    await owner.forwarding.stop();
+    await owner.decider.drain();
+
+    expect(host.decided).toEqual([]);
+    expect(await grants.get(grant.grantId)).toMatchObject({ uses: 0, usesLeft: 1 });
+    expect((await readGrantAudit(redis)).map((e) => e.kind)).toEqual(['created']);
+    expect(lines).toEqual([]);
   });
 });

@@ -304,12 +304,7 @@ export class GrantAnswerer {
     } finally {
       this.deciding.delete(approvalId);
     }
-    // The claim is kept and replayed when the host is back (or the next process starts): the use
-    // it took stays taken, so a grant by uses is never spent twice over. So when the host refused
-    // it but Redis did not store the claim dropped: the record holds it still, and its replay
-    // counts the use or gives it back (replayed, replayDropped).
-    if (outcome.kind === 'hostUnavailable' || outcome.kind === 'stopping' || claimKept(outcome))
-      return 'done';
+    if (outcome.kind !== 'forwarded' && usePending(outcome)) return 'done';
     if (outcome.kind === 'forwarded') {
       // Handed to the replica that owns the host now (this one lost it as it decided), which had
       // not answered in time: it may still carry the decision out, by this grant and on the use
@@ -412,11 +407,14 @@ export class GrantAnswerer {
    * A decision forwarded to this replica, the host's owner, was carried out after its asker
    * stopped waiting (DecisionForwarding). The asker of a decision by grant then showed the card,
    * keeping the use it took and counting nothing: the use is counted and the line left here, as
-   * the asker would have on hearing `decided` (countAfterwards). Never rejects.
+   * the asker would have on hearing `decided` (countAfterwards); a decision that cannot go through
+   * gives it back here, as the asker would have, or the grant would lose a use. Never rejects.
    */
   async decidedUnheard(request: DecisionRequest, outcome: DecisionOutcome): Promise<void> {
-    if (outcome.kind !== 'decided' || request.by.via !== 'grant') return;
-    await this.countAfterwards(request.record, request.by.grant, request.sourceIndex);
+    if (request.by.via !== 'grant') return;
+    const ref = request.by.grant;
+    if (outcome.kind === 'decided') await this.countAfterwards(request.record, ref, request.sourceIndex);
+    else if (!usePending(outcome)) await this.giveBack({ grantId: ref.grantId, usesLeft: ref.usesLeft });
   }
 
   /**
@@ -530,6 +528,23 @@ export class GrantAnswerer {
 }
 
 /** The host refused the decision, but its claim is still on the record (Redis failed to drop it). */
+/**
+ * Whether a decision by grant that did not go through (yet) keeps the use it took. The claim is
+ * kept and replayed when the host is back (or the next process starts), so the use stays taken
+ * and a grant by uses is never spent twice over; so when the host refused it but Redis did not
+ * store the claim dropped: the record holds it still, and its replay counts the use or gives it
+ * back (replayed, replayDropped). A decision handed to another replica may still be carried out
+ * there, on this use.
+ */
+function usePending(outcome: DecisionOutcome): boolean {
+  return (
+    outcome.kind === 'hostUnavailable' ||
+    outcome.kind === 'stopping' ||
+    outcome.kind === 'forwarded' ||
+    claimKept(outcome)
+  );
+}
+
 function claimKept(outcome: Awaited<ReturnType<Decider['decide']>>): boolean {
   return 'claimKept' in outcome && outcome.claimKept === true;
 }
