@@ -1,4 +1,4 @@
-import type { Grant } from '../domain/grants/grant.js';
+import type { Grant, GrantListFilter } from '../domain/grants/grant.js';
 import { GRANT_LIST_LIMIT, newestListed } from '../domain/grants/listing.js';
 import { type GrantRow, grantOf, ROW, rowIsLive } from './grantRows.js';
 import { keys } from './keys.js';
@@ -6,10 +6,7 @@ import type { RedisClient } from './redisConnection.js';
 
 const PAGE = 200;
 
-export interface ListFilter {
-  channels?: readonly string[];
-  grantedBy?: string;
-}
+export type ListFilter = GrantListFilter;
 
 /** A tag string's rows as the store reads them (it logs what it cannot read). */
 export type RowsOf = (tag: string, raw: Uint8Array | null) => GrantRow[];
@@ -25,7 +22,7 @@ export async function listGrants(
   nowMs: number,
   rowsOf: RowsOf,
 ): Promise<Grant[]> {
-  const { channels, grantedBy } = filter;
+  const { channels, grantedBy, shown } = filter;
   if (channels?.length === 0) return [];
   let found: Grant[];
   if (grantedBy !== undefined) {
@@ -34,15 +31,19 @@ export async function listGrants(
     found = await liveFromStream(
       redis,
       keys.grantsListedBy(grantedBy),
-      nowMs,
-      rowsOf,
+      { nowMs, rowsOf, shown },
       (row) => row[ROW.grantedBy] === grantedBy && (inChannels ? inChannels.has(row[ROW.channel]) : true),
     );
   } else {
     const listed = channels ? [...new Set(channels)] : await redis.smembers(keys.grantChannels());
     const perChannel = await Promise.all(
       listed.map((c) =>
-        liveFromStream(redis, keys.grantsListedIn(c), nowMs, rowsOf, (row) => row[ROW.channel] === c),
+        liveFromStream(
+          redis,
+          keys.grantsListedIn(c),
+          { nowMs, rowsOf, shown },
+          (row) => row[ROW.channel] === c,
+        ),
       ),
     );
     found = perChannel.flat();
@@ -51,18 +52,18 @@ export async function listGrants(
 }
 
 /**
- * The newest live grants of one listing that `accept` takes, up to the limit: enough for the
- * merged newest of several. An entry names a tag; the tag's rows this listing lists are its
- * grants. Entries whose tag holds nothing any more leave the stream on the way (an ended grant's
- * entries are deleted when it ends, so these are few: a deletion that failed).
+ * The newest live grants of one listing that `accept` takes and `shown` keeps, up to the limit:
+ * enough for the merged newest of several. An entry names a tag; the tag's rows this listing lists
+ * are its grants. Entries whose tag holds nothing any more leave the stream on the way (an ended
+ * grant's entries are deleted when it ends, so these are few: a deletion that failed).
  */
 async function liveFromStream(
   redis: RedisClient,
   stream: string,
-  nowMs: number,
-  rowsOf: RowsOf,
+  read: { nowMs: number; rowsOf: RowsOf; shown: GrantListFilter['shown'] },
   accept: (row: GrantRow) => boolean,
 ): Promise<Grant[]> {
+  const { nowMs, rowsOf, shown } = read;
   const out = new Map<string, Grant>();
   const gone: string[] = [];
   for (let before = '+'; out.size < GRANT_LIST_LIMIT; ) {
@@ -72,6 +73,7 @@ async function liveFromStream(
     // Tags are in different slots: one read each, all issued at once.
     const raws = await Promise.all(tags.map((tag) => redis.getBuffer(keys.grantTag(tag))));
     const rows = new Map(tags.map((tag, i) => [tag, raws[i] == null ? undefined : rowsOf(tag, raws[i]!)]));
+    const page = new Map<string, Grant>();
     for (const [id, fields] of entries) {
       const tag = fields[1] ?? '';
       const held = rows.get(tag);
@@ -82,9 +84,14 @@ async function liveFromStream(
       for (const row of held) {
         if (!rowIsLive(row, nowMs) || !accept(row)) continue;
         const { grant } = grantOf(tag, row);
-        out.set(grant.grantId, grant);
+        if (!out.has(grant.grantId)) page.set(grant.grantId, grant);
       }
     }
+    const candidates = [...page.values()];
+    const keep = shown ? await shown(candidates) : undefined;
+    candidates.forEach((grant, i) => {
+      if (!keep || keep[i]) out.set(grant.grantId, grant);
+    });
     if (entries.length < PAGE) break;
     before = `(${entries.at(-1)![0]}`;
   }

@@ -1,4 +1,4 @@
-import type { Grant } from '../domain/grants/grant.js';
+import type { Grant, GrantListFilter } from '../domain/grants/grant.js';
 import { GRANT_LIST_LIMIT, newestListed } from '../domain/grants/listing.js';
 import { grantKeyOf } from './grantIds.js';
 import { keys } from './keys.js';
@@ -7,10 +7,7 @@ import type { RedisClient } from './redisConnection.js';
 
 const PAGE = 200;
 
-export interface ListFilter {
-  channels?: readonly string[];
-  grantedBy?: string;
-}
+export type ListFilter = GrantListFilter;
 
 /**
  * Live grants, newest first, at most GRANT_LIST_LIMIT, read from the smallest index that answers
@@ -34,7 +31,10 @@ export async function listGrants(redis: RedisClient, filter: ListFilter, nowMs: 
   } else {
     found = await liveFromIndex(redis, keys.grantsAll(), nowMs, () => true);
   }
-  return newestListed(found.map((s) => s.grant));
+  const grants = found.map((s) => s.grant);
+  // An earlier release's grants, few and going: those not shown are left out of all of them.
+  const keep = filter.shown ? await filter.shown(grants) : undefined;
+  return newestListed(keep ? grants.filter((_, i) => keep[i]) : grants);
 }
 
 /**

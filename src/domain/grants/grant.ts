@@ -129,10 +129,10 @@ export interface GrantStore {
    */
   get(grantId: string): Promise<Grant | undefined>;
   /**
-   * Live grants (bot- and host-held), newest first, at most the 100 newest; `channels` limits them
-   * to those channels (none when empty), `grantedBy` to that user's.
+   * Live grants (bot- and host-held), newest first, at most the 100 newest the filter takes
+   * (GrantListFilter).
    */
-  list(filter: { channels?: readonly string[]; grantedBy?: string }, now: Date): Promise<Grant[]>;
+  list(filter: GrantListFilter, now: Date): Promise<Grant[]>;
   /**
    * Revokes a live grant; false when it was not live (unknown, expired or already revoked). A
    * host-held grant only leaves the listing: the host keeps its rule (MSP cannot revoke it).
@@ -140,4 +140,18 @@ export interface GrantStore {
   revoke(grantId: string, by: string, now: Date): Promise<boolean>;
   /** Removes expired grants (recording `expired`); resolves with how many were removed. */
   sweep(now: Date): Promise<number>;
+}
+
+/** Which live grants a listing takes. */
+export interface GrantListFilter {
+  /** Those of these channels only (none when empty). */
+  channels?: readonly string[];
+  /** That user's only. */
+  grantedBy?: string;
+  /**
+   * Of those, the ones the person asking may see, one answer per grant: the listing reads on
+   * until it has its limit of these, so grants hidden from them never crowd out the ones they may
+   * see (a channel several routes share, where they decide on one).
+   */
+  shown?: (grants: readonly Grant[]) => Promise<boolean[]>;
 }

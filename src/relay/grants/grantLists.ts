@@ -35,38 +35,47 @@ export class GrantLists {
 
   async inChannel(userId: string, channel: string): Promise<ChannelGrants> {
     const { grants, authorizer } = this.options;
+    const shown = this.shownTo(userId);
     if (await authorizer.actsAsAdmin(userId))
-      return {
-        grants: await this.visible(userId, await grants.list({}, this.now())),
-        scope: { kind: 'all' },
-      };
+      return { grants: await grants.list({ shown }, this.now()), scope: { kind: 'all' } };
     return {
-      grants: await this.visible(userId, await grants.list({ channels: [channel] }, this.now())),
+      grants: await grants.list({ channels: [channel], shown }, this.now()),
       scope: { kind: 'channel', channel },
     };
   }
 
-  /** Newest first; the store caps each listing at its newest 100. */
+  /** Newest first; the store caps each listing at the newest 100 the person may see. */
   async forHome(userId: string): Promise<Grant[]> {
     const { grants, authorizer } = this.options;
     const now = this.now();
-    if (await authorizer.actsAsAdmin(userId)) return this.visible(userId, await grants.list({}, now));
+    const shown = this.shownTo(userId);
+    if (await authorizer.actsAsAdmin(userId)) return grants.list({ shown }, now);
     const channels = await this.channelsOf(userId);
     const [own, theirs] = await Promise.all([
-      grants.list({ grantedBy: userId }, now),
-      grants.list({ channels }, now),
+      grants.list({ grantedBy: userId, shown }, now),
+      grants.list({ channels, shown }, now),
     ]);
     const byId = new Map([...own, ...theirs].map((g) => [g.grantId, g]));
-    const listed = [...byId.values()].sort(
-      (a, b) => cmp(b.createdAt, a.createdAt) || cmp(b.grantId, a.grantId),
-    );
-    return this.visible(userId, listed);
+    return [...byId.values()].sort((a, b) => cmp(b.createdAt, a.createdAt) || cmp(b.grantId, a.grantId));
   }
 
-  /** The grants `userId` may see: one check each, against the rules of the grant's own route. */
-  private async visible(userId: string, listed: Grant[]): Promise<Grant[]> {
-    const checks = await Promise.all(listed.map((grant) => this.options.authorizer.mayRevoke(userId, grant)));
-    return listed.filter((_, i) => checks[i]!.allowed);
+  /**
+   * Which grants `userId` may see (GrantListFilter.shown), checked while the store reads, so that
+   * grants of routes they do not decide on never fill a listing: one check per route and channel,
+   * against the rules of the grant's own route, however many grants share them.
+   */
+  private shownTo(userId: string): (listed: readonly Grant[]) => Promise<boolean[]> {
+    const checks = new Map<string, Promise<boolean>>();
+    const mayRevoke = (grant: Grant) => {
+      const key = `${grant.route}\u0000${grant.channel}`;
+      let check = checks.get(key);
+      if (!check) {
+        check = this.options.authorizer.mayRevoke(userId, grant).then((answer) => answer.allowed);
+        checks.set(key, check);
+      }
+      return check;
+    };
+    return (listed) => Promise.all(listed.map(mayRevoke));
   }
 
   /** The channels of the routes where `userId` may decide their ordinary approvals. */
