@@ -62,8 +62,12 @@ export class HomeTab {
   private readonly publishes: TrailingThrottle;
   /** Changes are gathered for a moment before the viewers are read: one Redis read per burst. */
   private readonly refreshes: TrailingThrottle;
-  /** What each user did on their Home (a revocation), shown on its next publish only. */
-  private readonly notices = new Map<string, string>();
+  /**
+   * What each user did on their Home (a revocation), shown until a publish carrying it lands:
+   * a publish Slack refused for now is asked again, and must still say it. Each note is its own
+   * object, so one published is told apart from a newer one with the same words.
+   */
+  private readonly notices = new Map<string, { text: string }>();
   /** userId → the one publish asked again once Slack lets it (a 429's Retry-After), and how many in a row. */
   private readonly republishes = new Map<string, { timer?: NodeJS.Timeout; failed: number }>();
   private readonly intervalMs: number;
@@ -96,7 +100,7 @@ export class HomeTab {
 
   /** The user did something on their Home (revoked a grant): show it at once, with `notice`. */
   changed(userId: string, notice: string): void {
-    this.notices.set(userId, notice);
+    this.notices.set(userId, { text: notice });
     this.publishes.request(userId, true);
   }
 
@@ -205,7 +209,6 @@ export class HomeTab {
         }),
       );
       const notice = this.notices.get(userId);
-      this.notices.delete(userId);
       const view = renderHome({
         waiting: items,
         recent: recentLinked,
@@ -214,10 +217,11 @@ export class HomeTab {
         now: new Date(),
         grants,
         ...(stats ? { stats } : {}),
-        ...(notice ? { notice } : {}),
+        ...(notice ? { notice: notice.text } : {}),
         ...(away ? { away } : {}),
       });
       await views.publish(userId, view);
+      this.forgetNotice(userId, notice);
       // Shown: a publish still asked again for an older failure has nothing left to show.
       clearTimeout(this.republishes.get(userId)?.timer);
       this.republishes.delete(userId);
@@ -225,6 +229,11 @@ export class HomeTab {
       const again = this.publishLater(userId, err);
       logger.warn({ err, userId, ...(again ? { retryInMs: again } : {}) }, 'could not publish the App Home');
     }
+  }
+
+  /** A note shown is not shown again, unless a newer one came while it was on its way. */
+  private forgetNotice(userId: string, shown: { text: string } | undefined): void {
+    if (shown && this.notices.get(userId) === shown) this.notices.delete(userId);
   }
 
   /**

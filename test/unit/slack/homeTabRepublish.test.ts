@@ -77,3 +77,57 @@ describe('HomeTab publishes Slack refused for now', () => {
     home.stop();
   });
 });
+
+describe('HomeTab notes of what the user did on their Home', () => {
+  /** A Home whose publishes answer as `answer` says, keeping the text of each view published. */
+  function noting(answer: (n: number) => unknown) {
+    const published: string[] = [];
+    let waitForPublish: (() => void) | undefined;
+    const options = {
+      views: {
+        publish: async (_userId: string, view: unknown) => {
+          published.push(JSON.stringify(view));
+          const failure = answer(published.length);
+          waitForPublish?.();
+          if (failure) throw failure;
+        },
+      },
+      waiting: { for: async () => [] },
+      recent: { list: async () => [], add: async () => {} },
+      viewers: { opened: async () => {}, current: async () => [] },
+      permalinks: { of: async () => undefined },
+      channel: 'C0APPROVALS',
+      status: () => ({ host: true, redis: true }),
+      logger: pino({ level: 'silent' }),
+    } as unknown as HomeTabOptions;
+    const home = new HomeTab(options);
+    const carried = (note: string) => published.map((view) => view.includes(note));
+    const onPublish = (then: () => void) => {
+      waitForPublish = then;
+    };
+    return { home, carried, onPublish };
+  }
+
+  it('a note whose publish Slack refused for now is shown by the publish asked again, then no more', async () => {
+    const { home, carried } = noting((n) => (n === 1 ? new WebAPIRateLimitedError(5) : undefined));
+    home.changed('U1', 'Grant g1 may still be in force.');
+    await vi.advanceTimersByTimeAsync(60_000);
+    await home.opened('U1');
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(carried('Grant g1 may still be in force.')).toEqual([true, true, false]);
+    home.stop();
+  });
+
+  it('a newer note made while a publish is on its way is kept for the next', async () => {
+    const { home, carried, onPublish } = noting(() => undefined);
+    onPublish(() => {
+      onPublish(() => {});
+      home.changed('U1', 'Revoked g2.');
+    });
+    home.changed('U1', 'Revoked g1.');
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(carried('Revoked g1.')).toEqual([true, false]);
+    expect(carried('Revoked g2.')).toEqual([false, true]);
+    home.stop();
+  });
+});
