@@ -3,6 +3,8 @@ import type { RenderedMessage } from '../domain/messages.js';
 import { packSections } from './blocks.js';
 import { channelLink } from './channelLink.js';
 import { clip } from './escape.js';
+import { fitLines } from './fitLines.js';
+import { MAX_TOTAL_BLOCK_TEXT } from './limits.js';
 import { mentionUser } from './mentionUser.js';
 import { type WaitingApproval, waitingLine } from './renderWaiting.js';
 
@@ -11,6 +13,9 @@ import { type WaitingApproval, waitingLine } from './renderWaiting.js';
 
 /** At most this many approvals in one answer: beyond, the message would pass Block Kit's limits. */
 export const MAX_LISTED = 25;
+
+/** Approvers named for one route in `whoami`; the rest are counted, so a line stays well within a section. */
+export const MAX_NAMED_APPROVERS = 10;
 
 const COMMANDS: ReadonlyArray<[string, string]> = [
   ['pending', 'the approvals waiting for you to decide, with a link to each card'],
@@ -77,12 +82,19 @@ export function mentionGroup(id: string): string {
   return USERGROUP_ID.test(id) ? `<!subteam^${id}>` : clip(id, 60);
 }
 
+/** The first approvers, then how many more: a route may name hundreds. */
+function namedApprovers(mentions: readonly string[]): string {
+  const named = mentions.slice(0, MAX_NAMED_APPROVERS).join(', ');
+  const more = mentions.length - MAX_NAMED_APPROVERS;
+  return more > 0 ? `${named} and ${more} more` : named;
+}
+
 function why(authorization: Authorization): string {
   if (!authorization.allowed) {
     switch (authorization.why) {
       case 'notApprover': {
         const { users, usergroups } = authorization.approvers;
-        return `you may not decide: only ${[...users.map(mentionUser), ...usergroups.map(mentionGroup)].join(', ')}`;
+        return `you may not decide: only ${namedApprovers([...users.map(mentionUser), ...usergroups.map(mentionGroup)])}`;
       }
       case 'notChannelMember':
         return `you may not decide: only members of ${channelLink(authorization.channel)} may`;
@@ -135,19 +147,26 @@ export function renderWhoami(
   // route that refuses them as such: not its name, its channel or who decides there.
   const hidden = standings.filter((s) => !allowed(s) && STRANGER_REASONS.has(whyRefused(s.ordinary) ?? ''));
   const shown = standings.filter((s) => !hidden.includes(s));
-  for (const s of [...shown.filter(allowed), ...shown.filter((s) => !allowed(s))]) {
-    const parts = [`*${clip(s.route, 80)}* in ${channelLink(s.channel)}: ${why(s.ordinary)}`];
-    if (s.protectedWrite) parts.push(`protected writes: ${why(s.protectedWrite)}`);
-    if (s.notOwnAgents) parts.push("never your own agents' approvals");
-    lines.push(`• ${parts.join('; ')}.`);
-  }
+  const listed = [...shown.filter(allowed), ...shown.filter((s) => !allowed(s))];
   const hiddenBy = new Map<string, number>();
   for (const s of hidden) hiddenBy.set(why(s.ordinary), (hiddenBy.get(why(s.ordinary)) ?? 0) + 1);
-  for (const [reason, count] of hiddenBy) {
-    lines.push(
+  const hiddenLines = [...hiddenBy].map(
+    ([reason, count]) =>
       `• ${shown.length > 0 ? 'every other route' : count === 1 ? 'the one route' : `all ${count} routes`}: ${reason}.`,
-    );
-  }
+  );
+  // The routes get what the message's text budget leaves them, less a margin; the rest are counted.
+  const around = [...lines, ...hiddenLines].reduce((chars, line) => chars + line.length + 1, 0);
+  const room = MAX_TOTAL_BLOCK_TEXT - around - 200;
+  lines.push(...fitLines(listed.length, (i) => standingLine(listed[i]!), room, ['route', 'routes']));
+  lines.push(...hiddenLines);
   if (standings.length === 0) lines.push('No routes are configured.');
   return answer(lines);
+}
+
+/** One route the user is told about: who decides there, for ordinary approvals and protected writes. */
+function standingLine(s: RouteStanding): string {
+  const parts = [`*${clip(s.route, 80)}* in ${channelLink(s.channel)}: ${why(s.ordinary)}`];
+  if (s.protectedWrite) parts.push(`protected writes: ${why(s.protectedWrite)}`);
+  if (s.notOwnAgents) parts.push("never your own agents' approvals");
+  return `• ${parts.join('; ')}.`;
 }

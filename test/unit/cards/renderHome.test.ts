@@ -125,6 +125,64 @@ describe('/countersign answers', () => {
     expect(JSON.stringify(open.blocks)).not.toContain('prod-secret');
   });
 
+  it('whoami names ten approvers of a route and counts the rest, within message limits', () => {
+    const users = Array.from({ length: 200 }, (_, i) => `U0APPROVER${String(i).padStart(3, '0')}`);
+    const refused = {
+      allowed: false as const,
+      why: 'notApprover' as const,
+      route: 'deploys',
+      protectedWrite: false,
+    };
+    const answer = renderWhoami(
+      'U0ALICE',
+      [
+        {
+          route: 'deploys',
+          channel: 'C0DEPLOYS',
+          ordinary: { ...refused, approvers: { users, usergroups: ['S0SRE'] } },
+          notOwnAgents: false,
+        },
+      ],
+      false,
+    );
+    expect(checkMessageLimits(answer)).toEqual([]);
+    const shown = JSON.stringify(answer.blocks);
+    expect(shown).toContain('<@U0APPROVER009> and 191 more.');
+    expect(shown).not.toContain('U0APPROVER010');
+  });
+
+  it('whoami stops listing routes at the message text budget and counts the rest', () => {
+    const users = Array.from({ length: 10 }, (_, i) => `U0APPROVER${i}`);
+    const route = (i: number) => ({
+      route: `route-${i}-${'r'.repeat(60)}`,
+      channel: `C0ROUTE${i}`,
+      ordinary: {
+        allowed: false as const,
+        why: 'notApprover' as const,
+        route: `route-${i}`,
+        approvers: { users, usergroups: [] },
+        protectedWrite: false,
+      },
+      protectedWrite: {
+        allowed: false as const,
+        why: 'notApprover' as const,
+        route: `route-${i}`,
+        approvers: { users, usergroups: [] },
+        protectedWrite: true,
+      },
+      notOwnAgents: true,
+    });
+    const answer = renderWhoami(
+      'U0ALICE',
+      Array.from({ length: 80 }, (_, i) => route(i)),
+      false,
+    );
+    expect(checkMessageLimits(answer)).toEqual([]);
+    const shown = JSON.stringify(answer.blocks);
+    expect(shown).toContain('route-0-');
+    expect(shown).toMatch(/… and \d+ more routes/);
+  });
+
   it('whoami names the owner rule and an escaped route name', () => {
     const answer = renderWhoami(
       'U0ALICE',
