@@ -26,12 +26,15 @@ export function capabilityText(capability: string, max = 200): string {
   return `${known[1]}${inlineCode(capability.slice(known[0].length), max)}`;
 }
 
-/** Whom a grant is bound to, as a phrase: "in this session", "for <@U…>", "on host `ci`". */
-export function callerText(caller: string, thisSession?: string): string {
+/**
+ * Whom a grant is bound to, as a phrase: "in this session", "for <@U…>’s agents", "on host `ci`".
+ * `ownerName` names the owner where a mention would ping them (a new channel line).
+ */
+export function callerText(caller: string, thisSession?: string, ownerName?: string): string {
   const [kind, ...rest] = caller.split(':');
   const id = rest.join(':');
   if (kind === 'session') return thisSession === id ? 'in this session' : `in session ${inlineCode(id, 60)}`;
-  if (kind === 'user') return `for ${mentionUser(id)}’s agents`;
+  if (kind === 'user') return `for ${ownerName ? clip(ownerName, 80) : mentionUser(id)}’s agents`;
   if (kind === 'host') return `on host ${inlineCode(id, 60)}`;
   return inlineCode(caller, 80);
 }

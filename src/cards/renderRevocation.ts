@@ -13,8 +13,8 @@ function when(iso: string | undefined): string {
 }
 
 /** `git push` … in session `s1` · sandbox `default`: what the grant allowed. */
-function grantWhat(grant: Grant): string {
-  return `${inlineCode(grant.tool || '(no tool name)', 60)} ${capabilityList(grant.capabilities)} ${callerText(grant.caller)} · sandbox ${inlineCode(grant.sandboxMode, 40)}`;
+function grantWhat(grant: Grant, ownerName?: string): string {
+  return `${inlineCode(grant.tool || '(no tool name)', 60)} ${capabilityList(grant.capabilities)} ${callerText(grant.caller, undefined, ownerName)} · sandbox ${inlineCode(grant.sandboxMode, 40)}`;
 }
 
 /**
@@ -26,12 +26,14 @@ export function renderRevokedLine(input: {
   by: string;
   byName?: string;
   grantedByName?: string;
+  /** The name of the user an owner's grant (`user:…`) is bound to. */
+  ownerName?: string;
 }): string {
   const { grant } = input;
   const by = input.byName ? clip(input.byName, 80) : mentionUser(input.by);
   const grantedBy = input.grantedByName ? clip(input.grantedByName, 80) : mentionUser(grant.grantedBy);
   return (
-    `:no_entry_sign: Grant ${inlineCode(grant.grantId, 60)} was revoked by ${by}: ${grantWhat(grant)} ` +
+    `:no_entry_sign: Grant ${inlineCode(grant.grantId, 60)} was revoked by ${by}: ${grantWhat(grant, input.ownerName)} ` +
     `(granted by ${grantedBy}, used ${grant.uses === 1 ? 'once' : `${grant.uses} times`}). ` +
     'Requests it answered are asked on their cards again.'
   );

@@ -1,6 +1,6 @@
 import { renderGrantLine } from '../cards/renderGrant.js';
 import { renderRevokedLine } from '../cards/renderRevocation.js';
-import type { Grant } from '../domain/grants/grant.js';
+import { callerOwner, type Grant } from '../domain/grants/grant.js';
 import type { GrantQuestion } from '../domain/grants/match.js';
 import type { ApprovalRecord } from '../domain/record.js';
 import type { GrantLineSender } from '../relay/grants/grantAnswerer.js';
@@ -33,15 +33,18 @@ export class SlackGrantLines implements GrantLineSender, RevocationNotices {
   }
 
   async grantRevoked(grant: Grant, by: string): Promise<void> {
-    const [byName, grantedByName] = await Promise.all([
+    const owner = callerOwner(grant.caller);
+    const [byName, grantedByName, ownerName] = await Promise.all([
       this.sender.nameOf(by),
       this.sender.nameOf(grant.grantedBy),
+      owner ? this.sender.nameOf(owner) : undefined,
     ]);
     const text = renderRevokedLine({
       grant,
       by,
       ...(byName ? { byName } : {}),
       ...(grantedByName ? { grantedByName } : {}),
+      ...(ownerName ? { ownerName } : {}),
     });
     await this.sender.channelLine(grant.channel, text);
   }

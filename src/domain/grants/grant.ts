@@ -25,6 +25,11 @@ export interface GrantKey {
   route: string;
 }
 
+/** The Slack user whose agents a grant is bound to (`user:<id>`); undefined for a session or host. */
+export function callerOwner(caller: string): string | undefined {
+  return caller.startsWith('user:') ? caller.slice('user:'.length) : undefined;
+}
+
 /** What a grant's bucket is keyed by: all of its key but the capabilities (see grantIds.ts). */
 export type GrantBucketKey = Pick<GrantKey, 'caller' | 'tool' | 'sandboxMode' | 'route'>;
 

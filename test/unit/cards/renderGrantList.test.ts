@@ -206,6 +206,18 @@ describe('revocations', () => {
     expect(renderRevokedLine({ grant: grant(), by: 'U0BOB' })).toContain('revoked by <@U0BOB>');
   });
 
+  it("the channel line names the owner of an owner's grant, never pinging them", () => {
+    const line = renderRevokedLine({
+      grant: grant({ caller: 'user:U0OWNER' }),
+      by: 'U0BOB',
+      byName: 'bob',
+      grantedByName: 'alice',
+      ownerName: 'olga',
+    });
+    expect(line).toContain('for olga’s agents');
+    expect(line).not.toContain('<@');
+  });
+
   it('each outcome has its own answer for the person, never with live markup from the grant', () => {
     const g = hostile();
     const answers = [
