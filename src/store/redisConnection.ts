@@ -64,6 +64,10 @@ export function createRedisClient(target: RedisTarget, options: ConnectionOption
           retryStrategy,
           // Sentinel itself unreachable: keep asking at the same pace as for Redis.
           sentinelRetryStrategy: retryStrategy,
+          // Follow +switch-master at once. Without it the connection stays on the old master
+          // until Sentinel demotes it, seconds later: writes it acknowledges meanwhile are lost,
+          // and host leases read there let two replicas own one host (docs/replicas.md).
+          failoverDetector: true,
           lazyConnect,
           enableAutoPipelining,
         }),
