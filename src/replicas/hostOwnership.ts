@@ -94,6 +94,8 @@ export class HostOwnership {
   private timer: NodeJS.Timeout | undefined;
   private ticking: Promise<void> = Promise.resolve();
   private stopped = false;
+  /** stopTaking() was called: held leases are renewed, no other is taken. */
+  private closing = false;
   /** Safety margin under the lease's lifetime: Redis's clock and ours may drift apart a little. */
   private readonly marginMs: number;
   readonly tickMs: number;
@@ -135,6 +137,15 @@ export class HostOwnership {
       const other = this.others.get(hostId);
       return { hostId, role: 'standby', ...(other ? { ownerReplica: other.replicaId } : {}) };
     });
+  }
+
+  /**
+   * This replica is shutting down: it keeps renewing the leases of the hosts it runs until they
+   * are stopped, and takes no other. A host another replica gives back meanwhile (both told to
+   * stop together) would be started only to be abandoned when stop() gives the leases back.
+   */
+  stopTaking(): void {
+    this.closing = true;
   }
 
   /**
@@ -263,6 +274,7 @@ export class HostOwnership {
         ? holder
         : undefined;
     };
+    if (this.closing) return;
     const unowned = hostIds.filter((id) => !this.held.has(id) && !this.gaining.has(id) && takeable(id));
     this.unownedFor = new Map(unowned.map((id) => [id, (this.unownedFor.get(id) ?? 0) + 1]));
     for (const hostId of unowned) {
@@ -284,7 +296,7 @@ export class HostOwnership {
     const sentAt = this.clock();
     const token = await leases.acquire(hostId, replicaId, ttlMs, replacing);
     if (token === undefined) return;
-    if (this.stopped) {
+    if (this.stopped || this.closing) {
       // Taken as this replica stops (stop() waits for this tick): given back now, or a standby
       // would wait a whole lease for a host nobody runs.
       await leases.release(hostId, { replicaId, token }).catch(() => {});

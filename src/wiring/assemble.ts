@@ -328,7 +328,11 @@ export function assemble(config: Config, logger: Logger): Countersign {
     },
 
     stages: {
-      stopSlack: () => app.stop(),
+      stopSlack: () => {
+        // From the first step: a host taken while this process shuts down would only be abandoned.
+        ownership.stopTaking();
+        return app.stop();
+      },
       drainDecisions: () =>
         Promise.all([escalator.stop(), clicks.drain(), forwarding.stop(), decider.drain()]),
       relayIdle: async () => {

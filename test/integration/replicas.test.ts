@@ -457,6 +457,42 @@ describe('a replica that stops', () => {
   });
 });
 
+describe('a replica shutting down', () => {
+  it('keeps renewing the host it runs, and takes none another replica gives back', async () => {
+    const events: string[] = [];
+    const ownership = (name: string, hostIds: string[]) =>
+      new HostOwnership({
+        leases: new HostLeases(redis),
+        replicaId: `${name}#1`,
+        hostIds,
+        ttlMs: 2_000,
+        logger: quiet,
+        onGained: async (hostId) => {
+          events.push(`${name} gained ${hostId}`);
+        },
+        onLost: (hostId) => {
+          events.push(`${name} lost ${hostId}`);
+        },
+      });
+    const a = ownership('a', ['h1']);
+    a.start();
+    await waitFor(() => a.holds('h1'));
+    const b = ownership('b', ['h1', 'h2']);
+    b.start();
+    await waitFor(() => b.holds('h2'));
+    // Both are told to stop together: b has begun its shutdown (stopping its hosts) as a gives h1
+    // back. Taken now, h1 would be started only to be abandoned when b gives its leases back.
+    b.stopTaking();
+    await a.stop();
+    // Several looks at the leases (one a fifth of the lease), and past h2's lease: still renewed.
+    await new Promise((r) => setTimeout(r, 2_500));
+    expect(b.holds('h1')).toBe(false);
+    expect(b.holds('h2')).toBe(true);
+    await b.stop();
+    expect(events).toEqual(['a gained h1', 'b gained h2']);
+  });
+});
+
 describe('the lease deadline', () => {
   it('stops the host at its deadline even when the expiry timer fires before the clock gets there', async () => {
     // Renewals never come back (Redis stalled), and the clock the lease is counted on runs 1%
