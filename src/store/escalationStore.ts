@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { FiredStep } from '../domain/record.js';
 import { keys } from './keys.js';
 import type { RedisClient } from './redisConnection.js';
@@ -257,17 +258,18 @@ export class EscalationStore {
 
   /**
    * The request is being paged with this routing key: its resolution must resolve the page. False
-   * when the request already ended (nothing would resolve the page, so it must not be sent).
+   * when the request already ended (nothing would resolve the page, so it must not be sent). Each
+   * service paged is kept in a field of its own, so that a ladder paging two services resolves both.
    */
   async paged(lineage: string, routingKey: string): Promise<boolean> {
-    return (
-      (await this.redis.eval(SET_IF_LIVE, 1, keys.escalationLineage(lineage), 'paged', routingKey)) === 1
-    );
+    const field = `${PAGED}${pagedService(routingKey).tag}`;
+    return (await this.redis.eval(SET_IF_LIVE, 1, keys.escalationLineage(lineage), field, routingKey)) === 1;
   }
 
-  /** The routing key the request was paged with, if it was. */
-  async pagedWith(lineage: string): Promise<string | undefined> {
-    return (await this.redis.hget(keys.escalationLineage(lineage), 'paged')) ?? undefined;
+  /** The services the request was paged on, if any. */
+  async pagedWith(lineage: string): Promise<PagedService[]> {
+    const fields = await this.redis.hgetall(keys.escalationLineage(lineage));
+    return pagedServicesOf(fields);
   }
 
   /**
@@ -297,6 +299,32 @@ export class EscalationStore {
     const members = Array.from({ length: steps }, (_, step) => memberOf(approvalId, step, lineage));
     return this.redis.zrem(keys.escalationDue(), ...members);
   }
+}
+
+/** Prefix of a lineage's fields naming a service paged; `paged` alone is one written before. */
+const PAGED = 'paged:';
+
+/**
+ * A PagerDuty service a request paged: its routing key, a secret that goes to PagerDuty and
+ * nowhere else, and `tag`, a short hash of it that names the service in logs and notice kinds.
+ */
+export interface PagedService {
+  routingKey: string;
+  tag: string;
+}
+
+export function pagedService(routingKey: string): PagedService {
+  return { routingKey, tag: createHash('sha256').update(routingKey).digest('hex').slice(0, 12) };
+}
+
+function pagedServicesOf(fields: Record<string, string>): PagedService[] {
+  const services = new Map<string, PagedService>();
+  for (const [field, routingKey] of Object.entries(fields)) {
+    if (field !== 'paged' && !field.startsWith(PAGED)) continue;
+    const service = pagedService(routingKey);
+    services.set(service.tag, service);
+  }
+  return [...services.values()];
 }
 
 function dueStepOf(member: string): DueStep | undefined {

@@ -177,9 +177,9 @@ describe.each(BACKENDS)('EscalationStore on %s Redis', (kind) => {
       const [step] = (await storeA.due(now)).filter((d) => d.approvalId === 'end-1');
       expect(await storeA.claim(step!, firing(step!))).toBe(true);
       await storeA.paged('line-end', 'RKEY');
-      expect(await storeA.pagedWith('line-end')).toBe('RKEY');
+      expect((await storeA.pagedWith('line-end')).map((s) => s.routingKey)).toEqual(['RKEY']);
       await storeB.end('line-end');
-      expect(await storeA.pagedWith('line-end')).toBeUndefined();
+      expect(await storeA.pagedWith('line-end')).toEqual([]);
       // A step in flight as the request ended does not bring its lineage back, nor may it page.
       await storeA.fired('line-end', { step: 0, action: 'remind', afterMs: 0, at: '' });
       expect(await storeA.paged('line-end', 'RKEY')).toBe(false);
@@ -187,6 +187,19 @@ describe.each(BACKENDS)('EscalationStore on %s Redis', (kind) => {
       const later = await storeA.schedule('end-2', 'line-end', now + 10_000, [0]);
       expect(later).toMatchObject({ startMs: now + 10_000, origin: 'end-2', fired: [], scheduled: true });
       expect((await storeA.due(now + 10_000)).filter((d) => d.approvalId === 'end-2')).toHaveLength(1);
+    });
+
+    it('keeps every service a request paged, and one a lineage written before named alone', async () => {
+      await storeA.schedule('two-1', 'line-two', 7_000_000, [0]);
+      expect(await storeA.paged('line-two', 'RKEY')).toBe(true);
+      expect(await storeB.paged('line-two', 'RKEY2')).toBe(true);
+      expect(await storeA.paged('line-two', 'RKEY')).toBe(true);
+      await a.hset(keys.escalationLineage('line-two'), 'paged', 'RKEY3');
+      const services = await storeA.pagedWith('line-two');
+      expect(services.map((s) => s.routingKey).sort()).toEqual(['RKEY', 'RKEY2', 'RKEY3']);
+      // The tag names a service without its key: short, and different for each.
+      expect(new Set(services.map((s) => s.tag)).size).toBe(3);
+      for (const { tag } of services) expect(tag).toMatch(/^[0-9a-f]{12}$/);
     });
 
     it('a late claim of a step already taken, after its request ended, loses and brings no lineage back', async () => {

@@ -7,7 +7,7 @@ import { type ApprovalRecord, isTerminal } from '../../domain/record.js';
 import type { Approvers, EscalationStep, OncallSource } from '../../domain/route.js';
 import type { TriggerEvent } from '../../pagerduty/pagerDuty.js';
 import type { ApprovalStore } from '../../store/approvalStore.js';
-import type { EscalationStore } from '../../store/escalationStore.js';
+import { type EscalationStore, type PagedService, pagedService } from '../../store/escalationStore.js';
 import { abortable } from '../../util/abortable.js';
 import { shortDuration } from '../../util/shortDuration.js';
 import type { Decider } from '../deciding/decider.js';
@@ -291,7 +291,7 @@ export class EscalationSteps {
     if (after && isTerminal(after) && after.phase !== 'superseded') {
       await this.resolvePage(
         { ...after, escalation: after.escalation ?? record.escalation },
-        routingKey,
+        pagedService(routingKey),
         'pd-resolve-late',
       );
     }
@@ -480,21 +480,26 @@ export class EscalationSteps {
     return users.length > 3 ? `${shown.join(', ')} and ${users.length - 3} more` : shown.join(', ');
   }
 
-  /** Sends PagerDuty's resolve once per page and `kind`, whichever replica gets here first. */
-  async resolvePage(record: ApprovalRecord, routingKey: string, kind: string): Promise<void> {
+  /**
+   * Sends PagerDuty's resolve once per page, service and `kind`, whichever replica gets here first.
+   * The service is named by its tag: its routing key is a secret.
+   */
+  async resolvePage(record: ApprovalRecord, service: PagedService, kind: string): Promise<void> {
     const { approvalId } = record;
     if (!this.options.pager) return;
     const dedupKey = record.escalation?.origin ?? approvalId;
-    if (!(await this.options.ledger.claim(dedupKey, kind))) return;
+    const notice = `${kind}:${service.tag}`;
+    if (!(await this.options.ledger.claim(dedupKey, notice))) return;
     let outcome = 'sent';
+    const log = this.options.logger.child({ approvalId, dedupKey, service: service.tag });
     try {
-      await this.options.pager.resolve(routingKey, dedupKey);
-      this.options.logger.info({ approvalId, dedupKey }, 'PagerDuty page resolved');
+      await this.options.pager.resolve(service.routingKey, dedupKey);
+      log.info('PagerDuty page resolved');
     } catch (err) {
       outcome = `failed: ${err instanceof Error ? err.message : String(err)}`.slice(0, 200);
       this.count('resolve');
-      this.options.logger.error({ approvalId, dedupKey, err: outcome }, 'PagerDuty resolve failed');
+      log.error({ err: outcome }, 'PagerDuty resolve failed');
     }
-    await this.options.ledger.settle(dedupKey, kind, outcome);
+    await this.options.ledger.settle(dedupKey, notice, outcome);
   }
 }

@@ -196,9 +196,10 @@ export class Escalator {
     // ends them. One that never started its clock (decided before its card) has nothing to end.
     if (record.phase === 'superseded' || !record.escalation) return;
     await this.timedOut(record, ladder);
-    const routingKey = await this.options.schedule.pagedWith(lineage);
+    const services = await this.options.schedule.pagedWith(lineage);
     await this.options.schedule.end(lineage);
-    if (routingKey) await this.steps.resolvePage(record, routingKey, 'pd-resolve');
+    // Each service the ladder paged has an incident of its own: each is resolved.
+    await Promise.all(services.map((service) => this.steps.resolvePage(record, service, 'pd-resolve')));
   }
 
   /**

@@ -820,7 +820,7 @@ describe('Escalator', () => {
         schedule: {
           cancel: async () => 0,
           marked: async () => held,
-          pagedWith: async () => undefined,
+          pagedWith: async () => [],
           end: async () => undefined,
         } as unknown as EscalationStore,
         store: {} as ApprovalStore,

@@ -1,0 +1,141 @@
+// The Escalator's PagerDuty pages on a real schedule and notice ledger (the tests' Redis): every
+// incident a request opened is resolved when it ends, whichever service it went to, however late
+// a trigger lands, and even when the process resolving it stops meanwhile. The records live in a
+// map the store and the keeper share; the keeper tells the escalator of each write, as
+// RecordKeeper's followers are told.
+
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import type { ApprovalRecord } from '../../src/domain/record.js';
+import type { EscalationStep } from '../../src/domain/route.js';
+import type { TriggerEvent } from '../../src/pagerduty/pagerDuty.js';
+import type { Decider } from '../../src/relay/deciding/decider.js';
+import type { Pager } from '../../src/relay/escalation/escalationSteps.js';
+import { Escalator } from '../../src/relay/escalation/escalator.js';
+import { OncallResolver } from '../../src/relay/escalation/oncall.js';
+import type { RecordKeeper } from '../../src/relay/records/recordKeeper.js';
+import type { ApprovalStore, Mutation } from '../../src/store/approvalStore.js';
+import { EscalationStore } from '../../src/store/escalationStore.js';
+import { RedisNoticeLedger } from '../../src/store/noticeLedger.js';
+import { useFreshRedis } from '../support/freshRedis.js';
+import { captureLogger } from '../support/logCapture.js';
+import { sampleRecord } from '../support/sampleRecord.js';
+
+const redis = useFreshRedis();
+const silent = pino({ level: 'silent' });
+const T0 = Date.parse('2026-11-30T10:00:00.000Z');
+const TEAM_KEY = 'a'.repeat(32);
+const MANAGERS_KEY = 'b'.repeat(32);
+const DEFAULT_KEY = 'd'.repeat(32);
+
+const call = { toolCallId: 'call_1' };
+const approval = (approvalId: string, ts: string) =>
+  sampleRecord(approvalId, { ...call, slack: { channel: 'C1', ts } });
+
+const decided = (record: ApprovalRecord): ApprovalRecord => ({
+  ...record,
+  phase: 'resolved',
+  resolution: { decision: 'approved', resolvedBy: 'user', decidedAt: new Date(T0).toISOString() },
+});
+
+/** Resolves once `probe` holds (the escalator's work runs on its own). */
+async function until(probe: () => boolean): Promise<void> {
+  for (let i = 0; i < 400 && !probe(); i++) await new Promise((r) => setTimeout(r, 5));
+  expect(probe()).toBe(true);
+}
+
+/** What PagerDuty was sent, as `action service dedup_key` (the service: its key's first letter). */
+type Sent = string[];
+
+/** One process: an escalator on the shared records, schedule and ledger, paging through `pager`. */
+function replica(
+  records: Map<string, ApprovalRecord>,
+  ladder: EscalationStep[],
+  pager: Pager,
+  clock: { nowMs: number },
+  logger = silent,
+) {
+  const mutate = (approvalId: string, mutation: Mutation) => {
+    const current = records.get(approvalId);
+    const next = current && mutation(current);
+    if (next) records.set(approvalId, next);
+    return next ?? current;
+  };
+  const escalator: Escalator = new Escalator({
+    schedule: new EscalationStore(redis(), { lineageTtlMs: 600_000 }),
+    store: { get: async (approvalId: string) => records.get(approvalId) } as unknown as ApprovalStore,
+    keeper: {
+      mutateAndSync: async (approvalId: string, mutation: Mutation) => {
+        const written = mutate(approvalId, mutation);
+        if (written) escalator.follow(written);
+        return written;
+      },
+    } as unknown as RecordKeeper,
+    slack: {
+      threadReply: async () => undefined,
+      directMessage: async () => ({ channel: 'D1', ts: '1' }),
+      permalink: async () => undefined,
+      nameOf: async () => undefined,
+    },
+    pager,
+    defaultRoutingKey: DEFAULT_KEY,
+    ladderOf: () => ladder,
+    decider: {} as Decider,
+    oncall: new OncallResolver({ groups: { members: async () => new Set<string>() }, logger: silent }),
+    ledger: new RedisNoticeLedger(redis(), { ttlMs: 600_000 }),
+    oncallOf: () => undefined,
+    approversOf: () => undefined,
+    mayDecide: async () => ({ allowed: false, why: 'unverified', route: '(none)', what: 'user' }) as const,
+    dmMappingTtlMs: 1_000,
+    logger,
+    now: () => new Date(clock.nowMs),
+  });
+  /** A write the escalator hears of, as RecordKeeper tells its followers. */
+  const write = (approvalId: string, mutation: Mutation) => {
+    const written = mutate(approvalId, mutation);
+    if (written) escalator.follow(written);
+  };
+  return { escalator, write };
+}
+
+/** A PagerDuty that answers at once and notes what it was sent. */
+function recordingPager(sent: Sent): Pager {
+  return {
+    trigger: async (event: TriggerEvent) => {
+      sent.push(`trigger ${event.routingKey[0]} ${event.dedupKey}`);
+    },
+    resolve: async (routingKey: string, dedupKey: string) => {
+      sent.push(`resolve ${routingKey[0]} ${dedupKey}`);
+    },
+  };
+}
+
+describe('a request paged on two PagerDuty services', () => {
+  it('resolves the incident of each when the approval is decided', async () => {
+    const sent: Sent = [];
+    const records = new Map<string, ApprovalRecord>();
+    const clock = { nowMs: T0 };
+    const ladder: EscalationStep[] = [
+      { afterMs: 0, action: 'page', routingKey: TEAM_KEY },
+      { afterMs: 1_000, action: 'page', routingKey: MANAGERS_KEY },
+    ];
+    const logs = captureLogger();
+    const p = replica(records, ladder, recordingPager(sent), clock, logs.logger);
+    const first = approval('pd-1', '1.1');
+    records.set(first.approvalId, first);
+    p.escalator.follow(first);
+    await until(() => records.get(first.approvalId)?.escalation !== undefined);
+    await p.escalator.poll();
+    clock.nowMs += 1_000;
+    await p.escalator.poll();
+    expect(sent).toEqual(['trigger a pd-1', 'trigger b pd-1']);
+
+    p.write(first.approvalId, decided);
+    await until(() => sent.length === 4);
+    await p.escalator.stop();
+    expect(sent.slice(2).sort()).toEqual(['resolve a pd-1', 'resolve b pd-1']);
+    // Routing keys are secrets: no log line carries one.
+    expect(JSON.stringify(logs.lines)).not.toContain(TEAM_KEY);
+    expect(JSON.stringify(logs.lines)).not.toContain(MANAGERS_KEY);
+  });
+});
