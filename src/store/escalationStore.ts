@@ -273,6 +273,14 @@ export class EscalationStore {
   }
 
   /**
+   * Whether the request is over: its lineage was ended (or ran out), whichever of its approvals
+   * ended it. Asked after a page's trigger, which is late if so: the resolve may have gone first.
+   */
+  async ended(lineage: string): Promise<boolean> {
+    return (await this.redis.exists(keys.escalationLineage(lineage))) === 0;
+  }
+
+  /**
    * The request is over (decided, or its host lost it): a later approval of the same tool call is
    * a new question, with a clock of its own.
    */

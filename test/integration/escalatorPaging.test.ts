@@ -14,6 +14,7 @@ import type { Pager } from '../../src/relay/escalation/escalationSteps.js';
 import { Escalator } from '../../src/relay/escalation/escalator.js';
 import { OncallResolver } from '../../src/relay/escalation/oncall.js';
 import type { RecordKeeper } from '../../src/relay/records/recordKeeper.js';
+import { superseded } from '../../src/relay/records/recordMutations.js';
 import type { ApprovalStore, Mutation } from '../../src/store/approvalStore.js';
 import { EscalationStore } from '../../src/store/escalationStore.js';
 import { RedisNoticeLedger } from '../../src/store/noticeLedger.js';
@@ -42,6 +43,15 @@ const decided = (record: ApprovalRecord): ApprovalRecord => ({
 async function until(probe: () => boolean): Promise<void> {
   for (let i = 0; i < 400 && !probe(); i++) await new Promise((r) => setTimeout(r, 5));
   expect(probe()).toBe(true);
+}
+
+/** A promise and the function that settles it: a gate a test opens when it chooses. */
+function gate() {
+  let open!: () => void;
+  const shut = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { shut, open };
 }
 
 /** What PagerDuty was sent, as `action service dedup_key` (the service: its key's first letter). */
@@ -137,5 +147,51 @@ describe('a request paged on two PagerDuty services', () => {
     // Routing keys are secrets: no log line carries one.
     expect(JSON.stringify(logs.lines)).not.toContain(TEAM_KEY);
     expect(JSON.stringify(logs.lines)).not.toContain(MANAGERS_KEY);
+  });
+});
+
+describe('a trigger that lands after the request was resolved', () => {
+  it('is resolved again, though the approval that sent it was superseded meanwhile', async () => {
+    const sent: Sent = [];
+    const records = new Map<string, ApprovalRecord>();
+    const clock = { nowMs: T0 };
+    // PagerDuty answers the first trigger late (it waits out a Retry-After), the rest at once.
+    const retryLands = gate();
+    const pager = recordingPager(sent);
+    let triggers = 0;
+    const p = replica(
+      records,
+      [{ afterMs: 0, action: 'page' }],
+      {
+        ...pager,
+        trigger: async (event, signal) => {
+          if (++triggers === 1) await retryLands.shut;
+          await pager.trigger(event, signal);
+        },
+      },
+      clock,
+    );
+    const first = approval('pd-late-1', '1.1');
+    records.set(first.approvalId, first);
+    p.escalator.follow(first);
+    await until(() => records.get(first.approvalId)?.escalation !== undefined);
+    const firing = p.escalator.poll();
+    await until(() => triggers === 1);
+
+    // The host restarts: the same call is asked again on a new card, which is decided at once.
+    p.write(first.approvalId, superseded('restarted'));
+    const successor = approval('pd-late-2', '2.2');
+    records.set(successor.approvalId, successor);
+    p.escalator.follow(successor);
+    await until(() => records.get(successor.approvalId)?.escalation !== undefined);
+    p.write(successor.approvalId, decided);
+    await until(() => sent.length === 1);
+    expect(sent).toEqual(['resolve d pd-late-1']);
+
+    // The trigger's retry lands after the resolve: PagerDuty opens a new incident, to be resolved.
+    retryLands.open();
+    await firing;
+    await p.escalator.stop();
+    expect(sent).toEqual(['resolve d pd-late-1', 'trigger d pd-late-1', 'resolve d pd-late-1']);
   });
 });

@@ -286,15 +286,7 @@ export class EscalationSteps {
       },
       stopping,
     );
-    // Resolved while the trigger was on its way: its resolve may have reached PagerDuty first.
-    const after = await this.options.store.get(record.approvalId);
-    if (after && isTerminal(after) && after.phase !== 'superseded') {
-      await this.resolvePage(
-        { ...after, escalation: after.escalation ?? record.escalation },
-        pagedService(routingKey),
-        'pd-resolve-late',
-      );
-    }
+    await this.resolveIfLate(record, routingKey);
     // The card names who was paged when the route's on-call source is PagerDuty's: whom PagerDuty
     // has on call, as it pages them, not their delegates (whom a page never reaches).
     const source = this.options.oncallOf(record.route);
@@ -306,6 +298,24 @@ export class EscalationSteps {
       record.approvalId,
     );
     return paged.source === 'pagerduty' ? await this.names(paged.users) : 'PagerDuty';
+  }
+
+  /**
+   * The request ended while the trigger was on its way: its resolve may have reached PagerDuty
+   * first, and PagerDuty opens a new incident for a trigger after a resolve. Asked of the request,
+   * not of this approval: one superseded meanwhile hands its page to its successor, whose decision
+   * may have sent the resolve already. An approval resolved but whose request is not ended yet
+   * is resolved by its ending, which comes after this trigger.
+   */
+  private async resolveIfLate(record: ApprovalRecord, routingKey: string): Promise<void> {
+    const after = await this.options.store.get(record.approvalId);
+    const resolved = after && isTerminal(after) && after.phase !== 'superseded';
+    if (!resolved && !(await this.options.schedule.ended(lineageOf(record)))) return;
+    await this.resolvePage(
+      { ...(after ?? record), escalation: after?.escalation ?? record.escalation },
+      pagedService(routingKey),
+      'pd-resolve-late',
+    );
   }
 
   private async timeout(record: ApprovalRecord, step: EscalationStep): Promise<void> {

@@ -961,6 +961,7 @@ describe('Escalator', () => {
             return true;
           },
           paged: async () => true,
+          ended: async () => false,
           fired: async (_l: string, f: FiredStep) => {
             marked.push(f.step);
           },

@@ -78,7 +78,7 @@ function steps(fixture: Fixture) {
   };
   const escalationSteps = new EscalationSteps(
     {
-      schedule: { paged: async () => true } as unknown as EscalationStore,
+      schedule: { paged: async () => true, ended: async () => false } as unknown as EscalationStore,
       store: {
         mapMessage: async () => undefined,
         get: async () => record(),
