@@ -86,13 +86,18 @@ export class PagerDuty {
     );
   }
 
-  async resolve(routingKey: string, dedupKey: string): Promise<void> {
-    await this.counted('resolve', () =>
-      this.send(this.options.eventsUrl, 'POST', {
-        routing_key: routingKey,
-        event_action: 'resolve',
-        dedup_key: dedupKey,
-      }),
+  /** Sends a resolve, retrying as above; `signal` cuts it short as a trigger's does. */
+  async resolve(routingKey: string, dedupKey: string, signal?: AbortSignal): Promise<void> {
+    await this.counted(
+      'resolve',
+      () =>
+        this.send(
+          this.options.eventsUrl,
+          'POST',
+          { routing_key: routingKey, event_action: 'resolve', dedup_key: dedupKey },
+          signal,
+        ),
+      signal,
     );
   }
 

@@ -72,6 +72,27 @@ redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 return 1
 `;
 
+/**
+ * Ends a request: moves the services it paged (with whom to resolve them as) to its unresolved
+ * hash and deletes its lineage, in one step, so that of any number of callers one gets the pages
+ * to resolve, and a page marked before is among them. Returns the services' fields and keys.
+ * KEYS: lineage, unresolved. ARGV: approvalId, dedupKey, TTL.
+ */
+const END_PAGED = `
+local paged = {}
+for _, field in ipairs(redis.call('HKEYS', KEYS[1])) do
+  if field == 'paged' or string.sub(field, 1, 6) == 'paged:' then
+    table.insert(paged, field)
+    table.insert(paged, redis.call('HGET', KEYS[1], field))
+  end
+end
+redis.call('DEL', KEYS[1])
+if #paged == 0 then return paged end
+redis.call('HSET', KEYS[2], 'approvalId', ARGV[1], 'dedupKey', ARGV[2], unpack(paged))
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
+return paged
+`;
+
 export interface Lineage {
   /** When the clock started (ms). */
   startMs: number;
@@ -289,6 +310,76 @@ export class EscalationStore {
   }
 
   /**
+   * Ends the request (as end()) and hands over the pages it sent, to be resolved: undefined when it
+   * paged nothing, or another caller ended it first. The pages wait in the request's unresolved
+   * hash until each resolve settles (resolvedPage), and the schedule holds a lease on them
+   * (leaseResolve), due `leaseUntilMs`: should this process die or stop before, whoever claims
+   * the lease resolves what is left (takeResolve).
+   */
+  async endPaged(
+    lineage: string,
+    by: { approvalId: string; dedupKey: string },
+    leaseUntilMs: number,
+  ): Promise<Unresolved | undefined> {
+    const flat = (await this.redis.eval(
+      END_PAGED,
+      2,
+      keys.escalationLineage(lineage),
+      keys.escalationUnresolved(lineage),
+      by.approvalId,
+      by.dedupKey,
+      String(this.options.lineageTtlMs),
+    )) as string[];
+    const fields: Record<string, string> = {};
+    for (let i = 0; i + 1 < flat.length; i += 2) fields[flat[i]!] = flat[i + 1]!;
+    const services = pagedServicesOf(fields);
+    if (services.length === 0) return undefined;
+    await this.leaseResolve(lineage, by.approvalId, leaseUntilMs);
+    return { lineage, ...by, services };
+  }
+
+  /**
+   * Makes the request's unresolved pages due at `atMs`: when a resolver's lease runs out, or at
+   * once for one cut short by a stop. Whoever claims it then resolves them.
+   */
+  async leaseResolve(lineage: string, approvalId: string, atMs: number): Promise<void> {
+    await this.redis.zadd(keys.escalationDue(), atMs, resolveMemberOf(approvalId, lineage));
+  }
+
+  /**
+   * True for one caller of a due resolve: the pages of its request left to resolve, leased again
+   * until `leaseUntilMs` for the caller. Undefined when another claimed it, or none is left.
+   */
+  async takeResolve(due: DueStep, leaseUntilMs: number): Promise<Unresolved | undefined> {
+    if ((await this.redis.zrem(keys.escalationDue(), due.member)) !== 1) return undefined;
+    const fields = await this.redis.hgetall(keys.escalationUnresolved(due.lineage));
+    const services = pagedServicesOf(fields);
+    if (services.length === 0 || !fields.dedupKey) return undefined;
+    await this.leaseResolve(due.lineage, due.approvalId, leaseUntilMs);
+    return {
+      lineage: due.lineage,
+      approvalId: fields.approvalId ?? due.approvalId,
+      dedupKey: fields.dedupKey,
+      services,
+    };
+  }
+
+  /** One page's resolve settled (sent, or failed for good): it is not sent again. */
+  async resolvedPage(lineage: string, service: PagedService): Promise<void> {
+    const unresolved = keys.escalationUnresolved(lineage);
+    await this.redis.hdel(unresolved, `${PAGED}${service.tag}`);
+    // A lineage written before named its one service `paged`; only its holder writes this hash.
+    if ((await this.redis.hget(unresolved, 'paged')) === service.routingKey)
+      await this.redis.hdel(unresolved, 'paged');
+  }
+
+  /** Every page of the request settled: its unresolved hash and its lease go. */
+  async resolved(unresolved: Unresolved): Promise<void> {
+    await this.redis.del(keys.escalationUnresolved(unresolved.lineage));
+    await this.redis.zrem(keys.escalationDue(), resolveMemberOf(unresolved.approvalId, unresolved.lineage));
+  }
+
+  /**
    * Makes a step still waiting in the schedule due at `nowMs`, if it was due later: one that fired
    * or was cancelled is not brought back (XX), and one due sooner keeps its time (LT).
    */
@@ -335,9 +426,29 @@ function pagedServicesOf(fields: Record<string, string>): PagedService[] {
   return [...services.values()];
 }
 
+/**
+ * The step number of a due resolve (takeResolve): no step of a ladder. Its member has no step at
+ * all, so that a process of an earlier version passes it by rather than take it for a step.
+ */
+export const RESOLVE_STEP = -1;
+
+/** An ended request's pages left to resolve, and as whom: PagerDuty's dedup_key, the approval. */
+export interface Unresolved {
+  lineage: string;
+  approvalId: string;
+  dedupKey: string;
+  services: PagedService[];
+}
+
+function resolveMemberOf(approvalId: string, lineage: string): string {
+  return JSON.stringify(['resolve', approvalId, lineage]);
+}
+
 function dueStepOf(member: string): DueStep | undefined {
   const parsed = safeJson(member);
   if (!Array.isArray(parsed) || parsed.length !== 3) return undefined;
+  if (parsed[0] === 'resolve' && typeof parsed[1] === 'string' && typeof parsed[2] === 'string')
+    return { member, approvalId: parsed[1], step: RESOLVE_STEP, lineage: parsed[2] };
   const [approvalId, step, lineage] = parsed as [unknown, unknown, unknown];
   if (typeof approvalId !== 'string' || typeof step !== 'number' || typeof lineage !== 'string')
     return undefined;

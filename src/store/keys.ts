@@ -110,15 +110,24 @@ export const keys = {
   recentDecisionNoted: (userId: string, approvalId: string) => `${PREFIX}:decided:{${userId}}:${approvalId}`,
   /**
    * Sorted set of escalation steps waiting to fire, scored by when they are due (ms). A member is
-   * the JSON of [approvalId, step, lineage]; taking one out (ZREM) is what claims it.
+   * the JSON of [approvalId, step, lineage], or of ["resolve", approvalId, lineage] for the
+   * PagerDuty resolves of an ended request, due when its resolver's lease runs out; taking one out
+   * (ZREM) is what claims it.
    */
   escalationDue: () => `${PREFIX}:{esc}:due`,
   /**
    * Hash, one per request across the approvals that carry it (a superseded one and its successor):
    * `start` (ms), `origin` (approvalId of the first card), `s:<approvalId>` once that approval is
-   * scheduled, `f<step>` once a step fired (JSON of what it did), `paged` (routing key) once paged.
+   * scheduled, `f<step>` once a step fired (JSON of what it did), `paged:<tag>` (routing key) for
+   * each PagerDuty service paged (`paged` alone, written before).
    */
   escalationLineage: (lineage: string) => `${PREFIX}:esc:line:{${lineage}}`,
+  /**
+   * Hash of an ended request's pages not yet resolved: `approvalId`, `dedupKey`, and the lineage's
+   * `paged:<tag>` fields, each taken off once its resolve settled. In the lineage's slot: the
+   * lineage's end moves them here in one script.
+   */
+  escalationUnresolved: (lineage: string) => `${PREFIX}:esc:unresolved:{${lineage}}`,
   /** JSON array of the Slack users on call for one PagerDuty schedule or policy, for a short while. */
   oncallPagerDuty: (source: string) => `${PREFIX}:oncall:pd:{${source}}`,
   /** JSON of one Slack user's absence (`/countersign away`), expiring when it ends (awayStore.ts). */

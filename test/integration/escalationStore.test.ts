@@ -202,6 +202,36 @@ describe.each(BACKENDS)('EscalationStore on %s Redis', (kind) => {
       for (const { tag } of services) expect(tag).toMatch(/^[0-9a-f]{12}$/);
     });
 
+    it('ending a request hands its pages to one caller, leased in the schedule until resolved', async () => {
+      const now = 7_500_000;
+      await storeA.schedule('endp-1', 'line-endp', now, [60_000]);
+      await storeA.paged('line-endp', 'RKEY');
+      await storeA.paged('line-endp', 'RKEY2');
+      const by = { approvalId: 'endp-1', dedupKey: 'endp-0' };
+      const [first, second] = await Promise.all([
+        storeA.endPaged('line-endp', by, now + 1_000),
+        storeB.endPaged('line-endp', by, now + 1_000),
+      ]);
+      const taken = first ?? second;
+      expect(first === undefined || second === undefined).toBe(true);
+      expect(taken?.services.map((s) => s.routingKey).sort()).toEqual(['RKEY', 'RKEY2']);
+      expect(await storeA.paged('line-endp', 'RKEY3')).toBe(false);
+      // The lease falls due when it runs out; whoever claims it gets what is left to resolve.
+      await storeA.resolvedPage('line-endp', taken!.services.find((s) => s.routingKey === 'RKEY')!);
+      expect((await storeA.due(now + 999)).filter((d) => d.lineage === 'line-endp')).toEqual([]);
+      const [lease] = (await storeA.due(now + 1_000)).filter((d) => d.lineage === 'line-endp');
+      const [left, lost] = await Promise.all([
+        storeA.takeResolve(lease!, now + 2_000),
+        storeB.takeResolve(lease!, now + 2_000),
+      ]);
+      expect(left === undefined || lost === undefined).toBe(true);
+      expect(left ?? lost).toMatchObject({ approvalId: 'endp-1', dedupKey: 'endp-0' });
+      expect((left ?? lost)?.services.map((s) => s.routingKey)).toEqual(['RKEY2']);
+      await storeB.resolved(left ?? lost!);
+      expect((await storeA.due(now + 10_000)).filter((d) => d.lineage === 'line-endp')).toEqual([]);
+      expect(await a.exists(keys.escalationUnresolved('line-endp'))).toBe(0);
+    });
+
     it('a late claim of a step already taken, after its request ended, loses and brings no lineage back', async () => {
       const now = 8_000_000;
       await storeA.schedule('late-1', 'line-late', now, [0]);

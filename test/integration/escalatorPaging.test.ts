@@ -195,3 +195,61 @@ describe('a trigger that lands after the request was resolved', () => {
     expect(sent).toEqual(['resolve d pd-late-1', 'trigger d pd-late-1', 'resolve d pd-late-1']);
   });
 });
+
+describe('a resolve under way as its process stops or dies', () => {
+  /** PagerDuty answering nothing: a resolve ends only when its signal aborts, if it has one. */
+  function hangingPager(sent: Sent, calls: string[]): Pager {
+    return {
+      trigger: recordingPager(sent).trigger,
+      resolve: (routingKey: string, dedupKey: string, signal?: AbortSignal) => {
+        calls.push(`resolve ${routingKey[0]} ${dedupKey}`);
+        return new Promise<void>((_resolve, reject) => {
+          signal?.addEventListener('abort', () => reject(signal.reason));
+        });
+      },
+    };
+  }
+
+  /** A request paged by `a`, then decided there: `a` is resolving it as the test goes on. */
+  async function pagedThenDecided(approvalId: string) {
+    const sent: Sent = [];
+    const calls: string[] = [];
+    const records = new Map<string, ApprovalRecord>();
+    const clock = { nowMs: T0 };
+    const ladder: EscalationStep[] = [{ afterMs: 0, action: 'page' }];
+    const a = replica(records, ladder, hangingPager(sent, calls), clock);
+    const bSent: Sent = [];
+    const b = replica(records, ladder, recordingPager(bSent), clock);
+    const first = approval(approvalId, '1.1');
+    records.set(approvalId, first);
+    a.escalator.follow(first);
+    await until(() => records.get(approvalId)?.escalation !== undefined);
+    await a.escalator.poll();
+    expect(sent).toEqual([`trigger d ${approvalId}`]);
+    a.write(approvalId, decided);
+    await until(() => calls.length === 1);
+    return { a, b, bSent, clock };
+  }
+
+  it('stopped, it hands the resolve on: another process sends it', async () => {
+    const { a, b, bSent } = await pagedThenDecided('pd-stop-1');
+    await a.escalator.stop();
+    await b.escalator.poll();
+    await until(() => bSent.length === 1);
+    await b.escalator.stop();
+    expect(bSent).toEqual(['resolve d pd-stop-1']);
+  });
+
+  it('dead, its resolve is sent by another process once the lease runs out, and once', async () => {
+    const { b, bSent, clock } = await pagedThenDecided('pd-dead-1');
+    // `a` never answers again. Until its lease runs out, the resolve is still its own.
+    await b.escalator.poll();
+    expect(bSent).toEqual([]);
+    clock.nowMs += 10 * 60_000;
+    await b.escalator.poll();
+    await until(() => bSent.length === 1);
+    await b.escalator.poll();
+    await b.escalator.stop();
+    expect(bSent).toEqual(['resolve d pd-dead-1']);
+  });
+});

@@ -7,7 +7,12 @@ import { type ApprovalRecord, isTerminal } from '../../domain/record.js';
 import type { Approvers, EscalationStep, OncallSource } from '../../domain/route.js';
 import type { TriggerEvent } from '../../pagerduty/pagerDuty.js';
 import type { ApprovalStore } from '../../store/approvalStore.js';
-import { type EscalationStore, type PagedService, pagedService } from '../../store/escalationStore.js';
+import {
+  type EscalationStore,
+  type PagedService,
+  pagedService,
+  type Unresolved,
+} from '../../store/escalationStore.js';
 import { abortable } from '../../util/abortable.js';
 import { shortDuration } from '../../util/shortDuration.js';
 import type { Decider } from '../deciding/decider.js';
@@ -99,7 +104,8 @@ export class CutShort extends Error {
 export interface Pager {
   /** `signal` cuts the trigger short, retries and all: it then rejects with the signal's reason. */
   trigger(event: TriggerEvent, signal?: AbortSignal): Promise<void>;
-  resolve(routingKey: string, dedupKey: string): Promise<void>;
+  /** `signal` cuts the resolve short as the trigger's does. */
+  resolve(routingKey: string, dedupKey: string, signal?: AbortSignal): Promise<void>;
 }
 
 export interface EscalationStepsOptions {
@@ -488,6 +494,33 @@ export class EscalationSteps {
         .map(async (u) => `@${(await this.options.slack.nameOf(u).catch(() => undefined)) ?? u}`),
     );
     return users.length > 3 ? `${shown.join(', ')} and ${users.length - 3} more` : shown.join(', ');
+  }
+
+  /**
+   * Sends PagerDuty's resolve of one page an ended request left (Escalator.resolveAll); `settled`
+   * once it is sent or failed for good, `cut` when `stopping` cut it short and it is still to send.
+   * Once per page by the lease on the request's pages, not by the notice ledger: a resolve cut
+   * short, or whose process died, is sent by the next to claim the lease.
+   */
+  async resolveLeft(
+    unresolved: Unresolved,
+    service: PagedService,
+    stopping?: AbortSignal,
+  ): Promise<'settled' | 'cut'> {
+    const { pager, logger } = this.options;
+    if (!pager) return 'settled';
+    const { approvalId, dedupKey } = unresolved;
+    const log = logger.child({ approvalId, dedupKey, service: service.tag });
+    try {
+      await pager.resolve(service.routingKey, dedupKey, stopping);
+      log.info('PagerDuty page resolved');
+    } catch (err) {
+      if (stopping?.aborted) return 'cut';
+      this.count('resolve');
+      const why = `${err instanceof Error ? err.message : String(err)}`.slice(0, 200);
+      log.error({ err: why }, 'PagerDuty resolve failed');
+    }
+    return 'settled';
   }
 
   /**

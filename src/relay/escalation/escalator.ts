@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { EscalationFailureKind, EscalationFailures, Metrics } from '../../domain/metrics.js';
 import { type ApprovalRecord, type FiredStep, isTerminal } from '../../domain/record.js';
 import type { EscalationStep } from '../../domain/route.js';
-import type { DueStep } from '../../store/escalationStore.js';
+import { type DueStep, RESOLVE_STEP, type Unresolved } from '../../store/escalationStore.js';
 import type { RecordKeeper } from '../records/recordKeeper.js';
 import { escalationFired, escalationStarted } from '../records/recordMutations.js';
 import { EveryoneAway } from './awayFilter.js';
@@ -28,7 +28,9 @@ import { lineageOf } from './lineage.js';
 // stop() claims nothing more and cuts short the steps under way that have not reached anyone yet
 // (EscalationSteps.act, CutShort): they go back in the schedule, due now, for another process or
 // the next start. Waiting for them instead would lose them whenever PagerDuty answers slower than
-// the shutdown's drain (a claimed step is out of the schedule and marked fired).
+// the shutdown's drain (a claimed step is out of the schedule and marked fired). A PagerDuty
+// resolve under way is cut short and handed on the same way (resolveAll): the request it resolves
+// has ended, and nothing else would send it.
 
 export interface EscalatorOptions extends EscalationStepsOptions {
   keeper: RecordKeeper;
@@ -44,6 +46,14 @@ export interface EscalatorOptions extends EscalationStepsOptions {
    */
   timeoutRetryMs?: number;
 }
+
+/**
+ * How long a process resolving an ended request's pages holds them before another may take them
+ * over: longer than a resolve with all its retries and waits (PagerDuty client: 4 attempts of 5 s,
+ * waits of up to 30 s between them), so that a live resolver is rarely doubled (a resolve sent
+ * twice is harmless: PagerDuty resolves one incident per dedup_key).
+ */
+const RESOLVE_LEASE_MS = 3 * 60_000;
 
 /** The longest a timeout that could not decide waits before it is tried again. */
 const TIMEOUT_RETRY_MAX_MS = 60_000;
@@ -196,10 +206,53 @@ export class Escalator {
     // ends them. One that never started its clock (decided before its card) has nothing to end.
     if (record.phase === 'superseded' || !record.escalation) return;
     await this.timedOut(record, ladder);
-    const services = await this.options.schedule.pagedWith(lineage);
-    await this.options.schedule.end(lineage);
-    // Each service the ladder paged has an incident of its own: each is resolved.
-    await Promise.all(services.map((service) => this.steps.resolvePage(record, service, 'pd-resolve')));
+    const unresolved = await this.options.schedule.endPaged(
+      lineage,
+      { approvalId, dedupKey: record.escalation.origin },
+      this.resolveLeaseUntil(),
+    );
+    if (unresolved) await this.resolveAll(unresolved);
+  }
+
+  /** When a lease on an ended request's pages runs out: later than any resolve with its retries. */
+  private resolveLeaseUntil(): number {
+    return this.now().getTime() + RESOLVE_LEASE_MS;
+  }
+
+  /**
+   * Resolves each page an ended request left (each service the ladder paged has an incident of its
+   * own). A page whose resolve settled is not sent again; one cut short by stop() is handed on,
+   * due at once, for another process or the next start. Until then the lease stands: should this
+   * process die, whoever claims it when it runs out resolves what is left.
+   */
+  private async resolveAll(unresolved: Unresolved): Promise<void> {
+    const { schedule } = this.options;
+    const outcomes = await Promise.all(
+      unresolved.services.map(async (service) => {
+        const outcome = await this.steps.resolveLeft(unresolved, service, this.stopping.signal);
+        if (outcome === 'settled') await schedule.resolvedPage(unresolved.lineage, service);
+        return outcome;
+      }),
+    );
+    if (!outcomes.includes('cut')) {
+      await schedule.resolved(unresolved);
+      return;
+    }
+    await schedule.leaseResolve(unresolved.lineage, unresolved.approvalId, this.now().getTime());
+    this.options.logger.warn(
+      { approvalId: unresolved.approvalId, dedupKey: unresolved.dedupKey },
+      'PagerDuty resolve cut short by the stop; put back for another process',
+    );
+  }
+
+  /** A due resolve: an ended request's pages whose resolver stopped, or died and let its lease run out. */
+  private async takeResolve(due: DueStep): Promise<void> {
+    if (this.stopping.signal.aborted) return;
+    const unresolved = await this.options.schedule.takeResolve(due, this.resolveLeaseUntil());
+    if (!unresolved) return;
+    const task = this.resolveAll(unresolved);
+    this.track(task);
+    await task;
   }
 
   /**
@@ -228,6 +281,7 @@ export class Escalator {
   }
 
   private async take(due: DueStep): Promise<void> {
+    if (due.step === RESOLVE_STEP) return this.takeResolve(due);
     // A look before the claim: a process whose file has no such step (another route set, a
     // replica not yet restarted with the new file) leaves it to one that has.
     const seen = await this.options.store.get(due.approvalId);

@@ -31,6 +31,8 @@ describe('keys', () => {
       [keys.approval('a-1'), keys.postLease('a-1'), keys.claim('a-1', 0), keys.notice('a-1', 'dm')],
       // A host's open sets and its sessions, written together as an approval is created.
       [keys.openApprovals('h1'), keys.openInSession('h1', 's1'), keys.sessions('h1')],
+      // A request's lineage and its pages left to resolve, moved there as it ends (one script).
+      [keys.escalationLineage('l-1'), keys.escalationUnresolved('l-1')],
       // A user's decided list and the markers of what is in it (one script).
       [keys.recentDecisions('U1'), keys.recentDecisionNoted('U1', 'a-1')],
       // A grant's tag string and the earlier layout's grant and bucket of that tag (one script

@@ -820,8 +820,7 @@ describe('Escalator', () => {
         schedule: {
           cancel: async () => 0,
           marked: async () => held,
-          pagedWith: async () => [],
-          end: async () => undefined,
+          endPaged: async () => undefined,
         } as unknown as EscalationStore,
         store: {} as ApprovalStore,
         slack: {} as never,
