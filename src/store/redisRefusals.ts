@@ -7,13 +7,31 @@ export type RedisRefusal = 'WRONGPASS' | 'NOAUTH' | 'NOPERM' | 'DB_RANGE';
 
 /** Which refusal an error from ioredis is, if it is one. */
 export function redisRefusal(err: unknown): RedisRefusal | undefined {
-  const message = err instanceof Error ? err.message : typeof err === 'string' ? err : '';
+  return refusalOf(messageOf(refusingError(err)));
+}
+
+function refusalOf(message: string): RedisRefusal | undefined {
   // Redis 6+ says WRONGPASS; older servers "ERR invalid password".
   if (/^WRONGPASS\b/.test(message) || /^ERR invalid password\b/.test(message)) return 'WRONGPASS';
   if (/^NOAUTH\b/.test(message)) return 'NOAUTH';
   if (/^NOPERM\b/.test(message)) return 'NOPERM';
   if (/^ERR DB index is out of range\b/.test(message)) return 'DB_RANGE';
   return undefined;
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : typeof err === 'string' ? err : '';
+}
+
+/**
+ * The error carrying Redis's answer. ioredis's Cluster wraps whatever stopped it reading the
+ * slots (AUTH refused, NOPERM on CLUSTER SLOTS) in a ClusterAllFailedError, "Failed to refresh
+ * slots cache.", with Redis's own answer only in its lastNodeError.
+ */
+function refusingError(err: unknown): unknown {
+  if (refusalOf(messageOf(err)) !== undefined) return err;
+  const lastNodeError = err instanceof Error ? (err as { lastNodeError?: unknown }).lastNodeError : undefined;
+  return lastNodeError ?? err;
 }
 
 /**
@@ -24,7 +42,8 @@ export function redisRefusal(err: unknown): RedisRefusal | undefined {
 export function describeRedisRefusal(err: unknown, setting: string): string | undefined {
   const refusal = redisRefusal(err);
   if (refusal === undefined) return undefined;
-  const said = (err instanceof Error ? err.message : String(err)).split('\n')[0]!.trim();
+  const refusing = refusingError(err);
+  const said = (refusing instanceof Error ? refusing.message : String(refusing)).split('\n')[0]!.trim();
   switch (refusal) {
     case 'WRONGPASS':
       return `Redis refused the user or password in ${setting} (${said}): fix the password there, or the Redis user it names`;

@@ -10,6 +10,7 @@ import { type BotLogLine, freshRedisDb, type RunningBot, startBot } from '../sup
 import { FakeHost } from '../support/fakeHost.js';
 import { FakeSlack } from '../support/fakeSlack.js';
 import { PrivateRedis } from '../support/privateRedis.js';
+import { RedisCluster } from '../support/redisCluster.js';
 import { TEST_REDIS_URL } from '../support/testRedis.js';
 
 const PASSWORD = 'the-right-redis-password';
@@ -26,14 +27,18 @@ async function privateRedis(): Promise<PrivateRedis> {
 }
 
 /** The bot against `redisUrl` (a base without database: startBot adds it). */
-async function bot(redisUrl: string, redisDb = 0): Promise<RunningBot & { host: FakeHost }> {
+async function bot(
+  redisUrl: string,
+  redisDb = 0,
+  env: Record<string, string> = {},
+): Promise<RunningBot & { host: FakeHost }> {
   const slack = await FakeSlack.start();
   const host = await FakeHost.start();
   cleanups.push(
     () => slack.close(),
     () => host.close(),
   );
-  const running = await startBot({ host, slack, redisDb, redisUrl });
+  const running = await startBot({ host, slack, redisDb, redisUrl, env });
   cleanups.push(() => running.kill());
   return Object.assign(running, { host });
 }
@@ -98,6 +103,32 @@ describe('Redis refusing the bot at start-up stops it with one line', () => {
     await stoppedWith(
       running,
       'REDIS_URL names a database this Redis does not have (ERR DB index is out of range; it has 16, 0 to 15, unless its databases setting says more): pick one it has',
+    );
+  });
+});
+
+describe('a Redis Cluster refusing the bot at start-up stops it with one line', () => {
+  it('a wrong REDIS_PASSWORD (WRONGPASS, which ioredis wraps as "Failed to refresh slots cache.")', async () => {
+    const cluster = await RedisCluster.start();
+    cleanups.push(() => cluster.stop());
+    await Promise.all(
+      cluster.nodes.map(async ({ host, port }) => {
+        const node = new Redis({ host, port });
+        try {
+          await node.config('SET', 'requirepass', PASSWORD);
+        } finally {
+          node.disconnect();
+        }
+      }),
+    );
+    const running = await bot(TEST_REDIS_URL, 0, {
+      REDIS_URL: '',
+      REDIS_CLUSTER_NODES: cluster.nodesVar,
+      REDIS_PASSWORD: 'not-the-password',
+    });
+    await stoppedWith(
+      running,
+      'Redis refused the user or password in REDIS_PASSWORD (WRONGPASS invalid username-password pair or user is disabled.): fix the password there, or the Redis user it names',
     );
   });
 });

@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { redisRefusal } from '../../../src/store/redisRefusals.js';
+import { describeRedisRefusal, redisRefusal } from '../../../src/store/redisRefusals.js';
 import { createLogger } from '../../../src/util/log.js';
 
 // An error one line of its own reports (Redis refusing the password) must not come back as a
@@ -75,5 +75,37 @@ describe('redisRefusal', () => {
   ])('%s → %s', (message, refusal) => {
     expect(redisRefusal(new Error(message))).toBe(refusal);
     expect(redisRefusal(message)).toBe(refusal);
+  });
+});
+
+// ioredis's Cluster reports a refusal met while it reads the slots (AUTH, CLUSTER SLOTS) as a
+// ClusterAllFailedError whose own message says nothing of it: Redis's answer is its lastNodeError.
+const clusterFailed = (lastNodeError: unknown) =>
+  Object.assign(new Error('Failed to refresh slots cache.'), {
+    name: 'ClusterAllFailedError',
+    lastNodeError,
+  });
+
+describe('a Cluster that could not read its slots', () => {
+  it('is the refusal of the last node it asked', () => {
+    expect(redisRefusal(clusterFailed(wrongPass))).toBe('WRONGPASS');
+    expect(
+      redisRefusal(
+        clusterFailed(new Error("NOPERM this user has no permissions to run the 'cluster|slots' command")),
+      ),
+    ).toBe('NOPERM');
+  });
+
+  it("is said with that node's words, naming the setting", () => {
+    expect(describeRedisRefusal(clusterFailed(wrongPass), 'REDIS_PASSWORD')).toBe(
+      'Redis refused the user or password in REDIS_PASSWORD (WRONGPASS invalid username-password pair or user is disabled.): fix the password there, or the Redis user it names',
+    );
+  });
+
+  it('is no refusal when the last node could not be reached', () => {
+    const unreachable = clusterFailed(new Error('connect ECONNREFUSED 127.0.0.1:7000'));
+    expect(redisRefusal(unreachable)).toBeUndefined();
+    expect(describeRedisRefusal(unreachable, 'REDIS_PASSWORD')).toBeUndefined();
+    expect(redisRefusal(clusterFailed(undefined))).toBeUndefined();
   });
 });
