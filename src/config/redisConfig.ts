@@ -194,7 +194,8 @@ export function redisTargetOf(env: NodeJS.ProcessEnv): { target: RedisTarget; wh
 /**
  * What the client would take from a redis:// URL beyond its host: the port, the database (its
  * path) and options (its query). ioredis takes any path as the database, so `/abc` would only
- * fail later, as `SELECT NaN` on every connection. Nothing here echoes the password.
+ * fail later, as `SELECT NaN` on every connection. Nothing here echoes the password, not even
+ * a password cut short into the path (cutAuthority).
  */
 function checkUrlParts(url: URL): void {
   const bad = (why: string) =>
@@ -202,6 +203,7 @@ function checkUrlParts(url: URL): void {
       'REDIS_URL',
       `REDIS_URL ${why}: write it as redis://[[user]:password@]host[:port][/db], or fix or unset it`,
     );
+  cutAuthority(url);
   if (url.port === '0') throw bad('names port 0');
   // The client undoes the escapes of both (ioredis parseURL) and throws a URIError on a bare "%".
   decoded(url.username, 'user or password');
@@ -216,6 +218,20 @@ function checkUrlParts(url: URL): void {
   // A query would set client options unseen (ioredis reads any of them), a fragment nothing.
   if (url.search !== '') throw bad('has a query (?…), which Countersign does not read');
   if (url.hash !== '') throw bad('has a fragment (#…)');
+}
+
+/**
+ * A "/", "?" or "#" in the user or password ends the URL's authority there: its start becomes
+ * the host and port, the rest (up to the "@" and beyond) the database, query or fragment. Those
+ * parts are echoed elsewhere; here they may be the password, so nothing of them is.
+ */
+function cutAuthority(url: URL): void {
+  const afterHost = `${url.pathname}${url.search}${url.hash}`;
+  if (!afterHost.includes('@')) return;
+  throw new ConfigError(
+    'REDIS_URL',
+    `REDIS_URL has a "${afterHost[0]}" before its "@", which ends the user and password early (not shown: it may hold the password): write "/" in them as %2F, "?" as %3F and "#" as %23`,
+  );
 }
 
 function hostPort({ host, port }: HostPort): string {

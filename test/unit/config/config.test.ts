@@ -671,6 +671,23 @@ describe('where Redis is', () => {
     );
   });
 
+  // A password with "/", "?" or "#" ends the URL's authority early: the rest of the password
+  // becomes the database, the query or the fragment, and a part echoed would show it.
+  it.each([
+    ['redis://default:4821/Zq9sK2mP@redis.internal:6379', '/'],
+    ['redis://default:4821/ab?Zq9sK2mP@redis.internal:6379', '/'],
+    ['redis://default:4821?Zq9sK2mP@redis.internal:6379', '?'],
+    ['redis://default:4821#Zq9sK2mP@redis.internal:6379', '#'],
+  ])('refuses REDIS_URL=%s, whose password has a "%s", without echoing any of it', (value, cut) => {
+    const err = configError(socketEnv({ REDIS_URL: value }));
+    expect(err.variable).toBe('REDIS_URL');
+    expect(err.message).toBe(
+      `REDIS_URL has a "${cut}" before its "@", which ends the user and password early (not shown: it may hold the password): write "/" in them as %2F, "?" as %3F and "#" as %23`,
+    );
+    expect(err.message).not.toContain('Zq9sK2mP');
+    expect(err.message).not.toContain('4821');
+  });
+
   it('refuses a REDIS_URL database with a "%" that is no escape as a database that is not a number', () => {
     expect(configError(socketEnv({ REDIS_URL: 'redis://:redispassword@127.0.0.1:6379/%zz' })).message).toBe(
       'REDIS_URL names database "%zz", which is not a number (0 to 15 on a default Redis): write it as redis://[[user]:password@]host[:port][/db], or fix or unset it',
