@@ -4,7 +4,7 @@
 // It reads the Redis variables only (REDIS_URL, or the Sentinel or Cluster ones), so an operator
 // can run it without the bot's Slack settings.
 import { parseExportArgs, UsageError } from './auditExportArgs.js';
-import { ConfigError, redisTargetOf } from './config/config.js';
+import { ConfigError, eachConfigError, redisTargetOf } from './config/config.js';
 import { exportAuditTo } from './store/auditExport.js';
 import { createRedisClient } from './store/redisConnection.js';
 
@@ -26,7 +26,12 @@ async function run(): Promise<void> {
 }
 
 run().catch((err: unknown) => {
-  if (err instanceof ConfigError || err instanceof UsageError) {
+  if (err instanceof ConfigError) {
+    // One line each, as the bot says them (main.ts): every invalid variable at once.
+    for (const each of eachConfigError(err)) process.stderr.write(`countersign: ${each.message}\n`);
+    process.exit(1);
+  }
+  if (err instanceof UsageError) {
     process.stderr.write(`countersign: ${err.message}\n`);
     process.exit(1);
   }

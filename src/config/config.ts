@@ -15,7 +15,7 @@ import { metricsConfig } from './env/metrics.js';
 import { checkEscalation, type PagerDutyConfig, pagerDutyConfig } from './env/pagerDuty.js';
 import { check, durationVar, read } from './env/read.js';
 import { replicaSecretVar } from './env/replicas.js';
-import { defaultChannel, type SlackConfig, slackConfig } from './env/slack.js';
+import { defaultChannel, type SlackConfig, slackChannelVar, slackConfig } from './env/slack.js';
 import { ConfigProblems } from './problems.js';
 import { redisTargetOf } from './redisConfig.js';
 
@@ -143,13 +143,15 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
   const take = <T>(read: () => T): T | undefined => problems.take(read);
 
   const slackParts = take(() => slackConfig(env));
+  // Apart from the other Slack settings, so that it is checked even when they failed.
+  const slackChannel = take(() => ({ value: slackChannelVar(env) }));
   const sandboxMode = read(env, 'MSP_SANDBOX_MODE') ?? DEFAULTS.sandboxMode;
   const fromFile = take(() => configFileVar(env, sandboxMode));
   const configPath = fromFile?.configPath;
   const file = fromFile?.file;
   const routes = file?.routes ?? [];
   // Parts read with the file only once it was read: without it they would say something else.
-  const channel = slackParts && fromFile && take(() => defaultChannel(env, slackParts.channel, routes));
+  const channel = slackChannel && fromFile && take(() => defaultChannel(env, slackChannel.value, routes));
   const hosts = fromFile && take(() => hostsOf(env, configPath, file?.hosts, sandboxMode));
   const requestTimeoutMs = take(() => durationVar(env, 'MSP_REQUEST_TIMEOUT', DEFAULTS.mspRequestTimeout));
   const portNumber = take(() => portVar(env));
@@ -164,9 +166,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
   problems.throwIfAny();
 
   // Past throwIfAny every part was read: none is undefined.
-  const { channel: _read, ...slackRest } = slackParts!;
   return {
-    slack: { ...slackRest, channel: channel! },
+    slack: { ...slackParts!, channel: channel! },
     port: portNumber!,
     ...metrics!,
     redisUrl: redis!.where,

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import type { HostPort, RedisTarget } from '../store/redisTarget.js';
 import { ConfigError, shown } from './common.js';
 import { hasHost, read } from './env/read.js';
+import { ConfigProblems } from './problems.js';
 
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 const DEFAULT_SENTINEL_PORT = 26379;
@@ -104,12 +105,16 @@ function notWith(env: NodeJS.ProcessEnv, name: string, fix: string): void {
   if (read(env, name) !== undefined) throw new ConfigError(name, `${name} is set, but ${fix}`);
 }
 
+/** Where Redis is, and `where`: the same without passwords, for messages and the start-up log. */
+type Located = { target: RedisTarget; where: string };
+
 /**
- * Where Redis is, and `where`: the same without passwords, for messages and the start-up log
- * (REDIS_URL itself for one server, so that what was logged before stays as it was).
+ * Where Redis is, and `where` (REDIS_URL itself for one server, so that what was logged before
+ * stays as it was). Every invalid variable is named at once (problems.ts), not only the first.
  */
-export function redisTargetOf(env: NodeJS.ProcessEnv): { target: RedisTarget; where: string } {
+export function redisTargetOf(env: NodeJS.ProcessEnv): Located {
   const set = KINDS.filter((name) => read(env, name) !== undefined);
+  // One error only: which of the other variables apply depends on which of these is meant.
   if (set.length > 1) {
     throw new ConfigError(
       set[1]!,
@@ -117,69 +122,107 @@ export function redisTargetOf(env: NodeJS.ProcessEnv): { target: RedisTarget; wh
     );
   }
   const kind = set[0] ?? 'REDIS_URL';
-  const sentinelNamed = read(env, 'REDIS_SENTINEL_NAME') !== undefined;
-  if (kind !== 'REDIS_SENTINELS' && sentinelNamed) {
-    throw new ConfigError(
-      'REDIS_SENTINEL_NAME',
-      'REDIS_SENTINEL_NAME is set without REDIS_SENTINELS: set REDIS_SENTINELS to the sentinels (host:port,host:port), or unset REDIS_SENTINEL_NAME',
-    );
-  }
-  const password = read(env, 'REDIS_PASSWORD');
-  const sentinelPassword = read(env, 'REDIS_SENTINEL_PASSWORD');
+  const problems = new ConfigProblems();
+  if (kind !== 'REDIS_SENTINELS') problems.take(() => sentinelNameAlone(env));
+  const located =
+    kind === 'REDIS_CLUSTER_NODES'
+      ? clusterTarget(env, problems)
+      : kind === 'REDIS_SENTINELS'
+        ? sentinelsTarget(env, problems)
+        : urlTarget(env, problems);
+  problems.throwIfAny();
+  // Past throwIfAny the target was read.
+  return located!;
+}
 
-  if (kind === 'REDIS_CLUSTER_NODES') {
+function sentinelNameAlone(env: NodeJS.ProcessEnv): void {
+  if (read(env, 'REDIS_SENTINEL_NAME') === undefined) return;
+  throw new ConfigError(
+    'REDIS_SENTINEL_NAME',
+    'REDIS_SENTINEL_NAME is set without REDIS_SENTINELS: set REDIS_SENTINELS to the sentinels (host:port,host:port), or unset REDIS_SENTINEL_NAME',
+  );
+}
+
+function sentinelName(env: NodeJS.ProcessEnv): string {
+  const name = read(env, 'REDIS_SENTINEL_NAME');
+  if (name !== undefined) return name;
+  throw new ConfigError(
+    'REDIS_SENTINEL_NAME',
+    'REDIS_SENTINEL_NAME is required with REDIS_SENTINELS: set it to the name of the master the sentinels monitor',
+  );
+}
+
+function clusterTarget(env: NodeJS.ProcessEnv, problems: ConfigProblems): Located | undefined {
+  problems.take(() =>
     notWith(
       env,
       'REDIS_SENTINEL_PASSWORD',
       'no Sentinel is configured (REDIS_CLUSTER_NODES names a Cluster): unset it',
-    );
-    const nodes = listVar(env, 'REDIS_CLUSTER_NODES', DEFAULT_CLUSTER_PORT, 'seed nodes of the Cluster');
-    return {
-      target: { kind: 'cluster', nodes, ...(password ? { password } : {}) },
-      where: `cluster ${nodes.map(hostPort).join(',')}`,
-    };
-  }
+    ),
+  );
+  const nodes = problems.take(() =>
+    listVar(env, 'REDIS_CLUSTER_NODES', DEFAULT_CLUSTER_PORT, 'seed nodes of the Cluster'),
+  );
+  if (nodes === undefined) return undefined;
+  const password = read(env, 'REDIS_PASSWORD');
+  return {
+    target: { kind: 'cluster', nodes, ...(password ? { password } : {}) },
+    where: `cluster ${nodes.map(hostPort).join(',')}`,
+  };
+}
 
-  if (kind === 'REDIS_SENTINELS') {
-    if (!sentinelNamed) {
-      throw new ConfigError(
-        'REDIS_SENTINEL_NAME',
-        'REDIS_SENTINEL_NAME is required with REDIS_SENTINELS: set it to the name of the master the sentinels monitor',
-      );
-    }
-    const sentinels = listVar(env, 'REDIS_SENTINELS', DEFAULT_SENTINEL_PORT, 'the sentinels');
-    const name = read(env, 'REDIS_SENTINEL_NAME')!;
-    return {
-      target: {
-        kind: 'sentinel',
-        sentinels,
-        name,
-        db: 0,
-        ...(password ? { password } : {}),
-        ...(sentinelPassword ? { sentinelPassword } : {}),
-      },
-      where: sentinelWhere(sentinels, name, 0),
-    };
-  }
+function sentinelsTarget(env: NodeJS.ProcessEnv, problems: ConfigProblems): Located | undefined {
+  const name = problems.take(() => sentinelName(env));
+  const sentinels = problems.take(() =>
+    listVar(env, 'REDIS_SENTINELS', DEFAULT_SENTINEL_PORT, 'the sentinels'),
+  );
+  if (name === undefined || sentinels === undefined) return undefined;
+  const password = read(env, 'REDIS_PASSWORD');
+  const sentinelPassword = read(env, 'REDIS_SENTINEL_PASSWORD');
+  return {
+    target: {
+      kind: 'sentinel',
+      sentinels,
+      name,
+      db: 0,
+      ...(password ? { password } : {}),
+      ...(sentinelPassword ? { sentinelPassword } : {}),
+    },
+    where: sentinelWhere(sentinels, name, 0),
+  };
+}
 
+/** REDIS_URL: one server, or a Sentinel set as a redis+sentinel:// URL. */
+function urlTarget(env: NodeJS.ProcessEnv, problems: ConfigProblems): Located | undefined {
   const url = read(env, 'REDIS_URL') ?? DEFAULT_REDIS_URL;
-  notWith(
-    env,
-    'REDIS_PASSWORD',
-    'it only applies to REDIS_SENTINELS and REDIS_CLUSTER_NODES: put the password in REDIS_URL (redis://:password@host:6379) and unset REDIS_PASSWORD',
+  problems.take(() =>
+    notWith(
+      env,
+      'REDIS_PASSWORD',
+      'it only applies to REDIS_SENTINELS and REDIS_CLUSTER_NODES: put the password in REDIS_URL (redis://:password@host:6379) and unset REDIS_PASSWORD',
+    ),
   );
   if (url.startsWith('redis+sentinel:')) {
-    const target = sentinelUrl(url);
+    const target = problems.take(() => sentinelUrl(url));
+    if (target === undefined) return undefined;
+    const sentinelPassword = read(env, 'REDIS_SENTINEL_PASSWORD');
     return {
       target: { ...target, ...(sentinelPassword ? { sentinelPassword } : {}) },
       where: sentinelWhere(target.sentinels, target.name, target.db),
     };
   }
-  notWith(
-    env,
-    'REDIS_SENTINEL_PASSWORD',
-    'no Sentinel is configured: unset it, or name the sentinels in REDIS_URL or REDIS_SENTINELS',
+  problems.take(() =>
+    notWith(
+      env,
+      'REDIS_SENTINEL_PASSWORD',
+      'no Sentinel is configured: unset it, or name the sentinels in REDIS_URL or REDIS_SENTINELS',
+    ),
   );
+  const single = problems.take(() => singleUrl(url));
+  return single === undefined ? undefined : { target: { kind: 'single', url: single }, where: single };
+}
+
+function singleUrl(url: string): string {
   const result = redisUrl.safeParse(url);
   if (!result.success) {
     throw new ConfigError(
@@ -188,7 +231,7 @@ export function redisTargetOf(env: NodeJS.ProcessEnv): { target: RedisTarget; wh
     );
   }
   checkUrlParts(new URL(result.data));
-  return { target: { kind: 'single', url: result.data }, where: result.data };
+  return result.data;
 }
 
 /**

@@ -711,3 +711,25 @@ describe('a request of several stages', () => {
     ]);
   });
 });
+
+describe('npm run audit:export stopped by its settings', () => {
+  /** dist/auditExport.js with only `env` (and PATH): its exit status and output. */
+  function exportWith(env: Record<string, string>) {
+    const run = spawnSync(process.execPath, ['dist/auditExport.js'], {
+      cwd: PROJECT_ROOT,
+      env: { PATH: process.env.PATH ?? '', ...env },
+      encoding: 'utf8',
+    });
+    return { status: run.status, stdout: run.stdout, stderr: run.stderr };
+  }
+
+  it('names every invalid Redis variable, one line each', () => {
+    expect(exportWith({ REDIS_URL: 'redis://127.0.0.1:6379/abc', REDIS_PASSWORD: 'redispassword' })).toEqual({
+      status: 1,
+      stdout: '',
+      stderr:
+        'countersign: REDIS_PASSWORD is set, but it only applies to REDIS_SENTINELS and REDIS_CLUSTER_NODES: put the password in REDIS_URL (redis://:password@host:6379) and unset REDIS_PASSWORD\n' +
+        'countersign: REDIS_URL names database "abc", which is not a number (0 to 15 on a default Redis): write it as redis://[[user]:password@]host[:port][/db], or fix or unset it\n',
+    });
+  });
+});

@@ -3,6 +3,7 @@
 
 import { ConfigError, shown } from '../common.js';
 import { DEFAULTS } from '../defaults.js';
+import { ConfigProblems } from '../problems.js';
 import { countVar, durationVar, read } from './read.js';
 
 /** A lease is renewed every third of its life, with a margin: shorter would renew all the time. */
@@ -22,25 +23,8 @@ function membershipTtl(env: NodeJS.ProcessEnv, name: string, fallback: string, w
   return ttlMs;
 }
 
-/** The COUNTERSIGN_* retention, cache and lease settings, each checked against its bounds. */
-export function limitsConfig(env: NodeJS.ProcessEnv) {
-  const resolvedTtlMs = durationVar(env, 'COUNTERSIGN_RESOLVED_TTL', DEFAULTS.resolvedTtl, 'redis');
-  // Someone taken out of an approvers group keeps deciding for as long as the group is cached.
-  const usergroupCacheTtlMs = membershipTtl(
-    env,
-    'COUNTERSIGN_USERGROUP_CACHE_TTL',
-    DEFAULTS.usergroupCacheTtl,
-    "a user group's members",
-  );
-  const membershipCacheTtlMs = membershipTtl(
-    env,
-    'COUNTERSIGN_MEMBERSHIP_CACHE_TTL',
-    DEFAULTS.membershipCacheTtl,
-    'who is in a channel, a guest or another team',
-  );
-  const hostEventBuffer = countVar(env, 'COUNTERSIGN_HOST_EVENT_BUFFER', DEFAULTS.hostEventBuffer, 'events');
-  const auditMaxLen = countVar(env, 'COUNTERSIGN_AUDIT_MAXLEN', DEFAULTS.auditMaxLen, 'entries');
-  const refusalMaxLen = countVar(env, 'COUNTERSIGN_REFUSAL_MAXLEN', DEFAULTS.refusalMaxLen, 'entries');
+/** COUNTERSIGN_LEASE_TTL, at least MIN_LEASE_TTL_MS. */
+function leaseTtlVar(env: NodeJS.ProcessEnv): number {
   const leaseTtlMs = durationVar(env, 'COUNTERSIGN_LEASE_TTL', DEFAULTS.leaseTtl);
   if (leaseTtlMs < MIN_LEASE_TTL_MS) {
     throw new ConfigError(
@@ -48,13 +32,41 @@ export function limitsConfig(env: NodeJS.ProcessEnv) {
       `COUNTERSIGN_LEASE_TTL must be at least 2s (got ${shown(read(env, 'COUNTERSIGN_LEASE_TTL') ?? '')}): a lease is renewed every third of it`,
     );
   }
-  return {
-    resolvedTtlMs,
-    usergroupCacheTtlMs,
-    membershipCacheTtlMs,
-    hostEventBuffer,
-    auditMaxLen,
-    refusalMaxLen,
-    leaseTtlMs,
+  return leaseTtlMs;
+}
+
+/** The COUNTERSIGN_* retention, cache and lease settings, each checked against its bounds. */
+export function limitsConfig(env: NodeJS.ProcessEnv) {
+  // Every invalid variable is named at once (problems.ts), not only the first.
+  const problems = new ConfigProblems();
+  // `!`: read before throwIfAny, which throws when any of them failed.
+  const take = <T>(read: () => T): T => problems.take(read)!;
+  const limits = {
+    resolvedTtlMs: take(() => durationVar(env, 'COUNTERSIGN_RESOLVED_TTL', DEFAULTS.resolvedTtl, 'redis')),
+    // Someone taken out of an approvers group keeps deciding for as long as the group is cached.
+    usergroupCacheTtlMs: take(() =>
+      membershipTtl(
+        env,
+        'COUNTERSIGN_USERGROUP_CACHE_TTL',
+        DEFAULTS.usergroupCacheTtl,
+        "a user group's members",
+      ),
+    ),
+    membershipCacheTtlMs: take(() =>
+      membershipTtl(
+        env,
+        'COUNTERSIGN_MEMBERSHIP_CACHE_TTL',
+        DEFAULTS.membershipCacheTtl,
+        'who is in a channel, a guest or another team',
+      ),
+    ),
+    hostEventBuffer: take(() =>
+      countVar(env, 'COUNTERSIGN_HOST_EVENT_BUFFER', DEFAULTS.hostEventBuffer, 'events'),
+    ),
+    auditMaxLen: take(() => countVar(env, 'COUNTERSIGN_AUDIT_MAXLEN', DEFAULTS.auditMaxLen, 'entries')),
+    refusalMaxLen: take(() => countVar(env, 'COUNTERSIGN_REFUSAL_MAXLEN', DEFAULTS.refusalMaxLen, 'entries')),
+    leaseTtlMs: take(() => leaseTtlVar(env)),
   };
+  problems.throwIfAny();
+  return limits;
 }

@@ -4,6 +4,7 @@
 import type { Route } from '../../domain/route.js';
 import { ConfigError } from '../common.js';
 import { DEFAULTS } from '../defaults.js';
+import { ConfigProblems } from '../problems.js';
 import { secretVar, urlVar } from './read.js';
 
 export interface PagerDutyConfig {
@@ -14,23 +15,30 @@ export interface PagerDutyConfig {
 }
 
 export function pagerDutyConfig(env: NodeJS.ProcessEnv): PagerDutyConfig {
-  const routingKey = secretVar(
-    env,
-    'PAGERDUTY_ROUTING_KEY',
-    'paste the integration key of an Events API v2 integration from PagerDuty, or unset it',
+  // Every invalid variable is named at once (problems.ts), not only the first.
+  const problems = new ConfigProblems();
+  const routingKey = problems.take(() =>
+    secretVar(
+      env,
+      'PAGERDUTY_ROUTING_KEY',
+      'paste the integration key of an Events API v2 integration from PagerDuty, or unset it',
+    ),
   );
-  const apiToken = secretVar(
-    env,
-    'PAGERDUTY_API_TOKEN',
-    'paste a REST API key from PagerDuty (Integrations → API Access Keys), or unset it',
+  const apiToken = problems.take(() =>
+    secretVar(
+      env,
+      'PAGERDUTY_API_TOKEN',
+      'paste a REST API key from PagerDuty (Integrations → API Access Keys), or unset it',
+    ),
   );
-  const eventsUrl = urlVar(env, 'PAGERDUTY_EVENTS_URL', DEFAULTS.pagerDutyEventsUrl);
-  const pagerDutyApiUrl = urlVar(env, 'PAGERDUTY_API_URL', DEFAULTS.pagerDutyApiUrl);
+  const eventsUrl = problems.take(() => urlVar(env, 'PAGERDUTY_EVENTS_URL', DEFAULTS.pagerDutyEventsUrl));
+  const pagerDutyApiUrl = problems.take(() => urlVar(env, 'PAGERDUTY_API_URL', DEFAULTS.pagerDutyApiUrl));
+  problems.throwIfAny();
   return {
     ...(routingKey ? { routingKey } : {}),
     ...(apiToken ? { apiToken } : {}),
-    eventsUrl,
-    apiUrl: pagerDutyApiUrl,
+    eventsUrl: eventsUrl!,
+    apiUrl: pagerDutyApiUrl!,
   };
 }
 

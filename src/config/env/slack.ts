@@ -5,6 +5,7 @@ import { z } from 'zod';
 import type { Route } from '../../domain/route.js';
 import { CHANNEL_ID, ConfigError, shown } from '../common.js';
 import { DEFAULTS } from '../defaults.js';
+import { ConfigProblems } from '../problems.js';
 import { check, durationVar, read, required, secretVar, urlVar } from './read.js';
 
 export interface SlackConfig {
@@ -56,10 +57,9 @@ function apiUrlVar(env: NodeJS.ProcessEnv): string {
   return apiUrl;
 }
 
-/** Slack settings; `channel` is unset when SLACK_CHANNEL is, for the config file to supply it. */
-export function slackConfig(env: NodeJS.ProcessEnv): Omit<SlackConfig, 'channel'> & { channel?: string } {
+function botTokenVar(env: NodeJS.ProcessEnv): string {
   // Token values are never put into a message.
-  const botToken = check(
+  return check(
     'SLACK_BOT_TOKEN',
     secretVar(env, 'SLACK_BOT_TOKEN', BOT_TOKEN_FIX) ??
       required(
@@ -70,42 +70,57 @@ export function slackConfig(env: NodeJS.ProcessEnv): Omit<SlackConfig, 'channel'
     z.string().startsWith('xoxb-'),
     "must start with xoxb-: use the Bot User OAuth Token from your Slack app's OAuth & Permissions page (not a user or app-level token)",
   );
+}
+
+function appTokenVar(env: NodeJS.ProcessEnv): string | undefined {
   const rawAppToken = secretVar(env, 'SLACK_APP_TOKEN', APP_TOKEN_FIX);
-  const appToken =
-    rawAppToken === undefined
-      ? undefined
-      : check(
-          'SLACK_APP_TOKEN',
-          rawAppToken,
-          z.string().startsWith('xapp-'),
-          "must start with xapp-: create an app-level token with the connections:write scope on your Slack app's Basic Information page, or unset it to use HTTP mode",
-        );
-  const mode = appToken ? 'socket' : 'http';
-  const signingSecret =
+  return rawAppToken === undefined
+    ? undefined
+    : check(
+        'SLACK_APP_TOKEN',
+        rawAppToken,
+        z.string().startsWith('xapp-'),
+        "must start with xapp-: create an app-level token with the connections:write scope on your Slack app's Basic Information page, or unset it to use HTTP mode",
+      );
+}
+
+/** Slack settings but the channel (slackChannelVar), each variable read on its own. */
+export function slackConfig(env: NodeJS.ProcessEnv): Omit<SlackConfig, 'channel'> {
+  // Every invalid variable is named at once (problems.ts), not only the first.
+  const problems = new ConfigProblems();
+  const botToken = problems.take(() => botTokenVar(env));
+  const appToken = problems.take(() => appTokenVar(env));
+  // An app token set but invalid still says Socket Mode is meant: no signing secret is asked for.
+  const mode = read(env, 'SLACK_APP_TOKEN') !== undefined ? 'socket' : 'http';
+  const signingSecret = problems.take(() =>
     mode === 'http'
       ? requiredInHttpMode(env, 'SLACK_SIGNING_SECRET')
-      : secretVar(env, 'SLACK_SIGNING_SECRET', SIGNING_SECRET_FIX);
-  const apiUrl = apiUrlVar(env);
-  const apiTimeoutMs = durationVar(env, 'SLACK_API_TIMEOUT', DEFAULTS.slackApiTimeout);
-  const rawChannel = read(env, 'SLACK_CHANNEL');
-  const slackChannel =
-    rawChannel === undefined
-      ? undefined
-      : check(
-          'SLACK_CHANNEL',
-          rawChannel,
-          channel,
-          `must be a channel ID such as C0123456789 (or #channel-name) (got ${shown(rawChannel)}): copy the ID from the channel details in Slack`,
-        );
+      : secretVar(env, 'SLACK_SIGNING_SECRET', SIGNING_SECRET_FIX),
+  );
+  const apiUrl = problems.take(() => apiUrlVar(env));
+  const apiTimeoutMs = problems.take(() => durationVar(env, 'SLACK_API_TIMEOUT', DEFAULTS.slackApiTimeout));
+  problems.throwIfAny();
   return {
-    botToken,
+    botToken: botToken!,
     ...(appToken ? { appToken } : {}),
     ...(signingSecret ? { signingSecret } : {}),
-    apiUrl: apiUrl.endsWith('/') ? apiUrl : `${apiUrl}/`,
-    apiTimeoutMs,
-    ...(slackChannel ? { channel: slackChannel } : {}),
+    apiUrl: apiUrl!.endsWith('/') ? apiUrl! : `${apiUrl}/`,
+    apiTimeoutMs: apiTimeoutMs!,
     mode,
   };
+}
+
+/** SLACK_CHANNEL as written, checked; unset when it is, for the config file to supply it. */
+export function slackChannelVar(env: NodeJS.ProcessEnv): string | undefined {
+  const rawChannel = read(env, 'SLACK_CHANNEL');
+  return rawChannel === undefined
+    ? undefined
+    : check(
+        'SLACK_CHANNEL',
+        rawChannel,
+        channel,
+        `must be a channel ID such as C0123456789 (or #channel-name) (got ${shown(rawChannel)}): copy the ID from the channel details in Slack`,
+      );
 }
 
 /** SLACK_CHANNEL wins; without it, a catch-all route's channel is where unrouted cards would go anyway. */

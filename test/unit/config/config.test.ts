@@ -211,6 +211,8 @@ describe('loadConfig errors', () => {
     const errors = eachConfigError(thrown as ConfigError);
     expect(errors.map((e) => e.variable)).toEqual([
       'SLACK_BOT_TOKEN',
+      'SLACK_SIGNING_SECRET',
+      'SLACK_CHANNEL',
       'MSP_HOST_COMMAND',
       'PORT',
       'COUNTERSIGN_LEASE_TTL',
@@ -218,6 +220,63 @@ describe('loadConfig errors', () => {
     ]);
     for (const e of errors) expect(e.message).not.toContain('\n');
     expect((thrown as Error).message.split('\n')).toEqual(errors.map((e) => e.message));
+  });
+
+  /** The variables named by what loadConfig(env) threw, one per line. */
+  function invalidVariables(env: NodeJS.ProcessEnv): string[] {
+    let thrown: unknown;
+    try {
+      loadConfig(env);
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(ConfigErrors);
+    for (const secret of SECRETS) expect((thrown as Error).message).not.toContain(secret);
+    return eachConfigError(thrown as ConfigError).map((e) => e.variable);
+  }
+
+  it.each<[string, Record<string, string | undefined>, string[]]>([
+    [
+      'Slack',
+      {
+        SLACK_BOT_TOKEN: APP_TOKEN,
+        SLACK_API_URL: 'not a url',
+        SLACK_API_TIMEOUT: 'soon',
+        SLACK_CHANNEL: 'general',
+      },
+      ['SLACK_BOT_TOKEN', 'SLACK_API_URL', 'SLACK_API_TIMEOUT', 'SLACK_CHANNEL'],
+    ],
+    [
+      'Slack, in Socket Mode',
+      { SLACK_APP_TOKEN: BOT_TOKEN, SLACK_CHANNEL: 'general' },
+      ['SLACK_APP_TOKEN', 'SLACK_CHANNEL'],
+    ],
+    [
+      'limits',
+      { COUNTERSIGN_RESOLVED_TTL: 'forever', COUNTERSIGN_AUDIT_MAXLEN: '-1', COUNTERSIGN_LEASE_TTL: '1s' },
+      ['COUNTERSIGN_RESOLVED_TTL', 'COUNTERSIGN_AUDIT_MAXLEN', 'COUNTERSIGN_LEASE_TTL'],
+    ],
+    [
+      'PagerDuty',
+      { PAGERDUTY_ROUTING_KEY: 'your key', PAGERDUTY_EVENTS_URL: 'nowhere', PAGERDUTY_API_URL: 'ftp://x' },
+      ['PAGERDUTY_ROUTING_KEY', 'PAGERDUTY_EVENTS_URL', 'PAGERDUTY_API_URL'],
+    ],
+    [
+      'Redis Cluster',
+      { REDIS_CLUSTER_NODES: 'a:1:2', REDIS_SENTINEL_PASSWORD: 'redispassword' },
+      ['REDIS_SENTINEL_PASSWORD', 'REDIS_CLUSTER_NODES'],
+    ],
+    [
+      'one Redis',
+      {
+        REDIS_URL: 'redis://h/abc',
+        REDIS_PASSWORD: 'redispassword',
+        REDIS_SENTINEL_PASSWORD: 'redispassword',
+      },
+      ['REDIS_PASSWORD', 'REDIS_SENTINEL_PASSWORD', 'REDIS_URL'],
+    ],
+  ])('names every invalid variable of the %s settings at once', (_section, overrides, variables) => {
+    expect(invalidVariables(socketEnv(overrides))).toEqual(variables);
   });
 
   it('reads nothing more from a configuration file that failed: its error is said once', () => {
