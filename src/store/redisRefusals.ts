@@ -3,6 +3,8 @@
 // nothing, so they stop start-up with one line (wiring/redis.ts) instead of a retry loop whose
 // every attempt logs a stack trace.
 
+import type { RedisTarget } from './redisTarget.js';
+
 export type RedisRefusal = 'WRONGPASS' | 'NOAUTH' | 'NOPERM' | 'DB_RANGE';
 
 /** Which refusal an error from ioredis is, if it is one. */
@@ -54,4 +56,11 @@ export function describeRedisRefusal(err: unknown, setting: string): string | un
     case 'DB_RANGE':
       return `REDIS_URL names a database this Redis does not have (${said}; it has 16, 0 to 15, unless its databases setting says more): pick one it has`;
   }
+}
+
+/** Where the operator wrote the password and the database, for the refusal's one line. */
+export function refusalSetting(target: RedisTarget): string {
+  if (target.kind === 'cluster') return 'REDIS_PASSWORD';
+  if (target.kind === 'sentinel') return 'REDIS_URL or REDIS_PASSWORD';
+  return 'REDIS_URL';
 }

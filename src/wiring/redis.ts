@@ -5,18 +5,10 @@ import { renameLegacyKeys } from '../store/legacyKeys.js';
 import { checkRedisAccess } from '../store/redisAccess.js';
 import { createRedisClient } from '../store/redisConnection.js';
 import { RedisHealth } from '../store/redisHealth.js';
-import { describeRedisRefusal, redisRefusal } from '../store/redisRefusals.js';
-import type { RedisTarget } from '../store/redisTarget.js';
+import { describeRedisRefusal, redisRefusal, refusalSetting } from '../store/redisRefusals.js';
 
 /** A refusal met after start-up (a password rotated under a running bot) is said this often. */
 export const REFUSAL_LOG_EVERY_MS = 60_000;
-
-/** Where the operator wrote the password and the database, for the refusal's one line. */
-function refusalSetting(target: RedisTarget): string {
-  if (target.kind === 'cluster') return 'REDIS_PASSWORD';
-  if (target.kind === 'sentinel') return 'REDIS_URL or REDIS_PASSWORD';
-  return 'REDIS_URL';
-}
 
 /** The one Redis connection, its health, and why it is down when it is. */
 export function wireRedis(config: Config, logger: Logger, shownUrl: string) {

@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { REFUSALS_PER_USER_PER_MINUTE } from '../../src/store/auditStream.js';
 import { DecisionStatsReader } from '../../src/store/decisionStatsReader.js';
 import { keys } from '../../src/store/keys.js';
-import { PROJECT_ROOT } from '../support/bot.js';
+import { freePort, PROJECT_ROOT } from '../support/bot.js';
 import {
   type ApprovalRequestParams,
   approvalFromTranscript,
@@ -18,6 +18,7 @@ import {
 } from '../support/fakeHost.js';
 import { FAKE_GITHUB_TOKEN } from '../support/fakeSecrets.js';
 import type { SlackCall } from '../support/fakeSlack.js';
+import { PrivateRedis } from '../support/privateRedis.js';
 import { testRedisUrl } from '../support/testRedis.js';
 import { until } from '../support/until.js';
 import { ladder, mainHost, route, tempConfig, users } from './fixtures/config.js';
@@ -722,6 +723,40 @@ describe('npm run audit:export stopped by its settings', () => {
     });
     return { status: run.status, stdout: run.stdout, stderr: run.stderr };
   }
+
+  it.each([
+    [
+      'a wrong password',
+      'not-the-password',
+      'Redis refused the user or password in REDIS_URL (WRONGPASS invalid username-password pair or user is disabled.): fix the password there, or the Redis user it names',
+    ],
+    [
+      'no password',
+      undefined,
+      'Redis asks for a password and REDIS_URL gives none (NOAUTH Authentication required.): add it, as redis://:password@host:6379 in REDIS_URL or in REDIS_PASSWORD',
+    ],
+  ])(
+    'says Redis refusing %s in one line naming REDIS_URL, without a stack',
+    async (_what, password, line) => {
+      const redis = await PrivateRedis.start({ password: 'the-right-redis-password' });
+      cleanups.push(() => redis.stop());
+      const auth = password === undefined ? '' : `:${password}@`;
+      expect(exportWith({ REDIS_URL: `redis://${auth}127.0.0.1:${redis.port}/0` })).toEqual({
+        status: 1,
+        stdout: '',
+        stderr: `countersign: ${line}\n`,
+      });
+    },
+  );
+
+  it('says an unreachable Redis in one line with the cause, without a stack', async () => {
+    const port = await freePort();
+    expect(exportWith({ REDIS_URL: `redis://127.0.0.1:${port}/0` })).toEqual({
+      status: 1,
+      stdout: '',
+      stderr: `countersign: audit export failed: Connection is closed. (connect ECONNREFUSED 127.0.0.1:${port})\n`,
+    });
+  });
 
   it('names every invalid Redis variable, one line each', () => {
     expect(exportWith({ REDIS_URL: 'redis://127.0.0.1:6379/abc', REDIS_PASSWORD: 'redispassword' })).toEqual({
