@@ -170,7 +170,8 @@ export class EscalationStore {
   /**
    * Steps due by `nowMs` (at most `limit`, earliest first), and when the next one falls due: in
    * one read, so that a poller can sleep until then rather than ask again and again. `nextMs` is
-   * `nowMs` when more than `limit` are due, and absent when nothing waits at all.
+   * `nowMs` when more than `limit` are due (look again once these are out of the way), and absent
+   * when nothing waits at all.
    */
   async look(nowMs: number, limit = 50): Promise<ScheduleLook> {
     const flat = await this.redis.zrangebyscore(
@@ -385,6 +386,14 @@ export class EscalationStore {
    */
   async hasten(approvalId: string, step: number, lineage: string, nowMs: number): Promise<void> {
     await this.redis.zadd(keys.escalationDue(), 'XX', 'LT', nowMs, memberOf(approvalId, step, lineage));
+  }
+
+  /**
+   * Makes a step still waiting in the schedule due at `atMs`, if it was due sooner: one that was
+   * claimed or cancelled meanwhile is not brought back (XX), and one due later keeps its time (GT).
+   */
+  async postpone(due: DueStep, atMs: number): Promise<void> {
+    await this.redis.zadd(keys.escalationDue(), 'XX', 'GT', atMs, due.member);
   }
 
   /** Takes one step out of the schedule without firing it (its approval is gone). */

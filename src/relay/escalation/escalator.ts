@@ -58,6 +58,9 @@ const RESOLVE_LEASE_MS = 3 * 60_000;
 /** The longest a timeout that could not decide waits before it is tried again. */
 const TIMEOUT_RETRY_MAX_MS = 60_000;
 
+/** How long a step this process has no such step for waits before a process looks at it again. */
+const POSTPONE_MS = 60_000;
+
 export class Escalator {
   private readonly now: () => Date;
   private readonly starting = new Set<string>();
@@ -142,9 +145,13 @@ export class Escalator {
     const idleUntil = this.now().getTime() + (this.options.idlePollMs ?? 1_000);
     let nextMs = idleUntil;
     try {
-      const look = await this.options.schedule.look(this.now().getTime());
-      if (look.nextMs !== undefined) nextMs = Math.min(nextMs, look.nextMs);
-      await Promise.all(look.due.map((step) => this.take(step)));
+      const nowMs = this.now().getTime();
+      const look = await this.options.schedule.look(nowMs);
+      const taken = await Promise.all(look.due.map((step) => this.take(step)));
+      // More due than the look took: looked at again at once, but only when this one moved steps
+      // off the head; the next would otherwise find the very same ones.
+      if (look.nextMs !== undefined && (look.nextMs > nowMs || taken.includes(true)))
+        nextMs = Math.min(nextMs, look.nextMs);
     } catch (err) {
       this.options.logger.warn({ err }, 'escalation poll failed');
     } finally {
@@ -246,13 +253,12 @@ export class Escalator {
   }
 
   /** A due resolve: an ended request's pages whose resolver stopped, or died and let its lease run out. */
-  private async takeResolve(due: DueStep): Promise<void> {
-    if (this.stopping.signal.aborted) return;
+  private async takeResolve(due: DueStep): Promise<boolean> {
+    if (this.stopping.signal.aborted) return false;
     const unresolved = await this.options.schedule.takeResolve(due, this.resolveLeaseUntil());
-    if (!unresolved) return;
-    const task = this.resolveAll(unresolved);
-    this.track(task);
-    await task;
+    // Sent beside the loop, as a step is fired: a look waits for no resolve and its retries.
+    if (unresolved) this.track(this.resolveAll(unresolved));
+    return true;
   }
 
   /**
@@ -280,31 +286,38 @@ export class Escalator {
     );
   }
 
-  private async take(due: DueStep): Promise<void> {
+  /**
+   * Deals with one due step: claims and fires it, or takes it off the head of the schedule. True
+   * when the step is no longer due now (fired, dropped, put off, or claimed by another process):
+   * only then is a look that found more due than it took worth repeating at once.
+   */
+  private async take(due: DueStep): Promise<boolean> {
     if (due.step === RESOLVE_STEP) return this.takeResolve(due);
-    // A look before the claim: a process whose file has no such step (another route set, a
-    // replica not yet restarted with the new file) leaves it to one that has.
     const seen = await this.options.store.get(due.approvalId);
     if (!seen) {
       await this.options.schedule.drop(due);
-      return;
+      return true;
     }
     // A step of an approval that is over is dropped, not claimed: a claim marks the step fired for
     // the whole request, and a superseded approval's successor must still fire it.
     if (isTerminal(seen)) {
       await this.options.schedule.drop(due);
-      return;
+      return true;
     }
-    const step = this.options.ladderOf(seen.route)[due.step];
     // Stopping: a look under way claims nothing more, and leaves what is due to the others.
-    if (!step || this.stopping.signal.aborted) return;
+    if (this.stopping.signal.aborted) return false;
+    const step = this.options.ladderOf(seen.route)[due.step];
+    if (!step) {
+      await this.putOff(due);
+      return true;
+    }
     const firing: FiredStep = {
       step: due.step,
       action: step.action,
       afterMs: step.afterMs,
       at: this.now().toISOString(),
     };
-    if (!(await this.options.schedule.claim(due, firing))) return;
+    if (!(await this.options.schedule.claim(due, firing))) return true;
     const task = this.fire(due, step).catch((err: unknown) => {
       this.count('internal');
       this.options.logger.error(
@@ -314,6 +327,18 @@ export class Escalator {
     });
     this.track(task);
     await task;
+    return true;
+  }
+
+  /**
+   * A step missing from this process's ladder for its route (another route set, a replica not yet
+   * restarted with the new file, a ladder a restart shortened or a route it removed): left for a
+   * process whose file has it, but due a while later, so that it does not sit at the head of the
+   * schedule, where every look would find it again and the steps behind it would wait. A step no
+   * file has is looked at once every POSTPONE_MS until its approval ends and cancels it.
+   */
+  private async putOff(due: DueStep): Promise<void> {
+    await this.options.schedule.postpone(due, this.now().getTime() + POSTPONE_MS);
   }
 
   /**

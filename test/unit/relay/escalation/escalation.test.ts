@@ -29,7 +29,7 @@ import type { RecordKeeper } from '../../../../src/relay/records/recordKeeper.js
 import { rotationUser } from '../../../../src/routing/rotation.js';
 import { PromMetrics } from '../../../../src/slack/metrics/promMetrics.js';
 import type { ApprovalStore } from '../../../../src/store/approvalStore.js';
-import type { EscalationStore } from '../../../../src/store/escalationStore.js';
+import type { DueStep, EscalationStore } from '../../../../src/store/escalationStore.js';
 import { shortDuration } from '../../../../src/util/shortDuration.js';
 import { FAKE_SLACK_APP_TOKEN, FAKE_SLACK_BOT_TOKEN } from '../../../support/fakeSecrets.js';
 import { captureLogger } from '../../../support/logCapture.js';
@@ -646,6 +646,8 @@ describe('Escalator', () => {
     const claims: string[] = [];
     /** When each step put back falls due again (ms). */
     const retries: number[] = [];
+    /** When each step put off (not claimed) falls due again (ms). */
+    const postponed: number[] = [];
     const due = { member: 'm', approvalId: 'a1', step: 0, lineage: 'l' };
     const escalator = new Escalator({
       schedule: {
@@ -669,6 +671,9 @@ describe('Escalator', () => {
           retries.push(atMs(retries.length + 1));
           return retries.length;
         },
+        postpone: async (_due: unknown, atMs: number) => {
+          postponed.push(atMs);
+        },
       } as unknown as EscalationStore,
       store: {
         get: async () => (typeof stored === 'function' ? stored() : stored),
@@ -687,7 +692,7 @@ describe('Escalator', () => {
       logger,
       now: () => new Date(0),
     });
-    return { escalator, sent, marked, firedSteps, claims, retries };
+    return { escalator, sent, marked, firedSteps, claims, retries, postponed };
   }
 
   it('a step claimed as its approval resolves does nothing: the record is read after the claim', async () => {
@@ -715,6 +720,8 @@ describe('Escalator', () => {
     await stranger.escalator.stop();
     expect(stranger.claims).toEqual([]);
     expect(stranger.sent).toEqual([]);
+    // Due a minute later, off the head of the schedule, where it would hold up the steps behind.
+    expect(stranger.postponed).toEqual([60_000]);
     const gone = world(undefined);
     await gone.escalator.poll();
     await gone.escalator.stop();
@@ -1089,7 +1096,11 @@ describe('Escalator', () => {
      * An escalator on a schedule that answers each look from `answer` (ms since the start, by the
      * faked clock), recording when it was asked; nothing in it is ever due unless `answer` says so.
      */
-    function timed(answer: (atMs: number) => { nextMs?: number }, ladder: EscalationStep[] = []) {
+    function timed(
+      answer: (atMs: number) => { due?: DueStep[]; nextMs?: number },
+      ladder: EscalationStep[] = [],
+      get: () => Promise<ApprovalRecord | undefined> = async () => undefined,
+    ) {
       vi.useFakeTimers({ now: 0 });
       const looks: number[] = [];
       const scheduled: string[] = [];
@@ -1099,12 +1110,13 @@ describe('Escalator', () => {
             looks.push(Date.now());
             return { due: [], ...answer(Date.now()) };
           },
+          drop: async () => undefined,
           schedule: async (approvalId: string) => {
             scheduled.push(approvalId);
             return { startMs: Date.now(), origin: approvalId, fired: [], scheduled: true };
           },
         } as unknown as EscalationStore,
-        store: { get: async () => undefined } as unknown as ApprovalStore,
+        store: { get } as unknown as ApprovalStore,
         slack: {} as never,
         ladderOf: () => ladder,
         idlePollMs: 1_000,
@@ -1129,14 +1141,31 @@ describe('Escalator', () => {
       expect(looks).toEqual([0, 300, 1_300]);
     });
 
+    /** A full look: the step it took (of an approval gone, so dropped), and more due now. */
+    const full = (at: number) => ({
+      due: [{ member: 'm', approvalId: 'gone', step: 0, lineage: 'l' }],
+      nextMs: at,
+    });
+
     it('more due than one look takes: looks again at once', async () => {
-      const { escalator, looks } = timed((at) => (looks.length < 3 ? { nextMs: at } : {}));
+      const { escalator, looks } = timed((at) => (looks.length < 3 ? full(at) : {}));
       escalator.start();
       await vi.advanceTimersByTimeAsync(10);
       await escalator.stop();
       // Each look again at once (a zero timeout, which the faked clock counts as a millisecond).
       expect(looks).toHaveLength(3);
       expect(Math.max(...looks)).toBeLessThan(10);
+    });
+
+    it('more due than one look takes, none of which it could move: looks again at the idle bound', async () => {
+      // The next look would find the very same steps at the head of the schedule.
+      const { escalator, looks } = timed(full, [], async () => {
+        throw new Error('Redis went away');
+      });
+      escalator.start();
+      await vi.advanceTimersByTimeAsync(2_500);
+      await escalator.stop();
+      expect(looks).toEqual([0, 1_000, 2_000]);
     });
 
     it("a step this process schedules wakes it at the step's time, not at the next idle look", async () => {

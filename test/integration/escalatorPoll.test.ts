@@ -1,0 +1,120 @@
+// The Escalator's poll loop on a real schedule (EscalationStore on the tests' Redis): steps this
+// process cannot act on must not hold up the ones behind them, nor make it look again and again.
+// The records live in a map the store and the keeper share.
+
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import type { ApprovalRecord } from '../../src/domain/record.js';
+import type { EscalationStep } from '../../src/domain/route.js';
+import type { Decider } from '../../src/relay/deciding/decider.js';
+import type { NoticeLedger } from '../../src/relay/deciding/decisionNotices.js';
+import { Escalator, type EscalatorOptions } from '../../src/relay/escalation/escalator.js';
+import { lineageOf } from '../../src/relay/escalation/lineage.js';
+import { OncallResolver } from '../../src/relay/escalation/oncall.js';
+import type { RecordKeeper } from '../../src/relay/records/recordKeeper.js';
+import type { ApprovalStore, Mutation } from '../../src/store/approvalStore.js';
+import { EscalationStore } from '../../src/store/escalationStore.js';
+import { keys } from '../../src/store/keys.js';
+import { useFreshRedis } from '../support/freshRedis.js';
+import { sampleRecord } from '../support/sampleRecord.js';
+
+const redis = useFreshRedis();
+const silent = pino({ level: 'silent' });
+
+/** One escalator on the real schedule, with the routes' ladders as this process's file has them. */
+function world(ladders: Record<string, EscalationStep[]>, extra: Partial<EscalatorOptions> = {}) {
+  const records = new Map<string, ApprovalRecord>();
+  const sent: string[] = [];
+  const schedule = new EscalationStore(redis(), { lineageTtlMs: 600_000 });
+  let looks = 0;
+  const look = schedule.look.bind(schedule);
+  schedule.look = async (nowMs: number, limit?: number) => {
+    looks += 1;
+    return look(nowMs, limit);
+  };
+  const escalator = new Escalator({
+    schedule,
+    store: { get: async (approvalId: string) => records.get(approvalId) } as unknown as ApprovalStore,
+    keeper: {
+      mutateAndSync: async (approvalId: string, mutation: Mutation) => {
+        const current = records.get(approvalId);
+        const next = current && mutation(current);
+        if (next) records.set(approvalId, next);
+        return next ?? current;
+      },
+    } as unknown as RecordKeeper,
+    slack: {
+      threadReply: async (card) => {
+        sent.push(card.ts);
+      },
+      directMessage: async () => ({ channel: 'D1', ts: '1' }),
+      permalink: async () => undefined,
+      nameOf: async () => undefined,
+    },
+    ladderOf: (route) => ladders[route ?? ''] ?? [],
+    decider: {} as Decider,
+    oncall: new OncallResolver({ groups: { members: async () => new Set<string>() }, logger: silent }),
+    ledger: {} as NoticeLedger,
+    oncallOf: () => undefined,
+    approversOf: () => undefined,
+    mayDecide: async () => ({ allowed: false, why: 'unverified', route: '(none)', what: 'user' }) as const,
+    dmMappingTtlMs: 1_000,
+    logger: silent,
+    ...extra,
+  });
+  /** Resolves once `probe` holds, or fails after `ms`. */
+  const until = async (probe: () => boolean, ms = 3_000) => {
+    for (const end = Date.now() + ms; !probe() && Date.now() < end; )
+      await new Promise((r) => setTimeout(r, 5));
+    expect(probe()).toBe(true);
+  };
+  return { escalator, schedule, records, sent, looks: () => looks, until };
+}
+
+describe('steps no ladder of this process has', () => {
+  it('more of them due than a look takes: the steps behind still fire, and the loop does not spin', async () => {
+    // The file now: route "deploys" lost its third step in a restart.
+    const w = world({
+      deploys: [
+        { afterMs: 0, action: 'remind' },
+        { afterMs: 0, action: 'remind' },
+      ],
+      ops: [{ afterMs: 0, action: 'remind' }],
+    });
+    const longAgo = Date.now() - 3_600_000;
+    // 51 approvals still open on "deploys", scheduled by the previous process with three steps:
+    // the first two fired, the third waits at the head of the schedule.
+    for (let i = 0; i < 51; i++) {
+      const old = sampleRecord(`old-${i}`, {
+        route: 'deploys',
+        toolCallId: `c${i}`,
+        slack: { channel: 'C1', ts: `1.${i}` },
+      });
+      w.records.set(old.approvalId, old);
+      await w.schedule.schedule(old.approvalId, lineageOf(old), longAgo, [0, 0, 60_000]);
+      await redis().zrem(
+        keys.escalationDue(),
+        JSON.stringify([old.approvalId, 0, lineageOf(old)]),
+        JSON.stringify([old.approvalId, 1, lineageOf(old)]),
+      );
+    }
+    w.escalator.start();
+    const fresh = sampleRecord('new-1', {
+      route: 'ops',
+      toolCallId: 'n1',
+      slack: { channel: 'C2', ts: '9.9' },
+    });
+    w.records.set(fresh.approvalId, fresh);
+    w.escalator.follow(fresh);
+    await w.until(() => w.sent.length === 1);
+    expect(w.sent).toEqual(['9.9']);
+    // A second of idling: an idle look a second, not a look after every pass.
+    await new Promise((r) => setTimeout(r, 1_000));
+    await w.escalator.stop();
+    expect(w.looks()).toBeLessThan(10);
+    // The steps are kept for a process whose file has them, but no longer due now.
+    const left = await redis().zrangebyscore(keys.escalationDue(), '-inf', '+inf', 'WITHSCORES');
+    expect(left.length / 2).toBe(51);
+    for (let i = 1; i < left.length; i += 2) expect(Number(left[i])).toBeGreaterThan(Date.now());
+  });
+});
