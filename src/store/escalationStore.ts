@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { FiredStep } from '../domain/record.js';
 import { keys } from './keys.js';
 import type { RedisClient } from './redisConnection.js';
@@ -7,7 +7,7 @@ import type { RedisClient } from './redisConnection.js';
 // that of any number of processes exactly one fires a step; a lineage hash per request, so that a
 // step fires once for the request however many approvals (a superseded one, its successor) carry it.
 // The schedule and a lineage live in different Cluster slots, so no script touches both: each
-// step below is atomic on one key, and the order of the steps keeps the guarantees (see claim()).
+// step below is atomic in one slot, and the order of the steps keeps the guarantees (see claim()).
 
 /**
  * Starts the request's clock unless it runs already and notes the approval as scheduled; returns
@@ -25,15 +25,39 @@ return {start, redis.call('HGET', KEYS[1], 'origin'), fresh, redis.call('HGETALL
 `;
 
 /**
- * Marks a step of the request fired: true for the first of the request's approvals only. The
- * lineage keeps a TTL even when the request ended meanwhile and this brought it back.
- * KEYS: lineage. ARGV: step, lineage TTL.
+ * Takes a due step out of the schedule for one claim: 1 for exactly one caller. The claim's token
+ * is kept a while beside it, so that the same claim sent again (ioredis resends a command whose
+ * reply a dropped connection lost) still answers 1: the step went out for it.
+ * KEYS: schedule, claim mark. ARGV: member, token, mark TTL (ms).
+ */
+const TAKE_DUE = `
+if redis.call('ZREM', KEYS[1], ARGV[1]) == 1 then
+  redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+  return 1
+end
+if redis.call('GET', KEYS[2]) == ARGV[2] then return 1 end
+return 0
+`;
+
+/**
+ * Marks a step of the request fired: true for the first of the request's approvals only, and for
+ * the same claim sent again (its token, kept beside the mark). The lineage keeps a TTL even when
+ * the request ended meanwhile and this brought it back.
+ * KEYS: lineage. ARGV: step, lineage TTL, what fires (JSON), claim token.
  */
 const MARK_FIRED = `
 local won = redis.call('HSETNX', KEYS[1], 'f' .. ARGV[1], ARGV[3])
+if won == 1 then
+  redis.call('HSET', KEYS[1], 'c' .. ARGV[1], ARGV[4])
+elseif redis.call('HGET', KEYS[1], 'c' .. ARGV[1]) == ARGV[4] then
+  won = 1
+end
 if redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return won
 `;
+
+/** How long a claim's token is kept: far longer than ioredis takes to reconnect and resend. */
+const CLAIM_MARK_TTL_MS = 5 * 60_000;
 
 /**
  * Takes a claimed step's fired mark off a lineage that still exists, so that the step may be
@@ -42,7 +66,7 @@ return won
  */
 const UNMARK_FIRED = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('HDEL', KEYS[1], 'f' .. ARGV[1])
+redis.call('HDEL', KEYS[1], 'f' .. ARGV[1], 'c' .. ARGV[1])
 return redis.call('HINCRBY', KEYS[1], 'r' .. ARGV[1], 1)
 `;
 
@@ -54,6 +78,7 @@ return redis.call('HINCRBY', KEYS[1], 'r' .. ARGV[1], 1)
  */
 const RELEASE = `
 if redis.call('HDEL', KEYS[1], 'f' .. ARGV[1]) == 0 then return {} end
+redis.call('HDEL', KEYS[1], 'c' .. ARGV[1])
 local start = redis.call('HGET', KEYS[1], 'start')
 if not start then return {} end
 local out = {start}
@@ -200,9 +225,21 @@ export class EscalationStore {
    * step still due can be taken: a cancelled one is not. The winner then marks the step fired on
    * the lineage (HSETNX), which picks one of the approvals carrying the request. A process that
    * dies between the two loses the step, as one dying between the claim and firing it always did.
+   * Both carry a token of this claim, so that either, sent again after a dropped connection lost
+   * its reply, still answers as its first run did.
    */
   async claim(due: DueStep, firing: FiredStep): Promise<boolean> {
-    if ((await this.redis.zrem(keys.escalationDue(), due.member)) !== 1) return false;
+    const token = randomUUID();
+    const taken = await this.redis.eval(
+      TAKE_DUE,
+      2,
+      keys.escalationDue(),
+      keys.escalationClaim(due.member),
+      due.member,
+      token,
+      String(CLAIM_MARK_TTL_MS),
+    );
+    if (taken !== 1) return false;
     // The mark says what is about to fire: should this process die once it acted but before
     // fired() says how it went, a successor card still shows the step.
     const won = await this.redis.eval(
@@ -212,6 +249,7 @@ export class EscalationStore {
       String(due.step),
       String(this.options.lineageTtlMs),
       JSON.stringify(firing),
+      token,
     );
     return won === 1;
   }

@@ -116,10 +116,17 @@ export const keys = {
    */
   escalationDue: () => `${PREFIX}:{esc}:due`,
   /**
+   * The token of the last claim that took this member (see escalationDue) out of the schedule,
+   * for a few minutes: a claim sent again after a dropped connection lost its reply finds the
+   * member gone, and this says it was its own. Same hash tag as the schedule: one script writes both.
+   */
+  escalationClaim: (member: string) => `${PREFIX}:{esc}:claim:${member}`,
+  /**
    * Hash, one per request across the approvals that carry it (a superseded one and its successor):
    * `start` (ms), `origin` (approvalId of the first card), `s:<approvalId>` once that approval is
-   * scheduled, `f<step>` once a step fired (JSON of what it did), `paged:<tag>` (routing key) for
-   * each PagerDuty service paged (`paged` alone, written before).
+   * scheduled, `f<step>` once a step fired (JSON of what it did) and `c<step>` (the token of the
+   * claim that marked it), `paged:<tag>` (routing key) for each PagerDuty service paged (`paged`
+   * alone, written before).
    */
   escalationLineage: (lineage: string) => `${PREFIX}:esc:line:{${lineage}}`,
   /**

@@ -2,6 +2,7 @@
 // process cannot act on must not hold up the ones behind them, nor make it look again and again.
 // The records live in a map the store and the keeper share.
 
+import type { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { ApprovalRecord } from '../../src/domain/record.js';
@@ -22,10 +23,14 @@ const redis = useFreshRedis();
 const silent = pino({ level: 'silent' });
 
 /** One escalator on the real schedule, with the routes' ladders as this process's file has them. */
-function world(ladders: Record<string, EscalationStep[]>, extra: Partial<EscalatorOptions> = {}) {
+function world(
+  ladders: Record<string, EscalationStep[]>,
+  extra: Partial<EscalatorOptions> = {},
+  client: Redis = redis(),
+) {
   const records = new Map<string, ApprovalRecord>();
   const sent: string[] = [];
-  const schedule = new EscalationStore(redis(), { lineageTtlMs: 600_000 });
+  const schedule = new EscalationStore(client, { lineageTtlMs: 600_000 });
   let looks = 0;
   const look = schedule.look.bind(schedule);
   schedule.look = async (nowMs: number, limit?: number) => {
@@ -116,5 +121,46 @@ describe('steps no ladder of this process has', () => {
     const left = await redis().zrangebyscore(keys.escalationDue(), '-inf', '+inf', 'WITHSCORES');
     expect(left.length / 2).toBe(51);
     for (let i = 1; i < left.length; i += 2) expect(Number(left[i])).toBeGreaterThan(Date.now());
+  });
+});
+
+describe('a claim whose reply was lost, sent again', () => {
+  /**
+   * The tests' Redis running each of `commands` twice and answering with the second run's reply,
+   * as ioredis does when a dropped connection lost the first reply (autoResendUnfulfilledCommands).
+   */
+  function resending(commands: string[]): Redis {
+    return new Proxy(redis(), {
+      get(target, prop, receiver) {
+        const value = Reflect.get(target, prop, receiver);
+        if (typeof value !== 'function') return value;
+        if (!commands.includes(String(prop))) return value.bind(target);
+        return async (...args: unknown[]) => {
+          await value.apply(target, args);
+          return value.apply(target, args);
+        };
+      },
+    });
+  }
+
+  it('is still ours: the step fires, once', async () => {
+    const w = world({ r: [{ afterMs: 0, action: 'remind' }] }, {}, resending(['eval', 'zrem']));
+    const claims: boolean[] = [];
+    const claim = w.schedule.claim.bind(w.schedule);
+    w.schedule.claim = async (...args) => {
+      const won = await claim(...args);
+      claims.push(won);
+      return won;
+    };
+    const rec = sampleRecord('lost-1', { route: 'r', toolCallId: 'l1', slack: { channel: 'C1', ts: '1.1' } });
+    w.records.set(rec.approvalId, rec);
+    await w.schedule.schedule(rec.approvalId, lineageOf(rec), Date.now() - 1_000, [0]);
+    await w.escalator.poll();
+    await w.escalator.poll();
+    await w.escalator.stop();
+    expect(claims).toEqual([true]);
+    expect(w.sent).toEqual(['1.1']);
+    expect(w.records.get(rec.approvalId)?.escalation?.fired).toMatchObject([{ step: 0, action: 'remind' }]);
+    expect(await redis().zcard(keys.escalationDue())).toBe(0);
   });
 });
