@@ -7,6 +7,7 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { ApprovalRecord } from '../../src/domain/record.js';
 import type { EscalationStep } from '../../src/domain/route.js';
+import { PagerDuty } from '../../src/pagerduty/pagerDuty.js';
 import type { Decider } from '../../src/relay/deciding/decider.js';
 import type { NoticeLedger } from '../../src/relay/deciding/decisionNotices.js';
 import { Escalator, type EscalatorOptions } from '../../src/relay/escalation/escalator.js';
@@ -162,5 +163,57 @@ describe('a claim whose reply was lost, sent again', () => {
     expect(w.sent).toEqual(['1.1']);
     expect(w.records.get(rec.approvalId)?.escalation?.fired).toMatchObject([{ step: 0, action: 'remind' }]);
     expect(await redis().zcard(keys.escalationDue())).toBe(0);
+  });
+});
+
+describe('a slow step', () => {
+  it('holds up no other: a reminder due while a page is being retried is sent meanwhile', async () => {
+    /** Each of PagerDuty's attempts, with how many reminders were sent by then. */
+    const attempts: string[] = [];
+    // PagerDuty busy twice (503, Retry-After: 1 s), then taking the event.
+    const pager = new PagerDuty({
+      eventsUrl: 'http://pd.invalid/v2/enqueue',
+      apiUrl: 'http://pd.invalid/',
+      logger: silent,
+      fetch: (async () => {
+        attempts.push(`attempt ${attempts.length + 1}, reminders sent: ${w.sent.length}`);
+        if (attempts.length < 3)
+          return new Response('busy', { status: 503, headers: { 'retry-after': '1' } });
+        return new Response('{}', { status: 202 });
+      }) as typeof fetch,
+    });
+    const w = world(
+      { pd: [{ afterMs: 0, action: 'page' }], rm: [{ afterMs: 200, action: 'remind' }] },
+      {
+        pager,
+        defaultRoutingKey: 'R'.repeat(32),
+        ledger: { claim: async () => true, settle: async () => undefined } as unknown as NoticeLedger,
+      },
+    );
+    const paged = sampleRecord('page-1', {
+      route: 'pd',
+      toolCallId: 'p1',
+      slack: { channel: 'C1', ts: '1.1' },
+    });
+    const reminded = sampleRecord('remind-1', {
+      route: 'rm',
+      toolCallId: 'r1',
+      slack: { channel: 'C1', ts: '2.2' },
+    });
+    w.records.set(paged.approvalId, paged);
+    w.records.set(reminded.approvalId, reminded);
+    w.escalator.start();
+    w.escalator.follow(paged);
+    w.escalator.follow(reminded);
+    await w.until(() => w.records.get(paged.approvalId)?.escalation?.fired.length === 1, 6_000);
+    await w.until(() => w.sent.length === 1);
+    await w.escalator.stop();
+    expect(w.sent).toEqual(['2.2']);
+    // The reminder went out while the page waited for PagerDuty, before its last attempt.
+    expect(attempts).toEqual([
+      'attempt 1, reminders sent: 0',
+      'attempt 2, reminders sent: 1',
+      'attempt 3, reminders sent: 1',
+    ]);
   });
 });

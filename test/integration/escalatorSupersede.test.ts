@@ -102,6 +102,7 @@ describe('a step claimed just as its approval is superseded', () => {
     w.escalator.follow(first);
     await w.settled(() => w.records.get(first.approvalId)?.escalation !== undefined);
     await w.escalator.poll();
+    await w.escalator.settled();
     expect(w.sent).toEqual([]);
 
     // The restarted host asks the same tool call again.
@@ -133,6 +134,8 @@ describe('a step claimed just as its approval is superseded', () => {
     w.escalator.follow(first);
     await w.settled(() => w.records.get(first.approvalId)?.escalation !== undefined);
     await w.escalator.poll();
+    // The step the look claimed fires (and is given up) after it: a look waits for claims only.
+    await w.escalator.settled();
     w.advance(1_000);
     await w.escalator.poll();
     await w.escalator.stop();

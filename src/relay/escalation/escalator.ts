@@ -58,7 +58,13 @@ const RESOLVE_LEASE_MS = 3 * 60_000;
 /** The longest a timeout that could not decide waits before it is tried again. */
 const TIMEOUT_RETRY_MAX_MS = 60_000;
 
-/** How long a step this process has no such step for waits before a process looks at it again. */
+/**
+ * The most steps one process fires at once: a look claims more only as one of them ends, which
+ * bounds what a slow PagerDuty or Slack leaves waiting in memory.
+ */
+const FIRES_AT_ONCE = 32;
+
+/** How long a step missing from this process's ladder waits before a process looks at it again. */
 const POSTPONE_MS = 60_000;
 
 export class Escalator {
@@ -75,6 +81,9 @@ export class Escalator {
   /** The earliest wake asked for while a look was under way: armed once it ends. */
   private wantedAt = Number.POSITIVE_INFINITY;
   private polling = false;
+  /** Steps claimed and firing (see FIRES_AT_ONCE), and the claims waiting for one to end. */
+  private firing = 0;
+  private readonly fireSlotWaiters: Array<() => void> = [];
   /** Steps that failed to reach anyone, by action, and steps that threw: /metrics shows them. */
   readonly failures: EscalationFailures = {};
 
@@ -98,6 +107,15 @@ export class Escalator {
     clearTimeout(this.timer);
     this.timer = undefined;
     this.timerAt = Number.POSITIVE_INFINITY;
+    await this.settled();
+  }
+
+  /**
+   * Resolves once the work under way (steps firing, which a look does not wait for, clocks
+   * starting, requests ending) is done, and what it set off too. stop() waits for it; so do tests,
+   * for the steps one poll() claimed.
+   */
+  async settled(): Promise<void> {
     while (this.work.size > 0) await Promise.allSettled([...this.work]);
   }
 
@@ -136,8 +154,9 @@ export class Escalator {
   }
 
   /**
-   * One look at the schedule: claims and fires what is due, then (once started) sleeps until the
-   * next step falls due or `idlePollMs` has passed. Exposed for tests.
+   * One look at the schedule: claims what is due and sets it firing (waiting for the claims, not
+   * for the steps to be done), then (once started) sleeps until the next step falls due or
+   * `idlePollMs` has passed. Exposed for tests.
    */
   async poll(): Promise<void> {
     if (this.polling) return;
@@ -317,17 +336,45 @@ export class Escalator {
       afterMs: step.afterMs,
       at: this.now().toISOString(),
     };
-    if (!(await this.options.schedule.claim(due, firing))) return true;
-    const task = this.fire(due, step).catch((err: unknown) => {
-      this.count('internal');
-      this.options.logger.error(
-        { err, approvalId: due.approvalId, step: due.step },
-        'escalation step failed',
-      );
-    });
-    this.track(task);
-    await task;
+    await this.fireSlot();
+    // Stopping while this waited for a slot: it claims nothing more.
+    if (this.stopping.signal.aborted) {
+      this.freeFireSlot();
+      return false;
+    }
+    let claimed = false;
+    try {
+      claimed = await this.options.schedule.claim(due, firing);
+    } finally {
+      if (!claimed) this.freeFireSlot();
+    }
+    if (!claimed) return true;
+    // Not awaited: the look waits for its claims only, so that a slow step (a page while
+    // PagerDuty asks to wait, Slack's retries) holds up no step due after it. stop() waits for it.
+    this.track(
+      this.fire(due, step)
+        .catch((err: unknown) => {
+          this.count('internal');
+          this.options.logger.error(
+            { err, approvalId: due.approvalId, step: due.step },
+            'escalation step failed',
+          );
+        })
+        .finally(() => this.freeFireSlot()),
+    );
     return true;
+  }
+
+  /** Waits until fewer than FIRES_AT_ONCE steps are firing, and counts one more. */
+  private async fireSlot(): Promise<void> {
+    while (this.firing >= FIRES_AT_ONCE)
+      await new Promise<void>((resolve) => this.fireSlotWaiters.push(resolve));
+    this.firing += 1;
+  }
+
+  private freeFireSlot(): void {
+    this.firing -= 1;
+    this.fireSlotWaiters.shift()?.();
   }
 
   /**
