@@ -3,6 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vites
 import { renderCard } from '../../src/cards/renderCard.js';
 import { refusalText } from '../../src/cards/renderUserMessages.js';
 import type { AuditEntry } from '../../src/domain/audit.js';
+import type { Away } from '../../src/domain/away.js';
 import type { Grant, GrantStore } from '../../src/domain/grants/grant.js';
 import type { RenderedMessage } from '../../src/domain/messages.js';
 import { questionDigest } from '../../src/domain/questionDigest.js';
@@ -419,6 +420,13 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
       userId,
       ...(voters ? { voters } : {}),
     });
+    /** `userId` is away until tomorrow, naming `delegate` to stand in. */
+    const awayFor = (userId: string, delegate: string): Away => ({
+      userId,
+      delegate,
+      until: new Date(Date.now() + 86_400_000).toISOString(),
+      since: clock.toISOString(),
+    });
 
     it("an outsider's click at a replica that does not own the host is refused there: told why, audited, nothing handed on", async () => {
       const forwarded: DecisionRequest[] = [];
@@ -624,6 +632,51 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
       expect((await store.get('a-click'))?.claim).toBeUndefined();
       expect(await forwarded('allow_once')).toEqual({ kind: 'decided', terminal: false });
       expect((await store.get('a-click'))?.claim).toMatchObject({ userId: 'U0CAROL', onBehalfOf: 'U0ALICE' });
+    });
+
+    it('a voter who stands in now counts at the claim only for what ends with the request', async () => {
+      let users = ['U0ALICE', 'U0BOB', 'U0DAVE'];
+      let standIns: Record<string, Away[]> = {};
+      const authorizer = testAuthorizer({
+        rulesOf: () => ({ ...OPEN_RULES, approvers: { users, usergroups: [] }, quorum: 2 }),
+        standIns: async (delegate) => standIns[delegate] ?? [],
+        logger,
+      });
+      const { checker } = checkingDecider(authorizer);
+      const owner = ownerClicks(authorizer, checker);
+      // Dave, an approver, picks what outlasts the request, as himself.
+      await owner.click({ ...click('U0DAVE', 0), choiceId: 'allow_local_prefix' });
+      // Dave is no approver now, but stands in for Alice, who is away.
+      users = ['U0ALICE', 'U0BOB'];
+      standIns = { U0DAVE: [awayFor('U0ALICE', 'U0DAVE')] };
+      await owner.click({ ...click('U0BOB', 0), choiceId: 'allow_local_prefix' });
+      // A stand-in's vote never carries what would outlast the request: Bob's alone is too few.
+      expect(host.decided).toHaveLength(0);
+      expect((await store.get('a-click'))?.claim).toBeUndefined();
+      expect(cards.notes.at(-1)).toEqual({
+        userId: 'U0BOB',
+        text: refusalText({ code: 'quorumNotMet', votes: 1, quorum: 2 }),
+      });
+    });
+
+    it('a voter who stands in now is named at the claim as standing in, whatever they voted as', async () => {
+      let users = ['U0ALICE', 'U0BOB', 'U0DAVE'];
+      let standIns: Record<string, Away[]> = {};
+      const authorizer = testAuthorizer({
+        rulesOf: () => ({ ...OPEN_RULES, approvers: { users, usergroups: [] }, quorum: 2 }),
+        standIns: async (delegate) => standIns[delegate] ?? [],
+        logger,
+      });
+      const { checker } = checkingDecider(authorizer);
+      const owner = ownerClicks(authorizer, checker);
+      await owner.click(click('U0DAVE', 0));
+      users = ['U0ALICE', 'U0BOB'];
+      standIns = { U0DAVE: [awayFor('U0ALICE', 'U0DAVE')] };
+      await owner.click(click('U0BOB', 0));
+      expect(host.decided).toHaveLength(1);
+      const claim = (await store.get('a-click'))?.claim;
+      expect(claim?.voters).toEqual(['U0DAVE', 'U0BOB']);
+      expect(claim?.stoodInFor).toEqual({ U0DAVE: 'U0ALICE' });
     });
 
     it('a quorum is counted again where it is claimed: only votes of people who may decide count', async () => {

@@ -87,28 +87,30 @@ export class DecisionWarrant {
     const allowed = await Promise.all(
       voters.map((userId) => (userId === by.userId ? authorization : authorizer.check(userId, record))),
     );
-    const counted = voters.filter((_, i) => allowed[i]!.allowed);
+    // A voter standing in now decides for the request only: nothing that outlasts it (routing.md).
+    const counts = allowed.map((a) => a.allowed && !(a.because === 'delegate' && outlastsRequest(choice)));
+    const counted = voters.filter((_, i) => counts[i]);
     // Whose rights each counted vote stands for: a delegate's and the delegator's count once.
     // The owner's rights never count, even through a delegate standing in for them.
     const principals = new Set(
       allowed
-        .flatMap((a, i) => (a.allowed ? [a.because === 'delegate' ? a.for : voters[i]!] : []))
+        .flatMap((a, i) => (counts[i] && a.allowed ? [a.because === 'delegate' ? a.for : voters[i]!] : []))
         .filter((principal) => principal !== owner),
     );
     if (principals.size < quorum || !counted.includes(by.userId)) {
       return { kind: 'quorumNotMet', votes: principals.size, quorum };
     }
-    const named = by.voters ?? [by.userId];
-    if (named.length === counted.length && named.every((userId) => counted.includes(userId))) return restated;
-    // Enough count without those who no longer may decide: the decision names only those who count.
+    // Who stands in for whom is read now too, whatever each voter stood for when they voted.
     const stoodInFor = Object.fromEntries(
       voters.flatMap((userId, i) => {
         const authorization = allowed[i]!;
-        return authorization.allowed && authorization.because === 'delegate'
+        return counts[i] && authorization.allowed && authorization.because === 'delegate'
           ? [[userId, authorization.for] as const]
           : [];
       }),
     );
+    if (namesAsCounted(by, counted, stoodInFor)) return restated;
+    // The decision names only those who count now, and whom each of them stands in for.
     const { voters: _named, stoodInFor: _stood, ...rest } = asNow;
     return {
       kind: 'recounted',
@@ -144,4 +146,20 @@ export class DecisionWarrant {
       ladder.at(-1)?.action === 'timeout' && timeoutChoice(record.availableChoices)?.choiceId === ask.choiceId
     );
   }
+}
+
+/** The decision already names exactly the voters who count now, each standing in as they do now. */
+function namesAsCounted(
+  by: Extract<DecidedBy, { via: 'click' }>,
+  counted: readonly string[],
+  stoodInFor: Readonly<Record<string, string>>,
+): boolean {
+  const named = by.voters ?? [by.userId];
+  const namedStandIns = Object.entries(by.stoodInFor ?? {});
+  return (
+    named.length === counted.length &&
+    named.every((userId) => counted.includes(userId)) &&
+    namedStandIns.length === Object.keys(stoodInFor).length &&
+    namedStandIns.every(([userId, away]) => stoodInFor[userId] === away)
+  );
 }
