@@ -558,6 +558,40 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
       expect((await store.get('a-click'))?.claim?.voters).toEqual(['U0BOB', 'U0ALICE']);
     });
 
+    it('a vote that reached the count but decided nothing is audited as a vote; one that decided is not', async () => {
+      let users = ['U0ALICE', 'U0BOB', 'U0CAROL'];
+      const authorizer = routeAuthorizer(() => ({
+        ...OPEN_RULES,
+        approvers: { users, usergroups: [] },
+        quorum: 2,
+      }));
+      const audited: AuditEntry[] = [];
+      const { checker } = checkingDecider(authorizer);
+      const owner = new ClickHandler({
+        store,
+        decider: checker,
+        keeper,
+        notifier: cards,
+        authorizer,
+        audit: { append: async (entry) => void audited.push(entry) },
+        logger,
+      });
+      await owner.click(click('U0CAROL', 0));
+      users = ['U0ALICE', 'U0BOB'];
+      // Bob's vote reaches two, but Carol's no longer counts where it is claimed: nothing is decided.
+      await owner.click(click('U0BOB', 0));
+      expect(host.decided).toHaveLength(0);
+      const votes = () => audited.filter((entry) => entry.kind === 'vote');
+      expect(votes()).toEqual([
+        expect.objectContaining({ userId: 'U0CAROL', votes: 1, quorum: 2 }),
+        expect.objectContaining({ userId: 'U0BOB', choiceId: 'allow_once', votes: 1, quorum: 2 }),
+      ]);
+      // Alice's vote completes the quorum: the decision names her, no vote entry does.
+      await owner.click(click('U0ALICE', 0));
+      expect(host.decided).toHaveLength(1);
+      expect(votes().map((entry) => entry.kind === 'vote' && entry.userId)).toEqual(['U0CAROL', 'U0BOB']);
+    });
+
     it('a pick checked on a question the host then asks otherwise is neither counted toward the quorum nor decided', async () => {
       const authorizer = strict(['U0ALICE', 'U0BOB'], 2);
       const { checker } = checkingDecider(authorizer);

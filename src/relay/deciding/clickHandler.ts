@@ -14,7 +14,7 @@ import type { RefusalNotifier } from '../ports.js';
 import type { RecordKeeper } from '../records/recordKeeper.js';
 import type { Authorizer } from './authorizer.js';
 import { type Answerable, Asker, askerOf, type Click, type ClickCheck, deadlineOf } from './click.js';
-import { countVote } from './clickVotes.js';
+import { auditVoteCast, type CastVote, countedAt, countVote, namesVoter } from './clickVotes.js';
 import type { Decider, DecisionOutcome } from './decider.js';
 import { whyNotDecidable } from './decisionCheck.js';
 import { refusalFor } from './refusals.js';
@@ -156,9 +156,9 @@ export class ClickHandler {
     checked: Extract<ClickCheck, { ok: true }>,
     how: { quiet?: boolean } = {},
   ): Promise<DecisionOutcome | undefined> {
-    const task = this.decideChecked(click, checked).then((decided) => {
-      if (decided && !how.quiet) this.auditRefusedWhereClaimed(click, decided.record, decided.outcome);
-      return decided?.outcome;
+    const task = this.decideChecked(click, checked).then(({ record, outcome }) => {
+      if (outcome && !how.quiet) this.auditRefusedWhereClaimed(click, record, outcome);
+      return outcome;
     });
     const tracked = task.then(
       () => undefined,
@@ -268,17 +268,26 @@ export class ClickHandler {
 
   private async handle(click: Click, alreadyChecked?: ClickCheck): Promise<void> {
     let checked = alreadyChecked ?? (await this.checkInTime(click, this.check(click)));
+    // The vote this press stored that completed a quorum: audited as a vote unless it decides.
+    let cast: CastVote | undefined;
     for (let attempt = 1; ; attempt++) {
       if (!checked.ok) {
+        if (cast) auditVoteCast(cast, this.options);
         await this.tell(click, checked.refusal);
         // A card that showed a question no longer open gets the current state back.
         if (checked.approvalId) this.resync(checked.approvalId, checked.refusal);
         return;
       }
       const decided = await this.decideChecked(click, checked);
-      if (!decided) return;
+      cast ??= decided.cast;
+      if (!decided.outcome) {
+        // Counted again after a change, the vote completes nothing now (and was stored before).
+        if (cast) auditVoteCast(cast, this.options);
+        return;
+      }
       const { record, outcome } = decided;
       if (outcome.kind !== 'changed' || attempt === MAX_CHECKS) {
+        if (cast && !namesVoter(outcome, click.userId)) auditVoteCast(countedAt(cast, outcome), this.options);
         await this.answer(click, record, outcome);
         return;
       }
@@ -288,14 +297,18 @@ export class ClickHandler {
     }
   }
 
-  /** Counts the pick toward a quorum when one is needed, then decides; undefined when the vote ended it. */
+  /**
+   * Counts the pick toward a quorum when one is needed, then decides; no outcome when the vote
+   * ended it. `cast`: the vote stored anew that completed the quorum.
+   */
   private async decideChecked(
     click: Click,
     checked: Extract<ClickCheck, { ok: true }>,
-  ): Promise<{ record: ApprovalRecord; outcome: DecisionOutcome } | undefined> {
+  ): Promise<{ record: ApprovalRecord; outcome?: DecisionOutcome; cast?: CastVote }> {
     let record = checked.record;
     let voters: string[] | undefined;
     let stoodInFor: Record<string, string> | undefined;
+    let cast: CastVote | undefined;
     const quorum = this.options.authorizer.quorum(record);
     // Stopping the agent needs one person; letting it go ahead, or anything not known to stop it,
     // may need several.
@@ -304,9 +317,9 @@ export class ClickHandler {
       if (!counted.complete) {
         await this.tell(click, counted.refusal);
         if (counted.approvalId) this.resync(counted.approvalId, counted.refusal);
-        return undefined;
+        return { record };
       }
-      ({ record, voters, stoodInFor } = counted);
+      ({ record, voters, stoodInFor, cast } = counted);
     }
     const outcome = await this.options.decider.decide({
       record,
@@ -336,7 +349,7 @@ export class ClickHandler {
     if (outcome.kind === 'decided' && click.receivedAt !== undefined) {
       this.options.metrics?.clickDecided((Date.now() - click.receivedAt) / 1000);
     }
-    return { record, outcome };
+    return { record, outcome, ...(cast ? { cast } : {}) };
   }
 
   /**

@@ -8,6 +8,7 @@ import { unvoted, voted } from '../records/cardMutations.js';
 import type { RecordKeeper } from '../records/recordKeeper.js';
 import type { Authorizer } from './authorizer.js';
 import { type Click, deadlineOf } from './click.js';
+import type { DecisionOutcome } from './decision.js';
 import { whyNotDecidable } from './decisionCheck.js';
 import { refusalFor } from './refusals.js';
 
@@ -25,12 +26,30 @@ export type VoteResult =
    * This pick completed the quorum: `voters`, everyone who picked the choice, go on to decide;
    * `stoodInFor` names those who voted as someone's delegate (the card and audit say "for @X").
    */
-  | { complete: true; record: ApprovalRecord; voters: string[]; stoodInFor?: Record<string, string> }
+  /**
+   * `cast`: this pick's vote, when it was stored anew, to audit as a vote should the decision it
+   * completed not go through (auditVoteCast).
+   */
+  | {
+      complete: true;
+      record: ApprovalRecord;
+      voters: string[];
+      stoodInFor?: Record<string, string>;
+      cast?: CastVote;
+    }
   /**
    * Nothing is decided now: `refusal` tells the person where it stands; with `approvalId`, the
    * card may show something no longer true (ClickHandler re-renders it).
    */
   | { complete: false; refusal: Refusal; approvalId?: string };
+
+/** A vote a pick stored anew, and how it counted then. */
+export interface CastVote {
+  record: ApprovalRecord;
+  vote: Vote;
+  votes: number;
+  quorum: number;
+}
 
 /**
  * Counts an approving pick toward the stage's quorum. Resolves with the record and everyone who
@@ -80,21 +99,26 @@ export async function countVote(
   }
   // Counted by whose rights they stand for: a delegate's vote and the delegator's are one.
   const counted = principalsFor(stored, click.sourceIndex, click.choiceId).size;
-  if (counted >= quorum)
-    return { complete: true, record: stored, voters, stoodInFor: standIns(stored, click) };
   // A vote the stage already held (the same person pressing again) changed nothing: audited once,
   // so that pressing on and on cannot fill the audit stream and trim its decisions.
   const kept = stored.votes?.find((v) => v.userId === vote.userId && v.choiceId === vote.choiceId);
-  if (kept?.at === vote.at) recordVote(stored, vote, counted, quorum, counting);
+  const cast = kept?.at === vote.at ? { record: stored, vote, votes: counted, quorum } : undefined;
+  // The vote that completes the quorum is audited with the decision, which names its voters.
+  if (counted >= quorum) {
+    const stoodInFor = standIns(stored, click);
+    return { complete: true, record: stored, voters, stoodInFor, ...(cast ? { cast } : {}) };
+  }
+  if (cast) auditVoteCast(cast, counting);
   return { complete: false, refusal: { code: 'voteCounted', votes: counted, quorum } };
 }
 
-function recordVote(
-  record: ApprovalRecord,
-  vote: Vote,
-  votes: number,
-  quorum: number,
-  { audit, logger }: VoteCounting,
+/**
+ * Writes a vote that completed no quorum to the audit stream: one short of it, or one whose
+ * decision did not go through (ClickHandler). `votes`: how many counted, as last counted.
+ */
+export function auditVoteCast(
+  { record, vote, votes, quorum }: CastVote,
+  { audit, logger }: Pick<VoteCounting, 'audit' | 'logger'>,
 ): void {
   const raisedBy = (record.risks ?? []).filter((risk) => (risk.quorum ?? 1) >= quorum).map((r) => r.name);
   const entry: AuditEntry = {
@@ -114,6 +138,31 @@ function recordVote(
   audit?.append(entry).catch((err: unknown) => {
     logger.warn({ err, approvalId: record.approvalId }, 'could not append to the audit trail');
   });
+}
+
+/**
+ * Whether the decision a vote completed, or another that names its voter, went through or may
+ * yet: its claim stands (sent, handed on, or kept to send again). Otherwise no decision entry
+ * will name the vote, and it is audited as one.
+ */
+export function namesVoter(outcome: DecisionOutcome, userId: string): boolean {
+  switch (outcome.kind) {
+    case 'decided':
+    case 'forwarded':
+    case 'hostUnavailable':
+      return true;
+    case 'alreadyBeingDecided':
+      return outcome.holder?.voters?.includes(userId) ?? false;
+    case 'final':
+      return outcome.record.resolution?.voters?.includes(userId) ?? false;
+    default:
+      return 'claimKept' in outcome && outcome.claimKept === true;
+  }
+}
+
+/** The vote as counted where its decision was claimed, when that recount is what stopped it. */
+export function countedAt(cast: CastVote, outcome: DecisionOutcome): CastVote {
+  return outcome.kind === 'quorumNotMet' ? { ...cast, votes: outcome.votes, quorum: outcome.quorum } : cast;
 }
 
 /** The voters of the pick's stage and choice who voted as a delegate, and for whom; undefined when none did. */
