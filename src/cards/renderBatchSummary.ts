@@ -224,6 +224,23 @@ export const REJECT_CHECK_FAILED_TEXT =
 export const REJECT_SUBMIT_CHECK_FAILED_TEXT =
   'Nothing was rejected: Countersign could not read these requests just now. Please send it again.';
 
+/**
+ * A "Reject all" submit whose form the server does not hold (expired, replayed, edited, forged):
+ * nothing is decided from what Slack's client sent back, so the person presses again.
+ */
+export const REJECT_FORM_GONE_TEXT =
+  'Nothing was rejected: this form is no longer open. Please press Reject all again.';
+
+/** The same, shown in place of a form with no reason input to hang the error on. */
+export function renderRejectFormGoneModal(): ModalView {
+  return {
+    type: 'modal',
+    title: plainText('Reject all'),
+    close: plainText('Close'),
+    blocks: [section(REJECT_FORM_GONE_TEXT)],
+  };
+}
+
 /** Slack did not open the "Reject all" form (a trigger past its 3 s, Slack away). */
 export const REJECT_FORM_FAILED_TEXT =
   'Nothing was rejected: Slack did not open the form for the reason. Please press Reject all again.';

@@ -488,6 +488,41 @@ describe('batch triage', () => {
     expect(refusals.sort()).toEqual(approvals.map((a) => [a.approvalId, 'U0EVE', 'modalSubmit']).sort());
   });
 
+  it('"Reject all" whose form the server no longer holds decides nothing from its metadata, and asks to press again', async () => {
+    const world = await startWorld();
+    const approvals = Array.from({ length: 2 }, (_, i) => npmTest(`batch-unkept-${i}`, i));
+    await burst(world, approvals);
+    const summary = await summaryWhen(world, (m) => textOf(m).includes('2 alike requests waiting'));
+    const since = world.slack.calls.length;
+    await pressSummary(world, summary, 'cs_batch_reject', 'U0ALICE');
+    const opened = await world.slack.waitFor('views.open', () => true, 5_000, { since });
+    const metadata = JSON.parse((opened.args.view as { private_metadata: string }).private_metadata) as {
+      f?: string;
+      g: string;
+    };
+    expect(metadata.f).toBeDefined();
+    // Her form, without the server's id: once as it was, once naming another channel and group.
+    const { f: _dropped, ...unkept } = metadata;
+    const elsewhere = { ...unkept, c: 'C0ELSEWHERE', g: `C0ELSEWHERE:${metadata.g.split(':').at(-1)}` };
+    for (const sent of [unkept, elsewhere]) {
+      const response = await postInteraction(
+        world.bot.url,
+        SIGNING_SECRET,
+        viewSubmissionPayload({
+          userId: 'U0ALICE',
+          callbackId: BATCH_REJECT_VIEW_CALLBACK_ID,
+          privateMetadata: JSON.stringify(sent),
+          values: { cs_feedback_block: { cs_feedback_input: { type: 'plain_text_input', value: 'no' } } },
+        }),
+      );
+      expect(response.status).toBe(200);
+      expect(JSON.stringify(await response.json())).toContain('Please press Reject all again');
+    }
+    await settle(1_000);
+    expect(world.host.decides()).toEqual([]);
+    expect(world.slack.calls.slice(since).filter((c) => c.method === 'chat.postEphemeral')).toEqual([]);
+  });
+
   it('"Reject all" ignores a refused-at-opening list edited into its form: a refusal new at submit is audited', async () => {
     const { world, hostA, own } = await ownAndTheirs('batch-edit-own', 'batch-edit-theirs');
     const summary = await summaryWhen(world, (m) => textOf(m).includes('4 alike requests waiting'));

@@ -16,9 +16,11 @@ import {
   decodeBatchValue,
   REJECT_CHECK_FAILED_TEXT,
   REJECT_FORM_FAILED_TEXT,
+  REJECT_FORM_GONE_TEXT,
   REJECT_SUBMIT_CHECK_FAILED_TEXT,
   REVIEW_ONE_BY_ONE_TEXT,
   renderBatchRejectModal,
+  renderRejectFormGoneModal,
 } from '../../cards/renderBatchSummary.js';
 import { readReason } from '../../cards/renderFeedbackModal.js';
 import { reasonRequiredText } from '../../cards/renderUserMessages.js';
@@ -26,6 +28,7 @@ import { type BatchOutcome, publicOutcome } from '../../domain/batchGroup.js';
 import type { BatchTriage } from '../../relay/batching/batchTriage.js';
 import type { BatchChecks, BatchDecider, BatchRequest } from '../../relay/deciding/batchDecider.js';
 import { RECORD_WITHIN_MS } from '../../relay/deciding/click.js';
+import { channelOfGroup } from '../../store/batchGroups.js';
 import type { BatchRejectForms } from '../../store/batchRejectForms.js';
 import { RETRY_POLICIES, retrySlackCall } from '../slackRetry.js';
 import type { SlackViews } from '../slackViews.js';
@@ -40,8 +43,8 @@ const PressBody = z.looseObject({
 /**
  * `f`: the form's id where the server keeps what it was opened on (BatchRejectForms). `c`, `g` and
  * `m` come back through Slack's client, which may change them: read only for a form the server no
- * longer knows (expired, replayed, opened by an earlier release, or forged), which is checked in
- * full, every refusal audited. An earlier release's `r` is not read.
+ * longer knows (expired, replayed, opened by an earlier release, or forged), whose members are
+ * checked in full, every refusal audited, and nothing decided. An earlier release's `r` is not read.
  */
 const RejectMetadata = BatchValueSchema.extend({ c: z.string(), f: z.string().max(64).optional() });
 
@@ -51,8 +54,8 @@ interface SubmittedForm {
   value: BatchButtonValue;
   /** Members whose refusal of who may decide was audited for this form already. */
   refused: ReadonlySet<string>;
-  /** The server's id of the form, when it knew it: kept again while the form stays open. */
-  formId?: string;
+  /** The server's id of the form: kept again while the form stays open. */
+  formId: string;
 }
 
 export interface BatchButtonsOptions {
@@ -112,26 +115,34 @@ export function registerBatchButtons(app: App, options: BatchButtonsOptions): vo
     action,
     ...(reason ? { reason } : {}),
   });
-  /** The form a submit names, as the server kept it; else as its metadata says, nothing refused yet. */
+  /** The form a submit names, as the server kept it; undefined when the server holds none. */
   const submitted = async (
     userId: string,
     metadata: z.infer<typeof RejectMetadata>,
-  ): Promise<SubmittedForm> => {
+  ): Promise<SubmittedForm | undefined> => {
     const kept = metadata.f
       ? await options.forms.take(userId, metadata.f).catch((err: unknown) => {
-          logger.warn({ err }, 'could not read a Reject all form: it is checked in full');
+          logger.warn({ err }, 'could not read a Reject all form: nothing is decided from it');
           return undefined;
         })
       : undefined;
-    if (!kept || !metadata.f) {
-      return { channel: metadata.c, value: { g: metadata.g, m: metadata.m }, refused: new Set() };
-    }
+    if (!kept || !metadata.f) return undefined;
     const value = { g: kept.groupId, m: kept.members.map(([id, index]): [string, number] => [id, index]) };
     return { channel: kept.channel, value, refused: new Set(kept.refused), formId: metadata.f };
   };
+  /**
+   * The members of a submit whose form the server does not hold, checked only so that each
+   * refusal of who may decide is audited as a submit's (one may be audited twice, never not at
+   * all): its channel and group are only what Slack's client sent back, so nothing is decided.
+   */
+  const auditUnkept = (userId: string, metadata: z.infer<typeof RejectMetadata>) =>
+    options.decider
+      .check(requestOf(userId, metadata.c, { g: metadata.g, m: metadata.m }, 'reject'))
+      .catch((err: unknown) => {
+        logger.warn({ err }, 'could not check the members of a Reject all form the server does not hold');
+      });
   /** A form refused in the modal itself is kept again, with the refusals its submit audited. */
   const keepOpen = async (userId: string, form: SubmittedForm, checks: BatchChecks | undefined) => {
-    if (!form.formId) return;
     const refused = [...new Set([...form.refused, ...(checks ? refusedOf(checks) : [])])];
     const kept = { channel: form.channel, groupId: form.value.g, members: form.value.m, refused };
     await options.forms.kept(userId, form.formId, kept).catch((err: unknown) => {
@@ -175,7 +186,9 @@ export function registerBatchButtons(app: App, options: BatchButtonsOptions): vo
     await tell(channel, userId, batchAnswerText(outcome));
     // Only what someone was allowed to do is kept on the summary for all to see, and nothing of
     // whom they were refused: that is told to them alone, as a refused click on a card is.
-    if (outcome.decided.length > 0) {
+    // The group is named by the button's value, which the presser may write: only a summary of
+    // the channel the decisions were made in is redrawn.
+    if (outcome.decided.length > 0 && channelOfGroup(value.g) === channel) {
       await options.triage.noted(value.g, publicOutcome(outcome)).catch((err: unknown) => {
         logger.warn({ err, groupId: value.g }, 'could not note a batch decision on its summary');
       });
@@ -264,6 +277,16 @@ export function registerBatchButtons(app: App, options: BatchButtonsOptions): vo
     const reason = readReason(view.state.values);
     // Taken once: a second submit of the same form (a replay) is checked in full.
     const form = await submitted(userId, metadata);
+    if (!form) {
+      // Nothing is decided or told from what the metadata says: the person presses again.
+      await ack(
+        asksReason(view)
+          ? { response_action: 'errors', errors: { [FEEDBACK_BLOCK_ID]: REJECT_FORM_GONE_TEXT } }
+          : { response_action: 'update', view: renderRejectFormGoneModal() },
+      );
+      await auditUnkept(userId, metadata);
+      return;
+    }
     const request = requestOf(userId, form.channel, form.value, 'reject', reason, form.refused);
     // Checked before the modal closes, as a card's reject modal is, so that a reason its route
     // requires is asked for in the modal itself; the decisions are made from this check.

@@ -1,0 +1,98 @@
+// The batch summary's buttons as Slack delivers them, the decider and Slack replaced by recorders:
+// what a press is decided in and whose summary it redraws come from Slack and the server, never
+// from what the presser's client sent back.
+
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import { BATCH_APPROVE_ACTION_ID, BATCH_REJECT_VIEW_CALLBACK_ID } from '../../../src/cards/ids.js';
+import { REJECT_FORM_GONE_TEXT } from '../../../src/cards/renderBatchSummary.js';
+import type { BatchOutcome } from '../../../src/domain/batchGroup.js';
+import type { BatchRequest } from '../../../src/relay/deciding/batchDecider.js';
+import { type BatchButtonsOptions, registerBatchButtons } from '../../../src/slack/listeners/batchButtons.js';
+
+type Handler = (args: Record<string, unknown>) => Promise<void>;
+
+function wired() {
+  const actions: Record<string, Handler> = {};
+  const views: Record<string, Handler> = {};
+  const app = {
+    action: (id: string, h: Handler) => {
+      actions[id] = h;
+    },
+    view: (id: string, h: Handler) => {
+      views[id] = h;
+    },
+  };
+  const checked: BatchRequest[] = [];
+  const decided: BatchRequest[] = [];
+  const noted: string[] = [];
+  const told: Array<{ channel: string; text: string }> = [];
+  const outcome = (r: BatchRequest): BatchOutcome => ({
+    userId: r.userId,
+    action: r.action,
+    at: '2026-11-30T12:00:00Z',
+    decided: r.members.map((m) => ({ approvalId: m.approvalId, session: 'Bump the version' })),
+    skipped: [],
+  });
+  const options = {
+    decider: {
+      check: async (r: BatchRequest) => {
+        checked.push(r);
+        return { ready: [{}], skipped: [], takesReason: 0, reasonRequired: false, quickReasons: [] };
+      },
+      decide: async (r: BatchRequest) => {
+        decided.push(r);
+        return outcome(r);
+      },
+      decideChecked: async (r: BatchRequest) => {
+        decided.push(r);
+        return outcome(r);
+      },
+    },
+    triage: { noted: async (groupId: string) => void noted.push(groupId) },
+    forms: { opened: async () => 'f1', take: async () => undefined, kept: async () => {} },
+    views: {},
+    web: {
+      chat: {
+        postEphemeral: async (a: { channel: string; text: string }) => void told.push(a),
+      },
+    },
+    logger: pino({ level: 'silent' }),
+  } as unknown as BatchButtonsOptions;
+  registerBatchButtons(app as never, options);
+  return { actions, views, checked, decided, noted, told };
+}
+
+describe('batch buttons', () => {
+  it('"Approve all once" redraws only a summary of the channel it was pressed in', async () => {
+    const { actions, decided, noted } = wired();
+    const press = (g: string) =>
+      actions[BATCH_APPROVE_ACTION_ID]!({
+        ack: async () => {},
+        body: {
+          user: { id: 'U0EVE' },
+          channel: { id: 'C0PUBLIC' },
+          actions: [{ action_id: BATCH_APPROVE_ACTION_ID, value: JSON.stringify({ g, m: [['a-1', 0]] }) }],
+        },
+      });
+    await press('C0OTHER:abcdef');
+    await press('C0PUBLIC:abcdef');
+    expect(decided.map((r) => r.channel)).toEqual(['C0PUBLIC', 'C0PUBLIC']);
+    expect(noted).toEqual(['C0PUBLIC:abcdef']);
+  });
+
+  it('"Reject all" whose form the server does not hold decides and tells nothing, and asks to press again', async () => {
+    const { views, decided, noted, told } = wired();
+    const acks: unknown[] = [];
+    const metadata = JSON.stringify({ c: 'C0PRIVATE', g: 'C0OTHER:abcdef', m: [['a-private', 0]] });
+    await views[BATCH_REJECT_VIEW_CALLBACK_ID]!({
+      ack: async (response?: unknown) => void acks.push(response),
+      body: { user: { id: 'U0EVE' } },
+      view: { private_metadata: metadata, state: { values: {} }, blocks: [] },
+    });
+    expect(decided).toEqual([]);
+    expect(noted).toEqual([]);
+    expect(told).toEqual([]);
+    expect(JSON.stringify(acks)).toContain(REJECT_FORM_GONE_TEXT);
+  });
+});
