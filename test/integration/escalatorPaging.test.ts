@@ -136,8 +136,10 @@ describe('a request paged on two PagerDuty services', () => {
     p.escalator.follow(first);
     await until(() => records.get(first.approvalId)?.escalation !== undefined);
     await p.escalator.poll();
+    await p.escalator.settled();
     clock.nowMs += 1_000;
     await p.escalator.poll();
+    await p.escalator.settled();
     expect(sent).toEqual(['trigger a pd-1', 'trigger b pd-1']);
 
     p.write(first.approvalId, decided);
@@ -225,6 +227,7 @@ describe('a resolve under way as its process stops or dies', () => {
     a.escalator.follow(first);
     await until(() => records.get(approvalId)?.escalation !== undefined);
     await a.escalator.poll();
+    await a.escalator.settled();
     expect(sent).toEqual([`trigger d ${approvalId}`]);
     a.write(approvalId, decided);
     await until(() => calls.length === 1);
@@ -244,11 +247,13 @@ describe('a resolve under way as its process stops or dies', () => {
     const { b, bSent, clock } = await pagedThenDecided('pd-dead-1');
     // `a` never answers again. Until its lease runs out, the resolve is still its own.
     await b.escalator.poll();
+    await b.escalator.settled();
     expect(bSent).toEqual([]);
     clock.nowMs += 10 * 60_000;
     await b.escalator.poll();
     await until(() => bSent.length === 1);
     await b.escalator.poll();
+    await b.escalator.settled();
     await b.escalator.stop();
     expect(bSent).toEqual(['resolve d pd-dead-1']);
   });
