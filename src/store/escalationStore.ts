@@ -219,6 +219,20 @@ export class EscalationStore {
     return { due };
   }
 
+  /** Takes `due` out of the schedule for this caller (TAKE_DUE): true for exactly one. */
+  private async takeDue(due: DueStep, token: string): Promise<boolean> {
+    const taken = await this.redis.eval(
+      TAKE_DUE,
+      2,
+      keys.escalationDue(),
+      keys.escalationClaim(due.member),
+      due.member,
+      token,
+      String(CLAIM_MARK_TTL_MS),
+    );
+    return taken === 1;
+  }
+
   /**
    * True for exactly one caller, and only while the step is due and its request never fired it.
    * Taking the step out of the schedule (ZREM) picks one of the processes polling it, and only a
@@ -230,16 +244,7 @@ export class EscalationStore {
    */
   async claim(due: DueStep, firing: FiredStep): Promise<boolean> {
     const token = randomUUID();
-    const taken = await this.redis.eval(
-      TAKE_DUE,
-      2,
-      keys.escalationDue(),
-      keys.escalationClaim(due.member),
-      due.member,
-      token,
-      String(CLAIM_MARK_TTL_MS),
-    );
-    if (taken !== 1) return false;
+    if (!(await this.takeDue(due, token))) return false;
     // The mark says what is about to fire: should this process die once it acted but before
     // fired() says how it went, a successor card still shows the step.
     const won = await this.redis.eval(
@@ -390,7 +395,7 @@ export class EscalationStore {
    * until `leaseUntilMs` for the caller. Undefined when another claimed it, or none is left.
    */
   async takeResolve(due: DueStep, leaseUntilMs: number): Promise<Unresolved | undefined> {
-    if ((await this.redis.zrem(keys.escalationDue(), due.member)) !== 1) return undefined;
+    if (!(await this.takeDue(due, randomUUID()))) return undefined;
     const fields = await this.redis.hgetall(keys.escalationUnresolved(due.lineage));
     const services = pagedServicesOf(fields);
     if (services.length === 0 || !fields.dedupKey) return undefined;

@@ -232,6 +232,32 @@ describe.each(BACKENDS)('EscalationStore on %s Redis', (kind) => {
       expect(await a.exists(keys.escalationUnresolved('line-endp'))).toBe(0);
     });
 
+    it('a due resolve whose take was sent again (its reply lost) is still taken by its caller', async () => {
+      const now = 7_800_000;
+      await storeA.schedule('endr-1', 'line-endr', now, [60_000]);
+      await storeA.paged('line-endr', 'RKEY');
+      await storeA.endPaged('line-endr', { approvalId: 'endr-1', dedupKey: 'endr-0' }, now + 1_000);
+      const [lease] = (await storeA.due(now + 1_000)).filter((d) => d.lineage === 'line-endr');
+      // Every script and ZREM runs twice, answered by its second run: as ioredis resends a
+      // command whose reply a dropped connection lost.
+      const resent = new Proxy(a, {
+        get(target, prop, receiver) {
+          const value = Reflect.get(target, prop, receiver);
+          if (typeof value !== 'function') return value;
+          if (prop !== 'eval' && prop !== 'zrem') return value.bind(target);
+          return async (...args: unknown[]) => {
+            await value.apply(target, args);
+            return value.apply(target, args);
+          };
+        },
+      });
+      const taken = await new EscalationStore(resent, { lineageTtlMs: 60_000 }).takeResolve(
+        lease!,
+        now + 2_000,
+      );
+      expect(taken?.services.map((s) => s.routingKey)).toEqual(['RKEY']);
+    });
+
     it('a late claim of a step already taken, after its request ended, loses and brings no lineage back', async () => {
       const now = 8_000_000;
       await storeA.schedule('late-1', 'line-late', now, [0]);
