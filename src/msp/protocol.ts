@@ -39,7 +39,7 @@ export const MAX_HOST_ID_CHARS = 256;
  */
 export const MAX_REQUIREMENT_REF_CHARS = 1024;
 
-const HostId = z
+export const HostId = z
   .string()
   // The length first: a string of megabytes is refused without being scanned.
   .refine((id) => id.length <= MAX_HOST_ID_CHARS && jsonEscapedLength(id) <= MAX_HOST_ID_CHARS, {
@@ -228,7 +228,7 @@ export const ApprovalAlreadyResolvedData = z.looseObject({
 });
 
 export const Session = z.looseObject({
-  sessionId: z.string(),
+  sessionId: HostId,
   status: z.string().optional(),
   attention: z.array(z.string()).optional(),
   title: z.string().optional(),
@@ -239,7 +239,7 @@ export const Session = z.looseObject({
 export type Session = z.infer<typeof Session>;
 
 export const SessionStatusChangedParams = z.looseObject({
-  sessionId: z.string(),
+  sessionId: HostId,
   status: z.string().optional(),
   attention: z.array(z.string()).optional(),
 });

@@ -3,15 +3,15 @@ import { v7 as uuidv7 } from 'uuid';
 import { z } from 'zod';
 import { approvalLogFields, type EventOrigin } from './approvalEvents.js';
 import { HostGoneError, MspError } from './errors.js';
-import type { HostEvent, SessionMemory } from './events.js';
-import { Session, SessionStatusChangedParams } from './protocol.js';
+import type { FollowedSession, HostEvent, SessionMemory } from './events.js';
+import { HostId, Session, SessionStatusChangedParams } from './protocol.js';
 import {
   listAllSessions,
   type PendingListing,
   parsePendingListing,
   type Requester,
 } from './sessionListing.js';
-import { resumeSession } from './sessionResume.js';
+import { isKeepableCursor, resumeSession } from './sessionResume.js';
 
 // Follows the sessions of one host incarnation (docs/msp-approvals.md §3, §5.6, §11): pull what
 // is pending with approval/listPending, and session/resume the sessions whose approvals we must
@@ -37,8 +37,18 @@ export interface SessionFollowerOptions {
 }
 
 const SessionNotification = z.looseObject({ session: Session });
-const SessionClosedParams = z.looseObject({ sessionId: z.string(), reason: z.string().optional() });
-const ViewGapParams = z.looseObject({ sessionId: z.string() });
+const SessionClosedParams = z.looseObject({ sessionId: HostId, reason: z.string().optional() });
+const ViewGapParams = z.looseObject({ sessionId: HostId });
+
+/**
+ * Followed sessions kept per host (`tracked`, and `memory` across restarts of the bot), the ones
+ * resumed longest ago forgotten first. Each one is resumed again at every respawn and every
+ * start, and the host chooses how many it announces: unbounded, one host could fill the bot's
+ * memory and Redis for good. Thousands is a busy host; a forgotten session is still followed
+ * again when the host lists it or says it needs a decision. The same number as what the relay
+ * keeps of a host's sessions (relay/hostEvents/knownSessions.ts), which msp/ cannot import.
+ */
+export const MAX_FOLLOWED_SESSIONS = 10_000;
 
 /**
  * How often sessions held by another host are tried again: 5 s, doubling to 5 min. No frame need
@@ -142,19 +152,37 @@ export class SessionFollower {
     });
   }
 
-  /** Adds the sessions remembered across restarts of the bot to those to follow. */
+  /**
+   * Adds the sessions remembered across restarts of the bot to those to follow: as many as would
+   * be kept (MAX_FOLLOWED_SESSIONS), with ids a frame could carry and cursors small enough to keep
+   * (what an earlier version stored may be neither). The rest is forgotten.
+   */
   private async recall(): Promise<void> {
     if (!this.memory) return;
+    let remembered: FollowedSession[];
     try {
-      for (const session of await this.memory.recall(this.origin.hostId)) {
-        if (!this.tracked.has(session.sessionId)) {
-          this.tracked.set(session.sessionId, session.viewCursor ? { viewCursor: session.viewCursor } : {});
-        }
-      }
+      remembered = await this.memory.recall(this.origin.hostId);
     } catch (error) {
       this.logger.warn(
         { err: error },
         'could not recall the sessions followed before; following listed ones',
+      );
+      return;
+    }
+    let dropped = 0;
+    for (const { sessionId, viewCursor } of remembered) {
+      if (this.tracked.has(sessionId)) continue;
+      if (!HostId.safeParse(sessionId).success || this.tracked.size >= MAX_FOLLOWED_SESSIONS) {
+        dropped += 1;
+        this.forget(sessionId);
+        continue;
+      }
+      this.tracked.set(sessionId, viewCursor && isKeepableCursor(viewCursor) ? { viewCursor } : {});
+    }
+    if (dropped > 0) {
+      this.logger.warn(
+        { dropped, maxSessions: MAX_FOLLOWED_SESSIONS },
+        'forgot remembered sessions past the bound of followed sessions',
       );
     }
   }
@@ -230,12 +258,32 @@ export class SessionFollower {
       this.tracked.get(sessionId)?.viewCursor,
     );
     this.resumed.add(sessionId);
-    const session = { sessionId, ...(viewCursor ? { viewCursor } : {}) };
-    this.tracked.set(sessionId, session.viewCursor ? { viewCursor: session.viewCursor } : {});
+    this.track({ sessionId, ...(viewCursor ? { viewCursor } : {}) });
+  }
+
+  /**
+   * Keeps a resumed session (and its cursor) to resume again after a respawn or a restart, as the
+   * newest one; the oldest beyond MAX_FOLLOWED_SESSIONS is forgotten.
+   */
+  private track(session: FollowedSession): void {
+    const { sessionId, viewCursor } = session;
+    // Deleted first, so that the Map's order (oldest first) is the order of last resume.
+    this.tracked.delete(sessionId);
+    this.tracked.set(sessionId, viewCursor ? { viewCursor } : {});
     // Not awaited: whoever resumed reports the session's listing right after the host's answer.
     void this.memory?.remember(this.origin.hostId, session).catch((error: unknown) => {
       this.logger.warn({ err: error, sessionId }, 'could not remember the followed session');
     });
+    for (const oldest of this.tracked.keys()) {
+      if (this.tracked.size <= MAX_FOLLOWED_SESSIONS) break;
+      this.tracked.delete(oldest);
+      this.forget(oldest);
+    }
+  }
+
+  /** Nothing of the session is remembered across restarts any more. */
+  private forget(sessionId: string): void {
+    void this.memory?.forget(this.origin.hostId, sessionId).catch(() => undefined);
   }
 
   /** Tells the relay what the session is called, for the cards. */
@@ -291,7 +339,7 @@ export class SessionFollower {
         // Nothing pending and not loaded: no need to remember it (a new approval in it is
         // announced with session/statusChanged, which follows it again).
         this.tracked.delete(sessionId);
-        void this.memory?.forget(this.origin.hostId, sessionId).catch(() => undefined);
+        this.forget(sessionId);
       }
       if (!wantResume || !this.resumeSupported || this.disposed) {
         this.report(sessionId, listed);
@@ -336,7 +384,7 @@ export class SessionFollower {
         log.info('the host has no such session any more; closing its cards');
         this.releaseHeld(sessionId);
         this.tracked.delete(sessionId);
-        void this.memory?.forget(this.origin.hostId, sessionId).catch(() => undefined);
+        this.forget(sessionId);
         this.emit({ type: 'sessionReconciled', ...this.origin, sessionId, pendingApprovalIds: [] });
         return undefined;
       }

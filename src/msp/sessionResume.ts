@@ -7,10 +7,25 @@ import { MspError } from './errors.js';
 import type { Requester } from './sessionListing.js';
 
 const ResumeResult = z.looseObject({ viewCursor: z.string().optional() });
+/**
+ * The longest view cursor kept, in UTF-16 units. Cursors are opaque tokens of a few dozen
+ * characters; each one kept is held in memory and in Redis (store/sessionMemory.ts) for every
+ * followed session and read back at every start, so a host must not choose its size. A longer
+ * one is not kept: the next resume is afresh, which costs only the replay the cursor would save.
+ */
+export const MAX_VIEW_CURSOR_CHARS = 1024;
 /** A cursor the host no longer serves from: resume without one. */
 const CURSOR_ERRORS: ReadonlySet<string> = new Set(['notFound', 'viewTruncated', 'boundaryPruned']);
 
-/** Resumes `sessionId` and returns the view cursor to resume from next time, if the host gave one. */
+/** Whether a cursor is small enough to keep (MAX_VIEW_CURSOR_CHARS). */
+export function isKeepableCursor(viewCursor: string): boolean {
+  return viewCursor.length <= MAX_VIEW_CURSOR_CHARS;
+}
+
+/**
+ * Resumes `sessionId` and returns the view cursor to resume from next time, if the host gave one
+ * small enough to keep.
+ */
 export async function resumeSession(
   request: Requester,
   newCommandId: () => string,
@@ -35,5 +50,11 @@ export async function resumeSession(
     raw = await request('session/resume', fresh());
   }
   const next = ResumeResult.safeParse(raw);
-  return next.success && next.data.viewCursor ? next.data.viewCursor : undefined;
+  const nextCursor = next.success && next.data.viewCursor ? next.data.viewCursor : undefined;
+  if (nextCursor === undefined || isKeepableCursor(nextCursor)) return nextCursor;
+  logger.warn(
+    { sessionId, cursorChars: nextCursor.length, maxChars: MAX_VIEW_CURSOR_CHARS },
+    'the host gave a view cursor too long to keep; the next resume is afresh',
+  );
+  return undefined;
 }

@@ -2,7 +2,8 @@ import pino from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { MspError } from '../../../src/msp/errors.js';
 import type { HostEvent } from '../../../src/msp/events.js';
-import { SessionFollower } from '../../../src/msp/sessionFollower.js';
+import { MAX_FOLLOWED_SESSIONS, SessionFollower } from '../../../src/msp/sessionFollower.js';
+import { MAX_VIEW_CURSOR_CHARS } from '../../../src/msp/sessionResume.js';
 import { transcriptLines } from '../../support/transcripts.js';
 
 type Json = Record<string, unknown>;
@@ -136,5 +137,122 @@ describe('SessionFollower: a session another host holds', () => {
     expect(vi.getTimerCount()).toBe(0);
     await vi.advanceTimersByTimeAsync(600_000);
     expect(resumes()).toBe(1);
+  });
+});
+
+/**
+ * A host that announces whatever sessions it is told to, has nothing pending in them, and
+ * answers session/resume with `cursor`; the follower remembers what it follows in `stored`.
+ */
+function announcingHost(cursor: () => string | undefined = () => 'v:1', listed: string[] = []) {
+  const calls: Array<{ method: string; params: Json }> = [];
+  const request = async (method: string, params: unknown): Promise<unknown> => {
+    calls.push({ method, params: params as Json });
+    switch (method) {
+      case 'session/list':
+        return { sessions: listed.map((sessionId) => ({ sessionId, status: 'idle' })), nextCursor: null };
+      case 'approval/listPending':
+        return { approvals: [], userInputs: [] };
+      case 'session/resume': {
+        const viewCursor = cursor();
+        return { pendingRequests: [], ...(viewCursor === undefined ? {} : { viewCursor }) };
+      }
+      default:
+        throw MspError.methodNotFound(method);
+    }
+  };
+  const stored = new Map<string, { viewCursor?: string }>();
+  const memory = {
+    recall: async () => [...stored].map(([sessionId, kept]) => ({ sessionId, ...kept })),
+    remember: async (_hostId: string, session: { sessionId: string; viewCursor?: string }) => {
+      stored.set(session.sessionId, session.viewCursor ? { viewCursor: session.viewCursor } : {});
+    },
+    forget: async (_hostId: string, sessionId: string) => {
+      stored.delete(sessionId);
+    },
+  };
+  const tracked = new Map<string, { viewCursor?: string }>();
+  const follower = new SessionFollower({
+    request,
+    origin: { hostId: 'host-a', incarnation: 'inc-1' },
+    durable: true,
+    logger: pino({ level: 'silent' }),
+    emit: () => undefined,
+    tracked,
+    memory,
+  });
+  const count = (method: string) => calls.filter((call) => call.method === method).length;
+  return { calls, count, stored, tracked, follower };
+}
+
+describe('SessionFollower: what a host can make it keep', () => {
+  const started = (sessionId: string) => ({ session: { sessionId, status: 'idle' } });
+
+  it('skips session frames whose id is longer than any id a host sends', async () => {
+    const { calls, stored, tracked, follower } = announcingHost();
+    const long = 's'.repeat(300);
+    expect(follower.handleNotification('session/started', started(long))).toBe(true);
+    follower.handleNotification('session/listChanged', started(long));
+    follower.handleNotification('session/statusChanged', { sessionId: long, attention: ['approvalPending'] });
+    follower.handleNotification('session/closed', { sessionId: long });
+    follower.handleNotification('view/gap', { sessionId: long });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(calls).toEqual([]);
+    expect(tracked.size).toBe(0);
+    expect(stored.size).toBe(0);
+    follower.dispose();
+  });
+
+  it('keeps at most MAX_FOLLOWED_SESSIONS followed sessions per host, forgetting the oldest', async () => {
+    const { count, stored, tracked, follower } = announcingHost();
+    const total = MAX_FOLLOWED_SESSIONS + 50;
+    for (let i = 0; i < total; i++) follower.handleNotification('session/started', started(`s-${i}`));
+    await until(() => count('session/resume') === total, 10_000);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(tracked.size).toBe(MAX_FOLLOWED_SESSIONS);
+    expect(stored.size).toBe(MAX_FOLLOWED_SESSIONS);
+    expect(tracked.has('s-0')).toBe(false);
+    expect(stored.has('s-0')).toBe(false);
+    expect(tracked.has(`s-${total - 1}`)).toBe(true);
+    follower.dispose();
+  });
+
+  it('does not keep a view cursor longer than MAX_VIEW_CURSOR_CHARS, and resumes afresh next time', async () => {
+    const { calls, stored, tracked, follower } = announcingHost(() => 'c'.repeat(2 * MAX_VIEW_CURSOR_CHARS));
+    follower.handleNotification('session/started', started('s-1'));
+    await until(() => follower.isResumed('s-1'));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(tracked.get('s-1')).toEqual({});
+    expect(stored.get('s-1')).toEqual({});
+    await follower.resume('s-1');
+    const resumes = calls.filter((call) => call.method === 'session/resume');
+    expect(resumes.at(-1)?.params).not.toHaveProperty('cursor');
+    follower.dispose();
+  });
+
+  it('recalls no more than it would keep: long ids are forgotten, long cursors not used', async () => {
+    const longId = 's'.repeat(300);
+    const { calls, stored, tracked, follower } = announcingHost(
+      () => 'v:2',
+      [longId, 's-long-cursor', 's-ok'],
+    );
+    stored.set(longId, {});
+    stored.set('s-long-cursor', { viewCursor: 'c'.repeat(2 * MAX_VIEW_CURSOR_CHARS) });
+    stored.set('s-ok', { viewCursor: 'v:1' });
+    await follower.syncAll();
+    const resumedWith = new Map(
+      calls
+        .filter((call) => call.method === 'session/resume')
+        .map((call) => [call.params.sessionId, call.params.cursor]),
+    );
+    expect(resumedWith).toEqual(
+      new Map([
+        ['s-long-cursor', undefined],
+        ['s-ok', 'v:1'],
+      ]),
+    );
+    expect([...tracked.keys()].sort()).toEqual(['s-long-cursor', 's-ok']);
+    expect(stored.has(longId)).toBe(false);
+    follower.dispose();
   });
 });
