@@ -80,8 +80,11 @@ export class SessionFollower {
   private readonly heldElsewhere = new Set<string>();
   /** One follow at a time per session, in order. */
   private readonly chains = new Map<string, Promise<void>>();
-  /** Held sessions with a retry queued that has not started yet (one is enough). */
-  private readonly retryQueued = new Set<string>();
+  /**
+   * Work asked for a session that has not started yet, by kind and session (chainOnce): one
+   * waiting is enough, however many frames asked for it.
+   */
+  private readonly queued = new Map<string, Promise<void>>();
   /** The one timer that retries every held session, and how many times it has fired. */
   private heldTimer: ReturnType<typeof setTimeout> | undefined;
   private heldAttempt = 0;
@@ -141,7 +144,7 @@ export class SessionFollower {
 
   /** Reads a session's pending approvals again (listPending), even when it is followed already. */
   refresh(sessionId: string): Promise<void> {
-    return this.chain(sessionId, async () => {
+    return this.chainOnce('refresh', sessionId, async () => {
       if (this.disposed) return;
       const log = this.logger.child({ sessionId });
       try {
@@ -310,7 +313,8 @@ export class SessionFollower {
 
   private follow(sessionId: string, loadedHere: boolean): Promise<void> {
     this.known.add(sessionId);
-    return this.chain(sessionId, () => this.followNow(sessionId, loadedHere));
+    const kind = loadedHere ? 'followLoaded' : 'follow';
+    return this.chainOnce(kind, sessionId, () => this.followNow(sessionId, loadedHere));
   }
 
   /** Runs `task` after everything already chained for the session. */
@@ -321,6 +325,25 @@ export class SessionFollower {
     void next.then(() => {
       if (this.chains.get(sessionId) === next) this.chains.delete(sessionId);
     });
+    return next;
+  }
+
+  /**
+   * Chains `task` unless a task of the same kind for the session is already waiting its turn;
+   * then that one is the answer. It has not started, so what it reads from the host is read
+   * after this request too: a flood of frames (view/gap, statusChanged) costs one request to the
+   * host, not one each. A request that comes while the task runs queues one more, so that
+   * nothing the running one read too early is missed.
+   */
+  private chainOnce(kind: string, sessionId: string, task: () => Promise<void>): Promise<void> {
+    const key = `${kind}:${sessionId}`;
+    const waiting = this.queued.get(key);
+    if (waiting) return waiting;
+    const next = this.chain(sessionId, () => {
+      this.queued.delete(key);
+      return task();
+    });
+    this.queued.set(key, next);
     return next;
   }
 
@@ -417,13 +440,8 @@ export class SessionFollower {
 
   /** Follows a held session again, unless a retry of it is already waiting its turn. */
   private retryHeld(sessionId: string, loadedHere: boolean): Promise<void> {
-    if (this.retryQueued.has(sessionId)) return Promise.resolve();
-    this.retryQueued.add(sessionId);
     this.known.add(sessionId);
-    return this.chain(sessionId, () => {
-      this.retryQueued.delete(sessionId);
-      return this.followNow(sessionId, loadedHere);
-    });
+    return this.chainOnce('retry', sessionId, () => this.followNow(sessionId, loadedHere));
   }
 
   private releaseHeld(sessionId: string): void {

@@ -256,3 +256,67 @@ describe('SessionFollower: what a host can make it keep', () => {
     follower.dispose();
   });
 });
+
+/** A host whose approval/listPending answers only when the test says, one call at a time. */
+function slowListingHost() {
+  const answers: Array<() => void> = [];
+  let listings = 0;
+  const request = (method: string): Promise<unknown> => {
+    if (method !== 'approval/listPending') return Promise.reject(MspError.methodNotFound(method));
+    listings += 1;
+    return new Promise((resolve) => answers.push(() => resolve({ approvals: [], userInputs: [] })));
+  };
+  const follower = new SessionFollower({
+    request,
+    origin: { hostId: 'host-a', incarnation: 'inc-1' },
+    durable: false,
+    logger: pino({ level: 'silent' }),
+    emit: () => undefined,
+    tracked: new Map(),
+  });
+  /** Answers every listing asked so far, and lets what follows them run. */
+  const answerAll = async () => {
+    while (answers.length > 0) answers.shift()?.();
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  };
+  return { follower, listings: () => listings, waiting: () => answers.length, answerAll };
+}
+
+describe('SessionFollower: floods of frames that ask to read a session again', () => {
+  const flood = (follower: SessionFollower, method: string, params: unknown, times: number) => {
+    for (let i = 0; i < times; i++) follower.handleNotification(method, params);
+  };
+
+  it('reads a session once for a thousand view/gap frames', async () => {
+    const { follower, listings, answerAll } = slowListingHost();
+    flood(follower, 'view/gap', { sessionId: 's-1' }, 1_000);
+    for (let round = 0; round < 5; round++) await answerAll();
+    expect(listings()).toBeGreaterThanOrEqual(1);
+    expect(listings()).toBeLessThanOrEqual(2);
+    follower.dispose();
+  });
+
+  it('reads it once more for gaps that arrive while a listing is running', async () => {
+    const { follower, listings, waiting, answerAll } = slowListingHost();
+    follower.handleNotification('view/gap', { sessionId: 's-1' });
+    await until(() => waiting() === 1);
+    // Events may have been lost after the running listing's snapshot: one more read covers them all.
+    flood(follower, 'view/gap', { sessionId: 's-1' }, 1_000);
+    await answerAll();
+    expect(listings()).toBe(2);
+    for (let round = 0; round < 5; round++) await answerAll();
+    expect(listings()).toBe(2);
+    follower.dispose();
+  });
+
+  it('reads an unfollowed session once for a thousand statusChanged frames saying approvalPending', async () => {
+    const { follower, listings, waiting, answerAll } = slowListingHost();
+    const params = { sessionId: 's-1', status: 'running', attention: ['approvalPending'] };
+    flood(follower, 'session/statusChanged', params, 1_000);
+    await until(() => waiting() === 1);
+    flood(follower, 'session/statusChanged', params, 1_000);
+    for (let round = 0; round < 5; round++) await answerAll();
+    expect(listings()).toBe(2);
+    follower.dispose();
+  });
+});
