@@ -3,6 +3,7 @@ import { type BufferedIncomingMessage, HTTPModuleFunctions, isValidSlackRequest 
 import type { Logger } from 'pino';
 import { type ChoicePress, choiceActionKind } from './listeners/choiceButton.js';
 import { pathOf } from './requestPath.js';
+import { UnverifiedBytes } from './unverifiedBytes.js';
 
 // A press on a choice button is what a person, and the agent behind them, wait on. Through Bolt
 // it crosses the whole dispatch: the global middleware and the matching of every registered
@@ -16,6 +17,10 @@ import { pathOf } from './requestPath.js';
 // A body past BODY_LIMIT_BYTES is answered 413 as soon as it is known to be, by its declared
 // length or by the bytes read: nothing more is read or kept, and the connection is closed once
 // the answer is written, so a sender that keeps sending holds neither memory nor the socket.
+// Every body read counts against one cap for the whole server (unverifiedBytes.ts) until its
+// request is done: one that would pass it is answered 503 the same way. Bolt's receiver reads a
+// body only for a POST on its events path, and every such request is read here first (Bolt then
+// reuses the body), so the cap bounds every body the port holds before verification.
 
 /**
  * The largest body read, signed or not: a signature is checked over the whole body, so whoever
@@ -37,11 +42,14 @@ export interface ChoicePressRouteOptions {
   /** Bolt's receiver, which serves everything else. */
   bolt: RequestListener;
   logger: Logger;
+  /** The count the bodies read share, one for the server (a new one unless given). */
+  unverified?: UnverifiedBytes;
 }
 
 /** The server's request listener: choice presses here, everything else to Bolt. */
 export function choicePressRoute(options: ChoicePressRouteOptions): RequestListener {
   const { signingSecret, path, press, bolt, logger } = options;
+  const unverified = options.unverified ?? new UnverifiedBytes();
   return (req, res) => {
     const requestPath = pathOf(req);
     if (requestPath === undefined) {
@@ -56,18 +64,27 @@ export function choicePressRoute(options: ChoicePressRouteOptions): RequestListe
       return;
     }
     void (async () => {
-      let body: Buffer | typeof TOO_LARGE;
+      const share = shareOf(unverified, res);
+      let body: Buffer | typeof TOO_LARGE | typeof NO_ROOM;
       try {
-        body = await readBody(req, BODY_LIMIT_BYTES);
+        body = await readBody(req, BODY_LIMIT_BYTES, share.take);
       } catch (err) {
+        share.release();
         logger.warn({ err }, 'could not read the request body');
         res.writeHead(400);
         res.end();
         return;
       }
       if (body === TOO_LARGE) {
+        share.release();
         logger.warn({ limit: BODY_LIMIT_BYTES }, 'request body too large');
-        refuseTooLarge(req, res);
+        refuseAndClose(req, res, 413);
+        return;
+      }
+      if (body === NO_ROOM) {
+        share.release();
+        logger.warn({ limit: unverified.limit }, 'too many request bodies held unverified');
+        refuseAndClose(req, res, 503);
         return;
       }
       if (signedInTheFuture(req)) {
@@ -123,45 +140,77 @@ function pressIn(req: BufferedIncomingMessage): { body: unknown; how: { remember
 }
 
 const TOO_LARGE = Symbol('too large');
+const NO_ROOM = Symbol('no room');
+
+/** A request's part of the server's count: what it takes, all released once it is done with. */
+function shareOf(
+  unverified: UnverifiedBytes,
+  res: ServerResponse,
+): { take: (bytes: number) => boolean; release: () => void } {
+  let taken = 0;
+  const release = (): void => {
+    unverified.release(taken);
+    taken = 0;
+  };
+  // Answered, or the connection gone (the sender gave up, or the request deadline closed it).
+  res.once('close', release);
+  const take = (bytes: number): boolean => {
+    if (!unverified.take(bytes)) return false;
+    taken += bytes;
+    return true;
+  };
+  return { take, release };
+}
 
 /**
  * The request's body, whole; TOO_LARGE as soon as it is known to pass `limit` (declared so, or
- * more bytes arrived): from then on nothing more is read or kept.
+ * more bytes arrived), NO_ROOM as soon as `take` refuses a chunk: from then on nothing more is
+ * read or kept.
  */
-function readBody(req: IncomingMessage, limit: number): Promise<Buffer | typeof TOO_LARGE> {
+function readBody(
+  req: IncomingMessage,
+  limit: number,
+  take: (bytes: number) => boolean,
+): Promise<Buffer | typeof TOO_LARGE | typeof NO_ROOM> {
   if (Number(req.headers['content-length']) > limit) return Promise.resolve(TOO_LARGE);
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    const onEnd = () => resolve(Buffer.concat(chunks, size));
     const onData = (chunk: Buffer) => {
       size += chunk.length;
-      if (size <= limit) {
+      const refused = size > limit ? TOO_LARGE : take(chunk.length) ? undefined : NO_ROOM;
+      if (refused === undefined) {
         chunks.push(chunk);
         return;
       }
+      // What was read goes now, not when the connection closes (LINGER_MS later): its bytes
+      // are counted free at once, so they must be free.
       req.off('data', onData);
+      req.off('end', onEnd);
+      chunks.length = 0;
       req.pause();
-      resolve(TOO_LARGE);
+      resolve(refused);
     };
     req.on('data', onData);
-    req.once('end', () => resolve(Buffer.concat(chunks, size)));
+    req.once('end', onEnd);
     req.once('error', reject);
   });
 }
 
-/** How long a refused connection stays half open after its 413, read no further, before it is reset. */
+/** How long a refused connection stays half open after its answer, read no further, before it is reset. */
 const LINGER_MS = 2_000;
 
 /**
- * 413, as Bolt's receiver answers a body over its limit, and the connection closed rather than
- * read to its end. Node would close it the moment the answer is written (destroySoon, for
- * `connection: close`): with the refused body still arriving, the kernel then resets the
- * connection, and a sender still writing may lose the 413 before it reads it (a busy test machine
- * saw it about one time in five). So, as nginx's lingering close: the answer and the end of our
- * side go out, nothing more is read (the request stays paused), and the socket is destroyed
- * LINGER_MS later, or as soon as the sender closes.
+ * `status` (413, as Bolt's receiver answers a body over its limit; 503 for no room under the
+ * server's cap), and the connection closed rather than read to its end. Node would close it the
+ * moment the answer is written (destroySoon, for `connection: close`): with the refused body
+ * still arriving, the kernel then resets the connection, and a sender still writing may lose the
+ * answer before it reads it (a busy test machine saw it about one time in five). So, as nginx's
+ * lingering close: the answer and the end of our side go out, nothing more is read (the request
+ * stays paused), and the socket is destroyed LINGER_MS later, or as soon as the sender closes.
  */
-function refuseTooLarge(req: IncomingMessage, res: ServerResponse): void {
+function refuseAndClose(req: IncomingMessage, res: ServerResponse, status: 413 | 503): void {
   const { socket } = req;
   socket.destroySoon = function lingeringClose(this: typeof socket) {
     this.end();
@@ -169,7 +218,7 @@ function refuseTooLarge(req: IncomingMessage, res: ServerResponse): void {
     reset.unref();
     this.once('close', () => clearTimeout(reset));
   };
-  res.writeHead(413, { connection: 'close' });
+  res.writeHead(status, { connection: 'close' });
   res.end();
 }
 

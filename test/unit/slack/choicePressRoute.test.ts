@@ -4,8 +4,9 @@ import { isValidSlackRequest } from '@slack/bolt';
 import { afterEach, expect, it, vi } from 'vitest';
 import { encodeChoiceValue } from '../../../src/cards/ids.js';
 import { BODY_LIMIT_BYTES, choicePressRoute, signedBySlack } from '../../../src/slack/choicePressRoute.js';
+import { UnverifiedBytes } from '../../../src/slack/unverifiedBytes.js';
 import { captureLogger } from '../../support/logCapture.js';
-import { openRawRequest, sendChunks, within } from '../../support/rawRequest.js';
+import { openRawRequest, type RawRequest, sendChunks, within } from '../../support/rawRequest.js';
 import {
   blockActionsPayload,
   postEvent,
@@ -13,6 +14,7 @@ import {
   postSigned,
   signRequest,
 } from '../../support/slackRequests.js';
+import { until } from '../../support/until.js';
 
 // In HTTP mode a choice press is taken before Bolt's dispatch; everything else, and anything not
 // signed right, reaches Bolt's receiver with its body intact.
@@ -39,7 +41,10 @@ interface Seen {
   bolt: Array<{ method: string; url: string; rawBody: string | undefined }>;
 }
 
-async function start(pressFails = false): Promise<{ base: string; seen: Seen; logs: unknown[] }> {
+async function start(
+  pressFails = false,
+  unverified?: UnverifiedBytes,
+): Promise<{ base: string; seen: Seen; logs: unknown[] }> {
   const seen: Seen = { presses: [], bolt: [] };
   const { logger, lines } = captureLogger();
   server = createServer(
@@ -58,6 +63,7 @@ async function start(pressFails = false): Promise<{ base: string; seen: Seen; lo
         res.end();
       },
       logger,
+      ...(unverified ? { unverified } : {}),
     }),
   );
   await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
@@ -278,6 +284,60 @@ it('a body declared past the limit is answered 413 before any of it is sent, and
   expect(seen.presses).toEqual([]);
   expect(seen.bolt).toEqual([]);
 });
+
+it('bodies held before their signature is checked share one cap: past it, 503 at once and the connection closed', async () => {
+  const unverified = new UnverifiedBytes();
+  // The most ever held, watched at every byte taken.
+  let peak = 0;
+  const take = unverified.take.bind(unverified);
+  unverified.take = (bytes) => {
+    const taken = take(bytes);
+    peak = Math.max(peak, unverified.held);
+    return taken;
+  };
+  const { base, seen } = await start(false, unverified);
+  const partial = BODY_LIMIT_BYTES - 1;
+  const fitting = Math.floor(unverified.limit / partial);
+  expect(fitting).toBeLessThan(12);
+  // A stranger's bodies, each all but its last byte, held open: those that fit are held whole.
+  const held: RawRequest[] = [];
+  for (let i = 0; i < fitting; i += 1) {
+    held.push(await sendAllButLastByte(base));
+    await until(() => unverified.held === (i + 1) * partial);
+  }
+  // The rest pass the cap: answered 503 at once, not left to the 15 s request deadline.
+  for (let i = fitting; i < 12; i += 1) {
+    const refused = await sendAllButLastByte(base);
+    expect(await within(refused.statusLine, 5_000, 'the answer')).toBe('HTTP/1.1 503 Service Unavailable');
+    await within(refused.closed, 5_000, 'the server closing the connection');
+    expect(unverified.held).toBe(fitting * partial);
+  }
+  // A genuine press that does not fit either waits for another try.
+  const wide = {
+    ...press('cs_choice_0'),
+    view: { blocks: 'x'.repeat(unverified.limit - fitting * partial) },
+  };
+  expect((await postInteraction(base, SECRET, wide)).status).toBe(503);
+  // Senders giving up release what they held: the same press is then taken.
+  held.shift()!.socket.destroy();
+  await until(() => unverified.held === (fitting - 1) * partial);
+  expect((await postInteraction(base, SECRET, wide)).status).toBe(200);
+  expect(seen.presses).toHaveLength(1);
+  for (const request of held) request.socket.destroy();
+  await until(() => unverified.held === 0);
+  expect(peak).toBeLessThanOrEqual(unverified.limit);
+  expect(seen.bolt).toEqual([]);
+});
+
+/** A POST to the events path declaring BODY_LIMIT_BYTES, sent all but its last byte. */
+async function sendAllButLastByte(base: string): Promise<RawRequest> {
+  const request = await openRawRequest(`${base}/slack/events`, 'POST', {
+    'content-type': 'application/x-www-form-urlencoded',
+    'content-length': String(BODY_LIMIT_BYTES),
+  });
+  request.socket.write(Buffer.alloc(BODY_LIMIT_BYTES - 1, 'a'));
+  return request;
+}
 
 /** A request (a POST unless told) whose request line carries `path` exactly as given; resolves with the status. */
 function postRaw(
