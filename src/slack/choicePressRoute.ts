@@ -1,5 +1,6 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
-import { type BufferedIncomingMessage, HTTPModuleFunctions, isValidSlackRequest } from '@slack/bolt';
+import { parse as parseQuery } from 'node:querystring';
+import { type BufferedIncomingMessage, isValidSlackRequest } from '@slack/bolt';
 import type { Logger } from 'pino';
 import { type ChoicePress, choiceActionKind } from './listeners/choiceButton.js';
 import { pathOf } from './requestPath.js';
@@ -96,9 +97,19 @@ export function choicePressRoute(options: ChoicePressRouteOptions): RequestListe
         res.end();
         return;
       }
+      const text = body.toString();
+      if (jsonLabelledAForm(req, text)) {
+        // The content type is not signed: a JSON body Slack signed (an event quoting a user's
+        // text) sent again labelled a form would be read as one, by Bolt too, and a quoted
+        // `&payload=...` in it would be taken as an interaction. Slack never sends JSON as a form.
+        logger.warn('a JSON body labelled a form; refused');
+        res.writeHead(400);
+        res.end();
+        return;
+      }
       const buffered = Object.assign(req, { rawBody: body }) as BufferedIncomingMessage;
       // Not signed right: Bolt verifies again, and answers (and logs) as it always does.
-      const taken = signedBySlack(signingSecret, req, body.toString()) ? pressIn(buffered) : undefined;
+      const taken = signedBySlack(signingSecret, req, text) ? pressIn(req, text) : undefined;
       if (!taken) {
         bolt(buffered, res);
         return;
@@ -122,12 +133,29 @@ export function choicePressRoute(options: ChoicePressRouteOptions): RequestListe
   };
 }
 
-/** The press a verified request carries, if it is exactly one on a choice button. */
-function pressIn(req: BufferedIncomingMessage): { body: unknown; how: { remember: boolean } } | undefined {
-  if (req.headers['content-type'] !== 'application/x-www-form-urlencoded') return undefined;
+/** The content type Slack sends an interaction or a command in (Bolt reads a body as a form only with it). */
+const FORM = 'application/x-www-form-urlencoded';
+
+/** Whether the request says its body is a form while the body is JSON. */
+function jsonLabelledAForm(req: IncomingMessage, text: string): boolean {
+  return req.headers['content-type'] === FORM && /^\s*[{[]/.test(text);
+}
+
+/**
+ * The press a verified request carries, if it is exactly one on a choice button, in a form that
+ * is the one `payload` field Slack sends an interaction as: no other field, the signed bytes no
+ * other shape.
+ */
+function pressIn(
+  req: IncomingMessage,
+  text: string,
+): { body: unknown; how: { remember: boolean } } | undefined {
+  if (req.headers['content-type'] !== FORM) return undefined;
+  const payload = onlyPayloadOf(text);
+  if (payload === undefined) return undefined;
   let body: { type?: unknown; actions?: unknown };
   try {
-    body = HTTPModuleFunctions.parseHTTPRequestBody(req);
+    body = JSON.parse(payload);
   } catch {
     return undefined;
   }
@@ -137,6 +165,14 @@ function pressIn(req: BufferedIncomingMessage): { body: unknown; how: { remember
   const actionId = (body.actions[0] as { action_id?: unknown } | null)?.action_id;
   const how = typeof actionId === 'string' ? choiceActionKind(actionId) : undefined;
   return how ? { body, how } : undefined;
+}
+
+/** The `payload` field of a form that holds it and nothing else, read as Bolt reads a form. */
+function onlyPayloadOf(form: string): string | undefined {
+  const fields = parseQuery(form);
+  const names = Object.keys(fields);
+  const payload = fields.payload;
+  return names.length === 1 && typeof payload === 'string' ? payload : undefined;
 }
 
 const TOO_LARGE = Symbol('too large');

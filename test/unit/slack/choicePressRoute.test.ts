@@ -132,6 +132,41 @@ it('a path that is not a URL is answered 400, whatever the method, and never rea
   expect(logs).toEqual([]);
 });
 
+it('a signed JSON body sent again as a form is refused 400: the payload quoted in its text is no press', async () => {
+  const { base, seen } = await start();
+  // A real event Slack signed, whose text (a message, a view's title) quotes `&payload=<a press>`.
+  const quoted = `hi&payload=${encodeURIComponent(JSON.stringify(press('cs_choice_0')))}&x=`;
+  const event = JSON.stringify({
+    token: 'x',
+    team_id: 'T1',
+    type: 'event_callback',
+    event: { type: 'app_home_opened', user: 'U0BOB', view: { title: quoted } },
+  });
+  const headers = signRequest(SECRET, event, Math.floor(Date.now() / 1000), 'application/json');
+  // As Slack sent it: an event, for Bolt.
+  expect(await postRaw(base, '/slack/events', headers, event)).toBe(299);
+  // The same signed bytes, labelled a form: read as one, they would carry the quoted press.
+  const relabelled = { ...headers, 'content-type': 'application/x-www-form-urlencoded' };
+  expect(await postRaw(base, '/slack/events', relabelled, event)).toBe(400);
+  expect(seen.presses).toEqual([]);
+  expect(seen.bolt).toHaveLength(1);
+});
+
+it('a form is a press only when it is the one `payload` field Slack sends', async () => {
+  const { base, seen } = await start();
+  const body = `payload=${encodeURIComponent(JSON.stringify(press('cs_choice_0')))}`;
+  for (const form of [`${body}&x=1`, `x=1&${body}`, `${body}&${body}`]) {
+    const headers = signRequest(SECRET, form, Math.floor(Date.now() / 1000));
+    expect({ form: form.slice(-12), status: await postRaw(base, '/slack/events', headers, form) }).toEqual({
+      form: form.slice(-12),
+      status: 299,
+    });
+  }
+  expect(seen.presses).toEqual([]);
+  expect((await postSigned(base, SECRET, body)).status).toBe(200);
+  expect(seen.presses).toHaveLength(1);
+});
+
 it('a press handler that fails before acknowledging is logged and answered 500', async () => {
   const { base, seen, logs } = await start(true);
   expect((await postInteraction(base, SECRET, press('cs_choice_0'))).status).toBe(500);
