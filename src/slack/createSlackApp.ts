@@ -20,7 +20,7 @@ import { toBoltLogger } from '../util/log.js';
 import { awayCommands } from './awayCommand.js';
 import { choicePressRoute } from './choicePressRoute.js';
 import { type HealthProbe, healthRoutes } from './healthRoutes.js';
-import { close, healthServer, listen, SERVER_LIMITS } from './healthServer.js';
+import { close, exactRoutes, healthServer, listen, SERVER_LIMITS } from './healthServer.js';
 import type { HomeTab } from './homeTab.js';
 import { type BatchButtonsOptions, registerBatchButtons } from './listeners/batchButtons.js';
 import { choicePresses, registerChoiceButton } from './listeners/choiceButton.js';
@@ -152,7 +152,7 @@ export function createSlackApp(options: SlackAppOptions): SlackService {
     config.metricsPort === undefined
       ? undefined
       : healthServer([...healthRoutes(health), options.metrics], logger);
-  const customRoutes = [...healthRoutes(health), ...(metricsServer ? [] : [options.metrics])];
+  const portRoutes = [...healthRoutes(health), ...(metricsServer ? [] : [options.metrics])];
   const metricsPort = {
     start: async () => {
       if (metricsServer === undefined) return;
@@ -201,7 +201,6 @@ export function createSlackApp(options: SlackAppOptions): SlackService {
       ? new HTTPReceiver({
           signingSecret: config.slack.signingSecret!,
           endpoints: [SLACK_EVENTS_PATH],
-          customRoutes,
           logger: boltLogger,
         })
       : undefined;
@@ -245,16 +244,22 @@ export function createSlackApp(options: SlackAppOptions): SlackService {
   });
 
   if (httpReceiver !== undefined) {
-    // Choice presses are taken before Bolt's dispatch (choicePressRoute.ts).
+    // The health routes are matched as the health server matches them, not by Bolt's custom
+    // routes (which take `/HEALTHZ` and `/healthz/` too); choice presses are taken before
+    // Bolt's dispatch (choicePressRoute.ts).
     const server = createServer(
       SERVER_LIMITS,
-      choicePressRoute({
-        signingSecret: config.slack.signingSecret!,
-        path: SLACK_EVENTS_PATH,
-        press,
-        bolt: boltListener(httpReceiver, boltLogger),
+      exactRoutes(
+        portRoutes,
         logger,
-      }),
+        choicePressRoute({
+          signingSecret: config.slack.signingSecret!,
+          path: SLACK_EVENTS_PATH,
+          press,
+          bolt: boltListener(httpReceiver, boltLogger),
+          logger,
+        }),
+      ),
     );
     return {
       bolt: app,
@@ -270,7 +275,7 @@ export function createSlackApp(options: SlackAppOptions): SlackService {
     };
   }
   // Socket Mode has no HTTP receiver to carry the health routes: they get a server of their own.
-  const server = healthServer(customRoutes, logger);
+  const server = healthServer(portRoutes, logger);
   return {
     bolt: app,
     // PORT first: the socket can take minutes to connect while Slack is away, and a port in use

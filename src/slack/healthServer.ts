@@ -1,6 +1,7 @@
 import {
   createServer,
   type IncomingMessage,
+  type RequestListener,
   type Server,
   type ServerOptions,
   type ServerResponse,
@@ -28,15 +29,33 @@ export const SERVER_LIMITS: ServerOptions = {
 };
 
 /**
- * A server for `routes`, matched by exact path and method; anything else is 404. Anyone who can
- * reach the port can send it anything, so a request line whose path is not a URL (`//` reads as
- * one with no host) is answered 400, and a route that throws is answered 500: an uncaught throw
- * here would end the process, with no drain.
+ * A server for `routes` (exactRoutes); anything else is 404. Anyone who can reach the port can
+ * send it anything, so a request line whose path is not a URL (`//` reads as one with no host) is
+ * answered 400.
  */
 export function healthServer(routes: CustomRoute[], logger: Logger): Server {
-  return createServer(SERVER_LIMITS, (req, res) => {
+  return createServer(SERVER_LIMITS, exactRoutes(routes, logger, notFound));
+}
+
+/**
+ * `routes` matched by exact path and method, the same on every port (Bolt's custom routes would
+ * match `/HEALTHZ` and `/healthz/` too); anything else goes to `otherwise`. A route that throws
+ * is answered 500: an uncaught throw here would end the process, with no drain.
+ */
+export function exactRoutes(
+  routes: CustomRoute[],
+  logger: Logger,
+  otherwise: RequestListener,
+): RequestListener {
+  return (req, res) => {
+    const path = pathOf(req);
+    const route = routes.find((r) => r.path === path && [r.method].flat().includes(req.method ?? ''));
+    if (route === undefined) {
+      otherwise(req, res);
+      return;
+    }
     void Promise.resolve()
-      .then(() => serve(routes, req, res))
+      .then(() => route.handler(Object.assign(req, { params: {} }), res))
       .catch((err: unknown) => {
         // The error's kind only: its message and fields may quote the request.
         logger.error(
@@ -46,23 +65,13 @@ export function healthServer(routes: CustomRoute[], logger: Logger): Server {
         if (!res.headersSent) res.writeHead(500);
         res.end();
       });
-  });
+  };
 }
 
-function serve(routes: CustomRoute[], req: IncomingMessage, res: ServerResponse): unknown {
-  const path = pathOf(req);
-  if (path === undefined) {
-    res.writeHead(400);
-    res.end();
-    return;
-  }
-  const route = routes.find((r) => r.path === path && [r.method].flat().includes(req.method ?? ''));
-  if (route === undefined) {
-    res.writeHead(404);
-    res.end();
-    return;
-  }
-  return route.handler(Object.assign(req, { params: {} }), res);
+/** 404; 400 for a path that is not a URL. */
+function notFound(req: IncomingMessage, res: ServerResponse): void {
+  res.writeHead(pathOf(req) === undefined ? 400 : 404);
+  res.end();
 }
 
 function errorCode(err: unknown): string | undefined {

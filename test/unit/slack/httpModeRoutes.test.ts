@@ -1,0 +1,92 @@
+import { afterEach, expect, it } from 'vitest';
+import { loadConfig } from '../../../src/config/config.js';
+import type { Authorizer } from '../../../src/relay/deciding/authorizer.js';
+import type { ClickHandler } from '../../../src/relay/deciding/clickHandler.js';
+import type { GrantLists } from '../../../src/relay/grants/grantLists.js';
+import type { GrantRevoker } from '../../../src/relay/grants/grantRevoker.js';
+import type { Router } from '../../../src/routing/router.js';
+import { createSlackApp, type SlackService } from '../../../src/slack/createSlackApp.js';
+import type { HomeTab } from '../../../src/slack/homeTab.js';
+import { createSlackFetch } from '../../../src/slack/slackFetch.js';
+import { SlackReachability } from '../../../src/slack/slackReachability.js';
+import type { WaitingApprovals } from '../../../src/slack/waitingApprovals.js';
+import { createWebClient } from '../../../src/slack/webClient.js';
+import { freePort } from '../../support/bot.js';
+import { FAKE_SLACK_BOT_TOKEN } from '../../support/fakeSecrets.js';
+import { captureLogger } from '../../support/logCapture.js';
+
+// In HTTP mode /healthz, /readyz and /metrics share PORT with Slack's requests: they are matched
+// as exactly there as on the health server (Socket Mode's PORT, METRICS_PORT), by path and method.
+
+let app: SlackService | undefined;
+afterEach(async () => {
+  await app?.stop();
+  app = undefined;
+});
+
+async function startHttpMode(env: Record<string, string> = {}): Promise<string> {
+  const config = loadConfig({
+    SLACK_BOT_TOKEN: FAKE_SLACK_BOT_TOKEN,
+    SLACK_SIGNING_SECRET: 'test-signing-secret',
+    SLACK_API_URL: 'http://127.0.0.1:1/api/',
+    SLACK_CHANNEL: 'C0APPROVALS',
+    MSP_HOST_COMMAND: 'true',
+    PORT: String(await freePort()),
+    ...env,
+  });
+  const { logger } = captureLogger();
+  const transport = createSlackFetch();
+  app = createSlackApp({
+    config,
+    logger,
+    clicks: {} as ClickHandler,
+    fullText: { getWithFullText: async () => undefined },
+    health: { redis: () => true, slack: () => true, hosts: () => true, whyDown: () => undefined },
+    metrics: { path: '/metrics', method: ['GET'], handler: (_req, res) => res.end('metrics\n') },
+    identity: () => ({ botId: 'B_BOT', botUserId: 'U_BOT' }),
+    web: createWebClient({ token: FAKE_SLACK_BOT_TOKEN, apiUrl: config.slack.apiUrl, fetch: transport }),
+    transport,
+    reachability: new SlackReachability(logger),
+    team: {
+      authorizer: {} as Authorizer,
+      router: {} as Router,
+      waiting: {} as WaitingApprovals,
+      home: {} as HomeTab,
+      grants: {} as GrantLists,
+      revoker: {} as GrantRevoker,
+    },
+  });
+  await app.start();
+  return `http://127.0.0.1:${config.port}`;
+}
+
+/** What each path answers a GET with. */
+async function statuses(base: string, paths: string[]): Promise<Record<string, number>> {
+  const answers: Record<string, number> = {};
+  for (const path of paths) answers[path] = (await fetch(`${base}${path}`)).status;
+  return answers;
+}
+
+const LOOKALIKES = ['/HEALTHZ', '/healthz/', '/Readyz', '/readyz/', '/METRICS', '/metrics/'];
+
+it('answers the health paths on PORT spelled exactly, and 404 to any other spelling', async () => {
+  const base = await startHttpMode();
+  expect(await statuses(base, ['/healthz', '/readyz', '/metrics'])).toEqual({
+    '/healthz': 200,
+    '/readyz': 200,
+    '/metrics': 200,
+  });
+  expect(await statuses(base, LOOKALIKES)).toEqual(Object.fromEntries(LOOKALIKES.map((p) => [p, 404])));
+  expect((await fetch(`${base}/healthz`, { method: 'POST' })).status).toBe(404);
+});
+
+it('with METRICS_PORT, PORT and METRICS_PORT answer every spelling alike, but /metrics on PORT', async () => {
+  const metricsPort = await freePort();
+  const base = await startHttpMode({ METRICS_PORT: String(metricsPort) });
+  const paths = ['/healthz', '/readyz', ...LOOKALIKES];
+  const onMetricsPort = await statuses(`http://127.0.0.1:${metricsPort}`, paths);
+  expect(await statuses(base, paths)).toEqual(onMetricsPort);
+  expect(onMetricsPort['/HEALTHZ']).toBe(404);
+  expect((await fetch(`${base}/metrics`)).status).toBe(404);
+  expect((await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).status).toBe(200);
+});
