@@ -50,6 +50,17 @@ const INBOX_HIGH_WATER = 1000;
 const FRAME_SLICE_MS = 2;
 /** Also a cap in frames: most of a frame's work runs in the microtasks after its slice. */
 const FRAME_SLICE_COUNT = 8;
+/**
+ * How many frames at the cap we hold for a host that does not read its stdin. Every request it
+ * sends makes us queue an answer, so a host that floods requests and never reads would otherwise
+ * fill our memory; past this it is dropped (and respawned) instead.
+ */
+const OUTBOX_LIMIT_FRAMES = 2;
+
+/** The most bytes of frames a connection queues behind the host's stdin before dropping it. */
+export function outboxLimitBytes(maxFrameBytes: number): number {
+  return OUTBOX_LIMIT_FRAMES * maxFrameBytes;
+}
 
 export class JsonRpcConnection {
   private readonly input: Readable;
@@ -64,7 +75,9 @@ export class JsonRpcConnection {
   private notificationHandler: NotificationHandler | undefined;
   private readonly responder: Responder;
 
-  private readonly outbox: string[] = [];
+  /** Frames waiting for 'drain', each with its length in bytes. */
+  private readonly outbox: { line: string; bytes: number }[] = [];
+  private outboxBytes = 0;
   private waitingForDrain = false;
   /** No more writes: close() was called, the output failed, or the input ended. */
   private writeClosed = false;
@@ -118,6 +131,11 @@ export class JsonRpcConnection {
 
   get isClosed(): boolean {
     return this.writeClosed;
+  }
+
+  /** Bytes of frames waiting for the host's stdin to take them. */
+  get queuedBytes(): number {
+    return this.outboxBytes;
   }
 
   onRequest(handler: RequestHandler): void {
@@ -179,8 +197,33 @@ export class JsonRpcConnection {
         data: { kind: 'inputTooLarge', limitBytes: this.maxFrameBytes },
       });
     }
-    this.outbox.push(line);
+    if (this.outboxBytes + bytes + 1 > outboxLimitBytes(this.maxFrameBytes)) {
+      this.dropUnreadHost();
+      throw new HostGoneError('MSP host does not read its stdin');
+    }
+    this.outbox.push({ line, bytes: bytes + 1 });
+    this.outboxBytes += bytes + 1;
     this.pump();
+  }
+
+  /**
+   * A host whose stdin stays full is stuck or hostile; either way it is of no use. Destroying the
+   * connection ends it, which has the host terminated and respawned (incarnation.ts).
+   */
+  private dropUnreadHost(): void {
+    if (!this.writeClosed) {
+      this.logger.error(
+        { queuedBytes: this.outboxBytes, limitBytes: outboxLimitBytes(this.maxFrameBytes) },
+        'host does not read its stdin: dropping the connection',
+      );
+    }
+    this.clearOutbox();
+    this.destroy();
+  }
+
+  private clearOutbox(): void {
+    this.outbox.length = 0;
+    this.outboxBytes = 0;
   }
 
   /**
@@ -190,11 +233,12 @@ export class JsonRpcConnection {
   private pump(): void {
     while (!this.waitingForDrain && this.outbox.length > 0) {
       if (!this.output.writable) {
-        this.outbox.length = 0;
+        this.clearOutbox();
         this.closeWrites(new HostGoneError('MSP host stdin closed'));
         return;
       }
-      const line = this.outbox.shift()!;
+      const { line, bytes } = this.outbox.shift()!;
+      this.outboxBytes -= bytes;
       if (!this.output.write(line)) {
         this.waitingForDrain = true;
         this.output.once('drain', () => {

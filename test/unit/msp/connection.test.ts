@@ -1,7 +1,7 @@
 import { PassThrough, Writable } from 'node:stream';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { JsonRpcConnection } from '../../../src/msp/connection.js';
+import { JsonRpcConnection, outboxLimitBytes } from '../../../src/msp/connection.js';
 import { HostGoneError, MspError, RequestTimeoutError } from '../../../src/msp/errors.js';
 
 type Json = Record<string, unknown>;
@@ -291,6 +291,40 @@ describe('JsonRpcConnection', () => {
     expect(written).toHaveLength(1);
     send({ jsonrpc: '2.0', id: 'c1', result: {} });
     await until(() => logs.some((line) => line.msg === 'skipping response to an unknown request id'));
+  });
+
+  it('drops a host that never reads its stdin once the outbox passes its cap', async () => {
+    const hostStdout = new PassThrough();
+    // The host's stdin, never read: the first write never completes.
+    const stuck = new Writable({ write() {} });
+    const { logger, lines } = captureLogger();
+    const maxFrameBytes = 4096;
+    const connection = new JsonRpcConnection({ input: hostStdout, output: stuck, logger, maxFrameBytes });
+    let mostQueued = 0;
+    let sent = 0;
+    while (sent < 100_000 && !connection.isClosed) {
+      let batch = '';
+      for (let index = 0; index < 1000; index++) {
+        sent += 1;
+        batch += `{"jsonrpc":"2.0","id":${sent},"method":"x"}\n`;
+      }
+      hostStdout.write(batch);
+      // Each batch is answered in slices, the event loop getting a turn between them.
+      for (let turn = 0; turn < 200 && !connection.isClosed; turn++) {
+        await new Promise((resolve) => setImmediate(resolve));
+        mostQueued = Math.max(mostQueued, connection.queuedBytes);
+      }
+    }
+    expect(connection.isClosed).toBe(true);
+    expect(mostQueued).toBeGreaterThan(0);
+    expect(mostQueued).toBeLessThanOrEqual(outboxLimitBytes(maxFrameBytes));
+    expect(connection.queuedBytes).toBe(0);
+    // Destroyed: its end comes, which is what has the host terminated (incarnation.ts).
+    await connection.ended;
+    const errors = lines.filter((line) => line.level === 50);
+    expect(errors).toEqual([
+      expect.objectContaining({ msg: 'host does not read its stdin: dropping the connection' }),
+    ]);
   });
 
   it('waits for drain and writes whole frames in order under backpressure', async () => {
