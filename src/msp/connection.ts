@@ -91,6 +91,12 @@ export class JsonRpcConnection {
   private resolveEnded!: () => void;
   /** Resolves once the input has ended and every frame read from it was handled. */
   readonly ended: Promise<void>;
+  private resolveOutputFailed!: () => void;
+  /**
+   * Resolves when the host's stdin failed under us (EPIPE: the host closed it) rather than
+   * being closed by us. The host may live on, but it can never be told anything again.
+   */
+  readonly outputFailed: Promise<void>;
 
   constructor(options: JsonRpcConnectionOptions) {
     this.input = options.input;
@@ -105,6 +111,9 @@ export class JsonRpcConnection {
     };
     this.ended = new Promise((resolve) => {
       this.resolveEnded = resolve;
+    });
+    this.outputFailed = new Promise((resolve) => {
+      this.resolveOutputFailed = resolve;
     });
     this.decoder = new FrameDecoder({
       maxFrameBytes: this.maxFrameBytes,
@@ -126,6 +135,7 @@ export class JsonRpcConnection {
       if ((error as NodeJS.ErrnoException).code === 'EPIPE') this.logger.debug('host closed its stdin');
       else this.logger.warn({ err: error }, 'host input stream failed');
       this.closeWrites(new HostGoneError('MSP host stdin failed'));
+      this.resolveOutputFailed();
     });
   }
 
@@ -234,6 +244,7 @@ export class JsonRpcConnection {
     while (!this.waitingForDrain && this.outbox.length > 0) {
       if (!this.output.writable) {
         this.clearOutbox();
+        if (!this.writeClosed) this.resolveOutputFailed();
         this.closeWrites(new HostGoneError('MSP host stdin closed'));
         return;
       }

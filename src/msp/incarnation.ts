@@ -112,8 +112,9 @@ export function spawnIncarnation(spec: SpawnSpec, hooks: IncarnationHooks): Inca
   connection.onRequest((request) => hooks.onRequest(incarnation, request));
   connection.onNotification(({ method, params }) => hooks.onNotification(incarnation, method, params));
   incarnation.handled = watch(incarnation, hooks);
-  // A host that closed its stdout is of no use even if it lives on; make sure it goes.
-  void connection.ended.then(() => {
+  // A host that closed its stdout, or its stdin (docs/msp-approvals.md §11: on stdio, losing the
+  // connection is losing the host), is of no use even if it lives on; make sure it goes.
+  void Promise.race([connection.ended, connection.outputFailed]).then(() => {
     if (incarnation.gone || hooks.isStopping()) return;
     connection.close();
     void terminate(child, STDOUT_DRAIN_MS);

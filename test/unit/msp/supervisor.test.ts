@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { validate as uuidValidate, version as uuidVersion } from 'uuid';
 import { afterEach, describe, expect, it } from 'vitest';
-import { MspError } from '../../../src/msp/errors.js';
+import { HostGoneError, MspError } from '../../../src/msp/errors.js';
 import type { HostEvent } from '../../../src/msp/events.js';
 import { HostSupervisor, type HostSupervisorOptions } from '../../../src/msp/hostSupervisor.js';
 import { transcriptLines } from '../../support/transcripts.js';
@@ -52,7 +52,7 @@ function approval(sessionId: string, approvalId: string): Json {
  * tests can check the wire order, and plays `onSignal` frames on SIGUSR2.
  */
 const FAKE_HOST = `
-import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, closeSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 
 const config = JSON.parse(readFileSync(process.argv[2], 'utf8'));
@@ -81,7 +81,9 @@ createInterface({ input: process.stdin }).on('line', (line) => {
     case 'initialize':
       return reply(config.initializeResult);
     case 'session/list':
-      return reply(config.sessionPages[params.cursor ?? '']);
+      reply(config.sessionPages[params.cursor ?? '']);
+      if (config.closeStdinOnSpawn === n) closeStdin();
+      return;
     case 'approval/listPending':
       return reply({ approvals: config.pending[params.sessionId] ?? [], userInputs: [] });
     case 'session/resume': {
@@ -100,8 +102,15 @@ createInterface({ input: process.stdin }).on('line', (line) => {
       return fail({ code: -32601, message: 'no such method', data: { kind: 'methodNotFound' } });
   }
 }).on('close', () => {
-  if (!config.ignoreEof) process.exit(0);
+  if (!config.ignoreEof && config.closeStdinOnSpawn !== n) process.exit(0);
 });
+// Closes fd 0 and lives on: the bot's writes to it fail from now on.
+function closeStdin() {
+  process.stdin.destroy();
+  closeSync(0);
+  writeFileSync(dir + '/stdin-closed-' + n, '');
+  setInterval(() => {}, 1000);
+}
 process.on('SIGUSR2', () => {
   for (const frame of config.onSignal ?? []) send(frame);
 });
@@ -117,6 +126,8 @@ interface FakeHostConfig {
   onSignal?: (Json | string)[];
   decide?: Json[];
   ignoreEof?: boolean;
+  /** The spawn that closes its stdin once it answered session/list, and lives on. */
+  closeStdinOnSpawn?: number;
   stderr?: string;
 }
 
@@ -530,6 +541,29 @@ describe('HostSupervisor', () => {
     expect(sent(host.log(2), 'session/resume').map((frame) => (frame.params as Json).sessionId)).toEqual([
       'sess-1',
     ]);
+  });
+
+  it('respawns a host that closed its stdin but lives on, once a write to it fails', async () => {
+    const host = fakeHost({ closeStdinOnSpawn: 1 });
+    const { supervisor, events } = supervise(host.command, { upWaitMs: 5000 });
+    await supervisor.start();
+    const first = supervisor.incarnation!;
+    await until(() => existsSync(join(host.dir, 'stdin-closed-1')));
+    const decision = (commandId: string) =>
+      supervisor.decide({
+        sessionId: 'sess-1',
+        approvalId: 'appr-1',
+        commandId,
+        requirementId: { approvalId: 'appr-1', sourceIndex: 0 },
+        choiceId: 'allow_once',
+      });
+    await expect(decision('0198f0ab-0000-7000-8000-00000000d005')).rejects.toBeInstanceOf(HostGoneError);
+    await until(() => events.some((event) => event.type === 'hostUp' && event.incarnation !== first), 5000);
+    expect(events.find((event) => event.type === 'hostDown')).toMatchObject({ incarnation: first });
+    expect(host.spawns()).toBe(2);
+    await expect(decision('0198f0ab-0000-7000-8000-00000000d006')).resolves.toMatchObject({
+      status: 'accepted',
+    });
   });
 
   it('survives a host that will not start, logs why and retries slowly without throwing', async () => {
