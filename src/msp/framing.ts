@@ -20,16 +20,28 @@ export interface FrameDecoderOptions {
   onOversized?: (frame: OversizedFrame) => void;
 }
 
+/** The first buffer for a line that spans chunks; it doubles from there. */
+const INITIAL_LINE_BYTES = 4 * 1024;
+/** A line buffer up to this size is kept for the next line; a larger one is let go. */
+const KEPT_LINE_BYTES = 64 * 1024;
+const EMPTY = Buffer.alloc(0);
+
 /**
  * Splits a byte stream into frames. Bytes are kept until the newline and decoded as a whole
  * line, so a multi-byte UTF-8 character split across chunks comes out intact (0x0A never
  * occurs inside a multi-byte sequence). A line over the cap is not buffered: once it passes
  * the cap its bytes are only counted until the next newline.
+ *
+ * A line that spans chunks is copied into one buffer that doubles as it fills: kept as one
+ * buffer per chunk, a host writing a line a byte at a time would cost a Buffer object (about a
+ * hundred bytes of heap) per byte. A line that starts and ends in one chunk, the usual case, is
+ * decoded from the chunk without a copy.
  */
 export class FrameDecoder {
   private readonly maxFrameBytes: number;
   private readonly onOversized: ((frame: OversizedFrame) => void) | undefined;
-  private pieces: Buffer[] = [];
+  /** Holds the unfinished line in its first pendingBytes bytes (unless skipping). */
+  private line: Buffer = EMPTY;
   private pendingBytes = 0;
   /** Set while we are skipping the rest of an oversized line. */
   private skipping = false;
@@ -39,16 +51,32 @@ export class FrameDecoder {
     this.onOversized = options.onOversized;
   }
 
+  /** How many buffers the decoder holds for lines that span chunks (for tests). */
+  get heldBuffers(): number {
+    return this.line.length > 0 ? 1 : 0;
+  }
+
+  /** How many bytes the decoder holds for lines that span chunks (for tests). */
+  get heldBytes(): number {
+    return this.line.length;
+  }
+
   /** Feeds one chunk; returns the frames it completed, in order. */
   push(chunk: Buffer): string[] {
     const frames: string[] = [];
     let start = 0;
     while (start < chunk.length) {
       const newline = chunk.indexOf(NEWLINE, start);
-      const end = newline === -1 ? chunk.length : newline;
-      this.append(chunk, start, end);
-      if (newline === -1) break;
-      this.finishLine(frames);
+      if (newline === -1) {
+        this.append(chunk, start, chunk.length);
+        break;
+      }
+      if (this.pendingBytes === 0) {
+        this.emit(chunk.subarray(start, newline), frames);
+      } else {
+        this.append(chunk, start, newline);
+        this.finishLine(frames);
+      }
       start = newline + 1;
     }
     return frames;
@@ -64,33 +92,47 @@ export class FrameDecoder {
   private append(chunk: Buffer, start: number, end: number): void {
     const length = end - start;
     if (length === 0) return;
+    const offset = this.pendingBytes;
     this.pendingBytes += length;
     if (this.skipping) return;
     // One extra byte of slack: a trailing `\r` does not count against the cap.
     if (this.pendingBytes > this.maxFrameBytes + 1) {
       this.skipping = true;
-      this.pieces = [];
+      this.line = EMPTY;
       return;
     }
-    // subarray shares memory with the chunk; copy so that we never pin a large chunk.
-    this.pieces.push(Buffer.from(chunk.subarray(start, end)));
+    this.makeRoom(offset, this.pendingBytes);
+    // A copy: holding the chunk itself would pin all of it for a few bytes of line.
+    chunk.copy(this.line, offset, start, end);
+  }
+
+  /** Grows the line buffer to hold `needed` bytes, keeping its first `used`. */
+  private makeRoom(used: number, needed: number): void {
+    if (this.line.length >= needed) return;
+    const doubled = Math.max(INITIAL_LINE_BYTES, 2 * this.line.length);
+    const grown = Buffer.allocUnsafe(Math.max(needed, Math.min(doubled, this.maxFrameBytes + 1)));
+    this.line.copy(grown, 0, 0, used);
+    this.line = grown;
   }
 
   private finishLine(frames: string[]): void {
-    const pieces = this.pieces;
     const total = this.pendingBytes;
     const skipped = this.skipping;
-    this.pieces = [];
     this.pendingBytes = 0;
     this.skipping = false;
-
     if (skipped) {
       this.reportOversized(total);
       return;
     }
-    let line = pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces, total);
-    if (line.length > 0 && line[line.length - 1] === CARRIAGE_RETURN)
-      line = line.subarray(0, line.length - 1);
+    // emit() decodes into a string, so the buffer is free again right after.
+    this.emit(this.line.subarray(0, total), frames);
+    if (this.line.length > KEPT_LINE_BYTES) this.line = EMPTY;
+  }
+
+  /** Decodes one whole line (without its `\n`) into a frame, unless it is blank or too big. */
+  private emit(bytes: Buffer, frames: string[]): void {
+    const total = bytes.length;
+    const line = total > 0 && bytes[total - 1] === CARRIAGE_RETURN ? bytes.subarray(0, total - 1) : bytes;
     if (line.length > this.maxFrameBytes) {
       this.reportOversized(total);
       return;

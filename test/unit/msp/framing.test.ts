@@ -93,6 +93,33 @@ describe('FrameDecoder', () => {
     ]);
   });
 
+  it('holds a line trickled a byte at a time in one buffer, at most twice its size', () => {
+    const decoder = new FrameDecoder();
+    const head = '{"jsonrpc":"2.0","method":"x","params":"';
+    decoder.push(Buffer.from(head));
+    const byte = Buffer.from('a');
+    const trickled = 1_000_000;
+    for (let index = 0; index < trickled; index++) decoder.push(byte);
+    expect(decoder.heldBuffers).toBe(1);
+    const pending = head.length + trickled;
+    expect(decoder.heldBytes).toBeGreaterThanOrEqual(pending);
+    expect(decoder.heldBytes).toBeLessThanOrEqual(2 * pending);
+    // The trickled line is still decoded whole.
+    const frames = decoder.push(Buffer.from('"}\n'));
+    expect(frames).toHaveLength(1);
+    expect((JSON.parse(frames[0]!) as { params: string }).params).toHaveLength(trickled);
+  });
+
+  it('lets go of the buffer of a large line once the line is done', () => {
+    const decoder = new FrameDecoder();
+    const big = `"${'a'.repeat(1_000_000)}"`;
+    for (let offset = 0; offset < big.length; offset += 1000) {
+      decoder.push(Buffer.from(big.slice(offset, offset + 1000)));
+    }
+    expect(decoder.push(Buffer.from('\n'))).toEqual([big]);
+    expect(decoder.heldBytes).toBeLessThan(100_000);
+  });
+
   it('decodes the framing-tolerance-cr-input transcript (client lines end in \\r)', () => {
     const lines = transcriptLines('framing-tolerance-cr-input');
     const wire = Buffer.from(lines.map((line) => `${line.raw}\n`).join(''), 'utf8');
