@@ -8,7 +8,7 @@ import {
   type Responder,
   serveRequest,
 } from './incomingRequest.js';
-import { isPlainObject, type Json, type JsonRpcId, preview } from './jsonRpc.js';
+import { isPlainObject, type Json, type JsonRpcId, preview, previewId } from './jsonRpc.js';
 import { PendingRequests } from './pendingRequests.js';
 
 // JSON-RPC 2.0 over NDJSON (docs/msp-approvals.md §1.1). Each direction owns its id space: our
@@ -370,7 +370,10 @@ export class JsonRpcConnection {
     }
     const entry = this.pending.settle(id);
     if (entry === undefined) {
-      this.logger.warn({ id, frame: preview(line) }, 'skipping response to an unknown request id');
+      this.logger.warn(
+        { id: previewId(id), frame: preview(line) },
+        'skipping response to an unknown request id',
+      );
       return false;
     }
     if ('error' in message && message.error !== undefined && message.error !== null) {
@@ -383,13 +386,13 @@ export class JsonRpcConnection {
 
   private handleNotification(method: string, params: unknown): void {
     if (this.notificationHandler === undefined) {
-      this.logger.debug({ method }, 'ignoring notification: no handler');
+      this.logger.debug({ method: preview(method) }, 'ignoring notification: no handler');
       return;
     }
     try {
       this.notificationHandler({ method, params });
     } catch (error) {
-      this.logger.error({ err: error, method }, 'notification handler threw');
+      this.logger.error({ err: error, method: preview(method) }, 'notification handler threw');
     }
   }
 

@@ -1,5 +1,10 @@
+import { cutAtCodePoint } from '../util/cutAtCodePoint.js';
+
 // Errors of the MSP client. Callers branch on `kind` (error.data.kind), never on the message
 // (docs/msp-approvals.md §8).
+
+/** How much of a method we do not serve goes back in the error: a host may send megabytes. */
+const MAX_ECHOED_METHOD_CHARS = 200;
 
 /** `data.kind` by JSON-RPC code, for hosts that send no kind (§8 table). */
 const KIND_BY_CODE: ReadonlyMap<number, string> = new Map([
@@ -96,7 +101,7 @@ export class MspError extends Error {
   static methodNotFound(method: string): MspError {
     return new MspError({
       code: -32601,
-      message: `method not found: ${method}`,
+      message: `method not found: ${echoedMethod(method)}`,
       data: { kind: 'methodNotFound', retryable: false },
     });
   }
@@ -139,4 +144,10 @@ export class RequestTimeoutError extends Error {
     this.method = method;
     this.timeoutMs = timeoutMs;
   }
+}
+
+function echoedMethod(method: string): string {
+  return method.length <= MAX_ECHOED_METHOD_CHARS
+    ? method
+    : `${cutAtCodePoint(method, MAX_ECHOED_METHOD_CHARS)}…`;
 }

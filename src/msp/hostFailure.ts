@@ -1,4 +1,5 @@
 import { MspError, RequestTimeoutError } from './errors.js';
+import { preview } from './jsonRpc.js';
 import type { ExitInfo } from './processControl.js';
 
 // Why a host process did not come up, in words an operator can act on. The supervisor logs
@@ -72,8 +73,9 @@ export function describeHandshakeFailure(error: unknown): string {
     const ms = error.timeoutMs;
     return `did not answer initialize within ${ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`}`;
   }
-  if (error instanceof MspError) return `answered initialize with an error (${error.message})`;
-  return `did not answer initialize as an MSP host does (${error instanceof Error ? error.message : String(error)})`;
+  // The host's own words go to the log and to /readyz: masked and cut like a frame.
+  if (error instanceof MspError) return `answered initialize with an error (${preview(error.message)})`;
+  return `did not answer initialize as an MSP host does (${preview(error instanceof Error ? error.message : String(error))})`;
 }
 
 /**

@@ -7,6 +7,7 @@ import type { IncomingRequest } from './connection.js';
 import { MspError } from './errors.js';
 import type { HostEvent } from './events.js';
 import type { Incarnation } from './incarnation.js';
+import { preview, previewId } from './jsonRpc.js';
 
 // What a host incarnation sends on its own (hostSupervisor.ts): approval/request and the
 // approval notifications become HostEvents; session notifications go to its SessionFollower.
@@ -42,7 +43,7 @@ export function handleHostRequest(
   }
   // userInput/request cannot come (userInputDialogs: false); if it does, we cannot show it.
   incarnation.logger.warn(
-    { method: request.method, id: request.id },
+    { method: preview(request.method), id: previewId(request.id) },
     'refusing host request we do not serve',
   );
   throw MspError.methodNotFound(request.method);
@@ -74,5 +75,5 @@ export function handleHostNotification(
     return;
   }
   if (incarnation.follower?.handleNotification(method, params)) return;
-  incarnation.logger.debug({ method }, 'ignoring notification');
+  incarnation.logger.debug({ method: preview(method) }, 'ignoring notification');
 }

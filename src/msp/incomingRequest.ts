@@ -3,7 +3,7 @@
 
 import type { Logger } from 'pino';
 import { MspError } from './errors.js';
-import { isPlainObject, isThenable, type Json, type JsonRpcId } from './jsonRpc.js';
+import { isPlainObject, isThenable, type Json, type JsonRpcId, preview, previewId } from './jsonRpc.js';
 
 /** A request the host sent us. */
 export interface IncomingRequest {
@@ -44,17 +44,19 @@ export function serveRequest(
   responder: Responder,
 ): void {
   let responded = false;
+  // What the host chose, as the log may show it.
+  const logged = { id: previewId(id), method: preview(method) };
   const write = (message: Json): void => {
     if (responded) return;
     responded = true;
     if (responder.isClosed()) {
-      responder.logger.debug({ id, method }, 'not answering host request: connection closed');
+      responder.logger.debug(logged, 'not answering host request: connection closed');
       return;
     }
     try {
       responder.send(message);
     } catch (error) {
-      responder.logger.warn({ err: error, id, method }, 'could not answer host request');
+      responder.logger.warn({ err: error, ...logged }, 'could not answer host request');
     }
   };
   const request: IncomingRequest = {
@@ -72,7 +74,7 @@ export function serveRequest(
       request.respondError(error);
       return;
     }
-    responder.logger.error({ err: error, method }, 'request handler threw');
+    responder.logger.error({ err: error, method: logged.method }, 'request handler threw');
     request.respondError(
       new MspError({ code: -32603, message: 'internal error', data: { kind: 'internal' } }),
     );

@@ -22,3 +22,8 @@ export function preview(line: string): string {
   const { text, cut } = maskPrefix(line, FRAME_PREVIEW_CHARS);
   return cut ? `${text}…` : text;
 }
+
+/** A host-chosen id for the log: a number as it is, a string masked and cut like a frame. */
+export function previewId(id: JsonRpcId): JsonRpcId {
+  return typeof id === 'string' ? preview(id) : id;
+}

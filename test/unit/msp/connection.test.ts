@@ -327,6 +327,20 @@ describe('JsonRpcConnection', () => {
     ]);
   });
 
+  it('logs the id of a response to an unknown request masked and cut', async () => {
+    const { send, logs } = setup();
+    const token = 'xoxb-123456789012-123456789012-abcdefghijklmnopqrstuvwx';
+    send({ jsonrpc: '2.0', id: `${token} ${'I'.repeat(1_000_000)}`, result: {} });
+    await until(() => logs.some((line) => line.msg === 'skipping response to an unknown request id'));
+    for (const line of logs) {
+      const raw = JSON.stringify(line);
+      expect(raw.length).toBeLessThan(1024);
+      expect(raw).not.toContain(token);
+    }
+    const warning = logs.find((line) => line.msg === 'skipping response to an unknown request id');
+    expect(String(warning!.id)).toContain('[masked slack-token]');
+  });
+
   it('waits for drain and writes whole frames in order under backpressure', async () => {
     const hostStdout = new PassThrough();
     const chunks: string[] = [];

@@ -17,7 +17,7 @@ if (REQUEST?.params === undefined || REQUEST.id === undefined) {
 const PARAMS = REQUEST.params;
 
 /** Serves one host request as the connection does, and returns what went back on the wire. */
-function serve(params: unknown) {
+function serve(params: unknown, method = 'approval/request') {
   const lines: Array<Record<string, unknown>> = [];
   const logger = pino({ level: 'debug' }, { write: (line: string) => lines.push(JSON.parse(line)) });
   const incarnation = { id: 'inc-1', logger } as unknown as Incarnation;
@@ -25,7 +25,7 @@ function serve(params: unknown) {
   const sent: Json[] = [];
   serveRequest(
     7,
-    'approval/request',
+    method,
     params,
     (request) => handleHostRequest('host-a', incarnation, request, (event) => events.push(event)),
     { logger, isClosed: () => false, send: (message) => sent.push(message) },
@@ -58,5 +58,26 @@ describe('handleHostRequest: approval/request', () => {
     ]);
     expect(events).toEqual([]);
     expect(lines.some((line) => line.msg === 'skipping approval frame that does not parse')).toBe(true);
+  });
+});
+
+describe('handleHostRequest: a method we do not serve', () => {
+  const TOKEN = 'xoxb-123456789012-123456789012-abcdefghijklmnopqrstuvwx';
+  const METHOD = `${TOKEN} ${'M'.repeat(1_000_000)}`;
+
+  it('logs the method masked and cut, and echoes only its start to the host', () => {
+    const { sent, lines } = serve({}, METHOD);
+    const refusal = lines.find((line) => line.msg === 'refusing host request we do not serve');
+    expect(refusal).toBeDefined();
+    for (const line of lines) {
+      const raw = JSON.stringify(line);
+      expect(raw.length).toBeLessThan(1024);
+      expect(raw).not.toContain(TOKEN);
+    }
+    expect(String(refusal!.method)).toContain('[masked slack-token]');
+    const error = (sent[0] as { error: { code: number; message: string } }).error;
+    expect(error.code).toBe(-32601);
+    expect(error.message.startsWith(`method not found: ${TOKEN} MMM`)).toBe(true);
+    expect(error.message.length).toBeLessThan(1024);
   });
 });

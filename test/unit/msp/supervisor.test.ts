@@ -79,6 +79,7 @@ createInterface({ input: process.stdin }).on('line', (line) => {
   const fail = (error) => send({ jsonrpc: '2.0', id: message.id, error });
   switch (message.method) {
     case 'initialize':
+      if (config.initializeError) return fail(config.initializeError);
       return reply(config.initializeResult);
     case 'session/list':
       reply(config.sessionPages[params.cursor ?? '']);
@@ -119,6 +120,7 @@ if (config.ignoreEof) setInterval(() => {}, 1000);
 
 interface FakeHostConfig {
   initializeResult?: Json;
+  initializeError?: Json;
   sessionPages?: Record<string, Json>;
   pending?: Record<string, Json[]>;
   resumeErrors?: Record<string, Json>;
@@ -601,6 +603,26 @@ describe('HostSupervisor', () => {
     await until(() => respawns().length >= 2);
     const delays = respawns().map((line) => line.delayMs as number);
     expect(delays.every((delay) => delay >= 20 && delay <= 40)).toBe(true);
+  });
+
+  it('says why initialize failed masked and cut, in the log and in downReason', async () => {
+    const token = 'xoxb-123456789012-123456789012-abcdefghijklmnopqrstuvwx';
+    const host = fakeHost({
+      initializeError: { code: -32603, message: `${token} ${'x'.repeat(1_000_000)}` },
+    });
+    const { supervisor, logs } = supervise(host.command, { backoff: { initialMs: 1000, maxMs: 1000 } });
+    await supervisor.start();
+    await until(() => supervisor.downReason()?.includes('initialize') === true, 5000);
+    const reason = supervisor.downReason()!;
+    expect(reason).toContain('answered initialize with an error ([masked slack-token]');
+    expect(reason.length).toBeLessThan(1024);
+    expect(reason).not.toContain(token);
+    await until(() => logs.some((line) => line.msg === 'MSP handshake failed; restarting the host'));
+    for (const line of logs) {
+      const raw = JSON.stringify(line);
+      expect(raw.length).toBeLessThan(1024);
+      expect(raw).not.toContain(token);
+    }
   });
 
   it('stop() closes stdin and resolves when the host exited; no respawn', async () => {
