@@ -7,6 +7,7 @@ import { type DueStep, EscalationStore } from '../../src/store/escalationStore.j
 import { keys } from '../../src/store/keys.js';
 import type { RedisClient } from '../../src/store/redisConnection.js';
 import { PrivateRedis } from '../support/privateRedis.js';
+import { resendingRedis } from '../support/resendingRedis.js';
 import { BACKENDS, openBackend, type StoreBackend } from '../support/storeBackends.js';
 
 describe.each(BACKENDS)('EscalationStore on %s Redis', (kind) => {
@@ -240,17 +241,7 @@ describe.each(BACKENDS)('EscalationStore on %s Redis', (kind) => {
       const [lease] = (await storeA.due(now + 1_000)).filter((d) => d.lineage === 'line-endr');
       // Every script and ZREM runs twice, answered by its second run: as ioredis resends a
       // command whose reply a dropped connection lost.
-      const resent = new Proxy(a, {
-        get(target, prop, receiver) {
-          const value = Reflect.get(target, prop, receiver);
-          if (typeof value !== 'function') return value;
-          if (prop !== 'eval' && prop !== 'zrem') return value.bind(target);
-          return async (...args: unknown[]) => {
-            await value.apply(target, args);
-            return value.apply(target, args);
-          };
-        },
-      });
+      const resent = resendingRedis(a, ['eval', 'zrem']);
       const taken = await new EscalationStore(resent, { lineageTtlMs: 60_000 }).takeResolve(
         lease!,
         now + 2_000,

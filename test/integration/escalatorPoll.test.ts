@@ -18,6 +18,7 @@ import type { ApprovalStore, Mutation } from '../../src/store/approvalStore.js';
 import { EscalationStore } from '../../src/store/escalationStore.js';
 import { keys } from '../../src/store/keys.js';
 import { useFreshRedis } from '../support/freshRedis.js';
+import { resendingRedis } from '../support/resendingRedis.js';
 import { sampleRecord } from '../support/sampleRecord.js';
 
 const redis = useFreshRedis();
@@ -126,26 +127,8 @@ describe('steps no ladder of this process has', () => {
 });
 
 describe('a claim whose reply was lost, sent again', () => {
-  /**
-   * The tests' Redis running each of `commands` twice and answering with the second run's reply,
-   * as ioredis does when a dropped connection lost the first reply (autoResendUnfulfilledCommands).
-   */
-  function resending(commands: string[]): Redis {
-    return new Proxy(redis(), {
-      get(target, prop, receiver) {
-        const value = Reflect.get(target, prop, receiver);
-        if (typeof value !== 'function') return value;
-        if (!commands.includes(String(prop))) return value.bind(target);
-        return async (...args: unknown[]) => {
-          await value.apply(target, args);
-          return value.apply(target, args);
-        };
-      },
-    });
-  }
-
   it('is still ours: the step fires, once', async () => {
-    const w = world({ r: [{ afterMs: 0, action: 'remind' }] }, {}, resending(['eval', 'zrem']));
+    const w = world({ r: [{ afterMs: 0, action: 'remind' }] }, {}, resendingRedis(redis(), ['eval', 'zrem']));
     const claims: boolean[] = [];
     const claim = w.schedule.claim.bind(w.schedule);
     w.schedule.claim = async (...args) => {

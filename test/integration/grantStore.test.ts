@@ -17,6 +17,7 @@ import type { RedisClient } from '../../src/store/redisConnection.js';
 import { freshRedisDb } from '../support/bot.js';
 import { botGrantInput, type GrantInput } from '../support/grantInput.js';
 import { captureLogger } from '../support/logCapture.js';
+import { resendingRedis } from '../support/resendingRedis.js';
 import { BACKENDS, openBackend, type StoreBackend } from '../support/storeBackends.js';
 import { testRedisUrl } from '../support/testRedis.js';
 import { until } from '../support/until.js';
@@ -848,28 +849,10 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
   });
 
   describe('a script whose reply was lost, sent again', () => {
-    /**
-     * `redis` running each of `commands` twice and answering with the second run's reply, as
-     * ioredis does when a dropped connection lost the first reply (autoResendUnfulfilledCommands).
-     */
-    function resending(commands: string[]) {
-      return new Proxy(redis, {
-        get(target, prop, receiver) {
-          const value = Reflect.get(target, prop, receiver);
-          if (typeof value !== 'function') return value;
-          if (!commands.includes(String(prop))) return value.bind(target);
-          return async (...args: unknown[]) => {
-            await value.apply(target, args);
-            return value.apply(target, args);
-          };
-        },
-      });
-    }
-
     it('answers as its first run did: created, replaced, exhausted and revoked once each', async () => {
       const plain = newStore().store;
       const { store } = newStore(
-        resending(['csGrantCreateBuffer', 'csGrantCountBuffer', 'csGrantEndBuffer']),
+        resendingRedis(redis, ['csGrantCreateBuffer', 'csGrantCountBuffer', 'csGrantEndBuffer']),
       );
       const old = await plain.create(botGrant());
       clock += 1000;
@@ -898,7 +881,7 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
     });
 
     it('still counts nothing more for another replica recording the same stage', async () => {
-      const a = newStore(resending(['csGrantCountBuffer'])).store;
+      const a = newStore(resendingRedis(redis, ['csGrantCountBuffer'])).store;
       const b = newStore(redisB).store;
       const grant = await a.create(botGrant({ maxUses: 1, lasts: { kind: 'uses', uses: 1 } }));
       expect(await a.reserveUse(grant, now())).toBe(0);
@@ -909,7 +892,7 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
     });
 
     it('takes one use for a reserve run twice', async () => {
-      const { store } = newStore(resending(['csGrantTakeUse']));
+      const { store } = newStore(resendingRedis(redis, ['csGrantTakeUse']));
       const grant = await store.create(botGrant({ maxUses: 3, lasts: { kind: 'uses', uses: 3 } }));
       expect(await store.reserveUse(grant, now())).toBe(2);
       expect(await store.get(grant.grantId)).toMatchObject({ usesLeft: 2 });
@@ -919,7 +902,7 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
 
     it('gives one use back for a give-back run twice, with another use still out', async () => {
       const plain = newStore().store;
-      const { store } = newStore(resending(['csGrantGiveUse']));
+      const { store } = newStore(resendingRedis(redis, ['csGrantGiveUse']));
       const grant = await plain.create(botGrant({ maxUses: 3, lasts: { kind: 'uses', uses: 3 } }));
       expect(await plain.reserveUse(grant, now())).toBe(2);
       expect(await plain.reserveUse(grant, now())).toBe(1);
