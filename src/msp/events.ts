@@ -31,6 +31,11 @@ export type HostEvent =
       sessionId: string;
       /** approvalIds the host reports pending for this session right now (approval/listPending). */
       pendingApprovalIds: string[];
+      /**
+       * When the approval/listPending request went out, on this process's monotonic clock
+       * (performance.now()): an approval asked after it may be missing from the listing.
+       */
+      listRequestedAt: number;
     }
   | {
       /** session/resume answered sessionInUse: another client holds the session's writer lease. */

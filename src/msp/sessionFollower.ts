@@ -57,6 +57,9 @@ export const MAX_FOLLOWED_SESSIONS = 10_000;
  */
 const HELD_RETRY = { initialMs: 5_000, maxMs: 300_000 };
 
+/** A listing, and when (performance.now()) its approval/listPending was sent. */
+type DatedListing = PendingListing & { listRequestedAt: number };
+
 function isLoadedHere(status: string | undefined): boolean {
   return status === 'idle' || status === 'running';
 }
@@ -398,7 +401,9 @@ export class SessionFollower {
    * them. Undefined when the host did not tell us (a session it does not have is reported as
    * having nothing pending).
    */
-  private async listPending(sessionId: string, log: Logger): Promise<PendingListing | undefined> {
+  private async listPending(sessionId: string, log: Logger): Promise<DatedListing | undefined> {
+    // Taken before the request goes out: what the host asked before this, it lists if pending.
+    const listRequestedAt = performance.now();
     let raw: unknown;
     try {
       raw = await this.request('approval/listPending', { sessionId });
@@ -408,7 +413,13 @@ export class SessionFollower {
         this.releaseHeld(sessionId);
         this.tracked.delete(sessionId);
         this.forget(sessionId);
-        this.emit({ type: 'sessionReconciled', ...this.origin, sessionId, pendingApprovalIds: [] });
+        this.emit({
+          type: 'sessionReconciled',
+          ...this.origin,
+          sessionId,
+          pendingApprovalIds: [],
+          listRequestedAt,
+        });
         return undefined;
       }
       if (error instanceof MspError) {
@@ -417,10 +428,11 @@ export class SessionFollower {
       }
       throw error;
     }
-    return parsePendingListing(raw, log);
+    const listed = parsePendingListing(raw, log);
+    return listed && { ...listed, listRequestedAt };
   }
 
-  private report(sessionId: string, listed: PendingListing): void {
+  private report(sessionId: string, listed: DatedListing): void {
     const heldElsewhere = this.heldElsewhere.has(sessionId);
     for (const params of listed.approvals) {
       this.logger.info(
@@ -435,7 +447,13 @@ export class SessionFollower {
         ...(heldElsewhere ? { heldElsewhere } : {}),
       });
     }
-    this.emit({ type: 'sessionReconciled', ...this.origin, sessionId, pendingApprovalIds: listed.ids });
+    this.emit({
+      type: 'sessionReconciled',
+      ...this.origin,
+      sessionId,
+      pendingApprovalIds: listed.ids,
+      listRequestedAt: listed.listRequestedAt,
+    });
   }
 
   /** Follows a held session again, unless a retry of it is already waiting its turn. */

@@ -146,6 +146,38 @@ describe('host restarts and sessions', () => {
     expect(buttonsOf(closed)).toHaveLength(0);
   });
 
+  it('4c. the running host process: a session read again closes what it no longer has, without a restart', async () => {
+    world = await World.start({
+      sessions: [
+        { sessionId: SESSION, title: 'Bump the version' },
+        { sessionId: 'gone-s', title: 'Gone soon' },
+      ],
+    });
+    const lost = approvalFromTranscript('approval-round-trip', { approvalId: 'lost-0001' });
+    const gone = approvalFromTranscript('approval-round-trip', {
+      approvalId: 'gone-0002',
+      sessionId: 'gone-s',
+    });
+    await world.host.open(lost, { via: 'both' });
+    await world.host.open(gone, { via: 'both' });
+    await world.waitForCard('lost-0001', (m) => buttonsOf(m).length > 0);
+    await world.waitForCard('gone-0002', (m) => buttonsOf(m).length > 0);
+
+    // No frame says so, as when approval/resolved was dropped: one approval and one whole session
+    // vanish from the same host process, and gaps have both sessions read again.
+    await world.host.forget('lost-0001');
+    await world.host.dropSession('gone-s');
+    await world.host.notify('view/gap', { sessionId: SESSION, after: 'v:a:1', next: 'v:a:9' });
+    await world.host.notify('view/gap', { sessionId: 'gone-s', after: 'v:b:1', next: 'v:b:9' });
+    for (const approvalId of ['lost-0001', 'gone-0002']) {
+      const closed = await world.waitForCard(approvalId, (m) =>
+        textOf(m).includes('no longer has this request pending'),
+      );
+      expect(buttonsOf(closed)).toHaveLength(0);
+    }
+    expect(world.host.incarnation).toBe(1);
+  });
+
   it('an approval that vanishes from listPending across a restart loses its buttons, and a click sends nothing', async () => {
     world = await World.start();
     const approval = approvalFromTranscript('approval-round-trip', { approvalId: 'vanish-0001' });

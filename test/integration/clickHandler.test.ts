@@ -857,6 +857,7 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
           incarnation: 'inc-2',
           sessionId: 's2',
           pendingApprovalIds: ['s2-a0', 's2-a1'],
+          listRequestedAt: performance.now(),
         });
         await relay.idle();
       } finally {

@@ -37,7 +37,8 @@ export class HeldEvents {
   /**
    * Redis is away: keep the event for when it is back. A full buffer drops events, and the
    * host's sessions are read again instead (listPending): a pending approval is listed there,
-   * and a card whose approval is no longer listed is closed, so nothing is lost or doubled.
+   * and a card whose approval was asked before that listing's request and is not listed is
+   * closed (OpenApprovals.reconcileSession), so nothing is lost or doubled.
    */
   hold(event: HostEvent): void {
     if (this.buffered.length < this.options.max) {

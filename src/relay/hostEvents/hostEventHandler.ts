@@ -23,6 +23,7 @@ import {
   unavailable,
   updated,
 } from '../records/recordMutations.js';
+import { AskedApprovals } from './askedApprovals.js';
 import { HeldEvents, type RedisAvailability } from './heldEvents.js';
 import { fullTextFields } from './intake/takeFullText.js';
 import { KnownSessions } from './knownSessions.js';
@@ -103,6 +104,8 @@ export class HostEventHandler {
   private readonly held: HeldEvents | undefined;
   /** Reconciles a host's (or a session's) open approvals with what the host says is left. */
   private readonly sweep: OpenApprovals;
+  /** When each approval was last asked: which ones a session's listing can close. */
+  private readonly asked = new AskedApprovals();
   /** Per channel, in the order approvals came: see opened(). */
   private readonly turns = new Turns();
 
@@ -118,13 +121,17 @@ export class HostEventHandler {
           reread: (hostId) => options.host(hostId)?.refreshAll(),
         })
       : undefined;
-    this.sweep = new OpenApprovals(options);
+    this.sweep = new OpenApprovals({ ...options, asked: this.asked });
   }
 
   handleHostEvent(event: HostEvent): void {
     if (event.type === 'sessionSeen') {
       this.sessions.seen(event.hostId, event.sessionId, event);
       return;
+    }
+    // Noted as it arrives, held or not: a listing requested later names it if it is still pending.
+    if (event.type === 'approvalOpened') {
+      this.asked.noteAsked(event.hostId, event.incarnation, event.params.approvalId);
     }
     if (this.held?.mustWait()) {
       this.held.hold(event);
@@ -172,6 +179,7 @@ export class HostEventHandler {
         return;
       }
       case 'approvalResolved':
+        this.asked.forget(event.hostId, event.params.approvalId);
         this.change(
           event.params.approvalId,
           this.ofHost(
@@ -192,6 +200,7 @@ export class HostEventHandler {
             event.sessionId,
             event.pendingApprovalIds,
             event.incarnation,
+            event.listRequestedAt,
           ),
         );
         return;

@@ -1,9 +1,10 @@
 import type { Logger } from 'pino';
-import { isTerminal } from '../../domain/record.js';
+import { type ApprovalRecord, isTerminal } from '../../domain/record.js';
 import { type ApprovalStore, FOR_HOST, type Mutation } from '../../store/approvalStore.js';
 import type { Decider } from '../deciding/decider.js';
 import type { RecordKeeper } from '../records/recordKeeper.js';
 import { orphaned, superseded } from '../records/recordMutations.js';
+import type { AskedApprovals } from './askedApprovals.js';
 
 export interface OpenApprovalsOptions {
   keeper: RecordKeeper;
@@ -11,6 +12,8 @@ export interface OpenApprovalsOptions {
   /** Settles a decision of ours that may have closed an approval the host no longer lists. */
   decider: Decider;
   logger: Logger;
+  /** When each approval was last asked, to tell what a session's listing may predate. */
+  asked: AskedApprovals;
 }
 
 /**
@@ -21,20 +24,22 @@ export class OpenApprovals {
   constructor(private readonly options: OpenApprovalsOptions) {}
 
   /**
-   * The host listed what is still pending in a session. An approval asked by an earlier host
-   * process that is no longer pending was closed or replaced by the host.
+   * The host listed what is still pending in a session, in a listing requested at
+   * `listRequestedAt` (performance.now()). An approval not listed that was asked by an earlier
+   * host process, or by this one before the request, was closed or replaced by the host: this
+   * is the make-up for an approval/resolved that never reached us (dropped while Redis was away).
    */
   async reconcileSession(
     hostId: string,
     sessionId: string,
     pendingApprovalIds: string[],
     incarnation: string,
+    listRequestedAt: number,
   ): Promise<void> {
     const pending = new Set(pendingApprovalIds);
     await this.forEachOpen(hostId, sessionId, (record) => {
       if (pending.has(record.approvalId)) return undefined;
-      // Asked by this very host process and not listed: the listing may predate it.
-      if (record.incarnation === incarnation && record.phase !== 'unavailable') return undefined;
+      if (record.incarnation === incarnation && this.mayPredate(record, listRequestedAt)) return undefined;
       // Ours may have been the decision that closed it: the host says so when asked again.
       if (record.phase === 'deciding' && record.claim) {
         this.options.decider.settle(record);
@@ -42,6 +47,20 @@ export class OpenApprovals {
       }
       return superseded('The agent host no longer has this request pending.');
     });
+  }
+
+  /**
+   * Whether a listing requested at `listRequestedAt` by the record's own host process may have
+   * been made before the record was asked, and so says nothing of it. An approval this process
+   * does not remember asked (its memory is bounded) counts as asked after: closing one still
+   * pending would leave the agent waiting on a request no card answers any more, while leaving
+   * one open that was resolved only keeps buttons whose press the host refuses.
+   */
+  private mayPredate(record: ApprovalRecord, listRequestedAt: number): boolean {
+    // Held elsewhere: known from the session's listings only (no frame of it reaches us), so a
+    // listing that leaves it out closes it.
+    if (record.phase === 'unavailable') return false;
+    return !this.options.asked.askedBefore(record, listRequestedAt);
   }
 
   changeSession(hostId: string, sessionId: string, mutation: Mutation): Promise<void> {

@@ -320,3 +320,60 @@ describe('SessionFollower: floods of frames that ask to read a session again', (
     follower.dispose();
   });
 });
+
+describe('SessionFollower: when a listing was asked for', () => {
+  /** A host whose listPending answers `answer()` a little after it was sent, noting when it was sent. */
+  function listingHost(answer: () => unknown) {
+    const sent: number[] = [];
+    const events: HostEvent[] = [];
+    const request = async (method: string): Promise<unknown> => {
+      switch (method) {
+        case 'session/list':
+          return { sessions: [{ sessionId: 's-1', status: 'notLoaded' }], nextCursor: null };
+        case 'approval/listPending':
+          sent.push(performance.now());
+          await new Promise((resolve) => setTimeout(resolve, 5));
+          return answer();
+        default:
+          throw MspError.methodNotFound(method);
+      }
+    };
+    const follower = new SessionFollower({
+      request,
+      origin: { hostId: 'host-a', incarnation: 'inc-1' },
+      durable: false,
+      logger: pino({ level: 'silent' }),
+      emit: (event) => events.push(event),
+      tracked: new Map(),
+    });
+    const reconciled = () => events.filter((event) => event.type === 'sessionReconciled');
+    return { follower, sent, reconciled };
+  }
+
+  // The relay closes what the current host process asked before that time and the listing leaves
+  // out; what it asked after may be missing only because the listing predates it.
+  it('dates the listing by when its request went out, not by when the answer came', async () => {
+    const { follower, sent, reconciled } = listingHost(() => ({ approvals: [], userInputs: [] }));
+    const before = performance.now();
+    await follower.syncAll();
+    expect(sent).toHaveLength(1);
+    const [event] = reconciled();
+    expect(event).toMatchObject({ sessionId: 's-1', pendingApprovalIds: [] });
+    expect(event?.type === 'sessionReconciled' && event.listRequestedAt).toBeGreaterThanOrEqual(before);
+    expect(event?.type === 'sessionReconciled' && event.listRequestedAt).toBeLessThanOrEqual(sent[0]!);
+    follower.dispose();
+  });
+
+  it('dates a session the host no longer has the same way, so that its cards are closed', async () => {
+    const { follower, sent, reconciled } = listingHost(() => {
+      throw new MspError({ code: -32020, message: 'no such session', data: { kind: 'sessionNotFound' } });
+    });
+    const before = performance.now();
+    await follower.syncAll();
+    const [event] = reconciled();
+    expect(event).toMatchObject({ sessionId: 's-1', pendingApprovalIds: [] });
+    expect(event?.type === 'sessionReconciled' && event.listRequestedAt).toBeGreaterThanOrEqual(before);
+    expect(event?.type === 'sessionReconciled' && event.listRequestedAt).toBeLessThanOrEqual(sent[0]!);
+    follower.dispose();
+  });
+});
