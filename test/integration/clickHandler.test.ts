@@ -592,6 +592,57 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
       expect(votes().map((entry) => entry.kind === 'vote' && entry.userId)).toEqual(['U0CAROL', 'U0BOB']);
     });
 
+    it('a vote whose decision was handed on and failed after its asker stopped waiting is audited as a vote', async () => {
+      const authorizer = strict(['U0ALICE', 'U0BOB'], 2);
+      const audited: AuditEntry[] = [];
+      const audit = { append: async (entry: AuditEntry) => void audited.push(entry) };
+      const forwarded: DecisionRequest[] = [];
+      const standby = new ClickHandler({
+        store,
+        decider: standbyDecider(forwarded),
+        keeper,
+        notifier: cards,
+        authorizer,
+        audit,
+        logger,
+      });
+      await standby.click(click('U0ALICE', 0));
+      // Bob's vote completes the quorum; the owner has not answered within the asker's wait.
+      await standby.click(click('U0BOB', 0));
+      expect(forwarded.map((request) => request.by)).toEqual([byClick('U0BOB', ['U0ALICE', 'U0BOB'])]);
+      const votes = () => audited.flatMap((entry) => (entry.kind === 'vote' ? [entry] : []));
+      expect(votes().map((entry) => entry.userId)).toEqual(['U0ALICE']);
+      // The owner answers the person itself, the asker as it travelled (JSON in the stream): the
+      // recount where it was claimed found one vote too few, and nothing was decided.
+      const asker = JSON.parse(JSON.stringify(forwarded[0]!.asker));
+      const owner = new ClickHandler({ store, decider, keeper, notifier: cards, authorizer, audit, logger });
+      owner.answerLate(asker, 'a-click', { kind: 'quorumNotMet', votes: 1, quorum: 2 });
+      await owner.drain();
+      expect(votes()).toEqual([
+        expect.objectContaining({ userId: 'U0ALICE', votes: 1, quorum: 2 }),
+        expect.objectContaining({
+          kind: 'vote',
+          approvalId: 'a-click',
+          hostId: 'default',
+          route: 'test',
+          userId: 'U0BOB',
+          choiceId: 'allow_once',
+          sourceIndex: 0,
+          votes: 1,
+          quorum: 2,
+        }),
+      ]);
+      expect(cards.notes.at(-1)).toEqual({
+        userId: 'U0BOB',
+        text: refusalText({ code: 'quorumNotMet', votes: 1, quorum: 2 }),
+      });
+      // Carried out late, the decision names Bob: no vote entry does.
+      const again = new ClickHandler({ store, decider, keeper, notifier: cards, authorizer, audit, logger });
+      again.answerLate(asker, 'a-click', { kind: 'decided', terminal: false });
+      await again.drain();
+      expect(votes().map((entry) => entry.userId)).toEqual(['U0ALICE', 'U0BOB']);
+    });
+
     it('a pick checked on a question the host then asks otherwise is neither counted toward the quorum nor decided', async () => {
       const authorizer = strict(['U0ALICE', 'U0BOB'], 2);
       const { checker } = checkingDecider(authorizer);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { ApprovalRecord } from '../../domain/record.js';
+import { type ApprovalRecord, RiskMark, Vote } from '../../domain/record.js';
 import type { Refusal } from '../../domain/refusal.js';
 import type { RouteRules } from '../../domain/route.js';
 import type { ApprovalChoice } from '../../msp/protocol.js';
@@ -67,6 +67,23 @@ export type Answerable = Pick<
 };
 
 /**
+ * A vote a pick stored anew, and how it counted then: with what of its approval its audit entry
+ * names (auditVoteCast).
+ */
+export const CastVote = z.object({
+  record: z.object({
+    approvalId: z.string(),
+    hostId: z.string(),
+    route: z.string().optional(),
+    risks: z.array(RiskMark.pick({ name: true, quorum: true })).optional(),
+  }),
+  vote: Vote,
+  votes: z.number().int(),
+  quorum: z.number().int(),
+});
+export type CastVote = z.infer<typeof CastVote>;
+
+/**
  * What the owner of the host needs to answer the person itself (JSON in the decision stream).
  * `sourceIndex`, the stage pressed, is absent only in entries of an earlier release: then a
  * "don't ask again" is not remembered.
@@ -84,9 +101,16 @@ export const Asker = z.object({
    * without this, nothing is remembered.
    */
   askedAs: z.string().optional(),
+  /**
+   * The vote this press stored that completed the quorum: should the decision not go through, no
+   * decision entry names it, and the owner audits it as a vote. Absent in entries of an earlier
+   * release.
+   */
+  vote: CastVote.optional(),
 });
 
-export function askerOf(click: Click): Record<string, unknown> {
+/** `cast`: the vote the click stored that completed the quorum, if it did. */
+export function askerOf(click: Click, cast?: CastVote): Record<string, unknown> {
   return {
     channel: click.channel,
     userId: click.userId,
@@ -95,6 +119,26 @@ export function askerOf(click: Click): Record<string, unknown> {
     ...(click.remember ? { remember: true } : {}),
     ...(click.remember && click.rememberScope !== undefined ? { rememberScope: click.rememberScope } : {}),
     ...(click.remember && click.askedAs !== undefined ? { askedAs: click.askedAs } : {}),
+    ...(cast ? { vote: castVoteOnly(cast) } : {}),
+  };
+}
+
+/** Only what the vote's audit entry needs of its record: the asker travels in every entry. */
+function castVoteOnly({ record, vote, votes, quorum }: CastVote): CastVote {
+  const risks = record.risks?.map(({ name, quorum }) => ({
+    name,
+    ...(quorum !== undefined ? { quorum } : {}),
+  }));
+  return {
+    record: {
+      approvalId: record.approvalId,
+      hostId: record.hostId,
+      ...(record.route ? { route: record.route } : {}),
+      ...(risks ? { risks } : {}),
+    },
+    vote,
+    votes,
+    quorum,
   };
 }
 

@@ -13,8 +13,16 @@ import type { ApprovalStore } from '../../store/approvalStore.js';
 import type { RefusalNotifier } from '../ports.js';
 import type { RecordKeeper } from '../records/recordKeeper.js';
 import type { Authorizer } from './authorizer.js';
-import { type Answerable, Asker, askerOf, type Click, type ClickCheck, deadlineOf } from './click.js';
-import { auditVoteCast, type CastVote, countedAt, countVote, namesVoter } from './clickVotes.js';
+import {
+  type Answerable,
+  Asker,
+  askerOf,
+  type CastVote,
+  type Click,
+  type ClickCheck,
+  deadlineOf,
+} from './click.js';
+import { auditVoteCast, countedAt, countVote, namesVoter } from './clickVotes.js';
 import type { Decider, DecisionOutcome } from './decider.js';
 import { whyNotDecidable } from './decisionCheck.js';
 import { refusalFor } from './refusals.js';
@@ -338,7 +346,9 @@ export class ClickHandler {
         ...(click.askedAs !== undefined ? { askedAs: click.askedAs } : {}),
       },
       recordBy: deadlineOf(click),
-      asker: askerOf(click),
+      // Should the decision be handed on and end after its asker stopped waiting, the owner
+      // audits the vote that completed the quorum (answerLate).
+      asker: askerOf(click, cast),
       onChange: 'return',
       // Checked just now against this record (checkFound). Not a quorum's record: the vote stored
       // it afresh, so the stage may ask otherwise now and each voter must still be one who may
@@ -354,12 +364,16 @@ export class ClickHandler {
 
   /**
    * The outcome of a decision whose asker stopped waiting (it was carried out by the replica that
-   * owns the host, after the one that took the click had told the person it was handed on).
+   * owns the host, after the one that took the click had told the person it was handed on). The
+   * vote that completed the quorum is audited here when the decision did not go through.
    */
   answerLate(asker: Record<string, unknown>, approvalId: string, outcome: DecisionOutcome): void {
     const parsed = Asker.safeParse(asker);
     if (!parsed.success) return;
     const click = parsed.data;
+    // Heard `forwarded`, the asker audited no vote: the decision could yet have named it.
+    if (click.vote && !namesVoter(outcome, click.userId))
+      auditVoteCast(countedAt(click.vote, outcome), this.options);
     const task = (async () => {
       // A grant is made from the record as it is now, and a refusal audited with its route.
       const needsRecord = (outcome.kind === 'decided' && click.remember) || outcome.kind === 'notAuthorized';

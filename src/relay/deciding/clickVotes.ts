@@ -7,7 +7,7 @@ import { byDeadline, LATE } from '../../util/byDeadline.js';
 import { unvoted, voted } from '../records/cardMutations.js';
 import type { RecordKeeper } from '../records/recordKeeper.js';
 import type { Authorizer } from './authorizer.js';
-import { type Click, deadlineOf } from './click.js';
+import { type CastVote, type Click, deadlineOf } from './click.js';
 import type { DecisionOutcome } from './decision.js';
 import { whyNotDecidable } from './decisionCheck.js';
 import { refusalFor } from './refusals.js';
@@ -42,14 +42,6 @@ export type VoteResult =
    * card may show something no longer true (ClickHandler re-renders it).
    */
   | { complete: false; refusal: Refusal; approvalId?: string };
-
-/** A vote a pick stored anew, and how it counted then. */
-export interface CastVote {
-  record: ApprovalRecord;
-  vote: Vote;
-  votes: number;
-  quorum: number;
-}
 
 /**
  * Counts an approving pick toward the stage's quorum. Resolves with the record and everyone who
