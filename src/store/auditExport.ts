@@ -26,6 +26,15 @@ export interface AuditExportFilter {
   pageSize?: number;
 }
 
+/** What the export says besides its lines. */
+export interface AuditExportNotices {
+  /**
+   * A stream read has lost entries to its cap (MAXLEN) that the export asked for: it holds
+   * entries from `keptFromMs` on (its first entry's id), those before are gone.
+   */
+  trimmed?: (stream: string, keptFromMs: number) => void;
+}
+
 /** A stream the export reads, and how its entries become exported lines. */
 interface Source {
   key: string;
@@ -54,12 +63,14 @@ const SOURCES: readonly Source[] = [
  * come in the order of SOURCES (decisions, refusals, grants).
  *
  * The time bounds are read as stream ids, so Redis skips what lies outside them; an entry's
- * id is when it was written, a few milliseconds after its own `at`.
+ * id is when it was written, a few milliseconds after its own `at`. A stream read that its cap
+ * trimmed of entries the bounds asked for is told to `notices.trimmed` before any is written.
  */
 export async function exportAudit(
   redis: RedisClient,
   write: (entry: ExportedAuditEntry) => void | Promise<void>,
   filter: AuditExportFilter = {},
+  notices: AuditExportNotices = {},
 ): Promise<number> {
   const pageSize = filter.pageSize ?? 1_000;
   const wanted = (kind: AuditKind) => !filter.kinds || filter.kinds.has(kind);
@@ -69,9 +80,17 @@ export async function exportAudit(
   const start = filter.sinceMs === undefined ? '-' : String(sinceMs);
   // An incomplete end id takes every sequence of its millisecond: the last one before `until`.
   const end = untilMs === undefined ? '+' : String(untilMs - 1);
-  const readers = SOURCES.filter((source) => source.kinds.some(wanted)).map((source) =>
-    readStream(redis, source, start, end, pageSize),
-  );
+  const sources = SOURCES.filter((source) => source.kinds.some(wanted));
+  if (notices.trimmed) {
+    for (const { key } of sources) {
+      const keptFromMs = await trimmedBefore(redis, key);
+      // A stream holding entries from before `since` has lost none the export asked for.
+      if (keptFromMs !== undefined && (filter.sinceMs === undefined || keptFromMs > sinceMs)) {
+        notices.trimmed(key, keptFromMs);
+      }
+    }
+  }
+  const readers = sources.map((source) => readStream(redis, source, start, end, pageSize));
   let count = 0;
   for await (const entry of mergeById(readers)) {
     if (!wanted(entry.kind as AuditKind)) continue;
@@ -107,12 +126,37 @@ export function exportAuditTo(
   redis: RedisClient,
   out: NodeJS.WritableStream,
   filter: AuditExportFilter = {},
+  notices: AuditExportNotices = {},
 ): Promise<number> {
   return exportAudit(
     redis,
     (entry) => (out.write(`${ndjsonLine(entry)}\n`) ? undefined : once(out, 'drain').then(() => {})),
     filter,
+    notices,
   );
+}
+
+/**
+ * When the stream has lost entries to its cap, the time (ms) of its first entry kept; undefined
+ * when it lost none, is empty or missing, or Redis does not say (`entries-added` came in Redis
+ * 7.0). The audit streams are only ever trimmed, never XDEL'd: what was added and is not there
+ * was trimmed from the front.
+ */
+async function trimmedBefore(redis: RedisClient, key: string): Promise<number | undefined> {
+  let info: unknown[];
+  try {
+    info = (await redis.xinfo('STREAM', key)) as unknown[];
+  } catch (err) {
+    if (err instanceof Error && /no such key/i.test(err.message)) return undefined;
+    throw err;
+  }
+  const field = new Map<unknown, unknown>();
+  for (let i = 0; i + 1 < info.length; i += 2) field.set(info[i], info[i + 1]);
+  const added = Number(field.get('entries-added'));
+  const first = field.get('first-entry');
+  if (!Number.isFinite(added) || added <= Number(field.get('length')) || !Array.isArray(first))
+    return undefined;
+  return Number(String(first[0]).split('-')[0]);
 }
 
 /** One stream's entries between two ids, oldest first, read a page at a time. */

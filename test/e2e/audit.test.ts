@@ -5,6 +5,7 @@
 
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { REFUSALS_PER_USER_PER_MINUTE } from '../../src/store/auditStream.js';
 import { DecisionStatsReader } from '../../src/store/decisionStatsReader.js';
@@ -713,17 +714,41 @@ describe('a request of several stages', () => {
   });
 });
 
-describe('npm run audit:export stopped by its settings', () => {
-  /** dist/auditExport.js with only `env` (and PATH): its exit status and output. */
-  function exportWith(env: Record<string, string>) {
-    const run = spawnSync(process.execPath, ['dist/auditExport.js'], {
-      cwd: PROJECT_ROOT,
-      env: { PATH: process.env.PATH ?? '', ...env },
-      encoding: 'utf8',
-    });
-    return { status: run.status, stdout: run.stdout, stderr: run.stderr };
-  }
+/** dist/auditExport.js with only `env` (and PATH) and `args`: its exit status and output. */
+function exportWith(env: Record<string, string>, args: string[] = []) {
+  const run = spawnSync(process.execPath, ['dist/auditExport.js', ...args], {
+    cwd: PROJECT_ROOT,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    encoding: 'utf8',
+  });
+  return { status: run.status, stdout: run.stdout, stderr: run.stderr };
+}
 
+describe('npm run audit:export on a trimmed trail', () => {
+  it('says on stderr which stream lost entries asked for, and exports the rest', async () => {
+    const redis = await PrivateRedis.start();
+    cleanups.push(() => redis.stop());
+    const client = new Redis(`${redis.url}/0`);
+    cleanups.push(() => client.quit());
+    const since = Date.parse('2026-12-01T10:00:00Z');
+    const adds = client.pipeline();
+    for (let n = 0; n < 2_000; n++)
+      adds.xadd(keys.audit, 'MAXLEN', '~', '100', `${since + n}-0`, 'kind', 'vote');
+    await adds.exec();
+    const kept = await client.xlen(keys.audit);
+    const [first] = await client.xrange(keys.audit, '-', '+', 'COUNT', 1);
+    const keptFrom = new Date(Number(first![0].split('-')[0])).toISOString();
+    const run = exportWith({ REDIS_URL: `${redis.url}/0` }, ['--since', '2026-12-01T10:00:00Z']);
+    expect(run.status).toBe(0);
+    expect(run.stdout.trim().split('\n')).toHaveLength(kept);
+    expect(run.stderr).toBe(
+      `countersign: cs:{audit} was trimmed: entries before ${keptFrom} are gone\n` +
+        `countersign: exported ${kept} audit entries\n`,
+    );
+  });
+});
+
+describe('npm run audit:export stopped by its settings', () => {
   it.each([
     [
       'a wrong password',

@@ -195,6 +195,35 @@ describe('exportAudit', () => {
   });
 });
 
+describe('a trail trimmed to its cap', () => {
+  /** The streams the export said were trimmed, and the time of each one's first entry kept. */
+  async function trimmedSaid(filter: AuditExportFilter): Promise<Array<[string, number]>> {
+    const said: Array<[string, number]> = [];
+    await exportAudit(redis, () => {}, filter, {
+      trimmed: (stream, keptFromMs) => said.push([stream, keptFromMs]),
+    });
+    return said;
+  }
+
+  it('says which stream lost entries the export asked for, and from when it holds them', async () => {
+    // 2,000 decisions a millisecond apart in a stream capped at about 100, as the bot writes them.
+    const adds = redis.pipeline();
+    for (let n = 0; n < 2_000; n++)
+      adds.xadd(keys.audit, 'MAXLEN', '~', '100', at(n), ...auditFields(decision(n)));
+    await adds.exec();
+    await redis.xadd(keys.refusals, at(0), ...auditFields(refusal(0)));
+    const [firstKept] = await redis.xrange(keys.audit, '-', '+', 'COUNT', 1);
+    const keptFromMs = Number(firstKept![0].split('-')[0]);
+    expect(keptFromMs).toBeGreaterThan(T0);
+
+    expect(await trimmedSaid({ sinceMs: T0 })).toEqual([[keys.audit, keptFromMs]]);
+    expect(await trimmedSaid({})).toEqual([[keys.audit, keptFromMs]]);
+    // Nothing asked for is gone: from the first entry kept on, or only the untrimmed streams.
+    expect(await trimmedSaid({ sinceMs: keptFromMs })).toEqual([]);
+    expect(await trimmedSaid({ sinceMs: T0, kinds: new Set(['refusal', 'grant']) })).toEqual([]);
+  });
+});
+
 describe('the export as lines', () => {
   it('one line per entry for any reader: Unicode line breaks in agent text are escaped', async () => {
     // A tool the agent names `shell<U+2028>x`: JSON.stringify leaves U+2028, U+2029 and U+0085
