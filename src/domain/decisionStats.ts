@@ -1,6 +1,6 @@
 import type { ApprovalSubject } from '../msp/protocol.js';
 import type { DecisionVia } from './audit.js';
-import type { ApprovalRecord } from './record.js';
+import type { ApprovalRecord, Resolution } from './record.js';
 
 // Decision analytics (/countersign stats, App Home): pure sums over the audit stream's decision
 // entries. The store reads a bounded slice of the stream (store/decisionStatsReader.ts); this
@@ -197,13 +197,20 @@ export function commandOf(subject: Pick<ApprovalSubject, 'kind' | 'stages' | 'co
   return sub && WITH_SUBCOMMANDS.has(program) && SUBCOMMAND.test(sub) ? `${program} ${sub}` : program;
 }
 
-/** How long the request waited: from its clock's start (the first card's) to the decision. */
+/**
+ * How long the request waited: from its clock's start (the first card's) to the decision, both by
+ * the bot's clock. The host's `decidedAt` stands in only for a record resolved before the bot kept
+ * its own time (`recordedAt`): the host's clock may be skewed, or give whole seconds.
+ */
 export function waitedFor(
-  record: Pick<ApprovalRecord, 'openedAt' | 'escalation'> & { resolution?: { decidedAt: string } },
+  record: Pick<ApprovalRecord, 'openedAt' | 'escalation'> & {
+    resolution?: Pick<Resolution, 'decidedAt' | 'recordedAt'>;
+  },
   now?: Date,
 ): number | undefined {
   const start = Date.parse(record.escalation?.startedAt ?? record.openedAt);
-  const end = record.resolution ? Date.parse(record.resolution.decidedAt) : now?.getTime();
+  const { resolution } = record;
+  const end = resolution ? Date.parse(resolution.recordedAt ?? resolution.decidedAt) : now?.getTime();
   if (end === undefined || Number.isNaN(start) || Number.isNaN(end)) return undefined;
   return Math.max(0, end - start);
 }

@@ -52,7 +52,13 @@ export const Resolution = z.object({
       persistenceReason: z.string().optional(),
     })
     .optional(),
+  /** When it was decided, as the host says (its clock, perhaps whole seconds): the audit's `at`. */
   decidedAt: z.string(),
+  /**
+   * When the bot recorded it, by the clock of `openedAt` and the escalation's start: waits and
+   * SLAs are measured to it (waitedFor). Absent on records resolved before it was kept.
+   */
+  recordedAt: z.string().optional(),
   /** The Slack user whose click produced the decision, when it was one of ours. */
   slackUserId: z.string().optional(),
   /** The choice that Slack user pressed: the audit line names it by its label. */

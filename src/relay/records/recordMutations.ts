@@ -320,6 +320,7 @@ export function resolved(
         policyResult: params.policyResult,
         amendment,
         decidedAt: params.decidedAt ?? now.toISOString(),
+        recordedAt: now.toISOString(),
         slackUserId: ours?.userId,
         voters: ours?.voters,
         stoodInFor: ours?.stoodInFor,

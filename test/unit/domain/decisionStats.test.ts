@@ -119,6 +119,13 @@ describe('decision stats', () => {
     expect(waitedFor({ openedAt }, new Date('2026-01-01T00:00:11.000Z'))).toBe(1_000);
   });
 
+  it("waits until the bot recorded the decision, by the clock that started it, not the host's", () => {
+    const openedAt = '2026-01-01T00:00:10.000Z';
+    // The host's clock runs 3 min ahead; the bot heard the decision 1.5 s after the card.
+    const resolution = { decidedAt: '2026-01-01T00:03:11.000Z', recordedAt: '2026-01-01T00:00:11.500Z' };
+    expect(waitedFor({ openedAt, resolution })).toBe(1_500);
+  });
+
   it('parses [route] [7d|30d] in either order', () => {
     expect(parseStatsArgs([])).toEqual({ window: '7d' });
     expect(parseStatsArgs(['30D', 'deploys'])).toEqual({ window: '30d', route: 'deploys' });

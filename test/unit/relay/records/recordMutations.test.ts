@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { decisionEntry } from '../../../../src/domain/decisionEntry.js';
+import type { ResolvedRecord } from '../../../../src/domain/decisionNotice.js';
 import {
   ApprovalRequestParams,
   ApprovalResolvedParams,
@@ -153,6 +155,32 @@ describe('record mutations', () => {
       slackUserId: 'U1',
       decidedAt: '2026-11-30T10:01:00Z',
     });
+  });
+
+  it("measures the wait on the bot's clock, whatever the host's says; the trail keeps the host's time", () => {
+    // The card was opened at 10:00:00 by the bot's clock, and the resolution heard 1.2 s later.
+    const heardAt = new Date(Date.parse(base.openedAt) + 1_200);
+    for (const decidedAt of [
+      '2026-11-30T10:00:01Z', // whole seconds, as the protocol's example has it
+      '2026-11-30T10:03:01.200Z', // a host clock 3 min ahead
+      '2026-11-30T09:57:01.200Z', // and 3 min behind
+    ]) {
+      const params = ApprovalResolvedParams.parse({
+        sessionId: 's1',
+        approvalId: 'a1',
+        decision: 'approved',
+        resolvedBy: 'policy',
+        decidedAt,
+      });
+      const done = resolved(params, 'inc-1', heardAt)(base)!;
+      const entry = decisionEntry(done as ResolvedRecord, 60_000);
+      expect({ decidedAt, waitedMs: entry.waitedMs, slaBreached: entry.slaBreached, at: entry.at }).toEqual({
+        decidedAt,
+        waitedMs: 1_200,
+        slaBreached: false,
+        at: decidedAt,
+      });
+    }
   });
 
   it('credits the clicker only with the decision of the choice pressed, never one the host put in its place', () => {
