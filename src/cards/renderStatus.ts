@@ -19,8 +19,17 @@ const HELD_ELSEWHERE =
   ':no_entry_sign: Another agent client (someone’s terminal, say) holds this session, so it cannot be decided from Slack until that client lets go. Buttons come back when it does.';
 const UNKNOWN_TO_HOST =
   ':mag: The agent host said it does not know this request. Countersign is asking it what is still pending; buttons come back if it is.';
+const STAGE_MOVED =
+  ':arrows_counterclockwise: The agent host moved on to another stage of this request. Countersign is reading it again; that stage’s buttons come back when it has.';
 const ORPHANED =
   ':ghost: The agent host stopped and could not keep this request (non-durable host). Nothing was decided.';
+
+/** Why a card has no buttons while the host still asks. */
+const UNAVAILABLE: Record<NonNullable<ApprovalRecord['unavailable']>, string> = {
+  heldElsewhere: HELD_ELSEWHERE,
+  unknownToHost: UNKNOWN_TO_HOST,
+  stageMoved: STAGE_MOVED,
+};
 
 const RESOLVED_BY: Record<string, string> = {
   policy: 'policy',
@@ -219,7 +228,7 @@ function phaseStatus(record: ApprovalRecord, budget: CardBudget): KnownBlock[] {
     case 'deciding':
       return [section(decidingLine(record))];
     case 'unavailable':
-      return [section(record.unavailable === 'heldElsewhere' ? HELD_ELSEWHERE : UNKNOWN_TO_HOST)];
+      return [section(UNAVAILABLE[record.unavailable ?? 'unknownToHost'])];
     case 'resolved':
       return record.resolution
         ? packSections([

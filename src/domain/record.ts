@@ -9,8 +9,8 @@ import {
 
 /**
  * `unavailable`: pending at the host, but no decision from here can work right now (another
- * client holds the session, or the host said it does not know the approval and is being asked
- * again); the card shows why, without buttons.
+ * client holds the session, the host said it does not know the approval, or that it moved to a
+ * stage whose choices are being asked for again); the card shows why, without buttons.
  */
 export const Phase = z.enum([
   'reviewing',
@@ -246,8 +246,11 @@ export const ApprovalRecord = z.object({
   intake: Intake.optional(),
   /** For superseded cards: why, in one line. */
   supersededNote: z.string().optional(),
-  /** For unavailable cards: why no decision can be made from here right now. */
-  unavailable: z.enum(['heldElsewhere', 'unknownToHost']).optional(),
+  /**
+   * For unavailable cards: why no decision can be made from here right now. `stageMoved`: the
+   * host answered a decide naming a later stage, whose choices are not known until it is re-read.
+   */
+  unavailable: z.enum(['heldElsewhere', 'unknownToHost', 'stageMoved']).optional(),
   /** policyPersistence reported before the approval resolved, kept for its resolution. */
   persistence: z.object({ status: z.string(), reason: z.string().optional() }).optional(),
   /**

@@ -275,7 +275,7 @@ describe('decisions the host answers badly', () => {
     expect(card.versions.indexOf(unknown)).toBeLessThan(card.versions.length - 1);
   });
 
-  it('8b. approvalRequirementStale: the card moves to the stage the host names, even when re-reading fails', async () => {
+  it('8b. approvalRequirementStale: the card offers no choice for the stage the host names until it is read again', async () => {
     world = await World.start();
     const approval = shellApproval({
       approvalId: 'moved-0001',
@@ -293,11 +293,18 @@ describe('decisions the host answers badly', () => {
     await world.host.failRequest('approval/listPending', { code: -32603, message: 'busy' });
     await world.press('moved-0001', 'Allow once', 'U0ALICE');
     expect(await world.ephemeralTo('U0ALICE')).toMatch(/question changed/);
+    // Stage 1's choices (the prefix rule among them) are not stage 2's: none are offered meanwhile.
+    const waiting = await world.waitForCard('moved-0001', (m) =>
+      textOf(m).includes('moved on to another stage'),
+    );
+    expect(buttonsOf(waiting)).toEqual([]);
+    expect(world.host.decides()).toHaveLength(1);
+
+    // The next reading of the session (after a view/gap here) asks stage 2 with its own choices.
+    await world.host.notify('view/gap', { sessionId: SESSION, after: 'v:a:1', next: 'v:a:9' });
     const card = await world.waitForCard('moved-0001', (m) =>
       buttonsOf(m).some((b) => (JSON.parse(b.value) as { s: number }).s === 1),
     );
-    expect(world.host.decides()).toHaveLength(1);
-
     await world.press('moved-0001', 'Allow once', 'U0BOB', card);
     const second = await world.host.waitForDecide((d) => d.frame.params.requirementId.sourceIndex === 1);
     expect(second.frame.params.approvalId).toBe('moved-0001');

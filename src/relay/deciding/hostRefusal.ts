@@ -55,7 +55,8 @@ export async function outcomeOfFailure(err: unknown, failure: Failure): Promise<
       };
     }
     case 'approvalRequirementStale': {
-      // The host names the stage it is at; the session's listing brings that stage's choices.
+      // The host names the stage it is at; the card waits without buttons for the session's
+      // listing to bring that stage's choices.
       // Parsed as a frame's: the ref is stored on the record and sent back with the next decide.
       const current = FrameRequirementRef.safeParse(err.data?.currentRequirementId);
       const kept =

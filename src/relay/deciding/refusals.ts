@@ -1,3 +1,4 @@
+import type { ApprovalRecord } from '../../domain/record.js';
 import type { Refusal } from '../../domain/refusal.js';
 import type { DecisionOutcome } from './decision.js';
 import type { NotDecidable } from './decisionCheck.js';
@@ -33,7 +34,7 @@ export function refusalFor(
       return { code: 'alreadyBeingDecided', ...(holder ? { userId: holder } : {}), self };
     }
     case 'unavailable':
-      return outcome.reason === 'heldElsewhere' ? { code: 'sessionElsewhere' } : { code: 'unknownToHost' };
+      return unavailableRefusal(outcome.reason);
     case 'underReview':
       return { code: 'underReview' };
     case 'stale':
@@ -69,5 +70,17 @@ export function refusalFor(
     case 'unwarranted':
       // A grant or a timeout, never a person's click: the card shows the question as it stands.
       return { code: 'questionChanged' };
+  }
+}
+
+/** A press on a card that has no buttons now (one shown before they went, say). */
+function unavailableRefusal(reason: NonNullable<ApprovalRecord['unavailable']>): Refusal {
+  switch (reason) {
+    case 'heldElsewhere':
+      return { code: 'sessionElsewhere' };
+    case 'stageMoved':
+      return { code: 'questionChanged' };
+    default:
+      return { code: 'unknownToHost' };
   }
 }

@@ -1,6 +1,6 @@
 import type { ApprovalRecord, Claim } from '../../domain/record.js';
 import { isTerminal } from '../../domain/record.js';
-import { stagesBefore, superseded } from './recordMutations.js';
+import { stagesBefore, superseded, unavailable } from './recordMutations.js';
 
 // Pure mutations of a decision under way, from the claim of a stage to what the host said of the
 // decide; undefined means "nothing changed". As every mutation, they may run more than once.
@@ -62,20 +62,18 @@ export function resolvedElsewhere(decision: string, resolvedBy: string, now: Dat
 
 /**
  * The host answered approvalRequirementStale naming the stage it is at now: the question moved
- * on without our record hearing of it. Point the card at that stage; the session is re-read for
- * its choices.
+ * on without our record hearing of it. Point the card at that stage, without buttons: the choices
+ * the record holds are the old stage's (§5.3: they change between stages), and one pressed for the
+ * new stage could ask the host for what nobody was shown (a rule saved for another command). The
+ * session is re-read, and its listing asks that stage with its own choices (reopened()).
  */
 export function requirementMoved(commandId: string, current: ApprovalRecord['currentRequirementId']) {
   return (record: ApprovalRecord): ApprovalRecord | undefined => {
     if (isTerminal(record)) return undefined;
-    const moved = !sameJson(record.currentRequirementId, current);
-    if (!moved && record.claim?.commandId !== commandId) return undefined;
-    return {
-      ...record,
-      currentRequirementId: moved ? current : record.currentRequirementId,
-      phase: record.phase === 'deciding' && record.claim?.commandId === commandId ? 'pending' : record.phase,
-      claim: record.claim?.commandId === commandId ? undefined : record.claim,
-    };
+    if (!sameJson(record.currentRequirementId, current)) {
+      return unavailable('stageMoved')({ ...record, currentRequirementId: current, availableChoices: [] });
+    }
+    return unclaimed(commandId)(record);
   };
 }
 

@@ -82,6 +82,10 @@ describe('refusalFor', () => {
     for (const kind of ['stale', 'changed', 'askedOtherwise'] as const) {
       expect(refusalFor({ kind }, 'U1')).toEqual({ code: 'questionChanged' });
     }
+    // The host named a later stage, whose choices are being read again.
+    expect(refusalFor({ kind: 'unavailable', reason: 'stageMoved' }, 'U1')).toEqual({
+      code: 'questionChanged',
+    });
     expect(refusalFor({ kind: 'unwarranted', via: 'grant' }, 'U1')).toEqual({ code: 'questionChanged' });
     expect(refusalFor({ kind: 'unwarranted', via: 'timeout' }, 'U1')).toEqual({ code: 'questionChanged' });
   });

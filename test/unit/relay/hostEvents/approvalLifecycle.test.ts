@@ -1,0 +1,171 @@
+// What a card shows as the host's events and answers move an approval along: the real handler and
+// mutations over a keeper and store held in memory, the card rendered from each record.
+
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import { renderCard } from '../../../../src/cards/renderCard.js';
+import type { ApprovalRecord } from '../../../../src/domain/record.js';
+import { isTerminal } from '../../../../src/domain/record.js';
+import { approvalEventFromNotification } from '../../../../src/msp/approvalEvents.js';
+import type { HostEvent } from '../../../../src/msp/events.js';
+import { ApprovalRequestParams } from '../../../../src/msp/protocol.js';
+import type { Decider } from '../../../../src/relay/deciding/decider.js';
+import { HostEventHandler } from '../../../../src/relay/hostEvents/hostEventHandler.js';
+import { keepingCurrentVotes } from '../../../../src/relay/records/cardMutations.js';
+import { claimed, requirementMoved } from '../../../../src/relay/records/decisionMutations.js';
+import type { RecordKeeper } from '../../../../src/relay/records/recordKeeper.js';
+import type { Mutation } from '../../../../src/store/approvalRecords.js';
+import type { ApprovalStore } from '../../../../src/store/approvalStore.js';
+import { shellApproval } from '../../../support/fakeHost.js';
+
+const logger = pino({ level: 'silent' });
+const ORIGIN = { hostId: 'h1', incarnation: 'inc-1' };
+
+/** The real handler over records kept in a map, each approval's work run in its own queue. */
+function relay() {
+  const records = new Map<string, ApprovalRecord>();
+  const queues = new Map<string, Promise<unknown>>();
+  const work: Promise<unknown>[] = [];
+  const refreshed: string[] = [];
+  const run = <T>(id: string, task: () => Promise<T>): Promise<T> => {
+    const done = (queues.get(id) ?? Promise.resolve()).then(task);
+    queues.set(
+      id,
+      done.catch(() => undefined),
+    );
+    work.push(done);
+    return done;
+  };
+  const mutate = async (id: string, mutation: Mutation) => {
+    const record = records.get(id);
+    if (!record) return undefined;
+    const next = keepingCurrentVotes(mutation)(record);
+    if (next) records.set(id, { ...next, version: record.version + 1 });
+    return records.get(id);
+  };
+  const keeper = {
+    run,
+    enqueue: (id: string, task: () => Promise<unknown>) => void run(id, task),
+    track: (task: Promise<unknown>) => void work.push(task),
+    store: async (record: ApprovalRecord) => {
+      if (records.has(record.approvalId)) return false;
+      records.set(record.approvalId, record);
+      return { posted: Promise.resolve() };
+    },
+    mutate,
+    idle: async () => {
+      while (work.length > 0) await Promise.all(work.splice(0));
+    },
+  } as unknown as RecordKeeper;
+  const store = {
+    knows: (id: string) => records.has(id),
+    saveFullText: async () => {},
+    openApprovalIds: async (hostId: string, sessionId?: string) =>
+      [...records.values()]
+        .filter((r) => !isTerminal(r) && r.hostId === hostId && (!sessionId || r.sessionId === sessionId))
+        .map((r) => r.approvalId),
+    get: async (id: string) => records.get(id),
+    forgetOpen: async () => {},
+    forgetOpenId: async () => {},
+  } as unknown as ApprovalStore;
+  const handler = new HostEventHandler({
+    keeper,
+    store,
+    decider: { replay: () => {}, settle: () => {} } as unknown as Decider,
+    host: () => ({ refreshSession: (sessionId: string) => refreshed.push(sessionId) }) as never,
+    logger,
+    routeFor: () => ({ name: 'default', channel: 'C1' }),
+    sandboxModeOf: () => 'default',
+  });
+  const hear = async (event: HostEvent) => {
+    handler.handleHostEvent(event);
+    await handler.idle();
+  };
+  const record = (id = 'ap-1') => records.get(id)!;
+  return { hear, mutate, record, refreshed };
+}
+
+function notification(method: string, params: unknown, origin = ORIGIN): HostEvent {
+  const event = approvalEventFromNotification(method, params, origin, logger);
+  if (!event) throw new Error(`${method} did not parse`);
+  return event;
+}
+
+function request(params: unknown, origin = ORIGIN): HostEvent {
+  return { type: 'approvalOpened', ...origin, via: 'request', params: ApprovalRequestParams.parse(params) };
+}
+
+/** `npm test && git push`: stage 0 offers a prefix rule, as the protocol's example does. */
+const twoStages = shellApproval({
+  approvalId: 'ap-1',
+  sessionId: 's-1',
+  stages: [
+    ['npm', 'test'],
+    ['git', 'push'],
+  ],
+});
+
+/** The same approval asked at stage 1: stage 0 resolved, and no prefix rule offered. */
+const atStageOne = {
+  ...twoStages,
+  currentRequirementId: { approvalId: 'ap-1', sourceIndex: 1 },
+  availableChoices: twoStages.availableChoices.filter((c) => c.choiceId !== 'allow_local_prefix'),
+  subject: {
+    ...twoStages.subject,
+    stages: twoStages.subject.stages!.map((s, i) =>
+      i === 0 ? { ...s, resolution: { kind: 'allowOnce' } } : s,
+    ),
+  },
+};
+
+/** The card's buttons, as the choice and stage each one would decide. */
+function buttonsOf(record: ApprovalRecord): Array<{ label: string; stage: number }> {
+  const card = renderCard(record, { now: new Date('2026-12-07T10:00:00Z') });
+  const buttons: Array<{ label: string; stage: number }> = [];
+  for (const block of card.blocks as Array<{ type: string; elements?: Array<Record<string, unknown>> }>) {
+    if (block.type !== 'actions') continue;
+    for (const element of block.elements ?? []) {
+      if (element.type !== 'button' || typeof element.value !== 'string') continue;
+      const label = (element.text as { text: string }).text;
+      buttons.push({ label, stage: (JSON.parse(element.value) as { s: number }).s });
+    }
+  }
+  return buttons;
+}
+
+function textOf(record: ApprovalRecord): string {
+  return JSON.stringify(renderCard(record, { now: new Date('2026-12-07T10:00:00Z') }).blocks);
+}
+
+const claim = (sourceIndex: number, choiceId: string, commandId: string, userId: string) => ({
+  sourceIndex,
+  choiceId,
+  commandId,
+  userId,
+  claimedAt: '2026-12-07T09:59:00Z',
+});
+
+describe('a card through the approval’s life', () => {
+  it('offers no choice after the host said its stage moved, until the session is read again', async () => {
+    const { hear, mutate, record } = relay();
+    await hear(notification('approval/requested', twoStages));
+    await mutate('ap-1', claimed(claim(0, 'allow_once', 'cmd-1', 'U1')));
+    // The stage advance was lost (a gap): the decide is answered -32053 naming stage 1.
+    await mutate('ap-1', requirementMoved('cmd-1', { approvalId: 'ap-1', sourceIndex: 1 }));
+    const moved = record();
+    expect(moved.currentRequirementId.sourceIndex).toBe(1);
+    expect(buttonsOf(moved)).toEqual([]);
+    expect(textOf(moved)).toContain('moved on to another stage');
+    // Stage 0's choices are not stage 1's: pressing one of them for stage 1 decides nothing.
+    for (const choiceId of ['allow_local_prefix', 'allow_once']) {
+      expect(claimed(claim(1, choiceId, 'cmd-2', 'U2'))(moved)).toBeUndefined();
+    }
+    // The session's listing re-sends the approval as the host asks it now.
+    await hear(request(atStageOne));
+    const asked = record();
+    expect(asked.phase).toBe('pending');
+    expect(buttonsOf(asked).map((b) => b.label)).toEqual(['Allow once', 'Reject']);
+    expect(buttonsOf(asked).every((b) => b.stage === 1)).toBe(true);
+    expect(claimed(claim(1, 'allow_once', 'cmd-2', 'U2'))(asked)?.phase).toBe('deciding');
+  });
+});
