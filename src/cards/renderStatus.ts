@@ -21,6 +21,10 @@ const UNKNOWN_TO_HOST =
   ':mag: The agent host said it does not know this request. Countersign is asking it what is still pending; buttons come back if it is.';
 const STAGE_MOVED =
   ':arrows_counterclockwise: The agent host moved on to another stage of this request. Countersign is reading it again; that stage’s buttons come back when it has.';
+const ALREADY_TERMINAL =
+  ':hourglass: The agent host says this request was already decided (it found so recovering from a restart). Nothing can be decided here; the card shows the decision when the host sends it.';
+const RESOLVING =
+  ':hourglass: The agent host is resolving this request itself (a computer-use takeover). Nothing can be decided here for now; buttons come back if it asks again.';
 const ORPHANED =
   ':ghost: The agent host stopped and could not keep this request (non-durable host). Nothing was decided.';
 
@@ -29,6 +33,8 @@ const UNAVAILABLE: Record<NonNullable<ApprovalRecord['unavailable']>, string> = 
   heldElsewhere: HELD_ELSEWHERE,
   unknownToHost: UNKNOWN_TO_HOST,
   stageMoved: STAGE_MOVED,
+  alreadyTerminal: ALREADY_TERMINAL,
+  resolving: RESOLVING,
 };
 
 const RESOLVED_BY: Record<string, string> = {

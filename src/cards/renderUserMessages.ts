@@ -166,6 +166,8 @@ export function refusalText(refusal: Refusal): string {
       return 'This session is open in another agent client (someone’s terminal, say), which holds it; it can only be decided there until that client lets go of it.';
     case 'unknownToHost':
       return 'The agent host does not know this request any more. Countersign is asking it what is still pending; the card will show what it says. Nothing was decided.';
+    case 'settledByHost':
+      return 'The agent host is settling this request itself (it found it already decided, or is resolving it). Nothing was decided here; the card shows how it ends.';
     case 'notRecorded':
       return 'Your click could not be recorded: Countersign’s database is not answering. Nothing was decided. Please click again in a minute.';
     case 'forwarded':

@@ -249,8 +249,12 @@ export const ApprovalRecord = z.object({
   /**
    * For unavailable cards: why no decision can be made from here right now. `stageMoved`: the
    * host answered a decide naming a later stage, whose choices are not known until it is re-read.
+   * `alreadyTerminal`, `resolving`: the host said (approval/updated) that a recovery found it
+   * already decided, or that it is resolving it itself (a computer-use takeover).
    */
-  unavailable: z.enum(['heldElsewhere', 'unknownToHost', 'stageMoved']).optional(),
+  unavailable: z
+    .enum(['heldElsewhere', 'unknownToHost', 'stageMoved', 'alreadyTerminal', 'resolving'])
+    .optional(),
   /** policyPersistence reported before the approval resolved, kept for its resolution. */
   persistence: z.object({ status: z.string(), reason: z.string().optional() }).optional(),
   /**

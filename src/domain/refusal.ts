@@ -22,6 +22,8 @@ export type Refusal =
   | { code: 'hostUnavailable'; why?: 'stopping' }
   | { code: 'sessionElsewhere' }
   | { code: 'unknownToHost' }
+  /** The host settles this request itself: found already decided, or resolving a takeover. */
+  | { code: 'settledByHost' }
   | { code: 'notRecorded' }
   /** Handed to the replica that runs the host; it answers later. */
   | { code: 'forwarded' }

@@ -48,6 +48,7 @@ const RESYNC_AFTER: ReadonlySet<Refusal['code']> = new Set([
   'orphaned',
   'underReview',
   'sessionElsewhere',
+  'settledByHost',
 ]);
 
 /** Where "don't ask again" is offered and kept (GrantMaker). */

@@ -80,6 +80,9 @@ function unavailableRefusal(reason: NonNullable<ApprovalRecord['unavailable']>):
       return { code: 'sessionElsewhere' };
     case 'stageMoved':
       return { code: 'questionChanged' };
+    case 'alreadyTerminal':
+    case 'resolving':
+      return { code: 'settledByHost' };
     default:
       return { code: 'unknownToHost' };
   }

@@ -198,6 +198,9 @@ export function updated(params: ApprovalUpdatedParams) {
     const sourceIndex = params.currentRequirementId.sourceIndex;
     let phase: Phase = phaseAfterRefresh(record, sourceIndex);
     if (kind === 'reviewStarted') phase = 'reviewing';
+    // A decision in flight is answered by the host all the same: the card waits for that answer.
+    const settling = phase === 'deciding' ? undefined : settledByHost(kind);
+    if (settling) phase = 'unavailable';
     // A restart recovery under the same approvalId re-derives the question: an earlier click
     // is evidence, not authority, so it is never carried over.
     const dropClaim = kind === 'restartRecovered' || phase !== 'deciding';
@@ -216,10 +219,20 @@ export function updated(params: ApprovalUpdatedParams) {
       intake: intakeWith(record.intake, question.reports),
       phase: kind === 'restartRecovered' && phase === 'deciding' ? 'pending' : phase,
       claim: dropClaim ? undefined : record.claim,
-      unavailable: undefined,
+      unavailable: settling,
     };
     return persistence?.(next) ?? next;
   };
+}
+
+/**
+ * Updates after which the host takes no decision from anyone for now (§6.6): a recovery found
+ * the approval already decided (its approval/resolved follows), or a computer-use takeover is
+ * being resolved (a decide is answered "not found"). The card loses its buttons until the host
+ * says more.
+ */
+function settledByHost(kind: string): 'alreadyTerminal' | 'resolving' | undefined {
+  return kind === 'alreadyTerminal' || kind === 'resolving' ? kind : undefined;
 }
 
 /**

@@ -129,6 +129,7 @@ describe('refusalText', () => {
       'hostUnavailable',
       'sessionElsewhere',
       'unknownToHost',
+      'settledByHost',
       'notRecorded',
       'forwarded',
       'stopping',

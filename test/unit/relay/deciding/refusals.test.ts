@@ -95,6 +95,8 @@ describe('refusalFor', () => {
       [{ kind: 'underReview' }, { code: 'underReview' }],
       [{ kind: 'unavailable', reason: 'heldElsewhere' }, { code: 'sessionElsewhere' }],
       [{ kind: 'unavailable', reason: 'unknownToHost' }, { code: 'unknownToHost' }],
+      [{ kind: 'unavailable', reason: 'alreadyTerminal' }, { code: 'settledByHost' }],
+      [{ kind: 'unavailable', reason: 'resolving' }, { code: 'settledByHost' }],
       [{ kind: 'gone' }, { code: 'unknownCard' }],
       [{ kind: 'reviewerUnavailable' }, { code: 'reviewerUnavailable' }],
       [{ kind: 'hostUnavailable' }, { code: 'hostUnavailable' }],

@@ -168,4 +168,47 @@ describe('a card through the approval’s life', () => {
     expect(buttonsOf(asked).every((b) => b.stage === 1)).toBe(true);
     expect(claimed(claim(1, 'allow_once', 'cmd-2', 'U2'))(asked)?.phase).toBe('deciding');
   });
+
+  /** approval/updated of `kind`, asking stage `sourceIndex` with stage 0's choices. */
+  const update = (kind: string, sourceIndex = 0, extra: Record<string, unknown> = {}) =>
+    notification('approval/updated', {
+      sessionId: 's-1',
+      approvalId: 'ap-1',
+      currentRequirementId: { approvalId: 'ap-1', sourceIndex },
+      availableChoices: twoStages.availableChoices,
+      subject: twoStages.subject,
+      sourceRange: twoStages.sourceRange,
+      viewCursor: 'v:s-1:45',
+      change: { kind, ...extra },
+    });
+
+  it('offers no choice once the host says a recovery found the request already decided', async () => {
+    const { hear, record } = relay();
+    await hear(notification('approval/requested', twoStages));
+    await hear(update('alreadyTerminal'));
+    expect(record().phase).toBe('unavailable');
+    expect(buttonsOf(record())).toEqual([]);
+    expect(textOf(record())).toContain('already decided');
+    expect(claimed(claim(0, 'allow_once', 'cmd-1', 'U1'))(record())).toBeUndefined();
+  });
+
+  it('offers no choice while the host resolves a computer-use takeover itself', async () => {
+    const { hear, record } = relay();
+    await hear(notification('approval/reviewing', twoStages));
+    await hear(update('resolving'));
+    expect(record().phase).toBe('unavailable');
+    expect(buttonsOf(record())).toEqual([]);
+    expect(textOf(record())).toContain('resolving this request itself');
+    // The host tells us when it is asked again: the buttons come back.
+    await hear(request(twoStages));
+    expect(buttonsOf(record()).length).toBeGreaterThan(0);
+  });
+
+  it('keeps a decision in flight through those updates: the host still answers it', async () => {
+    const { hear, mutate, record } = relay();
+    await hear(notification('approval/requested', twoStages));
+    await mutate('ap-1', claimed(claim(0, 'allow_once', 'cmd-1', 'U1')));
+    await hear(update('alreadyTerminal'));
+    expect(record()).toMatchObject({ phase: 'deciding', claim: { commandId: 'cmd-1' } });
+  });
 });
