@@ -1,3 +1,4 @@
+import type { Resolution } from '../domain/record.js';
 import { clip, quote } from './escape.js';
 
 // ApprovalDecision is an open enum (msp-approvals.md §6.4): the host may send words we do not know.
@@ -18,6 +19,24 @@ const WORDS: Record<string, string> = {
  */
 export function describeDecision(decision: string): string {
   return Object.hasOwn(WORDS, decision) ? WORDS[decision]! : clip(decision, 100);
+}
+
+/** The words of the decisions that save a rule, for when the host said it could not save it. */
+const RULE_NOT_SAVED: Record<string, string> = {
+  approvedPolicyAmendment: 'Approved (a rule was asked for; it was not saved)',
+  deniedPolicyAmendment: 'Denied (a rule was asked for; it was not saved)',
+};
+
+/**
+ * A resolution's decision in human words: as describeDecision, except that a rule the host
+ * reported it could not save (policyPersistence failed) is never said to be saved.
+ */
+export function describeResolution(resolution: Pick<Resolution, 'decision' | 'amendment'>): string {
+  const { decision, amendment } = resolution;
+  if (amendment?.persistence === 'failed' && Object.hasOwn(RULE_NOT_SAVED, decision)) {
+    return RULE_NOT_SAVED[decision]!;
+  }
+  return describeDecision(decision);
 }
 
 /**

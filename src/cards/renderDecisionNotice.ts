@@ -1,7 +1,7 @@
 import type { NoticeNames, ResolvedRecord } from '../domain/decisionNotice.js';
 import { decisionTone } from '../domain/decisionWords.js';
 import type { Resolution } from '../domain/record.js';
-import { describeDecision } from './describeDecision.js';
+import { describeResolution } from './describeDecision.js';
 import { clip, inlineCode, truncate } from './escape.js';
 import { clipProse } from './prose.js';
 import { decidedBy, earlierStageLines } from './renderStatus.js';
@@ -48,7 +48,7 @@ export function renderThreadLine(record: ResolvedRecord, names: NoticeNames = {}
   const { resolution } = record;
   const label = choiceLabel(record);
   const lines = [
-    `${icon(resolution.decision)} *${describeDecision(resolution.decision)}* by ${decidedBy(resolution, names.nameOf)}${label ? `, choosing *${label}*` : ''}, ${when(resolution)}`,
+    `${icon(resolution.decision)} *${describeResolution(resolution)}* by ${decidedBy(resolution, names.nameOf)}${label ? `, choosing *${label}*` : ''}, ${when(resolution)}`,
     ...earlierStages(record, names),
     ...feedbackLine(resolution, 'Feedback'),
   ];
@@ -72,7 +72,7 @@ export function renderRequesterDm(
   const label = choiceLabel(record);
   const link = permalink && PERMALINK.test(permalink) ? `<${permalink}|Open the card>` : undefined;
   const lines = [
-    `${icon(resolution.decision)} Your agent's request ${inlineCode(record.tool, 100)} on host ${inlineCode(hostId, 100)} was decided: *${describeDecision(resolution.decision)}*`,
+    `${icon(resolution.decision)} Your agent's request ${inlineCode(record.tool, 100)} on host ${inlineCode(hostId, 100)} was decided: *${describeResolution(resolution)}*`,
     `*Decided by:* ${decidedBy(resolution, names.nameOf)}${label ? ` (*${label}*)` : ''}`,
     ...earlierStages(record, names),
     ...feedbackLine(resolution, 'Reason'),

@@ -3,7 +3,7 @@ import { decisionTone } from '../domain/decisionWords.js';
 import type { ApprovalRecord, Resolution } from '../domain/record.js';
 import { packSections, section } from './blocks.js';
 import type { CardBudget } from './budget.js';
-import { describeDecision, hostNamedDecider } from './describeDecision.js';
+import { describeDecision, describeResolution, hostNamedDecider } from './describeDecision.js';
 import { clip } from './escape.js';
 import { mentionUser } from './mentionUser.js';
 import { clipProse, truncateProse } from './prose.js';
@@ -181,7 +181,7 @@ function resolvedLines(resolution: Resolution, budget: CardBudget, timedOutAfter
     tone === 'approve' ? ':white_check_mark:' : tone === 'reject' ? ':no_entry:' : ':grey_question:';
   const lines =
     resolution.via === 'timeout' && timedOutAfterMs !== undefined ? [timedOutLine(timedOutAfterMs)] : [];
-  lines.push(`${icon} *Decision:* ${describeDecision(resolution.decision)}`);
+  lines.push(`${icon} *Decision:* ${describeResolution(resolution)}`);
   lines.push(`*Decided by:* ${decidedBy(resolution)}`);
   lines.push(`*When:* ${slackDate(resolution.decidedAt) ?? clip(resolution.decidedAt, 60)}`);
   if (resolution.policyResult) lines.push(`*Policy result:* ${clip(resolution.policyResult, 40)}`);

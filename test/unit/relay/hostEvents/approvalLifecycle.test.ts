@@ -4,6 +4,7 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { renderCard } from '../../../../src/cards/renderCard.js';
+import { renderRequesterDm, renderThreadLine } from '../../../../src/cards/renderDecisionNotice.js';
 import type { ApprovalRecord } from '../../../../src/domain/record.js';
 import { isTerminal } from '../../../../src/domain/record.js';
 import { approvalEventFromNotification } from '../../../../src/msp/approvalEvents.js';
@@ -210,5 +211,54 @@ describe('a card through the approval’s life', () => {
     await mutate('ap-1', claimed(claim(0, 'allow_once', 'cmd-1', 'U1')));
     await hear(update('alreadyTerminal'));
     expect(record()).toMatchObject({ phase: 'deciding', claim: { commandId: 'cmd-1' } });
+  });
+
+  it('never says a rule was saved when the host said it could not save it, before or after the decision', async () => {
+    const stageZero = {
+      ...twoStages,
+      subject: { ...twoStages.subject, stages: [twoStages.subject.stages![0]!] },
+    };
+    const failed = notification('approval/updated', {
+      sessionId: 's-1',
+      approvalId: 'ap-1',
+      currentRequirementId: stageZero.currentRequirementId,
+      availableChoices: stageZero.availableChoices,
+      subject: stageZero.subject,
+      sourceRange: twoStages.sourceRange,
+      viewCursor: 'v:s-1:49',
+      change: { kind: 'policyPersistence', status: 'failed', reason: 'disk full' },
+    });
+    const decided = notification('approval/resolved', {
+      sessionId: 's-1',
+      approvalId: 'ap-1',
+      itemId: twoStages.itemId,
+      turnId: twoStages.turnId,
+      decision: 'approvedPolicyAmendment',
+      policyResult: 'allow',
+      resolvedBy: 'user',
+      decidedByCommandId: 'cmd-tui',
+      decidedAt: '2026-12-07T09:59:00Z',
+      stageEvidence: [],
+      amendment: {
+        durability: 'localPersistent',
+        rulePreview: 'Always allow in this workspace: npm test ...',
+      },
+      sourceRange: twoStages.sourceRange,
+      viewCursor: 'v:s-1:50',
+    });
+    for (const order of [
+      [failed, decided],
+      [decided, failed],
+    ]) {
+      const { hear, record } = relay();
+      await hear(notification('approval/requested', stageZero));
+      for (const event of order) await hear(event);
+      const resolved = record() as ApprovalRecord & { resolution: NonNullable<ApprovalRecord['resolution']> };
+      expect(textOf(resolved)).toContain('Rule not saved');
+      expect(textOf(resolved)).not.toContain('a rule was saved');
+      expect(textOf(resolved)).toContain('Approved (a rule was asked for');
+      expect(renderThreadLine(resolved)).not.toContain('a rule was saved');
+      expect(renderRequesterDm(resolved, 'h1', undefined)).not.toContain('a rule was saved');
+    }
   });
 });
