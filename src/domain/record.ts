@@ -202,7 +202,10 @@ export const ApprovalRecord = z.object({
   hostId: z.string(),
   /** The host process the approval was last (re-)asked by; see HostEvent. */
   incarnation: z.string(),
-  /** The host process that first asked it; a restart recovery closes what an earlier one asked. */
+  /**
+   * The host process that last asked it itself (a listing only says it is pending): a restart
+   * recovery closes what an earlier one asked, and the asker withdraws what it asked.
+   */
   openedBy: z.string().optional(),
   /** Name of the route that placed the card: later checks read that route's rules. */
   route: z.string().optional(),

@@ -17,6 +17,7 @@ import type { ClaimedAtCreate } from '../grants/grantAnswerer.js';
 import type { RecordKeeper } from '../records/recordKeeper.js';
 import {
   openRecord,
+  type Reopening,
   reopened,
   resolved,
   riskMarked,
@@ -157,12 +158,15 @@ export class HostEventHandler {
     switch (event.type) {
       case 'approvalOpened':
         keeper.enqueue(event.params.approvalId, () =>
-          this.opened(event.params, event.hostId, event.incarnation, 'pending', event.heldElsewhere === true),
+          this.opened(event.params, event.hostId, event.incarnation, 'pending', {
+            heldElsewhere: event.heldElsewhere === true,
+            asked: event.via !== 'listPending',
+          }),
         );
         return;
       case 'approvalReviewing':
         keeper.enqueue(event.params.approvalId, () =>
-          this.opened(event.params, event.hostId, event.incarnation, 'reviewing', false),
+          this.opened(event.params, event.hostId, event.incarnation, 'reviewing', { asked: true }),
         );
         return;
       case 'approvalUpdated': {
@@ -257,7 +261,7 @@ export class HostEventHandler {
     hostId: string,
     incarnation: string,
     phase: 'pending' | 'reviewing',
-    heldElsewhere: boolean,
+    { heldElsewhere = false, asked = false }: Reopening,
   ): Promise<void> {
     const { keeper, store, logger } = this.options;
     const session = this.sessions.get(hostId, params.sessionId);
@@ -356,7 +360,7 @@ export class HostEventHandler {
     const record = await this.mutateMarkingRisks(
       params.approvalId,
       hostId,
-      reopened(params, incarnation, phase, heldElsewhere),
+      reopened(params, incarnation, phase, { heldElsewhere, asked }),
       params.subject,
     );
     if (record && record.hostId !== hostId) return;

@@ -127,17 +127,27 @@ function phaseAfterRefresh(record: ApprovalRecord, sourceIndex: number): Phase {
   return record.claim && record.claim.sourceIndex === sourceIndex ? 'deciding' : 'pending';
 }
 
+/** How an approval we may know came up again. */
+export interface Reopening {
+  /** Another client holds the session, so no decision from here can work until it lets go. */
+  heldElsewhere?: boolean;
+  /**
+   * The host process asked it itself (approval/request, approval/requested, approval/reviewing),
+   * rather than only listing it as pending: it is the process that asked it now (openedBy).
+   */
+  asked?: boolean;
+}
+
 /**
  * approval/request, approval/requested or a listPending entry for an approval we may know.
  * One question per (approvalId, currentRequirementId): a redelivery of the same question changes
- * nothing, so the card is not touched. `heldElsewhere` says another client holds the session, so
- * no decision from here can work until it lets go.
+ * nothing, so the card is not touched.
  */
 export function reopened(
   params: ApprovalRequestParams,
   incarnation: string,
   phase: 'pending' | 'reviewing',
-  heldElsewhere = false,
+  { heldElsewhere = false, asked = false }: Reopening = {},
 ) {
   // Taken once, outside the mutation: compare-and-set may run it again.
   const question = takeQuestion(params);
@@ -150,6 +160,9 @@ export function reopened(
     const next: ApprovalRecord = {
       ...record,
       incarnation,
+      // A listing by a new process does not make it the asker: its restart recovery may be
+      // about to close what the earlier process asked (see resolved()).
+      openedBy: asked ? incarnation : record.openedBy,
       subject: question.subject,
       currentRequirementId: params.currentRequirementId,
       availableChoices: question.availableChoices,
@@ -171,6 +184,7 @@ export function reopened(
     if (
       !revived &&
       record.incarnation === incarnation &&
+      record.openedBy === next.openedBy &&
       record.phase === next.phase &&
       record.unavailable === next.unavailable &&
       sameJson(record.currentRequirementId, next.currentRequirementId) &&
@@ -305,6 +319,7 @@ export function resolved(
       });
     }
     if (params.decision === 'abort' && !params.decidedByCommandId && !ours && params.resolvedBy === 'user') {
+      // Closed by another process than the one that last asked it: a restart recovery's close.
       const restarted = (record.openedBy ?? record.incarnation) !== incarnation;
       return superseded(
         restarted

@@ -261,4 +261,37 @@ describe('a card through the approval’s life', () => {
       expect(renderRequesterDm(resolved, 'h1', undefined)).not.toContain('a rule was saved');
     }
   });
+
+  it('reads a withdrawal by the process that asked again as a withdrawal, not a restart', async () => {
+    const restarted = { hostId: 'h1', incarnation: 'inc-2' };
+    const withdrawn = notification(
+      'approval/resolved',
+      {
+        sessionId: 's-1',
+        approvalId: 'ap-1',
+        itemId: twoStages.itemId,
+        turnId: twoStages.turnId,
+        decision: 'abort',
+        policyResult: 'deny',
+        resolvedBy: 'user',
+        stageEvidence: [],
+        sourceRange: twoStages.sourceRange,
+        viewCursor: 'v:s-1:50',
+      },
+      restarted,
+    );
+    // The new process asks it again under the same id, then withdraws it (its turn ended).
+    const asked = relay();
+    await asked.hear(notification('approval/requested', twoStages));
+    await asked.hear(request(twoStages, restarted));
+    await asked.hear(withdrawn);
+    expect(asked.record().phase).toBe('superseded');
+    expect(asked.record().supersededNote).toMatch(/withdrew/);
+    // Only listed by the new process before its recovery closed it: the restart's doing still.
+    const listed = relay();
+    await listed.hear(notification('approval/requested', twoStages));
+    await listed.hear({ ...(request(twoStages, restarted) as object), via: 'listPending' } as HostEvent);
+    await listed.hear(withdrawn);
+    expect(listed.record().supersededNote).toMatch(/restarted/);
+  });
 });
