@@ -157,8 +157,11 @@ export function reopened(
     const revived = isTerminal(record);
     let nextPhase: Phase = phase === 'reviewing' ? 'reviewing' : phaseAfterRefresh(record, sourceIndex);
     if (heldElsewhere) nextPhase = 'unavailable';
+    const stage = stageResolvedByRequest(record, params);
     const next: ApprovalRecord = {
       ...record,
+      grantUses: withGrantUse(record, stage),
+      stageDecisions: withStageDecision(record, stage),
       incarnation,
       // A listing by a new process does not make it the asker: its restart recovery may be
       // about to close what the earlier process asked (see resolved()).
@@ -218,10 +221,11 @@ export function updated(params: ApprovalUpdatedParams) {
     // A restart recovery under the same approvalId re-derives the question: an earlier click
     // is evidence, not authority, so it is never carried over.
     const dropClaim = kind === 'restartRecovered' || phase !== 'deciding';
+    const stage = stageResolvedByUpdate(params.change);
     const next: ApprovalRecord = {
       ...record,
-      grantUses: withGrantUse(record, params),
-      stageDecisions: withStageDecision(record, params),
+      grantUses: withGrantUse(record, stage),
+      stageDecisions: withStageDecision(record, stage),
       subject: question.subject,
       currentRequirementId: params.currentRequirementId,
       availableChoices: question.availableChoices,
@@ -387,14 +391,56 @@ export function unavailable(reason: NonNullable<ApprovalRecord['unavailable']>) 
   };
 }
 
-/** A stage our grant decided has resolved: the card, if one is shown later, says so. */
-function withGrantUse(record: ApprovalRecord, params: ApprovalUpdatedParams): ApprovalRecord['grantUses'] {
+/** A stage the host says was resolved, with the choice and decision when it names them. */
+interface ResolvedStage {
+  sourceIndex: number;
+  choiceId?: string;
+  decision?: string;
+}
+
+/** An approval/updated `stageResolved`. */
+function stageResolvedByUpdate(change: ApprovalUpdatedParams['change']): ResolvedStage | undefined {
+  if (change.kind !== 'stageResolved' || !change.requirementId) return undefined;
+  return {
+    sourceIndex: change.requirementId.sourceIndex,
+    ...(change.choiceId !== undefined ? { choiceId: change.choiceId } : {}),
+    ...(change.decision !== undefined ? { decision: change.decision } : {}),
+  };
+}
+
+/**
+ * The decision a stage resolution (§6.8) stands for, when a choice pressed here leaves it: a
+ * policy's (`knownSafe`, `policyAllow`) or an unknown kind is nobody's here.
+ */
+const DECIDED_AS: Record<string, string> = {
+  allowOnce: 'approved',
+  policyAmendment: 'approvedPolicyAmendment',
+};
+
+/**
+ * The claimed stage, when a request asking a later stage (§4.1, §5.3: the host may announce a
+ * stage advance with an updated approval/request alone) marks it resolved as the claim decided.
+ */
+function stageResolvedByRequest(
+  record: ApprovalRecord,
+  params: ApprovalRequestParams,
+): ResolvedStage | undefined {
   const { claim } = record;
-  const stage = params.change.requirementId?.sourceIndex;
-  if (params.change.kind !== 'stageResolved' || !claim?.grant || stage !== claim.sourceIndex) {
-    return record.grantUses;
-  }
-  return [...(record.grantUses ?? []), { ...claim.grant, sourceIndex: stage }];
+  if (!claim || params.currentRequirementId.sourceIndex <= claim.sourceIndex) return undefined;
+  const stage = params.subject.stages?.find((s) => s.requirementId.sourceIndex === claim.sourceIndex);
+  const decision =
+    stage && Object.hasOwn(DECIDED_AS, stage.resolution.kind) ? DECIDED_AS[stage.resolution.kind] : undefined;
+  return decision === undefined ? undefined : { sourceIndex: claim.sourceIndex, decision };
+}
+
+/** A stage our grant decided has resolved: the card, if one is shown later, says so. */
+function withGrantUse(
+  record: ApprovalRecord,
+  resolved: ResolvedStage | undefined,
+): ApprovalRecord['grantUses'] {
+  const { claim } = record;
+  if (!resolved || !claim?.grant || resolved.sourceIndex !== claim.sourceIndex) return record.grantUses;
+  return [...(record.grantUses ?? []), { ...claim.grant, sourceIndex: resolved.sourceIndex }];
 }
 
 /**
@@ -404,16 +450,15 @@ function withGrantUse(record: ApprovalRecord, params: ApprovalUpdatedParams): Ap
  */
 function withStageDecision(
   record: ApprovalRecord,
-  params: ApprovalUpdatedParams,
+  resolved: ResolvedStage | undefined,
 ): ApprovalRecord['stageDecisions'] {
   const { claim } = record;
-  const { change } = params;
-  const stage = change.requirementId?.sourceIndex;
-  if (change.kind !== 'stageResolved' || !claim || stage !== claim.sourceIndex) return record.stageDecisions;
+  if (!resolved || !claim || resolved.sourceIndex !== claim.sourceIndex) return record.stageDecisions;
+  const stage = resolved.sourceIndex;
   const choice = record.availableChoices.find((c) => c.choiceId === claim.choiceId);
   if (!choice) return record.stageDecisions;
-  if (change.choiceId !== undefined && change.choiceId !== claim.choiceId) return record.stageDecisions;
-  if (change.decision !== undefined && change.decision !== choice.decision) return record.stageDecisions;
+  if (resolved.choiceId !== undefined && resolved.choiceId !== claim.choiceId) return record.stageDecisions;
+  if (resolved.decision !== undefined && resolved.decision !== choice.decision) return record.stageDecisions;
   const decided: StageDecision = {
     sourceIndex: stage,
     via: claim.via ?? 'click',

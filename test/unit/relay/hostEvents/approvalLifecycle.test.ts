@@ -294,4 +294,69 @@ describe('a card through the approval’s life', () => {
     await listed.hear(withdrawn);
     expect(listed.record().supersededNote).toMatch(/restarted/);
   });
+
+  it('keeps who decided a stage whose advance the host announced by asking again', async () => {
+    const advance = {
+      // §5.3: after a decide that was not terminal, an updated request may be all that comes.
+      request: request(atStageOne),
+      update: notification('approval/updated', {
+        sessionId: 's-1',
+        approvalId: 'ap-1',
+        currentRequirementId: atStageOne.currentRequirementId,
+        availableChoices: atStageOne.availableChoices,
+        subject: atStageOne.subject,
+        sourceRange: twoStages.sourceRange,
+        viewCursor: 'v:s-1:42',
+        change: {
+          kind: 'stageResolved',
+          requirementId: { approvalId: 'ap-1', sourceIndex: 0 },
+          choiceId: 'allow_once',
+          decision: 'approved',
+        },
+      }),
+    };
+    const decided = notification('approval/resolved', {
+      sessionId: 's-1',
+      approvalId: 'ap-1',
+      itemId: twoStages.itemId,
+      turnId: twoStages.turnId,
+      decision: 'approved',
+      policyResult: 'allow',
+      resolvedBy: 'user',
+      decidedByCommandId: 'cmd-2',
+      stageEvidence: [],
+      sourceRange: twoStages.sourceRange,
+      viewCursor: 'v:s-1:50',
+    });
+    const alice = {
+      sourceIndex: 0,
+      via: 'click',
+      userId: 'U_ALICE',
+      choiceId: 'allow_once',
+      decision: 'approved',
+    };
+    for (const announced of [advance.update, advance.request]) {
+      const { hear, mutate, record } = relay();
+      await hear(notification('approval/requested', twoStages));
+      await mutate('ap-1', claimed(claim(0, 'allow_once', 'cmd-1', 'U_ALICE')));
+      await hear(announced);
+      expect(record().stageDecisions).toEqual([alice]);
+      await mutate('ap-1', claimed(claim(1, 'allow_once', 'cmd-2', 'U_BOB')));
+      await hear(decided);
+      expect(record().resolution?.slackUserId).toBe('U_BOB');
+      expect(record().stageDecisions).toEqual([alice]);
+      expect(textOf(record())).toContain('U_ALICE');
+    }
+    // A stage the new request does not mark resolved, or marks resolved by policy, was not ours.
+    for (const kind of ['unresolved', 'policyAllow']) {
+      const { hear, mutate, record } = relay();
+      await hear(notification('approval/requested', twoStages));
+      await mutate('ap-1', claimed(claim(0, 'allow_once', 'cmd-1', 'U_ALICE')));
+      const stages = atStageOne.subject.stages.map((stage, i) =>
+        i === 0 ? { ...stage, resolution: { kind } } : stage,
+      );
+      await hear(request({ ...atStageOne, subject: { ...atStageOne.subject, stages } }));
+      expect(record().stageDecisions).toBeUndefined();
+    }
+  });
 });
