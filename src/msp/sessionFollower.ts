@@ -56,6 +56,12 @@ export const MAX_FOLLOWED_SESSIONS = 10_000;
  * loaded on it), so a timer must. No jitter: each bot asks only its own host.
  */
 const HELD_RETRY = { initialMs: 5_000, maxMs: 300_000 };
+/**
+ * How a session read again that the host could not list (overloaded, a timeout) is read again:
+ * 1 s, doubling to a minute, until a listing answers. A card may wait on that reading for its
+ * buttons (the host said its stage moved), and no frame need come to ask for it again.
+ */
+const REFRESH_RETRY = { initialMs: 1_000, maxMs: 60_000 };
 
 /** A listing, and when (performance.now()) its approval/listPending was sent. */
 type DatedListing = PendingListing & { listRequestedAt: number };
@@ -91,6 +97,11 @@ export class SessionFollower {
   /** The one timer that retries every held session, and how many times it has fired. */
   private heldTimer: ReturnType<typeof setTimeout> | undefined;
   private heldAttempt = 0;
+  /** Sessions whose reading again failed: the next try's timer, and how many failed in a row. */
+  private readonly refreshRetries = new Map<
+    string,
+    { attempt: number; timer: ReturnType<typeof setTimeout> }
+  >();
 
   constructor(options: SessionFollowerOptions) {
     this.request = options.request;
@@ -107,6 +118,7 @@ export class SessionFollower {
   dispose(): void {
     this.disposed = true;
     this.stopHeldRetry();
+    for (const sessionId of [...this.refreshRetries.keys()]) this.stopRefreshRetry(sessionId);
   }
 
   isResumed(sessionId: string): boolean {
@@ -151,11 +163,36 @@ export class SessionFollower {
       if (this.disposed) return;
       const log = this.logger.child({ sessionId });
       try {
-        await this.reconcile(sessionId, log);
+        if (await this.reconcile(sessionId, log)) {
+          this.stopRefreshRetry(sessionId);
+          return;
+        }
       } catch (error) {
-        if (!(error instanceof HostGoneError)) log.warn({ err: error }, 'reading the session again failed');
+        // A host gone is read again in full when it is back (syncAll); anything else, here.
+        if (error instanceof HostGoneError) return;
+        log.warn({ err: error }, 'reading the session again failed');
       }
+      this.retryRefresh(sessionId);
     });
+  }
+
+  /** Reads the session again after REFRESH_RETRY's next wait: one timer per session. */
+  private retryRefresh(sessionId: string): void {
+    if (this.disposed) return;
+    const attempt = this.refreshRetries.get(sessionId)?.attempt ?? 0;
+    this.stopRefreshRetry(sessionId);
+    const delay = Math.min(REFRESH_RETRY.maxMs, REFRESH_RETRY.initialMs * 2 ** Math.min(attempt, 30));
+    const timer = setTimeout(() => void this.refresh(sessionId), delay);
+    // A retry is no reason to keep the process alive.
+    timer.unref?.();
+    this.refreshRetries.set(sessionId, { attempt: attempt + 1, timer });
+  }
+
+  private stopRefreshRetry(sessionId: string): void {
+    const retry = this.refreshRetries.get(sessionId);
+    if (!retry) return;
+    clearTimeout(retry.timer);
+    this.refreshRetries.delete(sessionId);
   }
 
   /**
@@ -356,7 +393,7 @@ export class SessionFollower {
     const log = this.logger.child({ sessionId });
     try {
       const listed = await this.listPending(sessionId, log);
-      if (listed === undefined) return;
+      if (listed === undefined || listed === 'gone') return;
       // Resume only where a decision may be needed: resuming takes the session's writer lease.
       const wantResume = listed.ids.length > 0 || loadedHere;
       // Nothing to decide there: no card waits for its buttons, so stop trying to take it.
@@ -391,17 +428,19 @@ export class SessionFollower {
    * sessionReconciled) so that no frame handled later can slip between the snapshot and the
    * events built from it.
    */
-  private async reconcile(sessionId: string, log: Logger): Promise<void> {
+  private async reconcile(sessionId: string, log: Logger): Promise<boolean> {
     const listed = await this.listPending(sessionId, log);
-    if (listed) this.report(sessionId, listed);
+    if (listed === undefined) return false;
+    if (listed !== 'gone') this.report(sessionId, listed);
+    return true;
   }
 
   /**
    * What the host lists as pending in a session: the entries that parse, and the ids of all of
-   * them. Undefined when the host did not tell us (a session it does not have is reported as
-   * having nothing pending).
+   * them. 'gone' for a session the host does not have (reported here as having nothing pending);
+   * undefined when the host did not tell us.
    */
-  private async listPending(sessionId: string, log: Logger): Promise<DatedListing | undefined> {
+  private async listPending(sessionId: string, log: Logger): Promise<DatedListing | 'gone' | undefined> {
     // Taken before the request goes out: what the host asked before this, it lists if pending.
     const listRequestedAt = performance.now();
     let raw: unknown;
@@ -420,7 +459,7 @@ export class SessionFollower {
           pendingApprovalIds: [],
           listRequestedAt,
         });
-        return undefined;
+        return 'gone';
       }
       if (error instanceof MspError) {
         log.warn({ kind: error.kind, code: error.code }, 'approval/listPending failed');

@@ -377,3 +377,60 @@ describe('SessionFollower: when a listing was asked for', () => {
     follower.dispose();
   });
 });
+
+describe('SessionFollower: a session read again that the host could not list', () => {
+  it('is read again later, backing off, until a listing answers', async () => {
+    vi.useFakeTimers();
+    let failures = 2;
+    let listings = 0;
+    const request = async (method: string): Promise<unknown> => {
+      if (method !== 'approval/listPending') throw MspError.methodNotFound(method);
+      listings += 1;
+      if (failures-- > 0) throw new MspError({ code: -32010, message: 'busy', data: { kind: 'overloaded' } });
+      return { approvals: [], userInputs: [] };
+    };
+    const follower = new SessionFollower({
+      request,
+      origin: { hostId: 'host-a', incarnation: 'inc-1' },
+      durable: true,
+      logger: pino({ level: 'silent' }),
+      emit: () => undefined,
+      tracked: new Map(),
+    });
+    // A card the host said moved on waits for this reading to show its buttons again.
+    await follower.refresh('s-1');
+    expect(listings).toBe(1);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(listings).toBe(2);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(listings).toBe(2);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(listings).toBe(3);
+    // Answered: no more retries.
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(listings).toBe(3);
+    expect(vi.getTimerCount()).toBe(0);
+    follower.dispose();
+  });
+
+  it('stops retrying once disposed', async () => {
+    vi.useFakeTimers();
+    let listings = 0;
+    const follower = new SessionFollower({
+      request: async () => {
+        listings += 1;
+        throw new MspError({ code: -32010, message: 'busy', data: { kind: 'overloaded' } });
+      },
+      origin: { hostId: 'host-a', incarnation: 'inc-1' },
+      durable: true,
+      logger: pino({ level: 'silent' }),
+      emit: () => undefined,
+      tracked: new Map(),
+    });
+    await follower.refresh('s-1');
+    follower.dispose();
+    await vi.advanceTimersByTimeAsync(120_000);
+    expect(listings).toBe(1);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+});
