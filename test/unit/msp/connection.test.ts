@@ -3,6 +3,7 @@ import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { JsonRpcConnection, outboxLimitBytes } from '../../../src/msp/connection.js';
 import { HostGoneError, MspError, RequestTimeoutError } from '../../../src/msp/errors.js';
+import { FAKE_SLACK_BOT_TOKEN } from '../../support/fakeSecrets.js';
 
 type Json = Record<string, unknown>;
 
@@ -329,7 +330,7 @@ describe('JsonRpcConnection', () => {
 
   it('logs the id of a response to an unknown request masked and cut', async () => {
     const { send, logs } = setup();
-    const token = 'xoxb-123456789012-123456789012-abcdefghijklmnopqrstuvwx';
+    const token = FAKE_SLACK_BOT_TOKEN;
     send({ jsonrpc: '2.0', id: `${token} ${'I'.repeat(1_000_000)}`, result: {} });
     await until(() => logs.some((line) => line.msg === 'skipping response to an unknown request id'));
     for (const line of logs) {

@@ -5,6 +5,7 @@ import { handleHostRequest } from '../../../src/msp/hostMessages.js';
 import type { Incarnation } from '../../../src/msp/incarnation.js';
 import { serveRequest } from '../../../src/msp/incomingRequest.js';
 import type { Json } from '../../../src/msp/jsonRpc.js';
+import { FAKE_SLACK_BOT_TOKEN } from '../../support/fakeSecrets.js';
 import { transcriptLines } from '../../support/transcripts.js';
 
 const REQUEST = transcriptLines('approval-round-trip')
@@ -62,7 +63,7 @@ describe('handleHostRequest: approval/request', () => {
 });
 
 describe('handleHostRequest: a method we do not serve', () => {
-  const TOKEN = 'xoxb-123456789012-123456789012-abcdefghijklmnopqrstuvwx';
+  const TOKEN = FAKE_SLACK_BOT_TOKEN;
   const METHOD = `${TOKEN} ${'M'.repeat(1_000_000)}`;
 
   it('logs the method masked and cut, and echoes only its start to the host', () => {

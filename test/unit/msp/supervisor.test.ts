@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { HostGoneError, MspError } from '../../../src/msp/errors.js';
 import type { HostEvent } from '../../../src/msp/events.js';
 import { HostSupervisor, type HostSupervisorOptions } from '../../../src/msp/hostSupervisor.js';
+import { FAKE_SLACK_BOT_TOKEN } from '../../support/fakeSecrets.js';
 import { transcriptLines } from '../../support/transcripts.js';
 
 type Json = Record<string, unknown>;
@@ -606,7 +607,7 @@ describe('HostSupervisor', () => {
   });
 
   it('says why initialize failed masked and cut, in the log and in downReason', async () => {
-    const token = 'xoxb-123456789012-123456789012-abcdefghijklmnopqrstuvwx';
+    const token = FAKE_SLACK_BOT_TOKEN;
     const host = fakeHost({
       initializeError: { code: -32603, message: `${token} ${'x'.repeat(1_000_000)}` },
     });

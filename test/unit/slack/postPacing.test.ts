@@ -27,7 +27,7 @@ async function setup() {
   slack = await FakeSlack.start();
   const { logger } = captureLogger('warn');
   const web = createWebClient({
-    token: 'xoxb-test-token',
+    token: FAKE_SLACK_BOT_TOKEN,
     apiUrl: slack.apiUrl,
     timeoutMs: 2_000,
     logger: toBoltLogger(logger),
