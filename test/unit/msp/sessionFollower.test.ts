@@ -17,6 +17,22 @@ const APPROVAL = REQUESTED.params as Json;
 const SESSION = APPROVAL.sessionId as string;
 const APPROVAL_ID = APPROVAL.approvalId as string;
 
+/** A follower of host-a's process inc-1 on `request`, silent; `extra` sets or overrides options. */
+function followerOn(
+  request: ConstructorParameters<typeof SessionFollower>[0]['request'],
+  extra: Partial<ConstructorParameters<typeof SessionFollower>[0]> = {},
+): SessionFollower {
+  return new SessionFollower({
+    request,
+    origin: { hostId: 'host-a', incarnation: 'inc-1' },
+    durable: true,
+    logger: pino({ level: 'silent' }),
+    emit: () => undefined,
+    tracked: new Map(),
+    ...extra,
+  });
+}
+
 const IN_USE = () =>
   new MspError({ code: -32021, message: 'in use', data: { kind: 'sessionInUse', sessionId: SESSION } });
 
@@ -41,14 +57,7 @@ function heldSessionHost() {
     }
   };
   const events: HostEvent[] = [];
-  const follower = new SessionFollower({
-    request,
-    origin: { hostId: 'host-a', incarnation: 'inc-1' },
-    durable: true,
-    logger: pino({ level: 'silent' }),
-    emit: (event) => events.push(event),
-    tracked: new Map(),
-  });
+  const follower = followerOn(request, { emit: (event) => events.push(event) });
   const resumes = () => host.calls.filter((call) => call.method === 'session/resume').length;
   const opened = () =>
     events.flatMap((event) =>
@@ -172,15 +181,7 @@ function announcingHost(cursor: () => string | undefined = () => 'v:1', listed: 
     },
   };
   const tracked = new Map<string, { viewCursor?: string }>();
-  const follower = new SessionFollower({
-    request,
-    origin: { hostId: 'host-a', incarnation: 'inc-1' },
-    durable: true,
-    logger: pino({ level: 'silent' }),
-    emit: () => undefined,
-    tracked,
-    memory,
-  });
+  const follower = followerOn(request, { tracked, memory });
   const count = (method: string) => calls.filter((call) => call.method === method).length;
   return { calls, count, stored, tracked, follower };
 }
@@ -266,14 +267,7 @@ function slowListingHost() {
     listings += 1;
     return new Promise((resolve) => answers.push(() => resolve({ approvals: [], userInputs: [] })));
   };
-  const follower = new SessionFollower({
-    request,
-    origin: { hostId: 'host-a', incarnation: 'inc-1' },
-    durable: false,
-    logger: pino({ level: 'silent' }),
-    emit: () => undefined,
-    tracked: new Map(),
-  });
+  const follower = followerOn(request, { durable: false });
   /** Answers every listing asked so far, and lets what follows them run. */
   const answerAll = async () => {
     while (answers.length > 0) answers.shift()?.();
@@ -338,14 +332,7 @@ describe('SessionFollower: when a listing was asked for', () => {
           throw MspError.methodNotFound(method);
       }
     };
-    const follower = new SessionFollower({
-      request,
-      origin: { hostId: 'host-a', incarnation: 'inc-1' },
-      durable: false,
-      logger: pino({ level: 'silent' }),
-      emit: (event) => events.push(event),
-      tracked: new Map(),
-    });
+    const follower = followerOn(request, { durable: false, emit: (event) => events.push(event) });
     const reconciled = () => events.filter((event) => event.type === 'sessionReconciled');
     return { follower, sent, reconciled };
   }
@@ -379,6 +366,8 @@ describe('SessionFollower: when a listing was asked for', () => {
 });
 
 describe('SessionFollower: a session read again that the host could not list', () => {
+  const OVERLOADED = () => new MspError({ code: -32010, message: 'busy', data: { kind: 'overloaded' } });
+
   it('is read again later, backing off, until a listing answers', async () => {
     vi.useFakeTimers();
     let failures = 2;
@@ -386,17 +375,10 @@ describe('SessionFollower: a session read again that the host could not list', (
     const request = async (method: string): Promise<unknown> => {
       if (method !== 'approval/listPending') throw MspError.methodNotFound(method);
       listings += 1;
-      if (failures-- > 0) throw new MspError({ code: -32010, message: 'busy', data: { kind: 'overloaded' } });
+      if (failures-- > 0) throw OVERLOADED();
       return { approvals: [], userInputs: [] };
     };
-    const follower = new SessionFollower({
-      request,
-      origin: { hostId: 'host-a', incarnation: 'inc-1' },
-      durable: true,
-      logger: pino({ level: 'silent' }),
-      emit: () => undefined,
-      tracked: new Map(),
-    });
+    const follower = followerOn(request);
     // A card the host said moved on waits for this reading to show its buttons again.
     await follower.refresh('s-1');
     expect(listings).toBe(1);
@@ -416,16 +398,9 @@ describe('SessionFollower: a session read again that the host could not list', (
   it('stops retrying once disposed', async () => {
     vi.useFakeTimers();
     let listings = 0;
-    const follower = new SessionFollower({
-      request: async () => {
-        listings += 1;
-        throw new MspError({ code: -32010, message: 'busy', data: { kind: 'overloaded' } });
-      },
-      origin: { hostId: 'host-a', incarnation: 'inc-1' },
-      durable: true,
-      logger: pino({ level: 'silent' }),
-      emit: () => undefined,
-      tracked: new Map(),
+    const follower = followerOn(async () => {
+      listings += 1;
+      throw OVERLOADED();
     });
     await follower.refresh('s-1');
     follower.dispose();
