@@ -1,6 +1,5 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
-import { parse as parseQuery } from 'node:querystring';
-import { type BufferedIncomingMessage, isValidSlackRequest } from '@slack/bolt';
+import { type BufferedIncomingMessage, HTTPModuleFunctions, isValidSlackRequest } from '@slack/bolt';
 import type { Logger } from 'pino';
 import { type ChoicePress, choiceActionKind } from './listeners/choiceButton.js';
 import { pathOf } from './requestPath.js';
@@ -109,7 +108,7 @@ export function choicePressRoute(options: ChoicePressRouteOptions): RequestListe
       }
       const buffered = Object.assign(req, { rawBody: body }) as BufferedIncomingMessage;
       // Not signed right: Bolt verifies again, and answers (and logs) as it always does.
-      const taken = signedBySlack(signingSecret, req, text) ? pressIn(req, text) : undefined;
+      const taken = signedBySlack(signingSecret, req, text) ? pressIn(buffered) : undefined;
       if (!taken) {
         bolt(buffered, res);
         return;
@@ -142,20 +141,14 @@ function jsonLabelledAForm(req: IncomingMessage, text: string): boolean {
 }
 
 /**
- * The press a verified request carries, if it is exactly one on a choice button, in a form that
- * is the one `payload` field Slack sends an interaction as: no other field, the signed bytes no
- * other shape.
+ * The press a verified request carries, if it is exactly one on a choice button. Its body is
+ * read as Bolt reads it (a JSON body labelled a form never gets here: jsonLabelledAForm).
  */
-function pressIn(
-  req: IncomingMessage,
-  text: string,
-): { body: unknown; how: { remember: boolean } } | undefined {
+function pressIn(req: BufferedIncomingMessage): { body: unknown; how: { remember: boolean } } | undefined {
   if (req.headers['content-type'] !== FORM) return undefined;
-  const payload = onlyPayloadOf(text);
-  if (payload === undefined) return undefined;
   let body: { type?: unknown; actions?: unknown };
   try {
-    body = JSON.parse(payload);
+    body = HTTPModuleFunctions.parseHTTPRequestBody(req);
   } catch {
     return undefined;
   }
@@ -165,14 +158,6 @@ function pressIn(
   const actionId = (body.actions[0] as { action_id?: unknown } | null)?.action_id;
   const how = typeof actionId === 'string' ? choiceActionKind(actionId) : undefined;
   return how ? { body, how } : undefined;
-}
-
-/** The `payload` field of a form that holds it and nothing else, read as Bolt reads a form. */
-function onlyPayloadOf(form: string): string | undefined {
-  const fields = parseQuery(form);
-  const names = Object.keys(fields);
-  const payload = fields.payload;
-  return names.length === 1 && typeof payload === 'string' ? payload : undefined;
 }
 
 const TOO_LARGE = Symbol('too large');
