@@ -14,10 +14,15 @@ export function backoffDelay(
   policy: BackoffPolicy,
   random: () => number = Math.random,
 ): number {
+  const nominal = nominalDelay(attempt, policy);
+  return Math.round(nominal / 2 + (random() * nominal) / 2);
+}
+
+/** Delay before retry number `attempt` without jitter: exponential from initialMs, capped at maxMs. */
+export function nominalDelay(attempt: number, policy: BackoffPolicy): number {
   // Clamped so that a huge attempt number (meaning "as slow as allowed") stays finite.
   const exponent = Math.min(Math.max(0, attempt), 62);
-  const nominal = Math.min(policy.maxMs, policy.initialMs * 2 ** exponent);
-  return Math.round(nominal / 2 + (random() * nominal) / 2);
+  return Math.min(policy.maxMs, policy.initialMs * 2 ** exponent);
 }
 
 export function sleep(ms: number): Promise<void> {

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { v7 as uuidv7 } from 'uuid';
 import { z } from 'zod';
 import { approvalLogFields, type EventOrigin } from './approvalEvents.js';
+import { type BackoffPolicy, nominalDelay } from './backoff.js';
 import { HostGoneError, MspError } from './errors.js';
 import type { FollowedSession, HostEvent, SessionMemory } from './events.js';
 import { HostId, Session, SessionStatusChangedParams } from './protocol.js';
@@ -45,8 +46,8 @@ const ViewGapParams = z.looseObject({ sessionId: HostId });
  * resumed longest ago forgotten first. Each one is resumed again at every respawn and every
  * start, and the host chooses how many it announces: unbounded, one host could fill the bot's
  * memory and Redis for good. Thousands is a busy host; a forgotten session is still followed
- * again when the host lists it or says it needs a decision. The same number as what the relay
- * keeps of a host's sessions (relay/hostEvents/knownSessions.ts), which msp/ cannot import.
+ * again when the host lists it or says it needs a decision. The relay keeps as many of a host's
+ * sessions (relay/hostEvents/knownSessions.ts takes this number).
  */
 export const MAX_FOLLOWED_SESSIONS = 10_000;
 
@@ -55,13 +56,13 @@ export const MAX_FOLLOWED_SESSIONS = 10_000;
  * tell us that the other host let go (our host sends statusChanged and closed only for sessions
  * loaded on it), so a timer must. No jitter: each bot asks only its own host.
  */
-const HELD_RETRY = { initialMs: 5_000, maxMs: 300_000 };
+const HELD_RETRY: BackoffPolicy = { initialMs: 5_000, maxMs: 300_000 };
 /**
  * How a session read again that the host could not list (overloaded, a timeout) is read again:
  * 1 s, doubling to a minute, until a listing answers. A card may wait on that reading for its
  * buttons (the host said its stage moved), and no frame need come to ask for it again.
  */
-const REFRESH_RETRY = { initialMs: 1_000, maxMs: 60_000 };
+const REFRESH_RETRY: BackoffPolicy = { initialMs: 1_000, maxMs: 60_000 };
 
 /** A listing, and when (performance.now()) its approval/listPending was sent. */
 type DatedListing = PendingListing & { listRequestedAt: number };
@@ -181,7 +182,7 @@ export class SessionFollower {
     if (this.disposed) return;
     const attempt = this.refreshRetries.get(sessionId)?.attempt ?? 0;
     this.stopRefreshRetry(sessionId);
-    const delay = Math.min(REFRESH_RETRY.maxMs, REFRESH_RETRY.initialMs * 2 ** Math.min(attempt, 30));
+    const delay = nominalDelay(attempt, REFRESH_RETRY);
     const timer = setTimeout(() => void this.refresh(sessionId), delay);
     // A retry is no reason to keep the process alive.
     timer.unref?.();
@@ -509,7 +510,7 @@ export class SessionFollower {
   /** Arms the retry timer unless it is armed already: one timer per follower, whatever the storm. */
   private scheduleHeldRetry(): void {
     if (this.heldTimer !== undefined || this.disposed || this.heldElsewhere.size === 0) return;
-    const delay = Math.min(HELD_RETRY.maxMs, HELD_RETRY.initialMs * 2 ** Math.min(this.heldAttempt, 30));
+    const delay = nominalDelay(this.heldAttempt, HELD_RETRY);
     this.heldTimer = setTimeout(() => void this.retryAllHeld(), delay);
     // A retry is no reason to keep the process alive.
     this.heldTimer.unref?.();
