@@ -1,3 +1,5 @@
+import { MAX_HOST_ID_CHARS } from '../../msp/protocol.js';
+import { MAX_FOLLOWED_SESSIONS } from '../../msp/sessionFollower.js';
 import { cutAtCodePoint } from '../../util/cutAtCodePoint.js';
 import { fitText } from './intake/fitText.js';
 import type { PartReport } from './intake/partIntake.js';
@@ -18,8 +20,11 @@ export const MAX_SESSION_TEXT_CHARS = 1024;
  * routes and risk rules would resolve relative paths wrongly.
  */
 export const MAX_WORKSPACE_ROOT_CHARS = 4096;
-/** A session whose id is longer is not remembered at all: its key alone would be unbounded. */
-export const MAX_SESSION_ID_CHARS = 256;
+/**
+ * A session whose id is longer is not remembered at all: its key alone would be unbounded. The
+ * bound every host id is held to (no frame with a longer session id gets this far).
+ */
+export const MAX_SESSION_ID_CHARS = MAX_HOST_ID_CHARS;
 /**
  * Sessions remembered per host, the ones announced longest ago forgotten first. A host lists its
  * loaded sessions and announces each one it starts: thousands is a busy host, and every one it
@@ -28,9 +33,9 @@ export const MAX_SESSION_ID_CHARS = 256;
  * could fill the bot's memory (60 titles of 4 MB took 300 MB for good).
  * A forgotten session is one the bot has not seen yet: its approvals are routed and shown
  * without its title or workspace (no `sessionTitles` or `workspaces` route matches them) until
- * the host announces it again.
+ * the host announces it again. As many as the host's follower keeps following.
  */
-export const MAX_SESSIONS_PER_HOST = 10_000;
+export const MAX_SESSIONS_PER_HOST = MAX_FOLLOWED_SESSIONS;
 
 /** What a session announcement says, as the host sent it. */
 export interface SessionAnnounced {
