@@ -15,7 +15,7 @@ import { type WaitingApproval, waitingLine } from './renderWaiting.js';
 export const MAX_LISTED = 25;
 
 /** Approvers named for one route in `whoami`; the rest are counted, so a line stays well within a section. */
-export const MAX_NAMED_APPROVERS = 10;
+const MAX_NAMED_APPROVERS = 10;
 
 const COMMANDS: ReadonlyArray<[string, string]> = [
   ['pending', 'the approvals waiting for you to decide, with a link to each card'],

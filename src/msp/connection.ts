@@ -221,12 +221,10 @@ export class JsonRpcConnection {
    * connection ends it, which has the host terminated and respawned (incarnation.ts).
    */
   private dropUnreadHost(): void {
-    if (!this.writeClosed) {
-      this.logger.error(
-        { queuedBytes: this.outboxBytes, limitBytes: outboxLimitBytes(this.maxFrameBytes) },
-        'host does not read its stdin: dropping the connection',
-      );
-    }
+    this.logger.error(
+      { queuedBytes: this.outboxBytes, limitBytes: outboxLimitBytes(this.maxFrameBytes) },
+      'host does not read its stdin: dropping the connection',
+    );
     this.clearOutbox();
     this.destroy();
   }

@@ -51,11 +51,6 @@ export class FrameDecoder {
     this.onOversized = options.onOversized;
   }
 
-  /** How many buffers the decoder holds for lines that span chunks (for tests). */
-  get heldBuffers(): number {
-    return this.line.length > 0 ? 1 : 0;
-  }
-
   /** How many bytes the decoder holds for lines that span chunks (for tests). */
   get heldBytes(): number {
     return this.line.length;

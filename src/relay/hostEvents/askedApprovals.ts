@@ -5,7 +5,7 @@ import type { ApprovalRecord } from '../../domain/record.js';
  * each approval is forgotten once the host resolves it; one forgotten while still open is only
  * left open by a listing that does not name it (see askedBefore).
  */
-export const MAX_REMEMBERED_ASKS = 50_000;
+const MAX_REMEMBERED_ASKS = 50_000;
 
 interface Asked {
   incarnation: string;

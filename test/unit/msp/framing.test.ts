@@ -93,14 +93,13 @@ describe('FrameDecoder', () => {
     ]);
   });
 
-  it('holds a line trickled a byte at a time in one buffer, at most twice its size', () => {
+  it('holds a line trickled a byte at a time in at most twice its size', () => {
     const decoder = new FrameDecoder();
     const head = '{"jsonrpc":"2.0","method":"x","params":"';
     decoder.push(Buffer.from(head));
     const byte = Buffer.from('a');
     const trickled = 1_000_000;
     for (let index = 0; index < trickled; index++) decoder.push(byte);
-    expect(decoder.heldBuffers).toBe(1);
     const pending = head.length + trickled;
     expect(decoder.heldBytes).toBeGreaterThanOrEqual(pending);
     expect(decoder.heldBytes).toBeLessThanOrEqual(2 * pending);

@@ -27,7 +27,6 @@ function relay() {
   const records = new Map<string, ApprovalRecord>();
   const queues = new Map<string, Promise<unknown>>();
   const work: Promise<unknown>[] = [];
-  const refreshed: string[] = [];
   const run = <T>(id: string, task: () => Promise<T>): Promise<T> => {
     const done = (queues.get(id) ?? Promise.resolve()).then(task);
     queues.set(
@@ -73,7 +72,7 @@ function relay() {
     keeper,
     store,
     decider: { replay: () => {}, settle: () => {} } as unknown as Decider,
-    host: () => ({ refreshSession: (sessionId: string) => refreshed.push(sessionId) }) as never,
+    host: () => ({ refreshSession: () => undefined }) as never,
     logger,
     routeFor: () => ({ name: 'default', channel: 'C1' }),
     sandboxModeOf: () => 'default',
@@ -83,7 +82,7 @@ function relay() {
     await handler.idle();
   };
   const record = (id = 'ap-1') => records.get(id)!;
-  return { hear, mutate, record, refreshed };
+  return { hear, mutate, record };
 }
 
 function notification(method: string, params: unknown, origin = ORIGIN): HostEvent {
