@@ -2,7 +2,7 @@ import type { Refused, Unverified } from '../domain/authorization.js';
 import type { Refusal } from '../domain/refusal.js';
 import type { Approvers } from '../domain/route.js';
 import type { TypedConfirmation } from '../domain/typedConfirmation.js';
-import { cutAtCodePoint } from '../util/cutAtCodePoint.js';
+import { cutWithMark } from '../util/cutAtCodePoint.js';
 import { channelLink } from './channelLink.js';
 import { describeDecision, hostNamedDecider } from './describeDecision.js';
 import { clip, escapeMrkdwn, inlineCode } from './escape.js';
@@ -121,7 +121,7 @@ export function targetName(confirmation: TypedConfirmation): string {
  */
 export function confirmationMismatchText(confirmation: TypedConfirmation): string {
   const { text } = confirmation.target;
-  const shown = text.length > 80 ? `${cutAtCodePoint(text, 80)}…` : text;
+  const shown = cutWithMark(text, 80);
   return `That is not ${targetName(confirmation)} (${shown}): nothing was approved. Type it exactly as shown.`;
 }
 

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { z } from 'zod';
-import { cutAtCodePoint } from '../util/cutAtCodePoint.js';
+import { cutWithMark } from '../util/cutAtCodePoint.js';
 import type { HostEvent } from './events.js';
 import {
   ApprovalRequestParams,
@@ -22,7 +22,7 @@ export interface EventOrigin {
  * that a frame refused for a megabyte id does not write the megabyte to the log.
  */
 function loggedId(id: string): string {
-  return id.length <= MAX_HOST_ID_CHARS ? id : `${cutAtCodePoint(id, MAX_HOST_ID_CHARS)}…`;
+  return cutWithMark(id, MAX_HOST_ID_CHARS);
 }
 
 /** approvalId and sessionId of a payload, when present, for log lines about bad frames. */

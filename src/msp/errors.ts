@@ -1,4 +1,4 @@
-import { cutAtCodePoint } from '../util/cutAtCodePoint.js';
+import { cutWithMark } from '../util/cutAtCodePoint.js';
 
 // Errors of the MSP client. Callers branch on `kind` (error.data.kind), never on the message
 // (docs/msp-approvals.md §8).
@@ -101,7 +101,7 @@ export class MspError extends Error {
   static methodNotFound(method: string): MspError {
     return new MspError({
       code: -32601,
-      message: `method not found: ${echoedMethod(method)}`,
+      message: `method not found: ${cutWithMark(method, MAX_ECHOED_METHOD_CHARS)}`,
       data: { kind: 'methodNotFound', retryable: false },
     });
   }
@@ -144,10 +144,4 @@ export class RequestTimeoutError extends Error {
     this.method = method;
     this.timeoutMs = timeoutMs;
   }
-}
-
-function echoedMethod(method: string): string {
-  return method.length <= MAX_ECHOED_METHOD_CHARS
-    ? method
-    : `${cutAtCodePoint(method, MAX_ECHOED_METHOD_CHARS)}…`;
 }

@@ -8,3 +8,8 @@ export function cutAtCodePoint(text: string, max: number): string {
   const last = text.charCodeAt(max - 1);
   return text.slice(0, last >= 0xd800 && last <= 0xdbff ? max - 1 : max);
 }
+
+/** `text` as it is when it fits in `max`, else cut there (cutAtCodePoint) and marked with `…`. */
+export function cutWithMark(text: string, max: number): string {
+  return text.length <= max ? text : `${cutAtCodePoint(text, max)}…`;
+}
