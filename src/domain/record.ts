@@ -56,7 +56,8 @@ export const Resolution = z.object({
   decidedAt: z.string(),
   /**
    * When the bot recorded it, by the clock of `openedAt` and the escalation's start: waits and
-   * SLAs are measured to it (waitedFor). Absent on records resolved before it was kept.
+   * SLAs are measured to it (waitedFor). Absent where decidedAt is the bot's own time already,
+   * and on records resolved before it was kept.
    */
   recordedAt: z.string().optional(),
   /** The Slack user whose click produced the decision, when it was one of ours. */

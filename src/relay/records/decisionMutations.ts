@@ -25,7 +25,6 @@ export function decidedByClaim(commandId: string, now: Date) {
         decision: choice?.decision ?? 'unknown',
         resolvedBy: 'user',
         decidedAt: now.toISOString(),
-        recordedAt: now.toISOString(),
         ...(claim.userId ? { slackUserId: claim.userId } : {}),
         ...(claim.voters ? { voters: claim.voters } : {}),
         ...(claim.stoodInFor ? { stoodInFor: claim.stoodInFor } : {}),
@@ -55,7 +54,7 @@ export function resolvedElsewhere(decision: string, resolvedBy: string, now: Dat
       ...record,
       phase: 'resolved',
       claim: undefined,
-      resolution: { decision, resolvedBy, decidedAt: now.toISOString(), recordedAt: now.toISOString() },
+      resolution: { decision, resolvedBy, decidedAt: now.toISOString() },
     };
   };
 }

@@ -352,7 +352,8 @@ export function resolved(
         policyResult: params.policyResult,
         amendment,
         decidedAt: params.decidedAt ?? now.toISOString(),
-        recordedAt: now.toISOString(),
+        // Only when the host's time stands in decidedAt: otherwise that is ours already.
+        ...(params.decidedAt ? { recordedAt: now.toISOString() } : {}),
         slackUserId: ours?.userId,
         voters: ours?.voters,
         stoodInFor: ours?.stoodInFor,
