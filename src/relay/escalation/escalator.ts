@@ -166,10 +166,11 @@ export class Escalator {
     try {
       const nowMs = this.now().getTime();
       const look = await this.options.schedule.look(nowMs);
-      const taken = await Promise.all(look.due.map((step) => this.take(step)));
-      // More due than the look took: looked at again at once, but only when this one moved steps
-      // off the head; the next would otherwise find the very same ones.
-      if (look.nextMs !== undefined && (look.nextMs > nowMs || taken.includes(true)))
+      await Promise.all(look.due.map((step) => this.take(step)));
+      // More due than the look took: looked at again at once, but only when this one had steps to
+      // take off the head (each is claimed, dropped or put off); entries it cannot read (another
+      // version's) would be found again, the very same.
+      if (look.nextMs !== undefined && (look.nextMs > nowMs || look.due.length > 0))
         nextMs = Math.min(nextMs, look.nextMs);
     } catch (err) {
       this.options.logger.warn({ err }, 'escalation poll failed');
@@ -272,12 +273,11 @@ export class Escalator {
   }
 
   /** A due resolve: an ended request's pages whose resolver stopped, or died and let its lease run out. */
-  private async takeResolve(due: DueStep): Promise<boolean> {
-    if (this.stopping.signal.aborted) return false;
+  private async takeResolve(due: DueStep): Promise<void> {
+    if (this.stopping.signal.aborted) return;
     const unresolved = await this.options.schedule.takeResolve(due, this.resolveLeaseUntil());
     // Sent beside the loop, as a step is fired: a look waits for no resolve and its retries.
     if (unresolved) this.track(this.resolveAll(unresolved));
-    return true;
   }
 
   /**
@@ -305,30 +305,26 @@ export class Escalator {
     );
   }
 
-  /**
-   * Deals with one due step: claims and fires it, or takes it off the head of the schedule. True
-   * when the step is no longer due now (fired, dropped, put off, or claimed by another process):
-   * only then is a look that found more due than it took worth repeating at once.
-   */
-  private async take(due: DueStep): Promise<boolean> {
+  /** Deals with one due step: claims and fires it, or takes it off the head of the schedule. */
+  private async take(due: DueStep): Promise<void> {
     if (due.step === RESOLVE_STEP) return this.takeResolve(due);
     const seen = await this.options.store.get(due.approvalId);
     if (!seen) {
       await this.options.schedule.drop(due);
-      return true;
+      return;
     }
     // A step of an approval that is over is dropped, not claimed: a claim marks the step fired for
     // the whole request, and a superseded approval's successor must still fire it.
     if (isTerminal(seen)) {
       await this.options.schedule.drop(due);
-      return true;
+      return;
     }
     // Stopping: a look under way claims nothing more, and leaves what is due to the others.
-    if (this.stopping.signal.aborted) return false;
+    if (this.stopping.signal.aborted) return;
     const step = this.options.ladderOf(seen.route)[due.step];
     if (!step) {
       await this.putOff(due);
-      return true;
+      return;
     }
     const firing: FiredStep = {
       step: due.step,
@@ -340,7 +336,7 @@ export class Escalator {
     // Stopping while this waited for a slot: it claims nothing more.
     if (this.stopping.signal.aborted) {
       this.freeFireSlot();
-      return false;
+      return;
     }
     let claimed = false;
     try {
@@ -348,7 +344,7 @@ export class Escalator {
     } finally {
       if (!claimed) this.freeFireSlot();
     }
-    if (!claimed) return true;
+    if (!claimed) return;
     // Not awaited: the look waits for its claims only, so that a slow step (a page while
     // PagerDuty asks to wait, Slack's retries) holds up no step due after it. stop() waits for it.
     this.track(
@@ -362,7 +358,6 @@ export class Escalator {
         })
         .finally(() => this.freeFireSlot()),
     );
-    return true;
   }
 
   /** Waits until fewer than FIRES_AT_ONCE steps are firing, and counts one more. */
