@@ -118,6 +118,20 @@ redis.call('PEXPIRE', KEYS[2], ARGV[3])
 return paged
 `;
 
+/**
+ * Takes settled pages out of a request's unresolved hash. A hash written before named its one
+ * service `paged`, whose field goes only when it names a settled page's routing key.
+ * KEYS: the unresolved hash. ARGV: field, routing key, field, routing key…
+ */
+const RESOLVED_PAGES = `
+local legacy = redis.call('HGET', KEYS[1], 'paged')
+for i = 1, #ARGV, 2 do
+  redis.call('HDEL', KEYS[1], ARGV[i])
+  if legacy == ARGV[i + 1] then redis.call('HDEL', KEYS[1], 'paged') end
+end
+return 1
+`;
+
 export interface Lineage {
   /** When the clock started (ms). */
   startMs: number;
@@ -331,12 +345,6 @@ export class EscalationStore {
     return (await this.redis.eval(SET_IF_LIVE, 1, keys.escalationLineage(lineage), field, routingKey)) === 1;
   }
 
-  /** The services the request was paged on, if any. */
-  async pagedWith(lineage: string): Promise<PagedService[]> {
-    const fields = await this.redis.hgetall(keys.escalationLineage(lineage));
-    return pagedServicesOf(fields);
-  }
-
   /**
    * Whether the request is over: its lineage was ended (or ran out), whichever of its approvals
    * ended it. Asked after a page's trigger, which is late if so: the resolve may have gone first.
@@ -346,17 +354,10 @@ export class EscalationStore {
   }
 
   /**
-   * The request is over (decided, or its host lost it): a later approval of the same tool call is
-   * a new question, with a clock of its own.
-   */
-  async end(lineage: string): Promise<void> {
-    await this.redis.del(keys.escalationLineage(lineage));
-  }
-
-  /**
-   * Ends the request (as end()) and hands over the pages it sent, to be resolved: undefined when it
+   * Ends the request (decided, or its host lost it: a later approval of the same tool call is a
+   * new question, with a clock of its own) and hands over the pages it sent, to be resolved: undefined when it
    * paged nothing, or another caller ended it first. The pages wait in the request's unresolved
-   * hash until each resolve settles (resolvedPage), and the schedule holds a lease on them
+   * hash until each resolve settles (resolvedPages), and the schedule holds a lease on them
    * (leaseResolve), due `leaseUntilMs`: should this process die or stop before, whoever claims
    * the lease resolves what is left (takeResolve).
    */
@@ -408,13 +409,45 @@ export class EscalationStore {
     };
   }
 
-  /** One page's resolve settled (sent, or failed for good): it is not sent again. */
-  async resolvedPage(lineage: string, service: PagedService): Promise<void> {
+  /**
+   * These pages' resolves settled (sent, or failed for good) while others were cut short: they are
+   * not sent again by whoever takes the lease. One round trip (RESOLVED_PAGES).
+   */
+  async resolvedPages(lineage: string, services: readonly PagedService[]): Promise<void> {
+    if (services.length === 0) return;
+    await this.redis.eval(
+      RESOLVED_PAGES,
+      1,
+      keys.escalationUnresolved(lineage),
+      ...services.flatMap((service) => [`${PAGED}${service.tag}`, service.routingKey]),
+    );
+  }
+
+  /**
+   * A page whose resolve is still to send after its request ended (a late trigger's, cut short by
+   * a stop): kept in the request's unresolved hash, due at `atMs`, for whoever claims it.
+   */
+  async handOnResolve(
+    lineage: string,
+    by: { approvalId: string; dedupKey: string },
+    service: PagedService,
+    atMs: number,
+  ): Promise<void> {
     const unresolved = keys.escalationUnresolved(lineage);
-    await this.redis.hdel(unresolved, `${PAGED}${service.tag}`);
-    // A lineage written before named its one service `paged`; only its holder writes this hash.
-    if ((await this.redis.hget(unresolved, 'paged')) === service.routingKey)
-      await this.redis.hdel(unresolved, 'paged');
+    await this.redis
+      .multi()
+      .hset(
+        unresolved,
+        'approvalId',
+        by.approvalId,
+        'dedupKey',
+        by.dedupKey,
+        `${PAGED}${service.tag}`,
+        service.routingKey,
+      )
+      .pexpire(unresolved, this.options.lineageTtlMs)
+      .exec();
+    await this.leaseResolve(lineage, by.approvalId, atMs);
   }
 
   /** Every page of the request settled: its unresolved hash and its lease go. */

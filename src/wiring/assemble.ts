@@ -178,7 +178,6 @@ export function assemble(config: Config, logger: Logger): Countersign {
     mayDecide: (userId, record) => authorizer.check(userId, record),
     shown: (record) => authorizer.shown(record),
     noticeSender,
-    noticeLedger,
     metrics,
   });
   const { escalator } = escalation;

@@ -18,7 +18,6 @@ import type { ApprovalStore } from '../store/approvalStore.js';
 import type { AwayStore } from '../store/awayStore.js';
 import { EscalationStore } from '../store/escalationStore.js';
 import { RedisLookupCache } from '../store/lookupCache.js';
-import type { RedisNoticeLedger } from '../store/noticeLedger.js';
 import type { RedisClient } from '../store/redisConnection.js';
 
 export interface EscalationNeeds {
@@ -40,7 +39,6 @@ export interface EscalationNeeds {
   /** Who may decide an approval as its record stands (Authorizer.shown). */
   shown: (record: ApprovalRecord) => ShownApprovers;
   noticeSender: SlackNoticeSender;
-  noticeLedger: RedisNoticeLedger;
   metrics: Metrics;
 }
 
@@ -70,7 +68,6 @@ export function wireEscalation(needs: EscalationNeeds) {
       ),
       logger,
     }),
-    ledger: needs.noticeLedger,
     ladderOf: (route) => router.escalationOf(route),
     oncallOf: (route) => router.oncallOf(route),
     // The approval's own approvers (a protected write's, a risk rule's), not the route's ordinary ones.

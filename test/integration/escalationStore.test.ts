@@ -3,12 +3,15 @@
 // it; scheduling twice adds nothing; cancelling takes the rest out.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type DueStep, EscalationStore } from '../../src/store/escalationStore.js';
+import { type DueStep, EscalationStore, pagedService } from '../../src/store/escalationStore.js';
 import { keys } from '../../src/store/keys.js';
 import type { RedisClient } from '../../src/store/redisConnection.js';
 import { PrivateRedis } from '../support/privateRedis.js';
 import { resendingRedis } from '../support/resendingRedis.js';
 import { BACKENDS, openBackend, type StoreBackend } from '../support/storeBackends.js';
+
+/** Who ended a request, where a test only needs it ended. */
+const ENDED = { approvalId: 'ended-by', dedupKey: 'ended-by' };
 
 describe.each(BACKENDS)('EscalationStore on %s Redis', (kind) => {
   let backend: StoreBackend;
@@ -178,9 +181,10 @@ describe.each(BACKENDS)('EscalationStore on %s Redis', (kind) => {
       const [step] = (await storeA.due(now)).filter((d) => d.approvalId === 'end-1');
       expect(await storeA.claim(step!, firing(step!))).toBe(true);
       await storeA.paged('line-end', 'RKEY');
-      expect((await storeA.pagedWith('line-end')).map((s) => s.routingKey)).toEqual(['RKEY']);
-      await storeB.end('line-end');
-      expect(await storeA.pagedWith('line-end')).toEqual([]);
+      expect((await storeB.endPaged('line-end', ENDED, 0))?.services.map((s) => s.routingKey)).toEqual([
+        'RKEY',
+      ]);
+      expect(await storeA.endPaged('line-end', ENDED, 0)).toBeUndefined();
       // A step in flight as the request ended does not bring its lineage back, nor may it page.
       await storeA.fired('line-end', { step: 0, action: 'remind', afterMs: 0, at: '' });
       expect(await storeA.paged('line-end', 'RKEY')).toBe(false);
@@ -196,11 +200,18 @@ describe.each(BACKENDS)('EscalationStore on %s Redis', (kind) => {
       expect(await storeB.paged('line-two', 'RKEY2')).toBe(true);
       expect(await storeA.paged('line-two', 'RKEY')).toBe(true);
       await a.hset(keys.escalationLineage('line-two'), 'paged', 'RKEY3');
-      const services = await storeA.pagedWith('line-two');
+      const { services } = (await storeA.endPaged('line-two', ENDED, 0))!;
       expect(services.map((s) => s.routingKey).sort()).toEqual(['RKEY', 'RKEY2', 'RKEY3']);
       // The tag names a service without its key: short, and different for each.
       expect(new Set(services.map((s) => s.tag)).size).toBe(3);
       for (const { tag } of services) expect(tag).toMatch(/^[0-9a-f]{12}$/);
+      // Settled pages leave the unresolved hash, the one named alone `paged` too; the rest stay.
+      await storeA.resolvedPages(
+        'line-two',
+        services.filter((s) => s.routingKey !== 'RKEY2'),
+      );
+      const left = await a.hgetall(keys.escalationUnresolved('line-two'));
+      expect(Object.values(left).filter((v) => v.startsWith('RKEY'))).toEqual(['RKEY2']);
     });
 
     it('ending a request hands its pages to one caller, leased in the schedule until resolved', async () => {
@@ -218,7 +229,10 @@ describe.each(BACKENDS)('EscalationStore on %s Redis', (kind) => {
       expect(taken?.services.map((s) => s.routingKey).sort()).toEqual(['RKEY', 'RKEY2']);
       expect(await storeA.paged('line-endp', 'RKEY3')).toBe(false);
       // The lease falls due when it runs out; whoever claims it gets what is left to resolve.
-      await storeA.resolvedPage('line-endp', taken!.services.find((s) => s.routingKey === 'RKEY')!);
+      await storeA.resolvedPages(
+        'line-endp',
+        taken!.services.filter((s) => s.routingKey === 'RKEY'),
+      );
       expect((await storeA.due(now + 999)).filter((d) => d.lineage === 'line-endp')).toEqual([]);
       const [lease] = (await storeA.due(now + 1_000)).filter((d) => d.lineage === 'line-endp');
       const [left, lost] = await Promise.all([
@@ -231,6 +245,17 @@ describe.each(BACKENDS)('EscalationStore on %s Redis', (kind) => {
       await storeB.resolved(left ?? lost!);
       expect((await storeA.due(now + 10_000)).filter((d) => d.lineage === 'line-endp')).toEqual([]);
       expect(await a.exists(keys.escalationUnresolved('line-endp'))).toBe(0);
+    });
+
+    it('a late resolve handed on is taken by the next caller, due at once', async () => {
+      const by = { approvalId: 'hand-1', dedupKey: 'hand-0' };
+      await storeA.handOnResolve('line-hand', by, pagedService('RKEY'), 0);
+      const [lease] = (await storeB.due(1)).filter((d) => d.lineage === 'line-hand');
+      const taken = await storeB.takeResolve(lease!, 60_000);
+      expect(taken).toMatchObject(by);
+      expect(taken?.services.map((s) => s.routingKey)).toEqual(['RKEY']);
+      await storeB.resolved(taken!);
+      expect(await a.exists(keys.escalationUnresolved('line-hand'))).toBe(0);
     });
 
     it('a due resolve whose take was sent again (its reply lost) is still taken by its caller', async () => {
@@ -255,7 +280,7 @@ describe.each(BACKENDS)('EscalationStore on %s Redis', (kind) => {
       const [step] = (await storeA.due(now)).filter((d) => d.approvalId === 'late-1');
       // Process B saw the same step due, but is slow to claim it.
       expect(await storeA.claim(step!, firing(step!))).toBe(true);
-      await storeA.end('line-late');
+      await storeA.endPaged('line-late', ENDED, 0);
       expect(await storeB.claim(step!, firing(step!))).toBe(false);
       expect(await b.exists(keys.escalationLineage('line-late'))).toBe(0);
       // The next approval of the same tool call is a new request: its first step fires.
@@ -289,7 +314,7 @@ describe.each(BACKENDS)('EscalationStore on %s Redis', (kind) => {
       expect((await storeA.due(now + 2_000)).filter((d) => d.approvalId === 'retry-1')).toHaveLength(1);
       await storeA.claim(step!, firing(step!));
       // The request ended meanwhile: nothing is put back, and its lineage stays gone.
-      await storeA.end('line-retry');
+      await storeA.endPaged('line-retry', ENDED, 0);
       expect(await storeA.retry(step!, (times) => now + 1_000 * times)).toBe(0);
       expect((await storeA.due(now + 60_000)).filter((d) => d.approvalId === 'retry-1')).toHaveLength(0);
       expect(await a.exists(lineage)).toBe(0);
@@ -320,7 +345,7 @@ describe.each(BACKENDS)('EscalationStore on %s Redis', (kind) => {
       // A claim whose mark brought an ended request's lineage back takes it away again on release.
       await storeA.schedule('rel-4', 'line-release-end', now, [0]);
       const [late] = (await storeA.due(now)).filter((d) => d.approvalId === 'rel-4');
-      await storeA.end('line-release-end');
+      await storeA.endPaged('line-release-end', ENDED, 0);
       expect(await storeA.claim(late!, firing(late!))).toBe(true);
       expect(await a.exists(keys.escalationLineage('line-release-end'))).toBe(1);
       expect(await storeA.release(late!, 0)).toBe(0);

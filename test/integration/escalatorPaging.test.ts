@@ -1,4 +1,4 @@
-// The Escalator's PagerDuty pages on a real schedule and notice ledger (the tests' Redis): every
+// The Escalator's PagerDuty pages on a real schedule (the tests' Redis): every
 // incident a request opened is resolved when it ends, whichever service it went to, however late
 // a trigger lands, and even when the process resolving it stops meanwhile. The records live in a
 // map the store and the keeper share; the keeper tells the escalator of each write, as
@@ -17,7 +17,6 @@ import type { RecordKeeper } from '../../src/relay/records/recordKeeper.js';
 import { superseded } from '../../src/relay/records/recordMutations.js';
 import type { ApprovalStore, Mutation } from '../../src/store/approvalStore.js';
 import { EscalationStore } from '../../src/store/escalationStore.js';
-import { RedisNoticeLedger } from '../../src/store/noticeLedger.js';
 import { useFreshRedis } from '../support/freshRedis.js';
 import { captureLogger } from '../support/logCapture.js';
 import { sampleRecord } from '../support/sampleRecord.js';
@@ -57,7 +56,7 @@ function gate() {
 /** What PagerDuty was sent, as `action service dedup_key` (the service: its key's first letter). */
 type Sent = string[];
 
-/** One process: an escalator on the shared records, schedule and ledger, paging through `pager`. */
+/** One process: an escalator on the shared records and schedule, paging through `pager`. */
 function replica(
   records: Map<string, ApprovalRecord>,
   ladder: EscalationStep[],
@@ -92,7 +91,6 @@ function replica(
     ladderOf: () => ladder,
     decider: {} as Decider,
     oncall: new OncallResolver({ groups: { members: async () => new Set<string>() }, logger: silent }),
-    ledger: new RedisNoticeLedger(redis(), { ttlMs: 600_000 }),
     oncallOf: () => undefined,
     approversOf: () => undefined,
     mayDecide: async () => ({ allowed: false, why: 'unverified', route: '(none)', what: 'user' }) as const,

@@ -9,7 +9,6 @@ import type { ApprovalRecord } from '../../src/domain/record.js';
 import type { EscalationStep } from '../../src/domain/route.js';
 import { PagerDuty } from '../../src/pagerduty/pagerDuty.js';
 import type { Decider } from '../../src/relay/deciding/decider.js';
-import type { NoticeLedger } from '../../src/relay/deciding/decisionNotices.js';
 import { Escalator, type EscalatorOptions } from '../../src/relay/escalation/escalator.js';
 import { lineageOf } from '../../src/relay/escalation/lineage.js';
 import { OncallResolver } from '../../src/relay/escalation/oncall.js';
@@ -61,7 +60,6 @@ function world(
     ladderOf: (route) => ladders[route ?? ''] ?? [],
     decider: {} as Decider,
     oncall: new OncallResolver({ groups: { members: async () => new Set<string>() }, logger: silent }),
-    ledger: {} as NoticeLedger,
     oncallOf: () => undefined,
     approversOf: () => undefined,
     mayDecide: async () => ({ allowed: false, why: 'unverified', route: '(none)', what: 'user' }) as const,
@@ -170,7 +168,6 @@ describe('a slow step', () => {
       {
         pager,
         defaultRoutingKey: 'R'.repeat(32),
-        ledger: { claim: async () => true, settle: async () => undefined } as unknown as NoticeLedger,
       },
     );
     const paged = sampleRecord('page-1', {

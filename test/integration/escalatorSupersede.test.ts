@@ -10,7 +10,6 @@ import { renderEscalationReply } from '../../src/cards/renderEscalation.js';
 import type { ApprovalRecord } from '../../src/domain/record.js';
 import type { EscalationStep } from '../../src/domain/route.js';
 import type { Decider } from '../../src/relay/deciding/decider.js';
-import type { NoticeLedger } from '../../src/relay/deciding/decisionNotices.js';
 import { Escalator } from '../../src/relay/escalation/escalator.js';
 import { lineageOf } from '../../src/relay/escalation/lineage.js';
 import { OncallResolver } from '../../src/relay/escalation/oncall.js';
@@ -73,7 +72,6 @@ function world(afterClaim: (approvalId: string) => Promise<void>) {
     ladderOf: () => LADDER,
     decider: {} as Decider,
     oncall: new OncallResolver({ groups: { members: async () => new Set<string>() }, logger: silent }),
-    ledger: {} as NoticeLedger,
     oncallOf: () => undefined,
     approversOf: () => undefined,
     mayDecide: async () => ({ allowed: false, why: 'unverified', route: '(none)', what: 'user' }) as const,

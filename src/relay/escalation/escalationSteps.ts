@@ -3,7 +3,7 @@ import type { Authorization } from '../../domain/authorization.js';
 import { timeoutChoice } from '../../domain/decisionWords.js';
 import type { EscalationDm, EscalationReply } from '../../domain/escalationNotice.js';
 import type { EscalationFailureKind } from '../../domain/metrics.js';
-import { type ApprovalRecord, isTerminal } from '../../domain/record.js';
+import type { ApprovalRecord } from '../../domain/record.js';
 import type { Approvers, EscalationStep, OncallSource } from '../../domain/route.js';
 import type { TriggerEvent } from '../../pagerduty/pagerDuty.js';
 import type { ApprovalStore } from '../../store/approvalStore.js';
@@ -16,7 +16,6 @@ import {
 import { abortable } from '../../util/abortable.js';
 import { shortDuration } from '../../util/shortDuration.js';
 import type { Decider } from '../deciding/decider.js';
-import type { NoticeLedger } from '../deciding/decisionNotices.js';
 import { type AwayLookup, EveryoneAway, type MayStandIn, type Present, withoutAway } from './awayFilter.js';
 import { lineageOf } from './lineage.js';
 import type { OnCall, OncallResolver } from './oncall.js';
@@ -115,8 +114,6 @@ export interface EscalationStepsOptions {
   slack: EscalationSender;
   pager?: Pager;
   oncall: OncallResolver;
-  /** PagerDuty's resolve is sent once per page, whichever replica sees the resolution. */
-  ledger: NoticeLedger;
   oncallOf: (route: string | undefined) => OncallSource | undefined;
   /**
    * Who may decide the approval as its record stands (Authorizer.shown): a protected write's
@@ -292,7 +289,7 @@ export class EscalationSteps {
       },
       stopping,
     );
-    await this.resolveIfLate(record, routingKey);
+    await this.resolveIfLate(record, routingKey, stopping);
     // The card names who was paged when the route's on-call source is PagerDuty's: whom PagerDuty
     // has on call, as it pages them, not their delegates (whom a page never reaches).
     const source = this.options.oncallOf(record.route);
@@ -313,15 +310,18 @@ export class EscalationSteps {
    * may have sent the resolve already. An approval resolved but whose request is not ended yet
    * is resolved by its ending, which comes after this trigger.
    */
-  private async resolveIfLate(record: ApprovalRecord, routingKey: string): Promise<void> {
-    const after = await this.options.store.get(record.approvalId);
-    const resolved = after && isTerminal(after) && after.phase !== 'superseded';
-    if (!resolved && !(await this.options.schedule.ended(lineageOf(record)))) return;
-    await this.resolvePage(
-      { ...(after ?? record), escalation: after?.escalation ?? record.escalation },
-      pagedService(routingKey),
-      'pd-resolve-late',
-    );
+  private async resolveIfLate(
+    record: ApprovalRecord,
+    routingKey: string,
+    stopping: AbortSignal | undefined,
+  ): Promise<void> {
+    const lineage = lineageOf(record);
+    if (!(await this.options.schedule.ended(lineage))) return;
+    const service = pagedService(routingKey);
+    const by = { approvalId: record.approvalId, dedupKey: record.escalation?.origin ?? record.approvalId };
+    const outcome = await this.resolveLeft({ lineage, ...by, services: [service] }, service, stopping);
+    // Cut short by a stop: handed on like an ended request's pages, due at once (score 0).
+    if (outcome === 'cut') await this.options.schedule.handOnResolve(lineage, by, service, 0);
   }
 
   private async timeout(record: ApprovalRecord, step: EscalationStep): Promise<void> {
@@ -517,32 +517,9 @@ export class EscalationSteps {
     } catch (err) {
       if (stopping?.aborted) return 'cut';
       this.count('resolve');
-      const why = `${err instanceof Error ? err.message : String(err)}`.slice(0, 200);
+      const why = (err instanceof Error ? err.message : String(err)).slice(0, 200);
       log.error({ err: why }, 'PagerDuty resolve failed');
     }
     return 'settled';
-  }
-
-  /**
-   * Sends PagerDuty's resolve once per page, service and `kind`, whichever replica gets here first.
-   * The service is named by its tag: its routing key is a secret.
-   */
-  async resolvePage(record: ApprovalRecord, service: PagedService, kind: string): Promise<void> {
-    const { approvalId } = record;
-    if (!this.options.pager) return;
-    const dedupKey = record.escalation?.origin ?? approvalId;
-    const notice = `${kind}:${service.tag}`;
-    if (!(await this.options.ledger.claim(dedupKey, notice))) return;
-    let outcome = 'sent';
-    const log = this.options.logger.child({ approvalId, dedupKey, service: service.tag });
-    try {
-      await this.options.pager.resolve(service.routingKey, dedupKey);
-      log.info('PagerDuty page resolved');
-    } catch (err) {
-      outcome = `failed: ${err instanceof Error ? err.message : String(err)}`.slice(0, 200);
-      this.count('resolve');
-      log.error({ err: outcome }, 'PagerDuty resolve failed');
-    }
-    await this.options.ledger.settle(dedupKey, notice, outcome);
   }
 }

@@ -255,16 +255,18 @@ export class Escalator {
   private async resolveAll(unresolved: Unresolved): Promise<void> {
     const { schedule } = this.options;
     const outcomes = await Promise.all(
-      unresolved.services.map(async (service) => {
-        const outcome = await this.steps.resolveLeft(unresolved, service, this.stopping.signal);
-        if (outcome === 'settled') await schedule.resolvedPage(unresolved.lineage, service);
-        return outcome;
-      }),
+      unresolved.services.map((service) => this.steps.resolveLeft(unresolved, service, this.stopping.signal)),
     );
     if (!outcomes.includes('cut')) {
       await schedule.resolved(unresolved);
       return;
     }
+    // Only what was cut short is left for the next: a process dying before this sends all again,
+    // which PagerDuty takes as one resolve.
+    await schedule.resolvedPages(
+      unresolved.lineage,
+      unresolved.services.filter((_, i) => outcomes[i] === 'settled'),
+    );
     await schedule.leaseResolve(unresolved.lineage, unresolved.approvalId, this.now().getTime());
     this.options.logger.warn(
       { approvalId: unresolved.approvalId, dedupKey: unresolved.dedupKey },

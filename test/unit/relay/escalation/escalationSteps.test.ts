@@ -10,7 +10,6 @@ import type { ApprovalRecord } from '../../../../src/domain/record.js';
 import type { Approvers, EscalationStep, OncallSource } from '../../../../src/domain/route.js';
 import type { TriggerEvent } from '../../../../src/pagerduty/pagerDuty.js';
 import type { Decider } from '../../../../src/relay/deciding/decider.js';
-import type { NoticeLedger } from '../../../../src/relay/deciding/decisionNotices.js';
 import { EscalationSteps, NobodyMaySee } from '../../../../src/relay/escalation/escalationSteps.js';
 import { OncallResolver } from '../../../../src/relay/escalation/oncall.js';
 import type { ApprovalStore } from '../../../../src/store/approvalStore.js';
@@ -58,9 +57,15 @@ interface Fixture {
   readers?: string[];
 }
 
-function steps(fixture: Fixture) {
+/**
+ * `late`: the request ended while the trigger was on its way, and `stop`, if given, is aborted as
+ * the trigger lands. `resolves` and `handedOn` say what became of the resolve that follows.
+ */
+function steps(fixture: Fixture, late?: { stop?: AbortController }) {
   const dms: string[] = [];
   const pages: TriggerEvent[] = [];
+  const resolves: string[] = [];
+  const handedOn: unknown[][] = [];
   const groups: Record<string, string[]> = {
     S0ONCALL: ['U0ONCALL', 'U0SECOND'],
     S0SECURITY: ['U0SEC'],
@@ -78,7 +83,13 @@ function steps(fixture: Fixture) {
   };
   const escalationSteps = new EscalationSteps(
     {
-      schedule: { paged: async () => true, ended: async () => false } as unknown as EscalationStore,
+      schedule: {
+        paged: async () => true,
+        ended: async () => late !== undefined,
+        handOnResolve: async (...args: unknown[]) => {
+          handedOn.push(args);
+        },
+      } as unknown as EscalationStore,
       store: {
         mapMessage: async () => undefined,
         get: async () => record(),
@@ -96,14 +107,18 @@ function steps(fixture: Fixture) {
       pager: {
         trigger: async (event) => {
           pages.push(event);
+          // The stop comes as the trigger lands: the resolve that follows is cut short.
+          late?.stop?.abort(new Error('stopping'));
         },
-        resolve: async () => undefined,
+        resolve: async (_routingKey, dedupKey, signal) => {
+          signal?.throwIfAborted();
+          resolves.push(dedupKey);
+        },
       },
       oncall: new OncallResolver({
         groups: { members: async (id: string) => new Set(groups[id] ?? []) },
         logger: silent,
       }),
-      ledger: {} as NoticeLedger,
       oncallOf: () => fixture.oncall,
       approversOf: () => fixture.approvers,
       defaultRoutingKey: 'R0UTINGKEY',
@@ -113,7 +128,7 @@ function steps(fixture: Fixture) {
     },
     () => undefined,
   );
-  return { escalationSteps, dms, pages };
+  return { escalationSteps, dms, pages, resolves, handedOn };
 }
 
 const DM: EscalationStep = { afterMs: 0, action: 'dm', target: 'oncall' };
@@ -160,6 +175,31 @@ describe('an escalation DM', () => {
 
 describe('a page', () => {
   const paging = { deciders: ['U0SEC'] } satisfies Fixture;
+
+  it('whose trigger lands after its request ended is resolved again at once', async () => {
+    const { escalationSteps, resolves, handedOn } = steps(paging, {});
+    await escalationSteps.act(record(), PAGE, 60_000);
+    expect(resolves).toEqual(['a1']);
+    expect(handedOn).toEqual([]);
+  });
+
+  it('whose late resolve a stop cuts short hands it on, due at once, for the next process', async () => {
+    const stop = new AbortController();
+    const { escalationSteps, resolves, handedOn } = steps(paging, { stop });
+    await escalationSteps.act(record(), PAGE, 60_000, stop.signal);
+    expect(resolves).toEqual([]);
+    expect(handedOn).toHaveLength(1);
+    const [, by, service, atMs] = handedOn[0]!;
+    expect(by).toEqual({ approvalId: 'a1', dedupKey: 'a1' });
+    expect(service).toMatchObject({ routingKey: 'R0UTINGKEY' });
+    expect(atMs).toBe(0);
+  });
+
+  it('whose request is still open is not resolved', async () => {
+    const { escalationSteps, resolves } = steps(paging);
+    await escalationSteps.act(record(), PAGE, 60_000);
+    expect(resolves).toEqual([]);
+  });
 
   it('by default carries no request text: the route, the tool, the wait, and where the card is', async () => {
     const { escalationSteps, pages } = steps(paging);
