@@ -40,6 +40,22 @@ return 0
 `;
 
 /**
+ * Takes a due resolve's lease for one caller: moves it, still due, to when the caller's lease runs
+ * out. As TAKE_DUE, the same call sent again answers 1 from its token.
+ * KEYS: schedule, claim mark. ARGV: member, now, lease until, token, mark TTL (ms).
+ */
+const TAKE_LEASE = `
+local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if score and tonumber(score) <= tonumber(ARGV[2]) then
+  redis.call('ZADD', KEYS[1], 'XX', ARGV[3], ARGV[1])
+  redis.call('SET', KEYS[2], ARGV[4], 'PX', ARGV[5])
+  return 1
+end
+if redis.call('GET', KEYS[2]) == ARGV[4] then return 1 end
+return 0
+`;
+
+/**
  * Marks a step of the request fired: true for the first of the request's approvals only, and for
  * the same claim sent again (its token, kept beside the mark). The lineage keeps a TTL even when
  * the request ended meanwhile and this brought it back.
@@ -393,20 +409,34 @@ export class EscalationStore {
 
   /**
    * True for one caller of a due resolve: the pages of its request left to resolve, leased again
-   * until `leaseUntilMs` for the caller. Undefined when another claimed it, or none is left.
+   * until `leaseUntilMs` for the caller. Undefined when another claimed it, or none is left (its
+   * lease then goes). The lease is moved, never taken out and put back: a caller dying at any
+   * point leaves it in the schedule, due when it runs out.
    */
-  async takeResolve(due: DueStep, leaseUntilMs: number): Promise<Unresolved | undefined> {
-    if (!(await this.takeDue(due, randomUUID()))) return undefined;
+  async takeResolve(due: DueStep, nowMs: number, leaseUntilMs: number): Promise<Unresolved | undefined> {
+    const taken = await this.redis.eval(
+      TAKE_LEASE,
+      2,
+      keys.escalationDue(),
+      keys.escalationClaim(due.member),
+      due.member,
+      String(nowMs),
+      String(leaseUntilMs),
+      randomUUID(),
+      String(CLAIM_MARK_TTL_MS),
+    );
+    if (taken !== 1) return undefined;
     const fields = await this.redis.hgetall(keys.escalationUnresolved(due.lineage));
     const services = pagedServicesOf(fields);
-    if (services.length === 0 || !fields.dedupKey) return undefined;
-    await this.leaseResolve(due.lineage, due.approvalId, leaseUntilMs);
-    return {
+    const unresolved = {
       lineage: due.lineage,
       approvalId: fields.approvalId ?? due.approvalId,
-      dedupKey: fields.dedupKey,
+      dedupKey: fields.dedupKey ?? '',
       services,
     };
+    if (services.length > 0 && fields.dedupKey) return unresolved;
+    await this.resolved(unresolved);
+    return undefined;
   }
 
   /**

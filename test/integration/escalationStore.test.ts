@@ -236,8 +236,8 @@ describe.each(BACKENDS)('EscalationStore on %s Redis', (kind) => {
       expect((await storeA.due(now + 999)).filter((d) => d.lineage === 'line-endp')).toEqual([]);
       const [lease] = (await storeA.due(now + 1_000)).filter((d) => d.lineage === 'line-endp');
       const [left, lost] = await Promise.all([
-        storeA.takeResolve(lease!, now + 2_000),
-        storeB.takeResolve(lease!, now + 2_000),
+        storeA.takeResolve(lease!, now + 1_000, now + 2_000),
+        storeB.takeResolve(lease!, now + 1_000, now + 2_000),
       ]);
       expect(left === undefined || lost === undefined).toBe(true);
       expect(left ?? lost).toMatchObject({ approvalId: 'endp-1', dedupKey: 'endp-0' });
@@ -247,11 +247,33 @@ describe.each(BACKENDS)('EscalationStore on %s Redis', (kind) => {
       expect(await a.exists(keys.escalationUnresolved('line-endp'))).toBe(0);
     });
 
+    it("a resolve's lease stays in the schedule while it is taken: a taker dying leaves it due later", async () => {
+      const by = { approvalId: 'die-1', dedupKey: 'die-0' };
+      await storeA.handOnResolve('line-die', by, pagedService('RKEY'), 0);
+      const [lease] = (await storeA.due(1)).filter((d) => d.lineage === 'line-die');
+      // The taker dies once the lease is taken, before it has read the pages.
+      const dying = new Proxy(a, {
+        get(target, prop, receiver) {
+          if (prop === 'hgetall') return async () => Promise.reject(new Error('process died'));
+          const value = Reflect.get(target, prop, receiver);
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      });
+      await expect(
+        new EscalationStore(dying, { lineageTtlMs: 60_000 }).takeResolve(lease!, 1_000, 60_000),
+      ).rejects.toThrow(/process died/);
+      expect((await storeB.due(59_999)).filter((d) => d.lineage === 'line-die')).toEqual([]);
+      const [again] = (await storeB.due(60_000)).filter((d) => d.lineage === 'line-die');
+      expect((await storeB.takeResolve(again!, 60_000, 120_000))?.services.map((s) => s.routingKey)).toEqual([
+        'RKEY',
+      ]);
+    });
+
     it('a late resolve handed on is taken by the next caller, due at once', async () => {
       const by = { approvalId: 'hand-1', dedupKey: 'hand-0' };
       await storeA.handOnResolve('line-hand', by, pagedService('RKEY'), 0);
       const [lease] = (await storeB.due(1)).filter((d) => d.lineage === 'line-hand');
-      const taken = await storeB.takeResolve(lease!, 60_000);
+      const taken = await storeB.takeResolve(lease!, 1, 60_000);
       expect(taken).toMatchObject(by);
       expect(taken?.services.map((s) => s.routingKey)).toEqual(['RKEY']);
       await storeB.resolved(taken!);
@@ -269,6 +291,7 @@ describe.each(BACKENDS)('EscalationStore on %s Redis', (kind) => {
       const resent = resendingRedis(a, ['eval', 'zrem']);
       const taken = await new EscalationStore(resent, { lineageTtlMs: 60_000 }).takeResolve(
         lease!,
+        now + 1_000,
         now + 2_000,
       );
       expect(taken?.services.map((s) => s.routingKey)).toEqual(['RKEY']);

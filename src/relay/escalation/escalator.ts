@@ -277,7 +277,11 @@ export class Escalator {
   /** A due resolve: an ended request's pages whose resolver stopped, or died and let its lease run out. */
   private async takeResolve(due: DueStep): Promise<void> {
     if (this.stopping.signal.aborted) return;
-    const unresolved = await this.options.schedule.takeResolve(due, this.resolveLeaseUntil());
+    const unresolved = await this.options.schedule.takeResolve(
+      due,
+      this.now().getTime(),
+      this.resolveLeaseUntil(),
+    );
     // Sent beside the loop, as a step is fired: a look waits for no resolve and its retries.
     if (unresolved) this.track(this.resolveAll(unresolved));
   }
