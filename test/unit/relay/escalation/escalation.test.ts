@@ -618,6 +618,12 @@ describe('PagerDuty client', () => {
 });
 
 describe('Escalator', () => {
+  /** Resolves once `probe` holds (the escalator's work runs on microtasks and ticks). */
+  async function until(probe: () => boolean): Promise<void> {
+    for (let i = 0; i < 200 && !probe(); i++) await new Promise((r) => setTimeout(r, 1));
+    expect(probe()).toBe(true);
+  }
+
   /** What an escalator is given that these tests never reach, or reach only to note a step. */
   const untouched = () => ({
     keeper: { mutateAndSync: async () => undefined } as unknown as RecordKeeper,
@@ -637,6 +643,8 @@ describe('Escalator', () => {
     ladder: EscalationStep[] = [{ afterMs: 0, action: 'remind' }],
     decider: Decider = {} as Decider,
     logger: Logger = silent,
+    /** What the one look finds due (one step of a1 by default), and how a thread reply is sent. */
+    given: { due?: DueStep[]; threadReply?: () => Promise<void> } = {},
   ) {
     const sent: string[] = [];
     const marked: number[] = [];
@@ -649,7 +657,7 @@ describe('Escalator', () => {
     const due = { member: 'm', approvalId: 'a1', step: 0, lineage: 'l' };
     const escalator = new Escalator({
       schedule: {
-        look: async () => ({ due: [due] }),
+        look: async () => ({ due: given.due ?? [due] }),
         claim: async () => {
           claims.push('claim');
           return true;
@@ -678,6 +686,7 @@ describe('Escalator', () => {
       } as unknown as ApprovalStore,
       slack: {
         threadReply: async (_card, reply) => {
+          await given.threadReply?.();
           sent.push(renderEscalationReply(reply));
         },
         directMessage: async () => ({ channel: 'D1', ts: '1' }),
@@ -692,6 +701,50 @@ describe('Escalator', () => {
     });
     return { escalator, sent, marked, firedSteps, claims, retries, postponed };
   }
+
+  describe('steps firing at once', () => {
+    /** 33 due steps whose reminders hang until the test lets each go. */
+    function crowded() {
+      const held: Array<() => void> = [];
+      const due = Array.from({ length: 33 }, (_, i) => ({
+        member: `m${i}`,
+        approvalId: 'a1',
+        step: 0,
+        lineage: `l${i}`,
+      }));
+      const w = world(record(), undefined, undefined, undefined, {
+        due,
+        threadReply: () => new Promise<void>((resolve) => held.push(resolve)),
+      });
+      const claimed = () => w.claims.filter((c) => c === 'claim').length;
+      return { ...w, held, claimed };
+    }
+
+    it('are 32 at most: the 33rd is claimed once one of them is done', async () => {
+      const { escalator, held, claimed } = crowded();
+      const polling = escalator.poll();
+      await until(() => held.length === 32);
+      await new Promise((r) => setTimeout(r, 20));
+      expect(claimed()).toBe(32);
+      held.shift()!();
+      await polling;
+      expect(claimed()).toBe(33);
+      await until(() => held.length === 32);
+      for (const release of held.splice(0)) release();
+      await escalator.stop();
+    });
+
+    it('a stop claims nothing for a step still waiting for its turn', async () => {
+      const { escalator, held, claimed } = crowded();
+      const polling = escalator.poll();
+      await until(() => held.length === 32);
+      const stopping = escalator.stop();
+      for (const release of held.splice(0)) release();
+      await Promise.all([polling, stopping]);
+      expect(claimed()).toBe(32);
+      expect(held).toEqual([]);
+    });
+  });
 
   it('a step claimed as its approval resolves does nothing: the record is read after the claim', async () => {
     const resolved = world(
@@ -925,12 +978,6 @@ describe('Escalator', () => {
         open = resolve;
       });
       return { shut, open };
-    }
-
-    /** Resolves once `probe` holds (the escalator's work runs on microtasks and ticks). */
-    async function until(probe: () => boolean): Promise<void> {
-      for (let i = 0; i < 200 && !probe(); i++) await new Promise((r) => setTimeout(r, 1));
-      expect(probe()).toBe(true);
     }
 
     /**
