@@ -615,6 +615,8 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
       // The owner answers the person itself, the asker as it travelled (JSON in the stream): the
       // recount where it was claimed found one vote too few, and nothing was decided.
       const asker = JSON.parse(JSON.stringify(forwarded[0]!.asker));
+      // The vote travels with what its entry names of the approval, not the whole record.
+      expect(Object.keys(asker.vote.record).sort()).toEqual(['approvalId', 'hostId', 'route']);
       const owner = new ClickHandler({ store, decider, keeper, notifier: cards, authorizer, audit, logger });
       owner.answerLate(asker, 'a-click', { kind: 'quorumNotMet', votes: 1, quorum: 2 });
       await owner.drain();

@@ -119,26 +119,9 @@ export function askerOf(click: Click, cast?: CastVote): Record<string, unknown> 
     ...(click.remember ? { remember: true } : {}),
     ...(click.remember && click.rememberScope !== undefined ? { rememberScope: click.rememberScope } : {}),
     ...(click.remember && click.askedAs !== undefined ? { askedAs: click.askedAs } : {}),
-    ...(cast ? { vote: castVoteOnly(cast) } : {}),
-  };
-}
-
-/** Only what the vote's audit entry needs of its record: the asker travels in every entry. */
-function castVoteOnly({ record, vote, votes, quorum }: CastVote): CastVote {
-  const risks = record.risks?.map(({ name, quorum }) => ({
-    name,
-    ...(quorum !== undefined ? { quorum } : {}),
-  }));
-  return {
-    record: {
-      approvalId: record.approvalId,
-      hostId: record.hostId,
-      ...(record.route ? { route: record.route } : {}),
-      ...(risks ? { risks } : {}),
-    },
-    vote,
-    votes,
-    quorum,
+    // Only what the vote's audit entry needs of its record (the schema strips the rest): the asker
+    // travels in every entry.
+    ...(cast ? { vote: CastVote.parse(cast) } : {}),
   };
 }
 
