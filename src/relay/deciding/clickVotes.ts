@@ -8,7 +8,7 @@ import { unvoted, voted } from '../records/cardMutations.js';
 import type { RecordKeeper } from '../records/recordKeeper.js';
 import type { Authorizer } from './authorizer.js';
 import { type CastVote, type Click, deadlineOf } from './click.js';
-import type { DecisionOutcome } from './decision.js';
+import { claimKept, type DecisionOutcome } from './decision.js';
 import { whyNotDecidable } from './decisionCheck.js';
 import { refusalFor } from './refusals.js';
 
@@ -148,7 +148,7 @@ export function namesVoter(outcome: DecisionOutcome, userId: string): boolean {
     case 'final':
       return outcome.record.resolution?.voters?.includes(userId) ?? false;
     default:
-      return 'claimKept' in outcome && outcome.claimKept === true;
+      return claimKept(outcome);
   }
 }
 

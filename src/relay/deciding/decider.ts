@@ -15,7 +15,14 @@ import type { Activity } from '../../util/activity.js';
 import { byDeadline, LATE } from '../../util/byDeadline.js';
 import { lazyChild } from '../../util/lazyChild.js';
 import { decidedByClaim, unanswered, unclaimed } from '../records/decisionMutations.js';
-import type { DecisionOutcome, DecisionRequest, Recounted, Unwarranted, WarrantAsk } from './decision.js';
+import {
+  claimKept,
+  type DecisionOutcome,
+  type DecisionRequest,
+  type Recounted,
+  type Unwarranted,
+  type WarrantAsk,
+} from './decision.js';
 import { whyNotDecidable } from './decisionCheck.js';
 import { claimKeptUnless, outcomeOfFailure } from './hostRefusal.js';
 
@@ -167,7 +174,7 @@ export class Decider {
     if (outcome.kind === 'decided') await this.options.replayed?.(record, claim);
     // Kept, it is sent again when the host is back (or the next process starts): not dropped. So
     // is one the host refused whose drop Redis did not store.
-    else if (outcome.kind !== 'hostUnavailable' && outcome.kind !== 'stopping' && !('claimKept' in outcome)) {
+    else if (outcome.kind !== 'hostUnavailable' && outcome.kind !== 'stopping' && !claimKept(outcome)) {
       await this.options.replayDropped?.(record, claim);
     }
     return outcome;

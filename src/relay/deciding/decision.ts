@@ -122,6 +122,14 @@ export type DecisionOutcome =
   /** Handed to the replica that owns the host, which has not answered yet; it tells the asker. */
   | { kind: 'forwarded' };
 
+/**
+ * Whether the host refused (or never took) the decision but its claim is still on the record:
+ * Redis failed to drop it, and the next look at the approval settles it (see unknownToHost).
+ */
+export function claimKept(outcome: DecisionOutcome): boolean {
+  return 'claimKept' in outcome && outcome.claimKept === true;
+}
+
 /** Why a decision may not be made on the record as it stands. */
 export type Unwarranted =
   /** The person may not decide this approval (authorization.ts says why). */

@@ -5,6 +5,7 @@ import type { Metrics } from '../../domain/metrics.js';
 import { type ApprovalRecord, type Claim, type GrantRef, isTerminal } from '../../domain/record.js';
 import type { RouteGrants } from '../../domain/route.js';
 import type { Decider, DecisionOutcome, DecisionRequest } from '../deciding/decider.js';
+import { claimKept } from '../deciding/decision.js';
 import type { NoticeLedger } from '../deciding/decisionNotices.js';
 import { claimed } from '../records/decisionMutations.js';
 import type { RecordKeeper } from '../records/recordKeeper.js';
@@ -304,7 +305,6 @@ export class GrantAnswerer {
     } finally {
       this.deciding.delete(approvalId);
     }
-    if (outcome.kind !== 'forwarded' && usePending(outcome)) return 'done';
     if (outcome.kind === 'forwarded') {
       // Handed to the replica that owns the host now (this one lost it as it decided), which had
       // not answered in time: it may still carry the decision out, by this grant and on the use
@@ -317,6 +317,7 @@ export class GrantAnswerer {
       );
       return 'showCard';
     }
+    if (usePending(outcome)) return 'done';
     await this.giveBack(grant);
     logger.info(
       { approvalId, grantId: grant.grantId, outcome: outcome.kind },
@@ -527,7 +528,6 @@ export class GrantAnswerer {
   }
 }
 
-/** The host refused the decision, but its claim is still on the record (Redis failed to drop it). */
 /**
  * Whether a decision by grant that did not go through (yet) keeps the use it took. The claim is
  * kept and replayed when the host is back (or the next process starts), so the use stays taken
@@ -543,10 +543,6 @@ function usePending(outcome: DecisionOutcome): boolean {
     outcome.kind === 'forwarded' ||
     claimKept(outcome)
   );
-}
-
-function claimKept(outcome: Awaited<ReturnType<Decider['decide']>>): boolean {
-  return 'claimKept' in outcome && outcome.claimKept === true;
 }
 
 /** The notice a grant's line is sent under: one per stage. */
