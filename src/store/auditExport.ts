@@ -82,13 +82,14 @@ export async function exportAudit(
   const end = untilMs === undefined ? '+' : String(untilMs - 1);
   const sources = SOURCES.filter((source) => source.kinds.some(wanted));
   if (notices.trimmed) {
-    for (const { key } of sources) {
-      const keptFromMs = await trimmedBefore(redis, key);
+    const keptFrom = await Promise.all(sources.map(({ key }) => trimmedBefore(redis, key)));
+    sources.forEach(({ key }, i) => {
+      const keptFromMs = keptFrom[i];
       // A stream holding entries from before `since` has lost none the export asked for.
       if (keptFromMs !== undefined && (filter.sinceMs === undefined || keptFromMs > sinceMs)) {
-        notices.trimmed(key, keptFromMs);
+        notices.trimmed?.(key, keptFromMs);
       }
-    }
+    });
   }
   const readers = sources.map((source) => readStream(redis, source, start, end, pageSize));
   let count = 0;
