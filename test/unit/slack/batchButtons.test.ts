@@ -23,7 +23,6 @@ function wired() {
       views[id] = h;
     },
   };
-  const checked: BatchRequest[] = [];
   const decided: BatchRequest[] = [];
   const noted: string[] = [];
   const told: Array<{ channel: string; text: string }> = [];
@@ -36,8 +35,7 @@ function wired() {
   });
   const options = {
     decider: {
-      check: async (r: BatchRequest) => {
-        checked.push(r);
+      check: async () => {
         return { ready: [{}], skipped: [], takesReason: 0, reasonRequired: false, quickReasons: [] };
       },
       decide: async (r: BatchRequest) => {
@@ -60,7 +58,7 @@ function wired() {
     logger: pino({ level: 'silent' }),
   } as unknown as BatchButtonsOptions;
   registerBatchButtons(app as never, options);
-  return { actions, views, checked, decided, noted, told };
+  return { actions, views, decided, noted, told };
 }
 
 describe('batch buttons', () => {
