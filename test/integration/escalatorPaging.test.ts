@@ -9,14 +9,13 @@ import { describe, expect, it } from 'vitest';
 import type { ApprovalRecord } from '../../src/domain/record.js';
 import type { EscalationStep } from '../../src/domain/route.js';
 import type { TriggerEvent } from '../../src/pagerduty/pagerDuty.js';
-import type { Decider } from '../../src/relay/deciding/decider.js';
 import type { Pager } from '../../src/relay/escalation/escalationSteps.js';
 import { Escalator } from '../../src/relay/escalation/escalator.js';
-import { OncallResolver } from '../../src/relay/escalation/oncall.js';
 import type { RecordKeeper } from '../../src/relay/records/recordKeeper.js';
 import { superseded } from '../../src/relay/records/recordMutations.js';
 import type { ApprovalStore, Mutation } from '../../src/store/approvalStore.js';
 import { EscalationStore } from '../../src/store/escalationStore.js';
+import { quietEscalatorParts } from '../support/escalatorParts.js';
 import { useFreshRedis } from '../support/freshRedis.js';
 import { captureLogger } from '../support/logCapture.js';
 import { sampleRecord } from '../support/sampleRecord.js';
@@ -89,12 +88,7 @@ function replica(
     pager,
     defaultRoutingKey: DEFAULT_KEY,
     ladderOf: () => ladder,
-    decider: {} as Decider,
-    oncall: new OncallResolver({ groups: { members: async () => new Set<string>() }, logger: silent }),
-    oncallOf: () => undefined,
-    approversOf: () => undefined,
-    mayDecide: async () => ({ allowed: false, why: 'unverified', route: '(none)', what: 'user' }) as const,
-    dmMappingTtlMs: 1_000,
+    ...quietEscalatorParts(),
     logger,
     now: () => new Date(clock.nowMs),
   });

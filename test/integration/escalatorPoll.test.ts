@@ -8,14 +8,13 @@ import { describe, expect, it } from 'vitest';
 import type { ApprovalRecord } from '../../src/domain/record.js';
 import type { EscalationStep } from '../../src/domain/route.js';
 import { PagerDuty } from '../../src/pagerduty/pagerDuty.js';
-import type { Decider } from '../../src/relay/deciding/decider.js';
 import { Escalator, type EscalatorOptions } from '../../src/relay/escalation/escalator.js';
 import { lineageOf } from '../../src/relay/escalation/lineage.js';
-import { OncallResolver } from '../../src/relay/escalation/oncall.js';
 import type { RecordKeeper } from '../../src/relay/records/recordKeeper.js';
 import type { ApprovalStore, Mutation } from '../../src/store/approvalStore.js';
 import { EscalationStore } from '../../src/store/escalationStore.js';
 import { keys } from '../../src/store/keys.js';
+import { quietEscalatorParts } from '../support/escalatorParts.js';
 import { useFreshRedis } from '../support/freshRedis.js';
 import { resendingRedis } from '../support/resendingRedis.js';
 import { sampleRecord } from '../support/sampleRecord.js';
@@ -58,13 +57,7 @@ function world(
       nameOf: async () => undefined,
     },
     ladderOf: (route) => ladders[route ?? ''] ?? [],
-    decider: {} as Decider,
-    oncall: new OncallResolver({ groups: { members: async () => new Set<string>() }, logger: silent }),
-    oncallOf: () => undefined,
-    approversOf: () => undefined,
-    mayDecide: async () => ({ allowed: false, why: 'unverified', route: '(none)', what: 'user' }) as const,
-    dmMappingTtlMs: 1_000,
-    logger: silent,
+    ...quietEscalatorParts(),
     ...extra,
   });
   /** Resolves once `probe` holds, or fails after `ms`. */

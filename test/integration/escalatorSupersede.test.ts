@@ -9,19 +9,18 @@ import { describe, expect, it } from 'vitest';
 import { renderEscalationReply } from '../../src/cards/renderEscalation.js';
 import type { ApprovalRecord } from '../../src/domain/record.js';
 import type { EscalationStep } from '../../src/domain/route.js';
-import type { Decider } from '../../src/relay/deciding/decider.js';
 import { Escalator } from '../../src/relay/escalation/escalator.js';
 import { lineageOf } from '../../src/relay/escalation/lineage.js';
-import { OncallResolver } from '../../src/relay/escalation/oncall.js';
 import type { RecordKeeper } from '../../src/relay/records/recordKeeper.js';
 import { superseded } from '../../src/relay/records/recordMutations.js';
 import type { ApprovalStore, Mutation } from '../../src/store/approvalStore.js';
 import { EscalationStore } from '../../src/store/escalationStore.js';
+import { quietEscalatorParts } from '../support/escalatorParts.js';
 import { useFreshRedis } from '../support/freshRedis.js';
 import { sampleRecord } from '../support/sampleRecord.js';
 
 const redis = useFreshRedis();
-const silent = pino({ level: 'silent' });
+const _silent = pino({ level: 'silent' });
 const LADDER: EscalationStep[] = [{ afterMs: 0, action: 'remind' }];
 const T0 = Date.parse('2026-11-30T10:00:00.000Z');
 
@@ -70,13 +69,7 @@ function world(afterClaim: (approvalId: string) => Promise<void>) {
       nameOf: async () => undefined,
     },
     ladderOf: () => LADDER,
-    decider: {} as Decider,
-    oncall: new OncallResolver({ groups: { members: async () => new Set<string>() }, logger: silent }),
-    oncallOf: () => undefined,
-    approversOf: () => undefined,
-    mayDecide: async () => ({ allowed: false, why: 'unverified', route: '(none)', what: 'user' }) as const,
-    dmMappingTtlMs: 1_000,
-    logger: silent,
+    ...quietEscalatorParts(),
     now: () => new Date(nowMs),
   });
   /** Lets the escalator's own work (begin(), a fired step) settle. */

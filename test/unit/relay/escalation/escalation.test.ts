@@ -30,6 +30,7 @@ import { PromMetrics } from '../../../../src/slack/metrics/promMetrics.js';
 import type { ApprovalStore } from '../../../../src/store/approvalStore.js';
 import type { DueStep, EscalationStore } from '../../../../src/store/escalationStore.js';
 import { shortDuration } from '../../../../src/util/shortDuration.js';
+import { quietEscalatorParts } from '../../../support/escalatorParts.js';
 import { FAKE_SLACK_APP_TOKEN, FAKE_SLACK_BOT_TOKEN } from '../../../support/fakeSecrets.js';
 import { captureLogger } from '../../../support/logCapture.js';
 import { seriesValue } from '../../../support/metricSeries.js';
@@ -627,14 +628,8 @@ describe('Escalator', () => {
   /** What an escalator is given that these tests never reach, or reach only to note a step. */
   const untouched = () => ({
     keeper: { mutateAndSync: async () => undefined } as unknown as RecordKeeper,
-    decider: {} as Decider,
-    oncall: new OncallResolver({ groups: { members: async () => new Set<string>() }, logger: silent }),
-    oncallOf: () => undefined,
-    approversOf: () => undefined,
     // Nobody may decide: these tests send no DM.
-    mayDecide: async () => ({ allowed: false, why: 'unverified', route: '(none)', what: 'user' }) as const,
-    dmMappingTtlMs: 1_000,
-    logger: silent,
+    ...quietEscalatorParts(),
   });
 
   function world(
