@@ -5,7 +5,7 @@ import type { Route } from '../../domain/route.js';
 import { ConfigError } from '../common.js';
 import { DEFAULTS } from '../defaults.js';
 import { ConfigProblems } from '../problems.js';
-import { secretVar, urlVar } from './read.js';
+import { baseUrlVar, secretVar, urlVar } from './read.js';
 
 export interface PagerDutyConfig {
   routingKey?: string;
@@ -32,7 +32,13 @@ export function pagerDutyConfig(env: NodeJS.ProcessEnv): PagerDutyConfig {
     ),
   );
   const eventsUrl = problems.take(() => urlVar(env, 'PAGERDUTY_EVENTS_URL', DEFAULTS.pagerDutyEventsUrl));
-  const pagerDutyApiUrl = problems.take(() => urlVar(env, 'PAGERDUTY_API_URL', DEFAULTS.pagerDutyApiUrl));
+  // REST paths (`oncalls`) are resolved against it, which drops its query and fragment.
+  const pagerDutyApiUrl = problems.take(() =>
+    baseUrlVar(env, 'PAGERDUTY_API_URL', DEFAULTS.pagerDutyApiUrl, {
+      calls: 'would be dropped from every REST call',
+      what: 'REST API base URL',
+    }),
+  );
   problems.throwIfAny();
   return {
     ...(routingKey ? { routingKey } : {}),

@@ -108,3 +108,25 @@ export function urlVar(env: NodeJS.ProcessEnv, name: string, fallback: string): 
     `must be an http(s) URL (default ${fallback}): fix or unset it`,
   );
 }
+
+/**
+ * A base URL that paths or method names are added to: after a query or a fragment they would
+ * land in it (or be dropped from it), so every call would ask the wrong address. `calls` says
+ * what would go wrong, `what` names the base the user should write.
+ */
+export function baseUrlVar(
+  env: NodeJS.ProcessEnv,
+  name: string,
+  fallback: string,
+  wording: { calls: string; what: string },
+): string {
+  const url = urlVar(env, name, fallback);
+  if (/[?#]/.test(url)) {
+    // Not echoed, as urlVar does not: the URL may carry credentials.
+    throw new ConfigError(
+      name,
+      `${name} has a query (?…) or a fragment (#…), which ${wording.calls}: write the ${wording.what} alone (default ${fallback}), or unset it`,
+    );
+  }
+  return url;
+}

@@ -6,7 +6,7 @@ import type { Route } from '../../domain/route.js';
 import { CHANNEL_ID, ConfigError, shown } from '../common.js';
 import { DEFAULTS } from '../defaults.js';
 import { ConfigProblems } from '../problems.js';
-import { check, durationVar, read, required, secretVar, urlVar } from './read.js';
+import { baseUrlVar, check, durationVar, read, required, secretVar } from './read.js';
 
 export interface SlackConfig {
   botToken: string;
@@ -46,15 +46,10 @@ function requiredInHttpMode(env: NodeJS.ProcessEnv, name: string): string {
  * (`…/api?x=1/chat.postMessage`) the name lands in them and every call asks the wrong address.
  */
 function apiUrlVar(env: NodeJS.ProcessEnv): string {
-  const apiUrl = urlVar(env, 'SLACK_API_URL', DEFAULTS.slackApiUrl);
-  if (/[?#]/.test(apiUrl)) {
-    // Not echoed, as urlVar does not: the URL may carry credentials.
-    throw new ConfigError(
-      'SLACK_API_URL',
-      `SLACK_API_URL has a query (?…) or a fragment (#…), which would come before every method name: write the Web API base URL alone (default ${DEFAULTS.slackApiUrl}), or unset it`,
-    );
-  }
-  return apiUrl;
+  return baseUrlVar(env, 'SLACK_API_URL', DEFAULTS.slackApiUrl, {
+    calls: 'would come before every method name',
+    what: 'Web API base URL',
+  });
 }
 
 function botTokenVar(env: NodeJS.ProcessEnv): string {

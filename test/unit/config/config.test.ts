@@ -498,6 +498,18 @@ describe('loadConfig errors', () => {
   it.each(['PAGERDUTY_EVENTS_URL', 'PAGERDUTY_API_URL'])('rejects a malformed %s', (name) => {
     expect(configError(socketEnv({ [name]: 'events.pagerduty.com' })).variable).toBe(name);
   });
+
+  // Paths such as `oncalls` are resolved against it: a query or a fragment was silently dropped.
+  it.each(['https://api.pagerduty.com?region=eu', 'https://pd-proxy.internal/api/#v2'])(
+    'refuses PAGERDUTY_API_URL=%s, with a query or a fragment, on one line',
+    (value) => {
+      const err = configError(socketEnv({ PAGERDUTY_API_URL: value }));
+      expect(err.variable).toBe('PAGERDUTY_API_URL');
+      expect(err.message).toBe(
+        'PAGERDUTY_API_URL has a query (?…) or a fragment (#…), which would be dropped from every REST call: write the REST API base URL alone (default https://api.pagerduty.com), or unset it',
+      );
+    },
+  );
 });
 
 /** Writes a COUNTERSIGN_CONFIG file into a fresh temporary directory and returns its path. */
