@@ -75,6 +75,7 @@ interface Container {
   readinessProbe?: Probe;
   livenessProbe?: Probe;
   resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
+  lifecycle?: { preStop?: { exec?: { command?: string[] }; sleep?: { seconds: number } } };
   securityContext?: {
     runAsNonRoot?: boolean;
     allowPrivilegeEscalation?: boolean;
@@ -392,6 +393,20 @@ describe.runIf(kubectl)('the base (deploy/kubernetes/base), rendered by kubectl 
     expect(bot.resources?.requests?.memory).toBeDefined();
     expect(bot.resources?.limits?.memory).toBeDefined();
     expect((pod.terminationGracePeriodSeconds ?? 30) * 1000).toBeGreaterThan(SHUTDOWN_BUDGET.totalMs);
+  });
+
+  // SIGTERM and the pod's removal from the Service's endpoints happen at once; the bot stops
+  // taking Slack requests at SIGTERM, so without a wait a click routed to it then fails.
+  it('waits before SIGTERM for the Service to stop routing to the pod, within the grace period', () => {
+    const { pod, bot } = deploymentOf(objects);
+    const command = bot.lifecycle?.preStop?.exec?.command ?? [];
+    expect(command).toHaveLength(2);
+    expect(command[0]).toBe('sleep');
+    const waitSeconds = Number(command[1]);
+    expect(waitSeconds).toBeGreaterThanOrEqual(3);
+    expect((pod.terminationGracePeriodSeconds ?? 30) * 1000).toBeGreaterThan(
+      waitSeconds * 1000 + SHUTDOWN_BUDGET.totalMs,
+    );
   });
 });
 
