@@ -22,13 +22,16 @@ import { sampleRecord } from '../support/sampleRecord.js';
 const redis = useFreshRedis();
 const silent = pino({ level: 'silent' });
 
-/** One escalator on the real schedule, with the routes' ladders as this process's file has them. */
+/**
+ * One escalator on the real schedule, with the routes' ladders as this process's file has them.
+ * Another replica's `records` make the two share their approvals.
+ */
 function world(
   ladders: Record<string, EscalationStep[]>,
   extra: Partial<EscalatorOptions> = {},
   client: Redis = redis(),
+  records = new Map<string, ApprovalRecord>(),
 ) {
-  const records = new Map<string, ApprovalRecord>();
   const sent: string[] = [];
   const schedule = new EscalationStore(client, { lineageTtlMs: 600_000 });
   let looks = 0;
@@ -136,6 +139,61 @@ describe('a claim whose reply was lost, sent again', () => {
     expect(claims).toEqual([true]);
     expect(w.sent).toEqual(['1.1']);
     expect(w.records.get(rec.approvalId)?.escalation?.fired).toMatchObject([{ step: 0, action: 'remind' }]);
+    expect(await redis().zcard(keys.escalationDue())).toBe(0);
+  });
+});
+
+describe('a claim on its way as a replica stops', () => {
+  it('is waited for and given back: another replica fires the step, once', async () => {
+    const ladders: Record<string, EscalationStep[]> = { r: [{ afterMs: 0, action: 'remind' }] };
+    const leaving = world(ladders);
+    const staying = world(ladders, {}, redis(), leaving.records);
+    /** What the leaving replica did with the step, and whether its stop() had resolved by then. */
+    const done: string[] = [];
+    let stopped = false;
+    // Its claim waits, as on a slow Redis, until its stop has begun.
+    let claiming!: () => void;
+    const claimSent = new Promise<void>((resolve) => {
+      claiming = resolve;
+    });
+    let answer!: () => void;
+    const answered = new Promise<void>((resolve) => {
+      answer = resolve;
+    });
+    const claim = leaving.schedule.claim.bind(leaving.schedule);
+    leaving.schedule.claim = async (...args) => {
+      claiming();
+      await answered;
+      const won = await claim(...args);
+      done.push(`${won ? 'claimed' : 'lost'}${stopped ? ' after the stop' : ''}`);
+      return won;
+    };
+    const retry = leaving.schedule.retry.bind(leaving.schedule);
+    leaving.schedule.retry = async (...args) => {
+      const times = await retry(...args);
+      done.push(`given back${stopped ? ' after the stop' : ''}`);
+      return times;
+    };
+    const rec = sampleRecord('stop-1', { route: 'r', toolCallId: 's1', slack: { channel: 'C1', ts: '1.1' } });
+    leaving.records.set(rec.approvalId, rec);
+    await leaving.schedule.schedule(rec.approvalId, lineageOf(rec), Date.now() - 1_000, [0]);
+    const polled = leaving.escalator.poll();
+    await claimSent;
+    const stopping = leaving.escalator.stop().then(() => {
+      stopped = true;
+    });
+    answer();
+    await stopping;
+    await polled;
+    expect(done).toEqual(['claimed', 'given back']);
+    // The replica that stays finds it due at its next look, and fires it.
+    await staying.escalator.poll();
+    await staying.escalator.stop();
+    expect(leaving.sent).toEqual([]);
+    expect(staying.sent).toEqual(['1.1']);
+    expect(leaving.records.get(rec.approvalId)?.escalation?.fired).toMatchObject([
+      { step: 0, action: 'remind' },
+    ]);
     expect(await redis().zcard(keys.escalationDue())).toBe(0);
   });
 });

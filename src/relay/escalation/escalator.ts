@@ -28,9 +28,10 @@ import { lineageOf } from './lineage.js';
 // stop() claims nothing more and cuts short the steps under way that have not reached anyone yet
 // (EscalationSteps.act, CutShort): they go back in the schedule, due now, for another process or
 // the next start. Waiting for them instead would lose them whenever PagerDuty answers slower than
-// the shutdown's drain (a claimed step is out of the schedule and marked fired). A PagerDuty
-// resolve under way is cut short and handed on the same way (resolveAll): the request it resolves
-// has ended, and nothing else would send it.
+// the shutdown's drain (a claimed step is out of the schedule and marked fired). A claim on its
+// way is waited for, and a step it wins goes back the same way, unfired. A PagerDuty resolve
+// under way is cut short and handed on the same way (resolveAll): the request it resolves has
+// ended, and nothing else would send it.
 
 export interface EscalatorOptions extends EscalationStepsOptions {
   keeper: RecordKeeper;
@@ -111,9 +112,9 @@ export class Escalator {
   }
 
   /**
-   * Resolves once the work under way (steps firing, which a look does not wait for, clocks
-   * starting, requests ending) is done, and what it set off too. stop() waits for it; so do tests,
-   * for the steps one poll() claimed.
+   * Resolves once the work under way (a look and its claims, steps firing, which a look does not
+   * wait for, clocks starting, requests ending) is done, and what it set off too. stop() waits for
+   * it; so do tests, for the steps one poll() claimed.
    */
   async settled(): Promise<void> {
     while (this.work.size > 0) await Promise.allSettled([...this.work]);
@@ -156,11 +157,19 @@ export class Escalator {
   /**
    * One look at the schedule: claims what is due and sets it firing (waiting for the claims, not
    * for the steps to be done), then (once started) sleeps until the next step falls due or
-   * `idlePollMs` has passed. Exposed for tests.
+   * `idlePollMs` has passed. Exposed for tests. Tracked as work, so that stop() waits for the
+   * claims a look has in flight: one landing after stop() returned would be this process's to
+   * fire or give back once it said it was done, with its Redis connection closing under it.
    */
   async poll(): Promise<void> {
     if (this.polling) return;
     this.polling = true;
+    const looking = this.lookOnce();
+    this.track(looking);
+    await looking;
+  }
+
+  private async lookOnce(): Promise<void> {
     const idleUntil = this.now().getTime() + (this.options.idlePollMs ?? 1_000);
     let nextMs = idleUntil;
     try {
@@ -351,6 +360,17 @@ export class Escalator {
       if (!claimed) this.freeFireSlot();
     }
     if (!claimed) return;
+    // Stopping while the claim was on its way: the step is given back rather than fired. Fired
+    // now, it would mostly be cut short at once, and a timeout (never cut short) would decide in
+    // a process that is shutting down; given back, another process fires it, once, as any claim.
+    if (this.stopping.signal.aborted) {
+      this.freeFireSlot();
+      await this.putBack(
+        due,
+        this.options.logger.child({ approvalId: due.approvalId, step: due.step, action: step.action }),
+      );
+      return;
+    }
     // Not awaited: the look waits for its claims only, so that a slow step (a page while
     // PagerDuty asks to wait, Slack's retries) holds up no step due after it. stop() waits for it.
     this.track(

@@ -977,12 +977,14 @@ describe('Escalator', () => {
 
     /**
      * An escalator with one step due, whose parts a test may hold up: the schedule's look, the
-     * record as read after the claim (`fireGet`), the thread reply, and PagerDuty's trigger.
+     * claim's answer, the record as read after the claim (`fireGet`), the thread reply, and
+     * PagerDuty's trigger. A timeout it fires decides at once.
      */
     function stopping(
       ladder: EscalationStep[],
       held: {
         look?: Promise<void>;
+        claim?: Promise<void>;
         fireGet?: Promise<void>;
         reply?: Promise<void>;
         trigger?: (signal: AbortSignal | undefined) => Promise<void>;
@@ -994,6 +996,7 @@ describe('Escalator', () => {
       const marked: number[] = [];
       const written: string[] = [];
       const retries: number[] = [];
+      const decided: string[] = [];
       let gets = 0;
       const due = { member: 'm', approvalId: 'a1', step: 0, lineage: 'l' };
       const escalator = new Escalator({
@@ -1004,6 +1007,7 @@ describe('Escalator', () => {
           },
           claim: async () => {
             claims.push('claim');
+            await held.claim;
             return true;
           },
           paged: async () => true,
@@ -1048,9 +1052,15 @@ describe('Escalator', () => {
             written.push('escalationFired');
           },
         } as unknown as RecordKeeper,
+        decider: {
+          decide: async (request: DecisionRequest) => {
+            decided.push(request.record.approvalId);
+            return { kind: 'decided', terminal: true };
+          },
+        } as unknown as Decider,
         now: () => new Date(0),
       });
-      return { escalator, sent, triggers, claims, marked, written, retries };
+      return { escalator, sent, triggers, claims, marked, written, retries, decided };
     }
 
     /** PagerDuty that never answers: the trigger ends only when its signal aborts. */
@@ -1112,6 +1122,32 @@ describe('Escalator', () => {
       expect(sending.sent).toHaveLength(1);
       expect(sending.retries).toEqual([]);
       expect(sending.marked).toEqual([0]);
+    });
+
+    it('a claim on its way as it stops is waited for, and the step it won is given back unfired', async () => {
+      // A timeout, which no stop cuts short: fired by the claim, it would decide in a process that
+      // had said it was done. Given back, due now, another process decides it, once.
+      const answered = gate();
+      const w = stopping([{ afterMs: 0, action: 'timeout' }], { claim: answered.shut });
+      const polled = w.escalator.poll();
+      await until(() => w.claims.length === 1);
+      let stopped = false;
+      const stopping_ = w.escalator.stop().then(() => {
+        stopped = true;
+      });
+      await new Promise((r) => setTimeout(r, 5));
+      expect(stopped).toBe(false);
+      answered.open();
+      await stopping_;
+      // Given back by the time stop() resolved, and nothing done after.
+      expect(w.retries).toEqual([0]);
+      await polled;
+      await new Promise((r) => setTimeout(r, 5));
+      expect(w.retries).toEqual([0]);
+      expect(w.decided).toEqual([]);
+      expect(w.marked).toEqual([]);
+      expect(w.written).toEqual([]);
+      expect(w.escalator.failures).toEqual({});
     });
 
     it('a look under way as it stops claims nothing', async () => {
