@@ -39,6 +39,28 @@ export const MAX_HOST_ID_CHARS = 256;
  */
 export const MAX_REQUIREMENT_REF_CHARS = 1024;
 
+/**
+ * The longest view cursor kept, in UTF-16 units. Cursors are opaque tokens of a few dozen
+ * characters; each one kept is held in memory and in Redis (store/sessionMemory.ts) for every
+ * followed session and read back at every start, so a host must not choose its size. A longer
+ * one is not kept: the next resume is afresh, which costs only the replay the cursor would save.
+ */
+export const MAX_VIEW_CURSOR_CHARS = 1024;
+
+/** Whether a cursor is small enough to keep (MAX_VIEW_CURSOR_CHARS). */
+export function isKeepableCursor(viewCursor: string): boolean {
+  return viewCursor.length <= MAX_VIEW_CURSOR_CHARS;
+}
+
+/**
+ * An approval frame's view cursor (where the approval opened, or the event's own), held to the
+ * bound of a session's (MAX_VIEW_CURSOR_CHARS): the bot reads nothing from it, but the parsed
+ * frame is held (heldEvents.ts while Redis is away), so a longer one is dropped, as from a
+ * session/resume, and the frame kept. Not logged: a line per frame would be a log flood the host
+ * controls.
+ */
+const FrameViewCursor = z.string().transform((cursor) => (isKeepableCursor(cursor) ? cursor : undefined));
+
 export const HostId = z
   .string()
   // The length first: a string of megabytes is refused without being scanned.
@@ -156,7 +178,7 @@ export const ApprovalRequestParams = z
     toolCallId: HostId.optional(),
     toolName: z.string().default(''),
     rawArgs: z.string().default(''),
-    viewCursor: z.string().optional(),
+    viewCursor: FrameViewCursor.optional(),
     subject: FrameSubject,
     currentRequirementId: FrameRequirementRef,
     availableChoices: z.array(FrameChoice),
@@ -187,7 +209,7 @@ export const ApprovalUpdatedParams = z
     change: ApprovalChange,
     currentRequirementId: FrameRequirementRef,
     subject: FrameSubject,
-    viewCursor: z.string().optional(),
+    viewCursor: FrameViewCursor.optional(),
     subagentOrigin: SubagentOrigin.optional(),
   })
   .superRefine(refsNameTheApproval);
@@ -210,7 +232,7 @@ export const ApprovalResolvedParams = z.looseObject({
   amendment: ApprovalAmendment.optional(),
   decidedByCommandId: HostId.optional(),
   decidedAt: HostTime.optional(),
-  viewCursor: z.string().optional(),
+  viewCursor: FrameViewCursor.optional(),
 });
 export type ApprovalResolvedParams = z.infer<typeof ApprovalResolvedParams>;
 

@@ -5,14 +5,14 @@ import { approvalLogFields, type EventOrigin } from './approvalEvents.js';
 import { type BackoffPolicy, nominalDelay } from './backoff.js';
 import { HostGoneError, MspError } from './errors.js';
 import type { FollowedSession, HostEvent, SessionMemory } from './events.js';
-import { HostId, Session, SessionStatusChangedParams } from './protocol.js';
+import { HostId, isKeepableCursor, Session, SessionStatusChangedParams } from './protocol.js';
 import {
   listAllSessions,
   type PendingListing,
   parsePendingListing,
   type Requester,
 } from './sessionListing.js';
-import { isKeepableCursor, resumeSession } from './sessionResume.js';
+import { resumeSession } from './sessionResume.js';
 
 // Follows the sessions of one host incarnation (docs/msp-approvals.md §3, §5.6, §11): pull what
 // is pending with approval/listPending, and session/resume the sessions whose approvals we must

@@ -4,23 +4,12 @@
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { MspError } from './errors.js';
+import { isKeepableCursor, MAX_VIEW_CURSOR_CHARS } from './protocol.js';
 import type { Requester } from './sessionListing.js';
 
 const ResumeResult = z.looseObject({ viewCursor: z.string().optional() });
-/**
- * The longest view cursor kept, in UTF-16 units. Cursors are opaque tokens of a few dozen
- * characters; each one kept is held in memory and in Redis (store/sessionMemory.ts) for every
- * followed session and read back at every start, so a host must not choose its size. A longer
- * one is not kept: the next resume is afresh, which costs only the replay the cursor would save.
- */
-export const MAX_VIEW_CURSOR_CHARS = 1024;
 /** A cursor the host no longer serves from: resume without one. */
 const CURSOR_ERRORS: ReadonlySet<string> = new Set(['notFound', 'viewTruncated', 'boundaryPruned']);
-
-/** Whether a cursor is small enough to keep (MAX_VIEW_CURSOR_CHARS). */
-export function isKeepableCursor(viewCursor: string): boolean {
-  return viewCursor.length <= MAX_VIEW_CURSOR_CHARS;
-}
 
 /**
  * Resumes `sessionId` and returns the view cursor to resume from next time, if the host gave one

@@ -2,8 +2,8 @@ import pino from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { MspError } from '../../../src/msp/errors.js';
 import type { HostEvent } from '../../../src/msp/events.js';
+import { MAX_VIEW_CURSOR_CHARS } from '../../../src/msp/protocol.js';
 import { MAX_FOLLOWED_SESSIONS, SessionFollower } from '../../../src/msp/sessionFollower.js';
-import { MAX_VIEW_CURSOR_CHARS } from '../../../src/msp/sessionResume.js';
 import { transcriptLines } from '../../support/transcripts.js';
 
 type Json = Record<string, unknown>;
