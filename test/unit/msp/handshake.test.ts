@@ -3,6 +3,7 @@ import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { JsonRpcConnection } from '../../../src/msp/connection.js';
 import { performHandshake } from '../../../src/msp/handshake.js';
+import { FAKE_SLACK_BOT_TOKEN } from '../../support/fakeSecrets.js';
 import { transcriptLines } from '../../support/transcripts.js';
 
 type Json = Record<string, unknown>;
@@ -26,15 +27,21 @@ const STABLE_FINGERPRINT = (
   ) as { fingerprint: string }
 ).fingerprint;
 
-/** Handshakes with a host that answers `result`; returns the warnings logged. */
-async function handshakeWarnings(result: Json): Promise<Json[]> {
-  const lines: Json[] = [];
-  const logger = pino({ level: 'debug' }, { write: (line: string) => lines.push(JSON.parse(line) as Json) });
+/** Handshakes with a host that answers `result`; returns the lines logged, as written. */
+async function handshakeLines(result: Json): Promise<string[]> {
+  const lines: string[] = [];
+  const logger = pino({ level: 'debug' }, { write: (line: string) => lines.push(line) });
   const connection = {
     request: async () => result,
     notify: () => undefined,
   } as unknown as JsonRpcConnection;
   await performHandshake(connection, { clientVersion: '1.2.3', logger });
+  return lines;
+}
+
+/** Handshakes with a host that answers `result`; returns the warnings logged. */
+async function handshakeWarnings(result: Json): Promise<Json[]> {
+  const lines = (await handshakeLines(result)).map((line) => JSON.parse(line) as Json);
   return lines.filter((line) => (line.level as number) >= 40);
 }
 
@@ -60,5 +67,40 @@ describe('performHandshake: the schema fingerprint', () => {
       schema: { ...(result.schema as Json), fingerprint },
     });
     expect(warnings).toMatchObject([{ msg: NOT_WRITTEN_AGAINST, fingerprint }]);
+  });
+});
+
+describe('performHandshake: what the host says of itself', () => {
+  // Each start of the host logs it, and the host chooses every word of it.
+  const HUGE = `${FAKE_SLACK_BOT_TOKEN} ${'x'.repeat(1024 * 1024)}`;
+
+  it('logs the recorded host as it introduced itself', async () => {
+    const result = initializeResult('approval-round-trip');
+    const done = (await handshakeLines(result))
+      .map((line) => JSON.parse(line) as Json)
+      .find((line) => line.msg === 'MSP handshake done');
+    expect(done).toMatchObject({
+      serverInfo: result.serverInfo,
+      grantedCapabilities: result.grantedCapabilities,
+      fingerprint: (result.schema as Json).fingerprint,
+    });
+  });
+
+  it('logs a megabyte of name, version, fingerprint and capabilities cut, and masked', async () => {
+    const result = initializeResult('approval-round-trip');
+    const lines = await handshakeLines({
+      ...result,
+      serverInfo: { name: HUGE, version: HUGE, about: HUGE },
+      schema: { ...(result.schema as Json), fingerprint: HUGE },
+      sessionDurability: HUGE,
+      grantedCapabilities: [HUGE, ...Array.from({ length: 10_000 }, (_, i) => `capability-${i}`)],
+    });
+    expect(lines.map((line) => JSON.parse(line) as Json).map((line) => line.msg)).toContain(
+      'MSP handshake done',
+    );
+    for (const line of lines) {
+      expect(line.length).toBeLessThan(4096);
+      expect(line).not.toContain(FAKE_SLACK_BOT_TOKEN);
+    }
   });
 });
