@@ -95,6 +95,11 @@ export class SessionFollower {
    * waiting is enough, however many frames asked for it.
    */
   private readonly queued = new Map<string, Promise<void>>();
+  /**
+   * view/gap frames per session since its last reading again began: that reading logs them as
+   * one line, so that a flood of gaps, already one read, is one info line too.
+   */
+  private readonly gaps = new Map<string, number>();
   /** The one timer that retries every held session, and how many times it has fired. */
   private heldTimer: ReturnType<typeof setTimeout> | undefined;
   private heldAttempt = 0;
@@ -161,8 +166,11 @@ export class SessionFollower {
   /** Reads a session's pending approvals again (listPending), even when it is followed already. */
   refresh(sessionId: string): Promise<void> {
     return this.chainOnce('refresh', sessionId, async () => {
+      const gaps = this.gaps.get(sessionId);
+      this.gaps.delete(sessionId);
       if (this.disposed) return;
       const log = this.logger.child({ sessionId });
+      if (gaps !== undefined) log.info({ gaps }, 'view gap; reading the session again');
       try {
         if (await this.reconcile(sessionId, log)) {
           this.stopRefreshRetry(sessionId);
@@ -280,8 +288,11 @@ export class SessionFollower {
         const parsed = ViewGapParams.safeParse(params);
         if (!parsed.success) return this.skip(method, params);
         // Events of the session were lost (§11 Gaps): what is pending is read again instead.
-        this.logger.info({ sessionId: parsed.data.sessionId }, 'view gap; reading the session again');
-        void this.refresh(parsed.data.sessionId);
+        // Logged at info once per reading (refresh), however many gaps it answers.
+        const { sessionId } = parsed.data;
+        this.logger.debug({ sessionId }, 'view gap');
+        this.gaps.set(sessionId, (this.gaps.get(sessionId) ?? 0) + 1);
+        void this.refresh(sessionId);
         return true;
       }
       default:

@@ -1,9 +1,10 @@
-import pino from 'pino';
+import pino, { type Logger } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { MspError } from '../../../src/msp/errors.js';
 import type { HostEvent } from '../../../src/msp/events.js';
 import { MAX_VIEW_CURSOR_CHARS } from '../../../src/msp/protocol.js';
 import { MAX_FOLLOWED_SESSIONS, SessionFollower } from '../../../src/msp/sessionFollower.js';
+import { captureLogger } from '../../support/logCapture.js';
 import { transcriptLines } from '../../support/transcripts.js';
 
 type Json = Record<string, unknown>;
@@ -259,7 +260,7 @@ describe('SessionFollower: what a host can make it keep', () => {
 });
 
 /** A host whose approval/listPending answers only when the test says, one call at a time. */
-function slowListingHost() {
+function slowListingHost(logger?: Logger) {
   const answers: Array<() => void> = [];
   let listings = 0;
   const request = (method: string): Promise<unknown> => {
@@ -267,7 +268,7 @@ function slowListingHost() {
     listings += 1;
     return new Promise((resolve) => answers.push(() => resolve({ approvals: [], userInputs: [] })));
   };
-  const follower = followerOn(request, { durable: false });
+  const follower = followerOn(request, { durable: false, ...(logger ? { logger } : {}) });
   /** Answers every listing asked so far, and lets what follows them run. */
   const answerAll = async () => {
     while (answers.length > 0) answers.shift()?.();
@@ -300,6 +301,24 @@ describe('SessionFollower: floods of frames that ask to read a session again', (
     expect(listings()).toBe(2);
     for (let round = 0; round < 5; round++) await answerAll();
     expect(listings()).toBe(2);
+    follower.dispose();
+  });
+
+  it('logs view/gap frames at info once per reading, with how many gaps it answers', async () => {
+    const { logger, lines } = captureLogger('debug');
+    const { follower, listings, waiting, answerAll } = slowListingHost(logger);
+    follower.handleNotification('view/gap', { sessionId: 's-1' });
+    await until(() => waiting() === 1);
+    flood(follower, 'view/gap', { sessionId: 's-1' }, 1_000);
+    for (let round = 0; round < 5; round++) await answerAll();
+    expect(listings()).toBe(2);
+    const INFO = 30;
+    expect(lines.filter((line) => (line.level as number) >= INFO)).toMatchObject([
+      { msg: 'view gap; reading the session again', sessionId: 's-1', gaps: 1 },
+      { msg: 'view gap; reading the session again', sessionId: 's-1', gaps: 1_000 },
+    ]);
+    // Each frame is still there for whoever traces the wire.
+    expect(lines.filter((line) => line.msg === 'view gap')).toHaveLength(1_001);
     follower.dispose();
   });
 
