@@ -223,13 +223,24 @@ function readBody(
 const LINGER_MS = 2_000;
 
 /**
+ * The `Retry-After` of a 503 for no room under the server's cap, in seconds. Room comes back as
+ * the bodies held are answered: Slack sends a body whole at once, so a cap filled by its requests
+ * is free again within about a second. One filled by senders holding bodies open frees only as
+ * their requests end (15 s at most): a hint of a few seconds would not outwait them, and would
+ * only delay the retry that finds room in the first case. So one second: time enough for Slack's
+ * own to clear, and no more.
+ */
+const NO_ROOM_RETRY_AFTER_S = 1;
+
+/**
  * `status` (413, as Bolt's receiver answers a body over its limit; 503 for no room under the
- * server's cap), and the connection closed rather than read to its end. Node would close it the
- * moment the answer is written (destroySoon, for `connection: close`): with the refused body
- * still arriving, the kernel then resets the connection, and a sender still writing may lose the
- * answer before it reads it (a busy test machine saw it about one time in five). So, as nginx's
- * lingering close: the answer and the end of our side go out, nothing more is read (the request
- * stays paused), and the socket is destroyed LINGER_MS later, or as soon as the sender closes.
+ * server's cap, with a `Retry-After`), and the connection closed rather than read to its end.
+ * Node would close it the moment the answer is written (destroySoon, for `connection: close`):
+ * with the refused body still arriving, the kernel then resets the connection, and a sender still
+ * writing may lose the answer before it reads it (a busy test machine saw it about one time in
+ * five). So, as nginx's lingering close: the answer and the end of our side go out, nothing more
+ * is read (the request stays paused), and the socket is destroyed LINGER_MS later, or as soon as
+ * the sender closes.
  */
 function refuseAndClose(req: IncomingMessage, res: ServerResponse, status: 413 | 503): void {
   const { socket } = req;
@@ -239,7 +250,9 @@ function refuseAndClose(req: IncomingMessage, res: ServerResponse, status: 413 |
     reset.unref();
     this.once('close', () => clearTimeout(reset));
   };
-  res.writeHead(status, { connection: 'close' });
+  // A 413 is no use sending again; a 503 is, once some room is free.
+  const retry = status === 503 ? { 'retry-after': String(NO_ROOM_RETRY_AFTER_S) } : {};
+  res.writeHead(status, { connection: 'close', ...retry });
   res.end();
 }
 

@@ -305,7 +305,7 @@ it('a body declared past the limit is answered 413 before any of it is sent, and
   expect(seen.bolt).toEqual([]);
 });
 
-it('bodies held before their signature is checked share one cap: past it, 503 at once and the connection closed', async () => {
+it('bodies held before their signature is checked share one cap: past it, 503 at once with a Retry-After, the connection closed', async () => {
   const unverified = new UnverifiedBytes();
   // The most ever held, watched at every byte taken.
   let peak = 0;
@@ -337,7 +337,10 @@ it('bodies held before their signature is checked share one cap: past it, 503 at
     ...press('cs_choice_0'),
     view: { blocks: 'x'.repeat(unverified.limit - fitting * partial) },
   };
-  expect((await postInteraction(base, SECRET, wide)).status).toBe(503);
+  const refused = await postInteraction(base, SECRET, wide);
+  expect(refused.status).toBe(503);
+  // Told when to try again, as a 503 that may pass should be; the wait is short (room frees fast).
+  expect(refused.headers.get('retry-after')).toBe('1');
   // Senders giving up release what they held: the same press is then taken.
   held.shift()!.socket.destroy();
   await until(() => unverified.held === (fitting - 1) * partial);
