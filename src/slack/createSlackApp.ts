@@ -234,6 +234,7 @@ export function createSlackApp(options: SlackAppOptions): SlackService {
           }),
         }
       : {}),
+    web,
     logger,
   });
   registerRevokeButton(app, { revoker: team.revoker, home: team.home, logger });

@@ -50,6 +50,16 @@ function requestError(original: unknown): string {
   return 'request_error';
 }
 
+/**
+ * What a failed respond() (a post to a response_url) says, for the log: the HTTP status the URL
+ * answered, or what went wrong on the wire. Never the error's message: one about the URL would
+ * spell it out, and whoever holds a response_url may post to the person through it.
+ */
+export function classifyRespondError(err: unknown): string {
+  const status = (err as { statusCode?: unknown } | undefined)?.statusCode;
+  return typeof status === 'number' ? `http_${status}` : requestError(err);
+}
+
 export function classifySlackError(err: unknown): SlackFailure {
   const e = err as {
     code?: string;

@@ -5,6 +5,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { FALLBACK_ROUTE_NAME } from '../../src/routing/router.js';
 import type { ResponseUrlPost } from '../support/fakeSlack.js';
+import { probeUntil } from '../support/until.js';
 import { storeOf } from './grantSteps.js';
 import { approvalFor, commandAnswer, openHome, startTeamWorld, typeCommand } from './teamSetup.js';
 import { SESSION, World } from './world.js';
@@ -183,6 +184,46 @@ describe('/countersign', () => {
     await openHome(world, 'U0ALICE');
     const home = await world.slack.waitFor('views.publish', (c) => c.args.user_id === 'U0ALICE');
     expect(JSON.stringify(home.args.view)).toContain(grant.grantId);
+  }, 60_000);
+
+  it("an answer the response_url refuses comes as an ephemeral message in the command's channel; neither, one warn line", async () => {
+    const world = await teamWorld();
+    const usual = await commandAnswer(world, 'U0ALICE', 'whoami', 'C0DEPLOYS');
+    // The response_url refuses the next answer (expired, used up): the same answer comes, to
+    // Alice alone, in the channel she typed the command in.
+    world.slack.refuseResponses();
+    const typed = await typeCommand(world, 'U0ALICE', 'whoami', 'C0DEPLOYS');
+    expect({ status: typed.status, body: typed.body }).toEqual({ status: 200, body: '' });
+    const told = await probeUntil('the ephemeral answer', () =>
+      world.slack.ephemerals.find((e) => e.user === 'U0ALICE'),
+    );
+    expect(told).toMatchObject({ channel: 'C0DEPLOYS', text: usual.body.text, blocks: usual.body.blocks });
+    expect(world.slack.refusedResponses.map((r) => r.id)).toEqual([typed.responseId]);
+    expect(world.slack.responses.filter((r) => r.id === typed.responseId)).toEqual([]);
+    await world.bot.waitForLog(
+      (l) => l.msg?.startsWith('answered /countersign in an ephemeral message') === true,
+    );
+
+    // Neither way takes it (typed in a channel the bot cannot post in): one warn line says what
+    // each said, with nothing of the answer or of the response_url.
+    world.slack.refuseResponses();
+    world.slack.failNext('chat.postEphemeral', 'channel_not_found');
+    const lost = await typeCommand(world, 'U0EVE', 'pending', 'C0ELSEWHERE');
+    expect(lost.status).toBe(200);
+    const warned = await world.bot.waitForLog(
+      (l) => l.msg?.startsWith('could not answer /countersign') === true,
+    );
+    expect(warned.level).toBe(40);
+    expect(warned.json).toMatchObject({
+      userId: 'U0EVE',
+      channel: 'C0ELSEWHERE',
+      subcommand: 'pending',
+      responseUrl: 'http_404',
+      ephemeral: { kind: 'notInChannel', error: 'channel_not_found' },
+    });
+    expect(warned.raw).not.toContain('/response/');
+    expect(world.bot.logs.filter((l) => l.msg?.startsWith('could not answer /countersign'))).toHaveLength(1);
+    expect(world.slack.ephemerals.filter((e) => e.user === 'U0EVE')).toEqual([]);
   }, 60_000);
 
   it('help lists the commands one line each, an unknown command says so first, and revoke without an id says how', async () => {

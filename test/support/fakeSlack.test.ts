@@ -369,6 +369,18 @@ describe('FakeSlack', () => {
     expect(slack.requests.map((r) => r.outcome)).toEqual(['rateLimited', 'rateLimited', 'answered']);
   });
 
+  test('refuseResponses answers the next response_url posts with an HTTP error; they land apart', async () => {
+    slack = await FakeSlack.start();
+    slack.refuseResponses(2, 410);
+    const post = (id: string) =>
+      fetch(slack!.responseUrl(id), { method: 'POST', body: JSON.stringify({ text: id }) });
+    expect((await post('a')).status).toBe(410);
+    expect((await post('b')).status).toBe(410);
+    expect((await post('c')).status).toBe(200);
+    expect(slack.refusedResponses.map((r) => r.body)).toEqual([{ text: 'a' }, { text: 'b' }]);
+    expect(slack.responses.map((r) => r.body)).toEqual([{ text: 'c' }]);
+  });
+
   test('signed requests reach a Bolt HTTP app; respond() lands in responses', async () => {
     slack = await FakeSlack.start();
     const s = slack;

@@ -275,6 +275,8 @@ export class FakeSlack {
   readonly requests: SlackRequest[] = [];
   readonly ephemerals: EphemeralMessage[] = [];
   readonly responses: ResponseUrlPost[] = [];
+  /** response_url posts answered with an HTTP error (refuseResponses): they landed nowhere. */
+  readonly refusedResponses: ResponseUrlPost[] = [];
   readonly views = new Map<string, SlackView>();
   /** Bearer token expected on every call; null accepts any non-empty token. */
   expectedToken: string | null = null;
@@ -294,6 +296,8 @@ export class FakeSlack {
   private readonly rateLimits = new Map<string, number[]>();
   private readonly channelRateLimits = new Map<string, ChannelRateLimit>();
   private readonly faults = new Map<string, Array<{ fault: SlackFault } & Required<FaultOptions>>>();
+  /** The HTTP status of each response_url post still to refuse, in order. */
+  private readonly responseRefusals: number[] = [];
   private readonly users = new Map<string, Record<string, unknown>>();
   /** channel → its members, for the channels a test set; every other channel has the roster's. */
   private readonly channelMembers = new Map<string, string[]>();
@@ -387,6 +391,14 @@ export class FakeSlack {
    */
   rateLimitPerChannel(method: string, perSecond: number): void {
     this.channelRateLimits.set(method, { perSecond, windows: new Map() });
+  }
+
+  /**
+   * The next `times` posts to any response_url are answered HTTP `status` (404 unless given), as
+   * a response_url past its life or its uses is, and land in `refusedResponses` only.
+   */
+  refuseResponses(times = 1, status = 404): void {
+    for (let i = 0; i < times; i += 1) this.responseRefusals.push(status);
   }
 
   /** The next `times` calls to `method` answer {ok:false, error} (e.g. not_in_channel, invalid_auth). */
@@ -796,6 +808,13 @@ export class FakeSlack {
         body = { raw };
       }
       const post = { id: decodeURIComponent(url.pathname.slice('/response/'.length)), body, at: Date.now() };
+      const refusal = this.responseRefusals.shift();
+      if (refusal !== undefined) {
+        this.refusedResponses.push(post);
+        res.writeHead(refusal, { 'content-type': 'text/plain' });
+        res.end('expired_url');
+        return;
+      }
       this.responses.push(post);
       for (const w of [...this.responseWaiters]) {
         if (w.test(post)) {

@@ -1,6 +1,6 @@
 import { ErrorCode } from '@slack/web-api';
 import { describe, expect, it } from 'vitest';
-import { classifySlackError } from '../../../src/slack/slackFailures.js';
+import { classifyRespondError, classifySlackError } from '../../../src/slack/slackFailures.js';
 import {
   RETRY_POLICIES,
   type RetryPolicy,
@@ -31,6 +31,17 @@ function recordedTiming(): RetryTiming & { slept: number[] } {
     random: () => 0.5,
   };
 }
+
+describe('classifyRespondError', () => {
+  it('names the status a response_url answered, or the wire failure, never the message that may hold the URL', () => {
+    const url = 'https://hooks.slack.com/commands/T1/2/secret';
+    const refused = Object.assign(new Error(`Failed to respond to ${url}: 404`), { statusCode: 404 });
+    expect(classifyRespondError(refused)).toBe('http_404');
+    const unreachable = new TypeError('fetch failed', { cause: { code: 'ECONNREFUSED' } });
+    expect(classifyRespondError(unreachable)).toBe('connection_refused');
+    expect(classifyRespondError(new TypeError(`Failed to parse URL from ${url}`))).toBe('request_error');
+  });
+});
 
 describe('classifySlackError', () => {
   it('sorts Slack failures into what the bot does about them', () => {
