@@ -237,7 +237,7 @@ export function createSlackApp(options: SlackAppOptions): SlackService {
     web,
     logger,
   });
-  registerRevokeButton(app, { revoker: team.revoker, home: team.home, logger });
+  registerRevokeButton(app, { revoker: team.revoker, home: team.home, web, logger });
   registerHomeOpened(app, team.home, logger);
   if (options.batch) registerBatchButtons(app, { ...options.batch, views, web, logger });
   app.error(async (err) => {

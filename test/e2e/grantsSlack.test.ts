@@ -13,6 +13,7 @@ import type { ResponseUrlPost, SlackCall } from '../support/fakeSlack.js';
 import { captureLogger } from '../support/logCapture.js';
 import { blockActionsPayload, postInteraction } from '../support/slackRequests.js';
 import { testRedisUrl } from '../support/testRedis.js';
+import { probeUntil } from '../support/until.js';
 import { commandAnswer, openHome, startTeamWorld } from './teamSetup.js';
 import { SESSION, type World } from './world.js';
 
@@ -228,6 +229,33 @@ describe('grants in Slack', () => {
     expect(answerText(again)).toContain('was already revoked by <@U0CAROL>');
   }, 60_000);
 
+  it('a Revoke button whose response_url refuses the answer tells the person in an ephemeral message', async () => {
+    const { world, store } = await team();
+    const deploy = await store.create(deployGrant());
+    world.slack.refuseResponses();
+    const response = await postInteraction(
+      world.bot.url,
+      SIGNING_SECRET,
+      blockActionsPayload({
+        userId: 'U0CAROL',
+        channel: 'C0DEPLOYS',
+        ts: '1700000000.000100',
+        ephemeral: true,
+        actionId: REVOKE_GRANT_ACTION_ID,
+        value: deploy.grantId,
+        responseUrl: world.slack.responseUrl('revoke-refused'),
+      }),
+    );
+    expect(response.status).toBe(200);
+    const told = await probeUntil('the ephemeral answer', () =>
+      world.slack.ephemerals.find((e) => e.user === 'U0CAROL'),
+    );
+    expect(told.channel).toBe('C0DEPLOYS');
+    expect(told.text).toMatch(/^:white_check_mark: You revoked grant `/);
+    expect(world.slack.refusedResponses.map((r) => r.id)).toEqual(['revoke-refused']);
+    expect(await live(store, deploy)).toBe(false);
+  }, 60_000);
+
   it('/countersign revoke <id> revokes for the granter; an unknown id and a host-kept grant get a clear answer', async () => {
     const { world, store } = await team();
     const shell = await store.create(shellGrant());
@@ -286,7 +314,8 @@ describe('grants in Slack', () => {
       ]);
     // In their own stream: none in the decisions' audit stream.
     expect((await world.auditEntries()).filter((e) => e.kind === 'refusal')).toEqual([]);
-    expect(world.bot.logs.some((l) => String(l.msg).startsWith('grant revoke refused'))).toBe(true);
+    // The log line is written before the entry, but reaches the test through a pipe, later.
+    await world.bot.waitForLog((l) => String(l.msg).startsWith('grant revoke refused'));
     // Nothing was said in the channel.
     expect(
       world.slack.callsOf('chat.postMessage').filter((c) => String(c.args.text).includes(deploy.grantId)),

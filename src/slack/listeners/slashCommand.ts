@@ -1,4 +1,4 @@
-import type { App, RespondArguments, RespondFn } from '@slack/bolt';
+import type { App } from '@slack/bolt';
 import type { WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
 import { section } from '../../cards/blocks.js';
@@ -15,10 +15,9 @@ import type { RenderedMessage } from '../../domain/messages.js';
 import type { Authorizer } from '../../relay/deciding/authorizer.js';
 import type { GrantLists } from '../../relay/grants/grantLists.js';
 import type { GrantRevoker } from '../../relay/grants/grantRevoker.js';
+import { answerInPrivate, ephemeral } from '../answerInPrivate.js';
 import type { awayCommands } from '../awayCommand.js';
 import { type RouteStandingsOptions, routeStandings } from '../routeStandings.js';
-import { classifyRespondError, classifySlackError } from '../slackFailures.js';
-import { RETRY_POLICIES, retrySlackCall } from '../slackRetry.js';
 import { parseStatsArgs, statsFor, type UserStatsOptions } from '../userStats.js';
 import type { WaitingApprovals } from '../waitingApprovals.js';
 import { revokeFor } from './revokeButton.js';
@@ -50,15 +49,11 @@ interface Typed {
   args: string[];
 }
 
-function ephemeral(message: RenderedMessage): RespondArguments {
-  return { response_type: 'ephemeral', text: message.text, blocks: message.blocks } as RespondArguments;
-}
-
 /**
  * /countersign. Answers that need no lookup come back in the ack itself; `pending`, `whoami`,
  * `grants` and `revoke <id>` read Redis (and Slack for group members and links), so they ack at
  * once, within Slack's 3 s, and answer through the command's response_url when the work is done
- * (or, should that fail, in an ephemeral message: answerLater).
+ * (or, should that fail, in an ephemeral message: answerInPrivate).
  */
 export function registerSlashCommand(app: App, options: SlashCommandOptions): void {
   const { channel, authorizer, waiting, grants, revoker, logger } = options;
@@ -103,59 +98,17 @@ export function registerSlashCommand(app: App, options: SlashCommandOptions): vo
         blocks: [],
       };
     }
-    await answerLater(answer, { command, subcommand: word, respond, web: options.web, logger });
+    await answerInPrivate(
+      answer,
+      {
+        userId: command.user_id,
+        channelId: command.channel_id,
+        what: '/countersign',
+        about: { subcommand: word },
+      },
+      { respond, web: options.web, logger },
+    );
   });
-}
-
-/** What answering a command after its ack needs. */
-interface Asked {
-  command: { user_id: string; channel_id: string };
-  subcommand: string;
-  respond: RespondFn;
-  web: WebClient;
-  logger: Logger;
-}
-
-/**
- * A lookup's answer, to the person who typed the command alone. Through the command's
- * response_url first: Slack's own way back, which works wherever a command can be typed, a DM or
- * a channel the bot is not in. When that fails (the URL refused or unreachable), as an ephemeral
- * message in the channel the command was typed in, which needs the bot in that channel: so it is
- * the second way, not the first. A post to the response_url whose answer was lost may have landed
- * all the same: the person then reads the answer twice, which beats not at all. One warn line
- * when neither way takes it, with what each said and nothing of the answer or the URL.
- */
-async function answerLater(answer: RenderedMessage, asked: Asked): Promise<void> {
-  const { command, subcommand, respond, web, logger } = asked;
-  const who = { userId: command.user_id, channel: command.channel_id, subcommand };
-  let responseUrl: string;
-  try {
-    await respond(ephemeral(answer));
-    return;
-  } catch (err) {
-    responseUrl = classifyRespondError(err);
-  }
-  try {
-    await retrySlackCall(
-      () =>
-        web.chat.postEphemeral({
-          channel: command.channel_id,
-          user: command.user_id,
-          text: answer.text,
-          ...(answer.blocks.length > 0 ? { blocks: answer.blocks } : {}),
-        }),
-      RETRY_POLICIES.interactive,
-    );
-    logger.info(
-      { ...who, responseUrl },
-      'answered /countersign in an ephemeral message: its response_url failed',
-    );
-  } catch (err) {
-    logger.warn(
-      { ...who, responseUrl, ephemeral: classifySlackError(err) },
-      'could not answer /countersign: neither its response_url nor an ephemeral message took the answer',
-    );
-  }
 }
 
 /** The words a user who may see no stats reads, whichever route they named. */
