@@ -13,7 +13,7 @@ import type { HostEvent } from '../../src/msp/events.js';
 import { ApprovalRequestParams, ApprovalUpdatedParams } from '../../src/msp/protocol.js';
 import type { Authorizer } from '../../src/relay/deciding/authorizer.js';
 import { ClickHandler } from '../../src/relay/deciding/clickHandler.js';
-import { Decider, type DecisionRequest } from '../../src/relay/deciding/decider.js';
+import { Decider, type DecisionOutcome, type DecisionRequest } from '../../src/relay/deciding/decider.js';
 import { DecisionWarrant } from '../../src/relay/deciding/decisionWarrant.js';
 import { refusalFor } from '../../src/relay/deciding/refusals.js';
 import { GrantMaker } from '../../src/relay/grants/grantMaker.js';
@@ -130,8 +130,11 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
     await backend.close();
   });
 
-  /** A Decider at a replica that does not own the host: it hands every decision on, to `forwarded`. */
-  const standbyDecider = (forwarded: DecisionRequest[]) =>
+  /**
+   * A Decider at a replica that does not own the host: it hands every decision on, to `forwarded`.
+   * The owner answers within the asker's wait with `answers`, one each, in turn; then not at all.
+   */
+  const standbyDecider = (forwarded: DecisionRequest[], answers: DecisionOutcome[] = []) =>
     new Decider({
       keeper,
       store,
@@ -141,7 +144,7 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
       mayAct: () => false,
       forward: async (request) => {
         forwarded.push(request);
-        return { kind: 'forwarded' };
+        return answers.shift() ?? { kind: 'forwarded' };
       },
     });
 
@@ -643,6 +646,49 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
       again.answerLate(asker, 'a-click', { kind: 'decided', terminal: false });
       await again.drain();
       expect(votes().map((entry) => entry.userId)).toEqual(['U0ALICE', 'U0BOB']);
+    });
+
+    it('a vote handed on again after the owner found its approval changed is audited once when the second try fails late', async () => {
+      const authorizer = strict(['U0ALICE', 'U0BOB'], 2);
+      const audited: AuditEntry[] = [];
+      const audit = { append: async (entry: AuditEntry) => void audited.push(entry) };
+      const forwarded: DecisionRequest[] = [];
+      // The owner answers the first try at once: the approval changed between the check and its
+      // claim. The second, after the asker checked and counted again, it answers too late.
+      const standby = new ClickHandler({
+        store,
+        decider: standbyDecider(forwarded, [{ kind: 'changed' }]),
+        keeper,
+        notifier: cards,
+        authorizer,
+        audit,
+        logger,
+      });
+      await standby.click(click('U0ALICE', 0));
+      await standby.click(click('U0BOB', 0));
+      const byBob = byClick('U0BOB', ['U0ALICE', 'U0BOB']);
+      expect(forwarded.map((request) => request.by)).toEqual([byBob, byBob]);
+      const votes = () => audited.flatMap((entry) => (entry.kind === 'vote' ? [entry] : []));
+      expect(votes().map((entry) => entry.userId)).toEqual(['U0ALICE']);
+      // Counted again, Bob's vote was not stored anew; the second try still carries it.
+      const asker = JSON.parse(JSON.stringify(forwarded[1]!.asker));
+      const owner = new ClickHandler({ store, decider, keeper, notifier: cards, authorizer, audit, logger });
+      owner.answerLate(asker, 'a-click', { kind: 'quorumNotMet', votes: 1, quorum: 2 });
+      await owner.drain();
+      await standby.drain();
+      expect(votes()).toEqual([
+        expect.objectContaining({ userId: 'U0ALICE', votes: 1, quorum: 2 }),
+        expect.objectContaining({
+          userId: 'U0BOB',
+          choiceId: 'allow_once',
+          sourceIndex: 0,
+          votes: 1,
+          quorum: 2,
+        }),
+      ]);
+      // Bob's vote is the one stored at his press, audited with the time it was cast.
+      const stored = (await store.get('a-click'))?.votes?.find((vote) => vote.userId === 'U0BOB');
+      expect(votes()[1]?.at).toBe(stored?.at);
     });
 
     it('a pick checked on a question the host then asks otherwise is neither counted toward the quorum nor decided', async () => {

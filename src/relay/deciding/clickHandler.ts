@@ -287,7 +287,7 @@ export class ClickHandler {
         if (checked.approvalId) this.resync(checked.approvalId, checked.refusal);
         return;
       }
-      const decided = await this.decideChecked(click, checked);
+      const decided = await this.decideChecked(click, checked, cast);
       cast ??= decided.cast;
       if (!decided.outcome) {
         // Counted again after a change, the vote completes nothing now (and was stored before).
@@ -308,11 +308,13 @@ export class ClickHandler {
 
   /**
    * Counts the pick toward a quorum when one is needed, then decides; no outcome when the vote
-   * ended it. `cast`: the vote stored anew that completed the quorum.
+   * ended it. `cast`: the vote stored anew that completed the quorum. `castBefore`: the vote an
+   * earlier try of this press stored, counted again now (so not stored anew).
    */
   private async decideChecked(
     click: Click,
     checked: Extract<ClickCheck, { ok: true }>,
+    castBefore?: CastVote,
   ): Promise<{ record: ApprovalRecord; outcome?: DecisionOutcome; cast?: CastVote }> {
     let record = checked.record;
     let voters: string[] | undefined;
@@ -348,8 +350,9 @@ export class ClickHandler {
       },
       recordBy: deadlineOf(click),
       // Should the decision be handed on and end after its asker stopped waiting, the owner
-      // audits the vote that completed the quorum (answerLate).
-      asker: askerOf(click, cast),
+      // audits the vote that completed the quorum (answerLate): on a try after a change too,
+      // where the count found it stored already and the asker audits nothing on `forwarded`.
+      asker: askerOf(click, cast ?? castBefore),
       onChange: 'return',
       // Checked just now against this record (checkFound). Not a quorum's record: the vote stored
       // it afresh, so the stage may ask otherwise now and each voter must still be one who may
