@@ -10,7 +10,11 @@ import { questionDigest } from '../../src/domain/questionDigest.js';
 import type { Refusal } from '../../src/domain/refusal.js';
 import { OPEN_RULES, type RouteRules } from '../../src/domain/route.js';
 import type { HostEvent } from '../../src/msp/events.js';
-import { ApprovalRequestParams, ApprovalUpdatedParams } from '../../src/msp/protocol.js';
+import {
+  ApprovalRequestParams,
+  ApprovalResolvedParams,
+  ApprovalUpdatedParams,
+} from '../../src/msp/protocol.js';
 import type { Authorizer } from '../../src/relay/deciding/authorizer.js';
 import { ClickHandler } from '../../src/relay/deciding/clickHandler.js';
 import { Decider, type DecisionOutcome, type DecisionRequest } from '../../src/relay/deciding/decider.js';
@@ -689,6 +693,102 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
       // Bob's vote is the one stored at his press, audited with the time it was cast.
       const stored = (await store.get('a-click'))?.votes?.find((vote) => vote.userId === 'U0BOB');
       expect(votes()[1]?.at).toBe(stored?.at);
+    });
+
+    it.each([
+      ['resolved the approval', true],
+      ['claimed the stage, the host not answering yet,', false],
+    ])("a vote whose co-voter's decision %s first is named by it: no vote entry", async (_, resolves) => {
+      const authorizer = strict(['U0ALICE', 'U0BOB', 'U0CAROL'], 2);
+      const audited: AuditEntry[] = [];
+      const audit = { append: async (entry: AuditEntry) => void audited.push(entry) };
+      const { checker } = checkingDecider(authorizer);
+      const owner = new ClickHandler({
+        store,
+        decider: checker,
+        keeper,
+        notifier: cards,
+        authorizer,
+        audit,
+        logger,
+      });
+      // The last stage is asked: a decision on it resolves the approval.
+      const last = { ...params, currentRequirementId: { approvalId: 'a-click', sourceIndex: 1 } };
+      relay.handleHostEvent(event({ incarnation: 'inc-1', via: 'request', params: last }));
+      await relay.idle();
+      await owner.click(click('U0CAROL', 1));
+      const resolvedBy = async () => {
+        const { availableChoices } = (await store.get('a-click'))!;
+        const decision = availableChoices.find((choice) => choice.choiceId === 'allow_once')!.decision;
+        const resolved = { sessionId: 's1', approvalId: 'a-click', decision, resolvedBy: 'user' };
+        relay.handleHostEvent({
+          type: 'approvalResolved',
+          hostId: 'default',
+          incarnation: 'inc-1',
+          params: ApprovalResolvedParams.parse({
+            ...resolved,
+            decidedByCommandId: host.decided[0]!.commandId,
+          }),
+        });
+        await relay.idle();
+      };
+      // Unless it resolves, Alice's decision waits for the host's answer until Bob is done.
+      let answer = () => {};
+      if (!resolves) {
+        const answered = new Promise<void>((resolve) => {
+          answer = resolve;
+        });
+        const hostDecide = host.decide.bind(host);
+        vi.spyOn(host, 'decide').mockImplementationOnce(async (sent) => {
+          await answered;
+          return hostDecide(sent);
+        });
+      }
+      // Alice presses between Bob's count and his claim: her vote changes the approval under his
+      // claim (he checks again), and completes the quorum too. Her decision, which names Bob, is
+      // claimed before he checks.
+      const decide = checker.decide.bind(checker);
+      let aliceCounted = () => {};
+      const aliceDeciding = new Promise<void>((resolve) => {
+        aliceCounted = resolve;
+      });
+      let bobDone = () => {};
+      const bobClaimed = new Promise<void>((resolve) => {
+        bobDone = resolve;
+      });
+      let bobFirst: DecisionOutcome | undefined;
+      vi.spyOn(checker, 'decide')
+        .mockImplementationOnce(async (request) => {
+          const alice = owner.click(click('U0ALICE', 1));
+          await aliceDeciding;
+          bobFirst = await decide(request);
+          bobDone();
+          if (resolves) {
+            await alice;
+            await resolvedBy();
+          } else {
+            await vi.waitFor(async () => expect((await store.get('a-click'))?.claim?.userId).toBe('U0ALICE'));
+          }
+          return bobFirst;
+        })
+        .mockImplementationOnce(async (request) => {
+          aliceCounted();
+          await bobClaimed;
+          return decide(request);
+        });
+      await owner.click(click('U0BOB', 1));
+      answer();
+      await owner.drain();
+      expect(bobFirst).toEqual({ kind: 'changed' });
+      const record = await store.get('a-click');
+      expect(resolves ? record?.resolution?.voters : record?.claim?.voters).toEqual([
+        'U0CAROL',
+        'U0BOB',
+        'U0ALICE',
+      ]);
+      expect(host.decided).toHaveLength(1);
+      // Alice's decision names Bob; only Carol's vote, one short, is a vote entry.
+      expect(audited.flatMap((entry) => (entry.kind === 'vote' ? [entry.userId] : []))).toEqual(['U0CAROL']);
     });
 
     it('a pick checked on a question the host then asks otherwise is neither counted toward the quorum nor decided', async () => {

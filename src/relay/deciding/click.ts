@@ -54,7 +54,11 @@ export type ClickCheck =
   /** `rules`: those of the record's route (how a rejection is asked for), defaults when gone. */
   /** `onBehalfOf`: the clicker may decide only as the delegate of this person, who is away. */
   | { ok: true; record: ApprovalRecord; choice: ApprovalChoice; rules: RouteRules; onBehalfOf?: string }
-  /** `record`: set with `confirmationNeeded`, for the modal that asks for it. */
+  /**
+   * `record`: set with `confirmationNeeded`, for the modal that asks for it, and with a refusal
+   * the record's state gave (whyNotDecidable): a decision claimed or resolved may name the
+   * person's vote (recordNamesVoter).
+   */
   | { ok: false; refusal: Refusal; approvalId?: string; record?: ApprovalRecord };
 
 /** What answering a person about their decision needs of their click. */

@@ -22,7 +22,7 @@ import {
   type ClickCheck,
   deadlineOf,
 } from './click.js';
-import { auditVoteCast, countedAt, countVote, namesVoter } from './clickVotes.js';
+import { auditVoteCast, countedAt, countVote, namesVoter, recordNamesVoter } from './clickVotes.js';
 import type { Decider, DecisionOutcome } from './decider.js';
 import { whyNotDecidable } from './decisionCheck.js';
 import { refusalFor } from './refusals.js';
@@ -197,7 +197,8 @@ export class ClickHandler {
   ): Promise<ClickCheck> {
     if (!record) return { ok: false, refusal: { code: 'unknownCard' } };
     const why = whyNotDecidable(record, click);
-    if (why) return { ok: false, refusal: refusalFor(why, click.userId), approvalId: record.approvalId };
+    if (why)
+      return { ok: false, refusal: refusalFor(why, click.userId), approvalId: record.approvalId, record };
     const choice = record.availableChoices.find((c) => c.choiceId === click.choiceId)!;
     // Asked on every click and again at modal submit: rules and group membership may change
     // while a modal is open.
@@ -281,7 +282,8 @@ export class ClickHandler {
     let cast: CastVote | undefined;
     for (let attempt = 1; ; attempt++) {
       if (!checked.ok) {
-        if (cast) auditVoteCast(cast, this.options);
+        // Checked again after a change: a co-voter's decision naming this vote may stand in its way.
+        if (cast && !recordNamesVoter(checked.record, click)) auditVoteCast(cast, this.options);
         await this.tell(click, checked.refusal);
         // A card that showed a question no longer open gets the current state back.
         if (checked.approvalId) this.resync(checked.approvalId, checked.refusal);

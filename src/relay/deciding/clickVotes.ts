@@ -152,6 +152,17 @@ export function namesVoter(outcome: DecisionOutcome, userId: string): boolean {
   }
 }
 
+/**
+ * Whether the record a press was refused on, checked again after a change, names its voter in a
+ * decision that went through or may yet (namesVoter): a co-voter's, claimed or resolved since
+ * this press counted. Not a decision of an earlier stage alone (stageDecisions): only the entry
+ * of a resolution names it, and a request superseded or withdrawn writes none.
+ */
+export function recordNamesVoter(record: ApprovalRecord | undefined, click: Click): boolean {
+  const why = record && whyNotDecidable(record, click);
+  return why ? namesVoter(why, click.userId) : false;
+}
+
 /** The vote as counted where its decision was claimed, when that recount is what stopped it. */
 export function countedAt(cast: CastVote, outcome: DecisionOutcome): CastVote {
   return outcome.kind === 'quorumNotMet' ? { ...cast, votes: outcome.votes, quorum: outcome.quorum } : cast;
