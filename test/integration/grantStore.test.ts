@@ -16,6 +16,7 @@ import { keys } from '../../src/store/keys.js';
 import type { RedisClient } from '../../src/store/redisConnection.js';
 import { freshRedisDb } from '../support/bot.js';
 import { botGrantInput, type GrantInput } from '../support/grantInput.js';
+import { holdingRedis } from '../support/holdingRedis.js';
 import { captureLogger } from '../support/logCapture.js';
 import { resendingRedis } from '../support/resendingRedis.js';
 import { BACKENDS, openBackend, type StoreBackend } from '../support/storeBackends.js';
@@ -68,29 +69,6 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
       ...extra,
     });
     return { store, lines };
-  }
-
-  /**
-   * `redis` with `command` held until release(), and the name of every command called through it:
-   * a test sees what the store sends while that one is out.
-   */
-  function holding(command: string) {
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    const called = new Set<string>();
-    const client = new Proxy(redis, {
-      get(target, prop, receiver) {
-        const value = Reflect.get(target, prop, receiver);
-        if (typeof value !== 'function') return value;
-        return (...args: unknown[]) => {
-          called.add(String(prop));
-          return prop === command ? held.then(() => value.apply(target, args)) : value.apply(target, args);
-        };
-      },
-    });
-    return { client, release, called };
   }
 
   /** `redis` whose first `command` fails, as in a blip (or a listing stream's shard failing over). */
@@ -685,7 +663,7 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
 
     it('keeps a channel a grant is listed in while the sweep is forgetting it', async () => {
       const ended = await newStore().store.create(botGrant({ channel: 'C0RACE', ttlMs: 1_000 }));
-      const { client, release, called } = holding('csGrantForgetChannel');
+      const { client, release, called } = holdingRedis(redis, 'csGrantForgetChannel');
       const sweeper = newStore(client).store;
       const sweptAt = at(minuteOver(T0 + 1_000));
       const sweeping = sweeper.sweep(sweptAt);
@@ -776,7 +754,7 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
     it('sends the `used` entry while the count is still out', async () => {
       // The count's script is held until the entry has been sent: sent one after the other, the
       // entry would wait for the count, and `until` would give up.
-      const { client, release, called } = holding('csGrantCountBuffer');
+      const { client, release, called } = holdingRedis(redis, 'csGrantCountBuffer');
       const grant = await newStore().store.create(botGrant());
       const store = newStore(client).store;
       const counting = store.recordUse(grant, 'a-9', 2, now());
@@ -792,7 +770,7 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
 
   describe('create, recorded', () => {
     it('records `created` before it lists the grant: it answers requests from the moment it is stored', async () => {
-      const { client, release, called } = holding('csGrantListed');
+      const { client, release, called } = holdingRedis(redis, 'csGrantListed');
       const creating = newStore(client).store.create(botGrant());
       await until(() => called.has('csGrantListed'));
       expect(await events('created')).toHaveLength(1);
