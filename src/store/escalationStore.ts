@@ -8,14 +8,22 @@ import type { RedisClient } from './redisConnection.js';
 // step fires once for the request however many approvals (a superseded one, its successor) carry it.
 // The schedule and a lineage live in different Cluster slots, so no script touches both: each
 // step below is atomic in one slot, and the order of the steps keeps the guarantees (see claim()).
+// A request is live while its lineage has `start`, which START writes as it creates the lineage:
+// only a claim's mark landing after the request ended wrote a lineage without it (an earlier
+// release's MARK_FIRED), and such a lineage counts as ended.
+
+/** Whether the lineage (KEYS[1]) is a live request's: one ended or run out has no `start`. */
+const LIVE = "redis.call('HEXISTS', KEYS[1], 'start') == 1";
 
 /**
  * Starts the request's clock unless it runs already and notes the approval as scheduled; returns
- * the lineage as it stands. KEYS: lineage. ARGV: approvalId, now, lineage TTL.
+ * the lineage as it stands. What an ended request left without `start` (LIVE) goes first: a new
+ * request does not inherit its marks. KEYS: lineage. ARGV: approvalId, now, lineage TTL.
  */
 const START = `
 local start = redis.call('HGET', KEYS[1], 'start')
 if not start then
+  redis.call('DEL', KEYS[1])
   start = ARGV[2]
   redis.call('HSET', KEYS[1], 'start', start, 'origin', ARGV[1])
 end
@@ -57,18 +65,22 @@ return 0
 
 /**
  * Marks a step of the request fired: true for the first of the request's approvals only, and for
- * the same claim sent again (its token, kept beside the mark). The lineage keeps a TTL even when
- * the request ended meanwhile and this brought it back.
+ * the same claim sent again (its token, kept beside the mark). False when the request ended (or
+ * ran out) before the mark landed: the step was taken from the schedule, but the request is over
+ * and nothing may fire for it, and a mark written then would bring its lineage back, live to
+ * paged() and ended() with nobody left to end it. The lineage lives at least a TTL past each
+ * claim, so that a timeout tried again and again keeps it.
  * KEYS: lineage. ARGV: step, lineage TTL, what fires (JSON), claim token.
  */
 const MARK_FIRED = `
+if not (${LIVE}) then return 0 end
 local won = redis.call('HSETNX', KEYS[1], 'f' .. ARGV[1], ARGV[3])
 if won == 1 then
   redis.call('HSET', KEYS[1], 'c' .. ARGV[1], ARGV[4])
 elseif redis.call('HGET', KEYS[1], 'c' .. ARGV[1]) == ARGV[4] then
   won = 1
 end
-if redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return won
 `;
 
@@ -81,7 +93,7 @@ const CLAIM_MARK_TTL_MS = 5 * 60_000;
  * KEYS: lineage. ARGV: step.
  */
 const UNMARK_FIRED = `
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if not (${LIVE}) then return 0 end
 redis.call('HDEL', KEYS[1], 'f' .. ARGV[1], 'c' .. ARGV[1])
 return redis.call('HINCRBY', KEYS[1], 'r' .. ARGV[1], 1)
 `;
@@ -89,14 +101,17 @@ return redis.call('HINCRBY', KEYS[1], 'r' .. ARGV[1], 1)
 /**
  * Takes a claimed step's fired mark off, the step not done (its approval ended as it was claimed),
  * and names the request's other approvals, those a successor card scheduled: an empty list when
- * the mark was gone already or the request ended (a mark that brought an ended lineage back goes
- * with it). KEYS: lineage. ARGV: step, approvalId of the claim.
+ * the mark was gone already or the request ended. An ended request's lineage that an earlier
+ * release's mark brought back goes whole. KEYS: lineage. ARGV: step, approvalId of the claim.
  */
 const RELEASE = `
+local start = redis.call('HGET', KEYS[1], 'start')
+if not start then
+  redis.call('DEL', KEYS[1])
+  return {}
+end
 if redis.call('HDEL', KEYS[1], 'f' .. ARGV[1]) == 0 then return {} end
 redis.call('HDEL', KEYS[1], 'c' .. ARGV[1])
-local start = redis.call('HGET', KEYS[1], 'start')
-if not start then return {} end
 local out = {start}
 for _, field in ipairs(redis.call('HKEYS', KEYS[1])) do
   if string.sub(field, 1, 2) == 's:' and field ~= 's:' .. ARGV[2] then
@@ -106,9 +121,9 @@ end
 return out
 `;
 
-/** Writes a field of a lineage that still exists: one ended meanwhile is not brought back. */
+/** Writes a field of a live request's lineage: one ended meanwhile is not brought back. */
 const SET_IF_LIVE = `
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if not (${LIVE}) then return 0 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 return 1
 `;
@@ -184,7 +199,8 @@ export class EscalationStore {
    * are added on every call, not only the first: a process that died between the two leaves the
    * approval without its escalation recorded, so the next one to see it calls this again, and
    * adding a step already there changes nothing. One added after it fired elsewhere is refused by
-   * claim().
+   * claim(). The lineage lives a TTL past the last step, so that a request still open when a step
+   * of a long ladder falls due has not ended for claim() (see MARK_FIRED).
    */
   async schedule(
     approvalId: string,
@@ -198,7 +214,7 @@ export class EscalationStore {
       keys.escalationLineage(lineage),
       approvalId,
       String(nowMs),
-      String(this.options.lineageTtlMs),
+      String(this.options.lineageTtlMs + Math.max(0, ...afters)),
     )) as [string, string, number, string[]];
     const [start, origin, fresh, flat] = reply;
     const fields = new Map<string, string>();
@@ -366,7 +382,7 @@ export class EscalationStore {
    * ended it. Asked after a page's trigger, which is late if so: the resolve may have gone first.
    */
   async ended(lineage: string): Promise<boolean> {
-    return (await this.redis.exists(keys.escalationLineage(lineage))) === 0;
+    return (await this.redis.hexists(keys.escalationLineage(lineage), 'start')) === 0;
   }
 
   /**

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DueStep, EscalationStore, pagedService } from '../../src/store/escalationStore.js';
 import { keys } from '../../src/store/keys.js';
 import type { RedisClient } from '../../src/store/redisConnection.js';
+import { holdingRedis } from '../support/holdingRedis.js';
 import { PrivateRedis } from '../support/privateRedis.js';
 import { resendingRedis } from '../support/resendingRedis.js';
 import { BACKENDS, openBackend, type StoreBackend } from '../support/storeBackends.js';
@@ -314,6 +315,29 @@ describe.each(BACKENDS)('EscalationStore on %s Redis', (kind) => {
       expect(await storeB.claim(next!, firing(next!))).toBe(true);
     });
 
+    it('a mark landing after its request ended loses the claim: the request stays ended, and nothing pages', async () => {
+      const now = 8_500_000;
+      await storeA.schedule('mid-1', 'line-mid', now, [0, 0]);
+      const due = (await storeA.due(now)).filter((d) => d.approvalId === 'mid-1');
+      const step0 = due.find((d) => d.step === 0)!;
+      const step1 = due.find((d) => d.step === 1)!;
+      // A claims the page (step 0); B takes step 1 out of the schedule, its mark still on its way.
+      expect(await storeA.claim(step0, firing(step0))).toBe(true);
+      const held = holdingRedis(b, 'eval', 2);
+      const claiming = new EscalationStore(held.client, { lineageTtlMs: 60_000 }).claim(step1, firing(step1));
+      await held.holding;
+      // The approval is decided: its steps go and its request ends, nothing paged yet.
+      await storeA.cancel('mid-1', 'line-mid', 2);
+      expect(await storeA.endPaged('line-mid', ENDED, 0)).toBeUndefined();
+      held.release();
+      expect(await claiming).toBe(false);
+      // A's page is marked only on a live request, and the request reads as ended after its trigger.
+      expect(await storeA.paged('line-mid', 'RKEY')).toBe(false);
+      expect(await storeA.ended('line-mid')).toBe(true);
+      expect(await storeB.release(step1, 0)).toBe(0);
+      expect(await a.exists(keys.escalationLineage('line-mid'))).toBe(0);
+    });
+
     it('a step put back by the process that claimed it is due again later, claimed once more, and shows as not fired meanwhile', async () => {
       const now = 9_000_000;
       const lineage = keys.escalationLineage('line-retry');
@@ -365,14 +389,50 @@ describe.each(BACKENDS)('EscalationStore on %s Redis', (kind) => {
       await storeB.cancel('rel-2', 'line-release', 2);
       await storeB.cancel('rel-3', 'line-release', 2);
 
-      // A claim whose mark brought an ended request's lineage back takes it away again on release.
+      // A claim whose mark lands after its request ended loses, and brings no lineage back.
+      const ended = keys.escalationLineage('line-release-end');
       await storeA.schedule('rel-4', 'line-release-end', now, [0]);
       const [late] = (await storeA.due(now)).filter((d) => d.approvalId === 'rel-4');
       await storeA.endPaged('line-release-end', ENDED, 0);
-      expect(await storeA.claim(late!, firing(late!))).toBe(true);
-      expect(await a.exists(keys.escalationLineage('line-release-end'))).toBe(1);
+      expect(await storeA.claim(late!, firing(late!))).toBe(false);
+      expect(await a.exists(ended)).toBe(0);
+      // One an earlier release's mark brought back (no `start`) is ended, and goes on release.
+      await a.hset(ended, 'f0', JSON.stringify(firing(late!)), 'c0', 'token', 'paged:tag', 'RKEY');
+      expect(await storeA.ended('line-release-end')).toBe(true);
+      expect(await storeA.paged('line-release-end', 'RKEY2')).toBe(false);
       expect(await storeA.release(late!, 0)).toBe(0);
-      expect(await a.exists(keys.escalationLineage('line-release-end'))).toBe(0);
+      expect(await a.exists(ended)).toBe(0);
+    });
+
+    it('a lineage an earlier release brought back after its request ended is no part of the next request', async () => {
+      const now = 9_700_000;
+      const lineage = keys.escalationLineage('line-leftover');
+      await a.hset(
+        lineage,
+        'f0',
+        JSON.stringify({ step: 0, action: 'remind', afterMs: 0, at: '' }),
+        'c0',
+        't',
+      );
+      const next = await storeA.schedule('left-1', 'line-leftover', now, [0]);
+      expect(next).toMatchObject({ startMs: now, origin: 'left-1', fired: [], scheduled: true });
+      const [step] = (await storeA.due(now)).filter((d) => d.approvalId === 'left-1');
+      expect(await storeA.claim(step!, firing(step!))).toBe(true);
+      await storeA.cancel('left-1', 'line-leftover', 1);
+    });
+
+    it('a step due after the lineage TTL still fires: the lineage outlives the ladder it schedules', async () => {
+      const short = new EscalationStore(a, { lineageTtlMs: 100 });
+      const now = 9_800_000;
+      await short.schedule('long-1', 'line-long', now, [0, 300]);
+      const [step0] = (await short.due(now)).filter((d) => d.approvalId === 'long-1');
+      expect(await short.claim(step0!, firing(step0!))).toBe(true);
+      // Longer than the TTL after the claim, before the ladder's last step.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(await short.ended('line-long')).toBe(false);
+      const [step1] = (await short.due(now + 300)).filter((d) => d.approvalId === 'long-1');
+      expect(await short.claim(step1!, firing(step1!))).toBe(true);
+      await short.cancel('long-1', 'line-long', 2);
     });
 
     it('scheduling again puts back the steps a process that died half-way never added, not those fired', async () => {
