@@ -3,7 +3,7 @@ import type { Authorization } from '../../domain/authorization.js';
 import { timeoutChoice } from '../../domain/decisionWords.js';
 import type { EscalationDm, EscalationReply } from '../../domain/escalationNotice.js';
 import type { EscalationFailureKind } from '../../domain/metrics.js';
-import type { ApprovalRecord } from '../../domain/record.js';
+import { type ApprovalRecord, isTerminal } from '../../domain/record.js';
 import type { Approvers, EscalationStep, OncallSource } from '../../domain/route.js';
 import type { TriggerEvent } from '../../pagerduty/pagerDuty.js';
 import type { ApprovalStore } from '../../store/approvalStore.js';
@@ -307,8 +307,10 @@ export class EscalationSteps {
    * The request ended while the trigger was on its way: its resolve may have reached PagerDuty
    * first, and PagerDuty opens a new incident for a trigger after a resolve. Asked of the request,
    * not of this approval: one superseded meanwhile hands its page to its successor, whose decision
-   * may have sent the resolve already. An approval resolved but whose request is not ended yet
-   * is resolved by its ending, which comes after this trigger.
+   * may have sent the resolve already. The approval is asked too, as it stands now: decided (not
+   * superseded), its request is over whatever its lineage says (a later approval of the same tool
+   * call may have started it afresh meanwhile), and the resolve goes now. Should the ending still
+   * be to come, it resolves the page again, which is harmless.
    */
   private async resolveIfLate(
     record: ApprovalRecord,
@@ -316,12 +318,18 @@ export class EscalationSteps {
     stopping: AbortSignal | undefined,
   ): Promise<void> {
     const lineage = lineageOf(record);
-    if (!(await this.options.schedule.ended(lineage))) return;
+    if (!(await this.options.schedule.ended(lineage)) && !(await this.decided(record.approvalId))) return;
     const service = pagedService(routingKey);
     const by = { approvalId: record.approvalId, dedupKey: record.escalation?.origin ?? record.approvalId };
     const outcome = await this.resolveLeft({ lineage, ...by, services: [service] }, service, stopping);
     // Cut short by a stop: handed on like an ended request's pages, due at once (score 0).
     if (outcome === 'cut') await this.options.schedule.handOnResolve(lineage, by, service, 0);
+  }
+
+  /** Whether the approval, read again, is over other than by a successor taking it on. */
+  private async decided(approvalId: string): Promise<boolean> {
+    const now = await this.options.store.get(approvalId);
+    return now !== undefined && isTerminal(now) && now.phase !== 'superseded';
   }
 
   private async timeout(record: ApprovalRecord, step: EscalationStep): Promise<void> {

@@ -59,9 +59,10 @@ interface Fixture {
 
 /**
  * `late`: the request ended while the trigger was on its way, and `stop`, if given, is aborted as
- * the trigger lands. `resolves` and `handedOn` say what became of the resolve that follows.
+ * the trigger lands; with `after`, only the approval's record, read again, says so (its lineage
+ * still reads as live). `resolves` and `handedOn` say what became of the resolve that follows.
  */
-function steps(fixture: Fixture, late?: { stop?: AbortController }) {
+function steps(fixture: Fixture, late?: { stop?: AbortController; after?: ApprovalRecord }) {
   const dms: string[] = [];
   const pages: TriggerEvent[] = [];
   const resolves: string[] = [];
@@ -85,14 +86,14 @@ function steps(fixture: Fixture, late?: { stop?: AbortController }) {
     {
       schedule: {
         paged: async () => true,
-        ended: async () => late !== undefined,
+        ended: async () => late !== undefined && late.after === undefined,
         handOnResolve: async (...args: unknown[]) => {
           handedOn.push(args);
         },
       } as unknown as EscalationStore,
       store: {
         mapMessage: async () => undefined,
-        get: async () => record(),
+        get: async () => late?.after ?? record(),
       } as unknown as ApprovalStore,
       decider: {} as Decider,
       slack: {
@@ -193,6 +194,22 @@ describe('a page', () => {
     expect(by).toEqual({ approvalId: 'a1', dedupKey: 'a1' });
     expect(service).toMatchObject({ routingKey: 'R0UTINGKEY' });
     expect(atMs).toBe(0);
+  });
+
+  it('whose approval was decided while the trigger was on its way is resolved, its lineage read live or not', async () => {
+    const decided = record({
+      phase: 'resolved',
+      resolution: { decision: 'approved', resolvedBy: 'user', decidedAt: 'now' },
+    });
+    const { escalationSteps, resolves } = steps(paging, { after: decided });
+    await escalationSteps.act(record(), PAGE, 60_000);
+    expect(resolves).toEqual(['a1']);
+  });
+
+  it('whose approval was superseded while the trigger was on its way is left to its successor', async () => {
+    const { escalationSteps, resolves } = steps(paging, { after: record({ phase: 'superseded' }) });
+    await escalationSteps.act(record(), PAGE, 60_000);
+    expect(resolves).toEqual([]);
   });
 
   it('whose request is still open is not resolved', async () => {
