@@ -470,8 +470,8 @@ export class EscalationStore {
   }
 
   /**
-   * A page whose resolve is still to send after its request ended (a late trigger's, cut short by
-   * a stop): kept in the request's unresolved hash, due at `atMs`, for whoever claims it.
+   * A page whose resolve is still to send after its request ended (a late trigger's, leased as it
+   * is sent): kept in the request's unresolved hash, due at `atMs`, for whoever claims it.
    */
   async handOnResolve(
     lineage: string,

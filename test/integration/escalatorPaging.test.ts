@@ -11,14 +11,17 @@ import type { EscalationStep } from '../../src/domain/route.js';
 import type { TriggerEvent } from '../../src/pagerduty/pagerDuty.js';
 import type { Pager } from '../../src/relay/escalation/escalationSteps.js';
 import { Escalator } from '../../src/relay/escalation/escalator.js';
+import { lineageOf } from '../../src/relay/escalation/lineage.js';
 import type { RecordKeeper } from '../../src/relay/records/recordKeeper.js';
 import { superseded } from '../../src/relay/records/recordMutations.js';
 import type { ApprovalStore, Mutation } from '../../src/store/approvalStore.js';
 import { EscalationStore } from '../../src/store/escalationStore.js';
+import { keys } from '../../src/store/keys.js';
 import { quietEscalatorParts } from '../support/escalatorParts.js';
 import { useFreshRedis } from '../support/freshRedis.js';
 import { captureLogger } from '../support/logCapture.js';
 import { sampleRecord } from '../support/sampleRecord.js';
+import { probeUntil } from '../support/until.js';
 
 const redis = useFreshRedis();
 const silent = pino({ level: 'silent' });
@@ -26,6 +29,7 @@ const T0 = Date.parse('2026-11-30T10:00:00.000Z');
 const TEAM_KEY = 'a'.repeat(32);
 const MANAGERS_KEY = 'b'.repeat(32);
 const DEFAULT_KEY = 'd'.repeat(32);
+const DUE = keys.escalationDue();
 
 const call = { toolCallId: 'call_1' };
 const approval = (approvalId: string, ts: string) =>
@@ -248,5 +252,60 @@ describe('a resolve under way as its process stops or dies', () => {
     await b.escalator.settled();
     await b.escalator.stop();
     expect(bSent).toEqual(['resolve d pd-dead-1']);
+  });
+
+  it('dead as it resolves a trigger that landed late, its resolve is sent by another once the lease runs out', async () => {
+    const sent: Sent = [];
+    const records = new Map<string, ApprovalRecord>();
+    const clock = { nowMs: T0 };
+    const ladder: EscalationStep[] = [{ afterMs: 0, action: 'page' }];
+    // PagerDuty answers the trigger late (it waits out a Retry-After); the request's resolve goes
+    // at once, and `a` dies as it sends the late trigger's resolve.
+    const retryLands = gate();
+    const pager = recordingPager(sent);
+    let resolves = 0;
+    const a = replica(
+      records,
+      ladder,
+      {
+        trigger: async (event, signal) => {
+          await retryLands.shut;
+          await pager.trigger(event, signal);
+        },
+        resolve: async (routingKey, dedupKey, signal) => {
+          if (++resolves === 2) return new Promise<void>(() => {});
+          await pager.resolve(routingKey, dedupKey, signal);
+        },
+      },
+      clock,
+    );
+    const bSent: Sent = [];
+    const b = replica(records, ladder, recordingPager(bSent), clock);
+    const first = approval('pd-dead-late', '1.1');
+    records.set(first.approvalId, first);
+    a.escalator.follow(first);
+    await until(() => records.get(first.approvalId)?.escalation !== undefined);
+    void a.escalator.poll();
+    const lineage = keys.escalationLineage(lineageOf(first));
+    await probeUntil('the page is marked, its trigger on its way', async () =>
+      (await redis().hkeys(lineage)).some((field) => field.startsWith('paged:')),
+    );
+    a.write(first.approvalId, decided);
+    await until(() => sent.length === 1);
+    // The request's resolve settled, its lease gone: only then does the trigger land.
+    await probeUntil('the resolve settled', async () => (await redis().zcard(DUE)) === 0);
+    retryLands.open();
+    await until(() => resolves === 2);
+    expect(sent).toEqual(['resolve d pd-dead-late', 'trigger d pd-dead-late']);
+    await b.escalator.poll();
+    await b.escalator.settled();
+    expect(bSent).toEqual([]);
+    clock.nowMs += 10 * 60_000;
+    await b.escalator.poll();
+    await until(() => bSent.length === 1);
+    await b.escalator.poll();
+    await b.escalator.settled();
+    await b.escalator.stop();
+    expect(bSent).toEqual(['resolve d pd-dead-late']);
   });
 });

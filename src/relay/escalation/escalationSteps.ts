@@ -141,6 +141,8 @@ export class EscalationSteps {
     private readonly options: EscalationStepsOptions,
     /** Counts a step that failed to reach anyone, by action (Escalator.failures). */
     private readonly count: (kind: EscalationFailureKind) => void,
+    /** When a lease on a resolve taken now runs out (ms): Escalator.resolveLeaseUntil. */
+    private readonly resolveLeaseUntil: () => number,
   ) {}
 
   /**
@@ -310,7 +312,11 @@ export class EscalationSteps {
    * may have sent the resolve already. The approval is asked too, as it stands now: decided (not
    * superseded), its request is over whatever its lineage says (a later approval of the same tool
    * call may have started it afresh meanwhile), and the resolve goes now. Should the ending still
-   * be to come, it resolves the page again, which is harmless.
+   * be to come, it resolves the page again, which is harmless. The resolve is leased as an
+   * ending's pages are (endPaged), before it is sent: should this process die while it is on its
+   * way, whoever claims the lease when it runs out sends it. Settled, the page comes off the
+   * request's unresolved hash, which an ending's pages may share; the lease then finds nothing
+   * left and goes.
    */
   private async resolveIfLate(
     record: ApprovalRecord,
@@ -321,9 +327,12 @@ export class EscalationSteps {
     if (!(await this.options.schedule.ended(lineage)) && !(await this.decided(record.approvalId))) return;
     const service = pagedService(routingKey);
     const by = { approvalId: record.approvalId, dedupKey: record.escalation?.origin ?? record.approvalId };
+    const { schedule } = this.options;
+    await schedule.handOnResolve(lineage, by, service, this.resolveLeaseUntil());
     const outcome = await this.resolveLeft({ lineage, ...by, services: [service] }, service, stopping);
+    if (outcome === 'settled') await schedule.resolvedPages(lineage, [service]);
     // Cut short by a stop: handed on like an ended request's pages, due at once (score 0).
-    if (outcome === 'cut') await this.options.schedule.handOnResolve(lineage, by, service, 0);
+    else await schedule.leaseResolve(lineage, by.approvalId, 0);
   }
 
   /** Whether the approval, read again, is over other than by a successor taking it on. */

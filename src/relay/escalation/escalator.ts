@@ -92,7 +92,11 @@ export class Escalator {
 
   constructor(private readonly options: EscalatorOptions) {
     this.now = options.now ?? (() => new Date());
-    this.steps = new EscalationSteps(options, (kind) => this.count(kind));
+    this.steps = new EscalationSteps(
+      options,
+      (kind) => this.count(kind),
+      () => this.resolveLeaseUntil(),
+    );
   }
 
   start(): void {

@@ -11,10 +11,12 @@ import type { Approvers, EscalationStep, OncallSource } from '../../../../src/do
 import type { TriggerEvent } from '../../../../src/pagerduty/pagerDuty.js';
 import type { Decider } from '../../../../src/relay/deciding/decider.js';
 import { EscalationSteps, NobodyMaySee } from '../../../../src/relay/escalation/escalationSteps.js';
+import { lineageOf } from '../../../../src/relay/escalation/lineage.js';
 import { OncallResolver } from '../../../../src/relay/escalation/oncall.js';
 import type { ApprovalStore } from '../../../../src/store/approvalStore.js';
-import type { EscalationStore } from '../../../../src/store/escalationStore.js';
+import type { EscalationStore, PagedService } from '../../../../src/store/escalationStore.js';
 import { sampleRecord } from '../../../support/sampleRecord.js';
+import { until } from '../../../support/until.js';
 
 const silent = pino({ level: 'silent' });
 
@@ -60,13 +62,15 @@ interface Fixture {
 /**
  * `late`: the request ended while the trigger was on its way, and `stop`, if given, is aborted as
  * the trigger lands; with `after`, only the approval's record, read again, says so (its lineage
- * still reads as live). `resolves` and `handedOn` say what became of the resolve that follows.
+ * still reads as live); with `dies`, the process dies as the resolve is sent (it never settles).
+ * `resolves` and `leases` say what became of the resolve that follows:
+ * `leases`, in order, what the schedule was told of it, and when each resolve went.
  */
-function steps(fixture: Fixture, late?: { stop?: AbortController; after?: ApprovalRecord }) {
+function steps(fixture: Fixture, late?: { stop?: AbortController; after?: ApprovalRecord; dies?: boolean }) {
   const dms: string[] = [];
   const pages: TriggerEvent[] = [];
   const resolves: string[] = [];
-  const handedOn: unknown[][] = [];
+  const leases: string[] = [];
   const groups: Record<string, string[]> = {
     S0ONCALL: ['U0ONCALL', 'U0SECOND'],
     S0SECURITY: ['U0SEC'],
@@ -87,8 +91,19 @@ function steps(fixture: Fixture, late?: { stop?: AbortController; after?: Approv
       schedule: {
         paged: async () => true,
         ended: async () => late !== undefined && late.after === undefined,
-        handOnResolve: async (...args: unknown[]) => {
-          handedOn.push(args);
+        handOnResolve: async (
+          lineage: string,
+          by: { approvalId: string; dedupKey: string },
+          service: PagedService,
+          atMs: number,
+        ) => {
+          leases.push(`hand on ${lineage} ${by.approvalId} ${by.dedupKey} ${service.routingKey} due ${atMs}`);
+        },
+        leaseResolve: async (lineage: string, approvalId: string, atMs: number) => {
+          leases.push(`lease ${lineage} ${approvalId} due ${atMs}`);
+        },
+        resolvedPages: async (lineage: string, services: PagedService[]) => {
+          leases.push(`settled ${lineage} ${services.map((s) => s.routingKey).join(' ')}`);
         },
       } as unknown as EscalationStore,
       store: {
@@ -112,6 +127,8 @@ function steps(fixture: Fixture, late?: { stop?: AbortController; after?: Approv
           late?.stop?.abort(new Error('stopping'));
         },
         resolve: async (_routingKey, dedupKey, signal) => {
+          leases.push('resolve sent');
+          if (late?.dies) return new Promise<void>(() => {});
           signal?.throwIfAborted();
           resolves.push(dedupKey);
         },
@@ -128,9 +145,13 @@ function steps(fixture: Fixture, late?: { stop?: AbortController; after?: Approv
       logger: silent,
     },
     () => undefined,
+    () => LEASE_UNTIL,
   );
-  return { escalationSteps, dms, pages, resolves, handedOn };
+  return { escalationSteps, dms, pages, resolves, leases };
 }
+
+/** When a resolve's lease, taken now, runs out. */
+const LEASE_UNTIL = 180_000;
 
 const DM: EscalationStep = { afterMs: 0, action: 'dm', target: 'oncall' };
 const PAGE: EscalationStep = { afterMs: 0, action: 'page' };
@@ -177,23 +198,29 @@ describe('an escalation DM', () => {
 describe('a page', () => {
   const paging = { deciders: ['U0SEC'] } satisfies Fixture;
 
-  it('whose trigger lands after its request ended is resolved again at once', async () => {
-    const { escalationSteps, resolves, handedOn } = steps(paging, {});
+  /** The late resolve leased until LEASE_UNTIL, before it is sent. */
+  const leased = `hand on ${lineageOf(record())} a1 a1 R0UTINGKEY due ${LEASE_UNTIL}`;
+
+  it('whose trigger lands after its request ended is resolved again at once, leased until it settles', async () => {
+    const { escalationSteps, resolves, leases } = steps(paging, {});
     await escalationSteps.act(record(), PAGE, 60_000);
     expect(resolves).toEqual(['a1']);
-    expect(handedOn).toEqual([]);
+    expect(leases).toEqual([leased, 'resolve sent', `settled ${lineageOf(record())} R0UTINGKEY`]);
   });
 
   it('whose late resolve a stop cuts short hands it on, due at once, for the next process', async () => {
     const stop = new AbortController();
-    const { escalationSteps, resolves, handedOn } = steps(paging, { stop });
+    const { escalationSteps, resolves, leases } = steps(paging, { stop });
     await escalationSteps.act(record(), PAGE, 60_000, stop.signal);
     expect(resolves).toEqual([]);
-    expect(handedOn).toHaveLength(1);
-    const [, by, service, atMs] = handedOn[0]!;
-    expect(by).toEqual({ approvalId: 'a1', dedupKey: 'a1' });
-    expect(service).toMatchObject({ routingKey: 'R0UTINGKEY' });
-    expect(atMs).toBe(0);
+    expect(leases).toEqual([leased, 'resolve sent', `lease ${lineageOf(record())} a1 due 0`]);
+  });
+
+  it('whose late resolve is on its way as its process dies leaves it to whoever takes the lease', async () => {
+    const { escalationSteps, leases } = steps(paging, { dies: true });
+    void escalationSteps.act(record(), PAGE, 60_000);
+    await until(() => leases.includes('resolve sent'));
+    expect(leases).toEqual([leased, 'resolve sent']);
   });
 
   it('whose approval was decided while the trigger was on its way is resolved, its lineage read live or not', async () => {
