@@ -323,38 +323,37 @@ describe('remembered grants', () => {
     // A host that does not say where the command runs: asked, and no grant offered.
     await expectPeopleAsked(world, shellWithNoRoot('g11-no-root', [['make', 'install']]));
     expect(rememberButtonOf(await world.card('g11-no-root'))).toBeUndefined();
-    // In /srv/a, but after a cd: the stage runs in /srv/b.
-    await world.host.open(
-      shell(
-        'g11-cd',
-        [
-          ['cd', '/srv/b'],
-          ['make', 'install'],
-        ],
-        { workspaceRoot: '/srv/a' },
-      ),
-    );
-    const cdCard = await world.waitForCard('g11-cd', (m) => buttonsOf(m).length > 0);
-    await world.press('g11-cd', 'Allow once', 'U0ALICE', cdCard);
-    await until(async () => {
-      const raw = await world.redis.hget(keys.approval('g11-cd'), 'd');
-      const record = raw
-        ? (JSON.parse(raw) as { phase: string; currentRequirementId: { sourceIndex: number } })
-        : undefined;
-      return record?.phase === 'pending' && record.currentRequirementId.sourceIndex === 1;
-    });
-    const afterCd = await world.waitForCard(
-      'g11-cd',
-      (m) => buttonsOf(m).length > 0 && textOf(m).includes('Stage 1 of 2'),
-    );
-    expect(rememberButtonOf(afterCd)).toBeUndefined();
-    expect(
-      world.host
-        .decides()
-        .filter(
-          (d) => d.frame.params.approvalId === 'g11-cd' && d.frame.params.requirementId.sourceIndex === 1,
-        ),
-    ).toHaveLength(0);
+    // In /srv/a, but after a cd, or zsh's chdir (a cd by another name): the stage runs in /srv/b.
+    for (const [approvalId, first] of [
+      ['g11-cd', ['cd', '/srv/b']],
+      ['g11-chdir', ['chdir', '/srv/b']],
+    ] as const) {
+      await world.host.open(
+        shell(approvalId, [[...first], ['make', 'install']], { workspaceRoot: '/srv/a' }),
+      );
+      const firstCard = await world.waitForCard(approvalId, (m) => buttonsOf(m).length > 0);
+      await world.press(approvalId, 'Allow once', 'U0ALICE', firstCard);
+      await until(async () => {
+        const raw = await world.redis.hget(keys.approval(approvalId), 'd');
+        const record = raw
+          ? (JSON.parse(raw) as { phase: string; currentRequirementId: { sourceIndex: number } })
+          : undefined;
+        return record?.phase === 'pending' && record.currentRequirementId.sourceIndex === 1;
+      });
+      const afterMove = await world.waitForCard(
+        approvalId,
+        (m) => buttonsOf(m).length > 0 && textOf(m).includes('Stage 1 of 2'),
+      );
+      expect(rememberButtonOf(afterMove), first.join(' ')).toBeUndefined();
+      expect(
+        world.host
+          .decides()
+          .filter(
+            (d) => d.frame.params.approvalId === approvalId && d.frame.params.requirementId.sourceIndex === 1,
+          ),
+        first.join(' '),
+      ).toHaveLength(0);
+    }
 
     // In the workspace it was granted in, the grant answers.
     await world.host.open(shell('g11-again', [['make', 'install']], { workspaceRoot: '/srv/a' }));

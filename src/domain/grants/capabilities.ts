@@ -1,5 +1,6 @@
-import type { ApprovalStage, ApprovalSubject, CuaCardFacts, RequirementRef } from '../../msp/protocol.js';
+import type { ApprovalSubject, CuaCardFacts, RequirementRef } from '../../msp/protocol.js';
 import type { Intake } from '../record.js';
+import { earlierStageMoves } from './earlierStages.js';
 
 // What a request asks to do, as canonical capability strings (docs/grants.md), and whether a
 // remembered grant may ever answer it. Whatever is not fully understood is not grantable: a
@@ -190,42 +191,6 @@ function inWorkspace(subject: ApprovalSubject, current: RequirementRef, alike: D
   const capabilities = canonicalCapabilities([...alike.capabilities, `in:${root}`]);
   const moved = earlierStageMoves(subject.stages ?? [], current.sourceIndex);
   return moved ? { capabilities, notGrantable: moved } : { capabilities };
-}
-
-/**
- * Shell words that, as the first of a stage, may leave the shell running the later stages in
- * another directory, with other variables (PATH) or with another meaning for a name: builtins
- * that change the shell itself, prefixes and reserved words that run the rest in this shell.
- */
-const SHELL_STATE_WORDS: ReadonlySet<string> = new Set([
-  ...['cd', 'pushd', 'popd', 'source', '.', 'eval', 'exec'],
-  ...['export', 'unset', 'set', 'shopt', 'declare', 'typeset', 'local', 'readonly', 'let'],
-  ...['read', 'mapfile', 'readarray', 'getopts', 'alias', 'unalias', 'hash', 'enable', 'trap'],
-  ...['umask', 'ulimit', 'builtin', 'command', 'fc', 'time', '!', 'coproc', 'function'],
-  ...['{', '(', 'if', 'then', 'else', 'elif', 'while', 'until', 'for', 'do', 'case', 'select'],
-]);
-
-/** `NAME=value`: an assignment, kept by the shell for the stages after it. */
-const ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=/;
-
-/**
- * Why the stage at `sourceIndex` may not run where the subject says, or undefined: an earlier
- * stage of the same command may change the directory or the environment it runs in (`cd /srv/b
- * && make install` runs `make install` in /srv/b), was not parsed, or is not shown at all.
- */
-function earlierStageMoves(stages: readonly ApprovalStage[], sourceIndex: number): string | undefined {
-  const earlier = stages.filter((s) => s.requirementId.sourceIndex < sourceIndex);
-  if (new Set(earlier.map((s) => s.requirementId.sourceIndex)).size !== sourceIndex) {
-    return 'a stage after one not shown';
-  }
-  for (const stage of earlier) {
-    if (stage.argvComplete !== true) return 'a stage after one that could not be parsed';
-    const [word = '', option] = stage.argv;
-    if (SHELL_STATE_WORDS.has(word)) return `a stage after ${word}`;
-    if (word === 'printf' && option === '-v') return 'a stage after printf -v';
-    if (ASSIGNMENT.test(word)) return 'a stage after a variable assignment';
-  }
-  return undefined;
 }
 
 function network(subject: ApprovalSubject): Derived {

@@ -96,6 +96,88 @@ describe('a shell stage needs the workspace it runs in (docs/grants.md)', () => 
     }
   });
 
+  it('is not grantable after any builtin, reserved word or precommand modifier of bash or zsh', () => {
+    // Not a list of the words known to move the shell: any word the shell itself runs does, but
+    // for the few builtins that change nothing.
+    const shellOwn = [
+      ['chdir', '/srv/b'],
+      ['noglob', 'cd', '/srv/b'],
+      ['nocorrect', 'cd', '/srv/b'],
+      ['-', 'cd', '/srv/b'],
+      ['builtin', 'cd', '/srv/b'],
+      ['command', 'cd', '/srv/b'],
+      ['exec', 'cd', '/srv/b'],
+      ['setopt', 'autocd'],
+      ['unsetopt', 'chase_links'],
+      ['emulate', 'sh'],
+      ['autoload', '-U', 'make'],
+      ['zmodload', 'zsh/files'],
+      ['functions', '-c', 'cd', 'make'],
+      ['unfunction', 'make'],
+      ['disable', 'cd'],
+      ['enable', '-n', 'cd'],
+      ['hash', '-d', 'a=/srv/b'],
+      ['alias', 'make=./evil'],
+      ['vared', 'PATH'],
+      ['zparseopts', '-A', 'PATH', 'x'],
+      ['print', '-v', 'PATH', '/tmp/evil'],
+      ['shopt', '-s', 'autocd'],
+      ['time', 'cd', '/srv/b'],
+      ['repeat', '1', 'cd', '/srv/b'],
+    ];
+    for (const first of shellOwn) {
+      const derived = caps(shellIn('/srv/a', first, ['make', 'install']), 1);
+      expect(derived.notGrantable, first.join(' ')).toBe(`a stage after ${first[0]}`);
+      expect(derived.capabilities).toEqual(['exec:make install', 'in:/srv/a']);
+    }
+  });
+
+  it('is not grantable after a stage whose command may be a directory: with autocd the shell goes there', () => {
+    for (const path of ['/srv/b', '~/x', '~a', '..', './build', 'sub/dir', '=make', '%1', '*']) {
+      const derived = caps(shellIn('/srv/a', [path], ['make', 'install']), 1);
+      expect(derived.notGrantable, path).toBe(`a stage after ${path}`);
+    }
+    // A program by its path is no exception: nothing here knows which it is.
+    expect(caps(shellIn('/srv/a', ['./configure'], ['make', 'install']), 1).notGrantable).toBe(
+      'a stage after ./configure',
+    );
+    expect(caps(shellIn('/srv/a', [], ['make', 'install']), 1).notGrantable).toBe(
+      'a stage after an empty command',
+    );
+  });
+
+  it('is not grantable after a still builtin given the option that sets a variable', () => {
+    for (const [first, why] of [
+      [['printf', '-vPATH', '/tmp/evil'], 'printf -vPATH'],
+      [['test', '-v', 'a[PATH=1]'], 'test -v'],
+      [['[', '-v', 'a[PATH=1]', ']'], '[ -v'],
+    ] as const) {
+      const derived = caps(shellIn('/srv/a', [...first], ['make', 'install']), 1);
+      expect(derived.notGrantable, first.join(' ')).toBe(`a stage after ${why}`);
+    }
+  });
+
+  it('still grants a stage after programs by name and builtins that change nothing', () => {
+    const plain = [
+      ['git', 'status'],
+      ['npm', 'test'],
+      ['ls', '-la'],
+      ['python3.12', '-m', 'build'],
+      ['g++', '-o', 'x', 'x.cc'],
+      ['echo', 'building'],
+      ['printf', '%s\\n', 'building'],
+      ['test', '-f', 'Makefile'],
+      ['[', '-f', 'Makefile', ']'],
+      ['true'],
+      ['pwd'],
+    ];
+    for (const first of plain) {
+      expect(caps(shellIn('/srv/a', first, ['make', 'install']), 1), first.join(' ')).toEqual({
+        capabilities: ['exec:make install', 'in:/srv/a'],
+      });
+    }
+  });
+
   it('is not grantable after an earlier stage the host could not parse', () => {
     const subject: ApprovalSubject = {
       kind: 'shell',
