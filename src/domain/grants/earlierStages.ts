@@ -76,6 +76,13 @@ const STILL_BUILTINS: ReadonlyMap<string, (args: readonly string[]) => string | 
  */
 const PROGRAM_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.+-]*$/;
 
+/**
+ * A parameter, arithmetic or command expansion: `${X:=v}`, zsh's `${X::=v}` and `$((X = 1))`
+ * assign as they expand, whatever command they are given to. The words may have been quoted so
+ * that nothing expands (`'$5'`): nothing here can tell.
+ */
+const EXPANSION = /[$`]/;
+
 /** `NAME=value`: an assignment, kept by the shell for the stages after it. */
 const ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=/;
 
@@ -103,7 +110,9 @@ function stageMoves(argv: readonly string[]): string | undefined {
   if (word === '') return 'an empty command';
   if (ASSIGNMENT.test(word)) return 'a variable assignment';
   const still = STILL_BUILTINS.get(word);
-  if (still) return still(args);
-  if (SHELL_WORDS.has(word) || !PROGRAM_NAME.test(word)) return word;
+  if (!still && (SHELL_WORDS.has(word) || !PROGRAM_NAME.test(word))) return word;
+  const option = still?.(args);
+  if (option) return option;
+  if (args.some((arg) => EXPANSION.test(arg))) return 'an expansion';
   return undefined;
 }

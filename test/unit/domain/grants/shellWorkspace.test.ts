@@ -157,6 +157,20 @@ describe('a shell stage needs the workspace it runs in (docs/grants.md)', () => 
     }
   });
 
+  it('is not grantable after a stage with an expansion, which may assign whatever the command', () => {
+    for (const first of [
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell expansion, as an agent would write it
+      ['ls', '${PATH::=/tmp/evil}'],
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell expansion, as an agent would write it
+      ['echo', '${CDPATH:=/srv/b}'],
+      ['true', '$((PATH = 0))'],
+      ['git', 'log', '`cd /srv/b`'],
+    ]) {
+      const derived = caps(shellIn('/srv/a', first, ['make', 'install']), 1);
+      expect(derived.notGrantable, first.join(' ')).toBe('a stage after an expansion');
+    }
+  });
+
   it('still grants a stage after programs by name and builtins that change nothing', () => {
     const plain = [
       ['git', 'status'],
