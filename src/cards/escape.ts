@@ -6,6 +6,9 @@
 // CVE-2021-42574), are shown as a marker naming them: the command an approver reads must be the
 // one that runs. Only characters of the input are marked, never the zero-width spaces added here.
 //
+// A one-line field (clip, quote) shows a line break as a space: text the host or agent chose must
+// not start a line of its own under the card's labels. Only truncate and codeBlock keep line breaks.
+//
 // Every helper escapes one character at a time, so a cut never splits an entity (`&amp;`), a
 // surrogate pair or a defused mention, and the "N more characters" note counts characters of the
 // original text, not of its escaped form.
@@ -16,7 +19,8 @@ const ZWSP = '\u200B';
 
 const SPECIAL_MENTION = /@(?:here|channel|everyone)/iy;
 
-type Mode = 'mrkdwn' | 'code' | 'inline';
+/** mrkdwn text that may span lines; `line`: the same on one line; code block; inline code. */
+type Mode = 'mrkdwn' | 'line' | 'code' | 'inline';
 
 interface Cut {
   text: string;
@@ -42,11 +46,11 @@ function escapeChar(raw: string, ch: string, offset: number, prev: string, mode:
       if (mode === 'inline') return 'ˋ';
       return '`';
     case '\n':
-      // Inline code does not span lines.
-      return mode === 'inline' ? ' ' : ch;
+      // Inline code and one-line fields do not span lines.
+      return mode === 'inline' || mode === 'line' ? ' ' : ch;
     case '\t':
       // Code keeps its indentation; in a sentence or a label a tab passes for a space.
-      return mode === 'mrkdwn' ? hiddenMarker(ch) : ch;
+      return mode === 'mrkdwn' || mode === 'line' ? hiddenMarker(ch) : ch;
     default:
       return HIDDEN_CHARACTER.test(ch) ? hiddenMarker(ch) : ch;
   }
@@ -69,6 +73,7 @@ function countCodePoints(s: string, fromOffset: number): number {
 /** What escapeChar() changes in each mode: text without any of them is its own escaped form. */
 const NEEDS_ESCAPING: Record<Mode, RegExp> = {
   mrkdwn: new RegExp(`[&<>@\t]|${HIDDEN_CHARACTER.source}`, 'u'),
+  line: new RegExp(`[&<>@\t\n]|${HIDDEN_CHARACTER.source}`, 'u'),
   code: new RegExp(`[&<>@\`]|${HIDDEN_CHARACTER.source}`, 'u'),
   inline: new RegExp(`[&<>@\`\n]|${HIDDEN_CHARACTER.source}`, 'u'),
 };
@@ -110,9 +115,9 @@ export function escapeMrkdwn(raw: string): string {
   return escapeUpTo(raw, Number.POSITIVE_INFINITY, 'mrkdwn').text;
 }
 
-/** Whether `raw`, escaped, is at most `max` characters long (without escaping all of it). */
+/** Whether `raw`, escaped as clip() escapes it, is at most `max` characters long (without escaping all of it). */
 export function fitsWithin(raw: string, max: number): boolean {
-  return escapeUpTo(raw, max, 'mrkdwn').omitted === 0;
+  return escapeUpTo(raw, max, 'line').omitted === 0;
 }
 
 /**
@@ -127,12 +132,13 @@ export function truncate(raw: string, max: number): string {
 }
 
 /**
- * Escapes `raw` and cuts it to `max` with a bare "…": for places too small for a note, such as
- * button labels and headers.
+ * Escapes `raw` onto one line and cuts it to `max` with a bare "…": for places too small for a
+ * note, such as button labels and headers. It leaves * _ ~ and emoji codes as they are: host or
+ * agent text goes through clipProse() or inlineCode() instead.
  */
 export function clip(raw: string, max: number): string {
   if (max <= 0) return '';
-  const cut = fitEscaped(raw, max, 'mrkdwn', 1);
+  const cut = fitEscaped(raw, max, 'line', 1);
   return cut.omitted === 0 ? cut.text : `${cut.text}…`;
 }
 
@@ -167,14 +173,14 @@ export function inlineCode(raw: string, max: number): string {
 }
 
 /**
- * `raw` between curly quotes, escaped; when cut, the note sits after the closing quote so text the
+ * `raw` between curly quotes, escaped, on one line; when cut, the note sits after the closing quote so text the
  * page controls cannot pass itself off as our note.
  */
 export function quote(raw: string, max: number): string {
   const noteLength = moreCharactersNote(raw.length).length;
   const room = max - 2;
   if (room <= noteLength) return clip(raw, max);
-  const cut = fitEscaped(raw, room, 'mrkdwn', noteLength);
+  const cut = fitEscaped(raw, room, 'line', noteLength);
   const quoted = `“${cut.text}”`;
   return cut.omitted === 0 ? quoted : `${quoted}${moreCharactersNote(cut.omitted)}`;
 }

@@ -217,6 +217,17 @@ describe('escaping', () => {
     expect(clip('<<<', 4)).toBe('…');
   });
 
+  it('clip and quote keep host text on one line, and still escape it', () => {
+    expect(clip('read\n*Decided by:* <!here> @channel &', 100)).toBe(
+      'read *Decided by:* &lt;!here&gt; @\u200Bchannel &amp;',
+    );
+    expect(quote('a\nb', 40)).toBe('“a b”');
+    // A line break is one character for one: the cut falls where it did.
+    expect(clip('ab\ncdef', 5)).toBe('ab c…');
+    // Other line ends show as what they are, as hidden characters do: they break no line either.
+    expect(clip('a\r\u2028b', 40)).toBe('a⟨U+000D⟩⟨U+2028⟩b');
+  });
+
   it('codeBlock escapes, breaks up ``` and keeps within max', () => {
     const block = codeBlock('a ``` <!here> ```` b', 200);
     expect(block.startsWith('```\n')).toBe(true);
