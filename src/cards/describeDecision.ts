@@ -1,5 +1,6 @@
 import type { Resolution } from '../domain/record.js';
-import { clip, quote } from './escape.js';
+import { quote } from './escape.js';
+import { clipProse, inertProse } from './prose.js';
 
 // ApprovalDecision is an open enum (msp-approvals.md §6.4): the host may send words we do not know.
 
@@ -18,7 +19,7 @@ const WORDS: Record<string, string> = {
  * so the result is always safe to put in mrkdwn.
  */
 export function describeDecision(decision: string): string {
-  return Object.hasOwn(WORDS, decision) ? WORDS[decision]! : clip(decision, 100);
+  return Object.hasOwn(WORDS, decision) ? WORDS[decision]! : clipProse(decision, 100);
 }
 
 /** The words of the decisions that save a rule, for when the host said it could not save it. */
@@ -45,5 +46,7 @@ export function describeResolution(resolution: Pick<Resolution, 'decision' | 'am
  * person's name, "@here") neither passes for someone who decided nor pings anyone.
  */
 export function hostNamedDecider(resolvedBy: string): string {
-  return resolvedBy.trim() === '' ? 'the agent host' : `the agent host (${quote(resolvedBy, 62)})`;
+  return resolvedBy.trim() === ''
+    ? 'the agent host'
+    : `the agent host (${quote(inertProse(resolvedBy), 62)})`;
 }

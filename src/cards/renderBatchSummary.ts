@@ -18,6 +18,7 @@ import {
 } from './ids.js';
 import { MAX_BUTTON_VALUE } from './limits.js';
 import { mentionUser } from './mentionUser.js';
+import { clipProse } from './prose.js';
 import { quickReasonsBlock, reasonInput } from './renderFeedbackModal.js';
 import { refusalText } from './renderUserMessages.js';
 
@@ -49,7 +50,7 @@ export function renderBatchSummary(
   const what = shared.capabilities.map((c) => inlineCode(c, 300)).join(', ');
   const facts = [
     `*Asks:* ${what}`,
-    `*Tool:* ${clip(shared.tool, 100)} · *Sandbox:* ${clip(shared.sandboxMode, 60)}${shared.route ? ` · *Route:* ${clip(shared.route, 100)}` : ''}`,
+    `*Tool:* ${clipProse(shared.tool, 100)} · *Sandbox:* ${clipProse(shared.sandboxMode, 60)}${shared.route ? ` · *Route:* ${clip(shared.route, 100)}` : ''}`,
   ].join('\n');
   const last = view.last ? [context([outcomeLine(view.last)])] : [];
   if (view.closed) {
@@ -69,11 +70,11 @@ export function renderBatchSummary(
   const sessions = new Map<string, number>();
   for (const m of shown) sessions.set(m.session, (sessions.get(m.session) ?? 0) + 1);
   const sessionLine = [...sessions]
-    .map(([name, n]) => `${clip(name, 80)}${n > 1 ? ` ×${n}` : ''}`)
+    .map(([name, n]) => `${clipProse(name, 80)}${n > 1 ? ` ×${n}` : ''}`)
     .join(', ');
   const cards = shown.map((m, i) => {
     // The session names the card; the link opens it (no approval id: it is on the card).
-    const label = `${i + 1}. ${clip(m.session, 60)}`;
+    const label = `${i + 1}. ${clipProse(m.session, 60)}`;
     const link = links.get(m.approvalId);
     return link ? `<${link}|${label}>` : label;
   });
@@ -182,7 +183,7 @@ function outcomeLine(outcome: BatchOutcome): string {
 
 function skipName(skip: BatchSkip): string {
   const why = skip.refusal.code === 'alreadyResolved' ? 'already decided' : 'changed';
-  return `${clip(skip.session || skip.approvalId, 60)} · ${clip(skip.approvalId.slice(-8), 8)} (${why})`;
+  return `${clipProse(skip.session || skip.approvalId, 60)} · ${clipProse(skip.approvalId.slice(-8), 8)} (${why})`;
 }
 
 /** What the person who pressed "Approve all once" or "Reject all" reads, ephemeral. */
@@ -198,7 +199,7 @@ export function batchAnswerText(outcome: BatchOutcome): string {
       ? 'Nothing was decided.'
       : `You ${verb} ${outcome.decided.length} request${outcome.decided.length === 1 ? '' : 's'}, each as if pressed on its own card.`;
   const line = (s: BatchSkip) =>
-    `• ${clip(s.session || s.approvalId, 80)} (${clip(s.approvalId, 60)}): ${refusalText(s.refusal)}`;
+    `• ${clipProse(s.session || s.approvalId, 80)} (${clipProse(s.approvalId, 60)}): ${refusalText(s.refusal)}`;
   const changed = outcome.skipped.filter((s) => !skippedForThePresser(s));
   const refused = outcome.skipped.filter(skippedForThePresser);
   let text = head;

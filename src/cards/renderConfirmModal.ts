@@ -9,6 +9,7 @@ import {
   type FeedbackModalMetadata,
 } from './ids.js';
 import { MAX_PRIVATE_METADATA } from './limits.js';
+import { clipProse } from './prose.js';
 import { targetName } from './renderUserMessages.js';
 
 /** How much of the request the modal shows: enough to recognise it. */
@@ -54,7 +55,7 @@ export function renderConfirmModal(args: ConfirmModalArgs): ModalView {
     blocks: [
       section([...named, ...(more > 0 ? [`and ${more} more risk rules`] : [])].join('\n')),
       context([
-        `You chose *${clip(args.choiceLabel, 200)}* for ${clip(args.tool, 200)}. Nothing is sent to the agent until you type ${targetName(args.confirmation)} below.`,
+        `You chose *${clipProse(args.choiceLabel, 200)}* for ${clipProse(args.tool, 200)}. Nothing is sent to the agent until you type ${targetName(args.confirmation)} below.`,
       ]),
       ...(args.subject ? [section(codeBlock(args.subject, SUBJECT_MAX_LENGTH))] : []),
       section(`To approve, type ${targetName(args.confirmation)}:\n${codeBlock(target.text, 300)}`),

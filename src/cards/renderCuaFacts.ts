@@ -3,9 +3,9 @@ import type { CuaCardFacts } from '../msp/protocol.js';
 import { toJson } from '../util/toJson.js';
 import { plainSection, section } from './blocks.js';
 import type { CardBudget } from './budget.js';
-import { clip, inlineCode, quote, truncate } from './escape.js';
+import { inlineCode, quote, truncate } from './escape.js';
 import { fitLines } from './fitLines.js';
-import { truncateProse } from './prose.js';
+import { clipProse, truncateProse } from './prose.js';
 
 // Step and data-row fields are not documented (msp-approvals.md §6.12): show a step's own words
 // when it has them, else the whole value as JSON; never guess at meaning.
@@ -27,7 +27,7 @@ function stepText(step: unknown): string {
 function dataRow(row: unknown, max: number): string {
   if (typeof row === 'object' && row !== null && !Array.isArray(row)) {
     const { kind, ...rest } = row as Record<string, unknown>;
-    const label = typeof kind === 'string' ? clip(kind, 40) : 'data';
+    const label = typeof kind === 'string' ? clipProse(kind, 40) : 'data';
     const body = Object.keys(rest).length > 0 ? `: ${truncate(toJson(rest), max)}` : '';
     return `• ${label}${body}`;
   }

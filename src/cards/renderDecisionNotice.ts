@@ -2,7 +2,7 @@ import type { NoticeNames, ResolvedRecord } from '../domain/decisionNotice.js';
 import { decisionTone } from '../domain/decisionWords.js';
 import type { Resolution } from '../domain/record.js';
 import { describeResolution } from './describeDecision.js';
-import { clip, inlineCode, truncate } from './escape.js';
+import { inlineCode, truncate } from './escape.js';
 import { clipProse } from './prose.js';
 import { decidedBy, earlierStageLines } from './renderStatus.js';
 import { slackDate } from './slackDate.js';
@@ -24,7 +24,7 @@ function choiceLabel(record: ResolvedRecord): string | undefined {
 }
 
 function when(resolution: Resolution): string {
-  return slackDate(resolution.decidedAt) ?? clip(resolution.decidedAt, 60);
+  return slackDate(resolution.decidedAt) ?? clipProse(resolution.decidedAt, 60);
 }
 
 function feedbackLine(resolution: Resolution, title: string): string[] {

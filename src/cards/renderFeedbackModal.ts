@@ -10,6 +10,7 @@ import {
   QUICK_REASON_BLOCK_ID,
 } from './ids.js';
 import { MAX_PRIVATE_METADATA } from './limits.js';
+import { clipProse } from './prose.js';
 
 /** Longest reason the modal accepts; it goes to the agent as `feedback`. */
 export const FEEDBACK_MAX_LENGTH = 2000;
@@ -82,7 +83,7 @@ export function renderFeedbackModal(args: FeedbackModalArgs): ModalView {
     private_metadata: privateMetadata,
     blocks: [
       context([
-        `You chose *${clip(args.choiceLabel, 200)}* for ${clip(args.tool, 200)}. The agent sees the reason you give.`,
+        `You chose *${clipProse(args.choiceLabel, 200)}* for ${clipProse(args.tool, 200)}. The agent sees the reason you give.`,
       ]),
       ...(args.subject ? [section(codeBlock(args.subject, SUBJECT_MAX_LENGTH))] : []),
       ...(quickReasons.length > 0 ? [quickReasonsBlock(quickReasons)] : []),

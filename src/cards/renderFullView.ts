@@ -5,7 +5,7 @@ import type { ApprovalRecord, IntakePart } from '../domain/record.js';
 import { prettyArgs } from '../util/toJson.js';
 import { context, divider, plainText, section } from './blocks.js';
 import { BUDGET_LEVELS } from './budget.js';
-import { clip, codeBlocks, inlineCode } from './escape.js';
+import { codeBlocks, inlineCode } from './escape.js';
 import {
   FULL_VIEW_CALLBACK_ID,
   type FullViewMetadata,
@@ -13,6 +13,7 @@ import {
   VIEW_FULL_BLOCK_PREFIX,
 } from './ids.js';
 import { MAX_BLOCKS_PER_VIEW, MAX_BUTTON_VALUE, MAX_PRIVATE_METADATA, MAX_SECTION_TEXT } from './limits.js';
+import { clipProse } from './prose.js';
 import { MAX_SHOWN_CHOICES, renderChoices } from './renderChoices.js';
 
 // "View full": the whole command, stages, path or arguments of a request whose card had to
@@ -146,7 +147,7 @@ function fullViewNote(text: string): ModalView {
 /** The modal once a choice was pressed in it: the card shows what came of it. */
 export function renderFullViewSent(choiceLabel: string): ModalView {
   return fullViewNote(
-    `You chose *${clip(choiceLabel, 200)}*. The card in the channel shows how it went; if the choice could not be made, Countersign tells you there.`,
+    `You chose *${clipProse(choiceLabel, 200)}*. The card in the channel shows how it went; if the choice could not be made, Countersign tells you there.`,
   );
 }
 

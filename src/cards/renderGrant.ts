@@ -3,6 +3,7 @@ import type { GrantScope } from '../domain/grants/scope.js';
 import type { GrantRef } from '../domain/record.js';
 import { clip, inlineCode } from './escape.js';
 import { mentionUser } from './mentionUser.js';
+import { clipProse } from './prose.js';
 import { formatTimeLeft, slackDate } from './slackDate.js';
 
 // How grants read wherever they are shown: the card's "don't ask again" button and final state,
@@ -167,7 +168,7 @@ export function grantListLine(
   const uses = grant.uses === 1 ? 'used once' : `used ${grant.uses} times`;
   const holder =
     grant.holder === 'host'
-      ? `\n:house: Kept by the host (${clip(grant.scope ?? 'rule', 30)}): ${inlineCode(grant.rulePreview ?? '', 200)} — remove it on the host side; MSP cannot revoke it.`
+      ? `\n:house: Kept by the host (${clipProse(grant.scope ?? 'rule', 30)}): ${inlineCode(grant.rulePreview ?? '', 200)} — remove it on the host side; MSP cannot revoke it.`
       : '';
   const name = nameOf?.(grant.grantedBy);
   return (

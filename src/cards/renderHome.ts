@@ -5,7 +5,7 @@ import type { RecentDecision } from '../domain/recentDecision.js';
 import { context, divider, header, packSections, plainText, section } from './blocks.js';
 import { channelLink } from './channelLink.js';
 import { describeDecision } from './describeDecision.js';
-import { clip } from './escape.js';
+import { clipProse } from './prose.js';
 import { awayStatusLines } from './renderAway.js';
 import { grantBlocks } from './renderGrantList.js';
 import { renderHomeStats, type StatsView } from './renderStats.js';
@@ -51,7 +51,7 @@ function waitingItem(item: WaitingApproval, i: number, now: Date): SectionBlock 
 }
 
 function recentLine({ decision, permalink }: HomeInput['recent'][number]): string {
-  const tool = clip(decision.tool.replace(/\s+/g, ' '), 60);
+  const tool = clipProse(decision.tool.replace(/\s+/g, ' '), 60);
   const link = safeLink(permalink);
   const parts = [describeDecision(decision.decision), link ? `*<${link}|${tool}>*` : `*${tool}*`];
   const subject = oneLineSubject(decision.summary);

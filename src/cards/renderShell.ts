@@ -2,7 +2,7 @@ import type { KnownBlock } from '@slack/types';
 import type { ApprovalStage, ApprovalSubject } from '../msp/protocol.js';
 import { section } from './blocks.js';
 import type { CardBudget } from './budget.js';
-import { clip, codeBlock, codeBlockFits, inlineCode, inlineCodeFits } from './escape.js';
+import { codeBlock, codeBlockFits, inlineCode, inlineCodeFits } from './escape.js';
 import { fitLines } from './fitLines.js';
 import { clipProse } from './prose.js';
 
@@ -11,7 +11,7 @@ type StageResolution = ApprovalStage['resolution'];
 // Satisfied stages stay on the card so a reviewer sees the whole pipeline and how far it got
 // (msp-approvals.md §9); the host names why each was allowed.
 function describeResolution(resolution: StageResolution, max: number): string {
-  const kind = clip(resolution.kind, 40);
+  const kind = clipProse(resolution.kind, 40);
   if (resolution.kind === 'policyAllow' && resolution.diagnostic) {
     return `${kind}: ${clipProse(resolution.diagnostic, max)}`;
   }

@@ -99,7 +99,7 @@ function deciders(resolution: Resolution, nameOf?: NameOf): string {
 }
 
 function durability(value: string): string {
-  return Object.hasOwn(DURABILITY, value) ? DURABILITY[value]! : clip(value, 60);
+  return Object.hasOwn(DURABILITY, value) ? DURABILITY[value]! : clipProse(value, 60);
 }
 
 const HOST_KEEPS =
@@ -110,7 +110,7 @@ function rememberedLine(record: ApprovalRecord): string[] {
   const r = record.remembered;
   if (!r) return [];
   const what = capabilitiesText(r.capabilities, 200);
-  const until = r.expiresAt ? `until ${slackDate(r.expiresAt) ?? clip(r.expiresAt, 40)}` : 'for now';
+  const until = r.expiresAt ? `until ${slackDate(r.expiresAt) ?? clipProse(r.expiresAt, 40)}` : 'for now';
   const caller = callerText(r.caller ?? record.caller, record.sessionId);
   if (r.usesLeft !== undefined) {
     const uses = r.usesLeft === 1 ? 'the next use' : `the next ${r.usesLeft} uses`;
@@ -183,8 +183,8 @@ function resolvedLines(resolution: Resolution, budget: CardBudget, timedOutAfter
     resolution.via === 'timeout' && timedOutAfterMs !== undefined ? [timedOutLine(timedOutAfterMs)] : [];
   lines.push(`${icon} *Decision:* ${describeResolution(resolution)}`);
   lines.push(`*Decided by:* ${decidedBy(resolution)}`);
-  lines.push(`*When:* ${slackDate(resolution.decidedAt) ?? clip(resolution.decidedAt, 60)}`);
-  if (resolution.policyResult) lines.push(`*Policy result:* ${clip(resolution.policyResult, 40)}`);
+  lines.push(`*When:* ${slackDate(resolution.decidedAt) ?? clipProse(resolution.decidedAt, 60)}`);
+  if (resolution.policyResult) lines.push(`*Policy result:* ${clipProse(resolution.policyResult, 40)}`);
   if (resolution.amendment) {
     const { rulePreview, durability: d, persistence, persistenceReason } = resolution.amendment;
     if (persistence === 'failed') {

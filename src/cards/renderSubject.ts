@@ -4,7 +4,8 @@ import type { ApprovalSubject } from '../msp/protocol.js';
 import { toJson } from '../util/toJson.js';
 import { section } from './blocks.js';
 import type { CardBudget } from './budget.js';
-import { clip, codeBlock, codeBlockFits, inlineCode, inlineCodeFits } from './escape.js';
+import { codeBlock, codeBlockFits, inlineCode, inlineCodeFits } from './escape.js';
+import { clipProse } from './prose.js';
 import { renderShell } from './renderShell.js';
 
 /** One-line facts go in the card's fact list; bigger things come back as their own blocks. */
@@ -24,7 +25,7 @@ function code(value: string | undefined, budget: CardBudget): string {
 function origin(subject: ApprovalSubject, budget: CardBudget): string | undefined {
   if (!subject.origin) return undefined;
   const o = subject.origin as Record<string, unknown>;
-  const parts = [clip(String(subject.origin.kind), 40)];
+  const parts = [clipProse(String(subject.origin.kind), 40)];
   if (typeof o.command === 'string') parts.push(inlineCode(o.command, budget.field));
   if (typeof o.url === 'string') parts.push(inlineCode(o.url, budget.field));
   return `*Origin:* ${parts.join(' ')}`;
@@ -61,7 +62,7 @@ export function renderSubject(
     case 'fileAccess':
       facts.push(`*File:* ${code(subject.path, budget)}`);
       field(subject.path);
-      facts.push(`*Access:* ${subject.access === undefined ? NOT_GIVEN : clip(subject.access, 60)}`);
+      facts.push(`*Access:* ${subject.access === undefined ? NOT_GIVEN : clipProse(subject.access, 60)}`);
       break;
     case 'network': {
       facts.push(`*Connects to:* ${code(networkAddress(subject), budget)}`);

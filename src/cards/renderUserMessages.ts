@@ -5,8 +5,9 @@ import type { TypedConfirmation } from '../domain/typedConfirmation.js';
 import { cutWithMark } from '../util/cutAtCodePoint.js';
 import { channelLink } from './channelLink.js';
 import { describeDecision, hostNamedDecider } from './describeDecision.js';
-import { clip, escapeMrkdwn, inlineCode } from './escape.js';
+import { escapeMrkdwn, inlineCode } from './escape.js';
 import { mentionUser } from './mentionUser.js';
+import { clipProse } from './prose.js';
 
 // The one place where an outcome becomes the sentence a person reads. Every text here is
 // ephemeral and goes only to the person who clicked.
@@ -175,7 +176,7 @@ export function refusalText(refusal: Refusal): string {
     case 'stopping':
       return 'Countersign is restarting and did not take this click. Nothing was decided. Please click again in a minute.';
     case 'decideFailed':
-      return `The agent host refused the decision (${clip(refusal.kind, MAX_KIND_SHOWN)}). Nothing was decided; the card shows the current state.`;
+      return `The agent host refused the decision (${clipProse(refusal.kind, MAX_KIND_SHOWN)}). Nothing was decided; the card shows the current state.`;
     case 'notAuthorized':
       return notAuthorizedText(refusal.refused);
     case 'cannotRemember':

@@ -1,10 +1,10 @@
 import type { ApprovalRecord } from '../domain/record.js';
-import { clip } from './escape.js';
+import { clipProse } from './prose.js';
 import { slackAge } from './slackDate.js';
 import { subjectSummary } from './subjectSummary.js';
 
 // One pending approval in a list (/countersign pending, App Home): tool, subject and age on one
-// line. Host text is escaped and cut; the permalink comes from Slack (chat.getPermalink).
+// line. Host text is escaped, made inert (clipProse) and cut; the permalink comes from Slack (chat.getPermalink).
 
 /** An approval waiting for a user, with the link to its card when Slack gave one. */
 export interface WaitingApproval {
@@ -15,10 +15,10 @@ export interface WaitingApproval {
 const MAX_TOOL = 60;
 const MAX_SUBJECT = 90;
 
-/** The subject on one line, escaped and cut: newlines in a command must not break the list. */
+/** The subject on one line, escaped, cut and inert: a command's newlines or `*` must not format the list. */
 export function oneLineSubject(raw: string | undefined): string | undefined {
   const flat = raw?.replace(/\s+/g, ' ').trim();
-  return flat ? clip(flat, MAX_SUBJECT) : undefined;
+  return flat ? clipProse(flat, MAX_SUBJECT) : undefined;
 }
 
 /** A URL Slack handed us, safe inside `<url|label>`: it has no `|` or `>` to end the link early. */
@@ -29,7 +29,7 @@ export function safeLink(url: string | undefined): string | undefined {
 /** "*bash* — `npm test` … — 3 minutes ago", the tool linked to its card when there is a link. */
 export function waitingLine(item: WaitingApproval, now: Date): string {
   const { record } = item;
-  const tool = clip(record.tool.replace(/\s+/g, ' '), MAX_TOOL);
+  const tool = clipProse(record.tool.replace(/\s+/g, ' '), MAX_TOOL);
   const link = safeLink(item.permalink);
   const parts = [link ? `*<${link}|${tool}>*` : `*${tool}*`];
   const subject = oneLineSubject(subjectSummary(record));

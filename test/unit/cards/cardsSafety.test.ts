@@ -3,15 +3,24 @@
 import { describe, expect, it } from 'vitest';
 import { decodeChoiceValue } from '../../../src/cards/ids.js';
 import { checkMessageLimits, MAX_BUTTON_TEXT, MAX_CARD_FALLBACK_TEXT } from '../../../src/cards/limits.js';
+import { batchAnswerText, renderBatchSummary } from '../../../src/cards/renderBatchSummary.js';
 import { renderCard } from '../../../src/cards/renderCard.js';
+import { renderConfirmModal } from '../../../src/cards/renderConfirmModal.js';
+import { renderFeedbackModal } from '../../../src/cards/renderFeedbackModal.js';
+import { renderHome } from '../../../src/cards/renderHome.js';
+import { refusalText } from '../../../src/cards/renderUserMessages.js';
+import { waitingLine } from '../../../src/cards/renderWaiting.js';
+import type { SummaryView } from '../../../src/domain/batchGroup.js';
 import type { RenderedMessage } from '../../../src/domain/messages.js';
 import { questionDigest } from '../../../src/domain/questionDigest.js';
-import type { ApprovalRecord, Phase } from '../../../src/domain/record.js';
+import type { ApprovalRecord, Phase, Resolution } from '../../../src/domain/record.js';
+import type { TypedConfirmation } from '../../../src/domain/typedConfirmation.js';
 import type { ApprovalChoice, ApprovalStage } from '../../../src/msp/protocol.js';
 import {
   allText,
   blocksOfType,
   buttons,
+  DECIDED_AT,
   fileRecord,
   inPhase,
   NOW,
@@ -220,6 +229,141 @@ describe("injection: agent prose never passes for the card's own formatting", ()
       expect(card.text).not.toContain(live);
     }
   });
+});
+
+/**
+ * One-line host or agent text written to pass for a line of the card's own: a line break, then a
+ * bold label and an emoji the card itself draws when a request is decided.
+ */
+const FAKE_LINE = 'x\n*Decided by:* :white_check_mark:';
+/** How FAKE_LINE may show: inert prose (clipProse), or inline code, where Slack formats nothing. */
+const FAKE_LINE_AS_PROSE = 'x ∗Decided by:∗ ∶white_check_mark:';
+const FAKE_LINE_AS_CODE = '`x *Decided by:* :white_check_mark:`';
+
+/** The texts of a message or view that Slack reads as mrkdwn, its notification text among them. */
+function mrkdwnTexts(message: { text?: string; blocks: unknown[] }): string[] {
+  return [message.text ?? '', ...texts({ text: '', blocks: message.blocks }, ['mrkdwn'])];
+}
+
+const resolvedFile = (resolution: Partial<Resolution>) => {
+  const record = inPhase(fileRecord(), 'resolved', 'policy');
+  return { ...record, resolution: { ...record.resolution!, ...resolution } };
+};
+const feedbackArgs = {
+  metadata: { channel: 'C1', ts: '1.1', sourceIndex: 0, choiceId: 'abort', approvalId: 'a1' },
+};
+const confirmation = { target: { text: 'prod', source: 'host' }, risks: [] } as unknown as TypedConfirmation;
+const batchView = (over: Partial<SummaryView['shared']>, session = 'Release'): SummaryView => ({
+  groupId: 'C1:abc',
+  channel: 'C1',
+  shared: { route: 'builds', tool: 'bash', capabilities: ['exec:npm test'], sandboxMode: 'default', ...over },
+  members: [{ approvalId: 'appr-1', sourceIndex: 0, ts: '1.1', session }],
+  total: 1,
+});
+
+/** Every one-line field the host or agent fills, and the mrkdwn it shows in, given its value. */
+const ONE_LINE_FIELDS: Record<string, (value: string) => string[]> = {
+  'card: session title': (v) => mrkdwnTexts(render(fileRecord({ sessionTitle: v }))),
+  'card: tool': (v) => mrkdwnTexts(render(fileRecord({ tool: v }))),
+  'card: file access': (v) =>
+    mrkdwnTexts(render(fileRecord({ subject: { kind: 'fileAccess', path: '/srv/a', access: v } }))),
+  'card: connection origin kind': (v) =>
+    mrkdwnTexts(
+      render(
+        fileRecord({
+          subject: {
+            kind: 'network',
+            host: 'example.com',
+            port: 443,
+            protocol: 'https',
+            origin: { kind: v },
+          },
+        }),
+      ),
+    ),
+  'card: how an earlier stage was allowed': (v) => {
+    const record = shellRecord(2);
+    const subject = record.subject as { kind: 'shell'; command: string; stages: ApprovalStage[] };
+    const stages = subject.stages.map((s, i) => (i === 0 ? { ...s, resolution: { kind: v } } : s));
+    return mrkdwnTexts(render({ ...record, subject: { ...subject, stages } }));
+  },
+  'card: rule durability': (v) =>
+    mrkdwnTexts(render(resolvedFile({ amendment: { durability: v, rulePreview: 'write /srv/a' } }))),
+  'card: policy result': (v) => mrkdwnTexts(render(resolvedFile({ policyResult: v }))),
+  'card: decision': (v) => mrkdwnTexts(render(resolvedFile({ decision: v }))),
+  'card: decided at': (v) => mrkdwnTexts(render(resolvedFile({ decidedAt: v }))),
+  'card: decider the host names': (v) => mrkdwnTexts(render(resolvedFile({ resolvedBy: v }))),
+  'card: data row kind': (v) =>
+    mrkdwnTexts(render(fileRecord({ cuaCardFacts: { data: [{ kind: v, n: 1 }] } }))),
+  'batch summary: session title': (v) => mrkdwnTexts(renderBatchSummary(batchView({}, v), new Map())),
+  'batch summary: tool': (v) => mrkdwnTexts(renderBatchSummary(batchView({ tool: v }), new Map())),
+  'batch summary: sandbox mode': (v) =>
+    mrkdwnTexts(renderBatchSummary(batchView({ sandboxMode: v }), new Map())),
+  'batch answer: session title': (v) => [
+    batchAnswerText({
+      userId: 'U0ALICE',
+      action: 'approve',
+      at: DECIDED_AT,
+      decided: [],
+      skipped: [
+        {
+          approvalId: 'appr-1',
+          session: v,
+          refusal: { code: 'alreadyResolved', decision: 'approved', resolvedBy: 'user' },
+        },
+      ],
+    }),
+  ],
+  'reason modal: tool': (v) =>
+    mrkdwnTexts(renderFeedbackModal({ ...feedbackArgs, choiceLabel: 'Reject', tool: v })),
+  'reason modal: choice label': (v) =>
+    mrkdwnTexts(renderFeedbackModal({ ...feedbackArgs, choiceLabel: v, tool: 'bash' })),
+  'confirm modal: tool': (v) =>
+    mrkdwnTexts(renderConfirmModal({ ...feedbackArgs, confirmation, choiceLabel: 'Allow', tool: v })),
+  'confirm modal: choice label': (v) =>
+    mrkdwnTexts(renderConfirmModal({ ...feedbackArgs, confirmation, choiceLabel: v, tool: 'bash' })),
+  'pending list: tool': (v) => [waitingLine({ record: fileRecord({ tool: v }) }, NOW)],
+  'pending list: subject': (v) => [
+    waitingLine({ record: fileRecord({ subject: { kind: 'fileAccess', path: '/srv/a', access: v } }) }, NOW),
+  ],
+  'App Home: recent tool': (v) =>
+    mrkdwnTexts(
+      renderHome({
+        waiting: [],
+        recent: [
+          {
+            decision: {
+              approvalId: 'r1',
+              tool: v,
+              decision: 'approved',
+              decidedAt: DECIDED_AT,
+              channel: 'C1',
+            },
+          },
+        ],
+        channel: 'C1',
+        status: { host: true, redis: true },
+        now: NOW,
+      }),
+    ),
+  'refusal: the kind the host refused with': (v) => [refusalText({ code: 'decideFailed', kind: v })],
+};
+
+describe('injection: one-line host text stays on its line, its formatting inert', () => {
+  const count = (all: string[], token: string) => all.join('\u0000').split(token).length - 1;
+  for (const [field, show] of Object.entries(ONE_LINE_FIELDS)) {
+    it(field, () => {
+      const shown = show(FAKE_LINE);
+      const all = shown.join('\u0000');
+      expect(all.includes(FAKE_LINE_AS_PROSE) || all.includes(FAKE_LINE_AS_CODE), all).toBe(true);
+      // Against the same field holding plain text: no line, bold label or emoji more than it has.
+      const plain = show('x');
+      const rest = shown.map((t) => t.replaceAll(FAKE_LINE_AS_CODE, ''));
+      for (const token of ['\n', '*Decided by:*', ':white_check_mark:']) {
+        expect(count(rest, token), token).toBe(count(plain, token));
+      }
+    });
+  }
 });
 
 describe('injection: host text never becomes live markup', () => {
