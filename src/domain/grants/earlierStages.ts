@@ -83,6 +83,14 @@ const PROGRAM_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.+-]*$/;
  */
 const EXPANSION = /[$`]/;
 
+/**
+ * A word ending in a parenthesised part, or holding `(#q` (EXTENDED_GLOB's spelling): in zsh a
+ * glob qualifier, whose `e:…:` and `+name` run code in the shell itself as the word expands
+ * (`ls *(e:'cd /srv/b':)`). Quoted text such as
+ * `-m "fix (x)"` looks the same here and counts too.
+ */
+const GLOB_QUALIFIER = /\([^()]*\)$|\(#q/;
+
 /** `NAME=value`: an assignment, kept by the shell for the stages after it. */
 const ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=/;
 
@@ -114,5 +122,6 @@ function stageMoves(argv: readonly string[]): string | undefined {
   const option = still?.(args);
   if (option) return option;
   if (args.some((arg) => EXPANSION.test(arg))) return 'an expansion';
+  if (args.some((arg) => GLOB_QUALIFIER.test(arg))) return 'a glob qualifier';
   return undefined;
 }

@@ -171,6 +171,20 @@ describe('a shell stage needs the workspace it runs in (docs/grants.md)', () => 
     }
   });
 
+  // zsh runs a glob qualifier's code (`e:…:`, `+name`) in the shell itself, as it expands the
+  // word: `ls *(e:'cd /srv/b':)` moves the shell for the stages after it.
+  it('is not grantable after a stage with a word that may be a glob qualifier', () => {
+    for (const first of [
+      ['ls', "*(e:'cd /srv/b':)"],
+      ['ls', '*(+movefn)'],
+      ['ls', '-d', '**/*(.e_cd /srv/b_)'],
+      ['ls', "*(#qe:'cd /srv/b':)x"],
+    ]) {
+      const derived = caps(shellIn('/srv/a', first, ['make', 'install']), 1);
+      expect(derived.notGrantable, first.join(' ')).toBe('a stage after a glob qualifier');
+    }
+  });
+
   it('still grants a stage after programs by name and builtins that change nothing', () => {
     const plain = [
       ['git', 'status'],
