@@ -4,7 +4,8 @@ import { maskMarker, valueMarker } from './maskSecrets.js';
 // In an argv a flag and its value are two words, each masked on its own by maskSecrets: neither
 // `--password` nor `hunter2` looks secret alone. Here a word is masked for where it stands: after
 // a secret flag (`--password`, `aws_secret_access_key`), or as the value of a program's flag
-// once that program was named (`mysql … -phunter2`, `curl … -u admin:hunter2`).
+// once that program was named (`mysql … -phunter2`, `curl … -u admin:hunter2`), and its
+// subcommand where the flag needs one (`docker login … -p hunter2`).
 
 // The words are raw (intake cuts them afterwards), so whatever is read of them is bounded: an
 // agent may send ten thousand words of megabytes each.
@@ -77,6 +78,8 @@ function maskedFlagValue(entry: ProgramFlag, previous: string | undefined, word:
 export function argvSecrets(argv: readonly unknown[]): Array<string | undefined> {
   const out: Array<string | undefined> = new Array(argv.length).fill(undefined);
   const named = new Set<ProgramFlag>();
+  // Named, but their flags count only once their subcommand follows (`docker … login`).
+  const awaiting = new Set<ProgramFlag>();
   let previous: string | undefined;
   for (const [i, word] of argv.entries()) {
     if (typeof word !== 'string') {
@@ -85,9 +88,12 @@ export function argvSecrets(argv: readonly unknown[]): Array<string | undefined>
     }
     if (previous !== undefined && isSecretFlag(previous) && isValueWord(word)) out[i] = wordMarker(word);
     for (const entry of named) out[i] ??= maskedFlagValue(entry, previous, word);
+    for (const entry of awaiting) if (entry.subcommand === word) named.add(entry);
     const program = programOf(word);
     if (program !== undefined) {
-      for (const entry of PROGRAM_FLAGS) if (entry.programs.includes(program)) named.add(entry);
+      for (const entry of PROGRAM_FLAGS) {
+        if (entry.programs.includes(program)) (entry.subcommand === undefined ? named : awaiting).add(entry);
+      }
     }
     previous = word;
   }

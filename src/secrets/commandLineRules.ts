@@ -17,9 +17,9 @@ import {
 // A long flag is secret when its last word is (`--client-secret`, `--auth-token`), so a flag
 // naming where a secret lives (`--password-file`, `--token-env`) keeps its value: a path or a
 // name. A boolean flag (`--no-password`, `--ask-password`, `--with-token`) takes no value.
-// Short flags mean a password only for some programs (`-p` is a port for ssh and docker, a
+// Short flags mean a password only for some programs (`-p` is a port for ssh and `docker run`, a
 // profile elsewhere), so they are masked only after one of those programs' names, in the same
-// command.
+// command, and for some only after a subcommand too: `docker login -p` is a password.
 
 const SECRET_FLAG_WORDS = [
   'passw(?:or)?d',
@@ -63,6 +63,11 @@ export interface ProgramFlag {
   nextWord: boolean;
   /** `afterColon`: `user:password`, the user kept; `cookie`: only a value holding `=`. */
   secret: SecretPart;
+  /**
+   * A word that must come after the program's name, before the flag, for the flag to be secret:
+   * `docker login -p` is a password, `docker run -p` a port.
+   */
+  subcommand?: string;
 }
 
 const MYSQL_PROGRAMS = [
@@ -83,12 +88,19 @@ const MYSQL_PROGRAMS = [
   'mariadb-check',
 ];
 
+/**
+ * Programs whose `login` takes the password as `-p` (`helm registry login`, `az login -p` for a
+ * service principal's secret). Their `--password` is masked for any program.
+ */
+const LOGIN_PROGRAMS = ['docker', 'podman', 'nerdctl', 'buildah', 'skopeo', 'oras', 'helm', 'az', 'oc', 'cf'];
+
 export const PROGRAM_FLAGS: readonly ProgramFlag[] = [
   { programs: MYSQL_PROGRAMS, flags: ['-p'], nextWord: false, secret: 'whole' },
   { programs: ['curl'], flags: ['-u', '-U', '--user', '--proxy-user'], nextWord: true, secret: 'afterColon' },
   { programs: ['curl'], flags: ['-b', '--cookie'], nextWord: true, secret: 'cookie' },
   { programs: ['redis-cli'], flags: ['-a', '--pass'], nextWord: true, secret: 'whole' },
   { programs: ['sshpass'], flags: ['-p'], nextWord: true, secret: 'whole' },
+  { programs: LOGIN_PROGRAMS, flags: ['-p'], nextWord: true, secret: 'whole', subcommand: 'login' },
 ];
 
 export function isLongFlag(flag: string): boolean {
@@ -135,22 +147,27 @@ const PROGRAM_NAMES = alternatives(PROGRAM_FLAGS.flatMap((entry) => entry.progra
 const LONG_FLAGS = alternatives(ALL_FLAGS.filter(isLongFlag));
 const SHORT_FLAGS = alternatives(ALL_FLAGS.filter((flag) => !isLongFlag(flag)));
 
+const SUBCOMMANDS = alternatives(PROGRAM_FLAGS.flatMap((entry) => entry.subcommand ?? []));
+
 /** Whether a text names any program of PROGRAM_FLAGS: only then is it scanned for their flags. */
 const ANY_PROGRAM = new RegExp(`(?:${PROGRAM_NAMES})(?![A-Za-z0-9_-])`);
 
 /**
- * What ends a command (a line, `;`, `&`, `|`), a program's name, or one of the flags: a long
- * flag whole (`--user`, not `--user-agent`), a short one perhaps with its value glued.
+ * What ends a command (a line, `;`, `&`, `|`), a program's name, a subcommand as a whole word
+ * (`login`, not `--login` or `login=x`), or one of the flags: a long flag whole (`--user`, not
+ * `--user-agent`), a short one perhaps with its value glued.
  */
 const SCAN = new RegExp(
   `(?<end>[\\n;&|])` +
     `|(?<program>${atStart(`(?:${PROGRAM_NAMES})`, 'A-Za-z0-9_.-')}(?![A-Za-z0-9_-]))` +
+    `|(?<subcommand>${atNameStart(`(?:${SUBCOMMANDS})`)}(?![^\\s"'\\\\;&|()<>]))` +
     `|(?<flag>${atNameStart(`(?:(?:${LONG_FLAGS})(?![A-Za-z0-9_-])|${SHORT_FLAGS})`)})`,
   'g',
 );
 
 interface Candidate {
   programs: ReadonlySet<string>;
+  subcommand: string | undefined;
   value: RegExp;
 }
 
@@ -159,7 +176,11 @@ const CANDIDATES = new Map<string, Candidate[]>();
 for (const entry of PROGRAM_FLAGS) {
   for (const flag of entry.flags) {
     const list = CANDIDATES.get(flag) ?? [];
-    list.push({ programs: new Set(entry.programs), value: valueAfter(entry, flag) });
+    list.push({
+      programs: new Set(entry.programs),
+      subcommand: entry.subcommand,
+      value: valueAfter(entry, flag),
+    });
     CANDIDATES.set(flag, list);
   }
 }
@@ -182,23 +203,34 @@ function secretSpan(match: RegExpExecArray): { start: number; end: number; value
 
 /**
  * [start, end) and text of each secret given to a program flag (`mysql -phunter2`,
- * `curl -u admin:hunter2`), left to right. One pass: a flag counts after its program's name in
- * the same command, and its value is read where the flag ends, every repeat bounded.
+ * `curl -u admin:hunter2`, `docker login -p hunter2`), left to right. One pass: a flag counts
+ * after its program's name (and its subcommand, if it needs one) in the same command, and its
+ * value is read where the flag ends, every repeat bounded.
+ *
+ * A subcommand counts wherever it stands after a program's name: `docker --context prod login`
+ * still logs in. So `docker run --name login -p 80:80` loses its port to a marker, the lesser
+ * mistake.
  */
 export function programFlagSecrets(text: string): Array<{ start: number; end: number; value: string }> {
   const found: Array<{ start: number; end: number; value: string }> = [];
   const first = ANY_PROGRAM.exec(text);
   if (first === null) return found;
   const named = new Set<string>();
+  const subcommands = new Set<string>();
   SCAN.lastIndex = first.index;
   for (let match = SCAN.exec(text); match !== null; match = SCAN.exec(text)) {
-    const { end, program, flag } = match.groups!;
-    if (end !== undefined) named.clear();
-    else if (program !== undefined) named.add(program);
-    else if (flag !== undefined) {
+    const { end, program, subcommand, flag } = match.groups!;
+    if (end !== undefined) {
+      named.clear();
+      subcommands.clear();
+    } else if (program !== undefined) named.add(program);
+    else if (subcommand !== undefined) {
+      if (named.size > 0) subcommands.add(subcommand);
+    } else if (flag !== undefined) {
       const at = match.index + flag.length;
       for (const candidate of CANDIDATES.get(flag) ?? []) {
         if (!namesAny(named, candidate.programs)) continue;
+        if (candidate.subcommand !== undefined && !subcommands.has(candidate.subcommand)) continue;
         candidate.value.lastIndex = at;
         const value = candidate.value.exec(text);
         const span = value && secretSpan(value);

@@ -5,7 +5,7 @@ import { maskSecrets, valueMarker } from './maskSecrets.js';
 // `curl -u user:SECRET` after those programs' names), the values of long flags and variable
 // assignments named more loosely (`--auth X`, `--credentials=X`, `GH_AUTH=X`) are masked.
 //
-// Other short flags are left alone: `-p` is a port for docker and ssh, a profile elsewhere;
+// Other short flags are left alone: `-p` is a port for `docker run` and ssh, a profile elsewhere;
 // guessing would hide ports and paths from the log an operator reads to debug the host. A flag
 // naming where a secret lives (`--token-file`, `--password-env`) is left alone too: its value is
 // a path or a name, not the secret.

@@ -87,6 +87,44 @@ describe('maskSecrets: a secret after its flag, header or name', () => {
     ['curl -b cookie', `curl -b 'session=abc123' https://x`, `curl -b '${S}' https://x`],
     ['redis-cli -a', 'redis-cli -a hunter2 ping', `redis-cli -a ${S} ping`],
     ['sshpass -p', 'sshpass -p hunter2 ssh deploy@host', `sshpass -p ${S} ssh deploy@host`],
+    ['docker login -p', 'docker login -u bot -p Passw0rdXY reg', `docker login -u bot -p ${S} reg`],
+    ['docker login -p glued', 'docker login -pPassw0rdXY reg', `docker login -p${S} reg`],
+    [
+      'docker login -p after a global option',
+      'docker --context prod login -p hunter2 reg',
+      `docker --context prod login -p ${S} reg`,
+    ],
+    ['podman login -p quoted', `podman login -u bot -p 'p w' reg`, `podman login -u bot -p '${S}' reg`],
+    ['nerdctl login -p', 'nerdctl login -p hunter2 reg', `nerdctl login -p ${S} reg`],
+    ['buildah login -p', 'buildah login -u bot -p hunter2 reg', `buildah login -u bot -p ${S} reg`],
+    ['skopeo login -p', 'skopeo login -u bot -p hunter2 reg', `skopeo login -u bot -p ${S} reg`],
+    ['oras login -p', 'oras login -u bot -p hunter2 reg', `oras login -u bot -p ${S} reg`],
+    [
+      'helm registry login -p',
+      'helm registry login reg -u bot -p hunter2',
+      `helm registry login reg -u bot -p ${S}`,
+    ],
+    [
+      'az login -p of a service principal',
+      'az login --service-principal -u app -p hunter2 --tenant t',
+      `az login --service-principal -u app -p ${S} --tenant t`,
+    ],
+    [
+      'oc login -p',
+      'oc login https://api:6443 -u admin -p hunter2',
+      `oc login https://api:6443 -u admin -p ${S}`,
+    ],
+    ['cf login -p', 'cf login -a api -u me -p hunter2', `cf login -a api -u me -p ${S}`],
+    [
+      'docker login -p in a JSON argv',
+      '["docker","login","-p","hunter2","reg"]',
+      `["docker","login","-p","${S}","reg"]`,
+    ],
+    [
+      'docker login -p in a command inside JSON',
+      '{"command":"docker login -p hunter2 reg\\nls"}',
+      `{"command":"docker login -p ${S} reg\\nls"}`,
+    ],
     [
       'aws_secret_access_key and a space',
       'aws configure set aws_secret_access_key abc/def+ghi',
@@ -171,6 +209,14 @@ describe('maskSecrets: flags that hold no secret', () => {
       'deploy --password "$DB_PASSWORD" --token $(cat /run/token) -u admin:$PASSWORD',
     ],
     ['-p as a port', 'docker run -p 8080:80 nginx && ssh -p 2222 host && ssh -p2222 host'],
+    ['-p of docker run', 'docker run -p 8080:80 img'],
+    ['-p of podman and nerdctl run', 'podman run -p 8080:80 img; nerdctl run -p8080:80 img'],
+    ['-p of docker run, login after it', 'docker run -p 8080:80 img login'],
+    ['-p of docker run, login in the command before', 'echo login; docker run -p 8080:80 img'],
+    ['-p of docker run, login in a value', 'docker run -e login=1 --login -p 8080:80 img'],
+    ['-p of docker login alone', 'docker login -u bot --password-stdin reg < pw.txt'],
+    ['-p of oc process, a parameter', 'oc process -p NAME=web -f tmpl.yaml'],
+    ['-p of cf push, a path', 'cf push app -p ./build'],
     ['-p of mysql alone, which prompts', 'mysql -u root -p shop'],
     ['-P of mysql, its port', 'mysql -P 3306 shop'],
     ['-p after mysql, in the next command', 'mysql shop < seed.sql; ssh -p2222 host'],
@@ -212,6 +258,17 @@ describe('argvSecrets: a word secret for where it stands', () => {
     ],
     ['redis-cli -a', ['redis-cli', '-a', 'hunter2'], [undefined, undefined, S]],
     [
+      'docker login -p',
+      ['docker', 'login', '-u', 'bot', '-p', 'hunter2', 'reg'],
+      [undefined, undefined, undefined, undefined, undefined, S, undefined],
+    ],
+    ['podman login -p glued', ['/usr/bin/podman', 'login', '-phunter2'], [undefined, undefined, `-p${S}`]],
+    [
+      'helm registry login -p',
+      ['helm', 'registry', 'login', '-p', 'hunter2'],
+      [undefined, undefined, undefined, undefined, S],
+    ],
+    [
       'a token after a flag, by its shape',
       ['deploy', '--token', FAKE_GITHUB_TOKEN],
       [undefined, undefined, '[masked github-token]'],
@@ -230,6 +287,9 @@ describe('argvSecrets: a word secret for where it stands', () => {
     ['-p as a port', ['ssh', '-p', '2222', 'host']],
     ['-p of mysql alone', ['mysql', '-p', 'shop']],
     ['-u of docker', ['docker', 'run', '-u', '1000:1000', 'img']],
+    ['-p of docker run', ['docker', 'run', '-p', '8080:80', 'img']],
+    ['-p of docker run, login after it', ['docker', 'run', '-p', '8080:80', 'img', 'login']],
+    ['-p of cf push', ['cf', 'push', 'app', '-p', './build']],
     ['curl -u without a password', ['curl', '-u', 'admin', 'https://x']],
     ['items that are not strings', ['--password', 42, null, { x: 1 }]],
   ];
@@ -292,5 +352,10 @@ describe('maskCommandLine: MSP_HOST_COMMAND', () => {
     expect(maskCommandLine('mysql -phunter2 -P 3306 && ssh -p 2222 host')).toBe(
       `mysql -p${S} -P 3306 && ssh -p 2222 host`,
     );
+  });
+
+  it('masks the password of docker login, and leaves the port of docker run', () => {
+    expect(maskCommandLine('docker login -u bot -p Passw0rdXY reg')).not.toContain('Passw0rdXY');
+    expect(maskCommandLine('docker run -p 8080:80 img')).toBe('docker run -p 8080:80 img');
   });
 });
