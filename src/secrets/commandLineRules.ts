@@ -1,3 +1,4 @@
+import { HTPASSWD, htpasswdSecret } from './htpasswdSecrets.js';
 import {
   anyCase,
   atNameStart,
@@ -143,13 +144,13 @@ function valueAfter(entry: ProgramFlag, flag: string): RegExp {
 }
 
 const ALL_FLAGS = PROGRAM_FLAGS.flatMap((entry) => entry.flags);
-const PROGRAM_NAMES = alternatives(PROGRAM_FLAGS.flatMap((entry) => entry.programs));
+const PROGRAM_NAMES = alternatives([...PROGRAM_FLAGS.flatMap((entry) => entry.programs), HTPASSWD]);
 const LONG_FLAGS = alternatives(ALL_FLAGS.filter(isLongFlag));
 const SHORT_FLAGS = alternatives(ALL_FLAGS.filter((flag) => !isLongFlag(flag)));
 
 const SUBCOMMANDS = alternatives(PROGRAM_FLAGS.flatMap((entry) => entry.subcommand ?? []));
 
-/** Whether a text names any program of PROGRAM_FLAGS: only then is it scanned for their flags. */
+/** Whether a text names any program of PROGRAM_FLAGS or htpasswd: only then is it scanned. */
 const ANY_PROGRAM = new RegExp(`(?:${PROGRAM_NAMES})(?![A-Za-z0-9_-])`);
 
 /**
@@ -203,9 +204,10 @@ function secretSpan(match: RegExpExecArray): { start: number; end: number; value
 
 /**
  * [start, end) and text of each secret given to a program flag (`mysql -phunter2`,
- * `curl -u admin:hunter2`, `docker login -p hunter2`), left to right. One pass: a flag counts
- * after its program's name (and its subcommand, if it needs one) in the same command, and its
- * value is read where the flag ends, every repeat bounded.
+ * `curl -u admin:hunter2`, `docker login -p hunter2`) or to htpasswd after its file and user,
+ * left to right. One pass: a flag counts after its program's name (and its subcommand, if it
+ * needs one) in the same command, and its value is read where the flag ends, every repeat
+ * bounded.
  *
  * A subcommand counts wherever it stands after a program's name: `docker --context prod login`
  * still logs in. So `docker run --name login -p 80:80` loses its port to a marker, the lesser
@@ -223,6 +225,12 @@ export function programFlagSecrets(text: string): Array<{ start: number; end: nu
     if (end !== undefined) {
       named.clear();
       subcommands.clear();
+    } else if (program === HTPASSWD) {
+      const span = htpasswdSecret(text, match.index + program.length);
+      if (span) {
+        found.push(span);
+        SCAN.lastIndex = span.end;
+      }
     } else if (program !== undefined) named.add(program);
     else if (subcommand !== undefined) {
       if (named.size > 0) subcommands.add(subcommand);

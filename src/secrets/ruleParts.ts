@@ -97,3 +97,18 @@ export const JSON_ITEM_GAP = '"[ \\t]{0,8},[ \\t\\r\\n]{0,64}(?=")';
 export function flagGap(name: string): string {
   return `(?:${BLANKS}|${JSON_ITEM_GAP})${quotedOrBare(name)}`;
 }
+
+/**
+ * Any shell word, a flag too, after blanks (single-, double- or JSON-escape-quoted, or bare), or
+ * the next item of a JSON array (`"-b", "file"`): its text, without quotes, in a group named
+ * `word<name>…`. A marker is no word: what was masked is not read again.
+ */
+export function nextWord(name: string): string {
+  return (
+    `(?:${BLANKS}${NOT_A_MARKER}(?:'(?<word${name}Sq>[^'\\r\\n]{0,1024})'` +
+    `|\\\\"(?<word${name}Eq>${IN_ESCAPED_QUOTES}{0,1024})\\\\"` +
+    `|"(?<word${name}Dq>${IN_QUOTES}{0,1024})"` +
+    `|(?<word${name}Bare>[^\\s"'\\\\;&|()<>\`]{1,1024}))` +
+    `|${JSON_ITEM_GAP}"${NOT_A_MARKER}(?<word${name}Json>${IN_QUOTES}{0,1024})(?="[ \\t]{0,8}[,\\]]))`
+  );
+}
