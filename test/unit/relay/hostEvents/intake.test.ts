@@ -225,6 +225,19 @@ describe('intake: the hash of the arguments', () => {
       expect(JSON.stringify(record)).not.toContain(sha256(command(guess)));
   });
 
+  it('is of the arguments as masked when they log in with a password (`docker login -p`)', () => {
+    const command = 'docker login -u bot -p Passw0rdXY registry.example.com';
+    const argv = command.split(' ');
+    const rawArgs = JSON.stringify({ command, argv });
+    const record = newRecord(
+      params({ rawArgs, subject: { kind: 'shell', command, stages: [stage(0, argv, 1)] } }),
+      ctx(),
+    );
+    expect(JSON.stringify(record)).not.toContain('Passw0rdXY');
+    expect(record.argsSha256).toBe(sha256(record.rawArgs));
+    expect(record.argsSha256Of).toBe('masked');
+  });
+
   it('is of the arguments as masked when the secret lies past the record’s cut, where View full shows it', () => {
     const rawArgs = JSON.stringify({ content: `${'x'.repeat(MAX_RAW_ARGS_CHARS)} ${SLACK}` });
     const record = newRecord(params({ rawArgs }), ctx());
