@@ -116,7 +116,8 @@ export const SECRET_RULES: readonly SecretRule[] = [
     source: `_(?:(?:KEY|PASS|PWD)(?<=[A-Z0-9]_[A-Z]{3,4})|pass(?<=[a-z0-9]_pass))${KEY_SEPARATOR}${keyValue('Suffix')}`,
   },
   {
+    // `https://user:x@host`, and `redis://:x@host`: a password without a user name.
     label: 'url-password',
-    source: `://[^\\s/@:"'\\\\]{1,256}:(?<secretUrl>[^\\s/@"'\\\\]{1,256})(?=@)`,
+    source: `://[^\\s/@:"'\\\\]{0,256}:(?<secretUrl>[^\\s/@"'\\\\]{1,256})(?=@)`,
   },
 ];

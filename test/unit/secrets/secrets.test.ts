@@ -94,6 +94,12 @@ describe('maskSecrets: every shape the issue lists', () => {
     ],
     ['JSON key and value', '{"api_key": "a1b2c3d4e5", "user": "me"}', 'a1b2c3d4e5', 'secret-value'],
     ['password in a URL', 'postgres://app:s3cretpw@db.internal:5432/shop', 's3cretpw', 'url-password'],
+    [
+      'password in a URL without a user',
+      'redis-cli -u redis://:s3cretpw@cache:6379 ping',
+      's3cretpw',
+      'url-password',
+    ],
     // Issue 26, item 9: shapes that were missed.
     ['GitLab token', `glab auth login --stdin <<< ${FAKE_GITLAB_TOKEN}`, FAKE_GITLAB_TOKEN, 'gitlab-token'],
     [
@@ -227,6 +233,7 @@ describe('maskSecrets: what is not a secret', () => {
     ['max_tokens', 'openai complete --max_tokens=100 --tokenizer=bpe'],
     ['a short AKIA word', 'AKIA is a prefix'],
     ['a plain URL', 'https://github.com/o/r/pull/12'],
+    ['a URL with a port and an @ in its path', 'https://host:8080/users/@me http://[::1]:80/x'],
   ];
   for (const [what, text] of negatives) {
     it(`leaves ${what} alone`, () => {
