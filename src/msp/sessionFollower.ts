@@ -301,10 +301,22 @@ export class SessionFollower {
   }
 
   /**
-   * session/resume, throwing the host's error (used by decide on sessionNotLoaded). Resumes from
-   * the last view cursor where there is one, so the host serves only what came after it.
+   * session/resume for a decide the host answered sessionNotLoaded, throwing the host's error;
+   * then the session is read again, as followNow does after a resume of its own. The resume may
+   * recover the session: the host closes what was pending and asks it again under new ids before
+   * the subscription starts, so no approval/resolved tells us of the old ones, and the start-up
+   * sync skips a session resumed already. Not awaited: the decide's replay need not wait for it.
    */
   async resume(sessionId: string): Promise<void> {
+    await this.subscribe(sessionId);
+    void this.refresh(sessionId);
+  }
+
+  /**
+   * session/resume, throwing the host's error. Resumes from the last view cursor where there is
+   * one, so the host serves only what came after it.
+   */
+  private async subscribe(sessionId: string): Promise<void> {
     const viewCursor = await resumeSession(
       this.request,
       this.newCommandId,
@@ -313,6 +325,7 @@ export class SessionFollower {
       this.tracked.get(sessionId)?.viewCursor,
     );
     this.resumed.add(sessionId);
+    this.releaseHeld(sessionId);
     this.track({ sessionId, ...(viewCursor ? { viewCursor } : {}) });
   }
 
@@ -545,8 +558,7 @@ export class SessionFollower {
   /** Resolves with whether the session is now resumed here. */
   private async tryResume(sessionId: string, log: Logger): Promise<boolean> {
     try {
-      await this.resume(sessionId);
-      this.releaseHeld(sessionId);
+      await this.subscribe(sessionId);
       log.info('session resumed');
       return true;
     } catch (error) {

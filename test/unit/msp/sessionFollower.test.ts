@@ -428,3 +428,43 @@ describe('SessionFollower: a session read again that the host could not list', (
     expect(vi.getTimerCount()).toBe(0);
   });
 });
+
+describe('SessionFollower: a session a decide resumed', () => {
+  // The host recovers a session as it loads it: it closes what was pending and asks it again
+  // under new ids, before the subscription starts, so the closing frames never reach us.
+  function recoveringHost() {
+    const calls: string[] = [];
+    const request = async (method: string): Promise<unknown> => {
+      calls.push(method);
+      switch (method) {
+        case 'session/resume':
+          return {
+            session: { sessionId: SESSION, status: 'running' },
+            viewCursor: 'v:2',
+            pendingRequests: [],
+          };
+        case 'session/list':
+          return { sessions: [{ sessionId: SESSION, status: 'notLoaded' }], nextCursor: null };
+        case 'approval/listPending':
+          return { approvals: [], userInputs: [] };
+        default:
+          throw MspError.methodNotFound(method);
+      }
+    };
+    const events: HostEvent[] = [];
+    const follower = followerOn(request, { emit: (event) => events.push(event) });
+    const reconciled = () =>
+      events.filter((event) => event.type === 'sessionReconciled' && event.sessionId === SESSION);
+    return { calls, follower, reconciled };
+  }
+
+  it('is read again, as a resume of its own is: the ids the recovery closed lose their cards', async () => {
+    const { follower, reconciled } = recoveringHost();
+    // sessionNotLoaded on a decide sent before the start-up sync reached the session.
+    await follower.resume(SESSION);
+    await follower.syncAll();
+    expect(follower.isResumed(SESSION)).toBe(true);
+    expect(reconciled()).toEqual([expect.objectContaining({ pendingApprovalIds: [] })]);
+    follower.dispose();
+  });
+});
