@@ -14,7 +14,7 @@ import {
 import type { Activity } from '../../util/activity.js';
 import { byDeadline, LATE } from '../../util/byDeadline.js';
 import { lazyChild } from '../../util/lazyChild.js';
-import { decidedByClaim, unanswered, unclaimed } from '../records/decisionMutations.js';
+import { closedNotByClaim, decidedByClaim, unanswered, unclaimed } from '../records/decisionMutations.js';
 import {
   claimKept,
   type DecisionOutcome,
@@ -378,9 +378,18 @@ export class Decider {
           { terminal: result.terminal, choiceId: claim.choiceId, userId: claim.userId, via: claim.via },
           'decision accepted',
         );
-        // Settling, the resolution this ack stands for was written before and will not come again.
-        if (how.settling && result.terminal) {
-          await this.mutate(record.approvalId, decidedByClaim(claim.commandId, this.now()));
+        // Settling, the resolution a terminal ack stands for was written before and will not come
+        // again. Any other ack (one stage passed, or terminal unsaid) did not close the approval,
+        // which the host no longer lists: something else closed it, and that close never reached
+        // us. The host took the stage all the same, so the outcome stays `decided` (a grant's use
+        // is counted, as after a first send's stage ack).
+        if (how.settling) {
+          await this.mutate(
+            record.approvalId,
+            result.terminal === true
+              ? decidedByClaim(claim.commandId, this.now())
+              : closedNotByClaim(claim.commandId),
+          );
         }
         return { kind: 'decided', terminal: result.terminal };
       } catch (err) {

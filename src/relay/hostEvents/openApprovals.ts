@@ -3,7 +3,7 @@ import { type ApprovalRecord, isTerminal } from '../../domain/record.js';
 import { type ApprovalStore, FOR_HOST, type Mutation } from '../../store/approvalStore.js';
 import type { Decider } from '../deciding/decider.js';
 import type { RecordKeeper } from '../records/recordKeeper.js';
-import { orphaned, superseded } from '../records/recordMutations.js';
+import { noLongerListed, orphaned } from '../records/recordMutations.js';
 import type { AskedApprovals } from './askedApprovals.js';
 
 export interface OpenApprovalsOptions {
@@ -45,7 +45,7 @@ export class OpenApprovals {
         this.options.decider.settle(record);
         return undefined;
       }
-      return superseded('The agent host no longer has this request pending.');
+      return noLongerListed;
     });
   }
 

@@ -1,6 +1,6 @@
 import type { ApprovalRecord, Claim } from '../../domain/record.js';
 import { isTerminal } from '../../domain/record.js';
-import { stagesBefore, superseded, unavailable } from './recordMutations.js';
+import { noLongerListed, stagesBefore, superseded, unavailable } from './recordMutations.js';
 
 // Pure mutations of a decision under way, from the claim of a stage to what the host said of the
 // decide; undefined means "nothing changed". As every mutation, they may run more than once.
@@ -36,6 +36,16 @@ export function decidedByClaim(commandId: string, now: Date) {
       },
     };
   };
+}
+
+/**
+ * Our decision's replay, made because the host no longer lists the approval, says it did not
+ * close it (an ack of one stage, or a refusal): something else did, a close we missed. Closed
+ * as any approval the host no longer lists, while it still holds our claim.
+ */
+export function closedNotByClaim(commandId: string) {
+  return (record: ApprovalRecord): ApprovalRecord | undefined =>
+    record.claim?.commandId === commandId ? noLongerListed(record) : undefined;
 }
 
 /**

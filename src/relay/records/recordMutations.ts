@@ -374,6 +374,9 @@ export function superseded(note: string) {
       : { ...record, phase: 'superseded', claim: undefined, unavailable: undefined, supersededNote: note };
 }
 
+/** The host no longer lists the approval as pending, and nothing of ours closed it. */
+export const noLongerListed = superseded('The agent host no longer has this request pending.');
+
 export function orphaned(record: ApprovalRecord): ApprovalRecord | undefined {
   return isTerminal(record)
     ? undefined

@@ -651,3 +651,63 @@ describe('Decider', () => {
     expect(host.decided).toEqual([]);
   });
 });
+
+describe('Decider: settling a decision the host no longer lists', () => {
+  const claim: Claim = {
+    sourceIndex: 0,
+    choiceId: 'allow_once',
+    commandId: 'cmd-1',
+    via: 'click',
+    userId: 'U0ALICE',
+    claimedAt: NOW.toISOString(),
+  };
+
+  /** settle() of a record deciding under `claim`, answered `answer`; what was stored and told. */
+  async function settled(answer: Answer) {
+    const told: string[] = [];
+    const { records, host, record, decider } = setup({
+      answers: [answer],
+      replayed: async () => {
+        told.push('replayed');
+      },
+      replayDropped: async () => {
+        told.push('dropped');
+      },
+    });
+    decider.settle(records.put({ ...record, phase: 'deciding', claim, version: 2 }));
+    await decider.drain();
+    return { stored: records.table.get('a-1')!, host, told };
+  }
+
+  it('records the decision as ours when the replay is answered with its terminal ack', async () => {
+    const { stored, told } = await settled({
+      commandId: 'cmd-1',
+      approvalId: 'a-1',
+      status: 'accepted',
+      terminal: true,
+    });
+    expect(stored).toMatchObject({ phase: 'resolved', resolution: { slackUserId: 'U0ALICE' } });
+    expect(told).toEqual(['replayed']);
+  });
+
+  it('closes the card when the ack says ours only passed a stage: something else closed it', async () => {
+    // A stage-0 decide applied, its ack lost, then the approval closed (a recovery, a judge, the
+    // turn's end) with that close missed: the replay gets the same stage-only ack, for good.
+    const { stored, told } = await settled({
+      commandId: 'cmd-1',
+      approvalId: 'a-1',
+      status: 'accepted',
+      terminal: false,
+    });
+    expect(stored.phase).toBe('superseded');
+    expect(stored.claim).toBeUndefined();
+    expect(stored.supersededNote).toBe('The agent host no longer has this request pending.');
+    // The host took the stage by this claim: counted once, as a first send's stage ack is.
+    expect(told).toEqual(['replayed']);
+  });
+
+  it('closes the card on an ack that does not say whether it was terminal', async () => {
+    const { stored } = await settled({ commandId: 'cmd-1', status: 'accepted' });
+    expect(stored.phase).toBe('superseded');
+  });
+});
