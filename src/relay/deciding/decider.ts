@@ -404,6 +404,7 @@ export class Decider {
             host,
             log,
             now: this.now,
+            ...(how.settling ? { settling: true } : {}),
             mutate: (approvalId, mutation) => this.mutate(approvalId, mutation),
           });
         }

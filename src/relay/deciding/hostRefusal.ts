@@ -5,7 +5,12 @@ import type { ApprovalHost } from '../../msp/events.js';
 import { ApprovalAlreadyResolvedData, FrameRequirementRef } from '../../msp/protocol.js';
 import { maskPrefix } from '../../secrets/maskPrefix.js';
 import type { Mutation } from '../../store/approvalStore.js';
-import { requirementMoved, resolvedElsewhere, unclaimed } from '../records/decisionMutations.js';
+import {
+  closedNotByClaim,
+  requirementMoved,
+  resolvedElsewhere,
+  unclaimed,
+} from '../records/decisionMutations.js';
 import { unavailable } from '../records/recordMutations.js';
 import type { DecisionOutcome } from './decision.js';
 
@@ -19,6 +24,8 @@ export interface Failure {
   host: ApprovalHost;
   log: () => Logger;
   now: () => Date;
+  /** Asking how a decision ended whose approval the host no longer lists (Decider.settle). */
+  settling?: boolean;
   /** A record change on the way to an outcome; resolves with undefined when Redis failed. */
   mutate(approvalId: string, mutation: Mutation): Promise<ApprovalRecord | undefined>;
 }
@@ -28,6 +35,15 @@ export async function outcomeOfFailure(err: unknown, failure: Failure): Promise<
   const { record, claim, host, log, now, mutate } = failure;
   /** Drops our claim and frees its stage, so the question goes back to people; see claimKeptUnless. */
   const giveBack = async () => claimKeptUnless(await mutate(record.approvalId, unclaimed(claim.commandId)));
+  /**
+   * Where the host says our decision was not applied: settling, the host no longer lists the
+   * approval, so something else closed it and the card is closed (given back, it would show
+   * buttons for a question the host no longer asks, and nothing would read the session again).
+   */
+  const dropClaim = async () =>
+    failure.settling
+      ? claimKeptUnless(await mutate(record.approvalId, closedNotByClaim(claim.commandId)))
+      : giveBack();
 
   const { approvalId, sessionId } = record;
   if (err instanceof HostGoneError || err instanceof RequestTimeoutError) {
@@ -79,13 +95,21 @@ export async function outcomeOfFailure(err: unknown, failure: Failure): Promise<
       return { kind: 'unknownToHost', ...claimKeptUnless(marked) };
     }
     case 'approvalReviewerUnavailable':
-      return { kind: 'reviewerUnavailable', ...(await giveBack()) };
+      return { kind: 'reviewerUnavailable', ...(await dropClaim()) };
     case 'sessionInUse': {
       const marked = await mutate(approvalId, unavailable('heldElsewhere'));
       return { kind: 'sessionElsewhere', ...claimKeptUnless(marked) };
     }
+    case 'commandRejected': {
+      // A durable rejection of the command (§7): recovery abandons an intake it found unsettled,
+      // and then closes the approval and asks it again under a new id. The session is read again
+      // so that a card for an id the host no longer has does not keep its buttons.
+      const kept = await dropClaim();
+      if (!failure.settling) host.refreshSession(sessionId);
+      return { kind: 'refused', errorKind: reportedKind(err.kind), ...kept };
+    }
     default:
-      return { kind: 'refused', errorKind: reportedKind(err.kind), ...(await giveBack()) };
+      return { kind: 'refused', errorKind: reportedKind(err.kind), ...(await dropClaim()) };
   }
 }
 

@@ -710,4 +710,65 @@ describe('Decider: settling a decision the host no longer lists', () => {
     const { stored } = await settled({ commandId: 'cmd-1', status: 'accepted' });
     expect(stored.phase).toBe('superseded');
   });
+
+  it('closes the card when the host refuses the settle as not applied, and gives nothing back to people', async () => {
+    // Given back, the card would offer buttons for a question the host no longer asks.
+    for (const kind of ['sandboxDenied', 'approvalReviewerUnavailable']) {
+      const { stored, host, told } = await settled(hostError(kind));
+      expect(stored.phase).toBe('superseded');
+      expect(host.refreshed).toEqual([]);
+      expect(told).toEqual(['dropped']);
+    }
+  });
+});
+
+describe('Decider: a decision the host rejects as abandoned', () => {
+  // Recovery settled an intake it found unsettled: the host's durable answer to its replay.
+  const abandoned = () =>
+    new MspError({
+      code: -32030,
+      message: 'command rejected',
+      data: { kind: 'commandRejected', commandId: 'cmd-1', reason: 'abandoned', retryable: false },
+    });
+  const claim: Claim = {
+    sourceIndex: 0,
+    choiceId: 'allow_once',
+    commandId: 'cmd-1',
+    via: 'grant',
+    grant: { grantId: 'g-1', grantedBy: 'U0ALICE', usesLeft: 1 },
+    claimedAt: NOW.toISOString(),
+  };
+
+  function deciding(how: 'replay' | 'settle') {
+    const told: string[] = [];
+    const { records, host, record, decider } = setup({
+      answers: [abandoned()],
+      replayed: async () => {
+        told.push('replayed');
+      },
+      replayDropped: async () => {
+        told.push('dropped');
+      },
+    });
+    decider[how](records.put({ ...record, phase: 'deciding', claim, version: 2 }));
+    return { records, host, decider, told };
+  }
+
+  it('re-reads the session when a replay is rejected: the approval it named may be gone', async () => {
+    const { records, host, decider, told } = deciding('replay');
+    await decider.drain();
+    expect(records.table.get('a-1')!.phase).toBe('pending');
+    expect(host.refreshed).toEqual(['s-1']);
+    expect(told).toEqual(['dropped']);
+  });
+
+  it('closes the card when a settle is rejected: the host no longer lists it, and ours did not close it', async () => {
+    const { records, decider, told } = deciding('settle');
+    await decider.drain();
+    const stored = records.table.get('a-1')!;
+    expect(stored.phase).toBe('superseded');
+    expect(stored.claim).toBeUndefined();
+    // Never applied: the use the grant took for it is given back.
+    expect(told).toEqual(['dropped']);
+  });
 });
