@@ -86,6 +86,12 @@ export class SessionFollower {
   private readonly known = new Set<string>();
   /** Sessions this connection is subscribed to. */
   private readonly resumed = new Set<string>();
+  /**
+   * Sessions the host last said have an approval pending (the approvalPending flag of a
+   * statusChanged, or a listing with approvals in it): when a statusChanged then comes without
+   * the flag, the session is read again once.
+   */
+  private readonly flaggedPending = new Set<string>();
   /** Sessions another client holds (session/resume said sessionInUse). */
   private readonly heldElsewhere = new Set<string>();
   /** One follow at a time per session, in order. */
@@ -264,13 +270,20 @@ export class SessionFollower {
         const parsed = SessionStatusChangedParams.safeParse(params);
         if (!parsed.success) return this.skip(method, params);
         const { sessionId, attention } = parsed.data;
+        const pendingNow = attention?.includes('approvalPending') === true;
+        const wasPending = this.flaggedPending.has(sessionId);
+        if (pendingNow) this.flaggedPending.add(sessionId);
+        else this.flaggedPending.delete(sessionId);
         // Subscribed sessions get their approvals pushed; only unfollowed ones need a pull. A
         // session another client held may have been let go: try to take it again.
-        if (
-          this.heldElsewhere.has(sessionId) ||
-          (attention?.includes('approvalPending') && !this.resumed.has(sessionId))
-        )
+        if (this.heldElsewhere.has(sessionId) || (pendingNow && !this.resumed.has(sessionId)))
           void this.follow(sessionId, true);
+        // `attention` is present only when a flag is set: without approvalPending nothing is
+        // pending there any more. A close we never heard of (its frame dropped, or sent before
+        // our subscription) would leave a card open: read the session again. Once per loss of
+        // the flag, coalesced with the session's other reads (refresh), so it costs at most one
+        // listing per approval the session stops waiting on.
+        else if (wasPending && !pendingNow) void this.refresh(sessionId);
         return true;
       }
       case 'session/closed': {
@@ -280,6 +293,7 @@ export class SessionFollower {
         // Unloaded: a later session/started or statusChanged follows it again.
         this.resumed.delete(sessionId);
         this.known.delete(sessionId);
+        this.flaggedPending.delete(sessionId);
         this.logger.debug({ sessionId, reason }, 'session closed');
         if (this.heldElsewhere.has(sessionId)) void this.follow(sessionId, false);
         return true;
@@ -498,6 +512,8 @@ export class SessionFollower {
 
   private report(sessionId: string, listed: DatedListing): void {
     const heldElsewhere = this.heldElsewhere.has(sessionId);
+    if (listed.ids.length > 0) this.flaggedPending.add(sessionId);
+    else this.flaggedPending.delete(sessionId);
     for (const params of listed.approvals) {
       this.logger.info(
         { approvalId: params.approvalId, sessionId: params.sessionId },

@@ -468,3 +468,36 @@ describe('SessionFollower: a session a decide resumed', () => {
     follower.dispose();
   });
 });
+
+describe('SessionFollower: a followed session no longer flagged approvalPending', () => {
+  const status = (attention?: string[]) => ({
+    sessionId: 's-1',
+    status: 'running',
+    viewCursor: 'v:9',
+    ...(attention ? { attention } : {}),
+  });
+
+  it('is read again once when the flag goes: nothing is pending there any more', async () => {
+    const { count, follower } = announcingHost();
+    follower.handleNotification('session/started', { session: { sessionId: 's-1', status: 'idle' } });
+    await until(() => follower.isResumed('s-1'));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const before = count('approval/listPending');
+
+    // Subscribed: what is asked is pushed, so the flag alone asks for no read.
+    follower.handleNotification('session/statusChanged', status(['approvalPending']));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(count('approval/listPending')).toBe(before);
+
+    // `attention` is present only when a flag is set: its absence says nothing is pending, and
+    // a close we did not hear of (dropped, or before our subscription) leaves a card to close.
+    follower.handleNotification('session/statusChanged', status());
+    await until(() => count('approval/listPending') === before + 1);
+    // Already read: frames that keep saying so, or say other flags, ask for nothing more.
+    follower.handleNotification('session/statusChanged', status());
+    follower.handleNotification('session/statusChanged', status(['inputPending']));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(count('approval/listPending')).toBe(before + 1);
+    follower.dispose();
+  });
+});
