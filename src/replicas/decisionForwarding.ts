@@ -37,6 +37,11 @@ const Forwarded = z.object({
       typed: z.string().optional(),
       onBehalfOf: z.string().optional(),
       askedAs: z.string().optional(),
+      /**
+       * A "don't ask again" press, which no stand-in may make (DecidedBy). Absent: a plain press,
+       * or any press of an earlier release, held as before only to what its choice outlasts.
+       */
+      remember: z.literal(true).optional(),
     }),
     z.object({ via: z.literal('grant'), grant: GrantRef }),
     z.object({ via: z.literal('timeout') }),

@@ -137,8 +137,12 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
   /**
    * A Decider at a replica that does not own the host: it hands every decision on, to `forwarded`.
    * The owner answers within the asker's wait with `answers`, one each, in turn; then not at all.
+   * Or `answers` is the owner, carrying each decision out as it is handed over.
    */
-  const standbyDecider = (forwarded: DecisionRequest[], answers: DecisionOutcome[] = []) =>
+  const standbyDecider = (
+    forwarded: DecisionRequest[],
+    answers: DecisionOutcome[] | ((request: DecisionRequest) => Promise<DecisionOutcome>) = [],
+  ) =>
     new Decider({
       keeper,
       store,
@@ -148,8 +152,29 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
       mayAct: () => false,
       forward: async (request) => {
         forwarded.push(request);
+        if (typeof answers === 'function') return answers(request);
         return answers.shift() ?? { kind: 'forwarded' };
       },
+    });
+
+  /** Where "don't ask again" is kept: the grants it stores go to `created`. */
+  const rememberingInto = (created: unknown[]) =>
+    new GrantMaker({
+      grants: {
+        create: async (grant: Omit<Grant, 'grantId' | 'uses' | 'createdAt'>) => {
+          created.push(grant);
+          return { ...grant, grantId: `g-${created.length}`, uses: 0, createdAt: clock.toISOString() };
+        },
+      } as unknown as GrantStore,
+      keeper,
+      grantsOf: () => ({
+        enabled: true,
+        ttlMs: 3_600_000,
+        maxTtlMs: 86_400_000,
+        caller: 'session',
+        choices: [{ kind: 'time', ms: 3_600_000 }],
+      }),
+      logger,
     });
 
   const click = (userId: string, sourceIndex: number) => ({
@@ -867,6 +892,102 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
       expect((await store.get('a-click'))?.claim).toMatchObject({ userId: 'U0CAROL', onBehalfOf: 'U0ALICE' });
     });
 
+    /**
+     * Carol decides as a member of the approvers' group until `standInNow()`: then she has left it,
+     * and stands in for Alice, who is away.
+     */
+    const carolsRightTurnsIntoAStandIns = () => {
+      let members = ['U0CAROL'];
+      let standIns: Record<string, Away[]> = {};
+      const authorizer = testAuthorizer({
+        rulesOf: () => ({ ...OPEN_RULES, approvers: { users: ['U0ALICE'], usergroups: ['S0APPROVERS'] } }),
+        groups: async () => new Set(members),
+        standIns: async (delegate) => standIns[delegate] ?? [],
+        logger,
+      });
+      const standInNow = () => {
+        members = [];
+        standIns = { U0CAROL: [awayFor('U0ALICE', 'U0CAROL')] };
+      };
+      const ownRightAgain = () => {
+        members = ['U0CAROL'];
+        standIns = {};
+      };
+      return { authorizer, standInNow, ownRightAgain };
+    };
+
+    it("a \"don't ask again\" handed on while its presser's own right turns into a stand-in's is refused where it is claimed: no grant, and told why", async () => {
+      const { authorizer, standInNow, ownRightAgain } = carolsRightTurnsIntoAStandIns();
+      const { checker } = checkingDecider(authorizer);
+      // Carol's standing changes after the standby checked her press, before the owner claims it.
+      const meanwhile = [standInNow];
+      // The owner carries the press out as the stream hands it over: `by` as it travelled, on the
+      // record it holds, with nothing the standby checked taken on trust (DecisionForwarding).
+      const owner = async (request: DecisionRequest) => {
+        meanwhile.shift()?.();
+        return checker.decide({
+          record: (await store.get('a-click'))!,
+          sourceIndex: request.sourceIndex,
+          choiceId: request.choiceId,
+          by: JSON.parse(JSON.stringify(request.by)),
+          commandId: `cmd-${++commandIds}`,
+          ...(request.onChange ? { onChange: request.onChange } : {}),
+        });
+      };
+      const created: unknown[] = [];
+      const forwarded: DecisionRequest[] = [];
+      const standby = new ClickHandler({
+        store,
+        decider: standbyDecider(forwarded, owner),
+        keeper,
+        notifier: cards,
+        authorizer,
+        remembering: rememberingInto(created),
+        logger,
+      });
+      const press = { ...click('U0CAROL', 0), remember: true };
+      await standby.click(press);
+      // Checked at the standby, Carol pressed in her own right: the press was handed on.
+      expect(forwarded).toHaveLength(1);
+      expect(host.decided).toHaveLength(0);
+      expect((await store.get('a-click'))?.claim).toBeUndefined();
+      expect(created).toEqual([]);
+      expect(cards.notes).toEqual([
+        { userId: 'U0CAROL', text: refusalText({ code: 'standInOnce', for: 'U0ALICE' }) },
+      ]);
+      // In her own right again, her press is remembered.
+      ownRightAgain();
+      await standby.click(press);
+      expect(host.decided).toHaveLength(1);
+      expect(created).toEqual([expect.objectContaining({ grantedBy: 'U0CAROL', approvalId: 'a-click' })]);
+    });
+
+    it('a "don\'t ask again" at the owner is held at its claim to whom its presser stands in for then: no grant, and told why', async () => {
+      const { authorizer, standInNow } = carolsRightTurnsIntoAStandIns();
+      const { checker } = checkingDecider(authorizer);
+      const created: unknown[] = [];
+      const owner = new ClickHandler({
+        store,
+        decider: checker,
+        keeper,
+        notifier: cards,
+        authorizer,
+        remembering: rememberingInto(created),
+        logger,
+      });
+      const press = { ...click('U0CAROL', 0), remember: true };
+      const checked = await owner.check(press);
+      expect(checked.ok).toBe(true);
+      // Her standing changes between her check and the claim, the record staying as it was.
+      standInNow();
+      await owner.click(press, checked);
+      expect(host.decided).toHaveLength(0);
+      expect(created).toEqual([]);
+      expect(cards.notes).toEqual([
+        { userId: 'U0CAROL', text: refusalText({ code: 'standInOnce', for: 'U0ALICE' }) },
+      ]);
+    });
+
     it('a voter who stands in now counts at the claim only for what ends with the request', async () => {
       let users = ['U0ALICE', 'U0BOB', 'U0DAVE'];
       let standIns: Record<string, Away[]> = {};
@@ -944,31 +1065,13 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
     /** The owner of the host, answering a press another replica took and stopped waiting on. */
     function lateOwner(): { owner: ClickHandler; created: unknown[] } {
       const created: unknown[] = [];
-      const grants = {
-        create: async (grant: Omit<Grant, 'grantId' | 'uses' | 'createdAt'>) => {
-          created.push(grant);
-          return { ...grant, grantId: `g-${created.length}`, uses: 0, createdAt: clock.toISOString() };
-        },
-      } as unknown as GrantStore;
-      const remembering = new GrantMaker({
-        grants,
-        keeper,
-        grantsOf: () => ({
-          enabled: true,
-          ttlMs: 3_600_000,
-          maxTtlMs: 86_400_000,
-          caller: 'session',
-          choices: [{ kind: 'time', ms: 3_600_000 }],
-        }),
-        logger,
-      });
       const owner = new ClickHandler({
         store,
         decider,
         keeper,
         notifier: cards,
         authorizer: routeAuthorizer(() => OPEN_RULES),
-        remembering,
+        remembering: rememberingInto(created),
         logger,
       });
       return { owner, created };

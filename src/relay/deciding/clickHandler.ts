@@ -349,6 +349,9 @@ export class ClickHandler {
         ...(checked.onBehalfOf ? { onBehalfOf: checked.onBehalfOf } : {}),
         // Likewise the question the person saw, where what they saw must still be asked.
         ...(click.askedAs !== undefined ? { askedAs: click.askedAs } : {}),
+        // And a "don't ask again": its grant is stored in the person's name once this decision
+        // goes through, so they must not be deciding only as someone's stand-in when it is claimed.
+        ...(click.remember ? { remember: true as const } : {}),
       },
       recordBy: deadlineOf(click),
       // Should the decision be handed on and end after its asker stopped waiting, the owner
@@ -358,8 +361,10 @@ export class ClickHandler {
       onChange: 'return',
       // Checked just now against this record (checkFound). Not a quorum's record: the vote stored
       // it afresh, so the stage may ask otherwise now and each voter must still be one who may
-      // decide; the DecisionWarrant checks it all against the record as it stands.
-      warranted: voters === undefined,
+      // decide; the DecisionWarrant checks it all against the record as it stands. Nor a "don't
+      // ask again": who the person stands in for is read again as it is claimed, here as at the
+      // host's owner, since the grant it leaves outlasts the request.
+      warranted: voters === undefined && !click.remember,
       ...(click.onSent ? { onSent: click.onSent } : {}),
     });
     if (outcome.kind === 'decided' && click.receivedAt !== undefined) {

@@ -13,6 +13,7 @@ export type DecidedBy =
   /** `onBehalfOf`: `userId` decided as the delegate of this person, who is away. */
   /** `stoodInFor`: the voters who voted as someone's delegate, and for whom. */
   /** `askedAs`: the question as the person saw it (questionDigest), where it must still be asked. */
+  /** `remember`: the person pressed "don't ask again", which outlasts the request for them. */
   | {
       via: 'click';
       userId: string;
@@ -21,6 +22,7 @@ export type DecidedBy =
       typed?: string;
       onBehalfOf?: string;
       askedAs?: string;
+      remember?: true;
     }
   | { via: 'grant'; grant: GrantRef }
   | { via: 'timeout' };

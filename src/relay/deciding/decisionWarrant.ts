@@ -61,9 +61,11 @@ export class DecisionWarrant {
     const authorization = await authorizer.check(by.userId, record);
     if (!authorization.allowed) return { kind: 'notAuthorized', refused: authorization };
     const choice = record.availableChoices.find((c) => c.choiceId === ask.choiceId);
-    // Standing in is read now too: the replica that took the click read it a moment before.
+    // Standing in is read now too: the replica that took the click read it a moment before. A
+    // "don't ask again" outlasts the request whatever the choice: its grant is stored once this
+    // decision goes through, in the presser's name.
     const standingFor = authorization.because === 'delegate' ? authorization.for : undefined;
-    if (standingFor !== undefined && choice && outlastsRequest(choice))
+    if (standingFor !== undefined && (by.remember || (choice && outlastsRequest(choice))))
       return { kind: 'standInOnce', for: standingFor };
     const { onBehalfOf: _said, ...own } = by;
     const asNow =

@@ -220,6 +220,16 @@ describe('DecisionForwarding', () => {
     expect(decided[0]).toMatchObject({ by });
   });
 
+  it('carries a "don\'t ask again" press, for the owner to refuse to one deciding as a stand-in', async () => {
+    const { forwarding, decided } = owner();
+    const by = { via: 'click' as const, userId: 'U0ALICE', remember: true as const };
+    const asking = forwarding.forward({ ...click(), by });
+    await forwarding.serve('default');
+    await expect(asking).resolves.toEqual({ kind: 'decided', terminal: true });
+    await forwarding.stop();
+    expect(decided[0]!.by).toEqual(by);
+  });
+
   it.each([
     ['without a MAC', undefined],
     ['with a wrong MAC', new ReplicaSeal('another secret, also of 32+ characters').mac('decision', 'x')],
