@@ -335,6 +335,11 @@ export class DecisionForwarding {
       by: forwarded.by,
       commandId: forwarded.commandId,
       ...(forwarded.onChange ? { onChange: forwarded.onChange } : {}),
+      // Should this replica find at its claim that the host is no longer its own, its Decider
+      // hands the decision on again under the same commandId: whoever finishes it then tells the
+      // person, should they have stopped waiting, and audits what they would have. Only one
+      // finish per commandId finds the asker gone, so it is told, and audited, once.
+      ...(forwarded.asker ? { asker: forwarded.asker } : {}),
     };
     const outcome: DecisionOutcome = request ? await decide(request) : { kind: 'gone' };
     // Lost the host on the way, or stopping before the Decider took it (it claimed nothing): the

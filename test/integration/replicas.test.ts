@@ -13,7 +13,7 @@ import type { ClickHandler } from '../../src/relay/deciding/clickHandler.js';
 import type { Decider } from '../../src/relay/deciding/decider.js';
 import type { GrantAnswerer } from '../../src/relay/grants/grantAnswerer.js';
 import type { RecordKeeper } from '../../src/relay/records/recordKeeper.js';
-import { DecisionForwarding } from '../../src/replicas/decisionForwarding.js';
+import { DecisionForwarding, type DecisionForwardingOptions } from '../../src/replicas/decisionForwarding.js';
 import { FenceBook } from '../../src/replicas/fenceBook.js';
 import { HostOwnership } from '../../src/replicas/hostOwnership.js';
 import { ReplicaSeal } from '../../src/replicas/replicaSeal.js';
@@ -794,6 +794,101 @@ describe('decision forwarding to a new owner', () => {
     } finally {
       frozen.disconnect();
       await owner.stop();
+    }
+  });
+});
+
+describe('a decision its owner hands on again', () => {
+  const store = new ApprovalStore(redis, { resolvedTtlMs: 60_000 });
+  const seal = new ReplicaSeal('the replicas share this secret, 32+ characters');
+
+  it('to the new owner, having lost the host as it claimed, still lets the person who stopped waiting hear: once', async () => {
+    await store.createIfAbsent(record('fw-4'));
+    const stream = new DecisionStream(redis);
+    await stream.ensureGroup('h1');
+    const late: unknown[] = [];
+    const replica = (
+      replicaId: string,
+      how: Pick<DecisionForwardingOptions, 'mayAct' | 'decide'> & Partial<DecisionForwardingOptions>,
+    ) =>
+      new DecisionForwarding({
+        stream,
+        seal,
+        store,
+        readerConnection: () => redis.duplicate(),
+        replicaId,
+        newCommandId: () => `cmd-${Math.random()}`,
+        logger: quiet,
+        waitMs: 300,
+        onLateOutcome: (asker, approvalId, outcome) => late.push({ replicaId, asker, approvalId, outcome }),
+        ...how,
+      });
+    // The old owner, still in its blocking read as the host changes hands, is handed the click.
+    const frozen = redis.duplicate();
+    const stolen = frozen.xreadgroup(
+      'GROUP',
+      'owners',
+      'old#1',
+      'COUNT',
+      64,
+      'BLOCK',
+      3_000,
+      'STREAMS',
+      keys.decisions('h1'),
+      '>',
+    );
+    await new Promise((r) => setTimeout(r, 50));
+    const newOwner = replica('owner#2', {
+      mayAct: () => true,
+      decide: async () => ({ kind: 'decided', terminal: true }),
+      reclaimIdleMs: 2_000,
+    });
+    const standby = replica('standby#1', {
+      mayAct: () => false,
+      decide: async () => ({ kind: 'refused', errorKind: 'not the owner' }),
+    });
+    // The old owner carries it out as it wakes, and finds at its claim that the host is the new
+    // owner's: its Decider hands the decision on, under the same commandId (Decider, `fenced`).
+    // What comes next goes to the new owner, blocked on the stream first; the old owner's reads
+    // are left out, so that it does every time.
+    let oldOwns = true;
+    const oldStream = new DecisionStream(redis);
+    vi.spyOn(oldStream, 'read').mockImplementation(async () => {
+      await new Promise((r) => setTimeout(r, 20));
+      return [];
+    });
+    const oldOwner: DecisionForwarding = replica('old#1', {
+      stream: oldStream,
+      mayAct: () => oldOwns,
+      decide: async (request) => {
+        oldOwns = false;
+        return oldOwner.forward(request);
+      },
+    });
+    try {
+      await newOwner.serve('h1');
+      const asker = { channel: 'C1', userId: 'U1' };
+      // Nobody answered within its wait: the clicker heard that their choice was handed on.
+      expect(
+        await standby.forward({
+          record: (await store.get('fw-4'))!,
+          sourceIndex: 0,
+          choiceId: 'allow_once',
+          by: { via: 'click', userId: 'U1' },
+          onChange: 'return',
+          asker,
+        }),
+      ).toEqual({ kind: 'forwarded' });
+      expect(await stolen).not.toBeNull();
+      await oldOwner.serve('h1');
+      // Carried out by the new owner; the first entry, found done, dropped.
+      await waitFor(async () => (await redis.xlen(keys.decisions('h1'))) === 0, 8_000);
+      expect(late).toEqual([
+        { replicaId: 'owner#2', asker, approvalId: 'fw-4', outcome: { kind: 'decided', terminal: true } },
+      ]);
+    } finally {
+      frozen.disconnect();
+      await Promise.all([oldOwner.stop(), newOwner.stop(), standby.stop()]);
     }
   });
 });
