@@ -131,7 +131,7 @@ return 1
 /**
  * Ends a request: moves the services it paged (with whom to resolve them as) to its unresolved
  * hash and deletes its lineage, in one step, so that of any number of callers one gets the pages
- * to resolve, and a page marked before is among them. Returns the services' fields and keys.
+ * to resolve, and a page marked before is among them. Returns the services' fields and values.
  * KEYS: lineage, unresolved. ARGV: approvalId, dedupKey, TTL.
  */
 const END_PAGED = `
@@ -147,20 +147,6 @@ if #paged == 0 then return paged end
 redis.call('HSET', KEYS[2], 'approvalId', ARGV[1], 'dedupKey', ARGV[2], unpack(paged))
 redis.call('PEXPIRE', KEYS[2], ARGV[3])
 return paged
-`;
-
-/**
- * Takes settled pages out of a request's unresolved hash. A hash written before named its one
- * service `paged`, whose field goes only when it names a settled page's routing key.
- * KEYS: the unresolved hash. ARGV: field, routing key, field, routing key…
- */
-const RESOLVED_PAGES = `
-local legacy = redis.call('HGET', KEYS[1], 'paged')
-for i = 1, #ARGV, 2 do
-  redis.call('HDEL', KEYS[1], ARGV[i])
-  if legacy == ARGV[i + 1] then redis.call('HDEL', KEYS[1], 'paged') end
-end
-return 1
 `;
 
 export interface Lineage {
@@ -368,13 +354,14 @@ export class EscalationStore {
   }
 
   /**
-   * The request is being paged with this routing key: its resolution must resolve the page. False
-   * when the request already ended (nothing would resolve the page, so it must not be sent). Each
-   * service paged is kept in a field of its own, so that a ladder paging two services resolves both.
+   * The request is being paged on this service: its resolution must resolve the page. False when
+   * the request already ended (nothing would resolve the page, so it must not be sent). Each
+   * service paged is kept in a field of its own, so that a ladder paging two services resolves
+   * both. Kept by its tag alone (TAG_ONLY): whoever resolves it finds the key in its own config.
    */
-  async paged(lineage: string, routingKey: string): Promise<boolean> {
-    const field = `${PAGED}${pagedService(routingKey).tag}`;
-    return (await this.redis.eval(SET_IF_LIVE, 1, keys.escalationLineage(lineage), field, routingKey)) === 1;
+  async paged(lineage: string, service: PagedService): Promise<boolean> {
+    const field = `${PAGED}${service.tag}`;
+    return (await this.redis.eval(SET_IF_LIVE, 1, keys.escalationLineage(lineage), field, TAG_ONLY)) === 1;
   }
 
   /**
@@ -457,15 +444,17 @@ export class EscalationStore {
 
   /**
    * These pages' resolves settled (sent, or failed for good) while others were cut short: they are
-   * not sent again by whoever takes the lease. One round trip (RESOLVED_PAGES).
+   * not sent again by whoever takes the lease. The field `paged` an earlier release wrote goes
+   * with the service read from it.
    */
   async resolvedPages(lineage: string, services: readonly PagedService[]): Promise<void> {
     if (services.length === 0) return;
-    await this.redis.eval(
-      RESOLVED_PAGES,
-      1,
+    await this.redis.hdel(
       keys.escalationUnresolved(lineage),
-      ...services.flatMap((service) => [`${PAGED}${service.tag}`, service.routingKey]),
+      ...services.flatMap((service) => [
+        `${PAGED}${service.tag}`,
+        ...(service.namedAlone ? [LEGACY_PAGED] : []),
+      ]),
     );
   }
 
@@ -489,7 +478,7 @@ export class EscalationStore {
         'dedupKey',
         by.dedupKey,
         `${PAGED}${service.tag}`,
-        service.routingKey,
+        TAG_ONLY,
       )
       .pexpire(unresolved, this.options.lineageTtlMs)
       .exec();
@@ -531,28 +520,62 @@ export class EscalationStore {
   }
 }
 
-/** Prefix of a lineage's fields naming a service paged; `paged` alone is one written before. */
+/** Prefix of a lineage's fields naming a service paged, by its tag. */
 const PAGED = 'paged:';
 
+/** The field a release before tags wrote for a request's one service, its routing key the value. */
+const LEGACY_PAGED = 'paged';
+
 /**
- * A PagerDuty service a request paged: its routing key, a secret that goes to PagerDuty and
- * nowhere else, and `tag`, a short hash of it that names the service in logs and notice kinds.
+ * The value of a `paged:<tag>` field: the service is known by its tag alone. Any other value was
+ * written by an earlier release, which kept the routing key itself there; such a page is still
+ * resolved with it (a rolling upgrade, a request that outlived one).
+ */
+const TAG_ONLY = 'tag';
+
+/**
+ * A PagerDuty service a request paged, named by `tag`, a short hash of its routing key (a secret
+ * that goes to PagerDuty and nowhere else, Redis included). `tag` also names the service in logs
+ * and notice kinds. `routingKey` is the key when it is known here: the page was sent by this
+ * process, or an earlier release's entry held it; otherwise the resolver looks it up by tag among
+ * the keys of its own config (routingKeysByTag).
  */
 export interface PagedService {
-  routingKey: string;
   tag: string;
+  routingKey?: string;
+  /** Read from the field `paged` (LEGACY_PAGED): it goes when the page's resolve settled. */
+  namedAlone?: boolean;
 }
 
-export function pagedService(routingKey: string): PagedService {
+/**
+ * The tag of a routing key: 12 hex digits of its SHA-256, unsalted, so that every replica and
+ * release computes the same one. A routing key is 32 random hex digits (128 bits): the tag,
+ * which Redis and the logs hold, is of no use for finding it.
+ */
+export function pagedService(routingKey: string): PagedService & { routingKey: string } {
   return { routingKey, tag: createHash('sha256').update(routingKey).digest('hex').slice(0, 12) };
+}
+
+/** The routing keys a config names, each by its tag: how a resolve finds the key Redis does not hold. */
+export function routingKeysByTag(routingKeys: Iterable<string | undefined>): ReadonlyMap<string, string> {
+  const byTag = new Map<string, string>();
+  for (const routingKey of routingKeys) {
+    if (routingKey) byTag.set(pagedService(routingKey).tag, routingKey);
+  }
+  return byTag;
 }
 
 function pagedServicesOf(fields: Record<string, string>): PagedService[] {
   const services = new Map<string, PagedService>();
-  for (const [field, routingKey] of Object.entries(fields)) {
-    if (field !== 'paged' && !field.startsWith(PAGED)) continue;
-    const service = pagedService(routingKey);
-    services.set(service.tag, service);
+  for (const [field, value] of Object.entries(fields)) {
+    let service: PagedService;
+    if (field === LEGACY_PAGED) service = { ...pagedService(value), namedAlone: true };
+    else if (field.startsWith(PAGED))
+      service = { tag: field.slice(PAGED.length), ...(value === TAG_ONLY ? {} : { routingKey: value }) };
+    else continue;
+    // The same service under both fields (an earlier release's lineage) is one page to resolve.
+    const known = services.get(service.tag);
+    services.set(service.tag, { ...known, ...service, ...(known?.namedAlone ? { namedAlone: true } : {}) });
   }
   return [...services.values()];
 }

@@ -125,14 +125,15 @@ export const keys = {
    * Hash, one per request across the approvals that carry it (a superseded one and its successor):
    * `start` (ms), `origin` (approvalId of the first card), `s:<approvalId>` once that approval is
    * scheduled, `f<step>` once a step fired (JSON of what it did) and `c<step>` (the token of the
-   * claim that marked it), `paged:<tag>` (routing key) for each PagerDuty service paged (`paged`
-   * alone, written before).
+   * claim that marked it), `paged:<tag>` (`tag`) for each PagerDuty service paged, the tag a short
+   * hash of its routing key. Never the routing key itself: an earlier release wrote it as the value
+   * of `paged:<tag>`, and before that of `paged` alone, which are still read (escalationStore.ts).
    */
   escalationLineage: (lineage: string) => `${PREFIX}:esc:line:{${lineage}}`,
   /**
    * Hash of an ended request's pages not yet resolved: `approvalId`, `dedupKey`, and the lineage's
-   * `paged:<tag>` fields, each taken off once its resolve settled. In the lineage's slot: the
-   * lineage's end moves them here in one script.
+   * `paged:<tag>` fields (tags, not routing keys), each taken off once its resolve settled. In the
+   * lineage's slot: the lineage's end moves them here in one script.
    */
   escalationUnresolved: (lineage: string) => `${PREFIX}:esc:unresolved:{${lineage}}`,
   /** JSON array of the Slack users on call for one PagerDuty schedule or policy, for a short while. */

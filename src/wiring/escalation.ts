@@ -1,6 +1,7 @@
 import type { WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
+import { stepRoutingKeys } from '../config/env/pagerDuty.js';
 import type { Metrics } from '../domain/metrics.js';
 import type { ApprovalRecord } from '../domain/record.js';
 import { PagerDuty } from '../pagerduty/pagerDuty.js';
@@ -76,6 +77,8 @@ export function wireEscalation(needs: EscalationNeeds) {
       return users || usergroups ? { users: users ?? [], usergroups: usergroups ?? [] } : undefined;
     },
     ...(config.pagerDuty.routingKey ? { defaultRoutingKey: config.pagerDuty.routingKey } : {}),
+    // Redis keeps a page by its key's tag: every replica resolves it with the key from its own config.
+    routingKeys: stepRoutingKeys(config.routes),
     away: needs.away,
     mayStandIn: needs.mayStandIn,
     // A DM asks its reader to decide: the check a press of its buttons gets, so never one who may

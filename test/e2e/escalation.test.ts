@@ -10,6 +10,7 @@ import { FakePagerDuty } from '../support/fakePagerDuty.js';
 import type { SlackMessage } from '../support/fakeSlack.js';
 import { seriesValue } from '../support/metricSeries.js';
 import { PrivateRedis } from '../support/privateRedis.js';
+import { keysHolding } from '../support/redisHolding.js';
 import { type ConfigSpec, configFile, ladder, mainHost, rotation, route, users } from './fixtures/config.js';
 import { buttonsOf, SESSION, textOf, World } from './world.js';
 
@@ -192,6 +193,37 @@ describe('escalation', () => {
     expect(postsTo(world, 'DU0BOB')).toHaveLength(0);
     expect(pd.eventsOf('trigger')).toHaveLength(1);
     expect(pd.eventsOf('resolve')).toHaveLength(1);
+  });
+
+  it("keeps no routing key in Redis: the pages on PAGERDUTY_ROUTING_KEY and on a step's own key are resolved with the config's keys", async () => {
+    const pd = await startPagerDuty();
+    const envKey = pd.env().PAGERDUTY_ROUTING_KEY!;
+    const stepKey = 'STEPR0UTINGKEY000000000000000000';
+    const world = await startWorld(
+      {
+        routes: [
+          route('default', {
+            escalation: ladder(['1s', 'page'], ['1s', 'page', undefined, { routingKey: stepKey }]),
+          }),
+        ],
+      },
+      pd,
+    );
+    await world.host.open(approval('esc-keys-1'));
+    await world.postedAt('esc-keys-1');
+    await until('both pages', () => pd.eventsOf('trigger', 'esc-keys-1').length === 2 || undefined, 6_000);
+    expect(await keysHolding(world.redis, envKey)).toEqual([]);
+    expect(await keysHolding(world.redis, stepKey)).toEqual([]);
+    await world.press('esc-keys-1', 'Allow once', 'U0ALICE');
+    await until('both resolves', () => pd.eventsOf('resolve', 'esc-keys-1').length === 2 || undefined, 6_000);
+    expect(
+      pd
+        .eventsOf('resolve', 'esc-keys-1')
+        .map((event) => event.routing_key)
+        .sort(),
+    ).toEqual([envKey, stepKey].sort());
+    expect(await keysHolding(world.redis, envKey)).toEqual([]);
+    expect(await keysHolding(world.redis, stepKey)).toEqual([]);
   });
 
   it('a timeout rejects with its feedback through the Decider, and the card says so', async () => {

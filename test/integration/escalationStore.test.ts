@@ -11,6 +11,11 @@ import { PrivateRedis } from '../support/privateRedis.js';
 import { resendingRedis } from '../support/resendingRedis.js';
 import { BACKENDS, openBackend, type StoreBackend } from '../support/storeBackends.js';
 
+/** A service paged: its routing key's tag is all the store keeps of it. */
+const RKEY = pagedService('RKEY');
+const RKEY2 = pagedService('RKEY2');
+const RKEY3 = pagedService('RKEY3');
+
 /** Who ended a request, where a test only needs it ended. */
 const ENDED = { approvalId: 'ended-by', dedupKey: 'ended-by' };
 
@@ -181,45 +186,53 @@ describe.each(BACKENDS)('EscalationStore on %s Redis', (kind) => {
       await storeA.schedule('end-1', 'line-end', now, [0]);
       const [step] = (await storeA.due(now)).filter((d) => d.approvalId === 'end-1');
       expect(await storeA.claim(step!, firing(step!))).toBe(true);
-      await storeA.paged('line-end', 'RKEY');
-      expect((await storeB.endPaged('line-end', ENDED, 0))?.services.map((s) => s.routingKey)).toEqual([
-        'RKEY',
-      ]);
+      await storeA.paged('line-end', RKEY);
+      expect((await storeB.endPaged('line-end', ENDED, 0))?.services).toEqual([{ tag: RKEY.tag }]);
       expect(await storeA.endPaged('line-end', ENDED, 0)).toBeUndefined();
       // A step in flight as the request ended does not bring its lineage back, nor may it page.
       await storeA.fired('line-end', { step: 0, action: 'remind', afterMs: 0, at: '' });
-      expect(await storeA.paged('line-end', 'RKEY')).toBe(false);
+      expect(await storeA.paged('line-end', RKEY)).toBe(false);
       expect(await a.exists(keys.escalationLineage('line-end'))).toBe(0);
       const later = await storeA.schedule('end-2', 'line-end', now + 10_000, [0]);
       expect(later).toMatchObject({ startMs: now + 10_000, origin: 'end-2', fired: [], scheduled: true });
       expect((await storeA.due(now + 10_000)).filter((d) => d.approvalId === 'end-2')).toHaveLength(1);
     });
 
-    it('keeps every service a request paged, and one a lineage written before named alone', async () => {
+    it('keeps every service a request paged by its tag, and those earlier releases kept by their key', async () => {
       await storeA.schedule('two-1', 'line-two', 7_000_000, [0]);
-      expect(await storeA.paged('line-two', 'RKEY')).toBe(true);
-      expect(await storeB.paged('line-two', 'RKEY2')).toBe(true);
-      expect(await storeA.paged('line-two', 'RKEY')).toBe(true);
-      await a.hset(keys.escalationLineage('line-two'), 'paged', 'RKEY3');
+      expect(await storeA.paged('line-two', RKEY)).toBe(true);
+      expect(await storeB.paged('line-two', RKEY2)).toBe(true);
+      expect(await storeA.paged('line-two', RKEY)).toBe(true);
+      // Routing keys are secrets: the lineage names each service by its tag alone.
+      const lineage = await a.hgetall(keys.escalationLineage('line-two'));
+      expect(Object.values(lineage).filter((v) => v.startsWith('RKEY'))).toEqual([]);
+      // An earlier release kept the key itself, under its tag, and before that under `paged` alone.
+      const RKEY4 = pagedService('RKEY4');
+      await a.hset(keys.escalationLineage('line-two'), 'paged', 'RKEY3', `paged:${RKEY4.tag}`, 'RKEY4');
       const { services } = (await storeA.endPaged('line-two', ENDED, 0))!;
-      expect(services.map((s) => s.routingKey).sort()).toEqual(['RKEY', 'RKEY2', 'RKEY3']);
+      expect(services.sort((x, y) => x.tag.localeCompare(y.tag))).toEqual(
+        [{ tag: RKEY.tag }, { tag: RKEY2.tag }, { ...RKEY3, namedAlone: true }, RKEY4].sort((x, y) =>
+          x.tag.localeCompare(y.tag),
+        ),
+      );
       // The tag names a service without its key: short, and different for each.
-      expect(new Set(services.map((s) => s.tag)).size).toBe(3);
+      expect(new Set(services.map((s) => s.tag)).size).toBe(4);
       for (const { tag } of services) expect(tag).toMatch(/^[0-9a-f]{12}$/);
       // Settled pages leave the unresolved hash, the one named alone `paged` too; the rest stay.
       await storeA.resolvedPages(
         'line-two',
-        services.filter((s) => s.routingKey !== 'RKEY2'),
+        services.filter((s) => s.tag !== RKEY2.tag),
       );
       const left = await a.hgetall(keys.escalationUnresolved('line-two'));
-      expect(Object.values(left).filter((v) => v.startsWith('RKEY'))).toEqual(['RKEY2']);
+      expect(Object.keys(left).filter((field) => field.startsWith('paged'))).toEqual([`paged:${RKEY2.tag}`]);
+      expect(Object.values(left).filter((v) => v.startsWith('RKEY'))).toEqual([]);
     });
 
     it('ending a request hands its pages to one caller, leased in the schedule until resolved', async () => {
       const now = 7_500_000;
       await storeA.schedule('endp-1', 'line-endp', now, [60_000]);
-      await storeA.paged('line-endp', 'RKEY');
-      await storeA.paged('line-endp', 'RKEY2');
+      await storeA.paged('line-endp', RKEY);
+      await storeA.paged('line-endp', RKEY2);
       const by = { approvalId: 'endp-1', dedupKey: 'endp-0' };
       const [first, second] = await Promise.all([
         storeA.endPaged('line-endp', by, now + 1_000),
@@ -227,12 +240,12 @@ describe.each(BACKENDS)('EscalationStore on %s Redis', (kind) => {
       ]);
       const taken = first ?? second;
       expect(first === undefined || second === undefined).toBe(true);
-      expect(taken?.services.map((s) => s.routingKey).sort()).toEqual(['RKEY', 'RKEY2']);
-      expect(await storeA.paged('line-endp', 'RKEY3')).toBe(false);
+      expect(taken?.services.map((s) => s.tag).sort()).toEqual([RKEY.tag, RKEY2.tag].sort());
+      expect(await storeA.paged('line-endp', RKEY3)).toBe(false);
       // The lease falls due when it runs out; whoever claims it gets what is left to resolve.
       await storeA.resolvedPages(
         'line-endp',
-        taken!.services.filter((s) => s.routingKey === 'RKEY'),
+        taken!.services.filter((s) => s.tag === RKEY.tag),
       );
       expect((await storeA.due(now + 999)).filter((d) => d.lineage === 'line-endp')).toEqual([]);
       const [lease] = (await storeA.due(now + 1_000)).filter((d) => d.lineage === 'line-endp');
@@ -242,7 +255,7 @@ describe.each(BACKENDS)('EscalationStore on %s Redis', (kind) => {
       ]);
       expect(left === undefined || lost === undefined).toBe(true);
       expect(left ?? lost).toMatchObject({ approvalId: 'endp-1', dedupKey: 'endp-0' });
-      expect((left ?? lost)?.services.map((s) => s.routingKey)).toEqual(['RKEY2']);
+      expect((left ?? lost)?.services).toEqual([{ tag: RKEY2.tag }]);
       await storeB.resolved(left ?? lost!);
       expect((await storeA.due(now + 10_000)).filter((d) => d.lineage === 'line-endp')).toEqual([]);
       expect(await a.exists(keys.escalationUnresolved('line-endp'))).toBe(0);
@@ -250,7 +263,7 @@ describe.each(BACKENDS)('EscalationStore on %s Redis', (kind) => {
 
     it("a resolve's lease stays in the schedule while it is taken: a taker dying leaves it due later", async () => {
       const by = { approvalId: 'die-1', dedupKey: 'die-0' };
-      await storeA.handOnResolve('line-die', by, pagedService('RKEY'), 0);
+      await storeA.handOnResolve('line-die', by, RKEY, 0);
       const [lease] = (await storeA.due(1)).filter((d) => d.lineage === 'line-die');
       // The taker dies once the lease is taken, before it has read the pages.
       const dying = new Proxy(a, {
@@ -265,18 +278,17 @@ describe.each(BACKENDS)('EscalationStore on %s Redis', (kind) => {
       ).rejects.toThrow(/process died/);
       expect((await storeB.due(59_999)).filter((d) => d.lineage === 'line-die')).toEqual([]);
       const [again] = (await storeB.due(60_000)).filter((d) => d.lineage === 'line-die');
-      expect((await storeB.takeResolve(again!, 60_000, 120_000))?.services.map((s) => s.routingKey)).toEqual([
-        'RKEY',
-      ]);
+      expect((await storeB.takeResolve(again!, 60_000, 120_000))?.services).toEqual([{ tag: RKEY.tag }]);
     });
 
     it('a late resolve handed on is taken by the next caller, due at once', async () => {
       const by = { approvalId: 'hand-1', dedupKey: 'hand-0' };
-      await storeA.handOnResolve('line-hand', by, pagedService('RKEY'), 0);
+      await storeA.handOnResolve('line-hand', by, RKEY, 0);
+      expect(Object.values(await a.hgetall(keys.escalationUnresolved('line-hand')))).not.toContain('RKEY');
       const [lease] = (await storeB.due(1)).filter((d) => d.lineage === 'line-hand');
       const taken = await storeB.takeResolve(lease!, 1, 60_000);
       expect(taken).toMatchObject(by);
-      expect(taken?.services.map((s) => s.routingKey)).toEqual(['RKEY']);
+      expect(taken?.services).toEqual([{ tag: RKEY.tag }]);
       await storeB.resolved(taken!);
       expect(await a.exists(keys.escalationUnresolved('line-hand'))).toBe(0);
     });
@@ -284,7 +296,7 @@ describe.each(BACKENDS)('EscalationStore on %s Redis', (kind) => {
     it('a due resolve whose take was sent again (its reply lost) is still taken by its caller', async () => {
       const now = 7_800_000;
       await storeA.schedule('endr-1', 'line-endr', now, [60_000]);
-      await storeA.paged('line-endr', 'RKEY');
+      await storeA.paged('line-endr', RKEY);
       await storeA.endPaged('line-endr', { approvalId: 'endr-1', dedupKey: 'endr-0' }, now + 1_000);
       const [lease] = (await storeA.due(now + 1_000)).filter((d) => d.lineage === 'line-endr');
       // Every script and ZREM runs twice, answered by its second run: as ioredis resends a
@@ -295,7 +307,7 @@ describe.each(BACKENDS)('EscalationStore on %s Redis', (kind) => {
         now + 1_000,
         now + 2_000,
       );
-      expect(taken?.services.map((s) => s.routingKey)).toEqual(['RKEY']);
+      expect(taken?.services).toEqual([{ tag: RKEY.tag }]);
     });
 
     it('a late claim of a step already taken, after its request ended, loses and brings no lineage back', async () => {
@@ -332,7 +344,7 @@ describe.each(BACKENDS)('EscalationStore on %s Redis', (kind) => {
       held.release();
       expect(await claiming).toBe(false);
       // A's page is marked only on a live request, and the request reads as ended after its trigger.
-      expect(await storeA.paged('line-mid', 'RKEY')).toBe(false);
+      expect(await storeA.paged('line-mid', RKEY)).toBe(false);
       expect(await storeA.ended('line-mid')).toBe(true);
       expect(await storeB.release(step1, 0)).toBe(0);
       expect(await a.exists(keys.escalationLineage('line-mid'))).toBe(0);
@@ -399,7 +411,7 @@ describe.each(BACKENDS)('EscalationStore on %s Redis', (kind) => {
       // One an earlier release's mark brought back (no `start`) is ended, and goes on release.
       await a.hset(ended, 'f0', JSON.stringify(firing(late!)), 'c0', 'token', 'paged:tag', 'RKEY');
       expect(await storeA.ended('line-release-end')).toBe(true);
-      expect(await storeA.paged('line-release-end', 'RKEY2')).toBe(false);
+      expect(await storeA.paged('line-release-end', RKEY2)).toBe(false);
       expect(await storeA.release(late!, 0)).toBe(0);
       expect(await a.exists(ended)).toBe(0);
     });

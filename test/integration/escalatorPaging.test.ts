@@ -15,11 +15,12 @@ import { lineageOf } from '../../src/relay/escalation/lineage.js';
 import type { RecordKeeper } from '../../src/relay/records/recordKeeper.js';
 import { superseded } from '../../src/relay/records/recordMutations.js';
 import type { ApprovalStore, Mutation } from '../../src/store/approvalStore.js';
-import { EscalationStore } from '../../src/store/escalationStore.js';
+import { EscalationStore, pagedService } from '../../src/store/escalationStore.js';
 import { keys } from '../../src/store/keys.js';
 import { quietEscalatorParts } from '../support/escalatorParts.js';
 import { useFreshRedis } from '../support/freshRedis.js';
 import { captureLogger } from '../support/logCapture.js';
+import { keysHolding } from '../support/redisHolding.js';
 import { sampleRecord } from '../support/sampleRecord.js';
 import { probeUntil } from '../support/until.js';
 
@@ -59,7 +60,10 @@ function gate() {
 /** What PagerDuty was sent, as `action service dedup_key` (the service: its key's first letter). */
 type Sent = string[];
 
-/** One process: an escalator on the shared records and schedule, paging through `pager`. */
+/**
+ * One process: an escalator on the shared records and schedule, paging through `pager`, its
+ * config's routing keys the ladder's and DEFAULT_KEY (PAGERDUTY_ROUTING_KEY).
+ */
 function replica(
   records: Map<string, ApprovalRecord>,
   ladder: EscalationStep[],
@@ -91,6 +95,7 @@ function replica(
     },
     pager,
     defaultRoutingKey: DEFAULT_KEY,
+    routingKeys: ladder.flatMap((step) => step.routingKey ?? []),
     ladderOf: () => ladder,
     ...quietEscalatorParts(),
     logger,
@@ -112,6 +117,29 @@ function recordingPager(sent: Sent): Pager {
     },
     resolve: async (routingKey: string, dedupKey: string) => {
       sent.push(`resolve ${routingKey[0]} ${dedupKey}`);
+    },
+  };
+}
+
+/** A PagerDuty answering nothing: a resolve ends only when its signal aborts, if it has one. */
+function hangingPager(sent: Sent, calls: string[]): Pager {
+  return {
+    trigger: recordingPager(sent).trigger,
+    resolve: (routingKey: string, dedupKey: string, signal?: AbortSignal) => {
+      calls.push(`resolve ${routingKey[0]} ${dedupKey}`);
+      return new Promise<void>((_resolve, reject) => {
+        signal?.addEventListener('abort', () => reject(signal.reason));
+      });
+    },
+  };
+}
+
+/** A PagerDuty that answers at once and notes each resolve as `routing key dedup_key`, the whole key. */
+function keyedPager(resolves: string[]): Pager {
+  return {
+    trigger: async () => undefined,
+    resolve: async (routingKey: string, dedupKey: string) => {
+      resolves.push(`${routingKey} ${dedupKey}`);
     },
   };
 }
@@ -195,19 +223,6 @@ describe('a trigger that lands after the request was resolved', () => {
 });
 
 describe('a resolve under way as its process stops or dies', () => {
-  /** PagerDuty answering nothing: a resolve ends only when its signal aborts, if it has one. */
-  function hangingPager(sent: Sent, calls: string[]): Pager {
-    return {
-      trigger: recordingPager(sent).trigger,
-      resolve: (routingKey: string, dedupKey: string, signal?: AbortSignal) => {
-        calls.push(`resolve ${routingKey[0]} ${dedupKey}`);
-        return new Promise<void>((_resolve, reject) => {
-          signal?.addEventListener('abort', () => reject(signal.reason));
-        });
-      },
-    };
-  }
-
   /** A request paged by `a`, then decided there: `a` is resolving it as the test goes on. */
   async function pagedThenDecided(approvalId: string) {
     const sent: Sent = [];
@@ -297,6 +312,9 @@ describe('a resolve under way as its process stops or dies', () => {
     retryLands.open();
     await until(() => resolves === 2);
     expect(sent).toEqual(['resolve d pd-dead-late', 'trigger d pd-dead-late']);
+    // The late resolve is handed on by the key's tag: Redis holds no routing key.
+    expect(await redis().exists(keys.escalationUnresolved(lineageOf(first)))).toBe(1);
+    expect(await keysHolding(redis(), DEFAULT_KEY)).toEqual([]);
     await b.escalator.poll();
     await b.escalator.settled();
     expect(bSent).toEqual([]);
@@ -307,5 +325,156 @@ describe('a resolve under way as its process stops or dies', () => {
     await b.escalator.settled();
     await b.escalator.stop();
     expect(bSent).toEqual(['resolve d pd-dead-late']);
+  });
+});
+
+describe('routing keys, which Redis never holds', () => {
+  it('a page is kept by its tag: handed on by a stop, another process resolves it with the key of its own config', async () => {
+    const sent: Sent = [];
+    const calls: string[] = [];
+    const records = new Map<string, ApprovalRecord>();
+    const clock = { nowMs: T0 };
+    const ladder: EscalationStep[] = [
+      { afterMs: 0, action: 'page', routingKey: TEAM_KEY },
+      { afterMs: 1_000, action: 'page' },
+    ];
+    const a = replica(records, ladder, hangingPager(sent, calls), clock);
+    const first = approval('pd-key-1', '1.1');
+    records.set(first.approvalId, first);
+    a.escalator.follow(first);
+    await until(() => records.get(first.approvalId)?.escalation !== undefined);
+    await a.escalator.poll();
+    await a.escalator.settled();
+    clock.nowMs += 1_000;
+    await a.escalator.poll();
+    await a.escalator.settled();
+    expect(sent).toEqual(['trigger a pd-key-1', 'trigger d pd-key-1']);
+    const lineage = keys.escalationLineage(lineageOf(first));
+    expect(Object.keys(await redis().hgetall(lineage)).filter((f) => f.startsWith('paged:'))).toHaveLength(2);
+    expect(await keysHolding(redis(), TEAM_KEY)).toEqual([]);
+    expect(await keysHolding(redis(), DEFAULT_KEY)).toEqual([]);
+
+    // Decided, then stopped as its resolves hang: they are handed on.
+    a.write(first.approvalId, decided);
+    await until(() => calls.length === 2);
+    await a.escalator.stop();
+    const unresolved = keys.escalationUnresolved(lineageOf(first));
+    expect(Object.keys(await redis().hgetall(unresolved)).filter((f) => f.startsWith('paged:'))).toHaveLength(
+      2,
+    );
+    expect(await keysHolding(redis(), TEAM_KEY)).toEqual([]);
+    expect(await keysHolding(redis(), DEFAULT_KEY)).toEqual([]);
+
+    // Another replica, with the same config, resolves both with their keys.
+    const resolves: string[] = [];
+    const b = replica(records, ladder, keyedPager(resolves), clock);
+    await b.escalator.poll();
+    await until(() => resolves.length === 2);
+    await b.escalator.stop();
+    expect(resolves.sort()).toEqual([`${TEAM_KEY} pd-key-1`, `${DEFAULT_KEY} pd-key-1`]);
+    expect(await redis().exists(unresolved)).toBe(0);
+    expect(await redis().zcard(DUE)).toBe(0);
+  });
+
+  it('a page an earlier release kept by its key is resolved with that key, though the config no longer has it', async () => {
+    const OLD_KEY = 'e'.repeat(32);
+    const OLDER_KEY = 'f'.repeat(32);
+    const resolves: string[] = [];
+    const records = new Map<string, ApprovalRecord>();
+    const clock = { nowMs: T0 };
+    const p = replica(records, [{ afterMs: 60_000, action: 'page' }], keyedPager(resolves), clock);
+    const first = approval('pd-legacy-1', '1.1');
+    records.set(first.approvalId, first);
+    p.escalator.follow(first);
+    await until(() => records.get(first.approvalId)?.escalation !== undefined);
+    // What earlier releases' paged() wrote: the key itself under its tag, and before that under `paged`.
+    await redis().hset(
+      keys.escalationLineage(lineageOf(first)),
+      `paged:${pagedService(OLD_KEY).tag}`,
+      OLD_KEY,
+      'paged',
+      OLDER_KEY,
+    );
+    p.write(first.approvalId, decided);
+    await until(() => resolves.length === 2);
+    await p.escalator.stop();
+    expect(resolves.sort()).toEqual([`${OLD_KEY} pd-legacy-1`, `${OLDER_KEY} pd-legacy-1`]);
+    expect(p.escalator.failures).toEqual({});
+    expect(await redis().exists(keys.escalationUnresolved(lineageOf(first)))).toBe(0);
+    expect(await redis().zcard(DUE)).toBe(0);
+  });
+
+  it('a resolve an earlier release handed on with its key is sent by the next process to take it', async () => {
+    const OLD_KEY = 'e'.repeat(32);
+    const resolves: string[] = [];
+    const records = new Map<string, ApprovalRecord>();
+    const clock = { nowMs: T0 };
+    const p = replica(records, [{ afterMs: 0, action: 'page' }], keyedPager(resolves), clock);
+    const lineage = 'main:sess:call_legacy';
+    await redis().hset(
+      keys.escalationUnresolved(lineage),
+      'approvalId',
+      'pd-legacy-2',
+      'dedupKey',
+      'pd-legacy-0',
+      `paged:${pagedService(OLD_KEY).tag}`,
+      OLD_KEY,
+    );
+    await new EscalationStore(redis(), { lineageTtlMs: 600_000 }).leaseResolve(lineage, 'pd-legacy-2', 0);
+    await p.escalator.poll();
+    await until(() => resolves.length === 1);
+    await p.escalator.stop();
+    expect(resolves).toEqual([`${OLD_KEY} pd-legacy-0`]);
+    expect(await redis().exists(keys.escalationUnresolved(lineage))).toBe(0);
+    expect(await redis().zcard(DUE)).toBe(0);
+  });
+
+  it('a page whose key left the config before its resolve is dropped, logged and counted, not thrown', async () => {
+    const sent: Sent = [];
+    const records = new Map<string, ApprovalRecord>();
+    const clock = { nowMs: T0 };
+    const a = replica(
+      records,
+      [{ afterMs: 0, action: 'page', routingKey: TEAM_KEY }],
+      recordingPager(sent),
+      clock,
+    );
+    const first = approval('pd-gone-1', '1.1');
+    records.set(first.approvalId, first);
+    a.escalator.follow(first);
+    await until(() => records.get(first.approvalId)?.escalation !== undefined);
+    await a.escalator.poll();
+    await a.escalator.settled();
+    await a.escalator.stop();
+    expect(sent).toEqual(['trigger a pd-gone-1']);
+
+    // Restarted with the team's key taken out of the file, the request is decided.
+    const logs = captureLogger();
+    const bSent: Sent = [];
+    const b = replica(
+      records,
+      [{ afterMs: 0, action: 'page', routingKey: MANAGERS_KEY }],
+      recordingPager(bSent),
+      clock,
+      logs.logger,
+    );
+    b.write(first.approvalId, decided);
+    await until(() => b.escalator.failures.resolve === 1);
+    await b.escalator.stop();
+    expect(bSent).toEqual([]);
+    expect(b.escalator.failures).toEqual({ resolve: 1 });
+    const warned = logs.lines.filter((line) => line.level === 40);
+    expect(warned).toEqual([
+      expect.objectContaining({
+        approvalId: 'pd-gone-1',
+        service: pagedService(TEAM_KEY).tag,
+        msg: expect.stringMatching(/no longer in the config/),
+      }),
+    ]);
+    expect(logs.lines.filter((line) => Number(line.level) >= 50)).toEqual([]);
+    expect(JSON.stringify(logs.lines)).not.toContain(TEAM_KEY);
+    // Nothing can resolve it: it is not kept, nor leased for another process to try.
+    expect(await redis().exists(keys.escalationUnresolved(lineageOf(first)))).toBe(0);
+    expect(await redis().zcard(DUE)).toBe(0);
   });
 });

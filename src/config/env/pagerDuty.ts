@@ -72,3 +72,8 @@ export function checkEscalation(
     }
   });
 }
+
+/** The routing keys of the routes' page steps (those that do not use PAGERDUTY_ROUTING_KEY). */
+export function stepRoutingKeys(routes: readonly Route[]): string[] {
+  return routes.flatMap((route) => route.escalation ?? []).flatMap((step) => step.routingKey ?? []);
+}

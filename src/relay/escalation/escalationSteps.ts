@@ -11,6 +11,7 @@ import {
   type EscalationStore,
   type PagedService,
   pagedService,
+  routingKeysByTag,
   type Unresolved,
 } from '../../store/escalationStore.js';
 import { abortable } from '../../util/abortable.js';
@@ -123,6 +124,12 @@ export interface EscalationStepsOptions {
    */
   approversOf: (record: ApprovalRecord) => Approvers | undefined;
   defaultRoutingKey?: string;
+  /**
+   * Every other routing key the config pages with (each page step's routingKey). Redis keeps a
+   * page by its key's tag alone: its resolve, by whichever process, finds the key among these and
+   * defaultRoutingKey.
+   */
+  routingKeys?: readonly string[];
   /** How long a DM's buttons stay mapped to their approval. */
   dmMappingTtlMs: number;
   /** Who is away: passed by, their delegates reached instead. Without it, everyone is reached. */
@@ -137,13 +144,18 @@ export interface EscalationStepsOptions {
 export const TIMEOUT_FEEDBACK = 'Nobody answered this approval in time; Countersign rejected it on timeout.';
 
 export class EscalationSteps {
+  /** The config's routing keys by tag, for the resolves of pages Redis knows by tag (resolveLeft). */
+  private readonly routingKeys: ReadonlyMap<string, string>;
+
   constructor(
     private readonly options: EscalationStepsOptions,
     /** Counts a step that failed to reach anyone, by action (Escalator.failures). */
     private readonly count: (kind: EscalationFailureKind) => void,
     /** When a lease on a resolve taken now runs out (ms): Escalator.resolveLeaseUntil. */
     private readonly resolveLeaseUntil: () => number,
-  ) {}
+  ) {
+    this.routingKeys = routingKeysByTag([options.defaultRoutingKey, ...(options.routingKeys ?? [])]);
+  }
 
   /**
    * Does what the step says; resolves with whom it reached, for the card, and what it did when
@@ -275,7 +287,7 @@ export class EscalationSteps {
     // The request's text goes to PagerDuty only where the step says so: nobody checks whom it reaches.
     const includeRequest = step.includeRequest === true;
     // Marked first: a resolution racing the trigger must still resolve it.
-    if (!(await this.options.schedule.paged(lineageOf(record), routingKey))) {
+    if (!(await this.options.schedule.paged(lineageOf(record), pagedService(routingKey)))) {
       throw new Error('the approval was resolved as the page was due; not paging');
     }
     // Cut short until PagerDuty confirms it: sent again by whoever fires the step next, it is the
@@ -517,7 +529,10 @@ export class EscalationSteps {
    * Sends PagerDuty's resolve of one page an ended request left (Escalator.resolveAll); `settled`
    * once it is sent or failed for good, `cut` when `stopping` cut it short and it is still to send.
    * Once per page by the lease on the request's pages, not by the notice ledger: a resolve cut
-   * short, or whose process died, is sent by the next to claim the lease.
+   * short, or whose process died, is sent by the next to claim the lease. The routing key is the
+   * config's of the page's tag, unless the page came with its key (PagedService). A tag the config
+   * no longer has (its key was removed before the resolve) can be resolved by nobody: it fails
+   * for good, logged and counted, and the page is dropped.
    */
   async resolveLeft(
     unresolved: Unresolved,
@@ -528,8 +543,16 @@ export class EscalationSteps {
     if (!pager) return 'settled';
     const { approvalId, dedupKey } = unresolved;
     const log = logger.child({ approvalId, dedupKey, service: service.tag });
+    const routingKey = service.routingKey ?? this.routingKeys.get(service.tag);
+    if (!routingKey) {
+      this.count('resolve');
+      log.warn(
+        'PagerDuty page not resolved: its routing key is no longer in the config; resolve it in PagerDuty',
+      );
+      return 'settled';
+    }
     try {
-      await pager.resolve(service.routingKey, dedupKey, stopping);
+      await pager.resolve(routingKey, dedupKey, stopping);
       log.info('PagerDuty page resolved');
     } catch (err) {
       if (stopping?.aborted) return 'cut';
