@@ -54,9 +54,11 @@ export const SECRET_RULES: readonly SecretRule[] = [
   },
   { label: 'slack-token', source: `${atWordStart('(?:xox[abposre]|xapp)')}-[0-9A-Za-z-]{10,250}` },
   {
-    // Also with JSON's escaped slashes (`hooks.slack.com\/services\/T…`).
+    // Incoming webhooks and response_urls (actions, commands: they post to the channel they came
+    // from). Also with JSON's escaped slashes (`hooks.slack.com\/services\/T…`).
     label: 'slack-webhook',
-    source: 'hooks\\.slack\\.com\\\\?/(?:services|workflows|triggers)\\\\?/(?:\\\\/|[A-Za-z0-9_/-]){20,250}',
+    source:
+      'hooks\\.slack\\.com\\\\?/(?:services|workflows|triggers|actions|commands)\\\\?/(?:\\\\/|[A-Za-z0-9_/-]){20,250}',
   },
   {
     label: 'github-token',

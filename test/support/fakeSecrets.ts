@@ -64,3 +64,11 @@ export const FAKE_SLACK_WEBHOOK = [
   `B${'0'.repeat(8)}`,
   'FAKE'.repeat(6),
 ].join('/');
+
+/** A Slack response_url's shape: actions/T<team>/<digits>/<24 letters>. */
+export const FAKE_SLACK_RESPONSE_URL = [
+  'https://hooks.slack.com/actions',
+  `T${'0'.repeat(8)}`,
+  '0'.repeat(13),
+  'FAKE'.repeat(6),
+].join('/');

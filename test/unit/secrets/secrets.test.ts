@@ -10,6 +10,7 @@ import {
   FAKE_NPM_TOKEN,
   FAKE_SLACK_APP_TOKEN,
   FAKE_SLACK_BOT_TOKEN,
+  FAKE_SLACK_RESPONSE_URL,
   FAKE_SLACK_WEBHOOK,
   FAKE_STRIPE_LIVE_KEY,
   FAKE_STRIPE_RESTRICTED_KEY,
@@ -137,6 +138,21 @@ describe('maskSecrets: every shape the issue lists', () => {
       'Slack webhook URL with JSON-escaped slashes',
       JSON.stringify({ url: FAKE_SLACK_WEBHOOK }).replaceAll('/', '\\/'),
       FAKE_SLACK_WEBHOOK.split('/').at(-1)!,
+      'slack-webhook',
+    ],
+    [
+      'Slack response_url',
+      `curl -X POST -d '{"text":"done"}' ${FAKE_SLACK_RESPONSE_URL}`,
+      FAKE_SLACK_RESPONSE_URL.slice('https://'.length),
+      'slack-webhook',
+    ],
+    [
+      'Slack response_url of a slash command with JSON-escaped slashes',
+      JSON.stringify({ response_url: FAKE_SLACK_RESPONSE_URL.replace('/actions/', '/commands/') }).replaceAll(
+        '/',
+        '\\/',
+      ),
+      FAKE_SLACK_RESPONSE_URL.split('/').at(-1)!,
       'slack-webhook',
     ],
     [
