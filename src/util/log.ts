@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import type { Logger, LogLevel } from '@slack/bolt';
 import pino from 'pino';
 import { REDACTED, SECRET_SET } from './redacted.js';
+import { maskSlackCapabilities, maskSlackError, slackLine } from './slackLibraryText.js';
 
 /**
  * Paths whose values never reach a log line. Two-level wildcards (`*.*.x`) are spelt out instead:
@@ -172,15 +173,25 @@ function boltLevel(level: string): LogLevel {
   }
 }
 
+/** A string argument of a Slack library's log call, with its capabilities hidden. */
+function masked(arg: unknown): unknown {
+  return typeof arg === 'string' ? maskSlackCapabilities(arg) : arg;
+}
+
 function forward(p: pino.Logger, method: LogMethod, msg: unknown[]): void {
+  // Most of Slack's lines are at debug: nothing is built for one the level drops.
+  if (!p.isLevelEnabled(method)) return;
   const [first, ...rest] = msg;
+  const args = rest.length ? { args: rest.map(masked) } : {};
   if (first instanceof Error) {
-    p[method]({ err: first, ...(rest.length ? { args: rest } : {}) }, first.message);
+    const err = maskSlackError(first);
+    p[method]({ err, ...args }, err.message);
   } else if (typeof first === 'string') {
-    if (rest.length) p[method]({ args: rest }, first);
-    else p[method](first);
+    const line = slackLine(first);
+    if (line.fields || rest.length) p[method]({ ...line.fields, ...args }, line.msg);
+    else p[method](line.msg);
   } else {
-    p[method]({ args: msg }, 'slack');
+    p[method]({ args: msg.map(masked) }, 'slack');
   }
 }
 
