@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import type { Logger, LogLevel } from '@slack/bolt';
 import pino from 'pino';
+import { errWithoutArgs } from './errWithoutArgs.js';
 import { REDACTED, SECRET_SET } from './redacted.js';
 import { maskSlackCapabilities, maskSlackError, slackLine } from './slackLibraryText.js';
 
@@ -138,6 +139,8 @@ export function createLogger({
     level,
     // `[set]` is what redactedConfig shows for a secret that is set: it says nothing more.
     redact: { paths: [...REDACT_PATHS], censor: (value) => (value === SECRET_SET ? value : REDACTED) },
+    // Runs only for lines with an `err`: a failed Redis command's arguments stay out.
+    serializers: { err: errWithoutArgs },
     // Before any destination or transport: pretty-printed lines are scrubbed too.
     hooks: {
       ...(scrub ? { streamWrite: scrub } : {}),

@@ -94,6 +94,47 @@ describe('createLogger with the configuration’s secrets', () => {
   });
 });
 
+describe('createLogger with an error of a failed Redis command', () => {
+  // Shorter than the scrubber takes (MIN_SCRUBBED_LENGTH), as a Redis password may be.
+  const PASSWORD = 'abc1234';
+  /** An error as ioredis makes it: the command that failed, with its arguments. */
+  const failed = (message: string, name: string, args: string[]) =>
+    Object.assign(new Error(message), { command: { name, args } });
+
+  it('writes the command’s name, never its arguments, at any depth, and leaves the error as it was', () => {
+    const { destination, lines, raw } = capture();
+    const log = createLogger({ level: 'debug', destination });
+    const auth = failed('WRONGPASS invalid username-password pair', 'auth', [PASSWORD]);
+    const cluster = Object.assign(new Error('Failed to refresh slots cache.'), { lastNodeError: auth });
+    const exec = Object.assign(new Error('EXECABORT'), {
+      previousErrors: [failed('OOM command not allowed', 'set', ['cs:record', `{"text":"${PASSWORD}"}`])],
+    });
+    log.warn({ err: auth }, 'could not read forwarded decisions; trying again');
+    log.error(cluster);
+    log.error({ err: exec }, 'could not save');
+    log.error({ err: new AggregateError([auth], 'all failed') }, 'aggregate');
+    log.error({ err: new Error('could not connect', { cause: auth }) }, 'caused');
+    log.error({ err: { command: { name: 'auth', args: [PASSWORD] } } }, 'not an Error');
+    const loop: Record<string, unknown> = { command: { name: 'get', args: [PASSWORD] } };
+    loop.self = loop;
+    log.error({ err: Object.assign(new Error('circular'), { context: loop }) }, 'circular');
+
+    expect(raw.join('\n')).not.toContain(PASSWORD);
+    expect(lines[0]?.err).toMatchObject({ type: 'Error', message: auth.message, command: { name: 'auth' } });
+    expect(lines[1]?.err).toMatchObject({
+      lastNodeError: { message: auth.message, command: { name: 'auth' } },
+    });
+    expect(lines[2]?.err).toMatchObject({
+      previousErrors: [{ message: 'OOM command not allowed', command: { name: 'set' } }],
+    });
+    expect(lines[3]?.err).toMatchObject({ aggregateErrors: [{ command: { name: 'auth' } }] });
+    expect(lines[4]?.err).toMatchObject({ message: `could not connect: ${auth.message}` });
+    expect(lines[5]?.err).toEqual({ command: { name: 'auth' } });
+    expect(lines[6]?.err).toMatchObject({ context: { command: { name: 'get' }, self: '[Circular]' } });
+    expect(auth.command).toEqual({ name: 'auth', args: [PASSWORD] });
+  });
+});
+
 describe('toBoltLogger', () => {
   it('maps Bolt calls onto pino levels', () => {
     const { destination, lines } = capture();
