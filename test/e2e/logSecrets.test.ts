@@ -4,7 +4,8 @@
 // Redis passwords in REDIS_URL and in their own variables, a password in a URL, a host's
 // environment and a token in a host command line); it starts, pages, decides and stops, and the
 // whole of its output, stdout and stderr, is searched for each value as written, as JSON spells
-// it and as a URL does.
+// it and as a URL does. So is a value Slack gives that no configuration knows: the trigger_id of a
+// press that opens a modal.
 
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -64,7 +65,7 @@ function expectNoneIn(bot: RunningBot, secrets: readonly string[]): void {
 }
 
 describe('secrets of the configuration never reach the log', () => {
-  it('HTTP mode at debug: start-up, an approval that pages with its step’s key, a press, a stop', async () => {
+  it('HTTP mode at debug: start-up, an approval that pages with its step’s key, presses, a stop', async () => {
     const redis = await PrivateRedis.start({ password: REDIS_PASSWORD });
     cleanups.push(() => redis.stop());
     const pd = await FakePagerDuty.start();
@@ -109,6 +110,11 @@ describe('secrets of the configuration never reach the log', () => {
     expect(page.routing_key).toBe(STEP_ROUTING_KEY);
     const card = await world.waitForCard('logsecret-01', (m) => textOf(m).includes('paged'));
     expect(buttonsOf(card).map((b) => b.text)).toContain('Allow once');
+    // Reject opens a modal: views.open carries the press's trigger_id, which the Web API client
+    // logs at debug with the call's body. No configuration knows that value.
+    await world.press('logsecret-01', 'Reject', 'U0ALICE', card);
+    const modal = await world.slack.waitFor('views.open', () => true, 5_000);
+    const triggerId = String(modal.args.trigger_id);
     await world.press('logsecret-01', 'Allow once', 'U0ALICE', card);
     expect((await world.host.waitForDecide()).frame.params).toMatchObject({ choiceId: 'allow_once' });
     expect((await pd.waitForEvent('resolve', 'logsecret-01', 8_000)).routing_key).toBe(STEP_ROUTING_KEY);
@@ -128,6 +134,7 @@ describe('secrets of the configuration never reach the log', () => {
       AGENT_LICENSE,
       HOST_COMMAND_TOKEN,
     ]);
+    expectNoneIn(world.bot, [triggerId]);
     // Hidden by what they are: a secret set shows as [set], a host's environment as [redacted].
     expect(world.bot.logs.find((l) => l.msg === 'countersign listening')?.json?.config).toMatchObject({
       routes: [{ escalation: [{ action: 'page', routingKey: '[set]' }] }],
