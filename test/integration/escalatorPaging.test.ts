@@ -224,6 +224,26 @@ describe('a trigger that lands after the request was resolved', () => {
 
 describe('a resolve under way as its process stops or dies', () => {
   /** A request paged by `a`, then decided there: `a` is resolving it as the test goes on. */
+  /**
+   * `b` sends nothing while the dead process's lease lasts, then the resolve once the lease has
+   * run out, and nothing more at its next look; `b` is stopped after.
+   */
+  async function takesOverOnceTheLeaseRunsOut(
+    b: ReturnType<typeof replica>,
+    bSent: Sent,
+    clock: { nowMs: number },
+  ): Promise<void> {
+    await b.escalator.poll();
+    await b.escalator.settled();
+    expect(bSent).toEqual([]);
+    clock.nowMs += 10 * 60_000;
+    await b.escalator.poll();
+    await until(() => bSent.length === 1);
+    await b.escalator.poll();
+    await b.escalator.settled();
+    await b.escalator.stop();
+  }
+
   async function pagedThenDecided(approvalId: string) {
     const sent: Sent = [];
     const calls: string[] = [];
@@ -257,15 +277,7 @@ describe('a resolve under way as its process stops or dies', () => {
   it('dead, its resolve is sent by another process once the lease runs out, and once', async () => {
     const { b, bSent, clock } = await pagedThenDecided('pd-dead-1');
     // `a` never answers again. Until its lease runs out, the resolve is still its own.
-    await b.escalator.poll();
-    await b.escalator.settled();
-    expect(bSent).toEqual([]);
-    clock.nowMs += 10 * 60_000;
-    await b.escalator.poll();
-    await until(() => bSent.length === 1);
-    await b.escalator.poll();
-    await b.escalator.settled();
-    await b.escalator.stop();
+    await takesOverOnceTheLeaseRunsOut(b, bSent, clock);
     expect(bSent).toEqual(['resolve d pd-dead-1']);
   });
 
@@ -315,15 +327,7 @@ describe('a resolve under way as its process stops or dies', () => {
     // The late resolve is handed on by the key's tag: Redis holds no routing key.
     expect(await redis().exists(keys.escalationUnresolved(lineageOf(first)))).toBe(1);
     expect(await keysHolding(redis(), DEFAULT_KEY)).toEqual([]);
-    await b.escalator.poll();
-    await b.escalator.settled();
-    expect(bSent).toEqual([]);
-    clock.nowMs += 10 * 60_000;
-    await b.escalator.poll();
-    await until(() => bSent.length === 1);
-    await b.escalator.poll();
-    await b.escalator.settled();
-    await b.escalator.stop();
+    await takesOverOnceTheLeaseRunsOut(b, bSent, clock);
     expect(bSent).toEqual(['resolve d pd-dead-late']);
   });
 });
