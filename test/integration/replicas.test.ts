@@ -747,20 +747,7 @@ describe('decision forwarding to a new owner', () => {
     await stream.ensureGroup('h1');
     // The old owner froze (a long pause) inside its blocking read: Redis still hands it the
     // next entry, after the new owner has claimed what was pending.
-    const frozen = redis.duplicate();
-    const stolen = frozen.xreadgroup(
-      'GROUP',
-      'owners',
-      'old#1',
-      'COUNT',
-      64,
-      'BLOCK',
-      3_000,
-      'STREAMS',
-      keys.decisions('h1'),
-      '>',
-    );
-    await new Promise((r) => setTimeout(r, 50));
+    const { frozen, stolen } = await frozenOwnerRead(redis);
     const decided: string[] = [];
     const owner = new DecisionForwarding({
       stream,
@@ -824,20 +811,7 @@ describe('a decision its owner hands on again', () => {
         ...how,
       });
     // The old owner, still in its blocking read as the host changes hands, is handed the click.
-    const frozen = redis.duplicate();
-    const stolen = frozen.xreadgroup(
-      'GROUP',
-      'owners',
-      'old#1',
-      'COUNT',
-      64,
-      'BLOCK',
-      3_000,
-      'STREAMS',
-      keys.decisions('h1'),
-      '>',
-    );
-    await new Promise((r) => setTimeout(r, 50));
+    const { frozen, stolen } = await frozenOwnerRead(redis);
     const newOwner = replica('owner#2', {
       mayAct: () => true,
       decide: async () => ({ kind: 'decided', terminal: true }),
@@ -892,6 +866,28 @@ describe('a decision its owner hands on again', () => {
     }
   });
 });
+
+/**
+ * The old owner `old#1`, frozen in its blocking read of h1's decisions on a connection of its
+ * own: Redis hands it the next entry. Resolves once the read is waiting.
+ */
+async function frozenOwnerRead(redis: Redis) {
+  const frozen = redis.duplicate();
+  const stolen = frozen.xreadgroup(
+    'GROUP',
+    'owners',
+    'old#1',
+    'COUNT',
+    64,
+    'BLOCK',
+    3_000,
+    'STREAMS',
+    keys.decisions('h1'),
+    '>',
+  );
+  await new Promise((r) => setTimeout(r, 50));
+  return { frozen, stolen };
+}
 
 async function waitFor(condition: () => boolean | Promise<boolean>, timeoutMs = 5_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
