@@ -1,6 +1,7 @@
 import picomatch from 'picomatch';
 import type { ProgramMatch } from '../domain/route.js';
 import { isExpansion, isOption, operandStarts, programName } from './argv.js';
+import { globOptions } from './globs.js';
 import type { Invocation } from './invocations.js';
 
 // A `programs` entry of a risk rule (`risks[].match.programs`): "this program, with this
@@ -68,15 +69,16 @@ function operandsFrom(words: readonly string[], from: number): string[] {
 /**
  * Whether an invocation is one the entry names. Names (program, subcommand) are compared in lower
  * case, as programName() reads them. Flags count anywhere after the program, before the
- * subcommand too and after `--` too (many programs take options anywhere). `args` are globs, on
- * which `*` crosses "/" as in `commands`, on the operands after the subcommand. An expansion
+ * subcommand too and after `--` too (many programs take options anywhere), in their own case
+ * (`-r` and `-R` are two options to most programs). `args` are globs, on which `*` crosses "/"
+ * and case is ignored, as in `commands`, on the operands after the subcommand. An expansion
  * counts as any flag and any arg, once the program and the subcommand match.
  */
 export function programMatcher(entry: ProgramMatch): (invocation: Invocation) => boolean {
   const program = entry.program.toLowerCase();
   const subcommand = entry.subcommand?.toLowerCase();
   const flags = entry.flags?.map(flagTest);
-  const argMatcher = entry.args ? picomatch(entry.args, { bash: true, dot: true }) : undefined;
+  const argMatcher = entry.args ? picomatch(entry.args, globOptions('risks.programs.args')) : undefined;
   // An expansion may be any operand (`git push origin $REF`, REF=+main), as it may be any flag.
   const argMatches = argMatcher && ((arg: string) => isExpansion(arg) || argMatcher(arg));
   return ({ words, at }) => {

@@ -1,5 +1,6 @@
 import { posix } from 'node:path';
 import picomatch from 'picomatch';
+import { globOptions } from './globs.js';
 
 // How a `paths` risk rule reads a file path. One file has many spellings: `.env`, `./.env`,
 // `/srv/app/.env`, `/srv/app/config/../.env`. The path is resolved against the workspace root
@@ -19,6 +20,9 @@ import picomatch from 'picomatch';
 // for what follows its last `..`: after a symbolic link, `..` leads where only the filesystem
 // knows (`/srv/repo/link/../passwd` may be `/etc/passwd`). A pattern's tails are cut at the "/" outside
 // `{…}` and `[…]`, so a tail that starts inside `{a/b,c}` is not tried.
+//
+// Case is ignored, in the patterns and in the workspace root alike: on macOS and Windows
+// `/SRV/App/.ENV` is the file `/srv/app/.env`, and lies inside the root `/srv/app`.
 
 /** A file path as the rule sees it: `..`, `.` and doubled slashes resolved, no trailing slash. */
 export function normalizedPath(path: string): string {
@@ -66,13 +70,14 @@ function tailsOfPattern(pattern: string): string[] {
 export type PathTest = (path: string, workspaceRoot: string | undefined) => boolean;
 
 export function pathMatcher(patterns: readonly string[]): PathTest {
+  const options = globOptions('risks.paths');
   // `**/.env` must also match `.env` at the root and `/home/me/.env`.
-  const any = picomatch([...patterns], { dot: true });
+  const any = picomatch([...patterns], options);
   const relative = patterns.filter((pattern) => !pattern.startsWith('/'));
-  const relativeMatcher = relative.length > 0 ? picomatch(relative, { dot: true }) : undefined;
+  const relativeMatcher = relative.length > 0 ? picomatch(relative, options) : undefined;
   const anyRelative = (path: string) => relativeMatcher?.(path) === true;
   const tails = patterns.flatMap(tailsOfPattern);
-  const anyTail = tails.length > 0 ? picomatch(tails, { dot: true }) : () => false;
+  const anyTail = tails.length > 0 ? picomatch(tails, options) : () => false;
   return (path, workspaceRoot) => {
     // Through a `..`, a rule that could cover the rest below some directory is taken to cover it.
     const uncertain = afterLastParent(path);
@@ -85,7 +90,8 @@ export function pathMatcher(patterns: readonly string[]): PathTest {
       const absolute = normalizedPath(root === undefined ? path : posix.resolve(root, path));
       if (any(absolute)) return true;
       if (root === undefined) return tailsOfPath(absolute).some(anyRelative);
-      const inside = posix.relative(root, absolute);
+      // In lower case both: whether the file lies inside the root ignores case too.
+      const inside = posix.relative(root.toLowerCase(), absolute.toLowerCase());
       return inside !== '' && inside !== '..' && !inside.startsWith('../') && anyRelative(inside);
     }
     const written = normalizedPath(path);

@@ -2,6 +2,7 @@ import picomatch from 'picomatch';
 import type { RiskMark } from '../domain/record.js';
 import type { Approvers, RiskRule } from '../domain/route.js';
 import type { ApprovalSubject } from '../msp/protocol.js';
+import { globOptions } from './globs.js';
 import { hostForms, hostPattern } from './hostNames.js';
 import { type Invocations, invocations } from './invocations.js';
 import { programMatcher } from './programs.js';
@@ -13,6 +14,7 @@ import { shellCommands, UnreadableCommand } from './shellWords.js';
 // long for a card cannot hide its dangerous part past the cut. One request has many spellings (a
 // host's case, a relative path, a program's path or wrapper): each field reads its value in every
 // spelling a pattern may be written for, so that a rule that covers one spelling covers them all.
+// Every field ignores case (globs.ts says why).
 
 /** What a risk rule is matched on: the request as the host sent it. */
 export interface RiskInput {
@@ -97,7 +99,7 @@ function compile(rule: RiskRule): Test {
   const { commands, paths, programs, targets, tools } = rule.match;
   const tests: Test[] = [];
   // A command is text, not a path: `*` crosses "/" (`git push --force*` matches any remote).
-  if (commands) tests.push(anyOf((v) => v.commands(), picomatch(commands, { bash: true, dot: true })));
+  if (commands) tests.push(anyOf((v) => v.commands(), picomatch(commands, globOptions('risks.commands'))));
   if (paths) {
     const matches = pathMatcher(paths);
     tests.push((v) => {
@@ -113,8 +115,9 @@ function compile(rule: RiskRule): Test {
       return tangled || runs.some((run) => entries.some((matches) => matches(run)));
     });
   }
-  if (targets) tests.push(anyOf((v) => v.targets(), picomatch(targets.map(hostPattern), { dot: true })));
-  if (tools) tests.push(anyOf((v) => [v.input.tool], picomatch(tools, { dot: true })));
+  if (targets)
+    tests.push(anyOf((v) => v.targets(), picomatch(targets.map(hostPattern), globOptions('risks.targets'))));
+  if (tools) tests.push(anyOf((v) => [v.input.tool], picomatch(tools, globOptions('risks.tools'))));
   return (view) => tests.length > 0 && tests.every((test) => test(view));
 }
 

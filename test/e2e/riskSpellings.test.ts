@@ -1,7 +1,7 @@
 // Risk rules and the many spellings of one request, end to end: the real bot with the shipped
 // example's risk rules (countersign.example.yml), a fake host, the fake Slack and the tests' Redis.
-// Each spelling of a force push, a host in capitals with its root dot, a path relative to the
-// workspace: each card must carry the rule's warning and its effect.
+// Each spelling of a force push, a host in capitals with its root dot, a path in capitals or
+// relative to the workspace: each card must carry the rule's warning and its effect.
 
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -164,6 +164,17 @@ describe('paths', () => {
     expect(textOf(await openCard(world, own))).toContain(APP_CONFIG);
     const elsewhere = fileWrite('rel-elsewhere', 'config/prod.yml', SESSION, '/srv/other');
     expect(textOf(await openCard(world, elsewhere))).not.toContain('risk rule');
+  });
+
+  it('a path in another case is the file the rule names (macOS, Windows)', async () => {
+    const world = await startWorld();
+    expect(textOf(await openCard(world, fileWrite('case-abs', '/SRV/App/Config/prod.yml')))).toContain(
+      APP_CONFIG,
+    );
+    expect(textOf(await openCard(world, fileWrite('case-rel', 'CONFIG/prod.yml')))).toContain(APP_CONFIG);
+    expect(
+      textOf(await openCard(world, fileWrite('case-other', '/SRV/Other/Config/prod.yml'))),
+    ).not.toContain('risk rule');
   });
 
   it('a later question with a relative path is resolved against the session’s root too', async () => {

@@ -367,3 +367,67 @@ describe('a file path', () => {
     expect(root(file('x'))).toEqual([]);
   });
 });
+
+describe('in any case: a rule that covers one spelling covers its case variants', () => {
+  // On macOS and Windows `/srv/app/.ENV` is the file `.env`, and `/ETC/passwd` is `/etc/passwd`:
+  // a rule that missed them would let the file be written past its approvers.
+  const secrets: RiskRule = {
+    name: 'secrets',
+    match: { paths: ['**/.env', '/etc/**', 'config/*.yml'] },
+    warning: 'Touches secrets',
+    approvers: { users: ['U0SEC'], usergroups: [] },
+  };
+  const file = (path: string): ApprovalSubject => ({ kind: 'fileAccess', path, access: 'write' });
+  const marked = (path: string, workspaceRoot?: string) =>
+    new RiskRules([secrets])
+      .marksFor({
+        tool: 'Write',
+        subject: file(path),
+        ...(workspaceRoot === undefined ? {} : { workspaceRoot }),
+      })
+      .map((mark) => mark.name);
+
+  it('paths, absolute or relative, and the workspace root in another case than the path', () => {
+    expect(marked('/srv/app/.ENV', '/srv/app')).toEqual(['secrets']);
+    expect(marked('/srv/app/.Env')).toEqual(['secrets']);
+    expect(marked('.ENV', '/srv/app')).toEqual(['secrets']);
+    expect(marked('/ETC/passwd', '/srv/app')).toEqual(['secrets']);
+    expect(marked('/Etc/Passwd')).toEqual(['secrets']);
+    expect(marked('../../ETC/passwd', '/srv/app')).toEqual(['secrets']);
+    expect(marked('/SRV/APP/Config/DB.YML', '/srv/app')).toEqual(['secrets']);
+    expect(marked('/srv/app/config/db.yml', '/SRV/App')).toEqual(['secrets']);
+    expect(marked('Config/db.yml', '/Srv/App')).toEqual(['secrets']);
+  });
+
+  it('other files still unmarked', () => {
+    expect(marked('/srv/app/.envrc', '/srv/app')).toEqual([]);
+    expect(marked('/srv/app/ENV', '/srv/app')).toEqual([]);
+    expect(marked('/srv/etc/passwd', '/srv/app')).toEqual([]);
+    expect(marked('/srv/other/config/db.yml', '/srv/app')).toEqual([]);
+    expect(marked('/SRV/APP/config/db.yml', '/srv/other')).toEqual([]);
+  });
+
+  it('tools and commands', () => {
+    const names = namesOf([
+      { name: 'deploy', match: { tools: ['deploy_*'] }, warning: 'Deploys' },
+      { name: 'drop', match: { commands: ['psql * -c *drop table*'] }, warning: 'Drops' },
+    ]);
+    const tool: ApprovalSubject = { kind: 'tool' };
+    expect(names(tool, undefined, 'deploy_prod')).toEqual(['deploy']);
+    expect(names(tool, undefined, 'Deploy_prod')).toEqual(['deploy']);
+    expect(names(tool, undefined, 'DEPLOY_PROD')).toEqual(['deploy']);
+    expect(names(tool, undefined, 'redeploy_prod')).toEqual([]);
+    expect(names(tool, undefined, 'deploy')).toEqual([]);
+    expect(names(text('psql prod -c "DROP TABLE users"'))).toEqual(['drop']);
+    expect(names(text('PSQL prod -c "drop table users"'))).toEqual(['drop']);
+    expect(names(text('psql prod -c "select 1"'))).toEqual([]);
+  });
+
+  it("a programs entry's args", () => {
+    const deleteProd = { program: 'kubectl', subcommand: 'delete', args: ['*prod*'] };
+    const run = (argv: string[]) => invocations(argv).runs.some(programMatcher(deleteProd));
+    expect(run(['kubectl', 'delete', 'ns/PROD-eu'])).toBe(true);
+    expect(run(['KUBECTL', 'Delete', 'ns/Prod-eu'])).toBe(true);
+    expect(run(['kubectl', 'delete', 'ns/staging'])).toBe(false);
+  });
+});
