@@ -10,6 +10,7 @@ import {
   type RouteGrants,
   type RouteRules,
 } from '../domain/route.js';
+import { globOptions } from './globs.js';
 
 /** What an approval is routed on. */
 export interface RouteInput {
@@ -33,17 +34,18 @@ function compile(route: Route): Test {
     tests.push((input) => ids.has(input.hostId));
   }
   if (tools) {
-    const isTool = picomatch(tools, { dot: true });
+    const isTool = picomatch(tools, globOptions('routes.tools'));
     tests.push((input) => isTool(input.tool));
   }
   if (workspaces) {
-    const isWorkspace = picomatch(workspaces, { dot: true });
+    // As written, case too: a case variant (`/SRV/PROD` on macOS) falls to a later route (globs.ts).
+    const isWorkspace = picomatch(workspaces, globOptions('routes.workspaces'));
     // Unknown workspace never matches: a route scoped to some workspaces must not catch the rest.
     tests.push((input) => input.workspaceRoot !== undefined && isWorkspace(input.workspaceRoot));
   }
   if (sessionTitles) {
     // A title is free text, not a path: `*` must cross "/" too.
-    const isTitle = picomatch(sessionTitles, { dot: true, bash: true, nocase: true });
+    const isTitle = picomatch(sessionTitles, globOptions('routes.sessionTitles'));
     tests.push((input) => input.sessionTitle !== undefined && isTitle(input.sessionTitle));
   }
   if (subjects) {

@@ -54,6 +54,16 @@ describe('Router', () => {
     expect(channelFor(routes, { workspaceRoot: '/srv/web' })).toBe(FALLBACK);
   });
 
+  it('reads workspaces and tools as written, case too: either side of first-match could be the looser', () => {
+    // docs/routing.md: on a case-insensitive file system `/SRV/PAYMENTS` goes on to a later route.
+    const routes: Route[] = [
+      { channel: 'C0PAY', match: { workspaces: ['/srv/payments/**'] } },
+      { channel: 'C0DEPLOY', match: { tools: ['deploy_*'] } },
+    ];
+    expect(channelFor(routes, { workspaceRoot: '/SRV/Payments/api' })).toBe(FALLBACK);
+    expect(channelFor(routes, { tool: 'Deploy_prod' })).toBe(FALLBACK);
+  });
+
   it('never matches a workspace route when the workspace is unknown', () => {
     const routes: Route[] = [{ channel: 'C0ANY', match: { workspaces: ['**'] } }];
     expect(channelFor(routes, { workspaceRoot: '/anything' })).toBe('C0ANY');
