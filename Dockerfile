@@ -18,8 +18,10 @@
 # together, since the tag keeps receiving Node and Debian security fixes.
 # bookworm-slim rather than alpine: tini comes from Debian's archive, and hosts built for glibc run.
 #
-# MSP_HOST_COMMAND runs inside this container: extend this image with your agent host
-# (`FROM countersign`, then install `muse`), or mount it in (docs/operations.md).
+# MSP_HOST_COMMAND runs inside this container, as the bot's user. deploy/ and docker-compose.yml run
+# the host in a container of its own, as another user, and make MSP_HOST_COMMAND a socat bridge to
+# its socket (docs/operations.md); for a host in this container instead, extend this image
+# (`FROM countersign`, then install `muse`), knowing the agent can then read the bot's secrets.
 
 FROM node:24.15.0-bookworm-slim@sha256:4e6b70dd6cbfc88c8157ba19aa3d9f9cce6ba4703576d55459e45efcbc9c5f5d AS build
 WORKDIR /app
@@ -33,8 +35,9 @@ FROM node:24.15.0-bookworm-slim@sha256:4e6b70dd6cbfc88c8157ba19aa3d9f9cce6ba4703
 # tini as PID 1: it reaps the MSP host's exited children, which would otherwise stay zombies in the
 # host's process group and make shutdown wait out its whole budget. Kubernetes has no init option
 # like Docker's, so the init must be in the image. It passes SIGTERM on to node.
+# socat: the bridge from the bot to an MSP host in another container (deploy/, docker-compose.yml).
 RUN apt-get update \
-  && apt-get install -y --no-install-recommends tini \
+  && apt-get install -y --no-install-recommends tini socat \
   && rm -rf /var/lib/apt/lists/*
 ENV NODE_ENV=production
 WORKDIR /app

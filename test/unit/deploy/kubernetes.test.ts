@@ -2,7 +2,9 @@
 // operator would, every object validated against the Kubernetes (and Prometheus Operator)
 // schemas, then checked against the bot itself: selectors find the pods, probes ask for paths it
 // serves, it reads every variable the Deployment sets, the Secret template holds every key the
-// Deployment takes from it, and the ConfigMap's file passes its configuration loader. The
+// Deployment takes from it, and the ConfigMap's file passes its configuration loader. The MSP
+// host runs in a container of its own, as another user, without the Secret, on a socket the
+// bot's host command connects to (test/unit/msp/socketBridge.test.ts runs that bridge). The
 // `# patch:` snippets of deploy/kubernetes/README.md (HTTP mode, Redis Sentinel and Cluster) are
 // applied to the base and checked the same way.
 //
@@ -11,7 +13,7 @@
 
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
 import { Deployment } from 'kubernetes-models/apps/v1';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
@@ -68,8 +70,10 @@ interface EnvVar {
 interface Container {
   name: string;
   image: string;
+  command?: string[];
   ports?: Array<{ name?: string; containerPort: number }>;
   env?: EnvVar[];
+  envFrom?: Array<{ secretRef?: { name: string }; configMapRef?: { name: string } }>;
   volumeMounts?: Array<{ name: string; mountPath: string }>;
   startupProbe?: Probe;
   readinessProbe?: Probe;
@@ -78,6 +82,8 @@ interface Container {
   lifecycle?: { preStop?: { exec?: { command?: string[] }; sleep?: { seconds: number } } };
   securityContext?: {
     runAsNonRoot?: boolean;
+    runAsUser?: number;
+    runAsGroup?: number;
     allowPrivilegeEscalation?: boolean;
     readOnlyRootFilesystem?: boolean;
     capabilities?: { drop?: string[] };
@@ -86,8 +92,21 @@ interface Container {
 }
 interface PodSpec {
   containers: Container[];
-  volumes?: Array<{ name: string; configMap?: { name: string } }>;
-  securityContext?: { runAsNonRoot?: boolean; runAsUser?: number; seccompProfile?: { type: string } };
+  volumes?: Array<{
+    name: string;
+    configMap?: { name: string };
+    secret?: { secretName: string };
+    projected?: unknown;
+    emptyDir?: unknown;
+  }>;
+  securityContext?: {
+    runAsNonRoot?: boolean;
+    runAsUser?: number;
+    runAsGroup?: number;
+    fsGroup?: number;
+    seccompProfile?: { type: string };
+  };
+  shareProcessNamespace?: boolean;
   automountServiceAccountToken?: boolean;
   terminationGracePeriodSeconds?: number;
   topologySpreadConstraints?: Array<{ labelSelector?: { matchLabels?: Record<string, string> } }>;
@@ -108,10 +127,32 @@ function only(objects: KubeObject[], kind: string): KubeObject {
   return found[0]!;
 }
 
-function deploymentOf(objects: KubeObject[]): { spec: DeploymentSpec; pod: PodSpec; bot: Container } {
-  const spec = only(objects, 'Deployment').spec as DeploymentSpec;
-  const bot = spec.template.spec.containers[0]!;
-  return { spec, pod: spec.template.spec, bot };
+/** The Deployment, its pod, the bot's container (named as the Deployment) and the host's. */
+function deploymentOf(objects: KubeObject[]): {
+  spec: DeploymentSpec;
+  pod: PodSpec;
+  bot: Container;
+  host: Container | undefined;
+} {
+  const deployment = only(objects, 'Deployment');
+  const spec = deployment.spec as DeploymentSpec;
+  const { containers } = spec.template.spec;
+  const bot = containers.find((c) => c.name === deployment.metadata.name);
+  expect(bot, `a container named ${deployment.metadata.name}`).toBeDefined();
+  return { spec, pod: spec.template.spec, bot: bot!, host: containers.find((c) => c.name === 'msp-host') };
+}
+
+/** The user a container runs as: its own runAsUser, else the pod's. */
+function userOf(pod: PodSpec, container: Container): number | undefined {
+  return container.securityContext?.runAsUser ?? pod.securityContext?.runAsUser;
+}
+
+/** The seconds a container's preStop hook waits (an exec `sleep N`). */
+function preStopSeconds(container: Container): number {
+  const command = container.lifecycle?.preStop?.exec?.command ?? [];
+  expect(command, `${container.name}: preStop is an exec sleep`).toHaveLength(2);
+  expect(command[0]).toBe('sleep');
+  return Number(command[1]);
 }
 
 /** Whether `selector` selects objects labelled `labels`: every pair it asks for is there. */
@@ -269,8 +310,9 @@ describe('the Secret template (deploy/kubernetes/secret.example.yaml)', () => {
 });
 
 describe('the Redis URLs of deploy/kubernetes (the Secret template and README.md)', () => {
-  // The MSP host, and the agent it runs, share the bot's container and reach Redis as the bot
-  // does: a Redis without a password would let the agent write itself a grant.
+  // The MSP host, and the agent it runs, share the bot's pod and so its network: they reach
+  // Redis as the bot does, and a Redis without a password would let the agent write itself a
+  // grant.
   const REDIS_URL = /\brediss?(?:\+sentinel)?:\/\/[^\s`"']+/g;
 
   it('give every Redis a password, the Secret template’s REDIS_URL first', () => {
@@ -408,6 +450,76 @@ describe.runIf(kubectl)('the base (deploy/kubernetes/base), rendered by kubectl 
       waitSeconds * 1000 + SHUTDOWN_BUDGET.totalMs,
     );
   });
+
+  // As the bot's user, in the bot's container, the agent could read the bot's
+  // /proc/<pid>/environ (the tokens, REDIS_URL with its password) whatever environment the host
+  // was given, and write itself a grant in Redis.
+  describe('the MSP host', () => {
+    it('runs in a container of its own, as another non-root user, in a process namespace of its own', () => {
+      const { pod, bot, host } = deploymentOf(objects);
+      expect(host, 'a container msp-host').toBeDefined();
+      expect(pod.containers).toHaveLength(2);
+      const botUser = userOf(pod, bot);
+      const hostUser = userOf(pod, host!);
+      expect(botUser).toBeGreaterThan(0);
+      expect(hostUser).toBeGreaterThan(0);
+      expect(hostUser).not.toBe(botUser);
+      expect(host!.securityContext?.runAsNonRoot ?? pod.securityContext?.runAsNonRoot).toBe(true);
+      expect(pod.shareProcessNamespace ?? false).toBe(false);
+    });
+
+    it('gets nothing of the Secret, the configuration or the bot’s settings: no env from them, no volume of them', () => {
+      const { pod, host } = deploymentOf(objects);
+      expect(host).toBeDefined();
+      const env = host!.env ?? [];
+      expect(env.filter((e) => e.valueFrom?.secretKeyRef !== undefined).map((e) => e.name)).toEqual([]);
+      expect(env.map((e) => e.name).filter((name) => botVariables().has(name))).toEqual([]);
+      expect(host!.envFrom ?? []).toEqual([]);
+      const volumes = new Map((pod.volumes ?? []).map((v) => [v.name, v]));
+      for (const mount of host!.volumeMounts ?? []) {
+        const volume = volumes.get(mount.name);
+        expect(volume?.emptyDir, `${mount.name} is an emptyDir (no Secret, no ConfigMap)`).toBeDefined();
+      }
+    });
+
+    it('listens on the socket the bot’s host command connects to, on a volume both containers mount', () => {
+      const { pod, bot, host } = deploymentOf(objects);
+      expect(host).toBeDefined();
+      const config = podConfig(objects, scratch);
+      expect(config.msp.hosts).toHaveLength(1);
+      const socket = /\bUNIX-CONNECT:([^\s,]+)/.exec(config.msp.hosts[0]!.command)?.[1];
+      expect(socket, 'the host command is a bridge to a Unix socket').toBeDefined();
+      const listen = (host!.command ?? []).find((arg) => arg.startsWith('UNIX-LISTEN:'));
+      expect(listen?.split(',')[0]).toBe(`UNIX-LISTEN:${socket}`);
+      const mountOf = (container: Container) =>
+        container.volumeMounts?.find((m) => m.mountPath === dirname(socket!))?.name;
+      expect(mountOf(bot), 'the bot mounts the socket’s directory').toBeDefined();
+      expect(mountOf(host!)).toBe(mountOf(bot));
+      expect(pod.volumes?.find((v) => v.name === mountOf(bot))?.emptyDir).toBeDefined();
+      // Only the host's user and the volume's group (fsGroup, which the bot is given) may open it.
+      expect(listen).toMatch(/,mode=660\b/);
+      expect(pod.securityContext?.fsGroup).toBeGreaterThan(0);
+    });
+
+    it('runs unprivileged, as the bot does: read-only root filesystem, no capabilities, RuntimeDefault seccomp', () => {
+      const { pod, host } = deploymentOf(objects);
+      const context = host?.securityContext ?? {};
+      expect((context.seccompProfile ?? pod.securityContext?.seccompProfile)?.type).toBe('RuntimeDefault');
+      expect(context.allowPrivilegeEscalation).toBe(false);
+      expect(context.readOnlyRootFilesystem).toBe(true);
+      expect(context.capabilities?.drop).toContain('ALL');
+      expect(host?.resources?.limits?.memory).toBeDefined();
+    });
+
+    // Kubernetes stops both containers at once; the bot stops its host itself (EOF through the
+    // bridge) during its shutdown, which the host's container must outlast.
+    it('outlasts the bot’s preStop wait and shutdown, within the grace period', () => {
+      const { pod, bot, host } = deploymentOf(objects);
+      const hostWaitMs = preStopSeconds(host!) * 1000;
+      expect(hostWaitMs).toBeGreaterThanOrEqual(preStopSeconds(bot) * 1000 + SHUTDOWN_BUDGET.totalMs);
+      expect((pod.terminationGracePeriodSeconds ?? 30) * 1000).toBeGreaterThan(hostWaitMs);
+    });
+  });
 });
 
 describe.runIf(kubectl?.components)('the example overlay (deploy/kubernetes/overlays/example)', () => {
@@ -441,9 +553,11 @@ describe.runIf(kubectl?.components)('the example overlay (deploy/kubernetes/over
     expect(spec.endpoints.map((e) => e.path)).toEqual(['/metrics']);
   });
 
-  it('runs an image of its own (the bot with the MSP host in it), not the base’s placeholder name', () => {
+  it('runs images of its own (the bot, and the MSP host with socat), not the base’s placeholder names', () => {
     expect(deploymentOf(base).bot.image).toBe('countersign');
     expect(deploymentOf(objects).bot.image).not.toBe('countersign');
+    expect(deploymentOf(base).host?.image).toBe('msp-host');
+    expect(deploymentOf(objects).host?.image).not.toBe('msp-host');
   });
 });
 
