@@ -1,10 +1,12 @@
 // docker-compose.yml: the bot gets only variables it reads, Compose itself refuses to start without
 // the ones the bot cannot start without, the bot's Redis is the Compose Redis, and that Redis is
-// pinned, persistent, password-protected and healthy before the bot starts. No Docker here: the
-// file is parsed (yaml) and interpolated as Compose would, with .env.example filled in as the .env.
+// pinned, persistent, password-protected and healthy before the bot starts. The MSP host runs in a
+// service of its own, as another user, without .env, on a socket the bot's host command connects
+// to (test/unit/msp/socketBridge.test.ts runs that bridge). No Docker here: the file is parsed
+// (yaml) and interpolated as Compose would, with .env.example filled in as the .env.
 
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { PROJECT_ROOT } from '../../support/bot.js';
@@ -15,6 +17,8 @@ interface Service {
   build?: unknown;
   image?: string;
   restart?: string;
+  user?: string;
+  group_add?: Array<string | number>;
   command?: string[];
   environment?: Record<string, string | null> | string[];
   env_file?: Array<string | { path: string; required?: boolean }>;
@@ -29,10 +33,15 @@ const COMPOSE_REDIS_PASSWORD = '5f1c0e2a9b7d4c3e8a6f0b1d2c4e6a8b';
 const composeText = readFileSync(join(PROJECT_ROOT, 'docker-compose.yml'), 'utf8');
 const compose = parse(composeText) as {
   services: Record<string, Service>;
+  volumes?: Record<string, { driver_opts?: Record<string, string> } | null>;
 };
 const [botName, bot] = Object.entries(compose.services).find(([, s]) => s.build !== undefined) ?? [];
 const [redisName, redis] =
   Object.entries(compose.services).find(([, s]) => s.image?.startsWith('redis:')) ?? [];
+const host = compose.services['msp-host'];
+
+/** The bot's image's user (the Dockerfile's USER node), which Compose runs it as. */
+const BOT_UID = 1000;
 
 /** The service's `environment` as written, list or mapping form. */
 function environmentOf(service: Service): Record<string, string> {
@@ -73,6 +82,7 @@ function exampleDotenv(): Record<string, string> {
     SLACK_BOT_TOKEN: FAKE_SLACK_BOT_TOKEN,
     SLACK_APP_TOKEN: FAKE_SLACK_APP_TOKEN,
     REDIS_PASSWORD: COMPOSE_REDIS_PASSWORD,
+    MSP_HOST_IMAGE: 'registry.example.com/msp-host-muse:0.1.0',
   };
 }
 
@@ -132,9 +142,18 @@ describe('docker-compose.yml', () => {
     expect(required).toContain('SLACK_BOT_TOKEN');
     expect(required).toContain('SLACK_APP_TOKEN');
     for (const name of required) {
-      expect(() => botEnvironment({ ...dotenv, [name]: '' }), name).toThrow(
-        new RegExp(`^required variable ${name} is missing a value: set ${name} in .env`),
-      );
+      let env: Record<string, string>;
+      try {
+        env = botEnvironment({ ...dotenv, [name]: '' });
+      } catch (error) {
+        expect((error as Error).message, name).toMatch(
+          new RegExp(`^required variable ${name} is missing a value: set ${name} in .env`),
+        );
+        continue;
+      }
+      // Or Compose gives it to the bot itself, not from .env (MSP_HOST_COMMAND, the bridge):
+      // the bot starts without it there.
+      expect(() => loadObserved(env), `${name}: Compose neither refuses nor sets it`).not.toThrow();
     }
   });
 
@@ -181,5 +200,68 @@ describe('docker-compose.yml', () => {
     expect(redis!.image).toMatch(/^redis:\d+\.\d+\.\d+(?:-[a-z]+)?(?:@sha256:[0-9a-f]{64})?$/);
     expect(redis!.volumes?.some((v) => /^[\w-]+:\/data$/.test(v))).toBe(true);
     expect(redis!.command?.join(' ')).toMatch(/--appendonly yes|--save /);
+  });
+
+  describe('the MSP host', () => {
+    /** The names a service's text interpolates from .env. */
+    const interpolatedNames = (service: Service) =>
+      new Set([...JSON.stringify(service).matchAll(/\$\{(\w+)/g)].map((m) => m[1]!));
+    /** The host service's listener argument, interpolated. */
+    const listenArg = () =>
+      interpolated(host!.command ?? [], exampleDotenv()).find((arg) => arg.startsWith('UNIX-LISTEN:'));
+    const socketOf = (command: string) => /\bUNIX-CONNECT:([^\s,]+)/.exec(command)?.[1];
+
+    // As the bot's user, in the bot's container, the agent could read the bot's
+    // /proc/<pid>/environ (the tokens, REDIS_URL with its password) and write itself a grant.
+    it('runs in a service of its own, as another user than the bot’s, without .env or any secret of it', () => {
+      expect(host, 'a service msp-host').toBeDefined();
+      const [uid, gid] = (host!.user ?? '').split(':');
+      expect(Number(uid), 'a numeric uid, not root').toBeGreaterThan(0);
+      expect(Number(uid)).not.toBe(BOT_UID);
+      expect(Number(gid)).toBeGreaterThan(0);
+      expect(bot!.user ?? `${BOT_UID}`).not.toBe(host!.user);
+      const files = (host!.env_file ?? []).map((f) => (typeof f === 'string' ? f : f.path));
+      expect(files).not.toContain('.env');
+      expect(Object.keys(environmentOf(host!)).filter((name) => botVariables().has(name))).toEqual([]);
+      // From .env it takes its image and its command line only, never a token or a password.
+      expect([...interpolatedNames(host!)].sort()).toEqual(['MSP_HOST_COMMAND', 'MSP_HOST_IMAGE']);
+    });
+
+    it('listens on the socket the bot’s host command connects to, on a volume both mount, that only they may open', () => {
+      const socket = socketOf(botEnvironment(exampleDotenv()).MSP_HOST_COMMAND ?? '');
+      expect(socket, 'the bot’s MSP_HOST_COMMAND is a bridge to a Unix socket').toBeDefined();
+      expect(listenArg()?.split(',')[0]).toBe(`UNIX-LISTEN:${socket}`);
+      const volumeAt = (service: Service) =>
+        service.volumes?.find((v) => v.endsWith(`:${dirname(socket!)}`))?.split(':')[0];
+      const volume = volumeAt(bot!);
+      expect(volume, 'the bot mounts the socket’s directory').toBeDefined();
+      expect(volumeAt(host!)).toBe(volume);
+      // The socket is mode 660, of the host's group, which the bot is given.
+      expect(listenArg()).toMatch(/,mode=660\b/);
+      const hostGroup = (host!.user ?? '').split(':')[1];
+      expect((bot!.group_add ?? []).map(String)).toContain(hostGroup);
+      expect(compose.volumes?.[volume!]?.driver_opts?.o).toMatch(new RegExp(`\\bgid=${hostGroup}\\b`));
+    });
+
+    it('is the bridge deploy/kubernetes runs, so the bridge test covers both', () => {
+      const base = parse(
+        readFileSync(join(PROJECT_ROOT, 'deploy', 'kubernetes', 'base', 'countersign.yml'), 'utf8'),
+      ) as { hosts: Array<{ command: string }> };
+      expect(botEnvironment(exampleDotenv()).MSP_HOST_COMMAND).toBe(base.hosts[0]!.command);
+    });
+
+    it('runs .env’s MSP_HOST_COMMAND, through socat, and Compose refuses to start without it or the image', () => {
+      const dotenv = exampleDotenv();
+      const command = interpolated(host!.command ?? [], dotenv);
+      expect(command[0]).toBe('socat');
+      expect(command.at(-1)).toBe('EXEC:muse serve');
+      for (const name of ['MSP_HOST_COMMAND', 'MSP_HOST_IMAGE']) {
+        expect(() => interpolated(host!, { ...dotenv, [name]: '' }), name).toThrow(
+          new RegExp(`^required variable ${name} is missing a value: set ${name} in .env`),
+        );
+      }
+      expect(exampleAsWritten().MSP_HOST_IMAGE, '.env.example names it, empty').toBe('');
+      expect(host!.restart).toMatch(/^(always|unless-stopped|on-failure)/);
+    });
   });
 });

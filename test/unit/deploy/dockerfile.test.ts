@@ -72,14 +72,16 @@ describe('Dockerfile', () => {
     expect(installs.some((run) => /apt-get install\b.*\btini\b/.test(run))).toBe(true);
   });
 
-  it('installs socat from Debian, the bridge deploy/kubernetes gives the bot as its host command', () => {
+  it('installs socat from Debian, the bridge deploy/ and docker-compose.yml give the bot as its host command', () => {
     const installs = runtime.filter((i) => i.keyword === 'RUN').map((i) => i.args);
     expect(installs.some((run) => /apt-get install\b.*\bsocat\b/.test(run))).toBe(true);
     const config = readFileSync(
       join(PROJECT_ROOT, 'deploy', 'kubernetes', 'base', 'countersign.yml'),
       'utf8',
     );
+    const compose = readFileSync(join(PROJECT_ROOT, 'docker-compose.yml'), 'utf8');
     expect(config).toMatch(/^\s+command: socat .*UNIX-CONNECT:/m);
+    expect(compose).toMatch(/^\s+MSP_HOST_COMMAND: socat .*UNIX-CONNECT:/m);
   });
 
   it('starts node with exactly the flags of the start script in package.json', () => {
