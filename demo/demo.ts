@@ -55,7 +55,14 @@ export async function startDemo(opts: DemoOptions): Promise<RunningDemo> {
       host,
       slack,
       redisDb: 0,
-      env: { REDIS_URL: redis.url, LOG_LEVEL: 'info', COUNTERSIGN_CONFIG: DEMO_CONFIG },
+      env: {
+        REDIS_URL: redis.url,
+        // Its Redis (the private one it started, or the one at REDIS_URL) may have no
+        // password: the demo's host is a fake that runs no agent to write itself a grant.
+        REDIS_ALLOW_NO_PASSWORD: 'true',
+        LOG_LEVEL: 'info',
+        COUNTERSIGN_CONFIG: DEMO_CONFIG,
+      },
       echo: opts.botLogs ?? false,
     });
     cleanups.push(() => bot.stop(10_000));

@@ -18,6 +18,7 @@ import { replicaSecretVar } from './env/replicas.js';
 import { defaultChannel, type SlackConfig, slackChannelVar, slackConfig } from './env/slack.js';
 import { ConfigProblems } from './problems.js';
 import { redisTargetOf } from './redisConfig.js';
+import { redisUnauthenticated } from './redisPassword.js';
 
 /** Pino levels accepted by LOG_LEVEL. */
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -35,6 +36,11 @@ export interface Config {
   redisUrl: string;
   /** What store/redisConnection.ts connects to: one Redis, a Sentinel set or a Cluster. */
   redis: RedisTarget;
+  /**
+   * Redis is reached without a password, which REDIS_ALLOW_NO_PASSWORD=true allowed: start-up
+   * says so (wiring/redis.ts).
+   */
+  redisUnauthenticated: boolean;
   msp: {
     /** The hosts to run: the file's `hosts`, else MSP_HOST_COMMAND as host "default". */
     hosts: HostSpec[];
@@ -157,6 +163,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
   const portNumber = take(() => portVar(env));
   const metrics = portNumber !== undefined ? take(() => metricsConfig(env, portNumber)) : undefined;
   const redis = take(() => redisTargetOf(env));
+  const unauthenticated = redis && take(() => redisUnauthenticated(env, redis.target));
   const grants = fromFile && hosts && take(() => grantsConfig(env, configPath, routes, hosts));
   const limits = take(() => limitsConfig(env));
   const replicaSecret = take(() => replicaSecretVar(env));
@@ -172,6 +179,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     ...metrics!,
     redisUrl: redis!.where,
     redis: redis!.target,
+    redisUnauthenticated: unauthenticated!,
     msp: { hosts: hosts!, requestTimeoutMs: requestTimeoutMs! },
     ...(configPath ? { configPath } : {}),
     routes,

@@ -16,6 +16,14 @@ export function wireRedis(config: Config, logger: Logger, shownUrl: string) {
   // approval event held in memory for a while is better than one dropped. /readyz says Redis is
   // down meanwhile.
   const redis = createRedisClient(config.redis);
+  // Allowed by REDIS_ALLOW_NO_PASSWORD, and said at every start: it is safe only while nothing
+  // but the bot can reach Redis, which the bot cannot check.
+  if (config.redisUnauthenticated) {
+    logger.warn(
+      { redis: shownUrl },
+      'Redis has no password (REDIS_ALLOW_NO_PASSWORD=true): anything that can reach it, an agent included, could write itself a grant',
+    );
+  }
   const setting = refusalSetting(config.redis);
   let redisErrorLogged = false;
   let redisError: string | undefined;

@@ -181,6 +181,40 @@ describe('mistakes only the operator can fix stop start-up with one line', () =>
   });
 });
 
+describe('a Redis without a password', () => {
+  // Refused before any connection: the tests' Redis, without the user or password it may have.
+  const bare = new URL(TEST_REDIS_URL);
+  bare.username = '';
+  bare.password = '';
+
+  // REDIS_URL unset is left to the unit tests: a bot that took its default would use the Redis
+  // on 127.0.0.1:6379, which may not be the tests'.
+  it('stops start-up with one line naming REDIS_URL, and starts nothing', async () => {
+    const running = await bot({
+      REDIS_URL: `${bare.href.replace(/\/$/, '')}/${await freshRedisDb()}`,
+      REDIS_ALLOW_NO_PASSWORD: '',
+    });
+    expect(await running.exited).toEqual({ code: 1, signal: null });
+    expect(running.logs.map((l) => l.raw)).toEqual([
+      'countersign: REDIS_URL has no password: an agent that can reach this Redis could write itself a grant; set a password (redis://:PASSWORD@host:6379, requirepass) or set REDIS_ALLOW_NO_PASSWORD=true where nothing else can reach Redis',
+    ]);
+    expect(running.host.incarnations).toHaveLength(0);
+  });
+
+  it('with REDIS_ALLOW_NO_PASSWORD=true: starts, and says so in one warning', async () => {
+    // The tests' Redis has none: startBot sets REDIS_ALLOW_NO_PASSWORD=true for it.
+    const running = await bot({});
+    await running.waitReady();
+    const said = running.logs.filter((l) => String(l.msg).startsWith('Redis has no password'));
+    expect(said.map((l) => [l.level, l.msg])).toEqual([
+      [
+        40,
+        'Redis has no password (REDIS_ALLOW_NO_PASSWORD=true): anything that can reach it, an agent included, could write itself a grant',
+      ],
+    ]);
+  });
+});
+
 describe('mistakes found once connected stop the bot with one line', () => {
   it('a wrong app token (Socket Mode): one fatal line naming SLACK_APP_TOKEN, exit 1', async () => {
     // The fake insists on APP_TOKEN, as Slack insists on the app's own token.

@@ -10,7 +10,7 @@ import { Redis } from 'ioredis';
 import type { FakeHost } from './fakeHost.js';
 import { FAKE_SLACK_BOT_TOKEN } from './fakeSecrets.js';
 import type { FakeSlack } from './fakeSlack.js';
-import { testRedisUrl } from './testRedis.js';
+import { NO_REDIS_PASSWORD, testRedisUrl } from './testRedis.js';
 
 export const PROJECT_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -140,6 +140,9 @@ export async function startBot(opts: StartBotOptions): Promise<RunningBot> {
     SLACK_CHANNEL: APPROVALS_CHANNEL,
     PORT: String(port),
     REDIS_URL: opts.redisUrl ? `${opts.redisUrl}/${opts.redisDb}` : testRedisUrl(opts.redisDb),
+    // The tests' Redis, and the private ones and proxies tests start, have no password; a test of
+    // that refusal sets REDIS_ALLOW_NO_PASSWORD to ''.
+    ...NO_REDIS_PASSWORD,
     MSP_HOST_COMMAND: opts.host.command,
     LOG_LEVEL: 'debug',
     ...opts.host.env,

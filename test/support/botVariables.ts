@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { type Config, loadConfig } from '../../src/config/config.js';
 import { PROJECT_ROOT } from './bot.js';
 import { FAKE_SLACK_APP_TOKEN, FAKE_SLACK_BOT_TOKEN } from './fakeSecrets.js';
+import { NO_REDIS_PASSWORD } from './testRedis.js';
 
 /** loadConfig on `env`, with the names it read (set or not) recorded. Throws what loadConfig throws. */
 export function loadObserved(env: Record<string, string>): { config: Config; read: Set<string> } {
@@ -21,19 +22,24 @@ export function loadObserved(env: Record<string, string>): { config: Config; rea
   return { config: loadConfig(observed), read };
 }
 
-/** The least a bot needs in each Slack mode: the loader then reads every variable it knows. */
+/**
+ * The least a bot needs in each Slack mode (its Redis, the default, has no password): the loader
+ * then reads every variable it knows.
+ */
 const MINIMAL = {
   socket: {
     SLACK_BOT_TOKEN: FAKE_SLACK_BOT_TOKEN,
     SLACK_APP_TOKEN: FAKE_SLACK_APP_TOKEN,
     SLACK_CHANNEL: 'C0123456789',
     MSP_HOST_COMMAND: 'muse serve',
+    ...NO_REDIS_PASSWORD,
   },
   http: {
     SLACK_BOT_TOKEN: FAKE_SLACK_BOT_TOKEN,
     SLACK_SIGNING_SECRET: 'f'.repeat(32),
     SLACK_CHANNEL: 'C0123456789',
     MSP_HOST_COMMAND: 'muse serve',
+    ...NO_REDIS_PASSWORD,
   },
 };
 

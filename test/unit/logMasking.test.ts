@@ -8,6 +8,7 @@ import { JsonRpcConnection } from '../../src/msp/connection.js';
 import { pipeHostStderr } from '../../src/msp/hostStderr.js';
 import { HostSupervisor } from '../../src/msp/hostSupervisor.js';
 import { FAKE_GITHUB_TOKEN, FAKE_SLACK_APP_TOKEN, FAKE_SLACK_BOT_TOKEN } from '../support/fakeSecrets.js';
+import { NO_REDIS_PASSWORD } from '../support/testRedis.js';
 
 type Json = Record<string, unknown>;
 
@@ -69,6 +70,7 @@ describe('log lines mask secrets', () => {
       SLACK_APP_TOKEN: FAKE_SLACK_APP_TOKEN,
       SLACK_CHANNEL: 'C0123456789',
       MSP_HOST_COMMAND: `HOST_SECRET=hunter2 muse serve --token=${GITHUB} --workspace /srv`,
+      ...NO_REDIS_PASSWORD,
     });
     expect(redactedConfig(config).msp.hosts[0]?.command).toBe(
       'HOST_SECRET=[masked secret-value] muse serve --token=[masked github-token] --workspace /srv',

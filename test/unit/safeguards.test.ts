@@ -23,6 +23,7 @@ import { inPhase, NOW, shellRecord } from '../support/cardFixtures.js';
 import { FAKE_SLACK_APP_TOKEN, FAKE_SLACK_BOT_TOKEN } from '../support/fakeSecrets.js';
 import { ISSUE_RISKS } from '../support/issueRisks.js';
 import { shellSubject } from '../support/shellSubject.js';
+import { NO_REDIS_PASSWORD } from '../support/testRedis.js';
 
 function configFile(yaml: string): string {
   const file = join(mkdtempSync(join(tmpdir(), 'countersign-risks-')), 'countersign.yml');
@@ -37,6 +38,7 @@ function load(yaml: string) {
     MSP_HOST_COMMAND: 'muse serve',
     SLACK_CHANNEL: 'C0APPROVALS',
     COUNTERSIGN_CONFIG: configFile(yaml),
+    ...NO_REDIS_PASSWORD,
   });
 }
 

@@ -5,6 +5,7 @@
 import { expect, test } from 'vitest';
 import { botVariables, documentedVariables, loadObserved } from '../../support/botVariables.js';
 import { FAKE_SLACK_APP_TOKEN, FAKE_SLACK_BOT_TOKEN } from '../../support/fakeSecrets.js';
+import { NO_REDIS_PASSWORD } from '../../support/testRedis.js';
 
 test('the configuration loader reads exactly the variables docs/configuration.md documents', () => {
   const read = [...botVariables()].sort();
@@ -18,6 +19,7 @@ test('a variable is seen as read only when the loader asks for it', () => {
     SLACK_APP_TOKEN: FAKE_SLACK_APP_TOKEN,
     SLACK_CHANNEL: 'C0123456789',
     MSP_HOST_COMMAND: 'muse serve',
+    ...NO_REDIS_PASSWORD,
     NOT_A_SETTING: 'x',
   });
   expect(read.has('SLACK_BOT_TOKEN')).toBe(true);

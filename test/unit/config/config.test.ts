@@ -4,8 +4,10 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, ConfigErrors, eachConfigError, loadConfig } from '../../../src/config/config.js';
 import { configSecrets, redactedConfig } from '../../../src/config/configSecrets.js';
+import type { RedisTarget } from '../../../src/store/redisTarget.js';
 import { parseDuration } from '../../../src/util/duration.js';
 import { captureLogger } from '../../support/logCapture.js';
+import { NO_REDIS_PASSWORD } from '../../support/testRedis.js';
 
 // Assembled, so that no token-shaped string is committed (test/support/fakeSecrets.ts); each
 // holds SUPERSECRET, which the redaction tests search for.
@@ -27,13 +29,14 @@ const SECRETS = [
   SHORT_REPLICA_SECRET,
 ];
 
-/** A complete Socket Mode environment. */
+/** A complete Socket Mode environment (its Redis, the default, without a password). */
 function socketEnv(overrides: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
   return {
     SLACK_BOT_TOKEN: BOT_TOKEN,
     SLACK_APP_TOKEN: APP_TOKEN,
     SLACK_CHANNEL: 'C0123456789',
     MSP_HOST_COMMAND: 'muse host --stdio',
+    ...NO_REDIS_PASSWORD,
     ...overrides,
   };
 }
@@ -71,6 +74,7 @@ describe('loadConfig defaults', () => {
       port: 3000,
       redisUrl: 'redis://127.0.0.1:6379',
       redis: { kind: 'single', url: 'redis://127.0.0.1:6379' },
+      redisUnauthenticated: true,
       msp: {
         hosts: [{ id: 'default', command: 'muse host --stdio', sandboxMode: 'default' }],
         requestTimeoutMs: 30_000,
@@ -215,6 +219,8 @@ describe('loadConfig errors', () => {
       'SLACK_CHANNEL',
       'MSP_HOST_COMMAND',
       'PORT',
+      // The default Redis, which has no password.
+      'REDIS_URL',
       'COUNTERSIGN_LEASE_TTL',
       'LOG_LEVEL',
     ]);
@@ -886,6 +892,132 @@ describe('where Redis is', () => {
     expect(
       configError(socketEnv({ REDIS_CLUSTER_NODES: 'h:7000', REDIS_SENTINEL_PASSWORD: 'x' })).variable,
     ).toBe('REDIS_SENTINEL_PASSWORD');
+  });
+});
+
+describe('a Redis without a password', () => {
+  // Anything that can write to Redis can write itself a grant: the agent reaches what the bot does.
+  /** socketEnv without its REDIS_ALLOW_NO_PASSWORD. */
+  const strictEnv = (overrides: Record<string, string | undefined> = {}) =>
+    socketEnv({ REDIS_ALLOW_NO_PASSWORD: undefined, ...overrides });
+  const OR_ALLOW = 'or set REDIS_ALLOW_NO_PASSWORD=true where nothing else can reach Redis';
+
+  it('is refused when REDIS_URL is unset: its default has none', () => {
+    const err = configError(strictEnv());
+    expect(err.variable).toBe('REDIS_URL');
+    expect(err.message).toBe(
+      `REDIS_URL is unset, and its default redis://127.0.0.1:6379 has no password: an agent that can reach this Redis could write itself a grant; set a password (redis://:PASSWORD@host:6379, requirepass) ${OR_ALLOW}`,
+    );
+  });
+
+  it.each([
+    'redis://redis.internal:6379',
+    'rediss://redis.internal:6380/2',
+    'redis://countersign@redis.internal:6379',
+    'redis://:@redis.internal:6379',
+  ])('is refused in REDIS_URL=%s, in one line naming REDIS_URL', (url) => {
+    const err = configError(strictEnv({ REDIS_URL: url }));
+    expect(err.variable).toBe('REDIS_URL');
+    expect(err.message).toBe(
+      `REDIS_URL has no password: an agent that can reach this Redis could write itself a grant; set a password (redis://:PASSWORD@host:6379, requirepass) ${OR_ALLOW}`,
+    );
+  });
+
+  it('is refused in a redis+sentinel:// REDIS_URL, even with the sentinels’ own password', () => {
+    const err = configError(
+      strictEnv({
+        REDIS_URL: 'redis+sentinel://s1:26379/mymaster',
+        REDIS_SENTINEL_PASSWORD: 'sentinelsecret',
+      }),
+    );
+    expect(err.variable).toBe('REDIS_URL');
+    expect(err.message).toBe(
+      `REDIS_URL has no password for the master: an agent that can reach this Redis could write itself a grant; put the master's password (requirepass) in it: redis+sentinel://:PASSWORD@host:26379/masterName ${OR_ALLOW}`,
+    );
+  });
+
+  it('is refused with REDIS_SENTINELS or REDIS_CLUSTER_NODES but no REDIS_PASSWORD, naming REDIS_PASSWORD', () => {
+    const sentinels = configError(
+      strictEnv({
+        REDIS_SENTINELS: 's1:26379',
+        REDIS_SENTINEL_NAME: 'mymaster',
+        REDIS_SENTINEL_PASSWORD: 'sentinelsecret',
+      }),
+    );
+    expect(sentinels.variable).toBe('REDIS_PASSWORD');
+    expect(sentinels.message).toBe(
+      `REDIS_PASSWORD is unset, so the master the sentinels name is reached with no password: an agent that can reach this Redis could write itself a grant; set REDIS_PASSWORD to the master's password (requirepass) ${OR_ALLOW}`,
+    );
+    const cluster = configError(strictEnv({ REDIS_CLUSTER_NODES: 'node1:6379,node2:6379' }));
+    expect(cluster.variable).toBe('REDIS_PASSWORD');
+    expect(cluster.message).toBe(
+      `REDIS_PASSWORD is unset, so the nodes of REDIS_CLUSTER_NODES are reached with no password: an agent that can reach this Redis could write itself a grant; set REDIS_PASSWORD to the nodes' password (requirepass) ${OR_ALLOW}`,
+    );
+  });
+
+  it('is reported with the other invalid settings', () => {
+    let thrown: unknown;
+    try {
+      loadConfig(strictEnv({ PORT: 'http', REDIS_URL: 'redis://redis.internal:6379' }));
+    } catch (error) {
+      thrown = error;
+    }
+    expect(eachConfigError(thrown as ConfigError).map((e) => e.variable)).toEqual(['PORT', 'REDIS_URL']);
+  });
+
+  it('is taken with REDIS_ALLOW_NO_PASSWORD=true, and said in the config', () => {
+    for (const env of [
+      strictEnv({ REDIS_ALLOW_NO_PASSWORD: 'true' }),
+      strictEnv({ REDIS_ALLOW_NO_PASSWORD: 'TRUE', REDIS_URL: 'redis://redis.internal:6379/2' }),
+      strictEnv({
+        REDIS_ALLOW_NO_PASSWORD: 'true',
+        REDIS_SENTINELS: 's1:26379',
+        REDIS_SENTINEL_NAME: 'mymaster',
+      }),
+      strictEnv({ REDIS_ALLOW_NO_PASSWORD: 'true', REDIS_CLUSTER_NODES: 'node1:6379' }),
+    ]) {
+      expect(loadConfig(env).redisUnauthenticated).toBe(true);
+    }
+    expect(loadConfig(strictEnv({ REDIS_ALLOW_NO_PASSWORD: 'true' })).redis).toEqual({
+      kind: 'single',
+      url: 'redis://127.0.0.1:6379',
+    });
+  });
+
+  it('REDIS_ALLOW_NO_PASSWORD=false refuses it as unset does', () => {
+    const err = configError(strictEnv({ REDIS_ALLOW_NO_PASSWORD: 'false', REDIS_URL: 'redis://h:6379' }));
+    expect(err.variable).toBe('REDIS_URL');
+  });
+
+  it('REDIS_ALLOW_NO_PASSWORD other than true or false stops start-up, even with a password', () => {
+    for (const url of ['redis://h:6379', 'redis://:redispassword@h:6379']) {
+      const err = configError(strictEnv({ REDIS_ALLOW_NO_PASSWORD: 'yes', REDIS_URL: url }));
+      expect(err.variable).toBe('REDIS_ALLOW_NO_PASSWORD');
+      expect(err.message).toBe('REDIS_ALLOW_NO_PASSWORD must be true or false (got "yes"): fix or unset it');
+    }
+  });
+
+  it('with a password, needs no REDIS_ALLOW_NO_PASSWORD', () => {
+    const cases: Array<[Record<string, string>, RedisTarget['kind']]> = [
+      [{ REDIS_URL: 'redis://:redispassword@redis.internal:6379' }, 'single'],
+      [{ REDIS_URL: 'rediss://countersign:redispassword@redis.internal:6380/2' }, 'single'],
+      [{ REDIS_URL: 'redis+sentinel://:redispassword@s1:26379/mymaster' }, 'sentinel'],
+      [
+        { REDIS_SENTINELS: 's1:26379', REDIS_SENTINEL_NAME: 'mymaster', REDIS_PASSWORD: 'redispassword' },
+        'sentinel',
+      ],
+      [{ REDIS_CLUSTER_NODES: 'node1:6379', REDIS_PASSWORD: 'redispassword' }, 'cluster'],
+    ];
+    for (const [env, kind] of cases) {
+      const config = loadConfig(strictEnv(env));
+      expect(config.redis.kind).toBe(kind);
+      expect(config.redisUnauthenticated).toBe(false);
+    }
+    // Set where it is not needed, it changes nothing.
+    const allowed = loadConfig(
+      strictEnv({ REDIS_ALLOW_NO_PASSWORD: 'true', REDIS_URL: 'redis://:redispassword@h:6379' }),
+    );
+    expect(allowed.redisUnauthenticated).toBe(false);
   });
 });
 

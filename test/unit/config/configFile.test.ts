@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../../src/config/config.js';
 import { exampleConfig } from '../../support/exampleConfig.js';
 import { FAKE_SLACK_APP_TOKEN, FAKE_SLACK_BOT_TOKEN } from '../../support/fakeSecrets.js';
+import { NO_REDIS_PASSWORD } from '../../support/testRedis.js';
 
 // The shipped example, its host's cwd (/srv/agents) made a directory that exists.
 const { path: EXAMPLE, cwd: EXAMPLE_HOST_CWD } = exampleConfig();
@@ -18,6 +19,7 @@ function fileEnv(path: string, overrides: Record<string, string | undefined> = {
     SLACK_BOT_TOKEN: FAKE_SLACK_BOT_TOKEN,
     SLACK_APP_TOKEN: FAKE_SLACK_APP_TOKEN,
     COUNTERSIGN_CONFIG: path,
+    ...NO_REDIS_PASSWORD,
     ...overrides,
   };
 }
@@ -308,6 +310,7 @@ describe('environment variables alone', () => {
       SLACK_APP_TOKEN: FAKE_SLACK_APP_TOKEN,
       SLACK_CHANNEL: 'C0APPROVALS',
       MSP_HOST_COMMAND: 'muse serve',
+      ...NO_REDIS_PASSWORD,
     });
     expect(config.msp.hosts).toEqual([{ id: 'default', command: 'muse serve', sandboxMode: 'default' }]);
     expect(config.routes).toEqual([]);

@@ -151,8 +151,8 @@ describe('docker-compose.yml', () => {
         );
         continue;
       }
-      // Or Compose gives it to the bot itself, not from .env (MSP_HOST_COMMAND, the bridge):
-      // the bot starts without it there.
+      // Or Compose gives it to the bot itself, not from .env (MSP_HOST_COMMAND, the bridge;
+      // REDIS_URL, written from REDIS_PASSWORD): the bot starts without it there.
       expect(() => loadObserved(env), `${name}: Compose neither refuses nor sets it`).not.toThrow();
     }
   });

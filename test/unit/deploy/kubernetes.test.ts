@@ -293,6 +293,7 @@ describe('the Secret template (deploy/kubernetes/secret.example.yaml)', () => {
       SLACK_APP_TOKEN: FAKE_SLACK_APP_TOKEN,
       SLACK_CHANNEL: 'C0123456789',
       MSP_HOST_COMMAND: 'muse serve',
+      REDIS_URL: FILLED_SECRET.REDIS_URL!,
     };
     for (const key of [
       'SLACK_BOT_TOKEN',

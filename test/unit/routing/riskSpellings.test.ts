@@ -14,12 +14,14 @@ import { shellCommands } from '../../../src/routing/shellWords.js';
 import { exampleConfig } from '../../support/exampleConfig.js';
 import { FAKE_SLACK_APP_TOKEN, FAKE_SLACK_BOT_TOKEN } from '../../support/fakeSecrets.js';
 import { shellSubject } from '../../support/shellSubject.js';
+import { NO_REDIS_PASSWORD } from '../../support/testRedis.js';
 
 const EXAMPLE = loadConfig({
   SLACK_BOT_TOKEN: FAKE_SLACK_BOT_TOKEN,
   SLACK_APP_TOKEN: FAKE_SLACK_APP_TOKEN,
   COUNTERSIGN_CONFIG: exampleConfig().path,
   PAGERDUTY_ROUTING_KEY: 'R0UTINGKEY0000000000000000000000',
+  ...NO_REDIS_PASSWORD,
 });
 
 /** A shell subject as a host that splits commands sends it: one stage per argv. */

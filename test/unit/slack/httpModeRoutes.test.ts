@@ -14,6 +14,7 @@ import { createWebClient } from '../../../src/slack/webClient.js';
 import { freePort } from '../../support/bot.js';
 import { FAKE_SLACK_BOT_TOKEN } from '../../support/fakeSecrets.js';
 import { captureLogger } from '../../support/logCapture.js';
+import { NO_REDIS_PASSWORD } from '../../support/testRedis.js';
 
 // In HTTP mode /healthz, /readyz and /metrics share PORT with Slack's requests: they are matched
 // as exactly there as on the health server (Socket Mode's PORT, METRICS_PORT), by path and method.
@@ -32,6 +33,7 @@ async function startHttpMode(env: Record<string, string> = {}): Promise<string> 
     SLACK_CHANNEL: 'C0APPROVALS',
     MSP_HOST_COMMAND: 'true',
     PORT: String(await freePort()),
+    ...NO_REDIS_PASSWORD,
     ...env,
   });
   const { logger } = captureLogger();

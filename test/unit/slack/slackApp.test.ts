@@ -20,6 +20,7 @@ import { FAKE_SLACK_BOT_TOKEN } from '../../support/fakeSecrets.js';
 import { FakeSlack } from '../../support/fakeSlack.js';
 import { captureLogger } from '../../support/logCapture.js';
 import { blockActionsPayload, postEvent, postInteraction } from '../../support/slackRequests.js';
+import { NO_REDIS_PASSWORD } from '../../support/testRedis.js';
 
 // One Web API client for the whole bot: the listeners call Slack through the client the card
 // channel uses (and its one connection pool), and Bolt's own client makes no call at all.
@@ -61,6 +62,7 @@ it('listeners call Slack through the shared client; Bolt’s own client makes no
     SLACK_CHANNEL: 'C0APPROVALS',
     MSP_HOST_COMMAND: 'true',
     PORT: String(await freePort()),
+    ...NO_REDIS_PASSWORD,
   });
   const clicks = {
     check: async () => ({

@@ -34,6 +34,7 @@ import { quietEscalatorParts } from '../../../support/escalatorParts.js';
 import { FAKE_SLACK_APP_TOKEN, FAKE_SLACK_BOT_TOKEN } from '../../../support/fakeSecrets.js';
 import { captureLogger } from '../../../support/logCapture.js';
 import { seriesValue } from '../../../support/metricSeries.js';
+import { NO_REDIS_PASSWORD } from '../../../support/testRedis.js';
 
 const silent = pino({ level: 'silent' });
 
@@ -49,6 +50,7 @@ function load(yaml: string, env: Record<string, string> = {}) {
     SLACK_APP_TOKEN: FAKE_SLACK_APP_TOKEN,
     MSP_HOST_COMMAND: 'muse serve',
     COUNTERSIGN_CONFIG: configFile(yaml),
+    ...NO_REDIS_PASSWORD,
     ...env,
   });
 }
