@@ -3,7 +3,7 @@ import { preview } from './jsonRpc.js';
 import type { ExitInfo } from './processControl.js';
 
 // Why a host process did not come up, in words an operator can act on. The supervisor logs
-// these sentences and /readyz shows them.
+// these sentences and /readyz shows them (the host's stderr on METRICS_PORT only: HostOutput).
 
 /** Where the operator set the command; named in every sentence so that they know what to fix. */
 export const COMMAND_SETTING = 'MSP_HOST_COMMAND';
@@ -79,8 +79,15 @@ export function describeHandshakeFailure(error: unknown): string {
 }
 
 /**
+ * Whether a sentence about a host may quote what the host wrote (its last stderr line): the log
+ * and METRICS_PORT's /readyz quote it; PORT's /readyz, in HTTP mode a public port, withholds it.
+ */
+export type HostOutput = 'quoted' | 'withheld';
+
+/**
  * One line for failed starts in a row: "MSP_HOST_COMMAND exited with code 1 3 times in a row:
- * <last stderr line>". The stderr tail is shown as the host wrote it.
+ * <last stderr line>". The stderr tail is shown as the host wrote it; with no tail (or none given:
+ * output withheld) the sentence ends at the count.
  */
 export function failedStartsMessage(
   reason: string,

@@ -1,3 +1,4 @@
+import type { HostOutput } from './hostFailure.js';
 import type { HostSupervisor } from './hostSupervisor.js';
 
 /** One host's health, as /readyz and /metrics show it. */
@@ -67,18 +68,20 @@ export class HostFleet {
   }
 
   /** Each running host's health, in the order of the configuration. */
-  status(): HostStatus[] {
+  status(output: HostOutput): HostStatus[] {
     return this.options.hostIds.flatMap((hostId): HostStatus[] => {
       const host = this.running.get(hostId);
       if (!host) return [];
-      const reason = host.downReason();
+      const reason = host.downReason(output);
       return [{ hostId, up: reason === undefined, ...(reason === undefined ? {} : { reason }) }];
     });
   }
 
   /** Why each running host that is down is down, one clause per host; undefined when all are up. */
-  downReason(): string | undefined {
-    const down = this.status().filter((s): s is HostStatus & { reason: string } => s.reason !== undefined);
+  downReason(output: HostOutput): string | undefined {
+    const down = this.status(output).filter(
+      (s): s is HostStatus & { reason: string } => s.reason !== undefined,
+    );
     if (down.length === 0) return undefined;
     if (this.options.hostIds.length === 1) return down[0]!.reason;
     return down.map(({ hostId, reason }) => `host ${JSON.stringify(hostId)}: ${reason}`).join('; ');

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { type BackoffPolicy, backoffDelay } from './backoff.js';
-import { describeExit, failedStartsMessage } from './hostFailure.js';
+import { describeExit, failedStartsMessage, type HostOutput } from './hostFailure.js';
 import type { ExitInfo } from './processControl.js';
 
 // When a host process is started again (hostSupervisor.ts): the backoff between starts, and
@@ -28,8 +28,8 @@ export class StartFailures {
   private failedStarts = 0;
   /** The failed-start reason last logged at error, so the same one is not logged again. */
   private reportedStartFailure: string | undefined;
-  /** Why the host is down, once an attempt has ended; cleared when a host comes up. */
-  private lastFailure: string | undefined;
+  /** Why the host is down, once an attempt has ended, with its stderr and without; cleared when a host comes up. */
+  private lastFailure: Record<HostOutput, string> | undefined;
 
   constructor(
     private readonly logger: Logger,
@@ -37,8 +37,8 @@ export class StartFailures {
   ) {}
 
   /** Why the host is down, once an attempt has ended. */
-  get reason(): string | undefined {
-    return this.lastFailure;
+  reason(output: HostOutput): string | undefined {
+    return this.lastFailure?.[output];
   }
 
   /** Whether the last start failed (and no host has come up since). */
@@ -48,7 +48,8 @@ export class StartFailures {
 
   /** A host that was up exited. */
   noteExit(exit: ExitInfo): void {
-    this.lastFailure = `the MSP host ${describeExit(exit)}; restarting it`;
+    const reason = `the MSP host ${describeExit(exit)}; restarting it`;
+    this.lastFailure = { quoted: reason, withheld: reason };
   }
 
   /**
@@ -61,12 +62,15 @@ export class StartFailures {
     this.failedStarts += 1;
     const reason = incarnation.startFailure ?? describeExit(exit);
     const stderrTail = incarnation.stderrTail.slice(-STDERR_LINES_REPORTED);
-    this.lastFailure = failedStartsMessage(reason, this.failedStarts, stderrTail, this.commandSetting);
+    this.lastFailure = {
+      quoted: failedStartsMessage(reason, this.failedStarts, stderrTail, this.commandSetting),
+      withheld: failedStartsMessage(reason, this.failedStarts, [], this.commandSetting),
+    };
     const fields = { exitCode: exit.code, signal: exit.signal, failedStarts: this.failedStarts, stderrTail };
     const due = this.failedStarts >= FAILED_STARTS_BEFORE_ERROR || needsOperator(exit);
     if (due && reason !== this.reportedStartFailure) {
       this.reportedStartFailure = reason;
-      incarnation.logger.error(fields, this.lastFailure);
+      incarnation.logger.error(fields, this.lastFailure.quoted);
     } else {
       incarnation.logger.debug(fields, 'host did not come up');
     }

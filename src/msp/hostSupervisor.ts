@@ -4,7 +4,7 @@ import { decideWithRetry } from './decide.js';
 import { HostGoneError, MspError } from './errors.js';
 import type { ApprovalHost, HostEvent, SessionMemory } from './events.js';
 import { performHandshake } from './handshake.js';
-import { describeHandshakeFailure } from './hostFailure.js';
+import { describeHandshakeFailure, type HostOutput } from './hostFailure.js';
 import { handleHostNotification, handleHostRequest } from './hostMessages.js';
 import { RespawnSchedule, StartFailures } from './hostRestarts.js';
 import { type Incarnation, isLive, refusedStart, type SpawnSpec, spawnIncarnation } from './incarnation.js';
@@ -151,10 +151,10 @@ export class HostSupervisor implements ApprovalHost {
   }
 
   /** Why the host is not up, in one sentence (for /readyz); undefined while it is. */
-  downReason(): string | undefined {
+  downReason(output: HostOutput = 'quoted'): string | undefined {
     if (this.isUp()) return undefined;
     if (this.stopping) return 'the MSP host was stopped';
-    return this.startFailures.reason ?? 'the MSP host is starting';
+    return this.startFailures.reason(output) ?? 'the MSP host is starting';
   }
 
   refreshSession(sessionId: string): void {
@@ -374,7 +374,12 @@ export class HostSupervisor implements ApprovalHost {
 
   private scheduleRespawn(incarnation: Incarnation | undefined, exit: ExitInfo): void {
     if (this.stopping) return;
-    this.respawns.schedule(incarnation?.upAt, exit, () => void this.launch(), this.startFailures.reason);
+    this.respawns.schedule(
+      incarnation?.upAt,
+      exit,
+      () => void this.launch(),
+      this.startFailures.reason('quoted'),
+    );
   }
 
   // ── helpers ────────────────────────────────────────────────────────────────────────────

@@ -146,13 +146,15 @@ function socketModeLogger(logger: BoltLogger): BoltLogger {
 export function createSlackApp(options: SlackAppOptions): SlackService {
   const { config, logger, clicks, fullText, health, identity, web, transport, reachability, team } = options;
   const boltLogger = toBoltLogger(logger.child({ component: 'bolt' }));
-  // With METRICS_PORT the metrics leave the port Slack reaches; /healthz and /readyz stay on PORT
-  // too (the image's health check and existing probes call them there).
+  // With METRICS_PORT the metrics and /readyz's reasons leave the port Slack reaches; /healthz and
+  // /readyz's status stay on PORT too (the image's health check and existing probes call them there).
   const metricsServer =
     config.metricsPort === undefined
       ? undefined
-      : healthServer([...healthRoutes(health), options.metrics], logger);
-  const portRoutes = [...healthRoutes(health), ...(metricsServer ? [] : [options.metrics])];
+      : healthServer([...healthRoutes(health, 'full'), options.metrics], logger);
+  const portRoutes = metricsServer
+    ? healthRoutes(health, 'readyOnly')
+    : [...healthRoutes(health, 'withoutHostOutput'), options.metrics];
   const metricsPort = {
     start: async () => {
       if (metricsServer === undefined) return;

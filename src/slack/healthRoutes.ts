@@ -1,5 +1,6 @@
 import type { CustomRoute } from '@slack/bolt';
 import type { EscalationFailures } from '../domain/metrics.js';
+import type { HostOutput } from '../msp/hostFailure.js';
 import type { HostStatus } from '../msp/hostFleet.js';
 import type { RefusalCounts } from '../store/refusalCounts.js';
 import type { ActivityKind } from '../util/activity.js';
@@ -14,10 +15,13 @@ export interface HealthProbe {
   redis(): boolean;
   slack(): boolean;
   hosts(): boolean;
-  /** Why a part is down, in one sentence an operator can act on; asked only about parts that are. */
-  whyDown(part: HealthPart): string | undefined;
+  /**
+   * Why a part is down, in one sentence an operator can act on; asked only about parts that are.
+   * `output` says whether it may quote what a host wrote.
+   */
+  whyDown(part: HealthPart, output: HostOutput): string | undefined;
   /** Each host on its own: the bot stays ready while one is up, so /readyz names the others' trouble. */
-  hostStatus?(): HostStatus[];
+  hostStatus?(output?: HostOutput): HostStatus[];
   /** Escalation steps and PagerDuty calls that failed for good, by kind (trigger, resolve, dm, …). */
   escalationFailures?(): EscalationFailures;
   /** This process's identity among the replicas (`<replica>#<nonce>`). */
@@ -53,7 +57,16 @@ function hostsShown(statuses: HostStatus[]): Record<string, { up: boolean; reaso
  */
 export const READINESS_PARTS: readonly HealthPart[] = ['redis', 'slack'];
 
-export function healthRoutes(probe: HealthProbe): CustomRoute[] {
+/**
+ * How much a port's /readyz says. `full` on METRICS_PORT, a private port. On PORT, which in HTTP
+ * mode Slack reaches and so the internet: `readyOnly` when METRICS_PORT is set (the reasons are
+ * there), else `withoutHostOutput`, every part and reason but what a host wrote (its last stderr
+ * line: paths, hostnames, an agent's words), which the log keeps (docs/security.md).
+ */
+export type ReadyzDetail = 'full' | 'withoutHostOutput' | 'readyOnly';
+
+export function healthRoutes(probe: HealthProbe, detail: ReadyzDetail): CustomRoute[] {
+  const output: HostOutput = detail === 'full' ? 'quoted' : 'withheld';
   const parts = (): Record<HealthPart, boolean> => ({
     redis: probe.redis(),
     slack: probe.slack(),
@@ -62,7 +75,7 @@ export function healthRoutes(probe: HealthProbe): CustomRoute[] {
   const reasons = (status: Record<HealthPart, boolean>): Partial<Record<HealthPart, string>> => {
     const out: Partial<Record<HealthPart, string>> = {};
     for (const [part, up] of Object.entries(status) as Array<[HealthPart, boolean]>) {
-      if (!up) out[part] = probe.whyDown(part) ?? `${part} is down`;
+      if (!up) out[part] = probe.whyDown(part, output) ?? `${part} is down`;
     }
     return out;
   };
@@ -81,11 +94,15 @@ export function healthRoutes(probe: HealthProbe): CustomRoute[] {
       handler: (_req, res) => {
         const status = parts();
         const ready = READINESS_PARTS.every((part) => status[part]);
+        res.writeHead(ready ? 200 : 503, { 'content-type': 'application/json' });
+        if (detail === 'readyOnly') {
+          res.end(`${JSON.stringify({ ready })}\n`);
+          return;
+        }
         // With one host, `host` and its reason already say it all.
-        const statuses = probe.hostStatus?.() ?? [];
+        const statuses = probe.hostStatus?.(output) ?? [];
         const hosts = statuses.length > 1 ? { hosts: hostsShown(statuses) } : {};
         const replica = replicaShown(probe.replica?.(), statuses);
-        res.writeHead(ready ? 200 : 503, { 'content-type': 'application/json' });
         res.end(`${JSON.stringify({ ready, ...status, ...hosts, ...replica, reasons: reasons(status) })}\n`);
       },
     },

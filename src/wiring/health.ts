@@ -1,4 +1,5 @@
 import type { EscalationFailures } from '../domain/metrics.js';
+import type { HostOutput } from '../msp/hostFailure.js';
 import type { HostFleet, HostStatus } from '../msp/hostFleet.js';
 import type { HostOwnership, HostStanding } from '../replicas/hostOwnership.js';
 import type { HealthPart, HealthProbe } from '../slack/healthRoutes.js';
@@ -31,11 +32,11 @@ export interface HealthNeeds {
 /** What /healthz, /readyz, /metrics and App Home say about this process. */
 export function wireHealth(needs: HealthNeeds) {
   const { redis, slack, hosts, ownership, replicaId, scrub } = needs;
-  const whyDown: Record<HealthPart, () => string> = {
+  const whyDown: Record<HealthPart, (output: HostOutput) => string> = {
     redis: () => redis.whyDown(),
     slack: () => slack.whyDown(),
-    host: () =>
-      hosts.downReason() ??
+    host: (output) =>
+      hosts.downReason(output) ??
       (ownership.standings().every((s) => s.role === 'standby' && s.ownerReplica === undefined)
         ? 'no replica has taken an MSP host yet'
         : 'no MSP host is up'),
@@ -51,9 +52,10 @@ export function wireHealth(needs: HealthNeeds) {
         ownership
           .standings()
           .some((s) => s.role === 'standby' && s.ownerReplica !== undefined && s.ownerReplica !== replicaId)),
-    whyDown: (part: HealthPart) => scrub(whyDown[part]()),
-    hostStatus: () =>
-      hostStatus(hosts.status(), ownership.standings()).map((s) =>
+    whyDown: (part: HealthPart, output: HostOutput) => scrub(whyDown[part](output)),
+    // /metrics asks without `output`: it reads `up` and `role` only, so nothing is quoted for it.
+    hostStatus: (output: HostOutput = 'withheld') =>
+      hostStatus(hosts.status(output), ownership.standings()).map((s) =>
         s.reason === undefined ? s : { ...s, reason: scrub(s.reason) },
       ),
     replica: () => replicaId,

@@ -109,12 +109,14 @@ describe('running it', () => {
     const served = declaredNames(first);
     const missing = [...dashboardMetricNames()].filter((name) => !isServed(name, served));
     expect(missing).toEqual([]);
-    // METRICS_PORT takes /metrics off the port Slack reaches; health stays on both.
+    // METRICS_PORT takes /metrics and /readyz's reasons off the port Slack reaches; health stays on both.
     expect((await fetch(`${world.bot.url}/metrics`)).status).toBe(404);
     expect((await fetch(`${metricsUrl}/healthz`)).status).toBe(200);
     const ready = await fetch(`${metricsUrl}/readyz`);
-    expect(await ready.json()).toHaveProperty('ready');
-    expect((await fetch(`${world.bot.url}/readyz`)).headers.get('content-type')).toBe('application/json');
+    expect(await ready.json()).toMatchObject({ ready: true, host: true, reasons: {} });
+    const readyOnPort = await fetch(`${world.bot.url}/readyz`);
+    expect(readyOnPort.headers.get('content-type')).toBe('application/json');
+    expect(await readyOnPort.json()).toEqual({ ready: true });
 
     const metric = async (series: string) => seriesValue(await scrape(), series);
     // A click decides, remembering the request: one lookup (no grant yet), one decision by a person.

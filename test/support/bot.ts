@@ -46,6 +46,11 @@ export interface BotExit {
 export interface RunningBot {
   /** http://127.0.0.1:PORT (post interactions to `${url}/slack/events`). */
   url: string;
+  /**
+   * Where /readyz gives the parts and their reasons: METRICS_PORT when set (PORT then says
+   * `{"ready": …}` alone), else PORT (docs/operations.md#health-and-metrics).
+   */
+  readyzUrl: string;
   port: number;
   proc: ChildProcess;
   /** Every stdout/stderr line, in order. */
@@ -220,6 +225,7 @@ export async function startBot(opts: StartBotOptions): Promise<RunningBot> {
   });
 
   const url = `http://127.0.0.1:${port}`;
+  const readyzUrl = env.METRICS_PORT === undefined ? url : `http://127.0.0.1:${env.METRICS_PORT}`;
   const tail = (n = 40) =>
     logs
       .slice(-n)
@@ -256,7 +262,7 @@ export async function startBot(opts: StartBotOptions): Promise<RunningBot> {
         );
       }
       try {
-        const res = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(1000) });
+        const res = await fetch(`${readyzUrl}/readyz`, { signal: AbortSignal.timeout(1000) });
         const text = await res.text();
         last = `HTTP ${res.status} ${text.slice(0, 200)}`;
         if (res.status === 200 && (JSON.parse(text) as { host?: boolean }).host === true) return;
@@ -283,7 +289,7 @@ export async function startBot(opts: StartBotOptions): Promise<RunningBot> {
     return exited;
   };
 
-  return { url, port, proc, logs, waitForLog, waitReady, stop, kill, exited, tail };
+  return { url, readyzUrl, port, proc, logs, waitForLog, waitReady, stop, kill, exited, tail };
 }
 
 /**

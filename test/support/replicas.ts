@@ -48,7 +48,7 @@ export async function standingOf(
   bot: RunningBot,
 ): Promise<{ id: string; owns: string[]; standby: string[] }> {
   // A paused replica answers nothing: it must not hold the test up.
-  const response = await fetch(`${bot.url}/readyz`, { signal: AbortSignal.timeout(1_000) });
+  const response = await fetch(`${bot.readyzUrl}/readyz`, { signal: AbortSignal.timeout(1_000) });
   return ((await response.json()) as { replica: { id: string; owns: string[]; standby: string[] } }).replica;
 }
 

@@ -165,7 +165,7 @@ function selects(selector: Record<string, string> | undefined, labels: Record<st
 function servedPaths(): string[] {
   const up = () => true;
   const routes = [
-    ...healthRoutes({ redis: up, slack: up, hosts: up, whyDown: () => undefined }),
+    ...healthRoutes({ redis: up, slack: up, hosts: up, whyDown: () => undefined }, 'withoutHostOutput'),
     metricsRoute(new PromMetrics({ routes: [], hosts: [] }), pino({ level: 'silent' })),
   ];
   return routes

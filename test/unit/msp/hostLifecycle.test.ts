@@ -76,6 +76,10 @@ describe('a host command that will not run', () => {
     expect(supervisor.downReason()).toMatch(
       /^MSP_HOST_COMMAND exited with code 1 \d+ times in a row: muse: no such workspace$/,
     );
+    // What a public port shows: the same sentence without the host's words.
+    expect(supervisor.downReason('withheld')).toMatch(
+      /^MSP_HOST_COMMAND exited with code 1 \d+ times in a row$/,
+    );
   });
 
   it('a command that is not an MSP host is named with "did not answer initialize"', async () => {

@@ -6,6 +6,7 @@ import type { GrantLists } from '../../../src/relay/grants/grantLists.js';
 import type { GrantRevoker } from '../../../src/relay/grants/grantRevoker.js';
 import type { Router } from '../../../src/routing/router.js';
 import { createSlackApp, type SlackService } from '../../../src/slack/createSlackApp.js';
+import type { HealthProbe } from '../../../src/slack/healthRoutes.js';
 import type { HomeTab } from '../../../src/slack/homeTab.js';
 import { createSlackFetch } from '../../../src/slack/slackFetch.js';
 import { SlackReachability } from '../../../src/slack/slackReachability.js';
@@ -25,7 +26,14 @@ afterEach(async () => {
   app = undefined;
 });
 
-async function startHttpMode(env: Record<string, string> = {}): Promise<string> {
+const ALL_UP: HealthProbe = {
+  redis: () => true,
+  slack: () => true,
+  hosts: () => true,
+  whyDown: () => undefined,
+};
+
+async function startHttpMode(env: Record<string, string> = {}, health = ALL_UP): Promise<string> {
   const config = loadConfig({
     SLACK_BOT_TOKEN: FAKE_SLACK_BOT_TOKEN,
     SLACK_SIGNING_SECRET: 'test-signing-secret',
@@ -43,7 +51,7 @@ async function startHttpMode(env: Record<string, string> = {}): Promise<string> 
     logger,
     clicks: {} as ClickHandler,
     fullText: { getWithFullText: async () => undefined },
-    health: { redis: () => true, slack: () => true, hosts: () => true, whyDown: () => undefined },
+    health,
     metrics: { path: '/metrics', method: ['GET'], handler: (_req, res) => res.end('metrics\n') },
     identity: () => ({ botId: 'B_BOT', botUserId: 'U_BOT' }),
     web: createWebClient({ token: FAKE_SLACK_BOT_TOKEN, apiUrl: config.slack.apiUrl, fetch: transport }),
@@ -91,4 +99,68 @@ it('with METRICS_PORT, PORT and METRICS_PORT answer every spelling alike, but /m
   expect(onMetricsPort['/HEALTHZ']).toBe(404);
   expect((await fetch(`${base}/metrics`)).status).toBe(404);
   expect((await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).status).toBe(200);
+});
+
+// /readyz on PORT, which in HTTP mode the internet reaches: what a host wrote (paths, hostnames,
+// an agent's words) stays off it; with METRICS_PORT, so do the parts, reasons and ids.
+
+/** Redis and two hosts down, one of them with its stderr line at hand (`output` says if it may be quoted). */
+const DOWN: HealthProbe = {
+  redis: () => false,
+  slack: () => true,
+  hosts: () => false,
+  whyDown: (part, output) =>
+    part === 'redis'
+      ? 'cannot reach Redis at redis://redis.internal:6379: connect ECONNREFUSED'
+      : `MSP_HOST_COMMAND exited with code 1${output === 'withheld' ? '' : ': muse: cannot open /srv/agents/run.sock'}`,
+  hostStatus: (output) => [
+    {
+      hostId: 'main',
+      up: false,
+      role: 'owner',
+      reason: `exited${output === 'withheld' ? '' : ': muse: /srv/agents'}`,
+    },
+    { hostId: 'ci', up: false, role: 'standby', reason: 'run by replica bot-1#b2' },
+  ],
+  replica: () => 'bot-0#a1',
+};
+
+const FULL_READYZ = {
+  ready: false,
+  redis: false,
+  slack: true,
+  host: false,
+  hosts: {
+    main: { up: false, role: 'owner', reason: 'exited: muse: /srv/agents' },
+    ci: { up: false, role: 'standby', reason: 'run by replica bot-1#b2' },
+  },
+  replica: { id: 'bot-0#a1', owns: ['main'], standby: ['ci'] },
+  reasons: {
+    redis: 'cannot reach Redis at redis://redis.internal:6379: connect ECONNREFUSED',
+    host: 'MSP_HOST_COMMAND exited with code 1: muse: cannot open /srv/agents/run.sock',
+  },
+};
+
+async function readyz(base: string): Promise<{ status: number; body: unknown }> {
+  const res = await fetch(`${base}/readyz`);
+  return { status: res.status, body: await res.json() };
+}
+
+it("with METRICS_PORT, PORT's /readyz says ready or not alone, with the same status; METRICS_PORT's says why", async () => {
+  const metricsPort = await freePort();
+  const base = await startHttpMode({ METRICS_PORT: String(metricsPort) }, DOWN);
+  expect(await readyz(base)).toEqual({ status: 503, body: { ready: false } });
+  expect(await readyz(`http://127.0.0.1:${metricsPort}`)).toEqual({ status: 503, body: FULL_READYZ });
+});
+
+it("without METRICS_PORT, PORT's /readyz gives every part and reason but what a host wrote", async () => {
+  const base = await startHttpMode({}, DOWN);
+  expect(await readyz(base)).toEqual({
+    status: 503,
+    body: {
+      ...FULL_READYZ,
+      hosts: { ...FULL_READYZ.hosts, main: { up: false, role: 'owner', reason: 'exited' } },
+      reasons: { ...FULL_READYZ.reasons, host: 'MSP_HOST_COMMAND exited with code 1' },
+    },
+  });
 });
