@@ -67,22 +67,37 @@ export function describeSpawnFailure(error: unknown, missingCwd: string | undefi
   return `could not be started (${code === undefined || code.startsWith('ERR_') ? message : code})`;
 }
 
-/** What went wrong with `initialize` on a host that was still running. */
-export function describeHandshakeFailure(error: unknown): string {
-  if (error instanceof RequestTimeoutError) {
-    const ms = error.timeoutMs;
-    return `did not answer initialize within ${ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`}`;
-  }
-  // The host's own words go to the log and to /readyz: masked and cut like a frame.
-  if (error instanceof MspError) return `answered initialize with an error (${preview(error.message)})`;
-  return `did not answer initialize as an MSP host does (${preview(error instanceof Error ? error.message : String(error))})`;
-}
-
 /**
- * Whether a sentence about a host may quote what the host wrote (its last stderr line): the log
- * and METRICS_PORT's /readyz quote it; PORT's /readyz, in HTTP mode a public port, withholds it.
+ * Whether a sentence about a host may quote what the host wrote (its last stderr line, its
+ * `initialize` error): the log and METRICS_PORT's /readyz quote it; PORT's /readyz, in HTTP mode
+ * a public port, withholds it.
  */
 export type HostOutput = 'quoted' | 'withheld';
+
+/** A sentence about a host, as the log and METRICS_PORT give it and as PORT does. */
+export type HostSentence = Readonly<Record<HostOutput, string>>;
+
+/** A sentence that quotes nothing the host wrote: the same everywhere. */
+export const quotingNothing = (text: string): HostSentence => ({ quoted: text, withheld: text });
+
+/** What went wrong with `initialize` on a host that was still running. */
+export function describeHandshakeFailure(error: unknown): HostSentence {
+  if (error instanceof RequestTimeoutError) {
+    const ms = error.timeoutMs;
+    return quotingNothing(
+      `did not answer initialize within ${ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`}`,
+    );
+  }
+  // The host's own words go to the log and to METRICS_PORT's /readyz: masked and cut like a frame.
+  const [said, words] =
+    error instanceof MspError
+      ? ['answered initialize with an error', error.message]
+      : [
+          'did not answer initialize as an MSP host does',
+          error instanceof Error ? error.message : String(error),
+        ];
+  return { quoted: `${said} (${preview(words)})`, withheld: said };
+}
 
 /**
  * One line for failed starts in a row: "MSP_HOST_COMMAND exited with code 1 3 times in a row:

@@ -1,6 +1,12 @@
 import type { Logger } from 'pino';
 import { type BackoffPolicy, backoffDelay } from './backoff.js';
-import { describeExit, failedStartsMessage, type HostOutput } from './hostFailure.js';
+import {
+  describeExit,
+  failedStartsMessage,
+  type HostOutput,
+  type HostSentence,
+  quotingNothing,
+} from './hostFailure.js';
 import type { ExitInfo } from './processControl.js';
 
 // When a host process is started again (hostSupervisor.ts): the backoff between starts, and
@@ -19,7 +25,7 @@ export interface FailedStart {
   readonly logger: Logger;
   readonly stderrTail: readonly string[];
   /** Why its handshake failed, when it did. */
-  readonly startFailure: string | undefined;
+  readonly startFailure: HostSentence | undefined;
 }
 
 /** Why the host is down, and when to say so at error. */
@@ -28,8 +34,8 @@ export class StartFailures {
   private failedStarts = 0;
   /** The failed-start reason last logged at error, so the same one is not logged again. */
   private reportedStartFailure: string | undefined;
-  /** Why the host is down, once an attempt has ended, with its stderr and without; cleared when a host comes up. */
-  private lastFailure: Record<HostOutput, string> | undefined;
+  /** Why the host is down, once an attempt has ended, with the host's words and without; cleared when it comes up. */
+  private lastFailure: HostSentence | undefined;
 
   constructor(
     private readonly logger: Logger,
@@ -48,8 +54,7 @@ export class StartFailures {
 
   /** A host that was up exited. */
   noteExit(exit: ExitInfo): void {
-    const reason = `the MSP host ${describeExit(exit)}; restarting it`;
-    this.lastFailure = { quoted: reason, withheld: reason };
+    this.lastFailure = quotingNothing(`the MSP host ${describeExit(exit)}; restarting it`);
   }
 
   /**
@@ -60,11 +65,11 @@ export class StartFailures {
    */
   noteFailedStart(incarnation: FailedStart, exit: ExitInfo): void {
     this.failedStarts += 1;
-    const reason = incarnation.startFailure ?? describeExit(exit);
+    const { quoted: reason, withheld } = incarnation.startFailure ?? quotingNothing(describeExit(exit));
     const stderrTail = incarnation.stderrTail.slice(-STDERR_LINES_REPORTED);
     this.lastFailure = {
       quoted: failedStartsMessage(reason, this.failedStarts, stderrTail, this.commandSetting),
-      withheld: failedStartsMessage(reason, this.failedStarts, [], this.commandSetting),
+      withheld: failedStartsMessage(withheld, this.failedStarts, [], this.commandSetting),
     };
     const fields = { exitCode: exit.code, signal: exit.signal, failedStarts: this.failedStarts, stderrTail };
     const due = this.failedStarts >= FAILED_STARTS_BEFORE_ERROR || needsOperator(exit);

@@ -306,7 +306,7 @@ export class HostSupervisor implements ApprovalHost {
       // The death handler schedules the respawn once the process is gone.
       incarnation.startFailure = describeHandshakeFailure(error);
       incarnation.logger.warn(
-        { reason: incarnation.startFailure },
+        { reason: incarnation.startFailure.quoted },
         'MSP handshake failed; restarting the host',
       );
       incarnation.connection.close();

@@ -6,7 +6,12 @@ import type { Logger } from 'pino';
 import { maskCommandLine } from '../secrets/maskCommandLine.js';
 import { settlesWithin } from '../util/settlesWithin.js';
 import { type IncomingRequest, JsonRpcConnection } from './connection.js';
-import { describeSpawnFailure, processErrorFields } from './hostFailure.js';
+import {
+  describeSpawnFailure,
+  type HostSentence,
+  processErrorFields,
+  quotingNothing,
+} from './hostFailure.js';
 import type { FailedStart } from './hostRestarts.js';
 import { pipeHostStderr } from './hostStderr.js';
 import { type ExitInfo, reapGroup, terminate, waitForExit } from './processControl.js';
@@ -27,8 +32,8 @@ export interface Incarnation {
   readonly connection: JsonRpcConnection;
   readonly logger: Logger;
   readonly stderrTail: string[];
-  /** Why its handshake failed, when it did. */
-  startFailure: string | undefined;
+  /** Why its handshake failed, when it did (or why it could not be spawned). */
+  startFailure: HostSentence | undefined;
   follower: SessionFollower | undefined;
   durable: boolean;
   up: boolean;
@@ -143,13 +148,14 @@ const startLevel = (spec: SpawnSpec) => (spec.afterFailedStart ? 'debug' : 'info
  * ENOENT", and returns them. This line stands for the start instead of "host spawned"; the
  * failure is counted as any start that failed (StartFailures).
  */
-function sayNotSpawned(spec: SpawnSpec, logger: Logger, error: unknown): string {
+function sayNotSpawned(spec: SpawnSpec, logger: Logger, error: unknown): HostSentence {
   const reason = describeSpawnFailure(error, spec.cwd && !isDirectory(spec.cwd) ? spec.cwd : undefined);
   logger[startLevel(spec)](
     { ...processErrorFields(error), reason, command: maskCommandLine(spec.command) },
     'host could not be spawned',
   );
-  return reason;
+  // Nothing ran, so nothing of the host's is in it: the cwd named is the operator's setting.
+  return quotingNothing(reason);
 }
 
 function isDirectory(path: string): boolean {
