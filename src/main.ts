@@ -1,3 +1,4 @@
+import { format } from 'node:util';
 import { ConfigError, eachConfigError, loadConfig } from './config/config.js';
 import { configSecrets } from './config/configSecrets.js';
 import { redisRefusal } from './store/redisRefusals.js';
@@ -41,6 +42,10 @@ async function main(): Promise<void> {
       return refusal === 'WRONGPASS' || refusal === 'NOAUTH';
     },
   });
+  // Libraries that write to the console (ioredis warns of a password Redis did not ask for) speak
+  // through the log instead: a JSON line, scrubbed like the others, and stderr is left to the
+  // one-line refusals above.
+  console.warn = (...args: unknown[]) => logger.warn({ component: 'console' }, format(...args));
   const countersign = assemble(config, logger);
 
   let stopping = false;

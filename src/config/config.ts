@@ -18,7 +18,7 @@ import { replicaSecretVar } from './env/replicas.js';
 import { defaultChannel, type SlackConfig, slackChannelVar, slackConfig } from './env/slack.js';
 import { ConfigProblems } from './problems.js';
 import { redisTargetOf } from './redisConfig.js';
-import { redisUnauthenticated } from './redisPassword.js';
+import { type RedisPasswordPolicy, redisPasswordPolicy } from './redisPassword.js';
 
 /** Pino levels accepted by LOG_LEVEL. */
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -41,6 +41,11 @@ export interface Config {
    * says so (wiring/redis.ts).
    */
   redisUnauthenticated: boolean;
+  /**
+   * REDIS_ALLOW_NO_PASSWORD=true: a Redis that asks for no password is accepted. Without it, a
+   * password given to a Redis that asks for none stops start-up too (wiring/redis.ts).
+   */
+  redisAllowNoPassword: boolean;
   msp: {
     /** The hosts to run: the file's `hosts`, else MSP_HOST_COMMAND as host "default". */
     hosts: HostSpec[];
@@ -163,7 +168,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
   const portNumber = take(() => portVar(env));
   const metrics = portNumber !== undefined ? take(() => metricsConfig(env, portNumber)) : undefined;
   const redis = take(() => redisTargetOf(env));
-  const unauthenticated = redis && take(() => redisUnauthenticated(env, redis.target));
+  const passwordPolicy: RedisPasswordPolicy | undefined =
+    redis && take(() => redisPasswordPolicy(env, redis.target));
   const grants = fromFile && hosts && take(() => grantsConfig(env, configPath, routes, hosts));
   const limits = take(() => limitsConfig(env));
   const replicaSecret = take(() => replicaSecretVar(env));
@@ -179,7 +185,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     ...metrics!,
     redisUrl: redis!.where,
     redis: redis!.target,
-    redisUnauthenticated: unauthenticated!,
+    redisUnauthenticated: passwordPolicy!.unauthenticated,
+    redisAllowNoPassword: passwordPolicy!.allowNoPassword,
     msp: { hosts: hosts!, requestTimeoutMs: requestTimeoutMs! },
     ...(configPath ? { configPath } : {}),
     routes,

@@ -59,15 +59,23 @@ function missing(
   };
 }
 
+/** How the bot may reach Redis: without a password (allowed), and whether it does. */
+export interface RedisPasswordPolicy {
+  /** REDIS_ALLOW_NO_PASSWORD=true: a Redis that asks for no password is accepted. */
+  allowNoPassword: boolean;
+  /** The settings give no password (which only allowNoPassword allows). */
+  unauthenticated: boolean;
+}
+
 /**
  * Whether the bot reaches Redis without a password, which only REDIS_ALLOW_NO_PASSWORD=true
  * allows: without it, a ConfigError naming the setting the password belongs in.
  */
-export function redisUnauthenticated(env: NodeJS.ProcessEnv, target: RedisTarget): boolean {
+export function redisPasswordPolicy(env: NodeJS.ProcessEnv, target: RedisTarget): RedisPasswordPolicy {
   // Read first, so that a value that is neither true nor false is said even with a password.
   const allowed = allowNoPasswordVar(env);
-  if (hasPassword(target)) return false;
-  if (allowed) return true;
+  if (hasPassword(target)) return { allowNoPassword: allowed, unauthenticated: false };
+  if (allowed) return { allowNoPassword: true, unauthenticated: true };
   const { variable, what, fix } = missing(env, target);
   throw new ConfigError(
     variable,

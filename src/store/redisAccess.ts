@@ -1,5 +1,7 @@
 import { keys } from './keys.js';
-import type { RedisClient } from './redisConnection.js';
+import { createRedisClient, type RedisClient } from './redisConnection.js';
+import { redisRefusal } from './redisRefusals.js';
+import type { RedisTarget } from './redisTarget.js';
 
 /**
  * Checks that Redis lets the bot do what its work needs: run a script that writes and deletes a
@@ -14,4 +16,56 @@ export async function checkRedisAccess(redis: RedisClient): Promise<void> {
     keys.accessCheck(),
     String(process.pid),
   );
+}
+
+/** The same Redis, reached with no user and no password. */
+function withoutPassword(target: RedisTarget): RedisTarget {
+  switch (target.kind) {
+    case 'single': {
+      const url = new URL(target.url);
+      url.username = '';
+      url.password = '';
+      return { kind: 'single', url: url.href };
+    }
+    case 'sentinel': {
+      // The sentinels' own password is kept: it is the master that is asked.
+      const { username: _username, password: _password, ...rest } = target;
+      return rest;
+    }
+    case 'cluster':
+      return { kind: 'cluster', nodes: target.nodes };
+  }
+}
+
+/**
+ * Whether Redis lets a client that gives no password do what the bot does (checkRedisAccess): a
+ * password given to a Redis that asks for none is accepted, and ioredis only warns. 'open' when
+ * it does, 'closed' when Redis refuses (NOAUTH, NOPERM, WRONGPASS), undefined when the probe
+ * could not tell (Redis away, too slow): one connection of its own, tried once.
+ */
+export async function answersWithoutPassword(
+  target: RedisTarget,
+  withinMs: number,
+): Promise<'open' | 'closed' | undefined> {
+  const probe = createRedisClient(withoutPassword(target), {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
+  // Its errors are the answer, read below; unheard, they would be logged by ioredis.
+  probe.on('error', () => {});
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const answered = checkRedisAccess(probe).then(
+      () => 'open' as const,
+      (err: unknown) => (redisRefusal(err) === undefined ? undefined : ('closed' as const)),
+    );
+    const late = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), withinMs);
+    });
+    return await Promise.race([answered, late]);
+  } finally {
+    clearTimeout(timer);
+    probe.disconnect();
+  }
 }

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { ConfigError } from '../config/common.js';
 import type { Config } from '../config/config.js';
 import { renameLegacyKeys } from '../store/legacyKeys.js';
-import { checkRedisAccess } from '../store/redisAccess.js';
+import { answersWithoutPassword, checkRedisAccess } from '../store/redisAccess.js';
 import { createRedisClient } from '../store/redisConnection.js';
 import { RedisHealth } from '../store/redisHealth.js';
 import { describeRedisRefusal, redisRefusal, refusalSetting } from '../store/redisRefusals.js';
@@ -85,8 +85,10 @@ export function wireRedis(config: Config, logger: Logger, shownUrl: string) {
     };
     redis.on('ready', check);
   });
-  // Resolves once Redis has accepted the bot; rejects with a ConfigError when it refused it.
-  const access = Promise.race([checked, refused]);
+  // Resolves once Redis has accepted the bot and, unless REDIS_ALLOW_NO_PASSWORD=true, has shown
+  // it asks for the password given; rejects with a ConfigError when it refused the bot, or asks
+  // for no password.
+  const access = Promise.race([checked.then(() => asksForPassword(config, setting, logger)), refused]);
   // start() waits on it for a few seconds only; a refusal after that still has a listener.
   access.catch(() => {});
   // Keys of an earlier release under their names without a hash tag (one Redis only: a cluster
@@ -116,4 +118,25 @@ export function wireRedis(config: Config, logger: Logger, shownUrl: string) {
       return `Redis connection is ${redis.status}`;
     },
   };
+}
+
+/** How long start-up waits for the probe without a password before it goes on untold. */
+const PASSWORD_PROBE_MS = 3_000;
+
+/**
+ * A password given to a Redis that asks for none is accepted (ioredis only warns), and leaves that
+ * Redis as open to the agent as no password would: a ConfigError then, unless
+ * REDIS_ALLOW_NO_PASSWORD=true. A probe that cannot tell (Redis away or slow) is logged and
+ * start-up goes on: the bot has just been let in with its password.
+ */
+async function asksForPassword(config: Config, setting: string, logger: Logger): Promise<void> {
+  if (config.redisAllowNoPassword) return;
+  const seen = await answersWithoutPassword(config.redis, PASSWORD_PROBE_MS);
+  if (seen === 'open') {
+    throw new ConfigError(
+      setting,
+      `Redis lets a client that gives no password do what the bot does, though ${setting} gives one: an agent that can reach it could write itself a grant; make it ask for the password (requirepass, or an ACL for the default user) or set REDIS_ALLOW_NO_PASSWORD=true where nothing else can reach Redis`,
+    );
+  }
+  if (seen === undefined) logger.warn('could not check that Redis asks for a password; going on');
 }

@@ -98,6 +98,20 @@ describe('Redis refusing the bot at start-up stops it with one line', () => {
     );
   });
 
+  // A password given to a Redis that asks for none is accepted (ioredis only warns): the Redis is
+  // as open to the agent as without one.
+  it('a Redis that asks for no password, though REDIS_URL gives one', async () => {
+    const open = await PrivateRedis.start();
+    cleanups.push(() => open.stop());
+    const running = await bot(`redis://:a-password-nobody-asks-for@127.0.0.1:${open.port}`, 0, {
+      REDIS_ALLOW_NO_PASSWORD: '',
+    });
+    await stoppedWith(
+      running,
+      'Redis lets a client that gives no password do what the bot does, though REDIS_URL gives one: an agent that can reach it could write itself a grant; make it ask for the password (requirepass, or an ACL for the default user) or set REDIS_ALLOW_NO_PASSWORD=true where nothing else can reach Redis',
+    );
+  });
+
   it('a database the server does not have (DB index is out of range), not db 0 instead', async () => {
     const running = await bot(TEST_REDIS_URL, 99);
     await stoppedWith(

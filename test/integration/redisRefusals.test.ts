@@ -19,7 +19,12 @@ const refused = (message: string) => Object.assign(new Error(message), { name: '
 
 it('says a refusal after start-up once a minute, and /readyz its sentence meanwhile', async () => {
   const url = testRedisUrl(await freshRedisDb());
-  const config = { redis: { kind: 'single', url } } as Config;
+  // The tests' Redis asks for no password: allowed, as the loader would allow it.
+  const config = {
+    redis: { kind: 'single', url },
+    redisUnauthenticated: true,
+    redisAllowNoPassword: true,
+  } as Config;
   const { logger, lines } = captureLogger('info');
   const redis = wireRedis(config, logger, url);
   cleanups.push(() => redis.redis.disconnect());
@@ -39,11 +44,16 @@ it('says a refusal after start-up once a minute, and /readyz its sentence meanwh
   redis.redis.emit('error', wrongPass);
   const sentence =
     'Redis refused the user or password in REDIS_URL (WRONGPASS invalid username-password pair or user is disabled.): fix the password there, or the Redis user it names';
-  expect(lines.map((l) => [l.level, l.msg])).toEqual([[50, `${sentence}; retrying`]]);
+  const noPassword =
+    'Redis has no password (REDIS_ALLOW_NO_PASSWORD=true): anything that can reach it, an agent included, could write itself a grant';
+  expect(lines.map((l) => [l.level, l.msg])).toEqual([
+    [40, noPassword],
+    [50, `${sentence}; retrying`],
+  ]);
   expect(redis.whyDown()).toBe(sentence);
   expect(redis.up()).toBe(false);
 
   now.mockReturnValue(start + REFUSAL_LOG_EVERY_MS);
   redis.redis.emit('error', wrongPass);
-  expect(lines.map((l) => l.msg)).toEqual([`${sentence}; retrying`, `${sentence}; retrying`]);
+  expect(lines.map((l) => l.msg)).toEqual([noPassword, `${sentence}; retrying`, `${sentence}; retrying`]);
 });

@@ -75,6 +75,7 @@ describe('loadConfig defaults', () => {
       redisUrl: 'redis://127.0.0.1:6379',
       redis: { kind: 'single', url: 'redis://127.0.0.1:6379' },
       redisUnauthenticated: true,
+      redisAllowNoPassword: true,
       msp: {
         hosts: [{ id: 'default', command: 'muse host --stdio', sandboxMode: 'default' }],
         requestTimeoutMs: 30_000,
@@ -1012,12 +1013,14 @@ describe('a Redis without a password', () => {
       const config = loadConfig(strictEnv(env));
       expect(config.redis.kind).toBe(kind);
       expect(config.redisUnauthenticated).toBe(false);
+      expect(config.redisAllowNoPassword).toBe(false);
     }
-    // Set where it is not needed, it changes nothing.
+    // Set beside a password, it only spares the check that Redis asks for it (wiring/redis.ts).
     const allowed = loadConfig(
       strictEnv({ REDIS_ALLOW_NO_PASSWORD: 'true', REDIS_URL: 'redis://:redispassword@h:6379' }),
     );
     expect(allowed.redisUnauthenticated).toBe(false);
+    expect(allowed.redisAllowNoPassword).toBe(true);
   });
 });
 
