@@ -1,4 +1,4 @@
-import type picomatch from 'picomatch';
+import picomatch from 'picomatch';
 
 // How each list of globs in COUNTERSIGN_CONFIG is compiled (picomatch), in one place: the matchers
 // here and the file's checks at start-up must read a pattern alike, or a pattern checked there
@@ -44,5 +44,20 @@ export function globOptions(field: GlobField): picomatch.PicomatchOptions {
     case 'routes.tools':
     case 'routes.workspaces':
       return { dot: true };
+  }
+}
+
+/**
+ * Whether `pattern` compiles with `options`. An invalid one (`*.{pem,key`, `[a-Z]`) does not fail
+ * in picomatch: it silently becomes a pattern that matches nothing, so a risk rule would ask
+ * nothing and a restricted route would let its requests fall through to the next. `debug` makes
+ * picomatch throw instead.
+ */
+export function isValidGlob(pattern: string, options: picomatch.PicomatchOptions): boolean {
+  try {
+    picomatch.makeRe(pattern, { ...options, debug: true });
+    return true;
+  } catch {
+    return false;
   }
 }

@@ -4,6 +4,7 @@
 
 import { z } from 'zod';
 import type { Approvers } from '../../domain/route.js';
+import { type GlobField, globOptions, isValidGlob } from '../../routing/globs.js';
 import { parseDuration } from '../../util/duration.js';
 import { MAX_TIMER, MAX_TIMER_WHY, shown } from '../common.js';
 
@@ -35,10 +36,29 @@ export const nonEmpty = z
   });
 
 // An empty list would match nothing, which is never what was meant: leaving the key out matches anything.
-export const patterns = z
-  .array(nonEmpty, { error: (iss) => `must be a list (got ${got(iss.input)})` })
-  .min(1, { error: 'must list at least one value (or leave the key out to match anything)' })
-  .optional();
+function listOf<T extends z.ZodType<string>>(entry: T) {
+  return z
+    .array(entry, { error: (iss) => `must be a list (got ${got(iss.input)})` })
+    .min(1, { error: 'must list at least one value (or leave the key out to match anything)' })
+    .optional();
+}
+
+/** Values compared as they are (host ids). */
+export const names = listOf(nonEmpty);
+
+/**
+ * Globs of `field`, each compiled as its matcher compiles it (globOptions, after `compiledAs`): picomatch turns
+ * one it cannot compile into a pattern that matches nothing, which would fail open.
+ */
+export function globs(field: GlobField, compiledAs: (pattern: string) => string = (p) => p) {
+  const options = globOptions(field);
+  return listOf(
+    nonEmpty.refine((pattern) => isValidGlob(compiledAs(pattern), options), {
+      error: (iss) =>
+        `is not a valid glob, so it would match nothing (got ${got(iss.input)}): close each {, ( and [, write ranges low to high ([a-z]), and end it without a lone \\`,
+    }),
+  );
+}
 
 export const USER_ID = /^[UW][A-Z0-9]{2,}$/;
 export const USERGROUP_ID = /^S[A-Z0-9]{2,}$/;

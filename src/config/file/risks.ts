@@ -3,7 +3,8 @@
 
 import { z } from 'zod';
 import type { ProgramMatch, RiskRule } from '../../domain/route.js';
-import { approvers, got, mapping, nonEmpty, patterns, quorum } from './fields.js';
+import { hostPattern } from '../../routing/hostNames.js';
+import { approvers, globs, got, mapping, nonEmpty, quorum } from './fields.js';
 
 // A `programs` entry names a program as a rule compares it (programs.ts): a base name, one
 // subcommand word, and flags as they are spelt on a command line, without a value.
@@ -26,7 +27,7 @@ const programEntry = mapping(
       })
       .min(1, { error: 'must list at least one flag (or leave the key out to match without one)' })
       .optional(),
-    args: patterns,
+    args: globs('risks.programs.args'),
   },
   'a mapping with program, and optionally subcommand, flags and args',
 ).transform(
@@ -46,7 +47,13 @@ export const risk = mapping(
   {
     name: nonEmpty.max(80, { error: 'must be at most 80 characters' }),
     match: mapping(
-      { commands: patterns, paths: patterns, programs, targets: patterns, tools: patterns },
+      {
+        commands: globs('risks.commands'),
+        paths: globs('risks.paths'),
+        programs,
+        targets: globs('risks.targets', hostPattern),
+        tools: globs('risks.tools'),
+      },
       'a mapping with commands, paths, programs, targets and/or tools',
     ).refine((m) => Object.values(m).some((value) => value !== undefined), {
       error: 'must list at least one of commands, paths, programs, targets and tools',

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { Route, RouteMatch } from '../../domain/route.js';
 import { CHANNEL_ID } from '../common.js';
 import { escalation, oncall } from './escalation.js';
-import { approvers, duration, got, mapping, nonEmpty, patterns, quorum, trueOrFalse } from './fields.js';
+import { approvers, duration, globs, got, mapping, names, nonEmpty, quorum, trueOrFalse } from './fields.js';
 import { grants } from './grants.js';
 
 // CHANNEL_ID is read when a value is checked, not when this module loads: config.ts imports this
@@ -33,10 +33,10 @@ const subjectKinds = z
 
 const match = mapping(
   {
-    hosts: patterns,
-    tools: patterns,
-    workspaces: patterns,
-    sessionTitles: patterns,
+    hosts: names,
+    tools: globs('routes.tools'),
+    workspaces: globs('routes.workspaces'),
+    sessionTitles: globs('routes.sessionTitles'),
     subjects: subjectKinds,
     protectedWrite: z.boolean({ error: (iss) => `must be true or false (got ${got(iss.input)})` }).optional(),
   },

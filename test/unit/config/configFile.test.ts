@@ -592,3 +592,54 @@ describe('risks[].confirm', () => {
     );
   });
 });
+
+describe('a glob that cannot be compiled (it would match nothing, and fail open)', () => {
+  const FIX =
+    'is not a valid glob, so it would match nothing (got %s): close each {, ( and [, write ranges low to high ([a-z]), and end it without a lone \\';
+  const risk = (match: string) =>
+    `routes:\n${ROUTE}risks:\n  - name: r\n    warning: w\n    match: ${match}\n`;
+
+  it.each([
+    ['risks[0].match.paths[1]', '"**/*.{pem,key"', risk('{ paths: ["**/.env", "**/*.{pem,key"] }')],
+    ['risks[0].match.commands[0]', '"rm -rf /[a-Z]*"', risk('{ commands: ["rm -rf /[a-Z]*"] }')],
+    ['risks[0].match.tools[0]', '"deploy_{a"', risk('{ tools: ["deploy_{a"] }')],
+    [
+      'risks[0].match.targets[0]',
+      '"db.{prod,stage.example.com"',
+      risk('{ targets: ["db.{prod,stage.example.com"] }'),
+    ],
+    [
+      'risks[0].match.programs[0].args[0]',
+      '"!(main"',
+      risk('{ programs: [{ program: git, args: ["!(main"] }] }'),
+    ],
+    [
+      'routes[0].match.workspaces[0]',
+      '"/srv/{prod,payments/**"',
+      'routes:\n  - channel: C0PROD\n    match:\n      workspaces: ["/srv/{prod,payments/**"]\n    approvers: { users: [U0SRE] }\n  - channel: C0DEV\n',
+    ],
+    ['routes[0].match.tools[0]', '"[z-a]"', 'routes:\n  - channel: C0A\n    match: { tools: ["[z-a]"] }\n'],
+    [
+      'routes[0].match.sessionTitles[0]',
+      '"deploy\\\\"',
+      'routes:\n  - channel: C0A\n    match: { sessionTitles: ["deploy\\\\"] }\n',
+    ],
+  ])('%s (%s): one line naming it', (at, pattern, yaml) => {
+    const file = configFile(yaml);
+    const err = errorOf(fileEnv(file, { MSP_HOST_COMMAND: 'muse serve', SLACK_CHANNEL: 'C0ALL' }));
+    expect(err.message).toBe(`COUNTERSIGN_CONFIG (${file}): ${at} ${FIX.replace('%s', pattern)}`);
+  });
+
+  it('takes the globs that compile: braces, classes, extglobs, a literal [', () => {
+    const file = configFile(
+      risk(
+        '{ paths: ["**/*.{pem,key}", "/etc/[a-z]*"], commands: ["rm -rf /*", "git push +(main|master)"], targets: ["[", "*.prod.example.com"] }',
+      ),
+    );
+    expect(loadConfig(fileEnv(file, { MSP_HOST_COMMAND: 'muse serve' })).risks[0]?.match).toEqual({
+      paths: ['**/*.{pem,key}', '/etc/[a-z]*'],
+      commands: ['rm -rf /*', 'git push +(main|master)'],
+      targets: ['[', '*.prod.example.com'],
+    });
+  });
+});
