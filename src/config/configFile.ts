@@ -61,7 +61,10 @@ function fail(path: string, problem: string): never {
   throw new ConfigError('COUNTERSIGN_CONFIG', `COUNTERSIGN_CONFIG (${path}): ${problem}`);
 }
 
-/** Checks what one key cannot check alone: unique names and host ids, routes naming hosts that exist. */
+/**
+ * Checks what one key cannot check alone: unique names and host ids, routes that can match,
+ * routes naming hosts that exist.
+ */
 function crossCheck(path: string, parsed: z.infer<typeof file>): void {
   const riskNames = new Set<string>();
   parsed.risks?.forEach((r, i) => {
@@ -91,6 +94,13 @@ function crossCheck(path: string, parsed: z.infer<typeof file>): void {
         `routes[${i}].name ${shown(r.name)} is used by an earlier route: route names must be unique`,
       );
     if (r.name !== undefined) routeNames.add(r.name);
+    // First match wins: a route below one without match is never looked at.
+    const catchAll = parsed.routes?.findIndex((earlier) => earlier.match === undefined) ?? -1;
+    if (catchAll >= 0 && catchAll < i)
+      fail(
+        path,
+        `routes[${i}] can never match: routes[${catchAll}] catches everything (it has no match): give routes[${catchAll}] a match, or move it last`,
+      );
     r.escalation?.forEach((s, j) => {
       if (s.target === 'oncall' && !r.oncall)
         fail(path, `routes[${i}].escalation[${j}].target is oncall, but routes[${i}] has no oncall: add one`);

@@ -95,7 +95,7 @@ export interface EscalationStep {
 export interface Route extends Partial<RouteRules> {
   name?: string;
   channel: string;
-  /** Absent when the route catches everything (no `match`, or an empty one). */
+  /** Absent when the route catches everything (no `match`; an empty one is refused at start-up). */
   match?: RouteMatch;
   grants?: Partial<RouteGrants>;
   oncall?: OncallSource;

@@ -84,7 +84,7 @@ describe('the risks key of COUNTERSIGN_CONFIG', () => {
 
   it('a route takes a quorum; without one it is 1', () => {
     const config = load(
-      'routes:\n  - { name: two, channel: C0TWO, quorum: 2 }\n  - { name: one, channel: C0ONE }\n',
+      'routes:\n  - { name: two, channel: C0TWO, match: { tools: [deploy] }, quorum: 2 }\n  - { name: one, channel: C0ONE }\n',
     );
     const router = new Router(config.routes, 'C0APPROVALS');
     expect(router.rulesOf('two')?.quorum).toBe(2);

@@ -43,6 +43,16 @@ const match = mapping(
   'a mapping',
 )
   .nullish()
+  // `match:` with nothing under it (its lines commented out, say) would catch every approval, as
+  // an empty list would match none: never silent. Leaving the key out is how to match anything.
+  .superRefine((m, ctx) => {
+    if (m === null || (m !== undefined && Object.values(m).every((value) => value === undefined)))
+      ctx.addIssue({
+        code: 'custom',
+        message:
+          'is empty, which would match every approval: list what to match, or remove the key to match everything',
+      });
+  })
   .transform((m): RouteMatch | undefined => {
     const fields = Object.entries(m ?? {}).filter(([, value]) => value !== undefined);
     return fields.length > 0 ? (Object.fromEntries(fields) as RouteMatch) : undefined;

@@ -539,11 +539,10 @@ routes:              # first match wins
       tools: [deploy]
   - name: everything else
     channel: G0REST
-    match:
 `;
 
 describe('loadConfig with COUNTERSIGN_CONFIG routes', () => {
-  it('reads the routes in order, dropping an empty match', () => {
+  it('reads the routes in order, the last one without match', () => {
     const file = configFile(GOOD_ROUTES);
     const config = loadConfig(socketEnv({ COUNTERSIGN_CONFIG: file }));
     expect(config.configPath).toBe(file);
@@ -560,9 +559,9 @@ describe('loadConfig with COUNTERSIGN_CONFIG routes', () => {
     expect(config.slack.channel).toBe('C0123456789');
   });
 
-  it('treats an empty file and `match: {}` as no routes and a catch-all', () => {
+  it('treats an empty file as no routes, and a route without match as a catch-all', () => {
     expect(loadConfig(socketEnv({ COUNTERSIGN_CONFIG: configFile('') })).routes).toEqual([]);
-    const file = configFile('routes:\n  - channel: C0ALL\n    match: {}\n');
+    const file = configFile('routes:\n  - channel: C0ALL\n');
     expect(loadConfig(socketEnv({ COUNTERSIGN_CONFIG: file })).routes).toEqual([{ channel: 'C0ALL' }]);
   });
 
@@ -1081,6 +1080,7 @@ hosts:
 routes:
   - name: deploys
     channel: C0DEPLOYS
+    match: { tools: [deploy] }
     escalation:
       - { after: 5m, action: page, routingKey: ${stepKey} }
   - channel: C0REST

@@ -643,3 +643,37 @@ describe('a glob that cannot be compiled (it would match nothing, and fail open)
     });
   });
 });
+
+describe('routes that can never match, or would match everything unseen', () => {
+  it.each([
+    ['match: {}', 'routes:\n  - channel: C0A\n    match: {}\n'],
+    [
+      'match: with its only line commented out',
+      'routes:\n  - name: sandbox\n    channel: C0SANDBOX\n    match:\n      # workspaces: ["/srv/sandbox/**"]\n  - name: prod\n    channel: C0PROD\n    match: { workspaces: ["/srv/prod/**"] }\n',
+    ],
+  ])('%s: refused, saying to remove the key to match everything', (_, yaml) => {
+    const file = configFile(yaml);
+    expect(errorOf(fileEnv(file, { MSP_HOST_COMMAND: 'muse serve' })).message).toBe(
+      `COUNTERSIGN_CONFIG (${file}): routes[0].match is empty, which would match every approval: list what to match, or remove the key to match everything`,
+    );
+  });
+
+  it('refuses a route after one without match, naming both', () => {
+    const file = configFile(
+      'routes:\n  - name: tools\n    channel: C0T\n    match: { tools: [deploy] }\n  - name: everyone\n    channel: C0ALL\n  - name: prod\n    channel: C0PROD\n    match: { workspaces: ["/srv/prod/**"] }\n',
+    );
+    expect(errorOf(fileEnv(file, { MSP_HOST_COMMAND: 'muse serve' })).message).toBe(
+      `COUNTERSIGN_CONFIG (${file}): routes[2] can never match: routes[1] catches everything (it has no match): give routes[1] a match, or move it last`,
+    );
+  });
+
+  it('takes a route without match as the last one', () => {
+    const file = configFile(
+      'routes:\n  - channel: C0T\n    match: { tools: [deploy] }\n  - channel: C0ALL\n',
+    );
+    expect(loadConfig(fileEnv(file, { MSP_HOST_COMMAND: 'muse serve' })).routes).toEqual([
+      { channel: 'C0T', match: { tools: ['deploy'] } },
+      { channel: 'C0ALL' },
+    ]);
+  });
+});
