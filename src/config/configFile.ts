@@ -18,6 +18,7 @@ import { isReservedRouteName } from '../routing/router.js';
 import { ConfigError, shown } from './common.js';
 import { got, mapping, userIds } from './file/fields.js';
 import { cwdProblem, type HostDefaults, host, hostSpec } from './file/hosts.js';
+import { unreachableQuorum } from './file/quorums.js';
 import { risk } from './file/risks.js';
 import { route } from './file/routes.js';
 
@@ -63,7 +64,7 @@ function fail(path: string, problem: string): never {
 
 /**
  * Checks what one key cannot check alone: unique names and host ids, routes that can match,
- * routes naming hosts that exist.
+ * routes naming hosts that exist, quorums that can be reached.
  */
 function crossCheck(path: string, parsed: z.infer<typeof file>): void {
   const riskNames = new Set<string>();
@@ -107,17 +108,23 @@ function crossCheck(path: string, parsed: z.infer<typeof file>): void {
     });
   });
   // Without `hosts` the file keeps today's meaning, where a route may name any host id.
-  if (!parsed.hosts) return;
   parsed.routes?.forEach((r, i) => {
     r.match?.hosts?.forEach((id, j) => {
-      if (!ids.has(id)) {
-        fail(
-          path,
-          `routes[${i}].match.hosts[${j}] names host ${shown(id)}, which is not in hosts (${[...ids].join(', ')})`,
-        );
-      }
+      if (!parsed.hosts || ids.has(id)) return;
+      fail(
+        path,
+        `routes[${i}].match.hosts[${j}] names host ${shown(id)}, which is not in hosts (${[...ids].join(', ')})`,
+      );
     });
   });
+  // Without `hosts`, the one host (MSP_HOST_COMMAND) has no owner.
+  const quorum = unreachableQuorum(
+    parsed.routes ?? [],
+    parsed.risks ?? [],
+    parsed.hosts ?? [],
+    parsed.admins ?? [],
+  );
+  if (quorum) fail(path, quorum);
 }
 
 /** Where the first alias (`*name`) that names no earlier anchor is: `hosts[0].env.KEY (line 5, column 20)`. */

@@ -62,7 +62,7 @@ describe('countersign.example.yml', () => {
         channel: 'C0DEPLOYS',
         match: { sessionTitles: ['*deploy*'], subjects: ['shell'], protectedWrite: true },
         approvers: { users: ['U0ALICE'], usergroups: ['S0SRE'] },
-        protectedWriteApprovers: { users: ['U0ALICE'], usergroups: [] },
+        protectedWriteApprovers: { users: ['U0BOB', 'U0CAROL'], usergroups: [] },
         allowSelfApproval: false,
         allowExternal: false,
         allowGuests: false,
@@ -675,5 +675,83 @@ describe('routes that can never match, or would match everything unseen', () => 
       { channel: 'C0T', match: { tools: ['deploy'] } },
       { channel: 'C0ALL' },
     ]);
+  });
+});
+
+describe('a quorum that can never be reached', () => {
+  const OWNED =
+    'hosts:\n  - id: main\n    command: muse serve\n    owner: U0ALICE\n  - id: ci\n    command: muse serve\n';
+  const FIX = ': name more users or a user group, or lower the quorum';
+
+  it.each([
+    [
+      'a route quorum above its listed users',
+      'routes:\n  - channel: C1\n    approvers: { users: [U111] }\n    quorum: 3\n',
+      'routes[0] can never reach its quorum of 3: only 1 can vote (the users of routes[0].approvers and the admins)',
+    ],
+    [
+      'admins count, but not beyond them',
+      'routes:\n  - channel: C1\n    approvers: { users: [U111, U0ADMIN] }\n    quorum: 3\nadmins: [U0ADMIN]\n',
+      'routes[0] can never reach its quorum of 3: only 2 can vote (the users of routes[0].approvers and the admins)',
+    ],
+    [
+      "protected writes, the host's owner left out (the shipped example's mistake)",
+      `${OWNED}routes:\n  - channel: C1\n    match: { hosts: [main] }\n    approvers: { usergroups: [S0SRE] }\n    protectedWriteApprovers: { users: [U0ALICE] }\n    quorum: 2\nadmins: [U0ADMIN]\n`,
+      'routes[0] (protected writes) can never reach its quorum of 2: only 1 can vote (the users of routes[0].protectedWriteApprovers and the admins, less U0ALICE, host "main"\'s owner, who never counts toward a quorum)',
+    ],
+    [
+      'the owner as the only approver where allowSelfApproval is false',
+      `${OWNED}routes:\n  - channel: C1\n    approvers: { users: [U0ALICE] }\n    allowSelfApproval: false\n`,
+      'routes[0] can never reach its quorum of 1 (the default): nobody can vote (the users of routes[0].approvers and the admins, less U0ALICE, host "main"\'s owner, as allowSelfApproval is false)',
+    ],
+    [
+      "a risk rule's quorum above a route's listed users",
+      'routes:\n  - channel: C1\n    approvers: { users: [U111, U222] }\nrisks:\n  - name: r\n    warning: w\n    match: { tools: [deploy] }\n    quorum: 3\n',
+      'routes[0] where risks[0] matches can never reach the quorum of 3 of risks[0]: only 2 can vote (the users of routes[0].approvers and the admins)',
+    ],
+    [
+      "a risk rule's quorum above its own users (admins do not count)",
+      'routes:\n  - channel: C1\nrisks:\n  - name: r\n    warning: w\n    match: { tools: [deploy] }\n    approvers: { users: [U111] }\n    quorum: 2\nadmins: [U0ADMIN]\n',
+      'risks[0] can never reach its quorum of 2: only 1 can vote (the users of risks[0].approvers, not the admins)',
+    ],
+    [
+      "a route's quorum above a risk rule's users",
+      'routes:\n  - channel: C1\n    match: { tools: [deploy] }\n    quorum: 3\n  - channel: C2\nrisks:\n  - name: r\n    warning: w\n    match: { tools: [deploy] }\n    approvers: { users: [U111, U222] }\n',
+      'risks[0] on routes[0] can never reach the quorum of 3 of routes[0]: only 2 can vote (the users of risks[0].approvers, not the admins)',
+    ],
+  ])('%s: one line naming the place and the numbers', (_, yaml, problem) => {
+    const file = configFile(yaml);
+    const err = errorOf(fileEnv(file, yaml.includes('hosts:') ? {} : { MSP_HOST_COMMAND: 'muse serve' }));
+    expect(err.message).toBe(`COUNTERSIGN_CONFIG (${file}): ${problem}${FIX}`);
+  });
+
+  it.each([
+    [
+      'a user group',
+      'routes:\n  - channel: C1\n    approvers: { users: [U111], usergroups: [S0SRE] }\n    quorum: 3\n',
+    ],
+    ['the channel deciding', 'routes:\n  - channel: C1\n    quorum: 3\n'],
+    [
+      'enough people once the admins count',
+      'routes:\n  - channel: C1\n    approvers: { users: [U111] }\n    quorum: 2\nadmins: [U0ADMIN]\n',
+    ],
+    [
+      'an owner on a host the route cannot match',
+      `${OWNED}routes:\n  - channel: C1\n    match: { hosts: [ci] }\n    approvers: { users: [U0ALICE, U0BOB] }\n    quorum: 2\n  - channel: C2\n`,
+    ],
+    [
+      'no hosts in the file (the one host has no owner)',
+      'routes:\n  - channel: C1\n    approvers: { users: [U0ALICE] }\n    allowSelfApproval: false\n',
+    ],
+  ])('takes a quorum that can be reached, or cannot be counted: %s', (_, yaml) => {
+    const file = configFile(yaml);
+    expect(() =>
+      loadConfig(
+        fileEnv(
+          file,
+          yaml.includes('hosts:') ? {} : { MSP_HOST_COMMAND: 'muse serve', SLACK_CHANNEL: 'C0ALL' },
+        ),
+      ),
+    ).not.toThrow();
   });
 });
