@@ -2,7 +2,6 @@
 // (the bot is another process, so nock cannot reach it) and the tests' Redis. Ladders of a few
 // seconds; every step is counted where it lands (the fake Slack, the fake PagerDuty, the host).
 
-import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startBot } from '../support/bot.js';
 import { shellApproval } from '../support/fakeHost.js';
@@ -11,6 +10,7 @@ import type { SlackMessage } from '../support/fakeSlack.js';
 import { seriesValue } from '../support/metricSeries.js';
 import { PrivateRedis } from '../support/privateRedis.js';
 import { keysHolding } from '../support/redisHolding.js';
+import { startMonitor } from '../support/redisMonitor.js';
 import { type ConfigSpec, configFile, ladder, mainHost, rotation, route, users } from './fixtures/config.js';
 import { buttonsOf, SESSION, textOf, World } from './world.js';
 
@@ -653,7 +653,7 @@ describe('escalation', () => {
     cleanups.push(config.remove);
     const world = await World.start({}, { COUNTERSIGN_CONFIG: config.path }, { redisUrl: server.url });
     cleanups.push(() => world.close());
-    const monitor = await new Redis(server.url).monitor();
+    const monitor = await startMonitor(server.url);
     cleanups.push(() => monitor.disconnect());
     const looks: number[] = [];
     monitor.on('monitor', (_time: string, args: string[]) => {

@@ -4,7 +4,6 @@
 // listing by index.
 
 import { createHash } from 'node:crypto';
-import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Grant, GrantStore } from '../../src/domain/grants/grant.js';
 import { GRANT_LIST_LIMIT } from '../../src/domain/grants/listing.js';
@@ -18,6 +17,7 @@ import { freshRedisDb } from '../support/bot.js';
 import { botGrantInput, type GrantInput } from '../support/grantInput.js';
 import { holdingRedis } from '../support/holdingRedis.js';
 import { captureLogger } from '../support/logCapture.js';
+import { startMonitor } from '../support/redisMonitor.js';
 import { resendingRedis } from '../support/resendingRedis.js';
 import { BACKENDS, openBackend, type StoreBackend } from '../support/storeBackends.js';
 import { testRedisUrl } from '../support/testRedis.js';
@@ -966,7 +966,7 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
     ): Promise<{ sent: string[]; inScripts: string[] }> {
       const info = String(await redis.call('CLIENT', 'INFO'));
       const addr = /addr=(\S+)/.exec(info)![1]!;
-      const monitor = await new Redis(testRedisUrl(db)).monitor();
+      const monitor = await startMonitor(testRedisUrl(db));
       const seen: Array<{ args: string[]; source: string; database: string }> = [];
       monitor.on('monitor', (_time: string, args: string[], source: string, database: string) =>
         seen.push({ args, source, database }),
