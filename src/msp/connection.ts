@@ -184,9 +184,11 @@ export class JsonRpcConnection {
    * Frames the host still writes are read and handled until its stdout ends.
    */
   close(): void {
-    if (this.writeClosed) return;
-    this.closeWrites(new HostGoneError());
-    this.output.end();
+    if (!this.writeClosed) this.closeWrites(new HostGoneError());
+    // Also once the input has ended (which closes writes): a host whose stdout ended may still
+    // read its stdin, a socket bridge whose far side ended among them, and EOF lets it exit now
+    // instead of at the SIGTERM that follows seconds later.
+    if (this.output.writable) this.output.end();
   }
 
   /** Stops reading too (for a host that exited but whose stdout stays open). */

@@ -285,6 +285,19 @@ describe('JsonRpcConnection', () => {
     await ended;
   });
 
+  // A host whose stdout ended may still read its stdin (a bridge to a socket, whose far side
+  // ended): without EOF it is left to the SIGTERM that follows seconds later.
+  it('close() ends the output also once the input has ended', async () => {
+    const { connection, hostStdin, hostStdout } = setup();
+    hostStdout.end();
+    await connection.ended;
+    const ended = new Promise<void>((resolve) => hostStdin.on('end', () => resolve()));
+    hostStdin.resume();
+    connection.close();
+    await ended;
+    expect(hostStdin.writableEnded).toBe(true);
+  });
+
   it('times out a request and warns about the late response', async () => {
     const { connection, written, send, logs } = setup({ defaultTimeoutMs: 20 });
     const pending = connection.request('slow');
