@@ -84,12 +84,12 @@ const PROGRAM_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.+-]*$/;
 const EXPANSION = /[$`]/;
 
 /**
- * A word ending in a parenthesised part, or holding `(#q` (EXTENDED_GLOB's spelling): in zsh a
- * glob qualifier, whose `e:…:` and `+name` run code in the shell itself as the word expands
- * (`ls *(e:'cd /srv/b':)`). Quoted text such as
- * `-m "fix (x)"` looks the same here and counts too.
+ * A word with a `(` in it: in zsh it may be a glob qualifier, whose `e:…:` and `+name` run code in
+ * the shell itself as the word expands (`ls *(e:'cd /srv/b':)`), and that code may hold
+ * parentheses of its own, so no narrower shape is safe. Quoted text such as `-m "fix (x)"` counts
+ * too: the words do not show quoting.
  */
-const GLOB_QUALIFIER = /\([^()]*\)$|\(#q/;
+const GLOB_QUALIFIER = /\(/;
 
 /** `NAME=value`: an assignment, kept by the shell for the stages after it. */
 const ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=/;

@@ -179,6 +179,9 @@ describe('a shell stage needs the workspace it runs in (docs/grants.md)', () => 
       ['ls', '*(+movefn)'],
       ['ls', '-d', '**/*(.e_cd /srv/b_)'],
       ['ls', "*(#qe:'cd /srv/b':)x"],
+      // A subshell inside the qualifier's code: the last parenthesised part holds another.
+      ['ls', "*(e:'cd /srv/b; (true)':)"],
+      ['ls', '*(e:cd /srv/b; (true):)'],
     ]) {
       const derived = caps(shellIn('/srv/a', first, ['make', 'install']), 1);
       expect(derived.notGrantable, first.join(' ')).toBe('a stage after a glob qualifier');
