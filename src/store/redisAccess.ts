@@ -52,13 +52,17 @@ export async function answersWithoutPassword(
     maxRetriesPerRequest: 0,
     retryStrategy: () => null,
   });
-  // Its errors are the answer, read below; unheard, they would be logged by ioredis.
-  probe.on('error', () => {});
+  // A refusal may come on the error event alone: a Cluster's command fails with "None of
+  // startup nodes is available", the NOAUTH that explains it on the event.
+  let refusedOnEvent = false;
+  probe.on('error', (err: unknown) => {
+    if (redisRefusal(err) !== undefined) refusedOnEvent = true;
+  });
   let timer: NodeJS.Timeout | undefined;
   try {
     const answered = checkRedisAccess(probe).then(
       () => 'open' as const,
-      (err: unknown) => (redisRefusal(err) === undefined ? undefined : ('closed' as const)),
+      (err: unknown) => (redisRefusal(err) !== undefined || refusedOnEvent ? ('closed' as const) : undefined),
     );
     const late = new Promise<undefined>((resolve) => {
       timer = setTimeout(() => resolve(undefined), withinMs);
