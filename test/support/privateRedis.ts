@@ -57,13 +57,22 @@ export class PrivateRedis {
   }
 
   private static spawn(port: number, dir: string | undefined, password: string | undefined): ChildProcess {
+    // A server that keeps nothing still writes a file now and then (a replica the RDB of its full
+    // sync): into a directory of its own, gone with the process, never the tests' working one.
+    const scratch = dir ? undefined : mkdtempSync(join(tmpdir(), 'cs-redis-scratch-'));
     const persistence = dir
       ? ['--dir', dir, '--appendonly', 'yes', '--appendfsync', 'always', '--save', '']
-      : ['--save', '', '--appendonly', 'no'];
+      : ['--dir', scratch!, '--save', '', '--appendonly', 'no'];
     const auth = password === undefined ? [] : ['--requirepass', password];
-    return spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', ...persistence, ...auth], {
-      stdio: 'ignore',
-    });
+    const proc = spawn(
+      'redis-server',
+      ['--port', String(port), '--bind', '127.0.0.1', ...persistence, ...auth],
+      {
+        stdio: 'ignore',
+      },
+    );
+    if (scratch) proc.once('exit', () => rmSync(scratch, { recursive: true, force: true }));
+    return proc;
   }
 
   private async waitUp(): Promise<void> {
