@@ -243,6 +243,12 @@ describe('docker-compose.yml', () => {
       expect(compose.volumes?.[volume!]?.driver_opts?.o).toMatch(new RegExp(`\\bgid=${hostGroup}\\b`));
     });
 
+    // As uid 1001 with no passwd entry in the host's image, Docker sets HOME=/, which only root
+    // may write: an agent writing ~/.config or a cache would fail. Kubernetes sets HOME=/tmp too.
+    it('gives the agent a home it may write', () => {
+      expect(environmentOf(host!).HOME).toBe('/tmp');
+    });
+
     it('is the bridge deploy/kubernetes runs, so the bridge test covers both', () => {
       const base = parse(
         readFileSync(join(PROJECT_ROOT, 'deploy', 'kubernetes', 'base', 'countersign.yml'), 'utf8'),
