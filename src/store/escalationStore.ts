@@ -485,6 +485,15 @@ export class EscalationStore {
     await this.leaseResolve(lineage, by.approvalId, atMs);
   }
 
+  /**
+   * Whether the request's unresolved pages are kept longer than `ms` yet: a page left for another
+   * replica must still be there when that one takes the lease (its hash runs out a TTL after the
+   * request ended, and with it the page, unlogged).
+   */
+  async unresolvedOutlives(lineage: string, ms: number): Promise<boolean> {
+    return (await this.redis.pttl(keys.escalationUnresolved(lineage))) > ms;
+  }
+
   /** Every page of the request settled: its unresolved hash and its lease go. */
   async resolved(unresolved: Unresolved): Promise<void> {
     await this.redis.del(keys.escalationUnresolved(unresolved.lineage));

@@ -144,6 +144,26 @@ function keyedPager(resolves: string[]): Pager {
   };
 }
 
+/**
+ * `b` sends nothing while the lease another process took lasts, then the resolve once the lease
+ * has run out, and nothing more at its next look; `b` is stopped after.
+ */
+async function takesOverOnceTheLeaseRunsOut(
+  b: ReturnType<typeof replica>,
+  bSent: Sent,
+  clock: { nowMs: number },
+): Promise<void> {
+  await b.escalator.poll();
+  await b.escalator.settled();
+  expect(bSent).toEqual([]);
+  clock.nowMs += 10 * 60_000;
+  await b.escalator.poll();
+  await until(() => bSent.length === 1);
+  await b.escalator.poll();
+  await b.escalator.settled();
+  await b.escalator.stop();
+}
+
 describe('a request paged on two PagerDuty services', () => {
   it('resolves the incident of each when the approval is decided', async () => {
     const sent: Sent = [];
@@ -224,26 +244,6 @@ describe('a trigger that lands after the request was resolved', () => {
 
 describe('a resolve under way as its process stops or dies', () => {
   /** A request paged by `a`, then decided there: `a` is resolving it as the test goes on. */
-  /**
-   * `b` sends nothing while the dead process's lease lasts, then the resolve once the lease has
-   * run out, and nothing more at its next look; `b` is stopped after.
-   */
-  async function takesOverOnceTheLeaseRunsOut(
-    b: ReturnType<typeof replica>,
-    bSent: Sent,
-    clock: { nowMs: number },
-  ): Promise<void> {
-    await b.escalator.poll();
-    await b.escalator.settled();
-    expect(bSent).toEqual([]);
-    clock.nowMs += 10 * 60_000;
-    await b.escalator.poll();
-    await until(() => bSent.length === 1);
-    await b.escalator.poll();
-    await b.escalator.settled();
-    await b.escalator.stop();
-  }
-
   async function pagedThenDecided(approvalId: string) {
     const sent: Sent = [];
     const calls: string[] = [];
@@ -433,7 +433,57 @@ describe('routing keys, which Redis never holds', () => {
     expect(await redis().zcard(DUE)).toBe(0);
   });
 
-  it('a page whose key left the config before its resolve is dropped, logged and counted, not thrown', async () => {
+  it("a page whose key another replica's config has is left for it: that one resolves it, once", async () => {
+    const sent: Sent = [];
+    const records = new Map<string, ApprovalRecord>();
+    const clock = { nowMs: T0 };
+    const teamLadder: EscalationStep[] = [{ afterMs: 0, action: 'page', routingKey: TEAM_KEY }];
+    const a = replica(records, teamLadder, recordingPager(sent), clock);
+    const first = approval('pd-rollout-1', '1.1');
+    records.set(first.approvalId, first);
+    a.escalator.follow(first);
+    await until(() => records.get(first.approvalId)?.escalation !== undefined);
+    await a.escalator.poll();
+    await a.escalator.settled();
+    await a.escalator.stop();
+    expect(sent).toEqual(['trigger a pd-rollout-1']);
+
+    // A config change rolls out: `b` has no team key yet, and it ends the request.
+    const bSent: Sent = [];
+    const b = replica(
+      records,
+      [{ afterMs: 0, action: 'page', routingKey: MANAGERS_KEY }],
+      recordingPager(bSent),
+      clock,
+    );
+    b.write(first.approvalId, decided);
+    await b.escalator.settled();
+    expect(bSent).toEqual([]);
+    expect(b.escalator.failures).toEqual({});
+    const unresolved = keys.escalationUnresolved(lineageOf(first));
+    expect(await redis().hget(unresolved, `paged:${pagedService(TEAM_KEY).tag}`)).toBe('tag');
+    // Left due later, not at once: `b` does not take it straight back.
+    const [, dueAt] = await redis().zrange(DUE, 0, -1, 'WITHSCORES');
+    expect(Number(dueAt)).toBeGreaterThan(clock.nowMs);
+    await b.escalator.poll();
+    await b.escalator.settled();
+    expect(bSent).toEqual([]);
+
+    // A replica with the team's key takes it once the lease runs out, and resolves it once.
+    const resolverSent: Sent = [];
+    const resolver = replica(records, teamLadder, recordingPager(resolverSent), clock);
+    await takesOverOnceTheLeaseRunsOut(resolver, resolverSent, clock);
+    await b.escalator.poll();
+    await b.escalator.settled();
+    await b.escalator.stop();
+    expect(resolverSent).toEqual(['resolve a pd-rollout-1']);
+    expect(bSent).toEqual([]);
+    expect(b.escalator.failures).toEqual({});
+    expect(await redis().exists(unresolved)).toBe(0);
+    expect(await redis().zcard(DUE)).toBe(0);
+  });
+
+  it('a page whose key left every config before its resolve is dropped once its hash runs out, logged and counted, not thrown', async () => {
     const sent: Sent = [];
     const records = new Map<string, ApprovalRecord>();
     const clock = { nowMs: T0 };
@@ -463,6 +513,15 @@ describe('routing keys, which Redis never holds', () => {
       logs.logger,
     );
     b.write(first.approvalId, decided);
+    await b.escalator.settled();
+    // Left for a replica that may have the key, while the request's unresolved hash outlives a lease.
+    expect(b.escalator.failures).toEqual({});
+    const unresolved = keys.escalationUnresolved(lineageOf(first));
+    expect(await redis().exists(unresolved)).toBe(1);
+    // Nobody took it; its hash runs out before another lease would.
+    await redis().pexpire(unresolved, 60_000);
+    clock.nowMs += 10 * 60_000;
+    await b.escalator.poll();
     await until(() => b.escalator.failures.resolve === 1);
     await b.escalator.stop();
     expect(bSent).toEqual([]);

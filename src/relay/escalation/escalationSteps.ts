@@ -153,6 +153,8 @@ export class EscalationSteps {
     private readonly count: (kind: EscalationFailureKind) => void,
     /** When a lease on a resolve taken now runs out (ms): Escalator.resolveLeaseUntil. */
     private readonly resolveLeaseUntil: () => number,
+    /** How long such a lease lasts (ms): a page left for another replica must outlive it. */
+    private readonly resolveLeaseMs: number,
   ) {
     this.routingKeys = routingKeysByTag([options.defaultRoutingKey, ...(options.routingKeys ?? [])]);
   }
@@ -343,8 +345,9 @@ export class EscalationSteps {
     await schedule.handOnResolve(lineage, by, service, this.resolveLeaseUntil());
     const outcome = await this.resolveLeft({ lineage, ...by, services: [service] }, service, stopping);
     if (outcome === 'settled') await schedule.resolvedPages(lineage, [service]);
-    // Cut short by a stop: handed on like an ended request's pages, due at once (score 0).
-    else await schedule.leaseResolve(lineage, by.approvalId, 0);
+    // Cut short by a stop: handed on like an ended request's pages, due at once (score 0). Never
+    // `elsewhere`: the page came with its key.
+    else if (outcome === 'cut') await schedule.leaseResolve(lineage, by.approvalId, 0);
   }
 
   /** Whether the approval, read again, is over other than by a successor taking it on. */
@@ -527,24 +530,33 @@ export class EscalationSteps {
 
   /**
    * Sends PagerDuty's resolve of one page an ended request left (Escalator.resolveAll); `settled`
-   * once it is sent or failed for good, `cut` when `stopping` cut it short and it is still to send.
-   * Once per page by the lease on the request's pages, not by the notice ledger: a resolve cut
-   * short, or whose process died, is sent by the next to claim the lease. The routing key is the
-   * config's of the page's tag, unless the page came with its key (PagedService). A tag the config
-   * no longer has (its key was removed before the resolve) can be resolved by nobody: it fails
-   * for good, logged and counted, and the page is dropped.
+   * once it is sent or failed for good, `cut` when `stopping` cut it short and it is still to send,
+   * `elsewhere` when it is left for another replica. Once per page by the lease on the request's
+   * pages, not by the notice ledger: a resolve cut short, or whose process died, is sent by the
+   * next to claim the lease. The routing key is the config's of the page's tag, unless the page
+   * came with its key (PagedService). A tag this config does not have may be another replica's
+   * (a config change rolling out, replicas whose configs differ): the page is left for whoever
+   * takes the lease next, as long as its unresolved hash outlives that lease. Once it would not,
+   * nobody had the key in time (it was removed before the resolve): it fails for good, logged
+   * and counted, and the page is dropped.
    */
   async resolveLeft(
     unresolved: Unresolved,
     service: PagedService,
     stopping?: AbortSignal,
-  ): Promise<'settled' | 'cut'> {
+  ): Promise<'settled' | 'cut' | 'elsewhere'> {
     const { pager, logger } = this.options;
     if (!pager) return 'settled';
     const { approvalId, dedupKey } = unresolved;
     const log = logger.child({ approvalId, dedupKey, service: service.tag });
     const routingKey = service.routingKey ?? this.routingKeys.get(service.tag);
     if (!routingKey) {
+      if (await this.options.schedule.unresolvedOutlives(unresolved.lineage, this.resolveLeaseMs)) {
+        log.info(
+          'PagerDuty page not resolved here: its routing key is not in this config; left for another replica',
+        );
+        return 'elsewhere';
+      }
       this.count('resolve');
       log.warn(
         'PagerDuty page not resolved: its routing key is no longer in the config; resolve it in PagerDuty',

@@ -96,6 +96,7 @@ export class Escalator {
       options,
       (kind) => this.count(kind),
       () => this.resolveLeaseUntil(),
+      RESOLVE_LEASE_MS,
     );
   }
 
@@ -262,24 +263,30 @@ export class Escalator {
   /**
    * Resolves each page an ended request left (each service the ladder paged has an incident of its
    * own). A page whose resolve settled is not sent again; one cut short by stop() is handed on,
-   * due at once, for another process or the next start. Until then the lease stands: should this
-   * process die, whoever claims it when it runs out resolves what is left.
+   * due at once, for another process or the next start; one whose routing key this config lacks
+   * is left for another replica, due when a lease taken now runs out. Until then the lease stands:
+   * should this process die, whoever claims it when it runs out resolves what is left.
    */
   private async resolveAll(unresolved: Unresolved): Promise<void> {
     const { schedule } = this.options;
     const outcomes = await Promise.all(
       unresolved.services.map((service) => this.steps.resolveLeft(unresolved, service, this.stopping.signal)),
     );
-    if (!outcomes.includes('cut')) {
+    if (outcomes.every((outcome) => outcome === 'settled')) {
       await schedule.resolved(unresolved);
       return;
     }
-    // Only what was cut short is left for the next: a process dying before this sends all again,
-    // which PagerDuty takes as one resolve.
+    // Only what is still to send is left for the next: a process dying before this sends all
+    // again, which PagerDuty takes as one resolve.
     await schedule.resolvedPages(
       unresolved.lineage,
       unresolved.services.filter((_, i) => outcomes[i] === 'settled'),
     );
+    if (!outcomes.includes('cut')) {
+      // Not at once: this replica, lacking the key, would take it straight back, again and again.
+      await schedule.leaseResolve(unresolved.lineage, unresolved.approvalId, this.resolveLeaseUntil());
+      return;
+    }
     await schedule.leaseResolve(unresolved.lineage, unresolved.approvalId, this.now().getTime());
     this.options.logger.warn(
       { approvalId: unresolved.approvalId, dedupKey: unresolved.dedupKey },

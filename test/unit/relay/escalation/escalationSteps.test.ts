@@ -146,6 +146,7 @@ function steps(fixture: Fixture, late?: { stop?: AbortController; after?: Approv
     },
     () => undefined,
     () => LEASE_UNTIL,
+    LEASE_UNTIL,
   );
   return { escalationSteps, dms, pages, resolves, leases };
 }
