@@ -125,16 +125,7 @@ describe('a Redis Cluster refusing the bot at start-up stops it with one line', 
   it('a wrong REDIS_PASSWORD (WRONGPASS, which ioredis wraps as "Failed to refresh slots cache.")', async () => {
     const cluster = await RedisCluster.start();
     cleanups.push(() => cluster.stop());
-    await Promise.all(
-      cluster.nodes.map(async ({ host, port }) => {
-        const node = new Redis({ host, port });
-        try {
-          await node.config('SET', 'requirepass', PASSWORD);
-        } finally {
-          node.disconnect();
-        }
-      }),
-    );
+    await cluster.requirePassword(PASSWORD);
     const running = await bot(TEST_REDIS_URL, 0, {
       REDIS_URL: '',
       REDIS_CLUSTER_NODES: cluster.nodesVar,

@@ -1,7 +1,6 @@
 // Whether Redis lets a client that gives no password do the bot's work (answersWithoutPassword),
 // on real servers: one Redis and a Cluster, each with and without requirepass.
 
-import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { answersWithoutPassword } from '../../src/store/redisAccess.js';
 import { PrivateRedis } from '../support/privateRedis.js';
@@ -41,16 +40,7 @@ describe('answersWithoutPassword', () => {
     cleanups.push(() => cluster.stop());
     const target = { kind: 'cluster' as const, nodes: cluster.nodes, password: PASSWORD };
     expect(await answersWithoutPassword(target, 3_000)).toBe('open');
-    await Promise.all(
-      cluster.nodes.map(async ({ host, port }) => {
-        const node = new Redis({ host, port });
-        try {
-          await node.config('SET', 'requirepass', PASSWORD);
-        } finally {
-          node.disconnect();
-        }
-      }),
-    );
+    await cluster.requirePassword(PASSWORD);
     expect(await answersWithoutPassword(target, 3_000)).toBe('closed');
   }, 30_000);
 });

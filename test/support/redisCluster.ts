@@ -27,6 +27,20 @@ export class RedisCluster {
     return this.nodes.map((n) => `${n.host}:${n.port}`).join(',');
   }
 
+  /** Has every node ask for `password` (requirepass) from now on. */
+  async requirePassword(password: string): Promise<void> {
+    await Promise.all(
+      this.nodes.map(async ({ host, port }) => {
+        const node = new Redis({ host, port });
+        try {
+          await node.config('SET', 'requirepass', password);
+        } finally {
+          node.disconnect();
+        }
+      }),
+    );
+  }
+
   /**
    * `port`: where each node's ports come from (default freePort). A port found free may be taken
    * before redis-server binds it: any outgoing connection of the tests running beside this file
