@@ -144,6 +144,19 @@ function keyedPager(resolves: string[]): Pager {
   };
 }
 
+/** A new pending approval `approvalId`, in `records` and followed by `p` until it has a ladder. */
+async function followed(
+  p: ReturnType<typeof replica>,
+  records: Map<string, ApprovalRecord>,
+  approvalId: string,
+): Promise<ApprovalRecord> {
+  const first = approval(approvalId, '1.1');
+  records.set(approvalId, first);
+  p.escalator.follow(first);
+  await until(() => records.get(approvalId)?.escalation !== undefined);
+  return first;
+}
+
 /**
  * `b` sends nothing while the lease another process took lasts, then the resolve once the lease
  * has run out, and nothing more at its next look; `b` is stopped after.
@@ -175,10 +188,7 @@ describe('a request paged on two PagerDuty services', () => {
     ];
     const logs = captureLogger();
     const p = replica(records, ladder, recordingPager(sent), clock, logs.logger);
-    const first = approval('pd-1', '1.1');
-    records.set(first.approvalId, first);
-    p.escalator.follow(first);
-    await until(() => records.get(first.approvalId)?.escalation !== undefined);
+    const first = await followed(p, records, 'pd-1');
     await p.escalator.poll();
     await p.escalator.settled();
     clock.nowMs += 1_000;
@@ -217,10 +227,7 @@ describe('a trigger that lands after the request was resolved', () => {
       },
       clock,
     );
-    const first = approval('pd-late-1', '1.1');
-    records.set(first.approvalId, first);
-    p.escalator.follow(first);
-    await until(() => records.get(first.approvalId)?.escalation !== undefined);
+    const first = await followed(p, records, 'pd-late-1');
     const firing = p.escalator.poll();
     await until(() => triggers === 1);
 
@@ -253,10 +260,7 @@ describe('a resolve under way as its process stops or dies', () => {
     const a = replica(records, ladder, hangingPager(sent, calls), clock);
     const bSent: Sent = [];
     const b = replica(records, ladder, recordingPager(bSent), clock);
-    const first = approval(approvalId, '1.1');
-    records.set(approvalId, first);
-    a.escalator.follow(first);
-    await until(() => records.get(approvalId)?.escalation !== undefined);
+    await followed(a, records, approvalId);
     await a.escalator.poll();
     await a.escalator.settled();
     expect(sent).toEqual([`trigger d ${approvalId}`]);
@@ -308,10 +312,7 @@ describe('a resolve under way as its process stops or dies', () => {
     );
     const bSent: Sent = [];
     const b = replica(records, ladder, recordingPager(bSent), clock);
-    const first = approval('pd-dead-late', '1.1');
-    records.set(first.approvalId, first);
-    a.escalator.follow(first);
-    await until(() => records.get(first.approvalId)?.escalation !== undefined);
+    const first = await followed(a, records, 'pd-dead-late');
     void a.escalator.poll();
     const lineage = keys.escalationLineage(lineageOf(first));
     await probeUntil('the page is marked, its trigger on its way', async () =>
@@ -343,10 +344,7 @@ describe('routing keys, which Redis never holds', () => {
       { afterMs: 1_000, action: 'page' },
     ];
     const a = replica(records, ladder, hangingPager(sent, calls), clock);
-    const first = approval('pd-key-1', '1.1');
-    records.set(first.approvalId, first);
-    a.escalator.follow(first);
-    await until(() => records.get(first.approvalId)?.escalation !== undefined);
+    const first = await followed(a, records, 'pd-key-1');
     await a.escalator.poll();
     await a.escalator.settled();
     clock.nowMs += 1_000;
@@ -387,10 +385,7 @@ describe('routing keys, which Redis never holds', () => {
     const records = new Map<string, ApprovalRecord>();
     const clock = { nowMs: T0 };
     const p = replica(records, [{ afterMs: 60_000, action: 'page' }], keyedPager(resolves), clock);
-    const first = approval('pd-legacy-1', '1.1');
-    records.set(first.approvalId, first);
-    p.escalator.follow(first);
-    await until(() => records.get(first.approvalId)?.escalation !== undefined);
+    const first = await followed(p, records, 'pd-legacy-1');
     // What earlier releases' paged() wrote: the key itself under its tag, and before that under `paged`.
     await redis().hset(
       keys.escalationLineage(lineageOf(first)),
@@ -439,10 +434,7 @@ describe('routing keys, which Redis never holds', () => {
     const clock = { nowMs: T0 };
     const teamLadder: EscalationStep[] = [{ afterMs: 0, action: 'page', routingKey: TEAM_KEY }];
     const a = replica(records, teamLadder, recordingPager(sent), clock);
-    const first = approval('pd-rollout-1', '1.1');
-    records.set(first.approvalId, first);
-    a.escalator.follow(first);
-    await until(() => records.get(first.approvalId)?.escalation !== undefined);
+    const first = await followed(a, records, 'pd-rollout-1');
     await a.escalator.poll();
     await a.escalator.settled();
     await a.escalator.stop();
@@ -493,10 +485,7 @@ describe('routing keys, which Redis never holds', () => {
       recordingPager(sent),
       clock,
     );
-    const first = approval('pd-gone-1', '1.1');
-    records.set(first.approvalId, first);
-    a.escalator.follow(first);
-    await until(() => records.get(first.approvalId)?.escalation !== undefined);
+    const first = await followed(a, records, 'pd-gone-1');
     await a.escalator.poll();
     await a.escalator.settled();
     await a.escalator.stop();
