@@ -60,6 +60,16 @@ class Cards implements CardChannel, RefusalNotifier {
   }
 }
 
+/** An audit stream in memory: what was appended, and its vote entries. */
+function memoryAudit() {
+  const audited: AuditEntry[] = [];
+  return {
+    audited,
+    audit: { append: async (entry: AuditEntry) => void audited.push(entry) },
+    votes: () => audited.flatMap((entry) => (entry.kind === 'vote' ? [entry] : [])),
+  };
+}
+
 describe.each(BACKENDS)('on %s Redis', (kind) => {
   let backend: StoreBackend;
   let store: ApprovalStore;
@@ -626,8 +636,7 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
 
     it('a vote whose decision was handed on and failed after its asker stopped waiting is audited as a vote', async () => {
       const authorizer = strict(['U0ALICE', 'U0BOB'], 2);
-      const audited: AuditEntry[] = [];
-      const audit = { append: async (entry: AuditEntry) => void audited.push(entry) };
+      const { audit, votes } = memoryAudit();
       const forwarded: DecisionRequest[] = [];
       const standby = new ClickHandler({
         store,
@@ -642,7 +651,6 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
       // Bob's vote completes the quorum; the owner has not answered within the asker's wait.
       await standby.click(click('U0BOB', 0));
       expect(forwarded.map((request) => request.by)).toEqual([byClick('U0BOB', ['U0ALICE', 'U0BOB'])]);
-      const votes = () => audited.flatMap((entry) => (entry.kind === 'vote' ? [entry] : []));
       expect(votes().map((entry) => entry.userId)).toEqual(['U0ALICE']);
       // The owner answers the person itself, the asker as it travelled (JSON in the stream): the
       // recount where it was claimed found one vote too few, and nothing was decided.
@@ -679,8 +687,7 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
 
     it('a vote handed on again after the owner found its approval changed is audited once when the second try fails late', async () => {
       const authorizer = strict(['U0ALICE', 'U0BOB'], 2);
-      const audited: AuditEntry[] = [];
-      const audit = { append: async (entry: AuditEntry) => void audited.push(entry) };
+      const { audit, votes } = memoryAudit();
       const forwarded: DecisionRequest[] = [];
       // The owner answers the first try at once: the approval changed between the check and its
       // claim. The second, after the asker checked and counted again, it answers too late.
@@ -697,7 +704,6 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
       await standby.click(click('U0BOB', 0));
       const byBob = byClick('U0BOB', ['U0ALICE', 'U0BOB']);
       expect(forwarded.map((request) => request.by)).toEqual([byBob, byBob]);
-      const votes = () => audited.flatMap((entry) => (entry.kind === 'vote' ? [entry] : []));
       expect(votes().map((entry) => entry.userId)).toEqual(['U0ALICE']);
       // Counted again, Bob's vote was not stored anew; the second try still carries it.
       const asker = JSON.parse(JSON.stringify(forwarded[1]!.asker));
@@ -725,8 +731,7 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
       ['claimed the stage, the host not answering yet,', false],
     ])("a vote whose co-voter's decision %s first is named by it: no vote entry", async (_, resolves) => {
       const authorizer = strict(['U0ALICE', 'U0BOB', 'U0CAROL'], 2);
-      const audited: AuditEntry[] = [];
-      const audit = { append: async (entry: AuditEntry) => void audited.push(entry) };
+      const { audit, votes } = memoryAudit();
       const { checker } = checkingDecider(authorizer);
       const owner = new ClickHandler({
         store,
@@ -813,7 +818,7 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
       ]);
       expect(host.decided).toHaveLength(1);
       // Alice's decision names Bob; only Carol's vote, one short, is a vote entry.
-      expect(audited.flatMap((entry) => (entry.kind === 'vote' ? [entry.userId] : []))).toEqual(['U0CAROL']);
+      expect(votes().map((entry) => entry.userId)).toEqual(['U0CAROL']);
     });
 
     it('a pick checked on a question the host then asks otherwise is neither counted toward the quorum nor decided', async () => {
