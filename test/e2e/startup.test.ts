@@ -40,6 +40,13 @@ async function bot(env: Record<string, string>, port?: number): Promise<RunningB
   return Object.assign(running, { host });
 }
 
+/** The bot stopped at start-up: exit 1, `line` its only output, and no host started. */
+async function stoppedWith(running: RunningBot & { host: FakeHost }, line: string): Promise<void> {
+  expect(await running.exited).toEqual({ code: 1, signal: null });
+  expect(running.logs.map((l) => l.raw)).toEqual([line]);
+  expect(running.host.incarnations).toHaveLength(0);
+}
+
 const stderrLines = (running: RunningBot) =>
   running.logs.filter((l) => l.stream === 'stderr').map((l) => l.raw);
 const atLeastError = (l: BotLogLine) => (l.level ?? 0) >= 50;
@@ -88,21 +95,19 @@ describe('mistakes only the operator can fix stop start-up with one line', () =>
 
   it('REDIS_URL naming a database that is not a number: one line, not SELECT NaN', async () => {
     const running = await bot({ REDIS_URL: `${TEST_REDIS_URL}/abc` });
-    expect(await running.exited).toEqual({ code: 1, signal: null });
-    expect(running.logs.map((l) => l.raw)).toEqual([
+    await stoppedWith(
+      running,
       'countersign: REDIS_URL names database "abc", which is not a number (0 to 15 on a default Redis): write it as redis://[[user]:password@]host[:port][/db], or fix or unset it',
-    ]);
-    expect(running.host.incarnations).toHaveLength(0);
+    );
   });
 
   it('REDIS_URL with a bare "%" in its password: one line that does not show it, not a URIError', async () => {
     const password = 'p%ssS3cretRedisPw';
     const running = await bot({ REDIS_URL: TEST_REDIS_URL.replace('redis://', `redis://:${password}@`) });
-    expect(await running.exited).toEqual({ code: 1, signal: null });
-    expect(running.logs.map((l) => l.raw)).toEqual([
+    await stoppedWith(
+      running,
       'countersign: REDIS_URL has a "%" not followed by two hex digits in its user or password: write it as %25',
-    ]);
-    expect(running.host.incarnations).toHaveLength(0);
+    );
   });
 
   it('a host cwd that does not exist: one line naming hosts[0].cwd, not a host that never starts', async () => {
@@ -123,11 +128,10 @@ describe('mistakes only the operator can fix stop start-up with one line', () =>
     const file = configFile({ hosts: [mainHost('muse serve', { env: { MUSE_LICENSE: `${secret}\0` } })] });
     cleanups.push(async () => file.remove());
     const running = await bot({ COUNTERSIGN_CONFIG: file.path, MSP_HOST_COMMAND: '' });
-    expect(await running.exited).toEqual({ code: 1, signal: null });
-    expect(running.logs.map((l) => l.raw)).toEqual([
+    await stoppedWith(
+      running,
       `countersign: COUNTERSIGN_CONFIG (${file.path}): hosts[0].env.MUSE_LICENSE contains a NUL byte, which an environment variable cannot hold: remove it`,
-    ]);
-    expect(running.host.incarnations).toHaveLength(0);
+    );
   });
 
   it('REDIS_CLUSTER_NODES written as URLs with a password: one line that does not show it', async () => {
@@ -135,11 +139,10 @@ describe('mistakes only the operator can fix stop start-up with one line', () =>
       REDIS_URL: '',
       REDIS_CLUSTER_NODES: 'redis://:S3cretClusterPw@node1:6379,redis://:S3cretClusterPw@node2:6379',
     });
-    expect(await running.exited).toEqual({ code: 1, signal: null });
-    expect(running.logs.map((l) => l.raw)).toEqual([
+    await stoppedWith(
+      running,
       'countersign: REDIS_CLUSTER_NODES must list seed nodes of the Cluster as host:port,host:port (got a value with "@" or "?", not shown: it may carry a password): fix or unset it',
-    ]);
-    expect(running.host.incarnations).toHaveLength(0);
+    );
   });
 
   it('a config file value starting with "*" unquoted (a YAML alias): one line without it, exit 1', async () => {
@@ -148,11 +151,10 @@ describe('mistakes only the operator can fix stop start-up with one line', () =>
     writeFileSync(path, 'routes:\n  - channel: C0ALL\n    quickReasons: [ok, *Xk9q-S3cret-Pw]\n');
     cleanups.push(async () => rmSync(path, { force: true }));
     const running = await bot({ COUNTERSIGN_CONFIG: path });
-    expect(await running.exited).toEqual({ code: 1, signal: null });
-    expect(running.logs.map((l) => l.raw)).toEqual([
+    await stoppedWith(
+      running,
       `countersign: COUNTERSIGN_CONFIG (${path}): invalid YAML: routes[0].quickReasons[1] (line 3, column 24) is an alias (a value starting with "*") that names no anchor set before it: quote the value if it is not meant as an alias`,
-    ]);
-    expect(running.host.incarnations).toHaveLength(0);
+    );
   });
 
   it('several settings wrong: one line for each, all at once, exit 1', async () => {
@@ -199,11 +201,10 @@ describe('a Redis without a password', () => {
       REDIS_URL: `${bare.href.replace(/\/$/, '')}/${await freshRedisDb()}`,
       REDIS_ALLOW_NO_PASSWORD: '',
     });
-    expect(await running.exited).toEqual({ code: 1, signal: null });
-    expect(running.logs.map((l) => l.raw)).toEqual([
+    await stoppedWith(
+      running,
       'countersign: REDIS_URL has no password: an agent that can reach this Redis could write itself a grant; set a password (redis://:PASSWORD@host:6379, requirepass) or set REDIS_ALLOW_NO_PASSWORD=true where nothing else can reach Redis',
-    ]);
-    expect(running.host.incarnations).toHaveLength(0);
+    );
   });
 
   it('with REDIS_ALLOW_NO_PASSWORD=true: starts, and says so in one warning', async () => {
