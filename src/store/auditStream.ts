@@ -52,6 +52,18 @@ const DECISION_ONCE = `local audited = 0${writeDecisionOnce(1, 1)}
 return audited
 `;
 
+/**
+ * Writes a vote's entry unless its mark (SET NX, as long as a decision's) says it is written: the
+ * vote may be audited where it was cast, where its decision failed and where its claim was closed
+ * (clickVotes.ts), at one replica or several. KEYS: the mark, the stream. ARGV: the mark's TTL,
+ * the stream's cap, then the entry's fields. 1 when this call wrote it.
+ */
+const VOTE_ONCE = `
+if not redis.call('SET', KEYS[1], '1', 'PX', ARGV[1], 'NX') then return 0 end
+redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', unpack(ARGV, 3))
+return 1
+`;
+
 /** How many of one user's refusals a minute are written; past it they are only counted. */
 export const REFUSALS_PER_USER_PER_MINUTE = 20;
 
@@ -74,8 +86,8 @@ export interface AuditTrailOptions {
   /** About how many entries `cs:{audit}` keeps: decisions, risk rules, votes. */
   maxLen: number;
   /**
-   * How long a decision's mark is kept (keys.decisionAudited): as long as the resolved record
-   * (default 30 days, COUNTERSIGN_RESOLVED_TTL's default).
+   * How long a decision's mark, and a vote's, is kept (keys.decisionAudited, keys.voteAudited):
+   * as long as the resolved record (default 30 days, COUNTERSIGN_RESOLVED_TTL's default).
    */
   decisionMarkTtlMs?: number;
   /** About how many entries the refusal stream keeps (default: maxLen). */
@@ -104,6 +116,7 @@ export class RedisAuditTrail implements AuditTrail, DecisionTrail {
   ) {
     redis.defineCommand('csCountRefusal', { numberOfKeys: 1, lua: COUNT_REFUSAL });
     redis.defineCommand('csDecisionOnce', { numberOfKeys: 3, lua: DECISION_ONCE });
+    redis.defineCommand('csVoteOnce', { numberOfKeys: 2, lua: VOTE_ONCE });
   }
 
   /**
@@ -132,11 +145,24 @@ export class RedisAuditTrail implements AuditTrail, DecisionTrail {
     try {
       if (entry.kind === 'refusal') await this.appendRefusal(entry);
       else if (entry.kind === 'decision') await this.appendDecision(entry);
+      else if (entry.kind === 'vote') await this.appendVote(entry);
       else await this.redis.xadd(keys.audit, 'MAXLEN', '~', this.options.maxLen, '*', ...auditFields(entry));
     } catch (err) {
       // Not `audit`: that key is the audit lines' own, always a string (their kind).
       this.options.logger.error({ err, auditEntry: loggableEntry(entry) }, 'audit entry not written');
     }
+  }
+
+  /** Writes a vote's entry once, however many ask (VOTE_ONCE): true when this call wrote it. */
+  private async appendVote(entry: Extract<AuditEntry, { kind: 'vote' }>): Promise<boolean> {
+    const written = await this.redis.csVoteOnce(
+      keys.voteAudited(entry.approvalId, entry.userId, entry.at),
+      keys.audit,
+      String(this.options.decisionMarkTtlMs ?? DEFAULT_DECISION_MARK_TTL_MS),
+      String(this.options.maxLen),
+      ...auditFields(entry),
+    );
+    return written === 1;
   }
 
   private async appendRefusal(entry: Extract<AuditEntry, { kind: 'refusal' }>): Promise<void> {
@@ -164,5 +190,12 @@ declare module 'ioredis' {
   interface RedisCommander<Context> {
     csCountRefusal(counterKey: string, windowMs: number): Result<number, Context>;
     csDecisionOnce(...keysAndArgs: [...DecisionKeys, ...DecisionArgs]): Result<number, Context>;
+    csVoteOnce(
+      markKey: string,
+      streamKey: string,
+      markTtlMs: string,
+      maxLen: string,
+      ...fields: string[]
+    ): Result<number, Context>;
   }
 }

@@ -89,6 +89,12 @@ export const keys = {
    * once per approval, by whichever write sets this first (auditStream.ts).
    */
   decisionAudited: (approvalId: string) => `${PREFIX}:{audit}:decided:${approvalId}`,
+  /**
+   * Set when a vote's entry is written, in the stream's slot: one vote (its voter and the time it
+   * was cast) is written once, by whichever replica, cast or closing its claim, writes it first.
+   */
+  voteAudited: (approvalId: string, userId: string, at: string) =>
+    `${PREFIX}:{audit}:voted:${approvalId}:${userId}:${at}`,
   /** JSON of the last stats summary of one window (ms), with the generation it was made at. */
   statsCache: (windowMs: number) => `${PREFIX}:{audit}:stats:${windowMs}`,
   /** How many times one Slack user was refused in the current minute: a counter with a TTL. */

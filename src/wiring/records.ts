@@ -4,6 +4,7 @@ import type { Config } from '../config/config.js';
 import { decisionEntry } from '../domain/decisionEntry.js';
 import type { Metrics } from '../domain/metrics.js';
 import type { Authorizer } from '../relay/deciding/authorizer.js';
+import { auditVotesLeft } from '../relay/deciding/clickVotes.js';
 import type { GrantMaker } from '../relay/grants/grantMaker.js';
 import { RecordFollowers } from '../relay/records/recordFollowers.js';
 import { RecordKeeper } from '../relay/records/recordKeeper.js';
@@ -84,6 +85,9 @@ export function wireRecords(needs: RecordsNeeds) {
       }),
     logger,
     onChange: (record) => followers.notify(record),
+    // A quorum's votes its closed claim named, that no decision entry will (clickVotes.ts).
+    onClaimClosed: (before, after) =>
+      auditVotesLeft(before, after, { audit: auditTrail, logger, quorum: (r) => authorizer.quorum(r) }),
     onPlacing: (record, place) => followers.placing(record, place),
   });
   return { store, activity, auditTrail, followers, keeper, resolveNotice, writtenDecisions };

@@ -135,7 +135,8 @@ export function auditVoteCast(
 /**
  * Whether the decision a vote completed, or another that names its voter, went through or may
  * yet: its claim stands (sent, handed on, or kept to send again). Otherwise no decision entry
- * will name the vote, and it is audited as one.
+ * will name the vote, and it is audited as one. A claim that stands and is closed later without
+ * a decision that names the vote leaves it to auditVotesLeft.
  */
 export function namesVoter(outcome: DecisionOutcome, userId: string): boolean {
   switch (outcome.kind) {
@@ -161,6 +162,44 @@ export function namesVoter(outcome: DecisionOutcome, userId: string): boolean {
 export function recordNamesVoter(record: ApprovalRecord | undefined, click: Click): boolean {
   const why = record && whyNotDecidable(record, click);
   return why ? namesVoter(why, click.userId) : false;
+}
+
+/**
+ * A decision's claim was closed (RecordKeeper.onClaimClosed): the votes of its quorum that no
+ * decision entry will name are audited as votes. That is every vote the claim named unless the
+ * change closing it resolved the approval with it, or kept it as its stage's decision (a later
+ * stage's resolution names it in `stages`): given back after the host refused it, dropped as the
+ * request was withdrawn or superseded, or as the host asked the stage again. A vote one short of
+ * the quorum was audited as it was cast, and the one that completed it may have been by its
+ * clicker: the audit trail writes each vote once (RedisAuditTrail), so every replica that sees
+ * it go unnamed may ask.
+ */
+export function auditVotesLeft(
+  before: ApprovalRecord,
+  after: ApprovalRecord,
+  counting: Pick<VoteCounting, 'audit' | 'logger'> & { quorum: (record: ApprovalRecord) => number },
+): void {
+  const claim = before.claim;
+  if (!claim?.voters || after.claim?.commandId === claim.commandId) return;
+  const stage = after.stageDecisions?.find(
+    (d) => d.sourceIndex === claim.sourceIndex && d.choiceId === claim.choiceId,
+  );
+  const named = new Set([
+    ...(after.phase === 'resolved' ? (after.resolution?.voters ?? []) : []),
+    ...(stage?.voters ?? []),
+    ...(after.claim?.voters ?? []),
+  ]);
+  const left = (before.votes ?? []).filter(
+    (v) =>
+      v.sourceIndex === claim.sourceIndex &&
+      v.choiceId === claim.choiceId &&
+      claim.voters!.includes(v.userId) &&
+      !named.has(v.userId),
+  );
+  if (left.length === 0) return;
+  const votes = principalsFor(before, claim.sourceIndex, claim.choiceId).size;
+  const quorum = counting.quorum(before);
+  for (const vote of left) auditVoteCast({ record: before, vote, votes, quorum }, counting);
 }
 
 /** The vote as counted where its decision was claimed, when that recount is what stopped it. */

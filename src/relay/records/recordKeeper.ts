@@ -38,6 +38,13 @@ export interface RecordKeeperOptions {
    */
   onChange?: (record: ApprovalRecord) => void;
   /**
+   * Told of each change this process stored that closed a decision's claim (`before` held it,
+   * `after` holds another or none): sent, given back, or dropped as the request was withdrawn or
+   * asked again. A quorum's votes that no decision entry will name are audited from here
+   * (auditVotesLeft). Must not throw and must not wait.
+   */
+  onClaimClosed?: (before: ApprovalRecord, after: ApprovalRecord) => void;
+  /**
    * Told of a card just posted (its record as it was, and where the card is), in the synchronous
    * stretch that sends the write saying where (RecordFollower.placing). Must not throw and must
    * not wait.
@@ -141,6 +148,9 @@ export class RecordKeeper {
       return undefined;
     }
     if (result.changed && resolvesIt) this.timeDecision(result.record);
+    const closed = result.previous.claim;
+    if (result.changed && closed && result.record.claim?.commandId !== closed.commandId)
+      this.options.onClaimClosed?.(result.previous, result.record);
     if (result.changed) this.changed(result.record);
     if (result.changed || !result.record.slack.ts) await this.syncCard(approvalId, result.record);
     return result.record;
