@@ -2,7 +2,14 @@ import type { Logger } from 'pino';
 import type { SlackFailure } from './slackFailures.js';
 
 /** What a log line says about the call: method plus where (channel, ts, approvalId). */
-export type CallFields = { method: string; channel?: string; ts?: string; approvalId?: string };
+export type CallFields = {
+  method: string;
+  channel?: string;
+  /** The ID a `#name` channel was posted to (channelIds.ts). */
+  channelId?: string;
+  ts?: string;
+  approvalId?: string;
+};
 
 /**
  * What readiness learns from card calls: Slack refused the token or one of its scopes, and a

@@ -39,8 +39,9 @@ export interface SlackCardChannelOptions {
   /** The bot's own bot id once auth.test has said it: a lost post's card is looked for among its messages. */
   botId?: () => string | undefined;
   /**
-   * The IDs of `#name` channels (channelIds.ts), which each post answer tells it too: the channel
-   * is paced by ID, and conversations.history takes only IDs. One of its own if not given.
+   * The IDs of `#name` channels (channelIds.ts): a card is posted to the ID its channel's name
+   * was first found as, never by name, and paced by it; conversations.history takes only IDs.
+   * One of its own if not given.
    */
   channelIds?: SlackChannelIds;
 }
@@ -89,7 +90,7 @@ export class SlackCardChannel implements CardChannel, RefusalNotifier {
     this.calls = options.calls ?? webClientCardCalls(client);
     this.pacer = options.pacer ?? new ChannelPacer();
     this.botId = options.botId ?? (() => undefined);
-    this.channelIds = options.channelIds ?? new SlackChannelIds(client, { ttlMs: 5 * 60_000 });
+    this.channelIds = options.channelIds ?? new SlackChannelIds(client, { ttlMs: 5 * 60_000, logger });
     this.updates = new CardUpdates(this.calls, this.log, this.stopping.signal, { timing: this.timing });
   }
 
@@ -147,11 +148,17 @@ export class SlackCardChannel implements CardChannel, RefusalNotifier {
     const firstAttempt = this.now();
     let lookSince = earliest(options.postedSince, this.lostPosts.get(approvalId));
     let attempts = 0;
+    let target: string | undefined;
     const attempt = async (): Promise<Posted> => {
       attempts += 1;
       if (options.mayAct && !options.mayAct()) throw new HostLostError();
+      // A #name is posted to by the ID it was first found as, never by name: Slack would post to
+      // whichever channel has the name now, another's once the route's channel was renamed.
+      target ??= this.channelIds.idNow(channel) ?? (await this.channelIds.id(channel));
+      const to = target;
+      if (to !== channel) fields.channelId = to;
       if (lookSince) {
-        const found = await this.lookFor(channel, approvalId, lookSince);
+        const found = await this.lookFor(to, approvalId, lookSince);
         if (found) {
           // It was rendered by that earlier attempt, perhaps from an older record (a process that
           // died mid-post): it is brought to what the record says now.
@@ -170,7 +177,7 @@ export class SlackCardChannel implements CardChannel, RefusalNotifier {
             // and a replica whose lease ran out meanwhile must leave the card to its new owner.
             if (options.mayAct && !options.mayAct()) throw new HostLostError();
             return this.calls.postMessage({
-              channel,
+              channel: to,
               text: message.text,
               blocks: message.blocks as never,
               metadata: cardMetadata(approvalId, message.facts),
@@ -181,8 +188,7 @@ export class SlackCardChannel implements CardChannel, RefusalNotifier {
           RETRY_POLICIES.post.maxRetryAfterMs,
         );
         if (!result.ts) throw new Error('chat.postMessage returned no ts');
-        // chat.update and clicks know the channel only by ID, even when it was posted to by name.
-        return { ts: result.ts, channel: result.channel ?? channel };
+        return { ts: result.ts, channel: result.channel ?? to };
       } catch (err) {
         if (classifySlackError(err).kind === 'retry') {
           lookSince ??= firstAttempt;
@@ -213,18 +219,12 @@ export class SlackCardChannel implements CardChannel, RefusalNotifier {
    * invite the bot, and the next try looks first. One Slack refuses otherwise (a missing history
    * scope, say) is logged and counts as not found: a second card beats none.
    */
-  private async lookFor(channel: string, approvalId: string, since: Date): Promise<Posted | undefined> {
-    const channelId = await this.channelIds.id(channel).catch(() => undefined);
-    if (!channelId) {
-      throw new Error(
-        `cannot tell whether the lost post to ${channel} landed before its channel ID is known; not posting it again yet`,
-      );
-    }
+  private async lookFor(channelId: string, approvalId: string, since: Date): Promise<Posted | undefined> {
     // Another app may post a card's metadata too; only a message of the bot's own is its card.
     const botId = this.botId();
     if (!botId) {
       throw new Error(
-        `cannot tell whether the lost post to ${channel} landed before Slack has said who the bot is; not posting it again yet`,
+        `cannot tell whether the lost post to ${channelId} landed before Slack has said who the bot is; not posting it again yet`,
       );
     }
     try {

@@ -45,8 +45,9 @@ export function wireSlack(config: Config, logger: Logger, metrics: Metrics) {
   const postPacer = new ChannelPacer();
   // Who the bot is in Slack (auth.test): until Slack has said, nobody may decide (see checkAuth).
   const identity: BotIdentity = {};
-  // The IDs of the #names routes may give: who is in a channel is asked by its ID.
-  const channelIds = new SlackChannelIds(slackClient, { ttlMs: config.membershipCacheTtlMs });
+  // The IDs of the #names routes may give, each kept once found: cards go there, and who is in a
+  // channel is asked by it.
+  const channelIds = new SlackChannelIds(slackClient, { ttlMs: config.membershipCacheTtlMs, logger });
   const cardChannel = new SlackCardChannel(slackClient, logger, {
     calls: cardCalls,
     pacer: postPacer,

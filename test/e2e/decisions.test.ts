@@ -215,16 +215,29 @@ describe("Slack's answer to a press that decides nothing", () => {
 });
 
 describe('a channel given by name', () => {
-  it('posts to #name, then updates and finds the card by the channel ID Slack answered with', async () => {
+  it('posts to the ID #name was found as, updates the card there, and keeps it once another channel takes the name', async () => {
     await world.close();
     world = await World.start({}, { SLACK_CHANNEL: '#approvals' });
     const approval = approvalFromTranscript('approval-round-trip', { approvalId: 'named-0001' });
     await world.host.open(approval, { via: 'both' });
     const posted = await world.slack.waitFor('chat.postMessage');
-    expect(posted.args.channel).toBe('#approvals');
+    // Never by name: Slack would post to whichever channel has the name at the time.
+    expect(posted.args.channel).toBe('C0APPROVALS');
     await world.waitForCard('named-0001', (m) => buttonsOf(m).length > 0);
     await world.press('named-0001', 'Allow once');
     await world.waitForCard('named-0001', (m) => textOf(m).includes('Approved'));
     expect(world.slack.callsOf('chat.update').every((c) => c.args.channel === 'C0APPROVALS')).toBe(true);
+
+    // The channel renamed, and another the bot was invited to takes its old name.
+    world.slack.channelNames.set('approvals-old', 'C0APPROVALS');
+    world.slack.channelNames.set('approvals', 'C0OTHER');
+    const since = world.slack.calls.length;
+    await world.host.open(approvalFromTranscript('approval-round-trip', { approvalId: 'named-0002' }), {
+      via: 'both',
+    });
+    const second = await world.slack.waitFor('chat.postMessage', () => true, 5_000, { since });
+    expect(second.args.channel).toBe('C0APPROVALS');
+    await world.waitForCard('named-0002', (m) => buttonsOf(m).length > 0);
+    expect(world.slack.messagesIn('C0OTHER')).toEqual([]);
   });
 });

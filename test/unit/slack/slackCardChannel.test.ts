@@ -177,15 +177,43 @@ describe('SlackCardChannel.post', () => {
     expect(slack.messagesIn('C0APPROVALS').map((m) => [m.text, m.ts])).toEqual([['first', first.ts]]);
   });
 
-  it('to a #name the bot is not in, a lost post waits until the channel ID is known', async () => {
+  it('to a #name, cards go to the channel it was found as, never to one that took the name since', async () => {
+    const { slack, cards, lines } = await setup();
+    const first = await cards.post('#approvals', () => card('first'), { approvalId: 'a-1' });
+    expect(first.channel).toBe('C0APPROVALS');
+    // Renamed, and another channel the bot was invited to (other members) takes the old name.
+    slack.channelNames.set('approvals-old', 'C0APPROVALS');
+    slack.channelNames.set('approvals', 'C0OTHER');
+    const second = await cards.post('#approvals', () => card('second'), { approvalId: 'a-2' });
+    expect(second.channel).toBe('C0APPROVALS');
+    expect(slack.callsOf('chat.postMessage').map((c) => c.args.channel)).toEqual([
+      'C0APPROVALS',
+      'C0APPROVALS',
+    ]);
+    expect(slack.messagesIn('C0OTHER')).toEqual([]);
+    // Archived, or the bot removed: refused with Slack's reason, not posted to the name's new owner.
+    slack.setBotChannels(['C0OTHER']);
+    await expect(cards.post('#approvals', () => card('third'), { approvalId: 'a-3' })).rejects.toMatchObject({
+      data: { error: 'not_in_channel' },
+    });
+    expect(slack.messagesIn('C0OTHER')).toEqual([]);
+    expect(lines.find((l) => l.method === 'chat.postMessage' && l.error === 'not_in_channel')).toMatchObject({
+      channel: '#approvals',
+      channelId: 'C0APPROVALS',
+    });
+  });
+
+  it('to a #name the bot is not in, nothing is posted, not even with chat:write.public: it says to invite the bot', async () => {
     const { slack, cards } = await setup();
     slack.setBotChannels([]);
+    // An app from an older manifest could post there by name, and then not look for a lost post.
     slack.chatWritePublic = true;
     slack.fault('chat.postMessage', { reset: true });
     await expect(cards.post('#approvals', () => card('first'), { approvalId: 'a-name' })).rejects.toThrow(
-      /channel ID is known/,
+      /#approvals is not among the channels the bot is a member of: invite the bot/,
     );
-    expect(slack.messagesIn('C0APPROVALS')).toHaveLength(1);
+    expect(slack.callsOf('chat.postMessage')).toEqual([]);
+    expect(slack.messagesIn('C0APPROVALS')).toEqual([]);
   });
 
   it('when Slack refuses the lookup (a missing scope), it says so and posts again', async () => {
