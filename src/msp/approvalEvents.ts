@@ -1,6 +1,6 @@
-import type { Logger } from 'pino';
 import type { z } from 'zod';
 import { cutWithMark } from '../util/cutAtCodePoint.js';
+import type { WarnLog } from '../util/logBudget.js';
 import type { HostEvent } from './events.js';
 import {
   ApprovalRequestParams,
@@ -10,7 +10,8 @@ import {
 } from './protocol.js';
 
 // Turns approval frames into HostEvents. Params are parsed leniently (protocol.ts); a frame that
-// still does not parse is logged, with the ids we could recover, and skipped.
+// still does not parse is logged, with the ids we could recover, and skipped. The host chooses
+// how many: callers pass their connection's LogBudget (JsonRpcConnection.frameWarnings).
 
 export interface EventOrigin {
   hostId: string;
@@ -39,7 +40,7 @@ function parse<T extends z.ZodType>(
   schema: T,
   params: unknown,
   method: string,
-  logger: Logger,
+  logger: WarnLog,
 ): z.infer<T> | undefined {
   const result = schema.safeParse(params);
   if (result.success) return result.data;
@@ -57,7 +58,7 @@ function parse<T extends z.ZodType>(
 export function parseApprovalRequest(
   params: unknown,
   method: string,
-  logger: Logger,
+  logger: WarnLog,
 ): ApprovalRequestParams | undefined {
   return parse(ApprovalRequestParams, params, method, logger);
 }
@@ -75,7 +76,7 @@ export function approvalEventFromNotification(
   method: string,
   params: unknown,
   origin: EventOrigin,
-  logger: Logger,
+  logger: WarnLog,
 ): HostEvent | undefined {
   switch (method) {
     case 'approval/requested': {

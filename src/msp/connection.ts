@@ -1,5 +1,6 @@
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from 'pino';
+import { LogBudget } from '../util/logBudget.js';
 import { HostGoneError, MspError } from './errors.js';
 import { DEFAULT_MAX_FRAME_BYTES, encodeFrame, FrameDecoder } from './framing.js';
 import {
@@ -69,6 +70,12 @@ export class JsonRpcConnection {
   private readonly maxFrameBytes: number;
   private readonly defaultTimeoutMs: number | undefined;
   private readonly decoder: FrameDecoder;
+  /**
+   * Warnings about what the host sent wrong (malformed or oversized frames, answers to nothing,
+   * frames that do not parse): as many as the host likes, so a few a minute are written and the
+   * rest counted (LogBudget). Shared with whatever reads this connection's frames further.
+   */
+  readonly frameWarnings: LogBudget;
 
   private readonly pending = new PendingRequests();
   private requestHandler: RequestHandler | undefined;
@@ -104,6 +111,9 @@ export class JsonRpcConnection {
     this.logger = options.logger;
     this.maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
     this.defaultTimeoutMs = options.defaultTimeoutMs;
+    this.frameWarnings = new LogBudget(this.logger, {
+      summary: 'more frames from the host were skipped; not logged one by one',
+    });
     this.responder = {
       logger: this.logger,
       isClosed: () => this.writeClosed,
@@ -118,7 +128,7 @@ export class JsonRpcConnection {
     this.decoder = new FrameDecoder({
       maxFrameBytes: this.maxFrameBytes,
       onOversized: ({ bytes, maxFrameBytes }) =>
-        this.logger.warn({ bytes, maxFrameBytes }, 'skipping oversized frame from host'),
+        this.frameWarnings.warn({ bytes, maxFrameBytes }, 'skipping oversized frame from host'),
     });
 
     this.input.on('data', (chunk: Buffer | string) => this.onData(chunk));
@@ -321,6 +331,8 @@ export class JsonRpcConnection {
     }
     if (this.inputEnded && !this.finished) {
       this.finished = true;
+      // The host has said its last: what was skipped and not yet counted in a line is, now.
+      this.frameWarnings.flush();
       this.closeWrites(new HostGoneError());
       this.resolveEnded();
     }
@@ -332,15 +344,15 @@ export class JsonRpcConnection {
     try {
       message = JSON.parse(line);
     } catch {
-      this.logger.warn({ frame: preview(line) }, 'skipping malformed frame: not JSON');
+      this.frameWarnings.warn({ frame: preview(line) }, 'skipping malformed frame: not JSON');
       return false;
     }
     if (!isPlainObject(message)) {
-      this.logger.warn({ frame: preview(line) }, 'skipping malformed frame: not a JSON object');
+      this.frameWarnings.warn({ frame: preview(line) }, 'skipping malformed frame: not a JSON object');
       return false;
     }
     if (message.jsonrpc !== '2.0') {
-      this.logger.warn({ frame: preview(line) }, 'skipping malformed frame: jsonrpc is not "2.0"');
+      this.frameWarnings.warn({ frame: preview(line) }, 'skipping malformed frame: jsonrpc is not "2.0"');
       return false;
     }
     const hasId = 'id' in message;
@@ -351,26 +363,32 @@ export class JsonRpcConnection {
       } else if (typeof id === 'string' || typeof id === 'number') {
         this.handleRequest(id, message.method, message.params);
       } else {
-        this.logger.warn({ frame: preview(line) }, 'skipping malformed request: bad id');
+        this.frameWarnings.warn({ frame: preview(line) }, 'skipping malformed request: bad id');
       }
       return false;
     }
     if (hasId && ('result' in message || 'error' in message)) {
       return this.handleResponse(id, message, line);
     }
-    this.logger.warn({ frame: preview(line) }, 'skipping malformed frame: neither request nor response');
+    this.frameWarnings.warn(
+      { frame: preview(line) },
+      'skipping malformed frame: neither request nor response',
+    );
     return false;
   }
 
   private handleResponse(id: unknown, message: Json, line: string): boolean {
     if (typeof id !== 'string' && typeof id !== 'number') {
       // e.g. -32700 with id null: the host could not read one of our frames.
-      this.logger.warn({ error: message.error }, 'host reported an error for a frame it could not identify');
+      this.frameWarnings.warn(
+        { error: message.error },
+        'host reported an error for a frame it could not identify',
+      );
       return false;
     }
     const entry = this.pending.settle(id);
     if (entry === undefined) {
-      this.logger.warn(
+      this.frameWarnings.warn(
         { id: previewId(id), frame: preview(line) },
         'skipping response to an unknown request id',
       );

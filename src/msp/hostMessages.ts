@@ -19,7 +19,7 @@ export function handleHostRequest(
   emit: (event: HostEvent) => void,
 ): unknown {
   if (request.method === 'approval/request') {
-    const params = parseApprovalRequest(request.params, request.method, incarnation.logger);
+    const params = parseApprovalRequest(request.params, request.method, incarnation.frameWarnings);
     if (params === undefined) {
       // Logged and skipped. The receipt would say a surface shows it; an error leaves the
       // approval pending and has it re-issued on the next subscribe (§5.1 RequestReceipt).
@@ -42,7 +42,8 @@ export function handleHostRequest(
     return undefined;
   }
   // userInput/request cannot come (userInputDialogs: false); if it does, we cannot show it.
-  incarnation.logger.warn(
+  // As many as the host sends: counted past a few a minute (Incarnation.frameWarnings).
+  incarnation.frameWarnings.warn(
     { method: preview(request.method), id: previewId(request.id) },
     'refusing host request we do not serve',
   );
@@ -61,7 +62,7 @@ export function handleHostNotification(
       method,
       params,
       { hostId: hostId, incarnation: incarnation.id },
-      incarnation.logger,
+      incarnation.frameWarnings,
     );
     if (event === undefined) return;
     if ('params' in event) {

@@ -4,6 +4,7 @@ import { statSync } from 'node:fs';
 import { finished } from 'node:stream/promises';
 import type { Logger } from 'pino';
 import { maskCommandLine } from '../secrets/maskCommandLine.js';
+import type { WarnLog } from '../util/logBudget.js';
 import { settlesWithin } from '../util/settlesWithin.js';
 import { type IncomingRequest, JsonRpcConnection } from './connection.js';
 import {
@@ -31,6 +32,11 @@ export interface Incarnation {
   readonly child: ChildProcess;
   readonly connection: JsonRpcConnection;
   readonly logger: Logger;
+  /**
+   * Where lines about frames the host sent wrong go: its connection's, a few a minute and the
+   * rest counted (JsonRpcConnection.frameWarnings).
+   */
+  readonly frameWarnings: WarnLog;
   readonly stderrTail: string[];
   /** Why its handshake failed, when it did (or why it could not be spawned). */
   startFailure: HostSentence | undefined;
@@ -96,6 +102,7 @@ export function spawnIncarnation(spec: SpawnSpec, hooks: IncarnationHooks): Inca
     child,
     connection,
     logger,
+    frameWarnings: connection.frameWarnings,
     stderrTail: [],
     startFailure: undefined,
     follower: undefined,

@@ -3,6 +3,7 @@
 
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import type { WarnLog } from '../util/logBudget.js';
 import { approvalLogFields, parseApprovalRequest } from './approvalEvents.js';
 import { MspError } from './errors.js';
 import { type ApprovalRequestParams, ListPendingResult, Session } from './protocol.js';
@@ -24,11 +25,14 @@ export interface PendingListing {
   ids: string[];
 }
 
-/** Reads an approval/listPending result; undefined when it does not parse. */
-export function parsePendingListing(raw: unknown, log: Logger): PendingListing | undefined {
+/**
+ * Reads an approval/listPending result; undefined when it does not parse. `log` takes the
+ * warnings about what does not parse: as many as the host lists (JsonRpcConnection.frameWarnings).
+ */
+export function parsePendingListing(raw: unknown, log: WarnLog): PendingListing | undefined {
   const result = ListPendingResult.safeParse(raw);
   if (!result.success) {
-    log.warn('approval/listPending result does not parse; session not reconciled');
+    log.warn({}, 'approval/listPending result does not parse; session not reconciled');
     return undefined;
   }
   const approvals: ApprovalRequestParams[] = [];
@@ -42,8 +46,15 @@ export function parsePendingListing(raw: unknown, log: Logger): PendingListing |
   return { approvals, ids };
 }
 
-/** Every session the host lists; on a failure, those listed so far. */
-export async function listAllSessions(request: Requester, logger: Logger): Promise<Session[]> {
+/**
+ * Every session the host lists; on a failure, those listed so far. `entryWarnings` takes a line
+ * per entry that does not parse: as many as the host lists (JsonRpcConnection.frameWarnings).
+ */
+export async function listAllSessions(
+  request: Requester,
+  logger: Logger,
+  entryWarnings: WarnLog = logger,
+): Promise<Session[]> {
   const sessions: Session[] = [];
   const seenCursors = new Set<string>();
   let cursor: string | undefined;
@@ -72,7 +83,11 @@ export async function listAllSessions(request: Requester, logger: Logger): Promi
     for (const entry of parsed.data.sessions) {
       const session = Session.safeParse(entry);
       if (session.success) sessions.push(session.data);
-      else logger.warn({ ...approvalLogFields(entry) }, 'skipping session/list entry that does not parse');
+      else
+        entryWarnings.warn(
+          { ...approvalLogFields(entry) },
+          'skipping session/list entry that does not parse',
+        );
     }
     const next = parsed.data.nextCursor;
     if (next === undefined || next === null || next === '' || seenCursors.has(next)) return sessions;

@@ -7,6 +7,9 @@ import { FAKE_SLACK_BOT_TOKEN } from '../../support/fakeSecrets.js';
 
 type Json = Record<string, unknown>;
 
+/** How many lines about frames a host sent wrong are written one by one, per interval. */
+const MALFORMED_LOGGED = 10;
+
 function captureLogger() {
   const lines: Json[] = [];
   const logger = pino({ level: 'debug' }, { write: (line: string) => lines.push(JSON.parse(line) as Json) });
@@ -194,6 +197,32 @@ describe('JsonRpcConnection', () => {
       'skipping response to an unknown request id',
     ]);
     expect(connection.isClosed).toBe(false);
+  });
+
+  it('logs the first malformed frames of a flood, then one line with how many more were skipped', async () => {
+    const { connection, hostStdout, send, logs } = setup();
+    const notifications: string[] = [];
+    connection.onNotification((notification) => notifications.push(notification.method));
+    // The host chooses how many: one line each would be a log flood of its making.
+    const flood = 1_000;
+    send(...Array.from({ length: flood }, () => '{not json'), { jsonrpc: '2.0', method: 'x/after' });
+    await until(() => notifications.length === 1);
+    const warnings = () => logs.filter((line) => line.level === 40);
+    expect(warnings().length).toBeLessThanOrEqual(MALFORMED_LOGGED);
+    expect(warnings().every((line) => line.msg === 'skipping malformed frame: not JSON')).toBe(true);
+
+    // That frames were skipped is not lost: the rest are counted, at the latest when the host
+    // has said its last.
+    hostStdout.end();
+    await connection.ended;
+    const summary = warnings().filter((line) => line.msg !== 'skipping malformed frame: not JSON');
+    expect(summary).toEqual([
+      expect.objectContaining({
+        skipped: flood - MALFORMED_LOGGED,
+        byKind: { 'skipping malformed frame: not JSON': flood - MALFORMED_LOGGED },
+      }),
+    ]);
+    expect(warnings()).toHaveLength(MALFORMED_LOGGED + 1);
   });
 
   it('runs the code awaiting a response before it handles the next frame', async () => {

@@ -183,7 +183,7 @@ describe('host ids', () => {
   it('an approval/request with a huge id is answered with invalidParams and opens nothing', () => {
     const lines: string[] = [];
     const logger = pino({ level: 'debug' }, { write: (line: string) => lines.push(line) });
-    const incarnation = { id: 'inc-1', logger } as unknown as Incarnation;
+    const incarnation = { id: 'inc-1', logger, frameWarnings: logger } as unknown as Incarnation;
     const events: HostEvent[] = [];
     const sent: Json[] = [];
     const params = copy(REQUESTED);

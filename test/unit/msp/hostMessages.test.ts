@@ -21,7 +21,7 @@ const PARAMS = REQUEST.params;
 function serve(params: unknown, method = 'approval/request') {
   const lines: Array<Record<string, unknown>> = [];
   const logger = pino({ level: 'debug' }, { write: (line: string) => lines.push(JSON.parse(line)) });
-  const incarnation = { id: 'inc-1', logger } as unknown as Incarnation;
+  const incarnation = { id: 'inc-1', logger, frameWarnings: logger } as unknown as Incarnation;
   const events: HostEvent[] = [];
   const sent: Json[] = [];
   serveRequest(
