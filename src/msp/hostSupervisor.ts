@@ -286,6 +286,7 @@ export class HostSupervisor implements ApprovalHost {
         origin: { hostId: this.hostId, incarnation: incarnation.id },
         durable,
         logger: incarnation.logger,
+        frameWarnings: incarnation.frameWarnings,
         emit: (event) => this.emit(event),
         tracked: this.tracked,
         ...(this.sessionMemory ? { memory: this.sessionMemory } : {}),

@@ -1,6 +1,8 @@
 import type { Logger } from 'pino';
 import { v7 as uuidv7 } from 'uuid';
 import { z } from 'zod';
+import type { WarnLog } from '../util/logBudget.js';
+import { evictOldest, RecentMap, RecentSet } from '../util/recency.js';
 import { approvalLogFields, type EventOrigin } from './approvalEvents.js';
 import { type BackoffPolicy, nominalDelay } from './backoff.js';
 import { HostGoneError, MspError } from './errors.js';
@@ -35,6 +37,14 @@ export interface SessionFollowerOptions {
   tracked: Map<string, { viewCursor?: string }>;
   memory?: SessionMemory;
   newCommandId?: () => string;
+  /**
+   * Where lines about session frames and listing entries that do not parse go: as many as the
+   * host sends, so the host's connection keeps them to a few a minute (Incarnation.frameWarnings).
+   * The logger when not given.
+   */
+  frameWarnings?: WarnLog;
+  /** Sessions kept in each of its memories (MAX_FOLLOWED_SESSIONS); for tests. */
+  maxSessions?: number;
 }
 
 const SessionNotification = z.looseObject({ session: Session });
@@ -47,7 +57,8 @@ const ViewGapParams = z.looseObject({ sessionId: HostId });
  * start, and the host chooses how many it announces: unbounded, one host could fill the bot's
  * memory and Redis for good. Thousands is a busy host; a forgotten session is still followed
  * again when the host lists it or says it needs a decision. The relay keeps as many of a host's
- * sessions (relay/hostEvents/knownSessions.ts takes this number).
+ * sessions (relay/hostEvents/knownSessions.ts takes this number), and so does each of a
+ * follower's memories of sessions (known, resumed, flaggedPending, heldElsewhere, refreshRetries).
  */
 export const MAX_FOLLOWED_SESSIONS = 10_000;
 
@@ -79,21 +90,39 @@ export class SessionFollower {
   private readonly tracked: Map<string, { viewCursor?: string }>;
   private readonly memory: SessionMemory | undefined;
   private readonly newCommandId: () => string;
+  private readonly frameWarnings: WarnLog;
+  private readonly maxSessions: number;
   private resumeSupported: boolean;
   private disposed = false;
 
-  /** Sessions we have listed (or are listing) in this incarnation. */
-  private readonly known = new Set<string>();
-  /** Sessions this connection is subscribed to. */
-  private readonly resumed = new Set<string>();
+  // Every memory of sessions below, which the host fills with the session ids it names, keeps at
+  // most maxSessions, the session it touched longest ago forgotten first (util/recency.ts): a
+  // host naming millions of sessions must not grow the bot until it dies. Each forgets on its
+  // own, so that a flood through one does not empty the others; what each does with a session it
+  // forgot is said with it, and none ignores what the host says of that session next.
+
   /**
-   * Sessions the host last said have an approval pending (the approvalPending flag of a
-   * statusChanged, or a listing with approvals in it): when a statusChanged then comes without
-   * the flag, the session is read again once.
+   * Sessions we have listed (or are listing) in this incarnation. One forgotten is followed
+   * again when a list row shows it, as one never seen is.
    */
-  private readonly flaggedPending = new Set<string>();
-  /** Sessions another client holds (session/resume said sessionInUse). */
-  private readonly heldElsewhere = new Set<string>();
+  private readonly known: RecentSet<string>;
+  /**
+   * Sessions this connection is subscribed to. One forgotten is followed again (listed, and
+   * resumed) when the host says it needs a decision, or a full reading finds it (syncAll).
+   */
+  private readonly resumed: RecentSet<string>;
+  /**
+   * Whether the host last said the session has an approval pending (the approvalPending flag of
+   * a statusChanged, or a listing with approvals in it): when a statusChanged then comes without
+   * the flag, the session is read again once. A session without an entry (never heard of here,
+   * or forgotten) may have been flagged, so it is read again too.
+   */
+  private readonly flaggedPending: RecentMap<string, boolean>;
+  /**
+   * Sessions another client holds (session/resume said sessionInUse), tried again on a timer.
+   * One forgotten is tried again when the host shows it (a list row, a statusChanged).
+   */
+  private readonly heldElsewhere: RecentSet<string>;
   /** One follow at a time per session, in order. */
   private readonly chains = new Map<string, Promise<void>>();
   /**
@@ -109,11 +138,14 @@ export class SessionFollower {
   /** The one timer that retries every held session, and how many times it has fired. */
   private heldTimer: ReturnType<typeof setTimeout> | undefined;
   private heldAttempt = 0;
-  /** Sessions whose reading again failed: the next try's timer, and how many failed in a row. */
-  private readonly refreshRetries = new Map<
+  /**
+   * Sessions whose reading again failed: the next try's timer, and how many failed in a row. One
+   * forgotten is read again when a frame asks for it.
+   */
+  private readonly refreshRetries: RecentMap<
     string,
     { attempt: number; timer: ReturnType<typeof setTimeout> }
-  >();
+  >;
 
   constructor(options: SessionFollowerOptions) {
     this.request = options.request;
@@ -124,6 +156,19 @@ export class SessionFollower {
     this.memory = options.memory;
     this.newCommandId = options.newCommandId ?? uuidv7;
     this.resumeSupported = options.durable;
+    this.frameWarnings = options.frameWarnings ?? options.logger;
+    this.maxSessions = options.maxSessions ?? MAX_FOLLOWED_SESSIONS;
+    this.known = new RecentSet(this.maxSessions);
+    this.resumed = new RecentSet(this.maxSessions);
+    this.flaggedPending = new RecentMap(this.maxSessions);
+    // No longer tried on the timer: forgotten as listed too, so that a list row follows it again.
+    this.heldElsewhere = new RecentSet(this.maxSessions, (sessionId) => this.known.delete(sessionId));
+    // No longer read again on a timer: its flag is forgotten too, so that the next statusChanged
+    // without it reads the session again.
+    this.refreshRetries = new RecentMap(this.maxSessions, (sessionId, retry) => {
+      clearTimeout(retry.timer);
+      this.flaggedPending.delete(sessionId);
+    });
   }
 
   /** The incarnation is gone: stop starting new work. */
@@ -137,6 +182,17 @@ export class SessionFollower {
     return this.resumed.has(sessionId);
   }
 
+  /** How many sessions each of its memories holds now; for tests. */
+  sessionCounts(): Record<string, number> {
+    return {
+      known: this.known.size,
+      resumed: this.resumed.size,
+      flaggedPending: this.flaggedPending.size,
+      heldElsewhere: this.heldElsewhere.size,
+      refreshRetries: this.refreshRetries.size,
+    };
+  }
+
   /**
    * Lists every session and follows each one (start-up, every respawn, and after events were
    * lost). Sessions followed before that the host no longer lists are asked about too: their
@@ -144,7 +200,7 @@ export class SessionFollower {
    */
   async syncAll(): Promise<void> {
     await this.recall();
-    const listed = await listAllSessions(this.request, this.logger);
+    const listed = await listAllSessions(this.request, this.logger, this.frameWarnings);
     for (const session of listed) this.seen(session);
     for (const session of listed) {
       if (this.disposed) return;
@@ -230,7 +286,7 @@ export class SessionFollower {
     let dropped = 0;
     for (const { sessionId, viewCursor } of remembered) {
       if (this.tracked.has(sessionId)) continue;
-      if (!HostId.safeParse(sessionId).success || this.tracked.size >= MAX_FOLLOWED_SESSIONS) {
+      if (!HostId.safeParse(sessionId).success || this.tracked.size >= this.maxSessions) {
         dropped += 1;
         this.forget(sessionId);
         continue;
@@ -239,7 +295,7 @@ export class SessionFollower {
     }
     if (dropped > 0) {
       this.logger.warn(
-        { dropped, maxSessions: MAX_FOLLOWED_SESSIONS },
+        { dropped, maxSessions: this.maxSessions },
         'forgot remembered sessions past the bound of followed sessions',
       );
     }
@@ -271,9 +327,9 @@ export class SessionFollower {
         if (!parsed.success) return this.skip(method, params);
         const { sessionId, attention } = parsed.data;
         const pendingNow = attention?.includes('approvalPending') === true;
-        const wasPending = this.flaggedPending.has(sessionId);
-        if (pendingNow) this.flaggedPending.add(sessionId);
-        else this.flaggedPending.delete(sessionId);
+        // Not known here (forgotten past the bound, or never listed): it may have been flagged.
+        const wasPending = this.flaggedPending.get(sessionId) ?? true;
+        this.flaggedPending.set(sessionId, pendingNow);
         // Subscribed sessions get their approvals pushed; only unfollowed ones need a pull. A
         // session another client held may have been let go: try to take it again.
         if (this.heldElsewhere.has(sessionId) || (pendingNow && !this.resumed.has(sessionId)))
@@ -345,7 +401,7 @@ export class SessionFollower {
 
   /**
    * Keeps a resumed session (and its cursor) to resume again after a respawn or a restart, as the
-   * newest one; the oldest beyond MAX_FOLLOWED_SESSIONS is forgotten.
+   * newest one; the oldest beyond maxSessions is forgotten.
    */
   private track(session: FollowedSession): void {
     const { sessionId, viewCursor } = session;
@@ -356,11 +412,7 @@ export class SessionFollower {
     void this.memory?.remember(this.origin.hostId, session).catch((error: unknown) => {
       this.logger.warn({ err: error, sessionId }, 'could not remember the followed session');
     });
-    for (const oldest of this.tracked.keys()) {
-      if (this.tracked.size <= MAX_FOLLOWED_SESSIONS) break;
-      this.tracked.delete(oldest);
-      this.forget(oldest);
-    }
+    evictOldest(this.tracked, this.maxSessions, (oldest) => this.forget(oldest));
   }
 
   /** Nothing of the session is remembered across restarts any more. */
@@ -383,7 +435,7 @@ export class SessionFollower {
   }
 
   private skip(method: string, params: unknown): true {
-    this.logger.warn(
+    this.frameWarnings.warn(
       { method, ...approvalLogFields(params) },
       'skipping session notification that does not parse',
     );
@@ -392,6 +444,7 @@ export class SessionFollower {
 
   private follow(sessionId: string, loadedHere: boolean): Promise<void> {
     this.known.add(sessionId);
+    this.expectListing(sessionId);
     const kind = loadedHere ? 'followLoaded' : 'follow';
     return this.chainOnce(kind, sessionId, () => this.followNow(sessionId, loadedHere));
   }
@@ -506,14 +559,16 @@ export class SessionFollower {
       }
       throw error;
     }
-    const listed = parsePendingListing(raw, log);
+    // What does not parse is the host's to repeat: logged through frameWarnings.
+    const listed = parsePendingListing(raw, {
+      warn: (fields, msg) => this.frameWarnings.warn({ sessionId, ...fields }, msg),
+    });
     return listed && { ...listed, listRequestedAt };
   }
 
   private report(sessionId: string, listed: DatedListing): void {
     const heldElsewhere = this.heldElsewhere.has(sessionId);
-    if (listed.ids.length > 0) this.flaggedPending.add(sessionId);
-    else this.flaggedPending.delete(sessionId);
+    this.flaggedPending.set(sessionId, listed.ids.length > 0);
     for (const params of listed.approvals) {
       this.logger.info(
         { approvalId: params.approvalId, sessionId: params.sessionId },
@@ -539,7 +594,16 @@ export class SessionFollower {
   /** Follows a held session again, unless a retry of it is already waiting its turn. */
   private retryHeld(sessionId: string, loadedHere: boolean): Promise<void> {
     this.known.add(sessionId);
+    this.expectListing(sessionId);
     return this.chainOnce('retry', sessionId, () => this.followNow(sessionId, loadedHere));
+  }
+
+  /**
+   * A listing of the session is on its way: until it says otherwise, nothing there is taken to
+   * be pending, so a statusChanged meanwhile asks for no reading of its own.
+   */
+  private expectListing(sessionId: string): void {
+    if (!this.flaggedPending.has(sessionId)) this.flaggedPending.set(sessionId, false);
   }
 
   private releaseHeld(sessionId: string): void {

@@ -1,6 +1,7 @@
 import { MAX_HOST_ID_CHARS } from '../../msp/protocol.js';
 import { MAX_FOLLOWED_SESSIONS } from '../../msp/sessionFollower.js';
 import { cutAtCodePoint } from '../../util/cutAtCodePoint.js';
+import { evictOldest } from '../../util/recency.js';
 import { fitText } from './intake/fitText.js';
 import type { PartReport } from './intake/partIntake.js';
 
@@ -92,10 +93,7 @@ export class KnownSessions {
     // Deleted first, so that the Map's order (oldest first) is the order of last announcement.
     sessions.delete(sessionId);
     sessions.set(sessionId, kept);
-    for (const oldest of sessions.keys()) {
-      if (sessions.size <= this.maxPerHost) break;
-      sessions.delete(oldest);
-    }
+    evictOldest(sessions, this.maxPerHost);
   }
 
   /** What the host said of its session, if the bot still knows it. */

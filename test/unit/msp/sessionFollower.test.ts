@@ -501,3 +501,136 @@ describe('SessionFollower: a followed session no longer flagged approvalPending'
     follower.dispose();
   });
 });
+
+/**
+ * A host that names whatever sessions it is told to. By id prefix: `f-` sessions have one
+ * approval pending (the same approvalId in each); `g-` sessions cannot be listed (overloaded);
+ * `h-` sessions have one pending too, but another client holds them while `host.inUse`;
+ * everything else has nothing pending and resumes.
+ */
+function namingHost(maxSessions: number) {
+  const host = { inUse: true };
+  const calls: Array<{ method: string; sessionId: unknown }> = [];
+  const request = async (method: string, params: unknown): Promise<unknown> => {
+    const sessionId = (params as Json | undefined)?.sessionId;
+    calls.push({ method, sessionId });
+    const id = String(sessionId);
+    switch (method) {
+      case 'session/list':
+        return { sessions: [], nextCursor: null };
+      case 'approval/listPending':
+        if (id.startsWith('g-'))
+          throw new MspError({ code: -32010, message: 'busy', data: { kind: 'overloaded' } });
+        return {
+          approvals: /^[fh]-/.test(id) ? [{ ...APPROVAL, sessionId: id }] : [],
+          userInputs: [],
+        };
+      case 'session/resume':
+        if (id.startsWith('h-') && host.inUse)
+          throw new MspError({
+            code: -32021,
+            message: 'in use',
+            data: { kind: 'sessionInUse', sessionId: id },
+          });
+        return { pendingRequests: [], viewCursor: `v:${id}` };
+      default:
+        throw MspError.methodNotFound(method);
+    }
+  };
+  const events: HostEvent[] = [];
+  const follower = followerOn(request, { maxSessions, emit: (event) => events.push(event) });
+  const count = (method: string, sessionId?: string) =>
+    calls.filter(
+      (call) => call.method === method && (sessionId === undefined || call.sessionId === sessionId),
+    ).length;
+  return { host, calls, count, events, follower };
+}
+
+describe('SessionFollower: memories a host fills with session ids', () => {
+  const started = (sessionId: string) => ({ session: { sessionId, status: 'idle' } });
+  const status = (sessionId: string, attention?: string[]) => ({
+    sessionId,
+    status: 'running',
+    ...(attention ? { attention } : {}),
+  });
+  const settle = () => new Promise((resolve) => setTimeout(resolve, 20));
+
+  it('keeps every memory of sessions within the bound, however many sessions the host names', async () => {
+    const { count, follower } = namingHost(5);
+    const total = 200;
+    for (let i = 0; i < total; i++) {
+      follower.handleNotification('session/started', started(`s-${i}`));
+      follower.handleNotification('session/statusChanged', status(`f-${i}`, ['approvalPending']));
+      follower.handleNotification('session/statusChanged', status(`h-${i}`, ['approvalPending']));
+      follower.handleNotification('view/gap', { sessionId: `g-${i}` });
+    }
+    await until(
+      () => count('approval/listPending') >= 4 * total && count('session/resume') >= 3 * total,
+      10_000,
+    );
+    await settle();
+    for (const [memory, size] of Object.entries(follower.sessionCounts())) {
+      expect(size, memory).toBeLessThanOrEqual(5);
+    }
+    follower.dispose();
+  });
+
+  it('reads again a session it forgot was flagged approvalPending, once the flag goes', async () => {
+    const { count, follower } = namingHost(3);
+    follower.handleNotification('session/started', started('s-0'));
+    await until(() => follower.isResumed('s-0'));
+    follower.handleNotification('session/statusChanged', status('s-0', ['approvalPending']));
+    for (let i = 1; i <= 5; i++) follower.handleNotification('session/started', started(`s-${i}`));
+    await until(() => count('session/resume') === 6);
+    await settle();
+    const before = count('approval/listPending', 's-0');
+
+    // Forgotten, it may still have had an approval pending: nothing pending now, so a card may
+    // be left to close. Read, as a session the bot remembered flagged would be.
+    follower.handleNotification('session/statusChanged', status('s-0'));
+    await until(() => count('approval/listPending', 's-0') === before + 1);
+    // Read once: now it is known not to be flagged.
+    follower.handleNotification('session/statusChanged', status('s-0'));
+    await settle();
+    expect(count('approval/listPending', 's-0')).toBe(before + 1);
+    follower.dispose();
+  });
+
+  it('follows again a session it forgot it had resumed, once the host says it needs a decision', async () => {
+    const { events, follower } = namingHost(3);
+    follower.handleNotification('session/started', started('f-0'));
+    await until(() => follower.isResumed('f-0'));
+    for (let i = 1; i <= 5; i++) follower.handleNotification('session/started', started(`s-${i}`));
+    await until(() => follower.isResumed('s-5'));
+    await settle();
+
+    // Forgotten, it is not known to be subscribed: what it waits on is read and it is resumed.
+    const opened = () =>
+      events.filter((event) => event.type === 'approvalOpened' && event.params.sessionId === 'f-0').length;
+    const before = opened();
+    follower.handleNotification('session/statusChanged', status('f-0', ['approvalPending']));
+    await until(() => opened() === before + 1);
+    expect(follower.isResumed('f-0')).toBe(true);
+    expect(follower.sessionCounts().resumed).toBeLessThanOrEqual(3);
+    follower.dispose();
+  });
+
+  it('tries again a held session it forgot, once a list row shows it', async () => {
+    const { host, count, follower } = namingHost(3);
+    for (let i = 0; i <= 5; i++) {
+      follower.handleNotification('session/statusChanged', status(`h-${i}`, ['approvalPending']));
+    }
+    await until(() => count('session/resume') === 6);
+    await settle();
+    expect(follower.sessionCounts().heldElsewhere).toBeLessThanOrEqual(3);
+
+    // The other client let go of the one held longest ago; a list row is all our host says.
+    host.inUse = false;
+    follower.handleNotification('session/listChanged', {
+      session: { sessionId: 'h-0', status: 'notLoaded' },
+    });
+    await until(() => follower.isResumed('h-0'));
+    expect(count('session/resume', 'h-0')).toBe(2);
+    follower.dispose();
+  });
+});
