@@ -1,5 +1,5 @@
 import { isLongFlag, PROGRAM_FLAGS, type ProgramFlag, SECRET_FLAG_WORD } from './commandLineRules.js';
-import { HTPASSWD, htpasswdPasswordIndex } from './htpasswdSecrets.js';
+import { passwordIndex, takesPasswordArgument } from './htpasswdSecrets.js';
 import { maskMarker, valueMarker } from './maskSecrets.js';
 
 // In an argv a flag and its value are two words, each masked on its own by maskSecrets: neither
@@ -7,7 +7,7 @@ import { maskMarker, valueMarker } from './maskSecrets.js';
 // a secret flag (`--password`, `aws_secret_access_key`), or as the value of a program's flag
 // once that program was named (`mysql … -phunter2`, `curl … -u admin:hunter2`), and its
 // subcommand where the flag needs one (`docker login … -p hunter2`), or as htpasswd's password
-// after its file and user (`htpasswd -b file user hunter2`).
+// or htdbm's after its file and user (`htpasswd -b file user hunter2`).
 
 // The words are raw (intake cuts them afterwards), so whatever is read of them is bounded: an
 // agent may send ten thousand words of megabytes each.
@@ -73,9 +73,17 @@ function maskedFlagValue(entry: ProgramFlag, previous: string | undefined, word:
   return undefined;
 }
 
-/** Marks in `out` the password htpasswd takes from `argv`, its arguments starting at `from`. */
-function maskHtpasswdPassword(argv: readonly unknown[], from: number, out: Array<string | undefined>): void {
-  const index = htpasswdPasswordIndex((i) => argv[from + i]);
+/**
+ * Marks in `out` the password `program` (htpasswd, htdbm) takes from `argv`, its arguments
+ * starting at `from`.
+ */
+function maskPasswordArgument(
+  program: string,
+  argv: readonly unknown[],
+  from: number,
+  out: Array<string | undefined>,
+): void {
+  const index = passwordIndex(program, (i) => argv[from + i]);
   if (index === undefined) return;
   const password = argv[from + index];
   if (typeof password === 'string' && password !== '') out[from + index] = wordMarker(password);
@@ -100,7 +108,8 @@ export function argvSecrets(argv: readonly unknown[]): Array<string | undefined>
     for (const entry of named) out[i] ??= maskedFlagValue(entry, previous, word);
     for (const entry of awaiting) if (entry.subcommand === word) named.add(entry);
     const program = programOf(word);
-    if (program === HTPASSWD) maskHtpasswdPassword(argv, i + 1, out);
+    if (program !== undefined && takesPasswordArgument(program))
+      maskPasswordArgument(program, argv, i + 1, out);
     else if (program !== undefined) {
       for (const entry of PROGRAM_FLAGS) {
         if (entry.programs.includes(program)) (entry.subcommand === undefined ? named : awaiting).add(entry);

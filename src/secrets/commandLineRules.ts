@@ -1,4 +1,4 @@
-import { HTPASSWD, htpasswdSecret } from './htpasswdSecrets.js';
+import { HTDBM, HTPASSWD, passwordSecret, takesPasswordArgument } from './htpasswdSecrets.js';
 import {
   anyCase,
   atNameStart,
@@ -144,13 +144,13 @@ function valueAfter(entry: ProgramFlag, flag: string): RegExp {
 }
 
 const ALL_FLAGS = PROGRAM_FLAGS.flatMap((entry) => entry.flags);
-const PROGRAM_NAMES = alternatives([...PROGRAM_FLAGS.flatMap((entry) => entry.programs), HTPASSWD]);
+const PROGRAM_NAMES = alternatives([...PROGRAM_FLAGS.flatMap((entry) => entry.programs), HTPASSWD, HTDBM]);
 const LONG_FLAGS = alternatives(ALL_FLAGS.filter(isLongFlag));
 const SHORT_FLAGS = alternatives(ALL_FLAGS.filter((flag) => !isLongFlag(flag)));
 
 const SUBCOMMANDS = alternatives(PROGRAM_FLAGS.flatMap((entry) => entry.subcommand ?? []));
 
-/** Whether a text names any program of PROGRAM_FLAGS or htpasswd: only then is it scanned. */
+/** Whether a text names any program of PROGRAM_FLAGS, htpasswd or htdbm: only then is it scanned. */
 const ANY_PROGRAM = new RegExp(`(?:${PROGRAM_NAMES})(?![A-Za-z0-9_-])`);
 
 /**
@@ -204,7 +204,7 @@ function secretSpan(match: RegExpExecArray): { start: number; end: number; value
 
 /**
  * [start, end) and text of each secret given to a program flag (`mysql -phunter2`,
- * `curl -u admin:hunter2`, `docker login -p hunter2`) or to htpasswd after its file and user,
+ * `curl -u admin:hunter2`, `docker login -p hunter2`) or to htpasswd or htdbm after its file and user,
  * left to right. One pass: a flag counts after its program's name (and its subcommand, if it
  * needs one) in the same command, and its value is read where the flag ends, every repeat
  * bounded.
@@ -225,8 +225,8 @@ export function programFlagSecrets(text: string): Array<{ start: number; end: nu
     if (end !== undefined) {
       named.clear();
       subcommands.clear();
-    } else if (program === HTPASSWD) {
-      const span = htpasswdSecret(text, match.index + program.length);
+    } else if (program !== undefined && takesPasswordArgument(program)) {
+      const span = passwordSecret(program, text, match.index + program.length);
       if (span) {
         found.push(span);
         SCAN.lastIndex = span.end;

@@ -278,6 +278,7 @@ describe('maskSecrets: cost', () => {
     'htpasswd -b '.repeat(5_400),
     `htpasswd -b ${'a '.repeat(32_000)}`,
     '["htpasswd","-b",'.repeat(3_800),
+    'htdbm -bT '.repeat(6_500),
     '--token '.repeat(8_000),
     `--${'a-'.repeat(32_000)}`,
     '"--token",'.repeat(6_500),
