@@ -1,4 +1,10 @@
-import { isLongFlag, PROGRAM_FLAGS, type ProgramFlag, SECRET_FLAG_WORD } from './commandLineRules.js';
+import {
+  isLongFlag,
+  PROGRAM_FLAGS,
+  type ProgramFlag,
+  programFlagsApply,
+  SECRET_FLAG_WORD,
+} from './commandLineRules.js';
 import { passwordIndex, takesPasswordArgument } from './htpasswdSecrets.js';
 import { maskMarker, valueMarker } from './maskSecrets.js';
 
@@ -96,8 +102,6 @@ function maskPasswordArgument(
 export function argvSecrets(argv: readonly unknown[]): Array<string | undefined> {
   const out: Array<string | undefined> = new Array(argv.length).fill(undefined);
   const named = new Set<ProgramFlag>();
-  // Named, but their flags count only once their subcommand follows (`docker … login`).
-  const awaiting = new Set<ProgramFlag>();
   let previous: string | undefined;
   for (const [i, word] of argv.entries()) {
     if (typeof word !== 'string') {
@@ -106,13 +110,13 @@ export function argvSecrets(argv: readonly unknown[]): Array<string | undefined>
     }
     if (previous !== undefined && isSecretFlag(previous) && isValueWord(word)) out[i] = wordMarker(word);
     for (const entry of named) out[i] ??= maskedFlagValue(entry, previous, word);
-    for (const entry of awaiting) if (entry.subcommand === word) named.add(entry);
     const program = programOf(word);
     if (program !== undefined && takesPasswordArgument(program))
       maskPasswordArgument(program, argv, i + 1, out);
     else if (program !== undefined) {
       for (const entry of PROGRAM_FLAGS) {
-        if (entry.programs.includes(program)) (entry.subcommand === undefined ? named : awaiting).add(entry);
+        if (entry.programs.includes(program) && programFlagsApply(entry, (k) => argv[i + 1 + k]))
+          named.add(entry);
       }
     }
     previous = word;

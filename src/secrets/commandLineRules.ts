@@ -1,3 +1,4 @@
+import { CommandWords, subcommandEnd } from './commandWords.js';
 import { HTDBM, HTPASSWD, passwordSecret, takesPasswordArgument } from './htpasswdSecrets.js';
 import {
   anyCase,
@@ -20,7 +21,8 @@ import {
 // name. A boolean flag (`--no-password`, `--ask-password`, `--with-token`) takes no value.
 // Short flags mean a password only for some programs (`-p` is a port for ssh and `docker run`, a
 // profile elsewhere), so they are masked only after one of those programs' names, in the same
-// command, and for some only after a subcommand too: `docker login -p` is a password.
+// command, and for some only when the program is given a subcommand too: `docker login -p` is a
+// password, `docker run --name login -p` a port.
 
 const SECRET_FLAG_WORDS = [
   'passw(?:or)?d',
@@ -65,10 +67,10 @@ export interface ProgramFlag {
   /** `afterColon`: `user:password`, the user kept; `cookie`: only a value holding `=`. */
   secret: SecretPart;
   /**
-   * A word that must come after the program's name, before the flag, for the flag to be secret:
-   * `docker login -p` is a password, `docker run -p` a port.
+   * The subcommand the program must be given for the flag to be secret (`login`, `registry
+   * login`): `docker login -p` is a password, `docker run -p` a port.
    */
-  subcommand?: string;
+  subcommand?: readonly string[];
 }
 
 const MYSQL_PROGRAMS = [
@@ -90,10 +92,10 @@ const MYSQL_PROGRAMS = [
 ];
 
 /**
- * Programs whose `login` takes the password as `-p` (`helm registry login`, `az login -p` for a
- * service principal's secret). Their `--password` is masked for any program.
+ * Programs whose `login` takes the password as `-p` (`az login -p` for a service principal's
+ * secret); helm's is `helm registry login`. Their `--password` is masked for any program.
  */
-const LOGIN_PROGRAMS = ['docker', 'podman', 'nerdctl', 'buildah', 'skopeo', 'oras', 'helm', 'az', 'oc', 'cf'];
+const LOGIN_PROGRAMS = ['docker', 'podman', 'nerdctl', 'buildah', 'skopeo', 'oras', 'az', 'oc', 'cf'];
 
 export const PROGRAM_FLAGS: readonly ProgramFlag[] = [
   { programs: MYSQL_PROGRAMS, flags: ['-p'], nextWord: false, secret: 'whole' },
@@ -101,7 +103,8 @@ export const PROGRAM_FLAGS: readonly ProgramFlag[] = [
   { programs: ['curl'], flags: ['-b', '--cookie'], nextWord: true, secret: 'cookie' },
   { programs: ['redis-cli'], flags: ['-a', '--pass'], nextWord: true, secret: 'whole' },
   { programs: ['sshpass'], flags: ['-p'], nextWord: true, secret: 'whole' },
-  { programs: LOGIN_PROGRAMS, flags: ['-p'], nextWord: true, secret: 'whole', subcommand: 'login' },
+  { programs: LOGIN_PROGRAMS, flags: ['-p'], nextWord: true, secret: 'whole', subcommand: ['login'] },
+  { programs: ['helm'], flags: ['-p'], nextWord: true, secret: 'whole', subcommand: ['registry', 'login'] },
 ];
 
 export function isLongFlag(flag: string): boolean {
@@ -148,48 +151,47 @@ const PROGRAM_NAMES = alternatives([...PROGRAM_FLAGS.flatMap((entry) => entry.pr
 const LONG_FLAGS = alternatives(ALL_FLAGS.filter(isLongFlag));
 const SHORT_FLAGS = alternatives(ALL_FLAGS.filter((flag) => !isLongFlag(flag)));
 
-const SUBCOMMANDS = alternatives(PROGRAM_FLAGS.flatMap((entry) => entry.subcommand ?? []));
+/** For each program name, its entries of PROGRAM_FLAGS. */
+const ENTRIES_OF = new Map<string, ProgramFlag[]>();
+for (const entry of PROGRAM_FLAGS) {
+  for (const program of entry.programs) ENTRIES_OF.set(program, [...(ENTRIES_OF.get(program) ?? []), entry]);
+}
 
 /** Whether a text names any program of PROGRAM_FLAGS, htpasswd or htdbm: only then is it scanned. */
 const ANY_PROGRAM = new RegExp(`(?:${PROGRAM_NAMES})(?![A-Za-z0-9_-])`);
 
 /**
- * What ends a command (a line, `;`, `&`, `|`), a program's name, a subcommand as a whole word
- * (`login`, not `--login` or `login=x`), or one of the flags: a long flag whole (`--user`, not
- * `--user-agent`), a short one perhaps with its value glued.
+ * What ends a command (a line, `;`, `&`, `|`), a program's name, or one of the flags: a long flag
+ * whole (`--user`, not `--user-agent`), a short one perhaps with its value glued.
  */
 const SCAN = new RegExp(
   `(?<end>[\\n;&|])` +
     `|(?<program>${atStart(`(?:${PROGRAM_NAMES})`, 'A-Za-z0-9_.-')}(?![A-Za-z0-9_-]))` +
-    `|(?<subcommand>${atNameStart(`(?:${SUBCOMMANDS})`)}(?![^\\s"'\\\\;&|()<>]))` +
     `|(?<flag>${atNameStart(`(?:(?:${LONG_FLAGS})(?![A-Za-z0-9_-])|${SHORT_FLAGS})`)})`,
   'g',
 );
 
 interface Candidate {
-  programs: ReadonlySet<string>;
-  subcommand: string | undefined;
+  entry: ProgramFlag;
   value: RegExp;
 }
 
-/** For each flag, the programs it is secret for and how its value is read, in table order. */
+/** For each flag, the entries it is secret for and how its value is read, in table order. */
 const CANDIDATES = new Map<string, Candidate[]>();
 for (const entry of PROGRAM_FLAGS) {
   for (const flag of entry.flags) {
     const list = CANDIDATES.get(flag) ?? [];
-    list.push({
-      programs: new Set(entry.programs),
-      subcommand: entry.subcommand,
-      value: valueAfter(entry, flag),
-    });
+    list.push({ entry, value: valueAfter(entry, flag) });
     CANDIDATES.set(flag, list);
   }
 }
 
-/** Whether a program of `programs` was named (`named` holds one or two names). */
-function namesAny(named: ReadonlySet<string>, programs: ReadonlySet<string>): boolean {
-  for (const name of named) if (programs.has(name)) return true;
-  return false;
+/**
+ * Whether the flags of `entry` are secret after its program's name, the words after that name
+ * given by `wordAt`: always, or once the program was given the entry's subcommand.
+ */
+export function programFlagsApply(entry: ProgramFlag, wordAt: (i: number) => unknown): boolean {
+  return entry.subcommand === undefined || subcommandEnd(entry.subcommand, wordAt) !== undefined;
 }
 
 /** The secret group of a value match: where it is and what it holds. */
@@ -204,41 +206,38 @@ function secretSpan(match: RegExpExecArray): { start: number; end: number; value
 
 /**
  * [start, end) and text of each secret given to a program flag (`mysql -phunter2`,
- * `curl -u admin:hunter2`, `docker login -p hunter2`) or to htpasswd or htdbm after its file and user,
- * left to right. One pass: a flag counts after its program's name (and its subcommand, if it
- * needs one) in the same command, and its value is read where the flag ends, every repeat
- * bounded.
- *
- * A subcommand counts wherever it stands after a program's name: `docker --context prod login`
- * still logs in. So `docker run --name login -p 80:80` loses its port to a marker, the lesser
- * mistake.
+ * `curl -u admin:hunter2`, `docker login -p hunter2`) or to htpasswd or htdbm after its file and
+ * user, left to right. One pass: a flag counts after its program's name in the same command (and
+ * its subcommand, if it needs one, read from the few words after the name), and its value is
+ * read where the flag ends, every repeat bounded. Words are read once however many names share
+ * them.
  */
 export function programFlagSecrets(text: string): Array<{ start: number; end: number; value: string }> {
   const found: Array<{ start: number; end: number; value: string }> = [];
   const first = ANY_PROGRAM.exec(text);
   if (first === null) return found;
-  const named = new Set<string>();
-  const subcommands = new Set<string>();
+  const words = new CommandWords(text);
+  // The entries whose flags are secret in this command so far.
+  const applying = new Set<ProgramFlag>();
   SCAN.lastIndex = first.index;
   for (let match = SCAN.exec(text); match !== null; match = SCAN.exec(text)) {
-    const { end, program, subcommand, flag } = match.groups!;
-    if (end !== undefined) {
-      named.clear();
-      subcommands.clear();
-    } else if (program !== undefined && takesPasswordArgument(program)) {
-      const span = passwordSecret(program, text, match.index + program.length);
+    const { end, program, flag } = match.groups!;
+    if (end !== undefined) applying.clear();
+    else if (program !== undefined && takesPasswordArgument(program)) {
+      const span = passwordSecret(program, words.after(match.index + program.length));
       if (span) {
         found.push(span);
         SCAN.lastIndex = span.end;
       }
-    } else if (program !== undefined) named.add(program);
-    else if (subcommand !== undefined) {
-      if (named.size > 0) subcommands.add(subcommand);
+    } else if (program !== undefined) {
+      const after = words.after(match.index + program.length);
+      for (const entry of ENTRIES_OF.get(program) ?? []) {
+        if (programFlagsApply(entry, (i) => after(i)?.value)) applying.add(entry);
+      }
     } else if (flag !== undefined) {
       const at = match.index + flag.length;
       for (const candidate of CANDIDATES.get(flag) ?? []) {
-        if (!namesAny(named, candidate.programs)) continue;
-        if (candidate.subcommand !== undefined && !subcommands.has(candidate.subcommand)) continue;
+        if (!applying.has(candidate.entry)) continue;
         candidate.value.lastIndex = at;
         const value = candidate.value.exec(text);
         const span = value && secretSpan(value);

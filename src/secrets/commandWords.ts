@@ -1,7 +1,7 @@
 import { nextWord } from './ruleParts.js';
 
 // Some secrets are known only by their place among a command's words: htpasswd's password after
-// its file and user.
+// its file and user, docker's `-p` once `login` is its subcommand.
 // Those are read here as the program reads them, from words asked for one at a time, so that
 // the same reading serves command text (words read lazily from where the program's name ends)
 // and an argv. Only a bounded number of words is ever asked for.
@@ -25,25 +25,89 @@ function wordSpan(match: RegExpExecArray): Span {
   throw new Error('a word match holds no word');
 }
 
+interface Read {
+  word: Span;
+  /** Where the next word may start. */
+  next: number;
+}
+
 /**
- * The words of the command in `text` after `at` (where a program's name ends), `wordAt(0)` the
- * first: read as they are asked for, each bounded, up to what ends the command. Quotes are not
- * part of a word's text or span.
+ * The words of one text, each read once: readers that start where another went by (the
+ * `docker` inside `docker -H docker …`) take what it read, so a text of many program names costs
+ * its words once, not once per name.
  */
-export function wordsAfter(text: string, at: number): (i: number) => Span | undefined {
-  const words: Span[] = [];
-  let next = at;
-  return (i) => {
-    while (words.length <= i) {
-      WORD.lastIndex = next;
-      const match = WORD.exec(text);
-      if (match === null) return undefined;
-      words.push(wordSpan(match));
-      next = WORD.lastIndex;
+export class CommandWords {
+  private readonly reads = new Map<number, Read | null>();
+
+  constructor(private readonly text: string) {}
+
+  /**
+   * The words of the command after `at` (where a program's name ends), `wordAt(0)` the first:
+   * read as they are asked for, each bounded, up to what ends the command. Quotes are not part
+   * of a word's text or span.
+   */
+  after(at: number): (i: number) => Span | undefined {
+    const words: Span[] = [];
+    let next = at;
+    return (i) => {
+      while (words.length <= i) {
+        const read = this.readAt(next);
+        if (read === null) return undefined;
+        words.push(read.word);
+        next = read.next;
+      }
+      return words[i];
+    };
+  }
+
+  private readAt(at: number): Read | null {
+    let read = this.reads.get(at);
+    if (read === undefined) {
+      WORD.lastIndex = at;
+      const match = WORD.exec(this.text);
+      read = match === null ? null : { word: wordSpan(match), next: WORD.lastIndex };
+      this.reads.set(at, read);
     }
-    return words[i];
-  };
+    return read;
+  }
 }
 
 /** More option words than anyone gives a program these read. */
 export const MAX_OPTION_WORDS = 32;
+/** More words than anyone puts before a subcommand: past them, in doubt, it is taken as given. */
+const MAX_SUBCOMMAND_WORDS = 16;
+/** Longer than any option word read for its name or its `=`. */
+const MAX_OPTION_CHARS = 256;
+
+/** Whether an option word holds `=` among its first characters, however long the word. */
+function hasEquals(word: string): boolean {
+  const end = Math.min(word.length, MAX_OPTION_CHARS);
+  for (let i = 0; i < end; i++) if (word.charCodeAt(i) === 0x3d) return true;
+  return false;
+}
+
+/**
+ * Where the words after `path` start when `path` (`login`, `registry login`) is the program's
+ * subcommand, the words after its name given by `wordAt`; undefined when it is not. The
+ * subcommand is the first word that is not an option, but a word right after an option without
+ * `=` may be that option's value (`docker --config /x login`): such a word is passed over unless
+ * it is the subcommand, as whether it is a value cannot be told without knowing the option. So
+ * `docker run --name login` is no login, and a reading that runs past its bound, in doubt, is.
+ */
+export function subcommandEnd(path: readonly string[], wordAt: (i: number) => unknown): number | undefined {
+  let matched = 0;
+  let afterOption = false;
+  for (let i = 0; i < MAX_SUBCOMMAND_WORDS; i++) {
+    const word = wordAt(i);
+    if (typeof word !== 'string') return undefined;
+    if (word === path[matched]) {
+      matched++;
+      if (matched === path.length) return i + 1;
+      afterOption = false;
+    } else if (word.length > 1 && word.startsWith('-')) {
+      afterOption = word !== '--' && !hasEquals(word);
+    } else if (afterOption) afterOption = false;
+    else return undefined;
+  }
+  return MAX_SUBCOMMAND_WORDS;
+}

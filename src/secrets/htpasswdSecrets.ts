@@ -1,4 +1,4 @@
-import { MAX_OPTION_WORDS, type Span, wordsAfter } from './commandWords.js';
+import { MAX_OPTION_WORDS, type Span } from './commandWords.js';
 
 // A password given as a plain argument, after no flag: `htpasswd -b file user X`,
 // `htpasswd -nb user X`, and the same of htdbm, which keeps the users in a DBM file. Only its
@@ -64,12 +64,11 @@ export function passwordIndex(program: string, wordAt: (i: number) => unknown): 
 }
 
 /**
- * [start, end) and text of the password given to `program` in `text`, its name ending at `at`;
- * undefined when there is none. Words are read in the same command, each bounded, and only as
- * far as passwordIndex asks: a text of many `htpasswd` costs a few words each.
+ * [start, end) and text of the password given to `program`, `spanAt` reading the words after its
+ * name; undefined when there is none. Words are read in the same command, each bounded, and only
+ * as far as passwordIndex asks: a text of many `htpasswd` costs a few words each.
  */
-export function passwordSecret(program: string, text: string, at: number): Span | undefined {
-  const spanAt = wordsAfter(text, at);
+export function passwordSecret(program: string, spanAt: (i: number) => Span | undefined): Span | undefined {
   const index = passwordIndex(program, (i) => spanAt(i)?.value);
   const password = index === undefined ? undefined : spanAt(index);
   return password?.value === '' ? undefined : password;

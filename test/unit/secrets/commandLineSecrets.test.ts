@@ -125,6 +125,21 @@ describe('maskSecrets: a secret after its flag, header or name', () => {
       '{"command":"docker login -p hunter2 reg\\nls"}',
       `{"command":"docker login -p ${S} reg\\nls"}`,
     ],
+    [
+      'docker login -p after a global option and its value',
+      'docker --config /x login -p hunter2 reg',
+      `docker --config /x login -p ${S} reg`,
+    ],
+    [
+      'docker login -p after global options, one of them boolean',
+      'docker -H tcp://h:2376 --tlsverify login -u bot -p hunter2 reg',
+      `docker -H tcp://h:2376 --tlsverify login -u bot -p ${S} reg`,
+    ],
+    [
+      'docker login -p after a global option with =, in a later command',
+      'cd /srv && docker --context=prod login -p hunter2 reg',
+      `cd /srv && docker --context=prod login -p ${S} reg`,
+    ],
     ['htpasswd -b', 'htpasswd -b file user hunter2', `htpasswd -b file user ${S}`],
     [
       'htpasswd -bc, by its path, the next command kept',
@@ -253,6 +268,14 @@ describe('maskSecrets: flags that hold no secret', () => {
     ['-p of docker run, login after it', 'docker run -p 8080:80 img login'],
     ['-p of docker run, login in the command before', 'echo login; docker run -p 8080:80 img'],
     ['-p of docker run, login in a value', 'docker run -e login=1 --login -p 8080:80 img'],
+    ['-p of docker run, login the value of --name', 'docker run --name login -p 80:80 nginx'],
+    ['-p of podman run, login the value of --name', 'podman run -d --name=x --hostname login -p 8080:80 img'],
+    ['-p of docker run, login a later argument', 'docker run -p 80:80 nginx login -p 8080'],
+    [
+      '-p of docker run in a JSON argv, login the value of --name',
+      '["docker","run","--name","login","-p","80:80","nginx"]',
+    ],
+    ['-p of helm, login not after registry', 'helm upgrade login ./chart -p x'],
     ['-p of docker login alone', 'docker login -u bot --password-stdin reg < pw.txt'],
     ['-p of oc process, a parameter', 'oc process -p NAME=web -f tmpl.yaml'],
     ['-p of cf push, a path', 'cf push app -p ./build'],
@@ -320,6 +343,11 @@ describe('argvSecrets: a word secret for where it stands', () => {
     ],
     ['htpasswd -nb', ['htpasswd', '-nb', 'user', 'hunter2'], [undefined, undefined, undefined, S]],
     [
+      'docker login -p after a global option and its value',
+      ['docker', '--config', '/x', 'login', '-p', 'hunter2'],
+      [undefined, undefined, undefined, undefined, undefined, S],
+    ],
+    [
       'htdbm -b',
       ['/usr/bin/htdbm', '-b', 'f', 'user', 'hunter2'],
       [undefined, undefined, undefined, undefined, S],
@@ -351,6 +379,10 @@ describe('argvSecrets: a word secret for where it stands', () => {
     ['-p of docker run', ['docker', 'run', '-p', '8080:80', 'img']],
     ['-p of docker run, login after it', ['docker', 'run', '-p', '8080:80', 'img', 'login']],
     ['-p of cf push', ['cf', 'push', 'app', '-p', './build']],
+    [
+      '-p of docker run, login the value of --name',
+      ['docker', 'run', '--name', 'login', '-p', '80:80', 'nginx'],
+    ],
     ['htdbm without -b', ['htdbm', '-c', 'f', 'user']],
     ['htpasswd without -b', ['htpasswd', '-c', 'f', 'user']],
     ['htpasswd -b without its password', ['htpasswd', '-b', 'f', 'user']],
@@ -370,6 +402,14 @@ describe('argvSecrets: a word secret for where it stands', () => {
     const masked = argvSecrets(argv);
     expect(performance.now() - started).toBeLessThan(1_000);
     expect(masked[2]).toBe(`admin:${S}`);
+  });
+
+  it('reads a bounded number of words after each program name, however many', () => {
+    const option = JSON.parse(JSON.stringify(`--x${'y'.repeat(100_000)}`)) as string;
+    const argv = Array.from({ length: 10_000 }, (_, i) => (i % 2 === 0 ? 'docker' : option));
+    const started = performance.now();
+    argvSecrets([...argv, 'login', '-p', 'hunter2']);
+    expect(performance.now() - started).toBeLessThan(1_000);
   });
 });
 

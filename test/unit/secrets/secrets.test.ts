@@ -279,6 +279,9 @@ describe('maskSecrets: cost', () => {
     `htpasswd -b ${'a '.repeat(32_000)}`,
     '["htpasswd","-b",'.repeat(3_800),
     'htdbm -bT '.repeat(6_500),
+    // Words read after each program name for its subcommand, most of them an option's value or not.
+    'docker -x '.repeat(6_500),
+    '["docker","-x",'.repeat(4_000),
     '--token '.repeat(8_000),
     `--${'a-'.repeat(32_000)}`,
     '"--token",'.repeat(6_500),
