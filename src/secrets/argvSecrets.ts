@@ -7,13 +7,15 @@ import {
 } from './commandLineRules.js';
 import { passwordIndex, takesPasswordArgument } from './htpasswdSecrets.js';
 import { maskMarker, valueMarker } from './maskSecrets.js';
+import { VAULT, vaultLoginSecrets } from './vaultSecrets.js';
 
 // In an argv a flag and its value are two words, each masked on its own by maskSecrets: neither
 // `--password` nor `hunter2` looks secret alone. Here a word is masked for where it stands: after
 // a secret flag (`--password`, `aws_secret_access_key`), or as the value of a program's flag
 // once that program was named (`mysql … -phunter2`, `curl … -u admin:hunter2`), and its
 // subcommand where the flag needs one (`docker login … -p hunter2`), or as htpasswd's password
-// or htdbm's after its file and user (`htpasswd -b file user hunter2`).
+// or htdbm's after its file and user (`htpasswd -b file user hunter2`), or as vault's token or
+// password after `login` (`vault login hvs.X`, `vault login -method=userpass … password=X`).
 
 // The words are raw (intake cuts them afterwards), so whatever is read of them is bounded: an
 // agent may send ten thousand words of megabytes each.
@@ -95,6 +97,15 @@ function maskPasswordArgument(
   if (typeof password === 'string' && password !== '') out[from + index] = wordMarker(password);
 }
 
+/** Marks in `out` the secrets `vault login` takes from `argv`, vault's arguments starting at `from`. */
+function maskVaultLogin(argv: readonly unknown[], from: number, out: Array<string | undefined>): void {
+  for (const secret of vaultLoginSecrets((i) => argv[from + i])) {
+    const word = argv[from + secret.index] as string;
+    const marker = wordMarker(word.slice(secret.from));
+    if (marker !== undefined) out[from + secret.index] = `${word.slice(0, secret.from)}${marker}`;
+  }
+}
+
 /**
  * For each word of `argv`, the word masked when it is secret for where it stands, else
  * undefined. Items that are not strings (an array of unknown shape) are skipped.
@@ -113,6 +124,7 @@ export function argvSecrets(argv: readonly unknown[]): Array<string | undefined>
     const program = programOf(word);
     if (program !== undefined && takesPasswordArgument(program))
       maskPasswordArgument(program, argv, i + 1, out);
+    else if (program === VAULT) maskVaultLogin(argv, i + 1, out);
     else if (program !== undefined) {
       for (const entry of PROGRAM_FLAGS) {
         if (entry.programs.includes(program) && programFlagsApply(entry, (k) => argv[i + 1 + k]))

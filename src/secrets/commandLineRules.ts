@@ -10,6 +10,7 @@ import {
   JSON_ITEM_GAP,
   quotedOrBare,
 } from './ruleParts.js';
+import { VAULT, vaultLoginSecrets } from './vaultSecrets.js';
 
 // Secrets given on a command line as a flag's value: `--password hunter2`, `mysql -phunter2`,
 // `curl -u admin:hunter2`, `aws configure set aws_secret_access_key X`. The same vocabulary
@@ -147,7 +148,12 @@ function valueAfter(entry: ProgramFlag, flag: string): RegExp {
 }
 
 const ALL_FLAGS = PROGRAM_FLAGS.flatMap((entry) => entry.flags);
-const PROGRAM_NAMES = alternatives([...PROGRAM_FLAGS.flatMap((entry) => entry.programs), HTPASSWD, HTDBM]);
+const PROGRAM_NAMES = alternatives([
+  ...PROGRAM_FLAGS.flatMap((entry) => entry.programs),
+  HTPASSWD,
+  HTDBM,
+  VAULT,
+]);
 const LONG_FLAGS = alternatives(ALL_FLAGS.filter(isLongFlag));
 const SHORT_FLAGS = alternatives(ALL_FLAGS.filter((flag) => !isLongFlag(flag)));
 
@@ -157,7 +163,7 @@ for (const entry of PROGRAM_FLAGS) {
   for (const program of entry.programs) ENTRIES_OF.set(program, [...(ENTRIES_OF.get(program) ?? []), entry]);
 }
 
-/** Whether a text names any program of PROGRAM_FLAGS, htpasswd or htdbm: only then is it scanned. */
+/** Whether a text names any program of PROGRAM_FLAGS, htpasswd, htdbm or vault: only then is it scanned. */
 const ANY_PROGRAM = new RegExp(`(?:${PROGRAM_NAMES})(?![A-Za-z0-9_-])`);
 
 /**
@@ -206,11 +212,11 @@ function secretSpan(match: RegExpExecArray): { start: number; end: number; value
 
 /**
  * [start, end) and text of each secret given to a program flag (`mysql -phunter2`,
- * `curl -u admin:hunter2`, `docker login -p hunter2`) or to htpasswd or htdbm after its file and
- * user, left to right. One pass: a flag counts after its program's name in the same command (and
- * its subcommand, if it needs one, read from the few words after the name), and its value is
- * read where the flag ends, every repeat bounded. Words are read once however many names share
- * them.
+ * `curl -u admin:hunter2`, `docker login -p hunter2`), to htpasswd or htdbm after its file and
+ * user, or to `vault login`, left to right. One pass: a flag counts after its program's name in
+ * the same command (and its subcommand, if it needs one, read from the few words after the
+ * name), and its value is read where the flag ends, every repeat bounded. Words are read once
+ * however many names share them.
  */
 export function programFlagSecrets(text: string): Array<{ start: number; end: number; value: string }> {
   const found: Array<{ start: number; end: number; value: string }> = [];
@@ -228,6 +234,13 @@ export function programFlagSecrets(text: string): Array<{ start: number; end: nu
       if (span) {
         found.push(span);
         SCAN.lastIndex = span.end;
+      }
+    } else if (program === VAULT) {
+      const after = words.after(match.index + program.length);
+      for (const { index, from } of vaultLoginSecrets((i) => after(i)?.value)) {
+        const word = after(index)!;
+        found.push({ start: word.start + from, end: word.end, value: word.value.slice(from) });
+        SCAN.lastIndex = word.end;
       }
     } else if (program !== undefined) {
       const after = words.after(match.index + program.length);

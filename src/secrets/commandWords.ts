@@ -1,7 +1,7 @@
 import { nextWord } from './ruleParts.js';
 
 // Some secrets are known only by their place among a command's words: htpasswd's password after
-// its file and user, docker's `-p` once `login` is its subcommand.
+// its file and user, vault's token after `login`, docker's `-p` once `login` is its subcommand.
 // Those are read here as the program reads them, from words asked for one at a time, so that
 // the same reading serves command text (words read lazily from where the program's name ends)
 // and an argv. Only a bounded number of words is ever asked for.
@@ -76,14 +76,17 @@ export class CommandWords {
 export const MAX_OPTION_WORDS = 32;
 /** More words than anyone puts before a subcommand: past them, in doubt, it is taken as given. */
 const MAX_SUBCOMMAND_WORDS = 16;
-/** Longer than any option word read for its name or its `=`. */
+/** Longer than any option or key before its `=` (`--context=`, `secret_id=`). */
 const MAX_OPTION_CHARS = 256;
 
-/** Whether an option word holds `=` among its first characters, however long the word. */
-function hasEquals(word: string): boolean {
+/**
+ * Where the first `=` of a word is, looked for among its first characters only, however long
+ * the word (`--context=prod`, `password=x`); -1 when there is none there.
+ */
+export function equalsIndex(word: string): number {
   const end = Math.min(word.length, MAX_OPTION_CHARS);
-  for (let i = 0; i < end; i++) if (word.charCodeAt(i) === 0x3d) return true;
-  return false;
+  for (let i = 0; i < end; i++) if (word.charCodeAt(i) === 0x3d) return i;
+  return -1;
 }
 
 /**
@@ -105,7 +108,7 @@ export function subcommandEnd(path: readonly string[], wordAt: (i: number) => un
       if (matched === path.length) return i + 1;
       afterOption = false;
     } else if (word.length > 1 && word.startsWith('-')) {
-      afterOption = word !== '--' && !hasEquals(word);
+      afterOption = word !== '--' && equalsIndex(word) < 0;
     } else if (afterOption) afterOption = false;
     else return undefined;
   }

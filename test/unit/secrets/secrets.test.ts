@@ -282,6 +282,9 @@ describe('maskSecrets: cost', () => {
     // Words read after each program name for its subcommand, most of them an option's value or not.
     'docker -x '.repeat(6_500),
     '["docker","-x",'.repeat(4_000),
+    'vault login '.repeat(5_400),
+    `vault login ${'-x '.repeat(21_000)}`,
+    `vault login ${'secret_id=a '.repeat(5_000)}`,
     '--token '.repeat(8_000),
     `--${'a-'.repeat(32_000)}`,
     '"--token",'.repeat(6_500),
