@@ -57,6 +57,29 @@ function hostsShown(statuses: HostStatus[]): Record<string, { up: boolean; reaso
  */
 export const READINESS_PARTS: readonly HealthPart[] = ['redis', 'slack'];
 
+/** Whether each part is up right now. */
+export function partsUp(probe: HealthProbe): Record<HealthPart, boolean> {
+  return { redis: probe.redis(), slack: probe.slack(), host: probe.hosts() };
+}
+
+/** Whether the replica is ready: every part of READINESS_PARTS up. */
+export function isReady(status: Record<HealthPart, boolean>): boolean {
+  return READINESS_PARTS.every((part) => status[part]);
+}
+
+/** Why each part that is down is down; `output` says whether a host's own words may be quoted. */
+export function reasonsDown(
+  probe: HealthProbe,
+  status: Record<HealthPart, boolean>,
+  output: HostOutput,
+): Partial<Record<HealthPart, string>> {
+  const out: Partial<Record<HealthPart, string>> = {};
+  for (const [part, up] of Object.entries(status) as Array<[HealthPart, boolean]>) {
+    if (!up) out[part] = probe.whyDown(part, output) ?? `${part} is down`;
+  }
+  return out;
+}
+
 /**
  * How much a port's /readyz says. `full` on METRICS_PORT, a private port. On PORT, which in HTTP
  * mode Slack reaches and so the internet: `readyOnly` when METRICS_PORT is set (the reasons are
@@ -67,18 +90,6 @@ export type ReadyzDetail = 'full' | 'withoutHostOutput' | 'readyOnly';
 
 export function healthRoutes(probe: HealthProbe, detail: ReadyzDetail): CustomRoute[] {
   const output: HostOutput = detail === 'full' ? 'quoted' : 'withheld';
-  const parts = (): Record<HealthPart, boolean> => ({
-    redis: probe.redis(),
-    slack: probe.slack(),
-    host: probe.hosts(),
-  });
-  const reasons = (status: Record<HealthPart, boolean>): Partial<Record<HealthPart, string>> => {
-    const out: Partial<Record<HealthPart, string>> = {};
-    for (const [part, up] of Object.entries(status) as Array<[HealthPart, boolean]>) {
-      if (!up) out[part] = probe.whyDown(part, output) ?? `${part} is down`;
-    }
-    return out;
-  };
   return [
     {
       path: '/healthz',
@@ -92,8 +103,8 @@ export function healthRoutes(probe: HealthProbe, detail: ReadyzDetail): CustomRo
       path: '/readyz',
       method: ['GET'],
       handler: (_req, res) => {
-        const status = parts();
-        const ready = READINESS_PARTS.every((part) => status[part]);
+        const status = partsUp(probe);
+        const ready = isReady(status);
         res.writeHead(ready ? 200 : 503, { 'content-type': 'application/json' });
         if (detail === 'readyOnly') {
           res.end(`${JSON.stringify({ ready })}\n`);
@@ -103,7 +114,8 @@ export function healthRoutes(probe: HealthProbe, detail: ReadyzDetail): CustomRo
         const statuses = probe.hostStatus?.(output) ?? [];
         const hosts = statuses.length > 1 ? { hosts: hostsShown(statuses) } : {};
         const replica = replicaShown(probe.replica?.(), statuses);
-        res.end(`${JSON.stringify({ ready, ...status, ...hosts, ...replica, reasons: reasons(status) })}\n`);
+        const reasons = reasonsDown(probe, status, output);
+        res.end(`${JSON.stringify({ ready, ...status, ...hosts, ...replica, reasons })}\n`);
       },
     },
   ];

@@ -13,6 +13,7 @@ import { createSlackApp } from '../slack/createSlackApp.js';
 import { metricsRoute } from '../slack/metrics/metricsRoute.js';
 import { PendingApprovals } from '../slack/metrics/pendingApprovals.js';
 import { PromMetrics } from '../slack/metrics/promMetrics.js';
+import { ReadinessLog } from '../slack/readinessLog.js';
 import { warnSharedChannels } from '../slack/sharedChannels.js';
 import { classifySlackError } from '../slack/slackFailures.js';
 import { describeSlackFailure } from '../slack/slackReachability.js';
@@ -248,6 +249,8 @@ export function assemble(config: Config, logger: Logger): Countersign {
   });
   followers.add(batching.triage);
   metrics.observe({ probe: health, pending });
+  // PORT's /readyz says ready or not alone: the log says when that changes, and why.
+  const readinessLog = new ReadinessLog(health, logger);
 
   const app = createSlackApp({
     config,
@@ -277,6 +280,7 @@ export function assemble(config: Config, logger: Logger): Countersign {
     async start({ startedAt, stopping, shutdown }) {
       const { connected } = await app.start();
       logger.info({ version: VERSION, config: shownConfig }, 'countersign listening');
+      readinessLog.start();
       // Watched at once: Slack refuses a wrong app token within a second, and a rejection
       // nobody listens to yet is an unhandled one (a stack trace instead of this line).
       void connected.catch((err: unknown) => {
@@ -330,6 +334,7 @@ export function assemble(config: Config, logger: Logger): Countersign {
       stopSlack: () => {
         // From the first step: a host taken while this process shuts down would only be abandoned.
         ownership.stopTaking();
+        readinessLog.stop();
         return app.stop();
       },
       drainDecisions: () =>
