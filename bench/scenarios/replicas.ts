@@ -217,15 +217,15 @@ async function measure(world: World, count: number, opts: ReplicasOptions): Prom
   }
 }
 
-/** The replica running the host, as its /readyz says. */
+/** The replica running the host, as its /metrics says (PORT's /readyz says ready or not alone). */
 async function ownerOf(bots: RunningBot[], timeoutMs = 10_000): Promise<RunningBot> {
   const deadline = Date.now() + timeoutMs;
+  const owned = new RegExp(`^countersign_host_owned\\{host="${HOST_ID}"\\} 1$`, 'm');
   for (;;) {
     const owners: RunningBot[] = [];
     for (const bot of bots) {
-      const res = await fetch(`${bot.url}/readyz`, { signal: AbortSignal.timeout(2_000) });
-      const body = (await res.json()) as { replica?: { owns?: string[] } };
-      if (body.replica?.owns?.includes(HOST_ID)) owners.push(bot);
+      const res = await fetch(`${bot.metricsUrl}/metrics`, { signal: AbortSignal.timeout(2_000) });
+      if (owned.test(await res.text())) owners.push(bot);
     }
     if (owners.length === 1) return owners[0]!;
     if (Date.now() > deadline) throw new Error(`replicas: ${owners.length} replicas say they run the host`);

@@ -69,12 +69,12 @@ export function describeSpawnFailure(error: unknown, missingCwd: string | undefi
 
 /**
  * Whether a sentence about a host may quote what the host wrote (its last stderr line, its
- * `initialize` error): the log and METRICS_PORT's /readyz quote it; PORT's /readyz, in HTTP mode
- * a public port, withholds it.
+ * `initialize` error): the log and METRICS_PORT's /readyz quote it; a reader that shows only
+ * whether the host is up (/metrics) is given it withheld. PORT's /readyz gives no reason at all.
  */
 export type HostOutput = 'quoted' | 'withheld';
 
-/** A sentence about a host, as the log and METRICS_PORT give it and as PORT does. */
+/** A sentence about a host, quoting what the host wrote and without it. */
 export type HostSentence = Readonly<Record<HostOutput, string>>;
 
 /** A sentence that quotes nothing the host wrote: the same everywhere. */

@@ -146,15 +146,17 @@ function socketModeLogger(logger: BoltLogger): BoltLogger {
 export function createSlackApp(options: SlackAppOptions): SlackService {
   const { config, logger, clicks, fullText, health, identity, web, transport, reachability, team } = options;
   const boltLogger = toBoltLogger(logger.child({ component: 'bolt' }));
-  // With METRICS_PORT the metrics and /readyz's reasons leave the port Slack reaches; /healthz and
-  // /readyz's status stay on PORT too (the image's health check and existing probes call them there).
+  // PORT's /readyz says ready or not alone, with or without METRICS_PORT: in HTTP mode it is the
+  // port Slack reaches, and so public. The reasons are on METRICS_PORT when it is set, and in the
+  // log (readinessLog.ts) either way. /healthz and /readyz's status stay on PORT (the image's
+  // health check and the probes call them there); /metrics too unless METRICS_PORT takes it.
   const metricsServer =
     config.metricsPort === undefined
       ? undefined
       : healthServer([...healthRoutes(health, 'full'), options.metrics], logger);
   const portRoutes = metricsServer
     ? healthRoutes(health, 'readyOnly')
-    : [...healthRoutes(health, 'withoutHostOutput'), options.metrics];
+    : [...healthRoutes(health, 'readyOnly'), options.metrics];
   const metricsPort = {
     start: async () => {
       if (metricsServer === undefined) return;

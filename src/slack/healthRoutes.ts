@@ -81,15 +81,15 @@ export function reasonsDown(
 }
 
 /**
- * How much a port's /readyz says. `full` on METRICS_PORT, a private port. On PORT, which in HTTP
- * mode Slack reaches and so the internet: `readyOnly` when METRICS_PORT is set (the reasons are
- * there), else `withoutHostOutput`, every part and reason but what a host wrote (its last stderr
- * line: paths, hostnames, an agent's words), which the log keeps (docs/security.md).
+ * How much a port's /readyz says. `full` on METRICS_PORT, a private port: every part, host and
+ * reason, the replica's and the hosts' ids, what a host wrote. `readyOnly` on PORT, with or
+ * without METRICS_PORT: in HTTP mode Slack reaches it, and so the internet, and a stranger has no
+ * need of the Redis address, the Slack URL, the ids or why a part is down. Without METRICS_PORT
+ * the log says why (readinessLog.ts); the status code is the same on every port, for the probes.
  */
-export type ReadyzDetail = 'full' | 'withoutHostOutput' | 'readyOnly';
+export type ReadyzDetail = 'full' | 'readyOnly';
 
 export function healthRoutes(probe: HealthProbe, detail: ReadyzDetail): CustomRoute[] {
-  const output: HostOutput = detail === 'full' ? 'quoted' : 'withheld';
   return [
     {
       path: '/healthz',
@@ -111,10 +111,10 @@ export function healthRoutes(probe: HealthProbe, detail: ReadyzDetail): CustomRo
           return;
         }
         // With one host, `host` and its reason already say it all.
-        const statuses = probe.hostStatus?.(output) ?? [];
+        const statuses = probe.hostStatus?.('quoted') ?? [];
         const hosts = statuses.length > 1 ? { hosts: hostsShown(statuses) } : {};
         const replica = replicaShown(probe.replica?.(), statuses);
-        const reasons = reasonsDown(probe, status, output);
+        const reasons = reasonsDown(probe, status, 'quoted');
         res.end(`${JSON.stringify({ ready, ...status, ...hosts, ...replica, reasons })}\n`);
       },
     },

@@ -6,9 +6,10 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { readGrantAudit } from '../../src/store/grantAudit.js';
 import { keys } from '../../src/store/keys.js';
-import { startBot } from '../support/bot.js';
+import { freePort, startBot } from '../support/bot.js';
 import { approvalFromTranscript, shellApproval } from '../support/fakeHost.js';
 import { RedisCluster } from '../support/redisCluster.js';
+import { standingOf } from '../support/replicas.js';
 import { until } from '../support/until.js';
 import { buttonsOf, pressButtonAt, rememberButtonOf, SESSION, textOf, World } from './world.js';
 
@@ -48,13 +49,13 @@ async function mastersOf(...names: string[]): Promise<Set<string>> {
 
 describe('on a Redis Cluster', () => {
   it('the bot says where Redis is and is ready', async () => {
-    world = await World.start({}, {}, { cluster });
+    world = await World.start({}, { METRICS_PORT: String(await freePort()) }, { cluster });
     const listening = await world.bot.waitForLog((l) => l.json?.config !== undefined);
     expect(listening.json?.config).toMatchObject({
       redis: { kind: 'cluster', nodes: cluster.nodes },
       redisUrl: `cluster ${cluster.nodesVar}`,
     });
-    const ready = (await (await fetch(`${world.bot.url}/readyz`)).json()) as Record<string, unknown>;
+    const ready = (await (await fetch(`${world.bot.metricsUrl}/readyz`)).json()) as Record<string, unknown>;
     expect(ready).toMatchObject({ ready: true, redis: true });
   });
 
@@ -189,10 +190,7 @@ describe('on a Redis Cluster', () => {
     });
     try {
       await second.waitReady(20_000);
-      const standing = (await (await fetch(`${second.url}/readyz`)).json()) as {
-        replica: { standby: string[] };
-      };
-      expect(standing.replica.standby).toEqual(['default']);
+      expect((await standingOf(second)).standby).toEqual(['default']);
       await world.host.open(
         shellApproval({ approvalId: 'cluster-rep-1', sessionId: SESSION, stages: [['make', 'ship']] }),
       );

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import { keys } from '../../src/store/keys.js';
-import { BOT_TOKEN, type BotLogLine, SIGNING_SECRET } from '../support/bot.js';
+import { BOT_TOKEN, type BotLogLine, freePort, SIGNING_SECRET } from '../support/bot.js';
 import { FakeHost, shellApproval } from '../support/fakeHost.js';
 import { PrivateRedis } from '../support/privateRedis.js';
 import { until } from '../support/until.js';
@@ -61,11 +61,14 @@ function twoHostsFile(host: FakeHost, cwd: string): string {
 it('runs two hosts: one crashing in a loop with its own backoff, the other posting and deciding normally', async () => {
   const hostDir = tempDir();
   // The bot's own environment has no MSP_HOST_COMMAND and none of the fake host's variables.
+  // METRICS_PORT: where /readyz names each host (PORT's says ready or not alone).
+  const metricsPort = String(await freePort());
   const world = await World.start({}, (host) => ({
     COUNTERSIGN_CONFIG: twoHostsFile(host, hostDir),
     MSP_HOST_COMMAND: '',
     FAKE_HOST_CONTROL: '',
     FAKE_HOST_STATE: '',
+    METRICS_PORT: metricsPort,
   }));
   cleanups.push(() => world.close());
 
@@ -85,7 +88,7 @@ it('runs two hosts: one crashing in a loop with its own backoff, the other posti
   );
 
   // Ready while one host is up; /readyz names the host that is down and why.
-  const ready = await fetch(`${world.bot.url}/readyz`);
+  const ready = await fetch(`${world.bot.metricsUrl}/readyz`);
   expect(ready.status).toBe(200);
   const readyBody = (await ready.json()) as Record<string, unknown>;
   expect(readyBody).toMatchObject({ ready: true, host: true, hosts: { main: { up: true } } });
@@ -93,7 +96,7 @@ it('runs two hosts: one crashing in a loop with its own backoff, the other posti
     flaky: { up: false, reason: expect.stringContaining('exited with code 3') },
   });
   expect(readyBody.hosts).not.toHaveProperty('main.reason');
-  const metrics = await (await fetch(`${world.bot.url}/metrics`)).text();
+  const metrics = await (await fetch(`${world.bot.metricsUrl}/metrics`)).text();
   expect(metrics).toContain('countersign_host_up{host="main"} 1\n');
   expect(metrics).toContain('countersign_host_up{host="flaky"} 0\n');
   expect(metrics).toContain('countersign_up{part="host"} 1\n');

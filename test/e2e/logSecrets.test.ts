@@ -206,7 +206,8 @@ describe('a host that cannot be spawned', () => {
       host,
       slack,
       redisDb: await freshRedisDb(),
-      env: { COUNTERSIGN_CONFIG: file.path, MSP_HOST_COMMAND: '' },
+      // METRICS_PORT: where /readyz gives the host's reason (PORT's says ready or not alone).
+      env: { COUNTERSIGN_CONFIG: file.path, MSP_HOST_COMMAND: '', METRICS_PORT: String(await freePort()) },
     });
     cleanups.push(() => bot.kill());
     return bot;
@@ -219,8 +220,8 @@ describe('a host that cannot be spawned', () => {
     const secret = 'spawnArgSecret-logsecret-0013';
     const bot = await botWithHost(mainHost(`MUSE_TOKEN=${secret}\0 muse serve`));
     const failed = await bot.waitForLog((l) => l.msg === 'host could not be spawned', 10_000);
-    // /readyz gives Node's message as the host's reason: the argument, not its value.
-    const readyz = await (await fetch(`${bot.url}/readyz`)).text();
+    // METRICS_PORT's /readyz gives Node's message as the host's reason: the argument, not its value.
+    const readyz = await (await fetch(`${bot.metricsUrl}/readyz`)).text();
     expect(readyz).toContain("The argument 'args[1]'");
     expect(readyz).not.toContain(secret);
     await bot.stop(2_000);

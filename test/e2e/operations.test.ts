@@ -42,16 +42,21 @@ describe('running it', () => {
     expect(host.incarnations).toHaveLength(0);
   });
 
-  it('with Redis unreachable it stays alive, says so in the log and in /readyz', async () => {
+  it("with Redis unreachable it stays alive, says so and why in the log; PORT's /readyz says not ready alone", async () => {
     const { slack, host } = await peers();
     const bot = await startBot({ host, slack, redisDb: 0, env: { REDIS_URL: 'redis://127.0.0.1:1/0' } });
     cleanups.push(() => bot.kill());
     await bot.waitForLog((l) => /redis unreachable/.test(l.msg ?? ''), 10_000);
     expect((await fetch(`${bot.url}/healthz`)).status).toBe(200);
     await bot.waitForLog((l) => l.msg === 'slack auth ok', 10_000);
+    // Without METRICS_PORT, PORT (public in HTTP mode) says not ready and nothing of why: not the
+    // Redis address, not the replica; the log does, once the start-up grace is over.
     const ready = await fetch(`${bot.url}/readyz`);
     expect(ready.status).toBe(503);
-    expect(await ready.json()).toMatchObject({
+    expect(await ready.json()).toEqual({ ready: false });
+    const notReady = await bot.waitForLog((l) => l.msg === 'not ready (/readyz answers 503)', 20_000);
+    expect(notReady.level).toBe(40);
+    expect(notReady.json).toMatchObject({
       ready: false,
       redis: false,
       slack: true,

@@ -6,7 +6,7 @@
 
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type BotLogLine, freshRedisDb, type RunningBot, startBot } from '../support/bot.js';
+import { type BotLogLine, freePort, freshRedisDb, type RunningBot, startBot } from '../support/bot.js';
 import { FakeHost } from '../support/fakeHost.js';
 import { FakeSlack } from '../support/fakeSlack.js';
 import { PrivateRedis } from '../support/privateRedis.js';
@@ -141,7 +141,10 @@ describe('a Redis Cluster refusing the bot at start-up stops it with one line', 
 describe('a password rotated under a running bot', () => {
   it('one error line, not one per retry; no stack traces; /readyz says why', async () => {
     const redis = await privateRedis();
-    const running = await bot(redis.url, await freshRedisDb(redis.url));
+    // METRICS_PORT: where /readyz says why (PORT's says ready or not alone).
+    const running = await bot(redis.url, await freshRedisDb(redis.url), {
+      METRICS_PORT: String(await freePort()),
+    });
     await running.waitReady();
     const before = running.logs.length;
 
@@ -161,8 +164,9 @@ describe('a password rotated under a running bot', () => {
     expect(after.filter(atLeastWarn).length).toBeLessThanOrEqual(2);
     expect(running.proc.exitCode).toBeNull();
 
-    const res = await fetch(`${running.url}/readyz`);
+    const res = await fetch(`${running.metricsUrl}/readyz`);
     expect(res.status).toBe(503);
     expect(await res.json()).toMatchObject({ ready: false, redis: false, reasons: { redis: refusal } });
+    expect((await fetch(`${running.url}/readyz`)).status).toBe(503);
   });
 });

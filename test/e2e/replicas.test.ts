@@ -81,7 +81,7 @@ async function addReplica(
   return bot;
 }
 
-/** The replica that runs host `hostId` now, by its /readyz. */
+/** The replica that runs host `hostId` now, by its /metrics. */
 function ownerOf(world: Replicas, hostId = 'default', timeoutMs = 10_000): Promise<RunningBot> {
   return replicaRunning(world.bots, hostId, timeoutMs);
 }

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { freePort } from '../support/bot.js';
 import { approvalFromTranscript, shellApproval } from '../support/fakeHost.js';
 import type { SlackFault, SlackRequest } from '../support/fakeSlack.js';
 import { configFile, route, users } from './fixtures/config.js';
@@ -309,10 +310,11 @@ describe('a bot that is not in the channel', () => {
 
 describe('a card call Slack refused for the token or its scopes', () => {
   it('takes the replica out of readiness only until a card call lands again', async () => {
-    world = await World.start();
+    // METRICS_PORT: where /readyz says which part is down (PORT's says ready or not alone).
+    world = await World.start({}, { METRICS_PORT: String(await freePort()) });
     const w = world;
     const readyz = async () => {
-      const answer = await fetch(`${w.bot.url}/readyz`);
+      const answer = await fetch(`${w.bot.metricsUrl}/readyz`);
       return { status: answer.status, body: (await answer.json()) as Record<string, unknown> };
     };
     expect((await readyz()).status).toBe(200);

@@ -47,10 +47,11 @@ export interface RunningBot {
   /** http://127.0.0.1:PORT (post interactions to `${url}/slack/events`). */
   url: string;
   /**
-   * Where /readyz gives the parts and their reasons: METRICS_PORT when set (PORT then says
-   * `{"ready": …}` alone), else PORT (docs/operations.md#health-and-metrics).
+   * Where /metrics is: METRICS_PORT when set, else PORT. With METRICS_PORT, /readyz there gives
+   * the parts and their reasons; PORT's says `{"ready": …}` alone either way
+   * (docs/operations.md#health-and-metrics).
    */
-  readyzUrl: string;
+  metricsUrl: string;
   port: number;
   proc: ChildProcess;
   /** Every stdout/stderr line, in order. */
@@ -58,8 +59,9 @@ export interface RunningBot {
   /** First log line matching `predicate`, already written or still to come. */
   waitForLog(predicate: (l: BotLogLine) => boolean, timeoutMs?: number): Promise<BotLogLine>;
   /**
-   * Polls GET /readyz until it answers 200 with a host up (`"host": true`): ready alone does not
-   * wait for the host (docs/operations.md#readiness), and most tests need it.
+   * Polls GET /readyz until it answers 200, and /metrics until it says a host is up
+   * (`countersign_up{part="host"} 1`): ready alone does not wait for the host
+   * (docs/operations.md#readiness), and most tests need it.
    */
   waitReady(timeoutMs?: number): Promise<void>;
   /** SIGTERM; SIGKILL after `graceMs`. Resolves with how it exited. */
@@ -225,7 +227,7 @@ export async function startBot(opts: StartBotOptions): Promise<RunningBot> {
   });
 
   const url = `http://127.0.0.1:${port}`;
-  const readyzUrl = env.METRICS_PORT === undefined ? url : `http://127.0.0.1:${env.METRICS_PORT}`;
+  const metricsUrl = env.METRICS_PORT === undefined ? url : `http://127.0.0.1:${env.METRICS_PORT}`;
   const tail = (n = 40) =>
     logs
       .slice(-n)
@@ -262,10 +264,14 @@ export async function startBot(opts: StartBotOptions): Promise<RunningBot> {
         );
       }
       try {
-        const res = await fetch(`${readyzUrl}/readyz`, { signal: AbortSignal.timeout(1000) });
-        const text = await res.text();
-        last = `HTTP ${res.status} ${text.slice(0, 200)}`;
-        if (res.status === 200 && (JSON.parse(text) as { host?: boolean }).host === true) return;
+        const res = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(1000) });
+        last = `HTTP ${res.status} ${(await res.text()).slice(0, 200)}`;
+        if (res.status === 200) {
+          const metrics = await fetch(`${metricsUrl}/metrics`, { signal: AbortSignal.timeout(1000) });
+          const hostUp = /^countersign_up\{part="host"\} 1$/m.test(await metrics.text());
+          if (hostUp) return;
+          last += ', no host up yet';
+        }
       } catch (err) {
         last = err instanceof Error ? err.message : String(err);
       }
@@ -289,7 +295,7 @@ export async function startBot(opts: StartBotOptions): Promise<RunningBot> {
     return exited;
   };
 
-  return { url, readyzUrl, port, proc, logs, waitForLog, waitReady, stop, kill, exited, tail };
+  return { url, metricsUrl, port, proc, logs, waitForLog, waitReady, stop, kill, exited, tail };
 }
 
 /**

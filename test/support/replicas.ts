@@ -1,6 +1,6 @@
 // Replicas of the bot as the end-to-end tests run them: processes of their own on one Redis
 // database, each with its replica id and a lease short enough for a test to wait out, and what
-// GET /readyz says of each one's part.
+// GET /metrics says of each one's part (PORT's /readyz says ready or not alone).
 
 import { type RunningBot, type StartBotOptions, startBot } from './bot.js';
 import { probeUntil } from './until.js';
@@ -43,16 +43,20 @@ export async function startReplicas(
   return bots;
 }
 
-/** What GET /readyz says of this replica's part. */
-export async function standingOf(
-  bot: RunningBot,
-): Promise<{ id: string; owns: string[]; standby: string[] }> {
+/** Which hosts this replica runs and which it stands by for, as its /metrics says. */
+export async function standingOf(bot: RunningBot): Promise<{ owns: string[]; standby: string[] }> {
   // A paused replica answers nothing: it must not hold the test up.
-  const response = await fetch(`${bot.readyzUrl}/readyz`, { signal: AbortSignal.timeout(1_000) });
-  return ((await response.json()) as { replica: { id: string; owns: string[]; standby: string[] } }).replica;
+  const response = await fetch(`${bot.metricsUrl}/metrics`, { signal: AbortSignal.timeout(1_000) });
+  const standing = { owns: [] as string[], standby: [] as string[] };
+  for (const [, host, owned] of (await response.text()).matchAll(
+    /^countersign_host_owned\{host="([^"]+)"\} ([01])$/gm,
+  )) {
+    (owned === '1' ? standing.owns : standing.standby).push(host!);
+  }
+  return standing;
 }
 
-/** The replica among `bots` that runs host `hostId` now, by its /readyz. */
+/** The replica among `bots` that runs host `hostId` now, by its /metrics. */
 export function replicaRunning(
   bots: readonly RunningBot[],
   hostId = 'default',

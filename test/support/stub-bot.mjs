@@ -1,5 +1,5 @@
 // A stand-in for dist/main.js used only by bot.test.ts: proves startBot's wiring (env, logs,
-// /readyz, signals) and the fake host spawn path without the real bot.
+// /readyz, /metrics, signals) and the fake host spawn path without the real bot.
 import { spawn } from 'node:child_process';
 import http from 'node:http';
 
@@ -31,10 +31,9 @@ host.stdin.write(
 );
 
 const server = http.createServer((req, res) => {
+  if (req.url === '/metrics') return res.end(`countersign_up{part="host"} ${ready ? 1 : 0}\n`);
   if (req.url !== '/readyz') return res.writeHead(404).end();
-  res
-    .writeHead(ready ? 200 : 503, { 'content-type': 'application/json' })
-    .end(JSON.stringify({ ready, host: ready }));
+  res.writeHead(ready ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify({ ready }));
 });
 server.listen(Number(process.env.PORT), '127.0.0.1', () =>
   log(30, 'listening', {

@@ -165,7 +165,7 @@ function selects(selector: Record<string, string> | undefined, labels: Record<st
 function servedPaths(): string[] {
   const up = () => true;
   const routes = [
-    ...healthRoutes({ redis: up, slack: up, hosts: up, whyDown: () => undefined }, 'withoutHostOutput'),
+    ...healthRoutes({ redis: up, slack: up, hosts: up, whyDown: () => undefined }, 'readyOnly'),
     metricsRoute(new PromMetrics({ routes: [], hosts: [] }), pino({ level: 'silent' })),
   ];
   return routes

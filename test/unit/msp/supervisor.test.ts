@@ -618,7 +618,7 @@ describe('HostSupervisor', () => {
     expect(reason).toContain('answered initialize with an error ([masked slack-token]');
     expect(reason.length).toBeLessThan(1024);
     expect(reason).not.toContain(token);
-    // What PORT's /readyz shows: that it failed, not what the host said.
+    // Withheld: that it failed, not what the host said.
     expect(supervisor.downReason('withheld')).toMatch(
       /^MSP_HOST_COMMAND answered initialize with an error( \d+ times in a row)?$/,
     );
