@@ -57,7 +57,7 @@ export type AuditEntry =
        * the last stage's), oldest first; absent when none did. Not decisions of their own: the
        * stats count the entry once.
        */
-      stages?: StageDecision[];
+      stages?: Omit<StageDecision, 'votes'>[];
       /** From the card's clock start (its first card, a superseded one's included) to the decision. */
       waitedMs?: number;
       /** Escalation steps that fired before the decision, when any did. */

@@ -24,7 +24,10 @@ export function decisionEntry(record: ResolvedRecord, slaMs: number | undefined)
     choiceId: resolution.choiceId ?? '',
     decision: resolution.decision,
     ...(resolution.feedback !== undefined ? { feedback: resolution.feedback } : {}),
-    ...(record.stageDecisions && record.stageDecisions.length > 0 ? { stages: record.stageDecisions } : {}),
+    // The voters name a quorum's votes: their times stay with the record (StageDecision.votes).
+    ...(record.stageDecisions && record.stageDecisions.length > 0
+      ? { stages: record.stageDecisions.map(({ votes: _votes, ...stage }) => stage) }
+      : {}),
     ...(record.argsSha256 !== undefined ? { argsSha256: record.argsSha256 } : {}),
     ...(record.argsSha256Of !== undefined ? { argsSha256Of: record.argsSha256Of } : {}),
     ...(waitedMs !== undefined ? { waitedMs } : {}),

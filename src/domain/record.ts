@@ -76,6 +76,23 @@ export const Resolution = z.object({
 });
 export type Resolution = z.infer<typeof Resolution>;
 
+/** One person's approving pick for a stage, counted toward its quorum. */
+export const Vote = z.object({
+  sourceIndex: z.number().int(),
+  choiceId: z.string(),
+  userId: z.string(),
+  /** userId voted as the delegate of this Slack user, who is away: the vote counts as theirs. */
+  onBehalfOf: z.string().optional(),
+  /**
+   * The question voted on (questionDigest): a stage the host asks again with another command or
+   * other risks is not what this person agreed to, so the vote stops counting. Absent on votes
+   * stored before it was kept.
+   */
+  asked: z.string().optional(),
+  at: z.string(),
+});
+export type Vote = z.infer<typeof Vote>;
+
 /**
  * Who decided an earlier stage of a multi-stage request through us (a person, a quorum, a grant,
  * a timeout): the final resolution names only the last stage's, and the audit names these too.
@@ -91,6 +108,13 @@ export const StageDecision = z.object({
   choiceId: z.string(),
   /** The decision of that choice, as the record offered it. */
   decision: z.string().optional(),
+  /**
+   * A quorum's votes as they were cast (record.votes lets them go as the stage moves on): should
+   * the request close without a decision entry naming this stage (withdrawn, superseded), each
+   * is audited as a vote, once by its time (auditVotesLeft). Not in the entry's `stages`, which
+   * names the voters. Absent on stage decisions stored before it was kept.
+   */
+  votes: z.array(Vote).optional(),
 });
 export type StageDecision = z.infer<typeof StageDecision>;
 
@@ -169,23 +193,6 @@ export const RiskMark = z.object({
   confirm: z.literal('type').optional(),
 });
 export type RiskMark = z.infer<typeof RiskMark>;
-
-/** One person's approving pick for a stage, counted toward its quorum. */
-export const Vote = z.object({
-  sourceIndex: z.number().int(),
-  choiceId: z.string(),
-  userId: z.string(),
-  /** userId voted as the delegate of this Slack user, who is away: the vote counts as theirs. */
-  onBehalfOf: z.string().optional(),
-  /**
-   * The question voted on (questionDigest): a stage the host asks again with another command or
-   * other risks is not what this person agreed to, so the vote stops counting. Absent on votes
-   * stored before it was kept.
-   */
-  asked: z.string().optional(),
-  at: z.string(),
-});
-export type Vote = z.infer<typeof Vote>;
 
 export const Escalation = z.object({
   /** When the clock started: the first card of this request was posted (a superseded one's, carried over). */
@@ -278,7 +285,10 @@ export const ApprovalRecord = z.object({
   }).optional(),
   /** Risk rules the request matched (routing/risks.ts); absent when none did. */
   risks: z.array(RiskMark).optional(),
-  /** Approving picks of the current stage while a quorum is not yet reached; cleared when it moves. */
+  /**
+   * Approving picks of the current stage while a quorum is not yet reached; cleared when it moves
+   * (those of a quorum that decided it are kept with its StageDecision).
+   */
   votes: z.array(Vote).optional(),
   /** The escalation ladder so far (relay/escalator.ts): its clock and the steps that fired. */
   escalation: Escalation.optional(),

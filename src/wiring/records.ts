@@ -85,8 +85,8 @@ export function wireRecords(needs: RecordsNeeds) {
       }),
     logger,
     onChange: (record) => followers.notify(record),
-    // A quorum's votes its closed claim named, that no decision entry will (clickVotes.ts).
-    onClaimClosed: (before, after) =>
+    // A quorum's votes a change let go of, that no decision entry will name (clickVotes.ts).
+    onVotesLeft: (before, after) =>
       auditVotesLeft(before, after, { audit: auditTrail, logger, quorum: (r) => authorizer.quorum(r) }),
     onPlacing: (record, place) => followers.placing(record, place),
   });

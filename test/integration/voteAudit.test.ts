@@ -1,12 +1,15 @@
 // Every vote cast toward a quorum is in the audit stream once, read back as the export reads it:
-// one short of the quorum, one whose decision did not go through, and one whose decision was
+// one short of the quorum, one whose decision did not go through, one whose decision was
 // claimed and then closed without a decision entry (the request withdrawn, the stage asked
-// again), on real Redis with the host and Slack replaced by recorders.
+// again), and one that decided an earlier stage of a request then closed without a decision
+// entry, on real Redis with the host and Slack replaced by recorders.
 
 import type { Redis } from 'ioredis';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { renderCard } from '../../src/cards/renderCard.js';
+import { decisionEntry } from '../../src/domain/decisionEntry.js';
+import type { ResolvedRecord } from '../../src/domain/decisionNotice.js';
 import { OPEN_RULES } from '../../src/domain/route.js';
 import { HostGoneError } from '../../src/msp/errors.js';
 import type { ApprovalHost, HostEvent } from '../../src/msp/events.js';
@@ -96,7 +99,7 @@ describe('votes toward a quorum in the audit stream', () => {
       cards: new Cards(),
       render: (r, n) => renderCard(r, { now: n }),
       logger,
-      onClaimClosed: (before, after) =>
+      onVotesLeft: (before, after) =>
         auditVotesLeft(before, after, { audit, logger, quorum: (r) => authorizer.quorum(r) }),
     });
     const decider = new Decider({
@@ -170,6 +173,33 @@ describe('votes toward a quorum in the audit stream', () => {
         approvalId: 'a-vote',
         decision: 'abort',
         resolvedBy: 'user',
+      }),
+    });
+
+  /**
+   * The host took the quorum's decision of the first stage and now asks the second
+   * (approval/updated `stageResolved`): the votes leave the record, the stage's decision stays.
+   */
+  const firstStageResolved = () =>
+    hostEvent({
+      type: 'approvalUpdated',
+      hostId: 'default',
+      incarnation: 'inc-1',
+      params: ApprovalUpdatedParams.parse({
+        ...params,
+        currentRequirementId: { approvalId: 'a-vote', sourceIndex: 1 },
+        subject: {
+          ...params.subject,
+          stages: params.subject.stages?.map((stage, i) =>
+            i === 0 ? { ...stage, resolution: { kind: 'allowOnce' } } : stage,
+          ),
+        },
+        change: {
+          kind: 'stageResolved',
+          requirementId: { approvalId: 'a-vote', sourceIndex: 0 },
+          choiceId: 'allow_once',
+          decision: 'approved',
+        },
       }),
     });
 
@@ -282,5 +312,140 @@ describe('votes toward a quorum in the audit stream', () => {
     expect((await store.get('a-vote'))?.claim?.voters).toEqual(['U0CAROL', 'U0BOB']);
     // Kept for the host's return, the decision may yet name Bob: only Carol's vote so far.
     expect(votesOf(await exported())).toEqual(['U0CAROL']);
+  });
+
+  describe('a stage a quorum decided, on a request of several', () => {
+    /** Carol's vote falls one short, Bob's completes the quorum and the host takes the first stage. */
+    async function firstStageDecided() {
+      await clicks.click(click('U0CAROL'));
+      await clicks.click(click('U0BOB'));
+      expect(host.decided).toHaveLength(1);
+      await firstStageResolved();
+      const record = (await store.get('a-vote'))!;
+      expect(record.currentRequirementId.sourceIndex).toBe(1);
+      expect(record.votes).toBeUndefined();
+      expect(record.stageDecisions).toEqual([
+        expect.objectContaining({ sourceIndex: 0, voters: ['U0CAROL', 'U0BOB'], choiceId: 'allow_once' }),
+      ]);
+      // Only Carol's so far: Bob's is left to the decision entry that names the stage.
+      expect(votesOf(await exported())).toEqual(['U0CAROL']);
+      return record;
+    }
+
+    it('withdrawn before its last stage: every vote of the stage is in the audit once', async () => {
+      await firstStageDecided();
+      await withdrawn();
+      expect((await store.get('a-vote'))?.phase).toBe('superseded');
+      const lines = await exported();
+      expect(lines.filter((line) => line.kind === 'decision')).toEqual([]);
+      expect(votesOf(lines).sort()).toEqual(['U0BOB', 'U0CAROL']);
+      // Bob's as he cast it, counted as the stage counted it.
+      expect(lines.find((line) => line.userId === 'U0BOB')).toMatchObject({
+        choiceId: 'allow_once',
+        sourceIndex: '0',
+        votes: '2',
+        quorum: '2',
+      });
+    });
+
+    it('withdrawn with a vote of its last stage one short: each vote once, the replica and retries too', async () => {
+      const decided = await firstStageDecided();
+      await clicks.click({ ...click('U0ALICE'), sourceIndex: 1 });
+      expect(votesOf(await exported()).sort()).toEqual(['U0ALICE', 'U0CAROL']);
+      const before = (await store.get('a-vote'))!;
+      expect(before.stageDecisions).toEqual(decided.stageDecisions);
+      await withdrawn();
+      const after = (await store.get('a-vote'))!;
+      // Told again of the same close (a second replica, a retry): nothing more is written.
+      const audit = new RedisAuditTrail(redis, { maxLen: 1000, logger });
+      auditVotesLeft(before, after, { audit, logger, quorum: () => 2 });
+      auditVotesLeft(before, after, { audit, logger, quorum: () => 2 });
+      expect(votesOf(await exported()).sort()).toEqual(['U0ALICE', 'U0BOB', 'U0CAROL']);
+    });
+
+    it('resolved by the host after it: the decision entry names the stage, and no vote is written twice', async () => {
+      await firstStageDecided();
+      // The host's policy decides the last stage: the decision entry's `stages` names Carol and Bob.
+      await hostEvent({
+        type: 'approvalResolved',
+        hostId: 'default',
+        incarnation: 'inc-1',
+        params: ApprovalResolvedParams.parse({
+          sessionId: 's1',
+          approvalId: 'a-vote',
+          decision: 'approved',
+          resolvedBy: 'policy',
+        }),
+      });
+      const record = (await store.get('a-vote')) as ResolvedRecord;
+      expect(record.phase).toBe('resolved');
+      expect(decisionEntry(record, undefined).stages).toEqual([
+        {
+          sourceIndex: 0,
+          via: 'click',
+          userId: 'U0BOB',
+          voters: ['U0CAROL', 'U0BOB'],
+          choiceId: 'allow_once',
+          decision: 'approved',
+        },
+      ]);
+      expect(votesOf(await exported())).toEqual(['U0CAROL']);
+    });
+
+    it('asked again by a host restart and claimed by a new quorum, then withdrawn: each vote once', async () => {
+      await firstStageDecided();
+      // The restarted host asks the first stage again: its decision stays kept, people vote anew.
+      await hostEvent({
+        type: 'approvalUpdated',
+        hostId: 'default',
+        incarnation: 'inc-2',
+        params: ApprovalUpdatedParams.parse({ ...params, change: { kind: 'restartRecovered' } }),
+      });
+      up = false;
+      await clicks.click(click('U0CAROL'));
+      await clicks.click(click('U0BOB'));
+      const claimed = (await store.get('a-vote'))!;
+      expect(claimed.claim?.voters).toEqual(['U0CAROL', 'U0BOB']);
+      expect(claimed.stageDecisions?.[0]?.voters).toEqual(['U0CAROL', 'U0BOB']);
+      await withdrawn();
+      expect((await store.get('a-vote'))?.phase).toBe('superseded');
+      // Four votes cast: the first quorum's, and the second's, whose claim the stage's old
+      // decision does not name once no decision entry will.
+      const lines = await exported();
+      expect(votesOf(lines).sort()).toEqual(['U0BOB', 'U0BOB', 'U0CAROL', 'U0CAROL']);
+      expect(new Set(lines.map((line) => `${line.userId} ${line.at}`)).size).toBe(4);
+    });
+
+    it('withdrawn when its stage decision was kept by the previous release: nothing breaks', async () => {
+      await firstStageDecided();
+      // A record as the release before wrote it: the stage's decision names its voters only.
+      await store.update('a-vote', (record) => ({
+        ...record,
+        stageDecisions: record.stageDecisions?.map(
+          ({ sourceIndex, via, userId, voters, choiceId, decision }) => ({
+            sourceIndex,
+            via,
+            ...(userId ? { userId } : {}),
+            ...(voters ? { voters } : {}),
+            choiceId,
+            ...(decision ? { decision } : {}),
+          }),
+        ),
+      }));
+      expect((await store.get('a-vote'))?.stageDecisions).toEqual([
+        {
+          sourceIndex: 0,
+          via: 'click',
+          userId: 'U0BOB',
+          voters: ['U0CAROL', 'U0BOB'],
+          choiceId: 'allow_once',
+          decision: 'approved',
+        },
+      ]);
+      await withdrawn();
+      expect((await store.get('a-vote'))?.phase).toBe('superseded');
+      // Bob's vote is in no entry: that record kept nothing to write it from (docs/routing.md).
+      expect(votesOf(await exported())).toEqual(['U0CAROL']);
+    });
   });
 });

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { AuditEntry, AuditTrail } from '../../domain/audit.js';
 import { questionDigest } from '../../domain/questionDigest.js';
-import { type ApprovalRecord, principalsFor, type Vote, votersFor } from '../../domain/record.js';
+import { type ApprovalRecord, isTerminal, principalsFor, type Vote, votersFor } from '../../domain/record.js';
 import type { Refusal } from '../../domain/refusal.js';
 import { byDeadline, LATE } from '../../util/byDeadline.js';
 import { unvoted, voted } from '../records/cardMutations.js';
@@ -164,26 +164,32 @@ export function recordNamesVoter(record: ApprovalRecord | undefined, click: Clic
   return why ? namesVoter(why, click.userId) : false;
 }
 
+type LeftCounting = Pick<VoteCounting, 'audit' | 'logger'> & { quorum: (record: ApprovalRecord) => number };
+
 /**
- * A decision's claim was closed (RecordKeeper.onClaimClosed): the votes of its quorum that no
- * decision entry will name are audited as votes. That is every vote the claim named unless the
- * change closing it resolved the approval with it, or kept it as its stage's decision (a later
- * stage's resolution names it in `stages`): given back after the host refused it, dropped as the
- * request was withdrawn or superseded, or as the host asked the stage again. A vote one short of
- * the quorum was audited as it was cast, and the one that completed it may have been by its
- * clicker: the audit trail writes each vote once (RedisAuditTrail), so every replica that sees
- * it go unnamed may ask.
+ * A stored change let go of a quorum's votes (RecordKeeper.onVotesLeft): those that no decision
+ * entry will name are audited as votes. A vote one short of the quorum was audited as it was
+ * cast, and one that completed it may have been by its clicker: the audit trail writes each vote
+ * once (RedisAuditTrail), so every replica that sees it go unnamed may ask.
  */
-export function auditVotesLeft(
-  before: ApprovalRecord,
-  after: ApprovalRecord,
-  counting: Pick<VoteCounting, 'audit' | 'logger'> & { quorum: (record: ApprovalRecord) => number },
-): void {
+export function auditVotesLeft(before: ApprovalRecord, after: ApprovalRecord, counting: LeftCounting): void {
+  claimVotesLeft(before, after, counting);
+  stageVotesLeft(before, after, counting);
+}
+
+/**
+ * A decision's claim was closed: every vote the claim named unless the change closing it
+ * resolved the approval with it, or kept it as its stage's decision (a later stage's resolution
+ * names it in `stages`, or stageVotesLeft audits it): given back after the host refused it,
+ * dropped as the request was withdrawn or superseded, or as the host asked the stage again.
+ */
+function claimVotesLeft(before: ApprovalRecord, after: ApprovalRecord, counting: LeftCounting): void {
   const claim = before.claim;
   if (!claim?.voters || after.claim?.commandId === claim.commandId) return;
-  const stage = after.stageDecisions?.find(
-    (d) => d.sourceIndex === claim.sourceIndex && d.choiceId === claim.choiceId,
-  );
+  // A request closed with no decision entry names nobody in its stage decisions.
+  const stage = closedUndecided(after)
+    ? undefined
+    : after.stageDecisions?.find((d) => d.sourceIndex === claim.sourceIndex && d.choiceId === claim.choiceId);
   const named = new Set([
     ...(after.phase === 'resolved' ? (after.resolution?.voters ?? []) : []),
     ...(stage?.voters ?? []),
@@ -200,6 +206,43 @@ export function auditVotesLeft(
   const votes = principalsFor(before, claim.sourceIndex, claim.choiceId).size;
   const quorum = counting.quorum(before);
   for (const vote of left) auditVoteCast({ record: before, vote, votes, quorum }, counting);
+}
+
+/**
+ * The votes of a quorum that decided an earlier stage, kept with its decision (StageDecision.votes)
+ * while the request is open, for the decision entry of its resolution to name in `stages`. A
+ * change that closes it without one (withdrawn, superseded, orphaned), or that puts another
+ * decision of that stage in its place, leaves them to be audited as votes, each counted as its
+ * stage counted it. A resolution names those it keeps in `stages`, and those of the stage it
+ * resolved (stagesBefore) in its voters: no vote entry for those. A stage decision stored before
+ * its votes were kept (an earlier release's) has nothing to audit them by, and audits nothing.
+ */
+function stageVotesLeft(before: ApprovalRecord, after: ApprovalRecord, counting: LeftCounting): void {
+  // A closed record's votes were seen to by the change that closed it.
+  if (isTerminal(before) || !before.stageDecisions?.some((d) => d.votes)) return;
+  const closed = closedUndecided(after);
+  const kept = (v: Vote) =>
+    !closed &&
+    (after.stageDecisions ?? []).some(
+      (d) => d.sourceIndex === v.sourceIndex && d.votes?.some((w) => w.userId === v.userId && w.at === v.at),
+    );
+  const namedByResolution = (v: Vote) =>
+    after.phase === 'resolved' &&
+    !after.stageDecisions?.some((d) => d.sourceIndex === v.sourceIndex) &&
+    (after.resolution?.voters?.includes(v.userId) ?? false);
+  let quorum: number | undefined;
+  for (const decided of before.stageDecisions) {
+    const left = (decided.votes ?? []).filter((v) => !kept(v) && !namedByResolution(v));
+    if (left.length === 0) continue;
+    const votes = principalsFor(decided, decided.sourceIndex, decided.choiceId).size;
+    quorum ??= counting.quorum(before);
+    for (const vote of left) auditVoteCast({ record: before, vote, votes, quorum }, counting);
+  }
+}
+
+/** Closed without a decision entry: no decision entry will name anyone its record names. */
+function closedUndecided(record: ApprovalRecord): boolean {
+  return isTerminal(record) && record.phase !== 'resolved';
 }
 
 /** The vote as counted where its decision was claimed, when that recount is what stopped it. */

@@ -38,12 +38,14 @@ export interface RecordKeeperOptions {
    */
   onChange?: (record: ApprovalRecord) => void;
   /**
-   * Told of each change this process stored that closed a decision's claim (`before` held it,
-   * `after` holds another or none): sent, given back, or dropped as the request was withdrawn or
-   * asked again. A quorum's votes that no decision entry will name are audited from here
-   * (auditVotesLeft). Must not throw and must not wait.
+   * Told of each change this process stored that may let go of a quorum's votes: one that closed
+   * a decision's claim (`before` held it, `after` holds another or none: sent, given back, or
+   * dropped as the request was withdrawn or asked again), and any change to an open record that
+   * keeps an earlier stage's votes with its decision (closing it or not). The votes that no
+   * decision entry will name are audited from here (auditVotesLeft). Must not throw and must not
+   * wait.
    */
-  onClaimClosed?: (before: ApprovalRecord, after: ApprovalRecord) => void;
+  onVotesLeft?: (before: ApprovalRecord, after: ApprovalRecord) => void;
   /**
    * Told of a card just posted (its record as it was, and where the card is), in the synchronous
    * stretch that sends the write saying where (RecordFollower.placing). Must not throw and must
@@ -148,9 +150,8 @@ export class RecordKeeper {
       return undefined;
     }
     if (result.changed && resolvesIt) this.timeDecision(result.record);
-    const closed = result.previous.claim;
-    if (result.changed && closed && result.record.claim?.commandId !== closed.commandId)
-      this.options.onClaimClosed?.(result.previous, result.record);
+    if (result.changed && mayLeaveVotes(result.previous, result.record))
+      this.options.onVotesLeft?.(result.previous, result.record);
     if (result.changed) this.changed(result.record);
     if (result.changed || !result.record.slack.ts) await this.syncCard(approvalId, result.record);
     return result.record;
@@ -470,4 +471,11 @@ export class RecordKeeper {
     timer.unref();
     this.timers.add(timer);
   }
+}
+
+/** Whether a change may let go of a quorum's votes (RecordKeeperOptions.onVotesLeft). */
+function mayLeaveVotes(before: ApprovalRecord, after: ApprovalRecord): boolean {
+  const closed = before.claim;
+  if (closed && after.claim?.commandId !== closed.commandId) return true;
+  return !isTerminal(before) && (before.stageDecisions?.some((d) => d.votes) ?? false);
 }

@@ -8,6 +8,7 @@ import type {
   Phase,
   RiskMark,
   StageDecision,
+  Vote,
 } from '../../domain/record.js';
 import { isTerminal } from '../../domain/record.js';
 import type {
@@ -474,7 +475,25 @@ function withStageDecision(
     choiceId: claim.choiceId,
     decision: choice.decision,
   };
+  const votes = claim.voters ? quorumVotes(record, claim) : [];
+  if (votes.length > 0) decided.votes = votes;
   return [...(record.stageDecisions ?? []).filter((d) => d.sourceIndex !== stage), decided];
+}
+
+/**
+ * The votes of a quorum's claim, as cast: the stage moving on clears them from record.votes, and
+ * a request closed before a decision entry names the stage audits them from its StageDecision.
+ * Without `asked`, which only counts them while the stage is asked.
+ */
+function quorumVotes(record: ApprovalRecord, claim: Claim): Vote[] {
+  return (record.votes ?? [])
+    .filter(
+      (v) =>
+        v.sourceIndex === claim.sourceIndex &&
+        v.choiceId === claim.choiceId &&
+        claim.voters?.includes(v.userId),
+    )
+    .map(({ asked: _asked, ...vote }) => vote);
 }
 
 /**
