@@ -116,6 +116,7 @@ export function assemble(config: Config, logger: Logger): Countersign {
     resolveNotice,
     writtenDecisions,
     owners,
+    authorizer,
     slaOf: (route) => router.slaOf(route),
   });
   const grants = wireGrants({

@@ -1,6 +1,7 @@
 import type { WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
+import type { Authorizer } from '../relay/deciding/authorizer.js';
 import { DecisionNotices } from '../relay/deciding/decisionNotices.js';
 import type { CardCalls } from '../slack/cardCalls.js';
 import type { ChannelPacer } from '../slack/channelPacer.js';
@@ -26,6 +27,8 @@ export interface NoticesNeeds {
   /** The decisions whose entry the write that resolved them wrote (wireRecords). */
   writtenDecisions: HeldByWrite;
   owners: ReadonlyMap<string, string>;
+  /** Whether a user is a stranger a record's route does not let in (the owner's DM). */
+  authorizer: Pick<Authorizer, 'strangerTo'>;
   /** The route's `sla` (ms), for the audit entry. */
   slaOf: (route: string | undefined) => number | undefined;
 }
@@ -43,6 +46,7 @@ export function wireNotices({
   resolveNotice,
   writtenDecisions,
   owners,
+  authorizer,
   slaOf,
 }: NoticesNeeds) {
   const noticeSender = new SlackNoticeSender(slackClient, logger, cardCalls, postPacer);
@@ -54,6 +58,7 @@ export function wireNotices({
     audit: auditTrail,
     writtenWithResolution: writtenDecisions,
     ownerOf: (hostId) => owners.get(hostId),
+    strangerTo: async (userId, record) => (await authorizer.strangerTo(userId, record))?.why,
     slaOf,
     logger,
   });

@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { shellApproval } from '../support/fakeHost.js';
 import { WORKSPACE_PEOPLE } from '../support/fakeSlack.js';
 import { until } from '../support/until.js';
-import { type ConfigSpec, configFile, ladder, rotation, route, users } from './fixtures/config.js';
+import { type ConfigSpec, configFile, ladder, mainHost, rotation, route, users } from './fixtures/config.js';
 import { commandAnswer, openHome } from './teamSetup.js';
 import { buttonsOf, SESSION, textOf, World } from './world.js';
 
@@ -252,6 +252,47 @@ describe('strangers', () => {
     const whoami = await commandAnswer(world, GUEST, 'whoami');
     expect(JSON.stringify(whoami.body)).toContain('you may not decide: guests may not');
   });
+
+  it('the host’s owner who is a guest or of another team is told nothing of their agent’s decisions, unless the route lets them in', async () => {
+    const cases = [
+      { owner: GUEST, rules: {}, told: false },
+      { owner: PARTNER, rules: {}, told: false },
+      { owner: GUEST, rules: { allowGuests: true }, told: true },
+    ];
+    for (const [i, { owner, rules, told }] of cases.entries()) {
+      const world = await World.start({}, (host) => {
+        const config = configFile({
+          hosts: [mainHost(host.command, { owner })],
+          routes: [route('strict', { approvers: users('U0ALICE'), ...rules })],
+        });
+        cleanups.push(config.remove);
+        return { COUNTERSIGN_CONFIG: config.path, MSP_HOST_COMMAND: '' };
+      });
+      cleanups.push(() => world.close());
+      world.slack.setUser(PARTNER, { team_id: 'T0PARTNER', real_name: 'Partner' });
+      world.slack.setUser(GUEST, { team_id: 'T1', is_restricted: true, real_name: 'Guest' });
+      const approvalId = `str-0011-${i}`;
+      await world.host.open(
+        shellApproval({ approvalId, sessionId: SESSION, stages: [['deploy', 'owner-secret-target']] }),
+        { via: 'both' },
+      );
+      await world.waitForCard(approvalId, (m) => buttonsOf(m).length > 0);
+      await world.press(approvalId, 'Reject', 'U0ALICE');
+      await world.submitModal('U0ALICE', 'not during the freeze');
+      await world.host.waitForDecide((f) => f.frame.params.approvalId === approvalId);
+      // The owner's notice has been dealt with, one way or the other.
+      await world.bot.waitForLog((l) => l.json?.approvalId === approvalId && l.json?.notice === 'dm');
+      const dms = postsTo(world, `D${owner}`);
+      if (told) {
+        expect(dms).toHaveLength(1);
+        expect(String(dms[0]!.args.text)).toContain('not during the freeze');
+      } else {
+        expect(dms).toHaveLength(0);
+        expect(world.slack.callsOf('conversations.open')).toHaveLength(0);
+      }
+      await world.close();
+    }
+  }, 60_000);
 
   it('App Home stops showing a member who became a guest the decisions they made before', async () => {
     // Slack's answer about who someone is is kept for a second: then the change is seen.

@@ -9,6 +9,7 @@ import {
   inChannel,
   isFullMember,
   type Person,
+  type Refused,
   type RevokeAuthorization,
   strangerRefusal,
   type Workspace,
@@ -304,6 +305,20 @@ export class Authorizer {
     });
     const workspace = this.options.workspace();
     return { ...(person ? { person } : {}), ...(workspace ? { workspace } : {}) };
+  }
+
+  /**
+   * Why `userId` is a stranger `record`'s route does not let in (a guest, another team or
+   * enterprise, a deactivated account, or one Slack does not confirm now); undefined when they are
+   * none. For what is told to a person the rules name without asking them to decide: the host's
+   * owner, whose agent asks, is told how it went only while they are no such stranger.
+   */
+  async strangerTo(userId: string, record: Decidable): Promise<Refused | undefined> {
+    const person = await this.options.people.person(userId).catch((err: unknown) => {
+      this.options.logger.warn({ err, userId }, 'could not read who a Slack user is');
+      return undefined;
+    });
+    return strangerRefusal(this.authority(record), person, this.options.workspace());
   }
 
   isAdmin(userId: string): boolean {

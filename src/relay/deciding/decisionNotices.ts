@@ -53,6 +53,12 @@ export interface DecisionNoticesOptions {
   writtenWithResolution?: { take(approvalId: string): boolean };
   /** The Slack user whose agent a host runs (config hosts[].owner). */
   ownerOf: (hostId: string) => string | undefined;
+  /**
+   * Why the owner is a stranger the record's route does not let in (Authorizer.strangerTo: a
+   * guest, another team, deactivated, not confirmed by Slack now), or undefined. Such an owner
+   * gets no DM: it names the deciders and their reason. Without it, the owner is always told.
+   */
+  strangerTo?: (userId: string, record: ApprovalRecord) => Promise<string | undefined>;
   logger: Logger;
   /** Counts for /metrics (notices sent). */
   activity?: Activity;
@@ -119,11 +125,24 @@ export class DecisionNotices {
     const owner = ownerOf(record.hostId);
     const names = this.names(record);
     await Promise.all([
-      this.once(record, 'thread', async () => sender.decisionLine({ channel, ts }, record, await names)),
+      this.once(record, 'thread', async () => {
+        await sender.decisionLine({ channel, ts }, record, await names);
+        return undefined;
+      }),
       owner
         ? this.once(record, 'dm', async () => {
+            // Checked as it is sent: the owner may have become a guest since the host was configured.
+            const stranger = await this.options.strangerTo?.(owner, record);
+            if (stranger) {
+              this.options.logger.info(
+                { approvalId: record.approvalId, notice: 'dm', owner, why: stranger },
+                'decision notice not sent: the host’s owner may not see this route’s approvals',
+              );
+              return `not sent: ${stranger}`;
+            }
             const [permalink, known] = await Promise.all([sender.permalink(channel, ts), names]);
             await sender.requesterDm(owner, record, permalink, known);
+            return undefined;
           })
         : undefined,
     ]);
@@ -187,8 +206,15 @@ export class DecisionNotices {
     logger.debug({ approvalId, notice: 'audit' }, 'decision notice sent');
   }
 
-  /** Runs `send` if this process wins the notice's claim; never rejects. */
-  private async once(record: ResolvedRecord, kind: NoticeKind, send: () => Promise<void>): Promise<void> {
+  /**
+   * Runs `send` if this process wins the notice's claim; never rejects. `send` may say why it
+   * sent nothing: that is the claim's outcome.
+   */
+  private async once(
+    record: ResolvedRecord,
+    kind: NoticeKind,
+    send: () => Promise<string | undefined>,
+  ): Promise<void> {
     const { ledger, logger } = this.options;
     const { approvalId } = record;
     try {
@@ -202,9 +228,12 @@ export class DecisionNotices {
     }
     let outcome = 'sent';
     try {
-      await send();
-      this.options.activity?.count('noticesSent');
-      logger.debug({ approvalId, notice: kind }, 'decision notice sent');
+      const unsent = await send();
+      if (unsent) outcome = unsent;
+      else {
+        this.options.activity?.count('noticesSent');
+        logger.debug({ approvalId, notice: kind }, 'decision notice sent');
+      }
     } catch (err) {
       outcome = `failed: ${err instanceof Error ? err.message : String(err)}`.slice(0, 200);
       logger.error({ err, approvalId, notice: kind }, 'decision notice not sent');
