@@ -70,6 +70,12 @@ export const SECRET_RULES: readonly SecretRule[] = [
     label: 'gitlab-token',
     source: `${atWordStart('gl(?:pat|dt|rt|cbt|ptt|ft|imt|soat|oas|agent|ffct)-')}[0-9A-Za-z_-]{20,300}(?:\\.[0-9a-z]{9})?`,
   },
+  {
+    // HashiCorp Vault's service, batch and recovery tokens (since Vault 1.10): wherever they
+    // appear, not only after `vault login` (vaultSecrets.ts), e.g. `vault token lookup hvs.…`.
+    label: 'vault-token',
+    source: `${atWordStart('hv[sbr]\\.')}[A-Za-z0-9_-]{24,512}`,
+  },
   { label: 'npm-token', source: `${atWordStart('npm_')}[A-Za-z0-9]{36}(?![A-Za-z0-9_])` },
   { label: 'google-api-key', source: `${atWordStart('AIza')}[0-9A-Za-z_-]{35}` },
   { label: 'stripe-key', source: `${atWordStart('[rs]k_')}(?:live|test|prod)_[A-Za-z0-9]{10,247}` },

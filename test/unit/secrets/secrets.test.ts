@@ -27,6 +27,9 @@ const GITHUB_FINE = `github_pat_11ABCDEFG0123456789_${'aB3'.repeat(20)}xy`;
 const AWS_KEY = AWS_EXAMPLE_KEY;
 const OPENAI_KEY = `sk-proj-${'Xy7_'.repeat(12)}T3BlbkFJ${'Ab9-'.repeat(12)}`;
 const ANTHROPIC_KEY = `sk-ant-api03-${'qW3eR5tY7u'.repeat(9)}abcAA`;
+const VAULT_SERVICE = `hvs.CAESI${'Qm9uZ1R4'.repeat(10)}Gh4KHGh2cy5`;
+const VAULT_BATCH = `hvb.AAAAAQ${'Jx7kLm2Pq9'.repeat(12)}`;
+const VAULT_RECOVERY = `hvr.${'Z3k9Wq'.repeat(5)}`;
 const JWT =
   'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c';
 const PRIVATE_KEY = [
@@ -61,6 +64,11 @@ describe('maskSecrets: every shape the issue lists', () => {
     ['OpenAI project key', `OPENAI=${OPENAI_KEY}`, OPENAI_KEY, 'api-key'],
     ['Anthropic key', `{"x-api":"${ANTHROPIC_KEY}"}`, ANTHROPIC_KEY, 'api-key'],
     ['JWT', `cookie session=${JWT}; path=/`, JWT, 'jwt'],
+    // Vault's service, batch and recovery tokens, wherever they appear (`vault token lookup`,
+    // an env var, a header): not only after `vault login`.
+    ['Vault service token', `vault token lookup ${VAULT_SERVICE}`, VAULT_SERVICE, 'vault-token'],
+    ['Vault batch token', `VAULT_TOKEN=${VAULT_BATCH} terraform apply`, VAULT_BATCH, 'vault-token'],
+    ['Vault recovery token', `curl -H "X-Vault-Token: ${VAULT_RECOVERY}" v`, VAULT_RECOVERY, 'vault-token'],
     [
       'private key block',
       `cat > id_ed25519 <<EOF\n${PRIVATE_KEY}\nEOF`,
@@ -293,6 +301,7 @@ describe('maskSecrets: cost', () => {
     'A_KEY='.repeat(10_000),
     '\\n'.repeat(32_000),
     'glpat-'.repeat(10_000),
+    'hvs.'.repeat(16_000),
     'hooks.slack.com/services/'.repeat(2_600),
     'password=\\"'.repeat(7_000),
     `password=\\"${'\\\\\\"'.repeat(15_000)}`,
