@@ -139,6 +139,23 @@ describe('SessionFollower: a session another host holds', () => {
     follower.dispose();
   });
 
+  it('is not listed again for each row that shows it, once let go of with nothing to decide', async () => {
+    vi.useFakeTimers();
+    const { host, follower } = heldSessionHost();
+    const listings = () => host.calls.filter((call) => call.method === 'approval/listPending').length;
+    await follower.syncAll();
+    host.pending = false;
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(listings()).toBe(2);
+    // No longer tried on the timer, but still listed in this host process: a row is no news.
+    follower.handleNotification('session/listChanged', {
+      session: { sessionId: SESSION, status: 'notLoaded' },
+    });
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(listings()).toBe(2);
+    follower.dispose();
+  });
+
   it('stops retrying once the host is gone', async () => {
     vi.useFakeTimers();
     const { follower, resumes } = heldSessionHost();
@@ -414,6 +431,26 @@ describe('SessionFollower: a session read again that the host could not list', (
     follower.dispose();
   });
 
+  it('keeps what the late reading found: a statusChanged without the flag then reads nothing', async () => {
+    vi.useFakeTimers();
+    let failures = 1;
+    let listings = 0;
+    const follower = followerOn(async (method: string) => {
+      if (method !== 'approval/listPending') throw MspError.methodNotFound(method);
+      listings += 1;
+      if (failures-- > 0) throw OVERLOADED();
+      return { approvals: [], userInputs: [] };
+    });
+    await follower.refresh('s-1');
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(listings).toBe(2);
+    // Nothing was pending when it answered, and the host says nothing is.
+    follower.handleNotification('session/statusChanged', { sessionId: 's-1', status: 'running' });
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(listings).toBe(2);
+    follower.dispose();
+  });
+
   it('stops retrying once disposed', async () => {
     vi.useFakeTimers();
     let listings = 0;
@@ -631,6 +668,67 @@ describe('SessionFollower: memories a host fills with session ids', () => {
     });
     await until(() => follower.isResumed('h-0'));
     expect(count('session/resume', 'h-0')).toBe(2);
+    follower.dispose();
+  });
+
+  it('follows again a session it forgot it listed, once a list row shows it', async () => {
+    const { count, follower } = namingHost(3);
+    for (let i = 0; i <= 3; i++) {
+      follower.handleNotification('session/started', started(`s-${i}`));
+      await until(() => follower.isResumed(`s-${i}`));
+    }
+    await settle();
+    const before = [count('approval/listPending', 's-0'), count('approval/listPending', 's-3')];
+    const row = (sessionId: string) => ({ session: { sessionId, status: 'notLoaded' } });
+    // Still known: a row is no news. Forgotten: read, as a session never seen.
+    follower.handleNotification('session/listChanged', row('s-3'));
+    follower.handleNotification('session/listChanged', row('s-0'));
+    await until(() => count('approval/listPending', 's-0') === before[0]! + 1);
+    await settle();
+    expect(count('approval/listPending', 's-3')).toBe(before[1]);
+    follower.dispose();
+  });
+
+  it('forgets first the session the host spoke of longest ago, not the one it heard of first', async () => {
+    const { count, follower } = namingHost(3);
+    for (let i = 0; i <= 2; i++) {
+      follower.handleNotification('session/started', started(`s-${i}`));
+      await until(() => follower.isResumed(`s-${i}`));
+      await settle();
+    }
+    // Known not to be flagged, so not read; and now the session whose flag was set last.
+    follower.handleNotification('session/statusChanged', status('s-0'));
+    follower.handleNotification('session/started', started('s-3'));
+    await until(() => follower.isResumed('s-3'));
+    await settle();
+    const before = [count('approval/listPending', 's-0'), count('approval/listPending', 's-1')];
+
+    // s-1's flag was forgotten, not s-0's: only s-1 is read when the host says neither is flagged.
+    follower.handleNotification('session/statusChanged', status('s-0'));
+    follower.handleNotification('session/statusChanged', status('s-1'));
+    await until(() => count('approval/listPending', 's-1') === before[1]! + 1);
+    await settle();
+    expect(count('approval/listPending', 's-0')).toBe(before[0]);
+    follower.dispose();
+  });
+
+  it('stops the retry of a failed reading it forgot, and forgets whether that session was flagged', async () => {
+    vi.useFakeTimers();
+    const { count, follower } = namingHost(3);
+    // The host says g-0's flag went: the reading fails and waits to be tried again; so do g-1..g-3's.
+    follower.handleNotification('session/statusChanged', status('g-0'));
+    for (let i = 1; i <= 3; i++) follower.handleNotification('view/gap', { sessionId: `g-${i}` });
+    await vi.advanceTimersByTimeAsync(10);
+    expect(follower.sessionCounts().refreshRetries).toBe(3);
+    expect(vi.getTimerCount()).toBe(3);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(count('approval/listPending', 'g-0')).toBe(1);
+    expect(count('approval/listPending', 'g-3')).toBe(2);
+
+    // It may still have had an approval pending: the host's next word that the flag is gone reads it.
+    follower.handleNotification('session/statusChanged', status('g-0'));
+    await vi.advanceTimersByTimeAsync(10);
+    expect(count('approval/listPending', 'g-0')).toBe(2);
     follower.dispose();
   });
 });

@@ -190,4 +190,16 @@ describe('what is kept of sessions is bounded', () => {
     // Another host's sessions count against its own cap, never this one's.
     expect((await openOne(h, 'b', 'b0', 'ap-b0')).record.sessionTitle).toBe('prod 0');
   });
+
+  it('keeps a session for its announcements only, not for the approvals that read it', async () => {
+    const h = harness(2);
+    const said = (n: number) => ({ label: `prod ${n}`, title: `prod ${n}` });
+    for (const n of [0, 1]) h.relay.handleHostEvent(seen('a', `s${n}`, said(n)));
+    // An approval in s0 reads what was announced of it: s0 is still the one announced longest ago.
+    expect((await openOne(h, 'a', 's0', 'ap-0')).record.sessionTitle).toBe('prod 0');
+    h.relay.handleHostEvent(seen('a', 's2', said(2)));
+
+    expect((await openOne(h, 'a', 's0', 'ap-1')).record.sessionTitle).toBeUndefined();
+    expect((await openOne(h, 'a', 's1', 'ap-2')).record.sessionTitle).toBe('prod 1');
+  });
 });
