@@ -1,8 +1,8 @@
+import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import { v7 as uuidv7 } from 'uuid';
 import { z } from 'zod';
 import type { WarnLog } from '../util/logBudget.js';
-import { evictOldest, RecentMap, RecentSet } from '../util/recency.js';
 import { approvalLogFields, type EventOrigin } from './approvalEvents.js';
 import { type BackoffPolicy, nominalDelay } from './backoff.js';
 import { HostGoneError, MspError } from './errors.js';
@@ -96,33 +96,35 @@ export class SessionFollower {
   private disposed = false;
 
   // Every memory of sessions below, which the host fills with the session ids it names, keeps at
-  // most maxSessions, the session it touched longest ago forgotten first (util/recency.ts): a
-  // host naming millions of sessions must not grow the bot until it dies. Each forgets on its
-  // own, so that a flood through one does not empty the others; what each does with a session it
-  // forgot is said with it, and none ignores what the host says of that session next.
+  // most maxSessions, the session it touched longest ago forgotten first (an LRUCache: set()
+  // makes a session the newest, has() and peek() leave the order alone): a host naming millions
+  // of sessions must not grow the bot until it dies. Each forgets on its own, so that a flood
+  // through one does not empty the others; what each does with a session it forgot is said with
+  // it, and none ignores what the host says of that session next. An LRUCache sets aside its
+  // slots when made: about 220 KB each at 10,000, measured, so 1.1 MB per host process followed.
 
   /**
    * Sessions we have listed (or are listing) in this incarnation. One forgotten is followed
    * again when a list row shows it, as one never seen is.
    */
-  private readonly known: RecentSet<string>;
+  private readonly known: LRUCache<string, true>;
   /**
    * Sessions this connection is subscribed to. One forgotten is followed again (listed, and
    * resumed) when the host says it needs a decision, or a full reading finds it (syncAll).
    */
-  private readonly resumed: RecentSet<string>;
+  private readonly resumed: LRUCache<string, true>;
   /**
    * Whether the host last said the session has an approval pending (the approvalPending flag of
    * a statusChanged, or a listing with approvals in it): when a statusChanged then comes without
    * the flag, the session is read again once. A session without an entry (never heard of here,
    * or forgotten) may have been flagged, so it is read again too.
    */
-  private readonly flaggedPending: RecentMap<string, boolean>;
+  private readonly flaggedPending: LRUCache<string, boolean>;
   /**
    * Sessions another client holds (session/resume said sessionInUse), tried again on a timer.
    * One forgotten is tried again when the host shows it (a list row, a statusChanged).
    */
-  private readonly heldElsewhere: RecentSet<string>;
+  private readonly heldElsewhere: LRUCache<string, true>;
   /** One follow at a time per session, in order. */
   private readonly chains = new Map<string, Promise<void>>();
   /**
@@ -142,7 +144,7 @@ export class SessionFollower {
    * Sessions whose reading again failed: the next try's timer, and how many failed in a row. One
    * forgotten is read again when a frame asks for it.
    */
-  private readonly refreshRetries: RecentMap<
+  private readonly refreshRetries: LRUCache<
     string,
     { attempt: number; timer: ReturnType<typeof setTimeout> }
   >;
@@ -158,16 +160,28 @@ export class SessionFollower {
     this.resumeSupported = options.durable;
     this.frameWarnings = options.frameWarnings ?? options.logger;
     this.maxSessions = options.maxSessions ?? MAX_FOLLOWED_SESSIONS;
-    this.known = new RecentSet(this.maxSessions);
-    this.resumed = new RecentSet(this.maxSessions);
-    this.flaggedPending = new RecentMap(this.maxSessions);
+    const max = this.maxSessions;
+    this.known = new LRUCache({ max });
+    this.resumed = new LRUCache({ max });
+    this.flaggedPending = new LRUCache({ max });
+    // lru-cache disposes of an entry deleted or set anew as well as of one evicted: only an
+    // eviction forgets. A session let go of, or read at last, is still listed and its flag known.
     // No longer tried on the timer: forgotten as listed too, so that a list row follows it again.
-    this.heldElsewhere = new RecentSet(this.maxSessions, (sessionId) => this.known.delete(sessionId));
+    this.heldElsewhere = new LRUCache({
+      max,
+      disposeAfter: (_held, sessionId, reason) => {
+        if (reason === 'evict') this.known.delete(sessionId);
+      },
+    });
     // No longer read again on a timer: its flag is forgotten too, so that the next statusChanged
     // without it reads the session again.
-    this.refreshRetries = new RecentMap(this.maxSessions, (sessionId, retry) => {
-      clearTimeout(retry.timer);
-      this.flaggedPending.delete(sessionId);
+    this.refreshRetries = new LRUCache({
+      max,
+      disposeAfter: (retry, sessionId, reason) => {
+        if (reason !== 'evict') return;
+        clearTimeout(retry.timer);
+        this.flaggedPending.delete(sessionId);
+      },
     });
   }
 
@@ -175,7 +189,7 @@ export class SessionFollower {
   dispose(): void {
     this.disposed = true;
     this.stopHeldRetry();
-    for (const sessionId of [...this.refreshRetries.keys()]) this.stopRefreshRetry(sessionId);
+    for (const sessionId of [...this.refreshRetries.rkeys()]) this.stopRefreshRetry(sessionId);
   }
 
   isResumed(sessionId: string): boolean {
@@ -219,7 +233,8 @@ export class SessionFollower {
    */
   async refreshAll(): Promise<void> {
     await this.syncAll();
-    for (const sessionId of [...this.resumed]) {
+    // Resumed longest ago first (rkeys: an LRUCache's keys() starts with the newest).
+    for (const sessionId of [...this.resumed.rkeys()]) {
       if (this.disposed) return;
       await this.refresh(sessionId);
     }
@@ -250,7 +265,7 @@ export class SessionFollower {
   /** Reads the session again after REFRESH_RETRY's next wait: one timer per session. */
   private retryRefresh(sessionId: string): void {
     if (this.disposed) return;
-    const attempt = this.refreshRetries.get(sessionId)?.attempt ?? 0;
+    const attempt = this.refreshRetries.peek(sessionId)?.attempt ?? 0;
     this.stopRefreshRetry(sessionId);
     const delay = nominalDelay(attempt, REFRESH_RETRY);
     const timer = setTimeout(() => void this.refresh(sessionId), delay);
@@ -260,7 +275,7 @@ export class SessionFollower {
   }
 
   private stopRefreshRetry(sessionId: string): void {
-    const retry = this.refreshRetries.get(sessionId);
+    const retry = this.refreshRetries.peek(sessionId);
     if (!retry) return;
     clearTimeout(retry.timer);
     this.refreshRetries.delete(sessionId);
@@ -328,7 +343,7 @@ export class SessionFollower {
         const { sessionId, attention } = parsed.data;
         const pendingNow = attention?.includes('approvalPending') === true;
         // Not known here (forgotten past the bound, or never listed): it may have been flagged.
-        const wasPending = this.flaggedPending.get(sessionId) ?? true;
+        const wasPending = this.flaggedPending.peek(sessionId) ?? true;
         this.flaggedPending.set(sessionId, pendingNow);
         // Subscribed sessions get their approvals pushed; only unfollowed ones need a pull. A
         // session another client held may have been let go: try to take it again.
@@ -394,7 +409,7 @@ export class SessionFollower {
       sessionId,
       this.tracked.get(sessionId)?.viewCursor,
     );
-    this.resumed.add(sessionId);
+    this.resumed.set(sessionId, true);
     this.releaseHeld(sessionId);
     this.track({ sessionId, ...(viewCursor ? { viewCursor } : {}) });
   }
@@ -412,7 +427,13 @@ export class SessionFollower {
     void this.memory?.remember(this.origin.hostId, session).catch((error: unknown) => {
       this.logger.warn({ err: error, sessionId }, 'could not remember the followed session');
     });
-    evictOldest(this.tracked, this.maxSessions, (oldest) => this.forget(oldest));
+    // A Map trimmed here, not an LRUCache: the supervisor owns it across the host's incarnations
+    // (and clears it), while what an eviction does (forget in `memory`) is this follower's.
+    for (const oldest of this.tracked.keys()) {
+      if (this.tracked.size <= this.maxSessions) break;
+      this.tracked.delete(oldest);
+      this.forget(oldest);
+    }
   }
 
   /** Nothing of the session is remembered across restarts any more. */
@@ -443,7 +464,7 @@ export class SessionFollower {
   }
 
   private follow(sessionId: string, loadedHere: boolean): Promise<void> {
-    this.known.add(sessionId);
+    this.known.set(sessionId, true);
     this.expectListing(sessionId);
     const kind = loadedHere ? 'followLoaded' : 'follow';
     return this.chainOnce(kind, sessionId, () => this.followNow(sessionId, loadedHere));
@@ -593,7 +614,7 @@ export class SessionFollower {
 
   /** Follows a held session again, unless a retry of it is already waiting its turn. */
   private retryHeld(sessionId: string, loadedHere: boolean): Promise<void> {
-    this.known.add(sessionId);
+    this.known.set(sessionId, true);
     this.expectListing(sessionId);
     return this.chainOnce('retry', sessionId, () => this.followNow(sessionId, loadedHere));
   }
@@ -623,7 +644,7 @@ export class SessionFollower {
   private async retryAllHeld(): Promise<void> {
     this.heldTimer = undefined;
     this.heldAttempt += 1;
-    await Promise.all([...this.heldElsewhere].map((sessionId) => this.retryHeld(sessionId, false)));
+    await Promise.all([...this.heldElsewhere.rkeys()].map((sessionId) => this.retryHeld(sessionId, false)));
     // Armed again (with the next, longer delay) only once this round is done, so that rounds
     // never overlap; a session taken meanwhile left the set.
     this.scheduleHeldRetry();
@@ -656,7 +677,7 @@ export class SessionFollower {
             'session is held by another client; its approvals cannot be decided from here until it lets go',
           );
         }
-        this.heldElsewhere.add(sessionId);
+        this.heldElsewhere.set(sessionId, true);
         this.scheduleHeldRetry();
         this.emit({ type: 'sessionHeldElsewhere', ...this.origin, sessionId });
       } else {

@@ -1,7 +1,7 @@
+import { LRUCache } from 'lru-cache';
 import { MAX_HOST_ID_CHARS } from '../../msp/protocol.js';
 import { MAX_FOLLOWED_SESSIONS } from '../../msp/sessionFollower.js';
 import { cutAtCodePoint } from '../../util/cutAtCodePoint.js';
-import { evictOldest } from '../../util/recency.js';
 import { fitText } from './intake/fitText.js';
 import type { PartReport } from './intake/partIntake.js';
 
@@ -71,7 +71,7 @@ function fitted(raw: string): { text: string; intake: PartReport } {
 }
 
 export class KnownSessions {
-  private readonly byHost = new Map<string, Map<string, KnownSession>>();
+  private readonly byHost = new Map<string, LRUCache<string, KnownSession>>();
 
   constructor(private readonly maxPerHost = MAX_SESSIONS_PER_HOST) {}
 
@@ -80,7 +80,7 @@ export class KnownSessions {
     if (sessionId.length > MAX_SESSION_ID_CHARS) return;
     let sessions = this.byHost.get(hostId);
     if (!sessions) {
-      sessions = new Map();
+      sessions = new LRUCache({ max: this.maxPerHost });
       this.byHost.set(hostId, sessions);
     }
     const { label, title, workspaceRoot } = announced;
@@ -90,14 +90,13 @@ export class KnownSessions {
     if (workspaceRoot !== undefined && workspaceRoot.length <= MAX_WORKSPACE_ROOT_CHARS) {
       kept.workspaceRoot = workspaceRoot;
     }
-    // Deleted first, so that the Map's order (oldest first) is the order of last announcement.
-    sessions.delete(sessionId);
+    // The newest: the session announced longest ago is the one forgotten past the bound.
     sessions.set(sessionId, kept);
-    evictOldest(sessions, this.maxPerHost);
   }
 
   /** What the host said of its session, if the bot still knows it. */
   get(hostId: string, sessionId: string): KnownSession | undefined {
-    return this.byHost.get(hostId)?.get(sessionId);
+    // peek, not get: only an announcement keeps a session, never an approval that reads it.
+    return this.byHost.get(hostId)?.peek(sessionId);
   }
 }
