@@ -164,6 +164,12 @@ async function untilPhase(world: World, approvalId: string, phase: string): Prom
 }
 
 /** Bob presses on `approvalId`; the host holds the decide 2.5 s, then refuses it (no reviewer). */
+/**
+ * A test with two hosts, a decide the host holds 2.5 s then refuses (beingDecidedThenRefused),
+ * and a form opened and submitted takes about 10 s alone, twice that on a loaded machine.
+ */
+const HELD_DECIDE_TEST_MS = 40_000;
+
 async function beingDecidedThenRefused(world: World, host: FakeHost, approvalId: string): Promise<void> {
   await host.delayDecide(2_500);
   await host.failDecide({
@@ -431,35 +437,44 @@ describe('batch triage', () => {
     expect(hostA.decides()).toEqual([]);
   });
 
-  it('"Reject all" audits, at submit, a refusal of a request that was being decided when the form opened', async () => {
-    const { world, hostA, own } = await ownAndTheirs('batch-busy-own', 'batch-busy-theirs');
-    const summary = await summaryWhen(world, (m) => textOf(m).includes('4 alike requests waiting'));
-    const [busy, refused] = own.map((a) => a.approvalId) as [string, string];
-    // Bob's click on one of Alice's own requests is with the host, which then refuses it: the
-    // claim is given back and the request waits again.
-    await beingDecidedThenRefused(world, hostA, busy);
+  it(
+    '"Reject all" audits, at submit, a refusal of a request that was being decided when the form opened',
+    async () => {
+      const { world, hostA, own } = await ownAndTheirs('batch-busy-own', 'batch-busy-theirs');
+      const summary = await summaryWhen(world, (m) => textOf(m).includes('4 alike requests waiting'));
+      const [busy, refused] = own.map((a) => a.approvalId) as [string, string];
+      // Bob's click on one of Alice's own requests is with the host, which then refuses it: the
+      // claim is given back and the request waits again.
+      await beingDecidedThenRefused(world, hostA, busy);
 
-    // Alice's form opens while it is being decided: that skip is no refusal of hers.
-    const since = world.slack.calls.length;
-    await pressSummary(world, summary, 'cs_batch_reject', 'U0ALICE');
-    await world.slack.waitFor('views.open', () => true, 5_000, { since });
-    await untilPhase(world, busy, 'pending');
-    await world.submitModal('U0ALICE', 'not now', { view: BATCH_REJECT_VIEW_CALLBACK_ID, since });
-    const answer = await ephemeralAfter(world, 'U0ALICE', since);
-    expect(answer).toContain('You rejected 2 requests');
-    expect(answer).toContain(busy);
-    await settle(1_000);
+      // Alice's form opens while it is being decided: that skip is no refusal of hers.
+      const since = world.slack.calls.length;
+      await pressSummary(world, summary, 'cs_batch_reject', 'U0ALICE');
+      await world.slack.waitFor('views.open', () => true, 5_000, { since });
+      await untilPhase(world, busy, 'pending');
+      await world.submitModal('U0ALICE', 'not now', { view: BATCH_REJECT_VIEW_CALLBACK_ID, since });
+      const answer = await ephemeralAfter(world, 'U0ALICE', since);
+      expect(answer).toContain('You rejected 2 requests');
+      expect(answer).toContain(busy);
+      await settle(1_000);
 
-    // Each of her own requests refused once in this press: the one decidable at the opening
-    // then, the one busy then at the submit.
-    const refusals = (await world.refusalEntries()).map((r) => [r.approvalId, r.userId, r.action, r.reason]);
-    expect(refusals.sort()).toEqual(
-      [
-        [refused, 'U0ALICE', 'modalOpen', 'selfApproval'],
-        [busy, 'U0ALICE', 'modalSubmit', 'selfApproval'],
-      ].sort(),
-    );
-  });
+      // Each of her own requests refused once in this press: the one decidable at the opening
+      // then, the one busy then at the submit.
+      const refusals = (await world.refusalEntries()).map((r) => [
+        r.approvalId,
+        r.userId,
+        r.action,
+        r.reason,
+      ]);
+      expect(refusals.sort()).toEqual(
+        [
+          [refused, 'U0ALICE', 'modalOpen', 'selfApproval'],
+          [busy, 'U0ALICE', 'modalSubmit', 'selfApproval'],
+        ].sort(),
+      );
+    },
+    HELD_DECIDE_TEST_MS,
+  );
 
   it('"Reject all" submitted with metadata claiming every member was refused at opening still audits each refusal', async () => {
     const world = await startWorld();
@@ -523,43 +538,47 @@ describe('batch triage', () => {
     expect(world.slack.calls.slice(since).filter((c) => c.method === 'chat.postEphemeral')).toEqual([]);
   });
 
-  it('"Reject all" ignores a refused-at-opening list edited into its form: a refusal new at submit is audited', async () => {
-    const { world, hostA, own } = await ownAndTheirs('batch-edit-own', 'batch-edit-theirs');
-    const summary = await summaryWhen(world, (m) => textOf(m).includes('4 alike requests waiting'));
-    const [busy, refused] = own.map((a) => a.approvalId) as [string, string];
-    // One of Alice's own is being decided (Bob's click, which the host then refuses) when her form
-    // opens: skipped then, and no refusal of hers; it waits again by her submit.
-    await beingDecidedThenRefused(world, hostA, busy);
-    const since = world.slack.calls.length;
-    await pressSummary(world, summary, 'cs_batch_reject', 'U0ALICE');
-    const opened = await world.slack.waitFor('views.open', () => true, 5_000, { since });
-    await untilPhase(world, busy, 'pending');
-    // Her form, its metadata edited to say every member was refused when it opened.
-    const metadata = JSON.parse((opened.args.view as { private_metadata: string }).private_metadata) as {
-      m: unknown[];
-    };
-    const response = await postInteraction(
-      world.bot.url,
-      SIGNING_SECRET,
-      viewSubmissionPayload({
-        userId: 'U0ALICE',
-        callbackId: BATCH_REJECT_VIEW_CALLBACK_ID,
-        privateMetadata: JSON.stringify({ ...metadata, r: metadata.m.map((_, i) => i) }),
-        values: { cs_feedback_block: { cs_feedback_input: { type: 'plain_text_input', value: 'no' } } },
-      }),
-    );
-    expect(response.status).toBe(200);
-    expect(await ephemeralAfter(world, 'U0ALICE', since)).toContain('You rejected 2 requests');
-    await settle(1_000);
-    // Each of her own refused once in this press, whatever the form says: the busy one at submit.
-    const refusals = (await world.refusalEntries()).map((r) => [r.approvalId, r.userId, r.action]);
-    expect(refusals.sort()).toEqual(
-      [
-        [refused, 'U0ALICE', 'modalOpen'],
-        [busy, 'U0ALICE', 'modalSubmit'],
-      ].sort(),
-    );
-  });
+  it(
+    '"Reject all" ignores a refused-at-opening list edited into its form: a refusal new at submit is audited',
+    async () => {
+      const { world, hostA, own } = await ownAndTheirs('batch-edit-own', 'batch-edit-theirs');
+      const summary = await summaryWhen(world, (m) => textOf(m).includes('4 alike requests waiting'));
+      const [busy, refused] = own.map((a) => a.approvalId) as [string, string];
+      // One of Alice's own is being decided (Bob's click, which the host then refuses) when her form
+      // opens: skipped then, and no refusal of hers; it waits again by her submit.
+      await beingDecidedThenRefused(world, hostA, busy);
+      const since = world.slack.calls.length;
+      await pressSummary(world, summary, 'cs_batch_reject', 'U0ALICE');
+      const opened = await world.slack.waitFor('views.open', () => true, 5_000, { since });
+      await untilPhase(world, busy, 'pending');
+      // Her form, its metadata edited to say every member was refused when it opened.
+      const metadata = JSON.parse((opened.args.view as { private_metadata: string }).private_metadata) as {
+        m: unknown[];
+      };
+      const response = await postInteraction(
+        world.bot.url,
+        SIGNING_SECRET,
+        viewSubmissionPayload({
+          userId: 'U0ALICE',
+          callbackId: BATCH_REJECT_VIEW_CALLBACK_ID,
+          privateMetadata: JSON.stringify({ ...metadata, r: metadata.m.map((_, i) => i) }),
+          values: { cs_feedback_block: { cs_feedback_input: { type: 'plain_text_input', value: 'no' } } },
+        }),
+      );
+      expect(response.status).toBe(200);
+      expect(await ephemeralAfter(world, 'U0ALICE', since)).toContain('You rejected 2 requests');
+      await settle(1_000);
+      // Each of her own refused once in this press, whatever the form says: the busy one at submit.
+      const refusals = (await world.refusalEntries()).map((r) => [r.approvalId, r.userId, r.action]);
+      expect(refusals.sort()).toEqual(
+        [
+          [refused, 'U0ALICE', 'modalOpen'],
+          [busy, 'U0ALICE', 'modalSubmit'],
+        ].sort(),
+      );
+    },
+    HELD_DECIDE_TEST_MS,
+  );
 
   it('"Reject all" sends the one reason with each rejection; "Review one by one" keeps the cards', async () => {
     const world = await startWorld();
