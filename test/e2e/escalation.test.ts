@@ -283,6 +283,10 @@ describe('escalation', () => {
       f.frame.params.approvalId === 'esc-timeout-log-1';
     await world.waitForCard('esc-timeout-log-1', (m) => textOf(m).includes('Timed out after'), 15_000);
     expect(world.host.decides().filter(mine)).toHaveLength(2);
+    // The card may be updated before the line that says so reaches the test through the pipe.
+    await world.bot.waitForLog(
+      (l) => l.json?.approvalId === 'esc-timeout-log-1' && l.msg === 'escalation timeout decided',
+    );
     const timeoutLines = world.bot.logs
       .filter(
         (l) => l.json?.approvalId === 'esc-timeout-log-1' && String(l.msg).startsWith('escalation timeout'),
