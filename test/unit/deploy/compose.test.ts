@@ -24,6 +24,7 @@ interface Service {
   env_file?: Array<string | { path: string; required?: boolean }>;
   depends_on?: Record<string, { condition?: string }> | string[];
   volumes?: string[];
+  ports?: string[];
   healthcheck?: { test?: string[] | string };
 }
 
@@ -154,6 +155,24 @@ describe('docker-compose.yml', () => {
       // Or Compose gives it to the bot itself, not from .env (MSP_HOST_COMMAND, the bridge;
       // REDIS_URL, written from REDIS_PASSWORD): the bot starts without it there.
       expect(() => loadObserved(env), `${name}: Compose neither refuses nor sets it`).not.toThrow();
+    }
+  });
+
+  it('publishes PORT and METRICS_PORT, where /metrics is, on this machine only', () => {
+    const published = (bot!.ports ?? []).map((mapping) => {
+      const [address, hostPort, containerPort, ...rest] = mapping.split(':');
+      expect(rest, mapping).toEqual([]);
+      return { address, hostPort: Number(hostPort), containerPort: Number(containerPort) };
+    });
+    for (const dotenv of [exampleDotenv(), { ...exampleDotenv(), METRICS_PORT: '9999' }]) {
+      // PORT never serves /metrics: METRICS_PORT does, and .env cannot move it off the published port.
+      const { config } = loadObserved(botEnvironment(dotenv));
+      expect(config.metricsPort).toBeDefined();
+      expect(published.map((p) => p.containerPort).sort()).toEqual([config.port, config.metricsPort].sort());
+    }
+    for (const { address, hostPort, containerPort } of published) {
+      expect(address).toBe('127.0.0.1');
+      expect(hostPort).toBe(containerPort);
     }
   });
 

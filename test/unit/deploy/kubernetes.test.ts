@@ -1,7 +1,8 @@
 // deploy/kubernetes: the base and the example overlay, rendered by `kubectl kustomize` as an
 // operator would, every object validated against the Kubernetes (and Prometheus Operator)
 // schemas, then checked against the bot itself: selectors find the pods, probes ask for paths it
-// serves, it reads every variable the Deployment sets, the Secret template holds every key the
+// serves on PORT, the ServiceMonitor scrapes METRICS_PORT (PORT never serves /metrics), it reads
+// every variable the Deployment sets, the Secret template holds every key the
 // Deployment takes from it, and the ConfigMap's file passes its configuration loader. The MSP
 // host runs in a container of its own, as another user, without the Secret, on a socket the
 // bot's host command connects to (test/unit/msp/socketBridge.test.ts runs that bridge). The
@@ -161,16 +162,62 @@ function selects(selector: Record<string, string> | undefined, labels: Record<st
   return pairs.length > 0 && pairs.every(([key, value]) => labels[key] === value);
 }
 
-/** The GET paths the bot serves on PORT, from its own route table. */
-function servedPaths(): string[] {
+/**
+ * The GET paths the bot serves on PORT or on METRICS_PORT, from its own route tables as
+ * createSlackApp.ts gives them out: /metrics on METRICS_PORT alone.
+ */
+function servedPaths(on: 'PORT' | 'METRICS_PORT'): string[] {
   const up = () => true;
-  const routes = [
-    ...healthRoutes({ redis: up, slack: up, hosts: up, whyDown: () => undefined }, 'readyOnly'),
-    metricsRoute(new PromMetrics({ routes: [], hosts: [] }), pino({ level: 'silent' })),
-  ];
+  const probe = { redis: up, slack: up, hosts: up, whyDown: () => undefined };
+  const routes =
+    on === 'PORT'
+      ? healthRoutes(probe, 'readyOnly')
+      : [
+          ...healthRoutes(probe, 'full'),
+          metricsRoute(new PromMetrics({ routes: [], hosts: [] }), pino({ level: 'silent' })),
+        ];
   return routes
     .filter((route) => [route.method].flat().some((method) => method.toUpperCase() === 'GET'))
     .map((route) => route.path);
+}
+
+/** The container port a Service's `targetPort` names, by name or by number. */
+function containerPortOf(bot: Container, target: string | number): number | undefined {
+  return typeof target === 'number' ? target : bot.ports?.find((p) => p.name === target)?.containerPort;
+}
+
+/** The port METRICS_PORT sets in the bot's container: where /metrics is, since PORT never serves it. */
+function metricsPortOf(bot: Container): number {
+  const value = bot.env?.find((e) => e.name === 'METRICS_PORT')?.value;
+  expect(value, 'the bot container sets METRICS_PORT').toBeDefined();
+  return Number(value);
+}
+
+interface ServicePort {
+  name: string;
+  port: number;
+  targetPort: string | number;
+}
+
+/**
+ * Each endpoint a ServiceMonitor scrapes is a port of the Service that leads to the bot's
+ * METRICS_PORT, and a path served there; not PORT, which answers /metrics 404.
+ */
+function checkScraped(
+  bot: Container,
+  servicePorts: ServicePort[],
+  endpoints: Array<{ port: string; path: string }>,
+): void {
+  expect(endpoints.length).toBeGreaterThan(0);
+  for (const endpoint of endpoints) {
+    const servicePort = servicePorts.find((p) => p.name === endpoint.port);
+    expect(servicePort, `a Service port named ${endpoint.port}`).toBeDefined();
+    expect(containerPortOf(bot, servicePort!.targetPort), `${endpoint.port} leads to METRICS_PORT`).toBe(
+      metricsPortOf(bot),
+    );
+    expect(servedPaths('METRICS_PORT')).toContain(endpoint.path);
+    expect(servedPaths('PORT')).not.toContain(endpoint.path);
+  }
 }
 
 function readYaml<T>(...path: string[]): T {
@@ -328,21 +375,20 @@ describe('the Redis URLs of deploy/kubernetes (the Secret template and README.md
 });
 
 describe('the ServiceMonitor component (deploy/kubernetes/components/servicemonitor)', () => {
-  it('is a valid ServiceMonitor scraping /metrics on a port of the base Service, whose labels it selects', () => {
+  it('is a valid ServiceMonitor scraping /metrics on the base Service’s port to METRICS_PORT, whose labels it selects', () => {
     validate(serviceMonitorFile);
-    const service = readYaml<KubeObject & { spec: { ports: Array<{ name: string }> } }>(
-      'base',
-      'service.yaml',
-    );
+    const service = readYaml<KubeObject & { spec: { ports: ServicePort[] } }>('base', 'service.yaml');
     const spec = serviceMonitorFile.spec as {
       selector: { matchLabels: Record<string, string> };
       endpoints: Array<{ port: string; path: string }>;
     };
     expect(selects(spec.selector.matchLabels, service.metadata.labels ?? {})).toBe(true);
-    for (const endpoint of spec.endpoints) {
-      expect(service.spec.ports.map((p) => p.name)).toContain(endpoint.port);
-      expect(servedPaths()).toContain(endpoint.path);
-    }
+    checkScraped(
+      deploymentOf([readYaml<KubeObject>('base', 'deployment.yaml')]).bot,
+      service.spec.ports,
+      spec.endpoints,
+    );
+    expect(spec.endpoints.map((e) => e.port)).toEqual(['metrics']);
   });
 });
 
@@ -384,7 +430,7 @@ describe.runIf(kubectl)('the base (deploy/kubernetes/base), rendered by kubectl 
 
   it('probes paths the bot serves (readiness /readyz, liveness /healthz) on the port PORT names', () => {
     const { bot } = deploymentOf(objects);
-    const served = servedPaths();
+    const served = servedPaths('PORT');
     const port = Number(bot.env?.find((e) => e.name === 'PORT')?.value ?? 3000);
     const probes = {
       startupProbe: bot.startupProbe,
@@ -394,10 +440,7 @@ describe.runIf(kubectl)('the base (deploy/kubernetes/base), rendered by kubectl 
     for (const [name, probe] of Object.entries(probes)) {
       expect(probe?.httpGet, name).toBeDefined();
       expect(served, name).toContain(probe!.httpGet!.path);
-      const target = probe!.httpGet!.port;
-      const containerPort =
-        typeof target === 'number' ? target : bot.ports?.find((p) => p.name === target)?.containerPort;
-      expect(containerPort, `${name} port`).toBe(port);
+      expect(containerPortOf(bot, probe!.httpGet!.port!), `${name} port`).toBe(port);
     }
     expect(bot.readinessProbe?.httpGet?.path).toBe('/readyz');
     expect(bot.livenessProbe?.httpGet?.path).toBe('/healthz');
@@ -405,6 +448,21 @@ describe.runIf(kubectl)('the base (deploy/kubernetes/base), rendered by kubectl 
     for (const { targetPort } of service.ports) {
       expect(bot.ports?.some((p) => p.name === targetPort || p.containerPort === targetPort)).toBe(true);
     }
+  });
+
+  it('serves /metrics on METRICS_PORT, a container port and a Service port named `metrics`, apart from PORT', () => {
+    const { bot } = deploymentOf(objects);
+    const config = podConfig(objects, scratch);
+    expect(config.metricsPort).toBe(metricsPortOf(bot));
+    expect(config.metricsPort).not.toBe(config.port);
+    expect(bot.ports?.find((p) => p.name === 'metrics')?.containerPort).toBe(config.metricsPort);
+    const service = only(objects, 'Service').spec as { ports: ServicePort[] };
+    const metrics = service.ports.find((p) => p.name === 'metrics');
+    expect(metrics, 'a Service port named metrics').toBeDefined();
+    expect(containerPortOf(bot, metrics!.targetPort)).toBe(config.metricsPort);
+    // The port Slack would reach in HTTP mode leads to PORT, which has no /metrics.
+    const http = service.ports.find((p) => p.name === 'http');
+    expect(containerPortOf(bot, http!.targetPort)).toBe(config.port);
   });
 
   it('sets only variables the bot reads, and takes from the Secret only keys its template holds', () => {
@@ -541,16 +599,14 @@ describe.runIf(kubectl?.components)('the example overlay (deploy/kubernetes/over
     expect([...namespaces][0]).toBeTruthy();
   });
 
-  it('scrapes the Service it renders with, on a port of that Service, at /metrics', () => {
-    const service = only(objects, 'Service') as KubeObject & { spec: { ports: Array<{ name: string }> } };
+  it('scrapes the Service it renders with, on its port to METRICS_PORT, at /metrics', () => {
+    const service = only(objects, 'Service') as KubeObject & { spec: { ports: ServicePort[] } };
     const spec = only(objects, 'ServiceMonitor').spec as {
       selector: { matchLabels: Record<string, string> };
       endpoints: Array<{ port: string; path: string }>;
     };
     expect(selects(spec.selector.matchLabels, service.metadata.labels ?? {})).toBe(true);
-    expect(spec.endpoints.map((e) => e.port).every((p) => service.spec.ports.some((s) => s.name === p))).toBe(
-      true,
-    );
+    checkScraped(deploymentOf(objects).bot, service.spec.ports, spec.endpoints);
     expect(spec.endpoints.map((e) => e.path)).toEqual(['/metrics']);
   });
 
@@ -591,10 +647,13 @@ describe.runIf(kubectl?.components)('the patches of deploy/kubernetes/README.md,
     expect([...patches.keys()].sort()).toEqual(['http-mode', 'redis-cluster', 'redis-sentinel']);
   });
 
-  it('http-mode: the bot runs in HTTP mode, with the signing secret', async () => {
+  it('http-mode: the bot runs in HTTP mode, with the signing secret, /metrics still on METRICS_PORT', async () => {
     const objects = await patched('http-mode');
     const config = podConfig(objects, mkdtempSync(join(scratch, 'config-')));
     expect(config.slack.mode).toBe('http');
+    // PORT is then the port Slack reaches, from the internet: it never serves /metrics.
+    expect(config.metricsPort).toBe(metricsPortOf(deploymentOf(objects).bot));
+    expect(config.metricsPort).not.toBe(config.port);
   });
 
   it('redis-sentinel: the bot asks the sentinels for the master', async () => {
