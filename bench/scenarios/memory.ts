@@ -30,7 +30,7 @@ export async function gcReading(bot: RunningBot): Promise<{ rss: number; heap: n
   process.kill(bot.proc.pid!, 'SIGUSR2');
   // The collection runs when the signal is handled; give the allocator a moment to hand pages back.
   await sleep(1_000);
-  const metrics = await (await fetch(`${bot.url}/metrics`)).text();
+  const metrics = await (await fetch(`${bot.metricsUrl}/metrics`)).text();
   const heap = Number(/^nodejs_heap_size_used_bytes (\d+)/m.exec(metrics)?.[1]) / 1024 / 1024;
   return { rss: rssMB(bot.proc.pid!), heap };
 }

@@ -30,7 +30,7 @@ export { CHANNEL_ID, ConfigError, DEFAULTS, redisTargetOf, shown };
 export interface Config {
   slack: SlackConfig;
   port: number;
-  /** METRICS_PORT: /metrics (with /readyz and /healthz) on a port of its own, and not on PORT. */
+  /** METRICS_PORT: /metrics (with /readyz and /healthz) on a port of its own; unset, /metrics is off. */
   metricsPort?: number;
   /** Where Redis is, for messages: REDIS_URL for one server, the same without passwords otherwise. */
   redisUrl: string;

@@ -52,7 +52,7 @@ export interface SlackAppOptions {
   /** What "View full" reads: a card's record and the full text kept for it. */
   fullText: FullTextReader;
   health: HealthProbe;
-  /** GET /metrics (metrics/metricsRoute.ts): on PORT, or on METRICS_PORT alone when that is set. */
+  /** GET /metrics (metrics/metricsRoute.ts): on METRICS_PORT alone, never on PORT; off without it. */
   metrics: CustomRoute;
   /** Filled in once auth.test has answered; until then Bolt runs without it. */
   identity: () => BotIdentity;
@@ -149,14 +149,16 @@ export function createSlackApp(options: SlackAppOptions): SlackService {
   // PORT's /readyz says ready or not alone, with or without METRICS_PORT: in HTTP mode it is the
   // port Slack reaches, and so public. The reasons are on METRICS_PORT when it is set, and in the
   // log (readinessLog.ts) either way. /healthz and /readyz's status stay on PORT (the image's
-  // health check and the probes call them there); /metrics too unless METRICS_PORT takes it.
+  // health check and the probes call them there). /metrics is on METRICS_PORT alone: its labels
+  // name the routes and the hosts, it says which hosts this replica runs, and it counts cards,
+  // decisions and refusals. PORT answers it 404, as any path it does not serve, in Socket Mode too, where PORT is not public
+  // by design but is published for the health check (the image, Compose, a Service), and a port
+  // exposed by mistake should say no more there than in HTTP mode.
   const metricsServer =
     config.metricsPort === undefined
       ? undefined
       : healthServer([...healthRoutes(health, 'full'), options.metrics], logger);
-  const portRoutes = metricsServer
-    ? healthRoutes(health, 'readyOnly')
-    : [...healthRoutes(health, 'readyOnly'), options.metrics];
+  const portRoutes = healthRoutes(health, 'readyOnly');
   const metricsPort = {
     start: async () => {
       if (metricsServer === undefined) return;
@@ -165,6 +167,15 @@ export function createSlackApp(options: SlackAppOptions): SlackService {
     },
     stop: async () => {
       if (metricsServer !== undefined) await close(metricsServer);
+    },
+    /** Once PORT listens: a port in use stops start-up with its one line, and nothing else. */
+    listening: () => {
+      // An operator who scraped PORT before finds why it answers 404, and the fix, here.
+      if (metricsServer === undefined) {
+        logger.info(
+          '/metrics is off: set METRICS_PORT (e.g. 9464) to serve it on a port of its own; PORT never serves it',
+        );
+      }
     },
   };
   const common = {
@@ -272,6 +283,7 @@ export function createSlackApp(options: SlackAppOptions): SlackService {
         await metricsPort.start();
         await listen(server, config.port);
         server.on('error', (err) => logger.error({ err }, 'HTTP server failed'));
+        metricsPort.listening();
         return { connected: Promise.resolve() };
       },
       stop: async () => {
@@ -289,6 +301,7 @@ export function createSlackApp(options: SlackAppOptions): SlackService {
       await metricsPort.start();
       await listen(server, config.port);
       server.on('error', (err) => logger.error({ err }, 'health server failed'));
+      metricsPort.listening();
       return { connected: app.start().then(() => undefined) };
     },
     stop: async () => {

@@ -246,7 +246,7 @@ async function guardedRouteEnv(): Promise<{ env: Record<string, string>; host: F
 
 /** A counter of GET /metrics by its whole series name (labels included); NaN when absent. */
 async function metric(world: World, series: string): Promise<number> {
-  const text = await (await fetch(`${world.bot.url}/metrics`)).text();
+  const text = await (await fetch(`${world.bot.metricsUrl}/metrics`)).text();
   const line = text.split('\n').find((l) => l.startsWith(`${series} `));
   return Number(line?.split(' ')[1]);
 }

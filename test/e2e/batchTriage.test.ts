@@ -934,7 +934,7 @@ describe('batch triage across two replicas', () => {
     expect(String(rejected.args.text)).toMatch(/^Nothing was decided/);
     // The form's own check let her through at the standby, so the only refusals are the submit's.
     expect(await settledRefusals(6)).toEqual([...refusedAs('click'), ...refusedAs('modalSubmit')].sort());
-    const metrics = await (await fetch(`${standby.url}/metrics`)).text();
+    const metrics = await (await fetch(`${standby.metricsUrl}/metrics`)).text();
     expect(metrics).toMatch(/^countersign_refusals_total\{reason="notApprover"\} 6$/m);
     expect(host.decides()).toEqual([]);
   });

@@ -139,7 +139,7 @@ describe('escalation', () => {
     expect(shown).toContain('DMed @u0bob at 3s');
     expect(shown).toContain('paged PagerDuty at 4s');
     // /metrics counts each step fired, by its action.
-    const metrics = await (await fetch(`${world.bot.url}/metrics`)).text();
+    const metrics = await (await fetch(`${world.bot.metricsUrl}/metrics`)).text();
     for (const action of ['remind', 'mention', 'dm', 'page']) {
       expect(seriesValue(metrics, `countersign_escalation_steps_total{action="${action}"}`), action).toBe(1);
     }
@@ -240,7 +240,7 @@ describe('escalation', () => {
     expect(world.host.decides().filter((d) => d.frame.params.approvalId === 'esc-timeout-1')).toHaveLength(1);
     // /metrics: the step fired, and the decision is timed as a timeout's on its route.
     const metric = async (series: string) =>
-      seriesValue(await (await fetch(`${world.bot.url}/metrics`)).text(), series);
+      seriesValue(await (await fetch(`${world.bot.metricsUrl}/metrics`)).text(), series);
     expect(await metric('countersign_escalation_steps_total{action="timeout"}')).toBe(1);
     expect(
       await metric('countersign_time_to_decision_seconds_count{route="default",outcome="timeout"}'),

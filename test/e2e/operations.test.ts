@@ -49,8 +49,8 @@ describe('running it', () => {
     await bot.waitForLog((l) => /redis unreachable/.test(l.msg ?? ''), 10_000);
     expect((await fetch(`${bot.url}/healthz`)).status).toBe(200);
     await bot.waitForLog((l) => l.msg === 'slack auth ok', 10_000);
-    // Without METRICS_PORT, PORT (public in HTTP mode) says not ready and nothing of why: not the
-    // Redis address, not the replica; the log does, once the start-up grace is over.
+    // PORT (public in HTTP mode) says not ready and nothing of why: not the Redis address, not
+    // the replica; the log does, once the start-up grace is over.
     const ready = await fetch(`${bot.url}/readyz`);
     expect(ready.status).toBe(503);
     expect(await ready.json()).toEqual({ ready: false });
@@ -69,9 +69,27 @@ describe('running it', () => {
     });
     expect(host.incarnations).toHaveLength(0);
     expect(bot.proc.exitCode).toBeNull();
-    const metrics = await (await fetch(`${bot.url}/metrics`)).text();
+    const metrics = await (await fetch(`${bot.metricsUrl}/metrics`)).text();
     expect(seriesValue(metrics, 'countersign_redis_errors_total')).toBeGreaterThanOrEqual(1);
     expect(seriesValue(metrics, 'countersign_up{part="redis"}')).toBe(0);
+  });
+
+  it('without METRICS_PORT, /metrics is off: PORT answers it 404, and the log says how to turn it on', async () => {
+    const { slack, host } = await peers();
+    const bot = await startBot({ host, slack, redisDb: await freshRedisDb(), env: { METRICS_PORT: '' } });
+    cleanups.push(() => bot.kill());
+    await bot.waitReady();
+    const off = await bot.waitForLog((l) => /^\/metrics is off/.test(l.msg ?? ''));
+    expect(off.json).toMatchObject({
+      level: 30,
+      msg: '/metrics is off: set METRICS_PORT (e.g. 9464) to serve it on a port of its own; PORT never serves it',
+    });
+    expect(bot.logs.filter((l) => /^\/metrics is off/.test(l.msg ?? ''))).toHaveLength(1);
+    // PORT is the port Slack reaches: /metrics there is a path like any it does not serve.
+    for (const path of ['/metrics', '/no-such-path']) {
+      const res = await fetch(`${bot.url}${path}`);
+      expect({ path, status: res.status, body: await res.text() }).toEqual({ path, status: 404, body: '' });
+    }
   });
 
   it('never writes the bot token to its logs', async () => {

@@ -162,7 +162,7 @@ describe('several replicas on one Redis', { timeout: 90_000 }, () => {
     // Only the replica that runs the host counts its pending approvals: summed, each counts once.
     const pending = async (bot: RunningBot) =>
       seriesValue(
-        await (await fetch(`${bot.url}/metrics`)).text(),
+        await (await fetch(`${bot.metricsUrl}/metrics`)).text(),
         'countersign_pending_approvals{route="(SLACK_CHANNEL)"}',
       );
     expect([await pending(owner), await pending(standby)]).toEqual([1, 0]);
@@ -177,9 +177,9 @@ describe('several replicas on one Redis', { timeout: 90_000 }, () => {
     expect(standby.logs.some((l) => l.msg === 'decision accepted')).toBe(false);
     expect(owner.logs.some((l) => l.msg === 'decision accepted')).toBe(true);
     // Both say on /metrics which host they run and which they stand by for.
-    const metrics = await (await fetch(`${standby.url}/metrics`)).text();
+    const metrics = await (await fetch(`${standby.metricsUrl}/metrics`)).text();
     expect(metrics).toContain('countersign_host_owned{host="default"} 0');
-    expect(await (await fetch(`${owner.url}/metrics`)).text()).toContain(
+    expect(await (await fetch(`${owner.metricsUrl}/metrics`)).text()).toContain(
       'countersign_host_owned{host="default"} 1',
     );
     await expect.poll(() => pending(owner)).toBe(0);

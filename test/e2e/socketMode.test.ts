@@ -55,12 +55,17 @@ describe('Socket Mode', () => {
       slack.calls.filter((c) => c.method !== 'apps.connections.open').every((c) => c.token === BOT_TOKEN),
     ).toBe(true);
 
-    for (const path of ['/healthz', '/readyz', '/metrics']) {
+    for (const path of ['/healthz', '/readyz']) {
       const res = await fetch(`${bot.url}${path}`);
       expect(res.status, path).toBe(200);
       await res.arrayBuffer();
     }
-    const metrics = await (await fetch(`${bot.url}/metrics`)).text();
+    // /metrics is on METRICS_PORT alone, in Socket Mode too: PORT answers it as any other path.
+    for (const path of ['/metrics', '/no-such-path']) {
+      const res = await fetch(`${bot.url}${path}`);
+      expect({ path, status: res.status, body: await res.text() }).toEqual({ path, status: 404, body: '' });
+    }
+    const metrics = await (await fetch(`${bot.metricsUrl}/metrics`)).text();
     expect(metrics).toContain('countersign_up{part="slack"} 1');
     expect(Number(/^process_resident_memory_bytes (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThan(10 * 2 ** 20);
     expect(Number(/^nodejs_heap_size_used_bytes (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThan(2 ** 20);

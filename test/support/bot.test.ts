@@ -62,6 +62,9 @@ test('startBot wires env, logs, readiness and the fake host; stop() sends SIGTER
     delete process.env.SLACK_APP_TOKEN;
   }
   await bot.waitReady(5000);
+  // /metrics, which waitReady read, is on a METRICS_PORT of its own: PORT never serves it.
+  expect(bot.metricsUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+  expect(bot.metricsUrl).not.toBe(bot.url);
   const listening = await bot.waitForLog((l) => l.msg === 'listening');
   expect(listening.json?.env).toEqual({
     token: FAKE_SLACK_BOT_TOKEN,

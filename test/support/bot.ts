@@ -47,11 +47,11 @@ export interface RunningBot {
   /** http://127.0.0.1:PORT (post interactions to `${url}/slack/events`). */
   url: string;
   /**
-   * Where /metrics is: METRICS_PORT when set, else PORT. With METRICS_PORT, /readyz there gives
-   * the parts and their reasons; PORT's says `{"ready": …}` alone either way
-   * (docs/operations.md#health-and-metrics).
+   * Where /metrics is: METRICS_PORT, which startBot sets unless the test removes it (PORT never
+   * serves /metrics); /readyz there gives the parts and their reasons, PORT's says
+   * `{"ready": …}` alone (docs/operations.md#health-and-metrics). Undefined without METRICS_PORT.
    */
-  metricsUrl: string;
+  metricsUrl: string | undefined;
   port: number;
   proc: ChildProcess;
   /** Every stdout/stderr line, in order. */
@@ -61,7 +61,7 @@ export interface RunningBot {
   /**
    * Polls GET /readyz until it answers 200, and /metrics until it says a host is up
    * (`countersign_up{part="host"} 1`): ready alone does not wait for the host
-   * (docs/operations.md#readiness), and most tests need it.
+   * (docs/operations.md#readiness), and most tests need it. Without METRICS_PORT, /readyz alone.
    */
   waitReady(timeoutMs?: number): Promise<void>;
   /** SIGTERM; SIGKILL after `graceMs`. Resolves with how it exited. */
@@ -79,7 +79,10 @@ export interface StartBotOptions {
   redisDb: number;
   /** The bot's REDIS_URL base (no database), when not the tests' Redis: a private one, a proxy. */
   redisUrl?: string;
-  /** Extra or overriding environment variables. A value of '' removes the variable. */
+  /**
+   * Extra or overriding environment variables. A value of '' removes the variable
+   * (`METRICS_PORT: ''`: a bot without METRICS_PORT, and so without /metrics).
+   */
   env?: Record<string, string>;
   /** Fixed port (default: a free one). */
   port?: number;
@@ -152,6 +155,8 @@ export async function startBot(opts: StartBotOptions): Promise<RunningBot> {
     ...NO_REDIS_PASSWORD,
     MSP_HOST_COMMAND: opts.host.command,
     LOG_LEVEL: 'debug',
+    // As every shipped deployment sets it: /metrics is served there alone.
+    METRICS_PORT: opts.env?.METRICS_PORT ?? String(await freePort()),
     ...opts.host.env,
     ...(opts.env ?? {}),
   });
@@ -227,7 +232,7 @@ export async function startBot(opts: StartBotOptions): Promise<RunningBot> {
   });
 
   const url = `http://127.0.0.1:${port}`;
-  const metricsUrl = env.METRICS_PORT === undefined ? url : `http://127.0.0.1:${env.METRICS_PORT}`;
+  const metricsUrl = env.METRICS_PORT === undefined ? undefined : `http://127.0.0.1:${env.METRICS_PORT}`;
   const tail = (n = 40) =>
     logs
       .slice(-n)
@@ -267,6 +272,7 @@ export async function startBot(opts: StartBotOptions): Promise<RunningBot> {
         const res = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(1000) });
         last = `HTTP ${res.status} ${(await res.text()).slice(0, 200)}`;
         if (res.status === 200) {
+          if (metricsUrl === undefined) return;
           const metrics = await fetch(`${metricsUrl}/metrics`, { signal: AbortSignal.timeout(1000) });
           const hostUp = /^countersign_up\{part="host"\} 1$/m.test(await metrics.text());
           if (hostUp) return;

@@ -30,8 +30,13 @@ host.stdin.write(
   `${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { clientInfo: { name: 'stub', version: '0' } } })}\n`,
 );
 
+// /metrics on METRICS_PORT alone, as the bot serves it.
+const metricsServer = http.createServer((req, res) => {
+  if (req.url !== '/metrics') return res.writeHead(404).end();
+  res.end(`countersign_up{part="host"} ${ready ? 1 : 0}\n`);
+});
+if (process.env.METRICS_PORT) metricsServer.listen(Number(process.env.METRICS_PORT), '127.0.0.1');
 const server = http.createServer((req, res) => {
-  if (req.url === '/metrics') return res.end(`countersign_up{part="host"} ${ready ? 1 : 0}\n`);
   if (req.url !== '/readyz') return res.writeHead(404).end();
   res.writeHead(ready ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify({ ready }));
 });
@@ -52,5 +57,6 @@ process.stderr.write('plain stderr line\n');
 process.on('SIGTERM', () => {
   log(30, 'stopping');
   host.stdin.end();
+  metricsServer.close();
   server.close(() => process.exit(0));
 });

@@ -1,4 +1,4 @@
-// METRICS_PORT: where /metrics is served apart from PORT, the port Slack reaches (HTTP mode).
+// METRICS_PORT: where /metrics is served, never on PORT, the port Slack reaches (HTTP mode).
 
 import { z } from 'zod';
 import { ConfigError, shown } from '../common.js';
@@ -18,12 +18,12 @@ export function metricsConfig(env: NodeJS.ProcessEnv, mainPort: number): { metri
     'METRICS_PORT',
     raw,
     port,
-    `must be an integer from 1 to 65535 (got ${shown(raw)}): fix it, or unset it to serve /metrics on PORT`,
+    `must be an integer from 1 to 65535 (got ${shown(raw)}): fix it, or unset it to turn /metrics off`,
   );
   if (metricsPort === mainPort) {
     throw new ConfigError(
       'METRICS_PORT',
-      `METRICS_PORT ${metricsPort} is also PORT: set it to another port, or unset it to serve /metrics on PORT`,
+      `METRICS_PORT ${metricsPort} is also PORT: set it to another port (PORT never serves /metrics), or unset it to turn /metrics off`,
     );
   }
   return { metricsPort };

@@ -13,7 +13,7 @@ function problem(env: NodeJS.ProcessEnv, port = 3000): ConfigError {
 }
 
 describe('METRICS_PORT', () => {
-  it('is optional: unset or empty, /metrics stays on PORT', () => {
+  it('is optional: unset or empty, /metrics is off (PORT never serves it)', () => {
     expect(metricsConfig({}, 3000)).toEqual({});
     expect(metricsConfig({ METRICS_PORT: '  ' }, 3000)).toEqual({});
   });
@@ -26,13 +26,15 @@ describe('METRICS_PORT', () => {
     const err = problem({ METRICS_PORT: value });
     expect(err.variable).toBe('METRICS_PORT');
     expect(err.message).toBe(
-      `METRICS_PORT must be an integer from 1 to 65535 (got "${value}"): fix it, or unset it to serve /metrics on PORT`,
+      `METRICS_PORT must be an integer from 1 to 65535 (got "${value}"): fix it, or unset it to turn /metrics off`,
     );
   });
 
   it('refuses the same port as PORT', () => {
     const err = problem({ METRICS_PORT: '3000' }, 3000);
     expect(err.variable).toBe('METRICS_PORT');
-    expect(err.message).toContain('METRICS_PORT 3000 is also PORT');
+    expect(err.message).toBe(
+      'METRICS_PORT 3000 is also PORT: set it to another port (PORT never serves /metrics), or unset it to turn /metrics off',
+    );
   });
 });

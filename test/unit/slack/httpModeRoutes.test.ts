@@ -13,14 +13,17 @@ import { SlackReachability } from '../../../src/slack/slackReachability.js';
 import type { WaitingApprovals } from '../../../src/slack/waitingApprovals.js';
 import { createWebClient } from '../../../src/slack/webClient.js';
 import { freePort } from '../../support/bot.js';
-import { FAKE_SLACK_BOT_TOKEN } from '../../support/fakeSecrets.js';
+import { FAKE_SLACK_APP_TOKEN, FAKE_SLACK_BOT_TOKEN } from '../../support/fakeSecrets.js';
 import { captureLogger } from '../../support/logCapture.js';
 import { NO_REDIS_PASSWORD } from '../../support/testRedis.js';
 
-// In HTTP mode /healthz, /readyz and /metrics share PORT with Slack's requests: they are matched
-// as exactly there as on the health server (Socket Mode's PORT, METRICS_PORT), by path and method.
+// In HTTP mode /healthz and /readyz share PORT with Slack's requests: they are matched as exactly
+// there as on the health server (Socket Mode's PORT, METRICS_PORT), by path and method. /metrics
+// is on METRICS_PORT alone: PORT, which Slack reaches and so the internet, answers it 404.
 
 let app: SlackService | undefined;
+/** What the app started last has logged. */
+let logged: Record<string, unknown>[] = [];
 afterEach(async () => {
   await app?.stop();
   app = undefined;
@@ -34,9 +37,17 @@ const ALL_UP: HealthProbe = {
 };
 
 async function startHttpMode(env: Record<string, string> = {}, health = ALL_UP): Promise<string> {
+  return startApp({ SLACK_SIGNING_SECRET: 'test-signing-secret', ...env }, health);
+}
+
+/** Socket Mode, against a Slack nobody answers: only PORT's health server matters here. */
+async function startSocketMode(env: Record<string, string> = {}): Promise<string> {
+  return startApp({ SLACK_APP_TOKEN: FAKE_SLACK_APP_TOKEN, ...env }, ALL_UP);
+}
+
+async function startApp(env: Record<string, string>, health: HealthProbe): Promise<string> {
   const config = loadConfig({
     SLACK_BOT_TOKEN: FAKE_SLACK_BOT_TOKEN,
-    SLACK_SIGNING_SECRET: 'test-signing-secret',
     SLACK_API_URL: 'http://127.0.0.1:1/api/',
     SLACK_CHANNEL: 'C0APPROVALS',
     MSP_HOST_COMMAND: 'true',
@@ -44,7 +55,8 @@ async function startHttpMode(env: Record<string, string> = {}, health = ALL_UP):
     ...NO_REDIS_PASSWORD,
     ...env,
   });
-  const { logger } = captureLogger();
+  const { logger, lines } = captureLogger();
+  logged = lines;
   const transport = createSlackFetch();
   app = createSlackApp({
     config,
@@ -66,7 +78,9 @@ async function startHttpMode(env: Record<string, string> = {}, health = ALL_UP):
       revoker: {} as GrantRevoker,
     },
   });
-  await app.start();
+  const { connected } = await app.start();
+  // Socket Mode's connection fails in the background (nothing at SLACK_API_URL): no matter here.
+  connected.catch(() => {});
   return `http://127.0.0.1:${config.port}`;
 }
 
@@ -81,16 +95,12 @@ const LOOKALIKES = ['/HEALTHZ', '/healthz/', '/Readyz', '/readyz/', '/METRICS', 
 
 it('answers the health paths on PORT spelled exactly, and 404 to any other spelling', async () => {
   const base = await startHttpMode();
-  expect(await statuses(base, ['/healthz', '/readyz', '/metrics'])).toEqual({
-    '/healthz': 200,
-    '/readyz': 200,
-    '/metrics': 200,
-  });
+  expect(await statuses(base, ['/healthz', '/readyz'])).toEqual({ '/healthz': 200, '/readyz': 200 });
   expect(await statuses(base, LOOKALIKES)).toEqual(Object.fromEntries(LOOKALIKES.map((p) => [p, 404])));
   expect((await fetch(`${base}/healthz`, { method: 'POST' })).status).toBe(404);
 });
 
-it('with METRICS_PORT, PORT and METRICS_PORT answer every spelling alike, but /metrics on PORT', async () => {
+it('with METRICS_PORT, PORT and METRICS_PORT answer every spelling alike, but /metrics', async () => {
   const metricsPort = await freePort();
   const base = await startHttpMode({ METRICS_PORT: String(metricsPort) });
   const paths = ['/healthz', '/readyz', ...LOOKALIKES];
@@ -99,6 +109,74 @@ it('with METRICS_PORT, PORT and METRICS_PORT answer every spelling alike, but /m
   expect(onMetricsPort['/HEALTHZ']).toBe(404);
   expect((await fetch(`${base}/metrics`)).status).toBe(404);
   expect((await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).status).toBe(200);
+});
+
+/** Status, headers that tell servers apart, and body: what a stranger can compare. */
+async function answer(url: string): Promise<unknown> {
+  const res = await fetch(url);
+  return {
+    status: res.status,
+    type: res.headers.get('content-type'),
+    length: res.headers.get('content-length'),
+    body: await res.text(),
+  };
+}
+
+// /metrics names the routes and the hosts, says which hosts this replica runs, and counts cards,
+// decisions and refusals: nothing for whoever reaches PORT, which in HTTP mode is public.
+it.each([
+  ['without METRICS_PORT', false],
+  ['with METRICS_PORT', true],
+])('%s, /metrics on PORT is answered as a path nobody serves', async (_name, withMetricsPort) => {
+  const metricsPort = await freePort();
+  const base = await startHttpMode(withMetricsPort ? { METRICS_PORT: String(metricsPort) } : {});
+  const unknown = await answer(`${base}/no-such-path`);
+  expect(unknown).toMatchObject({ status: 404, body: '' });
+  expect(await answer(`${base}/metrics`)).toEqual(unknown);
+  expect((await fetch(`${base}/metrics`, { method: 'HEAD' })).status).toBe(404);
+  if (withMetricsPort)
+    expect(await answer(`http://127.0.0.1:${metricsPort}/metrics`)).toMatchObject({
+      status: 200,
+      body: 'metrics\n',
+    });
+});
+
+// In Socket Mode Slack never reaches PORT, but the health check has it published (the image, a
+// Service, Compose): the same there, so that a port exposed by mistake says no more.
+it.each([
+  ['without METRICS_PORT', false],
+  ['with METRICS_PORT', true],
+])(
+  'in Socket Mode too, %s, /metrics on PORT is answered as a path nobody serves',
+  async (_name, withMetricsPort) => {
+    const metricsPort = await freePort();
+    const base = await startSocketMode(withMetricsPort ? { METRICS_PORT: String(metricsPort) } : {});
+    expect(await statuses(base, ['/healthz', '/readyz'])).toEqual({ '/healthz': 200, '/readyz': 200 });
+    const unknown = await answer(`${base}/no-such-path`);
+    expect(unknown).toMatchObject({ status: 404, body: '' });
+    expect(await answer(`${base}/metrics`)).toEqual(unknown);
+    if (withMetricsPort)
+      expect(await answer(`http://127.0.0.1:${metricsPort}/metrics`)).toMatchObject({
+        status: 200,
+        body: 'metrics\n',
+      });
+  },
+);
+
+it('without METRICS_PORT, says once at start-up that /metrics is off and how to turn it on', async () => {
+  await startHttpMode();
+  const said = logged.filter((l) => String(l.msg).includes('/metrics'));
+  const line = expect.objectContaining({
+    level: 30,
+    msg: '/metrics is off: set METRICS_PORT (e.g. 9464) to serve it on a port of its own; PORT never serves it',
+  });
+  expect(said).toEqual([line]);
+  await app?.stop();
+  await startSocketMode();
+  expect(logged.filter((l) => String(l.msg).includes('/metrics'))).toEqual([line]);
+  await app?.stop();
+  await startHttpMode({ METRICS_PORT: String(await freePort()) });
+  expect(logged.filter((l) => String(l.msg).includes('/metrics'))).toEqual([]);
 });
 
 // /readyz on PORT, which in HTTP mode the internet reaches: whether the replica is ready, and
