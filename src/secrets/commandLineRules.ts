@@ -9,6 +9,9 @@ import {
   flagGap,
   JSON_ITEM_GAP,
   quotedOrBare,
+  type Span,
+  type WordPattern,
+  wordPattern,
 } from './ruleParts.js';
 import { VAULT, vaultLoginSecrets } from './vaultSecrets.js';
 
@@ -140,11 +143,11 @@ function programValue(secret: SecretPart): string {
 const NEXT_WORD = `(?:${BLANKS}|${JSON_ITEM_GAP})`;
 
 /** A program flag's value, matched right where the flag ends (sticky). */
-function valueAfter(entry: ProgramFlag, flag: string): RegExp {
+function valueAfter(entry: ProgramFlag, flag: string): WordPattern {
   let gap = '';
   if (isLongFlag(flag)) gap = `(?:=|${NEXT_WORD})`;
   else if (entry.nextWord) gap = `${NEXT_WORD}?`;
-  return new RegExp(`${gap}${programValue(entry.secret)}`, 'yd');
+  return wordPattern(`${gap}${programValue(entry.secret)}`, 'y');
 }
 
 const ALL_FLAGS = PROGRAM_FLAGS.flatMap((entry) => entry.flags);
@@ -167,19 +170,21 @@ for (const entry of PROGRAM_FLAGS) {
 const ANY_PROGRAM = new RegExp(`(?:${PROGRAM_NAMES})(?![A-Za-z0-9_-])`);
 
 /**
- * What ends a command (a line, `;`, `&`, `|`), a program's name, or one of the flags: a long flag
- * whole (`--user`, not `--user-agent`), a short one perhaps with its value glued.
+ * What ends a command (a line, `;`, `&`, `|`) in group 1, a program's name in group 2, or one of
+ * the flags in group 3: a long flag whole (`--user`, not `--user-agent`), a short one perhaps
+ * with its value glued. The groups are numbered, not named: V8 builds a groups object for every
+ * match of an expression with named groups, and a text of program names matches at every word.
  */
 const SCAN = new RegExp(
-  `(?<end>[\\n;&|])` +
-    `|(?<program>${atStart(`(?:${PROGRAM_NAMES})`, 'A-Za-z0-9_.-')}(?![A-Za-z0-9_-]))` +
-    `|(?<flag>${atNameStart(`(?:(?:${LONG_FLAGS})(?![A-Za-z0-9_-])|${SHORT_FLAGS})`)})`,
+  `([\\n;&|])` +
+    `|(${atStart(`(?:${PROGRAM_NAMES})`, 'A-Za-z0-9_.-')}(?![A-Za-z0-9_-]))` +
+    `|(${atNameStart(`(?:(?:${LONG_FLAGS})(?![A-Za-z0-9_-])|${SHORT_FLAGS})`)})`,
   'g',
 );
 
 interface Candidate {
   entry: ProgramFlag;
-  value: RegExp;
+  value: WordPattern;
 }
 
 /** For each flag, the entries it is secret for and how its value is read, in table order. */
@@ -200,16 +205,6 @@ export function programFlagsApply(entry: ProgramFlag, wordAt: (i: number) => unk
   return entry.subcommand === undefined || subcommandEnd(entry.subcommand, wordAt) !== undefined;
 }
 
-/** The secret group of a value match: where it is and what it holds. */
-function secretSpan(match: RegExpExecArray): { start: number; end: number; value: string } | undefined {
-  for (const [name, value] of Object.entries(match.groups ?? {})) {
-    if (value === undefined || !name.startsWith('secret')) continue;
-    const [start, end] = match.indices!.groups![name]!;
-    return { start, end, value };
-  }
-  return undefined;
-}
-
 /**
  * [start, end) and text of each secret given to a program flag (`mysql -phunter2`,
  * `curl -u admin:hunter2`, `docker login -p hunter2`), to htpasswd or htdbm after its file and
@@ -218,8 +213,8 @@ function secretSpan(match: RegExpExecArray): { start: number; end: number; value
  * name), and its value is read where the flag ends, every repeat bounded. Words are read once
  * however many names share them.
  */
-export function programFlagSecrets(text: string): Array<{ start: number; end: number; value: string }> {
-  const found: Array<{ start: number; end: number; value: string }> = [];
+export function programFlagSecrets(text: string): Span[] {
+  const found: Span[] = [];
   const first = ANY_PROGRAM.exec(text);
   if (first === null) return found;
   const words = new CommandWords(text);
@@ -227,7 +222,9 @@ export function programFlagSecrets(text: string): Array<{ start: number; end: nu
   const applying = new Set<ProgramFlag>();
   SCAN.lastIndex = first.index;
   for (let match = SCAN.exec(text); match !== null; match = SCAN.exec(text)) {
-    const { end, program, flag } = match.groups!;
+    const end = match[1];
+    const program = match[2];
+    const flag = match[3];
     if (end !== undefined) applying.clear();
     else if (program !== undefined && takesPasswordArgument(program)) {
       const span = passwordSecret(program, words.after(match.index + program.length));
@@ -251,9 +248,9 @@ export function programFlagSecrets(text: string): Array<{ start: number; end: nu
       const at = match.index + flag.length;
       for (const candidate of CANDIDATES.get(flag) ?? []) {
         if (!applying.has(candidate.entry)) continue;
-        candidate.value.lastIndex = at;
-        const value = candidate.value.exec(text);
-        const span = value && secretSpan(value);
+        candidate.value.pattern.lastIndex = at;
+        const value = candidate.value.pattern.exec(text);
+        const span = value && candidate.value.spanOf(value);
         if (!span) continue;
         found.push(span);
         SCAN.lastIndex = span.end;

@@ -1,4 +1,4 @@
-import { nextWord } from './ruleParts.js';
+import { nextWord, type Span, wordPattern } from './ruleParts.js';
 
 // Some secrets are known only by their place among a command's words: htpasswd's password after
 // its file and user, vault's token after `login`, docker's `-p` once `login` is its subcommand.
@@ -6,24 +6,10 @@ import { nextWord } from './ruleParts.js';
 // the same reading serves command text (words read lazily from where the program's name ends)
 // and an argv. Only a bounded number of words is ever asked for.
 
-/** [start, end) and text of a word, or of the part of it that is secret. */
-export interface Span {
-  start: number;
-  end: number;
-  value: string;
-}
+export type { Span };
 
-const WORD = new RegExp(nextWord(''), 'yd');
-
-/** The group holding a word's text: where it is and what it holds. */
-function wordSpan(match: RegExpExecArray): Span {
-  for (const [name, value] of Object.entries(match.groups!)) {
-    if (value === undefined) continue;
-    const [start, end] = match.indices!.groups![name]!;
-    return { start, end, value };
-  }
-  throw new Error('a word match holds no word');
-}
+/** A word is read at every program name of a text, so it is read without the `d` flag. */
+const WORD = wordPattern(nextWord(''), 'y');
 
 interface Read {
   word: Span;
@@ -63,9 +49,9 @@ export class CommandWords {
   private readAt(at: number): Read | null {
     let read = this.reads.get(at);
     if (read === undefined) {
-      WORD.lastIndex = at;
-      const match = WORD.exec(this.text);
-      read = match === null ? null : { word: wordSpan(match), next: WORD.lastIndex };
+      WORD.pattern.lastIndex = at;
+      const match = WORD.pattern.exec(this.text);
+      read = match === null ? null : { word: WORD.spanOf(match)!, next: WORD.pattern.lastIndex };
       this.reads.set(at, read);
     }
     return read;

@@ -112,3 +112,61 @@ export function nextWord(name: string): string {
     `|${JSON_ITEM_GAP}"${NOT_A_MARKER}(?<word${name}Json>${IN_QUOTES}{0,1024})(?="[ \\t]{0,8}[,\\]]))`
   );
 }
+
+/** [start, end) and text of a word, or of the part of it that is secret. */
+export interface Span {
+  start: number;
+  end: number;
+  value: string;
+}
+
+/** How long the quote is that closes a group of quotedOrBare or nextWord, by how its name ends. */
+const CLOSING_QUOTES: ReadonlyArray<readonly [ending: string, length: number]> = [
+  ['Sq', "'".length],
+  ['Eq', '\\"'.length],
+  ['Dq', '"'.length],
+  ['Bare', 0],
+  // A JSON item's closing quote is looked at, not matched.
+  ['Json', 0],
+];
+
+const NAMED_GROUP = /\(\?<([A-Za-z0-9]+)>/g;
+
+/** An expression of quotedOrBare or nextWord, and where what it matched is. */
+export interface WordPattern {
+  pattern: RegExp;
+  /** The group that matched: where it is and what it holds. */
+  spanOf(match: RegExpExecArray): Span | undefined;
+}
+
+/**
+ * `source`, built of quotedOrBare or nextWord and ending where they do, its named groups numbered
+ * instead. Such an expression may match at every word of a text an agent writes, so a match must
+ * cost little: V8 builds a groups object for every match of an expression with named groups, and
+ * the `d` flag's indices cost more than the match itself. Where a group is follows from where the
+ * match ends: right before the group's closing quote, the match's last characters.
+ */
+export function wordPattern(source: string, flags: string): WordPattern {
+  const closing = [...source.matchAll(NAMED_GROUP)].map(([, name]) => {
+    const quote = CLOSING_QUOTES.find(([ending]) => name!.endsWith(ending));
+    if (quote === undefined) throw new Error(`no closing quote is known for the group ${name}`);
+    return quote[1];
+  });
+  const numbered = source.replace(NAMED_GROUP, '(');
+  // The numbering holds only if nothing else is captured.
+  if (new RegExp(`${numbered}|`).exec('')!.length !== closing.length + 1) {
+    throw new Error('an expression of words captures a group without a name');
+  }
+  return {
+    pattern: new RegExp(numbered, flags),
+    spanOf(match) {
+      for (let i = 0; i < closing.length; i++) {
+        const value = match[i + 1];
+        if (value === undefined) continue;
+        const end = match.index + match[0].length - closing[i]!;
+        return { start: end - value.length, end, value };
+      }
+      return undefined;
+    },
+  };
+}

@@ -197,6 +197,18 @@ describe('maskSecrets: a secret after its flag, header or name', () => {
       '{"command":"htpasswd -b f user hunter2\\nls"}',
       `{"command":"htpasswd -b f user ${S}\\nls"}`,
     ],
+    // A word's place is told from where its match ends: a JSON-escaped quote closes it in two
+    // characters, not one.
+    [
+      'htpasswd in a command inside JSON, the password JSON-escape-quoted',
+      '{"command":"htpasswd -b f user \\"p w\\"\\nls"}',
+      `{"command":"htpasswd -b f user \\"${S}\\"\\nls"}`,
+    ],
+    [
+      'docker login -p in a command inside JSON, the password JSON-escape-quoted',
+      '{"command":"docker login -p \\"p w\\" r.io"}',
+      `{"command":"docker login -p \\"${S}\\" r.io"}`,
+    ],
     ['htdbm -b', 'htdbm -b users.db user hunter2', `htdbm -b users.db user ${S}`],
     [
       'htdbm -bc and its DBM type glued, by its path, the next command kept',

@@ -293,6 +293,13 @@ describe('maskSecrets: cost', () => {
     'vault login '.repeat(5_400),
     `vault login ${'-x '.repeat(21_000)}`,
     `vault login ${'secret_id=a '.repeat(5_000)}`,
+    // A word read after every program name, for its subcommand or its options: reading one word
+    // must cost little, not only the number of words read.
+    'docker '.repeat(10_000),
+    'vault '.repeat(10_000),
+    'htpasswd '.repeat(10_000),
+    // A value read and masked after every flag.
+    'docker login -p '.repeat(4_000),
     '--token '.repeat(8_000),
     `--${'a-'.repeat(32_000)}`,
     '"--token",'.repeat(6_500),
