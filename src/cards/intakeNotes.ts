@@ -4,6 +4,19 @@ function plural(n: number, one: string, many: string): string {
   return `${n} ${n === 1 ? one : many}`;
 }
 
+/** How the card names a part intake can report unreadable, in the order it shows them. */
+const UNREAD_NAMES: Record<string, string> = {
+  reason: 'the reason',
+  reviewerReason: "the reviewer's reason",
+  cuaCardFacts: 'the computer-use facts',
+  subagentOrigin: 'which subagent asked',
+};
+
+/** `a`, `a and b`, `a, b and c`. */
+function listed(names: string[]): string {
+  return names.length < 2 ? (names[0] ?? '') : `${names.slice(0, -1).join(', ')} and ${names.at(-1)}`;
+}
+
 /**
  * What intake did to the request, said once on the card: the reviewer must know that what they
  * see is not all the agent sent (the markers in the text say where).
@@ -23,6 +36,13 @@ export function intakeNotes(intake: Intake | undefined): string[] {
   if (intake.stagesOmitted) {
     notes.push(
       `:scissors: *${plural(intake.stagesOmitted, 'shell stage was', 'shell stages were')} left out*`,
+    );
+  }
+  const unread = Object.keys(UNREAD_NAMES).filter((name) => intake.parts[name]?.unreadable);
+  if (unread.length > 0) {
+    // Dropped when the frame was parsed (msp/protocol.ts): the card cannot show what it holds.
+    notes.push(
+      `:grey_question: *Not shown: ${listed(unread.map((name) => UNREAD_NAMES[name]!))}, which the host sent in a form the bot does not read*`,
     );
   }
   const withheld = intake.parts.availableChoices?.choicesWithheld ?? 0;

@@ -150,6 +150,11 @@ export const IntakePart = z.object({
   stagesOmitted: z.number().int().optional(),
   /** Choices not offered: the host named other choices with their choiceId too. */
   choicesWithheld: z.number().int().optional(),
+  /**
+   * The host sent the field in a shape the bot does not read, so it was dropped (msp/protocol.ts,
+   * REQUEST_DROPPABLE): the card says it is not shown, and no grant answers the request.
+   */
+  unreadable: z.boolean().optional(),
 });
 export type IntakePart = z.infer<typeof IntakePart>;
 

@@ -122,6 +122,10 @@ function whyNotGrantable(request: CapabilityRequest): string | undefined {
   // What was stored is not what the agent sent: a grant on it would cover an unseen request.
   if ((request.intake?.maskedSecrets ?? 0) > 0) return 'secrets were masked';
   if (request.intake?.truncated) return 'the request was cut';
+  // Dropped for its shape: a field nobody saw may have held what no grant may answer (data above).
+  if (request.intake && Object.values(request.intake.parts).some((part) => part.unreadable)) {
+    return 'part of the request could not be read';
+  }
   return undefined;
 }
 

@@ -417,6 +417,29 @@ describe('renderCard: badges, reasons, session', () => {
 });
 
 describe('renderCard: what intake did to the request', () => {
+  it('names the parts the host sent in a form the bot does not read, which the card does not show', () => {
+    const unread = { maskedSecrets: 0, truncated: false, unreadable: true };
+    const one = shellRecord(1, {
+      intake: { maskedSecrets: 0, truncated: false, parts: { reviewerReason: unread } },
+    });
+    expect(allText(render(one))).toContain(
+      ":grey_question: *Not shown: the reviewer's reason, which the host sent in a form the bot does not read*",
+    );
+    const all = shellRecord(1, {
+      intake: {
+        maskedSecrets: 0,
+        truncated: false,
+        parts: { reason: unread, reviewerReason: unread, cuaCardFacts: unread, subagentOrigin: unread },
+      },
+    });
+    const card = render(all);
+    expect(checkMessageLimits(card)).toEqual([]);
+    expect(allText(card)).toContain(
+      ":grey_question: *Not shown: the reason, the reviewer's reason, the computer-use facts and which subagent asked, which the host sent in a form the bot does not read*",
+    );
+    expect(allText(render(shellRecord(1)))).not.toContain(':grey_question:');
+  });
+
   const masked = shellRecord(1, {
     rawArgs: `{"command":"GITHUB_TOKEN=[masked github-token] npm test","note":"${'n'.repeat(40)}${cutNote(5_242_880)}`,
     reason: 'Authorization: Bearer [masked authorization] is needed',

@@ -21,7 +21,13 @@ export type PartReports = Partial<Record<IntakePartName, PartReport>>;
 const NOTHING_YET: Intake = { maskedSecrets: 0, truncated: false, parts: {} };
 
 function isClean(report: PartReport): boolean {
-  return report.maskedSecrets === 0 && !report.truncated && !report.stagesOmitted && !report.choicesWithheld;
+  return (
+    report.maskedSecrets === 0 &&
+    !report.truncated &&
+    !report.stagesOmitted &&
+    !report.choicesWithheld &&
+    !report.unreadable
+  );
 }
 
 /** The intake of a new record. */

@@ -174,7 +174,7 @@ describe('stageCapabilities: one canonical capability per subject kind (docs/gra
     });
   });
 
-  it('keeps the capabilities but refuses a grant for a protected write, computer-use data, masked or cut text', () => {
+  it('keeps the capabilities but refuses a grant for a protected write, computer-use data, masked, cut or unread text', () => {
     const write: ApprovalSubject = { kind: 'fileAccess', access: 'write', path: '/srv/a' };
     expect(caps(write, { protectedWrite: true })).toEqual({
       capabilities: ['file-write:/srv/a'],
@@ -189,6 +189,13 @@ describe('stageCapabilities: one canonical capability per subject kind (docs/gra
     expect(caps(write, { intake: { maskedSecrets: 0, truncated: true, parts: {} } }).notGrantable).toBe(
       'the request was cut',
     );
+    const unread = { maskedSecrets: 0, truncated: false, unreadable: true };
+    expect(
+      caps(write, { intake: { maskedSecrets: 0, truncated: false, parts: { reason: unread } } }),
+    ).toEqual({
+      capabilities: ['file-write:/srv/a'],
+      notGrantable: 'part of the request could not be read',
+    });
   });
 });
 
