@@ -10,7 +10,8 @@ import {
 } from './protocol.js';
 
 // Turns approval frames into HostEvents. Params are parsed leniently (protocol.ts); a frame that
-// still does not parse is logged, with the ids we could recover, and skipped. The host chooses
+// still does not parse is logged, with the ids we could recover, and skipped. A field the
+// approval can be relayed without is dropped instead, with a line of its own. The host chooses
 // how many: callers pass their connection's LogBudget (JsonRpcConnection.frameWarnings).
 
 export interface EventOrigin {
@@ -36,14 +37,24 @@ export function approvalLogFields(params: unknown): { approvalId?: string; sessi
   return fields;
 }
 
-function parse<T extends z.ZodType>(
+function parse<T extends z.ZodType<{ unreadableFields?: readonly string[] | undefined }>>(
   schema: T,
   params: unknown,
   method: string,
   logger: WarnLog,
 ): z.infer<T> | undefined {
   const result = schema.safeParse(params);
-  if (result.success) return result.data;
+  if (result.success) {
+    // A field the approval can do without, in a shape we do not read, was dropped (protocol.ts,
+    // REQUEST_DROPPABLE) and the frame kept. Named, not quoted: the value is the agent's text.
+    for (const field of result.data.unreadableFields ?? []) {
+      logger.warn(
+        { ...approvalLogFields(params), method, field },
+        'dropping a field of an approval frame that does not parse',
+      );
+    }
+    return result.data;
+  }
   logger.warn(
     {
       ...approvalLogFields(params),

@@ -150,6 +150,51 @@ export const CuaCardFacts = z.looseObject({
 export type CuaCardFacts = z.infer<typeof CuaCardFacts>;
 
 /**
+ * Fields of an approval frame the approval can be relayed without, each parsed on its own: a
+ * value of a shape the bot does not expect is dropped (as if absent), named in the frame's
+ * `unreadableFields`, and the frame kept. `reason`, `reviewerReason` and `cuaCardFacts` are in no
+ * vendored schema (their shapes are read from prose docs, docs/msp-approvals.md §6.1), `decidedAt`
+ * neither; `subagentOrigin` is optional there and only shown. Refusing the whole frame for one of
+ * them would leave the agent waiting with no card (approvalEvents.ts). What the approval asks
+ * (the subject, the choices, the ids) is never dropped: a frame without it is malformed.
+ */
+const REQUEST_DROPPABLE = {
+  reason: z.string(),
+  reviewerReason: z.string(),
+  cuaCardFacts: CuaCardFacts,
+  subagentOrigin: SubagentOrigin,
+};
+const UPDATED_DROPPABLE = { subagentOrigin: SubagentOrigin };
+const RESOLVED_DROPPABLE = { decidedAt: HostTime };
+
+/** A field an approval frame carried in a shape the bot does not read, and was dropped. */
+export type UnreadableField = keyof typeof REQUEST_DROPPABLE | keyof typeof RESOLVED_DROPPABLE;
+
+type Droppable = Record<string, z.ZodType>;
+type WithDroppable<T, D extends Droppable> = T & { [K in keyof D]?: z.output<D[K]> } & {
+  /** Set by the bot, never taken from the host: what was dropped, for the log and the card. */
+  unreadableFields?: (keyof D & UnreadableField)[];
+};
+
+/** The droppable fields of a parsed frame read one by one (REQUEST_DROPPABLE). */
+function readDroppable<D extends Droppable>(fields: D) {
+  return <T extends Record<string, unknown>>(params: T): WithDroppable<T, D> => {
+    const read = params as Record<string, unknown>;
+    let unreadable: string[] | undefined;
+    for (const [name, schema] of Object.entries(fields)) {
+      if (read[name] === undefined) continue;
+      const field = schema.safeParse(read[name]);
+      // Assigned, not deleted: the parsed object keeps one shape (docs/performance.md).
+      read[name] = field.success ? field.data : undefined;
+      if (!field.success) unreadable = [...(unreadable ?? []), name];
+    }
+    // A host's own `unreadableFields` is not ours: overwritten whatever it held.
+    if (unreadable !== undefined || read.unreadableFields !== undefined) read.unreadableFields = unreadable;
+    return params as WithDroppable<T, D>;
+  };
+}
+
+/**
  * Every requirement ref of an approval names that approval (§6.2, §6.7): the current one, which
  * is sent back with a decision, and each stage's, which says which stage it is. One that names
  * another approval makes the frame contradict itself, so it is malformed, not stored.
@@ -184,12 +229,10 @@ export const ApprovalRequestParams = z
     availableChoices: z.array(FrameChoice),
     protectedWrite: z.boolean().default(false),
     judgeEscalated: z.boolean().default(false),
-    subagentOrigin: SubagentOrigin.optional(),
-    reviewerReason: z.string().optional(),
-    cuaCardFacts: CuaCardFacts.optional(),
-    reason: z.string().optional(),
+    // REQUEST_DROPPABLE: subagentOrigin, reviewerReason, cuaCardFacts, reason.
   })
-  .superRefine(refsNameTheApproval);
+  .superRefine(refsNameTheApproval)
+  .transform(readDroppable(REQUEST_DROPPABLE));
 export type ApprovalRequestParams = z.infer<typeof ApprovalRequestParams>;
 
 export const ApprovalChange = z.looseObject({
@@ -210,9 +253,10 @@ export const ApprovalUpdatedParams = z
     currentRequirementId: FrameRequirementRef,
     subject: FrameSubject,
     viewCursor: FrameViewCursor.optional(),
-    subagentOrigin: SubagentOrigin.optional(),
+    // UPDATED_DROPPABLE: subagentOrigin.
   })
-  .superRefine(refsNameTheApproval);
+  .superRefine(refsNameTheApproval)
+  .transform(readDroppable(UPDATED_DROPPABLE));
 export type ApprovalUpdatedParams = z.infer<typeof ApprovalUpdatedParams>;
 
 export const ApprovalAmendment = z.looseObject({
@@ -220,20 +264,22 @@ export const ApprovalAmendment = z.looseObject({
   rulePreview: z.string(),
 });
 
-export const ApprovalResolvedParams = z.looseObject({
-  sessionId: HostId,
-  approvalId: HostId,
-  itemId: HostId.optional(),
-  turnId: HostId.optional(),
-  decision: HostWord,
-  policyResult: HostWord.optional(),
-  resolvedBy: HostWord,
-  stageEvidence: z.array(z.unknown()).optional(),
-  amendment: ApprovalAmendment.optional(),
-  decidedByCommandId: HostId.optional(),
-  decidedAt: HostTime.optional(),
-  viewCursor: FrameViewCursor.optional(),
-});
+export const ApprovalResolvedParams = z
+  .looseObject({
+    sessionId: HostId,
+    approvalId: HostId,
+    itemId: HostId.optional(),
+    turnId: HostId.optional(),
+    decision: HostWord,
+    policyResult: HostWord.optional(),
+    resolvedBy: HostWord,
+    stageEvidence: z.array(z.unknown()).optional(),
+    amendment: ApprovalAmendment.optional(),
+    decidedByCommandId: HostId.optional(),
+    // RESOLVED_DROPPABLE: decidedAt.
+    viewCursor: FrameViewCursor.optional(),
+  })
+  .transform(readDroppable(RESOLVED_DROPPABLE));
 export type ApprovalResolvedParams = z.infer<typeof ApprovalResolvedParams>;
 
 /**

@@ -111,6 +111,29 @@ describe('races, bad input and rate limits', () => {
     expect(world.slack.messagesIn(world.channel)).toHaveLength(1);
   });
 
+  it('an approval whose reason is not a string still gets its card, which says the reason is not shown', async () => {
+    world = await World.start();
+    // The vendor's schema does not define `reason`, so this frame is valid against it: refusing it
+    // (-32602) for a shape the bot guessed would leave the agent waiting with no card.
+    const MARK = 'agent-text-never-logged';
+    const approval = approvalFromTranscript('approval-round-trip', { approvalId: 'odd-reason-0001' });
+    const odd = { ...approval, reason: { text: MARK } } as unknown as typeof approval;
+    await world.host.open(odd, { via: 'request' });
+    const card = await world.waitForCard('odd-reason-0001', (m) => buttonsOf(m).length > 0, 10_000);
+    expect(textOf(card)).toContain(
+      'Not shown: the reason, which the host sent in a form the bot does not read',
+    );
+    const line = await world.bot.waitForLog(
+      (l) =>
+        l.msg === 'dropping a field of an approval frame that does not parse' && l.json?.field === 'reason',
+      10_000,
+    );
+    expect(line.json).toMatchObject({ approvalId: 'odd-reason-0001', method: 'approval/request' });
+    expect(world.bot.logs.map((l) => l.raw).join('\n')).not.toContain(MARK);
+    await world.press('odd-reason-0001', 'Allow once');
+    await world.waitForCard('odd-reason-0001', (m) => textOf(m).includes('Approved'));
+  });
+
   it('13. a 429 on chat.postMessage is retried after its Retry-After and the card is posted once', async () => {
     world = await World.start();
     // Retry-After 2 s, then 1 s: each wait must follow its own 429, not one fixed pause.

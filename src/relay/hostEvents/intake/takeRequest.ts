@@ -5,6 +5,7 @@ import type {
   ApprovalSubject,
   CuaCardFacts,
   RequirementRef,
+  UnreadableField,
 } from '../../../msp/protocol.js';
 import { type MaskedPrefix, maskPrefix } from '../../../secrets/maskPrefix.js';
 import type { PartReports } from './intakeReport.js';
@@ -32,6 +33,19 @@ function takeText(raw: string, maxChars: number): { text: string; report: PartRe
   return { text: part.text(raw, maxChars), report: part.report() };
 }
 
+/** What is said of a field parsing dropped (UnreadableField): it is not on the record. */
+const UNREAD: PartReport = { maskedSecrets: 0, truncated: false, unreadable: true };
+
+/** Reports each field in `names` that parsing dropped from the params as unread. */
+function reportUnread(
+  reports: PartReports,
+  unreadable: readonly UnreadableField[] | undefined,
+  names: readonly (keyof PartReports & UnreadableField)[],
+): void {
+  if (unreadable === undefined) return;
+  for (const name of names) if (unreadable.includes(name)) reports[name] = { ...UNREAD };
+}
+
 function takeSubagentOrigin(origin: SubagentOrigin): { subagentOrigin: SubagentOrigin; report: PartReport } {
   const part = new PartIntake(MAX_SUBAGENT_ORIGIN_CHARS);
   const text: FieldTaker = (value) => part.text(value as string, MAX_SUBAGENT_ORIGIN_CHARS);
@@ -46,6 +60,8 @@ export interface QuestionParams {
   availableChoices: ApprovalChoice[];
   reviewerReason?: string;
   cuaCardFacts?: CuaCardFacts;
+  /** Fields parsing dropped for their shape (ApprovalRequestParams.unreadableFields). */
+  unreadableFields?: readonly UnreadableField[] | undefined;
 }
 
 export interface TakenQuestion {
@@ -75,6 +91,7 @@ export function takeQuestion(params: QuestionParams): TakenQuestion {
     taken.cuaCardFacts = facts.cuaCardFacts;
     taken.reports.cuaCardFacts = facts.report;
   }
+  reportUnread(taken.reports, params.unreadableFields, ['reviewerReason', 'cuaCardFacts']);
   return taken;
 }
 
@@ -166,6 +183,7 @@ export function takeRequest(
     taken.subagentOrigin = origin.subagentOrigin;
     taken.reports.subagentOrigin = origin.report;
   }
+  reportUnread(taken.reports, params.unreadableFields, ['reason', 'subagentOrigin']);
   return taken;
 }
 

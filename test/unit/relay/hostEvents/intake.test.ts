@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { stageCapabilities } from '../../../../src/domain/grants/capabilities.js';
 import { ApprovalRecord } from '../../../../src/domain/record.js';
 import {
   ApprovalRequestParams,
@@ -556,5 +557,55 @@ describe('intake: choices offered under one choiceId', () => {
     const next = updated(clean)(record)!;
     expect(next.availableChoices).toEqual([ALLOW, REJECT]);
     expect(next.intake?.parts.availableChoices).toBeUndefined();
+  });
+});
+
+describe('intake: a field the frame carried in a shape the bot does not read', () => {
+  // A request a grant could answer: nothing masked or cut, no computer-use data.
+  const grantable = (overrides: Record<string, unknown> = {}) =>
+    params({
+      title: 'Write the config',
+      rawArgs: '{"path":"/srv/a"}',
+      reason: 'to fix the build',
+      reviewerReason: 'the judge was unsure',
+      subagentOrigin: { subagentId: 'sub-1' },
+      cuaCardFacts: { windowTitle: 'Editor' },
+      subject: { kind: 'fileAccess', access: 'write', path: '/srv/a' },
+      availableChoices: [CHOICES[0], CHOICES[2]],
+      ...overrides,
+    });
+
+  it('starts from a request a grant may answer', () => {
+    expect(stageCapabilities(newRecord(grantable(), ctx()))).toEqual({ capabilities: ['file-write:/srv/a'] });
+  });
+
+  it.each([
+    ['reason', { text: 'x' }],
+    ['reviewerReason', 42],
+    ['cuaCardFacts', 'x'],
+    ['cuaCardFacts', { data: 'x' }],
+    ['subagentOrigin', 'x'],
+  ])('a record without %s, which says so and which no grant may answer', (field, value) => {
+    const record = newRecord(grantable({ [field]: value }), ctx());
+    expect(record[field as keyof ApprovalRecord]).toBeUndefined();
+    expect(record.intake?.parts[field]).toEqual({ maskedSecrets: 0, truncated: false, unreadable: true });
+    // Computer-use data (which no grant may answer) could have been in what was dropped.
+    expect(stageCapabilities(record)).toEqual({
+      capabilities: ['file-write:/srv/a'],
+      notGrantable: 'part of the request could not be read',
+    });
+    // As stored and read back.
+    const stored = ApprovalRecord.parse(JSON.parse(JSON.stringify(record)));
+    expect(stored.intake?.parts[field]?.unreadable).toBe(true);
+  });
+
+  it('a re-asked question whose facts can be read again clears the mark; one without them keeps it', () => {
+    const base = newRecord(grantable({ cuaCardFacts: 'x' }), ctx());
+    const without = reopened(grantable({ cuaCardFacts: undefined }), 'inc-2', 'pending')(base)!;
+    expect(without.intake?.parts.cuaCardFacts?.unreadable).toBe(true);
+    const readable = reopened(grantable(), 'inc-2', 'pending')(base)!;
+    expect(readable.cuaCardFacts).toEqual({ windowTitle: 'Editor' });
+    expect(readable.intake?.parts.cuaCardFacts).toBeUndefined();
+    expect(stageCapabilities(readable).notGrantable).toBeUndefined();
   });
 });
