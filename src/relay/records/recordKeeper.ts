@@ -368,7 +368,7 @@ export class RecordKeeper {
           this.syncMarks.landed(approvalId, seq, handedAt, version);
         },
         (err: unknown) => {
-          this.syncMarks.givenUp(approvalId, seq);
+          this.syncMarks.givenUp(approvalId, seq, version);
           logger.warn({ err, approvalId, ts, version }, 'card update given up');
         },
       ),

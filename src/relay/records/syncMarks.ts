@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import type { ApprovalRecord } from '../../domain/record.js';
 import type { ApprovalStore } from '../../store/approvalStore.js';
@@ -21,6 +22,13 @@ export class SyncMarks {
   /** approvalId → the latest card update handed to the channel, by sequence number. */
   private readonly latestUpdate = new Map<string, number>();
   private updateSeq = 0;
+  /**
+   * approvalId → the record version whose card update this process gave up on last (Slack refused
+   * it for good, or ran out of tries): a check that finds the record at that version has nothing
+   * to repair, and sending it again would only be refused again. Bounded: a card whose last update
+   * was given up never lands to clear its entry.
+   */
+  private readonly gaveUpOn = new LRUCache<string, number>({ max: 10_000 });
   /**
    * Cards that landed their latest update (→ when it was handed out, and the record's version it
    * showed), struck off and checked in one write.
@@ -58,9 +66,14 @@ export class SyncMarks {
     return this.latestUpdate.has(approvalId);
   }
 
-  /** The update `seq` was given up: no update of the card is on its way, if it was the newest. */
-  givenUp(approvalId: string, seq: number): void {
-    if (this.latestUpdate.get(approvalId) === seq) this.latestUpdate.delete(approvalId);
+  /**
+   * The update `seq`, of the record's `version`, was given up: no update of the card is on its
+   * way, if it was the newest.
+   */
+  givenUp(approvalId: string, seq: number, version: number): void {
+    if (this.latestUpdate.get(approvalId) !== seq) return;
+    this.latestUpdate.delete(approvalId);
+    this.gaveUpOn.set(approvalId, version);
   }
 
   /**
@@ -71,6 +84,7 @@ export class SyncMarks {
     // Only the newest update handed out says the card shows every write so far.
     if (this.latestUpdate.get(approvalId) !== seq) return;
     this.latestUpdate.delete(approvalId);
+    this.gaveUpOn.delete(approvalId);
     this.syncedBatch.set(approvalId, { handedAt, version });
     if (this.syncedFlush) return;
     // One call for a burst, and sent with whatever this process sends next (the next approval's
@@ -138,6 +152,8 @@ export class SyncMarks {
     }
     // The newer write's own update may still be on its way; after it or before, one more render
     // of the stored record is what makes the card end on it.
-    if (stored !== undefined && stored > shown) this.behind(approvalId);
+    // Not the version this process just gave up on: that update was sent, and refused.
+    if (stored !== undefined && stored > shown && stored !== this.gaveUpOn.peek(approvalId))
+      this.behind(approvalId);
   }
 }
