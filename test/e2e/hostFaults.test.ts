@@ -256,6 +256,9 @@ describe('decisions the host answers badly', () => {
       message: 'approval not found',
       data: { kind: 'approvalNotFound', approvalId: 'unknown-0001' },
     });
+    // The session's re-read is answered late: a quick answer would bring the buttons back before
+    // the card without them was sent, and the two renders would rightly coalesce into one.
+    await world.host.delayRequest('approval/listPending', 500);
     await world.press('unknown-0001', 'Allow once', 'U0ALICE');
     expect(await world.ephemeralTo('U0ALICE')).toMatch(/does not know this request/);
     const decide = await world.host.waitForDecide();

@@ -124,7 +124,8 @@ let unansweredDecides = 0;
 /** How many of the next approval/decide requests to apply and then say nothing about (no answer, no frames). */
 let silentDecides = 0;
 /** How long the next approval/decide waits before it is applied and answered (a slow host). */
-let nextDecideDelayMs = 0;
+/** method → how long its next request waits before it is handled (a slow host). */
+const nextDelayMs = new Map();
 /**
  * What the host sends when a decide advances a shell approval to its next stage: approval/updated
  * and a fresh approval/request (`updatedAndRequest`), or approval/updated alone (`updatedOnly`),
@@ -188,8 +189,8 @@ function applyControl(cmd) {
     case 'applySilently':
       silentDecides += Number(cmd.times ?? 1);
       return null;
-    case 'delayDecide':
-      nextDecideDelayMs = Number(cmd.ms ?? 0);
+    case 'delayRequest':
+      nextDelayMs.set(String(cmd.method), Number(cmd.ms ?? 0));
       return null;
     case 'failDecide':
       forcedDecideErrors.push({ error: cmd.error, times: Number(cmd.times ?? 1) });
@@ -1066,9 +1067,9 @@ function handleFrame(line) {
       unansweredDecides -= 1;
       return;
     }
-    if (msg.method === 'approval/decide' && nextDecideDelayMs > 0) {
-      const delay = nextDecideDelayMs;
-      nextDecideDelayMs = 0;
+    const delay = nextDelayMs.get(msg.method) ?? 0;
+    if (delay > 0) {
+      nextDelayMs.delete(msg.method);
       setTimeout(() => handleRequestFrame(msg), delay);
       return;
     }

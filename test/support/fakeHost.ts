@@ -431,8 +431,13 @@ export class FakeHost {
   }
 
   /** The next approval/decide is applied and answered only after `ms` (a slow host). */
-  async delayDecide(ms: number): Promise<void> {
-    await this.send('delayDecide', { ms });
+  delayDecide(ms: number): Promise<void> {
+    return this.delayRequest('approval/decide', ms);
+  }
+
+  /** The next request of `method` is handled and answered only after `ms` (a slow host). */
+  async delayRequest(method: string, ms: number): Promise<void> {
+    await this.send('delayRequest', { method, ms });
   }
 
   /**
