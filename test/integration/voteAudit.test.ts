@@ -215,6 +215,22 @@ describe('votes toward a quorum in the audit stream', () => {
   const votesOf = (lines: ExportedAuditEntry[]) =>
     lines.filter((line) => line.kind === 'vote').map((line) => line.userId);
 
+  /**
+   * The audit of a first stage Carol and Bob decided by quorum that then closed with no decision
+   * entry: each vote once, Bob's, which completed the quorum, as he cast it and as the stage counted it.
+   */
+  async function expectBobAndCarolVotedUndecided(): Promise<void> {
+    const lines = await exported();
+    expect(lines.filter((line) => line.kind === 'decision')).toEqual([]);
+    expect(votesOf(lines).sort()).toEqual(['U0BOB', 'U0CAROL']);
+    expect(lines.find((line) => line.userId === 'U0BOB')).toMatchObject({
+      choiceId: 'allow_once',
+      sourceIndex: '0',
+      votes: '2',
+      quorum: '2',
+    });
+  }
+
   it('a vote one short of the quorum on a request then withdrawn is in the audit once', async () => {
     await clicks.click(click('U0CAROL'));
     await withdrawn();
@@ -232,15 +248,7 @@ describe('votes toward a quorum in the audit stream', () => {
     expect((await store.get('a-vote'))?.claim?.voters).toEqual(['U0CAROL', 'U0BOB']);
     await withdrawn();
     expect((await store.get('a-vote'))?.phase).toBe('superseded');
-    const lines = await exported();
-    expect(lines.filter((line) => line.kind === 'decision')).toEqual([]);
-    expect(votesOf(lines).sort()).toEqual(['U0BOB', 'U0CAROL']);
-    expect(lines.find((line) => line.userId === 'U0BOB')).toMatchObject({
-      choiceId: 'allow_once',
-      sourceIndex: '0',
-      votes: '2',
-      quorum: '2',
-    });
+    await expectBobAndCarolVotedUndecided();
   });
 
   it('a quorum whose claimed decision is freed by a host that asks the stage again: every vote once, also after it is decided', async () => {
@@ -336,16 +344,7 @@ describe('votes toward a quorum in the audit stream', () => {
       await firstStageDecided();
       await withdrawn();
       expect((await store.get('a-vote'))?.phase).toBe('superseded');
-      const lines = await exported();
-      expect(lines.filter((line) => line.kind === 'decision')).toEqual([]);
-      expect(votesOf(lines).sort()).toEqual(['U0BOB', 'U0CAROL']);
-      // Bob's as he cast it, counted as the stage counted it.
-      expect(lines.find((line) => line.userId === 'U0BOB')).toMatchObject({
-        choiceId: 'allow_once',
-        sourceIndex: '0',
-        votes: '2',
-        quorum: '2',
-      });
+      await expectBobAndCarolVotedUndecided();
     });
 
     it('withdrawn with a vote of its last stage one short: each vote once, the replica and retries too', async () => {
