@@ -28,7 +28,8 @@ export interface SecretRule {
 const SECRET_KEYS = [
   'passw(?:or)?d',
   'passphrase',
-  'secret',
+  // `secret_id=` too (Vault AppRole): the `_id` would otherwise end the key before its `=`.
+  'secret(?:[_-]?id)?',
   'token',
   'api[_-]?key',
   'access[_-]?key',

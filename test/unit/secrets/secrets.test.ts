@@ -95,6 +95,14 @@ describe('maskSecrets: every shape the issue lists', () => {
       'secret-value',
     ],
     ['secret: in YAML', 'client_secret: Zx9Qw8Er7Ty6\nscope: read', 'Zx9Qw8Er7Ty6', 'secret-value'],
+    // Vault AppRole's secret id: the `_id` after `secret` hid it from the key rule.
+    [
+      'secret_id= of a Vault AppRole login',
+      'vault write auth/approle/login role_id=db-role secret_id=6a174c20-f6de-a53c-74d2-6018fcceff64',
+      '6a174c20-f6de-a53c-74d2-6018fcceff64',
+      'secret-value',
+    ],
+    ['SECRET_ID assignment', 'VAULT_SECRET_ID=Qz7Wx1Ab2Cd3 vault agent', 'Qz7Wx1Ab2Cd3', 'secret-value'],
     [
       'quoted value with spaces',
       'DB_PASSWORD="correct horse battery staple" ./migrate',
