@@ -16,10 +16,10 @@ export interface HealthProbe {
   slack(): boolean;
   hosts(): boolean;
   /**
-   * Why a part is down, in one sentence an operator can act on; asked only about parts that are.
-   * `output` says whether it may quote what a host wrote.
+   * Why a part is down, in one sentence an operator can act on (quoting what a host wrote); asked
+   * only about parts that are, for METRICS_PORT's /readyz and the readiness log line.
    */
-  whyDown(part: HealthPart, output: HostOutput): string | undefined;
+  whyDown(part: HealthPart): string | undefined;
   /** Each host on its own: the bot stays ready while one is up, so /readyz names the others' trouble. */
   hostStatus?(output?: HostOutput): HostStatus[];
   /** Escalation steps and PagerDuty calls that failed for good, by kind (trigger, resolve, dm, …). */
@@ -67,15 +67,14 @@ export function isReady(status: Record<HealthPart, boolean>): boolean {
   return READINESS_PARTS.every((part) => status[part]);
 }
 
-/** Why each part that is down is down; `output` says whether a host's own words may be quoted. */
+/** Why each part that is down is down. */
 export function reasonsDown(
   probe: HealthProbe,
   status: Record<HealthPart, boolean>,
-  output: HostOutput,
 ): Partial<Record<HealthPart, string>> {
   const out: Partial<Record<HealthPart, string>> = {};
   for (const [part, up] of Object.entries(status) as Array<[HealthPart, boolean]>) {
-    if (!up) out[part] = probe.whyDown(part, output) ?? `${part} is down`;
+    if (!up) out[part] = probe.whyDown(part) ?? `${part} is down`;
   }
   return out;
 }
@@ -114,7 +113,7 @@ export function healthRoutes(probe: HealthProbe, detail: ReadyzDetail): CustomRo
         const statuses = probe.hostStatus?.('quoted') ?? [];
         const hosts = statuses.length > 1 ? { hosts: hostsShown(statuses) } : {};
         const replica = replicaShown(probe.replica?.(), statuses);
-        const reasons = reasonsDown(probe, status, 'quoted');
+        const reasons = reasonsDown(probe, status);
         res.end(`${JSON.stringify({ ready, ...status, ...hosts, ...replica, reasons })}\n`);
       },
     },

@@ -54,7 +54,7 @@ export class ReadinessLog {
     // Not ready yet at start-up (Redis connecting, auth.test on its way) is said only once it lasts.
     if (!ready && this.said === undefined && Date.now() - this.startedAt < this.graceMs) return;
     this.said = ready;
-    const fields = { ready, ...status, reasons: reasonsDown(this.probe, status, 'quoted') };
+    const fields = { ready, ...status, reasons: reasonsDown(this.probe, status) };
     if (ready) this.logger.info(fields, 'ready (/readyz answers 200)');
     else this.logger.warn(fields, 'not ready (/readyz answers 503)');
   }

@@ -32,11 +32,11 @@ export interface HealthNeeds {
 /** What /healthz, /readyz, /metrics and App Home say about this process. */
 export function wireHealth(needs: HealthNeeds) {
   const { redis, slack, hosts, ownership, replicaId, scrub } = needs;
-  const whyDown: Record<HealthPart, (output: HostOutput) => string> = {
+  const whyDown: Record<HealthPart, () => string> = {
     redis: () => redis.whyDown(),
     slack: () => slack.whyDown(),
-    host: (output) =>
-      hosts.downReason(output) ??
+    host: () =>
+      hosts.downReason('quoted') ??
       (ownership.standings().every((s) => s.role === 'standby' && s.ownerReplica === undefined)
         ? 'no replica has taken an MSP host yet'
         : 'no MSP host is up'),
@@ -52,7 +52,7 @@ export function wireHealth(needs: HealthNeeds) {
         ownership
           .standings()
           .some((s) => s.role === 'standby' && s.ownerReplica !== undefined && s.ownerReplica !== replicaId)),
-    whyDown: (part: HealthPart, output: HostOutput) => scrub(whyDown[part](output)),
+    whyDown: (part: HealthPart) => scrub(whyDown[part]()),
     // /metrics asks without `output`: it reads `up` and `role` only, so nothing is quoted for it.
     hostStatus: (output: HostOutput = 'withheld') =>
       hostStatus(hosts.status(output), ownership.standings()).map((s) =>

@@ -188,10 +188,10 @@ const DOWN: HealthProbe = {
   redis: () => false,
   slack: () => true,
   hosts: () => false,
-  whyDown: (part, output) =>
+  whyDown: (part) =>
     part === 'redis'
       ? 'cannot reach Redis at redis://redis.internal:6379: connect ECONNREFUSED'
-      : `MSP_HOST_COMMAND exited with code 1${output === 'withheld' ? '' : ': muse: cannot open /srv/agents/run.sock'}`,
+      : 'MSP_HOST_COMMAND exited with code 1: muse: cannot open /srv/agents/run.sock',
   hostStatus: (output) => [
     {
       hostId: 'main',

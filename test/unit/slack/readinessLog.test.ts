@@ -19,10 +19,8 @@ function probeOf(up: Record<HealthPart, boolean>): HealthProbe {
     redis: () => up.redis,
     slack: () => up.slack,
     hosts: () => up.host,
-    whyDown: (part, output) =>
-      part === 'host'
-        ? `MSP_HOST_COMMAND exited with code 1${output === 'quoted' ? ': muse: no licence' : ''}`
-        : `${part} is away`,
+    whyDown: (part) =>
+      part === 'host' ? 'MSP_HOST_COMMAND exited with code 1: muse: no licence' : `${part} is away`,
   };
 }
 
