@@ -2,7 +2,9 @@ import { createServer, type RequestListener } from 'node:http';
 import {
   App,
   type Logger as BoltLogger,
+  type CodedError,
   type CustomRoute,
+  ErrorCode,
   HTTPModuleFunctions,
   HTTPReceiver,
   SocketModeReceiver,
@@ -17,6 +19,7 @@ import type { GrantRevoker } from '../relay/grants/grantRevoker.js';
 import type { Router } from '../routing/router.js';
 import type { AwayStore } from '../store/awayStore.js';
 import { toBoltLogger } from '../util/log.js';
+import { LogBudget } from '../util/logBudget.js';
 import { awayCommands } from './awayCommand.js';
 import { choicePressRoute } from './choicePressRoute.js';
 import { type HealthProbe, healthRoutes } from './healthRoutes.js';
@@ -111,15 +114,39 @@ function refuseWebApiCalls(apiUrl: string, transport: FetchFunction): FetchFunct
 /** Where Slack sends events and interactions in HTTP mode (manifest.yml): Bolt's and the press route's. */
 const SLACK_EVENTS_PATH = '/slack/events';
 
-/** Bolt's receiver as a request listener, answering what it does not serve as Bolt's own server would. */
-function boltListener(receiver: HTTPReceiver, logger: BoltLogger): RequestListener {
+/** The longest unknown path a log line quotes: whoever reaches PORT chooses it. */
+const LOGGED_PATH_MAX = 200;
+
+/**
+ * Bolt's receiver as a request listener, answering what it does not serve as Bolt's own server
+ * would (404), but for the log: Bolt writes a line per request to a path it does not serve, and in
+ * HTTP mode PORT is public, so scanners (and a scraper still pointed at PORT's old /metrics) chose
+ * how many. Those lines go through a budget (LogBudget), so that a wrong request URL in the Slack
+ * app's settings still shows, and without the query string, which may carry what was never meant
+ * for a log.
+ */
+function boltListener(receiver: HTTPReceiver, boltLogger: BoltLogger, logger: Logger): RequestListener {
+  const unknownPaths = new LogBudget(logger, {
+    level: 'info',
+    summary: `more requests to paths PORT does not serve (it serves ${SLACK_EVENTS_PATH}, /healthz and /readyz)`,
+  });
   return (req, res) => {
     try {
       receiver.requestListener(req, res);
     } catch (error) {
+      if ((error as CodedError).code === ErrorCode.HTTPReceiverDeferredRequestError) {
+        const path = (req.url ?? '').split('?')[0]!.slice(0, LOGGED_PATH_MAX);
+        unknownPaths.write(
+          { method: req.method, path },
+          'request to a path PORT does not serve; answered 404',
+        );
+        res.writeHead(404);
+        res.end();
+        return;
+      }
       HTTPModuleFunctions.defaultDispatchErrorHandler({
         error: error as Error,
-        logger,
+        logger: boltLogger,
         request: req,
         response: res,
       });
@@ -272,7 +299,7 @@ export function createSlackApp(options: SlackAppOptions): SlackService {
           signingSecret: config.slack.signingSecret!,
           path: SLACK_EVENTS_PATH,
           press,
-          bolt: boltListener(httpReceiver, boltLogger),
+          bolt: boltListener(httpReceiver, boltLogger, logger),
           logger,
         }),
       ),

@@ -11,6 +11,8 @@ export interface LogBudgetOptions {
   intervalMs?: number;
   /** The message of the line that counts what was not written. */
   summary: string;
+  /** The level of every line, the summary's included: a warning unless said otherwise. */
+  level?: 'warn' | 'info';
   now?: () => number;
 }
 
@@ -27,6 +29,7 @@ export class LogBudget implements WarnLog {
   private readonly perInterval: number;
   private readonly intervalMs: number;
   private readonly now: () => number;
+  private readonly level: 'warn' | 'info';
   private windowStart = Number.NEGATIVE_INFINITY;
   private written = 0;
   private skipped = new Map<string, number>();
@@ -39,9 +42,16 @@ export class LogBudget implements WarnLog {
     this.perInterval = options.perInterval ?? DEFAULT_PER_INTERVAL;
     this.intervalMs = options.intervalMs ?? DEFAULT_INTERVAL_MS;
     this.now = options.now ?? (() => performance.now());
+    this.level = options.level ?? 'warn';
   }
 
+  /** WarnLog's line: the budget's line, whatever its level. */
   warn(fields: object, msg: string): void {
+    this.write(fields, msg);
+  }
+
+  /** Writes the line at the budget's level, or counts it when this interval's lines are written. */
+  write(fields: object, msg: string): void {
     const now = this.now();
     if (now - this.windowStart >= this.intervalMs) {
       this.flush();
@@ -50,7 +60,7 @@ export class LogBudget implements WarnLog {
     }
     if (this.written < this.perInterval) {
       this.written += 1;
-      this.logger.warn(fields, msg);
+      this.logger[this.level](fields, msg);
       return;
     }
     this.skipped.set(msg, (this.skipped.get(msg) ?? 0) + 1);
@@ -70,7 +80,7 @@ export class LogBudget implements WarnLog {
     let skipped = 0;
     for (const count of this.skipped.values()) skipped += count;
     this.skipped = new Map();
-    this.logger.warn(
+    this.logger[this.level](
       { skipped, byKind, perInterval: this.perInterval, intervalMs: this.intervalMs },
       this.options.summary,
     );

@@ -163,6 +163,21 @@ it.each([
   },
 );
 
+// PORT is public in HTTP mode: whoever reaches it chooses how many requests to paths it does not
+// serve there are (scanners, a scraper still pointed at the old /metrics). Each is answered 404;
+// the log says so for the first ten a minute, with the path but never the query string.
+it('logs requests to paths PORT does not serve within a budget, without their query strings', async () => {
+  const base = await startHttpMode();
+  for (let i = 0; i < 30; i++) {
+    expect((await fetch(`${base}/scan-${i}?token=query-secret-${i}`)).status).toBe(404);
+  }
+  const lines = logged.filter((l) => String(l.msg).includes('PORT does not serve'));
+  expect(lines).toHaveLength(10);
+  expect(lines[0]).toMatchObject({ level: 30, method: 'GET', path: '/scan-0' });
+  expect(JSON.stringify(logged)).not.toContain('query-secret');
+  expect(logged.filter((l) => String(l.msg).includes('Unhandled HTTP request'))).toEqual([]);
+});
+
 it('without METRICS_PORT, says once at start-up that /metrics is off and how to turn it on', async () => {
   await startHttpMode();
   const said = logged.filter((l) => String(l.msg).includes('/metrics'));

@@ -58,4 +58,16 @@ describe('LogBudget', () => {
     expect(lines.at(-1)).toMatchObject({ msg: 'more skipped', skipped: 3 });
     expect(vi.getTimerCount()).toBe(0);
   });
+
+  it('writes its lines and its count at the level it was given', () => {
+    const { logger, lines } = captureLogger('debug');
+    const notes = new LogBudget(logger, { perInterval: 1, level: 'info', summary: 'more' });
+    notes.write({}, 'a');
+    notes.write({}, 'b');
+    notes.flush();
+    expect(lines.map((line) => [line.msg, line.level])).toEqual([
+      ['a', 30],
+      ['more', 30],
+    ]);
+  });
 });
