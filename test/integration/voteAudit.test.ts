@@ -2,7 +2,8 @@
 // one short of the quorum, one whose decision did not go through, one whose decision was
 // claimed and then closed without a decision entry (the request withdrawn, the stage asked
 // again), and one that decided an earlier stage of a request then closed without a decision
-// entry, on real Redis with the host and Slack replaced by recorders.
+// entry, also when the replica closing it dies at that write, on real Redis with the host and
+// Slack replaced by recorders.
 
 import type { Redis } from 'ioredis';
 import pino from 'pino';
@@ -82,9 +83,13 @@ describe('votes toward a quorum in the audit stream', () => {
     return relay.idle();
   };
 
-  /** Wires one replica on `redis`: its own keeper, Decider, relay and click handler. */
-  function replica() {
-    const audit = new RedisAuditTrail(redis, { maxLen: 1000, logger });
+  /**
+   * Wires one replica: its own keeper, Decider, relay and click handler, on `redis` and the
+   * shared store, or on a connection and a store of its own (`on`), one that can die alone.
+   */
+  function replica(on?: Redis) {
+    const own = on ? new ApprovalStore(on, { resolvedTtlMs: 60_000 }) : store;
+    const audit = new RedisAuditTrail(on ?? redis, { maxLen: 1000, logger });
     // Carol, Bob and Alice may decide; two of them must agree.
     const authorizer = testAuthorizer({
       rulesOf: () => ({
@@ -95,7 +100,7 @@ describe('votes toward a quorum in the audit stream', () => {
       logger,
     });
     const recordKeeper: RecordKeeper = new RecordKeeper({
-      store,
+      store: own,
       cards: new Cards(),
       render: (r, n) => renderCard(r, { now: n }),
       logger,
@@ -104,14 +109,14 @@ describe('votes toward a quorum in the audit stream', () => {
     });
     const decider = new Decider({
       keeper: recordKeeper,
-      store,
+      store: own,
       host: () => (up ? (host as ApprovalHost) : undefined),
       logger,
       newCommandId: () => `cmd-${++commandIds}`,
     });
     const handler = new HostEventHandler({
       keeper: recordKeeper,
-      store,
+      store: own,
       decider,
       host: () => host,
       logger,
@@ -119,7 +124,7 @@ describe('votes toward a quorum in the audit stream', () => {
       sandboxModeOf: () => 'default',
     });
     const clickHandler = new ClickHandler({
-      store,
+      store: own,
       decider,
       keeper: recordKeeper,
       notifier: new Cards(),
@@ -163,18 +168,40 @@ describe('votes toward a quorum in the audit stream', () => {
   });
 
   /** The agent gave up the request: the host closes it with no decision of ours. */
-  const withdrawn = () =>
-    hostEvent({
-      type: 'approvalResolved',
-      hostId: 'default',
-      incarnation: 'inc-1',
-      params: ApprovalResolvedParams.parse({
-        sessionId: 's1',
-        approvalId: 'a-vote',
-        decision: 'abort',
-        resolvedBy: 'user',
-      }),
-    });
+  const withdrawal: HostEvent = {
+    type: 'approvalResolved',
+    hostId: 'default',
+    incarnation: 'inc-1',
+    params: ApprovalResolvedParams.parse({
+      sessionId: 's1',
+      approvalId: 'a-vote',
+      decision: 'abort',
+      resolvedBy: 'user',
+    }),
+  };
+  const withdrawn = () => hostEvent(withdrawal);
+
+  /**
+   * The withdrawal heard by a replica of its own connection that dies at its write closing the
+   * request: `before` Redis gets it, or right `after` Redis answers it. Nothing it sends later
+   * reaches Redis, as when the process is killed there.
+   */
+  async function withdrawnAtDyingReplica(when: 'before' | 'after'): Promise<void> {
+    const conn = redis.duplicate();
+    const dying = replica(conn);
+    for (const name of ['csCas', 'csCasReleasing'] as const) {
+      const write = conn[name].bind(conn) as (...args: unknown[]) => Promise<unknown>;
+      (conn as unknown as Record<typeof name, unknown>)[name] = async (...args: unknown[]) => {
+        if (when === 'before') conn.disconnect();
+        const answer = await write(...args);
+        conn.disconnect();
+        return answer;
+      };
+    }
+    dying.relay.handleHostEvent(withdrawal);
+    await dying.relay.idle();
+    await dying.keeper.idle();
+  }
 
   /**
    * The host took the quorum's decision of the first stage and now asks the second
@@ -313,6 +340,37 @@ describe('votes toward a quorum in the audit stream', () => {
     expect(votesOf(await exported()).sort()).toEqual(['U0BOB', 'U0CAROL']);
   });
 
+  describe('a replica that dies at the write that closes a claim', () => {
+    /** Carol's vote falls one short, Bob's completes the quorum: its claim is kept for the host. */
+    async function claimKeptForTheHost() {
+      up = false;
+      await clicks.click(click('U0CAROL'));
+      await clicks.click(click('U0BOB'));
+      expect((await store.get('a-vote'))?.claim?.voters).toEqual(['U0CAROL', 'U0BOB']);
+      expect(votesOf(await exported())).toEqual(['U0CAROL']);
+    }
+
+    it('right after Redis stored it: every vote the claim named is in the audit once', async () => {
+      await claimKeptForTheHost();
+      await withdrawnAtDyingReplica('after');
+      expect((await store.get('a-vote'))?.phase).toBe('superseded');
+      // The replica that owns the host now is told of the same withdrawal: nothing more is written.
+      await withdrawn();
+      await expectBobAndCarolVotedUndecided();
+    });
+
+    it('before Redis got it: the replica that closes it then writes no vote twice', async () => {
+      await claimKeptForTheHost();
+      await withdrawnAtDyingReplica('before');
+      // Written ahead of the write that would have let go of them: the claim still names them.
+      expect((await store.get('a-vote'))?.claim?.voters).toEqual(['U0CAROL', 'U0BOB']);
+      expect(votesOf(await exported()).sort()).toEqual(['U0BOB', 'U0CAROL']);
+      await withdrawn();
+      expect((await store.get('a-vote'))?.phase).toBe('superseded');
+      await expectBobAndCarolVotedUndecided();
+    });
+  });
+
   it('is not fooled by a host error that keeps the claim', async () => {
     host.refusal = new HostGoneError('default');
     await clicks.click(click('U0CAROL'));
@@ -360,6 +418,14 @@ describe('votes toward a quorum in the audit stream', () => {
       auditVotesLeft(before, after, { audit, logger, quorum: () => 2 });
       auditVotesLeft(before, after, { audit, logger, quorum: () => 2 });
       expect(votesOf(await exported()).sort()).toEqual(['U0ALICE', 'U0BOB', 'U0CAROL']);
+    });
+
+    it('withdrawn at a replica that dies right after Redis stored it: every vote of the stage once', async () => {
+      await firstStageDecided();
+      await withdrawnAtDyingReplica('after');
+      expect((await store.get('a-vote'))?.phase).toBe('superseded');
+      await withdrawn();
+      await expectBobAndCarolVotedUndecided();
     });
 
     it('resolved by the host after it: the decision entry names the stage, and no vote is written twice', async () => {
