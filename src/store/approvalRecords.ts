@@ -67,6 +67,12 @@ export interface WriteOptions {
    * lease goes unfenced: a standby's own note (a vote, an escalation note).
    */
   forHost?: boolean;
+  /**
+   * What must be in Redis before the write can land, whatever becomes of the process after:
+   * called with the record each attempt is made over and the record it writes, and the write is
+   * sent once what it returns has settled (undefined: nothing to wait for). Must not reject.
+   */
+  beforeWrite?: (current: ApprovalRecord, written: ApprovalRecord) => Promise<unknown> | undefined;
 }
 
 /** A write for the record's host (WriteOptions.forHost). */
@@ -246,7 +252,7 @@ export class ApprovalRecords {
     approvalId: string,
     mutate: Mutation,
     known?: ApprovalRecord,
-    { forHost = false }: WriteOptions = {},
+    { forHost = false, beforeWrite }: WriteOptions = {},
   ): Promise<UpdateResult | undefined> {
     // Whether a write that lost took the record out of its host's open sets (whenFinal).
     let leftOpen = false;
@@ -268,6 +274,8 @@ export class ApprovalRecords {
         return { record: current, changed: false, previous: current };
       }
       const written = this.nextVersion(current, next);
+      const ahead = beforeWrite?.(current, written);
+      if (ahead) await ahead;
       const dropped = current.claim && current.claim.commandId !== written.claim?.commandId;
       // Sent with the write, ahead of it: the card is behind its record until cardsSynced() says
       // not, and a process that dies as it writes must leave that mark for the next start.

@@ -108,10 +108,15 @@ export async function countVote(
  * Writes a vote that completed no quorum to the audit stream: one short of it, or one whose
  * decision did not go through (ClickHandler). `votes`: how many counted, as last counted.
  */
-export function auditVoteCast(
+export function auditVoteCast(cast: CastVote, counting: Pick<VoteCounting, 'audit' | 'logger'>): void {
+  void writeVote(cast, counting);
+}
+
+/** auditVoteCast's write: settles once Redis has answered it (a failure is logged, never rejected). */
+function writeVote(
   { record, vote, votes, quorum }: CastVote,
   { audit, logger }: Pick<VoteCounting, 'audit' | 'logger'>,
-): void {
+): Promise<void> {
   const raisedBy = (record.risks ?? []).filter((risk) => (risk.quorum ?? 1) >= quorum).map((r) => r.name);
   const entry: AuditEntry = {
     kind: 'vote',
@@ -127,7 +132,7 @@ export function auditVoteCast(
     ...(raisedBy.length > 0 ? { risks: raisedBy } : {}),
     at: vote.at,
   };
-  audit?.append(entry).catch((err: unknown) => {
+  return (audit?.append(entry) ?? Promise.resolve()).catch((err: unknown) => {
     logger.warn({ err, approvalId: record.approvalId }, 'could not append to the audit trail');
   });
 }
@@ -167,14 +172,31 @@ export function recordNamesVoter(record: ApprovalRecord | undefined, click: Clic
 type LeftCounting = Pick<VoteCounting, 'audit' | 'logger'> & { quorum: (record: ApprovalRecord) => number };
 
 /**
- * A stored change let go of a quorum's votes (RecordKeeper.onVotesLeft): those that no decision
- * entry will name are audited as votes. A vote one short of the quorum was audited as it was
- * cast, and one that completed it may have been by its clicker: the audit trail writes each vote
- * once (RedisAuditTrail), so every replica that sees it go unnamed may ask.
+ * A change about to be stored lets go of a quorum's votes (RecordKeeper.onVotesLeft): those that
+ * no decision entry will name are audited as votes, before the change is written. Settles once
+ * they are (undefined when there are none); never rejects. A vote one short of the quorum was
+ * audited as it was cast, and one that completed it may have been by its clicker: the audit trail
+ * writes each vote once (RedisAuditTrail), so every replica, and every try of the same change,
+ * that sees it go unnamed may ask.
+ *
+ * Before, not after: once the change is stored no record holds these votes any more, so a
+ * process that died between the two would leave them in no entry, for good. Written first, a
+ * death in between leaves them audited and the change to be made again (by a retry, or the
+ * host's next owner), which finds them marked. Audited so, a vote is never claimed for a result
+ * it did not have: the entry says only that it was cast and how many counted then, and the
+ * change carries the host's word (or the decider's) that what the vote was for closed undecided:
+ * withdrawn, superseded, refused, asked again. That stays true should this write lose its
+ * compare-and-set: it is made again over what won, and no write can have won by deciding what the
+ * host says closed undecided.
  */
-export function auditVotesLeft(before: ApprovalRecord, after: ApprovalRecord, counting: LeftCounting): void {
-  claimVotesLeft(before, after, counting);
-  stageVotesLeft(before, after, counting);
+export function auditVotesLeft(
+  before: ApprovalRecord,
+  after: ApprovalRecord,
+  counting: LeftCounting,
+): Promise<void> | undefined {
+  const left = [...claimVotesLeft(before, after, counting), ...stageVotesLeft(before, after, counting)];
+  if (left.length === 0) return undefined;
+  return Promise.all(left.map((cast) => writeVote(cast, counting))).then(() => undefined);
 }
 
 /**
@@ -183,9 +205,9 @@ export function auditVotesLeft(before: ApprovalRecord, after: ApprovalRecord, co
  * names it in `stages`, or stageVotesLeft audits it): given back after the host refused it,
  * dropped as the request was withdrawn or superseded, or as the host asked the stage again.
  */
-function claimVotesLeft(before: ApprovalRecord, after: ApprovalRecord, counting: LeftCounting): void {
+function claimVotesLeft(before: ApprovalRecord, after: ApprovalRecord, counting: LeftCounting): CastVote[] {
   const claim = before.claim;
-  if (!claim?.voters || after.claim?.commandId === claim.commandId) return;
+  if (!claim?.voters || after.claim?.commandId === claim.commandId) return [];
   // A request closed with no decision entry names nobody in its stage decisions.
   const stage = closedUndecided(after)
     ? undefined
@@ -202,10 +224,10 @@ function claimVotesLeft(before: ApprovalRecord, after: ApprovalRecord, counting:
       claim.voters!.includes(v.userId) &&
       !named.has(v.userId),
   );
-  if (left.length === 0) return;
+  if (left.length === 0) return [];
   const votes = principalsFor(before, claim.sourceIndex, claim.choiceId).size;
   const quorum = counting.quorum(before);
-  for (const vote of left) auditVoteCast({ record: before, vote, votes, quorum }, counting);
+  return left.map((vote) => ({ record: before, vote, votes, quorum }));
 }
 
 /**
@@ -217,9 +239,9 @@ function claimVotesLeft(before: ApprovalRecord, after: ApprovalRecord, counting:
  * resolved (stagesBefore) in its voters: no vote entry for those. A stage decision stored before
  * its votes were kept (an earlier release's) has nothing to audit them by, and audits nothing.
  */
-function stageVotesLeft(before: ApprovalRecord, after: ApprovalRecord, counting: LeftCounting): void {
+function stageVotesLeft(before: ApprovalRecord, after: ApprovalRecord, counting: LeftCounting): CastVote[] {
   // A closed record's votes were seen to by the change that closed it.
-  if (isTerminal(before) || !before.stageDecisions?.some((d) => d.votes)) return;
+  if (isTerminal(before) || !before.stageDecisions?.some((d) => d.votes)) return [];
   const closed = closedUndecided(after);
   const kept = (v: Vote) =>
     !closed &&
@@ -231,13 +253,15 @@ function stageVotesLeft(before: ApprovalRecord, after: ApprovalRecord, counting:
     !after.stageDecisions?.some((d) => d.sourceIndex === v.sourceIndex) &&
     (after.resolution?.voters?.includes(v.userId) ?? false);
   let quorum: number | undefined;
+  const cast: CastVote[] = [];
   for (const decided of before.stageDecisions) {
     const left = (decided.votes ?? []).filter((v) => !kept(v) && !namedByResolution(v));
     if (left.length === 0) continue;
     const votes = principalsFor(decided, decided.sourceIndex, decided.choiceId).size;
     quorum ??= counting.quorum(before);
-    for (const vote of left) auditVoteCast({ record: before, vote, votes, quorum }, counting);
+    for (const vote of left) cast.push({ record: before, vote, votes, quorum });
   }
+  return cast;
 }
 
 /** Closed without a decision entry: no decision entry will name anyone its record names. */

@@ -38,14 +38,15 @@ export interface RecordKeeperOptions {
    */
   onChange?: (record: ApprovalRecord) => void;
   /**
-   * Told of each change this process stored that may let go of a quorum's votes: one that closed
-   * a decision's claim (`before` held it, `after` holds another or none: sent, given back, or
-   * dropped as the request was withdrawn or asked again), and any change to an open record that
-   * keeps an earlier stage's votes with its decision (closing it or not). The votes that no
-   * decision entry will name are audited from here (auditVotesLeft). Must not throw and must not
-   * wait.
+   * Told of each change this process is about to store that may let go of a quorum's votes: one
+   * that closes a decision's claim (`before` holds it, `after` holds another or none: sent, given
+   * back, or dropped as the request was withdrawn or asked again), and any change to an open
+   * record that keeps an earlier stage's votes with its decision (closing it or not). Told before
+   * each try of the write, which is sent once what it returns has settled: the votes that no
+   * decision entry will name are audited from here (auditVotesLeft), and once the change is
+   * stored nothing holds them any more. Must not throw, and what it returns must not reject.
    */
-  onVotesLeft?: (before: ApprovalRecord, after: ApprovalRecord) => void;
+  onVotesLeft?: (before: ApprovalRecord, after: ApprovalRecord) => Promise<unknown> | undefined;
   /**
    * Told of a card just posted (its record as it was, and where the card is), in the synchronous
    * stretch that sends the write saying where (RecordFollower.placing). Must not throw and must
@@ -144,14 +145,18 @@ export class RecordKeeper {
       resolvesIt = next?.phase === 'resolved' && !isTerminal(record);
       return next;
     };
-    const result = await this.options.store.update(approvalId, keepingCurrentVotes(watched), known, options);
+    const result = await this.options.store.update(approvalId, keepingCurrentVotes(watched), known, {
+      ...options,
+      // Ahead of the write, not after it: a process that died in between would take the votes
+      // the write let go of with it (auditVotesLeft).
+      beforeWrite: (current, next) =>
+        mayLeaveVotes(current, next) ? this.options.onVotesLeft?.(current, next) : undefined,
+    });
     if (!result) {
       this.options.logger.warn({ approvalId }, 'event for an approval this bot never saw; skipped');
       return undefined;
     }
     if (result.changed && resolvesIt) this.timeDecision(result.record);
-    if (result.changed && mayLeaveVotes(result.previous, result.record))
-      this.options.onVotesLeft?.(result.previous, result.record);
     if (result.changed) this.changed(result.record);
     if (result.changed || !result.record.slack.ts) await this.syncCard(approvalId, result.record);
     return result.record;
