@@ -662,7 +662,7 @@ function hostResolve(cmd) {
     decidedAt: new Date().toISOString(),
   });
   saveState();
-  notify('approval/resolved', params);
+  notify('approval/resolved', params, offSchema(cmd));
   return params;
 }
 
@@ -696,7 +696,7 @@ function hostUpdate(cmd) {
   Object.assign(rec.params, cmd.patch ?? {});
   const params = updatedParams(rec, cmd.change ?? { kind: 'policyPersistence', status: 'succeeded' });
   saveState();
-  notify('approval/updated', params);
+  notify('approval/updated', params, offSchema(cmd));
   return params;
 }
 

@@ -186,7 +186,7 @@ export interface Incarnation {
 /** `none` stores the approval without a frame: only listPending tells of it. */
 export type OpenVia = 'both' | 'request' | 'requested' | 'reviewing-then-request' | 'none';
 
-export interface ResolveCommand {
+export interface ResolveCommand extends OffSchemaOption {
   approvalId: string;
   decision: string;
   /** Default `policy`. */
@@ -196,7 +196,7 @@ export interface ResolveCommand {
   amendment?: { durability: string; rulePreview: string };
 }
 
-export interface UpdateCommand {
+export interface UpdateCommand extends OffSchemaOption {
   approvalId: string;
   /** Shallow-merged into the stored approval params before the frame is built. */
   patch?: Partial<ApprovalRequestParams>;
