@@ -149,6 +149,11 @@ export const CuaCardFacts = z.looseObject({
 });
 export type CuaCardFacts = z.infer<typeof CuaCardFacts>;
 
+export const ApprovalAmendment = z.looseObject({
+  durability: HostWord,
+  rulePreview: z.string(),
+});
+
 /**
  * Fields of an approval frame the approval can be relayed without, each parsed on its own: a
  * value of a shape the bot does not expect is dropped (as if absent), named in the frame's
@@ -165,32 +170,79 @@ const REQUEST_DROPPABLE = {
   subagentOrigin: SubagentOrigin,
 };
 const UPDATED_DROPPABLE = { subagentOrigin: SubagentOrigin };
-const RESOLVED_DROPPABLE = { decidedAt: HostTime };
+/**
+ * Inside an update's `change`: its free-text `reason` (optional in the schema, only shown). A
+ * reason the bot cannot read must not cost the update it comes with (a stage advance, a rule
+ * not saved).
+ */
+const CHANGE_DROPPABLE = { reason: z.string() };
+/**
+ * `amendment` is optional in the schema: a resolution the bot cannot read the rule of is still
+ * the resolution (refused, the card stayed open on an approval the host had closed). It is then
+ * applied without the rule: no "Rule saved" line, and no host-held grant listed for it.
+ */
+const RESOLVED_DROPPABLE = { decidedAt: HostTime, amendment: ApprovalAmendment };
 
 /** A field an approval frame carried in a shape the bot does not read, and was dropped. */
-export type UnreadableField = keyof typeof REQUEST_DROPPABLE | keyof typeof RESOLVED_DROPPABLE;
+export type UnreadableField =
+  | keyof typeof REQUEST_DROPPABLE
+  | keyof typeof RESOLVED_DROPPABLE
+  | `change.${keyof typeof CHANGE_DROPPABLE}`;
 
 type Droppable = Record<string, z.ZodType>;
-type WithDroppable<T, D extends Droppable> = T & { [K in keyof D]?: z.output<D[K]> } & {
+/** Droppable fields inside an object field of the frame, by the name of that field. */
+type NestedDroppable = Record<string, Droppable>;
+type DroppedName<D extends Droppable, N extends NestedDroppable> =
+  | (keyof D & string)
+  | { [P in keyof N & string]: `${P}.${keyof N[P] & string}` }[keyof N & string];
+type WithDroppable<T, D extends Droppable, N extends NestedDroppable> = T & {
+  [K in keyof D]?: z.output<D[K]>;
+} & { [P in keyof N & keyof T]: T[P] & { [K in keyof N[P]]?: z.output<N[P][K]> } } & {
   /** Set by the bot, never taken from the host: what was dropped, for the log and the card. */
-  unreadableFields?: (keyof D & UnreadableField)[];
+  unreadableFields?: (DroppedName<D, N> & UnreadableField)[];
 };
 
-/** The droppable fields of a parsed frame read one by one (REQUEST_DROPPABLE). */
-function readDroppable<D extends Droppable>(fields: D) {
-  return <T extends Record<string, unknown>>(params: T): WithDroppable<T, D> => {
+/**
+ * Reads each of `fields` of `read` on its own, dropping those that do not parse; returns
+ * `unreadable` with their names (after `prefix`) added.
+ */
+function dropUnreadable(
+  read: Record<string, unknown>,
+  fields: Droppable,
+  prefix: string,
+  unreadable: string[] | undefined,
+): string[] | undefined {
+  for (const [name, schema] of Object.entries(fields)) {
+    if (read[name] === undefined) continue;
+    const field = schema.safeParse(read[name]);
+    // Assigned, not deleted: the parsed object keeps one shape (docs/performance.md).
+    read[name] = field.success ? field.data : undefined;
+    if (!field.success) unreadable = [...(unreadable ?? []), `${prefix}${name}`];
+  }
+  return unreadable;
+}
+
+/**
+ * The droppable fields of a parsed frame read one by one (REQUEST_DROPPABLE), and those of
+ * `nested` inside the object fields it names (CHANGE_DROPPABLE), named `change.reason`.
+ */
+function readDroppable<D extends Droppable, N extends NestedDroppable = Record<never, Droppable>>(
+  fields: D,
+  nested?: N,
+) {
+  return <T extends Record<string, unknown>>(params: T): WithDroppable<T, D, N> => {
     const read = params as Record<string, unknown>;
-    let unreadable: string[] | undefined;
-    for (const [name, schema] of Object.entries(fields)) {
-      if (read[name] === undefined) continue;
-      const field = schema.safeParse(read[name]);
-      // Assigned, not deleted: the parsed object keeps one shape (docs/performance.md).
-      read[name] = field.success ? field.data : undefined;
-      if (!field.success) unreadable = [...(unreadable ?? []), name];
+    let unreadable = dropUnreadable(read, fields, '', undefined);
+    for (const [parent, inner] of Object.entries(nested ?? {})) {
+      // The frame's schema requires the parent to be an object; an optional one may be absent.
+      const object = read[parent];
+      if (typeof object === 'object' && object !== null && !Array.isArray(object)) {
+        unreadable = dropUnreadable(object as Record<string, unknown>, inner, `${parent}.`, unreadable);
+      }
     }
     // A host's own `unreadableFields` is not ours: overwritten whatever it held.
     if (unreadable !== undefined || read.unreadableFields !== undefined) read.unreadableFields = unreadable;
-    return params as WithDroppable<T, D>;
+    return params as WithDroppable<T, D, N>;
   };
 }
 
@@ -241,7 +293,7 @@ export const ApprovalChange = z.looseObject({
   choiceId: HostId.optional(),
   decision: HostId.optional(),
   status: z.string().optional(),
-  reason: z.string().optional(),
+  // CHANGE_DROPPABLE: reason.
 });
 
 export const ApprovalUpdatedParams = z
@@ -253,16 +305,11 @@ export const ApprovalUpdatedParams = z
     currentRequirementId: FrameRequirementRef,
     subject: FrameSubject,
     viewCursor: FrameViewCursor.optional(),
-    // UPDATED_DROPPABLE: subagentOrigin.
+    // UPDATED_DROPPABLE: subagentOrigin; CHANGE_DROPPABLE in `change`: reason.
   })
   .superRefine(refsNameTheApproval)
-  .transform(readDroppable(UPDATED_DROPPABLE));
+  .transform(readDroppable(UPDATED_DROPPABLE, { change: CHANGE_DROPPABLE }));
 export type ApprovalUpdatedParams = z.infer<typeof ApprovalUpdatedParams>;
-
-export const ApprovalAmendment = z.looseObject({
-  durability: HostWord,
-  rulePreview: z.string(),
-});
 
 export const ApprovalResolvedParams = z
   .looseObject({
@@ -274,9 +321,8 @@ export const ApprovalResolvedParams = z
     policyResult: HostWord.optional(),
     resolvedBy: HostWord,
     stageEvidence: z.array(z.unknown()).optional(),
-    amendment: ApprovalAmendment.optional(),
     decidedByCommandId: HostId.optional(),
-    // RESOLVED_DROPPABLE: decidedAt.
+    // RESOLVED_DROPPABLE: decidedAt, amendment.
     viewCursor: FrameViewCursor.optional(),
   })
   .transform(readDroppable(RESOLVED_DROPPABLE));

@@ -134,6 +134,88 @@ describe('races, bad input and rate limits', () => {
     await world.waitForCard('odd-reason-0001', (m) => textOf(m).includes('Approved'));
   });
 
+  it('a resolution whose amendment the bot cannot read still closes the card', async () => {
+    world = await World.start();
+    const approval = approvalFromTranscript('approval-round-trip', { approvalId: 'odd-rule-0001' });
+    await world.host.open(approval, { via: 'both' });
+    await world.waitForCard('odd-rule-0001', (m) => buttonsOf(m).length > 0, 10_000);
+    // Refusing the frame for its amendment would leave the card open on an approval the host
+    // resolved: the resolution is kept, without a rule the card cannot name.
+    const ruleWithoutWords = { durability: 'session' } as { durability: string; rulePreview: string };
+    await world.host.resolve({
+      approvalId: 'odd-rule-0001',
+      decision: 'approvedPolicyAmendment',
+      resolvedBy: 'policy',
+      amendment: ruleWithoutWords,
+      offSchema: 'an amendment without its rulePreview: the resolution must not be lost for it',
+    });
+    const final = await world.waitForCard(
+      'odd-rule-0001',
+      (m) => buttonsOf(m).length === 0 && textOf(m).includes('Approved'),
+      10_000,
+    );
+    expect(textOf(final)).toContain('policy');
+    expect(textOf(final)).not.toContain('Rule saved');
+    const line = await world.bot.waitForLog(
+      (l) =>
+        l.msg === 'dropping a field of an approval frame that does not parse' &&
+        l.json?.field === 'amendment',
+      10_000,
+    );
+    expect(line.json).toMatchObject({ approvalId: 'odd-rule-0001', method: 'approval/resolved' });
+  });
+
+  it('an update whose change reason is not a string still moves the card to the next stage', async () => {
+    world = await World.start();
+    const id = 'odd-change-0001';
+    const approval = shellApproval({
+      approvalId: id,
+      sessionId: SESSION,
+      stages: [
+        ['npm', 'test'],
+        ['git', 'push'],
+      ],
+    });
+    const stageOf = (m: Parameters<typeof buttonsOf>[0]) =>
+      buttonsOf(m).map((b) => (JSON.parse(b.value) as { s: number }).s);
+    await world.host.open(approval, { via: 'both' });
+    await world.waitForCard(id, (m) => stageOf(m).length > 0 && stageOf(m).every((s) => s === 0), 10_000);
+    // Stage 1 was allowed at the agent itself; the host says so with a reason that is a number.
+    await world.host.update({
+      approvalId: id,
+      patch: {
+        currentRequirementId: { approvalId: id, sourceIndex: 1 },
+        availableChoices: approval.availableChoices.filter((c) => c.choiceId !== 'allow_local_prefix'),
+        subject: {
+          ...approval.subject,
+          stages: approval.subject.stages!.map((stage, i) =>
+            i === 0 ? { ...stage, resolution: { kind: 'allowOnce' } } : stage,
+          ),
+        },
+      },
+      change: {
+        kind: 'stageResolved',
+        requirementId: { approvalId: id, sourceIndex: 0 },
+        choiceId: 'allow_once',
+        decision: 'approved',
+        reason: 42,
+      },
+      offSchema: 'a change reason that is not a string: the stage advance must not be lost for it',
+    });
+    await world.waitForCard(id, (m) => stageOf(m).length > 0 && stageOf(m).every((s) => s === 1), 10_000);
+    const line = await world.bot.waitForLog(
+      (l) =>
+        l.msg === 'dropping a field of an approval frame that does not parse' &&
+        l.json?.field === 'change.reason',
+      10_000,
+    );
+    expect(line.json).toMatchObject({ approvalId: id, method: 'approval/updated' });
+    await world.press(id, 'Allow once');
+    const decide = await world.host.waitForDecide((d) => d.frame.params.approvalId === id);
+    expect(decide.frame.params.requirementId).toEqual({ approvalId: id, sourceIndex: 1 });
+    await world.waitForCard(id, (m) => textOf(m).includes('Approved'), 10_000);
+  });
+
   it('13. a 429 on chat.postMessage is retried after its Retry-After and the card is posted once', async () => {
     world = await World.start();
     // Retry-After 2 s, then 1 s: each wait must follow its own 429, not one fixed pause.

@@ -224,6 +224,97 @@ describe('an approval frame with a field of an unexpected shape', () => {
     expectOneDropLine(lines, 'decidedAt', 'approval/resolved');
   });
 
+  // `amendment` and `change.reason` are in the vendor's schema (optional), so a host that sends
+  // one in another shape is off it. The frame still says what the approval came to: refusing it
+  // whole would leave the card open on an approval the host resolved, or a stage it moved past.
+  it.each<[string, unknown]>([
+    ['without its rulePreview', { durability: 'session' }],
+    ['that is a string', MARK],
+    ['whose durability is no word', { durability: 7, rulePreview: MARK }],
+  ])('approval/resolved with an amendment %s resolves without it', (_, amendment) => {
+    const resolved = FRAMES.find((frame) => frame.method === 'approval/resolved')?.params;
+    const { incarnation, lines } = loggingIncarnation();
+    const events: HostEvent[] = [];
+    handleHostNotification(
+      'host-a',
+      incarnation,
+      'approval/resolved',
+      { ...resolved, decision: 'approvedPolicyAmendment', amendment },
+      (e) => events.push(e),
+    );
+    expect(events).toMatchObject([
+      {
+        type: 'approvalResolved',
+        params: { approvalId: PARAMS.approvalId, decision: 'approvedPolicyAmendment', resolvedBy: 'user' },
+      },
+    ]);
+    const params = (events[0] as { params: Record<string, unknown> }).params;
+    expect(params.amendment).toBeUndefined();
+    expect(params.unreadableFields).toEqual(['amendment']);
+    expectOneDropLine(lines, 'amendment', 'approval/resolved');
+  });
+
+  /** An approval/updated of PARAMS' approval reporting `change`. */
+  const updateWith = (change: Record<string, unknown>) => ({
+    sessionId: PARAMS.sessionId,
+    approvalId: PARAMS.approvalId,
+    currentRequirementId: PARAMS.currentRequirementId,
+    change,
+    availableChoices: PARAMS.availableChoices,
+    subject: PARAMS.subject,
+  });
+
+  it.each<[unknown]>([[42], [{ text: MARK }], [[MARK]]])(
+    'approval/updated with a change reason %j is handed on without it, the change kept',
+    (reason) => {
+      const { incarnation, lines } = loggingIncarnation();
+      const events: HostEvent[] = [];
+      const change = { kind: 'policyPersistence', status: 'failed', reason };
+      handleHostNotification('host-a', incarnation, 'approval/updated', updateWith(change), (e) =>
+        events.push(e),
+      );
+      expect(events).toMatchObject([
+        {
+          type: 'approvalUpdated',
+          params: { approvalId: PARAMS.approvalId, change: { kind: 'policyPersistence', status: 'failed' } },
+        },
+      ]);
+      const params = (events[0] as { params: { change: Record<string, unknown> } }).params;
+      expect(params.change.reason).toBeUndefined();
+      expect((params as Record<string, unknown>).unreadableFields).toEqual(['change.reason']);
+      expectOneDropLine(lines, 'change.reason', 'approval/updated');
+    },
+  );
+
+  it('approval/updated with a string change reason keeps it, and says nothing', () => {
+    const { incarnation, lines } = loggingIncarnation();
+    const events: HostEvent[] = [];
+    const change = { kind: 'policyPersistence', status: 'failed', reason: 'disk full' };
+    handleHostNotification('host-a', incarnation, 'approval/updated', updateWith(change), (e) =>
+      events.push(e),
+    );
+    const params = (events[0] as { params: Record<string, unknown> }).params;
+    expect(params.change).toEqual(change);
+    expect(params.unreadableFields).toBeUndefined();
+    expect(droppedLines(lines)).toEqual([]);
+  });
+
+  it('what a resolution or an update says stays strict: without it the frame is skipped', () => {
+    const resolved = FRAMES.find((frame) => frame.method === 'approval/resolved')?.params;
+    const { incarnation, lines } = loggingIncarnation();
+    const events: HostEvent[] = [];
+    const hear = (method: string, params: unknown) =>
+      handleHostNotification('host-a', incarnation, method, params, (e) => events.push(e));
+    hear('approval/resolved', { ...resolved, amendment: MARK, decision: undefined });
+    hear('approval/resolved', { ...resolved, amendment: MARK, resolvedBy: 42 });
+    hear('approval/updated', updateWith({ reason: 42 }));
+    hear('approval/updated', { ...updateWith({ kind: 'stageResolved' }), change: MARK });
+    expect(events).toEqual([]);
+    expect(lines.filter((line) => line.msg === 'skipping approval frame that does not parse')).toHaveLength(
+      4,
+    );
+  });
+
   it('a field the schema requires stays strict: the frame is still refused', () => {
     const { sent, events } = serve({ ...PARAMS, availableChoices: 'allow' });
     expect((sent[0] as { error?: { code: number } }).error?.code).toBe(-32602);

@@ -5,12 +5,14 @@ import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { renderCard } from '../../../../src/cards/renderCard.js';
 import { renderRequesterDm, renderThreadLine } from '../../../../src/cards/renderDecisionNotice.js';
+import type { GrantStore } from '../../../../src/domain/grants/grant.js';
 import type { ApprovalRecord } from '../../../../src/domain/record.js';
 import { isTerminal } from '../../../../src/domain/record.js';
 import { approvalEventFromNotification } from '../../../../src/msp/approvalEvents.js';
 import type { HostEvent } from '../../../../src/msp/events.js';
 import { ApprovalRequestParams } from '../../../../src/msp/protocol.js';
 import type { Decider } from '../../../../src/relay/deciding/decider.js';
+import { GrantMaker } from '../../../../src/relay/grants/grantMaker.js';
 import { HostEventHandler } from '../../../../src/relay/hostEvents/hostEventHandler.js';
 import { keepingCurrentVotes } from '../../../../src/relay/records/cardMutations.js';
 import { claimed, requirementMoved } from '../../../../src/relay/records/decisionMutations.js';
@@ -259,6 +261,57 @@ describe('a card through the approval’s life', () => {
       expect(renderThreadLine(resolved)).not.toContain('a rule was saved');
       expect(renderRequesterDm(resolved, 'h1', undefined)).not.toContain('a rule was saved');
     }
+  });
+
+  it('closes on a resolution whose amendment it cannot read, and lists no grant the host kept', async () => {
+    /** Alice's "Always allow" (localPersistent) answered with `amendment`; what GrantMaker lists. */
+    const decidedWith = async (amendment: unknown) => {
+      const { hear, mutate, record } = relay();
+      await hear(notification('approval/requested', twoStages));
+      await mutate('ap-1', claimed(claim(0, 'allow_local_prefix', 'cmd-1', 'U_ALICE')));
+      await hear(
+        notification('approval/resolved', {
+          sessionId: 's-1',
+          approvalId: 'ap-1',
+          itemId: twoStages.itemId,
+          turnId: twoStages.turnId,
+          decision: 'approvedPolicyAmendment',
+          policyResult: 'allow',
+          resolvedBy: 'user',
+          decidedByCommandId: 'cmd-1',
+          stageEvidence: [],
+          amendment,
+          sourceRange: twoStages.sourceRange,
+          viewCursor: 'v:s-1:50',
+        }),
+      );
+      const listed: unknown[] = [];
+      const grants = { create: async (input: unknown) => listed.push(input) } as unknown as GrantStore;
+      const keeper = { track: () => {} } as unknown as RecordKeeper;
+      new GrantMaker({ grants, keeper, grantsOf: () => undefined, logger }).follow(record());
+      return { resolved: record(), listed };
+    };
+    const rule = 'Always allow in this workspace: npm test ...';
+    // The host's word for the rule it keeps: listed as Alice's host-held grant.
+    const kept = await decidedWith({ durability: 'localPersistent', rulePreview: rule });
+    expect(kept.listed).toMatchObject([{ holder: 'host', grantedBy: 'U_ALICE', rulePreview: rule }]);
+    // Without the rule's words the resolution stands, Alice's, but no grant is listed on a guess.
+    const unread = await decidedWith({ durability: 'localPersistent' });
+    expect(unread.resolved).toMatchObject({
+      phase: 'resolved',
+      resolution: { decision: 'approvedPolicyAmendment', slackUserId: 'U_ALICE' },
+    });
+    expect(unread.resolved.resolution?.amendment).toBeUndefined();
+    expect(buttonsOf(unread.resolved)).toEqual([]);
+    expect(textOf(unread.resolved)).not.toContain('Rule saved');
+    expect(unread.listed).toEqual([]);
+  });
+
+  it('still hears of a rule not saved when the host gives no reason it can read', async () => {
+    const { hear, record } = relay();
+    await hear(notification('approval/requested', twoStages));
+    await hear(update('policyPersistence', 0, { status: 'failed', reason: { code: 'EROFS' } }));
+    expect(record().persistence).toEqual({ status: 'failed', reason: undefined });
   });
 
   it('reads a withdrawal by the process that asked again as a withdrawal, not a restart', async () => {
