@@ -1,4 +1,4 @@
-import type { Authorization } from '../domain/authorization.js';
+import type { Authorization, Refused } from '../domain/authorization.js';
 import type { RenderedMessage } from '../domain/messages.js';
 import { packSections } from './blocks.js';
 import { channelLink } from './channelLink.js';
@@ -6,6 +6,7 @@ import { clip } from './escape.js';
 import { fitLines } from './fitLines.js';
 import { MAX_TOTAL_BLOCK_TEXT } from './limits.js';
 import { mentionUser } from './mentionUser.js';
+import { noAccessText } from './renderUserMessages.js';
 import { type WaitingApproval, waitingLine } from './renderWaiting.js';
 
 // The answers of /countersign, each shown only to the user who typed it. Pure: the listener
@@ -39,12 +40,25 @@ function answer(lines: string[]): RenderedMessage {
   return { text: lines[0] ?? '', blocks: packSections(lines) };
 }
 
-/** The commands, one line each; `unknown` (what the user typed) leads with one line saying so. */
-export function renderHelp(channel: string, unknown?: string): RenderedMessage {
+/**
+ * The commands, one line each; `unknown` (what the user typed) leads with one line saying so.
+ * `channel` (where cards go when no route says otherwise) is left out for a stranger some route
+ * lets in: it is not theirs to know.
+ */
+export function renderHelp(channel: string | undefined, unknown?: string): RenderedMessage {
   const lines = unknown === undefined ? [] : [`Unknown command \`${clip(unknown, 40)}\`.`];
-  lines.push(`Countersign is running. Approval cards are posted in ${channelLink(channel)}. Commands:`);
+  lines.push(
+    channel === undefined
+      ? 'Countersign is running. Commands:'
+      : `Countersign is running. Approval cards are posted in ${channelLink(channel)}. Commands:`,
+  );
   for (const [name, what] of COMMANDS) lines.push(`• \`/countersign ${name}\`: ${what}`);
   return answer(lines);
+}
+
+/** What a stranger no route lets in reads instead of help: that they have no access, and why. */
+export function renderNoAccess(refused: Refused): RenderedMessage {
+  return answer([noAccessText(refused)]);
 }
 
 /** `revoke` without exactly one grant id. */

@@ -1,4 +1,5 @@
 import type { ActionsBlock, HomeView, KnownBlock, SectionBlock } from '@slack/types';
+import type { Refused } from '../domain/authorization.js';
 import type { Away } from '../domain/away.js';
 import type { Grant } from '../domain/grants/grant.js';
 import type { RecentDecision } from '../domain/recentDecision.js';
@@ -9,6 +10,7 @@ import { clipProse } from './prose.js';
 import { awayStatusLines } from './renderAway.js';
 import { grantBlocks } from './renderGrantList.js';
 import { renderHomeStats, type StatsView } from './renderStats.js';
+import { noAccessText } from './renderUserMessages.js';
 import { oneLineSubject, safeLink, type WaitingApproval, waitingLine } from './renderWaiting.js';
 import { slackDate } from './slackDate.js';
 
@@ -27,9 +29,13 @@ export interface HomeInput {
   waiting: readonly WaitingApproval[];
   /** Newest first, with the link to each card when Slack gave one. */
   recent: ReadonlyArray<{ decision: RecentDecision; permalink?: string }>;
-  /** Where cards go when no route says otherwise. */
-  channel: string;
-  status: { host: boolean; redis: boolean };
+  /**
+   * Where cards go when no route says otherwise, and whether the bot's parts are up: left out for
+   * a stranger some route lets in (a guest on an allowGuests route), who is shown only what waits
+   * for them and what is theirs, the same checks deciding each.
+   */
+  channel?: string;
+  status?: { host: boolean; redis: boolean };
   now: Date;
   /** The user's own grants and those of their routes' channels (every grant for an admin). */
   grants?: readonly Grant[];
@@ -66,10 +72,16 @@ export function renderHome(input: HomeInput): HomeView {
   const blocks: Array<KnownBlock | ActionsBlock> = [
     header('Countersign'),
     section(
-      `Approval requests from your agents are posted in ${channelLink(input.channel)}. Decide on each card with one click.`,
+      input.channel === undefined
+        ? 'The approval requests you may decide are listed here. Decide on each card with one click.'
+        : `Approval requests from your agents are posted in ${channelLink(input.channel)}. Decide on each card with one click.`,
     ),
-    context([`Agent host: ${status(input.status.host)}`, `Redis: ${status(input.status.redis)}`]),
   ];
+  if (input.status) {
+    blocks.push(
+      context([`Agent host: ${status(input.status.host)}`, `Redis: ${status(input.status.redis)}`]),
+    );
+  }
   if (input.away) {
     blocks.push(
       header('Your status'),
@@ -97,4 +109,9 @@ export function renderHome(input: HomeInput): HomeView {
   // One block is kept for the line that counts the grants left out.
   else blocks.push(...grantBlocks(grants, Math.min(MAX_HOME_GRANTS, MAX_HOME_BLOCKS - blocks.length - 1)));
   return { type: 'home', blocks };
+}
+
+/** The Home of a stranger no route lets in: that they have no access here, and why; nothing else. */
+export function renderNoAccessHome(refused: Refused): HomeView {
+  return { type: 'home', blocks: [header('Countersign'), section(noAccessText(refused))] };
 }

@@ -74,6 +74,27 @@ export function notAuthorizedText(refused: Refused): string {
   }
 }
 
+/**
+ * Why a stranger no route lets in is shown nothing of Countersign (App Home, /countersign help):
+ * who they are, never a route, a channel or who decides.
+ */
+export function noAccessText(refused: Refused): string {
+  switch (refused.why) {
+    case 'external':
+      return 'You have no access to Countersign here: you belong to another Slack workspace or organization, and no route lets its users decide or see approvals.';
+    case 'guest':
+      return 'You have no access to Countersign here: guests cannot decide or see approvals, and no route lets them in.';
+    case 'deactivated':
+      return 'You have no access to Countersign here: Slack says this account is deactivated.';
+    case 'unverified':
+      return refused.what === 'workspace'
+        ? 'You have no access to Countersign for now: it has not heard from Slack which workspace it is in yet, so it cannot tell who you are. Please try again in a minute.'
+        : 'You have no access to Countersign for now: it could not confirm with Slack who you are (your workspace, whether you are a guest). Please try again in a minute.';
+    default:
+      return 'You have no access to Countersign here.';
+  }
+}
+
 /** Slack did not confirm something the decision depends on: nothing was allowed on a guess. */
 function unverifiedText(what: Unverified): string {
   switch (what) {

@@ -1,7 +1,9 @@
+import type { HomeView } from '@slack/types';
 import type { Logger } from 'pino';
-import { type HomeInput, MAX_HOME_WAITING, renderHome } from '../cards/renderHome.js';
+import { type HomeInput, MAX_HOME_WAITING, renderHome, renderNoAccessHome } from '../cards/renderHome.js';
 import type { StatsView } from '../cards/renderStats.js';
 import { subjectSummary } from '../cards/subjectSummary.js';
+import type { Refused } from '../domain/authorization.js';
 import type { Away } from '../domain/away.js';
 import type { Grant } from '../domain/grants/grant.js';
 import type { RecentDecision } from '../domain/recentDecision.js';
@@ -28,6 +30,11 @@ export interface HomeTabOptions {
   mayRecall: (userId: string, decision: RecentDecision) => Promise<boolean>;
   viewers: HomeViewers;
   permalinks: Permalinks;
+  /**
+   * Whether the user is a stranger, and the routes that let them in all the same
+   * (Authorizer.asStranger over every route); undefined for a member. Asked at every publish.
+   */
+  stranger: (userId: string) => Promise<{ refused: Refused; letIn: readonly string[] } | undefined>;
   /** Where cards go when no route says otherwise. */
   channel: string;
   status: () => { host: boolean; redis: boolean };
@@ -193,34 +200,10 @@ export class HomeTab {
   }
 
   private async publish(userId: string): Promise<void> {
-    const { views, waiting, permalinks, channel, status, logger } = this.options;
+    const { views, logger } = this.options;
     try {
-      const [items, decisions, grants, stats, away] = await Promise.all([
-        waiting.for(userId, MAX_HOME_WAITING),
-        this.recalled(userId),
-        this.grantsOf(userId),
-        this.statsOf(userId),
-        this.awayOf(userId),
-      ]);
-      const recentLinked = await Promise.all(
-        decisions.map(async (decision) => {
-          const permalink = decision.ts ? await permalinks.of(decision.channel, decision.ts) : undefined;
-          return permalink ? { decision, permalink } : { decision };
-        }),
-      );
       const notice = this.notices.get(userId);
-      const view = renderHome({
-        waiting: items,
-        recent: recentLinked,
-        channel,
-        status: status(),
-        now: new Date(),
-        grants,
-        ...(stats ? { stats } : {}),
-        ...(notice ? { notice: notice.text } : {}),
-        ...(away ? { away } : {}),
-      });
-      await views.publish(userId, view);
+      await views.publish(userId, await this.viewOf(userId, notice));
       this.forgetNotice(userId, notice);
       // Shown: a publish still asked again for an older failure has nothing left to show.
       clearTimeout(this.republishes.get(userId)?.timer);
@@ -229,6 +212,40 @@ export class HomeTab {
       const again = this.publishLater(userId, err);
       logger.warn({ err, userId, ...(again ? { retryInMs: again } : {}) }, 'could not publish the App Home');
     }
+  }
+
+  /**
+   * The user's Home as it is now. A stranger no route lets in (or one Slack does not confirm) is
+   * told only that; one some route lets in is shown what the checks let them see, but not
+   * SLACK_CHANNEL, the bot's health or who is away, which no route is theirs to know.
+   */
+  private async viewOf(userId: string, notice: { text: string } | undefined): Promise<HomeView> {
+    const { waiting, permalinks, channel, status } = this.options;
+    const stranger = await this.options.stranger(userId);
+    if (stranger && stranger.letIn.length === 0) return renderNoAccessHome(stranger.refused);
+    const [items, decisions, grants, stats, away] = await Promise.all([
+      waiting.for(userId, MAX_HOME_WAITING),
+      this.recalled(userId),
+      this.grantsOf(userId),
+      this.statsOf(userId),
+      stranger ? undefined : this.awayOf(userId),
+    ]);
+    const recentLinked = await Promise.all(
+      decisions.map(async (decision) => {
+        const permalink = decision.ts ? await permalinks.of(decision.channel, decision.ts) : undefined;
+        return permalink ? { decision, permalink } : { decision };
+      }),
+    );
+    return renderHome({
+      waiting: items,
+      recent: recentLinked,
+      ...(stranger ? {} : { channel, status: status() }),
+      now: new Date(),
+      grants,
+      ...(stats ? { stats } : {}),
+      ...(notice ? { notice: notice.text } : {}),
+      ...(away ? { away } : {}),
+    });
   }
 
   /** A note shown is not shown again, unless a newer one came while it was on its way. */

@@ -22,13 +22,9 @@ export async function routeStandings(
   userId: string,
   options: RouteStandingsOptions,
 ): Promise<RouteStanding[]> {
-  const { router, authorizer } = options;
+  const { authorizer } = options;
   const ownsAHost = options.hosts.some((host) => host.owner === userId);
-  const routes = router.all().map(({ name, channel, rules }) => ({ name, channel, rules }));
-  if (!options.routes.some((route) => route.match === undefined)) {
-    const rules = router.rulesOf(FALLBACK_ROUTE_NAME);
-    if (rules) routes.push({ name: FALLBACK_ROUTE_NAME, channel: options.fallbackChannel, rules });
-  }
+  const routes = everyRoute(options);
   // No host id: the owner rule is reported as notOwnAgents, not as a refusal of the whole route.
   const check = (route: string, protectedWrite: boolean) =>
     authorizer.check(userId, { route, protectedWrite, hostId: '' });
@@ -47,4 +43,15 @@ export async function routeStandings(
       };
     }),
   );
+}
+
+/** Every route a card can be placed by: the file's, and the fallback unless a route catches everything. */
+export function everyRoute(options: Pick<RouteStandingsOptions, 'router' | 'routes' | 'fallbackChannel'>) {
+  const { router } = options;
+  const routes = router.all().map(({ name, channel, rules }) => ({ name, channel, rules }));
+  if (!options.routes.some((route) => route.match === undefined)) {
+    const rules = router.rulesOf(FALLBACK_ROUTE_NAME);
+    if (rules) routes.push({ name: FALLBACK_ROUTE_NAME, channel: options.fallbackChannel, rules });
+  }
+  return routes;
 }

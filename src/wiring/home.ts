@@ -76,6 +76,8 @@ export function wireHome({
       (decision.route !== undefined && (await authorizer.decidesOn(userId, decision.route))),
     // Opened in the last half hour: likely still on screen, worth publishing again on changes.
     viewers: new HomeViewers(redis, 30 * 60_000),
+    // Checked at every publish: a stranger no route lets in is shown nothing but why.
+    stranger: (userId) => authorizer.asStranger(userId, routeNames),
     permalinks,
     channel: config.slack.channel,
     status: () => ({ host: health.hosts(), redis: health.redis() }),

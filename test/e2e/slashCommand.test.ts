@@ -235,7 +235,10 @@ describe('/countersign', () => {
       expect(json.response_type).toBe('ephemeral');
       return json;
     };
-    const help = linesOf(await ackOf('help'));
+    // Help asks Slack who the user is (a stranger is told only that they have no access): it acks
+    // at once and answers through the response_url.
+    const answerOf = async (text: string) => (await commandAnswer(world, 'U0EVE', text)).body;
+    const help = linesOf(await answerOf('help'));
     expect(help).toEqual([
       `Countersign is running. Approval cards are posted in <#${world.channel}>. Commands:`,
       '• `/countersign pending`: the approvals waiting for you to decide, with a link to each card',
@@ -248,10 +251,10 @@ describe('/countersign', () => {
       '• `/countersign help`: this list',
     ]);
     // No subcommand is help too.
-    expect(linesOf(await ackOf(''))).toEqual(help);
-    const unknown = linesOf(await ackOf('frobnicate <!channel> now'));
+    expect(linesOf(await answerOf(''))).toEqual(help);
+    const unknown = linesOf(await answerOf('frobnicate <!channel> now'));
     expect(unknown).toEqual(['Unknown command `frobnicate`.', ...help]);
-    expect(linesOf(await ackOf('<!channel>'))[0]).toBe('Unknown command `&lt;!channel&gt;`.');
+    expect(linesOf(await answerOf('<!channel>'))[0]).toBe('Unknown command `&lt;!channel&gt;`.');
     // revoke without a grant id says how it is used, in the ack.
     const usage = await ackOf('revoke');
     expect(usage.text).toBe(

@@ -134,6 +134,14 @@ describe('strangers', () => {
         .callsOf('views.publish')
         .some((c) => c.args.user_id === PARTNER && JSON.stringify(c.args.view).includes('make str-0002')),
     );
+    // Only what the routes that let them in show: not where other cards go, nor the bot's health.
+    for (const c of world.slack.callsOf('views.publish').filter((c) => c.args.user_id === PARTNER)) {
+      expect(JSON.stringify(c.args.view)).not.toContain('posted in');
+      expect(JSON.stringify(c.args.view)).not.toContain('Agent host');
+    }
+    const help = JSON.stringify((await commandAnswer(world, PARTNER, 'help')).body);
+    expect(help).toContain('Countersign is running. Commands:');
+    expect(help).not.toContain('posted in');
   });
 
   it('on a route without approvers only the channel’s members decide, from the card and from a DM; only they are DMed', async () => {
@@ -313,6 +321,72 @@ describe('strangers', () => {
     const home = JSON.stringify(homes().at(-1)!.args.view);
     expect(home).not.toContain('str-0010');
     expect(home).not.toContain('make str');
+  });
+
+  it('App Home and help tell a stranger no route lets in only that they have no access, and why; a member sees all', async () => {
+    // SLACK_CHANNEL by #name; who someone is is kept for a second, so a delegate turned guest is seen.
+    const world = await startWorld(undefined, {
+      env: { SLACK_CHANNEL: '#approvals', COUNTERSIGN_MEMBERSHIP_CACHE_TTL: '1s' },
+    });
+    await openShell(world, 'str-0020');
+    // Alice is away and names Dave, a member then, her delegate; Dave's Home says so.
+    const away = await commandAnswer(world, 'U0ALICE', 'away until 3d delegate <@U0DAVE|dave>');
+    expect(JSON.stringify(away.body)).toContain('You are away until');
+    const homeOf = async (userId: string) => {
+      const since = world.slack.calls.length;
+      await openHome(world, userId);
+      const home = await world.slack.waitFor('views.publish', (c) => c.args.user_id === userId, 10_000, {
+        since,
+      });
+      return JSON.stringify(home.args.view);
+    };
+    const dave = await homeOf('U0DAVE');
+    expect(dave).toContain('You stand in for <@U0ALICE>');
+    expect(dave).toContain('#approvals');
+    expect(dave).toContain('Agent host: :large_green_circle: up');
+    expect(dave).toContain('make str-0020');
+    const help = JSON.stringify((await commandAnswer(world, 'U0DAVE', 'help')).body);
+    expect(help).toContain('Approval cards are posted in #approvals');
+
+    world.slack.setUser('U0DAVE', { team_id: 'T1', is_restricted: true, real_name: 'Dave' });
+    await new Promise((r) => setTimeout(r, 1_500));
+    const refusals = [
+      { who: 'U0DAVE', why: 'guests cannot decide or see approvals, and no route lets them in' },
+      { who: GUEST, why: 'guests cannot decide or see approvals, and no route lets them in' },
+      { who: PARTNER, why: 'you belong to another Slack workspace or organization' },
+    ];
+    for (const { who, why } of refusals) {
+      const shown = [await homeOf(who), JSON.stringify((await commandAnswer(world, who, 'help')).body)];
+      for (const text of shown) {
+        expect(text).toContain(`You have no access to Countersign here: ${why}`);
+        for (const hidden of ['#approvals', 'C0APPROVALS', 'Agent host', 'Redis', 'U0ALICE', 'make str'])
+          expect(text).not.toContain(hidden);
+      }
+    }
+  });
+
+  it('App Home and help refuse whoever Slack cannot say who they are, and say why', async () => {
+    const world = await startWorld();
+    world.slack.fault(
+      'users.info',
+      { error: 'fatal_error' },
+      { times: Number.POSITIVE_INFINITY, match: (args) => args.user === 'U0EVE' },
+    );
+    await openHome(world, 'U0EVE');
+    const home = await world.slack.waitFor('views.publish', (c) => c.args.user_id === 'U0EVE', 10_000);
+    const help = await commandAnswer(world, 'U0EVE', 'help');
+    for (const text of [JSON.stringify(home.args.view), JSON.stringify(help.body)]) {
+      expect(text).toContain(
+        'You have no access to Countersign for now: it could not confirm with Slack who you are',
+      );
+      expect(text).not.toContain(world.channel);
+      expect(text).not.toContain('Agent host');
+    }
+    // Once Slack says, Eve, a member, is shown where cards go.
+    world.slack.heal('users.info');
+    expect(JSON.stringify((await commandAnswer(world, 'U0EVE', 'help')).body)).toContain(
+      `Approval cards are posted in <#${world.channel}>`,
+    );
   });
 
   it('start-up names each route whose channel is shared with another organization, unless it lets them in', async () => {

@@ -321,6 +321,34 @@ export class Authorizer {
     return strangerRefusal(this.authority(record), person, this.options.workspace());
   }
 
+  /**
+   * Whether `userId` is a stranger (a guest, another team or enterprise, a deactivated account, or
+   * one Slack does not confirm now), checked now against each of `routes` (names, as records give
+   * them); undefined for a full member of the bot's own team. `refused` says why, as no route
+   * widens it; `letIn` names the routes that let them in all the same (allowGuests,
+   * allowExternal). What shows more than one approval (App Home, /countersign help) asks this
+   * first: a stranger no route lets in is told only that, and why.
+   */
+  async asStranger(
+    userId: string,
+    routes: readonly string[],
+  ): Promise<{ refused: Refused; letIn: string[] } | undefined> {
+    const person = await this.options.people.person(userId).catch((err: unknown) => {
+      this.options.logger.warn({ err, userId }, 'could not read who a Slack user is');
+      return undefined;
+    });
+    const workspace = this.options.workspace();
+    const refused = strangerRefusal({ route: '(none)', rules: undefined }, person, workspace);
+    if (!refused) return undefined;
+    const letIn = routes.filter((route) => {
+      const view = this.options.routeOf(route);
+      return (
+        view !== undefined && strangerRefusal({ route, rules: view.rules }, person, workspace) === undefined
+      );
+    });
+    return { refused, letIn };
+  }
+
   isAdmin(userId: string): boolean {
     return this.options.admins.includes(userId);
   }

@@ -5,6 +5,7 @@ import { section } from '../../cards/blocks.js';
 import {
   MAX_LISTED,
   renderHelp,
+  renderNoAccess,
   renderPending,
   renderRevokeUsage,
   renderWhoami,
@@ -17,7 +18,7 @@ import type { GrantLists } from '../../relay/grants/grantLists.js';
 import type { GrantRevoker } from '../../relay/grants/grantRevoker.js';
 import { answerInPrivate, ephemeral } from '../answerInPrivate.js';
 import type { awayCommands } from '../awayCommand.js';
-import { type RouteStandingsOptions, routeStandings } from '../routeStandings.js';
+import { everyRoute, type RouteStandingsOptions, routeStandings } from '../routeStandings.js';
 import { parseStatsArgs, statsFor, type UserStatsOptions } from '../userStats.js';
 import type { WaitingApprovals } from '../waitingApprovals.js';
 import { revokeFor } from './revokeButton.js';
@@ -51,12 +52,23 @@ interface Typed {
 
 /**
  * /countersign. Answers that need no lookup come back in the ack itself; `pending`, `whoami`,
- * `grants` and `revoke <id>` read Redis (and Slack for group members and links), so they ack at
- * once, within Slack's 3 s, and answer through the command's response_url when the work is done
- * (or, should that fail, in an ephemeral message: answerInPrivate).
+ * `grants` and `revoke <id>` read Redis (and Slack for group members and links), and `help` (or
+ * an unknown command) asks Slack who the user is, so they ack at once, within Slack's 3 s, and
+ * answer through the command's response_url when the work is done (or, should that fail, in an
+ * ephemeral message: answerInPrivate).
  */
 export function registerSlashCommand(app: App, options: SlashCommandOptions): void {
   const { channel, authorizer, waiting, grants, revoker, logger } = options;
+  // A stranger no route lets in (or one Slack does not confirm now) is told only that, and why;
+  // one some route lets in is not told where cards go when no route says otherwise.
+  const help =
+    (unknown: string | undefined) =>
+    async ({ userId }: Typed): Promise<RenderedMessage> => {
+      const routes = everyRoute(options.standings).map((route) => route.name);
+      const stranger = await authorizer.asStranger(userId, routes);
+      if (stranger && stranger.letIn.length === 0) return renderNoAccess(stranger.refused);
+      return renderHelp(stranger ? undefined : channel, unknown);
+    };
   const lookups: Record<string, (typed: Typed) => Promise<RenderedMessage>> = {
     pending: async ({ userId }) =>
       renderPending(await waiting.for(userId, MAX_LISTED), new Date(), await authorizer.actsAsAdmin(userId)),
@@ -77,16 +89,15 @@ export function registerSlashCommand(app: App, options: SlashCommandOptions): vo
   };
   app.command('/countersign', async ({ command, ack, respond }) => {
     const [first = '', ...args] = command.text.trim().split(/\s+/);
-    const word = first.toLowerCase();
-    const lookup = Object.hasOwn(lookups, word) ? lookups[word] : undefined;
-    if (!lookup || (word === 'revoke' && args.length !== 1)) {
-      const answer =
-        word === 'revoke'
-          ? renderRevokeUsage()
-          : renderHelp(channel, word === '' || word === 'help' ? undefined : word);
-      await ack(ephemeral(answer));
+    const asked = first.toLowerCase();
+    if (asked === 'revoke' && args.length !== 1) {
+      await ack(ephemeral(renderRevokeUsage()));
       return;
     }
+    // Anything unknown is answered with help, and named `help` here: what was typed is not logged.
+    const known = Object.hasOwn(lookups, asked);
+    const word = known ? asked : 'help';
+    const lookup = known ? lookups[asked]! : help(asked === '' || asked === 'help' ? undefined : asked);
     await ack();
     let answer: RenderedMessage;
     try {

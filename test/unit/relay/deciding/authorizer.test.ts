@@ -251,3 +251,45 @@ describe('Authorizer: standing in for someone away', () => {
     expect(lines.some((l) => l.msg === 'could not read whom a user stands in for')).toBe(true);
   });
 });
+
+describe('Authorizer: a stranger, across every route', () => {
+  it('names why, and the routes that let them in all the same; a member is none', async () => {
+    const rules: Record<string, RouteRules> = {
+      guests: { ...OPEN_RULES, allowGuests: true },
+      partners: { ...OPEN_RULES, allowExternal: true },
+      closed: OPEN_RULES,
+    };
+    const routes = ['guests', 'partners', 'closed', 'gone'];
+    const people = {
+      U0GUEST: { teamId: 'T1', guest: true },
+      U0PARTNER: { teamId: 'T9', guest: false },
+      U0GONE: { teamId: 'T1', guest: false, deactivated: true },
+    };
+    const authorizer = testAuthorizer({ rulesOf: (route) => (route ? rules[route] : OPEN_RULES), people });
+    expect(await authorizer.asStranger('U0BOB', routes)).toBeUndefined();
+    expect(await authorizer.asStranger('U0GUEST', routes)).toMatchObject({
+      refused: { why: 'guest' },
+      letIn: ['guests'],
+    });
+    expect(await authorizer.asStranger('U0PARTNER', routes)).toMatchObject({
+      refused: { why: 'external' },
+      letIn: ['partners'],
+    });
+    expect(await authorizer.asStranger('U0GUEST', ['closed'])).toMatchObject({ letIn: [] });
+    // No route lets in a deactivated account, or one Slack does not confirm now.
+    expect(await authorizer.asStranger('U0GONE', routes)).toMatchObject({
+      refused: { why: 'deactivated' },
+      letIn: [],
+    });
+    const slackAway = testAuthorizer({
+      rulesOf: (route) => (route ? rules[route] : OPEN_RULES),
+      people: async () => {
+        throw new Error('Slack is away');
+      },
+    });
+    expect(await slackAway.asStranger('U0BOB', routes)).toMatchObject({
+      refused: { why: 'unverified', what: 'user' },
+      letIn: [],
+    });
+  });
+});
