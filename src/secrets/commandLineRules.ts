@@ -127,6 +127,18 @@ function alternatives(words: Iterable<string>): string {
     .join('|');
 }
 
+/** A bare part of a user name. */
+const USER_RUN = `[^\\s:"'\\\\;&|()<>]{1,256}`;
+/** A quoted part of a user name: no colon, and no `,` either, so that it never reaches into the next item of a JSON argv (`"-u","admin","https://x:80"`). */
+const USER_QUOTED = `(?:'[^':\\r\\n]{0,64}'|"[^":,\\\\\\r\\n]{0,64}")`;
+
+/**
+ * The user name of `user:password` and its colon, kept: bare, or with quoted parts the shell joins
+ * to it (`"user":x`). Bare and quoted parts alternate, so it is read one way only, and a few of
+ * them are more than any user name has: a flag whose value holds no colon costs a short scan.
+ */
+const USER_LEAD = `(?:${USER_RUN})?(?:${USER_QUOTED}(?:${USER_RUN})?){0,8}:`;
+
 /** The value of a program flag, the part to mask in a group named `secret…`. */
 function programValue(secret: SecretPart): string {
   switch (secret) {
@@ -135,7 +147,7 @@ function programValue(secret: SecretPart): string {
     case 'cookie':
       return `(?=\\\\?["']?[^\\s"'\\\\=]{1,256}=)${quotedOrBare('')}`;
     case 'afterColon':
-      return quotedOrBare('', `[^\\s:"'\\\\;&|()<>]{0,256}:`);
+      return quotedOrBare('', USER_LEAD);
   }
 }
 
@@ -205,6 +217,15 @@ export function programFlagsApply(entry: ProgramFlag, wordAt: (i: number) => unk
   return entry.subcommand === undefined || subcommandEnd(entry.subcommand, wordAt) !== undefined;
 }
 
+/** A part of a word quoted whole (`"a b"` of `password="a b"`). */
+const QUOTED_WHOLE = /^(?:'[^']*'|"(?:[^"\\]|\\.)*")$/;
+
+/** `span` without the quotes around it, if it is quoted whole: they stay, as around a word quoted whole. */
+function insideQuotes(span: Span): Span {
+  if (!QUOTED_WHOLE.test(span.value)) return span;
+  return { start: span.start + 1, end: span.end - 1, value: span.value.slice(1, -1) };
+}
+
 /**
  * [start, end) and text of each secret given to a program flag (`mysql -phunter2`,
  * `curl -u admin:hunter2`, `docker login -p hunter2`), to htpasswd or htdbm after its file and
@@ -236,7 +257,7 @@ export function programFlagSecrets(text: string): Span[] {
       const after = words.after(match.index + program.length);
       for (const { index, from } of vaultLoginSecrets((i) => after(i)?.value)) {
         const word = after(index)!;
-        found.push({ start: word.start + from, end: word.end, value: word.value.slice(from) });
+        found.push(insideQuotes({ start: word.start + from, end: word.end, value: word.value.slice(from) }));
         SCAN.lastIndex = word.end;
       }
     } else if (program !== undefined) {

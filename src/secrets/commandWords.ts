@@ -29,8 +29,9 @@ export class CommandWords {
 
   /**
    * The words of the command after `at` (where a program's name ends), `wordAt(0)` the first:
-   * read as they are asked for, each bounded, up to what ends the command. Quotes are not part
-   * of a word's text or span.
+   * read as they are asked for, each bounded, up to what ends the command. The quotes of a word
+   * quoted whole are not part of its text or span; a word of several parts (`ab"c d"e`) is read
+   * as written, quotes and all, so that all of it is masked.
    */
   after(at: number): (i: number) => Span | undefined {
     const words: Span[] = [];

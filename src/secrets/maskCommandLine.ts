@@ -13,8 +13,20 @@ import { maskSecrets, valueMarker } from './maskSecrets.js';
 const SECRET_WORD =
   'token|secret|passw(?:or)?d|passphrase|api-?key|access-?key|private-?key|credentials?|auth';
 
-/** A shell word: single-quoted, double-quoted (with escapes) or bare. */
-const WORD = `'[^']*'|"(?:[^"\\\\]|\\\\.)*"|[^\\s;&|()<>'"]+`;
+const SINGLE_QUOTED = `'[^']*'`;
+const DOUBLE_QUOTED = `"(?:[^"\\\\]|\\\\.)*"`;
+const BARE = `[^\\s;&|()<>'"]`;
+/** A quote right before the end of a word closes a string the word stood in (`sh -c "K=x"`). */
+const OPENS_PART = `(?![\\s;&|()<>]|$)`;
+
+/**
+ * A shell word: single-quoted, double-quoted (with escapes), bare, or parts of those joined
+ * (`ab"c d"e`). Every part starts with a character of its own, so the word is read one way only.
+ */
+const WORD = `(?:${SINGLE_QUOTED}|${DOUBLE_QUOTED}|${BARE})(?:${BARE}|'${OPENS_PART}[^']*'|"${OPENS_PART}(?:[^"\\\\]|\\\\.)*")*`;
+
+/** A word quoted whole, whose quotes the marker keeps. */
+const QUOTED_WHOLE = new RegExp(`^(?:${SINGLE_QUOTED}|${DOUBLE_QUOTED})$`);
 
 const SECRET_FLAG = new RegExp(
   `(?<![\\w-])(--(?:[a-z0-9]+-)*(?:${SECRET_WORD})(?:-(?!(?:file|path|dir|env|var)\\b)[a-z0-9]+)*)(=|[ \\t]+(?!-))(${WORD})`,
@@ -26,10 +38,13 @@ const ASSIGNMENT = new RegExp(`(?<![\\w$-])([A-Za-z_][A-Za-z0-9_]*)=(${WORD})`, 
 const SECRET_NAME = /token|secret|passw(?:or)?d|passphrase|key|credential|auth|private|cookie|session/i;
 
 function quoteOf(value: string): string {
-  return value.startsWith("'") || value.startsWith('"') ? value[0]! : '';
+  return QUOTED_WHOLE.test(value) ? value[0]! : '';
 }
 
-/** `value` masked, keeping its quotes so the line still reads as the shell would split it. */
+/**
+ * `value` masked, keeping its quotes so the line still reads as the shell would split it; a word
+ * of several parts (`ab"c d"e`) is masked whole.
+ */
 function masked(value: string): string {
   const quote = quoteOf(value);
   const marker = valueMarker(quote ? value.slice(1, -1) : value);

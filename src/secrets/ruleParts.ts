@@ -40,16 +40,58 @@ const IN_QUOTES = String.raw`(?:\\[^\r\n]|[^"\\\r\n])`;
 const IN_ESCAPED_QUOTES = String.raw`(?:\\\\\\"|\\[^"\r\n]|[^"\\\r\n])`;
 
 /**
+ * What a quote may not be followed by to open a part of a word: the end of a word, or JSON's
+ * (`,`, `]`, `}`, `:`). A quote right after a value there closes a string the value stood in
+ * (`sh -c "export TOKEN=x" && …`, `["env","TOKEN=x"]`), as a word's opening quote rarely is.
+ */
+const WORD_END = String.raw`(?:[\s;&|()<>,:\]}]|\\[nrt]|$)`;
+
+/** A quoted part that continues a word (`"c d"` of `ab"c d"e`), its opening quote not before WORD_END. */
+const JOINED_PART =
+  `(?:'(?!${WORD_END})[^'\\r\\n]{0,1024}'` +
+  `|\\\\"(?!${WORD_END})${IN_ESCAPED_QUOTES}{0,1024}\\\\"` +
+  `|"(?!${WORD_END})${IN_QUOTES}{0,1024}")`;
+
+/** A word's first part when it is quoted: no part came before it to join. */
+const FIRST_QUOTED_PART = `(?:'[^'\\r\\n]{0,1024}'|\\\\"${IN_ESCAPED_QUOTES}{0,1024}\\\\"|"${IN_QUOTES}{0,1024}")`;
+
+/** More parts than anyone quotes one word in. */
+const MAX_WORD_PARTS = 64;
+
+/**
+ * Where a quoted part that starts a word does not end it: a part follows. Not a `,`, `]` or `}`
+ * after it, which in JSON follow a string (`"-u","admin:x"`).
+ */
+function continues(bare: string): string {
+  return `(?=[^${bare},\\]}]|['"](?!${WORD_END})|\\\\"(?!${WORD_END}))`;
+}
+
+/**
+ * A whole shell word, as written: bare runs of characters not in `[bare]` (a character class's
+ * body) and quoted parts, joined (`abc"def ghi"jkl`, `'a b'"c d"`). Each part comes after one of
+ * another kind, so a word is read in one way only: nothing can make the reading backtrack.
+ */
+function shellWord(bare: string): string {
+  const run = `[^${bare}]{1,1024}`;
+  return `(?:${run}|${FIRST_QUOTED_PART}${continues(bare)}(?:${run})?)(?:${JOINED_PART}(?:${run})?){0,${MAX_WORD_PARTS}}`;
+}
+
+/** What ends a bare value after `key=`: JSON's and a command's punctuation too. */
+const KEY_VALUE_BARE = `\\s"'\\\\,;&<>\\]}`;
+
+/**
  * A value after `key=` / `key: `, quoted (also with JSON-escaped quotes, as inside rawArgs) or
- * bare. Quoted values may hold spaces and escaped quotes; an empty value is no secret. Its groups
- * are named `secret<name>…`: every name must be unique in the combined expression.
+ * bare, or a shell word of several parts (`x"y z"`), masked whole, quotes and all. Quoted values
+ * may hold spaces and escaped quotes; an empty value is no secret. Its groups are named
+ * `secret<name>…`: every name must be unique in the combined expression.
  */
 export function keyValue(name: string): string {
+  const alone = `(?!${continues(KEY_VALUE_BARE)})`;
   return (
-    `(?:\\\\"${NOT_A_MARKER}(?<secret${name}Eq>${IN_ESCAPED_QUOTES}{1,1024})\\\\"` +
-    `|"${NOT_A_MARKER}(?<secret${name}Dq>${IN_QUOTES}{1,1024})"` +
-    `|\\\\?'${NOT_A_MARKER}(?<secret${name}Sq>[^'\\r\\n]{1,1024}?)\\\\?'` +
-    `|${NOT_A_MARKER}(?<secret${name}Bare>[^\\s"'\\\\,;&<>\\]}]{1,1024}))`
+    `(?:\\\\"${NOT_A_MARKER}(?<secret${name}Eq>${IN_ESCAPED_QUOTES}{1,1024})\\\\"${alone}` +
+    `|"${NOT_A_MARKER}(?<secret${name}Dq>${IN_QUOTES}{1,1024})"${alone}` +
+    `|\\\\?'${NOT_A_MARKER}(?<secret${name}Sq>[^'\\r\\n]{1,1024}?)\\\\?'${alone}` +
+    `|${NOT_A_MARKER}(?<secret${name}Word>${shellWord(KEY_VALUE_BARE)}))`
   );
 }
 
@@ -59,25 +101,30 @@ export function keyValue(name: string): string {
  */
 export const NOT_A_FLAG = `(?![-=:]|\\$\\(|\`)${NOT_A_MARKER}`;
 
+/** What ends a bare shell word. */
+const SHELL_BARE = '\\s"\'\\\\;&|()<>`';
+
 /**
  * A shell word, its secret in the group `secret<name>…`: single-quoted; double-quoted with
  * escaped quotes, as inside a JSON string; double-quoted, a backslash escaping the next
- * character, as in the shell and in JSON; bare. `lead` is a pattern for what the word starts with
- * and keeps (`admin:` of `admin:hunter2`).
+ * character, as in the shell and in JSON; bare, or of several parts (`abc"def ghi"jkl`), masked
+ * whole, quotes and all. `lead` is a pattern for what the word starts with and keeps (`admin:` of
+ * `admin:hunter2`).
  */
 export function quotedOrBare(name: string, lead = ''): string {
+  const alone = `(?!${continues(SHELL_BARE)})`;
   // `admin:"two words"`: the shell joins a quoted part to what comes before it in one word.
   const quotedAfterLead =
     lead === ''
       ? ''
-      : `|${lead}'(?<secret${name}LeadSq>[^'\\r\\n]{1,1024})'` +
-        `|${lead}"(?<secret${name}LeadDq>${IN_QUOTES}{1,1024})"`;
+      : `|${lead}'(?<secret${name}LeadSq>[^'\\r\\n]{1,1024})'${alone}` +
+        `|${lead}"(?<secret${name}LeadDq>${IN_QUOTES}{1,1024})"${alone}`;
   return (
-    `(?:'${lead}${NOT_A_FLAG}(?<secret${name}Sq>[^'\\r\\n]{1,1024})'` +
-    `|\\\\"${lead}${NOT_A_FLAG}(?<secret${name}Eq>${IN_ESCAPED_QUOTES}{1,1024})\\\\"` +
-    `|"${lead}${NOT_A_FLAG}(?<secret${name}Dq>${IN_QUOTES}{1,1024})"` +
+    `(?:'${lead}${NOT_A_FLAG}(?<secret${name}Sq>[^'\\r\\n]{1,1024})'${alone}` +
+    `|\\\\"${lead}${NOT_A_FLAG}(?<secret${name}Eq>${IN_ESCAPED_QUOTES}{1,1024})\\\\"${alone}` +
+    `|"${lead}${NOT_A_FLAG}(?<secret${name}Dq>${IN_QUOTES}{1,1024})"${alone}` +
     quotedAfterLead +
-    `|${lead}${NOT_A_FLAG}(?<secret${name}Bare>[^\\s"'\\\\;&|()<>\`]{1,1024}))`
+    `|${lead}${NOT_A_FLAG}(?<secret${name}Word>${shellWord(SHELL_BARE)}))`
   );
 }
 
@@ -99,16 +146,18 @@ export function flagGap(name: string): string {
 }
 
 /**
- * Any shell word, a flag too, after blanks (single-, double- or JSON-escape-quoted, or bare), or
- * the next item of a JSON array (`"-b", "file"`): its text, without quotes, in a group named
- * `word<name>…`. A marker is no word: what was masked is not read again.
+ * Any shell word, a flag too, after blanks (single-, double- or JSON-escape-quoted, bare, or of
+ * several parts: then as written, quotes and all), or the next item of a JSON array
+ * (`"-b", "file"`): its text, without quotes when quoted whole, in a group named `word<name>…`. A
+ * marker is no word: what was masked is not read again.
  */
 export function nextWord(name: string): string {
+  const alone = `(?!${continues(SHELL_BARE)})`;
   return (
-    `(?:${BLANKS}${NOT_A_MARKER}(?:'(?<word${name}Sq>[^'\\r\\n]{0,1024})'` +
-    `|\\\\"(?<word${name}Eq>${IN_ESCAPED_QUOTES}{0,1024})\\\\"` +
-    `|"(?<word${name}Dq>${IN_QUOTES}{0,1024})"` +
-    `|(?<word${name}Bare>[^\\s"'\\\\;&|()<>\`]{1,1024}))` +
+    `(?:${BLANKS}${NOT_A_MARKER}(?:'(?<word${name}Sq>[^'\\r\\n]{0,1024})'${alone}` +
+    `|\\\\"(?<word${name}Eq>${IN_ESCAPED_QUOTES}{0,1024})\\\\"${alone}` +
+    `|"(?<word${name}Dq>${IN_QUOTES}{0,1024})"${alone}` +
+    `|(?<word${name}Word>${shellWord(SHELL_BARE)}))` +
     `|${JSON_ITEM_GAP}"${NOT_A_MARKER}(?<word${name}Json>${IN_QUOTES}{0,1024})(?="[ \\t]{0,8}[,\\]]))`
   );
 }
@@ -125,7 +174,8 @@ const CLOSING_QUOTES: ReadonlyArray<readonly [ending: string, length: number]> =
   ['Sq', "'".length],
   ['Eq', '\\"'.length],
   ['Dq', '"'.length],
-  ['Bare', 0],
+  // A word of several parts holds its quotes.
+  ['Word', 0],
   // A JSON item's closing quote is looked at, not matched.
   ['Json', 0],
 ];

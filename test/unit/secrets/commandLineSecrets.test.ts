@@ -363,6 +363,113 @@ describe('maskSecrets: flags that hold no secret', () => {
   }
 });
 
+describe('maskSecrets: a shell word with quoted parts', () => {
+  // The shell joins quoted parts to what comes before and after them in one word
+  // (`abc"def ghi"jkl` is the word `abcdef ghijkl`): the secret is all of it, masked whole.
+  const cases: Array<[string, string, string]> = [
+    // [what, input, masked]
+    [
+      '--password= and a word quoted in its middle',
+      'deploy --password=abc"def ghi"jkl --env prod',
+      `deploy --password=${S} --env prod`,
+    ],
+    [
+      '--password and a word quoted in its middle',
+      'deploy --password abc"def ghi"jkl --env prod',
+      `deploy --password ${S} --env prod`,
+    ],
+    ['an assignment quoted after its first character', 'PASSWORD=x"y z" ./run', `PASSWORD=${S} ./run`],
+    ['a *_PASSWORD assignment quoted in its middle', 'DB_PASSWORD=x"y z"w ./run', `DB_PASSWORD=${S} ./run`],
+    ['a *_PASS assignment of two quoted parts', `FOO_PASS='a b'"c d" ./run`, `FOO_PASS=${S} ./run`],
+    [
+      'an assignment quoted in its middle, in a command inside JSON',
+      '{"command":"PASSWORD=x\\"y z\\" ./run"}',
+      `{"command":"PASSWORD=${S} ./run"}`,
+    ],
+    ['--token of a quoted part and a bare one', `deploy --token "a b"cd x`, `deploy --token ${S} x`],
+    ['mysql -p quoted whole, its quotes kept', 'mysql -p"my secret" shop', `mysql -p"${S}" shop`],
+    ['mysql -p quoted in its middle', 'mysql -pab"my secret"cd shop', `mysql -p${S} shop`],
+    ['mysql -p quoted, then a bare part', 'mysql -p"my secret"cd shop', `mysql -p${S} shop`],
+    [
+      'mysql -p quoted in its middle, in a command inside JSON',
+      '{"command":"mysql -pab\\"c d\\"e shop"}',
+      `{"command":"mysql -p${S} shop"}`,
+    ],
+    ['curl -u and a quoted password', 'curl -u user:"pa ss" https://x', `curl -u user:"${S}" https://x`],
+    [
+      'curl -u and a password quoted in its middle',
+      'curl -u user:pa"s s"x https://x',
+      `curl -u user:${S} https://x`,
+    ],
+    [
+      'curl -u and a quoted password, then a bare part',
+      'curl -u user:"pa ss"x https://x',
+      `curl -u user:${S} https://x`,
+    ],
+    ['curl -u, the user quoted too', 'curl -u "user":"pa ss" https://x', `curl -u "user":"${S}" https://x`],
+    [
+      'curl -u, the user quoted in its middle',
+      `curl -u us'e r':pass https://x`,
+      `curl -u us'e r':${S} https://x`,
+    ],
+    ['docker login -p quoted in its middle', 'docker login -p ab"c d"e reg', `docker login -p ${S} reg`],
+    [
+      'htpasswd -b, the password quoted in its middle',
+      'htpasswd -b f user ab"c d"e && ls',
+      `htpasswd -b f user ${S} && ls`,
+    ],
+    ['vault login and its token quoted in its middle', `vault login ab'c d'e; ls`, `vault login ${S}; ls`],
+    [
+      'vault login password= quoted in its middle',
+      'vault login -method=userpass username=u password=ab"c d"e',
+      `vault login -method=userpass username=u password=${S}`,
+    ],
+  ];
+  for (const [what, input, masked] of cases) {
+    it(`masks ${what}`, () => {
+      expect(maskSecrets(input)).toEqual({ text: masked, count: 1 });
+    });
+  }
+
+  // A quote right before what ends a word closes a string the secret stood in: it opens no part.
+  const kept: Array<[string, string, string]> = [
+    [
+      'a string that ends right after the secret',
+      'sh -c "export TOKEN=abc" && curl "https://x/y"',
+      `sh -c "export TOKEN=${S}" && curl "https://x/y"`,
+    ],
+    [
+      'a single-quoted string that ends right after the secret',
+      `curl -d 'password=abc' -H 'X: y' https://x`,
+      `curl -d 'password=${S}' -H 'X: y' https://x`,
+    ],
+    ['an item of a JSON argv', '["env","DB_PASSWORD=x","./run"]', `["env","DB_PASSWORD=${S}","./run"]`],
+    ['the last item of a JSON argv', '["env","DB_PASSWORD=x"]', `["env","DB_PASSWORD=${S}"]`],
+    ['a JSON value', '{"env":"PASSWORD=x","n":"y"}', `{"env":"PASSWORD=${S}","n":"y"}`],
+    [
+      'a flag value in a JSON argv, quoted whole',
+      '["curl","-u","admin:hunter2","https://x:8080"]',
+      `["curl","-u","admin:${S}","https://x:8080"]`,
+    ],
+  ];
+  for (const [what, input, masked] of kept) {
+    it(`masks only the secret of ${what}`, () => {
+      expect(maskSecrets(input)).toEqual({ text: masked, count: 1 });
+    });
+  }
+
+  it('leaves the next word of a JSON argv alone when curl -u has no password', () => {
+    const text = '["curl","-u","admin","https://x:8080"]';
+    expect(maskSecrets(text)).toEqual({ text, count: 0 });
+  });
+
+  it('masks the same in MSP_HOST_COMMAND', () => {
+    expect(maskCommandLine('GH_AUTH=ab"c d"e muse serve --auth x"y z" --port 1')).toBe(
+      `GH_AUTH=${S} muse serve --auth ${S} --port 1`,
+    );
+  });
+});
+
 describe('argvSecrets: a word secret for where it stands', () => {
   const cases: Array<[string, string[], Array<string | undefined>]> = [
     ['after --password', ['deploy', '--password', 'hunter2'], [undefined, undefined, S]],

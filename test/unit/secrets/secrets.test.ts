@@ -321,6 +321,16 @@ describe('maskSecrets: cost', () => {
     'password=\\"'.repeat(7_000),
     `password=\\"${'\\\\\\"'.repeat(15_000)}`,
     `password="${'\\'.repeat(60_000)}`,
+    // Words of quoted parts joined, and quotes that open no part: each read one way only.
+    'password=a"b"'.repeat(5_000),
+    `password=a${'"b"c'.repeat(16_000)}`,
+    'password=a"'.repeat(6_000),
+    `--token a${'"b"\''.repeat(16_000)}`,
+    `mysql -p${'"a"b'.repeat(16_000)}`,
+    'curl -u "a" '.repeat(5_000),
+    `curl -u ${'"a"'.repeat(21_000)}`,
+    'vault login x"y" '.repeat(3_500),
+    `htpasswd -b f u ${'a"b"'.repeat(16_000)}`,
   ];
   it('scans 64 KiB of adversarial text quickly', () => {
     for (const text of shapes) {
