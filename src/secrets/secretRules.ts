@@ -16,7 +16,7 @@
 // be tried at every character, twenty times the cost of the whole scan.
 
 import { SECRET_FLAG_RULE } from './commandLineRules.js';
-import { anyCase, atNameStart, atWordStart, keyValue, NOT_A_MARKER } from './ruleParts.js';
+import { anyCase, atNameStart, atStart, atWordStart, keyValue, NOT_A_MARKER } from './ruleParts.js';
 
 export interface SecretRule {
   /** Shown in the marker: `[masked <label>]`. */
@@ -76,6 +76,13 @@ export const SECRET_RULES: readonly SecretRule[] = [
     // appear, not only after `vault login` (vaultSecrets.ts), e.g. `vault token lookup hvs.…`.
     label: 'vault-token',
     source: `${atWordStart('hv[sbr]\\.')}[A-Za-z0-9_-]{24,512}`,
+  },
+  {
+    // Vault's service tokens before 1.10: `s.` and exactly 24 letters and digits, both cases among
+    // them as in any random token. Not inside a dotted or kebab-case name (`a.s.…`, `x-s.…`), nor
+    // as a file name (`….txt`) or a method (`s.dispatchPendingApprovals()`), which `s.` often is.
+    label: 'vault-token',
+    source: `${atStart('s\\.', 'A-Za-z0-9_.-')}(?=[A-Za-z0-9]{0,23}[A-Z])(?=[A-Za-z0-9]{0,23}[a-z])[A-Za-z0-9]{24}(?![A-Za-z0-9_(-]|\\.[A-Za-z0-9])`,
   },
   { label: 'npm-token', source: `${atWordStart('npm_')}[A-Za-z0-9]{36}(?![A-Za-z0-9_])` },
   { label: 'google-api-key', source: `${atWordStart('AIza')}[0-9A-Za-z_-]{35}` },

@@ -11,6 +11,8 @@ import { maskSecrets } from '../../../src/secrets/maskSecrets.js';
 import { FAKE_GITHUB_TOKEN } from '../../support/fakeSecrets.js';
 
 const S = '[masked secret-value]';
+/** A legacy Vault token (`s.` and 24 letters and digits) is named by its shape. */
+const V = '[masked vault-token]';
 
 describe('maskSecrets: a secret after its flag, header or name', () => {
   const cases: Array<[string, string, string]> = [
@@ -140,7 +142,7 @@ describe('maskSecrets: a secret after its flag, header or name', () => {
       'cd /srv && docker --context=prod login -p hunter2 reg',
       `cd /srv && docker --context=prod login -p ${S} reg`,
     ],
-    ['vault login and its token', 'vault login s.Xq3LmT9pR2vK8wY1zN4bH6cD', `vault login ${S}`],
+    ['vault login and its token', 'vault login s.Xq3LmT9pR2vK8wY1zN4bH6cD', `vault login ${V}`],
     [
       'vault login by its path, after options and another command',
       'export VAULT_ADDR=https://v:8200 && /usr/local/bin/vault login -no-print -method token hvs.CAESIJ3kq9 ; ls',
@@ -154,9 +156,9 @@ describe('maskSecrets: a secret after its flag, header or name', () => {
     [
       'vault login and its token after a flag it does not know, which may take a value',
       'vault login -new-flag x s.Xq3LmT9pR2vK8wY1zN4bH6cD',
-      `vault login -new-flag ${S} ${S}`,
+      `vault login -new-flag ${S} ${V}`,
     ],
-    ['vault login token=', 'vault login token=s.Xq3LmT9pR2vK8wY1zN4bH6cD', `vault login token=${S}`],
+    ['vault login token=', 'vault login token=s.Xq3LmT9pR2vK8wY1zN4bH6cD', `vault login token=${V}`],
     [
       'vault login password=, the method and user name kept',
       'vault login -method=userpass username=u password=hunter2',
@@ -175,7 +177,7 @@ describe('maskSecrets: a secret after its flag, header or name', () => {
     [
       'vault login in a command inside JSON',
       '{"command":"vault login s.Xq3LmT9pR2vK8wY1zN4bH6cD\\nls"}',
-      `{"command":"vault login ${S}\\nls"}`,
+      `{"command":"vault login ${V}\\nls"}`,
     ],
     ['htpasswd -b', 'htpasswd -b file user hunter2', `htpasswd -b file user ${S}`],
     [
@@ -528,7 +530,7 @@ describe('argvSecrets: a word secret for where it stands', () => {
     [
       'vault login and its token',
       ['vault', 'login', 's.Xq3LmT9pR2vK8wY1zN4bH6cD'],
-      [undefined, undefined, S],
+      [undefined, undefined, V],
     ],
     [
       'vault login and its token after -method and its value',

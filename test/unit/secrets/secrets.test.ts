@@ -30,6 +30,8 @@ const ANTHROPIC_KEY = `sk-ant-api03-${'qW3eR5tY7u'.repeat(9)}abcAA`;
 const VAULT_SERVICE = `hvs.CAESI${'Qm9uZ1R4'.repeat(10)}Gh4KHGh2cy5`;
 const VAULT_BATCH = `hvb.AAAAAQ${'Jx7kLm2Pq9'.repeat(12)}`;
 const VAULT_RECOVERY = `hvr.${'Z3k9Wq'.repeat(5)}`;
+// Before Vault 1.10 a service token was `s.` and 24 letters and digits.
+const VAULT_LEGACY = `s.${'AbCdEfGhIjKl'.repeat(2)}`;
 const JWT =
   'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c';
 const PRIVATE_KEY = [
@@ -69,6 +71,36 @@ describe('maskSecrets: every shape the issue lists', () => {
     ['Vault service token', `vault token lookup ${VAULT_SERVICE}`, VAULT_SERVICE, 'vault-token'],
     ['Vault batch token', `VAULT_TOKEN=${VAULT_BATCH} terraform apply`, VAULT_BATCH, 'vault-token'],
     ['Vault recovery token', `curl -H "X-Vault-Token: ${VAULT_RECOVERY}" v`, VAULT_RECOVERY, 'vault-token'],
+    [
+      'legacy Vault service token in a header',
+      `curl -H "X-Vault-Token: ${VAULT_LEGACY}" https://v:8200/v1/sys/health`,
+      VAULT_LEGACY,
+      'vault-token',
+    ],
+    [
+      'legacy Vault service token alone',
+      `echo ${VAULT_LEGACY} | vault token lookup -`,
+      VAULT_LEGACY,
+      'vault-token',
+    ],
+    [
+      'legacy Vault service token in JSON',
+      `{"auth":{"accessor":"x","lease":"${VAULT_LEGACY}"}}`,
+      VAULT_LEGACY,
+      'vault-token',
+    ],
+    [
+      'legacy Vault service token ending a sentence',
+      `The token is ${VAULT_LEGACY}.`,
+      VAULT_LEGACY,
+      'vault-token',
+    ],
+    [
+      'legacy Vault service token right after a JSON-escaped newline',
+      JSON.stringify({ content: `vault:\n${VAULT_LEGACY}` }),
+      VAULT_LEGACY,
+      'vault-token',
+    ],
     [
       'private key block',
       `cat > id_ed25519 <<EOF\n${PRIVATE_KEY}\nEOF`,
@@ -266,6 +298,18 @@ describe('maskSecrets: what is not a secret', () => {
     ['a short AKIA word', 'AKIA is a prefix'],
     ['a plain URL', 'https://github.com/o/r/pull/12'],
     ['a URL with a port and an @ in its path', 'https://host:8080/users/@me http://[::1]:80/x'],
+    ['s. and a short word', 'cp s.foo s.AbCdEfGh1 ./s.tar && echo as.AbCdEfGhIjKlAbCdEfGhIjKl'],
+    [
+      's. and one letter or digit short or too many',
+      'echo s.AbCdEfGhIjKlAbCdEfGhIjK s.AbCdEfGhIjKlAbCdEfGhIjKlM s.AbCdEfGhIjKlAbCdEfGhIjKl_x',
+    ],
+    [
+      'a file name that starts like a legacy Vault token',
+      'cat s.AbCdEfGhIjKlAbCdEfGhIjKl.txt logs/s.AbCdEfGhIjKlAbCdEfGhIjKl-1',
+    ],
+    ['a dotted name that holds one', 'import a.s.AbCdEfGhIjKlAbCdEfGhIjKl'],
+    ['a method call after s.', 'if err := s.dispatchPendingApprovals(); err != nil {'],
+    ['24 letters of one case after s.', 'mv s.abcdefghijklmnopqrstuvwx s.ABCDEFGHIJKLMNOPQRSTUVWX'],
   ];
   for (const [what, text] of negatives) {
     it(`leaves ${what} alone`, () => {
@@ -331,6 +375,9 @@ describe('maskSecrets: cost', () => {
     `curl -u ${'"a"'.repeat(21_000)}`,
     'vault login x"y" '.repeat(3_500),
     `htpasswd -b f u ${'a"b"'.repeat(16_000)}`,
+    // Vault's tokens of before 1.10: `s.` is everywhere in text.
+    's.'.repeat(32_000),
+    's.AbCdEfGhIjKlMnOpQrStUvW '.repeat(2_500),
   ];
   it('scans 64 KiB of adversarial text quickly', () => {
     for (const text of shapes) {
