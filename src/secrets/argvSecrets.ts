@@ -1,3 +1,4 @@
+import { CF, cfAuthPasswordIndex } from './cfSecrets.js';
 import {
   isLongFlag,
   PROGRAM_FLAGS,
@@ -14,8 +15,9 @@ import { VAULT, vaultLoginSecrets } from './vaultSecrets.js';
 // a secret flag (`--password`, `aws_secret_access_key`), or as the value of a program's flag
 // once that program was named (`mysql … -phunter2`, `curl … -u admin:hunter2`), and its
 // subcommand where the flag needs one (`docker login … -p hunter2`), or as htpasswd's password
-// or htdbm's after its file and user (`htpasswd -b file user hunter2`), or as vault's token or
-// password after `login` (`vault login hvs.X`, `vault login -method=userpass … password=X`).
+// or htdbm's after its file and user (`htpasswd -b file user hunter2`), or as cf's after
+// `auth` and the user (`cf auth admin hunter2`), or as vault's token or password after `login`
+// (`vault login hvs.X`, `vault login -method=userpass … password=X`).
 
 // The words are raw (intake cuts them afterwards), so whatever is read of them is bounded: an
 // agent may send ten thousand words of megabytes each.
@@ -106,6 +108,14 @@ function maskVaultLogin(argv: readonly unknown[], from: number, out: Array<strin
   }
 }
 
+/** Marks in `out` the password `cf auth` takes from `argv`, cf's arguments starting at `from`. */
+function maskCfAuth(argv: readonly unknown[], from: number, out: Array<string | undefined>): void {
+  const index = cfAuthPasswordIndex((i) => argv[from + i]);
+  if (index === undefined) return;
+  const password = argv[from + index] as string;
+  if (password !== '') out[from + index] = wordMarker(password);
+}
+
 /**
  * For each word of `argv`, the word masked when it is secret for where it stands, else
  * undefined. Items that are not strings (an array of unknown shape) are skipped.
@@ -126,6 +136,7 @@ export function argvSecrets(argv: readonly unknown[]): Array<string | undefined>
       maskPasswordArgument(program, argv, i + 1, out);
     else if (program === VAULT) maskVaultLogin(argv, i + 1, out);
     else if (program !== undefined) {
+      if (program === CF) maskCfAuth(argv, i + 1, out);
       for (const entry of PROGRAM_FLAGS) {
         if (entry.programs.includes(program) && programFlagsApply(entry, (k) => argv[i + 1 + k]))
           named.add(entry);

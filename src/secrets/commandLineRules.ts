@@ -1,3 +1,4 @@
+import { CF, cfAuthPasswordIndex } from './cfSecrets.js';
 import { CommandWords, subcommandEnd } from './commandWords.js';
 import { HTDBM, HTPASSWD, passwordSecret, takesPasswordArgument } from './htpasswdSecrets.js';
 import {
@@ -217,6 +218,13 @@ export function programFlagsApply(entry: ProgramFlag, wordAt: (i: number) => unk
   return entry.subcommand === undefined || subcommandEnd(entry.subcommand, wordAt) !== undefined;
 }
 
+/** The password of `cf auth`, the words after cf's name given by `after`. */
+function cfAuthPassword(after: (i: number) => Span | undefined): Span | undefined {
+  const index = cfAuthPasswordIndex((i) => after(i)?.value);
+  const password = index === undefined ? undefined : after(index);
+  return password?.value === '' ? undefined : password;
+}
+
 /** A part of a word quoted whole (`"a b"` of `password="a b"`). */
 const QUOTED_WHOLE = /^(?:'[^']*'|"(?:[^"\\]|\\.)*")$/;
 
@@ -229,7 +237,7 @@ function insideQuotes(span: Span): Span {
 /**
  * [start, end) and text of each secret given to a program flag (`mysql -phunter2`,
  * `curl -u admin:hunter2`, `docker login -p hunter2`), to htpasswd or htdbm after its file and
- * user, or to `vault login`, left to right. One pass: a flag counts after its program's name in
+ * user, to `cf auth` after the user, or to `vault login`, left to right. One pass: a flag counts after its program's name in
  * the same command (and its subcommand, if it needs one, read from the few words after the
  * name), and its value is read where the flag ends, every repeat bounded. Words are read once
  * however many names share them.
@@ -262,6 +270,11 @@ export function programFlagSecrets(text: string): Span[] {
       }
     } else if (program !== undefined) {
       const after = words.after(match.index + program.length);
+      const password = program === CF ? cfAuthPassword(after) : undefined;
+      if (password) {
+        found.push(password);
+        SCAN.lastIndex = password.end;
+      }
       for (const entry of ENTRIES_OF.get(program) ?? []) {
         if (programFlagsApply(entry, (i) => after(i)?.value)) applying.add(entry);
       }

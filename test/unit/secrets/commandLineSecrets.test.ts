@@ -472,6 +472,69 @@ describe('maskSecrets: a shell word with quoted parts', () => {
   });
 });
 
+describe('maskSecrets: cf auth', () => {
+  const cases: Array<[string, string, string]> = [
+    ['its password', 'cf auth admin hunter2', `cf auth admin ${S}`],
+    [
+      'its password quoted, --origin kept',
+      'cf auth admin "two words" --origin uaa',
+      `cf auth admin "${S}" --origin uaa`,
+    ],
+    [
+      'its password after --origin and its value',
+      'cf auth --origin ldap admin hunter2',
+      `cf auth --origin ldap admin ${S}`,
+    ],
+    [
+      'its password after --origin=',
+      'cf auth --origin=ldap admin hunter2 && cf apps',
+      `cf auth --origin=ldap admin ${S} && cf apps`,
+    ],
+    [
+      'a client secret',
+      'cf auth my-client s3cr3t --client-credentials',
+      `cf auth my-client ${S} --client-credentials`,
+    ],
+    ['by its path', '/usr/local/bin/cf auth admin hunter2', `/usr/local/bin/cf auth admin ${S}`],
+    ['in a JSON argv', '["cf","auth","admin","hunter2"]', `["cf","auth","admin","${S}"]`],
+    [
+      'cf login --password',
+      'cf login -a api -u me --password hunter2',
+      `cf login -a api -u me --password ${S}`,
+    ],
+  ];
+  for (const [what, input, masked] of cases) {
+    it(`masks ${what}`, () => {
+      expect(maskSecrets(input)).toEqual({ text: masked, count: 1 });
+    });
+  }
+
+  const negatives: Array<[string, string]> = [
+    ['cf auth without a password', 'cf auth admin'],
+    ['cf auth and references', 'cf auth "$CF_USERNAME" "$CF_PASSWORD"'],
+    ['another cf command', 'cf create-user admin hunter3 && cf target -o org -s space'],
+    ['auth as an argument of another cf command', 'cf push auth admin'],
+    ['auth after cf in another command', 'cf apps; echo auth admin x'],
+  ];
+  for (const [what, text] of negatives) {
+    it(`leaves ${what} alone`, () => {
+      expect(maskSecrets(text)).toEqual({ text, count: 0 });
+    });
+  }
+
+  it('masks the password in an argv', () => {
+    expect(argvSecrets(['cf', 'auth', '--origin', 'ldap', 'admin', 'hunter2'])).toEqual([
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      S,
+    ]);
+    expect(argvSecrets(['cf', 'auth', 'admin'])).toEqual([undefined, undefined, undefined]);
+  });
+});
+
 describe('argvSecrets: a word secret for where it stands', () => {
   const cases: Array<[string, string[], Array<string | undefined>]> = [
     ['after --password', ['deploy', '--password', 'hunter2'], [undefined, undefined, S]],

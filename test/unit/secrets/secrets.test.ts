@@ -378,6 +378,9 @@ describe('maskSecrets: cost', () => {
     // Vault's tokens of before 1.10: `s.` is everywhere in text.
     's.'.repeat(32_000),
     's.AbCdEfGhIjKlMnOpQrStUvW '.repeat(2_500),
+    // cf auth's words, read after every cf.
+    'cf auth '.repeat(8_000),
+    `cf auth ${'--origin x '.repeat(6_000)}`,
   ];
   it('scans 64 KiB of adversarial text quickly', () => {
     for (const text of shapes) {
