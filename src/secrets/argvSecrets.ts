@@ -16,8 +16,8 @@ import { VAULT, vaultLoginSecrets } from './vaultSecrets.js';
 // once that program was named (`mysql … -phunter2`, `curl … -u admin:hunter2`), and its
 // subcommand where the flag needs one (`docker login … -p hunter2`), or as htpasswd's password
 // or htdbm's after its file and user (`htpasswd -b file user hunter2`), or as cf's after
-// `auth` and the user (`cf auth admin hunter2`), or as vault's token or password after `login`
-// (`vault login hvs.X`, `vault login -method=userpass … password=X`).
+// `auth` and the user (`cf auth admin hunter2`), or as vault's token, password or MFA passcode
+// after `login` (`vault login hvs.X`, `vault login -method=userpass … password=X`, `-mfa=totp:X`).
 
 // The words are raw (intake cuts them afterwards), so whatever is read of them is bounded: an
 // agent may send ten thousand words of megabytes each.

@@ -6,7 +6,8 @@ import { equalsIndex, MAX_OPTION_WORDS, subcommandEnd } from './commandWords.js'
 // (`vault login -method=userpass username=u password=X`). Only their place says so, so the words
 // after `login` are read as vault reads them (Go's flag package): options first, `-name=value`
 // or `-name value` for an option that takes one, a single or double dash alike, up to the first
-// other word or `--`; then the arguments. The same reading serves command text and an argv.
+// other word or `--`; then the arguments. `-mfa method:passcode` holds a one-time passcode too.
+// The same reading serves command text and an argv.
 
 export const VAULT = 'vault';
 
@@ -60,10 +61,16 @@ export interface VaultSecret {
   from: number;
 }
 
+/** The name of an option word (`-name`, `--name`, `-name=value`). */
+function optionName(word: string): string {
+  const equals = equalsIndex(word);
+  return word.slice(word.startsWith('--') ? 2 : 1, equals < 0 ? undefined : equals);
+}
+
 /** Whether an option word (`-name`, `--name`) names an option that takes the next word as its value. */
 function takesNextWord(word: string): boolean {
   if (word.length > MAX_OPTION_NAME_CHARS || equalsIndex(word) >= 0) return false;
-  return VALUE_OPTIONS.has(word.slice(word.startsWith('--') ? 2 : 1));
+  return VALUE_OPTIONS.has(optionName(word));
 }
 
 /**
@@ -72,6 +79,25 @@ function takesNextWord(word: string): boolean {
  */
 function isReference(value: string): boolean {
   return value === '' || value.startsWith('$') || value.startsWith('-');
+}
+
+/** The option whose value (`method:passcode`) holds a one-time passcode after its method. */
+const MFA = 'mfa';
+/** Longer than any MFA method's name or id. */
+const MAX_MFA_METHOD_CHARS = 256;
+
+/**
+ * Where the passcode starts in `value`, the value of `-mfa` starting at `at` of its word: after
+ * the method's colon (`totp:123456`); undefined when there is none (`-mfa=duo_push`), or it is a
+ * reference. A value that holds quotes (`"totp:1"`, read as written) is secret whole, so that no
+ * quote is masked without its pair.
+ */
+function passcodeFrom(word: string, at: number): number | undefined {
+  const colon = word.slice(at, at + MAX_MFA_METHOD_CHARS).indexOf(':');
+  if (colon < 0) return undefined;
+  const from = at + colon + 1;
+  if (isReference(word.slice(from))) return undefined;
+  return /['"]/.test(word.slice(at, from)) ? at : from;
 }
 
 /**
@@ -86,6 +112,8 @@ export function vaultLoginSecrets(wordAt: (i: number) => unknown): VaultSecret[]
   const found: VaultSecret[] = [];
   let options = true;
   let valueNext = false;
+  // Whether the value of `-mfa` is the next word.
+  let mfaNext = false;
   // Plain words (no `=`) that may be the token: one, or two after an option not known.
   let tokens = 1;
   for (let i = start; i < start + MAX_OPTION_WORDS; i++) {
@@ -93,6 +121,8 @@ export function vaultLoginSecrets(wordAt: (i: number) => unknown): VaultSecret[]
     if (typeof word !== 'string') break;
     if (options) {
       if (valueNext) {
+        const from = mfaNext ? passcodeFrom(word, 0) : undefined;
+        if (from !== undefined) found.push({ index: i, from });
         valueNext = false;
         continue;
       }
@@ -101,8 +131,13 @@ export function vaultLoginSecrets(wordAt: (i: number) => unknown): VaultSecret[]
         continue;
       }
       if (word.length > 1 && word.startsWith('-')) {
+        const equals = equalsIndex(word);
+        const mfa = optionName(word) === MFA;
+        const from = mfa && equals >= 0 ? passcodeFrom(word, equals + 1) : undefined;
+        if (from !== undefined) found.push({ index: i, from });
         valueNext = takesNextWord(word);
-        tokens = valueNext || equalsIndex(word) >= 0 ? 1 : 2;
+        mfaNext = valueNext && mfa;
+        tokens = valueNext || equals >= 0 ? 1 : 2;
         continue;
       }
       options = false;

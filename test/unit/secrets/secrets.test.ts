@@ -381,6 +381,8 @@ describe('maskSecrets: cost', () => {
     // cf auth's words, read after every cf.
     'cf auth '.repeat(8_000),
     `cf auth ${'--origin x '.repeat(6_000)}`,
+    // The values of vault login -mfa.
+    `vault login ${'-mfa=a:b '.repeat(7_000)}`,
   ];
   it('scans 64 KiB of adversarial text quickly', () => {
     for (const text of shapes) {
