@@ -110,6 +110,8 @@ export const PROGRAM_FLAGS: readonly ProgramFlag[] = [
   { programs: ['sshpass'], flags: ['-p'], nextWord: true, secret: 'whole' },
   { programs: LOGIN_PROGRAMS, flags: ['-p'], nextWord: true, secret: 'whole', subcommand: ['login'] },
   { programs: ['helm'], flags: ['-p'], nextWord: true, secret: 'whole', subcommand: ['registry', 'login'] },
+  // `cf l` is cf's own short name for `cf login`.
+  { programs: ['cf'], flags: ['-p'], nextWord: true, secret: 'whole', subcommand: ['l'] },
 ];
 
 export function isLongFlag(flag: string): boolean {

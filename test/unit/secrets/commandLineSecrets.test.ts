@@ -117,6 +117,7 @@ describe('maskSecrets: a secret after its flag, header or name', () => {
       `oc login https://api:6443 -u admin -p ${S}`,
     ],
     ['cf login -p', 'cf login -a api -u me -p hunter2', `cf login -a api -u me -p ${S}`],
+    ['cf l -p, login short name', 'cf l -a api -u me -p hunter2', `cf l -a api -u me -p ${S}`],
     [
       'docker login -p in a JSON argv',
       '["docker","login","-p","hunter2","reg"]',
