@@ -1,4 +1,4 @@
-import type { Resolution } from '../domain/record.js';
+import type { Resolution, RulePersistence } from '../domain/record.js';
 import { quote } from './escape.js';
 import { clipProse, inertProse } from './prose.js';
 
@@ -29,12 +29,28 @@ const RULE_NOT_SAVED: Record<string, string> = {
 };
 
 /**
+ * What the host said about saving the resolution's rule: on its amendment when it has one, else
+ * on the resolution itself (an amendment the host did not send, or that was dropped unread).
+ */
+export function rulePersistence(
+  resolution: Pick<Resolution, 'amendment' | 'persistence'>,
+): RulePersistence | undefined {
+  const { amendment } = resolution;
+  if (!amendment) return resolution.persistence;
+  return amendment.persistence === undefined
+    ? undefined
+    : { status: amendment.persistence, reason: amendment.persistenceReason };
+}
+
+/**
  * A resolution's decision in human words: as describeDecision, except that a rule the host
  * reported it could not save (policyPersistence failed) is never said to be saved.
  */
-export function describeResolution(resolution: Pick<Resolution, 'decision' | 'amendment'>): string {
-  const { decision, amendment } = resolution;
-  if (amendment?.persistence === 'failed' && Object.hasOwn(RULE_NOT_SAVED, decision)) {
+export function describeResolution(
+  resolution: Pick<Resolution, 'decision' | 'amendment' | 'persistence'>,
+): string {
+  const { decision } = resolution;
+  if (rulePersistence(resolution)?.status === 'failed' && Object.hasOwn(RULE_NOT_SAVED, decision)) {
     return RULE_NOT_SAVED[decision]!;
   }
   return describeDecision(decision);

@@ -3,7 +3,12 @@ import { decisionTone } from '../domain/decisionWords.js';
 import type { ApprovalRecord, Resolution } from '../domain/record.js';
 import { packSections, section } from './blocks.js';
 import type { CardBudget } from './budget.js';
-import { describeDecision, describeResolution, hostNamedDecider } from './describeDecision.js';
+import {
+  describeDecision,
+  describeResolution,
+  hostNamedDecider,
+  rulePersistence,
+} from './describeDecision.js';
 import { clip } from './escape.js';
 import { mentionUser } from './mentionUser.js';
 import { clipProse, truncateProse } from './prose.js';
@@ -185,17 +190,20 @@ function resolvedLines(resolution: Resolution, budget: CardBudget, timedOutAfter
   lines.push(`*Decided by:* ${decidedBy(resolution)}`);
   lines.push(`*When:* ${slackDate(resolution.decidedAt) ?? clipProse(resolution.decidedAt, 60)}`);
   if (resolution.policyResult) lines.push(`*Policy result:* ${clipProse(resolution.policyResult, 40)}`);
-  if (resolution.amendment) {
-    const { rulePreview, durability: d, persistence, persistenceReason } = resolution.amendment;
-    if (persistence === 'failed') {
-      const why = persistenceReason ? ` (${truncateProse(persistenceReason, budget.reason)})` : '';
-      lines.push(
-        `:warning: *Rule not saved*${why}: the host could not save ${truncateProse(rulePreview, budget.reason)}. The decision itself stands; the agent will ask again next time.`,
-      );
-    } else {
-      lines.push(`*Rule saved* (${durability(d)}): ${truncateProse(rulePreview, budget.reason)}`);
-      if (resolution.slackUserId) lines.push(HOST_KEEPS);
-    }
+  const persistence = rulePersistence(resolution);
+  if (persistence?.status === 'failed') {
+    const why = persistence.reason ? ` (${truncateProse(persistence.reason, budget.reason)})` : '';
+    // Without an amendment the host's words for the rule are not known (none sent, or unread).
+    const rule = resolution.amendment
+      ? truncateProse(resolution.amendment.rulePreview, budget.reason)
+      : 'the rule';
+    lines.push(
+      `:warning: *Rule not saved*${why}: the host could not save ${rule}. The decision itself stands; the agent will ask again next time.`,
+    );
+  } else if (resolution.amendment) {
+    const { rulePreview, durability: d } = resolution.amendment;
+    lines.push(`*Rule saved* (${durability(d)}): ${truncateProse(rulePreview, budget.reason)}`);
+    if (resolution.slackUserId) lines.push(HOST_KEEPS);
   }
   if (resolution.feedback) lines.push(`*Feedback:* ${truncateProse(resolution.feedback, budget.reason)}`);
   return lines;

@@ -38,6 +38,10 @@ export type GrantRef = z.infer<typeof GrantRef>;
 /** Those of a quorum's voters who voted as someone's delegate: voter → the person away. */
 export const StoodInFor = z.record(z.string(), z.string());
 
+/** What the host said about saving a rule (policyPersistence): `failed`, or its other words. */
+export const RulePersistence = z.object({ status: z.string(), reason: z.string().optional() });
+export type RulePersistence = z.infer<typeof RulePersistence>;
+
 export const Resolution = z.object({
   decision: z.string(),
   /** user | policy | llmJudge | … as the host says it. */
@@ -52,6 +56,12 @@ export const Resolution = z.object({
       persistenceReason: z.string().optional(),
     })
     .optional(),
+  /**
+   * What the host said about saving the rule when no amendment carries it (the host sent none,
+   * or one the bot could not read): the card must not say a rule was saved when it was not.
+   * Never beside an amendment, which says it itself (as on records resolved before this was kept).
+   */
+  persistence: RulePersistence.optional(),
   /** When it was decided, as the host says (its clock, perhaps whole seconds): the audit's `at`. */
   decidedAt: z.string(),
   /**
@@ -272,7 +282,7 @@ export const ApprovalRecord = z.object({
     .enum(['heldElsewhere', 'unknownToHost', 'stageMoved', 'alreadyTerminal', 'resolving'])
     .optional(),
   /** policyPersistence reported before the approval resolved, kept for its resolution. */
-  persistence: z.object({ status: z.string(), reason: z.string().optional() }).optional(),
+  persistence: RulePersistence.optional(),
   /**
    * `deferred`: the card waits while a remembered grant may answer; it is posted only if none
    * does. A request a grant answered has no card at all, only the grant's line in the channel.

@@ -265,16 +265,23 @@ function persistenceReported(change: ApprovalUpdatedParams['change']) {
     reason ? intakeWith(record.intake, { persistence: reason.report }) : record.intake;
   return (record: ApprovalRecord): ApprovalRecord | undefined => {
     if (record.phase === 'resolved') {
-      const amendment = record.resolution?.amendment;
-      if (!amendment || amendment.persistence === report.status) return undefined;
-      return {
-        ...record,
-        intake: intakeOf(record),
-        resolution: {
-          ...record.resolution!,
-          amendment: { ...amendment, persistence: report.status, persistenceReason: report.reason },
-        },
-      };
+      const resolution = record.resolution;
+      if (!resolution) return undefined;
+      const amendment = resolution.amendment;
+      if (amendment) {
+        if (amendment.persistence === report.status) return undefined;
+        return {
+          ...record,
+          intake: intakeOf(record),
+          resolution: {
+            ...resolution,
+            amendment: { ...amendment, persistence: report.status, persistenceReason: report.reason },
+          },
+        };
+      }
+      // No amendment (none sent, or dropped unread): the report stands on the resolution itself.
+      if (sameJson(resolution.persistence, report)) return undefined;
+      return { ...record, intake: intakeOf(record), resolution: { ...resolution, persistence: report } };
     }
     if (isTerminal(record) || sameJson(record.persistence, report)) return undefined;
     return { ...record, intake: intakeOf(record), persistence: report };
@@ -352,6 +359,8 @@ export function resolved(
         resolvedBy: params.resolvedBy,
         policyResult: params.policyResult,
         amendment,
+        // Without an amendment to carry it, a failure reported before still reaches the card.
+        ...(!amendment && record.persistence ? { persistence: record.persistence } : {}),
         decidedAt: params.decidedAt ?? now.toISOString(),
         // Only when the host's time stands in decidedAt: otherwise that is ours already.
         ...(params.decidedAt ? { recordedAt: now.toISOString() } : {}),

@@ -310,6 +310,42 @@ describe('renderCard: phases', () => {
     );
   });
 
+  it('never says a rule was saved when the host said it was not, with or without an amendment', () => {
+    const decidedAt = '2026-08-07T18:44:44.000Z';
+    const resolved = (resolution: ApprovalRecord['resolution']) =>
+      allText(render({ ...base, phase: 'resolved', resolution }));
+    const decision = { resolvedBy: 'user', decidedAt, slackUserId: APPROVER };
+    // The host's rule came with no amendment the bot could read: the failure alone.
+    const bare = resolved({
+      ...decision,
+      decision: 'deniedPolicyAmendment',
+      persistence: { status: 'failed', reason: 'read-only store' },
+    });
+    expect(bare).toContain('*Decision:* Denied (a rule was asked for; it was not saved)');
+    expect(bare).toContain(':warning: *Rule not saved* (read-only store): the host could not save the rule.');
+    expect(bare).not.toContain('a rule was saved');
+    expect(
+      resolved({ ...decision, decision: 'approvedPolicyAmendment', persistence: { status: 'failed' } }),
+    ).toContain(':warning: *Rule not saved*: the host could not save the rule.');
+    // A save the host did not say failed changes nothing.
+    expect(
+      resolved({ ...decision, decision: 'approvedPolicyAmendment', persistence: { status: 'succeeded' } }),
+    ).not.toContain('not saved');
+    // A record resolved by an earlier release keeps the failure on its amendment.
+    const older = resolved({
+      ...decision,
+      decision: 'approvedPolicyAmendment',
+      amendment: {
+        durability: 'localPersistent',
+        rulePreview: 'npm test',
+        persistence: 'failed',
+        persistenceReason: 'disk full',
+      },
+    });
+    expect(older).toContain('*Decision:* Approved (a rule was asked for; it was not saved)');
+    expect(older).toContain(':warning: *Rule not saved* (disk full): the host could not save npm test.');
+  });
+
   it('resolved by a user on another client, with feedback, or by someone unknown', () => {
     const resolved = (resolution: ApprovalRecord['resolution']) =>
       allText(render({ ...base, phase: 'resolved', resolution }));

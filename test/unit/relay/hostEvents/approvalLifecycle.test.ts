@@ -263,6 +263,66 @@ describe('a card through the approval’s life', () => {
     }
   });
 
+  it('says the rule was not saved without an amendment too (none sent, or one dropped unread)', async () => {
+    const stageZero = {
+      ...twoStages,
+      subject: { ...twoStages.subject, stages: [twoStages.subject.stages![0]!] },
+    };
+    const failed = notification('approval/updated', {
+      sessionId: 's-1',
+      approvalId: 'ap-1',
+      currentRequirementId: stageZero.currentRequirementId,
+      availableChoices: stageZero.availableChoices,
+      subject: stageZero.subject,
+      sourceRange: twoStages.sourceRange,
+      viewCursor: 'v:s-1:49',
+      change: { kind: 'policyPersistence', status: 'failed', reason: 'disk full' },
+    });
+    const decidedWith = (amendment: unknown) =>
+      notification('approval/resolved', {
+        sessionId: 's-1',
+        approvalId: 'ap-1',
+        itemId: twoStages.itemId,
+        turnId: twoStages.turnId,
+        decision: 'approvedPolicyAmendment',
+        policyResult: 'allow',
+        resolvedBy: 'user',
+        decidedByCommandId: 'cmd-1',
+        stageEvidence: [],
+        ...(amendment === undefined ? {} : { amendment }),
+        sourceRange: twoStages.sourceRange,
+        viewCursor: 'v:s-1:50',
+      });
+    for (const amendment of [undefined, { durability: 'localPersistent' }]) {
+      for (const first of ['failed', 'decided'] as const) {
+        const { hear, mutate, record } = relay();
+        await hear(notification('approval/requested', stageZero));
+        await mutate('ap-1', claimed(claim(0, 'allow_local_prefix', 'cmd-1', 'U_ALICE')));
+        const decided = decidedWith(amendment);
+        for (const event of first === 'failed' ? [failed, decided] : [decided, failed]) await hear(event);
+        const resolved = record() as ApprovalRecord & {
+          resolution: NonNullable<ApprovalRecord['resolution']>;
+        };
+        expect(resolved.resolution).toMatchObject({
+          decision: 'approvedPolicyAmendment',
+          slackUserId: 'U_ALICE',
+        });
+        expect(resolved.resolution.amendment).toBeUndefined();
+        expect(textOf(resolved)).toContain('Approved (a rule was asked for; it was not saved)');
+        expect(textOf(resolved)).toContain('*Rule not saved* (disk full): the host could not save the rule.');
+        expect(textOf(resolved)).not.toContain('a rule was saved');
+        expect(renderThreadLine(resolved)).not.toContain('a rule was saved');
+        expect(renderRequesterDm(resolved, 'h1', undefined)).not.toContain('a rule was saved');
+        // Still no host-held grant listed on a guess at the rule.
+        const listed: unknown[] = [];
+        const grants = { create: async (input: unknown) => listed.push(input) } as unknown as GrantStore;
+        const keeper = { track: () => {} } as unknown as RecordKeeper;
+        new GrantMaker({ grants, keeper, grantsOf: () => undefined, logger }).follow(resolved);
+        expect(listed).toEqual([]);
+      }
+    }
+  });
+
   it('closes on a resolution whose amendment it cannot read, and lists no grant the host kept', async () => {
     /** Alice's "Always allow" (localPersistent) answered with `amendment`; what GrantMaker lists. */
     const decidedWith = async (amendment: unknown) => {

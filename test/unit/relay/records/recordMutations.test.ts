@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { describeResolution } from '../../../../src/cards/describeDecision.js';
+import { renderCard } from '../../../../src/cards/renderCard.js';
 import { decisionEntry } from '../../../../src/domain/decisionEntry.js';
 import type { ResolvedRecord } from '../../../../src/domain/decisionNotice.js';
+import { ApprovalRecord } from '../../../../src/domain/record.js';
 import {
   ApprovalRequestParams,
   ApprovalResolvedParams,
@@ -16,6 +19,7 @@ import {
   resolved,
   updated,
 } from '../../../../src/relay/records/recordMutations.js';
+import { allText } from '../../../support/cardFixtures.js';
 
 const shell = ApprovalRequestParams.parse({
   sessionId: 's1',
@@ -299,6 +303,43 @@ describe('record mutations', () => {
       persistence: 'failed',
       persistenceReason: 'disk full',
     });
+  });
+
+  it('says a rule was not saved when the resolution carries no amendment, in either order', () => {
+    const failed = ApprovalUpdatedParams.parse({
+      sessionId: 's1',
+      approvalId: 'a1',
+      change: { kind: 'policyPersistence', status: 'failed', reason: 'disk full' },
+      currentRequirementId: { approvalId: 'a1', sourceIndex: 0 },
+      availableChoices: shell.availableChoices,
+      subject: shell.subject,
+    });
+    // No amendment: the host sent none, or one the bot could not read and dropped.
+    const resolution = ApprovalResolvedParams.parse({
+      sessionId: 's1',
+      approvalId: 'a1',
+      decision: 'approvedPolicyAmendment',
+      policyResult: 'allow',
+      resolvedBy: 'user',
+      decidedByCommandId: 'cmd-9',
+    });
+    // As the store keeps it: only what the record's schema reads survives.
+    const apply = (mutation: (r: ApprovalRecord) => ApprovalRecord | undefined, record: ApprovalRecord) =>
+      ApprovalRecord.parse(JSON.parse(JSON.stringify(mutation(record) ?? record)));
+    const resolve = resolved(resolution, 'inc-1', new Date());
+    const before = apply(resolve, apply(updated(failed), base));
+    const after = apply(updated(failed), apply(resolve, base));
+    for (const record of [before, after]) {
+      expect(record.resolution?.amendment).toBeUndefined();
+      expect(describeResolution(record.resolution!)).toBe(
+        'Approved (a rule was asked for; it was not saved)',
+      );
+      const text = allText(renderCard(record, { now: new Date() }));
+      expect(text).toContain(':warning: *Rule not saved* (disk full)');
+      expect(text).not.toContain('a rule was saved');
+    }
+    // The same report again changes nothing.
+    expect(updated(failed)(after)).toBeUndefined();
   });
 
   it('gives the question back only for the claim that failed', () => {
