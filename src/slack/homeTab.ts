@@ -89,7 +89,10 @@ export class HomeTab {
     this.refreshes = new TrailingThrottle(() => this.refreshViewers(), { settleMs, intervalMs: settleMs });
   }
 
-  /** The user opened the tab: remember them as a viewer, and show it now. */
+  /**
+   * The user opened the tab: remember them as a viewer, and show it now. The publish runs on a
+   * later timer, so a stranger's refusal drops them (publish) only after this has noted them.
+   */
   async opened(userId: string): Promise<void> {
     this.publishes.request(userId, true);
     await this.options.viewers.opened(userId);
@@ -203,7 +206,9 @@ export class HomeTab {
     const { views, logger } = this.options;
     try {
       const notice = this.notices.get(userId);
-      await views.publish(userId, await this.viewOf(userId, notice));
+      const { view, follows } = await this.viewOf(userId, notice);
+      if (!follows) await this.unfollow(userId);
+      await views.publish(userId, view);
       this.forgetNotice(userId, notice);
       // Shown: a publish still asked again for an older failure has nothing left to show.
       clearTimeout(this.republishes.get(userId)?.timer);
@@ -215,14 +220,34 @@ export class HomeTab {
   }
 
   /**
-   * The user's Home as it is now. A stranger no route lets in (or one Slack does not confirm) is
-   * told only that; one some route lets in is shown what the checks let them see, but not
-   * SLACK_CHANNEL, the bot's health or who is away, which no route is theirs to know.
+   * A Home no approval changes is not published again as they change: each such publish would
+   * spend Slack's views.publish budget for nothing, on as many users as strangers choose to be.
+   * A failed drop costs only those publishes.
    */
-  private async viewOf(userId: string, notice: { text: string } | undefined): Promise<HomeView> {
+  private async unfollow(userId: string): Promise<void> {
+    try {
+      await this.options.viewers.left(userId);
+    } catch (err) {
+      this.options.logger.warn({ err, userId }, 'could not stop following an App Home');
+    }
+  }
+
+  /**
+   * The user's Home as it is now, and whether it follows approvals (see unfollow). A stranger
+   * no route lets in (or one Slack does not confirm) is told only that; one some route lets in
+   * is shown what the checks let them see, but not SLACK_CHANNEL, the bot's health or who is
+   * away, which no route is theirs to know.
+   */
+  private async viewOf(
+    userId: string,
+    notice: { text: string } | undefined,
+  ): Promise<{ view: HomeView; follows: boolean }> {
     const { waiting, permalinks, channel, status } = this.options;
     const stranger = await this.options.stranger(userId);
-    if (stranger && stranger.letIn.length === 0) return renderNoAccessHome(stranger.refused);
+    if (stranger && stranger.letIn.length === 0) {
+      // One Slack did not confirm may be a member: their Home is right again once Slack answers.
+      return { view: renderNoAccessHome(stranger.refused), follows: stranger.refused.why === 'unverified' };
+    }
     const [items, decisions, grants, stats, away] = await Promise.all([
       waiting.for(userId, MAX_HOME_WAITING),
       this.recalled(userId),
@@ -236,7 +261,7 @@ export class HomeTab {
         return permalink ? { decision, permalink } : { decision };
       }),
     );
-    return renderHome({
+    const view = renderHome({
       waiting: items,
       recent: recentLinked,
       ...(stranger ? {} : { channel, status: status() }),
@@ -246,6 +271,7 @@ export class HomeTab {
       ...(notice ? { notice: notice.text } : {}),
       ...(away ? { away } : {}),
     });
+    return { view, follows: true };
   }
 
   /** A note shown is not shown again, unless a newer one came while it was on its way. */

@@ -23,6 +23,11 @@ export class HomeViewers {
       .exec();
   }
 
+  /** The user's Home no longer follows approvals (it shows a stranger only why they have no access). */
+  async left(userId: string): Promise<void> {
+    await this.redis.zrem(keys.homeViewers(), userId);
+  }
+
   async current(): Promise<string[]> {
     return this.redis.zrangebyscore(keys.homeViewers(), this.now(), '+inf');
   }

@@ -302,6 +302,26 @@ describe('strangers', () => {
     }
   }, 60_000);
 
+  it('App Home of a stranger no route lets in is not published again as approvals change; a member’s is', async () => {
+    const world = await startWorld();
+    const homes = (userId: string) =>
+      world.slack.callsOf('views.publish').filter((c) => c.args.user_id === userId);
+    for (const userId of [GUEST, 'U0ALICE']) {
+      await openHome(world, userId);
+      await until(() => homes(userId).length === 1);
+    }
+    // An approval comes: Alice's Home shows it; the guest's, which says only why not, is left as is.
+    await openShell(world, 'str-0030');
+    await until(
+      () => homes('U0ALICE').some((c) => JSON.stringify(c.args.view).includes('make str-0030')),
+      10_000,
+    );
+    // Past the settling of that burst: any publish of the guest's Home would have been made with Alice's.
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(homes(GUEST)).toHaveLength(1);
+    expect(JSON.stringify(homes(GUEST)[0]!.args.view)).toContain('You have no access to Countersign here');
+  });
+
   it('App Home stops showing a member who became a guest the decisions they made before', async () => {
     // Slack's answer about who someone is is kept for a second: then the change is seen.
     const world = await startWorld(undefined, { env: { COUNTERSIGN_MEMBERSHIP_CACHE_TTL: '1s' } });
