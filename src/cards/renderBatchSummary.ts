@@ -1,6 +1,7 @@
 import type { ActionsBlock, KnownBlock, ModalView } from '@slack/types';
 import { z } from 'zod';
 import {
+  BATCH_MAX_MEMBERS,
   type BatchMember,
   type BatchOutcome,
   type BatchSkip,
@@ -25,21 +26,53 @@ import { refusalText } from './renderUserMessages.js';
 // The batch triage summary card (docs/slack.md#batch-triage), its "Reject all" modal, and the
 // answer its clicker reads. Every piece of agent text (commands, session titles) is escaped.
 
-/** What a summary's buttons carry: the group and the members (and their stage) as drawn. */
+/**
+ * What a summary's buttons carry: the group and the members (and their stage) as drawn. A summary
+ * carries at most BATCH_MAX_MEMBERS (`carried`): the presser may write the value, and each member
+ * costs a read, a check and perhaps Slack look-ups, so a value listing more is no summary's and is
+ * refused whole. A member listed again is dropped, the first kept: it would be checked twice.
+ */
 export const BatchButtonValue = z.object({
   g: z.string(),
-  m: z.array(z.tuple([z.string(), z.number().int()])),
+  m: z
+    .array(z.tuple([z.string(), z.number().int()]))
+    .max(BATCH_MAX_MEMBERS)
+    .transform(firstOfEach),
 });
 export type BatchButtonValue = z.infer<typeof BatchButtonValue>;
 
-export function decodeBatchValue(raw: string | undefined): BatchButtonValue | undefined {
-  try {
-    const parsed = BatchButtonValue.safeParse(JSON.parse(raw ?? ''));
-    return parsed.success ? parsed.data : undefined;
-  } catch {
-    return undefined;
-  }
+function firstOfEach(members: Array<[string, number]>): Array<[string, number]> {
+  const seen = new Set<string>();
+  return members.filter(([approvalId]) => {
+    if (seen.has(approvalId)) return false;
+    seen.add(approvalId);
+    return true;
+  });
 }
+
+/** A pressed value: what it carries, or why it is refused (`tooManyMembers`: more than any summary's). */
+export type ReadBatchValue = { value: BatchButtonValue } | { refused: 'unusable' | 'tooManyMembers' };
+
+export function readBatchValue(raw: string | undefined): ReadBatchValue {
+  let json: unknown;
+  try {
+    json = JSON.parse(raw ?? '');
+  } catch {
+    return { refused: 'unusable' };
+  }
+  const parsed = BatchButtonValue.safeParse(json);
+  if (parsed.success) return { value: parsed.data };
+  const tooMany = parsed.error.issues.some((i) => i.code === 'too_big' && i.path[0] === 'm');
+  return { refused: tooMany ? 'tooManyMembers' : 'unusable' };
+}
+
+export function decodeBatchValue(raw: string | undefined): BatchButtonValue | undefined {
+  const read = readBatchValue(raw);
+  return 'value' in read ? read.value : undefined;
+}
+
+/** A press whose value lists more members than a summary carries: not a button Countersign drew. */
+export const BATCH_TOO_MANY_MEMBERS_TEXT = `Nothing was decided: this button lists more than the ${BATCH_MAX_MEMBERS} requests a summary carries, so it is not one Countersign drew. Press a button on the summary itself.`;
 
 /** `links`: approvalId → the card's permalink, where Slack gave one. */
 export function renderBatchSummary(
@@ -64,9 +97,11 @@ export function renderBatchSummary(
       ],
     };
   }
-  const { listed, encoded } = carried(view.groupId, view.members);
+  // No more than the buttons' value may carry (BatchButtonValue); the others are said to wait.
+  const drawn = view.members.slice(0, BATCH_MAX_MEMBERS);
+  const { listed, encoded } = carried(view.groupId, drawn);
   // Not one fits (ids of thousands of characters): the cards are linked, to be decided there.
-  const shown = listed.length > 0 ? listed : view.members;
+  const shown = listed.length > 0 ? listed : drawn;
   const sessions = new Map<string, number>();
   for (const m of shown) sessions.set(m.session, (sessions.get(m.session) ?? 0) + 1);
   const sessionLine = [...sessions]
@@ -79,7 +114,7 @@ export function renderBatchSummary(
     return link ? `<${link}|${label}>` : label;
   });
   const more = view.total > listed.length ? view.total - listed.length : 0;
-  const leftOff = view.members.length - listed.length;
+  const leftOff = drawn.length - listed.length;
   const n = listed.length;
   const notes = [
     ...(listed.length === 0

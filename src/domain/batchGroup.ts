@@ -113,7 +113,8 @@ export function batchMemberOf(record: ApprovalRecord): BatchMember {
 
 /**
  * The most members a summary lists and decides at once: a button's value holds them all (fewer
- * when their approval ids are long: renderBatchSummary lists those its buttons can carry).
+ * when their approval ids are long: renderBatchSummary lists those its buttons can carry). Also
+ * the most a pressed value may list: one listing more was drawn by no summary, and is refused.
  */
 export const BATCH_MAX_MEMBERS = 20;
 

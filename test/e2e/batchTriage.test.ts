@@ -6,6 +6,8 @@
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BATCH_REJECT_VIEW_CALLBACK_ID } from '../../src/cards/ids.js';
+import { BATCH_TOO_MANY_MEMBERS_TEXT } from '../../src/cards/renderBatchSummary.js';
+import { BATCH_MAX_MEMBERS } from '../../src/domain/batchGroup.js';
 import { readGrantAudit } from '../../src/store/grantAudit.js';
 import { keys } from '../../src/store/keys.js';
 import { freshRedisDb, SIGNING_SECRET } from '../support/bot.js';
@@ -382,6 +384,35 @@ describe('batch triage', () => {
     expect(refusals.filter((r) => r.userId === PARTNER)).toHaveLength(6);
     // Nothing about who was refused shows on the summary.
     expect(textOf(await summaryWhen(world, () => true))).not.toContain('U0EVE');
+  });
+
+  it('a press whose value lists more members than a summary carries is refused, said to its presser, and decides nothing', async () => {
+    const world = await startWorld();
+    const approvals = Array.from({ length: 2 }, (_, i) => npmTest(`batch-cap-${i}`, i));
+    await burst(world, approvals);
+    const summary = await summaryWhen(world, (m) => textOf(m).includes('2 alike requests waiting'));
+    // The summary's own value, its real members first, padded past the cap with ids of nothing.
+    const drawn = JSON.parse(batchButton(summary, 'cs_batch_approve').value) as {
+      g: string;
+      m: Array<[string, number]>;
+    };
+    const padding = Array.from({ length: BATCH_MAX_MEMBERS }, (_, i): [string, number] => [
+      `batch-cap-none-${i}`,
+      0,
+    ]);
+    const value = JSON.stringify({ g: drawn.g, m: [...drawn.m, ...padding] });
+    for (const actionId of ['cs_batch_approve', 'cs_batch_reject']) {
+      const since = world.slack.calls.length;
+      const button = { ...batchButton(summary, actionId), value };
+      await world.pressButton(summary.ts, button, 'U0ALICE', summary.channel);
+      expect(await ephemeralAfter(world, 'U0ALICE', since)).toBe(BATCH_TOO_MANY_MEMBERS_TEXT);
+      expect(world.slack.calls.slice(since).filter((c) => c.method === 'views.open')).toEqual([]);
+    }
+    await settle();
+    expect(world.host.decides()).toEqual([]);
+    for (const a of approvals) expect(buttonsOf(await world.card(a.approvalId)).length).toBeGreaterThan(0);
+    // No member was checked: none refused, so none audited.
+    expect(await world.refusalEntries()).toEqual([]);
   });
 
   it('a presser refused some of a group is told so alone: the summary never names what was not theirs', async () => {

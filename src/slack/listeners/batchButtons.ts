@@ -10,15 +10,16 @@ import {
   FEEDBACK_BLOCK_ID,
 } from '../../cards/ids.js';
 import {
+  BATCH_TOO_MANY_MEMBERS_TEXT,
   type BatchButtonValue,
   BatchButtonValue as BatchValueSchema,
   batchAnswerText,
-  decodeBatchValue,
   REJECT_CHECK_FAILED_TEXT,
   REJECT_FORM_FAILED_TEXT,
   REJECT_FORM_GONE_TEXT,
   REJECT_SUBMIT_CHECK_FAILED_TEXT,
   REVIEW_ONE_BY_ONE_TEXT,
+  readBatchValue,
   renderBatchRejectModal,
   renderRejectFormGoneModal,
 } from '../../cards/renderBatchSummary.js';
@@ -82,19 +83,24 @@ export function registerBatchButtons(app: App, options: BatchButtonsOptions): vo
     ).catch((err: unknown) => {
       logger.warn({ err, user }, 'could not answer a batch button');
     });
-  const pressed = (body: unknown) => {
+  const pressed = async (body: unknown) => {
     const parsed = PressBody.safeParse(body);
-    const value = parsed.success ? decodeBatchValue(parsed.data.actions[0]?.value) : undefined;
-    if (!parsed.success || !value) {
+    if (!parsed.success) {
       logger.warn('unusable batch button payload');
       return undefined;
     }
-    return {
-      userId: parsed.data.user.id,
-      channel: parsed.data.channel.id,
-      trigger: parsed.data.trigger_id,
-      value,
-    };
+    const userId = parsed.data.user.id;
+    const channel = parsed.data.channel.id;
+    const read = readBatchValue(parsed.data.actions[0]?.value);
+    if ('refused' in read) {
+      if (read.refused === 'tooManyMembers') {
+        // No summary drew it: refused whole, before any member is read, and said so.
+        logger.warn({ userId }, 'batch button listing more members than a summary carries');
+        await tell(channel, userId, BATCH_TOO_MANY_MEMBERS_TEXT);
+      } else logger.warn('unusable batch button payload');
+      return undefined;
+    }
+    return { userId, channel, trigger: parsed.data.trigger_id, value: read.value };
   };
   const requestOf = (
     userId: string,
@@ -197,7 +203,7 @@ export function registerBatchButtons(app: App, options: BatchButtonsOptions): vo
 
   app.action(BATCH_APPROVE_ACTION_ID, async ({ ack, body }) => {
     await ack();
-    const press = pressed(body);
+    const press = await pressed(body);
     if (!press) return;
     const request = requestOf(press.userId, press.channel, press.value, 'approve');
     await decide(press.channel, press.userId, press.value, () => options.decider.decide(request));
@@ -206,7 +212,7 @@ export function registerBatchButtons(app: App, options: BatchButtonsOptions): vo
   app.action(BATCH_REJECT_ACTION_ID, async ({ ack, body }) => {
     const receivedAt = Date.now();
     await ack();
-    const press = pressed(body);
+    const press = await pressed(body);
     if (!press?.trigger) return;
     // As a card's Reject opens its modal only for someone who may submit it, the members are
     // checked first (a refusal audited as a refused modal open on that card), within the trigger's
@@ -259,7 +265,7 @@ export function registerBatchButtons(app: App, options: BatchButtonsOptions): vo
 
   app.action(BATCH_REVIEW_ACTION_ID, async ({ ack, body }) => {
     await ack();
-    const press = pressed(body);
+    const press = await pressed(body);
     if (press) await tell(press.channel, press.userId, REVIEW_ONE_BY_ONE_TEXT);
   });
 

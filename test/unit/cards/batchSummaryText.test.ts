@@ -4,12 +4,14 @@
 import { describe, expect, it } from 'vitest';
 import { checkMessageLimits, checkViewLimits } from '../../../src/cards/limits.js';
 import {
+  BATCH_TOO_MANY_MEMBERS_TEXT,
   batchAnswerText,
   decodeBatchValue,
+  readBatchValue,
   renderBatchRejectModal,
   renderBatchSummary,
 } from '../../../src/cards/renderBatchSummary.js';
-import type { BatchOutcome, SummaryView } from '../../../src/domain/batchGroup.js';
+import { BATCH_MAX_MEMBERS, type BatchOutcome, type SummaryView } from '../../../src/domain/batchGroup.js';
 import { batchMetadata } from '../../../src/slack/cardMetadata.js';
 
 const shared = { route: 'builds', tool: 'shell', capabilities: ['exec:npm test'], sandboxMode: 'default' };
@@ -136,6 +138,26 @@ describe('the batch summary card', () => {
     expect(textOf(none.blocks)).toContain('decide each on its own card');
   });
 
+  it('more members than a summary lists: the buttons carry the first BATCH_MAX_MEMBERS, and the rest are said to wait', () => {
+    const many = Array.from({ length: BATCH_MAX_MEMBERS + 5 }, (_, i) => ({
+      approvalId: `a-${i}`,
+      sourceIndex: 0,
+      ts: `1.${i}`,
+      session: 'Release',
+    }));
+    const summary = renderBatchSummary(view({ members: many, total: many.length }), new Map());
+    expect(checkMessageLimits(summary)).toEqual([]);
+    const value = buttonValues(summary.blocks)[0];
+    // What the renderer carries, the parser takes: they share the cap.
+    expect(decodeBatchValue(value)?.m).toEqual(
+      many.slice(0, BATCH_MAX_MEMBERS).map((m) => [m.approvalId, m.sourceIndex]),
+    );
+    const json = textOf(summary.blocks);
+    expect(json).toContain(`Approve all ${BATCH_MAX_MEMBERS} once`);
+    expect(json).toContain('5 more wait beyond these');
+    expect(json).not.toContain('left off only because');
+  });
+
   it('a rejection is said as one', () => {
     const json = textOf(renderBatchSummary(view({ last: outcome({ action: 'reject' }) }), new Map()).blocks);
     expect(json).toContain('rejected 0 together.');
@@ -250,6 +272,50 @@ describe('the "Reject all" form', () => {
     expect(quick.element.options.map((o) => o.value)).toEqual(['Flaky suite', 'Not now']);
     expect(modal().json).toContain('Reason (optional)');
     expect(modal().json).not.toContain('cs_quick_reason_block');
+  });
+});
+
+describe('a pressed summary button value', () => {
+  const entries = (n: number): Array<[string, number]> => Array.from({ length: n }, (_, i) => [`a-${i}`, 0]);
+  const raw = (m: unknown) => JSON.stringify({ g: 'C0A:abc', m });
+
+  it('takes as many members as a summary carries', () => {
+    expect(readBatchValue(raw(entries(BATCH_MAX_MEMBERS)))).toEqual({
+      value: { g: 'C0A:abc', m: entries(BATCH_MAX_MEMBERS) },
+    });
+  });
+
+  it('refuses one listing more, which no summary drew: nothing of it is read', () => {
+    expect(readBatchValue(raw(entries(BATCH_MAX_MEMBERS + 1)))).toEqual({ refused: 'tooManyMembers' });
+    expect(readBatchValue(raw(entries(5_000)))).toEqual({ refused: 'tooManyMembers' });
+    // Counted as sent: the same id over and over is no card of ours either.
+    expect(readBatchValue(raw(Array.from({ length: 5_000 }, () => ['a-0', 0])))).toEqual({
+      refused: 'tooManyMembers',
+    });
+    expect(decodeBatchValue(raw(entries(BATCH_MAX_MEMBERS + 1)))).toBeUndefined();
+    expect(BATCH_TOO_MANY_MEMBERS_TEXT).toContain(`${BATCH_MAX_MEMBERS}`);
+  });
+
+  it('drops a member listed again, keeping the first (each is checked and decided once)', () => {
+    const m = [
+      ['a-1', 0],
+      ['a-2', 1],
+      ['a-1', 0],
+      ['a-1', 1],
+    ];
+    expect(decodeBatchValue(raw(m))).toEqual({
+      g: 'C0A:abc',
+      m: [
+        ['a-1', 0],
+        ['a-2', 1],
+      ],
+    });
+  });
+
+  it('refuses what is not a summary value at all', () => {
+    expect(readBatchValue(undefined)).toEqual({ refused: 'unusable' });
+    expect(readBatchValue('{')).toEqual({ refused: 'unusable' });
+    expect(readBatchValue(raw([['a-1', 'x']]))).toEqual({ refused: 'unusable' });
   });
 });
 

@@ -1,7 +1,7 @@
 // Which approvals batch triage groups (docs/slack.md#batch-triage), and the summary card it draws.
 
 import { describe, expect, it } from 'vitest';
-import { decodeBatchValue, renderBatchSummary } from '../../../src/cards/renderBatchSummary.js';
+import { renderBatchSummary } from '../../../src/cards/renderBatchSummary.js';
 import { batchGroupOf, batchMemberOf } from '../../../src/domain/batchGroup.js';
 import { fileRecord, shellRecord } from '../../support/cardFixtures.js';
 
@@ -85,7 +85,8 @@ describe('renderBatchSummary', () => {
     expect(json).toContain('&lt;b&gt;&amp;x');
     expect(json).toContain('<https://test.slack.com/archives/C0APPROVALS/p1|1. ');
     const actions = blocks.find((b) => b.type === 'actions') as { elements: Array<{ value: string }> };
-    expect(decodeBatchValue(actions.elements[0]!.value)).toEqual({
+    // As drawn, read raw: the parser drops a member listed twice, the renderer lists what it is given.
+    expect(JSON.parse(actions.elements[0]!.value)).toEqual({
       g: group.groupId,
       m: [
         [member.approvalId, 0],

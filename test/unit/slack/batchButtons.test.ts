@@ -4,9 +4,13 @@
 
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { BATCH_APPROVE_ACTION_ID, BATCH_REJECT_VIEW_CALLBACK_ID } from '../../../src/cards/ids.js';
-import { REJECT_FORM_GONE_TEXT } from '../../../src/cards/renderBatchSummary.js';
-import type { BatchOutcome } from '../../../src/domain/batchGroup.js';
+import {
+  BATCH_APPROVE_ACTION_ID,
+  BATCH_REJECT_ACTION_ID,
+  BATCH_REJECT_VIEW_CALLBACK_ID,
+} from '../../../src/cards/ids.js';
+import { BATCH_TOO_MANY_MEMBERS_TEXT, REJECT_FORM_GONE_TEXT } from '../../../src/cards/renderBatchSummary.js';
+import { BATCH_MAX_MEMBERS, type BatchOutcome } from '../../../src/domain/batchGroup.js';
 import type { BatchRequest } from '../../../src/relay/deciding/batchDecider.js';
 import { type BatchButtonsOptions, registerBatchButtons } from '../../../src/slack/listeners/batchButtons.js';
 
@@ -24,6 +28,7 @@ function wired() {
     },
   };
   const decided: BatchRequest[] = [];
+  const checked: BatchRequest[] = [];
   const noted: string[] = [];
   const told: Array<{ channel: string; text: string }> = [];
   const outcome = (r: BatchRequest): BatchOutcome => ({
@@ -35,7 +40,8 @@ function wired() {
   });
   const options = {
     decider: {
-      check: async () => {
+      check: async (r: BatchRequest) => {
+        checked.push(r);
         return { ready: [{}], skipped: [], takesReason: 0, reasonRequired: false, quickReasons: [] };
       },
       decide: async (r: BatchRequest) => {
@@ -58,7 +64,7 @@ function wired() {
     logger: pino({ level: 'silent' }),
   } as unknown as BatchButtonsOptions;
   registerBatchButtons(app as never, options);
-  return { actions, views, decided, noted, told };
+  return { actions, views, decided, checked, noted, told };
 }
 
 describe('batch buttons', () => {
@@ -92,5 +98,63 @@ describe('batch buttons', () => {
     expect(noted).toEqual([]);
     expect(told).toEqual([]);
     expect(JSON.stringify(acks)).toContain(REJECT_FORM_GONE_TEXT);
+  });
+
+  it('a press listing more members than a summary carries is refused, said to its presser, and checks none', async () => {
+    const { actions, decided, checked, noted, told } = wired();
+    const m = Array.from({ length: BATCH_MAX_MEMBERS + 1 }, (_, i) => [`a-${i}`, 0]);
+    for (const actionId of [BATCH_APPROVE_ACTION_ID, BATCH_REJECT_ACTION_ID]) {
+      await actions[actionId]!({
+        ack: async () => {},
+        body: {
+          user: { id: 'U0EVE' },
+          trigger_id: 't-1',
+          channel: { id: 'C0PUBLIC' },
+          actions: [{ action_id: actionId, value: JSON.stringify({ g: 'C0PUBLIC:abcdef', m }) }],
+        },
+      });
+    }
+    expect(decided).toEqual([]);
+    expect(checked).toEqual([]);
+    expect(noted).toEqual([]);
+    expect(told.map((t) => [t.channel, t.text])).toEqual([
+      ['C0PUBLIC', BATCH_TOO_MANY_MEMBERS_TEXT],
+      ['C0PUBLIC', BATCH_TOO_MANY_MEMBERS_TEXT],
+    ]);
+  });
+
+  it('"Reject all" metadata listing more members than a summary carries checks none of them', async () => {
+    const { views, decided, checked, told } = wired();
+    const m = Array.from({ length: BATCH_MAX_MEMBERS + 1 }, (_, i) => [`a-${i}`, 0]);
+    await views[BATCH_REJECT_VIEW_CALLBACK_ID]!({
+      ack: async () => {},
+      body: { user: { id: 'U0EVE' } },
+      view: {
+        private_metadata: JSON.stringify({ c: 'C0PUBLIC', g: 'C0PUBLIC:abcdef', m }),
+        state: { values: {} },
+        blocks: [],
+      },
+    });
+    expect(checked).toEqual([]);
+    expect(decided).toEqual([]);
+    expect(told).toEqual([]);
+  });
+
+  it('a member listed twice is checked and decided once', async () => {
+    const { actions, decided } = wired();
+    const m = [
+      ['a-1', 0],
+      ['a-1', 0],
+      ['a-2', 0],
+    ];
+    await actions[BATCH_APPROVE_ACTION_ID]!({
+      ack: async () => {},
+      body: {
+        user: { id: 'U0ALICE' },
+        channel: { id: 'C0PUBLIC' },
+        actions: [{ action_id: BATCH_APPROVE_ACTION_ID, value: JSON.stringify({ g: 'C0PUBLIC:abcdef', m }) }],
+      },
+    });
+    expect(decided.map((r) => r.members.map((x) => x.approvalId))).toEqual([['a-1', 'a-2']]);
   });
 });
