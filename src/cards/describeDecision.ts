@@ -1,4 +1,4 @@
-import type { Resolution, RulePersistence } from '../domain/record.js';
+import { type Resolution, rulePersistence } from '../domain/record.js';
 import { quote } from './escape.js';
 import { clipProse, inertProse } from './prose.js';
 
@@ -27,20 +27,6 @@ const RULE_NOT_SAVED: Record<string, string> = {
   approvedPolicyAmendment: 'Approved (a rule was asked for; it was not saved)',
   deniedPolicyAmendment: 'Denied (a rule was asked for; it was not saved)',
 };
-
-/**
- * What the host said about saving the resolution's rule: on its amendment when it has one, else
- * on the resolution itself (an amendment the host did not send, or that was dropped unread).
- */
-export function rulePersistence(
-  resolution: Pick<Resolution, 'amendment' | 'persistence'>,
-): RulePersistence | undefined {
-  const { amendment } = resolution;
-  if (!amendment) return resolution.persistence;
-  return amendment.persistence === undefined
-    ? undefined
-    : { status: amendment.persistence, reason: amendment.persistenceReason };
-}
 
 /**
  * A resolution's decision in human words: as describeDecision, except that a rule the host

@@ -1,14 +1,9 @@
 import type { KnownBlock } from '@slack/types';
 import { decisionTone } from '../domain/decisionWords.js';
-import type { ApprovalRecord, Resolution } from '../domain/record.js';
+import { type ApprovalRecord, type Resolution, rulePersistence } from '../domain/record.js';
 import { packSections, section } from './blocks.js';
 import type { CardBudget } from './budget.js';
-import {
-  describeDecision,
-  describeResolution,
-  hostNamedDecider,
-  rulePersistence,
-} from './describeDecision.js';
+import { describeDecision, describeResolution, hostNamedDecider } from './describeDecision.js';
 import { clip } from './escape.js';
 import { mentionUser } from './mentionUser.js';
 import { clipProse, truncateProse } from './prose.js';

@@ -350,3 +350,17 @@ export function votersFor(
 export function isTerminal(record: Pick<ApprovalRecord, 'phase'>): boolean {
   return TERMINAL_PHASES.has(record.phase);
 }
+
+/**
+ * What the host said about saving the resolution's rule: on its amendment when it has one, else
+ * on the resolution itself (an amendment the host did not send, or that was dropped unread).
+ */
+export function rulePersistence(
+  resolution: Pick<Resolution, 'amendment' | 'persistence'>,
+): RulePersistence | undefined {
+  const { amendment } = resolution;
+  if (!amendment) return resolution.persistence;
+  return amendment.persistence === undefined
+    ? undefined
+    : { status: amendment.persistence, reason: amendment.persistenceReason };
+}
