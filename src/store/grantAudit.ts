@@ -42,8 +42,11 @@ function eventFields(event: GrantEvent): string[] {
     case 'expired':
     case 'exhausted':
       return ['kind', kind, 'grantId', event.grantId, 'at', at];
-    case 'revoked':
-      return ['kind', kind, 'grantId', event.grantId, 'at', at, 'by', event.by];
+    case 'revoked': {
+      const fields = ['kind', kind, 'grantId', event.grantId, 'at', at, 'by', event.by];
+      if (event.reason !== undefined) fields.push('reason', event.reason);
+      return fields;
+    }
     case 'replaced':
       return [
         ...['kind', kind, 'grantId', event.grantId, 'at', at, 'by', event.by],
@@ -148,7 +151,14 @@ export async function readGrantAudit(
           sourceIndex: Number(f.sourceIndex),
         };
       case 'revoked':
-        return { id, kind: 'revoked', at, grantId, by: f.by ?? '' };
+        return {
+          id,
+          kind: 'revoked',
+          at,
+          grantId,
+          by: f.by ?? '',
+          ...(f.reason === undefined ? {} : { reason: f.reason }),
+        };
       case 'replaced':
         return {
           id,

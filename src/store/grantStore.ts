@@ -403,7 +403,7 @@ export class RedisGrantStore implements GrantStore {
     return newestListed([...found, ...earlier]);
   }
 
-  async revoke(grantId: string, by: string, now: Date): Promise<boolean> {
+  async revoke(grantId: string, by: string, now: Date, reason?: string): Promise<boolean> {
     const parts = partsOf(grantId);
     if (!parts) return false;
     const [revoked, row] = (await this.redis.csGrantEndBuffer(
@@ -412,12 +412,18 @@ export class RedisGrantStore implements GrantStore {
       now.getTime(),
       by,
     )) as [number, Buffer?];
-    if (revoked === -2) return this.legacy.revoke(grantId, by, now);
+    if (revoked === -2) return this.legacy.revoke(grantId, by, now, reason);
     if (revoked !== 1 || row === undefined) return false;
     // Done once the script ran: listings only decide what is listed, and listing skips it. Its
     // row stays until its end, when the sweep deletes it, as it does every grant.
     await this.unlistQuietly(grantOf(parts.tag, parseRow(row)), 'revoked grant left in its listings');
-    await this.audit.record({ kind: 'revoked', grantId, by, at: now.toISOString() });
+    await this.audit.record({
+      kind: 'revoked',
+      grantId,
+      by,
+      at: now.toISOString(),
+      ...(reason === undefined ? {} : { reason }),
+    });
     return true;
   }
 

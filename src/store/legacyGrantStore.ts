@@ -102,7 +102,7 @@ export class LegacyGrantStore {
     return listGrants(this.redis, filter, now.getTime());
   }
 
-  async revoke(grantId: string, by: string, now: Date): Promise<boolean> {
+  async revoke(grantId: string, by: string, now: Date, reason?: string): Promise<boolean> {
     const key = grantKeyOf(grantId);
     if (key === undefined) return false;
     const at = now.toISOString();
@@ -116,7 +116,13 @@ export class LegacyGrantStore {
     await this.unindex(grantId, parseGrantData(d)).catch((err: unknown) => {
       this.options.logger.warn({ err, grantId }, 'revoked grant left in its indexes');
     });
-    await this.audit.record({ kind: 'revoked', grantId, by, at });
+    await this.audit.record({
+      kind: 'revoked',
+      grantId,
+      by,
+      at,
+      ...(reason === undefined ? {} : { reason }),
+    });
     return true;
   }
 

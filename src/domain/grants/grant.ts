@@ -79,7 +79,11 @@ export type GrantEvent =
   /** Its last use was spent: it decides nothing more. */
   | { kind: 'exhausted'; grantId: string; at: string }
   | { kind: 'expired'; grantId: string; at: string }
-  | { kind: 'revoked'; grantId: string; by: string; at: string }
+  /**
+   * `by` revoked it: a person, or `host:<hostId>` for a host-held grant taken off the listings
+   * because that host said it did not save the rule; `reason` says why when no person did.
+   */
+  | { kind: 'revoked'; grantId: string; by: string; at: string; reason?: string }
   /**
    * `by` pressed "don't ask again" for its key again, on `approvalId`: it ended, and the grant
    * `replacedBy` (theirs, with their scope and limits) answers from now on.
@@ -141,8 +145,9 @@ export interface GrantStore {
   /**
    * Revokes a live grant; false when it was not live (unknown, expired or already revoked). A
    * host-held grant only leaves the listing: the host keeps its rule (MSP cannot revoke it).
+   * `reason`, recorded with `revoked`: why, when it is not a person's revocation.
    */
-  revoke(grantId: string, by: string, now: Date): Promise<boolean>;
+  revoke(grantId: string, by: string, now: Date, reason?: string): Promise<boolean>;
   /** Removes expired grants (recording `expired`); resolves with how many were removed. */
   sweep(now: Date): Promise<number>;
 }
