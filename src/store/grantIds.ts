@@ -41,6 +41,14 @@ export function hostGrantSuffix(approvalId: string): string {
   return `h${digest('sha256', approvalId, 'hex').slice(0, 12)}`;
 }
 
+/**
+ * The id of an approval's host-held grant, from what it was listed by: whoever hears the host say
+ * it did not save the rule finds the grant to take off the listings, whichever replica listed it.
+ */
+export function hostGrantId(key: GrantBucketKey, approvalId: string): string {
+  return grantIdIn(bucketOf(key), hostGrantSuffix(approvalId));
+}
+
 /** The grant's Redis key, or undefined for an id this store never made. */
 export function grantKeyOf(grantId: string): string | undefined {
   const tag = ID_PATTERN.exec(grantId)?.[1];

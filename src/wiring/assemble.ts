@@ -124,6 +124,7 @@ export function assemble(config: Config, logger: Logger): Countersign {
     logger,
     redis,
     keeper,
+    store,
     router,
     authorizer,
     channelIds: slack.channelIds,

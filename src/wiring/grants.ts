@@ -9,6 +9,7 @@ import { FALLBACK_ROUTE_NAME, type Router } from '../routing/router.js';
 import type { SlackChannelIds } from '../slack/channelIds.js';
 import { SlackGrantLines } from '../slack/slackGrantLines.js';
 import type { SlackNoticeSender } from '../slack/slackNotices.js';
+import type { ApprovalStore } from '../store/approvalStore.js';
 import type { RedisAuditTrail } from '../store/auditStream.js';
 import { RedisGrantStore } from '../store/grantStore.js';
 import type { RedisClient } from '../store/redisConnection.js';
@@ -21,6 +22,7 @@ export interface GrantsNeeds {
   logger: Logger;
   redis: RedisClient;
   keeper: RecordKeeper;
+  store: ApprovalStore;
   router: Router;
   authorizer: Authorizer;
   /** The IDs of the #names routes may give (wireSlack). */
@@ -38,6 +40,7 @@ export function wireGrants({
   logger,
   redis,
   keeper,
+  store,
   router,
   authorizer,
   channelIds,
@@ -53,6 +56,7 @@ export function wireGrants({
   const grantMaker = new GrantMaker({
     grants: grantStore,
     keeper,
+    record: (approvalId) => store.get(approvalId),
     grantsOf: (route) => router.grantsOf(route),
     logger,
   });

@@ -276,6 +276,31 @@ describe('remembered grants', () => {
     ).toEqual([]);
   });
 
+  it('9b. a host-held grant whose rule the host then says it could not save leaves the listings, audited', async () => {
+    const world = await startWorld();
+    await world.host.open(shell('g9-unsaved', [['cargo', 'build']]));
+    await world.waitForCard('g9-unsaved', (m) => buttonsOf(m).length > 0);
+    await world.press('g9-unsaved', 'Always allow in this workspace: cargo build ...', 'U0ALICE');
+    await world.waitForCard('g9-unsaved', (m) => textOf(m).includes('Rule saved'));
+    await until(async () => (await storeOf(world).list({}, new Date())).length === 1);
+    const [grant] = await storeOf(world).list({}, new Date());
+    await world.host.update({
+      approvalId: 'g9-unsaved',
+      change: { kind: 'policyPersistence', status: 'failed', reason: 'policy store is read-only' },
+    });
+    await world.waitForCard('g9-unsaved', (m) => textOf(m).includes('Rule not saved'));
+    await until(async () => (await storeOf(world).list({}, new Date())).length === 0);
+    await until(async () => (await readGrantAudit(world.redis)).some((e) => e.kind === 'revoked'));
+    const revoked = (await readGrantAudit(world.redis)).filter((e) => e.kind === 'revoked');
+    expect(revoked).toEqual([
+      expect.objectContaining({
+        grantId: grant!.grantId,
+        by: expect.stringMatching(/^host:/),
+        reason: expect.stringContaining('did not save the rule'),
+      }),
+    ]);
+  });
+
   it('10. a path with . or .. is another file than the one granted: it gets a card, and offers no grant', async () => {
     const world = await startWorld();
     const grantId = await grantFrom(world, fileWrite('g10-first', '/srv/repo/notes.txt'), REMEMBER);

@@ -177,6 +177,7 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
         },
       } as unknown as GrantStore,
       keeper,
+      record: (approvalId) => store.get(approvalId),
       grantsOf: () => ({
         enabled: true,
         ttlMs: 3_600_000,

@@ -1,15 +1,18 @@
 import type { Logger } from 'pino';
-import type { Grant, GrantStore } from '../../domain/grants/grant.js';
+import type { Grant, GrantBucketKey, GrantStore } from '../../domain/grants/grant.js';
 import { grantQuestion, type RememberOffer } from '../../domain/grants/match.js';
 import { type GrantScope, offeredScope, scopeTtlMs } from '../../domain/grants/scope.js';
-import type { ApprovalRecord } from '../../domain/record.js';
+import { type ApprovalRecord, rulePersistence } from '../../domain/record.js';
 import type { RouteGrants } from '../../domain/route.js';
+import { hostGrantId } from '../../store/grantIds.js';
 import { rememberedAs } from '../records/cardMutations.js';
 import type { RecordKeeper } from '../records/recordKeeper.js';
 
 export interface GrantMakerOptions {
   grants: GrantStore;
   keeper: RecordKeeper;
+  /** The record as stored now: read again once a host-held grant is listed (follow). */
+  record: (approvalId: string) => Promise<ApprovalRecord | undefined>;
   grantsOf: (route: string | undefined) => RouteGrants | undefined;
   logger: Logger;
   now?: () => Date;
@@ -24,8 +27,11 @@ const HOST_SCOPES: ReadonlySet<string> = new Set(['session', 'localPersistent'])
  */
 export class GrantMaker {
   private readonly now: () => Date;
-  /** Approvals whose host-held grant this process recorded; the store is idempotent anyway. */
-  private readonly hostHeldSeen = new Set<string>();
+  /**
+   * Approvals whose host-held grant this process listed, or unlisted since the host said it did
+   * not save the rule; the store is idempotent anyway.
+   */
+  private readonly hostHeldSeen = new Map<string, 'listed' | 'unlisted'>();
 
   constructor(private readonly options: GrantMakerOptions) {
     this.now = options.now ?? (() => new Date());
@@ -123,40 +129,115 @@ export class GrantMaker {
 
   /**
    * RecordKeeper follower: a person picked a host choice scoped session or localPersistent and the
-   * host confirmed the rule (amendment): list it, as the host keeps it. Never waits, never throws.
+   * host confirmed the rule (amendment): list it, as the host keeps it; once the host says it could
+   * not save the rule (policyPersistence failed, before the resolution or after), list nothing, and
+   * take off the listings what a replica listed. Either may be heard first, on any replica, or only
+   * the final record: each step is idempotent. Never waits, never throws.
    */
   follow(record: ApprovalRecord): void {
-    const resolution = record.resolution;
-    if (record.phase !== 'resolved' || !resolution?.amendment || !resolution.slackUserId) return;
-    const choice = record.availableChoices.find((c) => c.choiceId === resolution.choiceId);
-    if (!choice || !HOST_SCOPES.has(choice.scope) || this.hostHeldSeen.has(record.approvalId)) return;
-    this.hostHeldSeen.add(record.approvalId);
-    const userId = resolution.slackUserId;
-    const amendment = resolution.amendment;
-    const work = this.options.grants
-      .create({
-        caller: record.caller,
-        tool: record.tool,
-        capabilities: record.requiredCapabilities,
-        sandboxMode: record.sandboxMode,
-        holder: 'host',
-        grantedBy: userId,
-        approvalId: record.approvalId,
-        hostId: record.hostId,
-        route: record.route ?? '',
-        channel: record.slack.channel,
-        rulePreview: amendment.rulePreview,
-        scope: choice.scope,
-      })
-      .catch((err: unknown) => {
-        this.hostHeldSeen.delete(record.approvalId);
+    const held = hostHeld(record);
+    if (!held) return;
+    const { approvalId } = record;
+    const seen = this.hostHeldSeen.get(approvalId);
+    if (held.notSaved) {
+      if (seen === 'unlisted') return;
+      // Also keeps a stale copy of the resolution heard later from listing it again here.
+      this.hostHeldSeen.set(approvalId, 'unlisted');
+      const work = this.unlist(record).catch((err: unknown) => {
+        this.hostHeldSeen.delete(approvalId);
         this.options.logger.warn(
-          { err, approvalId: record.approvalId },
-          'the host-held grant could not be listed',
+          { err, approvalId },
+          'a host-held grant whose rule the host did not save could not be unlisted',
         );
       });
-    this.options.keeper.track(work);
-    // The set only spares repeated calls while the record is being re-stored; keep it small.
+      this.options.keeper.track(work);
+    } else {
+      if (seen) return;
+      this.hostHeldSeen.set(approvalId, 'listed');
+      this.options.keeper.track(this.list(record, held.userId, held.scope, held.rulePreview));
+    }
+    // The map only spares repeated calls while the record is being re-stored; keep it small.
     if (this.hostHeldSeen.size > 10_000) this.hostHeldSeen.clear();
   }
+
+  /** Lists the host-held grant; then takes it away if the failure was heard while it was on its way. */
+  private async list(record: ApprovalRecord, userId: string, scope: string, rulePreview: string) {
+    const { approvalId } = record;
+    try {
+      await this.options.grants.create({
+        ...hostHeldKey(record),
+        capabilities: record.requiredCapabilities,
+        holder: 'host',
+        grantedBy: userId,
+        approvalId,
+        hostId: record.hostId,
+        channel: record.slack.channel,
+        rulePreview,
+        scope,
+      });
+    } catch (err) {
+      if (this.hostHeldSeen.get(approvalId) === 'listed') this.hostHeldSeen.delete(approvalId);
+      this.options.logger.warn({ err, approvalId }, 'the host-held grant could not be listed');
+      return;
+    }
+    // Another replica may have heard the failure, and found nothing to unlist, before this listing
+    // landed: the record as stored now says. A failure stored after this read is followed after
+    // the listing, by whoever stored it, and finds the grant.
+    try {
+      const latest = await this.options.record(approvalId);
+      if (latest && hostHeld(latest)?.notSaved) await this.unlist(latest);
+    } catch (err) {
+      this.options.logger.warn(
+        { err, approvalId },
+        'could not check that the host saved the rule of the host-held grant just listed',
+      );
+    }
+  }
+
+  /**
+   * Takes the host-held grant off the listings, revoked (and audited) as `host:<hostId>`, with why:
+   * the host keeps no such rule. Nothing when it is not listed (never was, or unlisted already).
+   */
+  private async unlist(record: ApprovalRecord): Promise<void> {
+    const grantId = hostGrantId(hostHeldKey(record), record.approvalId);
+    const by = `host:${record.hostId}`;
+    if (await this.options.grants.revoke(grantId, by, this.now(), HOST_DID_NOT_SAVE)) {
+      this.options.logger.info(
+        { approvalId: record.approvalId, grantId },
+        'host-held grant unlisted: the host did not save its rule',
+      );
+    }
+  }
+}
+
+/** Why a host-held grant left the listings, in its `revoked` audit entry. */
+export const HOST_DID_NOT_SAVE = 'the host said it did not save the rule';
+
+/**
+ * The host-held grant a resolved record stands for: a person's host choice scoped session or
+ * localPersistent, with the host's amendment. `notSaved`: the host said saving it failed.
+ */
+function hostHeld(
+  record: ApprovalRecord,
+): { userId: string; scope: string; rulePreview: string; notSaved: boolean } | undefined {
+  const resolution = record.resolution;
+  if (record.phase !== 'resolved' || !resolution?.amendment || !resolution.slackUserId) return undefined;
+  const choice = record.availableChoices.find((c) => c.choiceId === resolution.choiceId);
+  if (!choice || !HOST_SCOPES.has(choice.scope)) return undefined;
+  return {
+    userId: resolution.slackUserId,
+    scope: choice.scope,
+    rulePreview: resolution.amendment.rulePreview,
+    notSaved: rulePersistence(resolution)?.status === 'failed',
+  };
+}
+
+/** What a host-held grant is listed by: the same whoever lists it, and whoever unlists it. */
+function hostHeldKey(record: ApprovalRecord): GrantBucketKey {
+  return {
+    caller: record.caller,
+    tool: record.tool,
+    sandboxMode: record.sandboxMode,
+    route: record.route ?? '',
+  };
 }

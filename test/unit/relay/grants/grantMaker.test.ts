@@ -12,7 +12,13 @@ function maker(create: GrantStore['create'], mutateAndSync: RecordKeeper['mutate
   const { logger, lines } = captureLogger();
   const grants = { create } as unknown as GrantStore;
   const keeper = { mutateAndSync } as unknown as RecordKeeper;
-  const made = new GrantMaker({ grants, keeper, grantsOf: () => ONE_USE_GRANTS, logger });
+  const made = new GrantMaker({
+    grants,
+    keeper,
+    record: async () => undefined,
+    grantsOf: () => ONE_USE_GRANTS,
+    logger,
+  });
   return { made, lines };
 }
 

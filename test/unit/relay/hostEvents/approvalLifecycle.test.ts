@@ -317,7 +317,14 @@ describe('a card through the approval’s life', () => {
         const listed: unknown[] = [];
         const grants = { create: async (input: unknown) => listed.push(input) } as unknown as GrantStore;
         const keeper = { track: () => {} } as unknown as RecordKeeper;
-        new GrantMaker({ grants, keeper, grantsOf: () => undefined, logger }).follow(resolved);
+        const maker = new GrantMaker({
+          grants,
+          keeper,
+          record: async () => resolved,
+          grantsOf: () => undefined,
+          logger,
+        });
+        maker.follow(resolved);
         expect(listed).toEqual([]);
       }
     }
@@ -348,7 +355,14 @@ describe('a card through the approval’s life', () => {
       const listed: unknown[] = [];
       const grants = { create: async (input: unknown) => listed.push(input) } as unknown as GrantStore;
       const keeper = { track: () => {} } as unknown as RecordKeeper;
-      new GrantMaker({ grants, keeper, grantsOf: () => undefined, logger }).follow(record());
+      const maker = new GrantMaker({
+        grants,
+        keeper,
+        record: async () => record(),
+        grantsOf: () => undefined,
+        logger,
+      });
+      maker.follow(record());
       return { resolved: record(), listed };
     };
     const rule = 'Always allow in this workspace: npm test ...';
