@@ -436,13 +436,15 @@ describe.each(BACKENDS)('EscalationStore on %s Redis', (kind) => {
     it('a step due after the lineage TTL still fires: the lineage outlives the ladder it schedules', async () => {
       const short = new EscalationStore(a, { lineageTtlMs: 100 });
       const now = 9_800_000;
-      await short.schedule('long-1', 'line-long', now, [0, 300]);
+      // The ladder's last step 2 s on: far past the TTL, and past what a loaded machine takes
+      // between the schedule and the check below (300 ms was not, under CI's load).
+      await short.schedule('long-1', 'line-long', now, [0, 2_000]);
       const [step0] = (await short.due(now)).filter((d) => d.approvalId === 'long-1');
       expect(await short.claim(step0!, firing(step0!))).toBe(true);
       // Longer than the TTL after the claim, before the ladder's last step.
       await new Promise((resolve) => setTimeout(resolve, 200));
       expect(await short.ended('line-long')).toBe(false);
-      const [step1] = (await short.due(now + 300)).filter((d) => d.approvalId === 'long-1');
+      const [step1] = (await short.due(now + 2_000)).filter((d) => d.approvalId === 'long-1');
       expect(await short.claim(step1!, firing(step1!))).toBe(true);
       await short.cancel('long-1', 'line-long', 2);
     });
