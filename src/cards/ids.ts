@@ -10,7 +10,11 @@ export const CHOICE_ACTION_PATTERN = /^cs_choice_\d+$/;
  * `${REMEMBER_ACTION_PREFIX}${index}`, its value a ChoiceButtonValue naming the scope (`k`).
  */
 export const REMEMBER_ACTION_PREFIX = 'cs_remember_';
-/** The single button of cards posted before scopes existed (no `k`: the route's ttl). */
+/**
+ * The single button of cards posted before scopes existed. Still taken, so that a press on one is
+ * answered with why it changed nothing rather than left unanswered: it names no scope (`k`), and
+ * is refused (ClickHandler).
+ */
 export const REMEMBER_ACTION_ID = 'cs_remember';
 export const REMEMBER_ACTION_PATTERN = /^cs_remember(?:_\d+)?$/;
 /** block_id of its actions block, apart from the host's choices: `${REMEMBER_BLOCK_PREFIX}v${version}`. */

@@ -22,7 +22,8 @@ afterEach(async () => {
 
 /**
  * `scoped` offers an hour, three uses and the session, and binds its other grants to the host,
- * so a session grant is bound apart from them. `pairs` offers two uses. Routed by tool.
+ * so a session grant is bound apart from them. `pairs` offers two uses, `single` one. Routed by
+ * tool.
  */
 const ROUTES = configYaml({
   routes: [
@@ -32,6 +33,7 @@ const ROUTES = configYaml({
       grants: { caller: 'host', ttl: '2h', maxTtl: '1d', choices: ['1h', '3 uses', 'session'] },
     }),
     route('pairs', { channel: 'C0PAIRS', match: { tools: ['pairs'] }, grants: { choices: ['2 uses'] } }),
+    route('single', { channel: 'C0SINGLE', match: { tools: ['single'] }, grants: { choices: ['1 uses'] } }),
   ],
 });
 
@@ -144,6 +146,26 @@ describe('grant scopes', () => {
     );
     expect(await world.ephemeralTo('U0ALICE')).toContain('can no longer be remembered');
     expect(decidesOf(world, ['s-stale'])).toHaveLength(0);
+    expect(await storeOf(world).list({}, new Date())).toEqual([]);
+  });
+
+  it('a "don\'t ask again" that names no scope (the bare cs_remember of cards before scopes) is refused: nothing decided, no grant', async () => {
+    const world = await startWorld();
+    await world.host.open(request('s-bare', 'single', ['make', 'bare']));
+    const card = await world.waitForCard('s-bare', (m) => buttonsOf(m).length > 0);
+    const [once] = rememberButtonsOf(card);
+    // The button as it is, naming the question it shows, without its scope: the route's ttl, which
+    // answers any number of requests, was what such a press once got on a route offering one use.
+    const { k: _scope, ...value } = decodeChoiceValue(once!.value)!;
+    expect(value.d).toBeDefined();
+    await world.pressButton(
+      card.ts,
+      { ...once!, actionId: 'cs_remember', value: encodeChoiceValue(value) },
+      'U0ALICE',
+      card.channel,
+    );
+    expect(await world.ephemeralTo('U0ALICE')).toContain('can no longer be remembered');
+    expect(decidesOf(world, ['s-bare'])).toHaveLength(0);
     expect(await storeOf(world).list({}, new Date())).toEqual([]);
   });
 

@@ -187,6 +187,8 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
       }),
       logger,
     });
+  /** The scopeToken of rememberingInto's one choice, an hour: what its cards' buttons name. */
+  const AN_HOUR = 't3600000';
 
   const click = (userId: string, sourceIndex: number) => ({
     channel: 'C1',
@@ -951,7 +953,7 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
         remembering: rememberingInto(created),
         logger,
       });
-      const press = { ...click('U0CAROL', 0), remember: true };
+      const press = { ...click('U0CAROL', 0), remember: true, rememberScope: AN_HOUR };
       await standby.click(press);
       // Checked at the standby, Carol pressed in her own right: the press was handed on.
       expect(forwarded).toHaveLength(1);
@@ -981,7 +983,7 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
         remembering: rememberingInto(created),
         logger,
       });
-      const press = { ...click('U0CAROL', 0), remember: true };
+      const press = { ...click('U0CAROL', 0), remember: true, rememberScope: AN_HOUR };
       const checked = await owner.check(press);
       expect(checked.ok).toBe(true);
       // Her standing changes between her check and the claim, the record staying as it was.
@@ -1090,7 +1092,7 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
       const moved = { ...params, currentRequirementId: { approvalId: 'a-click', sourceIndex: 1 } };
       relay.handleHostEvent(event({ incarnation: 'inc-1', via: 'request', params: moved }));
       await relay.idle();
-      const asker = { channel: 'C1', userId: 'U1', sourceIndex: 0, remember: true };
+      const asker = { channel: 'C1', userId: 'U1', sourceIndex: 0, remember: true, rememberScope: AN_HOUR };
       owner.answerLate(asker, 'a-click', { kind: 'decided', terminal: false });
       await owner.drain();
       expect(created).toEqual([]);
@@ -1116,7 +1118,7 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
       // for the decide, the host asked the same stage again, of another command.
       const shown = questionDigest((await store.get('a-click'))!);
       await store.update('a-click', (r) => ({ ...r, subject: { ...r.subject, command: 'rm -rf /home' } }));
-      const asker = { channel: 'C1', userId: 'U1', sourceIndex: 0, remember: true };
+      const asker = { channel: 'C1', userId: 'U1', sourceIndex: 0, remember: true, rememberScope: AN_HOUR };
       owner.answerLate({ ...asker, askedAs: shown }, 'a-click', { kind: 'decided', terminal: false });
       await owner.drain();
       expect(created).toEqual([]);
@@ -1135,6 +1137,24 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
       owner.answerLate({ ...asker, askedAs: now }, 'a-click', { kind: 'decided', terminal: false });
       await owner.drain();
       expect(created).toEqual([expect.objectContaining({ grantedBy: 'U1', approvalId: 'a-click' })]);
+    });
+
+    it('remembers nothing of a press that names no scope (an asker of an earlier release), and says so', async () => {
+      const { owner, created } = lateOwner();
+      const askedAs = questionDigest((await store.get('a-click'))!);
+      const asker = { channel: 'C1', userId: 'U1', sourceIndex: 0, remember: true, askedAs };
+      owner.answerLate(asker, 'a-click', { kind: 'decided', terminal: false });
+      await owner.drain();
+      // Not the route's ttl, nor any other default: only a scope the route offers is remembered.
+      expect(created).toEqual([]);
+      expect(cards.notes.at(-1)).toEqual({ userId: 'U1', text: refusalText({ code: 'grantNotStored' }) });
+      expect((await store.get('a-click'))?.remembered).toBeUndefined();
+      // Naming the route's scope, the same late answer remembers it.
+      owner.answerLate({ ...asker, rememberScope: AN_HOUR }, 'a-click', { kind: 'decided', terminal: false });
+      await owner.drain();
+      expect(created).toEqual([
+        expect.objectContaining({ grantedBy: 'U1', lasts: { kind: 'time', ms: 3_600_000 } }),
+      ]);
     });
   });
 

@@ -28,7 +28,10 @@ export interface Click {
   from?: 'button' | 'modal';
   /** The bot's "approve and don't ask again": decide with `choiceId` and remember the request. */
   remember?: boolean;
-  /** The scope pressed (scopeToken); absent on a card posted before scopes: the route's ttl. */
+  /**
+   * The scope pressed (scopeToken). A "don't ask again" without one (a button of a card posted
+   * before scopes, or a crafted press) is refused: cannotRemember.
+   */
   rememberScope?: string;
   /**
    * What was typed in the confirmation modal (a risk rule's `confirm: type`); absent on a press,

@@ -56,9 +56,9 @@ export interface Remembering {
   offer(record: ApprovalRecord): RememberOffer | undefined;
   /**
    * `stage`: the sourceIndex pressed; nothing is remembered unless it is still the record's
-   * current stage. `scope`: a scopeToken of the route's choices; none: the route's ttl.
+   * current stage. `scope`: a scopeToken; nothing is remembered unless the route offers it now.
    */
-  remember(record: ApprovalRecord, userId: string, stage: number, scope?: string): Promise<unknown>;
+  remember(record: ApprovalRecord, userId: string, stage: number, scope: string): Promise<unknown>;
 }
 
 export interface ClickHandlerOptions {
@@ -223,11 +223,15 @@ export class ClickHandler {
       return { ok: false, refusal: { code: 'questionChanged' }, approvalId: record.approvalId };
     }
     // Who may grant is who may decide: checked above. The offer, and the scope pressed among the
-    // route's choices, are checked again as they stand now.
+    // route's choices, are checked again as they stand now. A press that names no scope is
+    // refused: every card that offers "don't ask again" names one per button, and no default may
+    // stand in for it (the route's ttl would outlast a route that offers only uses or the session).
     if (click.remember) {
       const offer = this.options.remembering?.offer(record);
       const scopeOffered =
-        click.rememberScope === undefined || (offer && offeredScope(offer.scopes, click.rememberScope));
+        click.rememberScope !== undefined &&
+        offer !== undefined &&
+        offeredScope(offer.scopes, click.rememberScope) !== undefined;
       if (offer?.choiceId !== click.choiceId || !scopeOffered) {
         return { ok: false, refusal: { code: 'cannotRemember' }, approvalId: record.approvalId };
       }
@@ -452,9 +456,12 @@ export class ClickHandler {
       await this.tell(click, { code: 'grantNotStored', why: 'askedOtherwise' });
       return;
     }
+    // A press that names no scope was refused where it was taken; an asker of an earlier release
+    // may still name none, and then nothing is remembered.
+    const scope = click.rememberScope;
     const grant =
-      record && stage !== undefined
-        ? await this.options.remembering?.remember(record, click.userId, stage, click.rememberScope)
+      record && stage !== undefined && scope !== undefined
+        ? await this.options.remembering?.remember(record, click.userId, stage, scope)
         : undefined;
     if (grant) return;
     const moved = !record || stage !== record.currentRequirementId.sourceIndex;

@@ -57,14 +57,14 @@ export class GrantMaker {
    * and shows it on the card. Resolves with the grant, or undefined if it could not be stored.
    * `stage` is the sourceIndex the person pressed on: the grant is derived from the record's
    * current stage, so when that is no longer the one pressed (a later, maybe more dangerous
-   * command) nothing is remembered. `scope` is a scopeToken, of a scope the route offers now;
-   * none (a button of a card posted before scopes existed): the route's ttl.
+   * command) nothing is remembered. `scope` is a scopeToken: nothing is remembered unless it is
+   * one of the route's choices now, whatever the route's ttl would allow.
    */
   async remember(
     record: ApprovalRecord,
     userId: string,
     stage: number,
-    scope?: string,
+    scope: string,
   ): Promise<Grant | undefined> {
     const { grants, keeper, logger } = this.options;
     if (record.currentRequirementId.sourceIndex !== stage) {
@@ -77,8 +77,7 @@ export class GrantMaker {
     const settings = this.options.grantsOf(record.route);
     const question = grantQuestion(record);
     if (!settings?.enabled || !question) return undefined;
-    const lasts: GrantScope | undefined =
-      scope === undefined ? { kind: 'time', ms: settings.ttlMs } : offeredScope(settings.choices, scope);
+    const lasts: GrantScope | undefined = offeredScope(settings.choices, scope);
     if (!lasts) {
       logger.warn({ approvalId: record.approvalId, scope }, 'the scope asked for is no longer offered');
       return undefined;

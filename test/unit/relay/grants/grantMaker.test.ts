@@ -29,12 +29,15 @@ const stored = async (input: Parameters<GrantStore['create']>[0]): Promise<Grant
   createdAt: '2026-12-01T10:00:00.000Z',
 });
 
+/** The scopeToken of ONE_USE_GRANTS' one choice. */
+const ONE_USE = 'u1';
+
 describe('GrantMaker.remember', () => {
   it('resolves with the grant stored though the card could not show it: it answers requests', async () => {
     const { made, lines } = maker(stored, async () => {
       throw new Error('Redis gone');
     });
-    const grant = await made.remember(deferredSampleRecord('a-1'), 'U0ALICE', 0);
+    const grant = await made.remember(deferredSampleRecord('a-1'), 'U0ALICE', 0, ONE_USE);
     expect(grant).toMatchObject({ grantId: '0123456789-abcdef012345', grantedBy: 'U0ALICE' });
     expect(lines.map((l) => l.msg)).toContain('grant stored; the card could not show it');
     expect(lines.map((l) => l.msg)).not.toContain('the grant asked for could not be stored');
@@ -47,7 +50,28 @@ describe('GrantMaker.remember', () => {
       },
       async () => undefined as never,
     );
-    expect(await made.remember(deferredSampleRecord('a-1'), 'U0ALICE', 0)).toBeUndefined();
+    expect(await made.remember(deferredSampleRecord('a-1'), 'U0ALICE', 0, ONE_USE)).toBeUndefined();
     expect(lines.map((l) => l.msg)).toContain('the grant asked for could not be stored');
+  });
+
+  it("makes nothing of a scope the route does not offer, nor of none: never the route's ttl", async () => {
+    const created: unknown[] = [];
+    const { made, lines } = maker(
+      async (input) => {
+        created.push(input);
+        return stored(input);
+      },
+      async () => undefined as never,
+    );
+    // The route offers one use only: an hour (its ttl) would answer any number of requests.
+    expect(await made.remember(deferredSampleRecord('a-1'), 'U0ALICE', 0, 't3600000')).toBeUndefined();
+    // A caller that names no scope (an asker of an earlier release, say) gets nothing either.
+    const none = undefined as unknown as string;
+    expect(await made.remember(deferredSampleRecord('a-1'), 'U0ALICE', 0, none)).toBeUndefined();
+    expect(created).toEqual([]);
+    expect(lines.map((l) => l.msg)).toEqual([
+      'the scope asked for is no longer offered',
+      'the scope asked for is no longer offered',
+    ]);
   });
 });
