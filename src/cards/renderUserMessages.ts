@@ -224,6 +224,10 @@ export function refusalText(refusal: Refusal): string {
       return `Approving this request needs ${targetName(refusal.confirmation)} typed first (risk rule ${inlineCode(refusal.confirmation.risks[0]?.name ?? '', 100)}), and Slack gave no way to ask for it here. Nothing was decided: press the button on the card again.`;
     case 'confirmationMismatch':
       return `What you typed is not ${targetName(refusal.confirmation)}, ${inlineCode(refusal.confirmation.target.text, 200)}. Nothing was approved: press the button on the card again and type it exactly.`;
+    case 'reasonRequired': {
+      const route = refusal.route === undefined ? undefined : escapeMrkdwn(refusal.route);
+      return `${reasonRequiredText(route, refusal.quickReasons)} Nothing was decided: press the button again, and give the reason in the form it opens.`;
+    }
     case 'formNotOpened':
       return refusal.form === 'fullView'
         ? 'Slack did not open the full request, so nothing was decided. Please press View full again.'

@@ -58,6 +58,11 @@ export type Refusal =
    * confirmation modal instead; told only when no modal could be opened.
    */
   | { code: 'confirmationNeeded'; confirmation: TypedConfirmation }
+  /**
+   * The choice takes a reason and the route requires one, but none came with it (a press that
+   * opened no reason modal): nothing was decided. `quickReasons`: the route offers some.
+   */
+  | { code: 'reasonRequired'; route?: string; quickReasons: boolean }
   /** The text typed in the confirmation modal is not the target: nothing was decided. */
   | { code: 'confirmationMismatch'; confirmation: TypedConfirmation }
   /**

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { SIGNING_SECRET } from '../support/bot.js';
 import { FakeHost, shellApproval } from '../support/fakeHost.js';
 import type { SlackCall } from '../support/fakeSlack.js';
-import { postInteraction, viewSubmissionPayload } from '../support/slackRequests.js';
+import { blockActionsPayload, postInteraction, viewSubmissionPayload } from '../support/slackRequests.js';
 import { mainHost, route, tempConfig, users } from './fixtures/config.js';
 import { buttonsOf, SESSION, textOf, World } from './world.js';
 
@@ -273,6 +273,31 @@ describe('who may decide', () => {
     expect(sent).toEqual({});
     const decide = await world.host.waitForDecide((f) => f.frame.params.approvalId === 'appr-reason');
     expect(decide.frame.params).toMatchObject({ choiceId: 'abort', feedback: 'Not during a freeze' });
+  });
+
+  it('a Reject press sent without trigger_id, so opening no modal, is refused on a route that requires a reason: nothing is sent', async () => {
+    const { world } = await startWorld();
+    await openShell(world, 'appr-no-trigger');
+    const card = await world.card('appr-no-trigger');
+    const reject = buttonsOf(card).find((b) => b.text === 'Reject')!;
+    // Signed as Slack signs it, by an approver, but without the trigger a modal needs.
+    const { trigger_id: _trigger, ...press } = blockActionsPayload({
+      userId: 'U0ALICE',
+      channel: card.channel,
+      ts: card.ts,
+      actionId: reject.actionId,
+      value: reject.value,
+      responseUrl: world.slack.responseUrl('r-no-trigger'),
+    });
+    const response = await postInteraction(world.bot.url, SIGNING_SECRET, press);
+    expect(response.status).toBe(200);
+    expect(await world.ephemeralTo('U0ALICE')).toBe(
+      'A reason is required to reject on deploys: type one or pick a quick reason. Nothing was decided: press the button again, and give the reason in the form it opens.',
+    );
+    expect(world.host.decides()).toHaveLength(0);
+    expect(world.slack.callsOf('views.open')).toHaveLength(0);
+    // Nothing was claimed: the card still offers Reject, whose press opens the reason modal.
+    expect(buttonsOf(await world.card('appr-no-trigger')).map((b) => b.text)).toContain('Reject');
   });
 
   it('the card names who may decide, by name and without mentions', async () => {

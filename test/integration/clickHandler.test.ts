@@ -233,6 +233,31 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
       expect(audited).toHaveLength(1);
     });
 
+    it('a pick that takes a reason the route requires, sent without one, is refused: told why, nothing claimed', async () => {
+      const required = new ClickHandler({
+        store,
+        decider,
+        keeper,
+        notifier: cards,
+        authorizer: routeAuthorizer(() => ({ ...OPEN_RULES, rejectReason: 'required' })),
+        logger,
+      });
+      // A press that opened no reason modal (sent without its trigger_id), or a submit without one.
+      for (const from of ['button', 'modal'] as const) {
+        await required.click({ ...click('U0ALICE', 0), choiceId: 'abort', from, feedback: ' ' });
+      }
+      expect(host.decided).toHaveLength(0);
+      expect((await store.get('a-click'))?.claim).toBeUndefined();
+      const told = refusalText({ code: 'reasonRequired', route: 'test', quickReasons: false });
+      expect(cards.notes).toEqual([
+        { userId: 'U0ALICE', text: told },
+        { userId: 'U0ALICE', text: told },
+      ]);
+      // With its reason, the same rejection is sent.
+      await required.click({ ...click('U0ALICE', 0), choiceId: 'abort', feedback: 'Use a PR' });
+      expect(host.decided).toEqual([expect.objectContaining({ choiceId: 'abort', feedback: 'Use a PR' })]);
+    });
+
     it('an approval that changes between the check and the claim is checked again in full, who may decide included', async () => {
       let rules: RouteRules = OPEN_RULES;
       const changing = new ClickHandler({

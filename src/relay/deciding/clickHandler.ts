@@ -323,6 +323,12 @@ export class ClickHandler {
     castBefore?: CastVote,
   ): Promise<{ record: ApprovalRecord; outcome?: DecisionOutcome; cast?: CastVote }> {
     let record = checked.record;
+    // Every decision a person makes passes here: a press, a modal's submit, a batch's member. The
+    // modals ask for a reason the route requires before they close (feedbackSubmission.ts, the
+    // batch's "Reject all"); one that reaches here without it, from a press that opened no modal
+    // (sent with no trigger_id), is refused rather than sent without one, before any vote counts.
+    const missing = reasonMissing(click, checked);
+    if (missing) return { record, outcome: missing };
     let voters: string[] | undefined;
     let stoodInFor: Record<string, string> | undefined;
     let cast: CastVote | undefined;
@@ -490,6 +496,23 @@ export class ClickHandler {
 type RefusedAction = Extract<AuditEntry, { kind: 'refusal' }>['action'];
 
 export type { DecisionOutcome };
+
+/**
+ * Why a pick may not be decided as it comes: its choice takes a reason (acceptsFeedback), its
+ * route requires one (`rejectReason: required`), and it carries none.
+ */
+function reasonMissing(
+  click: Click,
+  { choice, rules, record }: Extract<ClickCheck, { ok: true }>,
+): Extract<DecisionOutcome, { kind: 'reasonMissing' }> | undefined {
+  if (!choice.acceptsFeedback || rules.rejectReason !== 'required' || click.feedback?.trim())
+    return undefined;
+  return {
+    kind: 'reasonMissing',
+    ...(record.route === undefined ? {} : { route: record.route }),
+    quickReasons: rules.quickReasons.length > 0,
+  };
+}
 
 /**
  * Whether `record` asks what the person saw when they pressed. A decision answered at once is

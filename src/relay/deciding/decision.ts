@@ -122,7 +122,12 @@ export type DecisionOutcome =
   /** `claimKept`: see unknownToHost. */
   | { kind: 'refused'; errorKind: string; claimKept?: true }
   /** Handed to the replica that owns the host, which has not answered yet; it tells the asker. */
-  | { kind: 'forwarded' };
+  | { kind: 'forwarded' }
+  /**
+   * A person's pick of a choice that takes a reason, on a route whose `rejectReason` is required,
+   * came without one (ClickHandler): nothing was claimed. `route`, `quickReasons`: for its words.
+   */
+  | { kind: 'reasonMissing'; route?: string; quickReasons: boolean };
 
 /**
  * Whether the host refused (or never took) the decision but its claim is still on the record:

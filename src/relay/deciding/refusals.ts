@@ -67,6 +67,10 @@ export function refusalFor(
       return { code: 'confirmationMismatch', confirmation: outcome.confirmation };
     case 'standInOnce':
       return { code: 'standInOnce', for: outcome.for };
+    case 'reasonMissing': {
+      const { route, quickReasons } = outcome;
+      return { code: 'reasonRequired', ...(route === undefined ? {} : { route }), quickReasons };
+    }
     case 'unwarranted':
       // A grant or a timeout, never a person's click: the card shows the question as it stands.
       return { code: 'questionChanged' };

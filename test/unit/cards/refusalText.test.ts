@@ -98,6 +98,15 @@ describe('refusalText', () => {
     }
   });
 
+  it('a reason the route requires, missing: nothing was decided, and the press is to be made again', () => {
+    expect(refusalText({ code: 'reasonRequired', route: 'ops', quickReasons: true })).toBe(
+      'A reason is required to reject on ops: type one or pick a quick reason. Nothing was decided: press the button again, and give the reason in the form it opens.',
+    );
+    expect(refusalText({ code: 'reasonRequired', route: '<!here>', quickReasons: false })).toContain(
+      'reject on &lt;!here&gt;: type one. Nothing',
+    );
+  });
+
   it('a decision kept as Countersign stops is said to be kept, never that nothing was decided', () => {
     const kept = refusalText({ code: 'hostUnavailable', why: 'stopping' });
     expect(kept).toContain('It is kept');

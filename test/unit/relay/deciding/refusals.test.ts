@@ -126,5 +126,10 @@ describe('refusalFor', () => {
       code: 'confirmationMismatch',
       confirmation,
     });
+    expect(refusalFor({ kind: 'reasonMissing', route: 'ops', quickReasons: true }, 'U1')).toEqual({
+      code: 'reasonRequired',
+      route: 'ops',
+      quickReasons: true,
+    });
   });
 });
