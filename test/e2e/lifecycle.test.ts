@@ -1,8 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ApprovalRequestParams } from '../../src/msp/protocol.js';
 import { keys } from '../../src/store/keys.js';
-import { startBot } from '../support/bot.js';
+import { SIGNING_SECRET, startBot } from '../support/bot.js';
 import { approvalFromTranscript, shellApproval } from '../support/fakeHost.js';
+import { postInteraction, viewSubmissionPayload } from '../support/slackRequests.js';
 import { storeOf } from './grantSteps.js';
 import { buttonsOf, pressButtonAt, rememberButtonOf, SESSION, textOf, World } from './world.js';
 
@@ -111,6 +112,51 @@ describe('keeping the card true to the approval’s life', () => {
     const decide = await world.host.waitForDecide((d) => d.frame.params.approvalId === id);
     expect(decide.frame.params.choiceId).toBe('allow_once');
     expect(world.host.decides()).toHaveLength(1);
+  });
+
+  it('5d. a reason modal submitted without the question it showed decides nothing, whatever choice it names', async () => {
+    world = await World.start({}, { MSP_SANDBOX_MODE: 'workspace-write' });
+    const id = 'unnamed-modal-0001';
+    await world.host.open(shellApproval({ approvalId: id, sessionId: SESSION, stages: [['npm', 'test']] }));
+    await world.waitForCard(id, (m) => buttonsOf(m).length > 0 && textOf(m).includes('npm test'));
+    // The reason modal the bot opens names the question it shows.
+    await world.press(id, 'Reject', 'U0ALICE');
+    const opened = await world.slack.waitFor('views.open', (c) =>
+      JSON.stringify(c.args).includes('cs_feedback'),
+    );
+    const { private_metadata } = opened.args.view as { private_metadata: string };
+    const { askedAs, ...unnamed } = JSON.parse(private_metadata) as Record<string, unknown>;
+    expect(askedAs).toEqual(expect.any(String));
+
+    // The host asks the same stage again, now as another command.
+    const prod = shellApproval({ approvalId: id, sessionId: SESSION, stages: [['rm', '-rf', '/srv/prod']] });
+    await world.host.update({
+      approvalId: id,
+      patch: { subject: prod.subject },
+      change: { kind: 'subjectChanged' },
+    });
+    await world.waitForCard(id, (m) => textOf(m).includes('/srv/prod') && buttonsOf(m).length > 0);
+
+    // A submit signed as Slack signs it, its metadata naming the approving choice and no question:
+    // it cannot say what its person saw, so it is not counted on `rm -rf /srv/prod`, nor on anything.
+    const since = world.slack.calls.length;
+    const response = await postInteraction(
+      world.bot.url,
+      SIGNING_SECRET,
+      viewSubmissionPayload({
+        userId: 'U0ALICE',
+        callbackId: 'cs_feedback',
+        privateMetadata: JSON.stringify({ ...unnamed, choiceId: 'allow_once' }),
+        values: {},
+      }),
+    );
+    expect(response.status).toBe(200);
+    const told = await world.slack.waitFor('chat.postEphemeral', (c) => c.args.user === 'U0ALICE', 5_000, {
+      since,
+    });
+    expect(String(told.args.text)).toContain('cannot tell whether it is still the one asked');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(world.host.decides()).toHaveLength(0);
   });
 
   it('5c. a press on a card from before the host marked the same question otherwise decides nothing', async () => {

@@ -14,7 +14,7 @@ const ModalMetadata = z.object({
 /**
  * The click a modal's submission stands for (the reject reason, the typed confirmation), read from
  * the private_metadata the modal was opened with; undefined when that does not parse. The caller
- * adds what the person entered.
+ * adds what the person entered. Metadata without `askedAs` gives a click that names no question.
  */
 export function clickOfModal(privateMetadata: string, userId: string, receivedAt: number): Click | undefined {
   let parsed: unknown;
@@ -29,7 +29,11 @@ export function clickOfModal(privateMetadata: string, userId: string, receivedAt
   return {
     ...where,
     ...(approvalId ? { approvalHint: approvalId } : {}),
-    ...(askedAs ? { askedAs } : {}),
+    // The question the modal showed: its submit decides only while that is still asked. Every
+    // modal the bot opens names it; metadata that does not cannot say what was shown, and is
+    // refused as a press of a button that names none is (ClickHandler), never counted on the
+    // question as it stands now.
+    ...(askedAs ? { askedAs } : { namesNoQuestion: true as const }),
     userId,
     receivedAt,
     from: 'modal',

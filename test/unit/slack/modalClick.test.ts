@@ -7,10 +7,12 @@ import { clickOfModal, takenSubmitAnswer } from '../../../src/slack/listeners/mo
 const WHERE = { channel: 'C0APPROVALS', ts: '1700000000.000100', sourceIndex: 0, choiceId: 'allow_once' };
 
 describe('clickOfModal', () => {
-  it('reads the card and the choice, and the approval id as a hint only', () => {
-    expect(clickOfModal(JSON.stringify({ ...WHERE, approvalId: 'a-1' }), 'U0ALICE', 42)).toEqual({
+  it('reads the card, the choice and the question shown, and the approval id as a hint only', () => {
+    const metadata = { ...WHERE, approvalId: 'a-1', askedAs: 'q1' };
+    expect(clickOfModal(JSON.stringify(metadata), 'U0ALICE', 42)).toEqual({
       ...WHERE,
       approvalHint: 'a-1',
+      askedAs: 'q1',
       userId: 'U0ALICE',
       receivedAt: 42,
       from: 'modal',
@@ -18,8 +20,22 @@ describe('clickOfModal', () => {
   });
 
   it('takes nothing else the metadata carries, such as a decision or a typed text', () => {
-    const click = clickOfModal(JSON.stringify({ ...WHERE, typed: 'main', decision: 'approved' }), 'U0BOB', 1);
-    expect(click).toEqual({ ...WHERE, userId: 'U0BOB', receivedAt: 1, from: 'modal' });
+    const metadata = { ...WHERE, askedAs: 'q1', typed: 'main', decision: 'approved' };
+    const click = clickOfModal(JSON.stringify(metadata), 'U0BOB', 1);
+    expect(click).toEqual({ ...WHERE, askedAs: 'q1', userId: 'U0BOB', receivedAt: 1, from: 'modal' });
+  });
+
+  it('gives a click that names no question for metadata without the question shown', () => {
+    for (const askedAs of [undefined, '']) {
+      expect(clickOfModal(JSON.stringify({ ...WHERE, approvalId: 'a-1', askedAs }), 'U0ALICE', 42)).toEqual({
+        ...WHERE,
+        approvalHint: 'a-1',
+        namesNoQuestion: true,
+        userId: 'U0ALICE',
+        receivedAt: 42,
+        from: 'modal',
+      });
+    }
   });
 
   it('gives no click for metadata that is not JSON or lacks where the card is', () => {
