@@ -214,7 +214,8 @@ describe('a card through the approval’s life', () => {
     expect(record()).toMatchObject({ phase: 'deciding', claim: { commandId: 'cmd-1' } });
   });
 
-  it('never says a rule was saved when the host said it could not save it, before or after the decision', async () => {
+  /** A one-stage request, and the host's word that it could not save the rule asked for. */
+  function ruleNotSaved() {
     const stageZero = {
       ...twoStages,
       subject: { ...twoStages.subject, stages: [twoStages.subject.stages![0]!] },
@@ -229,6 +230,11 @@ describe('a card through the approval’s life', () => {
       viewCursor: 'v:s-1:49',
       change: { kind: 'policyPersistence', status: 'failed', reason: 'disk full' },
     });
+    return { stageZero, failed };
+  }
+
+  it('never says a rule was saved when the host said it could not save it, before or after the decision', async () => {
+    const { stageZero, failed } = ruleNotSaved();
     const decided = notification('approval/resolved', {
       sessionId: 's-1',
       approvalId: 'ap-1',
@@ -264,20 +270,7 @@ describe('a card through the approval’s life', () => {
   });
 
   it('says the rule was not saved without an amendment too (none sent, or one dropped unread)', async () => {
-    const stageZero = {
-      ...twoStages,
-      subject: { ...twoStages.subject, stages: [twoStages.subject.stages![0]!] },
-    };
-    const failed = notification('approval/updated', {
-      sessionId: 's-1',
-      approvalId: 'ap-1',
-      currentRequirementId: stageZero.currentRequirementId,
-      availableChoices: stageZero.availableChoices,
-      subject: stageZero.subject,
-      sourceRange: twoStages.sourceRange,
-      viewCursor: 'v:s-1:49',
-      change: { kind: 'policyPersistence', status: 'failed', reason: 'disk full' },
-    });
+    const { stageZero, failed } = ruleNotSaved();
     const decidedWith = (amendment: unknown) =>
       notification('approval/resolved', {
         sessionId: 's-1',
