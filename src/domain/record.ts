@@ -143,6 +143,15 @@ export const Claim = z.object({
   /** The grant that decided, when `via` is grant. */
   grant: GrantRef.optional(),
   choiceId: z.string(),
+  /**
+   * What was pressed, kept when the stage was claimed (claimed()): the decision of that choice
+   * then, and the question it was pressed on (a questionDigest less the stages' progress,
+   * claimQuestion). The host may ask the stage again while the decision is in flight, the same
+   * choiceId now meaning another decision or another command: nobody is credited with what they
+   * were not shown. Absent on claims stored before they were kept.
+   */
+  decision: z.string().optional(),
+  question: z.string().optional(),
   commandId: z.string(),
   feedback: z.string().optional(),
   claimedAt: z.string(),

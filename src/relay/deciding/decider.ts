@@ -387,7 +387,12 @@ export class Decider {
           await this.mutate(
             record.approvalId,
             result.terminal === true
-              ? decidedByClaim(claim.commandId, this.now())
+              ? decidedByClaim(claim.commandId, this.now(), (facts) =>
+                  log().warn(
+                    facts,
+                    'the host asked again what our decide was sent for, then applied it; recorded as its own',
+                  ),
+                )
               : closedNotByClaim(claim.commandId),
           );
         }

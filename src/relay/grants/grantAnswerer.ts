@@ -164,7 +164,7 @@ export class GrantAnswerer {
       await this.giveBack(grant);
       return undefined;
     }
-    return { record: { ...record, claim }, grant, question };
+    return { record, grant, question };
   }
 
   /**

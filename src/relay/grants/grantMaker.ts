@@ -221,6 +221,8 @@ function hostHeld(
 ): { userId: string; scope: string; rulePreview: string; notSaved: boolean } | undefined {
   const resolution = record.resolution;
   if (record.phase !== 'resolved' || !resolution?.amendment || !resolution.slackUserId) return undefined;
+  // A resolution names its person only for the question their choice was pressed on (resolved(),
+  // claimCredit.ts), and a resolved record's question never changes: this is the choice pressed.
   const choice = record.availableChoices.find((c) => c.choiceId === resolution.choiceId);
   if (!choice || !HOST_SCOPES.has(choice.scope)) return undefined;
   return {

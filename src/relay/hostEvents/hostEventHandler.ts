@@ -191,7 +191,9 @@ export class HostEventHandler {
             resolved(event.params, event.incarnation, this.now(), (facts) =>
               this.options.logger.warn(
                 { ...facts, hostId: event.hostId },
-                'the host resolved our decide with another decision than the choice sent; recorded as its own',
+                facts.askedOtherwise
+                  ? 'the host asked again what our decide was sent for, then resolved it; recorded as its own'
+                  : 'the host resolved our decide with another decision than the choice sent; recorded as its own',
               ),
             ),
           ),

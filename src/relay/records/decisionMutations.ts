@@ -1,6 +1,13 @@
 import type { ApprovalRecord, Claim } from '../../domain/record.js';
 import { isTerminal } from '../../domain/record.js';
-import { noLongerListed, stagesBefore, superseded, unavailable } from './recordMutations.js';
+import { askedOtherwise, claimQuestion } from './claimCredit.js';
+import {
+  type ClaimContradicted,
+  noLongerListed,
+  stagesBefore,
+  superseded,
+  unavailable,
+} from './recordMutations.js';
 
 // Pure mutations of a decision under way, from the claim of a stage to what the host said of the
 // decide; undefined means "nothing changed". As every mutation, they may run more than once.
@@ -8,33 +15,57 @@ import { noLongerListed, stagesBefore, superseded, unavailable } from './recordM
 /**
  * Our decision's replay was answered with its original terminal ack: the host applied it, and the
  * approval/resolved it wrote then never reached us (the bot died first). Record it as decided by
- * the claim it answers.
+ * the claim it answers; unless the host asked the stage again since it was pressed, when the
+ * choice it applied is not what anyone here was shown: then it is the host's own decision, and
+ * `contradicted` hears of it (as from resolved()).
  */
-export function decidedByClaim(commandId: string, now: Date) {
+export function decidedByClaim(
+  commandId: string,
+  now: Date,
+  contradicted?: (facts: ClaimContradicted) => void,
+) {
   return (record: ApprovalRecord): ApprovalRecord | undefined => {
     const claim = record.claim;
     if (isTerminal(record) || claim?.commandId !== commandId) return undefined;
     const choice = record.availableChoices.find((c) => c.choiceId === claim.choiceId);
+    const decision = choice?.decision ?? 'unknown';
+    const ours = askedOtherwise(record, claim) ? undefined : claim;
+    if (!ours) {
+      contradicted?.({
+        approvalId: record.approvalId,
+        choiceId: claim.choiceId,
+        ...(claim.decision !== undefined ? { choiceDecision: claim.decision } : {}),
+        reported: decision,
+        askedOtherwise: true,
+      });
+    }
     return {
       ...record,
       phase: 'resolved',
       claim: undefined,
       unavailable: undefined,
-      stageDecisions: stagesBefore(record, claim),
+      stageDecisions: stagesBefore(record, ours),
       resolution: {
-        decision: choice?.decision ?? 'unknown',
+        decision,
         resolvedBy: 'user',
         decidedAt: now.toISOString(),
-        ...(claim.userId ? { slackUserId: claim.userId } : {}),
-        ...(claim.voters ? { voters: claim.voters } : {}),
-        ...(claim.stoodInFor ? { stoodInFor: claim.stoodInFor } : {}),
-        ...(claim.onBehalfOf ? { onBehalfOf: claim.onBehalfOf } : {}),
-        choiceId: claim.choiceId,
-        ...(claim.feedback ? { feedback: claim.feedback } : {}),
-        ...(claim.via ? { via: claim.via } : {}),
-        ...(claim.grant ? { grant: claim.grant } : {}),
+        ...(ours ? creditOf(ours) : {}),
       },
     };
+  };
+}
+
+/** Whom a resolution by `claim` names, as the claim's person (quorum, grant) pressed it. */
+function creditOf(claim: Claim) {
+  return {
+    ...(claim.userId ? { slackUserId: claim.userId } : {}),
+    ...(claim.voters ? { voters: claim.voters } : {}),
+    ...(claim.stoodInFor ? { stoodInFor: claim.stoodInFor } : {}),
+    ...(claim.onBehalfOf ? { onBehalfOf: claim.onBehalfOf } : {}),
+    choiceId: claim.choiceId,
+    ...(claim.feedback ? { feedback: claim.feedback } : {}),
+    ...(claim.via ? { via: claim.via } : {}),
+    ...(claim.grant ? { grant: claim.grant } : {}),
   };
 }
 
@@ -101,11 +132,15 @@ export function unanswered(commandId: string, count: number) {
  * another.
  */
 export function claimed(claim: Claim) {
-  return (record: ApprovalRecord): ApprovalRecord | undefined => {
+  return (record: ApprovalRecord): (ApprovalRecord & { claim: Claim }) | undefined => {
     if (record.phase !== 'pending') return undefined;
     if (record.currentRequirementId.sourceIndex !== claim.sourceIndex) return undefined;
-    if (!record.availableChoices.some((choice) => choice.choiceId === claim.choiceId)) return undefined;
-    return { ...record, phase: 'deciding', claim };
+    const choice = record.availableChoices.find((c) => c.choiceId === claim.choiceId);
+    if (!choice) return undefined;
+    // What was pressed, on what question: the host may ask the stage again before it answers,
+    // and only a resolution of this very question, as this choice decided it, is credited to it.
+    const pressed = { ...claim, decision: choice.decision, question: claimQuestion(record) };
+    return { ...record, phase: 'deciding', claim: pressed };
   };
 }
 

@@ -250,9 +250,8 @@ export class RecordKeeper {
         const next = claimed(claim)(checked);
         let outcome: ClaimOutcome;
         try {
-          outcome = next
-            ? await this.options.store.claimWith(checked, { ...next, claim })
-            : { kind: 'stale' };
+          // As claimed() stored it: with what was pressed, on what question.
+          outcome = next ? await this.options.store.claimWith(checked, next) : { kind: 'stale' };
         } catch (err) {
           reject(err);
           if (abandoned?.()) await this.mutate(checked.approvalId, unclaimed(claim.commandId));

@@ -20,6 +20,7 @@ import { intakeWith, newIntake } from '../hostEvents/intake/intakeReport.js';
 import type { PartReport } from '../hostEvents/intake/partIntake.js';
 import { fullTextFields } from '../hostEvents/intake/takeFullText.js';
 import { type TakenRequest, takeNote, takeQuestion, takeRequest } from '../hostEvents/intake/takeRequest.js';
+import { askedOtherwise, pressedDecision } from './claimCredit.js';
 
 // Pure functions from (record, event) to the next record; undefined means "nothing changed".
 // The store applies them under compare-and-set, so they may run more than once.
@@ -288,13 +289,24 @@ function persistenceReported(change: ApprovalUpdatedParams['change']) {
   };
 }
 
-/** Our claim's commandId came back with a decision other than the one of the choice pressed. */
+/**
+ * Our claim's commandId came back with a decision other than the one of the choice pressed, or
+ * after the host asked the stage again (askedOtherwise).
+ */
 export interface ClaimContradicted {
   approvalId: string;
   choiceId: string;
-  /** The decision of that choice, when the record still offers it. */
+  /**
+   * The decision of that choice as it was pressed; on a claim stored before that was kept, as the
+   * record offers it now, when it still does.
+   */
   choiceDecision?: string;
   reported: string;
+  /**
+   * The host asked the stage again while the decision was in flight (another command, other
+   * choices): the choiceId it applied is not what was pressed, whatever decision it reports.
+   */
+  askedOtherwise?: true;
 }
 
 /**
@@ -302,8 +314,8 @@ export interface ClaimContradicted {
  * claim's answer) is never somebody's rejection: a restarting host closes every pending identity
  * it recovers that way (and re-asks under a new id), and a host withdraws a request whose turn
  * ended the same way. `contradicted` hears of a resolution naming our claim's commandId with
- * another decision than the claimed choice's (it may be called more than once, as the mutation
- * may run more than once).
+ * another decision than the claimed choice's, or of a question other than the one it was pressed
+ * on (it may be called more than once, as the mutation may run more than once).
  */
 export function resolved(
   params: ApprovalResolvedParams,
@@ -317,17 +329,21 @@ export function resolved(
     // terminal a decide produced, and a restart closing the request while our reject was in
     // flight has the same decision word without being ours. And it is ours only as the choice
     // that was pressed: a host that answers "Allow once" with a saved rule, or a Reject with an
-    // approval, decided that itself, and no person (grant, timeout) is named for it.
+    // approval, decided that itself, and no person (grant, timeout) is named for it. Nor when
+    // the host asked the stage again while it was in flight: the same choiceId may mean another
+    // decision, or the same one about another command, that nobody here was shown.
     const claim = record.claim;
     const named = claim && params.decidedByCommandId === claim.commandId ? claim : undefined;
-    const choice = named && record.availableChoices.find((c) => c.choiceId === named.choiceId);
-    const ours = named && choice?.decision === params.decision ? named : undefined;
+    const choiceDecision = named && pressedDecision(record, named);
+    const otherQuestion = named !== undefined && askedOtherwise(record, named);
+    const ours = named && !otherQuestion && choiceDecision === params.decision ? named : undefined;
     if (named && !ours) {
       contradicted?.({
         approvalId: record.approvalId,
         choiceId: named.choiceId,
-        ...(choice ? { choiceDecision: choice.decision } : {}),
+        ...(choiceDecision !== undefined ? { choiceDecision } : {}),
         reported: params.decision,
+        ...(otherQuestion ? { askedOtherwise: true as const } : {}),
       });
     }
     if (params.decision === 'abort' && !params.decidedByCommandId && !ours && params.resolvedBy === 'user') {
@@ -460,7 +476,8 @@ function withGrantUse(
 /**
  * A stage our claim was on has resolved: who decided it is kept for the audit, since the final
  * resolution names only the last stage's. Not when the host says another choice or decision than
- * the one claimed resolved it: that stage was not decided as we asked.
+ * the one claimed resolved it, or asked the stage again since it was claimed: that stage was not
+ * decided as we asked.
  */
 function withStageDecision(
   record: ApprovalRecord,
@@ -469,10 +486,10 @@ function withStageDecision(
   const { claim } = record;
   if (!resolved || !claim || resolved.sourceIndex !== claim.sourceIndex) return record.stageDecisions;
   const stage = resolved.sourceIndex;
-  const choice = record.availableChoices.find((c) => c.choiceId === claim.choiceId);
-  if (!choice) return record.stageDecisions;
+  const decision = pressedDecision(record, claim);
+  if (decision === undefined || askedOtherwise(record, claim)) return record.stageDecisions;
   if (resolved.choiceId !== undefined && resolved.choiceId !== claim.choiceId) return record.stageDecisions;
-  if (resolved.decision !== undefined && resolved.decision !== choice.decision) return record.stageDecisions;
+  if (resolved.decision !== undefined && resolved.decision !== decision) return record.stageDecisions;
   const decided: StageDecision = {
     sourceIndex: stage,
     via: claim.via ?? 'click',
@@ -482,7 +499,7 @@ function withStageDecision(
     ...(claim.onBehalfOf !== undefined ? { onBehalfOf: claim.onBehalfOf } : {}),
     ...(claim.grant ? { grantId: claim.grant.grantId } : {}),
     choiceId: claim.choiceId,
-    decision: choice.decision,
+    decision,
   };
   const votes = claim.voters ? quorumVotes(record, claim) : [];
   if (votes.length > 0) decided.votes = votes;

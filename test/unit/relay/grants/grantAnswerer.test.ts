@@ -14,6 +14,7 @@ import {
   type GrantAnswererOptions,
   grantRef,
 } from '../../../../src/relay/grants/grantAnswerer.js';
+import { claimQuestion } from '../../../../src/relay/records/claimCredit.js';
 import { sampleGrant } from '../../../support/grantInput.js';
 import { sampleRecord } from '../../../support/sampleRecord.js';
 
@@ -545,6 +546,9 @@ describe('GrantAnswerer', () => {
       grant: grantRef({ ...grant, usesLeft: 1 }),
       via: 'grant',
       choiceId: 'allow_once',
+      // What the grant pressed, on what question: as a person's claim keeps them.
+      decision: 'approved',
+      question: claimQuestion(fresh),
       commandId: 'cmd-claimed-1',
       claimedAt: NOW.toISOString(),
     };

@@ -10,7 +10,7 @@ import {
   ApprovalUpdatedParams,
 } from '../../../../src/msp/protocol.js';
 import { cardRevealed } from '../../../../src/relay/records/cardMutations.js';
-import { claimed, unclaimed } from '../../../../src/relay/records/decisionMutations.js';
+import { claimed, decidedByClaim, unclaimed } from '../../../../src/relay/records/decisionMutations.js';
 import {
   escalationFired,
   escalationStarted,
@@ -229,6 +229,138 @@ describe('record mutations', () => {
     const notGrant = resolved(lie, 'inc-1', new Date())(byGrant)!;
     expect(notGrant.resolution?.via).toBeUndefined();
     expect(notGrant.resolution?.grant).toBeUndefined();
+  });
+
+  describe('a question the host changed while a pressed choice was being decided', () => {
+    const rejecting = claimed({ ...claim, choiceId: 'abort', feedback: 'no' })(base)!;
+    /** The same stage asked again, its Reject now an approval. */
+    const swapped = {
+      ...shell,
+      availableChoices: [
+        { choiceId: 'allow_once', label: 'Allow once', decision: 'approved', scope: 'once' },
+        { choiceId: 'abort', label: 'Allow', decision: 'approved', scope: 'once' },
+      ],
+    };
+    const approvedByOurCommand = ApprovalResolvedParams.parse({
+      sessionId: 's1',
+      approvalId: 'a1',
+      decision: 'approved',
+      policyResult: 'allow',
+      resolvedBy: 'user',
+      decidedByCommandId: 'cmd-1',
+    });
+
+    it('credits nobody with a Reject the host turned into an approval, asked again or updated', () => {
+      const reasked = reopened(swapped, 'inc-1', 'pending', { asked: true })(rejecting)!;
+      const updatedSwap = updated(
+        ApprovalUpdatedParams.parse({
+          sessionId: 's1',
+          approvalId: 'a1',
+          change: { kind: 'choicesChanged' },
+          currentRequirementId: swapped.currentRequirementId,
+          availableChoices: swapped.availableChoices,
+          subject: swapped.subject,
+        }),
+      )(rejecting)!;
+      for (const inFlight of [reasked, updatedSwap]) {
+        const heard: unknown[] = [];
+        const done = resolved(approvedByOurCommand, 'inc-1', new Date(), (facts) => heard.push(facts))(
+          inFlight,
+        )!;
+        expect(done.resolution).toMatchObject({ decision: 'approved', resolvedBy: 'user' });
+        for (const field of ['slackUserId', 'choiceId', 'via', 'voters', 'feedback'] as const) {
+          expect(done.resolution?.[field]).toBeUndefined();
+        }
+        expect(allText(renderCard(done, { now: new Date() }))).not.toContain('U1');
+        expect(heard).toEqual([
+          {
+            approvalId: 'a1',
+            choiceId: 'abort',
+            choiceDecision: 'abort',
+            reported: 'approved',
+            askedOtherwise: true,
+          },
+        ]);
+        // Nor when the host's answer to a replay is all that says it was applied.
+        const replayed = decidedByClaim('cmd-1', new Date())(inFlight)!;
+        expect(replayed.phase).toBe('resolved');
+        expect(replayed.resolution?.slackUserId).toBeUndefined();
+        expect(replayed.resolution?.choiceId).toBeUndefined();
+      }
+      // Nor as the decision of its stage, should the host move on to the next one.
+      const moved = updated(stageOneResolved)(updatedSwap)!;
+      expect(moved.stageDecisions).toBeUndefined();
+    });
+
+    it('credits nobody with an approval of a command other than the one they were shown', () => {
+      const approving = claimed(claim)(base)!;
+      const otherCommand = {
+        ...shell.subject,
+        command: 'rm -rf /srv && git push',
+        stages: shell.subject.stages!.map((s, i) => (i === 0 ? { ...s, argv: ['rm', '-rf', '/srv'] } : s)),
+      };
+      const reasked = reopened({ ...shell, subject: otherCommand }, 'inc-1', 'pending')(approving)!;
+      expect(reasked.claim?.commandId).toBe('cmd-1');
+      const done = resolved(approvedByOurCommand, 'inc-1', new Date())(reasked)!;
+      expect(done.resolution).toMatchObject({ decision: 'approved' });
+      expect(done.resolution?.slackUserId).toBeUndefined();
+      // A quorum's votes were cast on the command shown: not credited with the other one.
+      const byQuorum = claimed({ ...claim, voters: ['U1', 'U2'] })(base)!;
+      const quorumDone = resolved(
+        approvedByOurCommand,
+        'inc-1',
+        new Date(),
+      )(reopened({ ...shell, subject: otherCommand }, 'inc-1', 'pending')(byQuorum)!)!;
+      expect(quorumDone.resolution?.voters).toBeUndefined();
+      expect(quorumDone.resolution?.slackUserId).toBeUndefined();
+    });
+
+    it('still credits the person whose question stood until it was decided', () => {
+      // A redelivery of the same question changes nothing, and the claim stands.
+      expect(reopened(shell, 'inc-1', 'pending', { asked: true })(rejecting)).toBeUndefined();
+      const rejected = resolved(
+        { ...approvedByOurCommand, decision: 'abort', policyResult: 'deny' },
+        'inc-1',
+        new Date(),
+      )(rejecting)!;
+      expect(rejected.resolution).toMatchObject({ decision: 'abort', slackUserId: 'U1', choiceId: 'abort' });
+      expect(decidedByClaim('cmd-1', new Date())(rejecting)?.resolution).toMatchObject({
+        decision: 'abort',
+        slackUserId: 'U1',
+      });
+      // A claim an earlier release stored keeps neither what was pressed nor the question: as before.
+      const olderClaim: ApprovalRecord = { ...base, phase: 'deciding', claim };
+      expect(resolved(approvedByOurCommand, 'inc-1', new Date())(olderClaim)?.resolution).toMatchObject({
+        decision: 'approved',
+        slackUserId: 'U1',
+      });
+      // The host marks the last stage resolved before it resolves the approval (§9): its progress,
+      // not another question.
+      const lastStage = claimed({ ...claim, sourceIndex: 1 })(updated(stageOneResolved)(base)!)!;
+      const marked = updated(
+        ApprovalUpdatedParams.parse({
+          ...stageOneResolved,
+          change: { kind: 'stageResolved', requirementId: stageOneResolved.currentRequirementId },
+          subject: {
+            ...shell.subject,
+            stages: shell.subject.stages!.map((s) => ({ ...s, resolution: { kind: 'allowOnce' } })),
+          },
+        }),
+      )(lastStage)!;
+      expect(marked.claim?.commandId).toBe('cmd-1');
+      expect(resolved(approvedByOurCommand, 'inc-1', new Date())(marked)?.resolution).toMatchObject({
+        decision: 'approved',
+        slackUserId: 'U1',
+        choiceId: 'allow_once',
+      });
+      // And the stage a person decided is kept for the audit as it was.
+      const approving = claimed(claim)(base)!;
+      expect(
+        updated({ ...stageOneResolved, change: { ...stageOneResolved.change, decision: 'approved' } })(
+          approving,
+        )?.stageDecisions,
+      ).toMatchObject([{ sourceIndex: 0, userId: 'U1', choiceId: 'allow_once', decision: 'approved' }]);
+    });
   });
 
   it('reads a recovery abort of an approval from an earlier host process as superseded', () => {
