@@ -10,6 +10,7 @@ import { RedisGrantStore } from '../../src/store/grantStore.js';
 import { keys } from '../../src/store/keys.js';
 import { type ApprovalRequestParams, fileWriteApproval, shellApproval } from '../support/fakeHost.js';
 import type { SlackMessage } from '../support/fakeSlack.js';
+import { until } from '../support/until.js';
 import { type ConfigSpec, configFile, issueRisks, mainHost, route, users } from './fixtures/config.js';
 import { buttonsOf, rememberButtonOf, SESSION, textOf, World } from './world.js';
 
@@ -148,6 +149,63 @@ describe('quorum', () => {
     await world.submitModal('U0CAROL', 'not today');
     const decide = await world.host.waitForDecide((d) => d.frame.params.approvalId === id);
     expect(decide.frame.params).toMatchObject({ choiceId: 'abort', feedback: 'not today' });
+  });
+
+  it('a Reject the host turns into a rule kept for good while it is in flight credits nobody: card, audit, grants', async () => {
+    const world = await startWorld();
+    const id = 'q-swapped';
+    await openCard(world, shell(id, [['make', 'release']], 'twoperson'));
+    // The host holds Bob's decide, asks the stage again with Reject's id now approving for good,
+    // then applies the choiceId it was sent as it means now, naming Bob's commandId.
+    await world.host.delayDecide(1_500);
+    await world.press(id, 'Reject', 'U0BOB');
+    await world.submitModal('U0BOB', 'not today');
+    const decide = await world.host.waitForDecide((d) => d.frame.params.approvalId === id);
+    expect(decide.frame.params.choiceId).toBe('abort');
+    await world.host.update({
+      approvalId: id,
+      change: { kind: 'choicesRefreshed' },
+      patch: {
+        availableChoices: [
+          {
+            choiceId: 'abort',
+            label: 'Allow',
+            decision: 'approvedPolicyAmendment',
+            scope: 'localPersistent',
+            rulePreview: 'Always allow: make release',
+            acceptsFeedback: true,
+          },
+        ],
+      },
+    });
+    await until(async () => (await recordOf(world, id)).phase === 'resolved', 10_000);
+    const card = await world.waitForCard(
+      id,
+      (m) =>
+        buttonsOf(m).length === 0 && textOf(m).includes('Approved') && !textOf(m).includes('Being decided'),
+    );
+    expect(textOf(card)).not.toContain('U0BOB');
+    const record = await recordOf(world, id);
+    expect(record.resolution).toMatchObject({ decision: 'approvedPolicyAmendment', resolvedBy: 'user' });
+    expect(record.resolution?.slackUserId).toBeUndefined();
+    expect(record.stageDecisions).toBeUndefined();
+    await settle();
+    const { channel, ts } = await world.postedAt(id);
+    for (const line of world.slack.repliesTo(channel, ts)) expect(textOf(line)).not.toContain('U0BOB');
+    // Bob approved nothing: no entry credits him with the approval, and no rule is listed as his.
+    const entries = (await world.auditEntries()).filter((e) => e.approvalId === id);
+    expect(entries.filter((e) => JSON.stringify(e).includes('U0BOB'))).toEqual([]);
+    const grants = new RedisGrantStore(world.redis, {
+      logger: pino({ level: 'silent' }),
+      auditMaxLen: 1_000,
+    });
+    expect(await grants.list({}, new Date())).toEqual([]);
+    expect(
+      world.bot.logs.some(
+        (l) =>
+          l.json?.approvalId === id && l.msg?.startsWith('the host asked again what our decide was sent for'),
+      ),
+    ).toBe(true);
   });
 
   it('the owner’s vote does not count, even where self-approval is allowed', async () => {
