@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ACK_WAIT_MS } from '../../src/slack/listeners/choiceButton.js';
 import { readGrantAudit } from '../../src/store/grantAudit.js';
 import { keys } from '../../src/store/keys.js';
-import { approvalFromTranscript, shellApproval } from '../support/fakeHost.js';
+import { approvalFromTranscript, fileWriteApproval, shellApproval } from '../support/fakeHost.js';
 import { PrivateRedis } from '../support/privateRedis.js';
 import { TcpProxy } from '../support/tcpProxy.js';
 import { until } from '../support/until.js';
@@ -254,6 +254,42 @@ describe('host events while Redis is away', () => {
     expect(textOf(closed)).toMatch(/Approved|no longer has this request pending/);
     expect(world.host.decides()).toHaveLength(0);
   });
+
+  it('14. big frames fill the buffer by its bytes long before its count: dropped, read again, every approval gets exactly one card', async () => {
+    redis = await PrivateRedis.start();
+    world = await World.start({}, {}, { redisUrl: redis.url });
+    await open(world, 'before-0002');
+    const postsBefore = world.slack.cardPosts().length;
+
+    redis.pause();
+    await world.bot.waitForLog((l) => l.msg?.startsWith('Redis is not answering') === true, 10_000);
+    // Five writes of 7 MB of content each, under the 10 MiB frame cap: held whole until intake
+    // cuts them, they outweigh the buffer's bytes where its count would take 10,000. Each in a
+    // session of its own, so that each session's listing is one frame under the cap too.
+    const content = 'x'.repeat(7_000_000);
+    const ids = Array.from({ length: 5 }, (_, i) => `big-${String(i).padStart(4, '0')}`);
+    for (const approvalId of ids) {
+      const approval = fileWriteApproval(
+        approvalFromTranscript('approval-round-trip', { approvalId }),
+        `/home/me/src/proj/${approvalId}.bin`,
+      );
+      approval.sessionId = `session-${approvalId}`;
+      approval.rawArgs = JSON.stringify({ path: `/home/me/src/proj/${approvalId}.bin`, content });
+      await world.host.open(approval, { via: 'requested' });
+    }
+    await world.bot.waitForLog((l) => l.msg?.includes('event buffer is full') === true, 20_000);
+    redis.resume();
+
+    for (const approvalId of ids) {
+      // Sessions are read again one after another, each a few frames of megabytes.
+      await world.postedAt(approvalId, 30_000);
+      await world.waitForCard(approvalId, (m) => buttonsOf(m).length > 0);
+    }
+    const posted = world.slack.cardPosts().slice(postsBefore);
+    expect(posted).toHaveLength(ids.length);
+    expect(new Set(posted.map((c) => c.response.ts)).size).toBe(ids.length);
+    expect(world.host.decides()).toHaveLength(0);
+  }, 90_000);
 });
 
 async function waitForRecord(
