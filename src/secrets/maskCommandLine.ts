@@ -20,10 +20,18 @@ const BARE = `[^\\s;&|()<>'"]`;
 const OPENS_PART = `(?![\\s;&|()<>]|$)`;
 
 /**
- * A shell word: single-quoted, double-quoted (with escapes), bare, or parts of those joined
- * (`ab"c d"e`). Every part starts with a character of its own, so the word is read one way only.
+ * A quote that nothing closes (the line cut, or written wrong): the shell reads on to the end of
+ * the text, and so does the word, as the closed parts above may span lines too.
  */
-const WORD = `(?:${SINGLE_QUOTED}|${DOUBLE_QUOTED}|${BARE})(?:${BARE}|'${OPENS_PART}[^']*'|"${OPENS_PART}(?:[^"\\\\]|\\\\.)*")*`;
+const UNCLOSED = `['"]${OPENS_PART}[\\s\\S]*`;
+
+/**
+ * A shell word: single-quoted, double-quoted (with escapes), bare, or parts of those joined
+ * (`ab"c d"e`), and last perhaps a quote never closed. Every part starts with a character of its
+ * own, and a quote is taken as never closed only where no closed part could be read, so the word
+ * is read one way only.
+ */
+const WORD = `(?:${SINGLE_QUOTED}|${DOUBLE_QUOTED}|${BARE}|${UNCLOSED})(?:${BARE}|'${OPENS_PART}[^']*'|"${OPENS_PART}(?:[^"\\\\]|\\\\.)*")*(?:${UNCLOSED})?`;
 
 /** A word quoted whole, whose quotes the marker keeps. */
 const QUOTED_WHOLE = new RegExp(`^(?:${SINGLE_QUOTED}|${DOUBLE_QUOTED})$`);

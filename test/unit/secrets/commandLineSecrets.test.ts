@@ -473,6 +473,48 @@ describe('maskSecrets: a shell word with quoted parts', () => {
   });
 });
 
+describe('maskSecrets: a quote that never closes', () => {
+  // Text cut mid-quote, or a command written wrong: a quote the secret's word opens and nothing
+  // closes runs, as the shell would read it, past the line. Its line is masked to its end (its
+  // JSON string's end for a JSON-escaped quote), never only the word's part before the quote.
+  const cases: Array<[string, string, string]> = [
+    // [what, input, masked]
+    ['password= and a double quote', 'password=abc"def ghi', `password=${S}`],
+    ['--password= and a single quote', `deploy --password=ab'cd --env prod`, `deploy --password=${S}`],
+    ['an assignment, to the end of its line', 'PASSWORD=x"y ./run\nls -l', `PASSWORD=${S}\nls -l`],
+    ['a value quoted from its start', 'password="ab cd', `password=${S}`],
+    ['--password and a quote in its word', 'deploy --password ab"cd ef', `deploy --password ${S}`],
+    ['--token quoted from its start', `deploy --token 'ab cd`, `deploy --token ${S}`],
+    ['mysql -p', 'mysql -pab"c d shop', `mysql -p${S}`],
+    ['curl -u, the user kept', 'curl -u user:pa"s s https://x', `curl -u user:${S}`],
+    ['curl -u, the password quoted from its start', 'curl -u user:"pa ss https://x', `curl -u user:${S}`],
+    ['curl -u, the user quoted with it', 'curl -u "user:pa ss https://x', `curl -u "user:${S}`],
+    ['docker login -p', 'docker login -p ab"cd ef reg', `docker login -p ${S}`],
+    ['htpasswd -b', 'htpasswd -b f user ab"cd ef', `htpasswd -b f user ${S}`],
+    ['vault login and its token', `vault login ab'cd ef`, `vault login ${S}`],
+    [
+      'vault login password=',
+      'vault login -method=userpass password=ab"cd ef',
+      `vault login -method=userpass password=${S}`,
+    ],
+    [
+      'an assignment in a command inside JSON, to its string’s end',
+      '{"command":"PASSWORD=x\\"y z ./run","cwd":"/srv"}',
+      `{"command":"PASSWORD=${S}","cwd":"/srv"}`,
+    ],
+  ];
+  for (const [what, input, masked] of cases) {
+    it(`masks ${what}`, () => {
+      expect(maskSecrets(input)).toEqual({ text: masked, count: 1 });
+    });
+  }
+
+  it('masks MSP_HOST_COMMAND to the end of its text, as the shell reads it', () => {
+    expect(maskCommandLine('GH_AUTH=ab"c d muse serve\n--port 1')).toBe(`GH_AUTH=${S}`);
+    expect(maskCommandLine(`muse serve --auth x'y --port 1`)).toBe(`muse serve --auth ${S}`);
+  });
+});
+
 describe('maskSecrets: cf auth', () => {
   const cases: Array<[string, string, string]> = [
     ['its password', 'cf auth admin hunter2', `cf auth admin ${S}`],

@@ -375,6 +375,13 @@ describe('maskSecrets: cost', () => {
     `curl -u ${'"a"'.repeat(21_000)}`,
     'vault login x"y" '.repeat(3_500),
     `htpasswd -b f u ${'a"b"'.repeat(16_000)}`,
+    // Quotes that never close: a word read to the end of its line (its JSON string), once.
+    `password=a"${'b '.repeat(30_000)}`,
+    `vault login a'${' b'.repeat(30_000)}`,
+    "vault login a'b\n".repeat(5_000),
+    "--token 'a\n".repeat(8_000),
+    'password=\\"a\\n'.repeat(6_000),
+    `password="${'\\"'.repeat(30_000)}`,
     // Vault's tokens of before 1.10: `s.` is everywhere in text.
     's.'.repeat(32_000),
     's.AbCdEfGhIjKlMnOpQrStUvW '.repeat(2_500),
