@@ -157,11 +157,17 @@ function programValue(secret: SecretPart): string {
 /** Between a flag and its value when that is the next word: blanks, or the next JSON array item. */
 const NEXT_WORD = `(?:${BLANKS}|${JSON_ITEM_GAP})`;
 
+/**
+ * Where a value glued to a short flag may start: not at the quote that closes the flag's JSON
+ * item (`"-p","shop"`), which would read `","shop` as the value.
+ */
+const GLUED = `(?!${JSON_ITEM_GAP})`;
+
 /** A program flag's value, matched right where the flag ends (sticky). */
 function valueAfter(entry: ProgramFlag, flag: string): WordPattern {
-  let gap = '';
+  let gap = GLUED;
   if (isLongFlag(flag)) gap = `(?:=|${NEXT_WORD})`;
-  else if (entry.nextWord) gap = `${NEXT_WORD}?`;
+  else if (entry.nextWord) gap = `(?:${NEXT_WORD}|${GLUED})`;
   return wordPattern(`${gap}${programValue(entry.secret)}`, 'y');
 }
 

@@ -350,6 +350,12 @@ describe('maskSecrets: flags that hold no secret', () => {
     ['vault commands other than login', 'vault read secret/login && vault kv get -field=user login'],
     ['login after vault in another command', 'vault status; echo login x'],
     ['-p of mysql alone, which prompts', 'mysql -u root -p shop'],
+    // The quote after the flag closes its JSON item: no value is glued to it.
+    ['-p of mysql alone in a JSON argv', '["mysql","-p","shop"]'],
+    [
+      '-p of docker login in a JSON argv, a flag after it',
+      '["docker","login","-p","--password-stdin","reg"]',
+    ],
     ['-P of mysql, its port', 'mysql -P 3306 shop'],
     ['-p after mysql, in the next command', 'mysql shop < seed.sql; ssh -p2222 host'],
     ['-u as a user', 'docker run -u 1000:1000 img && curl -u admin https://x'],
