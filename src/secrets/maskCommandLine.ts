@@ -1,4 +1,5 @@
 import { maskSecrets, valueMarker } from './maskSecrets.js';
+import { NOT_A_MARKER } from './ruleParts.js';
 
 // MSP_HOST_COMMAND is an operator's shell line and may carry credentials for the host. Besides
 // every shape maskSecrets knows (flags such as `--token X`, and `mysql -pSECRET` or
@@ -37,12 +38,12 @@ const WORD = `(?:${SINGLE_QUOTED}|${DOUBLE_QUOTED}|${BARE}|${UNCLOSED})(?:${BARE
 const QUOTED_WHOLE = new RegExp(`^(?:${SINGLE_QUOTED}|${DOUBLE_QUOTED})$`);
 
 const SECRET_FLAG = new RegExp(
-  `(?<![\\w-])(--(?:[a-z0-9]+-)*(?:${SECRET_WORD})(?:-(?!(?:file|path|dir|env|var)\\b)[a-z0-9]+)*)(=|[ \\t]+(?!-))(${WORD})`,
+  `(?<![\\w-])(--(?:[a-z0-9]+-)*(?:${SECRET_WORD})(?:-(?!(?:file|path|dir|env|var)\\b)[a-z0-9]+)*)(=|[ \\t]+(?!-))${NOT_A_MARKER}(${WORD})`,
   'gi',
 );
 
 /** NAME=value at the start of a shell word (`FOO_SECRET=x cmd`, `export API_KEY=x`). */
-const ASSIGNMENT = new RegExp(`(?<![\\w$-])([A-Za-z_][A-Za-z0-9_]*)=(${WORD})`, 'g');
+const ASSIGNMENT = new RegExp(`(?<![\\w$-])([A-Za-z_][A-Za-z0-9_]*)=${NOT_A_MARKER}(${WORD})`, 'g');
 const SECRET_NAME = /token|secret|passw(?:or)?d|passphrase|key|credential|auth|private|cookie|session/i;
 
 function quoteOf(value: string): string {

@@ -108,9 +108,45 @@ function merged(first: Replacement[], second: Replacement[]): Replacement[] {
   return kept;
 }
 
+/** A marker already in the text: `[masked secret-value]` holds a space, so word readers split it. */
+const MARKER = /\[masked [a-z-]{1,40}\]/g;
+
+/**
+ * `replacements` without what falls inside a marker already in `text`: masking is idempotent. A
+ * rule that reads words may take part of a marker for a word (`secret-value]` after vault's
+ * `password=[masked`); a replacement that starts or ends inside a marker is cut back to its edge,
+ * and dropped when nothing is left. Both lists are in order and apart, so one walk does it; only
+ * a text with replacements is searched for markers.
+ */
+function outsideMarkers(text: string, replacements: Replacement[]): Replacement[] {
+  if (replacements.length === 0) return replacements;
+  const markers = [...text.matchAll(MARKER)].map((match): [number, number] => [
+    match.index,
+    match.index + match[0].length,
+  ]);
+  if (markers.length === 0) return replacements;
+  const kept: Replacement[] = [];
+  // The first marker that does not end before the replacement starts.
+  let next = 0;
+  for (const replacement of replacements) {
+    let { start, end } = replacement;
+    while (next < markers.length && markers[next]![1] <= start) next++;
+    let i = next;
+    // Past the marker the start is in, and past any marker right after it.
+    while (i < markers.length && markers[i]![0] <= start && start < markers[i]![1]) start = markers[i++]![1];
+    // Back before the marker the end is in, and before any marker right before it.
+    let j = i;
+    while (j < markers.length && markers[j]![1] < end) j++;
+    while (j >= i && j < markers.length && markers[j]![0] < end && end <= markers[j]![1])
+      end = markers[j--]![0];
+    if (start < end) kept.push({ ...replacement, start, end });
+  }
+  return kept;
+}
+
 /** maskSecrets, also saying where the markers are. */
 export function maskSecretSpans(text: string): MaskedSpans {
-  const replacements = merged(ruleReplacements(text), programFlagReplacements(text));
+  const replacements = outsideMarkers(text, merged(ruleReplacements(text), programFlagReplacements(text)));
   if (replacements.length === 0) return { text, markers: [] };
   const markers: Array<[number, number]> = [];
   let out = '';

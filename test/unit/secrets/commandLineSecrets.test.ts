@@ -14,6 +14,9 @@ const S = '[masked secret-value]';
 /** A legacy Vault token (`s.` and 24 letters and digits) is named by its shape. */
 const V = '[masked vault-token]';
 
+/** Every text example of this file, masked or not: masking any of them twice masks it once. */
+const EXAMPLES: string[] = [];
+
 describe('maskSecrets: a secret after its flag, header or name', () => {
   const cases: Array<[string, string, string]> = [
     // [what, input, masked]
@@ -270,6 +273,7 @@ describe('maskSecrets: a secret after its flag, header or name', () => {
     ['*_PWD', 'MYSQL_PWD=hunter2 mysql shop', `MYSQL_PWD=${S} mysql shop`],
     ['*_pass in YAML', 'smtp_pass: hunter2', `smtp_pass: ${S}`],
   ];
+  EXAMPLES.push(...cases.map(([, input]) => input));
   for (const [what, input, masked] of cases) {
     it(`masks ${what}`, () => {
       const result = maskSecrets(input);
@@ -365,6 +369,7 @@ describe('maskSecrets: flags that hold no secret', () => {
     ['a lower-case *_key', 'sort_key=name primary_key: id'],
     ['a name ending in _KEY_ID', 'KMS_KEY_ID=alias/x'],
   ];
+  EXAMPLES.push(...negatives.map(([, text]) => text));
   for (const [what, text] of negatives) {
     it(`leaves ${what} alone`, () => {
       expect(maskSecrets(text)).toEqual({ text, count: 0 });
@@ -434,6 +439,7 @@ describe('maskSecrets: a shell word with quoted parts', () => {
       `vault login -method=userpass username=u password=${S}`,
     ],
   ];
+  EXAMPLES.push(...cases.map(([, input]) => input));
   for (const [what, input, masked] of cases) {
     it(`masks ${what}`, () => {
       expect(maskSecrets(input)).toEqual({ text: masked, count: 1 });
@@ -461,6 +467,7 @@ describe('maskSecrets: a shell word with quoted parts', () => {
       `["curl","-u","admin:${S}","https://x:8080"]`,
     ],
   ];
+  EXAMPLES.push(...kept.map(([, input]) => input));
   for (const [what, input, masked] of kept) {
     it(`masks only the secret of ${what}`, () => {
       expect(maskSecrets(input)).toEqual({ text: masked, count: 1 });
@@ -509,6 +516,7 @@ describe('maskSecrets: a quote that never closes', () => {
       `{"command":"PASSWORD=${S}","cwd":"/srv"}`,
     ],
   ];
+  EXAMPLES.push(...cases.map(([, input]) => input));
   for (const [what, input, masked] of cases) {
     it(`masks ${what}`, () => {
       expect(maskSecrets(input)).toEqual({ text: masked, count: 1 });
@@ -552,6 +560,7 @@ describe('maskSecrets: cf auth', () => {
       `cf login -a api -u me --password ${S}`,
     ],
   ];
+  EXAMPLES.push(...cases.map(([, input]) => input));
   for (const [what, input, masked] of cases) {
     it(`masks ${what}`, () => {
       expect(maskSecrets(input)).toEqual({ text: masked, count: 1 });
@@ -565,6 +574,7 @@ describe('maskSecrets: cf auth', () => {
     ['auth as an argument of another cf command', 'cf push auth admin'],
     ['auth after cf in another command', 'cf apps; echo auth admin x'],
   ];
+  EXAMPLES.push(...negatives.map(([, text]) => text));
   for (const [what, text] of negatives) {
     it(`leaves ${what} alone`, () => {
       expect(maskSecrets(text)).toEqual({ text, count: 0 });
@@ -613,6 +623,7 @@ describe('maskSecrets: vault login -mfa', () => {
       `["vault","login","-mfa=totp:${S}","username=bob"]`,
     ],
   ];
+  EXAMPLES.push(...cases.map(([, input]) => input));
   for (const [what, input, masked] of cases) {
     it(`masks ${what}`, () => {
       expect(maskSecrets(input)).toEqual({ text: masked, count: 1 });
@@ -830,5 +841,24 @@ describe('maskCommandLine: MSP_HOST_COMMAND', () => {
   it('masks the password of docker login, and leaves the port of docker run', () => {
     expect(maskCommandLine('docker login -u bot -p Passw0rdXY reg')).not.toContain('Passw0rdXY');
     expect(maskCommandLine('docker run -p 8080:80 img')).toBe('docker run -p 8080:80 img');
+  });
+});
+
+describe('masking is idempotent', () => {
+  it('masks no marker again, vault login’s password= included', () => {
+    const text = `vault login -method=userpass username=u password=${S}`;
+    expect(maskSecrets(text)).toEqual({ text, count: 0 });
+    expect(maskSecrets(`vault login password=${S}`)).toEqual({ text: `vault login password=${S}`, count: 0 });
+    expect(maskCommandLine('vault login password=hunter2')).toBe(`vault login password=${S}`);
+  });
+
+  it('masks every example of this file twice as once', () => {
+    expect(EXAMPLES.length).toBeGreaterThan(100);
+    for (const example of EXAMPLES) {
+      const once = maskSecrets(example).text;
+      expect(maskSecrets(once), example).toEqual({ text: once, count: 0 });
+      const logged = maskCommandLine(example);
+      expect(maskCommandLine(logged), example).toBe(logged);
+    }
   });
 });

@@ -41,6 +41,9 @@ const PRIVATE_KEY = [
   '-----END OPENSSH PRIVATE KEY-----',
 ].join('\n');
 
+/** Every text example of this file: masking any of them twice masks it once. */
+const EXAMPLES: string[] = [];
+
 function masks(text: string): { text: string; count: number } {
   return maskSecrets(text);
 }
@@ -211,6 +214,7 @@ describe('maskSecrets: every shape the issue lists', () => {
     ],
   ];
 
+  EXAMPLES.push(...cases.map(([, input]) => input));
   for (const [what, input, secret, label] of cases) {
     it(`masks a ${what}`, () => {
       const masked = masks(input);
@@ -267,6 +271,14 @@ describe('maskSecrets: every shape the issue lists', () => {
     expect(masked.count).toBe(4);
   });
 
+  it('masks every example of this file twice as once', () => {
+    expect(EXAMPLES.length).toBeGreaterThan(40);
+    for (const example of EXAMPLES) {
+      const once = masks(example).text;
+      expect(masks(once), example).toEqual({ text: once, count: 0 });
+    }
+  });
+
   it('is idempotent: masked text is not masked again', () => {
     const once = masks(
       `token=${SLACK_BOT} Authorization: Bearer ${JWT} "password": "a b" https://u:pw@h ${AWS_KEY}`,
@@ -311,6 +323,7 @@ describe('maskSecrets: what is not a secret', () => {
     ['a method call after s.', 'if err := s.dispatchPendingApprovals(); err != nil {'],
     ['24 letters of one case after s.', 'mv s.abcdefghijklmnopqrstuvwx s.ABCDEFGHIJKLMNOPQRSTUVWX'],
   ];
+  EXAMPLES.push(...negatives.map(([, text]) => text));
   for (const [what, text] of negatives) {
     it(`leaves ${what} alone`, () => {
       expect(masks(text)).toEqual({ text, count: 0 });
@@ -391,6 +404,13 @@ describe('maskSecrets: cost', () => {
     // The values of vault login -mfa.
     `vault login ${'-mfa=a:b '.repeat(7_000)}`,
   ];
+  it('masks each adversarial text twice as once', () => {
+    for (const text of shapes) {
+      const once = maskSecrets(text).text;
+      expect(maskSecrets(once).text).toBe(once);
+    }
+  });
+
   it('scans 64 KiB of adversarial text quickly', () => {
     for (const text of shapes) {
       const started = performance.now();
