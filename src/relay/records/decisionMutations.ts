@@ -1,6 +1,6 @@
+import { askedOtherwise, claimQuestion } from '../../domain/claimCredit.js';
 import type { ApprovalRecord, Claim } from '../../domain/record.js';
 import { isTerminal } from '../../domain/record.js';
-import { askedOtherwise, claimQuestion } from './claimCredit.js';
 import {
   type ClaimContradicted,
   noLongerListed,

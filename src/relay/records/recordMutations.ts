@@ -1,4 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
+import { askedOtherwise, pressedDecision } from '../../domain/claimCredit.js';
 import { stageCapabilities } from '../../domain/grants/capabilities.js';
 import type {
   ApprovalRecord,
@@ -20,7 +21,6 @@ import { intakeWith, newIntake } from '../hostEvents/intake/intakeReport.js';
 import type { PartReport } from '../hostEvents/intake/partIntake.js';
 import { fullTextFields } from '../hostEvents/intake/takeFullText.js';
 import { type TakenRequest, takeNote, takeQuestion, takeRequest } from '../hostEvents/intake/takeRequest.js';
-import { askedOtherwise, pressedDecision } from './claimCredit.js';
 
 // Pure functions from (record, event) to the next record; undefined means "nothing changed".
 // The store applies them under compare-and-set, so they may run more than once.

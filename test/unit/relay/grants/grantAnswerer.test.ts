@@ -4,6 +4,7 @@
 
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
+import { claimQuestion } from '../../../../src/domain/claimCredit.js';
 import type { Grant, GrantBucketKey } from '../../../../src/domain/grants/grant.js';
 import { type GrantQuestion, grantQuestion } from '../../../../src/domain/grants/match.js';
 import type { ApprovalRecord, Claim } from '../../../../src/domain/record.js';
@@ -14,7 +15,6 @@ import {
   type GrantAnswererOptions,
   grantRef,
 } from '../../../../src/relay/grants/grantAnswerer.js';
-import { claimQuestion } from '../../../../src/relay/records/claimCredit.js';
 import { sampleGrant } from '../../../support/grantInput.js';
 import { sampleRecord } from '../../../support/sampleRecord.js';
 

@@ -1,5 +1,5 @@
-import { questionDigest } from '../../domain/questionDigest.js';
-import type { ApprovalRecord, Claim } from '../../domain/record.js';
+import { questionDigest } from './questionDigest.js';
+import type { ApprovalRecord, Claim } from './record.js';
 
 // Whether what the host reports of a claim's decision is the decision its person (quorum, grant,
 // timeout) made: the host may ask the stage again while the decide is in flight, and the choiceId
