@@ -1,4 +1,5 @@
 import type { KnownBlock } from '@slack/types';
+import { askedOtherwise } from '../domain/claimCredit.js';
 import { decisionTone } from '../domain/decisionWords.js';
 import { type ApprovalRecord, type Resolution, rulePersistence } from '../domain/record.js';
 import { packSections, section } from './blocks.js';
@@ -209,11 +210,17 @@ const DECIDED_VIA: Record<string, string> = {
   timeout: 'the escalation timeout',
 };
 
+/** The host asked the stage again after the choice in flight was made (domain/claimCredit.ts). */
+const ASKED_OTHERWISE = ' (the request changed after that choice was made)';
+
 function decidingLine(record: ApprovalRecord): string {
   const claim = record.claim;
   if (!claim) return ':hourglass: Being decided…';
+  // The choices held now are the question asked now: once the host asked it otherwise, the
+  // claim's choiceId may carry another label ("Reject" become "Allow"), never what was chosen.
   const choice = record.availableChoices.find((c) => c.choiceId === claim.choiceId);
-  const what = choice ? ` (${clipProse(choice.label, 75)})` : '';
+  const label = choice ? ` (${clipProse(choice.label, 75)})` : '';
+  const what = askedOtherwise(record, claim) ? ASKED_OTHERWISE : label;
   const by = claim.userId ? mentionUser(claim.userId) : (DECIDED_VIA[claim.via ?? ''] ?? 'Countersign');
   const line = `:hourglass: Being decided by ${by}…${what}`;
   if (!claim.unanswered) return line;

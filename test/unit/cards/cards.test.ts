@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { decodeChoiceValue } from '../../../src/cards/ids.js';
 import { checkMessageLimits, MAX_CARD_FALLBACK_TEXT } from '../../../src/cards/limits.js';
 import { renderCard } from '../../../src/cards/renderCard.js';
+import { claimQuestion } from '../../../src/domain/claimCredit.js';
 import { questionDigest } from '../../../src/domain/questionDigest.js';
 import type { ApprovalRecord, Phase } from '../../../src/domain/record.js';
 import { cutNote } from '../../../src/relay/hostEvents/intake/fitText.js';
@@ -283,6 +284,37 @@ describe('renderCard: phases', () => {
     const card = render(inPhase(base, 'deciding'));
     expect(allText(card)).toContain(`Being decided by <@${APPROVER}>…`);
     expect(blocksOfType(card, 'actions')).toEqual([]);
+  });
+
+  it('deciding: never puts a label the host gave the choice after it was pressed next to its person', () => {
+    const pressed = inPhase(base, 'deciding');
+    const claim = { ...pressed.claim!, decision: 'approved', question: claimQuestion(pressed) };
+    // The question it was pressed on still stands: the label is the one pressed.
+    const standing = allText(render({ ...pressed, claim }));
+    expect(standing).toContain(`Being decided by <@${APPROVER}>… (Allow once)`);
+    // The host asked it again in flight, that choiceId now saving a rule for good.
+    const reasked: ApprovalRecord = {
+      ...pressed,
+      claim,
+      availableChoices: [
+        {
+          choiceId: 'allow_once',
+          label: 'Always allow',
+          decision: 'approvedPolicyAmendment',
+          scope: 'localPersistent',
+        },
+        { choiceId: 'deny', label: 'Deny', decision: 'denied', scope: 'once' },
+      ],
+    };
+    const text = allText(render(reasked));
+    expect(text).toContain(
+      `Being decided by <@${APPROVER}>… (the request changed after that choice was made)`,
+    );
+    expect(text).not.toContain('Always allow');
+    // A claim stored before the question was kept shows the label it finds, as before.
+    expect(allText(render({ ...reasked, claim: pressed.claim }))).toContain(
+      `Being decided by <@${APPROVER}>… (Always allow)`,
+    );
   });
 
   it('resolved by a Slack user: decision, who, when, saved rule', () => {
