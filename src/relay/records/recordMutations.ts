@@ -160,10 +160,16 @@ export function reopened(
     let nextPhase: Phase = phase === 'reviewing' ? 'reviewing' : phaseAfterRefresh(record, sourceIndex);
     if (heldElsewhere) nextPhase = 'unavailable';
     const stage = stageResolvedByRequest(record, params);
+    const stageAsks = stageAsked(
+      record,
+      question.subject,
+      params.currentRequirementId,
+      question.availableChoices,
+    );
     const next: ApprovalRecord = {
       ...record,
       grantUses: withGrantUse(record, stage),
-      stageDecisions: withStageDecision(record, stage),
+      stageDecisions: withStageDecision(record, stage, stageAsks),
       incarnation,
       // A listing by a new process does not make it the asker: its restart recovery may be
       // about to close what the earlier process asked (see resolved()).
@@ -224,10 +230,16 @@ export function updated(params: ApprovalUpdatedParams) {
     // is evidence, not authority, so it is never carried over.
     const dropClaim = kind === 'restartRecovered' || phase !== 'deciding';
     const stage = stageResolvedByUpdate(params.change);
+    const stageAsks = stageAsked(
+      record,
+      question.subject,
+      params.currentRequirementId,
+      question.availableChoices,
+    );
     const next: ApprovalRecord = {
       ...record,
       grantUses: withGrantUse(record, stage),
-      stageDecisions: withStageDecision(record, stage),
+      stageDecisions: withStageDecision(record, stage, stageAsks),
       subject: question.subject,
       currentRequirementId: params.currentRequirementId,
       availableChoices: question.availableChoices,
@@ -474,20 +486,38 @@ function withGrantUse(
 }
 
 /**
+ * The question the frame resolving the claimed stage asks of that stage: its subject, and, while
+ * it stays at that stage, its choices too (a later stage's choices are that stage's own, §5.3).
+ */
+function stageAsked(
+  record: ApprovalRecord,
+  subject: ApprovalRecord['subject'],
+  current: ApprovalRecord['currentRequirementId'],
+  availableChoices: ApprovalRecord['availableChoices'],
+): ApprovalRecord {
+  return current.sourceIndex === record.claim?.sourceIndex
+    ? { ...record, subject, currentRequirementId: current, availableChoices }
+    : { ...record, subject };
+}
+
+/**
  * A stage our claim was on has resolved: who decided it is kept for the audit, since the final
  * resolution names only the last stage's. Not when the host says another choice or decision than
- * the one claimed resolved it, or asked the stage again since it was claimed: that stage was not
- * decided as we asked.
+ * the one claimed resolved it, or asked the stage again since it was claimed, even in the very
+ * frame that resolves it (`asked`, stageAsked): that stage was not decided as we asked.
  */
 function withStageDecision(
   record: ApprovalRecord,
   resolved: ResolvedStage | undefined,
+  asked: ApprovalRecord,
 ): ApprovalRecord['stageDecisions'] {
   const { claim } = record;
   if (!resolved || !claim || resolved.sourceIndex !== claim.sourceIndex) return record.stageDecisions;
   const stage = resolved.sourceIndex;
   const decision = pressedDecision(record, claim);
-  if (decision === undefined || askedOtherwise(record, claim)) return record.stageDecisions;
+  if (decision === undefined || askedOtherwise(record, claim) || askedOtherwise(asked, claim)) {
+    return record.stageDecisions;
+  }
   if (resolved.choiceId !== undefined && resolved.choiceId !== claim.choiceId) return record.stageDecisions;
   if (resolved.decision !== undefined && resolved.decision !== decision) return record.stageDecisions;
   const decided: StageDecision = {

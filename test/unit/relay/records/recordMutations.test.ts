@@ -315,6 +315,69 @@ describe('record mutations', () => {
       expect(quorumDone.resolution?.slackUserId).toBeUndefined();
     });
 
+    it('credits nobody with a stage the host marks resolved in the very frame that asks it otherwise', () => {
+      const forcePush = (s: NonNullable<typeof shell.subject.stages>[number]) =>
+        s.requirementId.sourceIndex === 1 ? { ...s, argv: ['git', 'push', '--force'] } : s;
+      const rmSrv = (s: NonNullable<typeof shell.subject.stages>[number]) =>
+        s.requirementId.sourceIndex === 0 ? { ...s, argv: ['rm', '-rf', '/srv'] } : s;
+      const allowOnce = { kind: 'allowOnce' } as const;
+      // The last stage, marked resolved as our choice decided it, but about another command.
+      const lastStage = claimed({ ...claim, sourceIndex: 1 })(updated(stageOneResolved)(base)!)!;
+      const markedOtherwise = updated(
+        ApprovalUpdatedParams.parse({
+          ...stageOneResolved,
+          change: {
+            kind: 'stageResolved',
+            requirementId: stageOneResolved.currentRequirementId,
+            choiceId: 'allow_once',
+            decision: 'approved',
+          },
+          subject: {
+            ...shell.subject,
+            command: 'npm test && git push --force',
+            stages: shell.subject.stages!.map((s) => ({ ...forcePush(s), resolution: allowOnce })),
+          },
+        }),
+      )(lastStage)!;
+      expect(markedOtherwise.stageDecisions).toBeUndefined();
+      const done = resolved(approvedByOurCommand, 'inc-1', new Date())(markedOtherwise)!;
+      expect(done.resolution?.slackUserId).toBeUndefined();
+      expect(allText(renderCard(markedOtherwise, { now: new Date() }))).not.toMatch(/Stage \d of \d.*U1/);
+      expect(allText(renderCard(done, { now: new Date() }))).not.toContain('U1');
+      // The first stage, resolved with another command in its place as the host moves on, by an
+      // update or by the request asking the next stage.
+      const approving = claimed(claim)(base)!;
+      const otherFirst = {
+        ...shell.subject,
+        command: 'rm -rf /srv && git push',
+        stages: shell.subject.stages!.map((s) =>
+          s.requirementId.sourceIndex === 0 ? { ...rmSrv(s), resolution: allowOnce } : s,
+        ),
+      };
+      const movedOn = updated(
+        ApprovalUpdatedParams.parse({
+          ...stageOneResolved,
+          change: { ...stageOneResolved.change, choiceId: 'allow_once', decision: 'approved' },
+          subject: otherFirst,
+        }),
+      )(approving)!;
+      expect(movedOn.stageDecisions).toBeUndefined();
+      const nextAsked = { ...shell, currentRequirementId: stageOneResolved.currentRequirementId };
+      expect(
+        reopened({ ...nextAsked, subject: otherFirst }, 'inc-1', 'pending')(approving)?.stageDecisions,
+      ).toBe(undefined);
+      // The same command moving on is still the stage its person decided.
+      const asked = {
+        ...shell.subject,
+        stages: shell.subject.stages!.map((s) =>
+          s.requirementId.sourceIndex === 0 ? { ...s, resolution: allowOnce } : s,
+        ),
+      };
+      expect(
+        reopened({ ...nextAsked, subject: asked }, 'inc-1', 'pending')(approving)?.stageDecisions,
+      ).toMatchObject([{ sourceIndex: 0, userId: 'U1', choiceId: 'allow_once', decision: 'approved' }]);
+    });
+
     it('still credits the person whose question stood until it was decided', () => {
       // A redelivery of the same question changes nothing, and the claim stands.
       expect(reopened(shell, 'inc-1', 'pending', { asked: true })(rejecting)).toBeUndefined();
