@@ -157,7 +157,9 @@ describe('quorum', () => {
     await openCard(world, shell(id, [['make', 'release']], 'twoperson'));
     // The host holds Bob's decide, asks the stage again with Reject's id now approving for good,
     // then applies the choiceId it was sent as it means now, naming Bob's commandId.
-    await world.host.delayDecide(1_500);
+    // Held 4 s: the in-flight card below must be drawn before the host applies it, on a loaded
+    // CI machine too.
+    await world.host.delayDecide(4_000);
     await world.press(id, 'Reject', 'U0BOB');
     await world.submitModal('U0BOB', 'not today');
     const decide = await world.host.waitForDecide((d) => d.frame.params.approvalId === id);
@@ -178,6 +180,11 @@ describe('quorum', () => {
         ],
       },
     });
+    // While it is in flight, the card names Bob without the label his choice was given since.
+    const inFlight = await world.waitForCard(id, (m) =>
+      textOf(m).includes('the request changed after that choice was made'),
+    );
+    expect(textOf(inFlight)).toContain('Being decided by <@U0BOB>…');
     await until(async () => (await recordOf(world, id)).phase === 'resolved', 10_000);
     const card = await world.waitForCard(
       id,
@@ -192,6 +199,10 @@ describe('quorum', () => {
     await settle();
     const { channel, ts } = await world.postedAt(id);
     for (const line of world.slack.repliesTo(channel, ts)) expect(textOf(line)).not.toContain('U0BOB');
+    // No render of the card ever put "Allow" next to him.
+    const renders = world.slack.callsOf('chat.update').filter((c) => c.args.ts === ts);
+    expect(renders.length).toBeGreaterThan(0);
+    for (const render of renders) expect(JSON.stringify(render.args)).not.toContain('<@U0BOB>… (Allow)');
     // Bob approved nothing: no entry credits him with the approval, and no rule is listed as his.
     const entries = (await world.auditEntries()).filter((e) => e.approvalId === id);
     expect(entries.filter((e) => JSON.stringify(e).includes('U0BOB'))).toEqual([]);
