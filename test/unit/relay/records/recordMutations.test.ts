@@ -466,8 +466,9 @@ describe('record mutations', () => {
     expect(theirs?.phase).toBe('resolved');
   });
 
-  it('keeps a failed rule save on the card whether it comes before or after the resolution', () => {
-    const failed = ApprovalUpdatedParams.parse({
+  /** The host's word that it could not save the rule a decision asked for. */
+  function failedRuleSave() {
+    return ApprovalUpdatedParams.parse({
       sessionId: 's1',
       approvalId: 'a1',
       change: { kind: 'policyPersistence', status: 'failed', reason: 'disk full' },
@@ -475,15 +476,24 @@ describe('record mutations', () => {
       availableChoices: shell.availableChoices,
       subject: shell.subject,
     });
-    const resolution = ApprovalResolvedParams.parse({
+  }
+
+  /** A resolution that asked for a rule, with `amendment` when given. */
+  function ruleResolution(amendment?: { durability: string; rulePreview: string }) {
+    return ApprovalResolvedParams.parse({
       sessionId: 's1',
       approvalId: 'a1',
       decision: 'approvedPolicyAmendment',
       policyResult: 'allow',
       resolvedBy: 'user',
       decidedByCommandId: 'cmd-9',
-      amendment: { durability: 'localPersistent', rulePreview: 'npm test' },
+      ...(amendment ? { amendment } : {}),
     });
+  }
+
+  it('keeps a failed rule save on the card whether it comes before or after the resolution', () => {
+    const failed = failedRuleSave();
+    const resolution = ruleResolution({ durability: 'localPersistent', rulePreview: 'npm test' });
     const after = updated(failed)(resolved(resolution, 'inc-1', new Date())(base)!);
     expect(after?.resolution?.amendment).toMatchObject({
       persistence: 'failed',
@@ -501,23 +511,9 @@ describe('record mutations', () => {
   });
 
   it('says a rule was not saved when the resolution carries no amendment, in either order', () => {
-    const failed = ApprovalUpdatedParams.parse({
-      sessionId: 's1',
-      approvalId: 'a1',
-      change: { kind: 'policyPersistence', status: 'failed', reason: 'disk full' },
-      currentRequirementId: { approvalId: 'a1', sourceIndex: 0 },
-      availableChoices: shell.availableChoices,
-      subject: shell.subject,
-    });
+    const failed = failedRuleSave();
     // No amendment: the host sent none, or one the bot could not read and dropped.
-    const resolution = ApprovalResolvedParams.parse({
-      sessionId: 's1',
-      approvalId: 'a1',
-      decision: 'approvedPolicyAmendment',
-      policyResult: 'allow',
-      resolvedBy: 'user',
-      decidedByCommandId: 'cmd-9',
-    });
+    const resolution = ruleResolution();
     // As the store keeps it: only what the record's schema reads survives.
     const apply = (mutation: (r: ApprovalRecord) => ApprovalRecord | undefined, record: ApprovalRecord) =>
       ApprovalRecord.parse(JSON.parse(JSON.stringify(mutation(record) ?? record)));
