@@ -1,5 +1,28 @@
 import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
+
+/** Tiers by how long their files run: bench, then e2e, then integration, then the rest. */
+const TIERS = ['/test/bench/', '/test/e2e/', '/test/integration/'];
+
+function tierOf(spec: TestSpecification): number {
+  const tier = TIERS.findIndex((dir) => spec.moduleId.includes(dir));
+  return tier === -1 ? TIERS.length : tier;
+}
+
+/**
+ * Vitest's order (longest first when it has timings, largest file first when it has none, as in
+ * a fresh clone, that is CI), the slow tiers ahead. By file size the bench's smoke and chaos
+ * files, small files that drive the whole harness (100 s and 50 s), came last, and the run's
+ * tail was theirs alone: .ci/run took 903 s where its tests held three workers for ~680.
+ */
+class SlowTiersFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const sorted = await super.sort(files);
+    // Array.prototype.sort is stable: within a tier, Vitest's own order stands.
+    return sorted.sort((a, b) => tierOf(a) - tierOf(b));
+  }
+}
 
 export default defineConfig({
   test: {
@@ -16,5 +39,6 @@ export default defineConfig({
     pool: 'forks',
     fileParallelism: true,
     maxWorkers: Math.max(3, availableParallelism() - 1),
+    sequence: { sequencer: SlowTiersFirst },
   },
 });
