@@ -98,7 +98,8 @@ describe.each(BACKENDS)('on %s Redis', (kind) => {
   }
 
   beforeAll(async () => {
-    backend = await openBackend(kind, async () => ({ url: testRedisUrl(13) }));
+    // A database no other file uses (replicas.test.ts has 13): both empty theirs, and run side by side.
+    backend = await openBackend(kind, async () => ({ url: testRedisUrl(10) }));
     store = new ApprovalStore(backend.connect(), { resolvedTtlMs: 60_000 });
   });
   beforeEach(async () => {
