@@ -214,6 +214,24 @@ describe('a card through the approval’s life', () => {
     expect(record()).toMatchObject({ phase: 'deciding', claim: { commandId: 'cmd-1' } });
   });
 
+  /** Alice's rule-saving choice (cmd-1) resolved by the host, with `amendment` when given. */
+  function ruleResolved(amendment: unknown) {
+    return notification('approval/resolved', {
+      sessionId: 's-1',
+      approvalId: 'ap-1',
+      itemId: twoStages.itemId,
+      turnId: twoStages.turnId,
+      decision: 'approvedPolicyAmendment',
+      policyResult: 'allow',
+      resolvedBy: 'user',
+      decidedByCommandId: 'cmd-1',
+      stageEvidence: [],
+      ...(amendment === undefined ? {} : { amendment }),
+      sourceRange: twoStages.sourceRange,
+      viewCursor: 'v:s-1:50',
+    });
+  }
+
   /** A one-stage request, and the host's word that it could not save the rule asked for. */
   function ruleNotSaved() {
     const stageZero = {
@@ -271,27 +289,12 @@ describe('a card through the approval’s life', () => {
 
   it('says the rule was not saved without an amendment too (none sent, or one dropped unread)', async () => {
     const { stageZero, failed } = ruleNotSaved();
-    const decidedWith = (amendment: unknown) =>
-      notification('approval/resolved', {
-        sessionId: 's-1',
-        approvalId: 'ap-1',
-        itemId: twoStages.itemId,
-        turnId: twoStages.turnId,
-        decision: 'approvedPolicyAmendment',
-        policyResult: 'allow',
-        resolvedBy: 'user',
-        decidedByCommandId: 'cmd-1',
-        stageEvidence: [],
-        ...(amendment === undefined ? {} : { amendment }),
-        sourceRange: twoStages.sourceRange,
-        viewCursor: 'v:s-1:50',
-      });
     for (const amendment of [undefined, { durability: 'localPersistent' }]) {
       for (const first of ['failed', 'decided'] as const) {
         const { hear, mutate, record } = relay();
         await hear(notification('approval/requested', stageZero));
         await mutate('ap-1', claimed(claim(0, 'allow_local_prefix', 'cmd-1', 'U_ALICE')));
-        const decided = decidedWith(amendment);
+        const decided = ruleResolved(amendment);
         for (const event of first === 'failed' ? [failed, decided] : [decided, failed]) await hear(event);
         const resolved = record() as ApprovalRecord & {
           resolution: NonNullable<ApprovalRecord['resolution']>;
@@ -329,22 +332,7 @@ describe('a card through the approval’s life', () => {
       const { hear, mutate, record } = relay();
       await hear(notification('approval/requested', twoStages));
       await mutate('ap-1', claimed(claim(0, 'allow_local_prefix', 'cmd-1', 'U_ALICE')));
-      await hear(
-        notification('approval/resolved', {
-          sessionId: 's-1',
-          approvalId: 'ap-1',
-          itemId: twoStages.itemId,
-          turnId: twoStages.turnId,
-          decision: 'approvedPolicyAmendment',
-          policyResult: 'allow',
-          resolvedBy: 'user',
-          decidedByCommandId: 'cmd-1',
-          stageEvidence: [],
-          amendment,
-          sourceRange: twoStages.sourceRange,
-          viewCursor: 'v:s-1:50',
-        }),
-      );
+      await hear(ruleResolved(amendment));
       const listed: unknown[] = [];
       const grants = { create: async (input: unknown) => listed.push(input) } as unknown as GrantStore;
       const keeper = { track: () => {} } as unknown as RecordKeeper;
