@@ -27,6 +27,11 @@ class SlowTiersFirst extends BaseSequencer {
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // The unit tier runs before this config, under vitest.unit.config.ts with its coverage floor
+    // (`npm test` is `npm run test:coverage && vitest run`): there its files share threads and
+    // their module cache, here each would load its imports afresh in a fork. .ci/run ran the tier
+    // twice before, once for the floor and once inside the whole suite.
+    exclude: ['test/unit/**', '**/node_modules/**'],
     globalSetup: ['test/support/globalSetup.ts'],
     testTimeout: 20_000,
     hookTimeout: 30_000,

@@ -1,7 +1,9 @@
 import { defineConfig } from 'vitest/config';
 
 // The fast tier (`npm run test:unit`): test/unit only, no globalSetup (nothing here spawns
-// dist/main.js, so no build) and no Redis. `npm test` (vitest.config.ts) still runs every tier.
+// dist/main.js, so no build) and no Redis. `npm test` runs it (with coverage) before
+// vitest.config.ts, which runs every other tier. A unit file run alone: `npx vitest run -c
+// vitest.unit.config.ts <file>`.
 //
 // On two shared cores most of the time went to loading every file's imports afresh in its own
 // worker, so the files share threads and their module cache (isolate: false). A file that mocks a
