@@ -3,7 +3,7 @@ import type { CuaCardFacts } from '../msp/protocol.js';
 import { toJson } from '../util/toJson.js';
 import { plainSection, section } from './blocks.js';
 import type { CardBudget } from './budget.js';
-import { inlineCode, quote, truncate } from './escape.js';
+import { inlineCode, quote } from './escape.js';
 import { fitLines } from './fitLines.js';
 import { clipProse, truncateProse } from './prose.js';
 
@@ -24,14 +24,18 @@ function stepText(step: unknown): string {
   return toJson(step);
 }
 
+/**
+ * A row's JSON is the page's own text: shown as inline code, where Slack draws no bold, emoji or
+ * strike of the page's, and no backtick of the page's opens a code span or block across rows.
+ */
 function dataRow(row: unknown, max: number): string {
   if (typeof row === 'object' && row !== null && !Array.isArray(row)) {
     const { kind, ...rest } = row as Record<string, unknown>;
     const label = typeof kind === 'string' ? clipProse(kind, 40) : 'data';
-    const body = Object.keys(rest).length > 0 ? `: ${truncate(toJson(rest), max)}` : '';
+    const body = Object.keys(rest).length > 0 ? `: ${inlineCode(toJson(rest), max)}` : '';
     return `• ${label}${body}`;
   }
-  return `• data: ${truncate(toJson(row), max)}`;
+  return `• data: ${inlineCode(toJson(row), max)}`;
 }
 
 /** Page host, window title (the page controls it: quoted plain text), steps and data rows. */

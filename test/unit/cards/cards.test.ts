@@ -242,8 +242,8 @@ describe('renderCard: other subject kinds', () => {
     expect(text).toContain('Step 1: Click "Place order"');
     expect(text).toContain('Step 2: {"kind":"type","x":10,"y":20}');
     expect(text).toContain('Step 3: Press Enter');
-    expect(text).toContain('• secret: {"mask":"ghp_…3f9a"}');
-    expect(text).toContain('• other: {"value":"shipping address"}');
+    expect(text).toContain('• secret: `{"mask":"ghp_…3f9a"}`');
+    expect(text).toContain('• other: `{"value":"shipping address"}`');
     const title = blocksOfType(card, 'section').find((b) =>
       (b.text as { text: string }).text.startsWith('Window title'),
     );
