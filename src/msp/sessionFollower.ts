@@ -7,6 +7,7 @@ import { approvalLogFields, type EventOrigin } from './approvalEvents.js';
 import { type BackoffPolicy, nominalDelay } from './backoff.js';
 import { HostGoneError, MspError } from './errors.js';
 import type { FollowedSession, HostEvent, SessionMemory } from './events.js';
+import { preview } from './jsonRpc.js';
 import { HostId, isKeepableCursor, Session, SessionStatusChangedParams } from './protocol.js';
 import {
   listAllSessions,
@@ -365,7 +366,11 @@ export class SessionFollower {
         this.resumed.delete(sessionId);
         this.known.delete(sessionId);
         this.flaggedPending.delete(sessionId);
-        this.logger.debug({ sessionId, reason }, 'session closed');
+        // The host's words, unbounded by the schema: masked and cut as a frame is in the log.
+        this.logger.debug(
+          { sessionId, ...(reason === undefined ? {} : { reason: preview(reason) }) },
+          'session closed',
+        );
         if (this.heldElsewhere.has(sessionId)) void this.follow(sessionId, false);
         return true;
       }

@@ -222,6 +222,20 @@ describe('SessionFollower: what a host can make it keep', () => {
     follower.dispose();
   });
 
+  it("logs a closed session's reason masked and cut, as it logs a frame", () => {
+    const { logger, lines } = captureLogger('debug');
+    const follower = followerOn(async () => ({}), { logger });
+    const reason = `evicted: vault login password=hunter2-very-secret ${'x'.repeat(5_000)}`;
+    follower.handleNotification('session/closed', { sessionId: 's-1', reason });
+    const closed = lines.find((line) => line.msg === 'session closed');
+    expect(closed?.sessionId).toBe('s-1');
+    const logged = String(closed?.reason);
+    expect(logged).toMatch(/^evicted: vault login password=/);
+    expect(logged).not.toContain('hunter2');
+    expect(logged.length).toBeLessThan(400);
+    follower.dispose();
+  });
+
   it('keeps at most MAX_FOLLOWED_SESSIONS followed sessions per host, forgetting the oldest', async () => {
     const { count, stored, tracked, follower } = announcingHost();
     const total = MAX_FOLLOWED_SESSIONS + 50;
