@@ -8,12 +8,13 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ReplicaSeal } from '../../src/replicas/replicaSeal.js';
 import { readGrantAudit } from '../../src/store/grantAudit.js';
 import { keys } from '../../src/store/keys.js';
-import { BOT_TOKEN, freshRedisDb, type RunningBot, startBot } from '../support/bot.js';
+import { BOT_TOKEN, freshRedisDb, type RunningBot, SIGNING_SECRET, startBot } from '../support/bot.js';
 import { FakeHost, type FakeHostSeed, shellApproval } from '../support/fakeHost.js';
 import { FakeSlack } from '../support/fakeSlack.js';
 import { seriesValue } from '../support/metricSeries.js';
 import { PrivateRedis } from '../support/privateRedis.js';
 import { REPLICA_LEASE_TTL_MS, replicaEnv, replicaRunning, standingOf } from '../support/replicas.js';
+import { postInteraction, viewSubmissionPayload } from '../support/slackRequests.js';
 import { TcpProxy } from '../support/tcpProxy.js';
 import { testRedisUrl } from '../support/testRedis.js';
 import { probeUntil as until } from '../support/until.js';
@@ -651,6 +652,61 @@ describe('several replicas on one Redis', { timeout: 90_000 }, () => {
     );
     // ...and the card ends resolved again, its buttons gone.
     await resolvedCard(world, id);
+    expect(decidesFor(world.host, id)).toHaveLength(1);
+  });
+
+  it("13. the owner checks the route's reason rule on the record it claims: a rejection without one, let through by the standby, is refused there", async () => {
+    // The owner's file requires a reason to reject; the standby's (not reloaded yet, or of an
+    // earlier release) does not, so its reason form takes an empty submit and hands it on.
+    const reasonFile = (rejectReason: 'required' | 'optional') => {
+      const file = configFile({ routes: [route('deploys', { approvers: users('U0ALICE'), rejectReason })] });
+      cleanups.push(async () => file.remove());
+      return file.path;
+    };
+    const world = await startReplicas(1, { env: { COUNTERSIGN_CONFIG: reasonFile('required') } });
+    const owner = await ownerOf(world);
+    const standby = await addReplica(world, 'r2', { COUNTERSIGN_CONFIG: reasonFile('optional') });
+    expect((await standingOf(standby)).standby).toEqual(['default']);
+    await world.host.waitForIncarnation(1);
+    const id = 'rep-reason-1';
+    await world.host.open(shell(id, ['kubectl', 'delete', 'ns', 'prod']));
+    await postedAt(world, id);
+
+    await press(world, standby, id, 'Reject', 'U0ALICE');
+    const form = await world.slack.waitFor('views.open', () => true, 10_000);
+    const submitted = async (reason: string) => {
+      const view = form.args.view as { callback_id: string; private_metadata: string };
+      const response = await postInteraction(
+        standby.url,
+        SIGNING_SECRET,
+        viewSubmissionPayload({
+          userId: 'U0ALICE',
+          callbackId: view.callback_id,
+          privateMetadata: view.private_metadata,
+          values: { cs_feedback_block: { cs_feedback_input: { type: 'plain_text_input', value: reason } } },
+        }),
+      );
+      expect(response.status).toBe(200);
+    };
+    await submitted('');
+    // Told in the words the standby would use had its own file required a reason.
+    expect(await ephemeralTo(world, 'U0ALICE')).toBe(
+      'A reason is required to reject on deploys: type one. Nothing was decided: press the button again, and give the reason in the form it opens.',
+    );
+    await owner.waitForLog(
+      (l) =>
+        l.msg === 'decision refused where it is claimed: it may not be made on the approval as it stands' &&
+        l.json?.approvalId === id &&
+        l.json?.refused === 'reasonMissing',
+    );
+    expect(decidesFor(world.host, id)).toEqual([]);
+    const { channel, ts } = await postedAt(world, id);
+    expect(buttonsOf(world.slack.message(channel, ts)!).length).toBeGreaterThan(0);
+
+    // With a reason, the same rejection is sent once, and carries it.
+    await submitted('Use a PR');
+    const decide = await world.host.waitForDecide((d) => d.frame.params.approvalId === id, 10_000);
+    expect(decide.frame.params).toMatchObject({ choiceId: 'abort', feedback: 'Use a PR' });
     expect(decidesFor(world.host, id)).toHaveLength(1);
   });
 

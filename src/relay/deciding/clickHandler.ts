@@ -25,6 +25,7 @@ import {
 import { auditVoteCast, countedAt, countVote, namesVoter, recordNamesVoter } from './clickVotes.js';
 import type { Decider, DecisionOutcome } from './decider.js';
 import { whyNotDecidable } from './decisionCheck.js';
+import { reasonMissing } from './reasonRule.js';
 import { refusalFor } from './refusals.js';
 import { typedConfirmationFor } from './typedConfirmation.js';
 
@@ -327,7 +328,8 @@ export class ClickHandler {
     // modals ask for a reason the route requires before they close (feedbackSubmission.ts, the
     // batch's "Reject all"); one that reaches here without it, from a press that opened no modal
     // (sent with no trigger_id), is refused rather than sent without one, before any vote counts.
-    const missing = reasonMissing(click, checked);
+    // The replica that claims it asks again, by its own configuration (DecisionWarrant).
+    const missing = reasonMissing(record, checked.choice, checked.rules, click.feedback);
     if (missing) return { record, outcome: missing };
     let voters: string[] | undefined;
     let stoodInFor: Record<string, string> | undefined;
@@ -496,23 +498,6 @@ export class ClickHandler {
 type RefusedAction = Extract<AuditEntry, { kind: 'refusal' }>['action'];
 
 export type { DecisionOutcome };
-
-/**
- * Why a pick may not be decided as it comes: its choice takes a reason (acceptsFeedback), its
- * route requires one (`rejectReason: required`), and it carries none.
- */
-function reasonMissing(
-  click: Click,
-  { choice, rules, record }: Extract<ClickCheck, { ok: true }>,
-): Extract<DecisionOutcome, { kind: 'reasonMissing' }> | undefined {
-  if (!choice.acceptsFeedback || rules.rejectReason !== 'required' || click.feedback?.trim())
-    return undefined;
-  return {
-    kind: 'reasonMissing',
-    ...(record.route === undefined ? {} : { route: record.route }),
-    quickReasons: rules.quickReasons.length > 0,
-  };
-}
 
 /**
  * Whether `record` asks what the person saw when they pressed. A decision answered at once is

@@ -122,12 +122,7 @@ export type DecisionOutcome =
   /** `claimKept`: see unknownToHost. */
   | { kind: 'refused'; errorKind: string; claimKept?: true }
   /** Handed to the replica that owns the host, which has not answered yet; it tells the asker. */
-  | { kind: 'forwarded' }
-  /**
-   * A person's pick of a choice that takes a reason, on a route whose `rejectReason` is required,
-   * came without one (ClickHandler): nothing was claimed. `route`, `quickReasons`: for its words.
-   */
-  | { kind: 'reasonMissing'; route?: string; quickReasons: boolean };
+  | { kind: 'forwarded' };
 
 /**
  * Whether the host refused (or never took) the decision but its claim is still on the record:
@@ -154,7 +149,18 @@ export type Unwarranted =
    * `claimKept`: a claim by a grant that stopped answering before it was sent, whose drop Redis
    * did not store (see unknownToHost).
    */
-  | { kind: 'unwarranted'; via: 'grant' | 'timeout'; claimKept?: true };
+  | { kind: 'unwarranted'; via: 'grant' | 'timeout'; claimKept?: true }
+  | ReasonMissing;
+
+/**
+ * A person's pick of a choice that takes a reason, on a route whose `rejectReason` is required,
+ * came without one (reasonRule.ts): nothing was claimed. `route`, `quickReasons`: for its words.
+ */
+export interface ReasonMissing {
+  kind: 'reasonMissing';
+  route?: string;
+  quickReasons: boolean;
+}
 
 /**
  * The decision may be made, by whom the record counts now rather than as the request names them:
@@ -171,5 +177,7 @@ export interface Recounted {
 export interface WarrantAsk {
   sourceIndex: number;
   choiceId: string;
+  /** The reason given, held to the route's rule as it is now. */
+  feedback?: string | undefined;
   by: DecidedBy;
 }

@@ -3,10 +3,11 @@ import type { GrantStore } from '../../domain/grants/grant.js';
 import { findGrant, grantQuestion, sessionCallerOf } from '../../domain/grants/match.js';
 import { questionDigest } from '../../domain/questionDigest.js';
 import { type ApprovalRecord, votersFor } from '../../domain/record.js';
-import type { EscalationStep, RouteGrants } from '../../domain/route.js';
+import { type EscalationStep, OPEN_RULES, type RouteGrants } from '../../domain/route.js';
 import { confirmsTarget } from '../../domain/typedConfirmation.js';
 import type { Authorizer } from './authorizer.js';
 import type { DecidedBy, Recounted, Unwarranted, WarrantAsk } from './decision.js';
+import { reasonMissing } from './reasonRule.js';
 import { typedConfirmationFor } from './typedConfirmation.js';
 
 export type { Recounted, Unwarranted, WarrantAsk };
@@ -17,7 +18,7 @@ export type { Recounted, Unwarranted, WarrantAsk };
 // decision forwarded from another replica, or one whose record changed before its claim).
 
 export interface DecisionWarrantOptions {
-  authorizer: Pick<Authorizer, 'check' | 'quorum' | 'ownerOf'>;
+  authorizer: Pick<Authorizer, 'check' | 'quorum' | 'ownerOf' | 'authority'>;
   grants: Pick<GrantStore, 'get'>;
   /** The grants of the route a record names (undefined: none). */
   grantsOf: (route: string | undefined) => RouteGrants | undefined;
@@ -79,6 +80,11 @@ export class DecisionWarrant {
     if (confirmation && !confirmsTarget(by.typed, confirmation.target)) {
       return { kind: 'unconfirmed', confirmation };
     }
+    // The route's reason rule as it is now, read as the ClickHandler reads it: the replica that
+    // took the click checked it against its own configuration, which may differ from this one.
+    const rules = authorizer.authority(record).rules ?? OPEN_RULES;
+    const missing = choice && reasonMissing(record, choice, rules, ask.feedback);
+    if (missing) return missing;
     const quorum = authorizer.quorum(record);
     if (quorum <= 1 || !choice || !needsQuorum(choice.decision)) return restated;
     // As ClickHandler.vote counts them: the host's owner has no vote, and each voter must still

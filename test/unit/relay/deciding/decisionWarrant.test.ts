@@ -6,7 +6,12 @@ import { describe, expect, it } from 'vitest';
 import type { Grant } from '../../../../src/domain/grants/grant.js';
 import { questionDigest } from '../../../../src/domain/questionDigest.js';
 import type { ApprovalRecord } from '../../../../src/domain/record.js';
-import { type EscalationStep, OPEN_RULES, type RouteGrants } from '../../../../src/domain/route.js';
+import {
+  type EscalationStep,
+  OPEN_RULES,
+  type RouteGrants,
+  type RouteRules,
+} from '../../../../src/domain/route.js';
 import { DecisionWarrant } from '../../../../src/relay/deciding/decisionWarrant.js';
 import { sampleRecord } from '../../../support/sampleRecord.js';
 import { testAuthorizer } from '../../../support/testAuthorizer.js';
@@ -48,9 +53,12 @@ function liveGrant(overrides: Partial<Grant> = {}): Grant {
   };
 }
 
-function warrant(options: { grant?: Grant; ladder?: EscalationStep[]; grants?: RouteGrants } = {}) {
+function warrant(
+  options: { grant?: Grant; ladder?: EscalationStep[]; grants?: RouteGrants; rules?: RouteRules } = {},
+) {
+  const { rules } = options;
   return new DecisionWarrant({
-    authorizer: testAuthorizer(),
+    authorizer: testAuthorizer(rules ? { rulesOf: () => rules } : {}),
     grants: { get: async (grantId) => (options.grant?.grantId === grantId ? options.grant : undefined) },
     grantsOf: () => options.grants ?? GRANTS,
     ladderOf: () => options.ladder ?? [],
@@ -243,5 +251,42 @@ describe('DecisionWarrant: a deactivated account', () => {
       kind: 'notAuthorized',
       refused: { why: 'deactivated' },
     });
+  });
+});
+
+describe('DecisionWarrant: a reason the route requires', () => {
+  // Checked where the click was taken (ClickHandler) and again where it is claimed: the route may
+  // have changed since (a configuration reloaded), or the replica that took it be of an earlier
+  // release that did not check it.
+  const required: RouteRules = { ...OPEN_RULES, rejectReason: 'required', quickReasons: ['Use a PR'] };
+  const rejecting = (feedback?: string) => ({
+    sourceIndex: 0,
+    choiceId: 'abort',
+    ...(feedback === undefined ? {} : { feedback }),
+    by: { via: 'click' as const, userId: 'U0ALICE' },
+  });
+
+  it("refuses a person's rejection sent without one, in the words the replica that took it uses", async () => {
+    for (const feedback of [undefined, '', '  ']) {
+      expect(await warrant({ rules: required }).check(record, rejecting(feedback))).toEqual({
+        kind: 'reasonMissing',
+        route: 'ops',
+        quickReasons: true,
+      });
+    }
+    expect(await warrant({ rules: required }).check(record, rejecting('Use a PR'))).toBeUndefined();
+    // A choice that takes no reason, or a route that does not require one, asks for none.
+    expect(
+      await warrant({ rules: required }).check(record, { ...rejecting(), choiceId: 'allow_once' }),
+    ).toBeUndefined();
+    expect(await warrant().check(record, rejecting())).toBeUndefined();
+  });
+
+  it('asks no reason of a timeout or a grant, which no person gives', async () => {
+    const ladder: EscalationStep[] = [{ afterMs: 600_000, action: 'timeout' }];
+    const timeout = { sourceIndex: 0, choiceId: 'abort', by: { via: 'timeout' as const } };
+    expect(await warrant({ rules: required, ladder }).check(record, timeout)).toBeUndefined();
+    const grant = liveGrant();
+    expect(await warrant({ rules: required, grant }).check(record, byGrant(grant))).toBeUndefined();
   });
 });
