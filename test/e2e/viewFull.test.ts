@@ -78,7 +78,14 @@ function labelOf(view: View, n: number): string | undefined {
 }
 
 /** Presses the button labelled `label` inside the modal, as `userId`: a signed block_actions from a view. */
-async function pressInModal(world: World, opened: SlackCall, label: string, userId: string): Promise<void> {
+async function pressInModal(
+  world: World,
+  opened: SlackCall,
+  label: string,
+  userId: string,
+  /** Sent without a trigger_id, as only a crafted payload is: no form can open from it. */
+  how: { noTrigger?: boolean } = {},
+): Promise<void> {
   const view = opened.args.view as View;
   const button = view.blocks
     .filter((b) => b.type === 'actions')
@@ -88,16 +95,25 @@ async function pressInModal(world: World, opened: SlackCall, label: string, user
   const response = await postInteraction(
     world.bot.url,
     SIGNING_SECRET,
-    viewBlockActionsPayload({
-      userId,
-      viewId: (opened.response.view as { id: string }).id,
-      callbackId: view.callback_id,
-      privateMetadata: view.private_metadata,
-      actionId: button.action_id as string,
-      value: button.value as string,
-    }),
+    withoutTrigger(
+      viewBlockActionsPayload({
+        userId,
+        viewId: (opened.response.view as { id: string }).id,
+        callbackId: view.callback_id,
+        privateMetadata: view.private_metadata,
+        actionId: button.action_id as string,
+        value: button.value as string,
+      }),
+      how.noTrigger === true,
+    ),
   );
   expect(response.status).toBe(200);
+}
+
+function withoutTrigger(payload: Record<string, unknown>, drop: boolean): Record<string, unknown> {
+  if (!drop) return payload;
+  const { trigger_id: _trigger, ...rest } = payload;
+  return rest;
 }
 
 /** A request long enough that its card has View full, open with its buttons live. */
@@ -324,6 +340,21 @@ describe('View full', () => {
     const decide = await world.host.waitForDecide();
     expect(decide.frame.params).toMatchObject({ approvalId: 'full-0007', feedback: 'Not today' });
     await world.waitForCard('full-0007', (m) => textOf(m).includes('Rejected'));
+  });
+
+  it('a Reject in the full view sent without trigger_id, on a route that requires a reason, is refused, and the view never says it was sent', async () => {
+    const world = await startWorld({ rejectReason: 'required' });
+    await openLong(world, 'full-0009');
+    const opened = await openFullView(world, 'full-0009', 'U0ALICE');
+    const since = world.slack.calls.length;
+    await pressInModal(world, opened, 'Reject', 'U0ALICE', { noTrigger: true });
+    expect(await ephemeralAfter(world, 'U0ALICE', since)).toBe(
+      'A reason is required to reject on deploys: type one. Nothing was decided: press the button again, and give the reason in the form it opens.',
+    );
+    await settle();
+    expect(world.host.decides()).toHaveLength(0);
+    // Nothing was sent, so the view keeps its buttons and says nothing of a choice made.
+    expect(world.slack.calls.slice(since).filter((c) => c.method.startsWith('views.'))).toEqual([]);
   });
 
   it('a card that shows everything has no View full button', async () => {

@@ -12,6 +12,7 @@ import { renderFeedbackModal } from '../../cards/renderFeedbackModal.js';
 import { renderFullViewOutdated, renderFullViewSent } from '../../cards/renderFullView.js';
 import { subjectSummary } from '../../cards/subjectSummary.js';
 import type { Click, ClickCheck, ClickHandler } from '../../relay/deciding/clickHandler.js';
+import { reasonMissing } from '../../relay/deciding/reasonRule.js';
 import type { SlackViews } from '../slackViews.js';
 import { confirmModal } from './confirmModal.js';
 
@@ -62,7 +63,12 @@ function cardOf(body: BlockActionBody): { channel?: string; ts?: string; viewId?
  * card is redrawn; the view's buttons all carry the old question). Otherwise it stays as it is.
  */
 function fullViewAfter(checked: ClickCheck): ModalView | undefined {
-  if (checked.ok) return renderFullViewSent(checked.choice.label || checked.choice.choiceId);
+  if (checked.ok) {
+    // A press that opened no reason form the route requires (no trigger_id) is refused before
+    // anything is sent (ClickHandler): the view must not say a choice was made.
+    if (reasonMissing(checked.record, checked.choice, checked.rules, undefined)) return undefined;
+    return renderFullViewSent(checked.choice.label || checked.choice.choiceId);
+  }
   if (checked.refusal.code === 'questionChanged') return renderFullViewOutdated();
   return undefined;
 }
