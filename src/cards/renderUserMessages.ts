@@ -171,6 +171,8 @@ export function refusalText(refusal: Refusal): string {
     case 'underReview':
       return 'An automated reviewer holds this request right now. If it hands it to a person, the buttons come back.';
     case 'questionChanged':
+      if (refusal.why === 'unnamedForm')
+        return 'This form does not say which question it was opened for, so Countersign cannot tell whether it is still the one asked. Nothing was decided. The card now shows the current question: please press its button again.';
       return refusal.why === 'unnamed'
         ? 'This button is from a card posted before Countersign’s buttons named the question they show, so it cannot tell whether it is still the one asked. Nothing was decided. The card now shows the current question: please decide again.'
         : 'The question changed while you were looking (a stage advanced, or the command, the choices or what the card marks changed). Nothing was decided. The card now shows the current question: please decide again.';

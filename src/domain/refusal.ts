@@ -13,9 +13,10 @@ export type Refusal =
   | { code: 'underReview' }
   /**
    * What was shown is no longer asked; or (`unnamed`) the button pressed, on a card posted before
-   * buttons named their question, cannot say what it showed.
+   * buttons named their question, cannot say what it showed; or (`unnamedForm`) the form submitted
+   * (a reason or confirmation modal whose metadata names no question) cannot.
    */
-  | { code: 'questionChanged'; why?: 'unnamed' }
+  | { code: 'questionChanged'; why?: 'unnamed' | 'unnamedForm' }
   | { code: 'alreadyBeingDecided'; userId?: string; self: boolean }
   | { code: 'reviewerUnavailable' }
   /** `stopping`: Countersign, not the host, is restarting, with the decision kept to send again. */

@@ -155,6 +155,8 @@ describe('keeping the card true to the approval’s life', () => {
       since,
     });
     expect(String(told.args.text)).toContain('cannot tell whether it is still the one asked');
+    // Said of the form that was submitted, not of a card's button.
+    expect(String(told.args.text)).toMatch(/^This form /);
     await new Promise((r) => setTimeout(r, 300));
     expect(world.host.decides()).toHaveLength(0);
   });

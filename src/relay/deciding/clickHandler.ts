@@ -217,7 +217,11 @@ export class ClickHandler {
     // The button or modal showed one question; the host may have asked another since on the same
     // stage (another command, say). Checked before the confirmation modal, which shows the new one.
     if (click.namesNoQuestion) {
-      const refusal: Refusal = { code: 'questionChanged', why: 'unnamed' };
+      // Told of what was submitted: a modal is a form, not the card's button.
+      const refusal: Refusal = {
+        code: 'questionChanged',
+        why: click.from === 'modal' ? 'unnamedForm' : 'unnamed',
+      };
       return { ok: false, refusal, approvalId: record.approvalId };
     }
     if (click.askedAs !== undefined && click.askedAs !== questionDigest(record)) {

@@ -107,6 +107,15 @@ describe('refusalText', () => {
     );
   });
 
+  it('a press or a form that names no question is told as what it was: a button, or a form', () => {
+    const button = refusalText({ code: 'questionChanged', why: 'unnamed' });
+    const form = refusalText({ code: 'questionChanged', why: 'unnamedForm' });
+    expect(button).toMatch(/^This button /);
+    expect(form).toBe(
+      'This form does not say which question it was opened for, so Countersign cannot tell whether it is still the one asked. Nothing was decided. The card now shows the current question: please press its button again.',
+    );
+  });
+
   it('a decision kept as Countersign stops is said to be kept, never that nothing was decided', () => {
     const kept = refusalText({ code: 'hostUnavailable', why: 'stopping' });
     expect(kept).toContain('It is kept');
