@@ -4,6 +4,7 @@ import {
   BATCH_MAX_MEMBERS,
   type BatchMember,
   type BatchOutcome,
+  type BatchRefusal,
   type BatchSkip,
   publicOutcome,
   type SummaryView,
@@ -73,6 +74,14 @@ export function decodeBatchValue(raw: string | undefined): BatchButtonValue | un
 
 /** A press whose value lists more members than a summary carries: not a button Countersign drew. */
 export const BATCH_TOO_MANY_MEMBERS_TEXT = `Nothing was decided: this button lists more than the ${BATCH_MAX_MEMBERS} requests a summary carries, so it is not one Countersign drew. Press a button on the summary itself.`;
+
+/** What the presser of a batch refused whole reads (BatchRefusal): why no summary drew it. */
+export function batchRefusalText(refused: BatchRefusal): string {
+  switch (refused) {
+    case 'tooManyMembers':
+      return BATCH_TOO_MANY_MEMBERS_TEXT;
+  }
+}
 
 /** `links`: approvalId → the card's permalink, where Slack gave one. */
 export function renderBatchSummary(
@@ -223,6 +232,8 @@ function skipName(skip: BatchSkip): string {
 
 /** What the person who pressed "Approve all once" or "Reject all" reads, ephemeral. */
 export function batchAnswerText(outcome: BatchOutcome): string {
+  // Nothing was read: not "you may not decide these", which would be a guess about the presser.
+  if (outcome.refused) return batchRefusalText(outcome.refused);
   const verb = outcome.action === 'approve' ? 'approved once' : 'rejected';
   if (outcome.decided.length === 0 && outcome.skipped.every((s) => s.refusal.code === 'notAuthorized')) {
     const first = outcome.skipped[0];

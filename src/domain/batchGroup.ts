@@ -118,6 +118,12 @@ export function batchMemberOf(record: ApprovalRecord): BatchMember {
  */
 export const BATCH_MAX_MEMBERS = 20;
 
+/**
+ * Why a batch is refused whole, before any member is read: it lists more members than any summary
+ * carries, so no summary drew it. Told to its presser, as a pressed value that lists more is.
+ */
+export type BatchRefusal = 'tooManyMembers';
+
 /** One approval a batch decision left alone, and why (what its clicker would have been told). */
 export interface BatchSkip {
   approvalId: string;
@@ -133,6 +139,8 @@ export interface BatchOutcome {
   /** Approvals whose decision was sent (or handed to the replica that runs their host). */
   decided: Array<{ approvalId: string; session: string }>;
   skipped: BatchSkip[];
+  /** Refused whole: nothing was read, checked or decided, and this says why. */
+  refused?: BatchRefusal;
 }
 
 /**

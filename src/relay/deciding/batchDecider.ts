@@ -1,5 +1,11 @@
 import type { Logger } from 'pino';
-import { type BatchOutcome, type BatchSkip, batchGroupOf } from '../../domain/batchGroup.js';
+import {
+  BATCH_MAX_MEMBERS,
+  type BatchOutcome,
+  type BatchRefusal,
+  type BatchSkip,
+  batchGroupOf,
+} from '../../domain/batchGroup.js';
 import { timeoutChoice } from '../../domain/decisionWords.js';
 import { onceChoice } from '../../domain/grants/match.js';
 import { questionDigest } from '../../domain/questionDigest.js';
@@ -72,6 +78,8 @@ export interface BatchChecks {
   requiredOn?: string;
   /** The routes' quick reasons of the members that take a reason, each once, in order. */
   quickReasons: string[];
+  /** Refused whole (BatchRefusal): no member was read or checked, and none is decided. */
+  refused?: BatchRefusal;
 }
 
 /**
@@ -94,7 +102,25 @@ export class BatchDecider {
    * otherwise it is the submit's, and `decideChecked` decides from it.
    */
   async check(request: BatchRequest, how: { opening?: boolean } = {}): Promise<BatchChecks> {
-    const results = await Promise.all(request.members.map((member) => this.checkOne(request, member, how)));
+    // Each member costs a read, a check (audited when refused) and perhaps a decision: the cap
+    // holds here, whichever entry point forgot it, and is counted as sent, repeats included.
+    if (request.members.length > BATCH_MAX_MEMBERS) {
+      this.options.logger.warn(
+        { userId: request.userId, members: request.members.length },
+        'batch listing more members than a summary carries: refused whole',
+      );
+      return {
+        ready: [],
+        skipped: [],
+        takesReason: 0,
+        reasonRequired: false,
+        quickReasons: [],
+        refused: 'tooManyMembers',
+      };
+    }
+    const results = await Promise.all(
+      firstOfEach(request.members).map((member) => this.checkOne(request, member, how)),
+    );
     const ready: Ready[] = [];
     const skipped: BatchSkip[] = [];
     let takesReason = 0;
@@ -136,6 +162,7 @@ export class BatchDecider {
       at: new Date().toISOString(),
       decided: [],
       skipped: [...checks.skipped],
+      ...(checks.refused ? { refused: checks.refused } : {}),
     };
     for (const result of results) {
       if ('refusal' in result) outcome.skipped.push(result);
@@ -220,4 +247,14 @@ export class BatchDecider {
   private stillInGroup(record: ApprovalRecord, groupId: string): boolean {
     return batchGroupOf(record, this.options.authorizer.quorum(record))?.groupId === groupId;
   }
+}
+
+/** A member listed again is dropped, the first kept: it would be read, checked and decided twice. */
+function firstOfEach(members: readonly DrawnMember[]): DrawnMember[] {
+  const seen = new Set<string>();
+  return members.filter(({ approvalId }) => {
+    if (seen.has(approvalId)) return false;
+    seen.add(approvalId);
+    return true;
+  });
 }

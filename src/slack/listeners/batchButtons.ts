@@ -230,6 +230,7 @@ export function registerBatchButtons(app: App, options: BatchButtonsOptions): vo
         at: new Date().toISOString(),
         decided: [],
         skipped: [...checks.skipped],
+        ...(checks.refused ? { refused: checks.refused } : {}),
       };
       await tell(press.channel, press.userId, batchAnswerText(outcome));
       return;

@@ -207,6 +207,14 @@ describe('what the presser reads', () => {
     expect(batchAnswerText(outcome())).toMatch(/^Nothing was decided: you may not decide/);
   });
 
+  it("a batch refused whole says why it is no summary's, not that the presser may decide none", () => {
+    for (const action of ['approve', 'reject'] as const) {
+      expect(batchAnswerText(outcome({ action, refused: 'tooManyMembers' }))).toBe(
+        BATCH_TOO_MANY_MEMBERS_TEXT,
+      );
+    }
+  });
+
   it('some decided, some not theirs: told apart from what changed, to the presser alone', () => {
     const answer = batchAnswerText(
       outcome({

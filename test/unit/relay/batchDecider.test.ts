@@ -3,7 +3,7 @@
 
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { batchGroupOf } from '../../../src/domain/batchGroup.js';
+import { BATCH_MAX_MEMBERS, batchGroupOf } from '../../../src/domain/batchGroup.js';
 import { questionDigest } from '../../../src/domain/questionDigest.js';
 import type { ApprovalRecord } from '../../../src/domain/record.js';
 import { OPEN_RULES, type RouteRules } from '../../../src/domain/route.js';
@@ -55,8 +55,10 @@ function decider(
       return (click.approvalHint! in outcomes ? outcomes[click.approvalHint!] : { kind: 'decided' }) as never;
     },
   };
+  const read: string[] = [];
   const store = {
     get: async (id: string) => {
+      read.push(id);
       const record = records.get(id);
       if (record instanceof Error) throw record;
       return record;
@@ -68,7 +70,7 @@ function decider(
     authorizer: { quorum: () => 1 },
     logger: pino({ level: 'silent' }),
   });
-  return { batch, decided, askedAs, checkedClicks };
+  return { batch, decided, askedAs, checkedClicks, read };
 }
 
 /** A file approval whose card is posted in the approvals channel at `ts`. */
@@ -289,6 +291,52 @@ describe('BatchDecider', () => {
     );
     // Never even checked as a click: no refusal of it could be audited or told.
     expect(checkedClicks.map((c) => c.approvalHint)).toEqual(['a']);
+  });
+
+  it('refuses whole a batch listing more members than a summary carries: none read, checked or decided', async () => {
+    // Every one a member of the group: only their number says no summary drew them.
+    const all = Array.from({ length: BATCH_MAX_MEMBERS + 1 }, (_, i) => posted(`a-${i}`, `1.${i + 1}`));
+    const { batch, decided, checkedClicks, read } = decider(new Map(all.map((r) => [r.approvalId, r])));
+    const request = {
+      userId: 'U0ALICE',
+      channel: 'C0APPROVALS',
+      groupId: batchGroupOf(all[0]!, 1)!.groupId,
+      action: 'approve' as const,
+      members: all.map((r) => ({ approvalId: r.approvalId, sourceIndex: 0 })),
+    };
+    const outcome = await batch.decide(request);
+    expect(outcome).toMatchObject({ refused: 'tooManyMembers', decided: [], skipped: [] });
+    expect(await batch.check({ ...request, action: 'reject' }, { opening: true })).toMatchObject({
+      refused: 'tooManyMembers',
+      ready: [],
+      skipped: [],
+    });
+    // Nothing read, so nothing checked as a click: no refusal audited, no decision made.
+    expect(read).toEqual([]);
+    expect(checkedClicks).toEqual([]);
+    expect(decided).toEqual([]);
+  });
+
+  it('a member listed twice is read, checked and decided once, the first kept', async () => {
+    const a = posted('a', '1.1');
+    const b = posted('b', '1.2');
+    const { batch, decided, checkedClicks, read } = decider(new Map([a, b].map((r) => [r.approvalId, r])));
+    const outcome = await batch.decide({
+      userId: 'U0ALICE',
+      channel: 'C0APPROVALS',
+      groupId: batchGroupOf(a, 1)!.groupId,
+      action: 'approve',
+      members: [
+        { approvalId: 'a', sourceIndex: 0 },
+        { approvalId: 'b', sourceIndex: 0 },
+        { approvalId: 'a', sourceIndex: 1 },
+        { approvalId: 'a', sourceIndex: 0 },
+      ],
+    });
+    expect(outcome.decided.map((d) => d.approvalId)).toEqual(['a', 'b']);
+    expect(read).toEqual(['a', 'b']);
+    expect(checkedClicks.map((c) => c.approvalHint)).toEqual(['a', 'b']);
+    expect(decided).toEqual(['a:allow_once', 'b:allow_once']);
   });
 
   it('holds each decision to the question it checked, wherever it is claimed', async () => {

@@ -16,7 +16,8 @@ import { type BatchButtonsOptions, registerBatchButtons } from '../../../src/sla
 
 type Handler = (args: Record<string, unknown>) => Promise<void>;
 
-function wired() {
+/** `checks`: what the decider's check answers (every member ready, unless told otherwise). */
+function wired(checks: Record<string, unknown> = { ready: [{}], skipped: [] }) {
   const actions: Record<string, Handler> = {};
   const views: Record<string, Handler> = {};
   const app = {
@@ -31,6 +32,7 @@ function wired() {
   const checked: BatchRequest[] = [];
   const noted: string[] = [];
   const told: Array<{ channel: string; text: string }> = [];
+  const opened: unknown[] = [];
   const outcome = (r: BatchRequest): BatchOutcome => ({
     userId: r.userId,
     action: r.action,
@@ -42,7 +44,7 @@ function wired() {
     decider: {
       check: async (r: BatchRequest) => {
         checked.push(r);
-        return { ready: [{}], skipped: [], takesReason: 0, reasonRequired: false, quickReasons: [] };
+        return { takesReason: 0, reasonRequired: false, quickReasons: [], ...checks };
       },
       decide: async (r: BatchRequest) => {
         decided.push(r);
@@ -55,7 +57,7 @@ function wired() {
     },
     triage: { noted: async (groupId: string) => void noted.push(groupId) },
     forms: { opened: async () => 'f1', take: async () => undefined, kept: async () => {} },
-    views: {},
+    views: { open: async (_trigger: string, view: unknown) => void opened.push(view) },
     web: {
       chat: {
         postEphemeral: async (a: { channel: string; text: string }) => void told.push(a),
@@ -64,7 +66,7 @@ function wired() {
     logger: pino({ level: 'silent' }),
   } as unknown as BatchButtonsOptions;
   registerBatchButtons(app as never, options);
-  return { actions, views, decided, checked, noted, told };
+  return { actions, views, decided, checked, noted, told, opened };
 }
 
 describe('batch buttons', () => {
@@ -138,6 +140,26 @@ describe('batch buttons', () => {
     expect(checked).toEqual([]);
     expect(decided).toEqual([]);
     expect(told).toEqual([]);
+  });
+
+  it('"Reject all" on a batch the decider refuses whole opens no form and tells its presser why', async () => {
+    const { actions, told, opened } = wired({ ready: [], skipped: [], refused: 'tooManyMembers' });
+    await actions[BATCH_REJECT_ACTION_ID]!({
+      ack: async () => {},
+      body: {
+        user: { id: 'U0ALICE' },
+        trigger_id: 't-1',
+        channel: { id: 'C0PUBLIC' },
+        actions: [
+          {
+            action_id: BATCH_REJECT_ACTION_ID,
+            value: JSON.stringify({ g: 'C0PUBLIC:abcdef', m: [['a-1', 0]] }),
+          },
+        ],
+      },
+    });
+    expect(opened).toEqual([]);
+    expect(told.map((t) => [t.channel, t.text])).toEqual([['C0PUBLIC', BATCH_TOO_MANY_MEMBERS_TEXT]]);
   });
 
   it('a member listed twice is checked and decided once', async () => {
