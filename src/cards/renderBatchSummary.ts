@@ -1,6 +1,7 @@
 import type { ActionsBlock, KnownBlock, ModalView } from '@slack/types';
 import { z } from 'zod';
 import {
+  BATCH_GROUP_ID_MAX_CHARS,
   BATCH_MAX_MEMBERS,
   type BatchMember,
   type BatchOutcome,
@@ -31,10 +32,11 @@ import { refusalText } from './renderUserMessages.js';
  * What a summary's buttons carry: the group and the members (and their stage) as drawn. A summary
  * carries at most BATCH_MAX_MEMBERS (`carried`): the presser may write the value, and each member
  * costs a read, a check and perhaps Slack look-ups, so a value listing more is no summary's and is
- * refused whole. A member listed again is dropped, the first kept: it would be checked twice.
+ * refused whole. A member listed again is dropped, the first kept: it would be checked twice. A
+ * group id longer than Countersign makes is no summary's either: it would become a Redis key part.
  */
 export const BatchButtonValue = z.object({
-  g: z.string(),
+  g: z.string().max(BATCH_GROUP_ID_MAX_CHARS),
   m: z
     .array(z.tuple([z.string(), z.number().int()]))
     .max(BATCH_MAX_MEMBERS)
@@ -51,8 +53,8 @@ function firstOfEach(members: Array<[string, number]>): Array<[string, number]> 
   });
 }
 
-/** A pressed value: what it carries, or why it is refused (`tooManyMembers`: more than any summary's). */
-export type ReadBatchValue = { value: BatchButtonValue } | { refused: 'unusable' | 'tooManyMembers' };
+/** A pressed value: what it carries, or why it is refused (BatchRefusal: no summary drew it). */
+export type ReadBatchValue = { value: BatchButtonValue } | { refused: 'unusable' | BatchRefusal };
 
 export function readBatchValue(raw: string | undefined): ReadBatchValue {
   let json: unknown;
@@ -63,8 +65,9 @@ export function readBatchValue(raw: string | undefined): ReadBatchValue {
   }
   const parsed = BatchButtonValue.safeParse(json);
   if (parsed.success) return { value: parsed.data };
-  const tooMany = parsed.error.issues.some((i) => i.code === 'too_big' && i.path[0] === 'm');
-  return { refused: tooMany ? 'tooManyMembers' : 'unusable' };
+  const tooBig = (field: string) =>
+    parsed.error.issues.some((i) => i.code === 'too_big' && i.path[0] === field);
+  return { refused: tooBig('m') ? 'tooManyMembers' : tooBig('g') ? 'groupIdTooLong' : 'unusable' };
 }
 
 export function decodeBatchValue(raw: string | undefined): BatchButtonValue | undefined {
@@ -75,11 +78,16 @@ export function decodeBatchValue(raw: string | undefined): BatchButtonValue | un
 /** A press whose value lists more members than a summary carries: not a button Countersign drew. */
 export const BATCH_TOO_MANY_MEMBERS_TEXT = `Nothing was decided: this button lists more than the ${BATCH_MAX_MEMBERS} requests a summary carries, so it is not one Countersign drew. Press a button on the summary itself.`;
 
+/** A press whose value names a group id longer than Countersign makes: not a button Countersign drew. */
+export const BATCH_GROUP_ID_TOO_LONG_TEXT = `Nothing was decided: this button names a batch by an id longer than the ${BATCH_GROUP_ID_MAX_CHARS} characters Countersign gives one, so it is not one Countersign drew. Press a button on the summary itself.`;
+
 /** What the presser of a batch refused whole reads (BatchRefusal): why no summary drew it. */
 export function batchRefusalText(refused: BatchRefusal): string {
   switch (refused) {
     case 'tooManyMembers':
       return BATCH_TOO_MANY_MEMBERS_TEXT;
+    case 'groupIdTooLong':
+      return BATCH_GROUP_ID_TOO_LONG_TEXT;
   }
 }
 

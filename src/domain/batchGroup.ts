@@ -57,6 +57,7 @@ export function batchShapeOf(
 ): BatchGroupOf | undefined {
   const { channel, ts } = place;
   if (!channel || !ts || record.risks?.length || record.protectedWrite) return undefined;
+  if (channel.length > MAX_GROUP_CHANNEL_CHARS) return undefined;
   if (!onceChoice(record.availableChoices)) return undefined;
   const { capabilities, notGrantable } = alikeCapabilities(record);
   if (notGrantable || capabilities.length === 0) return undefined;
@@ -90,7 +91,7 @@ function shapeOf(route: string, tool: string, capabilities: string[], sandboxMod
   let shape = shapes.get(text);
   if (shape === undefined) {
     shape = {
-      digest: createHash('sha256').update(text).digest('hex').slice(0, 24),
+      digest: createHash('sha256').update(text).digest('hex').slice(0, DIGEST_CHARS),
       shared: Object.freeze({ route, tool, capabilities: [...capabilities], sandboxMode }),
       groupIds: new Map(),
     };
@@ -120,9 +121,26 @@ export const BATCH_MAX_MEMBERS = 20;
 
 /**
  * Why a batch is refused whole, before any member is read: it lists more members than any summary
- * carries, so no summary drew it. Told to its presser, as a pressed value that lists more is.
+ * carries, or names a group by an id longer than Countersign makes, so no summary drew it. Told to
+ * its presser, whichever layer found it.
  */
-export type BatchRefusal = 'tooManyMembers';
+export type BatchRefusal = 'tooManyMembers' | 'groupIdTooLong';
+
+/** How many hex characters of its question's sha256 a group id carries. */
+const DIGEST_CHARS = 24;
+
+/**
+ * The longest channel id a group is made in. Slack's are about a dozen characters (C0123456789);
+ * a card in a channel with a longer one is decided on its own card, so that no group id
+ * Countersign makes is longer than BATCH_GROUP_ID_MAX_CHARS.
+ */
+const MAX_GROUP_CHANNEL_CHARS = 64;
+
+/**
+ * The longest group id (`<channel>:<digest>`) Countersign makes. A button's value or a form naming
+ * a longer one was drawn by no summary: it is refused before the id is part of any Redis key.
+ */
+export const BATCH_GROUP_ID_MAX_CHARS = MAX_GROUP_CHANNEL_CHARS + 1 + DIGEST_CHARS;
 
 /** One approval a batch decision left alone, and why (what its clicker would have been told). */
 export interface BatchSkip {

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
+import { BATCH_GROUP_ID_MAX_CHARS } from '../domain/batchGroup.js';
 import { keys } from './keys.js';
 import type { RedisClient } from './redisConnection.js';
 
@@ -21,9 +22,14 @@ export interface BatchRejectFormState {
   refused: readonly string[];
 }
 
+/**
+ * A form kept by an earlier release may name what its button value said, uncapped then: one that
+ * names a group id longer than Countersign makes (a Redis key part) is unusable, as one that does
+ * not parse, and its submit is refused as a form no longer open.
+ */
 const Stored = z.object({
   c: z.string(),
-  g: z.string(),
+  g: z.string().max(BATCH_GROUP_ID_MAX_CHARS),
   m: z.array(z.tuple([z.string(), z.number().int()])),
   r: z.array(z.string()),
 });

@@ -6,8 +6,11 @@
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BATCH_REJECT_VIEW_CALLBACK_ID } from '../../src/cards/ids.js';
-import { BATCH_TOO_MANY_MEMBERS_TEXT } from '../../src/cards/renderBatchSummary.js';
-import { BATCH_MAX_MEMBERS } from '../../src/domain/batchGroup.js';
+import {
+  BATCH_GROUP_ID_TOO_LONG_TEXT,
+  BATCH_TOO_MANY_MEMBERS_TEXT,
+} from '../../src/cards/renderBatchSummary.js';
+import { BATCH_GROUP_ID_MAX_CHARS, BATCH_MAX_MEMBERS } from '../../src/domain/batchGroup.js';
 import { readGrantAudit } from '../../src/store/grantAudit.js';
 import { keys } from '../../src/store/keys.js';
 import { freshRedisDb, SIGNING_SECRET } from '../support/bot.js';
@@ -413,6 +416,34 @@ describe('batch triage', () => {
     for (const a of approvals) expect(buttonsOf(await world.card(a.approvalId)).length).toBeGreaterThan(0);
     // No member was checked: none refused, so none audited.
     expect(await world.refusalEntries()).toEqual([]);
+  });
+
+  it('a press naming a group id longer than Countersign makes is refused, said to its presser, and decides nothing', async () => {
+    const world = await startWorld();
+    const approvals = Array.from({ length: 2 }, (_, i) => npmTest(`batch-gid-${i}`, i));
+    await burst(world, approvals);
+    const summary = await summaryWhen(world, (m) => textOf(m).includes('2 alike requests waiting'));
+    // The summary's own members, its group id padded past the longest Countersign makes.
+    const drawn = JSON.parse(batchButton(summary, 'cs_batch_approve').value) as {
+      g: string;
+      m: Array<[string, number]>;
+    };
+    const g = drawn.g.padEnd(BATCH_GROUP_ID_MAX_CHARS + 1, '0');
+    const value = JSON.stringify({ g, m: drawn.m });
+    for (const actionId of ['cs_batch_approve', 'cs_batch_reject']) {
+      const since = world.slack.calls.length;
+      const button = { ...batchButton(summary, actionId), value };
+      await world.pressButton(summary.ts, button, 'U0ALICE', summary.channel);
+      expect(await ephemeralAfter(world, 'U0ALICE', since)).toBe(BATCH_GROUP_ID_TOO_LONG_TEXT);
+      expect(world.slack.calls.slice(since).filter((c) => c.method === 'views.open')).toEqual([]);
+    }
+    await settle();
+    expect(world.host.decides()).toEqual([]);
+    for (const a of approvals) expect(buttonsOf(await world.card(a.approvalId)).length).toBeGreaterThan(0);
+    expect(await world.refusalEntries()).toEqual([]);
+    // The long id is part of no Redis key.
+    const digest = g.slice(g.lastIndexOf(':') + 1);
+    expect((await world.redis.keys('*')).filter((k) => k.includes(digest))).toEqual([]);
   });
 
   it('a presser refused some of a group is told so alone: the summary never names what was not theirs', async () => {

@@ -3,7 +3,9 @@
 
 import type { Redis } from 'ioredis';
 import { beforeEach, describe, expect, it } from 'vitest';
+import { BATCH_GROUP_ID_MAX_CHARS } from '../../src/domain/batchGroup.js';
 import { BatchRejectForms } from '../../src/store/batchRejectForms.js';
+import { keys } from '../../src/store/keys.js';
 import { useFreshRedis } from '../support/freshRedis.js';
 
 const fresh = useFreshRedis();
@@ -39,5 +41,19 @@ describe('BatchRejectForms', () => {
     const formId = await forms.opened('U0ALICE', FORM);
     await new Promise((r) => setTimeout(r, 120));
     expect(await forms.take('U0ALICE', formId)).toBeUndefined();
+  });
+
+  it('a kept form naming a group id longer than Countersign makes is unusable, and gone once read', async () => {
+    const forms = new BatchRejectForms(redis);
+    // As an earlier release kept it, from a button value it did not cap.
+    const stored = {
+      c: FORM.channel,
+      g: FORM.groupId.padEnd(BATCH_GROUP_ID_MAX_CHARS + 1, '0'),
+      m: FORM.members,
+      r: [],
+    };
+    await redis.set(keys.batchRejectForm('U0ALICE', 'f-long'), JSON.stringify(stored), 'PX', 60_000);
+    expect(await forms.take('U0ALICE', 'f-long')).toBeUndefined();
+    expect(await redis.exists(keys.batchRejectForm('U0ALICE', 'f-long'))).toBe(0);
   });
 });

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import {
+  BATCH_GROUP_ID_MAX_CHARS,
   BATCH_MAX_MEMBERS,
   type BatchOutcome,
   type BatchRefusal,
@@ -102,12 +103,11 @@ export class BatchDecider {
    * otherwise it is the submit's, and `decideChecked` decides from it.
    */
   async check(request: BatchRequest, how: { opening?: boolean } = {}): Promise<BatchChecks> {
-    // Each member costs a read, a check (audited when refused) and perhaps a decision: the cap
-    // holds here, whichever entry point forgot it, and is counted as sent, repeats included.
-    if (request.members.length > BATCH_MAX_MEMBERS) {
+    const refused = refusalOf(request);
+    if (refused) {
       this.options.logger.warn(
-        { userId: request.userId, members: request.members.length },
-        'batch listing more members than a summary carries: refused whole',
+        { userId: request.userId, members: request.members.length, refused },
+        'batch that no summary drew: refused whole',
       );
       return {
         ready: [],
@@ -115,7 +115,7 @@ export class BatchDecider {
         takesReason: 0,
         reasonRequired: false,
         quickReasons: [],
-        refused: 'tooManyMembers',
+        refused,
       };
     }
     const results = await Promise.all(
@@ -247,6 +247,17 @@ export class BatchDecider {
   private stillInGroup(record: ApprovalRecord, groupId: string): boolean {
     return batchGroupOf(record, this.options.authorizer.quorum(record))?.groupId === groupId;
   }
+}
+
+/**
+ * Why no summary drew a request, if none did. Each member costs a read, a check (audited when
+ * refused) and perhaps a decision, and the group id becomes a Redis key part: the caps hold here,
+ * whichever entry point forgot them. Members are counted as sent, repeats included.
+ */
+function refusalOf(request: BatchRequest): BatchRefusal | undefined {
+  if (request.members.length > BATCH_MAX_MEMBERS) return 'tooManyMembers';
+  if (request.groupId.length > BATCH_GROUP_ID_MAX_CHARS) return 'groupIdTooLong';
+  return undefined;
 }
 
 /** A member listed again is dropped, the first kept: it would be read, checked and decided twice. */

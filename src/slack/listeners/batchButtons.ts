@@ -10,10 +10,10 @@ import {
   FEEDBACK_BLOCK_ID,
 } from '../../cards/ids.js';
 import {
-  BATCH_TOO_MANY_MEMBERS_TEXT,
   type BatchButtonValue,
   BatchButtonValue as BatchValueSchema,
   batchAnswerText,
+  batchRefusalText,
   REJECT_CHECK_FAILED_TEXT,
   REJECT_FORM_FAILED_TEXT,
   REJECT_FORM_GONE_TEXT,
@@ -93,10 +93,10 @@ export function registerBatchButtons(app: App, options: BatchButtonsOptions): vo
     const channel = parsed.data.channel.id;
     const read = readBatchValue(parsed.data.actions[0]?.value);
     if ('refused' in read) {
-      if (read.refused === 'tooManyMembers') {
+      if (read.refused !== 'unusable') {
         // No summary drew it: refused whole, before any member is read, and said so.
-        logger.warn({ userId }, 'batch button listing more members than a summary carries');
-        await tell(channel, userId, BATCH_TOO_MANY_MEMBERS_TEXT);
+        logger.warn({ userId, refused: read.refused }, 'batch button that no summary drew');
+        await tell(channel, userId, batchRefusalText(read.refused));
       } else logger.warn('unusable batch button payload');
       return undefined;
     }

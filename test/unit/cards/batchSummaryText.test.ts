@@ -4,6 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { checkMessageLimits, checkViewLimits } from '../../../src/cards/limits.js';
 import {
+  BATCH_GROUP_ID_TOO_LONG_TEXT,
   BATCH_TOO_MANY_MEMBERS_TEXT,
   batchAnswerText,
   decodeBatchValue,
@@ -11,7 +12,12 @@ import {
   renderBatchRejectModal,
   renderBatchSummary,
 } from '../../../src/cards/renderBatchSummary.js';
-import { BATCH_MAX_MEMBERS, type BatchOutcome, type SummaryView } from '../../../src/domain/batchGroup.js';
+import {
+  BATCH_GROUP_ID_MAX_CHARS,
+  BATCH_MAX_MEMBERS,
+  type BatchOutcome,
+  type SummaryView,
+} from '../../../src/domain/batchGroup.js';
 import { batchMetadata } from '../../../src/slack/cardMetadata.js';
 
 const shared = { route: 'builds', tool: 'shell', capabilities: ['exec:npm test'], sandboxMode: 'default' };
@@ -212,6 +218,9 @@ describe('what the presser reads', () => {
       expect(batchAnswerText(outcome({ action, refused: 'tooManyMembers' }))).toBe(
         BATCH_TOO_MANY_MEMBERS_TEXT,
       );
+      expect(batchAnswerText(outcome({ action, refused: 'groupIdTooLong' }))).toBe(
+        BATCH_GROUP_ID_TOO_LONG_TEXT,
+      );
     }
   });
 
@@ -302,6 +311,17 @@ describe('a pressed summary button value', () => {
     });
     expect(decodeBatchValue(raw(entries(BATCH_MAX_MEMBERS + 1)))).toBeUndefined();
     expect(BATCH_TOO_MANY_MEMBERS_TEXT).toContain(`${BATCH_MAX_MEMBERS}`);
+  });
+
+  it('refuses a group id longer than any Countersign makes: no summary drew it', () => {
+    const g = (n: number) => `C0A:${'a'.repeat(n - 4)}`;
+    const value = (groupId: string) => JSON.stringify({ g: groupId, m: entries(1) });
+    expect(readBatchValue(value(g(BATCH_GROUP_ID_MAX_CHARS)))).toEqual({
+      value: { g: g(BATCH_GROUP_ID_MAX_CHARS), m: entries(1) },
+    });
+    expect(readBatchValue(value(g(BATCH_GROUP_ID_MAX_CHARS + 1)))).toEqual({ refused: 'groupIdTooLong' });
+    expect(readBatchValue(value(g(1_900)))).toEqual({ refused: 'groupIdTooLong' });
+    expect(BATCH_GROUP_ID_TOO_LONG_TEXT).toContain(`${BATCH_GROUP_ID_MAX_CHARS}`);
   });
 
   it('drops a member listed again, keeping the first (each is checked and decided once)', () => {

@@ -2,7 +2,12 @@
 
 import { describe, expect, it } from 'vitest';
 import { renderBatchSummary } from '../../../src/cards/renderBatchSummary.js';
-import { batchGroupOf, batchMemberOf } from '../../../src/domain/batchGroup.js';
+import {
+  BATCH_GROUP_ID_MAX_CHARS,
+  batchGroupOf,
+  batchMemberOf,
+  batchShapeOf,
+} from '../../../src/domain/batchGroup.js';
 import { fileRecord, shellRecord } from '../../support/cardFixtures.js';
 
 describe('batchGroupOf', () => {
@@ -48,6 +53,15 @@ describe('batchGroupOf', () => {
       ['no approve-once choice', fileRecord({ availableChoices: [fileRecord().availableChoices[2]!] }), 1],
     ] as const;
     for (const [why, record, quorum] of never) expect(batchGroupOf(record, quorum), why).toBeUndefined();
+  });
+
+  it('never makes a group id longer than BATCH_GROUP_ID_MAX_CHARS: a longer channel id is decided card by card', () => {
+    // Slack's channel ids are about a dozen characters; 64 is as long as one that is grouped gets.
+    const longest = fileRecord({ slack: { channel: `C${'X'.repeat(63)}`, ts: '1.1' } });
+    expect(batchGroupOf(longest, 1)!.groupId).toHaveLength(BATCH_GROUP_ID_MAX_CHARS);
+    const longer = fileRecord({ slack: { channel: `C${'X'.repeat(64)}`, ts: '1.1' } });
+    expect(batchGroupOf(longer, 1)).toBeUndefined();
+    expect(batchShapeOf(longer)).toBeUndefined();
   });
 
   it('groups a shell request by the stage asked now', () => {

@@ -3,7 +3,7 @@
 
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { BATCH_MAX_MEMBERS, batchGroupOf } from '../../../src/domain/batchGroup.js';
+import { BATCH_GROUP_ID_MAX_CHARS, BATCH_MAX_MEMBERS, batchGroupOf } from '../../../src/domain/batchGroup.js';
 import { questionDigest } from '../../../src/domain/questionDigest.js';
 import type { ApprovalRecord } from '../../../src/domain/record.js';
 import { OPEN_RULES, type RouteRules } from '../../../src/domain/route.js';
@@ -312,6 +312,23 @@ describe('BatchDecider', () => {
       skipped: [],
     });
     // Nothing read, so nothing checked as a click: no refusal audited, no decision made.
+    expect(read).toEqual([]);
+    expect(checkedClicks).toEqual([]);
+    expect(decided).toEqual([]);
+  });
+
+  it('refuses whole a batch naming a group id longer than any Countersign makes: none read or checked', async () => {
+    const a = posted('a', '1.1');
+    const { batch, decided, checkedClicks, read } = decider(new Map([['a', a]]));
+    const groupId = batchGroupOf(a, 1)!.groupId;
+    const outcome = await batch.decide({
+      userId: 'U0ALICE',
+      channel: 'C0APPROVALS',
+      groupId: groupId.padEnd(BATCH_GROUP_ID_MAX_CHARS + 1, 'f'),
+      action: 'approve',
+      members: [{ approvalId: 'a', sourceIndex: 0 }],
+    });
+    expect(outcome).toMatchObject({ refused: 'groupIdTooLong', decided: [], skipped: [] });
     expect(read).toEqual([]);
     expect(checkedClicks).toEqual([]);
     expect(decided).toEqual([]);

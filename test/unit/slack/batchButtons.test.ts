@@ -9,8 +9,16 @@ import {
   BATCH_REJECT_ACTION_ID,
   BATCH_REJECT_VIEW_CALLBACK_ID,
 } from '../../../src/cards/ids.js';
-import { BATCH_TOO_MANY_MEMBERS_TEXT, REJECT_FORM_GONE_TEXT } from '../../../src/cards/renderBatchSummary.js';
-import { BATCH_MAX_MEMBERS, type BatchOutcome } from '../../../src/domain/batchGroup.js';
+import {
+  BATCH_GROUP_ID_TOO_LONG_TEXT,
+  BATCH_TOO_MANY_MEMBERS_TEXT,
+  REJECT_FORM_GONE_TEXT,
+} from '../../../src/cards/renderBatchSummary.js';
+import {
+  BATCH_GROUP_ID_MAX_CHARS,
+  BATCH_MAX_MEMBERS,
+  type BatchOutcome,
+} from '../../../src/domain/batchGroup.js';
 import type { BatchRequest } from '../../../src/relay/deciding/batchDecider.js';
 import { type BatchButtonsOptions, registerBatchButtons } from '../../../src/slack/listeners/batchButtons.js';
 
@@ -122,6 +130,29 @@ describe('batch buttons', () => {
     expect(told.map((t) => [t.channel, t.text])).toEqual([
       ['C0PUBLIC', BATCH_TOO_MANY_MEMBERS_TEXT],
       ['C0PUBLIC', BATCH_TOO_MANY_MEMBERS_TEXT],
+    ]);
+  });
+
+  it('a press naming a group id longer than Countersign makes is refused, said to its presser, and checks none', async () => {
+    const { actions, decided, checked, noted, told } = wired();
+    const g = 'C0PUBLIC:'.padEnd(BATCH_GROUP_ID_MAX_CHARS + 1, 'a');
+    for (const actionId of [BATCH_APPROVE_ACTION_ID, BATCH_REJECT_ACTION_ID]) {
+      await actions[actionId]!({
+        ack: async () => {},
+        body: {
+          user: { id: 'U0EVE' },
+          trigger_id: 't-1',
+          channel: { id: 'C0PUBLIC' },
+          actions: [{ action_id: actionId, value: JSON.stringify({ g, m: [['a-1', 0]] }) }],
+        },
+      });
+    }
+    expect(decided).toEqual([]);
+    expect(checked).toEqual([]);
+    expect(noted).toEqual([]);
+    expect(told.map((t) => [t.channel, t.text])).toEqual([
+      ['C0PUBLIC', BATCH_GROUP_ID_TOO_LONG_TEXT],
+      ['C0PUBLIC', BATCH_GROUP_ID_TOO_LONG_TEXT],
     ]);
   });
 
