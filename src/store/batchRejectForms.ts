@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { BATCH_GROUP_ID_MAX_CHARS } from '../domain/batchGroup.js';
+import { BATCH_GROUP_ID_MAX_CHARS, BATCH_MAX_MEMBERS } from '../domain/batchGroup.js';
 import { keys } from './keys.js';
 import type { RedisClient } from './redisConnection.js';
 
@@ -23,14 +23,15 @@ export interface BatchRejectFormState {
 }
 
 /**
- * A form kept by an earlier release may name what its button value said, uncapped then: one that
- * names a group id longer than Countersign makes (a Redis key part) is unusable, as one that does
- * not parse, and its submit is refused as a form no longer open.
+ * A form kept by an earlier release holds what its button value said, uncapped then: one that
+ * names a group id longer than Countersign makes (a Redis key part) or lists more members than a
+ * summary carries is unusable, as one that does not parse, and its submit is refused as a form no
+ * longer open, before any member is read.
  */
 const Stored = z.object({
   c: z.string(),
   g: z.string().max(BATCH_GROUP_ID_MAX_CHARS),
-  m: z.array(z.tuple([z.string(), z.number().int()])),
+  m: z.array(z.tuple([z.string(), z.number().int()])).max(BATCH_MAX_MEMBERS),
   r: z.array(z.string()),
 });
 

@@ -600,6 +600,54 @@ describe('batch triage', () => {
     expect(world.slack.calls.slice(since).filter((c) => c.method === 'chat.postEphemeral')).toEqual([]);
   });
 
+  it('"Reject all" whose form lists more members than a summary carries (opened before the cap) decides nothing, and asks to press again', async () => {
+    const world = await startWorld();
+    const approvals = Array.from({ length: 2 }, (_, i) => npmTest(`batch-old-${i}`, i));
+    await burst(world, approvals);
+    const summary = await summaryWhen(world, (m) => textOf(m).includes('2 alike requests waiting'));
+    const since = world.slack.calls.length;
+    await pressSummary(world, summary, 'cs_batch_reject', 'U0ALICE');
+    const opened = await world.slack.waitFor('views.open', () => true, 5_000, { since });
+    const metadata = JSON.parse((opened.args.view as { private_metadata: string }).private_metadata) as {
+      c: string;
+      g: string;
+      m: Array<[string, number]>;
+      f: string;
+    };
+    // As a release before the cap kept it, and drew its metadata: its real members, padded past it.
+    const padding = Array.from({ length: BATCH_MAX_MEMBERS }, (_, i): [string, number] => [
+      `batch-old-none-${i}`,
+      0,
+    ]);
+    const m = [...metadata.m, ...padding];
+    const key = keys.batchRejectForm('U0ALICE', metadata.f);
+    const kept = { c: metadata.c, g: metadata.g, m, r: [] };
+    expect(await world.redis.set(key, JSON.stringify(kept), 'PX', 60_000, 'XX')).toBe('OK');
+    const submit = async (privateMetadata: unknown) => {
+      const response = await postInteraction(
+        world.bot.url,
+        SIGNING_SECRET,
+        viewSubmissionPayload({
+          userId: 'U0ALICE',
+          callbackId: BATCH_REJECT_VIEW_CALLBACK_ID,
+          privateMetadata: JSON.stringify(privateMetadata),
+          values: { cs_feedback_block: { cs_feedback_input: { type: 'plain_text_input', value: 'no' } } },
+        }),
+      );
+      expect(response.status).toBe(200);
+      // Empty when the submit is acknowledged without a word.
+      return response.text();
+    };
+    // The form as Slack sent it back, the one kept over the cap; then its metadata over it too.
+    expect(await submit(metadata)).toContain('Please press Reject all again');
+    expect(await world.redis.exists(key)).toBe(0);
+    expect(await submit({ ...metadata, m })).toContain('Please press Reject all again');
+    await settle(1_000);
+    expect(world.host.decides()).toEqual([]);
+    for (const a of approvals) expect(buttonsOf(await world.card(a.approvalId)).length).toBeGreaterThan(0);
+    expect(world.slack.calls.slice(since).filter((c) => c.method === 'chat.postEphemeral')).toEqual([]);
+  });
+
   it(
     '"Reject all" ignores a refused-at-opening list edited into its form: a refusal new at submit is audited',
     async () => {

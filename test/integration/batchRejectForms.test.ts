@@ -3,7 +3,7 @@
 
 import type { Redis } from 'ioredis';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { BATCH_GROUP_ID_MAX_CHARS } from '../../src/domain/batchGroup.js';
+import { BATCH_GROUP_ID_MAX_CHARS, BATCH_MAX_MEMBERS } from '../../src/domain/batchGroup.js';
 import { BatchRejectForms } from '../../src/store/batchRejectForms.js';
 import { keys } from '../../src/store/keys.js';
 import { useFreshRedis } from '../support/freshRedis.js';
@@ -55,5 +55,15 @@ describe('BatchRejectForms', () => {
     await redis.set(keys.batchRejectForm('U0ALICE', 'f-long'), JSON.stringify(stored), 'PX', 60_000);
     expect(await forms.take('U0ALICE', 'f-long')).toBeUndefined();
     expect(await redis.exists(keys.batchRejectForm('U0ALICE', 'f-long'))).toBe(0);
+  });
+
+  it('a kept form listing more members than a summary carries is unusable, and gone once read', async () => {
+    const forms = new BatchRejectForms(redis);
+    // Opened before the cap: its button's value was not held to BATCH_MAX_MEMBERS.
+    const members = Array.from({ length: BATCH_MAX_MEMBERS + 1 }, (_, i) => [`a-${i}`, 0]);
+    const stored = { c: FORM.channel, g: FORM.groupId, m: members, r: [] };
+    await redis.set(keys.batchRejectForm('U0ALICE', 'f-many'), JSON.stringify(stored), 'PX', 60_000);
+    expect(await forms.take('U0ALICE', 'f-many')).toBeUndefined();
+    expect(await redis.exists(keys.batchRejectForm('U0ALICE', 'f-many'))).toBe(0);
   });
 });

@@ -276,7 +276,10 @@ export function registerBatchButtons(app: App, options: BatchButtonsOptions): vo
     try {
       metadata = RejectMetadata.parse(JSON.parse(view.private_metadata));
     } catch (err) {
-      await ack();
+      // Edited, forged, or drawn before the caps (too many members, too long a group id): no form
+      // the server could hold. Said in the form, not in silence, and nothing checked or told where
+      // the metadata points.
+      await ack(formGone(view));
       logger.warn({ err }, 'Reject all modal with unusable private_metadata');
       return;
     }
@@ -286,11 +289,7 @@ export function registerBatchButtons(app: App, options: BatchButtonsOptions): vo
     const form = await submitted(userId, metadata);
     if (!form) {
       // Nothing is decided or told from what the metadata says: the person presses again.
-      await ack(
-        asksReason(view)
-          ? { response_action: 'errors', errors: { [FEEDBACK_BLOCK_ID]: REJECT_FORM_GONE_TEXT } }
-          : { response_action: 'update', view: renderRejectFormGoneModal() },
-      );
+      await ack(formGone(view));
       await auditUnkept(userId, metadata);
       return;
     }
@@ -330,6 +329,13 @@ export function registerBatchButtons(app: App, options: BatchButtonsOptions): vo
  */
 function refusedOf(checks: BatchChecks): string[] {
   return checks.skipped.filter((s) => s.refusal.code === 'notAuthorized').map((s) => s.approvalId);
+}
+
+/** The answer to a submit whose form the server does not hold: in the form, to press again. */
+function formGone(view: { state?: { values?: unknown }; blocks?: unknown }) {
+  return asksReason(view)
+    ? { response_action: 'errors' as const, errors: { [FEEDBACK_BLOCK_ID]: REJECT_FORM_GONE_TEXT } }
+    : { response_action: 'update' as const, view: renderRejectFormGoneModal() };
 }
 
 /** Whether the submitted modal holds the reason input (none when no member took a reason). */

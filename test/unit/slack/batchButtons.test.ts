@@ -8,11 +8,13 @@ import {
   BATCH_APPROVE_ACTION_ID,
   BATCH_REJECT_ACTION_ID,
   BATCH_REJECT_VIEW_CALLBACK_ID,
+  FEEDBACK_BLOCK_ID,
 } from '../../../src/cards/ids.js';
 import {
   BATCH_GROUP_ID_TOO_LONG_TEXT,
   BATCH_TOO_MANY_MEMBERS_TEXT,
   REJECT_FORM_GONE_TEXT,
+  renderRejectFormGoneModal,
 } from '../../../src/cards/renderBatchSummary.js';
 import {
   BATCH_GROUP_ID_MAX_CHARS,
@@ -191,6 +193,41 @@ describe('batch buttons', () => {
     });
     expect(opened).toEqual([]);
     expect(told.map((t) => [t.channel, t.text])).toEqual([['C0PUBLIC', BATCH_TOO_MANY_MEMBERS_TEXT]]);
+  });
+
+  it('"Reject all" whose metadata is unusable says in the form that it is no longer open, and checks nothing', async () => {
+    const { views, decided, checked, told } = wired();
+    const many = Array.from({ length: BATCH_MAX_MEMBERS + 1 }, (_, i) => [`a-${i}`, 0]);
+    const unusable = [
+      '{',
+      JSON.stringify({ c: 'C0PUBLIC', g: 'C0PUBLIC:abcdef', m: many, f: 'f1' }),
+      JSON.stringify({
+        c: 'C0PUBLIC',
+        g: 'C0PUBLIC:'.padEnd(BATCH_GROUP_ID_MAX_CHARS + 1, 'a'),
+        m: [],
+        f: 'f1',
+      }),
+    ];
+    const reasonBlock = [{ type: 'input', block_id: FEEDBACK_BLOCK_ID }];
+    for (const private_metadata of unusable) {
+      // A form with a reason input carries the words under it; one without is replaced by them.
+      for (const blocks of [reasonBlock, []]) {
+        const acks: unknown[] = [];
+        await views[BATCH_REJECT_VIEW_CALLBACK_ID]!({
+          ack: async (response?: unknown) => void acks.push(response),
+          body: { user: { id: 'U0EVE' } },
+          view: { private_metadata, state: { values: {} }, blocks },
+        });
+        expect(acks).toEqual([
+          blocks.length > 0
+            ? { response_action: 'errors', errors: { [FEEDBACK_BLOCK_ID]: REJECT_FORM_GONE_TEXT } }
+            : { response_action: 'update', view: renderRejectFormGoneModal() },
+        ]);
+      }
+    }
+    expect(checked).toEqual([]);
+    expect(decided).toEqual([]);
+    expect(told).toEqual([]);
   });
 
   it('a member listed twice is checked and decided once', async () => {
