@@ -4,8 +4,9 @@
 //               one host, id "default".
 //   routes:     first match wins. All listed match fields must match (AND); within a field any
 //               pattern may match (OR). A route whose `workspaces` is set never matches an
-//               approval whose workspaceRoot is unknown; one whose `sessionTitles` is set never
-//               matches a session without title or name.
+//               approval whose workspaceRoot is unknown, and matches every one whose root names
+//               no directory by its spelling (routing/workspaceRoot.ts); one whose
+//               `sessionTitles` is set never matches a session without title or name.
 //   admins:     Slack user IDs that may decide anywhere.
 //
 // Strict keys, one-line errors naming the place, read once at start-up.

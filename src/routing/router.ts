@@ -11,6 +11,7 @@ import {
   type RouteRules,
 } from '../domain/route.js';
 import { globOptions } from './globs.js';
+import { directoryNamedBy } from './workspaceRoot.js';
 
 /** What an approval is routed on. */
 export interface RouteInput {
@@ -40,8 +41,14 @@ function compile(route: Route): Test {
   if (workspaces) {
     // As written, case too: a case variant (`/SRV/PROD` on macOS) falls to a later route (globs.ts).
     const isWorkspace = picomatch(workspaces, globOptions('routes.workspaces'));
-    // Unknown workspace never matches: a route scoped to some workspaces must not catch the rest.
-    tests.push((input) => input.workspaceRoot !== undefined && isWorkspace(input.workspaceRoot));
+    tests.push((input) => {
+      // Unknown workspace never matches: a route scoped to some workspaces must not catch the rest.
+      if (input.workspaceRoot === undefined) return false;
+      // A root whose spelling names no directory (`~/x`, `/proc/self/cwd`) may be any: it matches
+      // every workspace route, so the first one takes it and a strict one is never dodged.
+      const directory = directoryNamedBy(input.workspaceRoot);
+      return directory === undefined || isWorkspace(directory);
+    });
   }
   if (sessionTitles) {
     // A title is free text, not a path: `*` must cross "/" too.
