@@ -95,7 +95,8 @@ export function covers(covered: readonly string[], required: readonly string[]):
 
 /**
  * Why a path names no one file by its spelling alone, or undefined when it is canonical: absolute,
- * no NUL, no `.` or `..` segment, no empty one (`//`, a trailing `/`). Nothing is resolved by hand:
+ * no NUL, no `.` or `..` segment, no empty one (`//`, a trailing `/`), not through `/proc` or
+ * `/dev/fd`. Nothing is resolved by hand:
  * `..` after a symlink leads to the parent of the link's target, which only the filesystem knows
  * (`/srv/repo/link/../notes.txt` may be `/elsewhere/notes.txt`), and a trailing slash makes the
  * kernel follow a last symlink and want a directory. A grant is made from, and answers, the path
@@ -107,6 +108,9 @@ function pathFault(path: string | undefined): string | undefined {
   const segments = path.slice(1).split('/');
   if (segments.some((s) => s === '.' || s === '..')) return 'with a . or .. segment';
   if (segments.includes('')) return 'with // or a trailing /';
+  // `/proc/self/root/srv/prod` is `/srv/prod` by another name, and `/proc/1/cwd` or `/dev/fd/3`
+  // names whatever a process holds: a grant on such a spelling would answer for another path.
+  if (/^\/(?:proc|dev\/fd)(?:\/|$)/.test(path)) return 'through /proc or /dev/fd';
   return undefined;
 }
 

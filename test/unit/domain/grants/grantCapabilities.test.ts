@@ -118,6 +118,23 @@ describe('stageCapabilities: one canonical capability per subject kind (docs/gra
     }
   });
 
+  it('never grants a path through /proc or /dev/fd: it names another path, or whatever a process holds', () => {
+    for (const path of [
+      '/proc/self/root/srv/repo/notes.txt',
+      '/proc/1/cwd/notes.txt',
+      '/proc/self/fd/3',
+      '/dev/fd/3',
+    ]) {
+      expect(caps({ kind: 'fileAccess', access: 'read', path }), path).toEqual({
+        capabilities: [],
+        notGrantable: 'a path through /proc or /dev/fd',
+      });
+    }
+    expect(caps({ kind: 'unixSocket', path: '/proc/self/root/run/docker.sock' }).notGrantable).toBe(
+      'a socket path through /proc or /dev/fd',
+    );
+  });
+
   it('is not grantable for a relative path or one holding a NUL', () => {
     expect(caps({ kind: 'fileAccess', access: 'write', path: 'src/app.ts' }).notGrantable).toBe(
       'a path that is not absolute',

@@ -69,6 +69,24 @@ describe('a shell stage needs the workspace it runs in (docs/grants.md)', () => 
     }
   });
 
+  it('is not grantable in a root spelled through /proc or /dev/fd: another name for a tree, or none', () => {
+    // /proc/self/root/srv/prod is /srv/prod; a grant made on a lax route for that spelling would
+    // answer the same words there, whichever route placed them (docs/routing.md).
+    for (const root of [
+      '/proc/self/root/srv/prod',
+      '/proc/1/root/srv/prod',
+      '/proc/self/cwd',
+      '/proc',
+      '/dev/fd/3',
+    ]) {
+      const derived = caps(shellIn(root, ['make', 'install']));
+      expect(derived.notGrantable, root).toBe('a workspace root through /proc or /dev/fd');
+      expect(derived.capabilities).toEqual(['exec:make install']);
+    }
+    expect(caps(shellIn('/srv/procedures', ['make', 'install'])).notGrantable).toBeUndefined();
+    expect(caps(shellIn('/dev/fdx', ['make', 'install'])).notGrantable).toBeUndefined();
+  });
+
   it('is not grantable after an earlier stage that may change the directory or environment', () => {
     const changers = [
       ['cd', '/srv/b'],
