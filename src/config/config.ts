@@ -71,6 +71,11 @@ export interface Config {
   membershipCacheTtlMs: number;
   /** Host events held while Redis does not answer; past this they are dropped and re-read later. */
   hostEventBuffer: number;
+  /**
+   * How many approvals one host may have open (stored, with a card) at once; a new one past it
+   * stays pending at the host, without a record or a card, until the host is under again.
+   */
+  maxOpenApprovalsPerHost: number;
   /** About how many entries the audit stream keeps (XADD MAXLEN ~); older ones are trimmed. */
   auditMaxLen: number;
   /** About how many entries the refusal stream keeps (XADD MAXLEN ~), apart from the decisions. */

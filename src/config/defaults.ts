@@ -16,6 +16,7 @@ export const DEFAULTS = {
   membershipCacheTtl: '2m',
   mspRequestTimeout: '30s',
   hostEventBuffer: 10_000,
+  maxOpenApprovalsPerHost: 2_000,
   auditMaxLen: 100_000,
   refusalMaxLen: 100_000,
   leaseTtl: '15s',

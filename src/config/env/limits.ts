@@ -1,5 +1,5 @@
 // How long things are kept and trusted, and how much is held: resolved records, Slack caches,
-// the host event buffer, the audit and refusal streams, and host leases.
+// the host event buffer, a host's open approvals, the audit and refusal streams, and host leases.
 
 import { ConfigError, shown } from '../common.js';
 import { DEFAULTS } from '../defaults.js';
@@ -62,6 +62,9 @@ export function limitsConfig(env: NodeJS.ProcessEnv) {
     ),
     hostEventBuffer: take(() =>
       countVar(env, 'COUNTERSIGN_HOST_EVENT_BUFFER', DEFAULTS.hostEventBuffer, 'events'),
+    ),
+    maxOpenApprovalsPerHost: take(() =>
+      countVar(env, 'COUNTERSIGN_MAX_OPEN_APPROVALS_PER_HOST', DEFAULTS.maxOpenApprovalsPerHost, 'approvals'),
     ),
     auditMaxLen: take(() => countVar(env, 'COUNTERSIGN_AUDIT_MAXLEN', DEFAULTS.auditMaxLen, 'entries')),
     refusalMaxLen: take(() => countVar(env, 'COUNTERSIGN_REFUSAL_MAXLEN', DEFAULTS.refusalMaxLen, 'entries')),

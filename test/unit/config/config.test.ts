@@ -88,6 +88,7 @@ describe('loadConfig defaults', () => {
       usergroupCacheTtlMs: 60_000,
       membershipCacheTtlMs: 120_000,
       hostEventBuffer: 10_000,
+      maxOpenApprovalsPerHost: 2_000,
       auditMaxLen: 100_000,
       refusalMaxLen: 100_000,
       leaseTtlMs: 15_000,
@@ -500,6 +501,25 @@ describe('loadConfig errors', () => {
     expect(err.message).toBe(
       `${name} must be a positive whole number of entries (got "${value}"): fix or unset it (default 100000)`,
     );
+  });
+
+  // A safety limit read wrong must not run without it: a bad value stops start-up, named.
+  it.each(['0', '-5', '1e5', 'lots', '2,000'])(
+    'rejects COUNTERSIGN_MAX_OPEN_APPROVALS_PER_HOST=%s on one line',
+    (value) => {
+      const err = configError(socketEnv({ COUNTERSIGN_MAX_OPEN_APPROVALS_PER_HOST: value }));
+      expect(err.variable).toBe('COUNTERSIGN_MAX_OPEN_APPROVALS_PER_HOST');
+      expect(err.message).toBe(
+        `COUNTERSIGN_MAX_OPEN_APPROVALS_PER_HOST must be a positive whole number of approvals (got "${value}"): fix or unset it (default 2000)`,
+      );
+    },
+  );
+
+  it('caps each host at 2,000 open approvals unless COUNTERSIGN_MAX_OPEN_APPROVALS_PER_HOST says otherwise', () => {
+    expect(loadConfig(socketEnv()).maxOpenApprovalsPerHost).toBe(2_000);
+    expect(
+      loadConfig(socketEnv({ COUNTERSIGN_MAX_OPEN_APPROVALS_PER_HOST: '500' })).maxOpenApprovalsPerHost,
+    ).toBe(500);
   });
 
   it.each(['PAGERDUTY_EVENTS_URL', 'PAGERDUTY_API_URL'])('rejects a malformed %s', (name) => {
