@@ -346,6 +346,19 @@ export class ApprovalRecords {
     );
   }
 
+  /**
+   * How many approvals of the host are not yet final (its open set's SCARD, O(1)). Read on the
+   * same connection as the creates: it counts every create sent before it, and none after.
+   */
+  openCount(hostId: string): Promise<number> {
+    return this.redis.scard(keys.openApprovals(hostId));
+  }
+
+  /** Whether the approval has a record, open or final. */
+  async exists(approvalId: string): Promise<boolean> {
+    return (await this.redis.exists(keys.approval(approvalId))) === 1;
+  }
+
   /** Drops a final approval from the open sets (createIfAbsent may have re-added it). */
   async forgetOpen(record: Pick<ApprovalRecord, 'hostId' | 'sessionId' | 'approvalId'>): Promise<void> {
     await this.forgetOpenId(record.hostId, record.approvalId, record.sessionId);

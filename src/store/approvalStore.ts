@@ -105,6 +105,14 @@ export class ApprovalStore {
     return this.records.openApprovalIds(hostId, sessionId);
   }
 
+  openCount(hostId: string): Promise<number> {
+    return this.records.openCount(hostId);
+  }
+
+  exists(approvalId: string): Promise<boolean> {
+    return this.records.exists(approvalId);
+  }
+
   forgetOpen(record: Pick<ApprovalRecord, 'hostId' | 'sessionId' | 'approvalId'>): Promise<void> {
     return this.records.forgetOpen(record);
   }

@@ -200,6 +200,8 @@ export function assemble(config: Config, logger: Logger): Countersign {
       risks,
       owners,
       metrics,
+      followers,
+      noticeSender,
     }),
   );
   const health = wireHealth({
@@ -345,7 +347,10 @@ export function assemble(config: Config, logger: Logger): Countersign {
         await relay.idle();
         await notices.idle();
       },
-      stopRelay: () => keeper.stop(),
+      stopRelay: () => {
+        relay.stop();
+        keeper.stop();
+      },
       stopHost: (withinMs) => hosts.stop(withinMs),
       quitRedis: async () => {
         // The hosts are stopped: a standby may take them at once instead of after the lease.

@@ -28,6 +28,7 @@ import { AskedApprovals } from './askedApprovals.js';
 import { HeldEvents, type RedisAvailability } from './heldEvents.js';
 import { fullTextFields } from './intake/takeFullText.js';
 import { KnownSessions } from './knownSessions.js';
+import type { OpenApprovalCap } from './openApprovalCap.js';
 import { OpenApprovals } from './openApprovals.js';
 
 export interface HostEventHandlerOptions {
@@ -63,6 +64,8 @@ export interface HostEventHandlerOptions {
   mayAct?: (hostId: string) => boolean;
   /** Told of each grant lookup made for a request it created, and whether it found one. */
   metrics?: Pick<Metrics, 'grantLookup'>;
+  /** How many approvals a host may have open (openApprovalCap.ts); without it, no cap. */
+  cap?: OpenApprovalCap;
   /** Sessions remembered per host (knownSessions.ts); for tests. */
   maxSessionsPerHost?: number;
 }
@@ -144,6 +147,11 @@ export class HostEventHandler {
   /** Resolves when all queued and background work has settled. */
   idle(): Promise<void> {
     return this.options.keeper.idle();
+  }
+
+  /** Drops the cap's re-counts not started yet: Redis is about to go. */
+  stop(): void {
+    this.options.cap?.stop();
   }
 
   private dispatch(event: HostEvent): void {
@@ -276,6 +284,13 @@ export class HostEventHandler {
       subjectKind: params.subject.kind,
       protectedWrite: params.protectedWrite === true,
     });
+    // A new approval past its host's cap gets no record and no card, and stays pending at the
+    // host (openApprovalCap.ts). Far from the cap that is a counter here, no round trip.
+    const { cap } = this.options;
+    if (cap) {
+      const admitted = cap.admit(hostId, params.approvalId, route.channel);
+      if (admitted !== true && !(await admitted)) return;
+    }
     const grants = this.options.grantsOf?.(route.name);
     const caller = callerFor(grants?.caller ?? 'session', {
       sessionId: params.sessionId,
@@ -335,6 +350,8 @@ export class HostEventHandler {
       // revocation stored since the lookup stops its decision (DecisionRequest.grantRead).
       const grantRead = claimedAtCreate && answerer?.readGrant(claimedAtCreate);
       const storing = keeper.store(claimedAtCreate?.record ?? fresh, fullText, answered);
+      // Its create has left for Redis: a count of the host's open set read from now on has it.
+      cap?.sent(hostId, params.approvalId);
       turn.done();
       const stored = await storing;
       created = stored !== false;
@@ -353,6 +370,7 @@ export class HostEventHandler {
       }
     } finally {
       turn.done();
+      cap?.sent(hostId, params.approvalId);
       // The grant found is for this creation only: an existing record is looked at afresh.
       if (grant && !created) answerer?.expect(fresh.approvalId, undefined);
       // A use taken for a record not created (it existed, or storing it failed) is given back.
