@@ -186,6 +186,9 @@ export class World {
         COUNTERSIGN_CONFIG: this.routesPath,
         // The host keeps its state in memory: a state file would be rewritten on every change.
         FAKE_HOST_STATE: '',
+        // The scale scenario keeps 100,000 approvals of one host open, the throughput run
+        // thousands: the cap on a host's open ones (2,000 by default) would hold them back.
+        COUNTERSIGN_MAX_OPEN_APPROVALS_PER_HOST: '1000000',
         ...extraEnv,
       },
     });
