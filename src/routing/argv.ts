@@ -24,6 +24,26 @@ export function isExpansion(word: string): boolean {
   return word.length > 1 && word.startsWith('$');
 }
 
+/**
+ * A word the shell expands into words of its own choosing: a brace expansion (`{push,}`,
+ * `{a..z}`) or a file name pattern (`pu?h`, `gi[t]`, `*`). shell-quote expands neither, and
+ * which files a pattern finds only the agent's directory knows. A quoted one reads the same here
+ * (shell-quote drops the quotes): it is then taken for unknown too, which asks once too often.
+ */
+export function isPattern(word: string): boolean {
+  // Each scan stops at the next bracket or brace, so a word the agent wrote long costs no more
+  // than its length.
+  if (/[*?]|\[[^[\]]+\]/.test(word)) return true;
+  for (const [, inside] of word.matchAll(/\{([^{}]*)\}/g))
+    if (inside?.includes(',') || inside?.includes('..')) return true;
+  return false;
+}
+
+/** A word that may stand for other words, or for none: an expansion or a pattern. */
+export function isUnknownWord(word: string): boolean {
+  return isExpansion(word) || isPattern(word);
+}
+
 /** `NAME=value`, which the shell, `env` and `sudo` read as a variable for the command. */
 export function isAssignment(word: string): boolean {
   return /^[A-Za-z_][A-Za-z0-9_]*=/.test(word);
@@ -69,8 +89,11 @@ export function operandStarts(
       continue;
     }
     // It may be no word at all, or an option that takes the next word: the word after it may
-    // still be the operand (`git $(true) push`, `sudo $OPTS git push`).
-    if (isExpansion(word)) {
+    // still be the operand (`git $(true) push`, `sudo $OPTS git push`). It may as well be the
+    // operand itself (`$(printf git) push`, `git {push,}`), unless an option before it may take
+    // it as its value (`git -C "$REPO" status`).
+    if (isUnknownWord(word)) {
+      if (!maybeValue) starts.push(i);
       maybeValue = true;
       continue;
     }

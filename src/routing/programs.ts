@@ -1,6 +1,14 @@
 import picomatch from 'picomatch';
 import type { ProgramMatch } from '../domain/route.js';
-import { isExpansion, isOption, operandStarts, programName } from './argv.js';
+import {
+  isAssignment,
+  isExpansion,
+  isOption,
+  isPattern,
+  isUnknownWord,
+  operandStarts,
+  programName,
+} from './argv.js';
 import { globOptions } from './globs.js';
 import type { Invocation } from './invocations.js';
 
@@ -39,8 +47,19 @@ function flagTest(flag: string): (word: string) => boolean {
 }
 
 /**
+ * Whether a pattern may stand for an option: one that may begin with "-" (`{-f,}`, `--forc[e]`,
+ * `*`, where a file may be called `-f`), unless the option before it may take it as its value
+ * (`find -name *.log`), as operandStarts() reads such a word. `build/*.o` names files only.
+ */
+function mayBeOption(words: readonly string[], i: number): boolean {
+  const before = words[i - 1] as string;
+  return /^[-*?[{]/.test(words[i] as string) && !(isOption(before) && !before.includes('='));
+}
+
+/**
  * Whether any of `flags` is in the words from `from` on. An expansion (`$F`, `$(…)`) may be any
- * flag (`F=--force; git push $F`): what cannot be read is not taken for harmless.
+ * flag (`F=--force; git push $F`), and so may a pattern that may be an option: what cannot be
+ * read is not taken for harmless.
  */
 function hasFlag(
   words: readonly string[],
@@ -49,7 +68,8 @@ function hasFlag(
 ): boolean {
   for (let i = from; i < words.length; i++) {
     const word = words[i] as string;
-    if (isExpansion(word) || (isOption(word) && flags.some((test) => test(word)))) return true;
+    if (isExpansion(word) || (isPattern(word) && mayBeOption(words, i))) return true;
+    if (isOption(word) && flags.some((test) => test(word))) return true;
   }
   return false;
 }
@@ -71,8 +91,9 @@ function operandsFrom(words: readonly string[], from: number): string[] {
  * case, as programName() reads them. Flags count anywhere after the program, before the
  * subcommand too and after `--` too (many programs take options anywhere), in their own case
  * (`-r` and `-R` are two options to most programs). `args` are globs, on which `*` crosses "/"
- * and case is ignored, as in `commands`, on the operands after the subcommand. An expansion
- * counts as any flag and any arg, once the program and the subcommand match.
+ * and case is ignored, as in `commands`, on the operands after the subcommand. An expansion or
+ * a pattern counts as any flag and any arg, once the program and the subcommand match, and as
+ * any program or subcommand where one stands (it may stand for several words, the rest too).
  */
 export function programMatcher(entry: ProgramMatch): (invocation: Invocation) => boolean {
   const program = entry.program.toLowerCase();
@@ -80,17 +101,25 @@ export function programMatcher(entry: ProgramMatch): (invocation: Invocation) =>
   const flags = entry.flags?.map(flagTest);
   const argMatcher = entry.args ? picomatch(entry.args, globOptions('risks.programs.args')) : undefined;
   // An expansion may be any operand (`git push origin $REF`, REF=+main), as it may be any flag.
-  const argMatches = argMatcher && ((arg: string) => isExpansion(arg) || argMatcher(arg));
+  const argMatches = argMatcher && ((arg: string) => isUnknownWord(arg) || argMatcher(arg));
   return ({ words, at }) => {
-    if (programName(words[at] as string) !== program) return false;
+    const first = words[at] as string;
+    // A program in an expansion or a pattern (`$(printf git) push`, `{git,} push`) may be this
+    // one, with the subcommand and flags in it too (`$(printf 'git push -f')`). A variable's
+    // value is no pattern (`A=*` assigns a star).
+    if (isUnknownWord(first) && !isAssignment(first)) return true;
+    if (programName(first) !== program) return false;
     if (flags && !hasFlag(words, at + 1, flags)) return false;
     // Where the operands `args` looks at begin: after the subcommand, else after the program.
     const from =
       subcommand === undefined
         ? [at + 1]
         : operandStarts(words, at + 1, ANY_OPTION_MAY_TAKE_A_VALUE)
-            .filter((i) => (words[i] as string).toLowerCase() === subcommand)
-            .map((i) => i + 1);
+            // A word that may stand for others may be the subcommand, and its operands too.
+            .filter(
+              (i) => isUnknownWord(words[i] as string) || (words[i] as string).toLowerCase() === subcommand,
+            )
+            .map((i) => (isUnknownWord(words[i] as string) ? i : i + 1));
     if (from.length === 0) return false;
     return argMatches === undefined || from.some((start) => operandsFrom(words, start).some(argMatches));
   };

@@ -1,4 +1,5 @@
 import { type ParseEntry, parse } from 'shell-quote';
+import { isUnknownWord } from './argv.js';
 
 // A command line as the shell would split it, for the risk rules that look at a program's argv
 // (programs.ts) when the host sent only the command text, or when a program hands a string to a
@@ -56,11 +57,18 @@ function commandsOfTokens(tokens: readonly ParseEntry[]): string[][] {
   // then the words after it are still looked at as a command. That can only add commands to
   // look at, never hide one.
   let tail: string[] | undefined;
+  // Whether the tail is a guess: no `case` was read in the substitution, so its ")" was its own.
+  // A guessed tail takes no word that may stand for others as its program: in `echo $(date)
+  // $HOME` nothing runs `$HOME`. After a `case`, `$(printf git) push` may be a command inside.
+  let tailGuessed = false;
   // The outer commands of the substitutions open; null for a subshell `(…)`, which ends one.
   const outers: (string[] | null)[] = [];
+  // For each of `outers`, whether a `case` was read inside it.
+  const withCase: boolean[] = [];
   let skipNext = false;
   const add = (word: string) => {
-    for (const command of tail ? [words, tail] : [words]) {
+    const guessedProgram = tailGuessed && tail?.length === 0 && isUnknownWord(word);
+    for (const command of tail && !guessedProgram ? [words, tail] : [words]) {
       if (command.length === 0) commands.push(command);
       command.push(word);
     }
@@ -80,6 +88,7 @@ function commandsOfTokens(tokens: readonly ParseEntry[]): string[][] {
     if (typeof token === 'string') {
       // `$(…)` comes out as "$" then "(": the substitution is read at the "(".
       if (token === '$' && isOpenParen(tokens[i + 1])) continue;
+      if (token === 'case') withCase.fill(true);
       if (skipNext) skipNext = false;
       else add(token);
     } else if ('comment' in token) {
@@ -104,16 +113,20 @@ function commandsOfTokens(tokens: readonly ParseEntry[]): string[][] {
         if (skipNext) skipNext = false;
         else add(placeholder);
         outers.push(words);
+        withCase.push(false);
         end();
       } else if (token.op === '(') {
         outers.push(null);
+        withCase.push(false);
         end();
       } else if (token.op === ')') {
         const outer = outers.pop();
+        const hadCase = withCase.pop() === true;
         end();
         if (outer) {
           words = outer;
           tail = [];
+          tailGuessed = !hadCase;
         }
       } else {
         end();

@@ -209,10 +209,11 @@ describe('a command or process substitution', () => {
       'git push $(echo $(true)) --force',
       'git push $((1 + 2)) --force',
       'git push > $(mktemp) --force',
-      'sudo $(true) git push --force',
-      'timeout 10s $(true) git push --force',
     ])
       expect(names(text(c)), c).toEqual(['fp']);
+    // Where the wrapper's command may stand, the substitution may be any command (`rm -rf /srv`).
+    for (const c of ['sudo $(true) git push --force', 'timeout 10s $(true) git push --force'])
+      expect(names(text(c)), c).toEqual(['fp', 'rm']);
     expect(names(text('rm $(true) -rf /srv'))).toEqual(['rm']);
     expect(names(text('rm >(cat) -rf /srv'))).toEqual(['rm']);
   });
@@ -240,15 +241,88 @@ describe('a command or process substitution', () => {
       expect(names(text(c)), c).toEqual(['fp']);
     expect(names(text('rm $TARGETS'))).toEqual(['rm']);
     expect(names(stages(['git', 'push', '$F']))).toEqual(['fp']);
-    // Only once the program and the subcommand match; a subcommand in a variable is not read.
-    for (const c of ['git fetch $F', 'echo $F', 'git $SUB --force', 'git push origin main', 'rm $'])
+    // Only once the program and the subcommand match.
+    for (const c of ['git fetch $F', 'echo $F', 'git push origin main', 'rm $'])
       expect(names(text(c)), c).toEqual([]);
+    // A subcommand in a variable may be any subcommand: it cannot be read either.
+    expect(names(text('git $SUB --force'))).toEqual(['fp']);
   });
 
   it('a ")" that is not the substitution’s own hides no command after it', () => {
     // bash reads a case pattern's ")" inside $(…): the words after it are still a command.
     expect(names(text('echo $(case x in a) git push --force;; esac)'))).toEqual(['fp']);
     expect(names(text('echo $(true) rm -rf /srv'))).toEqual(['rm']);
+  });
+});
+
+describe('a word the shell expands where a rule reads', () => {
+  // The shipped force-push rule, and a recursive rm: what the agent writes so that bash runs them
+  // while the words a rule reads (the program, its subcommand, its flags) say something else.
+  const names = namesOf([
+    ...EXAMPLE.risks.filter((rule) => rule.name === 'force-push'),
+    {
+      name: 'rm',
+      warning: 'Deletes',
+      match: { programs: [{ program: 'rm', flags: ['-r', '-R', '--recursive'] }] },
+    },
+  ]);
+
+  it.each([
+    'git {push,} -f',
+    '{git,} push --force',
+    'git push {--force,}',
+    'git push origin {+main,}',
+    'git push origin main {-f,}',
+    '/usr/bin/{git,} push -f',
+    'git {pull,push} --force',
+    'g{i..i}t push -f',
+    'git pu?h -f',
+    'gi[t] push -f',
+    'git push -[f]',
+    'git push --forc[e]',
+    'git push origin *',
+  ])('brace expansion and file name patterns: %j is a force push', (command) => {
+    expect(names(text(command))).toContain('force-push');
+  });
+
+  it.each(['{rm,} -rf /srv', 'rm {-rf,} /srv', 'r{m,} -rf /srv', 'r? -rf /srv', 'rm -[r]f /srv'])(
+    '%j is a recursive rm',
+    (command) => {
+      expect(names(text(command))).toContain('rm');
+    },
+  );
+
+  it.each([
+    '$(printf git) push -f',
+    'G=git; $G push -f',
+    'git $(printf push) -f',
+    "$(printf 'git push -f')",
+    'sudo $(printf git) push -f',
+    'git -C /srv/repo $(printf push) -f',
+    // A ")" of a case pattern closes the substitution early: what follows may be its command.
+    'echo $(case x in a) $(printf git) push -f;; esac)',
+  ])('an expansion in the program or subcommand position: %j', (command) => {
+    expect(names(text(command))).toContain('force-push');
+  });
+
+  it.each([
+    'ls *.ts',
+    "npm test -- --grep '{a,b}'",
+    'npm test -- --grep {a,b}',
+    'rm -f build/*.o',
+    'git add *.ts',
+    'git add src/{a,b}.ts',
+    'git commit -m "fix {a,b} and *"',
+    'git -C "$REPO" status',
+    'git log --format=%H -- *.ts',
+    '[ -f x ] && git status',
+    '[[ -f x ]] && git push',
+    'echo $(git status) $(git log)',
+    'find . -name "*.ts" -exec grep -l x {} +',
+    'X=$(git rev-parse HEAD)',
+    'for f in *.ts; do echo $f; done',
+  ])('leaves the common %j alone', (command) => {
+    expect(names(text(command))).toEqual([]);
   });
 });
 
