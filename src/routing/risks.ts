@@ -78,12 +78,14 @@ function programRunsOf(subject: ApprovalSubject): Invocations {
     if (!(error instanceof UnreadableCommand)) throw error;
     unreadable = true;
   }
-  const each = [...(subject.stages?.map((stage) => stage.argv) ?? []), ...commands].map((argv) =>
-    invocations(argv),
-  );
+  const stages = subject.stages ?? [];
+  const each = [...stages.map((stage) => stage.argv), ...commands].map((argv) => invocations(argv));
+  // A stage the host could not parse to its end (a substitution, …) may be one unsplit fragment
+  // (`["$(printf git) push -f"]`): its words are not the program's argv.
+  const unparsed = stages.some((stage) => stage.argvComplete !== true);
   return {
     runs: each.flatMap((read) => read.runs),
-    tangled: unreadable || each.some((read) => read.tangled),
+    tangled: unreadable || unparsed || each.some((read) => read.tangled),
   };
 }
 

@@ -12,6 +12,7 @@ export function shellSubject(...stages: string[][]): ApprovalSubject {
       position: i + 1,
       totalStages: stages.length,
       argv,
+      argvComplete: true,
       resolution: { kind: 'unresolved' },
     })),
   };

@@ -305,6 +305,17 @@ describe('a word the shell expands where a rule reads', () => {
     expect(names(text(command))).toContain('force-push');
   });
 
+  it('a host stage it could not parse to the end could run anything', () => {
+    const [parsed] = stages(['ls', '-la']).stages ?? [];
+    if (!parsed) throw new Error('a stage');
+    const fragment = { ...parsed, argv: ['$(printf git) push -f'], argvComplete: false };
+    expect(names({ kind: 'shell', stages: [fragment] })).toEqual(['force-push', 'rm']);
+    // The field is the host's to send: one that does not say it parsed the stage did not.
+    const { argvComplete: _, ...unsaid } = parsed;
+    expect(names({ kind: 'shell', stages: [unsaid] })).toEqual(['force-push', 'rm']);
+    expect(names({ kind: 'shell', stages: [parsed] })).toEqual([]);
+  });
+
   it.each([
     'ls *.ts',
     "npm test -- --grep '{a,b}'",
