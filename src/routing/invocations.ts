@@ -6,14 +6,15 @@ import { shellCommands, shellWords, UnreadableCommand } from './shellWords.js';
 // of a command does not take it out of a rule's reach.
 //
 // Covered: leading `NAME=value` variables; the wrappers below, with the options that take a
-// value (from their manuals); shell keywords before a command (`if`, `then`, `!`, `{`, …);
-// `sh -c '…'` (and bash, zsh, …), `su -c '…'`, `eval '…'` and `env -S '…'`, whose string is
-// split as the shell would. Not covered: commands that run another over a connection or in
-// another place (`ssh host …`, `docker exec`, `kubectl exec`), `find -exec`, `watch`, `strace`,
-// aliases and shell functions, git aliases, a variable in the program's place (`$GIT push`),
-// scripts read from a file or standard input, and command substitution in backquotes or inside
-// double quotes (`$(…)` outside quotes is split as a command of its own, and the command around
-// it reads on past it: shellWords.ts).
+// value (from their manuals); shell keywords before a command (`if`, `then`, `!`, `{`, `coproc`,
+// …); `sh -c '…'` (and bash, zsh, …), `su -c '…'` (and runuser, flock, script), `eval '…'` and
+// `env -S '…'`, whose string is split as the shell would. A word in a program's place that may
+// stand for other words (`$GIT`, `$(…)`, `{git,}`, `gi?`) is a run too, of any program
+// (programs.ts). Not covered: commands that run another over a connection or in another place
+// (`ssh host …`, `docker exec`, `kubectl exec`), `find -exec`, `watch`, `strace`, aliases and
+// shell functions, git aliases, scripts read from a file or standard input, and command
+// substitution in backquotes or inside double quotes (`$(…)` outside quotes is split as a
+// command of its own, and the command around it reads on past it: shellWords.ts).
 // A command line built to be too costly to unwrap (MAX_STEPS), or a script in it that cannot be
 // split, is reported `tangled`, and then matches every `programs` rule: what cannot be read is not
 // let through as harmless.
@@ -91,10 +92,107 @@ const WRAPPERS: Record<string, Wrapper> = {
   },
   // A multi-call binary: `busybox rm -rf …`, `busybox sh -c …`.
   busybox: {},
+  setsid: {},
+  // `flock /tmp/lock git …` (its `-c '…'` is a script: COMMAND_OPTION_RUNNERS).
+  flock: {
+    valueOptions: ['-c', '-E', '-w', '--command', '--conflict-exit-code', '--timeout', '--wait'],
+    skipOperands: 1,
+  },
+  taskset: { skipOperands: 1 },
+  numactl: {
+    valueOptions: [
+      '-C',
+      '-i',
+      '-m',
+      '-N',
+      '-P',
+      '-p',
+      '-w',
+      '--cpunodebind',
+      '--interleave',
+      '--membind',
+      '--physcpubind',
+      '--preferred',
+      '--preferred-many',
+      '--weighted-interleave',
+    ],
+  },
+  prlimit: { valueOptions: ['-o', '-p', '--output', '--pid'] },
+  chroot: { valueOptions: ['--groups', '--userspec'], skipOperands: 1 },
+  nsenter: { valueOptions: ['-G', '-S', '-t', '-W', '--setgid', '--setuid', '--target', '--wdns'] },
+  setpriv: {
+    valueOptions: [
+      '--ambient-caps',
+      '--apparmor-profile',
+      '--bounding-set',
+      '--egid',
+      '--euid',
+      '--groups',
+      '--inh-caps',
+      '--landlock-access',
+      '--landlock-rule',
+      '--pdeathsig',
+      '--regid',
+      '--reuid',
+      '--rgid',
+      '--ruid',
+      '--securebits',
+      '--seccomp-filter',
+      '--selinux-label',
+    ],
+  },
+  unbuffer: {},
+  chronic: {},
+  firejail: {},
+  torsocks: { valueOptions: ['-a', '-P', '-p', '-u', '--address', '--pass', '--port', '--user'] },
+  caffeinate: { valueOptions: ['-t', '-w'] },
+  // util-linux `script -c '…'` (a script: COMMAND_OPTION_RUNNERS); BSD and macOS `script -q
+  // file git …` run the words after the file.
+  script: {
+    valueOptions: [
+      '-B',
+      '-c',
+      '-E',
+      '-F',
+      '-I',
+      '-m',
+      '-O',
+      '-o',
+      '-T',
+      '-t',
+      '--command',
+      '--echo',
+      '--log-in',
+      '--log-io',
+      '--log-out',
+      '--log-timing',
+      '--logging-format',
+      '--output-limit',
+    ],
+    skipOperands: 1,
+  },
+  // `runuser -u user -- git …`; its su form (`runuser user -c '…'`) is COMMAND_OPTION_RUNNERS'.
+  runuser: {
+    valueOptions: [
+      '-c',
+      '-G',
+      '-g',
+      '-s',
+      '-u',
+      '-w',
+      '--command',
+      '--group',
+      '--shell',
+      '--supp-group',
+      '--user',
+      '--whitelist-environment',
+    ],
+  },
 };
 
 const SHELLS = new Set(['sh', 'bash', 'dash', 'zsh', 'ksh', 'mksh', 'ash', 'yash', 'fish']);
-const SWITCH_USER = new Set(['su', 'runuser']);
+/** Programs whose `-c '…'` (`--command`) is a script for a shell. */
+const COMMAND_OPTION_RUNNERS = new Set(['su', 'runuser', 'flock', 'script']);
 
 /** A table's options, and bundles of short ones ending with one of them (`sudo -Eu root`). */
 function valueTaker(options: readonly string[]): (option: string) => boolean {
@@ -106,6 +204,9 @@ function valueTaker(options: readonly string[]): (option: string) => boolean {
 /** Shell keywords that may stand before a command in a command line: they take no options. */
 const KEYWORDS = ['!', '{', 'do', 'elif', 'else', 'if', 'then', 'until', 'while'];
 
+/** `coproc git …`, or `coproc NAME { git …; }`: its first operand may be a name. */
+const COPROC: OperandReading = { takesValue: () => false, skipOperands: 1 };
+
 const READINGS = new Map<string, OperandReading>([
   ...Object.entries(WRAPPERS).map(([name, wrapper]): [string, OperandReading] => [
     name,
@@ -116,6 +217,7 @@ const READINGS = new Map<string, OperandReading>([
     },
   ]),
   ...KEYWORDS.map((keyword): [string, OperandReading] => [keyword, { takesValue: () => false }]),
+  ['coproc', COPROC],
 ]);
 
 /**
@@ -128,8 +230,8 @@ function shellScripts(args: readonly string[]): string[][] {
   return args.slice(at + 1).flatMap((word) => (isOption(word) ? [] : shellCommands(word)));
 }
 
-/** `su -c '…' root`, `su root --command='…'`. */
-function switchUserScripts(args: readonly string[]): string[][] {
+/** `su -c '…' root`, `su root --command='…'`, `flock /tmp/lock -c '…'`. */
+function commandOptionScripts(args: readonly string[]): string[][] {
   const scripts: string[][] = [];
   let afterC = false;
   for (const word of args) {
@@ -180,12 +282,12 @@ function innerCommands({ words, at }: Invocation, budget: Budget): Invocation[] 
   };
   if (name === 'eval') return fresh(shellCommands(args().join(' ')));
   if (SHELLS.has(name)) return fresh(shellScripts(args()));
-  if (SWITCH_USER.has(name)) return fresh(switchUserScripts(args()));
+  const scripts = COMMAND_OPTION_RUNNERS.has(name) ? fresh(commandOptionScripts(args())) : [];
   const reading = READINGS.get(name);
-  if (!reading) return [];
+  if (!reading) return scripts;
   const wrapped = operandStarts(words, at + 1, reading, budget).map((start) => ({ words, at: start }));
   const split = name === 'env' ? envSplitString(args()) : undefined;
-  return split && split.length > 0 ? [{ words: split, at: 0 }, ...wrapped] : wrapped;
+  return [...(split && split.length > 0 ? [{ words: split, at: 0 }] : []), ...scripts, ...wrapped];
 }
 
 /**

@@ -317,6 +317,46 @@ describe('a word the shell expands where a rule reads', () => {
   });
 
   it.each([
+    'setsid git push -f',
+    'setsid -f git push -f',
+    'flock /tmp/x git push -f',
+    'flock -w 5 /tmp/x git push -f',
+    "flock /tmp/x -c 'git push -f'",
+    'taskset 1 git push -f',
+    'taskset -c 0-3 git push -f',
+    'numactl -N0 git push -f',
+    'numactl --membind 0 git push -f',
+    'prlimit git push -f',
+    'prlimit --pid 1 --nofile=10 git push -f',
+    'chroot / git push -f',
+    'chroot --userspec 0:0 / git push -f',
+    'nsenter -t 1 git push -f',
+    'nsenter -t 1 -m -u git push -f',
+    'setpriv git push -f',
+    'setpriv --reuid 0 --init-groups git push -f',
+    'unbuffer git push -f',
+    'unbuffer -p git push -f',
+    'chronic git push -f',
+    'chronic -e git push -f',
+    'firejail git push -f',
+    'firejail --noprofile git push -f',
+    'torsocks git push -f',
+    'torsocks -P 9050 git push -f',
+    'caffeinate git push -f',
+    'caffeinate -t 60 git push -f',
+    'script -c "git push -f"',
+    'script -q -c "git push -f" /dev/null',
+    'script -q /dev/null git push -f',
+    'runuser -u x -- git push -f',
+    'runuser -u x git push -f',
+    "runuser x -c 'git push -f'",
+    'coproc git push -f',
+    'coproc PUSH { git push -f; }',
+  ])('through the wrapper in %j', (command) => {
+    expect(names(text(command))).toEqual(['force-push']);
+  });
+
+  it.each([
     'ls *.ts',
     "npm test -- --grep '{a,b}'",
     'npm test -- --grep {a,b}',
