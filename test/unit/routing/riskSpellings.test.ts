@@ -434,6 +434,40 @@ describe('a target host', () => {
     expect(idn(network('shop.BÜCHER.example.'))).toEqual(['idn']);
     expect(idn(network('0x7f.1'))).toEqual(['loopback']);
   });
+
+  it('an IPv6 address that carries an IPv4 one: mapped, compatible, NAT64', () => {
+    const metadata = namesOf([
+      { name: 'metadata', match: { targets: ['169.254.169.254', '10.*'] }, warning: 'Metadata' },
+    ]);
+    for (const host of [
+      '[::ffff:169.254.169.254]',
+      '[::ffff:a9fe:a9fe]',
+      '::ffff:a9fe:a9fe',
+      '::FFFF:169.254.169.254',
+      '0:0:0:0:0:ffff:a9fe:a9fe',
+      '[::ffff:10.1.2.3]',
+      '::169.254.169.254',
+      '[64:ff9b::169.254.169.254]',
+      '64:ff9b::a01:203',
+    ])
+      expect(metadata(network(host)), host).toEqual(['metadata']);
+    for (const host of [
+      '[::1]',
+      '::ffff:8.8.8.8',
+      '2001:db8::a9fe:a9fe',
+      '[fe80::1%eth0]',
+      '169.254.169.253',
+    ])
+      expect(metadata(network(host)), host).toEqual([]);
+  });
+
+  it('an IPv6 address in any spelling, with or without brackets', () => {
+    const v6 = namesOf([{ name: 'v6', match: { targets: ['2001:db8::1', '2001:db8::2'] }, warning: 'V6' }]);
+    expect(v6(network('[2001:DB8:0:0:0:0:0:1]'))).toEqual(['v6']);
+    expect(v6(network('2001:db8::0:1'))).toEqual(['v6']);
+    expect(v6(network('[2001:db8::2]'))).toEqual(['v6']);
+    expect(v6(network('2001:db8::3'))).toEqual([]);
+  });
 });
 
 describe('a file path', () => {
