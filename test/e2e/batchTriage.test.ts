@@ -389,26 +389,26 @@ describe('batch triage', () => {
     expect(textOf(await summaryWhen(world, () => true))).not.toContain('U0EVE');
   });
 
-  it('a press whose value lists more members than a summary carries is refused, said to its presser, and decides nothing', async () => {
+  /**
+   * Two alike requests and their summary, whose button value `craft` rewrites (the summary's own
+   * group id and members in): both of its buttons pressed with it are refused with `text`, and
+   * nothing is decided, opened or audited. The world and the crafted value, for more checks.
+   */
+  async function craftedSummaryPressRefused(
+    prefix: string,
+    craft: (drawn: { g: string; m: Array<[string, number]> }) => { g: string; m: Array<[string, number]> },
+    text: string,
+  ) {
     const world = await startWorld();
-    const approvals = Array.from({ length: 2 }, (_, i) => npmTest(`batch-cap-${i}`, i));
+    const approvals = Array.from({ length: 2 }, (_, i) => npmTest(`${prefix}-${i}`, i));
     await burst(world, approvals);
     const summary = await summaryWhen(world, (m) => textOf(m).includes('2 alike requests waiting'));
-    // The summary's own value, its real members first, padded past the cap with ids of nothing.
-    const drawn = JSON.parse(batchButton(summary, 'cs_batch_approve').value) as {
-      g: string;
-      m: Array<[string, number]>;
-    };
-    const padding = Array.from({ length: BATCH_MAX_MEMBERS }, (_, i): [string, number] => [
-      `batch-cap-none-${i}`,
-      0,
-    ]);
-    const value = JSON.stringify({ g: drawn.g, m: [...drawn.m, ...padding] });
+    const crafted = craft(JSON.parse(batchButton(summary, 'cs_batch_approve').value));
     for (const actionId of ['cs_batch_approve', 'cs_batch_reject']) {
       const since = world.slack.calls.length;
-      const button = { ...batchButton(summary, actionId), value };
+      const button = { ...batchButton(summary, actionId), value: JSON.stringify(crafted) };
       await world.pressButton(summary.ts, button, 'U0ALICE', summary.channel);
-      expect(await ephemeralAfter(world, 'U0ALICE', since)).toBe(BATCH_TOO_MANY_MEMBERS_TEXT);
+      expect(await ephemeralAfter(world, 'U0ALICE', since)).toBe(text);
       expect(world.slack.calls.slice(since).filter((c) => c.method === 'views.open')).toEqual([]);
     }
     await settle();
@@ -416,33 +416,31 @@ describe('batch triage', () => {
     for (const a of approvals) expect(buttonsOf(await world.card(a.approvalId)).length).toBeGreaterThan(0);
     // No member was checked: none refused, so none audited.
     expect(await world.refusalEntries()).toEqual([]);
+    return { world, crafted };
+  }
+
+  it('a press whose value lists more members than a summary carries is refused, said to its presser, and decides nothing', async () => {
+    // The summary's own members first, padded past the cap with ids of nothing.
+    const padding = Array.from({ length: BATCH_MAX_MEMBERS }, (_, i): [string, number] => [
+      `batch-cap-none-${i}`,
+      0,
+    ]);
+    await craftedSummaryPressRefused(
+      'batch-cap',
+      (drawn) => ({ g: drawn.g, m: [...drawn.m, ...padding] }),
+      BATCH_TOO_MANY_MEMBERS_TEXT,
+    );
   });
 
   it('a press naming a group id longer than Countersign makes is refused, said to its presser, and decides nothing', async () => {
-    const world = await startWorld();
-    const approvals = Array.from({ length: 2 }, (_, i) => npmTest(`batch-gid-${i}`, i));
-    await burst(world, approvals);
-    const summary = await summaryWhen(world, (m) => textOf(m).includes('2 alike requests waiting'));
     // The summary's own members, its group id padded past the longest Countersign makes.
-    const drawn = JSON.parse(batchButton(summary, 'cs_batch_approve').value) as {
-      g: string;
-      m: Array<[string, number]>;
-    };
-    const g = drawn.g.padEnd(BATCH_GROUP_ID_MAX_CHARS + 1, '0');
-    const value = JSON.stringify({ g, m: drawn.m });
-    for (const actionId of ['cs_batch_approve', 'cs_batch_reject']) {
-      const since = world.slack.calls.length;
-      const button = { ...batchButton(summary, actionId), value };
-      await world.pressButton(summary.ts, button, 'U0ALICE', summary.channel);
-      expect(await ephemeralAfter(world, 'U0ALICE', since)).toBe(BATCH_GROUP_ID_TOO_LONG_TEXT);
-      expect(world.slack.calls.slice(since).filter((c) => c.method === 'views.open')).toEqual([]);
-    }
-    await settle();
-    expect(world.host.decides()).toEqual([]);
-    for (const a of approvals) expect(buttonsOf(await world.card(a.approvalId)).length).toBeGreaterThan(0);
-    expect(await world.refusalEntries()).toEqual([]);
+    const { world, crafted } = await craftedSummaryPressRefused(
+      'batch-gid',
+      (drawn) => ({ g: drawn.g.padEnd(BATCH_GROUP_ID_MAX_CHARS + 1, '0'), m: drawn.m }),
+      BATCH_GROUP_ID_TOO_LONG_TEXT,
+    );
     // The long id is part of no Redis key.
-    const digest = g.slice(g.lastIndexOf(':') + 1);
+    const digest = crafted.g.slice(crafted.g.lastIndexOf(':') + 1);
     expect((await world.redis.keys('*')).filter((k) => k.includes(digest))).toEqual([]);
   });
 
