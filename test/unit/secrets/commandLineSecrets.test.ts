@@ -17,6 +17,26 @@ const V = '[masked vault-token]';
 /** Every text example of this file, masked or not: masking any of them twice masks it once. */
 const EXAMPLES: string[] = [];
 
+/** A test per case that `input` is masked to `masked`, one secret; each input an example. */
+function masksEachOnce(cases: Array<[what: string, input: string, masked: string]>, title = 'masks'): void {
+  EXAMPLES.push(...cases.map(([, input]) => input));
+  for (const [what, input, masked] of cases) {
+    it(`${title} ${what}`, () => {
+      expect(maskSecrets(input)).toEqual({ text: masked, count: 1 });
+    });
+  }
+}
+
+/** A test per case that `text` is left as it is; each text an example. */
+function leavesEachAlone(negatives: Array<[what: string, text: string]>): void {
+  EXAMPLES.push(...negatives.map(([, text]) => text));
+  for (const [what, text] of negatives) {
+    it(`leaves ${what} alone`, () => {
+      expect(maskSecrets(text)).toEqual({ text, count: 0 });
+    });
+  }
+}
+
 describe('maskSecrets: a secret after its flag, header or name', () => {
   const cases: Array<[string, string, string]> = [
     // [what, input, masked]
@@ -369,12 +389,7 @@ describe('maskSecrets: flags that hold no secret', () => {
     ['a lower-case *_key', 'sort_key=name primary_key: id'],
     ['a name ending in _KEY_ID', 'KMS_KEY_ID=alias/x'],
   ];
-  EXAMPLES.push(...negatives.map(([, text]) => text));
-  for (const [what, text] of negatives) {
-    it(`leaves ${what} alone`, () => {
-      expect(maskSecrets(text)).toEqual({ text, count: 0 });
-    });
-  }
+  leavesEachAlone(negatives);
 });
 
 describe('maskSecrets: a shell word with quoted parts', () => {
@@ -439,12 +454,7 @@ describe('maskSecrets: a shell word with quoted parts', () => {
       `vault login -method=userpass username=u password=${S}`,
     ],
   ];
-  EXAMPLES.push(...cases.map(([, input]) => input));
-  for (const [what, input, masked] of cases) {
-    it(`masks ${what}`, () => {
-      expect(maskSecrets(input)).toEqual({ text: masked, count: 1 });
-    });
-  }
+  masksEachOnce(cases);
 
   // A quote right before what ends a word closes a string the secret stood in: it opens no part.
   const kept: Array<[string, string, string]> = [
@@ -467,12 +477,7 @@ describe('maskSecrets: a shell word with quoted parts', () => {
       `["curl","-u","admin:${S}","https://x:8080"]`,
     ],
   ];
-  EXAMPLES.push(...kept.map(([, input]) => input));
-  for (const [what, input, masked] of kept) {
-    it(`masks only the secret of ${what}`, () => {
-      expect(maskSecrets(input)).toEqual({ text: masked, count: 1 });
-    });
-  }
+  masksEachOnce(kept, 'masks only the secret of');
 
   it('leaves the next word of a JSON argv alone when curl -u has no password', () => {
     const text = '["curl","-u","admin","https://x:8080"]';
@@ -516,12 +521,7 @@ describe('maskSecrets: a quote that never closes', () => {
       `{"command":"PASSWORD=${S}","cwd":"/srv"}`,
     ],
   ];
-  EXAMPLES.push(...cases.map(([, input]) => input));
-  for (const [what, input, masked] of cases) {
-    it(`masks ${what}`, () => {
-      expect(maskSecrets(input)).toEqual({ text: masked, count: 1 });
-    });
-  }
+  masksEachOnce(cases);
 
   it('masks MSP_HOST_COMMAND to the end of its text, as the shell reads it', () => {
     expect(maskCommandLine('GH_AUTH=ab"c d muse serve\n--port 1')).toBe(`GH_AUTH=${S}`);
@@ -560,12 +560,7 @@ describe('maskSecrets: cf auth', () => {
       `cf login -a api -u me --password ${S}`,
     ],
   ];
-  EXAMPLES.push(...cases.map(([, input]) => input));
-  for (const [what, input, masked] of cases) {
-    it(`masks ${what}`, () => {
-      expect(maskSecrets(input)).toEqual({ text: masked, count: 1 });
-    });
-  }
+  masksEachOnce(cases);
 
   const negatives: Array<[string, string]> = [
     ['cf auth without a password', 'cf auth admin'],
@@ -574,12 +569,7 @@ describe('maskSecrets: cf auth', () => {
     ['auth as an argument of another cf command', 'cf push auth admin'],
     ['auth after cf in another command', 'cf apps; echo auth admin x'],
   ];
-  EXAMPLES.push(...negatives.map(([, text]) => text));
-  for (const [what, text] of negatives) {
-    it(`leaves ${what} alone`, () => {
-      expect(maskSecrets(text)).toEqual({ text, count: 0 });
-    });
-  }
+  leavesEachAlone(negatives);
 
   it('masks the password in an argv', () => {
     expect(argvSecrets(['cf', 'auth', '--origin', 'ldap', 'admin', 'hunter2'])).toEqual([
@@ -623,12 +613,7 @@ describe('maskSecrets: vault login -mfa', () => {
       `["vault","login","-mfa=totp:${S}","username=bob"]`,
     ],
   ];
-  EXAMPLES.push(...cases.map(([, input]) => input));
-  for (const [what, input, masked] of cases) {
-    it(`masks ${what}`, () => {
-      expect(maskSecrets(input)).toEqual({ text: masked, count: 1 });
-    });
-  }
+  masksEachOnce(cases);
 
   it('leaves a method without a passcode alone, and -mfa of another command', () => {
     for (const text of [
