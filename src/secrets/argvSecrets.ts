@@ -57,13 +57,20 @@ function maskedValue(entry: ProgramFlag, value: string): string | undefined {
       return wordMarker(value);
     case 'cookie':
       return head(value).includes('=') ? wordMarker(value) : undefined;
-    case 'afterColon': {
-      const colon = head(value).indexOf(':');
-      const password = value.slice(colon + 1);
-      const marker = colon < 0 || password === '' ? undefined : wordMarker(password);
-      return marker === undefined ? undefined : `${value.slice(0, colon + 1)}${marker}`;
-    }
+    case 'afterColon':
+      return maskedAfter(value, head(value).indexOf(':') + 1);
+    case 'afterPercent':
+      return maskedAfter(value, head(value).indexOf('%') + 1);
+    case 'afterPass':
+      return maskedAfter(value, value.startsWith('pass:') ? 'pass:'.length : 0);
   }
+}
+
+/** `value` masked from `from` on, what comes before kept; undefined when `from` is 0 (no lead). */
+function maskedAfter(value: string, from: number): string | undefined {
+  const secret = value.slice(from);
+  const marker = from === 0 || secret === '' ? undefined : wordMarker(secret);
+  return marker === undefined ? undefined : `${value.slice(0, from)}${marker}`;
 }
 
 /**

@@ -58,18 +58,25 @@ export const SECRET_FLAG_RULE = {
   source: `(?:${atNameStart('--')}${LONG_SECRET_FLAG_TAIL}|${atWordStart(SECRET_NAME)})${flagGap('Flag')}`,
 };
 
-/** What part of a program flag's value is secret. */
-type SecretPart = 'whole' | 'afterColon' | 'cookie';
+/**
+ * What part of a program flag's value is secret: `afterColon` the password of `user:password`,
+ * `afterPercent` of smbclient's `user%password`, `afterPass` the literal of openssl's `pass:X`
+ * (its `env:`, `file:` and `fd:` name where the password lives, and are kept).
+ */
+type SecretPart = 'whole' | 'afterColon' | 'afterPercent' | 'afterPass' | 'cookie';
 
 /** Flags that carry a secret for some programs only. */
 export interface ProgramFlag {
   /** Program names, as the file is called (`/usr/bin/curl` is curl). */
   programs: readonly string[];
-  /** `-x` (its value glued, or the next word when `nextWord`) or `--long` (`=value` or the next word). */
+  /**
+   * `-x` (its value glued, or the next word when `nextWord`), or a longer flag or key (`--long`,
+   * openssl's `-passin`, rclone's `secret_access_key`): `=value` or the next word.
+   */
   flags: readonly string[];
   /** Whether a short flag's value may be the next word; `mysql -p` alone prompts instead. */
   nextWord: boolean;
-  /** `afterColon`: `user:password`, the user kept; `cookie`: only a value holding `=`. */
+  /** Which part of the value is secret; `cookie`: only a value holding `=`. */
   secret: SecretPart;
   /**
    * The subcommand the program must be given for the flag to be secret (`login`, `registry
@@ -112,10 +119,28 @@ export const PROGRAM_FLAGS: readonly ProgramFlag[] = [
   { programs: ['helm'], flags: ['-p'], nextWord: true, secret: 'whole', subcommand: ['registry', 'login'] },
   // `cf l` is cf's own short name for `cf login`.
   { programs: ['cf'], flags: ['-p'], nextWord: true, secret: 'whole', subcommand: ['l'] },
+  { programs: ['openssl'], flags: ['-pass', '-passin', '-passout'], nextWord: true, secret: 'afterPass' },
+  // `--password` is masked for any program.
+  { programs: ['zip', 'unzip'], flags: ['-P'], nextWord: true, secret: 'whole' },
+  // 7-Zip's `-p` alone prompts.
+  { programs: ['7z', '7za', '7zr', '7zz'], flags: ['-p'], nextWord: false, secret: 'whole' },
+  { programs: ['smbclient'], flags: ['-U', '--user'], nextWord: true, secret: 'afterPercent' },
+  // `-N` the new passphrase, `-P` the old one.
+  { programs: ['ssh-keygen'], flags: ['-N', '-P'], nextWord: true, secret: 'whole' },
+  ...['create', 'update'].map((verb) => ({
+    programs: ['rclone'],
+    flags: ['secret_access_key'],
+    nextWord: true,
+    secret: 'whole' as const,
+    subcommand: ['config', verb],
+  })),
 ];
 
+const SHORT_FLAG = /^-[A-Za-z0-9]$/;
+
+/** A flag that is not one dash and one letter: its value is never glued to it. */
 export function isLongFlag(flag: string): boolean {
-  return flag.startsWith('--');
+  return !SHORT_FLAG.test(flag);
 }
 
 function escaped(text: string): string {
@@ -130,17 +155,18 @@ function alternatives(words: Iterable<string>): string {
     .join('|');
 }
 
-/** A bare part of a user name. */
-const USER_RUN = `[^\\s:"'\\\\;&|()<>]{1,256}`;
-/** A quoted part of a user name: no colon, and no `,` either, so that it never reaches into the next item of a JSON argv (`"-u","admin","https://x:80"`). */
-const USER_QUOTED = `(?:'[^':\\r\\n]{0,64}'|"[^":,\\\\\\r\\n]{0,64}")`;
-
 /**
- * The user name of `user:password` and its colon, kept: bare, or with quoted parts the shell joins
- * to it (`"user":x`). Bare and quoted parts alternate, so it is read one way only, and a few of
- * them are more than any user name has: a flag whose value holds no colon costs a short scan.
+ * The user name of `user:password` (`user%password` for smbclient) and its separator, kept: bare,
+ * or with quoted parts the shell joins to it (`"user":x`). Bare and quoted parts alternate, so it
+ * is read one way only, and a few of them are more than any user name has: a flag whose value
+ * holds no separator costs a short scan. A quoted part holds no `,` either, so that it never
+ * reaches into the next item of a JSON argv (`"-u","admin","https://x:80"`).
  */
-const USER_LEAD = `(?:${USER_RUN})?(?:${USER_QUOTED}(?:${USER_RUN})?){0,8}:`;
+function userLead(separator: ':' | '%'): string {
+  const run = `[^\\s${separator}"'\\\\;&|()<>]{1,256}`;
+  const quoted = `(?:'[^'${separator}\\r\\n]{0,64}'|"[^"${separator},\\\\\\r\\n]{0,64}")`;
+  return `(?:${run})?(?:${quoted}(?:${run})?){0,8}${separator}`;
+}
 
 /** The value of a program flag, the part to mask in a group named `secret…`. */
 function programValue(secret: SecretPart): string {
@@ -150,7 +176,11 @@ function programValue(secret: SecretPart): string {
     case 'cookie':
       return `(?=\\\\?["']?[^\\s"'\\\\=]{1,256}=)${quotedOrBare('')}`;
     case 'afterColon':
-      return quotedOrBare('', USER_LEAD);
+      return quotedOrBare('', userLead(':'));
+    case 'afterPercent':
+      return quotedOrBare('', userLead('%'));
+    case 'afterPass':
+      return quotedOrBare('', 'pass:');
   }
 }
 
@@ -242,6 +272,18 @@ function insideQuotes(span: Span): Span {
   return { start: span.start + 1, end: span.end - 1, value: span.value.slice(1, -1) };
 }
 
+/** The value of `flag`, written at `at`, for the first entry in `applying` it is secret for. */
+function flagValue(text: string, flag: string, at: number, applying: Set<ProgramFlag>): Span | undefined {
+  for (const candidate of CANDIDATES.get(flag) ?? []) {
+    if (!applying.has(candidate.entry)) continue;
+    candidate.value.pattern.lastIndex = at + flag.length;
+    const value = candidate.value.pattern.exec(text);
+    const span = value && candidate.value.spanOf(value);
+    if (span) return span;
+  }
+  return undefined;
+}
+
 /**
  * [start, end) and text of each secret given to a program flag (`mysql -phunter2`,
  * `curl -u admin:hunter2`, `docker login -p hunter2`), to htpasswd or htdbm after its file and
@@ -287,16 +329,15 @@ export function programFlagSecrets(text: string): Span[] {
         if (programFlagsApply(entry, (i) => after(i)?.value)) applying.add(entry);
       }
     } else if (flag !== undefined) {
-      const at = match.index + flag.length;
-      for (const candidate of CANDIDATES.get(flag) ?? []) {
-        if (!applying.has(candidate.entry)) continue;
-        candidate.value.pattern.lastIndex = at;
-        const value = candidate.value.pattern.exec(text);
-        const span = value && candidate.value.spanOf(value);
-        if (!span) continue;
+      // `-passw0rd` after mysql is `-p` and its value, not openssl's `-pass`.
+      const span =
+        flagValue(text, flag, match.index, applying) ??
+        (flag.length > 2 && !isLongFlag(flag.slice(0, 2))
+          ? flagValue(text, flag.slice(0, 2), match.index, applying)
+          : undefined);
+      if (span) {
         found.push(span);
         SCAN.lastIndex = span.end;
-        break;
       }
     }
   }

@@ -635,6 +635,92 @@ describe('maskSecrets: vault login -mfa', () => {
   });
 });
 
+describe('maskSecrets: passwords of openssl, zip, 7z, smbclient, ssh-keygen and rclone', () => {
+  const cases: Array<[string, string, string]> = [
+    [
+      'openssl -pass pass:',
+      'openssl enc -aes-256-cbc -pass pass:Hunter2Secret -in a',
+      `openssl enc -aes-256-cbc -pass pass:${S} -in a`,
+    ],
+    [
+      'openssl -passin pass:',
+      'openssl rsa -passin pass:Hunter2 -in k',
+      `openssl rsa -passin pass:${S} -in k`,
+    ],
+    [
+      'openssl -passout pass:, quoted',
+      `openssl genrsa -passout 'pass:two words' 2048`,
+      `openssl genrsa -passout 'pass:${S}' 2048`,
+    ],
+    ['zip -P', 'zip -P Hunter2 a.zip f', `zip -P ${S} a.zip f`],
+    ['zip --password', 'zip --password Hunter2 a.zip f', `zip --password ${S} a.zip f`],
+    ['unzip -P', 'unzip -P Hunter2 a.zip', `unzip -P ${S} a.zip`],
+    ['ssh-keygen -P', 'ssh-keygen -p -P Hunter2 -f k', `ssh-keygen -p -P ${S} -f k`],
+    [
+      'rclone key=value',
+      'rclone config update r secret_access_key=Hunter2',
+      `rclone config update r secret_access_key=${S}`,
+    ],
+    ['smbclient in a JSON argv', '["smbclient","-U","alice%Hunter2"]', `["smbclient","-U","alice%${S}"]`],
+    // openssl's `-pass` is read first, but mysql's `-p` glued to `ass` is what mysql reads.
+    ['mysql -p glued to a password starting like openssl’s -pass', 'mysql -pass shop', `mysql -p${S} shop`],
+    ['7z -p glued', '7z a -pHunter2 a.7z f', `7z a -p${S} a.7z f`],
+    ['smbclient -U user%password', 'smbclient -U alice%Hunter2 //h/s', `smbclient -U alice%${S} //h/s`],
+    ['ssh-keygen -N', 'ssh-keygen -N Hunter2 -f k', `ssh-keygen -N ${S} -f k`],
+    [
+      'rclone config create … secret_access_key',
+      'rclone config create r s3 secret_access_key Hunter2',
+      `rclone config create r s3 secret_access_key ${S}`,
+    ],
+    [
+      'openssl in a JSON argv',
+      '["openssl","enc","-pass","pass:Hunter2"]',
+      `["openssl","enc","-pass","pass:${S}"]`,
+    ],
+  ];
+  masksEachOnce(cases);
+
+  const kept: Array<[string, string]> = [
+    ['openssl -pass env:', 'openssl enc -pass env:PASSPHRASE -in a'],
+    ['openssl -passin file:', 'openssl rsa -passin file:/run/pass -in k'],
+    ['openssl -passout fd:', 'openssl genrsa -passout fd:3 2048'],
+    ['smbclient -U without a password', 'smbclient -U alice //h/s'],
+    ['zip -P of another program', 'grep -P "a+" f'],
+    ['rclone secret_access_key outside config create or update', 'rclone copy secret_access_key x'],
+  ];
+  leavesEachAlone(kept);
+
+  it('masks them in an argv too, the same parts kept', () => {
+    const argv = (words: string[]) => argvSecrets(words).map((masked, i) => masked ?? words[i]);
+    expect(argv(['openssl', 'enc', '-pass', 'pass:Hunter2'])).toEqual([
+      'openssl',
+      'enc',
+      '-pass',
+      `pass:${S}`,
+    ]);
+    expect(argv(['openssl', 'enc', '-pass', 'env:PASSPHRASE'])).toEqual([
+      'openssl',
+      'enc',
+      '-pass',
+      'env:PASSPHRASE',
+    ]);
+    expect(argv(['zip', '-P', 'Hunter2', 'a.zip'])).toEqual(['zip', '-P', S, 'a.zip']);
+    expect(argv(['7z', 'a', '-pHunter2'])).toEqual(['7z', 'a', `-p${S}`]);
+    expect(argv(['smbclient', '-U', 'alice%Hunter2'])).toEqual(['smbclient', '-U', `alice%${S}`]);
+    expect(argv(['smbclient', '-U', 'alice'])).toEqual(['smbclient', '-U', 'alice']);
+    expect(argv(['ssh-keygen', '-N', 'Hunter2'])).toEqual(['ssh-keygen', '-N', S]);
+    expect(argv(['rclone', 'config', 'create', 'r', 's3', 'secret_access_key', 'Hunter2'])).toEqual([
+      'rclone',
+      'config',
+      'create',
+      'r',
+      's3',
+      'secret_access_key',
+      S,
+    ]);
+  });
+});
+
 describe('argvSecrets: a word secret for where it stands', () => {
   const cases: Array<[string, string[], Array<string | undefined>]> = [
     ['after --password', ['deploy', '--password', 'hunter2'], [undefined, undefined, S]],
