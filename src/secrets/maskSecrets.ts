@@ -1,5 +1,6 @@
 import { programFlagSecrets } from './commandLineRules.js';
 import { SECRET_RULES } from './secretRules.js';
+import { isReadingEnd, literalSpan, quoteLeftOpen, readShell } from './shellReading.js';
 
 // One pass per string: every rule is an alternative of one expression, so a text is scanned
 // once whatever the number of rules. Matches are rare, so their bookkeeping (group indices, the
@@ -45,17 +46,32 @@ function labelOfValue(value: string, fallback: string): string {
 const NOT_A_SECRET = /^(?:\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|null|true|false|\*+|.*(?:…|\.\.\.))$/;
 
 /**
+ * A command substitution (`$(…)`, backticks) or a process substitution (`<(…)`, `>(…)`): code
+ * that runs, not a secret. Masked, it would hide what runs from the approver
+ * (`API_TOKEN="$(curl … | sh)"`).
+ */
+const SUBSTITUTION = /\$\(|`|[<>]\(/;
+
+/**
  * The marker for a value that is secret by where it stands (`--token X`, `password=X`), named by
- * its shape; undefined when the value only refers to a secret.
+ * its shape; undefined when the value only refers to a secret or holds code.
  */
 export function valueMarker(value: string, label = 'secret-value'): string | undefined {
-  return NOT_A_SECRET.test(value) ? undefined : maskMarker(labelOfValue(value, label));
+  if (NOT_A_SECRET.test(value) || SUBSTITUTION.test(value)) return undefined;
+  return maskMarker(labelOfValue(value, label));
 }
 
 interface Replacement {
   start: number;
   end: number;
   marker: string;
+  /**
+   * Whether the span is a value read where it stands (`password=X`, a flag's value), which may
+   * misread the shell's quotes; a token's shape (`ghp_…`, a private key's block) holds none.
+   */
+  value?: true;
+  /** Shown right after the marker: the quote its value left open. */
+  after?: string;
 }
 
 function replacementFor(match: RegExpExecArray): Replacement | undefined {
@@ -70,7 +86,7 @@ function replacementFor(match: RegExpExecArray): Replacement | undefined {
   const marker = valueMarker(groups[secretGroup]!, rule.label);
   if (marker === undefined) return undefined;
   const [start, end] = match.indices!.groups![secretGroup]!;
-  return { start, end, marker };
+  return { start, end, marker, value: true };
 }
 
 function ruleReplacements(text: string): Replacement[] {
@@ -87,7 +103,7 @@ function programFlagReplacements(text: string): Replacement[] {
   const found: Replacement[] = [];
   for (const { start, end, value } of programFlagSecrets(text)) {
     const marker = valueMarker(value);
-    if (marker !== undefined) found.push({ start, end, marker });
+    if (marker !== undefined) found.push({ start, end, marker, value: true });
   }
   return found;
 }
@@ -144,9 +160,49 @@ function outsideMarkers(text: string, replacements: Replacement[]): Replacement[
   return kept;
 }
 
+/** Whether `text` around [start, end) is a pair of quotes the span is the inside of. */
+function quotedWhole(text: string, start: number, end: number): boolean {
+  const before = text[start - 1];
+  if (before === "'") return text[end] === "'";
+  return before === '"' && (text[end] === '"' || (text[start - 2] === '\\' && text.startsWith('\\"', end)));
+}
+
+/**
+ * `replacements` narrowed so that no marker hides shell structure (shellReading.ts): a value's
+ * span is cut to the literal the shell reads, and dropped when none is left; a quote the value's
+ * own text leaves open follows its marker when more follows on its line. Only a text with a value
+ * to mask is read.
+ */
+function keepingStructure(text: string, replacements: Replacement[]): Replacement[] {
+  if (!replacements.some((replacement) => replacement.value)) return replacements;
+  const reading = readShell(text);
+  const kept: Replacement[] = [];
+  for (const replacement of replacements) {
+    if (!replacement.value) {
+      kept.push(replacement);
+      continue;
+    }
+    const span = literalSpan(text, reading, replacement.start, replacement.end);
+    if (span === undefined) continue;
+    const { start, end } = span;
+    // Nothing read after the value: no quote is needed to show it is read as quoted. After a
+    // line break there is: the quote runs on over it, and hidden, it would read as closed.
+    const open =
+      span.quotes ??
+      (quotedWhole(text, start, end) || isReadingEnd(text, reading, end)
+        ? ''
+        : quoteLeftOpen(text.slice(start, end)));
+    kept.push({ start, end, marker: replacement.marker, ...(open === '' ? {} : { after: open }) });
+  }
+  return kept;
+}
+
 /** maskSecrets, also saying where the markers are. */
 export function maskSecretSpans(text: string): MaskedSpans {
-  const replacements = outsideMarkers(text, merged(ruleReplacements(text), programFlagReplacements(text)));
+  const replacements = keepingStructure(
+    text,
+    outsideMarkers(text, merged(ruleReplacements(text), programFlagReplacements(text))),
+  );
   if (replacements.length === 0) return { text, markers: [] };
   const markers: Array<[number, number]> = [];
   let out = '';
@@ -154,7 +210,7 @@ export function maskSecretSpans(text: string): MaskedSpans {
   for (const replacement of replacements) {
     out += text.slice(from, replacement.start);
     markers.push([out.length, out.length + replacement.marker.length]);
-    out += replacement.marker;
+    out += replacement.marker + (replacement.after ?? '');
     from = replacement.end;
   }
   return { text: out + text.slice(from), markers };

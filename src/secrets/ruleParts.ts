@@ -1,7 +1,7 @@
 // Pieces the secret rules are built of (secretRules.ts, commandLineRules.ts). Every repeat is
-// bounded, so no rule built of them can be made to backtrack across a long text, but for a quote
-// that never closes: read to its line's end, it is tried only where no closed part is, and gives
-// back at most what lies before the next quote of its kind, so a text is still read once.
+// bounded, so no rule built of them can be made to backtrack across a long text, but for the look
+// past a quote that never closes to its line's end: it is tried only where no closed part is, and
+// stops at the next quote of its kind, so a text is still read once.
 
 /** `[Pp][Aa]…`: the combined expression cannot take the `i` flag without loosening token shapes. */
 export function anyCase(word: string): string {
@@ -61,26 +61,32 @@ const FIRST_QUOTED_PART = `(?:'[^'\\r\\n]{0,1024}'|\\\\"${IN_ESCAPED_QUOTES}{0,1
 const MAX_WORD_PARTS = 64;
 
 /**
- * A quote that continues a word and that no closed part could be read from: the text was cut
- * mid-quote, or the command written wrong, and the shell would read on past the line. The word
- * is read to the end of its line, the reader's unit: no part crosses one. A JSON-escaped quote
- * (`\"` in rawArgs) is read to the end of its JSON string, a quote that is not escaped, where
- * the line's text ends. Tried only where no closed part is, so a word is still read one way.
+ * What a quote that never closes is read over: up to a blank, another quote, a backslash (a JSON
+ * escape: `\n`) or what could be shell structure (an operator, a parenthesis, a backtick). Such a
+ * quote is often no opening at all: it closes a string the value stood in
+ * (`-H 'X-Api-Key: 'abc; curl … | sh`), and all after it is code. Read to its line's end, as it
+ * once was, it hid that code from the approver; read so, the rest of the line stays readable and
+ * a secret of several blank-separated words (`password="ab cd`) shows its later words.
  */
-const UNCLOSED_PART =
-  `(?:'(?!${WORD_END})[^\\r\\n]*` +
-  `|\\\\"(?!${WORD_END})(?:\\\\[^\\r\\n]|[^"\\\\\\r\\n])*` +
-  `|"(?!${WORD_END})[^\\r\\n]*)`;
+const UNCLOSED_RUN = '[^\\s\'"\\\\;&|()<>`]{1,1024}';
 
 /**
- * A word's first part when it is a quote that never closes: its quotes are read as the closed
- * parts' are, to the end of the line (of the JSON string for `\"`), and nothing closes them. A
- * quote that closes, even right away (`""`), is no such part.
+ * A quote that continues a word and that no closed part could be read from: the text was cut
+ * mid-quote, the command written wrong, or the quote closes a string the word stood in. It adds
+ * to the word only the run right after it (UNCLOSED_RUN). Tried only where no closed part is, so
+ * a word is still read one way.
+ */
+const UNCLOSED_PART = `(?:'|\\\\?")(?!${WORD_END})${UNCLOSED_RUN}`;
+
+/**
+ * A word's first part when it is a quote that never closes: the quote and the run after it
+ * (UNCLOSED_RUN), where no quote of its kind closes it later on the line (on the JSON string for
+ * `\"`). A quote that closes, even right away (`""`), is no such part.
  */
 const UNCLOSED_FIRST_PART =
-  `(?:'(?!${WORD_END})[^'\\r\\n]*(?=[\\r\\n]|$)` +
-  `|\\\\"(?!${WORD_END})${IN_ESCAPED_QUOTES}*(?="|\\\\?(?:[\\r\\n]|$))` +
-  `|"(?!${WORD_END})${IN_QUOTES}*\\\\?(?=[\\r\\n]|$))`;
+  `(?:'(?!${WORD_END})${UNCLOSED_RUN}(?=[^'\\r\\n]*(?:[\\r\\n]|$))` +
+  `|\\\\"(?!${WORD_END})${UNCLOSED_RUN}(?=${IN_ESCAPED_QUOTES}*(?:"|\\\\?(?:[\\r\\n]|$)))` +
+  `|"(?!${WORD_END})${UNCLOSED_RUN}(?=${IN_QUOTES}*\\\\?(?:[\\r\\n]|$)))`;
 
 /**
  * Where a quoted part that starts a word does not end it: a part follows. Not a `,`, `]` or `}`
@@ -93,7 +99,7 @@ function continues(bare: string): string {
 /**
  * A whole shell word, as written: bare runs of characters not in `[bare]` (a character class's
  * body) and quoted parts, joined (`abc"def ghi"jkl`, `'a b'"c d"`), the last perhaps a quote
- * never closed (`abc"def ghi` to the end of its line). Each part comes after one of another kind,
+ * never closed (`abc"def` of `abc"def ghi`, to its first blank). Each part comes after one of another kind,
  * so a word is read in one way only: nothing can make the reading backtrack.
  */
 function shellWord(bare: string): string {
@@ -143,15 +149,15 @@ const SHELL_BARE = '\\s"\'\\\\;&|()<>`';
 export function quotedOrBare(name: string, lead = ''): string {
   const alone = `(?!${continues(SHELL_BARE)})`;
   // `admin:"two words"`: the shell joins a quoted part to what comes before it in one word. And
-  // `"admin:pass` that nothing closes: the lead kept, the rest of the line masked (shellWord
-  // reads such a quote only after the lead).
+  // `"admin:pass` that nothing closes: the lead kept, the run after it masked (shellWord reads
+  // such a quote only after the lead).
   const quotedAfterLead =
     lead === ''
       ? ''
       : `|${lead}'(?<secret${name}LeadSq>[^'\\r\\n]{1,1024})'${alone}` +
         `|${lead}"(?<secret${name}LeadDq>${IN_QUOTES}{1,1024})"${alone}` +
-        `|'${lead}${NOT_A_FLAG}(?<secret${name}UnclosedSqWord>[^'\\r\\n]+(?=[\\r\\n]|$))` +
-        `|"${lead}${NOT_A_FLAG}(?<secret${name}UnclosedDqWord>${IN_QUOTES}+\\\\?(?=[\\r\\n]|$))`;
+        `|'${lead}${NOT_A_FLAG}(?<secret${name}UnclosedSqWord>${UNCLOSED_RUN})(?=[^'\\r\\n]*(?:[\\r\\n]|$))` +
+        `|"${lead}${NOT_A_FLAG}(?<secret${name}UnclosedDqWord>${UNCLOSED_RUN})(?=${IN_QUOTES}*\\\\?(?:[\\r\\n]|$))`;
   return (
     `(?:'${lead}${NOT_A_FLAG}(?<secret${name}Sq>[^'\\r\\n]{1,1024})'${alone}` +
     `|\\\\"${lead}${NOT_A_FLAG}(?<secret${name}Eq>${IN_ESCAPED_QUOTES}{1,1024})\\\\"${alone}` +

@@ -9,6 +9,7 @@ import { argvSecrets } from '../../../src/secrets/argvSecrets.js';
 import { maskCommandLine } from '../../../src/secrets/maskCommandLine.js';
 import { maskSecrets } from '../../../src/secrets/maskSecrets.js';
 import { FAKE_GITHUB_TOKEN } from '../../support/fakeSecrets.js';
+import { CODE_HIDING_INPUTS } from './codeHidingInputs.js';
 
 const S = '[masked secret-value]';
 /** A legacy Vault token (`s.` and 24 letters and digits) is named by its shape. */
@@ -279,7 +280,12 @@ describe('maskSecrets: a secret after its flag, header or name', () => {
       'curl -H Cookie:session=abc123 https://x && deploy',
       'curl -H Cookie:[masked cookie] https://x && deploy',
     ],
-    ['a Set-Cookie header', 'Set-Cookie: id=a3fWa; Path=/; HttpOnly', 'Set-Cookie: [masked cookie]'],
+    // A `;` the shell would read as an operator stays in view (maskKeepsCode.test.ts).
+    [
+      'a Set-Cookie header',
+      'Set-Cookie: id=a3fWa; Path=/; HttpOnly',
+      'Set-Cookie: [masked cookie]; Path=/; HttpOnly',
+    ],
     [
       'a cookie in JSON',
       '{"headers":{"Cookie":"session=abc123"}}',
@@ -492,36 +498,50 @@ describe('maskSecrets: a shell word with quoted parts', () => {
 });
 
 describe('maskSecrets: a quote that never closes', () => {
-  // Text cut mid-quote, or a command written wrong: a quote the secret's word opens and nothing
-  // closes runs, as the shell would read it, past the line. Its line is masked to its end (its
-  // JSON string's end for a JSON-escaped quote), never only the word's part before the quote.
+  // Text cut mid-quote, a command written wrong, or a quote that closes a string the value stood
+  // in (`-H 'X-Api-Key: 'abc; curl … | sh`): the value is masked only to its first blank, quote,
+  // backslash or operator, and the quote it leaves open is shown after its marker. Masked to its
+  // line's end, as it once was, it hid code from the approver; a shell cannot run a line whose
+  // quote never closes anyway, so what follows is shown even where it is a secret's later words.
   const cases: Array<[string, string, string]> = [
     // [what, input, masked]
-    ['password= and a double quote', 'password=abc"def ghi', `password=${S}`],
-    ['--password= and a single quote', `deploy --password=ab'cd --env prod`, `deploy --password=${S}`],
-    ['an assignment, to the end of its line', 'PASSWORD=x"y ./run\nls -l', `PASSWORD=${S}\nls -l`],
-    ['a value quoted from its start', 'password="ab cd', `password=${S}`],
-    ['--password and a quote in its word', 'deploy --password ab"cd ef', `deploy --password ${S}`],
-    ['--token quoted from its start', `deploy --token 'ab cd`, `deploy --token ${S}`],
-    ['mysql -p', 'mysql -pab"c d shop', `mysql -p${S}`],
-    ['curl -u, the user kept', 'curl -u user:pa"s s https://x', `curl -u user:${S}`],
-    ['curl -u, the password quoted from its start', 'curl -u user:"pa ss https://x', `curl -u user:${S}`],
-    ['curl -u, the user quoted with it', 'curl -u "user:pa ss https://x', `curl -u "user:${S}`],
-    ['docker login -p', 'docker login -p ab"cd ef reg', `docker login -p ${S}`],
-    ['htpasswd -b', 'htpasswd -b f user ab"cd ef', `htpasswd -b f user ${S}`],
-    ['vault login and its token', `vault login ab'cd ef`, `vault login ${S}`],
+    ['password= and a double quote', 'password=abc"def ghi', `password=${S}" ghi`],
     [
-      'vault login password=',
-      'vault login -method=userpass password=ab"cd ef',
-      `vault login -method=userpass password=${S}`,
+      '--password= and a single quote',
+      `deploy --password=ab'cd --env prod`,
+      `deploy --password=${S}' --env prod`,
     ],
+    ['an assignment, to its first blank', 'PASSWORD=x"y ./run\nls -l', `PASSWORD=${S}" ./run\nls -l`],
+    ['a value quoted from its start', 'password="ab cd', `password=${S}" cd`],
+    ['--password and a quote in its word', 'deploy --password ab"cd ef', `deploy --password ${S}" ef`],
+    ['--token quoted from its start', `deploy --token 'ab cd`, `deploy --token ${S}' cd`],
+    ['mysql -p', 'mysql -pab"c d shop', `mysql -p${S}" d shop`],
+    ['curl -u, the user kept', 'curl -u user:pa"s s https://x', `curl -u user:${S}" s https://x`],
     [
-      'an assignment in a command inside JSON, to its string’s end',
+      'curl -u, the password quoted from its start',
+      'curl -u user:"pa ss https://x',
+      `curl -u user:${S}" ss https://x`,
+    ],
+    ['curl -u, the user quoted with it', 'curl -u "user:pa ss https://x', `curl -u "user:${S} ss https://x`],
+    ['docker login -p', 'docker login -p ab"cd ef reg', `docker login -p ${S}" ef reg`],
+    ['htpasswd -b', 'htpasswd -b f user ab"cd ef', `htpasswd -b f user ${S}" ef`],
+    ['vault login and its token', `vault login ab'cd ef`, `vault login ${S}' ef`],
+    [
+      'an assignment in a command inside JSON, to its first blank',
       '{"command":"PASSWORD=x\\"y z ./run","cwd":"/srv"}',
-      `{"command":"PASSWORD=${S}","cwd":"/srv"}`,
+      `{"command":"PASSWORD=${S}\\" z ./run","cwd":"/srv"}`,
     ],
   ];
   masksEachOnce(cases);
+
+  const vaultPassword = 'vault login -method=userpass password=ab"cd ef';
+  EXAMPLES.push(vaultPassword);
+  it('masks vault login password=, and the word after it as vault’s token', () => {
+    expect(maskSecrets(vaultPassword)).toEqual({
+      text: `vault login -method=userpass password=${S}" ${S}`,
+      count: 2,
+    });
+  });
 
   it('masks MSP_HOST_COMMAND to the end of its text, as the shell reads it', () => {
     expect(maskCommandLine('GH_AUTH=ab"c d muse serve\n--port 1')).toBe(`GH_AUTH=${S}`);
@@ -930,6 +950,28 @@ describe('masking is idempotent', () => {
       expect(maskSecrets(once), example).toEqual({ text: once, count: 0 });
       const logged = maskCommandLine(example);
       expect(maskCommandLine(logged), example).toBe(logged);
+    }
+  });
+});
+
+describe('masking keeps the shell structure', () => {
+  /**
+   * The operators and substitutions of `text` as the shell reads them, roughly: what a
+   * single-quoted string holds is literal, a double-quoted one only substitutes.
+   */
+  function structure(text: string): string[] {
+    const unquoted = text.replace(/'[^'\n]*'|"(?:[^"\\\n]|\\.)*"/g, (quoted) =>
+      quoted.startsWith("'") ? ' ' : ` ${(quoted.match(/\$\(|`/g) ?? []).join(' ')} `,
+    );
+    return unquoted.match(/\$\(|[<>]\(|[;|&`\n]/g) ?? [];
+  }
+
+  // maskCommandLine is left out: it masks the MSP_HOST_COMMAND log line, never a card, and there
+  // masking too much is the safe side.
+  it('hides no operator or substitution of any example, nor of an input that once hid code', () => {
+    const inputs = [...EXAMPLES, ...CODE_HIDING_INPUTS.map(([, input]) => input)];
+    for (const input of inputs) {
+      expect(structure(maskSecrets(input).text), input).toEqual(structure(input));
     }
   });
 });
