@@ -1,5 +1,6 @@
 import type { ApprovalSubject, CuaCardFacts, RequirementRef } from '../../msp/protocol.js';
 import type { Intake } from '../record.js';
+import { syntaxOutsideWords } from './commandText.js';
 import { earlierStageMoves } from './earlierStages.js';
 
 // What a request asks to do, as canonical capability strings (docs/grants.md), and whether a
@@ -36,8 +37,10 @@ export function stageCapabilities(request: CapabilityRequest): StageCapabilities
  * in eight worktrees, docs/slack.md): a person decides each of them, and no grant is made of it.
  */
 export function alikeCapabilities(request: CapabilityRequest): StageCapabilities {
-  const { alike } = derivedOnce(request);
+  const { alike, outside } = derivedOnce(request);
   if ('notGrantable' in alike) return { capabilities: [], notGrantable: alike.notGrantable };
+  // A redirection is the command's wherever it runs: a batch must not hide it among plain ones.
+  if (outside) return { capabilities: [], notGrantable: outside };
   return withRequestChecks(request, { capabilities: alike.capabilities });
 }
 
@@ -53,6 +56,8 @@ interface Derivation {
   tool: string;
   sourceIndex: number;
   alike: Derived;
+  /** Why a shell command's text does more than its stages' words (commandText.ts), if it does. */
+  outside?: string;
   scoped: StageCapabilities;
 }
 
@@ -71,11 +76,13 @@ function derivedOnce(request: CapabilityRequest): Derivation {
   if (known && known.tool === tool && known.sourceIndex === sourceIndex) return known;
   const raw = subjectCapabilities(request);
   const alike = 'notGrantable' in raw ? raw : { capabilities: canonicalCapabilities(raw.capabilities) };
+  const outside = subject.kind === 'shell' ? syntaxOutsideWords(subject) : undefined;
   const derivation = {
     tool,
     sourceIndex,
     alike,
-    scoped: inWorkspace(subject, request.currentRequirementId, alike),
+    outside,
+    scoped: inWorkspace(subject, request.currentRequirementId, alike, outside),
   };
   derivations.set(subject, derivation);
   return derivation;
@@ -187,7 +194,12 @@ function argvWord(word: string): string {
  * directory holds: a grant made in one workspace never answers the same words in another. The root
  * is the subject's own (the host's word for where this command runs), never the session's.
  */
-function inWorkspace(subject: ApprovalSubject, current: RequirementRef, alike: Derived): StageCapabilities {
+function inWorkspace(
+  subject: ApprovalSubject,
+  current: RequirementRef,
+  alike: Derived,
+  outside: string | undefined,
+): StageCapabilities {
   if ('notGrantable' in alike) return { capabilities: [], notGrantable: alike.notGrantable };
   if (subject.kind !== 'shell') return alike;
   const root = subject.workspaceRoot;
@@ -197,8 +209,9 @@ function inWorkspace(subject: ApprovalSubject, current: RequirementRef, alike: D
     return { capabilities: alike.capabilities, notGrantable: why };
   }
   const capabilities = canonicalCapabilities([...alike.capabilities, `in:${root}`]);
-  const moved = earlierStageMoves(subject.stages ?? [], current.sourceIndex);
-  return moved ? { capabilities, notGrantable: moved } : { capabilities };
+  // The words are understood, and shown; what the grant would not encode keeps it from being made.
+  const notGrantable = outside ?? earlierStageMoves(subject.stages ?? [], current.sourceIndex);
+  return notGrantable ? { capabilities, notGrantable } : { capabilities };
 }
 
 function network(subject: ApprovalSubject): Derived {
