@@ -39,11 +39,12 @@ end
 local function use_out(r, now)
   return r[18] == 0 and ends(r) > now and r[16] == 0 and r[14] < r[17]
 end
--- Bot-held grants of one key: caller, tool, sandbox, route and capabilities, and for a session's
--- grant its host (a session id is the host's own word: another host's session may share it).
+-- Bot-held grants of one key: caller, tool, sandbox, route and capabilities, and but for a host's
+-- grant its host (a session id is the host's own word: another host's session may share it; an
+-- owner's paths are those of one host).
 local function same_key(r, o)
   return r[7] == 'b' and o[7] == 'b' and r[2] == o[2] and r[3] == o[3] and r[4] == o[4]
-    and r[5] == o[5] and r[6] == o[6] and (string.sub(r[2], 1, 8) ~= 'session:' or r[10] == o[10])
+    and r[5] == o[5] and r[6] == o[6] and (string.sub(r[2], 1, 5) == 'host:' or r[10] == o[10])
 end
 local function save(key, rows)
   if #rows == 0 then redis.call('DEL', key) else redis.call('SET', key, cmsgpack.pack(rows)) end
@@ -100,8 +101,8 @@ if earlier then
   -- the earlier layout's give-back sees only its own bucket, not this grant: it ends here too.
   local use_out = current and f[3] and tonumber(f[3]) <= 0 and tonumber(f[5] or '0') < tonumber(f[6] or '0')
   local held = (usable or use_out) and cjson.decode(f[4])
-  -- Another host's session grant (the same session id) is not of this key: it stays.
-  if held and string.sub(new[2], 1, 8) == 'session:' and type(held.hostId) == 'string'
+  -- Another host's grant (a session's of the same id, the owner's) is not of this key: it stays.
+  if held and string.sub(new[2], 1, 5) ~= 'host:' and type(held.hostId) == 'string'
     and held.hostId ~= new[10] then held = false end
   if held then
     if usable and held.approvalId == new[9] and held.grantedBy == new[8] then

@@ -495,6 +495,21 @@ describe.each(BACKENDS)('the grant store on %s Redis', (kind) => {
       expect(await closingEvents()).toEqual([['replaced', byUses.grantId]]);
     });
 
+    it("leaves the owner's grant made on another host alone: it answers only that host", async () => {
+      const { store } = newStore();
+      const owner = { caller: 'user:U0OWN' };
+      const there = await store.create(botGrant({ ...owner, hostId: 'other' }));
+      const here = await store.create(botGrant({ ...owner, approvalId: 'a-2', grantedBy: 'U0BOB' }));
+      expect(await closingEvents()).toEqual([]);
+      const ids = async () =>
+        (await store.candidates({ ...S1, ...owner }, now())).map((g) => g.grantId).sort();
+      expect(await ids()).toEqual([there.grantId, here.grantId].sort());
+      // Pressed again on this host, only this host's grant is replaced.
+      const again = await store.create(botGrant({ ...owner, approvalId: 'a-3' }));
+      expect(await ids()).toEqual([again.grantId, there.grantId].sort());
+      expect(await closingEvents()).toEqual([['replaced', here.grantId]]);
+    });
+
     it('keeps one host-held grant per approval when two replicas record it at once', async () => {
       const a = newStore(redis).store;
       const b = newStore(redisB).store;

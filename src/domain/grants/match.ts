@@ -73,9 +73,10 @@ export function onceChoice(choices: readonly ApprovalChoice[]): ApprovalChoice |
 /**
  * Does this grant answer the question, now? Every part must be equal; capabilities a subset. The
  * caller is the question's, or `sessionCaller` for a grant bound to the session by its scope. A
- * session id is only the host's word, so a session's grant also needs the host it was made on: a
- * host that copies another's session id (or whose ids collide with it) reaches none of its grants.
- * The owner's and the host's grants name whom they bind themselves.
+ * grant also needs the host it was made on: a session id is only the host's word (a host that
+ * copies another's session id, or whose ids collide with it, reaches none of its grants), and an
+ * owner's paths and workspaces are those of one host (`make deploy` in /srv/app on one of their
+ * hosts says nothing of /srv/app on another). A host's grant names its host itself.
  */
 function grantMatches(grant: Grant, question: GrantQuestion, now: Date, sessionCaller?: string): boolean {
   return (
@@ -88,7 +89,7 @@ function grantMatches(grant: Grant, question: GrantQuestion, now: Date, sessionC
     grant.tool === question.tool &&
     grant.sandboxMode === question.sandboxMode &&
     grant.route === question.route &&
-    (!grant.caller.startsWith('session:') || grant.hostId === question.hostId) &&
+    (grant.caller.startsWith('host:') || grant.hostId === question.hostId) &&
     covers(grant.capabilities, question.capabilities)
   );
 }

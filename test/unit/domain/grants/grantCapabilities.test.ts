@@ -362,14 +362,16 @@ describe('grantQuestion and findGrant: every part equal, capabilities a subset',
         'session:s9',
       ),
     ).toBeUndefined();
-    // The owner's grants are the owner's on every host they run agents on: the owner is ours to say.
-    expect(
-      findGrant(
-        [grant({ caller: 'user:U0OWN', hostId: 'other' })],
-        { ...question, caller: 'user:U0OWN' },
-        NOW,
-      )?.grantId,
-    ).toBe('g1');
+  });
+
+  it("finds none of an owner's grant made on another host: its paths and workspace are that host's", () => {
+    // `make deploy` in /srv/app on one host says nothing of /srv/app on another of the owner's.
+    const owners = { ...question, caller: 'user:U0OWN' };
+    expect(findGrant([grant({ caller: 'user:U0OWN', hostId: 'other' })], owners, NOW)).toBeUndefined();
+    expect(findGrant([grant({ caller: 'user:U0OWN' })], owners, NOW)?.grantId).toBe('g1');
+    // A host's grant names its host itself.
+    const hosts = { ...question, caller: 'host:main' };
+    expect(findGrant([grant({ caller: 'host:main', hostId: 'main' })], hosts, NOW)?.grantId).toBe('g1');
   });
 
   it('finds none for a superset of what the grant covers', () => {
