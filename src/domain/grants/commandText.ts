@@ -12,6 +12,14 @@ import type { ApprovalSubject } from '../../msp/protocol.js';
 const SYNTAX_CHARS = ['<', '>', '='] as const;
 
 /**
+ * One stream joined to another (`2>&1`, `>&2`), a word of its own: it writes nowhere new, and
+ * agents add it to most commands. Taken out of the text and of the words alike before counting,
+ * so one inside a quoted word (`' 2>&1 '`) leaves the count as it was, and a redirection beside
+ * it (`2>&1 > x`, `2>&1>x`, `>&file`) still counts.
+ */
+const STREAM_JOIN = /(?<=^|\s)\d?>&\d(?=$|[\s;&|)])/g;
+
+/**
  * A word that reads as a redirection (`>`, `2>/dev/null`, `&>log`, `<<EOF`, `{fd}>x`): the
  * capability does not tell a quoted `'>'` from the operator, so a grant on it would answer both.
  */
@@ -23,11 +31,11 @@ const REDIRECTION_WORD = /^(?:\d+|\{[A-Za-z_][A-Za-z0-9_]*\})?(?:[<>]|&>)/;
  * a later `git commit` runs. A subject with no command text has only its words to show.
  */
 export function syntaxOutsideWords(subject: ApprovalSubject): string | undefined {
-  const words = (subject.stages ?? []).flatMap((stage) => stage.argv);
+  const words = (subject.stages ?? []).flatMap((stage) => stage.argv).map(withoutStreamJoins);
   const outside = 'a redirection, here-doc or assignment outside its words';
   if (words.some((word) => REDIRECTION_WORD.test(word))) return outside;
-  const text = subject.command;
-  if (text === undefined) return undefined;
+  if (subject.command === undefined) return undefined;
+  const text = withoutStreamJoins(subject.command);
   return SYNTAX_CHARS.some((char) => count(text, char) > words.reduce((n, word) => n + count(word, char), 0))
     ? outside
     : undefined;
@@ -35,4 +43,8 @@ export function syntaxOutsideWords(subject: ApprovalSubject): string | undefined
 
 function count(text: string, char: string): number {
   return text.split(char).length - 1;
+}
+
+function withoutStreamJoins(text: string): string {
+  return text.replace(STREAM_JOIN, '');
 }

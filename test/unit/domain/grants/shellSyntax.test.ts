@@ -90,6 +90,10 @@ const HIDDEN: [string, string][] = [
   ['an appending assignment', 'PATH+=:/tmp/bin npm test'],
   ['a redirection a parser reads as a comment', 'npm test a#b > .git/hooks/pre-commit'],
   ['a redirection after an ANSI-C quote', "npm test $'\\'' > .git/hooks/pre-commit"],
+  ['a redirection beside a stream joined', 'npm test 2>&1 > .git/hooks/pre-commit'],
+  ['a redirection glued to a stream joined', 'npm test 2>&1>.git/hooks/pre-commit'],
+  ['a stream sent to a file by name', 'npm test >&.git/hooks/pre-commit'],
+  ['a redirection beside a quoted stream join', "npm test ' 2>&1 ' > .git/hooks/pre-commit"],
 ];
 
 describe('a shell command with syntax outside its words (docs/grants.md)', () => {
@@ -143,6 +147,17 @@ describe('a shell command with syntax outside its words (docs/grants.md)', () =>
       ['npx vitest run --reporter=dot', [['npx', 'vitest', 'run', '--reporter=dot']]],
       ['git commit -m "a > b"', [['git', 'commit', '-m', 'a > b']]],
       ["git log --format='<%an>'", [['git', 'log', '--format=<%an>']]],
+      // Joining one stream to another writes nowhere new: agents add it to most commands.
+      ['npm test 2>&1', [['npm', 'test']]],
+      ['npm test >&2', [['npm', 'test']]],
+      [
+        'npm test 2>&1 | tail -5',
+        [
+          ['npm', 'test'],
+          ['tail', '-5'],
+        ],
+      ],
+      ["git commit -m ' 2>&1 '", [['git', 'commit', '-m', ' 2>&1 ']]],
     ];
     for (const [command, stages] of grantable) {
       const subject = shell(command, ...stages);
