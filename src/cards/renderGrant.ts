@@ -20,11 +20,18 @@ const CAPABILITY_VERBS: ReadonlyArray<[prefix: string, verb: string]> = [
   ['tool:', 'tool '],
 ];
 
+/**
+ * What a tool grant covers beyond the call shown: its capability names the tool alone, so the
+ * card's one call's arguments are not what is remembered.
+ */
+const TOOL_REACH = ', any arguments';
+
 /** `git push`, write `/srv/a.ts`, connect to `https://api.example.com:443`; escaped mrkdwn. */
 export function capabilityText(capability: string, max = 200): string {
   const known = CAPABILITY_VERBS.find(([prefix]) => capability.startsWith(prefix));
   if (!known) return inlineCode(capability, max);
-  return `${known[1]}${inlineCode(capability.slice(known[0].length), max)}`;
+  const text = `${known[1]}${inlineCode(capability.slice(known[0].length), max)}`;
+  return known[0] === 'tool:' ? `${text}${TOOL_REACH}` : text;
 }
 
 /**

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { decodeChoiceValue } from '../../../src/cards/ids.js';
 import { renderCard } from '../../../src/cards/renderCard.js';
 import {
+  capabilitiesText,
   grantListLine,
   rememberHeading,
   renderGrantLine,
@@ -210,6 +211,14 @@ describe('grant lines are inert whatever the agent sent', () => {
     expect(allText(card)).toContain(':repeat: *Remembered:* `make install` in `/srv/a` ');
     // An agent's root is code too, however it is spelled.
     expect(rememberHeading(['exec:ls', `in:/srv/${EVIL}`], 'host:ci')).not.toContain('<!channel>');
+  });
+
+  it('a tool grant says it covers the tool whatever its arguments, wherever it is shown', () => {
+    // The card showed one call's arguments; the grant answers every call of the tool.
+    expect(rememberHeading(['tool:run_sql'], 'session:s1')).toBe(
+      "*Approve and don't ask again:* tool `run_sql`, any arguments in this session",
+    );
+    expect(capabilitiesText(['tool:run_sql'])).toBe('tool `run_sql`, any arguments');
   });
 
   it('a host-held grant is listed with its rule, kept by the host', () => {
