@@ -36,7 +36,23 @@ const UNAVAILABLE: Record<NonNullable<ApprovalRecord['unavailable']>, string> = 
   stageMoved: STAGE_MOVED,
   alreadyTerminal: ALREADY_TERMINAL,
   resolving: RESOLVING,
+  routeChanged: ':no_entry: The request changed route after it was asked',
 };
+
+/**
+ * Why a card asked again on another route takes no decision (record.rerouted): its channel, its
+ * approvers and its quorum are the first question's. Route names come from the config file.
+ */
+function reroutedLine(record: ApprovalRecord): string {
+  const change = record.rerouted;
+  const what =
+    change?.change === 'route' && change.from !== undefined && change.to !== undefined
+      ? `(from route ${clip(change.from, 100)} to ${clip(change.to, 100)})`
+      : change?.change === 'tool'
+        ? '(the agent host asked it again for another tool)'
+        : '(the agent host asked it again for another session)';
+  return `${UNAVAILABLE.routeChanged} ${what}: its approvers here are not the ones it needs now, so it is not decided from this card. It stays pending at the agent host.`;
+}
 
 const RESOLVED_BY: Record<string, string> = {
   policy: 'policy',
@@ -244,6 +260,7 @@ function phaseStatus(record: ApprovalRecord, budget: CardBudget): KnownBlock[] {
     case 'deciding':
       return [section(decidingLine(record))];
     case 'unavailable':
+      if (record.rerouted) return [section(reroutedLine(record))];
       return [section(UNAVAILABLE[record.unavailable ?? 'unknownToHost'])];
     case 'resolved':
       return record.resolution

@@ -192,6 +192,8 @@ export function refusalText(refusal: Refusal): string {
       return 'The agent host does not know this request any more. Countersign is asking it what is still pending; the card will show what it says. Nothing was decided.';
     case 'settledByHost':
       return 'The agent host is settling this request itself (it found it already decided, or is resolving it). Nothing was decided here; the card shows how it ends.';
+    case 'routeChanged':
+      return 'The request changed route after it was asked: the agent host asked it again for another workspace, tool or session than this card was posted for, so it is not decided from this card. Nothing was decided; it stays pending at the agent host.';
     case 'notRecorded':
       return 'Your click could not be recorded: Countersign’s database is not answering. Nothing was decided. Please click again in a minute.';
     case 'forwarded':

@@ -12,6 +12,8 @@ export type AskedQuestion = Pick<
   | 'protectedWrite'
   | 'judgeEscalated'
   | 'cuaCardFacts'
+  | 'argsReasked'
+  | 'argsSha256'
 >;
 
 /**
@@ -42,6 +44,10 @@ function shownMarks(record: AskedQuestion): Record<string, unknown> | undefined 
   if (record.judgeEscalated) shown.judgeEscalated = true;
   const screen = shownScreen(record.cuaCardFacts);
   if (screen) shown.screen = screen;
+  // The arguments the card shows, once the host asked the approval again with other ones than
+  // it first did (record.argsReasked): a card drawn before then showed the earlier ones. Not
+  // otherwise, so that the buttons of every card drawn before arguments were covered still work.
+  if (record.argsReasked) shown.args = record.argsSha256 ?? '';
   return Object.keys(shown).length > 0 ? shown : undefined;
 }
 
@@ -49,7 +55,7 @@ function shownMarks(record: AskedQuestion): Record<string, unknown> | undefined 
  * A short digest of the question an approval asks now, as its card shows it: its subject, the
  * stage asked about, the choices, the risk rules it matched, and the marks that change what is
  * decided or who must look (a protected write, an escalation by the automated judge, the
- * computer-use facts). Every deciding button and every modal that asks for something typed
+ * computer-use facts, the arguments once the host asked again with other ones). Every deciding button and every modal that asks for something typed
  * carries the digest of what it showed, so a press or submit after the host re-asked (another
  * command, or the same one now marked a protected write) decides nothing it did not show.
  */

@@ -285,11 +285,32 @@ export const ApprovalRecord = z.object({
    * For unavailable cards: why no decision can be made from here right now. `stageMoved`: the
    * host answered a decide naming a later stage, whose choices are not known until it is re-read.
    * `alreadyTerminal`, `resolving`: the host said (approval/updated) that a recovery found it
-   * already decided, or that it is resolving it itself (a computer-use takeover).
+   * already decided, or that it is resolving it itself (a computer-use takeover). `routeChanged`:
+   * see `rerouted`.
    */
   unavailable: z
-    .enum(['heldElsewhere', 'unknownToHost', 'stageMoved', 'alreadyTerminal', 'resolving'])
+    .enum(['heldElsewhere', 'unknownToHost', 'stageMoved', 'alreadyTerminal', 'resolving', 'routeChanged'])
     .optional(),
+  /**
+   * The host asked this approvalId again (or updated it) with a question the record's route would
+   * not have placed: another route (`from`, `to`: route names), another tool, or another session.
+   * The card's channel, route, quorum and caller are the first question's, so no decision is taken
+   * on it from then on, whatever is asked later (decisionCheck.ts); the host's approval stays
+   * pending. Never cleared.
+   */
+  rerouted: z
+    .object({
+      change: z.enum(['route', 'tool', 'session']),
+      from: z.string().optional(),
+      to: z.string().optional(),
+    })
+    .optional(),
+  /**
+   * The host asked this approvalId again with other arguments (rawArgs) than it first did: from
+   * then on the question digest covers them (questionDigest.ts), so a press on a card that showed
+   * the earlier ones decides nothing.
+   */
+  argsReasked: z.literal(true).optional(),
   /** policyPersistence reported before the approval resolved, kept for its resolution. */
   persistence: RulePersistence.optional(),
   /**

@@ -25,6 +25,8 @@ export type Refusal =
   | { code: 'unknownToHost' }
   /** The host settles this request itself: found already decided, or resolving a takeover. */
   | { code: 'settledByHost' }
+  /** The host asked it again on another route, tool or session than its card's (record.rerouted). */
+  | { code: 'routeChanged' }
   | { code: 'notRecorded' }
   /** Handed to the replica that runs the host; it answers later. */
   | { code: 'forwarded' }

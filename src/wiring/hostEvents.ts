@@ -69,6 +69,7 @@ export function wireHostEvents(needs: HostEventsNeeds) {
       const route = router.placeNow(input);
       return { name: route.name, channel: route.channel, quorum: route.rules.quorum };
     },
+    knowsRoute: (route) => router.named(route) !== undefined,
     sandboxModeOf: (hostId) => specs.get(hostId)?.sandboxMode ?? 'default',
     redis: needs.redisHealth,
     maxBufferedEvents: config.hostEventBuffer,

@@ -50,6 +50,7 @@ const RESYNC_AFTER: ReadonlySet<Refusal['code']> = new Set([
   'underReview',
   'sessionElsewhere',
   'settledByHost',
+  'routeChanged',
 ]);
 
 /** Where "don't ask again" is offered and kept (GrantMaker). */

@@ -20,6 +20,9 @@ export interface DecisionAsk {
 /** Why `ask` cannot be decided on `record`, or undefined when it can. Pure. */
 export function whyNotDecidable(record: ApprovalRecord, ask: DecisionAsk): NotDecidable | undefined {
   if (isTerminal(record)) return { kind: 'final', record };
+  // Before the phase: whatever a later mutation made of the phase, a question asked again on
+  // another route, tool or session is never decided on the first one's card (record.rerouted).
+  if (record.rerouted) return { kind: 'unavailable', reason: 'routeChanged' };
   if (record.phase === 'reviewing') return { kind: 'underReview' };
   if (record.phase === 'unavailable')
     return { kind: 'unavailable', reason: record.unavailable ?? 'unknownToHost' };

@@ -87,6 +87,8 @@ function unavailableRefusal(reason: NonNullable<ApprovalRecord['unavailable']>):
     case 'alreadyTerminal':
     case 'resolving':
       return { code: 'settledByHost' };
+    case 'routeChanged':
+      return { code: 'routeChanged' };
     default:
       return { code: 'unknownToHost' };
   }

@@ -9,7 +9,7 @@ import type { RouteGrants } from '../../domain/route.js';
 import type { ApprovalHost, HostEvent } from '../../msp/events.js';
 import type { ApprovalRequestParams, ApprovalSubject } from '../../msp/protocol.js';
 import type { RiskInput } from '../../routing/risks.js';
-import type { ChosenRoute, RouteInput } from '../../routing/router.js';
+import { type ChosenRoute, FALLBACK_ROUTE_NAME, type RouteInput } from '../../routing/router.js';
 import { type ApprovalStore, FOR_HOST, type Mutation } from '../../store/approvalStore.js';
 import { Turns } from '../../util/turns.js';
 import type { Decider } from '../deciding/decider.js';
@@ -18,7 +18,9 @@ import type { RecordKeeper } from '../records/recordKeeper.js';
 import {
   openRecord,
   type Reopening,
+  type Rerouting,
   reopened,
+  rerouted,
   resolved,
   riskMarked,
   unavailable,
@@ -27,6 +29,7 @@ import {
 import { AskedApprovals } from './askedApprovals.js';
 import { HeldEvents, type RedisAvailability } from './heldEvents.js';
 import { fullTextFields } from './intake/takeFullText.js';
+import { takeTool } from './intake/takeRequest.js';
 import { KnownSessions } from './knownSessions.js';
 import type { OpenApprovalCap } from './openApprovalCap.js';
 import { OpenApprovals } from './openApprovals.js';
@@ -40,6 +43,12 @@ export interface HostEventHandlerOptions {
   logger: Logger;
   /** Which route, and so which channel, an approval's card goes to (see routing/). */
   routeFor: (input: RouteInput) => ChosenRoute & { quorum?: number };
+  /**
+   * Whether the route a record names is still in the file (or the fallback); without it, every
+   * route is. A re-asked question is compared with its record's route only while it is: a route
+   * gone from the file is decided by admins, or by the route that would place the record now.
+   */
+  knowsRoute?: (route: string | undefined) => boolean;
   /** The sandbox mode a host runs its agent in, stored on each of its approvals. */
   sandboxModeOf: (hostId: string) => string;
   /** A route's grants; without it, no approval waits for a grant. */
@@ -178,12 +187,25 @@ export class HostEventHandler {
         );
         return;
       case 'approvalUpdated': {
-        const { approvalId, subject } = event.params;
+        const { approvalId, subject, sessionId } = event.params;
+        const { hostId } = event;
+        // An update names no tool and no protected write: the record's, routed on the new subject.
+        const placement = (record: ApprovalRecord): Placement => ({
+          sessionId,
+          tool: record.tool,
+          route: this.routeOf({
+            hostId,
+            tool: record.tool,
+            subject,
+            sessionId,
+            protectedWrite: record.protectedWrite,
+          }).name,
+        });
         keeper.enqueue(approvalId, async () => {
           const record = await this.mutateMarkingRisks(
             approvalId,
-            event.hostId,
-            updated(event.params),
+            hostId,
+            this.placedAgain(hostId, approvalId, placement, updated(event.params)),
             subject,
           );
           if (record?.hostId === event.hostId) await this.keepFullSubject(record, subject);
@@ -260,9 +282,17 @@ export class HostEventHandler {
    * A new subject that intake cut: its full text replaces the one kept for "View full". Written
    * right after the record, while the card update is still on its way to Slack.
    */
-  private async keepFullSubject(record: ApprovalRecord, subject: ApprovalSubject): Promise<void> {
+  private async keepFullSubject(
+    record: ApprovalRecord,
+    subject: ApprovalSubject,
+    rawArgs?: string,
+  ): Promise<void> {
     if (isTerminal(record)) return;
-    const fields = fullTextFields(record, { subject });
+    // The arguments too once a re-ask changed them (reopened): "View full" must not show the first ones.
+    const fields = fullTextFields(record, {
+      subject,
+      ...(record.argsReasked && rawArgs !== undefined ? { rawArgs } : {}),
+    });
     if (fields) await this.options.store.saveFullText(record.approvalId, fields);
   }
 
@@ -276,12 +306,11 @@ export class HostEventHandler {
     const { keeper, store, logger } = this.options;
     const session = this.sessions.get(hostId, params.sessionId);
     const workspaceRoot = this.workspaceRootOf(params.subject, hostId, params.sessionId);
-    const route = this.options.routeFor({
+    const route = this.routeOf({
       hostId,
       tool: params.toolName,
-      workspaceRoot,
-      sessionTitle: session?.title,
-      subjectKind: params.subject.kind,
+      subject: params.subject,
+      sessionId: params.sessionId,
       protectedWrite: params.protectedWrite === true,
     });
     // A new approval past its host's cap gets no record and no card, and stays pending at the
@@ -377,18 +406,94 @@ export class HostEventHandler {
       const unused = created ? undefined : await early;
       if (unused) await answerer?.dropClaimed(unused);
     }
+    // The route as the router gives it for this question: the one a new record would get.
+    const placement = (): Placement => ({
+      sessionId: params.sessionId,
+      tool: takeTool(params.toolName),
+      route: route.name,
+    });
     const record = await this.mutateMarkingRisks(
       params.approvalId,
       hostId,
-      reopened(params, incarnation, phase, { heldElsewhere, asked }),
+      this.placedAgain(
+        hostId,
+        params.approvalId,
+        placement,
+        reopened(params, incarnation, phase, { heldElsewhere, asked }),
+      ),
       params.subject,
     );
     if (record && record.hostId !== hostId) return;
     if (record && isTerminal(record)) await store.forgetOpen(record);
-    else if (record) await this.keepFullSubject(record, params.subject);
+    else if (record) await this.keepFullSubject(record, params.subject, params.rawArgs);
     if (record?.phase === 'deciding' && record.claim) this.options.decider.replay(record);
     // A process that stopped between storing the record and answering it left the card waiting.
     else if (record?.slack.deferred && !isTerminal(record)) this.options.grants?.consider(record.approvalId);
+  }
+
+  /**
+   * The route a question goes to, as a new record's (opened()): on its tool, its workspace root,
+   * its session's title, its kind and whether it is a protected write.
+   */
+  private routeOf(question: {
+    hostId: string;
+    tool: string;
+    subject: ApprovalSubject;
+    sessionId: string;
+    protectedWrite: boolean;
+  }): ChosenRoute & { quorum?: number } {
+    const { hostId, tool, subject, sessionId, protectedWrite } = question;
+    return this.options.routeFor({
+      hostId,
+      tool,
+      workspaceRoot: this.workspaceRootOf(subject, hostId, sessionId),
+      sessionTitle: this.sessions.get(hostId, sessionId)?.title,
+      subjectKind: subject.kind,
+      protectedWrite,
+    });
+  }
+
+  /**
+   * `mutation` (a re-ask or an update of an approval we know), then the check that the question it
+   * leaves is still one its record's route, tool and session would place. The record keeps the
+   * route, channel, quorum and caller the first question was placed with, and the card is in that
+   * route's channel, before its approvers: a host (or an agent whose words it relays) could ask a
+   * harmless command in a lax workspace, then ask the same approvalId again with `rm -rf` in
+   * production. Such a record is not decided at all (recordMutations.rerouted): the smallest safe
+   * answer, where moving the card, its votes, escalation and grants to another route would be a new
+   * path of its own. The host's approval stays pending: it may ask under a new approvalId, which is
+   * placed afresh. Logged at warn as it is marked (again if compare-and-set runs the mutation again).
+   */
+  private placedAgain(
+    hostId: string,
+    approvalId: string,
+    placement: (record: ApprovalRecord) => Placement,
+    mutation: Mutation,
+  ): Mutation {
+    const { knowsRoute, logger } = this.options;
+    return (record) => {
+      const next = mutation(record);
+      const asked = next ?? record;
+      // A terminal record asked again is revived by the re-ask (reopened): checked like any other.
+      if (isTerminal(asked)) return next;
+      if (record.rerouted) return rerouted(undefined)(asked) ?? next;
+      const now = placement(record);
+      const change = changeOfPlacement(record, now, knowsRoute);
+      const marked = rerouted(change)(asked);
+      if (change && marked) {
+        logger.warn(
+          {
+            hostId,
+            approvalId,
+            route: record.route ?? FALLBACK_ROUTE_NAME,
+            routeNow: now.route,
+            change: change.change,
+          },
+          'the host asked an approval again on another route, tool or session than its card was placed for; it is not decided from that card',
+        );
+      }
+      return marked ?? next;
+    };
   }
 
   /**
@@ -461,4 +566,27 @@ export class HostEventHandler {
         });
     }
   }
+}
+
+/** How a question asked again would be placed now: the route the router gives it, its tool, its session. */
+interface Placement {
+  route: string;
+  /** As the record keeps it (intake). */
+  tool: string;
+  sessionId: string;
+}
+
+/** What of a record's placement a question asked again changes, if anything. */
+function changeOfPlacement(
+  record: ApprovalRecord,
+  now: Placement,
+  knowsRoute: ((route: string | undefined) => boolean) | undefined,
+): Rerouting | undefined {
+  if (now.sessionId !== record.sessionId) return { change: 'session' };
+  if (now.tool !== record.tool) return { change: 'tool' };
+  const from = record.route ?? FALLBACK_ROUTE_NAME;
+  if (now.route === from) return undefined;
+  // A route gone from the file has rules of its own (docs/routing.md): admins decide.
+  if (knowsRoute && !knowsRoute(record.route)) return undefined;
+  return { change: 'route', from, to: now.route };
 }

@@ -20,7 +20,15 @@ import type {
 import { intakeWith, newIntake } from '../hostEvents/intake/intakeReport.js';
 import type { PartReport } from '../hostEvents/intake/partIntake.js';
 import { fullTextFields } from '../hostEvents/intake/takeFullText.js';
-import { type TakenRequest, takeNote, takeQuestion, takeRequest } from '../hostEvents/intake/takeRequest.js';
+import {
+  argsSha256AsSent,
+  type TakenArgs,
+  type TakenRequest,
+  takeArgs,
+  takeNote,
+  takeQuestion,
+  takeRequest,
+} from '../hostEvents/intake/takeRequest.js';
 
 // Pure functions from (record, event) to the next record; undefined means "nothing changed".
 // The store applies them under compare-and-set, so they may run more than once.
@@ -153,9 +161,11 @@ export function reopened(
 ) {
   // Taken once, outside the mutation: compare-and-set may run it again.
   const question = takeQuestion(params);
+  const askedArgs = argsAskedAgain(params.rawArgs);
   return (record: ApprovalRecord): ApprovalRecord | undefined => {
     if (record.phase === 'resolved') return undefined;
     const sourceIndex = params.currentRequirementId.sourceIndex;
+    const args = askedArgs(record);
     const revived = isTerminal(record);
     let nextPhase: Phase = phase === 'reviewing' ? 'reviewing' : phaseAfterRefresh(record, sourceIndex);
     if (heldElsewhere) nextPhase = 'unavailable';
@@ -186,7 +196,11 @@ export function reopened(
         subject: question.subject,
         currentRequirementId: params.currentRequirementId,
       }).capabilities,
-      intake: intakeWith(record.intake, question.reports),
+      ...(args ? withArgs(args) : {}),
+      intake: intakeWith(
+        record.intake,
+        args ? { ...question.reports, rawArgs: args.report } : question.reports,
+      ),
       phase: nextPhase,
       claim: nextPhase === 'deciding' && !revived ? record.claim : undefined,
       unavailable: heldElsewhere ? 'heldElsewhere' : undefined,
@@ -201,6 +215,7 @@ export function reopened(
       sameJson(record.currentRequirementId, next.currentRequirementId) &&
       sameJson(record.availableChoices, next.availableChoices) &&
       sameJson(record.subject, next.subject) &&
+      !args &&
       record.judgeEscalated === next.judgeEscalated &&
       // Who may decide a protected write, and what the card shows of the screen, follow these.
       record.protectedWrite === next.protectedWrite &&
@@ -209,6 +224,72 @@ export function reopened(
       return undefined;
     }
     return next;
+  };
+}
+
+/**
+ * The arguments of a request asked again, when they are not the record's: the card shows them
+ * (and the digest covers them from then on), so it must not keep the first ask's. Undefined when
+ * unchanged, told by their hash without masking them again when the record's is of them as sent.
+ * Taken at most once however often compare-and-set runs the mutation.
+ */
+function argsAskedAgain(raw: string): (record: ApprovalRecord) => TakenArgs | undefined {
+  let taken: TakenArgs | undefined;
+  let asSent: string | undefined;
+  return (record) => {
+    if (record.argsSha256 !== undefined && record.argsSha256Of === undefined) {
+      asSent ??= argsSha256AsSent(raw);
+      if (asSent === record.argsSha256) return undefined;
+    }
+    taken ??= takeArgs(raw);
+    const same =
+      record.argsSha256 === undefined
+        ? taken.rawArgs === record.rawArgs
+        : taken.argsSha256 === record.argsSha256 && taken.argsSha256Of === record.argsSha256Of;
+    return same ? undefined : taken;
+  };
+}
+
+function withArgs(args: TakenArgs): Partial<ApprovalRecord> {
+  return {
+    rawArgs: args.rawArgs,
+    argsSha256: args.argsSha256,
+    argsSha256Of: args.argsSha256Of ?? undefined,
+    argsReasked: true,
+  };
+}
+
+/** What a question asked again changed of how its card was placed (record.rerouted). */
+export type Rerouting = NonNullable<ApprovalRecord['rerouted']>;
+
+/**
+ * A record asked again (or updated) on another route, tool or session than its card was placed
+ * for, or one marked so before: no decision is taken on it (decisionCheck.ts), its card says why
+ * without buttons, a claim or votes made for the earlier question are dropped (a claim is never
+ * replayed on the new question), and the host's approval stays pending. Applied after every
+ * re-ask and update, so that a later question placed where the first was does not make it
+ * decidable again. Undefined when nothing changes.
+ */
+export function rerouted(change: Rerouting | undefined) {
+  return (record: ApprovalRecord): ApprovalRecord | undefined => {
+    if (isTerminal(record)) return undefined;
+    const mark = record.rerouted ?? change;
+    if (!mark) return undefined;
+    const already =
+      record.rerouted !== undefined &&
+      record.phase === 'unavailable' &&
+      record.unavailable === 'routeChanged' &&
+      record.claim === undefined &&
+      record.votes === undefined;
+    if (already) return undefined;
+    return {
+      ...record,
+      rerouted: mark,
+      phase: 'unavailable',
+      unavailable: 'routeChanged',
+      claim: undefined,
+      votes: undefined,
+    };
   };
 }
 

@@ -141,6 +141,28 @@ function argsHash(
   return { argsSha256: sha256(maskedArgs.text), argsSha256Of: 'masked', maskedArgs };
 }
 
+/** A request's arguments as a record keeps them (masked, bounded), with their hash. */
+export interface TakenArgs
+  extends Pick<TakenRequest, 'rawArgs' | 'argsSha256' | 'argsSha256Of' | 'maskedArgs'> {
+  report: PartReport;
+}
+
+/** The arguments of a request, taken as takeRequest takes them; for one asked again too. */
+export function takeArgs(raw: string): TakenArgs {
+  const fitted = takeText(raw, MAX_RAW_ARGS_CHARS);
+  return { rawArgs: fitted.text, report: fitted.report, ...argsHash(raw, fitted.text, fitted.report) };
+}
+
+/** SHA-256 (hex) of the arguments as sent: what a record's argsSha256 is when masking hid nothing. */
+export function argsSha256AsSent(raw: string): string {
+  return sha256(raw);
+}
+
+/** A tool's name as a record keeps it (takeRequest): to compare a request asked again with it. */
+export function takeTool(raw: string): string {
+  return takeText(raw, MAX_TOOL_CHARS).text;
+}
+
 /**
  * Everything a new record takes from an approval request (and the session's title, which the
  * card shows), masked and bounded. Identifiers are not touched: the record keeps them from the
@@ -160,11 +182,12 @@ export function takeRequest(
     return fitted.text;
   };
   taken.tool = text('tool', params.toolName, MAX_TOOL_CHARS);
-  taken.rawArgs = text('rawArgs', params.rawArgs, MAX_RAW_ARGS_CHARS);
-  const hashed = argsHash(params.rawArgs, taken.rawArgs, taken.reports.rawArgs!);
-  taken.argsSha256 = hashed.argsSha256;
-  if (hashed.argsSha256Of) taken.argsSha256Of = hashed.argsSha256Of;
-  if (hashed.maskedArgs) taken.maskedArgs = hashed.maskedArgs;
+  const args = takeArgs(params.rawArgs);
+  taken.rawArgs = args.rawArgs;
+  taken.reports.rawArgs = args.report;
+  taken.argsSha256 = args.argsSha256;
+  if (args.argsSha256Of) taken.argsSha256Of = args.argsSha256Of;
+  if (args.maskedArgs) taken.maskedArgs = args.maskedArgs;
   if (typeof params.title === 'string') taken.title = text('title', params.title, MAX_TEXT_CHARS);
   if (params.reason !== undefined) taken.reason = text('reason', params.reason, MAX_TEXT_CHARS);
   if (sessionTitle !== undefined) {
