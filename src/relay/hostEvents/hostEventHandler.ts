@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
 import type { AuditTrail } from '../../domain/audit.js';
 import type { Grant } from '../../domain/grants/grant.js';
@@ -478,7 +479,12 @@ export class HostEventHandler {
       if (isTerminal(asked)) return next;
       if (record.rerouted) return rerouted(undefined)(asked) ?? next;
       const now = placement(record);
-      const change = changeOfPlacement(record, now, knowsRoute);
+      // The same question asked again (a listing after a restart) is the one its route's approvers
+      // were shown: a route it would get today is the file's edit (or a session renamed), and
+      // deciding it where it is lets no other question through. Only another question is checked.
+      const sameQuestion =
+        isDeepStrictEqual(asked.subject, record.subject) && asked.rawArgs === record.rawArgs;
+      const change = changeOfPlacement(record, now, sameQuestion, knowsRoute);
       const marked = rerouted(change)(asked);
       if (change && marked) {
         logger.warn(
@@ -580,12 +586,13 @@ interface Placement {
 function changeOfPlacement(
   record: ApprovalRecord,
   now: Placement,
+  sameQuestion: boolean,
   knowsRoute: ((route: string | undefined) => boolean) | undefined,
 ): Rerouting | undefined {
   if (now.sessionId !== record.sessionId) return { change: 'session' };
   if (now.tool !== record.tool) return { change: 'tool' };
   const from = record.route ?? FALLBACK_ROUTE_NAME;
-  if (now.route === from) return undefined;
+  if (now.route === from || sameQuestion) return undefined;
   // A route gone from the file has rules of its own (docs/routing.md): admins decide.
   if (knowsRoute && !knowsRoute(record.route)) return undefined;
   return { change: 'route', from, to: now.route };

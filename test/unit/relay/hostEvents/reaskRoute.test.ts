@@ -201,6 +201,18 @@ describe('a question asked again on another route', () => {
     expect(questionDigest(relay.current())).not.toBe(questionDigest(first));
   });
 
+  it('the same question listed again where the file now routes it elsewhere stays decidable', async () => {
+    // Placed on `staging` by the file as it was; the file now routes /home/dev to dev.
+    const first = { ...devRecord('ra-0008'), route: 'staging' };
+    const relay = relayOver(first);
+    await reask(relay, ask('ra-0008', DEV_ROOT, ['ls']));
+    expect(whyNotDecidable(relay.current(), ALLOW)).toBeUndefined();
+    expect(relay.warnings).toEqual([]);
+    // Another question is checked: even in the same workspace, it is not the one shown there.
+    await reask(relay, ask('ra-0008', DEV_ROOT, ['rm', '-rf', DEV_ROOT]));
+    expect(whyNotDecidable(relay.current(), ALLOW)).toBeDefined();
+  });
+
   it('a route gone from the file is left to the rules for one (admins decide)', async () => {
     const relay = relayOver(
       { ...devRecord('ra-0007'), route: 'renamed-away' },
