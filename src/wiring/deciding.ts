@@ -56,6 +56,7 @@ export function wireDeciding(needs: DecidingNeeds) {
       grants: grantStore,
       grantsOf: (route) => router.grantsOf(route),
       ladderOf: (route) => router.escalationOf(route),
+      logger,
     }),
     activity: needs.activity,
     // The answerer is made just below, with this Decider.

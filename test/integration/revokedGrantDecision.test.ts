@@ -78,7 +78,11 @@ describe('a decision by grant whose grant is revoked before the host takes it', 
       unansweredBackoff: { initialMs: 200, maxMs: 200 },
       warrant: new DecisionWarrant({
         authorizer: {
-          check: async () => ({ allowed: false, reason: 'notApprover' }) as never,
+          // The grants' granter (sampleBucketGrant) may decide; nobody else does here.
+          check: async (userId) =>
+            userId === 'U0ALICE'
+              ? { allowed: true, because: 'user' }
+              : ({ allowed: false, reason: 'notApprover' } as never),
           quorum: () => 1,
           ownerOf: () => undefined,
           authority: () => ({ route: '(none)', rules: undefined, protectedWrite: false }),

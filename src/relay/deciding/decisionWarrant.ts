@@ -1,10 +1,13 @@
+import type { Logger } from 'pino';
+import type { Authorization } from '../../domain/authorization.js';
 import { needsQuorum, outlastsRequest, timeoutChoice } from '../../domain/decisionWords.js';
-import type { GrantStore } from '../../domain/grants/grant.js';
+import type { Grant, GrantStore } from '../../domain/grants/grant.js';
 import { findGrant, grantQuestion, sessionCallerOf } from '../../domain/grants/match.js';
 import { questionDigest } from '../../domain/questionDigest.js';
 import { type ApprovalRecord, votersFor } from '../../domain/record.js';
 import { type EscalationStep, OPEN_RULES, type RouteGrants } from '../../domain/route.js';
 import { confirmsTarget } from '../../domain/typedConfirmation.js';
+import { LogBudget } from '../../util/logBudget.js';
 import type { Authorizer } from './authorizer.js';
 import type { DecidedBy, Recounted, Unwarranted, WarrantAsk } from './decision.js';
 import { reasonMissing } from './reasonRule.js';
@@ -24,14 +27,26 @@ export interface DecisionWarrantOptions {
   grantsOf: (route: string | undefined) => RouteGrants | undefined;
   /** The escalation ladder of the route a record names. */
   ladderOf: (route: string | undefined) => readonly EscalationStep[];
+  /** Told why a grant no longer answers because of its granter; without it, nothing is said. */
+  logger?: Logger;
   now?: () => Date;
 }
 
 export class DecisionWarrant {
   private readonly now: () => Date;
+  /**
+   * A granter who may no longer decide is said so at each request their grant would answer
+   * until it ends: an agent repeating a command would fill the log.
+   */
+  private readonly granterRefusals: LogBudget | undefined;
 
   constructor(private readonly options: DecisionWarrantOptions) {
     this.now = options.now ?? (() => new Date());
+    this.granterRefusals =
+      options.logger &&
+      new LogBudget(options.logger, {
+        summary: 'grants whose granter may no longer decide were refused again; lines skipped',
+      });
   }
 
   /**
@@ -137,14 +152,46 @@ export class DecisionWarrant {
     if (!question || question.once.choiceId !== ask.choiceId || question.sourceIndex !== ask.sourceIndex) {
       return false;
     }
-    const grant = await this.options.grants.get(by.grant.grantId);
+    // The grant's read is issued first, in this synchronous stretch: before the first send it
+    // rides the write that claims the stage (GrantAnswerer.readGrant). The granter's check goes
+    // alongside, from this process's copy of what Slack said once it is known (SharedLookups).
+    const [grant, granter] = await Promise.all([
+      this.options.grants.get(by.grant.grantId),
+      this.options.authorizer.check(by.grant.grantedBy, record),
+    ]);
     if (!grant || grant.grantedBy !== by.grant.grantedBy) return false;
     // A grant by uses had this decision's use taken, atomically, by whoever found it: what is
     // left is not counted again here; everything else must still match.
     const { usesLeft: _taken, ...unspent } = grant;
-    return (
-      findGrant([unspent], question, this.now(), sessionCallerOf(record, settings!.choices)) !== undefined
+    if (findGrant([unspent], question, this.now(), sessionCallerOf(record, settings!.choices)) === undefined)
+      return false;
+    return this.granterMayDecide(record, grant, granter);
+  }
+
+  /**
+   * A grant decides in its granter's name: only while they may decide the record now, as a click
+   * of theirs would be checked (a deactivated, guest or unconfirmed account, one taken off the
+   * route's approvers or out of its channel, the host's owner where they may not approve their
+   * own agent: none does). A standing they have only as someone's delegate is for deciding once,
+   * never a grant's. The grant stays: the granter may be restored, and a revocation is a
+   * person's act.
+   */
+  private granterMayDecide(
+    record: ApprovalRecord,
+    grant: Pick<Grant, 'grantId' | 'grantedBy'>,
+    granter: Authorization,
+  ): boolean {
+    if (granter.allowed && granter.because !== 'delegate') return true;
+    this.granterRefusals?.write(
+      {
+        approvalId: record.approvalId,
+        grantId: grant.grantId,
+        grantedBy: grant.grantedBy,
+        why: granter.allowed ? 'onlyAsDelegate' : granter.why,
+      },
+      'a grant’s granter may no longer decide this request; the grant does not answer it',
     );
+    return false;
   }
 
   /** The route's ladder ends in a timeout step, and this is the choice a timeout decides with. */

@@ -14,7 +14,7 @@ import {
 } from '../../../../src/domain/route.js';
 import { DecisionWarrant } from '../../../../src/relay/deciding/decisionWarrant.js';
 import { sampleRecord } from '../../../support/sampleRecord.js';
-import { testAuthorizer } from '../../../support/testAuthorizer.js';
+import { type TestAuthorizerOptions, testAuthorizer } from '../../../support/testAuthorizer.js';
 
 const NOW = new Date('2026-11-30T12:00:00Z');
 const GRANTS: RouteGrants = {
@@ -54,11 +54,18 @@ function liveGrant(overrides: Partial<Grant> = {}): Grant {
 }
 
 function warrant(
-  options: { grant?: Grant; ladder?: EscalationStep[]; grants?: RouteGrants; rules?: RouteRules } = {},
+  options: {
+    grant?: Grant;
+    ladder?: EscalationStep[];
+    grants?: RouteGrants;
+    rules?: RouteRules;
+    /** What Slack says now of who may decide (people, groups, stand-ins, the host's owner). */
+    slack?: TestAuthorizerOptions;
+  } = {},
 ) {
   const { rules } = options;
   return new DecisionWarrant({
-    authorizer: testAuthorizer(rules ? { rulesOf: () => rules } : {}),
+    authorizer: testAuthorizer({ ...(rules ? { rulesOf: () => rules } : {}), ...options.slack }),
     grants: { get: async (grantId) => (options.grant?.grantId === grantId ? options.grant : undefined) },
     grantsOf: () => options.grants ?? GRANTS,
     ladderOf: () => options.ladder ?? [],
@@ -122,6 +129,104 @@ describe('DecisionWarrant', () => {
     expect(await warrant().check(record, timeout)).toEqual(refused);
     // A timeout never approves.
     expect(await warrant({ ladder }).check(record, { ...timeout, choiceId: 'allow_once' })).toEqual(refused);
+  });
+});
+
+describe('DecisionWarrant: a grant whose granter may no longer decide', () => {
+  // A grant decides in its granter's name: it answers only while they may decide the request
+  // now, as a click of theirs would be checked (docs/security.md).
+  const grant = liveGrant();
+  const approvers = (...users: string[]): RouteRules => ({
+    ...OPEN_RULES,
+    approvers: { users, usergroups: [] },
+  });
+  const inGroup = (group: string): RouteRules => ({
+    ...OPEN_RULES,
+    approvers: { users: [], usergroups: [group] },
+  });
+
+  it('answers while the granter may decide the request now', async () => {
+    expect(
+      await warrant({ grant, rules: approvers('U0ALICE') }).check(record, byGrant(grant)),
+    ).toBeUndefined();
+    expect(
+      await warrant({ grant, rules: inGroup('S0OPS'), slack: { groups: { S0OPS: ['U0ALICE'] } } }).check(
+        record,
+        byGrant(grant),
+      ),
+    ).toBeUndefined();
+  });
+
+  it('answers nothing once the granter is deactivated, a guest, of another team, or not confirmed by Slack', async () => {
+    for (const person of [
+      { teamId: 'T1', guest: false, deactivated: true },
+      { teamId: 'T1', guest: true },
+      { teamId: 'T0OTHER', guest: false },
+    ]) {
+      const refusing = warrant({
+        grant,
+        rules: approvers('U0ALICE'),
+        slack: { people: { U0ALICE: person } },
+      });
+      expect(await refusing.check(record, byGrant(grant))).toEqual(UNWARRANTED_GRANT);
+    }
+    const unknown = warrant({
+      grant,
+      slack: {
+        people: async () => {
+          throw new Error('users.info failed');
+        },
+      },
+    });
+    expect(await unknown.check(record, byGrant(grant))).toEqual(UNWARRANTED_GRANT);
+  });
+
+  it('answers nothing once the granter is no longer among those who decide the route', async () => {
+    // Taken off the approvers, out of their user group, or out of the channel of a route without approvers.
+    expect(await warrant({ grant, rules: approvers('U0BOB') }).check(record, byGrant(grant))).toEqual(
+      UNWARRANTED_GRANT,
+    );
+    expect(
+      await warrant({ grant, rules: inGroup('S0OPS'), slack: { groups: { S0OPS: ['U0BOB'] } } }).check(
+        record,
+        byGrant(grant),
+      ),
+    ).toEqual(UNWARRANTED_GRANT);
+    expect(
+      await warrant({ grant, slack: { channels: { C1: ['U0BOB'] } } }).check(record, byGrant(grant)),
+    ).toEqual(UNWARRANTED_GRANT);
+    // The host's owner, on a route that does not let them approve their own agent's requests.
+    expect(
+      await warrant({
+        grant,
+        rules: { ...approvers('U0ALICE'), allowSelfApproval: false },
+        slack: { ownerOf: () => 'U0ALICE' },
+      }).check(record, byGrant(grant)),
+    ).toEqual(UNWARRANTED_GRANT);
+  });
+
+  it('answers nothing on a standing the granter has only as a delegate', async () => {
+    // Bob is away and named Alice: she may decide this once for him, not let a grant decide for her.
+    const standing = warrant({
+      grant,
+      rules: approvers('U0BOB'),
+      slack: {
+        standIns: {
+          U0ALICE: [
+            { userId: 'U0BOB', until: '2026-12-01T12:00:00Z', delegate: 'U0ALICE', since: NOW.toISOString() },
+          ],
+        },
+      },
+    });
+    expect(await standing.check(record, byGrant(grant))).toEqual(UNWARRANTED_GRANT);
+    // Her click is hers to make all the same.
+    expect(
+      await standing.check(record, {
+        sourceIndex: 0,
+        choiceId: 'allow_once',
+        by: { via: 'click', userId: 'U0ALICE' },
+      }),
+    ).toMatchObject({ kind: 'recounted' });
   });
 });
 
