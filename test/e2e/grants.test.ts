@@ -81,6 +81,13 @@ async function grantLine(world: World, command: string): Promise<string> {
   return String(line.args.text);
 }
 
+/** The lines the bot left for decisions by grant, so far. */
+function grantLines(world: World) {
+  return world.slack
+    .callsOf('chat.postMessage')
+    .filter((c) => String(c.args.text).startsWith(':repeat: Approved by a remembered grant'));
+}
+
 /** The approval's phase once it is final (resolved, superseded, orphaned), waiting for it. */
 async function phaseOf(world: World, approvalId: string, timeoutMs = 5_000): Promise<string> {
   const deadline = Date.now() + timeoutMs;
@@ -589,6 +596,46 @@ describe('remembered grants', () => {
     expect(await world.ephemeralTo('U0EVE')).toContain('Only <@U0ALICE> can decide on guarded');
     expect(world.host.decides()).toHaveLength(0);
     expect(await storeOf(world).list({}, new Date())).toEqual([]);
+  });
+
+  it('a grant answers nothing once its granter is deactivated, even for a request created claimed: a card, no line, the grant kept', async () => {
+    // What Slack says of people is kept one second here, so that the change below is seen.
+    const world = await startWorld({ COUNTERSIGN_MEMBERSHIP_CACHE_TTL: '1s' });
+    const grantId = await grantFrom(world, shell('gd-first', [['make', 'lint']]), REMEMBER);
+    // Answered by the grant: the next like request is looked up first and created claimed.
+    await world.host.open(shell('gd-2', [['make', 'lint']]));
+    await world.host.waitForDecide((d) => d.frame.params.approvalId === 'gd-2');
+    await grantLine(world, 'make lint');
+    // Alice's account is taken over, and deactivated.
+    world.slack.setUser('U0ALICE', { deleted: true });
+    await new Promise((r) => setTimeout(r, 1_100));
+    await expectPeopleAsked(world, shell('gd-3', [['make', 'lint']]));
+    await world.bot.waitForLog(
+      (l) =>
+        String(l.msg).startsWith('a grant’s granter may no longer decide') && l.json?.why === 'deactivated',
+    );
+    expect(world.host.decides().some((d) => d.frame.params.approvalId === 'gd-3')).toBe(false);
+    expect(grantLines(world)).toHaveLength(1);
+    // Not revoked: restored, Alice's grant answers again; a revocation is a person's act.
+    expect(await storeOf(world).get(grantId)).toMatchObject({ uses: 1 });
+    expect((await storeOf(world).get(grantId))?.revokedAt).toBeUndefined();
+  });
+
+  it("a grant answers nothing once its granter leaves the route's approvers' user group: the request gets its card", async () => {
+    const config = configFile(
+      configYaml({ routes: [route(undefined, { approvers: { usergroups: ['S0OPS'] } })] }),
+    );
+    cleanups.push(config.remove);
+    const world = await startWorld({
+      COUNTERSIGN_CONFIG: config.path,
+      COUNTERSIGN_USERGROUP_CACHE_TTL: '1s',
+    });
+    world.slack.setUsergroup('S0OPS', ['U0ALICE', 'U0BOB']);
+    await grantFrom(world, shell('gu-first', [['make', 'docs']]), REMEMBER);
+    world.slack.setUsergroup('S0OPS', ['U0BOB']);
+    await new Promise((r) => setTimeout(r, 1_100));
+    await expectPeopleAsked(world, shell('gu-2', [['make', 'docs']]));
+    expect(grantLines(world)).toHaveLength(0);
   });
 
   it('a route with grants switched off offers no "don\'t ask again", and a grant never answers there', async () => {
