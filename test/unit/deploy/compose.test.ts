@@ -26,6 +26,11 @@ interface Service {
   volumes?: string[];
   ports?: string[];
   healthcheck?: { test?: string[] | string };
+  networks?: string[] | Record<string, unknown>;
+  cap_drop?: string[];
+  security_opt?: string[];
+  read_only?: boolean;
+  tmpfs?: string[] | string;
 }
 
 /** What an operator puts in .env as REDIS_PASSWORD (hex, as `openssl rand -hex 32` prints). */
@@ -35,6 +40,7 @@ const composeText = readFileSync(join(PROJECT_ROOT, 'docker-compose.yml'), 'utf8
 const compose = parse(composeText) as {
   services: Record<string, Service>;
   volumes?: Record<string, { driver_opts?: Record<string, string> } | null>;
+  networks?: Record<string, { internal?: boolean } | null>;
 };
 const [botName, bot] = Object.entries(compose.services).find(([, s]) => s.build !== undefined) ?? [];
 const [redisName, redis] =
@@ -43,6 +49,12 @@ const host = compose.services['msp-host'];
 
 /** The bot's image's user (the Dockerfile's USER node), which Compose runs it as. */
 const BOT_UID = 1000;
+
+/** The networks a service joins, list or mapping form: Compose's `default` when it names none. */
+function networksOf(service: Service): string[] {
+  const networks = service.networks ?? ['default'];
+  return Array.isArray(networks) ? networks : Object.keys(networks);
+}
 
 /** The service's `environment` as written, list or mapping form. */
 function environmentOf(service: Service): Record<string, string> {
@@ -221,6 +233,32 @@ describe('docker-compose.yml', () => {
     expect(redis!.command?.join(' ')).toMatch(/--appendonly yes|--save /);
   });
 
+  // Redis' link is plain redis://: on a bridge the bot's host could reach, an agent (root after
+  // any setuid path, with Docker's NET_RAW) could ARP-spoof it and read AUTH.
+  it('keeps Redis on an internal network, which only the bot shares, and every network declared', () => {
+    const [redisNetwork, ...more] = networksOf(redis!);
+    expect(more, 'Redis joins one network').toEqual([]);
+    expect(redisNetwork).not.toBe('default');
+    expect(compose.networks?.[redisNetwork!]?.internal, `${redisNetwork} is internal`).toBe(true);
+    const sharing = Object.entries(compose.services)
+      .filter(([, service]) => networksOf(service).includes(redisNetwork!))
+      .map(([name]) => name)
+      .sort();
+    expect(sharing).toEqual([botName, redisName].sort());
+    // The bot reaches Slack through another network than Redis'.
+    expect(networksOf(bot!).some((n) => n !== redisNetwork && !compose.networks?.[n]?.internal)).toBe(true);
+    for (const service of Object.values(compose.services))
+      for (const network of networksOf(service))
+        if (network !== 'default') expect(Object.keys(compose.networks ?? {})).toContain(network);
+  });
+
+  it('runs the bot without capabilities or a way to gain privileges, on a read-only root filesystem', () => {
+    expect(bot!.cap_drop).toEqual(['ALL']);
+    expect(bot!.security_opt).toContain('no-new-privileges:true');
+    expect(bot!.read_only).toBe(true);
+    expect([bot!.tmpfs ?? []].flat()).toContain('/tmp');
+  });
+
   describe('the MSP host', () => {
     /** The names a service's text interpolates from .env. */
     const interpolatedNames = (service: Service) =>
@@ -244,6 +282,23 @@ describe('docker-compose.yml', () => {
       expect(Object.keys(environmentOf(host!)).filter((name) => botVariables().has(name))).toEqual([]);
       // From .env it takes its image and its command line only, never a token or a password.
       expect([...interpolatedNames(host!)].sort()).toEqual(['MSP_HOST_COMMAND', 'MSP_HOST_IMAGE']);
+    });
+
+    // The bot reaches it through the socket's volume only: on a network of the bot's or Redis',
+    // the agent could open redis:6379, read the bot's METRICS_PORT, or spoof their traffic.
+    it('shares no network with Redis or the bot', () => {
+      const hostNetworks = networksOf(host!);
+      expect(hostNetworks.length).toBeGreaterThan(0);
+      for (const other of [bot!, redis!])
+        expect(networksOf(other).filter((n) => hostNetworks.includes(n))).toEqual([]);
+    });
+
+    it('runs without capabilities or a way to gain privileges (no-new-privileges), root filesystem read-only', () => {
+      expect(host!.cap_drop).toEqual(['ALL']);
+      expect(host!.security_opt).toContain('no-new-privileges:true');
+      expect(host!.read_only).toBe(true);
+      // HOME, below, is there.
+      expect([host!.tmpfs ?? []].flat()).toContain('/tmp');
     });
 
     it('listens on the socket the bot’s host command connects to, on a volume both mount, that only they may open', () => {
