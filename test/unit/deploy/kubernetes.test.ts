@@ -17,6 +17,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
 import { Deployment } from 'kubernetes-models/apps/v1';
+import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { ConfigMap, Secret, Service } from 'kubernetes-models/v1';
 import pino from 'pino';
@@ -44,6 +45,7 @@ const MODELS: Record<string, { new (data: never): { validate(): void } }> = {
   'v1/Service': Service,
   'apps/v1/Deployment': Deployment,
   'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
+  'networking.k8s.io/v1/NetworkPolicy': NetworkPolicy,
   'monitoring.coreos.com/v1/ServiceMonitor': ServiceMonitor,
 };
 
@@ -199,6 +201,25 @@ interface ServicePort {
   targetPort: string | number;
 }
 
+type ServiceObject = KubeObject & {
+  spec: { type?: string; selector: Record<string, string>; ports: ServicePort[] };
+};
+
+/** The Services among `objects`. */
+function servicesOf(objects: KubeObject[]): ServiceObject[] {
+  return objects.filter((o) => o.kind === 'Service') as ServiceObject[];
+}
+
+/** The one Service with a port named `portName`: each port of the bot has a Service of its own. */
+function serviceWithPort(objects: KubeObject[], portName: string): ServiceObject {
+  const found = servicesOf(objects).filter((s) => s.spec.ports.some((p) => p.name === portName));
+  expect(
+    found.map((s) => s.metadata.name),
+    `one Service with a port ${portName}`,
+  ).toHaveLength(1);
+  return found[0]!;
+}
+
 /**
  * Each endpoint a ServiceMonitor scrapes is a port of the Service that leads to the bot's
  * METRICS_PORT, and a path served there; not PORT, which answers /metrics 404.
@@ -226,6 +247,14 @@ function readYaml<T>(...path: string[]): T {
 
 const secretTemplate = readYaml<KubeObject & { stringData: Record<string, string> }>('secret.example.yaml');
 const serviceMonitorFile = readYaml<KubeObject>('components', 'servicemonitor', 'servicemonitor.yaml');
+
+/** The base's Services, as its files have them. */
+function baseServiceFiles(): ServiceObject[] {
+  const kustomization = readYaml<{ resources: string[] }>('base', 'kustomization.yaml');
+  return kustomization.resources
+    .map((file) => readYaml<KubeObject>('base', file))
+    .filter((o) => o.kind === 'Service') as ServiceObject[];
+}
 
 /** Every variable the Deployment sets is one the bot reads; each Secret key it takes is in the template. */
 function checkEnvironment(objects: KubeObject[]): void {
@@ -377,7 +406,7 @@ describe('the Redis URLs of deploy/kubernetes (the Secret template and README.md
 describe('the ServiceMonitor component (deploy/kubernetes/components/servicemonitor)', () => {
   it('is a valid ServiceMonitor scraping /metrics on the base Service’s port to METRICS_PORT, whose labels it selects', () => {
     validate(serviceMonitorFile);
-    const service = readYaml<KubeObject & { spec: { ports: ServicePort[] } }>('base', 'service.yaml');
+    const service = serviceWithPort(baseServiceFiles(), 'metrics');
     const spec = serviceMonitorFile.spec as {
       selector: { matchLabels: Record<string, string> };
       endpoints: Array<{ port: string; path: string }>;
@@ -390,6 +419,16 @@ describe('the ServiceMonitor component (deploy/kubernetes/components/servicemoni
     );
     expect(spec.endpoints.map((e) => e.port)).toEqual(['metrics']);
   });
+
+  it('selects the metrics Service only, not the one an ingress or a LoadBalancer may expose', () => {
+    const { matchLabels } = (serviceMonitorFile.spec as { selector: { matchLabels: Record<string, string> } })
+      .selector;
+    const selected = baseServiceFiles().filter((s) => selects(matchLabels, s.metadata.labels ?? {}));
+    expect(selected.map((s) => s.metadata.name)).toEqual([
+      serviceWithPort(baseServiceFiles(), 'metrics').metadata.name,
+    ]);
+    expect(selected[0]!.spec.ports.map((p) => p.name)).not.toContain('http');
+  });
 });
 
 describe.runIf(kubectl)('the base (deploy/kubernetes/base), rendered by kubectl kustomize', () => {
@@ -401,11 +440,12 @@ describe.runIf(kubectl)('the base (deploy/kubernetes/base), rendered by kubectl 
   });
   afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
-  it('holds a Deployment, a Service, a PodDisruptionBudget and a ConfigMap, each valid for its schema', () => {
+  it('holds a Deployment, two Services, a PodDisruptionBudget and a ConfigMap, each valid for its schema', () => {
     expect(objects.map((o) => o.kind).sort()).toEqual([
       'ConfigMap',
       'Deployment',
       'PodDisruptionBudget',
+      'Service',
       'Service',
     ]);
     for (const object of objects) validate(object);
@@ -416,8 +456,8 @@ describe.runIf(kubectl)('the base (deploy/kubernetes/base), rendered by kubectl 
     const podLabels = spec.template.metadata.labels;
     expect(spec.replicas).toBe(2);
     expect(selects(spec.selector.matchLabels, podLabels)).toBe(true);
-    const service = only(objects, 'Service').spec as { selector: Record<string, string> };
-    expect(selects(service.selector, podLabels)).toBe(true);
+    for (const service of servicesOf(objects))
+      expect(selects(service.spec.selector, podLabels), service.metadata.name).toBe(true);
     const pdb = only(objects, 'PodDisruptionBudget').spec as {
       selector: { matchLabels: Record<string, string> };
     };
@@ -444,8 +484,7 @@ describe.runIf(kubectl)('the base (deploy/kubernetes/base), rendered by kubectl 
     }
     expect(bot.readinessProbe?.httpGet?.path).toBe('/readyz');
     expect(bot.livenessProbe?.httpGet?.path).toBe('/healthz');
-    const service = only(objects, 'Service').spec as { ports: Array<{ targetPort: string | number }> };
-    for (const { targetPort } of service.ports) {
+    for (const { targetPort } of servicesOf(objects).flatMap((s) => s.spec.ports)) {
       expect(bot.ports?.some((p) => p.name === targetPort || p.containerPort === targetPort)).toBe(true);
     }
   });
@@ -456,13 +495,22 @@ describe.runIf(kubectl)('the base (deploy/kubernetes/base), rendered by kubectl 
     expect(config.metricsPort).toBe(metricsPortOf(bot));
     expect(config.metricsPort).not.toBe(config.port);
     expect(bot.ports?.find((p) => p.name === 'metrics')?.containerPort).toBe(config.metricsPort);
-    const service = only(objects, 'Service').spec as { ports: ServicePort[] };
-    const metrics = service.ports.find((p) => p.name === 'metrics');
+    const metrics = serviceWithPort(objects, 'metrics').spec.ports.find((p) => p.name === 'metrics');
     expect(metrics, 'a Service port named metrics').toBeDefined();
     expect(containerPortOf(bot, metrics!.targetPort)).toBe(config.metricsPort);
     // The port Slack would reach in HTTP mode leads to PORT, which has no /metrics.
-    const http = service.ports.find((p) => p.name === 'http');
+    const http = serviceWithPort(objects, 'http').spec.ports.find((p) => p.name === 'http');
     expect(containerPortOf(bot, http!.targetPort)).toBe(config.port);
+  });
+
+  // An overlay that makes the `http` Service a LoadBalancer or routes an ingress to it (HTTP
+  // mode) would publish every port of that Service: /metrics and /readyz's reasons too.
+  it('exposes `http` and `metrics` in Services of their own', () => {
+    for (const service of servicesOf(objects)) {
+      const names = service.spec.ports.map((p) => p.name);
+      expect(names.includes('http') && names.includes('metrics'), service.metadata.name).toBe(false);
+    }
+    expect(serviceWithPort(objects, 'http').metadata.name).toBe('countersign');
   });
 
   it('sets only variables the bot reads, and takes from the Secret only keys its template holds', () => {
@@ -600,12 +648,16 @@ describe.runIf(kubectl?.components)('the example overlay (deploy/kubernetes/over
   });
 
   it('scrapes the Service it renders with, on its port to METRICS_PORT, at /metrics', () => {
-    const service = only(objects, 'Service') as KubeObject & { spec: { ports: ServicePort[] } };
+    const service = serviceWithPort(objects, 'metrics');
     const spec = only(objects, 'ServiceMonitor').spec as {
       selector: { matchLabels: Record<string, string> };
       endpoints: Array<{ port: string; path: string }>;
     };
     expect(selects(spec.selector.matchLabels, service.metadata.labels ?? {})).toBe(true);
+    const selected = servicesOf(objects).filter((s) =>
+      selects(spec.selector.matchLabels, s.metadata.labels ?? {}),
+    );
+    expect(selected.map((s) => s.metadata.name)).toEqual([service.metadata.name]);
     checkScraped(deploymentOf(objects).bot, service.spec.ports, spec.endpoints);
     expect(spec.endpoints.map((e) => e.path)).toEqual(['/metrics']);
   });
@@ -617,6 +669,108 @@ describe.runIf(kubectl?.components)('the example overlay (deploy/kubernetes/over
     expect(deploymentOf(objects).host?.image).not.toBe('msp-host');
   });
 });
+
+interface PolicyPeer {
+  ipBlock?: { cidr: string; except?: string[] };
+  namespaceSelector?: { matchLabels?: Record<string, string> };
+  podSelector?: { matchLabels?: Record<string, string> };
+}
+interface PolicyRule {
+  from?: PolicyPeer[];
+  to?: PolicyPeer[];
+  ports?: Array<{ port?: string | number; protocol?: string }>;
+}
+
+/** An IPv4 address as a number. */
+function ipv4(address: string): number {
+  return address.split('.').reduce((n, octet) => n * 256 + Number(octet), 0);
+}
+
+/** Whether the IPv4 CIDR `cidr` holds `address`. */
+function cidrHolds(cidr: string, address: string): boolean {
+  const [base, bits] = cidr.split('/');
+  const size = 2 ** (32 - Number(bits));
+  return Math.floor(ipv4(base!) / size) === Math.floor(ipv4(address) / size);
+}
+
+/** Whether a rule's peer lets traffic to `address` through: an ipBlock holding it, not excepted. */
+function peerAllows(peer: PolicyPeer, address: string): boolean {
+  const block = peer.ipBlock;
+  if (!block) return false;
+  return cidrHolds(block.cidr, address) && !(block.except ?? []).some((cidr) => cidrHolds(cidr, address));
+}
+
+describe.runIf(kubectl?.components)(
+  'the network-policy component (deploy/kubernetes/components/network-policy)',
+  () => {
+    let base: KubeObject[] = [];
+    let objects: KubeObject[] = [];
+    let scratch = '';
+    beforeAll(async () => {
+      scratch = mkdtempSync(join(tmpdir(), 'countersign-k8s-netpol-'));
+      // kustomize takes no absolute path to a base or a component.
+      writeFileSync(
+        join(scratch, 'kustomization.yaml'),
+        `resources:\n  - ${relative(scratch, join(DEPLOY, 'base'))}\n` +
+          `components:\n  - ${relative(scratch, join(DEPLOY, 'components', 'network-policy'))}\n`,
+      );
+      [base, objects] = await Promise.all([
+        kustomize(kubectl!, join(DEPLOY, 'base')),
+        kustomize(kubectl!, scratch),
+      ]);
+    });
+    afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+    const policy = () =>
+      only(objects, 'NetworkPolicy').spec as {
+        podSelector: { matchLabels?: Record<string, string> };
+        policyTypes: string[];
+        ingress?: PolicyRule[];
+        egress?: PolicyRule[];
+      };
+
+    it('adds a valid NetworkPolicy to the base, on the Deployment’s pods, for ingress and egress', () => {
+      expect(objects.map((o) => o.kind).sort()).toEqual([...base.map((o) => o.kind), 'NetworkPolicy'].sort());
+      for (const object of objects) validate(object);
+      const { spec } = deploymentOf(objects);
+      expect(selects(policy().podSelector.matchLabels, spec.template.metadata.labels)).toBe(true);
+      expect([...policy().policyTypes].sort()).toEqual(['Egress', 'Ingress']);
+    });
+
+    it('lets in PORT and METRICS_PORT only, each from labelled namespaces', () => {
+      const { bot } = deploymentOf(objects);
+      const allowed = (policy().ingress ?? []).flatMap((rule) => {
+        expect(rule.from?.length, 'each ingress rule names whom it lets in').toBeGreaterThan(0);
+        for (const peer of rule.from ?? [])
+          expect(Object.keys(peer.namespaceSelector?.matchLabels ?? {}).length).toBeGreaterThan(0);
+        expect(rule.ports?.length, 'each ingress rule names its ports').toBeGreaterThan(0);
+        return (rule.ports ?? []).map((p) => containerPortOf(bot, p.port!));
+      });
+      const config = podConfig(objects, scratch);
+      expect([...new Set(allowed)].sort()).toEqual([config.port, config.metricsPort].sort());
+    });
+
+    // The MSP host shares the pod's network: egress open to everything would let the agent reach
+    // the cloud's metadata service (node credentials) and anything inside the cluster.
+    it('lets out DNS, Redis and HTTPS only, never to the cloud metadata address', () => {
+      const egress = policy().egress ?? [];
+      const ports = egress.flatMap((rule) => {
+        expect(rule.ports?.length, 'each egress rule names its ports').toBeGreaterThan(0);
+        return (rule.ports ?? []).map((p) => Number(p.port));
+      });
+      expect([...new Set(ports)].sort((a, b) => a - b)).toEqual([53, 443, 6379]);
+      const blocks = egress.flatMap((rule) => rule.to ?? []).filter((peer) => peer.ipBlock);
+      expect(blocks.length, 'an ipBlock for HTTPS').toBeGreaterThan(0);
+      expect(
+        blocks.some((peer) => (peer.ipBlock!.except ?? []).some((c) => cidrHolds(c, '169.254.169.254'))),
+      ).toBe(true);
+      for (const rule of egress) {
+        expect(rule.to?.length, 'each egress rule names where it lets out to').toBeGreaterThan(0);
+        for (const peer of rule.to ?? []) expect(peerAllows(peer, '169.254.169.254')).toBe(false);
+      }
+    });
+  },
+);
 
 describe.runIf(kubectl?.components)('the patches of deploy/kubernetes/README.md, applied to the base', () => {
   const patches = readmePatches();
