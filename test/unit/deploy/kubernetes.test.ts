@@ -386,6 +386,24 @@ describe('the Secret template (deploy/kubernetes/secret.example.yaml)', () => {
   });
 });
 
+/** Every key of a parsed YAML tree, at any depth. */
+function keysOf(node: unknown): string[] {
+  if (Array.isArray(node)) return node.flatMap(keysOf);
+  if (node !== null && typeof node === 'object')
+    return Object.entries(node).flatMap(([key, value]) => [key, ...keysOf(value)]);
+  return [];
+}
+
+// The file becomes a ConfigMap, which the `view` ClusterRole reads: a PagerDuty routingKey or a
+// host's env value written in it is readable by anyone who may view the namespace.
+describe('the configuration file of the base (deploy/kubernetes/base/countersign.yml)', () => {
+  it('holds no secret: no routingKey, no host env values (PAGERDUTY_ROUTING_KEY is in the Secret)', () => {
+    const config = readYaml<{ hosts?: Array<{ env?: Record<string, string> }> }>('base', 'countersign.yml');
+    expect(keysOf(config)).not.toContain('routingKey');
+    for (const host of config.hosts ?? []) expect(host.env ?? {}).toEqual({});
+  });
+});
+
 describe('the Redis URLs of deploy/kubernetes (the Secret template and README.md)', () => {
   // The MSP host, and the agent it runs, share the bot's pod and so its network: they reach
   // Redis as the bot does, and a Redis without a password would let the agent write itself a
