@@ -7,7 +7,7 @@
 // host runs in a container of its own, as another user, without the Secret, on a socket the
 // bot's host command connects to (test/unit/msp/socketBridge.test.ts runs that bridge). The
 // `# patch:` snippets of deploy/kubernetes/README.md (HTTP mode, Redis Sentinel and Cluster) are
-// applied to the base and checked the same way.
+// applied to the base and checked the same way, and so is the network-policy component.
 //
 // Without kubectl the rendering tests are skipped with a note, unless REQUIRE_KUBECTL=1 (.ci/run
 // sets it after installing Debian's kubernetes-client), which makes that a failure.
@@ -337,7 +337,7 @@ if (!kubectl && process.env.REQUIRE_KUBECTL !== '1')
 if (kubectl && !kubectl.components)
   process.stderr.write(
     `kubectl ${kubectl.version} embeds kustomize v2, which has no Components (kubectl 1.21 or later has): ` +
-      'the example overlay is not rendered; the base is, and the ServiceMonitor is checked from its file.\n',
+      'the example overlay and the network-policy component are not rendered; the base is, and the ServiceMonitor is checked from its file.\n',
   );
 
 test('validation refuses a kind it has no schema for, and an object that breaks its schema', () => {
