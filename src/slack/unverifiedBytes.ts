@@ -1,6 +1,6 @@
 // Each body is read whole before its signature can be checked (choicePressRoute.ts), so whoever
-// reaches the port can have BODY_LIMIT_BYTES held per connection for as long as the request
-// deadline allows (SERVER_LIMITS). A per-request limit alone bounds nothing across connections:
+// reaches the port can have BODY_LIMIT_BYTES held per connection for as long as the body
+// deadline allows (BODY_DEADLINE_MS). A per-request limit alone bounds nothing across connections:
 // 170 connections each holding all but the last byte of 3 MB is past a 512 MiB pod. This is the
 // one count, per server, of the body bytes held before verification; past it a request is refused.
 

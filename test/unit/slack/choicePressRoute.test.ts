@@ -93,30 +93,57 @@ it('a signed press on a choice or remember button goes to the press handler, ack
   expect(seen.bolt).toEqual([]);
 });
 
-it('other interactions, events, other paths and unsigned presses go to Bolt with the body already read', async () => {
+it('other interactions, events and other paths go to Bolt with the body already read', async () => {
   const { base, seen } = await start();
   const other = press('cs_view_full');
   expect((await postInteraction(base, SECRET, other)).status).toBe(299);
   expect((await postEvent(base, SECRET, { type: 'app_home_opened', user: 'U0ALICE' })).status).toBe(299);
   expect((await fetch(`${base}/healthz`)).status).toBe(299);
-  // Signed with another secret: Bolt verifies it again, and refuses it.
-  expect((await postInteraction(base, 'not-the-secret', press('cs_choice_0'))).status).toBe(299);
-  // Signed five minutes and more ago.
-  const stale = Math.floor(Date.now() / 1000) - 600;
-  const stalePress = `payload=${encodeURIComponent(JSON.stringify(press('cs_choice_0')))}`;
-  expect((await postSigned(base, SECRET, stalePress, undefined, { ts: stale })).status).toBe(299);
 
   expect(seen.presses).toEqual([]);
   expect(seen.bolt.map((b) => [b.method, b.url])).toEqual([
     ['POST', '/slack/events'],
     ['POST', '/slack/events'],
     ['GET', '/healthz'],
-    ['POST', '/slack/events'],
-    ['POST', '/slack/events'],
   ]);
   expect(seen.bolt[0]!.rawBody).toContain('cs_view_full');
-  expect(seen.bolt[3]!.rawBody).toContain('cs_choice_0');
   expect(seen.bolt[2]!.rawBody).toBeUndefined();
+});
+
+it('a request not signed right is answered 401 here, and never reaches Bolt', async () => {
+  const { base, seen } = await start();
+  // Signed with another secret.
+  expect((await postInteraction(base, 'not-the-secret', press('cs_choice_0'))).status).toBe(401);
+  // Signed five minutes and more ago.
+  const stale = Math.floor(Date.now() / 1000) - 600;
+  const stalePress = `payload=${encodeURIComponent(JSON.stringify(press('cs_choice_0')))}`;
+  expect((await postSigned(base, SECRET, stalePress, undefined, { ts: stale })).status).toBe(401);
+  expect(seen.presses).toEqual([]);
+  expect(seen.bolt).toEqual([]);
+});
+
+it('a hundred requests not signed right cost at most ten warn lines a minute, and one counting the rest', async () => {
+  const { base, seen, logs } = await start();
+  const body = `payload=${encodeURIComponent(JSON.stringify(press('cs_choice_0')))}`;
+  const ahead = Math.floor(Date.now() / 1000) + 3_600;
+  const unsigned = { 'content-type': 'application/x-www-form-urlencoded' };
+  const statuses: number[] = [];
+  for (let i = 0; i < 100; i += 1) {
+    // Signed with another secret, not signed at all, signed an hour ahead: whoever reaches PORT
+    // chooses how many.
+    const sent = [
+      () => postInteraction(base, 'not-the-secret', press('cs_choice_0')).then((r) => r.status),
+      () => postRaw(base, '/slack/events', unsigned, body),
+      () => postSigned(base, SECRET, body, undefined, { ts: ahead }).then((r) => r.status),
+    ][i % 3]!;
+    statuses.push(await sent());
+  }
+  const warnings = logs.filter((l) => (l as { level: number }).level === 40);
+  expect(warnings.length).toBeGreaterThan(0);
+  expect(warnings.length).toBeLessThanOrEqual(11);
+  expect(statuses).toEqual(Array(100).fill(401));
+  expect(seen.bolt).toEqual([]);
+  expect(seen.presses).toEqual([]);
 });
 
 it('a path that is not a URL is answered 400, whatever the method, and never reaches Bolt', async () => {
@@ -259,11 +286,11 @@ it('verifies with Bolt’s isValidSlackRequest over the body as read, and takes 
     headers: { 'x-slack-signature': expect.stringMatching(/^v0=[0-9a-f]{64}$/) },
   });
   expect(verify.mock.results[0]).toEqual({ type: 'return', value: true });
-  // The same press, rightly signed, when Bolt's check says no: it goes to Bolt, not the handler.
+  // The same press, rightly signed, when Bolt's check says no: refused, to neither the handler nor Bolt.
   verify.mockReturnValueOnce(false);
-  expect((await postSigned(base, SECRET, body)).status).toBe(299);
+  expect((await postSigned(base, SECRET, body)).status).toBe(401);
   expect(seen.presses).toHaveLength(1);
-  expect(seen.bolt.map((b) => b.rawBody)).toEqual([body]);
+  expect(seen.bolt).toEqual([]);
 });
 
 it('a body past the limit with no declared length is answered 413 at once: read no further, its connection closed', async () => {
@@ -271,7 +298,7 @@ it('a body past the limit with no declared length is answered 413 at once: read 
   const connections: Socket[] = [];
   server!.on('connection', (socket) => connections.push(socket));
   const request = await openRawRequest(`${base}/slack/events`, 'POST', {
-    'content-type': 'application/x-www-form-urlencoded',
+    ...lookingSigned(),
     'transfer-encoding': 'chunked',
   });
   // Past the limit, and on: the body never ends of itself.
@@ -296,7 +323,7 @@ it('a body past the limit with no declared length is answered 413 at once: read 
 it('a body declared past the limit is answered 413 before any of it is sent, and its connection closed', async () => {
   const { base, seen } = await start();
   const request = await openRawRequest(`${base}/slack/events`, 'POST', {
-    'content-type': 'application/x-www-form-urlencoded',
+    ...lookingSigned(),
     'content-length': String(BODY_LIMIT_BYTES + 1),
   });
   expect(await within(request.statusLine, 5_000, 'the answer')).toBe('HTTP/1.1 413 Payload Too Large');
@@ -352,14 +379,75 @@ it('bodies held before their signature is checked share one cap: past it, 503 at
   expect(seen.bolt).toEqual([]);
 });
 
-/** A POST to the events path declaring BODY_LIMIT_BYTES, sent all but its last byte. */
+it('a POST without the signature headers, or with a timestamp five minutes off, is answered 401 before its body is read', async () => {
+  const unverified = new UnverifiedBytes();
+  const { base, seen } = await start(false, unverified);
+  const now = Math.floor(Date.now() / 1000);
+  const cases: Record<string, Record<string, string>> = {
+    'no signature headers': { 'content-type': 'application/x-www-form-urlencoded' },
+    'no timestamp': { ...lookingSigned(), 'x-slack-request-timestamp': '' },
+    'no signature': { ...lookingSigned(), 'x-slack-signature': '' },
+    'a timestamp that is no number': { ...lookingSigned(), 'x-slack-request-timestamp': 'soon' },
+    'a timestamp ten minutes old': { ...lookingSigned(), 'x-slack-request-timestamp': String(now - 600) },
+    'a timestamp ten minutes ahead': { ...lookingSigned(), 'x-slack-request-timestamp': String(now + 600) },
+  };
+  for (const [how, headers] of Object.entries(cases)) {
+    const present = Object.fromEntries(Object.entries(headers).filter(([, v]) => v !== ''));
+    const request = await openRawRequest(`${base}/slack/events`, 'POST', {
+      ...present,
+      'content-length': String(BODY_LIMIT_BYTES),
+    });
+    // Part of the body, then nothing: the answer must not wait for the rest.
+    request.socket.write(Buffer.alloc(1024 * 1024, 'a'));
+    expect({ how, status: await within(request.statusLine, 3_000, how) }).toEqual({
+      how,
+      status: 'HTTP/1.1 401 Unauthorized',
+    });
+    expect({ how, held: unverified.held }).toEqual({ how, held: 0 });
+    request.socket.destroy();
+  }
+  expect(seen.presses).toEqual([]);
+  expect(seen.bolt).toEqual([]);
+});
+
+it('a body that stalls after its headers is answered 408 within a few seconds, and what it held released', async () => {
+  const unverified = new UnverifiedBytes();
+  const { base, seen } = await start(false, unverified);
+  const started = Date.now();
+  const request = await openRawRequest(`${base}/slack/events`, 'POST', {
+    ...lookingSigned(),
+    'content-length': String(BODY_LIMIT_BYTES),
+  });
+  request.socket.write(Buffer.alloc(1024 * 1024, 'a'));
+  await until(() => unverified.held === 1024 * 1024);
+  expect(await within(request.statusLine, 4_500, 'the answer')).toBe('HTTP/1.1 408 Request Timeout');
+  expect(Date.now() - started).toBeLessThan(4_500);
+  expect(unverified.held).toBe(0);
+  await within(request.closed, 5_000, 'the server closing the connection');
+  expect(seen.presses).toEqual([]);
+  expect(seen.bolt).toEqual([]);
+});
+
+/**
+ * A POST to the events path declaring BODY_LIMIT_BYTES, sent all but its last byte. Its headers
+ * look signed (a timestamp of now, a signature of the right shape): only the body can tell.
+ */
 async function sendAllButLastByte(base: string): Promise<RawRequest> {
   const request = await openRawRequest(`${base}/slack/events`, 'POST', {
-    'content-type': 'application/x-www-form-urlencoded',
+    ...lookingSigned(),
     'content-length': String(BODY_LIMIT_BYTES),
   });
   request.socket.write(Buffer.alloc(BODY_LIMIT_BYTES - 1, 'a'));
   return request;
+}
+
+/** Headers that pass for Slack's until the body is read: a timestamp of now, a signature of nothing. */
+function lookingSigned(): Record<string, string> {
+  return {
+    'content-type': 'application/x-www-form-urlencoded',
+    'x-slack-request-timestamp': String(Math.floor(Date.now() / 1000)),
+    'x-slack-signature': `v0=${'0'.repeat(64)}`,
+  };
 }
 
 /** A request (a POST unless told) whose request line carries `path` exactly as given; resolves with the status. */
