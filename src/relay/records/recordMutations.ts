@@ -348,13 +348,19 @@ function settledByHost(kind: string): 'alreadyTerminal' | 'resolving' | undefine
   return kind === 'alreadyTerminal' || kind === 'resolving' ? kind : undefined;
 }
 
+/** Longer than any status a host has: kept as `unknown` rather than stored whole. */
+const MAX_STATUS_CHARS = 64;
+
 /**
  * Whether the host saved the rule a decision asked for. It may say so before or after the
  * approval resolves; either way the card must not claim a rule was saved when it was not.
  */
 function persistenceReported(change: ApprovalUpdatedParams['change']) {
   const reason = change.reason === undefined ? undefined : takeNote(change.reason);
-  const report = { status: change.status ?? 'unknown', reason: reason?.text };
+  // A status is a word (`succeeded`, `failed`); the schema bounds none, and the record keeps it.
+  const status =
+    change.status === undefined || change.status.length > MAX_STATUS_CHARS ? 'unknown' : change.status;
+  const report = { status, reason: reason?.text };
   const intakeOf = (record: ApprovalRecord) =>
     reason ? intakeWith(record.intake, { persistence: reason.report }) : record.intake;
   return (record: ApprovalRecord): ApprovalRecord | undefined => {

@@ -510,6 +510,15 @@ describe('record mutations', () => {
     });
   });
 
+  it("keeps no host status longer than any status is: a long one is stored as 'unknown'", () => {
+    const failed = failedRuleSave();
+    const long = { ...failed, change: { ...failed.change, status: `failed${'x'.repeat(100_000)}` } };
+    expect(updated(long)(base)?.persistence).toEqual({ status: 'unknown', reason: 'disk full' });
+    const resolution = ruleResolution({ durability: 'localPersistent', rulePreview: 'npm test' });
+    const after = updated(long)(resolved(resolution, 'inc-1', new Date())(base)!);
+    expect(after?.resolution?.amendment?.persistence).toBe('unknown');
+  });
+
   it('says a rule was not saved when the resolution carries no amendment, in either order', () => {
     const failed = failedRuleSave();
     // No amendment: the host sent none, or one the bot could not read and dropped.
