@@ -4,6 +4,7 @@ import { FEEDBACK_BLOCK_ID, FEEDBACK_VIEW_CALLBACK_ID } from '../../cards/ids.js
 import { readReason } from '../../cards/renderFeedbackModal.js';
 import { notAuthorizedInModalText, reasonRequiredText } from '../../cards/renderUserMessages.js';
 import type { Click, ClickHandler } from '../../relay/deciding/clickHandler.js';
+import { reasonMissing } from '../../relay/deciding/reasonRule.js';
 import { clickOfModal, takenSubmitAnswer } from './modalClick.js';
 
 /**
@@ -30,8 +31,10 @@ export function registerFeedbackSubmission(app: App, clicks: ClickHandler, logge
       await clicks.refuse(click, checked.refusal);
       return;
     }
-    if (checked.ok && checked.rules.rejectReason === 'required' && !feedback) {
-      const error = reasonRequiredText(checked.record.route, checked.rules.quickReasons.length > 0);
+    // The rule every person's pick is held to (reasonRule.ts), said in the form itself.
+    const missing = checked.ok && reasonMissing(checked.record, checked.choice, checked.rules, feedback);
+    if (missing) {
+      const error = reasonRequiredText(missing.route, missing.quickReasons);
       await ack({ response_action: 'errors', errors: { [FEEDBACK_BLOCK_ID]: error } });
       return;
     }
