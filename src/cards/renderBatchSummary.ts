@@ -7,6 +7,7 @@ import {
   type BatchOutcome,
   type BatchRefusal,
   type BatchSkip,
+  firstOfEach,
   publicOutcome,
   type SummaryView,
   skippedForThePresser,
@@ -40,18 +41,9 @@ export const BatchButtonValue = z.object({
   m: z
     .array(z.tuple([z.string(), z.number().int()]))
     .max(BATCH_MAX_MEMBERS)
-    .transform(firstOfEach),
+    .transform((members) => firstOfEach(members, ([approvalId]) => approvalId)),
 });
 export type BatchButtonValue = z.infer<typeof BatchButtonValue>;
-
-function firstOfEach(members: Array<[string, number]>): Array<[string, number]> {
-  const seen = new Set<string>();
-  return members.filter(([approvalId]) => {
-    if (seen.has(approvalId)) return false;
-    seen.add(approvalId);
-    return true;
-  });
-}
 
 /** A pressed value: what it carries, or why it is refused (BatchRefusal: no summary drew it). */
 export type ReadBatchValue = { value: BatchButtonValue } | { refused: 'unusable' | BatchRefusal };

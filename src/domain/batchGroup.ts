@@ -120,6 +120,20 @@ export function batchMemberOf(record: ApprovalRecord): BatchMember {
 export const BATCH_MAX_MEMBERS = 20;
 
 /**
+ * The members of a press, each approval once, the first listing kept: a value that lists one
+ * twice (only a crafted one does) must not have it read, checked or decided twice.
+ */
+export function firstOfEach<T>(members: readonly T[], approvalIdOf: (member: T) => string): T[] {
+  const seen = new Set<string>();
+  return members.filter((member) => {
+    const approvalId = approvalIdOf(member);
+    if (seen.has(approvalId)) return false;
+    seen.add(approvalId);
+    return true;
+  });
+}
+
+/**
  * Why a batch is refused whole, before any member is read: it lists more members than any summary
  * carries, or names a group by an id longer than Countersign makes, so no summary drew it. Told to
  * its presser, whichever layer found it.

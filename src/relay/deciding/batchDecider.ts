@@ -6,6 +6,7 @@ import {
   type BatchRefusal,
   type BatchSkip,
   batchGroupOf,
+  firstOfEach,
 } from '../../domain/batchGroup.js';
 import { timeoutChoice } from '../../domain/decisionWords.js';
 import { onceChoice } from '../../domain/grants/match.js';
@@ -119,7 +120,9 @@ export class BatchDecider {
       };
     }
     const results = await Promise.all(
-      firstOfEach(request.members).map((member) => this.checkOne(request, member, how)),
+      firstOfEach(request.members, (member) => member.approvalId).map((member) =>
+        this.checkOne(request, member, how),
+      ),
     );
     const ready: Ready[] = [];
     const skipped: BatchSkip[] = [];
@@ -258,14 +261,4 @@ function refusalOf(request: BatchRequest): BatchRefusal | undefined {
   if (request.members.length > BATCH_MAX_MEMBERS) return 'tooManyMembers';
   if (request.groupId.length > BATCH_GROUP_ID_MAX_CHARS) return 'groupIdTooLong';
   return undefined;
-}
-
-/** A member listed again is dropped, the first kept: it would be read, checked and decided twice. */
-function firstOfEach(members: readonly DrawnMember[]): DrawnMember[] {
-  const seen = new Set<string>();
-  return members.filter(({ approvalId }) => {
-    if (seen.has(approvalId)) return false;
-    seen.add(approvalId);
-    return true;
-  });
 }

@@ -59,7 +59,7 @@ interface HostCount {
   told: boolean;
 }
 
-export const CAPPED_MESSAGE =
+const CAPPED_MESSAGE =
   'the host has as many approvals open as it may; new ones get no card until some are decided';
 
 export class OpenApprovalCap implements RecordFollower {
