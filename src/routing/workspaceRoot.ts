@@ -1,4 +1,4 @@
-import { posix } from 'node:path';
+import { normalizedPath } from './riskPaths.js';
 
 // What directory a route reads in a workspace root. The host sends the root as the agent spelled
 // it (a shell tool's working directory is the model's word), and one directory has many
@@ -22,8 +22,7 @@ const MAGIC = /^\/(?:proc|dev\/fd)(?:\/|$)/;
  */
 export function directoryNamedBy(root: string): string | undefined {
   if (root.includes('\0') || !root.startsWith('/')) return undefined;
-  let path = posix.normalize(root);
-  while (PROC_ROOT.test(path)) path = posix.normalize(`/${path.replace(PROC_ROOT, '')}`);
-  if (MAGIC.test(path)) return undefined;
-  return path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
+  let path = normalizedPath(root);
+  while (PROC_ROOT.test(path)) path = normalizedPath(`/${path.replace(PROC_ROOT, '')}`);
+  return MAGIC.test(path) ? undefined : path;
 }
