@@ -371,6 +371,9 @@ describe('a word the shell expands where a rule reads', () => {
     'echo $(git status) $(git log)',
     'find . -name "*.ts" -exec grep -l x {} +',
     'X=$(git rev-parse HEAD)',
+    // An assignment before the program is not the program, whatever its value holds.
+    'A=* git status',
+    'A={a,b} ls',
     'for f in *.ts; do echo $f; done',
   ])('leaves the common %j alone', (command) => {
     expect(names(text(command))).toEqual([]);
