@@ -131,7 +131,7 @@ export function isReadingEnd(text: string, reading: ShellReading, at: number): b
 }
 
 /** A line break, or in JSON the quote that ends a string (the state is reset there). */
-export function isLineEnd(text: string, reading: ShellReading, at: number): boolean {
+function isLineEnd(text: string, reading: ShellReading, at: number): boolean {
   if (at >= text.length) return true;
   const code = text.charCodeAt(at);
   if (code === 0x0a || code === 0x0d || reading.operator[at] === JSON_STRING_END) return true;
