@@ -32,9 +32,18 @@ function programOf(word: string): string | undefined {
   return word.length > MAX_NAME_CHARS ? undefined : word.slice(word.lastIndexOf('/') + 1);
 }
 
+/**
+ * A command substitution (`$(…)`, backticks) or a process substitution (`<(…)`, `>(…)`). An argv
+ * word is passed as it is, but it may still reach a shell that runs it (`sh -c 'eval "$2"' _
+ * --token …`), which the bot cannot tell: such a word stays in view, as masking may hide a
+ * secret's characters, never code.
+ */
+const SUBSTITUTION = /\$\(|`|[<>]\(/;
+
 /** The marker for a whole word, named by its shape when the word is short enough to have one. */
 function wordMarker(word: string): string | undefined {
-  return word.length > MAX_SHAPED_CHARS ? maskMarker('secret-value') : valueMarker(word);
+  if (word.length > MAX_SHAPED_CHARS) return maskMarker('secret-value');
+  return SUBSTITUTION.test(word) ? undefined : valueMarker(word);
 }
 
 /** Where a user name or a cookie's name ends, if anywhere. */

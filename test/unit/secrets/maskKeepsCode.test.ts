@@ -49,6 +49,24 @@ describe('masking never hides code', () => {
     });
   });
 
+  // Inside single quotes `$(` and a backtick are characters of the secret, not code: the shell
+  // runs nothing there, so the value is masked whole.
+  it('masks a single-quoted secret whose characters look like a substitution', () => {
+    expect(maskSecrets(`PASSWORD='pa$(ss' ./run`).text).toBe(`PASSWORD='[masked secret-value]' ./run`);
+    expect(maskSecrets("deploy --password='a`b$(c' x").text).toBe(
+      `deploy --password='[masked secret-value]' x`,
+    );
+    expect(maskSecrets(`mysql -u root -p'Xy$(9z' shop`).text).toBe(
+      `mysql -u root -p'[masked secret-value]' shop`,
+    );
+    expect(maskSecrets(JSON.stringify({ command: `PASSWORD='pa$(ss' ./run` })).text).toBe(
+      JSON.stringify({ command: `PASSWORD='[masked secret-value]' ./run` }),
+    );
+    expect(maskSecrets(`deploy --token '$(x' --password '\`y' x`).text).toBe(
+      `deploy --token '[masked secret-value]' --password '[masked secret-value]' x`,
+    );
+  });
+
   // The secret is the word the shell reads (`password=abcdef`): all of its characters are
   // masked, and a quote the shell reads as structure stays in view, before the marker when it
   // closes a string before the value, after it when it does so inside the value.
