@@ -1,6 +1,8 @@
 import { posix } from 'node:path';
 import picomatch from 'picomatch';
 import { globOptions } from './globs.js';
+import { normalizedPath, readAbsolutePath } from './pathSpelling.js';
+import { directoryNamedBy } from './workspaceRoot.js';
 
 // How a `paths` risk rule reads a file path. One file has many spellings: `.env`, `./.env`,
 // `/srv/app/.env`, `/srv/app/config/../.env`. The path is resolved against the workspace root
@@ -23,12 +25,11 @@ import { globOptions } from './globs.js';
 //
 // Case is ignored, in the patterns and in the workspace root alike: on macOS and Windows
 // `/SRV/App/.ENV` is the file `/srv/app/.env`, and lies inside the root `/srv/app`.
-
-/** A file path as the rule sees it: `..`, `.` and doubled slashes resolved, no trailing slash. */
-export function normalizedPath(path: string): string {
-  const normal = posix.normalize(path);
-  return normal.length > 1 && normal.endsWith('/') ? normal.slice(0, -1) : normal;
-}
+//
+// Paths through /proc and /dev/fd are read for what they name (pathSpelling.ts):
+// `/proc/self/root/etc/passwd` as `/etc/passwd`, what lies below `/proc/self/cwd` as a relative
+// path with no known root, and an open file (`/dev/fd/3`, `/proc/self/fd/3`) as covered by every
+// rule. A workspace root that names no directory by its spelling is no known root.
 
 /** `../../etc/passwd` below an unknown directory is `etc/passwd` below another one. */
 function belowAnyDirectory(relative: string): string {
@@ -78,24 +79,29 @@ export function pathMatcher(patterns: readonly string[]): PathTest {
   const anyRelative = (path: string) => relativeMatcher?.(path) === true;
   const tails = patterns.flatMap(tailsOfPattern);
   const anyTail = tails.length > 0 ? picomatch(tails, options) : () => false;
+  /** A relative path whose root nobody knows: as written, and as if below any directory. */
+  const belowUnknown = (path: string) => {
+    const written = normalizedPath(path);
+    const below = belowAnyDirectory(written);
+    return any(written) || any(below) || anyTail(below);
+  };
   return (path, workspaceRoot) => {
     // Through a `..`, a rule that could cover the rest below some directory is taken to cover it.
     const uncertain = afterLastParent(path);
     if (uncertain !== undefined && (any(uncertain) || anyTail(uncertain))) return true;
-    const root =
-      workspaceRoot !== undefined && posix.isAbsolute(workspaceRoot)
-        ? normalizedPath(workspaceRoot)
-        : undefined;
+    const root = workspaceRoot === undefined ? undefined : directoryNamedBy(workspaceRoot);
     if (posix.isAbsolute(path) || root !== undefined) {
-      const absolute = normalizedPath(root === undefined ? path : posix.resolve(root, path));
+      const read = readAbsolutePath(root === undefined ? path : posix.resolve(root, path));
+      if (read.kind === 'unknown') return true;
+      // The process's working directory itself could be any directory.
+      if (read.kind === 'belowUnknown') return read.rest === '' || belowUnknown(read.rest);
+      const absolute = read.path;
       if (any(absolute)) return true;
       if (root === undefined) return tailsOfPath(absolute).some(anyRelative);
       // In lower case both: whether the file lies inside the root ignores case too.
       const inside = posix.relative(root.toLowerCase(), absolute.toLowerCase());
       return inside !== '' && inside !== '..' && !inside.startsWith('../') && anyRelative(inside);
     }
-    const written = normalizedPath(path);
-    const below = belowAnyDirectory(written);
-    return any(written) || any(below) || anyTail(below);
+    return belowUnknown(path);
   };
 }

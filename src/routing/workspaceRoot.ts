@@ -1,4 +1,4 @@
-import { normalizedPath } from './riskPaths.js';
+import { readAbsolutePath } from './pathSpelling.js';
 
 // What directory a route reads in a workspace root. The host sends the root as the agent spelled
 // it (a shell tool's working directory is the model's word), and one directory has many
@@ -9,10 +9,7 @@ import { normalizedPath } from './riskPaths.js';
 // link it may name another directory than the kernel's, and a link (`/home/me/prod` to
 // `/srv/prod`) is its own spelling. docs/routing.md says a route is no boundary against links.
 
-/** `/proc/<pid>/root`, `/proc/self/root`, `/proc/thread-self/root`: the same tree again. */
-const PROC_ROOT = /^\/proc\/(?:\d+|self|thread-self)\/root(?=\/|$)/;
-
-/** What names no directory by its spelling: a process's cwd or fds, an open descriptor. */
+/** What names no directory by its spelling, even where pathSpelling.ts reads a name: `/proc/cpuinfo`. */
 const MAGIC = /^\/(?:proc|dev\/fd)(?:\/|$)/;
 
 /**
@@ -22,7 +19,6 @@ const MAGIC = /^\/(?:proc|dev\/fd)(?:\/|$)/;
  */
 export function directoryNamedBy(root: string): string | undefined {
   if (root.includes('\0') || !root.startsWith('/')) return undefined;
-  let path = normalizedPath(root);
-  while (PROC_ROOT.test(path)) path = normalizedPath(`/${path.replace(PROC_ROOT, '')}`);
-  return MAGIC.test(path) ? undefined : path;
+  const read = readAbsolutePath(root);
+  return read.kind === 'named' && !MAGIC.test(read.path) ? read.path : undefined;
 }

@@ -16,7 +16,7 @@ import { OPEN_RULES } from '../../src/domain/route.js';
 import type { ApprovalSubject } from '../../src/msp/protocol.js';
 import { unvoted, voted, withCurrentVotes } from '../../src/relay/records/cardMutations.js';
 import { riskMarked } from '../../src/relay/records/recordMutations.js';
-import { normalizedPath } from '../../src/routing/riskPaths.js';
+import { normalizedPath } from '../../src/routing/pathSpelling.js';
 import { RiskRules } from '../../src/routing/risks.js';
 import { Router } from '../../src/routing/router.js';
 import { inPhase, NOW, shellRecord } from '../support/cardFixtures.js';

@@ -524,6 +524,31 @@ describe('a file path', () => {
     expect(names(file('/srv/repo/link/./passwd'), '/srv/repo')).toEqual([]);
   });
 
+  // `/proc/self/root/etc/passwd` is `/etc/passwd`; below `/proc/self/cwd` lies a directory only
+  // the process knows, and `/dev/fd/3` or `/proc/self/fd/3` is an open file, any file at all.
+  it('through /proc and /dev/fd: the same tree again, an unknown directory, an unknown file', () => {
+    expect(names(file('/proc/self/root/etc/passwd'))).toEqual(['passwords']);
+    expect(names(file('/proc/1/task/1/root/proc/thread-self/root/etc/passwd'))).toEqual(['passwords']);
+    expect(names(file('/proc/1/root/srv/app/config/db.yml'), '/srv/app')).toEqual(['prod-config']);
+    expect(names(file('config/db.yml'), '/proc/self/root/srv/app')).toEqual(['prod-config']);
+    expect(names(file('deploy/prod.yml'), '/proc/self/root/srv/app/')).toEqual(['yaml']);
+    // Below a process's cwd: as a relative path with no known root.
+    expect(names(file('/proc/self/cwd/deploy/prod.yml'), '/srv/other')).toEqual(['prod-config', 'yaml']);
+    expect(names(file('passwd'), '/proc/self/cwd')).toEqual(['prod-config', 'passwords']);
+    // An open file: every rule.
+    for (const path of [
+      '/dev/fd/3',
+      '/proc/self/fd/3',
+      '/proc/42/task/42/fd/1',
+      '/dev/stdout',
+      '/proc/self/map_files/x',
+    ])
+      expect(names(file(path), '/srv/other'), path).toEqual(['prod-config', 'yaml', 'passwords']);
+    // What names a file of its own stays as spelt.
+    expect(names(file('/proc/cpuinfo'), '/srv/other')).toEqual([]);
+    expect(names(file('/srv/other/proc/self/fd/3'), '/srv/other')).toEqual([]);
+  });
+
   it('the root itself as a pattern', () => {
     const root = namesOf([{ name: 'root', match: { paths: ['/'] }, warning: 'Root' }]);
     expect(root(file('/'))).toEqual(['root']);
