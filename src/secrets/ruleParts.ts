@@ -93,8 +93,17 @@ const UNCLOSED_FIRST_PART =
  * after it, which in JSON follow a string (`"-u","admin:x"`).
  */
 function continues(bare: string): string {
-  return `(?=[^${bare},\\]}]|['"](?!${WORD_END})|\\\\"(?!${WORD_END}))`;
+  return `(?=[^${bare},\\]}]|${ESCAPED}|['"](?!${WORD_END})|\\\\"(?!${WORD_END}))`;
 }
+
+/**
+ * A character the shell reads as the word's own after a backslash (`\$`, `\!` of `My\$ecret\!`:
+ * how a password holding them is typed), written so in a command or, its backslash doubled, in a
+ * command inside a JSON string (`My\\$ecret`). Not a blank, quote or backslash after it, which
+ * end or open parts, nor a letter of JSON's escapes (`\n` is a line break there): the value ends
+ * before those, as it did before any backslash.
+ */
+const ESCAPED = String.raw`\\\\?[^\s"'\\nrtbfu/]`;
 
 /**
  * A whole shell word, as written: bare runs of characters not in `[bare]` (a character class's
@@ -103,7 +112,7 @@ function continues(bare: string): string {
  * so a word is read in one way only: nothing can make the reading backtrack.
  */
 function shellWord(bare: string): string {
-  const run = `[^${bare}]{1,1024}`;
+  const run = `(?:[^${bare}]|${ESCAPED}){1,1024}`;
   return (
     `(?:(?:${run}|${FIRST_QUOTED_PART}${continues(bare)}(?:${run})?)` +
     `(?:${JOINED_PART}(?:${run})?){0,${MAX_WORD_PARTS}}(?:${UNCLOSED_PART})?` +

@@ -67,6 +67,25 @@ describe('masking never hides code', () => {
     );
   });
 
+  // `\$` and `\!` are how a password with `$` or `!` is typed on a command line: the shell reads
+  // the escaped character as one of the word's, so the secret goes on past it.
+  it('masks a secret word on past a backslash-escaped character', () => {
+    expect(maskSecrets('mysql -u root -pMy\\$ecret\\! shop').text).toBe(
+      'mysql -u root -p[masked secret-value] shop',
+    );
+    expect(maskSecrets('PASSWORD=Pa\\$\\$w0rd ./run').text).toBe('PASSWORD=[masked secret-value] ./run');
+    expect(maskSecrets('deploy --password My\\&pass x').text).toBe(
+      'deploy --password [masked secret-value] x',
+    );
+    expect(maskSecrets(JSON.stringify({ command: 'mysql -pMy\\$ecret shop' })).text).toBe(
+      JSON.stringify({ command: 'mysql -p[masked secret-value] shop' }),
+    );
+    // A JSON escape is no shell escape: its line break still ends the value.
+    expect(maskSecrets(JSON.stringify({ command: 'PASSWORD=abc\nls' })).text).toBe(
+      JSON.stringify({ command: 'PASSWORD=[masked secret-value]\nls' }),
+    );
+  });
+
   // The secret is the word the shell reads (`password=abcdef`): all of its characters are
   // masked, and a quote the shell reads as structure stays in view, before the marker when it
   // closes a string before the value, after it when it does so inside the value.

@@ -403,6 +403,9 @@ describe('maskSecrets: cost', () => {
     `cf auth ${'--origin x '.repeat(6_000)}`,
     // The values of vault login -mfa.
     `vault login ${'-mfa=a:b '.repeat(7_000)}`,
+    // Backslash-escaped characters inside a value, plain and JSON-escaped.
+    `mysql -p${'\\$'.repeat(30)} `.repeat(1_000),
+    'password=\\\\$'.repeat(6_000),
   ];
   it('masks each adversarial text twice as once', () => {
     for (const text of shapes) {
