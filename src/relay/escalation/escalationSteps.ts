@@ -143,6 +143,19 @@ export interface EscalationStepsOptions {
 
 export const TIMEOUT_FEEDBACK = 'Nobody answered this approval in time; Countersign rejected it on timeout.';
 
+/**
+ * Whether an approval's escalation is over: it is final, or it was asked again on another route,
+ * tool or session (record.rerouted, never cleared), so that no press on its card and no timeout
+ * can decide it (decisionCheck.ts). Reminders, DMs and pages about it would call people to a card
+ * without buttons (a page to the first route's on-call, with the new request's text if the step
+ * carries it), and its timeout would be tried again for ever. The other `unavailable` reasons
+ * pass (a session held elsewhere, a stage being read again, a host resolving it): the approval
+ * may yet be decided here, or it ends by itself.
+ */
+export function escalationOver(record: ApprovalRecord): boolean {
+  return isTerminal(record) || record.rerouted !== undefined;
+}
+
 export class EscalationSteps {
   /** The config's routing keys by tag, for the resolves of pages Redis knows by tag (resolveLeft). */
   private readonly routingKeys: ReadonlyMap<string, string>;
@@ -353,7 +366,7 @@ export class EscalationSteps {
   /** Whether the approval, read again, is over other than by a successor taking it on. */
   private async decided(approvalId: string): Promise<boolean> {
     const now = await this.options.store.get(approvalId);
-    return now !== undefined && isTerminal(now) && now.phase !== 'superseded';
+    return now !== undefined && escalationOver(now) && now.phase !== 'superseded';
   }
 
   private async timeout(record: ApprovalRecord, step: EscalationStep): Promise<void> {

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { EscalationFailureKind, EscalationFailures, Metrics } from '../../domain/metrics.js';
-import { type ApprovalRecord, type FiredStep, isTerminal } from '../../domain/record.js';
+import type { ApprovalRecord, FiredStep } from '../../domain/record.js';
 import type { EscalationStep } from '../../domain/route.js';
 import { type DueStep, RESOLVE_STEP, type Unresolved } from '../../store/escalationStore.js';
 import type { RecordKeeper } from '../records/recordKeeper.js';
@@ -10,6 +10,7 @@ import {
   CutShort,
   EscalationSteps,
   type EscalationStepsOptions,
+  escalationOver,
   NobodyMaySee,
   TimeoutNotYet,
 } from './escalationSteps.js';
@@ -146,10 +147,13 @@ export class Escalator {
     this.timer.unref();
   }
 
-  /** RecordKeeper follower: a posted card starts its clock; a final record cancels the rest. */
+  /**
+   * RecordKeeper follower: a posted card starts its clock; a final record, or one nobody can
+   * decide any more (escalationOver), cancels the rest.
+   */
   follow(record: ApprovalRecord): void {
     const ladder = this.options.ladderOf(record.route);
-    if (isTerminal(record)) {
+    if (escalationOver(record)) {
       if (record.escalation || ladder.length > 0) this.track(this.finish(record, ladder));
       return;
     }
@@ -341,7 +345,7 @@ export class Escalator {
     }
     // A step of an approval that is over is dropped, not claimed: a claim marks the step fired for
     // the whole request, and a superseded approval's successor must still fire it.
-    if (isTerminal(seen)) {
+    if (escalationOver(seen)) {
       await this.options.schedule.drop(due);
       return;
     }
@@ -453,7 +457,7 @@ export class Escalator {
     log: Logger,
   ): Promise<'again' | 'over' | 'lost'> {
     const current = await this.options.store.get(due.approvalId);
-    if (!current || isTerminal(current)) return 'over';
+    if (!current || escalationOver(current)) return 'over';
     const baseMs = this.options.timeoutRetryMs ?? 5_000;
     const nowMs = this.now().getTime();
     let waitMs = baseMs;
@@ -503,9 +507,9 @@ export class Escalator {
   /** `claimed`: the step as the look before the claim found it in the file. */
   private async fire(due: DueStep, claimed: EscalationStep): Promise<void> {
     const { approvalId } = due;
-    // Read after the claim: an approval resolved meanwhile (or now) fires nothing.
+    // Read after the claim: an approval resolved (or rerouted) meanwhile, or now, fires nothing.
     const record = await this.options.store.get(approvalId);
-    if (!record || isTerminal(record)) {
+    if (!record || escalationOver(record)) {
       await this.release(due, claimed);
       return;
     }

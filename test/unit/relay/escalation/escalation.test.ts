@@ -762,6 +762,28 @@ describe('Escalator', () => {
     expect(open.marked).toEqual([0]);
   });
 
+  it('a step of an approval asked again on another route is dropped, or given up once claimed: nobody may decide it', async () => {
+    // recordMutations.rerouted: for good, unlike the other reasons a card is unavailable.
+    const reasked = record({
+      phase: 'unavailable',
+      unavailable: 'routeChanged',
+      rerouted: { change: 'route', from: 'dev', to: 'prod' },
+    });
+    const dropped = world(reasked);
+    await dropped.escalator.poll();
+    await dropped.escalator.stop();
+    expect(dropped.claims).toEqual(['drop']);
+    expect(dropped.sent).toEqual([]);
+    // Asked again between the look and the read after the claim.
+    let reads = 0;
+    const released = world(() => (++reads <= 1 ? record() : reasked));
+    await released.escalator.poll();
+    await released.escalator.stop();
+    expect(released.claims).toEqual(['claim', 'release']);
+    expect(released.sent).toEqual([]);
+    expect(released.marked).toEqual([]);
+  });
+
   it('a process whose file has no such step leaves it due for one that has; a step of a gone approval is dropped', async () => {
     const stranger = world(record(), []);
     await stranger.escalator.poll();
@@ -865,6 +887,34 @@ describe('Escalator', () => {
       expect(over.escalator.failures).toEqual({});
       // The claim's mark is given up, as for any step claimed as its approval ended.
       expect(over.claims).toEqual(['claim', 'release']);
+    });
+
+    it('a try that finds the approval asked again on another route is over, not tried again', async () => {
+      const { decider, asked } = deciding({ kind: 'forwarded' });
+      const { logger, lines } = captureLogger('info');
+      let reads = 0;
+      // Being decided as the claim lands (not yet), then asked again as a production command.
+      const reasked = world(
+        () =>
+          ++reads <= 2
+            ? record({ phase: 'deciding' })
+            : record({
+                phase: 'unavailable',
+                unavailable: 'routeChanged',
+                rerouted: { change: 'route', from: 'dev', to: 'prod' },
+              }),
+        TIMEOUT,
+        decider,
+        logger,
+      );
+      await reasked.escalator.poll();
+      await reasked.escalator.stop();
+      expect(asked).toEqual([]);
+      expect(reasked.retries).toEqual([]);
+      expect(reasked.firedSteps).toEqual([]);
+      expect(reasked.escalator.failures).toEqual({});
+      expect(reasked.claims).toEqual(['claim', 'release']);
+      expect(lines.map((l) => l.msg)).not.toContain('escalation timeout could not decide; trying again');
     });
 
     it('an approval the timeout decided shows it timed out, though the step was put back meanwhile', async () => {

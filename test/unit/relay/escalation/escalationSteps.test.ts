@@ -234,6 +234,18 @@ describe('a page', () => {
     expect(resolves).toEqual(['a1']);
   });
 
+  it('whose approval was asked again on another route while the trigger was on its way is resolved', async () => {
+    // Nobody may decide it from its card any more (recordMutations.rerouted): nobody paged can act.
+    const reasked = record({
+      phase: 'unavailable',
+      unavailable: 'routeChanged',
+      rerouted: { change: 'route', from: 'prod', to: 'dev' },
+    });
+    const { escalationSteps, resolves } = steps(paging, { after: reasked });
+    await escalationSteps.act(record(), PAGE, 60_000);
+    expect(resolves).toEqual(['a1']);
+  });
+
   it('whose approval was superseded while the trigger was on its way is left to its successor', async () => {
     const { escalationSteps, resolves } = steps(paging, { after: record({ phase: 'superseded' }) });
     await escalationSteps.act(record(), PAGE, 60_000);
