@@ -5,6 +5,7 @@ import type { EscalationDm, EscalationReply } from '../../domain/escalationNotic
 import type { EscalationFailureKind } from '../../domain/metrics.js';
 import { type ApprovalRecord, isTerminal } from '../../domain/record.js';
 import type { Approvers, EscalationStep, OncallSource } from '../../domain/route.js';
+import { type BackoffPolicy, backoffDelay, sleep } from '../../msp/backoff.js';
 import type { TriggerEvent } from '../../pagerduty/pagerDuty.js';
 import type { ApprovalStore } from '../../store/approvalStore.js';
 import {
@@ -141,6 +142,13 @@ export interface EscalationStepsOptions {
   logger: Logger;
 }
 
+/**
+ * How a DM's button mapping is tried again: as a Slack call a person waits on is (three tries, from
+ * 200 ms, at most a second apart), the Redis client itself never retrying (redisAccess.ts).
+ */
+const DM_MAP_TRIES = 3;
+const DM_MAP_BACKOFF: BackoffPolicy = { initialMs: 200, maxMs: 1_000 };
+
 export const TIMEOUT_FEEDBACK = 'Nobody answered this approval in time; Countersign rejected it on timeout.';
 
 /**
@@ -255,14 +263,34 @@ export class EscalationSteps {
       ...(permalink ? { permalink } : {}),
       ...(inPlaceOf ? { inPlaceOf } : {}),
     });
-    // A press in the DM finds its approval the way a press on the card does.
-    await this.options.store.mapMessage(
-      posted.channel,
-      posted.ts,
-      record.approvalId,
-      this.options.dmMappingTtlMs,
-    );
+    await this.mapDm(posted, record.approvalId);
     return this.names([userId]);
+  }
+
+  /**
+   * Maps a DM's buttons to their approval, so that a press in it finds the approval the way a press
+   * on the card does. The DM is sent by now: a failed write is tried again (a few quick tries, as a
+   * person may press soon), and one that never lands does not fail the step, which did reach
+   * someone (the card would say the DM failed, and the step is not sent again). Its buttons then
+   * answer as a card's the bot does not know, which the warn line says.
+   */
+  private async mapDm(posted: { channel: string; ts: string }, approvalId: string): Promise<void> {
+    const { store, dmMappingTtlMs, logger } = this.options;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await store.mapMessage(posted.channel, posted.ts, approvalId, dmMappingTtlMs);
+        return;
+      } catch (err) {
+        if (attempt >= DM_MAP_TRIES) {
+          logger.warn(
+            { err, approvalId, channel: posted.channel, attempts: attempt },
+            "escalation DM sent, but its buttons could not be tied to the approval: a press in it won't decide",
+          );
+          return;
+        }
+        await sleep(backoffDelay(attempt - 1, DM_MAP_BACKOFF));
+      }
+    }
   }
 
   /**

@@ -2,7 +2,7 @@
 // check a click gets), never one who may only read its card; a page carries no request text
 // unless its step says so.
 
-import { pino } from 'pino';
+import { type Logger, pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { Authorization } from '../../../../src/domain/authorization.js';
 import type { EscalationDm } from '../../../../src/domain/escalationNotice.js';
@@ -15,6 +15,7 @@ import { lineageOf } from '../../../../src/relay/escalation/lineage.js';
 import { OncallResolver } from '../../../../src/relay/escalation/oncall.js';
 import type { ApprovalStore } from '../../../../src/store/approvalStore.js';
 import type { EscalationStore, PagedService } from '../../../../src/store/escalationStore.js';
+import { captureLogger } from '../../../support/logCapture.js';
 import { sampleRecord } from '../../../support/sampleRecord.js';
 import { until } from '../../../support/until.js';
 
@@ -57,6 +58,9 @@ interface Fixture {
   /** Who may decide the approval; everyone else in `readers` may only read it. */
   deciders: string[];
   readers?: string[];
+  /** How the store maps a DM's buttons to the approval (by default, at once). */
+  mapMessage?: () => Promise<void>;
+  logger?: Logger;
 }
 
 /**
@@ -107,7 +111,7 @@ function steps(fixture: Fixture, late?: { stop?: AbortController; after?: Approv
         },
       } as unknown as EscalationStore,
       store: {
-        mapMessage: async () => undefined,
+        mapMessage: fixture.mapMessage ?? (async () => undefined),
         get: async () => late?.after ?? record(),
       } as unknown as ApprovalStore,
       decider: {} as Decider,
@@ -142,7 +146,7 @@ function steps(fixture: Fixture, late?: { stop?: AbortController; after?: Approv
       defaultRoutingKey: 'R0UTINGKEY',
       dmMappingTtlMs: 1_000,
       ...authorizer,
-      logger: silent,
+      logger: fixture.logger ?? silent,
     },
     () => undefined,
     () => LEASE_UNTIL,
@@ -193,6 +197,44 @@ describe('an escalation DM', () => {
       escalationSteps.act(record(), { afterMs: 0, action: 'dm', target: 'U0ONCALL' }, 60_000),
     ).rejects.toBeInstanceOf(NobodyMaySee);
     expect(dms).toEqual([]);
+  });
+});
+
+describe("an escalation DM's buttons", () => {
+  const deciding = { deciders: ['U0SEC'], approvers: { users: ['U0SEC'], usergroups: [] } } satisfies Fixture;
+
+  it('are mapped again when Redis fails the first write: the DM reached someone, the step did not fail', async () => {
+    let maps = 0;
+    const { escalationSteps, dms } = steps({
+      ...deciding,
+      mapMessage: async () => {
+        if (++maps === 1) throw new Error('Connection is closed.');
+      },
+    });
+    const done = await escalationSteps.act(record(), DM, 60_000);
+    expect(maps).toBe(2);
+    expect(dms).toEqual(['U0SEC']);
+    expect(done.who).toBe('@u0sec');
+  });
+
+  it('never mapped, still count the DM as sent, and a warn line says its buttons will not decide', async () => {
+    let maps = 0;
+    const { logger, lines } = captureLogger('info');
+    const { escalationSteps, dms } = steps({
+      ...deciding,
+      logger,
+      mapMessage: async () => {
+        maps += 1;
+        throw new Error('Connection is closed.');
+      },
+    });
+    const done = await escalationSteps.act(record(), DM, 60_000);
+    expect(maps).toBe(3);
+    expect(dms).toEqual(['U0SEC']);
+    expect(done.who).toBe('@u0sec');
+    expect(lines.filter((l) => l.level === 40).map((l) => l.msg)).toEqual([
+      "escalation DM sent, but its buttons could not be tied to the approval: a press in it won't decide",
+    ]);
   });
 });
 
