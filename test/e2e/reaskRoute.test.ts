@@ -7,7 +7,16 @@
 
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeHost, shellApproval } from '../support/fakeHost.js';
-import { type ConfigSpec, configFile, mainHost, route, users } from './fixtures/config.js';
+import { FakePagerDuty } from '../support/fakePagerDuty.js';
+import {
+  type ConfigSpec,
+  configFile,
+  ladder,
+  mainHost,
+  type RouteSpec,
+  route,
+  users,
+} from './fixtures/config.js';
 import { buttonsOf, SESSION, textOf, World } from './world.js';
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
@@ -15,7 +24,7 @@ afterEach(async () => {
   while (cleanups.length) await Promise.resolve(cleanups.pop()!()).catch(() => undefined);
 });
 
-function routes(hostCommand: string): ConfigSpec {
+function routes(hostCommand: string, dev: Partial<RouteSpec> = {}): ConfigSpec {
   return {
     hosts: [mainHost(hostCommand, { owner: 'U0BOB' })],
     routes: [
@@ -26,19 +35,29 @@ function routes(hostCommand: string): ConfigSpec {
         allowSelfApproval: false,
         quorum: 2,
       }),
-      route('dev', { channel: 'C0DEV', match: { workspaces: ['/srv/dev/**'] }, approvers: users('U0ALICE') }),
+      route('dev', {
+        channel: 'C0DEV',
+        match: { workspaces: ['/srv/dev/**'] },
+        approvers: users('U0ALICE'),
+        ...dev,
+      }),
     ],
   };
 }
 
-async function startWorld(): Promise<World> {
+/** `dev`: more of the dev route (its escalation); `pd`: the PagerDuty the bot pages. */
+async function startWorld(dev: Partial<RouteSpec> = {}, pd?: FakePagerDuty): Promise<World> {
   const seed = { sessions: [{ sessionId: SESSION, title: 'Ship it' }] };
   const probe = await FakeHost.start(seed);
   const command = probe.command;
   await probe.close();
-  const config = configFile(routes(command));
+  const config = configFile(routes(command, dev));
   cleanups.push(config.remove);
-  const world = await World.start(seed, { COUNTERSIGN_CONFIG: config.path, MSP_HOST_COMMAND: '' });
+  const world = await World.start(seed, {
+    COUNTERSIGN_CONFIG: config.path,
+    MSP_HOST_COMMAND: '',
+    ...(pd ? pd.env() : {}),
+  });
   cleanups.push(() => world.close());
   world.slack.setUsergroup('S0SRE', ['U0CAROL', 'U0DAVE']);
   return world;
@@ -105,5 +124,23 @@ describe('an approval asked again on another route', () => {
       change: { kind: 'subjectChanged' },
     });
     await notDecidedOnDev(world, 'rr-updated', shown);
+  });
+
+  it('escalated on dev, re-asked in production: the dev on-call is not paged, its timeout not tried again', async () => {
+    const pd = await FakePagerDuty.start();
+    cleanups.push(() => pd.close());
+    const world = await startWorld(
+      { escalation: ladder(['3s', 'page', undefined, { includeRequest: true }], ['4s', 'timeout']) },
+      pd,
+    );
+    const shown = await devCard(world, 'rr-paged');
+    await world.host.open(inWorkspace('rr-paged', '/srv/prod', PROD_DELETE), { via: 'requested' });
+    await notDecidedOnDev(world, 'rr-paged', shown);
+    // Past both steps' times, and a timeout's first retries.
+    await new Promise((r) => setTimeout(r, 6_000));
+    expect(pd.eventsOf('trigger')).toEqual([]);
+    expect(decidesOf(world, 'rr-paged')).toEqual([]);
+    const timeouts = world.bot.logs.filter((l) => String(l.json?.msg).startsWith('escalation timeout'));
+    expect(timeouts).toEqual([]);
   });
 });
