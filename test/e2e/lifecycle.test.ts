@@ -390,4 +390,39 @@ describe('keeping the card true to the approval’s life', () => {
     expect(world.host.decides()).toHaveLength(2);
     expect(world.slack.cardPosts()).toHaveLength(1);
   });
+
+  it('10d. a decision cut short is not replayed once the host asked its stage otherwise', async () => {
+    world = await World.start({ recovery: 'sameId' });
+    const id = 'midway-reask-0001';
+    await world.host.open(shellApproval({ approvalId: id, sessionId: SESSION, stages: [['npm', 'test']] }));
+    await world.waitForCard(id, (m) => buttonsOf(m).length > 0 && textOf(m).includes('npm test'));
+
+    await world.host.holdDecide(1);
+    await world.press(id, 'Allow once', 'U0ALICE');
+    await world.host.waitForDecide();
+    // Before the host applied it, it asks the same approval and stage about another command.
+    const prod = shellApproval({ approvalId: id, sessionId: SESSION, stages: [['rm', '-rf', '/srv/prod']] });
+    await world.host.update({
+      approvalId: id,
+      patch: { subject: prod.subject },
+      change: { kind: 'subjectChanged' },
+    });
+    await world.waitForCard(id, (m) => textOf(m).includes('the request changed after that choice was made'));
+    await world.bot.kill();
+
+    // The restarted bot finds the claim on a question nobody pressed it on: it is given back, and
+    // the card asks `rm -rf /srv/prod` with its own buttons.
+    await world.restartBot();
+    await world.host.waitForIncarnation(2, 15_000);
+    await world.host.waitForMethod('approval/listPending', (f) => f.incarnation === 2, 10_000);
+    const card = await world.waitForCard(
+      id,
+      (m) => buttonsOf(m).length > 0 && textOf(m).includes('/srv/prod'),
+      10_000,
+    );
+    expect(textOf(card)).not.toContain('Being decided');
+    await new Promise((r) => setTimeout(r, 500));
+    expect(world.host.decides().filter((d) => d.incarnation === 2)).toEqual([]);
+    expect(world.host.decides()).toHaveLength(1);
+  });
 });

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
+import { askedOtherwise } from '../../domain/claimCredit.js';
 import type { ApprovalRecord, Claim } from '../../domain/record.js';
 import { type BackoffPolicy, backoffDelay } from '../../msp/backoff.js';
 import { RequestTimeoutError } from '../../msp/errors.js';
@@ -81,6 +82,11 @@ export interface DeciderOptions {
    * grant's use given back). Not for one kept for the host to come back. drain() waits for it.
    */
   replayDropped?: (record: ApprovalRecord, claim: Claim) => Promise<void>;
+}
+
+/** Whether the record still offers the claim's choice. */
+function offers(record: ApprovalRecord, claim: Claim): boolean {
+  return record.availableChoices.some((c) => c.choiceId === claim.choiceId);
 }
 
 /** Re-checks after the approval changed under a decision, before giving up as stale. */
@@ -344,6 +350,15 @@ export class Decider {
     });
     if (record.currentRequirementId.sourceIndex !== claim.sourceIndex) {
       // Never send a choice made for one stage as the answer to another.
+      return { kind: 'stale', ...claimKeptUnless(await this.giveBack(record, claim)) };
+    }
+    // Nor for the same stage asked otherwise since (a host restarted and asking again, or an
+    // update, while the claim waited for a replay or a new owner): the requirementId does not tell
+    // the two questions apart, so the host would apply the choice to what nobody pressed it on,
+    // past the checks (approvers, quorum, typed confirmation) that question asks. Settling, the
+    // host no longer asks anything: the same commandId only tells how the decision ended.
+    if (!how.settling && (askedOtherwise(record, claim) || !offers(record, claim))) {
+      log().info('the approval was asked otherwise since its choice was made; not sent, given back');
       return { kind: 'stale', ...claimKeptUnless(await this.giveBack(record, claim)) };
     }
     const host = this.options.host(record.hostId);

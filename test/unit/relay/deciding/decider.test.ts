@@ -317,6 +317,62 @@ describe('Decider', () => {
     expect(host.decided.map((p) => p.commandId)).toEqual(['cmd-earlier']);
   });
 
+  describe('a claim kept for a replay whose stage the host asked otherwise since', () => {
+    /** Alice's "Allow once", claimed on the record as it asked then, kept for a replay. */
+    const pressed = (records: Records, record: ApprovalRecord): ApprovalRecord => {
+      const claim: Claim = {
+        sourceIndex: 0,
+        choiceId: 'allow_once',
+        commandId: 'cmd-alice',
+        via: 'click',
+        userId: 'U0ALICE',
+        claimedAt: NOW.toISOString(),
+      };
+      return records.put({ ...claimed(claim)(record)!, version: 2 });
+    };
+
+    it('is not sent when the same stage now asks another command: it is given back to people', async () => {
+      const { records, host, record, decider } = setup();
+      const deciding = pressed(records, record);
+      // The host asks the same approval and stage again, about another file and as a protected write.
+      const reasked = records.put({
+        ...deciding,
+        subject: { kind: 'fileAccess', path: '/srv/prod/.env', access: 'write' },
+        protectedWrite: true,
+        version: 3,
+      });
+      expect(reasked.phase).toBe('deciding');
+      decider.replay(reasked);
+      await decider.drain();
+      expect(host.decided).toEqual([]);
+      const after = records.table.get('a-1')!;
+      expect(after.phase).toBe('pending');
+      expect(after.claim).toBeUndefined();
+    });
+
+    it('is not sent when the stage no longer offers its choice, even on a claim that kept no question', async () => {
+      const { records, host, record, decider } = setup();
+      // Stored by an earlier release: what it was pressed on is not known (askedOtherwise is false).
+      const { question: _q, decision: _d, ...kept } = pressed(records, record).claim!;
+      const deciding = records.put({ ...record, phase: 'deciding', claim: kept, version: 2 });
+      const reasked = records.put({ ...deciding, availableChoices: [CHOICES[1]!], version: 3 });
+      // Finished as a forwarded decision would be by the new owner: never claimed anew, nor sent.
+      const outcome = await decider.decide(click(reasked, { commandId: 'cmd-alice' }));
+      expect(outcome).toEqual({ kind: 'stale' });
+      expect(host.decided).toEqual([]);
+      expect(records.claims).toEqual([]);
+      expect(records.table.get('a-1')).toMatchObject({ phase: 'pending', claim: undefined });
+    });
+
+    it('is sent when the host asks the very same question again', async () => {
+      const { records, host, record, decider } = setup();
+      const deciding = pressed(records, record);
+      decider.replay(records.put({ ...deciding, version: 3 }));
+      await decider.drain();
+      expect(host.decided.map((p) => p.commandId)).toEqual(['cmd-alice']);
+    });
+  });
+
   it('sends a record created claimed by a grant on the read made with its create, and drops it when that read says no', async () => {
     const asked: string[] = [];
     const { records, host, record, decider } = setup({
