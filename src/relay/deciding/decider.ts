@@ -375,7 +375,15 @@ export class Decider {
       ...(claim.feedback ? { feedback: claim.feedback } : {}),
     };
     let grantRead = how.grantRead;
-    for (let asked = claim.unanswered ?? 0; ; ) {
+    for (let asked = claim.unanswered ?? 0, first = true; ; first = false) {
+      // Each ask goes only while this process holds the host: a lease lost during a backoff makes
+      // the claim the new owner's to replay, never asked from two replicas at once.
+      if (this.options.mayAct?.(record.hostId) === false) {
+        log().info('no longer holds the host; the decision is left to its owner');
+        // Nothing was sent: should this process own the host again, its replay is not skipped.
+        if (first) this.sentTo.delete(claim.commandId);
+        return { kind: 'hostUnavailable' };
+      }
       // Each ask of a decision by grant, the first and every one the host left unanswered, goes
       // only while its grant still answers: a revocation stops whatever has not left yet. Not
       // when settling: the host no longer asks, and this only learns how the decision ended.

@@ -373,6 +373,23 @@ describe('Decider', () => {
     });
   });
 
+  it('asks a host that left the decide unanswered again only while it still holds the host', async () => {
+    let holds = true;
+    const { records, host, record, decider } = setup({
+      answers: [new RequestTimeoutError('approval/decide', 10)],
+      mayAct: () => holds,
+    });
+    const asking = host.decide.bind(host);
+    host.decide = (params) => {
+      // The lease runs out while the first ask is out: the new owner replays the claim.
+      holds = false;
+      return asking(params);
+    };
+    expect(await decider.decide(click(record))).toEqual({ kind: 'hostUnavailable' });
+    expect(host.decided).toHaveLength(1);
+    expect(records.table.get('a-1')!.phase).toBe('deciding');
+  });
+
   it('sends a record created claimed by a grant on the read made with its create, and drops it when that read says no', async () => {
     const asked: string[] = [];
     const { records, host, record, decider } = setup({
