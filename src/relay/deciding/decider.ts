@@ -89,6 +89,14 @@ function offers(record: ApprovalRecord, claim: Claim): boolean {
   return record.availableChoices.some((c) => c.choiceId === claim.choiceId);
 }
 
+/**
+ * Whether the record asks, at the claim's stage, a question other than the one the claim was
+ * pressed on, or no longer offers its choice: sent, the choice would answer what nobody chose.
+ */
+function askedSince(record: ApprovalRecord, claim: Claim): boolean {
+  return askedOtherwise(record, claim) || !offers(record, claim);
+}
+
 /** Re-checks after the approval changed under a decision, before giving up as stale. */
 const MAX_CLAIM_ATTEMPTS = 5;
 const SENT_MEMORY_MS = 10 * 60_000;
@@ -357,7 +365,7 @@ export class Decider {
     // the two questions apart, so the host would apply the choice to what nobody pressed it on,
     // past the checks (approvers, quorum, typed confirmation) that question asks. Settling, the
     // host no longer asks anything: the same commandId only tells how the decision ended.
-    if (!how.settling && (askedOtherwise(record, claim) || !offers(record, claim))) {
+    if (!how.settling && askedSince(record, claim)) {
       log().info('the approval was asked otherwise since its choice was made; not sent, given back');
       return { kind: 'stale', ...claimKeptUnless(await this.giveBack(record, claim)) };
     }
@@ -445,6 +453,21 @@ export class Decider {
           });
         } catch {
           return this.keptWhileStopping(log, asked);
+        }
+        // The host may ask the stage otherwise while it leaves the decide unanswered (an update,
+        // a re-ask): asked again, the choice would answer what nobody pressed it on, as a replay
+        // would (above). The first ask may have been taken; the host's resolution tells, and
+        // the card asks the question as it is now.
+        const current = how.settling
+          ? undefined
+          : await this.options.store.get(record.approvalId).catch(() => undefined);
+        // The stored claim: it holds the question it was pressed on.
+        const stored = current?.claim;
+        if (current && stored?.commandId === claim.commandId && askedSince(current, stored)) {
+          log().info(
+            'the approval was asked otherwise while its decide went unanswered; not asked again, given back',
+          );
+          return { kind: 'stale', ...claimKeptUnless(await this.giveBack(current, claim)) };
         }
       }
     }

@@ -373,6 +373,30 @@ describe('Decider', () => {
     });
   });
 
+  it('asks a host that left the decide unanswered again only while it asks what was pressed', async () => {
+    const { records, host, record, decider } = setup({
+      answers: [new RequestTimeoutError('approval/decide', 10)],
+    });
+    const asking = host.decide.bind(host);
+    host.decide = (params) => {
+      // While the first ask is out, the host asks the same stage about another file, as a
+      // protected write: asked again, Alice's "Allow once" would answer that.
+      const claimedNow = records.table.get('a-1')!;
+      records.put({
+        ...claimedNow,
+        subject: { kind: 'fileAccess', path: '/srv/prod/.env', access: 'write' },
+        protectedWrite: true,
+        version: claimedNow.version + 1,
+      });
+      return asking(params);
+    };
+    expect(await decider.decide(click(record))).toEqual({ kind: 'stale' });
+    expect(host.decided).toHaveLength(1);
+    const after = records.table.get('a-1')!;
+    expect(after.phase).toBe('pending');
+    expect(after.claim).toBeUndefined();
+  });
+
   it('asks a host that left the decide unanswered again only while it still holds the host', async () => {
     let holds = true;
     const { records, host, record, decider } = setup({
