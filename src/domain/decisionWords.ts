@@ -34,10 +34,19 @@ export function needsQuorum(decision: string): boolean {
   return decisionTone(decision) !== 'reject';
 }
 
-/** The reject choice a timeout decides with: not an approval, preferring one that takes feedback. */
+/**
+ * The reject choice a timeout (and "Reject all") decides with: one that rejects this request only,
+ * preferring one that takes feedback. Never one that may keep a deny rule (a scope past once, or a
+ * decision word other than plain `abort` or `denied`, such as deniedPolicyAmendment): nobody chose
+ * that rule, and it would refuse the same request for the session or for good. A host that offers
+ * only such rejections gets none here, as if it offered no reject choice: the timeout step fails
+ * (docs/escalation.md) and "Reject all" skips the request, which a person can still decide on its card.
+ */
 export function timeoutChoice(
   choices: ApprovalRecord['availableChoices'],
 ): ApprovalRecord['availableChoices'][number] | undefined {
-  const rejecting = choices.filter((c) => c.decision === 'abort' || c.decision.startsWith('denied'));
+  const rejecting = choices.filter(
+    (c) => (c.decision === 'abort' || c.decision === 'denied') && c.scope === 'once',
+  );
   return rejecting.find((c) => c.acceptsFeedback) ?? rejecting[0];
 }
