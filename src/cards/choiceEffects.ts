@@ -1,5 +1,7 @@
 import { decisionTone } from '../domain/decisionWords.js';
 import type { ApprovalChoice } from '../msp/protocol.js';
+import { clip } from './escape.js';
+import { MAX_BUTTON_TEXT } from './limits.js';
 
 // What a choice does, in the bot's words, for when the host's label could mislead: a buggy host
 // may label an approval that keeps a rule for good "Reject". The label is the host's; only the
@@ -82,18 +84,26 @@ export interface Misleading {
  * What the choice does, when its label could mislead: an approval that outlasts the request and
  * whose label does not say so, or a label whose words say the opposite of its decision. Undefined
  * when the label is fair, and for a decision this bot does not know (it cannot say what that does).
+ *
+ * `shown`: how many characters of the label its button shows (clip). What the label says of its
+ * reach counts only there: a host could hide "always" past the cut, where nobody reads it. A word
+ * that says the opposite of the decision counts anywhere in the label, the part cut off too: one
+ * more warning is the safe side.
  */
 export function misleadingLabel(
   choice: Pick<ApprovalChoice, 'decision' | 'scope'>,
   label: string,
+  shown: number = MAX_BUTTON_TEXT,
 ): Misleading | undefined {
   const tone = decisionTone(choice.decision);
-  const words = wordsOf(label);
-  if (tone === 'approve') {
-    const reach = reachOf(choice);
-    if (saysReach(words, reach) && !saysReject(words)) return undefined;
-    return { tone, reach, effect: APPROVES[reach] };
+  const all = wordsOf(label);
+  // Clipping can cut a word down to another ("nothing" to "no…"): the button shows that one.
+  const seen = wordsOf(clip(label, shown));
+  if (tone === 'reject') {
+    return saysApprove(seen) || saysApprove(all) ? { tone, reach: 'once', effect: 'rejects' } : undefined;
   }
-  if (tone === 'reject' && saysApprove(words)) return { tone, reach: 'once', effect: 'rejects' };
-  return undefined;
+  if (tone !== 'approve') return undefined;
+  const reach = reachOf(choice);
+  if (saysReach(seen, reach) && !saysReject(seen) && !saysReject(all)) return undefined;
+  return { tone, reach, effect: APPROVES[reach] };
 }

@@ -212,9 +212,20 @@ export function renderChoices(
   const blocks: KnownBlock[] = [];
   const shown = choices.slice(0, Math.min(maxChoices, MAX_SHOWN_CHOICES));
 
-  const misleading = shown.map((choice, i) => misleadingLabel(choice, labelOf(choice, i)));
-  const dialogs = shown.map((choice, i) => dialogOf(choice, misleading[i]));
-  const labelMax = labelAllowance(dialogs, budget);
+  // A label is judged as its button shows it (misleadingLabel), and how much a button shows
+  // depends on the dialogs sharing the budget: from the most a button holds, shrink until the
+  // labels judged are the labels drawn. Each pass cuts more or stops; MIN_LABEL ends it.
+  let labelMax = MAX_BUTTON_TEXT;
+  let misleading: (Misleading | undefined)[];
+  let dialogs: (Dialog | undefined)[];
+  for (;;) {
+    const max = labelMax;
+    misleading = shown.map((choice, i) => misleadingLabel(choice, labelOf(choice, i), max));
+    dialogs = shown.map((choice, i) => dialogOf(choice, misleading[i]));
+    const allowed = labelAllowance(dialogs, budget);
+    if (allowed >= labelMax) break;
+    labelMax = allowed;
+  }
   const details = detailLines(shown, misleading, labelMax, budget);
   if (details.length > 0) {
     const lines = fitLines(details.length, (i) => details[i]!, budget.previews, ['choice', 'choices']);

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { misleadingLabel } from '../../../src/cards/choiceEffects.js';
 import { checkMessageLimits } from '../../../src/cards/limits.js';
 import { renderCard } from '../../../src/cards/renderCard.js';
 import type { ApprovalRecord } from '../../../src/domain/record.js';
@@ -116,5 +117,55 @@ describe('renderChoices: the bot says what a button does when its label could mi
     expect(checkMessageLimits(card)).toEqual([]);
     expect(allText(card)).toContain(WARNING);
     expect(buttons(card).every((b) => b.confirm !== undefined)).toBe(true);
+  });
+
+  it('judges what a label says of its reach on what its button shows, not on words cut off', () => {
+    const hidden = `Allow once ${'x'.repeat(600)} always`;
+    expect(
+      misleadingLabel({ decision: 'approvedPolicyAmendment', scope: 'localPersistent' }, hidden),
+    ).toEqual({
+      tone: 'approve',
+      reach: 'rule',
+      effect: 'approves, and the host keeps it as a rule for good',
+    });
+    const card = withChoices([choice(hidden, 'approvedPolicyAmendment', 'localPersistent')]);
+    expect(allText(card)).toContain('approves, and the host keeps it as a rule for good');
+    const [b] = buttons(card);
+    expect(b!.text).not.toContain('always');
+    expect(b!.confirm).toMatchObject({
+      title: { text: 'Allow this for good?' },
+      confirm: { text: 'Approve' },
+    });
+    // A reach word the button shows still counts, however long the rest.
+    const shown = `Always allow ${'x'.repeat(600)}`;
+    expect(
+      misleadingLabel({ decision: 'approvedPolicyAmendment', scope: 'localPersistent' }, shown),
+    ).toBeUndefined();
+  });
+
+  it('judges labels at the width their buttons get when many choices share the budget', () => {
+    const rejects = Array.from({ length: 60 }, (_, i) => ({
+      ...choice('Reject', 'abort', 'once'),
+      choiceId: `r${i}`,
+    }));
+    // Fits a full-width button with its "always"; cut to fit beside 60 reject dialogs, it loses it.
+    const label = `Allow ${'x'.repeat(20)} always`;
+    const card = withChoices([...rejects, choice(label, 'approvedPolicyAmendment', 'localPersistent')]);
+    expect(checkMessageLimits(card)).toEqual([]);
+    const b = buttons(card).at(-1)!;
+    expect(b.text).not.toContain('always');
+    expect(allText(card)).toContain('approves, and the host keeps it as a rule for good');
+    expect(b.confirm).toMatchObject({ confirm: { text: 'Approve' } });
+  });
+
+  it('a word saying the opposite of the decision counts even where the button cuts it off', () => {
+    const tail = 'x'.repeat(600);
+    expect(
+      misleadingLabel({ decision: 'approved', scope: 'once' }, `Allow once ${tail} reject`)?.effect,
+    ).toBe('approves this request only');
+    // A rejection whose button says "Allow", whatever is cut off after it.
+    expect(misleadingLabel({ decision: 'abort', scope: 'once' }, `Allow ${tail} reject`)?.effect).toBe(
+      'rejects',
+    );
   });
 });
