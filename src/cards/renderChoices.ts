@@ -59,14 +59,15 @@ function labelOf(choice: ApprovalChoice, index: number): string {
 /**
  * The dialog a button asks through first: every rejection, and every choice whose label could
  * mislead (misleadingLabel), which says in the bot's words what it does. The confirm button of
- * such a dialog says it too, never the label it contradicts.
+ * such a dialog says it too, never the label it contradicts; for a decision word this bot does
+ * not know, which it cannot call an approval, it says only "Confirm".
  */
 function dialogOf(choice: ApprovalChoice, misleading: Misleading | undefined): Dialog | undefined {
-  if (misleading?.tone === 'approve') {
+  if (misleading && misleading.tone !== 'reject') {
     return {
       title: APPROVE_TITLES[misleading.reach],
       text: `Whatever its label says, this ${misleading.effect}.`,
-      confirm: 'Approve',
+      confirm: misleading.tone === 'approve' ? 'Approve' : 'Confirm',
       style: 'primary',
     };
   }

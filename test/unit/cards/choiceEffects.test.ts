@@ -168,4 +168,65 @@ describe('renderChoices: the bot says what a button does when its label could mi
       'rejects',
     );
   });
+
+  it('a decision word this bot does not know, lasting past the request: it may approve, and asks first', () => {
+    const card = withChoices([
+      choice('Allow once', 'approve', 'localPersistent'),
+      choice('Allow once', 'allowAlways', 'session'),
+      choice('Go on', 'proceedLater', 'forEver'),
+    ]);
+    expect(checkMessageLimits(card)).toEqual([]);
+    const text = allText(card);
+    expect(text).toContain(`${WARNING} “Allow once” may approve, and the host keeps it as a rule for good`);
+    expect(text).toContain(
+      `${WARNING} “Allow once” may approve, and the host keeps allowing it for the rest of the session`,
+    );
+    expect(text).toContain(`${WARNING} “Go on” may approve, and the host keeps it past this request`);
+    const bs = buttons(card);
+    expect(bs.map((b) => (b.confirm?.title as { text: string } | undefined)?.text)).toEqual([
+      'Allow this for good?',
+      'Allow for the session?',
+      'Allow past this request?',
+    ]);
+    // The bot cannot call it an approval, nor repeat the label it doubts.
+    expect(bs.map((b) => (b.confirm?.confirm as { text: string } | undefined)?.text)).toEqual([
+      'Confirm',
+      'Confirm',
+      'Confirm',
+    ]);
+    // Of this request only, or under a label that says it approves and for how long: nothing.
+    expect(misleadingLabel({ decision: 'snooze', scope: 'once' }, 'Ask later')).toBeUndefined();
+    expect(
+      misleadingLabel({ decision: 'allowAlways', scope: 'localPersistent' }, 'Always allow'),
+    ).toBeUndefined();
+    expect(misleadingLabel({ decision: 'snooze', scope: 'session' }, 'Ask later this session')?.effect).toBe(
+      'may approve, and the host keeps allowing it for the rest of the session',
+    );
+  });
+
+  it('reads disallow, denied, refuse and rejected as reject words, whole and in any case', () => {
+    for (const label of ['Disallow', 'DENIED', 'Refuse', 'Rejected']) {
+      expect(misleadingLabel({ decision: 'approved', scope: 'once' }, label)?.effect).toBe(
+        'approves this request only',
+      );
+    }
+    expect(misleadingLabel({ decision: 'abort', scope: 'once' }, 'Disallow')).toBeUndefined();
+    // Part of a word is no word: "Unrejected" holds "rejected" but is not it.
+    expect(misleadingLabel({ decision: 'approved', scope: 'once' }, 'Unrejected')).toBeUndefined();
+  });
+
+  it('a label naming a shorter reach than the choice keeps is misleading, "always" or not', () => {
+    expect(
+      misleadingLabel(
+        { decision: 'approvedPolicyAmendment', scope: 'localPersistent' },
+        'Allow always for this session',
+      )?.effect,
+    ).toBe('approves, and the host keeps it as a rule for good');
+    expect(
+      misleadingLabel({ decision: 'approvedForSession', scope: 'session' }, 'Always allow once')?.effect,
+    ).toBe('approves, and the host keeps allowing it for the rest of the session');
+    expect(
+      misleadingLabel({ decision: 'approvedForSession', scope: 'session' }, 'Always allow in this session'),
+    ).toBeUndefined();
+  });
 });
