@@ -27,6 +27,41 @@ export function pressedDecision(record: ApprovalRecord, claim: Claim): string | 
 }
 
 /**
+ * The scope of the choice `claim` pressed: as it was when pressed, or, on a claim stored before
+ * that was kept, as the record offers it now. The question a claim was pressed on covers the
+ * choices, scopes and all, so while the record is not askedOtherwise that is the scope pressed.
+ */
+export function pressedScope(record: ApprovalRecord, claim: Claim): string | undefined {
+  return claim.scope ?? record.availableChoices.find((c) => c.choiceId === claim.choiceId)?.scope;
+}
+
+/**
+ * The rule (approval/resolved.amendment durability) a choice of each scope leaves at the host
+ * (docs/msp-approvals.md §6.4, §10.1): none for a once-scoped one, a `session` rule for a
+ * `session` one, a `localPersistent` rule for a `localPersistent` one.
+ */
+const RULE_OF_SCOPE: Record<string, string | undefined> = {
+  once: undefined,
+  session: 'session',
+  localPersistent: 'localPersistent',
+};
+
+/**
+ * Whether the rule the host says a decision left is the one the pressed choice (of `scope`) asks
+ * for: no rule at all, or one of the durability its scope means. A scope or durability the
+ * protocol does not name, or a scope unknown (a claim whose choice the record no longer offers),
+ * never matches a rule: nobody is credited with a rule whose reach nobody here was shown.
+ */
+export function ruleAsPressed(
+  scope: string | undefined,
+  amendment: { durability: string } | undefined,
+): boolean {
+  if (!amendment) return true;
+  if (scope === undefined || !Object.hasOwn(RULE_OF_SCOPE, scope)) return false;
+  return RULE_OF_SCOPE[scope] === amendment.durability;
+}
+
+/**
  * The record no longer asks the question `claim` was pressed on (another command, other choices,
  * other risks): whatever the host decided with its commandId, nobody was shown it. Never for a
  * claim stored before that question was kept.

@@ -152,6 +152,12 @@ export const Claim = z.object({
    */
   decision: z.string().optional(),
   question: z.string().optional(),
+  /**
+   * The scope of that choice then: a host may answer "Allow once" with a rule saved for good and
+   * the same decision word, and only the rule the choice asks for is credited to it (ruleAsPressed).
+   * Absent on claims stored before it was kept (pressedScope).
+   */
+  scope: z.string().optional(),
   commandId: z.string(),
   feedback: z.string().optional(),
   claimedAt: z.string(),

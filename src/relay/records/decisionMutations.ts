@@ -139,7 +139,12 @@ export function claimed(claim: Claim) {
     if (!choice) return undefined;
     // What was pressed, on what question: the host may ask the stage again before it answers,
     // and only a resolution of this very question, as this choice decided it, is credited to it.
-    const pressed = { ...claim, decision: choice.decision, question: claimQuestion(record) };
+    const pressed = {
+      ...claim,
+      decision: choice.decision,
+      scope: choice.scope,
+      question: claimQuestion(record),
+    };
     return { ...record, phase: 'deciding', claim: pressed };
   };
 }

@@ -1,5 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
-import { askedOtherwise, pressedDecision } from '../../domain/claimCredit.js';
+import { askedOtherwise, pressedDecision, pressedScope, ruleAsPressed } from '../../domain/claimCredit.js';
 import { stageCapabilities } from '../../domain/grants/capabilities.js';
 import type {
   ApprovalRecord,
@@ -406,6 +406,12 @@ export interface ClaimContradicted {
    * choices): the choiceId it applied is not what was pressed, whatever decision it reports.
    */
   askedOtherwise?: true;
+  /**
+   * The host said the decision left a rule the choice pressed does not ask for (ruleAsPressed):
+   * the scope of that choice (when known), and the durability of the rule reported.
+   */
+  choiceScope?: string;
+  ruleDurability?: string;
 }
 
 /**
@@ -427,7 +433,8 @@ export function resolved(
     // Only the deciding command's id says a resolution was ours: a host names it on every
     // terminal a decide produced, and a restart closing the request while our reject was in
     // flight has the same decision word without being ours. And it is ours only as the choice
-    // that was pressed: a host that answers "Allow once" with a saved rule, or a Reject with an
+    // that was pressed: a host that answers "Allow once" with a saved rule (even under the same
+    // decision word, `approved`), a session choice with a rule kept for good, or a Reject with an
     // approval, decided that itself, and no person (grant, timeout) is named for it. Nor when
     // the host asked the stage again while it was in flight: the same choiceId may mean another
     // decision, or the same one about another command, that nobody here was shown.
@@ -435,7 +442,10 @@ export function resolved(
     const named = claim && params.decidedByCommandId === claim.commandId ? claim : undefined;
     const choiceDecision = named && pressedDecision(record, named);
     const otherQuestion = named !== undefined && askedOtherwise(record, named);
-    const ours = named && !otherQuestion && choiceDecision === params.decision ? named : undefined;
+    const choiceScope = named && pressedScope(record, named);
+    const otherRule = named !== undefined && !ruleAsPressed(choiceScope, params.amendment);
+    const ours =
+      named && !otherQuestion && !otherRule && choiceDecision === params.decision ? named : undefined;
     if (named && !ours) {
       contradicted?.({
         approvalId: record.approvalId,
@@ -443,6 +453,12 @@ export function resolved(
         ...(choiceDecision !== undefined ? { choiceDecision } : {}),
         reported: params.decision,
         ...(otherQuestion ? { askedOtherwise: true as const } : {}),
+        ...(otherRule && params.amendment
+          ? {
+              ...(choiceScope !== undefined ? { choiceScope } : {}),
+              ruleDurability: params.amendment.durability,
+            }
+          : {}),
       });
     }
     if (params.decision === 'abort' && !params.decidedByCommandId && !ours && params.resolvedBy === 'user') {

@@ -548,6 +548,7 @@ describe('GrantAnswerer', () => {
       choiceId: 'allow_once',
       // What the grant pressed, on what question: as a person's claim keeps them.
       decision: 'approved',
+      scope: 'once',
       question: claimQuestion(fresh),
       commandId: 'cmd-claimed-1',
       claimedAt: NOW.toISOString(),

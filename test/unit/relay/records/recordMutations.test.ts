@@ -211,6 +211,8 @@ describe('record mutations', () => {
         choiceId: 'allow_once',
         choiceDecision: 'approved',
         reported: 'approvedPolicyAmendment',
+        choiceScope: 'once',
+        ruleDurability: 'localPersistent',
       },
     ]);
     // A Reject reported as an approval.
@@ -229,6 +231,157 @@ describe('record mutations', () => {
     const notGrant = resolved(lie, 'inc-1', new Date())(byGrant)!;
     expect(notGrant.resolution?.via).toBeUndefined();
     expect(notGrant.resolution?.grant).toBeUndefined();
+  });
+
+  describe('a rule the host says the decision left', () => {
+    /** The same question, with a session choice and a for-good one beside "Allow once". */
+    const scoped = newRecord(
+      {
+        ...shell,
+        availableChoices: [
+          ...shell.availableChoices,
+          {
+            choiceId: 'allow_session',
+            label: 'Allow for this session',
+            decision: 'approvedForSession',
+            scope: 'session',
+          },
+          {
+            choiceId: 'allow_local',
+            label: 'Always allow in this workspace',
+            decision: 'approvedPolicyAmendment',
+            scope: 'localPersistent',
+          },
+        ],
+      },
+      {
+        hostId: 'h',
+        incarnation: 'inc-1',
+        caller: 'session:s1',
+        channel: 'C1',
+        route: 'test',
+        sandboxMode: 'default',
+        phase: 'pending',
+        now: new Date('2026-11-30T10:00:00Z'),
+      },
+    );
+    const resolvedWith = (decision: string, durability: string | undefined) =>
+      ApprovalResolvedParams.parse({
+        sessionId: 's1',
+        approvalId: 'a1',
+        decision,
+        policyResult: 'allow',
+        resolvedBy: 'user',
+        decidedByCommandId: 'cmd-1',
+        ...(durability ? { amendment: { durability, rulePreview: 'Always allow: rm -rf /srv' } } : {}),
+      });
+    const LISTED = 'it is listed in `/countersign grants`';
+
+    it('credits nobody with a rule saved for good on "Allow once", under the same decision word', () => {
+      const pressed = claimed(claim)(scoped)!;
+      expect(pressed.claim.scope).toBe('once');
+      const heard: unknown[] = [];
+      const done = resolved(resolvedWith('approved', 'localPersistent'), 'inc-1', new Date(), (facts) =>
+        heard.push(facts),
+      )(pressed)!;
+      expect(done.phase).toBe('resolved');
+      expect(done.resolution).toMatchObject({ decision: 'approved', resolvedBy: 'user' });
+      for (const field of ['slackUserId', 'choiceId', 'via', 'voters', 'grant', 'feedback'] as const) {
+        expect(done.resolution?.[field]).toBeUndefined();
+      }
+      expect(heard).toEqual([
+        {
+          approvalId: 'a1',
+          choiceId: 'allow_once',
+          choiceDecision: 'approved',
+          reported: 'approved',
+          choiceScope: 'once',
+          ruleDurability: 'localPersistent',
+        },
+      ]);
+      // The card shows the rule as the host's own, and says nothing of a listing there is not.
+      const text = allText(renderCard(done, { now: new Date() }));
+      expect(text).toContain('*Decided by:* user (another client)');
+      expect(text).toContain('*Rule saved* (saved in this workspace): Always allow: rm -rf /srv');
+      expect(text).not.toContain('U1');
+      expect(text).not.toContain(LISTED);
+      // And the audit names nobody for it.
+      const entry = decisionEntry(done as ResolvedRecord, undefined);
+      expect(entry.userId).toBeUndefined();
+      expect(entry.choiceId).toBe('');
+      expect(entry.via).toBe('otherClient');
+      // Any rule on "Allow once", even one for the session only.
+      const sessionRule = resolved(resolvedWith('approved', 'session'), 'inc-1', new Date())(pressed)!;
+      expect(sessionRule.resolution?.slackUserId).toBeUndefined();
+    });
+
+    it('credits nobody with a rule kept for good on a session choice, nor the other way round', () => {
+      const session = claimed({ ...claim, choiceId: 'allow_session' })(scoped)!;
+      const forGood = resolved(
+        resolvedWith('approvedForSession', 'localPersistent'),
+        'inc-1',
+        new Date(),
+      )(session)!;
+      expect(forGood.resolution?.slackUserId).toBeUndefined();
+      expect(forGood.resolution?.choiceId).toBeUndefined();
+      const forGoodText = allText(renderCard(forGood, { now: new Date() }));
+      expect(forGoodText).not.toContain(LISTED);
+      expect(forGoodText).not.toContain('U1');
+      const local = claimed({ ...claim, choiceId: 'allow_local' })(scoped)!;
+      const sessionOnly = resolved(
+        resolvedWith('approvedPolicyAmendment', 'session'),
+        'inc-1',
+        new Date(),
+      )(local)!;
+      expect(sessionOnly.resolution?.slackUserId).toBeUndefined();
+      // A durability the protocol does not name is no choice's either.
+      const unnamed = resolved(resolvedWith('approvedForSession', 'forever'), 'inc-1', new Date())(session)!;
+      expect(unnamed.resolution?.slackUserId).toBeUndefined();
+    });
+
+    it('credits the presser with the rule their choice asks for, or with none reported', () => {
+      for (const [choiceId, decision, durability] of [
+        ['allow_session', 'approvedForSession', 'session'],
+        ['allow_local', 'approvedPolicyAmendment', 'localPersistent'],
+      ] as const) {
+        const done = resolved(
+          resolvedWith(decision, durability),
+          'inc-1',
+          new Date(),
+        )(claimed({ ...claim, choiceId })(scoped)!)!;
+        expect(done.resolution).toMatchObject({ slackUserId: 'U1', choiceId, amendment: { durability } });
+        expect(allText(renderCard(done, { now: new Date() }))).toContain(LISTED);
+      }
+      // No amendment (none sent, or one dropped unread): the choice as pressed.
+      for (const [choiceId, decision] of [
+        ['allow_once', 'approved'],
+        ['allow_session', 'approvedForSession'],
+      ] as const) {
+        const done = resolved(
+          resolvedWith(decision, undefined),
+          'inc-1',
+          new Date(),
+        )(claimed({ ...claim, choiceId })(scoped)!)!;
+        expect(done.resolution?.slackUserId).toBe('U1');
+      }
+    });
+
+    it('reads the scope of a claim stored before it was kept from the question it was pressed on', () => {
+      const { scope: _scope, ...older } = claimed({ ...claim, choiceId: 'allow_session' })(scoped)!.claim;
+      const stored = { ...scoped, phase: 'deciding' as const, claim: older };
+      const kept = resolved(resolvedWith('approvedForSession', 'session'), 'inc-1', new Date())(stored)!;
+      expect(kept.resolution?.slackUserId).toBe('U1');
+      const forGood = resolved(
+        resolvedWith('approvedForSession', 'localPersistent'),
+        'inc-1',
+        new Date(),
+      )(stored)!;
+      expect(forGood.resolution?.slackUserId).toBeUndefined();
+      // A claim whose choice the record no longer offers: no rule is credited to it.
+      const gone = { ...stored, claim: { ...older, choiceId: 'gone' } };
+      const unknown = resolved(resolvedWith('approvedForSession', 'session'), 'inc-1', new Date())(gone)!;
+      expect(unknown.resolution?.slackUserId).toBeUndefined();
+    });
   });
 
   describe('a question the host changed while a pressed choice was being decided', () => {
