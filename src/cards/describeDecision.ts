@@ -29,8 +29,17 @@ const RULE_NOT_SAVED: Record<string, string> = {
 };
 
 /**
+ * The words of decisions that say no rule was made, for when the host says one was all the same
+ * (an amendment on an `approved`: "Allow once" answered with a rule, resolved()).
+ */
+const RULE_SAVED_ANYWAY: Record<string, string> = {
+  approved: 'Approved, and the host saved a rule too',
+};
+
+/**
  * A resolution's decision in human words: as describeDecision, except that a rule the host
- * reported it could not save (policyPersistence failed) is never said to be saved.
+ * reported it could not save (policyPersistence failed) is never said to be saved, and one it
+ * says it saved is never denied ("this request only").
  */
 export function describeResolution(
   resolution: Pick<Resolution, 'decision' | 'amendment' | 'persistence'>,
@@ -39,6 +48,7 @@ export function describeResolution(
   if (rulePersistence(resolution)?.status === 'failed' && Object.hasOwn(RULE_NOT_SAVED, decision)) {
     return RULE_NOT_SAVED[decision]!;
   }
+  if (resolution.amendment && Object.hasOwn(RULE_SAVED_ANYWAY, decision)) return RULE_SAVED_ANYWAY[decision]!;
   return describeDecision(decision);
 }
 

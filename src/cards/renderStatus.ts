@@ -1,6 +1,7 @@
 import type { KnownBlock } from '@slack/types';
 import { askedOtherwise } from '../domain/claimCredit.js';
 import { decisionTone } from '../domain/decisionWords.js';
+import { hostHeldScope } from '../domain/grants/hostRule.js';
 import { type ApprovalRecord, type Resolution, rulePersistence } from '../domain/record.js';
 import { packSections, section } from './blocks.js';
 import type { CardBudget } from './budget.js';
@@ -192,7 +193,13 @@ function grantUseLines(record: ApprovalRecord): string[] {
   });
 }
 
-function resolvedLines(resolution: Resolution, budget: CardBudget, timedOutAfterMs?: number): string[] {
+/** `hostHeld`: the rule is listed in /countersign grants as a host-held grant (hostHeldScope). */
+function resolvedLines(
+  resolution: Resolution,
+  budget: CardBudget,
+  hostHeld: boolean,
+  timedOutAfterMs?: number,
+): string[] {
   const tone = decisionTone(resolution.decision);
   const icon =
     tone === 'approve' ? ':white_check_mark:' : tone === 'reject' ? ':no_entry:' : ':grey_question:';
@@ -215,7 +222,7 @@ function resolvedLines(resolution: Resolution, budget: CardBudget, timedOutAfter
   } else if (resolution.amendment) {
     const { rulePreview, durability: d } = resolution.amendment;
     lines.push(`*Rule saved* (${durability(d)}): ${truncateProse(rulePreview, budget.reason)}`);
-    if (resolution.slackUserId) lines.push(HOST_KEEPS);
+    if (hostHeld) lines.push(HOST_KEEPS);
   }
   if (resolution.feedback) lines.push(`*Feedback:* ${truncateProse(resolution.feedback, budget.reason)}`);
   return lines;
@@ -265,7 +272,12 @@ function phaseStatus(record: ApprovalRecord, budget: CardBudget): KnownBlock[] {
     case 'resolved':
       return record.resolution
         ? packSections([
-            ...resolvedLines(record.resolution, budget, record.escalation?.timedOutAfterMs),
+            ...resolvedLines(
+              record.resolution,
+              budget,
+              hostHeldScope(record) !== undefined,
+              record.escalation?.timedOutAfterMs,
+            ),
             ...rememberedLine(record),
           ])
         : [section('Decided. The host did not say how.')];

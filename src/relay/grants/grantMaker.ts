@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Grant, GrantBucketKey, GrantStore } from '../../domain/grants/grant.js';
+import { hostHeldScope } from '../../domain/grants/hostRule.js';
 import { grantQuestion, type RememberOffer } from '../../domain/grants/match.js';
 import { type GrantScope, offeredScope, scopeTtlMs } from '../../domain/grants/scope.js';
 import { type ApprovalRecord, rulePersistence } from '../../domain/record.js';
@@ -17,9 +18,6 @@ export interface GrantMakerOptions {
   logger: Logger;
   now?: () => Date;
 }
-
-/** Host choices that leave a rule at the host: what the host keeps is listed as a host-held grant. */
-const HOST_SCOPES: ReadonlySet<string> = new Set(['session', 'localPersistent']);
 
 /**
  * Where grants are made: a person's "don't ask again" on a card (a grant the bot keeps and
@@ -219,15 +217,12 @@ export const HOST_DID_NOT_SAVE = 'the host said it did not save the rule';
 function hostHeld(
   record: ApprovalRecord,
 ): { userId: string; scope: string; rulePreview: string; notSaved: boolean } | undefined {
+  const scope = hostHeldScope(record);
   const resolution = record.resolution;
-  if (record.phase !== 'resolved' || !resolution?.amendment || !resolution.slackUserId) return undefined;
-  // A resolution names its person only for the question their choice was pressed on (resolved(),
-  // claimCredit.ts), and a resolved record's question never changes: this is the choice pressed.
-  const choice = record.availableChoices.find((c) => c.choiceId === resolution.choiceId);
-  if (!choice || !HOST_SCOPES.has(choice.scope)) return undefined;
+  if (scope === undefined || !resolution?.amendment || !resolution.slackUserId) return undefined;
   return {
     userId: resolution.slackUserId,
-    scope: choice.scope,
+    scope,
     rulePreview: resolution.amendment.rulePreview,
     notSaved: rulePersistence(resolution)?.status === 'failed',
   };

@@ -1,10 +1,14 @@
-// GrantMaker.remember on its own, with a stub store and keeper: what the presser is told follows
-// whether the grant was stored, whatever showing it on the card comes to.
+// GrantMaker on its own, with a stub store and keeper: what the presser is told follows
+// whether the grant was stored, whatever showing it on the card comes to; a host-held grant is
+// listed exactly when its card says it is.
 
 import { describe, expect, it } from 'vitest';
+import { renderCard } from '../../../../src/cards/renderCard.js';
 import type { Grant, GrantStore } from '../../../../src/domain/grants/grant.js';
+import type { ApprovalRecord } from '../../../../src/domain/record.js';
 import { GrantMaker } from '../../../../src/relay/grants/grantMaker.js';
 import type { RecordKeeper } from '../../../../src/relay/records/recordKeeper.js';
+import { allText, DECIDED_AT, fileRecord, NOW } from '../../../support/cardFixtures.js';
 import { deferredSampleRecord, ONE_USE_GRANTS } from '../../../support/grantInput.js';
 import { captureLogger } from '../../../support/logCapture.js';
 
@@ -73,5 +77,52 @@ describe('GrantMaker.remember', () => {
       'the scope asked for is no longer offered',
       'the scope asked for is no longer offered',
     ]);
+  });
+});
+
+describe('GrantMaker.follow', () => {
+  /** A fileAccess request resolved as Alice's `choiceId`, the host reporting a rule of `durability`. */
+  const resolvedAs = (choiceId: string, durability: string): ApprovalRecord => ({
+    ...fileRecord(),
+    phase: 'resolved',
+    resolution: {
+      decision: 'approvedForSession',
+      resolvedBy: 'user',
+      decidedAt: DECIDED_AT,
+      slackUserId: 'U0ALICE',
+      choiceId,
+      amendment: { durability, rulePreview: 'write /home/me/src/proj/Cargo.toml' },
+    },
+  });
+
+  /** What follow() lists for `record`, and whether its card says the rule is listed. */
+  const listing = async (record: ApprovalRecord) => {
+    const listed: unknown[] = [];
+    const grants = {
+      create: async (input: Parameters<GrantStore['create']>[0]) => {
+        listed.push(input);
+        return stored(input);
+      },
+    } as unknown as GrantStore;
+    const tracked: Promise<unknown>[] = [];
+    const keeper = { track: (p: Promise<unknown>) => tracked.push(p) } as unknown as RecordKeeper;
+    const { logger } = captureLogger();
+    new GrantMaker({ grants, keeper, record: async () => record, grantsOf: () => undefined, logger }).follow(
+      record,
+    );
+    await Promise.all(tracked);
+    const says = allText(renderCard(record, { now: NOW })).includes('it is listed in `/countersign grants`');
+    return { listed: listed.length, says };
+  };
+
+  it('lists the rule a session choice left for the session, and the card says so', async () => {
+    expect(await listing(resolvedAs('allow_session', 'session'))).toEqual({ listed: 1, says: true });
+  });
+
+  it('lists no rule of another durability than the choice named, and the card says none is listed', async () => {
+    // A record resolved so before resolved() compared the rule with the choice pressed.
+    expect(await listing(resolvedAs('allow_session', 'localPersistent'))).toEqual({ listed: 0, says: false });
+    // A once-scoped choice leaves no rule the host keeps as a grant.
+    expect(await listing(resolvedAs('allow_once', 'session'))).toEqual({ listed: 0, says: false });
   });
 });

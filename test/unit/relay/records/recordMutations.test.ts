@@ -302,6 +302,8 @@ describe('record mutations', () => {
       // The card shows the rule as the host's own, and says nothing of a listing there is not.
       const text = allText(renderCard(done, { now: new Date() }));
       expect(text).toContain('*Decided by:* user (another client)');
+      expect(text).toContain('*Decision:* Approved, and the host saved a rule too');
+      expect(text).not.toContain('this request only');
       expect(text).toContain('*Rule saved* (saved in this workspace): Always allow: rm -rf /srv');
       expect(text).not.toContain('U1');
       expect(text).not.toContain(LISTED);

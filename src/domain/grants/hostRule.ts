@@ -1,0 +1,22 @@
+import type { ApprovalRecord } from '../record.js';
+
+/** Host choices that leave a rule at the host: what the host keeps is listed as a host-held grant. */
+const HOST_SCOPES: ReadonlySet<string> = new Set(['session', 'localPersistent']);
+
+/**
+ * The scope of the host-held grant a resolved record stands for (relay/grants/grantMaker.ts
+ * lists it in /countersign grants), or undefined when it stands for none: a person's host choice
+ * scoped session or localPersistent, with the host's amendment of that very durability. The card
+ * says the rule is listed by the same test, so it never says so of one that is not.
+ */
+export function hostHeldScope(record: ApprovalRecord): string | undefined {
+  const resolution = record.resolution;
+  if (record.phase !== 'resolved' || !resolution?.amendment || !resolution.slackUserId) return undefined;
+  // A resolution names its person only for the question their choice was pressed on, and for the
+  // rule that choice asks for (resolved(), claimCredit.ts); a resolved record's question never
+  // changes: this is the choice pressed. The durability is checked all the same, for records
+  // resolved before the rule was.
+  const choice = record.availableChoices.find((c) => c.choiceId === resolution.choiceId);
+  if (!choice || !HOST_SCOPES.has(choice.scope)) return undefined;
+  return choice.scope === resolution.amendment.durability ? choice.scope : undefined;
+}
