@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { ApprovalRecord, Claim, isTerminal, type Resolution } from '../domain/record.js';
-import { defineApprovalScripts } from './approvalScripts.js';
+import { defineApprovalScripts, hostPrefix } from './approvalScripts.js';
 import type { DecisionWrite } from './auditStream.js';
 import type { CardSync } from './cardSync.js';
 import type { HeldByWrite } from './heldByWrite.js';
@@ -145,7 +145,11 @@ export class ApprovalRecords {
    */
   async fenceOpen(hostId: string, token: number): Promise<number> {
     const ids = await this.redis.smembers(keys.openApprovals(hostId));
-    const raised = await Promise.all(ids.map((id) => this.redis.csStamp(keys.approval(id), String(token))));
+    // A record of another host under an id in this set is left alone (the script checks): its
+    // own host's owner fences it.
+    const raised = await Promise.all(
+      ids.map((id) => this.redis.csStamp(keys.approval(id), String(token), hostPrefix(id, hostId), hostId)),
+    );
     return raised.filter((n) => n === 1).length;
   }
 
@@ -197,7 +201,8 @@ export class ApprovalRecords {
    * The dedupe gate: only one of several racing creators wins. Returns false when a record for
    * this approvalId already exists. The winner also holds `lease`, when one is given, so it can
    * post the card at once; a record that holds a claim holds its claim's key too. `extra` fields are stored in the record's hash with it (FULL_TEXT_FIELDS):
-   * they share its key, so they expire with it.
+   * they share its key, so they expire with it. A record that exists of another host (an
+   * approvalId is each host's to choose) leaves nothing in this host's open sets.
    */
   async createIfAbsent(
     record: ApprovalRecord,
@@ -217,7 +222,10 @@ export class ApprovalRecords {
           ttlMs: this.claimTtlMs,
         }
       : { key: keys.postLease(record.approvalId), value: lease?.token ?? '', ttlMs: lease?.ttlMs ?? 0 };
-    // The open-set insert rides along (the host's slot); it is harmless when the record existed.
+    // The open-set insert rides along (the host's slot); it is harmless when the record existed
+    // and is this host's. One of another host must not stay in this host's open sets, or what is
+    // done to them (a host that keeps nothing going down, a listing, a new owner's fence) would
+    // reach that host's approval: it is taken back, a round trip on this rare path only.
     const [created] = await Promise.all([
       this.redis.csCreate(
         keys.approval(record.approvalId),
@@ -227,6 +235,8 @@ export class ApprovalRecords {
         held.value,
         String(held.ttlMs),
         this.fence(record.hostId),
+        hostPrefix(record.approvalId, record.hostId),
+        record.hostId,
         ...(extra ? Object.entries(extra).flat() : []),
       ),
       this.redis.csOpen(
@@ -238,6 +248,7 @@ export class ApprovalRecords {
       ),
     ]);
     if (created === 1) this.recent.seen(record);
+    else if (created === 2) await this.forgetOpenId(record.hostId, record.approvalId, record.sessionId);
     return created === 1;
   }
 

@@ -18,21 +18,40 @@ import type { RedisClient } from './redisConnection.js';
 // creation.
 
 /**
+ * Whether the record in KEYS[1] (`d`, its JSON) is of the host ARGV[h], `prefix` (ARGV[p]) being
+ * how that host's record of this approval starts (hostPrefix): a string compare, as a record's
+ * JSON starts with its approvalId and hostId. Only a record that starts otherwise is decoded, to
+ * read its hostId: one of another host, or one written in another key order.
+ */
+const ofHost = (p: number, h: number) => `local function ofHost(d)
+  if not d then return false end
+  if string.sub(d, 1, #ARGV[${p}]) == ARGV[${p}] then return true end
+  local ok, record = pcall(cjson.decode, d)
+  return ok and type(record) == 'table' and record.hostId == ARGV[${h}]
+end`;
+
+/**
  * Creates the record unless it exists; the creator also takes the post lease (or holds the claim
- * of a record created claimed). ARGV past the fifth are field/value pairs stored with it (the full
+ * of a record created claimed). ARGV past the seventh are field/value pairs stored with it (the full
  * text of a request intake cut). A record that exists is ours when the key its create took still
  * holds what that create set (a lease's token, a claim's commandId, each minted for one create):
  * ioredis sends a command again after a reconnect, and a create that ran already must not be
  * told it lost, or its claim is sent by no one but a later replay, its grant's use given back.
+ * A record that exists is 0, or 2 when it is another host's (ARGV[6] its prefix, ARGV[7] the
+ * host): the open-set insert sent with the create must then be taken back (createIfAbsent). Its
+ * JSON is read where EXISTS was asked: the check costs no command.
  */
 const CREATE_SCRIPT = `
-if redis.call('EXISTS', KEYS[1]) == 1 then
+${ofHost(6, 7)}
+local existing = redis.call('HGET', KEYS[1], 'd')
+if existing then
   if ARGV[3] ~= '' and redis.call('GET', KEYS[2]) == ARGV[3] then return 1 end
+  if not ofHost(existing) then return 2 end
   return 0
 end
 local fields = {'v', ARGV[1], 'd', ARGV[2]}
 if ARGV[5] ~= '' then fields[5] = 'f'; fields[6] = ARGV[5] end
-for i = 6, #ARGV do fields[#fields + 1] = ARGV[i] end
+for i = 8, #ARGV do fields[#fields + 1] = ARGV[i] end
 redis.call('HSET', KEYS[1], unpack(fields))
 if ARGV[3] ~= '' then redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[4]) end
 return 1
@@ -126,10 +145,18 @@ end
 return result
 `;
 
-/** A new owner raises the fence of every open approval of its host before it runs the host. */
+/**
+ * A new owner raises the fence of every open approval of its host before it runs the host. ARGV:
+ * token, prefix, host (ofHost). A record of another host is left alone (2): its id in this host's
+ * open set is a stray (another host asked under its id), and this host's token on it would refuse
+ * every write its own host's owner makes.
+ */
 const STAMP_SCRIPT = `
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-if tonumber(redis.call('HGET', KEYS[1], 'f') or '0') >= tonumber(ARGV[1]) then return 0 end
+${ofHost(2, 3)}
+local found = redis.call('HMGET', KEYS[1], 'f', 'd')
+if not found[2] then return 0 end
+if not ofHost(found[2]) then return 2 end
+if tonumber(found[1] or '0') >= tonumber(ARGV[1]) then return 0 end
 redis.call('HSET', KEYS[1], 'f', ARGV[1])
 return 1
 `;
@@ -252,6 +279,14 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[
 return 0
 `;
 
+/**
+ * How the JSON of the host's record of the approval starts (JSON.stringify of an ApprovalRecord:
+ * approvalId, then hostId): what ofHost compares a stored record with.
+ */
+export function hostPrefix(approvalId: string, hostId: string): string {
+  return `{"approvalId":${JSON.stringify(approvalId)},"hostId":${JSON.stringify(hostId)},`;
+}
+
 /** Registers the scripts on this connection: once, by the store that owns it (ApprovalRecords). */
 export function defineApprovalScripts(redis: RedisClient): void {
   redis.defineCommand('csCreate', { numberOfKeys: 2, lua: CREATE_SCRIPT });
@@ -301,6 +336,9 @@ declare module 'ioredis' {
       heldValue: string,
       heldTtlMs: string,
       fence: string,
+      /** hostPrefix() of the record created, and its hostId: a record of another host is 2. */
+      hostPrefix: string,
+      hostId: string,
       ...fullTextFields: string[]
     ): Result<number, Context>;
     /** ARGV as casScript documents. */
@@ -364,7 +402,8 @@ declare module 'ioredis' {
       /** versionTail() of the record checked: its updatedAt and version, as its stored JSON holds them. */
       expectedTail: string,
     ): Result<unknown[], Context>;
-    csStamp(approvalKey: string, token: string): Result<number, Context>;
+    /** 1 raised, 0 not (gone, or raised already), 2 a record of another host than `hostId`. */
+    csStamp(approvalKey: string, token: string, hostPrefix: string, hostId: string): Result<number, Context>;
     csSaveFull(approvalKey: string, field: string, json: string): Result<number, Context>;
     csPostLease(
       approvalKey: string,

@@ -245,3 +245,56 @@ it("one host never changes another's approval: a re-ask, an update or a resoluti
   expect(decide.frame.params.choiceId).toBe('allow_once');
   expect(hostB.decides()).toEqual([]);
 });
+
+it("a host that names another host's approval, then dies keeping nothing, leaves that approval as it was", async () => {
+  const OTHER_SESSION = '0198f0aa-3333-7000-8000-0000000000cc';
+  const hostA = await FakeHost.start({ sessions: [{ sessionId: SESSION, title: 'Bump the version' }] });
+  // A host that keeps nothing: each of its exits and starts orphans what it has open.
+  const hostB = await FakeHost.start({
+    durability: 'ephemeral',
+    sessions: [{ sessionId: OTHER_SESSION, title: 'Sandbox' }],
+  });
+  cleanups.push(
+    () => hostA.close(),
+    () => hostB.close(),
+  );
+  const file = configFile({
+    hosts: [mainHost(hostA.command), { id: 'sandbox', command: hostB.command, env: { ...hostB.env } }],
+  });
+  cleanups.push(file.remove);
+  const world = await World.start(
+    {},
+    { COUNTERSIGN_CONFIG: file.path, MSP_HOST_COMMAND: '' },
+    { host: hostA },
+  );
+  cleanups.push(() => world.close());
+  await hostB.waitForIncarnation(1, 20_000);
+
+  const id = 'xh-0003';
+  await hostA.open(shellApproval({ approvalId: id, sessionId: SESSION, stages: [['npm', 'test']] }));
+  await world.waitForCard(id, (m) => buttonsOf(m).length > 0);
+  await hostB.open(shellApproval({ approvalId: id, sessionId: OTHER_SESSION, stages: [['true']] }), {
+    via: 'requested',
+  });
+  const ignored = (l: BotLogLine) => l.msg === "a host spoke of another host's approval; ignored";
+  await until(() => world.bot.logs.some(ignored), 10_000);
+  // Its create found the record and took back the open-set entry it sent along.
+  const strays = async () =>
+    (await world.redis.sismember(keys.openApprovals('sandbox'), id)) +
+    (await world.redis.sismember(keys.openInSession('sandbox', OTHER_SESSION), id));
+  await until(async () => (await strays()) === 0, 5_000);
+  expect(await world.redis.sismember(keys.openApprovals('main'), id)).toBe(1);
+  // An entry left anyway (a process that died between the create and the take-back) is passed over.
+  await world.redis.sadd(keys.openApprovals('sandbox'), id);
+
+  await hostB.crash();
+  await hostB.waitForIncarnation(2, 20_000);
+  await until(async () => (await world.redis.sismember(keys.openApprovals('sandbox'), id)) === 0, 10_000);
+  const record = JSON.parse((await world.redis.hget(keys.approval(id), 'd'))!);
+  expect(record).toMatchObject({ hostId: 'main', phase: 'pending' });
+  const card = await world.card(id);
+  expect(buttonsOf(card).length).toBeGreaterThan(0);
+  expect((await world.press(id, 'Allow once')).status).toBe(200);
+  const decide = await hostA.waitForDecide((d) => d.frame.params.approvalId === id);
+  expect(decide.frame.params.choiceId).toBe('allow_once');
+});

@@ -45,6 +45,18 @@ describe.each(BACKENDS)('ApprovalStore on %s Redis', (kind) => {
     expect(await store.openApprovalIds('default')).toEqual(['a-1']);
   });
 
+  it("a create that finds another host's record under its id leaves nothing in its own host's open sets", async () => {
+    expect(await store.createIfAbsent(sampleRecord('a-x', { hostId: 'h1' }))).toBe(true);
+    const theirs = sampleRecord('a-x', { hostId: 'h2', sessionId: 's-2' });
+    expect(await store.createIfAbsent(theirs, store.newPostLease(5_000))).toBe(false);
+    expect(await store.openApprovalIds('h2')).toEqual([]);
+    expect(await store.openApprovalIds('h2', 's-2')).toEqual([]);
+    // The record is the first host's, still open there; asked again by that host, it stays so.
+    expect(await store.createIfAbsent(sampleRecord('a-x', { hostId: 'h1' }))).toBe(false);
+    expect(await store.openApprovalIds('h1')).toEqual(['a-x']);
+    expect((await store.get('a-x'))?.hostId).toBe('h1');
+  });
+
   it('creates a record already claimed with its claim held: another claim of the stage is refused', async () => {
     const grantClaim = { ...claim, userId: undefined, via: 'grant' as const, commandId: 'cmd-grant' };
     const record = { ...sampleRecord('a-claimed'), phase: 'deciding' as const, claim: grantClaim };
@@ -578,10 +590,12 @@ describe('ApprovalStore scripts', () => {
       const calls = (name: string) =>
         Number(new RegExp(`^cmdstat_${name}:calls=(\\d+)`, 'm').exec(stats)?.[1] ?? 0);
       // One HSET for each of the four writes, fence and full text included; one HMGET for each
-      // of the three that check the version, the fence and the tail together.
+      // of the three that check the version, the fence and the tail together; the create asks
+      // whether the record exists with one HGET of its JSON (of which host it is, when it does).
       expect(calls('hset')).toBe(4);
       expect(calls('hmget')).toBe(3);
-      expect(calls('hget')).toBe(0);
+      expect(calls('hget')).toBe(1);
+      expect(calls('exists')).toBe(0);
       expect(await own.hmget(keys.approval('a-calls'), 'v', 'f', 'xs')).toEqual(['4', '7', '{}']);
     } finally {
       own.disconnect();

@@ -129,6 +129,32 @@ describe('fenced record writes', () => {
     expect(await owner.openApprovalIds('h1', 's-1')).toContain('f-5');
   });
 
+  it("another host's approval named in this host's open sets is neither kept there nor fenced by this host's owner", async () => {
+    const h1 = new ApprovalStore(redis, { resolvedTtlMs: 60_000, fenceOf: () => 1 });
+    const h2 = new ApprovalStore(redis, { resolvedTtlMs: 60_000, fenceOf: () => 5 });
+    expect(await h1.createIfAbsent(record('f-6'))).toBe(true);
+    // Host h2 asks under the same id: its create finds h1's record and leaves nothing in h2's sets.
+    expect(await h2.createIfAbsent(sampleRecord('f-6', { hostId: 'h2', sessionId: 's-2' }))).toBe(false);
+    expect(await h2.openApprovalIds('h2')).toEqual([]);
+    expect(await h2.openApprovalIds('h2', 's-2')).toEqual([]);
+    expect(await h1.openApprovalIds('h1')).toEqual(['f-6']);
+    // An entry left anyway (a process gone between the create and the take-back): h2's new owner
+    // raises no fence on h1's record, whose own owner goes on writing it.
+    await redis.sadd(keys.openApprovals('h2'), 'f-6');
+    expect(await h2.fenceOpen('h2', 5)).toBe(0);
+    expect(await redis.hget(keys.approval('f-6'), 'f')).toBe('1');
+    expect(
+      (await h1.update('f-6', (r) => ({ ...r, phase: 'reviewing' }), undefined, FOR_HOST))?.changed,
+    ).toBe(true);
+    // A record of the host stored in another key order is still known as the host's, and fenced.
+    const stored = (await h1.get('f-6'))!;
+    const { hostId, ...rest } = stored;
+    await redis.hset(keys.approval('f-6'), 'd', JSON.stringify({ hostId, ...rest }));
+    const owner = new ApprovalStore(redis, { resolvedTtlMs: 60_000, fenceOf: () => 2 });
+    expect(await owner.fenceOpen('h1', 2)).toBe(1);
+    expect(await redis.hget(keys.approval('f-6'), 'f')).toBe('2');
+  });
+
   it('a replica whose lease ran out makes no claim, though it no longer has a token to send', async () => {
     let now = 0;
     const book = new FenceBook(() => now);

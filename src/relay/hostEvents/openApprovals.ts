@@ -90,6 +90,12 @@ export class OpenApprovals {
         ids.map((approvalId) =>
           keeper.run(approvalId, async () => {
             const record = await store.get(approvalId);
+            // Another host's approval under an id in this host's sets (left by a create that found
+            // it, before that create took its entry back): never this host's to change.
+            if (record && record.hostId !== hostId) {
+              await store.forgetOpenId(hostId, approvalId, sessionId);
+              return;
+            }
             if (!record || isTerminal(record)) {
               if (record) await store.forgetOpen(record);
               else await store.forgetOpenId(hostId, approvalId, sessionId);
