@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { renderHostCapLine } from '../cards/renderHostCap.js';
+import { renderTakenIdLine } from '../cards/renderTakenId.js';
 import type { Config } from '../config/config.js';
 import type { Metrics } from '../domain/metrics.js';
 import type { HostFleet } from '../msp/hostFleet.js';
@@ -34,7 +35,7 @@ export interface HostEventsNeeds {
   metrics: Metrics;
   /** The cap on a host's open approvals follows the records' closes. */
   followers: RecordFollowers;
-  /** Where the line saying a host reached its cap is posted. */
+  /** Where the lines saying a host reached its cap, or asked another host's approval id, are posted. */
   noticeSender: SlackNoticeSender;
 }
 
@@ -75,6 +76,8 @@ export function wireHostEvents(needs: HostEventsNeeds) {
     maxBufferedEvents: config.hostEventBuffer,
     mayAct: (hostId) => fences.holds(hostId),
     metrics: needs.metrics,
+    tellTakenId: (hostId, approvalId, channel) =>
+      needs.noticeSender.channelLine(channel, renderTakenIdLine(hostId, approvalId)),
     ...(risks.size > 0
       ? { risksFor: (input: RiskInput) => risks.marksFor(input), audit: needs.auditTrail }
       : {}),

@@ -13,7 +13,7 @@ import { BOT_TOKEN, type BotLogLine, freePort, SIGNING_SECRET } from '../support
 import { FakeHost, shellApproval } from '../support/fakeHost.js';
 import { PrivateRedis } from '../support/privateRedis.js';
 import { until } from '../support/until.js';
-import { configFile, configYaml, mainHost, route } from './fixtures/config.js';
+import { APPROVALS, configFile, configYaml, mainHost, route } from './fixtures/config.js';
 import { buttonsOf, SESSION, textOf, World } from './world.js';
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
@@ -244,6 +244,55 @@ it("one host never changes another's approval: a re-ask, an update or a resoluti
   const decide = await hostA.waitForDecide((d) => d.frame.params.approvalId === id);
   expect(decide.frame.params.choiceId).toBe('allow_once');
   expect(hostB.decides()).toEqual([]);
+});
+
+it("an approval asked under an id another host's approval has gets no card: its channel is told once, and no open set keeps it", async () => {
+  const OTHER_SESSION = '0198f0aa-3333-7000-8000-0000000000cc';
+  const hostA = await FakeHost.start({ sessions: [{ sessionId: SESSION, title: 'Bump the version' }] });
+  const hostB = await FakeHost.start({ sessions: [{ sessionId: OTHER_SESSION, title: 'Sandbox' }] });
+  cleanups.push(
+    () => hostA.close(),
+    () => hostB.close(),
+  );
+  const file = configFile({
+    hosts: [mainHost(hostA.command), { id: 'sandbox', command: hostB.command, env: { ...hostB.env } }],
+  });
+  cleanups.push(file.remove);
+  const world = await World.start(
+    {},
+    { COUNTERSIGN_CONFIG: file.path, MSP_HOST_COMMAND: '' },
+    { host: hostA },
+  );
+  cleanups.push(() => world.close());
+  await hostB.waitForIncarnation(1, 20_000);
+
+  // The sandbox host asks the id first; the main host then asks its own approval under it, twice.
+  const id = 'xh-0004';
+  await hostB.open(shellApproval({ approvalId: id, sessionId: OTHER_SESSION, stages: [['true']] }));
+  await world.waitForCard(id, (m) => buttonsOf(m).length > 0);
+  const ours = shellApproval({ approvalId: id, sessionId: SESSION, stages: [['make', 'deploy']] });
+  await hostA.open(ours);
+  await hostA.open(ours);
+  const told = () =>
+    world.slack
+      .callsOf('chat.postMessage')
+      .filter((c) => String(c.args.text).includes("already belongs to another host's approval"));
+  await until(() => told().length > 0, 10_000);
+  const ignored = (l: BotLogLine) =>
+    l.msg === "a host spoke of another host's approval; ignored" && l.json?.hostId === 'main';
+  await until(() => world.bot.logs.filter(ignored).length >= 4, 10_000);
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  expect(told()).toHaveLength(1);
+  expect(told()[0]!.args).toMatchObject({ channel: APPROVALS });
+  expect(String(told()[0]!.args.text)).toContain('Host `main` asked approval `xh-0004`');
+  const strays = async () =>
+    (await world.redis.sismember(keys.openApprovals('main'), id)) +
+    (await world.redis.sismember(keys.openInSession('main', SESSION), id));
+  await until(async () => (await strays()) === 0, 5_000);
+  // The record and card are the sandbox host's, as they were.
+  const record = JSON.parse((await world.redis.hget(keys.approval(id), 'd'))!);
+  expect(record).toMatchObject({ hostId: 'sandbox', phase: 'pending' });
+  expect(JSON.stringify((await world.card(id)).blocks)).not.toContain('make deploy');
 });
 
 it("a host that names another host's approval, then dies keeping nothing, leaves that approval as it was", async () => {

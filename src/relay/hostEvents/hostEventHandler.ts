@@ -34,6 +34,7 @@ import { takeTool } from './intake/takeRequest.js';
 import { KnownSessions } from './knownSessions.js';
 import type { OpenApprovalCap } from './openApprovalCap.js';
 import { OpenApprovals } from './openApprovals.js';
+import { TakenIds } from './takenIds.js';
 
 export interface HostEventHandlerOptions {
   keeper: RecordKeeper;
@@ -76,6 +77,11 @@ export interface HostEventHandlerOptions {
   metrics?: Pick<Metrics, 'grantLookup'>;
   /** How many approvals a host may have open (openApprovalCap.ts); without it, no cap. */
   cap?: OpenApprovalCap;
+  /**
+   * Says in `channel` that the host asked an approval whose id another host's approval has, so
+   * that it gets no card (takenIds.ts); without it, only the log says so.
+   */
+  tellTakenId?: (hostId: string, approvalId: string, channel: string) => Promise<void>;
   /** Sessions remembered per host (knownSessions.ts); for tests. */
   maxSessionsPerHost?: number;
 }
@@ -122,6 +128,8 @@ export class HostEventHandler {
   private readonly asked = new AskedApprovals();
   /** Per channel, in the order approvals came: see opened(). */
   private readonly turns = new Turns();
+  /** Approvals asked under another host's approval's id, told in their channel; none without tellTakenId. */
+  private readonly takenIds: TakenIds | undefined;
 
   constructor(private readonly options: HostEventHandlerOptions) {
     this.now = options.now ?? (() => new Date());
@@ -136,6 +144,9 @@ export class HostEventHandler {
         })
       : undefined;
     this.sweep = new OpenApprovals({ ...options, asked: this.asked });
+    this.takenIds = options.tellTakenId
+      ? new TakenIds({ tell: options.tellTakenId, logger: options.logger })
+      : undefined;
   }
 
   handleHostEvent(event: HostEvent): void {
@@ -424,7 +435,12 @@ export class HostEventHandler {
       ),
       params.subject,
     );
-    if (record && record.hostId !== hostId) return;
+    if (record && record.hostId !== hostId) {
+      // Another host's approval has this id: this one gets no card (TakenIds), and its create left
+      // nothing in this host's open sets (ApprovalStore.createIfAbsent).
+      this.takenIds?.taken(hostId, params.approvalId, route.channel);
+      return;
+    }
     if (record && isTerminal(record)) await store.forgetOpen(record);
     else if (record) await this.keepFullSubject(record, params.subject, params.rawArgs);
     if (record?.phase === 'deciding' && record.claim) this.options.decider.replay(record);
