@@ -235,7 +235,7 @@ export class HostEventHandler {
                 { ...facts, hostId: event.hostId },
                 facts.askedOtherwise
                   ? 'the host asked again what our decide was sent for, then resolved it; recorded as its own'
-                  : 'the host resolved our decide with another decision than the choice sent; recorded as its own',
+                  : 'the host resolved our decide with another decision or rule than the choice sent; recorded as its own',
               ),
             ),
           ),
