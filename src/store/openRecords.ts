@@ -15,12 +15,20 @@ export async function readOpenRecords(
   store: ApprovalStore,
   hostIds: readonly string[],
 ): Promise<ApprovalRecord[]> {
-  const ids = (await Promise.all(hostIds.map((hostId) => store.openApprovalIds(hostId)))).flat();
+  const ids = (
+    await Promise.all(
+      hostIds.map(async (hostId) => (await store.openApprovalIds(hostId)).map((id) => ({ hostId, id }))),
+    )
+  ).flat();
   if (ids.length === 0) return [];
-  const results = await Promise.all(ids.map((id) => redis.hget(keys.approval(id), 'd').catch(() => null)));
-  return results.flatMap((raw) => {
+  const results = await Promise.all(
+    ids.map(({ id }) => redis.hget(keys.approval(id), 'd').catch(() => null)),
+  );
+  return results.flatMap((raw, i) => {
     if (typeof raw !== 'string') return [];
     const parsed = ApprovalRecord.safeParse(JSON.parse(raw));
-    return parsed.success ? [parsed.data] : [];
+    // Only the set of the record's own host lists it: a release before the sets were kept apart
+    // could leave another host's id in one (OpenApprovals' sweep clears it), listed twice else.
+    return parsed.success && parsed.data.hostId === ids[i]!.hostId ? [parsed.data] : [];
   });
 }

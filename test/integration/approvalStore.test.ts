@@ -7,6 +7,7 @@ import { RedisAuditTrail } from '../../src/store/auditStream.js';
 import { HeldByWrite } from '../../src/store/heldByWrite.js';
 import { keys } from '../../src/store/keys.js';
 import { HeldNoticeClaims, RedisNoticeLedger } from '../../src/store/noticeLedger.js';
+import { readOpenRecords } from '../../src/store/openRecords.js';
 import { createRedisClient, type RedisClient } from '../../src/store/redisConnection.js';
 import { captureLogger } from '../support/logCapture.js';
 import { PrivateRedis } from '../support/privateRedis.js';
@@ -55,6 +56,19 @@ describe.each(BACKENDS)('ApprovalStore on %s Redis', (kind) => {
     expect(await store.createIfAbsent(sampleRecord('a-x', { hostId: 'h1' }))).toBe(false);
     expect(await store.openApprovalIds('h1')).toEqual(['a-x']);
     expect((await store.get('a-x'))?.hostId).toBe('h1');
+  });
+
+  it("lists a host's open records without another host's id left in its open set", async () => {
+    await store.createIfAbsent(sampleRecord('a-x', { hostId: 'h1' }));
+    await store.createIfAbsent(sampleRecord('a-y', { hostId: 'h2' }));
+    // A stray of a release before the open sets were kept apart: h1's id in h2's set.
+    await redis.sadd(keys.openApprovals('h2'), 'a-x');
+    const listed = await readOpenRecords(redis, store, ['h1', 'h2']);
+    expect(listed.map((record) => `${record.hostId}/${record.approvalId}`).sort()).toEqual([
+      'h1/a-x',
+      'h2/a-y',
+    ]);
+    expect((await readOpenRecords(redis, store, ['h2'])).map((record) => record.approvalId)).toEqual(['a-y']);
   });
 
   it('creates a record already claimed with its claim held: another claim of the stage is refused', async () => {
