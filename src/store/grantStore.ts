@@ -339,7 +339,7 @@ export class RedisGrantStore implements GrantStore {
   }
 
   async recordUse(
-    grant: Grant,
+    grant: Pick<Grant, 'grantId'>,
     approvalId: string,
     sourceIndex: number,
     now: Date,

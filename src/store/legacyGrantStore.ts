@@ -74,7 +74,7 @@ export class LegacyGrantStore {
   }
 
   /** Counts a use (its `used` entry is the caller's); a grant whose last use this was is unlisted. */
-  async countUse(grant: Grant, at: string): Promise<LegacyUse> {
+  async countUse(grant: Pick<Grant, 'grantId'>, at: string): Promise<LegacyUse> {
     const key = grantKeyOf(grant.grantId);
     if (key === undefined) return 'gone';
     const [uses, spent, d] = (await this.redis.csGrantUse(key, at, grant.grantId)) as [

@@ -123,10 +123,11 @@ export interface GrantStore {
    * leaves its bucket and the listings, and `exhausted` is recorded. Once per approval stage
    * (`approvalId`, `sourceIndex`): the same use recorded again (the old owner of a host and the
    * new one both finishing its decision, a replay) changes nothing. `ride`: the writes may wait
-   * a little for another write to leave with (the decision's resolution).
+   * a little for another write to leave with (the decision's resolution). Only the id is read: a
+   * use of a grant removed since is recorded all the same.
    */
   recordUse(
-    grant: Grant,
+    grant: Pick<Grant, 'grantId'>,
     approvalId: string,
     sourceIndex: number,
     now: Date,

@@ -435,15 +435,20 @@ export class GrantAnswerer {
     try {
       if (!(await ledger.claim(approvalId, lineKind(sourceIndex)))) return;
       const grant = await this.options.grants.get(ref.grantId);
+      this.options.metrics?.grantUsed();
       if (!grant) {
-        await ledger.settle(approvalId, lineKind(sourceIndex), 'failed: the grant is gone');
+        // The host took the decision all the same: its `used` entry is written by the id alone,
+        // as a first send's is for a grant gone since (GrantStore.recordUse), once per stage.
         logger.warn(
           { approvalId, grantId: ref.grantId },
-          'a grant’s decision went through, but its grant is gone; its use is not counted',
+          'a grant’s decision went through, but its grant is gone; its use is recorded, no line is left',
         );
+        await Promise.all([
+          this.recordUse(record, { grantId: ref.grantId }, sourceIndex, { ride: false }),
+          ledger.settle(approvalId, lineKind(sourceIndex), 'failed: the grant is gone'),
+        ]);
         return;
       }
-      this.options.metrics?.grantUsed();
       const question = grantQuestion(record);
       await Promise.all([
         this.recordUse(record, grant, sourceIndex, { ride: false }),
@@ -481,7 +486,7 @@ export class GrantAnswerer {
 
   private async recordUse(
     record: ApprovalRecord,
-    grant: Grant,
+    grant: Pick<Grant, 'grantId'>,
     sourceIndex: number,
     how: { ride: boolean },
   ): Promise<void> {

@@ -374,6 +374,23 @@ describe('GrantAnswerer', () => {
     expect(world.lines).toHaveLength(1);
   });
 
+  it('records the use of a replayed decision whose grant was removed after the host took it, once', async () => {
+    const world = new World();
+    world.grants = [liveGrant()];
+    const answerer = world.answerer();
+    const record = world.store(deferred('a-1'));
+    // The host took the decision; the grant was revoked and swept before the replay learned so.
+    world.grants = [];
+    const claim = grantClaim({ grantId: 'g-1', grantedBy: 'U0ALICE' });
+    await answerer.replayed(record, claim);
+    expect(world.counts).toEqual([{ grantId: 'g-1', approvalId: 'a-1', sourceIndex: 0 }]);
+    // No line for a grant nobody can read any more; a second replay neither counts nor posts.
+    expect(world.lines).toEqual([]);
+    expect(world.ledger.get('a-1/grant-0')).toBe('failed: the grant is gone');
+    await answerer.replayed(record, claim);
+    expect(world.counts).toHaveLength(1);
+  });
+
   it('gives back, once, the use of a replayed decision by grant that the host did not take', async () => {
     const world = new World();
     world.grants = [liveGrant({ usesLeft: 1, maxUses: 2 })];
