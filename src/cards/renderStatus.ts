@@ -2,7 +2,7 @@ import type { KnownBlock } from '@slack/types';
 import { askedOtherwise } from '../domain/claimCredit.js';
 import { decisionTone } from '../domain/decisionWords.js';
 import { hostHeldScope } from '../domain/grants/hostRule.js';
-import { type ApprovalRecord, type Resolution, rulePersistence } from '../domain/record.js';
+import { type ApprovalRecord, type Claim, type Resolution, rulePersistence } from '../domain/record.js';
 import { packSections, section } from './blocks.js';
 import type { CardBudget } from './budget.js';
 import { describeDecision, describeResolution, hostNamedDecider } from './describeDecision.js';
@@ -236,15 +236,38 @@ const DECIDED_VIA: Record<string, string> = {
 /** The host asked the stage again after the choice in flight was made (domain/claimCredit.ts). */
 const ASKED_OTHERWISE = ' (the request changed after that choice was made)';
 
-function decidingLine(record: ApprovalRecord): string {
-  const claim = record.claim;
-  if (!claim) return ':hourglass: Being decided…';
+/** Who made a claim's decision, and the choice as the card may name it. */
+function claimWords(record: ApprovalRecord, claim: Claim): { by: string; what: string } {
   // The choices held now are the question asked now: once the host asked it otherwise, the
   // claim's choiceId may carry another label ("Reject" become "Allow"), never what was chosen.
   const choice = record.availableChoices.find((c) => c.choiceId === claim.choiceId);
   const label = choice ? ` (${clipProse(choice.label, 75)})` : '';
   const what = askedOtherwise(record, claim) ? ASKED_OTHERWISE : label;
   const by = claim.userId ? mentionUser(claim.userId) : (DECIDED_VIA[claim.via ?? ''] ?? 'Countersign');
+  return { by, what };
+}
+
+/**
+ * An orphaned card whose decision was in flight as its host went away: the host may have applied
+ * it, and no host will say (the audit trail's entry says the same).
+ */
+function orphanedLine(record: ApprovalRecord): string {
+  const claim = record.unsettledClaim;
+  if (!claim) return ORPHANED;
+  const { by, what } = claimWords(record, claim);
+  return `:ghost: The agent host stopped and could not keep this request (non-durable host). The decision by ${by}${what} was sent to it first; whether it took it before it stopped is not known.`;
+}
+
+/** Held elsewhere with a decision in flight: it waits, as its card, for the other client to let go. */
+function heldWithClaimLine(record: ApprovalRecord & { claim: Claim }): string {
+  const { by, what } = claimWords(record, record.claim);
+  return `:no_entry_sign: Another agent client (someone’s terminal, say) holds this session. The decision by ${by}${what} was on its way: Countersign finishes it, or learns how it ended, when that client lets go.`;
+}
+
+function decidingLine(record: ApprovalRecord): string {
+  const claim = record.claim;
+  if (!claim) return ':hourglass: Being decided…';
+  const { by, what } = claimWords(record, claim);
   const line = `:hourglass: Being decided by ${by}…${what}`;
   if (!claim.unanswered) return line;
   const times = claim.unanswered === 1 ? 'once' : `${claim.unanswered} times`;
@@ -268,6 +291,8 @@ function phaseStatus(record: ApprovalRecord, budget: CardBudget): KnownBlock[] {
       return [section(decidingLine(record))];
     case 'unavailable':
       if (record.rerouted) return [section(reroutedLine(record))];
+      if (record.unavailable === 'heldElsewhere' && record.claim)
+        return [section(heldWithClaimLine({ ...record, claim: record.claim }))];
       return [section(UNAVAILABLE[record.unavailable ?? 'unknownToHost'])];
     case 'resolved':
       return record.resolution
@@ -286,7 +311,7 @@ function phaseStatus(record: ApprovalRecord, budget: CardBudget): KnownBlock[] {
       return [section(`${SUPERSEDED}${note}`)];
     }
     case 'orphaned':
-      return [section(ORPHANED)];
+      return [section(orphanedLine(record))];
     default:
       return [];
   }

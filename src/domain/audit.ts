@@ -46,7 +46,17 @@ export type AuditEntry =
       /** The remembered grant that decided, when `via` is grant. */
       grantId?: string;
       choiceId: string;
+      /** The host's decision; `unknown` on an `unsettled` entry. */
       decision: string;
+      /**
+       * The decision was sent (its claim stored) and its host went away for good before saying
+       * whether it applied it: `hostLost`, a host that keeps nothing stopped (the card is
+       * orphaned). The entry names who pressed what (userId, voters, grantId, choiceId) and its
+       * commandId; `decision` is `unknown`, and no resolvedBy.
+       */
+      unsettled?: 'hostLost';
+      /** The decide's commandId, on an `unsettled` entry: the host's own records name it. */
+      commandId?: string;
       feedback?: string;
       /** SHA-256 (hex) of the arguments as the host sent them; absent for older records. */
       argsSha256?: string;

@@ -1,6 +1,7 @@
 import { type DecisionEntry, decisionVia } from './audit.js';
 import type { ResolvedRecord } from './decisionNotice.js';
 import { commandOf, waitedFor } from './decisionStats.js';
+import type { ApprovalRecord, Claim } from './record.js';
 
 /** The stream entry of a resolution: a Slack user's click, a grant, a timeout, or the host's own. */
 export function decisionEntry(record: ResolvedRecord, slaMs: number | undefined): DecisionEntry {
@@ -35,5 +36,42 @@ export function decisionEntry(record: ResolvedRecord, slaMs: number | undefined)
     ...(slaMs !== undefined && waitedMs !== undefined ? { slaMs, slaBreached: waitedMs > slaMs } : {}),
     ...(command ? { command } : {}),
     at: resolution.decidedAt,
+  };
+}
+
+/**
+ * The stream entry of a decision whose host went away for good before saying whether it applied
+ * it (an orphaned record's unsettledClaim): who pressed what, under which commandId, and that the
+ * outcome is unknown. Written under the approval's decision mark, as a resolution's entry is: the
+ * record is final, so no resolution's entry will follow it.
+ */
+export function unsettledEntry(record: ApprovalRecord & { unsettledClaim: Claim }): DecisionEntry {
+  const claim = record.unsettledClaim;
+  const command = commandOf(record.subject);
+  return {
+    kind: 'decision',
+    approvalId: record.approvalId,
+    hostId: record.hostId,
+    ...(record.route !== undefined ? { route: record.route } : {}),
+    tool: record.tool,
+    ...(claim.userId !== undefined ? { userId: claim.userId } : {}),
+    ...(claim.voters ? { voters: claim.voters } : {}),
+    ...(claim.stoodInFor ? { stoodInFor: claim.stoodInFor } : {}),
+    ...(claim.onBehalfOf ? { onBehalfOf: claim.onBehalfOf } : {}),
+    via: claim.via ?? 'click',
+    ...(claim.grant ? { grantId: claim.grant.grantId } : {}),
+    choiceId: claim.choiceId,
+    decision: 'unknown',
+    unsettled: 'hostLost',
+    commandId: claim.commandId,
+    ...(claim.feedback !== undefined ? { feedback: claim.feedback } : {}),
+    ...(record.stageDecisions && record.stageDecisions.length > 0
+      ? { stages: record.stageDecisions.map(({ votes: _votes, ...stage }) => stage) }
+      : {}),
+    ...(record.argsSha256 !== undefined ? { argsSha256: record.argsSha256 } : {}),
+    ...(record.argsSha256Of !== undefined ? { argsSha256Of: record.argsSha256Of } : {}),
+    ...(command ? { command } : {}),
+    // When the bot saw the host go: the host never said when, or whether, it decided.
+    at: record.updatedAt,
   };
 }

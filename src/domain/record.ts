@@ -282,6 +282,12 @@ export const ApprovalRecord = z.object({
   availableChoices: z.array(ApprovalChoice),
   phase: Phase,
   claim: Claim.optional(),
+  /**
+   * For orphaned cards: the decision that was in flight when the host, which keeps nothing, went
+   * away (its claim). The host may have applied it before it died: nobody can say now, and the
+   * audit trail says so with the person who pressed it (unsettledEntry).
+   */
+  unsettledClaim: Claim.optional(),
   resolution: Resolution.optional(),
   /** Secrets masked and text cut on the way in; a masked or cut request is never grantable. */
   intake: Intake.optional(),

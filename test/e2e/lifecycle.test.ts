@@ -369,6 +369,48 @@ describe('keeping the card true to the approval’s life', () => {
     expect(world.host.decides()).toHaveLength(0);
   });
 
+  it('a non-durable host dies with a decide it applied but never reported: the trail names who pressed it', async () => {
+    world = await World.start({ durability: 'ephemeral' });
+    const approval = approvalFromTranscript('approval-round-trip', { approvalId: 'eph-applied-0001' });
+    await world.host.open(approval, { via: 'both' });
+    await world.waitForCard('eph-applied-0001', (m) => buttonsOf(m).length > 0);
+
+    // The host takes the decision into its ledger, says nothing of it, and dies.
+    await world.host.applySilently(1);
+    await world.press('eph-applied-0001', 'Allow once', 'U0ALICE');
+    const decide = await world.host.waitForDecide();
+    await world.host.crash(1);
+
+    const orphaned = await world.waitForCard('eph-applied-0001', (m) =>
+      textOf(m).includes('could not keep this request'),
+    );
+    expect(buttonsOf(orphaned)).toHaveLength(0);
+    expect(textOf(orphaned)).toContain('<@U0ALICE>');
+    expect(textOf(orphaned)).toContain('is not known');
+
+    // Whether the host applied it nobody can say now: the entry says so, and who pressed what.
+    const deadline = Date.now() + 5_000;
+    let mine: Array<Record<string, string>> = [];
+    while (mine.length === 0 && Date.now() < deadline) {
+      const entries = await world.redis.xrange(keys.audit, '-', '+');
+      mine = entries
+        .map(([, f]) => Object.fromEntries(f.flatMap((v, i) => (i % 2 === 0 ? [[v, f[i + 1]!]] : []))))
+        .filter((e) => e.approvalId === 'eph-applied-0001');
+      if (mine.length === 0) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(mine).toHaveLength(1);
+    expect(mine[0]).toMatchObject({
+      kind: 'decision',
+      via: 'click',
+      userId: 'U0ALICE',
+      choiceId: decide.frame.params.choiceId,
+      commandId: decide.frame.params.commandId,
+      decision: 'unknown',
+      unsettled: 'hostLost',
+    });
+    expect(mine[0]!.resolvedBy).toBeUndefined();
+  });
+
   it('10b. the bot is killed mid-decision: the restarted bot replays it with the same commandId', async () => {
     world = await World.start({ recovery: 'sameId' });
     const approval = approvalFromTranscript('approval-round-trip', { approvalId: 'midway-0001' });

@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
 import { type DecisionEntry, type DecisionTrail, loggableEntry } from '../../domain/audit.js';
-import { decisionEntry } from '../../domain/decisionEntry.js';
+import { decisionEntry, unsettledEntry } from '../../domain/decisionEntry.js';
 import type { NoticeNames, ResolvedRecord } from '../../domain/decisionNotice.js';
-import type { ApprovalRecord } from '../../domain/record.js';
+import type { ApprovalRecord, Claim } from '../../domain/record.js';
 import type { Activity } from '../../util/activity.js';
 
 /**
@@ -96,6 +96,10 @@ export class DecisionNotices {
   /** Called with every stored record; returns at once (the work runs in the background). */
   follow(record: ApprovalRecord): void {
     const ts = record.slack.ts;
+    if (record.phase === 'orphaned' && record.unsettledClaim) {
+      this.track(this.auditUnsettled(record as ApprovalRecord & { unsettledClaim: Claim }));
+      return;
+    }
     if (record.phase !== 'resolved' || !record.resolution) return;
     const resolved = record as ResolvedRecord;
     // The trail needs no card: a grant may have answered with none shown, or Slack may not take
@@ -195,8 +199,7 @@ export class DecisionNotices {
       logger.error({ err, approvalId, auditEntry: loggableEntry(entry) }, 'audit entry not written');
       return;
     }
-    this.audited.add(approvalId);
-    if (this.audited.size > MAX_AUDITED) this.audited.delete(this.audited.values().next().value!);
+    this.remember(approvalId);
     if (!wrote) {
       logger.debug({ approvalId, notice: 'audit' }, 'decision notice already claimed; not sent again');
       return;
@@ -204,6 +207,35 @@ export class DecisionNotices {
     logger.info(decisionLine(record, entry, this.options.ownerOf(record.hostId)), 'decision');
     this.options.activity?.count('noticesSent');
     logger.debug({ approvalId, notice: 'audit' }, 'decision notice sent');
+  }
+
+  /**
+   * The audit of a decision its host went away with (an orphaned record's unsettledClaim): an
+   * entry saying who pressed what and that the outcome is unknown, under the decision's mark, and
+   * the log's decision line by the process that wrote it. Always in a step of its own after the
+   * record is stored (as a resolution's entry is on a Cluster): a crash between the two leaves no
+   * entry. No thread line or DM: the card says it. Never rejects.
+   */
+  private async auditUnsettled(record: ApprovalRecord & { unsettledClaim: Claim }): Promise<void> {
+    const { audit, logger } = this.options;
+    const { approvalId } = record;
+    if (this.audited.has(approvalId)) return;
+    const entry = unsettledEntry(record);
+    let wrote: boolean;
+    try {
+      wrote = await audit.appendDecision(entry);
+    } catch (err) {
+      logger.error({ err, approvalId, auditEntry: loggableEntry(entry) }, 'audit entry not written');
+      return;
+    }
+    this.remember(approvalId);
+    if (!wrote) return;
+    logger.info(unsettledLine(record, entry, this.options.ownerOf(record.hostId)), 'decision');
+  }
+
+  private remember(approvalId: string): void {
+    this.audited.add(approvalId);
+    if (this.audited.size > MAX_AUDITED) this.audited.delete(this.audited.values().next().value!);
   }
 
   /**
@@ -268,6 +300,44 @@ function decisionLine(
     decision: entry.decision,
     choiceId: resolution.choiceId,
     resolvedBy: entry.resolvedBy,
+    stages: entry.stages,
+    approvalId: record.approvalId,
+    sessionId: record.sessionId,
+    turnId: record.turnId,
+    itemId: record.itemId,
+    toolCallId: record.toolCallId,
+    hostId: record.hostId,
+    route: record.route,
+    tool: record.tool,
+    argsSha256: record.argsSha256,
+    argsSha256Of: record.argsSha256Of,
+    at: entry.at,
+  };
+}
+
+/**
+ * The log's audit line of an unsettled decision (unsettledEntry): the decision line's shape, with
+ * `decision` `unknown`, `unsettled` saying why and the decide's `commandId`.
+ */
+function unsettledLine(
+  record: ApprovalRecord & { unsettledClaim: Claim },
+  entry: DecisionEntry,
+  owner: string | undefined,
+): Record<string, unknown> {
+  return {
+    audit: 'decision',
+    via: entry.via,
+    userId: entry.userId,
+    voters: entry.voters,
+    stoodInFor: entry.stoodInFor,
+    onBehalfOf: entry.onBehalfOf,
+    grantId: entry.grantId,
+    grantedBy: record.unsettledClaim.grant?.grantedBy,
+    owner,
+    decision: entry.decision,
+    unsettled: entry.unsettled,
+    commandId: entry.commandId,
+    choiceId: entry.choiceId,
     stages: entry.stages,
     approvalId: record.approvalId,
     sessionId: record.sessionId,

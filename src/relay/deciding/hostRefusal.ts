@@ -11,7 +11,7 @@ import {
   resolvedElsewhere,
   unclaimed,
 } from '../records/decisionMutations.js';
-import { unavailable } from '../records/recordMutations.js';
+import { heldElsewhere as keptHeldElsewhere, unavailable } from '../records/recordMutations.js';
 import type { DecisionOutcome } from './decision.js';
 
 // What a decide the host did not accept comes to: the record is brought in line with what the
@@ -97,6 +97,13 @@ export async function outcomeOfFailure(err: unknown, failure: Failure): Promise<
     case 'approvalReviewerUnavailable':
       return { kind: 'reviewerUnavailable', ...(await dropClaim()) };
     case 'sessionInUse': {
+      // A first send the host refused was not applied: its claim goes. Settling, the refusal says
+      // nothing of the send it asks about, which may have been: the claim stays, to be asked again
+      // (heldElsewhere()).
+      if (failure.settling) {
+        await mutate(approvalId, keptHeldElsewhere);
+        return { kind: 'sessionElsewhere', claimKept: true };
+      }
       const marked = await mutate(approvalId, unavailable('heldElsewhere'));
       return { kind: 'sessionElsewhere', ...claimKeptUnless(marked) };
     }

@@ -24,7 +24,7 @@ import {
   rerouted,
   resolved,
   riskMarked,
-  unavailable,
+  heldElsewhere as sessionHeldElsewhere,
   updated,
 } from '../records/recordMutations.js';
 import { AskedApprovals } from './askedApprovals.js';
@@ -253,7 +253,7 @@ export class HostEventHandler {
         );
         return;
       case 'sessionHeldElsewhere':
-        keeper.track(this.sweep.changeSession(event.hostId, event.sessionId, unavailable('heldElsewhere')));
+        keeper.track(this.sweep.changeSession(event.hostId, event.sessionId, sessionHeldElsewhere));
         return;
       case 'hostUp':
         // A host that keeps nothing came up: whatever an earlier process of it asked is gone,

@@ -40,8 +40,9 @@ export class OpenApprovals {
     await this.forEachOpen(hostId, sessionId, (record) => {
       if (pending.has(record.approvalId)) return undefined;
       if (record.incarnation === incarnation && this.mayPredate(record, listRequestedAt)) return undefined;
-      // Ours may have been the decision that closed it: the host says so when asked again.
-      if (record.phase === 'deciding' && record.claim) {
+      // Ours may have been the decision that closed it: the host says so when asked again. A
+      // claim held elsewhere too (heldElsewhere()): it may have been applied before.
+      if (record.claim) {
         this.options.decider.settle(record);
         return undefined;
       }

@@ -202,9 +202,15 @@ export function reopened(
         args ? { ...question.reports, rawArgs: args.report } : question.reports,
       ),
       phase: nextPhase,
-      claim: nextPhase === 'deciding' && !revived ? record.claim : undefined,
+      // Held elsewhere, a claim on the stage asked is kept as the session event keeps it
+      // (heldElsewhere()): the host may have applied it.
+      claim:
+        (nextPhase === 'deciding' || (heldElsewhere && record.claim?.sourceIndex === sourceIndex)) && !revived
+          ? record.claim
+          : undefined,
       unavailable: heldElsewhere ? 'heldElsewhere' : undefined,
       supersededNote: undefined,
+      unsettledClaim: undefined,
     };
     if (
       !revived &&
@@ -518,23 +524,54 @@ export function superseded(note: string) {
 /** The host no longer lists the approval as pending, and nothing of ours closed it. */
 export const noLongerListed = superseded('The agent host no longer has this request pending.');
 
+/**
+ * The host, which keeps nothing, went away with the approval. A decision in flight (its claim)
+ * may have been applied before it did, and no host will ever say: it is kept as `unsettledClaim`
+ * for the card and the audit trail to name, rather than dropped as if nothing was pressed.
+ */
 export function orphaned(record: ApprovalRecord): ApprovalRecord | undefined {
   return isTerminal(record)
     ? undefined
-    : { ...record, phase: 'orphaned', claim: undefined, unavailable: undefined };
+    : {
+        ...record,
+        phase: 'orphaned',
+        claim: undefined,
+        unavailable: undefined,
+        ...(record.claim ? { unsettledClaim: record.claim } : {}),
+      };
 }
 
 /**
  * No decision from here can work for now: the buttons go until the host says more (the
- * session is re-read, or the other client lets go of it). A claim in flight is dropped with them.
+ * session is re-read, or the other client lets go of it). A claim in flight is dropped with them,
+ * unless `keepClaim`: see heldElsewhere.
  */
-export function unavailable(reason: NonNullable<ApprovalRecord['unavailable']>) {
+export function unavailable(
+  reason: NonNullable<ApprovalRecord['unavailable']>,
+  { keepClaim = false }: { keepClaim?: boolean } = {},
+) {
   return (record: ApprovalRecord): ApprovalRecord | undefined => {
     if (isTerminal(record) || (record.phase === 'unavailable' && record.unavailable === reason))
       return undefined;
-    return { ...record, phase: 'unavailable', unavailable: reason, claim: undefined };
+    return {
+      ...record,
+      phase: 'unavailable',
+      unavailable: reason,
+      claim: keepClaim ? record.claim : undefined,
+    };
   };
 }
+
+/**
+ * Another client holds the session (session/resume said sessionInUse). A decision in flight keeps
+ * its claim: the host may have applied it already (a decide sent before a restart), and then its
+ * approval/resolved, or the session's listing once it no longer lists the approval (settled with
+ * the same commandId), credits whoever pressed it. Dropped, the resolution would name nobody
+ * here, or the card would end superseded with no decision entry at all. Clicks are refused
+ * meanwhile (unavailable), and once the other client lets go the listing makes it `deciding`
+ * again and the claim is replayed, as after a restart.
+ */
+export const heldElsewhere = unavailable('heldElsewhere', { keepClaim: true });
 
 /** A stage the host says was resolved, with the choice and decision when it names them. */
 interface ResolvedStage {

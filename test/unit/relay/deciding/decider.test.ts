@@ -808,6 +808,16 @@ describe('Decider: settling a decision the host no longer lists', () => {
     expect(stored.phase).toBe('superseded');
   });
 
+  it('keeps the claim when the settle is refused as sessionInUse: it says nothing of the first send', async () => {
+    const { stored, told } = await settled(hostError('sessionInUse'));
+    expect(stored).toMatchObject({
+      phase: 'unavailable',
+      unavailable: 'heldElsewhere',
+      claim: { commandId: 'cmd-1' },
+    });
+    expect(told).toEqual([]);
+  });
+
   it('closes the card when the host refuses the settle as not applied, and gives nothing back to people', async () => {
     // Given back, the card would offer buttons for a question the host no longer asks.
     for (const kind of ['sandboxDenied', 'approvalReviewerUnavailable']) {

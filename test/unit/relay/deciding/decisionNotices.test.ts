@@ -67,6 +67,49 @@ describe('DecisionNotices', () => {
     expect(decisionLines()).toEqual([expect.objectContaining({ approvalId: 'dn-1', via: 'policy' })]);
   });
 
+  it('audits a decision its host went away with once, as unknown, naming who pressed it; no notices', async () => {
+    const { followed, appended, events, decisionLines } = notices([true]);
+    const orphaned = sampleRecord('dn-2', {
+      phase: 'orphaned',
+      unsettledClaim: {
+        sourceIndex: 0,
+        userId: 'U0ALICE',
+        via: 'click',
+        choiceId: 'allow_once',
+        commandId: 'cmd-9',
+        claimedAt: '2026-11-30T10:00:00.000Z',
+      },
+    });
+    followed.follow(orphaned);
+    await followed.idle();
+    followed.follow({ ...orphaned, version: orphaned.version + 1 });
+    await followed.idle();
+    expect(appended).toEqual([
+      expect.objectContaining({
+        kind: 'decision',
+        approvalId: 'dn-2',
+        userId: 'U0ALICE',
+        choiceId: 'allow_once',
+        commandId: 'cmd-9',
+        decision: 'unknown',
+        unsettled: 'hostLost',
+      }),
+    ]);
+    expect(decisionLines()).toEqual([
+      expect.objectContaining({
+        approvalId: 'dn-2',
+        decision: 'unknown',
+        unsettled: 'hostLost',
+        userId: 'U0ALICE',
+      }),
+    ]);
+    expect(events).toEqual([]);
+    // Orphaned with nothing in flight: nothing to audit.
+    followed.follow(sampleRecord('dn-3', { phase: 'orphaned' }));
+    await followed.idle();
+    expect(appended).toHaveLength(1);
+  });
+
   it('an entry the resolving write wrote is not written again: only its line is logged', async () => {
     const { followed, appended, decisionLines } = notices([], ['dn-1']);
     followed.follow(resolved);

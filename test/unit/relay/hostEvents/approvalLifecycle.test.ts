@@ -27,6 +27,8 @@ const ORIGIN = { hostId: 'h1', incarnation: 'inc-1' };
 /** The real handler over records kept in a map, each approval's work run in its own queue. */
 function relay() {
   const records = new Map<string, ApprovalRecord>();
+  /** What the Decider was asked to settle (the host no longer lists a decision in flight). */
+  const settled: ApprovalRecord[] = [];
   const queues = new Map<string, Promise<unknown>>();
   const work: Promise<unknown>[] = [];
   const run = <T>(id: string, task: () => Promise<T>): Promise<T> => {
@@ -73,7 +75,10 @@ function relay() {
   const handler = new HostEventHandler({
     keeper,
     store,
-    decider: { replay: () => {}, settle: () => {} } as unknown as Decider,
+    decider: {
+      replay: () => {},
+      settle: (r: ApprovalRecord) => void settled.push(r),
+    } as unknown as Decider,
     host: () => ({ refreshSession: () => undefined }) as never,
     logger,
     routeFor: () => ({ name: 'default', channel: 'C1' }),
@@ -84,7 +89,7 @@ function relay() {
     await handler.idle();
   };
   const record = (id = 'ap-1') => records.get(id)!;
-  return { hear, mutate, record };
+  return { hear, mutate, record, settled };
 }
 
 function notification(method: string, params: unknown, origin = ORIGIN): HostEvent {
@@ -212,6 +217,30 @@ describe('a card through the approval’s life', () => {
     await mutate('ap-1', claimed(claim(0, 'allow_once', 'cmd-1', 'U1')));
     await hear(update('alreadyTerminal'));
     expect(record()).toMatchObject({ phase: 'deciding', claim: { commandId: 'cmd-1' } });
+  });
+
+  it('keeps a decision in flight while another client holds the session, and settles it once unlisted', async () => {
+    const { hear, mutate, record, settled } = relay();
+    await hear(notification('approval/requested', twoStages));
+    await mutate('ap-1', claimed(claim(0, 'allow_once', 'cmd-1', 'U1')));
+    // After a restart, say: the decide may have been applied before session/resume said sessionInUse.
+    await hear({ type: 'sessionHeldElsewhere', ...ORIGIN, sessionId: 's-1' });
+    expect(record()).toMatchObject({
+      phase: 'unavailable',
+      unavailable: 'heldElsewhere',
+      claim: { commandId: 'cmd-1' },
+    });
+    expect(buttonsOf(record())).toEqual([]);
+    // The host lists it no more: asked with the same commandId how it ended, not closed as nobody's.
+    await hear({
+      type: 'sessionReconciled',
+      ...ORIGIN,
+      sessionId: 's-1',
+      pendingApprovalIds: [],
+      listRequestedAt: performance.now(),
+    });
+    expect(settled.map((r) => r.claim?.commandId)).toEqual(['cmd-1']);
+    expect(record().phase).toBe('unavailable');
   });
 
   /** Alice's rule-saving choice (cmd-1) resolved by the host, with `amendment` when given. */

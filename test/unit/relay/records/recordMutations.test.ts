@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { describeResolution } from '../../../../src/cards/describeDecision.js';
 import { renderCard } from '../../../../src/cards/renderCard.js';
-import { decisionEntry } from '../../../../src/domain/decisionEntry.js';
+import { decisionEntry, unsettledEntry } from '../../../../src/domain/decisionEntry.js';
 import type { ResolvedRecord } from '../../../../src/domain/decisionNotice.js';
 import { ApprovalRecord } from '../../../../src/domain/record.js';
 import {
@@ -14,9 +14,12 @@ import { claimed, decidedByClaim, unclaimed } from '../../../../src/relay/record
 import {
   escalationFired,
   escalationStarted,
+  heldElsewhere,
   newRecord,
+  orphaned,
   reopened,
   resolved,
+  unavailable,
   updated,
 } from '../../../../src/relay/records/recordMutations.js';
 import { allText } from '../../../support/cardFixtures.js';
@@ -141,6 +144,71 @@ describe('record mutations', () => {
     )(deciding)!;
     expect(recovered.phase).toBe('pending');
     expect(recovered.claim).toBeUndefined();
+  });
+
+  it('keeps a decision in flight on a card orphaned by its host, for the trail to name who pressed it', () => {
+    const deciding = claimed(claim)(base)!;
+    const gone = orphaned(deciding)!;
+    expect(gone.phase).toBe('orphaned');
+    // The claim itself goes (its stage's key is let go of), what it was is kept.
+    expect(gone.claim).toBeUndefined();
+    expect(gone.unsettledClaim).toMatchObject({ userId: 'U1', choiceId: 'allow_once', commandId: 'cmd-1' });
+    expect(ApprovalRecord.parse(gone)).toEqual(gone);
+    const entry = unsettledEntry({ ...gone, unsettledClaim: gone.unsettledClaim! });
+    expect(entry).toMatchObject({
+      kind: 'decision',
+      approvalId: 'a1',
+      userId: 'U1',
+      via: 'click',
+      choiceId: 'allow_once',
+      commandId: 'cmd-1',
+      decision: 'unknown',
+      unsettled: 'hostLost',
+      at: gone.updatedAt,
+    });
+    expect(entry.resolvedBy).toBeUndefined();
+    const text = allText(renderCard(gone, { now: new Date() }));
+    expect(text).toContain('could not keep this request');
+    expect(text).toContain('The decision by U1 (Allow once)');
+    expect(text).toContain('is not known');
+    // Nothing in flight: nothing unsettled, and the card says nothing was decided.
+    const idle = orphaned(base)!;
+    expect(idle.unsettledClaim).toBeUndefined();
+    expect(allText(renderCard(idle, { now: new Date() }))).toContain('Nothing was decided');
+    // Asked again after all (a host thought gone), the card is open again and unsettles nothing.
+    expect(reopened(shell, 'inc-2', 'pending')(gone)?.unsettledClaim).toBeUndefined();
+  });
+
+  it('keeps a claim while another client holds the session, so the host’s resolution credits it', () => {
+    const deciding = claimed(claim)(base)!;
+    const held = heldElsewhere(deciding)!;
+    expect(held).toMatchObject({ phase: 'unavailable', unavailable: 'heldElsewhere' });
+    expect(held.claim?.commandId).toBe('cmd-1');
+    expect(allText(renderCard(held, { now: new Date() }))).toContain('The decision by U1 (Allow once)');
+    // A decide the host refused as sessionInUse was not applied: its claim goes.
+    expect(unavailable('heldElsewhere')(deciding)?.claim).toBeUndefined();
+    // Listed while still held: the claim stays; listed once it lets go: deciding again, replayed.
+    const listedHeld = reopened(shell, 'inc-1', 'pending', { heldElsewhere: true })(held) ?? held;
+    expect(listedHeld.claim?.commandId).toBe('cmd-1');
+    expect(listedHeld.phase).toBe('unavailable');
+    const released = reopened(shell, 'inc-1', 'pending')(listedHeld)!;
+    expect(released.phase).toBe('deciding');
+    expect(released.claim?.commandId).toBe('cmd-1');
+    // The host's resolution naming our commandId, heard while held, is Alice's.
+    const params = ApprovalResolvedParams.parse({
+      sessionId: 's1',
+      approvalId: 'a1',
+      decision: 'approved',
+      resolvedBy: 'user',
+      decidedByCommandId: 'cmd-1',
+    });
+    expect(resolved(params, 'inc-1', new Date())(held)?.resolution).toMatchObject({
+      slackUserId: 'U1',
+      choiceId: 'allow_once',
+    });
+    // And one asking a later stage drops it: that claim was for the stage before.
+    const later = { ...shell, currentRequirementId: { approvalId: 'a1', sourceIndex: 1 } };
+    expect(reopened(later, 'inc-1', 'pending', { heldElsewhere: true })(held)?.claim).toBeUndefined();
   });
 
   it('credits the Slack user whose commandId decided it', () => {
