@@ -28,7 +28,8 @@ const VIA: ReadonlySet<string> = new Set<DecisionVia>([
 export function factOf(fields: readonly string[]): DecisionFact | undefined {
   const f: Record<string, string> = {};
   for (let i = 0; i + 1 < fields.length; i += 2) f[fields[i]!] = fields[i + 1]!;
-  if (f.kind !== 'decision' || !f.via || !VIA.has(f.via)) return undefined;
+  // An unsettled entry (a decide its host went away with) may or may not have decided anything.
+  if (f.kind !== 'decision' || !f.via || !VIA.has(f.via) || f.unsettled !== undefined) return undefined;
   const waitedMs = Number(f.waitedMs);
   return {
     route: f.route ?? '(none)',

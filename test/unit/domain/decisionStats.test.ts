@@ -108,6 +108,21 @@ describe('decision stats', () => {
     });
     expect(factOf(['kind', 'vote', 'route', 'ops'])).toBeUndefined();
     expect(factOf(['kind', 'decision', 'via', 'bogus'])).toBeUndefined();
+    // A decide its host went away with: whether it was decided at all is not known.
+    expect(
+      factOf([
+        'kind',
+        'decision',
+        'route',
+        'ops',
+        'via',
+        'click',
+        'decision',
+        'unknown',
+        'unsettled',
+        'hostLost',
+      ]),
+    ).toBeUndefined();
   });
 
   it('waits from the first card of the request to the decision', () => {
