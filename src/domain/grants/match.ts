@@ -21,10 +21,15 @@ export interface GrantQuestion {
   sourceIndex: number;
   /** The host that asks: a session's grant answers only the host it was made on. */
   hostId: string;
+  /**
+   * The channel its card goes to: a grant answers only in the channel it was made in, where it
+   * is listed and may be revoked (a route's channel edited since leaves it answering nothing).
+   */
+  channel: string;
 }
 
 type Askable = CapabilityRequest &
-  Pick<ApprovalRecord, 'caller' | 'sandboxMode' | 'availableChoices' | 'hostId'> &
+  Pick<ApprovalRecord, 'caller' | 'sandboxMode' | 'availableChoices' | 'hostId' | 'slack'> &
   Partial<Pick<ApprovalRecord, 'risks' | 'route'>>;
 
 /**
@@ -48,6 +53,7 @@ export function grantQuestion(record: Askable): GrantQuestion | undefined {
     once,
     sourceIndex: record.currentRequirementId.sourceIndex,
     hostId: record.hostId,
+    channel: record.slack.channel,
   };
 }
 
@@ -89,6 +95,7 @@ function grantMatches(grant: Grant, question: GrantQuestion, now: Date, sessionC
     grant.tool === question.tool &&
     grant.sandboxMode === question.sandboxMode &&
     grant.route === question.route &&
+    grant.channel === question.channel &&
     (grant.caller.startsWith('host:') || grant.hostId === question.hostId) &&
     covers(grant.capabilities, question.capabilities)
   );

@@ -107,3 +107,20 @@ describe('an unnamed route changed or removed', () => {
     expect(findGrant([grant], grantQuestion(request)!, NOW)).toBeUndefined();
   });
 });
+
+describe('a named route whose channel changed', () => {
+  // Who may see and revoke a grant is read on the channel it was made in: answering in another,
+  // it would decide for people who can neither list nor revoke it there.
+  it('no longer lets its grants answer: a grant answers only where it is listed and revoked', () => {
+    const named: Route = { ...sandbox, name: 'sandbox' };
+    const grant = grantFor(placed(new Router([named], 'C0FALL'), '/srv/sandbox/app'));
+    expect(grant.channel).toBe('C0SANDBOX');
+    const moved = new Router([{ ...named, channel: 'C0SANDBOX2' }], 'C0FALL');
+    const request = placed(moved, '/srv/sandbox/app', 'a-2');
+    expect(request.route).toBe(grant.route);
+    expect(findGrant([grant], grantQuestion(request)!, NOW)).toBeUndefined();
+    // Where it was made, it still answers.
+    const before = placed(new Router([named], 'C0FALL'), '/srv/sandbox/app', 'a-3');
+    expect(findGrant([grant], grantQuestion(before)!, NOW)).toBe(grant);
+  });
+});

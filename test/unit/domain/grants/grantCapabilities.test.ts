@@ -304,6 +304,7 @@ const question: GrantQuestion = {
   once: ONCE,
   sourceIndex: 0,
   hostId: 'main',
+  channel: 'C0APPROVALS',
 };
 
 describe('grantQuestion and findGrant: every part equal, capabilities a subset', () => {
@@ -313,6 +314,7 @@ describe('grantQuestion and findGrant: every part equal, capabilities a subset',
     sandboxMode: 'workspace-write',
     route: 'default',
     hostId: 'main',
+    slack: { channel: 'C0APPROVALS' },
     availableChoices: [ONCE, SESSION, REJECT],
   };
 

@@ -53,6 +53,7 @@ function record(subject: ApprovalSubject, sourceIndex = 0) {
     sandboxMode: 'workspace-write',
     route: 'default',
     hostId: 'main',
+    slack: { channel: 'C1' },
     availableChoices: [ONCE],
   };
 }
