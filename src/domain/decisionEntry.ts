@@ -10,27 +10,16 @@ export function decisionEntry(record: ResolvedRecord, slaMs: number | undefined)
   const steps = record.escalation?.fired.length ?? 0;
   const command = commandOf(record.subject);
   return {
-    kind: 'decision',
-    approvalId: record.approvalId,
-    hostId: record.hostId,
-    ...(record.route !== undefined ? { route: record.route } : {}),
-    tool: record.tool,
+    ...entryHead(record),
     ...(resolution.slackUserId !== undefined ? { userId: resolution.slackUserId } : {}),
-    ...(resolution.voters ? { voters: resolution.voters } : {}),
-    ...(resolution.stoodInFor ? { stoodInFor: resolution.stoodInFor } : {}),
-    ...(resolution.onBehalfOf ? { onBehalfOf: resolution.onBehalfOf } : {}),
+    ...people(resolution),
     via: decisionVia(resolution),
     ...(resolution.grant ? { grantId: resolution.grant.grantId } : {}),
     resolvedBy: resolution.resolvedBy,
     choiceId: resolution.choiceId ?? '',
     decision: resolution.decision,
     ...(resolution.feedback !== undefined ? { feedback: resolution.feedback } : {}),
-    // The voters name a quorum's votes: their times stay with the record (StageDecision.votes).
-    ...(record.stageDecisions && record.stageDecisions.length > 0
-      ? { stages: record.stageDecisions.map(({ votes: _votes, ...stage }) => stage) }
-      : {}),
-    ...(record.argsSha256 !== undefined ? { argsSha256: record.argsSha256 } : {}),
-    ...(record.argsSha256Of !== undefined ? { argsSha256Of: record.argsSha256Of } : {}),
+    ...stagesAndArgs(record),
     ...(waitedMs !== undefined ? { waitedMs } : {}),
     ...(steps > 0 ? { steps } : {}),
     ...(slaMs !== undefined && waitedMs !== undefined ? { slaMs, slaBreached: waitedMs > slaMs } : {}),
@@ -49,15 +38,9 @@ export function unsettledEntry(record: ApprovalRecord & { unsettledClaim: Claim 
   const claim = record.unsettledClaim;
   const command = commandOf(record.subject);
   return {
-    kind: 'decision',
-    approvalId: record.approvalId,
-    hostId: record.hostId,
-    ...(record.route !== undefined ? { route: record.route } : {}),
-    tool: record.tool,
+    ...entryHead(record),
     ...(claim.userId !== undefined ? { userId: claim.userId } : {}),
-    ...(claim.voters ? { voters: claim.voters } : {}),
-    ...(claim.stoodInFor ? { stoodInFor: claim.stoodInFor } : {}),
-    ...(claim.onBehalfOf ? { onBehalfOf: claim.onBehalfOf } : {}),
+    ...people(claim),
     via: claim.via ?? 'click',
     ...(claim.grant ? { grantId: claim.grant.grantId } : {}),
     choiceId: claim.choiceId,
@@ -65,13 +48,41 @@ export function unsettledEntry(record: ApprovalRecord & { unsettledClaim: Claim 
     unsettled: 'hostLost',
     commandId: claim.commandId,
     ...(claim.feedback !== undefined ? { feedback: claim.feedback } : {}),
+    ...stagesAndArgs(record),
+    ...(command ? { command } : {}),
+    // When the bot saw the host go: the host never said when, or whether, it decided.
+    at: record.updatedAt,
+  };
+}
+
+/** The approval an entry is of, as every decision entry starts. */
+function entryHead(record: ApprovalRecord) {
+  return {
+    kind: 'decision' as const,
+    approvalId: record.approvalId,
+    hostId: record.hostId,
+    ...(record.route !== undefined ? { route: record.route } : {}),
+    tool: record.tool,
+  };
+}
+
+/** A quorum's voters and who stood in for whom, when there are any. */
+function people(by: Pick<Claim, 'voters' | 'stoodInFor' | 'onBehalfOf'>) {
+  return {
+    ...(by.voters ? { voters: by.voters } : {}),
+    ...(by.stoodInFor ? { stoodInFor: by.stoodInFor } : {}),
+    ...(by.onBehalfOf ? { onBehalfOf: by.onBehalfOf } : {}),
+  };
+}
+
+/** The earlier stages' decisions and the arguments' hash, when there are any. */
+function stagesAndArgs(record: ApprovalRecord) {
+  return {
+    // The voters name a quorum's votes: their times stay with the record (StageDecision.votes).
     ...(record.stageDecisions && record.stageDecisions.length > 0
       ? { stages: record.stageDecisions.map(({ votes: _votes, ...stage }) => stage) }
       : {}),
     ...(record.argsSha256 !== undefined ? { argsSha256: record.argsSha256 } : {}),
     ...(record.argsSha256Of !== undefined ? { argsSha256Of: record.argsSha256Of } : {}),
-    ...(command ? { command } : {}),
-    // When the bot saw the host go: the host never said when, or whether, it decided.
-    at: record.updatedAt,
   };
 }

@@ -288,6 +288,16 @@ function decisionLine(
 ): Record<string, unknown> {
   const { resolution } = record;
   return {
+    ...lineHead(entry, resolution.grant?.grantedBy, owner),
+    choiceId: resolution.choiceId,
+    resolvedBy: entry.resolvedBy,
+    ...lineTail(record, entry),
+  };
+}
+
+/** Who decided, as every audit line of a decision starts. */
+function lineHead(entry: DecisionEntry, grantedBy: string | undefined, owner: string | undefined) {
+  return {
     audit: 'decision',
     via: entry.via,
     userId: entry.userId,
@@ -295,11 +305,15 @@ function decisionLine(
     stoodInFor: entry.stoodInFor,
     onBehalfOf: entry.onBehalfOf,
     grantId: entry.grantId,
-    grantedBy: resolution.grant?.grantedBy,
+    grantedBy,
     owner,
     decision: entry.decision,
-    choiceId: resolution.choiceId,
-    resolvedBy: entry.resolvedBy,
+  };
+}
+
+/** What was decided, as every audit line of a decision ends. */
+function lineTail(record: ApprovalRecord, entry: DecisionEntry) {
+  return {
     stages: entry.stages,
     approvalId: record.approvalId,
     sessionId: record.sessionId,
@@ -325,30 +339,10 @@ function unsettledLine(
   owner: string | undefined,
 ): Record<string, unknown> {
   return {
-    audit: 'decision',
-    via: entry.via,
-    userId: entry.userId,
-    voters: entry.voters,
-    stoodInFor: entry.stoodInFor,
-    onBehalfOf: entry.onBehalfOf,
-    grantId: entry.grantId,
-    grantedBy: record.unsettledClaim.grant?.grantedBy,
-    owner,
-    decision: entry.decision,
+    ...lineHead(entry, record.unsettledClaim.grant?.grantedBy, owner),
     unsettled: entry.unsettled,
     commandId: entry.commandId,
     choiceId: entry.choiceId,
-    stages: entry.stages,
-    approvalId: record.approvalId,
-    sessionId: record.sessionId,
-    turnId: record.turnId,
-    itemId: record.itemId,
-    toolCallId: record.toolCallId,
-    hostId: record.hostId,
-    route: record.route,
-    tool: record.tool,
-    argsSha256: record.argsSha256,
-    argsSha256Of: record.argsSha256Of,
-    at: entry.at,
+    ...lineTail(record, entry),
   };
 }
