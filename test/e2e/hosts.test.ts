@@ -193,10 +193,16 @@ it("gives a host the bot's environment without the bot's settings: no token, sec
   expect(withheld?.json?.withheld).not.toContain('AGENT_PROVIDER_KEY');
 });
 
-it("one host never changes another's approval: a re-ask, an update or a resolution under its id is ignored", async () => {
-  const OTHER_SESSION = '0198f0aa-3333-7000-8000-0000000000cc';
+/** The sandbox host's session: another host's than SESSION. */
+const OTHER_SESSION = '0198f0aa-3333-7000-8000-0000000000cc';
+
+/**
+ * Two hosts of one bot: `main` (hostA, the World's) and `sandbox` (hostB, started with `b`), the
+ * sandbox host up before this returns.
+ */
+async function twoHosts(b: { durability?: 'ephemeral' } = {}) {
   const hostA = await FakeHost.start({ sessions: [{ sessionId: SESSION, title: 'Bump the version' }] });
-  const hostB = await FakeHost.start({ sessions: [{ sessionId: OTHER_SESSION, title: 'Sandbox' }] });
+  const hostB = await FakeHost.start({ ...b, sessions: [{ sessionId: OTHER_SESSION, title: 'Sandbox' }] });
   cleanups.push(
     () => hostA.close(),
     () => hostB.close(),
@@ -212,6 +218,11 @@ it("one host never changes another's approval: a re-ask, an update or a resoluti
   );
   cleanups.push(() => world.close());
   await hostB.waitForIncarnation(1, 20_000);
+  return { hostA, hostB, world };
+}
+
+it("one host never changes another's approval: a re-ask, an update or a resolution under its id is ignored", async () => {
+  const { hostA, hostB, world } = await twoHosts();
 
   const id = 'xh-0001';
   await hostA.open(shellApproval({ approvalId: id, sessionId: SESSION, stages: [['npm', 'test']] }));
@@ -247,24 +258,7 @@ it("one host never changes another's approval: a re-ask, an update or a resoluti
 });
 
 it("an approval asked under an id another host's approval has gets no card: its channel is told once, and no open set keeps it", async () => {
-  const OTHER_SESSION = '0198f0aa-3333-7000-8000-0000000000cc';
-  const hostA = await FakeHost.start({ sessions: [{ sessionId: SESSION, title: 'Bump the version' }] });
-  const hostB = await FakeHost.start({ sessions: [{ sessionId: OTHER_SESSION, title: 'Sandbox' }] });
-  cleanups.push(
-    () => hostA.close(),
-    () => hostB.close(),
-  );
-  const file = configFile({
-    hosts: [mainHost(hostA.command), { id: 'sandbox', command: hostB.command, env: { ...hostB.env } }],
-  });
-  cleanups.push(file.remove);
-  const world = await World.start(
-    {},
-    { COUNTERSIGN_CONFIG: file.path, MSP_HOST_COMMAND: '' },
-    { host: hostA },
-  );
-  cleanups.push(() => world.close());
-  await hostB.waitForIncarnation(1, 20_000);
+  const { hostA, hostB, world } = await twoHosts();
 
   // The sandbox host asks the id first; the main host then asks its own approval under it, twice.
   const id = 'xh-0004';
@@ -296,28 +290,8 @@ it("an approval asked under an id another host's approval has gets no card: its 
 });
 
 it("a host that names another host's approval, then dies keeping nothing, leaves that approval as it was", async () => {
-  const OTHER_SESSION = '0198f0aa-3333-7000-8000-0000000000cc';
-  const hostA = await FakeHost.start({ sessions: [{ sessionId: SESSION, title: 'Bump the version' }] });
   // A host that keeps nothing: each of its exits and starts orphans what it has open.
-  const hostB = await FakeHost.start({
-    durability: 'ephemeral',
-    sessions: [{ sessionId: OTHER_SESSION, title: 'Sandbox' }],
-  });
-  cleanups.push(
-    () => hostA.close(),
-    () => hostB.close(),
-  );
-  const file = configFile({
-    hosts: [mainHost(hostA.command), { id: 'sandbox', command: hostB.command, env: { ...hostB.env } }],
-  });
-  cleanups.push(file.remove);
-  const world = await World.start(
-    {},
-    { COUNTERSIGN_CONFIG: file.path, MSP_HOST_COMMAND: '' },
-    { host: hostA },
-  );
-  cleanups.push(() => world.close());
-  await hostB.waitForIncarnation(1, 20_000);
+  const { hostA, hostB, world } = await twoHosts({ durability: 'ephemeral' });
 
   const id = 'xh-0003';
   await hostA.open(shellApproval({ approvalId: id, sessionId: SESSION, stages: [['npm', 'test']] }));
