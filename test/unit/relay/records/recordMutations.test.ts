@@ -80,6 +80,13 @@ const stageOneResolved = ApprovalUpdatedParams.parse({
   subject: shell.subject,
 });
 
+/** A resolution credited to nobody: none of a claim's person, choice, grant or reason is on it. */
+function expectNobodyCredited(resolution: ApprovalRecord['resolution']): void {
+  for (const field of ['slackUserId', 'choiceId', 'via', 'voters', 'grant', 'feedback'] as const) {
+    expect(resolution?.[field]).toBeUndefined();
+  }
+}
+
 describe('record mutations', () => {
   it('a successor card keeps the steps fired before it, even when its next step is stored first', () => {
     const start = { startedAt: '2026-12-01T10:00:00.000Z', origin: 'a0' };
@@ -270,9 +277,7 @@ describe('record mutations', () => {
     const amended = resolved(lie, 'inc-1', new Date(), (facts) => heard.push(facts))(claimed(claim)(base)!)!;
     expect(amended.phase).toBe('resolved');
     expect(amended.resolution).toMatchObject({ decision: 'approvedPolicyAmendment', resolvedBy: 'user' });
-    for (const field of ['slackUserId', 'choiceId', 'via', 'voters', 'grant', 'feedback'] as const) {
-      expect(amended.resolution?.[field]).toBeUndefined();
-    }
+    expectNobodyCredited(amended.resolution);
     expect(heard).toEqual([
       {
         approvalId: 'a1',
@@ -354,9 +359,7 @@ describe('record mutations', () => {
       )(pressed)!;
       expect(done.phase).toBe('resolved');
       expect(done.resolution).toMatchObject({ decision: 'approved', resolvedBy: 'user' });
-      for (const field of ['slackUserId', 'choiceId', 'via', 'voters', 'grant', 'feedback'] as const) {
-        expect(done.resolution?.[field]).toBeUndefined();
-      }
+      expectNobodyCredited(done.resolution);
       expect(heard).toEqual([
         {
           approvalId: 'a1',
@@ -491,9 +494,7 @@ describe('record mutations', () => {
           inFlight,
         )!;
         expect(done.resolution).toMatchObject({ decision: 'approved', resolvedBy: 'user' });
-        for (const field of ['slackUserId', 'choiceId', 'via', 'voters', 'feedback'] as const) {
-          expect(done.resolution?.[field]).toBeUndefined();
-        }
+        expectNobodyCredited(done.resolution);
         expect(allText(renderCard(done, { now: new Date() }))).not.toContain('U1');
         expect(heard).toEqual([
           {
