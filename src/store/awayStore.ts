@@ -22,6 +22,10 @@ redis.call('PEXPIREAT', KEYS[1], math.max(tonumber(ARGV[2]), tonumber(last[2])))
 return 1
 `;
 
+function parsed(raw: string | null): Away | undefined {
+  return raw ? (JSON.parse(raw) as Away) : undefined;
+}
+
 /** What setting an absence did: `full`, the delegate already stands in for MAX_STAND_INS others. */
 export type AwaySet = { full: true } | { full: false; previous: Away | undefined };
 
@@ -56,28 +60,41 @@ export class AwayStore {
       );
       if (added !== 1) return { full: true };
     }
-    const previous = await this.get(away.userId);
-    await this.redis.set(keys.away(away.userId), JSON.stringify(away), 'PXAT', untilMs);
-    if (previous?.delegate && previous.delegate !== away.delegate) {
-      await this.redis.zrem(keys.standIn(previous.delegate), away.userId);
+    // The absence replaced is the one this write overwrote (SET … GET), not one read before it:
+    // of two commands by one person on two replicas, the later write then takes the earlier's
+    // delegate out of their index, whose entry was added before that write. A read first would
+    // let both see none and leave the earlier delegate a place taken until the absence ends.
+    const replaced = await this.redis.set(
+      keys.away(away.userId),
+      JSON.stringify(away),
+      'PXAT',
+      untilMs,
+      'GET',
+    );
+    const was = parsed(replaced);
+    if (was?.delegate && was.delegate !== away.delegate) {
+      await this.redis.zrem(keys.standIn(was.delegate), away.userId);
     }
-    return { full: false, previous };
+    return { full: false, previous: this.lasting(was) };
   }
 
   /** Ends an absence now; resolves with the one that was set, if any. */
   async clear(userId: string): Promise<Away | undefined> {
-    const previous = await this.get(userId);
-    await this.redis.del(keys.away(userId));
-    if (previous?.delegate) await this.redis.zrem(keys.standIn(previous.delegate), userId);
-    return previous;
+    // What was deleted (GETDEL), not what was read before: an absence written in between is
+    // the one ended, and its delegate's entry is the one to take out.
+    const was = parsed(await this.redis.getdel(keys.away(userId)));
+    if (was?.delegate) await this.redis.zrem(keys.standIn(was.delegate), userId);
+    return this.lasting(was);
+  }
+
+  /** An absence, unless it has ended. */
+  private lasting(away: Away | undefined): Away | undefined {
+    return away && Date.parse(away.until) > this.now() ? away : undefined;
   }
 
   /** The user's absence, while it lasts. */
   async get(userId: string): Promise<Away | undefined> {
-    const raw = await this.redis.get(keys.away(userId));
-    if (!raw) return undefined;
-    const away = JSON.parse(raw) as Away;
-    return Date.parse(away.until) > this.now() ? away : undefined;
+    return this.lasting(parsed(await this.redis.get(keys.away(userId))));
   }
 
   /** Which of `userIds` are away now, each with their absence. One round trip. */

@@ -96,3 +96,85 @@ describe('AwayStore and the stand-in cap', () => {
     expect((await store.standingInFor('U0BOB')).map((a) => a.userId)).toContain('U0LATE');
   });
 });
+
+/** `count` people, each away for a day naming `delegate`, written straight to the store. */
+async function fill(store: AwayStore, delegate: string, count: number): Promise<void> {
+  const until = new Date(Date.now() + 86_400_000).toISOString();
+  const since = new Date().toISOString();
+  for (let i = 0; i < count; i++)
+    expect(await store.set({ userId: `U0${delegate}${i}`, until, delegate, since })).toMatchObject({
+      full: false,
+    });
+}
+
+describe('AwayStore when one person’s commands race on two replicas', () => {
+  it('two `away` naming different delegates at once: the one not kept does not keep a place', async () => {
+    const r1 = new AwayStore(redis);
+    const other = redis.duplicate();
+    const r2 = new AwayStore(other);
+    try {
+      // Both delegates one short of the cap, so whichever loses the race shows a place lost.
+      await fill(r1, 'U0BOB', MAX_STAND_INS - 1);
+      await fill(r1, 'U0CAT', MAX_STAND_INS - 1);
+      const until = new Date(Date.now() + 86_400_000).toISOString();
+      const since = new Date().toISOString();
+      const answers = await Promise.all([
+        r1.set({ userId: 'U0A', until, delegate: 'U0BOB', since }),
+        r2.set({ userId: 'U0A', until, delegate: 'U0CAT', since }),
+      ]);
+      expect(answers.map((a) => a.full)).toEqual([false, false]);
+      const kept = (await r1.get('U0A'))?.delegate;
+      expect(['U0BOB', 'U0CAT']).toContain(kept);
+      const dropped = kept === 'U0BOB' ? 'U0CAT' : 'U0BOB';
+      expect((await r1.standingInFor(kept!)).map((a) => a.userId)).toContain('U0A');
+      expect(await redis.zscore(`cs:standin:{${dropped}}`, 'U0A')).toBeNull();
+      // The dropped delegate stands in for nineteen: a twentieth naming them is taken.
+      expect(await r1.set({ userId: 'U0LATE', until, delegate: dropped, since })).toMatchObject({
+        full: false,
+      });
+    } finally {
+      await other.quit();
+    }
+  });
+
+  it('`back` while `away` is written: no place is kept for an absence `back` ended', async () => {
+    const r1 = new AwayStore(redis);
+    // The second replica's commands after its first wait until the `away` has answered: a `back`
+    // that reads the absence in one command and ends it in another sees none, then ends it.
+    const other = redis.duplicate();
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    let sent = 0;
+    const gated = new Proxy(other, {
+      get(target, name) {
+        const value = Reflect.get(target, name, target);
+        if (typeof value !== 'function') return value;
+        return async (...args: unknown[]) => {
+          if (sent++ > 0) await gate;
+          return value.apply(target, args);
+        };
+      },
+    });
+    const r2 = new AwayStore(gated);
+    try {
+      await fill(r1, 'U0BOB', MAX_STAND_INS - 1);
+      const until = new Date(Date.now() + 86_400_000).toISOString();
+      const since = new Date().toISOString();
+      const setting = r1.set({ userId: 'U0A', until, delegate: 'U0BOB', since });
+      const clearing = r2.clear('U0A');
+      expect(await setting).toMatchObject({ full: false });
+      open();
+      await clearing;
+      // Whichever came last, every place taken in Bob's index is someone Bob stands in for now.
+      const a = await r1.get('U0A');
+      expect(await redis.zscore('cs:standin:{U0BOB}', 'U0A')).toBe(
+        a?.delegate === 'U0BOB' ? String(Date.parse(until)) : null,
+      );
+      expect(await redis.zcard('cs:standin:{U0BOB}')).toBe((await r1.standingInFor('U0BOB')).length);
+    } finally {
+      await other.quit();
+    }
+  });
+});
