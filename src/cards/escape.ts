@@ -7,7 +7,9 @@
 // one that runs. Only characters of the input are marked, never the zero-width spaces added here.
 //
 // A one-line field (clip, quote) shows a line break as a space: text the host or agent chose must
-// not start a line of its own under the card's labels. Only truncate and codeBlock keep line breaks.
+// not start a line of its own under the card's labels. Inline code (a command, a path, a stage's
+// words) shows it as a marker instead: there a space would pass for a word break, and two commands
+// on two lines for one harmless one. Only truncate and codeBlock keep line breaks.
 //
 // Every helper escapes one character at a time, so a cut never splits an entity (`&amp;`), a
 // surrogate pair or a defused mention, and the "N more characters" note counts characters of the
@@ -46,8 +48,10 @@ function escapeChar(raw: string, ch: string, offset: number, prev: string, mode:
       if (mode === 'inline') return 'ˋ';
       return '`';
     case '\n':
-      // Inline code and one-line fields do not span lines.
-      return mode === 'inline' || mode === 'line' ? ' ' : ch;
+      // Inline code and one-line fields do not span lines; in code, where every character is read
+      // as run, the break stays visible.
+      if (mode === 'inline') return hiddenMarker(ch);
+      return mode === 'line' ? ' ' : ch;
     case '\t':
       // Code keeps its indentation; in a sentence or a label a tab passes for a space.
       return mode === 'mrkdwn' || mode === 'line' ? hiddenMarker(ch) : ch;

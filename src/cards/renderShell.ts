@@ -1,4 +1,5 @@
 import type { KnownBlock } from '@slack/types';
+import { argvText } from '../domain/argvText.js';
 import type { ApprovalStage, ApprovalSubject } from '../msp/protocol.js';
 import { section } from './blocks.js';
 import type { CardBudget } from './budget.js';
@@ -16,7 +17,7 @@ function describeResolution(resolution: StageResolution, max: number): string {
     return `${kind}: ${clipProse(resolution.diagnostic, max)}`;
   }
   if (resolution.kind === 'policyAmendment' && resolution.argvPrefix) {
-    return `${kind}: ${inlineCode(resolution.argvPrefix.join(' '), max)}`;
+    return `${kind}: ${inlineCode(argvText(resolution.argvPrefix), max)}`;
   }
   return kind;
 }
@@ -31,7 +32,8 @@ function stageLine(stage: ApprovalStage, isCurrent: boolean, max: number): { lin
   }
   if (stage.argvComplete === false) tail += ' _(not fully parsed)_';
   const room = Math.max(24, max - lead.length - tail.length);
-  const argv = stage.argv.join(' ');
+  // Quoted as a grant writes them: a word holding a space or a line break stays one word.
+  const argv = argvText(stage.argv);
   return { line: `${lead}${inlineCode(argv, room)}${tail}`, cut: !inlineCodeFits(argv, room) };
 }
 

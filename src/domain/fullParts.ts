@@ -1,5 +1,6 @@
 import type { ApprovalSubject } from '../msp/protocol.js';
 import { toJson } from '../util/toJson.js';
+import { argvText } from './argvText.js';
 import type { FullPart } from './fullText.js';
 import { networkAddress } from './networkAddress.js';
 
@@ -18,7 +19,9 @@ export function subjectParts(subject: ApprovalSubject): FullPart[] {
       add('Command', subject.command);
       const stages = subject.stages ?? [];
       if (stages.length > 0) {
-        add('Stages', stages.map((s) => `${s.position}/${s.totalStages}  ${s.argv.join(' ')}`).join('\n'));
+        // One line a stage: its words quoted as the card shows them, so a word's own line break
+        // cannot draw a stage line of its own.
+        add('Stages', stages.map((s) => `${s.position}/${s.totalStages}  ${argvText(s.argv)}`).join('\n'));
       }
       add('Workspace', subject.workspaceRoot);
       break;

@@ -195,7 +195,9 @@ describe('View full', () => {
     expect(JSON.stringify(view)).not.toContain(FAKE_GITHUB_TOKEN);
     // The stage and the arguments hold it too, as masked; none of it left out.
     expect(labelOf(view, 1)).toBe('*Stages*');
-    expect(partCode(view, 1)).toBe(`1/1  ${masked}`);
+    // Its words as the card shows them: a word holding spaces (the masked token, the filler) quoted.
+    const words = ['deploy', '--token', '"[masked github-token]"', JSON.stringify(argv[3])];
+    expect(partCode(view, 1)).toBe(`1/1  ${words.join(' ')}`);
     expect(labelOf(view, 3)).toBe('*Arguments*');
     expect(partCode(view, 3)).toBe(JSON.stringify({ command: masked }, null, 2));
     expect(JSON.stringify(view)).not.toContain('not shown');

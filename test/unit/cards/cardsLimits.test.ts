@@ -241,7 +241,7 @@ describe('escaping', () => {
   });
 
   it('inlineCode keeps one line and no backticks', () => {
-    expect(inlineCode('a`b\nc', 50)).toBe('`aˋb c`');
+    expect(inlineCode('a`b\nc', 50)).toBe('`aˋb⟨U+000A⟩c`');
     expect(inlineCode('', 50)).toBe('_(empty)_');
     const long = inlineCode('p'.repeat(1000), 100);
     expect(long.length).toBeLessThanOrEqual(100);

@@ -238,7 +238,8 @@ describe("injection: agent prose never passes for the card's own formatting", ()
 const FAKE_LINE = 'x\n*Decided by:* :white_check_mark:';
 /** How FAKE_LINE may show: inert prose (clipProse), or inline code, where Slack formats nothing. */
 const FAKE_LINE_AS_PROSE = 'x ∗Decided by:∗ ∶white_check_mark:';
-const FAKE_LINE_AS_CODE = '`x *Decided by:* :white_check_mark:`';
+/** In inline code a line break shows as a marker: a space would pass for a word break. */
+const FAKE_LINE_AS_CODE = '`x⟨U+000A⟩*Decided by:* :white_check_mark:`';
 
 /** The texts of a message or view that Slack reads as mrkdwn, its notification text among them. */
 function mrkdwnTexts(message: { text?: string; blocks: unknown[] }): string[] {
@@ -355,7 +356,11 @@ describe('injection: one-line host text stays on its line, its formatting inert'
     it(field, () => {
       const shown = show(FAKE_LINE);
       const all = shown.join('\u0000');
-      expect(all.includes(FAKE_LINE_AS_PROSE) || all.includes(FAKE_LINE_AS_CODE), all).toBe(true);
+      const forms = [FAKE_LINE_AS_PROSE, FAKE_LINE_AS_CODE];
+      expect(
+        forms.some((form) => all.includes(form)),
+        all,
+      ).toBe(true);
       // Against the same field holding plain text: no line, bold label or emoji more than it has.
       const plain = show('x');
       const rest = shown.map((t) => t.replaceAll(FAKE_LINE_AS_CODE, ''));
@@ -610,5 +615,30 @@ describe('injection: a page data row draws no formatting', () => {
       expect(line.replace(spans[0]!, ''), line).not.toMatch(/[*`~]|:white_check_mark:|Alice/);
     }
     expect(rows[0]).toContain('Approved by Alice');
+  });
+});
+
+describe('fidelity: what the card and the DM show is what runs', () => {
+  const LINE_BREAK = '⟨U+000A⟩';
+
+  it('a stage word holding a line break or spaces stays one quoted word', () => {
+    const record = shellRecord(1);
+    (record.subject.stages![0] as { argv: string[] }).argv = [
+      'bash',
+      '-c',
+      'echo hello\n2/2  git status\nrm -rf ~',
+    ];
+    const all = allText(render(record));
+    expect(all).not.toContain('`bash -c echo hello');
+    expect(all).toContain(`▶ 1/2 \`bash -c "echo hello\\n2/2  git status\\nrm -rf ~"\``);
+  });
+
+  it('a path holding a line break does not read as another file', () => {
+    const record = fileRecord({
+      subject: { kind: 'fileAccess', path: '/srv/app/a\n.bashrc', access: 'write' },
+    });
+    const all = allText(render(record));
+    expect(all).not.toContain('`/srv/app/a .bashrc`');
+    expect(all).toContain(`*File:* \`/srv/app/a${LINE_BREAK}.bashrc\``);
   });
 });

@@ -77,17 +77,18 @@ describe('invisible and direction-changing characters', () => {
     expect(codeBlocks(raw, 100, 1).blocks).toEqual([`\`\`\`\n${shown}\n\`\`\``]);
   });
 
-  it('keeps \\n in text and code, a space in inline code; a tab in code only', () => {
+  it('keeps \\n in text and code, a marker in inline code; a tab in code only', () => {
     expect(escapeMrkdwn('a\nb')).toBe('a\nb');
     expect(codeBlock('a\nb', 100)).toBe('```\na\nb\n```');
-    expect(inlineCode('a\nb', 100)).toBe('`a b`');
+    // Not a space: `echo ok⏎rm -rf /` must not read as one echo.
+    expect(inlineCode('a\nb', 100)).toBe(`\`a${marker(0x0a)}b\``);
     expect(codeBlock('a\tb', 100)).toBe('```\na\tb\n```');
     expect(inlineCode('a\tb', 100)).toBe('`a\tb`');
     expect(escapeMrkdwn('a\tb')).toBe(`a${marker(9)}b`);
   });
 
   it('shows a carriage return in inline code instead of dropping it', () => {
-    expect(inlineCode('rm x\r\ny', 100)).toBe(`\`rm x${marker(0x0d)} y\``);
+    expect(inlineCode('rm x\r\ny', 100)).toBe(`\`rm x${marker(0x0d)}${marker(0x0a)}y\``);
     expect(codeBlock('rm x\r\ny', 100)).toBe(`\`\`\`\nrm x${marker(0x0d)}\ny\n\`\`\``);
   });
 

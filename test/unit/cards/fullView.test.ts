@@ -169,6 +169,19 @@ describe('full view', () => {
   });
 });
 
+describe('full view: what runs, as the card shows it', () => {
+  it('draws each stage on one line, a word holding a line break quoted', () => {
+    const record = shellRecord(1);
+    (record.subject.stages![0] as { argv: string[] }).argv = ['bash', '-c', 'echo hello\n2/2  git status'];
+    const view = renderFullView({ record, full: {}, metadata: METADATA });
+    const stages = sectionTexts(view).find((t) => t.startsWith('*Stages*'));
+    expect(stages).toBeDefined();
+    // No line of its own for the fake "2/2  git status".
+    expect(stages).not.toMatch(/\n2\/2 {2}git status/);
+    expect(stages).toContain('1/2  bash -c "echo hello\\n2/2  git status"');
+  });
+});
+
 describe('View full on the card', () => {
   const viewFull = (record: ApprovalRecord) =>
     buttons(renderCard(record, { now: NOW })).filter((b) => b.actionId === VIEW_FULL_ACTION_ID);
@@ -249,7 +262,8 @@ describe('full text kept at intake', () => {
     const withStages = takeFullSubject({ ...shellSubject('c'.repeat(MAX_FULL_TEXT_CHARS - 10)) });
     expect(withStages.parts.map((p) => p.label)).toEqual(['Command', 'Stages']);
     expect(withStages.parts[1]!.text).toBe('1/1  echo ');
-    const stageLine = `1/1  echo ${'c'.repeat(100)} --token=[masked github-token]`;
+    // The masked word holds a space: quoted, as a stage's words are shown.
+    const stageLine = `1/1  echo ${'c'.repeat(100)} "--token=[masked github-token]"`;
     expect(withStages.omitted).toBe(stageLine.length - '1/1  echo '.length);
     const args = takeFullArgs(`{"x":"${secret}"}`);
     expect(args).toEqual({
