@@ -3,13 +3,14 @@ import type { EscalationReply } from '../domain/escalationNotice.js';
 import type { RenderedMessage } from '../domain/messages.js';
 import type { ApprovalRecord, Escalation, FiredStep } from '../domain/record.js';
 import type { EscalationStep } from '../domain/route.js';
+import { hiddenMarker } from '../util/hiddenCharacters.js';
 import { shortDuration } from '../util/shortDuration.js';
 import { packSections } from './blocks.js';
 import { BUDGET_LEVELS } from './budget.js';
 import { clip, inlineCode, truncate } from './escape.js';
 import { clipProse } from './prose.js';
 import { renderChoices } from './renderChoices.js';
-import { subjectSummary } from './subjectSummary.js';
+import { subjectSummary, summarisesSubject } from './subjectSummary.js';
 
 // The card's escalation line, a pure function of the record's escalation and the route's ladder:
 // "Escalation: reminded at 10 min · paged @bob at 30 min · next: DM in 15 min".
@@ -97,17 +98,41 @@ export function renderEscalationDm(
   opts: { permalink?: string; waitedMs: number; inPlaceOf?: string },
 ): RenderedMessage {
   const budget = BUDGET_LEVELS[BUDGET_LEVELS.length - 1]!;
-  const what = subjectSummary(record);
-  const summary = `${record.tool}${what ? ` — ${what}` : ''}`.replace(/\s+/g, ' ');
+  const request = dmRequest(record);
+  const summary = `${record.tool}${request ? ` — ${request.text}` : ''}`;
   const lines = [
     opts.inPlaceOf
       ? `:rotating_light: *An approval has waited ${shortDuration(opts.waitedMs)}* and you are asked in place of ${clip(opts.inPlaceOf, 80)}, who is away.`
       : `:rotating_light: *An approval has waited ${shortDuration(opts.waitedMs)}* and you are on call.`,
-    `*Tool:* ${inlineCode(record.tool, 80)}${what ? `\n*Request:* ${inlineCode(what.replace(/\s+/g, ' '), 500)}` : ''}`,
+    `*Tool:* ${inlineCode(record.tool, 80)}${request ? `\n*Request:* ${request.shown}` : ''}`,
   ];
   if (record.sessionTitle) lines.push(`*Session:* ${clipProse(record.sessionTitle, 150)}`);
   if (opts.permalink) lines.push(link(opts.permalink, 'Open the card'));
   const blocks: KnownBlock[] = [...packSections(lines)];
   if (record.phase === 'pending') blocks.push(...renderChoices(record, budget, 10));
-  return { text: truncate(`Waiting for a decision: ${summary}`, 300), blocks };
+  // The notification text spans no lines either; a line break in it shows as on the card.
+  const text = `Waiting for a decision: ${summary}`.replaceAll('\n', hiddenMarker('\n'));
+  return { text: truncate(text, 300), blocks };
+}
+
+/**
+ * What the DM names as the request, beside buttons that decide it: the command, path or target as
+ * the card shows it (in inline code, line breaks and hidden characters as markers, never flattened
+ * into one harmless-looking line). A kind subjectSummary() does not read falls back to the agent's
+ * title, which need not say what runs: the DM then names the kind only and sends the approver to
+ * the card, which shows the subject as sent.
+ */
+function dmRequest(record: ApprovalRecord): { text: string; shown: string } | undefined {
+  if (record.subject.kind === 'computerUseTakeover') {
+    const text = 'computer use: the agent wants to take over the screen';
+    return { text, shown: text };
+  }
+  if (!summarisesSubject(record)) {
+    return {
+      text: `a request of kind ${record.subject.kind}: open the card`,
+      shown: `a request of kind ${inlineCode(record.subject.kind, 80)}, not a kind this bot knows: open the card to see it as sent`,
+    };
+  }
+  const what = subjectSummary(record);
+  return what ? { text: what, shown: inlineCode(what, 500) } : undefined;
 }

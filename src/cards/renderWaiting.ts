@@ -1,4 +1,5 @@
 import type { ApprovalRecord } from '../domain/record.js';
+import { hiddenMarker } from '../util/hiddenCharacters.js';
 import { clipProse } from './prose.js';
 import { slackAge } from './slackDate.js';
 import { subjectSummary } from './subjectSummary.js';
@@ -15,9 +16,17 @@ export interface WaitingApproval {
 const MAX_TOOL = 60;
 const MAX_SUBJECT = 90;
 
-/** The subject on one line, escaped, cut and inert: a command's newlines or `*` must not format the list. */
+/**
+ * The subject on one line, escaped, cut and inert: a command's newlines or `*` must not format the
+ * list. A line break shows as its marker, as in inline code on the card: two commands on two lines
+ * must not read as one. Only runs of spaces and tabs are squeezed; hidden characters keep their
+ * markers (clip() draws them), where squeezing or trimming all whitespace made them spaces.
+ */
 export function oneLineSubject(raw: string | undefined): string | undefined {
-  const flat = raw?.replace(/\s+/g, ' ').trim();
+  const flat = raw
+    ?.replace(/^[ \t\r\n]+|[ \t\r\n]+$/g, '')
+    .replace(/[ \t]*\n[ \t]*/g, hiddenMarker('\n'))
+    .replace(/[ \t]+/g, ' ');
   return flat ? clipProse(flat, MAX_SUBJECT) : undefined;
 }
 

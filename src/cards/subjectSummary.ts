@@ -21,3 +21,13 @@ export function subjectSummary(record: Pick<ApprovalRecord, 'subject' | 'title'>
       return record.title;
   }
 }
+
+const SUMMARISED = new Set(['shell', 'fileAccess', 'network', 'process', 'unixSocket', 'tool']);
+
+/**
+ * Whether subjectSummary() reads the subject itself: for any other kind it falls back to the title,
+ * which the agent chose and which need not say what the subject does.
+ */
+export function summarisesSubject(record: Pick<ApprovalRecord, 'subject'>): boolean {
+  return SUMMARISED.has(record.subject.kind);
+}

@@ -87,11 +87,12 @@ describe('/countersign', () => {
 
     // Carol is in @sre: deploys, but not its protected write.
     expect(linkedApprovals(await commandAnswer(world, 'U0CAROL', 'pending'), cards)).toEqual(['deploy-a']);
-    // Bob: shell only; the agent's text is escaped, on one line.
+    // Bob: shell only; the agent's text is escaped, on one line, its line break a marker (a
+    // space would read as one command where there are two).
     const bob = await commandAnswer(world, 'U0BOB', 'pending');
     expect(linkedApprovals(bob, cards)).toEqual(['shell-a']);
     const bobLine = linesOf(bob.body).find((l) => l.includes(cards.get('shell-a')!))!;
-    expect(bobLine).toContain('echo &lt;!channel&gt; second line');
+    expect(bobLine).toContain('echo &lt;!channel&gt;⟨U+000A⟩second line');
     expect(JSON.stringify(bob.body)).not.toContain('<!channel>');
     // The admin sees every pending approval, oldest first.
     const ada = await commandAnswer(world, 'U0ADA', 'pending');

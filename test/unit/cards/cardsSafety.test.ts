@@ -6,6 +6,7 @@ import { checkMessageLimits, MAX_BUTTON_TEXT, MAX_CARD_FALLBACK_TEXT } from '../
 import { batchAnswerText, renderBatchSummary } from '../../../src/cards/renderBatchSummary.js';
 import { renderCard } from '../../../src/cards/renderCard.js';
 import { renderConfirmModal } from '../../../src/cards/renderConfirmModal.js';
+import { renderEscalationDm } from '../../../src/cards/renderEscalation.js';
 import { renderFeedbackModal } from '../../../src/cards/renderFeedbackModal.js';
 import { renderHome } from '../../../src/cards/renderHome.js';
 import { refusalText } from '../../../src/cards/renderUserMessages.js';
@@ -238,6 +239,8 @@ describe("injection: agent prose never passes for the card's own formatting", ()
 const FAKE_LINE = 'x\n*Decided by:* :white_check_mark:';
 /** How FAKE_LINE may show: inert prose (clipProse), or inline code, where Slack formats nothing. */
 const FAKE_LINE_AS_PROSE = 'x ∗Decided by:∗ ∶white_check_mark:';
+/** A subject in a list (a command): inert prose too, its line break shown as a marker, as in code. */
+const FAKE_LINE_AS_MARKED_PROSE = 'x⟨U+000A⟩∗Decided by:∗ ∶white_check_mark:';
 /** In inline code a line break shows as a marker: a space would pass for a word break. */
 const FAKE_LINE_AS_CODE = '`x⟨U+000A⟩*Decided by:* :white_check_mark:`';
 
@@ -356,7 +359,7 @@ describe('injection: one-line host text stays on its line, its formatting inert'
     it(field, () => {
       const shown = show(FAKE_LINE);
       const all = shown.join('\u0000');
-      const forms = [FAKE_LINE_AS_PROSE, FAKE_LINE_AS_CODE];
+      const forms = [FAKE_LINE_AS_PROSE, FAKE_LINE_AS_MARKED_PROSE, FAKE_LINE_AS_CODE];
       expect(
         forms.some((form) => all.includes(form)),
         all,
@@ -620,6 +623,34 @@ describe('injection: a page data row draws no formatting', () => {
 
 describe('fidelity: what the card and the DM show is what runs', () => {
   const LINE_BREAK = '⟨U+000A⟩';
+  const dmOf = (record: ApprovalRecord) => renderEscalationDm(record, { waitedMs: 60_000 });
+
+  it('the escalation DM, which carries deciding buttons, keeps a line break and hidden characters visible', () => {
+    const record = shellRecord(1, {
+      subject: { kind: 'shell', command: 'echo "Cleaning up"\nrm -rf /srv/prod\u2028x\ufeff' },
+    });
+    const dm = dmOf(record);
+    expect(buttons(dm).length).toBeGreaterThan(0);
+    const all = allText(dm);
+    // Two commands, not one harmless echo.
+    expect(all).not.toContain('echo "Cleaning up" rm -rf');
+    expect(all).toContain(`*Request:* \`echo "Cleaning up"${LINE_BREAK}rm -rf /srv/prod⟨U+2028⟩x⟨U+FEFF⟩\``);
+    expect(dm.text).toContain(`echo "Cleaning up"${LINE_BREAK}rm -rf /srv/prod⟨U+2028⟩x⟨U+FEFF⟩`);
+  });
+
+  it('the escalation DM never presents the agent title as the request of a kind it cannot read', () => {
+    const record = fileRecord({
+      title: 'npm test',
+      subject: { kind: 'shellV2', command: 'rm -rf /' } as never,
+    });
+    const dm = dmOf(record);
+    expect(buttons(dm).length).toBeGreaterThan(0);
+    expect(allText(dm)).not.toContain('npm test');
+    expect(dm.text).not.toContain('npm test');
+    expect(allText(dm)).toContain(
+      '*Request:* a request of kind `shellV2`, not a kind this bot knows: open the card',
+    );
+  });
 
   it('a stage word holding a line break or spaces stays one quoted word', () => {
     const record = shellRecord(1);
@@ -631,6 +662,14 @@ describe('fidelity: what the card and the DM show is what runs', () => {
     const all = allText(render(record));
     expect(all).not.toContain('`bash -c echo hello');
     expect(all).toContain(`▶ 1/2 \`bash -c "echo hello\\n2/2  git status\\nrm -rf ~"\``);
+  });
+
+  it('the pending list keeps a line break and hidden characters visible too', () => {
+    const record = shellRecord(1, {
+      subject: { kind: 'shell', command: 'echo ok \n  rm -rf /srv\u2028x\ufeff' },
+    });
+    const line = waitingLine({ record }, NOW);
+    expect(line).toContain(`echo ok${LINE_BREAK}rm -rf /srv⟨U+2028⟩x⟨U+FEFF⟩`);
   });
 
   it('a path holding a line break does not read as another file', () => {
