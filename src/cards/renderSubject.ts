@@ -1,5 +1,5 @@
 import type { KnownBlock } from '@slack/types';
-import { networkAddress } from '../domain/networkAddress.js';
+import { asciiHost, networkAddress } from '../domain/networkAddress.js';
 import type { ApprovalSubject } from '../msp/protocol.js';
 import { toJson } from '../util/toJson.js';
 import { section } from './blocks.js';
@@ -65,8 +65,11 @@ export function renderSubject(
       facts.push(`*Access:* ${subject.access === undefined ? NOT_GIVEN : clipProse(subject.access, 60)}`);
       break;
     case 'network': {
-      facts.push(`*Connects to:* ${code(networkAddress(subject), budget)}`);
+      const ascii = asciiHost(subject);
+      const shownAscii = ascii === undefined ? '' : ` (${inlineCode(ascii, budget.field)})`;
+      facts.push(`*Connects to:* ${code(networkAddress(subject), budget)}${shownAscii}`);
       field(networkAddress(subject));
+      field(ascii);
       const from = origin(subject, budget);
       if (from) facts.push(from);
       break;

@@ -2,7 +2,7 @@ import type { ApprovalSubject } from '../msp/protocol.js';
 import { toJson } from '../util/toJson.js';
 import { argvText } from './argvText.js';
 import type { FullPart } from './fullText.js';
-import { networkAddress } from './networkAddress.js';
+import { asciiHost, networkAddress } from './networkAddress.js';
 
 // What the "View full" modal shows of a request, as labelled texts. The same functions read a
 // record (whose text intake may have cut) and the masked full text kept when it did, so both
@@ -31,6 +31,7 @@ export function subjectParts(subject: ApprovalSubject): FullPart[] {
       break;
     case 'network':
       add('Connects to', networkAddress(subject));
+      add('Host in ASCII', asciiHost(subject));
       break;
     case 'process':
       add('Process', subject.target);

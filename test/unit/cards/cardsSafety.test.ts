@@ -652,6 +652,20 @@ describe('fidelity: what the card and the DM show is what runs', () => {
     );
   });
 
+  it('a network host sent in Unicode shows beside its xn-- form', () => {
+    const record = fileRecord({
+      subject: { kind: 'network', host: 'gіthub.com', port: 443, protocol: 'https' },
+    });
+    expect(allText(render(record))).toContain(
+      '*Connects to:* `https://gіthub.com:443` (`xn--gthub-n2e.com`)',
+    );
+    // An ASCII host reads as it is looked up: nothing added.
+    const plain = fileRecord({
+      subject: { kind: 'network', host: 'GitHub.com', port: 443, protocol: 'https' },
+    });
+    expect(allText(render(plain))).toContain('*Connects to:* `https://GitHub.com:443`\n');
+  });
+
   it('a stage word holding a line break or spaces stays one quoted word', () => {
     const record = shellRecord(1);
     (record.subject.stages![0] as { argv: string[] }).argv = [

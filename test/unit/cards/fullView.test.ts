@@ -180,6 +180,16 @@ describe('full view: what runs, as the card shows it', () => {
     expect(stages).not.toMatch(/\n2\/2 {2}git status/);
     expect(stages).toContain('1/2  bash -c "echo hello\\n2/2  git status"');
   });
+
+  it('names a Unicode host in its xn-- form too', () => {
+    const record = fileRecord({
+      subject: { kind: 'network', host: 'gіthub.com', port: 443, protocol: 'https' },
+    });
+    const view = renderFullView({ record, full: {}, metadata: METADATA });
+    const all = sectionTexts(view).join('\n');
+    expect(all).toContain('https://gіthub.com:443');
+    expect(all).toMatch(/\*Host in ASCII\*[\s\S]*xn--gthub-n2e\.com/);
+  });
 });
 
 describe('View full on the card', () => {
