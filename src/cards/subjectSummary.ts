@@ -2,7 +2,7 @@ import { networkAddress } from '../domain/networkAddress.js';
 import type { ApprovalRecord } from '../domain/record.js';
 
 /** The subject in a few words, for the notification text and the reject modal: "npm test && git push". Raw, not escaped. */
-export function subjectSummary(record: Pick<ApprovalRecord, 'subject' | 'title'>): string | undefined {
+export function subjectSummary(record: Pick<ApprovalRecord, 'subject'>): string | undefined {
   const s = record.subject;
   switch (s.kind) {
     case 'shell':
@@ -17,16 +17,21 @@ export function subjectSummary(record: Pick<ApprovalRecord, 'subject' | 'title'>
       return s.path ?? s.target;
     case 'tool':
       return s.toolName;
+    case 'computerUseTakeover':
+      return 'computer use: take over the screen';
     default:
-      return record.title;
+      // Never the title: the agent chose it, and it need not say what the subject does (a subject
+      // of a new kind running `rm -rf /`, titled `npm test`). Read where it stands (a list, a
+      // confirm or reason modal, the notification), it would pass for the request.
+      return `a request of kind ${s.kind}, not a kind this bot knows`;
   }
 }
 
 const SUMMARISED = new Set(['shell', 'fileAccess', 'network', 'process', 'unixSocket', 'tool']);
 
 /**
- * Whether subjectSummary() reads the subject itself: for any other kind it falls back to the title,
- * which the agent chose and which need not say what the subject does.
+ * Whether subjectSummary() reads the subject itself: for any other kind it names the kind only
+ * (never the agent's title), and the card shows the subject as sent.
  */
 export function summarisesSubject(record: Pick<ApprovalRecord, 'subject'>): boolean {
   return SUMMARISED.has(record.subject.kind);
