@@ -1,7 +1,5 @@
+import { ruleAsPressed } from '../claimCredit.js';
 import type { ApprovalRecord } from '../record.js';
-
-/** Host choices that leave a rule at the host: what the host keeps is listed as a host-held grant. */
-const HOST_SCOPES: ReadonlySet<string> = new Set(['session', 'localPersistent']);
 
 /**
  * The scope of the host-held grant a resolved record stands for (relay/grants/grantMaker.ts
@@ -14,9 +12,8 @@ export function hostHeldScope(record: ApprovalRecord): string | undefined {
   if (record.phase !== 'resolved' || !resolution?.amendment || !resolution.slackUserId) return undefined;
   // A resolution names its person only for the question their choice was pressed on, and for the
   // rule that choice asks for (resolved(), claimCredit.ts); a resolved record's question never
-  // changes: this is the choice pressed. The durability is checked all the same, for records
-  // resolved before the rule was.
+  // changes: this is the choice pressed. The durability is checked all the same (ruleAsPressed,
+  // which holds the rule each scope leaves: none for `once`), for records resolved before it was.
   const choice = record.availableChoices.find((c) => c.choiceId === resolution.choiceId);
-  if (!choice || !HOST_SCOPES.has(choice.scope)) return undefined;
-  return choice.scope === resolution.amendment.durability ? choice.scope : undefined;
+  return choice && ruleAsPressed(choice.scope, resolution.amendment) ? choice.scope : undefined;
 }
