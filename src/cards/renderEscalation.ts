@@ -10,7 +10,7 @@ import { BUDGET_LEVELS } from './budget.js';
 import { clip, inlineCode, truncate } from './escape.js';
 import { clipProse } from './prose.js';
 import { renderChoices } from './renderChoices.js';
-import { subjectSummary, summarisesSubject } from './subjectSummary.js';
+import { subjectSummary, summarisesSubject, TAKEOVER } from './subjectSummary.js';
 
 // The card's escalation line, a pure function of the record's escalation and the route's ladder:
 // "Escalation: reminded at 10 min · paged @bob at 30 min · next: DM in 15 min".
@@ -118,15 +118,12 @@ export function renderEscalationDm(
 /**
  * What the DM names as the request, beside buttons that decide it: the command, path or target as
  * the card shows it (in inline code, line breaks and hidden characters as markers, never flattened
- * into one harmless-looking line). A kind subjectSummary() does not read falls back to the agent's
- * title, which need not say what runs: the DM then names the kind only and sends the approver to
- * the card, which shows the subject as sent.
+ * into one harmless-looking line). A takeover is said in the bot's words; a kind subjectSummary()
+ * does not read is named, never the agent's title, and the approver sent to the card, which shows
+ * the subject as sent.
  */
 function dmRequest(record: ApprovalRecord): { text: string; shown: string } | undefined {
-  if (record.subject.kind === 'computerUseTakeover') {
-    const text = 'computer use: the agent wants to take over the screen';
-    return { text, shown: text };
-  }
+  if (record.subject.kind === 'computerUseTakeover') return { text: TAKEOVER, shown: TAKEOVER };
   if (!summarisesSubject(record)) {
     return {
       text: `a request of kind ${record.subject.kind}: open the card`,

@@ -1,6 +1,9 @@
 import { networkAddress } from '../domain/networkAddress.js';
 import type { ApprovalRecord } from '../domain/record.js';
 
+/** A takeover's subject in the bot's words: it holds no text of the agent's to show. */
+export const TAKEOVER = 'computer use: the agent wants to take over the screen';
+
 /** The subject in a few words, for the notification text and the reject modal: "npm test && git push". Raw, not escaped. */
 export function subjectSummary(record: Pick<ApprovalRecord, 'subject'>): string | undefined {
   const s = record.subject;
@@ -18,7 +21,7 @@ export function subjectSummary(record: Pick<ApprovalRecord, 'subject'>): string 
     case 'tool':
       return s.toolName;
     case 'computerUseTakeover':
-      return 'computer use: take over the screen';
+      return TAKEOVER;
     default:
       // Never the title: the agent chose it, and it need not say what the subject does (a subject
       // of a new kind running `rm -rf /`, titled `npm test`). Read where it stands (a list, a
