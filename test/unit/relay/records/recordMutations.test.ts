@@ -58,7 +58,8 @@ const shell = ApprovalRequestParams.parse({
   ],
 });
 
-const base = newRecord(shell, {
+/** Where and how `base` (and each record built like it) was taken in. */
+const TAKEN = {
   hostId: 'h',
   incarnation: 'inc-1',
   caller: 'session:s1',
@@ -67,7 +68,8 @@ const base = newRecord(shell, {
   sandboxMode: 'default',
   phase: 'pending',
   now: new Date('2026-11-30T10:00:00Z'),
-});
+} as const;
+const base = newRecord(shell, TAKEN);
 const claim = { sourceIndex: 0, userId: 'U1', choiceId: 'allow_once', commandId: 'cmd-1', claimedAt: 'now' };
 
 /** The host resolved stage 1 and asks about stage 2. */
@@ -327,16 +329,7 @@ describe('record mutations', () => {
           },
         ],
       },
-      {
-        hostId: 'h',
-        incarnation: 'inc-1',
-        caller: 'session:s1',
-        channel: 'C1',
-        route: 'test',
-        sandboxMode: 'default',
-        phase: 'pending',
-        now: new Date('2026-11-30T10:00:00Z'),
-      },
+      TAKEN,
     );
     const resolvedWith = (decision: string, durability: string | undefined) =>
       ApprovalResolvedParams.parse({
