@@ -12,12 +12,11 @@ import type { TriggerEvent } from '../../src/pagerduty/pagerDuty.js';
 import type { Pager } from '../../src/relay/escalation/escalationSteps.js';
 import { Escalator } from '../../src/relay/escalation/escalator.js';
 import { lineageOf } from '../../src/relay/escalation/lineage.js';
-import type { RecordKeeper } from '../../src/relay/records/recordKeeper.js';
 import { superseded } from '../../src/relay/records/recordMutations.js';
-import type { ApprovalStore, Mutation } from '../../src/store/approvalStore.js';
+import type { ApprovalStore } from '../../src/store/approvalStore.js';
 import { EscalationStore, pagedService } from '../../src/store/escalationStore.js';
 import { keys } from '../../src/store/keys.js';
-import { quietEscalatorParts } from '../support/escalatorParts.js';
+import { followedRecords, quietEscalatorParts } from '../support/escalatorParts.js';
 import { useFreshRedis } from '../support/freshRedis.js';
 import { captureLogger } from '../support/logCapture.js';
 import { keysHolding } from '../support/redisHolding.js';
@@ -71,22 +70,11 @@ function replica(
   clock: { nowMs: number },
   logger = silent,
 ) {
-  const mutate = (approvalId: string, mutation: Mutation) => {
-    const current = records.get(approvalId);
-    const next = current && mutation(current);
-    if (next) records.set(approvalId, next);
-    return next ?? current;
-  };
+  const { keeper, write } = followedRecords(records, () => escalator);
   const escalator: Escalator = new Escalator({
     schedule: new EscalationStore(redis(), { lineageTtlMs: 600_000 }),
     store: { get: async (approvalId: string) => records.get(approvalId) } as unknown as ApprovalStore,
-    keeper: {
-      mutateAndSync: async (approvalId: string, mutation: Mutation) => {
-        const written = mutate(approvalId, mutation);
-        if (written) escalator.follow(written);
-        return written;
-      },
-    } as unknown as RecordKeeper,
+    keeper,
     slack: {
       threadReply: async () => undefined,
       directMessage: async () => ({ channel: 'D1', ts: '1' }),
@@ -101,11 +89,6 @@ function replica(
     logger,
     now: () => new Date(clock.nowMs),
   });
-  /** A write the escalator hears of, as RecordKeeper tells its followers. */
-  const write = (approvalId: string, mutation: Mutation) => {
-    const written = mutate(approvalId, mutation);
-    if (written) escalator.follow(written);
-  };
   return { escalator, write };
 }
 

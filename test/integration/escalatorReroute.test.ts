@@ -9,12 +9,11 @@ import type { ApprovalRecord } from '../../src/domain/record.js';
 import type { EscalationStep } from '../../src/domain/route.js';
 import type { Decider } from '../../src/relay/deciding/decider.js';
 import { Escalator } from '../../src/relay/escalation/escalator.js';
-import type { RecordKeeper } from '../../src/relay/records/recordKeeper.js';
 import { rerouted } from '../../src/relay/records/recordMutations.js';
-import type { ApprovalStore, Mutation } from '../../src/store/approvalStore.js';
+import type { ApprovalStore } from '../../src/store/approvalStore.js';
 import { EscalationStore } from '../../src/store/escalationStore.js';
 import { keys } from '../../src/store/keys.js';
-import { quietEscalatorParts } from '../support/escalatorParts.js';
+import { followedRecords, quietEscalatorParts } from '../support/escalatorParts.js';
 import { useFreshRedis } from '../support/freshRedis.js';
 import { captureLogger } from '../support/logCapture.js';
 import { sampleRecord } from '../support/sampleRecord.js';
@@ -41,12 +40,7 @@ function escalating(ladder: EscalationStep[]) {
   const pages: string[] = [];
   const decides: string[] = [];
   const { logger, lines } = captureLogger('info');
-  const mutate = (approvalId: string, mutation: Mutation) => {
-    const current = records.get(approvalId);
-    const next = current && mutation(current);
-    if (next) records.set(approvalId, next);
-    return next ?? current;
-  };
+  const { keeper, write } = followedRecords(records, () => escalator);
   const escalator: Escalator = new Escalator({
     ...quietEscalatorParts(),
     schedule: new EscalationStore(redis(), { lineageTtlMs: 60 * MINUTE }),
@@ -54,13 +48,7 @@ function escalating(ladder: EscalationStep[]) {
       get: async (approvalId: string) => records.get(approvalId),
       mapMessage: async () => undefined,
     } as unknown as ApprovalStore,
-    keeper: {
-      mutateAndSync: async (approvalId: string, mutation: Mutation) => {
-        const written = mutate(approvalId, mutation);
-        if (written) escalator.follow(written);
-        return written;
-      },
-    } as unknown as RecordKeeper,
+    keeper,
     slack: {
       threadReply: async () => undefined,
       directMessage: async (userId: string) => {
@@ -90,11 +78,6 @@ function escalating(ladder: EscalationStep[]) {
     logger,
     now: () => new Date(clock.nowMs),
   });
-  /** A write the escalator hears of, as RecordKeeper tells its followers. */
-  const write = (approvalId: string, mutation: Mutation) => {
-    const written = mutate(approvalId, mutation);
-    if (written) escalator.follow(written);
-  };
   /** Looks at the schedule every 30 s of the clock for `ms`, each look's steps done. */
   const advance = async (ms: number) => {
     for (const end = clock.nowMs + ms; clock.nowMs < end; ) {
